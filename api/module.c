@@ -1,0 +1,185 @@
+/* module.c: the library's front door. The pipeline of the front end reads
+ * in order: read the text, lex + parse (parser/parse.c), check
+ * (parser/check.c); the module then serves walks and dumps. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parser/parse.h"
+#include "tilec/limits.h"
+
+const char *tilec_version(void) { return TILEC_VERSION_STRING; }
+
+const char *tilec_status_string(tilec_status s)
+{
+    switch (s) {
+    case TILEC_OK: return "success";
+    case TILEC_ERR_INPUT: return "the input has errors";
+    case TILEC_ERR_IO: return "input/output error";
+    case TILEC_ERR_NOMEM: return "out of memory";
+    case TILEC_ERR_ARG: return "invalid argument";
+    }
+    return "unknown status";
+}
+
+static const struct {
+    const char *name;
+    unsigned size;
+    char cls;
+} dtypes[] = {
+#define X(e, s, n, c) {s, n, c},
+    TILEC_DTYPES(X)
+#undef X
+};
+
+const char *tilec_dtype_name(tilec_dtype t) { return (unsigned)t < TILEC_DT_COUNT ? dtypes[t].name : "?"; }
+unsigned tilec_dtype_size(tilec_dtype t) { return (unsigned)t < TILEC_DT_COUNT ? dtypes[t].size : 0; }
+char tilec_dtype_class(tilec_dtype t) { return (unsigned)t < TILEC_DT_COUNT ? dtypes[t].cls : '?'; }
+
+static const char *const op_spellings[] = {
+#define X(e, s) s,
+    TILEC_BINOPS(X) TILEC_UNOPS(X)
+#undef X
+};
+
+const char *tilec_op_spelling(tilec_op op) { return (unsigned)op < TILEC_OP_COUNT ? op_spellings[op] : "?"; }
+
+/* An error about a whole file: "what" then the reason. */
+static tilec_status fail(tilec_ctx *ctx, tilec_status st, const char *name, const char *what, const char *why)
+{
+    dsl_source src = {name ? name : "", "", 0};
+    diag_at(ctx, &src, NULL, TILEC_SEV_ERROR, "%s%s", what, why);
+    return st;
+}
+
+tilec_status tilec_parse_string(tilec_ctx *ctx, const char *name, const char *text, size_t len,
+                                tilec_module **out)
+{
+    if (!out)
+        return TILEC_ERR_ARG;
+    *out = NULL;
+    if (!ctx || (!text && len))
+        return TILEC_ERR_ARG;
+    if (!name)
+        name = "<string>";
+    if (len > TILEC_MAX_SOURCE)
+        return fail(ctx, TILEC_ERR_INPUT, name, "the source is larger than ", "256 MiB");
+    tilec_module *m = calloc(1, sizeof *m);
+    if (!m)
+        return TILEC_ERR_NOMEM;
+    ar_init(&m->ar);
+    char *copy = ar_alloc(&m->ar, len + 1);
+    m->src.name = ar_strdup(&m->ar, name);
+    if (!copy || !m->src.name) {
+        tilec_module_free(m);
+        return TILEC_ERR_NOMEM;
+    }
+    if (len)
+        memcpy(copy, text, len);
+    copy[len] = 0;
+    m->src.text = copy;
+    m->src.len = len;
+
+    size_t errors = ctx->nerrors;
+    int bad = prs_parse(ctx, m);
+    if (!bad)
+        bad = chk_module(ctx, m);
+    if (bad || ctx->nerrors > errors || m->ar.failed) {
+        int nomem = m->ar.failed || ctx->nomem;
+        tilec_module_free(m);
+        return nomem && ctx->nerrors == errors ? TILEC_ERR_NOMEM : TILEC_ERR_INPUT;
+    }
+    *out = m;
+    return TILEC_OK;
+}
+
+tilec_status tilec_parse_file(tilec_ctx *ctx, const char *path, tilec_module **out)
+{
+    if (!out)
+        return TILEC_ERR_ARG;
+    *out = NULL;
+    if (!ctx || !path)
+        return TILEC_ERR_ARG;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fail(ctx, TILEC_ERR_IO, path, "cannot open: ", strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    tilec_status st = TILEC_OK;
+    while (buf) {
+        if (len == cap) {
+            if (cap > TILEC_MAX_SOURCE) {
+                st = fail(ctx, TILEC_ERR_INPUT, path, "the file is larger than ", "256 MiB");
+                break;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                st = TILEC_ERR_NOMEM;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0) {
+            if (ferror(f))
+                st = fail(ctx, TILEC_ERR_IO, path, "read error: ", strerror(errno));
+            break;
+        }
+    }
+    fclose(f);
+    if (!buf)
+        return TILEC_ERR_NOMEM;
+    if (st == TILEC_OK)
+        st = tilec_parse_string(ctx, path, buf, len, out);
+    free(buf);
+    return st;
+}
+
+void tilec_module_free(tilec_module *m)
+{
+    if (!m)
+        return;
+    ar_free(&m->ar);
+    free(m);
+}
+
+size_t tilec_module_item_count(const tilec_module *m) { return m->items.n; }
+const tilec_item *tilec_module_item(const tilec_module *m, size_t i) { return i < m->items.n ? m->items.v[i] : NULL; }
+size_t tilec_module_kernel_count(const tilec_module *m) { return m->kernels.n; }
+const tilec_kernel *tilec_module_kernel(const tilec_module *m, size_t i) { return i < m->kernels.n ? m->kernels.v[i] : NULL; }
+size_t tilec_module_extern_count(const tilec_module *m) { return m->externs.n; }
+const tilec_extern *tilec_module_extern(const tilec_module *m, size_t i) { return i < m->externs.n ? m->externs.v[i] : NULL; }
+size_t tilec_module_graph_count(const tilec_module *m) { return m->graphs.n; }
+const tilec_graph *tilec_module_graph(const tilec_module *m, size_t i) { return i < m->graphs.n ? m->graphs.v[i] : NULL; }
+const char *tilec_module_file(const tilec_module *m) { return m->src.name; }
+
+/* Items have distinct names (the checker guarantees it). */
+static const void *find(const ar_vec *v, const char *name)
+{
+    for (uint32_t i = 0; i < v->n; i++)
+        if (!strcmp(((const tilec_kernel *)v->v[i])->name, name))
+            return v->v[i];
+    return NULL;
+}
+
+const tilec_kernel *tilec_module_find_kernel(const tilec_module *m, const char *name) { return find(&m->kernels, name); }
+const tilec_extern *tilec_module_find_extern(const tilec_module *m, const char *name) { return find(&m->externs, name); }
+const tilec_graph *tilec_module_find_graph(const tilec_module *m, const char *name) { return find(&m->graphs, name); }
+
+int64_t tilec_kernel_hint(const tilec_kernel *k, int variant, const char *name, int64_t dflt)
+{
+    if (variant >= 0 && (uint32_t)variant < k->nvariants) {
+        const tilec_variant *v = &k->variants[variant];
+        for (uint32_t i = 0; i < v->noverrides; i++)
+            if (!strcmp(v->overrides[i].name, name))
+                return v->overrides[i].value;
+    }
+    for (uint32_t i = 0; i < k->nhints; i++)
+        if (!strcmp(k->hints[i].name, name))
+            return k->hints[i].value;
+    return dflt;
+}
+
+tilec_status tilec_module_dump_ast(const tilec_module *m, tilec_sink sink) { return dump_module(m, sink); }

@@ -1,0 +1,233 @@
+/* ast.h: the checked syntax tree of a .tile module, read-only for users.
+ * All nodes live in the module's arena and die with tilec_module_free(). */
+#ifndef TILEC_AST_H
+#define TILEC_AST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tilec_loc {
+    const char *file;
+    uint32_t line, col; /* 1-based; col counts bytes */
+} tilec_loc;
+
+/* Element types. X(ENUM, spelling, bytes, class) with class
+ * 'b' bool, 's' signed int, 'u' unsigned int, 'f' float. ORDER DTYPE:
+ * the lexer's keyword table and promotion rules index by this order. */
+#define TILEC_DTYPES(X)          \
+    X(BOOL, "bool", 1, 'b')      \
+    X(I8, "i8", 1, 's')          \
+    X(I16, "i16", 2, 's')        \
+    X(I32, "i32", 4, 's')        \
+    X(I64, "i64", 8, 's')        \
+    X(U8, "u8", 1, 'u')          \
+    X(U16, "u16", 2, 'u')        \
+    X(U32, "u32", 4, 'u')        \
+    X(U64, "u64", 8, 'u')        \
+    X(F16, "f16", 2, 'f')        \
+    X(BF16, "bf16", 2, 'f')      \
+    X(F32, "f32", 4, 'f')        \
+    X(F64, "f64", 8, 'f')
+
+typedef enum tilec_dtype {
+#define TILEC_X(e, s, n, c) TILEC_DT_##e,
+    TILEC_DTYPES(TILEC_X)
+#undef TILEC_X
+    TILEC_DT_COUNT
+} tilec_dtype;
+
+const char *tilec_dtype_name(tilec_dtype t);
+unsigned tilec_dtype_size(tilec_dtype t);
+char tilec_dtype_class(tilec_dtype t); /* 'b', 's', 'u' or 'f' */
+
+/* Operators, lowest precedence first within binary (ORDER OP: the grammar's
+ * precedence table follows the same order). X(ENUM, spelling) */
+#define TILEC_BINOPS(X) \
+    X(OROR, "||") X(ANDAND, "&&") X(OR, "|") X(XOR, "^") X(AND, "&") \
+    X(EQ, "==") X(NE, "!=") X(LT, "<") X(LE, "<=") X(GT, ">") X(GE, ">=") \
+    X(SHL, "<<") X(SHR, ">>") X(ADD, "+") X(SUB, "-") X(MUL, "*") X(DIV, "/") X(MOD, "%")
+#define TILEC_UNOPS(X) X(NEG, "-") X(NOT, "!") X(BITNOT, "~")
+
+typedef enum tilec_op {
+#define TILEC_X(e, s) TILEC_OP_##e,
+    TILEC_BINOPS(TILEC_X) TILEC_UNOPS(TILEC_X)
+#undef TILEC_X
+    TILEC_OP_COUNT
+} tilec_op;
+
+const char *tilec_op_spelling(tilec_op op);
+
+/* The checked type of an expression. Tiles have rank >= 1; a scalar has
+ * rank 0. A pointer value (scalar or tile of pointers) has ptr set and
+ * dtype = the pointee. */
+#define TILEC_MAX_RANK 4
+typedef enum tilec_type_kind {
+    TILEC_TY_ERROR = 0, /* unchecked, or an error was reported */
+    TILEC_TY_VOID,      /* store(...) and other calls with no value */
+    TILEC_TY_VALUE,     /* a scalar or tile value */
+    TILEC_TY_DTYPE,     /* a dtype used as an argument: zeros(f32, ...) */
+    TILEC_TY_TENSOR,    /* graph tensors (shape in the graph's symbols) */
+} tilec_type_kind;
+
+typedef struct tilec_type {
+    tilec_type_kind kind;
+    tilec_dtype dtype;
+    bool ptr;
+    bool weak; /* an untyped literal that adapts to the other operand */
+    uint8_t rank;
+    int64_t dims[TILEC_MAX_RANK];
+} tilec_type;
+
+typedef enum tilec_expr_kind {
+    TILEC_EX_INT,    /* ival */
+    TILEC_EX_FLOAT,  /* fval; text keeps the spelling */
+    TILEC_EX_BOOL,   /* ival 0/1 */
+    TILEC_EX_INF,    /* the literal inf */
+    TILEC_EX_NAME,   /* name */
+    TILEC_EX_DTYPE,  /* dtype */
+    TILEC_EX_UNARY,  /* op args[0] */
+    TILEC_EX_BINARY, /* args[0] op args[1] */
+    TILEC_EX_CALL,   /* name(args...) */
+    TILEC_EX_INDEX,  /* args[0][args[1], ...]; also T[dims] in graphs */
+    TILEC_EX_LIST,   /* [args...] */
+    TILEC_EX_SLICE,  /* ':' inside an index */
+    TILEC_EX_NONE,   /* None inside an index */
+} tilec_expr_kind;
+
+typedef struct tilec_expr {
+    tilec_expr_kind kind;
+    tilec_loc loc;
+    tilec_op op;
+    int64_t ival;
+    double fval;
+    tilec_dtype dtype;
+    const char *name; /* NAME, CALL: the name; FLOAT: the literal's text */
+    struct tilec_expr **args;
+    uint32_t nargs;
+    tilec_type type; /* set by the checker (kernels: the base hints) */
+} tilec_expr;
+
+/* A written type: *T, T, or T[dims] */
+typedef enum tilec_tyexpr_kind { TILEC_TE_SCALAR, TILEC_TE_POINTER, TILEC_TE_TENSOR } tilec_tyexpr_kind;
+typedef struct tilec_tyexpr {
+    tilec_tyexpr_kind kind;
+    tilec_dtype dtype;
+    tilec_loc loc;
+    tilec_expr **dims; /* TENSOR only */
+    uint32_t ndims;
+} tilec_tyexpr;
+
+typedef struct tilec_param {
+    const char *name; /* NULL for an unnamed result */
+    tilec_loc loc;
+    tilec_tyexpr type;
+} tilec_param;
+
+typedef enum tilec_stmt_kind {
+    TILEC_ST_LET,       /* let names[0] = value */
+    TILEC_ST_LET_TUPLE, /* let (names...) = value */
+    TILEC_ST_ASSIGN,    /* names[0] = value */
+    TILEC_ST_EXPR,      /* value; */
+    TILEC_ST_FOR,       /* for names[0] in lo .. hi step step { body } */
+    TILEC_ST_IF,        /* if value { body } else { orelse } */
+    TILEC_ST_RETURN,    /* return values...; */
+    TILEC_ST_DOC,       /* /// text */
+} tilec_stmt_kind;
+
+typedef struct tilec_block {
+    struct tilec_stmt **stmts;
+    uint32_t nstmts;
+} tilec_block;
+
+typedef struct tilec_stmt {
+    tilec_stmt_kind kind;
+    tilec_loc loc;
+    const char **names;
+    tilec_loc *name_locs;
+    uint32_t nnames;
+    tilec_expr *value;
+    tilec_expr *lo, *hi, *step; /* FOR; step NULL means 1 */
+    tilec_expr **values;        /* RETURN */
+    uint32_t nvalues;
+    tilec_block body, orelse;
+    bool has_else;
+    const char *text; /* DOC */
+    const char **types; /* graphs: the checked type of each bound name, as
+                         * text ("f32[R, C]"), set by the checker */
+} tilec_stmt;
+
+typedef struct tilec_hint {
+    const char *name;
+    tilec_loc loc;
+    tilec_expr *expr;
+    int64_t value; /* set by the checker */
+} tilec_hint;
+
+typedef struct tilec_variant {
+    int64_t size; /* the size hint: SYM = size */
+    tilec_loc loc;
+    tilec_hint *overrides;
+    uint32_t noverrides;
+} tilec_variant;
+
+typedef struct tilec_kernel {
+    const char *name;
+    tilec_loc loc;
+    const char *doc; /* /// lines before the kernel, joined by '\n', or NULL */
+    tilec_param *params;
+    uint32_t nparams;
+    tilec_expr **grid;
+    uint32_t ngrid;
+    tilec_hint *hints;
+    uint32_t nhints;
+    const char *variant_sym; /* NULL without variants */
+    tilec_loc variant_loc;
+    uint32_t variant_param; /* index of the parameter named variant_sym */
+    tilec_variant *variants;
+    uint32_t nvariants;
+    tilec_block body;
+} tilec_kernel;
+
+typedef struct tilec_extern {
+    const char *name;
+    tilec_loc loc;
+    const char *doc;
+    tilec_param *params;
+    uint32_t nparams;
+    tilec_param *results; /* names may be NULL */
+    uint32_t nresults;
+    const char *symbol;
+    tilec_loc symbol_loc;
+} tilec_extern;
+
+typedef struct tilec_graph {
+    const char *name;
+    tilec_loc loc;
+    const char *doc;
+    tilec_param *params;
+    uint32_t nparams;
+    tilec_param *results;
+    uint32_t nresults;
+    tilec_block body;
+} tilec_graph;
+
+typedef enum tilec_item_kind { TILEC_ITEM_KERNEL, TILEC_ITEM_EXTERN, TILEC_ITEM_GRAPH } tilec_item_kind;
+typedef struct tilec_item {
+    tilec_item_kind kind;
+    union {
+        tilec_kernel *kernel;
+        tilec_extern *ext;
+        tilec_graph *graph;
+    } u;
+} tilec_item;
+
+typedef struct tilec_module tilec_module;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,12 @@
+/* limits.h: the documented limits of the tilec front end. */
+#ifndef TILEC_LIMITS_H
+#define TILEC_LIMITS_H
+
+#define TILEC_MAX_TILE_DIM 65536      /* largest tile dimension (a power of two) */
+#define TILEC_MAX_TILE_ELEMS 1048576  /* most elements in one tile */
+#define TILEC_MAX_STAGES 8            /* largest `stages` hint */
+#define TILEC_MAX_NESTING 1000        /* parser stack: nesting of (), {}, operators */
+#define TILEC_MAX_IDENT 1024          /* longest identifier, in bytes */
+#define TILEC_MAX_SOURCE (256u << 20) /* largest .tile file, in bytes */
+
+#endif

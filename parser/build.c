@@ -1,0 +1,481 @@
+/* build.c: the grammar's actions: AST nodes built in the module arena. */
+#include <string.h>
+
+#include "grammar.h"
+#include "parser/parse.h"
+#include "util/strbuf.h"
+
+static void *oom(prs_state *ps)
+{
+    if (!ps->failed)
+        diag_at(ps->ctx, &ps->mod->src, NULL, TILEC_SEV_ERROR, "out of memory while parsing");
+    ps->failed = 1;
+    return NULL;
+}
+
+#define NEED(x)             \
+    do {                    \
+        if (!(x))           \
+            return oom(ps); \
+    } while (0)
+
+ar_vec *prs_list(prs_state *ps)
+{
+    ar_vec *v = ar_alloc(ps->ar, sizeof *v);
+    NEED(v);
+    return v;
+}
+
+ar_vec *prs_push(prs_state *ps, ar_vec *list, void *item)
+{
+    NEED(list && item);
+    NEED(ar_vec_push(ps->ar, list, item) == 0);
+    return list;
+}
+
+/* ---- syntax errors ---- */
+
+static int is_binop(int k) { return (k >= TK_OROR && k <= TK_PERCENT) || k == TK_LBRACKET; }
+static int starts_expr(int k)
+{
+    return k == TK_INT || k == TK_FLOAT || k == TK_IDENT || k == TK_LPAREN || k == TK_MINUS ||
+           k == TK_BANG || k == TK_TILDE || k == TK_TRUE || k == TK_FALSE || k == TK_INF ||
+           k == TK_DTYPE || k == TK_LBRACKET;
+}
+
+void prs_syntax_error(prs_state *ps, const lex_token *tok, const int *expected, int nexpected)
+{
+    if (ps->failed)
+        return;
+    ps->failed = 1;
+    const char *found = lex_token_desc(ps->ar, tok);
+    if (tok->kind == TK_DOC) {
+        diag_at(ps->ctx, &ps->mod->src, &tok->loc, TILEC_SEV_ERROR,
+                "a doc comment ('///') may only stand before an item or a statement; use '//' here");
+        return;
+    }
+    /* Name what could come next: drop operators (any expression may go on
+     * with one) and fold the tokens that start an expression. */
+    const char *names[8];
+    int n = 0, nstart = 0, nexpr = 12, other = 0;
+    for (int i = 0; i < nexpected; i++)
+        if (starts_expr(expected[i]) && expected[i] != TK_LBRACKET)
+            nstart++;
+    int fold = nstart >= nexpr - 1;
+    if (fold)
+        names[n++] = "an expression";
+    for (int i = 0; i < nexpected; i++) {
+        int k = expected[i];
+        if ((is_binop(k) && !(k == TK_LBRACKET && nexpected == 1)) || k == TK_ILLEGAL || k == TK_DOC)
+            continue;
+        if (fold && starts_expr(k))
+            continue;
+        if (n < 8)
+            names[n++] = lex_kind_name(k);
+        else
+            other = 1;
+    }
+    strbuf b;
+    sb_init(&b);
+    if (n == 0 || n > 4 || other) {
+        sb_printf(&b, "unexpected %s", found);
+    } else {
+        sb_puts(&b, "expected ");
+        for (int i = 0; i < n; i++) {
+            if (i)
+                sb_puts(&b, i == n - 1 ? " or " : ", ");
+            sb_puts(&b, names[i]);
+        }
+        sb_printf(&b, ", found %s", found);
+    }
+    diag_at(ps->ctx, &ps->mod->src, &tok->loc, TILEC_SEV_ERROR, "%s", sb_str(&b));
+    sb_free(&b);
+}
+
+void prs_stack_overflow(prs_state *ps, const lex_token *tok)
+{
+    (void)tok;
+    if (ps->failed)
+        return;
+    ps->failed = 1;
+    ps->overflow = 1;
+}
+
+/* ---- items ---- */
+
+void prs_doc_item(prs_state *ps, const lex_token *doc)
+{
+    ps->doc = ps->doc ? ar_printf(ps->ar, "%s\n%s", ps->doc, doc->str) : doc->str;
+    if (!ps->doc)
+        oom(ps);
+}
+
+static const char *take_doc(prs_state *ps)
+{
+    const char *d = ps->doc;
+    ps->doc = NULL;
+    return d;
+}
+
+void prs_add_item(prs_state *ps, tilec_item_kind kind, void *node)
+{
+    if (!node) {
+        oom(ps);
+        return;
+    }
+    tilec_item *it = ar_alloc(ps->ar, sizeof *it);
+    if (!it) {
+        oom(ps);
+        return;
+    }
+    it->kind = kind;
+    it->u.kernel = node;
+    ar_vec *which = kind == TILEC_ITEM_KERNEL   ? &ps->mod->kernels
+                    : kind == TILEC_ITEM_EXTERN ? &ps->mod->externs
+                                                : &ps->mod->graphs;
+    if (ar_vec_push(ps->ar, &ps->mod->items, it) || ar_vec_push(ps->ar, which, node))
+        oom(ps);
+}
+
+/* Copy a list of struct pointers into an array of structs. */
+static void *flatten(prs_state *ps, const ar_vec *v, size_t size, uint32_t *n)
+{
+    *n = v ? v->n : 0;
+    if (!*n)
+        return NULL;
+    char *out = ar_array(ps->ar, *n, size);
+    if (!out)
+        return NULL;
+    for (uint32_t i = 0; i < *n; i++)
+        memcpy(out + i * size, v->v[i], size);
+    return out;
+}
+
+#define FLATTEN(ps, vec, arr, count)                                   \
+    do {                                                               \
+        (arr) = flatten(ps, vec, sizeof *(arr), &(count));             \
+        NEED((arr) || !(count));                                       \
+    } while (0)
+
+tilec_kernel *prs_kernel(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,
+                         ar_vec *grid, ar_vec *hints, prs_variants *variants, ar_vec *body)
+{
+    NEED(params && body);
+    tilec_kernel *k = ar_alloc(ps->ar, sizeof *k);
+    NEED(k);
+    k->name = name->str;
+    k->loc = kw->loc;
+    k->doc = take_doc(ps);
+    FLATTEN(ps, params, k->params, k->nparams);
+    if (grid) {
+        k->grid = (tilec_expr **)grid->v;
+        k->ngrid = grid->n;
+    }
+    FLATTEN(ps, hints, k->hints, k->nhints);
+    if (variants) {
+        k->variant_sym = variants->sym.str;
+        k->variant_loc = variants->sym.loc;
+        FLATTEN(ps, variants->list, k->variants, k->nvariants);
+    }
+    k->body.stmts = (tilec_stmt **)body->v;
+    k->body.nstmts = body->n;
+    return k;
+}
+
+tilec_extern *prs_extern(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,
+                         ar_vec *results, const lex_token *symbol)
+{
+    NEED(params && results);
+    tilec_extern *e = ar_alloc(ps->ar, sizeof *e);
+    NEED(e);
+    e->name = name->str;
+    e->loc = kw->loc;
+    e->doc = take_doc(ps);
+    FLATTEN(ps, params, e->params, e->nparams);
+    FLATTEN(ps, results, e->results, e->nresults);
+    e->symbol = symbol->str;
+    e->symbol_loc = symbol->loc;
+    return e;
+}
+
+tilec_graph *prs_graph(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,
+                       ar_vec *results, ar_vec *body)
+{
+    NEED(params && results && body);
+    tilec_graph *g = ar_alloc(ps->ar, sizeof *g);
+    NEED(g);
+    g->name = name->str;
+    g->loc = kw->loc;
+    g->doc = take_doc(ps);
+    FLATTEN(ps, params, g->params, g->nparams);
+    FLATTEN(ps, results, g->results, g->nresults);
+    g->body.stmts = (tilec_stmt **)body->v;
+    g->body.nstmts = body->n;
+    return g;
+}
+
+tilec_param *prs_param(prs_state *ps, const lex_token *name, tilec_tyexpr *type)
+{
+    NEED(type);
+    tilec_param *p = ar_alloc(ps->ar, sizeof *p);
+    NEED(p);
+    p->name = name ? name->str : NULL;
+    p->loc = name ? name->loc : type->loc;
+    p->type = *type;
+    return p;
+}
+
+tilec_tyexpr *prs_type(prs_state *ps, tilec_tyexpr_kind kind, const lex_token *at, const lex_token *dtype,
+                       ar_vec *dims)
+{
+    tilec_tyexpr *t = ar_alloc(ps->ar, sizeof *t);
+    NEED(t);
+    t->kind = kind;
+    t->dtype = (tilec_dtype)dtype->ival;
+    t->loc = at->loc;
+    if (kind == TILEC_TE_TENSOR) {
+        NEED(dims);
+        t->dims = (tilec_expr **)dims->v;
+        t->ndims = dims->n;
+    }
+    return t;
+}
+
+tilec_hint *prs_hint(prs_state *ps, const lex_token *name, tilec_expr *value)
+{
+    NEED(value);
+    tilec_hint *h = ar_alloc(ps->ar, sizeof *h);
+    NEED(h);
+    h->name = name->str;
+    h->loc = name->loc;
+    h->expr = value;
+    return h;
+}
+
+prs_variants *prs_variants_new(prs_state *ps, const lex_token *sym, ar_vec *list)
+{
+    NEED(list);
+    prs_variants *v = ar_alloc(ps->ar, sizeof *v);
+    NEED(v);
+    v->sym = *sym;
+    v->list = list;
+    return v;
+}
+
+tilec_variant *prs_variant(prs_state *ps, const lex_token *size, ar_vec *overrides)
+{
+    NEED(overrides);
+    tilec_variant *v = ar_alloc(ps->ar, sizeof *v);
+    NEED(v);
+    v->size = size->ival;
+    v->loc = size->loc;
+    FLATTEN(ps, overrides, v->overrides, v->noverrides);
+    return v;
+}
+
+/* ---- statements ---- */
+
+static tilec_stmt *stmt_new(prs_state *ps, tilec_stmt_kind kind, tilec_loc loc)
+{
+    tilec_stmt *s = ar_alloc(ps->ar, sizeof *s);
+    if (!s)
+        return oom(ps);
+    s->kind = kind;
+    s->loc = loc;
+    return s;
+}
+
+static int one_name(prs_state *ps, tilec_stmt *s, const lex_token *name)
+{
+    s->names = ar_alloc(ps->ar, sizeof *s->names);
+    s->name_locs = ar_alloc(ps->ar, sizeof *s->name_locs);
+    if (!s->names || !s->name_locs)
+        return -1;
+    s->names[0] = name->str;
+    s->name_locs[0] = name->loc;
+    s->nnames = 1;
+    return 0;
+}
+
+tilec_stmt *prs_let(prs_state *ps, const lex_token *kw, const lex_token *name, tilec_expr *value)
+{
+    NEED(value);
+    tilec_stmt *s = stmt_new(ps, TILEC_ST_LET, kw->loc);
+    NEED(s && one_name(ps, s, name) == 0);
+    s->value = value;
+    return s;
+}
+
+tilec_stmt *prs_let_tuple(prs_state *ps, const lex_token *kw, ar_vec *names, tilec_expr *value)
+{
+    NEED(names && value);
+    tilec_stmt *s = stmt_new(ps, TILEC_ST_LET_TUPLE, kw->loc);
+    NEED(s);
+    s->nnames = names->n;
+    s->names = ar_array(ps->ar, names->n, sizeof *s->names);
+    s->name_locs = ar_array(ps->ar, names->n, sizeof *s->name_locs);
+    NEED(s->names && s->name_locs);
+    for (uint32_t i = 0; i < names->n; i++) {
+        const lex_token *t = names->v[i];
+        s->names[i] = t->str;
+        s->name_locs[i] = t->loc;
+    }
+    s->value = value;
+    return s;
+}
+
+tilec_stmt *prs_assign(prs_state *ps, const lex_token *name, tilec_expr *value)
+{
+    NEED(value);
+    tilec_stmt *s = stmt_new(ps, TILEC_ST_ASSIGN, name->loc);
+    NEED(s && one_name(ps, s, name) == 0);
+    s->value = value;
+    return s;
+}
+
+tilec_stmt *prs_expr_stmt(prs_state *ps, tilec_expr *value)
+{
+    NEED(value);
+    tilec_stmt *s = stmt_new(ps, TILEC_ST_EXPR, value->loc);
+    NEED(s);
+    s->value = value;
+    return s;
+}
+
+tilec_stmt *prs_for(prs_state *ps, const lex_token *kw, const lex_token *var, tilec_expr *lo,
+                    tilec_expr *hi, tilec_expr *step, ar_vec *body)
+{
+    NEED(lo && hi && body);
+    tilec_stmt *s = stmt_new(ps, TILEC_ST_FOR, kw->loc);
+    NEED(s && one_name(ps, s, var) == 0);
+    s->lo = lo;
+    s->hi = hi;
+    s->step = step;
+    s->body.stmts = (tilec_stmt **)body->v;
+    s->body.nstmts = body->n;
+    return s;
+}
+
+tilec_stmt *prs_if(prs_state *ps, const lex_token *kw, tilec_expr *cond, ar_vec *then, ar_vec *orelse)
+{
+    NEED(cond && then);
+    tilec_stmt *s = stmt_new(ps, TILEC_ST_IF, kw->loc);
+    NEED(s);
+    s->value = cond;
+    s->body.stmts = (tilec_stmt **)then->v;
+    s->body.nstmts = then->n;
+    if (orelse) {
+        s->has_else = true;
+        s->orelse.stmts = (tilec_stmt **)orelse->v;
+        s->orelse.nstmts = orelse->n;
+    }
+    return s;
+}
+
+tilec_stmt *prs_return(prs_state *ps, const lex_token *kw, ar_vec *values)
+{
+    NEED(values);
+    tilec_stmt *s = stmt_new(ps, TILEC_ST_RETURN, kw->loc);
+    NEED(s);
+    s->values = (tilec_expr **)values->v;
+    s->nvalues = values->n;
+    return s;
+}
+
+tilec_stmt *prs_doc_stmt(prs_state *ps, const lex_token *doc)
+{
+    tilec_stmt *s = stmt_new(ps, TILEC_ST_DOC, doc->loc);
+    NEED(s);
+    s->text = doc->str;
+    return s;
+}
+
+lex_token *prs_token(prs_state *ps, const lex_token *tok)
+{
+    lex_token *t = ar_alloc(ps->ar, sizeof *t);
+    NEED(t);
+    *t = *tok;
+    return t;
+}
+
+/* ---- expressions ---- */
+
+static tilec_expr *expr_new(prs_state *ps, tilec_expr_kind kind, tilec_loc loc, uint32_t nargs)
+{
+    tilec_expr *e = ar_alloc(ps->ar, sizeof *e);
+    if (!e)
+        return oom(ps);
+    e->kind = kind;
+    e->loc = loc;
+    if (nargs) {
+        e->args = ar_array(ps->ar, nargs, sizeof *e->args);
+        if (!e->args)
+            return oom(ps);
+        e->nargs = nargs;
+    }
+    return e;
+}
+
+tilec_expr *prs_literal(prs_state *ps, tilec_expr_kind kind, const lex_token *tok)
+{
+    tilec_expr *e = expr_new(ps, kind, tok->loc, 0);
+    NEED(e);
+    e->ival = tok->ival;
+    e->fval = tok->fval;
+    e->name = tok->str;
+    if (kind == TILEC_EX_DTYPE)
+        e->dtype = (tilec_dtype)tok->ival;
+    return e;
+}
+
+tilec_expr *prs_unary(prs_state *ps, tilec_op op, const lex_token *optok, tilec_expr *a)
+{
+    NEED(a);
+    tilec_expr *e = expr_new(ps, TILEC_EX_UNARY, optok->loc, 1);
+    NEED(e);
+    e->op = op;
+    e->args[0] = a;
+    return e;
+}
+
+tilec_expr *prs_binary(prs_state *ps, tilec_op op, const lex_token *optok, tilec_expr *a, tilec_expr *b)
+{
+    NEED(a && b);
+    tilec_expr *e = expr_new(ps, TILEC_EX_BINARY, optok->loc, 2);
+    NEED(e);
+    e->op = op;
+    e->args[0] = a;
+    e->args[1] = b;
+    return e;
+}
+
+tilec_expr *prs_call(prs_state *ps, const lex_token *name, ar_vec *args)
+{
+    NEED(args);
+    tilec_expr *e = expr_new(ps, TILEC_EX_CALL, name->loc, 0);
+    NEED(e);
+    e->name = name->str;
+    e->args = (tilec_expr **)args->v;
+    e->nargs = args->n;
+    return e;
+}
+
+tilec_expr *prs_index(prs_state *ps, const lex_token *bracket, tilec_expr *base, ar_vec *items)
+{
+    NEED(base && items);
+    tilec_expr *e = expr_new(ps, TILEC_EX_INDEX, bracket->loc, items->n + 1);
+    NEED(e);
+    e->args[0] = base;
+    memcpy(e->args + 1, items->v, items->n * sizeof *e->args);
+    return e;
+}
+
+tilec_expr *prs_list_expr(prs_state *ps, const lex_token *bracket, ar_vec *items)
+{
+    NEED(items);
+    tilec_expr *e = expr_new(ps, TILEC_EX_LIST, bracket->loc, 0);
+    NEED(e);
+    e->args = (tilec_expr **)items->v;
+    e->nargs = items->n;
+    return e;
+}

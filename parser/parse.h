@@ -1,0 +1,78 @@
+/* parse.h: the parser stage (internal): Lemon grammar actions, the module
+ * they build, and the entry points prs_parse() and chk_module(). */
+#ifndef TILEC_PARSER_PARSE_H
+#define TILEC_PARSER_PARSE_H
+
+#include "dsl/diag.h"
+#include "dsl/lexer.h"
+#include "tilec/tilec.h"
+#include "util/arena.h"
+
+enum { PRS_MAX_NESTING = 1000 }; /* Lemon stack entries: bounds nesting depth */
+
+struct tilec_module {
+    arena ar;
+    dsl_source src; /* name and text owned by the arena */
+    ar_vec items;   /* tilec_item* in source order */
+    ar_vec kernels, externs, graphs;
+};
+
+typedef struct prs_variants {
+    lex_token sym;
+    ar_vec *list;
+} prs_variants;
+
+typedef struct prs_state {
+    tilec_ctx *ctx;
+    tilec_module *mod;
+    arena *ar;
+    int failed;          /* a syntax error (or out of memory) was reported */
+    int overflow;        /* the Lemon stack overflowed: nesting too deep */
+    const char *doc;     /* pending /// lines before the next item */
+} prs_state;
+
+/* Parse src into mod's items; 0 on success. Reports syntax errors. */
+int prs_parse(tilec_ctx *ctx, tilec_module *mod);
+/* Check names, types and shapes of every item; 0 when there are no errors. */
+int chk_module(tilec_ctx *ctx, tilec_module *mod);
+/* The AST dump of `tilec --emit ast`. */
+tilec_status dump_module(const tilec_module *m, tilec_sink sink);
+
+/* Grammar actions (build.c): each allocates in the module arena and
+ * returns NULL after running out of memory (ps->failed is then set). */
+ar_vec *prs_list(prs_state *ps);
+ar_vec *prs_push(prs_state *ps, ar_vec *list, void *item);
+void prs_syntax_error(prs_state *ps, const lex_token *tok, const int *expected, int nexpected);
+void prs_stack_overflow(prs_state *ps, const lex_token *tok);
+void prs_doc_item(prs_state *ps, const lex_token *doc);
+void prs_add_item(prs_state *ps, tilec_item_kind kind, void *node);
+tilec_kernel *prs_kernel(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,
+                         ar_vec *grid, ar_vec *hints, prs_variants *variants, ar_vec *body);
+tilec_extern *prs_extern(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,
+                         ar_vec *results, const lex_token *symbol);
+tilec_graph *prs_graph(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,
+                       ar_vec *results, ar_vec *body);
+tilec_param *prs_param(prs_state *ps, const lex_token *name, tilec_tyexpr *type);
+tilec_tyexpr *prs_type(prs_state *ps, tilec_tyexpr_kind kind, const lex_token *at, const lex_token *dtype,
+                       ar_vec *dims);
+tilec_hint *prs_hint(prs_state *ps, const lex_token *name, tilec_expr *value);
+prs_variants *prs_variants_new(prs_state *ps, const lex_token *sym, ar_vec *list);
+tilec_variant *prs_variant(prs_state *ps, const lex_token *size, ar_vec *overrides);
+tilec_stmt *prs_let(prs_state *ps, const lex_token *kw, const lex_token *name, tilec_expr *value);
+tilec_stmt *prs_let_tuple(prs_state *ps, const lex_token *kw, ar_vec *names, tilec_expr *value);
+tilec_stmt *prs_assign(prs_state *ps, const lex_token *name, tilec_expr *value);
+tilec_stmt *prs_expr_stmt(prs_state *ps, tilec_expr *value);
+tilec_stmt *prs_for(prs_state *ps, const lex_token *kw, const lex_token *var, tilec_expr *lo,
+                    tilec_expr *hi, tilec_expr *step, ar_vec *body);
+tilec_stmt *prs_if(prs_state *ps, const lex_token *kw, tilec_expr *cond, ar_vec *then, ar_vec *orelse);
+tilec_stmt *prs_return(prs_state *ps, const lex_token *kw, ar_vec *values);
+tilec_stmt *prs_doc_stmt(prs_state *ps, const lex_token *doc);
+lex_token *prs_token(prs_state *ps, const lex_token *tok);
+tilec_expr *prs_literal(prs_state *ps, tilec_expr_kind kind, const lex_token *tok);
+tilec_expr *prs_unary(prs_state *ps, tilec_op op, const lex_token *optok, tilec_expr *a);
+tilec_expr *prs_binary(prs_state *ps, tilec_op op, const lex_token *optok, tilec_expr *a, tilec_expr *b);
+tilec_expr *prs_call(prs_state *ps, const lex_token *name, ar_vec *args);
+tilec_expr *prs_index(prs_state *ps, const lex_token *bracket, tilec_expr *base, ar_vec *items);
+tilec_expr *prs_list_expr(prs_state *ps, const lex_token *bracket, ar_vec *items);
+
+#endif

@@ -1,0 +1,29 @@
+#!/bin/sh
+# deps.sh: check the Debian packages tilec builds with; with "install",
+# install what is missing (apt-get, when run as root) or say what to run.
+set -u
+mode=${1:-check}
+missing=""
+need() { # need PACKAGE TEST...
+    pkg=$1; shift
+    "$@" >/dev/null 2>&1 || missing="$missing $pkg"
+}
+need make        command -v make
+need gcc         command -v cc
+need re2c        command -v re2c
+need lemon       sh -c 'command -v lemon && { [ -f /usr/share/lemon/lempar.c ] || [ -f /usr/local/share/lemon/lempar.c ]; }'
+need uthash-dev  test -f /usr/include/uthash.h
+need libcriterion-dev test -f /usr/include/criterion/criterion.h
+need pkg-config  command -v pkg-config
+[ -z "$missing" ] && exit 0
+if [ "$mode" = install ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "tilec: installing missing packages:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q && apt-get install -y -q --no-install-recommends $missing && exit 0
+    echo "tilec: apt-get failed; install these packages by hand:$missing" >&2
+    exit 1
+fi
+echo "tilec: missing packages:$missing" >&2
+echo "tilec: install them with: sudo apt-get install$missing" >&2
+echo "tilec: (make demo / make test install them by themselves when run as root)" >&2
+exit 1
