@@ -5,10 +5,11 @@
 #include <stdint.h>
 
 #include "dsl/diag.h"
+#include "tilec/limits.h"
 #include "util/arena.h"
 
 enum { LEX_EOF = 0, LEX_ERROR = -1 };
-enum { LEX_MAX_IDENT = 1024 }; /* longest identifier, in bytes */
+enum { LEX_MAX_IDENT = TILEC_MAX_IDENT }; /* longest identifier, in bytes */
 
 typedef struct lex_token {
     int kind; /* a TK_* code of the parser, LEX_EOF, or LEX_ERROR (reported) */

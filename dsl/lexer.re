@@ -233,9 +233,9 @@ loop:
     * {
         unsigned char c = (unsigned char)*tok;
         char buf[16];
-        if (c >= 0x21 && c < 0x7f) { buf[0] = '\''; buf[1] = (char)c; buf[2] = '\''; buf[3] = 0; }
+        if (c >= 0x21 && c < 0x7f) snprintf(buf, sizeof buf, "character '%c'", c);
         else snprintf(buf, sizeof buf, "byte 0x%02x", c);
-        return lex_error(lx, tok, "unexpected character %s", buf);
+        return lex_error(lx, tok, "unexpected %s", buf);
     }
 */
 comment:

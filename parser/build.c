@@ -400,6 +400,21 @@ lex_token *prs_token(prs_state *ps, const lex_token *tok)
 
 /* ---- expressions ---- */
 
+/* Left-associative chains (a + b + c ...) do not grow the parser stack, so
+ * expression depth is bounded here: every later pass may recurse. */
+static tilec_expr *deep_enough(prs_state *ps, tilec_expr *e)
+{
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (e->args[i]->depth >= e->depth)
+            e->depth = e->args[i]->depth + 1;
+    if (e->depth > PRS_MAX_NESTING && !ps->failed) {
+        diag_at(ps->ctx, &ps->mod->src, &e->loc, TILEC_SEV_ERROR,
+                "expression is too deeply nested: more than %d levels of operators and calls", PRS_MAX_NESTING);
+        ps->failed = 1;
+    }
+    return e;
+}
+
 static tilec_expr *expr_new(prs_state *ps, tilec_expr_kind kind, tilec_loc loc, uint32_t nargs)
 {
     tilec_expr *e = ar_alloc(ps->ar, sizeof *e);
@@ -407,6 +422,7 @@ static tilec_expr *expr_new(prs_state *ps, tilec_expr_kind kind, tilec_loc loc, 
         return oom(ps);
     e->kind = kind;
     e->loc = loc;
+    e->depth = 1;
     if (nargs) {
         e->args = ar_array(ps->ar, nargs, sizeof *e->args);
         if (!e->args)
@@ -435,7 +451,7 @@ tilec_expr *prs_unary(prs_state *ps, tilec_op op, const lex_token *optok, tilec_
     NEED(e);
     e->op = op;
     e->args[0] = a;
-    return e;
+    return deep_enough(ps, e);
 }
 
 tilec_expr *prs_binary(prs_state *ps, tilec_op op, const lex_token *optok, tilec_expr *a, tilec_expr *b)
@@ -446,7 +462,7 @@ tilec_expr *prs_binary(prs_state *ps, tilec_op op, const lex_token *optok, tilec
     e->op = op;
     e->args[0] = a;
     e->args[1] = b;
-    return e;
+    return deep_enough(ps, e);
 }
 
 tilec_expr *prs_call(prs_state *ps, const lex_token *name, ar_vec *args)
@@ -457,7 +473,7 @@ tilec_expr *prs_call(prs_state *ps, const lex_token *name, ar_vec *args)
     e->name = name->str;
     e->args = (tilec_expr **)args->v;
     e->nargs = args->n;
-    return e;
+    return deep_enough(ps, e);
 }
 
 tilec_expr *prs_index(prs_state *ps, const lex_token *bracket, tilec_expr *base, ar_vec *items)
@@ -467,7 +483,7 @@ tilec_expr *prs_index(prs_state *ps, const lex_token *bracket, tilec_expr *base,
     NEED(e);
     e->args[0] = base;
     memcpy(e->args + 1, items->v, items->n * sizeof *e->args);
-    return e;
+    return deep_enough(ps, e);
 }
 
 tilec_expr *prs_list_expr(prs_state *ps, const lex_token *bracket, ar_vec *items)
@@ -477,5 +493,5 @@ tilec_expr *prs_list_expr(prs_state *ps, const lex_token *bracket, ar_vec *items
     NEED(e);
     e->args = (tilec_expr **)items->v;
     e->nargs = items->n;
-    return e;
+    return deep_enough(ps, e);
 }

@@ -8,7 +8,7 @@
 #include "tilec/tilec.h"
 #include "util/arena.h"
 
-enum { PRS_MAX_NESTING = 1000 }; /* Lemon stack entries: bounds nesting depth */
+enum { PRS_MAX_NESTING = TILEC_MAX_NESTING }; /* Lemon stack entries: bounds nesting depth */
 
 struct tilec_module {
     arena ar;

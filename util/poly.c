@@ -93,8 +93,10 @@ poly *poly_mul(arena *a, const poly *x, const poly *y)
             one->terms[0].atoms = ar_array(a, n ? n : 1, sizeof(char *));
             if (!one->terms[0].atoms)
                 return NULL;
-            memcpy(one->terms[0].atoms, s->atoms, s->natoms * sizeof(char *));
-            memcpy(one->terms[0].atoms + s->natoms, t->atoms, t->natoms * sizeof(char *));
+            if (s->natoms)
+                memcpy(one->terms[0].atoms, s->atoms, s->natoms * sizeof(char *));
+            if (t->natoms)
+                memcpy(one->terms[0].atoms + s->natoms, t->atoms, t->natoms * sizeof(char *));
             qsort(one->terms[0].atoms, n, sizeof(char *), cmp_str);
             acc = poly_add(a, acc, one, 1);
         }

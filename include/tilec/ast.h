@@ -108,6 +108,7 @@ typedef struct tilec_expr {
     const char *name; /* NAME, CALL: the name; FLOAT: the literal's text */
     struct tilec_expr **args;
     uint32_t nargs;
+    uint32_t depth;  /* 1 + the deepest argument's depth */
     tilec_type type; /* set by the checker (kernels: the base hints) */
 } tilec_expr;
 

@@ -1,0 +1,196 @@
+/* test_api.c: the public API: contexts, callbacks, limits, walking a
+ * module, statuses, and two threads compiling at once. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+
+#include "helpers.h"
+
+static const char two_errors[] =
+    "kernel k(x: *f32, n: i32) grid (1) hints { B = 64 } {\n"
+    "    let a = range(B) + range(32);\n"
+    "    let b = undefined_name;\n"
+    "}\n";
+
+static void count_cb(void *user, const tilec_diag *d)
+{
+    int *n = user;
+    if (d->severity == TILEC_SEV_ERROR)
+        (*n)++;
+}
+
+Test(api, callback_sees_every_error)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    int n = 0;
+    tilec_ctx_set_diag_callback(ctx, count_cb, &n);
+    tilec_module *m = (tilec_module *)1;
+    cr_assert_eq(tilec_parse_string(ctx, "two.tile", two_errors, sizeof two_errors - 1, &m), TILEC_ERR_INPUT);
+    cr_expect_null(m);
+    cr_expect_eq(n, 2);
+    cr_expect_eq(tilec_ctx_error_count(ctx), 2);
+    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+    cr_expect_str_eq(d->file, "two.tile");
+    cr_expect_eq(d->line, 2);
+    cr_expect_eq(d->col, 22);
+    cr_expect_str_eq(d->message, "shapes [64] and [32] do not broadcast in '+'");
+    cr_expect_str_eq(d->source_line, "    let a = range(B) + range(32);");
+    cr_expect_eq(d->source_col, 22);
+    membuf out = {0};
+    cr_expect_eq(tilec_diag_render(d, membuf_sink(&out)), TILEC_OK);
+    cr_expect_str_eq(out.s, "two.tile:2:22: error: shapes [64] and [32] do not broadcast in '+'\n"
+                            " 2 |     let a = range(B) + range(32);\n"
+                            "   |                      ^\n");
+    free(out.s);
+    tilec_ctx_clear_diags(ctx);
+    cr_expect_eq(tilec_ctx_diag_count(ctx), 0);
+    tilec_ctx_free(ctx);
+}
+
+Test(api, error_limit)
+{
+    char src[8192];
+    size_t k = (size_t)snprintf(src, sizeof src, "kernel k(n: i32) grid (1) {\n");
+    for (int i = 0; i < 30; i++)
+        k += (size_t)snprintf(src + k, sizeof src - k, "    let v%d = nope%d;\n", i, i);
+    k += (size_t)snprintf(src + k, sizeof src - k, "}\n");
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_ctx_set_max_errors(ctx, 5);
+    tilec_module *m = NULL;
+    cr_expect_eq(tilec_parse_string(ctx, "many.tile", src, k, &m), TILEC_ERR_INPUT);
+    cr_expect_eq(tilec_ctx_error_count(ctx), 5);
+    cr_assert_eq(tilec_ctx_diag_count(ctx), 6);
+    const tilec_diag *last = tilec_ctx_diag(ctx, 5);
+    cr_expect_eq(last->severity, TILEC_SEV_NOTE);
+    cr_expect_str_eq(last->message, "too many errors (limit 5); stopping");
+    tilec_ctx_clear_diags(ctx);
+    tilec_ctx_set_max_errors(ctx, 0); /* back to the default */
+    cr_expect_eq(tilec_parse_string(ctx, "many.tile", src, k, &m), TILEC_ERR_INPUT);
+    cr_expect_eq(tilec_ctx_error_count(ctx), TILEC_DEFAULT_MAX_ERRORS);
+    tilec_ctx_free(ctx);
+}
+
+Test(api, walk_matmul_example)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, "examples/matmul.tile", &m), TILEC_OK);
+    cr_assert_eq(tilec_module_kernel_count(m), 1);
+    cr_expect_eq(tilec_module_graph_count(m), 0);
+    cr_expect_eq(tilec_module_item_count(m), 1);
+    cr_expect_str_eq(tilec_module_file(m), "examples/matmul.tile");
+    const tilec_kernel *k = tilec_module_find_kernel(m, "matmul");
+    cr_assert(k);
+    cr_expect_eq(k, tilec_module_kernel(m, 0));
+    cr_expect_null(tilec_module_kernel(m, 1));
+    cr_expect_eq(k->nparams, 6);
+    cr_expect_eq(k->params[0].type.kind, TILEC_TE_POINTER);
+    cr_expect_eq(k->params[0].type.dtype, TILEC_DT_F16);
+    cr_expect_eq(k->ngrid, 2);
+    cr_expect_str_eq(k->variant_sym, "M");
+    cr_expect_eq(k->variant_param, 3);
+    cr_assert_eq(k->nvariants, 3);
+    cr_expect_eq(k->variants[0].size, 64);
+    cr_expect_eq(tilec_kernel_hint(k, -1, "BM", 0), 128);
+    cr_expect_eq(tilec_kernel_hint(k, 0, "BM", 0), 64);
+    cr_expect_eq(tilec_kernel_hint(k, 0, "warps", 0), 4);
+    cr_expect_eq(tilec_kernel_hint(k, 1, "BN", 0), 64);
+    cr_expect_eq(tilec_kernel_hint(k, 1, "BM", 0), 128);
+    cr_expect_eq(tilec_kernel_hint(k, 2, "stages", 0), 3);
+    cr_expect_eq(tilec_kernel_hint(k, 2, "absent", -7), -7);
+    /* the checker annotates types for the base hints */
+    const tilec_stmt *acc = k->body.stmts[2];
+    cr_expect_eq(acc->kind, TILEC_ST_LET);
+    cr_expect_eq(acc->value->type.rank, 2);
+    cr_expect_eq(acc->value->type.dims[0], 128);
+    cr_expect_eq(acc->value->type.dtype, TILEC_DT_F32);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+Test(api, walk_graph_example)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, "examples/block.tile", &m), TILEC_OK);
+    cr_expect_eq(tilec_module_kernel_count(m), 2);
+    cr_expect_eq(tilec_module_extern_count(m), 2);
+    cr_assert_eq(tilec_module_graph_count(m), 1);
+    const tilec_extern *x = tilec_module_find_extern(m, "topk2");
+    cr_assert(x);
+    cr_expect_str_eq(x->symbol, "my_lib_topk2");
+    cr_expect_eq(x->nresults, 2);
+    const tilec_graph *g = tilec_module_find_graph(m, "block");
+    cr_assert(g);
+    cr_expect_eq(g->nparams, 2);
+    cr_expect_eq(g->nresults, 3);
+    cr_expect_str_eq(g->results[1].name, "s");
+    cr_expect_eq(g->body.stmts[0]->kind, TILEC_ST_DOC);
+    cr_expect_str_eq(g->body.stmts[0]->text, "scale and shift the input");
+    const tilec_stmt *tuple = g->body.stmts[8];
+    cr_assert_eq(tuple->kind, TILEC_ST_LET_TUPLE);
+    cr_expect_str_eq(tuple->types[0], "f32[R]");
+    cr_expect_str_eq(tuple->types[1], "i32[R]");
+    cr_expect_null(tilec_module_find_graph(m, "nope"));
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+Test(api, statuses_and_bad_arguments)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_expect_eq(tilec_parse_string(NULL, "x", "", 0, &m), TILEC_ERR_ARG);
+    cr_expect_eq(tilec_parse_string(ctx, "x", NULL, 3, &m), TILEC_ERR_ARG);
+    cr_expect_eq(tilec_parse_string(ctx, "x", "", 0, NULL), TILEC_ERR_ARG);
+    cr_expect_eq(tilec_parse_file(ctx, "/nonexistent/dir/x.tile", &m), TILEC_ERR_IO);
+    cr_assert_eq(tilec_ctx_diag_count(ctx), 1);
+    cr_expect_str_eq(tilec_ctx_diag(ctx, 0)->message, "cannot open: No such file or directory");
+    cr_expect_str_eq(tilec_ctx_diag(ctx, 0)->file, "/nonexistent/dir/x.tile");
+    cr_expect_eq(tilec_parse_file(ctx, "tests", &m), TILEC_ERR_IO, "a directory is not a file");
+    cr_expect_eq(tilec_parse_string(ctx, "empty.tile", "", 0, &m), TILEC_OK, "an empty module is valid");
+    cr_expect_eq(tilec_module_item_count(m), 0);
+    tilec_module_free(m);
+    cr_expect_str_eq(tilec_status_string(TILEC_ERR_INPUT), "the input has errors");
+    cr_expect_str_eq(tilec_status_string((tilec_status)99), "unknown status");
+    cr_expect_str_eq(tilec_version(), TILEC_VERSION_STRING);
+    cr_expect_str_eq(tilec_dtype_name(TILEC_DT_BF16), "bf16");
+    cr_expect_eq(tilec_dtype_size(TILEC_DT_F64), 8);
+    cr_expect_eq(tilec_dtype_class(TILEC_DT_U16), 'u');
+    cr_expect_str_eq(tilec_op_spelling(TILEC_OP_SHL), "<<");
+    tilec_ctx_free(ctx);
+}
+
+/* Two threads, two contexts, no shared state: both get their own results. */
+typedef struct job {
+    const char *path;
+    int rounds;
+    int ok;
+} job;
+
+static void *worker(void *arg)
+{
+    job *j = arg;
+    tilec_ctx *ctx = tilec_ctx_new();
+    j->ok = 0;
+    for (int i = 0; i < j->rounds; i++) {
+        tilec_module *m = NULL;
+        tilec_status st = tilec_parse_file(ctx, j->path, &m);
+        j->ok += st == TILEC_OK;
+        tilec_module_free(m);
+        tilec_ctx_clear_diags(ctx);
+    }
+    tilec_ctx_free(ctx);
+    return NULL;
+}
+
+Test(api, two_threads)
+{
+    job a = {"examples/matmul.tile", 200, 0}, b = {"examples/block.tile", 200, 0};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, worker, &a);
+    pthread_create(&tb, NULL, worker, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    cr_expect_eq(a.ok, 200);
+    cr_expect_eq(b.ok, 200);
+}

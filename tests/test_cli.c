@@ -1,0 +1,114 @@
+/* test_cli.c: the tilec command: exit statuses, options, output files. */
+#define _DEFAULT_SOURCE 1
+#include <criterion/criterion.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+#ifndef TILEC_BIN
+#define TILEC_BIN "build/bin/tilec"
+#endif
+
+/* Run the command line through sh; returns the exit status, output in *out. */
+static int run(const char *args, char **out)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", TILEC_BIN, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p);
+    membuf mb = {0};
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+        membuf_write(&mb, buf, n);
+    int st = pclose(p);
+    if (out)
+        *out = mb.s ? mb.s : calloc(1, 1);
+    else
+        free(mb.s);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(cli, help_and_version)
+{
+    char *out;
+    cr_expect_eq(run("--help", &out), 0);
+    cr_expect(strstr(out, "usage: tilec FILE.tile"), "%s", out);
+    free(out);
+    cr_expect_eq(run("--version", &out), 0);
+    cr_expect_str_eq(out, "tilec " TILEC_VERSION_STRING "\n");
+    free(out);
+}
+
+Test(cli, usage_errors_exit_2)
+{
+    char *out;
+    cr_expect_eq(run("", &out), 2);
+    cr_expect(strstr(out, "tilec: no input file"), "%s", out);
+    free(out);
+    cr_expect_eq(run("examples/add_relu.tile --bogus", &out), 2);
+    cr_expect(strstr(out, "unknown option '--bogus'"), "%s", out);
+    free(out);
+    cr_expect_eq(run("examples/add_relu.tile --emit", &out), 2);
+    free(out);
+    cr_expect_eq(run("examples/add_relu.tile --emit nonsense", &out), 2);
+    cr_expect(strstr(out, "unknown --emit kind 'nonsense'"), "%s", out);
+    free(out);
+    cr_expect_eq(run("examples/add_relu.tile --max-errors 0", &out), 2);
+    free(out);
+}
+
+Test(cli, check_examples_exit_0)
+{
+    char *out;
+    cr_expect_eq(run("examples/add_relu.tile examples/matmul.tile --check", &out), 0);
+    cr_expect_str_eq(out, "");
+    free(out);
+}
+
+Test(cli, input_errors_exit_1_with_diagnostic)
+{
+    char path[] = "/tmp/tilec_cli_XXXXXX.tile";
+    int fd = mkstemps(path, 5);
+    cr_assert(fd >= 0);
+    const char *src = "kernel k(n: i32) grid (1) {\n    let x = y;\n}\n";
+    cr_assert_eq(write(fd, src, strlen(src)), (ssize_t)strlen(src));
+    close(fd);
+    char args[256], *out;
+    snprintf(args, sizeof args, "%s --check", path);
+    cr_expect_eq(run(args, &out), 1);
+    char want[512];
+    snprintf(want, sizeof want, "%s:2:13: error: undefined name 'y'\n 2 |     let x = y;\n   |             ^\n", path);
+    cr_expect_str_eq(out, want);
+    free(out);
+    cr_expect_eq(run("/nonexistent.tile", &out), 1);
+    cr_expect_str_eq(out, "/nonexistent.tile: error: cannot open: No such file or directory\n");
+    free(out);
+    unlink(path);
+}
+
+Test(cli, output_file_is_never_partial)
+{
+    char dir[] = "/tmp/tilec_out_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char args[512], out_path[300], *out;
+    snprintf(out_path, sizeof out_path, "%s/ast.txt", dir);
+    snprintf(args, sizeof args, "examples/softmax.tile --emit ast -o %s", out_path);
+    cr_expect_eq(run(args, &out), 0);
+    free(out);
+    size_t len;
+    char *got = read_file(out_path, &len);
+    cr_assert(got);
+    cr_expect(strstr(got, "kernel softmax(x: *f32, y: *f32, rows: i32, cols: i32)"));
+    free(got);
+    unlink(out_path);
+    /* a failing input leaves no file behind (and no temporary) */
+    snprintf(args, sizeof args, "examples/softmax.tile /nonexistent.tile --emit ast -o %s", out_path);
+    cr_expect_eq(run(args, &out), 1);
+    free(out);
+    struct stat st;
+    cr_expect_neq(stat(out_path, &st), 0, "partial output left behind");
+    cr_expect_eq(rmdir(dir), 0, "temporary files left in %s", dir);
+}

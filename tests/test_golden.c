@@ -1,0 +1,109 @@
+/* test_golden.c: golden files. tests/golden/ok/X.tile must check cleanly
+ * and dump exactly X.ast; tests/golden/bad/X.tile must fail with exactly
+ * the diagnostics of X.err (as `tilec X.tile --check` prints them). Every
+ * example must check cleanly. Regenerate with `make golden` and review. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <glob.h>
+
+#include "helpers.h"
+
+typedef struct gcase {
+    char path[256];
+} gcase;
+
+static void free_cases(struct criterion_test_params *p) { cr_free(p->params); }
+
+static struct criterion_test_params cases_of(const char *pattern)
+{
+    glob_t g;
+    size_t n = 0;
+    gcase *cases = NULL;
+    if (glob(pattern, 0, NULL, &g) == 0) {
+        cases = cr_malloc(g.gl_pathc * sizeof *cases);
+        for (size_t i = 0; cases && i < g.gl_pathc; i++)
+            if (strlen(g.gl_pathv[i]) < sizeof cases[0].path)
+                snprintf(cases[n++].path, sizeof cases[0].path, "%s", g.gl_pathv[i]);
+        globfree(&g);
+    }
+    return cr_make_param_array(gcase, cases, n, free_cases);
+}
+
+static char *sibling(const char *path, const char *ext)
+{
+    size_t n = strlen(path) - strlen(".tile");
+    char *s = malloc(n + strlen(ext) + 1);
+    memcpy(s, path, n);
+    strcpy(s + n, ext);
+    return s;
+}
+
+ParameterizedTestParameters(golden, ok) { return cases_of("tests/golden/ok/*.tile"); }
+ParameterizedTest(gcase *c, golden, ok)
+{
+    char *want_path = sibling(c->path, ".ast");
+    char *want = read_file(want_path, NULL);
+    cr_assert(want, "missing %s", want_path);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    tilec_status st = tilec_parse_file(ctx, c->path, &m);
+    membuf diags = {0};
+    tilec_ctx_render_diags(ctx, membuf_sink(&diags));
+    cr_assert_eq(st, TILEC_OK, "%s does not check:\n%s", c->path, diags.s ? diags.s : "");
+    membuf got = {0};
+    cr_assert_eq(tilec_module_dump_ast(m, membuf_sink(&got)), TILEC_OK);
+    cr_expect_str_eq(got.s ? got.s : "", want, "%s: the dump differs from %s", c->path, want_path);
+    free(got.s);
+    free(diags.s);
+    free(want);
+    free(want_path);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+ParameterizedTestParameters(golden, bad) { return cases_of("tests/golden/bad/*.tile"); }
+ParameterizedTest(gcase *c, golden, bad)
+{
+    char *want_path = sibling(c->path, ".err");
+    char *want = read_file(want_path, NULL);
+    cr_assert(want, "missing %s", want_path);
+    cr_assert(strstr(want, ": error: "), "%s holds no error", want_path);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    tilec_status st = tilec_parse_file(ctx, c->path, &m);
+    membuf got = {0};
+    tilec_ctx_render_diags(ctx, membuf_sink(&got));
+    cr_expect_eq(st, TILEC_ERR_INPUT, "%s: status %d", c->path, st);
+    cr_expect_null(m);
+    cr_expect_gt(tilec_ctx_error_count(ctx), 0);
+    cr_expect_str_eq(got.s ? got.s : "", want, "%s: diagnostics differ from %s", c->path, want_path);
+    free(got.s);
+    free(want);
+    free(want_path);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+ParameterizedTestParameters(golden, examples) { return cases_of("examples/*.tile"); }
+ParameterizedTest(gcase *c, golden, examples)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    tilec_status st = tilec_parse_file(ctx, c->path, &m);
+    membuf diags = {0};
+    tilec_ctx_render_diags(ctx, membuf_sink(&diags));
+    cr_expect_eq(st, TILEC_OK, "%s:\n%s", c->path, diags.s ? diags.s : "");
+    cr_expect_eq(tilec_ctx_diag_count(ctx), 0);
+    free(diags.s);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* The corpus must stay large enough to cover every error class. */
+Test(golden, corpus_size)
+{
+    glob_t g;
+    cr_assert_eq(glob("tests/golden/bad/*.tile", 0, NULL, &g), 0);
+    cr_expect_geq(g.gl_pathc, 40, "only %zu bad-input cases", g.gl_pathc);
+    globfree(&g);
+}
