@@ -22,8 +22,11 @@ LDFLAGS  += $(SANFLAGS)
 # Lemon's template is not ours to fix; it still builds with -Werror.
 GENFLAGS = -Wno-unused-parameter -Wno-unused-variable -Wno-missing-prototypes -Wno-null-dereference -DNDEBUG
 
-LIB_SRC  = util/arena.c util/strbuf.c util/poly.c dsl/diag.c \
-           parser/parse.c parser/build.c parser/check.c parser/dump.c api/module.c
+CUDA     ?= /usr/local/cuda
+RT_SRC   = runtime/driver.c runtime/module.c runtime/nvrtc.c runtime/rt.c
+LIBS     = -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lpthread -lm
+LIB_SRC  = $(RT_SRC) util/arena.c util/strbuf.c util/poly.c dsl/diag.c \
+           parser/parse.c parser/build.c parser/check.c parser/dump.c lower/lower.c api/module.c
 GEN_SRC  = $(BUILD)/gen/lexer.c $(BUILD)/gen/grammar.c
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
 TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
@@ -66,17 +69,18 @@ $(LIBA): $(LIB_OBJ)
 
 $(LIBSO): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -o $@ $^
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(TILEC): $(BUILD)/obj/cli/tilec.o $(LIBA)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBA)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion
+	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
 
-$(BUILD)/obj/tests/%.o: CFLAGS += -Wno-missing-prototypes
+$(BUILD)/obj/tests/%.o: CFLAGS += -Wno-missing-prototypes -Wno-double-promotion
+$(BUILD)/obj/runtime/%.o: CPPFLAGS += -I$(CUDA)/include
 
 # ---- the two commands of the README ----
 

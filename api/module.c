@@ -170,15 +170,10 @@ const tilec_graph *tilec_module_find_graph(const tilec_module *m, const char *na
 
 int64_t tilec_kernel_hint(const tilec_kernel *k, int variant, const char *name, int64_t dflt)
 {
-    if (variant >= 0 && (uint32_t)variant < k->nvariants) {
-        const tilec_variant *v = &k->variants[variant];
-        for (uint32_t i = 0; i < v->noverrides; i++)
-            if (!strcmp(v->overrides[i].name, name))
-                return v->overrides[i].value;
-    }
+    const tilec_variant *v = variant >= 0 && (uint32_t)variant < k->nvariants ? &k->variants[variant] : NULL;
     for (uint32_t i = 0; i < k->nhints; i++)
         if (!strcmp(k->hints[i].name, name))
-            return k->hints[i].value;
+            return v && v->values ? v->values[i] : k->hints[i].value;
     return dflt;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tilec/lower.h"
 #include "tilec/tilec.h"
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
@@ -20,6 +21,7 @@ static const char usage[] =
     "options:\n"
     "  --check           parse and check only (the default)\n"
     "  --emit ast        print the checked syntax tree\n"
+    "  --emit cuda       print the CUDA C of every kernel variant\n"
     "  -o FILE           write the output to FILE instead of stdout\n"
     "  --max-errors N    stop after N errors (default 20)\n"
     "  --help            show this help\n"
@@ -97,9 +99,9 @@ int main(int argc, char **argv)
     }
     if (!emit)
         emit = "check";
-    if (strcmp(emit, "check") && strcmp(emit, "ast")) {
+    if (strcmp(emit, "check") && strcmp(emit, "ast") && strcmp(emit, "cuda")) {
         free(files);
-        return usage_error("unknown --emit kind '%s' (known: ast)", emit);
+        return usage_error("unknown --emit kind '%s' (known: ast, cuda)", emit);
     }
     if (out && !strcmp(emit, "check")) {
         free(files);
@@ -157,6 +159,12 @@ int main(int argc, char **argv)
             tilec_sink sink = {buf_write, o};
             if (tilec_module_dump_ast(m, sink) != TILEC_OK)
                 status = EXIT_INPUT;
+        } else if (!strcmp(emit, "cuda")) {
+            tilec_sink sink = {buf_write, o};
+            if (tilec_module_emit_cuda(ctx, m, sink) != TILEC_OK)
+                status = EXIT_INPUT;
+            tilec_ctx_render_diags(ctx, tilec_sink_file(stderr));
+            tilec_ctx_clear_diags(ctx);
         }
         tilec_module_free(m);
     }

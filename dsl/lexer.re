@@ -87,6 +87,23 @@ static lex_token lex_string(lexer *lx, const char *start, lex_token t)
 
 static const char *tok_copy(lexer *lx, const char *s, size_t n) { return ar_strndup(lx->ar, s, n); }
 
+/* Where "found end of file" points: just after the last byte that is not
+ * white space, on its line, rather than on an empty line after the text. */
+static tilec_loc eof_loc(const lexer *lx)
+{
+    const char *text = lx->src->text, *p = lx->lim;
+    uint32_t line = lx->line;
+    while (p > text && p[-1] && strchr(" \t\r\n\f\v", p[-1])) {
+        p--;
+        if (*p == '\n')
+            line--;
+    }
+    const char *bol = p;
+    while (bol > text && bol[-1] != '\n')
+        bol--;
+    return (tilec_loc){lx->src->name, line, (uint32_t)(p - bol) + 1};
+}
+
 lex_token lex_next(lexer *lx)
 {
     const char *YYCURSOR = lx->cur, *YYMARKER = NULL, *tok;
@@ -109,7 +126,13 @@ loop:
     int   = digit+ | "0" [xX] [0-9a-fA-F]+;
 
     [\x00] {
-        if (tok == lx->lim) { lx->cur = tok; t.kind = LEX_EOF; t.len = 0; return t; }
+        if (tok == lx->lim) {
+            lx->cur = tok;
+            t.kind = LEX_EOF;
+            t.len = 0;
+            t.loc = eof_loc(lx);
+            return t;
+        }
         return lex_error(lx, tok, "unexpected NUL byte in the source%s", "");
     }
     "\r\n" | "\n" { newline(lx, YYCURSOR); goto loop; }
@@ -193,6 +216,13 @@ loop:
     (float | int) (alpha | digit)+ {
         const char *txt = tok_copy(lx, tok, (size_t)(YYCURSOR - tok));
         return lex_error(lx, tok, "invalid number '%s'", txt ? txt : "");
+    }
+    digit+ "." [^.0-9] {
+        const char *e = YYCURSOR - 1;
+        while ((*e >= '0' && *e <= '9') || (*e >= 'a' && *e <= 'z') || (*e >= 'A' && *e <= 'Z') || *e == '_')
+            e++;
+        const char *txt = tok_copy(lx, tok, (size_t)(e - tok));
+        return lex_error(lx, tok, "invalid number '%s': a float needs digits after the '.', such as 1.0", txt ? txt : "");
     }
 
     ["] { return lex_string(lx, tok, (lex_token){.kind = TK_STRING, .loc = t.loc, .text = tok}); }

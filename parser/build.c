@@ -42,6 +42,7 @@ static int starts_expr(int k)
            k == TK_BANG || k == TK_TILDE || k == TK_TRUE || k == TK_FALSE || k == TK_INF ||
            k == TK_DTYPE || k == TK_LBRACKET;
 }
+static int starts_stmt(int k) { return k == TK_LET || k == TK_FOR || k == TK_IF || k == TK_RETURN; }
 
 void prs_syntax_error(prs_state *ps, const lex_token *tok, const int *expected, int nexpected)
 {
@@ -55,20 +56,27 @@ void prs_syntax_error(prs_state *ps, const lex_token *tok, const int *expected, 
         return;
     }
     /* Name what could come next: drop operators (any expression may go on
-     * with one) and fold the tokens that start an expression. */
+     * with one), fold the tokens that start an expression, and where a
+     * statement may start, those that start a statement. */
     const char *names[8];
-    int n = 0, nstart = 0, nexpr = 12, other = 0;
-    for (int i = 0; i < nexpected; i++)
+    int n = 0, nstart = 0, nexpr = 12, other = 0, stmt = 0;
+    for (int i = 0; i < nexpected; i++) {
         if (starts_expr(expected[i]) && expected[i] != TK_LBRACKET)
             nstart++;
+        stmt |= expected[i] == TK_LET;
+    }
     int fold = nstart >= nexpr - 1;
-    if (fold)
+    if (stmt)
+        names[n++] = "a statement";
+    else if (fold)
         names[n++] = "an expression";
     for (int i = 0; i < nexpected; i++) {
         int k = expected[i];
         if ((is_binop(k) && !(k == TK_LBRACKET && nexpected == 1)) || k == TK_ILLEGAL || k == TK_DOC)
             continue;
-        if (fold && starts_expr(k))
+        if ((fold || stmt) && starts_expr(k))
+            continue;
+        if (stmt && starts_stmt(k))
             continue;
         if (n < 8)
             names[n++] = lex_kind_name(k);

@@ -73,6 +73,7 @@ typedef struct checker {
     int emitted; /* the last error was emitted (notes follow it) */
     /* current graph */
     symbol *syms;
+    const poly ***rdims; /* the declared results' dimensions (NULL: in error) */
     int oom;
 } checker;
 
@@ -182,6 +183,9 @@ static binding *bind(checker *ck, const char *name, const tilec_loc *loc, bkind 
     return b;
 }
 
+/* A graph name whose let failed (already reported): later uses are silent. */
+static int poisoned(const binding *b) { return b && b->kind == B_TENSOR && b->type.kind == TILEC_TY_ERROR; }
+
 static void leave_scope(checker *ck)
 {
     while (ck->nstack && ck->stack[ck->nstack - 1]->depth == ck->depth) {
@@ -193,6 +197,7 @@ static void leave_scope(checker *ck)
 
 static void reset_env(checker *ck)
 {
+    HASH_CLEAR(hh, ck->syms); /* graph symbols live in the scratch arena too */
     HASH_CLEAR(hh, ck->env);
     ck->nstack = 0;
     ck->depth = 0;
@@ -224,8 +229,10 @@ static const char *ty_str(checker *ck, const tilec_type *t)
 {
     if (t->kind == TILEC_TY_VOID)
         return "nothing";
-    if (t->kind == TILEC_TY_DTYPE)
-        return "a type";
+    if (t->kind == TILEC_TY_DTYPE) {
+        const char *d = ar_printf(&ck->scratch, "the type '%s'", tilec_dtype_name(t->dtype));
+        return d ? d : "a type";
+    }
     strbuf b;
     sb_init(&b);
     sb_printf(&b, "%s%s", t->ptr ? "*" : "", tilec_dtype_name(t->dtype));
@@ -306,13 +313,25 @@ static int const_eval(checker *ck, const tilec_expr *e, const char *what, int64_
     case TILEC_EX_INT:
         *out = e->ival;
         return 0;
+    case TILEC_EX_FLOAT:
+    case TILEC_EX_INF:
+        err(ck, &e->loc, "%s must be an integer, got the float %s", what, e->kind == TILEC_EX_INF ? "inf" : e->name);
+        return -1;
     case TILEC_EX_NAME: {
         binding *b = lookup(ck, e->name);
         if (b && b->kind == B_HINT) {
             *out = b->value;
             return 0;
         }
-        if (!b)
+        const tilec_hint *later = NULL;
+        for (uint32_t i = 0; !b && ck->k && i < ck->k->nhints && !later; i++)
+            if (!strcmp(ck->k->hints[i].name, e->name))
+                later = &ck->k->hints[i];
+        if (later) {
+            err(ck, &e->loc, "hint '%s' is used before it is defined (a hint may only use the hints before it)",
+                e->name);
+            note(ck, &later->loc, "'%s' is defined here", e->name);
+        } else if (!b)
             err(ck, &e->loc, "undefined name '%s'", e->name);
         else
             err(ck, &e->loc, "%s must be a compile-time constant (integer literals and hints), but '%s' is %s",
@@ -397,6 +416,9 @@ static int tile_dim(checker *ck, const tilec_expr *e, int64_t *out)
     if (v <= 0 || v > TILEC_MAX_TILE_DIM || (v & (v - 1))) {
         err(ck, &e->loc, "tile size must be a power of two from 1 to %d, got %lld", TILEC_MAX_TILE_DIM,
             (long long)v);
+        binding *b = e->kind == TILEC_EX_NAME ? lookup(ck, e->name) : NULL;
+        if (b && b->kind == B_HINT)
+            note(ck, &b->loc, "hint '%s' is set to %lld here", e->name, (long long)v);
         return -1;
     }
     return 0;
@@ -417,12 +439,51 @@ static int tile_numel_ok(checker *ck, const tilec_loc *loc, const tilec_type *t)
 
 /* ---- kernel expressions ---- */
 
+/* The value of a literal, a hint or their negation, without reporting
+ * anything: 1 when known. */
+static int known_int(checker *ck, const tilec_expr *e, int64_t *out)
+{
+    if (e->kind == TILEC_EX_INT) {
+        *out = e->ival;
+        return 1;
+    }
+    if (e->kind == TILEC_EX_NAME) {
+        binding *b = lookup(ck, e->name);
+        if (!b || b->kind != B_HINT)
+            return 0;
+        *out = b->value;
+        return 1;
+    }
+    if (e->kind == TILEC_EX_UNARY && e->op == TILEC_OP_NEG && known_int(ck, e->args[0], out) && *out != INT64_MIN) {
+        *out = -*out;
+        return 1;
+    }
+    return 0;
+}
+
 static tilec_type check_expr(checker *ck, tilec_expr *e);
+
+/* Where an error about a whole expression points: its first token (a binary
+ * or index expression's own location is its operator). */
+static const tilec_loc *start_of(const tilec_expr *e)
+{
+    while (e->kind == TILEC_EX_BINARY || e->kind == TILEC_EX_INDEX)
+        e = e->args[0];
+    return &e->loc;
+}
 
 static tilec_type set(checker *ck, tilec_expr *e, tilec_type t)
 {
     if (ck->annotate)
         e->type = t;
+    if (ck->k && ck->k->nvariants && ck->variant >= 0) {
+        if (!e->vtypes)
+            e->vtypes = ar_array(ck->ar, ck->k->nvariants, sizeof *e->vtypes);
+        if (e->vtypes)
+            e->vtypes[ck->variant] = t;
+        else
+            ck->oom = 1;
+    }
     return t;
 }
 
@@ -476,6 +537,12 @@ static tilec_type check_binary(checker *ck, tilec_expr *e)
             return ty_err();
         }
         p = promote(&a, &b);
+        int64_t divisor;
+        if ((e->op == TILEC_OP_DIV || e->op == TILEC_OP_MOD) && dclass(p.dtype) != 'f' &&
+            known_int(ck, e->args[1], &divisor) && divisor == 0) {
+            err(ck, &e->loc, "integer division by zero in '%s'", op);
+            return ty_err();
+        }
         r.dtype = p.dtype;
         r.weak = p.weak;
         r.ptr = false;
@@ -631,10 +698,10 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
     case BI_PID:
     case BI_NUM_PROGRAMS: {
         int64_t axis;
-        if (const_eval(ck, a[0], "a grid axis", &axis))
+        if (const_eval(ck, a[0], "a grid axis", &axis) || !ck->k->ngrid)
             return ty_err();
         if (axis < 0 || axis > 2 || (uint64_t)axis >= ck->k->ngrid) {
-            err(ck, &a[0]->loc, "%s(%lld): the grid of '%s' has %u dimension%s", fn, (long long)axis, ck->k->name,
+            err(ck, start_of(a[0]), "%s(%lld): the grid of '%s' has %u dimension%s", fn, (long long)axis, ck->k->name,
                 ck->k->ngrid, ck->k->ngrid == 1 ? "" : "s");
             return ty_err();
         }
@@ -652,7 +719,7 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
     case BI_ZEROS:
     case BI_FULL: {
         if (a[0]->kind != TILEC_EX_DTYPE) {
-            err(ck, &a[0]->loc, "the first argument of %s is an element type such as f32", fn);
+            err(ck, start_of(a[0]), "the first argument of %s is an element type such as f32", fn);
             return ty_err();
         }
         tilec_type r = ty_scalar(a[0]->dtype);
@@ -662,7 +729,7 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
             if (v.kind == TILEC_TY_ERROR)
                 return v;
             if (v.kind != TILEC_TY_VALUE || v.rank || v.ptr || (!is_num(&v) && !is_bool(&v))) {
-                err(ck, &a[1]->loc, "the value of full is a number, got %s", ty_str(ck, &v));
+                err(ck, start_of(a[1]), "the value of full is a number, got %s", ty_str(ck, &v));
                 return ty_err();
             }
             d0 = 2;
@@ -686,7 +753,7 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
         if (t[i].kind == TILEC_TY_ERROR)
             return ty_err();
         if (t[i].kind != TILEC_TY_VALUE) {
-            err(ck, &a[i]->loc, "argument %u of %s must be a value, got %s", i + 1, fn, ty_str(ck, &t[i]));
+            err(ck, start_of(a[i]), "argument %u of %s must be a value, got %s", i + 1, fn, ty_str(ck, &t[i]));
             return ty_err();
         }
     }
@@ -696,7 +763,7 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
     case BI_STORE:
     case BI_ATOMIC_ADD: {
         if (!t[0].ptr) {
-            err(ck, &a[0]->loc, "the first argument of %s must be a pointer, got %s", fn, ty_str(ck, &t[0]));
+            err(ck, start_of(a[0]), "the first argument of %s must be a pointer, got %s", fn, ty_str(ck, &t[0]));
             return ty_err();
         }
         tilec_type shape = t[0];
@@ -704,23 +771,23 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
         for (uint32_t i = 1; i < n; i++) {
             const tilec_type *x = &t[i];
             if ((int)i == mask_arg && !is_bool(x)) {
-                err(ck, &a[i]->loc, "the mask of %s must be bool, got %s", fn, ty_str(ck, x));
+                err(ck, start_of(a[i]), "the mask of %s must be bool, got %s", fn, ty_str(ck, x));
                 return ty_err();
             }
             if ((int)i != mask_arg && !is_num(x) && !is_bool(x)) {
-                err(ck, &a[i]->loc, "the %s of %s must be a number, got %s", bi == BI_LOAD ? "other value" : "value",
+                err(ck, start_of(a[i]), "the %s of %s must be a number, got %s", bi == BI_LOAD ? "other value" : "value",
                     fn, ty_str(ck, x));
                 return ty_err();
             }
             tilec_type s = shape;
             if (bcast(&shape, x, &s)) {
-                err(ck, &a[i]->loc, "the %s of %s has shape %s, which does not broadcast with the pointer shape %s",
+                err(ck, start_of(a[i]), "the %s of %s has shape %s, which does not broadcast with the pointer shape %s",
                     (int)i == mask_arg ? "mask" : bi == BI_LOAD ? "other value" : "value", fn, shp_str(ck, x),
                     shp_str(ck, &shape));
                 return ty_err();
             }
             if (bi != BI_LOAD && s.rank != shape.rank) {
-                err(ck, &a[i]->loc, "%s of a %s value through a pointer of shape %s", fn, shp_str(ck, x),
+                err(ck, start_of(a[i]), "%s of a %s value through a pointer of shape %s", fn, shp_str(ck, x),
                     shp_str(ck, &t[0]));
                 return ty_err();
             }
@@ -737,7 +804,7 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
             tilec_dtype d = t[0].dtype;
             if (d != TILEC_DT_I32 && d != TILEC_DT_U32 && d != TILEC_DT_U64 && d != TILEC_DT_F32 &&
                 d != TILEC_DT_F64 && d != TILEC_DT_F16 && d != TILEC_DT_BF16) {
-                err(ck, &a[0]->loc, "atomic_add does not support %s (supported: i32 u32 u64 f16 bf16 f32 f64)",
+                err(ck, start_of(a[0]), "atomic_add does not support %s (supported: i32 u32 u64 f16 bf16 f32 f64)",
                     tilec_dtype_name(d));
                 return ty_err();
             }
@@ -753,7 +820,8 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
             return ty_err();
         }
         if (t[0].dims[1] != t[1].dims[0]) {
-            err(ck, &e->loc, "dot: inner dimensions differ: %s @ %s", shp_str(ck, &t[0]), shp_str(ck, &t[1]));
+            err(ck, &e->loc, "dot: the first operand has %lld columns but the second has %lld rows (%s @ %s)",
+                (long long)t[0].dims[1], (long long)t[1].dims[0], shp_str(ck, &t[0]), shp_str(ck, &t[1]));
             return ty_err();
         }
         tilec_dtype d = t[0].dtype;
@@ -780,17 +848,17 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
         if (const_eval(ck, a[1], "a reduction axis", &axis))
             return ty_err();
         if (t[0].ptr || !(is_num(&t[0]) || (bi == BI_SUM && is_bool(&t[0])))) {
-            err(ck, &a[0]->loc, "%s needs a numeric tile, got %s", fn, ty_str(ck, &t[0]));
+            err(ck, start_of(a[0]), "%s needs a numeric tile, got %s", fn, ty_str(ck, &t[0]));
             return ty_err();
         }
         if (t[0].rank == 0) {
-            err(ck, &a[0]->loc, "%s reduces a tile, got the scalar %s", fn, ty_str(ck, &t[0]));
+            err(ck, start_of(a[0]), "%s reduces a tile, got the scalar %s", fn, ty_str(ck, &t[0]));
             return ty_err();
         }
         if (axis < 0)
             axis += t[0].rank;
         if (axis < 0 || axis >= t[0].rank) {
-            err(ck, &a[1]->loc, "axis %lld is out of range for shape %s", (long long)axis, shp_str(ck, &t[0]));
+            err(ck, start_of(a[1]), "axis %lld is out of range for shape %s", (long long)axis, shp_str(ck, &t[0]));
             return ty_err();
         }
         tilec_type r = t[0];
@@ -819,11 +887,16 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
             err(ck, &e->loc, "shapes %s and %s do not broadcast in %s", shp_str(ck, &t[0]), shp_str(ck, &t[1]), fn);
             return ty_err();
         }
+        int64_t divisor;
+        if (bi == BI_CDIV && known_int(ck, a[1], &divisor) && divisor <= 0) {
+            err(ck, start_of(a[1]), "the divisor of cdiv must be positive, got %lld", (long long)divisor);
+            return ty_err();
+        }
         return r;
     }
     case BI_WHERE: {
         if (!is_bool(&t[0])) {
-            err(ck, &a[0]->loc, "the condition of where must be bool, got %s", ty_str(ck, &t[0]));
+            err(ck, start_of(a[0]), "the condition of where must be bool, got %s", ty_str(ck, &t[0]));
             return ty_err();
         }
         tilec_type r;
@@ -853,14 +926,14 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
     }
     case BI_ABS:
         if (!is_num(&t[0])) {
-            err(ck, &a[0]->loc, "abs needs a numeric operand, got %s", ty_str(ck, &t[0]));
+            err(ck, start_of(a[0]), "abs needs a numeric operand, got %s", ty_str(ck, &t[0]));
             return ty_err();
         }
         return t[0];
     case BI_FMA: {
         for (int i = 0; i < 3; i++)
             if (!is_float(&t[i])) {
-                err(ck, &a[i]->loc, "fma needs floating-point operands, got %s", ty_str(ck, &t[i]));
+                err(ck, start_of(a[i]), "fma needs floating-point operands, got %s", ty_str(ck, &t[i]));
                 return ty_err();
             }
         tilec_type r = promote(&t[0], &t[1]);
@@ -877,11 +950,11 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
     }
     case BI_CAST: {
         if (a[1]->kind != TILEC_EX_DTYPE) {
-            err(ck, &a[1]->loc, "the second argument of cast is an element type such as f16");
+            err(ck, start_of(a[1]), "the second argument of cast is an element type such as f16");
             return ty_err();
         }
         if (t[0].ptr) {
-            err(ck, &a[0]->loc, "cannot cast the pointer %s", ty_str(ck, &t[0]));
+            err(ck, start_of(a[0]), "cannot cast the pointer %s", ty_str(ck, &t[0]));
             return ty_err();
         }
         tilec_type r = t[0];
@@ -891,7 +964,7 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
     }
     case BI_TRANS: {
         if (t[0].rank != 2) {
-            err(ck, &a[0]->loc, "trans needs a 2-D tile, got %s", ty_str(ck, &t[0]));
+            err(ck, start_of(a[0]), "trans needs a 2-D tile, got %s", ty_str(ck, &t[0]));
             return ty_err();
         }
         tilec_type r = t[0];
@@ -901,7 +974,7 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
     }
     default: /* exp, log, ... : floating-point elementwise */
         if (!is_float(&t[0])) {
-            err(ck, &a[0]->loc, "%s needs a floating-point operand, got %s%s", fn, ty_str(ck, &t[0]),
+            err(ck, start_of(a[0]), "%s needs a floating-point operand, got %s%s", fn, ty_str(ck, &t[0]),
                 is_int(&t[0]) ? " (use cast(x, f32))" : "");
             return ty_err();
         }
@@ -1017,10 +1090,10 @@ static void check_stmt(checker *ck, tilec_stmt *s)
     case TILEC_ST_LET: {
         tilec_type t = check_expr(ck, s->value);
         if (t.kind == TILEC_TY_VOID) {
-            err(ck, &s->value->loc, "'%s' returns no value", s->value->kind == TILEC_EX_CALL ? s->value->name : "expression");
+            err(ck, start_of(s->value), "'%s' returns no value", s->value->kind == TILEC_EX_CALL ? s->value->name : "expression");
             t = ty_err();
         } else if (t.kind == TILEC_TY_DTYPE) {
-            err(ck, &s->value->loc, "a type is not a value");
+            err(ck, start_of(s->value), "expected a value, found the type '%s'", tilec_dtype_name(t.dtype));
             t = ty_err();
         }
         binding *b = bind(ck, s->names[0], &s->name_locs[0], B_LET, "variable");
@@ -1046,7 +1119,7 @@ static void check_stmt(checker *ck, tilec_stmt *s)
         if (t.kind == TILEC_TY_ERROR || b->type.kind == TILEC_TY_ERROR)
             return;
         if (t.kind != TILEC_TY_VALUE || !same_type(&b->type, &t)) {
-            err(ck, &s->value->loc, "assignment changes the type of '%s' from %s to %s", s->names[0],
+            err(ck, start_of(s->value), "assignment changes the type of '%s' from %s to %s", s->names[0],
                 ty_str(ck, &b->type), ty_str(ck, &t));
             note(ck, &b->loc, "'%s' is defined here", s->names[0]);
         }
@@ -1056,7 +1129,7 @@ static void check_stmt(checker *ck, tilec_stmt *s)
         tilec_type t = check_expr(ck, s->value);
         (void)t;
         if (s->value->kind != TILEC_EX_CALL)
-            err(ck, &s->value->loc, "this expression has no effect; only calls such as store(...) may stand alone");
+            err(ck, start_of(s->value), "this expression has no effect; only calls such as store(...) may stand alone");
         return;
     }
     case TILEC_ST_FOR: {
@@ -1070,14 +1143,15 @@ static void check_stmt(checker *ck, tilec_stmt *s)
             if (t.kind == TILEC_TY_ERROR)
                 continue;
             if (!is_int(&t) || t.rank) {
-                err(ck, &parts[i]->loc, "the loop %s must be a scalar integer, got %s", names[i], ty_str(ck, &t));
+                err(ck, start_of(parts[i]), "the loop %s must be a scalar integer, got %s", names[i], ty_str(ck, &t));
                 continue;
             }
             if (i < 2 && tilec_dtype_size(t.dtype) == 8 && !t.weak)
                 lt.dtype = TILEC_DT_I64;
         }
-        if (s->step && s->step->kind == TILEC_EX_INT && s->step->ival <= 0)
-            err(ck, &s->step->loc, "the loop step must be positive, got %lld", (long long)s->step->ival);
+        int64_t step;
+        if (s->step && known_int(ck, s->step, &step) && step <= 0)
+            err(ck, start_of(s->step), "the loop step must be positive, got %lld", (long long)step);
         ck->depth++;
         binding *b = bind(ck, s->names[0], &s->name_locs[0], B_LOOP, "loop variable");
         if (b)
@@ -1089,7 +1163,7 @@ static void check_stmt(checker *ck, tilec_stmt *s)
     case TILEC_ST_IF: {
         tilec_type t = check_expr(ck, s->value);
         if (t.kind != TILEC_TY_ERROR && (!is_bool(&t) || t.rank))
-            err(ck, &s->value->loc, "an if condition must be a scalar bool, got %s%s", ty_str(ck, &t),
+            err(ck, start_of(s->value), "an if condition must be a scalar bool, got %s%s", ty_str(ck, &t),
                 t.rank ? " (use where(...) for tiles)" : "");
         ck->depth++;
         check_block(ck, &s->body);
@@ -1118,15 +1192,16 @@ static void check_block(checker *ck, const tilec_block *b)
 
 /* ---- kernels ---- */
 
-static int64_t hint_value(const tilec_kernel *k, int variant, uint32_t i)
+/* Hint i of k as variant `variant` sets it: its override there, or the base hint. */
+static const tilec_hint *hint_in(const tilec_kernel *k, int variant, uint32_t i)
 {
     if (variant >= 0) {
         const tilec_variant *v = &k->variants[variant];
         for (uint32_t j = 0; j < v->noverrides; j++)
             if (!strcmp(v->overrides[j].name, k->hints[i].name))
-                return v->overrides[j].value;
+                return &v->overrides[j];
     }
-    return k->hints[i].value;
+    return &k->hints[i];
 }
 
 static int host_expr_ok(checker *ck, const tilec_kernel *k, const tilec_expr *e)
@@ -1168,9 +1243,10 @@ static void check_config(checker *ck, const tilec_kernel *k, int variant)
         const tilec_hint *h = &k->hints[i];
         if (lookup(ck, h->name))
             continue;
-        binding *b = bind(ck, h->name, &h->loc, B_HINT, "hint");
+        const tilec_hint *set = hint_in(k, variant, i);
+        binding *b = bind(ck, h->name, &set->loc, B_HINT, "hint");
         if (b) {
-            b->value = hint_value(k, variant, i);
+            b->value = variant >= 0 && k->variants[variant].values ? k->variants[variant].values[i] : set->value;
             b->type = ty_scalar(b->value > INT32_MAX || b->value < INT32_MIN ? TILEC_DT_I64 : TILEC_DT_I32);
             b->type.weak = true;
         }
@@ -1181,29 +1257,68 @@ static void check_config(checker *ck, const tilec_kernel *k, int variant)
             continue;
         tilec_type t = check_expr(ck, g);
         if (t.kind != TILEC_TY_ERROR && (!is_int(&t) || t.rank))
-            err(ck, &g->loc, "a grid dimension must be a scalar integer, got %s", ty_str(ck, &t));
+            err(ck, start_of(g), "a grid dimension must be a scalar integer, got %s", ty_str(ck, &t));
     }
     ck->depth = 1;
     check_block(ck, &k->body);
 }
 
 /* Evaluate a hint's value in the environment of the hints before it. */
-static int eval_hint(checker *ck, tilec_hint *h, const char *what)
+static int eval_hint_value(checker *ck, const char *name, const tilec_expr *expr, const char *what, int64_t *out)
 {
     int64_t v;
-    if (const_eval(ck, h->expr, what, &v))
+    if (const_eval(ck, expr, what, &v))
         return -1;
-    h->value = v;
-    if (!strcmp(h->name, "warps") && (v < 1 || v > 32 || (v & (v - 1)))) {
-        err(ck, &h->expr->loc, "warps must be 1, 2, 4, 8, 16 or 32 (a block of at most 1024 threads), got %lld",
+    if (!strcmp(name, "warps") && (v < 1 || v > 32 || (v & (v - 1)))) {
+        err(ck, &expr->loc, "warps must be 1, 2, 4, 8, 16 or 32 (a block of at most 1024 threads), got %lld",
             (long long)v);
         return -1;
     }
-    if (!strcmp(h->name, "stages") && (v < 1 || v > TILEC_MAX_STAGES)) {
-        err(ck, &h->expr->loc, "stages must be from 1 to %d, got %lld", TILEC_MAX_STAGES, (long long)v);
+    if (!strcmp(name, "stages") && (v < 1 || v > TILEC_MAX_STAGES)) {
+        err(ck, &expr->loc, "stages must be from 1 to %d, got %lld", TILEC_MAX_STAGES, (long long)v);
         return -1;
     }
+    *out = v;
     return 0;
+}
+
+static int eval_hint(checker *ck, tilec_hint *h, const char *what)
+{
+    return eval_hint_value(ck, h->name, h->expr, what, &h->value);
+}
+
+/* The hints of variant vi: the base hints in order, overridden ones
+ * replaced, later ones re-derived from the new values (BK = BM / 4 follows
+ * an overridden BM). Hint bindings are restored afterwards. */
+static int eval_variant_hints(checker *ck, tilec_kernel *k, uint32_t vi)
+{
+    tilec_variant *v = &k->variants[vi];
+    v->values = ar_array(ck->ar, k->nhints ? k->nhints : 1, sizeof *v->values);
+    if (!v->values) {
+        ck->oom = 1;
+        return -1;
+    }
+    int bad = 0;
+    ck->variant = (int)vi;
+    for (uint32_t i = 0; i < k->nhints && !bad; i++) {
+        const tilec_hint *h = hint_in(k, (int)vi, i);
+        bad = eval_hint_value(ck, k->hints[i].name, h->expr, "a hint value", &v->values[i]);
+        binding *b = lookup(ck, k->hints[i].name);
+        if (!bad && b && b->kind == B_HINT)
+            b->value = v->values[i];
+    }
+    for (uint32_t i = 0; i < k->nhints; i++) {
+        binding *b = lookup(ck, k->hints[i].name);
+        if (b && b->kind == B_HINT)
+            b->value = k->hints[i].value;
+        if (!bad) {
+            const tilec_hint *h = hint_in(k, (int)vi, i);
+            if (h != &k->hints[i])
+                ((tilec_hint *)h)->value = v->values[i];
+        }
+    }
+    ck->variant = -1;
+    return bad ? -1 : 0;
 }
 
 static void check_kernel(checker *ck, tilec_kernel *k)
@@ -1249,7 +1364,8 @@ static void check_kernel(checker *ck, tilec_kernel *k)
             ok = 0;
         } else if (p->type.kind != TILEC_TE_SCALAR || (tilec_dtype_class(p->type.dtype) != 's' &&
                                                          tilec_dtype_class(p->type.dtype) != 'u')) {
-            err(ck, &k->variant_loc, "variants need an integer scalar parameter, but '%s' is not", k->variant_sym);
+            err(ck, &k->variant_loc, "variants need an integer scalar parameter, but '%s' is %s%s", k->variant_sym,
+                p->type.kind == TILEC_TE_POINTER ? "*" : "", tilec_dtype_name(p->type.dtype));
             ok = 0;
         }
         if (!k->nvariants) {
@@ -1265,7 +1381,9 @@ static void check_kernel(checker *ck, tilec_kernel *k)
             for (uint32_t j = 0; j < i; j++)
                 if (k->variants[j].size == v->size) {
                     err(ck, &v->loc, "variant %s = %lld is listed twice", k->variant_sym, (long long)v->size);
+                    note(ck, &k->variants[j].loc, "the first %s = %lld is here", k->variant_sym, (long long)v->size);
                     ok = 0;
+                    break;
                 }
             for (uint32_t j = 0; j < v->noverrides; j++) {
                 tilec_hint *o = &v->overrides[j];
@@ -1295,6 +1413,9 @@ static void check_kernel(checker *ck, tilec_kernel *k)
         err(ck, &k->grid[3]->loc, "a grid has at most 3 dimensions, '%s' has %u", k->name, k->ngrid);
         ok = 0;
     }
+    for (uint32_t i = 0; ok && hints_ok && i < k->nvariants && !stop(ck); i++)
+        if (eval_variant_hints(ck, k, i))
+            ok = 0;
     if (!stop(ck) && hints_ok) {
         check_config(ck, k, -1);
         for (uint32_t i = 0; ok && i < k->nvariants && !stop(ck); i++)
@@ -1324,17 +1445,30 @@ static const poly *size_expr(checker *ck, const tilec_expr *e, const char *what)
 {
     if (e->kind == TILEC_EX_NAME && !sym_lookup(ck, e->name)) {
         binding *b = lookup(ck, e->name);
+        if (poisoned(b))
+            return NULL;
         if (b)
-            err(ck, &e->loc, "%s must be an integer size, but '%s' is %s", what, e->name,
-                b->kind == B_TENSOR ? "a tensor" : "not an integer");
+            err(ck, &e->loc, "%s must be an integer, but '%s' is %s", what, e->name,
+                b->kind == B_TENSOR ? "a tensor" : tilec_dtype_name(b->type.dtype));
         else
             err(ck, &e->loc, "'%s' is not a size symbol here (symbols are bound by the dimensions of tensor parameters)",
                 e->name);
         return NULL;
     }
+    const poly *last = NULL;
     for (uint32_t i = 0; i < e->nargs; i++)
-        if (!size_expr(ck, e->args[i], what))
+        if (!(last = size_expr(ck, e->args[i], what)))
             return NULL;
+    int64_t v;
+    int is_cdiv = e->kind == TILEC_EX_CALL && !strcmp(e->name, "cdiv") && e->nargs == 2;
+    int divides = is_cdiv || (e->kind == TILEC_EX_BINARY && (e->op == TILEC_OP_DIV || e->op == TILEC_OP_MOD));
+    if (divides && last && poly_is_const(last, &v) && (v == 0 || (is_cdiv && v < 0))) {
+        if (is_cdiv)
+            err(ck, start_of(e->args[1]), "the divisor of cdiv in %s must be positive, got %lld", what, (long long)v);
+        else
+            err(ck, &e->loc, "division by zero in %s", what);
+        return NULL;
+    }
     poly *p = poly_from_expr(&ck->scratch, e, sym_lookup, ck);
     if (!p)
         err(ck, &e->loc, "%s must be built from integers, size symbols, + - * / %% and cdiv", what);
@@ -1382,47 +1516,68 @@ static const poly **tensor_dims(checker *ck, const tilec_tyexpr *te, const char 
     return dims;
 }
 
+/* Bind size symbol `name`, met in dimension d of parameter p, unless it is
+ * bound already. 0 on success. */
+static int add_symbol(checker *ck, const tilec_expr *e, const tilec_param *p, uint32_t d)
+{
+    symbol *s = NULL;
+    HASH_FIND_STR(ck->syms, e->name, s);
+    if (s)
+        return 0;
+    if (lookup(ck, e->name)) {
+        err(ck, &e->loc, "'%s' is a parameter name and cannot also be a size symbol", e->name);
+        return -1;
+    }
+    s = ar_alloc(&ck->scratch, sizeof *s);
+    if (!s || !(s->value = poly_atom(&ck->scratch, e->name))) {
+        ck->oom = 1;
+        return -1;
+    }
+    s->name = e->name;
+    s->loc = e->loc;
+    s->origin = ar_printf(&ck->scratch, "dimension %u of '%s'", d, p->name ? p->name : "?");
+    HASH_ADD_KEYPTR(hh, ck->syms, s->name, strlen(s->name), s);
+    return 0;
+}
+
+/* The names inside a rejected dimension still become symbols, so that
+ * their later uses do not repeat the error as unknown symbols. */
+static void add_symbols_in(checker *ck, const tilec_expr *e, const tilec_param *p, uint32_t d)
+{
+    if (e->kind == TILEC_EX_NAME && !lookup(ck, e->name))
+        add_symbol(ck, e, p, d);
+    for (uint32_t i = 0; i < e->nargs; i++)
+        add_symbols_in(ck, e->args[i], p, d);
+}
+
 /* Parameters of graphs and externs: T[d0, d1, ...] whose dimensions are a
- * symbol (bound here if new) or an integer. */
+ * symbol (bound here if new) or an integer. Reports every bad dimension. */
 static int bind_dims(checker *ck, const tilec_param *p, const char *owner)
 {
+    int ret = 0;
     for (uint32_t d = 0; d < p->type.ndims; d++) {
         const tilec_expr *e = p->type.dims[d];
         if (e->kind == TILEC_EX_INT) {
             if (e->ival <= 0) {
                 err(ck, &e->loc, "a dimension must be positive, got %lld", (long long)e->ival);
-                return -1;
+                ret = -1;
             }
-            continue;
+        } else if (e->kind != TILEC_EX_NAME) {
+            err(ck, start_of(e), "a dimension of a parameter of %s must be a size symbol or an integer, got an expression",
+                owner);
+            add_symbols_in(ck, e, p, d);
+            ret = -1;
+        } else if (add_symbol(ck, e, p, d)) {
+            ret = -1;
         }
-        if (e->kind != TILEC_EX_NAME) {
-            err(ck, &e->loc, "a dimension of a parameter of %s is a size symbol or an integer", owner);
-            return -1;
-        }
-        symbol *s = NULL;
-        HASH_FIND_STR(ck->syms, e->name, s);
-        if (s)
-            continue;
-        if (lookup(ck, e->name)) {
-            err(ck, &e->loc, "'%s' is a parameter name and cannot also be a size symbol", e->name);
-            return -1;
-        }
-        s = ar_alloc(&ck->scratch, sizeof *s);
-        if (!s || !(s->value = poly_atom(&ck->scratch, e->name))) {
-            ck->oom = 1;
-            return -1;
-        }
-        s->name = e->name;
-        s->loc = e->loc;
-        s->origin = ar_printf(&ck->scratch, "dimension %u of '%s'", d, p->name ? p->name : "?");
-        HASH_ADD_KEYPTR(hh, ck->syms, s->name, strlen(s->name), s);
     }
-    return 0;
+    return ret;
 }
 
 static void reset_graph(checker *ck)
 {
     HASH_CLEAR(hh, ck->syms);
+    ck->rdims = NULL;
     reset_env(ck);
 }
 
@@ -1431,19 +1586,30 @@ static void check_extern(checker *ck, tilec_extern *x)
     reset_graph(ck);
     char owner[300];
     snprintf(owner, sizeof owner, "extern '%.200s'", x->name);
-    for (const char *c = x->symbol; *c; c++)
+    size_t symlen = strlen(x->symbol);
+    if (!symlen)
+        err(ck, &x->symbol_loc, "the extern symbol of '%s' is empty", x->name);
+    else if (symlen > 200)
+        err(ck, &x->symbol_loc, "the extern symbol of '%s' is longer than 200 bytes", x->name);
+    for (const char *c = x->symbol; symlen <= 200 && *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
-              *c == '.') ||
-            c - x->symbol > 200) {
-            err(ck, &x->symbol_loc, "an extern symbol is made of letters, digits, '_' and '.' (at most 200), such as \"cublas.sgemm\"");
+              *c == '.')) {
+            unsigned char u = (unsigned char)*c;
+            char what[16];
+            if (u >= 0x20 && u < 0x7f)
+                snprintf(what, sizeof what, "'%c'", u);
+            else
+                snprintf(what, sizeof what, "byte 0x%02x", u);
+            err(ck, &x->symbol_loc,
+                "invalid character %s in the extern symbol of '%s' (a symbol is made of letters, digits, '_' and "
+                "'.', such as \"cublas.sgemm\")", what, x->name);
             break;
         }
-    if (!x->symbol[0])
-        err(ck, &x->symbol_loc, "the extern symbol of '%s' is empty", x->name);
     for (uint32_t i = 0; i < x->nparams; i++) {
         const tilec_param *p = &x->params[i];
         if (p->type.kind != TILEC_TE_TENSOR) {
-            err(ck, &p->type.loc, "a parameter of an extern is a tensor type such as %s[M, K]",
+            err(ck, &p->type.loc, "a parameter of an extern is a tensor type such as %s[M, K], got %s%s",
+                tilec_dtype_name(p->type.dtype), p->type.kind == TILEC_TE_POINTER ? "*" : "",
                 tilec_dtype_name(p->type.dtype));
             continue;
         }
@@ -1454,7 +1620,8 @@ static void check_extern(checker *ck, tilec_extern *x)
     for (uint32_t i = 0; i < x->nresults; i++) {
         const tilec_param *r = &x->results[i];
         if (r->type.kind != TILEC_TE_TENSOR) {
-            err(ck, &r->type.loc, "a result of an extern is a tensor type such as %s[M, N]",
+            err(ck, &r->type.loc, "a result of an extern is a tensor type such as %s[M, N], got %s%s",
+                tilec_dtype_name(r->type.dtype), r->type.kind == TILEC_TE_POINTER ? "*" : "",
                 tilec_dtype_name(r->type.dtype));
             continue;
         }
@@ -1484,10 +1651,15 @@ static const poly *ext_lookup(void *user, const char *name)
     return s ? s->value : NULL;
 }
 
-static binding *tensor_arg(checker *ck, const tilec_expr *a, const char *callee, uint32_t argno, const char *want)
+/* The tensor named by `a`, which `what` ("argument 2 of 'gemm'") needs;
+ * `want` describes the tensor expected ("f32[K, N]"), or is NULL. */
+static binding *tensor_arg(checker *ck, const tilec_expr *a, const char *what, const char *want)
 {
+    const char *paren = want ? ar_printf(&ck->scratch, " (%s)", want) : "";
+    if (!what)
+        what = "an argument"; /* out of memory */
     if (a->kind != TILEC_EX_NAME) {
-        err(ck, &a->loc, "argument %u of '%s' must be a tensor (%s)", argno, callee, want);
+        err(ck, start_of(a), "%s must be a tensor%s, got an expression", what, paren ? paren : "");
         return NULL;
     }
     binding *b = lookup(ck, a->name);
@@ -1495,8 +1667,11 @@ static binding *tensor_arg(checker *ck, const tilec_expr *a, const char *callee,
         err(ck, &a->loc, "undefined name '%s'", a->name);
         return NULL;
     }
+    if (poisoned(b))
+        return NULL;
     if (b->kind != B_TENSOR) {
-        err(ck, &a->loc, "argument %u of '%s' must be a tensor (%s), but '%s' is a scalar", argno, callee, want, a->name);
+        err(ck, &a->loc, "%s must be a tensor%s, but '%s' is the scalar %s", what, paren ? paren : "", a->name,
+            tilec_dtype_name(b->type.dtype));
         return NULL;
     }
     return b;
@@ -1522,7 +1697,7 @@ static const poly ***check_extern_call(checker *ck, const tilec_extern *x, const
             sb_printf(&want, "%s%s", d ? ", " : "",
                       p->type.dims[d]->kind == TILEC_EX_NAME ? p->type.dims[d]->name : "");
         sb_putc(&want, ']');
-        binding *b = tensor_arg(ck, a, x->name, i + 1, sb_str(&want));
+        binding *b = tensor_arg(ck, a, ar_printf(&ck->scratch, "argument %u of '%s'", i + 1, x->name), sb_str(&want));
         if (!b) {
             ok = 0;
         } else if (b->dtype != p->type.dtype || b->rank != p->type.ndims) {
@@ -1556,13 +1731,15 @@ static const poly ***check_extern_call(checker *ck, const tilec_extern *x, const
                     continue;
                 }
                 exp = s->value;
-                expl = ar_printf(&ck->scratch, " (%s from argument %u)", pd->name, s->argno);
+                expl = ar_printf(&ck->scratch, " (%s = %s from argument %u)", pd->name, poly_str(&ck->scratch, exp),
+                                 s->argno);
             } else {
                 continue; /* reported at the extern */
             }
             if (!poly_eq(exp, got)) {
-                err(ck, &a->loc, "argument %u of '%s' ('%s'): dimension %u is %s, but %s is expected%s", i + 1, x->name,
-                    b->name, d, poly_str(&ck->scratch, got), poly_str(&ck->scratch, exp), expl ? expl : "");
+                err(ck, &a->loc, "argument %u of '%s' ('%s'): dimension %u of '%s' is %s, but %s is expected%s", i + 1,
+                    x->name, p->name, d, b->name, poly_str(&ck->scratch, got), poly_str(&ck->scratch, exp),
+                    expl ? expl : "");
                 ok = 0;
             }
         }
@@ -1605,15 +1782,17 @@ static void check_kernel_call(checker *ck, const tilec_kernel *k, const tilec_ex
         if (p->type.kind == TILEC_TE_POINTER) {
             char want[32];
             snprintf(want, sizeof want, "*%s", tilec_dtype_name(p->type.dtype));
-            binding *b = tensor_arg(ck, a, k->name, i + 1, want);
+            binding *b = tensor_arg(ck, a, ar_printf(&ck->scratch, "argument %u of '%s'", i + 1, k->name), want);
             if (b && b->dtype != p->type.dtype)
-                err(ck, &a->loc, "argument %u of '%s' ('%s') expects a tensor of %s, got %s tensor '%s'", i + 1, k->name,
-                    p->name, tilec_dtype_name(p->type.dtype), tilec_dtype_name(b->dtype), b->name);
+                err(ck, &a->loc, "argument %u of '%s' ('%s') is *%s, but '%s' is %s", i + 1, k->name, p->name,
+                    tilec_dtype_name(p->type.dtype), b->name, b->text);
             continue;
         }
         char c = tilec_dtype_class(p->type.dtype);
         if (a->kind == TILEC_EX_NAME) {
             binding *b = lookup(ck, a->name);
+            if (poisoned(b))
+                continue;
             if (b && b->kind == B_TENSOR) {
                 err(ck, &a->loc, "argument %u of '%s' ('%s') is a scalar %s, but '%s' is a tensor", i + 1, k->name,
                     p->name, tilec_dtype_name(p->type.dtype), a->name);
@@ -1629,12 +1808,16 @@ static void check_kernel_call(checker *ck, const tilec_kernel *k, const tilec_ex
         }
         if (c == 'b') {
             if (a->kind != TILEC_EX_BOOL)
-                err(ck, &a->loc, "argument %u of '%s' ('%s') is bool: pass true or false", i + 1, k->name, p->name);
+                err(ck, start_of(a), "argument %u of '%s' ('%s') is bool: pass true or false", i + 1, k->name, p->name);
             continue;
         }
-        if (c == 'f' && (a->kind == TILEC_EX_FLOAT || a->kind == TILEC_EX_INF ||
-                         (a->kind == TILEC_EX_UNARY && (a->args[0]->kind == TILEC_EX_FLOAT || a->args[0]->kind == TILEC_EX_INF))))
+        const tilec_expr *lit = a->kind == TILEC_EX_UNARY && a->op == TILEC_OP_NEG ? a->args[0] : a;
+        if (lit->kind == TILEC_EX_FLOAT || lit->kind == TILEC_EX_INF) {
+            if (c != 'f')
+                err(ck, &a->loc, "argument %u of '%s' ('%s') is %s, got the float %s%s", i + 1, k->name, p->name,
+                    tilec_dtype_name(p->type.dtype), lit == a ? "" : "-", lit->kind == TILEC_EX_INF ? "inf" : lit->name);
             continue;
+        }
         size_expr(ck, a, "a scalar kernel argument");
     }
 }
@@ -1662,11 +1845,10 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
         for (uint32_t i = 0; i < s->nvalues; i++) {
             const tilec_expr *a = s->values[i];
             const tilec_param *r = &g->results[i];
-            binding *b = tensor_arg(ck, a, "return", i + 1, "a tensor");
-            if (!b || r->type.kind != TILEC_TE_TENSOR)
-                continue;
-            const poly **dims = tensor_dims(ck, &r->type, "a result dimension");
-            if (!dims)
+            const poly **dims = ck->rdims ? ck->rdims[i] : NULL;
+            binding *b = tensor_arg(ck, a, ar_printf(&ck->scratch, "result %u of graph '%s'", i + 1, g->name),
+                                    dims ? tensor_text(ck, r->type.dtype, dims, r->type.ndims) : "a tensor");
+            if (!b || !dims)
                 continue;
             int same = b->dtype == r->type.dtype && b->rank == r->type.ndims;
             for (uint32_t d = 0; same && d < b->rank; d++)
@@ -1685,9 +1867,9 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
     }
     if (v->kind != TILEC_EX_CALL) {
         if (s->kind == TILEC_ST_EXPR)
-            err(ck, &v->loc, "a graph statement is a call of a kernel or an extern");
+            err(ck, start_of(v), "a graph statement is a call of a kernel or an extern");
         else
-            err(ck, &v->loc, "a graph 'let' binds empty(...), view(...) or the result of an extern call");
+            err(ck, start_of(v), "a graph 'let' binds empty(...), view(...) or the result of an extern call");
         return;
     }
     item_name *it = NULL;
@@ -1711,7 +1893,7 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
         const tilec_expr *shape;
         binding *base = NULL;
         if (is_view) {
-            base = tensor_arg(ck, v->args[0], "view", 1, "the tensor to view");
+            base = tensor_arg(ck, v->args[0], "the first argument of view", NULL);
             const tilec_expr *ty = v->args[1];
             if (ty->kind != TILEC_EX_INDEX || ty->args[0]->kind != TILEC_EX_DTYPE) {
                 err(ck, &ty->loc, "the second argument of view is a tensor type such as f32[R * C]");
@@ -1745,7 +1927,7 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
             for (uint32_t d = 0; d < rank; d++)
                 want = poly_mul(&ck->scratch, want, dims[d]);
             if (have && want && !poly_eq(have, want)) {
-                err(ck, &shape->loc, "view of '%s' (%s, %s bytes) as %s (%s bytes) changes its size", base->name,
+                err(ck, &shape->args[0]->loc, "view of '%s' (%s, %s bytes) as %s (%s bytes) changes its size", base->name,
                     base->text, poly_str(&ck->scratch, have), tensor_text(ck, dt, dims, rank),
                     poly_str(&ck->scratch, want));
                 return;
@@ -1807,6 +1989,7 @@ static void check_graph(checker *ck, tilec_graph *g)
         if (p->type.kind == TILEC_TE_POINTER) {
             err(ck, &p->type.loc, "a graph parameter is a tensor such as %s[R, C] or a scalar, not a pointer",
                 tilec_dtype_name(p->type.dtype));
+            bind(ck, p->name, &p->loc, B_TENSOR, "parameter"); /* in error: its uses are silent */
             continue;
         }
         if (p->type.kind == TILEC_TE_SCALAR) {
@@ -1815,19 +1998,29 @@ static void check_graph(checker *ck, tilec_graph *g)
                 b->type = ty_scalar(p->type.dtype);
             continue;
         }
-        if (bind_dims(ck, p, owner))
-            continue;
-        const poly **dims = tensor_dims(ck, &p->type, "a dimension");
+        const poly **dims = bind_dims(ck, p, owner) ? NULL : tensor_dims(ck, &p->type, "a dimension");
         if (dims)
             bind_tensor(ck, p->name, &p->loc, p->type.dtype, dims, p->type.ndims);
+        else
+            bind(ck, p->name, &p->loc, B_TENSOR, "parameter"); /* in error: its uses are silent */
     }
-    for (uint32_t i = 0; i < g->nresults; i++) {
+    ck->rdims = ar_array(&ck->scratch, g->nresults ? g->nresults : 1, sizeof *ck->rdims);
+    if (!ck->rdims)
+        ck->oom = 1;
+    for (uint32_t i = 0; i < g->nresults && ck->rdims; i++) {
         const tilec_param *r = &g->results[i];
         if (r->type.kind != TILEC_TE_TENSOR)
-            err(ck, &r->type.loc, "a graph result is a tensor type such as %s[R, C]", tilec_dtype_name(r->type.dtype));
+            err(ck, &r->type.loc, "a graph result is a tensor type such as %s[R, C], got %s%s",
+                tilec_dtype_name(r->type.dtype), r->type.kind == TILEC_TE_POINTER ? "*" : "",
+                tilec_dtype_name(r->type.dtype));
+        else
+            ck->rdims[i] = tensor_dims(ck, &r->type, "a result dimension");
         for (uint32_t j = 0; j < i && r->name; j++)
-            if (g->results[j].name && !strcmp(g->results[j].name, r->name))
+            if (g->results[j].name && !strcmp(g->results[j].name, r->name)) {
                 err(ck, &r->loc, "result name '%s' is used twice", r->name);
+                note(ck, &g->results[j].loc, "the first '%s' is here", r->name);
+                break;
+            }
     }
     int returned = 0;
     for (uint32_t i = 0; i < g->body.nstmts && !stop(ck); i++) {
@@ -1841,6 +2034,11 @@ static void check_graph(checker *ck, tilec_graph *g)
                 last = 1;
         check_graph_stmt(ck, g, s, (int)last);
         returned |= s->kind == TILEC_ST_RETURN;
+        /* a let that failed still defines its names, so that their uses
+         * do not repeat the error as "undefined name" */
+        for (uint32_t j = 0; (s->kind == TILEC_ST_LET || s->kind == TILEC_ST_LET_TUPLE) && j < s->nnames; j++)
+            if (!lookup(ck, s->names[j]))
+                bind(ck, s->names[j], &s->name_locs[j], B_TENSOR, "tensor");
     }
     if (!returned && g->nresults)
         err(ck, &g->loc, "graph '%s' declares %u result%s but has no return", g->name, g->nresults,

@@ -110,6 +110,8 @@ typedef struct tilec_expr {
     uint32_t nargs;
     uint32_t depth;  /* 1 + the deepest argument's depth */
     tilec_type type; /* set by the checker (kernels: the base hints) */
+    tilec_type *vtypes; /* kernels with variants: the type under each
+                         * variant's hints (index = variant), else NULL */ /* set by the checker (kernels: the base hints) */
 } tilec_expr;
 
 /* A written type: *T, T, or T[dims] */
@@ -173,6 +175,9 @@ typedef struct tilec_variant {
     tilec_loc loc;
     tilec_hint *overrides;
     uint32_t noverrides;
+    int64_t *values; /* set by the checker: every hint of the kernel under
+                      * this variant, in hint order (later hints are
+                      * re-derived from overridden earlier ones) */
 } tilec_variant;
 
 typedef struct tilec_kernel {

@@ -1,0 +1,53 @@
+/* lower.h: kernels to CUDA C. One __global__ function per variant, named
+ * <kernel>_v<k> (a kernel without variants has one, <kernel>_v0), with the
+ * launch metadata a runtime needs. */
+#ifndef TILEC_LOWER_H
+#define TILEC_LOWER_H
+
+#include "tilec/tilec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How an argument is passed; one per kernel parameter. */
+typedef enum tilec_arg_kind {
+    TILEC_ARG_PTR,
+    TILEC_ARG_I8, TILEC_ARG_I16, TILEC_ARG_I32, TILEC_ARG_I64,
+    TILEC_ARG_U8, TILEC_ARG_U16, TILEC_ARG_U32, TILEC_ARG_U64,
+    TILEC_ARG_F16, TILEC_ARG_BF16, TILEC_ARG_F32, TILEC_ARG_F64, TILEC_ARG_BOOL,
+} tilec_arg_kind;
+
+typedef struct tilec_kernel_code {
+    char *name;           /* "matmul_v0": the __global__ function */
+    char *source;         /* a complete CUDA C translation unit */
+    uint32_t threads;     /* block size: 32 * warps */
+    uint32_t smem_bytes;  /* dynamic shared memory */
+    uint32_t nparams;
+    tilec_arg_kind *params;
+    int variant;          /* index into kernel->variants, or 0 */
+    const tilec_kernel *kernel;
+} tilec_kernel_code;
+
+/* Number of compiled variants of k: max(1, k->nvariants). */
+uint32_t tilec_kernel_variant_count(const tilec_kernel *k);
+
+/* Lower one variant of a checked kernel. On failure the context holds a
+ * diagnostic naming the kernel and the .tile location. */
+tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant,
+                                tilec_kernel_code *out);
+void tilec_kernel_code_free(tilec_kernel_code *code);
+
+/* Every variant of every kernel of the module as one CUDA C file
+ * (`tilec FILE --emit cuda`). */
+tilec_status tilec_module_emit_cuda(tilec_ctx *ctx, const tilec_module *m, tilec_sink sink);
+
+/* The launch grid of variant `variant` given the kernel's scalar
+ * arguments (args[i] for parameter i; pointer entries are ignored; float
+ * parameters cannot appear in a grid). */
+tilec_status tilec_kernel_grid(const tilec_kernel *k, int variant, const int64_t *args, uint32_t grid[3]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

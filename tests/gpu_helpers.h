@@ -1,0 +1,199 @@
+/* gpu_helpers.h: load a .tile kernel variant on the GPU for tests and
+ * benchmarks: parse, lower, NVRTC, load, launch. */
+#ifndef TILEC_TESTS_GPU_HELPERS_H
+#define TILEC_TESTS_GPU_HELPERS_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tilec/lower.h"
+#include "tilec/runtime.h"
+#include "tilec/tilec.h"
+
+typedef struct gk {
+    tilec_ctx *ctx;
+    tilec_module *m;
+    const tilec_kernel *k;
+    tilec_kernel_code code;
+    tilec_rt_module *mod;
+    tilec_rt_kernel *kern;
+    int variant;
+    char err[4096];
+} gk;
+
+static inline int gk_param_kind(tilec_arg_kind a, tilec_rt_param_kind *out)
+{
+    switch (a) {
+    case TILEC_ARG_PTR: *out = TILEC_RT_PARAM_POINTER; return 0;
+    case TILEC_ARG_I32: *out = TILEC_RT_PARAM_I32; return 0;
+    case TILEC_ARG_I64: *out = TILEC_RT_PARAM_I64; return 0;
+    case TILEC_ARG_U32: *out = TILEC_RT_PARAM_U32; return 0;
+    case TILEC_ARG_U64: *out = TILEC_RT_PARAM_U64; return 0;
+    case TILEC_ARG_F32: *out = TILEC_RT_PARAM_F32; return 0;
+    case TILEC_ARG_F64: *out = TILEC_RT_PARAM_F64; return 0;
+    default: return -1;
+    }
+}
+
+static inline void gk_free(gk *g)
+{
+    tilec_rt_module_unload(g->mod);
+    tilec_kernel_code_free(&g->code);
+    tilec_module_free(g->m);
+    tilec_ctx_free(g->ctx);
+    memset(g, 0, sizeof *g);
+}
+
+/* Returns 0, or -1 with g->err saying why. */
+static inline int gk_load(tilec_rt *rt, const char *arch, const char *file, const char *kernel, int variant, gk *g)
+{
+    memset(g, 0, sizeof *g);
+    g->ctx = tilec_ctx_new();
+    g->variant = variant;
+    if (tilec_parse_file(g->ctx, file, &g->m) != TILEC_OK) {
+        snprintf(g->err, sizeof g->err, "%s does not parse", file);
+        return -1;
+    }
+    g->k = tilec_module_find_kernel(g->m, kernel);
+    if (!g->k || tilec_lower_kernel(g->ctx, g->m, g->k, variant, &g->code) != TILEC_OK) {
+        const tilec_diag *d = tilec_ctx_diag(g->ctx, 0);
+        snprintf(g->err, sizeof g->err, "%s: cannot lower %s: %s", file, kernel, d ? d->message : "no such kernel");
+        return -1;
+    }
+    void *cubin = NULL;
+    size_t size = 0;
+    char *log = NULL;
+    if (tilec_nvrtc_compile(g->code.source, g->code.name, arch, NULL, 0, &cubin, &size, &log) != TILEC_RT_OK) {
+        snprintf(g->err, sizeof g->err, "NVRTC failed for %s:\n%s", g->code.name, log ? log : "");
+        free(log);
+        return -1;
+    }
+    free(log);
+    tilec_rt_status st = tilec_rt_module_load(rt, cubin, size, &g->mod);
+    free(cubin);
+    if (st != TILEC_RT_OK) {
+        snprintf(g->err, sizeof g->err, "module load: %s", tilec_rt_last_error(rt));
+        return -1;
+    }
+    tilec_rt_param_kind kinds[64];
+    for (uint32_t i = 0; i < g->code.nparams && i < 64; i++)
+        if (gk_param_kind(g->code.params[i], &kinds[i])) {
+            snprintf(g->err, sizeof g->err, "unsupported parameter kind");
+            return -1;
+        }
+    tilec_rt_launch_meta meta = {g->code.threads, g->code.smem_bytes, g->code.nparams, kinds};
+    if (tilec_rt_kernel_get(g->mod, g->code.name, &meta, &g->kern) != TILEC_RT_OK) {
+        snprintf(g->err, sizeof g->err, "kernel_get: %s", tilec_rt_last_error(rt));
+        return -1;
+    }
+    return 0;
+}
+
+/* Launch with the grid computed from the scalar arguments. */
+static inline tilec_rt_status gk_launch(gk *g, const tilec_rt_arg *args, void *stream)
+{
+    int64_t scal[64] = {0};
+    for (uint32_t i = 0; i < g->code.nparams && i < 64; i++)
+        scal[i] = g->code.params[i] == TILEC_ARG_I64 ? args[i].i64 : args[i].i32;
+    uint32_t grid[3];
+    if (tilec_kernel_grid(g->k, g->variant, scal, grid) != TILEC_OK)
+        return TILEC_RT_INVALID_ARG;
+    if (!grid[0] || !grid[1] || !grid[2])
+        return TILEC_RT_OK;
+    return tilec_rt_launch(g->kern, grid, args, stream);
+}
+
+/* ---- host data ---- */
+
+static inline unsigned long long gk_seed(void)
+{
+    static unsigned long long s;
+    if (!s) {
+        FILE *f = fopen("/dev/urandom", "rb");
+        if (!f || fread(&s, sizeof s, 1, f) != 1)
+            s = 88172645463325252ULL;
+        if (f)
+            fclose(f);
+        s |= 1;
+    }
+    return s;
+}
+
+/* uniform in [-1, 1), never all zeros */
+static inline void fill_random(float *x, size_t n, unsigned long long *state)
+{
+    for (size_t i = 0; i < n; i++) {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        x[i] = (float)((double)(*state >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
+    }
+}
+
+static inline uint16_t f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+    uint32_t mant = x & 0x7fffffu;
+    if (((x >> 23) & 0xff) == 0xff)
+        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+    if (exp >= 31)
+        return (uint16_t)(sign | 0x7c00u);
+    if (exp <= 0) {
+        if (exp < -10)
+            return (uint16_t)sign;
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1)))
+            h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
+        h++;
+    return (uint16_t)(sign | h);
+}
+
+static inline float f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, x;
+    if (exp == 0) {
+        if (!mant)
+            x = sign;
+        else {
+            exp = 127 - 15 + 1;
+            while (!(mant & 0x400u)) {
+                mant <<= 1;
+                exp--;
+            }
+            x = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+        }
+    } else if (exp == 31)
+        x = sign | 0x7f800000u | (mant << 13);
+    else
+        x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+/* ||got - want|| / ||want||; NaN anywhere gives INFINITY. */
+static inline double rel_l2(const float *got, const double *want, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(got[i]))
+            return INFINITY;
+        double d = (double)got[i] - want[i];
+        num += d * d;
+        den += want[i] * want[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+#endif

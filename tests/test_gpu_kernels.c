@@ -1,0 +1,284 @@
+/* test_gpu_kernels.c: every example kernel, every variant, on the GPU
+ * against a CPU reference: fresh random inputs (never zeros), sizes that
+ * are and are not multiples of the tile, outputs poisoned with NaN before
+ * each launch so an unwritten element fails. Without a GPU the binary
+ * prints one SKIP line and succeeds. */
+#include <criterion/criterion.h>
+
+#include "gpu_helpers.h"
+
+static tilec_rt *rt;
+static char arch[16];
+static unsigned long long rng;
+
+#define CHECK_RT(call)                                                                                  \
+    do {                                                                                                \
+        tilec_rt_status st_ = (call);                                                                   \
+        cr_assert_eq(st_, TILEC_RT_OK, "%s: %s: %s", #call, tilec_rt_status_string(st_), tilec_rt_last_error(rt)); \
+    } while (0)
+
+static uint64_t dev_alloc(size_t bytes)
+{
+    uint64_t p = 0;
+    CHECK_RT(tilec_rt_malloc(rt, bytes ? bytes : 4, &p));
+    return p;
+}
+
+static uint64_t upload(const void *host, size_t bytes)
+{
+    uint64_t p = dev_alloc(bytes);
+    CHECK_RT(tilec_rt_memcpy_htod(rt, p, host, bytes));
+    return p;
+}
+
+static uint64_t poisoned(size_t n)
+{
+    uint64_t p = dev_alloc(n * 4);
+    CHECK_RT(tilec_rt_memset_d32(rt, p, 0x7fc00000u, n)); /* NaN */
+    return p;
+}
+
+static void load_or_fail(const char *file, const char *kernel, int variant, gk *g)
+{
+    cr_assert_eq(gk_load(rt, arch, file, kernel, variant, g), 0, "%s", g->err);
+}
+
+static float *random_floats(size_t n)
+{
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    fill_random(x, n, &rng);
+    return x;
+}
+
+static void download_check(uint64_t dev, const double *want, size_t n, double tol, const char *what)
+{
+    float *got = malloc((n ? n : 1) * sizeof *got);
+    CHECK_RT(tilec_rt_synchronize(rt));
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, dev, n * 4));
+    double err = rel_l2(got, want, n);
+    cr_expect_leq(err, tol, "%s: relative L2 error %g > %g", what, err, tol);
+    free(got);
+}
+
+Test(gpu, add_relu)
+{
+    static const int sizes[] = {1, 127, 1000, 4097, (1 << 20) + 3};
+    gk g;
+    load_or_fail("examples/add_relu.tile", "add_relu", 0, &g);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        int n = sizes[s];
+        float *x = random_floats((size_t)n), *y = random_floats((size_t)n);
+        double *want = malloc((size_t)n * sizeof *want);
+        for (int i = 0; i < n; i++)
+            want[i] = fmax((double)x[i] + (double)y[i], 0.0);
+        uint64_t dx = upload(x, (size_t)n * 4), dy = upload(y, (size_t)n * 4), dout = poisoned((size_t)n);
+        tilec_rt_arg args[4] = {{.ptr = dx}, {.ptr = dy}, {.ptr = dout}, {.i32 = n}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        char what[64];
+        snprintf(what, sizeof what, "add_relu n=%d", n);
+        download_check(dout, want, (size_t)n, 1e-6, what);
+        tilec_rt_free(rt, dx);
+        tilec_rt_free(rt, dy);
+        tilec_rt_free(rt, dout);
+        free(x);
+        free(y);
+        free(want);
+    }
+    gk_free(&g);
+}
+
+static const int row_shapes[][2] = {{1, 1}, {3, 127}, {7, 1000}, {2, 4097}, {16, 1024}, {1, (1 << 20) + 3}};
+
+Test(gpu, softmax)
+{
+    gk g;
+    load_or_fail("examples/softmax.tile", "softmax", 0, &g);
+    for (size_t s = 0; s < sizeof row_shapes / sizeof row_shapes[0]; s++) {
+        int rows = row_shapes[s][0], cols = row_shapes[s][1];
+        size_t n = (size_t)rows * (size_t)cols;
+        float *x = random_floats(n);
+        for (size_t i = 0; i < n; i++)
+            x[i] *= 8.0f;
+        double *want = malloc(n * sizeof *want);
+        for (int r = 0; r < rows; r++) {
+            const float *xr = x + (size_t)r * (size_t)cols;
+            double mx = -INFINITY, sum = 0;
+            for (int c = 0; c < cols; c++)
+                mx = fmax(mx, xr[c]);
+            for (int c = 0; c < cols; c++)
+                sum += exp(xr[c] - mx);
+            for (int c = 0; c < cols; c++)
+                want[(size_t)r * (size_t)cols + (size_t)c] = exp(xr[c] - mx) / sum;
+        }
+        uint64_t dx = upload(x, n * 4), dy = poisoned(n);
+        tilec_rt_arg args[4] = {{.ptr = dx}, {.ptr = dy}, {.i32 = rows}, {.i32 = cols}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        char what[64];
+        snprintf(what, sizeof what, "softmax %dx%d", rows, cols);
+        download_check(dy, want, n, 1e-5, what);
+        tilec_rt_free(rt, dx);
+        tilec_rt_free(rt, dy);
+        free(x);
+        free(want);
+    }
+    gk_free(&g);
+}
+
+Test(gpu, layernorm)
+{
+    gk g;
+    load_or_fail("examples/layernorm.tile", "layernorm", 0, &g);
+    for (size_t s = 0; s < sizeof row_shapes / sizeof row_shapes[0]; s++) {
+        int rows = row_shapes[s][0], cols = row_shapes[s][1];
+        size_t n = (size_t)rows * (size_t)cols;
+        float *x = random_floats(n), *w = random_floats((size_t)cols), *b = random_floats((size_t)cols);
+        for (size_t i = 0; i < n; i++)
+            x[i] = x[i] * 3.0f + 0.5f;
+        double *want = malloc(n * sizeof *want);
+        const float eps = 1e-5f;
+        for (int r = 0; r < rows; r++) {
+            const float *xr = x + (size_t)r * (size_t)cols;
+            double mean = 0, var = 0;
+            for (int c = 0; c < cols; c++)
+                mean += xr[c];
+            mean /= cols;
+            for (int c = 0; c < cols; c++)
+                var += (xr[c] - mean) * (xr[c] - mean);
+            var /= cols;
+            double rstd = 1.0 / sqrt(var + eps);
+            for (int c = 0; c < cols; c++)
+                want[(size_t)r * (size_t)cols + (size_t)c] = (xr[c] - mean) * rstd * w[c] + b[c];
+        }
+        uint64_t dx = upload(x, n * 4), dw = upload(w, (size_t)cols * 4), db = upload(b, (size_t)cols * 4),
+                 dy = poisoned(n);
+        tilec_rt_arg args[7] = {{.ptr = dx}, {.ptr = dw}, {.ptr = db}, {.ptr = dy}, {.i32 = rows}, {.i32 = cols},
+                                {.f32 = eps}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        char what[64];
+        snprintf(what, sizeof what, "layernorm %dx%d", rows, cols);
+        download_check(dy, want, n, 1e-5, what);
+        tilec_rt_free(rt, dx);
+        tilec_rt_free(rt, dw);
+        tilec_rt_free(rt, db);
+        tilec_rt_free(rt, dy);
+        free(x);
+        free(w);
+        free(b);
+        free(want);
+    }
+    gk_free(&g);
+}
+
+static const int mm_shapes[][3] = {{1, 1, 1}, {64, 64, 64}, {127, 129, 33}, {256, 96, 1000}, {300, 257, 80}};
+
+static void check_matmul(const char *file, const char *kernel, int half, double tol)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, file, &m), TILEC_OK);
+    uint32_t nv = tilec_kernel_variant_count(tilec_module_find_kernel(m, kernel));
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    for (uint32_t v = 0; v < nv; v++) {
+        gk g;
+        load_or_fail(file, kernel, (int)v, &g);
+        for (size_t s = 0; s < sizeof mm_shapes / sizeof mm_shapes[0]; s++) {
+            int M = mm_shapes[s][0], N = mm_shapes[s][1], K = mm_shapes[s][2];
+            size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+            float *a = random_floats(na), *b = random_floats(nb);
+            uint16_t *ah = malloc(na * 2 + 2), *bh = malloc(nb * 2 + 2);
+            if (half) { /* the reference sees the rounded operands */
+                for (size_t i = 0; i < na; i++)
+                    a[i] = f16_to_f32(ah[i] = f32_to_f16(a[i]));
+                for (size_t i = 0; i < nb; i++)
+                    b[i] = f16_to_f32(bh[i] = f32_to_f16(b[i]));
+            }
+            double *want = calloc(nc, sizeof *want);
+            for (int i = 0; i < M; i++)
+                for (int k = 0; k < K; k++) {
+                    double aik = a[(size_t)i * K + k];
+                    for (int j = 0; j < N; j++)
+                        want[(size_t)i * N + j] += aik * b[(size_t)k * N + j];
+                }
+            uint64_t da = half ? upload(ah, na * 2) : upload(a, na * 4);
+            uint64_t db = half ? upload(bh, nb * 2) : upload(b, nb * 4);
+            uint64_t dc = poisoned(nc);
+            tilec_rt_arg args[6] = {{.ptr = da}, {.ptr = db}, {.ptr = dc}, {.i32 = M}, {.i32 = N}, {.i32 = K}};
+            CHECK_RT(gk_launch(&g, args, NULL));
+            char what[96];
+            snprintf(what, sizeof what, "%s variant %u, M=%d N=%d K=%d", kernel, v, M, N, K);
+            download_check(dc, want, nc, tol, what);
+            tilec_rt_free(rt, da);
+            tilec_rt_free(rt, db);
+            tilec_rt_free(rt, dc);
+            free(a);
+            free(b);
+            free(ah);
+            free(bh);
+            free(want);
+        }
+        gk_free(&g);
+    }
+}
+
+Test(gpu, matmul_f16, .timeout = 300) { check_matmul("examples/matmul.tile", "matmul", 1, 1e-2); }
+Test(gpu, matmul_f32, .timeout = 300) { check_matmul("examples/matmul_f32.tile", "matmul_f32", 0, 1e-3); }
+
+Test(gpu, block_kernels)
+{
+    static const int sizes[] = {1, 1000, 4097, (1 << 20) + 3};
+    gk ss, ra;
+    load_or_fail("examples/block.tile", "scale_shift", 0, &ss);
+    load_or_fail("examples/block.tile", "relu_add", 0, &ra);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        int n = sizes[s];
+        float *x = random_floats((size_t)n), *y = random_floats((size_t)n);
+        double *w1 = malloc((size_t)n * sizeof *w1), *w2 = malloc((size_t)n * sizeof *w2);
+        for (int i = 0; i < n; i++) {
+            w1[i] = (double)x[i] * 0.75 - 0.25;
+            w2[i] = fmax((double)x[i], 0.0) + (double)y[i];
+        }
+        uint64_t dx = upload(x, (size_t)n * 4), dy = upload(y, (size_t)n * 4), o1 = poisoned((size_t)n),
+                 o2 = poisoned((size_t)n);
+        tilec_rt_arg a1[5] = {{.ptr = dx}, {.ptr = o1}, {.i32 = n}, {.f32 = 0.75f}, {.f32 = -0.25f}};
+        tilec_rt_arg a2[4] = {{.ptr = dx}, {.ptr = dy}, {.ptr = o2}, {.i32 = n}};
+        CHECK_RT(gk_launch(&ss, a1, NULL));
+        CHECK_RT(gk_launch(&ra, a2, NULL));
+        download_check(o1, w1, (size_t)n, 1e-6, "scale_shift");
+        download_check(o2, w2, (size_t)n, 1e-6, "relu_add");
+        tilec_rt_free(rt, dx);
+        tilec_rt_free(rt, dy);
+        tilec_rt_free(rt, o1);
+        tilec_rt_free(rt, o2);
+        free(x);
+        free(y);
+        free(w1);
+        free(w2);
+    }
+    gk_free(&ss);
+    gk_free(&ra);
+}
+
+int main(int argc, char *argv[])
+{
+    tilec_rt_status st = tilec_rt_open(0, &rt);
+    if (st != TILEC_RT_OK) {
+        printf("SKIP: GPU kernel tests: %s\n", tilec_rt_status_string(st));
+        return 0;
+    }
+    tilec_rt_device_props p;
+    if (tilec_rt_device_info(rt, &p) != TILEC_RT_OK) {
+        printf("FAIL: cannot read the device: %s\n", tilec_rt_last_error(rt));
+        return 1;
+    }
+    snprintf(arch, sizeof arch, "sm_%d%d", p.sm_major, p.sm_minor);
+    rng = gk_seed();
+    printf("GPU kernel tests on %s (%s), seed %llu\n", p.name, arch, rng);
+    struct criterion_test_set *tests = criterion_initialize();
+    int ok = 1;
+    if (criterion_handle_args(argc, argv, true))
+        ok = criterion_run_all_tests(tests);
+    criterion_finalize(tests);
+    tilec_rt_close(rt);
+    return ok ? 0 : 1;
+}
