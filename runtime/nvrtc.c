@@ -1,0 +1,212 @@
+/* nvrtc.c: the compile service: CUDA C++ source to CUBIN through NVRTC,
+ * with options fixed per call. Needs no GPU and no driver; no globals. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wundef" /* nvrtc.h tests undefined macros */
+#include <nvrtc.h>
+#pragma GCC diagnostic pop
+
+#include "tilec/runtime.h"
+
+#ifndef TILEC_CUDA_HOME
+#define TILEC_CUDA_HOME "/usr/local/cuda" /* the build may set another default */
+#endif
+
+enum { NV_FIXED_OPTS = 5, NV_PATH_MAX = 4096 };
+
+/* Set *log to a malloc'd formatted message (when log is not NULL). */
+static void log_printf(char **log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void log_printf(char **log, const char *fmt, ...)
+{
+    if (!log)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    char *s = malloc((size_t)n + 1);
+    if (!s)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    *log = s;
+}
+
+/* 1 for a real architecture NVRTC can make a CUBIN for: sm_ then two or
+ * three digits, then optionally 'a' (arch-specific) or 'f' (family). */
+static int arch_ok(const char *arch)
+{
+    if (strncmp(arch, "sm_", 3) != 0)
+        return 0;
+    const char *p = arch + 3;
+    size_t digits = 0;
+    while (p[digits] >= '0' && p[digits] <= '9')
+        digits++;
+    if (digits < 2 || digits > 3)
+        return 0;
+    p += digits;
+    if (*p == 'a' || *p == 'f')
+        p++;
+    return *p == 0;
+}
+
+static int has_fp16_header(const char *home, char *dir, size_t size)
+{
+    if (!home || !*home)
+        return 0;
+    char probe[NV_PATH_MAX];
+    int n = snprintf(probe, sizeof probe, "%s/include/cuda_fp16.h", home);
+    if (n < 0 || (size_t)n >= sizeof probe || access(probe, R_OK) != 0)
+        return 0;
+    n = snprintf(dir, size, "%s/include", home);
+    return n > 0 && (size_t)n < size;
+}
+
+tilec_rt_status tilec_nvrtc_include_dir(char *buf, size_t size)
+{
+    if (!buf || size == 0)
+        return TILEC_RT_INVALID_ARG;
+    buf[0] = 0;
+    const char *homes[] = {getenv("TILEC_CUDA_HOME"), getenv("CUDA_HOME"), getenv("CUDA_PATH"), TILEC_CUDA_HOME};
+    for (size_t i = 0; i < sizeof homes / sizeof homes[0]; i++)
+        if (has_fp16_header(homes[i], buf, size))
+            return TILEC_RT_OK;
+    buf[0] = 0;
+    return TILEC_RT_OK;
+}
+
+tilec_rt_status tilec_nvrtc_version(int *major, int *minor)
+{
+    if (!major || !minor)
+        return TILEC_RT_INVALID_ARG;
+    return nvrtcVersion(major, minor) == NVRTC_SUCCESS ? TILEC_RT_OK : TILEC_RT_COMPILE_ERROR;
+}
+
+static char *program_log(nvrtcProgram prog)
+{
+    size_t n = 0;
+    if (nvrtcGetProgramLogSize(prog, &n) != NVRTC_SUCCESS || n == 0)
+        return NULL;
+    char *s = malloc(n + 1);
+    if (!s)
+        return NULL;
+    if (nvrtcGetProgramLog(prog, s) != NVRTC_SUCCESS) {
+        free(s);
+        return NULL;
+    }
+    s[n] = 0;
+    return s;
+}
+
+/* 1 when the log holds nothing but blanks. */
+static int blank(const char *s)
+{
+    for (; s && *s; s++)
+        if (*s != ' ' && *s != '\n' && *s != '\r' && *s != '\t')
+            return 0;
+    return 1;
+}
+
+tilec_rt_status tilec_nvrtc_compile(const char *source, const char *program_name, const char *arch,
+                                    const char *const *extra_options, size_t nopts, void **cubin,
+                                    size_t *cubin_size, char **log)
+{
+    if (log)
+        *log = NULL;
+    if (cubin)
+        *cubin = NULL;
+    if (cubin_size)
+        *cubin_size = 0;
+    if (!source || !arch || !cubin || !cubin_size || (nopts && !extra_options)) {
+        log_printf(log, "tilec_nvrtc_compile: NULL source, arch, output or options\n");
+        return TILEC_RT_INVALID_ARG;
+    }
+    if (!arch_ok(arch)) {
+        log_printf(log, "tilec_nvrtc_compile: arch '%s' is not a real GPU architecture (sm_90, sm_90a, sm_100f...)\n",
+                   arch);
+        return TILEC_RT_INVALID_ARG;
+    }
+    for (size_t i = 0; i < nopts; i++)
+        if (!extra_options[i]) {
+            log_printf(log, "tilec_nvrtc_compile: extra option %zu is NULL\n", i);
+            return TILEC_RT_INVALID_ARG;
+        }
+    if (nopts > (size_t)(1 << 20)) {
+        log_printf(log, "tilec_nvrtc_compile: %zu extra options\n", nopts);
+        return TILEC_RT_INVALID_ARG;
+    }
+    const char *name = program_name && *program_name ? program_name : "kernel.cu";
+
+    char arch_opt[64], inc_dir[NV_PATH_MAX], inc_opt[NV_PATH_MAX + 3];
+    snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", arch);
+    tilec_nvrtc_include_dir(inc_dir, sizeof inc_dir);
+    snprintf(inc_opt, sizeof inc_opt, "-I%s", inc_dir);
+    const char **opts = malloc((NV_FIXED_OPTS + nopts) * sizeof *opts);
+    if (!opts)
+        return TILEC_RT_NOMEM;
+    int n = 0;
+    opts[n++] = arch_opt;
+    opts[n++] = "-default-device";
+    opts[n++] = "--std=c++17";
+    opts[n++] = "-lineinfo";
+    if (inc_dir[0])
+        opts[n++] = inc_opt;
+    for (size_t i = 0; i < nopts; i++)
+        opts[n++] = extra_options[i];
+
+    nvrtcProgram prog = NULL;
+    nvrtcResult r = nvrtcCreateProgram(&prog, source, name, 0, NULL, NULL);
+    if (r != NVRTC_SUCCESS) {
+        free(opts);
+        log_printf(log, "%s: nvrtcCreateProgram: %s\n", name, nvrtcGetErrorString(r));
+        return r == NVRTC_ERROR_OUT_OF_MEMORY ? TILEC_RT_NOMEM : TILEC_RT_COMPILE_ERROR;
+    }
+    r = nvrtcCompileProgram(prog, n, opts);
+    free(opts);
+    char *text = program_log(prog);
+    tilec_rt_status st = TILEC_RT_OK;
+    if (r != NVRTC_SUCCESS) {
+        st = r == NVRTC_ERROR_OUT_OF_MEMORY ? TILEC_RT_NOMEM : TILEC_RT_COMPILE_ERROR;
+        const char *hint = inc_dir[0] ? ""
+                                      : "tilec: no CUDA include directory found (set TILEC_CUDA_HOME to the "
+                                        "toolkit holding include/cuda_fp16.h)\n";
+        /* The whole log; a status line first when it is not a plain
+         * compilation error (a bad option, an internal failure). */
+        if (r == NVRTC_ERROR_COMPILATION && !blank(text))
+            log_printf(log, "%s%s", text, hint);
+        else
+            log_printf(log, "%s: nvrtcCompileProgram: %s\n%s%s", name, nvrtcGetErrorString(r), text ? text : "",
+                       hint);
+    } else {
+        size_t size = 0;
+        void *bin = NULL;
+        r = nvrtcGetCUBINSize(prog, &size);
+        if (r == NVRTC_SUCCESS && size > 0 && (bin = malloc(size)) != NULL)
+            r = nvrtcGetCUBIN(prog, bin);
+        if (r != NVRTC_SUCCESS || size == 0 || !bin) {
+            free(bin);
+            st = !bin && r == NVRTC_SUCCESS && size > 0 ? TILEC_RT_NOMEM : TILEC_RT_COMPILE_ERROR;
+            log_printf(log, "%s: nvrtcGetCUBIN for %s: %s (%zu bytes)\n", name, arch, nvrtcGetErrorString(r),
+                       size);
+        } else {
+            *cubin = bin;
+            *cubin_size = size;
+            if (log && !blank(text)) {
+                *log = text; /* warnings */
+                text = NULL;
+            }
+        }
+    }
+    free(text);
+    nvrtcDestroyProgram(&prog);
+    return st;
+}
