@@ -80,6 +80,18 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBA)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
 
 $(BUILD)/obj/tests/%.o: CFLAGS += -Wno-missing-prototypes -Wno-double-promotion
+$(BUILD)/obj/bench/%.o: CFLAGS += -Wno-missing-prototypes -Wno-double-promotion
+
+BENCH    = $(BUILD)/bench/bench_kernels
+$(BUILD)/bench/bench_kernels: $(BUILD)/obj/bench/kernels/bench_kernels.o $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+# The GPU machine has no -dev packages: build here, bundle, run there.
+.PHONY: gpu-bundle
+GPUDIR  ?= .gpu
+gpu-bundle: all $(TESTS) $(BENCH)
+	../shared/tools/gpu-bundle $(GPUDIR) $(TILEC) $(TESTS) $(BENCH)
 $(BUILD)/obj/runtime/%.o: CPPFLAGS += -I$(CUDA)/include
 
 # ---- the two commands of the README ----

@@ -905,6 +905,8 @@ static int stride(lw *L, const tilec_expr *e, int axis, int64_t *s)
 
 /* ---- materializing ---- */
 
+static int monotone_mask(lw *L, const tilec_expr *m, int axis);
+
 static const char *vec_type(int bytes)
 {
     return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : bytes == 2 ? "unsigned short" : NULL;
@@ -969,6 +971,7 @@ static void emit_load(lw *L, const tilec_expr *e, val *v)
         strbuf all;
         sb_init(&all);
         if (mask) {
+            int mono = TY(L, mask)->rank == t->rank && monotone_mask(L, mask, t->rank - 1);
             for (int q = 0; q < w; q++) {
                 const char *qidx[TILEC_MAX_RANK];
                 for (int r = 0; r < t->rank; r++)
@@ -977,7 +980,8 @@ static void emit_load(lw *L, const tilec_expr *e, val *v)
                 L->joff = q;
                 line(L, "const bool tl_m%d = %s;", q, walk(L, mask, sub, same_shape(TY(L, mask), t), y, EMIT));
                 L->joff = 0;
-                sb_printf(&all, "tl_m%d && ", q);
+                if (!mono || q == w - 1)
+                    sb_printf(&all, "tl_m%d && ", q);
             }
         }
         line(L, "if (%s((unsigned long long)tl_p & %u) == 0) {", sb_str(&all), w * size - 1);
@@ -1030,6 +1034,7 @@ static void emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
     map_bcast(TY(L, ptr), pt->rank, IDX, sub);
     line(L, "%s *tl_p = %s;", ctype(d), walk(L, ptr, sub, same_shape(TY(L, ptr), pt), y, EMIT));
     int nq = w ? w : 1;
+    int mono = mask && TY(L, mask)->rank == pt->rank && pt->rank && monotone_mask(L, mask, pt->rank - 1);
     strbuf all;
     sb_init(&all);
     for (int q = 0; q < nq; q++) {
@@ -1048,7 +1053,8 @@ static void emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
             line(L, "const bool tl_m%d = true;", q);
         }
         L->joff = 0;
-        sb_printf(&all, "tl_m%d && ", q);
+        if (!mono || q == nq - 1)
+            sb_printf(&all, "tl_m%d && ", q);
     }
     const char *guard = y->repl ? fmt(L, "tl_tid < %lld && ", (long long)y->numel) : pt->rank == 0 ? "tl_tid == 0 && " : "";
     if (atomic) {
@@ -1346,6 +1352,35 @@ static void stage(lw *L, const tilec_expr *e, uint32_t off, int ld, int trans, t
     loop_end(L);
 }
 
+/* The tensor-core inner loop: acc += A @ B with A [M, K] at byte offset
+ * `sa` (row stride lda halves) and B [K, N] at `sb` (row stride ldb) in
+ * shared memory; sa and sb are C expressions. */
+static void emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, tilec_dtype d)
+{
+    const lay *y = &acc->ly;
+    int mt = y->wtm / 16, nt8 = y->wtn / 8;
+    const char *kind = d == TILEC_DT_BF16 ? "bf16" : "f16";
+    line(L, "#pragma unroll");
+    line(L, "for (int tl_k = 0; tl_k < %lld; tl_k += 16) {", (long long)K);
+    L->ind++;
+    line(L, "unsigned tl_fa[%d][4], tl_fb[%d][2];", mt, nt8);
+    line(L, "#pragma unroll");
+    line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", mt);
+    line(L, "    tl_ldsm_x4(tl_fa[tl_m], tl_smem + %s + (((tl_warp / %d) * %d + tl_m * 16 + (tl_lane & 15)) * %d + tl_k + (tl_lane >> 4) * 8) * 2);",
+         sa, y->wn, y->wtm, lda);
+    line(L, "#pragma unroll");
+    line(L, "for (int tl_n = 0; tl_n < %d; tl_n += 2)", nt8);
+    line(L, "    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + %s + ((tl_k + (tl_lane & 15)) * %d + (tl_warp %% %d) * %d + tl_n * 8 + (tl_lane >> 4) * 8) * 2);",
+         sb, ldb, y->wn, y->wtn);
+    line(L, "#pragma unroll");
+    line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", mt);
+    line(L, "    #pragma unroll");
+    line(L, "    for (int tl_n = 0; tl_n < %d; ++tl_n)", nt8);
+    line(L, "        tl_mma_%s(%s + (tl_m * %d + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);", kind, acc->c, nt8);
+    L->ind--;
+    line(L, "}");
+}
+
 /* acc += a @ b, acc materialized in an MMA, FMA or canonical layout. */
 static void emit_dot_into(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc)
 {
@@ -1363,27 +1398,7 @@ static void emit_dot_into(lw *L, const tilec_expr *a, const tilec_expr *b, val *
         stage(L, a, sa, lda, 0, d);
         stage(L, b, sb, ldb, 0, d);
         line(L, "__syncthreads();");
-        int mt = y->wtm / 16, nt8 = y->wtn / 8;
-        const char *kind = d == TILEC_DT_BF16 ? "bf16" : "f16";
-        line(L, "#pragma unroll");
-        line(L, "for (int tl_k = 0; tl_k < %lld; tl_k += 16) {", (long long)K);
-        L->ind++;
-        line(L, "unsigned tl_fa[%d][4], tl_fb[%d][2];", mt, nt8);
-        line(L, "#pragma unroll");
-        line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", mt);
-        line(L, "    tl_ldsm_x4(tl_fa[tl_m], tl_smem + %u + (((tl_warp / %d) * %d + tl_m * 16 + (tl_lane & 15)) * %d + tl_k + (tl_lane >> 4) * 8) * 2);",
-             sa, y->wn, y->wtm, lda);
-        line(L, "#pragma unroll");
-        line(L, "for (int tl_n = 0; tl_n < %d; tl_n += 2)", nt8);
-        line(L, "    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + %u + ((tl_k + (tl_lane & 15)) * %d + (tl_warp %% %d) * %d + tl_n * 8 + (tl_lane >> 4) * 8) * 2);",
-             sb, ldb, y->wn, y->wtn);
-        line(L, "#pragma unroll");
-        line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", mt);
-        line(L, "    #pragma unroll");
-        line(L, "    for (int tl_n = 0; tl_n < %d; ++tl_n)", nt8);
-        line(L, "        tl_mma_%s(%s + (tl_m * %d + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);", kind, acc->c, nt8);
-        L->ind--;
-        line(L, "}");
+        emit_mma_kloop(L, acc, fmt(L, "%u", sa), fmt(L, "%u", sb), lda, ldb, K, d);
     } else if (y->kind == LY_FMA) {
         int lda = (int)M + 4, ldb = (int)N + 4;
         uint32_t sa = alloc_smem(L, K * lda * 4), sb = alloc_smem(L, K * ldb * 4);
@@ -1501,6 +1516,278 @@ static const tilec_expr *find_dot_for(const tilec_block *b, const char *name)
 }
 
 static void emit_block(lw *L, const tilec_block *b);
+static void comment_loc(lw *L, const tilec_loc *loc);
+
+/* ---- software-pipelined dot loops ----
+ * for k in lo .. hi step s { let (virtual index tiles); let a = load(...);
+ * let b = load(...); acc = acc + dot(a, b); } with stages > 1 and acc in
+ * tensor-core fragments: the loads become cp.async copies straight into a
+ * ring of `stages` shared-memory buffers, issued stages-1 iterations ahead. */
+
+typedef struct pipe_plan {
+    const tilec_stmt *update;     /* acc = acc + dot(a, b) */
+    const tilec_expr *load[2];    /* the loads feeding a and b */
+    val *acc;
+} pipe_plan;
+
+static const tilec_expr *find_load_let(const tilec_block *b, const tilec_expr *operand)
+{
+    if (operand->kind == TILEC_EX_CALL && !strcmp(operand->name, "load"))
+        return operand;
+    if (operand->kind != TILEC_EX_NAME)
+        return NULL;
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s->kind == TILEC_ST_LET && !strcmp(s->names[0], operand->name) && s->value->kind == TILEC_EX_CALL &&
+            !strcmp(s->value->name, "load"))
+            return s->value;
+    }
+    return NULL;
+}
+
+/* How often `name` is read in e. */
+static int uses(const tilec_expr *e, const char *name)
+{
+    int n = e->kind == TILEC_EX_NAME && !strcmp(e->name, name);
+    for (uint32_t i = 0; i < e->nargs; i++)
+        n += uses(e->args[i], name);
+    return n;
+}
+
+static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp);
+
+/* Bind the loop variable and the body's index tiles (for analysis and
+ * for the copies); undo with leave(). */
+static void bind_loop_scope(lw *L, const tilec_stmt *loop)
+{
+    L->depth++;
+    tilec_type it = {.kind = TILEC_TY_VALUE, .dtype = TILEC_DT_I32};
+    bind(L, loop->names[0], newval(L, VK_SCALAR, &it, cname(L, loop->names[0])));
+    for (uint32_t i = 0; i < loop->body.nstmts; i++) {
+        const tilec_stmt *s = loop->body.stmts[i];
+        if (s->kind == TILEC_ST_LET && !(s->value->kind == TILEC_EX_CALL && !strcmp(s->value->name, "load")) &&
+            TY(L, s->value)->rank > 0 && is_virtual(L, s->value)) {
+            val *x = newval(L, VK_VIRT, TY(L, s->value), cname(L, s->names[0]));
+            x->expr = s->value;
+            bind(L, s->names[0], x);
+        }
+    }
+}
+
+static int pipeline_plan(lw *L, const tilec_stmt *loop, pipe_plan *pp)
+{
+    bind_loop_scope(L, loop);
+    int ok = pipeline_check(L, loop, pp);
+    leave(L);
+    return ok;
+}
+
+static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp)
+{
+    memset(pp, 0, sizeof *pp);
+    if (tilec_kernel_hint(L->k, L->variant, "stages", 1) < 2)
+        return 0;
+    const tilec_block *b = &loop->body;
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s->kind == TILEC_ST_DOC)
+            continue;
+        if (s->kind == TILEC_ST_ASSIGN && dot_update(s) && !pp->update) {
+            pp->update = s;
+            continue;
+        }
+        if (s->kind != TILEC_ST_LET || in_list(L->assigned, L->nassigned, s->names[0]))
+            return 0;
+        if (s->value->kind == TILEC_EX_CALL && !strcmp(s->value->name, "load"))
+            continue;
+        val *x = lookup(L, s->names[0]);
+        if (!x || x->kind != VK_VIRT)
+            return 0;
+    }
+    if (!pp->update)
+        return 0;
+    pp->acc = lookup(L, pp->update->names[0]);
+    const tilec_expr *d = dot_update(pp->update);
+    if (!pp->acc || pp->acc->kind != VK_MAT || pp->acc->ly.kind != LY_MMA)
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        const tilec_expr *ld = find_load_let(b, d->args[i]);
+        if (!ld)
+            return 0;
+        pp->load[i] = ld;
+        const tilec_type *t = TY(L, ld);
+        if (t->rank != 2 || t->dims[1] % 8 || (t->dims[0] * t->dims[1] / 8) % L->nt)
+            return 0;
+        /* the loaded tile is read by the dot only */
+        if (d->args[i]->kind == TILEC_EX_NAME) {
+            int n = 0;
+            for (uint32_t j = 0; j < b->nstmts; j++)
+                if (b->stmts[j]->kind != TILEC_ST_DOC)
+                    n += uses(b->stmts[j]->value, d->args[i]->name);
+            if (n != 1)
+                return 0;
+        }
+        /* contiguous rows, masks and pointers from index tiles, zero fill */
+        for (uint32_t j = 0; j < ld->nargs; j++)
+            if (!is_virtual(L, ld->args[j]))
+                return 0;
+        int64_t st;
+        if (!stride(L, ld->args[0], 1, &st) || st != 1)
+            return 0;
+        if (ld->nargs > 2 && !((ld->args[2]->kind == TILEC_EX_FLOAT && ld->args[2]->fval == 0.0) ||
+                               (ld->args[2]->kind == TILEC_EX_INT && ld->args[2]->ival == 0)))
+            return 0;
+    }
+    return 1;
+}
+
+/* A mask that, along the last axis, is true on a prefix: comparisons
+ * `i < bound` / `i <= bound` (or `bound > i`) of non-decreasing index
+ * expressions with scalar bounds, joined by &&. Then a run of elements is
+ * all in bounds when its last element is, and none is when its first is
+ * not. */
+static int monotone_mask(lw *L, const tilec_expr *m, int axis)
+{
+    if (m->kind == TILEC_EX_NAME) {
+        val *v = lookup(L, m->name);
+        return v && v->kind == VK_VIRT && same_shape(TY(L, v->expr), TY(L, m)) && monotone_mask(L, v->expr, axis);
+    }
+    if (m->kind == TILEC_EX_BINARY && m->op == TILEC_OP_ANDAND)
+        return monotone_mask(L, m->args[0], axis) && monotone_mask(L, m->args[1], axis);
+    if (m->kind != TILEC_EX_BINARY)
+        return 0;
+    const tilec_expr *idx, *bound;
+    if (m->op == TILEC_OP_LT || m->op == TILEC_OP_LE)
+        idx = m->args[0], bound = m->args[1];
+    else if (m->op == TILEC_OP_GT || m->op == TILEC_OP_GE)
+        idx = m->args[1], bound = m->args[0];
+    else
+        return 0;
+    const tilec_type *mt = TY(L, m);
+    int64_t si, sb;
+    return TY(L, bound)->rank == 0 && stride_bcast(L, idx, mt, axis, &si) && si >= 0 &&
+           stride_bcast(L, bound, mt, axis, &sb) && sb == 0;
+}
+
+/* cp.async copies of load `e` ([R, C]) into shared memory at `dst` (a C
+ * expression, bytes) with row stride ld elements. */
+static void emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld)
+{
+    const tilec_type *t = TY(L, e);
+    int64_t R = t->dims[0], C = t->dims[1];
+    int chunks = (int)(R * C / 8), per = chunks / L->nt;
+    unsigned size = tilec_dtype_size(t->dtype);
+    const tilec_expr *mask = e->nargs > 1 ? e->args[1] : NULL;
+    line(L, "#pragma unroll");
+    line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q) {", per);
+    L->ind++;
+    line(L, "const int tl_l = (tl_q * %d + tl_tid) * 8;", L->nt);
+    line(L, "const int tl_i0 = tl_l / %lld, tl_i1 = tl_l %% %lld;", (long long)C, (long long)C);
+    const char *sub[TILEC_MAX_RANK];
+    map_bcast(TY(L, e->args[0]), 2, IDX, sub);
+    line(L, "const %s *tl_p = %s;", ctype(t->dtype), walk(L, e->args[0], sub, 0, NULL, EMIT));
+    line(L, "%s *tl_d = (%s *)(tl_smem + %s) + tl_i0 * %d + tl_i1;", ctype(t->dtype), ctype(t->dtype), dst, ld);
+    strbuf all, any;
+    sb_init(&all);
+    sb_init(&any);
+    int mono = mask && monotone_mask(L, mask, 1);
+    for (int q = 0; q < 8; q++) {
+        if (!mask)
+            break;
+        const char *qidx[2] = {"tl_i0", q ? fmt(L, "(tl_i1 + %d)", q) : "tl_i1"};
+        map_bcast(TY(L, mask), 2, qidx, sub);
+        line(L, "const bool tl_m%d = %s;", q, walk(L, mask, sub, 0, NULL, EMIT));
+        if (!mono || q == 7)
+            sb_printf(&all, "%stl_m%d", all.n ? " && " : "", q);
+        if (!mono || q == 0)
+            sb_printf(&any, "%stl_m%d", any.n ? " || " : "", q);
+    }
+    const char *full = mask ? sb_str(&all) : "true";
+    line(L, "if ((%s) && ((unsigned long long)tl_p & 15) == 0) {", full);
+    line(L, "    tl_cp16(tl_d, tl_p, 16);");
+    if (mask) {
+        line(L, "} else if (!(%s)) {", sb_str(&any));
+        line(L, "    tl_cp16(tl_d, tl_p, 0); /* zero fill */");
+        line(L, "} else {");
+        for (int q = 0; q < 8; q++)
+            line(L, "    tl_d[%d] = tl_m%d ? tl_p[%d] : %s;", q, q, q, st_elem(L, "0.0f", t->dtype));
+    } else {
+        line(L, "} else {");
+        for (int q = 0; q < 8; q++)
+            line(L, "    tl_d[%d] = tl_p[%d];", q, q);
+    }
+    line(L, "}");
+    (void)size;
+    sb_free(&all);
+    sb_free(&any);
+    L->ind--;
+    line(L, "}");
+}
+
+static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
+{
+    int S = (int)tilec_kernel_hint(L->k, L->variant, "stages", 1);
+    const tilec_expr *d = dot_update(pp->update);
+    const tilec_type *at = TY(L, pp->load[0]), *bt = TY(L, pp->load[1]);
+    int64_t M = at->dims[0], K = at->dims[1], N = bt->dims[1];
+    int lda = (int)K + 8, ldb = (int)N + 8;
+    int64_t abytes = M * lda * 2, bbytes = K * ldb * 2;
+    uint32_t sa = alloc_smem(L, abytes * S), sb = alloc_smem(L, bbytes * S);
+    const char *v = cname(L, loop->names[0]);
+    walk(L, loop->lo, NULL, 0, NULL, PREP);
+    walk(L, loop->hi, NULL, 0, NULL, PREP);
+    line(L, "{ /* %s += dot, %d-stage cp.async pipeline */", pp->acc->c, S);
+    L->ind++;
+    line(L, "const int tl_lo = %s, tl_hi = %s, tl_st = %s;", walk(L, loop->lo, NULL, 0, NULL, EMIT),
+         walk(L, loop->hi, NULL, 0, NULL, EMIT), loop->step ? walk(L, loop->step, NULL, 0, NULL, EMIT) : "1");
+    bind_loop_scope(L, loop);
+    line(L, "#pragma unroll");
+    line(L, "for (int tl_s = 0; tl_s < %d; ++tl_s) {", S - 1);
+    L->ind++;
+    line(L, "const int %s = tl_lo + tl_s * tl_st;", v);
+    line(L, "if (%s < tl_hi) {", v);
+    L->ind++;
+    emit_async_load(L, pp->load[0], fmt(L, "%u + tl_s * %lld", sa, (long long)abytes), lda);
+    emit_async_load(L, pp->load[1], fmt(L, "%u + tl_s * %lld", sb, (long long)bbytes), ldb);
+    L->ind--;
+    line(L, "}");
+    line(L, "tl_cp_commit();");
+    L->ind--;
+    line(L, "}");
+    comment_loc(L, &loop->loc);
+    line(L, "int tl_it = 0;");
+    line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
+    L->ind++;
+    /* tile tl_it has landed and every warp is done with tile tl_it - 1,
+     * whose buffer the copies for tile tl_it + stages - 1 reuse */
+    line(L, "tl_cp_wait<%d>();", S - 2);
+    line(L, "__syncthreads();");
+    line(L, "{");
+    L->ind++;
+    line(L, "const int tl_next = %s + %d * tl_st, tl_ns = (tl_it + %d) %% %d;", v, S - 1, S - 1, S);
+    line(L, "if (tl_next < tl_hi) {");
+    L->ind++;
+    line(L, "const int %s = tl_next;", v);
+    emit_async_load(L, pp->load[0], fmt(L, "%u + tl_ns * %lld", sa, (long long)abytes), lda);
+    emit_async_load(L, pp->load[1], fmt(L, "%u + tl_ns * %lld", sb, (long long)bbytes), ldb);
+    L->ind--;
+    line(L, "}");
+    line(L, "tl_cp_commit();");
+    L->ind--;
+    line(L, "}");
+    comment_loc(L, &pp->update->loc);
+    line(L, "const int tl_cs = tl_it %% %d;", S);
+    emit_mma_kloop(L, pp->acc, fmt(L, "(%u + tl_cs * %lld)", sa, (long long)abytes),
+                   fmt(L, "(%u + tl_cs * %lld)", sb, (long long)bbytes), lda, ldb, K, at->dtype);
+    L->ind--;
+    line(L, "}");
+    line(L, "tl_cp_wait<0>();");
+    line(L, "__syncthreads();");
+    leave(L);
+    L->ind--;
+    line(L, "}");
+    (void)d;
+}
 
 static void comment_loc(lw *L, const tilec_loc *loc)
 {
@@ -1610,6 +1897,11 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
         return;
     }
     case TILEC_ST_FOR: {
+        pipe_plan pp;
+        if (pipeline_plan(L, s, &pp)) {
+            emit_pipelined(L, s, &pp);
+            return;
+        }
         const char *v = cname(L, s->names[0]);
         walk(L, s->lo, NULL, 0, NULL, PREP);
         walk(L, s->hi, NULL, 0, NULL, PREP);
@@ -1687,6 +1979,14 @@ static const char prelude[] =
     "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
     "                 : \"=r\"(b0[0]), \"=r\"(b0[1]), \"=r\"(b1[0]), \"=r\"(b1[1]) : \"r\"(a));\n"
     "}\n"
+    "/* cp.async: 16 bytes global to shared, src_bytes 0 fills zeros */\n"
+    "static __device__ __forceinline__ void tl_cp16(void *dst, const void *src, int src_bytes)\n"
+    "{\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(dst);\n"
+    "    asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" :: \"r\"(a), \"l\"(src), \"r\"(src_bytes));\n"
+    "}\n"
+    "static __device__ __forceinline__ void tl_cp_commit() { asm volatile(\"cp.async.commit_group;\\n\" ::); }\n"
+    "template <int N> static __device__ __forceinline__ void tl_cp_wait() { asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(N)); }\n"
     "static __device__ __forceinline__ void tl_mma_f16(float *c, const unsigned a[4], const unsigned b[2])\n"
     "{\n"
     "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n"

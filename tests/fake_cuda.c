@@ -1,0 +1,457 @@
+/* fake_cuda.c: a fake CUDA driver for the CPU tests of the runtime: the
+ * entry points tilec uses, behind cuGetProcAddress_v2, with "device"
+ * memory in host memory and a few kernels run on the host. Test code:
+ * process-wide state is fine here. See fake_cuda.h. */
+#include <cuda.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fake_cuda.h"
+
+static fake_cuda_state state = {.dyn_smem_attr = -1, .min_version_asked = 1 << 30};
+
+fake_cuda_state *fake_cuda_state_get(void) { return &state; }
+
+static int mode(const char *m)
+{
+    const char *v = getenv("FAKE_CUDA_MODE");
+    return v && strcmp(v, m) == 0;
+}
+
+static int ctx_object;
+static CUcontext current;
+
+void fake_cuda_clear_current(void) { current = NULL; }
+
+/* ---- errors ---- */
+
+static const struct {
+    CUresult r;
+    const char *name, *text;
+} errors[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU",
+     "no kernel image is available for execution on the device"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+    {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+static CUresult fake_GetErrorName(CUresult r, const char **s)
+{
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+        if (errors[i].r == r) {
+            *s = errors[i].name;
+            return CUDA_SUCCESS;
+        }
+    *s = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult fake_GetErrorString(CUresult r, const char **s)
+{
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+        if (errors[i].r == r) {
+            *s = errors[i].text;
+            return CUDA_SUCCESS;
+        }
+    *s = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- driver, device, context ---- */
+
+static CUresult fake_DriverGetVersion(int *v)
+{
+    *v = 12080;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_Init(unsigned flags)
+{
+    state.inits++;
+    if (flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (mode("nodevice"))
+        return CUDA_ERROR_NO_DEVICE;
+    if (mode("initfail"))
+        return CUDA_ERROR_UNKNOWN;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_DeviceGetCount(int *n)
+{
+    *n = mode("zero") ? 0 : 1;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_DeviceGet(CUdevice *d, int ordinal)
+{
+    if (ordinal != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *d = 0;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_DeviceGetName(char *name, int len, CUdevice d)
+{
+    (void)d;
+    strncpy(name, "Fake CUDA Device", (size_t)len);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_DeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
+{
+    (void)d;
+    switch (a) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *v = 50 << 20; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 48 << 10; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = FAKE_CUDA_OPTIN_SMEM; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_DeviceTotalMem(size_t *bytes, CUdevice d)
+{
+    (void)d;
+    *bytes = (size_t)80 << 30;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_DevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
+{
+    (void)d;
+    state.ctx_refs++;
+    *c = (CUcontext)(void *)&ctx_object;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_DevicePrimaryCtxRelease(CUdevice d)
+{
+    (void)d;
+    if (state.ctx_refs <= 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    state.ctx_refs--;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_CtxSetCurrent(CUcontext c)
+{
+    current = c;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_CtxGetCurrent(CUcontext *c)
+{
+    *c = current;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_CtxSynchronize(void) { return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+
+/* ---- memory: host memory with the address as the device pointer ---- */
+
+static CUresult fake_MemAlloc(CUdeviceptr *p, size_t n)
+{
+    if (!current)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (n == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (n > ((size_t)1 << 40))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    void *m = malloc(n);
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    memset(m, 0xAB, n); /* not zero: a missing fill shows */
+    state.live_allocs++;
+    *p = (CUdeviceptr)(uintptr_t)m;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_MemFree(CUdeviceptr p)
+{
+    free((void *)(uintptr_t)p);
+    state.live_allocs--;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_MemcpyHtoD(CUdeviceptr d, const void *s, size_t n)
+{
+    memcpy((void *)(uintptr_t)d, s, n);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_MemcpyDtoH(void *d, CUdeviceptr s, size_t n)
+{
+    memcpy(d, (const void *)(uintptr_t)s, n);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_MemcpyDtoD(CUdeviceptr d, CUdeviceptr s, size_t n)
+{
+    memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_MemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n, CUstream st)
+{
+    (void)st;
+    return fake_MemcpyHtoD(d, s, n);
+}
+
+static CUresult fake_MemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream st)
+{
+    (void)st;
+    return fake_MemcpyDtoH(d, s, n);
+}
+
+static CUresult fake_MemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
+{
+    (void)st;
+    return fake_MemcpyDtoD(d, s, n);
+}
+
+static CUresult fake_MemsetD32(CUdeviceptr d, unsigned v, size_t n)
+{
+    uint32_t *w = (uint32_t *)(uintptr_t)d;
+    for (size_t i = 0; i < n; i++)
+        w[i] = v;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_MemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream st)
+{
+    (void)st;
+    return fake_MemsetD32(d, v, n);
+}
+
+/* ---- streams and events ---- */
+
+static CUresult fake_StreamCreate(CUstream *s, unsigned flags)
+{
+    if (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)
+        return CUDA_ERROR_INVALID_VALUE;
+    *s = malloc(16);
+    state.live_streams++;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_StreamDestroy(CUstream s)
+{
+    free(s);
+    state.live_streams--;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_StreamSynchronize(CUstream s)
+{
+    (void)s;
+    return CUDA_SUCCESS;
+}
+
+struct fake_event {
+    struct timespec t;
+    int recorded;
+};
+
+static CUresult fake_EventCreate(CUevent *e, unsigned flags)
+{
+    (void)flags;
+    *e = calloc(1, sizeof(struct fake_event));
+    state.live_events++;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_EventDestroy(CUevent e)
+{
+    free(e);
+    state.live_events--;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_EventRecord(CUevent e, CUstream s)
+{
+    (void)s;
+    struct fake_event *ev = (struct fake_event *)e;
+    clock_gettime(CLOCK_MONOTONIC, &ev->t);
+    ev->recorded = 1;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_EventSynchronize(CUevent e)
+{
+    (void)e;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_EventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+    struct fake_event *x = (struct fake_event *)a, *y = (struct fake_event *)b;
+    if (!x->recorded || !y->recorded)
+        return CUDA_ERROR_INVALID_VALUE;
+    double d = (double)(y->t.tv_sec - x->t.tv_sec) * 1e3 + (double)(y->t.tv_nsec - x->t.tv_nsec) / 1e6;
+    *ms = (float)d;
+    return CUDA_SUCCESS;
+}
+
+/* ---- modules and kernels ---- */
+
+typedef struct fake_kernel {
+    const char *name;
+    int nparams;
+    size_t sizes[8];
+    int max_threads, static_smem;
+} fake_kernel;
+
+static const fake_kernel kernels[] = {
+    {"scale2", 3, {8, 8, 4}, 1024, 0},
+    {"args7", 7, {8, 4, 8, 4, 8, 4, 8}, 1024, 0},
+    {"fail_launch", 0, {0}, 1024, 0},
+    {"heavy", 1, {8}, 256, 0},
+    {"static_smem", 0, {0}, 1024, 40 << 10},
+};
+
+static CUresult fake_ModuleLoadData(CUmodule *m, const void *image)
+{
+    if (strncmp(image, "BADIMAGE", 8) == 0)
+        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    *m = malloc(16);
+    state.live_modules++;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_ModuleUnload(CUmodule m)
+{
+    free(m);
+    state.live_modules--;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_ModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+{
+    (void)m;
+    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
+        if (strcmp(kernels[i].name, name) == 0) {
+            *f = (CUfunction)(void *)&kernels[i];
+            return CUDA_SUCCESS;
+        }
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+static CUresult fake_FuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
+{
+    const fake_kernel *k = (const fake_kernel *)(const void *)f;
+    switch (a) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = k->max_threads; return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *v = k->static_smem; return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+static CUresult fake_FuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
+{
+    const fake_kernel *k = (const fake_kernel *)(const void *)f;
+    if (a != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES || v + k->static_smem > FAKE_CUDA_OPTIN_SMEM)
+        return CUDA_ERROR_INVALID_VALUE;
+    state.dyn_smem_attr = v;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_FuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size)
+{
+    const fake_kernel *k = (const fake_kernel *)(const void *)f;
+    if (i >= (size_t)k->nparams)
+        return CUDA_ERROR_INVALID_VALUE;
+    *off = 0;
+    for (size_t j = 0; j < i; j++)
+        *off += 8;
+    *size = k->sizes[i];
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                  unsigned bz, unsigned smem, CUstream s, void **params, void **extra)
+{
+    const fake_kernel *k = (const fake_kernel *)(const void *)f;
+    if (!current)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (extra || gx == 0 || gy == 0 || gz == 0 || bx * by * bz > (unsigned)k->max_threads)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (strcmp(k->name, "fail_launch") == 0)
+        return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+    if (strcmp(k->name, "scale2") == 0) {
+        const float *x;
+        float *y;
+        int32_t n;
+        memcpy(&x, params[0], sizeof x);
+        memcpy(&y, params[1], sizeof y);
+        memcpy(&n, params[2], sizeof n);
+        uint64_t threads = (uint64_t)gx * gy * gz * bx * by * bz;
+        for (uint64_t i = 0; i < threads && i < (uint64_t)(n > 0 ? n : 0); i++)
+            y[i] = 2.0f * x[i];
+    } else if (strcmp(k->name, "args7") == 0) {
+        memset(state.args, 0, sizeof state.args);
+        for (int i = 0; i < k->nparams; i++)
+            memcpy(state.args[i], params[i], k->sizes[i]);
+    }
+    state.launches++;
+    state.grid[0] = gx, state.grid[1] = gy, state.grid[2] = gz;
+    state.block[0] = bx, state.block[1] = by, state.block[2] = bz;
+    state.smem = smem;
+    state.stream = s;
+    return CUDA_SUCCESS;
+}
+
+/* ---- the one exported entry point ---- */
+
+#define ENTRY(name) {"cu" #name, (void *)fake_##name}
+static const struct {
+    const char *symbol;
+    void *fn;
+} entries[] = {
+    ENTRY(GetErrorName),       ENTRY(GetErrorString),     ENTRY(DriverGetVersion),  ENTRY(Init),
+    ENTRY(DeviceGetCount),     ENTRY(DeviceGet),          ENTRY(DeviceGetName),     ENTRY(DeviceGetAttribute),
+    ENTRY(DeviceTotalMem),     ENTRY(DevicePrimaryCtxRetain), ENTRY(DevicePrimaryCtxRelease),
+    ENTRY(CtxSetCurrent),      ENTRY(CtxGetCurrent),      ENTRY(CtxSynchronize),    ENTRY(MemAlloc),
+    ENTRY(MemFree),            ENTRY(MemcpyHtoD),         ENTRY(MemcpyDtoH),        ENTRY(MemcpyDtoD),
+    ENTRY(MemcpyHtoDAsync),    ENTRY(MemcpyDtoHAsync),    ENTRY(MemcpyDtoDAsync),   ENTRY(MemsetD32),
+    ENTRY(MemsetD32Async),     ENTRY(StreamCreate),       ENTRY(StreamDestroy),     ENTRY(StreamSynchronize),
+    ENTRY(EventCreate),        ENTRY(EventDestroy),       ENTRY(EventRecord),       ENTRY(EventSynchronize),
+    ENTRY(EventElapsedTime),   ENTRY(ModuleLoadData),     ENTRY(ModuleUnload),      ENTRY(ModuleGetFunction),
+    ENTRY(FuncGetAttribute),   ENTRY(FuncSetAttribute),   ENTRY(FuncGetParamInfo),  ENTRY(LaunchKernel),
+};
+
+CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                                     CUdriverProcAddressQueryResult *status)
+{
+    *pfn = NULL;
+    if (cudaVersion < state.min_version_asked)
+        state.min_version_asked = cudaVersion;
+    if (status)
+        *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (flags != CU_GET_PROC_ADDRESS_DEFAULT)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((mode("nolaunch") && strcmp(symbol, "cuLaunchKernel") == 0) ||
+        (mode("noparaminfo") && strcmp(symbol, "cuFuncGetParamInfo") == 0))
+        return CUDA_ERROR_NOT_FOUND;
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+        if (strcmp(entries[i].symbol, symbol) == 0) {
+            *pfn = entries[i].fn;
+            if (status)
+                *status = CU_GET_PROC_ADDRESS_SUCCESS;
+            return CUDA_SUCCESS;
+        }
+    return CUDA_ERROR_NOT_FOUND;
+}

@@ -1,0 +1,39 @@
+/* fake_cuda.h: what the fake CUDA driver (fake_cuda.c, built as
+ * libfakecuda.so beside the test binaries) records for the tests to read.
+ * The runtime loads it with tilec_rt_open_driver(); the test dlopens the
+ * same file and calls fake_cuda_state() to see the recorded calls. */
+#ifndef TILEC_TESTS_FAKE_CUDA_H
+#define TILEC_TESTS_FAKE_CUDA_H
+
+/* Its behaviour is chosen by the environment variable FAKE_CUDA_MODE:
+ *   unset   one sm_90 device, "Fake CUDA Device", memory in host memory
+ *   nodevice   cuInit returns CUDA_ERROR_NO_DEVICE
+ *   zero       cuInit succeeds, cuDeviceGetCount says 0
+ *   initfail   cuInit returns CUDA_ERROR_UNKNOWN
+ *   nolaunch   cuGetProcAddress does not know cuLaunchKernel
+ *   noparaminfo  nor cuFuncGetParamInfo (a driver before 12.4)
+ * Kernels it knows (any image loads, except text starting "BADIMAGE"):
+ *   scale2(ptr x, ptr y, i32 n): y[i] = 2 * x[i] on the host, for real
+ *   args7(ptr, i32, i64, f32, f64, u32, u64): records its argument bytes
+ *   fail_launch(): the launch returns CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+ *   heavy(ptr): at most 256 threads per block
+ *   static_smem(): 40 KiB of static shared memory */
+
+#define FAKE_CUDA_OPTIN_SMEM 232448 /* the H100's opt-in limit per block */
+
+typedef struct fake_cuda_state {
+    int inits;                      /* cuInit calls */
+    int min_version_asked;          /* smallest cudaVersion given to cuGetProcAddress */
+    int ctx_refs;                   /* primary context retains minus releases */
+    int live_allocs, live_streams, live_events, live_modules;
+    int dyn_smem_attr;              /* last MAX_DYNAMIC_SHARED_SIZE_BYTES set, or -1 */
+    int launches;                   /* successful launches */
+    unsigned grid[3], block[3], smem;
+    void *stream;
+    unsigned char args[8][8];       /* args7's arguments, each as many bytes as its parameter */
+} fake_cuda_state;
+
+fake_cuda_state *fake_cuda_state_get(void);
+void fake_cuda_clear_current(void); /* no context current, as in a new thread */
+
+#endif
