@@ -82,6 +82,13 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBA)
 $(BUILD)/obj/tests/%.o: CFLAGS += -Wno-missing-prototypes -Wno-double-promotion
 $(BUILD)/obj/bench/%.o: CFLAGS += -Wno-missing-prototypes -Wno-double-promotion
 
+# The fake CUDA driver that tests/test_runtime.c loads from beside itself.
+FAKECUDA = $(BUILD)/tests/libfakecuda.so
+$(FAKECUDA): tests/fake_cuda.c tests/fake_cuda.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -I$(CUDA)/include $(CFLAGS) -Wno-missing-prototypes -shared $(LDFLAGS) -o $@ $<
+$(BUILD)/tests/test_runtime: | $(FAKECUDA)
+
 BENCH    = $(BUILD)/bench/bench_kernels
 $(BUILD)/bench/bench_kernels: $(BUILD)/obj/bench/kernels/bench_kernels.o $(LIBA)
 	@mkdir -p $(dir $@)
@@ -90,8 +97,8 @@ $(BUILD)/bench/bench_kernels: $(BUILD)/obj/bench/kernels/bench_kernels.o $(LIBA)
 # The GPU machine has no -dev packages: build here, bundle, run there.
 .PHONY: gpu-bundle
 GPUDIR  ?= .gpu
-gpu-bundle: all $(TESTS) $(BENCH)
-	../shared/tools/gpu-bundle $(GPUDIR) $(TILEC) $(TESTS) $(BENCH)
+gpu-bundle: all $(TESTS) $(BENCH) $(FAKECUDA)
+	../shared/tools/gpu-bundle $(GPUDIR) $(TILEC) $(TESTS) $(BENCH) $(FAKECUDA)
 $(BUILD)/obj/runtime/%.o: CPPFLAGS += -I$(CUDA)/include
 
 # ---- the two commands of the README ----

@@ -22,8 +22,7 @@ static const char *const status_text[TILEC_RT_STATUS_COUNT] = {
     [TILEC_RT_LAUNCH_ERROR] = "kernel launch failed (the last error names the kernel)",
     [TILEC_RT_DEVICE_NOMEM] = "out of device memory",
     [TILEC_RT_DRIVER_TOO_OLD] = "the CUDA driver is too old (an entry point is missing)",
-    [TILEC_RT_MODULE_ERROR] = "the module image was rejected (malformed, truncated, or not built for "
-                              "this device)",
+    [TILEC_RT_MODULE_ERROR] = "the module image was rejected (malformed, truncated, or not for this device)",
     [TILEC_RT_NOT_FOUND] = "no kernel of that name in the module",
 };
 

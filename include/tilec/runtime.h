@@ -215,8 +215,10 @@ tilec_rt_launch_meta tilec_rt_kernel_meta(const tilec_rt_kernel *k);
  * on `stream` (NULL: the legacy default stream), args[i] read as kinds[i].
  * Packs the argument addresses into a fixed array and calls cuLaunchKernel:
  * no lookup, no allocation, no other driver call. The handle's context must
- * be current in the calling thread (see tilec_rt_make_current). On failure
- * returns TILEC_RT_LAUNCH_ERROR and the last error names the kernel. */
+ * be current in the calling thread (see tilec_rt_make_current). Nothing is
+ * checked here: k and grid must be valid, args must hold the kernel's
+ * nparams arguments (NULL when it has none). On failure returns
+ * TILEC_RT_LAUNCH_ERROR and the last error names the kernel. */
 tilec_rt_status tilec_rt_launch(const tilec_rt_kernel *k, const uint32_t grid[3], const tilec_rt_arg *args,
                                 void *stream);
 
