@@ -42,7 +42,7 @@ static uint64_t poisoned(size_t n)
 static void gpu_setup(void)
 {
     tilec_rt_status st = tilec_rt_open(0, &rt);
-    cr_assert_eq(st, TILEC_RT_OK, "%s", tilec_rt_status_string(st));
+    cr_assert_eq(st, TILEC_RT_OK, "%s: %s", tilec_rt_status_string(st), tilec_rt_last_error(rt));
     tilec_rt_device_props p;
     cr_assert_eq(tilec_rt_device_info(rt, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
     snprintf(arch, sizeof arch, "sm_%d%d", p.sm_major, p.sm_minor);
@@ -296,6 +296,7 @@ int main(int argc, char *argv[])
     tilec_rt_status st = tilec_rt_open(0, &probe);
     if (st != TILEC_RT_OK) {
         printf("SKIP: GPU kernel tests: %s\n", tilec_rt_status_string(st));
+        tilec_rt_close(probe); /* a failed open still hands back a handle */
         return 0;
     }
     tilec_rt_device_props p;

@@ -201,6 +201,7 @@ int main(int argc, char **argv)
     tilec_rt_status st = tilec_rt_open(0, &rt);
     if (st != TILEC_RT_OK) {
         printf("SKIP: bench_kernels: %s\n", tilec_rt_status_string(st));
+        tilec_rt_close(rt);
         return 0;
     }
     tilec_rt_device_props p;
