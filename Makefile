@@ -26,7 +26,7 @@ CUDA     ?= /usr/local/cuda
 RT_SRC   = runtime/driver.c runtime/module.c runtime/nvrtc.c runtime/rt.c
 LIBS     = -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lpthread -lm
 LIB_SRC  = $(RT_SRC) util/arena.c util/strbuf.c util/poly.c dsl/diag.c \
-           parser/parse.c parser/build.c parser/check.c parser/dump.c lower/lower.c api/module.c
+           parser/parse.c parser/build.c parser/check.c parser/dump.c lower/lower.c lower/compile.c api/module.c
 GEN_SRC  = $(BUILD)/gen/lexer.c $(BUILD)/gen/grammar.c
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
 TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
@@ -128,6 +128,8 @@ asan: deps
 golden: all
 	@for f in tests/golden/ok/*.tile; do $(TILEC) $$f --emit ast > $${f%.tile}.ast; done
 	@for f in tests/golden/bad/*.tile; do $(TILEC) $$f --check 2> $${f%.tile}.err; true; done
+	@mkdir -p tests/golden/cuda
+	@for f in examples/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit cuda > tests/golden/cuda/$${b%.tile}.cu; done
 
 clean:
 	rm -rf build build-asan

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tilec/lower.h"
@@ -22,6 +23,9 @@ static const char usage[] =
     "  --check           parse and check only (the default)\n"
     "  --emit ast        print the checked syntax tree\n"
     "  --emit cuda       print the CUDA C of every kernel variant\n"
+    "  --emit cubin      compile every kernel variant with NVRTC into -o DIR:\n"
+    "                    NAME_vK.cubin and NAME_vK.meta (launch metadata)\n"
+    "  --arch sm_XY      the architecture for --emit cubin (default sm_90)\n"
     "  -o FILE           write the output to FILE instead of stdout\n"
     "  --max-errors N    stop after N errors (default 20)\n"
     "  --help            show this help\n"
@@ -46,9 +50,93 @@ static int buf_write(void *user, const char *data, size_t len)
     return fwrite(data, 1, len, f) == len ? 0 : -1;
 }
 
+/* Write data to dir/name through a temporary file and a rename. */
+static int write_atomic(const char *dir, const char *name, const void *data, size_t len)
+{
+    char path[4096], tmp[4200];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return -1;
+    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return -1;
+    FILE *f = fdopen(fd, "wb");
+    int bad = !f || fwrite(data, 1, len, f) != len;
+    if (f)
+        bad |= fclose(f) != 0;
+    else
+        close(fd);
+    if (bad || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *const arg_names[] = {"ptr", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
+                                        "f16", "bf16", "f32", "f64", "bool"};
+
+/* --emit cubin: every variant of every kernel of every file, compiled by
+ * NVRTC for `arch`, written into dir with its launch metadata. */
+static int emit_cubins(const char **files, int nfiles, const char *dir, const char *arch, unsigned max_errors)
+{
+    if (!dir)
+        return usage_error("--emit cubin needs -o DIR%s", "");
+    struct stat sb;
+    if (stat(dir, &sb) != 0 && mkdir(dir, 0777) != 0) {
+        fprintf(stderr, "tilec: cannot create %s: %s\n", dir, strerror(errno));
+        return EXIT_INPUT;
+    }
+    tilec_ctx *ctx = tilec_ctx_new();
+    if (!ctx)
+        return EXIT_INPUT;
+    tilec_ctx_set_max_errors(ctx, max_errors);
+    int status = 0;
+    for (int i = 0; i < nfiles; i++) {
+        tilec_module *m = NULL;
+        if (tilec_parse_file(ctx, files[i], &m) != TILEC_OK) {
+            status = EXIT_INPUT;
+        } else {
+            for (size_t ki = 0; ki < tilec_module_kernel_count(m); ki++) {
+                const tilec_kernel *k = tilec_module_kernel(m, ki);
+                for (uint32_t v = 0; v < tilec_kernel_variant_count(k); v++) {
+                    tilec_kernel_code code;
+                    void *cubin;
+                    size_t size;
+                    if (tilec_compile_kernel(ctx, m, k, (int)v, arch, &code, &cubin, &size) != TILEC_OK) {
+                        status = EXIT_INPUT;
+                        continue;
+                    }
+                    char name[600], meta[2048];
+                    int n = snprintf(meta, sizeof meta, "kernel %s\narch %s\nthreads %u\nshared_bytes %u\nparams",
+                                     code.name, arch, code.threads, code.smem_bytes);
+                    for (uint32_t p = 0; p < code.nparams && n < (int)sizeof meta - 16; p++)
+                        n += snprintf(meta + n, sizeof meta - (size_t)n, " %s", arg_names[code.params[p]]);
+                    n += snprintf(meta + n, sizeof meta - (size_t)n, "\n");
+                    snprintf(name, sizeof name, "%s.cubin", code.name);
+                    int bad = write_atomic(dir, name, cubin, size);
+                    snprintf(name, sizeof name, "%s.meta", code.name);
+                    bad |= write_atomic(dir, name, meta, (size_t)n);
+                    if (bad) {
+                        fprintf(stderr, "tilec: cannot write %s/%s: %s\n", dir, name, strerror(errno));
+                        status = EXIT_INPUT;
+                    }
+                    free(cubin);
+                    tilec_kernel_code_free(&code);
+                }
+            }
+        }
+        tilec_ctx_render_diags(ctx, tilec_sink_file(stderr));
+        tilec_ctx_clear_diags(ctx);
+        tilec_module_free(m);
+    }
+    tilec_ctx_free(ctx);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
-    const char *emit = NULL, *out = NULL;
+    const char *emit = NULL, *out = NULL, *arch = "sm_90";
     unsigned max_errors = 0;
     const char **files = calloc((size_t)argc, sizeof *files);
     int nfiles = 0;
@@ -66,7 +154,7 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--check")) {
             emit = emit ? emit : "check";
-        } else if (!strcmp(a, "--emit") || !strcmp(a, "-o") || !strcmp(a, "--max-errors")) {
+        } else if (!strcmp(a, "--emit") || !strcmp(a, "-o") || !strcmp(a, "--max-errors") || !strcmp(a, "--arch")) {
             if (i + 1 >= argc) {
                 free(files);
                 return usage_error("%s needs an argument", a);
@@ -74,6 +162,8 @@ int main(int argc, char **argv)
             const char *v = argv[++i];
             if (a[1] == 'o')
                 out = v;
+            else if (!strcmp(a, "--arch"))
+                arch = v;
             else if (!strcmp(a, "--emit"))
                 emit = v;
             else {
@@ -99,9 +189,14 @@ int main(int argc, char **argv)
     }
     if (!emit)
         emit = "check";
-    if (strcmp(emit, "check") && strcmp(emit, "ast") && strcmp(emit, "cuda")) {
+    if (strcmp(emit, "check") && strcmp(emit, "ast") && strcmp(emit, "cuda") && strcmp(emit, "cubin")) {
         free(files);
-        return usage_error("unknown --emit kind '%s' (known: ast, cuda)", emit);
+        return usage_error("unknown --emit kind '%s' (known: ast, cuda, cubin)", emit);
+    }
+    if (!strcmp(emit, "cubin")) {
+        int st = emit_cubins(files, nfiles, out, arch, max_errors);
+        free(files);
+        return st;
     }
     if (out && !strcmp(emit, "check")) {
         free(files);

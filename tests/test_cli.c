@@ -112,3 +112,44 @@ Test(cli, output_file_is_never_partial)
     cr_expect_neq(stat(out_path, &st), 0, "partial output left behind");
     cr_expect_eq(rmdir(dir), 0, "temporary files left in %s", dir);
 }
+
+Test(cli, emit_cubin_writes_every_variant)
+{
+    char dir[] = "/tmp/tilec_cubin_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char args[512], *out;
+    snprintf(args, sizeof args, "examples/matmul.tile --emit cubin --arch sm_90 -o %s", dir);
+    cr_expect_eq(run(args, &out), 0, "%s", out);
+    free(out);
+    for (int v = 0; v < 3; v++) {
+        char path[400];
+        snprintf(path, sizeof path, "%s/matmul_v%d.cubin", dir, v);
+        size_t len = 0;
+        char *cubin = read_file(path, &len);
+        cr_assert(cubin, "missing %s", path);
+        cr_expect(len > 4 && !memcmp(cubin, "\177ELF", 4));
+        free(cubin);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/matmul_v%d.meta", dir, v);
+        char *meta = read_file(path, NULL);
+        cr_assert(meta, "missing %s", path);
+        cr_expect(strstr(meta, "params ptr ptr ptr i32 i32 i32\n"), "%s", meta);
+        cr_expect(strstr(meta, v == 0 ? "threads 128\n" : "threads 256\n"), "%s", meta);
+        free(meta);
+        unlink(path);
+    }
+    cr_expect_eq(rmdir(dir), 0, "unexpected files left in %s", dir);
+}
+
+Test(cli, emit_cubin_reports_nvrtc_failures)
+{
+    char *out;
+    cr_expect_eq(run("examples/add_relu.tile --emit cubin --arch sm_99 -o /tmp/tilec_cubin_never", &out), 1);
+    cr_expect(strstr(out, "examples/add_relu.tile:2:1: error: kernel 'add_relu': NVRTC could not compile add_relu_v0 for sm_99"),
+              "%s", out);
+    free(out);
+    rmdir("/tmp/tilec_cubin_never");
+    cr_expect_eq(run("examples/add_relu.tile --emit cubin", &out), 2);
+    cr_expect(strstr(out, "--emit cubin needs -o DIR"), "%s", out);
+    free(out);
+}

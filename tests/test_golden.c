@@ -7,6 +7,7 @@
 #include <glob.h>
 
 #include "helpers.h"
+#include "tilec/lower.h"
 
 typedef struct gcase {
     char path[256];
@@ -95,6 +96,28 @@ ParameterizedTest(gcase *c, golden, examples)
     cr_expect_eq(st, TILEC_OK, "%s:\n%s", c->path, diags.s ? diags.s : "");
     cr_expect_eq(tilec_ctx_diag_count(ctx), 0);
     free(diags.s);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* The CUDA C of every example is golden too (tests/golden/cuda/X.cu):
+ * a change to the lowering shows up as a reviewed diff. */
+ParameterizedTestParameters(golden, cuda) { return cases_of("examples/*.tile"); }
+ParameterizedTest(gcase *c, golden, cuda)
+{
+    const char *base = strrchr(c->path, '/') + 1;
+    char want_path[300];
+    snprintf(want_path, sizeof want_path, "tests/golden/cuda/%.*s.cu", (int)(strlen(base) - 5), base);
+    char *want = read_file(want_path, NULL);
+    cr_assert(want, "missing %s", want_path);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, c->path, &m), TILEC_OK);
+    membuf got = {0};
+    cr_assert_eq(tilec_module_emit_cuda(ctx, m, membuf_sink(&got)), TILEC_OK);
+    cr_expect_str_eq(got.s, want, "%s: the CUDA C differs from %s", c->path, want_path);
+    free(got.s);
+    free(want);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }

@@ -42,6 +42,14 @@ void tilec_kernel_code_free(tilec_kernel_code *code);
  * (`tilec FILE --emit cuda`). */
 tilec_status tilec_module_emit_cuda(tilec_ctx *ctx, const tilec_module *m, tilec_sink sink);
 
+/* Lower variant `variant` of k and compile it with NVRTC for `arch`
+ * ("sm_90"); no GPU needed. On success *code holds the source and launch
+ * metadata and *cubin (free with free()) the image; on failure the context
+ * holds a diagnostic at the .tile line of the failing statement with the
+ * NVRTC log as a note. */
+tilec_status tilec_compile_kernel(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant,
+                                  const char *arch, tilec_kernel_code *code, void **cubin, size_t *size);
+
 /* The launch grid of variant `variant` given the kernel's scalar
  * arguments (args[i] for parameter i; pointer entries are ignored; float
  * parameters cannot appear in a grid). */

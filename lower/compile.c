@@ -1,0 +1,70 @@
+/* compile.c: a lowered kernel variant through NVRTC to a CUBIN. A failed
+ * compile is reported at the .tile line the generated CUDA C came from
+ * (the lowering marks every statement with a `// file.tile:LINE` comment),
+ * naming the kernel and carrying the NVRTC log. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsl/diag.h"
+#include "parser/parse.h"
+#include "tilec/lower.h"
+#include "tilec/runtime.h"
+
+/* The .tile line of CUDA line `cline` of src: the last marker at or above it. */
+static uint32_t tile_line(const char *src, const char *file, long cline)
+{
+    size_t flen = strlen(file);
+    uint32_t found = 0;
+    long n = 1;
+    for (const char *p = src; *p && n <= cline; n++) {
+        const char *e = strchr(p, '\n');
+        const char *q = p;
+        while (*q == ' ')
+            q++;
+        if (!strncmp(q, "// ", 3) && !strncmp(q + 3, file, flen) && q[3 + flen] == ':')
+            found = (uint32_t)strtoul(q + 4 + flen, NULL, 10);
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return found;
+}
+
+tilec_status tilec_compile_kernel(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant,
+                                  const char *arch, tilec_kernel_code *code, void **cubin, size_t *size)
+{
+    *cubin = NULL;
+    *size = 0;
+    tilec_status st = tilec_lower_kernel(ctx, m, k, variant, code);
+    if (st != TILEC_OK)
+        return st;
+    char *log = NULL;
+    tilec_rt_status rs = tilec_nvrtc_compile(code->source, code->name, arch, NULL, 0, cubin, size, &log);
+    if (rs == TILEC_RT_OK) {
+        free(log);
+        return TILEC_OK;
+    }
+    /* first error line of the log: "<name>(<line>): error: <text>" */
+    tilec_loc loc = k->loc;
+    const char *text = log ? log : tilec_rt_status_string(rs);
+    const char *err = log ? strstr(log, "): error") : NULL;
+    if (err) {
+        const char *open = err;
+        while (open > log && open[-1] != '(' && open[-1] != '\n')
+            open--;
+        uint32_t tl = tile_line(code->source, m->src.name, strtol(open, NULL, 10));
+        if (tl) {
+            loc.line = tl;
+            loc.col = 1;
+        }
+        text = err + 3;
+    }
+    const char *eol = strchr(text, '\n');
+    diag_at(ctx, &m->src, &loc, TILEC_SEV_ERROR, "kernel '%s': NVRTC could not compile %s for %s: %.*s", k->name,
+            code->name, arch, (int)(eol ? eol - text : (long)strlen(text)), text);
+    if (log)
+        diag_at(ctx, &m->src, NULL, TILEC_SEV_NOTE, "the NVRTC log of %s:\n%s", code->name, log);
+    free(log);
+    tilec_kernel_code_free(code);
+    return TILEC_ERR_INPUT;
+}
