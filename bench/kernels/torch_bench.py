@@ -38,8 +38,16 @@ def main(path):
     torch.manual_seed(0)
     out = open(path, "w")
 
+    def same_size_copy(nbytes):
+        """a device copy moving the same bytes (half read, half written)"""
+        n = max(1, nbytes // 8)
+        sets = rotating_sets(lambda: (torch.randn(n, device=dev), torch.empty(n, device=dev)), 8 * n)
+        return time_fn(lambda a, b: b.copy_(a), sets)
+
     def emit(name, ms, nbytes, flops=0.0, note=""):
         rec = {"workload": name, "ms": ms, "bytes": nbytes, "flops": flops, "note": note}
+        if not flops and not name.startswith("copy"):
+            rec["copy_ms"] = same_size_copy(nbytes)
         out.write(json.dumps(rec) + "\n")
         out.flush()
         print(f"{name:24s} torch.compile {ms:9.4f} ms  {nbytes / ms / 1e6:8.1f} GB/s  {flops / ms / 1e9:8.1f} TFLOP/s")
