@@ -1691,12 +1691,16 @@ static void emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld)
     sb_init(&all);
     sb_init(&any);
     int mono = mask && monotone_mask(L, mask, 1);
+    const char *mq[8];
     for (int q = 0; q < 8; q++) {
         if (!mask)
             break;
         const char *qidx[2] = {"tl_i0", q ? fmt(L, "(tl_i1 + %d)", q) : "tl_i1"};
         map_bcast(TY(L, mask), 2, qidx, sub);
-        line(L, "const bool tl_m%d = %s;", q, walk(L, mask, sub, 0, NULL, EMIT));
+        mq[q] = walk(L, mask, sub, 0, NULL, EMIT);
+        /* a monotone mask needs its ends to decide; the rest only on the slow path */
+        if (!mono || q == 0 || q == 7)
+            line(L, "const bool tl_m%d = %s;", q, mq[q]);
         if (!mono || q == 7)
             sb_printf(&all, "%stl_m%d", all.n ? " && " : "", q);
         if (!mono || q == 0)
@@ -1710,7 +1714,10 @@ static void emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld)
         line(L, "    tl_cp16(tl_d, tl_p, 0); /* zero fill */");
         line(L, "} else {");
         for (int q = 0; q < 8; q++)
-            line(L, "    tl_d[%d] = tl_m%d ? tl_p[%d] : %s;", q, q, q, st_elem(L, "0.0f", t->dtype));
+            if (!mono || q == 0 || q == 7)
+                line(L, "    tl_d[%d] = tl_m%d ? tl_p[%d] : %s;", q, q, q, st_elem(L, "0.0f", t->dtype));
+            else
+                line(L, "    tl_d[%d] = (%s) ? tl_p[%d] : %s;", q, mq[q], q, st_elem(L, "0.0f", t->dtype));
     } else {
         line(L, "} else {");
         for (int q = 0; q < 8; q++)

@@ -81,12 +81,6 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *a, __half *b
                     const __half *tl_p = ((a + (((((int)blockIdx.x) * BM) + tl_i0) * K)) + (k + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + tl_i1) < K));
-                    const bool tl_m1 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K));
-                    const bool tl_m2 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K));
-                    const bool tl_m3 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K));
-                    const bool tl_m4 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K));
-                    const bool tl_m5 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K));
-                    const bool tl_m6 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K));
                     const bool tl_m7 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 7)) < K));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
@@ -94,12 +88,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *a, __half *b
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -110,12 +104,6 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *a, __half *b
                     const __half *tl_p = ((b + ((k + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 27648 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-                    const bool tl_m1 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N));
-                    const bool tl_m2 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N));
-                    const bool tl_m3 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N));
-                    const bool tl_m4 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N));
-                    const bool tl_m5 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N));
-                    const bool tl_m6 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N));
                     const bool tl_m7 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 7)) < N));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
@@ -123,12 +111,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *a, __half *b
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -151,12 +139,6 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *a, __half *b
                         const __half *tl_p = ((a + (((((int)blockIdx.x) * BM) + tl_i0) * K)) + (k + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + tl_i1) < K));
-                        const bool tl_m1 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K));
-                        const bool tl_m2 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K));
-                        const bool tl_m3 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K));
-                        const bool tl_m4 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K));
-                        const bool tl_m5 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K));
-                        const bool tl_m6 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K));
                         const bool tl_m7 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 7)) < K));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
@@ -164,12 +146,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *a, __half *b
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -180,12 +162,6 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *a, __half *b
                         const __half *tl_p = ((b + ((k + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 27648 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-                        const bool tl_m1 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N));
-                        const bool tl_m2 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N));
-                        const bool tl_m3 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N));
-                        const bool tl_m4 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N));
-                        const bool tl_m5 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N));
-                        const bool tl_m6 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N));
                         const bool tl_m7 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 7)) < N));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
@@ -193,12 +169,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *a, __half *b
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -286,12 +262,6 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *a, __half *b
                     const __half *tl_p = ((a + (((((int)blockIdx.x) * BM) + tl_i0) * K)) + (k + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + tl_i1) < K));
-                    const bool tl_m1 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K));
-                    const bool tl_m2 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K));
-                    const bool tl_m3 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K));
-                    const bool tl_m4 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K));
-                    const bool tl_m5 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K));
-                    const bool tl_m6 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K));
                     const bool tl_m7 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 7)) < K));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
@@ -299,12 +269,12 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *a, __half *b
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -315,12 +285,6 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *a, __half *b
                     const __half *tl_p = ((b + ((k + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-                    const bool tl_m1 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N));
-                    const bool tl_m2 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N));
-                    const bool tl_m3 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N));
-                    const bool tl_m4 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N));
-                    const bool tl_m5 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N));
-                    const bool tl_m6 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N));
                     const bool tl_m7 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 7)) < N));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
@@ -328,12 +292,12 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *a, __half *b
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -356,12 +320,6 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *a, __half *b
                         const __half *tl_p = ((a + (((((int)blockIdx.x) * BM) + tl_i0) * K)) + (k + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + tl_i1) < K));
-                        const bool tl_m1 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K));
-                        const bool tl_m2 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K));
-                        const bool tl_m3 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K));
-                        const bool tl_m4 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K));
-                        const bool tl_m5 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K));
-                        const bool tl_m6 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K));
                         const bool tl_m7 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 7)) < K));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
@@ -369,12 +327,12 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *a, __half *b
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -385,12 +343,6 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *a, __half *b
                         const __half *tl_p = ((b + ((k + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-                        const bool tl_m1 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N));
-                        const bool tl_m2 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N));
-                        const bool tl_m3 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N));
-                        const bool tl_m4 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N));
-                        const bool tl_m5 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N));
-                        const bool tl_m6 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N));
                         const bool tl_m7 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 7)) < N));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
@@ -398,12 +350,12 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *a, __half *b
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -491,12 +443,6 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *a, __half *b
                     const __half *tl_p = ((a + (((((int)blockIdx.x) * BM) + tl_i0) * K)) + (k + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + tl_i1) < K));
-                    const bool tl_m1 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K));
-                    const bool tl_m2 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K));
-                    const bool tl_m3 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K));
-                    const bool tl_m4 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K));
-                    const bool tl_m5 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K));
-                    const bool tl_m6 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K));
                     const bool tl_m7 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 7)) < K));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
@@ -504,12 +450,12 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *a, __half *b
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -520,12 +466,6 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *a, __half *b
                     const __half *tl_p = ((b + ((k + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
                     const bool tl_m0 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-                    const bool tl_m1 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N));
-                    const bool tl_m2 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N));
-                    const bool tl_m3 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N));
-                    const bool tl_m4 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N));
-                    const bool tl_m5 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N));
-                    const bool tl_m6 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N));
                     const bool tl_m7 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 7)) < N));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
@@ -533,12 +473,12 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *a, __half *b
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -561,12 +501,6 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *a, __half *b
                         const __half *tl_p = ((a + (((((int)blockIdx.x) * BM) + tl_i0) * K)) + (k + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + tl_i1) < K));
-                        const bool tl_m1 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K));
-                        const bool tl_m2 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K));
-                        const bool tl_m3 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K));
-                        const bool tl_m4 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K));
-                        const bool tl_m5 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K));
-                        const bool tl_m6 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K));
                         const bool tl_m7 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 7)) < K));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
@@ -574,12 +508,12 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *a, __half *b
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -590,12 +524,6 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *a, __half *b
                         const __half *tl_p = ((b + ((k + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
                         const bool tl_m0 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-                        const bool tl_m1 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N));
-                        const bool tl_m2 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N));
-                        const bool tl_m3 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N));
-                        const bool tl_m4 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N));
-                        const bool tl_m5 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N));
-                        const bool tl_m6 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N));
                         const bool tl_m7 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 7)) < N));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
@@ -603,12 +531,12 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *a, __half *b
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
