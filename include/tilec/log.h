@@ -1,0 +1,31 @@
+/* log.h: the runtime's log channels, chosen by the user through
+ * TILEC_LOGS, a comma list of channel names ("async_compile,cache");
+ * "all" enables every channel. The library writes a channel's report
+ * only when its channel is enabled, and only to stderr. */
+#ifndef TILEC_LOG_H
+#define TILEC_LOG_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The channels the runtime knows (a channel name is any string; these are
+ * the ones it reports on). */
+#define TILEC_LOG_ASYNC_COMPILE "async_compile"
+
+/* 1 when `channel` is enabled by $TILEC_LOGS, else 0. The variable is read
+ * at each call (no cache), so a program may change it between calls.
+ * NULL or "" is never enabled. Thread-safe as getenv is: safe unless
+ * another thread calls setenv/putenv/unsetenv at the same time. */
+int tilec_log_enabled(const char *channel);
+
+/* The same test against a given spec instead of $TILEC_LOGS (NULL: none).
+ * Items are separated by commas; blanks (spaces, tabs) around an item are
+ * ignored; names match exactly (case-sensitive, no prefixes). Pure. */
+int tilec_log_spec_enables(const char *spec, const char *channel);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
