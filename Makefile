@@ -23,7 +23,8 @@ LDFLAGS  += $(SANFLAGS)
 GENFLAGS = -Wno-unused-parameter -Wno-unused-variable -Wno-missing-prototypes -Wno-null-dereference -DNDEBUG
 
 CUDA     ?= /usr/local/cuda
-RT_SRC   = runtime/driver.c runtime/module.c runtime/nvrtc.c runtime/rt.c runtime/pool.c runtime/log.c
+RT_SRC   = runtime/driver.c runtime/module.c runtime/nvrtc.c runtime/rt.c runtime/pool.c runtime/log.c \
+           runtime/hash.c runtime/bundle.c runtime/cache.c runtime/program.c
 LIBS     = -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lpthread -lm
 LIB_SRC  = $(RT_SRC) util/arena.c util/strbuf.c util/poly.c dsl/diag.c \
            parser/parse.c parser/build.c parser/check.c parser/dump.c lower/lower.c lower/compile.c api/module.c
@@ -89,8 +90,11 @@ $(FAKECUDA): tests/fake_cuda.c tests/fake_cuda.h
 	$(CC) $(CPPFLAGS) -I$(CUDA)/include $(CFLAGS) -Wno-missing-prototypes -shared $(LDFLAGS) -o $@ $<
 $(BUILD)/tests/test_runtime: | $(FAKECUDA)
 
-BENCH    = $(BUILD)/bench/bench_kernels
-$(BUILD)/bench/bench_kernels: $(BUILD)/obj/bench/kernels/bench_kernels.o $(LIBA)
+BENCH    = $(BUILD)/bench/bench_kernels $(BUILD)/bench/bench_runtime
+$(BUILD)/bench/%: $(BUILD)/obj/bench/kernels/%.o $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+$(BUILD)/bench/bench_runtime: $(BUILD)/obj/bench/runtime/bench_runtime.o $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
@@ -118,6 +122,7 @@ test: deps
 
 test-run: all $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; $$t --jobs 2; done
+	@echo "== tests/python"; python3 tests/python/test_cpu.py -q; python3 -m py_compile python/tilec/__init__.py
 	@echo "all test suites passed"
 
 asan: deps

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dsl/diag.h"
+#include "lower/compile.h"
 #include "parser/parse.h"
 #include "tilec/lower.h"
 #include "tilec/runtime.h"
@@ -30,23 +31,12 @@ static uint32_t tile_line(const char *src, const char *file, long cline)
     return found;
 }
 
-tilec_status tilec_compile_kernel(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant,
-                                  const char *arch, tilec_kernel_code *code, void **cubin, size_t *size)
+void cmp_report_failure(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, const tilec_kernel_code *code,
+                        const char *arch, const char *log, const char *fallback)
 {
-    *cubin = NULL;
-    *size = 0;
-    tilec_status st = tilec_lower_kernel(ctx, m, k, variant, code);
-    if (st != TILEC_OK)
-        return st;
-    char *log = NULL;
-    tilec_rt_status rs = tilec_nvrtc_compile(code->source, code->name, arch, NULL, 0, cubin, size, &log);
-    if (rs == TILEC_RT_OK) {
-        free(log);
-        return TILEC_OK;
-    }
     /* first error line of the log: "<name>(<line>): error: <text>" */
     tilec_loc loc = k->loc;
-    const char *text = log ? log : tilec_rt_status_string(rs);
+    const char *text = log ? log : fallback;
     const char *err = log ? strstr(log, "): error") : NULL;
     if (err) {
         const char *open = err;
@@ -64,6 +54,23 @@ tilec_status tilec_compile_kernel(tilec_ctx *ctx, const tilec_module *m, const t
             code->name, arch, (int)(eol ? eol - text : (long)strlen(text)), text);
     if (log)
         diag_at(ctx, &m->src, NULL, TILEC_SEV_NOTE, "the NVRTC log of %s:\n%s", code->name, log);
+}
+
+tilec_status tilec_compile_kernel(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant,
+                                  const char *arch, tilec_kernel_code *code, void **cubin, size_t *size)
+{
+    *cubin = NULL;
+    *size = 0;
+    tilec_status st = tilec_lower_kernel(ctx, m, k, variant, code);
+    if (st != TILEC_OK)
+        return st;
+    char *log = NULL;
+    tilec_rt_status rs = tilec_nvrtc_compile(code->source, code->name, arch, NULL, 0, cubin, size, &log);
+    if (rs == TILEC_RT_OK) {
+        free(log);
+        return TILEC_OK;
+    }
+    cmp_report_failure(ctx, m, k, code, arch, log, tilec_rt_status_string(rs));
     free(log);
     tilec_kernel_code_free(code);
     return TILEC_ERR_INPUT;

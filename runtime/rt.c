@@ -24,6 +24,7 @@ static const char *const status_text[TILEC_RT_STATUS_COUNT] = {
     [TILEC_RT_DRIVER_TOO_OLD] = "the CUDA driver is too old (an entry point is missing)",
     [TILEC_RT_MODULE_ERROR] = "the module image was rejected (malformed, truncated, or not for this device)",
     [TILEC_RT_NOT_FOUND] = "no kernel of that name in the module",
+    [TILEC_RT_IO_ERROR] = "a file could not be read or written",
 };
 
 const char *tilec_rt_status_string(tilec_rt_status s)

@@ -1,0 +1,209 @@
+/* cache.h: the kernel cache. Bundles (every kernel of one compiled module
+ * with its launch metadata, serialized to one checksummed byte string),
+ * cache keys (SHA-256 over everything that decides the compiled code), and
+ * the two-level cache itself: memory (by key), then one file per bundle in
+ * the cache directory, published atomically so that any number of
+ * processes may share it.
+ *
+ * The library never prints (except the "tilec cache:" lines asked for with
+ * TILEC_LOGS=cache) and never exits. docs/runtime.md, "Kernel cache and
+ * bundles", gives the file format byte by byte. */
+#ifndef TILEC_CACHE_H
+#define TILEC_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tilec/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- bundles ---- */
+
+/* One kernel of a bundle: its name, its CUBIN and how it is launched (the
+ * fields of tilec_rt_launch_meta: block size, dynamic shared memory,
+ * parameter kinds). */
+typedef struct tilec_bundle_kernel {
+    char *name;          /* "matmul_v2": a C identifier, 1 to TILEC_BUNDLE_MAX_NAME bytes */
+    void *image;         /* the CUBIN (never empty) */
+    size_t size;         /* its size in bytes */
+    uint32_t threads;    /* block size, 1 to TILEC_RT_MAX_BLOCK */
+    uint32_t smem_bytes; /* dynamic shared memory */
+    uint32_t nparams;    /* 0 to TILEC_RT_MAX_PARAMS */
+    tilec_rt_param_kind kinds[TILEC_RT_MAX_PARAMS];
+} tilec_bundle_kernel;
+
+/* Every kernel of one compiled module: 1 to TILEC_BUNDLE_MAX_KERNELS
+ * kernels with distinct names. A bundle returned by the library is one
+ * malloc'd block per string and image; free it with tilec_bundle_free. */
+typedef struct tilec_bundle {
+    uint32_t nkernels;
+    tilec_bundle_kernel *kernels;
+} tilec_bundle;
+
+/* The format (docs/runtime.md gives every byte). ORDER BUNDLE_FORMAT: bump
+ * TILEC_BUNDLE_VERSION on any change; readers reject other versions. */
+#define TILEC_BUNDLE_MAGIC "TILECBND" /* 8 bytes, no NUL in the file */
+#define TILEC_BUNDLE_VERSION 1u
+#define TILEC_BUNDLE_HEADER_SIZE 64u
+#define TILEC_BUNDLE_MAX_SIZE (1u << 30) /* 1 GiB: larger files are never read */
+#define TILEC_BUNDLE_MAX_KERNELS 65536u
+#define TILEC_BUNDLE_MAX_NAME 1024u
+#define TILEC_CACHE_MAX_KEY 128u /* keys: 1 to 128 of [A-Za-z0-9_-] */
+
+/* Free a bundle, its names and images. NULL is a no-op. */
+void tilec_bundle_free(tilec_bundle *b);
+
+/* A deep copy of b into *out (caller frees with tilec_bundle_free).
+ * TILEC_RT_NOMEM or TILEC_RT_INVALID_ARG (NULL arguments). */
+tilec_rt_status tilec_bundle_copy(const tilec_bundle *b, tilec_bundle **out);
+
+/* Serialize b, stored under `key`, into a malloc'd buffer *buf of *len
+ * bytes (caller frees). The bundle is checked first: a bad key, no
+ * kernels, a name that is not a C identifier or appears twice, an empty or
+ * NULL image, threads outside 1..1024, more than 64 parameters or an
+ * unknown kind gives TILEC_RT_INVALID_ARG; a result over
+ * TILEC_BUNDLE_MAX_SIZE too. TILEC_RT_NOMEM when out of memory. On failure
+ * *buf is NULL and *len 0. */
+tilec_rt_status tilec_bundle_serialize(const tilec_bundle *b, const char *key, void **buf, size_t *len);
+
+/* Parse and fully validate len bytes (magic, version, header checksum,
+ * total size against len, reserved bytes, payload checksum, the key, every
+ * count, length and offset, the kernels as serialize checks them) before
+ * building anything. `key` NULL accepts any stored key. On success *out is
+ * a new bundle and why[0] is 0. Any torn, truncated, bit-flipped, trailing,
+ * other-version or other-key input gives TILEC_RT_MODULE_ERROR with a
+ * sentence in why[why_size] (why may be NULL) and *out NULL: never a
+ * partial bundle. TILEC_RT_NOMEM when out of memory, TILEC_RT_INVALID_ARG
+ * for NULL buf (with len > 0) or out. */
+tilec_rt_status tilec_bundle_parse(const void *buf, size_t len, const char *key, tilec_bundle **out, char *why,
+                                   size_t why_size);
+
+/* The checksum of the format: XXH64 with seed 0 (the reference xxHash
+ * algorithm), over the header's first 56 bytes and over the payload.
+ * Exposed so that tests can forge headers that pass it. */
+uint64_t tilec_bundle_checksum(const void *data, size_t len);
+
+/* ---- keys ---- */
+
+/* SHA-256 (FIPS 180-4). A key is the hex digest over everything that
+ * decides the compiled code: source, options, arch, NVRTC and tilec
+ * versions, fed through update_str/update_u64 so that fields cannot run
+ * into each other. */
+typedef struct tilec_hasher {
+    uint32_t state[8];
+    uint64_t bytes; /* total fed so far */
+    uint8_t block[64];
+    size_t used; /* bytes waiting in block */
+} tilec_hasher;
+
+void tilec_hasher_init(tilec_hasher *h);
+/* Raw bytes (len 0 is a no-op; data may then be NULL). */
+void tilec_hasher_update(tilec_hasher *h, const void *data, size_t len);
+/* A string as its length (8 bytes, little-endian) then its bytes, so
+ * ("ab","c") and ("a","bc") differ. NULL is its own value, distinct from
+ * "" (length 2^64 - 1, no bytes). */
+void tilec_hasher_update_str(tilec_hasher *h, const char *s);
+/* An integer as 8 bytes, little-endian. */
+void tilec_hasher_update_u64(tilec_hasher *h, uint64_t v);
+/* 64 lowercase hex digits and a NUL. Init again before reusing h. */
+void tilec_hasher_final(tilec_hasher *h, char hex[65]);
+
+/* ---- the cache ---- */
+
+typedef struct tilec_cache tilec_cache;
+
+/* Open a cache in directory `dir`, or with dir NULL the first of
+ * $TILEC_CACHE_DIR, $XDG_CACHE_HOME/tilec (an absolute XDG_CACHE_HOME
+ * only) and $HOME/.cache/tilec; empty variables count as unset. A relative
+ * dir is made absolute against the working directory at open. Missing
+ * directories are created with mode 0700 (parents too); existing ones keep
+ * their mode.
+ *
+ * TILEC_FORCE_DISABLE_CACHES set to anything but "" or "0" turns both
+ * levels off: get always misses, put does nothing and succeeds. A
+ * directory that cannot be created, is not a directory, cannot be written,
+ * is writable by every user, or whose file names would be too long is not
+ * an error: the cache then works in memory only and
+ * tilec_cache_last_error says why. TILEC_LOGS (a comma list) containing
+ * "cache" or "all" prints one "tilec cache: ..." line on stderr per event.
+ * The environment is read here, once.
+ *
+ * Returns TILEC_RT_OK, TILEC_RT_INVALID_ARG (out NULL, dir ""), or
+ * TILEC_RT_NOMEM; *out is NULL on failure. No global state; every call on
+ * a cache is thread-safe. */
+tilec_rt_status tilec_cache_open(const char *dir, tilec_cache **out);
+/* Free the cache and its memory level (the files stay). NULL is a no-op. */
+void tilec_cache_close(tilec_cache *c);
+
+/* Look `key` up: memory first, then the file <dir>/<key>.tilecbundle
+ * (a regular file of at most TILEC_BUNDLE_MAX_SIZE bytes, parsed with
+ * tilec_bundle_parse against key; a disk hit is kept in memory). On a hit
+ * *out is the caller's own copy. A missing file is a miss
+ * (TILEC_RT_NOT_FOUND). A corrupt or foreign file is a miss too: counted
+ * in `corrupt`, logged, and removed so that the next put replaces it.
+ * TILEC_RT_INVALID_ARG for a bad key or NULL argument, TILEC_RT_NOMEM. */
+tilec_rt_status tilec_cache_get(tilec_cache *c, const char *key, tilec_bundle **out);
+
+/* Store a copy of b under key in memory (replacing any) and on disk: the
+ * serialized bundle goes into a temporary file in the same directory
+ * (.<key>.tilecbundle.tmp.XXXXXX, mkstemp, mode 0600), is written whole,
+ * fsync'd, renamed over <key>.tilecbundle, and the directory fsync'd
+ * (best effort). Concurrent puts of one key from many processes leave one
+ * whole file; readers see a whole old or a whole new one. When the disk
+ * write fails (read-only directory, full disk, I/O error) the temporary
+ * file is removed, write_failures counts it, the last error says why, and
+ * TILEC_CACHE_IO_ERROR is returned; the memory level still holds the
+ * bundle. A bundle that tilec_bundle_serialize refuses gives
+ * TILEC_RT_INVALID_ARG and is stored nowhere. A write past RLIMIT_FSIZE
+ * raises SIGXFSZ: the library leaves signal dispositions alone. */
+tilec_rt_status tilec_cache_put(tilec_cache *c, const char *key, const tilec_bundle *b);
+
+/* The status of a failed disk write. runtime.h has no I/O status yet;
+ * until it gains one, the cache reports these as module errors (the
+ * bundle could not be stored). */
+#define TILEC_CACHE_IO_ERROR TILEC_RT_IO_ERROR
+
+typedef struct tilec_cache_stats {
+    uint64_t mem_hits;       /* gets answered from memory */
+    uint64_t disk_hits;      /* gets answered from a file */
+    uint64_t misses;         /* gets answered TILEC_RT_NOT_FOUND (corrupt files included) */
+    uint64_t corrupt;        /* files rejected by the parser (and removed) */
+    uint64_t writes;         /* files published */
+    uint64_t write_failures; /* puts whose file could not be published */
+} tilec_cache_stats;
+
+void tilec_cache_get_stats(const tilec_cache *c, tilec_cache_stats *s);
+/* The cache directory; NULL when disabled or memory-only. */
+const char *tilec_cache_dir(const tilec_cache *c);
+/* The last failure or fallback ("" when none). The string belongs to the
+ * cache and changes at the next failure: with several threads, read it
+ * from the one that saw the failure before another fails. Never NULL. */
+const char *tilec_cache_last_error(const tilec_cache *c);
+
+/* ---- fault injection, for tests ---- */
+
+/* The steps of publishing a bundle, in order. ORDER CACHE_STEP */
+typedef enum tilec_cache_step {
+    TILEC_CACHE_STEP_BEFORE_WRITE = 0,     /* temporary file created, nothing written */
+    TILEC_CACHE_STEP_MID_WRITE = 1,        /* the first half of the bytes written */
+    TILEC_CACHE_STEP_BEFORE_FSYNC = 2,     /* every byte written */
+    TILEC_CACHE_STEP_BEFORE_RENAME = 3,    /* fsync'd and closed */
+    TILEC_CACHE_STEP_BEFORE_DIR_FSYNC = 4, /* renamed: the file is published */
+    TILEC_CACHE_STEP_COUNT                 /* not a step */
+} tilec_cache_step;
+
+/* Called by put at each step with the temporary file's path (the final
+ * one at BEFORE_DIR_FSYNC). Return 0 to go on, or an errno value to make
+ * the step fail as if its system call had failed with it (ENOSPC, EIO...);
+ * or _exit() from it in a forked child to kill a writer there. */
+typedef int (*tilec_cache_fault_fn)(void *user, tilec_cache_step step, const char *path);
+/* Install (fn NULL: remove) the hook on this cache. */
+void tilec_cache_set_fault_hook(tilec_cache *c, tilec_cache_fault_fn fn, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,55 @@
+/* program.h: a .tile module built for the GPU: every variant of every
+ * kernel lowered, compiled by NVRTC through the async pool (or found in
+ * the kernel cache: a warm start compiles nothing), loaded, and ready for
+ * static launch by name. This is what the generated wrappers call. */
+#ifndef TILEC_PROGRAM_H
+#define TILEC_PROGRAM_H
+
+#include <stdio.h>
+
+#include "tilec/cache.h"
+#include "tilec/lower.h"
+#include "tilec/runtime.h"
+#include "tilec/tilec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tilec_build_options {
+    const char *arch;   /* "sm_90"; NULL: the device's own (rt required) */
+    int threads;        /* compile threads: 0 = $TILEC_COMPILE_THREADS or the cores */
+    tilec_cache *cache; /* NULL: compile every time */
+    FILE *progress;     /* progress bar while compiling, when a terminal; NULL: none */
+} tilec_build_options;
+
+typedef struct tilec_program tilec_program;
+
+/* Build module m. With rt NULL the kernels are compiled (and cached) but
+ * not loaded. Failures are diagnostics in ctx (a compile error at its .tile
+ * line, a driver error with the driver's message). */
+tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_module *m, const tilec_build_options *o,
+                                 tilec_program **out);
+void tilec_program_free(tilec_program *p);
+
+/* The loaded kernel of variant `variant` of kernel `name`, or NULL. */
+const tilec_rt_kernel *tilec_program_kernel(const tilec_program *p, const char *name, int variant);
+
+/* Launch variant `variant` of kernel `name` with its grid computed from the
+ * scalar arguments (args[i] for parameter i, read as the parameter's kind). */
+tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, int variant, const tilec_rt_arg *args,
+                                     uint32_t nargs, void *stream);
+
+typedef struct tilec_program_stats {
+    uint32_t kernels;         /* compiled kernel variants */
+    uint32_t nvrtc_compiles;  /* 0 on a warm start */
+    int cache_hit;            /* the bundle came from the cache */
+    double lower_ms, compile_ms, load_ms;
+    char key[65];             /* the cache key of the module */
+} tilec_program_stats;
+void tilec_program_get_stats(const tilec_program *p, tilec_program_stats *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

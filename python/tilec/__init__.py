@@ -1,0 +1,473 @@
+"""tilec: build and launch .tile kernels from Python.
+
+ctypes over libtilec.so and the standard library only. Buffers expose
+``__cuda_array_interface__`` (v3) and DLPack, so PyTorch and CuPy take them
+without a copy; anything with ``__cuda_array_interface__`` is accepted
+where a buffer is.
+
+    import tilec
+    mod = tilec.load("examples/add_relu.tile")
+    x = tilec.Buffer.from_bytes(data, shape=(n,), dtype="f32")
+    mod.add_relu(x, y, out, n)
+
+The library is found through $TILEC_LIB, then next to this package in a
+source tree (build/lib/libtilec.so), then the system's search path.
+"""
+import ctypes
+import ctypes.util
+import os
+import struct
+
+__all__ = ["TilecError", "Device", "Buffer", "Module", "Kernel", "load", "device", "pointer_of"]
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class TilecError(RuntimeError):
+    """An error from the tilec library, with its message."""
+
+
+# ---- the library -------------------------------------------------------
+
+class _Arg(ctypes.Union):
+    _fields_ = [("ptr", ctypes.c_uint64), ("i32", ctypes.c_int32), ("i64", ctypes.c_int64),
+                ("f32", ctypes.c_float), ("f64", ctypes.c_double), ("u32", ctypes.c_uint32),
+                ("u64", ctypes.c_uint64)]
+
+
+class _Meta(ctypes.Structure):
+    _fields_ = [("block_x", ctypes.c_uint32), ("dyn_smem_bytes", ctypes.c_uint32),
+                ("nparams", ctypes.c_uint32), ("kinds", ctypes.POINTER(ctypes.c_int))]
+
+
+class _Props(ctypes.Structure):  # tilec_rt_device_props
+    _fields_ = [("name", ctypes.c_char * 256), ("arch", ctypes.c_char * 16), ("ordinal", ctypes.c_int),
+                ("sm_major", ctypes.c_int), ("sm_minor", ctypes.c_int), ("multiprocessors", ctypes.c_int),
+                ("max_threads_per_block", ctypes.c_int), ("warp_size", ctypes.c_int),
+                ("driver_version", ctypes.c_int), ("l2_bytes", ctypes.c_uint64), ("smem_per_block", ctypes.c_uint64),
+                ("smem_per_block_optin", ctypes.c_uint64), ("total_mem", ctypes.c_uint64)]
+
+
+class _BuildOptions(ctypes.Structure):
+    _fields_ = [("arch", ctypes.c_char_p), ("threads", ctypes.c_int), ("cache", ctypes.c_void_p),
+                ("progress", ctypes.c_void_p)]
+
+
+class _Stats(ctypes.Structure):
+    _fields_ = [("kernels", ctypes.c_uint32), ("nvrtc_compiles", ctypes.c_uint32), ("cache_hit", ctypes.c_int),
+                ("lower_ms", ctypes.c_double), ("compile_ms", ctypes.c_double), ("load_ms", ctypes.c_double),
+                ("key", ctypes.c_char * 65)]
+
+
+_WRITE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t)
+
+
+class _Sink(ctypes.Structure):
+    _fields_ = [("write", _WRITE), ("user", ctypes.c_void_p)]
+
+
+# parameter kinds (include/tilec/runtime.h)
+PTR, I32, I64, F32, F64, U32, U64 = range(7)
+
+_lib = None
+
+
+def _load_library():
+    global _lib
+    if _lib is not None:
+        return _lib
+    candidates = []
+    if os.environ.get("TILEC_LIB"):
+        candidates.append(os.environ["TILEC_LIB"])
+    candidates.append(os.path.join(_HERE, "..", "..", "build", "lib", "libtilec.so"))
+    found = ctypes.util.find_library("tilec")
+    if found:
+        candidates.append(found)
+    errors = []
+    for path in candidates:
+        try:
+            lib = ctypes.CDLL(path)
+            break
+        except OSError as e:
+            errors.append(f"{path}: {e}")
+    else:
+        raise TilecError("cannot load libtilec.so (set TILEC_LIB): " + "; ".join(errors))
+    P, V, S, I, U32 = ctypes.c_void_p, None, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint32
+    sigs = {
+        "tilec_version": (S, []),
+        "tilec_ctx_new": (P, []),
+        "tilec_ctx_free": (V, [P]),
+        "tilec_ctx_render_diags": (I, [P, _Sink]),
+        "tilec_parse_file": (I, [P, S, ctypes.POINTER(P)]),
+        "tilec_parse_string": (I, [P, S, S, ctypes.c_size_t, ctypes.POINTER(P)]),
+        "tilec_module_free": (V, [P]),
+        "tilec_rt_open": (I, [I, ctypes.POINTER(P)]),
+        "tilec_rt_close": (V, [P]),
+        "tilec_rt_last_error": (S, [P]),
+        "tilec_rt_status_string": (S, [I]),
+        "tilec_rt_device_info": (I, [P, ctypes.POINTER(_Props)]),
+        "tilec_rt_synchronize": (I, [P]),
+        "tilec_rt_malloc": (I, [P, ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint64)]),
+        "tilec_rt_free": (I, [P, ctypes.c_uint64]),
+        "tilec_rt_memcpy_htod": (I, [P, ctypes.c_uint64, P, ctypes.c_size_t]),
+        "tilec_rt_memcpy_dtoh": (I, [P, P, ctypes.c_uint64, ctypes.c_size_t]),
+        "tilec_rt_memcpy_dtod": (I, [P, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_size_t]),
+        "tilec_rt_memset_d32": (I, [P, ctypes.c_uint64, U32, ctypes.c_size_t]),
+        "tilec_rt_kernel_meta": (_Meta, [P]),
+        "tilec_cache_open": (I, [S, ctypes.POINTER(P)]),
+        "tilec_cache_close": (V, [P]),
+        "tilec_program_build": (I, [P, P, P, ctypes.POINTER(_BuildOptions), ctypes.POINTER(P)]),
+        "tilec_program_free": (V, [P]),
+        "tilec_program_kernel": (P, [P, S, I]),
+        "tilec_program_launch": (I, [P, S, I, ctypes.POINTER(_Arg), U32, P]),
+        "tilec_program_get_stats": (V, [P, ctypes.POINTER(_Stats)]),
+    }
+    for name, (res, args) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype = res
+        fn.argtypes = args
+    _lib = lib
+    return lib
+
+
+def version():
+    """The version of the loaded libtilec."""
+    return _load_library().tilec_version().decode()
+
+
+# ---- devices -----------------------------------------------------------
+
+class Device:
+    """One CUDA device through the tilec runtime (driver loaded at run time)."""
+
+    def __init__(self, index=0):
+        lib = _load_library()
+        handle = ctypes.c_void_p()
+        st = lib.tilec_rt_open(index, ctypes.byref(handle))
+        if st != 0:
+            msg = lib.tilec_rt_last_error(handle) or lib.tilec_rt_status_string(st)
+            lib.tilec_rt_close(handle)
+            raise TilecError(msg.decode())
+        self._h = handle
+        self.index = index
+        props = _Props()
+        self._check(lib.tilec_rt_device_info(handle, ctypes.byref(props)))
+        self.name = props.name.decode()
+        self.arch = props.arch.decode()
+        self.multiprocessors = props.multiprocessors
+        self.l2_bytes = props.l2_bytes
+
+    def _check(self, st):
+        if st != 0:
+            raise TilecError(_lib.tilec_rt_last_error(self._h).decode() or _lib.tilec_rt_status_string(st).decode())
+
+    def synchronize(self):
+        self._check(_lib.tilec_rt_synchronize(self._h))
+
+    def close(self):
+        if getattr(self, "_h", None):
+            _lib.tilec_rt_close(self._h)
+            self._h = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return f"<tilec.Device {self.index}: {self.name} ({self.arch})>"
+
+
+_default_device = None
+
+
+def device(index=0):
+    """The process's device `index`, opened once."""
+    global _default_device
+    if _default_device is None or _default_device.index != index:
+        _default_device = Device(index)
+    return _default_device
+
+
+# ---- buffers -----------------------------------------------------------
+
+_DTYPES = {  # name: (bytes, typestr, DLPack code, bits)
+    "f16": (2, "<f2", 2, 16), "bf16": (2, "<V2", 4, 16), "f32": (4, "<f4", 2, 32), "f64": (8, "<f8", 2, 64),
+    "i8": (1, "|i1", 0, 8), "i16": (2, "<i2", 0, 16), "i32": (4, "<i4", 0, 32), "i64": (8, "<i8", 0, 64),
+    "u8": (1, "|u1", 1, 8), "u16": (2, "<u2", 1, 16), "u32": (4, "<u4", 1, 32), "u64": (8, "<u8", 1, 64),
+    "bool": (1, "|b1", 6, 8),
+}
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManaged(ctypes.Structure):
+    pass
+
+
+_DLDELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManaged))
+_DLManaged._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _DLDELETER)]
+
+_dl_alive = {}  # address of a DLManagedTensor -> (struct, shape array, owner)
+
+
+@_DLDELETER
+def _dl_deleter(managed):
+    _dl_alive.pop(ctypes.addressof(managed.contents), None)
+
+
+_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.py_object)
+_PyCapsule_New = ctypes.pythonapi.PyCapsule_New
+_PyCapsule_New.restype = ctypes.py_object
+_PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_PyCapsule_IsValid = ctypes.pythonapi.PyCapsule_IsValid
+_PyCapsule_IsValid.restype = ctypes.c_int
+_PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
+_PyCapsule_GetPointer.restype = ctypes.c_void_p
+_PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+@_CAPSULE_DESTRUCTOR
+def _capsule_destructor(capsule):
+    # an unconsumed capsule still owns its tensor
+    if _PyCapsule_IsValid(capsule, b"dltensor"):
+        addr = _PyCapsule_GetPointer(capsule, b"dltensor")
+        _dl_alive.pop(addr, None)
+
+
+class Buffer:
+    """Device memory with a shape and an element type."""
+
+    def __init__(self, shape, dtype="f32", device_=None, _ptr=None, _owner=None):
+        if dtype not in _DTYPES:
+            raise TilecError(f"unknown dtype {dtype!r} (known: {', '.join(_DTYPES)})")
+        self.shape = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+        if any(d < 0 for d in self.shape):
+            raise TilecError(f"negative size in shape {self.shape}")
+        self.dtype = dtype
+        self.device = device_ or device()
+        n = 1
+        for d in self.shape:
+            n *= d
+        self.numel = n
+        self.nbytes = n * _DTYPES[dtype][0]
+        self._owner = _owner
+        if _ptr is not None:
+            self.ptr = _ptr
+            self._owns = False
+        else:
+            p = ctypes.c_uint64()
+            self.device._check(_lib.tilec_rt_malloc(self.device._h, max(self.nbytes, 1), ctypes.byref(p)))
+            self.ptr = p.value
+            self._owns = True
+
+    @classmethod
+    def from_bytes(cls, data, shape, dtype="f32", device_=None):
+        """A new buffer holding a copy of host bytes (bytes, bytearray, memoryview, array.array)."""
+        buf = cls(shape, dtype, device_)
+        mv = memoryview(data).cast("B")
+        if mv.nbytes != buf.nbytes:
+            raise TilecError(f"{mv.nbytes} bytes given for a {dtype}{list(buf.shape)} buffer of {buf.nbytes}")
+        host = (ctypes.c_char * mv.nbytes).from_buffer_copy(mv)
+        buf.device._check(_lib.tilec_rt_memcpy_htod(buf.device._h, buf.ptr, host, buf.nbytes))
+        return buf
+
+    def to_bytes(self):
+        """A host copy of the contents."""
+        host = (ctypes.c_char * self.nbytes)()
+        self.device._check(_lib.tilec_rt_memcpy_dtoh(self.device._h, host, self.ptr, self.nbytes))
+        return bytes(host)
+
+    def fill_u32(self, word):
+        """Set every 32-bit word (e.g. 0x7fc00000 for NaN in f32)."""
+        self.device._check(_lib.tilec_rt_memset_d32(self.device._h, self.ptr, word, self.nbytes // 4))
+
+    def tolist(self):
+        """The contents as a flat list of Python numbers (f32, f64, integers)."""
+        fmt = {"f32": "f", "f64": "d", "i32": "i", "i64": "q", "u32": "I", "u64": "Q", "i8": "b", "u8": "B",
+               "i16": "h", "u16": "H", "f16": "e"}.get(self.dtype)
+        if fmt is None:
+            raise TilecError(f"tolist does not read {self.dtype}")
+        return list(struct.unpack(f"<{self.numel}{fmt}", self.to_bytes()))
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": _DTYPES[self.dtype][1], "data": (self.ptr, False),
+                "version": 3, "strides": None}
+
+    def __dlpack_device__(self):
+        return (2, self.device.index)  # kDLCUDA
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        if stream not in (None, -1, 0, 1, 2):
+            self.device.synchronize()  # work queued by tilec is on the legacy stream
+        ndim = len(self.shape)
+        shape = (ctypes.c_int64 * max(ndim, 1))(*self.shape)
+        m = _DLManaged()
+        _, _, code, bits = _DTYPES[self.dtype]
+        m.dl_tensor = _DLTensor(ctypes.c_void_p(self.ptr), _DLDevice(2, self.device.index), ndim,
+                                _DLDataType(code, bits, 1), shape, None, 0)
+        m.manager_ctx = None
+        m.deleter = _dl_deleter
+        addr = ctypes.addressof(m)
+        _dl_alive[addr] = (m, shape, self)
+        return _PyCapsule_New(addr, b"dltensor", ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+
+    def free(self):
+        if getattr(self, "_owns", False) and self.ptr:
+            _lib.tilec_rt_free(self.device._h, self.ptr)
+            self._owns = False
+            self.ptr = 0
+
+    def __del__(self):
+        try:
+            self.free()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return f"<tilec.Buffer {self.dtype}{list(self.shape)} at 0x{self.ptr:x}>"
+
+
+def pointer_of(obj):
+    """The device address of a Buffer, of anything with __cuda_array_interface__, or an int."""
+    if isinstance(obj, Buffer):
+        return obj.ptr
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        return int(cai["data"][0])
+    if isinstance(obj, int):
+        return obj
+    raise TilecError(f"expected a device buffer, got {type(obj).__name__}")
+
+
+# ---- modules -----------------------------------------------------------
+
+def _diagnostics(ctx):
+    out = []
+
+    @_WRITE
+    def write(_user, data, n):
+        out.append(ctypes.string_at(data, n).decode(errors="replace"))
+        return 0
+
+    _lib.tilec_ctx_render_diags(ctx, _Sink(write, None))
+    return "".join(out)
+
+
+class Kernel:
+    """A loaded kernel variant; calling it launches it."""
+
+    def __init__(self, module, name, variant):
+        self.module, self.name, self.variant = module, name, variant
+        h = _lib.tilec_program_kernel(module._prog, name.encode(), variant)
+        if not h:
+            raise TilecError(f"no kernel {name!r} variant {variant} in {module.path}")
+        meta = _lib.tilec_rt_kernel_meta(h)
+        self.kinds = [meta.kinds[i] for i in range(meta.nparams)]
+        self.threads = meta.block_x
+        self.shared_bytes = meta.dyn_smem_bytes
+
+    def __call__(self, *args, stream=None):
+        if len(args) != len(self.kinds):
+            raise TilecError(f"{self.name} takes {len(self.kinds)} arguments, got {len(args)}")
+        packed = (_Arg * max(len(args), 1))()
+        for i, (a, k) in enumerate(zip(args, self.kinds)):
+            if k == PTR:
+                packed[i].ptr = pointer_of(a)
+            elif k in (F32, F64):
+                setattr(packed[i], "f32" if k == F32 else "f64", float(a))
+            else:
+                setattr(packed[i], {I32: "i32", I64: "i64", U32: "u32", U64: "u64"}[k], int(a))
+        st = _lib.tilec_program_launch(self.module._prog, self.name.encode(), self.variant, packed, len(args),
+                                       ctypes.c_void_p(stream) if stream else None)
+        if st != 0:
+            raise TilecError(f"launch of {self.name}: " + _lib.tilec_rt_last_error(self.module.device._h).decode())
+
+
+class Module:
+    """A .tile file built for a device: every kernel variant compiled (or
+    found in the kernel cache) and loaded."""
+
+    def __init__(self, path=None, source=None, device_=None, arch=None, threads=0, cache=True):
+        lib = _load_library()
+        self.device = device_ or device()
+        self.path = path or "<string>"
+        self._ctx = lib.tilec_ctx_new()
+        self._mod = ctypes.c_void_p()
+        self._prog = None
+        self._cache = ctypes.c_void_p()
+        if source is not None:
+            data = source.encode()
+            st = lib.tilec_parse_string(self._ctx, self.path.encode(), data, len(data), ctypes.byref(self._mod))
+        else:
+            st = lib.tilec_parse_file(self._ctx, os.fsencode(path), ctypes.byref(self._mod))
+        if st != 0:
+            raise TilecError(_diagnostics(self._ctx) or f"cannot read {self.path}")
+        if cache:
+            lib.tilec_cache_open(None, ctypes.byref(self._cache))
+        opts = _BuildOptions(arch.encode() if arch else None, threads, self._cache, None)
+        prog = ctypes.c_void_p()
+        st = lib.tilec_program_build(self._ctx, self.device._h, self._mod, ctypes.byref(opts), ctypes.byref(prog))
+        if st != 0:
+            raise TilecError(_diagnostics(self._ctx) or "build failed")
+        self._prog = prog
+        self._kernels = {}
+
+    def kernel(self, name, variant=0):
+        key = (name, variant)
+        if key not in self._kernels:
+            self._kernels[key] = Kernel(self, name, variant)
+        return self._kernels[key]
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self.kernel(name)
+
+    def stats(self):
+        s = _Stats()
+        _lib.tilec_program_get_stats(self._prog, ctypes.byref(s))
+        return {"kernels": s.kernels, "nvrtc_compiles": s.nvrtc_compiles, "cache_hit": bool(s.cache_hit),
+                "lower_ms": s.lower_ms, "compile_ms": s.compile_ms, "load_ms": s.load_ms, "key": s.key.decode()}
+
+    def close(self):
+        if _lib is None:
+            return
+        if self._prog:
+            _lib.tilec_program_free(self._prog)
+            self._prog = None
+        if self._mod:
+            _lib.tilec_module_free(self._mod)
+            self._mod = ctypes.c_void_p()
+        if self._cache:
+            _lib.tilec_cache_close(self._cache)
+            self._cache = ctypes.c_void_p()
+        if self._ctx:
+            _lib.tilec_ctx_free(self._ctx)
+            self._ctx = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def load(path, **kw):
+    """Build the .tile file at `path` for the default device."""
+    return Module(path=path, **kw)

@@ -1,0 +1,205 @@
+/* hash.c: the cache's two hashes. SHA-256 (FIPS 180-4) for cache keys, and
+ * XXH64 (the xxHash reference algorithm, seed 0) for bundle checksums:
+ * fast enough that a warm start's checksum costs next to nothing. Both read
+ * bytes in a fixed order, so results do not depend on the host. */
+#include <string.h>
+
+#include "tilec/cache.h"
+
+/* ---- SHA-256 ---- */
+
+static const uint32_t sha_k[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+static uint32_t ror32(uint32_t x, unsigned n) { return (x >> n) | (x << (32 - n)); }
+
+static void sha_block(uint32_t st[8], const uint8_t p[64])
+{
+    uint32_t w[64];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 |
+               (uint32_t)p[4 * i + 3];
+    for (int i = 16; i < 64; i++) {
+        uint32_t s0 = ror32(w[i - 15], 7) ^ ror32(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = ror32(w[i - 2], 17) ^ ror32(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = st[0], b = st[1], c = st[2], d = st[3], e = st[4], f = st[5], g = st[6], h = st[7];
+    for (int i = 0; i < 64; i++) {
+        uint32_t t1 = h + (ror32(e, 6) ^ ror32(e, 11) ^ ror32(e, 25)) + ((e & f) ^ (~e & g)) + sha_k[i] + w[i];
+        uint32_t t2 = (ror32(a, 2) ^ ror32(a, 13) ^ ror32(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+        h = g;
+        g = f;
+        f = e;
+        e = d + t1;
+        d = c;
+        c = b;
+        b = a;
+        a = t1 + t2;
+    }
+    st[0] += a;
+    st[1] += b;
+    st[2] += c;
+    st[3] += d;
+    st[4] += e;
+    st[5] += f;
+    st[6] += g;
+    st[7] += h;
+}
+
+void tilec_hasher_init(tilec_hasher *h)
+{
+    static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    memcpy(h->state, iv, sizeof iv);
+    h->bytes = 0;
+    h->used = 0;
+}
+
+void tilec_hasher_update(tilec_hasher *h, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    if (len == 0)
+        return;
+    h->bytes += len;
+    if (h->used) {
+        size_t take = 64 - h->used < len ? 64 - h->used : len;
+        memcpy(h->block + h->used, p, take);
+        h->used += take;
+        p += take;
+        len -= take;
+        if (h->used < 64)
+            return;
+        sha_block(h->state, h->block);
+        h->used = 0;
+    }
+    for (; len >= 64; p += 64, len -= 64)
+        sha_block(h->state, p);
+    memcpy(h->block, p, len);
+    h->used = len;
+}
+
+void tilec_hasher_update_u64(tilec_hasher *h, uint64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    tilec_hasher_update(h, b, sizeof b);
+}
+
+void tilec_hasher_update_str(tilec_hasher *h, const char *s)
+{
+    if (!s) {
+        tilec_hasher_update_u64(h, UINT64_MAX);
+        return;
+    }
+    size_t n = strlen(s);
+    tilec_hasher_update_u64(h, (uint64_t)n);
+    tilec_hasher_update(h, s, n);
+}
+
+void tilec_hasher_final(tilec_hasher *h, char hex[65])
+{
+    static const char digits[] = "0123456789abcdef";
+    uint64_t bits = h->bytes * 8;
+    uint8_t pad[72] = {0x80};
+    size_t npad = (h->used < 56 ? 56 : 120) - h->used;
+    for (int i = 0; i < 8; i++)
+        pad[npad + (size_t)i] = (uint8_t)(bits >> (56 - 8 * i));
+    tilec_hasher_update(h, pad, npad + 8);
+    for (int i = 0; i < 32; i++) {
+        uint8_t byte = (uint8_t)(h->state[i / 4] >> (24 - 8 * (i % 4)));
+        hex[2 * i] = digits[byte >> 4];
+        hex[2 * i + 1] = digits[byte & 15];
+    }
+    hex[64] = 0;
+}
+
+/* ---- XXH64 ---- */
+
+#define P64_1 0x9E3779B185EBCA87ULL
+#define P64_2 0xC2B2AE3D27D4EB4FULL
+#define P64_3 0x165667B19E3779F9ULL
+#define P64_4 0x85EBCA77C2B2AE63ULL
+#define P64_5 0x27D4EB2F165667C5ULL
+
+static uint64_t rol64(uint64_t x, unsigned n) { return (x << n) | (x >> (64 - n)); }
+
+static uint64_t le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t xxh_round(uint64_t acc, uint64_t lane)
+{
+    acc += lane * P64_2;
+    acc = rol64(acc, 31);
+    return acc * P64_1;
+}
+
+static uint64_t xxh_merge(uint64_t acc, uint64_t v)
+{
+    acc ^= xxh_round(0, v);
+    return acc * P64_1 + P64_4;
+}
+
+uint64_t tilec_bundle_checksum(const void *data, size_t len)
+{
+    const uint8_t *p = len ? data : (const void *)""; /* data may be NULL when len is 0 */
+    const uint8_t *end = p + len;
+    uint64_t h;
+    if (len >= 32) {
+        uint64_t v1 = P64_1 + P64_2, v2 = P64_2, v3 = 0, v4 = (uint64_t)0 - P64_1;
+        const uint8_t *limit = end - 32;
+        do {
+            v1 = xxh_round(v1, le64(p));
+            v2 = xxh_round(v2, le64(p + 8));
+            v3 = xxh_round(v3, le64(p + 16));
+            v4 = xxh_round(v4, le64(p + 24));
+            p += 32;
+        } while (p <= limit);
+        h = rol64(v1, 1) + rol64(v2, 7) + rol64(v3, 12) + rol64(v4, 18);
+        h = xxh_merge(h, v1);
+        h = xxh_merge(h, v2);
+        h = xxh_merge(h, v3);
+        h = xxh_merge(h, v4);
+    } else {
+        h = P64_5;
+    }
+    h += (uint64_t)len;
+    for (; end - p >= 8; p += 8) {
+        h ^= xxh_round(0, le64(p));
+        h = rol64(h, 27) * P64_1 + P64_4;
+    }
+    if (end - p >= 4) {
+        h ^= (uint64_t)le32(p) * P64_1;
+        h = rol64(h, 23) * P64_2 + P64_3;
+        p += 4;
+    }
+    for (; p < end; p++) {
+        h ^= (uint64_t)*p * P64_5;
+        h = rol64(h, 11) * P64_1;
+    }
+    h ^= h >> 33;
+    h *= P64_2;
+    h ^= h >> 29;
+    h *= P64_3;
+    h ^= h >> 32;
+    return h;
+}

@@ -1,0 +1,305 @@
+/* program.c: a .tile module built for the GPU. The pipeline: lower every
+ * kernel variant (microseconds), hash the sources and options into a key,
+ * look the bundle up in the cache; on a miss compile every variant with
+ * NVRTC on the async pool and store the bundle; then load each CUBIN and
+ * resolve its kernel once for static launch. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dsl/diag.h"
+#include "lower/compile.h"
+#include "parser/parse.h"
+#include "tilec/pool.h"
+#include "tilec/program.h"
+
+typedef struct pkernel {
+    const tilec_kernel *k;
+    int variant;
+    tilec_kernel_code code;
+    tilec_rt_param_kind kinds[64];
+    void *cubin;
+    size_t size;
+    char *log; /* NVRTC log of a failed compile */
+    const char *arch;
+    tilec_rt_module *mod;
+    tilec_rt_kernel *kern;
+} pkernel;
+
+struct tilec_program {
+    tilec_rt *rt;
+    const tilec_module *m;
+    pkernel *ks;
+    uint32_t n;
+    tilec_program_stats st;
+};
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static int param_kind(tilec_arg_kind a, tilec_rt_param_kind *out)
+{
+    switch (a) {
+    case TILEC_ARG_PTR: *out = TILEC_RT_PARAM_POINTER; return 0;
+    case TILEC_ARG_I32: *out = TILEC_RT_PARAM_I32; return 0;
+    case TILEC_ARG_I64: *out = TILEC_RT_PARAM_I64; return 0;
+    case TILEC_ARG_U32: *out = TILEC_RT_PARAM_U32; return 0;
+    case TILEC_ARG_U64: *out = TILEC_RT_PARAM_U64; return 0;
+    case TILEC_ARG_F32: *out = TILEC_RT_PARAM_F32; return 0;
+    case TILEC_ARG_F64: *out = TILEC_RT_PARAM_F64; return 0;
+    default: return -1;
+    }
+}
+
+/* A pool task: one NVRTC compile. */
+static int compile_task(void *arg, char **error)
+{
+    pkernel *pk = arg;
+    tilec_rt_status st = tilec_nvrtc_compile(pk->code.source, pk->code.name, pk->arch, NULL, 0, &pk->cubin, &pk->size,
+                                             &pk->log);
+    if (st == TILEC_RT_OK) {
+        free(pk->log);
+        pk->log = NULL;
+        return 0;
+    }
+    size_t n = strlen(pk->code.name) + 64;
+    *error = malloc(n);
+    if (*error)
+        snprintf(*error, n, "%s: %s", pk->code.name, tilec_rt_status_string(st));
+    return -1;
+}
+
+static void hash_module(tilec_program *p, const char *arch)
+{
+    tilec_hasher h;
+    tilec_hasher_init(&h);
+    int maj = 0, min = 0;
+    tilec_nvrtc_version(&maj, &min);
+    char buf[256];
+    snprintf(buf, sizeof buf, "tilec %s | nvrtc %d.%d | %s | -default-device --std=c++17 -lineinfo",
+             tilec_version(), maj, min, arch);
+    tilec_hasher_update_str(&h, buf);
+    for (uint32_t i = 0; i < p->n; i++) {
+        const tilec_kernel_code *c = &p->ks[i].code;
+        tilec_hasher_update_str(&h, c->name);
+        tilec_hasher_update_str(&h, c->source);
+        uint32_t meta[3] = {c->threads, c->smem_bytes, c->nparams};
+        tilec_hasher_update(&h, meta, sizeof meta);
+        tilec_hasher_update(&h, p->ks[i].kinds, c->nparams * sizeof p->ks[i].kinds[0]);
+    }
+    tilec_hasher_final(&h, p->st.key);
+}
+
+static int from_bundle(tilec_program *p, const tilec_bundle *b)
+{
+    if (b->nkernels != p->n)
+        return -1;
+    for (uint32_t i = 0; i < p->n; i++) {
+        const tilec_bundle_kernel *bk = &b->kernels[i];
+        pkernel *pk = &p->ks[i];
+        if (strcmp(bk->name, pk->code.name) || bk->threads != pk->code.threads ||
+            bk->smem_bytes != pk->code.smem_bytes || bk->nparams != pk->code.nparams || !bk->size)
+            return -1;
+        pk->cubin = malloc(bk->size);
+        if (!pk->cubin)
+            return -1;
+        memcpy(pk->cubin, bk->image, bk->size);
+        pk->size = bk->size;
+    }
+    return 0;
+}
+
+static void to_cache(tilec_program *p, tilec_cache *cache)
+{
+    tilec_bundle b = {p->n, calloc(p->n ? p->n : 1, sizeof(tilec_bundle_kernel))};
+    if (!b.kernels)
+        return;
+    for (uint32_t i = 0; i < p->n; i++) {
+        const pkernel *pk = &p->ks[i];
+        tilec_bundle_kernel *bk = &b.kernels[i];
+        bk->name = pk->code.name;
+        bk->image = pk->cubin;
+        bk->size = pk->size;
+        bk->threads = pk->code.threads;
+        bk->smem_bytes = pk->code.smem_bytes;
+        bk->nparams = pk->code.nparams;
+        memcpy(bk->kinds, pk->kinds, sizeof bk->kinds);
+    }
+    tilec_cache_put(cache, p->st.key, &b); /* a failed put still leaves the memory level */
+    free(b.kernels);
+}
+
+void tilec_program_free(tilec_program *p)
+{
+    if (!p)
+        return;
+    for (uint32_t i = 0; i < p->n; i++) {
+        tilec_rt_module_unload(p->ks[i].mod);
+        tilec_kernel_code_free(&p->ks[i].code);
+        free(p->ks[i].cubin);
+        free(p->ks[i].log);
+    }
+    free(p->ks);
+    free(p);
+}
+
+static tilec_status fail(tilec_ctx *ctx, tilec_program *p, const tilec_loc *loc, const char *msg, const char *detail)
+{
+    diag_at(ctx, &p->m->src, loc, TILEC_SEV_ERROR, "%s%s%s", msg, detail ? ": " : "", detail ? detail : "");
+    tilec_program_free(p);
+    return TILEC_ERR_INPUT;
+}
+
+tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_module *m, const tilec_build_options *o,
+                                 tilec_program **out)
+{
+    if (!ctx || !m || !out)
+        return TILEC_ERR_ARG;
+    *out = NULL;
+    tilec_build_options none = {0};
+    if (!o)
+        o = &none;
+    tilec_program *p = calloc(1, sizeof *p);
+    if (!p)
+        return TILEC_ERR_NOMEM;
+    p->rt = rt;
+    p->m = m;
+    char arch[32];
+    if (o->arch) {
+        snprintf(arch, sizeof arch, "%s", o->arch);
+    } else {
+        tilec_rt_device_props props;
+        if (!rt || tilec_rt_device_info(rt, &props) != TILEC_RT_OK)
+            return fail(ctx, p, NULL, "no architecture to compile for", rt ? tilec_rt_last_error(rt) : "no device");
+        snprintf(arch, sizeof arch, "sm_%d%d", props.sm_major, props.sm_minor);
+    }
+
+    /* lower every variant */
+    double t0 = now_ms();
+    for (uint32_t i = 0; i < m->kernels.n; i++)
+        p->n += tilec_kernel_variant_count(m->kernels.v[i]);
+    p->ks = calloc(p->n ? p->n : 1, sizeof *p->ks);
+    if (!p->ks) {
+        tilec_program_free(p);
+        return TILEC_ERR_NOMEM;
+    }
+    uint32_t at = 0;
+    for (uint32_t i = 0; i < m->kernels.n; i++) {
+        const tilec_kernel *k = m->kernels.v[i];
+        for (uint32_t v = 0; v < tilec_kernel_variant_count(k); v++, at++) {
+            pkernel *pk = &p->ks[at];
+            pk->k = k;
+            pk->variant = (int)v;
+            pk->arch = arch;
+            tilec_status st = tilec_lower_kernel(ctx, m, k, (int)v, &pk->code);
+            if (st != TILEC_OK) {
+                tilec_program_free(p);
+                return st;
+            }
+            for (uint32_t a = 0; a < pk->code.nparams; a++)
+                if (pk->code.nparams > 64 || param_kind(pk->code.params[a], &pk->kinds[a]))
+                    return fail(ctx, p, &k->params[a].loc, "this parameter type cannot be passed to a kernel yet",
+                                k->params[a].name);
+        }
+    }
+    p->st.kernels = p->n;
+    p->st.lower_ms = now_ms() - t0;
+
+    /* the cache, else NVRTC on the pool */
+    t0 = now_ms();
+    hash_module(p, arch);
+    tilec_bundle *b = NULL;
+    if (o->cache && tilec_cache_get(o->cache, p->st.key, &b) == TILEC_RT_OK) {
+        int ok = from_bundle(p, b) == 0;
+        tilec_bundle_free(b);
+        if (ok)
+            p->st.cache_hit = 1;
+        else
+            for (uint32_t i = 0; i < p->n; i++) {
+                free(p->ks[i].cubin);
+                p->ks[i].cubin = NULL;
+            }
+    }
+    if (!p->st.cache_hit) {
+        tilec_pool *pool = NULL;
+        if (tilec_pool_new(o->threads, &pool) != 0)
+            return fail(ctx, p, NULL, "cannot start the compile threads", "check TILEC_COMPILE_THREADS");
+        for (uint32_t i = 0; i < p->n; i++)
+            if (!tilec_pool_submit(pool, p->ks[i].code.name, compile_task, &p->ks[i])) {
+                tilec_pool_wait(pool, NULL);
+                tilec_pool_free(pool);
+                return fail(ctx, p, NULL, "out of memory while queueing compiles", NULL);
+            }
+        int failed = tilec_pool_wait(pool, o->progress);
+        tilec_pool_free(pool);
+        p->st.nvrtc_compiles = p->n;
+        if (failed) {
+            for (uint32_t i = 0; i < p->n; i++)
+                if (!p->ks[i].cubin)
+                    cmp_report_failure(ctx, m, p->ks[i].k, &p->ks[i].code, arch, p->ks[i].log, "compile failed");
+            tilec_program_free(p);
+            return TILEC_ERR_INPUT;
+        }
+        if (o->cache)
+            to_cache(p, o->cache);
+    }
+    p->st.compile_ms = now_ms() - t0;
+
+    /* load and resolve each kernel once */
+    t0 = now_ms();
+    for (uint32_t i = 0; rt && i < p->n; i++) {
+        pkernel *pk = &p->ks[i];
+        if (tilec_rt_module_load(rt, pk->cubin, pk->size, &pk->mod) != TILEC_RT_OK)
+            return fail(ctx, p, &pk->k->loc, "cannot load the compiled kernel", tilec_rt_last_error(rt));
+        tilec_rt_launch_meta meta = {pk->code.threads, pk->code.smem_bytes, pk->code.nparams, pk->kinds};
+        if (tilec_rt_kernel_get(pk->mod, pk->code.name, &meta, &pk->kern) != TILEC_RT_OK)
+            return fail(ctx, p, &pk->k->loc, "cannot prepare the kernel for launch", tilec_rt_last_error(rt));
+    }
+    p->st.load_ms = now_ms() - t0;
+    *out = p;
+    return TILEC_OK;
+}
+
+static const pkernel *find(const tilec_program *p, const char *name, int variant)
+{
+    for (uint32_t i = 0; i < p->n; i++)
+        if (p->ks[i].variant == variant && !strcmp(p->ks[i].k->name, name))
+            return &p->ks[i];
+    return NULL;
+}
+
+const tilec_rt_kernel *tilec_program_kernel(const tilec_program *p, const char *name, int variant)
+{
+    const pkernel *pk = p && name ? find(p, name, variant) : NULL;
+    return pk ? pk->kern : NULL;
+}
+
+tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, int variant, const tilec_rt_arg *args,
+                                     uint32_t nargs, void *stream)
+{
+    const pkernel *pk = p && name ? find(p, name, variant) : NULL;
+    if (!pk || !pk->kern || nargs != pk->code.nparams || (nargs && !args))
+        return TILEC_RT_INVALID_ARG;
+    int64_t scal[64];
+    for (uint32_t i = 0; i < nargs; i++) {
+        switch (pk->kinds[i]) {
+        case TILEC_RT_PARAM_I32: scal[i] = args[i].i32; break;
+        case TILEC_RT_PARAM_U32: scal[i] = args[i].u32; break;
+        case TILEC_RT_PARAM_I64: scal[i] = args[i].i64; break;
+        case TILEC_RT_PARAM_U64: scal[i] = (int64_t)args[i].u64; break;
+        default: scal[i] = 0; break;
+        }
+    }
+    uint32_t grid[3];
+    if (tilec_kernel_grid(pk->k, pk->variant, scal, grid) != TILEC_OK)
+        return TILEC_RT_INVALID_ARG;
+    if (!grid[0] || !grid[1] || !grid[2])
+        return TILEC_RT_OK; /* nothing to do */
+    return tilec_rt_launch(pk->kern, grid, args, stream);
+}
+
+void tilec_program_get_stats(const tilec_program *p, tilec_program_stats *s) { *s = p->st; }

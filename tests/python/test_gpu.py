@@ -1,0 +1,68 @@
+"""GPU round trip of the Python package (the GPU machine, with torch):
+build the examples through the runtime, launch with torch tensors and with
+tilec buffers, hand buffers to torch through DLPack and the CUDA array
+interface without a copy, and check a warm start compiles nothing."""
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+import tilec  # noqa: E402
+
+try:
+    import torch
+    HAVE_GPU = torch.cuda.is_available()
+except ImportError:
+    HAVE_GPU = False
+
+
+@unittest.skipUnless(HAVE_GPU, "no GPU or no torch")
+class GpuTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        os.environ["TILEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="tilec_py_")
+        torch.cuda.init()
+
+    def test_add_relu_with_torch_tensors(self):
+        mod = tilec.load("examples/add_relu.tile")
+        for n in (1, 1000, 4097, (1 << 20) + 3):
+            x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+            out = torch.full((n,), float("nan"), device="cuda")
+            torch.cuda.synchronize()
+            mod.add_relu(x, y, out, n)
+            tilec.device().synchronize()
+            torch.testing.assert_close(out, torch.relu(x + y))
+
+    def test_buffers_through_dlpack(self):
+        mod = tilec.load("examples/softmax.tile")
+        rows, cols = 7, 1000
+        x = torch.randn(rows, cols, device="cuda")
+        torch.cuda.synchronize()
+        y = tilec.Buffer((rows, cols), "f32")
+        y.fill_u32(0x7FC00000)
+        mod.kernel("softmax", 0)(x, y, rows, cols)
+        ty = torch.from_dlpack(y)              # zero-copy
+        self.assertEqual(ty.data_ptr(), y.ptr)
+        torch.testing.assert_close(ty, torch.softmax(x, -1))
+        tz = torch.as_tensor(y, device="cuda")  # through __cuda_array_interface__
+        self.assertEqual(tz.data_ptr(), y.ptr)
+
+    def test_bytes_round_trip(self):
+        import array
+        data = array.array("f", [float(i) - 3.5 for i in range(1000)])
+        b = tilec.Buffer.from_bytes(data, (1000,), "f32")
+        self.assertEqual(b.tolist(), list(data))
+
+    def test_warm_start_compiles_nothing(self):
+        a = tilec.load("examples/matmul.tile")
+        first = a.stats()
+        b = tilec.load("examples/matmul.tile")
+        second = b.stats()
+        self.assertEqual(second["nvrtc_compiles"], 0)
+        self.assertTrue(second["cache_hit"])
+        self.assertEqual(first["key"], second["key"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

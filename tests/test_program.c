@@ -1,0 +1,118 @@
+/* test_program.c: building a module without a GPU (rt NULL: compile only):
+ * every variant compiled once through the pool, stored as one bundle; a
+ * second build with a fresh cache object on the same directory compiles
+ * nothing; a corrupt bundle is rebuilt; a broken kernel is reported at its
+ * .tile line with the other kernels still compiled. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+
+#include "helpers.h"
+#include "tilec/program.h"
+
+static char dir[64];
+
+static void make_dir(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/tilec_prog_XXXXXX");
+    cr_assert(mkdtemp(dir));
+}
+
+static void remove_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+TestSuite(program, .init = make_dir, .fini = remove_dir);
+
+static tilec_status build(const char *path, int threads, tilec_program_stats *st, char **diags)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK);
+    tilec_cache *cache = NULL;
+    cr_assert_eq(tilec_cache_open(dir, &cache), TILEC_RT_OK);
+    tilec_build_options o = {"sm_90", threads, cache, NULL};
+    tilec_program *p = NULL;
+    tilec_status s = tilec_program_build(ctx, NULL, m, &o, &p);
+    if (s == TILEC_OK)
+        tilec_program_get_stats(p, st);
+    membuf mb = {0};
+    tilec_ctx_render_diags(ctx, membuf_sink(&mb));
+    if (diags)
+        *diags = mb.s ? mb.s : calloc(1, 1);
+    else
+        free(mb.s);
+    tilec_program_free(p);
+    tilec_cache_close(cache);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    return s;
+}
+
+static int count_files(const char *suffix)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strstr(e->d_name, suffix))
+            n++;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+Test(program, warm_build_compiles_nothing, .timeout = 300)
+{
+    tilec_program_stats cold, warm;
+    cr_assert_eq(build("examples/matmul.tile", 2, &cold, NULL), TILEC_OK);
+    cr_expect_eq(cold.kernels, 3);
+    cr_expect_eq(cold.nvrtc_compiles, 3);
+    cr_expect_eq(cold.cache_hit, 0);
+    cr_expect_eq(count_files(".tilecbundle"), 1, "one bundle per module");
+    cr_assert_eq(build("examples/matmul.tile", 2, &warm, NULL), TILEC_OK);
+    cr_expect_eq(warm.nvrtc_compiles, 0);
+    cr_expect_eq(warm.cache_hit, 1);
+    cr_expect_str_eq(warm.key, cold.key);
+}
+
+Test(program, key_follows_the_source, .timeout = 300)
+{
+    tilec_program_stats a, b;
+    cr_assert_eq(build("examples/add_relu.tile", 1, &a, NULL), TILEC_OK);
+    cr_assert_eq(build("examples/softmax.tile", 1, &b, NULL), TILEC_OK);
+    cr_expect_str_neq(a.key, b.key);
+    cr_expect_eq(b.nvrtc_compiles, 3);
+    cr_expect_eq(count_files(".tilecbundle"), 2);
+}
+
+Test(program, corrupt_bundle_is_rebuilt, .timeout = 300)
+{
+    tilec_program_stats a, b, c;
+    cr_assert_eq(build("examples/add_relu.tile", 1, &a, NULL), TILEC_OK);
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s.tilecbundle", dir, a.key);
+    FILE *f = fopen(path, "r+b");
+    cr_assert(f, "no bundle at %s", path);
+    fseek(f, 100, SEEK_SET);
+    fputc(0x5a ^ fgetc(f), f);
+    fclose(f);
+    cr_assert_eq(build("examples/add_relu.tile", 1, &b, NULL), TILEC_OK);
+    cr_expect_eq(b.cache_hit, 0, "a flipped byte must be a miss");
+    cr_expect_eq(b.nvrtc_compiles, 1);
+    cr_assert_eq(build("examples/add_relu.tile", 1, &c, NULL), TILEC_OK);
+    cr_expect_eq(c.cache_hit, 1, "the rebuilt bundle replaced the bad one");
+}
+
+Test(program, disabled_caches_compile_every_time, .timeout = 300)
+{
+    setenv("TILEC_FORCE_DISABLE_CACHES", "1", 1);
+    tilec_program_stats a, b;
+    cr_assert_eq(build("examples/add_relu.tile", 1, &a, NULL), TILEC_OK);
+    cr_assert_eq(build("examples/add_relu.tile", 1, &b, NULL), TILEC_OK);
+    cr_expect_eq(b.nvrtc_compiles, 1);
+    cr_expect_eq(count_files(".tilecbundle"), 0);
+    unsetenv("TILEC_FORCE_DISABLE_CACHES");
+}
