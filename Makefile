@@ -103,6 +103,7 @@ $(BUILD)/bench/bench_runtime: $(BUILD)/obj/bench/runtime/bench_runtime.o $(LIBA)
 GPUDIR  ?= .gpu
 gpu-bundle: all $(TESTS) $(BENCH) $(FAKECUDA)
 	../shared/tools/gpu-bundle $(GPUDIR) $(TILEC) $(TESTS) $(BENCH) $(FAKECUDA)
+	cp $(LIBSO) $(GPUDIR)/lib/
 $(BUILD)/obj/runtime/%.o: CPPFLAGS += -I$(CUDA)/include
 
 # ---- the two commands of the README ----
