@@ -135,10 +135,16 @@ static uint64_t rol64(uint64_t x, unsigned n) { return (x << n) | (x >> (64 - n)
 
 static uint64_t le64(const uint8_t *p)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v; /* one unaligned load: the checksum runs over whole bundles */
+    memcpy(&v, p, sizeof v);
+    return v;
+#else
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--)
         v = v << 8 | p[i];
     return v;
+#endif
 }
 
 static uint32_t le32(const uint8_t *p)

@@ -3,6 +3,7 @@
  * look the bundle up in the cache; on a miss compile every variant with
  * NVRTC on the async pool and store the bundle; then load each CUBIN and
  * resolve its kernel once for static launch. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -73,6 +74,10 @@ static int compile_task(void *arg, char **error)
     return -1;
 }
 
+/* The key: everything the compiled code depends on. The lowering is a
+ * function of the checked module, itself a function of the .tile text, so
+ * hashing the text (not the generated CUDA C) lets a warm start skip the
+ * lowering altogether. */
 static void hash_module(tilec_program *p, const char *arch)
 {
     tilec_hasher h;
@@ -83,32 +88,58 @@ static void hash_module(tilec_program *p, const char *arch)
     snprintf(buf, sizeof buf, "tilec %s | nvrtc %d.%d | %s | -default-device --std=c++17 -lineinfo",
              tilec_version(), maj, min, arch);
     tilec_hasher_update_str(&h, buf);
-    for (uint32_t i = 0; i < p->n; i++) {
-        const tilec_kernel_code *c = &p->ks[i].code;
-        tilec_hasher_update_str(&h, c->name);
-        tilec_hasher_update_str(&h, c->source);
-        uint32_t meta[3] = {c->threads, c->smem_bytes, c->nparams};
-        tilec_hasher_update(&h, meta, sizeof meta);
-        tilec_hasher_update(&h, p->ks[i].kinds, c->nparams * sizeof p->ks[i].kinds[0]);
-    }
+    tilec_hasher_update_str(&h, p->m->src.name);
+    tilec_hasher_update(&h, p->m->src.text, p->m->src.len);
     tilec_hasher_final(&h, p->st.key);
 }
 
-static int from_bundle(tilec_program *p, const tilec_bundle *b)
+/* Fill the kernels from a cached bundle: names, launch metadata, images.
+ * The parameter kinds must be the ones the module's parameters give. */
+static int from_bundle(tilec_program *p, tilec_bundle *b)
 {
     if (b->nkernels != p->n)
         return -1;
     for (uint32_t i = 0; i < p->n; i++) {
-        const tilec_bundle_kernel *bk = &b->kernels[i];
+        tilec_bundle_kernel *bk = &b->kernels[i];
         pkernel *pk = &p->ks[i];
-        if (strcmp(bk->name, pk->code.name) || bk->threads != pk->code.threads ||
-            bk->smem_bytes != pk->code.smem_bytes || bk->nparams != pk->code.nparams || !bk->size)
+        char name[600];
+        snprintf(name, sizeof name, "%s_v%d", pk->k->name, pk->variant);
+        if (strcmp(bk->name, name) || bk->nparams != pk->k->nparams || !bk->size ||
+            memcmp(bk->kinds, pk->kinds, bk->nparams * sizeof pk->kinds[0]))
             return -1;
-        pk->cubin = malloc(bk->size);
-        if (!pk->cubin)
+        pk->code.name = strdup(bk->name);
+        if (!pk->code.name)
             return -1;
-        memcpy(pk->cubin, bk->image, bk->size);
+        pk->cubin = bk->image; /* the bundle is ours: take its images */
+        bk->image = NULL;
         pk->size = bk->size;
+        pk->code.threads = bk->threads;
+        pk->code.smem_bytes = bk->smem_bytes;
+        pk->code.nparams = bk->nparams;
+        pk->code.kernel = pk->k;
+        pk->code.variant = pk->variant;
+    }
+    return 0;
+}
+
+/* The kinds of k's parameters for launch, or -1 with the bad parameter. */
+static int kinds_of(const tilec_kernel *k, tilec_rt_param_kind *kinds, uint32_t *bad)
+{
+    static const tilec_arg_kind by_dtype[] = {TILEC_ARG_BOOL, TILEC_ARG_I8, TILEC_ARG_I16, TILEC_ARG_I32,
+                                              TILEC_ARG_I64, TILEC_ARG_U8, TILEC_ARG_U16, TILEC_ARG_U32,
+                                              TILEC_ARG_U64, TILEC_ARG_F16, TILEC_ARG_BF16, TILEC_ARG_F32,
+                                              TILEC_ARG_F64};
+    if (k->nparams > 64) {
+        *bad = 64;
+        return -1;
+    }
+    for (uint32_t a = 0; a < k->nparams; a++) {
+        const tilec_param *prm = &k->params[a];
+        tilec_arg_kind ak = prm->type.kind == TILEC_TE_POINTER ? TILEC_ARG_PTR : by_dtype[prm->type.dtype];
+        if (param_kind(ak, &kinds[a])) {
+            *bad = a;
+            return -1;
+        }
     }
     return 0;
 }
@@ -178,8 +209,7 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
         snprintf(arch, sizeof arch, "sm_%d%d", props.sm_major, props.sm_minor);
     }
 
-    /* lower every variant */
-    double t0 = now_ms();
+    /* every variant, with its launch parameter kinds */
     for (uint32_t i = 0; i < m->kernels.n; i++)
         p->n += tilec_kernel_variant_count(m->kernels.v[i]);
     p->ks = calloc(p->n ? p->n : 1, sizeof *p->ks);
@@ -195,22 +225,17 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
             pk->k = k;
             pk->variant = (int)v;
             pk->arch = arch;
-            tilec_status st = tilec_lower_kernel(ctx, m, k, (int)v, &pk->code);
-            if (st != TILEC_OK) {
-                tilec_program_free(p);
-                return st;
-            }
-            for (uint32_t a = 0; a < pk->code.nparams; a++)
-                if (pk->code.nparams > 64 || param_kind(pk->code.params[a], &pk->kinds[a]))
-                    return fail(ctx, p, &k->params[a].loc, "this parameter type cannot be passed to a kernel yet",
-                                k->params[a].name);
+            uint32_t bad;
+            if (kinds_of(k, pk->kinds, &bad))
+                return fail(ctx, p, bad < k->nparams ? &k->params[bad].loc : &k->loc,
+                            "this parameter cannot be passed to a kernel yet (pointers and 32/64-bit scalars can)",
+                            bad < k->nparams ? k->params[bad].name : "more than 64 parameters");
         }
     }
     p->st.kernels = p->n;
-    p->st.lower_ms = now_ms() - t0;
 
-    /* the cache, else NVRTC on the pool */
-    t0 = now_ms();
+    /* the cache first: a hit needs neither lowering nor NVRTC */
+    double t0 = now_ms();
     hash_module(p, arch);
     tilec_bundle *b = NULL;
     if (o->cache && tilec_cache_get(o->cache, p->st.key, &b) == TILEC_RT_OK) {
@@ -222,9 +247,19 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
             for (uint32_t i = 0; i < p->n; i++) {
                 free(p->ks[i].cubin);
                 p->ks[i].cubin = NULL;
+                tilec_kernel_code_free(&p->ks[i].code);
             }
     }
     if (!p->st.cache_hit) {
+        double tl = now_ms();
+        for (uint32_t i = 0; i < p->n; i++) {
+            tilec_status st = tilec_lower_kernel(ctx, m, p->ks[i].k, p->ks[i].variant, &p->ks[i].code);
+            if (st != TILEC_OK) {
+                tilec_program_free(p);
+                return st;
+            }
+        }
+        p->st.lower_ms = now_ms() - tl;
         tilec_pool *pool = NULL;
         if (tilec_pool_new(o->threads, &pool) != 0)
             return fail(ctx, p, NULL, "cannot start the compile threads", "check TILEC_COMPILE_THREADS");
@@ -247,7 +282,7 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
         if (o->cache)
             to_cache(p, o->cache);
     }
-    p->st.compile_ms = now_ms() - t0;
+    p->st.compile_ms = now_ms() - t0 - p->st.lower_ms;
 
     /* load and resolve each kernel once */
     t0 = now_ms();

@@ -39,12 +39,13 @@ static void die(const char *what, tilec_rt *rt)
 
 static tilec_program *build(tilec_rt *rt, const char *path, const char *src, tilec_cache *cache, int threads,
                             tilec_program_stats *st, tilec_module **mout, tilec_ctx **cout)
+/* rt NULL: compile only, for sm_90 */
 {
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = NULL;
     tilec_status s = src ? tilec_parse_string(ctx, path, src, strlen(src), &m) : tilec_parse_file(ctx, path, &m);
     tilec_program *p = NULL;
-    tilec_build_options o = {NULL, threads, cache, NULL};
+    tilec_build_options o = {rt ? NULL : "sm_90", threads, cache, NULL};
     if (s == TILEC_OK)
         s = tilec_program_build(ctx, rt, m, &o, &p);
     if (s != TILEC_OK) {
@@ -112,12 +113,12 @@ int main(int argc, char **argv)
     }
 
     /* ---- launch: host cost per launch of an empty kernel ---- */
-    static const char empty_src[] = "kernel empty(x: *f32, n: i32) grid (1) hints { warps = 1 } { }\n";
+    static const char empty_src[] = "kernel noop(x: *f32, n: i32) grid (1) hints { warps = 1 } { }\n";
     tilec_program_stats pst;
     tilec_module *em;
     tilec_ctx *ectx;
-    tilec_program *ep = build(rt, "empty.tile", empty_src, NULL, 1, &pst, &em, &ectx);
-    const tilec_rt_kernel *k = tilec_program_kernel(ep, "empty", 0);
+    tilec_program *ep = build(rt, "noop.tile", empty_src, NULL, 1, &pst, &em, &ectx);
+    const tilec_rt_kernel *k = tilec_program_kernel(ep, "noop", 0);
     uint64_t dummy;
     tilec_rt_malloc(rt, 256, &dummy);
     tilec_rt_arg args[2] = {{.ptr = dummy}, {.i32 = 1}};
@@ -131,10 +132,10 @@ int main(int argc, char **argv)
     tilec_kernel_code code;
     void *cubin;
     size_t size;
-    if (tilec_compile_kernel(ectx, em, tilec_module_find_kernel(em, "empty"), 0, "sm_90", &code, &cubin, &size))
+    if (tilec_compile_kernel(ectx, em, tilec_module_find_kernel(em, "noop"), 0, "sm_90", &code, &cubin, &size))
         die("compile", rt);
     void *cmod = NULL, *cfn = NULL;
-    if (!modload || modload(&cmod, cubin) || getfn(&cfn, cmod, "empty_v0"))
+    if (!modload || modload(&cmod, cubin) || getfn(&cfn, cmod, "noop_v0"))
         die("bare driver load", rt);
     enum { BATCH = 1000, ROUNDS = 30 };
     double tl[ROUNDS], tb[ROUNDS];

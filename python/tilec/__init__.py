@@ -229,23 +229,26 @@ def _dl_deleter(managed):
     _dl_alive.pop(ctypes.addressof(managed.contents), None)
 
 
-_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.py_object)
+# The capsule destructor gets a dying object: take it as a bare pointer (a
+# py_object argument would revive it), and use the pointer-typed C calls.
+_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_DLTENSOR_NAME = ctypes.c_char_p(b"dltensor")  # must outlive every capsule
 _PyCapsule_New = ctypes.pythonapi.PyCapsule_New
 _PyCapsule_New.restype = ctypes.py_object
 _PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 _PyCapsule_IsValid = ctypes.pythonapi.PyCapsule_IsValid
 _PyCapsule_IsValid.restype = ctypes.c_int
-_PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 _PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
 _PyCapsule_GetPointer.restype = ctypes.c_void_p
-_PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 
 
 @_CAPSULE_DESTRUCTOR
 def _capsule_destructor(capsule):
-    # an unconsumed capsule still owns its tensor
-    if _PyCapsule_IsValid(capsule, b"dltensor"):
-        addr = _PyCapsule_GetPointer(capsule, b"dltensor")
+    # an unconsumed capsule still owns its tensor; a consumer renames it
+    if _PyCapsule_IsValid(capsule, _DLTENSOR_NAME.value):
+        addr = _PyCapsule_GetPointer(capsule, _DLTENSOR_NAME.value)
         _dl_alive.pop(addr, None)
 
 
@@ -325,7 +328,7 @@ class Buffer:
         m.deleter = _dl_deleter
         addr = ctypes.addressof(m)
         _dl_alive[addr] = (m, shape, self)
-        return _PyCapsule_New(addr, b"dltensor", ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+        return _PyCapsule_New(addr, _DLTENSOR_NAME, ctypes.cast(_capsule_destructor, ctypes.c_void_p))
 
     def free(self):
         if getattr(self, "_owns", False) and self.ptr:
