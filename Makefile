@@ -127,7 +127,7 @@ test-run: all $(TESTS)
 	@echo "all test suites passed"
 
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 OPT="-O1 -g" test-run
+	@LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 OPT="-O1 -g" test-run
 
 # Rewrite the expected outputs of the golden tests from the current build
 # (review the diff before committing it).
