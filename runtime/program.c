@@ -23,6 +23,7 @@ typedef struct pkernel {
     size_t size;
     char *log; /* NVRTC log of a failed compile */
     const char *arch;
+    int isolate; /* compile in a child process (parallel builds) */
     tilec_rt_module *mod;
     tilec_rt_kernel *kern;
 } pkernel;
@@ -60,8 +61,11 @@ static int param_kind(tilec_arg_kind a, tilec_rt_param_kind *out)
 static int compile_task(void *arg, char **error)
 {
     pkernel *pk = arg;
-    tilec_rt_status st = tilec_nvrtc_compile(pk->code.source, pk->code.name, pk->arch, NULL, 0, &pk->cubin, &pk->size,
-                                             &pk->log);
+    tilec_rt_status st =
+        pk->isolate ? tilec_nvrtc_compile_isolated(pk->code.source, pk->code.name, pk->arch, NULL, 0, &pk->cubin,
+                                                   &pk->size, &pk->log)
+                    : tilec_nvrtc_compile(pk->code.source, pk->code.name, pk->arch, NULL, 0, &pk->cubin, &pk->size,
+                                          &pk->log);
     if (st == TILEC_RT_OK) {
         free(pk->log);
         pk->log = NULL;
@@ -263,6 +267,12 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
         tilec_pool *pool = NULL;
         if (tilec_pool_new(o->threads, &pool) != 0)
             return fail(ctx, p, NULL, "cannot start the compile threads", "check TILEC_COMPILE_THREADS");
+        tilec_pool_stats ps;
+        tilec_pool_get_stats(pool, &ps);
+        /* several compiles at once need processes (NVRTC serializes threads);
+         * one thread compiles in the caller, for debugging */
+        for (uint32_t i = 0; i < p->n; i++)
+            p->ks[i].isolate = ps.threads > 1 && p->n > 1;
         for (uint32_t i = 0; i < p->n; i++)
             if (!tilec_pool_submit(pool, p->ks[i].code.name, compile_task, &p->ks[i])) {
                 tilec_pool_wait(pool, NULL);

@@ -208,22 +208,28 @@ int main(int argc, char **argv)
                                 "    store(y + i, exp(load(x + i, i < n) * %d.5) + sin(load(x + i, i < n)), i < n);\n"
                                 "}\n",
                                 i, i);
+    /* each count twice, in two orders, the best of each kept */
     static const int threads[] = {1, 2, 4, 8, 16};
-    double t1 = 0;
-    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
-        tilec_module *m;
-        tilec_ctx *ctx;
-        double a = now_us();
-        tilec_program *p = build(NULL, "pool32.tile", src, NULL, threads[t], &pst, &m, &ctx);
-        double ms = (now_us() - a) / 1e3;
-        if (t == 0)
-            t1 = ms;
-        printf("pool: 32 kernels with %2d threads: %8.1f ms (%.2fx)\n", threads[t], ms, t1 / ms);
-        fprintf(out, "{\"bench\": \"pool\", \"threads\": %d, \"ms\": %.3f, \"speedup\": %.3f}\n", threads[t], ms, t1 / ms);
-        tilec_program_free(p);
-        tilec_module_free(m);
-        tilec_ctx_free(ctx);
-    }
+    enum { NT = sizeof threads / sizeof threads[0] };
+    double best[NT];
+    for (int r = 0; r < 2; r++)
+        for (int q = 0; q < NT; q++) {
+            int t = r ? NT - 1 - q : q;
+            tilec_module *m;
+            tilec_ctx *ctx;
+            double a = now_us();
+            tilec_program *p = build(NULL, "pool32.tile", src, NULL, threads[t], &pst, &m, &ctx);
+            double ms = (now_us() - a) / 1e3;
+            if (!r || ms < best[t])
+                best[t] = ms;
+            printf("pool: 32 kernels with %2d threads: %8.1f ms\n", threads[t], ms);
+            tilec_program_free(p);
+            tilec_module_free(m);
+            tilec_ctx_free(ctx);
+        }
+    for (int t = 0; t < NT; t++)
+        fprintf(out, "{\"bench\": \"pool\", \"threads\": %d, \"ms\": %.3f, \"speedup\": %.3f}\n", threads[t], best[t],
+                best[0] / best[t]);
     free(src);
     fclose(out);
     tilec_rt_free(rt, dummy);

@@ -239,6 +239,14 @@ tilec_rt_status tilec_nvrtc_compile(const char *source, const char *program_name
                                     const char *const *extra_options, size_t nopts, void **cubin,
                                     size_t *cubin_size, char **log);
 
+/* The same compile in a child process (fork), the result sent back through
+ * a pipe: NVRTC serializes compiles within one process, so parallel
+ * compiles need processes. Falls back to an in-process compile when fork
+ * fails. A worker that dies is a TILEC_RT_COMPILE_ERROR whose log says so. */
+tilec_rt_status tilec_nvrtc_compile_isolated(const char *source, const char *program_name, const char *arch,
+                                             const char *const *extra_options, size_t nopts, void **cubin,
+                                             size_t *cubin_size, char **log);
+
 /* The version of the linked NVRTC (13, 0). */
 tilec_rt_status tilec_nvrtc_version(int *major, int *minor);
 
