@@ -89,8 +89,9 @@ static void hash_module(tilec_program *p, const char *arch)
     int maj = 0, min = 0;
     tilec_nvrtc_version(&maj, &min);
     char buf[256];
-    snprintf(buf, sizeof buf, "tilec %s | nvrtc %d.%d | %s | -default-device --std=c++17 -lineinfo",
-             tilec_version(), maj, min, arch);
+    const char *li = getenv("TILEC_LINEINFO");
+    snprintf(buf, sizeof buf, "tilec %s | nvrtc %d.%d | %s | -default-device --std=c++17%s", tilec_version(), maj, min,
+             arch, li && !strcmp(li, "1") ? " -lineinfo" : "");
     tilec_hasher_update_str(&h, buf);
     tilec_hasher_update_str(&h, p->m->src.name);
     tilec_hasher_update(&h, p->m->src.text, p->m->src.len);

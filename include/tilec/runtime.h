@@ -228,7 +228,7 @@ tilec_rt_status tilec_rt_launch(const tilec_rt_kernel *k, const uint32_t grid[3]
 /* Compile `source` (program_name, e.g. "add_relu.cu", names it in the log;
  * NULL: "kernel.cu") to a CUBIN for arch ("sm_90", "sm_90a", "sm_100f"...).
  * Options, fixed per call, before the extra ones:
- *   --gpu-architecture=<arch> -default-device --std=c++17 -lineinfo
+ *   --gpu-architecture=<arch> -default-device --std=c++17 [-lineinfo: TILEC_LINEINFO=1]
  *   -I<CUDA include dir>   (so <cuda_fp16.h>, <cuda_bf16.h>, <mma.h> resolve)
  * On success *cubin is a malloc'd image of *cubin_size bytes and *log the
  * NVRTC log when it is not empty (warnings), else NULL. On failure *cubin
