@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "tilec/lower.h"
+#include "tilec/workers.h"
 #include "tilec/tilec.h"
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
@@ -142,6 +143,10 @@ int main(int argc, char **argv)
     int nfiles = 0;
     if (!files)
         return EXIT_INPUT;
+    if (argc == 2 && !strcmp(argv[1], "--compile-worker")) {
+        free(files); /* a compile worker of a parallel build (not for people) */
+        return tilec_compile_worker_main(0, 1);
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

@@ -13,6 +13,7 @@
 #include "parser/parse.h"
 #include "tilec/pool.h"
 #include "tilec/program.h"
+#include "tilec/workers.h"
 
 typedef struct pkernel {
     const tilec_kernel *k;
@@ -24,6 +25,7 @@ typedef struct pkernel {
     char *log; /* NVRTC log of a failed compile */
     const char *arch;
     int isolate; /* compile in a child process (parallel builds) */
+    tilec_compile_workers *workers; /* compile on a worker process */
     tilec_rt_module *mod;
     tilec_rt_kernel *kern;
 } pkernel;
@@ -62,7 +64,9 @@ static int compile_task(void *arg, char **error)
 {
     pkernel *pk = arg;
     tilec_rt_status st =
-        pk->isolate ? tilec_nvrtc_compile_isolated(pk->code.source, pk->code.name, pk->arch, NULL, 0, &pk->cubin,
+        pk->workers ? tilec_compile_workers_compile(pk->workers, pk->code.source, pk->code.name, pk->arch, &pk->cubin,
+                                                    &pk->size, &pk->log)
+        : pk->isolate ? tilec_nvrtc_compile_isolated(pk->code.source, pk->code.name, pk->arch, NULL, 0, &pk->cubin,
                                                    &pk->size, &pk->log)
                     : tilec_nvrtc_compile(pk->code.source, pk->code.name, pk->arch, NULL, 0, &pk->cubin, &pk->size,
                                           &pk->log);
@@ -270,13 +274,15 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
             return fail(ctx, p, NULL, "cannot start the compile threads", "check TILEC_COMPILE_THREADS");
         tilec_pool_stats ps;
         tilec_pool_get_stats(pool, &ps);
-        /* several compiles at once need processes (NVRTC serializes threads);
-         * one thread compiles in the caller, for debugging */
-        for (uint32_t i = 0; i < p->n; i++)
-            p->ks[i].isolate = ps.threads > 1 && p->n > 1;
-        /* the first compile of a process initializes NVRTC (about 0.3 s on
-         * the H100 machine); doing it here, before the forks, lets every
-         * child inherit that state instead of paying it again */
+        /* several compiles at once need processes (NVRTC serializes threads):
+         * worker processes when the tilec executable is found, else a fork
+         * per compile; one thread compiles in the caller, for debugging */
+        tilec_compile_workers *workers = ps.threads > 1 && p->n > 1 ? tilec_compile_workers_new(ps.threads) : NULL;
+        for (uint32_t i = 0; i < p->n; i++) {
+            p->ks[i].workers = workers;
+            p->ks[i].isolate = !workers && ps.threads > 1 && p->n > 1;
+        }
+        /* forked children inherit NVRTC's state: initialize it here first */
         uint32_t first = 0;
         if (p->n > 1 && p->ks[0].isolate) {
             p->ks[0].isolate = 0;
@@ -289,10 +295,12 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
             if (!tilec_pool_submit(pool, p->ks[i].code.name, compile_task, &p->ks[i])) {
                 tilec_pool_wait(pool, NULL);
                 tilec_pool_free(pool);
+                tilec_compile_workers_free(workers);
                 return fail(ctx, p, NULL, "out of memory while queueing compiles", NULL);
             }
         int failed = tilec_pool_wait(pool, o->progress);
         tilec_pool_free(pool);
+        tilec_compile_workers_free(workers);
         p->st.nvrtc_compiles = p->n;
         if (failed) {
             for (uint32_t i = 0; i < p->n; i++)

@@ -5,6 +5,7 @@
  * .tile line with the other kernels still compiled. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "tilec/program.h"
@@ -115,4 +116,27 @@ Test(program, disabled_caches_compile_every_time, .timeout = 300)
     cr_expect_eq(b.nvrtc_compiles, 1);
     cr_expect_eq(count_files(".tilecbundle"), 0);
     unsetenv("TILEC_FORCE_DISABLE_CACHES");
+}
+
+Test(program, parallel_build_survives_a_dead_worker, .timeout = 300)
+{
+    /* a worker that exits at once: every job falls back to an in-process compile */
+    setenv("TILEC_COMPILE_WORKER", "/bin/true", 1);
+    tilec_program_stats st;
+    cr_assert_eq(build("examples/softmax.tile", 2, &st, NULL), TILEC_OK);
+    cr_expect_eq(st.nvrtc_compiles, 3);
+    unsetenv("TILEC_COMPILE_WORKER");
+}
+
+Test(program, parallel_build_with_worker_processes, .timeout = 300)
+{
+    setenv("TILEC_COMPILE_WORKER", "build/bin/tilec", 1);
+    if (access("build/bin/tilec", X_OK) != 0)
+        setenv("TILEC_COMPILE_WORKER", "build-asan/bin/tilec", 1);
+    tilec_program_stats par, warm;
+    cr_assert_eq(build("examples/layernorm.tile", 3, &par, NULL), TILEC_OK);
+    cr_expect_eq(par.nvrtc_compiles, 3);
+    cr_assert_eq(build("examples/layernorm.tile", 3, &warm, NULL), TILEC_OK);
+    cr_expect_eq(warm.cache_hit, 1, "the bundle the workers built is whole");
+    unsetenv("TILEC_COMPILE_WORKER");
 }

@@ -101,6 +101,37 @@ int main(int argc, char **argv)
 {
     if (argc > 3 && !strcmp(argv[1], "--child"))
         return child_build(argv[2], argv[3]);
+    if (argc > 1 && !strcmp(argv[1], "--probe")) {
+        /* where NVRTC's time goes: in-process compiles, then compiles in a
+         * forked child of a process that has compiled before */
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        if (tilec_parse_file(ctx, argv[2], &m) != TILEC_OK)
+            die("parse", NULL);
+        for (int round = 0; round < 2; round++) {
+            pid_t pid = round ? fork() : 0;
+            if (pid > 0) {
+                int wst;
+                waitpid(pid, &wst, 0);
+                continue;
+            }
+            for (uint32_t i = 0; i < 4 && i < tilec_module_kernel_count(m); i++) {
+                tilec_kernel_code code;
+                void *cubin;
+                size_t size;
+                double a = now_us();
+                if (tilec_compile_kernel(ctx, m, tilec_module_kernel(m, i), 0, "sm_90", &code, &cubin, &size))
+                    die("compile", NULL);
+                printf("probe: %s compile %u: %.1f ms\n", round ? "child" : "parent", i, (now_us() - a) / 1e3);
+                free(cubin);
+                tilec_kernel_code_free(&code);
+            }
+            fflush(stdout);
+            if (round)
+                _exit(0);
+        }
+        return 0;
+    }
     const char *outpath = argc > 1 ? argv[1] : "runtime.jsonl";
     const char *examples = argc > 2 ? argv[2] : "examples/matmul.tile";
     FILE *out = fopen(outpath, "w");
