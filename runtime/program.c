@@ -277,7 +277,10 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
         /* several compiles at once need processes (NVRTC serializes threads):
          * worker processes when the tilec executable is found, else a fork
          * per compile; one thread compiles in the caller, for debugging */
-        tilec_compile_workers *workers = ps.threads > 1 && p->n > 1 ? tilec_compile_workers_new(ps.threads) : NULL;
+        tilec_compile_workers *own = NULL;
+        if (!o->workers && ps.threads > 1 && p->n > 1)
+            own = tilec_compile_workers_new(ps.threads);
+        tilec_compile_workers *workers = ps.threads > 1 && p->n > 1 ? (o->workers ? o->workers : own) : NULL;
         for (uint32_t i = 0; i < p->n; i++) {
             p->ks[i].workers = workers;
             p->ks[i].isolate = !workers && ps.threads > 1 && p->n > 1;
@@ -300,7 +303,7 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
             }
         int failed = tilec_pool_wait(pool, o->progress);
         tilec_pool_free(pool);
-        tilec_compile_workers_free(workers);
+        tilec_compile_workers_free(own);
         p->st.nvrtc_compiles = p->n;
         if (failed) {
             for (uint32_t i = 0; i < p->n; i++)

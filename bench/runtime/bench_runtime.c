@@ -37,6 +37,8 @@ static void die(const char *what, tilec_rt *rt)
     exit(1);
 }
 
+static tilec_compile_workers *workers; /* the pool bench's warm worker processes */
+
 static tilec_program *build(tilec_rt *rt, const char *path, const char *src, tilec_cache *cache, int threads,
                             tilec_program_stats *st, tilec_module **mout, tilec_ctx **cout)
 /* rt NULL: compile only, for sm_90 */
@@ -45,7 +47,7 @@ static tilec_program *build(tilec_rt *rt, const char *path, const char *src, til
     tilec_module *m = NULL;
     tilec_status s = src ? tilec_parse_string(ctx, path, src, strlen(src), &m) : tilec_parse_file(ctx, path, &m);
     tilec_program *p = NULL;
-    tilec_build_options o = {rt ? NULL : "sm_90", threads, cache, NULL};
+    tilec_build_options o = {rt ? NULL : "sm_90", threads, cache, NULL, workers};
     if (s == TILEC_OK)
         s = tilec_program_build(ctx, rt, m, &o, &p);
     if (s != TILEC_OK) {
@@ -239,28 +241,36 @@ int main(int argc, char **argv)
                                 "    store(y + i, exp(load(x + i, i < n) * %d.5) + sin(load(x + i, i < n)), i < n);\n"
                                 "}\n",
                                 i, i);
-    /* each count twice, in two orders, the best of each kept */
+    /* Each thread count gets its own set of worker processes, kept across
+     * two builds (as a long-lived application keeps them): the first build
+     * starts them, the second is timed. One thread compiles in the process,
+     * which has compiled before. */
     static const int threads[] = {1, 2, 4, 8, 16};
     enum { NT = sizeof threads / sizeof threads[0] };
-    double best[NT];
-    for (int r = 0; r < 2; r++)
-        for (int q = 0; q < NT; q++) {
-            int t = r ? NT - 1 - q : q;
+    double cold[NT], best[NT];
+    for (int t = 0; t < NT; t++) {
+        workers = threads[t] > 1 ? tilec_compile_workers_new((unsigned)threads[t]) : NULL;
+        for (int r = 0; r < 2; r++) {
             tilec_module *m;
             tilec_ctx *ctx;
             double a = now_us();
             tilec_program *p = build(NULL, "pool32.tile", src, NULL, threads[t], &pst, &m, &ctx);
             double ms = (now_us() - a) / 1e3;
-            if (!r || ms < best[t])
+            if (r == 0)
+                cold[t] = ms;
+            else
                 best[t] = ms;
-            printf("pool: 32 kernels with %2d threads: %8.1f ms\n", threads[t], ms);
+            printf("pool: 32 kernels with %2d threads (%s workers): %8.1f ms\n", threads[t], r ? "warm" : "new", ms);
             tilec_program_free(p);
             tilec_module_free(m);
             tilec_ctx_free(ctx);
         }
+        tilec_compile_workers_free(workers);
+        workers = NULL;
+    }
     for (int t = 0; t < NT; t++)
-        fprintf(out, "{\"bench\": \"pool\", \"threads\": %d, \"ms\": %.3f, \"speedup\": %.3f}\n", threads[t], best[t],
-                best[0] / best[t]);
+        fprintf(out, "{\"bench\": \"pool\", \"threads\": %d, \"ms\": %.3f, \"speedup\": %.3f, \"first_ms\": %.3f}\n",
+                threads[t], best[t], best[0] / best[t], cold[t]);
     free(src);
     fclose(out);
     tilec_rt_free(rt, dummy);

@@ -11,6 +11,7 @@
 #include "tilec/lower.h"
 #include "tilec/runtime.h"
 #include "tilec/tilec.h"
+#include "tilec/workers.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,6 +22,9 @@ typedef struct tilec_build_options {
     int threads;        /* compile threads: 0 = $TILEC_COMPILE_THREADS or the cores */
     tilec_cache *cache; /* NULL: compile every time */
     FILE *progress;     /* progress bar while compiling, when a terminal; NULL: none */
+    tilec_compile_workers *workers; /* worker processes kept across builds (their
+                                     * NVRTC stays warm); NULL: the build starts
+                                     * its own when it has more than one thread */
 } tilec_build_options;
 
 typedef struct tilec_program tilec_program;
