@@ -34,7 +34,7 @@ static tilec_status build(const char *path, int threads, tilec_program_stats *st
     cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK);
     tilec_cache *cache = NULL;
     cr_assert_eq(tilec_cache_open(dir, &cache), TILEC_RT_OK);
-    tilec_build_options o = {"sm_90", threads, cache, NULL};
+    tilec_build_options o = {.arch = "sm_90", .threads = threads, .cache = cache};
     tilec_program *p = NULL;
     tilec_status s = tilec_program_build(ctx, NULL, m, &o, &p);
     if (s == TILEC_OK)

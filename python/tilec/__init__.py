@@ -48,9 +48,9 @@ class _Props(ctypes.Structure):  # tilec_rt_device_props
                 ("smem_per_block_optin", ctypes.c_uint64), ("total_mem", ctypes.c_uint64)]
 
 
-class _BuildOptions(ctypes.Structure):
+class _BuildOptions(ctypes.Structure):  # tilec_build_options
     _fields_ = [("arch", ctypes.c_char_p), ("threads", ctypes.c_int), ("cache", ctypes.c_void_p),
-                ("progress", ctypes.c_void_p)]
+                ("progress", ctypes.c_void_p), ("workers", ctypes.c_void_p)]
 
 
 class _Stats(ctypes.Structure):
@@ -423,7 +423,7 @@ class Module:
             raise TilecError(_diagnostics(self._ctx) or f"cannot read {self.path}")
         if cache:
             lib.tilec_cache_open(None, ctypes.byref(self._cache))
-        opts = _BuildOptions(arch.encode() if arch else None, threads, self._cache, None)
+        opts = _BuildOptions(arch.encode() if arch else None, threads, self._cache, None, None)
         prog = ctypes.c_void_p()
         st = lib.tilec_program_build(self._ctx, self.device._h, self._mod, ctypes.byref(opts), ctypes.byref(prog))
         if st != 0:
