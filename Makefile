@@ -26,7 +26,7 @@ CUDA     ?= /usr/local/cuda
 RT_SRC   = runtime/driver.c runtime/module.c runtime/nvrtc.c runtime/rt.c runtime/pool.c runtime/log.c \
            runtime/hash.c runtime/bundle.c runtime/cache.c runtime/program.c runtime/workers.c
 LIBS     = -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lpthread -lm
-LIB_SRC  = $(RT_SRC) util/arena.c util/strbuf.c util/poly.c dsl/diag.c \
+LIB_SRC  = $(RT_SRC) util/arena.c util/fdio.c util/strbuf.c util/poly.c dsl/diag.c \
            parser/parse.c parser/build.c parser/check.c parser/dump.c lower/lower.c lower/compile.c api/module.c
 GEN_SRC  = $(BUILD)/gen/lexer.c $(BUILD)/gen/grammar.c
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)

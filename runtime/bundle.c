@@ -60,7 +60,7 @@ static int is_ident(const char *s, size_t n)
     return 1;
 }
 
-static int key_ok(const char *k, size_t n)
+int tilec_cache_key_ok(const char *k, size_t n)
 {
     if (n == 0 || n > TILEC_CACHE_MAX_KEY)
         return 0;
@@ -194,7 +194,7 @@ tilec_rt_status tilec_bundle_serialize(const tilec_bundle *b, const char *key, v
     if (!b || !key)
         return TILEC_RT_INVALID_ARG;
     size_t key_len = strnlen(key, TILEC_CACHE_MAX_KEY + 1);
-    if (!key_ok(key, key_len))
+    if (!tilec_cache_key_ok(key, key_len))
         return TILEC_RT_INVALID_ARG;
     if (b->nkernels == 0 || b->nkernels > TILEC_BUNDLE_MAX_KERNELS || !b->kernels)
         return TILEC_RT_INVALID_ARG;
@@ -378,7 +378,7 @@ tilec_rt_status tilec_bundle_parse(const void *buf, size_t len, const char *key,
     reader r = {in + TILEC_BUNDLE_HEADER_SIZE, payload};
     const uint8_t *stored;
     take(&r, key_len, &stored);
-    if (!key_ok((const char *)stored, key_len))
+    if (!tilec_cache_key_ok((const char *)stored, key_len))
         return BAD("the stored key is malformed");
     if (key && (strlen(key) != key_len || memcmp(key, stored, key_len) != 0))
         return BAD("stored under key %.*s, not %.128s", (int)key_len, (const char *)stored, key);

@@ -73,16 +73,7 @@ static const char *errtext(int e, char *buf, size_t n)
 
 static int key_ok(const char *k)
 {
-    size_t n = k ? strnlen(k, TILEC_CACHE_MAX_KEY + 1) : 0;
-    if (n == 0 || n > TILEC_CACHE_MAX_KEY)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)k[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-              ch == '-'))
-            return 0;
-    }
-    return 1;
+    return k && tilec_cache_key_ok(k, strnlen(k, TILEC_CACHE_MAX_KEY + 1));
 }
 
 static int env_true(const char *name)

@@ -16,6 +16,7 @@
 #pragma GCC diagnostic pop
 
 #include "tilec/runtime.h"
+#include "util/fdio.h"
 
 #ifndef TILEC_CUDA_HOME
 #define TILEC_CUDA_HOME "/usr/local/cuda" /* the build may set another default */
@@ -226,35 +227,7 @@ tilec_rt_status tilec_nvrtc_compile(const char *source, const char *program_name
  * the result back through a pipe. The parent calls no NVRTC function while
  * children run; glibc keeps malloc usable in the child. */
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
 
-static int read_all(int fd, void *buf, size_t n)
-{
-    char *p = buf;
-    while (n) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
 
 tilec_rt_status tilec_nvrtc_compile_isolated(const char *source, const char *program_name, const char *arch,
                                              const char *const *extra_options, size_t nopts, void **cubin,
@@ -280,8 +253,8 @@ tilec_rt_status tilec_nvrtc_compile_isolated(const char *source, const char *pro
         char *lg = NULL;
         int32_t st = tilec_nvrtc_compile(source, program_name, arch, extra_options, nopts, &img, &size, &lg);
         uint64_t hdr[3] = {(uint64_t)st, size, lg ? strlen(lg) : 0};
-        int bad = write_all(fds[1], hdr, sizeof hdr) || (size && write_all(fds[1], img, size)) ||
-                  (hdr[2] && write_all(fds[1], lg, hdr[2]));
+        int bad = fdio_write_all(fds[1], hdr, sizeof hdr) || (size && fdio_write_all(fds[1], img, size)) ||
+                  (hdr[2] && fdio_write_all(fds[1], lg, hdr[2]));
         _exit(bad ? 1 : 0);
     }
     close(fds[1]);
@@ -289,11 +262,11 @@ tilec_rt_status tilec_nvrtc_compile_isolated(const char *source, const char *pro
     tilec_rt_status st = TILEC_RT_COMPILE_ERROR;
     char *lg = NULL;
     void *img = NULL;
-    if (read_all(fds[0], hdr, sizeof hdr) == 0 && hdr[1] < ((uint64_t)1 << 31) && hdr[2] < ((uint64_t)1 << 30)) {
+    if (fdio_read_all(fds[0], hdr, sizeof hdr) == 0 && hdr[1] < ((uint64_t)1 << 31) && hdr[2] < ((uint64_t)1 << 30)) {
         img = hdr[1] ? malloc(hdr[1]) : NULL;
         lg = malloc(hdr[2] + 1);
-        if ((hdr[1] && !img) || !lg || (hdr[1] && read_all(fds[0], img, hdr[1])) ||
-            (hdr[2] && read_all(fds[0], lg, hdr[2]))) {
+        if ((hdr[1] && !img) || !lg || (hdr[1] && fdio_read_all(fds[0], img, hdr[1])) ||
+            (hdr[2] && fdio_read_all(fds[0], lg, hdr[2]))) {
             free(img);
             free(lg);
             img = NULL;

@@ -45,7 +45,7 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-static int param_kind(tilec_arg_kind a, tilec_rt_param_kind *out)
+int tilec_rt_param_kind_of(tilec_arg_kind a, tilec_rt_param_kind *out)
 {
     switch (a) {
     case TILEC_ARG_PTR: *out = TILEC_RT_PARAM_POINTER; return 0;
@@ -145,7 +145,7 @@ static int kinds_of(const tilec_kernel *k, tilec_rt_param_kind *kinds, uint32_t 
     for (uint32_t a = 0; a < k->nparams; a++) {
         const tilec_param *prm = &k->params[a];
         tilec_arg_kind ak = prm->type.kind == TILEC_TE_POINTER ? TILEC_ARG_PTR : by_dtype[prm->type.dtype];
-        if (param_kind(ak, &kinds[a])) {
+        if (tilec_rt_param_kind_of(ak, &kinds[a])) {
             *bad = a;
             return -1;
         }

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "tilec/workers.h"
+#include "util/fdio.h"
 
 extern char **environ;
 
@@ -43,50 +44,22 @@ struct tilec_compile_workers {
     unsigned n, max;
 };
 
-static int wr(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
 
-static int rd(int fd, void *buf, size_t n)
-{
-    char *p = buf;
-    while (n) {
-        ssize_t k = read(fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
 
 static int wr_str(int fd, const char *s)
 {
     uint64_t n = s ? strlen(s) : 0;
-    return wr(fd, &n, sizeof n) || (n && wr(fd, s, n));
+    return fdio_write_all(fd, &n, sizeof n) || (n && fdio_write_all(fd, s, n));
 }
 
 /* A string of at most `cap` bytes, malloc'd and NUL-terminated. */
 static char *rd_str(int fd, uint64_t cap)
 {
     uint64_t n;
-    if (rd(fd, &n, sizeof n) || n > cap)
+    if (fdio_read_all(fd, &n, sizeof n) || n > cap)
         return NULL;
     char *s = malloc(n + 1);
-    if (!s || (n && rd(fd, s, n))) {
+    if (!s || (n && fdio_read_all(fd, s, n))) {
         free(s);
         return NULL;
     }
@@ -242,7 +215,7 @@ tilec_rt_status tilec_compile_workers_compile(tilec_compile_workers *ws, const c
     sigaddset(&pipe_set, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
     static const char magic[4] = {'T', 'L', 'C', 'J'};
-    int bad = wr(w->to, magic, 4) || wr_str(w->to, source) || wr_str(w->to, name) || wr_str(w->to, arch);
+    int bad = fdio_write_all(w->to, magic, 4) || wr_str(w->to, source) || wr_str(w->to, name) || wr_str(w->to, arch);
     if (bad) {
         struct timespec zero = {0, 0};
         sigtimedwait(&pipe_set, NULL, &zero); /* drop the SIGPIPE we caused */
@@ -250,10 +223,10 @@ tilec_rt_status tilec_compile_workers_compile(tilec_compile_workers *ws, const c
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     uint64_t hdr[3];
     tilec_rt_status st = TILEC_RT_COMPILE_ERROR;
-    if (!bad && rd(w->from, hdr, sizeof hdr) == 0 && hdr[1] < ((uint64_t)1 << 31) && hdr[2] < ((uint64_t)1 << 30)) {
+    if (!bad && fdio_read_all(w->from, hdr, sizeof hdr) == 0 && hdr[1] < ((uint64_t)1 << 31) && hdr[2] < ((uint64_t)1 << 30)) {
         void *img = hdr[1] ? malloc(hdr[1]) : NULL;
         char *lg = malloc(hdr[2] + 1);
-        if ((hdr[1] && !img) || !lg || (hdr[1] && rd(w->from, img, hdr[1])) || (hdr[2] && rd(w->from, lg, hdr[2]))) {
+        if ((hdr[1] && !img) || !lg || (hdr[1] && fdio_read_all(w->from, img, hdr[1])) || (hdr[2] && fdio_read_all(w->from, lg, hdr[2]))) {
             free(img);
             free(lg);
             bad = 1;
@@ -299,7 +272,7 @@ int tilec_compile_worker_main(int in, int out)
 {
     for (;;) {
         char magic[4];
-        if (rd(in, magic, 4))
+        if (fdio_read_all(in, magic, 4))
             return 0; /* EOF: the parent is done */
         if (memcmp(magic, "TLCJ", 4))
             return 1;
@@ -315,7 +288,7 @@ int tilec_compile_worker_main(int in, int out)
         char *lg = NULL;
         tilec_rt_status st = tilec_nvrtc_compile(src, name, arch, NULL, 0, &img, &size, &lg);
         uint64_t hdr[3] = {(uint64_t)st, st == TILEC_RT_OK ? size : 0, lg ? strlen(lg) : 0};
-        int bad = wr(out, hdr, sizeof hdr) || (hdr[1] && wr(out, img, hdr[1])) || (hdr[2] && wr(out, lg, hdr[2]));
+        int bad = fdio_write_all(out, hdr, sizeof hdr) || (hdr[1] && fdio_write_all(out, img, hdr[1])) || (hdr[2] && fdio_write_all(out, lg, hdr[2]));
         free(img);
         free(lg);
         free(src);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tilec/lower.h"
+#include "tilec/program.h"
 #include "tilec/runtime.h"
 #include "tilec/tilec.h"
 
@@ -23,19 +24,6 @@ typedef struct gk {
     char err[4096];
 } gk;
 
-static inline int gk_param_kind(tilec_arg_kind a, tilec_rt_param_kind *out)
-{
-    switch (a) {
-    case TILEC_ARG_PTR: *out = TILEC_RT_PARAM_POINTER; return 0;
-    case TILEC_ARG_I32: *out = TILEC_RT_PARAM_I32; return 0;
-    case TILEC_ARG_I64: *out = TILEC_RT_PARAM_I64; return 0;
-    case TILEC_ARG_U32: *out = TILEC_RT_PARAM_U32; return 0;
-    case TILEC_ARG_U64: *out = TILEC_RT_PARAM_U64; return 0;
-    case TILEC_ARG_F32: *out = TILEC_RT_PARAM_F32; return 0;
-    case TILEC_ARG_F64: *out = TILEC_RT_PARAM_F64; return 0;
-    default: return -1;
-    }
-}
 
 static inline void gk_free(gk *g)
 {
@@ -79,7 +67,7 @@ static inline int gk_load(tilec_rt *rt, const char *arch, const char *file, cons
     }
     tilec_rt_param_kind kinds[64];
     for (uint32_t i = 0; i < g->code.nparams && i < 64; i++)
-        if (gk_param_kind(g->code.params[i], &kinds[i])) {
+        if (tilec_rt_param_kind_of(g->code.params[i], &kinds[i])) {
             snprintf(g->err, sizeof g->err, "unsupported parameter kind");
             return -1;
         }

@@ -113,6 +113,9 @@ void tilec_hasher_final(tilec_hasher *h, char hex[65]);
 
 /* ---- the cache ---- */
 
+/* Whether k[0..n) is a valid key: 1 to TILEC_CACHE_MAX_KEY of [A-Za-z0-9_-]. */
+int tilec_cache_key_ok(const char *k, size_t n);
+
 typedef struct tilec_cache tilec_cache;
 
 /* Open a cache in directory `dir`, or with dir NULL the first of

@@ -27,6 +27,10 @@ typedef struct tilec_build_options {
                                      * its own when it has more than one thread */
 } tilec_build_options;
 
+/* How a lowered parameter is passed at launch: 0, or -1 for a kind the
+ * runtime cannot pass yet (8/16-bit and f16/bf16 scalars, bool). */
+int tilec_rt_param_kind_of(tilec_arg_kind a, tilec_rt_param_kind *out);
+
 typedef struct tilec_program tilec_program;
 
 /* Build module m. With rt NULL the kernels are compiled (and cached) but
