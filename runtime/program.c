@@ -14,29 +14,7 @@
 #include "tilec/pool.h"
 #include "tilec/program.h"
 #include "tilec/workers.h"
-
-typedef struct pkernel {
-    const tilec_kernel *k;
-    int variant;
-    tilec_kernel_code code;
-    tilec_rt_param_kind kinds[64];
-    void *cubin;
-    size_t size;
-    char *log; /* NVRTC log of a failed compile */
-    const char *arch;
-    int isolate; /* compile in a child process (parallel builds) */
-    tilec_compile_workers *workers; /* compile on a worker process */
-    tilec_rt_module *mod;
-    tilec_rt_kernel *kern;
-} pkernel;
-
-struct tilec_program {
-    tilec_rt *rt;
-    const tilec_module *m;
-    pkernel *ks;
-    uint32_t n;
-    tilec_program_stats st;
-};
+#include "runtime/program_internal.h"
 
 static double now_ms(void)
 {
@@ -184,6 +162,7 @@ void tilec_program_free(tilec_program *p)
         free(p->ks[i].log);
     }
     free(p->ks);
+    mk_free(p);
     free(p);
 }
 
@@ -208,6 +187,9 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
         return TILEC_ERR_NOMEM;
     p->rt = rt;
     p->m = m;
+    pthread_mutex_init(&p->mk_mu, NULL);
+    if (o->cache && tilec_cache_dir(o->cache))
+        snprintf(p->cache_dir, sizeof p->cache_dir, "%s", tilec_cache_dir(o->cache));
     char arch[32];
     if (o->arch) {
         snprintf(arch, sizeof arch, "%s", o->arch);

@@ -305,6 +305,25 @@ tilec_rt_status tilec_rt_free(tilec_rt *rt, uint64_t ptr)
     return TILEC_RT_OK;
 }
 
+tilec_rt_status tilec_rt_mem_range(tilec_rt *rt, uint64_t ptr, uint64_t *base, size_t *size)
+{
+    tilec_rt_status st = rt_enter(rt);
+    if (st != TILEC_RT_OK)
+        return st;
+    if (!base || !size)
+        return rt_fail(rt, TILEC_RT_INVALID_ARG, "tilec_rt_mem_range: NULL output");
+    if (!rt->drv.MemGetAddressRange)
+        return rt_fail(rt, TILEC_RT_DRIVER_TOO_OLD, "the driver has no cuMemGetAddressRange");
+    CUdeviceptr b = 0;
+    size_t n = 0;
+    CUresult r = rt->drv.MemGetAddressRange(&b, &n, ptr);
+    if (r != CUDA_SUCCESS)
+        return rt_cu_fail(rt, TILEC_RT_DRIVER_ERROR, r, "cuMemGetAddressRange(0x%llx)", (unsigned long long)ptr);
+    *base = b;
+    *size = n;
+    return TILEC_RT_OK;
+}
+
 /* The common head of the copy and fill calls. */
 static tilec_rt_status enter_copy(tilec_rt *rt, const char *call, int null_host, size_t n)
 {

@@ -57,7 +57,8 @@
     X(FuncGetAttribute, PFN_cuFuncGetAttribute_v2020, RT_CUDA_ABI, 1)                             \
     X(FuncSetAttribute, PFN_cuFuncSetAttribute_v9000, RT_CUDA_ABI, 1)                             \
     X(LaunchKernel, PFN_cuLaunchKernel_v4000, RT_CUDA_ABI, 1)                                     \
-    X(FuncGetParamInfo, PFN_cuFuncGetParamInfo_v12040, 12040, 0)
+    X(FuncGetParamInfo, PFN_cuFuncGetParamInfo_v12040, 12040, 0)                                 \
+    X(MemGetAddressRange, PFN_cuMemGetAddressRange_v3020, RT_CUDA_ABI, 0)
 
 typedef struct rt_driver {
     void *lib;                               /* dlopen handle */

@@ -48,6 +48,18 @@ const tilec_rt_kernel *tilec_program_kernel(const tilec_program *p, const char *
 tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, int variant, const tilec_rt_arg *args,
                                      uint32_t nargs, void *stream);
 
+/* Launch kernel `name` with the variant that is fastest for this shape
+ * (multi-kernel). The first launch with a new shape key (the integer scalar
+ * arguments) times every variant with device events on scratch copies of
+ * the buffers the kernel writes, keeps the fastest in memory and, when the
+ * program has a cache directory, on disk; later launches cost one hash
+ * lookup. *chosen (may be NULL) gets the variant launched.
+ * TILEC_MULTI_KERNEL=k forces variant k (TILEC_RT_INVALID_ARG when the
+ * kernel has no such variant); TILEC_DISABLE_MULTI_KERNEL_CACHE=1 skips the
+ * disk; TILEC_LOGS=multi_kernel logs every choice with its timings. */
+tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, const tilec_rt_arg *args,
+                                          uint32_t nargs, void *stream, int *chosen);
+
 typedef struct tilec_program_stats {
     uint32_t kernels;         /* compiled kernel variants */
     uint32_t nvrtc_compiles;  /* 0 on a warm start */

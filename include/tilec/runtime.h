@@ -110,6 +110,8 @@ tilec_rt_status tilec_rt_memcpy_htod(tilec_rt *rt, uint64_t dst, const void *src
 tilec_rt_status tilec_rt_memcpy_dtoh(tilec_rt *rt, void *dst, uint64_t src, size_t bytes);
 tilec_rt_status tilec_rt_memcpy_dtod(tilec_rt *rt, uint64_t dst, uint64_t src, size_t bytes);
 tilec_rt_status tilec_rt_memset_d32(tilec_rt *rt, uint64_t dst, uint32_t value, size_t count);
+/* The allocation that holds device address ptr: its base and size. */
+tilec_rt_status tilec_rt_mem_range(tilec_rt *rt, uint64_t ptr, uint64_t *base, size_t *size);
 
 /* The same, ordered on a stream (NULL: the legacy default stream). Host
  * memory must stay valid until the stream reaches the copy. */

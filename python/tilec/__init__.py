@@ -121,6 +121,7 @@ def _load_library():
         "tilec_program_kernel": (P, [P, S, I]),
         "tilec_program_launch": (I, [P, S, I, ctypes.POINTER(_Arg), U32, P]),
         "tilec_program_get_stats": (V, [P, ctypes.POINTER(_Stats)]),
+        "tilec_program_launch_best": (I, [P, S, ctypes.POINTER(_Arg), U32, P, ctypes.POINTER(I)]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
@@ -373,11 +374,14 @@ def _diagnostics(ctx):
 
 
 class Kernel:
-    """A loaded kernel variant; calling it launches it."""
+    """A loaded kernel; calling it launches it. With variant None (the
+    default) the runtime picks the fastest variant per shape (multi-kernel)
+    and `last_variant` says which ran."""
 
-    def __init__(self, module, name, variant):
+    def __init__(self, module, name, variant=None):
         self.module, self.name, self.variant = module, name, variant
-        h = _lib.tilec_program_kernel(module._prog, name.encode(), variant)
+        self.last_variant = None
+        h = _lib.tilec_program_kernel(module._prog, name.encode(), 0 if variant is None else variant)
         if not h:
             raise TilecError(f"no kernel {name!r} variant {variant} in {module.path}")
         meta = _lib.tilec_rt_kernel_meta(h)
@@ -396,8 +400,16 @@ class Kernel:
                 setattr(packed[i], "f32" if k == F32 else "f64", float(a))
             else:
                 setattr(packed[i], {I32: "i32", I64: "i64", U32: "u32", U64: "u64"}[k], int(a))
-        st = _lib.tilec_program_launch(self.module._prog, self.name.encode(), self.variant, packed, len(args),
-                                       ctypes.c_void_p(stream) if stream else None)
+        stream_p = ctypes.c_void_p(stream) if stream else None
+        if self.variant is None:
+            chosen = ctypes.c_int(-1)
+            st = _lib.tilec_program_launch_best(self.module._prog, self.name.encode(), packed, len(args), stream_p,
+                                                ctypes.byref(chosen))
+            self.last_variant = chosen.value
+        else:
+            st = _lib.tilec_program_launch(self.module._prog, self.name.encode(), self.variant, packed, len(args),
+                                           stream_p)
+            self.last_variant = self.variant
         if st != 0:
             raise TilecError(f"launch of {self.name}: " + _lib.tilec_rt_last_error(self.module.device._h).decode())
 
@@ -431,7 +443,7 @@ class Module:
         self._prog = prog
         self._kernels = {}
 
-    def kernel(self, name, variant=0):
+    def kernel(self, name, variant=None):
         key = (name, variant)
         if key not in self._kernels:
             self._kernels[key] = Kernel(self, name, variant)

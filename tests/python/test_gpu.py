@@ -42,6 +42,7 @@ class GpuTests(unittest.TestCase):
         y = tilec.Buffer((rows, cols), "f32")
         y.fill_u32(0x7FC00000)
         mod.kernel("softmax", 0)(x, y, rows, cols)
+        mod.softmax(x, y, rows, cols)  # chosen variant, same result
         ty = torch.from_dlpack(y)              # zero-copy
         self.assertEqual(ty.data_ptr(), y.ptr)
         torch.testing.assert_close(ty, torch.softmax(x, -1))
@@ -53,6 +54,34 @@ class GpuTests(unittest.TestCase):
         data = array.array("f", [float(i) - 3.5 for i in range(1000)])
         b = tilec.Buffer.from_bytes(data, (1000,), "f32")
         self.assertEqual(b.tolist(), list(data))
+
+    def test_multi_kernel_picks_per_shape(self):
+        mod = tilec.load("examples/matmul.tile")
+        k = mod.matmul  # variant None: chosen per shape
+        for m in (64, 256, 1000):
+            a = torch.randn(m, 512, device="cuda").half()
+            b = torch.randn(512, 384, device="cuda").half()
+            c = torch.full((m, 384), float("nan"), device="cuda")
+            torch.cuda.synchronize()
+            k(a, b, c, m, 384, 512)
+            tilec.device().synchronize()
+            self.assertIn(k.last_variant, (0, 1, 2))
+            torch.testing.assert_close(c, a.float() @ b.float(), atol=1e-2, rtol=1e-2)
+            first = k.last_variant
+            k(a, b, c, m, 384, 512)  # the stored choice
+            self.assertEqual(k.last_variant, first)
+        os.environ["TILEC_MULTI_KERNEL"] = "1"
+        try:
+            a = torch.randn(64, 512, device="cuda").half()
+            b = torch.randn(512, 384, device="cuda").half()
+            c = torch.empty(64, 384, device="cuda")
+            k(a, b, c, 64, 384, 512)
+            self.assertEqual(k.last_variant, 1)
+            os.environ["TILEC_MULTI_KERNEL"] = "7"
+            with self.assertRaises(tilec.TilecError):
+                k(a, b, c, 64, 384, 512)
+        finally:
+            del os.environ["TILEC_MULTI_KERNEL"]
 
     def test_warm_start_compiles_nothing(self):
         a = tilec.load("examples/matmul.tile")

@@ -1,0 +1,301 @@
+/* multikernel.c: a kernel with variants, launched with the variant that is
+ * fastest for the shape at hand. The first launch with a new shape key (the
+ * kernel's integer scalar arguments) times every variant with device events
+ * on scratch copies of the buffers the kernel writes, so the visible
+ * outputs are written once, by the chosen variant. The choice is kept in
+ * memory (uthash, by kernel and shape key) and, with a cache directory, in a
+ * small file written atomically; later launches cost one hash lookup.
+ *
+ * TILEC_MULTI_KERNEL=k forces variant k; TILEC_DISABLE_MULTI_KERNEL_CACHE=1
+ * skips the files; TILEC_LOGS=multi_kernel logs every choice with its
+ * timings. */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/program_internal.h"
+#include "tilec/cache.h"
+#include "tilec/log.h"
+
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(e) ((void)(e))
+#include <uthash.h>
+
+enum { MK_MAX_KEY = 64, MK_ROUNDS = 5 };
+
+struct mk_choice {
+    int64_t key[MK_MAX_KEY + 1]; /* [0]: kernel index, then the integer scalars */
+    int variant;
+    UT_hash_handle hh;
+};
+
+void mk_free(tilec_program *p)
+{
+    mk_choice *c, *tmp;
+    HASH_ITER(hh, p->choices, c, tmp)
+    {
+        HASH_DEL(p->choices, c);
+        free(c);
+    }
+    pthread_mutex_destroy(&p->mk_mu);
+}
+
+/* Names of pointer parameters a kernel may write: the pointer leaves of
+ * every store/atomic_add target, through the lets they come from. */
+static void mark_names(const tilec_kernel *k, const tilec_block *b, const tilec_expr *e, int *written, int depth);
+
+static void mark_let(const tilec_kernel *k, const tilec_block *b, const char *name, int *written, int depth)
+{
+    for (uint32_t i = 0; b && i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s->kind == TILEC_ST_LET && !strcmp(s->names[0], name))
+            mark_names(k, b, s->value, written, depth + 1);
+        mark_let(k, &s->body, name, written, depth);
+        mark_let(k, &s->orelse, name, written, depth);
+    }
+}
+
+static void mark_names(const tilec_kernel *k, const tilec_block *b, const tilec_expr *e, int *written, int depth)
+{
+    if (depth > 64)
+        return;
+    if (e->kind == TILEC_EX_NAME) {
+        for (uint32_t i = 0; i < k->nparams; i++)
+            if (!strcmp(k->params[i].name, e->name)) {
+                written[i] = 1;
+                return;
+            }
+        mark_let(k, &k->body, e->name, written, depth);
+        return;
+    }
+    for (uint32_t i = 0; i < e->nargs; i++)
+        mark_names(k, b, e->args[i], written, depth);
+}
+
+static void find_stores(const tilec_kernel *k, const tilec_block *b, int *written)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s->value && s->value->kind == TILEC_EX_CALL && s->value->nargs &&
+            (!strcmp(s->value->name, "store") || !strcmp(s->value->name, "atomic_add")))
+            mark_names(k, b, s->value->args[0], written, 0);
+        find_stores(k, &s->body, written);
+        find_stores(k, &s->orelse, written);
+    }
+}
+
+static int env_int(const char *name, int *out)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return 0;
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*end || x < 0 || x > 1 << 20)
+        return -1;
+    *out = (int)x;
+    return 1;
+}
+
+/* The file that holds one choice: <dir>/multikernel-<hash>.choice */
+static void choice_path(const tilec_program *p, const char *kernel, const int64_t *key, uint32_t nkey, char *out,
+                        size_t size)
+{
+    tilec_hasher h;
+    tilec_hasher_init(&h);
+    tilec_hasher_update_str(&h, p->st.key);
+    tilec_hasher_update_str(&h, kernel);
+    tilec_hasher_update(&h, key, nkey * sizeof *key);
+    char hex[65];
+    tilec_hasher_final(&h, hex);
+    snprintf(out, size, "%s/multikernel-%.40s.choice", p->cache_dir, hex);
+}
+
+static int read_choice(const char *path, uint32_t nvariants)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int v = -1;
+    char line[64];
+    if (fgets(line, sizeof line, f) && sscanf(line, "tilec multi-kernel choice %d", &v) == 1 && v >= 0 &&
+        (uint32_t)v < nvariants) {
+        fclose(f);
+        return v;
+    }
+    fclose(f);
+    return -1; /* torn or foreign: time again, then replace it */
+}
+
+static void write_choice(const char *path, int v)
+{
+    char tmp[PATH_MAX + 128];
+    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return;
+    char line[64];
+    int n = snprintf(line, sizeof line, "tilec multi-kernel choice %d\n", v);
+    if (write(fd, line, (size_t)n) != n || fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
+static const pkernel *variant_of(const tilec_program *p, uint32_t first, int v) { return &p->ks[first + (uint32_t)v]; }
+
+/* Time every variant on scratch copies of the written buffers. */
+static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_arg *args, uint32_t nargs,
+                  void *stream, double *ms)
+{
+    tilec_rt *rt = p->rt;
+    const tilec_kernel *k = p->ks[first].k;
+    int written[64] = {0};
+    find_stores(k, &k->body, written);
+    tilec_rt_arg scratch[64];
+    uint64_t bases[64] = {0};
+    memcpy(scratch, args, nargs * sizeof *args);
+    for (uint32_t i = 0; i < nargs; i++) {
+        if (p->ks[first].kinds[i] != TILEC_RT_PARAM_POINTER || !written[i] || !args[i].ptr)
+            continue;
+        uint64_t base;
+        size_t size;
+        if (tilec_rt_mem_range(rt, args[i].ptr, &base, &size) != TILEC_RT_OK ||
+            tilec_rt_malloc(rt, size, &bases[i]) != TILEC_RT_OK) {
+            bases[i] = 0;
+            continue; /* timed on the real buffer: written again by the choice */
+        }
+        tilec_rt_memcpy_dtod(rt, bases[i], base, size);
+        scratch[i].ptr = bases[i] + (args[i].ptr - base);
+    }
+    void *ev[2] = {NULL, NULL};
+    tilec_rt_event_create(rt, &ev[0]);
+    tilec_rt_event_create(rt, &ev[1]);
+    int best = 0;
+    for (uint32_t v = 0; v < nv; v++) {
+        float t[MK_ROUNDS];
+        ms[v] = -1;
+        const pkernel *pk = variant_of(p, first, (int)v);
+        if (tilec_program_launch(p, k->name, pk->variant, scratch, nargs, stream) != TILEC_RT_OK)
+            continue; /* warm-up; a variant that cannot launch is never chosen */
+        int ok = 1;
+        for (int r = 0; r < MK_ROUNDS && ok; r++) {
+            ok = tilec_rt_event_record(rt, ev[0], stream) == TILEC_RT_OK &&
+                 tilec_program_launch(p, k->name, pk->variant, scratch, nargs, stream) == TILEC_RT_OK &&
+                 tilec_rt_event_record(rt, ev[1], stream) == TILEC_RT_OK &&
+                 tilec_rt_event_synchronize(rt, ev[1]) == TILEC_RT_OK &&
+                 tilec_rt_event_elapsed_ms(rt, ev[0], ev[1], &t[r]) == TILEC_RT_OK;
+        }
+        if (!ok)
+            continue;
+        for (int a = 0; a < MK_ROUNDS; a++) /* median of the rounds */
+            for (int b = a + 1; b < MK_ROUNDS; b++)
+                if (t[b] < t[a]) {
+                    float x = t[a];
+                    t[a] = t[b];
+                    t[b] = x;
+                }
+        ms[v] = t[MK_ROUNDS / 2];
+        if (ms[best] < 0 || ms[v] < ms[best])
+            best = (int)v;
+    }
+    tilec_rt_event_destroy(rt, ev[0]);
+    tilec_rt_event_destroy(rt, ev[1]);
+    for (uint32_t i = 0; i < nargs; i++)
+        if (bases[i])
+            tilec_rt_free(rt, bases[i]);
+    return ms[best] < 0 ? -1 : best;
+}
+
+tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, const tilec_rt_arg *args,
+                                          uint32_t nargs, void *stream, int *chosen)
+{
+    if (!p || !name || !p->rt || nargs > 64)
+        return TILEC_RT_INVALID_ARG;
+    uint32_t first = 0;
+    while (first < p->n && strcmp(p->ks[first].k->name, name))
+        first++;
+    if (first == p->n)
+        return TILEC_RT_NOT_FOUND;
+    const tilec_kernel *k = p->ks[first].k;
+    uint32_t nv = tilec_kernel_variant_count(k);
+    if (nargs != k->nparams)
+        return TILEC_RT_INVALID_ARG;
+    int forced;
+    int fr = env_int("TILEC_MULTI_KERNEL", &forced);
+    if (fr < 0 || (fr > 0 && (uint32_t)forced >= nv))
+        return TILEC_RT_INVALID_ARG; /* TILEC_MULTI_KERNEL names no variant of this kernel */
+    int v = 0;
+    if (fr > 0) {
+        v = forced;
+    } else if (nv > 1) {
+        /* the shape key: kernel index, then every integer scalar argument */
+        mk_choice probe;
+        memset(probe.key, 0, sizeof probe.key);
+        uint32_t nkey = 1;
+        probe.key[0] = first;
+        for (uint32_t i = 0; i < nargs; i++) {
+            tilec_rt_param_kind kd = p->ks[first].kinds[i];
+            if (kd == TILEC_RT_PARAM_I32 || kd == TILEC_RT_PARAM_U32)
+                probe.key[nkey++] = kd == TILEC_RT_PARAM_I32 ? (int64_t)args[i].i32 : (int64_t)args[i].u32;
+            else if (kd == TILEC_RT_PARAM_I64 || kd == TILEC_RT_PARAM_U64)
+                probe.key[nkey++] = args[i].i64;
+        }
+        mk_choice *c = NULL;
+        pthread_mutex_lock(&p->mk_mu);
+        HASH_FIND(hh, p->choices, probe.key, sizeof probe.key, c);
+        pthread_mutex_unlock(&p->mk_mu);
+        if (c) {
+            v = c->variant;
+        } else {
+            const char *off = getenv("TILEC_DISABLE_MULTI_KERNEL_CACHE");
+            int use_disk = p->cache_dir[0] && !(off && !strcmp(off, "1"));
+            char path[PATH_MAX + 64];
+            v = -1;
+            if (use_disk) {
+                choice_path(p, name, probe.key + 1, nkey - 1, path, sizeof path);
+                v = read_choice(path, nv);
+            }
+            double ms[64];
+            int timed = v < 0;
+            if (timed)
+                v = choose(p, first, nv, args, nargs, stream, ms);
+            if (v < 0)
+                return TILEC_RT_LAUNCH_ERROR; /* no variant could run: the launch below would say why */
+            if (tilec_log_enabled("multi_kernel")) {
+                fprintf(stderr, "tilec multi_kernel: %s shape (", name);
+                for (uint32_t i = 1; i < nkey; i++)
+                    fprintf(stderr, "%s%lld", i > 1 ? ", " : "", (long long)probe.key[i]);
+                fprintf(stderr, "): variant %d", v);
+                if (timed) {
+                    fprintf(stderr, " of");
+                    for (uint32_t i = 0; i < nv; i++)
+                        fprintf(stderr, " %.4f", ms[i]);
+                    fprintf(stderr, " ms\n");
+                } else {
+                    fprintf(stderr, " (stored choice)\n");
+                }
+            }
+            if (timed && use_disk)
+                write_choice(path, v);
+            c = malloc(sizeof *c);
+            if (c) {
+                memcpy(c->key, probe.key, sizeof c->key);
+                c->variant = v;
+                pthread_mutex_lock(&p->mk_mu);
+                mk_choice *other = NULL;
+                HASH_FIND(hh, p->choices, c->key, sizeof c->key, other);
+                if (!other)
+                    HASH_ADD(hh, p->choices, key, sizeof c->key, c);
+                else
+                    free(c);
+                pthread_mutex_unlock(&p->mk_mu);
+            }
+        }
+    }
+    if (chosen)
+        *chosen = v;
+    return tilec_program_launch(p, name, v, args, nargs, stream);
+}

@@ -1,0 +1,41 @@
+/* program_internal.h: what program.c and multikernel.c share. */
+#ifndef TILEC_RUNTIME_PROGRAM_INTERNAL_H
+#define TILEC_RUNTIME_PROGRAM_INTERNAL_H
+
+#include <limits.h>
+#include <pthread.h>
+
+#include "tilec/program.h"
+
+typedef struct mk_choice mk_choice;
+
+typedef struct pkernel {
+    const tilec_kernel *k;
+    int variant;
+    tilec_kernel_code code;
+    tilec_rt_param_kind kinds[64];
+    void *cubin;
+    size_t size;
+    char *log; /* NVRTC log of a failed compile */
+    const char *arch;
+    int isolate; /* compile in a child process (parallel builds) */
+    tilec_compile_workers *workers; /* compile on a worker process */
+    tilec_rt_module *mod;
+    tilec_rt_kernel *kern;
+} pkernel;
+
+struct tilec_program {
+    tilec_rt *rt;
+    const tilec_module *m;
+    pkernel *ks;
+    uint32_t n;
+    tilec_program_stats st;
+    /* multi-kernel: the chosen variant per kernel and shape */
+    pthread_mutex_t mk_mu;
+    mk_choice *choices;
+    char cache_dir[PATH_MAX];
+};
+
+void mk_free(tilec_program *p);
+
+#endif
