@@ -27,7 +27,8 @@ RT_SRC   = runtime/driver.c runtime/module.c runtime/nvrtc.c runtime/rt.c runtim
            runtime/hash.c runtime/bundle.c runtime/cache.c runtime/program.c runtime/workers.c runtime/multikernel.c
 LIBS     = -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lpthread -lm
 LIB_SRC  = $(RT_SRC) util/arena.c util/fdio.c util/strbuf.c util/poly.c dsl/diag.c \
-           parser/parse.c parser/build.c parser/check.c parser/dump.c lower/lower.c lower/compile.c api/module.c
+           parser/parse.c parser/build.c parser/check.c parser/dump.c lower/lower.c lower/compile.c api/module.c \
+           wrapper_ir/lower_graph.c wrapper_ir/plan.c wrapper_ir/print.c
 GEN_SRC  = $(BUILD)/gen/lexer.c $(BUILD)/gen/grammar.c
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
 TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
@@ -90,8 +91,11 @@ $(FAKECUDA): tests/fake_cuda.c tests/fake_cuda.h
 	$(CC) $(CPPFLAGS) -I$(CUDA)/include $(CFLAGS) -Wno-missing-prototypes -shared $(LDFLAGS) -o $@ $<
 $(BUILD)/tests/test_runtime: | $(FAKECUDA)
 
-BENCH    = $(BUILD)/bench/bench_kernels $(BUILD)/bench/bench_runtime
+BENCH    = $(BUILD)/bench/bench_kernels $(BUILD)/bench/bench_runtime $(BUILD)/bench/bench_multikernel
 $(BUILD)/bench/%: $(BUILD)/obj/bench/kernels/%.o $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+$(BUILD)/bench/bench_multikernel: $(BUILD)/obj/bench/multikernel/bench_multikernel.o $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 $(BUILD)/bench/bench_runtime: $(BUILD)/obj/bench/runtime/bench_runtime.o $(LIBA)
@@ -136,6 +140,7 @@ golden: all
 	@for f in tests/golden/bad/*.tile; do $(TILEC) $$f --check 2> $${f%.tile}.err; true; done
 	@mkdir -p tests/golden/cuda
 	@for f in examples/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit cuda > tests/golden/cuda/$${b%.tile}.cu; done
+	@for f in tests/golden/ir/*.tile; do $(TILEC) $$f --emit ir > $${f%.tile}.ir; done
 
 clean:
 	rm -rf build build-asan

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "tilec/lower.h"
+#include "tilec/wir.h"
 #include "tilec/workers.h"
 #include "tilec/tilec.h"
 
@@ -27,6 +28,10 @@ static const char usage[] =
     "  --emit cubin      compile every kernel variant with NVRTC into -o DIR:\n"
     "                    NAME_vK.cubin and NAME_vK.meta (launch metadata)\n"
     "  --arch sm_XY      the architecture for --emit cubin (default sm_90)\n"
+    "  --emit ir         print the wrapper IR of every graph, memory planned\n"
+    "  --sizes R=4096,C=1024\n"
+    "                    with --emit ir: also print each graph's peak bytes\n"
+    "                    for these sizes (planned, unplanned, live)\n"
     "  -o FILE           write the output to FILE instead of stdout\n"
     "  --max-errors N    stop after N errors (default 20)\n"
     "  --help            show this help\n"
@@ -139,6 +144,9 @@ int main(int argc, char **argv)
 {
     const char *emit = NULL, *out = NULL, *arch = "sm_90";
     unsigned max_errors = 0;
+    const char *sizes_spec = NULL;
+    tilec_wir_size sizes[64];
+    size_t nsizes = 0;
     const char **files = calloc((size_t)argc, sizeof *files);
     int nfiles = 0;
     if (!files)
@@ -159,7 +167,8 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--check")) {
             emit = emit ? emit : "check";
-        } else if (!strcmp(a, "--emit") || !strcmp(a, "-o") || !strcmp(a, "--max-errors") || !strcmp(a, "--arch")) {
+        } else if (!strcmp(a, "--emit") || !strcmp(a, "-o") || !strcmp(a, "--max-errors") || !strcmp(a, "--arch") ||
+                   !strcmp(a, "--sizes")) {
             if (i + 1 >= argc) {
                 free(files);
                 return usage_error("%s needs an argument", a);
@@ -171,6 +180,8 @@ int main(int argc, char **argv)
                 arch = v;
             else if (!strcmp(a, "--emit"))
                 emit = v;
+            else if (!strcmp(a, "--sizes"))
+                sizes_spec = v;
             else {
                 char *end;
                 errno = 0;
@@ -194,9 +205,18 @@ int main(int argc, char **argv)
     }
     if (!emit)
         emit = "check";
-    if (strcmp(emit, "check") && strcmp(emit, "ast") && strcmp(emit, "cuda") && strcmp(emit, "cubin")) {
+    if (strcmp(emit, "check") && strcmp(emit, "ast") && strcmp(emit, "cuda") && strcmp(emit, "cubin") &&
+        strcmp(emit, "ir")) {
         free(files);
-        return usage_error("unknown --emit kind '%s' (known: ast, cuda, cubin)", emit);
+        return usage_error("unknown --emit kind '%s' (known: ast, cuda, cubin, ir)", emit);
+    }
+    if (sizes_spec && strcmp(emit, "ir")) {
+        free(files);
+        return usage_error("--sizes needs --emit ir%s", "");
+    }
+    if (sizes_spec && tilec_wir_parse_sizes(sizes_spec, sizes, sizeof sizes / sizeof *sizes, &nsizes) != TILEC_OK) {
+        free(files);
+        return usage_error("--sizes takes NAME=N,NAME=N,... with positive sizes, got '%s'", sizes_spec);
     }
     if (!strcmp(emit, "cubin")) {
         int st = emit_cubins(files, nfiles, out, arch, max_errors);
@@ -259,6 +279,12 @@ int main(int argc, char **argv)
             tilec_sink sink = {buf_write, o};
             if (tilec_module_dump_ast(m, sink) != TILEC_OK)
                 status = EXIT_INPUT;
+        } else if (!strcmp(emit, "ir")) {
+            tilec_sink sink = {buf_write, o};
+            if (tilec_module_emit_ir(ctx, m, 1, sizes, nsizes, sink) != TILEC_OK)
+                status = EXIT_INPUT;
+            tilec_ctx_render_diags(ctx, tilec_sink_file(stderr));
+            tilec_ctx_clear_diags(ctx);
         } else if (!strcmp(emit, "cuda")) {
             tilec_sink sink = {buf_write, o};
             if (tilec_module_emit_cuda(ctx, m, sink) != TILEC_OK)

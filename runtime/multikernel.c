@@ -25,7 +25,7 @@
 #define uthash_nonfatal_oom(e) ((void)(e))
 #include <uthash.h>
 
-enum { MK_MAX_KEY = 64, MK_ROUNDS = 5 };
+enum { MK_MAX_KEY = 64, MK_ROUNDS = 15 };
 
 struct mk_choice {
     int64_t key[MK_MAX_KEY + 1]; /* [0]: kernel index, then the integer scalars */
@@ -86,6 +86,16 @@ static void find_stores(const tilec_kernel *k, const tilec_block *b, int *writte
         find_stores(k, &s->body, written);
         find_stores(k, &s->orelse, written);
     }
+}
+
+static int env_int(const char *name, int *out);
+
+/* TILEC_MULTI_KERNEL, read once when the program is built: -1 unset, -2 invalid. */
+int mk_forced_from_env(void)
+{
+    int v;
+    int r = env_int("TILEC_MULTI_KERNEL", &v);
+    return r < 0 ? -2 : r == 0 ? -1 : v;
 }
 
 static int env_int(const char *name, int *out)
@@ -223,17 +233,14 @@ tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, co
     uint32_t nv = tilec_kernel_variant_count(k);
     if (nargs != k->nparams)
         return TILEC_RT_INVALID_ARG;
-    int forced;
-    int fr = env_int("TILEC_MULTI_KERNEL", &forced);
-    if (fr < 0 || (fr > 0 && (uint32_t)forced >= nv))
+    if (p->mk_forced < -1 || (p->mk_forced >= 0 && (uint32_t)p->mk_forced >= nv))
         return TILEC_RT_INVALID_ARG; /* TILEC_MULTI_KERNEL names no variant of this kernel */
     int v = 0;
-    if (fr > 0) {
-        v = forced;
+    if (p->mk_forced >= 0) {
+        v = p->mk_forced;
     } else if (nv > 1) {
         /* the shape key: kernel index, then every integer scalar argument */
         mk_choice probe;
-        memset(probe.key, 0, sizeof probe.key);
         uint32_t nkey = 1;
         probe.key[0] = first;
         for (uint32_t i = 0; i < nargs; i++) {
@@ -245,7 +252,8 @@ tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, co
         }
         mk_choice *c = NULL;
         pthread_mutex_lock(&p->mk_mu);
-        HASH_FIND(hh, p->choices, probe.key, sizeof probe.key, c);
+        size_t keylen = nkey * sizeof probe.key[0]; /* fixed per kernel: its parameters */
+        HASH_FIND(hh, p->choices, probe.key, keylen, c);
         pthread_mutex_unlock(&p->mk_mu);
         if (c) {
             v = c->variant;
@@ -286,9 +294,9 @@ tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, co
                 c->variant = v;
                 pthread_mutex_lock(&p->mk_mu);
                 mk_choice *other = NULL;
-                HASH_FIND(hh, p->choices, c->key, sizeof c->key, other);
+                HASH_FIND(hh, p->choices, c->key, keylen, other);
                 if (!other)
-                    HASH_ADD(hh, p->choices, key, sizeof c->key, c);
+                    HASH_ADD(hh, p->choices, key, keylen, c);
                 else
                     free(c);
                 pthread_mutex_unlock(&p->mk_mu);

@@ -188,6 +188,7 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
     p->rt = rt;
     p->m = m;
     pthread_mutex_init(&p->mk_mu, NULL);
+    p->mk_forced = mk_forced_from_env();
     if (o->cache && tilec_cache_dir(o->cache))
         snprintf(p->cache_dir, sizeof p->cache_dir, "%s", tilec_cache_dir(o->cache));
     char arch[32];

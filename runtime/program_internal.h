@@ -33,9 +33,11 @@ struct tilec_program {
     /* multi-kernel: the chosen variant per kernel and shape */
     pthread_mutex_t mk_mu;
     mk_choice *choices;
+    int mk_forced; /* TILEC_MULTI_KERNEL at build time: -1 unset, -2 invalid */
     char cache_dir[PATH_MAX];
 };
 
 void mk_free(tilec_program *p);
+int mk_forced_from_env(void);
 
 #endif

@@ -153,3 +153,17 @@ Test(cli, emit_cubin_reports_nvrtc_failures)
     cr_expect(strstr(out, "--emit cubin needs -o DIR"), "%s", out);
     free(out);
 }
+
+Test(cli, emit_ir_with_sizes)
+{
+    char *out;
+    cr_expect_eq(run("examples/block.tile --emit ir --sizes R=4096,C=1024", &out), 0, "%s", out);
+    cr_expect(strstr(out, "reuse y <- t: f32[R, C]"), "%s", out);
+    cr_expect(strstr(out, "peak bytes with R=4096, C=1024: 33587200 planned, 50364416 unplanned"), "%s", out);
+    free(out);
+    cr_expect_eq(run("examples/block.tile --emit ir --sizes R=oops", &out), 2);
+    free(out);
+    cr_expect_eq(run("examples/block.tile --emit ast --sizes R=1", &out), 2);
+    cr_expect(strstr(out, "--sizes needs --emit ir"), "%s", out);
+    free(out);
+}

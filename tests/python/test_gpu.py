@@ -70,16 +70,18 @@ class GpuTests(unittest.TestCase):
             first = k.last_variant
             k(a, b, c, m, 384, 512)  # the stored choice
             self.assertEqual(k.last_variant, first)
-        os.environ["TILEC_MULTI_KERNEL"] = "1"
+        a = torch.randn(64, 512, device="cuda").half()
+        b = torch.randn(512, 384, device="cuda").half()
+        c = torch.empty(64, 384, device="cuda")
+        os.environ["TILEC_MULTI_KERNEL"] = "1"  # read when a module is built
         try:
-            a = torch.randn(64, 512, device="cuda").half()
-            b = torch.randn(512, 384, device="cuda").half()
-            c = torch.empty(64, 384, device="cuda")
-            k(a, b, c, 64, 384, 512)
-            self.assertEqual(k.last_variant, 1)
+            forced = tilec.load("examples/matmul.tile").matmul
+            forced(a, b, c, 64, 384, 512)
+            self.assertEqual(forced.last_variant, 1)
             os.environ["TILEC_MULTI_KERNEL"] = "7"
+            bad = tilec.load("examples/matmul.tile").matmul
             with self.assertRaises(tilec.TilecError):
-                k(a, b, c, 64, 384, 512)
+                bad(a, b, c, 64, 384, 512)
         finally:
             del os.environ["TILEC_MULTI_KERNEL"]
 

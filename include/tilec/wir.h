@@ -1,0 +1,194 @@
+/* wir.h: the wrapper IR of graphs (public, read-only for users). A graph
+ * lowers to a flat array of lines, each a tagged struct with the .tile
+ * location it comes from; passes rewrite the lines (memory planning), then
+ * an emitter walks them once. The text form is documented in
+ * docs/wrapper-ir.md and wrapper_ir/print.c. */
+#ifndef TILEC_WIR_H
+#define TILEC_WIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tilec/tilec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The line kinds, the single source of truth for the enum, the names and
+ * the emitter hook table. X(ENUM, hook field name). ORDER WIR: the enum,
+ * tilec_wir_kind_name() and tilec_wir_hooks.by_kind follow this order. */
+#define TILEC_WIR_LINES(X)                        \
+    X(COMMENT, comment)                           \
+    X(KERNEL_DEF, kernel_def)                     \
+    X(ALLOCATE, allocate)                         \
+    X(REUSE, reuse)                               \
+    X(FREE_IF_NOT_REUSED, free_if_not_reused)     \
+    X(FREE, free)                                 \
+    X(REINTERPRET, reinterpret)                   \
+    X(KERNEL_CALL, kernel_call)                   \
+    X(EXTERN_CALL, extern_call)                   \
+    X(EXTERN_ALLOC, extern_alloc)                 \
+    X(MULTI_OUTPUT, multi_output)                 \
+    X(ASSERT_SHAPE, assert_shape)
+
+typedef enum tilec_wir_kind {
+#define TILEC_X(E, e) TILEC_WIR_##E,
+    TILEC_WIR_LINES(TILEC_X)
+#undef TILEC_X
+    TILEC_WIR_KIND_COUNT
+} tilec_wir_kind;
+
+/* "KERNEL_CALL"; "?" out of range. */
+const char *tilec_wir_kind_name(tilec_wir_kind k);
+
+/* An argument of a KERNEL_CALL, EXTERN_CALL or EXTERN_ALLOC. */
+typedef enum tilec_wir_arg_kind {
+    TILEC_WIR_ARG_BUFFER, /* text: a buffer (tensor) name */
+    TILEC_WIR_ARG_SIZE,   /* text: a canonical size expression ("R*C") */
+    TILEC_WIR_ARG_SCALAR, /* text: a literal ("0.5", "-inf", "true") or a scalar parameter name */
+} tilec_wir_arg_kind;
+
+typedef struct tilec_wir_arg {
+    tilec_wir_arg_kind kind;
+    const char *text;
+} tilec_wir_arg;
+
+/* One line. Which fields are set depends on the kind:
+ *
+ *  COMMENT             text
+ *  KERNEL_DEF          name (kernel), kernel, nvariants
+ *  ALLOCATE            name, dtype, rank, sizes, strides, bytes, device, align, key
+ *  REUSE               ALLOCATE's fields, and from: the freed buffer it takes over
+ *  FREE_IF_NOT_REUSED  name, bytes
+ *  FREE                name, bytes
+ *  REINTERPRET         name (the view), from (its base), dtype, rank, sizes, strides, offset
+ *  KERNEL_CALL         name (kernel), kernel, nvariants, args, grid
+ *  EXTERN_CALL         name (extern), ext, symbol, args, outs (buffers it writes)
+ *  EXTERN_ALLOC        name (the result, or the tuple of a multi-output extern),
+ *                      ext, symbol, args, nresults; one result: dtype, rank, sizes,
+ *                      strides, bytes
+ *  MULTI_OUTPUT        name (the result), from (the tuple), index, dtype, rank,
+ *                      sizes, strides, bytes
+ *  ASSERT_SHAPE        name (a tensor parameter), index (its position among the
+ *                      graph's parameters), dtype, rank, sizes (as written:
+ *                      a symbol or an integer), binds (per dimension: 1 when
+ *                      the dimension binds its symbol, 0 when it checks it)
+ *
+ * Size texts are canonical polynomials in the graph's size symbols (see
+ * docs/wrapper-ir.md), so equal sizes have equal text. */
+typedef struct tilec_wir_line {
+    tilec_wir_kind kind;
+    tilec_loc loc; /* the .tile statement (or parameter, or kernel) */
+    const char *name;
+    const char *from;
+    const char *text;
+    const tilec_kernel *kernel;
+    const tilec_extern *ext;
+    const char *symbol;
+    uint32_t nvariants;
+    tilec_dtype dtype;
+    uint32_t rank;
+    const char **sizes;
+    const char **strides;
+    const uint8_t *binds;
+    const char *offset;
+    const char *bytes;
+    int device;
+    uint32_t align;
+    const char *key; /* the pool key "device:dtype:bytes:align" of a buffer memory planning may reuse, else NULL */
+    uint32_t index;
+    uint32_t nresults;
+    tilec_wir_arg *args;
+    uint32_t nargs;
+    const char **outs;
+    uint32_t nouts;
+    const char *grid; /* the kernel's grid as written, "cdiv(n, BLOCK)" or "rows, cols" */
+} tilec_wir_line;
+
+/* The lines of one graph; owns its memory (one arena). */
+typedef struct tilec_wir tilec_wir;
+
+/* Lower a checked graph of m to lines. On failure the context holds a
+ * diagnostic at the graph statement. */
+tilec_status tilec_wir_lower(tilec_ctx *ctx, const tilec_module *m, const tilec_graph *g, tilec_wir **out);
+/* Memory planning, in place: FREE_IF_NOT_REUSED of a pooled buffer and a
+ * later ALLOCATE with the same pool key become REUSE (last freed first);
+ * the reused buffer's FREE_IF_NOT_REUSED is dropped. */
+tilec_status tilec_wir_plan(tilec_ctx *ctx, tilec_wir *w);
+void tilec_wir_free(tilec_wir *w);
+
+const tilec_graph *tilec_wir_graph(const tilec_wir *w);
+size_t tilec_wir_line_count(const tilec_wir *w);
+const tilec_wir_line *tilec_wir_line_at(const tilec_wir *w, size_t i);
+/* The graph's returned buffers, in order. */
+size_t tilec_wir_output_count(const tilec_wir *w);
+const char *tilec_wir_output(const tilec_wir *w, size_t i);
+
+/* Walk the lines in order; stops at the first nonzero return and returns it. */
+typedef int (*tilec_wir_visit_fn)(void *user, const tilec_wir_line *line);
+int tilec_wir_walk(const tilec_wir *w, tilec_wir_visit_fn fn, void *user);
+
+/* The hook table of an emitter: one hook per line kind, from the X-macro.
+ * Fill it with designated initializers (.kernel_call = my_call); by_kind
+ * indexes the same hooks by tilec_wir_kind. */
+typedef int (*tilec_wir_hook)(void *user, const tilec_wir_line *line);
+#define TILEC_WIR_HOOK_FIELD(E, e) tilec_wir_hook e;
+typedef struct tilec_wir_hooks {
+    union {
+        struct {
+            TILEC_WIR_LINES(TILEC_WIR_HOOK_FIELD)
+        };
+        tilec_wir_hook by_kind[TILEC_WIR_KIND_COUNT];
+    };
+} tilec_wir_hooks;
+
+/* Call the hook of every line in order. A NULL hook is an error naming
+ * `who` and the line kind; a hook returning nonzero stops the walk with
+ * an error naming the line. */
+tilec_status tilec_wir_dispatch(tilec_ctx *ctx, const tilec_wir *w, const tilec_wir_hooks *hooks,
+                                const char *who, void *user);
+
+/* The stable text form: a header, one line per IR line, a return line. */
+tilec_status tilec_wir_print(const tilec_wir *w, tilec_sink sink);
+
+/* Values of size symbols ("R=4096,C=1024"). */
+typedef struct tilec_wir_size {
+    char name[64];
+    int64_t value;
+} tilec_wir_size;
+/* Parse "R=4096,C=1024" into at most cap entries; TILEC_ERR_ARG (with
+ * nothing recorded) on bad text, a name longer than 63 bytes, a value
+ * that is not a positive integer, or too many entries. */
+tilec_status tilec_wir_parse_sizes(const char *spec, tilec_wir_size *out, size_t cap, size_t *n);
+/* Evaluate a canonical size text ("4*R*C + 2", "cdiv(N, 128)") with the
+ * given values; TILEC_ERR_ARG for an unknown symbol or bad text,
+ * TILEC_ERR_INPUT on overflow or division by zero. */
+tilec_status tilec_wir_eval(const char *text, const tilec_wir_size *sizes, size_t n, int64_t *out);
+/* Peak bytes of the graph's own buffers (inputs excluded) for the given
+ * symbol values, walking the lines as they are (call before and after
+ * tilec_wir_plan to compare). Two models:
+ *  RESERVED  what a wrapper holds: ALLOCATE, EXTERN_ALLOC and MULTI_OUTPUT
+ *            take new memory, REUSE takes none, FREE releases, and
+ *            FREE_IF_NOT_REUSED of a pooled buffer returns it to the
+ *            wrapper's pool, where only a REUSE can take it (it stays
+ *            reserved); memory planning lowers this peak.
+ *  LIVE      bytes in live buffers: every free releases at once; reuse
+ *            cannot change it (the lower bound RESERVED approaches).
+ * Errors (an unknown symbol, overflow) are reported on ctx. */
+typedef enum tilec_wir_peak_kind { TILEC_WIR_PEAK_RESERVED, TILEC_WIR_PEAK_LIVE } tilec_wir_peak_kind;
+tilec_status tilec_wir_peak_bytes(tilec_ctx *ctx, const tilec_wir *w, tilec_wir_peak_kind kind,
+                                  const tilec_wir_size *sizes, size_t n, int64_t *out);
+
+/* `tilec FILE --emit ir [--sizes R=4096,C=1024]`: every graph of m
+ * lowered, planned when `plan` is nonzero, and printed; graphs separated
+ * by a blank line. With sizes (nsizes > 0) each graph ends with a line
+ * "peak bytes with R=4096, C=1024: P planned, U unplanned, L live"
+ * (RESERVED peaks with and without planning, and the LIVE peak). */
+tilec_status tilec_module_emit_ir(tilec_ctx *ctx, const tilec_module *m, int plan, const tilec_wir_size *sizes,
+                                  size_t nsizes, tilec_sink sink);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,658 @@
+/* lower_graph.c: a checked graph to wrapper IR lines. Two walks over the
+ * statements: the first binds every tensor name (dtype, symbolic sizes,
+ * storage root) and records its last use; the second emits the lines and
+ * frees each graph-owned buffer after its last use. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/poly.h"
+#include "util/strbuf.h"
+#include "wrapper_ir/wir.h"
+
+typedef enum { E_TENSOR_PARAM, E_SCALAR_PARAM, E_BUFFER } ekind;
+
+/* A name of the graph. Views share the storage of their root. */
+typedef struct entry {
+    const char *name;
+    ekind kind;
+    tilec_dtype dtype;
+    uint32_t rank;
+    const poly **dims;
+    int root;     /* the entry owning the storage (itself unless a view) */
+    int owned;    /* the graph allocated the storage (empty, an extern result) */
+    int pooled;   /* allocated by ALLOCATE: memory planning may reuse it */
+    int output;   /* the storage is returned, by itself or through a view */
+    int last_use; /* statement index; a root's covers its views */
+    int freed;
+} entry;
+
+typedef struct lw {
+    tilec_wir *w;
+    tilec_ctx *ctx;
+    const tilec_module *m;
+    entry *e;
+    uint32_t ne, cap;
+    const char **syms; /* size symbols bound by tensor parameters */
+    uint32_t nsyms, capsyms;
+    int failed; /* a diagnostic was recorded */
+    int oom;
+    uint32_t ntuples;
+} lw;
+
+tilec_wir_line *wir_add(tilec_wir *w, tilec_wir_kind kind, const tilec_loc *loc)
+{
+    if (w->n == w->cap) {
+        uint32_t cap = w->cap ? w->cap * 2 : 32;
+        tilec_wir_line *v = ar_array(&w->ar, cap, sizeof *v);
+        if (!v)
+            return NULL;
+        if (w->n)
+            memcpy(v, w->lines, w->n * sizeof *v);
+        w->lines = v;
+        w->cap = cap;
+    }
+    tilec_wir_line *l = &w->lines[w->n++];
+    memset(l, 0, sizeof *l);
+    l->kind = kind;
+    l->loc = *loc;
+    l->device = WIR_DEVICE;
+    return l;
+}
+
+static void fail(lw *L, const tilec_loc *loc, const char *what, const char *name)
+{
+    if (!L->failed)
+        diag_at(L->ctx, &L->m->src, loc, TILEC_SEV_ERROR, "cannot lower graph '%s' to wrapper IR: %s '%s'",
+                L->w->graph->name, what, name ? name : "?");
+    L->failed = 1;
+}
+
+static int find(const lw *L, const char *name)
+{
+    for (uint32_t i = 0; name && i < L->ne; i++)
+        if (!strcmp(L->e[i].name, name))
+            return (int)i;
+    return -1;
+}
+
+static const poly *lookup_sym(void *user, const char *name)
+{
+    lw *L = user;
+    for (uint32_t i = 0; i < L->nsyms; i++)
+        if (!strcmp(L->syms[i], name))
+            return poly_atom(&L->w->ar, name);
+    int k = find(L, name);
+    if (k >= 0 && L->e[k].kind == E_SCALAR_PARAM)
+        return poly_atom(&L->w->ar, name);
+    return NULL;
+}
+
+static entry *define(lw *L, const char *name, ekind kind, tilec_dtype dt, uint32_t rank, const poly **dims, int stmt)
+{
+    if (L->ne == L->cap) {
+        L->oom = 1;
+        return NULL;
+    }
+    entry *x = &L->e[L->ne];
+    *x = (entry){.name = name, .kind = kind, .dtype = dt, .rank = rank, .dims = dims, .root = (int)L->ne,
+                 .last_use = stmt};
+    L->ne++;
+    return x;
+}
+
+/* The tensor named by expression a, marked used at statement i. */
+static int use(lw *L, const tilec_expr *a, int i)
+{
+    int k = a->kind == TILEC_EX_NAME ? find(L, a->name) : -1;
+    if (k < 0 || L->e[k].kind == E_SCALAR_PARAM) {
+        fail(L, &a->loc, "no tensor named", a->kind == TILEC_EX_NAME ? a->name : "(expression)");
+        return -1;
+    }
+    if (L->e[k].last_use < i)
+        L->e[k].last_use = i;
+    return k;
+}
+
+/* ---- text of sizes ---- */
+
+static const char *pstr(lw *L, const poly *p)
+{
+    const char *s = poly_str(&L->w->ar, p);
+    if (!s)
+        L->oom = 1;
+    return s ? s : "?";
+}
+
+static const poly **dims_of(lw *L, tilec_expr *const *v, uint32_t n)
+{
+    const poly **dims = ar_array(&L->w->ar, n ? n : 1, sizeof *dims);
+    if (!dims) {
+        L->oom = 1;
+        return NULL;
+    }
+    for (uint32_t d = 0; d < n; d++)
+        if (!(dims[d] = poly_from_expr(&L->w->ar, v[d], lookup_sym, L))) {
+            fail(L, &v[d]->loc, "a size it cannot read in", L->w->graph->name);
+            return NULL;
+        }
+    return dims;
+}
+
+/* Sizes, row-major strides and storage bytes of entry x into line l. */
+static void shape_into(lw *L, const entry *x, tilec_wir_line *l)
+{
+    arena *a = &L->w->ar;
+    l->dtype = x->dtype;
+    l->rank = x->rank;
+    l->sizes = ar_array(a, x->rank ? x->rank : 1, sizeof *l->sizes);
+    l->strides = ar_array(a, x->rank ? x->rank : 1, sizeof *l->strides);
+    if (!l->sizes || !l->strides) {
+        L->oom = 1;
+        return;
+    }
+    poly *stride = poly_const(a, 1);
+    for (uint32_t d = x->rank; d-- > 0;) {
+        l->sizes[d] = pstr(L, x->dims[d]);
+        l->strides[d] = pstr(L, stride);
+        stride = poly_mul(a, stride, x->dims[d]);
+    }
+    poly *bytes = poly_mul(a, stride, poly_const(a, tilec_dtype_size(x->dtype)));
+    l->bytes = pstr(L, bytes);
+}
+
+static const char *pool_key(lw *L, const tilec_wir_line *l)
+{
+    const char *k = ar_printf(&L->w->ar, "%d:%s:%s:%u", l->device, tilec_dtype_name(l->dtype), l->bytes, l->align);
+    if (!k)
+        L->oom = 1;
+    return k;
+}
+
+/* An expression as written, with parentheses only around nested binaries. */
+static void spell(strbuf *b, const tilec_expr *e, int nested)
+{
+    switch (e->kind) {
+    case TILEC_EX_INT: sb_printf(b, "%lld", (long long)e->ival); break;
+    case TILEC_EX_FLOAT: sb_puts(b, e->name); break;
+    case TILEC_EX_BOOL: sb_puts(b, e->ival ? "true" : "false"); break;
+    case TILEC_EX_INF: sb_puts(b, "inf"); break;
+    case TILEC_EX_NAME: sb_puts(b, e->name); break;
+    case TILEC_EX_DTYPE: sb_puts(b, tilec_dtype_name(e->dtype)); break;
+    case TILEC_EX_UNARY:
+        sb_puts(b, tilec_op_spelling(e->op));
+        spell(b, e->args[0], 1);
+        break;
+    case TILEC_EX_BINARY:
+        if (nested)
+            sb_putc(b, '(');
+        spell(b, e->args[0], 1);
+        sb_printf(b, " %s ", tilec_op_spelling(e->op));
+        spell(b, e->args[1], 1);
+        if (nested)
+            sb_putc(b, ')');
+        break;
+    case TILEC_EX_CALL:
+        sb_printf(b, "%s(", e->name);
+        for (uint32_t i = 0; i < e->nargs; i++) {
+            sb_puts(b, i ? ", " : "");
+            spell(b, e->args[i], 0);
+        }
+        sb_putc(b, ')');
+        break;
+    default: sb_puts(b, "?"); break;
+    }
+}
+
+static const char *spelled(lw *L, tilec_expr *const *v, uint32_t n)
+{
+    strbuf b;
+    sb_init(&b);
+    for (uint32_t i = 0; i < n; i++) {
+        sb_puts(&b, i ? ", " : "");
+        spell(&b, v[i], 0);
+    }
+    const char *s = b.failed ? NULL : ar_strdup(&L->w->ar, sb_str(&b));
+    sb_free(&b);
+    if (!s)
+        L->oom = 1;
+    return s ? s : "?";
+}
+
+/* ---- the first walk: names, shapes, last uses ---- */
+
+static void bind_params(lw *L)
+{
+    const tilec_graph *g = L->w->graph;
+    for (uint32_t i = 0; i < g->nparams; i++) {
+        const tilec_param *p = &g->params[i];
+        if (p->type.kind != TILEC_TE_TENSOR) {
+            define(L, p->name, E_SCALAR_PARAM, p->type.dtype, 0, NULL, -1);
+            continue;
+        }
+        for (uint32_t d = 0; d < p->type.ndims; d++) {
+            const tilec_expr *e = p->type.dims[d];
+            if (e->kind == TILEC_EX_NAME && !lookup_sym(L, e->name) && L->nsyms < L->capsyms)
+                L->syms[L->nsyms++] = e->name;
+        }
+        const poly **dims = dims_of(L, p->type.dims, p->type.ndims);
+        define(L, p->name, E_TENSOR_PARAM, p->type.dtype, p->type.ndims, dims, -1);
+    }
+}
+
+typedef struct ext_env {
+    lw *L;
+    const tilec_extern *x;
+    const entry *const *args; /* the entry of each argument */
+} ext_env;
+
+static const poly *ext_lookup(void *user, const char *name)
+{
+    ext_env *env = user;
+    for (uint32_t i = 0; i < env->x->nparams; i++) {
+        const tilec_tyexpr *t = &env->x->params[i].type;
+        for (uint32_t d = 0; d < t->ndims && d < env->args[i]->rank; d++)
+            if (t->dims[d]->kind == TILEC_EX_NAME && !strcmp(t->dims[d]->name, name))
+                return env->args[i]->dims[d];
+    }
+    return NULL;
+}
+
+static void first_walk(lw *L)
+{
+    const tilec_graph *g = L->w->graph;
+    for (uint32_t i = 0; i < g->body.nstmts && !L->failed && !L->oom; i++) {
+        const tilec_stmt *s = g->body.stmts[i];
+        const tilec_expr *v = s->value;
+        if (s->kind == TILEC_ST_RETURN) {
+            for (uint32_t r = 0; r < s->nvalues; r++) {
+                int k = use(L, s->values[r], (int)i);
+                if (k >= 0)
+                    L->e[k].output = 1;
+            }
+            continue;
+        }
+        if (s->kind == TILEC_ST_DOC)
+            continue;
+        if (!v || v->kind != TILEC_EX_CALL) {
+            fail(L, &s->loc, "a statement it does not know in graph", g->name);
+            return;
+        }
+        if (!strcmp(v->name, "empty")) {
+            const poly **dims = dims_of(L, v->args[1]->args, v->args[1]->nargs);
+            entry *x = define(L, s->names[0], E_BUFFER, v->args[0]->dtype, v->args[1]->nargs, dims, (int)i);
+            if (x)
+                x->owned = x->pooled = 1;
+        } else if (!strcmp(v->name, "view")) {
+            int base = use(L, v->args[0], (int)i);
+            const tilec_expr *ty = v->args[1];
+            const poly **dims = dims_of(L, ty->args + 1, ty->nargs - 1);
+            entry *x = define(L, s->names[0], E_BUFFER, ty->args[0]->dtype, ty->nargs - 1, dims, (int)i);
+            if (x && base >= 0)
+                x->root = L->e[base].root;
+        } else if (tilec_module_find_kernel(L->m, v->name)) {
+            const tilec_kernel *k = tilec_module_find_kernel(L->m, v->name);
+            for (uint32_t a = 0; a < v->nargs && a < k->nparams; a++)
+                if (k->params[a].type.kind == TILEC_TE_POINTER)
+                    use(L, v->args[a], (int)i);
+        } else if (tilec_module_find_extern(L->m, v->name)) {
+            const tilec_extern *x = tilec_module_find_extern(L->m, v->name);
+            const entry **args = ar_array(&L->w->ar, v->nargs ? v->nargs : 1, sizeof *args);
+            if (!args) {
+                L->oom = 1;
+                return;
+            }
+            for (uint32_t a = 0; a < v->nargs; a++) {
+                int k = use(L, v->args[a], (int)i);
+                if (k < 0)
+                    return;
+                args[a] = &L->e[k];
+            }
+            ext_env env = {L, x, args};
+            for (uint32_t r = 0; r < x->nresults && r < s->nnames; r++) {
+                const tilec_tyexpr *t = &x->results[r].type;
+                const poly **dims = ar_array(&L->w->ar, t->ndims ? t->ndims : 1, sizeof *dims);
+                if (!dims) {
+                    L->oom = 1;
+                    return;
+                }
+                for (uint32_t d = 0; dims && d < t->ndims; d++)
+                    if (!(dims[d] = poly_from_expr(&L->w->ar, t->dims[d], ext_lookup, &env))) {
+                        fail(L, &v->loc, "a result size it cannot read in extern", x->name);
+                        return;
+                    }
+                entry *e = define(L, s->names[r], E_BUFFER, t->dtype, t->ndims, dims, (int)i);
+                if (e)
+                    e->owned = 1;
+            }
+        } else {
+            fail(L, &v->loc, "an unknown call", v->name);
+        }
+    }
+    /* a view keeps its base alive; a returned view keeps its base too */
+    for (uint32_t k = 0; k < L->ne; k++) {
+        entry *r = &L->e[L->e[k].root];
+        if (r->last_use < L->e[k].last_use)
+            r->last_use = L->e[k].last_use;
+        r->output |= L->e[k].output;
+    }
+}
+
+/* ---- the second walk: lines ---- */
+
+static void emit_kernel_defs(lw *L)
+{
+    const tilec_graph *g = L->w->graph;
+    const tilec_kernel **seen = ar_array(&L->w->ar, g->body.nstmts + 1, sizeof *seen);
+    uint32_t nseen = 0;
+    if (!seen) {
+        L->oom = 1;
+        return;
+    }
+    for (uint32_t i = 0; i < g->body.nstmts; i++) {
+        const tilec_stmt *s = g->body.stmts[i];
+        if (s->kind != TILEC_ST_EXPR || !s->value || s->value->kind != TILEC_EX_CALL)
+            continue;
+        const tilec_kernel *k = tilec_module_find_kernel(L->m, s->value->name);
+        uint32_t j = 0;
+        while (k && j < nseen && seen[j] != k)
+            j++;
+        if (!k || j < nseen)
+            continue;
+        seen[nseen++] = k;
+        tilec_wir_line *l = wir_add(L->w, TILEC_WIR_KERNEL_DEF, &k->loc);
+        if (!l) {
+            L->oom = 1;
+            return;
+        }
+        l->name = k->name;
+        l->kernel = k;
+        l->nvariants = k->nvariants ? k->nvariants : 1;
+    }
+}
+
+static void emit_asserts(lw *L)
+{
+    const tilec_graph *g = L->w->graph;
+    const char **bound = ar_array(&L->w->ar, L->capsyms + 1, sizeof *bound);
+    uint32_t nbound = 0;
+    if (!bound) {
+        L->oom = 1;
+        return;
+    }
+    for (uint32_t i = 0; i < g->nparams; i++) {
+        const tilec_param *p = &g->params[i];
+        if (p->type.kind != TILEC_TE_TENSOR)
+            continue;
+        tilec_wir_line *l = wir_add(L->w, TILEC_WIR_ASSERT_SHAPE, &p->loc);
+        uint32_t n = p->type.ndims;
+        const char **sizes = ar_array(&L->w->ar, n ? n : 1, sizeof *sizes);
+        uint8_t *binds = ar_array(&L->w->ar, n ? n : 1, 1);
+        if (!l || !sizes || !binds) {
+            L->oom = 1;
+            return;
+        }
+        for (uint32_t d = 0; d < n; d++) {
+            const tilec_expr *e = p->type.dims[d];
+            if (e->kind != TILEC_EX_NAME) {
+                sizes[d] = ar_printf(&L->w->ar, "%lld", (long long)e->ival);
+                continue;
+            }
+            sizes[d] = e->name;
+            uint32_t j = 0;
+            while (j < nbound && strcmp(bound[j], e->name))
+                j++;
+            if (j == nbound && nbound < L->capsyms) {
+                bound[nbound++] = e->name;
+                binds[d] = 1;
+            }
+        }
+        l->name = p->name;
+        l->index = i;
+        l->dtype = p->type.dtype;
+        l->rank = n;
+        l->sizes = sizes;
+        l->binds = binds;
+    }
+}
+
+static tilec_wir_line *add(lw *L, tilec_wir_kind kind, const tilec_loc *loc)
+{
+    tilec_wir_line *l = wir_add(L->w, kind, loc);
+    if (!l)
+        L->oom = 1;
+    return l;
+}
+
+static void free_line(lw *L, entry *x, tilec_wir_kind kind, const tilec_loc *loc)
+{
+    tilec_wir_line *l = add(L, kind, loc);
+    if (!l)
+        return;
+    tilec_wir_line tmp = {0};
+    shape_into(L, x, &tmp);
+    l->name = x->name;
+    l->dtype = x->dtype;
+    l->bytes = tmp.bytes;
+    l->align = WIR_ALIGN;
+    if (x->pooled && kind == TILEC_WIR_FREE_IF_NOT_REUSED)
+        l->key = pool_key(L, l);
+    x->freed = 1;
+}
+
+static tilec_wir_arg *call_args(lw *L, const tilec_expr *v, const tilec_kernel *k)
+{
+    tilec_wir_arg *args = ar_array(&L->w->ar, v->nargs ? v->nargs : 1, sizeof *args);
+    if (!args) {
+        L->oom = 1;
+        return NULL;
+    }
+    for (uint32_t a = 0; a < v->nargs; a++) {
+        const tilec_expr *e = v->args[a];
+        const tilec_param *p = k && a < k->nparams ? &k->params[a] : NULL;
+        char c = p ? tilec_dtype_class(p->type.dtype) : 0;
+        if (!p || p->type.kind == TILEC_TE_POINTER) {
+            args[a].kind = TILEC_WIR_ARG_BUFFER;
+            args[a].text = e->name;
+            continue;
+        }
+        const poly *q = c == 's' || c == 'u' ? poly_from_expr(&L->w->ar, e, lookup_sym, L) : NULL;
+        args[a].kind = q ? TILEC_WIR_ARG_SIZE : TILEC_WIR_ARG_SCALAR;
+        args[a].text = q ? pstr(L, q) : spelled(L, v->args + a, 1);
+    }
+    return args;
+}
+
+static const char *tuple_name(lw *L)
+{
+    for (;;) {
+        const char *n = ar_printf(&L->w->ar, "tuple%u", L->ntuples++);
+        if (!n) {
+            L->oom = 1;
+            return "?";
+        }
+        if (find(L, n) < 0)
+            return n;
+    }
+}
+
+static void emit_stmt(lw *L, const tilec_stmt *s)
+{
+    const tilec_expr *v = s->value;
+    tilec_wir_line *l;
+    if (s->kind == TILEC_ST_DOC) {
+        if ((l = add(L, TILEC_WIR_COMMENT, &s->loc)))
+            l->text = s->text ? s->text : "";
+        return;
+    }
+    if (!strcmp(v->name, "empty") || !strcmp(v->name, "view")) {
+        int view = v->name[0] == 'v';
+        entry *x = &L->e[find(L, s->names[0])];
+        if (!(l = add(L, view ? TILEC_WIR_REINTERPRET : TILEC_WIR_ALLOCATE, &s->loc)))
+            return;
+        l->name = x->name;
+        shape_into(L, x, l);
+        l->align = WIR_ALIGN;
+        if (view) {
+            l->from = v->args[0]->name;
+            l->offset = "0";
+            l->bytes = NULL;
+        } else {
+            l->key = pool_key(L, l);
+        }
+        return;
+    }
+    const tilec_kernel *k = tilec_module_find_kernel(L->m, v->name);
+    if (k) {
+        if (!(l = add(L, TILEC_WIR_KERNEL_CALL, &s->loc)))
+            return;
+        l->name = k->name;
+        l->kernel = k;
+        l->nvariants = k->nvariants ? k->nvariants : 1;
+        l->args = call_args(L, v, k);
+        l->nargs = v->nargs;
+        l->grid = spelled(L, k->grid, k->ngrid);
+        return;
+    }
+    const tilec_extern *x = tilec_module_find_extern(L->m, v->name);
+    tilec_wir_kind kind = x->nresults ? TILEC_WIR_EXTERN_ALLOC : TILEC_WIR_EXTERN_CALL;
+    if (!(l = add(L, kind, &s->loc)))
+        return;
+    l->ext = x;
+    l->symbol = x->symbol;
+    l->args = call_args(L, v, NULL);
+    l->nargs = v->nargs;
+    l->nresults = x->nresults;
+    if (!x->nresults) {
+        l->name = x->name;
+        l->outs = ar_array(&L->w->ar, v->nargs ? v->nargs : 1, sizeof *l->outs);
+        for (uint32_t a = 0; l->outs && a < v->nargs; a++)
+            l->outs[l->nouts++] = v->args[a]->name;
+        if (!l->outs)
+            L->oom = 1;
+        return;
+    }
+    if (s->kind == TILEC_ST_LET) {
+        entry *e = &L->e[find(L, s->names[0])];
+        l->name = e->name;
+        shape_into(L, e, l);
+        l->align = WIR_ALIGN;
+        return;
+    }
+    l->name = tuple_name(L);
+    const char *tuple = l->name;
+    for (uint32_t r = 0; r < s->nnames; r++) {
+        entry *e = &L->e[find(L, s->names[r])];
+        tilec_wir_line *m = add(L, TILEC_WIR_MULTI_OUTPUT, &s->name_locs[r]);
+        if (!m)
+            return;
+        m->name = e->name;
+        m->from = tuple;
+        m->index = r;
+        shape_into(L, e, m);
+        m->align = WIR_ALIGN;
+    }
+}
+
+static void second_walk(lw *L)
+{
+    const tilec_graph *g = L->w->graph;
+    int last = -1; /* the last statement that is not a doc comment or the return */
+    for (uint32_t i = 0; i < g->body.nstmts; i++)
+        if (g->body.stmts[i]->kind != TILEC_ST_DOC && g->body.stmts[i]->kind != TILEC_ST_RETURN)
+            last = (int)i;
+    L->w->ret_loc = g->loc;
+    for (uint32_t i = 0; i < g->body.nstmts && !L->oom; i++) {
+        const tilec_stmt *s = g->body.stmts[i];
+        if (s->kind == TILEC_ST_RETURN) {
+            L->w->ret_loc = s->loc;
+            L->w->outputs = ar_array(&L->w->ar, s->nvalues ? s->nvalues : 1, sizeof *L->w->outputs);
+            if (!L->w->outputs) {
+                L->oom = 1;
+                return;
+            }
+            for (uint32_t r = 0; r < s->nvalues; r++)
+                L->w->outputs[r] = s->values[r]->name;
+            L->w->noutputs = s->nvalues;
+            continue;
+        }
+        emit_stmt(L, s);
+        if (s->kind == TILEC_ST_DOC || (int)i >= last)
+            continue; /* after the last statement nothing can reuse: FREE at the end */
+        for (uint32_t k = 0; k < L->ne; k++) {
+            entry *x = &L->e[k];
+            if (x->owned && x->root == (int)k && !x->output && !x->freed && x->last_use == (int)i)
+                free_line(L, x, TILEC_WIR_FREE_IF_NOT_REUSED, &s->loc);
+        }
+    }
+    for (uint32_t k = 0; k < L->ne && !L->oom; k++) {
+        entry *x = &L->e[k];
+        if (x->owned && x->root == (int)k && !x->output && !x->freed)
+            free_line(L, x, TILEC_WIR_FREE, &L->w->ret_loc);
+    }
+}
+
+tilec_status tilec_wir_lower(tilec_ctx *ctx, const tilec_module *m, const tilec_graph *g, tilec_wir **out)
+{
+    if (!out)
+        return TILEC_ERR_ARG;
+    *out = NULL;
+    if (!ctx || !m || !g)
+        return TILEC_ERR_ARG;
+    tilec_wir *w = calloc(1, sizeof *w);
+    if (!w)
+        return TILEC_ERR_NOMEM;
+    ar_init(&w->ar);
+    w->mod = m;
+    w->graph = g;
+    lw L = {.w = w, .ctx = ctx, .m = m};
+    L.cap = g->nparams;
+    L.capsyms = 0;
+    for (uint32_t i = 0; i < g->nparams; i++)
+        L.capsyms += g->params[i].type.ndims;
+    for (uint32_t i = 0; i < g->body.nstmts; i++)
+        L.cap += g->body.stmts[i]->nnames;
+    L.e = ar_array(&w->ar, L.cap + 1, sizeof *L.e);
+    L.syms = ar_array(&w->ar, L.capsyms + 1, sizeof *L.syms);
+    if (!L.e || !L.syms)
+        L.oom = 1;
+    if (!L.oom)
+        bind_params(&L);
+    if (!L.oom && !L.failed)
+        first_walk(&L);
+    if (!L.oom && !L.failed)
+        emit_kernel_defs(&L);
+    if (!L.oom && !L.failed)
+        emit_asserts(&L);
+    if (!L.oom && !L.failed)
+        second_walk(&L);
+    if (L.oom || w->ar.failed || L.failed) {
+        tilec_wir_free(w);
+        return L.failed ? TILEC_ERR_INPUT : TILEC_ERR_NOMEM;
+    }
+    *out = w;
+    return TILEC_OK;
+}
+
+void tilec_wir_free(tilec_wir *w)
+{
+    if (!w)
+        return;
+    ar_free(&w->ar);
+    free(w);
+}
+
+const tilec_graph *tilec_wir_graph(const tilec_wir *w) { return w ? w->graph : NULL; }
+size_t tilec_wir_line_count(const tilec_wir *w) { return w ? w->n : 0; }
+const tilec_wir_line *tilec_wir_line_at(const tilec_wir *w, size_t i) { return w && i < w->n ? &w->lines[i] : NULL; }
+size_t tilec_wir_output_count(const tilec_wir *w) { return w ? w->noutputs : 0; }
+const char *tilec_wir_output(const tilec_wir *w, size_t i) { return w && i < w->noutputs ? w->outputs[i] : NULL; }
+
+int tilec_wir_walk(const tilec_wir *w, tilec_wir_visit_fn fn, void *user)
+{
+    for (uint32_t i = 0; w && fn && i < w->n; i++) {
+        int r = fn(user, &w->lines[i]);
+        if (r)
+            return r;
+    }
+    return 0;
+}

@@ -1,0 +1,315 @@
+/* plan.c: the memory planning pass over wrapper IR lines (FREE_IF_NOT_REUSED
+ * + a later ALLOCATE of the same pool key -> REUSE, last freed first), the
+ * evaluation of size texts for given symbol values, and peak bytes. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wrapper_ir/wir.h"
+
+/* ---- planning ---- */
+
+typedef struct pooled {
+    const char *name, *key;
+    uint32_t line; /* its FREE_IF_NOT_REUSED */
+} pooled;
+
+tilec_status tilec_wir_plan(tilec_ctx *ctx, tilec_wir *w)
+{
+    if (!ctx || !w)
+        return TILEC_ERR_ARG;
+    if (!w->n)
+        return TILEC_OK;
+    pooled *pool = malloc(w->n * sizeof *pool);
+    uint8_t *drop = calloc(w->n, 1);
+    if (!pool || !drop) {
+        free(pool);
+        free(drop);
+        return TILEC_ERR_NOMEM;
+    }
+    uint32_t npool = 0;
+    for (uint32_t i = 0; i < w->n; i++) {
+        tilec_wir_line *l = &w->lines[i];
+        /* only lowering puts a key on the free of a buffer that is graph
+         * allocated, not returned and not a view: nothing else enters */
+        if (l->kind == TILEC_WIR_FREE_IF_NOT_REUSED && l->key) {
+            pool[npool++] = (pooled){l->name, l->key, i};
+        } else if (l->kind == TILEC_WIR_ALLOCATE && l->key) {
+            uint32_t j = npool;
+            while (j > 0 && strcmp(pool[j - 1].key, l->key))
+                j--;
+            if (!j)
+                continue;
+            j--;
+            l->kind = TILEC_WIR_REUSE;
+            l->from = pool[j].name;
+            drop[pool[j].line] = 1;
+            memmove(&pool[j], &pool[j + 1], (npool - j - 1) * sizeof *pool);
+            npool--;
+        }
+    }
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < w->n; i++)
+        if (!drop[i])
+            w->lines[n++] = w->lines[i];
+    w->n = n;
+    free(pool);
+    free(drop);
+    return TILEC_OK;
+}
+
+/* ---- evaluating size texts ----
+ * expr   := ['-'] term (('+' | '-') term)*
+ * term   := factor ('*' factor)*
+ * factor := INT | NAME | 'cdiv' '(' expr ',' expr ')' | '(' expr ')' [('/' | '%') '(' expr ')']
+ * The form of poly_str(): an opaque quotient is "(x)/(y)", so it binds
+ * tighter than the '*' of its coefficient. */
+
+typedef struct ev {
+    const char *p;
+    const tilec_wir_size *sizes;
+    size_t n;
+    tilec_status st;
+    char bad[64]; /* the unknown symbol */
+} ev;
+
+static int64_t ev_expr(ev *e);
+
+static void ev_space(ev *e)
+{
+    while (*e->p == ' ')
+        e->p++;
+}
+
+static int ev_eat(ev *e, char c)
+{
+    ev_space(e);
+    if (*e->p != c)
+        return 0;
+    e->p++;
+    return 1;
+}
+
+static int64_t ev_fail(ev *e, tilec_status st)
+{
+    if (e->st == TILEC_OK)
+        e->st = st;
+    return 0;
+}
+
+static int is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static int64_t ev_paren(ev *e)
+{
+    if (!ev_eat(e, '('))
+        return ev_fail(e, TILEC_ERR_ARG);
+    int64_t v = ev_expr(e);
+    if (!ev_eat(e, ')'))
+        return ev_fail(e, TILEC_ERR_ARG);
+    return v;
+}
+
+static int64_t ev_factor(ev *e)
+{
+    ev_space(e);
+    const char *s = e->p;
+    if (is_digit(*s)) {
+        errno = 0;
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        e->p = end;
+        return errno ? ev_fail(e, TILEC_ERR_INPUT) : v;
+    }
+    if (is_alpha(*s)) {
+        size_t len = 0;
+        while (is_alpha(s[len]) || is_digit(s[len]))
+            len++;
+        e->p = s + len;
+        if (len == 4 && !memcmp(s, "cdiv", 4) && ev_eat(e, '(')) {
+            int64_t a = ev_expr(e);
+            if (!ev_eat(e, ','))
+                return ev_fail(e, TILEC_ERR_ARG);
+            int64_t b = ev_expr(e);
+            if (!ev_eat(e, ')'))
+                return ev_fail(e, TILEC_ERR_ARG);
+            if (b <= 0)
+                return ev_fail(e, TILEC_ERR_INPUT);
+            return a / b + (a % b > 0);
+        }
+        for (size_t i = 0; i < e->n; i++)
+            if (strlen(e->sizes[i].name) == len && !memcmp(e->sizes[i].name, s, len))
+                return e->sizes[i].value;
+        if (e->st == TILEC_OK)
+            snprintf(e->bad, sizeof e->bad, "%.*s", (int)(len < 63 ? len : 63), s);
+        return ev_fail(e, TILEC_ERR_ARG);
+    }
+    int64_t a = ev_paren(e);
+    ev_space(e);
+    char op = *e->p;
+    if (op != '/' && op != '%')
+        return a;
+    e->p++;
+    int64_t b = ev_paren(e);
+    if (b == 0 || (a == INT64_MIN && b == -1))
+        return ev_fail(e, TILEC_ERR_INPUT);
+    return op == '/' ? a / b : a % b;
+}
+
+static int64_t ev_term(ev *e)
+{
+    int64_t v = ev_factor(e);
+    while (e->st == TILEC_OK && ev_eat(e, '*')) {
+        int64_t r = ev_factor(e);
+        if (__builtin_mul_overflow(v, r, &v))
+            return ev_fail(e, TILEC_ERR_INPUT);
+    }
+    return v;
+}
+
+static int64_t ev_expr(ev *e)
+{
+    int neg = ev_eat(e, '-');
+    int64_t v = ev_term(e);
+    if (neg && __builtin_sub_overflow((int64_t)0, v, &v))
+        return ev_fail(e, TILEC_ERR_INPUT);
+    for (;;) {
+        ev_space(e);
+        char op = *e->p;
+        if (e->st != TILEC_OK || (op != '+' && op != '-'))
+            return v;
+        e->p++;
+        int64_t r = ev_term(e);
+        if (op == '+' ? __builtin_add_overflow(v, r, &v) : __builtin_sub_overflow(v, r, &v))
+            return ev_fail(e, TILEC_ERR_INPUT);
+    }
+}
+
+static tilec_status eval(ev *e, const char *text, int64_t *out)
+{
+    e->p = text;
+    e->st = TILEC_OK;
+    e->bad[0] = 0;
+    int64_t v = ev_expr(e);
+    ev_space(e);
+    if (e->st == TILEC_OK && *e->p)
+        e->st = TILEC_ERR_ARG;
+    if (e->st == TILEC_OK)
+        *out = v;
+    return e->st;
+}
+
+tilec_status tilec_wir_eval(const char *text, const tilec_wir_size *sizes, size_t n, int64_t *out)
+{
+    if (!text || !out || (!sizes && n))
+        return TILEC_ERR_ARG;
+    ev e = {.sizes = sizes, .n = n};
+    return eval(&e, text, out);
+}
+
+tilec_status tilec_wir_parse_sizes(const char *spec, tilec_wir_size *out, size_t cap, size_t *n)
+{
+    if (!spec || !n || (!out && cap))
+        return TILEC_ERR_ARG;
+    *n = 0;
+    size_t k = 0;
+    const char *p = spec;
+    while (*p) {
+        const char *name = p;
+        size_t len = 0;
+        while (is_alpha(p[len]) || (len && is_digit(p[len])))
+            len++;
+        if (!len || len > 63 || p[len] != '=' || k == cap)
+            return TILEC_ERR_ARG;
+        p += len + 1;
+        if (!is_digit(*p))
+            return TILEC_ERR_ARG;
+        errno = 0;
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (errno || v <= 0 || (*end && *end != ','))
+            return TILEC_ERR_ARG;
+        for (size_t i = 0; i < k; i++)
+            if (strlen(out[i].name) == len && !memcmp(out[i].name, name, len))
+                return TILEC_ERR_ARG; /* a symbol given twice */
+        memcpy(out[k].name, name, len);
+        out[k].name[len] = 0;
+        out[k].value = v;
+        k++;
+        p = end;
+        if (*p == ',' && !*++p)
+            return TILEC_ERR_ARG;
+    }
+    if (!k)
+        return TILEC_ERR_ARG;
+    *n = k;
+    return TILEC_OK;
+}
+
+/* ---- peak bytes ---- */
+
+tilec_status tilec_wir_peak_bytes(tilec_ctx *ctx, const tilec_wir *w, tilec_wir_peak_kind kind,
+                                  const tilec_wir_size *sizes, size_t n, int64_t *out)
+{
+    if (!ctx || !w || !out || (!sizes && n))
+        return TILEC_ERR_ARG;
+    const char **names = malloc((w->n + 1) * sizeof *names);
+    int64_t *bytes = malloc((w->n + 1) * sizeof *bytes);
+    if (!names || !bytes) {
+        free(names);
+        free(bytes);
+        return TILEC_ERR_NOMEM;
+    }
+    uint32_t nlive = 0;
+    int64_t live = 0, peak = 0;
+    tilec_status st = TILEC_OK;
+    ev e = {.sizes = sizes, .n = n};
+    for (uint32_t i = 0; i < w->n && st == TILEC_OK; i++) {
+        const tilec_wir_line *l = &w->lines[i];
+        int64_t v = 0;
+        switch (l->kind) {
+        case TILEC_WIR_ALLOCATE:
+        case TILEC_WIR_REUSE:
+        case TILEC_WIR_EXTERN_ALLOC:
+        case TILEC_WIR_MULTI_OUTPUT:
+            if (!l->bytes)
+                break; /* the tuple of a multi-output extern holds no storage */
+            if ((st = eval(&e, l->bytes, &v)) != TILEC_OK) {
+                if (e.bad[0])
+                    diag_at(ctx, &w->mod->src, &l->loc, TILEC_SEV_ERROR,
+                            "graph '%s': no value for the size symbol '%s' (needed by '%s', %s bytes)", w->graph->name,
+                            e.bad, l->name, l->bytes);
+                else
+                    diag_at(ctx, &w->mod->src, &l->loc, TILEC_SEV_ERROR,
+                            "graph '%s': the size %s of '%s' cannot be computed (overflow or division by zero)",
+                            w->graph->name, l->bytes, l->name);
+                break;
+            }
+            names[nlive] = l->name;
+            bytes[nlive++] = v;
+            if (l->kind != TILEC_WIR_REUSE)
+                live += v;
+            break;
+        case TILEC_WIR_FREE_IF_NOT_REUSED:
+            if (kind == TILEC_WIR_PEAK_RESERVED && l->key)
+                break; /* back in the wrapper's pool: still reserved */
+            /* fall through */
+        case TILEC_WIR_FREE:
+            for (uint32_t j = nlive; j-- > 0;)
+                if (!strcmp(names[j], l->name)) {
+                    live -= bytes[j];
+                    names[j] = "";
+                    break;
+                }
+            break;
+        default: break;
+        }
+        if (live > peak)
+            peak = live;
+    }
+    free(names);
+    free(bytes);
+    if (st == TILEC_OK)
+        *out = peak;
+    return st;
+}

@@ -1,0 +1,346 @@
+/* print.c: the stable text form of wrapper IR (`tilec FILE --emit ir`),
+ * written through the hook table like any emitter, and the dispatch that
+ * walks lines into an emitter's hooks.
+ *
+ * The form, one IR line per text line, each ending in "  @line:col" (the
+ * .tile location), sizes as canonical polynomials ("4*R*C"):
+ *
+ *   graph NAME(x: f32[R, C], alpha: f32)              the header
+ *   kernel K (N variant[s])                           KERNEL_DEF
+ *   assert_shape x: f32[R, C] binds R, C              ASSERT_SHAPE ("binds" lists the
+ *                                                     symbols bound here; others are checked)
+ *   # text                                            COMMENT (\\ and control bytes escaped)
+ *   alloc t: f32[R, C] (4*R*C bytes)                  ALLOCATE (row-major, device 0, align 256;
+ *                                                     " dev1" / " align N" only when otherwise)
+ *   reuse u <- t: f32[R, C] (4*R*C bytes)             REUSE: u takes over t's storage
+ *   free_if_not_reused t                              FREE_IF_NOT_REUSED
+ *   free t                                            FREE
+ *   view v = y as f32[R*C] strides [1] offset 0       REINTERPRET
+ *   call K_v0 grid(cdiv(n, BLOCK)) (x, t, R*C, 0.5)   KERNEL_CALL (K_v* when the runtime picks
+ *                                                     one of several variants)
+ *   extern_call E "sym" (a, b) writes (a, b)          EXTERN_CALL
+ *   extern_alloc h: f32[M, N] (4*M*N bytes) = E "sym" (a, b)      EXTERN_ALLOC, one result
+ *   extern_alloc tuple0 = E "sym" (a) -> 2 results    EXTERN_ALLOC, several results
+ *   multi_output s = tuple0[0]: f32[R] (4*R bytes)    MULTI_OUTPUT
+ *   return y, s                                       the outputs
+ */
+#include <string.h>
+
+#include "util/strbuf.h"
+#include "wrapper_ir/wir.h"
+
+static const char *const kind_names[] = {
+#define X(E, e) #E,
+    TILEC_WIR_LINES(X)
+#undef X
+};
+
+const char *tilec_wir_kind_name(tilec_wir_kind k)
+{
+    return (unsigned)k < TILEC_WIR_KIND_COUNT ? kind_names[k] : "?";
+}
+
+static void escaped(strbuf *b, const char *s)
+{
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '\\')
+            sb_puts(b, "\\\\");
+        else if (c < 0x20 || c == 0x7f)
+            sb_printf(b, "\\x%02x", c);
+        else
+            sb_putc(b, (char)c);
+    }
+}
+
+static void quoted(strbuf *b, const char *s)
+{
+    sb_putc(b, '"');
+    for (; s && *s; s++) {
+        if (*s == '"')
+            sb_puts(b, "\\\"");
+        else
+            escaped(b, (char[]){*s, 0});
+    }
+    sb_putc(b, '"');
+}
+
+static void shape(strbuf *b, const tilec_wir_line *l)
+{
+    sb_printf(b, "%s[", tilec_dtype_name(l->dtype));
+    for (uint32_t d = 0; d < l->rank; d++)
+        sb_printf(b, "%s%s", d ? ", " : "", l->sizes[d]);
+    sb_putc(b, ']');
+}
+
+static void storage(strbuf *b, const tilec_wir_line *l)
+{
+    sb_puts(b, ": ");
+    shape(b, l);
+    sb_printf(b, " (%s bytes)", l->bytes);
+    if (l->device != WIR_DEVICE)
+        sb_printf(b, " dev%d", l->device);
+    if (l->align != WIR_ALIGN)
+        sb_printf(b, " align %u", l->align);
+}
+
+static void args(strbuf *b, const tilec_wir_arg *a, uint32_t n)
+{
+    sb_puts(b, " (");
+    for (uint32_t i = 0; i < n; i++)
+        sb_printf(b, "%s%s", i ? ", " : "", a[i].text);
+    sb_putc(b, ')');
+}
+
+static int end(strbuf *b, const tilec_wir_line *l)
+{
+    sb_printf(b, "  @%u:%u\n", l->loc.line, l->loc.col);
+    return b->failed;
+}
+
+static int p_comment(void *u, const tilec_wir_line *l)
+{
+    sb_puts(u, "# ");
+    escaped(u, l->text);
+    return end(u, l);
+}
+
+static int p_kernel_def(void *u, const tilec_wir_line *l)
+{
+    sb_printf(u, "kernel %s (%u variant%s)", l->name, l->nvariants, l->nvariants == 1 ? "" : "s");
+    return end(u, l);
+}
+
+static int p_allocate(void *u, const tilec_wir_line *l)
+{
+    sb_printf(u, "alloc %s", l->name);
+    storage(u, l);
+    return end(u, l);
+}
+
+static int p_reuse(void *u, const tilec_wir_line *l)
+{
+    sb_printf(u, "reuse %s <- %s", l->name, l->from);
+    storage(u, l);
+    return end(u, l);
+}
+
+static int p_free_if_not_reused(void *u, const tilec_wir_line *l)
+{
+    sb_printf(u, "free_if_not_reused %s", l->name);
+    return end(u, l);
+}
+
+static int p_free(void *u, const tilec_wir_line *l)
+{
+    sb_printf(u, "free %s", l->name);
+    return end(u, l);
+}
+
+static int p_reinterpret(void *u, const tilec_wir_line *l)
+{
+    sb_printf(u, "view %s = %s as ", l->name, l->from);
+    shape(u, l);
+    sb_puts(u, " strides [");
+    for (uint32_t d = 0; d < l->rank; d++)
+        sb_printf(u, "%s%s", d ? ", " : "", l->strides[d]);
+    sb_printf(u, "] offset %s", l->offset);
+    return end(u, l);
+}
+
+static int p_kernel_call(void *u, const tilec_wir_line *l)
+{
+    if (l->nvariants == 1)
+        sb_printf(u, "call %s_v0", l->name);
+    else
+        sb_printf(u, "call %s_v*", l->name);
+    sb_printf(u, " grid(%s)", l->grid);
+    args(u, l->args, l->nargs);
+    return end(u, l);
+}
+
+static int p_extern_call(void *u, const tilec_wir_line *l)
+{
+    sb_printf(u, "extern_call %s ", l->name);
+    quoted(u, l->symbol);
+    args(u, l->args, l->nargs);
+    sb_puts(u, " writes (");
+    for (uint32_t i = 0; i < l->nouts; i++)
+        sb_printf(u, "%s%s", i ? ", " : "", l->outs[i]);
+    sb_putc(u, ')');
+    return end(u, l);
+}
+
+static int p_extern_alloc(void *u, const tilec_wir_line *l)
+{
+    sb_printf(u, "extern_alloc %s", l->name);
+    if (l->bytes)
+        storage(u, l);
+    sb_printf(u, " = %s ", l->ext ? l->ext->name : "?");
+    quoted(u, l->symbol);
+    args(u, l->args, l->nargs);
+    if (!l->bytes)
+        sb_printf(u, " -> %u results", l->nresults);
+    return end(u, l);
+}
+
+static int p_multi_output(void *u, const tilec_wir_line *l)
+{
+    sb_printf(u, "multi_output %s = %s[%u]", l->name, l->from, l->index);
+    storage(u, l);
+    return end(u, l);
+}
+
+static int p_assert_shape(void *u, const tilec_wir_line *l)
+{
+    sb_printf(u, "assert_shape %s: ", l->name);
+    shape(u, l);
+    const char *sep = " binds ";
+    for (uint32_t d = 0; d < l->rank; d++)
+        if (l->binds[d]) {
+            sb_printf(u, "%s%s", sep, l->sizes[d]);
+            sep = ", ";
+        }
+    return end(u, l);
+}
+
+static const tilec_wir_hooks printer = {
+    .comment = p_comment,
+    .kernel_def = p_kernel_def,
+    .allocate = p_allocate,
+    .reuse = p_reuse,
+    .free_if_not_reused = p_free_if_not_reused,
+    .free = p_free,
+    .reinterpret = p_reinterpret,
+    .kernel_call = p_kernel_call,
+    .extern_call = p_extern_call,
+    .extern_alloc = p_extern_alloc,
+    .multi_output = p_multi_output,
+    .assert_shape = p_assert_shape,
+};
+
+tilec_status tilec_wir_dispatch(tilec_ctx *ctx, const tilec_wir *w, const tilec_wir_hooks *hooks, const char *who,
+                                void *user)
+{
+    if (!ctx || !w || !hooks)
+        return TILEC_ERR_ARG;
+    if (!who)
+        who = "?";
+    for (uint32_t i = 0; i < w->n; i++) {
+        const tilec_wir_line *l = &w->lines[i];
+        tilec_wir_hook h = (unsigned)l->kind < TILEC_WIR_KIND_COUNT ? hooks->by_kind[l->kind] : NULL;
+        if (!h) {
+            diag_at(ctx, &w->mod->src, &l->loc, TILEC_SEV_ERROR, "emitter '%s' has no hook for line kind %s", who,
+                    tilec_wir_kind_name(l->kind));
+            return TILEC_ERR_ARG;
+        }
+        if (h(user, l)) {
+            diag_at(ctx, &w->mod->src, &l->loc, TILEC_SEV_ERROR, "emitter '%s' failed at a %s line of graph '%s'", who,
+                    tilec_wir_kind_name(l->kind), w->graph->name);
+            return TILEC_ERR_IO;
+        }
+    }
+    return TILEC_OK;
+}
+
+static void header(strbuf *b, const tilec_wir *w)
+{
+    const tilec_graph *g = w->graph;
+    sb_printf(b, "graph %s(", g->name);
+    for (uint32_t i = 0; i < g->nparams; i++) {
+        const tilec_param *p = &g->params[i];
+        sb_printf(b, "%s%s: %s", i ? ", " : "", p->name, tilec_dtype_name(p->type.dtype));
+        if (p->type.kind != TILEC_TE_TENSOR)
+            continue;
+        const tilec_wir_line *a = NULL;
+        for (uint32_t j = 0; j < w->n && !a; j++)
+            if (w->lines[j].kind == TILEC_WIR_ASSERT_SHAPE && w->lines[j].index == i)
+                a = &w->lines[j];
+        sb_putc(b, '[');
+        for (uint32_t d = 0; a && d < a->rank; d++)
+            sb_printf(b, "%s%s", d ? ", " : "", a->sizes[d]);
+        sb_putc(b, ']');
+    }
+    sb_printf(b, ")  @%u:%u\n", g->loc.line, g->loc.col);
+}
+
+/* The text form into b; nonzero when a hook failed. */
+static int print_into(strbuf *b, const tilec_wir *w)
+{
+    header(b, w);
+    for (uint32_t i = 0; i < w->n; i++) {
+        const tilec_wir_line *l = &w->lines[i];
+        if ((unsigned)l->kind >= TILEC_WIR_KIND_COUNT || printer.by_kind[l->kind](b, l))
+            return 1;
+    }
+    sb_puts(b, "return");
+    for (uint32_t i = 0; i < w->noutputs; i++)
+        sb_printf(b, "%s%s", i ? ", " : " ", w->outputs[i]);
+    sb_printf(b, "  @%u:%u\n", w->ret_loc.line, w->ret_loc.col);
+    return b->failed;
+}
+
+static tilec_status flush(strbuf *b, tilec_sink sink)
+{
+    tilec_status st = TILEC_OK;
+    if (b->failed)
+        st = TILEC_ERR_NOMEM;
+    else if (b->n && sink.write(sink.user, b->s, b->n))
+        st = TILEC_ERR_IO;
+    sb_free(b);
+    return st;
+}
+
+tilec_status tilec_wir_print(const tilec_wir *w, tilec_sink sink)
+{
+    if (!w || !sink.write)
+        return TILEC_ERR_ARG;
+    strbuf b;
+    sb_init(&b);
+    print_into(&b, w);
+    return flush(&b, sink);
+}
+
+tilec_status tilec_module_emit_ir(tilec_ctx *ctx, const tilec_module *m, int plan, const tilec_wir_size *sizes,
+                                  size_t nsizes, tilec_sink sink)
+{
+    if (!ctx || !m || !sink.write || (!sizes && nsizes))
+        return TILEC_ERR_ARG;
+    strbuf b;
+    sb_init(&b);
+    tilec_status st = TILEC_OK;
+    for (size_t i = 0; i < tilec_module_graph_count(m) && st == TILEC_OK; i++) {
+        tilec_wir *w = NULL;
+        int64_t before = 0, after = 0, live = 0;
+        st = tilec_wir_lower(ctx, m, tilec_module_graph(m, i), &w);
+        if (st == TILEC_OK && nsizes)
+            st = tilec_wir_peak_bytes(ctx, w, TILEC_WIR_PEAK_RESERVED, sizes, nsizes, &before);
+        if (st == TILEC_OK && nsizes)
+            st = tilec_wir_peak_bytes(ctx, w, TILEC_WIR_PEAK_LIVE, sizes, nsizes, &live);
+        if (st == TILEC_OK && plan)
+            st = tilec_wir_plan(ctx, w);
+        if (st == TILEC_OK && nsizes)
+            st = tilec_wir_peak_bytes(ctx, w, TILEC_WIR_PEAK_RESERVED, sizes, nsizes, &after);
+        if (st == TILEC_OK) {
+            if (i)
+                sb_putc(&b, '\n');
+            print_into(&b, w);
+            if (nsizes) {
+                sb_puts(&b, "peak bytes with");
+                for (size_t k = 0; k < nsizes; k++)
+                    sb_printf(&b, "%s%s=%lld", k ? ", " : " ", sizes[k].name, (long long)sizes[k].value);
+                if (plan)
+                    sb_printf(&b, ": %lld planned, %lld unplanned, %lld live\n", (long long)after, (long long)before,
+                              (long long)live);
+                else
+                    sb_printf(&b, ": %lld unplanned, %lld live\n", (long long)before, (long long)live);
+            }
+        }
+        tilec_wir_free(w);
+    }
+    if (st != TILEC_OK) {
+        sb_free(&b);
+        return st;
+    }
+    return flush(&b, sink);
+}

@@ -1,0 +1,26 @@
+/* wir.h: the wrapper IR (internal side): the line array of a graph, the
+ * entry points of its stage (lower_graph.c, plan.c, print.c). */
+#ifndef TILEC_WRAPPER_IR_WIR_H
+#define TILEC_WRAPPER_IR_WIR_H
+
+#include "parser/parse.h"
+#include "tilec/wir.h"
+#include "util/arena.h"
+
+enum { WIR_ALIGN = 256, WIR_DEVICE = 0 };
+
+struct tilec_wir {
+    arena ar;                /* every line, string and array */
+    const tilec_module *mod;
+    const tilec_graph *graph;
+    tilec_wir_line *lines;   /* n lines, cap allocated */
+    uint32_t n, cap;
+    const char **outputs;    /* the returned buffers */
+    uint32_t noutputs;
+    tilec_loc ret_loc;       /* the return statement (the graph when none) */
+};
+
+/* Append a zeroed line of `kind` at loc; NULL when out of memory. */
+tilec_wir_line *wir_add(tilec_wir *w, tilec_wir_kind kind, const tilec_loc *loc);
+
+#endif
