@@ -154,6 +154,12 @@ const tilec_extern *tilec_module_extern(const tilec_module *m, size_t i) { retur
 size_t tilec_module_graph_count(const tilec_module *m) { return m->graphs.n; }
 const tilec_graph *tilec_module_graph(const tilec_module *m, size_t i) { return i < m->graphs.n ? m->graphs.v[i] : NULL; }
 const char *tilec_module_file(const tilec_module *m) { return m->src.name; }
+const char *tilec_module_source(const tilec_module *m, size_t *len)
+{
+    if (len)
+        *len = m->src.len;
+    return m->src.text;
+}
 
 /* Items have distinct names (the checker guarantees it). */
 static const void *find(const ar_vec *v, const char *name)

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tilec/emitter.h"
 #include "tilec/lower.h"
 #include "tilec/wir.h"
 #include "tilec/workers.h"
@@ -28,6 +29,9 @@ static const char usage[] =
     "  --emit cubin      compile every kernel variant with NVRTC into -o DIR:\n"
     "                    NAME_vK.cubin and NAME_vK.meta (launch metadata)\n"
     "  --arch sm_XY      the architecture for --emit cubin (default sm_90)\n"
+    "  --emit c          a C wrapper per graph: NAME.c and NAME.h (into -o DIR)\n"
+    "  --emit NAME       any registered emitter (see --plugin)\n"
+    "  --plugin LIB.so   load emitters from a shared object (tilec_plugin_register)\n"
     "  --emit ir         print the wrapper IR of every graph, memory planned\n"
     "  --sizes R=4096,C=1024\n"
     "                    with --emit ir: also print each graph's peak bytes\n"
@@ -54,6 +58,54 @@ static int buf_write(void *user, const char *data, size_t len)
 {
     FILE *f = user;
     return fwrite(data, 1, len, f) == len ? 0 : -1;
+}
+
+/* --emit NAME with an emitter (built in, or from --plugin): every graph of
+ * every file into DIR (-o) or to stdout. */
+static int emit_with(const char **files, int nfiles, const char *emit, const char *dir, const char *const *plugins,
+                     int nplugins, unsigned max_errors)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    if (!ctx)
+        return EXIT_INPUT;
+    tilec_ctx_set_max_errors(ctx, max_errors);
+    int status = 0;
+    for (int i = 0; i < nplugins && !status; i++)
+        if (tilec_load_plugin(ctx, plugins[i]) != TILEC_OK)
+            status = EXIT_INPUT;
+    if (!status && !tilec_find_emitter(ctx, emit)) {
+        const char *names[64];
+        size_t n = tilec_emitter_names(ctx, names, 64);
+        fprintf(stderr, "tilec: unknown --emit kind '%s' (known: ast, cuda, cubin", emit);
+        for (size_t k = 0; k < n; k++)
+            fprintf(stderr, ", %s", names[k]);
+        fprintf(stderr, ")\n(run 'tilec --help' for usage)\n");
+        tilec_ctx_free(ctx);
+        return EXIT_USAGE;
+    }
+    if (!status && dir) {
+        struct stat sb;
+        if (stat(dir, &sb) != 0 && mkdir(dir, 0777) != 0) {
+            fprintf(stderr, "tilec: cannot create %s: %s\n", dir, strerror(errno));
+            status = EXIT_INPUT;
+        }
+    }
+    for (int i = 0; i < nfiles && !status; i++) {
+        tilec_module *m = NULL;
+        if (tilec_parse_file(ctx, files[i], &m) != TILEC_OK) {
+            status = EXIT_INPUT;
+        } else {
+            tilec_emit_options o = {.dir = dir, .plan = 1};
+            if (tilec_module_emit(ctx, m, emit, &o, tilec_sink_file(stdout)) != TILEC_OK)
+                status = EXIT_INPUT;
+        }
+        tilec_ctx_render_diags(ctx, tilec_sink_file(stderr));
+        tilec_ctx_clear_diags(ctx);
+        tilec_module_free(m);
+    }
+    tilec_ctx_render_diags(ctx, tilec_sink_file(stderr));
+    tilec_ctx_free(ctx);
+    return status;
 }
 
 /* Write data to dir/name through a temporary file and a rename. */
@@ -145,6 +197,8 @@ int main(int argc, char **argv)
     const char *emit = NULL, *out = NULL, *arch = "sm_90";
     unsigned max_errors = 0;
     const char *sizes_spec = NULL;
+    const char *plugins[16];
+    int nplugins = 0;
     tilec_wir_size sizes[64];
     size_t nsizes = 0;
     const char **files = calloc((size_t)argc, sizeof *files);
@@ -168,7 +222,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--check")) {
             emit = emit ? emit : "check";
         } else if (!strcmp(a, "--emit") || !strcmp(a, "-o") || !strcmp(a, "--max-errors") || !strcmp(a, "--arch") ||
-                   !strcmp(a, "--sizes")) {
+                   !strcmp(a, "--sizes") || !strcmp(a, "--plugin")) {
             if (i + 1 >= argc) {
                 free(files);
                 return usage_error("%s needs an argument", a);
@@ -182,6 +236,13 @@ int main(int argc, char **argv)
                 emit = v;
             else if (!strcmp(a, "--sizes"))
                 sizes_spec = v;
+            else if (!strcmp(a, "--plugin")) {
+                if (nplugins == 16) {
+                    free(files);
+                    return usage_error("at most 16 --plugin options%s", "");
+                }
+                plugins[nplugins++] = v;
+            }
             else {
                 char *end;
                 errno = 0;
@@ -205,10 +266,12 @@ int main(int argc, char **argv)
     }
     if (!emit)
         emit = "check";
-    if (strcmp(emit, "check") && strcmp(emit, "ast") && strcmp(emit, "cuda") && strcmp(emit, "cubin") &&
-        strcmp(emit, "ir")) {
+    int builtin_kind = !strcmp(emit, "check") || !strcmp(emit, "ast") || !strcmp(emit, "cuda") ||
+                       !strcmp(emit, "cubin") || !strcmp(emit, "ir");
+    if (!builtin_kind) {
+        int st = emit_with(files, nfiles, emit, out, plugins, nplugins, max_errors);
         free(files);
-        return usage_error("unknown --emit kind '%s' (known: ast, cuda, cubin, ir)", emit);
+        return st;
     }
     if (sizes_spec && strcmp(emit, "ir")) {
         free(files);

@@ -23,6 +23,11 @@ struct tilec_ctx {
     int nomem;   /* a diagnostic could not be stored */
     tilec_diag_fn fn;
     void *user;
+    /* emitters registered on this context, and plugins it loaded */
+    const struct tilec_emitter **emitters;
+    size_t nemitters;
+    void **plugins;
+    size_t nplugins;
 };
 
 /* Record a diagnostic at loc (loc may be NULL: no location). */

@@ -184,4 +184,29 @@ static inline double rel_l2(const float *got, const double *want, size_t n)
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
+#ifdef CRITERION_H_
+/* main() of a GPU suite: one SKIP line and success where there is no GPU,
+ * otherwise the device on one line and the Criterion tests. */
+static inline int gpu_suite_main(int argc, char *argv[], const char *what)
+{
+    tilec_rt *probe = NULL;
+    tilec_rt_status st = tilec_rt_open(0, &probe);
+    if (st != TILEC_RT_OK) {
+        printf("SKIP: %s: %s\n", what, tilec_rt_status_string(st));
+        tilec_rt_close(probe); /* a failed open still hands back a handle */
+        return 0;
+    }
+    tilec_rt_device_props p;
+    if (tilec_rt_device_info(probe, &p) == TILEC_RT_OK)
+        printf("%s on %s (sm_%d%d)\n", what, p.name, p.sm_major, p.sm_minor);
+    tilec_rt_close(probe);
+    struct criterion_test_set *tests = criterion_initialize();
+    int ok = 1;
+    if (criterion_handle_args(argc, argv, true))
+        ok = criterion_run_all_tests(tests);
+    criterion_finalize(tests);
+    return ok ? 0 : 1;
+}
+#endif
+
 #endif

@@ -289,24 +289,4 @@ Test(gpu, block_kernels)
     gk_free(&ra);
 }
 
-int main(int argc, char *argv[])
-{
-    /* one line and success where there is no GPU */
-    tilec_rt *probe = NULL;
-    tilec_rt_status st = tilec_rt_open(0, &probe);
-    if (st != TILEC_RT_OK) {
-        printf("SKIP: GPU kernel tests: %s\n", tilec_rt_status_string(st));
-        tilec_rt_close(probe); /* a failed open still hands back a handle */
-        return 0;
-    }
-    tilec_rt_device_props p;
-    if (tilec_rt_device_info(probe, &p) == TILEC_RT_OK)
-        printf("GPU kernel tests on %s (sm_%d%d)\n", p.name, p.sm_major, p.sm_minor);
-    tilec_rt_close(probe);
-    struct criterion_test_set *tests = criterion_initialize();
-    int ok = 1;
-    if (criterion_handle_args(argc, argv, true))
-        ok = criterion_run_all_tests(tests);
-    criterion_finalize(tests);
-    return ok ? 0 : 1;
-}
+int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU kernel tests"); }

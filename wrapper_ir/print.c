@@ -24,9 +24,11 @@
  *   multi_output s = tuple0[0]: f32[R] (4*R bytes)    MULTI_OUTPUT
  *   return y, s                                       the outputs
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/strbuf.h"
+#include "tilec/emitter.h"
 #include "wrapper_ir/wir.h"
 
 static const char *const kind_names[] = {
@@ -204,7 +206,13 @@ static int p_assert_shape(void *u, const tilec_wir_line *l)
     return end(u, l);
 }
 
-static const tilec_wir_hooks printer = {
+#define TEXT_HOOKS                                                                                       \
+    .comment = p_comment, .kernel_def = p_kernel_def, .allocate = p_allocate, .reuse = p_reuse,          \
+    .free_if_not_reused = p_free_if_not_reused, .free = p_free, .reinterpret = p_reinterpret,            \
+    .kernel_call = p_kernel_call, .extern_call = p_extern_call, .extern_alloc = p_extern_alloc,          \
+    .multi_output = p_multi_output, .assert_shape = p_assert_shape
+
+const tilec_wir_hooks wir_text_hooks = {
     .comment = p_comment,
     .kernel_def = p_kernel_def,
     .allocate = p_allocate,
@@ -243,7 +251,7 @@ tilec_status tilec_wir_dispatch(tilec_ctx *ctx, const tilec_wir *w, const tilec_
     return TILEC_OK;
 }
 
-static void header(strbuf *b, const tilec_wir *w)
+void wir_text_header(strbuf *b, const tilec_wir *w)
 {
     const tilec_graph *g = w->graph;
     sb_printf(b, "graph %s(", g->name);
@@ -267,17 +275,22 @@ static void header(strbuf *b, const tilec_wir *w)
 /* The text form into b; nonzero when a hook failed. */
 static int print_into(strbuf *b, const tilec_wir *w)
 {
-    header(b, w);
+    wir_text_header(b, w);
     for (uint32_t i = 0; i < w->n; i++) {
         const tilec_wir_line *l = &w->lines[i];
-        if ((unsigned)l->kind >= TILEC_WIR_KIND_COUNT || printer.by_kind[l->kind](b, l))
+        if ((unsigned)l->kind >= TILEC_WIR_KIND_COUNT || wir_text_hooks.by_kind[l->kind](b, l))
             return 1;
     }
+    wir_text_return(b, w);
+    return b->failed;
+}
+
+void wir_text_return(strbuf *b, const tilec_wir *w)
+{
     sb_puts(b, "return");
     for (uint32_t i = 0; i < w->noutputs; i++)
         sb_printf(b, "%s%s", i ? ", " : " ", w->outputs[i]);
     sb_printf(b, "  @%u:%u\n", w->ret_loc.line, w->ret_loc.col);
-    return b->failed;
 }
 
 static tilec_status flush(strbuf *b, tilec_sink sink)
@@ -344,3 +357,36 @@ tilec_status tilec_module_emit_ir(tilec_ctx *ctx, const tilec_module *m, int pla
     }
     return flush(&b, sink);
 }
+
+/* ---- the built-in "ir" emitter: the text form, NAME.ir per graph ---- */
+
+static int ir_begin(tilec_emit *e, void **state)
+{
+    strbuf *b = malloc(sizeof *b);
+    if (!b)
+        return -1;
+    sb_init(b);
+    wir_text_header(b, tilec_emit_wir(e));
+    *state = b;
+    return 0;
+}
+
+static int ir_end(tilec_emit *e, void *state)
+{
+    strbuf *b = state;
+    wir_text_return(b, tilec_emit_wir(e));
+    char file[300];
+    snprintf(file, sizeof file, "%.250s.ir", tilec_emit_graph(e)->name);
+    int r = b->failed ? -1 : tilec_emit_write(e, file, sb_str(b), b->n);
+    sb_free(b);
+    free(b);
+    return r;
+}
+
+const tilec_emitter wir_ir_emitter = {
+    .name = "ir",
+    .description = "the wrapper IR of each graph as text (NAME.ir)",
+    .begin = ir_begin,
+    .hooks = {{{TEXT_HOOKS}}},
+    .end = ir_end,
+};

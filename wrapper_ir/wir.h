@@ -6,6 +6,7 @@
 #include "parser/parse.h"
 #include "tilec/wir.h"
 #include "util/arena.h"
+#include "util/strbuf.h"
 
 enum { WIR_ALIGN = 256, WIR_DEVICE = 0 };
 
@@ -22,5 +23,10 @@ struct tilec_wir {
 
 /* Append a zeroed line of `kind` at loc; NULL when out of memory. */
 tilec_wir_line *wir_add(tilec_wir *w, tilec_wir_kind kind, const tilec_loc *loc);
+
+/* The text form's pieces, for the built-in "ir" emitter (hooks take a strbuf *). */
+extern const tilec_wir_hooks wir_text_hooks;
+void wir_text_header(strbuf *b, const tilec_wir *w);
+void wir_text_return(strbuf *b, const tilec_wir *w);
 
 #endif

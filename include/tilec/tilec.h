@@ -111,6 +111,8 @@ const tilec_kernel *tilec_module_find_kernel(const tilec_module *m, const char *
 const tilec_extern *tilec_module_find_extern(const tilec_module *m, const char *name);
 const tilec_graph *tilec_module_find_graph(const tilec_module *m, const char *name);
 const char *tilec_module_file(const tilec_module *m);
+/* The module's .tile text (len bytes, NUL-terminated). */
+const char *tilec_module_source(const tilec_module *m, size_t *len);
 
 /* The value of hint `name` for variant `variant` of kernel k (-1: the base
  * hints), after the variant's overrides; `dflt` when the hint is absent. */

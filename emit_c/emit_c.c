@@ -1,0 +1,719 @@
+/* emit_c.c: the "c" emitter. Each graph becomes NAME.h and NAME.c, which
+ * compile with `cc -std=c11 -Wall -Werror -Iinclude` and link with
+ * -ltilec. The .tile source is embedded as a string: NAME_load builds its
+ * kernels through the runtime (the kernel cache makes that a file read
+ * once warm); NAME_run checks the input descriptors, allocates, launches
+ * (variants through the multi-kernel), calls externs, and hands back the
+ * outputs. Built with -DTILEC_BENCH_MAIN the .c file is a benchmark:
+ * `./NAME R=4096 C=1024` runs the graph on random inputs and times it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tilec/emitter.h"
+#include "util/strbuf.h"
+
+typedef struct cstate {
+    tilec_emit *e;
+    const tilec_wir *w;
+    const tilec_graph *g;
+    strbuf body;   /* the statements of NAME_run */
+    strbuf decls;  /* its buffer declarations */
+    int failed;
+} cstate;
+
+/* Is `name` (n bytes) a scalar parameter of g? */
+static int is_scalar_param(const tilec_graph *g, const char *name, size_t n)
+{
+    for (uint32_t i = 0; g && i < g->nparams; i++)
+        if (g->params[i].type.kind != TILEC_TE_TENSOR && strlen(g->params[i].name) == n &&
+            !memcmp(g->params[i].name, name, n))
+            return 1;
+    return 0;
+}
+
+/* C spelling of a size text: symbols prefixed with s_, scalar parameters
+ * of g with p_ (as c_params declares them), cdiv(a, b) -> tl_cdiv(a, b). */
+static void c_size(strbuf *b, const tilec_graph *g, const char *t)
+{
+    for (const char *p = t; *p;) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_') {
+            const char *q = p;
+            while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_')
+                q++;
+            if (*q == '(')
+                sb_printf(b, "tl_%.*s", (int)(q - p), p);
+            else
+                sb_printf(b, "%s%.*s", is_scalar_param(g, p, (size_t)(q - p)) ? "p_" : "s_", (int)(q - p), p);
+            p = q;
+        } else {
+            sb_putc(b, *p++);
+        }
+    }
+}
+
+static const char *dt_enum(tilec_dtype d)
+{
+    static const char *const n[] = {"TILEC_DT_BOOL", "TILEC_DT_I8", "TILEC_DT_I16", "TILEC_DT_I32", "TILEC_DT_I64",
+                                    "TILEC_DT_U8", "TILEC_DT_U16", "TILEC_DT_U32", "TILEC_DT_U64", "TILEC_DT_F16",
+                                    "TILEC_DT_BF16", "TILEC_DT_F32", "TILEC_DT_F64"};
+    return (unsigned)d < TILEC_DT_COUNT ? n[d] : "TILEC_DT_F32";
+}
+
+static const char *c_scalar_type(tilec_dtype d)
+{
+    switch (d) {
+    case TILEC_DT_F32: return "float";
+    case TILEC_DT_F64: return "double";
+    case TILEC_DT_I64: return "int64_t";
+    case TILEC_DT_U64: return "uint64_t";
+    case TILEC_DT_U32: return "uint32_t";
+    case TILEC_DT_BOOL: return "int";
+    default: return "int32_t";
+    }
+}
+
+/* Text for inside a comment: anything that could end the comment, or
+ * continue or break its line, replaced. */
+static void c_comment_text(strbuf *b, const char *text)
+{
+    for (const char *p = text; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '*' && p[1] == '/')
+            sb_puts(b, "* ");
+        else if (c < 0x20 || c == 0x7f || c == '\\' || c == '?')
+            sb_putc(b, ' '); /* no newline, continuation or trigraph can leak out */
+        else
+            sb_putc(b, (char)c);
+    }
+}
+
+/* A comment line. */
+static void c_comment(strbuf *b, const char *indent, const char *text)
+{
+    sb_printf(b, "%s/* ", indent);
+    c_comment_text(b, text);
+    sb_puts(b, " */\n");
+}
+
+/* A C string literal of any bytes (octal escapes, split every 80 bytes). */
+static void c_string(strbuf *b, const char *s, size_t n)
+{
+    sb_puts(b, "\"");
+    for (size_t i = 0, col = 0; i < n; i++, col++) {
+        unsigned char c = (unsigned char)s[i];
+        if (col >= 80) {
+            sb_puts(b, "\"\n    \"");
+            col = 0;
+        }
+        if (c == '"' || c == '\\')
+            sb_printf(b, "\\%c", c);
+        else if (c == '\n')
+            sb_puts(b, "\\n");
+        else if (c < 0x20 || c >= 0x7f || c == '?')
+            sb_printf(b, "\\%03o", c);
+        else
+            sb_putc(b, (char)c);
+    }
+    sb_puts(b, "\"");
+}
+
+/* tl_alloc(M, &b_NAME, dtype, rank, {sizes}) */
+static void c_alloc(cstate *s, const tilec_wir_line *l)
+{
+    sb_printf(&s->body, "    if (tl_alloc(M, &b_%s, %s, %u, (const int64_t[]){", l->name, dt_enum(l->dtype), l->rank);
+    for (uint32_t d = 0; d < l->rank; d++) {
+        sb_puts(&s->body, d ? ", " : "");
+        c_size(&s->body, s->g, l->sizes[d]);
+    }
+    sb_printf(&s->body, "%s}, &tl_live, err, errlen))\n        goto tl_out;\n", l->rank ? "" : "0");
+    sb_printf(&s->decls, "    tilec_tensor b_%s = {0};\n", l->name);
+}
+
+static int h_comment(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    c_comment(&s->body, "    ", l->text);
+    return 0;
+}
+
+static int h_kernel_def(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    sb_printf(&s->body, "    /* kernel %s: %u variant%s, built by %s_load */\n", l->name, l->nvariants,
+              l->nvariants == 1 ? "" : "s", s->g->name);
+    return 0;
+}
+
+static int h_allocate(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    sb_printf(&s->body, "    /* alloc %s: %s, ", l->name, tilec_dtype_name(l->dtype));
+    c_size(&s->body, s->g, l->bytes);
+    sb_puts(&s->body, " bytes */\n");
+    c_alloc(s, l);
+    return 0;
+}
+
+static int h_reuse(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    sb_printf(&s->decls, "    tilec_tensor b_%s = {0};\n", l->name);
+    sb_printf(&s->body, "    /* reuse: %s takes the storage of %s */\n", l->name, l->from);
+    sb_printf(&s->body, "    tl_shape(&b_%s, b_%s.data, %s, %u, (const int64_t[]){", l->name, l->from, dt_enum(l->dtype),
+              l->rank);
+    for (uint32_t d = 0; d < l->rank; d++) {
+        sb_puts(&s->body, d ? ", " : "");
+        c_size(&s->body, s->g, l->sizes[d]);
+    }
+    sb_printf(&s->body, "%s});\n", l->rank ? "" : "0");
+    return 0;
+}
+
+static int is_output(const cstate *s, const char *name)
+{
+    for (size_t i = 0; i < tilec_wir_output_count(s->w); i++)
+        if (!strcmp(tilec_wir_output(s->w, i), name))
+            return 1;
+    return 0;
+}
+
+static int h_free(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    if (is_output(s, l->name))
+        return 0;
+    sb_printf(&s->body, "    tl_release(M, &tl_live, b_%s.data); /* %s */\n", l->name, l->name);
+    return 0;
+}
+
+static int h_reinterpret(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    sb_printf(&s->decls, "    tilec_tensor b_%s = {0};\n", l->name);
+    sb_printf(&s->body, "    /* view: %s of %s */\n", l->name, l->from);
+    sb_printf(&s->body, "    tl_shape(&b_%s, b_%s.data + (uint64_t)(", l->name, l->from);
+    c_size(&s->body, s->g, l->offset ? l->offset : "0");
+    sb_printf(&s->body, ") * %u, %s, %u, (const int64_t[]){", tilec_dtype_size(l->dtype), dt_enum(l->dtype), l->rank);
+    for (uint32_t d = 0; d < l->rank; d++) {
+        sb_puts(&s->body, d ? ", " : "");
+        c_size(&s->body, s->g, l->sizes[d]);
+    }
+    sb_printf(&s->body, "%s});\n", l->rank ? "" : "0");
+    return 0;
+}
+
+static int h_kernel_call(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    const tilec_kernel *k = l->kernel;
+    if (!k || l->nargs != k->nparams || l->nargs > 64)
+        return -1;
+    sb_printf(&s->body, "    { /* %s, line %u */\n", k->name, l->loc.line);
+    /* sizes computed in int64_t must fit the parameter's 32-bit type */
+    for (uint32_t i = 0; i < l->nargs; i++) {
+        const tilec_param *p = &k->params[i];
+        const tilec_wir_arg *a = &l->args[i];
+        int i32 = p->type.dtype == TILEC_DT_I32, u32 = p->type.dtype == TILEC_DT_U32;
+        if (p->type.kind == TILEC_TE_POINTER || a->kind == TILEC_WIR_ARG_SCALAR || (!i32 && !u32))
+            continue;
+        strbuf v, t; /* the C expression, and the text for the message */
+        sb_init(&v);
+        sb_init(&t);
+        c_size(&v, s->g, a->text);
+        for (const char *c = a->text; *c; c++)
+            if (*c == '%' || *c == '"' || *c == '\\')
+                sb_printf(&t, "%s", *c == '%' ? "%%" : *c == '"' ? "\\\"" : "\\\\");
+            else
+                sb_putc(&t, *c);
+        sb_printf(&s->body,
+                  "        if ((%s) < %s || (%s) > %s) {\n"
+                  "            tl_fail(err, errlen, \"%s: argument '%s' of %s (%s) is %%lld, which does not fit %s\", "
+                  "(long long)(%s));\n            goto tl_out;\n        }\n",
+                  v.s ? v.s : "0", i32 ? "INT32_MIN" : "0", v.s ? v.s : "0", i32 ? "INT32_MAX" : "(int64_t)UINT32_MAX",
+                  s->g->name, p->name, k->name, t.s ? t.s : "", i32 ? "i32" : "u32", v.s ? v.s : "0");
+        if (v.failed || t.failed)
+            s->failed = 1;
+        sb_free(&v);
+        sb_free(&t);
+    }
+    sb_printf(&s->body, "        tilec_rt_arg a[%u] = {", l->nargs ? l->nargs : 1);
+    for (uint32_t i = 0; i < l->nargs; i++) {
+        const tilec_param *p = &k->params[i];
+        const tilec_wir_arg *a = &l->args[i];
+        sb_puts(&s->body, i ? ", " : "");
+        if (p->type.kind == TILEC_TE_POINTER) {
+            sb_printf(&s->body, "{.ptr = b_%s.data}", a->text);
+            continue;
+        }
+        static const char *const fields[] = {"i32", "i32", "i32", "i32", "i64", "u32", "u32", "u32", "u64",
+                                             "f32", "f32", "f32", "f64"};
+        const char *f = fields[p->type.dtype];
+        sb_printf(&s->body, "{.%s = (%s)(", f, c_scalar_type(p->type.dtype));
+        if (a->kind == TILEC_WIR_ARG_SCALAR) {
+            const char *t = a->text;
+            if (!strcmp(t, "true") || !strcmp(t, "false"))
+                sb_puts(&s->body, t[0] == 't' ? "1" : "0");
+            else if (strstr(t, "inf"))
+                sb_printf(&s->body, "%sINFINITY", t[0] == '-' ? "-" : "");
+            else if ((t[0] >= 'a' && t[0] <= 'z') || (t[0] >= 'A' && t[0] <= 'Z') || t[0] == '_')
+                sb_printf(&s->body, "p_%s", t);
+            else
+                sb_puts(&s->body, t);
+        } else {
+            c_size(&s->body, s->g, a->text);
+        }
+        sb_puts(&s->body, ")}");
+    }
+    sb_puts(&s->body, "};\n");
+    if (l->nvariants > 1)
+        sb_printf(&s->body, "        tilec_rt_status st = tilec_program_launch_best(M->prog, \"%s\", a, %u, NULL, NULL);\n",
+                  k->name, l->nargs);
+    else
+        sb_printf(&s->body, "        tilec_rt_status st = tilec_program_launch(M->prog, \"%s\", 0, a, %u, NULL);\n",
+                  k->name, l->nargs);
+    sb_printf(&s->body,
+              "        if (st != TILEC_RT_OK) {\n"
+              "            tl_fail(err, errlen, \"%s: launch of %s failed: %%s\", tilec_rt_last_error(M->rt));\n"
+              "            goto tl_out;\n"
+              "        }\n    }\n",
+              s->g->name, k->name);
+    return 0;
+}
+
+/* externs: inputs are the argument buffers; outputs the given list */
+static void c_extern(cstate *s, const tilec_wir_line *l, const char *const *outs, uint32_t nouts)
+{
+    sb_printf(&s->body, "    { /* extern %s \"%s\", line %u */\n", l->name, l->symbol, l->loc.line);
+    sb_printf(&s->body, "        const tilec_tensor in[%u] = {", l->nargs ? l->nargs : 1);
+    for (uint32_t i = 0; i < l->nargs; i++)
+        sb_printf(&s->body, "%sb_%s", i ? ", " : "", l->args[i].text);
+    sb_printf(&s->body, "%s};\n", l->nargs ? "" : "{0}");
+    sb_printf(&s->body, "        tilec_tensor out[%u] = {", nouts ? nouts : 1);
+    for (uint32_t i = 0; i < nouts; i++)
+        sb_printf(&s->body, "%sb_%s", i ? ", " : "", outs[i]);
+    sb_printf(&s->body, "%s};\n", nouts ? "" : "{0}");
+    sb_printf(&s->body, "        if (tilec_externs_call(M->ext, \"%s\", M->rt, NULL, in, %u, out, %u) != TILEC_RT_OK) {\n",
+              l->symbol, l->nargs, nouts);
+    sb_printf(&s->body, "            tl_fail(err, errlen, \"%s: %%s\", tilec_externs_last_error(M->ext));\n"
+                        "            goto tl_out;\n        }\n    }\n",
+              s->g->name);
+}
+
+static int h_extern_call(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    c_extern(s, l, l->outs, l->nouts);
+    return 0;
+}
+
+static int h_extern_alloc(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    if (l->nresults <= 1) {
+        c_alloc(s, l);
+        c_extern(s, l, &l->name, 1);
+        return 0;
+    }
+    /* a tuple: allocate each result of the MULTI_OUTPUT lines that name it */
+    const char *outs[64];
+    uint32_t n = 0;
+    for (size_t i = 0; i < tilec_wir_line_count(s->w) && n < 64; i++) {
+        const tilec_wir_line *m = tilec_wir_line_at(s->w, i);
+        if (m->kind == TILEC_WIR_MULTI_OUTPUT && m->from && !strcmp(m->from, l->name)) {
+            c_alloc(s, m);
+            outs[n++] = m->name;
+        }
+    }
+    if (n != l->nresults)
+        return -1;
+    c_extern(s, l, outs, n);
+    return 0;
+}
+
+static int h_multi_output(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    sb_printf(&s->body, "    /* %s is result %u of %s */\n", l->name, l->index, l->from);
+    return 0;
+}
+
+static int h_assert_shape(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    strbuf *b = &s->body;
+    sb_printf(&s->decls, "    tilec_tensor b_%s = {0};\n", l->name);
+    sb_printf(b, "    if (!%s || %s->dtype != %s || %s->rank != %u)\n", l->name, l->name, dt_enum(l->dtype), l->name,
+              l->rank);
+    sb_printf(b, "        return tl_fail(err, errlen, \"%s: %s must be a %s tensor of rank %u\");\n", s->g->name,
+              l->name, tilec_dtype_name(l->dtype), l->rank);
+    for (uint32_t d = 0; d < l->rank; d++) {
+        if (l->binds && l->binds[d]) {
+            sb_printf(b, "    const int64_t s_%s __attribute__((unused)) = %s->sizes[%u];\n", l->sizes[d], l->name, d);
+        } else {
+            sb_printf(b, "    if (%s->sizes[%u] != (", l->name, d);
+            c_size(b, s->g, l->sizes[d]);
+            sb_printf(b, "))\n        return tl_fail(err, errlen, \"%s: dimension %u of %s is %%lld, but %s is %%lld\", "
+                         "(long long)%s->sizes[%u], (long long)(",
+                      s->g->name, d, l->name, l->sizes[d], l->name, d);
+            c_size(b, s->g, l->sizes[d]);
+            sb_puts(b, "));\n");
+        }
+    }
+    sb_printf(b, "    if (!tl_contiguous(%s))\n        return tl_fail(err, errlen, \"%s: %s must be contiguous (row-major)\");\n",
+              l->name, s->g->name, l->name);
+    sb_printf(b, "    b_%s = *%s;\n", l->name, l->name); /* only once checked: it may be NULL */
+    return 0;
+}
+
+static const char prologue[] =
+    "#include <math.h>\n"
+    "#include <stdarg.h>\n"
+    "#include <stdio.h>\n"
+    "#include <stdlib.h>\n"
+    "#include <string.h>\n"
+    "\n"
+    "typedef struct tl_mem {\n"
+    "    uint64_t p[256], bytes[256];\n"
+    "    int n;\n"
+    "} tl_mem;\n"
+    "\n"
+    "static int tl_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));\n"
+    "static int tl_fail(char *err, size_t errlen, const char *fmt, ...)\n"
+    "{\n"
+    "    if (err && errlen) {\n"
+    "        va_list ap;\n"
+    "        va_start(ap, fmt);\n"
+    "        vsnprintf(err, errlen, fmt, ap);\n"
+    "        va_end(ap);\n"
+    "    }\n"
+    "    return 1;\n"
+    "}\n"
+    "\n"
+    "static inline int64_t tl_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }\n"
+    "\n"
+    "static inline void tl_shape(tilec_tensor *t, uint64_t data, tilec_dtype dt, uint32_t rank, const int64_t *sizes)\n"
+    "{\n"
+    "    memset(t, 0, sizeof *t);\n"
+    "    t->data = data;\n"
+    "    t->dtype = dt;\n"
+    "    t->rank = rank;\n"
+    "    int64_t st = 1;\n"
+    "    for (int d = (int)rank - 1; d >= 0; d--) {\n"
+    "        t->sizes[d] = sizes[d];\n"
+    "        t->strides[d] = st;\n"
+    "        st *= sizes[d];\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "static inline int tl_contiguous(const tilec_tensor *t)\n"
+    "{\n"
+    "    int64_t st = 1;\n"
+    "    for (int d = (int)t->rank - 1; d >= 0; d--) {\n"
+    "        if (t->sizes[d] != 1 && t->strides[d] != st)\n"
+    "            return 0;\n"
+    "        st *= t->sizes[d];\n"
+    "    }\n"
+    "    return 1;\n"
+    "}\n"
+    "\n";
+
+static int c_begin(tilec_emit *e, void **state)
+{
+    cstate *s = calloc(1, sizeof *s);
+    if (!s)
+        return -1;
+    s->e = e;
+    s->w = tilec_emit_wir(e);
+    s->g = tilec_emit_graph(e);
+    sb_init(&s->body);
+    sb_init(&s->decls);
+    *state = s;
+    return 0;
+}
+
+/* "const tilec_tensor *x, float eps, tilec_tensor *y" */
+static void c_params(strbuf *b, const tilec_graph *g)
+{
+    for (uint32_t i = 0; i < g->nparams; i++) {
+        const tilec_param *p = &g->params[i];
+        if (p->type.kind == TILEC_TE_TENSOR)
+            sb_printf(b, ", const tilec_tensor *%s", p->name);
+        else
+            sb_printf(b, ", %s p_%s", c_scalar_type(p->type.dtype), p->name);
+    }
+}
+
+/* -DTILEC_BENCH_MAIN: `./NAME R=4096 C=1024 [iters=N]` times the graph on
+ * random inputs (device events, median). */
+static void c_bench_main(strbuf *c, const cstate *s)
+{
+    const tilec_graph *g = s->g;
+    const char *n = g->name;
+    sb_puts(c, "\n#ifdef TILEC_BENCH_MAIN\n#include <time.h>\n"
+               "static int64_t tl_arg(int argc, char **argv, const char *name, int64_t dflt)\n{\n"
+               "    size_t k = strlen(name);\n"
+               "    for (int i = 1; i < argc; i++)\n"
+               "        if (!strncmp(argv[i], name, k) && argv[i][k] == '=')\n"
+               "            return strtoll(argv[i] + k + 1, NULL, 10);\n"
+               "    return dflt;\n}\n\n"
+               "static int tl_random(tilec_rt *rt, tilec_tensor *t, tl_mem *mem, unsigned long long *seed)\n{\n"
+               "    size_t n = 1, es = tilec_dtype_size(t->dtype);\n"
+               "    for (uint32_t d = 0; d < t->rank; d++)\n        n *= (size_t)t->sizes[d];\n"
+               "    unsigned char *h = malloc(n * es + 1);\n"
+               "    if (!h || tilec_rt_malloc(rt, n * es + 1, &t->data) != TILEC_RT_OK) {\n        free(h);\n        return 1;\n    }\n"
+               "    mem->p[mem->n++] = t->data;\n"
+               "    for (size_t i = 0; i < n; i++) {\n"
+               "        *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;\n"
+               "        float f = (float)((*seed >> 40) & 0xffff) / 32768.0f - 1.0f;\n"
+               "        if (es == 4 && t->dtype == TILEC_DT_F32)\n            memcpy(h + i * 4, &f, 4);\n"
+               "        else if (es == 2) { /* f16/bf16: a small normal number either way */\n"
+               "            uint16_t v = (uint16_t)(0x3800u | ((*seed >> 45) & 0x3ffu)); memcpy(h + i * 2, &v, 2); }\n"
+               "        else\n            memset(h + i * es, (int)((*seed >> 33) & 0x3f), es);\n    }\n"
+               "    int bad = tilec_rt_memcpy_htod(rt, t->data, h, n * es) != TILEC_RT_OK;\n"
+               "    free(h);\n    return bad;\n}\n\n"
+               "int main(int argc, char **argv)\n{\n"
+               "    tilec_rt *rt = NULL;\n"
+               "    if (tilec_rt_open(0, &rt) != TILEC_RT_OK) {\n"
+               "        fprintf(stderr, \"%s\\n\", tilec_rt_last_error(rt));\n        tilec_rt_close(rt);\n        return 1;\n    }\n"
+               "    char err[1024];\n    unsigned long long seed = 12345;\n    tl_mem mem = {.n = 0};\n");
+    sb_printf(c, "    %s_module *M = NULL;\n    struct timespec t0, t1;\n    clock_gettime(CLOCK_MONOTONIC, &t0);\n"
+                 "    if (%s_load(rt, &M, err, sizeof err)) {\n"
+                 "        fprintf(stderr, \"%%s\\n\", err);\n        return 1;\n    }\n"
+                 "    clock_gettime(CLOCK_MONOTONIC, &t1);\n"
+                 "    printf(\"%s: load %%.2f ms\\n\", (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);\n",
+              n, n, n);
+    /* symbols and scalars from the command line */
+    for (size_t i = 0; i < tilec_wir_line_count(s->w); i++) {
+        const tilec_wir_line *l = tilec_wir_line_at(s->w, i);
+        if (l->kind != TILEC_WIR_ASSERT_SHAPE)
+            continue;
+        for (uint32_t d = 0; d < l->rank; d++)
+            if (l->binds && l->binds[d])
+                sb_printf(c, "    const int64_t s_%s = tl_arg(argc, argv, \"%s\", 1024);\n", l->sizes[d], l->sizes[d]);
+    }
+    for (uint32_t i = 0; i < g->nparams; i++) {
+        const tilec_param *p = &g->params[i];
+        if (p->type.kind != TILEC_TE_TENSOR) {
+            sb_printf(c, "    const %s p_%s = (%s)tl_arg(argc, argv, \"%s\", 1);\n", c_scalar_type(p->type.dtype), p->name,
+                      c_scalar_type(p->type.dtype), p->name);
+            continue;
+        }
+        const tilec_wir_line *a = NULL;
+        for (size_t k = 0; k < tilec_wir_line_count(s->w) && !a; k++) {
+            const tilec_wir_line *l = tilec_wir_line_at(s->w, k);
+            if (l->kind == TILEC_WIR_ASSERT_SHAPE && l->index == i)
+                a = l;
+        }
+        sb_printf(c, "    tilec_tensor in_%s;\n    tl_shape(&in_%s, 0, %s, %u, (const int64_t[]){", p->name, p->name,
+                  dt_enum(p->type.dtype), a ? a->rank : 0);
+        for (uint32_t d = 0; a && d < a->rank; d++) {
+            sb_puts(c, d ? ", " : "");
+            c_size(c, s->g, a->sizes[d]);
+        }
+        sb_printf(c, "%s});\n    if (tl_random(rt, &in_%s, &mem, &seed))\n        return 1;\n", a && a->rank ? "" : "0",
+                  p->name);
+    }
+    size_t nout = tilec_wir_output_count(s->w);
+    sb_puts(c, "    int iters = (int)tl_arg(argc, argv, \"iters\", 50);\n    if (iters < 1 || iters > 100000)\n        iters = 50;\n"
+               "    float *ms = calloc((size_t)iters, sizeof *ms);\n"
+               "    void *ev[2];\n    tilec_rt_event_create(rt, &ev[0]);\n    tilec_rt_event_create(rt, &ev[1]);\n"
+               "    for (int it = -3; it < iters; it++) {\n");
+    for (size_t i = 0; i < nout; i++)
+        sb_printf(c, "        tilec_tensor o_%s;\n", tilec_wir_output(s->w, i));
+    sb_puts(c, "        tilec_rt_event_record(rt, ev[0], NULL);\n");
+    sb_printf(c, "        if (%s_run(M", n);
+    for (uint32_t i = 0; i < g->nparams; i++)
+        sb_printf(c, g->params[i].type.kind == TILEC_TE_TENSOR ? ", &in_%s" : ", p_%s", g->params[i].name);
+    for (size_t i = 0; i < nout; i++)
+        sb_printf(c, ", &o_%s", tilec_wir_output(s->w, i));
+    sb_puts(c, ", err, sizeof err)) {\n            fprintf(stderr, \"%s\\n\", err);\n            return 1;\n        }\n"
+               "        tilec_rt_event_record(rt, ev[1], NULL);\n        tilec_rt_event_synchronize(rt, ev[1]);\n"
+               "        if (it >= 0)\n            tilec_rt_event_elapsed_ms(rt, ev[0], ev[1], &ms[it]);\n");
+    /* free outputs that own storage (not views: their base is freed) */
+    for (size_t i = 0; i < nout; i++) {
+        const char *o = tilec_wir_output(s->w, i);
+        int view = 0;
+        for (size_t k = 0; k < tilec_wir_line_count(s->w); k++) {
+            const tilec_wir_line *l = tilec_wir_line_at(s->w, k);
+            if (l->kind == TILEC_WIR_REINTERPRET && !strcmp(l->name, o))
+                view = 1;
+        }
+        if (!view)
+            sb_printf(c, "        %s_release(M, &o_%s);\n", n, o);
+    }
+    sb_printf(c, "    }\n"
+                 "    for (int a = 0; a < iters; a++)\n        for (int b = a + 1; b < iters; b++)\n"
+                 "            if (ms[b] < ms[a]) {\n                float x = ms[a];\n                ms[a] = ms[b];\n"
+                 "                ms[b] = x;\n            }\n"
+                 "    printf(\"%s: %%.4f ms per call (median of %%d)\\n\", (double)ms[iters / 2], iters);\n"
+                 "    free(ms);\n    for (int i = 0; i < mem.n; i++)\n        tilec_rt_free(rt, mem.p[i]);\n"
+                 "    %s_unload(M);\n    tilec_rt_close(rt);\n    return 0;\n}\n#endif\n",
+              n, n);
+}
+
+static int c_end(tilec_emit *e, void *state)
+{
+    cstate *s = state;
+    const tilec_graph *g = s->g;
+    const tilec_module *m = tilec_emit_module(e);
+    const char *n = g->name, *file = tilec_module_file(m);
+    char hname[300], cname[300];
+    snprintf(hname, sizeof hname, "%.250s.h", n);
+    snprintf(cname, sizeof cname, "%.250s.c", n);
+    size_t nout = tilec_wir_output_count(s->w);
+
+    /* ---- NAME.h ---- */
+    strbuf h;
+    sb_init(&h);
+    sb_printf(&h, "/* Generated by tilec %s from ", tilec_version());
+    c_comment_text(&h, file);
+    sb_putc(&h, '\n');
+    sb_printf(&h, "   graph %s: do not edit. */\n#ifndef TILEC_GRAPH_%s_H\n#define TILEC_GRAPH_%s_H\n\n", n, n, n);
+    sb_puts(&h, "#include <stddef.h>\n\n#include \"tilec/externs.h\"\n#include \"tilec/program.h\"\n"
+                "#include \"tilec/tensor.h\"\n\n");
+    if (g->doc)
+        c_comment(&h, "", g->doc);
+    sb_printf(&h, "typedef struct %s_module %s_module;\n\n", n, n);
+    sb_printf(&h, "/* Build the graph's kernels for rt's device (from the kernel cache once warm). 0, or 1 with a\n"
+                  "   message in err. */\nint %s_load(tilec_rt *rt, %s_module **out, char *err, size_t errlen);\n", n, n);
+    sb_printf(&h, "void %s_unload(%s_module *m);\n", n, n);
+    sb_printf(&h, "/* The registry of extern kernels the graph calls (register your own on it). */\n"
+                  "tilec_externs *%s_externs(%s_module *m);\n", n, n);
+    sb_printf(&h, "/* Give an output back when done with it: its memory serves the next call. */\n"
+                  "void %s_release(%s_module *m, tilec_tensor *t);\n", n, n);
+    sb_printf(&h, "/* Run the graph. Inputs must be contiguous; the outputs are allocated here and handed over\n"
+                  "   (free each with tilec_rt_free unless it is a view of another). 0, or 1 with a message. */\n");
+    strbuf params;
+    sb_init(&params);
+    c_params(&params, g);
+    sb_printf(&h, "int %s_run(%s_module *m%s", n, n, sb_str(&params));
+    for (size_t i = 0; i < nout; i++)
+        sb_printf(&h, ", tilec_tensor *out_%s", tilec_wir_output(s->w, i));
+    sb_puts(&h, ", char *err, size_t errlen);\n\n#endif\n");
+
+    /* ---- NAME.c ---- */
+    strbuf c;
+    sb_init(&c);
+    sb_printf(&c, "/* Generated by tilec %s from ", tilec_version());
+    c_comment_text(&c, file);
+    sb_putc(&c, '\n');
+    sb_printf(&c, "   graph %s: do not edit. */\n#include \"%s\"\n\n", n, hname);
+    sb_puts(&c, prologue);
+    strbuf fileq; /* the file name as a C string literal: it may hold any bytes */
+    sb_init(&fileq);
+    c_string(&fileq, file, strlen(file));
+    sb_puts(&c, "/* the .tile module, built at load time */\nstatic const char tl_source[] =\n    ");
+    size_t srclen = 0;
+    const char *src = tilec_module_source(m, &srclen);
+    c_string(&c, src, srclen);
+    sb_puts(&c, ";\n\n");
+    sb_printf(&c,
+              "/* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree\n"
+              "   cost far more than the kernels of a small graph */\n"
+              "typedef struct tl_spare {\n    uint64_t p, bytes;\n} tl_spare;\n\n"
+              "struct %s_module {\n    tilec_rt *rt;\n    tilec_ctx *ctx;\n    tilec_module *mod;\n"
+              "    tilec_cache *cache;\n    tilec_program *prog;\n    tilec_externs *ext;\n"
+              "    tl_spare spare[64];\n    int nspare;\n};\n\n",
+              n);
+    sb_printf(&c,
+              "static int tl_alloc(%s_module *M, tilec_tensor *t, tilec_dtype dt, uint32_t rank, const int64_t *sizes,\n"
+              "                    tl_mem *mem, char *err, size_t errlen)\n{\n"
+              "    uint64_t bytes = %s;\n"
+              "    for (uint32_t d = 0; d < rank; d++)\n        bytes *= (uint64_t)sizes[d];\n"
+              "    if (!bytes)\n        bytes = 1;\n"
+              "    uint64_t p = 0;\n"
+              "    for (int i = 0; i < M->nspare && !p; i++)\n"
+              "        if (M->spare[i].bytes == bytes) {\n"
+              "            p = M->spare[i].p;\n            M->spare[i] = M->spare[--M->nspare];\n        }\n"
+              "    if (mem->n == 256 || (!p && tilec_rt_malloc(M->rt, bytes, &p) != TILEC_RT_OK))\n"
+              "        return tl_fail(err, errlen, \"%s: cannot allocate %%llu bytes: %%s\", (unsigned long long)bytes,\n"
+              "                       tilec_rt_last_error(M->rt));\n"
+              "    mem->p[mem->n] = p;\n    mem->bytes[mem->n++] = bytes;\n"
+              "    tl_shape(t, p, dt, rank, sizes);\n    return 0;\n}\n\n",
+              n, "(uint64_t)tilec_dtype_size(dt)", n);
+    sb_printf(&c, "/* an intermediate the graph is done with: kept for the next call (stream order makes\n"
+                  "   reuse safe), or freed when the spare list is full */\n"
+                  "static void tl_release(%s_module *M, tl_mem *mem, uint64_t p)\n{\n"
+                  "    for (int i = 0; i < mem->n; i++)\n        if (mem->p[i] == p) {\n"
+                  "            if (M->nspare < 64)\n                M->spare[M->nspare++] = (tl_spare){p, mem->bytes[i]};\n"
+                  "            else\n                tilec_rt_free(M->rt, p);\n"
+                  "            mem->p[i] = mem->p[--mem->n];\n            mem->bytes[i] = mem->bytes[mem->n];\n"
+                  "            return;\n        }\n}\n\n",
+              n);
+    sb_printf(&c,
+              "int %s_load(tilec_rt *rt, %s_module **out, char *err, size_t errlen)\n{\n"
+              "    %s_module *M = calloc(1, sizeof *M);\n"
+              "    if (!M)\n        return tl_fail(err, errlen, \"%s: out of memory\");\n"
+              "    M->rt = rt;\n    M->ctx = tilec_ctx_new();\n    M->ext = tilec_externs_new();\n"
+              "    tilec_cache_open(NULL, &M->cache);\n"
+              "    tilec_build_options o = {.cache = M->cache};\n"
+              "    if (!M->ctx || !M->ext ||\n"
+              "        tilec_parse_string(M->ctx, %s, tl_source, sizeof tl_source - 1, &M->mod) != TILEC_OK ||\n"
+              "        tilec_program_build(M->ctx, rt, M->mod, &o, &M->prog) != TILEC_OK) {\n"
+              "        const tilec_diag *d = M->ctx ? tilec_ctx_diag(M->ctx, 0) : NULL;\n"
+              "        tl_fail(err, errlen, \"%s: cannot build the kernels: %%s\", d ? d->message : \"out of memory\");\n"
+              "        %s_unload(M);\n        return 1;\n    }\n    *out = M;\n    return 0;\n}\n\n",
+              n, n, n, n, sb_str(&fileq), n, n);
+    sb_printf(&c,
+              "void %s_unload(%s_module *M)\n{\n    if (!M)\n        return;\n"
+              "    tilec_program_free(M->prog);\n    tilec_module_free(M->mod);\n    tilec_cache_close(M->cache);\n"
+              "    for (int i = 0; i < M->nspare; i++)\n        tilec_rt_free(M->rt, M->spare[i].p);\n"
+              "    tilec_externs_free(M->ext);\n    tilec_ctx_free(M->ctx);\n    free(M);\n}\n\n",
+              n, n);
+    sb_printf(&c, "tilec_externs *%s_externs(%s_module *M) { return M->ext; }\n\n", n, n);
+    sb_printf(&c, "void %s_release(%s_module *M, tilec_tensor *t)\n{\n"
+                  "    uint64_t bytes = tilec_dtype_size(t->dtype);\n"
+                  "    for (uint32_t d = 0; d < t->rank; d++)\n        bytes *= (uint64_t)t->sizes[d];\n"
+                  "    if (!t->data)\n        return;\n"
+                  "    if (M->nspare < 64)\n        M->spare[M->nspare++] = (tl_spare){t->data, bytes ? bytes : 1};\n"
+                  "    else\n        tilec_rt_free(M->rt, t->data);\n    t->data = 0;\n}\n\n",
+              n, n);
+    sb_printf(&c, "int %s_run(%s_module *M%s", n, n, sb_str(&params));
+    for (size_t i = 0; i < nout; i++)
+        sb_printf(&c, ", tilec_tensor *out_%s", tilec_wir_output(s->w, i));
+    sb_puts(&c, ", char *err, size_t errlen)\n{\n    int tl_rc = 1;\n    tl_mem tl_live = {.n = 0};\n");
+    sb_add(&c, sb_str(&s->decls), s->decls.n);
+    sb_add(&c, sb_str(&s->body), s->body.n);
+    for (size_t i = 0; i < nout; i++)
+        sb_printf(&c, "    *out_%s = b_%s;\n", tilec_wir_output(s->w, i), tilec_wir_output(s->w, i));
+    sb_puts(&c, "    tl_live.n = 0; /* the outputs now belong to the caller */\n    tl_rc = 0;\ntl_out:\n"
+                "    while (tl_live.n)\n        tl_release(M, &tl_live, tl_live.p[0]);\n    return tl_rc;\n}\n");
+
+    c_bench_main(&c, s);
+    int bad = s->failed || h.failed || c.failed || fileq.failed || s->body.failed || s->decls.failed ||
+              tilec_emit_write(e, hname, sb_str(&h), h.n) || tilec_emit_write(e, cname, sb_str(&c), c.n);
+    sb_free(&h);
+    sb_free(&c);
+    sb_free(&params);
+    sb_free(&fileq);
+    sb_free(&s->body);
+    sb_free(&s->decls);
+    free(s);
+    return bad ? -1 : 0;
+}
+
+const tilec_emitter tilec_emit_c_emitter = {
+    .name = "c",
+    .description = "a C wrapper per graph (NAME.c, NAME.h) over libtilec",
+    .begin = c_begin,
+    .hooks =
+        {
+            {
+                {
+                    .comment = h_comment,
+                    .kernel_def = h_kernel_def,
+                    .allocate = h_allocate,
+                    .reuse = h_reuse,
+                    .free_if_not_reused = h_free,
+                    .free = h_free,
+                    .reinterpret = h_reinterpret,
+                    .kernel_call = h_kernel_call,
+                    .extern_call = h_extern_call,
+                    .extern_alloc = h_extern_alloc,
+                    .multi_output = h_multi_output,
+                    .assert_shape = h_assert_shape,
+                },
+            },
+        },
+    .end = c_end,
+};

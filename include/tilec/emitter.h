@@ -1,0 +1,84 @@
+/* emitter.h: emitters write the wrapper IR of each graph out as code. An
+ * emitter is a const table of hooks: begin (per graph), one hook per IR
+ * line kind (from the X-macro in wir.h), end. It writes into named outputs
+ * of the emit session (tilec_emit_printf), never to stdout; the driver
+ * writes the outputs at the end, each file atomically, or to one sink.
+ *
+ * Built in: "ir" (the text form), "c" (a .c/.h pair per graph). Users add theirs with tilec_register_emitter,
+ * or from a shared object with tilec_load_plugin (`tilec --plugin lib.so`),
+ * which calls the one documented symbol TILEC_PLUGIN_SYMBOL. */
+#ifndef TILEC_EMITTER_H
+#define TILEC_EMITTER_H
+
+#include <stdarg.h>
+
+#include "tilec/tilec.h"
+#include "tilec/wir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tilec_emit tilec_emit; /* one emit session (one module) */
+
+typedef struct tilec_emitter {
+    const char *name;        /* what --emit names: "c", "dot" */
+    const char *description; /* one line for --help */
+    /* per graph: set *state (passed to every hook as its user pointer);
+     * nonzero stops the emit */
+    int (*begin)(tilec_emit *e, void **state);
+    tilec_wir_hooks hooks; /* every kind must have a hook */
+    /* per graph, after the lines: write what is left, free the state */
+    int (*end)(tilec_emit *e, void *state);
+} tilec_emitter;
+
+/* Register an emitter on the context (it must outlive the context's use);
+ * a later registration of the same name replaces an earlier one and the
+ * built-ins. TILEC_ERR_ARG for a NULL or unnamed emitter. */
+tilec_status tilec_register_emitter(tilec_ctx *ctx, const tilec_emitter *em);
+/* The emitter called `name`: registered ones first, then the built-ins. */
+const tilec_emitter *tilec_find_emitter(tilec_ctx *ctx, const char *name);
+/* The names of every emitter, built-ins first (for --help). */
+size_t tilec_emitter_names(tilec_ctx *ctx, const char **names, size_t cap);
+
+/* A plugin is a shared object exporting
+ *     int tilec_plugin_register(tilec_ctx *ctx);
+ * which registers its emitters and returns 0. The library stays loaded
+ * until the context is freed. Errors (no such file, no symbol, the
+ * function failing) are diagnostics. */
+#define TILEC_PLUGIN_SYMBOL "tilec_plugin_register"
+typedef int (*tilec_plugin_register_fn)(tilec_ctx *ctx);
+tilec_status tilec_load_plugin(tilec_ctx *ctx, const char *path);
+
+/* ---- for emitters, during a session ---- */
+tilec_ctx *tilec_emit_ctx(tilec_emit *e);
+const tilec_module *tilec_emit_module(const tilec_emit *e);
+const tilec_wir *tilec_emit_wir(const tilec_emit *e);     /* the current graph's lines */
+const tilec_graph *tilec_emit_graph(const tilec_emit *e); /* the current graph */
+/* The value of option `key` ("aot" in `--aot sm_90`), or NULL. */
+const char *tilec_emit_option(const tilec_emit *e, const char *key);
+/* Append to output `file` (a plain name: no '/', no leading '.'); 0 or -1. */
+int tilec_emit_write(tilec_emit *e, const char *file, const char *data, size_t len);
+int tilec_emit_printf(tilec_emit *e, const char *file, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int tilec_emit_vprintf(tilec_emit *e, const char *file, const char *fmt, va_list ap);
+
+/* ---- the driver ---- */
+typedef struct tilec_emit_options {
+    const char *dir;           /* write each output to dir/file (atomically); NULL: to the sink */
+    const char *const *keys;   /* options for the emitter: keys[i] = values[i] */
+    const char *const *values;
+    size_t noptions;
+    int plan;                  /* run memory planning (default in the command) */
+} tilec_emit_options;
+
+/* Lower every graph of m to wrapper IR, plan it, and write it with the
+ * emitter called `emitter`. Nothing is written unless every graph
+ * succeeds. A missing hook is an error naming the emitter and the line
+ * kind. */
+tilec_status tilec_module_emit(tilec_ctx *ctx, const tilec_module *m, const char *emitter,
+                               const tilec_emit_options *o, tilec_sink sink);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,841 @@
+/* test_emit.c: the emitter layer (include/tilec/emitter.h). The built-in
+ * "c" emitter writes exactly tests/golden/c/X/NAME.{c,h} for
+ * tests/golden/ir/X.tile and examples/e2e.tile (regenerate with `make
+ * golden` and review), and what it writes compiles; user emitters, the
+ * registry, plugins (tests/plugin_demo.c), and the driver's errors, which
+ * write nothing. */
+#define _DEFAULT_SOURCE 1
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <dirent.h>
+#include <glob.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "tilec/emitter.h"
+
+#ifndef TILEC_BUILD
+#define TILEC_BUILD "build"
+#endif
+#define TILEC_BIN TILEC_BUILD "/bin/tilec"
+#define PLUGIN_DEMO TILEC_BUILD "/tests/libplugin_demo.so"
+#define PLUGIN_FAIL TILEC_BUILD "/tests/libplugin_demo_fail.so"
+#define FAKECUDA TILEC_BUILD "/tests/libfakecuda.so"
+
+/* ---- helpers ---- */
+
+typedef struct gcase {
+    char path[256];
+} gcase;
+
+static void free_cases(struct criterion_test_params *p) { cr_free(p->params); }
+
+/* The golden corpus of the "c" emitter. */
+static struct criterion_test_params c_cases(void)
+{
+    glob_t g;
+    size_t n = 0;
+    gcase *cases = NULL;
+    if (glob("tests/golden/ir/*.tile", 0, NULL, &g) == 0 && glob("examples/e2e.tile", GLOB_APPEND, NULL, &g) == 0) {
+        cases = cr_malloc(g.gl_pathc * sizeof *cases);
+        for (size_t i = 0; cases && i < g.gl_pathc; i++)
+            if (strlen(g.gl_pathv[i]) < sizeof cases[0].path)
+                snprintf(cases[n++].path, sizeof cases[0].path, "%s", g.gl_pathv[i]);
+    }
+    globfree(&g);
+    return cr_make_param_array(gcase, cases, n, free_cases);
+}
+
+static tilec_module *parse(tilec_ctx *ctx, const char *path)
+{
+    tilec_module *m = NULL;
+    tilec_status st = tilec_parse_file(ctx, path, &m);
+    membuf d = {0};
+    tilec_ctx_render_diags(ctx, membuf_sink(&d));
+    cr_assert_eq(st, TILEC_OK, "%s does not check:\n%s", path, d.s ? d.s : "");
+    free(d.s);
+    return m;
+}
+
+static tilec_module *parse_src(tilec_ctx *ctx, const char *name, const char *src)
+{
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, name, src, strlen(src), &m), TILEC_OK, "%s does not check", name);
+    return m;
+}
+
+/* Two graphs: g1 calls no kernel, g2 calls one. */
+static const char two_graphs[] = "kernel neg(x: *f32, y: *f32, n: i32) grid (cdiv(n, 128)) hints { warps = 4 } {\n"
+                                 "    let i = pid(0) * 128 + range(128);\n"
+                                 "    store(y + i, 0.0 - load(x + i, i < n), i < n);\n"
+                                 "}\n"
+                                 "graph g1(x: f32[N]) -> (v: f32[N]) {\n"
+                                 "    let v = view(x, f32[N]);\n"
+                                 "    return v;\n"
+                                 "}\n"
+                                 "graph g2(x: f32[N]) -> (y: f32[N]) {\n"
+                                 "    let y = empty(f32, [N]);\n"
+                                 "    neg(x, y, N);\n"
+                                 "    return y;\n"
+                                 "}\n";
+
+static void make_tmpdir(char *dir, size_t cap)
+{
+    snprintf(dir, cap, "/tmp/tilec_emit_XXXXXX");
+    cr_assert(mkdtemp(dir), "mkdtemp");
+}
+
+/* The names in dir, sorted, each followed by '\n' ("" when empty). */
+static char *list_dir(const char *dir)
+{
+    struct dirent **ents = NULL;
+    int n = scandir(dir, &ents, NULL, alphasort);
+    cr_assert_geq(n, 0, "cannot read %s", dir);
+    membuf mb = {0};
+    for (int i = 0; i < n; i++) {
+        if (strcmp(ents[i]->d_name, ".") && strcmp(ents[i]->d_name, "..")) {
+            membuf_write(&mb, ents[i]->d_name, strlen(ents[i]->d_name));
+            membuf_write(&mb, "\n", 1);
+        }
+        free(ents[i]);
+    }
+    free(ents);
+    return mb.s ? mb.s : calloc(1, 1);
+}
+
+/* Remove dir and its (plain) files. */
+static void rm_dir(const char *dir)
+{
+    char *names = list_dir(dir);
+    for (char *p = names, *nl; (nl = strchr(p, '\n')); p = nl + 1) {
+        *nl = 0;
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", dir, p);
+        unlink(path);
+    }
+    free(names);
+    cr_expect_eq(rmdir(dir), 0, "cannot remove %s", dir);
+}
+
+static char *read_in(const char *dir, const char *file)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    return read_file(path, NULL);
+}
+
+/* Run a shell command line; its exit status, stdout+stderr in *out. */
+static int sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int sh(char **out, const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    cr_assert(n > 0 && (size_t)n < sizeof cmd - 8);
+    strcat(cmd, " 2>&1");
+    FILE *p = popen(cmd, "r");
+    cr_assert(p);
+    membuf mb = {0};
+    char buf[4096];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, p)) > 0)
+        membuf_write(&mb, buf, k);
+    int st = pclose(p);
+    *out = mb.s ? mb.s : calloc(1, 1);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The rendered diagnostics of ctx (caller frees). */
+static char *diags(tilec_ctx *ctx)
+{
+    membuf d = {0};
+    tilec_ctx_render_diags(ctx, membuf_sink(&d));
+    return d.s ? d.s : calloc(1, 1);
+}
+
+/* ---- the "c" emitter: goldens ---- */
+
+/* "tests/golden/c/block" for ".../block.tile" */
+static void golden_dir(const char *tile, char *out, size_t cap)
+{
+    const char *base = strrchr(tile, '/') + 1;
+    snprintf(out, cap, "tests/golden/c/%.*s", (int)(strlen(base) - 5), base);
+}
+
+ParameterizedTestParameters(emit, c_golden) { return c_cases(); }
+ParameterizedTest(gcase *c, emit, c_golden)
+{
+    char gdir[300], dir[64];
+    golden_dir(c->path, gdir, sizeof gdir);
+    make_tmpdir(dir, sizeof dir);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, c->path);
+    tilec_emit_options o = {.dir = dir, .plan = 1};
+    membuf sink = {0};
+    cr_assert_eq(tilec_module_emit(ctx, m, "c", &o, membuf_sink(&sink)), TILEC_OK, "%s", c->path);
+    cr_expect_null(sink.s, "with a dir nothing goes to the sink");
+    cr_expect_eq(tilec_ctx_diag_count(ctx), 0);
+    /* exactly NAME.c and NAME.h per graph, and the golden dir holds the same files */
+    membuf want_names = {0};
+    for (size_t i = 0; i < tilec_module_graph_count(m); i++) {
+        char line[300];
+        const char *n = tilec_module_graph(m, i)->name;
+        snprintf(line, sizeof line, "%s.c\n%s.h\n", n, n);
+        membuf_write(&want_names, line, strlen(line));
+    }
+    cr_assert(want_names.s, "%s has no graph", c->path);
+    char *got_names = list_dir(dir), *golden_names = list_dir(gdir);
+    cr_expect_str_eq(got_names, want_names.s, "%s: files written", c->path);
+    cr_expect_str_eq(golden_names, want_names.s, "%s: files (run make golden)", gdir);
+    membuf cat = {0}; /* every output, in order, as the sink gets them */
+    for (size_t i = 0; i < tilec_module_graph_count(m); i++) {
+        const char *ext[] = {".h", ".c"};
+        for (int k = 0; k < 2; k++) {
+            char file[300];
+            snprintf(file, sizeof file, "%s%s", tilec_module_graph(m, i)->name, ext[k]);
+            char *got = read_in(dir, file), *want = read_in(gdir, file);
+            cr_assert(want, "missing %s/%s (run make golden)", gdir, file);
+            cr_assert(got, "not written: %s", file);
+            cr_expect_str_eq(got, want, "%s: %s differs from %s/%s", c->path, file, gdir, file);
+            membuf_write(&cat, want, strlen(want));
+            free(got);
+            free(want);
+        }
+    }
+    /* without a dir: the same bytes to the sink, header first */
+    cr_assert_eq(tilec_module_emit(ctx, m, "c", &(tilec_emit_options){.plan = 1}, membuf_sink(&sink)), TILEC_OK);
+    cr_expect_str_eq(sink.s, cat.s);
+    free(sink.s);
+    free(cat.s);
+    free(got_names);
+    free(golden_names);
+    free(want_names.s);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    rm_dir(dir);
+}
+
+Test(emit, c_golden_corpus)
+{
+    glob_t g;
+    cr_assert_eq(glob("tests/golden/c/*/*.[ch]", 0, NULL, &g), 0);
+    cr_expect_eq(g.gl_pathc, 10, "5 graphs, a .c and a .h each");
+    globfree(&g);
+}
+
+/* The command writes the same files (it is what `make golden` runs). */
+Test(emit, c_golden_from_the_command)
+{
+    char dir[64], *out;
+    make_tmpdir(dir, sizeof dir);
+    cr_expect_eq(sh(&out, "%s examples/e2e.tile --emit c -o %s", TILEC_BIN, dir), 0);
+    cr_expect_str_eq(out, "");
+    free(out);
+    const char *files[] = {"e2e.c", "e2e.h"};
+    for (int i = 0; i < 2; i++) {
+        char *got = read_in(dir, files[i]), *want = read_in("tests/golden/c/e2e", files[i]);
+        cr_assert(got && want, "%s", files[i]);
+        cr_expect_str_eq(got, want, "%s", files[i]);
+        free(got);
+        free(want);
+    }
+    rm_dir(dir);
+}
+
+/* ---- the "c" emitter: what it writes compiles ---- */
+
+static void expect_compiles(const char *dir, const char *cfile)
+{
+    const char *cc = getenv("CC");
+    if (!cc || !*cc)
+        cc = "cc";
+    /* as a wrapper (the flags the header comment promises), and as the benchmark */
+    const char *modes[] = {"", "-D_POSIX_C_SOURCE=200809L -DTILEC_BENCH_MAIN"};
+    for (int i = 0; i < 2; i++) {
+        char *out;
+        int st = sh(&out, "%s -std=c11 -fsyntax-only -Wall -Wextra -Wshadow -Wdouble-promotion -Werror %s -Iinclude -I%s %s/%s", cc, modes[i], dir,
+                    dir, cfile);
+        cr_expect_eq(st, 0, "%s/%s %s does not compile:\n%s", dir, cfile, modes[i], out);
+        free(out);
+    }
+}
+
+ParameterizedTestParameters(emit, c_compiles) { return c_cases(); }
+ParameterizedTest(gcase *c, emit, c_compiles)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, c->path);
+    cr_assert_eq(tilec_module_emit(ctx, m, "c", &(tilec_emit_options){.dir = dir, .plan = 1}, tilec_sink_file(stdout)),
+                 TILEC_OK);
+    for (size_t i = 0; i < tilec_module_graph_count(m); i++) {
+        char file[300];
+        snprintf(file, sizeof file, "%s.c", tilec_module_graph(m, i)->name);
+        expect_compiles(dir, file);
+    }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    rm_dir(dir);
+}
+
+/* The .tile file name lands in a comment and a string literal: quotes,
+ * backslashes, trigraphs and comment ends must not break either. Inputs
+ * are read only after their checks (a NULL input is an error, not a crash). */
+Test(emit, c_escapes_the_file_name)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    const char *name = "we\"ird\\name?\?/x*/.tile";
+    char *src = read_file("tests/golden/ir/chain.tile", NULL);
+    cr_assert(src);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse_src(ctx, name, src);
+    cr_assert_eq(tilec_module_emit(ctx, m, "c", &(tilec_emit_options){.dir = dir, .plan = 1}, tilec_sink_file(stdout)),
+                 TILEC_OK);
+    char *c = read_in(dir, "chain.c"), *h = read_in(dir, "chain.h");
+    cr_assert(c && h);
+    const char *lit = "tilec_parse_string(M->ctx, \"we\\\"ird\\\\name\\077\\077/x*/.tile\", tl_source";
+    cr_expect(strstr(c, lit), "no %s in\n%.400s", lit, c);
+    cr_expect(strstr(h, "from we\"ird name  /x* /.tile\n"), "%.200s", h);
+    expect_compiles(dir, "chain.c");
+    /* b_x = *x only after the checks of x */
+    const char *check = strstr(c, "    if (!x || x->dtype != TILEC_DT_F32 || x->rank != 2)\n");
+    const char *copy = strstr(c, "    b_x = *x;\n");
+    cr_expect(check && copy && check < copy);
+    cr_expect(strstr(c, "    tilec_tensor b_x = {0};\n"));
+    free(c);
+    free(h);
+    free(src);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    rm_dir(dir);
+}
+
+/* The built-in "ir" emitter writes NAME.ir: the golden text form. */
+Test(emit, ir_emitter_writes_the_golden_text)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "tests/golden/ir/views.tile");
+    cr_assert_eq(tilec_module_emit(ctx, m, "ir", &(tilec_emit_options){.dir = dir, .plan = 1}, tilec_sink_file(stdout)),
+                 TILEC_OK);
+    char *names = list_dir(dir);
+    cr_expect_str_eq(names, "views.ir\n");
+    char *got = read_in(dir, "views.ir"), *want = read_file("tests/golden/ir/views.ir", NULL);
+    cr_assert(got && want);
+    cr_expect_str_eq(got, want);
+    free(names);
+    free(got);
+    free(want);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    rm_dir(dir);
+}
+
+/* ---- a user emitter: counts the lines of each kind ---- */
+
+typedef struct counts {
+    tilec_emit *e;
+    int n[TILEC_WIR_KIND_COUNT];
+} counts;
+
+static int begins, ends, fail_begin_of_g2, fail_end;
+
+static int count_begin(tilec_emit *e, void **state)
+{
+    begins++;
+    if (fail_begin_of_g2 && !strcmp(tilec_emit_graph(e)->name, "g2"))
+        return -1;
+    counts *c = calloc(1, sizeof *c);
+    if (!c)
+        return -1;
+    c->e = e;
+    /* the session's accessors agree with each other */
+    cr_expect_eq(tilec_wir_graph(tilec_emit_wir(e)), tilec_emit_graph(e));
+    cr_expect_eq(tilec_module_find_graph(tilec_emit_module(e), tilec_emit_graph(e)->name), tilec_emit_graph(e));
+    cr_expect_neq(tilec_emit_ctx(e), NULL);
+    *state = c;
+    return 0;
+}
+
+static int count_line(void *user, const tilec_wir_line *l)
+{
+    counts *c = user;
+    c->n[l->kind]++;
+    return 0;
+}
+
+static int count_fail(void *user, const tilec_wir_line *l)
+{
+    (void)user;
+    (void)l;
+    return -1;
+}
+
+/* NAME.count: an optional title line (option "title"), then "KIND N" for
+ * every kind; the output file may be renamed with option "file". */
+static int count_end(tilec_emit *e, void *state)
+{
+    counts *c = state;
+    ends++;
+    char file[300];
+    const char *f = tilec_emit_option(e, "file");
+    snprintf(file, sizeof file, "%.250s.count", tilec_emit_graph(e)->name);
+    if (f)
+        snprintf(file, sizeof file, "%s", f);
+    int bad = 0;
+    const char *title = tilec_emit_option(e, "title");
+    if (title)
+        bad |= tilec_emit_printf(e, file, "%s %s\n", title, tilec_emit_graph(e)->name);
+    for (int k = 0; k < TILEC_WIR_KIND_COUNT; k++)
+        bad |= tilec_emit_printf(e, file, "%s %d\n", tilec_wir_kind_name((tilec_wir_kind)k), c->n[k]);
+    free(c);
+    if (f && tilec_emit_option(e, "ignore_errors"))
+        return 0;
+    return bad || fail_end ? -1 : 0;
+}
+
+#define COUNT_HOOK(E, e) .e = count_line,
+static const tilec_emitter counter = {
+    .name = "count",
+    .description = "lines per kind",
+    .begin = count_begin,
+    .hooks = {{{TILEC_WIR_LINES(COUNT_HOOK)}}},
+    .end = count_end,
+};
+
+static const char block_counts[] = "COMMENT 2\n"
+                                   "KERNEL_DEF 2\n"
+                                   "ALLOCATE 1\n"
+                                   "REUSE 1\n"
+                                   "FREE_IF_NOT_REUSED 0\n"
+                                   "FREE 2\n"
+                                   "REINTERPRET 1\n"
+                                   "KERNEL_CALL 2\n"
+                                   "EXTERN_CALL 0\n"
+                                   "EXTERN_ALLOC 2\n"
+                                   "MULTI_OUTPUT 2\n"
+                                   "ASSERT_SHAPE 2\n";
+
+Test(emit, user_emitter)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    cr_expect_null(tilec_find_emitter(ctx, "count"));
+    cr_assert_eq(tilec_register_emitter(ctx, &counter), TILEC_OK);
+    cr_expect_eq(tilec_find_emitter(ctx, "count"), &counter);
+    tilec_module *m = parse(ctx, "tests/golden/ir/block.tile");
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    const char *keys[] = {"title"}, *values[] = {"counts of"};
+    tilec_emit_options o = {.dir = dir, .keys = keys, .values = values, .noptions = 1, .plan = 1};
+    cr_assert_eq(tilec_module_emit(ctx, m, "count", &o, tilec_sink_file(stdout)), TILEC_OK);
+    cr_expect_eq(begins, 1);
+    cr_expect_eq(ends, 1);
+    char *names = list_dir(dir), *got = read_in(dir, "block.count");
+    cr_expect_str_eq(names, "block.count\n");
+    char want[1024];
+    snprintf(want, sizeof want, "counts of block\n%s", block_counts);
+    cr_expect_str_eq(got, want);
+    free(names);
+    free(got);
+    rm_dir(dir);
+    /* no options, to a sink */
+    membuf sink = {0};
+    cr_assert_eq(tilec_module_emit(ctx, m, "count", NULL, membuf_sink(&sink)), TILEC_OK);
+    cr_expect_str_eq(sink.s, block_counts);
+    free(sink.s);
+    cr_expect_eq(tilec_ctx_diag_count(ctx), 0);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+Test(emit, registry)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    const char *names[8] = {0};
+    cr_assert_eq(tilec_emitter_names(ctx, names, 8), 2);
+    cr_expect_str_eq(names[0], "ir");
+    cr_expect_str_eq(names[1], "c");
+    cr_expect_eq(tilec_emitter_names(ctx, names, 1), 1);
+    cr_expect_eq(tilec_emitter_names(NULL, names, 8), 2);
+    const tilec_emitter *builtin_c = tilec_find_emitter(ctx, "c");
+    cr_assert(builtin_c);
+    cr_expect_str_eq(builtin_c->name, "c");
+    cr_expect_str_eq(tilec_find_emitter(ctx, "ir")->name, "ir");
+    cr_expect_eq(tilec_find_emitter(NULL, "c"), builtin_c);
+    cr_expect_null(tilec_find_emitter(ctx, "nope"));
+    cr_expect_null(tilec_find_emitter(ctx, NULL));
+
+    /* a same-named registration replaces an earlier one, and the built-ins */
+    tilec_emitter first = counter, second = counter, as_c = counter;
+    second.description = "second";
+    as_c.name = "c";
+    cr_assert_eq(tilec_register_emitter(ctx, &first), TILEC_OK);
+    cr_assert_eq(tilec_register_emitter(ctx, &second), TILEC_OK);
+    cr_expect_eq(tilec_find_emitter(ctx, "count"), &second);
+    cr_assert_eq(tilec_register_emitter(ctx, &as_c), TILEC_OK);
+    cr_expect_eq(tilec_find_emitter(ctx, "c"), &as_c);
+    cr_assert_eq(tilec_emitter_names(ctx, names, 8), 3);
+    cr_expect_str_eq(names[0], "ir");
+    cr_expect_str_eq(names[1], "c");
+    cr_expect_str_eq(names[2], "count");
+    /* emitting "c" now runs the replacement */
+    tilec_module *m = parse(ctx, "tests/golden/ir/block.tile");
+    membuf sink = {0};
+    cr_assert_eq(tilec_module_emit(ctx, m, "c", NULL, membuf_sink(&sink)), TILEC_OK);
+    cr_expect_str_eq(sink.s, block_counts);
+    free(sink.s);
+    tilec_module_free(m);
+    /* registries are per context */
+    tilec_ctx *other = tilec_ctx_new();
+    cr_expect_eq(tilec_find_emitter(other, "c"), builtin_c);
+    cr_expect_null(tilec_find_emitter(other, "count"));
+    tilec_ctx_free(other);
+
+    /* bad registrations change nothing */
+    tilec_emitter unnamed = counter, empty = counter;
+    unnamed.name = NULL;
+    empty.name = "";
+    cr_expect_eq(tilec_register_emitter(ctx, NULL), TILEC_ERR_ARG);
+    cr_expect_eq(tilec_register_emitter(ctx, &unnamed), TILEC_ERR_ARG);
+    cr_expect_eq(tilec_register_emitter(ctx, &empty), TILEC_ERR_ARG);
+    cr_expect_eq(tilec_register_emitter(NULL, &counter), TILEC_ERR_ARG);
+    cr_expect_eq(tilec_emitter_names(ctx, names, 8), 3);
+    cr_expect_eq(tilec_ctx_diag_count(ctx), 0);
+    tilec_ctx_free(ctx);
+}
+
+/* ---- the driver's errors: a message, an error status, nothing written ---- */
+
+typedef struct failing {
+    tilec_ctx *ctx;
+    tilec_module *m;
+    char dir[64];
+    membuf sink;
+} failing;
+
+/* Emit two_graphs (g1, g2) with em into a fresh dir and to a sink; both
+ * must fail with `want` and leave nothing. Returns the context for the
+ * caller to check its diagnostics. */
+static failing emit_failing(const tilec_emitter *em, tilec_status want, const tilec_emit_options *opts)
+{
+    failing f = {.ctx = tilec_ctx_new()};
+    cr_assert_eq(tilec_register_emitter(f.ctx, em), TILEC_OK);
+    f.m = parse_src(f.ctx, "two.tile", two_graphs);
+    cr_assert_eq(tilec_module_graph_count(f.m), 2);
+    make_tmpdir(f.dir, sizeof f.dir);
+    tilec_emit_options o = opts ? *opts : (tilec_emit_options){.plan = 1};
+    o.dir = f.dir;
+    cr_expect_eq(tilec_module_emit(f.ctx, f.m, em->name, &o, membuf_sink(&f.sink)), want);
+    char *names = list_dir(f.dir);
+    cr_expect_str_eq(names, "", "written despite the error");
+    free(names);
+    char *first = diags(f.ctx);
+    tilec_ctx_clear_diags(f.ctx);
+    o.dir = NULL;
+    cr_expect_eq(tilec_module_emit(f.ctx, f.m, em->name, &o, membuf_sink(&f.sink)), want);
+    cr_expect_null(f.sink.s, "written to the sink despite the error");
+    char *second = diags(f.ctx);
+    cr_expect_str_eq(second, first, "the same error either way");
+    free(first);
+    free(second);
+    rm_dir(f.dir);
+    return f;
+}
+
+static void done(failing *f)
+{
+    tilec_module_free(f->m);
+    tilec_ctx_free(f->ctx);
+}
+
+static void expect_one_error(tilec_ctx *ctx, const char *message, uint32_t line)
+{
+    cr_assert_eq(tilec_ctx_diag_count(ctx), 1);
+    cr_expect_eq(tilec_ctx_error_count(ctx), 1);
+    cr_expect_str_eq(tilec_ctx_diag(ctx, 0)->message, message);
+    cr_expect_eq(tilec_ctx_diag(ctx, 0)->line, line);
+}
+
+Test(emit, missing_hook_writes_nothing)
+{
+    tilec_emitter partial = counter;
+    partial.name = "partial";
+    partial.hooks.kernel_call = NULL;
+    /* g1 has no kernel call and emits; g2 fails: still nothing written */
+    failing f = emit_failing(&partial, TILEC_ERR_ARG, NULL);
+    expect_one_error(f.ctx, "emitter 'partial' has no hook for line kind KERNEL_CALL", 11);
+    char *d = diags(f.ctx);
+    const char *want = "two.tile:11:5: error: emitter 'partial' has no hook for line kind KERNEL_CALL\n";
+    cr_expect(!strncmp(d, want, strlen(want)), "%s", d);
+    free(d);
+    cr_expect_eq(begins, 4, "g1 and g2, twice");
+    cr_expect_eq(ends, 4, "end frees the state of a failed graph too");
+    done(&f);
+}
+
+Test(emit, failing_hook_writes_nothing)
+{
+    tilec_emitter em = counter;
+    em.name = "flaky";
+    em.hooks.kernel_call = count_fail;
+    failing f = emit_failing(&em, TILEC_ERR_IO, NULL);
+    expect_one_error(f.ctx, "emitter 'flaky' failed at a KERNEL_CALL line of graph 'g2'", 11);
+    cr_expect_eq(ends, begins);
+    done(&f);
+}
+
+Test(emit, failing_begin_writes_nothing)
+{
+    fail_begin_of_g2 = 1;
+    failing f = emit_failing(&counter, TILEC_ERR_IO, NULL);
+    expect_one_error(f.ctx, "emitter 'count' failed to begin graph 'g2'", 9);
+    cr_expect_eq(begins, 4);
+    cr_expect_eq(ends, 2, "end only for a graph that began");
+    done(&f);
+}
+
+Test(emit, failing_end_writes_nothing)
+{
+    fail_end = 1;
+    failing f = emit_failing(&counter, TILEC_ERR_IO, NULL);
+    expect_one_error(f.ctx, "emitter 'count' failed to finish graph 'g1'", 5);
+    cr_expect_eq(ends, 2, "the first graph's failure stops the emit");
+    done(&f);
+}
+
+/* Output names are plain: no '/', no leading '.', not empty. An emitter
+ * that ignores the -1 still fails the emit. */
+Test(emit, bad_output_names)
+{
+    const char *bad[] = {"a/b", "../x", "/tmp/x", ".hidden", ".", "..", "", "x/"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        for (int ignore = 0; ignore < 2; ignore++) {
+            const char *keys[] = {"file", "ignore_errors"}, *values[] = {bad[i], "1"};
+            tilec_emit_options o = {.keys = keys, .values = values, .noptions = ignore ? 2 : 1, .plan = 1};
+            failing f = emit_failing(&counter, TILEC_ERR_IO, &o);
+            if (ignore) {
+                char want[256];
+                snprintf(want, sizeof want,
+                         "emitter 'count' wrote to a bad output name '%s' (a plain file name: no '/', not starting "
+                         "with '.')",
+                         bad[i]);
+                expect_one_error(f.ctx, want, 0);
+            }
+            else
+                expect_one_error(f.ctx, "emitter 'count' failed to finish graph 'g1'", 5);
+            done(&f);
+        }
+    }
+    /* a plain name is fine (and both graphs append to it) */
+    tilec_ctx *ctx = tilec_ctx_new();
+    cr_assert_eq(tilec_register_emitter(ctx, &counter), TILEC_OK);
+    tilec_module *m = parse_src(ctx, "two.tile", two_graphs);
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    const char *keys[] = {"file", "title"}, *values[] = {"all.txt..", "#"};
+    tilec_emit_options o = {.dir = dir, .keys = keys, .values = values, .noptions = 2, .plan = 1};
+    cr_assert_eq(tilec_module_emit(ctx, m, "count", &o, tilec_sink_file(stdout)), TILEC_OK);
+    char *names = list_dir(dir), *got = read_in(dir, "all.txt..");
+    cr_expect_str_eq(names, "all.txt..\n");
+    cr_expect(got && !strncmp(got, "# g1\nCOMMENT 0\n", 15), "%s", got);
+    cr_expect(got && strstr(got, "REINTERPRET 1\nKERNEL_CALL 0\n"), "%s", got);
+    cr_expect(got && strstr(got, "\n# g2\nCOMMENT 0\nKERNEL_DEF 1\nALLOCATE 1\n"), "%s", got);
+    free(names);
+    free(got);
+    rm_dir(dir);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* An output dir that cannot be written: an error naming the file. */
+Test(emit, unwritable_dir)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "tests/golden/ir/chain.tile");
+    tilec_emit_options o = {.dir = "/nonexistent/dir", .plan = 1};
+    cr_expect_eq(tilec_module_emit(ctx, m, "c", &o, tilec_sink_file(stdout)), TILEC_ERR_IO);
+    cr_assert_eq(tilec_ctx_diag_count(ctx), 1);
+    cr_expect_str_eq(tilec_ctx_diag(ctx, 0)->message, "cannot write chain.h: No such file or directory");
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* ---- unknown emitters, bad arguments ---- */
+
+Test(emit, unknown_emitter)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "tests/golden/ir/chain.tile");
+    membuf sink = {0};
+    cr_expect_eq(tilec_module_emit(ctx, m, "nope", NULL, membuf_sink(&sink)), TILEC_ERR_ARG);
+    cr_expect_null(sink.s);
+    char *d = diags(ctx);
+    cr_expect_str_eq(d, "tests/golden/ir/chain.tile: error: no emitter called 'nope' (known: ir, c)\n");
+    free(d);
+    tilec_ctx_clear_diags(ctx);
+    cr_expect_eq(tilec_module_emit(NULL, m, "c", NULL, membuf_sink(&sink)), TILEC_ERR_ARG);
+    cr_expect_eq(tilec_module_emit(ctx, NULL, "c", NULL, membuf_sink(&sink)), TILEC_ERR_ARG);
+    cr_expect_eq(tilec_module_emit(ctx, m, NULL, NULL, membuf_sink(&sink)), TILEC_ERR_ARG);
+    cr_expect_eq(tilec_ctx_diag_count(ctx), 0);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+Test(emit, unknown_emitter_from_the_command)
+{
+    char *out;
+    cr_expect_eq(sh(&out, "%s tests/golden/ir/chain.tile --emit nope", TILEC_BIN), 2);
+    cr_expect_str_eq(out, "tilec: unknown --emit kind 'nope' (known: ast, cuda, cubin, ir, c)\n"
+                          "(run 'tilec --help' for usage)\n");
+    free(out);
+    cr_expect_eq(sh(&out, "%s tests/golden/ir/chain.tile --plugin %s --emit nope", TILEC_BIN, PLUGIN_DEMO), 2);
+    cr_expect_str_eq(out, "tilec: unknown --emit kind 'nope' (known: ast, cuda, cubin, ir, c, demo)\n"
+                          "(run 'tilec --help' for usage)\n");
+    free(out);
+}
+
+/* ---- plugins ---- */
+
+static const char block_demo[] = "demo block\n"
+                                 "KERNEL_DEF\nKERNEL_DEF\nASSERT_SHAPE\nASSERT_SHAPE\nCOMMENT\nALLOCATE\nKERNEL_CALL\n"
+                                 "COMMENT\nEXTERN_ALLOC\nREUSE\nKERNEL_CALL\nREINTERPRET\nEXTERN_ALLOC\nMULTI_OUTPUT\n"
+                                 "MULTI_OUTPUT\nFREE\nFREE\n";
+
+Test(emit, plugin)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    cr_expect_null(tilec_find_emitter(ctx, "demo"));
+    cr_assert_eq(tilec_load_plugin(ctx, PLUGIN_DEMO), TILEC_OK);
+    const tilec_emitter *demo = tilec_find_emitter(ctx, "demo");
+    cr_assert(demo);
+    cr_expect_str_eq(demo->description, "the kind of every IR line (NAME.demo)");
+    const char *names[8];
+    cr_assert_eq(tilec_emitter_names(ctx, names, 8), 3);
+    cr_expect_str_eq(names[2], "demo");
+    tilec_module *m = parse(ctx, "tests/golden/ir/block.tile");
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    cr_assert_eq(tilec_module_emit(ctx, m, "demo", &(tilec_emit_options){.dir = dir, .plan = 1}, tilec_sink_file(stdout)),
+                 TILEC_OK);
+    char *list = list_dir(dir), *got = read_in(dir, "block.demo");
+    cr_expect_str_eq(list, "block.demo\n");
+    cr_expect_str_eq(got, block_demo);
+    free(list);
+    free(got);
+    rm_dir(dir);
+    /* loading it again (a second handle) is harmless */
+    cr_expect_eq(tilec_load_plugin(ctx, PLUGIN_DEMO), TILEC_OK);
+    cr_expect_eq(tilec_emitter_names(ctx, names, 8), 3);
+    cr_expect_eq(tilec_ctx_diag_count(ctx), 0);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx); /* closes the library */
+}
+
+static void expect_plugin_error(const char *path, tilec_status want, const char *message)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    cr_expect_eq(tilec_load_plugin(ctx, path), want, "%s", path);
+    cr_assert_eq(tilec_ctx_error_count(ctx), 1, "%s", path);
+    cr_expect_str_eq(tilec_ctx_diag(ctx, 0)->message, message);
+    char *d = diags(ctx), want_text[1024];
+    snprintf(want_text, sizeof want_text, "%s: error: %s\n", path, message);
+    cr_expect_str_eq(d, want_text);
+    free(d);
+    cr_expect_null(tilec_find_emitter(ctx, "demo"));
+    cr_expect_eq(tilec_emitter_names(ctx, (const char *[4]){0}, 4), 2);
+    tilec_ctx_free(ctx);
+}
+
+Test(emit, plugin_errors)
+{
+    expect_plugin_error("/nonexistent/libnope.so", TILEC_ERR_IO,
+                        "cannot load the plugin: /nonexistent/libnope.so: cannot open shared object file: No such file "
+                        "or directory");
+    expect_plugin_error("tests/golden/ir/block.tile", TILEC_ERR_IO,
+                        "cannot load the plugin: tests/golden/ir/block.tile: invalid ELF header");
+    expect_plugin_error(FAKECUDA, TILEC_ERR_INPUT, "the plugin has no tilec_plugin_register function");
+    expect_plugin_error(PLUGIN_FAIL, TILEC_ERR_INPUT, "the plugin's tilec_plugin_register failed");
+    tilec_ctx *ctx = tilec_ctx_new();
+    cr_expect_eq(tilec_load_plugin(ctx, NULL), TILEC_ERR_ARG);
+    cr_expect_eq(tilec_load_plugin(NULL, PLUGIN_DEMO), TILEC_ERR_ARG);
+    cr_expect_eq(tilec_ctx_diag_count(ctx), 0);
+    tilec_ctx_free(ctx);
+}
+
+Test(emit, plugin_from_the_command)
+{
+    char *out;
+    cr_expect_eq(sh(&out, "%s tests/golden/ir/block.tile --plugin %s --emit demo", TILEC_BIN, PLUGIN_DEMO), 0);
+    cr_expect_str_eq(out, block_demo);
+    free(out);
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    cr_expect_eq(sh(&out, "%s tests/golden/ir/block.tile --plugin %s --emit demo -o %s", TILEC_BIN, PLUGIN_DEMO, dir), 0);
+    cr_expect_str_eq(out, "");
+    free(out);
+    char *list = list_dir(dir), *got = read_in(dir, "block.demo");
+    cr_expect_str_eq(list, "block.demo\n");
+    cr_expect_str_eq(got, block_demo);
+    free(list);
+    free(got);
+    /* errors: exit 1, the diagnostic, nothing written */
+    struct {
+        const char *plugin, *message;
+    } bad[] = {
+        {"/nonexistent/libnope.so",
+         "/nonexistent/libnope.so: error: cannot load the plugin: /nonexistent/libnope.so: cannot open shared object "
+         "file: No such file or directory\n"},
+        {FAKECUDA, FAKECUDA ": error: the plugin has no tilec_plugin_register function\n"},
+        {PLUGIN_FAIL, PLUGIN_FAIL ": error: the plugin's tilec_plugin_register failed\n"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cr_expect_eq(sh(&out, "%s tests/golden/ir/chain.tile --plugin %s --emit demo -o %s", TILEC_BIN, bad[i].plugin,
+                        dir),
+                     1, "%s", bad[i].plugin);
+        cr_expect_str_eq(out, bad[i].message);
+        free(out);
+    }
+    list = list_dir(dir);
+    cr_expect_str_eq(list, "block.demo\n", "chain.demo written");
+    free(list);
+    rm_dir(dir);
+}
+
+/* All temporary files are written before any rename: a directory where
+ * block.c should go fails the emit and block.h is not written either.
+ * Written files are readable by everyone (0644), not mkstemp's 0600. */
+Test(emit, directory_in_the_way_writes_nothing)
+{
+    char dir[64], path[128];
+    make_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/block.c", dir);
+    cr_assert_eq(mkdir(path, 0755), 0);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "tests/golden/ir/block.tile");
+    tilec_emit_options o = {.dir = dir, .plan = 1};
+    membuf sink = {0};
+    cr_expect_eq(tilec_module_emit(ctx, m, "c", &o, membuf_sink(&sink)), TILEC_ERR_IO);
+    cr_assert_eq(tilec_ctx_diag_count(ctx), 1);
+    cr_expect_str_eq(tilec_ctx_diag(ctx, 0)->message, "cannot write block.c: Is a directory");
+    char *names = list_dir(dir);
+    cr_expect_str_eq(names, "block.c\n", "only the directory is there: no block.h, no temporary files");
+    free(names);
+    cr_expect_eq(rmdir(path), 0);
+    /* with the directory gone the same emit writes both, mode 0644 */
+    tilec_ctx_clear_diags(ctx);
+    cr_expect_eq(tilec_module_emit(ctx, m, "c", &o, membuf_sink(&sink)), TILEC_OK);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_expect_eq(st.st_mode & 0777, 0644);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    rm_dir(dir);
+}

@@ -1,0 +1,357 @@
+/* emit.c: the emitter registry, plugins, and the emit driver: every graph
+ * lowered to wrapper IR, planned, and walked once through an emitter's
+ * hooks into named outputs that are written only when all succeeded. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dsl/diag.h"
+#include "tilec/emitter.h"
+#include "util/strbuf.h"
+#include "wrapper_ir/wir.h"
+
+/* ---- the built-in emitters ---- */
+
+extern const tilec_emitter wir_ir_emitter; /* print.c */
+extern const tilec_emitter tilec_emit_c_emitter;
+
+static const tilec_emitter *builtin(const char *name)
+{
+    if (!strcmp(name, "ir"))
+        return &wir_ir_emitter;
+    if (!strcmp(name, "c"))
+        return &tilec_emit_c_emitter;
+    return NULL;
+}
+
+/* ---- the registry ---- */
+
+tilec_status tilec_register_emitter(tilec_ctx *ctx, const tilec_emitter *em)
+{
+    if (!ctx || !em || !em->name || !em->name[0])
+        return TILEC_ERR_ARG;
+    for (size_t i = 0; i < ctx->nemitters; i++)
+        if (!strcmp(ctx->emitters[i]->name, em->name)) {
+            ctx->emitters[i] = em;
+            return TILEC_OK;
+        }
+    const tilec_emitter **v = realloc(ctx->emitters, (ctx->nemitters + 1) * sizeof *v);
+    if (!v)
+        return TILEC_ERR_NOMEM;
+    v[ctx->nemitters++] = em;
+    ctx->emitters = (const struct tilec_emitter **)v;
+    return TILEC_OK;
+}
+
+const tilec_emitter *tilec_find_emitter(tilec_ctx *ctx, const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; ctx && i < ctx->nemitters; i++)
+        if (!strcmp(ctx->emitters[i]->name, name))
+            return ctx->emitters[i];
+    return builtin(name);
+}
+
+size_t tilec_emitter_names(tilec_ctx *ctx, const char **names, size_t cap)
+{
+    static const char *const built[] = {"ir", "c"};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof built / sizeof built[0]; i++)
+        if (n < cap)
+            names[n++] = built[i];
+    for (size_t i = 0; ctx && i < ctx->nemitters; i++)
+        if (!builtin(ctx->emitters[i]->name) && n < cap)
+            names[n++] = ctx->emitters[i]->name;
+    return n;
+}
+
+tilec_status tilec_load_plugin(tilec_ctx *ctx, const char *path)
+{
+    if (!ctx || !path)
+        return TILEC_ERR_ARG;
+    dsl_source src = {path, "", 0};
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *why = dlerror();
+        diag_at(ctx, &src, NULL, TILEC_SEV_ERROR, "cannot load the plugin: %s", why ? why : "dlopen failed");
+        return TILEC_ERR_IO;
+    }
+    tilec_plugin_register_fn reg;
+    *(void **)&reg = dlsym(h, TILEC_PLUGIN_SYMBOL);
+    if (!reg) {
+        diag_at(ctx, &src, NULL, TILEC_SEV_ERROR, "the plugin has no %s function", TILEC_PLUGIN_SYMBOL);
+        dlclose(h);
+        return TILEC_ERR_INPUT;
+    }
+    void **v = realloc(ctx->plugins, (ctx->nplugins + 1) * sizeof *v);
+    if (!v) {
+        dlclose(h);
+        return TILEC_ERR_NOMEM;
+    }
+    ctx->plugins = v;
+    ctx->plugins[ctx->nplugins++] = h; /* closed with the context */
+    if (reg(ctx) != 0) {
+        diag_at(ctx, &src, NULL, TILEC_SEV_ERROR, "the plugin's %s failed", TILEC_PLUGIN_SYMBOL);
+        return TILEC_ERR_INPUT;
+    }
+    return TILEC_OK;
+}
+
+/* ---- the session ---- */
+
+typedef struct emit_out {
+    char *file;
+    char *tmp; /* its temporary file while the outputs are written */
+    strbuf b;
+} emit_out;
+
+struct tilec_emit {
+    tilec_ctx *ctx;
+    const tilec_module *m;
+    const tilec_wir *w;
+    const tilec_emit_options *o;
+    emit_out *outs;
+    size_t nouts, cap;
+    int failed;
+    int has_bad;
+    char bad[80]; /* the first bad output name, for the message */
+};
+
+tilec_ctx *tilec_emit_ctx(tilec_emit *e) { return e->ctx; }
+const tilec_module *tilec_emit_module(const tilec_emit *e) { return e->m; }
+const tilec_wir *tilec_emit_wir(const tilec_emit *e) { return e->w; }
+const tilec_graph *tilec_emit_graph(const tilec_emit *e) { return tilec_wir_graph(e->w); }
+
+const char *tilec_emit_option(const tilec_emit *e, const char *key)
+{
+    for (size_t i = 0; e->o && key && i < e->o->noptions; i++)
+        if (!strcmp(e->o->keys[i], key))
+            return e->o->values[i];
+    return NULL;
+}
+
+static emit_out *output(tilec_emit *e, const char *file)
+{
+    if (!file || !file[0] || file[0] == '.' || strchr(file, '/')) {
+        if (!e->has_bad)
+            snprintf(e->bad, sizeof e->bad, "%s", file ? file : "(null)");
+        e->has_bad = 1;
+        return NULL;
+    }
+    for (size_t i = 0; i < e->nouts; i++)
+        if (!strcmp(e->outs[i].file, file))
+            return &e->outs[i];
+    if (e->nouts == e->cap) {
+        size_t cap = e->cap ? e->cap * 2 : 4;
+        emit_out *v = realloc(e->outs, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        e->outs = v;
+        e->cap = cap;
+    }
+    emit_out *o = &e->outs[e->nouts];
+    o->file = strdup(file);
+    o->tmp = NULL;
+    if (!o->file)
+        return NULL;
+    sb_init(&o->b);
+    e->nouts++;
+    return o;
+}
+
+int tilec_emit_write(tilec_emit *e, const char *file, const char *data, size_t len)
+{
+    emit_out *o = output(e, file);
+    if (!o) {
+        e->failed = 1;
+        return -1;
+    }
+    sb_add(&o->b, data, len);
+    return o->b.failed ? -1 : 0;
+}
+
+int tilec_emit_vprintf(tilec_emit *e, const char *file, const char *fmt, va_list ap)
+{
+    emit_out *o = output(e, file);
+    if (!o) {
+        e->failed = 1;
+        return -1;
+    }
+    sb_vprintf(&o->b, fmt, ap);
+    return o->b.failed ? -1 : 0;
+}
+
+int tilec_emit_printf(tilec_emit *e, const char *file, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = tilec_emit_vprintf(e, file, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* Write b to a new temporary file beside dir/file; its name goes to
+ * *tmp_out. A directory in the way of dir/file is an error here, before
+ * anything is renamed. errno tells why on failure. */
+static int write_temp(const char *dir, const char *file, const strbuf *b, char **tmp_out)
+{
+    size_t n = strlen(dir) + strlen(file) + 32;
+    char *path = malloc(n), *tmp = malloc(n + 8);
+    if (!path || !tmp) {
+        free(path);
+        free(tmp);
+        errno = ENOMEM;
+        return -1;
+    }
+    snprintf(path, n, "%s/%s", dir, file);
+    snprintf(tmp, n + 8, "%s.XXXXXX", path);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        free(path);
+        free(tmp);
+        errno = EISDIR;
+        return -1;
+    }
+    int fd = mkstemp(tmp), bad = fd < 0;
+    if (!bad)
+        bad = fchmod(fd, 0644) != 0; /* mkstemp makes 0600; generated code is for reading */
+    if (!bad) {
+        const char *p = b->s ? b->s : "";
+        size_t left = b->n;
+        while (left && !bad) {
+            ssize_t k = write(fd, p, left);
+            if (k < 0 && errno == EINTR)
+                continue;
+            bad = k <= 0;
+            if (k == 0)
+                errno = ENOSPC;
+            if (!bad) {
+                p += k;
+                left -= (size_t)k;
+            }
+        }
+        int saved = errno;
+        bad |= close(fd) != 0;
+        if (bad) {
+            unlink(tmp);
+            errno = saved;
+        }
+    }
+    free(path);
+    if (bad) {
+        free(tmp);
+        return -1;
+    }
+    *tmp_out = tmp;
+    return 0;
+}
+
+/* Every output to dir: all temporary files first, then the renames, so a
+ * write that fails (disk full, a directory in the way) leaves every file
+ * as it was. */
+static tilec_status write_outputs(tilec_ctx *ctx, tilec_emit *e, const char *dir)
+{
+    dsl_source src = {dir, "", 0};
+    for (size_t i = 0; i < e->nouts; i++) {
+        if (write_temp(dir, e->outs[i].file, &e->outs[i].b, &e->outs[i].tmp)) {
+            diag_at(ctx, &src, NULL, TILEC_SEV_ERROR, "cannot write %s: %s", e->outs[i].file, strerror(errno));
+            for (size_t k = 0; k < i; k++) {
+                unlink(e->outs[k].tmp);
+                free(e->outs[k].tmp);
+                e->outs[k].tmp = NULL;
+            }
+            return TILEC_ERR_IO;
+        }
+    }
+    tilec_status st = TILEC_OK;
+    for (size_t i = 0; i < e->nouts; i++) {
+        size_t n = strlen(dir) + strlen(e->outs[i].file) + 2;
+        char *path = malloc(n);
+        if (path)
+            snprintf(path, n, "%s/%s", dir, e->outs[i].file);
+        if (st != TILEC_OK || !path || rename(e->outs[i].tmp, path) != 0) {
+            if (st == TILEC_OK)
+                diag_at(ctx, &src, NULL, TILEC_SEV_ERROR, "cannot write %s: %s", e->outs[i].file,
+                        path ? strerror(errno) : "out of memory");
+            unlink(e->outs[i].tmp);
+            st = TILEC_ERR_IO;
+        }
+        free(path);
+        free(e->outs[i].tmp);
+        e->outs[i].tmp = NULL;
+    }
+    return st;
+}
+
+tilec_status tilec_module_emit(tilec_ctx *ctx, const tilec_module *m, const char *name, const tilec_emit_options *o,
+                               tilec_sink sink)
+{
+    if (!ctx || !m || !name)
+        return TILEC_ERR_ARG;
+    const tilec_emitter *em = tilec_find_emitter(ctx, name);
+    if (!em) {
+        const char *names[64];
+        size_t n = tilec_emitter_names(ctx, names, 64);
+        strbuf known;
+        sb_init(&known);
+        for (size_t i = 0; i < n; i++)
+            sb_printf(&known, "%s%s", i ? ", " : "", names[i]);
+        diag_at(ctx, &m->src, NULL, TILEC_SEV_ERROR, "no emitter called '%s' (known: %s)", name,
+                known.failed || !known.s ? "?" : known.s);
+        sb_free(&known);
+        return TILEC_ERR_ARG;
+    }
+    tilec_emit e = {.ctx = ctx, .m = m, .o = o};
+    tilec_status st = TILEC_OK;
+    for (size_t i = 0; i < tilec_module_graph_count(m) && st == TILEC_OK; i++) {
+        tilec_wir *w = NULL;
+        st = tilec_wir_lower(ctx, m, tilec_module_graph(m, i), &w);
+        if (st == TILEC_OK && (!o || o->plan))
+            st = tilec_wir_plan(ctx, w);
+        e.w = w;
+        void *state = NULL;
+        if (st == TILEC_OK && em->begin && em->begin(&e, &state)) {
+            diag_at(ctx, &m->src, &tilec_wir_graph(w)->loc, TILEC_SEV_ERROR, "emitter '%s' failed to begin graph '%s'",
+                    em->name, tilec_wir_graph(w)->name);
+            st = TILEC_ERR_IO;
+        } else if (st == TILEC_OK) {
+            st = tilec_wir_dispatch(ctx, w, &em->hooks, em->name, state);
+            if (em->end && em->end(&e, state) && st == TILEC_OK) {
+                diag_at(ctx, &m->src, &tilec_wir_graph(w)->loc, TILEC_SEV_ERROR,
+                        "emitter '%s' failed to finish graph '%s'", em->name, tilec_wir_graph(w)->name);
+                st = TILEC_ERR_IO;
+            }
+        }
+        tilec_wir_free(w);
+        e.w = NULL;
+    }
+    if (st == TILEC_OK && e.failed) {
+        if (e.has_bad)
+            diag_at(ctx, &m->src, NULL, TILEC_SEV_ERROR,
+                    "emitter '%s' wrote to a bad output name '%s' (a plain file name: no '/', not starting with '.')",
+                    em->name, e.bad);
+        else
+            diag_at(ctx, &m->src, NULL, TILEC_SEV_ERROR, "emitter '%s' ran out of memory", em->name);
+        st = TILEC_ERR_IO;
+    }
+    for (size_t i = 0; st == TILEC_OK && i < e.nouts; i++)
+        if (e.outs[i].b.failed)
+            st = TILEC_ERR_NOMEM;
+    if (st == TILEC_OK && o && o->dir)
+        st = write_outputs(ctx, &e, o->dir);
+    for (size_t i = 0; st == TILEC_OK && !(o && o->dir) && i < e.nouts; i++)
+        if (e.outs[i].b.n && sink.write(sink.user, e.outs[i].b.s, e.outs[i].b.n))
+            st = TILEC_ERR_IO;
+    for (size_t i = 0; i < e.nouts; i++) {
+        free(e.outs[i].file);
+        sb_free(&e.outs[i].b);
+    }
+    free(e.outs);
+    return st;
+}
