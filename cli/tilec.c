@@ -30,6 +30,7 @@ static const char usage[] =
     "                    NAME_vK.cubin and NAME_vK.meta (launch metadata)\n"
     "  --arch sm_XY      the architecture for --emit cubin (default sm_90)\n"
     "  --emit c          a C wrapper per graph: NAME.c and NAME.h (into -o DIR)\n"
+    "  --emit py         a Python wrapper per graph: NAME.py (into -o DIR)\n"
     "  --emit NAME       any registered emitter (see --plugin)\n"
     "  --plugin LIB.so   load emitters from a shared object (tilec_plugin_register)\n"
     "  --emit ir         print the wrapper IR of every graph, memory planned\n"

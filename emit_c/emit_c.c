@@ -4,7 +4,8 @@
  * kernels through the runtime (the kernel cache makes that a file read
  * once warm); NAME_run checks the input descriptors, allocates, launches
  * (variants through the multi-kernel), calls externs, and hands back the
- * outputs. Built with -DTILEC_BENCH_MAIN the .c file is a benchmark:
+ * outputs. TILEC_DEBUG_PRINT (read by NAME_load) turns on the debug
+ * printer around every launch. Built with -DTILEC_BENCH_MAIN the .c file is a benchmark:
  * `./NAME R=4096 C=1024` runs the graph on random inputs and times it. */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@ typedef struct cstate {
     const tilec_graph *g;
     strbuf body;   /* the statements of NAME_run */
     strbuf decls;  /* its buffer declarations */
+    strbuf checked; /* size arguments already range-checked: "i32 N" */
     int failed;
 } cstate;
 
@@ -78,8 +80,8 @@ static void c_comment_text(strbuf *b, const char *text)
 {
     for (const char *p = text; *p; p++) {
         unsigned char c = (unsigned char)*p;
-        if (c == '*' && p[1] == '/')
-            sb_puts(b, "* ");
+        if ((c == '*' && p[1] == '/') || (c == '/' && p[1] == '*'))
+            sb_printf(b, "%c ", c); /* no end, and no nested start (-Wcomment) */
         else if (c < 0x20 || c == 0x7f || c == '\\' || c == '?')
             sb_putc(b, ' '); /* no newline, continuation or trigraph can leak out */
         else
@@ -216,6 +218,14 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
         int i32 = p->type.dtype == TILEC_DT_I32, u32 = p->type.dtype == TILEC_DT_U32;
         if (p->type.kind == TILEC_TE_POINTER || a->kind == TILEC_WIR_ARG_SCALAR || (!i32 && !u32))
             continue;
+        strbuf key; /* each size once per call: sizes do not change within one */
+        sb_init(&key);
+        sb_printf(&key, "%s %s", i32 ? "i32" : "u32", a->text);
+        int fresh = sb_set_add(&s->checked, sb_str(&key));
+        s->failed |= key.failed;
+        sb_free(&key);
+        if (!fresh)
+            continue;
         strbuf v, t; /* the C expression, and the text for the message */
         sb_init(&v);
         sb_init(&t);
@@ -265,11 +275,33 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
         sb_puts(&s->body, ")}");
     }
     sb_puts(&s->body, "};\n");
+    /* the debug printer: one branch when off */
+    uint32_t nt = 0;
+    for (uint32_t i = 0; i < l->nargs; i++)
+        nt += k->params[i].type.kind == TILEC_TE_POINTER;
+    sb_puts(&s->body, "        tilec_rt_status st;\n        if (M->dbg.level) {\n");
+    sb_printf(&s->body, "            const tl_dbg_arg da[%u] = {", nt ? nt : 1);
+    for (uint32_t i = 0, j = 0; i < l->nargs; i++) {
+        if (k->params[i].type.kind != TILEC_TE_POINTER)
+            continue;
+        sb_puts(&s->body, j++ ? ", {" : "{");
+        c_string(&s->body, k->params[i].name, strlen(k->params[i].name));
+        sb_puts(&s->body, ", ");
+        c_string(&s->body, l->args[i].text, strlen(l->args[i].text));
+        sb_printf(&s->body, ", &b_%s}", l->args[i].text);
+    }
+    sb_printf(&s->body, "%s};\n            st = tl_dbg_launch(&M->dbg, M->rt, M->prog, ", nt ? "" : "{0}");
+    c_string(&s->body, s->g->name, strlen(s->g->name));
+    sb_puts(&s->body, ", ");
+    c_string(&s->body, k->name, strlen(k->name));
+    sb_puts(&s->body, ", ");
+    c_string(&s->body, l->grid ? l->grid : "", l->grid ? strlen(l->grid) : 0);
+    sb_printf(&s->body, ", %d, a, %u, da, %u);\n        } else\n", l->nvariants > 1, l->nargs, nt);
     if (l->nvariants > 1)
-        sb_printf(&s->body, "        tilec_rt_status st = tilec_program_launch_best(M->prog, \"%s\", a, %u, NULL, NULL);\n",
+        sb_printf(&s->body, "            st = tilec_program_launch_best(M->prog, \"%s\", a, %u, NULL, NULL);\n",
                   k->name, l->nargs);
     else
-        sb_printf(&s->body, "        tilec_rt_status st = tilec_program_launch(M->prog, \"%s\", 0, a, %u, NULL);\n",
+        sb_printf(&s->body, "            st = tilec_program_launch(M->prog, \"%s\", 0, a, %u, NULL);\n",
                   k->name, l->nargs);
     sb_printf(&s->body,
               "        if (st != TILEC_RT_OK) {\n"
@@ -283,7 +315,9 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
 /* externs: inputs are the argument buffers; outputs the given list */
 static void c_extern(cstate *s, const tilec_wir_line *l, const char *const *outs, uint32_t nouts)
 {
-    sb_printf(&s->body, "    { /* extern %s \"%s\", line %u */\n", l->name, l->symbol, l->loc.line);
+    sb_printf(&s->body, "    { /* extern %s \"", l->name);
+    c_comment_text(&s->body, l->symbol); /* the parser allows [A-Za-z0-9_.] only: escaped all the same */
+    sb_printf(&s->body, "\", line %u */\n", l->loc.line);
     sb_printf(&s->body, "        const tilec_tensor in[%u] = {", l->nargs ? l->nargs : 1);
     for (uint32_t i = 0; i < l->nargs; i++)
         sb_printf(&s->body, "%sb_%s", i ? ", " : "", l->args[i].text);
@@ -292,8 +326,9 @@ static void c_extern(cstate *s, const tilec_wir_line *l, const char *const *outs
     for (uint32_t i = 0; i < nouts; i++)
         sb_printf(&s->body, "%sb_%s", i ? ", " : "", outs[i]);
     sb_printf(&s->body, "%s};\n", nouts ? "" : "{0}");
-    sb_printf(&s->body, "        if (tilec_externs_call(M->ext, \"%s\", M->rt, NULL, in, %u, out, %u) != TILEC_RT_OK) {\n",
-              l->symbol, l->nargs, nouts);
+    sb_puts(&s->body, "        if (tilec_externs_call(M->ext, ");
+    c_string(&s->body, l->symbol, strlen(l->symbol));
+    sb_printf(&s->body, ", M->rt, NULL, in, %u, out, %u) != TILEC_RT_OK) {\n", l->nargs, nouts);
     sb_printf(&s->body, "            tl_fail(err, errlen, \"%s: %%s\", tilec_externs_last_error(M->ext));\n"
                         "            goto tl_out;\n        }\n    }\n",
               s->g->name);
@@ -315,18 +350,16 @@ static int h_extern_alloc(void *u, const tilec_wir_line *l)
         return 0;
     }
     /* a tuple: allocate each result of the MULTI_OUTPUT lines that name it */
+    const tilec_wir_line *res[64];
     const char *outs[64];
-    uint32_t n = 0;
-    for (size_t i = 0; i < tilec_wir_line_count(s->w) && n < 64; i++) {
-        const tilec_wir_line *m = tilec_wir_line_at(s->w, i);
-        if (m->kind == TILEC_WIR_MULTI_OUTPUT && m->from && !strcmp(m->from, l->name)) {
-            c_alloc(s, m);
-            outs[n++] = m->name;
-        }
-    }
-    if (n != l->nresults)
+    size_t n = tilec_wir_tuple_results(s->w, l, res, 64);
+    if (n != l->nresults || n > 64)
         return -1;
-    c_extern(s, l, outs, n);
+    for (size_t i = 0; i < n; i++) {
+        c_alloc(s, res[i]);
+        outs[i] = res[i]->name;
+    }
+    c_extern(s, l, outs, (uint32_t)n);
     return 0;
 }
 
@@ -417,6 +450,204 @@ static const char prologue[] =
     "}\n"
     "\n";
 
+/* The debug printer (docs/emitters.md), read once by NAME_load:
+ * TILEC_DEBUG_PRINT=3 names each launch on stderr, 2 also prints the
+ * statistics of every tensor argument after it (synchronized), 1 also
+ * saves every tensor argument before and after it to TILEC_DEBUG_DIR;
+ * TILEC_DEBUG_KERNELS=a,b limits it to those kernels. Off, a launch costs
+ * one branch. */
+static const char debug_prelude[] =
+    "#include <sys/stat.h>\n"
+    "\n"
+    "typedef struct tl_dbg {\n"
+    "    int level; /* TILEC_DEBUG_PRINT: 0 off, 3 names, 2 + statistics, 1 + files */\n"
+    "    char dir[1024], kernels[1024];\n"
+    "    unsigned long long launches;\n"
+    "} tl_dbg;\n"
+    "\n"
+    "typedef struct tl_dbg_arg {\n"
+    "    const char *param, *buffer;\n"
+    "    const tilec_tensor *t;\n"
+    "} tl_dbg_arg;\n"
+    "\n"
+    "static void tl_dbg_init(tl_dbg *d)\n"
+    "{\n"
+    "    const char *v = getenv(\"TILEC_DEBUG_PRINT\"), *dir = getenv(\"TILEC_DEBUG_DIR\"), *k = getenv(\"TILEC_DEBUG_KERNELS\");\n"
+    "    memset(d, 0, sizeof *d);\n"
+    "    d->level = v ? atoi(v) : 0;\n"
+    "    if (d->level < 0 || d->level > 3)\n"
+    "        d->level = 0;\n"
+    "    snprintf(d->dir, sizeof d->dir, \"%s\", dir && *dir ? dir : \"tilec_debug\");\n"
+    "    snprintf(d->kernels, sizeof d->kernels, \"%s\", k ? k : \"\");\n"
+    "}\n"
+    "\n"
+    "/* is kernel k in the comma-separated TILEC_DEBUG_KERNELS (empty: every kernel)? */\n"
+    "static int tl_dbg_match(const tl_dbg *d, const char *k)\n"
+    "{\n"
+    "    size_t n = strlen(k);\n"
+    "    if (!d->kernels[0])\n"
+    "        return 1;\n"
+    "    for (const char *p = d->kernels;;) {\n"
+    "        const char *q = strchr(p, ',');\n"
+    "        size_t m = q ? (size_t)(q - p) : strlen(p);\n"
+    "        if (m == n && !strncmp(p, k, n))\n"
+    "            return 1;\n"
+    "        if (!q)\n"
+    "            return 0;\n"
+    "        p = q + 1;\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "static size_t tl_dbg_numel(const tilec_tensor *t)\n"
+    "{\n"
+    "    size_t n = 1;\n"
+    "    for (uint32_t d = 0; d < t->rank; d++)\n"
+    "        n *= (size_t)t->sizes[d];\n"
+    "    return n;\n"
+    "}\n"
+    "\n"
+    "static void tl_dbg_shape(const tilec_tensor *t, char *buf, size_t cap)\n"
+    "{\n"
+    "    size_t k = (size_t)snprintf(buf, cap, \"%s[\", tilec_dtype_name(t->dtype));\n"
+    "    for (uint32_t d = 0; d < t->rank && k < cap; d++)\n"
+    "        k += (size_t)snprintf(buf + k, cap - k, \"%s%lld\", d ? \", \" : \"\", (long long)t->sizes[d]);\n"
+    "    if (k < cap)\n"
+    "        snprintf(buf + k, cap - k, \"]\");\n"
+    "}\n"
+    "\n"
+    "/* element i of host copy h as a double; 0 and *ok = 0 for a dtype it cannot read */\n"
+    "static double tl_dbg_elem(const unsigned char *h, size_t i, tilec_dtype dt, int *ok)\n"
+    "{\n"
+    "    switch (dt) {\n"
+    "    case TILEC_DT_F32: { float f; memcpy(&f, h + i * 4, 4); return (double)f; }\n"
+    "    case TILEC_DT_F64: { double f; memcpy(&f, h + i * 8, 8); return f; }\n"
+    "    case TILEC_DT_BF16: {\n"
+    "        uint16_t b; memcpy(&b, h + i * 2, 2);\n"
+    "        uint32_t u = (uint32_t)b << 16; float f; memcpy(&f, &u, 4); return (double)f; }\n"
+    "    case TILEC_DT_F16: {\n"
+    "        uint16_t b; memcpy(&b, h + i * 2, 2);\n"
+    "        int e = (b >> 10) & 0x1f, m = b & 0x3ff;\n"
+    "        double v = (double)(e ? m + 1024 : m) / 16777216.0; /* no libm: scale by 2^(e-1) */\n"
+    "        for (int j = 1; j < e && e < 31; j++)\n            v *= 2.0;\n"
+    "        if (e == 31)\n            v = m ? (double)NAN : (double)INFINITY;\n"
+    "        return (b & 0x8000) ? -v : v; }\n"
+    "    case TILEC_DT_I32: { int32_t v; memcpy(&v, h + i * 4, 4); return (double)v; }\n"
+    "    case TILEC_DT_I64: { int64_t v; memcpy(&v, h + i * 8, 8); return (double)v; }\n"
+    "    case TILEC_DT_U32: { uint32_t v; memcpy(&v, h + i * 4, 4); return (double)v; }\n"
+    "    case TILEC_DT_U64: { uint64_t v; memcpy(&v, h + i * 8, 8); return (double)v; }\n"
+    "    case TILEC_DT_I16: { int16_t v; memcpy(&v, h + i * 2, 2); return (double)v; }\n"
+    "    case TILEC_DT_U16: { uint16_t v; memcpy(&v, h + i * 2, 2); return (double)v; }\n"
+    "    case TILEC_DT_I8: return (double)(int8_t)h[i];\n"
+    "    case TILEC_DT_U8: case TILEC_DT_BOOL: return (double)h[i];\n"
+    "    default: *ok = 0; return 0;\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "static double tl_dbg_sqrt(double x) /* no libm */\n"
+    "{\n"
+    "    double r = x > 1 ? x : 1;\n"
+    "    for (int i = 0; i < 200 && x > 0; i++)\n        r = 0.5 * (r + x / r);\n"
+    "    return x > 0 ? r : 0;\n"
+    "}\n"
+    "\n"
+    "/* level 2: numel, min, max, mean, std (of the finite elements), NaN and Inf counts */\n"
+    "static void tl_dbg_stats(const char *k, const tl_dbg_arg *a, const unsigned char *h, size_t n)\n"
+    "{\n"
+    "    char shape[256];\n"
+    "    tl_dbg_shape(a->t, shape, sizeof shape);\n"
+    "    double lo = 0, hi = 0, mean = 0, m2 = 0;\n"
+    "    size_t nan = 0, inf = 0, fin = 0;\n"
+    "    int ok = 1;\n"
+    "    for (size_t i = 0; i < n && ok; i++) {\n"
+    "        double v = tl_dbg_elem(h, i, a->t->dtype, &ok);\n"
+    "        if (isnan(v))\n            nan++;\n"
+    "        else if (isinf(v))\n            inf++;\n"
+    "        else {\n"
+    "            lo = fin && lo < v ? lo : v;\n"
+    "            hi = fin && hi > v ? hi : v;\n"
+    "            double dv = v - mean;\n"
+    "            mean += dv / (double)++fin;\n"
+    "            m2 += dv * (v - mean);\n"
+    "        }\n"
+    "    }\n"
+    "    if (!ok)\n"
+    "        fprintf(stderr, \"tilec debug:   %s %s (%s) %s: no statistics for this dtype\\n\", k, a->param, a->buffer, shape);\n"
+    "    else\n"
+    "        fprintf(stderr, \"tilec debug:   %s %s (%s) %s: numel=%zu min=%.6g max=%.6g mean=%.6g std=%.6g nan=%zu inf=%zu\\n\",\n"
+    "                k, a->param, a->buffer, shape, n, lo, hi, mean, fin ? tl_dbg_sqrt(m2 / (double)fin) : 0.0, nan, inf);\n"
+    "}\n"
+    "\n"
+    "/* level 1: DIR/<launch>_<kernel>_<param>_<when>.bin (raw bytes) and .json (what they are) */\n"
+    "static void tl_dbg_save(tl_dbg *d, const char *graph, const char *k, const tl_dbg_arg *a, const char *when,\n"
+    "                        const unsigned char *h, size_t bytes)\n"
+    "{\n"
+    "    char path[1400], shape[256];\n"
+    "    mkdir(d->dir, 0777);\n"
+    "    snprintf(path, sizeof path, \"%s/%06llu_%s_%s_%s.bin\", d->dir, d->launches, k, a->param, when);\n"
+    "    FILE *f = fopen(path, \"wb\");\n"
+    "    if (!f || fwrite(h, 1, bytes, f) != bytes)\n"
+    "        fprintf(stderr, \"tilec debug: cannot write %s\\n\", path);\n"
+    "    if (f)\n        fclose(f);\n"
+    "    snprintf(path, sizeof path, \"%s/%06llu_%s_%s_%s.json\", d->dir, d->launches, k, a->param, when);\n"
+    "    if (!(f = fopen(path, \"w\"))) {\n"
+    "        fprintf(stderr, \"tilec debug: cannot write %s\\n\", path);\n        return;\n    }\n"
+    "    tl_dbg_shape(a->t, shape, sizeof shape);\n"
+    "    fprintf(f, \"{\\\"graph\\\": \\\"%s\\\", \\\"kernel\\\": \\\"%s\\\", \\\"launch\\\": %llu, \\\"arg\\\": \\\"%s\\\", \"\n"
+    "               \"\\\"buffer\\\": \\\"%s\\\", \\\"when\\\": \\\"%s\\\", \\\"dtype\\\": \\\"%s\\\", \\\"shape\\\": [\",\n"
+    "            graph, k, d->launches, a->param, a->buffer, when, tilec_dtype_name(a->t->dtype));\n"
+    "    for (uint32_t i = 0; i < a->t->rank; i++)\n"
+    "        fprintf(f, \"%s%lld\", i ? \", \" : \"\", (long long)a->t->sizes[i]);\n"
+    "    fprintf(f, \"], \\\"bytes\\\": %zu}\\n\", bytes);\n"
+    "    fclose(f);\n"
+    "}\n"
+    "\n"
+    "/* copy every tensor argument to the host: statistics (level 2) or files (level 1) */\n"
+    "static void tl_dbg_dump(tl_dbg *d, tilec_rt *rt, const char *graph, const char *k, const tl_dbg_arg *a, uint32_t na,\n"
+    "                        const char *when)\n"
+    "{\n"
+    "    for (uint32_t i = 0; i < na; i++) {\n"
+    "        size_t n = tl_dbg_numel(a[i].t), bytes = n * tilec_dtype_size(a[i].t->dtype);\n"
+    "        unsigned char *h = bytes ? malloc(bytes) : NULL;\n"
+    "        if (!a[i].t->data || !h || tilec_rt_memcpy_dtoh(rt, h, a[i].t->data, bytes) != TILEC_RT_OK)\n"
+    "            fprintf(stderr, \"tilec debug:   %s %s (%s): cannot read it: %s\\n\", k, a[i].param, a[i].buffer,\n"
+    "                    bytes ? tilec_rt_last_error(rt) : \"empty\");\n"
+    "        else if (d->level == 1)\n"
+    "            tl_dbg_save(d, graph, k, &a[i], when, h, bytes);\n"
+    "        else\n"
+    "            tl_dbg_stats(k, &a[i], h, n);\n"
+    "        free(h);\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "/* a launch with the debug printer on (d->level != 0) */\n"
+    "__attribute__((unused)) static tilec_rt_status tl_dbg_launch(tl_dbg *d, tilec_rt *rt, tilec_program *prog, const char *graph, const char *k,\n"
+    "                                     const char *grid, int best, const tilec_rt_arg *args, uint32_t nargs,\n"
+    "                                     const tl_dbg_arg *a, uint32_t na)\n"
+    "{\n"
+    "    int on = tl_dbg_match(d, k);\n"
+    "    d->launches++;\n"
+    "    if (on) {\n"
+    "        fprintf(stderr, \"tilec debug: [%llu] %s: %s grid (%s)\", d->launches, graph, k, grid);\n"
+    "        for (uint32_t i = 0; i < na; i++) {\n"
+    "            char shape[256];\n"
+    "            tl_dbg_shape(a[i].t, shape, sizeof shape);\n"
+    "            fprintf(stderr, \"%s%s=%s %s\", i ? \", \" : \" \", a[i].param, a[i].buffer, shape);\n"
+    "        }\n"
+    "        fputc('\\n', stderr);\n"
+    "        if (d->level == 1)\n"
+    "            tl_dbg_dump(d, rt, graph, k, a, na, \"before\");\n"
+    "    }\n"
+    "    tilec_rt_status st = best ? tilec_program_launch_best(prog, k, args, nargs, NULL, NULL)\n"
+    "                              : tilec_program_launch(prog, k, 0, args, nargs, NULL);\n"
+    "    if (st != TILEC_RT_OK || !on || d->level == 3)\n"
+    "        return st;\n"
+    "    if ((st = tilec_rt_synchronize(rt)) != TILEC_RT_OK)\n"
+    "        return st;\n"
+    "    tl_dbg_dump(d, rt, graph, k, a, na, \"after\");\n"
+    "    return TILEC_RT_OK;\n"
+    "}\n"
+    "\n";
+
 static int c_begin(tilec_emit *e, void **state)
 {
     cstate *s = calloc(1, sizeof *s);
@@ -426,6 +657,7 @@ static int c_begin(tilec_emit *e, void **state)
     s->w = tilec_emit_wir(e);
     s->g = tilec_emit_graph(e);
     sb_init(&s->body);
+    sb_init(&s->checked);
     sb_init(&s->decls);
     *state = s;
     return 0;
@@ -599,6 +831,7 @@ static int c_end(tilec_emit *e, void *state)
     sb_putc(&c, '\n');
     sb_printf(&c, "   graph %s: do not edit. */\n#include \"%s\"\n\n", n, hname);
     sb_puts(&c, prologue);
+    sb_puts(&c, debug_prelude);
     strbuf fileq; /* the file name as a C string literal: it may hold any bytes */
     sb_init(&fileq);
     c_string(&fileq, file, strlen(file));
@@ -613,7 +846,7 @@ static int c_end(tilec_emit *e, void *state)
               "typedef struct tl_spare {\n    uint64_t p, bytes;\n} tl_spare;\n\n"
               "struct %s_module {\n    tilec_rt *rt;\n    tilec_ctx *ctx;\n    tilec_module *mod;\n"
               "    tilec_cache *cache;\n    tilec_program *prog;\n    tilec_externs *ext;\n"
-              "    tl_spare spare[64];\n    int nspare;\n};\n\n",
+              "    tl_spare spare[64];\n    int nspare;\n    tl_dbg dbg;\n};\n\n",
               n);
     sb_printf(&c,
               "static int tl_alloc(%s_module *M, tilec_tensor *t, tilec_dtype dt, uint32_t rank, const int64_t *sizes,\n"
@@ -644,7 +877,7 @@ static int c_end(tilec_emit *e, void *state)
               "int %s_load(tilec_rt *rt, %s_module **out, char *err, size_t errlen)\n{\n"
               "    %s_module *M = calloc(1, sizeof *M);\n"
               "    if (!M)\n        return tl_fail(err, errlen, \"%s: out of memory\");\n"
-              "    M->rt = rt;\n    M->ctx = tilec_ctx_new();\n    M->ext = tilec_externs_new();\n"
+              "    M->rt = rt;\n    tl_dbg_init(&M->dbg);\n    M->ctx = tilec_ctx_new();\n    M->ext = tilec_externs_new();\n"
               "    tilec_cache_open(NULL, &M->cache);\n"
               "    tilec_build_options o = {.cache = M->cache};\n"
               "    if (!M->ctx || !M->ext ||\n"
@@ -687,6 +920,7 @@ static int c_end(tilec_emit *e, void *state)
     sb_free(&params);
     sb_free(&fileq);
     sb_free(&s->body);
+    sb_free(&s->checked);
     sb_free(&s->decls);
     free(s);
     return bad ? -1 : 0;

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fs_helpers.h"
 #include "helpers.h"
 #include "tilec/emitter.h"
 
@@ -82,73 +83,10 @@ static const char two_graphs[] = "kernel neg(x: *f32, y: *f32, n: i32) grid (cdi
                                  "    return y;\n"
                                  "}\n";
 
-static void make_tmpdir(char *dir, size_t cap)
-{
-    snprintf(dir, cap, "/tmp/tilec_emit_XXXXXX");
-    cr_assert(mkdtemp(dir), "mkdtemp");
-}
 
-/* The names in dir, sorted, each followed by '\n' ("" when empty). */
-static char *list_dir(const char *dir)
-{
-    struct dirent **ents = NULL;
-    int n = scandir(dir, &ents, NULL, alphasort);
-    cr_assert_geq(n, 0, "cannot read %s", dir);
-    membuf mb = {0};
-    for (int i = 0; i < n; i++) {
-        if (strcmp(ents[i]->d_name, ".") && strcmp(ents[i]->d_name, "..")) {
-            membuf_write(&mb, ents[i]->d_name, strlen(ents[i]->d_name));
-            membuf_write(&mb, "\n", 1);
-        }
-        free(ents[i]);
-    }
-    free(ents);
-    return mb.s ? mb.s : calloc(1, 1);
-}
 
-/* Remove dir and its (plain) files. */
-static void rm_dir(const char *dir)
-{
-    char *names = list_dir(dir);
-    for (char *p = names, *nl; (nl = strchr(p, '\n')); p = nl + 1) {
-        *nl = 0;
-        char path[600];
-        snprintf(path, sizeof path, "%s/%s", dir, p);
-        unlink(path);
-    }
-    free(names);
-    cr_expect_eq(rmdir(dir), 0, "cannot remove %s", dir);
-}
 
-static char *read_in(const char *dir, const char *file)
-{
-    char path[600];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    return read_file(path, NULL);
-}
 
-/* Run a shell command line; its exit status, stdout+stderr in *out. */
-static int sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int sh(char **out, const char *fmt, ...)
-{
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    cr_assert(n > 0 && (size_t)n < sizeof cmd - 8);
-    strcat(cmd, " 2>&1");
-    FILE *p = popen(cmd, "r");
-    cr_assert(p);
-    membuf mb = {0};
-    char buf[4096];
-    size_t k;
-    while ((k = fread(buf, 1, sizeof buf, p)) > 0)
-        membuf_write(&mb, buf, k);
-    int st = pclose(p);
-    *out = mb.s ? mb.s : calloc(1, 1);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* The rendered diagnostics of ctx (caller frees). */
 static char *diags(tilec_ctx *ctx)
@@ -224,7 +162,20 @@ Test(emit, c_golden_corpus)
 {
     glob_t g;
     cr_assert_eq(glob("tests/golden/c/*/*.[ch]", 0, NULL, &g), 0);
-    cr_expect_eq(g.gl_pathc, 10, "5 graphs, a .c and a .h each");
+    size_t graphs = 0; /* of every case */
+    glob_t t;
+    cr_assert_eq(glob("tests/golden/ir/*.tile", 0, NULL, &t), 0);
+    cr_assert_eq(glob("examples/e2e.tile", GLOB_APPEND, NULL, &t), 0);
+    for (size_t i = 0; i < t.gl_pathc; i++) {
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = parse(ctx, t.gl_pathv[i]);
+        graphs += tilec_module_graph_count(m);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+    globfree(&t);
+    cr_expect_geq(graphs, 5);
+    cr_expect_eq(g.gl_pathc, 2 * graphs, "%zu graphs, a .c and a .h each", graphs);
     globfree(&g);
 }
 
@@ -315,6 +266,116 @@ Test(emit, c_escapes_the_file_name)
     tilec_module_free(m);
     tilec_ctx_free(ctx);
     rm_dir(dir);
+}
+
+/* C as the compiler sees it after translation phases 1-3, without its
+ * comments and literals: trigraphs replaced (-std=c11 has them), line
+ * splices joined (a // comment ending in a backslash swallows the next
+ * line), comments, string and character literals dropped. */
+static char *c_code_only(const char *src)
+{
+    size_t n = strlen(src);
+    char *a = malloc(n + 1), *b = malloc(n + 1);
+    cr_assert(a && b);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) { /* trigraphs */
+        static const char from[] = "=/'()!<>-", to[] = "#\\^[]|{}~";
+        const char *t = src[i] == '?' && src[i + 1] == '?' && src[i + 2] ? strchr(from, src[i + 2]) : NULL;
+        if (t) {
+            a[k++] = to[t - from];
+            i += 2;
+        } else {
+            a[k++] = src[i];
+        }
+    }
+    a[k] = 0;
+    n = k;
+    k = 0;
+    for (size_t i = 0; i < n; i++) /* line splices */
+        if (a[i] == '\\' && a[i + 1] == '\n')
+            i++;
+        else
+            a[k++] = a[i];
+    a[k] = 0;
+    n = k;
+    k = 0;
+    for (size_t i = 0; i < n;) {
+        if (a[i] == '/' && a[i + 1] == '/') {
+            while (i < n && a[i] != '\n')
+                i++;
+        } else if (a[i] == '/' && a[i + 1] == '*') {
+            const char *e = strstr(a + i + 2, "*/");
+            cr_assert(e, "an unterminated comment in\n%s", a + i);
+            i = (size_t)(e - a) + 2;
+            b[k++] = ' ';
+        } else if (a[i] == '"' || a[i] == '\'') {
+            char q = a[i++];
+            while (i < n && a[i] != q) {
+                cr_assert(a[i] != '\n', "a literal across lines: %.80s", a + i);
+                i += a[i] == '\\' ? 2 : 1;
+            }
+            i++;
+            b[k++] = '0';
+        } else {
+            b[k++] = a[i++];
+        }
+    }
+    b[k] = 0;
+    free(a);
+    return b;
+}
+
+/* Text from the .tile file (doc comments, the file name) lands in
+ * comments and string literals only: comment ends and starts, quotes,
+ * backslashes (a trailing one would splice the next line into a //
+ * comment), trigraphs. The planted declaration never reaches the code. */
+Test(emit, c_text_from_the_tile_file_cannot_inject_code)
+{
+    static const char src[] = "/// doc */ int injected; /* ?\?/\n"
+                              "/// back\\slash \"quote\" trailing \\\n"
+                              "kernel k(x: *f32, y: *f32, n: i32)\n"
+                              "    grid (cdiv(n, BLOCK))\n"
+                              "    hints { BLOCK = 256, warps = 4 }\n"
+                              "{\n"
+                              "    let i = pid(0) * BLOCK + range(BLOCK);\n"
+                              "    store(y + i, load(x + i, i < n), i < n);\n"
+                              "}\n\n"
+                              "extern ex(a: f32[N]) -> f32[N] = \"my.sym\";\n\n"
+                              "/// graph doc */ int injected; ?\?/\n"
+                              "/// line two \\\n"
+                              "graph g(x: f32[N]) -> (y: f32[N]) {\n"
+                              "    /// body doc */ int injected; /* \\\n"
+                              "    let t = empty(f32, [N]);\n"
+                              "    k(x, t, N);\n"
+                              "    /// \"quote\" */ int injected; ?\?= ?\?/\n"
+                              "    /// ends in a star *\n"
+                              "    let y = ex(t);\n"
+                              "    return y;\n"
+                              "}\n";
+    const char *names[] = {"we\"ird\\name?\?/x*/ /* int injected; */.tile", "tail\\", "q?\?/\n int injected; //.tile"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char dir[64];
+        make_tmpdir(dir, sizeof dir);
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = parse_src(ctx, names[i], src);
+        cr_assert_eq(tilec_module_emit(ctx, m, "c", &(tilec_emit_options){.dir = dir, .plan = 1}, tilec_sink_file(stdout)),
+                     TILEC_OK);
+        const char *files[] = {"g.c", "g.h"};
+        for (int f = 0; f < 2; f++) {
+            char *text = read_in(dir, files[f]);
+            cr_assert(text);
+            cr_expect(strstr(text, "injected"), "%s: the planted text is kept (in comments)", files[f]);
+            char *code = c_code_only(text);
+            cr_expect_null(strstr(code, "injected"), "%s (name %s): text from the .tile file reached the code:\n%s", files[f],
+                           names[i], code);
+            free(code);
+            free(text);
+        }
+        expect_compiles(dir, "g.c");
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+        rm_dir(dir);
+    }
 }
 
 /* The built-in "ir" emitter writes NAME.ir: the golden text form. */
@@ -460,11 +521,12 @@ Test(emit, registry)
 {
     tilec_ctx *ctx = tilec_ctx_new();
     const char *names[8] = {0};
-    cr_assert_eq(tilec_emitter_names(ctx, names, 8), 2);
+    cr_assert_eq(tilec_emitter_names(ctx, names, 8), 3);
     cr_expect_str_eq(names[0], "ir");
     cr_expect_str_eq(names[1], "c");
+    cr_expect_str_eq(names[2], "py");
     cr_expect_eq(tilec_emitter_names(ctx, names, 1), 1);
-    cr_expect_eq(tilec_emitter_names(NULL, names, 8), 2);
+    cr_expect_eq(tilec_emitter_names(NULL, names, 8), 3);
     const tilec_emitter *builtin_c = tilec_find_emitter(ctx, "c");
     cr_assert(builtin_c);
     cr_expect_str_eq(builtin_c->name, "c");
@@ -482,10 +544,10 @@ Test(emit, registry)
     cr_expect_eq(tilec_find_emitter(ctx, "count"), &second);
     cr_assert_eq(tilec_register_emitter(ctx, &as_c), TILEC_OK);
     cr_expect_eq(tilec_find_emitter(ctx, "c"), &as_c);
-    cr_assert_eq(tilec_emitter_names(ctx, names, 8), 3);
+    cr_assert_eq(tilec_emitter_names(ctx, names, 8), 4);
     cr_expect_str_eq(names[0], "ir");
     cr_expect_str_eq(names[1], "c");
-    cr_expect_str_eq(names[2], "count");
+    cr_expect_str_eq(names[3], "count");
     /* emitting "c" now runs the replacement */
     tilec_module *m = parse(ctx, "tests/golden/ir/block.tile");
     membuf sink = {0};
@@ -507,7 +569,7 @@ Test(emit, registry)
     cr_expect_eq(tilec_register_emitter(ctx, &unnamed), TILEC_ERR_ARG);
     cr_expect_eq(tilec_register_emitter(ctx, &empty), TILEC_ERR_ARG);
     cr_expect_eq(tilec_register_emitter(NULL, &counter), TILEC_ERR_ARG);
-    cr_expect_eq(tilec_emitter_names(ctx, names, 8), 3);
+    cr_expect_eq(tilec_emitter_names(ctx, names, 8), 4);
     cr_expect_eq(tilec_ctx_diag_count(ctx), 0);
     tilec_ctx_free(ctx);
 }
@@ -678,7 +740,7 @@ Test(emit, unknown_emitter)
     cr_expect_eq(tilec_module_emit(ctx, m, "nope", NULL, membuf_sink(&sink)), TILEC_ERR_ARG);
     cr_expect_null(sink.s);
     char *d = diags(ctx);
-    cr_expect_str_eq(d, "tests/golden/ir/chain.tile: error: no emitter called 'nope' (known: ir, c)\n");
+    cr_expect_str_eq(d, "tests/golden/ir/chain.tile: error: no emitter called 'nope' (known: ir, c, py)\n");
     free(d);
     tilec_ctx_clear_diags(ctx);
     cr_expect_eq(tilec_module_emit(NULL, m, "c", NULL, membuf_sink(&sink)), TILEC_ERR_ARG);
@@ -693,11 +755,11 @@ Test(emit, unknown_emitter_from_the_command)
 {
     char *out;
     cr_expect_eq(sh(&out, "%s tests/golden/ir/chain.tile --emit nope", TILEC_BIN), 2);
-    cr_expect_str_eq(out, "tilec: unknown --emit kind 'nope' (known: ast, cuda, cubin, ir, c)\n"
+    cr_expect_str_eq(out, "tilec: unknown --emit kind 'nope' (known: ast, cuda, cubin, ir, c, py)\n"
                           "(run 'tilec --help' for usage)\n");
     free(out);
     cr_expect_eq(sh(&out, "%s tests/golden/ir/chain.tile --plugin %s --emit nope", TILEC_BIN, PLUGIN_DEMO), 2);
-    cr_expect_str_eq(out, "tilec: unknown --emit kind 'nope' (known: ast, cuda, cubin, ir, c, demo)\n"
+    cr_expect_str_eq(out, "tilec: unknown --emit kind 'nope' (known: ast, cuda, cubin, ir, c, py, demo)\n"
                           "(run 'tilec --help' for usage)\n");
     free(out);
 }
@@ -718,8 +780,8 @@ Test(emit, plugin)
     cr_assert(demo);
     cr_expect_str_eq(demo->description, "the kind of every IR line (NAME.demo)");
     const char *names[8];
-    cr_assert_eq(tilec_emitter_names(ctx, names, 8), 3);
-    cr_expect_str_eq(names[2], "demo");
+    cr_assert_eq(tilec_emitter_names(ctx, names, 8), 4);
+    cr_expect_str_eq(names[3], "demo");
     tilec_module *m = parse(ctx, "tests/golden/ir/block.tile");
     char dir[64];
     make_tmpdir(dir, sizeof dir);
@@ -733,7 +795,7 @@ Test(emit, plugin)
     rm_dir(dir);
     /* loading it again (a second handle) is harmless */
     cr_expect_eq(tilec_load_plugin(ctx, PLUGIN_DEMO), TILEC_OK);
-    cr_expect_eq(tilec_emitter_names(ctx, names, 8), 3);
+    cr_expect_eq(tilec_emitter_names(ctx, names, 8), 4);
     cr_expect_eq(tilec_ctx_diag_count(ctx), 0);
     tilec_module_free(m);
     tilec_ctx_free(ctx); /* closes the library */
@@ -750,7 +812,7 @@ static void expect_plugin_error(const char *path, tilec_status want, const char 
     cr_expect_str_eq(d, want_text);
     free(d);
     cr_expect_null(tilec_find_emitter(ctx, "demo"));
-    cr_expect_eq(tilec_emitter_names(ctx, (const char *[4]){0}, 4), 2);
+    cr_expect_eq(tilec_emitter_names(ctx, (const char *[4]){0}, 4), 3);
     tilec_ctx_free(ctx);
 }
 

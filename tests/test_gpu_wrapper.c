@@ -1,16 +1,19 @@
 /* test_gpu_wrapper.c: the C wrapper the "c" emitter writes for
  * examples/e2e.tile (generated at build time into build/gen/wrappers),
  * run on the GPU against a CPU reference: layernorm -> softmax ->
- * relu(+y) -> column sum, fresh random inputs, shapes that are and are not
+ * relu(+y) -> column sum, both graphs (e2e, one kernel per step, and
+ * e2e_fused, the row steps in one kernel), fresh random inputs, shapes that are and are not
  * multiples of the tiles, and the shape checks' messages. Without a GPU it
  * prints one SKIP line and succeeds. */
 #include <criterion/criterion.h>
 
 #include "e2e.h"
+#include "e2e_fused.h"
 #include "gpu_helpers.h"
 
 static tilec_rt *rt;
 static e2e_module *mod;
+static e2e_fused_module *fused_mod;
 
 static void setup(void)
 {
@@ -18,11 +21,13 @@ static void setup(void)
     cr_assert_eq(st, TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
     char err[1024];
     cr_assert_eq(e2e_load(rt, &mod, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(e2e_fused_load(rt, &fused_mod, err, sizeof err), 0, "%s", err);
 }
 
 static void teardown(void)
 {
     e2e_unload(mod);
+    e2e_fused_unload(fused_mod);
     tilec_rt_close(rt);
 }
 
@@ -80,17 +85,22 @@ static void run_case(int R, int C)
     }
     tilec_tensor tx = tensor(upload(x, n), R, C), ty = tensor(upload(y, n), R, C);
     tilec_tensor tw = tensor(upload(w, (size_t)C), C, 0), tb = tensor(upload(b, (size_t)C), C, 0);
-    tilec_tensor s;
     char err[1024];
-    cr_assert_eq(e2e_run(mod, &tx, &ty, &tw, &tb, &s, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(s.rank, 1);
-    cr_assert_eq(s.sizes[0], C);
-    float *got = malloc((size_t)C * 4);
-    cr_assert_eq(tilec_rt_synchronize(rt), TILEC_RT_OK);
-    cr_assert_eq(tilec_rt_memcpy_dtoh(rt, got, s.data, (size_t)C * 4), TILEC_RT_OK);
-    double e = rel_l2(got, ref, (size_t)C);
-    cr_expect_leq(e, 1e-5, "R=%d C=%d: relative L2 error %g", R, C, e);
-    tilec_rt_free(rt, s.data);
+    for (int fused = 0; fused < 2; fused++) {
+        tilec_tensor s;
+        int rc = fused ? e2e_fused_run(fused_mod, &tx, &ty, &tw, &tb, &s, err, sizeof err)
+                       : e2e_run(mod, &tx, &ty, &tw, &tb, &s, err, sizeof err);
+        cr_assert_eq(rc, 0, "%s", err);
+        cr_assert_eq(s.rank, 1);
+        cr_assert_eq(s.sizes[0], C);
+        float *got = malloc((size_t)C * 4);
+        cr_assert_eq(tilec_rt_synchronize(rt), TILEC_RT_OK);
+        cr_assert_eq(tilec_rt_memcpy_dtoh(rt, got, s.data, (size_t)C * 4), TILEC_RT_OK);
+        double e = rel_l2(got, ref, (size_t)C);
+        cr_expect_leq(e, 1e-5, "%s R=%d C=%d: relative L2 error %g", fused ? "e2e_fused" : "e2e", R, C, e);
+        tilec_rt_free(rt, s.data);
+        free(got);
+    }
     tilec_rt_free(rt, tx.data);
     tilec_rt_free(rt, ty.data);
     tilec_rt_free(rt, tw.data);
@@ -101,7 +111,6 @@ static void run_case(int R, int C)
     free(b);
     free(ref);
     free(row);
-    free(got);
 }
 
 Test(wrapper, e2e_numerics, .timeout = 120)

@@ -83,3 +83,18 @@ char *sb_take(strbuf *b)
     sb_init(b);
     return s;
 }
+
+int sb_set_add(strbuf *b, const char *key)
+{
+    size_t k = strlen(key);
+    for (const char *p = b->s; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        if (n == k && !memcmp(p, key, k))
+            return 0;
+        p += n + (nl != NULL);
+    }
+    sb_puts(b, key);
+    sb_putc(b, '\n');
+    return 1;
+}

@@ -21,5 +21,8 @@ void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2,
 void sb_vprintf(strbuf *b, const char *fmt, va_list ap);
 const char *sb_str(strbuf *b); /* "" when empty */
 char *sb_take(strbuf *b);      /* caller frees; the buffer is reset */
+/* A set of lines kept in b: 1 when `key` (no newline) was not in it and is
+ * now added, 0 when it was there already. */
+int sb_set_add(strbuf *b, const char *key);
 
 #endif

@@ -19,6 +19,7 @@
 
 extern const tilec_emitter wir_ir_emitter; /* print.c */
 extern const tilec_emitter tilec_emit_c_emitter;
+extern const tilec_emitter tilec_emit_py_emitter;
 
 static const tilec_emitter *builtin(const char *name)
 {
@@ -26,6 +27,8 @@ static const tilec_emitter *builtin(const char *name)
         return &wir_ir_emitter;
     if (!strcmp(name, "c"))
         return &tilec_emit_c_emitter;
+    if (!strcmp(name, "py"))
+        return &tilec_emit_py_emitter;
     return NULL;
 }
 
@@ -60,7 +63,7 @@ const tilec_emitter *tilec_find_emitter(tilec_ctx *ctx, const char *name)
 
 size_t tilec_emitter_names(tilec_ctx *ctx, const char **names, size_t cap)
 {
-    static const char *const built[] = {"ir", "c"};
+    static const char *const built[] = {"ir", "c", "py"};
     size_t n = 0;
     for (size_t i = 0; i < sizeof built / sizeof built[0]; i++)
         if (n < cap)

@@ -647,6 +647,21 @@ const tilec_wir_line *tilec_wir_line_at(const tilec_wir *w, size_t i) { return w
 size_t tilec_wir_output_count(const tilec_wir *w) { return w ? w->noutputs : 0; }
 const char *tilec_wir_output(const tilec_wir *w, size_t i) { return w && i < w->noutputs ? w->outputs[i] : NULL; }
 
+size_t tilec_wir_tuple_results(const tilec_wir *w, const tilec_wir_line *alloc, const tilec_wir_line **lines,
+                               size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; w && alloc && alloc->name && i < tilec_wir_line_count(w); i++) {
+        const tilec_wir_line *m = tilec_wir_line_at(w, i);
+        if (m->kind == TILEC_WIR_MULTI_OUTPUT && m->from && !strcmp(m->from, alloc->name)) {
+            if (n < cap)
+                lines[n] = m;
+            n++;
+        }
+    }
+    return n;
+}
+
 int tilec_wir_walk(const tilec_wir *w, tilec_wir_visit_fn fn, void *user)
 {
     for (uint32_t i = 0; w && fn && i < w->n; i++) {

@@ -4,7 +4,8 @@
  * of the emit session (tilec_emit_printf), never to stdout; the driver
  * writes the outputs at the end, each file atomically, or to one sink.
  *
- * Built in: "ir" (the text form), "c" (a .c/.h pair per graph). Users add theirs with tilec_register_emitter,
+ * Built in: "ir" (the text form), "c" (a .c/.h pair per graph), "py" (a
+ * Python module per graph, over python/tilec). Users add theirs with tilec_register_emitter,
  * or from a shared object with tilec_load_plugin (`tilec --plugin lib.so`),
  * which calls the one documented symbol TILEC_PLUGIN_SYMBOL. */
 #ifndef TILEC_EMITTER_H

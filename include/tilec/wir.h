@@ -124,6 +124,11 @@ const tilec_wir_line *tilec_wir_line_at(const tilec_wir *w, size_t i);
 /* The graph's returned buffers, in order. */
 size_t tilec_wir_output_count(const tilec_wir *w);
 const char *tilec_wir_output(const tilec_wir *w, size_t i);
+/* The MULTI_OUTPUT lines that take results of the tuple an EXTERN_ALLOC
+ * line `alloc` makes, in order, up to cap of them into lines; returns how
+ * many there are (compare with alloc->nresults). */
+size_t tilec_wir_tuple_results(const tilec_wir *w, const tilec_wir_line *alloc, const tilec_wir_line **lines,
+                               size_t cap);
 
 /* Walk the lines in order; stops at the first nonzero return and returns it. */
 typedef int (*tilec_wir_visit_fn)(void *user, const tilec_wir_line *line);

@@ -17,8 +17,10 @@ import ctypes
 import ctypes.util
 import os
 import struct
+import sys
 
-__all__ = ["TilecError", "Device", "Buffer", "Module", "Kernel", "load", "device", "pointer_of"]
+__all__ = ["TilecError", "Device", "Buffer", "Module", "Kernel", "load", "device", "pointer_of", "TensorInfo",
+           "tensor_info", "as_buffer", "cdiv", "Pool", "Externs", "random_buffer", "debug_kernels"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -65,6 +67,19 @@ _WRITE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes
 class _Sink(ctypes.Structure):
     _fields_ = [("write", _WRITE), ("user", ctypes.c_void_p)]
 
+
+_MAX_RANK = 8  # TILEC_TENSOR_MAX_RANK
+
+
+class _Tensor(ctypes.Structure):  # tilec_tensor
+    _fields_ = [("data", ctypes.c_uint64), ("dtype", ctypes.c_int), ("rank", ctypes.c_uint32),
+                ("sizes", ctypes.c_int64 * _MAX_RANK), ("strides", ctypes.c_int64 * _MAX_RANK)]
+
+
+# tilec_extern_fn
+_EXTERN_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                              ctypes.POINTER(_Tensor), ctypes.c_uint32, ctypes.POINTER(_Tensor), ctypes.c_uint32,
+                              ctypes.c_void_p, ctypes.c_size_t)
 
 # parameter kinds (include/tilec/runtime.h)
 PTR, I32, I64, F32, F64, U32, U64 = range(7)
@@ -122,6 +137,11 @@ def _load_library():
         "tilec_program_launch": (I, [P, S, I, ctypes.POINTER(_Arg), U32, P]),
         "tilec_program_get_stats": (V, [P, ctypes.POINTER(_Stats)]),
         "tilec_program_launch_best": (I, [P, S, ctypes.POINTER(_Arg), U32, P, ctypes.POINTER(I)]),
+        "tilec_externs_new": (P, []),
+        "tilec_externs_free": (V, [P]),
+        "tilec_externs_register": (I, [P, S, _EXTERN_FN, P]),
+        "tilec_externs_call": (I, [P, S, P, P, ctypes.POINTER(_Tensor), U32, ctypes.POINTER(_Tensor), U32]),
+        "tilec_externs_last_error": (S, [P]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
@@ -331,6 +351,13 @@ class Buffer:
         _dl_alive[addr] = (m, shape, self)
         return _PyCapsule_New(addr, _DLTENSOR_NAME, ctypes.cast(_capsule_destructor, ctypes.c_void_p))
 
+    def view(self, shape, dtype=None, offset=0):
+        """A buffer over the same memory (kept alive by the view), starting
+        `offset` elements of `dtype` in."""
+        dtype = dtype or self.dtype
+        ptr = self.ptr + offset * _DTYPES[dtype][0]
+        return Buffer(shape, dtype, self.device, _ptr=ptr, _owner=self)
+
     def free(self):
         if getattr(self, "_owns", False) and self.ptr:
             _lib.tilec_rt_free(self.device._h, self.ptr)
@@ -427,7 +454,7 @@ class Module:
         self._prog = None
         self._cache = ctypes.c_void_p()
         if source is not None:
-            data = source.encode()
+            data = source if isinstance(source, bytes) else source.encode()
             st = lib.tilec_parse_string(self._ctx, self.path.encode(), data, len(data), ctypes.byref(self._mod))
         else:
             st = lib.tilec_parse_file(self._ctx, os.fsencode(path), ctypes.byref(self._mod))
@@ -486,3 +513,283 @@ class Module:
 def load(path, **kw):
     """Build the .tile file at `path` for the default device."""
     return Module(path=path, **kw)
+
+
+# ---- for generated wrappers (tilec --emit py) ---------------------------
+
+class TensorInfo:
+    """What a wrapper checks of an argument: dtype name, shape, strides in
+    elements, device address, and whether it is in device memory."""
+
+    __slots__ = ("dtype", "shape", "strides", "ptr", "on_device")
+
+    def __init__(self, dtype, shape, strides, ptr, on_device=True):
+        self.dtype, self.shape, self.strides, self.ptr, self.on_device = dtype, shape, strides, ptr, on_device
+
+    @property
+    def contiguous(self):
+        """Row-major without gaps (dimensions of size 1 may have any stride)."""
+        if self.strides is None:
+            return True
+        st = 1
+        for n, s in zip(reversed(self.shape), reversed(self.strides)):
+            if n != 1 and s != st:
+                return False
+            st *= n
+        return True
+
+
+_TYPESTRS = {v[1]: k for k, v in _DTYPES.items() if k != "bf16"}
+_TORCH = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16",
+          "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+          "bool": "bool"}
+
+
+def tensor_info(obj):
+    """A TensorInfo for a tilec.Buffer, a torch tensor, or anything with
+    ``__cuda_array_interface__`` (CuPy, Numba); None for anything else.
+    Reads no device memory, and needs no GPU."""
+    if isinstance(obj, Buffer):
+        return TensorInfo(obj.dtype, obj.shape, None, obj.ptr)
+    if type(obj).__module__.split(".")[0] == "torch" and hasattr(obj, "data_ptr"):
+        dtype = _TORCH.get(str(obj.dtype).replace("torch.", ""))
+        return TensorInfo(dtype, tuple(obj.shape), tuple(obj.stride()), obj.data_ptr(), obj.is_cuda)
+    try:
+        cai = obj.__cuda_array_interface__
+    except AttributeError:
+        return None
+    shape = tuple(int(d) for d in cai["shape"])
+    dtype = _TYPESTRS.get(cai["typestr"].replace("=", "<"))
+    strides = cai.get("strides")
+    if strides is not None and dtype is not None:
+        strides = tuple(int(s) // _DTYPES[dtype][0] for s in strides)
+    return TensorInfo(dtype, shape, strides, int(cai["data"][0]))
+
+
+def as_buffer(obj, info, device_=None):
+    """obj as a Buffer (itself, or a view of its memory that keeps it alive)."""
+    if isinstance(obj, Buffer):
+        return obj
+    return Buffer(info.shape, info.dtype, device_, _ptr=info.ptr, _owner=obj)
+
+
+def cdiv(a, b):
+    """a / b rounded up (sizes are positive)."""
+    return -(-a // b)
+
+
+class Pool:
+    """A wrapper's freed intermediates, kept by size for its next call:
+    cuMemAlloc and cuMemFree cost far more than the kernels of a small
+    graph. Work is in stream order, so reusing memory at once is safe."""
+
+    def __init__(self, device_=None, cap=64):
+        self.device = device_ or device()
+        self.cap = cap
+        self._spare = {}  # bytes -> [address]
+        self._n = 0
+
+    def alloc(self, shape, dtype):
+        """A new buffer, from the spare memory when some has the size."""
+        buf = Buffer(shape, dtype, self.device, _ptr=0)
+        spare = self._spare.get(max(buf.nbytes, 1))
+        if spare:
+            buf.ptr = spare.pop()
+            self._n -= 1
+            buf._owns = True
+            return buf
+        return Buffer(shape, dtype, self.device)
+
+    def take(self, buf, shape, dtype):
+        """A buffer that takes over the memory of `buf` (dead from now on)."""
+        new = Buffer(shape, dtype, self.device, _ptr=buf.ptr)
+        new._owns, buf._owns = buf._owns, False
+        return new
+
+    def release(self, buf):
+        """Keep the memory of `buf` (which must not be used again) for the
+        next alloc; buffers that own no memory are left alone."""
+        if not getattr(buf, "_owns", False) or not buf.ptr:
+            return
+        if self._n < self.cap:
+            self._spare.setdefault(max(buf.nbytes, 1), []).append(buf.ptr)
+            self._n += 1
+        else:
+            _lib.tilec_rt_free(self.device._h, buf.ptr)
+        buf._owns = False
+        buf.ptr = 0
+
+    def clear(self):
+        for ptrs in self._spare.values():
+            for p in ptrs:
+                _lib.tilec_rt_free(self.device._h, p)
+        self._spare, self._n = {}, 0
+
+    def __del__(self):
+        try:
+            self.clear()
+        except Exception:
+            pass
+
+
+_DT_ENUM = ["bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64"]  # tilec_dtype
+
+
+def _tensor(buf):
+    t = _Tensor()
+    t.data = buf.ptr
+    t.dtype = _DT_ENUM.index(buf.dtype)
+    t.rank = len(buf.shape)
+    st = 1
+    for d in range(t.rank - 1, -1, -1):
+        t.sizes[d] = buf.shape[d]
+        t.strides[d] = st
+        st *= buf.shape[d]
+    return t
+
+
+class Externs:
+    """A registry of extern kernels (cuBLAS built in): C functions by
+    symbol, and Python functions registered here, called with lists of
+    input and output Buffers."""
+
+    def __init__(self):
+        lib = _load_library()
+        self._h = lib.tilec_externs_new()
+        if not self._h:
+            raise TilecError("out of memory")
+        self._fns = []  # the ctypes callbacks must outlive the registry
+
+    def register(self, symbol, fn):
+        """Call fn(inputs, outputs) (lists of Buffers; on the tilec device)
+        for `symbol`; an exception becomes the call's error."""
+        def trampoline(_user, _rt, _stream, ins, nin, outs, nout, err, errlen):
+            try:
+                def bufs(ts, n):
+                    return [Buffer(tuple(ts[i].sizes[:ts[i].rank]), _DT_ENUM[ts[i].dtype], _ptr=ts[i].data)
+                            for i in range(n)]
+                fn(bufs(ins, nin), bufs(outs, nout))
+                return 0
+            except Exception as e:  # noqa: BLE001 -- the message goes back through C
+                msg = f"{symbol}: {e}".encode()[:max(errlen - 1, 0)]
+                if err and errlen:
+                    ctypes.memmove(err, msg + b"\0", len(msg) + 1)
+                return 1
+
+        cb = _EXTERN_FN(trampoline)
+        if _lib.tilec_externs_register(self._h, symbol.encode(), cb, None) != 0:
+            raise TilecError(f"cannot register extern {symbol!r}")
+        self._fns.append(cb)
+
+    def call(self, symbol, inputs, outputs, device_=None):
+        """Run extern `symbol` on Buffers; TilecError with its message on failure."""
+        dev = device_ or device()
+        ins = (_Tensor * max(len(inputs), 1))(*[_tensor(b) for b in inputs])
+        outs = (_Tensor * max(len(outputs), 1))(*[_tensor(b) for b in outputs])
+        if _lib.tilec_externs_call(self._h, symbol.encode(), dev._h, None, ins, len(inputs), outs, len(outputs)):
+            raise TilecError(_lib.tilec_externs_last_error(self._h).decode(errors="replace"))
+
+    def close(self):
+        if getattr(self, "_h", None) and _lib is not None:
+            _lib.tilec_externs_free(self._h)
+            self._h = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def random_buffer(shape, dtype="f32", seed=1, device_=None):
+    """A buffer of pseudo-random values in [-1, 1) (small integers for
+    integer types), for benchmarks."""
+    import array
+    import random
+    buf = Buffer(shape, dtype, device_)
+    rnd = random.Random(seed)
+    n = buf.numel
+    block = min(n, 4096) or 1
+    code = {"f32": "f", "f64": "d", "i8": "b", "i16": "h", "i32": "i", "i64": "q", "u8": "B", "u16": "H",
+            "u32": "I", "u64": "Q", "bool": "B"}.get(dtype)
+    if code is None:  # f16, bf16: small normal numbers either way
+        vals = array.array("H", (0x3800 | rnd.getrandbits(10) for _ in range(block)))
+    elif code in "fd":
+        vals = array.array(code, (rnd.uniform(-1, 1) for _ in range(block)))
+    else:
+        vals = array.array(code, (rnd.randrange(0, 2 if dtype == "bool" else 64) for _ in range(block)))
+    data = (vals * (n // block + 1)).tobytes()[:buf.nbytes]
+    host = (ctypes.c_char * max(buf.nbytes, 1)).from_buffer_copy(data.ljust(max(buf.nbytes, 1), b"\0"))
+    buf.device._check(_lib.tilec_rt_memcpy_htod(buf.device._h, buf.ptr, host, buf.nbytes))
+    return buf
+
+
+# ---- the debug printer of generated wrappers ----------------------------
+
+def _stats(buf):
+    vals = buf.tolist() if buf.dtype not in ("bf16", "bool") else None
+    if not vals:
+        return f"{buf.dtype}{list(buf.shape)} numel={buf.numel}"
+    import math
+    finite = [v for v in vals if not (isinstance(v, float) and (math.isnan(v) or math.isinf(v)))]
+    nan = sum(1 for v in vals if isinstance(v, float) and math.isnan(v))
+    inf = sum(1 for v in vals if isinstance(v, float) and math.isinf(v))
+    if not finite:
+        return f"{buf.dtype}{list(buf.shape)} numel={buf.numel} nan={nan} inf={inf}"
+    mean = sum(finite) / len(finite)
+    std = (sum((v - mean) ** 2 for v in finite) / len(finite)) ** 0.5
+    return (f"{buf.dtype}{list(buf.shape)} numel={buf.numel} min={min(finite):.6g} max={max(finite):.6g} "
+            f"mean={mean:.6g} std={std:.6g} nan={nan} inf={inf}")
+
+
+class _DebugKernel:
+    """A kernel that reports its launches (TILEC_DEBUG_PRINT)."""
+
+    _seq = 0
+
+    def __init__(self, kernel, level, directory):
+        self.kernel, self.level, self.directory = kernel, level, directory
+
+    def _save(self, args, when):
+        os.makedirs(self.directory, exist_ok=True)
+        for i, a in enumerate(args):
+            if isinstance(a, Buffer):
+                dims = "x".join(str(d) for d in a.shape) or "scalar"
+                path = os.path.join(self.directory, f"{_DebugKernel._seq:04d}_{self.kernel.name}_arg{i}_{when}_"
+                                                    f"{a.dtype}_{dims}.bin")
+                with open(path, "wb") as f:
+                    f.write(a.to_bytes())
+
+    def __call__(self, *args, **kw):
+        _DebugKernel._seq += 1
+        print(f"tilec: launch {self.kernel.name}", file=sys.stderr)
+        if self.level == 1:
+            self.kernel.module.device.synchronize()
+            self._save(args, "before")
+        self.kernel(*args, **kw)
+        if self.level == 1:
+            self._save(args, "after")
+        elif self.level == 2:
+            for i, a in enumerate(args):
+                if isinstance(a, Buffer):
+                    print(f"tilec:   {self.kernel.name} arg {i}: {_stats(a)}", file=sys.stderr)
+
+
+def debug_kernels(kernels):
+    """The kernels of a wrapper as they should run, from the environment
+    (read once, when the wrapper loads): TILEC_DEBUG_PRINT unset or 0 gives
+    `kernels` back (no cost per call); 3 prints each kernel's name before
+    its launch; 2 also prints numel, min, max, mean, std and the NaN and
+    inf counts of every buffer argument after the launch; 1 saves every
+    buffer argument before and after the launch under TILEC_DEBUG_DIR
+    (./tilec_debug). TILEC_DEBUG_KERNELS=a,b limits it to those kernels."""
+    try:
+        level = int(os.environ.get("TILEC_DEBUG_PRINT", "0") or 0)
+    except ValueError:
+        level = 0
+    if level not in (1, 2, 3):
+        return kernels
+    only = {k for k in os.environ.get("TILEC_DEBUG_KERNELS", "").split(",") if k}
+    directory = os.environ.get("TILEC_DEBUG_DIR") or "tilec_debug"
+    return {name: _DebugKernel(k, level, directory) if not only or name in only else k
+            for name, k in kernels.items()}

@@ -29,5 +29,105 @@ class CpuTests(unittest.TestCase):
             tilec.pointer_of("not a buffer")
 
 
+class _Fake:
+    """A device array by its __cuda_array_interface__ only (no GPU needed)."""
+
+    def __init__(self, shape, typestr="<f4", strides=None):
+        self.__cuda_array_interface__ = {"data": (4096, False), "shape": shape, "typestr": typestr,
+                                         "strides": strides, "version": 3}
+
+
+def _generated(graph, base=None):
+    """The golden wrapper tests/golden/py/BASE/GRAPH.py, imported."""
+    import importlib.util
+    root = os.path.join(os.path.dirname(__file__), "..", "golden", "py", base or graph, graph + ".py")
+    spec = importlib.util.spec_from_file_location("tilec_test_" + graph, root)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class GeneratedWrapperTests(unittest.TestCase):
+    """A wrapper from `tilec --emit py` checks its arguments before it
+    touches the GPU, with the messages of the C wrapper."""
+
+    def call_error(self, fn, *args):
+        with self.assertRaises(ValueError) as cm:
+            fn(*args)
+        return str(cm.exception)
+
+    def test_imports_without_a_gpu(self):
+        e2e = _generated("e2e")
+        self.assertIsNone(e2e._module)
+        self.assertIsInstance(e2e.TILE_SOURCE, bytes)
+        self.assertIn(b"graph e2e(", e2e.TILE_SOURCE)
+        self.assertTrue(callable(e2e.call) and callable(e2e.load) and callable(e2e.main))
+
+    def test_shape_checks(self):
+        e2e = _generated("e2e")
+        R, C = 64, 1024
+        ok = _Fake((R, C))
+        self.assertEqual(self.call_error(e2e.call, ok, _Fake((R, 1000)), _Fake((C,)), _Fake((C,))),
+                         "e2e: dimension 1 of y is 1000, but C is 1024")
+        self.assertEqual(self.call_error(e2e.call, ok, _Fake((R + 1, C)), _Fake((C,)), _Fake((C,))),
+                         "e2e: dimension 0 of y is 65, but R is 64")
+        self.assertEqual(self.call_error(e2e.call, ok, ok, _Fake((C,), "<f8"), _Fake((C,))),
+                         "e2e: w must be a f32 tensor of rank 1")
+        self.assertEqual(self.call_error(e2e.call, ok, ok, _Fake((C, 1)), _Fake((C,))),
+                         "e2e: w must be a f32 tensor of rank 1")
+        self.assertEqual(self.call_error(e2e.call, "x", ok, _Fake((C,)), _Fake((C,))),
+                         "e2e: x must be a f32 tensor of rank 2")
+        transposed = _Fake((R, C), strides=(4, 4 * R))
+        self.assertEqual(self.call_error(e2e.call, transposed, ok, _Fake((C,)), _Fake((C,))),
+                         "e2e: x must be contiguous (row-major)")
+        self.assertIsNone(e2e._module, "nothing was loaded")
+
+    def test_checks_pass_then_load(self):
+        e2e = _generated("e2e")
+        C = 1024
+        try:
+            e2e.call(_Fake((8, C)), _Fake((8, C), strides=(4 * C, 4)), _Fake((C,)), _Fake((C,)))
+        except tilec.TilecError as e:  # no GPU here: the checks passed, load() says why
+            self.assertTrue("no CUDA driver" in str(e) or "no CUDA device" in str(e), str(e))
+        except ValueError as e:
+            self.fail(f"a good call was refused: {e}")
+        else:
+            self.skipTest("a GPU is present (and fake pointers were launched)")
+
+    def test_i32_range_check(self):
+        views = _generated("views")
+        x = _Fake((4, 4))
+        msg = self.call_error(views.call, _Fake((4, 4), "<i4"), 1)
+        self.assertEqual(msg, "views: x must be a f32 tensor of rank 2")
+        try:
+            views.call(x, 2**31)
+        except ValueError as e:
+            self.assertEqual(str(e), "views: argument 'n' of copy (k) is 2147483648, which does not fit i32")
+        except tilec.TilecError:
+            pass  # no GPU: load() fails before the launch checks
+
+    def test_tensor_info(self):
+        info = tilec.tensor_info(_Fake((2, 3), "<f2", strides=(6, 2)))
+        self.assertEqual((info.dtype, info.shape, info.strides, info.ptr), ("f16", (2, 3), (3, 1), 4096))
+        self.assertTrue(info.contiguous)
+        self.assertFalse(tilec.tensor_info(_Fake((2, 3), strides=(4, 8))).contiguous)
+        self.assertTrue(tilec.tensor_info(_Fake((1, 3), strides=(999, 4))).contiguous)
+        self.assertIsNone(tilec.tensor_info([1, 2]))
+        self.assertEqual(tilec.cdiv(10, 4), 3)
+        self.assertEqual(tilec.cdiv(8, 4), 2)
+
+    def test_debug_off_costs_nothing(self):
+        kernels = {"a": object()}
+        old = os.environ.pop("TILEC_DEBUG_PRINT", None)
+        try:
+            self.assertIs(tilec.debug_kernels(kernels), kernels)
+            os.environ["TILEC_DEBUG_PRINT"] = "0"
+            self.assertIs(tilec.debug_kernels(kernels), kernels)
+        finally:
+            os.environ.pop("TILEC_DEBUG_PRINT", None)
+            if old is not None:
+                os.environ["TILEC_DEBUG_PRINT"] = old
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -50,13 +50,13 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *x, float *w,
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int BLOCK = 1024;
     constexpr int warps = 4;
-    // examples/e2e.tile:10
-    const int base = (((int)blockIdx.x) * cols);
-    // examples/e2e.tile:11
-    // c: index tile computed where it is used
     // examples/e2e.tile:12
-    // m: index tile computed where it is used
+    const int base = (((int)blockIdx.x) * cols);
     // examples/e2e.tile:13
+    // c: index tile computed where it is used
+    // examples/e2e.tile:14
+    // m: index tile computed where it is used
+    // examples/e2e.tile:15
     float v[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -77,9 +77,9 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *x, float *w,
             v[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
         }
     }
-    // examples/e2e.tile:14
+    // examples/e2e.tile:16
     const float n = ((float)(cols));
-    // examples/e2e.tile:15
+    // examples/e2e.tile:17
     float tl_t0;
     {
         float tl_a = ((float)0);
@@ -108,7 +108,7 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *x, float *w,
         tl_t0 = tl_a;
     }
     const float mean = (tl_t0 / n);
-    // examples/e2e.tile:16
+    // examples/e2e.tile:18
     float d[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -116,7 +116,7 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *x, float *w,
         const int tl_i0 = (tl_l >> 0) & 1023;
         d[tl_j] = ((tl_i0 < cols) ? (v[tl_j] - mean) : 0.0f);
     }
-    // examples/e2e.tile:17
+    // examples/e2e.tile:19
     float tl_t2[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -152,7 +152,7 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *x, float *w,
         tl_t1 = tl_a;
     }
     const float rstd = rsqrtf(((tl_t1 / n) + eps));
-    // examples/e2e.tile:18
+    // examples/e2e.tile:20
     float tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -231,11 +231,11 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *x, floa
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int BLOCK = 1024;
     constexpr int warps = 4;
-    // examples/e2e.tile:26
-    const int base = (((int)blockIdx.x) * cols);
-    // examples/e2e.tile:27
-    // c: index tile computed where it is used
     // examples/e2e.tile:28
+    const int base = (((int)blockIdx.x) * cols);
+    // examples/e2e.tile:29
+    // c: index tile computed where it is used
+    // examples/e2e.tile:30
     float v[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -256,7 +256,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *x, floa
             v[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
         }
     }
-    // examples/e2e.tile:29
+    // examples/e2e.tile:31
     float tl_t0;
     {
         float tl_a = (-__int_as_float(0x7f800000));
@@ -291,7 +291,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *x, floa
         const int tl_i0 = (tl_l >> 0) & 1023;
         e[tl_j] = expf((v[tl_j] - tl_t0));
     }
-    // examples/e2e.tile:30
+    // examples/e2e.tile:32
     float tl_t1;
     {
         float tl_a = ((float)0);
@@ -357,11 +357,11 @@ extern "C" __global__ void __launch_bounds__(128) relu_plus_v0(float *a, float *
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int BLOCK = 1024;
     constexpr int warps = 4;
-    // examples/e2e.tile:38
-    // i: index tile computed where it is used
-    // examples/e2e.tile:39
-    // m: index tile computed where it is used
     // examples/e2e.tile:40
+    // i: index tile computed where it is used
+    // examples/e2e.tile:41
+    // m: index tile computed where it is used
+    // examples/e2e.tile:42
     float tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -432,6 +432,277 @@ extern "C" __global__ void __launch_bounds__(128) relu_plus_v0(float *a, float *
     }
 }
 
+/* ln_softmax_relu_plus: BLOCK = 1024, warps = 4 */
+extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float *x, float *y, float *w, float *b, float *v, int rows, int cols, float eps)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int BLOCK = 1024;
+    constexpr int warps = 4;
+    // examples/e2e.tile:51
+    const int base = (((int)blockIdx.x) * cols);
+    // examples/e2e.tile:52
+    // c: index tile computed where it is used
+    // examples/e2e.tile:53
+    // m: index tile computed where it is used
+    // examples/e2e.tile:54
+    float xv[8];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        const float *tl_p = ((x + base) + tl_i0);
+        const bool tl_m0 = (tl_i0 < cols);
+        const bool tl_m1 = ((tl_i0 + 1) < cols);
+        const bool tl_m2 = ((tl_i0 + 2) < cols);
+        const bool tl_m3 = ((tl_i0 + 3) < cols);
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&xv[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            xv[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+            xv[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+            xv[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+            xv[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+        }
+    }
+    // examples/e2e.tile:55
+    const float n = ((float)(cols));
+    // examples/e2e.tile:56
+    float tl_t0;
+    {
+        float tl_a = ((float)0);
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 1023;
+            {
+                tl_a = tl_a + xv[tl_j];
+            }
+        }
+        #pragma unroll
+        for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {
+            const float tl_x = __shfl_xor_sync(0xffffffffu, tl_a, tl_o);
+            tl_a = tl_a + tl_x;
+        }
+        __syncthreads();
+        if (tl_lane == 0) { ((float *)(tl_smem + 0))[tl_warp] = tl_a; }
+        __syncthreads();
+        tl_a = ((const float *)(tl_smem + 0))[0];
+        #pragma unroll
+        for (int tl_w = 1; tl_w < 4; ++tl_w) {
+            const float tl_x = ((const float *)(tl_smem + 0))[tl_w];
+            tl_a = tl_a + tl_x;
+        }
+        tl_t0 = tl_a;
+    }
+    const float mean = (tl_t0 / n);
+    // examples/e2e.tile:57
+    float d[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        d[tl_j] = ((tl_i0 < cols) ? (xv[tl_j] - mean) : 0.0f);
+    }
+    // examples/e2e.tile:58
+    float tl_t2[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        tl_t2[tl_j] = (d[tl_j] * d[tl_j]);
+    }
+    float tl_t1;
+    {
+        float tl_a = ((float)0);
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 1023;
+            {
+                tl_a = tl_a + tl_t2[tl_j];
+            }
+        }
+        #pragma unroll
+        for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {
+            const float tl_x = __shfl_xor_sync(0xffffffffu, tl_a, tl_o);
+            tl_a = tl_a + tl_x;
+        }
+        __syncthreads();
+        if (tl_lane == 0) { ((float *)(tl_smem + 64))[tl_warp] = tl_a; }
+        __syncthreads();
+        tl_a = ((const float *)(tl_smem + 64))[0];
+        #pragma unroll
+        for (int tl_w = 1; tl_w < 4; ++tl_w) {
+            const float tl_x = ((const float *)(tl_smem + 64))[tl_w];
+            tl_a = tl_a + tl_x;
+        }
+        tl_t1 = tl_a;
+    }
+    const float rstd = rsqrtf(((tl_t1 / n) + eps));
+    // examples/e2e.tile:59
+    float tl_t3[8];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        const float *tl_p = (w + tl_i0);
+        const bool tl_m0 = (tl_i0 < cols);
+        const bool tl_m1 = ((tl_i0 + 1) < cols);
+        const bool tl_m2 = ((tl_i0 + 2) < cols);
+        const bool tl_m3 = ((tl_i0 + 3) < cols);
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t3[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+            tl_t3[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+            tl_t3[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+            tl_t3[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+        }
+    }
+    float tl_t4[8];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        const float *tl_p = (b + tl_i0);
+        const bool tl_m0 = (tl_i0 < cols);
+        const bool tl_m1 = ((tl_i0 + 1) < cols);
+        const bool tl_m2 = ((tl_i0 + 2) < cols);
+        const bool tl_m3 = ((tl_i0 + 3) < cols);
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t4[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+            tl_t4[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+            tl_t4[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+            tl_t4[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+        }
+    }
+    float t[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        t[tl_j] = ((tl_i0 < cols) ? (((d[tl_j] * rstd) * tl_t3[tl_j]) + tl_t4[tl_j]) : (-__int_as_float(0x7f800000)));
+    }
+    // examples/e2e.tile:60
+    float tl_t5;
+    {
+        float tl_a = (-__int_as_float(0x7f800000));
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 1023;
+            {
+                tl_a = tl_max(tl_a, t[tl_j]);
+            }
+        }
+        #pragma unroll
+        for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {
+            const float tl_x = __shfl_xor_sync(0xffffffffu, tl_a, tl_o);
+            tl_a = tl_max(tl_a, tl_x);
+        }
+        __syncthreads();
+        if (tl_lane == 0) { ((float *)(tl_smem + 128))[tl_warp] = tl_a; }
+        __syncthreads();
+        tl_a = ((const float *)(tl_smem + 128))[0];
+        #pragma unroll
+        for (int tl_w = 1; tl_w < 4; ++tl_w) {
+            const float tl_x = ((const float *)(tl_smem + 128))[tl_w];
+            tl_a = tl_max(tl_a, tl_x);
+        }
+        tl_t5 = tl_a;
+    }
+    float e[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        e[tl_j] = expf((t[tl_j] - tl_t5));
+    }
+    // examples/e2e.tile:61
+    float tl_t6;
+    {
+        float tl_a = ((float)0);
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 1023;
+            {
+                tl_a = tl_a + e[tl_j];
+            }
+        }
+        #pragma unroll
+        for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {
+            const float tl_x = __shfl_xor_sync(0xffffffffu, tl_a, tl_o);
+            tl_a = tl_a + tl_x;
+        }
+        __syncthreads();
+        if (tl_lane == 0) { ((float *)(tl_smem + 192))[tl_warp] = tl_a; }
+        __syncthreads();
+        tl_a = ((const float *)(tl_smem + 192))[0];
+        #pragma unroll
+        for (int tl_w = 1; tl_w < 4; ++tl_w) {
+            const float tl_x = ((const float *)(tl_smem + 192))[tl_w];
+            tl_a = tl_a + tl_x;
+        }
+        tl_t6 = tl_a;
+    }
+    float tl_t7[8];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        const float *tl_p = ((y + base) + tl_i0);
+        const bool tl_m0 = (tl_i0 < cols);
+        const bool tl_m1 = ((tl_i0 + 1) < cols);
+        const bool tl_m2 = ((tl_i0 + 2) < cols);
+        const bool tl_m3 = ((tl_i0 + 3) < cols);
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t7[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+            tl_t7[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+            tl_t7[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+            tl_t7[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+        }
+    }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        float *tl_p = ((v + base) + tl_i0);
+        const float tl_v0 = (tl_max((e[tl_j] / tl_t6), 0.0f) + tl_t7[tl_j]);
+        const bool tl_m0 = (tl_i0 < cols);
+        const float tl_v1 = (tl_max((e[tl_j + 1] / tl_t6), 0.0f) + tl_t7[tl_j + 1]);
+        const bool tl_m1 = ((tl_i0 + 1) < cols);
+        const float tl_v2 = (tl_max((e[tl_j + 2] / tl_t6), 0.0f) + tl_t7[tl_j + 2]);
+        const bool tl_m2 = ((tl_i0 + 2) < cols);
+        const float tl_v3 = (tl_max((e[tl_j + 3] / tl_t6), 0.0f) + tl_t7[tl_j + 3]);
+        const bool tl_m3 = ((tl_i0 + 3) < cols);
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            uint4 tl_vec;
+            ((float *)&tl_vec)[0] = tl_v0;
+            ((float *)&tl_vec)[1] = tl_v1;
+            ((float *)&tl_vec)[2] = tl_v2;
+            ((float *)&tl_vec)[3] = tl_v3;
+            *(uint4 *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+            if (tl_m2) tl_p[2] = tl_v2;
+            if (tl_m3) tl_p[3] = tl_v3;
+        }
+    }
+}
+
 /* colsum_part: BLOCK = 256, RB = 8, SPLIT = 64, warps = 8 */
 extern "C" __global__ void __launch_bounds__(256) colsum_part_v0(float *x, float *p, int rows, int cols, int per)
 {
@@ -442,13 +713,13 @@ extern "C" __global__ void __launch_bounds__(256) colsum_part_v0(float *x, float
     constexpr int RB = 8;
     constexpr int SPLIT = 64;
     constexpr int warps = 8;
-    // examples/e2e.tile:49
+    // examples/e2e.tile:70
     // c: index tile computed where it is used
-    // examples/e2e.tile:50
+    // examples/e2e.tile:71
     const int lo = (((int)blockIdx.y) * per);
-    // examples/e2e.tile:51
+    // examples/e2e.tile:72
     const int hi = (((lo + per)) < (rows) ? ((lo + per)) : (rows));
-    // examples/e2e.tile:52
+    // examples/e2e.tile:73
     float acc[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -456,11 +727,11 @@ extern "C" __global__ void __launch_bounds__(256) colsum_part_v0(float *x, float
         const int tl_i0 = (tl_l >> 8) & 7, tl_i1 = (tl_l >> 0) & 255;
         acc[tl_j] = ((float)0);
     }
-    // examples/e2e.tile:53
+    // examples/e2e.tile:74
     for (int r0 = lo; r0 < hi; r0 += RB) {
-        // examples/e2e.tile:54
+        // examples/e2e.tile:75
         // r: index tile computed where it is used
-        // examples/e2e.tile:55
+        // examples/e2e.tile:76
         float tl_t0[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -491,7 +762,7 @@ extern "C" __global__ void __launch_bounds__(256) colsum_part_v0(float *x, float
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) acc[tl_j] = tl_n1[tl_j];
     }
-    // examples/e2e.tile:57
+    // examples/e2e.tile:78
     __syncthreads();
     { /* acc to shared memory */
         #pragma unroll
@@ -535,9 +806,9 @@ extern "C" __global__ void __launch_bounds__(256) colsum_v0(float *x, float *s, 
     constexpr int BLOCK = 256;
     constexpr int RB = 8;
     constexpr int warps = 8;
-    // examples/e2e.tile:65
+    // examples/e2e.tile:86
     // c: index tile computed where it is used
-    // examples/e2e.tile:66
+    // examples/e2e.tile:87
     float acc[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -545,11 +816,11 @@ extern "C" __global__ void __launch_bounds__(256) colsum_v0(float *x, float *s, 
         const int tl_i0 = (tl_l >> 8) & 7, tl_i1 = (tl_l >> 0) & 255;
         acc[tl_j] = ((float)0);
     }
-    // examples/e2e.tile:67
+    // examples/e2e.tile:88
     for (int r0 = 0; r0 < rows; r0 += RB) {
-        // examples/e2e.tile:68
+        // examples/e2e.tile:89
         // r: index tile computed where it is used
-        // examples/e2e.tile:69
+        // examples/e2e.tile:90
         float tl_t0[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -580,7 +851,7 @@ extern "C" __global__ void __launch_bounds__(256) colsum_v0(float *x, float *s, 
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) acc[tl_j] = tl_n1[tl_j];
     }
-    // examples/e2e.tile:71
+    // examples/e2e.tile:92
     __syncthreads();
     { /* acc to shared memory */
         #pragma unroll

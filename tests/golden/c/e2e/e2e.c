@@ -52,46 +52,260 @@ static inline int tl_contiguous(const tilec_tensor *t)
     return 1;
 }
 
+#include <sys/stat.h>
+
+typedef struct tl_dbg {
+    int level; /* TILEC_DEBUG_PRINT: 0 off, 3 names, 2 + statistics, 1 + files */
+    char dir[1024], kernels[1024];
+    unsigned long long launches;
+} tl_dbg;
+
+typedef struct tl_dbg_arg {
+    const char *param, *buffer;
+    const tilec_tensor *t;
+} tl_dbg_arg;
+
+static void tl_dbg_init(tl_dbg *d)
+{
+    const char *v = getenv("TILEC_DEBUG_PRINT"), *dir = getenv("TILEC_DEBUG_DIR"), *k = getenv("TILEC_DEBUG_KERNELS");
+    memset(d, 0, sizeof *d);
+    d->level = v ? atoi(v) : 0;
+    if (d->level < 0 || d->level > 3)
+        d->level = 0;
+    snprintf(d->dir, sizeof d->dir, "%s", dir && *dir ? dir : "tilec_debug");
+    snprintf(d->kernels, sizeof d->kernels, "%s", k ? k : "");
+}
+
+/* is kernel k in the comma-separated TILEC_DEBUG_KERNELS (empty: every kernel)? */
+static int tl_dbg_match(const tl_dbg *d, const char *k)
+{
+    size_t n = strlen(k);
+    if (!d->kernels[0])
+        return 1;
+    for (const char *p = d->kernels;;) {
+        const char *q = strchr(p, ',');
+        size_t m = q ? (size_t)(q - p) : strlen(p);
+        if (m == n && !strncmp(p, k, n))
+            return 1;
+        if (!q)
+            return 0;
+        p = q + 1;
+    }
+}
+
+static size_t tl_dbg_numel(const tilec_tensor *t)
+{
+    size_t n = 1;
+    for (uint32_t d = 0; d < t->rank; d++)
+        n *= (size_t)t->sizes[d];
+    return n;
+}
+
+static void tl_dbg_shape(const tilec_tensor *t, char *buf, size_t cap)
+{
+    size_t k = (size_t)snprintf(buf, cap, "%s[", tilec_dtype_name(t->dtype));
+    for (uint32_t d = 0; d < t->rank && k < cap; d++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%lld", d ? ", " : "", (long long)t->sizes[d]);
+    if (k < cap)
+        snprintf(buf + k, cap - k, "]");
+}
+
+/* element i of host copy h as a double; 0 and *ok = 0 for a dtype it cannot read */
+static double tl_dbg_elem(const unsigned char *h, size_t i, tilec_dtype dt, int *ok)
+{
+    switch (dt) {
+    case TILEC_DT_F32: { float f; memcpy(&f, h + i * 4, 4); return (double)f; }
+    case TILEC_DT_F64: { double f; memcpy(&f, h + i * 8, 8); return f; }
+    case TILEC_DT_BF16: {
+        uint16_t b; memcpy(&b, h + i * 2, 2);
+        uint32_t u = (uint32_t)b << 16; float f; memcpy(&f, &u, 4); return (double)f; }
+    case TILEC_DT_F16: {
+        uint16_t b; memcpy(&b, h + i * 2, 2);
+        int e = (b >> 10) & 0x1f, m = b & 0x3ff;
+        double v = (double)(e ? m + 1024 : m) / 16777216.0; /* no libm: scale by 2^(e-1) */
+        for (int j = 1; j < e && e < 31; j++)
+            v *= 2.0;
+        if (e == 31)
+            v = m ? (double)NAN : (double)INFINITY;
+        return (b & 0x8000) ? -v : v; }
+    case TILEC_DT_I32: { int32_t v; memcpy(&v, h + i * 4, 4); return (double)v; }
+    case TILEC_DT_I64: { int64_t v; memcpy(&v, h + i * 8, 8); return (double)v; }
+    case TILEC_DT_U32: { uint32_t v; memcpy(&v, h + i * 4, 4); return (double)v; }
+    case TILEC_DT_U64: { uint64_t v; memcpy(&v, h + i * 8, 8); return (double)v; }
+    case TILEC_DT_I16: { int16_t v; memcpy(&v, h + i * 2, 2); return (double)v; }
+    case TILEC_DT_U16: { uint16_t v; memcpy(&v, h + i * 2, 2); return (double)v; }
+    case TILEC_DT_I8: return (double)(int8_t)h[i];
+    case TILEC_DT_U8: case TILEC_DT_BOOL: return (double)h[i];
+    default: *ok = 0; return 0;
+    }
+}
+
+static double tl_dbg_sqrt(double x) /* no libm */
+{
+    double r = x > 1 ? x : 1;
+    for (int i = 0; i < 200 && x > 0; i++)
+        r = 0.5 * (r + x / r);
+    return x > 0 ? r : 0;
+}
+
+/* level 2: numel, min, max, mean, std (of the finite elements), NaN and Inf counts */
+static void tl_dbg_stats(const char *k, const tl_dbg_arg *a, const unsigned char *h, size_t n)
+{
+    char shape[256];
+    tl_dbg_shape(a->t, shape, sizeof shape);
+    double lo = 0, hi = 0, mean = 0, m2 = 0;
+    size_t nan = 0, inf = 0, fin = 0;
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) {
+        double v = tl_dbg_elem(h, i, a->t->dtype, &ok);
+        if (isnan(v))
+            nan++;
+        else if (isinf(v))
+            inf++;
+        else {
+            lo = fin && lo < v ? lo : v;
+            hi = fin && hi > v ? hi : v;
+            double dv = v - mean;
+            mean += dv / (double)++fin;
+            m2 += dv * (v - mean);
+        }
+    }
+    if (!ok)
+        fprintf(stderr, "tilec debug:   %s %s (%s) %s: no statistics for this dtype\n", k, a->param, a->buffer, shape);
+    else
+        fprintf(stderr, "tilec debug:   %s %s (%s) %s: numel=%zu min=%.6g max=%.6g mean=%.6g std=%.6g nan=%zu inf=%zu\n",
+                k, a->param, a->buffer, shape, n, lo, hi, mean, fin ? tl_dbg_sqrt(m2 / (double)fin) : 0.0, nan, inf);
+}
+
+/* level 1: DIR/<launch>_<kernel>_<param>_<when>.bin (raw bytes) and .json (what they are) */
+static void tl_dbg_save(tl_dbg *d, const char *graph, const char *k, const tl_dbg_arg *a, const char *when,
+                        const unsigned char *h, size_t bytes)
+{
+    char path[1400], shape[256];
+    mkdir(d->dir, 0777);
+    snprintf(path, sizeof path, "%s/%06llu_%s_%s_%s.bin", d->dir, d->launches, k, a->param, when);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(h, 1, bytes, f) != bytes)
+        fprintf(stderr, "tilec debug: cannot write %s\n", path);
+    if (f)
+        fclose(f);
+    snprintf(path, sizeof path, "%s/%06llu_%s_%s_%s.json", d->dir, d->launches, k, a->param, when);
+    if (!(f = fopen(path, "w"))) {
+        fprintf(stderr, "tilec debug: cannot write %s\n", path);
+        return;
+    }
+    tl_dbg_shape(a->t, shape, sizeof shape);
+    fprintf(f, "{\"graph\": \"%s\", \"kernel\": \"%s\", \"launch\": %llu, \"arg\": \"%s\", "
+               "\"buffer\": \"%s\", \"when\": \"%s\", \"dtype\": \"%s\", \"shape\": [",
+            graph, k, d->launches, a->param, a->buffer, when, tilec_dtype_name(a->t->dtype));
+    for (uint32_t i = 0; i < a->t->rank; i++)
+        fprintf(f, "%s%lld", i ? ", " : "", (long long)a->t->sizes[i]);
+    fprintf(f, "], \"bytes\": %zu}\n", bytes);
+    fclose(f);
+}
+
+/* copy every tensor argument to the host: statistics (level 2) or files (level 1) */
+static void tl_dbg_dump(tl_dbg *d, tilec_rt *rt, const char *graph, const char *k, const tl_dbg_arg *a, uint32_t na,
+                        const char *when)
+{
+    for (uint32_t i = 0; i < na; i++) {
+        size_t n = tl_dbg_numel(a[i].t), bytes = n * tilec_dtype_size(a[i].t->dtype);
+        unsigned char *h = bytes ? malloc(bytes) : NULL;
+        if (!a[i].t->data || !h || tilec_rt_memcpy_dtoh(rt, h, a[i].t->data, bytes) != TILEC_RT_OK)
+            fprintf(stderr, "tilec debug:   %s %s (%s): cannot read it: %s\n", k, a[i].param, a[i].buffer,
+                    bytes ? tilec_rt_last_error(rt) : "empty");
+        else if (d->level == 1)
+            tl_dbg_save(d, graph, k, &a[i], when, h, bytes);
+        else
+            tl_dbg_stats(k, &a[i], h, n);
+        free(h);
+    }
+}
+
+/* a launch with the debug printer on (d->level != 0) */
+__attribute__((unused)) static tilec_rt_status tl_dbg_launch(tl_dbg *d, tilec_rt *rt, tilec_program *prog, const char *graph, const char *k,
+                                     const char *grid, int best, const tilec_rt_arg *args, uint32_t nargs,
+                                     const tl_dbg_arg *a, uint32_t na)
+{
+    int on = tl_dbg_match(d, k);
+    d->launches++;
+    if (on) {
+        fprintf(stderr, "tilec debug: [%llu] %s: %s grid (%s)", d->launches, graph, k, grid);
+        for (uint32_t i = 0; i < na; i++) {
+            char shape[256];
+            tl_dbg_shape(a[i].t, shape, sizeof shape);
+            fprintf(stderr, "%s%s=%s %s", i ? ", " : " ", a[i].param, a[i].buffer, shape);
+        }
+        fputc('\n', stderr);
+        if (d->level == 1)
+            tl_dbg_dump(d, rt, graph, k, a, na, "before");
+    }
+    tilec_rt_status st = best ? tilec_program_launch_best(prog, k, args, nargs, NULL, NULL)
+                              : tilec_program_launch(prog, k, 0, args, nargs, NULL);
+    if (st != TILEC_RT_OK || !on || d->level == 3)
+        return st;
+    if ((st = tilec_rt_synchronize(rt)) != TILEC_RT_OK)
+        return st;
+    tl_dbg_dump(d, rt, graph, k, a, na, "after");
+    return TILEC_RT_OK;
+}
+
 /* the .tile module, built at load time */
 static const char tl_source[] =
     "// The end-to-end graph of the benchmarks: layernorm -> softmax -> relu(+y)\n// -"
-    "> column sum (split over rows, then summed): five kernels and\n// intermediate bu"
-    "ffers that memory planning recycles.\n\n/// layer normalisation of rows that fit i"
-    "n one tile\nkernel ln_rows(x: *f32, w: *f32, b: *f32, y: *f32, rows: i32, cols: i"
-    "32, eps: f32)\n    grid (rows)\n    hints { BLOCK = 1024, warps = 4 }\n{\n    let ba"
-    "se = pid(0) * cols;\n    let c = range(BLOCK);\n    let m = c < cols;\n    let v = "
-    "load(x + base + c, m, 0.0);\n    let n = cast(cols, f32);\n    let mean = sum(v, 0"
-    ") / n;\n    let d = where(m, v - mean, 0.0);\n    let rstd = rsqrt(sum(d * d, 0) /"
-    " n + eps);\n    store(y + base + c, d * rstd * load(w + c, m, 0.0) + load(b + c, "
-    "m, 0.0), m);\n}\n\n/// softmax of rows that fit in one tile\nkernel softmax_rows(x: "
-    "*f32, y: *f32, rows: i32, cols: i32)\n    grid (rows)\n    hints { BLOCK = 1024, w"
-    "arps = 4 }\n{\n    let base = pid(0) * cols;\n    let c = range(BLOCK);\n    let v ="
-    " load(x + base + c, c < cols, -inf);\n    let e = exp(v - max(v, 0));\n    store(y"
-    " + base + c, e / sum(e, 0), c < cols);\n}\n\n/// out = max(a, 0) + b\nkernel relu_pl"
-    "us(a: *f32, b: *f32, out: *f32, n: i32)\n    grid (cdiv(n, BLOCK))\n    hints { BL"
-    "OCK = 1024, warps = 4 }\n{\n    let i = pid(0) * BLOCK + range(BLOCK);\n    let m ="
-    " i < n;\n    store(out + i, maximum(load(a + i, m), 0.0) + load(b + i, m), m);\n}\n"
-    "\n/// p[k, c] = sum of x[r, c] over the k-th run of `per` rows: the first\n/// hal"
-    "f of a column sum, split over rows so that enough programs run\nkernel colsum_par"
-    "t(x: *f32, p: *f32, rows: i32, cols: i32, per: i32)\n    grid (cdiv(cols, BLOCK),"
-    " SPLIT)\n    hints { BLOCK = 256, RB = 8, SPLIT = 64, warps = 8 }\n{\n    let c = p"
-    "id(0) * BLOCK + range(BLOCK);\n    let lo = pid(1) * per;\n    let hi = minimum(lo"
-    " + per, rows);\n    let acc = zeros(f32, RB, BLOCK);\n    for r0 in lo .. hi step "
-    "RB {\n        let r = r0 + range(RB);\n        acc = acc + load(x + r[:, None] * c"
-    "ols + c[None, :], r[:, None] < hi && c[None, :] < cols, 0.0);\n    }\n    store(p "
-    "+ pid(1) * cols + c, sum(acc, 0), c < cols);\n}\n\n/// s[c] = sum over r of x[r, c]"
-    ": each program sums BLOCK columns down the rows\nkernel colsum(x: *f32, s: *f32, "
-    "rows: i32, cols: i32)\n    grid (cdiv(cols, BLOCK))\n    hints { BLOCK = 256, RB ="
-    " 8, warps = 8 }\n{\n    let c = pid(0) * BLOCK + range(BLOCK);\n    let acc = zeros"
-    "(f32, RB, BLOCK);\n    for r0 in 0 .. rows step RB {\n        let r = r0 + range(R"
-    "B);\n        acc = acc + load(x + r[:, None] * cols + c[None, :], r[:, None] < ro"
-    "ws && c[None, :] < cols, 0.0);\n    }\n    store(s + c, sum(acc, 0), c < cols);\n}\n"
-    "\ngraph e2e(x: f32[R, C], y: f32[R, C], w: f32[C], b: f32[C]) -> (s: f32[C]) {\n  "
-    "  /// normalise, softmax, relu(+y), and sum the columns\n    let t = empty(f32, ["
-    "R, C]);\n    ln_rows(x, w, b, t, R, C, 0.00001);\n    let u = empty(f32, [R, C]);\n"
-    "    softmax_rows(t, u, R, C);\n    let v = empty(f32, [R, C]);\n    relu_plus(u, y"
-    ", v, R * C);\n    let p = empty(f32, [64, C]);\n    colsum_part(v, p, R, C, cdiv(R"
-    ", 64));\n    let s = empty(f32, [C]);\n    colsum(p, s, 64, C);\n    return s;\n}\n";
+    "> column sum (split over rows, then summed). Graph e2e: one kernel per\n// step, "
+    "intermediate buffers that memory planning recycles. Graph\n// e2e_fused: what a k"
+    "ernel author would write, the three row steps in one\n// kernel, so each row is r"
+    "ead once and only v is written.\n\n/// layer normalisation of rows that fit in one"
+    " tile\nkernel ln_rows(x: *f32, w: *f32, b: *f32, y: *f32, rows: i32, cols: i32, e"
+    "ps: f32)\n    grid (rows)\n    hints { BLOCK = 1024, warps = 4 }\n{\n    let base = "
+    "pid(0) * cols;\n    let c = range(BLOCK);\n    let m = c < cols;\n    let v = load("
+    "x + base + c, m, 0.0);\n    let n = cast(cols, f32);\n    let mean = sum(v, 0) / n"
+    ";\n    let d = where(m, v - mean, 0.0);\n    let rstd = rsqrt(sum(d * d, 0) / n + "
+    "eps);\n    store(y + base + c, d * rstd * load(w + c, m, 0.0) + load(b + c, m, 0."
+    "0), m);\n}\n\n/// softmax of rows that fit in one tile\nkernel softmax_rows(x: *f32,"
+    " y: *f32, rows: i32, cols: i32)\n    grid (rows)\n    hints { BLOCK = 1024, warps "
+    "= 4 }\n{\n    let base = pid(0) * cols;\n    let c = range(BLOCK);\n    let v = load"
+    "(x + base + c, c < cols, -inf);\n    let e = exp(v - max(v, 0));\n    store(y + ba"
+    "se + c, e / sum(e, 0), c < cols);\n}\n\n/// out = max(a, 0) + b\nkernel relu_plus(a:"
+    " *f32, b: *f32, out: *f32, n: i32)\n    grid (cdiv(n, BLOCK))\n    hints { BLOCK ="
+    " 1024, warps = 4 }\n{\n    let i = pid(0) * BLOCK + range(BLOCK);\n    let m = i < "
+    "n;\n    store(out + i, maximum(load(a + i, m), 0.0) + load(b + i, m), m);\n}\n\n/// "
+    "v = relu(softmax(layernorm(x))) + y, one row per program: the three\n/// row step"
+    "s of e2e fused\nkernel ln_softmax_relu_plus(x: *f32, y: *f32, w: *f32, b: *f32, v"
+    ": *f32, rows: i32, cols: i32, eps: f32)\n    grid (rows)\n    hints { BLOCK = 1024"
+    ", warps = 4 }\n{\n    let base = pid(0) * cols;\n    let c = range(BLOCK);\n    let "
+    "m = c < cols;\n    let xv = load(x + base + c, m, 0.0);\n    let n = cast(cols, f3"
+    "2);\n    let mean = sum(xv, 0) / n;\n    let d = where(m, xv - mean, 0.0);\n    let"
+    " rstd = rsqrt(sum(d * d, 0) / n + eps);\n    let t = where(m, d * rstd * load(w +"
+    " c, m, 0.0) + load(b + c, m, 0.0), -inf);\n    let e = exp(t - max(t, 0));\n    st"
+    "ore(v + base + c, maximum(e / sum(e, 0), 0.0) + load(y + base + c, m, 0.0), m);\n"
+    "}\n\n/// p[k, c] = sum of x[r, c] over the k-th run of `per` rows: the first\n/// h"
+    "alf of a column sum, split over rows so that enough programs run\nkernel colsum_p"
+    "art(x: *f32, p: *f32, rows: i32, cols: i32, per: i32)\n    grid (cdiv(cols, BLOCK"
+    "), SPLIT)\n    hints { BLOCK = 256, RB = 8, SPLIT = 64, warps = 8 }\n{\n    let c ="
+    " pid(0) * BLOCK + range(BLOCK);\n    let lo = pid(1) * per;\n    let hi = minimum("
+    "lo + per, rows);\n    let acc = zeros(f32, RB, BLOCK);\n    for r0 in lo .. hi ste"
+    "p RB {\n        let r = r0 + range(RB);\n        acc = acc + load(x + r[:, None] *"
+    " cols + c[None, :], r[:, None] < hi && c[None, :] < cols, 0.0);\n    }\n    store("
+    "p + pid(1) * cols + c, sum(acc, 0), c < cols);\n}\n\n/// s[c] = sum over r of x[r, "
+    "c]: each program sums BLOCK columns down the rows\nkernel colsum(x: *f32, s: *f32"
+    ", rows: i32, cols: i32)\n    grid (cdiv(cols, BLOCK))\n    hints { BLOCK = 256, RB"
+    " = 8, warps = 8 }\n{\n    let c = pid(0) * BLOCK + range(BLOCK);\n    let acc = zer"
+    "os(f32, RB, BLOCK);\n    for r0 in 0 .. rows step RB {\n        let r = r0 + range"
+    "(RB);\n        acc = acc + load(x + r[:, None] * cols + c[None, :], r[:, None] < "
+    "rows && c[None, :] < cols, 0.0);\n    }\n    store(s + c, sum(acc, 0), c < cols);\n"
+    "}\n\ngraph e2e(x: f32[R, C], y: f32[R, C], w: f32[C], b: f32[C]) -> (s: f32[C]) {\n"
+    "    /// normalise, softmax, relu(+y), and sum the columns\n    let t = empty(f32,"
+    " [R, C]);\n    ln_rows(x, w, b, t, R, C, 0.00001);\n    let u = empty(f32, [R, C])"
+    ";\n    softmax_rows(t, u, R, C);\n    let v = empty(f32, [R, C]);\n    relu_plus(u,"
+    " y, v, R * C);\n    let p = empty(f32, [64, C]);\n    colsum_part(v, p, R, C, cdiv"
+    "(R, 64));\n    let s = empty(f32, [C]);\n    colsum(p, s, 64, C);\n    return s;\n}\n"
+    "\ngraph e2e_fused(x: f32[R, C], y: f32[R, C], w: f32[C], b: f32[C]) -> (s: f32[C]"
+    ") {\n    /// the same function: one fused row kernel, then the column sum\n    let"
+    " v = empty(f32, [R, C]);\n    ln_softmax_relu_plus(x, y, w, b, v, R, C, 0.00001);"
+    "\n    let p = empty(f32, [64, C]);\n    colsum_part(v, p, R, C, cdiv(R, 64));\n    "
+    "let s = empty(f32, [C]);\n    colsum(p, s, 64, C);\n    return s;\n}\n";
 
 /* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree
    cost far more than the kernels of a small graph */
@@ -108,6 +322,7 @@ struct e2e_module {
     tilec_externs *ext;
     tl_spare spare[64];
     int nspare;
+    tl_dbg dbg;
 };
 
 static int tl_alloc(e2e_module *M, tilec_tensor *t, tilec_dtype dt, uint32_t rank, const int64_t *sizes,
@@ -155,6 +370,7 @@ int e2e_load(tilec_rt *rt, e2e_module **out, char *err, size_t errlen)
     if (!M)
         return tl_fail(err, errlen, "e2e: out of memory");
     M->rt = rt;
+    tl_dbg_init(&M->dbg);
     M->ctx = tilec_ctx_new();
     M->ext = tilec_externs_new();
     tilec_cache_open(NULL, &M->cache);
@@ -253,7 +469,7 @@ int e2e_run(e2e_module *M, const tilec_tensor *x, const tilec_tensor *y, const t
     /* alloc t: f32, 4*s_C*s_R bytes */
     if (tl_alloc(M, &b_t, TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
         goto tl_out;
-    { /* ln_rows, line 77 */
+    { /* ln_rows, line 98 */
         if ((s_R) < INT32_MIN || (s_R) > INT32_MAX) {
             tl_fail(err, errlen, "e2e: argument 'rows' of ln_rows (R) is %lld, which does not fit i32", (long long)(s_R));
             goto tl_out;
@@ -263,7 +479,12 @@ int e2e_run(e2e_module *M, const tilec_tensor *x, const tilec_tensor *y, const t
             goto tl_out;
         }
         tilec_rt_arg a[7] = {{.ptr = b_x.data}, {.ptr = b_w.data}, {.ptr = b_b.data}, {.ptr = b_t.data}, {.i32 = (int32_t)(s_R)}, {.i32 = (int32_t)(s_C)}, {.f32 = (float)(0.00001)}};
-        tilec_rt_status st = tilec_program_launch(M->prog, "ln_rows", 0, a, 7, NULL);
+        tilec_rt_status st;
+        if (M->dbg.level) {
+            const tl_dbg_arg da[4] = {{"x", "x", &b_x}, {"w", "w", &b_w}, {"b", "b", &b_b}, {"y", "t", &b_t}};
+            st = tl_dbg_launch(&M->dbg, M->rt, M->prog, "e2e", "ln_rows", "rows", 0, a, 7, da, 4);
+        } else
+            st = tilec_program_launch(M->prog, "ln_rows", 0, a, 7, NULL);
         if (st != TILEC_RT_OK) {
             tl_fail(err, errlen, "e2e: launch of ln_rows failed: %s", tilec_rt_last_error(M->rt));
             goto tl_out;
@@ -272,17 +493,14 @@ int e2e_run(e2e_module *M, const tilec_tensor *x, const tilec_tensor *y, const t
     /* alloc u: f32, 4*s_C*s_R bytes */
     if (tl_alloc(M, &b_u, TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
         goto tl_out;
-    { /* softmax_rows, line 79 */
-        if ((s_R) < INT32_MIN || (s_R) > INT32_MAX) {
-            tl_fail(err, errlen, "e2e: argument 'rows' of softmax_rows (R) is %lld, which does not fit i32", (long long)(s_R));
-            goto tl_out;
-        }
-        if ((s_C) < INT32_MIN || (s_C) > INT32_MAX) {
-            tl_fail(err, errlen, "e2e: argument 'cols' of softmax_rows (C) is %lld, which does not fit i32", (long long)(s_C));
-            goto tl_out;
-        }
+    { /* softmax_rows, line 100 */
         tilec_rt_arg a[4] = {{.ptr = b_t.data}, {.ptr = b_u.data}, {.i32 = (int32_t)(s_R)}, {.i32 = (int32_t)(s_C)}};
-        tilec_rt_status st = tilec_program_launch(M->prog, "softmax_rows", 0, a, 4, NULL);
+        tilec_rt_status st;
+        if (M->dbg.level) {
+            const tl_dbg_arg da[2] = {{"x", "t", &b_t}, {"y", "u", &b_u}};
+            st = tl_dbg_launch(&M->dbg, M->rt, M->prog, "e2e", "softmax_rows", "rows", 0, a, 4, da, 2);
+        } else
+            st = tilec_program_launch(M->prog, "softmax_rows", 0, a, 4, NULL);
         if (st != TILEC_RT_OK) {
             tl_fail(err, errlen, "e2e: launch of softmax_rows failed: %s", tilec_rt_last_error(M->rt));
             goto tl_out;
@@ -290,13 +508,18 @@ int e2e_run(e2e_module *M, const tilec_tensor *x, const tilec_tensor *y, const t
     }
     /* reuse: v takes the storage of t */
     tl_shape(&b_v, b_t.data, TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C});
-    { /* relu_plus, line 81 */
+    { /* relu_plus, line 102 */
         if ((s_C*s_R) < INT32_MIN || (s_C*s_R) > INT32_MAX) {
             tl_fail(err, errlen, "e2e: argument 'n' of relu_plus (C*R) is %lld, which does not fit i32", (long long)(s_C*s_R));
             goto tl_out;
         }
         tilec_rt_arg a[4] = {{.ptr = b_u.data}, {.ptr = b_y.data}, {.ptr = b_v.data}, {.i32 = (int32_t)(s_C*s_R)}};
-        tilec_rt_status st = tilec_program_launch(M->prog, "relu_plus", 0, a, 4, NULL);
+        tilec_rt_status st;
+        if (M->dbg.level) {
+            const tl_dbg_arg da[3] = {{"a", "u", &b_u}, {"b", "y", &b_y}, {"out", "v", &b_v}};
+            st = tl_dbg_launch(&M->dbg, M->rt, M->prog, "e2e", "relu_plus", "cdiv(n, BLOCK)", 0, a, 4, da, 3);
+        } else
+            st = tilec_program_launch(M->prog, "relu_plus", 0, a, 4, NULL);
         if (st != TILEC_RT_OK) {
             tl_fail(err, errlen, "e2e: launch of relu_plus failed: %s", tilec_rt_last_error(M->rt));
             goto tl_out;
@@ -306,21 +529,18 @@ int e2e_run(e2e_module *M, const tilec_tensor *x, const tilec_tensor *y, const t
     /* alloc p: f32, 256*s_C bytes */
     if (tl_alloc(M, &b_p, TILEC_DT_F32, 2, (const int64_t[]){64, s_C}, &tl_live, err, errlen))
         goto tl_out;
-    { /* colsum_part, line 83 */
-        if ((s_R) < INT32_MIN || (s_R) > INT32_MAX) {
-            tl_fail(err, errlen, "e2e: argument 'rows' of colsum_part (R) is %lld, which does not fit i32", (long long)(s_R));
-            goto tl_out;
-        }
-        if ((s_C) < INT32_MIN || (s_C) > INT32_MAX) {
-            tl_fail(err, errlen, "e2e: argument 'cols' of colsum_part (C) is %lld, which does not fit i32", (long long)(s_C));
-            goto tl_out;
-        }
+    { /* colsum_part, line 104 */
         if ((tl_cdiv(s_R, 64)) < INT32_MIN || (tl_cdiv(s_R, 64)) > INT32_MAX) {
             tl_fail(err, errlen, "e2e: argument 'per' of colsum_part (cdiv(R, 64)) is %lld, which does not fit i32", (long long)(tl_cdiv(s_R, 64)));
             goto tl_out;
         }
         tilec_rt_arg a[5] = {{.ptr = b_v.data}, {.ptr = b_p.data}, {.i32 = (int32_t)(s_R)}, {.i32 = (int32_t)(s_C)}, {.i32 = (int32_t)(tl_cdiv(s_R, 64))}};
-        tilec_rt_status st = tilec_program_launch(M->prog, "colsum_part", 0, a, 5, NULL);
+        tilec_rt_status st;
+        if (M->dbg.level) {
+            const tl_dbg_arg da[2] = {{"x", "v", &b_v}, {"p", "p", &b_p}};
+            st = tl_dbg_launch(&M->dbg, M->rt, M->prog, "e2e", "colsum_part", "cdiv(cols, BLOCK), SPLIT", 0, a, 5, da, 2);
+        } else
+            st = tilec_program_launch(M->prog, "colsum_part", 0, a, 5, NULL);
         if (st != TILEC_RT_OK) {
             tl_fail(err, errlen, "e2e: launch of colsum_part failed: %s", tilec_rt_last_error(M->rt));
             goto tl_out;
@@ -330,17 +550,18 @@ int e2e_run(e2e_module *M, const tilec_tensor *x, const tilec_tensor *y, const t
     /* alloc s: f32, 4*s_C bytes */
     if (tl_alloc(M, &b_s, TILEC_DT_F32, 1, (const int64_t[]){s_C}, &tl_live, err, errlen))
         goto tl_out;
-    { /* colsum, line 85 */
+    { /* colsum, line 106 */
         if ((64) < INT32_MIN || (64) > INT32_MAX) {
             tl_fail(err, errlen, "e2e: argument 'rows' of colsum (64) is %lld, which does not fit i32", (long long)(64));
             goto tl_out;
         }
-        if ((s_C) < INT32_MIN || (s_C) > INT32_MAX) {
-            tl_fail(err, errlen, "e2e: argument 'cols' of colsum (C) is %lld, which does not fit i32", (long long)(s_C));
-            goto tl_out;
-        }
         tilec_rt_arg a[4] = {{.ptr = b_p.data}, {.ptr = b_s.data}, {.i32 = (int32_t)(64)}, {.i32 = (int32_t)(s_C)}};
-        tilec_rt_status st = tilec_program_launch(M->prog, "colsum", 0, a, 4, NULL);
+        tilec_rt_status st;
+        if (M->dbg.level) {
+            const tl_dbg_arg da[2] = {{"x", "p", &b_p}, {"s", "s", &b_s}};
+            st = tl_dbg_launch(&M->dbg, M->rt, M->prog, "e2e", "colsum", "cdiv(cols, BLOCK)", 0, a, 4, da, 2);
+        } else
+            st = tilec_program_launch(M->prog, "colsum", 0, a, 4, NULL);
         if (st != TILEC_RT_OK) {
             tl_fail(err, errlen, "e2e: launch of colsum failed: %s", tilec_rt_last_error(M->rt));
             goto tl_out;

@@ -52,6 +52,204 @@ static inline int tl_contiguous(const tilec_tensor *t)
     return 1;
 }
 
+#include <sys/stat.h>
+
+typedef struct tl_dbg {
+    int level; /* TILEC_DEBUG_PRINT: 0 off, 3 names, 2 + statistics, 1 + files */
+    char dir[1024], kernels[1024];
+    unsigned long long launches;
+} tl_dbg;
+
+typedef struct tl_dbg_arg {
+    const char *param, *buffer;
+    const tilec_tensor *t;
+} tl_dbg_arg;
+
+static void tl_dbg_init(tl_dbg *d)
+{
+    const char *v = getenv("TILEC_DEBUG_PRINT"), *dir = getenv("TILEC_DEBUG_DIR"), *k = getenv("TILEC_DEBUG_KERNELS");
+    memset(d, 0, sizeof *d);
+    d->level = v ? atoi(v) : 0;
+    if (d->level < 0 || d->level > 3)
+        d->level = 0;
+    snprintf(d->dir, sizeof d->dir, "%s", dir && *dir ? dir : "tilec_debug");
+    snprintf(d->kernels, sizeof d->kernels, "%s", k ? k : "");
+}
+
+/* is kernel k in the comma-separated TILEC_DEBUG_KERNELS (empty: every kernel)? */
+static int tl_dbg_match(const tl_dbg *d, const char *k)
+{
+    size_t n = strlen(k);
+    if (!d->kernels[0])
+        return 1;
+    for (const char *p = d->kernels;;) {
+        const char *q = strchr(p, ',');
+        size_t m = q ? (size_t)(q - p) : strlen(p);
+        if (m == n && !strncmp(p, k, n))
+            return 1;
+        if (!q)
+            return 0;
+        p = q + 1;
+    }
+}
+
+static size_t tl_dbg_numel(const tilec_tensor *t)
+{
+    size_t n = 1;
+    for (uint32_t d = 0; d < t->rank; d++)
+        n *= (size_t)t->sizes[d];
+    return n;
+}
+
+static void tl_dbg_shape(const tilec_tensor *t, char *buf, size_t cap)
+{
+    size_t k = (size_t)snprintf(buf, cap, "%s[", tilec_dtype_name(t->dtype));
+    for (uint32_t d = 0; d < t->rank && k < cap; d++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%lld", d ? ", " : "", (long long)t->sizes[d]);
+    if (k < cap)
+        snprintf(buf + k, cap - k, "]");
+}
+
+/* element i of host copy h as a double; 0 and *ok = 0 for a dtype it cannot read */
+static double tl_dbg_elem(const unsigned char *h, size_t i, tilec_dtype dt, int *ok)
+{
+    switch (dt) {
+    case TILEC_DT_F32: { float f; memcpy(&f, h + i * 4, 4); return (double)f; }
+    case TILEC_DT_F64: { double f; memcpy(&f, h + i * 8, 8); return f; }
+    case TILEC_DT_BF16: {
+        uint16_t b; memcpy(&b, h + i * 2, 2);
+        uint32_t u = (uint32_t)b << 16; float f; memcpy(&f, &u, 4); return (double)f; }
+    case TILEC_DT_F16: {
+        uint16_t b; memcpy(&b, h + i * 2, 2);
+        int e = (b >> 10) & 0x1f, m = b & 0x3ff;
+        double v = (double)(e ? m + 1024 : m) / 16777216.0; /* no libm: scale by 2^(e-1) */
+        for (int j = 1; j < e && e < 31; j++)
+            v *= 2.0;
+        if (e == 31)
+            v = m ? (double)NAN : (double)INFINITY;
+        return (b & 0x8000) ? -v : v; }
+    case TILEC_DT_I32: { int32_t v; memcpy(&v, h + i * 4, 4); return (double)v; }
+    case TILEC_DT_I64: { int64_t v; memcpy(&v, h + i * 8, 8); return (double)v; }
+    case TILEC_DT_U32: { uint32_t v; memcpy(&v, h + i * 4, 4); return (double)v; }
+    case TILEC_DT_U64: { uint64_t v; memcpy(&v, h + i * 8, 8); return (double)v; }
+    case TILEC_DT_I16: { int16_t v; memcpy(&v, h + i * 2, 2); return (double)v; }
+    case TILEC_DT_U16: { uint16_t v; memcpy(&v, h + i * 2, 2); return (double)v; }
+    case TILEC_DT_I8: return (double)(int8_t)h[i];
+    case TILEC_DT_U8: case TILEC_DT_BOOL: return (double)h[i];
+    default: *ok = 0; return 0;
+    }
+}
+
+static double tl_dbg_sqrt(double x) /* no libm */
+{
+    double r = x > 1 ? x : 1;
+    for (int i = 0; i < 200 && x > 0; i++)
+        r = 0.5 * (r + x / r);
+    return x > 0 ? r : 0;
+}
+
+/* level 2: numel, min, max, mean, std (of the finite elements), NaN and Inf counts */
+static void tl_dbg_stats(const char *k, const tl_dbg_arg *a, const unsigned char *h, size_t n)
+{
+    char shape[256];
+    tl_dbg_shape(a->t, shape, sizeof shape);
+    double lo = 0, hi = 0, mean = 0, m2 = 0;
+    size_t nan = 0, inf = 0, fin = 0;
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) {
+        double v = tl_dbg_elem(h, i, a->t->dtype, &ok);
+        if (isnan(v))
+            nan++;
+        else if (isinf(v))
+            inf++;
+        else {
+            lo = fin && lo < v ? lo : v;
+            hi = fin && hi > v ? hi : v;
+            double dv = v - mean;
+            mean += dv / (double)++fin;
+            m2 += dv * (v - mean);
+        }
+    }
+    if (!ok)
+        fprintf(stderr, "tilec debug:   %s %s (%s) %s: no statistics for this dtype\n", k, a->param, a->buffer, shape);
+    else
+        fprintf(stderr, "tilec debug:   %s %s (%s) %s: numel=%zu min=%.6g max=%.6g mean=%.6g std=%.6g nan=%zu inf=%zu\n",
+                k, a->param, a->buffer, shape, n, lo, hi, mean, fin ? tl_dbg_sqrt(m2 / (double)fin) : 0.0, nan, inf);
+}
+
+/* level 1: DIR/<launch>_<kernel>_<param>_<when>.bin (raw bytes) and .json (what they are) */
+static void tl_dbg_save(tl_dbg *d, const char *graph, const char *k, const tl_dbg_arg *a, const char *when,
+                        const unsigned char *h, size_t bytes)
+{
+    char path[1400], shape[256];
+    mkdir(d->dir, 0777);
+    snprintf(path, sizeof path, "%s/%06llu_%s_%s_%s.bin", d->dir, d->launches, k, a->param, when);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(h, 1, bytes, f) != bytes)
+        fprintf(stderr, "tilec debug: cannot write %s\n", path);
+    if (f)
+        fclose(f);
+    snprintf(path, sizeof path, "%s/%06llu_%s_%s_%s.json", d->dir, d->launches, k, a->param, when);
+    if (!(f = fopen(path, "w"))) {
+        fprintf(stderr, "tilec debug: cannot write %s\n", path);
+        return;
+    }
+    tl_dbg_shape(a->t, shape, sizeof shape);
+    fprintf(f, "{\"graph\": \"%s\", \"kernel\": \"%s\", \"launch\": %llu, \"arg\": \"%s\", "
+               "\"buffer\": \"%s\", \"when\": \"%s\", \"dtype\": \"%s\", \"shape\": [",
+            graph, k, d->launches, a->param, a->buffer, when, tilec_dtype_name(a->t->dtype));
+    for (uint32_t i = 0; i < a->t->rank; i++)
+        fprintf(f, "%s%lld", i ? ", " : "", (long long)a->t->sizes[i]);
+    fprintf(f, "], \"bytes\": %zu}\n", bytes);
+    fclose(f);
+}
+
+/* copy every tensor argument to the host: statistics (level 2) or files (level 1) */
+static void tl_dbg_dump(tl_dbg *d, tilec_rt *rt, const char *graph, const char *k, const tl_dbg_arg *a, uint32_t na,
+                        const char *when)
+{
+    for (uint32_t i = 0; i < na; i++) {
+        size_t n = tl_dbg_numel(a[i].t), bytes = n * tilec_dtype_size(a[i].t->dtype);
+        unsigned char *h = bytes ? malloc(bytes) : NULL;
+        if (!a[i].t->data || !h || tilec_rt_memcpy_dtoh(rt, h, a[i].t->data, bytes) != TILEC_RT_OK)
+            fprintf(stderr, "tilec debug:   %s %s (%s): cannot read it: %s\n", k, a[i].param, a[i].buffer,
+                    bytes ? tilec_rt_last_error(rt) : "empty");
+        else if (d->level == 1)
+            tl_dbg_save(d, graph, k, &a[i], when, h, bytes);
+        else
+            tl_dbg_stats(k, &a[i], h, n);
+        free(h);
+    }
+}
+
+/* a launch with the debug printer on (d->level != 0) */
+__attribute__((unused)) static tilec_rt_status tl_dbg_launch(tl_dbg *d, tilec_rt *rt, tilec_program *prog, const char *graph, const char *k,
+                                     const char *grid, int best, const tilec_rt_arg *args, uint32_t nargs,
+                                     const tl_dbg_arg *a, uint32_t na)
+{
+    int on = tl_dbg_match(d, k);
+    d->launches++;
+    if (on) {
+        fprintf(stderr, "tilec debug: [%llu] %s: %s grid (%s)", d->launches, graph, k, grid);
+        for (uint32_t i = 0; i < na; i++) {
+            char shape[256];
+            tl_dbg_shape(a[i].t, shape, sizeof shape);
+            fprintf(stderr, "%s%s=%s %s", i ? ", " : " ", a[i].param, a[i].buffer, shape);
+        }
+        fputc('\n', stderr);
+        if (d->level == 1)
+            tl_dbg_dump(d, rt, graph, k, a, na, "before");
+    }
+    tilec_rt_status st = best ? tilec_program_launch_best(prog, k, args, nargs, NULL, NULL)
+                              : tilec_program_launch(prog, k, 0, args, nargs, NULL);
+    if (st != TILEC_RT_OK || !on || d->level == 3)
+        return st;
+    if ((st = tilec_rt_synchronize(rt)) != TILEC_RT_OK)
+        return st;
+    tl_dbg_dump(d, rt, graph, k, a, na, "after");
+    return TILEC_RT_OK;
+}
+
 /* the .tile module, built at load time */
 static const char tl_source[] =
     "// Externs: one with two results (EXTERN_ALLOC of a tuple, then one\n// MULTI_OUT"
@@ -82,6 +280,7 @@ struct multi_module {
     tilec_externs *ext;
     tl_spare spare[64];
     int nspare;
+    tl_dbg dbg;
 };
 
 static int tl_alloc(multi_module *M, tilec_tensor *t, tilec_dtype dt, uint32_t rank, const int64_t *sizes,
@@ -129,6 +328,7 @@ int multi_load(tilec_rt *rt, multi_module **out, char *err, size_t errlen)
     if (!M)
         return tl_fail(err, errlen, "multi: out of memory");
     M->rt = rt;
+    tl_dbg_init(&M->dbg);
     M->ctx = tilec_ctx_new();
     M->ext = tilec_externs_new();
     tilec_cache_open(NULL, &M->cache);
@@ -252,7 +452,12 @@ int multi_run(multi_module *M, const tilec_tensor *x, const tilec_tensor *bias, 
             goto tl_out;
         }
         tilec_rt_arg a[4] = {{.ptr = b_hi.data}, {.ptr = b_tmp.data}, {.ptr = b_out.data}, {.i32 = (int32_t)(s_R)}};
-        tilec_rt_status st = tilec_program_launch(M->prog, "add", 0, a, 4, NULL);
+        tilec_rt_status st;
+        if (M->dbg.level) {
+            const tl_dbg_arg da[3] = {{"a", "hi", &b_hi}, {"b", "tmp", &b_tmp}, {"out", "out", &b_out}};
+            st = tl_dbg_launch(&M->dbg, M->rt, M->prog, "multi", "add", "cdiv(n, BLOCK)", 0, a, 4, da, 3);
+        } else
+            st = tilec_program_launch(M->prog, "add", 0, a, 4, NULL);
         if (st != TILEC_RT_OK) {
             tl_fail(err, errlen, "multi: launch of add failed: %s", tilec_rt_last_error(M->rt));
             goto tl_out;
@@ -261,12 +466,13 @@ int multi_run(multi_module *M, const tilec_tensor *x, const tilec_tensor *bias, 
     tl_release(M, &tl_live, b_tmp.data); /* tmp */
     tl_release(M, &tl_live, b_hi.data); /* hi */
     { /* add, line 25 */
-        if ((s_R) < INT32_MIN || (s_R) > INT32_MAX) {
-            tl_fail(err, errlen, "multi: argument 'n' of add (R) is %lld, which does not fit i32", (long long)(s_R));
-            goto tl_out;
-        }
         tilec_rt_arg a[4] = {{.ptr = b_out.data}, {.ptr = b_bias.data}, {.ptr = b_out.data}, {.i32 = (int32_t)(s_R)}};
-        tilec_rt_status st = tilec_program_launch(M->prog, "add", 0, a, 4, NULL);
+        tilec_rt_status st;
+        if (M->dbg.level) {
+            const tl_dbg_arg da[3] = {{"a", "out", &b_out}, {"b", "bias", &b_bias}, {"out", "out", &b_out}};
+            st = tl_dbg_launch(&M->dbg, M->rt, M->prog, "multi", "add", "cdiv(n, BLOCK)", 0, a, 4, da, 3);
+        } else
+            st = tilec_program_launch(M->prog, "add", 0, a, 4, NULL);
         if (st != TILEC_RT_OK) {
             tl_fail(err, errlen, "multi: launch of add failed: %s", tilec_rt_last_error(M->rt));
             goto tl_out;

@@ -1,0 +1,727 @@
+/* emit_py.c: the "py" emitter. Each graph becomes NAME.py, a module over
+ * the tilec Python package (python/tilec): the .tile source embedded as a
+ * bytes literal; load() builds its kernels once; call(...) checks its
+ * arguments (torch or CuPy tensors, or tilec.Buffer) with the messages of
+ * the C wrapper before it touches the GPU, allocates from a pool of spare
+ * memory (reuse as memory planning says), launches the kernels (variants
+ * through the multi-kernel), calls externs, and returns tilec.Buffer
+ * outputs; `python3 -m NAME R=4096 C=1024` times it on random inputs.
+ *
+ * Nothing from the .tile file reaches the output unescaped: the source,
+ * file name and extern symbols are string literals with every quote,
+ * backslash and control byte escaped; doc comments are # comments or
+ * docstring text with the same escapes; names are .tile identifiers, and
+ * those that are Python keywords (or start or end with '_', or are names
+ * the wrapper uses) get a '_' appended. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tilec/emitter.h"
+#include "util/strbuf.h"
+
+typedef struct pystate {
+    const tilec_wir *w;
+    const tilec_graph *g;
+    strbuf checks;  /* the argument checks of call(): before load() */
+    strbuf body;    /* the rest of call() */
+    strbuf kernels; /* the kernel table built by load() */
+    int externs;    /* the graph calls externs */
+    strbuf checked; /* size arguments already range-checked: "i32 N" */
+    int failed;
+} pystate;
+
+/* ---- escaping ---- */
+
+/* The length of the valid UTF-8 sequence at p (a non-ASCII lead byte), or 0. */
+static int utf8_len(const unsigned char *p)
+{
+    int n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
+    if (p[0] > 0xf4)
+        return 0;
+    for (int i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    if (n == 3 && ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0)))
+        return 0; /* overlong, or a surrogate */
+    if (n == 4 && ((p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90)))
+        return 0;
+    return n;
+}
+
+/* Text that is safe in a comment or a docstring: control bytes become
+ * spaces, invalid UTF-8 '?'; in a docstring (doc != 0) also '\' and '"'
+ * escaped, so nothing can end it. Newlines continue with `cont`. */
+static void py_text(strbuf *b, const char *text, int doc, const char *cont)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p;) {
+        if (*p == '\n') {
+            sb_puts(b, cont);
+            p++;
+        } else if (*p < 0x20 || *p == 0x7f) {
+            sb_putc(b, ' ');
+            p++;
+        } else if (doc && (*p == '\\' || *p == '"')) {
+            sb_putc(b, '\\');
+            sb_putc(b, (char)*p++);
+        } else if (*p >= 0x80) {
+            int n = utf8_len(p);
+            if (n)
+                sb_add(b, (const char *)p, (size_t)n);
+            else
+                sb_putc(b, '?');
+            p += n ? n : 1;
+        } else {
+            sb_putc(b, (char)*p++);
+        }
+    }
+}
+
+/* # comment lines, one per line of text. */
+static void py_comment(strbuf *b, const char *indent, const char *text)
+{
+    strbuf cont;
+    sb_init(&cont);
+    sb_printf(&cont, "\n%s# ", indent);
+    sb_printf(b, "%s# ", indent);
+    py_text(b, text, 0, sb_str(&cont));
+    sb_putc(b, '\n');
+    sb_free(&cont);
+}
+
+/* A str literal "..." of any text: quotes, backslashes, control bytes and
+ * braces (when fstring) escaped; invalid UTF-8 as U+FFFD. */
+static void py_str_body(strbuf *b, const char *s, int fstring)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        if (*p == '"' || *p == '\\')
+            sb_printf(b, "\\%c", *p++);
+        else if (*p == '\n')
+            sb_puts(b, "\\n"), p++;
+        else if (*p < 0x20 || *p == 0x7f)
+            sb_printf(b, "\\x%02x", *p++);
+        else if (fstring && (*p == '{' || *p == '}'))
+            sb_putc(b, (char)*p), sb_putc(b, (char)*p++);
+        else if (*p >= 0x80) {
+            int n = utf8_len(p);
+            if (n)
+                sb_add(b, (const char *)p, (size_t)n);
+            else
+                sb_puts(b, "\\ufffd");
+            p += n ? n : 1;
+        } else
+            sb_putc(b, (char)*p++);
+    }
+}
+
+static void py_str(strbuf *b, const char *s)
+{
+    sb_putc(b, '"');
+    py_str_body(b, s, 0);
+    sb_putc(b, '"');
+}
+
+/* The bytes of the .tile source: one b"..." literal per source line. */
+static void py_bytes(strbuf *b, const char *s, size_t n, const char *indent)
+{
+    sb_printf(b, "%sb\"", indent);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            sb_printf(b, "\\%c", c);
+        else if (c == '\n') {
+            sb_puts(b, "\\n\"");
+            if (i + 1 < n)
+                sb_printf(b, "\n%sb\"", indent);
+            else
+                return;
+        } else if (c == '\t')
+            sb_puts(b, "\\t");
+        else if (c < 0x20 || c >= 0x7f)
+            sb_printf(b, "\\x%02x", c);
+        else
+            sb_putc(b, (char)c);
+    }
+    sb_putc(b, '"');
+}
+
+/* ---- names and expressions ---- */
+
+static const char *const reserved[] = {
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
+    "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal",
+    "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
+    /* the names the wrapper itself uses */
+    "tilec", "os", "sys", "time", "load", "call", "release", "externs", "main", "float", "int", "print", "len",
+    "range", "dict", "max", "ValueError", "TILE_FILE", "TILE_SOURCE", "device", "kernels", "pool", "ext", "module",
+    "args", "argv", "iters", "times", "out", "it", "t0", "buf", "buffers"};
+
+/* The Python name of a .tile identifier (n bytes). */
+static void py_name_n(strbuf *b, const char *name, size_t n)
+{
+    /* injective: a mangled name ends with '_', and no name ends with
+     * "_info" (the suffix of the wrapper's own names of argument infos) */
+    int mangle = n == 0 || name[0] == '_' || name[n - 1] == '_' || (n >= 5 && !memcmp(name + n - 5, "_info", 5));
+    for (size_t i = 0; !mangle && i < sizeof reserved / sizeof reserved[0]; i++)
+        mangle = strlen(reserved[i]) == n && !memcmp(reserved[i], name, n);
+    sb_add(b, name, n);
+    if (mangle)
+        sb_putc(b, '_');
+}
+
+static void py_name(strbuf *b, const char *name) { py_name_n(b, name, strlen(name)); }
+
+static int is_ident(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+
+/* Python spelling of a canonical size text: names through py_name,
+ * cdiv(a, b) -> tilec.cdiv(a, b). */
+static void py_size(strbuf *b, const char *t)
+{
+    for (const char *p = t; *p;) {
+        if (is_ident(*p)) {
+            const char *q = p;
+            while (is_ident(*q) || (*q >= '0' && *q <= '9'))
+                q++;
+            if (*q == '(') {
+                sb_puts(b, "tilec.");
+                sb_add(b, p, (size_t)(q - p));
+            } else {
+                py_name_n(b, p, (size_t)(q - p));
+            }
+            p = q;
+        } else if (*p == '*') {
+            sb_puts(b, " * "); /* PEP 8 spacing */
+            p++;
+        } else {
+            sb_putc(b, *p++);
+        }
+    }
+}
+
+/* "(R, C)" */
+static void py_shape(strbuf *b, const tilec_wir_line *l)
+{
+    sb_putc(b, '(');
+    for (uint32_t d = 0; d < l->rank; d++) {
+        sb_puts(b, d ? ", " : "");
+        py_size(b, l->sizes[d]);
+    }
+    sb_puts(b, l->rank == 1 ? ",)" : ")");
+}
+
+/* ---- the hooks ---- */
+
+static int h_comment(void *u, const tilec_wir_line *l)
+{
+    py_comment(&((pystate *)u)->body, "    ", l->text);
+    return 0;
+}
+
+static int h_kernel_def(void *u, const tilec_wir_line *l)
+{
+    pystate *s = u;
+    sb_puts(&s->kernels, "            ");
+    py_str(&s->kernels, l->name);
+    sb_puts(&s->kernels, ": module.kernel(");
+    py_str(&s->kernels, l->name);
+    /* one variant: launch it; more: the runtime picks one per shape */
+    sb_printf(&s->kernels, "%s),\n", l->nvariants > 1 ? "" : ", 0");
+    return 0;
+}
+
+static void py_alloc(pystate *s, const tilec_wir_line *l)
+{
+    sb_puts(&s->body, "    ");
+    py_name(&s->body, l->name);
+    sb_puts(&s->body, " = pool.alloc(");
+    py_shape(&s->body, l);
+    sb_printf(&s->body, ", \"%s\")\n", tilec_dtype_name(l->dtype));
+}
+
+static int h_allocate(void *u, const tilec_wir_line *l)
+{
+    py_alloc(u, l);
+    return 0;
+}
+
+static int h_reuse(void *u, const tilec_wir_line *l)
+{
+    pystate *s = u;
+    sb_puts(&s->body, "    ");
+    py_name(&s->body, l->name);
+    sb_puts(&s->body, " = pool.take(");
+    py_name(&s->body, l->from);
+    sb_puts(&s->body, ", ");
+    py_shape(&s->body, l);
+    sb_printf(&s->body, ", \"%s\")  # the storage of ", tilec_dtype_name(l->dtype));
+    py_name(&s->body, l->from);
+    sb_putc(&s->body, '\n');
+    return 0;
+}
+
+static int is_output(const pystate *s, const char *name)
+{
+    for (size_t i = 0; i < tilec_wir_output_count(s->w); i++)
+        if (!strcmp(tilec_wir_output(s->w, i), name))
+            return 1;
+    return 0;
+}
+
+static int h_free(void *u, const tilec_wir_line *l)
+{
+    pystate *s = u;
+    if (is_output(s, l->name))
+        return 0;
+    sb_puts(&s->body, "    pool.release(");
+    py_name(&s->body, l->name);
+    sb_puts(&s->body, ")\n");
+    return 0;
+}
+
+static int h_reinterpret(void *u, const tilec_wir_line *l)
+{
+    pystate *s = u;
+    sb_puts(&s->body, "    ");
+    py_name(&s->body, l->name);
+    sb_puts(&s->body, " = ");
+    py_name(&s->body, l->from);
+    sb_puts(&s->body, ".view(");
+    py_shape(&s->body, l);
+    sb_printf(&s->body, ", \"%s\"", tilec_dtype_name(l->dtype));
+    if (l->offset && strcmp(l->offset, "0")) {
+        sb_puts(&s->body, ", ");
+        py_size(&s->body, l->offset);
+    }
+    sb_puts(&s->body, ")\n");
+    return 0;
+}
+
+static int h_kernel_call(void *u, const tilec_wir_line *l)
+{
+    pystate *s = u;
+    const tilec_kernel *k = l->kernel;
+    if (!k || l->nargs != k->nparams)
+        return -1;
+    /* sizes are Python ints: check they fit the parameter's 32-bit type */
+    for (uint32_t i = 0; i < l->nargs; i++) {
+        const tilec_param *p = &k->params[i];
+        const tilec_wir_arg *a = &l->args[i];
+        int i32 = p->type.dtype == TILEC_DT_I32, u32 = p->type.dtype == TILEC_DT_U32;
+        if (p->type.kind == TILEC_TE_POINTER || a->kind == TILEC_WIR_ARG_SCALAR || (!i32 && !u32))
+            continue;
+        strbuf key; /* each size once per call: sizes do not change within one */
+        sb_init(&key);
+        sb_printf(&key, "%s %s", i32 ? "i32" : "u32", a->text);
+        int fresh = sb_set_add(&s->checked, sb_str(&key));
+        s->failed |= key.failed;
+        sb_free(&key);
+        if (!fresh)
+            continue;
+        strbuf v;
+        sb_init(&v);
+        py_size(&v, a->text);
+        sb_printf(&s->body, "    if not %s <= %s <= %s:\n        raise ValueError(f\"", i32 ? "-0x80000000" : "0",
+                  sb_str(&v), i32 ? "0x7fffffff" : "0xffffffff");
+        strbuf t;
+        sb_init(&t);
+        sb_printf(&t, "%s: argument '%s' of %s (%s) is ", s->g->name, p->name, k->name, a->text);
+        py_str_body(&s->body, sb_str(&t), 1);
+        sb_printf(&s->body, "{%s}, which does not fit %s\")\n", sb_str(&v), i32 ? "i32" : "u32");
+        s->failed |= v.failed | t.failed;
+        sb_free(&v);
+        sb_free(&t);
+    }
+    sb_puts(&s->body, "    kernels[");
+    py_str(&s->body, k->name);
+    sb_puts(&s->body, "](");
+    for (uint32_t i = 0; i < l->nargs; i++) {
+        const tilec_wir_arg *a = &l->args[i];
+        const char *t = a->text;
+        sb_puts(&s->body, i ? ", " : "");
+        if (a->kind == TILEC_WIR_ARG_BUFFER)
+            py_name(&s->body, t);
+        else if (a->kind == TILEC_WIR_ARG_SIZE)
+            py_size(&s->body, t);
+        else if (!strcmp(t, "true") || !strcmp(t, "false"))
+            sb_puts(&s->body, t[0] == 't' ? "True" : "False");
+        else if (strstr(t, "inf"))
+            sb_printf(&s->body, "float(\"%sinf\")", t[0] == '-' ? "-" : "");
+        else if (is_ident(t[0]))
+            py_name(&s->body, t);
+        else
+            py_size(&s->body, t); /* a number */
+    }
+    sb_puts(&s->body, ")\n");
+    return 0;
+}
+
+/* externs: inputs are the argument buffers; outputs the given list */
+static void py_extern(pystate *s, const tilec_wir_line *l, const char *const *outs, uint32_t nouts)
+{
+    s->externs = 1;
+    sb_puts(&s->body, "    ext.call(");
+    py_str(&s->body, l->symbol);
+    sb_puts(&s->body, ", [");
+    for (uint32_t i = 0; i < l->nargs; i++) {
+        sb_puts(&s->body, i ? ", " : "");
+        py_name(&s->body, l->args[i].text);
+    }
+    sb_puts(&s->body, "], [");
+    for (uint32_t i = 0; i < nouts; i++) {
+        sb_puts(&s->body, i ? ", " : "");
+        py_name(&s->body, outs[i]);
+    }
+    sb_puts(&s->body, "], device)\n");
+}
+
+static int h_extern_call(void *u, const tilec_wir_line *l)
+{
+    py_extern(u, l, l->outs, l->nouts);
+    return 0;
+}
+
+static int h_extern_alloc(void *u, const tilec_wir_line *l)
+{
+    pystate *s = u;
+    if (l->nresults <= 1) {
+        py_alloc(s, l);
+        py_extern(s, l, &l->name, 1);
+        return 0;
+    }
+    /* a tuple: allocate each result of the MULTI_OUTPUT lines that name it */
+    const tilec_wir_line *res[64];
+    const char *outs[64];
+    size_t n = tilec_wir_tuple_results(s->w, l, res, 64);
+    if (n != l->nresults || n > 64)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        py_alloc(s, res[i]);
+        outs[i] = res[i]->name;
+    }
+    py_extern(s, l, outs, (uint32_t)n);
+    return 0;
+}
+
+static int h_multi_output(void *u, const tilec_wir_line *l)
+{
+    (void)u;
+    (void)l; /* allocated with its EXTERN_ALLOC */
+    return 0;
+}
+
+static int h_assert_shape(void *u, const tilec_wir_line *l)
+{
+    pystate *s = u;
+    strbuf *b = &s->checks, n, i;
+    sb_init(&n);
+    sb_init(&i);
+    py_name(&n, l->name);
+    sb_printf(&i, "%s_info", sb_str(&n));
+    const char *N = sb_str(&n), *I = sb_str(&i), *dt = tilec_dtype_name(l->dtype);
+    sb_printf(b, "    %s = tilec.tensor_info(%s)\n", I, N);
+    sb_printf(b, "    if %s is None or %s.dtype != \"%s\" or len(%s.shape) != %u:\n", I, I, dt, I, l->rank);
+    sb_printf(b, "        raise ValueError(\"%s: %s must be a %s tensor of rank %u\")\n", s->g->name, l->name, dt,
+              l->rank);
+    uint32_t nbind = 0;
+    for (uint32_t d = 0; d < l->rank; d++)
+        nbind += l->binds && l->binds[d];
+    if (nbind == l->rank && l->rank > 1) { /* binds every dimension: unpack */
+        sb_puts(b, "    ");
+        for (uint32_t d = 0; d < l->rank; d++) {
+            sb_puts(b, d ? ", " : "");
+            py_name(b, l->sizes[d]);
+        }
+        sb_printf(b, " = %s.shape\n", I);
+    }
+    for (uint32_t d = 0; d < l->rank; d++) {
+        if (l->binds && l->binds[d]) {
+            if (nbind != l->rank || l->rank == 1) {
+                sb_puts(b, "    ");
+                py_name(b, l->sizes[d]);
+                sb_printf(b, " = %s.shape[%u]\n", I, d);
+            }
+            continue;
+        }
+        strbuf v, t;
+        sb_init(&v);
+        sb_init(&t);
+        py_size(&v, l->sizes[d]);
+        sb_printf(b, "    if %s.shape[%u] != %s:\n        raise ValueError(f\"", I, d, sb_str(&v));
+        sb_printf(&t, "%s: dimension %u of %s is ", s->g->name, d, l->name);
+        py_str_body(b, sb_str(&t), 1);
+        sb_printf(b, "{%s.shape[%u]}, but ", I, d);
+        sb_free(&t);
+        sb_init(&t);
+        sb_printf(&t, "%s is ", l->sizes[d]);
+        py_str_body(b, sb_str(&t), 1);
+        sb_printf(b, "{%s}\")\n", sb_str(&v));
+        s->failed |= v.failed | t.failed;
+        sb_free(&v);
+        sb_free(&t);
+    }
+    sb_printf(b, "    if not %s.contiguous:\n        raise ValueError(\"%s: %s must be contiguous (row-major)\")\n", I,
+              s->g->name, l->name);
+    sb_printf(b, "    if not %s.on_device:\n        raise ValueError(\"%s: %s must be in device memory\")\n", I,
+              s->g->name, l->name);
+    /* after load(): a Buffer over its memory */
+    sb_printf(&s->body, "    %s = tilec.as_buffer(%s, %s, device)\n", N, N, I);
+    s->failed |= n.failed | i.failed;
+    sb_free(&n);
+    sb_free(&i);
+    return 0;
+}
+
+/* ---- the module ---- */
+
+static int py_begin(tilec_emit *e, void **state)
+{
+    pystate *s = calloc(1, sizeof *s);
+    if (!s)
+        return -1;
+    s->w = tilec_emit_wir(e);
+    s->g = tilec_emit_graph(e);
+    sb_init(&s->checks);
+    sb_init(&s->body);
+    sb_init(&s->checked);
+    sb_init(&s->kernels);
+    *state = s;
+    return 0;
+}
+
+/* "x, y, eps" */
+static void py_params(strbuf *b, const tilec_graph *g)
+{
+    for (uint32_t i = 0; i < g->nparams; i++) {
+        sb_puts(b, i ? ", " : "");
+        py_name(b, g->params[i].name);
+    }
+}
+
+/* "y: f32[R, C]" of a tensor parameter or result; "eps: f32" of a scalar */
+static void py_param_doc(strbuf *b, const tilec_param *p, const tilec_wir *w, int result)
+{
+    sb_printf(b, "%s: %s", p->name ? p->name : "?", tilec_dtype_name(p->type.dtype));
+    if (p->type.kind != TILEC_TE_TENSOR)
+        return;
+    /* the shape as the IR spells it */
+    for (size_t k = 0; k < tilec_wir_line_count(w); k++) {
+        const tilec_wir_line *l = tilec_wir_line_at(w, k);
+        int match = p->name && l->name && !strcmp(l->name, p->name) &&
+                    (result ? l->kind != TILEC_WIR_ASSERT_SHAPE && l->kind != TILEC_WIR_COMMENT &&
+                                  l->kind != TILEC_WIR_KERNEL_DEF && l->kind != TILEC_WIR_FREE &&
+                                  l->kind != TILEC_WIR_FREE_IF_NOT_REUSED
+                            : l->kind == TILEC_WIR_ASSERT_SHAPE);
+        if (!match)
+            continue;
+        sb_putc(b, '[');
+        for (uint32_t d = 0; d < l->rank; d++)
+            sb_printf(b, "%s%s", d ? ", " : "", l->sizes[d]);
+        sb_putc(b, ']');
+        return;
+    }
+}
+
+static void py_bench_main(strbuf *c, const pystate *s)
+{
+    const tilec_graph *g = s->g;
+    const char *n = g->name;
+    sb_printf(c, "\n\ndef main(argv):\n"
+                 "    \"\"\"`python3 -m %s", n);
+    strbuf syms;
+    sb_init(&syms);
+    for (size_t i = 0; i < tilec_wir_line_count(s->w); i++) {
+        const tilec_wir_line *l = tilec_wir_line_at(s->w, i);
+        if (l->kind != TILEC_WIR_ASSERT_SHAPE)
+            continue;
+        for (uint32_t d = 0; d < l->rank; d++)
+            if (l->binds && l->binds[d]) {
+                sb_printf(c, " %s=1024", l->sizes[d]);
+                sb_puts(&syms, "    ");
+                py_name(&syms, l->sizes[d]);
+                sb_printf(&syms, " = int(args.get(\"%s\", 1024))\n", l->sizes[d]);
+            }
+    }
+    sb_printf(c, " [iters=50]`: the median time of call() on random inputs.\"\"\"\n"
+                 "    args = dict(a.split(\"=\", 1) for a in argv if \"=\" in a)\n");
+    sb_add(c, sb_str(&syms), syms.n);
+    sb_free(&syms);
+    sb_puts(c, "    iters = max(int(args.get(\"iters\", 50)), 1)\n"
+               "    t0 = time.perf_counter()\n    module = load()\n");
+    sb_printf(c, "    print(f\"%s: load {(time.perf_counter() - t0) * 1e3:.2f} ms\")\n", n);
+    uint32_t seed = 1;
+    for (uint32_t i = 0; i < g->nparams; i++) {
+        const tilec_param *p = &g->params[i];
+        sb_puts(c, "    ");
+        py_name(c, p->name);
+        if (p->type.kind != TILEC_TE_TENSOR) {
+            int fl = p->type.dtype == TILEC_DT_F32 || p->type.dtype == TILEC_DT_F64 || p->type.dtype == TILEC_DT_F16 ||
+                     p->type.dtype == TILEC_DT_BF16;
+            sb_printf(c, " = %s(args.get(\"%s\", 1))\n", fl ? "float" : "int", p->name);
+            continue;
+        }
+        const tilec_wir_line *a = NULL;
+        for (size_t k = 0; k < tilec_wir_line_count(s->w) && !a; k++) {
+            const tilec_wir_line *l = tilec_wir_line_at(s->w, k);
+            if (l->kind == TILEC_WIR_ASSERT_SHAPE && l->index == i)
+                a = l;
+        }
+        sb_puts(c, " = tilec.random_buffer(");
+        if (a)
+            py_shape(c, a);
+        else
+            sb_puts(c, "()");
+        sb_printf(c, ", \"%s\", seed=%u, device_=module.device)\n", tilec_dtype_name(p->type.dtype), seed++);
+    }
+    sb_puts(c, "    times = []\n    for it in range(-3, iters):\n"
+               "        module.device.synchronize()\n        t0 = time.perf_counter()\n        out = call(");
+    py_params(c, g);
+    sb_printf(c, ")\n        module.device.synchronize()\n        if it >= 0:\n"
+                 "            times.append(time.perf_counter() - t0)\n        release(%sout)\n",
+              tilec_wir_output_count(s->w) > 1 ? "*" : "");
+    sb_printf(c, "    times.sort()\n"
+                 "    print(f\"%s: {times[len(times) // 2] * 1e3:.4f} ms per call (median of {iters})\")\n"
+                 "\n\nif __name__ == \"__main__\":\n    main(sys.argv[1:])\n",
+              n);
+}
+
+static int py_end(tilec_emit *e, void *state)
+{
+    pystate *s = state;
+    const tilec_graph *g = s->g;
+    const tilec_module *m = tilec_emit_module(e);
+    const char *n = g->name, *file = tilec_module_file(m);
+    char pyname[300];
+    snprintf(pyname, sizeof pyname, "%.250s.py", n);
+    size_t nout = tilec_wir_output_count(s->w);
+    strbuf c;
+    sb_init(&c);
+
+    /* the docstring */
+    sb_printf(&c, "\"\"\"The graph %s of ", n);
+    py_text(&c, file, 1, " ");
+    sb_puts(&c, ", in Python over the tilec package.\n\n");
+    if (g->doc) {
+        py_text(&c, g->doc, 1, "\n");
+        sb_puts(&c, "\n\n");
+    }
+    sb_printf(&c, "Generated by tilec %s: do not edit. load() builds the kernels once,\n"
+                  "call() runs the graph, `python3 -m %s SIZE=N ...` times it.\n\"\"\"\n",
+              tilec_version(), n);
+    sb_puts(&c, "import sys\nimport time\n\nimport tilec\n\n");
+    sb_puts(&c, "TILE_FILE = ");
+    py_str(&c, file);
+    sb_puts(&c, "\n# the .tile module, built by load()\nTILE_SOURCE = (\n");
+    size_t srclen = 0;
+    const char *src = tilec_module_source(m, &srclen);
+    py_bytes(&c, src, srclen, "    ");
+    sb_puts(&c, "\n)\n\n_module = None\n_kernels = None\n_pool = None\n_externs = None\n\n\n");
+
+    /* load, externs, release */
+    sb_printf(&c, "def load():\n"
+                  "    \"\"\"Build the kernels of %s for the default device, once (a warm kernel\n"
+                  "    cache makes that a file read); TILEC_DEBUG_PRINT is read here.\"\"\"\n"
+                  "    global _module, _kernels, _pool\n    if _module is None:\n"
+                  "        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE)\n"
+                  "        _kernels = tilec.debug_kernels({\n",
+              n);
+    sb_add(&c, sb_str(&s->kernels), s->kernels.n);
+    sb_puts(&c, "        })\n        _pool = tilec.Pool(module.device)\n        _module = module\n"
+                "    return _module\n\n\n");
+    sb_puts(&c, "def externs():\n"
+                "    \"\"\"The registry of extern kernels the graph calls (register your own on it).\"\"\"\n"
+                "    global _externs\n    if _externs is None:\n        _externs = tilec.Externs()\n"
+                "    return _externs\n\n\n");
+    sb_puts(&c, "def release(*buffers):\n"
+                "    \"\"\"Give outputs back when done with them: their memory serves the next call.\"\"\"\n"
+                "    for buf in buffers:\n        _pool.release(buf)\n\n\n");
+
+    /* call */
+    sb_puts(&c, "def call(");
+    py_params(&c, g);
+    sb_printf(&c, "):\n    \"\"\"Run graph %s.\n\n    Arguments:", n);
+    strbuf t;
+    sb_init(&t);
+    for (uint32_t i = 0; i < g->nparams; i++) {
+        sb_puts(&t, i ? ", " : "");
+        py_param_doc(&t, &g->params[i], s->w, 0);
+    }
+    sb_puts(&t, ". Tensors are torch or CuPy tensors on the device, or tilec.Buffer, contiguous. Returns ");
+    for (uint32_t i = 0; i < g->nresults; i++) {
+        sb_puts(&t, i ? ", " : "");
+        py_param_doc(&t, &g->results[i], s->w, 1);
+    }
+    sb_printf(&t, "%s. Raises ValueError when an argument does not fit, before any GPU work.",
+              nout > 1 ? " (a tuple of tilec.Buffer)" : " (a tilec.Buffer)");
+    /* wrap at 79 columns */
+    size_t col = 14; /* "    Arguments:" */
+    for (const char *p = sb_str(&t); *p;) {
+        while (*p == ' ')
+            p++;
+        size_t w = strcspn(p, " ");
+        if (!w)
+            break;
+        if (col + 1 + w > 79) {
+            sb_puts(&c, "\n    ");
+            col = 4;
+        } else {
+            sb_putc(&c, ' ');
+            col++;
+        }
+        strbuf word;
+        sb_init(&word);
+        sb_add(&word, p, w);
+        py_text(&c, sb_str(&word), 1, " ");
+        sb_free(&word);
+        col += w;
+        p += w;
+    }
+    sb_free(&t);
+    sb_puts(&c, "\n    \"\"\"\n");
+    sb_add(&c, sb_str(&s->checks), s->checks.n);
+    sb_puts(&c, "    device = load().device\n    kernels, pool = _kernels, _pool\n");
+    if (s->externs)
+        sb_puts(&c, "    ext = externs()\n");
+    sb_add(&c, sb_str(&s->body), s->body.n);
+    sb_puts(&c, "    return ");
+    for (size_t i = 0; i < nout; i++) {
+        sb_puts(&c, i ? ", " : "");
+        py_name(&c, tilec_wir_output(s->w, i));
+    }
+    sb_puts(&c, "\n");
+
+    py_bench_main(&c, s);
+    int bad = s->failed || c.failed || s->body.failed || s->checks.failed || s->kernels.failed ||
+              tilec_emit_write(e, pyname, sb_str(&c), c.n);
+    sb_free(&c);
+    sb_free(&s->body);
+    sb_free(&s->checked);
+    sb_free(&s->checks);
+    sb_free(&s->kernels);
+    free(s);
+    return bad ? -1 : 0;
+}
+
+const tilec_emitter tilec_emit_py_emitter = {
+    .name = "py",
+    .description = "a Python wrapper per graph (NAME.py) over the tilec package",
+    .begin = py_begin,
+    .hooks =
+        {
+            {
+                {
+                    .comment = h_comment,
+                    .kernel_def = h_kernel_def,
+                    .allocate = h_allocate,
+                    .reuse = h_reuse,
+                    .free_if_not_reused = h_free,
+                    .free = h_free,
+                    .reinterpret = h_reinterpret,
+                    .kernel_call = h_kernel_call,
+                    .extern_call = h_extern_call,
+                    .extern_alloc = h_extern_alloc,
+                    .multi_output = h_multi_output,
+                    .assert_shape = h_assert_shape,
+                },
+            },
+        },
+    .end = py_end,
+};

@@ -1,0 +1,78 @@
+/* fs_helpers.h: temporary directories, files and shell commands for the
+ * Criterion suites that run the tilec command or write output trees. */
+#ifndef TILEC_TESTS_FS_HELPERS_H
+#define TILEC_TESTS_FS_HELPERS_H
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "helpers.h"
+
+static inline void make_tmpdir(char *dir, size_t cap)
+{
+    snprintf(dir, cap, "/tmp/tilec_test_XXXXXX");
+    cr_assert(mkdtemp(dir), "mkdtemp");
+}
+
+/* The names in dir, sorted, each followed by '\n' ("" when empty). */
+static inline char *list_dir(const char *dir)
+{
+    struct dirent **ents = NULL;
+    int n = scandir(dir, &ents, NULL, alphasort);
+    cr_assert_geq(n, 0, "cannot read %s", dir);
+    membuf mb = {0};
+    for (int i = 0; i < n; i++) {
+        if (strcmp(ents[i]->d_name, ".") && strcmp(ents[i]->d_name, "..") && strcmp(ents[i]->d_name, "__pycache__")) {
+            membuf_write(&mb, ents[i]->d_name, strlen(ents[i]->d_name));
+            membuf_write(&mb, "\n", 1);
+        }
+        free(ents[i]);
+    }
+    free(ents);
+    return mb.s ? mb.s : calloc(1, 1);
+}
+
+/* Remove dir and everything in it. */
+static inline void rm_dir(const char *dir)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0, "cannot remove %s", dir);
+}
+
+static inline char *read_in(const char *dir, const char *file)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    return read_file(path, NULL);
+}
+
+/* Run a shell command line; its exit status, stdout+stderr in *out. */
+static inline int sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline int sh(char **out, const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    cr_assert(n > 0 && (size_t)n < sizeof cmd - 8);
+    strcat(cmd, " 2>&1");
+    FILE *p = popen(cmd, "r");
+    cr_assert(p);
+    membuf mb = {0};
+    char buf[4096];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, p)) > 0)
+        membuf_write(&mb, buf, k);
+    int st = pclose(p);
+    *out = mb.s ? mb.s : calloc(1, 1);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+#endif
