@@ -181,12 +181,8 @@ $(BUILD)/obj/runtime/%.o: CPPFLAGS += -I$(CUDA)/include
 demo: deps
 	@$(MAKE) --no-print-directory check-examples
 
-check-examples: all
-	@for f in $(EXAMPLES); do \
-	    printf 'tilec %s --check ... ' "$$f"; \
-	    $(TILEC) $$f --check && echo ok || exit 1; \
-	done
-	@echo; echo "== tilec examples/matmul.tile --emit ast"; $(TILEC) examples/matmul.tile --emit ast
+check-examples: all $(BUILD)/bench/e2e $(BUILD)/bench/e2e_fused
+	@tools/demo.sh $(BUILD)
 
 test: deps
 	@$(MAKE) --no-print-directory test-run

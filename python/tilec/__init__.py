@@ -407,7 +407,7 @@ class Kernel:
 
     def __init__(self, module, name, variant=None):
         self.module, self.name, self.variant = module, name, variant
-        self.last_variant = None
+        self.last_variant = variant
         h = _lib.tilec_program_kernel(module._prog, name.encode(), 0 if variant is None else variant)
         if not h:
             raise TilecError(f"no kernel {name!r} variant {variant} in {module.path}")
@@ -415,28 +415,35 @@ class Kernel:
         self.kinds = [meta.kinds[i] for i in range(meta.nparams)]
         self.threads = meta.block_x
         self.shared_bytes = meta.dyn_smem_bytes
+        # what a launch needs, worked out once: a call is then one pass
+        # over the arguments and one ctypes call
+        self._name_b = name.encode()
+        self._array = _Arg * max(len(self.kinds), 1)
+        fields = {PTR: None, F32: "f32", F64: "f64", I32: "i32", I64: "i64", U32: "u32", U64: "u64"}
+        self._fields = [fields[k] for k in self.kinds]
 
     def __call__(self, *args, stream=None):
-        if len(args) != len(self.kinds):
-            raise TilecError(f"{self.name} takes {len(self.kinds)} arguments, got {len(args)}")
-        packed = (_Arg * max(len(args), 1))()
-        for i, (a, k) in enumerate(zip(args, self.kinds)):
-            if k == PTR:
-                packed[i].ptr = pointer_of(a)
-            elif k in (F32, F64):
-                setattr(packed[i], "f32" if k == F32 else "f64", float(a))
+        fields = self._fields
+        if len(args) != len(fields):
+            raise TilecError(f"{self.name} takes {len(fields)} arguments, got {len(args)}")
+        packed = self._array()
+        for i, a in enumerate(args):
+            f = fields[i]
+            if f is None:
+                packed[i].ptr = a.ptr if type(a) is Buffer else pointer_of(a)
+            elif f[0] == "f":
+                setattr(packed[i], f, float(a))
             else:
-                setattr(packed[i], {I32: "i32", I64: "i64", U32: "u32", U64: "u64"}[k], int(a))
+                setattr(packed[i], f, int(a))
         stream_p = ctypes.c_void_p(stream) if stream else None
         if self.variant is None:
             chosen = ctypes.c_int(-1)
-            st = _lib.tilec_program_launch_best(self.module._prog, self.name.encode(), packed, len(args), stream_p,
+            st = _lib.tilec_program_launch_best(self.module._prog, self._name_b, packed, len(args), stream_p,
                                                 ctypes.byref(chosen))
             self.last_variant = chosen.value
         else:
-            st = _lib.tilec_program_launch(self.module._prog, self.name.encode(), self.variant, packed, len(args),
+            st = _lib.tilec_program_launch(self.module._prog, self._name_b, self.variant, packed, len(args),
                                            stream_p)
-            self.last_variant = self.variant
         if st != 0:
             raise TilecError(f"launch of {self.name}: " + _lib.tilec_rt_last_error(self.module.device._h).decode())
 
