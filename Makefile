@@ -93,10 +93,14 @@ $(BUILD)/gen/wrappers/e2e.c $(BUILD)/gen/wrappers/e2e.h $(BUILD)/gen/wrappers/e2
 $(BUILD)/obj/gen/wrappers/%.o: $(BUILD)/gen/wrappers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra -Werror $(SANFLAGS) -Iinclude -c -o $@ $<
-$(BUILD)/obj/tests/test_gpu_wrapper.o: $(BUILD)/gen/wrappers/e2e.h $(BUILD)/gen/wrappers/e2e_fused.h
+$(BUILD)/gen/wrappers/block.c $(BUILD)/gen/wrappers/block.h &: examples/block.tile $(TILEC)
+	@mkdir -p $(BUILD)/gen/wrappers
+	$(TILEC) examples/block.tile --emit c -o $(BUILD)/gen/wrappers
+$(BUILD)/obj/tests/test_gpu_wrapper.o: $(BUILD)/gen/wrappers/e2e.h $(BUILD)/gen/wrappers/e2e_fused.h \
+    $(BUILD)/gen/wrappers/block.h
 $(BUILD)/obj/tests/test_gpu_wrapper.o: CPPFLAGS += -I$(BUILD)/gen/wrappers
 $(BUILD)/tests/test_gpu_wrapper: $(BUILD)/obj/tests/test_gpu_wrapper.o $(BUILD)/obj/gen/wrappers/e2e.o \
-    $(BUILD)/obj/gen/wrappers/e2e_fused.o $(LIBA)
+    $(BUILD)/obj/gen/wrappers/e2e_fused.o $(BUILD)/obj/gen/wrappers/block.o $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
 $(BUILD)/obj/bench/%.o: CFLAGS += -Wno-missing-prototypes -Wno-double-promotion

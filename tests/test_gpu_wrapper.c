@@ -7,6 +7,7 @@
  * prints one SKIP line and succeeds. */
 #include <criterion/criterion.h>
 
+#include "block.h"
 #include "e2e.h"
 #include "e2e_fused.h"
 #include "gpu_helpers.h"
@@ -137,3 +138,90 @@ Test(wrapper, shape_checks_name_tensor_and_sizes)
 }
 
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU wrapper tests"); }
+
+/* ---- examples/block.tile: cuBLAS and a user extern registered in C ---- */
+
+/* my_lib_topk2 for the test: the maximum of each row and its index, on the
+ * host (copy in, compute, copy out, on the legacy stream the wrapper uses) */
+static int topk2(void *user, tilec_rt *r, void *stream, const tilec_tensor *in, uint32_t nin, tilec_tensor *out,
+                 uint32_t nout, char *err, size_t errlen)
+{
+    (void)user;
+    (void)stream;
+    if (nin != 1 || nout != 2 || in[0].rank != 2) {
+        snprintf(err, errlen, "topk2: bad arguments");
+        return 1;
+    }
+    int64_t R = in[0].sizes[0], C = in[0].sizes[1];
+    float *h = malloc((size_t)(R * C) * 4), *s = malloc((size_t)R * 4);
+    int32_t *idx = malloc((size_t)R * 4);
+    int bad = tilec_rt_synchronize(r) || tilec_rt_memcpy_dtoh(r, h, in[0].data, (size_t)(R * C) * 4);
+    for (int64_t i = 0; !bad && i < R; i++) {
+        s[i] = h[i * C];
+        idx[i] = 0;
+        for (int64_t c = 1; c < C; c++)
+            if (h[i * C + c] > s[i]) {
+                s[i] = h[i * C + c];
+                idx[i] = (int32_t)c;
+            }
+    }
+    bad = bad || tilec_rt_memcpy_htod(r, out[0].data, s, (size_t)R * 4) ||
+          tilec_rt_memcpy_htod(r, out[1].data, idx, (size_t)R * 4);
+    free(h);
+    free(s);
+    free(idx);
+    if (bad)
+        snprintf(err, errlen, "topk2: %s", tilec_rt_last_error(r));
+    return bad;
+}
+
+Test(wrapper, block_with_cublas_and_a_user_extern, .timeout = 120)
+{
+    char err[1024];
+    block_module *bm = NULL;
+    cr_assert_eq(block_load(rt, &bm, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tilec_externs_register(block_externs(bm), "my_lib_topk2", topk2, NULL), 0);
+    const int R = 33, C = 64;
+    unsigned long long seed = gk_seed();
+    float *x = malloc((size_t)(R * C) * 4), *w = malloc((size_t)(C * C) * 4);
+    fill_random(x, (size_t)(R * C), &seed);
+    fill_random(w, (size_t)(C * C), &seed);
+    /* reference: h = (0.5 x + 1) @ w, y = relu(h) + x, s = row max of h */
+    double *h = calloc((size_t)(R * C), sizeof *h);
+    for (int i = 0; i < R; i++)
+        for (int k = 0; k < C; k++)
+            for (int j = 0; j < C; j++)
+                h[i * C + j] += (0.5 * x[i * C + k] + 1.0) * w[k * C + j];
+    tilec_tensor tx = tensor(upload(x, (size_t)(R * C)), R, C), tw = tensor(upload(w, (size_t)(C * C)), C, C);
+    tilec_tensor y, s, flat;
+    cr_assert_eq(block_run(bm, &tx, &tw, &y, &s, &flat, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tilec_rt_synchronize(rt), TILEC_RT_OK);
+    cr_expect_eq(flat.rank, 1);
+    cr_expect_eq(flat.sizes[0], R * C);
+    cr_expect_eq(flat.data, y.data, "flat is a view of y");
+    float *gy = malloc((size_t)(R * C) * 4), *gs = malloc((size_t)R * 4);
+    cr_assert_eq(tilec_rt_memcpy_dtoh(rt, gy, y.data, (size_t)(R * C) * 4), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_memcpy_dtoh(rt, gs, s.data, (size_t)R * 4), TILEC_RT_OK);
+    double ey = 0, es = 0;
+    for (int i = 0; i < R; i++) {
+        double mx = h[i * C];
+        for (int j = 0; j < C; j++) {
+            double want = fmax(h[i * C + j], 0.0) + x[i * C + j];
+            ey = fmax(ey, fabs(gy[i * C + j] - want));
+            mx = fmax(mx, h[i * C + j]);
+        }
+        es = fmax(es, fabs(gs[i] - mx));
+    }
+    cr_expect_leq(ey, 1e-3, "y: max error %g", ey);
+    cr_expect_leq(es, 1e-3, "s: max error %g", es);
+    tilec_rt_free(rt, y.data);
+    tilec_rt_free(rt, s.data);
+    tilec_rt_free(rt, tx.data);
+    tilec_rt_free(rt, tw.data);
+    free(x);
+    free(w);
+    free(h);
+    free(gy);
+    free(gs);
+    block_unload(bm);
+}
