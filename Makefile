@@ -110,7 +110,7 @@ FAKECUDA = $(BUILD)/tests/libfakecuda.so
 $(FAKECUDA): tests/fake_cuda.c tests/fake_cuda.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -I$(CUDA)/include $(CFLAGS) -Wno-missing-prototypes -shared $(LDFLAGS) -o $@ $<
-$(BUILD)/tests/test_runtime $(BUILD)/tests/test_externs: | $(FAKECUDA)
+$(BUILD)/tests/test_runtime $(BUILD)/tests/test_externs $(BUILD)/tests/test_multikernel: | $(FAKECUDA)
 
 # The demo emitter plugin of tests/test_emit.c, and a build of it whose
 # tilec_plugin_register fails. Its tilec_* calls resolve against the program

@@ -30,6 +30,8 @@ static const char usage[] =
     "                    NAME_vK.cubin and NAME_vK.meta (launch metadata)\n"
     "  --arch sm_XY      the architecture for --emit cubin (default sm_90)\n"
     "  --emit c          a C wrapper per graph: NAME.c and NAME.h (into -o DIR)\n"
+    "  --aot sm_XY       with --emit c: compile the kernels now for sm_XY and embed\n"
+    "                    the CUBINs (no .tile source, no NVRTC at load)\n"
     "  --emit py         a Python wrapper per graph: NAME.py (into -o DIR)\n"
     "  --emit NAME       any registered emitter (see --plugin)\n"
     "  --plugin LIB.so   load emitters from a shared object (tilec_plugin_register)\n"
@@ -64,7 +66,7 @@ static int buf_write(void *user, const char *data, size_t len)
 /* --emit NAME with an emitter (built in, or from --plugin): every graph of
  * every file into DIR (-o) or to stdout. */
 static int emit_with(const char **files, int nfiles, const char *emit, const char *dir, const char *const *plugins,
-                     int nplugins, unsigned max_errors)
+                     int nplugins, unsigned max_errors, const char *aot)
 {
     tilec_ctx *ctx = tilec_ctx_new();
     if (!ctx)
@@ -96,7 +98,8 @@ static int emit_with(const char **files, int nfiles, const char *emit, const cha
         if (tilec_parse_file(ctx, files[i], &m) != TILEC_OK) {
             status = EXIT_INPUT;
         } else {
-            tilec_emit_options o = {.dir = dir, .plan = 1};
+            const char *const keys[] = {"aot"}, *const values[] = {aot};
+            tilec_emit_options o = {.dir = dir, .plan = 1, .keys = keys, .values = values, .noptions = aot ? 1 : 0};
             if (tilec_module_emit(ctx, m, emit, &o, tilec_sink_file(stdout)) != TILEC_OK)
                 status = EXIT_INPUT;
         }
@@ -195,7 +198,7 @@ static int emit_cubins(const char **files, int nfiles, const char *dir, const ch
 
 int main(int argc, char **argv)
 {
-    const char *emit = NULL, *out = NULL, *arch = "sm_90";
+    const char *emit = NULL, *out = NULL, *arch = "sm_90", *aot = NULL;
     unsigned max_errors = 0;
     const char *sizes_spec = NULL;
     const char *plugins[16];
@@ -223,7 +226,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--check")) {
             emit = emit ? emit : "check";
         } else if (!strcmp(a, "--emit") || !strcmp(a, "-o") || !strcmp(a, "--max-errors") || !strcmp(a, "--arch") ||
-                   !strcmp(a, "--sizes") || !strcmp(a, "--plugin")) {
+                   !strcmp(a, "--sizes") || !strcmp(a, "--plugin") || !strcmp(a, "--aot")) {
             if (i + 1 >= argc) {
                 free(files);
                 return usage_error("%s needs an argument", a);
@@ -233,6 +236,8 @@ int main(int argc, char **argv)
                 out = v;
             else if (!strcmp(a, "--arch"))
                 arch = v;
+            else if (!strcmp(a, "--aot"))
+                aot = v;
             else if (!strcmp(a, "--emit"))
                 emit = v;
             else if (!strcmp(a, "--sizes"))
@@ -267,10 +272,14 @@ int main(int argc, char **argv)
     }
     if (!emit)
         emit = "check";
+    if (aot && strcmp(emit, "c")) {
+        free(files);
+        return usage_error("--aot needs --emit c%s", "");
+    }
     int builtin_kind = !strcmp(emit, "check") || !strcmp(emit, "ast") || !strcmp(emit, "cuda") ||
                        !strcmp(emit, "cubin") || !strcmp(emit, "ir");
     if (!builtin_kind) {
-        int st = emit_with(files, nfiles, emit, out, plugins, nplugins, max_errors);
+        int st = emit_with(files, nfiles, emit, out, plugins, nplugins, max_errors, aot);
         free(files);
         return st;
     }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "runtime/program_internal.h"
+#include "runtime/rt_internal.h"
 #include "tilec/cache.h"
 #include "tilec/log.h"
 
@@ -130,10 +131,10 @@ static int read_choice(const char *path, uint32_t nvariants)
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
-    int v = -1;
+    int v = -1, end = 0;
     char line[64];
-    if (fgets(line, sizeof line, f) && sscanf(line, "tilec multi-kernel choice %d", &v) == 1 && v >= 0 &&
-        (uint32_t)v < nvariants) {
+    if (fgets(line, sizeof line, f) && sscanf(line, "tilec multi-kernel choice %d%n", &v, &end) == 1 &&
+        (line[end] == '\n' || line[end] == 0) && v >= 0 && (uint32_t)v < nvariants) {
         fclose(f);
         return v;
     }
@@ -154,6 +155,17 @@ static void write_choice(const char *path, int v)
         unlink(tmp);
 }
 
+uint64_t mk_written_params(const tilec_kernel *k)
+{
+    int written[64] = {0};
+    find_stores(k, &k->body, written);
+    uint64_t w = 0;
+    for (uint32_t i = 0; i < k->nparams && i < 64; i++)
+        if (written[i])
+            w |= UINT64_C(1) << i;
+    return w;
+}
+
 static const pkernel *variant_of(const tilec_program *p, uint32_t first, int v) { return &p->ks[first + (uint32_t)v]; }
 
 /* Time every variant on scratch copies of the written buffers. */
@@ -162,8 +174,13 @@ static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_
 {
     tilec_rt *rt = p->rt;
     const tilec_kernel *k = p->ks[first].k;
+    const char *kname = p->ks[first].kname;
     int written[64] = {0};
-    find_stores(k, &k->body, written);
+    if (k)
+        find_stores(k, &k->body, written);
+    else /* loaded ahead of time: the stores were found at emit time */
+        for (uint32_t i = 0; i < nargs && i < 64; i++)
+            written[i] = (int)(p->ks[first].written >> i & 1);
     tilec_rt_arg scratch[64];
     uint64_t bases[64] = {0};
     memcpy(scratch, args, nargs * sizeof *args);
@@ -188,12 +205,12 @@ static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_
         float t[MK_ROUNDS];
         ms[v] = -1;
         const pkernel *pk = variant_of(p, first, (int)v);
-        if (tilec_program_launch(p, k->name, pk->variant, scratch, nargs, stream) != TILEC_RT_OK)
+        if (tilec_program_launch(p, kname, pk->variant, scratch, nargs, stream) != TILEC_RT_OK)
             continue; /* warm-up; a variant that cannot launch is never chosen */
         int ok = 1;
         for (int r = 0; r < MK_ROUNDS && ok; r++) {
             ok = tilec_rt_event_record(rt, ev[0], stream) == TILEC_RT_OK &&
-                 tilec_program_launch(p, k->name, pk->variant, scratch, nargs, stream) == TILEC_RT_OK &&
+                 tilec_program_launch(p, kname, pk->variant, scratch, nargs, stream) == TILEC_RT_OK &&
                  tilec_rt_event_record(rt, ev[1], stream) == TILEC_RT_OK &&
                  tilec_rt_event_synchronize(rt, ev[1]) == TILEC_RT_OK &&
                  tilec_rt_event_elapsed_ms(rt, ev[0], ev[1], &t[r]) == TILEC_RT_OK;
@@ -225,16 +242,19 @@ tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, co
     if (!p || !name || !p->rt || nargs > 64)
         return TILEC_RT_INVALID_ARG;
     uint32_t first = 0;
-    while (first < p->n && strcmp(p->ks[first].k->name, name))
+    while (first < p->n && strcmp(p->ks[first].kname, name))
         first++;
     if (first == p->n)
         return TILEC_RT_NOT_FOUND;
-    const tilec_kernel *k = p->ks[first].k;
-    uint32_t nv = tilec_kernel_variant_count(k);
-    if (nargs != k->nparams)
+    uint32_t nv = p->ks[first].nvariants;
+    if (nargs != p->ks[first].code.nparams || first + nv > p->n)
         return TILEC_RT_INVALID_ARG;
-    if (p->mk_forced < -1 || (p->mk_forced >= 0 && (uint32_t)p->mk_forced >= nv))
-        return TILEC_RT_INVALID_ARG; /* TILEC_MULTI_KERNEL names no variant of this kernel */
+    if (p->mk_forced == -2)
+        return rt_fail(p->rt, TILEC_RT_INVALID_ARG,
+                       "TILEC_MULTI_KERNEL is not a variant number (when the program was built)");
+    if (p->mk_forced >= 0 && (uint32_t)p->mk_forced >= nv)
+        return rt_fail(p->rt, TILEC_RT_INVALID_ARG, "TILEC_MULTI_KERNEL=%d, but kernel %s has %u variant%s (0 to %u)",
+                       p->mk_forced, name, nv, nv == 1 ? "" : "s", nv - 1);
     int v = 0;
     if (p->mk_forced >= 0) {
         v = p->mk_forced;

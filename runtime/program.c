@@ -215,6 +215,8 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
         for (uint32_t v = 0; v < tilec_kernel_variant_count(k); v++, at++) {
             pkernel *pk = &p->ks[at];
             pk->k = k;
+            pk->kname = k->name;
+            pk->nvariants = tilec_kernel_variant_count(k);
             pk->variant = (int)v;
             pk->arch = arch;
             uint32_t bad;
@@ -315,10 +317,73 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
     return TILEC_OK;
 }
 
+tilec_rt_status tilec_program_load(tilec_rt *rt, const tilec_aot_kernel *ks, uint32_t n, tilec_program **out)
+{
+    if (!out)
+        return TILEC_RT_INVALID_ARG;
+    *out = NULL;
+    if (!rt || (n && !ks))
+        return TILEC_RT_INVALID_ARG;
+    for (uint32_t i = 0; i < n; i++) { /* the table: variants consecutive, variant 0 first */
+        const tilec_aot_kernel *a = &ks[i];
+        if (!a->kernel || !a->name || !a->image || !a->size || !a->grid || a->nparams > 64 ||
+            (a->nparams && !a->kinds) || !a->nvariants || a->nvariants > 64 || a->variant < 0 ||
+            (uint32_t)a->variant >= a->nvariants || (uint32_t)a->variant > i ||
+            strcmp(ks[i - (uint32_t)a->variant].kernel, a->kernel) || ks[i - (uint32_t)a->variant].variant != 0 ||
+            i - (uint32_t)a->variant + a->nvariants > n)
+            return TILEC_RT_INVALID_ARG;
+    }
+    tilec_program *p = calloc(1, sizeof *p);
+    if (!p)
+        return TILEC_RT_NOMEM;
+    p->rt = rt;
+    pthread_mutex_init(&p->mk_mu, NULL);
+    p->mk_forced = mk_forced_from_env();
+    p->n = n;
+    p->st.kernels = n;
+    p->ks = calloc(n ? n : 1, sizeof *p->ks);
+    if (!p->ks) {
+        tilec_program_free(p);
+        return TILEC_RT_NOMEM;
+    }
+    double t0 = now_ms();
+    for (uint32_t i = 0; i < n; i++) {
+        const tilec_aot_kernel *a = &ks[i];
+        pkernel *pk = &p->ks[i];
+        pk->kname = a->kernel;
+        pk->nvariants = a->nvariants;
+        pk->variant = a->variant;
+        pk->written = a->written;
+        pk->grid = a->grid;
+        pk->code.name = strdup(a->name);
+        if (!pk->code.name) {
+            tilec_program_free(p);
+            return TILEC_RT_NOMEM;
+        }
+        pk->code.threads = a->threads;
+        pk->code.smem_bytes = a->smem_bytes;
+        pk->code.nparams = a->nparams;
+        pk->code.variant = a->variant;
+        if (a->nparams)
+            memcpy(pk->kinds, a->kinds, a->nparams * sizeof pk->kinds[0]);
+        tilec_rt_status st = tilec_rt_module_load(rt, a->image, a->size, &pk->mod);
+        tilec_rt_launch_meta meta = {pk->code.threads, pk->code.smem_bytes, pk->code.nparams, pk->kinds};
+        if (st == TILEC_RT_OK)
+            st = tilec_rt_kernel_get(pk->mod, pk->code.name, &meta, &pk->kern);
+        if (st != TILEC_RT_OK) {
+            tilec_program_free(p);
+            return st;
+        }
+    }
+    p->st.load_ms = now_ms() - t0;
+    *out = p;
+    return TILEC_RT_OK;
+}
+
 static const pkernel *find(const tilec_program *p, const char *name, int variant)
 {
     for (uint32_t i = 0; i < p->n; i++)
-        if (p->ks[i].variant == variant && !strcmp(p->ks[i].k->name, name))
+        if (p->ks[i].variant == variant && !strcmp(p->ks[i].kname, name))
             return &p->ks[i];
     return NULL;
 }
@@ -346,7 +411,7 @@ tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, i
         }
     }
     uint32_t grid[3];
-    if (tilec_kernel_grid(pk->k, pk->variant, scal, grid) != TILEC_OK)
+    if (pk->k ? tilec_kernel_grid(pk->k, pk->variant, scal, grid) != TILEC_OK : pk->grid(scal, grid) != 0)
         return TILEC_RT_INVALID_ARG;
     if (!grid[0] || !grid[1] || !grid[2])
         return TILEC_RT_OK; /* nothing to do */

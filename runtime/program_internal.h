@@ -10,7 +10,11 @@
 typedef struct mk_choice mk_choice;
 
 typedef struct pkernel {
-    const tilec_kernel *k;
+    const tilec_kernel *k; /* NULL when loaded ahead of time */
+    const char *kname;     /* the kernel's name */
+    uint32_t nvariants;
+    uint64_t written;      /* ahead of time: the parameters the kernel stores through */
+    int (*grid)(const int64_t *args, uint32_t grid[3]); /* ahead of time */
     int variant;
     tilec_kernel_code code;
     tilec_rt_param_kind kinds[64];
@@ -39,5 +43,7 @@ struct tilec_program {
 
 void mk_free(tilec_program *p);
 int mk_forced_from_env(void);
+/* Bit i: k stores through its parameter i (what multi-kernel timing copies). */
+uint64_t mk_written_params(const tilec_kernel *k);
 
 #endif

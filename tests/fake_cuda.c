@@ -163,6 +163,13 @@ static CUresult fake_CtxSynchronize(void) { return current ? CUDA_SUCCESS : CUDA
 
 /* ---- memory: host memory with the address as the device pointer ---- */
 
+/* the live allocations, for cuMemGetAddressRange */
+enum { MAX_ALLOCS = 256 };
+static struct {
+    CUdeviceptr base;
+    size_t size;
+} allocs[MAX_ALLOCS];
+
 static CUresult fake_MemAlloc(CUdeviceptr *p, size_t n)
 {
     if (!current)
@@ -175,13 +182,37 @@ static CUresult fake_MemAlloc(CUdeviceptr *p, size_t n)
     if (!m)
         return CUDA_ERROR_OUT_OF_MEMORY;
     memset(m, 0xAB, n); /* not zero: a missing fill shows */
+    for (int i = 0; i < MAX_ALLOCS; i++)
+        if (!allocs[i].base) {
+            allocs[i].base = (CUdeviceptr)(uintptr_t)m;
+            allocs[i].size = n;
+            break;
+        }
     state.live_allocs++;
     *p = (CUdeviceptr)(uintptr_t)m;
     return CUDA_SUCCESS;
 }
 
+static CUresult fake_MemGetAddressRange(CUdeviceptr *base, size_t *size, CUdeviceptr p)
+{
+    for (int i = 0; i < MAX_ALLOCS; i++)
+        if (allocs[i].base && p >= allocs[i].base && p < allocs[i].base + allocs[i].size) {
+            if (base)
+                *base = allocs[i].base;
+            if (size)
+                *size = allocs[i].size;
+            return CUDA_SUCCESS;
+        }
+    return CUDA_ERROR_NOT_FOUND;
+}
+
 static CUresult fake_MemFree(CUdeviceptr p)
 {
+    for (int i = 0; i < MAX_ALLOCS; i++)
+        if (allocs[i].base == p) {
+            allocs[i].base = 0;
+            break;
+        }
     free((void *)(uintptr_t)p);
     state.live_allocs--;
     return CUDA_SUCCESS;
@@ -264,6 +295,8 @@ static CUresult fake_StreamSynchronize(CUstream s)
 struct fake_event {
     struct timespec t;
     int recorded;
+    int fake; /* recorded on the fake clock, at clock_ms */
+    double clock_ms;
 };
 
 static CUresult fake_EventCreate(CUevent *e, unsigned flags)
@@ -287,6 +320,9 @@ static CUresult fake_EventRecord(CUevent e, CUstream s)
     struct fake_event *ev = (struct fake_event *)e;
     clock_gettime(CLOCK_MONOTONIC, &ev->t);
     ev->recorded = 1;
+    ev->fake = state.fake_clock;
+    ev->clock_ms = state.clock_ms;
+    state.event_records++;
     return CUDA_SUCCESS;
 }
 
@@ -301,6 +337,10 @@ static CUresult fake_EventElapsedTime(float *ms, CUevent a, CUevent b)
     struct fake_event *x = (struct fake_event *)a, *y = (struct fake_event *)b;
     if (!x->recorded || !y->recorded)
         return CUDA_ERROR_INVALID_VALUE;
+    if (x->fake && y->fake) {
+        *ms = (float)(y->clock_ms - x->clock_ms);
+        return CUDA_SUCCESS;
+    }
     double d = (double)(y->t.tv_sec - x->t.tv_sec) * 1e3 + (double)(y->t.tv_nsec - x->t.tv_nsec) / 1e6;
     *ms = (float)d;
     return CUDA_SUCCESS;
@@ -321,6 +361,9 @@ static const fake_kernel kernels[] = {
     {"fail_launch", 0, {0}, 1024, 0},
     {"heavy", 1, {8}, 256, 0},
     {"static_smem", 0, {0}, 1024, 40 << 10},
+    {"mk_v0", 3, {8, 8, 4}, 1024, 0},
+    {"mk_v1", 3, {8, 8, 4}, 1024, 0},
+    {"mk_v2", 3, {8, 8, 4}, 1024, 0},
 };
 
 static CUresult fake_ModuleLoadData(CUmodule *m, const void *image)
@@ -391,7 +434,8 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
         return CUDA_ERROR_INVALID_VALUE;
     if (strcmp(k->name, "fail_launch") == 0)
         return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
-    if (strcmp(k->name, "scale2") == 0) {
+    int mk = strncmp(k->name, "mk_v", 4) == 0 ? k->name[4] - '0' : -1;
+    if (strcmp(k->name, "scale2") == 0 || mk >= 0) {
         const float *x;
         float *y;
         int32_t n;
@@ -399,8 +443,16 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
         memcpy(&y, params[1], sizeof y);
         memcpy(&n, params[2], sizeof n);
         uint64_t threads = (uint64_t)gx * gy * gz * bx * by * bz;
+        if (mk >= 0) /* a tile kernel: each thread does several elements */
+            threads = UINT64_MAX;
         for (uint64_t i = 0; i < threads && i < (uint64_t)(n > 0 ? n : 0); i++)
             y[i] = 2.0f * x[i];
+        if (mk >= 0) {
+            state.mk_launches[mk]++;
+            state.clock_ms += (double)state.mk_ms[mk];
+            if ((unsigned long long)(uintptr_t)y == state.out_watch)
+                state.out_watch_hits++;
+        }
     } else if (strcmp(k->name, "args7") == 0) {
         memset(state.args, 0, sizeof state.args);
         for (int i = 0; i < k->nparams; i++)
@@ -425,7 +477,7 @@ static const struct {
     ENTRY(DeviceGetCount),     ENTRY(DeviceGet),          ENTRY(DeviceGetName),     ENTRY(DeviceGetAttribute),
     ENTRY(DeviceTotalMem),     ENTRY(DevicePrimaryCtxRetain), ENTRY(DevicePrimaryCtxRelease),
     ENTRY(CtxSetCurrent),      ENTRY(CtxGetCurrent),      ENTRY(CtxSynchronize),    ENTRY(MemAlloc),
-    ENTRY(MemFree),            ENTRY(MemcpyHtoD),         ENTRY(MemcpyDtoH),        ENTRY(MemcpyDtoD),
+    ENTRY(MemFree),            ENTRY(MemGetAddressRange),            ENTRY(MemcpyHtoD),         ENTRY(MemcpyDtoH),        ENTRY(MemcpyDtoD),
     ENTRY(MemcpyHtoDAsync),    ENTRY(MemcpyDtoHAsync),    ENTRY(MemcpyDtoDAsync),   ENTRY(MemsetD32),
     ENTRY(MemsetD32Async),     ENTRY(StreamCreate),       ENTRY(StreamDestroy),     ENTRY(StreamSynchronize),
     ENTRY(EventCreate),        ENTRY(EventDestroy),       ENTRY(EventRecord),       ENTRY(EventSynchronize),

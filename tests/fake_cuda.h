@@ -17,7 +17,11 @@
  *   args7(ptr, i32, i64, f32, f64, u32, u64): records its argument bytes
  *   fail_launch(): the launch returns CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
  *   heavy(ptr): at most 256 threads per block
- *   static_smem(): 40 KiB of static shared memory */
+ *   static_smem(): 40 KiB of static shared memory
+ *   mk_v0, mk_v1, mk_v2 (ptr x, ptr y, i32 n): as scale2; the variants of
+ *     the multi-kernel test (tests/test_multikernel.c). Each launch counts in
+ *     mk_launches[v] and, when fake_clock is set, advances the clock that
+ *     events record by mk_ms[v], so that the test picks the fastest. */
 
 #define FAKE_CUDA_OPTIN_SMEM 232448 /* the H100's opt-in limit per block */
 
@@ -31,6 +35,14 @@ typedef struct fake_cuda_state {
     unsigned grid[3], block[3], smem;
     void *stream;
     unsigned char args[8][8];       /* args7's arguments, each as many bytes as its parameter */
+    /* the multi-kernel test */
+    int event_records;              /* cuEventRecord calls */
+    int fake_clock;                 /* 1: events read a clock only mk_v* launches advance */
+    double clock_ms;                /* that clock */
+    float mk_ms[3];                 /* what one launch of mk_v<i> takes on it */
+    int mk_launches[3];             /* launches of mk_v<i> */
+    unsigned long long out_watch;   /* a device pointer: */
+    int out_watch_hits;             /* mk_v* launches whose y is out_watch */
 } fake_cuda_state;
 
 fake_cuda_state *fake_cuda_state_get(void);

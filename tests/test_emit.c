@@ -901,3 +901,67 @@ Test(emit, directory_in_the_way_writes_nothing)
     tilec_ctx_free(ctx);
     rm_dir(dir);
 }
+
+/* ---- --aot ARCH: the kernels compiled at emit time, no .tile source ---- */
+
+Test(emit, aot_embeds_cubins_and_compiles, .timeout = 300)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    char *out;
+    cr_expect_eq(sh(&out, "%s tests/golden/ir/chain.tile --emit c --aot sm_90 -o %s", TILEC_BIN, dir), 0, "%s", out);
+    free(out);
+    char *c = read_in(dir, "chain.c"), *h = read_in(dir, "chain.h");
+    char *src = read_file("tests/golden/ir/chain.tile", NULL);
+    cr_assert(c && h && src);
+    cr_expect_null(strstr(c, "tl_source"), "the .tile source is embedded");
+    cr_expect_null(strstr(c, "tilec_parse_string"));
+    cr_expect_null(strstr(c, "tilec_program_build"));
+    /* no line of the .tile text (kernels, graphs) shows up in the wrapper */
+    for (char *line = strtok(src, "\n"); line; line = strtok(NULL, "\n"))
+        if (strlen(line) > 20 && strncmp(line, "//", 2))
+            cr_expect_null(strstr(c, line), "the source line '%s' is in the wrapper", line);
+    cr_expect(strstr(c, "/* the kernels, compiled ahead of time for sm_90 */"));
+    cr_expect(strstr(c, "static const unsigned char tl_cubin_"));
+    cr_expect(strstr(c, "static const tilec_aot_kernel tl_kernels[] = {"));
+    cr_expect(strstr(c, "tilec_program_load(rt, tl_kernels, TL_NKERNELS, &M->prog)"));
+    cr_expect(strstr(h, "compiled ahead of time for sm_90"));
+    expect_compiles(dir, "chain.c");
+    free(c);
+    free(h);
+    free(src);
+    rm_dir(dir);
+}
+
+Test(emit, aot_bad_arch_writes_nothing)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    const char *bad[] = {"sm_9", "90", "compute_90", "sm_90x", "sm_"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *out;
+        cr_expect_eq(sh(&out, "%s tests/golden/ir/chain.tile --emit c --aot %s -o %s 2>&1", TILEC_BIN, bad[i], dir), 1);
+        char want[128];
+        snprintf(want, sizeof want, "--aot: '%s' is not a GPU architecture", bad[i]);
+        cr_expect(strstr(out, want), "no '%s' in:\n%s", want, out);
+        free(out);
+        char *names = list_dir(dir);
+        cr_expect_str_eq(names, "", "--aot %s wrote files", bad[i]);
+        free(names);
+    }
+    rm_dir(dir);
+}
+
+Test(emit, aot_needs_emit_c)
+{
+    const char *cmds[] = {"--emit py --aot sm_90 -o /tmp/tilec_aot_never", "--emit ir --aot sm_90",
+                          "--aot sm_90", "--emit c -o /tmp/tilec_aot_never --aot"};
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        char *out;
+        cr_expect_eq(sh(&out, "%s tests/golden/ir/chain.tile %s 2>&1", TILEC_BIN, cmds[i]), 2, "%s", cmds[i]);
+        cr_expect(strstr(out, i < 3 ? "--aot needs --emit c" : "--aot needs an argument"), "%s: %s", cmds[i], out);
+        free(out);
+    }
+    struct stat st;
+    cr_expect_neq(stat("/tmp/tilec_aot_never", &st), 0, "a usage error created the output directory");
+}

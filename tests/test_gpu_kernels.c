@@ -4,6 +4,8 @@
  * each launch so an unwritten element fails. Without a GPU the binary
  * prints one SKIP line and succeeds. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "gpu_helpers.h"
 
@@ -287,6 +289,127 @@ Test(gpu, block_kernels)
     }
     gk_free(&ss);
     gk_free(&ra);
+}
+
+/* The multi-kernel dispatcher on the device: bench/multikernel/mm.tile's
+ * mm_f32 (three variants on M) through tilec_program_launch_best over a
+ * sweep of M; whatever variant is chosen, the output must match the CPU
+ * for every M. A second program on the same cache directory (a new
+ * process, as far as the program goes) must launch every M with the
+ * stored choice, without timing: TILEC_LOGS=multi_kernel says
+ * "(stored choice)" instead of the timings. */
+static tilec_program *mk_build(const char *dir, tilec_ctx **ctx, tilec_module **m, tilec_cache **cache)
+{
+    *ctx = tilec_ctx_new();
+    cr_assert_eq(tilec_parse_file(*ctx, "bench/multikernel/mm.tile", m), TILEC_OK);
+    cr_assert_eq(tilec_cache_open(dir, cache), TILEC_RT_OK);
+    tilec_build_options o = {.arch = arch, .cache = *cache};
+    tilec_program *p = NULL;
+    cr_assert_eq(tilec_program_build(*ctx, rt, *m, &o, &p), TILEC_OK);
+    return p;
+}
+
+static void mk_sweep(tilec_program *p, int pass, int *chosen)
+{
+    static const int Ms[] = {1, 17, 64, 100, 256, 1000, 4096};
+    const int N = 96, K = 40;
+    for (size_t s = 0; s < sizeof Ms / sizeof Ms[0]; s++) {
+        int M = Ms[s];
+        float *a = random_floats((size_t)M * K), *b = random_floats((size_t)K * N);
+        double *want = calloc((size_t)M * N, sizeof *want);
+        for (int i = 0; i < M; i++)
+            for (int k = 0; k < K; k++)
+                for (int j = 0; j < N; j++)
+                    want[(size_t)i * N + j] += (double)a[(size_t)i * K + k] * (double)b[(size_t)k * N + j];
+        uint64_t da = upload(a, (size_t)M * K * 4), db = upload(b, (size_t)K * N * 4), dc = poisoned((size_t)M * N);
+        tilec_rt_arg args[6] = {{.ptr = da}, {.ptr = db}, {.ptr = dc}, {.i32 = M}, {.i32 = N}, {.i32 = K}};
+        int v = -1;
+        tilec_rt_status st = tilec_program_launch_best(p, "mm_f32", args, 6, NULL, &v);
+        cr_assert_eq(st, TILEC_RT_OK, "M = %d: %s: %s", M, tilec_rt_status_string(st), tilec_rt_last_error(rt));
+        cr_expect(v >= 0 && v < 3, "M = %d: variant %d", M, v);
+        if (pass == 0)
+            chosen[s] = v;
+        else
+            cr_expect_eq(v, chosen[s], "M = %d: the stored choice", M);
+        char what[64];
+        snprintf(what, sizeof what, "pass %d, M = %d, variant %d", pass, M, v);
+        download_check(dc, want, (size_t)M * N, 1e-4, what);
+        tilec_rt_free(rt, da);
+        tilec_rt_free(rt, db);
+        tilec_rt_free(rt, dc);
+        free(a);
+        free(b);
+        free(want);
+    }
+}
+
+static size_t count_lines(const char *log, const char *needle)
+{
+    size_t n = 0;
+    for (const char *s = log; (s = strstr(s, needle)); s++)
+        n++;
+    return n;
+}
+
+Test(gpu, multikernel_sweep_and_stored_choice, .timeout = 600)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/tilec_gpu_mk_XXXXXX");
+    cr_assert(mkdtemp(dir));
+    unsetenv("TILEC_MULTI_KERNEL");
+    unsetenv("TILEC_DISABLE_MULTI_KERNEL_CACHE");
+    char logpath[128];
+    snprintf(logpath, sizeof logpath, "%s/stderr.txt", dir);
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert_geq(fd, 0);
+    dup2(fd, 2);
+    close(fd);
+    setenv("TILEC_LOGS", "multi_kernel", 1);
+
+    int chosen[7];
+    long first_end = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        tilec_ctx *ctx;
+        tilec_module *m;
+        tilec_cache *cache;
+        tilec_program *p = mk_build(dir, &ctx, &m, &cache);
+        mk_sweep(p, pass, chosen);
+        tilec_program_free(p);
+        tilec_cache_close(cache);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+        fflush(stderr);
+        if (pass == 0)
+            first_end = lseek(2, 0, SEEK_CUR);
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    unsetenv("TILEC_LOGS");
+
+    FILE *f = fopen(logpath, "r");
+    cr_assert_not_null(f);
+    static char log[1 << 16];
+    size_t n = fread(log, 1, sizeof log - 1, f);
+    log[n] = 0;
+    fclose(f);
+    cr_assert(first_end > 0 && (size_t)first_end <= n, "no multi_kernel log: %s", log);
+    char *second = log + first_end;
+    size_t timed_second = count_lines(second, " ms\n");
+    size_t stored_second = count_lines(second, "(stored choice)\n");
+    second[-1] = 0; /* the first pass alone (its last line loses its newline) */
+    size_t timed_first = count_lines(log, " of ");
+    cr_expect_eq(timed_first, 7, "the first program times every M:\n%s", log);
+    cr_expect_eq(timed_second, 0, "the second program times nothing:\n%s", second);
+    cr_expect_eq(stored_second, 7, "the second program reads every stored choice:\n%s", second);
+    for (int i = 0; i < 7; i++)
+        cr_log_info("M sweep %d: variant %d", i, chosen[i]);
+
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
 }
 
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU kernel tests"); }

@@ -816,3 +816,90 @@ Test(rt_fake, make_current_elsewhere)
     tilec_rt_module_unload(m);
     tilec_rt_close(rt);
 }
+
+/* ---- ahead-of-time programs (tilec --emit c --aot): loaded from a table, no NVRTC ---- */
+#include "tilec/program.h"
+
+static int aot_grid(const int64_t *a, uint32_t g[3])
+{
+    if (a[2] < 0)
+        return -1;
+    g[0] = (uint32_t)((a[2] + 127) / 128);
+    g[1] = g[2] = 1;
+    return 0;
+}
+
+Test(rt_fake, aot_program_loads_and_launches)
+{
+    tilec_rt *rt = fake_open();
+    const tilec_aot_kernel ks[] = {
+        {"scale", 0, 1, "scale2", fake_image, sizeof fake_image, 128, 0, 3, scale2_kinds, 0x2, aot_grid},
+    };
+    tilec_program *p = NULL;
+    cr_assert_eq(tilec_program_load(rt, ks, 1, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+    cr_expect_eq(fake->live_modules, 1);
+    cr_expect_not_null(tilec_program_kernel(p, "scale", 0));
+    cr_expect_null(tilec_program_kernel(p, "scale", 1));
+    enum { N = 300 };
+    float x[N], y[N];
+    for (int i = 0; i < N; i++)
+        x[i] = (float)i;
+    uint64_t dx, dy;
+    cr_assert_eq(tilec_rt_malloc(rt, sizeof x, &dx), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_malloc(rt, sizeof y, &dy), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_memcpy_htod(rt, dx, x, sizeof x), TILEC_RT_OK);
+    tilec_rt_arg args[3] = {{.ptr = dx}, {.ptr = dy}, {.i32 = N}};
+    int before = fake->launches;
+    cr_assert_eq(tilec_program_launch(p, "scale", 0, args, 3, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+    cr_expect_eq(fake->grid[0], 3, "the grid comes from the table's function");
+    cr_expect_eq(fake->block[0], 128);
+    int chosen = -1;
+    cr_assert_eq(tilec_program_launch_best(p, "scale", args, 3, NULL, &chosen), TILEC_RT_OK);
+    cr_expect_eq(chosen, 0);
+    cr_expect_eq(fake->launches, before + 2);
+    cr_assert_eq(tilec_rt_memcpy_dtoh(rt, y, dy, sizeof y), TILEC_RT_OK);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(y[i], 2.0f * x[i], "y[%d]", i);
+    args[2].i32 = -1; /* the grid function refuses */
+    cr_expect_eq(tilec_program_launch(p, "scale", 0, args, 3, NULL), TILEC_RT_INVALID_ARG);
+    cr_expect_eq(tilec_program_launch(p, "nope", 0, args, 3, NULL), TILEC_RT_INVALID_ARG);
+    cr_expect_eq(tilec_program_launch(p, "scale", 0, args, 2, NULL), TILEC_RT_INVALID_ARG);
+    tilec_program_stats st;
+    tilec_program_get_stats(p, &st);
+    cr_expect_eq(st.kernels, 1);
+    cr_expect_eq(st.nvrtc_compiles, 0);
+    tilec_program_free(p);
+    cr_expect_eq(fake->live_modules, 0);
+    tilec_rt_free(rt, dx);
+    tilec_rt_free(rt, dy);
+    tilec_rt_close(rt);
+}
+
+Test(rt_fake, aot_program_rejects_a_bad_table)
+{
+    tilec_rt *rt = fake_open();
+    tilec_program *p = (tilec_program *)0x1;
+    const tilec_aot_kernel good = {"scale", 0, 1, "scale2", fake_image, sizeof fake_image, 128, 0, 3,
+                                   scale2_kinds, 0, aot_grid};
+    tilec_aot_kernel bad[6];
+    for (int i = 0; i < 6; i++)
+        bad[i] = good;
+    bad[0].image = NULL;
+    bad[1].grid = NULL;
+    bad[2].variant = 1; /* variant 1 of a kernel with one */
+    bad[3].nvariants = 2; /* its variant 1 is missing */
+    bad[4].nparams = 65;
+    bad[5].kernel = NULL;
+    for (int i = 0; i < 6; i++) {
+        cr_expect_eq(tilec_program_load(rt, &bad[i], 1, &p), TILEC_RT_INVALID_ARG, "entry %d", i);
+        cr_expect_null(p);
+    }
+    tilec_aot_kernel missing = good;
+    missing.name = "no_such_kernel";
+    cr_expect_neq(tilec_program_load(rt, &missing, 1, &p), TILEC_RT_OK);
+    cr_expect_null(p);
+    cr_expect_eq(fake->live_modules, 0, "a failed load unloads what it loaded");
+    cr_expect_eq(tilec_program_load(NULL, &good, 1, &p), TILEC_RT_INVALID_ARG);
+    cr_expect_eq(tilec_program_load(rt, &good, 1, NULL), TILEC_RT_INVALID_ARG);
+    tilec_rt_close(rt);
+}

@@ -40,6 +40,31 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
                                  tilec_program **out);
 void tilec_program_free(tilec_program *p);
 
+/* A kernel variant compiled ahead of time (`tilec --emit c --aot sm_90`):
+ * its CUBIN and everything launching it needs, so that loading it parses,
+ * lowers and compiles nothing. The variants of one kernel are consecutive,
+ * variant 0 first. */
+typedef struct tilec_aot_kernel {
+    const char *kernel;     /* "matmul": the name launches use */
+    int variant;            /* 0 .. nvariants - 1 */
+    uint32_t nvariants;     /* of the kernel */
+    const char *name;       /* "matmul_v0": the __global__ function */
+    const void *image;      /* the CUBIN (only read while loading) */
+    size_t size;
+    uint32_t threads, smem_bytes, nparams;
+    const tilec_rt_param_kind *kinds; /* nparams */
+    uint64_t written;       /* bit i: the kernel stores through pointer parameter i */
+    /* the launch grid from the scalar arguments (args[i] for parameter i):
+     * 0, or -1 when they give none (overflow, division by zero) */
+    int (*grid)(const int64_t *args, uint32_t grid[3]);
+} tilec_aot_kernel;
+
+/* Load n ahead-of-time kernels on rt: no NVRTC, no parsing. TILEC_RT_OK,
+ * TILEC_RT_INVALID_ARG for a malformed table, or the driver's error (with
+ * tilec_rt_last_error(rt)). The launch functions below work as on a built
+ * program (multi-kernel choices are kept in memory only). */
+tilec_rt_status tilec_program_load(tilec_rt *rt, const tilec_aot_kernel *ks, uint32_t n, tilec_program **out);
+
 /* The loaded kernel of variant `variant` of kernel `name`, or NULL. */
 const tilec_rt_kernel *tilec_program_kernel(const tilec_program *p, const char *name, int variant);
 

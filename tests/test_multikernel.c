@@ -1,0 +1,504 @@
+/* test_multikernel.c: the multi-kernel dispatcher (runtime/multikernel.c,
+ * tilec_program_launch_best) against the fake driver (libfakecuda.so beside
+ * this binary). The module's kernel mk has three variants; the fake runs
+ * each as y = 2 * x and, on its fake clock, makes one launch of variant v
+ * take mk_ms[v], so the test decides which variant is the fastest. Checked:
+ * the first launch of a shape times every variant (on scratch outputs) and
+ * launches the fastest; later launches of that shape time nothing; shapes
+ * are chosen separately; the choice file on disk is reused by a fresh
+ * program, and a corrupt one is timed again and replaced;
+ * TILEC_MULTI_KERNEL forces a variant (read at build), an out-of-range or
+ * invalid one is TILEC_RT_INVALID_ARG; TILEC_DISABLE_MULTI_KERNEL_CACHE=1
+ * writes no file. Every test has its own cache directory (Criterion runs
+ * each test in its own process: the fake's state starts fresh). */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "fake_cuda.h"
+#include "tilec/cache.h"
+#include "tilec/program.h"
+
+static const char mk_src[] =
+    "kernel mk(x: *f32, y: *f32, n: i32)\n"
+    "    grid (cdiv(n, BLOCK))\n"
+    "    hints { BLOCK = 256, warps = 4 }\n"
+    "    variants n { 64: { BLOCK = 64, warps = 2 }, 1024: { BLOCK = 128 }, 65536: {} }\n"
+    "{\n"
+    "    let offs = pid(0) * BLOCK + range(BLOCK);\n"
+    "    let m = offs < n;\n"
+    "    store(y + offs, load(x + offs, m) * 2.0, m);\n"
+    "}\n";
+
+enum { NMAX = 4096 };
+
+static char dir[64];
+static char fake_path[4096];
+static fake_cuda_state *fake;
+
+static void setup(void)
+{
+    char exe[3072];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    cr_assert_gt(n, 0);
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    cr_assert_not_null(slash);
+    *slash = 0;
+    snprintf(fake_path, sizeof fake_path, "%s/libfakecuda.so", exe);
+    void *h = dlopen(fake_path, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(h, "the fake driver is built beside the tests: %s", dlerror());
+    fake_cuda_state *(*get)(void) = (fake_cuda_state * (*)(void)) dlsym(h, "fake_cuda_state_get");
+    cr_assert_not_null(get);
+    fake = get();
+    fake->fake_clock = 1;
+    unsetenv("FAKE_CUDA_MODE");
+    unsetenv("TILEC_MULTI_KERNEL");
+    unsetenv("TILEC_DISABLE_MULTI_KERNEL_CACHE");
+    unsetenv("TILEC_FORCE_DISABLE_CACHES");
+    unsetenv("TILEC_LOGS");
+    snprintf(dir, sizeof dir, "/tmp/tilec_mk_XXXXXX");
+    cr_assert(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+TestSuite(multikernel, .init = setup, .fini = teardown);
+
+/* A program of mk on the fake device, with the cache in dir. */
+typedef struct env {
+    tilec_rt *rt;
+    tilec_ctx *ctx;
+    tilec_module *m;
+    tilec_cache *cache;
+    tilec_program *p;
+    uint64_t x, y;
+} env;
+
+static tilec_status env_build(env *e, tilec_rt *rt)
+{
+    memset(e, 0, sizeof *e);
+    if (!rt)
+        cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &rt), TILEC_RT_OK);
+    e->rt = rt;
+    e->ctx = tilec_ctx_new();
+    cr_assert_eq(tilec_parse_string(e->ctx, "mk.tile", mk_src, sizeof mk_src - 1, &e->m), TILEC_OK);
+    cr_assert_eq(tilec_cache_open(dir, &e->cache), TILEC_RT_OK);
+    tilec_build_options o = {.arch = "sm_90", .threads = 1, .cache = e->cache};
+    tilec_status s = tilec_program_build(e->ctx, e->rt, e->m, &o, &e->p);
+    if (s != TILEC_OK)
+        return s;
+    float host[NMAX];
+    for (int i = 0; i < NMAX; i++)
+        host[i] = (float)i;
+    cr_assert_eq(tilec_rt_malloc(rt, sizeof host, &e->x), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_malloc(rt, sizeof host, &e->y), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_memcpy_htod(rt, e->x, host, sizeof host), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_memset_d32(rt, e->y, 0, NMAX), TILEC_RT_OK);
+    fake->out_watch = e->y;
+    return s;
+}
+
+/* Free the program and its module; the driver stays unless close. */
+static void env_free(env *e, int close)
+{
+    if (e->x)
+        tilec_rt_free(e->rt, e->x);
+    if (e->y)
+        tilec_rt_free(e->rt, e->y);
+    tilec_program_free(e->p);
+    tilec_cache_close(e->cache);
+    tilec_module_free(e->m);
+    tilec_ctx_free(e->ctx);
+    if (close)
+        tilec_rt_close(e->rt);
+}
+
+static tilec_rt_status best(env *e, int n, int *chosen)
+{
+    tilec_rt_arg a[3];
+    memset(a, 0, sizeof a);
+    a[0].ptr = e->x;
+    a[1].ptr = e->y;
+    a[2].i32 = n;
+    *chosen = -1;
+    return tilec_program_launch_best(e->p, "mk", a, 3, NULL, chosen);
+}
+
+static void set_ms(float a, float b, float c)
+{
+    fake->mk_ms[0] = a;
+    fake->mk_ms[1] = b;
+    fake->mk_ms[2] = c;
+}
+
+static int total_launches(void) { return fake->mk_launches[0] + fake->mk_launches[1] + fake->mk_launches[2]; }
+
+/* y[0, n) is 2 * x and the rest of y is untouched (0). */
+static void expect_output(env *e, int n)
+{
+    static float y[NMAX];
+    cr_assert_eq(tilec_rt_memcpy_dtoh(e->rt, y, e->y, sizeof y), TILEC_RT_OK);
+    for (int i = 0; i < NMAX; i++)
+        if (y[i] != (i < n ? 2.0f * (float)i : 0.0f)) {
+            cr_expect_fail("n = %d: y[%d] = %g", n, i, (double)y[i]);
+            return;
+        }
+}
+
+/* The names of the choice files in dir, and the content of the last one. */
+static int choice_files(char *path, size_t size, char *content, size_t csize)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (strncmp(de->d_name, "multikernel-", 12) || len < 7 || strcmp(de->d_name + len - 7, ".choice"))
+            continue;
+        n++;
+        if (path)
+            snprintf(path, size, "%s/%s", dir, de->d_name);
+        if (content) {
+            char p[512];
+            snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+            FILE *f = fopen(p, "r");
+            cr_assert_not_null(f);
+            size_t got = fread(content, 1, csize - 1, f);
+            content[got] = 0;
+            fclose(f);
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+static int leftover_temp_files(void)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strstr(de->d_name, ".choice."))
+            n++;
+    closedir(d);
+    return n;
+}
+
+Test(multikernel, first_launch_times_then_the_choice_is_kept, .timeout = 300)
+{
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    set_ms(3, 1, 2);
+    int v;
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 1, "variant 1 is the fastest on the fake clock");
+    /* each variant: a warm-up and 15 timed rounds, two events per round */
+    cr_expect_eq(fake->mk_launches[0], 16);
+    cr_expect_eq(fake->mk_launches[2], 16);
+    cr_expect_eq(fake->mk_launches[1], 17, "the winner is launched once more, for real");
+    cr_expect_eq(fake->event_records, 3 * 15 * 2);
+    cr_expect_eq(fake->out_watch_hits, 1, "timing writes scratch copies: the output is written once");
+    cr_expect_eq(fake->live_events, 0, "the timing events are destroyed");
+    expect_output(&e, 1000);
+
+    int records = fake->event_records, launches = total_launches();
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+        cr_expect_eq(v, 1);
+    }
+    cr_expect_eq(fake->event_records, records, "the same shape is not timed again");
+    cr_expect_eq(total_launches(), launches + 3);
+    cr_expect_eq(fake->mk_launches[1], 17 + 3);
+    cr_expect_eq(fake->out_watch_hits, 4);
+
+    /* a NULL chosen is fine */
+    tilec_rt_arg a[3] = {{.ptr = e.x}, {.ptr = e.y}, {.i32 = 1000}};
+    cr_expect_eq(tilec_program_launch_best(e.p, "mk", a, 3, NULL, NULL), TILEC_RT_OK);
+    env_free(&e, 1);
+}
+
+Test(multikernel, shapes_are_chosen_separately, .timeout = 300)
+{
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    int v;
+    set_ms(3, 1, 2);
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 1);
+    set_ms(1, 3, 2);
+    int records = fake->event_records;
+    cr_assert_eq(best(&e, 50, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 0, "a new shape is timed: variant 0 is now the fastest");
+    cr_expect_eq(fake->event_records, records + 90);
+    cr_assert_eq(tilec_rt_memset_d32(e.rt, e.y, 0, NMAX), TILEC_RT_OK);
+    cr_assert_eq(best(&e, 50, &v), TILEC_RT_OK);
+    expect_output(&e, 50);
+    set_ms(2, 2, 1);
+    records = fake->event_records;
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 1, "the first shape keeps its choice");
+    cr_assert_eq(best(&e, 50, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 0);
+    cr_expect_eq(fake->event_records, records);
+    cr_assert_eq(best(&e, 4096, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 2);
+    cr_expect_eq(fake->event_records, records + 90);
+    expect_output(&e, 4096);
+    cr_expect_eq(choice_files(NULL, 0, NULL, 0), 3, "one file per shape");
+    env_free(&e, 1);
+}
+
+Test(multikernel, stored_choice_is_reused_by_a_fresh_program, .timeout = 300)
+{
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    tilec_rt *rt = e.rt;
+    int v;
+    set_ms(3, 2, 1);
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 2);
+    char path[512], content[128];
+    cr_assert_eq(choice_files(path, sizeof path, content, sizeof content), 1);
+    cr_expect_str_eq(content, "tilec multi-kernel choice 2\n");
+    cr_expect_eq(leftover_temp_files(), 0);
+    env_free(&e, 0);
+
+    /* a new process, as far as the program goes: same cache directory,
+     * nothing in memory; the clock now says variant 0, the file says 2 */
+    set_ms(1, 2, 3);
+    cr_assert_eq(env_build(&e, rt), TILEC_OK);
+    tilec_program_stats st;
+    tilec_program_get_stats(e.p, &st);
+    cr_expect_eq(st.cache_hit, 1, "the bundle comes from the cache too");
+    int records = fake->event_records, launches = total_launches();
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 2, "the stored choice wins over timing");
+    cr_expect_eq(fake->event_records, records, "a stored choice is not timed");
+    cr_expect_eq(total_launches(), launches + 1);
+    expect_output(&e, 1000);
+    /* another shape still gets timed */
+    cr_assert_eq(best(&e, 100, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 0);
+    cr_expect_eq(fake->event_records, records + 90);
+    env_free(&e, 1);
+}
+
+static void corrupt_case(const char *bytes, size_t len, const char *what)
+{
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    tilec_rt *rt = e.rt;
+    int v;
+    set_ms(3, 1, 2);
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 1);
+    char path[512], content[128];
+    cr_assert_eq(choice_files(path, sizeof path, NULL, 0), 1);
+    env_free(&e, 0);
+
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, bytes, len), (ssize_t)len);
+    close(fd);
+
+    set_ms(2, 3, 1);
+    cr_assert_eq(env_build(&e, rt), TILEC_OK);
+    int records = fake->event_records;
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK, "%s", what);
+    cr_expect_eq(v, 2, "%s: ignored and timed again", what);
+    cr_expect_eq(fake->event_records, records + 90, "%s", what);
+    expect_output(&e, 1000);
+    cr_assert_eq(choice_files(NULL, 0, content, sizeof content), 1);
+    cr_expect_str_eq(content, "tilec multi-kernel choice 2\n", "%s: replaced", what);
+    env_free(&e, 1);
+}
+
+Test(multikernel, corrupt_choice_garbage, .timeout = 300)
+{
+    static const char junk[] = "\x7f\x45LF\0\xff\xfe garbage\n";
+    corrupt_case(junk, sizeof junk - 1, "garbage");
+}
+
+Test(multikernel, corrupt_choice_out_of_range, .timeout = 300)
+{
+    corrupt_case("tilec multi-kernel choice 3\n", 28, "variant 3 of 3");
+}
+
+Test(multikernel, corrupt_choice_trailing_junk, .timeout = 300)
+{
+    corrupt_case("tilec multi-kernel choice 1junk\n", 32, "trailing junk");
+}
+
+Test(multikernel, corrupt_choice_negative, .timeout = 300)
+{
+    corrupt_case("tilec multi-kernel choice -1\n", 29, "variant -1");
+}
+
+Test(multikernel, corrupt_choice_truncated, .timeout = 300)
+{
+    corrupt_case("tilec multi-kern", 16, "truncated");
+}
+
+Test(multikernel, corrupt_choice_empty, .timeout = 300)
+{
+    corrupt_case("", 0, "empty");
+}
+
+Test(multikernel, forced_variant, .timeout = 300)
+{
+    setenv("TILEC_MULTI_KERNEL", "2", 1);
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    unsetenv("TILEC_MULTI_KERNEL"); /* read at build: the program keeps it */
+    set_ms(1, 2, 3);
+    int v;
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 2);
+    cr_assert_eq(best(&e, 7, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 2, "forced for every shape");
+    cr_expect_eq(fake->event_records, 0, "a forced variant is not timed");
+    cr_expect_eq(fake->mk_launches[2], 2);
+    cr_expect_eq(fake->mk_launches[0] + fake->mk_launches[1], 0);
+    cr_expect_eq(choice_files(NULL, 0, NULL, 0), 0, "a forced choice is not stored");
+    expect_output(&e, 1000);
+    env_free(&e, 1);
+}
+
+Test(multikernel, env_after_build_changes_nothing, .timeout = 300)
+{
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    setenv("TILEC_MULTI_KERNEL", "0", 1);
+    set_ms(3, 1, 2);
+    int v;
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 1, "TILEC_MULTI_KERNEL is read when the program is built");
+    cr_expect_eq(fake->event_records, 90);
+    env_free(&e, 1);
+}
+
+Test(multikernel, forced_variant_out_of_range, .timeout = 300)
+{
+    static const char *bad[] = {"3", "64", "-1", "two", "1x"};
+    tilec_rt *rt = NULL;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("TILEC_MULTI_KERNEL", bad[i], 1);
+        env e;
+        cr_assert_eq(env_build(&e, rt), TILEC_OK, "the build does not check TILEC_MULTI_KERNEL");
+        rt = e.rt;
+        int v;
+        cr_expect_eq(best(&e, 1000, &v), TILEC_RT_INVALID_ARG, "TILEC_MULTI_KERNEL=%s", bad[i]);
+        cr_expect_eq(v, -1, "TILEC_MULTI_KERNEL=%s: *chosen untouched", bad[i]);
+        const char *want = i < 2 ? (i == 0 ? "TILEC_MULTI_KERNEL=3, but kernel mk has 3 variants (0 to 2)"
+                                           : "TILEC_MULTI_KERNEL=64, but kernel mk has 3 variants (0 to 2)")
+                                 : "TILEC_MULTI_KERNEL is not a variant number (when the program was built)";
+        cr_expect_str_eq(tilec_rt_last_error(rt), want, "TILEC_MULTI_KERNEL=%s", bad[i]);
+        env_free(&e, 0);
+    }
+    cr_expect_eq(total_launches(), 0, "nothing launched");
+    cr_expect_eq(fake->event_records, 0);
+    cr_expect_eq(choice_files(NULL, 0, NULL, 0), 0);
+    tilec_rt_close(rt);
+}
+
+Test(multikernel, disabled_choice_cache_writes_no_file, .timeout = 300)
+{
+    setenv("TILEC_DISABLE_MULTI_KERNEL_CACHE", "1", 1);
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    tilec_rt *rt = e.rt;
+    set_ms(3, 1, 2);
+    int v;
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 1);
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    cr_expect_eq(fake->event_records, 90, "still kept in memory");
+    cr_expect_eq(choice_files(NULL, 0, NULL, 0), 0, "no choice file");
+    env_free(&e, 0);
+    cr_assert_eq(env_build(&e, rt), TILEC_OK);
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    cr_expect_eq(fake->event_records, 180, "a fresh program times again");
+    env_free(&e, 1);
+}
+
+Test(multikernel, stored_choice_read_even_when_writing_is_off, .timeout = 300)
+{
+    /* a file from an earlier run with the disk on, read with it off: the
+     * switch skips the files both ways */
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    tilec_rt *rt = e.rt;
+    set_ms(3, 1, 2);
+    int v;
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    env_free(&e, 0);
+    setenv("TILEC_DISABLE_MULTI_KERNEL_CACHE", "1", 1);
+    set_ms(1, 2, 3);
+    cr_assert_eq(env_build(&e, rt), TILEC_OK);
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 0, "the stored choice is not read either");
+    cr_expect_eq(fake->event_records, 180);
+    env_free(&e, 1);
+}
+
+Test(multikernel, log_names_the_choice, .timeout = 300)
+{
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    tilec_rt *rt = e.rt;
+    set_ms(3, 1, 2);
+    char logpath[128];
+    snprintf(logpath, sizeof logpath, "%s/stderr.txt", dir);
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert_geq(fd, 0);
+    dup2(fd, 2);
+    close(fd);
+    setenv("TILEC_LOGS", "multi_kernel", 1);
+    int v, v2;
+    tilec_rt_status s1 = best(&e, 1000, &v);
+    env_free(&e, 0);
+    tilec_status b = env_build(&e, rt);
+    tilec_rt_status s2 = b == TILEC_OK ? best(&e, 1000, &v2) : TILEC_RT_INVALID_ARG;
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    unsetenv("TILEC_LOGS");
+    cr_assert_eq(s1, TILEC_RT_OK);
+    cr_assert_eq(s2, TILEC_RT_OK);
+    FILE *f = fopen(logpath, "r");
+    cr_assert_not_null(f);
+    char log[4096];
+    size_t n = fread(log, 1, sizeof log - 1, f);
+    log[n] = 0;
+    fclose(f);
+    cr_expect(strstr(log, "tilec multi_kernel: mk shape (1000): variant 1 of 3.0000 1.0000 2.0000 ms\n"), "%s", log);
+    cr_expect(strstr(log, "tilec multi_kernel: mk shape (1000): variant 1 (stored choice)\n"), "%s", log);
+    env_free(&e, 1);
+}
+
+Test(multikernel, bad_arguments, .timeout = 300)
+{
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    tilec_rt_arg a[3] = {{.ptr = e.x}, {.ptr = e.y}, {.i32 = 10}};
+    int v = -7;
+    cr_expect_eq(tilec_program_launch_best(e.p, "nope", a, 3, NULL, &v), TILEC_RT_NOT_FOUND);
+    cr_expect_eq(tilec_program_launch_best(e.p, "mk", a, 2, NULL, &v), TILEC_RT_INVALID_ARG);
+    cr_expect_eq(tilec_program_launch_best(e.p, NULL, a, 3, NULL, &v), TILEC_RT_INVALID_ARG);
+    cr_expect_eq(tilec_program_launch_best(NULL, "mk", a, 3, NULL, &v), TILEC_RT_INVALID_ARG);
+    cr_expect_eq(v, -7);
+    cr_expect_eq(total_launches(), 0);
+    env_free(&e, 1);
+}
