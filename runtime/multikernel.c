@@ -168,7 +168,8 @@ uint64_t mk_written_params(const tilec_kernel *k)
 
 static const pkernel *variant_of(const tilec_program *p, uint32_t first, int v) { return &p->ks[first + (uint32_t)v]; }
 
-/* Time every variant on scratch copies of the written buffers. */
+/* Time every variant on scratch copies of the written buffers. -1: no
+ * variant could run; -2: no scratch copy could be made (no timing). */
 static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_arg *args, uint32_t nargs,
                   void *stream, double *ms)
 {
@@ -191,8 +192,13 @@ static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_
         size_t size;
         if (tilec_rt_mem_range(rt, args[i].ptr, &base, &size) != TILEC_RT_OK ||
             tilec_rt_malloc(rt, size, &bases[i]) != TILEC_RT_OK) {
-            bases[i] = 0;
-            continue; /* timed on the real buffer: written again by the choice */
+            /* timing on the real buffer would run the kernel ~16 extra times
+             * on it: wrong for kernels that read what they write
+             * (atomic_add, in-place updates). Do not time at all. */
+            for (uint32_t j = 0; j < i; j++)
+                if (bases[j])
+                    tilec_rt_free(rt, bases[j]);
+            return -2;
         }
         tilec_rt_memcpy_dtod(rt, bases[i], base, size);
         scratch[i].ptr = bases[i] + (args[i].ptr - base);
@@ -287,9 +293,14 @@ tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, co
                 v = read_choice(path, nv);
             }
             double ms[64];
-            int timed = v < 0;
+            int timed = v < 0, untimed = 0;
             if (timed)
                 v = choose(p, first, nv, args, nargs, stream, ms);
+            if (v == -2) { /* no scratch memory: variant 0, for this process only */
+                v = 0;
+                timed = 0;
+                untimed = 1;
+            }
             if (v < 0)
                 return TILEC_RT_LAUNCH_ERROR; /* no variant could run: the launch below would say why */
             if (tilec_log_enabled("multi_kernel")) {
@@ -303,7 +314,8 @@ tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, co
                         fprintf(stderr, " %.4f", ms[i]);
                     fprintf(stderr, " ms\n");
                 } else {
-                    fprintf(stderr, " (stored choice)\n");
+                    fprintf(stderr, untimed ? " (not timed: no memory for scratch copies of its outputs)\n"
+                                            : " (stored choice)\n");
                 }
             }
             if (timed && use_disk)

@@ -178,6 +178,10 @@ static CUresult fake_MemAlloc(CUdeviceptr *p, size_t n)
         return CUDA_ERROR_INVALID_VALUE;
     if (n > ((size_t)1 << 40))
         return CUDA_ERROR_OUT_OF_MEMORY;
+    if (state.fail_allocs > 0) {
+        state.fail_allocs--;
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     void *m = malloc(n);
     if (!m)
         return CUDA_ERROR_OUT_OF_MEMORY;

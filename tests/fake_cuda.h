@@ -43,6 +43,7 @@ typedef struct fake_cuda_state {
     int mk_launches[3];             /* launches of mk_v<i> */
     unsigned long long out_watch;   /* a device pointer: */
     int out_watch_hits;             /* mk_v* launches whose y is out_watch */
+    int fail_allocs;                /* the next this many cuMemAlloc calls run out of memory */
 } fake_cuda_state;
 
 fake_cuda_state *fake_cuda_state_get(void);

@@ -227,6 +227,30 @@ Test(multikernel, first_launch_times_then_the_choice_is_kept, .timeout = 300)
     env_free(&e, 1);
 }
 
+/* No memory for a scratch copy of the output: no timing on the real buffer
+ * (wrong for kernels that read what they write), variant 0, nothing stored
+ * on disk. */
+Test(multikernel, no_scratch_memory_means_no_timing, .timeout = 300)
+{
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    set_ms(3, 1, 2);
+    int v = -1;
+    fake->fail_allocs = 1;
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    fake->fail_allocs = 0;
+    cr_expect_eq(v, 0);
+    cr_expect_eq(fake->event_records, 0, "not timed");
+    cr_expect_eq(fake->out_watch_hits, 1, "the output is written once");
+    cr_expect_eq(total_launches(), 1);
+    expect_output(&e, 1000);
+    cr_expect_eq(choice_files(NULL, 0, NULL, 0), 0, "no choice stored on disk");
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 0, "kept for this process");
+    cr_expect_eq(fake->event_records, 0);
+    env_free(&e, 1);
+}
+
 Test(multikernel, shapes_are_chosen_separately, .timeout = 300)
 {
     env e;
