@@ -38,7 +38,7 @@ LIBSO    = $(BUILD)/lib/libtilec.so
 TILEC    = $(BUILD)/bin/tilec
 EXAMPLES = $(wildcard examples/*.tile)
 
-.PHONY: all deps demo test test-run asan clean check-examples golden bench
+.PHONY: all deps demo test test-run asan clean check-examples golden bench valgrind
 all: $(LIBA) $(LIBSO) $(TILEC)
 
 deps:
@@ -172,6 +172,10 @@ BENCH_TILEC ?= $(TILEC)
 bench: $(if $(filter $(BUILD)/bench,$(BENCH_BIN)),$(BENCH) $(TILEC))
 	bench/run_all.sh $(BENCH_OUT) $(BENCH_BIN) $(BENCH_TILEC)
 	cp $(BENCH_OUT)/performance.md docs/performance.md
+
+# The tilec command under valgrind on every example and every golden bad input.
+valgrind: all
+	tools/valgrind.sh $(BUILD)
 
 .PHONY: gpu-bundle
 GPUDIR  ?= .gpu
