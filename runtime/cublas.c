@@ -355,22 +355,41 @@ static int zero_output(const char *fn, tilec_rt *rt, void *stream, const tilec_t
  * column-major GEMM of (m, n, k) = (N, M, K) with B (ld N) first, A (ld K)
  * second, C (ld N), no transposes. */
 
-int tilec_cublas_sgemm(void *cublas, tilec_rt *rt, void *stream, const tilec_tensor *inputs, uint32_t ninputs,
-                       tilec_tensor *outputs, uint32_t noutputs, char *err, size_t errlen)
+/* What both GEMMs do first: check the arguments and the state, read
+ * M, N, K, and do the degenerate shapes themselves. 1: call cuBLAS;
+ * 0: done (nothing to write, or K = 0 zeroed the output); -1: error in err. */
+static int gemm_begin(const char *fn, tilec_dtype in, tilec_dtype out, tilec_dtype out2, const tilec_cublas *c,
+                      tilec_rt *rt, void *stream, const tilec_tensor *inputs, uint32_t ninputs, tilec_tensor *outputs,
+                      uint32_t noutputs, char *err, size_t errlen, int *M, int *N, int *K)
 {
-    static const char fn[] = "cublas.sgemm";
-    tilec_cublas *c = cublas;
-    if (check_gemm(fn, TILEC_DT_F32, TILEC_DT_F32, TILEC_DT_COUNT, inputs, ninputs, outputs, noutputs, err, errlen))
+    if (check_gemm(fn, in, out, out2, inputs, ninputs, outputs, noutputs, err, errlen))
         return -1;
     if (!c) {
         put(err, errlen, "%s: no cuBLAS state (user pointer is NULL)", fn);
         return -1;
     }
-    int r0, M = (int)inputs[0].sizes[0], K = (int)inputs[0].sizes[1], N = (int)inputs[1].sizes[1];
-    if (M == 0 || N == 0)
+    *M = (int)inputs[0].sizes[0];
+    *K = (int)inputs[0].sizes[1];
+    *N = (int)inputs[1].sizes[1];
+    if (*M == 0 || *N == 0)
         return 0; /* nothing to write */
-    if (K == 0 && (r0 = zero_output(fn, rt, stream, &outputs[0], err, errlen)) <= 0)
-        return r0;
+    if (*K == 0) {
+        int r0 = zero_output(fn, rt, stream, &outputs[0], err, errlen);
+        if (r0 <= 0)
+            return r0;
+    }
+    return 1;
+}
+
+int tilec_cublas_sgemm(void *cublas, tilec_rt *rt, void *stream, const tilec_tensor *inputs, uint32_t ninputs,
+                       tilec_tensor *outputs, uint32_t noutputs, char *err, size_t errlen)
+{
+    static const char fn[] = "cublas.sgemm";
+    tilec_cublas *c = cublas;
+    int M, N, K, go = gemm_begin(fn, TILEC_DT_F32, TILEC_DT_F32, TILEC_DT_COUNT, c, rt, stream, inputs, ninputs,
+                                 outputs, noutputs, err, errlen, &M, &N, &K);
+    if (go <= 0)
+        return go;
     pthread_mutex_lock(&c->lock);
     int r = prepare_locked(c, fn, rt, stream, err, errlen);
     if (r == 0) {
@@ -395,17 +414,10 @@ int tilec_cublas_hgemm(void *cublas, tilec_rt *rt, void *stream, const tilec_ten
 {
     static const char fn[] = "cublas.hgemm";
     tilec_cublas *c = cublas;
-    if (check_gemm(fn, TILEC_DT_F16, TILEC_DT_F32, TILEC_DT_F16, inputs, ninputs, outputs, noutputs, err, errlen))
-        return -1;
-    if (!c) {
-        put(err, errlen, "%s: no cuBLAS state (user pointer is NULL)", fn);
-        return -1;
-    }
-    int r0, M = (int)inputs[0].sizes[0], K = (int)inputs[0].sizes[1], N = (int)inputs[1].sizes[1];
-    if (M == 0 || N == 0)
-        return 0;
-    if (K == 0 && (r0 = zero_output(fn, rt, stream, &outputs[0], err, errlen)) <= 0)
-        return r0;
+    int M, N, K, go = gemm_begin(fn, TILEC_DT_F16, TILEC_DT_F32, TILEC_DT_F16, c, rt, stream, inputs, ninputs,
+                                 outputs, noutputs, err, errlen, &M, &N, &K);
+    if (go <= 0)
+        return go;
     int ctype = outputs[0].dtype == TILEC_DT_F16 ? CUDA_R_16F_ : CUDA_R_32F_;
     pthread_mutex_lock(&c->lock);
     int r = prepare_locked(c, fn, rt, stream, err, errlen);

@@ -1,5 +1,6 @@
-/* fs_helpers.h: temporary directories, files and shell commands for the
- * Criterion suites that run the tilec command or write output trees. */
+/* fs_helpers.h: temporary directories, files, shell commands and checked
+ * parses for the Criterion suites that run the tilec command or write
+ * output trees. */
 #ifndef TILEC_TESTS_FS_HELPERS_H
 #define TILEC_TESTS_FS_HELPERS_H
 
@@ -73,6 +74,18 @@ static inline int sh(char **out, const char *fmt, ...)
     int st = pclose(p);
     *out = mb.s ? mb.s : calloc(1, 1);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Parse a .tile file that must check; its diagnostics in the failure. */
+static inline tilec_module *parse(tilec_ctx *ctx, const char *path)
+{
+    tilec_module *m = NULL;
+    tilec_status st = tilec_parse_file(ctx, path, &m);
+    membuf d = {0};
+    tilec_ctx_render_diags(ctx, membuf_sink(&d));
+    cr_assert_eq(st, TILEC_OK, "%s does not check:\n%s", path, d.s ? d.s : "");
+    free(d.s);
+    return m;
 }
 
 #endif

@@ -50,17 +50,6 @@ static struct criterion_test_params c_cases(void)
     return cr_make_param_array(gcase, cases, n, free_cases);
 }
 
-static tilec_module *parse(tilec_ctx *ctx, const char *path)
-{
-    tilec_module *m = NULL;
-    tilec_status st = tilec_parse_file(ctx, path, &m);
-    membuf d = {0};
-    tilec_ctx_render_diags(ctx, membuf_sink(&d));
-    cr_assert_eq(st, TILEC_OK, "%s does not check:\n%s", path, d.s ? d.s : "");
-    free(d.s);
-    return m;
-}
-
 static tilec_module *parse_src(tilec_ctx *ctx, const char *name, const char *src)
 {
     tilec_module *m = NULL;

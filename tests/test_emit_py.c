@@ -54,13 +54,6 @@ static void expect_compiles(const char *dir, const char *file)
     free(out);
 }
 
-static tilec_module *parse_path(tilec_ctx *ctx, const char *path)
-{
-    tilec_module *m = NULL;
-    cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK, "%s does not check", path);
-    return m;
-}
-
 ParameterizedTestParameters(emit_py, golden) { return py_cases(); }
 ParameterizedTest(gcase *c, emit_py, golden)
 {
@@ -69,7 +62,7 @@ ParameterizedTest(gcase *c, emit_py, golden)
     snprintf(gdir, sizeof gdir, "tests/golden/py/%.*s", (int)(strlen(base) - 5), base);
     make_tmpdir(dir, sizeof dir);
     tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse_path(ctx, c->path);
+    tilec_module *m = parse(ctx, c->path);
     tilec_emit_options o = {.dir = dir, .plan = 1};
     membuf sink = {0};
     cr_assert_eq(tilec_module_emit(ctx, m, "py", &o, membuf_sink(&sink)), TILEC_OK, "%s", c->path);
@@ -120,7 +113,7 @@ Test(emit_py, golden_corpus)
     size_t graphs = 0;
     for (size_t i = 0; i < t.gl_pathc; i++) {
         tilec_ctx *ctx = tilec_ctx_new();
-        tilec_module *m = parse_path(ctx, t.gl_pathv[i]);
+        tilec_module *m = parse(ctx, t.gl_pathv[i]);
         graphs += tilec_module_graph_count(m);
         tilec_module_free(m);
         tilec_ctx_free(ctx);

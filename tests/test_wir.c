@@ -6,6 +6,7 @@
 #include <criterion/parameterized.h>
 #include <glob.h>
 
+#include "fs_helpers.h"
 #include "helpers.h"
 #include "tilec/wir.h"
 
@@ -28,17 +29,6 @@ static struct criterion_test_params cases_of(const char *pattern)
         globfree(&g);
     }
     return cr_make_param_array(gcase, cases, n, free_cases);
-}
-
-static tilec_module *parse(tilec_ctx *ctx, const char *path)
-{
-    tilec_module *m = NULL;
-    tilec_status st = tilec_parse_file(ctx, path, &m);
-    membuf d = {0};
-    tilec_ctx_render_diags(ctx, membuf_sink(&d));
-    cr_assert_eq(st, TILEC_OK, "%s does not check:\n%s", path, d.s ? d.s : "");
-    free(d.s);
-    return m;
 }
 
 static char *emit(const char *path, int plan)
