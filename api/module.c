@@ -63,7 +63,8 @@ tilec_status tilec_parse_string(tilec_ctx *ctx, const char *name, const char *te
     if (!name)
         name = "<string>";
     if (len > TILEC_MAX_SOURCE)
-        return fail(ctx, TILEC_ERR_INPUT, name, "the source is larger than ", "256 MiB");
+        return fail(ctx, TILEC_ERR_INPUT, name, "the source is larger than ",
+                    TILEC_MAX_SOURCE_TEXT " (the largest .tile text tilec reads)");
     tilec_module *m = calloc(1, sizeof *m);
     if (!m)
         return TILEC_ERR_NOMEM;
@@ -107,11 +108,12 @@ tilec_status tilec_parse_file(tilec_ctx *ctx, const char *path, tilec_module **o
     char *buf = malloc(cap);
     tilec_status st = TILEC_OK;
     while (buf) {
+        if (len > TILEC_MAX_SOURCE) { /* read no further than one buffer past the limit */
+            st = fail(ctx, TILEC_ERR_INPUT, path, "the file is larger than ",
+                      TILEC_MAX_SOURCE_TEXT " (the largest .tile file tilec reads)");
+            break;
+        }
         if (len == cap) {
-            if (cap > TILEC_MAX_SOURCE) {
-                st = fail(ctx, TILEC_ERR_INPUT, path, "the file is larger than ", "256 MiB");
-                break;
-            }
             char *nb = realloc(buf, cap * 2);
             if (!nb) {
                 st = TILEC_ERR_NOMEM;

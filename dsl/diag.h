@@ -34,7 +34,7 @@ struct tilec_ctx {
 void diag_at(tilec_ctx *ctx, const dsl_source *src, const tilec_loc *loc, tilec_severity sev,
              const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void diag_vat(tilec_ctx *ctx, const dsl_source *src, const tilec_loc *loc, tilec_severity sev,
-              const char *fmt, va_list ap);
+              const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
 /* Nonzero once the error limit stopped the run. */
 int diag_stopped(const tilec_ctx *ctx);
 

@@ -46,13 +46,16 @@ static void newline(lexer *lx, const char *after)
     lx->line_start = after;
 }
 
-/* A quoted string: escapes \\ \" \n \t; no newline or NUL inside. */
+/* A quoted string: escapes \\ \" \n \t; no newline or NUL inside (a NUL is
+ * reported where it is). */
 static lex_token lex_string(lexer *lx, const char *start, lex_token t)
 {
     const char *p = start + 1;
     size_t n = 0;
     for (const char *q = p;; q++) {
-        if (q >= lx->lim || *q == '\n' || *q == 0)
+        if (q < lx->lim && *q == 0)
+            return lex_error(lx, q, "unexpected NUL byte in the source%s", "");
+        if (q >= lx->lim || *q == '\n')
             return lex_error(lx, start, "unterminated string literal%s", "");
         if (*q == '"')
             break;
@@ -279,7 +282,7 @@ comment:
             t.kind = LEX_ERROR;
             return t;
         }
-        goto comment;
+        return lex_error(lx, YYCURSOR - 1, "unexpected NUL byte in the source%s", "");
     }
     *       { goto comment; }
 */

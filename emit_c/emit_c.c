@@ -126,10 +126,11 @@ static void c_string(strbuf *b, const char *s, size_t n)
     sb_puts(b, "\"");
 }
 
-/* tl_alloc(M, &b_NAME, dtype, rank, {sizes}) */
+/* tl_alloc(M, &b_NAME, "NAME", dtype, rank, {sizes}) */
 static void c_alloc(cstate *s, const tilec_wir_line *l)
 {
-    sb_printf(&s->body, "    if (tl_alloc(M, &b_%s, %s, %u, (const int64_t[]){", l->name, dt_enum(l->dtype), l->rank);
+    sb_printf(&s->body, "    if (tl_alloc(M, &b_%s, \"%s\", %s, %u, (const int64_t[]){", l->name, l->name, dt_enum(l->dtype),
+              l->rank);
     for (uint32_t d = 0; d < l->rank; d++) {
         sb_puts(&s->body, d ? ", " : "");
         c_size(&s->body, s->g, l->sizes[d]);
@@ -1050,21 +1051,36 @@ static int c_end(tilec_emit *e, void *state)
               "    tl_spare spare[64];\n    int nspare;\n    tl_dbg dbg;\n};\n\n",
               n);
     sb_printf(&c,
-              "static int tl_alloc(%s_module *M, tilec_tensor *t, tilec_dtype dt, uint32_t rank, const int64_t *sizes,\n"
-              "                    tl_mem *mem, char *err, size_t errlen)\n{\n"
+              "/* give every spare buffer back to the device */\n"
+              "static void tl_trim(%s_module *M)\n{\n"
+              "    for (int i = 0; i < M->nspare; i++)\n        tilec_rt_free(M->rt, M->spare[i].p);\n"
+              "    M->nspare = 0;\n}\n\n",
+              n);
+    sb_printf(&c,
+              "/* a spare of the same size, else a new buffer; when the device is full, the spares\n"
+              "   go back to it and the allocation is tried once more */\n"
+              "static int tl_alloc(%s_module *M, tilec_tensor *t, const char *name, tilec_dtype dt, uint32_t rank,\n"
+              "                    const int64_t *sizes, tl_mem *mem, char *err, size_t errlen)\n{\n"
               "    uint64_t bytes = %s;\n"
               "    for (uint32_t d = 0; d < rank; d++)\n        bytes *= (uint64_t)sizes[d];\n"
               "    if (!bytes)\n        bytes = 1;\n"
+              "    if (mem->n == 256)\n"
+              "        return tl_fail(err, errlen, \"%s: more than 256 live buffers at %%s\", name);\n"
               "    uint64_t p = 0;\n"
               "    for (int i = 0; i < M->nspare && !p; i++)\n"
               "        if (M->spare[i].bytes == bytes) {\n"
               "            p = M->spare[i].p;\n            M->spare[i] = M->spare[--M->nspare];\n        }\n"
-              "    if (mem->n == 256 || (!p && tilec_rt_malloc(M->rt, bytes, &p) != TILEC_RT_OK))\n"
-              "        return tl_fail(err, errlen, \"%s: cannot allocate %%llu bytes: %%s\", (unsigned long long)bytes,\n"
-              "                       tilec_rt_last_error(M->rt));\n"
+              "    if (!p && tilec_rt_malloc(M->rt, bytes, &p) != TILEC_RT_OK && M->nspare) {\n"
+              "        tl_trim(M);\n        p = 0;\n        tilec_rt_malloc(M->rt, bytes, &p);\n    }\n"
+              "    if (!p) {\n        char shape[128] = \"\";\n"
+              "        for (uint32_t d = 0, k = 0; d < rank && k < sizeof shape; d++)\n"
+              "            k += (uint32_t)snprintf(shape + k, sizeof shape - k, \"%%s%%lld\", d ? \", \" : \"\", (long long)sizes[d]);\n"
+              "        return tl_fail(err, errlen, \"%s: cannot allocate %%s (%%s[%%s], %%llu bytes): %%s\", name,\n"
+              "                       tilec_dtype_name(dt), shape, (unsigned long long)bytes, tilec_rt_last_error(M->rt));\n"
+              "    }\n"
               "    mem->p[mem->n] = p;\n    mem->bytes[mem->n++] = bytes;\n"
               "    tl_shape(t, p, dt, rank, sizes);\n    return 0;\n}\n\n",
-              n, "(uint64_t)tilec_dtype_size(dt)", n);
+              n, "(uint64_t)tilec_dtype_size(dt)", n, n);
     sb_printf(&c, "/* an intermediate the graph is done with: kept for the next call (stream order makes\n"
                   "   reuse safe), or freed when the spare list is full */\n"
                   "static void tl_release(%s_module *M, tl_mem *mem, uint64_t p)\n{\n"
@@ -1104,7 +1120,7 @@ static int c_end(tilec_emit *e, void *state)
     sb_printf(&c,
               "void %s_unload(%s_module *M)\n{\n    if (!M)\n        return;\n"
               "    tilec_program_free(M->prog);\n    tilec_module_free(M->mod);\n    tilec_cache_close(M->cache);\n"
-              "    for (int i = 0; i < M->nspare; i++)\n        tilec_rt_free(M->rt, M->spare[i].p);\n"
+              "    tl_trim(M);\n"
               "    tilec_externs_free(M->ext);\n    tilec_ctx_free(M->ctx);\n    free(M);\n}\n\n",
               n, n);
     sb_printf(&c, "tilec_externs *%s_externs(%s_module *M) { return M->ext; }\n\n", n, n);
@@ -1124,7 +1140,11 @@ static int c_end(tilec_emit *e, void *state)
     for (size_t i = 0; i < nout; i++)
         sb_printf(&c, "    *out_%s = b_%s;\n", tilec_wir_output(s->w, i), tilec_wir_output(s->w, i));
     sb_puts(&c, "    tl_live.n = 0; /* the outputs now belong to the caller */\n    tl_rc = 0;\ntl_out:\n"
-                "    while (tl_live.n)\n        tl_release(M, &tl_live, tl_live.p[0]);\n    return tl_rc;\n}\n");
+                "    if (tl_rc) { /* a failed call gives all its memory back, and the spares */\n"
+                "        tilec_rt_synchronize(M->rt);\n"
+                "        for (int i = 0; i < tl_live.n; i++)\n            tilec_rt_free(M->rt, tl_live.p[i]);\n"
+                "        tl_trim(M);\n    }\n"
+                "    return tl_rc;\n}\n");
 
     c_bench_main(&c, s);
     int bad = aot_bad || s->failed || h.failed || c.failed || fileq.failed || s->body.failed || s->decls.failed ||

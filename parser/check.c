@@ -11,9 +11,8 @@
 #include "util/poly.h"
 #include "util/strbuf.h"
 
-#define HASH_NONFATAL_OOM 1
 #define uthash_nonfatal_oom(e) (ck->oom = 1)
-#include <uthash.h>
+#include "util/hashtable.h"
 
 /* ---- bindings and the checker ---- */
 
@@ -77,7 +76,7 @@ typedef struct checker {
     int oom;
 } checker;
 
-static void verr(checker *ck, const tilec_loc *loc, tilec_severity sev, const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static void verr(checker *ck, const tilec_loc *loc, tilec_severity sev, const char *fmt, va_list ap)
 {
     if (sev == TILEC_SEV_NOTE) {
         if (ck->emitted)
@@ -528,7 +527,7 @@ static tilec_type check_binary(checker *ck, tilec_expr *e)
             r.dtype = ptr->dtype;
             return r;
         }
-        /* fallthrough */
+        __attribute__((fallthrough));
     case TILEC_OP_MUL:
     case TILEC_OP_DIV:
     case TILEC_OP_MOD:
@@ -575,7 +574,7 @@ static tilec_type check_binary(checker *ck, tilec_expr *e)
             r.weak = false;
             return r;
         }
-        /* fallthrough */
+        __attribute__((fallthrough));
     case TILEC_OP_SHL:
     case TILEC_OP_SHR:
         if (!is_int(&a) || !is_int(&b)) {

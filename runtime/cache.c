@@ -16,12 +16,10 @@
 #include "tilec/cache.h"
 #include "tilec/log.h"
 
-#define HASH_NONFATAL_OOM 1 /* a failed add leaves item->hh.tbl NULL; uthash never exits */
-/* Our checksum as the table's hash: uthash's default (Jenkins) falls
- * through switch cases, which clang's -Wimplicit-fallthrough rejects. */
+/* Our checksum (XXH64) as the table's hash. */
 #define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = (unsigned)tilec_bundle_checksum((keyptr), (keylen)))
 
-#include <uthash.h>
+#include "util/hashtable.h"
 
 #define CACHE_LOG_CHANNEL "cache"
 #define BUNDLE_SUFFIX ".tilecbundle"
@@ -236,6 +234,11 @@ static char *resolve_dir(const char *dir, char *why, size_t why_size)
     }
     if (st.st_mode & S_IWOTH) {
         say(why, why_size, "cache directory %s is writable by every user; not using it", path);
+        return NULL;
+    }
+    if (st.st_uid != geteuid()) {
+        say(why, why_size, "cache directory %s is owned by another user (uid %u); not using it", path,
+            (unsigned)st.st_uid);
         return NULL;
     }
     if (access(path, R_OK | W_OK | X_OK) != 0) {

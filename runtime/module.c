@@ -22,7 +22,14 @@ struct tilec_rt_kernel {
     tilec_rt *rt;
     const char *name;
     tilec_rt_param_kind *kinds;
+    const tilec_rt_module *module;
 };
+
+const char *rt_last_kernel_name(tilec_rt *rt)
+{
+    const tilec_rt_kernel *k = atomic_load_explicit(&rt->last_launch, memory_order_acquire);
+    return k ? k->name : NULL;
+}
 
 /* ---- launch metadata ---- */
 
@@ -191,6 +198,9 @@ void tilec_rt_module_unload(tilec_rt_module *m)
     if (!m)
         return;
     tilec_rt *rt = m->rt;
+    const tilec_rt_kernel *last = atomic_load_explicit(&rt->last_launch, memory_order_acquire);
+    if (last && last->module == m)
+        atomic_compare_exchange_strong(&rt->last_launch, &last, NULL);
     if (rt_enter(rt) == TILEC_RT_OK) {
         CUresult r = rt->drv.ModuleUnload(m->mod);
         if (r != CUDA_SUCCESS)
@@ -304,6 +314,7 @@ tilec_rt_status tilec_rt_kernel_get(tilec_rt_module *m, const char *name, const 
     k->rt = rt;
     k->name = kname;
     k->kinds = kinds;
+    k->module = m;
     *out = k;
     return TILEC_RT_OK;
 }
@@ -332,11 +343,13 @@ static tilec_rt_status launch_failed(const tilec_rt_kernel *k, const uint32_t gr
     const char *hint = r == CUDA_ERROR_INVALID_CONTEXT
                            ? " (is the runtime's context current in this thread? see tilec_rt_make_current)"
                            : "";
-    rt_cu_fail(k->rt, TILEC_RT_LAUNCH_ERROR, r,
+    tilec_rt_status st = rt_cu_fail(k->rt, TILEC_RT_LAUNCH_ERROR, r,
                "cuLaunchKernel(kernel '%s', grid %ux%ux%u, block %u, %u bytes of dynamic shared memory, "
                "stream %p)%s",
                k->name, grid[0], grid[1], grid[2], k->block_x, k->dyn_smem, stream, hint);
-    return TILEC_RT_LAUNCH_ERROR; /* whatever the CUresult: the launch is what failed */
+    /* whatever the CUresult, the launch is what failed, unless an earlier
+     * kernel's fault left the context lost */
+    return st == TILEC_RT_KERNEL_FAULT ? st : TILEC_RT_LAUNCH_ERROR;
 }
 
 tilec_rt_status tilec_rt_launch(const tilec_rt_kernel *k, const uint32_t grid[3], const tilec_rt_arg *args,
@@ -349,7 +362,9 @@ tilec_rt_status tilec_rt_launch(const tilec_rt_kernel *k, const uint32_t grid[3]
         params[i] = (void *)&args[i];
     CUresult r = k->launch(k->fn, grid[0], grid[1], grid[2], k->block_x, 1, 1, k->dyn_smem, (CUstream)stream,
                            params, NULL);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
+        atomic_store_explicit(&k->rt->last_launch, k, memory_order_release);
         return TILEC_RT_OK;
+    }
     return launch_failed(k, grid, stream, r);
 }

@@ -22,9 +22,8 @@
 #include "tilec/cache.h"
 #include "tilec/log.h"
 
-#define HASH_NONFATAL_OOM 1
 #define uthash_nonfatal_oom(e) ((void)(e))
-#include <uthash.h>
+#include "util/hashtable.h"
 
 enum { MK_MAX_KEY = 64, MK_ROUNDS = 15 };
 
@@ -230,7 +229,7 @@ static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_
                     t[a] = t[b];
                     t[b] = x;
                 }
-        ms[v] = t[MK_ROUNDS / 2];
+        ms[v] = (double)t[MK_ROUNDS / 2];
         if (ms[best] < 0 || ms[v] < ms[best])
             best = (int)v;
     }

@@ -25,6 +25,7 @@ static const char *const status_text[TILEC_RT_STATUS_COUNT] = {
     [TILEC_RT_MODULE_ERROR] = "the module image was rejected (malformed, truncated, or not for this device)",
     [TILEC_RT_NOT_FOUND] = "no kernel of that name in the module",
     [TILEC_RT_IO_ERROR] = "a file could not be read or written",
+    [TILEC_RT_KERNEL_FAULT] = "a kernel faulted and the CUDA context is lost (close the runtime and open a new one)",
 };
 
 const char *tilec_rt_status_string(tilec_rt_status s)
@@ -60,14 +61,25 @@ tilec_rt_status rt_fail(tilec_rt *rt, tilec_rt_status st, const char *fmt, ...)
 
 tilec_rt_status rt_cu_fail(tilec_rt *rt, tilec_rt_status st, CUresult r, const char *fmt, ...)
 {
-    char res[200];
-    rt_driver_describe(&rt->drv, r, res + 2, sizeof res - 2);
+    char res[600];
+    rt_driver_describe(&rt->drv, r, res + 2, 200);
     res[0] = ':';
     res[1] = ' ';
+    int fault = rt_kernel_fault(r);
+    if (fault) {
+        const char *k = rt_last_kernel_name(rt);
+        size_t n = strlen(res);
+        snprintf(res + n, sizeof res - n,
+                 "; a kernel faulted (the last one launched on this runtime: '%s'), so the CUDA context is lost: "
+                 "every later call fails until this tilec_rt is closed and a new one opened",
+                 k ? k : "none");
+    }
     va_list ap;
     va_start(ap, fmt);
     set_error(rt, res, fmt, ap);
     va_end(ap);
+    if (fault)
+        return TILEC_RT_KERNEL_FAULT;
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
         return TILEC_RT_DEVICE_NOMEM;
     if (r == CUDA_ERROR_NO_DEVICE)

@@ -4,6 +4,7 @@
 #define TILEC_RUNTIME_RT_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 /* Types and PFN_ typedefs only: libcuda is never linked, only dlopen'ed. */
@@ -92,7 +93,13 @@ struct tilec_rt {
     tilec_rt_device_props props; /* read once at open */
     pthread_mutex_t err_lock;    /* serializes writers of err */
     char err[RT_ERR_MAX];
+    /* the kernel last launched (NULL once its module is unloaded): named
+     * when a later call reports that a kernel faulted */
+    _Atomic(const tilec_rt_kernel *) last_launch;
 };
+
+/* The name of the kernel last launched on rt, or NULL. */
+const char *rt_last_kernel_name(tilec_rt *rt);
 
 /* Record a failure message and return st. */
 tilec_rt_status rt_fail(tilec_rt *rt, tilec_rt_status st, const char *fmt, ...)
@@ -100,9 +107,31 @@ tilec_rt_status rt_fail(tilec_rt *rt, tilec_rt_status st, const char *fmt, ...)
 
 /* Record "<what>: <CUresult name> (<description>)" and return the status r
  * maps to: TILEC_RT_DEVICE_NOMEM for CUDA_ERROR_OUT_OF_MEMORY,
- * TILEC_RT_NO_DEVICE for CUDA_ERROR_NO_DEVICE, else st. */
+ * TILEC_RT_NO_DEVICE for CUDA_ERROR_NO_DEVICE, TILEC_RT_KERNEL_FAULT (the
+ * message then names the last kernel launched and says the context is
+ * lost) for the errors a faulting kernel leaves behind, else st. */
 tilec_rt_status rt_cu_fail(tilec_rt *rt, tilec_rt_status st, CUresult r, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Nonzero for the CUresults of a kernel that faulted: they are sticky, the
+ * context cannot be used again. */
+static inline int rt_kernel_fault(CUresult r)
+{
+    switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+        return 1;
+    default:
+        return 0;
+    }
+}
 
 /* Start of every call taking a handle: TILEC_RT_INVALID_ARG for NULL, the
  * open's status for a failed handle, else make the context current. */

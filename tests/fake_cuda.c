@@ -41,6 +41,7 @@ static const struct {
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+    {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
 };
 
 static CUresult fake_GetErrorName(CUresult r, const char **s)
@@ -143,7 +144,8 @@ static CUresult fake_DevicePrimaryCtxRelease(CUdevice d)
     (void)d;
     if (state.ctx_refs <= 0)
         return CUDA_ERROR_INVALID_CONTEXT;
-    state.ctx_refs--;
+    if (--state.ctx_refs == 0)
+        state.lost = 0; /* the last release resets the primary context */
     return CUDA_SUCCESS;
 }
 
@@ -159,7 +161,12 @@ static CUresult fake_CtxGetCurrent(CUcontext *c)
     return CUDA_SUCCESS;
 }
 
-static CUresult fake_CtxSynchronize(void) { return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+static CUresult fake_CtxSynchronize(void)
+{
+    if (state.lost)
+        return CUDA_ERROR_LAUNCH_FAILED;
+    return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
 
 /* ---- memory: host memory with the address as the device pointer ---- */
 
@@ -230,6 +237,8 @@ static CUresult fake_MemcpyHtoD(CUdeviceptr d, const void *s, size_t n)
 
 static CUresult fake_MemcpyDtoH(void *d, CUdeviceptr s, size_t n)
 {
+    if (state.lost)
+        return CUDA_ERROR_LAUNCH_FAILED;
     memcpy(d, (const void *)(uintptr_t)s, n);
     return CUDA_SUCCESS;
 }
@@ -363,6 +372,7 @@ static const fake_kernel kernels[] = {
     {"scale2", 3, {8, 8, 4}, 1024, 0},
     {"args7", 7, {8, 4, 8, 4, 8, 4, 8}, 1024, 0},
     {"fail_launch", 0, {0}, 1024, 0},
+    {"trap", 0, {0}, 1024, 0},
     {"heavy", 1, {8}, 256, 0},
     {"static_smem", 0, {0}, 1024, 40 << 10},
     {"mk_v0", 3, {8, 8, 4}, 1024, 0},
@@ -436,8 +446,15 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
         return CUDA_ERROR_INVALID_CONTEXT;
     if (extra || gx == 0 || gy == 0 || gz == 0 || bx * by * bz > (unsigned)k->max_threads)
         return CUDA_ERROR_INVALID_VALUE;
+    if (state.lost)
+        return CUDA_ERROR_LAUNCH_FAILED;
     if (strcmp(k->name, "fail_launch") == 0)
         return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+    if (strcmp(k->name, "trap") == 0) { /* launches, then faults: the context is lost */
+        state.lost = 1;
+        state.launches++;
+        return CUDA_SUCCESS;
+    }
     int mk = strncmp(k->name, "mk_v", 4) == 0 ? k->name[4] - '0' : -1;
     if (strcmp(k->name, "scale2") == 0 || mk >= 0) {
         const float *x;

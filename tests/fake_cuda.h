@@ -16,6 +16,9 @@
  *   scale2(ptr x, ptr y, i32 n): y[i] = 2 * x[i] on the host, for real
  *   args7(ptr, i32, i64, f32, f64, u32, u64): records its argument bytes
  *   fail_launch(): the launch returns CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+ *   trap(): launches, then "faults": from then on launches, cuCtxSynchronize
+ *     and cuMemcpyDtoH return CUDA_ERROR_LAUNCH_FAILED until the last
+ *     release of the primary context (a lost context)
  *   heavy(ptr): at most 256 threads per block
  *   static_smem(): 40 KiB of static shared memory
  *   mk_v0, mk_v1, mk_v2 (ptr x, ptr y, i32 n): as scale2; the variants of
@@ -44,6 +47,7 @@ typedef struct fake_cuda_state {
     unsigned long long out_watch;   /* a device pointer: */
     int out_watch_hits;             /* mk_v* launches whose y is out_watch */
     int fail_allocs;                /* the next this many cuMemAlloc calls run out of memory */
+    int lost;                       /* a trap kernel ran: the context is lost */
 } fake_cuda_state;
 
 fake_cuda_state *fake_cuda_state_get(void);

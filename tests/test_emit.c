@@ -322,6 +322,7 @@ Test(emit, c_text_from_the_tile_file_cannot_inject_code)
 {
     static const char src[] = "/// doc */ int injected; /* ?\?/\n"
                               "/// back\\slash \"quote\" trailing \\\n"
+                              "/// not UTF-8 \377\376, UTF-8 \303\251, line separator \342\200\250 */ int injected;\n"
                               "kernel k(x: *f32, y: *f32, n: i32)\n"
                               "    grid (cdiv(n, BLOCK))\n"
                               "    hints { BLOCK = 256, warps = 4 }\n"

@@ -154,6 +154,7 @@ static const char injection[] =
     "graph inj(x: f32[N]) -> (z: f32[N]) {\n"
     "    /// step doc \"\"\" \\\n"
     "    /// second line ''' */ INJECTED = 1\n"
+    "    /// bytes that are not UTF-8 \377\376, UTF-8 \303\251 and a line separator \342\200\250\n"
     "    let y = empty(f32, [N]);\n"
     "    neg(x, y, N);\n"
     "    let z = ext(y);\n"

@@ -3,7 +3,8 @@
  * run on the GPU against a CPU reference: layernorm -> softmax ->
  * relu(+y) -> column sum, both graphs (e2e, one kernel per step, and
  * e2e_fused, the row steps in one kernel), fresh random inputs, shapes that are and are not
- * multiples of the tiles, and the shape checks' messages. Without a GPU it
+ * multiples of the tiles, the shape checks' messages, and running out of
+ * device memory inside the graph. Without a GPU it
  * prints one SKIP line and succeeds. */
 #include <criterion/criterion.h>
 
@@ -135,6 +136,97 @@ Test(wrapper, shape_checks_name_tensor_and_sizes)
     cr_expect_eq(e2e_run(mod, &x, &y, &w, &b, &s, err, sizeof err), 1);
     cr_expect_str_eq(err, "e2e: y must be a f32 tensor of rank 2");
     tilec_rt_free(rt, d);
+}
+
+/* ---- out of device memory inside a graph ---- */
+
+typedef struct filler {
+    uint64_t p[4096];
+    size_t bytes[4096];
+    int n;
+} filler;
+
+/* Allocate chunks of `bytes` until the device refuses. */
+static void fill_with(filler *f, size_t bytes)
+{
+    while (f->n < 4096 && tilec_rt_malloc(rt, bytes, &f->p[f->n]) == TILEC_RT_OK)
+        f->bytes[f->n++] = bytes;
+}
+
+static void fill_device(filler *f)
+{
+    f->n = 0;
+    fill_with(f, (size_t)1 << 30);
+    fill_with(f, (size_t)80 << 20);
+    fill_with(f, (size_t)2 << 20);
+}
+
+/* Free the last chunk of exactly `bytes`; 0 when there is none. */
+static int free_one(filler *f, size_t bytes)
+{
+    for (int i = f->n; i-- > 0;)
+        if (f->bytes[i] == bytes) {
+            cr_assert_eq(tilec_rt_free(rt, f->p[i]), TILEC_RT_OK);
+            f->p[i] = f->p[--f->n];
+            f->bytes[i] = f->bytes[f->n];
+            return 1;
+        }
+    return 0;
+}
+
+static void empty_device(filler *f)
+{
+    while (f->n)
+        cr_assert_eq(tilec_rt_free(rt, f->p[--f->n]), TILEC_RT_OK);
+}
+
+/* The graph runs out of memory at its second intermediate (u): a clear
+ * message naming the buffer, its shape and bytes, and the first (t) given
+ * back to the device. With the device full but spare buffers of another
+ * size held by the wrapper, the spares go back and the run succeeds. */
+Test(wrapper, out_of_memory_inside_the_graph, .timeout = 300)
+{
+    const int R = 16384, C = 1024; /* 64 MiB per intermediate */
+    const size_t n = (size_t)R * C, chunk = (size_t)80 << 20;
+    float *h = calloc(n, sizeof *h);
+    cr_assert(h);
+    tilec_tensor tx = tensor(upload(h, n), R, C), ty = tensor(upload(h, n), R, C);
+    tilec_tensor tw = tensor(upload(h, (size_t)C), C, 0), tb = tensor(upload(h, (size_t)C), C, 0), s;
+    char err[1024];
+    static filler f;
+
+    fill_device(&f);
+    if (!free_one(&f, chunk)) { /* make room for one 80 MiB chunk */
+        cr_assert(free_one(&f, (size_t)1 << 30));
+        fill_with(&f, chunk);
+        fill_with(&f, (size_t)2 << 20);
+        cr_assert(free_one(&f, chunk));
+    }
+    /* 80 MiB free: t (64 MiB) fits, u does not */
+    cr_expect_eq(e2e_run(mod, &tx, &ty, &tw, &tb, &s, err, sizeof err), 1, "the graph ran on a full device");
+    fprintf(stderr, "out of memory: %s\n", err);
+    cr_expect(strstr(err, "e2e: cannot allocate u (f32[16384, 1024], 67108864 bytes)") && strstr(err, "out of memory"),
+              "%s", err);
+    uint64_t again = 0;
+    cr_expect_eq(tilec_rt_malloc(rt, chunk, &again), TILEC_RT_OK, "t was not given back to the device");
+    tilec_rt_free(rt, again);
+    empty_device(&f);
+
+    /* a good run leaves spares of 64 MiB; on a full device a run needing
+     * 32 MiB buffers gets them back from the spares */
+    cr_assert_eq(e2e_run(mod, &tx, &ty, &tw, &tb, &s, err, sizeof err), 0, "%s", err);
+    tilec_rt_free(rt, s.data);
+    fill_device(&f);
+    tilec_tensor hx = tensor(tx.data, R / 2, C), hy = tensor(ty.data, R / 2, C);
+    cr_expect_eq(e2e_run(mod, &hx, &hy, &tw, &tb, &s, err, sizeof err), 0, "the spares were not given back: %s", err);
+    cr_expect_eq(tilec_rt_synchronize(rt), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+    tilec_rt_free(rt, s.data);
+    empty_device(&f);
+    tilec_rt_free(rt, tx.data);
+    tilec_rt_free(rt, ty.data);
+    tilec_rt_free(rt, tw.data);
+    tilec_rt_free(rt, tb.data);
+    free(h);
 }
 
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU wrapper tests"); }

@@ -213,3 +213,242 @@ Test(robust, long_operator_chains_are_bounded, .timeout = 30)
     free(diags);
     free(s);
 }
+
+/* ---- absurd sizes: a clear error or a clean run, in bounded time and
+ * memory (measured in a child: the growth of its peak RSS) ---- */
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tilec/lower.h"
+
+typedef struct child_run {
+    int code;    /* 0: checked (and lowered), 1: a located error, else broken */
+    long rss_mb; /* the child's peak resident memory, less what it had at the fork */
+    double secs;
+    char first[256]; /* the first diagnostic */
+} child_run;
+
+static int discard(void *user, const char *data, size_t len)
+{
+    (void)user;
+    (void)data;
+    (void)len;
+    return 0;
+}
+
+/* Parse text (or, with text NULL, the file at path `len`) in a child and,
+ * when it checks, write every kernel's CUDA C. The child reports how much
+ * its peak resident memory grew (RSS at the fork counts the parent's pages). */
+static child_run run_in_child(const char *text, size_t len)
+{
+    child_run r;
+    memset(&r, 0, sizeof r);
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        struct rusage before;
+        getrusage(RUSAGE_SELF, &before); /* the pages shared with the parent */
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        tilec_status st = text ? tilec_parse_string(ctx, "huge.tile", text, len, &m)
+                               : tilec_parse_file(ctx, (const char *)(uintptr_t)len, &m);
+        int code = 2;
+        if (st == TILEC_OK)
+            code = tilec_module_emit_cuda(ctx, m, (tilec_sink){discard, NULL}) == TILEC_OK ? 0 : 1;
+        else if (st == TILEC_ERR_INPUT && tilec_ctx_error_count(ctx) > 0)
+            code = 1;
+        const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+        struct rusage after;
+        getrusage(RUSAGE_SELF, &after);
+        {
+            char line[256];
+            int n = snprintf(line, sizeof line, "%ld %u:%u: %s", after.ru_maxrss - before.ru_maxrss, d ? d->line : 0,
+                             d ? d->col : 0, d ? d->message : "(no diagnostic)");
+            if (write(fds[1], line, n > 0 && (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) < 0)
+                code = 3;
+        }
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+        _exit(code);
+    }
+    close(fds[1]);
+    char msg[300];
+    ssize_t got = read(fds[0], msg, sizeof msg - 1);
+    msg[got > 0 ? got : 0] = 0;
+    close(fds[0]);
+    long grew_kb = 0;
+    int off = 0;
+    if (sscanf(msg, "%ld %n", &grew_kb, &off) == 1)
+        snprintf(r.first, sizeof r.first, "%s", msg + off);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.rss_mb = grew_kb / 1024; /* peak resident memory the child added */
+    r.secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    return r;
+}
+
+static void report(const char *what, size_t bytes, const child_run *r)
+{
+    fprintf(stderr, "hostile: %-40s %9zu bytes: exit %d, %.2f s, %ld MB peak; %s\n", what, bytes, r->code, r->secs,
+            r->rss_mb, r->first[0] ? r->first : "(no diagnostic)");
+}
+
+Test(hostile, tiles_of_2_to_the_40_elements, .timeout = 30)
+{
+    static const char *srcs[] = {
+        "kernel k(x: *f32) grid (1) hints { B = 1099511627776 } { store(x + range(B), 1.0); }\n",
+        "kernel k(x: *f32) grid (1) { let w = full(f32, 1.0, 1024, 1024, 1024, 1024); store(x + range(4), 1.0); }\n",
+        "kernel k(x: *f32) grid (1) hints { A = 65536, B = 65536 } { let z = zeros(f32, A, B); }\n",
+        "kernel k(x: *f32) grid (1) hints { B = 1024 } { let z = zeros(f32, B, B, B, B) + zeros(f32, B, B, B, B); }\n",
+    };
+    static const char *want[] = {"tile size must be a power of two from 1 to 65536, got 1099511627776",
+                                 "tile [1024, 1024, 1024, 1024] has more than 1048576 elements",
+                                 "tile [65536, 65536] has more than 1048576 elements",
+                                 "tile [1024, 1024, 1024, 1024] has more than 1048576 elements"};
+    for (size_t i = 0; i < sizeof srcs / sizeof srcs[0]; i++) {
+        child_run r = run_in_child(srcs[i], strlen(srcs[i]));
+        report("tile of 2^40 elements", strlen(srcs[i]), &r);
+        cr_expect_eq(r.code, 1, "case %zu: exit %d", i, r.code);
+        cr_expect(strstr(r.first, want[i]), "case %zu: %s", i, r.first);
+        cr_expect_lt(r.rss_mb, 200, "case %zu: %ld MB", i, r.rss_mb);
+    }
+}
+
+Test(hostile, a_million_parameters, .timeout = 120)
+{
+    size_t n = 1000000, len = 0;
+    char *s = malloc(n * 24 + 128);
+    cr_assert(s);
+    len += (size_t)sprintf(s, "kernel k(");
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)sprintf(s + len, "%sp%zu: i32", i ? ", " : "", i);
+    len += (size_t)sprintf(s + len, ") grid (1) { }\n");
+    child_run r = run_in_child(s, len);
+    report("10^6 parameters (parse, check, lower)", len, &r);
+    cr_expect_eq(r.code, 0, "exit %d: %s", r.code, r.first);
+    /* about 450 bytes a parameter (the slack is for the sanitizers) */
+    cr_expect_lt(r.rss_mb, 1536, "%ld MB", r.rss_mb);
+    free(s);
+}
+
+Test(hostile, nesting_of_10_to_the_5, .timeout = 30)
+{
+    size_t len;
+    char *a = repeat("kernel k(n: i32) grid (1) { let x = ", "(", 100000, "1", &len);
+    char *b = repeat(a, ")", 100000, "; }\n", &len);
+    child_run r = run_in_child(b, len);
+    report("10^5 nested parentheses", len, &r);
+    cr_expect_eq(r.code, 1);
+    cr_expect(strstr(r.first, "nesting is too deep"), "%s", r.first);
+    cr_expect_lt(r.rss_mb, 200, "%ld MB", r.rss_mb);
+    free(a);
+    free(b);
+}
+
+/* 100 MB: a valid file that is mostly comments, one 100 MB doc comment
+ * line, one 100 MB expression, 100 MB of kernels; as text and as a file.
+ * Each is one error (larger than TILEC_MAX_SOURCE, 16 MiB), found before
+ * anything is built. */
+static char *kernels_of(size_t bytes)
+{
+    const char unit[] = "kernel kXXXXXXX(x: *f32, n: i32) grid (cdiv(n, 256)) { let i = pid(0) * 256 + range(256); "
+                        "store(x + i, 1.0, i < n); }\n";
+    size_t ul = sizeof unit - 1, count = bytes / ul;
+    char *s = malloc(count * ul + 1);
+    cr_assert(s);
+    for (size_t i = 0; i < count; i++) {
+        memcpy(s + i * ul, unit, ul);
+        char id[8];
+        snprintf(id, sizeof id, "%07zu", i);
+        memcpy(s + i * ul + 8, id, 7);
+    }
+    s[count * ul] = 0;
+    return s;
+}
+
+Test(hostile, files_of_100_mb, .timeout = 300)
+{
+    const size_t mb100 = (size_t)100 << 20;
+    size_t len;
+    char *cases[4];
+    const char *what[4] = {"100 MB of comments after a kernel", "one 100 MB doc comment line",
+                           "one 100 MB expression", "100 MB of kernels"};
+    cases[0] = repeat("kernel k(x: *f32) grid (1) { store(x + range(4), 1.0); }\n",
+                      "// a comment line of a hundred bytes, over and over: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
+                      mb100 / 100, "", &len);
+    cases[1] = repeat("/// ", "y", mb100, "\nkernel k(x: *f32) grid (1) { }\n", &len);
+    cases[2] = repeat("kernel k(x: *f32) grid (1) { let a = 1", " + 1", mb100 / 4, "; }\n", &len);
+    cases[3] = kernels_of(mb100);
+    char dir[] = "/tmp/tilec_huge_XXXXXX", path[64];
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/huge.tile", dir);
+    for (int i = 0; i < 4; i++) {
+        size_t n = strlen(cases[i]);
+        child_run r = run_in_child(cases[i], n);
+        report(what[i], n, &r);
+        cr_expect_eq(r.code, 1, "%s: exit %d", what[i], r.code);
+        cr_expect(strstr(r.first, "the source is larger than 16 MiB"), "%s: %s", what[i], r.first);
+        cr_expect_lt(r.rss_mb, 64, "%s: %ld MB", what[i], r.rss_mb);
+        FILE *f = fopen(path, "wb");
+        cr_assert(f && fwrite(cases[i], 1, n, f) == n && fclose(f) == 0);
+        r = run_in_child(NULL, (size_t)(uintptr_t)path);
+        report(what[i], n, &r);
+        cr_expect_eq(r.code, 1, "%s: exit %d", what[i], r.code);
+        cr_expect(strstr(r.first, "the file is larger than 16 MiB"), "%s (file): %s", what[i], r.first);
+        cr_expect_lt(r.rss_mb, 128, "%s (file): %ld MB", what[i], r.rss_mb);
+        free(cases[i]);
+    }
+    unlink(path);
+    rmdir(dir);
+}
+
+/* Just under the limit: 16 MiB of kernels (125,000) checks and lowers;
+ * 16 MiB of the densest input ("a;" eight million times) is errors. Both
+ * bounded (the sanitizer build uses more, hence the slack). */
+Test(hostile, sixteen_mib_at_the_limit, .timeout = 300)
+{
+    const size_t lim = (size_t)16 << 20;
+    char *k = kernels_of(lim - 4096);
+    child_run r = run_in_child(k, strlen(k));
+    report("16 MiB of kernels (check and lower)", strlen(k), &r);
+    cr_expect_eq(r.code, 0, "exit %d: %s", r.code, r.first);
+    cr_expect_lt(r.rss_mb, 3072, "%ld MB", r.rss_mb);
+    free(k);
+    size_t len;
+    char *dense = repeat("kernel k(x: *f32) grid (1) {", "a;", (lim - 64) / 2, "}\n", &len);
+    r = run_in_child(dense, len);
+    report("16 MiB of 'a;' statements", len, &r);
+    cr_expect_eq(r.code, 1, "exit %d", r.code);
+    cr_expect_lt(r.rss_mb, 4096, "%ld MB", r.rss_mb);
+    free(dense);
+}
+
+/* A NUL byte anywhere is an error at its place, never a silent truncation. */
+Test(hostile, nul_bytes_anywhere)
+{
+    static const char *where[] = {"/// doc", "// comment", "/* block", "extern e(a: f32[N]) -> f32[N] = \"a", "kernel k",
+                                  "kernel k(x: *f32) grid (1) { let a"};
+    for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+        char buf[128];
+        size_t n = strlen(where[i]);
+        memcpy(buf, where[i], n);
+        buf[n] = 0;
+        memcpy(buf + n + 1, "x\n", 3);
+        char *diags;
+        cr_expect_eq(parse_text("nul.tile", buf, n + 3, &diags, NULL), TILEC_ERR_INPUT, "%s", where[i]);
+        char want[64];
+        snprintf(want, sizeof want, "nul.tile:1:%zu: error: unexpected NUL byte", n + 1);
+        cr_expect(strstr(diags, want), "%s: %s", where[i], diags);
+        free(diags);
+    }
+}

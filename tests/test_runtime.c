@@ -639,6 +639,56 @@ Test(rt_fake, launch_error_names_the_kernel)
     tilec_rt_close(rt);
 }
 
+/* A kernel that faults: the next call reports it with the kernel's name and
+ * says that the context is lost; so does every later call (a launch too);
+ * a new runtime after closing this one works. */
+Test(rt_fake, kernel_fault_names_the_kernel_and_loses_the_context)
+{
+    tilec_rt *rt = fake_open();
+    tilec_rt_module *m = NULL;
+    cr_assert_eq(tilec_rt_module_load(rt, fake_image, sizeof fake_image, &m), TILEC_RT_OK);
+    tilec_rt_launch_meta meta = {.block_x = 64}, meta3 = {.block_x = 64, .nparams = 3, .kinds = scale2_kinds};
+    tilec_rt_kernel *trap = NULL, *scale = NULL;
+    cr_assert_eq(tilec_rt_kernel_get(m, "trap", &meta, &trap), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_kernel_get(m, "scale2", &meta3, &scale), TILEC_RT_OK);
+    uint64_t x = 0, y = 0;
+    cr_assert_eq(tilec_rt_malloc(rt, 64, &x), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_malloc(rt, 64, &y), TILEC_RT_OK);
+    tilec_rt_arg a[3] = {{.ptr = x}, {.ptr = y}, {.i32 = 16}};
+    uint32_t grid[3] = {1, 1, 1};
+    cr_assert_eq(tilec_rt_launch(scale, grid, a, NULL), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_launch(trap, grid, NULL, NULL), TILEC_RT_OK, "the fault shows up later, as on a GPU");
+    cr_expect_eq(tilec_rt_synchronize(rt), TILEC_RT_KERNEL_FAULT);
+    const char *e = tilec_rt_last_error(rt);
+    cr_expect(strstr(e, "cuCtxSynchronize: CUDA_ERROR_LAUNCH_FAILED") && strstr(e, "'trap'") &&
+                  strstr(e, "context is lost"),
+              "%s", e);
+    cr_expect_eq(tilec_rt_launch(scale, grid, a, NULL), TILEC_RT_KERNEL_FAULT, "a launch after the context is lost");
+    e = tilec_rt_last_error(rt);
+    cr_expect(strstr(e, "kernel 'scale2'") && strstr(e, "'trap'"), "%s", e);
+    float h[16];
+    cr_expect_eq(tilec_rt_memcpy_dtoh(rt, h, y, sizeof h), TILEC_RT_KERNEL_FAULT);
+    tilec_rt_free(rt, x);
+    tilec_rt_free(rt, y);
+    tilec_rt_module_unload(m);
+    tilec_rt_close(rt);
+    cr_expect_eq(fake->ctx_refs, 0);
+
+    rt = fake_open();
+    cr_assert_eq(tilec_rt_module_load(rt, fake_image, sizeof fake_image, &m), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_kernel_get(m, "scale2", &meta3, &scale), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_malloc(rt, 64, &x), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_malloc(rt, 64, &y), TILEC_RT_OK);
+    a[0].ptr = x;
+    a[1].ptr = y;
+    cr_expect_eq(tilec_rt_launch(scale, grid, a, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+    cr_expect_eq(tilec_rt_synchronize(rt), TILEC_RT_OK, "a new runtime has a new context");
+    tilec_rt_free(rt, x);
+    tilec_rt_free(rt, y);
+    tilec_rt_module_unload(m);
+    tilec_rt_close(rt);
+}
+
 Test(rt_fake, kernel_get_checks)
 {
     tilec_rt *rt = fake_open();

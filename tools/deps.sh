@@ -1,6 +1,7 @@
 #!/bin/sh
 # deps.sh: check the Debian packages tilec builds with; with "install",
-# install what is missing (apt-get, when run as root) or say what to run.
+# install what is missing (apt-get, when run as root) or say what to run;
+# "fuzz" and "install-fuzz" also check clang and libFuzzer (make fuzz).
 set -u
 mode=${1:-check}
 missing=""
@@ -15,6 +16,11 @@ need lemon       sh -c 'command -v lemon && { [ -f /usr/share/lemon/lempar.c ] |
 need uthash-dev  test -f /usr/include/uthash.h
 need libcriterion-dev test -f /usr/include/criterion/criterion.h
 need pkg-config  command -v pkg-config
+if [ "$mode" = fuzz ] || [ "$mode" = install-fuzz ]; then # `make fuzz`: clang with libFuzzer
+    need clang   command -v clang
+    need libclang-rt-14-dev sh -c 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
+    [ "$mode" = install-fuzz ] && mode=install
+fi
 [ -z "$missing" ] && exit 0
 if [ "$mode" = install ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "tilec: installing missing packages:$missing"

@@ -18,7 +18,7 @@ void sb_add(strbuf *b, const char *s, size_t n);
 void sb_puts(strbuf *b, const char *s);
 void sb_putc(strbuf *b, char c);
 void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void sb_vprintf(strbuf *b, const char *fmt, va_list ap);
+void sb_vprintf(strbuf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 const char *sb_str(strbuf *b); /* "" when empty */
 char *sb_take(strbuf *b);      /* caller frees; the buffer is reset */
 /* A set of lines kept in b: 1 when `key` (no newline) was not in it and is

@@ -293,7 +293,7 @@ tilec_status tilec_wir_peak_bytes(tilec_ctx *ctx, const tilec_wir *w, tilec_wir_
         case TILEC_WIR_FREE_IF_NOT_REUSED:
             if (kind == TILEC_WIR_PEAK_RESERVED && l->key)
                 break; /* back in the wrapper's pool: still reserved */
-            /* fall through */
+            __attribute__((fallthrough));
         case TILEC_WIR_FREE:
             for (uint32_t j = nlive; j-- > 0;)
                 if (!strcmp(names[j], l->name)) {

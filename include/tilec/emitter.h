@@ -61,7 +61,7 @@ const char *tilec_emit_option(const tilec_emit *e, const char *key);
 /* Append to output `file` (a plain name: no '/', no leading '.'); 0 or -1. */
 int tilec_emit_write(tilec_emit *e, const char *file, const char *data, size_t len);
 int tilec_emit_printf(tilec_emit *e, const char *file, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int tilec_emit_vprintf(tilec_emit *e, const char *file, const char *fmt, va_list ap);
+int tilec_emit_vprintf(tilec_emit *e, const char *file, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 
 /* ---- the driver ---- */
 typedef struct tilec_emit_options {

@@ -31,6 +31,7 @@ typedef enum tilec_rt_status {
     TILEC_RT_MODULE_ERROR = 10,  /* a module image was rejected (malformed, wrong arch) */
     TILEC_RT_NOT_FOUND = 11,     /* no kernel of that name in the module (or a cache miss) */
     TILEC_RT_IO_ERROR = 12,      /* a file could not be written or read: see the message */
+    TILEC_RT_KERNEL_FAULT = 13,  /* a kernel faulted (trap, illegal address...): the context is lost */
     TILEC_RT_STATUS_COUNT        /* not a status */
 } tilec_rt_status;
 

@@ -292,23 +292,44 @@ struct chain_module {
     tl_dbg dbg;
 };
 
-static int tl_alloc(chain_module *M, tilec_tensor *t, tilec_dtype dt, uint32_t rank, const int64_t *sizes,
-                    tl_mem *mem, char *err, size_t errlen)
+/* give every spare buffer back to the device */
+static void tl_trim(chain_module *M)
+{
+    for (int i = 0; i < M->nspare; i++)
+        tilec_rt_free(M->rt, M->spare[i].p);
+    M->nspare = 0;
+}
+
+/* a spare of the same size, else a new buffer; when the device is full, the spares
+   go back to it and the allocation is tried once more */
+static int tl_alloc(chain_module *M, tilec_tensor *t, const char *name, tilec_dtype dt, uint32_t rank,
+                    const int64_t *sizes, tl_mem *mem, char *err, size_t errlen)
 {
     uint64_t bytes = (uint64_t)tilec_dtype_size(dt);
     for (uint32_t d = 0; d < rank; d++)
         bytes *= (uint64_t)sizes[d];
     if (!bytes)
         bytes = 1;
+    if (mem->n == 256)
+        return tl_fail(err, errlen, "chain: more than 256 live buffers at %s", name);
     uint64_t p = 0;
     for (int i = 0; i < M->nspare && !p; i++)
         if (M->spare[i].bytes == bytes) {
             p = M->spare[i].p;
             M->spare[i] = M->spare[--M->nspare];
         }
-    if (mem->n == 256 || (!p && tilec_rt_malloc(M->rt, bytes, &p) != TILEC_RT_OK))
-        return tl_fail(err, errlen, "chain: cannot allocate %llu bytes: %s", (unsigned long long)bytes,
-                       tilec_rt_last_error(M->rt));
+    if (!p && tilec_rt_malloc(M->rt, bytes, &p) != TILEC_RT_OK && M->nspare) {
+        tl_trim(M);
+        p = 0;
+        tilec_rt_malloc(M->rt, bytes, &p);
+    }
+    if (!p) {
+        char shape[128] = "";
+        for (uint32_t d = 0, k = 0; d < rank && k < sizeof shape; d++)
+            k += (uint32_t)snprintf(shape + k, sizeof shape - k, "%s%lld", d ? ", " : "", (long long)sizes[d]);
+        return tl_fail(err, errlen, "chain: cannot allocate %s (%s[%s], %llu bytes): %s", name,
+                       tilec_dtype_name(dt), shape, (unsigned long long)bytes, tilec_rt_last_error(M->rt));
+    }
     mem->p[mem->n] = p;
     mem->bytes[mem->n++] = bytes;
     tl_shape(t, p, dt, rank, sizes);
@@ -361,8 +382,7 @@ void chain_unload(chain_module *M)
     tilec_program_free(M->prog);
     tilec_module_free(M->mod);
     tilec_cache_close(M->cache);
-    for (int i = 0; i < M->nspare; i++)
-        tilec_rt_free(M->rt, M->spare[i].p);
+    tl_trim(M);
     tilec_externs_free(M->ext);
     tilec_ctx_free(M->ctx);
     free(M);
@@ -407,7 +427,7 @@ int chain_run(chain_module *M, const tilec_tensor *x, tilec_tensor *out_y, tilec
     b_x = *x;
     /* four steps; each intermediate dies after the next one */
     /* alloc a: f32, 4*s_C*s_R bytes */
-    if (tl_alloc(M, &b_a, TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
+    if (tl_alloc(M, &b_a, "a", TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
         goto tl_out;
     { /* scale_shift, line 37 */
         if ((s_C*s_R) < INT32_MIN || (s_C*s_R) > INT32_MAX) {
@@ -427,7 +447,7 @@ int chain_run(chain_module *M, const tilec_tensor *x, tilec_tensor *out_y, tilec
         }
     }
     /* alloc b: f32, 4*s_C*s_R bytes */
-    if (tl_alloc(M, &b_b, TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
+    if (tl_alloc(M, &b_b, "b", TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
         goto tl_out;
     { /* scale_shift, line 39 */
         tilec_rt_arg a[5] = {{.ptr = b_a.data}, {.ptr = b_b.data}, {.i32 = (int32_t)(s_C*s_R)}, {.f32 = (float)(1.0)}, {.f32 = (float)(-1.0)}};
@@ -481,7 +501,7 @@ int chain_run(chain_module *M, const tilec_tensor *x, tilec_tensor *out_y, tilec
         }
     }
     /* alloc h: f16, 2*s_C*s_R bytes */
-    if (tl_alloc(M, &b_h, TILEC_DT_F16, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
+    if (tl_alloc(M, &b_h, "h", TILEC_DT_F16, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
         goto tl_out;
     { /* to_half, line 45 */
         tilec_rt_arg a[3] = {{.ptr = b_d.data}, {.ptr = b_h.data}, {.i32 = (int32_t)(s_C*s_R)}};
@@ -517,8 +537,12 @@ int chain_run(chain_module *M, const tilec_tensor *x, tilec_tensor *out_y, tilec
     tl_live.n = 0; /* the outputs now belong to the caller */
     tl_rc = 0;
 tl_out:
-    while (tl_live.n)
-        tl_release(M, &tl_live, tl_live.p[0]);
+    if (tl_rc) { /* a failed call gives all its memory back, and the spares */
+        tilec_rt_synchronize(M->rt);
+        for (int i = 0; i < tl_live.n; i++)
+            tilec_rt_free(M->rt, tl_live.p[i]);
+        tl_trim(M);
+    }
     return tl_rc;
 }
 

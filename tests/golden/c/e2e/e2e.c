@@ -325,23 +325,44 @@ struct e2e_module {
     tl_dbg dbg;
 };
 
-static int tl_alloc(e2e_module *M, tilec_tensor *t, tilec_dtype dt, uint32_t rank, const int64_t *sizes,
-                    tl_mem *mem, char *err, size_t errlen)
+/* give every spare buffer back to the device */
+static void tl_trim(e2e_module *M)
+{
+    for (int i = 0; i < M->nspare; i++)
+        tilec_rt_free(M->rt, M->spare[i].p);
+    M->nspare = 0;
+}
+
+/* a spare of the same size, else a new buffer; when the device is full, the spares
+   go back to it and the allocation is tried once more */
+static int tl_alloc(e2e_module *M, tilec_tensor *t, const char *name, tilec_dtype dt, uint32_t rank,
+                    const int64_t *sizes, tl_mem *mem, char *err, size_t errlen)
 {
     uint64_t bytes = (uint64_t)tilec_dtype_size(dt);
     for (uint32_t d = 0; d < rank; d++)
         bytes *= (uint64_t)sizes[d];
     if (!bytes)
         bytes = 1;
+    if (mem->n == 256)
+        return tl_fail(err, errlen, "e2e: more than 256 live buffers at %s", name);
     uint64_t p = 0;
     for (int i = 0; i < M->nspare && !p; i++)
         if (M->spare[i].bytes == bytes) {
             p = M->spare[i].p;
             M->spare[i] = M->spare[--M->nspare];
         }
-    if (mem->n == 256 || (!p && tilec_rt_malloc(M->rt, bytes, &p) != TILEC_RT_OK))
-        return tl_fail(err, errlen, "e2e: cannot allocate %llu bytes: %s", (unsigned long long)bytes,
-                       tilec_rt_last_error(M->rt));
+    if (!p && tilec_rt_malloc(M->rt, bytes, &p) != TILEC_RT_OK && M->nspare) {
+        tl_trim(M);
+        p = 0;
+        tilec_rt_malloc(M->rt, bytes, &p);
+    }
+    if (!p) {
+        char shape[128] = "";
+        for (uint32_t d = 0, k = 0; d < rank && k < sizeof shape; d++)
+            k += (uint32_t)snprintf(shape + k, sizeof shape - k, "%s%lld", d ? ", " : "", (long long)sizes[d]);
+        return tl_fail(err, errlen, "e2e: cannot allocate %s (%s[%s], %llu bytes): %s", name,
+                       tilec_dtype_name(dt), shape, (unsigned long long)bytes, tilec_rt_last_error(M->rt));
+    }
     mem->p[mem->n] = p;
     mem->bytes[mem->n++] = bytes;
     tl_shape(t, p, dt, rank, sizes);
@@ -394,8 +415,7 @@ void e2e_unload(e2e_module *M)
     tilec_program_free(M->prog);
     tilec_module_free(M->mod);
     tilec_cache_close(M->cache);
-    for (int i = 0; i < M->nspare; i++)
-        tilec_rt_free(M->rt, M->spare[i].p);
+    tl_trim(M);
     tilec_externs_free(M->ext);
     tilec_ctx_free(M->ctx);
     free(M);
@@ -467,7 +487,7 @@ int e2e_run(e2e_module *M, const tilec_tensor *x, const tilec_tensor *y, const t
     b_b = *b;
     /* normalise, softmax, relu(+y), and sum the columns */
     /* alloc t: f32, 4*s_C*s_R bytes */
-    if (tl_alloc(M, &b_t, TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
+    if (tl_alloc(M, &b_t, "t", TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
         goto tl_out;
     { /* ln_rows, line 98 */
         if ((s_R) < INT32_MIN || (s_R) > INT32_MAX) {
@@ -491,7 +511,7 @@ int e2e_run(e2e_module *M, const tilec_tensor *x, const tilec_tensor *y, const t
         }
     }
     /* alloc u: f32, 4*s_C*s_R bytes */
-    if (tl_alloc(M, &b_u, TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
+    if (tl_alloc(M, &b_u, "u", TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
         goto tl_out;
     { /* softmax_rows, line 100 */
         tilec_rt_arg a[4] = {{.ptr = b_t.data}, {.ptr = b_u.data}, {.i32 = (int32_t)(s_R)}, {.i32 = (int32_t)(s_C)}};
@@ -527,7 +547,7 @@ int e2e_run(e2e_module *M, const tilec_tensor *x, const tilec_tensor *y, const t
     }
     tl_release(M, &tl_live, b_u.data); /* u */
     /* alloc p: f32, 256*s_C bytes */
-    if (tl_alloc(M, &b_p, TILEC_DT_F32, 2, (const int64_t[]){64, s_C}, &tl_live, err, errlen))
+    if (tl_alloc(M, &b_p, "p", TILEC_DT_F32, 2, (const int64_t[]){64, s_C}, &tl_live, err, errlen))
         goto tl_out;
     { /* colsum_part, line 104 */
         if ((tl_cdiv(s_R, 64)) < INT32_MIN || (tl_cdiv(s_R, 64)) > INT32_MAX) {
@@ -548,7 +568,7 @@ int e2e_run(e2e_module *M, const tilec_tensor *x, const tilec_tensor *y, const t
     }
     tl_release(M, &tl_live, b_v.data); /* v */
     /* alloc s: f32, 4*s_C bytes */
-    if (tl_alloc(M, &b_s, TILEC_DT_F32, 1, (const int64_t[]){s_C}, &tl_live, err, errlen))
+    if (tl_alloc(M, &b_s, "s", TILEC_DT_F32, 1, (const int64_t[]){s_C}, &tl_live, err, errlen))
         goto tl_out;
     { /* colsum, line 106 */
         if ((64) < INT32_MIN || (64) > INT32_MAX) {
@@ -572,8 +592,12 @@ int e2e_run(e2e_module *M, const tilec_tensor *x, const tilec_tensor *y, const t
     tl_live.n = 0; /* the outputs now belong to the caller */
     tl_rc = 0;
 tl_out:
-    while (tl_live.n)
-        tl_release(M, &tl_live, tl_live.p[0]);
+    if (tl_rc) { /* a failed call gives all its memory back, and the spares */
+        tilec_rt_synchronize(M->rt);
+        for (int i = 0; i < tl_live.n; i++)
+            tilec_rt_free(M->rt, tl_live.p[i]);
+        tl_trim(M);
+    }
     return tl_rc;
 }
 

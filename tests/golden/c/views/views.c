@@ -283,23 +283,44 @@ struct views_module {
     tl_dbg dbg;
 };
 
-static int tl_alloc(views_module *M, tilec_tensor *t, tilec_dtype dt, uint32_t rank, const int64_t *sizes,
-                    tl_mem *mem, char *err, size_t errlen)
+/* give every spare buffer back to the device */
+static void tl_trim(views_module *M)
+{
+    for (int i = 0; i < M->nspare; i++)
+        tilec_rt_free(M->rt, M->spare[i].p);
+    M->nspare = 0;
+}
+
+/* a spare of the same size, else a new buffer; when the device is full, the spares
+   go back to it and the allocation is tried once more */
+static int tl_alloc(views_module *M, tilec_tensor *t, const char *name, tilec_dtype dt, uint32_t rank,
+                    const int64_t *sizes, tl_mem *mem, char *err, size_t errlen)
 {
     uint64_t bytes = (uint64_t)tilec_dtype_size(dt);
     for (uint32_t d = 0; d < rank; d++)
         bytes *= (uint64_t)sizes[d];
     if (!bytes)
         bytes = 1;
+    if (mem->n == 256)
+        return tl_fail(err, errlen, "views: more than 256 live buffers at %s", name);
     uint64_t p = 0;
     for (int i = 0; i < M->nspare && !p; i++)
         if (M->spare[i].bytes == bytes) {
             p = M->spare[i].p;
             M->spare[i] = M->spare[--M->nspare];
         }
-    if (mem->n == 256 || (!p && tilec_rt_malloc(M->rt, bytes, &p) != TILEC_RT_OK))
-        return tl_fail(err, errlen, "views: cannot allocate %llu bytes: %s", (unsigned long long)bytes,
-                       tilec_rt_last_error(M->rt));
+    if (!p && tilec_rt_malloc(M->rt, bytes, &p) != TILEC_RT_OK && M->nspare) {
+        tl_trim(M);
+        p = 0;
+        tilec_rt_malloc(M->rt, bytes, &p);
+    }
+    if (!p) {
+        char shape[128] = "";
+        for (uint32_t d = 0, k = 0; d < rank && k < sizeof shape; d++)
+            k += (uint32_t)snprintf(shape + k, sizeof shape - k, "%s%lld", d ? ", " : "", (long long)sizes[d]);
+        return tl_fail(err, errlen, "views: cannot allocate %s (%s[%s], %llu bytes): %s", name,
+                       tilec_dtype_name(dt), shape, (unsigned long long)bytes, tilec_rt_last_error(M->rt));
+    }
     mem->p[mem->n] = p;
     mem->bytes[mem->n++] = bytes;
     tl_shape(t, p, dt, rank, sizes);
@@ -352,8 +373,7 @@ void views_unload(views_module *M)
     tilec_program_free(M->prog);
     tilec_module_free(M->mod);
     tilec_cache_close(M->cache);
-    for (int i = 0; i < M->nspare; i++)
-        tilec_rt_free(M->rt, M->spare[i].p);
+    tl_trim(M);
     tilec_externs_free(M->ext);
     tilec_ctx_free(M->ctx);
     free(M);
@@ -400,7 +420,7 @@ int views_run(views_module *M, const tilec_tensor *x, int32_t p_k, tilec_tensor 
     /* view: xf of x */
     tl_shape(&b_xf, b_x.data + (uint64_t)(0) * 4, TILEC_DT_F32, 1, (const int64_t[]){s_C*s_R});
     /* alloc a: f32, 4*s_C*s_R bytes */
-    if (tl_alloc(M, &b_a, TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
+    if (tl_alloc(M, &b_a, "a", TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
         goto tl_out;
     { /* copy, line 16 */
         if ((s_C*s_R) < INT32_MIN || (s_C*s_R) > INT32_MAX) {
@@ -424,7 +444,7 @@ int views_run(views_module *M, const tilec_tensor *x, int32_t p_k, tilec_tensor 
     /* view: aff of af */
     tl_shape(&b_aff, b_af.data + (uint64_t)(0) * 4, TILEC_DT_F32, 2, (const int64_t[]){s_C, s_R});
     /* alloc b: f32, 4*s_C*s_R bytes */
-    if (tl_alloc(M, &b_b, TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
+    if (tl_alloc(M, &b_b, "b", TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
         goto tl_out;
     { /* copy, line 20 */
         if ((p_k) < INT32_MIN || (p_k) > INT32_MAX) {
@@ -444,7 +464,7 @@ int views_run(views_module *M, const tilec_tensor *x, int32_t p_k, tilec_tensor 
         }
     }
     /* alloc c: f32, 4*s_C*s_R bytes */
-    if (tl_alloc(M, &b_c, TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
+    if (tl_alloc(M, &b_c, "c", TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
         goto tl_out;
     { /* copy, line 22 */
         tilec_rt_arg a[3] = {{.ptr = b_aff.data}, {.ptr = b_c.data}, {.i32 = (int32_t)(s_C*s_R)}};
@@ -497,8 +517,12 @@ int views_run(views_module *M, const tilec_tensor *x, int32_t p_k, tilec_tensor 
     tl_live.n = 0; /* the outputs now belong to the caller */
     tl_rc = 0;
 tl_out:
-    while (tl_live.n)
-        tl_release(M, &tl_live, tl_live.p[0]);
+    if (tl_rc) { /* a failed call gives all its memory back, and the spares */
+        tilec_rt_synchronize(M->rt);
+        for (int i = 0; i < tl_live.n; i++)
+            tilec_rt_free(M->rt, tl_live.p[i]);
+        tl_trim(M);
+    }
     return tl_rc;
 }
 

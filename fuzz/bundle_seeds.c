@@ -1,0 +1,54 @@
+/* bundle_seeds.c: writes valid bundles (1, 2 and 5 kernels, every
+ * parameter kind, empty and long names) into DIR as seeds for
+ * fuzz_bundle. Usage: bundle_seeds DIR */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tilec/cache.h"
+
+static const char KEY[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: bundle_seeds DIR\n");
+        return 2;
+    }
+    static const unsigned counts[] = {1, 2, 5};
+    char names[5][40];
+    unsigned char images[5][64];
+    tilec_bundle_kernel ks[5];
+    for (unsigned s = 0; s < sizeof counts / sizeof counts[0]; s++) {
+        memset(ks, 0, sizeof ks);
+        for (unsigned i = 0; i < counts[s]; i++) {
+            snprintf(names[i], sizeof names[i], i == 4 ? "a_rather_long_kernel_name_v%u" : "k%u", i);
+            for (unsigned j = 0; j < sizeof images[i]; j++)
+                images[i][j] = (unsigned char)(i * 31 + j);
+            ks[i].name = names[i];
+            ks[i].image = images[i];
+            ks[i].size = 8 + 8 * i;
+            ks[i].threads = 32u << i;
+            ks[i].smem_bytes = 1024 * i;
+            ks[i].nparams = i * 2 + 1;
+            for (unsigned p = 0; p < ks[i].nparams; p++)
+                ks[i].kinds[p] = (tilec_rt_param_kind)(p % TILEC_RT_PARAM_KIND_COUNT);
+        }
+        tilec_bundle b = {counts[s], ks};
+        void *buf = NULL;
+        size_t len = 0;
+        if (tilec_bundle_serialize(&b, KEY, &buf, &len) != TILEC_RT_OK) {
+            fprintf(stderr, "bundle_seeds: serialize failed\n");
+            return 1;
+        }
+        char path[4096];
+        snprintf(path, sizeof path, "%s/bundle%u", argv[1], counts[s]);
+        FILE *f = fopen(path, "wb");
+        if (!f || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+            fprintf(stderr, "bundle_seeds: cannot write %s\n", path);
+            return 1;
+        }
+        free(buf);
+    }
+    return 0;
+}
