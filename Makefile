@@ -209,12 +209,13 @@ asan: deps
 # build-fuzz/findings/. Long runs: tools/fuzz.sh (docs/reliability.md).
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
+FUZZ_JOBS    ?= 1
 FUZZ_SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 fuzz:
 	@tools/deps.sh install-fuzz
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) OPT="-O1 -g" \
 	    SANFLAGS="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" fuzz-build
-	tools/fuzz.sh build-fuzz $(FUZZ_SECONDS)
+	tools/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_JOBS)
 fuzz-build: $(BUILD)/fuzz/fuzz_frontend $(BUILD)/fuzz/fuzz_bundle $(BUILD)/fuzz/bundle_seeds
 $(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/fuzz/fuzz_%.o $(LIBA)
 	@mkdir -p $(dir $@)

@@ -25,7 +25,7 @@ static const char *const status_text[TILEC_RT_STATUS_COUNT] = {
     [TILEC_RT_MODULE_ERROR] = "the module image was rejected (malformed, truncated, or not for this device)",
     [TILEC_RT_NOT_FOUND] = "no kernel of that name in the module",
     [TILEC_RT_IO_ERROR] = "a file could not be read or written",
-    [TILEC_RT_KERNEL_FAULT] = "a kernel faulted and the CUDA context is lost (close the runtime and open a new one)",
+    [TILEC_RT_KERNEL_FAULT] = "a kernel faulted and the CUDA context is lost (restart the process)",
 };
 
 const char *tilec_rt_status_string(tilec_rt_status s)
@@ -69,10 +69,14 @@ tilec_rt_status rt_cu_fail(tilec_rt *rt, tilec_rt_status st, CUresult r, const c
     if (fault) {
         const char *k = rt_last_kernel_name(rt);
         size_t n = strlen(res);
+        if (k)
+            snprintf(res + n, sizeof res - n, "; a kernel faulted (the last one launched on this runtime: '%s')", k);
+        else
+            snprintf(res + n, sizeof res - n, "; a kernel faulted earlier in this process");
+        n = strlen(res);
         snprintf(res + n, sizeof res - n,
-                 "; a kernel faulted (the last one launched on this runtime: '%s'), so the CUDA context is lost: "
-                 "every later call fails until this tilec_rt is closed and a new one opened",
-                 k ? k : "none");
+                 ", so the CUDA context is lost: every later CUDA call in this process fails (CUDA cannot "
+                 "recover from a kernel fault inside a process); restart the process");
     }
     va_list ap;
     va_start(ap, fmt);

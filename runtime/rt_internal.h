@@ -113,8 +113,9 @@ tilec_rt_status rt_fail(tilec_rt *rt, tilec_rt_status st, const char *fmt, ...)
 tilec_rt_status rt_cu_fail(tilec_rt *rt, tilec_rt_status st, CUresult r, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Nonzero for the CUresults of a kernel that faulted: they are sticky, the
- * context cannot be used again. */
+/* Nonzero for the CUresults of a kernel that faulted: they are sticky, no
+ * CUDA call in the process succeeds again (closing, resetting the primary
+ * context and opening anew do not help: the H100 run showed it). */
 static inline int rt_kernel_fault(CUresult r)
 {
     switch (r) {

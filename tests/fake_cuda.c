@@ -134,6 +134,8 @@ static CUresult fake_DeviceTotalMem(size_t *bytes, CUdevice d)
 static CUresult fake_DevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
 {
     (void)d;
+    if (state.lost) /* as the real driver: a fault is sticky for the process */
+        return CUDA_ERROR_LAUNCH_FAILED;
     state.ctx_refs++;
     *c = (CUcontext)(void *)&ctx_object;
     return CUDA_SUCCESS;
@@ -144,8 +146,7 @@ static CUresult fake_DevicePrimaryCtxRelease(CUdevice d)
     (void)d;
     if (state.ctx_refs <= 0)
         return CUDA_ERROR_INVALID_CONTEXT;
-    if (--state.ctx_refs == 0)
-        state.lost = 0; /* the last release resets the primary context */
+    state.ctx_refs--;
     return CUDA_SUCCESS;
 }
 

@@ -17,8 +17,8 @@
  *   args7(ptr, i32, i64, f32, f64, u32, u64): records its argument bytes
  *   fail_launch(): the launch returns CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
  *   trap(): launches, then "faults": from then on launches, cuCtxSynchronize
- *     and cuMemcpyDtoH return CUDA_ERROR_LAUNCH_FAILED until the last
- *     release of the primary context (a lost context)
+ *     cuMemcpyDtoH and cuDevicePrimaryCtxRetain return
+ *     CUDA_ERROR_LAUNCH_FAILED, for the rest of the process, as on a GPU
  *   heavy(ptr): at most 256 threads per block
  *   static_smem(): 40 KiB of static shared memory
  *   mk_v0, mk_v1, mk_v2 (ptr x, ptr y, i32 n): as scale2; the variants of

@@ -1,7 +1,7 @@
 /* test_gpu_faults.c: faults on a real GPU. A kernel that traps and a tile
  * kernel that reads an illegal address: the status (TILEC_RT_KERNEL_FAULT)
- * names the kernel, every later call (a launch too) says the context is
- * lost, and a new runtime works again. 16 processes x 50 rounds building
+ * names the kernel, every later call (a launch too, a new runtime too)
+ * says the context is lost and the process must restart. 16 processes x 50 rounds building
  * and launching 6 modules against one cache directory (tests/stress.h),
  * every output element checked. Out of memory inside a graph is in
  * tests/test_gpu_wrapper.c. Without a GPU: one SKIP line. */
@@ -76,17 +76,13 @@ Test(gpu_faults, trapping_kernel_is_named_and_the_context_is_lost, .timeout = 12
     tilec_rt_module_unload(m);
     tilec_rt_close(rt);
 
-    /* closing the last runtime releases the lost context: a new one works */
-    rt = open_gpu();
-    m = load_trap_module(rt);
-    cr_assert_eq(tilec_rt_kernel_get(m, "fill", &meta, &fill), TILEC_RT_OK);
-    cr_assert_eq(tilec_rt_malloc(rt, 32 * sizeof(float), &x), TILEC_RT_OK);
-    a[0].ptr = x;
-    cr_expect_eq(tilec_rt_launch(fill, grid, a, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
-    cr_expect_eq(tilec_rt_memcpy_dtoh(rt, h, x, sizeof h), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
-    cr_expect_eq(h[31], 2.0f);
-    tilec_rt_free(rt, x);
-    tilec_rt_module_unload(m);
+    /* CUDA cannot recover in the process: a new runtime says so clearly
+     * (the next test, a new process, has a working device again) */
+    rt = NULL;
+    cr_expect_eq(tilec_rt_open(0, &rt), TILEC_RT_KERNEL_FAULT, "%s", tilec_rt_last_error(rt));
+    e = tilec_rt_last_error(rt);
+    fprintf(stderr, "open after: %s\n", e);
+    cr_expect(strstr(e, "earlier in this process") && strstr(e, "restart the process"), "%s", e);
     tilec_rt_close(rt);
 }
 
