@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tilec/cache.h"
@@ -253,6 +255,56 @@ static char *resolve_dir(const char *dir, char *why, size_t why_size)
 
 /* ---- open, close ---- */
 
+/* A writer killed before its rename leaves .<key>.tilecbundle.tmp.XXXXXX
+ * behind (never read). At open, at most once per STALE_SECONDS per
+ * directory (a marker file's mtime says when), remove the temporary files
+ * older than STALE_SECONDS: no live writer takes that long. */
+enum { STALE_SECONDS = 3600 };
+#define SWEEP_MARKER ".tilec-sweep"
+
+static void sweep_stale(tilec_cache *c)
+{
+    int dfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return;
+    struct stat st;
+    time_t now = time(NULL);
+    if (fstatat(dfd, SWEEP_MARKER, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        now - st.st_mtime < STALE_SECONDS && st.st_mtime <= now) {
+        close(dfd);
+        return;
+    }
+    int mfd = openat(dfd, SWEEP_MARKER, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (mfd >= 0) {
+        futimens(mfd, NULL);
+        close(mfd);
+    }
+    int dfd2 = dup(dfd);
+    DIR *d = dfd2 >= 0 ? fdopendir(dfd2) : NULL;
+    if (!d) {
+        if (dfd2 >= 0)
+            close(dfd2);
+        close(dfd);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *n = e->d_name;
+        const char *t = strstr(n, BUNDLE_SUFFIX ".tmp.");
+        if (n[0] != '.' || !t || strlen(t) != sizeof BUNDLE_SUFFIX - 1 + sizeof TMP_SUFFIX - 1)
+            continue;
+        if (fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            now - st.st_mtime < STALE_SECONDS)
+            continue;
+        if (unlinkat(dfd, n, 0) == 0) {
+            c->stats.stale_removed++;
+            clog_line(c, "removed %s, a killed writer's temporary file", n);
+        }
+    }
+    closedir(d);
+    close(dfd);
+}
+
 tilec_rt_status tilec_cache_open(const char *dir, tilec_cache **out)
 {
     if (!out)
@@ -276,6 +328,7 @@ tilec_rt_status tilec_cache_open(const char *dir, tilec_cache **out)
         c->dir = resolve_dir(dir, why, sizeof why);
         if (c->dir) {
             clog_line(c, "using %s", c->dir);
+            sweep_stale(c);
         } else {
             char msg[ERR_MAX + 32];
             say(msg, sizeof msg, "%s; caching in memory only", why);

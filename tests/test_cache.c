@@ -93,8 +93,8 @@ static int dir_entries(const char *dir, char *list, size_t size)
         list[0] = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, ".tilec-sweep"))
+            continue; /* the stale-file sweep's marker is not a bundle */
         n++;
         if (list)
             snprintf(list + strlen(list), size - strlen(list), "%s,", e->d_name);
@@ -1470,6 +1470,49 @@ Test(cache, threads_share_one_cache, .timeout = 120)
 }
 
 /* Many processes creating one new directory tree at once all get it. */
+/* Temporary files that killed writers left are removed at open once they
+ * are an hour old, at most once an hour per directory; fresh ones (a live
+ * writer's) and other files stay. */
+Test(cache, stale_temporary_files_are_swept)
+{
+    char stale[1100], fresh[1100], other[1100], marker[1100];
+    snprintf(stale, sizeof stale, "%s/.%s.tilecbundle.tmp.AbC123", tdir, KEY);
+    snprintf(fresh, sizeof fresh, "%s/.%s.tilecbundle.tmp.XyZ789", tdir, KEY2);
+    snprintf(other, sizeof other, "%s/.notes.tmp.AbC123", tdir);
+    snprintf(marker, sizeof marker, "%s/.tilec-sweep", tdir);
+    const char *files[] = {stale, fresh, other};
+    for (int i = 0; i < 3; i++) {
+        FILE *f = fopen(files[i], "w");
+        cr_assert(f);
+        fclose(f);
+    }
+    struct timespec old[2] = {{.tv_sec = time(NULL) - 7200}, {.tv_sec = time(NULL) - 7200}};
+    cr_assert_eq(utimensat(AT_FDCWD, stale, old, 0), 0);
+    cr_assert_eq(utimensat(AT_FDCWD, other, old, 0), 0);
+    tilec_cache *c = open_ok(tdir);
+    cr_expect_eq(stats_of(c).stale_removed, 1);
+    tilec_cache_close(c);
+    cr_expect_neq(access(stale, F_OK), 0, "the stale temporary file stayed");
+    cr_expect_eq(access(fresh, F_OK), 0, "a live writer's file was removed");
+    cr_expect_eq(access(other, F_OK), 0, "a file that is not a temporary bundle was removed");
+    cr_expect_eq(access(marker, F_OK), 0);
+    /* within the hour: no second sweep */
+    FILE *f = fopen(stale, "w");
+    cr_assert(f);
+    fclose(f);
+    cr_assert_eq(utimensat(AT_FDCWD, stale, old, 0), 0);
+    c = open_ok(tdir);
+    cr_expect_eq(stats_of(c).stale_removed, 0);
+    tilec_cache_close(c);
+    cr_expect_eq(access(stale, F_OK), 0);
+    /* an hour later */
+    cr_assert_eq(utimensat(AT_FDCWD, marker, old, 0), 0);
+    c = open_ok(tdir);
+    cr_expect_eq(stats_of(c).stale_removed, 1);
+    tilec_cache_close(c);
+    cr_expect_neq(access(stale, F_OK), 0);
+}
+
 Test(cache, processes_create_the_directory_at_once, .timeout = 60)
 {
     enum { N = 16 };

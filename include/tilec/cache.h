@@ -176,6 +176,7 @@ typedef struct tilec_cache_stats {
     uint64_t corrupt;        /* files rejected by the parser (and removed) */
     uint64_t writes;         /* files published */
     uint64_t write_failures; /* puts whose file could not be published */
+    uint64_t stale_removed;  /* killed writers' temporary files removed at open */
 } tilec_cache_stats;
 
 void tilec_cache_get_stats(const tilec_cache *c, tilec_cache_stats *s);

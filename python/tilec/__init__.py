@@ -597,7 +597,9 @@ class Pool:
         self._n = 0
 
     def alloc(self, shape, dtype):
-        """A new buffer, from the spare memory when some has the size."""
+        """A new buffer, from the spare memory when some has the size. When
+        the device is full, the spares go back to it and the allocation is
+        tried once more."""
         buf = Buffer(shape, dtype, self.device, _ptr=0)
         spare = self._spare.get(max(buf.nbytes, 1))
         if spare:
@@ -605,7 +607,13 @@ class Pool:
             self._n -= 1
             buf._owns = True
             return buf
-        return Buffer(shape, dtype, self.device)
+        try:
+            return Buffer(shape, dtype, self.device)
+        except TilecError:
+            if not self._n:
+                raise
+            self.clear()
+            return Buffer(shape, dtype, self.device)
 
     def take(self, buf, shape, dtype):
         """A buffer that takes over the memory of `buf` (dead from now on)."""

@@ -49,6 +49,23 @@ class GpuTests(unittest.TestCase):
         tz = torch.as_tensor(y, device="cuda")  # through __cuda_array_interface__
         self.assertEqual(tz.data_ptr(), y.ptr)
 
+    def test_pool_gives_spares_back_when_the_device_is_full(self):
+        pool = tilec.Pool()
+        spare = pool.alloc((64 << 20,), "u8")
+        pool.release(spare)  # 64 MiB kept by the pool
+        fill = []
+        for size in (1 << 30, 64 << 20, 2 << 20):  # fill the device
+            while True:
+                try:
+                    fill.append(tilec.Buffer((size,), "u8"))
+                except tilec.TilecError:
+                    break
+        with self.assertRaises(tilec.TilecError):
+            tilec.Buffer((32 << 20,), "u8")
+        b = pool.alloc((32 << 20,), "u8")  # another size: the spare goes back first
+        self.assertNotEqual(b.ptr, 0)
+        del b, fill
+
     def test_bytes_round_trip(self):
         import array
         data = array.array("f", [float(i) - 3.5 for i in range(1000)])
