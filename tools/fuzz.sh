@@ -35,8 +35,7 @@ run() { # name maxlen extra...
     if [ "$jobs" -gt 1 ]; then
         "$build/fuzz/fuzz_$name" $opts -max_len="$maxlen" -artifact_prefix="$findings/$name-" \
             -jobs="$jobs" -workers="$jobs" "$@" "$build/corpus/$name" >"$log" 2>&1 || status=1
-        cat fuzz-*.log >>"$log" 2>/dev/null || true
-        rm -f fuzz-*.log
+        rm -f fuzz-*.log # the jobs' logs, already copied into $log
     else
         "$build/fuzz/fuzz_$name" $opts -max_len="$maxlen" -artifact_prefix="$findings/$name-" \
             "$@" "$build/corpus/$name" >"$log" 2>&1 || status=1
