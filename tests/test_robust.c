@@ -368,8 +368,8 @@ static char *kernels_of(size_t bytes)
     cr_assert(s);
     for (size_t i = 0; i < count; i++) {
         memcpy(s + i * ul, unit, ul);
-        char id[8];
-        snprintf(id, sizeof id, "%07zu", i);
+        char id[24];
+        snprintf(id, sizeof id, "%07zu", i % 10000000);
         memcpy(s + i * ul + 8, id, 7);
     }
     s[count * ul] = 0;

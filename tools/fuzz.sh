@@ -1,6 +1,7 @@
 #!/bin/sh
-# tools/fuzz.sh BUILD SECONDS [JOBS]: run the libFuzzer targets built by
-# `make fuzz` for SECONDS each (JOBS processes each, default 1), seeded
+# tools/fuzz.sh BUILD SECONDS [JOBS [TARGET]]: run the libFuzzer targets
+# built by `make fuzz` (or only TARGET: frontend or bundle) for SECONDS each
+# (JOBS processes each, default 1), seeded
 # with the examples, the golden inputs and valid bundles. The corpus grows
 # in BUILD/corpus/; crashes, leaks and timeouts go to BUILD/findings/RUN/
 # and fail the script. The last line of each run gives its execution count.
@@ -8,6 +9,7 @@ set -eu
 build=${1:-build-fuzz}
 seconds=${2:-60}
 jobs=${3:-1}
+only=${4:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
@@ -43,8 +45,8 @@ run() { # name maxlen extra...
     grep -E '^stat::number_of_executed_units' "$log" | awk -v n="$name" '{s += $2} END {print "fuzz_" n ": " s " executions"}'
     grep -E 'ERROR|WARNING: |runtime error|Timeout|out-of-memory' "$log" | head -5 || true
 }
-run frontend 16384 -dict=fuzz/tile.dict
-run bundle 8192
+[ -z "$only" ] || [ "$only" = frontend ] && run frontend 16384 -dict=fuzz/tile.dict
+[ -z "$only" ] || [ "$only" = bundle ] && run bundle 8192
 if [ -n "$(ls -A "$findings")" ]; then
     echo "findings in $findings:"; ls "$findings"
     status=1
