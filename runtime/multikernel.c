@@ -33,6 +33,13 @@ struct mk_choice {
     UT_hash_handle hh;
 };
 
+void mk_init(tilec_program *p)
+{
+    pthread_mutex_init(&p->mk_mu, NULL);
+    pthread_mutex_init(&p->mk_tune, NULL);
+    p->mk_forced = mk_forced_from_env();
+}
+
 void mk_free(tilec_program *p)
 {
     mk_choice *c, *tmp;
@@ -42,6 +49,7 @@ void mk_free(tilec_program *p)
         free(c);
     }
     pthread_mutex_destroy(&p->mk_mu);
+    pthread_mutex_destroy(&p->mk_tune);
 }
 
 /* Names of pointer parameters a kernel may write: the pointer leaves of
@@ -279,10 +287,22 @@ tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, co
         pthread_mutex_lock(&p->mk_mu);
         size_t keylen = nkey * sizeof probe.key[0]; /* fixed per kernel: its parameters */
         HASH_FIND(hh, p->choices, probe.key, keylen, c);
-        pthread_mutex_unlock(&p->mk_mu);
-        if (c) {
+        if (c)
             v = c->variant;
-        } else {
+        pthread_mutex_unlock(&p->mk_mu);
+        if (!c) {
+            /* A new shape: one thread times it while the others wait, then
+             * they find its choice (timing at once would also skew it). */
+            pthread_mutex_lock(&p->mk_tune);
+            pthread_mutex_lock(&p->mk_mu);
+            HASH_FIND(hh, p->choices, probe.key, keylen, c);
+            if (c)
+                v = c->variant;
+            pthread_mutex_unlock(&p->mk_mu);
+            if (c) /* chosen by the thread this one waited for */
+                pthread_mutex_unlock(&p->mk_tune);
+        }
+        if (!c) { /* this thread holds mk_tune: time the shape */
             const char *off = getenv("TILEC_DISABLE_MULTI_KERNEL_CACHE");
             int use_disk = p->cache_dir[0] && !(off && !strcmp(off, "1"));
             char path[PATH_MAX + 64];
@@ -300,8 +320,10 @@ tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, co
                 timed = 0;
                 untimed = 1;
             }
-            if (v < 0)
+            if (v < 0) {
+                pthread_mutex_unlock(&p->mk_tune);
                 return TILEC_RT_LAUNCH_ERROR; /* no variant could run: the launch below would say why */
+            }
             if (tilec_log_enabled("multi_kernel")) {
                 fprintf(stderr, "tilec multi_kernel: %s shape (", name);
                 for (uint32_t i = 1; i < nkey; i++)
@@ -332,6 +354,7 @@ tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, co
                     free(c);
                 pthread_mutex_unlock(&p->mk_mu);
             }
+            pthread_mutex_unlock(&p->mk_tune);
         }
     }
     if (chosen)

@@ -187,8 +187,7 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
         return TILEC_ERR_NOMEM;
     p->rt = rt;
     p->m = m;
-    pthread_mutex_init(&p->mk_mu, NULL);
-    p->mk_forced = mk_forced_from_env();
+    mk_init(p);
     if (o->cache && tilec_cache_dir(o->cache))
         snprintf(p->cache_dir, sizeof p->cache_dir, "%s", tilec_cache_dir(o->cache));
     char arch[32];
@@ -337,8 +336,7 @@ tilec_rt_status tilec_program_load(tilec_rt *rt, const tilec_aot_kernel *ks, uin
     if (!p)
         return TILEC_RT_NOMEM;
     p->rt = rt;
-    pthread_mutex_init(&p->mk_mu, NULL);
-    p->mk_forced = mk_forced_from_env();
+    mk_init(p);
     p->n = n;
     p->st.kernels = n;
     p->ks = calloc(n ? n : 1, sizeof *p->ks);

@@ -35,12 +35,14 @@ struct tilec_program {
     uint32_t n;
     tilec_program_stats st;
     /* multi-kernel: the chosen variant per kernel and shape */
-    pthread_mutex_t mk_mu;
+    pthread_mutex_t mk_mu;   /* guards choices */
+    pthread_mutex_t mk_tune; /* held while a new shape is timed: one at a time */
     mk_choice *choices;
     int mk_forced; /* TILEC_MULTI_KERNEL at build time: -1 unset, -2 invalid */
     char cache_dir[PATH_MAX];
 };
 
+void mk_init(tilec_program *p); /* the locks, and TILEC_MULTI_KERNEL */
 void mk_free(tilec_program *p);
 int mk_forced_from_env(void);
 /* Bit i: k stores through its parameter i (what multi-kernel timing copies). */

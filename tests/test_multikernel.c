@@ -12,6 +12,7 @@
  * writes no file. Every test has its own cache directory (Criterion runs
  * each test in its own process: the fake's state starts fresh). */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -224,6 +225,49 @@ Test(multikernel, first_launch_times_then_the_choice_is_kept, .timeout = 300)
     /* a NULL chosen is fine */
     tilec_rt_arg a[3] = {{.ptr = e.x}, {.ptr = e.y}, {.i32 = 1000}};
     cr_expect_eq(tilec_program_launch_best(e.p, "mk", a, 3, NULL, NULL), TILEC_RT_OK);
+    env_free(&e, 1);
+}
+
+typedef struct racer {
+    env *e;
+    pthread_barrier_t *go;
+    int chosen;
+    tilec_rt_status st;
+} racer;
+
+static void *race_best(void *arg)
+{
+    racer *r = arg;
+    pthread_barrier_wait(r->go);
+    r->st = best(r->e, 777, &r->chosen);
+    return NULL;
+}
+
+/* Threads launching one new shape at once: one times it, the others wait
+ * for its choice (timing twice would waste the time and skew both). */
+Test(multikernel, threads_on_a_new_shape_time_it_once, .timeout = 300)
+{
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    set_ms(3, 1, 2);
+    enum { N = 4 };
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, N);
+    racer r[N];
+    pthread_t t[N];
+    for (int i = 0; i < N; i++) {
+        r[i] = (racer){.e = &e, .go = &go, .chosen = -1};
+        cr_assert_eq(pthread_create(&t[i], NULL, race_best, &r[i]), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(t[i], NULL);
+        cr_expect_eq(r[i].st, TILEC_RT_OK, "thread %d", i);
+        cr_expect_eq(r[i].chosen, 1, "thread %d chose %d", i, r[i].chosen);
+    }
+    pthread_barrier_destroy(&go);
+    cr_expect_eq(fake->event_records, 3 * 15 * 2, "the shape was timed %d times", fake->event_records / 90);
+    char content[64];
+    cr_expect_eq(choice_files(NULL, 0, content, sizeof content), 1);
     env_free(&e, 1);
 }
 

@@ -78,7 +78,9 @@ tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, i
  * arguments) times every variant with device events on scratch copies of
  * the buffers the kernel writes, keeps the fastest in memory and, when the
  * program has a cache directory, on disk; later launches cost one hash
- * lookup. *chosen (may be NULL) gets the variant launched.
+ * lookup. Thread-safe: one thread times a new key while the others that
+ * launch it wait for its choice. *chosen (may be NULL) gets the variant
+ * launched.
  * TILEC_MULTI_KERNEL=k (read when the program is built) forces variant k
  * (TILEC_RT_INVALID_ARG when the kernel has no such variant); TILEC_DISABLE_MULTI_KERNEL_CACHE=1 skips the
  * disk; TILEC_LOGS=multi_kernel logs every choice with its timings. */
