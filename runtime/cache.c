@@ -270,7 +270,7 @@ static void sweep_stale(tilec_cache *c)
     struct stat st;
     time_t now = time(NULL);
     if (fstatat(dfd, SWEEP_MARKER, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-        now - st.st_mtime < STALE_SECONDS && st.st_mtime <= now) {
+        now - st.st_mtime < STALE_SECONDS && st.st_mtime <= now + 60) { /* file times may run a tick ahead of time() */
         close(dfd);
         return;
     }
