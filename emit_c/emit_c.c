@@ -352,16 +352,10 @@ static int h_extern_call(void *u, const tilec_wir_line *l)
 static int h_extern_alloc(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;
-    if (l->nresults <= 1) {
-        c_alloc(s, l);
-        c_extern(s, l, &l->name, 1);
-        return 0;
-    }
-    /* a tuple: allocate each result of the MULTI_OUTPUT lines that name it */
-    const tilec_wir_line *res[64];
+    const tilec_wir_line *res[64]; /* the result, or each of a tuple */
     const char *outs[64];
-    size_t n = tilec_wir_tuple_results(s->w, l, res, 64);
-    if (n != l->nresults || n > 64)
+    size_t n = tilec_wir_extern_results(s->w, l, res, 64);
+    if (!n)
         return -1;
     for (size_t i = 0; i < n; i++) {
         c_alloc(s, res[i]);

@@ -268,6 +268,45 @@ Test(wir, eval_and_sizes)
 
 /* The X-macro gives the names and the hook table; a missing hook is an
  * error naming the emitter and the line kind. */
+/* An EXTERN_ALLOC's results: itself for one, its MULTI_OUTPUT lines for a
+ * tuple, none when cap is too small or the line is of another kind. */
+Test(wir, extern_results)
+{
+    lowered l = lower("tests/golden/ir/multi.tile", 1);
+    const tilec_wir_line *res[4];
+    int tuples = 0;
+    for (size_t i = 0; i < tilec_wir_line_count(l.w); i++) {
+        const tilec_wir_line *a = tilec_wir_line_at(l.w, i);
+        if (a->kind != TILEC_WIR_EXTERN_ALLOC) {
+            cr_expect_eq(tilec_wir_extern_results(l.w, a, res, 4), 0);
+            continue;
+        }
+        tuples++;
+        cr_assert_eq(a->nresults, 2);
+        cr_assert_eq(tilec_wir_extern_results(l.w, a, res, 4), 2);
+        cr_expect_eq(res[0]->kind, TILEC_WIR_MULTI_OUTPUT);
+        cr_expect_eq(res[0]->index, 0);
+        cr_expect_eq(res[1]->index, 1);
+        cr_expect_str_eq(res[0]->from, a->name);
+        cr_expect_eq(tilec_wir_extern_results(l.w, a, res, 1), 0, "cap too small");
+    }
+    cr_expect_eq(tuples, 2);
+    done(&l);
+    l = lower("tests/golden/ir/block.tile", 1);
+    int singles = 0;
+    for (size_t i = 0; i < tilec_wir_line_count(l.w); i++) {
+        const tilec_wir_line *a = tilec_wir_line_at(l.w, i);
+        if (a->kind == TILEC_WIR_EXTERN_ALLOC && a->nresults <= 1) {
+            singles++;
+            cr_assert_eq(tilec_wir_extern_results(l.w, a, res, 4), 1);
+            cr_expect_eq(res[0], a);
+        }
+    }
+    cr_expect_gt(singles, 0, "block.tile has an extern with one result");
+    cr_expect_eq(tilec_wir_extern_results(l.w, NULL, res, 4), 0);
+    done(&l);
+}
+
 static int count_line(void *user, const tilec_wir_line *l)
 {
     (void)l;

@@ -662,6 +662,19 @@ size_t tilec_wir_tuple_results(const tilec_wir *w, const tilec_wir_line *alloc, 
     return n;
 }
 
+size_t tilec_wir_extern_results(const tilec_wir *w, const tilec_wir_line *alloc, const tilec_wir_line **lines,
+                                size_t cap)
+{
+    if (!alloc || alloc->kind != TILEC_WIR_EXTERN_ALLOC || !lines || !cap)
+        return 0;
+    if (alloc->nresults <= 1) {
+        lines[0] = alloc;
+        return 1;
+    }
+    size_t n = tilec_wir_tuple_results(w, alloc, lines, cap);
+    return n == alloc->nresults && n <= cap ? n : 0;
+}
+
 int tilec_wir_walk(const tilec_wir *w, tilec_wir_visit_fn fn, void *user)
 {
     for (uint32_t i = 0; w && fn && i < w->n; i++) {

@@ -129,6 +129,12 @@ const char *tilec_wir_output(const tilec_wir *w, size_t i);
  * many there are (compare with alloc->nresults). */
 size_t tilec_wir_tuple_results(const tilec_wir *w, const tilec_wir_line *alloc, const tilec_wir_line **lines,
                                size_t cap);
+/* What an emitter allocates for an EXTERN_ALLOC line `alloc`: the line
+ * itself when it makes one result, else its MULTI_OUTPUT lines in order
+ * (each has the result's name, dtype and sizes). Returns how many went
+ * into lines, or 0 when they do not match alloc->nresults or exceed cap. */
+size_t tilec_wir_extern_results(const tilec_wir *w, const tilec_wir_line *alloc, const tilec_wir_line **lines,
+                                size_t cap);
 
 /* Walk the lines in order; stops at the first nonzero return and returns it. */
 typedef int (*tilec_wir_visit_fn)(void *user, const tilec_wir_line *line);
