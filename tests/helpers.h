@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tilec/tensor.h"
 #include "tilec/tilec.h"
 
 /* A memory sink: output collects into a malloc'd, NUL-terminated string. */
@@ -79,6 +80,21 @@ static inline tilec_status parse_text(const char *name, const char *text, size_t
     tilec_module_free(m);
     tilec_ctx_free(ctx);
     return st;
+}
+
+/* A row-major rows x cols tensor descriptor over device address data. */
+static inline tilec_tensor matrix(tilec_dtype dt, int64_t rows, int64_t cols, uint64_t data)
+{
+    tilec_tensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.dtype = dt;
+    t.rank = 2;
+    t.sizes[0] = rows;
+    t.sizes[1] = cols;
+    t.strides[0] = cols;
+    t.strides[1] = 1;
+    return t;
 }
 
 #endif

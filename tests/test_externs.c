@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "helpers.h"
 #include "tilec/externs.h"
 
 /* ---- a recording fake ---- */
@@ -57,20 +58,6 @@ static int other(void *user, tilec_rt *rt, void *stream, const tilec_tensor *inp
     (void)rt, (void)stream, (void)inputs, (void)ninputs, (void)outputs, (void)noutputs, (void)err, (void)errlen;
     ++*(int *)user;
     return 0;
-}
-
-static tilec_tensor matrix(tilec_dtype dt, int64_t rows, int64_t cols, uint64_t data)
-{
-    tilec_tensor t;
-    memset(&t, 0, sizeof t);
-    t.data = data;
-    t.dtype = dt;
-    t.rank = 2;
-    t.sizes[0] = rows;
-    t.sizes[1] = cols;
-    t.strides[0] = cols;
-    t.strides[1] = 1;
-    return t;
 }
 
 /* ---- the registry ---- */

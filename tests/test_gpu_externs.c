@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "gpu_helpers.h"
+#include "helpers.h"
 #include "tilec/externs.h"
 
 static tilec_rt *rt;
@@ -38,20 +39,6 @@ static void gpu_teardown(void)
 }
 
 TestSuite(gpu_externs, .init = gpu_setup, .fini = gpu_teardown);
-
-static tilec_tensor matrix(tilec_dtype dt, int64_t rows, int64_t cols, uint64_t data)
-{
-    tilec_tensor t;
-    memset(&t, 0, sizeof t);
-    t.data = data;
-    t.dtype = dt;
-    t.rank = 2;
-    t.sizes[0] = rows;
-    t.sizes[1] = cols;
-    t.strides[0] = cols;
-    t.strides[1] = 1;
-    return t;
-}
 
 static uint64_t upload(const void *host, size_t bytes)
 {
