@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench_util.h"
 #include "../../tests/gpu_helpers.h"
 
 static tilec_rt *rt;
@@ -26,12 +27,6 @@ static void die(const char *what)
         if ((call) != TILEC_RT_OK) \
             die(#call);          \
     } while (0)
-
-static int cmpf(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
 
 typedef struct bufset {
     uint64_t p[8];

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_util.h"
 #include "../../tests/gpu_helpers.h"
 #include "tilec/program.h"
 
@@ -23,19 +24,6 @@ static void die(const char *what)
 {
     fprintf(stderr, "bench_multikernel: %s: %s\n", what, rt ? tilec_rt_last_error(rt) : "");
     exit(1);
-}
-
-static int cmpf(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }
 
 /* Median device time of `variant` (-1: the multi-kernel). */

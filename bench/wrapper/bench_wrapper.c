@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_util.h"
 #include "chain8.h"
 #include "tilec/lower.h"
 #include "tilec/program.h"
@@ -28,19 +29,6 @@ typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigne
                          void **, void **);
 
 static const char *const names[8] = {"scale2", "add1", "relu", "neg", "square", "half", "sub3", "clip"};
-
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int cmpd(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static void die(const char *what, const char *msg)
 {
