@@ -6,7 +6,6 @@
  * write nothing. */
 #define _DEFAULT_SOURCE 1
 #include <criterion/criterion.h>
-#include <criterion/parameterized.h>
 #include <dirent.h>
 #include <glob.h>
 #include <stdarg.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 
 #include "fs_helpers.h"
+#include "cases.h"
 #include "helpers.h"
 #include "tilec/emitter.h"
 
@@ -28,27 +28,8 @@
 
 /* ---- helpers ---- */
 
-typedef struct gcase {
-    char path[256];
-} gcase;
-
-static void free_cases(struct criterion_test_params *p) { cr_free(p->params); }
-
 /* The golden corpus of the "c" emitter. */
-static struct criterion_test_params c_cases(void)
-{
-    glob_t g;
-    size_t n = 0;
-    gcase *cases = NULL;
-    if (glob("tests/golden/ir/*.tile", 0, NULL, &g) == 0 && glob("examples/e2e.tile", GLOB_APPEND, NULL, &g) == 0) {
-        cases = cr_malloc(g.gl_pathc * sizeof *cases);
-        for (size_t i = 0; cases && i < g.gl_pathc; i++)
-            if (strlen(g.gl_pathv[i]) < sizeof cases[0].path)
-                snprintf(cases[n++].path, sizeof cases[0].path, "%s", g.gl_pathv[i]);
-    }
-    globfree(&g);
-    return cr_make_param_array(gcase, cases, n, free_cases);
-}
+static struct criterion_test_params c_cases(void) { return cases_of2("tests/golden/ir/*.tile", "examples/e2e.tile"); }
 
 static tilec_module *parse_src(tilec_ctx *ctx, const char *name, const char *src)
 {

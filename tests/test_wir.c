@@ -3,33 +3,12 @@
  * lowers the reserved peak, never reuses an output or a view's live base;
  * the text is stable. Regenerate the goldens with `make golden`. */
 #include <criterion/criterion.h>
-#include <criterion/parameterized.h>
-#include <glob.h>
 
 #include "fs_helpers.h"
+#include "cases.h"
 #include "helpers.h"
 #include "tilec/wir.h"
 
-typedef struct gcase {
-    char path[256];
-} gcase;
-
-static void free_cases(struct criterion_test_params *p) { cr_free(p->params); }
-
-static struct criterion_test_params cases_of(const char *pattern)
-{
-    glob_t g;
-    size_t n = 0;
-    gcase *cases = NULL;
-    if (glob(pattern, 0, NULL, &g) == 0) {
-        cases = cr_malloc(g.gl_pathc * sizeof *cases);
-        for (size_t i = 0; cases && i < g.gl_pathc; i++)
-            if (strlen(g.gl_pathv[i]) < sizeof cases[0].path)
-                snprintf(cases[n++].path, sizeof cases[0].path, "%s", g.gl_pathv[i]);
-        globfree(&g);
-    }
-    return cr_make_param_array(gcase, cases, n, free_cases);
-}
 
 static char *emit(const char *path, int plan)
 {
