@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fake_load.h"
 #include "helpers.h"
 #include "tilec/externs.h"
 
@@ -472,12 +473,8 @@ static void open_fake(tilec_rt **rt)
     tilec_rt_close(real);
     if (st == TILEC_RT_OK)
         cr_skip_test("a GPU is present: cuBLAS would use it, not the fake driver");
-    char exe[4096], fake_path[4200];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    cr_assert_gt(n, 0);
-    exe[n] = 0;
-    *strrchr(exe, '/') = 0;
-    snprintf(fake_path, sizeof fake_path, "%s/libfakecuda.so", exe);
+    char fake_path[4096];
+    fake_cuda_path(fake_path, sizeof fake_path);
     if (access(fake_path, R_OK) != 0)
         cr_skip_test("no %s", fake_path);
     st = tilec_rt_open_driver(fake_path, 0, rt);

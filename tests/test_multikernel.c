@@ -18,7 +18,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "fake_cuda.h"
+#include "fake_load.h"
+#include "fs_helpers.h"
 #include "tilec/cache.h"
 #include "tilec/program.h"
 
@@ -41,35 +42,18 @@ static fake_cuda_state *fake;
 
 static void setup(void)
 {
-    char exe[3072];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    cr_assert_gt(n, 0);
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    cr_assert_not_null(slash);
-    *slash = 0;
-    snprintf(fake_path, sizeof fake_path, "%s/libfakecuda.so", exe);
-    void *h = dlopen(fake_path, RTLD_NOW | RTLD_LOCAL);
-    cr_assert_not_null(h, "the fake driver is built beside the tests: %s", dlerror());
-    fake_cuda_state *(*get)(void) = (fake_cuda_state * (*)(void)) dlsym(h, "fake_cuda_state_get");
-    cr_assert_not_null(get);
-    fake = get();
+    fake_cuda_path(fake_path, sizeof fake_path);
+    fake = fake_cuda_load(fake_path, NULL);
     fake->fake_clock = 1;
     unsetenv("FAKE_CUDA_MODE");
     unsetenv("TILEC_MULTI_KERNEL");
     unsetenv("TILEC_DISABLE_MULTI_KERNEL_CACHE");
     unsetenv("TILEC_FORCE_DISABLE_CACHES");
     unsetenv("TILEC_LOGS");
-    snprintf(dir, sizeof dir, "/tmp/tilec_mk_XXXXXX");
-    cr_assert(mkdtemp(dir));
+    make_tmpdir(dir, sizeof dir);
 }
 
-static void teardown(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_expect_eq(system(cmd), 0);
-}
+static void teardown(void) { rm_dir(dir); }
 
 TestSuite(multikernel, .init = setup, .fini = teardown);
 

@@ -7,23 +7,15 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include "fs_helpers.h"
 #include "helpers.h"
 #include "tilec/program.h"
 
 static char dir[64];
 
-static void make_dir(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/tilec_prog_XXXXXX");
-    cr_assert(mkdtemp(dir));
-}
+static void make_dir(void) { make_tmpdir(dir, sizeof dir); }
 
-static void remove_dir(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_expect_eq(system(cmd), 0);
-}
+static void remove_dir(void) { rm_dir(dir); }
 
 TestSuite(program, .init = make_dir, .fini = remove_dir);
 

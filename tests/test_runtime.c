@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fake_cuda.h"
+#include "fake_load.h"
 #include "tilec/runtime.h"
 
 /* ---- statuses ---- */
@@ -331,19 +331,9 @@ static void (*fake_clear_current)(void);
 /* libfakecuda.so beside this test binary. */
 static void fake_setup(void)
 {
-    char exe[3072];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    cr_assert_gt(n, 0);
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    cr_assert_not_null(slash);
-    *slash = 0;
-    snprintf(fake_path, sizeof fake_path, "%s/libfakecuda.so", exe);
-    void *h = dlopen(fake_path, RTLD_NOW | RTLD_LOCAL);
-    cr_assert_not_null(h, "the fake driver is built beside the tests: %s", dlerror());
-    fake_cuda_state *(*get)(void) = (fake_cuda_state * (*)(void)) dlsym(h, "fake_cuda_state_get");
-    cr_assert_not_null(get);
-    fake = get();
+    void *h = NULL;
+    fake_cuda_path(fake_path, sizeof fake_path);
+    fake = fake_cuda_load(fake_path, &h);
     fake_clear_current = (void (*)(void))dlsym(h, "fake_cuda_clear_current");
     cr_assert_not_null(fake_clear_current);
     unsetenv("FAKE_CUDA_MODE");
