@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/bundle_forge.h"
 #include "tilec/cache.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -64,12 +65,6 @@ static void fz_setup(void)
     fz_cache = NULL;
 }
 
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fz_setup();
@@ -102,11 +97,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         memcpy(fixed, data, size);
         memcpy(fixed, TILEC_BUNDLE_MAGIC, 8);
-        put_le(fixed + 8, TILEC_BUNDLE_VERSION, 4);
-        put_le(fixed + 12, 0, 4);
-        put_le(fixed + 16, size, 8);
-        put_le(fixed + 24, tilec_bundle_checksum(fixed + TILEC_BUNDLE_HEADER_SIZE, size - TILEC_BUNDLE_HEADER_SIZE), 8);
-        put_le(fixed + 56, tilec_bundle_checksum(fixed, 56), 8);
+        bundle_put32(fixed + 8, TILEC_BUNDLE_VERSION);
+        bundle_put32(fixed + 12, 0);
+        bundle_reseal(fixed, size);
         if (tilec_bundle_parse(fixed, size, NULL, &b, why, sizeof why) == TILEC_RT_OK) {
             void *buf = NULL;
             size_t len = 0;

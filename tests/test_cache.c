@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bundle_forge.h"
 #include "tilec/cache.h"
 
 /* ---- helpers ---- */
@@ -166,27 +167,6 @@ static int bundle_eq(const tilec_bundle *a, const tilec_bundle *b)
             return 0;
     }
     return 1;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-/* Rewrite a (forged) bundle's total size and both checksums so that only
- * the field under test is wrong. */
-static void reseal(uint8_t *buf, size_t len)
-{
-    put64(buf + 16, len);
-    put64(buf + 24, tilec_bundle_checksum(buf + 64, len - 64));
-    put64(buf + 56, tilec_bundle_checksum(buf, 56));
 }
 
 /* Offset of kernel 0's record in a serialized bundle under a 64-byte key. */
@@ -534,7 +514,7 @@ Test(bundle, forged_fields)
         memcpy(buf, good, len);                                                                                        \
         size_t n = len;                                                                                                \
         stmt;                                                                                                          \
-        reseal(buf, n);                                                                                                \
+        bundle_reseal(buf, n);                                                                                                \
         expect_rejected(buf, n, KEY, want, what);                                                                      \
     } while (0)
     /* unsealed: the magic, another key, trailing bytes */
@@ -545,69 +525,69 @@ Test(bundle, forged_fields)
     memcpy(buf, good, len);
     memcpy(buf + len, "garbage", 7);
     expect_rejected(buf, len + 7, KEY, "trailing", "trailing garbage");
-    put32(buf, 0);
+    bundle_put32(buf, 0);
     expect_rejected(buf, len, KEY, "bad magic", "zeroed magic");
 
-    FORGE(put32(buf + 8, 2), "version 2", "another version");
-    FORGE(put32(buf + 8, 0), "version 0", "version 0");
-    FORGE(put32(buf + 12, 1), "flags", "flags");
+    FORGE(bundle_put32(buf + 8, 2), "version 2", "another version");
+    FORGE(bundle_put32(buf + 8, 0), "version 0", "version 0");
+    FORGE(bundle_put32(buf + 12, 1), "flags", "flags");
     FORGE(buf[47] = 1, "reserved", "reserved byte");
-    FORGE(put32(buf + 36, 1u << 31), "kernels", "nkernels 2^31");
-    FORGE(put32(buf + 36, 0), "kernels", "nkernels 0");
-    FORGE(put32(buf + 36, TILEC_BUNDLE_MAX_KERNELS), "cannot fit", "nkernels 65536");
-    FORGE(put32(buf + 36, 3), "truncated before", "one kernel too many");
-    FORGE(put32(buf + 36, 1), "after the last kernel", "one kernel too few");
-    FORGE(put32(buf + 32, 0), "key of 0 bytes", "key length 0");
-    FORGE(put32(buf + 32, UINT32_MAX), "key of", "key length 2^32-1");
-    FORGE(put32(buf + 32, 63), "stored under key", "key length one short");
+    FORGE(bundle_put32(buf + 36, 1u << 31), "kernels", "nkernels 2^31");
+    FORGE(bundle_put32(buf + 36, 0), "kernels", "nkernels 0");
+    FORGE(bundle_put32(buf + 36, TILEC_BUNDLE_MAX_KERNELS), "cannot fit", "nkernels 65536");
+    FORGE(bundle_put32(buf + 36, 3), "truncated before", "one kernel too many");
+    FORGE(bundle_put32(buf + 36, 1), "after the last kernel", "one kernel too few");
+    FORGE(bundle_put32(buf + 32, 0), "key of 0 bytes", "key length 0");
+    FORGE(bundle_put32(buf + 32, UINT32_MAX), "key of", "key length 2^32-1");
+    FORGE(bundle_put32(buf + 32, 63), "stored under key", "key length one short");
     FORGE(buf[64] = '/', "malformed", "a slash in the stored key");
     FORGE((memcpy(buf + n, "garbage", 7), n += 7), "after the last kernel", "sealed trailing garbage");
-    FORGE(put32(buf + K0, 0), "name of 0 bytes", "name length 0");
-    FORGE(put32(buf + K0, UINT32_MAX), "name of", "name length 2^32-1");
-    FORGE(put32(buf + K0, TILEC_BUNDLE_MAX_NAME), "runs past", "name past the end");
+    FORGE(bundle_put32(buf + K0, 0), "name of 0 bytes", "name length 0");
+    FORGE(bundle_put32(buf + K0, UINT32_MAX), "name of", "name length 2^32-1");
+    FORGE(bundle_put32(buf + K0, TILEC_BUNDLE_MAX_NAME), "runs past", "name past the end");
     FORGE(buf[K0 + 4] = '7', "not a C identifier", "a digit first");
     FORGE(buf[K0 + 5] = 0, "not a C identifier", "a NUL in the name");
     const size_t name0 = strlen(b->kernels[0].name);
     const size_t meta0 = K0 + 4 + name0; /* threads, smem, nparams */
-    FORGE(put32(buf + meta0, 0), "block size", "0 threads");
-    FORGE(put32(buf + meta0, 1025), "block size", "1025 threads");
-    FORGE(put32(buf + meta0 + 8, 65), "more than 64 parameters", "65 parameters");
-    FORGE(put32(buf + meta0 + 8, UINT32_MAX), "more than 64 parameters", "2^32-1 parameters");
+    FORGE(bundle_put32(buf + meta0, 0), "block size", "0 threads");
+    FORGE(bundle_put32(buf + meta0, 1025), "block size", "1025 threads");
+    FORGE(bundle_put32(buf + meta0 + 8, 65), "more than 64 parameters", "65 parameters");
+    FORGE(bundle_put32(buf + meta0 + 8, UINT32_MAX), "more than 64 parameters", "2^32-1 parameters");
     const size_t kinds0 = meta0 + 12, np0 = b->kernels[0].nparams;
     cr_assert_gt(np0, 0);
     FORGE(buf[kinds0] = TILEC_RT_PARAM_KIND_COUNT, "unknown kind", "kind 7");
     FORGE(buf[kinds0 + np0 - 1] = 0xff, "unknown kind", "kind 255");
     const size_t size0 = kinds0 + np0;
-    FORGE(put64(buf + size0, 0), "empty image", "0-byte image");
-    FORGE(put64(buf + size0, UINT64_MAX), "runs past", "image size 2^64-1");
-    FORGE(put64(buf + size0, 1ull << 40), "runs past", "image size 2^40");
-    FORGE(put64(buf + size0, b->kernels[0].size + 1), NULL, "image one byte longer");
+    FORGE(bundle_put64(buf + size0, 0), "empty image", "0-byte image");
+    FORGE(bundle_put64(buf + size0, UINT64_MAX), "runs past", "image size 2^64-1");
+    FORGE(bundle_put64(buf + size0, 1ull << 40), "runs past", "image size 2^40");
+    FORGE(bundle_put64(buf + size0, b->kernels[0].size + 1), NULL, "image one byte longer");
     /* a second kernel named like the first */
     const size_t k1 = size0 + 8 + b->kernels[0].size;
     FORGE(memcpy(buf + k1 + 4, buf + K0 + 4, name0), "appears twice", "duplicate names");
     /* a 0-byte image is refused by parse as by serialize */
-    FORGE((put64(buf + size0, 0),
+    FORGE((bundle_put64(buf + size0, 0),
            memmove(buf + size0 + 8, buf + size0 + 8 + b->kernels[0].size, len - size0 - 8 - b->kernels[0].size),
            n -= b->kernels[0].size),
           "empty image", "a well-formed 0-byte image");
     /* sizes in the header: total, then total > the cap */
     memcpy(buf, good, len);
-    put64(buf + 16, len - 1);
-    put64(buf + 56, tilec_bundle_checksum(buf, 56));
+    bundle_put64(buf + 16, len - 1);
+    bundle_put64(buf + 56, tilec_bundle_checksum(buf, 56));
     expect_rejected(buf, len, KEY, "trailing", "total one short");
-    put64(buf + 16, len + 1);
-    put64(buf + 56, tilec_bundle_checksum(buf, 56));
+    bundle_put64(buf + 16, len + 1);
+    bundle_put64(buf + 56, tilec_bundle_checksum(buf, 56));
     expect_rejected(buf, len, KEY, "truncated", "total one long");
-    put64(buf + 16, 1ull << 62);
-    put64(buf + 56, tilec_bundle_checksum(buf, 56));
+    bundle_put64(buf + 16, 1ull << 62);
+    bundle_put64(buf + 56, tilec_bundle_checksum(buf, 56));
     expect_rejected(buf, len, KEY, "total size", "total 2^62");
-    put64(buf + 16, 10);
-    put64(buf + 56, tilec_bundle_checksum(buf, 56));
+    bundle_put64(buf + 16, 10);
+    bundle_put64(buf + 56, tilec_bundle_checksum(buf, 56));
     expect_rejected(buf, len, KEY, "total size", "total under the header");
 #undef FORGE
     /* a bundle that is all right after resealing parses */
     memcpy(buf, good, len);
-    reseal(buf, len);
+    bundle_reseal(buf, len);
     tilec_bundle *p = NULL;
     cr_assert_eq(tilec_bundle_parse(buf, len, KEY, &p, NULL, 0), TILEC_RT_OK);
     cr_assert(bundle_eq(b, p));
@@ -648,7 +628,7 @@ Test(bundle, random_mutations, .timeout = 60)
             buf[(s >> 33) % len] = (uint8_t)(s >> 20);
         }
         if (round % 2)
-            reseal(buf, len); /* get past the checksums to the structure checks */
+            bundle_reseal(buf, len); /* get past the checksums to the structure checks */
         tilec_bundle *p = NULL;
         tilec_rt_status st = tilec_bundle_parse(buf, len, NULL, &p, NULL, 0);
         cr_assert(st == TILEC_RT_OK || st == TILEC_RT_MODULE_ERROR, "status %d", st);
@@ -830,8 +810,8 @@ static void spoil_version(const char *path, const uint8_t *good, size_t len)
 {
     uint8_t *b = malloc(len);
     memcpy(b, good, len);
-    put32(b + 8, TILEC_BUNDLE_VERSION + 1);
-    reseal(b, len);
+    bundle_put32(b + 8, TILEC_BUNDLE_VERSION + 1);
+    bundle_reseal(b, len);
     spit(path, b, len);
     free(b);
 }

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bundle_forge.h"
 #include "fs_helpers.h"
 #include "tilec/cache.h"
 #include "tilec/program.h"
@@ -343,17 +344,6 @@ Test(faults, another_modules_bundle)
     count("another module's bundle", 1);
 }
 
-static void put_u32(char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (char)(v >> (8 * i));
-}
-static void put_u64(char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (char)(v >> (8 * i));
-}
-
 /* A's bundle claiming another format version, checksums made to match. */
 Test(faults, another_versions_bundle)
 {
@@ -362,8 +352,8 @@ Test(faults, another_versions_bundle)
     static const uint32_t versions[] = {0, 2, TILEC_BUNDLE_VERSION + 1, 0xffffffffu};
     for (size_t v = 0; v < sizeof versions / sizeof versions[0]; v++) {
         memcpy(b, ref_a, ref_a_len);
-        put_u32(b + 8, versions[v]);
-        put_u64(b + 56, tilec_bundle_checksum(b, 56));
+        bundle_put32((uint8_t *)b + 8, versions[v]);
+        bundle_reseal((uint8_t *)b, ref_a_len);
         expect_replaced(b, ref_a_len, "a bundle of another version");
     }
     free(b);
