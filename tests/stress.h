@@ -17,6 +17,7 @@
 #ifndef TILEC_TESTS_STRESS_H
 #define TILEC_TESTS_STRESS_H
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,22 +218,22 @@ static inline int stress_run(const char *dir, int procs, int rounds, int gpu, st
 static inline int stress_check_cache(const char *dir, char *why, size_t cap)
 {
     int bundles = 0;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "ls -a '%s'", dir);
-    FILE *p = popen(cmd, "r");
-    char name[512];
-    while (p && fgets(name, sizeof name, p)) {
-        name[strcspn(name, "\n")] = 0;
-        if (strstr(name, ".tmp.")) {
-            snprintf(why, cap, "a temporary file stayed: %.200s", name);
-            pclose(p);
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(why, cap, "cannot read the cache directory");
+        return 1;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strstr(e->d_name, ".tmp.")) {
+            snprintf(why, cap, "a temporary file stayed: %.200s", e->d_name);
+            closedir(d);
             return 1;
         }
-        if (strstr(name, ".tilecbundle"))
+        if (strstr(e->d_name, ".tilecbundle"))
             bundles++;
     }
-    if (p)
-        pclose(p);
+    closedir(d);
     for (int mod = 0; mod < STRESS_MODULES; mod++) {
         char src[512];
         stress_source(mod, src, sizeof src);
