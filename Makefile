@@ -137,41 +137,32 @@ $(DOTPLUGIN): examples/emitters/dot.c include/tilec/emitter.h include/tilec/wir.
 $(BUILD)/obj/tests/test_dot.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"'
 $(BUILD)/tests/test_dot: | $(DOTPLUGIN) $(TILEC)
 
-BENCH    = $(BUILD)/bench/bench_kernels $(BUILD)/bench/bench_runtime $(BUILD)/bench/bench_multikernel \
-           $(BUILD)/bench/e2e $(BUILD)/bench/e2e_fused $(BUILD)/bench/bench_wrapper
-# bench/wrapper: the generated C wrapper of chain8.tile against bare launches
-$(BUILD)/gen/wrappers/chain8.c $(BUILD)/gen/wrappers/chain8.h &: bench/wrapper/chain8.tile $(TILEC)
-	@mkdir -p $(BUILD)/gen/wrappers
-	$(TILEC) bench/wrapper/chain8.tile --emit c -o $(BUILD)/gen/wrappers
-$(BUILD)/bench/bench_wrapper: bench/wrapper/bench_wrapper.c $(BUILD)/gen/wrappers/chain8.c $(BUILD)/gen/wrappers/chain8.h $(LIBA)
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -I$(BUILD)/gen/wrappers $(CFLAGS) -Wno-missing-prototypes -o $@ bench/wrapper/bench_wrapper.c \
-	    $(BUILD)/gen/wrappers/chain8.c $(LIBA) $(LIBS)
-# the generated wrapper of examples/e2e.tile as a standalone benchmark
+BENCH    = $(BUILD)/bench/bench_runtime $(BUILD)/bench/e2e $(BUILD)/bench/e2e_fused
+# the generated wrapper of examples/e2e.tile as a standalone program (make demo runs it)
 $(BUILD)/bench/e2e $(BUILD)/bench/e2e_fused: $(BUILD)/bench/%: $(BUILD)/gen/wrappers/%.c $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -DTILEC_BENCH_MAIN -Iinclude -o $@ $< $(LIBA) $(LIBS)
-$(BUILD)/bench/%: $(BUILD)/obj/bench/kernels/%.o $(LIBA)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
-$(BUILD)/bench/bench_multikernel: $(BUILD)/obj/bench/multikernel/bench_multikernel.o $(LIBA)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 $(BUILD)/bench/bench_runtime: $(BUILD)/obj/bench/runtime/bench_runtime.o $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
+# The benchmark harness (bench/harness/README.md): one Python process times
+# every side by one method; its C loop (tb.c) is this library, whose tilec_*
+# symbols resolve against the libtilec.so the harness loaded.
+BENCHLIB = $(BUILD)/bench/libtilec_bench.so
+$(BENCHLIB): bench/harness/tb.c bench/bench_util.h include/tilec/program.h include/tilec/runtime.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
+
 # The GPU machine has no -dev packages: build here, bundle, run there.
-# Every benchmark on a GPU machine; results into BENCH_OUT (default
-# bench/results) and docs/performance.md. On a machine that cannot build,
-# point BENCH_BIN and BENCH_TILEC at a bundle (see gpu-bundle) and the
-# build is skipped.
+# `make bench` on a GPU machine: the harness, results into BENCH_OUT
+# (default bench/results), then the report (tables, plot) and
+# docs/performance.md. On a machine that cannot build, point TILEC_LIB,
+# TILEC_BENCH_LIB and TILEC_COMPILE_WORKER at a bundle (see gpu-bundle) and
+# run bench/harness/run.sh yourself.
 BENCH_OUT   ?= bench/results
-BENCH_BIN   ?= $(BUILD)/bench
-BENCH_TILEC ?= $(TILEC)
-bench: $(if $(filter $(BUILD)/bench,$(BENCH_BIN)),$(BENCH) $(TILEC))
-	bench/run_all.sh $(BENCH_OUT) $(BENCH_BIN) $(BENCH_TILEC)
-	cp $(BENCH_OUT)/performance.md docs/performance.md
+bench: all $(BENCHLIB) $(BUILD)/bench/bench_runtime
+	bench/harness/run.sh $(BENCH_OUT)
 
 # The tilec command under valgrind on every example and every golden bad input.
 valgrind: all
@@ -179,9 +170,9 @@ valgrind: all
 
 .PHONY: gpu-bundle
 GPUDIR  ?= .gpu
-gpu-bundle: all $(TESTS) $(BENCH) $(FAKECUDA)
+gpu-bundle: all $(TESTS) $(BENCH) $(BENCHLIB) $(FAKECUDA)
 	../shared/tools/gpu-bundle $(GPUDIR) $(TILEC) $(TESTS) $(BENCH) $(FAKECUDA)
-	cp $(LIBSO) $(GPUDIR)/lib/
+	cp $(LIBSO) $(BENCHLIB) $(GPUDIR)/lib/
 $(BUILD)/obj/runtime/%.o: CPPFLAGS += -I$(CUDA)/include
 
 # ---- the two commands of the README ----

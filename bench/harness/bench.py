@@ -1,0 +1,553 @@
+"""bench.py: the one benchmark harness of tilec (bench/harness/README.md).
+
+Every side of every workload is timed by one method, in this one process,
+on one device, against one flush buffer:
+
+  device time  warm-up launches, a synchronize, then REPS repetitions of
+               [clear the flush buffer (>= 2x L2) | start event | one call |
+               end event], all on the current stream, one synchronize after
+               the last; the median (and the 20th/80th percentiles) of the
+               REPS start-to-end times. No synchronize in the timed region;
+               the flush keeps the device busy while the host enqueues the
+               call, so a side's host overhead is not counted as device time.
+  host time    N calls enqueued back to back on tiny inputs, no flush, no
+               events, no synchronize inside, host clock / N; the median of
+               ROUNDS rounds.
+
+Sides: tilec through the C runtime (bench/harness/tb.c, the same loop in C,
+no Python in it), tilec through its Python package (tilec.Kernel), torch
+eager, torch.compile (default mode; and max-autotune-no-cudagraphs for
+matmuls with --autotune), and a device copy of the same bytes (the
+bandwidth floor). Before any timing each workload's tilec result is checked
+against a reference in higher precision on fresh random inputs, with the
+output poisoned with NaN first; a wrong result is recorded and not timed.
+
+Writes one JSON object per line to --out as it goes (a killed run keeps what
+it measured); bench/harness/report.py turns one or more such files into the
+tables. Usage (from the repository root, on the GPU machine):
+
+  python3 bench/harness/bench.py --out results.jsonl [--only SUBSTR]
+          [--family F] [--autotune | --no-compile] [--host] [--tag NAME]
+"""
+import argparse
+import ctypes
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import tilec  # noqa: E402
+
+DEV = "cuda"
+TF_PEAK_F16 = 989.4  # dense f16/bf16 tensor-core TFLOP/s, H100 SXM datasheet
+TF_PEAK_F32 = 66.9   # dense f32 (no tensor cores) TFLOP/s, H100 SXM datasheet
+
+
+# ---- the method ---------------------------------------------------------
+
+class Timer:
+    """The one timing method, for Python callables and for the C loop."""
+
+    def __init__(self, bench_lib, tdev):
+        props = torch.cuda.get_device_properties(0)
+        self.l2 = props.L2_cache_size
+        # at least 2x L2, and large enough that clearing it keeps the device
+        # busy longer than any side's host work per call (torch.compile's
+        # guards take tens of µs): 512 MiB, twice what triton's do_bench clears
+        self.flush_bytes = max(8 * self.l2, 512 << 20)
+        self.flush = torch.empty(self.flush_bytes // 4, dtype=torch.int32, device=DEV)
+        self.lib = bench_lib
+        self.tdev = tdev
+        self.flush_ms = self.time_flush()
+        self.host_us = 0.0  # host time per repetition of the last timed loop
+
+
+    def time_flush(self, n=20):
+        """Device time of one clear of the flush buffer."""
+        self.flush.zero_()
+        torch.cuda.synchronize()
+        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+        for s, e in ev:
+            s.record()
+            self.flush.zero_()
+            e.record()
+        torch.cuda.synchronize()
+        return statistics.median(s.elapsed_time(e) for s, e in ev)
+
+    def reps_for(self, est_ms):
+        """About 300 ms of calls, never fewer than 50 or more than 500."""
+        return int(min(500, max(50, 300.0 / max(est_ms, 1e-3))))
+
+    def estimate(self, fn):
+        fn()
+        torch.cuda.synchronize()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(5):
+            fn()
+        e.record()
+        e.synchronize()
+        return s.elapsed_time(e) / 5
+
+    def device_py(self, fn, reps, warmup=10):
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize()
+        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+        probe = min(reps, 16)  # before the launch queue fills and blocks the host
+        t0 = time.perf_counter()
+        for i, (s, e) in enumerate(ev):
+            if i == probe:
+                self.host_us = (time.perf_counter() - t0) * 1e6 / probe
+            self.flush.zero_()
+            s.record()
+            fn()
+            e.record()
+        if probe == reps:
+            self.host_us = (time.perf_counter() - t0) * 1e6 / probe
+        torch.cuda.synchronize()
+        return [s.elapsed_time(e) for s, e in ev]
+
+    def device_c(self, kernel, args, reps, warmup=10):
+        """tilec through the C runtime: the same loop, in C (tb.c)."""
+        packed = kernel._array()
+        pack(kernel, packed, args)
+        ms = (ctypes.c_float * reps)()
+        host = ctypes.c_double()
+        err = ctypes.create_string_buffer(1024)
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream or None)
+        rc = self.lib.tb_device_times(self.tdev._h, kernel.module._prog, kernel._name_b, packed, len(args), stream,
+                                      self.flush.data_ptr(), self.flush.numel(), warmup, reps, ms, ctypes.byref(host),
+                                      err, len(err))
+        if rc != 0:
+            raise RuntimeError(err.value.decode())
+        self.host_us = host.value
+        return list(ms)
+
+    def host_c(self, kernel, args, n):
+        packed = kernel._array()
+        pack(kernel, packed, args)
+        us = ctypes.c_double()
+        err = ctypes.create_string_buffer(1024)
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream or None)
+        torch.cuda.synchronize()
+        rc = self.lib.tb_host_us(self.tdev._h, kernel.module._prog, kernel._name_b, packed, len(args), stream, n,
+                                 ctypes.byref(us), err, len(err))
+        torch.cuda.synchronize()
+        if rc != 0:
+            raise RuntimeError(err.value.decode())
+        return us.value
+
+    @staticmethod
+    def host_py(fn, n):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        return (t1 - t0) * 1e6 / n
+
+
+def summary(ms):
+    q = statistics.quantiles(ms, n=10)
+    return {"median_ms": statistics.median(ms), "p20_ms": statistics.quantiles(ms, n=5)[0],
+            "p80_ms": statistics.quantiles(ms, n=5)[3], "min_ms": min(ms), "p90_ms": q[8], "reps": len(ms)}
+
+
+def pack(kernel, packed, args):
+    """tilec.Kernel's argument packing, for the C loop."""
+    for i, a in enumerate(args):
+        f = kernel._fields[i]
+        if f is None:
+            packed[i].ptr = a if isinstance(a, int) else a.data_ptr()
+        elif f[0] == "f":
+            setattr(packed[i], f, float(a))
+        else:
+            setattr(packed[i], f, int(a))
+
+
+def tilec_args(args):
+    """What a user passes to a tilec.Kernel: the tensors themselves, except
+    bf16 ones, which torch will not describe through
+    __cuda_array_interface__: their data_ptr()."""
+    return [a.data_ptr() if isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16 else a for a in args]
+
+
+# ---- workloads ----------------------------------------------------------
+
+def rel_err(out, ref):
+    out, ref = out.double(), ref.double()
+    if not torch.isfinite(out).all():
+        return float("inf")
+    return (torch.linalg.norm(out - ref) / torch.linalg.norm(ref)).item()
+
+
+class Workload:
+    """A workload: inputs, tilec kernel and arguments, torch function,
+    reference, the byte and flop counts, and the tolerance of its check."""
+
+    def __init__(self, name, family, tile, kernel, make, tilec_call, torch_fn, ref, nbytes, flops=0.0, tol=1e-4,
+                 out_index=None, eager_is="torch eager", peak=None, small=None):
+        self.name, self.family, self.tile, self.kernel = name, family, tile, kernel
+        self.make, self.tilec_call, self.torch_fn, self.ref = make, tilec_call, torch_fn, ref
+        self.nbytes, self.flops, self.tol, self.eager_is, self.peak = nbytes, flops, tol, eager_is, peak
+        self.small = small  # tiny-input maker for the host-cost table
+
+
+def randn(*shape, dtype=torch.float32):
+    return torch.randn(*shape, device=DEV, dtype=torch.float32).to(dtype)
+
+
+def w_add_relu(n):
+    def make():
+        return {"x": randn(n), "y": randn(n), "out": torch.empty(n, device=DEV)}
+    return Workload(
+        f"add_relu 2^{int(math.log2(n))}", "elementwise", "examples/add_relu.tile", "add_relu", make,
+        lambda t: ([t["x"], t["y"], t["out"], n], "out"),
+        lambda t: torch.relu(t["x"] + t["y"]),
+        lambda t: torch.relu(t["x"].double() + t["y"].double()), 12 * n, tol=1e-6)
+
+
+def w_softmax(r, c, rows_kernel=False):
+    tile, kern = ("bench/harness/softmax_rows.tile", "softmax_rows") if rows_kernel else \
+        ("examples/softmax.tile", "softmax")
+
+    def make():
+        return {"x": randn(r, c), "y": torch.empty(r, c, device=DEV)}
+    label = "softmax_rows" if rows_kernel else "softmax"
+    return Workload(
+        f"{label} {r}x{c}", "softmax", tile, kern, make,
+        lambda t: ([t["x"], t["y"], r, c], "y"),
+        lambda t: torch.softmax(t["x"], -1),
+        lambda t: torch.softmax(t["x"].double(), -1), 8 * r * c, tol=1e-5)
+
+
+def w_layernorm(r, c):
+    def make():
+        return {"x": randn(r, c), "w": randn(c), "b": randn(c), "y": torch.empty(r, c, device=DEV)}
+    return Workload(
+        f"layernorm {r}x{c}", "layernorm", "examples/layernorm.tile", "layernorm", make,
+        lambda t: ([t["x"], t["w"], t["b"], t["y"], r, c, 1e-5], "y"),
+        lambda t: F.layer_norm(t["x"], (c,), t["w"], t["b"], 1e-5),
+        lambda t: F.layer_norm(t["x"].double(), (c,), t["w"].double(), t["b"].double(), 1e-5),
+        8 * r * c + 8 * c, tol=1e-5)
+
+
+def w_matmul(m, n, k, dtype):
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[dtype]
+    es = 2 if dtype != "f32" else 4
+    if dtype == "f32":
+        tile, kern = "examples/matmul_f32.tile", "matmul_f32"
+    else:
+        tile, kern = "bench/harness/gemm.tile", f"matmul_{dtype}"
+
+    def make():
+        return {"a": randn(m, k, dtype=dt), "b": randn(k, n, dtype=dt), "c": torch.empty(m, n, device=DEV, dtype=dt)}
+    shape = f"{m}" if m == n == k else f"{m}x{n}x{k}"
+    tol = {"f16": 2e-3, "bf16": 1e-2, "f32": 1e-5}[dtype]
+    return Workload(
+        f"matmul {dtype} {shape}", "matmul", tile, kern, make,
+        lambda t: ([t["a"], t["b"], t["c"], m, n, k], "c"),
+        lambda t: torch.matmul(t["a"], t["b"]),
+        lambda t: t["a"].double() @ t["b"].double(), es * (m * k + k * n + m * n), 2.0 * m * n * k, tol=tol,
+        eager_is="cuBLAS (torch.matmul)", peak=TF_PEAK_F32 if dtype == "f32" else TF_PEAK_F16)
+
+
+def w_matmul_gelu(m, n, k):
+    def make():
+        return {"a": randn(m, k, dtype=torch.float16), "b": randn(k, n, dtype=torch.float16),
+                "bias": randn(n, dtype=torch.float16), "c": torch.empty(m, n, device=DEV, dtype=torch.float16)}
+    return Workload(
+        f"matmul+bias+gelu f16 {m}", "matmul", "bench/harness/gemm.tile", "matmul_bias_gelu", make,
+        lambda t: ([t["a"], t["b"], t["bias"], t["c"], m, n, k], "c"),
+        lambda t: F.gelu(torch.matmul(t["a"], t["b"]) + t["bias"]),
+        lambda t: F.gelu(t["a"].double() @ t["b"].double() + t["bias"].double()),
+        2 * (m * k + k * n + m * n + n), 2.0 * m * n * k, tol=2e-3, eager_is="cuBLAS + torch eager epilogue",
+        peak=TF_PEAK_F16)
+
+
+def w_bmm(bt, m, n, k):
+    def make():
+        return {"a": randn(bt, m, k, dtype=torch.float16), "b": randn(bt, k, n, dtype=torch.float16),
+                "c": torch.empty(bt, m, n, device=DEV, dtype=torch.float16)}
+    return Workload(
+        f"bmm f16 {bt}x{m}x{n}x{k}", "matmul", "bench/harness/gemm.tile", "bmm_f16", make,
+        lambda t: ([t["a"], t["b"], t["c"], m, n, k, bt], "c"),
+        lambda t: torch.bmm(t["a"], t["b"]),
+        lambda t: torch.bmm(t["a"].double(), t["b"].double()), 2 * bt * (m * k + k * n + m * n),
+        2.0 * bt * m * n * k, tol=2e-3, eager_is="cuBLAS (torch.bmm)", peak=TF_PEAK_F16)
+
+
+def w_attention(b, h, s, d, causal):
+    scale = 1.0 / math.sqrt(d)
+
+    def make():
+        return {"q": randn(b, h, s, d, dtype=torch.float16), "k": randn(b, h, s, d, dtype=torch.float16),
+                "v": randn(b, h, s, d, dtype=torch.float16),
+                "o": torch.empty(b, h, s, d, device=DEV, dtype=torch.float16)}
+    flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
+    return Workload(
+        f"attention d{d} {b}x{h}x{s}{' causal' if causal else ''}", "attention", "bench/harness/attention.tile",
+        f"attention_d{d}", make,
+        lambda t: ([t["q"], t["k"], t["v"], t["o"], s, b * h, int(causal), scale], "o"),
+        lambda t: F.scaled_dot_product_attention(t["q"], t["k"], t["v"], is_causal=causal),
+        lambda t: F.scaled_dot_product_attention(t["q"].float(), t["k"].float(), t["v"].float(), is_causal=causal),
+        2 * 4 * b * h * s * d, flops, tol=5e-3, eager_is="SDPA (torch eager)", peak=TF_PEAK_F16)
+
+
+def workloads():
+    w = [w_add_relu(1 << 26)]
+    for r, c in [(8192, 1024), (8192, 4096), (2048, 16384), (32768, 512), (65536, 128), (4096, 1000), (8192, 3000)]:
+        w.append(w_softmax(r, c))
+    for r, c in [(32768, 512), (65536, 128), (8192, 1024)]:
+        w.append(w_softmax(r, c, rows_kernel=True))
+    for r, c in [(8192, 4096), (4096, 768), (8192, 1024)]:
+        w.append(w_layernorm(r, c))
+    for dt in ("f16", "bf16"):
+        for s in (1024, 2048, 4096, 8192):
+            w.append(w_matmul(s, s, s, dt))
+        w.append(w_matmul(16, 8192, 8192, dt))
+    w.append(w_matmul(4096, 4096, 4096, "f32"))
+    w.append(w_matmul_gelu(4096, 4096, 4096))
+    w.append(w_bmm(16, 1024, 1024, 1024))
+    for d, h in ((64, 16), (128, 8)):
+        for causal in (False, True):
+            w.append(w_attention(4, h, 4096, d, causal))
+    return w
+
+
+# ---- running ------------------------------------------------------------
+
+class Run:
+    def __init__(self, args):
+        self.args = args
+        self.out = open(args.out, "a")
+        self.tdev = tilec.device()
+        libpath = os.environ.get("TILEC_LIB") or os.path.join(ROOT, "build", "lib", "libtilec.so")
+        ctypes.CDLL(libpath, mode=ctypes.RTLD_GLOBAL)  # tb.c resolves tilec_* against this copy
+        benchlib = os.environ.get("TILEC_BENCH_LIB") or os.path.join(ROOT, "build", "bench", "libtilec_bench.so")
+        lib = ctypes.CDLL(benchlib)
+        P = ctypes.c_void_p
+        lib.tb_device_times.argtypes = [P, P, ctypes.c_char_p, P, ctypes.c_uint32, P, ctypes.c_uint64, ctypes.c_size_t,
+                                        ctypes.c_int, ctypes.c_int, P, P, P, ctypes.c_size_t]
+        lib.tb_host_us.argtypes = [P, P, ctypes.c_char_p, P, ctypes.c_uint32, P, ctypes.c_int, P, P, ctypes.c_size_t]
+        self.timer = Timer(lib, self.tdev)
+        self.modules = {}
+
+    def emit(self, rec):
+        rec.setdefault("tag", self.args.tag)
+        self.out.write(json.dumps(rec) + "\n")
+        self.out.flush()
+
+    def module(self, path):
+        if path not in self.modules:
+            self.modules[path] = tilec.load(os.path.join(ROOT, path))
+        return self.modules[path]
+
+    def env(self):
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm,power.limit",
+                              "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+        p = torch.cuda.get_device_properties(0)
+        import triton
+        self.emit({"kind": "env", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": p.name,
+                   "sms": p.multi_processor_count, "l2_mb": p.L2_cache_size / 2 ** 20, "nvidia_smi": smi,
+                   "torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,
+                   "python": platform.python_version(), "tilec": tilec.version(),
+                   "flush_mb": self.timer.flush_bytes / 2 ** 20, "flush_us": self.timer.flush_ms * 1e3,
+                   "allow_tf32": torch.backends.cuda.matmul.allow_tf32})
+
+    def time_side(self, w, side, fn=None, kernel=None, args=None, reps=None, extra=None):
+        try:
+            if kernel is not None:
+                ms = self.timer.device_c(kernel, args, reps)
+            else:
+                ms = self.timer.device_py(fn, reps)
+            rec = {"kind": "device", "workload": w.name, "family": w.family, "side": side, "bytes": w.nbytes,
+                   "flops": w.flops, "peak_tflops": w.peak, **summary(ms),
+                   # the flush hides the host's work only if it takes longer on the device
+                   "host_us_per_rep": self.timer.host_us, "flush_us": self.timer.flush_ms * 1e3,
+                   "covered": self.timer.host_us < self.timer.flush_ms * 1e3}
+        except Exception as e:  # a side that fails is recorded, never fatal
+            rec = {"kind": "device", "workload": w.name, "family": w.family, "side": side, "error": str(e)[:500]}
+        if extra:
+            rec.update(extra)
+        self.emit(rec)
+        if "median_ms" in rec:
+            print(f"  {side:36s} {rec['median_ms']:9.4f} ms  [{rec['p20_ms']:.4f} .. {rec['p80_ms']:.4f}]",
+                  flush=True)
+        else:
+            print(f"  {side:36s} ERROR {rec['error'][:200]}", flush=True)
+        return rec
+
+    def compiled(self, fn, mode):
+        torch._dynamo.reset()
+        return torch.compile(fn, mode=mode) if mode else torch.compile(fn)
+
+    def workload(self, w):
+        print(f"== {w.name}", flush=True)
+        torch.manual_seed(hash(w.name) % 2 ** 31)
+        t = w.make()
+        mod = self.module(w.tile)
+        k = mod.kernel(w.kernel)  # the multi-kernel: the runtime picks the variant per shape
+        args, out = w.tilec_call(t)
+        # check first: poisoned output, fresh random inputs, higher-precision reference
+        t[out].fill_(float("nan"))
+        k(*tilec_args(args))
+        torch.cuda.synchronize()
+        err = rel_err(t[out], w.ref(t))
+        ok = err <= w.tol
+        ref_torch = rel_err(w.torch_fn(t), w.ref(t))
+        self.emit({"kind": "check", "workload": w.name, "rel_err": err, "tol": w.tol, "ok": ok,
+                   "torch_rel_err": ref_torch, "variant": k.last_variant})
+        print(f"  check: rel err {err:.2e} (tol {w.tol:.0e}, torch eager {ref_torch:.2e}) variant {k.last_variant}"
+              f" {'ok' if ok else 'WRONG'}", flush=True)
+        est = self.timer.estimate(lambda: w.torch_fn(t))
+        reps = self.timer.reps_for(est)
+        if ok:
+            targs = tilec_args(args)
+            self.time_side(w, "tilec C", kernel=k, args=args, reps=reps, extra={"variant": k.last_variant})
+            self.time_side(w, "tilec Python", fn=lambda: k(*targs), reps=reps)
+        self.time_side(w, w.eager_is if w.eager_is != "torch eager" else "torch eager", fn=lambda: w.torch_fn(t),
+                       reps=reps, extra={"other": True})
+        if not self.args.no_compile:
+            modes = [None]
+            if self.args.autotune and w.family == "matmul":
+                modes.append("max-autotune-no-cudagraphs")
+            for mode in modes:
+                label = "torch.compile" + (f" {mode}" if mode else "")
+                try:
+                    f = self.compiled(w.torch_fn, mode)
+                    t0 = time.perf_counter()
+                    got = f(t)
+                    torch.cuda.synchronize()
+                    cerr = rel_err(got, w.ref(t))
+                    compile_s = time.perf_counter() - t0
+                except Exception as e:
+                    self.emit({"kind": "device", "workload": w.name, "side": label, "error": str(e)[:500]})
+                    print(f"  {label}: ERROR {str(e)[:200]}", flush=True)
+                    continue
+                self.time_side(w, label, fn=lambda: f(t), reps=reps,
+                               extra={"other": True, "compile_s": compile_s, "rel_err": cerr})
+        # the bandwidth floor: a device copy moving the same bytes (half read, half written)
+        n = max(1, w.nbytes // 8)
+        src, dst = torch.randn(n, device=DEV), torch.empty(n, device=DEV)
+        self.time_side(w, "device copy", fn=lambda: dst.copy_(src), reps=reps, extra={"floor": True})
+        del src, dst
+        del t
+
+    def host(self):
+        """Host cost per call on tiny inputs: enqueue N calls, no synchronize."""
+        n, rounds = 256, 21  # few enough that the launch queue never fills and blocks the host
+        cases = [
+            ("add_relu n=4096", "examples/add_relu.tile", "add_relu",
+             lambda: {"x": randn(4096), "y": randn(4096), "o": torch.empty(4096, device=DEV)},
+             lambda t: [t["x"], t["y"], t["o"], 4096], lambda t: torch.relu(t["x"] + t["y"])),
+            ("softmax 16x128", "examples/softmax.tile", "softmax",
+             lambda: {"x": randn(16, 128), "y": torch.empty(16, 128, device=DEV)},
+             lambda t: [t["x"], t["y"], 16, 128], lambda t: torch.softmax(t["x"], -1)),
+            ("layernorm 16x128", "examples/layernorm.tile", "layernorm",
+             lambda: {"x": randn(16, 128), "w": randn(128), "b": randn(128), "y": torch.empty(16, 128, device=DEV)},
+             lambda t: [t["x"], t["w"], t["b"], t["y"], 16, 128, 1e-5],
+             lambda t: F.layer_norm(t["x"], (128,), t["w"], t["b"], 1e-5)),
+            ("matmul f16 64", "bench/harness/gemm.tile", "matmul_f16",
+             lambda: {"a": randn(64, 64, dtype=torch.float16), "b": randn(64, 64, dtype=torch.float16),
+                      "c": torch.empty(64, 64, device=DEV, dtype=torch.float16)},
+             lambda t: [t["a"], t["b"], t["c"], 64, 64, 64], lambda t: torch.matmul(t["a"], t["b"])),
+        ]
+        for name, tile, kern, make, targs, tfn in cases:
+            print(f"== host: {name}", flush=True)
+            t = make()
+            k = self.module(tile).kernel(kern)
+            args = targs(t)
+            k(*args)
+            torch.cuda.synchronize()
+            sides = {
+                "tilec C": lambda: self.timer.host_c(k, args, n),
+                "tilec Python": lambda: Timer.host_py(lambda: k(*args), n),
+                "torch eager": lambda: Timer.host_py(lambda: tfn(t), n),
+            }
+            if not self.args.no_compile:
+                f = self.compiled(tfn, None)
+                f(t)
+                sides["torch.compile"] = lambda: Timer.host_py(lambda: f(t), n)
+            # CUDA-graph replay of each: one call captured, the replay enqueued
+            stream_of = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
+            graphs = {"tilec (CUDA graph replay)": lambda: k(*args, stream=stream_of()),
+                      "torch eager (CUDA graph replay)": lambda: tfn(t)}
+            if not self.args.no_compile:
+                graphs["torch.compile (CUDA graph replay)"] = lambda: f(t)
+            for gname, call in graphs.items():
+                try:
+                    s = torch.cuda.Stream()
+                    s.wait_stream(torch.cuda.current_stream())
+                    with torch.cuda.stream(s):
+                        for _ in range(3):
+                            call()
+                    torch.cuda.current_stream().wait_stream(s)
+                    g = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(g):
+                        call()
+                    g.replay()
+                    torch.cuda.synchronize()
+                    sides[gname] = (lambda g=g: Timer.host_py(g.replay, n))
+                except Exception as e:
+                    self.emit({"kind": "host", "case": name, "side": gname, "error": str(e)[:300]})
+            for side, fn in sides.items():
+                try:
+                    vals = [fn() for _ in range(rounds)]
+                    rec = {"kind": "host", "case": name, "side": side, "us": statistics.median(vals),
+                           "us_min": min(vals), "us_max": max(vals), "n": n, "rounds": rounds}
+                    print(f"  {side:36s} {rec['us']:7.2f} us/call", flush=True)
+                except Exception as e:
+                    rec = {"kind": "host", "case": name, "side": side, "error": str(e)[:300]}
+                    print(f"  {side:36s} ERROR {e}", flush=True)
+                self.emit(rec)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--only", action="append", help="run the workloads whose name contains this (repeatable)")
+    ap.add_argument("--family", action="append", help="run only these families (matmul, softmax, ...)")
+    ap.add_argument("--autotune", action="store_true",
+                    help="also torch.compile max-autotune-no-cudagraphs on the matmul workloads")
+    ap.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
+    ap.add_argument("--host", action="store_true", help="also the host-cost table")
+    ap.add_argument("--no-device", action="store_true", help="skip the device-time workloads")
+    ap.add_argument("--tag", default="run")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("SKIP: bench/harness: no CUDA device")
+        return 0
+    r = Run(args)
+    r.env()
+    if not args.no_device:
+        for w in workloads():
+            if args.only and not any(s in w.name for s in args.only):
+                continue
+            if args.family and w.family not in args.family:
+                continue
+            try:
+                r.workload(w)
+            except Exception as e:  # keep going: the record says what failed
+                r.emit({"kind": "check", "workload": w.name, "ok": False, "error": str(e)[:500]})
+                print(f"  ERROR {e}", flush=True)
+            torch.cuda.empty_cache()
+    if args.host:
+        r.host()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
