@@ -161,7 +161,7 @@ static const poly **dims_of(lw *L, tilec_expr *const *v, uint32_t n)
         return NULL;
     }
     for (uint32_t d = 0; d < n; d++)
-        if (!(dims[d] = poly_from_expr(&L->w->ar, v[d], lookup_sym, L))) {
+        if (!(dims[d] = poly_from_expr(&L->w->ar, v[d], lookup_sym, L, NULL))) {
             fail(L, &v[d]->loc, "a size it cannot read in", L->w->graph->name);
             return NULL;
         }
@@ -184,9 +184,9 @@ static void shape_into(lw *L, const entry *x, tilec_wir_line *l)
     for (uint32_t d = x->rank; d-- > 0;) {
         l->sizes[d] = pstr(L, x->dims[d]);
         l->strides[d] = pstr(L, stride);
-        stride = poly_mul(a, stride, x->dims[d]);
+        stride = poly_mul(a, stride, x->dims[d], NULL);
     }
-    poly *bytes = poly_mul(a, stride, poly_const(a, tilec_dtype_size(x->dtype)));
+    poly *bytes = poly_mul(a, stride, poly_const(a, tilec_dtype_size(x->dtype)), NULL);
     l->bytes = pstr(L, bytes);
 }
 
@@ -348,7 +348,7 @@ static void first_walk(lw *L)
                     return;
                 }
                 for (uint32_t d = 0; dims && d < t->ndims; d++)
-                    if (!(dims[d] = poly_from_expr(&L->w->ar, t->dims[d], ext_lookup, &env))) {
+                    if (!(dims[d] = poly_from_expr(&L->w->ar, t->dims[d], ext_lookup, &env, NULL))) {
                         fail(L, &v->loc, "a result size it cannot read in extern", x->name);
                         return;
                     }
@@ -481,7 +481,7 @@ static tilec_wir_arg *call_args(lw *L, const tilec_expr *v, const tilec_kernel *
             args[a].text = e->name;
             continue;
         }
-        const poly *q = c == 's' || c == 'u' ? poly_from_expr(&L->w->ar, e, lookup_sym, L) : NULL;
+        const poly *q = c == 's' || c == 'u' ? poly_from_expr(&L->w->ar, e, lookup_sym, L, NULL) : NULL;
         args[a].kind = q ? TILEC_WIR_ARG_SIZE : TILEC_WIR_ARG_SCALAR;
         args[a].text = q ? pstr(L, q) : spelled(L, v->args + a, 1);
     }
