@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "dsl/diag.h"
-#include "runtime/program_internal.h"
 #include "tilec/emitter.h"
 #include "tilec/lower.h"
+#include "tilec/program.h"
 #include "util/strbuf.h"
 
 typedef struct cstate {
@@ -895,7 +895,7 @@ static int aot_kernels(tilec_emit *e, strbuf *c, const char *arch)
     for (size_t i = 0; i < tilec_module_kernel_count(m) && !bad; i++) {
         const tilec_kernel *k = tilec_module_kernel(m, i);
         uint32_t nv = tilec_kernel_variant_count(k);
-        uint64_t written = mk_written_params(k);
+        uint64_t written = tilec_kernel_written_params(k);
         for (uint32_t v = 0; v < nv && !bad; v++, total++) {
             tilec_kernel_code code = {0};
             void *cubin = NULL;

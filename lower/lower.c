@@ -2134,6 +2134,7 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
     out->smem_bytes = L.smem;
     out->variant = variant;
     out->kernel = k;
+    out->written = tilec_kernel_written_params(k);
     out->nparams = k->nparams;
     out->params = calloc(k->nparams ? k->nparams : 1, sizeof *out->params);
     for (uint32_t i = 0; out->params && i < k->nparams; i++)

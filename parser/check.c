@@ -1439,38 +1439,84 @@ static const poly *sym_lookup(void *user, const char *name)
     return NULL;
 }
 
-/* A size expression of a graph: integers, symbols, scalar int parameters. */
-static const poly *size_expr(checker *ck, const tilec_expr *e, const char *what)
+/* A limit of symbolic sizes (tilec/limits.h) passed, as one error at loc
+ * about `what`; 1 when it was one (or out of memory), else 0. */
+static int size_limit_err(checker *ck, const tilec_loc *loc, const poly_why *why, const char *what)
+{
+    long long v = (long long)why->value;
+    switch (why->fail) {
+    case POLY_FAIL_TERMS:
+        err(ck, loc, "%s has too many terms to compare symbolically: %lld (the limit is %d terms)", what, v,
+            TILEC_MAX_POLY_TERMS);
+        return 1;
+    case POLY_FAIL_DEGREE:
+        err(ck, loc, "%s has too high a degree to compare symbolically: %lld symbols in one term (the limit is %d)",
+            what, v, TILEC_MAX_POLY_DEGREE);
+        return 1;
+    case POLY_FAIL_TEXT:
+        err(ck, loc, "%s is too long as text: %lld bytes (the limit is %d)", what, v, TILEC_MAX_POLY_TEXT);
+        return 1;
+    case POLY_FAIL_OVERFLOW:
+        err(ck, loc, "%s: a coefficient overflows 64 bits", what);
+        return 1;
+    case POLY_FAIL_NOMEM:
+        ck->oom = 1;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Every name of a size expression is a symbol or an integer scalar. */
+static int size_names_ok(checker *ck, const tilec_expr *e, const char *what)
 {
     if (e->kind == TILEC_EX_NAME && !sym_lookup(ck, e->name)) {
         binding *b = lookup(ck, e->name);
         if (poisoned(b))
-            return NULL;
+            return 0;
         if (b)
             err(ck, &e->loc, "%s must be an integer, but '%s' is %s", what, e->name,
                 b->kind == B_TENSOR ? "a tensor" : tilec_dtype_name(b->type.dtype));
         else
             err(ck, &e->loc, "'%s' is not a size symbol here (symbols are bound by the dimensions of tensor parameters)",
                 e->name);
-        return NULL;
+        return 0;
     }
-    const poly *last = NULL;
     for (uint32_t i = 0; i < e->nargs; i++)
-        if (!(last = size_expr(ck, e->args[i], what)))
-            return NULL;
-    int64_t v;
-    int is_cdiv = e->kind == TILEC_EX_CALL && !strcmp(e->name, "cdiv") && e->nargs == 2;
-    int divides = is_cdiv || (e->kind == TILEC_EX_BINARY && (e->op == TILEC_OP_DIV || e->op == TILEC_OP_MOD));
-    if (divides && last && poly_is_const(last, &v) && (v == 0 || (is_cdiv && v < 0))) {
-        if (is_cdiv)
-            err(ck, start_of(e->args[1]), "the divisor of cdiv in %s must be positive, got %lld", what, (long long)v);
+        if (!size_names_ok(ck, e->args[i], what))
+            return 0;
+    return 1;
+}
+
+/* A size expression of a graph: integers, symbols, scalar int parameters.
+ * One polynomial per expression (bounded: size_limit_err). */
+static const poly *size_expr(checker *ck, const tilec_expr *e, const char *what)
+{
+    if (!size_names_ok(ck, e, what))
+        return NULL;
+    poly_why why = {0};
+    poly *p = poly_from_expr(&ck->scratch, e, sym_lookup, ck, &why);
+    const tilec_expr *at = why.at ? why.at : e;
+    if (!p && why.fail == POLY_FAIL_DIV_ZERO) {
+        if (at->kind == TILEC_EX_CALL)
+            err(ck, start_of(at->args[1]), "the divisor of cdiv in %s must be positive, got %lld", what,
+                (long long)why.value);
         else
-            err(ck, &e->loc, "division by zero in %s", what);
+            err(ck, &at->loc, "division by zero in %s", what);
         return NULL;
     }
-    poly *p = poly_from_expr(&ck->scratch, e, sym_lookup, ck);
-    if (!p)
+    if (!p && size_limit_err(ck, &at->loc, &why, what))
+        return NULL;
+    if (!p) {
         err(ck, &e->loc, "%s must be built from integers, size symbols, + - * / %% and cdiv", what);
+        return NULL;
+    }
+    size_t len = poly_text_len(p, TILEC_MAX_POLY_TEXT);
+    if (len > TILEC_MAX_POLY_TEXT) {
+        why = (poly_why){.fail = POLY_FAIL_TEXT, .value = (int64_t)len};
+        size_limit_err(ck, &e->loc, &why, what);
+        return NULL;
+    }
     return p;
 }
 
@@ -1491,6 +1537,21 @@ static const char *tensor_text(checker *ck, tilec_dtype dt, const poly *const *d
 static binding *bind_tensor(checker *ck, const char *name, const tilec_loc *loc, tilec_dtype dt, const poly **dims,
                             uint32_t rank)
 {
+    /* its byte size as lowering computes it (row-major strides, then the
+     * element size), within the limits of symbolic sizes */
+    poly_why why = {0};
+    const poly *bytes = poly_const(&ck->scratch, 1);
+    for (uint32_t d = rank; bytes && d-- > 0;)
+        bytes = poly_mul(&ck->scratch, bytes, dims[d], &why);
+    bytes = poly_mul(&ck->scratch, bytes, poly_const(&ck->scratch, tilec_dtype_size(dt)), &why);
+    size_t len = bytes ? poly_text_len(bytes, TILEC_MAX_POLY_TEXT) : 0;
+    if (len > TILEC_MAX_POLY_TEXT)
+        why = (poly_why){.fail = POLY_FAIL_TEXT, .value = (int64_t)len};
+    if (!bytes || len > TILEC_MAX_POLY_TEXT) {
+        const char *what = ar_printf(&ck->scratch, "the byte size of '%s'", name);
+        if (!what || !size_limit_err(ck, loc, &why, what))
+            ck->oom = 1;
+    }
     binding *b = bind(ck, name, loc, B_TENSOR, "tensor");
     if (!b)
         return NULL;
@@ -1754,9 +1815,13 @@ static const poly ***check_extern_call(checker *ck, const tilec_extern *x, const
                 break;
             }
             for (uint32_t d = 0; d < te->ndims; d++) {
-                res[r][d] = poly_from_expr(&ck->scratch, te->dims[d], ext_lookup, &env);
+                poly_why why = {0};
+                res[r][d] = poly_from_expr(&ck->scratch, te->dims[d], ext_lookup, &env, &why);
                 if (!res[r][d]) {
-                    res = NULL; /* reported at the extern */
+                    /* a form error is reported at the extern; a limit here */
+                    size_limit_err(ck, &call->loc, &why,
+                                   ar_printf(&ck->scratch, "dimension %u of result %u of '%s'", d, r + 1, x->name));
+                    res = NULL;
                     break;
                 }
             }
@@ -1919,12 +1984,15 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
                 return;
         if (base) {
             /* a view keeps the bytes: numel * size must match */
+            poly_why why = {0};
             poly *have = poly_const(&ck->scratch, tilec_dtype_size(base->dtype));
             poly *want = poly_const(&ck->scratch, tilec_dtype_size(dt));
             for (uint32_t d = 0; d < base->rank; d++)
-                have = poly_mul(&ck->scratch, have, base->dims[d]);
+                have = poly_mul(&ck->scratch, have, base->dims[d], &why);
             for (uint32_t d = 0; d < rank; d++)
-                want = poly_mul(&ck->scratch, want, dims[d]);
+                want = poly_mul(&ck->scratch, want, dims[d], &why);
+            if ((!have || !want) && size_limit_err(ck, &shape->args[0]->loc, &why, "the byte size of the view"))
+                return;
             if (have && want && !poly_eq(have, want)) {
                 err(ck, &shape->args[0]->loc, "view of '%s' (%s, %s bytes) as %s (%s bytes) changes its size", base->name,
                     base->text, poly_str(&ck->scratch, have), tensor_text(ck, dt, dims, rank),
@@ -1981,6 +2049,11 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
 static void check_graph(checker *ck, tilec_graph *g)
 {
     reset_graph(ck);
+    if (g->body.nstmts > TILEC_MAX_GRAPH_STMTS) {
+        err(ck, &g->loc, "graph '%s' has %u statements (the limit is %d)", g->name, g->body.nstmts,
+            TILEC_MAX_GRAPH_STMTS);
+        return;
+    }
     char owner[300];
     snprintf(owner, sizeof owner, "graph '%.200s'", g->name);
     for (uint32_t i = 0; i < g->nparams; i++) {
@@ -2022,16 +2095,14 @@ static void check_graph(checker *ck, tilec_graph *g)
             }
     }
     int returned = 0;
+    /* trailing doc comments do not count as statements after return */
+    uint32_t last_real = 0;
+    for (uint32_t i = 0; i < g->body.nstmts; i++)
+        if (g->body.stmts[i]->kind != TILEC_ST_DOC)
+            last_real = i;
     for (uint32_t i = 0; i < g->body.nstmts && !stop(ck); i++) {
         tilec_stmt *s = g->body.stmts[i];
-        uint32_t last = i + 1 == g->body.nstmts;
-        /* trailing doc comments do not count as statements after return */
-        for (uint32_t j = i + 1; j < g->body.nstmts && !last; j++)
-            if (g->body.stmts[j]->kind != TILEC_ST_DOC)
-                break;
-            else if (j + 1 == g->body.nstmts)
-                last = 1;
-        check_graph_stmt(ck, g, s, (int)last);
+        check_graph_stmt(ck, g, s, i >= last_real);
         returned |= s->kind == TILEC_ST_RETURN;
         /* a let that failed still defines its names, so that their uses
          * do not repeat the error as "undefined name" */

@@ -1,7 +1,8 @@
 /* multikernel.c: a kernel with variants, launched with the variant that is
  * fastest for the shape at hand. The first launch with a new shape key (the
  * kernel's integer scalar arguments) times every variant with device events
- * on scratch copies of the buffers the kernel writes, so the visible
+ * on scratch copies of the buffers the kernel writes (the bitmask that
+ * lowering's analysis gives, tilec_kernel_written_params), so the visible
  * outputs are written once, by the chosen variant. The choice is kept in
  * memory (uthash, by kernel and shape key) and, with a cache directory, in a
  * small file written atomically; later launches cost one hash lookup.
@@ -50,50 +51,6 @@ void mk_free(tilec_program *p)
     }
     pthread_mutex_destroy(&p->mk_mu);
     pthread_mutex_destroy(&p->mk_tune);
-}
-
-/* Names of pointer parameters a kernel may write: the pointer leaves of
- * every store/atomic_add target, through the lets they come from. */
-static void mark_names(const tilec_kernel *k, const tilec_block *b, const tilec_expr *e, int *written, int depth);
-
-static void mark_let(const tilec_kernel *k, const tilec_block *b, const char *name, int *written, int depth)
-{
-    for (uint32_t i = 0; b && i < b->nstmts; i++) {
-        const tilec_stmt *s = b->stmts[i];
-        if (s->kind == TILEC_ST_LET && !strcmp(s->names[0], name))
-            mark_names(k, b, s->value, written, depth + 1);
-        mark_let(k, &s->body, name, written, depth);
-        mark_let(k, &s->orelse, name, written, depth);
-    }
-}
-
-static void mark_names(const tilec_kernel *k, const tilec_block *b, const tilec_expr *e, int *written, int depth)
-{
-    if (depth > 64)
-        return;
-    if (e->kind == TILEC_EX_NAME) {
-        for (uint32_t i = 0; i < k->nparams; i++)
-            if (!strcmp(k->params[i].name, e->name)) {
-                written[i] = 1;
-                return;
-            }
-        mark_let(k, &k->body, e->name, written, depth);
-        return;
-    }
-    for (uint32_t i = 0; i < e->nargs; i++)
-        mark_names(k, b, e->args[i], written, depth);
-}
-
-static void find_stores(const tilec_kernel *k, const tilec_block *b, int *written)
-{
-    for (uint32_t i = 0; i < b->nstmts; i++) {
-        const tilec_stmt *s = b->stmts[i];
-        if (s->value && s->value->kind == TILEC_EX_CALL && s->value->nargs &&
-            (!strcmp(s->value->name, "store") || !strcmp(s->value->name, "atomic_add")))
-            mark_names(k, b, s->value->args[0], written, 0);
-        find_stores(k, &s->body, written);
-        find_stores(k, &s->orelse, written);
-    }
 }
 
 static int env_int(const char *name, int *out);
@@ -162,17 +119,6 @@ static void write_choice(const char *path, int v)
         unlink(tmp);
 }
 
-uint64_t mk_written_params(const tilec_kernel *k)
-{
-    int written[64] = {0};
-    find_stores(k, &k->body, written);
-    uint64_t w = 0;
-    for (uint32_t i = 0; i < k->nparams && i < 64; i++)
-        if (written[i])
-            w |= UINT64_C(1) << i;
-    return w;
-}
-
 static const pkernel *variant_of(const tilec_program *p, uint32_t first, int v) { return &p->ks[first + (uint32_t)v]; }
 
 /* Time every variant on scratch copies of the written buffers. -1: no
@@ -181,19 +127,14 @@ static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_
                   void *stream, double *ms)
 {
     tilec_rt *rt = p->rt;
-    const tilec_kernel *k = p->ks[first].k;
     const char *kname = p->ks[first].kname;
-    int written[64] = {0};
-    if (k)
-        find_stores(k, &k->body, written);
-    else /* loaded ahead of time: the stores were found at emit time */
-        for (uint32_t i = 0; i < nargs && i < 64; i++)
-            written[i] = (int)(p->ks[first].written >> i & 1);
+    /* the lowering's analysis, at build or (ahead of time) at emit time */
+    uint64_t written = p->ks[first].written;
     tilec_rt_arg scratch[64];
     uint64_t bases[64] = {0};
     memcpy(scratch, args, nargs * sizeof *args);
     for (uint32_t i = 0; i < nargs; i++) {
-        if (p->ks[first].kinds[i] != TILEC_RT_PARAM_POINTER || !written[i] || !args[i].ptr)
+        if (p->ks[first].kinds[i] != TILEC_RT_PARAM_POINTER || !(written >> i & 1) || !args[i].ptr)
             continue;
         uint64_t base;
         size_t size;

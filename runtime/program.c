@@ -215,6 +215,7 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
             pkernel *pk = &p->ks[at];
             pk->k = k;
             pk->kname = k->name;
+            pk->written = tilec_kernel_written_params(k);
             pk->nvariants = tilec_kernel_variant_count(k);
             pk->variant = (int)v;
             pk->arch = arch;

@@ -13,7 +13,7 @@ typedef struct pkernel {
     const tilec_kernel *k; /* NULL when loaded ahead of time */
     const char *kname;     /* the kernel's name */
     uint32_t nvariants;
-    uint64_t written;      /* ahead of time: the parameters the kernel stores through */
+    uint64_t written;      /* bit i: the kernel may store through parameter i (lowering's analysis) */
     int (*grid)(const int64_t *args, uint32_t grid[3]); /* ahead of time */
     int variant;
     tilec_kernel_code code;
@@ -45,7 +45,5 @@ struct tilec_program {
 void mk_init(tilec_program *p); /* the locks, and TILEC_MULTI_KERNEL */
 void mk_free(tilec_program *p);
 int mk_forced_from_env(void);
-/* Bit i: k stores through its parameter i (what multi-kernel timing copies). */
-uint64_t mk_written_params(const tilec_kernel *k);
 
 #endif

@@ -412,4 +412,39 @@ Test(gpu, multikernel_sweep_and_stored_choice, .timeout = 600)
     cr_expect_eq(system(cmd), 0);
 }
 
+/* Multi-kernel timing never runs on the caller's real output, even when
+ * the only write is an atomic_add nested in an expression: each launch
+ * adds 1 to y[0], so after the first launch_best (which times both
+ * variants, 16 launches each, on scratch copies) y[0] must be 1, not 33. */
+Test(gpu, multikernel_timing_leaves_a_nested_atomic_output_alone, .timeout = 120)
+{
+    static const char src[] =
+        "kernel count(y: *i32, n: i32) grid (1) hints { warps = 4 } variants n { 1: {}, 1024: { warps = 2 } }\n"
+        "{\n"
+        "    let i = range(32);\n"
+        "    let old = atomic_add(y + i, 1, i < 1) * 2;\n"
+        "}\n";
+    unsetenv("TILEC_MULTI_KERNEL");
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "count.tile", src, sizeof src - 1, &m), TILEC_OK);
+    tilec_build_options o = {.arch = arch};
+    tilec_program *p = NULL;
+    cr_assert_eq(tilec_program_build(ctx, rt, m, &o, &p), TILEC_OK);
+    uint64_t y = dev_alloc(4 * 32);
+    CHECK_RT(tilec_rt_memset_d32(rt, y, 0, 32));
+    tilec_rt_arg args[2] = {{.ptr = y}, {.i32 = 500}};
+    int v = -1;
+    CHECK_RT(tilec_program_launch_best(p, "count", args, 2, NULL, &v));
+    int32_t got[32];
+    CHECK_RT(tilec_rt_synchronize(rt));
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, y, sizeof got));
+    cr_expect_eq(got[0], 1, "y[0] = %d after one launch (variant %d): timing ran on the real output", got[0], v);
+    cr_expect_eq(got[1], 0);
+    tilec_rt_free(rt, y);
+    tilec_program_free(p);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU kernel tests"); }

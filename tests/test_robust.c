@@ -452,3 +452,114 @@ Test(hostile, nul_bytes_anywhere)
         free(diags);
     }
 }
+
+/* ---- bounded symbolic work (tilec/limits.h, docs/reliability.md) ---- */
+
+#include "tilec/limits.h"
+#include "tilec/wir.h"
+#include "util/strbuf.h"
+
+/* "(s0 + ... + s{k-1})" multiplied d times as a size: what
+ * tools/gen_stress.py degree D K writes. */
+static char *degree_src(int d, int k)
+{
+    strbuf b;
+    sb_init(&b);
+    sb_puts(&b, "graph g(x: f32[");
+    for (int i = 0; i < k; i++)
+        sb_printf(&b, "%ss%d", i ? ", " : "", i);
+    sb_puts(&b, "]) {\n    let t = empty(f32, [");
+    for (int j = 0; j < d; j++) {
+        sb_puts(&b, j ? " * (" : "(");
+        for (int i = 0; i < k; i++)
+            sb_printf(&b, "%ss%d", i ? " + " : "", i);
+        sb_putc(&b, ')');
+    }
+    sb_puts(&b, "]);\n}\n");
+    char *s = strdup(sb_str(&b));
+    sb_free(&b);
+    return s;
+}
+
+/* A degree-8 size over 12 symbols (4,368 partial products at the third
+ * product, 75,582 terms in all) took 6.8 s and more than 4 GB; now the
+ * term limit stops it at once, naming the place and the count. */
+Test(hostile, a_degree_8_size_is_a_clear_error, .timeout = 30)
+{
+    char *src = degree_src(8, 12);
+    child_run r = run_in_child(src, strlen(src));
+    report("degree-8 size over 12 symbols", strlen(src), &r);
+    cr_expect_eq(r.code, 1, "exit %d", r.code);
+    cr_expect(strstr(r.first, "2:215: a tensor size has too many terms to compare symbolically: 4368 (the limit is 1024 terms)"),
+              "%s", r.first);
+    cr_expect_lt(r.rss_mb, 100, "%ld MB", r.rss_mb);
+    free(src);
+    /* the degree limit: one symbol to the 17th */
+    const char *deg = "graph g(x: f32[N]) { let t = empty(f32, [N*N*N*N*N*N*N*N*N*N*N*N*N*N*N*N*N]); }\n";
+    r = run_in_child(deg, strlen(deg));
+    cr_expect_eq(r.code, 1);
+    cr_expect(strstr(r.first, "a tensor size has too high a degree to compare symbolically: 17 symbols in one term "
+                              "(the limit is 16)"), "%s", r.first);
+    /* the byte size is bounded too: four dimensions of 12 terms each */
+    char *four = degree_src(1, 12), *dims = strstr(four, "empty(f32, [") + 12;
+    size_t one = strcspn(dims, "]");
+    char *src4 = malloc(strlen(four) + 4 * one + 16);
+    snprintf(src4, strlen(four) + 4 * one + 16, "%.*s%.*s, %.*s, %.*s, %.*s]);\n}\n", (int)(dims - four), four,
+             (int)one, dims, (int)one, dims, (int)one, dims, (int)one, dims);
+    r = run_in_child(src4, strlen(src4));
+    cr_expect_eq(r.code, 1, "exit %d", r.code);
+    cr_expect(strstr(r.first, "2:9: the byte size of 't' has too many terms to compare symbolically: 4368"), "%s", r.first);
+    free(src4);
+    free(four);
+}
+
+/* 128k graph statements check, lower to wrapper IR and plan in a time
+ * that grows with the graph: the name lookups, frees and pool searches
+ * were scans (19 s for 64k statements, about 80 s for 128k); now about
+ * 0.6 s. The timeout is the bound, generous enough for ASan. */
+Test(hostile, a_graph_of_128k_statements_lowers_in_linear_time, .timeout = 60)
+{
+    strbuf b;
+    sb_init(&b);
+    sb_puts(&b, "kernel k(x: *f32, y: *f32, n: i32) grid (1) { store(y, load(x)); }\ngraph g(a: f32[N]) -> f32[N] {\n");
+    const char *prev = "a";
+    char name[32];
+    enum { GROUPS = 128000 / 3 };
+    for (int i = 0; i < GROUPS; i++) {
+        sb_printf(&b, "    let t%d = empty(f32, [N]);\n    k(%s, t%d, N);\n    let v%d = view(t%d, f32[N]);\n", i, prev, i,
+                  i, i);
+        snprintf(name, sizeof name, "v%d", i);
+        prev = name;
+    }
+    sb_printf(&b, "    return %s;\n}\n", prev);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "big.tile", sb_str(&b), b.n, &m), TILEC_OK);
+    tilec_wir *w = NULL;
+    cr_assert_eq(tilec_wir_lower(ctx, m, tilec_module_graph(m, 0), &w), TILEC_OK);
+    cr_assert_eq(tilec_wir_plan(ctx, w), TILEC_OK);
+    size_t reuses = 0;
+    for (size_t i = 0; i < tilec_wir_line_count(w); i++)
+        reuses += tilec_wir_line_at(w, i)->kind == TILEC_WIR_REUSE;
+    cr_expect_eq(reuses, GROUPS - 2, "every buffer but the first two reuses a freed one");
+    tilec_wir_free(w);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    sb_free(&b);
+}
+
+/* Over TILEC_MAX_GRAPH_STMTS statements: one error at the graph. */
+Test(hostile, too_many_graph_statements, .timeout = 60)
+{
+    strbuf b;
+    sb_init(&b);
+    sb_puts(&b, "graph g(a: f32[N]) {\n");
+    for (int i = 0; i <= TILEC_MAX_GRAPH_STMTS; i++)
+        sb_puts(&b, "///\n");
+    sb_puts(&b, "}\n");
+    char *diags;
+    cr_expect_eq(parse_text("many.tile", sb_str(&b), b.n, &diags, NULL), TILEC_ERR_INPUT);
+    cr_expect(strstr(diags, "many.tile:1:1: error: graph 'g' has 262145 statements (the limit is 262144)"), "%s", diags);
+    free(diags);
+    sb_free(&b);
+}

@@ -1,10 +1,25 @@
-/* poly.c: canonical polynomials for symbolic size comparison. */
+/* poly.c: canonical polynomials for symbolic size comparison. The work is
+ * bounded (tilec/limits.h): a product may have at most
+ * TILEC_MAX_POLY_TERMS partial products and a term TILEC_MAX_POLY_DEGREE
+ * symbols; an opaque atom's text at most TILEC_MAX_POLY_TEXT bytes. A
+ * product sorts its partial products and merges like terms once, so it
+ * costs O(nm log nm) time and memory, not a merge per partial product. */
 #include "util/poly.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/strbuf.h"
+
+/* Record the first failure; always NULL. */
+static poly *fail(poly_why *why, poly_fail f, int64_t value)
+{
+    if (why && !why->fail) {
+        why->fail = f;
+        why->value = value;
+    }
+    return NULL;
+}
 
 poly *poly_const(arena *a, int64_t v)
 {
@@ -43,16 +58,18 @@ static int cmp_atoms(const poly_term *x, const poly_term *y)
 }
 
 /* Merge two sorted term lists. */
-poly *poly_add(arena *a, const poly *x, const poly *y, int sign)
+poly *poly_add(arena *a, const poly *x, const poly *y, int sign, poly_why *why)
 {
     if (!x || !y)
         return NULL;
+    if ((size_t)x->n + y->n > TILEC_MAX_POLY_TERMS)
+        return fail(why, POLY_FAIL_TERMS, (int64_t)x->n + y->n);
     poly *p = ar_alloc(a, sizeof *p);
     if (!p)
-        return NULL;
+        return fail(why, POLY_FAIL_NOMEM, 0);
     p->terms = ar_array(a, (size_t)x->n + y->n + 1, sizeof *p->terms);
     if (!p->terms)
-        return NULL;
+        return fail(why, POLY_FAIL_NOMEM, 0);
     uint32_t i = 0, j = 0;
     while (i < x->n || j < y->n) {
         int c = i == x->n ? 1 : j == y->n ? -1 : cmp_atoms(&x->terms[i], &y->terms[j]);
@@ -63,11 +80,11 @@ poly *poly_add(arena *a, const poly *x, const poly *y, int sign)
             t = y->terms[j++];
             if (sign < 0) {
                 if (t.coef == INT64_MIN)
-                    return NULL;
+                    return fail(why, POLY_FAIL_OVERFLOW, 0);
                 t.coef = -t.coef;
             }
             if (c == 0 && __builtin_add_overflow(t.coef, x->terms[i++].coef, &t.coef))
-                return NULL;
+                return fail(why, POLY_FAIL_OVERFLOW, 0);
         }
         if (t.coef)
             p->terms[p->n++] = t;
@@ -77,30 +94,55 @@ poly *poly_add(arena *a, const poly *x, const poly *y, int sign)
 
 static int cmp_str(const void *x, const void *y) { return strcmp(*(const char *const *)x, *(const char *const *)y); }
 
-poly *poly_mul(arena *a, const poly *x, const poly *y)
+static int cmp_terms(const void *x, const void *y) { return cmp_atoms(x, y); }
+
+poly *poly_mul(arena *a, const poly *x, const poly *y, poly_why *why)
 {
     if (!x || !y)
         return NULL;
-    poly *acc = poly_const(a, 0);
-    for (uint32_t i = 0; acc && i < x->n; i++)
-        for (uint32_t j = 0; acc && j < y->n; j++) {
-            const poly_term *s = &x->terms[i], *t = &y->terms[j];
-            poly *one = poly_const(a, 1);
-            if (!one || __builtin_mul_overflow(s->coef, t->coef, &one->terms[0].coef))
-                return NULL;
-            uint32_t n = s->natoms + t->natoms;
-            one->terms[0].natoms = n;
-            one->terms[0].atoms = ar_array(a, n ? n : 1, sizeof(char *));
-            if (!one->terms[0].atoms)
-                return NULL;
+    uint64_t n = (uint64_t)x->n * y->n;
+    if (n > TILEC_MAX_POLY_TERMS)
+        return fail(why, POLY_FAIL_TERMS, (int64_t)n);
+    poly *p = ar_alloc(a, sizeof *p);
+    poly_term *t = ar_array(a, n ? n : 1, sizeof *t);
+    if (!p || !t)
+        return fail(why, POLY_FAIL_NOMEM, 0);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < x->n; i++)
+        for (uint32_t j = 0; j < y->n; j++, k++) {
+            const poly_term *s = &x->terms[i], *u = &y->terms[j];
+            uint32_t na = s->natoms + u->natoms;
+            if (na > TILEC_MAX_POLY_DEGREE)
+                return fail(why, POLY_FAIL_DEGREE, na);
+            if (__builtin_mul_overflow(s->coef, u->coef, &t[k].coef))
+                return fail(why, POLY_FAIL_OVERFLOW, 0);
+            t[k].natoms = na;
+            t[k].atoms = ar_array(a, na ? na : 1, sizeof(char *));
+            if (!t[k].atoms)
+                return fail(why, POLY_FAIL_NOMEM, 0);
             if (s->natoms)
-                memcpy(one->terms[0].atoms, s->atoms, s->natoms * sizeof(char *));
-            if (t->natoms)
-                memcpy(one->terms[0].atoms + s->natoms, t->atoms, t->natoms * sizeof(char *));
-            qsort(one->terms[0].atoms, n, sizeof(char *), cmp_str);
-            acc = poly_add(a, acc, one, 1);
+                memcpy(t[k].atoms, s->atoms, s->natoms * sizeof(char *));
+            if (u->natoms)
+                memcpy(t[k].atoms + s->natoms, u->atoms, u->natoms * sizeof(char *));
+            qsort(t[k].atoms, na, sizeof(char *), cmp_str);
         }
-    return acc;
+    /* like terms meet after sorting: add their coefficients, drop zeros */
+    qsort(t, n, sizeof *t, cmp_terms);
+    p->terms = t;
+    p->n = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (p->n && !cmp_atoms(&t[p->n - 1], &t[i])) {
+            if (__builtin_add_overflow(t[p->n - 1].coef, t[i].coef, &t[p->n - 1].coef))
+                return fail(why, POLY_FAIL_OVERFLOW, 0);
+        } else {
+            if (p->n && !t[p->n - 1].coef)
+                p->n--;
+            t[p->n++] = t[i];
+        }
+    }
+    if (p->n && !t[p->n - 1].coef)
+        p->n--;
+    return p;
 }
 
 int poly_eq(const poly *x, const poly *y)
@@ -121,78 +163,122 @@ int poly_is_const(const poly *p, int64_t *v)
     return 1;
 }
 
+/* Write p as text into b, stopping once it is longer than stop. */
+static void write_poly(strbuf *b, const poly *p, size_t stop)
+{
+    if (!p->n)
+        sb_putc(b, '0');
+    /* constants sort first; print them last, as people write "N + 1" */
+    uint32_t first = p->n && p->terms[0].natoms == 0 ? 1 : 0;
+    for (uint32_t k = 0; k < p->n && b->n <= stop && !b->failed; k++) {
+        const poly_term *t = &p->terms[first ? (k + 1) % p->n : k];
+        int64_t c = t->coef;
+        if (k) {
+            sb_puts(b, c < 0 ? " - " : " + ");
+        } else if (c < 0) {
+            sb_putc(b, '-');
+        }
+        uint64_t mag = c < 0 ? (uint64_t)0 - (uint64_t)c : (uint64_t)c;
+        if (mag != 1 || !t->natoms)
+            sb_printf(b, "%llu%s", (unsigned long long)mag, t->natoms ? "*" : "");
+        for (uint32_t i = 0; i < t->natoms; i++)
+            sb_printf(b, "%s%s", i ? "*" : "", t->atoms[i]);
+    }
+}
+
+size_t poly_text_len(const poly *p, size_t stop)
+{
+    if (!p)
+        return 0;
+    strbuf b;
+    sb_init(&b);
+    write_poly(&b, p, stop);
+    size_t n = b.failed ? stop + 1 : b.n;
+    sb_free(&b);
+    return n;
+}
+
 char *poly_str(arena *a, const poly *p)
 {
     if (!p)
         return NULL;
     strbuf b;
     sb_init(&b);
-    if (!p->n)
-        sb_putc(&b, '0');
-    /* constants sort first; print them last, as people write "N + 1" */
-    uint32_t first = p->n && p->terms[0].natoms == 0 ? 1 : 0;
-    for (uint32_t k = 0; k < p->n; k++) {
-        const poly_term *t = &p->terms[first ? (k + 1) % p->n : k];
-        int64_t c = t->coef;
-        if (k) {
-            sb_puts(&b, c < 0 ? " - " : " + ");
-        } else if (c < 0) {
-            sb_putc(&b, '-');
-        }
-        uint64_t mag = c < 0 ? (uint64_t)0 - (uint64_t)c : (uint64_t)c;
-        if (mag != 1 || !t->natoms)
-            sb_printf(&b, "%llu%s", (unsigned long long)mag, t->natoms ? "*" : "");
-        for (uint32_t i = 0; i < t->natoms; i++)
-            sb_printf(&b, "%s%s", i ? "*" : "", t->atoms[i]);
-    }
-    char *s = b.failed ? NULL : ar_strdup(a, sb_str(&b));
+    write_poly(&b, p, TILEC_MAX_POLY_TEXT);
+    char *s = b.failed || b.n > TILEC_MAX_POLY_TEXT ? NULL : ar_strdup(a, sb_str(&b));
     sb_free(&b);
     return s;
 }
 
-poly *poly_from_expr(arena *a, const tilec_expr *e, poly_lookup_fn lookup, void *user)
+/* The opaque atom "(x)/(y)", "(x)%(y)" or "cdiv(x, y)" of node e. */
+static poly *opaque(arena *a, const tilec_expr *e, const poly *x, const poly *y, poly_why *why)
+{
+    int is_cdiv = e->kind == TILEC_EX_CALL;
+    int64_t v;
+    if (poly_is_const(y, &v) && (v == 0 || (is_cdiv && v < 0)))
+        return fail(why, POLY_FAIL_DIV_ZERO, v);
+    size_t len = poly_text_len(x, TILEC_MAX_POLY_TEXT) + poly_text_len(y, TILEC_MAX_POLY_TEXT) + 8;
+    if (len > TILEC_MAX_POLY_TEXT)
+        return fail(why, POLY_FAIL_TEXT, (int64_t)len);
+    char *xs = poly_str(a, x), *ys = poly_str(a, y);
+    if (!xs || !ys)
+        return fail(why, POLY_FAIL_NOMEM, 0);
+    poly *p = poly_atom(a, is_cdiv ? ar_printf(a, "cdiv(%s, %s)", xs, ys)
+                                   : ar_printf(a, "(%s)%s(%s)", xs, e->op == TILEC_OP_DIV ? "/" : "%", ys));
+    return p ? p : fail(why, POLY_FAIL_NOMEM, 0);
+}
+
+static poly *from_expr(arena *a, const tilec_expr *e, poly_lookup_fn lookup, void *user, poly_why *why)
 {
     switch (e->kind) {
-    case TILEC_EX_INT:
-        return poly_const(a, e->ival);
+    case TILEC_EX_INT: {
+        poly *p = poly_const(a, e->ival);
+        return p ? p : fail(why, POLY_FAIL_NOMEM, 0);
+    }
     case TILEC_EX_NAME: {
         const poly *p = lookup(user, e->name);
-        return (poly *)p;
+        return p ? (poly *)p : fail(why, POLY_FAIL_FORM, 0);
     }
     case TILEC_EX_UNARY:
         if (e->op != TILEC_OP_NEG)
-            return NULL;
-        return poly_add(a, poly_const(a, 0), poly_from_expr(a, e->args[0], lookup, user), -1);
+            return fail(why, POLY_FAIL_FORM, 0);
+        return poly_add(a, poly_const(a, 0), poly_from_expr(a, e->args[0], lookup, user, why), -1, why);
     case TILEC_EX_BINARY: {
-        poly *x = poly_from_expr(a, e->args[0], lookup, user);
-        poly *y = poly_from_expr(a, e->args[1], lookup, user);
+        if (e->op != TILEC_OP_ADD && e->op != TILEC_OP_SUB && e->op != TILEC_OP_MUL && e->op != TILEC_OP_DIV &&
+            e->op != TILEC_OP_MOD)
+            return fail(why, POLY_FAIL_FORM, 0);
+        poly *x = poly_from_expr(a, e->args[0], lookup, user, why);
+        poly *y = x ? poly_from_expr(a, e->args[1], lookup, user, why) : NULL;
         if (!x || !y)
             return NULL;
         switch (e->op) {
-        case TILEC_OP_ADD: return poly_add(a, x, y, 1);
-        case TILEC_OP_SUB: return poly_add(a, x, y, -1);
-        case TILEC_OP_MUL: return poly_mul(a, x, y);
-        case TILEC_OP_DIV:
-        case TILEC_OP_MOD: {
-            char *xs = poly_str(a, x), *ys = poly_str(a, y);
-            if (!xs || !ys)
-                return NULL;
-            return poly_atom(a, ar_printf(a, "(%s)%s(%s)", xs, e->op == TILEC_OP_DIV ? "/" : "%", ys));
-        }
-        default: return NULL;
+        case TILEC_OP_ADD: return poly_add(a, x, y, 1, why);
+        case TILEC_OP_SUB: return poly_add(a, x, y, -1, why);
+        case TILEC_OP_MUL: return poly_mul(a, x, y, why);
+        default: return opaque(a, e, x, y, why);
         }
     }
     case TILEC_EX_CALL: {
         if (strcmp(e->name, "cdiv") != 0 || e->nargs != 2)
+            return fail(why, POLY_FAIL_FORM, 0);
+        poly *x = poly_from_expr(a, e->args[0], lookup, user, why);
+        poly *y = x ? poly_from_expr(a, e->args[1], lookup, user, why) : NULL;
+        if (!x || !y)
             return NULL;
-        poly *x = poly_from_expr(a, e->args[0], lookup, user);
-        poly *y = poly_from_expr(a, e->args[1], lookup, user);
-        char *xs = poly_str(a, x), *ys = poly_str(a, y);
-        if (!xs || !ys)
-            return NULL;
-        return poly_atom(a, ar_printf(a, "cdiv(%s, %s)", xs, ys));
+        return opaque(a, e, x, y, why);
     }
     default:
-        return NULL;
+        return fail(why, POLY_FAIL_FORM, 0);
     }
+}
+
+poly *poly_from_expr(arena *a, const tilec_expr *e, poly_lookup_fn lookup, void *user, poly_why *why)
+{
+    poly_why local = {0};
+    if (!why)
+        why = &local;
+    poly *p = from_expr(a, e, lookup, user, why);
+    if (!p && why->fail && !why->at)
+        why->at = e;
+    return p;
 }

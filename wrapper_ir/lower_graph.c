@@ -1,13 +1,25 @@
 /* lower_graph.c: a checked graph to wrapper IR lines. Two walks over the
  * statements: the first binds every tensor name (dtype, symbolic sizes,
  * storage root) and records its last use; the second emits the lines and
- * frees each graph-owned buffer after its last use. */
+ * frees each graph-owned buffer after its last use. Names and symbols are
+ * found by hash and the frees by a bucket per statement, so the work grows
+ * with the graph, not its square. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/poly.h"
 #include "util/strbuf.h"
 #include "wrapper_ir/wir.h"
+
+#define uthash_nonfatal_oom(e) (L->oom = 1)
+#include "util/hashtable.h"
+
+/* A name in one of the lowering's sets (entries, size symbols). */
+typedef struct nidx {
+    const char *name;
+    int idx;
+    UT_hash_handle hh;
+} nidx;
 
 typedef enum { E_TENSOR_PARAM, E_SCALAR_PARAM, E_BUFFER } ekind;
 
@@ -37,7 +49,30 @@ typedef struct lw {
     int failed; /* a diagnostic was recorded */
     int oom;
     uint32_t ntuples;
+    nidx *by_name; /* entries by name */
+    nidx *sym_set; /* syms */
 } lw;
+
+/* Add name to set *h with index idx (the node lives in the arena). */
+static void set_add(lw *L, nidx **h, const char *name, int idx)
+{
+    nidx *n = ar_alloc(&L->w->ar, sizeof *n);
+    if (!n) {
+        L->oom = 1;
+        return;
+    }
+    n->name = name;
+    n->idx = idx;
+    HASH_ADD_KEYPTR(hh, *h, n->name, strlen(n->name), n);
+}
+
+static int set_find(nidx *h, const char *name)
+{
+    nidx *n = NULL;
+    if (name)
+        HASH_FIND_STR(h, name, n);
+    return n ? n->idx : -1;
+}
 
 tilec_wir_line *wir_add(tilec_wir *w, tilec_wir_kind kind, const tilec_loc *loc)
 {
@@ -67,20 +102,13 @@ static void fail(lw *L, const tilec_loc *loc, const char *what, const char *name
     L->failed = 1;
 }
 
-static int find(const lw *L, const char *name)
-{
-    for (uint32_t i = 0; name && i < L->ne; i++)
-        if (!strcmp(L->e[i].name, name))
-            return (int)i;
-    return -1;
-}
+static int find(const lw *L, const char *name) { return set_find(L->by_name, name); }
 
 static const poly *lookup_sym(void *user, const char *name)
 {
     lw *L = user;
-    for (uint32_t i = 0; i < L->nsyms; i++)
-        if (!strcmp(L->syms[i], name))
-            return poly_atom(&L->w->ar, name);
+    if (set_find(L->sym_set, name) >= 0)
+        return poly_atom(&L->w->ar, name);
     int k = find(L, name);
     if (k >= 0 && L->e[k].kind == E_SCALAR_PARAM)
         return poly_atom(&L->w->ar, name);
@@ -96,6 +124,8 @@ static entry *define(lw *L, const char *name, ekind kind, tilec_dtype dt, uint32
     entry *x = &L->e[L->ne];
     *x = (entry){.name = name, .kind = kind, .dtype = dt, .rank = rank, .dims = dims, .root = (int)L->ne,
                  .last_use = stmt};
+    if (name && find(L, name) < 0) /* the first definition wins, as the scan did */
+        set_add(L, &L->by_name, name, (int)L->ne);
     L->ne++;
     return x;
 }
@@ -131,7 +161,7 @@ static const poly **dims_of(lw *L, tilec_expr *const *v, uint32_t n)
         return NULL;
     }
     for (uint32_t d = 0; d < n; d++)
-        if (!(dims[d] = poly_from_expr(&L->w->ar, v[d], lookup_sym, L))) {
+        if (!(dims[d] = poly_from_expr(&L->w->ar, v[d], lookup_sym, L, NULL))) {
             fail(L, &v[d]->loc, "a size it cannot read in", L->w->graph->name);
             return NULL;
         }
@@ -154,9 +184,9 @@ static void shape_into(lw *L, const entry *x, tilec_wir_line *l)
     for (uint32_t d = x->rank; d-- > 0;) {
         l->sizes[d] = pstr(L, x->dims[d]);
         l->strides[d] = pstr(L, stride);
-        stride = poly_mul(a, stride, x->dims[d]);
+        stride = poly_mul(a, stride, x->dims[d], NULL);
     }
-    poly *bytes = poly_mul(a, stride, poly_const(a, tilec_dtype_size(x->dtype)));
+    poly *bytes = poly_mul(a, stride, poly_const(a, tilec_dtype_size(x->dtype)), NULL);
     l->bytes = pstr(L, bytes);
 }
 
@@ -231,8 +261,10 @@ static void bind_params(lw *L)
         }
         for (uint32_t d = 0; d < p->type.ndims; d++) {
             const tilec_expr *e = p->type.dims[d];
-            if (e->kind == TILEC_EX_NAME && !lookup_sym(L, e->name) && L->nsyms < L->capsyms)
+            if (e->kind == TILEC_EX_NAME && !lookup_sym(L, e->name) && L->nsyms < L->capsyms) {
+                set_add(L, &L->sym_set, e->name, (int)L->nsyms);
                 L->syms[L->nsyms++] = e->name;
+            }
         }
         const poly **dims = dims_of(L, p->type.dims, p->type.ndims);
         define(L, p->name, E_TENSOR_PARAM, p->type.dtype, p->type.ndims, dims, -1);
@@ -316,7 +348,7 @@ static void first_walk(lw *L)
                     return;
                 }
                 for (uint32_t d = 0; dims && d < t->ndims; d++)
-                    if (!(dims[d] = poly_from_expr(&L->w->ar, t->dims[d], ext_lookup, &env))) {
+                    if (!(dims[d] = poly_from_expr(&L->w->ar, t->dims[d], ext_lookup, &env, NULL))) {
                         fail(L, &v->loc, "a result size it cannot read in extern", x->name);
                         return;
                     }
@@ -373,13 +405,9 @@ static void emit_kernel_defs(lw *L)
 static void emit_asserts(lw *L)
 {
     const tilec_graph *g = L->w->graph;
-    const char **bound = ar_array(&L->w->ar, L->capsyms + 1, sizeof *bound);
+    nidx *bound = NULL; /* the symbols an earlier dimension binds */
     uint32_t nbound = 0;
-    if (!bound) {
-        L->oom = 1;
-        return;
-    }
-    for (uint32_t i = 0; i < g->nparams; i++) {
+    for (uint32_t i = 0; i < g->nparams && !L->oom; i++) {
         const tilec_param *p = &g->params[i];
         if (p->type.kind != TILEC_TE_TENSOR)
             continue;
@@ -389,7 +417,7 @@ static void emit_asserts(lw *L)
         uint8_t *binds = ar_array(&L->w->ar, n ? n : 1, 1);
         if (!l || !sizes || !binds) {
             L->oom = 1;
-            return;
+            break;
         }
         for (uint32_t d = 0; d < n; d++) {
             const tilec_expr *e = p->type.dims[d];
@@ -398,11 +426,8 @@ static void emit_asserts(lw *L)
                 continue;
             }
             sizes[d] = e->name;
-            uint32_t j = 0;
-            while (j < nbound && strcmp(bound[j], e->name))
-                j++;
-            if (j == nbound && nbound < L->capsyms) {
-                bound[nbound++] = e->name;
+            if (set_find(bound, e->name) < 0 && nbound < L->capsyms) {
+                set_add(L, &bound, e->name, (int)nbound++);
                 binds[d] = 1;
             }
         }
@@ -413,6 +438,7 @@ static void emit_asserts(lw *L)
         l->sizes = sizes;
         l->binds = binds;
     }
+    HASH_CLEAR(hh, bound);
 }
 
 static tilec_wir_line *add(lw *L, tilec_wir_kind kind, const tilec_loc *loc)
@@ -455,7 +481,7 @@ static tilec_wir_arg *call_args(lw *L, const tilec_expr *v, const tilec_kernel *
             args[a].text = e->name;
             continue;
         }
-        const poly *q = c == 's' || c == 'u' ? poly_from_expr(&L->w->ar, e, lookup_sym, L) : NULL;
+        const poly *q = c == 's' || c == 'u' ? poly_from_expr(&L->w->ar, e, lookup_sym, L, NULL) : NULL;
         args[a].kind = q ? TILEC_WIR_ARG_SIZE : TILEC_WIR_ARG_SCALAR;
         args[a].text = q ? pstr(L, q) : spelled(L, v->args + a, 1);
     }
@@ -561,6 +587,24 @@ static void second_walk(lw *L)
         if (g->body.stmts[i]->kind != TILEC_ST_DOC && g->body.stmts[i]->kind != TILEC_ST_RETURN)
             last = (int)i;
     L->w->ret_loc = g->loc;
+    /* the entries by last use, in entry order within a statement (a
+     * counting sort): order[at[i] .. at[i + 1]) are those last used at i */
+    uint32_t n = g->body.nstmts;
+    uint32_t *at = calloc((size_t)n + 2, sizeof *at), *order = malloc(((size_t)L->ne + 1) * sizeof *order);
+    if (!at || !order) {
+        free(at);
+        free(order);
+        L->oom = 1;
+        return;
+    }
+    for (uint32_t k = 0; k < L->ne; k++)
+        if (L->e[k].last_use >= 0 && (uint32_t)L->e[k].last_use < n)
+            at[L->e[k].last_use + 2]++;
+    for (uint32_t i = 2; i < n + 2; i++)
+        at[i] += at[i - 1];
+    for (uint32_t k = 0; k < L->ne; k++)
+        if (L->e[k].last_use >= 0 && (uint32_t)L->e[k].last_use < n)
+            order[at[L->e[k].last_use + 1]++] = k;
     for (uint32_t i = 0; i < g->body.nstmts && !L->oom; i++) {
         const tilec_stmt *s = g->body.stmts[i];
         if (s->kind == TILEC_ST_RETURN) {
@@ -568,7 +612,7 @@ static void second_walk(lw *L)
             L->w->outputs = ar_array(&L->w->ar, s->nvalues ? s->nvalues : 1, sizeof *L->w->outputs);
             if (!L->w->outputs) {
                 L->oom = 1;
-                return;
+                break;
             }
             for (uint32_t r = 0; r < s->nvalues; r++)
                 L->w->outputs[r] = s->values[r]->name;
@@ -578,12 +622,14 @@ static void second_walk(lw *L)
         emit_stmt(L, s);
         if (s->kind == TILEC_ST_DOC || (int)i >= last)
             continue; /* after the last statement nothing can reuse: FREE at the end */
-        for (uint32_t k = 0; k < L->ne; k++) {
-            entry *x = &L->e[k];
-            if (x->owned && x->root == (int)k && !x->output && !x->freed && x->last_use == (int)i)
+        for (uint32_t j = at[i]; j < at[i + 1]; j++) {
+            entry *x = &L->e[order[j]];
+            if (x->owned && x->root == (int)order[j] && !x->output && !x->freed && x->last_use == (int)i)
                 free_line(L, x, TILEC_WIR_FREE_IF_NOT_REUSED, &s->loc);
         }
     }
+    free(at);
+    free(order);
     for (uint32_t k = 0; k < L->ne && !L->oom; k++) {
         entry *x = &L->e[k];
         if (x->owned && x->root == (int)k && !x->output && !x->freed)
@@ -625,6 +671,8 @@ tilec_status tilec_wir_lower(tilec_ctx *ctx, const tilec_module *m, const tilec_
         emit_asserts(&L);
     if (!L.oom && !L.failed)
         second_walk(&L);
+    HASH_CLEAR(hh, L.by_name);
+    HASH_CLEAR(hh, L.sym_set);
     if (L.oom || w->ar.failed || L.failed) {
         tilec_wir_free(w);
         return L.failed ? TILEC_ERR_INPUT : TILEC_ERR_NOMEM;
@@ -651,12 +699,19 @@ size_t tilec_wir_tuple_results(const tilec_wir *w, const tilec_wir_line *alloc, 
                                size_t cap)
 {
     size_t n = 0;
-    for (size_t i = 0; w && alloc && alloc->name && i < tilec_wir_line_count(w); i++) {
-        const tilec_wir_line *m = tilec_wir_line_at(w, i);
+    if (!w || !alloc || !alloc->name)
+        return 0;
+    /* lowering writes a tuple's results right after its allocation; a line
+     * from elsewhere is searched for in every line */
+    size_t first = alloc >= w->lines && alloc < w->lines + w->n ? (size_t)(alloc - w->lines) + 1 : 0;
+    for (size_t i = first; i < w->n; i++) {
+        const tilec_wir_line *m = &w->lines[i];
         if (m->kind == TILEC_WIR_MULTI_OUTPUT && m->from && !strcmp(m->from, alloc->name)) {
             if (n < cap)
                 lines[n] = m;
             n++;
+        } else if (first) {
+            break;
         }
     }
     return n;

@@ -1,5 +1,6 @@
 /* plan.c: the memory planning pass over wrapper IR lines (FREE_IF_NOT_REUSED
- * + a later ALLOCATE of the same pool key -> REUSE, last freed first), the
+ * + a later ALLOCATE of the same pool key -> REUSE, last freed first: one
+ * stack per key, found by hash, so planning is linear in the lines), the
  * evaluation of size texts for given symbol values, and peak bytes. */
 #include <errno.h>
 #include <stdlib.h>
@@ -7,12 +8,24 @@
 
 #include "wrapper_ir/wir.h"
 
+#define uthash_nonfatal_oom(e) (oom = 1)
+#include "util/hashtable.h"
+
 /* ---- planning ---- */
 
+/* A buffer back in the pool, and the one freed before it with its key. */
 typedef struct pooled {
-    const char *name, *key;
+    const char *name;
     uint32_t line; /* its FREE_IF_NOT_REUSED */
+    int32_t prev;  /* the pooled entry of the same key freed before, or -1 */
 } pooled;
+
+/* The last freed buffer of one pool key (a stack through pooled.prev). */
+typedef struct pkey {
+    const char *key;
+    int32_t top; /* -1 when empty */
+    UT_hash_handle hh;
+} pkey;
 
 tilec_status tilec_wir_plan(tilec_ctx *ctx, tilec_wir *w)
 {
@@ -21,41 +34,48 @@ tilec_status tilec_wir_plan(tilec_ctx *ctx, tilec_wir *w)
     if (!w->n)
         return TILEC_OK;
     pooled *pool = malloc(w->n * sizeof *pool);
+    pkey *nodes = malloc(w->n * sizeof *nodes), *keys = NULL;
     uint8_t *drop = calloc(w->n, 1);
-    if (!pool || !drop) {
-        free(pool);
-        free(drop);
-        return TILEC_ERR_NOMEM;
-    }
-    uint32_t npool = 0;
-    for (uint32_t i = 0; i < w->n; i++) {
+    int oom = !pool || !nodes || !drop;
+    uint32_t npool = 0, nkeys = 0;
+    for (uint32_t i = 0; i < w->n && !oom; i++) {
         tilec_wir_line *l = &w->lines[i];
         /* only lowering puts a key on the free of a buffer that is graph
          * allocated, not returned and not a view: nothing else enters */
-        if (l->kind == TILEC_WIR_FREE_IF_NOT_REUSED && l->key) {
-            pool[npool++] = (pooled){l->name, l->key, i};
-        } else if (l->kind == TILEC_WIR_ALLOCATE && l->key) {
-            uint32_t j = npool;
-            while (j > 0 && strcmp(pool[j - 1].key, l->key))
-                j--;
-            if (!j)
-                continue;
-            j--;
+        if (l->kind != TILEC_WIR_FREE_IF_NOT_REUSED && l->kind != TILEC_WIR_ALLOCATE)
+            continue;
+        if (!l->key)
+            continue;
+        pkey *k = NULL;
+        HASH_FIND_STR(keys, l->key, k);
+        if (l->kind == TILEC_WIR_FREE_IF_NOT_REUSED) {
+            if (!k) {
+                k = &nodes[nkeys++];
+                *k = (pkey){.key = l->key, .top = -1};
+                HASH_ADD_KEYPTR(hh, keys, k->key, strlen(k->key), k);
+            }
+            pool[npool] = (pooled){l->name, i, k->top};
+            k->top = (int32_t)npool++;
+        } else if (k && k->top >= 0) { /* the last freed of the key, reused */
+            pooled *b = &pool[k->top];
             l->kind = TILEC_WIR_REUSE;
-            l->from = pool[j].name;
-            drop[pool[j].line] = 1;
-            memmove(&pool[j], &pool[j + 1], (npool - j - 1) * sizeof *pool);
-            npool--;
+            l->from = b->name;
+            drop[b->line] = 1;
+            k->top = b->prev;
         }
     }
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < w->n; i++)
-        if (!drop[i])
-            w->lines[n++] = w->lines[i];
-    w->n = n;
+    HASH_CLEAR(hh, keys);
+    if (!oom) {
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < w->n; i++)
+            if (!drop[i])
+                w->lines[n++] = w->lines[i];
+        w->n = n;
+    }
     free(pool);
+    free(nodes);
     free(drop);
-    return TILEC_OK;
+    return oom ? TILEC_ERR_NOMEM : TILEC_OK;
 }
 
 /* ---- evaluating size texts ----

@@ -11,4 +11,11 @@
                                        * input takes up to ~170 bytes a source byte */
 #define TILEC_MAX_SOURCE_TEXT "16 MiB"
 
+/* Symbolic sizes of graphs (util/poly.c): each bounds the work of one
+ * polynomial, so checking and lowering stay fast on any input. */
+#define TILEC_MAX_POLY_TERMS 1024     /* terms of a size polynomial, and partial products of one multiplication */
+#define TILEC_MAX_POLY_DEGREE 16      /* symbols (with repeats) in one term */
+#define TILEC_MAX_POLY_TEXT 65536     /* bytes of a size as text (what wrappers print) */
+#define TILEC_MAX_GRAPH_STMTS 262144  /* statements of one graph */
+
 #endif

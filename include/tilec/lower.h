@@ -27,10 +27,21 @@ typedef struct tilec_kernel_code {
     tilec_arg_kind *params;
     int variant;          /* index into kernel->variants, or 0 */
     const tilec_kernel *kernel;
+    uint64_t written;     /* bit i: the kernel may store through pointer
+                           * parameter i (tilec_kernel_written_params) */
 } tilec_kernel_code;
 
 /* Number of compiled variants of k: max(1, k->nvariants). */
 uint32_t tilec_kernel_variant_count(const tilec_kernel *k);
+
+/* The pointer parameters a checked kernel may write (store, atomic_add):
+ * bit i for parameter i, sound and conservative. A parameter is in the set
+ * when its pointer can reach the address operand of a store or atomic_add
+ * anywhere in the body (nested in an expression, in a loop or a branch)
+ * through pointer arithmetic, where, trans, reshapes, lets and
+ * assignments; anything the analysis cannot resolve counts as written.
+ * Parameters past the 64th are not represented. */
+uint64_t tilec_kernel_written_params(const tilec_kernel *k);
 
 /* Lower one variant of a checked kernel. On failure the context holds a
  * diagnostic naming the kernel and the .tile location. */
