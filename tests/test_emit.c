@@ -225,9 +225,9 @@ Test(emit, c_escapes_the_file_name)
     cr_expect(strstr(c, lit), "no %s in\n%.400s", lit, c);
     cr_expect(strstr(h, "from we\"ird name  /x* /.tile\n"), "%.200s", h);
     expect_compiles(dir, "chain.c");
-    /* b_x = *x only after the checks of x */
-    const char *check = strstr(c, "    if (!x || x->dtype != TILEC_DT_F32 || x->rank != 2)\n");
-    const char *copy = strstr(c, "    b_x = *x;\n");
+    /* b_x = *t_x only after the checks of x */
+    const char *check = strstr(c, "    if (!t_x || t_x->dtype != TILEC_DT_F32 || t_x->rank != 2)\n");
+    const char *copy = strstr(c, "    b_x = *t_x;\n");
     cr_expect(check && copy && check < copy);
     cr_expect(strstr(c, "    tilec_tensor b_x = {0};\n"));
     free(c);
