@@ -16,6 +16,7 @@
 #include "fs_helpers.h"
 #include "cases.h"
 #include "helpers.h"
+#include "util/mangle.h"
 #include "tilec/emitter.h"
 
 #ifndef TILEC_BUILD
@@ -75,6 +76,16 @@ static void golden_dir(const char *tile, char *out, size_t cap)
     snprintf(out, cap, "tests/golden/c/%.*s", (int)(strlen(base) - 5), base);
 }
 
+/* The file graph i of m is written to: its name in C (util/mangle.h) + ext. */
+static void graph_file(char *out, size_t cap, const tilec_module *m, size_t i, const char *ext)
+{
+    strbuf g;
+    sb_init(&g);
+    mg_c_graph(&g, tilec_module_graph(m, i)->name);
+    snprintf(out, cap, "%s%s", sb_str(&g), ext);
+    sb_free(&g);
+}
+
 ParameterizedTestParameters(emit, c_golden) { return c_cases(); }
 ParameterizedTest(gcase *c, emit, c_golden)
 {
@@ -91,9 +102,10 @@ ParameterizedTest(gcase *c, emit, c_golden)
     /* exactly NAME.c and NAME.h per graph, and the golden dir holds the same files */
     membuf want_names = {0};
     for (size_t i = 0; i < tilec_module_graph_count(m); i++) {
-        char line[300];
-        const char *n = tilec_module_graph(m, i)->name;
-        snprintf(line, sizeof line, "%s.c\n%s.h\n", n, n);
+        char line[300], c_file[140], h_file[140];
+        graph_file(c_file, sizeof c_file, m, i, ".c");
+        graph_file(h_file, sizeof h_file, m, i, ".h");
+        snprintf(line, sizeof line, "%s\n%s\n", c_file, h_file);
         membuf_write(&want_names, line, strlen(line));
     }
     cr_assert(want_names.s, "%s has no graph", c->path);
@@ -105,7 +117,7 @@ ParameterizedTest(gcase *c, emit, c_golden)
         const char *ext[] = {".h", ".c"};
         for (int k = 0; k < 2; k++) {
             char file[300];
-            snprintf(file, sizeof file, "%s%s", tilec_module_graph(m, i)->name, ext[k]);
+            graph_file(file, sizeof file, m, i, ext[k]);
             char *got = read_in(dir, file), *want = read_in(gdir, file);
             cr_assert(want, "missing %s/%s (run make golden)", gdir, file);
             cr_assert(got, "not written: %s", file);
@@ -197,7 +209,7 @@ ParameterizedTest(gcase *c, emit, c_compiles)
                  TILEC_OK);
     for (size_t i = 0; i < tilec_module_graph_count(m); i++) {
         char file[300];
-        snprintf(file, sizeof file, "%s.c", tilec_module_graph(m, i)->name);
+        graph_file(file, sizeof file, m, i, ".c");
         expect_compiles(dir, file);
     }
     tilec_module_free(m);
