@@ -48,14 +48,14 @@ static const char *cn(cstate *s, mg_c_kind kind, const char *name)
 
 #define B(name) cn(s, MG_C_BUFFER, name)
 
-/* Is `name` (n bytes) a scalar parameter of g? */
-static int is_scalar_param(const tilec_graph *g, const char *name, size_t n)
+/* The scalar parameter of g named `name` (n bytes), or NULL. */
+static const tilec_param *scalar_param(const tilec_graph *g, const char *name, size_t n)
 {
     for (uint32_t i = 0; g && i < g->nparams; i++)
         if (g->params[i].type.kind != TILEC_TE_TENSOR && strlen(g->params[i].name) == n &&
             !memcmp(g->params[i].name, name, n))
-            return 1;
-    return 0;
+            return &g->params[i];
+    return NULL;
 }
 
 /* C spelling of a size text: symbols and scalar parameters of g through
@@ -67,10 +67,16 @@ static void c_size(strbuf *b, const tilec_graph *g, const char *t)
             const char *q = p;
             while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_')
                 q++;
-            if (*q == '(')
+            /* sizes are int64_t: a u64 scalar is read as one, so range checks compare signed */
+            const tilec_param *sp = *q == '(' ? NULL : scalar_param(g, p, (size_t)(q - p));
+            int u64 = sp && sp->type.dtype == TILEC_DT_U64;
+            if (*q == '(') {
                 sb_printf(b, "tl_%.*s", (int)(q - p), p);
-            else
-                mg_c(b, is_scalar_param(g, p, (size_t)(q - p)) ? MG_C_SCALAR : MG_C_SYMBOL, p, (size_t)(q - p));
+            } else {
+                sb_puts(b, u64 ? "((int64_t)" : "");
+                mg_c(b, sp ? MG_C_SCALAR : MG_C_SYMBOL, p, (size_t)(q - p));
+                sb_puts(b, u64 ? ")" : "");
+            }
             p = q;
         } else {
             sb_putc(b, *p++);
@@ -360,7 +366,8 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
     sb_init(&t); /* the parameter: spelled once, cn() spells others meanwhile */
     mg_c(&t, MG_C_TENSOR, l->name, strlen(l->name));
     const char *T = sb_str(&t), *G = s->g->name;
-    sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
+    /* an input no kernel reads is still checked: not a warning */
+    sb_printf(&s->decls, "    tilec_tensor %s __attribute__((unused)) = {0};\n", B(l->name));
     sb_printf(b, "    if (!%s || %s->dtype != %s || %s->rank != %u)\n", T, T, dt_enum(l->dtype), T, l->rank);
     sb_printf(b, "        return tl_fail(err, errlen, \"%s: %s must be a %s tensor of rank %u\");\n", G, l->name,
               tilec_dtype_name(l->dtype), l->rank);
@@ -1122,9 +1129,30 @@ static int c_end(tilec_emit *e, void *state)
         sb_printf(&c, ", tilec_tensor *%s", cn(s, MG_C_OUTPUT, tilec_wir_output(s->w, i)));
     sb_puts(&c, ", char *err, size_t errlen)\n{\n    int tl_rc = 1;\n    tl_mem tl_live = {.n = 0};\n");
     sb_add(&c, sb_str(&s->decls), s->decls.n);
+    for (uint32_t i = 0; i < g->nparams; i++) /* a scalar no kernel takes is not a warning */
+        if (g->params[i].type.kind != TILEC_TE_TENSOR)
+            sb_printf(&c, "    (void)%s;\n", cn(s, MG_C_SCALAR, g->params[i].name));
     sb_add(&c, sb_str(&s->body), s->body.n);
-    for (size_t i = 0; i < nout; i++)
-        sb_printf(&c, "    *%s = %s;\n", cn(s, MG_C_OUTPUT, tilec_wir_output(s->w, i)), B(tilec_wir_output(s->w, i)));
+    for (size_t i = 0; i < nout; i++) {
+        const char *o = tilec_wir_output(s->w, i);
+        int input = 0;
+        for (uint32_t p = 0; p < g->nparams; p++)
+            input |= g->params[p].type.kind == TILEC_TE_TENSOR && !strcmp(g->params[p].name, o);
+        if (input) /* the caller owns its input: it gets a copy it may free */
+            sb_printf(&c,
+                      "    { /* %s is an input: the output is a copy */\n"
+                      "        const tilec_tensor tl_in = %s;\n"
+                      "        if (tl_alloc(M, &%s, \"%s\", tl_in.dtype, tl_in.rank, tl_in.sizes, &tl_live, err, errlen))\n"
+                      "            goto tl_out;\n"
+                      "        uint64_t tl_bytes = tilec_dtype_size(tl_in.dtype);\n"
+                      "        for (uint32_t d = 0; d < tl_in.rank; d++)\n"
+                      "            tl_bytes *= (uint64_t)tl_in.sizes[d];\n"
+                      "        if (tl_bytes && tilec_rt_memcpy_dtod(M->rt, %s.data, tl_in.data, tl_bytes) != TILEC_RT_OK) {\n"
+                      "            tl_fail(err, errlen, \"%s: cannot copy %s: %%s\", tilec_rt_last_error(M->rt));\n"
+                      "            goto tl_out;\n        }\n    }\n",
+                      o, B(o), B(o), o, B(o), g->name, o);
+        sb_printf(&c, "    *%s = %s;\n", cn(s, MG_C_OUTPUT, o), B(o));
+    }
     sb_puts(&c, "    tl_live.n = 0; /* the outputs now belong to the caller */\n    tl_rc = 0;\ntl_out:\n"
                 "    if (tl_rc) { /* a failed call gives all its memory back, and the spares */\n"
                 "        tilec_rt_synchronize(M->rt);\n"

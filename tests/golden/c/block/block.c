@@ -404,8 +404,8 @@ int block_run(block_module *M, const tilec_tensor *t_x, const tilec_tensor *t_w,
 {
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
-    tilec_tensor b_x = {0};
-    tilec_tensor b_w = {0};
+    tilec_tensor b_x __attribute__((unused)) = {0};
+    tilec_tensor b_w __attribute__((unused)) = {0};
     tilec_tensor b_t = {0};
     tilec_tensor b_h = {0};
     tilec_tensor b_y = {0};

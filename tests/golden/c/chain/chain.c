@@ -408,7 +408,7 @@ int chain_run(chain_module *M, const tilec_tensor *t_x, tilec_tensor *out_y, til
 {
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
-    tilec_tensor b_x = {0};
+    tilec_tensor b_x __attribute__((unused)) = {0};
     tilec_tensor b_a = {0};
     tilec_tensor b_b = {0};
     tilec_tensor b_c = {0};

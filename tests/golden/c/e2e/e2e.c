@@ -441,10 +441,10 @@ int e2e_run(e2e_module *M, const tilec_tensor *t_x, const tilec_tensor *t_y, con
 {
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
-    tilec_tensor b_x = {0};
-    tilec_tensor b_y = {0};
-    tilec_tensor b_w = {0};
-    tilec_tensor b_b = {0};
+    tilec_tensor b_x __attribute__((unused)) = {0};
+    tilec_tensor b_y __attribute__((unused)) = {0};
+    tilec_tensor b_w __attribute__((unused)) = {0};
+    tilec_tensor b_b __attribute__((unused)) = {0};
     tilec_tensor b_t = {0};
     tilec_tensor b_u = {0};
     tilec_tensor b_v = {0};

@@ -399,8 +399,8 @@ int multi_run(multi_module *M, const tilec_tensor *t_x, const tilec_tensor *t_bi
 {
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
-    tilec_tensor b_x = {0};
-    tilec_tensor b_bias = {0};
+    tilec_tensor b_x __attribute__((unused)) = {0};
+    tilec_tensor b_bias __attribute__((unused)) = {0};
     tilec_tensor b_vals = {0};
     tilec_tensor b_idx = {0};
     tilec_tensor b_tmp = {0};

@@ -402,14 +402,15 @@ int g_tilec_run(g_tilec_module *M, const tilec_tensor *t_err, const tilec_tensor
 {
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
-    tilec_tensor b_err = {0};
-    tilec_tensor b_b_x = {0};
-    tilec_tensor b_N = {0};
-    tilec_tensor b_lambda = {0};
+    tilec_tensor b_err __attribute__((unused)) = {0};
+    tilec_tensor b_b_x __attribute__((unused)) = {0};
+    tilec_tensor b_N __attribute__((unused)) = {0};
+    tilec_tensor b_lambda __attribute__((unused)) = {0};
     tilec_tensor b_x = {0};
     tilec_tensor b_out_y = {0};
     tilec_tensor b_tl = {0};
     tilec_tensor b_y = {0};
+    (void)p_int;
     /* kernel scale: 1 variant, built by g_tilec_load */
     if (!t_err || t_err->dtype != TILEC_DT_F32 || t_err->rank != 1)
         return tl_fail(err, errlen, "tilec: err must be a f32 tensor of rank 1");

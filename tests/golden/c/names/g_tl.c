@@ -402,11 +402,12 @@ int g_tl_run(g_tl_module *M, const tilec_tensor *t_t_x, const tilec_tensor *t_x,
 {
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
-    tilec_tensor b_t_x = {0};
-    tilec_tensor b_x = {0};
-    tilec_tensor b__x_s = {0};
-    tilec_tensor b_x_info = {0};
+    tilec_tensor b_t_x __attribute__((unused)) = {0};
+    tilec_tensor b_x __attribute__((unused)) = {0};
+    tilec_tensor b__x_s __attribute__((unused)) = {0};
+    tilec_tensor b_x_info __attribute__((unused)) = {0};
     tilec_tensor b_errlen = {0};
+    (void)p_s_M;
     /* kernel scale: 1 variant, built by g_tl_load */
     if (!t_t_x || t_t_x->dtype != TILEC_DT_F32 || t_t_x->rank != 1)
         return tl_fail(err, errlen, "tl: t_x must be a f32 tensor of rank 1");

@@ -399,7 +399,7 @@ int views_run(views_module *M, const tilec_tensor *t_x, int32_t p_k, tilec_tenso
 {
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
-    tilec_tensor b_x = {0};
+    tilec_tensor b_x __attribute__((unused)) = {0};
     tilec_tensor b_xf = {0};
     tilec_tensor b_a = {0};
     tilec_tensor b_af = {0};
@@ -409,6 +409,7 @@ int views_run(views_module *M, const tilec_tensor *t_x, int32_t p_k, tilec_tenso
     tilec_tensor b_d = {0};
     tilec_tensor b_flat = {0};
     tilec_tensor b_z = {0};
+    (void)p_k;
     /* kernel copy: 1 variant, built by views_load */
     if (!t_x || t_x->dtype != TILEC_DT_F32 || t_x->rank != 2)
         return tl_fail(err, errlen, "views: x must be a f32 tensor of rank 2");
