@@ -18,6 +18,8 @@
 #include "tilec/emitter.h"
 #include "tilec/lower.h"
 #include "tilec/program.h"
+#include "util/escape.h"
+#include "util/mangle.h"
 #include "util/strbuf.h"
 
 typedef struct cstate {
@@ -27,21 +29,37 @@ typedef struct cstate {
     strbuf body;   /* the statements of NAME_run */
     strbuf decls;  /* its buffer declarations */
     strbuf checked; /* size arguments already range-checked: "i32 N" */
+    strbuf names[8]; /* the last names cn() spelled */
+    int next;
+    strbuf graph;    /* the graph's name in C (mg_c_graph) */
     int failed;
 } cstate;
 
-/* Is `name` (n bytes) a scalar parameter of g? */
-static int is_scalar_param(const tilec_graph *g, const char *name, size_t n)
+/* The C spelling of name in namespace kind (util/mangle.h); valid until
+ * eight more names were spelled. */
+static const char *cn(cstate *s, mg_c_kind kind, const char *name)
+{
+    strbuf *b = &s->names[s->next++ % 8];
+    sb_reset(b);
+    mg_c(b, kind, name, strlen(name));
+    s->failed |= b->failed;
+    return sb_str(b);
+}
+
+#define B(name) cn(s, MG_C_BUFFER, name)
+
+/* The scalar parameter of g named `name` (n bytes), or NULL. */
+static const tilec_param *scalar_param(const tilec_graph *g, const char *name, size_t n)
 {
     for (uint32_t i = 0; g && i < g->nparams; i++)
         if (g->params[i].type.kind != TILEC_TE_TENSOR && strlen(g->params[i].name) == n &&
             !memcmp(g->params[i].name, name, n))
-            return 1;
-    return 0;
+            return &g->params[i];
+    return NULL;
 }
 
-/* C spelling of a size text: symbols prefixed with s_, scalar parameters
- * of g with p_ (as c_params declares them), cdiv(a, b) -> tl_cdiv(a, b). */
+/* C spelling of a size text: symbols and scalar parameters of g through
+ * mg_c (as c_params declares them), cdiv(a, b) -> tl_cdiv(a, b). */
 static void c_size(strbuf *b, const tilec_graph *g, const char *t)
 {
     for (const char *p = t; *p;) {
@@ -49,10 +67,16 @@ static void c_size(strbuf *b, const tilec_graph *g, const char *t)
             const char *q = p;
             while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_')
                 q++;
-            if (*q == '(')
+            /* sizes are int64_t: a u64 scalar is read as one, so range checks compare signed */
+            const tilec_param *sp = *q == '(' ? NULL : scalar_param(g, p, (size_t)(q - p));
+            int u64 = sp && sp->type.dtype == TILEC_DT_U64;
+            if (*q == '(') {
                 sb_printf(b, "tl_%.*s", (int)(q - p), p);
-            else
-                sb_printf(b, "%s%.*s", is_scalar_param(g, p, (size_t)(q - p)) ? "p_" : "s_", (int)(q - p), p);
+            } else {
+                sb_puts(b, u64 ? "((int64_t)" : "");
+                mg_c(b, sp ? MG_C_SCALAR : MG_C_SYMBOL, p, (size_t)(q - p));
+                sb_puts(b, u64 ? ")" : "");
+            }
             p = q;
         } else {
             sb_putc(b, *p++);
@@ -81,62 +105,25 @@ static const char *c_scalar_type(tilec_dtype d)
     }
 }
 
-/* Text for inside a comment: anything that could end the comment, or
- * continue or break its line, replaced. */
-static void c_comment_text(strbuf *b, const char *text)
-{
-    for (const char *p = text; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        if ((c == '*' && p[1] == '/') || (c == '/' && p[1] == '*'))
-            sb_printf(b, "%c ", c); /* no end, and no nested start (-Wcomment) */
-        else if (c < 0x20 || c == 0x7f || c == '\\' || c == '?')
-            sb_putc(b, ' '); /* no newline, continuation or trigraph can leak out */
-        else
-            sb_putc(b, (char)c);
-    }
-}
-
 /* A comment line. */
 static void c_comment(strbuf *b, const char *indent, const char *text)
 {
     sb_printf(b, "%s/* ", indent);
-    c_comment_text(b, text);
+    esc_c_comment(b, text);
     sb_puts(b, " */\n");
-}
-
-/* A C string literal of any bytes (octal escapes, split every 80 bytes). */
-static void c_string(strbuf *b, const char *s, size_t n)
-{
-    sb_puts(b, "\"");
-    for (size_t i = 0, col = 0; i < n; i++, col++) {
-        unsigned char c = (unsigned char)s[i];
-        if (col >= 80) {
-            sb_puts(b, "\"\n    \"");
-            col = 0;
-        }
-        if (c == '"' || c == '\\')
-            sb_printf(b, "\\%c", c);
-        else if (c == '\n')
-            sb_puts(b, "\\n");
-        else if (c < 0x20 || c >= 0x7f || c == '?')
-            sb_printf(b, "\\%03o", c);
-        else
-            sb_putc(b, (char)c);
-    }
-    sb_puts(b, "\"");
 }
 
 /* tl_alloc(M, &b_NAME, "NAME", dtype, rank, {sizes}) */
 static void c_alloc(cstate *s, const tilec_wir_line *l)
 {
-    sb_printf(&s->body, "    if (tl_alloc(M, &b_%s, \"%s\", %s, %u, (const int64_t[]){", l->name, l->name, dt_enum(l->dtype),
+    sb_printf(&s->body, "    if (tl_alloc(M, &%s, \"%s\", %s, %u, (const int64_t[]){", B(l->name), l->name, dt_enum(l->dtype),
               l->rank);
     for (uint32_t d = 0; d < l->rank; d++) {
         sb_puts(&s->body, d ? ", " : "");
         c_size(&s->body, s->g, l->sizes[d]);
     }
     sb_printf(&s->body, "%s}, &tl_live, err, errlen))\n        goto tl_out;\n", l->rank ? "" : "0");
-    sb_printf(&s->decls, "    tilec_tensor b_%s = {0};\n", l->name);
+    sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
 }
 
 static int h_comment(void *u, const tilec_wir_line *l)
@@ -150,7 +137,7 @@ static int h_kernel_def(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;
     sb_printf(&s->body, "    /* kernel %s: %u variant%s, built by %s_load */\n", l->name, l->nvariants,
-              l->nvariants == 1 ? "" : "s", s->g->name);
+              l->nvariants == 1 ? "" : "s", sb_str(&s->graph));
     return 0;
 }
 
@@ -167,9 +154,9 @@ static int h_allocate(void *u, const tilec_wir_line *l)
 static int h_reuse(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;
-    sb_printf(&s->decls, "    tilec_tensor b_%s = {0};\n", l->name);
+    sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
     sb_printf(&s->body, "    /* reuse: %s takes the storage of %s */\n", l->name, l->from);
-    sb_printf(&s->body, "    tl_shape(&b_%s, b_%s.data, %s, %u, (const int64_t[]){", l->name, l->from, dt_enum(l->dtype),
+    sb_printf(&s->body, "    tl_shape(&%s, %s.data, %s, %u, (const int64_t[]){", B(l->name), B(l->from), dt_enum(l->dtype),
               l->rank);
     for (uint32_t d = 0; d < l->rank; d++) {
         sb_puts(&s->body, d ? ", " : "");
@@ -192,16 +179,16 @@ static int h_free(void *u, const tilec_wir_line *l)
     cstate *s = u;
     if (is_output(s, l->name))
         return 0;
-    sb_printf(&s->body, "    tl_release(M, &tl_live, b_%s.data); /* %s */\n", l->name, l->name);
+    sb_printf(&s->body, "    tl_release(M, &tl_live, %s.data); /* %s */\n", B(l->name), l->name);
     return 0;
 }
 
 static int h_reinterpret(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;
-    sb_printf(&s->decls, "    tilec_tensor b_%s = {0};\n", l->name);
+    sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
     sb_printf(&s->body, "    /* view: %s of %s */\n", l->name, l->from);
-    sb_printf(&s->body, "    tl_shape(&b_%s, b_%s.data + (uint64_t)(", l->name, l->from);
+    sb_printf(&s->body, "    tl_shape(&%s, %s.data + (uint64_t)(", B(l->name), B(l->from));
     c_size(&s->body, s->g, l->offset ? l->offset : "0");
     sb_printf(&s->body, ") * %u, %s, %u, (const int64_t[]){", tilec_dtype_size(l->dtype), dt_enum(l->dtype), l->rank);
     for (uint32_t d = 0; d < l->rank; d++) {
@@ -260,7 +247,7 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
         const tilec_wir_arg *a = &l->args[i];
         sb_puts(&s->body, i ? ", " : "");
         if (p->type.kind == TILEC_TE_POINTER) {
-            sb_printf(&s->body, "{.ptr = b_%s.data}", a->text);
+            sb_printf(&s->body, "{.ptr = %s.data}", B(a->text));
             continue;
         }
         static const char *const fields[] = {"i32", "i32", "i32", "i32", "i64", "u32", "u32", "u32", "u64",
@@ -274,7 +261,7 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
             else if (strstr(t, "inf"))
                 sb_printf(&s->body, "%sINFINITY", t[0] == '-' ? "-" : "");
             else if ((t[0] >= 'a' && t[0] <= 'z') || (t[0] >= 'A' && t[0] <= 'Z') || t[0] == '_')
-                sb_printf(&s->body, "p_%s", t);
+                sb_puts(&s->body, cn(s, MG_C_SCALAR, t));
             else
                 sb_puts(&s->body, t);
         } else {
@@ -293,17 +280,17 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
         if (k->params[i].type.kind != TILEC_TE_POINTER)
             continue;
         sb_puts(&s->body, j++ ? ", {" : "{");
-        c_string(&s->body, k->params[i].name, strlen(k->params[i].name));
+        esc_c_string(&s->body, k->params[i].name, strlen(k->params[i].name));
         sb_puts(&s->body, ", ");
-        c_string(&s->body, l->args[i].text, strlen(l->args[i].text));
-        sb_printf(&s->body, ", &b_%s}", l->args[i].text);
+        esc_c_string(&s->body, l->args[i].text, strlen(l->args[i].text));
+        sb_printf(&s->body, ", &%s}", B(l->args[i].text));
     }
     sb_printf(&s->body, "%s};\n            st = tl_dbg_launch(&M->dbg, M->rt, M->prog, ", nt ? "" : "{0}");
-    c_string(&s->body, s->g->name, strlen(s->g->name));
+    esc_c_string(&s->body, s->g->name, strlen(s->g->name));
     sb_puts(&s->body, ", ");
-    c_string(&s->body, k->name, strlen(k->name));
+    esc_c_string(&s->body, k->name, strlen(k->name));
     sb_puts(&s->body, ", ");
-    c_string(&s->body, l->grid ? l->grid : "", l->grid ? strlen(l->grid) : 0);
+    esc_c_string(&s->body, l->grid ? l->grid : "", l->grid ? strlen(l->grid) : 0);
     sb_printf(&s->body, ", %d, a, %u, da, %u);\n        } else\n", l->nvariants > 1, l->nargs, nt);
     if (l->nvariants > 1)
         sb_printf(&s->body, "            st = tilec_program_launch_best(M->prog, \"%s\", a, %u, NULL, NULL);\n",
@@ -324,18 +311,18 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
 static void c_extern(cstate *s, const tilec_wir_line *l, const char *const *outs, uint32_t nouts)
 {
     sb_printf(&s->body, "    { /* extern %s \"", l->name);
-    c_comment_text(&s->body, l->symbol); /* the parser allows [A-Za-z0-9_.] only: escaped all the same */
+    esc_c_comment(&s->body, l->symbol); /* the parser allows [A-Za-z0-9_.] only: escaped all the same */
     sb_printf(&s->body, "\", line %u */\n", l->loc.line);
     sb_printf(&s->body, "        const tilec_tensor in[%u] = {", l->nargs ? l->nargs : 1);
     for (uint32_t i = 0; i < l->nargs; i++)
-        sb_printf(&s->body, "%sb_%s", i ? ", " : "", l->args[i].text);
+        sb_printf(&s->body, "%s%s", i ? ", " : "", B(l->args[i].text));
     sb_printf(&s->body, "%s};\n", l->nargs ? "" : "{0}");
     sb_printf(&s->body, "        tilec_tensor out[%u] = {", nouts ? nouts : 1);
     for (uint32_t i = 0; i < nouts; i++)
-        sb_printf(&s->body, "%sb_%s", i ? ", " : "", outs[i]);
+        sb_printf(&s->body, "%s%s", i ? ", " : "", B(outs[i]));
     sb_printf(&s->body, "%s};\n", nouts ? "" : "{0}");
     sb_puts(&s->body, "        if (tilec_externs_call(M->ext, ");
-    c_string(&s->body, l->symbol, strlen(l->symbol));
+    esc_c_string(&s->body, l->symbol, strlen(l->symbol));
     sb_printf(&s->body, ", M->rt, NULL, in, %u, out, %u) != TILEC_RT_OK) {\n", l->nargs, nouts);
     sb_printf(&s->body, "            tl_fail(err, errlen, \"%s: %%s\", tilec_externs_last_error(M->ext));\n"
                         "            goto tl_out;\n        }\n    }\n",
@@ -375,28 +362,34 @@ static int h_multi_output(void *u, const tilec_wir_line *l)
 static int h_assert_shape(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;
-    strbuf *b = &s->body;
-    sb_printf(&s->decls, "    tilec_tensor b_%s = {0};\n", l->name);
-    sb_printf(b, "    if (!%s || %s->dtype != %s || %s->rank != %u)\n", l->name, l->name, dt_enum(l->dtype), l->name,
-              l->rank);
-    sb_printf(b, "        return tl_fail(err, errlen, \"%s: %s must be a %s tensor of rank %u\");\n", s->g->name,
-              l->name, tilec_dtype_name(l->dtype), l->rank);
+    strbuf *b = &s->body, t;
+    sb_init(&t); /* the parameter: spelled once, cn() spells others meanwhile */
+    mg_c(&t, MG_C_TENSOR, l->name, strlen(l->name));
+    const char *T = sb_str(&t), *G = s->g->name;
+    /* an input no kernel reads is still checked: not a warning */
+    sb_printf(&s->decls, "    tilec_tensor %s __attribute__((unused)) = {0};\n", B(l->name));
+    sb_printf(b, "    if (!%s || %s->dtype != %s || %s->rank != %u)\n", T, T, dt_enum(l->dtype), T, l->rank);
+    sb_printf(b, "        return tl_fail(err, errlen, \"%s: %s must be a %s tensor of rank %u\");\n", G, l->name,
+              tilec_dtype_name(l->dtype), l->rank);
     for (uint32_t d = 0; d < l->rank; d++) {
         if (l->binds && l->binds[d]) {
-            sb_printf(b, "    const int64_t s_%s __attribute__((unused)) = %s->sizes[%u];\n", l->sizes[d], l->name, d);
+            sb_printf(b, "    const int64_t %s __attribute__((unused)) = %s->sizes[%u];\n",
+                      cn(s, MG_C_SYMBOL, l->sizes[d]), T, d);
         } else {
-            sb_printf(b, "    if (%s->sizes[%u] != (", l->name, d);
+            sb_printf(b, "    if (%s->sizes[%u] != (", T, d);
             c_size(b, s->g, l->sizes[d]);
             sb_printf(b, "))\n        return tl_fail(err, errlen, \"%s: dimension %u of %s is %%lld, but %s is %%lld\", "
                          "(long long)%s->sizes[%u], (long long)(",
-                      s->g->name, d, l->name, l->sizes[d], l->name, d);
+                      G, d, l->name, l->sizes[d], T, d);
             c_size(b, s->g, l->sizes[d]);
             sb_puts(b, "));\n");
         }
     }
     sb_printf(b, "    if (!tl_contiguous(%s))\n        return tl_fail(err, errlen, \"%s: %s must be contiguous (row-major)\");\n",
-              l->name, s->g->name, l->name);
-    sb_printf(b, "    b_%s = *%s;\n", l->name, l->name); /* only once checked: it may be NULL */
+              T, G, l->name);
+    sb_printf(b, "    %s = *%s;\n", B(l->name), T); /* only once checked: it may be NULL */
+    s->failed |= t.failed;
+    sb_free(&t);
     return 0;
 }
 
@@ -661,28 +654,31 @@ static int c_begin(tilec_emit *e, void **state)
     sb_init(&s->body);
     sb_init(&s->checked);
     sb_init(&s->decls);
+    sb_init(&s->graph);
+    for (int i = 0; i < 8; i++)
+        sb_init(&s->names[i]);
+    mg_c_graph(&s->graph, s->g->name);
     *state = s;
     return 0;
 }
 
-/* "const tilec_tensor *x, float eps, tilec_tensor *y" */
+/* ", const tilec_tensor *t_x, float p_eps" */
 static void c_params(strbuf *b, const tilec_graph *g)
 {
     for (uint32_t i = 0; i < g->nparams; i++) {
         const tilec_param *p = &g->params[i];
-        if (p->type.kind == TILEC_TE_TENSOR)
-            sb_printf(b, ", const tilec_tensor *%s", p->name);
-        else
-            sb_printf(b, ", %s p_%s", c_scalar_type(p->type.dtype), p->name);
+        int tensor = p->type.kind == TILEC_TE_TENSOR;
+        sb_printf(b, ", %s%s", tensor ? "const tilec_tensor *" : c_scalar_type(p->type.dtype), tensor ? "" : " ");
+        mg_c(b, tensor ? MG_C_TENSOR : MG_C_SCALAR, p->name, strlen(p->name));
     }
 }
 
 /* -DTILEC_BENCH_MAIN: `./NAME R=4096 C=1024 [iters=N]` times the graph on
  * random inputs (device events, median). */
-static void c_bench_main(strbuf *c, const cstate *s)
+static void c_bench_main(strbuf *c, cstate *s)
 {
     const tilec_graph *g = s->g;
-    const char *n = g->name;
+    const char *n = sb_str(&s->graph);
     sb_puts(c, "\n#ifdef TILEC_BENCH_MAIN\n#include <time.h>\n"
                "static int64_t tl_arg(int argc, char **argv, const char *name, int64_t dflt)\n{\n"
                "    size_t k = strlen(name);\n"
@@ -723,13 +719,14 @@ static void c_bench_main(strbuf *c, const cstate *s)
             continue;
         for (uint32_t d = 0; d < l->rank; d++)
             if (l->binds && l->binds[d])
-                sb_printf(c, "    const int64_t s_%s = tl_arg(argc, argv, \"%s\", 1024);\n", l->sizes[d], l->sizes[d]);
+                sb_printf(c, "    const int64_t %s = tl_arg(argc, argv, \"%s\", 1024);\n", cn(s, MG_C_SYMBOL, l->sizes[d]),
+                          l->sizes[d]);
     }
     for (uint32_t i = 0; i < g->nparams; i++) {
         const tilec_param *p = &g->params[i];
         if (p->type.kind != TILEC_TE_TENSOR) {
-            sb_printf(c, "    const %s p_%s = (%s)tl_arg(argc, argv, \"%s\", 1);\n", c_scalar_type(p->type.dtype), p->name,
-                      c_scalar_type(p->type.dtype), p->name);
+            sb_printf(c, "    const %s %s = (%s)tl_arg(argc, argv, \"%s\", 1);\n", c_scalar_type(p->type.dtype),
+                      cn(s, MG_C_SCALAR, p->name), c_scalar_type(p->type.dtype), p->name);
             continue;
         }
         const tilec_wir_line *a = NULL;
@@ -738,14 +735,15 @@ static void c_bench_main(strbuf *c, const cstate *s)
             if (l->kind == TILEC_WIR_ASSERT_SHAPE && l->index == i)
                 a = l;
         }
-        sb_printf(c, "    tilec_tensor in_%s;\n    tl_shape(&in_%s, 0, %s, %u, (const int64_t[]){", p->name, p->name,
+        const char *in = cn(s, MG_C_BENCH_IN, p->name);
+        sb_printf(c, "    tilec_tensor %s;\n    tl_shape(&%s, 0, %s, %u, (const int64_t[]){", in, in,
                   dt_enum(p->type.dtype), a ? a->rank : 0);
         for (uint32_t d = 0; a && d < a->rank; d++) {
             sb_puts(c, d ? ", " : "");
             c_size(c, s->g, a->sizes[d]);
         }
-        sb_printf(c, "%s});\n    if (tl_random(rt, &in_%s, &mem, &seed))\n        return 1;\n", a && a->rank ? "" : "0",
-                  p->name);
+        sb_printf(c, "%s});\n    if (tl_random(rt, &%s, &mem, &seed))\n        return 1;\n", a && a->rank ? "" : "0",
+                  cn(s, MG_C_BENCH_IN, p->name));
     }
     size_t nout = tilec_wir_output_count(s->w);
     sb_puts(c, "    int iters = (int)tl_arg(argc, argv, \"iters\", 50);\n    if (iters < 1 || iters > 100000)\n        iters = 50;\n"
@@ -753,13 +751,14 @@ static void c_bench_main(strbuf *c, const cstate *s)
                "    void *ev[2];\n    tilec_rt_event_create(rt, &ev[0]);\n    tilec_rt_event_create(rt, &ev[1]);\n"
                "    for (int it = -3; it < iters; it++) {\n");
     for (size_t i = 0; i < nout; i++)
-        sb_printf(c, "        tilec_tensor o_%s;\n", tilec_wir_output(s->w, i));
+        sb_printf(c, "        tilec_tensor %s;\n", cn(s, MG_C_BENCH_OUT, tilec_wir_output(s->w, i)));
     sb_puts(c, "        tilec_rt_event_record(rt, ev[0], NULL);\n");
     sb_printf(c, "        if (%s_run(M", n);
     for (uint32_t i = 0; i < g->nparams; i++)
-        sb_printf(c, g->params[i].type.kind == TILEC_TE_TENSOR ? ", &in_%s" : ", p_%s", g->params[i].name);
+        sb_printf(c, ", %s%s", g->params[i].type.kind == TILEC_TE_TENSOR ? "&" : "",
+                  cn(s, g->params[i].type.kind == TILEC_TE_TENSOR ? MG_C_BENCH_IN : MG_C_SCALAR, g->params[i].name));
     for (size_t i = 0; i < nout; i++)
-        sb_printf(c, ", &o_%s", tilec_wir_output(s->w, i));
+        sb_printf(c, ", &%s", cn(s, MG_C_BENCH_OUT, tilec_wir_output(s->w, i)));
     sb_puts(c, ", err, sizeof err)) {\n            fprintf(stderr, \"%s\\n\", err);\n            return 1;\n        }\n"
                "        tilec_rt_event_record(rt, ev[1], NULL);\n        tilec_rt_event_synchronize(rt, ev[1]);\n"
                "        if (it >= 0)\n            tilec_rt_event_elapsed_ms(rt, ev[0], ev[1], &ms[it]);\n");
@@ -773,7 +772,7 @@ static void c_bench_main(strbuf *c, const cstate *s)
                 view = 1;
         }
         if (!view)
-            sb_printf(c, "        %s_release(M, &o_%s);\n", n, o);
+            sb_printf(c, "        %s_release(M, &%s);\n", n, cn(s, MG_C_BENCH_OUT, o));
     }
     sb_printf(c, "    }\n"
                  "    for (int a = 0; a < iters; a++)\n        for (int b = a + 1; b < iters; b++)\n"
@@ -973,7 +972,7 @@ static int c_end(tilec_emit *e, void *state)
     cstate *s = state;
     const tilec_graph *g = s->g;
     const tilec_module *m = tilec_emit_module(e);
-    const char *n = g->name, *file = tilec_module_file(m);
+    const char *n = sb_str(&s->graph), *file = tilec_module_file(m);
     char hname[300], cname[300];
     snprintf(hname, sizeof hname, "%.250s.h", n);
     snprintf(cname, sizeof cname, "%.250s.c", n);
@@ -984,7 +983,7 @@ static int c_end(tilec_emit *e, void *state)
     strbuf h;
     sb_init(&h);
     sb_printf(&h, "/* Generated by tilec %s from ", tilec_version());
-    c_comment_text(&h, file);
+    esc_c_comment(&h, file);
     sb_putc(&h, '\n');
     sb_printf(&h, "   graph %s: do not edit. */\n#ifndef TILEC_GRAPH_%s_H\n#define TILEC_GRAPH_%s_H\n\n", n, n, n);
     sb_puts(&h, "#include <stddef.h>\n\n#include \"tilec/externs.h\"\n#include \"tilec/program.h\"\n"
@@ -1011,21 +1010,21 @@ static int c_end(tilec_emit *e, void *state)
     c_params(&params, g);
     sb_printf(&h, "int %s_run(%s_module *m%s", n, n, sb_str(&params));
     for (size_t i = 0; i < nout; i++)
-        sb_printf(&h, ", tilec_tensor *out_%s", tilec_wir_output(s->w, i));
+        sb_printf(&h, ", tilec_tensor *%s", cn(s, MG_C_OUTPUT, tilec_wir_output(s->w, i)));
     sb_puts(&h, ", char *err, size_t errlen);\n\n#endif\n");
 
     /* ---- NAME.c ---- */
     strbuf c;
     sb_init(&c);
     sb_printf(&c, "/* Generated by tilec %s from ", tilec_version());
-    c_comment_text(&c, file);
+    esc_c_comment(&c, file);
     sb_putc(&c, '\n');
     sb_printf(&c, "   graph %s: do not edit. */\n#include \"%s\"\n\n", n, hname);
     sb_puts(&c, prologue);
     sb_puts(&c, debug_prelude);
     strbuf fileq; /* the file name as a C string literal: it may hold any bytes */
     sb_init(&fileq);
-    c_string(&fileq, file, strlen(file));
+    esc_c_string(&fileq, file, strlen(file));
     int aot_bad = 0;
     if (aot) {
         aot_bad = aot_kernels(e, &c, aot);
@@ -1033,7 +1032,7 @@ static int c_end(tilec_emit *e, void *state)
         sb_puts(&c, "/* the .tile module, built at load time */\nstatic const char tl_source[] =\n    ");
         size_t srclen = 0;
         const char *src = tilec_module_source(m, &srclen);
-        c_string(&c, src, srclen);
+        esc_c_string(&c, src, srclen);
         sb_puts(&c, ";\n\n");
     }
     sb_printf(&c,
@@ -1127,12 +1126,33 @@ static int c_end(tilec_emit *e, void *state)
               n, n);
     sb_printf(&c, "int %s_run(%s_module *M%s", n, n, sb_str(&params));
     for (size_t i = 0; i < nout; i++)
-        sb_printf(&c, ", tilec_tensor *out_%s", tilec_wir_output(s->w, i));
+        sb_printf(&c, ", tilec_tensor *%s", cn(s, MG_C_OUTPUT, tilec_wir_output(s->w, i)));
     sb_puts(&c, ", char *err, size_t errlen)\n{\n    int tl_rc = 1;\n    tl_mem tl_live = {.n = 0};\n");
     sb_add(&c, sb_str(&s->decls), s->decls.n);
+    for (uint32_t i = 0; i < g->nparams; i++) /* a scalar no kernel takes is not a warning */
+        if (g->params[i].type.kind != TILEC_TE_TENSOR)
+            sb_printf(&c, "    (void)%s;\n", cn(s, MG_C_SCALAR, g->params[i].name));
     sb_add(&c, sb_str(&s->body), s->body.n);
-    for (size_t i = 0; i < nout; i++)
-        sb_printf(&c, "    *out_%s = b_%s;\n", tilec_wir_output(s->w, i), tilec_wir_output(s->w, i));
+    for (size_t i = 0; i < nout; i++) {
+        const char *o = tilec_wir_output(s->w, i);
+        int input = 0;
+        for (uint32_t p = 0; p < g->nparams; p++)
+            input |= g->params[p].type.kind == TILEC_TE_TENSOR && !strcmp(g->params[p].name, o);
+        if (input) /* the caller owns its input: it gets a copy it may free */
+            sb_printf(&c,
+                      "    { /* %s is an input: the output is a copy */\n"
+                      "        const tilec_tensor tl_in = %s;\n"
+                      "        if (tl_alloc(M, &%s, \"%s\", tl_in.dtype, tl_in.rank, tl_in.sizes, &tl_live, err, errlen))\n"
+                      "            goto tl_out;\n"
+                      "        uint64_t tl_bytes = tilec_dtype_size(tl_in.dtype);\n"
+                      "        for (uint32_t d = 0; d < tl_in.rank; d++)\n"
+                      "            tl_bytes *= (uint64_t)tl_in.sizes[d];\n"
+                      "        if (tl_bytes && tilec_rt_memcpy_dtod(M->rt, %s.data, tl_in.data, tl_bytes) != TILEC_RT_OK) {\n"
+                      "            tl_fail(err, errlen, \"%s: cannot copy %s: %%s\", tilec_rt_last_error(M->rt));\n"
+                      "            goto tl_out;\n        }\n    }\n",
+                      o, B(o), B(o), o, B(o), g->name, o);
+        sb_printf(&c, "    *%s = %s;\n", cn(s, MG_C_OUTPUT, o), B(o));
+    }
     sb_puts(&c, "    tl_live.n = 0; /* the outputs now belong to the caller */\n    tl_rc = 0;\ntl_out:\n"
                 "    if (tl_rc) { /* a failed call gives all its memory back, and the spares */\n"
                 "        tilec_rt_synchronize(M->rt);\n"
@@ -1150,6 +1170,9 @@ static int c_end(tilec_emit *e, void *state)
     sb_free(&s->body);
     sb_free(&s->checked);
     sb_free(&s->decls);
+    sb_free(&s->graph);
+    for (int i = 0; i < 8; i++)
+        sb_free(&s->names[i]);
     free(s);
     return bad ? -1 : 0;
 }

@@ -10,13 +10,16 @@
  * Nothing from the .tile file reaches the output unescaped: the source,
  * file name and extern symbols are string literals with every quote,
  * backslash and control byte escaped; doc comments are # comments or
- * docstring text with the same escapes; names are .tile identifiers, and
- * those that are Python keywords (or start or end with '_', or are names
- * the wrapper uses) get a '_' appended. */
+ * docstring text with the same escapes (util/escape.h); names go through
+ * util/mangle.h: parameters and buffers keep their name unless it is a
+ * keyword, a builtin or the wrapper's (then NAME_), size symbols and
+ * argument infos are _NAME_s and _NAME_info. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "tilec/emitter.h"
+#include "util/escape.h"
+#include "util/mangle.h"
 #include "util/strbuf.h"
 
 typedef struct pystate {
@@ -32,50 +35,6 @@ typedef struct pystate {
 
 /* ---- escaping ---- */
 
-/* The length of the valid UTF-8 sequence at p (a non-ASCII lead byte), or 0. */
-static int utf8_len(const unsigned char *p)
-{
-    int n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
-    if (p[0] > 0xf4)
-        return 0;
-    for (int i = 1; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    if (n == 3 && ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0)))
-        return 0; /* overlong, or a surrogate */
-    if (n == 4 && ((p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90)))
-        return 0;
-    return n;
-}
-
-/* Text that is safe in a comment or a docstring: control bytes become
- * spaces, invalid UTF-8 '?'; in a docstring (doc != 0) also '\' and '"'
- * escaped, so nothing can end it. Newlines continue with `cont`. */
-static void py_text(strbuf *b, const char *text, int doc, const char *cont)
-{
-    for (const unsigned char *p = (const unsigned char *)text; *p;) {
-        if (*p == '\n') {
-            sb_puts(b, cont);
-            p++;
-        } else if (*p < 0x20 || *p == 0x7f) {
-            sb_putc(b, ' ');
-            p++;
-        } else if (doc && (*p == '\\' || *p == '"')) {
-            sb_putc(b, '\\');
-            sb_putc(b, (char)*p++);
-        } else if (*p >= 0x80) {
-            int n = utf8_len(p);
-            if (n)
-                sb_add(b, (const char *)p, (size_t)n);
-            else
-                sb_putc(b, '?');
-            p += n ? n : 1;
-        } else {
-            sb_putc(b, (char)*p++);
-        }
-    }
-}
-
 /* # comment lines, one per line of text. */
 static void py_comment(strbuf *b, const char *indent, const char *text)
 {
@@ -83,98 +42,41 @@ static void py_comment(strbuf *b, const char *indent, const char *text)
     sb_init(&cont);
     sb_printf(&cont, "\n%s# ", indent);
     sb_printf(b, "%s# ", indent);
-    py_text(b, text, 0, sb_str(&cont));
+    esc_py_text(b, text, 0, sb_str(&cont));
     sb_putc(b, '\n');
     sb_free(&cont);
-}
-
-/* A str literal "..." of any text: quotes, backslashes, control bytes and
- * braces (when fstring) escaped; invalid UTF-8 as U+FFFD. */
-static void py_str_body(strbuf *b, const char *s, int fstring)
-{
-    for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        if (*p == '"' || *p == '\\')
-            sb_printf(b, "\\%c", *p++);
-        else if (*p == '\n')
-            sb_puts(b, "\\n"), p++;
-        else if (*p < 0x20 || *p == 0x7f)
-            sb_printf(b, "\\x%02x", *p++);
-        else if (fstring && (*p == '{' || *p == '}'))
-            sb_putc(b, (char)*p), sb_putc(b, (char)*p++);
-        else if (*p >= 0x80) {
-            int n = utf8_len(p);
-            if (n)
-                sb_add(b, (const char *)p, (size_t)n);
-            else
-                sb_puts(b, "\\ufffd");
-            p += n ? n : 1;
-        } else
-            sb_putc(b, (char)*p++);
-    }
 }
 
 static void py_str(strbuf *b, const char *s)
 {
     sb_putc(b, '"');
-    py_str_body(b, s, 0);
-    sb_putc(b, '"');
-}
-
-/* The bytes of the .tile source: one b"..." literal per source line. */
-static void py_bytes(strbuf *b, const char *s, size_t n, const char *indent)
-{
-    sb_printf(b, "%sb\"", indent);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
-            sb_printf(b, "\\%c", c);
-        else if (c == '\n') {
-            sb_puts(b, "\\n\"");
-            if (i + 1 < n)
-                sb_printf(b, "\n%sb\"", indent);
-            else
-                return;
-        } else if (c == '\t')
-            sb_puts(b, "\\t");
-        else if (c < 0x20 || c >= 0x7f)
-            sb_printf(b, "\\x%02x", c);
-        else
-            sb_putc(b, (char)c);
-    }
+    esc_py_str(b, s, 0);
     sb_putc(b, '"');
 }
 
 /* ---- names and expressions ---- */
 
-static const char *const reserved[] = {
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
-    "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal",
-    "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
-    /* the names the wrapper itself uses */
-    "tilec", "os", "sys", "time", "load", "call", "release", "externs", "main", "float", "int", "print", "len",
-    "range", "dict", "max", "ValueError", "TILE_FILE", "TILE_SOURCE", "device", "kernels", "pool", "ext", "module",
-    "args", "argv", "iters", "times", "out", "it", "t0", "buf", "buffers"};
+/* The Python name of a parameter or buffer (util/mangle.h). */
+static void py_name(strbuf *b, const char *name) { mg_py(b, name, strlen(name)); }
 
-/* The Python name of a .tile identifier (n bytes). */
-static void py_name_n(strbuf *b, const char *name, size_t n)
+/* The Python name of size symbol `name`. */
+static void py_sym(strbuf *b, const char *name) { mg_py_helper(b, name, strlen(name), "s"); }
+
+/* Is `name` (n bytes) a scalar parameter of g (else a size symbol)? */
+static int scalar_param(const tilec_graph *g, const char *name, size_t n)
 {
-    /* injective: a mangled name ends with '_', and no name ends with
-     * "_info" (the suffix of the wrapper's own names of argument infos) */
-    int mangle = n == 0 || name[0] == '_' || name[n - 1] == '_' || (n >= 5 && !memcmp(name + n - 5, "_info", 5));
-    for (size_t i = 0; !mangle && i < sizeof reserved / sizeof reserved[0]; i++)
-        mangle = strlen(reserved[i]) == n && !memcmp(reserved[i], name, n);
-    sb_add(b, name, n);
-    if (mangle)
-        sb_putc(b, '_');
+    for (uint32_t i = 0; i < g->nparams; i++)
+        if (g->params[i].type.kind != TILEC_TE_TENSOR && !strncmp(g->params[i].name, name, n) &&
+            !g->params[i].name[n])
+            return 1;
+    return 0;
 }
-
-static void py_name(strbuf *b, const char *name) { py_name_n(b, name, strlen(name)); }
 
 static int is_ident(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 
-/* Python spelling of a canonical size text: names through py_name,
- * cdiv(a, b) -> tilec.cdiv(a, b). */
-static void py_size(strbuf *b, const char *t)
+/* Python spelling of a canonical size text of g: scalar parameters
+ * through mg_py, size symbols through py_sym, cdiv(a, b) -> tilec.cdiv(a, b). */
+static void py_size(strbuf *b, const tilec_graph *g, const char *t)
 {
     for (const char *p = t; *p;) {
         if (is_ident(*p)) {
@@ -185,7 +87,11 @@ static void py_size(strbuf *b, const char *t)
                 sb_puts(b, "tilec.");
                 sb_add(b, p, (size_t)(q - p));
             } else {
-                py_name_n(b, p, (size_t)(q - p));
+                size_t n = (size_t)(q - p);
+                if (scalar_param(g, p, n))
+                    mg_py(b, p, n);
+                else
+                    mg_py_helper(b, p, n, "s");
             }
             p = q;
         } else if (*p == '*') {
@@ -198,12 +104,12 @@ static void py_size(strbuf *b, const char *t)
 }
 
 /* "(R, C)" */
-static void py_shape(strbuf *b, const tilec_wir_line *l)
+static void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l)
 {
     sb_putc(b, '(');
     for (uint32_t d = 0; d < l->rank; d++) {
         sb_puts(b, d ? ", " : "");
-        py_size(b, l->sizes[d]);
+        py_size(b, g, l->sizes[d]);
     }
     sb_puts(b, l->rank == 1 ? ",)" : ")");
 }
@@ -233,7 +139,7 @@ static void py_alloc(pystate *s, const tilec_wir_line *l)
     sb_puts(&s->body, "    ");
     py_name(&s->body, l->name);
     sb_puts(&s->body, " = pool.alloc(");
-    py_shape(&s->body, l);
+    py_shape(&s->body, s->g, l);
     sb_printf(&s->body, ", \"%s\")\n", tilec_dtype_name(l->dtype));
 }
 
@@ -251,7 +157,7 @@ static int h_reuse(void *u, const tilec_wir_line *l)
     sb_puts(&s->body, " = pool.take(");
     py_name(&s->body, l->from);
     sb_puts(&s->body, ", ");
-    py_shape(&s->body, l);
+    py_shape(&s->body, s->g, l);
     sb_printf(&s->body, ", \"%s\")  # the storage of ", tilec_dtype_name(l->dtype));
     py_name(&s->body, l->from);
     sb_putc(&s->body, '\n');
@@ -285,11 +191,11 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
     sb_puts(&s->body, " = ");
     py_name(&s->body, l->from);
     sb_puts(&s->body, ".view(");
-    py_shape(&s->body, l);
+    py_shape(&s->body, s->g, l);
     sb_printf(&s->body, ", \"%s\"", tilec_dtype_name(l->dtype));
     if (l->offset && strcmp(l->offset, "0")) {
         sb_puts(&s->body, ", ");
-        py_size(&s->body, l->offset);
+        py_size(&s->body, s->g, l->offset);
     }
     sb_puts(&s->body, ")\n");
     return 0;
@@ -318,13 +224,13 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
             continue;
         strbuf v;
         sb_init(&v);
-        py_size(&v, a->text);
+        py_size(&v, s->g, a->text);
         sb_printf(&s->body, "    if not %s <= %s <= %s:\n        raise ValueError(f\"", i32 ? "-0x80000000" : "0",
                   sb_str(&v), i32 ? "0x7fffffff" : "0xffffffff");
         strbuf t;
         sb_init(&t);
         sb_printf(&t, "%s: argument '%s' of %s (%s) is ", s->g->name, p->name, k->name, a->text);
-        py_str_body(&s->body, sb_str(&t), 1);
+        esc_py_str(&s->body, sb_str(&t), 1);
         sb_printf(&s->body, "{%s}, which does not fit %s\")\n", sb_str(&v), i32 ? "i32" : "u32");
         s->failed |= v.failed | t.failed;
         sb_free(&v);
@@ -340,7 +246,7 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
         if (a->kind == TILEC_WIR_ARG_BUFFER)
             py_name(&s->body, t);
         else if (a->kind == TILEC_WIR_ARG_SIZE)
-            py_size(&s->body, t);
+            py_size(&s->body, s->g, t);
         else if (!strcmp(t, "true") || !strcmp(t, "false"))
             sb_puts(&s->body, t[0] == 't' ? "True" : "False");
         else if (strstr(t, "inf"))
@@ -348,7 +254,7 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
         else if (is_ident(t[0]))
             py_name(&s->body, t);
         else
-            py_size(&s->body, t); /* a number */
+            py_size(&s->body, s->g, t); /* a number */
     }
     sb_puts(&s->body, ")\n");
     return 0;
@@ -409,7 +315,7 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
     sb_init(&n);
     sb_init(&i);
     py_name(&n, l->name);
-    sb_printf(&i, "%s_info", sb_str(&n));
+    mg_py_helper(&i, l->name, strlen(l->name), "info");
     const char *N = sb_str(&n), *I = sb_str(&i), *dt = tilec_dtype_name(l->dtype);
     sb_printf(b, "    %s = tilec.tensor_info(%s)\n", I, N);
     sb_printf(b, "    if %s is None or %s.dtype != \"%s\" or len(%s.shape) != %u:\n", I, I, dt, I, l->rank);
@@ -422,7 +328,7 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
         sb_puts(b, "    ");
         for (uint32_t d = 0; d < l->rank; d++) {
             sb_puts(b, d ? ", " : "");
-            py_name(b, l->sizes[d]);
+            py_sym(b, l->sizes[d]);
         }
         sb_printf(b, " = %s.shape\n", I);
     }
@@ -430,7 +336,7 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
         if (l->binds && l->binds[d]) {
             if (nbind != l->rank || l->rank == 1) {
                 sb_puts(b, "    ");
-                py_name(b, l->sizes[d]);
+                py_sym(b, l->sizes[d]);
                 sb_printf(b, " = %s.shape[%u]\n", I, d);
             }
             continue;
@@ -438,15 +344,15 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
         strbuf v, t;
         sb_init(&v);
         sb_init(&t);
-        py_size(&v, l->sizes[d]);
+        py_size(&v, s->g, l->sizes[d]);
         sb_printf(b, "    if %s.shape[%u] != %s:\n        raise ValueError(f\"", I, d, sb_str(&v));
         sb_printf(&t, "%s: dimension %u of %s is ", s->g->name, d, l->name);
-        py_str_body(b, sb_str(&t), 1);
+        esc_py_str(b, sb_str(&t), 1);
         sb_printf(b, "{%s.shape[%u]}, but ", I, d);
         sb_free(&t);
         sb_init(&t);
         sb_printf(&t, "%s is ", l->sizes[d]);
-        py_str_body(b, sb_str(&t), 1);
+        esc_py_str(b, sb_str(&t), 1);
         sb_printf(b, "{%s}\")\n", sb_str(&v));
         s->failed |= v.failed | t.failed;
         sb_free(&v);
@@ -518,8 +424,9 @@ static void py_bench_main(strbuf *c, const pystate *s)
 {
     const tilec_graph *g = s->g;
     const char *n = g->name;
-    sb_printf(c, "\n\ndef main(argv):\n"
-                 "    \"\"\"`python3 -m %s", n);
+    sb_puts(c, "\n\ndef main(argv):\n"
+               "    \"\"\"`python3 -m ");
+    py_name(c, n);
     strbuf syms;
     sb_init(&syms);
     for (size_t i = 0; i < tilec_wir_line_count(s->w); i++) {
@@ -530,7 +437,7 @@ static void py_bench_main(strbuf *c, const pystate *s)
             if (l->binds && l->binds[d]) {
                 sb_printf(c, " %s=1024", l->sizes[d]);
                 sb_puts(&syms, "    ");
-                py_name(&syms, l->sizes[d]);
+                py_sym(&syms, l->sizes[d]);
                 sb_printf(&syms, " = int(args.get(\"%s\", 1024))\n", l->sizes[d]);
             }
     }
@@ -560,7 +467,7 @@ static void py_bench_main(strbuf *c, const pystate *s)
         }
         sb_puts(c, " = tilec.random_buffer(");
         if (a)
-            py_shape(c, a);
+            py_shape(c, s->g, a);
         else
             sb_puts(c, "()");
         sb_printf(c, ", \"%s\", seed=%u, device_=module.device)\n", tilec_dtype_name(p->type.dtype), seed++);
@@ -583,30 +490,33 @@ static int py_end(tilec_emit *e, void *state)
     const tilec_graph *g = s->g;
     const tilec_module *m = tilec_emit_module(e);
     const char *n = g->name, *file = tilec_module_file(m);
+    strbuf mod; /* the module's name: a graph named like a keyword or a module it imports gets a '_' */
+    sb_init(&mod);
+    py_name(&mod, n);
     char pyname[300];
-    snprintf(pyname, sizeof pyname, "%.250s.py", n);
+    snprintf(pyname, sizeof pyname, "%.250s.py", sb_str(&mod));
     size_t nout = tilec_wir_output_count(s->w);
     strbuf c;
     sb_init(&c);
 
     /* the docstring */
     sb_printf(&c, "\"\"\"The graph %s of ", n);
-    py_text(&c, file, 1, " ");
+    esc_py_text(&c, file, 1, " ");
     sb_puts(&c, ", in Python over the tilec package.\n\n");
     if (g->doc) {
-        py_text(&c, g->doc, 1, "\n");
+        esc_py_text(&c, g->doc, 1, "\n");
         sb_puts(&c, "\n\n");
     }
     sb_printf(&c, "Generated by tilec %s: do not edit. load() builds the kernels once,\n"
                   "call() runs the graph, `python3 -m %s SIZE=N ...` times it.\n\"\"\"\n",
-              tilec_version(), n);
+              tilec_version(), sb_str(&mod));
     sb_puts(&c, "import sys\nimport time\n\nimport tilec\n\n");
     sb_puts(&c, "TILE_FILE = ");
     py_str(&c, file);
     sb_puts(&c, "\n# the .tile module, built by load()\nTILE_SOURCE = (\n");
     size_t srclen = 0;
     const char *src = tilec_module_source(m, &srclen);
-    py_bytes(&c, src, srclen, "    ");
+    esc_py_bytes(&c, src, srclen, "    ");
     sb_puts(&c, "\n)\n\n_module = None\n_kernels = None\n_pool = None\n_externs = None\n\n\n");
 
     /* load, externs, release */
@@ -663,7 +573,7 @@ static int py_end(tilec_emit *e, void *state)
         strbuf word;
         sb_init(&word);
         sb_add(&word, p, w);
-        py_text(&c, sb_str(&word), 1, " ");
+        esc_py_text(&c, sb_str(&word), 1, " ");
         sb_free(&word);
         col += w;
         p += w;
@@ -683,9 +593,10 @@ static int py_end(tilec_emit *e, void *state)
     sb_puts(&c, "\n");
 
     py_bench_main(&c, s);
-    int bad = s->failed || c.failed || s->body.failed || s->checks.failed || s->kernels.failed ||
+    int bad = s->failed || c.failed || mod.failed || s->body.failed || s->checks.failed || s->kernels.failed ||
               tilec_emit_write(e, pyname, sb_str(&c), c.n);
     sb_free(&c);
+    sb_free(&mod);
     sb_free(&s->body);
     sb_free(&s->checked);
     sb_free(&s->checks);

@@ -10,11 +10,23 @@
 #include "parser/parse.h"
 #include "tilec/lower.h"
 #include "tilec/runtime.h"
+#include "util/escape.h"
+
+void lower_loc_marker(strbuf *b, const char *file)
+{
+    sb_puts(b, "// ");
+    esc_c_comment(b, file);
+    sb_putc(b, ':');
+}
 
 /* The .tile line of CUDA line `cline` of src: the last marker at or above it. */
 static uint32_t tile_line(const char *src, const char *file, long cline)
 {
-    size_t flen = strlen(file);
+    strbuf mark;
+    sb_init(&mark);
+    lower_loc_marker(&mark, file);
+    const char *m = sb_str(&mark);
+    size_t mlen = strlen(m);
     uint32_t found = 0;
     long n = 1;
     for (const char *p = src; *p && n <= cline; n++) {
@@ -22,12 +34,13 @@ static uint32_t tile_line(const char *src, const char *file, long cline)
         const char *q = p;
         while (*q == ' ')
             q++;
-        if (!strncmp(q, "// ", 3) && !strncmp(q + 3, file, flen) && q[3 + flen] == ':')
-            found = (uint32_t)strtoul(q + 4 + flen, NULL, 10);
+        if (!mark.failed && !strncmp(q, m, mlen))
+            found = (uint32_t)strtoul(q + mlen, NULL, 10);
         if (!e)
             break;
         p = e + 1;
     }
+    sb_free(&mark);
     return found;
 }
 

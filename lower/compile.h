@@ -1,8 +1,15 @@
-/* compile.h: reporting NVRTC failures at .tile lines (internal). */
+/* compile.h: the .tile line markers of lowered CUDA, and reporting NVRTC
+ * failures at those lines (internal). */
 #ifndef TILEC_LOWER_COMPILE_H
 #define TILEC_LOWER_COMPILE_H
 
 #include "tilec/lower.h"
+#include "util/strbuf.h"
+
+/* "// FILE:" with the file name escaped for a comment: the lowering writes
+ * it and a line number before every statement, and a failed compile is
+ * reported at the .tile line of the marker above the error. */
+void lower_loc_marker(strbuf *b, const char *file);
 
 /* Report a failed NVRTC compile of `code` as a diagnostic at the .tile
  * line of the failing statement, with the log as a note. */

@@ -1909,6 +1909,10 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
         for (uint32_t i = 0; i < s->nvalues; i++) {
             const tilec_expr *a = s->values[i];
             const tilec_param *r = &g->results[i];
+            for (uint32_t j = 0; j < i && a->kind == TILEC_EX_NAME; j++)
+                if (s->values[j]->kind == TILEC_EX_NAME && !strcmp(s->values[j]->name, a->name))
+                    err(ck, &a->loc, "graph '%s' returns '%s' twice: each result is a buffer of its own (copy it "
+                        "into a second one to return it twice)", g->name, a->name);
             const poly **dims = ck->rdims ? ck->rdims[i] : NULL;
             binding *b = tensor_arg(ck, a, ar_printf(&ck->scratch, "result %u of graph '%s'", i + 1, g->name),
                                     dims ? tensor_text(ck, r->type.dtype, dims, r->type.ndims) : "a tensor");

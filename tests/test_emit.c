@@ -16,6 +16,7 @@
 #include "fs_helpers.h"
 #include "cases.h"
 #include "helpers.h"
+#include "util/mangle.h"
 #include "tilec/emitter.h"
 
 #ifndef TILEC_BUILD
@@ -75,6 +76,16 @@ static void golden_dir(const char *tile, char *out, size_t cap)
     snprintf(out, cap, "tests/golden/c/%.*s", (int)(strlen(base) - 5), base);
 }
 
+/* The file graph i of m is written to: its name in C (util/mangle.h) + ext. */
+static void graph_file(char *out, size_t cap, const tilec_module *m, size_t i, const char *ext)
+{
+    strbuf g;
+    sb_init(&g);
+    mg_c_graph(&g, tilec_module_graph(m, i)->name);
+    snprintf(out, cap, "%s%s", sb_str(&g), ext);
+    sb_free(&g);
+}
+
 ParameterizedTestParameters(emit, c_golden) { return c_cases(); }
 ParameterizedTest(gcase *c, emit, c_golden)
 {
@@ -91,9 +102,10 @@ ParameterizedTest(gcase *c, emit, c_golden)
     /* exactly NAME.c and NAME.h per graph, and the golden dir holds the same files */
     membuf want_names = {0};
     for (size_t i = 0; i < tilec_module_graph_count(m); i++) {
-        char line[300];
-        const char *n = tilec_module_graph(m, i)->name;
-        snprintf(line, sizeof line, "%s.c\n%s.h\n", n, n);
+        char line[300], c_file[140], h_file[140];
+        graph_file(c_file, sizeof c_file, m, i, ".c");
+        graph_file(h_file, sizeof h_file, m, i, ".h");
+        snprintf(line, sizeof line, "%s\n%s\n", c_file, h_file);
         membuf_write(&want_names, line, strlen(line));
     }
     cr_assert(want_names.s, "%s has no graph", c->path);
@@ -105,7 +117,7 @@ ParameterizedTest(gcase *c, emit, c_golden)
         const char *ext[] = {".h", ".c"};
         for (int k = 0; k < 2; k++) {
             char file[300];
-            snprintf(file, sizeof file, "%s%s", tilec_module_graph(m, i)->name, ext[k]);
+            graph_file(file, sizeof file, m, i, ext[k]);
             char *got = read_in(dir, file), *want = read_in(gdir, file);
             cr_assert(want, "missing %s/%s (run make golden)", gdir, file);
             cr_assert(got, "not written: %s", file);
@@ -186,20 +198,51 @@ static void expect_compiles(const char *dir, const char *cfile)
     }
 }
 
-ParameterizedTestParameters(emit, c_compiles) { return c_cases(); }
-ParameterizedTest(gcase *c, emit, c_compiles)
+/* Every golden IR case and every example, as a wrapper and as the
+ * benchmark, with the kernels built at load and compiled ahead of time
+ * (--aot sm_90: NVRTC, no GPU): -Wall -Wextra -Werror clean. */
+static struct criterion_test_params all_cases(void) { return cases_of2("tests/golden/ir/*.tile", "examples/*.tile"); }
+
+ParameterizedTestParameters(emit, c_compiles) { return all_cases(); }
+ParameterizedTest(gcase *c, emit, c_compiles, .timeout = 600)
+{
+    for (int aot = 0; aot < 2; aot++) {
+        char dir[64];
+        make_tmpdir(dir, sizeof dir);
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = parse(ctx, c->path);
+        const char *const keys[] = {"aot"}, *const values[] = {"sm_90"};
+        tilec_emit_options o = {.dir = dir, .plan = 1, .keys = keys, .values = values, .noptions = (size_t)aot};
+        cr_assert_eq(tilec_module_emit(ctx, m, "c", &o, tilec_sink_file(stdout)), TILEC_OK, "%s%s", c->path,
+                     aot ? " --aot sm_90" : "");
+        for (size_t i = 0; i < tilec_module_graph_count(m); i++) {
+            char file[300];
+            graph_file(file, sizeof file, m, i, ".c");
+            expect_compiles(dir, file);
+        }
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+        rm_dir(dir);
+    }
+}
+
+/* A graph that returns its own input hands out a copy, never the caller's
+ * buffer as its own (the caller would free it twice). */
+Test(emit, c_returned_input_is_a_copy)
 {
     char dir[64];
     make_tmpdir(dir, sizeof dir);
     tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse(ctx, c->path);
+    tilec_module *m = parse(ctx, "tests/golden/ir/returns_input.tile");
     cr_assert_eq(tilec_module_emit(ctx, m, "c", &(tilec_emit_options){.dir = dir, .plan = 1}, tilec_sink_file(stdout)),
                  TILEC_OK);
-    for (size_t i = 0; i < tilec_module_graph_count(m); i++) {
-        char file[300];
-        snprintf(file, sizeof file, "%s.c", tilec_module_graph(m, i)->name);
-        expect_compiles(dir, file);
-    }
+    char *c = read_in(dir, "g.c");
+    cr_assert(c);
+    const char *copy = strstr(c, "tilec_rt_memcpy_dtod(M->rt, b_x.data, tl_in.data, tl_bytes)");
+    const char *alloc = strstr(c, "if (tl_alloc(M, &b_x, \"x\", tl_in.dtype");
+    const char *out = strstr(c, "    *out_x = b_x;\n");
+    cr_expect(alloc && copy && out && alloc < copy && copy < out, "%s", c);
+    free(c);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
     rm_dir(dir);
@@ -225,11 +268,11 @@ Test(emit, c_escapes_the_file_name)
     cr_expect(strstr(c, lit), "no %s in\n%.400s", lit, c);
     cr_expect(strstr(h, "from we\"ird name  /x* /.tile\n"), "%.200s", h);
     expect_compiles(dir, "chain.c");
-    /* b_x = *x only after the checks of x */
-    const char *check = strstr(c, "    if (!x || x->dtype != TILEC_DT_F32 || x->rank != 2)\n");
-    const char *copy = strstr(c, "    b_x = *x;\n");
+    /* b_x = *t_x only after the checks of x */
+    const char *check = strstr(c, "    if (!t_x || t_x->dtype != TILEC_DT_F32 || t_x->rank != 2)\n");
+    const char *copy = strstr(c, "    b_x = *t_x;\n");
     cr_expect(check && copy && check < copy);
-    cr_expect(strstr(c, "    tilec_tensor b_x = {0};\n"));
+    cr_expect(strstr(c, "    tilec_tensor b_x __attribute__((unused)) = {0};\n"));
     free(c);
     free(h);
     free(src);

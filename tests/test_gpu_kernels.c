@@ -120,6 +120,26 @@ Test(gpu, add_relu)
     gk_free(&g);
 }
 
+/* Issue 14 item 1: a parameter min and a let min_ were both min_ in CUDA
+ * (reserved names got a '_'), so the kernel stored 5 + 5. Every user name
+ * is v_NAME now: min + min_ = 1.5 + 5. */
+Test(gpu, user_names_never_meet)
+{
+    gk g;
+    load_or_fail("tests/golden/ok/names.tile", "add_min", 0, &g);
+    int n = 1000;
+    double *want = malloc((size_t)n * sizeof *want);
+    for (int i = 0; i < n; i++)
+        want[i] = 6.5;
+    uint64_t dout = poisoned((size_t)n);
+    tilec_rt_arg args[3] = {{.f32 = 1.5f}, {.ptr = dout}, {.i32 = n}};
+    CHECK_RT(gk_launch(&g, args, NULL));
+    download_check(dout, want, (size_t)n, 0, "add_min: min + min_");
+    tilec_rt_free(rt, dout);
+    free(want);
+    gk_free(&g);
+}
+
 static const int row_shapes[][2] = {{1, 1}, {3, 127}, {7, 1000}, {2, 4097}, {16, 1024}, {1, (1 << 20) + 3}};
 
 Test(gpu, softmax, .timeout = 120)

@@ -89,3 +89,44 @@ Test(lower, cuda_of_the_module)
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }
+
+/* Issue 14 item 7: the file name reaches CUDA in the header comment and
+ * the line markers, and doc comments reach it too. Crafted ones (newlines,
+ * a comment end, quotes, backslashes, a trailing backslash that would
+ * splice the next line) stay comments: the #error they carry never
+ * reaches NVRTC. */
+Test(lower, crafted_file_names_stay_comments, .timeout = 120)
+{
+    static const char *const names[] = {"a\n#error injected\n.tile", "b */ #error injected /* .tile",
+                                        "c\"\\'\\\n#error injected\n\\", "d\r#error injected\\"};
+    static const char src[] = "/// doc \\\n"
+                              "kernel k(x: *f32, n: i32) grid (cdiv(n, 128)) hints { warps = 4 } {\n"
+                              "    /// a doc */ #error injected /* \\\n"
+                              "    let i = pid(0) * 128 + range(128);\n"
+                              "    store(x + i, 1.0, i < n);\n"
+                              "}\n";
+    for (size_t f = 0; f < sizeof names / sizeof names[0]; f++) {
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        cr_assert_eq(tilec_parse_string(ctx, names[f], src, strlen(src), &m), TILEC_OK, "%zu", f);
+        membuf all = {0};
+        cr_assert_eq(tilec_module_emit_cuda(ctx, m, membuf_sink(&all)), TILEC_OK);
+        tilec_kernel_code code;
+        cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_kernel(m, 0), 0, &code), TILEC_OK);
+        const char *srcs[] = {all.s, code.source};
+        for (int s = 0; s < 2; s++) {
+            void *cubin = NULL;
+            size_t size = 0;
+            char *log = NULL;
+            tilec_rt_status st = tilec_nvrtc_compile(srcs[s], "k_v0", "sm_90", NULL, 0, &cubin, &size, &log);
+            cr_expect_eq(st, TILEC_RT_OK, "file %zu, %s:\n%s\n%s", f, s ? "kernel" : "--emit cuda", log ? log : "",
+                         srcs[s]);
+            free(cubin);
+            free(log);
+        }
+        tilec_kernel_code_free(&code);
+        free(all.s);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+}

@@ -400,6 +400,27 @@ def _diagnostics(ctx):
     return "".join(out)
 
 
+_INT_RANGE = {"i32": (-2**31, 2**31 - 1), "i64": (-2**63, 2**63 - 1), "u32": (0, 2**32 - 1), "u64": (0, 2**64 - 1)}
+
+
+def _int_arg(kernel, i, field, a):
+    """Argument i of kernel as an integer of `field` ("i32", ...): a value
+    that does not fit, or is not a whole number, is an error, never
+    truncated (ctypes would keep the low bits: 2**32 + 4 would run as 4)."""
+    try:
+        v = a.__index__() if hasattr(a, "__index__") else None
+    except TypeError:
+        v = None
+    if v is None and isinstance(a, float) and a.is_integer():
+        v = int(a)
+    if v is None:
+        raise TilecError(f"{kernel}: argument {i + 1} must be an integer ({field}), not {a!r}")
+    lo, hi = _INT_RANGE[field]
+    if not lo <= v <= hi:
+        raise TilecError(f"{kernel}: argument {i + 1} is {v}, which does not fit {field} ({lo} .. {hi})")
+    return v
+
+
 class Kernel:
     """A loaded kernel; calling it launches it. With variant None (the
     default) the runtime picks the fastest variant per shape (multi-kernel)
@@ -434,7 +455,7 @@ class Kernel:
             elif f[0] == "f":
                 setattr(packed[i], f, float(a))
             else:
-                setattr(packed[i], f, int(a))
+                setattr(packed[i], f, _int_arg(self.name, i, f, a))
         stream_p = ctypes.c_void_p(stream) if stream else None
         if self.variant is None:
             chosen = ctypes.c_int(-1)

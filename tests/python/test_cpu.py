@@ -29,6 +29,40 @@ class CpuTests(unittest.TestCase):
             tilec.pointer_of("not a buffer")
 
 
+class KernelArgumentTests(unittest.TestCase):
+    """Integers for a kernel are range-checked per parameter kind, never
+    truncated (issue 14: 2**32 + 4 ran as 4)."""
+
+    def kernel(self, *fields):
+        k = object.__new__(tilec.Kernel)  # no GPU: the checks come before the launch
+        k.name, k._fields, k._array = "k", list(fields), tilec._Arg * len(fields)
+        return k
+
+    def error(self, k, *args):
+        with self.assertRaises(tilec.TilecError) as cm:
+            k(*args)
+        return str(cm.exception)
+
+    def test_out_of_range(self):
+        self.assertEqual(self.error(self.kernel("i32"), 2**32 + 4),
+                         "k: argument 1 is 4294967300, which does not fit i32 (-2147483648 .. 2147483647)")
+        self.assertIn("does not fit i32", self.error(self.kernel("i32"), -2**31 - 1))
+        self.assertIn("does not fit u32", self.error(self.kernel("u32"), -1))
+        self.assertIn("does not fit u32", self.error(self.kernel("u32"), 2**32))
+        self.assertIn("does not fit i64", self.error(self.kernel("i64"), 2**63))
+        self.assertIn("does not fit u64", self.error(self.kernel("u64"), 2**64))
+        self.assertIn("argument 2 is", self.error(self.kernel("i32", "i32"), 1, 2**40))
+
+    def test_not_an_integer(self):
+        self.assertEqual(self.error(self.kernel("i32"), 2.5), "k: argument 1 must be an integer (i32), not 2.5")
+        self.assertIn("must be an integer", self.error(self.kernel("i64"), "7"))
+
+    def test_in_range(self):
+        for f, v in (("i32", -2**31), ("i32", 2**31 - 1), ("u32", 2**32 - 1), ("i64", -2**63), ("u64", 2**64 - 1),
+                     ("i32", 4.0), ("i32", True)):
+            self.assertEqual(tilec._int_arg("k", 0, f, v), int(v))
+
+
 class _Fake:
     """A device array by its __cuda_array_interface__ only (no GPU needed)."""
 
@@ -105,6 +139,40 @@ class GeneratedWrapperTests(unittest.TestCase):
             self.assertEqual(str(e), "views: argument 'n' of copy (k) is 2147483648, which does not fit i32")
         except tilec.TilecError:
             pass  # no GPU: load() fails before the launch checks
+
+    def test_names_keep_symbols_apart_from_tensors(self):
+        """A tensor named N and the size symbol N are two variables (the
+        symbol is _N_s): allocations get the sizes, not the tensor."""
+        mod = _generated("tilec_", "names")
+        allocs, launches = [], []
+
+        class Pool:
+            def alloc(self, shape, dtype):
+                allocs.append(shape)
+                return ("buffer", shape)
+
+            def take(self, buf, shape, dtype):
+                return self.alloc(shape, dtype)
+
+            def release(self, buf):
+                pass
+
+        class Stub:  # the package, minus the GPU
+            tensor_info, cdiv = tilec.tensor_info, tilec.cdiv
+
+            @staticmethod
+            def as_buffer(obj, info, device_=None):
+                return ("input", info.shape)
+
+        class Loaded:
+            device = None
+        mod.tilec, mod.load = Stub, lambda: Loaded
+        mod._pool = Pool()
+        mod._kernels = {"scale": lambda *a: launches.append(a)}
+        out_y, y = mod.call(_Fake((5,)), _Fake((5,)), _Fake((7,)), 2.0, _Fake((5,)))
+        self.assertEqual(allocs, [(5,), (5,), (5,), (7,)])
+        self.assertEqual(y, ("buffer", (7,)))
+        self.assertEqual(launches[-1], (("input", (7,)), ("buffer", (7,)), 7, 2.0))
 
     def test_tensor_info(self):
         info = tilec.tensor_info(_Fake((2, 3), "<f2", strides=(6, 2)))

@@ -43,15 +43,15 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 }
 
 /* scale_shift: BLOCK = 1024, warps = 4 */
-extern "C" __global__ void __launch_bounds__(128) scale_shift_v0(float *x, float *y, int n, float scale, float shift)
+extern "C" __global__ void __launch_bounds__(128) scale_shift_v0(float *v_x, float *v_y, int v_n, float v_scale, float v_shift)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BLOCK = 1024;
-    constexpr int warps = 4;
+    constexpr int v_BLOCK = 1024;
+    constexpr int v_warps = 4;
     // examples/block.tile:10
-    // i: index tile computed where it is used
+    // v_i: index tile computed where it is used
     // examples/block.tile:11
     float tl_t0[8];
     #pragma unroll
@@ -59,11 +59,11 @@ extern "C" __global__ void __launch_bounds__(128) scale_shift_v0(float *x, float
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        const float *tl_p = (x + ((((int)blockIdx.x) * BLOCK) + tl_i0));
-        const bool tl_m0 = (((((int)blockIdx.x) * BLOCK) + tl_i0) < n);
-        const bool tl_m1 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 1)) < n);
-        const bool tl_m2 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 2)) < n);
-        const bool tl_m3 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 3)) < n);
+        const float *tl_p = (v_x + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -78,15 +78,15 @@ extern "C" __global__ void __launch_bounds__(128) scale_shift_v0(float *x, float
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        float *tl_p = (y + ((((int)blockIdx.x) * BLOCK) + tl_i0));
-        const float tl_v0 = ((tl_t0[tl_j] * scale) + shift);
-        const bool tl_m0 = (((((int)blockIdx.x) * BLOCK) + tl_i0) < n);
-        const float tl_v1 = ((tl_t0[tl_j + 1] * scale) + shift);
-        const bool tl_m1 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 1)) < n);
-        const float tl_v2 = ((tl_t0[tl_j + 2] * scale) + shift);
-        const bool tl_m2 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 2)) < n);
-        const float tl_v3 = ((tl_t0[tl_j + 3] * scale) + shift);
-        const bool tl_m3 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 3)) < n);
+        float *tl_p = (v_y + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
+        const float tl_v0 = ((tl_t0[tl_j] * v_scale) + v_shift);
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
+        const float tl_v1 = ((tl_t0[tl_j + 1] * v_scale) + v_shift);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+        const float tl_v2 = ((tl_t0[tl_j + 2] * v_scale) + v_shift);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+        const float tl_v3 = ((tl_t0[tl_j + 3] * v_scale) + v_shift);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -104,17 +104,17 @@ extern "C" __global__ void __launch_bounds__(128) scale_shift_v0(float *x, float
 }
 
 /* relu_add: BLOCK = 1024, warps = 4 */
-extern "C" __global__ void __launch_bounds__(128) relu_add_v0(float *a, float *b, float *out, int n)
+extern "C" __global__ void __launch_bounds__(128) relu_add_v0(float *v_a, float *v_b, float *v_out, int v_n)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BLOCK = 1024;
-    constexpr int warps = 4;
+    constexpr int v_BLOCK = 1024;
+    constexpr int v_warps = 4;
     // examples/block.tile:19
-    // i: index tile computed where it is used
+    // v_i: index tile computed where it is used
     // examples/block.tile:20
-    // m: index tile computed where it is used
+    // v_m: index tile computed where it is used
     // examples/block.tile:21
     float tl_t0[8];
     #pragma unroll
@@ -122,11 +122,11 @@ extern "C" __global__ void __launch_bounds__(128) relu_add_v0(float *a, float *b
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        const float *tl_p = (a + ((((int)blockIdx.x) * BLOCK) + tl_i0));
-        const bool tl_m0 = (((((int)blockIdx.x) * BLOCK) + tl_i0) < n);
-        const bool tl_m1 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 1)) < n);
-        const bool tl_m2 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 2)) < n);
-        const bool tl_m3 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 3)) < n);
+        const float *tl_p = (v_a + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -142,11 +142,11 @@ extern "C" __global__ void __launch_bounds__(128) relu_add_v0(float *a, float *b
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        const float *tl_p = (b + ((((int)blockIdx.x) * BLOCK) + tl_i0));
-        const bool tl_m0 = (((((int)blockIdx.x) * BLOCK) + tl_i0) < n);
-        const bool tl_m1 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 1)) < n);
-        const bool tl_m2 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 2)) < n);
-        const bool tl_m3 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 3)) < n);
+        const float *tl_p = (v_b + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -161,15 +161,15 @@ extern "C" __global__ void __launch_bounds__(128) relu_add_v0(float *a, float *b
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        float *tl_p = (out + ((((int)blockIdx.x) * BLOCK) + tl_i0));
+        float *tl_p = (v_out + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
         const float tl_v0 = (tl_max(tl_t0[tl_j], 0.0f) + tl_t1[tl_j]);
-        const bool tl_m0 = (((((int)blockIdx.x) * BLOCK) + tl_i0) < n);
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
         const float tl_v1 = (tl_max(tl_t0[tl_j + 1], 0.0f) + tl_t1[tl_j + 1]);
-        const bool tl_m1 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 1)) < n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
         const float tl_v2 = (tl_max(tl_t0[tl_j + 2], 0.0f) + tl_t1[tl_j + 2]);
-        const bool tl_m2 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 2)) < n);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
         const float tl_v3 = (tl_max(tl_t0[tl_j + 3], 0.0f) + tl_t1[tl_j + 3]);
-        const bool tl_m3 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 3)) < n);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;

@@ -43,42 +43,42 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 }
 
 /* ln_rows: BLOCK = 1024, warps = 4 */
-extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *x, float *w, float *b, float *y, int rows, int cols, float eps)
+extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BLOCK = 1024;
-    constexpr int warps = 4;
+    constexpr int v_BLOCK = 1024;
+    constexpr int v_warps = 4;
     // examples/e2e.tile:12
-    const int base = (((int)blockIdx.x) * cols);
+    const int v_base = (((int)blockIdx.x) * v_cols);
     // examples/e2e.tile:13
-    // c: index tile computed where it is used
+    // v_c: index tile computed where it is used
     // examples/e2e.tile:14
-    // m: index tile computed where it is used
+    // v_m: index tile computed where it is used
     // examples/e2e.tile:15
-    float v[8];
+    float v_v[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        const float *tl_p = ((x + base) + tl_i0);
-        const bool tl_m0 = (tl_i0 < cols);
-        const bool tl_m1 = ((tl_i0 + 1) < cols);
-        const bool tl_m2 = ((tl_i0 + 2) < cols);
-        const bool tl_m3 = ((tl_i0 + 3) < cols);
+        const float *tl_p = ((v_x + v_base) + tl_i0);
+        const bool tl_m0 = (tl_i0 < v_cols);
+        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&v[tl_j] = *(const uint4 *)tl_p;
+            *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
         } else {
-            v[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
-            v[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
-            v[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
-            v[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+            v_v[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+            v_v[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+            v_v[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+            v_v[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
         }
     }
     // examples/e2e.tile:16
-    const float n = ((float)(cols));
+    const float v_n = ((float)(v_cols));
     // examples/e2e.tile:17
     float tl_t0;
     {
@@ -88,7 +88,7 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *x, float *w,
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
             {
-                tl_a = tl_a + v[tl_j];
+                tl_a = tl_a + v_v[tl_j];
             }
         }
         #pragma unroll
@@ -107,14 +107,14 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *x, float *w,
         }
         tl_t0 = tl_a;
     }
-    const float mean = (tl_t0 / n);
+    const float v_mean = (tl_t0 / v_n);
     // examples/e2e.tile:18
-    float d[8];
+    float v_d[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        d[tl_j] = ((tl_i0 < cols) ? (v[tl_j] - mean) : 0.0f);
+        v_d[tl_j] = ((tl_i0 < v_cols) ? (v_v[tl_j] - v_mean) : 0.0f);
     }
     // examples/e2e.tile:19
     float tl_t2[8];
@@ -122,7 +122,7 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *x, float *w,
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        tl_t2[tl_j] = (d[tl_j] * d[tl_j]);
+        tl_t2[tl_j] = (v_d[tl_j] * v_d[tl_j]);
     }
     float tl_t1;
     {
@@ -151,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *x, float *w,
         }
         tl_t1 = tl_a;
     }
-    const float rstd = rsqrtf(((tl_t1 / n) + eps));
+    const float v_rstd = rsqrtf(((tl_t1 / v_n) + v_eps));
     // examples/e2e.tile:20
     float tl_t3[8];
     #pragma unroll
@@ -159,11 +159,11 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *x, float *w,
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        const float *tl_p = (w + tl_i0);
-        const bool tl_m0 = (tl_i0 < cols);
-        const bool tl_m1 = ((tl_i0 + 1) < cols);
-        const bool tl_m2 = ((tl_i0 + 2) < cols);
-        const bool tl_m3 = ((tl_i0 + 3) < cols);
+        const float *tl_p = (v_w + tl_i0);
+        const bool tl_m0 = (tl_i0 < v_cols);
+        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -179,11 +179,11 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *x, float *w,
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        const float *tl_p = (b + tl_i0);
-        const bool tl_m0 = (tl_i0 < cols);
-        const bool tl_m1 = ((tl_i0 + 1) < cols);
-        const bool tl_m2 = ((tl_i0 + 2) < cols);
-        const bool tl_m3 = ((tl_i0 + 3) < cols);
+        const float *tl_p = (v_b + tl_i0);
+        const bool tl_m0 = (tl_i0 < v_cols);
+        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -198,15 +198,15 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *x, float *w,
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        float *tl_p = ((y + base) + tl_i0);
-        const float tl_v0 = (((d[tl_j] * rstd) * tl_t3[tl_j]) + tl_t4[tl_j]);
-        const bool tl_m0 = (tl_i0 < cols);
-        const float tl_v1 = (((d[tl_j + 1] * rstd) * tl_t3[tl_j + 1]) + tl_t4[tl_j + 1]);
-        const bool tl_m1 = ((tl_i0 + 1) < cols);
-        const float tl_v2 = (((d[tl_j + 2] * rstd) * tl_t3[tl_j + 2]) + tl_t4[tl_j + 2]);
-        const bool tl_m2 = ((tl_i0 + 2) < cols);
-        const float tl_v3 = (((d[tl_j + 3] * rstd) * tl_t3[tl_j + 3]) + tl_t4[tl_j + 3]);
-        const bool tl_m3 = ((tl_i0 + 3) < cols);
+        float *tl_p = ((v_y + v_base) + tl_i0);
+        const float tl_v0 = (((v_d[tl_j] * v_rstd) * tl_t3[tl_j]) + tl_t4[tl_j]);
+        const bool tl_m0 = (tl_i0 < v_cols);
+        const float tl_v1 = (((v_d[tl_j + 1] * v_rstd) * tl_t3[tl_j + 1]) + tl_t4[tl_j + 1]);
+        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+        const float tl_v2 = (((v_d[tl_j + 2] * v_rstd) * tl_t3[tl_j + 2]) + tl_t4[tl_j + 2]);
+        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+        const float tl_v3 = (((v_d[tl_j + 3] * v_rstd) * tl_t3[tl_j + 3]) + tl_t4[tl_j + 3]);
+        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -224,36 +224,36 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *x, float *w,
 }
 
 /* softmax_rows: BLOCK = 1024, warps = 4 */
-extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *x, float *y, int rows, int cols)
+extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, float *v_y, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BLOCK = 1024;
-    constexpr int warps = 4;
+    constexpr int v_BLOCK = 1024;
+    constexpr int v_warps = 4;
     // examples/e2e.tile:28
-    const int base = (((int)blockIdx.x) * cols);
+    const int v_base = (((int)blockIdx.x) * v_cols);
     // examples/e2e.tile:29
-    // c: index tile computed where it is used
+    // v_c: index tile computed where it is used
     // examples/e2e.tile:30
-    float v[8];
+    float v_v[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        const float *tl_p = ((x + base) + tl_i0);
-        const bool tl_m0 = (tl_i0 < cols);
-        const bool tl_m1 = ((tl_i0 + 1) < cols);
-        const bool tl_m2 = ((tl_i0 + 2) < cols);
-        const bool tl_m3 = ((tl_i0 + 3) < cols);
+        const float *tl_p = ((v_x + v_base) + tl_i0);
+        const bool tl_m0 = (tl_i0 < v_cols);
+        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&v[tl_j] = *(const uint4 *)tl_p;
+            *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
         } else {
-            v[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
-            v[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
-            v[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
-            v[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
+            v_v[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
+            v_v[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
+            v_v[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
+            v_v[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
         }
     }
     // examples/e2e.tile:31
@@ -265,7 +265,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *x, floa
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
             {
-                tl_a = tl_max(tl_a, v[tl_j]);
+                tl_a = tl_max(tl_a, v_v[tl_j]);
             }
         }
         #pragma unroll
@@ -284,12 +284,12 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *x, floa
         }
         tl_t0 = tl_a;
     }
-    float e[8];
+    float v_e[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        e[tl_j] = expf((v[tl_j] - tl_t0));
+        v_e[tl_j] = expf((v_v[tl_j] - tl_t0));
     }
     // examples/e2e.tile:32
     float tl_t1;
@@ -300,7 +300,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *x, floa
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
             {
-                tl_a = tl_a + e[tl_j];
+                tl_a = tl_a + v_e[tl_j];
             }
         }
         #pragma unroll
@@ -324,15 +324,15 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *x, floa
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        float *tl_p = ((y + base) + tl_i0);
-        const float tl_v0 = (e[tl_j] / tl_t1);
-        const bool tl_m0 = (tl_i0 < cols);
-        const float tl_v1 = (e[tl_j + 1] / tl_t1);
-        const bool tl_m1 = ((tl_i0 + 1) < cols);
-        const float tl_v2 = (e[tl_j + 2] / tl_t1);
-        const bool tl_m2 = ((tl_i0 + 2) < cols);
-        const float tl_v3 = (e[tl_j + 3] / tl_t1);
-        const bool tl_m3 = ((tl_i0 + 3) < cols);
+        float *tl_p = ((v_y + v_base) + tl_i0);
+        const float tl_v0 = (v_e[tl_j] / tl_t1);
+        const bool tl_m0 = (tl_i0 < v_cols);
+        const float tl_v1 = (v_e[tl_j + 1] / tl_t1);
+        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+        const float tl_v2 = (v_e[tl_j + 2] / tl_t1);
+        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+        const float tl_v3 = (v_e[tl_j + 3] / tl_t1);
+        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -350,17 +350,17 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *x, floa
 }
 
 /* relu_plus: BLOCK = 1024, warps = 4 */
-extern "C" __global__ void __launch_bounds__(128) relu_plus_v0(float *a, float *b, float *out, int n)
+extern "C" __global__ void __launch_bounds__(128) relu_plus_v0(float *v_a, float *v_b, float *v_out, int v_n)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BLOCK = 1024;
-    constexpr int warps = 4;
+    constexpr int v_BLOCK = 1024;
+    constexpr int v_warps = 4;
     // examples/e2e.tile:40
-    // i: index tile computed where it is used
+    // v_i: index tile computed where it is used
     // examples/e2e.tile:41
-    // m: index tile computed where it is used
+    // v_m: index tile computed where it is used
     // examples/e2e.tile:42
     float tl_t0[8];
     #pragma unroll
@@ -368,11 +368,11 @@ extern "C" __global__ void __launch_bounds__(128) relu_plus_v0(float *a, float *
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        const float *tl_p = (a + ((((int)blockIdx.x) * BLOCK) + tl_i0));
-        const bool tl_m0 = (((((int)blockIdx.x) * BLOCK) + tl_i0) < n);
-        const bool tl_m1 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 1)) < n);
-        const bool tl_m2 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 2)) < n);
-        const bool tl_m3 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 3)) < n);
+        const float *tl_p = (v_a + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -388,11 +388,11 @@ extern "C" __global__ void __launch_bounds__(128) relu_plus_v0(float *a, float *
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        const float *tl_p = (b + ((((int)blockIdx.x) * BLOCK) + tl_i0));
-        const bool tl_m0 = (((((int)blockIdx.x) * BLOCK) + tl_i0) < n);
-        const bool tl_m1 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 1)) < n);
-        const bool tl_m2 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 2)) < n);
-        const bool tl_m3 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 3)) < n);
+        const float *tl_p = (v_b + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -407,15 +407,15 @@ extern "C" __global__ void __launch_bounds__(128) relu_plus_v0(float *a, float *
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        float *tl_p = (out + ((((int)blockIdx.x) * BLOCK) + tl_i0));
+        float *tl_p = (v_out + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
         const float tl_v0 = (tl_max(tl_t0[tl_j], 0.0f) + tl_t1[tl_j]);
-        const bool tl_m0 = (((((int)blockIdx.x) * BLOCK) + tl_i0) < n);
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
         const float tl_v1 = (tl_max(tl_t0[tl_j + 1], 0.0f) + tl_t1[tl_j + 1]);
-        const bool tl_m1 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 1)) < n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
         const float tl_v2 = (tl_max(tl_t0[tl_j + 2], 0.0f) + tl_t1[tl_j + 2]);
-        const bool tl_m2 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 2)) < n);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
         const float tl_v3 = (tl_max(tl_t0[tl_j + 3], 0.0f) + tl_t1[tl_j + 3]);
-        const bool tl_m3 = (((((int)blockIdx.x) * BLOCK) + (tl_i0 + 3)) < n);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -433,42 +433,42 @@ extern "C" __global__ void __launch_bounds__(128) relu_plus_v0(float *a, float *
 }
 
 /* ln_softmax_relu_plus: BLOCK = 1024, warps = 4 */
-extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float *x, float *y, float *w, float *b, float *v, int rows, int cols, float eps)
+extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float *v_x, float *v_y, float *v_w, float *v_b, float *v_v, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BLOCK = 1024;
-    constexpr int warps = 4;
+    constexpr int v_BLOCK = 1024;
+    constexpr int v_warps = 4;
     // examples/e2e.tile:51
-    const int base = (((int)blockIdx.x) * cols);
+    const int v_base = (((int)blockIdx.x) * v_cols);
     // examples/e2e.tile:52
-    // c: index tile computed where it is used
+    // v_c: index tile computed where it is used
     // examples/e2e.tile:53
-    // m: index tile computed where it is used
+    // v_m: index tile computed where it is used
     // examples/e2e.tile:54
-    float xv[8];
+    float v_xv[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        const float *tl_p = ((x + base) + tl_i0);
-        const bool tl_m0 = (tl_i0 < cols);
-        const bool tl_m1 = ((tl_i0 + 1) < cols);
-        const bool tl_m2 = ((tl_i0 + 2) < cols);
-        const bool tl_m3 = ((tl_i0 + 3) < cols);
+        const float *tl_p = ((v_x + v_base) + tl_i0);
+        const bool tl_m0 = (tl_i0 < v_cols);
+        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&xv[tl_j] = *(const uint4 *)tl_p;
+            *(uint4 *)&v_xv[tl_j] = *(const uint4 *)tl_p;
         } else {
-            xv[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
-            xv[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
-            xv[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
-            xv[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+            v_xv[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+            v_xv[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+            v_xv[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+            v_xv[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
         }
     }
     // examples/e2e.tile:55
-    const float n = ((float)(cols));
+    const float v_n = ((float)(v_cols));
     // examples/e2e.tile:56
     float tl_t0;
     {
@@ -478,7 +478,7 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
             {
-                tl_a = tl_a + xv[tl_j];
+                tl_a = tl_a + v_xv[tl_j];
             }
         }
         #pragma unroll
@@ -497,14 +497,14 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
         }
         tl_t0 = tl_a;
     }
-    const float mean = (tl_t0 / n);
+    const float v_mean = (tl_t0 / v_n);
     // examples/e2e.tile:57
-    float d[8];
+    float v_d[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        d[tl_j] = ((tl_i0 < cols) ? (xv[tl_j] - mean) : 0.0f);
+        v_d[tl_j] = ((tl_i0 < v_cols) ? (v_xv[tl_j] - v_mean) : 0.0f);
     }
     // examples/e2e.tile:58
     float tl_t2[8];
@@ -512,7 +512,7 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        tl_t2[tl_j] = (d[tl_j] * d[tl_j]);
+        tl_t2[tl_j] = (v_d[tl_j] * v_d[tl_j]);
     }
     float tl_t1;
     {
@@ -541,7 +541,7 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
         }
         tl_t1 = tl_a;
     }
-    const float rstd = rsqrtf(((tl_t1 / n) + eps));
+    const float v_rstd = rsqrtf(((tl_t1 / v_n) + v_eps));
     // examples/e2e.tile:59
     float tl_t3[8];
     #pragma unroll
@@ -549,11 +549,11 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        const float *tl_p = (w + tl_i0);
-        const bool tl_m0 = (tl_i0 < cols);
-        const bool tl_m1 = ((tl_i0 + 1) < cols);
-        const bool tl_m2 = ((tl_i0 + 2) < cols);
-        const bool tl_m3 = ((tl_i0 + 3) < cols);
+        const float *tl_p = (v_w + tl_i0);
+        const bool tl_m0 = (tl_i0 < v_cols);
+        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -569,11 +569,11 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        const float *tl_p = (b + tl_i0);
-        const bool tl_m0 = (tl_i0 < cols);
-        const bool tl_m1 = ((tl_i0 + 1) < cols);
-        const bool tl_m2 = ((tl_i0 + 2) < cols);
-        const bool tl_m3 = ((tl_i0 + 3) < cols);
+        const float *tl_p = (v_b + tl_i0);
+        const bool tl_m0 = (tl_i0 < v_cols);
+        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -583,12 +583,12 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
             tl_t4[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
         }
     }
-    float t[8];
+    float v_t[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        t[tl_j] = ((tl_i0 < cols) ? (((d[tl_j] * rstd) * tl_t3[tl_j]) + tl_t4[tl_j]) : (-__int_as_float(0x7f800000)));
+        v_t[tl_j] = ((tl_i0 < v_cols) ? (((v_d[tl_j] * v_rstd) * tl_t3[tl_j]) + tl_t4[tl_j]) : (-__int_as_float(0x7f800000)));
     }
     // examples/e2e.tile:60
     float tl_t5;
@@ -599,7 +599,7 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
             {
-                tl_a = tl_max(tl_a, t[tl_j]);
+                tl_a = tl_max(tl_a, v_t[tl_j]);
             }
         }
         #pragma unroll
@@ -618,12 +618,12 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
         }
         tl_t5 = tl_a;
     }
-    float e[8];
+    float v_e[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        e[tl_j] = expf((t[tl_j] - tl_t5));
+        v_e[tl_j] = expf((v_t[tl_j] - tl_t5));
     }
     // examples/e2e.tile:61
     float tl_t6;
@@ -634,7 +634,7 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
             {
-                tl_a = tl_a + e[tl_j];
+                tl_a = tl_a + v_e[tl_j];
             }
         }
         #pragma unroll
@@ -659,11 +659,11 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        const float *tl_p = ((y + base) + tl_i0);
-        const bool tl_m0 = (tl_i0 < cols);
-        const bool tl_m1 = ((tl_i0 + 1) < cols);
-        const bool tl_m2 = ((tl_i0 + 2) < cols);
-        const bool tl_m3 = ((tl_i0 + 3) < cols);
+        const float *tl_p = ((v_y + v_base) + tl_i0);
+        const bool tl_m0 = (tl_i0 < v_cols);
+        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -678,15 +678,15 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
-        float *tl_p = ((v + base) + tl_i0);
-        const float tl_v0 = (tl_max((e[tl_j] / tl_t6), 0.0f) + tl_t7[tl_j]);
-        const bool tl_m0 = (tl_i0 < cols);
-        const float tl_v1 = (tl_max((e[tl_j + 1] / tl_t6), 0.0f) + tl_t7[tl_j + 1]);
-        const bool tl_m1 = ((tl_i0 + 1) < cols);
-        const float tl_v2 = (tl_max((e[tl_j + 2] / tl_t6), 0.0f) + tl_t7[tl_j + 2]);
-        const bool tl_m2 = ((tl_i0 + 2) < cols);
-        const float tl_v3 = (tl_max((e[tl_j + 3] / tl_t6), 0.0f) + tl_t7[tl_j + 3]);
-        const bool tl_m3 = ((tl_i0 + 3) < cols);
+        float *tl_p = ((v_v + v_base) + tl_i0);
+        const float tl_v0 = (tl_max((v_e[tl_j] / tl_t6), 0.0f) + tl_t7[tl_j]);
+        const bool tl_m0 = (tl_i0 < v_cols);
+        const float tl_v1 = (tl_max((v_e[tl_j + 1] / tl_t6), 0.0f) + tl_t7[tl_j + 1]);
+        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+        const float tl_v2 = (tl_max((v_e[tl_j + 2] / tl_t6), 0.0f) + tl_t7[tl_j + 2]);
+        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+        const float tl_v3 = (tl_max((v_e[tl_j + 3] / tl_t6), 0.0f) + tl_t7[tl_j + 3]);
+        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -704,33 +704,33 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
 }
 
 /* colsum_part: BLOCK = 256, RB = 8, SPLIT = 64, warps = 8 */
-extern "C" __global__ void __launch_bounds__(256) colsum_part_v0(float *x, float *p, int rows, int cols, int per)
+extern "C" __global__ void __launch_bounds__(256) colsum_part_v0(float *v_x, float *v_p, int v_rows, int v_cols, int v_per)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BLOCK = 256;
-    constexpr int RB = 8;
-    constexpr int SPLIT = 64;
-    constexpr int warps = 8;
+    constexpr int v_BLOCK = 256;
+    constexpr int v_RB = 8;
+    constexpr int v_SPLIT = 64;
+    constexpr int v_warps = 8;
     // examples/e2e.tile:70
-    // c: index tile computed where it is used
+    // v_c: index tile computed where it is used
     // examples/e2e.tile:71
-    const int lo = (((int)blockIdx.y) * per);
+    const int v_lo = (((int)blockIdx.y) * v_per);
     // examples/e2e.tile:72
-    const int hi = (((lo + per)) < (rows) ? ((lo + per)) : (rows));
+    const int v_hi = (((v_lo + v_per)) < (v_rows) ? ((v_lo + v_per)) : (v_rows));
     // examples/e2e.tile:73
-    float acc[8];
+    float v_acc[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 8) & 7, tl_i1 = (tl_l >> 0) & 255;
-        acc[tl_j] = ((float)0);
+        v_acc[tl_j] = ((float)0);
     }
     // examples/e2e.tile:74
-    for (int r0 = lo; r0 < hi; r0 += RB) {
+    for (int v_r0 = v_lo; v_r0 < v_hi; v_r0 += v_RB) {
         // examples/e2e.tile:75
-        // r: index tile computed where it is used
+        // v_r: index tile computed where it is used
         // examples/e2e.tile:76
         float tl_t0[8];
         #pragma unroll
@@ -738,11 +738,11 @@ extern "C" __global__ void __launch_bounds__(256) colsum_part_v0(float *x, float
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 8) & 7, tl_i1 = (tl_l >> 0) & 255;
-            const float *tl_p = ((x + ((r0 + tl_i0) * cols)) + ((((int)blockIdx.x) * BLOCK) + tl_i1));
-            const bool tl_m0 = (((r0 + tl_i0) < hi) && (((((int)blockIdx.x) * BLOCK) + tl_i1) < cols));
-            const bool tl_m1 = (((r0 + tl_i0) < hi) && (((((int)blockIdx.x) * BLOCK) + (tl_i1 + 1)) < cols));
-            const bool tl_m2 = (((r0 + tl_i0) < hi) && (((((int)blockIdx.x) * BLOCK) + (tl_i1 + 2)) < cols));
-            const bool tl_m3 = (((r0 + tl_i0) < hi) && (((((int)blockIdx.x) * BLOCK) + (tl_i1 + 3)) < cols));
+            const float *tl_p = ((v_x + ((v_r0 + tl_i0) * v_cols)) + ((((int)blockIdx.x) * v_BLOCK) + tl_i1));
+            const bool tl_m0 = (((v_r0 + tl_i0) < v_hi) && (((((int)blockIdx.x) * v_BLOCK) + tl_i1) < v_cols));
+            const bool tl_m1 = (((v_r0 + tl_i0) < v_hi) && (((((int)blockIdx.x) * v_BLOCK) + (tl_i1 + 1)) < v_cols));
+            const bool tl_m2 = (((v_r0 + tl_i0) < v_hi) && (((((int)blockIdx.x) * v_BLOCK) + (tl_i1 + 2)) < v_cols));
+            const bool tl_m3 = (((v_r0 + tl_i0) < v_hi) && (((((int)blockIdx.x) * v_BLOCK) + (tl_i1 + 3)) < v_cols));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -757,19 +757,19 @@ extern "C" __global__ void __launch_bounds__(256) colsum_part_v0(float *x, float
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 8) & 7, tl_i1 = (tl_l >> 0) & 255;
-            tl_n1[tl_j] = (acc[tl_j] + tl_t0[tl_j]);
+            tl_n1[tl_j] = (v_acc[tl_j] + tl_t0[tl_j]);
         }
         #pragma unroll
-        for (int tl_j = 0; tl_j < 8; ++tl_j) acc[tl_j] = tl_n1[tl_j];
+        for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
     // examples/e2e.tile:78
     __syncthreads();
-    { /* acc to shared memory */
+    { /* v_acc to shared memory */
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 8) & 7, tl_i1 = (tl_l >> 0) & 255;
-            ((float *)(tl_smem + 0))[((tl_i1) * 1 + (tl_i0) * 256)] = acc[tl_j];
+            ((float *)(tl_smem + 0))[((tl_i1) * 1 + (tl_i0) * 256)] = v_acc[tl_j];
         }
     }
     __syncthreads();
@@ -790,36 +790,36 @@ extern "C" __global__ void __launch_bounds__(256) colsum_part_v0(float *x, float
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 1) * 256 + tl_tid) * 1 + (tl_j % 1);
         const int tl_i0 = (tl_l >> 0) & 255;
-        float *tl_p = ((p + (((int)blockIdx.y) * cols)) + ((((int)blockIdx.x) * BLOCK) + tl_i0));
+        float *tl_p = ((v_p + (((int)blockIdx.y) * v_cols)) + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
         const float tl_v0 = tl_t2[tl_j];
-        const bool tl_m0 = (((((int)blockIdx.x) * BLOCK) + tl_i0) < cols);
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_cols);
         if (tl_m0) *tl_p = tl_v0;
     }
 }
 
 /* colsum: BLOCK = 256, RB = 8, warps = 8 */
-extern "C" __global__ void __launch_bounds__(256) colsum_v0(float *x, float *s, int rows, int cols)
+extern "C" __global__ void __launch_bounds__(256) colsum_v0(float *v_x, float *v_s, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BLOCK = 256;
-    constexpr int RB = 8;
-    constexpr int warps = 8;
+    constexpr int v_BLOCK = 256;
+    constexpr int v_RB = 8;
+    constexpr int v_warps = 8;
     // examples/e2e.tile:86
-    // c: index tile computed where it is used
+    // v_c: index tile computed where it is used
     // examples/e2e.tile:87
-    float acc[8];
+    float v_acc[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 8) & 7, tl_i1 = (tl_l >> 0) & 255;
-        acc[tl_j] = ((float)0);
+        v_acc[tl_j] = ((float)0);
     }
     // examples/e2e.tile:88
-    for (int r0 = 0; r0 < rows; r0 += RB) {
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_RB) {
         // examples/e2e.tile:89
-        // r: index tile computed where it is used
+        // v_r: index tile computed where it is used
         // examples/e2e.tile:90
         float tl_t0[8];
         #pragma unroll
@@ -827,11 +827,11 @@ extern "C" __global__ void __launch_bounds__(256) colsum_v0(float *x, float *s, 
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 8) & 7, tl_i1 = (tl_l >> 0) & 255;
-            const float *tl_p = ((x + ((r0 + tl_i0) * cols)) + ((((int)blockIdx.x) * BLOCK) + tl_i1));
-            const bool tl_m0 = (((r0 + tl_i0) < rows) && (((((int)blockIdx.x) * BLOCK) + tl_i1) < cols));
-            const bool tl_m1 = (((r0 + tl_i0) < rows) && (((((int)blockIdx.x) * BLOCK) + (tl_i1 + 1)) < cols));
-            const bool tl_m2 = (((r0 + tl_i0) < rows) && (((((int)blockIdx.x) * BLOCK) + (tl_i1 + 2)) < cols));
-            const bool tl_m3 = (((r0 + tl_i0) < rows) && (((((int)blockIdx.x) * BLOCK) + (tl_i1 + 3)) < cols));
+            const float *tl_p = ((v_x + ((v_r0 + tl_i0) * v_cols)) + ((((int)blockIdx.x) * v_BLOCK) + tl_i1));
+            const bool tl_m0 = (((v_r0 + tl_i0) < v_rows) && (((((int)blockIdx.x) * v_BLOCK) + tl_i1) < v_cols));
+            const bool tl_m1 = (((v_r0 + tl_i0) < v_rows) && (((((int)blockIdx.x) * v_BLOCK) + (tl_i1 + 1)) < v_cols));
+            const bool tl_m2 = (((v_r0 + tl_i0) < v_rows) && (((((int)blockIdx.x) * v_BLOCK) + (tl_i1 + 2)) < v_cols));
+            const bool tl_m3 = (((v_r0 + tl_i0) < v_rows) && (((((int)blockIdx.x) * v_BLOCK) + (tl_i1 + 3)) < v_cols));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -846,19 +846,19 @@ extern "C" __global__ void __launch_bounds__(256) colsum_v0(float *x, float *s, 
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 8) & 7, tl_i1 = (tl_l >> 0) & 255;
-            tl_n1[tl_j] = (acc[tl_j] + tl_t0[tl_j]);
+            tl_n1[tl_j] = (v_acc[tl_j] + tl_t0[tl_j]);
         }
         #pragma unroll
-        for (int tl_j = 0; tl_j < 8; ++tl_j) acc[tl_j] = tl_n1[tl_j];
+        for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
     // examples/e2e.tile:92
     __syncthreads();
-    { /* acc to shared memory */
+    { /* v_acc to shared memory */
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 8) & 7, tl_i1 = (tl_l >> 0) & 255;
-            ((float *)(tl_smem + 0))[((tl_i1) * 1 + (tl_i0) * 256)] = acc[tl_j];
+            ((float *)(tl_smem + 0))[((tl_i1) * 1 + (tl_i0) * 256)] = v_acc[tl_j];
         }
     }
     __syncthreads();
@@ -879,9 +879,9 @@ extern "C" __global__ void __launch_bounds__(256) colsum_v0(float *x, float *s, 
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 1) * 256 + tl_tid) * 1 + (tl_j % 1);
         const int tl_i0 = (tl_l >> 0) & 255;
-        float *tl_p = (s + ((((int)blockIdx.x) * BLOCK) + tl_i0));
+        float *tl_p = (v_s + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
         const float tl_v0 = tl_t2[tl_j];
-        const bool tl_m0 = (((((int)blockIdx.x) * BLOCK) + tl_i0) < cols);
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_cols);
         if (tl_m0) *tl_p = tl_v0;
     }
 }

@@ -43,42 +43,42 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 }
 
 /* layernorm, variant cols = 1024: BLOCK = 1024, warps = 4 */
-extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *w, float *b, float *y, int rows, int cols, float eps)
+extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BLOCK = 1024;
-    constexpr int warps = 4;
+    constexpr int v_BLOCK = 1024;
+    constexpr int v_warps = 4;
     // examples/layernorm.tile:10
-    const int base = (((int)blockIdx.x) * cols);
+    const int v_base = (((int)blockIdx.x) * v_cols);
     // examples/layernorm.tile:11
-    const float n = ((float)(cols));
+    const float v_n = ((float)(v_cols));
     // examples/layernorm.tile:12
-    if ((cols <= BLOCK)) {
+    if ((v_cols <= v_BLOCK)) {
         // examples/layernorm.tile:13
-        // c: index tile computed where it is used
+        // v_c: index tile computed where it is used
         // examples/layernorm.tile:14
-        // m: index tile computed where it is used
+        // v_m: index tile computed where it is used
         // examples/layernorm.tile:15
-        float v[8];
+        float v_v[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
-            const float *tl_p = ((x + base) + tl_i0);
-            const bool tl_m0 = (tl_i0 < cols);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            const float *tl_p = ((v_x + v_base) + tl_i0);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&v[tl_j] = *(const uint4 *)tl_p;
+                *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
             } else {
-                v[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
-                v[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
-                v[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
-                v[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+                v_v[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                v_v[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                v_v[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                v_v[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
         // examples/layernorm.tile:16
@@ -90,7 +90,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 {
-                    tl_a = tl_a + v[tl_j];
+                    tl_a = tl_a + v_v[tl_j];
                 }
             }
             #pragma unroll
@@ -109,14 +109,14 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
             }
             tl_t0 = tl_a;
         }
-        const float mean = (tl_t0 / n);
+        const float v_mean = (tl_t0 / v_n);
         // examples/layernorm.tile:17
-        float d[8];
+        float v_d[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
-            d[tl_j] = ((tl_i0 < cols) ? (v[tl_j] - mean) : 0.0f);
+            v_d[tl_j] = ((tl_i0 < v_cols) ? (v_v[tl_j] - v_mean) : 0.0f);
         }
         // examples/layernorm.tile:18
         float tl_t2[8];
@@ -124,7 +124,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
-            tl_t2[tl_j] = (d[tl_j] * d[tl_j]);
+            tl_t2[tl_j] = (v_d[tl_j] * v_d[tl_j]);
         }
         float tl_t1;
         {
@@ -153,7 +153,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
             }
             tl_t1 = tl_a;
         }
-        const float rstd = rsqrtf(((tl_t1 / n) + eps));
+        const float v_rstd = rsqrtf(((tl_t1 / v_n) + v_eps));
         // examples/layernorm.tile:19
         float tl_t3[8];
         #pragma unroll
@@ -161,11 +161,11 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
-            const float *tl_p = (w + tl_i0);
-            const bool tl_m0 = (tl_i0 < cols);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            const float *tl_p = (v_w + tl_i0);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -181,11 +181,11 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
-            const float *tl_p = (b + tl_i0);
-            const bool tl_m0 = (tl_i0 < cols);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            const float *tl_p = (v_b + tl_i0);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -200,15 +200,15 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
-            float *tl_p = ((y + base) + tl_i0);
-            const float tl_v0 = (((d[tl_j] * rstd) * tl_t3[tl_j]) + tl_t4[tl_j]);
-            const bool tl_m0 = (tl_i0 < cols);
-            const float tl_v1 = (((d[tl_j + 1] * rstd) * tl_t3[tl_j + 1]) + tl_t4[tl_j + 1]);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const float tl_v2 = (((d[tl_j + 2] * rstd) * tl_t3[tl_j + 2]) + tl_t4[tl_j + 2]);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const float tl_v3 = (((d[tl_j + 3] * rstd) * tl_t3[tl_j + 3]) + tl_t4[tl_j + 3]);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            float *tl_p = ((v_y + v_base) + tl_i0);
+            const float tl_v0 = (((v_d[tl_j] * v_rstd) * tl_t3[tl_j]) + tl_t4[tl_j]);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const float tl_v1 = (((v_d[tl_j + 1] * v_rstd) * tl_t3[tl_j + 1]) + tl_t4[tl_j + 1]);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const float tl_v2 = (((v_d[tl_j + 2] * v_rstd) * tl_t3[tl_j + 2]) + tl_t4[tl_j + 2]);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const float tl_v3 = (((v_d[tl_j + 3] * v_rstd) * tl_t3[tl_j + 3]) + tl_t4[tl_j + 3]);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -225,17 +225,17 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
         }
     } else {
         // examples/layernorm.tile:21
-        float acc[8];
+        float v_acc[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
-            acc[tl_j] = ((float)0);
+            v_acc[tl_j] = ((float)0);
         }
         // examples/layernorm.tile:22
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/layernorm.tile:23
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/layernorm.tile:24
             float tl_t5[8];
             #pragma unroll
@@ -243,11 +243,11 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -262,10 +262,10 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                tl_n6[tl_j] = (acc[tl_j] + tl_t5[tl_j]);
+                tl_n6[tl_j] = (v_acc[tl_j] + tl_t5[tl_j]);
             }
             #pragma unroll
-            for (int tl_j = 0; tl_j < 8; ++tl_j) acc[tl_j] = tl_n6[tl_j];
+            for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n6[tl_j];
         }
         // examples/layernorm.tile:26
         float tl_t7;
@@ -276,7 +276,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 {
-                    tl_a = tl_a + acc[tl_j];
+                    tl_a = tl_a + v_acc[tl_j];
                 }
             }
             #pragma unroll
@@ -295,19 +295,19 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
             }
             tl_t7 = tl_a;
         }
-        const float mean = (tl_t7 / n);
+        const float v_mean = (tl_t7 / v_n);
         // examples/layernorm.tile:27
-        float sq[8];
+        float v_sq[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
-            sq[tl_j] = ((float)0);
+            v_sq[tl_j] = ((float)0);
         }
         // examples/layernorm.tile:28
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/layernorm.tile:29
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/layernorm.tile:30
             float tl_t8[8];
             #pragma unroll
@@ -315,11 +315,11 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -329,12 +329,12 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
                     tl_t8[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
                 }
             }
-            float d[8];
+            float v_d[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                d[tl_j] = (((c0 + tl_i0) < cols) ? (tl_t8[tl_j] - mean) : 0.0f);
+                v_d[tl_j] = (((v_c0 + tl_i0) < v_cols) ? (tl_t8[tl_j] - v_mean) : 0.0f);
             }
             // examples/layernorm.tile:31
             float tl_n9[8];
@@ -342,10 +342,10 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                tl_n9[tl_j] = (sq[tl_j] + (d[tl_j] * d[tl_j]));
+                tl_n9[tl_j] = (v_sq[tl_j] + (v_d[tl_j] * v_d[tl_j]));
             }
             #pragma unroll
-            for (int tl_j = 0; tl_j < 8; ++tl_j) sq[tl_j] = tl_n9[tl_j];
+            for (int tl_j = 0; tl_j < 8; ++tl_j) v_sq[tl_j] = tl_n9[tl_j];
         }
         // examples/layernorm.tile:33
         float tl_t10;
@@ -356,7 +356,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 {
-                    tl_a = tl_a + sq[tl_j];
+                    tl_a = tl_a + v_sq[tl_j];
                 }
             }
             #pragma unroll
@@ -375,13 +375,13 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
             }
             tl_t10 = tl_a;
         }
-        const float rstd = rsqrtf(((tl_t10 / n) + eps));
+        const float v_rstd = rsqrtf(((tl_t10 / v_n) + v_eps));
         // examples/layernorm.tile:34
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/layernorm.tile:35
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/layernorm.tile:36
-            // m: index tile computed where it is used
+            // v_m: index tile computed where it is used
             // examples/layernorm.tile:37
             float tl_t11[8];
             #pragma unroll
@@ -389,11 +389,11 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -403,12 +403,12 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
                     tl_t11[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
                 }
             }
-            float v[8];
+            float v_v[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                v[tl_j] = ((tl_t11[tl_j] - mean) * rstd);
+                v_v[tl_j] = ((tl_t11[tl_j] - v_mean) * v_rstd);
             }
             // examples/layernorm.tile:38
             float tl_t12[8];
@@ -417,11 +417,11 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                const float *tl_p = (w + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = (v_w + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -437,11 +437,11 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                const float *tl_p = (b + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = (v_b + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -456,15 +456,15 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                float *tl_p = ((y + base) + (c0 + tl_i0));
-                const float tl_v0 = ((v[tl_j] * tl_t12[tl_j]) + tl_t13[tl_j]);
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const float tl_v1 = ((v[tl_j + 1] * tl_t12[tl_j + 1]) + tl_t13[tl_j + 1]);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const float tl_v2 = ((v[tl_j + 2] * tl_t12[tl_j + 2]) + tl_t13[tl_j + 2]);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const float tl_v3 = ((v[tl_j + 3] * tl_t12[tl_j + 3]) + tl_t13[tl_j + 3]);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                float *tl_p = ((v_y + v_base) + (v_c0 + tl_i0));
+                const float tl_v0 = ((v_v[tl_j] * tl_t12[tl_j]) + tl_t13[tl_j]);
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const float tl_v1 = ((v_v[tl_j + 1] * tl_t12[tl_j + 1]) + tl_t13[tl_j + 1]);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const float tl_v2 = ((v_v[tl_j + 2] * tl_t12[tl_j + 2]) + tl_t13[tl_j + 2]);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const float tl_v3 = ((v_v[tl_j + 3] * tl_t12[tl_j + 3]) + tl_t13[tl_j + 3]);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -484,42 +484,42 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *x, float *
 }
 
 /* layernorm, variant cols = 4096: BLOCK = 4096, warps = 8 */
-extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *w, float *b, float *y, int rows, int cols, float eps)
+extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BLOCK = 4096;
-    constexpr int warps = 8;
+    constexpr int v_BLOCK = 4096;
+    constexpr int v_warps = 8;
     // examples/layernorm.tile:10
-    const int base = (((int)blockIdx.x) * cols);
+    const int v_base = (((int)blockIdx.x) * v_cols);
     // examples/layernorm.tile:11
-    const float n = ((float)(cols));
+    const float v_n = ((float)(v_cols));
     // examples/layernorm.tile:12
-    if ((cols <= BLOCK)) {
+    if ((v_cols <= v_BLOCK)) {
         // examples/layernorm.tile:13
-        // c: index tile computed where it is used
+        // v_c: index tile computed where it is used
         // examples/layernorm.tile:14
-        // m: index tile computed where it is used
+        // v_m: index tile computed where it is used
         // examples/layernorm.tile:15
-        float v[16];
+        float v_v[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 4095;
-            const float *tl_p = ((x + base) + tl_i0);
-            const bool tl_m0 = (tl_i0 < cols);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            const float *tl_p = ((v_x + v_base) + tl_i0);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&v[tl_j] = *(const uint4 *)tl_p;
+                *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
             } else {
-                v[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
-                v[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
-                v[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
-                v[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+                v_v[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                v_v[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                v_v[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                v_v[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
         // examples/layernorm.tile:16
@@ -531,7 +531,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 {
-                    tl_a = tl_a + v[tl_j];
+                    tl_a = tl_a + v_v[tl_j];
                 }
             }
             #pragma unroll
@@ -550,14 +550,14 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
             }
             tl_t0 = tl_a;
         }
-        const float mean = (tl_t0 / n);
+        const float v_mean = (tl_t0 / v_n);
         // examples/layernorm.tile:17
-        float d[16];
+        float v_d[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 4095;
-            d[tl_j] = ((tl_i0 < cols) ? (v[tl_j] - mean) : 0.0f);
+            v_d[tl_j] = ((tl_i0 < v_cols) ? (v_v[tl_j] - v_mean) : 0.0f);
         }
         // examples/layernorm.tile:18
         float tl_t2[16];
@@ -565,7 +565,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 4095;
-            tl_t2[tl_j] = (d[tl_j] * d[tl_j]);
+            tl_t2[tl_j] = (v_d[tl_j] * v_d[tl_j]);
         }
         float tl_t1;
         {
@@ -594,7 +594,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
             }
             tl_t1 = tl_a;
         }
-        const float rstd = rsqrtf(((tl_t1 / n) + eps));
+        const float v_rstd = rsqrtf(((tl_t1 / v_n) + v_eps));
         // examples/layernorm.tile:19
         float tl_t3[16];
         #pragma unroll
@@ -602,11 +602,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 4095;
-            const float *tl_p = (w + tl_i0);
-            const bool tl_m0 = (tl_i0 < cols);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            const float *tl_p = (v_w + tl_i0);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -622,11 +622,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 4095;
-            const float *tl_p = (b + tl_i0);
-            const bool tl_m0 = (tl_i0 < cols);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            const float *tl_p = (v_b + tl_i0);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -641,15 +641,15 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 4095;
-            float *tl_p = ((y + base) + tl_i0);
-            const float tl_v0 = (((d[tl_j] * rstd) * tl_t3[tl_j]) + tl_t4[tl_j]);
-            const bool tl_m0 = (tl_i0 < cols);
-            const float tl_v1 = (((d[tl_j + 1] * rstd) * tl_t3[tl_j + 1]) + tl_t4[tl_j + 1]);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const float tl_v2 = (((d[tl_j + 2] * rstd) * tl_t3[tl_j + 2]) + tl_t4[tl_j + 2]);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const float tl_v3 = (((d[tl_j + 3] * rstd) * tl_t3[tl_j + 3]) + tl_t4[tl_j + 3]);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            float *tl_p = ((v_y + v_base) + tl_i0);
+            const float tl_v0 = (((v_d[tl_j] * v_rstd) * tl_t3[tl_j]) + tl_t4[tl_j]);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const float tl_v1 = (((v_d[tl_j + 1] * v_rstd) * tl_t3[tl_j + 1]) + tl_t4[tl_j + 1]);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const float tl_v2 = (((v_d[tl_j + 2] * v_rstd) * tl_t3[tl_j + 2]) + tl_t4[tl_j + 2]);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const float tl_v3 = (((v_d[tl_j + 3] * v_rstd) * tl_t3[tl_j + 3]) + tl_t4[tl_j + 3]);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -666,17 +666,17 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
         }
     } else {
         // examples/layernorm.tile:21
-        float acc[16];
+        float v_acc[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 4095;
-            acc[tl_j] = ((float)0);
+            v_acc[tl_j] = ((float)0);
         }
         // examples/layernorm.tile:22
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/layernorm.tile:23
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/layernorm.tile:24
             float tl_t5[16];
             #pragma unroll
@@ -684,11 +684,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -703,10 +703,10 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                tl_n6[tl_j] = (acc[tl_j] + tl_t5[tl_j]);
+                tl_n6[tl_j] = (v_acc[tl_j] + tl_t5[tl_j]);
             }
             #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) acc[tl_j] = tl_n6[tl_j];
+            for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n6[tl_j];
         }
         // examples/layernorm.tile:26
         float tl_t7;
@@ -717,7 +717,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 {
-                    tl_a = tl_a + acc[tl_j];
+                    tl_a = tl_a + v_acc[tl_j];
                 }
             }
             #pragma unroll
@@ -736,19 +736,19 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
             }
             tl_t7 = tl_a;
         }
-        const float mean = (tl_t7 / n);
+        const float v_mean = (tl_t7 / v_n);
         // examples/layernorm.tile:27
-        float sq[16];
+        float v_sq[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 4095;
-            sq[tl_j] = ((float)0);
+            v_sq[tl_j] = ((float)0);
         }
         // examples/layernorm.tile:28
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/layernorm.tile:29
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/layernorm.tile:30
             float tl_t8[16];
             #pragma unroll
@@ -756,11 +756,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -770,12 +770,12 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
                     tl_t8[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
                 }
             }
-            float d[16];
+            float v_d[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                d[tl_j] = (((c0 + tl_i0) < cols) ? (tl_t8[tl_j] - mean) : 0.0f);
+                v_d[tl_j] = (((v_c0 + tl_i0) < v_cols) ? (tl_t8[tl_j] - v_mean) : 0.0f);
             }
             // examples/layernorm.tile:31
             float tl_n9[16];
@@ -783,10 +783,10 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                tl_n9[tl_j] = (sq[tl_j] + (d[tl_j] * d[tl_j]));
+                tl_n9[tl_j] = (v_sq[tl_j] + (v_d[tl_j] * v_d[tl_j]));
             }
             #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) sq[tl_j] = tl_n9[tl_j];
+            for (int tl_j = 0; tl_j < 16; ++tl_j) v_sq[tl_j] = tl_n9[tl_j];
         }
         // examples/layernorm.tile:33
         float tl_t10;
@@ -797,7 +797,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 {
-                    tl_a = tl_a + sq[tl_j];
+                    tl_a = tl_a + v_sq[tl_j];
                 }
             }
             #pragma unroll
@@ -816,13 +816,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
             }
             tl_t10 = tl_a;
         }
-        const float rstd = rsqrtf(((tl_t10 / n) + eps));
+        const float v_rstd = rsqrtf(((tl_t10 / v_n) + v_eps));
         // examples/layernorm.tile:34
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/layernorm.tile:35
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/layernorm.tile:36
-            // m: index tile computed where it is used
+            // v_m: index tile computed where it is used
             // examples/layernorm.tile:37
             float tl_t11[16];
             #pragma unroll
@@ -830,11 +830,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -844,12 +844,12 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
                     tl_t11[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
                 }
             }
-            float v[16];
+            float v_v[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                v[tl_j] = ((tl_t11[tl_j] - mean) * rstd);
+                v_v[tl_j] = ((tl_t11[tl_j] - v_mean) * v_rstd);
             }
             // examples/layernorm.tile:38
             float tl_t12[16];
@@ -858,11 +858,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                const float *tl_p = (w + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = (v_w + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -878,11 +878,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                const float *tl_p = (b + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = (v_b + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -897,15 +897,15 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                float *tl_p = ((y + base) + (c0 + tl_i0));
-                const float tl_v0 = ((v[tl_j] * tl_t12[tl_j]) + tl_t13[tl_j]);
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const float tl_v1 = ((v[tl_j + 1] * tl_t12[tl_j + 1]) + tl_t13[tl_j + 1]);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const float tl_v2 = ((v[tl_j + 2] * tl_t12[tl_j + 2]) + tl_t13[tl_j + 2]);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const float tl_v3 = ((v[tl_j + 3] * tl_t12[tl_j + 3]) + tl_t13[tl_j + 3]);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                float *tl_p = ((v_y + v_base) + (v_c0 + tl_i0));
+                const float tl_v0 = ((v_v[tl_j] * tl_t12[tl_j]) + tl_t13[tl_j]);
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const float tl_v1 = ((v_v[tl_j + 1] * tl_t12[tl_j + 1]) + tl_t13[tl_j + 1]);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const float tl_v2 = ((v_v[tl_j + 2] * tl_t12[tl_j + 2]) + tl_t13[tl_j + 2]);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const float tl_v3 = ((v_v[tl_j + 3] * tl_t12[tl_j + 3]) + tl_t13[tl_j + 3]);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -925,42 +925,42 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *x, float *
 }
 
 /* layernorm, variant cols = 16384: BLOCK = 16384, warps = 16 */
-extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *w, float *b, float *y, int rows, int cols, float eps)
+extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BLOCK = 16384;
-    constexpr int warps = 16;
+    constexpr int v_BLOCK = 16384;
+    constexpr int v_warps = 16;
     // examples/layernorm.tile:10
-    const int base = (((int)blockIdx.x) * cols);
+    const int v_base = (((int)blockIdx.x) * v_cols);
     // examples/layernorm.tile:11
-    const float n = ((float)(cols));
+    const float v_n = ((float)(v_cols));
     // examples/layernorm.tile:12
-    if ((cols <= BLOCK)) {
+    if ((v_cols <= v_BLOCK)) {
         // examples/layernorm.tile:13
-        // c: index tile computed where it is used
+        // v_c: index tile computed where it is used
         // examples/layernorm.tile:14
-        // m: index tile computed where it is used
+        // v_m: index tile computed where it is used
         // examples/layernorm.tile:15
-        float v[32];
+        float v_v[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 16383;
-            const float *tl_p = ((x + base) + tl_i0);
-            const bool tl_m0 = (tl_i0 < cols);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            const float *tl_p = ((v_x + v_base) + tl_i0);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&v[tl_j] = *(const uint4 *)tl_p;
+                *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
             } else {
-                v[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
-                v[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
-                v[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
-                v[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+                v_v[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                v_v[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                v_v[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                v_v[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
         // examples/layernorm.tile:16
@@ -972,7 +972,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
                 {
-                    tl_a = tl_a + v[tl_j];
+                    tl_a = tl_a + v_v[tl_j];
                 }
             }
             #pragma unroll
@@ -991,14 +991,14 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
             }
             tl_t0 = tl_a;
         }
-        const float mean = (tl_t0 / n);
+        const float v_mean = (tl_t0 / v_n);
         // examples/layernorm.tile:17
-        float d[32];
+        float v_d[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 16383;
-            d[tl_j] = ((tl_i0 < cols) ? (v[tl_j] - mean) : 0.0f);
+            v_d[tl_j] = ((tl_i0 < v_cols) ? (v_v[tl_j] - v_mean) : 0.0f);
         }
         // examples/layernorm.tile:18
         float tl_t2[32];
@@ -1006,7 +1006,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 16383;
-            tl_t2[tl_j] = (d[tl_j] * d[tl_j]);
+            tl_t2[tl_j] = (v_d[tl_j] * v_d[tl_j]);
         }
         float tl_t1;
         {
@@ -1035,7 +1035,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
             }
             tl_t1 = tl_a;
         }
-        const float rstd = rsqrtf(((tl_t1 / n) + eps));
+        const float v_rstd = rsqrtf(((tl_t1 / v_n) + v_eps));
         // examples/layernorm.tile:19
         float tl_t3[32];
         #pragma unroll
@@ -1043,11 +1043,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 16383;
-            const float *tl_p = (w + tl_i0);
-            const bool tl_m0 = (tl_i0 < cols);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            const float *tl_p = (v_w + tl_i0);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -1063,11 +1063,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 16383;
-            const float *tl_p = (b + tl_i0);
-            const bool tl_m0 = (tl_i0 < cols);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            const float *tl_p = (v_b + tl_i0);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -1082,15 +1082,15 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 16383;
-            float *tl_p = ((y + base) + tl_i0);
-            const float tl_v0 = (((d[tl_j] * rstd) * tl_t3[tl_j]) + tl_t4[tl_j]);
-            const bool tl_m0 = (tl_i0 < cols);
-            const float tl_v1 = (((d[tl_j + 1] * rstd) * tl_t3[tl_j + 1]) + tl_t4[tl_j + 1]);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const float tl_v2 = (((d[tl_j + 2] * rstd) * tl_t3[tl_j + 2]) + tl_t4[tl_j + 2]);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const float tl_v3 = (((d[tl_j + 3] * rstd) * tl_t3[tl_j + 3]) + tl_t4[tl_j + 3]);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            float *tl_p = ((v_y + v_base) + tl_i0);
+            const float tl_v0 = (((v_d[tl_j] * v_rstd) * tl_t3[tl_j]) + tl_t4[tl_j]);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const float tl_v1 = (((v_d[tl_j + 1] * v_rstd) * tl_t3[tl_j + 1]) + tl_t4[tl_j + 1]);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const float tl_v2 = (((v_d[tl_j + 2] * v_rstd) * tl_t3[tl_j + 2]) + tl_t4[tl_j + 2]);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const float tl_v3 = (((v_d[tl_j + 3] * v_rstd) * tl_t3[tl_j + 3]) + tl_t4[tl_j + 3]);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -1107,17 +1107,17 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
         }
     } else {
         // examples/layernorm.tile:21
-        float acc[32];
+        float v_acc[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 16383;
-            acc[tl_j] = ((float)0);
+            v_acc[tl_j] = ((float)0);
         }
         // examples/layernorm.tile:22
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/layernorm.tile:23
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/layernorm.tile:24
             float tl_t5[32];
             #pragma unroll
@@ -1125,11 +1125,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1144,10 +1144,10 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
-                tl_n6[tl_j] = (acc[tl_j] + tl_t5[tl_j]);
+                tl_n6[tl_j] = (v_acc[tl_j] + tl_t5[tl_j]);
             }
             #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) acc[tl_j] = tl_n6[tl_j];
+            for (int tl_j = 0; tl_j < 32; ++tl_j) v_acc[tl_j] = tl_n6[tl_j];
         }
         // examples/layernorm.tile:26
         float tl_t7;
@@ -1158,7 +1158,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
                 {
-                    tl_a = tl_a + acc[tl_j];
+                    tl_a = tl_a + v_acc[tl_j];
                 }
             }
             #pragma unroll
@@ -1177,19 +1177,19 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
             }
             tl_t7 = tl_a;
         }
-        const float mean = (tl_t7 / n);
+        const float v_mean = (tl_t7 / v_n);
         // examples/layernorm.tile:27
-        float sq[32];
+        float v_sq[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 16383;
-            sq[tl_j] = ((float)0);
+            v_sq[tl_j] = ((float)0);
         }
         // examples/layernorm.tile:28
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/layernorm.tile:29
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/layernorm.tile:30
             float tl_t8[32];
             #pragma unroll
@@ -1197,11 +1197,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1211,12 +1211,12 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
                     tl_t8[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
                 }
             }
-            float d[32];
+            float v_d[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
-                d[tl_j] = (((c0 + tl_i0) < cols) ? (tl_t8[tl_j] - mean) : 0.0f);
+                v_d[tl_j] = (((v_c0 + tl_i0) < v_cols) ? (tl_t8[tl_j] - v_mean) : 0.0f);
             }
             // examples/layernorm.tile:31
             float tl_n9[32];
@@ -1224,10 +1224,10 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
-                tl_n9[tl_j] = (sq[tl_j] + (d[tl_j] * d[tl_j]));
+                tl_n9[tl_j] = (v_sq[tl_j] + (v_d[tl_j] * v_d[tl_j]));
             }
             #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) sq[tl_j] = tl_n9[tl_j];
+            for (int tl_j = 0; tl_j < 32; ++tl_j) v_sq[tl_j] = tl_n9[tl_j];
         }
         // examples/layernorm.tile:33
         float tl_t10;
@@ -1238,7 +1238,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
                 {
-                    tl_a = tl_a + sq[tl_j];
+                    tl_a = tl_a + v_sq[tl_j];
                 }
             }
             #pragma unroll
@@ -1257,13 +1257,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
             }
             tl_t10 = tl_a;
         }
-        const float rstd = rsqrtf(((tl_t10 / n) + eps));
+        const float v_rstd = rsqrtf(((tl_t10 / v_n) + v_eps));
         // examples/layernorm.tile:34
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/layernorm.tile:35
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/layernorm.tile:36
-            // m: index tile computed where it is used
+            // v_m: index tile computed where it is used
             // examples/layernorm.tile:37
             float tl_t11[32];
             #pragma unroll
@@ -1271,11 +1271,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1285,12 +1285,12 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
                     tl_t11[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
                 }
             }
-            float v[32];
+            float v_v[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
-                v[tl_j] = ((tl_t11[tl_j] - mean) * rstd);
+                v_v[tl_j] = ((tl_t11[tl_j] - v_mean) * v_rstd);
             }
             // examples/layernorm.tile:38
             float tl_t12[32];
@@ -1299,11 +1299,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
-                const float *tl_p = (w + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = (v_w + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1319,11 +1319,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
-                const float *tl_p = (b + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = (v_b + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1338,15 +1338,15 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *x, float *
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
-                float *tl_p = ((y + base) + (c0 + tl_i0));
-                const float tl_v0 = ((v[tl_j] * tl_t12[tl_j]) + tl_t13[tl_j]);
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const float tl_v1 = ((v[tl_j + 1] * tl_t12[tl_j + 1]) + tl_t13[tl_j + 1]);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const float tl_v2 = ((v[tl_j + 2] * tl_t12[tl_j + 2]) + tl_t13[tl_j + 2]);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const float tl_v3 = ((v[tl_j + 3] * tl_t12[tl_j + 3]) + tl_t13[tl_j + 3]);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                float *tl_p = ((v_y + v_base) + (v_c0 + tl_i0));
+                const float tl_v0 = ((v_v[tl_j] * tl_t12[tl_j]) + tl_t13[tl_j]);
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const float tl_v1 = ((v_v[tl_j + 1] * tl_t12[tl_j + 1]) + tl_t13[tl_j + 1]);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const float tl_v2 = ((v_v[tl_j + 2] * tl_t12[tl_j + 2]) + tl_t13[tl_j + 2]);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const float tl_v3 = ((v_v[tl_j + 3] * tl_t12[tl_j + 3]) + tl_t13[tl_j + 3]);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;

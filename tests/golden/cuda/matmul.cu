@@ -45,55 +45,55 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 }
 
 /* matmul, variant M = 64: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
-extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *a, __half *b, float *c, int M, int N, int K)
+extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BM = 64;
-    constexpr int BN = 64;
-    constexpr int BK = 64;
-    constexpr int warps = 4;
-    constexpr int stages = 3;
+    constexpr int v_BM = 64;
+    constexpr int v_BN = 64;
+    constexpr int v_BK = 64;
+    constexpr int v_warps = 4;
+    constexpr int v_stages = 3;
     // examples/matmul.tile:8
-    // rm: index tile computed where it is used
+    // v_rm: index tile computed where it is used
     // examples/matmul.tile:9
-    // rn: index tile computed where it is used
+    // v_rn: index tile computed where it is used
     // examples/matmul.tile:10
-    float acc[32];
+    float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
         const int tl_i0 = (tl_warp / 2) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        acc[tl_j] = ((float)0);
+        v_acc[tl_j] = ((float)0);
     }
     // examples/matmul.tile:11
-    { /* acc += dot, 3-stage cp.async pipeline */
-        const int tl_lo = 0, tl_hi = K, tl_st = BK;
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const int k = tl_lo + tl_s * tl_st;
-            if (k < tl_hi) {
+            const int v_k = tl_lo + tl_s * tl_st;
+            if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((a + (((((int)blockIdx.x) * BM) + tl_i0) * K)) + (k + tl_i1));
+                    const __half *tl_p = ((v_a + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_K)) + (v_k + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + tl_i1) < K));
-                    const bool tl_m7 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 7)) < K));
+                    const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
+                    const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -101,22 +101,22 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *a, __half *b
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((b + ((k + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
+                    const __half *tl_p = ((v_b + ((v_k + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 27648 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-                    const bool tl_m7 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 7)) < N));
+                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+                    const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_N))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_N))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_N))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -125,33 +125,33 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *a, __half *b
         }
         // examples/matmul.tile:11
         int tl_it = 0;
-        for (int k = tl_lo; k < tl_hi; k += tl_st, ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const int tl_next = k + 2 * tl_st, tl_ns = (tl_it + 2) % 3;
+                const int tl_next = v_k + 2 * tl_st, tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
-                    const int k = tl_next;
+                    const int v_k = tl_next;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((a + (((((int)blockIdx.x) * BM) + tl_i0) * K)) + (k + tl_i1));
+                        const __half *tl_p = ((v_a + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_K)) + (v_k + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + tl_i1) < K));
-                        const bool tl_m7 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 7)) < K));
+                        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
+                        const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -159,22 +159,22 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *a, __half *b
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((b + ((k + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
+                        const __half *tl_p = ((v_b + ((v_k + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 27648 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-                        const bool tl_m7 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 7)) < N));
+                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+                        const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_N))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_N))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_N))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -196,7 +196,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *a, __half *b
                 for (int tl_m = 0; tl_m < 2; ++tl_m)
                     #pragma unroll
                     for (int tl_n = 0; tl_n < 4; ++tl_n)
-                        tl_mma_f16(acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
             }
         }
         tl_cp_wait<0>();
@@ -208,11 +208,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *a, __half *b
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 2) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((c + (((((int)blockIdx.x) * BM) + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
-        const float tl_v0 = acc[tl_j];
-        const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-        const float tl_v1 = acc[tl_j + 1];
-        const bool tl_m1 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N));
+        float *tl_p = ((v_c + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const float tl_v0 = v_acc[tl_j];
+        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+        const float tl_v1 = v_acc[tl_j + 1];
+        const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
         if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -226,55 +226,55 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *a, __half *b
 }
 
 /* matmul, variant M = 256: BM = 128, BN = 64, BK = 64, warps = 8, stages = 3 */
-extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *a, __half *b, float *c, int M, int N, int K)
+extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BM = 128;
-    constexpr int BN = 64;
-    constexpr int BK = 64;
-    constexpr int warps = 8;
-    constexpr int stages = 3;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 64;
+    constexpr int v_BK = 64;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
     // examples/matmul.tile:8
-    // rm: index tile computed where it is used
+    // v_rm: index tile computed where it is used
     // examples/matmul.tile:9
-    // rn: index tile computed where it is used
+    // v_rn: index tile computed where it is used
     // examples/matmul.tile:10
-    float acc[32];
+    float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
         const int tl_i0 = (tl_warp / 2) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        acc[tl_j] = ((float)0);
+        v_acc[tl_j] = ((float)0);
     }
     // examples/matmul.tile:11
-    { /* acc += dot, 3-stage cp.async pipeline */
-        const int tl_lo = 0, tl_hi = K, tl_st = BK;
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const int k = tl_lo + tl_s * tl_st;
-            if (k < tl_hi) {
+            const int v_k = tl_lo + tl_s * tl_st;
+            if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((a + (((((int)blockIdx.x) * BM) + tl_i0) * K)) + (k + tl_i1));
+                    const __half *tl_p = ((v_a + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_K)) + (v_k + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + tl_i1) < K));
-                    const bool tl_m7 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 7)) < K));
+                    const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
+                    const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -282,22 +282,22 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *a, __half *b
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((b + ((k + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
+                    const __half *tl_p = ((v_b + ((v_k + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-                    const bool tl_m7 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 7)) < N));
+                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+                    const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_N))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_N))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_N))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -306,33 +306,33 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *a, __half *b
         }
         // examples/matmul.tile:11
         int tl_it = 0;
-        for (int k = tl_lo; k < tl_hi; k += tl_st, ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const int tl_next = k + 2 * tl_st, tl_ns = (tl_it + 2) % 3;
+                const int tl_next = v_k + 2 * tl_st, tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
-                    const int k = tl_next;
+                    const int v_k = tl_next;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((a + (((((int)blockIdx.x) * BM) + tl_i0) * K)) + (k + tl_i1));
+                        const __half *tl_p = ((v_a + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_K)) + (v_k + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + tl_i1) < K));
-                        const bool tl_m7 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 7)) < K));
+                        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
+                        const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -340,22 +340,22 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *a, __half *b
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((b + ((k + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
+                        const __half *tl_p = ((v_b + ((v_k + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-                        const bool tl_m7 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 7)) < N));
+                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+                        const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_N))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_N))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_N))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -377,7 +377,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *a, __half *b
                 for (int tl_m = 0; tl_m < 2; ++tl_m)
                     #pragma unroll
                     for (int tl_n = 0; tl_n < 4; ++tl_n)
-                        tl_mma_f16(acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
             }
         }
         tl_cp_wait<0>();
@@ -389,11 +389,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *a, __half *b
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 2) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((c + (((((int)blockIdx.x) * BM) + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
-        const float tl_v0 = acc[tl_j];
-        const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-        const float tl_v1 = acc[tl_j + 1];
-        const bool tl_m1 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N));
+        float *tl_p = ((v_c + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const float tl_v0 = v_acc[tl_j];
+        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+        const float tl_v1 = v_acc[tl_j + 1];
+        const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
         if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -407,55 +407,55 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *a, __half *b
 }
 
 /* matmul, variant M = 4096: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
-extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *a, __half *b, float *c, int M, int N, int K)
+extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BM = 128;
-    constexpr int BN = 128;
-    constexpr int BK = 64;
-    constexpr int warps = 8;
-    constexpr int stages = 3;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 64;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
     // examples/matmul.tile:8
-    // rm: index tile computed where it is used
+    // v_rm: index tile computed where it is used
     // examples/matmul.tile:9
-    // rn: index tile computed where it is used
+    // v_rn: index tile computed where it is used
     // examples/matmul.tile:10
-    float acc[64];
+    float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
         const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        acc[tl_j] = ((float)0);
+        v_acc[tl_j] = ((float)0);
     }
     // examples/matmul.tile:11
-    { /* acc += dot, 3-stage cp.async pipeline */
-        const int tl_lo = 0, tl_hi = K, tl_st = BK;
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const int k = tl_lo + tl_s * tl_st;
-            if (k < tl_hi) {
+            const int v_k = tl_lo + tl_s * tl_st;
+            if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((a + (((((int)blockIdx.x) * BM) + tl_i0) * K)) + (k + tl_i1));
+                    const __half *tl_p = ((v_a + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_K)) + (v_k + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + tl_i1) < K));
-                    const bool tl_m7 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 7)) < K));
+                    const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
+                    const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -463,22 +463,22 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *a, __half *b
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = ((b + ((k + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
+                    const __half *tl_p = ((v_b + ((v_k + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-                    const bool tl_m7 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 7)) < N));
+                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+                    const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_N))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_N))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_N))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -487,33 +487,33 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *a, __half *b
         }
         // examples/matmul.tile:11
         int tl_it = 0;
-        for (int k = tl_lo; k < tl_hi; k += tl_st, ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const int tl_next = k + 2 * tl_st, tl_ns = (tl_it + 2) % 3;
+                const int tl_next = v_k + 2 * tl_st, tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
-                    const int k = tl_next;
+                    const int v_k = tl_next;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((a + (((((int)blockIdx.x) * BM) + tl_i0) * K)) + (k + tl_i1));
+                        const __half *tl_p = ((v_a + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_K)) + (v_k + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + tl_i1) < K));
-                        const bool tl_m7 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 7)) < K));
+                        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
+                        const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 4)) < K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 5)) < K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 6)) < K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -521,22 +521,22 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *a, __half *b
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = ((b + ((k + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
+                        const __half *tl_p = ((v_b + ((v_k + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
-                        const bool tl_m0 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-                        const bool tl_m7 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 7)) < N));
+                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+                        const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 4)) < N))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 5)) < N))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 6)) < N))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_N))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_N))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_N))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -558,7 +558,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *a, __half *b
                 for (int tl_m = 0; tl_m < 4; ++tl_m)
                     #pragma unroll
                     for (int tl_n = 0; tl_n < 4; ++tl_n)
-                        tl_mma_f16(acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
             }
         }
         tl_cp_wait<0>();
@@ -570,11 +570,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *a, __half *b
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((c + (((((int)blockIdx.x) * BM) + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
-        const float tl_v0 = acc[tl_j];
-        const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-        const float tl_v1 = acc[tl_j + 1];
-        const bool tl_m1 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N));
+        float *tl_p = ((v_c + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const float tl_v0 = v_acc[tl_j];
+        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+        const float tl_v1 = v_acc[tl_j + 1];
+        const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
         if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;

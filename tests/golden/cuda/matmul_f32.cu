@@ -43,88 +43,88 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 }
 
 /* matmul_f32, variant M = 64: BM = 64, BN = 64, BK = 16, warps = 4, stages = 2 */
-extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *a, float *b, float *c, int M, int N, int K)
+extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, float *v_b, float *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BM = 64;
-    constexpr int BN = 64;
-    constexpr int BK = 16;
-    constexpr int warps = 4;
-    constexpr int stages = 2;
+    constexpr int v_BM = 64;
+    constexpr int v_BN = 64;
+    constexpr int v_BK = 16;
+    constexpr int v_warps = 4;
+    constexpr int v_stages = 2;
     // examples/matmul_f32.tile:7
-    // rm: index tile computed where it is used
+    // v_rm: index tile computed where it is used
     // examples/matmul_f32.tile:8
-    // rn: index tile computed where it is used
+    // v_rn: index tile computed where it is used
     // examples/matmul_f32.tile:9
-    float acc[32];
+    float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
         const int tl_i0 = (tl_tid / 8) * 4 + tl_j / 8;
         const int tl_i1 = (tl_tid % 8) * 8 + tl_j % 8;
-        acc[tl_j] = ((float)0);
+        v_acc[tl_j] = ((float)0);
     }
     // examples/matmul_f32.tile:10
-    for (int k = 0; k < K; k += BK) {
+    for (int v_k = 0; v_k < v_K; v_k += v_BK) {
         // examples/matmul_f32.tile:11
-        // rk: index tile computed where it is used
+        // v_rk: index tile computed where it is used
         // examples/matmul_f32.tile:12
-        float ta[8];
+        float v_ta[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 4) & 63, tl_i1 = (tl_l >> 0) & 15;
-            const float *tl_p = ((a + (((((int)blockIdx.x) * BM) + tl_i0) * K)) + (k + tl_i1));
-            const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + tl_i1) < K));
-            const bool tl_m1 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K));
-            const bool tl_m2 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K));
-            const bool tl_m3 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K));
+            const float *tl_p = ((v_a + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_K)) + (v_k + tl_i1));
+            const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
+            const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K));
+            const bool tl_m2 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K));
+            const bool tl_m3 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&ta[tl_j] = *(const uint4 *)tl_p;
+                *(uint4 *)&v_ta[tl_j] = *(const uint4 *)tl_p;
             } else {
-                ta[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
-                ta[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
-                ta[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
-                ta[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+                v_ta[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                v_ta[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                v_ta[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                v_ta[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
         // examples/matmul_f32.tile:13
-        float tb[8];
+        float v_tb[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-            const float *tl_p = ((b + ((k + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
-            const bool tl_m0 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-            const bool tl_m1 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N));
-            const bool tl_m2 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N));
-            const bool tl_m3 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N));
+            const float *tl_p = ((v_b + ((v_k + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+            const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+            const bool tl_m1 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
+            const bool tl_m2 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N));
+            const bool tl_m3 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tb[tl_j] = *(const uint4 *)tl_p;
+                *(uint4 *)&v_tb[tl_j] = *(const uint4 *)tl_p;
             } else {
-                tb[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
-                tb[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
-                tb[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
-                tb[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+                v_tb[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                v_tb[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                v_tb[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                v_tb[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
         // examples/matmul_f32.tile:14
-        { /* acc += dot: [64, 16] @ [16, 64] */
+        { /* v_acc += dot: [64, 16] @ [16, 64] */
             __syncthreads();
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 4) & 63, tl_i1 = (tl_l >> 0) & 15;
-                ((float *)(tl_smem + 0))[tl_i1 * 68 + tl_i0] = ta[tl_j];
+                ((float *)(tl_smem + 0))[tl_i1 * 68 + tl_i0] = v_ta[tl_j];
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-                ((float *)(tl_smem + 4352))[tl_i0 * 68 + tl_i1] = tb[tl_j];
+                ((float *)(tl_smem + 4352))[tl_i0 * 68 + tl_i1] = v_tb[tl_j];
             }
             __syncthreads();
             const float *tl_sa = (const float *)(tl_smem + 0) + (tl_tid / 8) * 4;
@@ -140,7 +140,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *a, float 
                 for (int tl_m = 0; tl_m < 4; ++tl_m)
                     #pragma unroll
                     for (int tl_n = 0; tl_n < 8; ++tl_n)
-                        acc[tl_m * 8 + tl_n] = fmaf(tl_ra[tl_m], tl_rb[tl_n], acc[tl_m * 8 + tl_n]);
+                        v_acc[tl_m * 8 + tl_n] = fmaf(tl_ra[tl_m], tl_rb[tl_n], v_acc[tl_m * 8 + tl_n]);
             }
         }
     }
@@ -150,15 +150,15 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *a, float 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_tid / 8) * 4 + tl_j / 8;
         const int tl_i1 = (tl_tid % 8) * 8 + tl_j % 8;
-        float *tl_p = ((c + (((((int)blockIdx.x) * BM) + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
-        const float tl_v0 = acc[tl_j];
-        const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-        const float tl_v1 = acc[tl_j + 1];
-        const bool tl_m1 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N));
-        const float tl_v2 = acc[tl_j + 2];
-        const bool tl_m2 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N));
-        const float tl_v3 = acc[tl_j + 3];
-        const bool tl_m3 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N));
+        float *tl_p = ((v_c + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const float tl_v0 = v_acc[tl_j];
+        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+        const float tl_v1 = v_acc[tl_j + 1];
+        const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
+        const float tl_v2 = v_acc[tl_j + 2];
+        const bool tl_m2 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N));
+        const float tl_v3 = v_acc[tl_j + 3];
+        const bool tl_m3 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -176,88 +176,88 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *a, float 
 }
 
 /* matmul_f32, variant M = 4096: BM = 128, BN = 128, BK = 16, warps = 8, stages = 2 */
-extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *a, float *b, float *c, int M, int N, int K)
+extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, float *v_b, float *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BM = 128;
-    constexpr int BN = 128;
-    constexpr int BK = 16;
-    constexpr int warps = 8;
-    constexpr int stages = 2;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 16;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 2;
     // examples/matmul_f32.tile:7
-    // rm: index tile computed where it is used
+    // v_rm: index tile computed where it is used
     // examples/matmul_f32.tile:8
-    // rn: index tile computed where it is used
+    // v_rn: index tile computed where it is used
     // examples/matmul_f32.tile:9
-    float acc[64];
+    float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
         const int tl_i0 = (tl_tid / 16) * 8 + tl_j / 8;
         const int tl_i1 = (tl_tid % 16) * 8 + tl_j % 8;
-        acc[tl_j] = ((float)0);
+        v_acc[tl_j] = ((float)0);
     }
     // examples/matmul_f32.tile:10
-    for (int k = 0; k < K; k += BK) {
+    for (int v_k = 0; v_k < v_K; v_k += v_BK) {
         // examples/matmul_f32.tile:11
-        // rk: index tile computed where it is used
+        // v_rk: index tile computed where it is used
         // examples/matmul_f32.tile:12
-        float ta[8];
+        float v_ta[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 4) & 127, tl_i1 = (tl_l >> 0) & 15;
-            const float *tl_p = ((a + (((((int)blockIdx.x) * BM) + tl_i0) * K)) + (k + tl_i1));
-            const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + tl_i1) < K));
-            const bool tl_m1 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 1)) < K));
-            const bool tl_m2 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 2)) < K));
-            const bool tl_m3 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && ((k + (tl_i1 + 3)) < K));
+            const float *tl_p = ((v_a + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_K)) + (v_k + tl_i1));
+            const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
+            const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K));
+            const bool tl_m2 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K));
+            const bool tl_m3 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&ta[tl_j] = *(const uint4 *)tl_p;
+                *(uint4 *)&v_ta[tl_j] = *(const uint4 *)tl_p;
             } else {
-                ta[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
-                ta[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
-                ta[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
-                ta[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+                v_ta[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                v_ta[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                v_ta[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                v_ta[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
         // examples/matmul_f32.tile:13
-        float tb[8];
+        float v_tb[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 7) & 15, tl_i1 = (tl_l >> 0) & 127;
-            const float *tl_p = ((b + ((k + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
-            const bool tl_m0 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-            const bool tl_m1 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N));
-            const bool tl_m2 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N));
-            const bool tl_m3 = (((k + tl_i0) < K) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N));
+            const float *tl_p = ((v_b + ((v_k + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+            const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+            const bool tl_m1 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
+            const bool tl_m2 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N));
+            const bool tl_m3 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tb[tl_j] = *(const uint4 *)tl_p;
+                *(uint4 *)&v_tb[tl_j] = *(const uint4 *)tl_p;
             } else {
-                tb[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
-                tb[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
-                tb[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
-                tb[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+                v_tb[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                v_tb[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                v_tb[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                v_tb[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
         // examples/matmul_f32.tile:14
-        { /* acc += dot: [128, 16] @ [16, 128] */
+        { /* v_acc += dot: [128, 16] @ [16, 128] */
             __syncthreads();
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 4) & 127, tl_i1 = (tl_l >> 0) & 15;
-                ((float *)(tl_smem + 0))[tl_i1 * 132 + tl_i0] = ta[tl_j];
+                ((float *)(tl_smem + 0))[tl_i1 * 132 + tl_i0] = v_ta[tl_j];
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 7) & 15, tl_i1 = (tl_l >> 0) & 127;
-                ((float *)(tl_smem + 8448))[tl_i0 * 132 + tl_i1] = tb[tl_j];
+                ((float *)(tl_smem + 8448))[tl_i0 * 132 + tl_i1] = v_tb[tl_j];
             }
             __syncthreads();
             const float *tl_sa = (const float *)(tl_smem + 0) + (tl_tid / 16) * 8;
@@ -273,7 +273,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *a, float 
                 for (int tl_m = 0; tl_m < 8; ++tl_m)
                     #pragma unroll
                     for (int tl_n = 0; tl_n < 8; ++tl_n)
-                        acc[tl_m * 8 + tl_n] = fmaf(tl_ra[tl_m], tl_rb[tl_n], acc[tl_m * 8 + tl_n]);
+                        v_acc[tl_m * 8 + tl_n] = fmaf(tl_ra[tl_m], tl_rb[tl_n], v_acc[tl_m * 8 + tl_n]);
             }
         }
     }
@@ -283,15 +283,15 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *a, float 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_tid / 16) * 8 + tl_j / 8;
         const int tl_i1 = (tl_tid % 16) * 8 + tl_j % 8;
-        float *tl_p = ((c + (((((int)blockIdx.x) * BM) + tl_i0) * N)) + ((((int)blockIdx.y) * BN) + tl_i1));
-        const float tl_v0 = acc[tl_j];
-        const bool tl_m0 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && (((((int)blockIdx.y) * BN) + tl_i1) < N));
-        const float tl_v1 = acc[tl_j + 1];
-        const bool tl_m1 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && (((((int)blockIdx.y) * BN) + (tl_i1 + 1)) < N));
-        const float tl_v2 = acc[tl_j + 2];
-        const bool tl_m2 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && (((((int)blockIdx.y) * BN) + (tl_i1 + 2)) < N));
-        const float tl_v3 = acc[tl_j + 3];
-        const bool tl_m3 = ((((((int)blockIdx.x) * BM) + tl_i0) < M) && (((((int)blockIdx.y) * BN) + (tl_i1 + 3)) < N));
+        float *tl_p = ((v_c + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const float tl_v0 = v_acc[tl_j];
+        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+        const float tl_v1 = v_acc[tl_j + 1];
+        const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
+        const float tl_v2 = v_acc[tl_j + 2];
+        const bool tl_m2 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N));
+        const float tl_v3 = v_acc[tl_j + 3];
+        const bool tl_m3 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;

@@ -43,38 +43,38 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 }
 
 /* softmax, variant cols = 1024: BLOCK = 1024, warps = 4 */
-extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *x, float *y, int rows, int cols)
+extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *v_y, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BLOCK = 1024;
-    constexpr int warps = 4;
+    constexpr int v_BLOCK = 1024;
+    constexpr int v_warps = 4;
     // examples/softmax.tile:10
-    const int base = (((int)blockIdx.x) * cols);
+    const int v_base = (((int)blockIdx.x) * v_cols);
     // examples/softmax.tile:11
-    if ((cols <= BLOCK)) {
+    if ((v_cols <= v_BLOCK)) {
         // examples/softmax.tile:12
-        // c: index tile computed where it is used
+        // v_c: index tile computed where it is used
         // examples/softmax.tile:13
-        float v[8];
+        float v_v[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
-            const float *tl_p = ((x + base) + tl_i0);
-            const bool tl_m0 = (tl_i0 < cols);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            const float *tl_p = ((v_x + v_base) + tl_i0);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&v[tl_j] = *(const uint4 *)tl_p;
+                *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
             } else {
-                v[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
-                v[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
-                v[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
-                v[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
             }
         }
         // examples/softmax.tile:14
@@ -86,7 +86,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *x, float *y,
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 {
-                    tl_a = tl_max(tl_a, v[tl_j]);
+                    tl_a = tl_max(tl_a, v_v[tl_j]);
                 }
             }
             #pragma unroll
@@ -105,12 +105,12 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *x, float *y,
             }
             tl_t0 = tl_a;
         }
-        float e[8];
+        float v_e[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
-            e[tl_j] = expf((v[tl_j] - tl_t0));
+            v_e[tl_j] = expf((v_v[tl_j] - tl_t0));
         }
         // examples/softmax.tile:15
         float tl_t1;
@@ -121,7 +121,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *x, float *y,
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 {
-                    tl_a = tl_a + e[tl_j];
+                    tl_a = tl_a + v_e[tl_j];
                 }
             }
             #pragma unroll
@@ -145,15 +145,15 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *x, float *y,
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
-            float *tl_p = ((y + base) + tl_i0);
-            const float tl_v0 = (e[tl_j] / tl_t1);
-            const bool tl_m0 = (tl_i0 < cols);
-            const float tl_v1 = (e[tl_j + 1] / tl_t1);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const float tl_v2 = (e[tl_j + 2] / tl_t1);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const float tl_v3 = (e[tl_j + 3] / tl_t1);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            float *tl_p = ((v_y + v_base) + tl_i0);
+            const float tl_v0 = (v_e[tl_j] / tl_t1);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const float tl_v1 = (v_e[tl_j + 1] / tl_t1);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const float tl_v2 = (v_e[tl_j + 2] / tl_t1);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const float tl_v3 = (v_e[tl_j + 3] / tl_t1);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -170,17 +170,17 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *x, float *y,
         }
     } else {
         // examples/softmax.tile:17
-        float mx[8];
+        float v_mx[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
-            mx[tl_j] = (-__int_as_float(0x7f800000));
+            v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax.tile:18
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/softmax.tile:19
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/softmax.tile:20
             float tl_t2[8];
             #pragma unroll
@@ -188,11 +188,11 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *x, float *y,
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -207,13 +207,13 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *x, float *y,
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                tl_n3[tl_j] = tl_max(mx[tl_j], tl_t2[tl_j]);
+                tl_n3[tl_j] = tl_max(v_mx[tl_j], tl_t2[tl_j]);
             }
             #pragma unroll
-            for (int tl_j = 0; tl_j < 8; ++tl_j) mx[tl_j] = tl_n3[tl_j];
+            for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
         }
         // examples/softmax.tile:22
-        float rowmax;
+        float v_rowmax;
         {
             float tl_a = (-__int_as_float(0x7f800000));
             #pragma unroll
@@ -221,7 +221,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *x, float *y,
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 {
-                    tl_a = tl_max(tl_a, mx[tl_j]);
+                    tl_a = tl_max(tl_a, v_mx[tl_j]);
                 }
             }
             #pragma unroll
@@ -238,20 +238,20 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *x, float *y,
                 const float tl_x = ((const float *)(tl_smem + 128))[tl_w];
                 tl_a = tl_max(tl_a, tl_x);
             }
-            rowmax = tl_a;
+            v_rowmax = tl_a;
         }
         // examples/softmax.tile:23
-        float den[8];
+        float v_den[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 1023;
-            den[tl_j] = ((float)0);
+            v_den[tl_j] = ((float)0);
         }
         // examples/softmax.tile:24
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/softmax.tile:25
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/softmax.tile:26
             float tl_t4[8];
             #pragma unroll
@@ -259,11 +259,11 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *x, float *y,
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -278,13 +278,13 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *x, float *y,
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                tl_n5[tl_j] = (den[tl_j] + expf((tl_t4[tl_j] - rowmax)));
+                tl_n5[tl_j] = (v_den[tl_j] + expf((tl_t4[tl_j] - v_rowmax)));
             }
             #pragma unroll
-            for (int tl_j = 0; tl_j < 8; ++tl_j) den[tl_j] = tl_n5[tl_j];
+            for (int tl_j = 0; tl_j < 8; ++tl_j) v_den[tl_j] = tl_n5[tl_j];
         }
         // examples/softmax.tile:28
-        float total;
+        float v_total;
         {
             float tl_a = ((float)0);
             #pragma unroll
@@ -292,7 +292,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *x, float *y,
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 {
-                    tl_a = tl_a + den[tl_j];
+                    tl_a = tl_a + v_den[tl_j];
                 }
             }
             #pragma unroll
@@ -309,12 +309,12 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *x, float *y,
                 const float tl_x = ((const float *)(tl_smem + 192))[tl_w];
                 tl_a = tl_a + tl_x;
             }
-            total = tl_a;
+            v_total = tl_a;
         }
         // examples/softmax.tile:29
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/softmax.tile:30
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/softmax.tile:31
             float tl_t6[8];
             #pragma unroll
@@ -322,11 +322,11 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *x, float *y,
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -341,15 +341,15 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *x, float *y,
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                float *tl_p = ((y + base) + (c0 + tl_i0));
-                const float tl_v0 = (expf((tl_t6[tl_j] - rowmax)) / total);
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const float tl_v1 = (expf((tl_t6[tl_j + 1] - rowmax)) / total);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const float tl_v2 = (expf((tl_t6[tl_j + 2] - rowmax)) / total);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const float tl_v3 = (expf((tl_t6[tl_j + 3] - rowmax)) / total);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                float *tl_p = ((v_y + v_base) + (v_c0 + tl_i0));
+                const float tl_v0 = (expf((tl_t6[tl_j] - v_rowmax)) / v_total);
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const float tl_v1 = (expf((tl_t6[tl_j + 1] - v_rowmax)) / v_total);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const float tl_v2 = (expf((tl_t6[tl_j + 2] - v_rowmax)) / v_total);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const float tl_v3 = (expf((tl_t6[tl_j + 3] - v_rowmax)) / v_total);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -369,38 +369,38 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *x, float *y,
 }
 
 /* softmax, variant cols = 4096: BLOCK = 4096, warps = 8 */
-extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *x, float *y, int rows, int cols)
+extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *v_y, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BLOCK = 4096;
-    constexpr int warps = 8;
+    constexpr int v_BLOCK = 4096;
+    constexpr int v_warps = 8;
     // examples/softmax.tile:10
-    const int base = (((int)blockIdx.x) * cols);
+    const int v_base = (((int)blockIdx.x) * v_cols);
     // examples/softmax.tile:11
-    if ((cols <= BLOCK)) {
+    if ((v_cols <= v_BLOCK)) {
         // examples/softmax.tile:12
-        // c: index tile computed where it is used
+        // v_c: index tile computed where it is used
         // examples/softmax.tile:13
-        float v[16];
+        float v_v[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 4095;
-            const float *tl_p = ((x + base) + tl_i0);
-            const bool tl_m0 = (tl_i0 < cols);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            const float *tl_p = ((v_x + v_base) + tl_i0);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&v[tl_j] = *(const uint4 *)tl_p;
+                *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
             } else {
-                v[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
-                v[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
-                v[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
-                v[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
             }
         }
         // examples/softmax.tile:14
@@ -412,7 +412,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *x, float *y,
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 {
-                    tl_a = tl_max(tl_a, v[tl_j]);
+                    tl_a = tl_max(tl_a, v_v[tl_j]);
                 }
             }
             #pragma unroll
@@ -431,12 +431,12 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *x, float *y,
             }
             tl_t0 = tl_a;
         }
-        float e[16];
+        float v_e[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 4095;
-            e[tl_j] = expf((v[tl_j] - tl_t0));
+            v_e[tl_j] = expf((v_v[tl_j] - tl_t0));
         }
         // examples/softmax.tile:15
         float tl_t1;
@@ -447,7 +447,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *x, float *y,
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 {
-                    tl_a = tl_a + e[tl_j];
+                    tl_a = tl_a + v_e[tl_j];
                 }
             }
             #pragma unroll
@@ -471,15 +471,15 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *x, float *y,
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 4095;
-            float *tl_p = ((y + base) + tl_i0);
-            const float tl_v0 = (e[tl_j] / tl_t1);
-            const bool tl_m0 = (tl_i0 < cols);
-            const float tl_v1 = (e[tl_j + 1] / tl_t1);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const float tl_v2 = (e[tl_j + 2] / tl_t1);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const float tl_v3 = (e[tl_j + 3] / tl_t1);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            float *tl_p = ((v_y + v_base) + tl_i0);
+            const float tl_v0 = (v_e[tl_j] / tl_t1);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const float tl_v1 = (v_e[tl_j + 1] / tl_t1);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const float tl_v2 = (v_e[tl_j + 2] / tl_t1);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const float tl_v3 = (v_e[tl_j + 3] / tl_t1);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -496,17 +496,17 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *x, float *y,
         }
     } else {
         // examples/softmax.tile:17
-        float mx[16];
+        float v_mx[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 4095;
-            mx[tl_j] = (-__int_as_float(0x7f800000));
+            v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax.tile:18
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/softmax.tile:19
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/softmax.tile:20
             float tl_t2[16];
             #pragma unroll
@@ -514,11 +514,11 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *x, float *y,
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -533,13 +533,13 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *x, float *y,
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                tl_n3[tl_j] = tl_max(mx[tl_j], tl_t2[tl_j]);
+                tl_n3[tl_j] = tl_max(v_mx[tl_j], tl_t2[tl_j]);
             }
             #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) mx[tl_j] = tl_n3[tl_j];
+            for (int tl_j = 0; tl_j < 16; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
         }
         // examples/softmax.tile:22
-        float rowmax;
+        float v_rowmax;
         {
             float tl_a = (-__int_as_float(0x7f800000));
             #pragma unroll
@@ -547,7 +547,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *x, float *y,
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 {
-                    tl_a = tl_max(tl_a, mx[tl_j]);
+                    tl_a = tl_max(tl_a, v_mx[tl_j]);
                 }
             }
             #pragma unroll
@@ -564,20 +564,20 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *x, float *y,
                 const float tl_x = ((const float *)(tl_smem + 256))[tl_w];
                 tl_a = tl_max(tl_a, tl_x);
             }
-            rowmax = tl_a;
+            v_rowmax = tl_a;
         }
         // examples/softmax.tile:23
-        float den[16];
+        float v_den[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 4095;
-            den[tl_j] = ((float)0);
+            v_den[tl_j] = ((float)0);
         }
         // examples/softmax.tile:24
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/softmax.tile:25
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/softmax.tile:26
             float tl_t4[16];
             #pragma unroll
@@ -585,11 +585,11 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *x, float *y,
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -604,13 +604,13 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *x, float *y,
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                tl_n5[tl_j] = (den[tl_j] + expf((tl_t4[tl_j] - rowmax)));
+                tl_n5[tl_j] = (v_den[tl_j] + expf((tl_t4[tl_j] - v_rowmax)));
             }
             #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) den[tl_j] = tl_n5[tl_j];
+            for (int tl_j = 0; tl_j < 16; ++tl_j) v_den[tl_j] = tl_n5[tl_j];
         }
         // examples/softmax.tile:28
-        float total;
+        float v_total;
         {
             float tl_a = ((float)0);
             #pragma unroll
@@ -618,7 +618,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *x, float *y,
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 {
-                    tl_a = tl_a + den[tl_j];
+                    tl_a = tl_a + v_den[tl_j];
                 }
             }
             #pragma unroll
@@ -635,12 +635,12 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *x, float *y,
                 const float tl_x = ((const float *)(tl_smem + 384))[tl_w];
                 tl_a = tl_a + tl_x;
             }
-            total = tl_a;
+            v_total = tl_a;
         }
         // examples/softmax.tile:29
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/softmax.tile:30
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/softmax.tile:31
             float tl_t6[16];
             #pragma unroll
@@ -648,11 +648,11 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *x, float *y,
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -667,15 +667,15 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *x, float *y,
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                float *tl_p = ((y + base) + (c0 + tl_i0));
-                const float tl_v0 = (expf((tl_t6[tl_j] - rowmax)) / total);
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const float tl_v1 = (expf((tl_t6[tl_j + 1] - rowmax)) / total);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const float tl_v2 = (expf((tl_t6[tl_j + 2] - rowmax)) / total);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const float tl_v3 = (expf((tl_t6[tl_j + 3] - rowmax)) / total);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                float *tl_p = ((v_y + v_base) + (v_c0 + tl_i0));
+                const float tl_v0 = (expf((tl_t6[tl_j] - v_rowmax)) / v_total);
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const float tl_v1 = (expf((tl_t6[tl_j + 1] - v_rowmax)) / v_total);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const float tl_v2 = (expf((tl_t6[tl_j + 2] - v_rowmax)) / v_total);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const float tl_v3 = (expf((tl_t6[tl_j + 3] - v_rowmax)) / v_total);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -695,38 +695,38 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *x, float *y,
 }
 
 /* softmax, variant cols = 16384: BLOCK = 16384, warps = 16 */
-extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *x, float *y, int rows, int cols)
+extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *v_x, float *v_y, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int BLOCK = 16384;
-    constexpr int warps = 16;
+    constexpr int v_BLOCK = 16384;
+    constexpr int v_warps = 16;
     // examples/softmax.tile:10
-    const int base = (((int)blockIdx.x) * cols);
+    const int v_base = (((int)blockIdx.x) * v_cols);
     // examples/softmax.tile:11
-    if ((cols <= BLOCK)) {
+    if ((v_cols <= v_BLOCK)) {
         // examples/softmax.tile:12
-        // c: index tile computed where it is used
+        // v_c: index tile computed where it is used
         // examples/softmax.tile:13
-        float v[32];
+        float v_v[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 16383;
-            const float *tl_p = ((x + base) + tl_i0);
-            const bool tl_m0 = (tl_i0 < cols);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            const float *tl_p = ((v_x + v_base) + tl_i0);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&v[tl_j] = *(const uint4 *)tl_p;
+                *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
             } else {
-                v[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
-                v[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
-                v[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
-                v[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
             }
         }
         // examples/softmax.tile:14
@@ -738,7 +738,7 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *x, float *y,
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
                 {
-                    tl_a = tl_max(tl_a, v[tl_j]);
+                    tl_a = tl_max(tl_a, v_v[tl_j]);
                 }
             }
             #pragma unroll
@@ -757,12 +757,12 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *x, float *y,
             }
             tl_t0 = tl_a;
         }
-        float e[32];
+        float v_e[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 16383;
-            e[tl_j] = expf((v[tl_j] - tl_t0));
+            v_e[tl_j] = expf((v_v[tl_j] - tl_t0));
         }
         // examples/softmax.tile:15
         float tl_t1;
@@ -773,7 +773,7 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *x, float *y,
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
                 {
-                    tl_a = tl_a + e[tl_j];
+                    tl_a = tl_a + v_e[tl_j];
                 }
             }
             #pragma unroll
@@ -797,15 +797,15 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *x, float *y,
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 16383;
-            float *tl_p = ((y + base) + tl_i0);
-            const float tl_v0 = (e[tl_j] / tl_t1);
-            const bool tl_m0 = (tl_i0 < cols);
-            const float tl_v1 = (e[tl_j + 1] / tl_t1);
-            const bool tl_m1 = ((tl_i0 + 1) < cols);
-            const float tl_v2 = (e[tl_j + 2] / tl_t1);
-            const bool tl_m2 = ((tl_i0 + 2) < cols);
-            const float tl_v3 = (e[tl_j + 3] / tl_t1);
-            const bool tl_m3 = ((tl_i0 + 3) < cols);
+            float *tl_p = ((v_y + v_base) + tl_i0);
+            const float tl_v0 = (v_e[tl_j] / tl_t1);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const float tl_v1 = (v_e[tl_j + 1] / tl_t1);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const float tl_v2 = (v_e[tl_j + 2] / tl_t1);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const float tl_v3 = (v_e[tl_j + 3] / tl_t1);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -822,17 +822,17 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *x, float *y,
         }
     } else {
         // examples/softmax.tile:17
-        float mx[32];
+        float v_mx[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 16383;
-            mx[tl_j] = (-__int_as_float(0x7f800000));
+            v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax.tile:18
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/softmax.tile:19
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/softmax.tile:20
             float tl_t2[32];
             #pragma unroll
@@ -840,11 +840,11 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *x, float *y,
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -859,13 +859,13 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *x, float *y,
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
-                tl_n3[tl_j] = tl_max(mx[tl_j], tl_t2[tl_j]);
+                tl_n3[tl_j] = tl_max(v_mx[tl_j], tl_t2[tl_j]);
             }
             #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) mx[tl_j] = tl_n3[tl_j];
+            for (int tl_j = 0; tl_j < 32; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
         }
         // examples/softmax.tile:22
-        float rowmax;
+        float v_rowmax;
         {
             float tl_a = (-__int_as_float(0x7f800000));
             #pragma unroll
@@ -873,7 +873,7 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *x, float *y,
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
                 {
-                    tl_a = tl_max(tl_a, mx[tl_j]);
+                    tl_a = tl_max(tl_a, v_mx[tl_j]);
                 }
             }
             #pragma unroll
@@ -890,20 +890,20 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *x, float *y,
                 const float tl_x = ((const float *)(tl_smem + 512))[tl_w];
                 tl_a = tl_max(tl_a, tl_x);
             }
-            rowmax = tl_a;
+            v_rowmax = tl_a;
         }
         // examples/softmax.tile:23
-        float den[32];
+        float v_den[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 16383;
-            den[tl_j] = ((float)0);
+            v_den[tl_j] = ((float)0);
         }
         // examples/softmax.tile:24
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/softmax.tile:25
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/softmax.tile:26
             float tl_t4[32];
             #pragma unroll
@@ -911,11 +911,11 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *x, float *y,
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -930,13 +930,13 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *x, float *y,
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
-                tl_n5[tl_j] = (den[tl_j] + expf((tl_t4[tl_j] - rowmax)));
+                tl_n5[tl_j] = (v_den[tl_j] + expf((tl_t4[tl_j] - v_rowmax)));
             }
             #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) den[tl_j] = tl_n5[tl_j];
+            for (int tl_j = 0; tl_j < 32; ++tl_j) v_den[tl_j] = tl_n5[tl_j];
         }
         // examples/softmax.tile:28
-        float total;
+        float v_total;
         {
             float tl_a = ((float)0);
             #pragma unroll
@@ -944,7 +944,7 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *x, float *y,
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
                 {
-                    tl_a = tl_a + den[tl_j];
+                    tl_a = tl_a + v_den[tl_j];
                 }
             }
             #pragma unroll
@@ -961,12 +961,12 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *x, float *y,
                 const float tl_x = ((const float *)(tl_smem + 768))[tl_w];
                 tl_a = tl_a + tl_x;
             }
-            total = tl_a;
+            v_total = tl_a;
         }
         // examples/softmax.tile:29
-        for (int c0 = 0; c0 < cols; c0 += BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
             // examples/softmax.tile:30
-            // c: index tile computed where it is used
+            // v_c: index tile computed where it is used
             // examples/softmax.tile:31
             float tl_t6[32];
             #pragma unroll
@@ -974,11 +974,11 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *x, float *y,
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
-                const float *tl_p = ((x + base) + (c0 + tl_i0));
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -993,15 +993,15 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *x, float *y,
                 const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 16383;
-                float *tl_p = ((y + base) + (c0 + tl_i0));
-                const float tl_v0 = (expf((tl_t6[tl_j] - rowmax)) / total);
-                const bool tl_m0 = ((c0 + tl_i0) < cols);
-                const float tl_v1 = (expf((tl_t6[tl_j + 1] - rowmax)) / total);
-                const bool tl_m1 = ((c0 + (tl_i0 + 1)) < cols);
-                const float tl_v2 = (expf((tl_t6[tl_j + 2] - rowmax)) / total);
-                const bool tl_m2 = ((c0 + (tl_i0 + 2)) < cols);
-                const float tl_v3 = (expf((tl_t6[tl_j + 3] - rowmax)) / total);
-                const bool tl_m3 = ((c0 + (tl_i0 + 3)) < cols);
+                float *tl_p = ((v_y + v_base) + (v_c0 + tl_i0));
+                const float tl_v0 = (expf((tl_t6[tl_j] - v_rowmax)) / v_total);
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const float tl_v1 = (expf((tl_t6[tl_j + 1] - v_rowmax)) / v_total);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const float tl_v2 = (expf((tl_t6[tl_j + 2] - v_rowmax)) / v_total);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const float tl_v3 = (expf((tl_t6[tl_j + 3] - v_rowmax)) / v_total);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;

@@ -400,12 +400,12 @@ void block_release(block_module *M, tilec_tensor *t)
     t->data = 0;
 }
 
-int block_run(block_module *M, const tilec_tensor *x, const tilec_tensor *w, tilec_tensor *out_y, tilec_tensor *out_s, tilec_tensor *out_flat, char *err, size_t errlen)
+int block_run(block_module *M, const tilec_tensor *t_x, const tilec_tensor *t_w, tilec_tensor *out_y, tilec_tensor *out_s, tilec_tensor *out_flat, char *err, size_t errlen)
 {
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
-    tilec_tensor b_x = {0};
-    tilec_tensor b_w = {0};
+    tilec_tensor b_x __attribute__((unused)) = {0};
+    tilec_tensor b_w __attribute__((unused)) = {0};
     tilec_tensor b_t = {0};
     tilec_tensor b_h = {0};
     tilec_tensor b_y = {0};
@@ -414,22 +414,22 @@ int block_run(block_module *M, const tilec_tensor *x, const tilec_tensor *w, til
     tilec_tensor b_idx = {0};
     /* kernel scale_shift: 1 variant, built by block_load */
     /* kernel relu_add: 1 variant, built by block_load */
-    if (!x || x->dtype != TILEC_DT_F32 || x->rank != 2)
+    if (!t_x || t_x->dtype != TILEC_DT_F32 || t_x->rank != 2)
         return tl_fail(err, errlen, "block: x must be a f32 tensor of rank 2");
-    const int64_t s_R __attribute__((unused)) = x->sizes[0];
-    const int64_t s_C __attribute__((unused)) = x->sizes[1];
-    if (!tl_contiguous(x))
+    const int64_t s_R __attribute__((unused)) = t_x->sizes[0];
+    const int64_t s_C __attribute__((unused)) = t_x->sizes[1];
+    if (!tl_contiguous(t_x))
         return tl_fail(err, errlen, "block: x must be contiguous (row-major)");
-    b_x = *x;
-    if (!w || w->dtype != TILEC_DT_F32 || w->rank != 2)
+    b_x = *t_x;
+    if (!t_w || t_w->dtype != TILEC_DT_F32 || t_w->rank != 2)
         return tl_fail(err, errlen, "block: w must be a f32 tensor of rank 2");
-    if (w->sizes[0] != (s_C))
-        return tl_fail(err, errlen, "block: dimension 0 of w is %lld, but C is %lld", (long long)w->sizes[0], (long long)(s_C));
-    if (w->sizes[1] != (s_C))
-        return tl_fail(err, errlen, "block: dimension 1 of w is %lld, but C is %lld", (long long)w->sizes[1], (long long)(s_C));
-    if (!tl_contiguous(w))
+    if (t_w->sizes[0] != (s_C))
+        return tl_fail(err, errlen, "block: dimension 0 of w is %lld, but C is %lld", (long long)t_w->sizes[0], (long long)(s_C));
+    if (t_w->sizes[1] != (s_C))
+        return tl_fail(err, errlen, "block: dimension 1 of w is %lld, but C is %lld", (long long)t_w->sizes[1], (long long)(s_C));
+    if (!tl_contiguous(t_w))
         return tl_fail(err, errlen, "block: w must be contiguous (row-major)");
-    b_w = *w;
+    b_w = *t_w;
     /* scale and shift the input */
     /* alloc t: f32, 4*s_C*s_R bytes */
     if (tl_alloc(M, &b_t, "t", TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))

@@ -21,6 +21,6 @@ tilec_externs *block_externs(block_module *m);
 void block_release(block_module *m, tilec_tensor *t);
 /* Run the graph. Inputs must be contiguous; the outputs are allocated here and handed over
    (free each with tilec_rt_free unless it is a view of another). 0, or 1 with a message. */
-int block_run(block_module *m, const tilec_tensor *x, const tilec_tensor *w, tilec_tensor *out_y, tilec_tensor *out_s, tilec_tensor *out_flat, char *err, size_t errlen);
+int block_run(block_module *m, const tilec_tensor *t_x, const tilec_tensor *t_w, tilec_tensor *out_y, tilec_tensor *out_s, tilec_tensor *out_flat, char *err, size_t errlen);
 
 #endif

@@ -404,11 +404,11 @@ void chain_release(chain_module *M, tilec_tensor *t)
     t->data = 0;
 }
 
-int chain_run(chain_module *M, const tilec_tensor *x, tilec_tensor *out_y, tilec_tensor *out_h, char *err, size_t errlen)
+int chain_run(chain_module *M, const tilec_tensor *t_x, tilec_tensor *out_y, tilec_tensor *out_h, char *err, size_t errlen)
 {
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
-    tilec_tensor b_x = {0};
+    tilec_tensor b_x __attribute__((unused)) = {0};
     tilec_tensor b_a = {0};
     tilec_tensor b_b = {0};
     tilec_tensor b_c = {0};
@@ -418,13 +418,13 @@ int chain_run(chain_module *M, const tilec_tensor *x, tilec_tensor *out_y, tilec
     /* kernel scale_shift: 1 variant, built by chain_load */
     /* kernel softmax: 2 variants, built by chain_load */
     /* kernel to_half: 1 variant, built by chain_load */
-    if (!x || x->dtype != TILEC_DT_F32 || x->rank != 2)
+    if (!t_x || t_x->dtype != TILEC_DT_F32 || t_x->rank != 2)
         return tl_fail(err, errlen, "chain: x must be a f32 tensor of rank 2");
-    const int64_t s_R __attribute__((unused)) = x->sizes[0];
-    const int64_t s_C __attribute__((unused)) = x->sizes[1];
-    if (!tl_contiguous(x))
+    const int64_t s_R __attribute__((unused)) = t_x->sizes[0];
+    const int64_t s_C __attribute__((unused)) = t_x->sizes[1];
+    if (!tl_contiguous(t_x))
         return tl_fail(err, errlen, "chain: x must be contiguous (row-major)");
-    b_x = *x;
+    b_x = *t_x;
     /* four steps; each intermediate dies after the next one */
     /* alloc a: f32, 4*s_C*s_R bytes */
     if (tl_alloc(M, &b_a, "a", TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))

@@ -21,6 +21,6 @@ tilec_externs *chain_externs(chain_module *m);
 void chain_release(chain_module *m, tilec_tensor *t);
 /* Run the graph. Inputs must be contiguous; the outputs are allocated here and handed over
    (free each with tilec_rt_free unless it is a view of another). 0, or 1 with a message. */
-int chain_run(chain_module *m, const tilec_tensor *x, tilec_tensor *out_y, tilec_tensor *out_h, char *err, size_t errlen);
+int chain_run(chain_module *m, const tilec_tensor *t_x, tilec_tensor *out_y, tilec_tensor *out_h, char *err, size_t errlen);
 
 #endif

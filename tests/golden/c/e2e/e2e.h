@@ -21,6 +21,6 @@ tilec_externs *e2e_externs(e2e_module *m);
 void e2e_release(e2e_module *m, tilec_tensor *t);
 /* Run the graph. Inputs must be contiguous; the outputs are allocated here and handed over
    (free each with tilec_rt_free unless it is a view of another). 0, or 1 with a message. */
-int e2e_run(e2e_module *m, const tilec_tensor *x, const tilec_tensor *y, const tilec_tensor *w, const tilec_tensor *b, tilec_tensor *out_s, char *err, size_t errlen);
+int e2e_run(e2e_module *m, const tilec_tensor *t_x, const tilec_tensor *t_y, const tilec_tensor *t_w, const tilec_tensor *t_b, tilec_tensor *out_s, char *err, size_t errlen);
 
 #endif

@@ -437,50 +437,50 @@ void e2e_fused_release(e2e_fused_module *M, tilec_tensor *t)
     t->data = 0;
 }
 
-int e2e_fused_run(e2e_fused_module *M, const tilec_tensor *x, const tilec_tensor *y, const tilec_tensor *w, const tilec_tensor *b, tilec_tensor *out_s, char *err, size_t errlen)
+int e2e_fused_run(e2e_fused_module *M, const tilec_tensor *t_x, const tilec_tensor *t_y, const tilec_tensor *t_w, const tilec_tensor *t_b, tilec_tensor *out_s, char *err, size_t errlen)
 {
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
-    tilec_tensor b_x = {0};
-    tilec_tensor b_y = {0};
-    tilec_tensor b_w = {0};
-    tilec_tensor b_b = {0};
+    tilec_tensor b_x __attribute__((unused)) = {0};
+    tilec_tensor b_y __attribute__((unused)) = {0};
+    tilec_tensor b_w __attribute__((unused)) = {0};
+    tilec_tensor b_b __attribute__((unused)) = {0};
     tilec_tensor b_v = {0};
     tilec_tensor b_p = {0};
     tilec_tensor b_s = {0};
     /* kernel ln_softmax_relu_plus: 1 variant, built by e2e_fused_load */
     /* kernel colsum_part: 1 variant, built by e2e_fused_load */
     /* kernel colsum: 1 variant, built by e2e_fused_load */
-    if (!x || x->dtype != TILEC_DT_F32 || x->rank != 2)
+    if (!t_x || t_x->dtype != TILEC_DT_F32 || t_x->rank != 2)
         return tl_fail(err, errlen, "e2e_fused: x must be a f32 tensor of rank 2");
-    const int64_t s_R __attribute__((unused)) = x->sizes[0];
-    const int64_t s_C __attribute__((unused)) = x->sizes[1];
-    if (!tl_contiguous(x))
+    const int64_t s_R __attribute__((unused)) = t_x->sizes[0];
+    const int64_t s_C __attribute__((unused)) = t_x->sizes[1];
+    if (!tl_contiguous(t_x))
         return tl_fail(err, errlen, "e2e_fused: x must be contiguous (row-major)");
-    b_x = *x;
-    if (!y || y->dtype != TILEC_DT_F32 || y->rank != 2)
+    b_x = *t_x;
+    if (!t_y || t_y->dtype != TILEC_DT_F32 || t_y->rank != 2)
         return tl_fail(err, errlen, "e2e_fused: y must be a f32 tensor of rank 2");
-    if (y->sizes[0] != (s_R))
-        return tl_fail(err, errlen, "e2e_fused: dimension 0 of y is %lld, but R is %lld", (long long)y->sizes[0], (long long)(s_R));
-    if (y->sizes[1] != (s_C))
-        return tl_fail(err, errlen, "e2e_fused: dimension 1 of y is %lld, but C is %lld", (long long)y->sizes[1], (long long)(s_C));
-    if (!tl_contiguous(y))
+    if (t_y->sizes[0] != (s_R))
+        return tl_fail(err, errlen, "e2e_fused: dimension 0 of y is %lld, but R is %lld", (long long)t_y->sizes[0], (long long)(s_R));
+    if (t_y->sizes[1] != (s_C))
+        return tl_fail(err, errlen, "e2e_fused: dimension 1 of y is %lld, but C is %lld", (long long)t_y->sizes[1], (long long)(s_C));
+    if (!tl_contiguous(t_y))
         return tl_fail(err, errlen, "e2e_fused: y must be contiguous (row-major)");
-    b_y = *y;
-    if (!w || w->dtype != TILEC_DT_F32 || w->rank != 1)
+    b_y = *t_y;
+    if (!t_w || t_w->dtype != TILEC_DT_F32 || t_w->rank != 1)
         return tl_fail(err, errlen, "e2e_fused: w must be a f32 tensor of rank 1");
-    if (w->sizes[0] != (s_C))
-        return tl_fail(err, errlen, "e2e_fused: dimension 0 of w is %lld, but C is %lld", (long long)w->sizes[0], (long long)(s_C));
-    if (!tl_contiguous(w))
+    if (t_w->sizes[0] != (s_C))
+        return tl_fail(err, errlen, "e2e_fused: dimension 0 of w is %lld, but C is %lld", (long long)t_w->sizes[0], (long long)(s_C));
+    if (!tl_contiguous(t_w))
         return tl_fail(err, errlen, "e2e_fused: w must be contiguous (row-major)");
-    b_w = *w;
-    if (!b || b->dtype != TILEC_DT_F32 || b->rank != 1)
+    b_w = *t_w;
+    if (!t_b || t_b->dtype != TILEC_DT_F32 || t_b->rank != 1)
         return tl_fail(err, errlen, "e2e_fused: b must be a f32 tensor of rank 1");
-    if (b->sizes[0] != (s_C))
-        return tl_fail(err, errlen, "e2e_fused: dimension 0 of b is %lld, but C is %lld", (long long)b->sizes[0], (long long)(s_C));
-    if (!tl_contiguous(b))
+    if (t_b->sizes[0] != (s_C))
+        return tl_fail(err, errlen, "e2e_fused: dimension 0 of b is %lld, but C is %lld", (long long)t_b->sizes[0], (long long)(s_C));
+    if (!tl_contiguous(t_b))
         return tl_fail(err, errlen, "e2e_fused: b must be contiguous (row-major)");
-    b_b = *b;
+    b_b = *t_b;
     /* the same function: one fused row kernel, then the column sum */
     /* alloc v: f32, 4*s_C*s_R bytes */
     if (tl_alloc(M, &b_v, "v", TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))

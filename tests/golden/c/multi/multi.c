@@ -395,12 +395,12 @@ void multi_release(multi_module *M, tilec_tensor *t)
     t->data = 0;
 }
 
-int multi_run(multi_module *M, const tilec_tensor *x, const tilec_tensor *bias, tilec_tensor *out_out, tilec_tensor *out_lo, char *err, size_t errlen)
+int multi_run(multi_module *M, const tilec_tensor *t_x, const tilec_tensor *t_bias, tilec_tensor *out_out, tilec_tensor *out_lo, char *err, size_t errlen)
 {
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
-    tilec_tensor b_x = {0};
-    tilec_tensor b_bias = {0};
+    tilec_tensor b_x __attribute__((unused)) = {0};
+    tilec_tensor b_bias __attribute__((unused)) = {0};
     tilec_tensor b_vals = {0};
     tilec_tensor b_idx = {0};
     tilec_tensor b_tmp = {0};
@@ -408,20 +408,20 @@ int multi_run(multi_module *M, const tilec_tensor *x, const tilec_tensor *bias, 
     tilec_tensor b_hi = {0};
     tilec_tensor b_out = {0};
     /* kernel add: 1 variant, built by multi_load */
-    if (!x || x->dtype != TILEC_DT_F32 || x->rank != 2)
+    if (!t_x || t_x->dtype != TILEC_DT_F32 || t_x->rank != 2)
         return tl_fail(err, errlen, "multi: x must be a f32 tensor of rank 2");
-    const int64_t s_R __attribute__((unused)) = x->sizes[0];
-    const int64_t s_C __attribute__((unused)) = x->sizes[1];
-    if (!tl_contiguous(x))
+    const int64_t s_R __attribute__((unused)) = t_x->sizes[0];
+    const int64_t s_C __attribute__((unused)) = t_x->sizes[1];
+    if (!tl_contiguous(t_x))
         return tl_fail(err, errlen, "multi: x must be contiguous (row-major)");
-    b_x = *x;
-    if (!bias || bias->dtype != TILEC_DT_F32 || bias->rank != 1)
+    b_x = *t_x;
+    if (!t_bias || t_bias->dtype != TILEC_DT_F32 || t_bias->rank != 1)
         return tl_fail(err, errlen, "multi: bias must be a f32 tensor of rank 1");
-    if (bias->sizes[0] != (s_R))
-        return tl_fail(err, errlen, "multi: dimension 0 of bias is %lld, but R is %lld", (long long)bias->sizes[0], (long long)(s_R));
-    if (!tl_contiguous(bias))
+    if (t_bias->sizes[0] != (s_R))
+        return tl_fail(err, errlen, "multi: dimension 0 of bias is %lld, but R is %lld", (long long)t_bias->sizes[0], (long long)(s_R));
+    if (!tl_contiguous(t_bias))
         return tl_fail(err, errlen, "multi: bias must be contiguous (row-major)");
-    b_bias = *bias;
+    b_bias = *t_bias;
     if (tl_alloc(M, &b_vals, "vals", TILEC_DT_F32, 1, (const int64_t[]){s_R}, &tl_live, err, errlen))
         goto tl_out;
     if (tl_alloc(M, &b_idx, "idx", TILEC_DT_I32, 1, (const int64_t[]){s_R}, &tl_live, err, errlen))

@@ -21,6 +21,6 @@ tilec_externs *multi_externs(multi_module *m);
 void multi_release(multi_module *m, tilec_tensor *t);
 /* Run the graph. Inputs must be contiguous; the outputs are allocated here and handed over
    (free each with tilec_rt_free unless it is a view of another). 0, or 1 with a message. */
-int multi_run(multi_module *m, const tilec_tensor *x, const tilec_tensor *bias, tilec_tensor *out_out, tilec_tensor *out_lo, char *err, size_t errlen);
+int multi_run(multi_module *m, const tilec_tensor *t_x, const tilec_tensor *t_bias, tilec_tensor *out_out, tilec_tensor *out_lo, char *err, size_t errlen);
 
 #endif

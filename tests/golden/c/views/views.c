@@ -395,11 +395,11 @@ void views_release(views_module *M, tilec_tensor *t)
     t->data = 0;
 }
 
-int views_run(views_module *M, const tilec_tensor *x, int32_t p_k, tilec_tensor *out_flat, tilec_tensor *out_z, char *err, size_t errlen)
+int views_run(views_module *M, const tilec_tensor *t_x, int32_t p_k, tilec_tensor *out_flat, tilec_tensor *out_z, char *err, size_t errlen)
 {
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
-    tilec_tensor b_x = {0};
+    tilec_tensor b_x __attribute__((unused)) = {0};
     tilec_tensor b_xf = {0};
     tilec_tensor b_a = {0};
     tilec_tensor b_af = {0};
@@ -409,14 +409,15 @@ int views_run(views_module *M, const tilec_tensor *x, int32_t p_k, tilec_tensor 
     tilec_tensor b_d = {0};
     tilec_tensor b_flat = {0};
     tilec_tensor b_z = {0};
+    (void)p_k;
     /* kernel copy: 1 variant, built by views_load */
-    if (!x || x->dtype != TILEC_DT_F32 || x->rank != 2)
+    if (!t_x || t_x->dtype != TILEC_DT_F32 || t_x->rank != 2)
         return tl_fail(err, errlen, "views: x must be a f32 tensor of rank 2");
-    const int64_t s_R __attribute__((unused)) = x->sizes[0];
-    const int64_t s_C __attribute__((unused)) = x->sizes[1];
-    if (!tl_contiguous(x))
+    const int64_t s_R __attribute__((unused)) = t_x->sizes[0];
+    const int64_t s_C __attribute__((unused)) = t_x->sizes[1];
+    if (!tl_contiguous(t_x))
         return tl_fail(err, errlen, "views: x must be contiguous (row-major)");
-    b_x = *x;
+    b_x = *t_x;
     /* view: xf of x */
     tl_shape(&b_xf, b_x.data + (uint64_t)(0) * 4, TILEC_DT_F32, 1, (const int64_t[]){s_C*s_R});
     /* alloc a: f32, 4*s_C*s_R bytes */

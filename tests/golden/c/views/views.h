@@ -21,6 +21,6 @@ tilec_externs *views_externs(views_module *m);
 void views_release(views_module *m, tilec_tensor *t);
 /* Run the graph. Inputs must be contiguous; the outputs are allocated here and handed over
    (free each with tilec_rt_free unless it is a view of another). 0, or 1 with a message. */
-int views_run(views_module *m, const tilec_tensor *x, int32_t p_k, tilec_tensor *out_flat, tilec_tensor *out_z, char *err, size_t errlen);
+int views_run(views_module *m, const tilec_tensor *t_x, int32_t p_k, tilec_tensor *out_flat, tilec_tensor *out_z, char *err, size_t errlen);
 
 #endif

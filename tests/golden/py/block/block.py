@@ -94,43 +94,43 @@ def call(x, w):
     flat: f32[C*R] (a tuple of tilec.Buffer). Raises ValueError when an
     argument does not fit, before any GPU work.
     """
-    x_info = tilec.tensor_info(x)
-    if x_info is None or x_info.dtype != "f32" or len(x_info.shape) != 2:
+    _x_info = tilec.tensor_info(x)
+    if _x_info is None or _x_info.dtype != "f32" or len(_x_info.shape) != 2:
         raise ValueError("block: x must be a f32 tensor of rank 2")
-    R, C = x_info.shape
-    if not x_info.contiguous:
+    _R_s, _C_s = _x_info.shape
+    if not _x_info.contiguous:
         raise ValueError("block: x must be contiguous (row-major)")
-    if not x_info.on_device:
+    if not _x_info.on_device:
         raise ValueError("block: x must be in device memory")
-    w_info = tilec.tensor_info(w)
-    if w_info is None or w_info.dtype != "f32" or len(w_info.shape) != 2:
+    _w_info = tilec.tensor_info(w)
+    if _w_info is None or _w_info.dtype != "f32" or len(_w_info.shape) != 2:
         raise ValueError("block: w must be a f32 tensor of rank 2")
-    if w_info.shape[0] != C:
-        raise ValueError(f"block: dimension 0 of w is {w_info.shape[0]}, but C is {C}")
-    if w_info.shape[1] != C:
-        raise ValueError(f"block: dimension 1 of w is {w_info.shape[1]}, but C is {C}")
-    if not w_info.contiguous:
+    if _w_info.shape[0] != _C_s:
+        raise ValueError(f"block: dimension 0 of w is {_w_info.shape[0]}, but C is {_C_s}")
+    if _w_info.shape[1] != _C_s:
+        raise ValueError(f"block: dimension 1 of w is {_w_info.shape[1]}, but C is {_C_s}")
+    if not _w_info.contiguous:
         raise ValueError("block: w must be contiguous (row-major)")
-    if not w_info.on_device:
+    if not _w_info.on_device:
         raise ValueError("block: w must be in device memory")
     device = load().device
     kernels, pool = _kernels, _pool
     ext = externs()
-    x = tilec.as_buffer(x, x_info, device)
-    w = tilec.as_buffer(w, w_info, device)
+    x = tilec.as_buffer(x, _x_info, device)
+    w = tilec.as_buffer(w, _w_info, device)
     # scale and shift the input
-    t = pool.alloc((R, C), "f32")
-    if not -0x80000000 <= C * R <= 0x7fffffff:
-        raise ValueError(f"block: argument 'n' of scale_shift (C*R) is {C * R}, which does not fit i32")
-    kernels["scale_shift"](x, t, C * R, 0.5, 1.0)
+    t = pool.alloc((_R_s, _C_s), "f32")
+    if not -0x80000000 <= _C_s * _R_s <= 0x7fffffff:
+        raise ValueError(f"block: argument 'n' of scale_shift (C*R) is {_C_s * _R_s}, which does not fit i32")
+    kernels["scale_shift"](x, t, _C_s * _R_s, 0.5, 1.0)
     # project: cuBLAS allocates h
-    h = pool.alloc((R, C), "f32")
+    h = pool.alloc((_R_s, _C_s), "f32")
     ext.call("cublas.sgemm", [t, w], [h], device)
-    y = pool.take(t, (R, C), "f32")  # the storage of t
-    kernels["relu_add"](h, x, y, C * R)
-    flat = y.view((C * R,), "f32")
-    s = pool.alloc((R,), "f32")
-    idx = pool.alloc((R,), "i32")
+    y = pool.take(t, (_R_s, _C_s), "f32")  # the storage of t
+    kernels["relu_add"](h, x, y, _C_s * _R_s)
+    flat = y.view((_C_s * _R_s,), "f32")
+    s = pool.alloc((_R_s,), "f32")
+    idx = pool.alloc((_R_s,), "i32")
     ext.call("my_lib_topk2", [h], [s, idx], device)
     pool.release(h)
     pool.release(idx)
@@ -140,14 +140,14 @@ def call(x, w):
 def main(argv):
     """`python3 -m block R=1024 C=1024 [iters=50]`: the median time of call() on random inputs."""
     args = dict(a.split("=", 1) for a in argv if "=" in a)
-    R = int(args.get("R", 1024))
-    C = int(args.get("C", 1024))
+    _R_s = int(args.get("R", 1024))
+    _C_s = int(args.get("C", 1024))
     iters = max(int(args.get("iters", 50)), 1)
     t0 = time.perf_counter()
     module = load()
     print(f"block: load {(time.perf_counter() - t0) * 1e3:.2f} ms")
-    x = tilec.random_buffer((R, C), "f32", seed=1, device_=module.device)
-    w = tilec.random_buffer((C, C), "f32", seed=2, device_=module.device)
+    x = tilec.random_buffer((_R_s, _C_s), "f32", seed=1, device_=module.device)
+    w = tilec.random_buffer((_C_s, _C_s), "f32", seed=2, device_=module.device)
     times = []
     for it in range(-3, iters):
         module.device.synchronize()

@@ -106,36 +106,36 @@ def call(x):
     tilec.Buffer). Raises ValueError when an argument does not fit, before any
     GPU work.
     """
-    x_info = tilec.tensor_info(x)
-    if x_info is None or x_info.dtype != "f32" or len(x_info.shape) != 2:
+    _x_info = tilec.tensor_info(x)
+    if _x_info is None or _x_info.dtype != "f32" or len(_x_info.shape) != 2:
         raise ValueError("chain: x must be a f32 tensor of rank 2")
-    R, C = x_info.shape
-    if not x_info.contiguous:
+    _R_s, _C_s = _x_info.shape
+    if not _x_info.contiguous:
         raise ValueError("chain: x must be contiguous (row-major)")
-    if not x_info.on_device:
+    if not _x_info.on_device:
         raise ValueError("chain: x must be in device memory")
     device = load().device
     kernels, pool = _kernels, _pool
-    x = tilec.as_buffer(x, x_info, device)
+    x = tilec.as_buffer(x, _x_info, device)
     # four steps; each intermediate dies after the next one
-    a = pool.alloc((R, C), "f32")
-    if not -0x80000000 <= C * R <= 0x7fffffff:
-        raise ValueError(f"chain: argument 'n' of scale_shift (C*R) is {C * R}, which does not fit i32")
-    kernels["scale_shift"](x, a, C * R, 2.0, 0.0)
-    b = pool.alloc((R, C), "f32")
-    kernels["scale_shift"](a, b, C * R, 1.0, -1.0)
-    c = pool.take(a, (R, C), "f32")  # the storage of a
-    if not -0x80000000 <= R <= 0x7fffffff:
-        raise ValueError(f"chain: argument 'rows' of softmax (R) is {R}, which does not fit i32")
-    if not -0x80000000 <= C <= 0x7fffffff:
-        raise ValueError(f"chain: argument 'cols' of softmax (C) is {C}, which does not fit i32")
-    kernels["softmax"](b, c, R, C)
-    d = pool.take(b, (R, C), "f32")  # the storage of b
-    kernels["scale_shift"](c, d, C * R, 0.5, 0.0)
-    h = pool.alloc((R, C), "f16")
-    kernels["to_half"](d, h, C * R)
-    y = pool.take(c, (R, C), "f32")  # the storage of c
-    kernels["scale_shift"](d, y, C * R, 1.0, 0.0)
+    a = pool.alloc((_R_s, _C_s), "f32")
+    if not -0x80000000 <= _C_s * _R_s <= 0x7fffffff:
+        raise ValueError(f"chain: argument 'n' of scale_shift (C*R) is {_C_s * _R_s}, which does not fit i32")
+    kernels["scale_shift"](x, a, _C_s * _R_s, 2.0, 0.0)
+    b = pool.alloc((_R_s, _C_s), "f32")
+    kernels["scale_shift"](a, b, _C_s * _R_s, 1.0, -1.0)
+    c = pool.take(a, (_R_s, _C_s), "f32")  # the storage of a
+    if not -0x80000000 <= _R_s <= 0x7fffffff:
+        raise ValueError(f"chain: argument 'rows' of softmax (R) is {_R_s}, which does not fit i32")
+    if not -0x80000000 <= _C_s <= 0x7fffffff:
+        raise ValueError(f"chain: argument 'cols' of softmax (C) is {_C_s}, which does not fit i32")
+    kernels["softmax"](b, c, _R_s, _C_s)
+    d = pool.take(b, (_R_s, _C_s), "f32")  # the storage of b
+    kernels["scale_shift"](c, d, _C_s * _R_s, 0.5, 0.0)
+    h = pool.alloc((_R_s, _C_s), "f16")
+    kernels["to_half"](d, h, _C_s * _R_s)
+    y = pool.take(c, (_R_s, _C_s), "f32")  # the storage of c
+    kernels["scale_shift"](d, y, _C_s * _R_s, 1.0, 0.0)
     pool.release(d)
     return y, h
 
@@ -143,13 +143,13 @@ def call(x):
 def main(argv):
     """`python3 -m chain R=1024 C=1024 [iters=50]`: the median time of call() on random inputs."""
     args = dict(a.split("=", 1) for a in argv if "=" in a)
-    R = int(args.get("R", 1024))
-    C = int(args.get("C", 1024))
+    _R_s = int(args.get("R", 1024))
+    _C_s = int(args.get("C", 1024))
     iters = max(int(args.get("iters", 50)), 1)
     t0 = time.perf_counter()
     module = load()
     print(f"chain: load {(time.perf_counter() - t0) * 1e3:.2f} ms")
-    x = tilec.random_buffer((R, C), "f32", seed=1, device_=module.device)
+    x = tilec.random_buffer((_R_s, _C_s), "f32", seed=1, device_=module.device)
     times = []
     for it in range(-3, iters):
         module.device.synchronize()

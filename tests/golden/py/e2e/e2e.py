@@ -178,72 +178,72 @@ def call(x, y, w, b):
     s: f32[C] (a tilec.Buffer). Raises ValueError when an argument does not
     fit, before any GPU work.
     """
-    x_info = tilec.tensor_info(x)
-    if x_info is None or x_info.dtype != "f32" or len(x_info.shape) != 2:
+    _x_info = tilec.tensor_info(x)
+    if _x_info is None or _x_info.dtype != "f32" or len(_x_info.shape) != 2:
         raise ValueError("e2e: x must be a f32 tensor of rank 2")
-    R, C = x_info.shape
-    if not x_info.contiguous:
+    _R_s, _C_s = _x_info.shape
+    if not _x_info.contiguous:
         raise ValueError("e2e: x must be contiguous (row-major)")
-    if not x_info.on_device:
+    if not _x_info.on_device:
         raise ValueError("e2e: x must be in device memory")
-    y_info = tilec.tensor_info(y)
-    if y_info is None or y_info.dtype != "f32" or len(y_info.shape) != 2:
+    _y_info = tilec.tensor_info(y)
+    if _y_info is None or _y_info.dtype != "f32" or len(_y_info.shape) != 2:
         raise ValueError("e2e: y must be a f32 tensor of rank 2")
-    if y_info.shape[0] != R:
-        raise ValueError(f"e2e: dimension 0 of y is {y_info.shape[0]}, but R is {R}")
-    if y_info.shape[1] != C:
-        raise ValueError(f"e2e: dimension 1 of y is {y_info.shape[1]}, but C is {C}")
-    if not y_info.contiguous:
+    if _y_info.shape[0] != _R_s:
+        raise ValueError(f"e2e: dimension 0 of y is {_y_info.shape[0]}, but R is {_R_s}")
+    if _y_info.shape[1] != _C_s:
+        raise ValueError(f"e2e: dimension 1 of y is {_y_info.shape[1]}, but C is {_C_s}")
+    if not _y_info.contiguous:
         raise ValueError("e2e: y must be contiguous (row-major)")
-    if not y_info.on_device:
+    if not _y_info.on_device:
         raise ValueError("e2e: y must be in device memory")
-    w_info = tilec.tensor_info(w)
-    if w_info is None or w_info.dtype != "f32" or len(w_info.shape) != 1:
+    _w_info = tilec.tensor_info(w)
+    if _w_info is None or _w_info.dtype != "f32" or len(_w_info.shape) != 1:
         raise ValueError("e2e: w must be a f32 tensor of rank 1")
-    if w_info.shape[0] != C:
-        raise ValueError(f"e2e: dimension 0 of w is {w_info.shape[0]}, but C is {C}")
-    if not w_info.contiguous:
+    if _w_info.shape[0] != _C_s:
+        raise ValueError(f"e2e: dimension 0 of w is {_w_info.shape[0]}, but C is {_C_s}")
+    if not _w_info.contiguous:
         raise ValueError("e2e: w must be contiguous (row-major)")
-    if not w_info.on_device:
+    if not _w_info.on_device:
         raise ValueError("e2e: w must be in device memory")
-    b_info = tilec.tensor_info(b)
-    if b_info is None or b_info.dtype != "f32" or len(b_info.shape) != 1:
+    _b_info = tilec.tensor_info(b)
+    if _b_info is None or _b_info.dtype != "f32" or len(_b_info.shape) != 1:
         raise ValueError("e2e: b must be a f32 tensor of rank 1")
-    if b_info.shape[0] != C:
-        raise ValueError(f"e2e: dimension 0 of b is {b_info.shape[0]}, but C is {C}")
-    if not b_info.contiguous:
+    if _b_info.shape[0] != _C_s:
+        raise ValueError(f"e2e: dimension 0 of b is {_b_info.shape[0]}, but C is {_C_s}")
+    if not _b_info.contiguous:
         raise ValueError("e2e: b must be contiguous (row-major)")
-    if not b_info.on_device:
+    if not _b_info.on_device:
         raise ValueError("e2e: b must be in device memory")
     device = load().device
     kernels, pool = _kernels, _pool
-    x = tilec.as_buffer(x, x_info, device)
-    y = tilec.as_buffer(y, y_info, device)
-    w = tilec.as_buffer(w, w_info, device)
-    b = tilec.as_buffer(b, b_info, device)
+    x = tilec.as_buffer(x, _x_info, device)
+    y = tilec.as_buffer(y, _y_info, device)
+    w = tilec.as_buffer(w, _w_info, device)
+    b = tilec.as_buffer(b, _b_info, device)
     # normalise, softmax, relu(+y), and sum the columns
-    t = pool.alloc((R, C), "f32")
-    if not -0x80000000 <= R <= 0x7fffffff:
-        raise ValueError(f"e2e: argument 'rows' of ln_rows (R) is {R}, which does not fit i32")
-    if not -0x80000000 <= C <= 0x7fffffff:
-        raise ValueError(f"e2e: argument 'cols' of ln_rows (C) is {C}, which does not fit i32")
-    kernels["ln_rows"](x, w, b, t, R, C, 0.00001)
-    u = pool.alloc((R, C), "f32")
-    kernels["softmax_rows"](t, u, R, C)
-    v = pool.take(t, (R, C), "f32")  # the storage of t
-    if not -0x80000000 <= C * R <= 0x7fffffff:
-        raise ValueError(f"e2e: argument 'n' of relu_plus (C*R) is {C * R}, which does not fit i32")
-    kernels["relu_plus"](u, y, v, C * R)
+    t = pool.alloc((_R_s, _C_s), "f32")
+    if not -0x80000000 <= _R_s <= 0x7fffffff:
+        raise ValueError(f"e2e: argument 'rows' of ln_rows (R) is {_R_s}, which does not fit i32")
+    if not -0x80000000 <= _C_s <= 0x7fffffff:
+        raise ValueError(f"e2e: argument 'cols' of ln_rows (C) is {_C_s}, which does not fit i32")
+    kernels["ln_rows"](x, w, b, t, _R_s, _C_s, 0.00001)
+    u = pool.alloc((_R_s, _C_s), "f32")
+    kernels["softmax_rows"](t, u, _R_s, _C_s)
+    v = pool.take(t, (_R_s, _C_s), "f32")  # the storage of t
+    if not -0x80000000 <= _C_s * _R_s <= 0x7fffffff:
+        raise ValueError(f"e2e: argument 'n' of relu_plus (C*R) is {_C_s * _R_s}, which does not fit i32")
+    kernels["relu_plus"](u, y, v, _C_s * _R_s)
     pool.release(u)
-    p = pool.alloc((64, C), "f32")
-    if not -0x80000000 <= tilec.cdiv(R, 64) <= 0x7fffffff:
-        raise ValueError(f"e2e: argument 'per' of colsum_part (cdiv(R, 64)) is {tilec.cdiv(R, 64)}, which does not fit i32")
-    kernels["colsum_part"](v, p, R, C, tilec.cdiv(R, 64))
+    p = pool.alloc((64, _C_s), "f32")
+    if not -0x80000000 <= tilec.cdiv(_R_s, 64) <= 0x7fffffff:
+        raise ValueError(f"e2e: argument 'per' of colsum_part (cdiv(R, 64)) is {tilec.cdiv(_R_s, 64)}, which does not fit i32")
+    kernels["colsum_part"](v, p, _R_s, _C_s, tilec.cdiv(_R_s, 64))
     pool.release(v)
-    s = pool.alloc((C,), "f32")
+    s = pool.alloc((_C_s,), "f32")
     if not -0x80000000 <= 64 <= 0x7fffffff:
         raise ValueError(f"e2e: argument 'rows' of colsum (64) is {64}, which does not fit i32")
-    kernels["colsum"](p, s, 64, C)
+    kernels["colsum"](p, s, 64, _C_s)
     pool.release(p)
     return s
 
@@ -251,16 +251,16 @@ def call(x, y, w, b):
 def main(argv):
     """`python3 -m e2e R=1024 C=1024 [iters=50]`: the median time of call() on random inputs."""
     args = dict(a.split("=", 1) for a in argv if "=" in a)
-    R = int(args.get("R", 1024))
-    C = int(args.get("C", 1024))
+    _R_s = int(args.get("R", 1024))
+    _C_s = int(args.get("C", 1024))
     iters = max(int(args.get("iters", 50)), 1)
     t0 = time.perf_counter()
     module = load()
     print(f"e2e: load {(time.perf_counter() - t0) * 1e3:.2f} ms")
-    x = tilec.random_buffer((R, C), "f32", seed=1, device_=module.device)
-    y = tilec.random_buffer((R, C), "f32", seed=2, device_=module.device)
-    w = tilec.random_buffer((C,), "f32", seed=3, device_=module.device)
-    b = tilec.random_buffer((C,), "f32", seed=4, device_=module.device)
+    x = tilec.random_buffer((_R_s, _C_s), "f32", seed=1, device_=module.device)
+    y = tilec.random_buffer((_R_s, _C_s), "f32", seed=2, device_=module.device)
+    w = tilec.random_buffer((_C_s,), "f32", seed=3, device_=module.device)
+    b = tilec.random_buffer((_C_s,), "f32", seed=4, device_=module.device)
     times = []
     for it in range(-3, iters):
         module.device.synchronize()

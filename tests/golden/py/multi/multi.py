@@ -82,59 +82,59 @@ def call(x, bias):
     tuple of tilec.Buffer). Raises ValueError when an argument does not fit,
     before any GPU work.
     """
-    x_info = tilec.tensor_info(x)
-    if x_info is None or x_info.dtype != "f32" or len(x_info.shape) != 2:
+    _x_info = tilec.tensor_info(x)
+    if _x_info is None or _x_info.dtype != "f32" or len(_x_info.shape) != 2:
         raise ValueError("multi: x must be a f32 tensor of rank 2")
-    R, C = x_info.shape
-    if not x_info.contiguous:
+    _R_s, _C_s = _x_info.shape
+    if not _x_info.contiguous:
         raise ValueError("multi: x must be contiguous (row-major)")
-    if not x_info.on_device:
+    if not _x_info.on_device:
         raise ValueError("multi: x must be in device memory")
-    bias_info = tilec.tensor_info(bias)
-    if bias_info is None or bias_info.dtype != "f32" or len(bias_info.shape) != 1:
+    _bias_info = tilec.tensor_info(bias)
+    if _bias_info is None or _bias_info.dtype != "f32" or len(_bias_info.shape) != 1:
         raise ValueError("multi: bias must be a f32 tensor of rank 1")
-    if bias_info.shape[0] != R:
-        raise ValueError(f"multi: dimension 0 of bias is {bias_info.shape[0]}, but R is {R}")
-    if not bias_info.contiguous:
+    if _bias_info.shape[0] != _R_s:
+        raise ValueError(f"multi: dimension 0 of bias is {_bias_info.shape[0]}, but R is {_R_s}")
+    if not _bias_info.contiguous:
         raise ValueError("multi: bias must be contiguous (row-major)")
-    if not bias_info.on_device:
+    if not _bias_info.on_device:
         raise ValueError("multi: bias must be in device memory")
     device = load().device
     kernels, pool = _kernels, _pool
     ext = externs()
-    x = tilec.as_buffer(x, x_info, device)
-    bias = tilec.as_buffer(bias, bias_info, device)
-    vals = pool.alloc((R,), "f32")
-    idx = pool.alloc((R,), "i32")
+    x = tilec.as_buffer(x, _x_info, device)
+    bias = tilec.as_buffer(bias, _bias_info, device)
+    vals = pool.alloc((_R_s,), "f32")
+    idx = pool.alloc((_R_s,), "i32")
     ext.call("my_lib_topk2", [x], [vals, idx], device)
     pool.release(idx)
-    tmp = pool.alloc((R,), "f32")
+    tmp = pool.alloc((_R_s,), "f32")
     ext.call("my_lib.fill", [tmp], [tmp], device)
-    lo = pool.alloc((R,), "f32")
-    hi = pool.alloc((R,), "f32")
+    lo = pool.alloc((_R_s,), "f32")
+    hi = pool.alloc((_R_s,), "f32")
     ext.call("my_lib.minmax", [vals], [lo, hi], device)
     pool.release(vals)
-    out_ = pool.alloc((R,), "f32")
-    if not -0x80000000 <= R <= 0x7fffffff:
-        raise ValueError(f"multi: argument 'n' of add (R) is {R}, which does not fit i32")
-    kernels["add"](hi, tmp, out_, R)
+    out_ = pool.alloc((_R_s,), "f32")
+    if not -0x80000000 <= _R_s <= 0x7fffffff:
+        raise ValueError(f"multi: argument 'n' of add (R) is {_R_s}, which does not fit i32")
+    kernels["add"](hi, tmp, out_, _R_s)
     pool.release(tmp)
     pool.release(hi)
-    kernels["add"](out_, bias, out_, R)
+    kernels["add"](out_, bias, out_, _R_s)
     return out_, lo
 
 
 def main(argv):
     """`python3 -m multi R=1024 C=1024 [iters=50]`: the median time of call() on random inputs."""
     args = dict(a.split("=", 1) for a in argv if "=" in a)
-    R = int(args.get("R", 1024))
-    C = int(args.get("C", 1024))
+    _R_s = int(args.get("R", 1024))
+    _C_s = int(args.get("C", 1024))
     iters = max(int(args.get("iters", 50)), 1)
     t0 = time.perf_counter()
     module = load()
     print(f"multi: load {(time.perf_counter() - t0) * 1e3:.2f} ms")
-    x = tilec.random_buffer((R, C), "f32", seed=1, device_=module.device)
-    bias = tilec.random_buffer((R,), "f32", seed=2, device_=module.device)
+    x = tilec.random_buffer((_R_s, _C_s), "f32", seed=1, device_=module.device)
+    bias = tilec.random_buffer((_R_s,), "f32", seed=2, device_=module.device)
     times = []
     for it in range(-3, iters):
         module.device.synchronize()

@@ -84,35 +84,35 @@ def call(x, k):
     (a tuple of tilec.Buffer). Raises ValueError when an argument does not fit,
     before any GPU work.
     """
-    x_info = tilec.tensor_info(x)
-    if x_info is None or x_info.dtype != "f32" or len(x_info.shape) != 2:
+    _x_info = tilec.tensor_info(x)
+    if _x_info is None or _x_info.dtype != "f32" or len(_x_info.shape) != 2:
         raise ValueError("views: x must be a f32 tensor of rank 2")
-    R, C = x_info.shape
-    if not x_info.contiguous:
+    _R_s, _C_s = _x_info.shape
+    if not _x_info.contiguous:
         raise ValueError("views: x must be contiguous (row-major)")
-    if not x_info.on_device:
+    if not _x_info.on_device:
         raise ValueError("views: x must be in device memory")
     device = load().device
     kernels, pool = _kernels, _pool
-    x = tilec.as_buffer(x, x_info, device)
-    xf = x.view((C * R,), "f32")
-    a = pool.alloc((R, C), "f32")
-    if not -0x80000000 <= C * R <= 0x7fffffff:
-        raise ValueError(f"views: argument 'n' of copy (C*R) is {C * R}, which does not fit i32")
-    kernels["copy"](xf, a, C * R)
-    af = a.view((C * R,), "f32")
-    aff = af.view((C, R), "f32")
-    b = pool.alloc((R, C), "f32")
+    x = tilec.as_buffer(x, _x_info, device)
+    xf = x.view((_C_s * _R_s,), "f32")
+    a = pool.alloc((_R_s, _C_s), "f32")
+    if not -0x80000000 <= _C_s * _R_s <= 0x7fffffff:
+        raise ValueError(f"views: argument 'n' of copy (C*R) is {_C_s * _R_s}, which does not fit i32")
+    kernels["copy"](xf, a, _C_s * _R_s)
+    af = a.view((_C_s * _R_s,), "f32")
+    aff = af.view((_C_s, _R_s), "f32")
+    b = pool.alloc((_R_s, _C_s), "f32")
     if not -0x80000000 <= k <= 0x7fffffff:
         raise ValueError(f"views: argument 'n' of copy (k) is {k}, which does not fit i32")
     kernels["copy"](x, b, k)
-    c = pool.alloc((R, C), "f32")
-    kernels["copy"](aff, c, C * R)
-    d = pool.take(a, (R, C), "f32")  # the storage of a
-    kernels["copy"](c, d, C * R)
-    flat = d.view((C * R,), "f32")
-    z = pool.take(c, (C, R), "f32")  # the storage of c
-    kernels["copy"](b, z, C * R)
+    c = pool.alloc((_R_s, _C_s), "f32")
+    kernels["copy"](aff, c, _C_s * _R_s)
+    d = pool.take(a, (_R_s, _C_s), "f32")  # the storage of a
+    kernels["copy"](c, d, _C_s * _R_s)
+    flat = d.view((_C_s * _R_s,), "f32")
+    z = pool.take(c, (_C_s, _R_s), "f32")  # the storage of c
+    kernels["copy"](b, z, _C_s * _R_s)
     pool.release(b)
     return flat, z
 
@@ -120,13 +120,13 @@ def call(x, k):
 def main(argv):
     """`python3 -m views R=1024 C=1024 [iters=50]`: the median time of call() on random inputs."""
     args = dict(a.split("=", 1) for a in argv if "=" in a)
-    R = int(args.get("R", 1024))
-    C = int(args.get("C", 1024))
+    _R_s = int(args.get("R", 1024))
+    _C_s = int(args.get("C", 1024))
     iters = max(int(args.get("iters", 50)), 1)
     t0 = time.perf_counter()
     module = load()
     print(f"views: load {(time.perf_counter() - t0) * 1e3:.2f} ms")
-    x = tilec.random_buffer((R, C), "f32", seed=1, device_=module.device)
+    x = tilec.random_buffer((_R_s, _C_s), "f32", seed=1, device_=module.device)
     k = int(args.get("k", 1))
     times = []
     for it in range(-3, iters):
