@@ -104,17 +104,21 @@ class Timer:
             fn()
         torch.cuda.synchronize()
         ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-        probe = min(reps, 16)  # before the launch queue fills and blocks the host
-        t0 = time.perf_counter()
+        # the host time of each of the first 16 repetitions (before the
+        # launch queue fills and blocks the host); their median is what one
+        # repetition costs the host
+        probe = min(reps, 16)
+        stamps = []
         for i, (s, e) in enumerate(ev):
-            if i == probe:
-                self.host_us = (time.perf_counter() - t0) * 1e6 / probe
+            if i <= probe:
+                stamps.append(time.perf_counter())
             self.flush.zero_()
             s.record()
             fn()
             e.record()
         if probe == reps:
-            self.host_us = (time.perf_counter() - t0) * 1e6 / probe
+            stamps.append(time.perf_counter())
+        self.host_us = statistics.median(b - a for a, b in zip(stamps, stamps[1:])) * 1e6
         torch.cuda.synchronize()
         return [s.elapsed_time(e) for s, e in ev]
 

@@ -67,13 +67,15 @@ TB_EXPORT int tb_device_times(tilec_rt *rt, tilec_program *p, const char *name, 
         fail(rt, "synchronize", err, errlen);
         goto out;
     }
-    /* the host time of the first few repetitions, before the device's
-     * launch queue fills and blocks the host: what one call costs the host */
-    int probe = reps < 16 ? reps : 16;
-    double t0 = now_us();
+    /* the host time of each of the first few repetitions, before the
+     * device's launch queue fills and blocks the host; their median is what
+     * one repetition costs the host */
+    enum { PROBE = 16 };
+    double stamp[PROBE + 1];
+    int probe = reps < PROBE ? reps : PROBE;
     for (int i = 0; i < reps; i++) {
-        if (i == probe && host_us)
-            *host_us = (now_us() - t0) / probe;
+        if (i <= probe)
+            stamp[i] = now_us();
         if (tilec_rt_memset_d32_async(rt, flush, 0, flush_words, stream) != TILEC_RT_OK ||
             tilec_rt_event_record(rt, ev[2 * i], stream) != TILEC_RT_OK ||
             tilec_program_launch_best(p, name, args, nargs, stream, NULL) != TILEC_RT_OK ||
@@ -82,8 +84,15 @@ TB_EXPORT int tb_device_times(tilec_rt *rt, tilec_program *p, const char *name, 
             goto out;
         }
     }
-    if (probe == reps && host_us)
-        *host_us = (now_us() - t0) / probe;
+    if (probe == reps)
+        stamp[probe] = now_us();
+    if (host_us) {
+        double d[PROBE];
+        for (int i = 0; i < probe; i++)
+            d[i] = stamp[i + 1] - stamp[i];
+        qsort(d, (size_t)probe, sizeof d[0], cmpd);
+        *host_us = d[probe / 2];
+    }
     if (tilec_rt_synchronize(rt) != TILEC_RT_OK) {
         fail(rt, "synchronize", err, errlen);
         goto out;
