@@ -13,7 +13,7 @@
  * docstring text with the same escapes (util/escape.h); names go through
  * util/mangle.h: parameters and buffers keep their name unless it is a
  * keyword, a builtin or the wrapper's (then NAME_), size symbols and
- * argument infos are _NAME_s and _NAME_info. */
+ * argument infos are _NAME_s and _NAME_info, a returned input's copy _NAME_copy. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +61,15 @@ static void py_name(strbuf *b, const char *name) { mg_py(b, name, strlen(name));
 
 /* The Python name of size symbol `name`. */
 static void py_sym(strbuf *b, const char *name) { mg_py_helper(b, name, strlen(name), "s"); }
+
+/* Is `name` a tensor parameter of g? */
+static int tensor_param(const tilec_graph *g, const char *name)
+{
+    for (uint32_t i = 0; i < g->nparams; i++)
+        if (g->params[i].type.kind == TILEC_TE_TENSOR && !strcmp(g->params[i].name, name))
+            return 1;
+    return 0;
+}
 
 /* Is `name` (n bytes) a scalar parameter of g (else a size symbol)? */
 static int scalar_param(const tilec_graph *g, const char *name, size_t n)
@@ -585,10 +594,30 @@ static int py_end(tilec_emit *e, void *state)
     if (s->externs)
         sb_puts(&c, "    ext = externs()\n");
     sb_add(&c, sb_str(&s->body), s->body.n);
+    /* an output that is an input is handed back as a copy the caller owns:
+     * release() puts an output's memory into the pool, never the caller's */
+    for (size_t i = 0; i < nout; i++) {
+        const char *o = tilec_wir_output(s->w, i);
+        if (!tensor_param(s->g, o))
+            continue;
+        sb_printf(&c, "    # %s is an input: the output is a copy\n    ", o);
+        mg_py_helper(&c, o, strlen(o), "copy");
+        sb_puts(&c, " = tilec.copy(pool.alloc(");
+        py_name(&c, o);
+        sb_puts(&c, ".shape, ");
+        py_name(&c, o);
+        sb_puts(&c, ".dtype), ");
+        py_name(&c, o);
+        sb_puts(&c, ")\n");
+    }
     sb_puts(&c, "    return ");
     for (size_t i = 0; i < nout; i++) {
+        const char *o = tilec_wir_output(s->w, i);
         sb_puts(&c, i ? ", " : "");
-        py_name(&c, tilec_wir_output(s->w, i));
+        if (tensor_param(s->g, o))
+            mg_py_helper(&c, o, strlen(o), "copy");
+        else
+            py_name(&c, o);
     }
     sb_puts(&c, "\n");
 

@@ -53,7 +53,7 @@ void mg_c_graph(strbuf *b, const char *name);
 
 /* Python: a parameter, buffer or graph (module) name (n bytes). */
 void mg_py(strbuf *b, const char *name, size_t n);
-/* Python: the wrapper's helper of kind ("s", "info": letters only) for name. */
+/* Python: the wrapper's helper of kind ("s", "info", "copy": letters only) for name. */
 void mg_py_helper(strbuf *b, const char *name, size_t n, const char *kind);
 
 #endif

@@ -20,7 +20,7 @@ import struct
 import sys
 
 __all__ = ["TilecError", "Device", "Buffer", "Module", "Kernel", "load", "device", "pointer_of", "TensorInfo",
-           "tensor_info", "as_buffer", "cdiv", "Pool", "Externs", "random_buffer", "debug_kernels"]
+           "tensor_info", "as_buffer", "copy", "cdiv", "Pool", "Externs", "random_buffer", "debug_kernels"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -599,6 +599,16 @@ def as_buffer(obj, info, device_=None):
     if isinstance(obj, Buffer):
         return obj
     return Buffer(info.shape, info.dtype, device_, _ptr=info.ptr, _owner=obj)
+
+
+def copy(dst, src):
+    """Copy Buffer src's bytes into Buffer dst (the same number of bytes)
+    on the device; returns dst."""
+    if dst.nbytes != src.nbytes:
+        raise TilecError(f"copy: {src.nbytes} bytes into a buffer of {dst.nbytes}")
+    if dst.nbytes:
+        dst.device._check(_lib.tilec_rt_memcpy_dtod(dst.device._h, dst.ptr, src.ptr, dst.nbytes))
+    return dst
 
 
 def cdiv(a, b):

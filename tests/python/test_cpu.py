@@ -2,6 +2,7 @@
 only, finds libtilec, and without a GPU says why in one clear error."""
 import os
 import sys
+import types
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
@@ -173,6 +174,44 @@ class GeneratedWrapperTests(unittest.TestCase):
         self.assertEqual(allocs, [(5,), (5,), (5,), (7,)])
         self.assertEqual(y, ("buffer", (7,)))
         self.assertEqual(launches[-1], (("input", (7,)), ("buffer", (7,)), 7, 2.0))
+
+    def test_returned_input_is_a_copy(self):
+        """A graph that returns its own input hands back a new buffer with a
+        copy of it, never the caller's (release() would pool the caller's
+        memory)."""
+        mod = _generated("g", "returns_input")
+        copies = []
+
+        class Pool:
+            def alloc(self, shape, dtype):
+                return ("buffer", shape, dtype)
+
+            def release(self, buf):
+                pass
+
+        class Stub:  # the package, minus the GPU
+            tensor_info, cdiv = tilec.tensor_info, tilec.cdiv
+
+            @staticmethod
+            def as_buffer(obj, info, device_=None):
+                return types.SimpleNamespace(shape=info.shape, dtype=info.dtype)
+
+            @staticmethod
+            def copy(dst, src):
+                copies.append((dst, src))
+                return dst
+
+        class Loaded:
+            device = None
+        mod.tilec, mod.load = Stub, lambda: Loaded
+        mod._pool = Pool()
+        mod._kernels = {"copy": lambda *a: None}
+        x = _Fake((5,))
+        same, y = mod.call(x)
+        self.assertEqual(len(copies), 1)
+        self.assertIs(same, copies[0][0])
+        self.assertIsNot(same, copies[0][1])
+        self.assertEqual(same[0], "buffer")
 
     def test_tensor_info(self):
         info = tilec.tensor_info(_Fake((2, 3), "<f2", strides=(6, 2)))

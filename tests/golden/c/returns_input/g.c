@@ -252,12 +252,13 @@ __attribute__((unused)) static tilec_rt_status tl_dbg_launch(tl_dbg *d, tilec_rt
 
 /* the .tile module, built at load time */
 static const char tl_source[] =
-    "// A graph that returns its own input: the C wrapper hands out a copy the\n// cal"
-    "ler owns (it used to hand back the caller's buffer, freed twice).\n\nkernel copy(x"
-    ": *f32, y: *f32, n: i32) grid (cdiv(n, 128)) hints { warps = 4 } {\n    let i = p"
-    "id(0) * 128 + range(128);\n    store(y + i, load(x + i, i < n), i < n);\n}\n\ngraph "
-    "g(x: f32[N]) -> (same: f32[N], y: f32[N]) {\n    let y = empty(f32, [N]);\n    cop"
-    "y(x, y, N);\n    return x, y;\n}\n";
+    "// A graph that returns its own input: the C and Python wrappers hand out a\n// c"
+    "opy the caller owns (they used to hand back the caller's buffer: freed\n// twice "
+    "in C, pooled by release() in Python).\n\nkernel copy(x: *f32, y: *f32, n: i32) gri"
+    "d (cdiv(n, 128)) hints { warps = 4 } {\n    let i = pid(0) * 128 + range(128);\n  "
+    "  store(y + i, load(x + i, i < n), i < n);\n}\n\ngraph g(x: f32[N]) -> (same: f32[N"
+    "], y: f32[N]) {\n    let y = empty(f32, [N]);\n    copy(x, y, N);\n    return x, y;"
+    "\n}\n";
 
 /* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree
    cost far more than the kernels of a small graph */
@@ -405,7 +406,7 @@ int g_run(g_module *M, const tilec_tensor *t_x, tilec_tensor *out_x, tilec_tenso
     /* alloc y: f32, 4*s_N bytes */
     if (tl_alloc(M, &b_y, "y", TILEC_DT_F32, 1, (const int64_t[]){s_N}, &tl_live, err, errlen))
         goto tl_out;
-    { /* copy, line 11 */
+    { /* copy, line 12 */
         if ((s_N) < INT32_MIN || (s_N) > INT32_MAX) {
             tl_fail(err, errlen, "g: argument 'n' of copy (N) is %lld, which does not fit i32", (long long)(s_N));
             goto tl_out;

@@ -11,8 +11,9 @@ import tilec
 TILE_FILE = "tests/golden/ir/returns_input.tile"
 # the .tile module, built by load()
 TILE_SOURCE = (
-    b"// A graph that returns its own input: the C wrapper hands out a copy the\n"
-    b"// caller owns (it used to hand back the caller's buffer, freed twice).\n"
+    b"// A graph that returns its own input: the C and Python wrappers hand out a\n"
+    b"// copy the caller owns (they used to hand back the caller's buffer: freed\n"
+    b"// twice in C, pooled by release() in Python).\n"
     b"\n"
     b"kernel copy(x: *f32, y: *f32, n: i32) grid (cdiv(n, 128)) hints { warps = 4 } {\n"
     b"    let i = pid(0) * 128 + range(128);\n"
@@ -83,7 +84,9 @@ def call(x):
     if not -0x80000000 <= _N_s <= 0x7fffffff:
         raise ValueError(f"g: argument 'n' of copy (N) is {_N_s}, which does not fit i32")
     kernels["copy"](x, y, _N_s)
-    return x, y
+    # x is an input: the output is a copy
+    _x_copy = tilec.copy(pool.alloc(x.shape, x.dtype), x)
+    return _x_copy, y
 
 
 def main(argv):
