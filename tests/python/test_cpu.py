@@ -82,6 +82,26 @@ def _generated(graph, base=None):
     return mod
 
 
+def _without_gpu(mod, alloc, as_buffer, kernels, **package):
+    """Run generated wrapper `mod` without a GPU: its package is tilec's
+    tensor_info and cdiv plus as_buffer and `package`; its pool allocates
+    with alloc(shape, dtype); kernels are the given callables."""
+    class Pool:
+        def alloc(self, shape, dtype):
+            return alloc(shape, dtype)
+
+        def take(self, buf, shape, dtype):
+            return alloc(shape, dtype)
+
+        def release(self, buf):
+            pass
+    stub = types.SimpleNamespace(tensor_info=tilec.tensor_info, cdiv=tilec.cdiv,
+                                 as_buffer=lambda obj, info, device_=None: as_buffer(obj, info), **package)
+    mod.tilec, mod.load = stub, lambda: types.SimpleNamespace(device=None)
+    mod._pool = Pool()
+    mod._kernels = kernels
+
+
 class GeneratedWrapperTests(unittest.TestCase):
     """A wrapper from `tilec --emit py` checks its arguments before it
     touches the GPU, with the messages of the C wrapper."""
@@ -147,29 +167,10 @@ class GeneratedWrapperTests(unittest.TestCase):
         mod = _generated("tilec_", "names")
         allocs, launches = [], []
 
-        class Pool:
-            def alloc(self, shape, dtype):
-                allocs.append(shape)
-                return ("buffer", shape)
-
-            def take(self, buf, shape, dtype):
-                return self.alloc(shape, dtype)
-
-            def release(self, buf):
-                pass
-
-        class Stub:  # the package, minus the GPU
-            tensor_info, cdiv = tilec.tensor_info, tilec.cdiv
-
-            @staticmethod
-            def as_buffer(obj, info, device_=None):
-                return ("input", info.shape)
-
-        class Loaded:
-            device = None
-        mod.tilec, mod.load = Stub, lambda: Loaded
-        mod._pool = Pool()
-        mod._kernels = {"scale": lambda *a: launches.append(a)}
+        def alloc(shape, dtype):
+            allocs.append(shape)
+            return ("buffer", shape)
+        _without_gpu(mod, alloc, lambda obj, info: ("input", info.shape), {"scale": lambda *a: launches.append(a)})
         out_y, y = mod.call(_Fake((5,)), _Fake((5,)), _Fake((7,)), 2.0, _Fake((5,)))
         self.assertEqual(allocs, [(5,), (5,), (5,), (7,)])
         self.assertEqual(y, ("buffer", (7,)))
@@ -182,30 +183,9 @@ class GeneratedWrapperTests(unittest.TestCase):
         mod = _generated("g", "returns_input")
         copies = []
 
-        class Pool:
-            def alloc(self, shape, dtype):
-                return ("buffer", shape, dtype)
-
-            def release(self, buf):
-                pass
-
-        class Stub:  # the package, minus the GPU
-            tensor_info, cdiv = tilec.tensor_info, tilec.cdiv
-
-            @staticmethod
-            def as_buffer(obj, info, device_=None):
-                return types.SimpleNamespace(shape=info.shape, dtype=info.dtype)
-
-            @staticmethod
-            def copy(dst, src):
-                copies.append((dst, src))
-                return dst
-
-        class Loaded:
-            device = None
-        mod.tilec, mod.load = Stub, lambda: Loaded
-        mod._pool = Pool()
-        mod._kernels = {"copy": lambda *a: None}
+        _without_gpu(mod, lambda shape, dtype: ("buffer", shape, dtype),
+                     lambda obj, info: types.SimpleNamespace(shape=info.shape, dtype=info.dtype),
+                     {"copy": lambda *a: None}, copy=lambda dst, src: copies.append((dst, src)) or dst)
         x = _Fake((5,))
         same, y = mod.call(x)
         self.assertEqual(len(copies), 1)
