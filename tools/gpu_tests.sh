@@ -1,0 +1,20 @@
+#!/bin/sh
+# gpu_tests.sh [BIN_DIR] [TILEC]: every GPU test suite and the Python GPU
+# tests, one command on the GPU machine, from the repository root. With a
+# bundle (../shared/tools/gpu-bundle, `make gpu-bundle`) point BIN_DIR at its
+# bin/ and export LD_LIBRARY_PATH and TILEC_LIB to its lib/. Without a GPU
+# each suite skips with one line. Exits non-zero when any suite fails.
+bin=${1:-build/tests}
+export TILEC_BIN=${2:-build/bin/tilec}
+export TILEC_COMPILE_WORKER=${TILEC_COMPILE_WORKER:-$TILEC_BIN}
+rc=0
+for t in test_gpu_kernels test_gpu_runtime test_gpu_wrapper test_gpu_externs test_gpu_faults; do
+  echo "== $t"
+  "$bin/$t" --jobs 1 || { echo "FAILED: $t"; rc=1; }
+done
+for p in tests/python/test_gpu.py tests/python/test_gpu_wrappers.py; do
+  echo "== $p"
+  python3 "$p" || { echo "FAILED: $p"; rc=1; }
+done
+echo "gpu_tests: rc=$rc"
+exit $rc
