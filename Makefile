@@ -188,7 +188,7 @@ test: deps
 
 test-run: all $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; $$t --jobs 2; done
-	@echo "== tests/python"; python3 tests/python/test_cpu.py -q; python3 tests/python/test_bench_report.py -q; python3 -m py_compile python/tilec/__init__.py
+	@echo "== tests/python" && python3 tests/python/test_cpu.py -q && python3 tests/python/test_bench_report.py -q && python3 -m py_compile python/tilec/__init__.py
 	@echo "all test suites passed"
 
 asan: deps
