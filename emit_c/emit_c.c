@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "dsl/diag.h"
+#include "emit_c/c_sizes.h"
 #include "tilec/emitter.h"
 #include "tilec/lower.h"
 #include "tilec/program.h"
@@ -26,7 +27,8 @@ typedef struct cstate {
     const tilec_graph *g;
     strbuf body;   /* the statements of NAME_run */
     strbuf decls;  /* its buffer declarations */
-    strbuf checked; /* size arguments already range-checked: "i32 N" */
+    csz sz;        /* the size block, spliced in after the input checks */
+    size_t inputs_end; /* where in body the input checks end */
     int failed;
 } cstate;
 
@@ -126,16 +128,19 @@ static void c_string(strbuf *b, const char *s, size_t n)
     sb_puts(b, "\"");
 }
 
+/* "{s_R, tl_z0}": the sizes of line l's tensor, its bytes checked in the size block */
+static void c_dims(cstate *s, strbuf *b, const tilec_wir_line *l)
+{
+    csz_tensor(&s->sz, b, l->name, dt_enum(l->dtype), l->dtype, l->rank, l->sizes);
+}
+
 /* tl_alloc(M, &b_NAME, "NAME", dtype, rank, {sizes}) */
 static void c_alloc(cstate *s, const tilec_wir_line *l)
 {
-    sb_printf(&s->body, "    if (tl_alloc(M, &b_%s, \"%s\", %s, %u, (const int64_t[]){", l->name, l->name, dt_enum(l->dtype),
+    sb_printf(&s->body, "    if (tl_alloc(M, &b_%s, \"%s\", %s, %u, (const int64_t[])", l->name, l->name, dt_enum(l->dtype),
               l->rank);
-    for (uint32_t d = 0; d < l->rank; d++) {
-        sb_puts(&s->body, d ? ", " : "");
-        c_size(&s->body, s->g, l->sizes[d]);
-    }
-    sb_printf(&s->body, "%s}, &tl_live, err, errlen))\n        goto tl_out;\n", l->rank ? "" : "0");
+    c_dims(s, &s->body, l);
+    sb_puts(&s->body, ", &tl_live, err, errlen))\n        goto tl_out;\n");
     sb_printf(&s->decls, "    tilec_tensor b_%s = {0};\n", l->name);
 }
 
@@ -158,7 +163,7 @@ static int h_allocate(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;
     sb_printf(&s->body, "    /* alloc %s: %s, ", l->name, tilec_dtype_name(l->dtype));
-    c_size(&s->body, s->g, l->bytes);
+    c_comment_text(&s->body, l->bytes);
     sb_puts(&s->body, " bytes */\n");
     c_alloc(s, l);
     return 0;
@@ -169,13 +174,10 @@ static int h_reuse(void *u, const tilec_wir_line *l)
     cstate *s = u;
     sb_printf(&s->decls, "    tilec_tensor b_%s = {0};\n", l->name);
     sb_printf(&s->body, "    /* reuse: %s takes the storage of %s */\n", l->name, l->from);
-    sb_printf(&s->body, "    tl_shape(&b_%s, b_%s.data, %s, %u, (const int64_t[]){", l->name, l->from, dt_enum(l->dtype),
+    sb_printf(&s->body, "    tl_shape(&b_%s, b_%s.data, %s, %u, (const int64_t[])", l->name, l->from, dt_enum(l->dtype),
               l->rank);
-    for (uint32_t d = 0; d < l->rank; d++) {
-        sb_puts(&s->body, d ? ", " : "");
-        c_size(&s->body, s->g, l->sizes[d]);
-    }
-    sb_printf(&s->body, "%s});\n", l->rank ? "" : "0");
+    c_dims(s, &s->body, l);
+    sb_puts(&s->body, ");\n");
     return 0;
 }
 
@@ -201,14 +203,11 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
     cstate *s = u;
     sb_printf(&s->decls, "    tilec_tensor b_%s = {0};\n", l->name);
     sb_printf(&s->body, "    /* view: %s of %s */\n", l->name, l->from);
-    sb_printf(&s->body, "    tl_shape(&b_%s, b_%s.data + (uint64_t)(", l->name, l->from);
-    c_size(&s->body, s->g, l->offset ? l->offset : "0");
-    sb_printf(&s->body, ") * %u, %s, %u, (const int64_t[]){", tilec_dtype_size(l->dtype), dt_enum(l->dtype), l->rank);
-    for (uint32_t d = 0; d < l->rank; d++) {
-        sb_puts(&s->body, d ? ", " : "");
-        c_size(&s->body, s->g, l->sizes[d]);
-    }
-    sb_printf(&s->body, "%s});\n", l->rank ? "" : "0");
+    sb_printf(&s->body, "    tl_shape(&b_%s, b_%s.data + (uint64_t)", l->name, l->from);
+    csz_offset(&s->sz, &s->body, l->name, l->offset, tilec_dtype_size(l->dtype));
+    sb_printf(&s->body, ", %s, %u, (const int64_t[])", dt_enum(l->dtype), l->rank);
+    c_dims(s, &s->body, l);
+    sb_puts(&s->body, ");\n");
     return 0;
 }
 
@@ -219,41 +218,10 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
     if (!k || l->nargs != k->nparams || l->nargs > 64)
         return -1;
     sb_printf(&s->body, "    { /* %s, line %u */\n", k->name, l->loc.line);
-    /* sizes computed in int64_t must fit the parameter's 32-bit type */
-    for (uint32_t i = 0; i < l->nargs; i++) {
-        const tilec_param *p = &k->params[i];
-        const tilec_wir_arg *a = &l->args[i];
-        int i32 = p->type.dtype == TILEC_DT_I32, u32 = p->type.dtype == TILEC_DT_U32;
-        if (p->type.kind == TILEC_TE_POINTER || a->kind == TILEC_WIR_ARG_SCALAR || (!i32 && !u32))
-            continue;
-        strbuf key; /* each size once per call: sizes do not change within one */
-        sb_init(&key);
-        sb_printf(&key, "%s %s", i32 ? "i32" : "u32", a->text);
-        int fresh = sb_set_add(&s->checked, sb_str(&key));
-        s->failed |= key.failed;
-        sb_free(&key);
-        if (!fresh)
-            continue;
-        strbuf v, t; /* the C expression, and the text for the message */
-        sb_init(&v);
-        sb_init(&t);
-        c_size(&v, s->g, a->text);
-        for (const char *c = a->text; *c; c++)
-            if (*c == '%' || *c == '"' || *c == '\\')
-                sb_printf(&t, "%s", *c == '%' ? "%%" : *c == '"' ? "\\\"" : "\\\\");
-            else
-                sb_putc(&t, *c);
-        sb_printf(&s->body,
-                  "        if ((%s) < %s || (%s) > %s) {\n"
-                  "            tl_fail(err, errlen, \"%s: argument '%s' of %s (%s) is %%lld, which does not fit %s\", "
-                  "(long long)(%s));\n            goto tl_out;\n        }\n",
-                  v.s ? v.s : "0", i32 ? "INT32_MIN" : "0", v.s ? v.s : "0", i32 ? "INT32_MAX" : "(int64_t)UINT32_MAX",
-                  s->g->name, p->name, k->name, t.s ? t.s : "", i32 ? "i32" : "u32", v.s ? v.s : "0");
-        if (v.failed || t.failed)
-            s->failed = 1;
-        sb_free(&v);
-        sb_free(&t);
-    }
+    /* sizes must fit the parameter's type: checked in the size block */
+    for (uint32_t i = 0; i < l->nargs; i++)
+        if (k->params[i].type.kind != TILEC_TE_POINTER && l->args[i].kind == TILEC_WIR_ARG_SIZE)
+            csz_fits(&s->sz, l->args[i].text, k->params[i].type.dtype, k->params[i].name, k->name);
     sb_printf(&s->body, "        tilec_rt_arg a[%u] = {", l->nargs ? l->nargs : 1);
     for (uint32_t i = 0; i < l->nargs; i++) {
         const tilec_param *p = &k->params[i];
@@ -278,7 +246,12 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
             else
                 sb_puts(&s->body, t);
         } else {
-            c_size(&s->body, s->g, a->text);
+            strbuf what;
+            sb_init(&what);
+            sb_printf(&what, "argument '%s' of %s", p->name, k->name);
+            csz_use(&s->sz, &s->body, a->text, sb_str(&what));
+            s->failed |= what.failed;
+            sb_free(&what);
         }
         sb_puts(&s->body, ")}");
     }
@@ -381,6 +354,9 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
               l->rank);
     sb_printf(b, "        return tl_fail(err, errlen, \"%s: %s must be a %s tensor of rank %u\");\n", s->g->name,
               l->name, tilec_dtype_name(l->dtype), l->rank);
+    sb_printf(b, "    if (tl_bytes(%s->dtype, %u, %s->sizes, NULL))\n"
+                 "        return tl_fail(err, errlen, \"%s: %s has a negative dimension or more than 2^63 - 1 bytes\");\n",
+              l->name, l->rank, l->name, s->g->name, l->name);
     for (uint32_t d = 0; d < l->rank; d++) {
         if (l->binds && l->binds[d]) {
             sb_printf(b, "    const int64_t s_%s __attribute__((unused)) = %s->sizes[%u];\n", l->sizes[d], l->name, d);
@@ -397,6 +373,7 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
     sb_printf(b, "    if (!tl_contiguous(%s))\n        return tl_fail(err, errlen, \"%s: %s must be contiguous (row-major)\");\n",
               l->name, s->g->name, l->name);
     sb_printf(b, "    b_%s = *%s;\n", l->name, l->name); /* only once checked: it may be NULL */
+    s->inputs_end = b->n;
     return 0;
 }
 
@@ -423,8 +400,6 @@ static const char prologue[] =
     "    }\n"
     "    return 1;\n"
     "}\n"
-    "\n"
-    "static inline int64_t tl_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }\n"
     "\n"
     "static inline void tl_shape(tilec_tensor *t, uint64_t data, tilec_dtype dt, uint32_t rank, const int64_t *sizes)\n"
     "{\n"
@@ -659,8 +634,8 @@ static int c_begin(tilec_emit *e, void **state)
     s->w = tilec_emit_wir(e);
     s->g = tilec_emit_graph(e);
     sb_init(&s->body);
-    sb_init(&s->checked);
     sb_init(&s->decls);
+    csz_init(&s->sz, s->g);
     *state = s;
     return 0;
 }
@@ -691,8 +666,9 @@ static void c_bench_main(strbuf *c, const cstate *s)
                "            return strtoll(argv[i] + k + 1, NULL, 10);\n"
                "    return dflt;\n}\n\n"
                "static int tl_random(tilec_rt *rt, tilec_tensor *t, tl_mem *mem, unsigned long long *seed)\n{\n"
-               "    size_t n = 1, es = tilec_dtype_size(t->dtype);\n"
-               "    for (uint32_t d = 0; d < t->rank; d++)\n        n *= (size_t)t->sizes[d];\n"
+               "    uint64_t bytes = 0;\n"
+               "    if (tl_bytes(t->dtype, t->rank, t->sizes, &bytes) || bytes >= SIZE_MAX / 2)\n        return 1;\n"
+               "    size_t es = tilec_dtype_size(t->dtype), n = (size_t)bytes / es;\n"
                "    unsigned char *h = malloc(n * es + 1);\n"
                "    if (!h || tilec_rt_malloc(rt, n * es + 1, &t->data) != TILEC_RT_OK) {\n        free(h);\n        return 1;\n    }\n"
                "    mem->p[mem->n++] = t->data;\n"
@@ -1022,6 +998,7 @@ static int c_end(tilec_emit *e, void *state)
     sb_putc(&c, '\n');
     sb_printf(&c, "   graph %s: do not edit. */\n#include \"%s\"\n\n", n, hname);
     sb_puts(&c, prologue);
+    sb_puts(&c, csz_prelude);
     sb_puts(&c, debug_prelude);
     strbuf fileq; /* the file name as a C string literal: it may hold any bytes */
     sb_init(&fileq);
@@ -1055,26 +1032,25 @@ static int c_end(tilec_emit *e, void *state)
               "   go back to it and the allocation is tried once more */\n"
               "static int tl_alloc(%s_module *M, tilec_tensor *t, const char *name, tilec_dtype dt, uint32_t rank,\n"
               "                    const int64_t *sizes, tl_mem *mem, char *err, size_t errlen)\n{\n"
-              "    uint64_t bytes = %s;\n"
-              "    for (uint32_t d = 0; d < rank; d++)\n        bytes *= (uint64_t)sizes[d];\n"
+              "    uint64_t bytes = 0, p = 0;\n"
+              "    char shape[128];\n"
+              "    if (tl_bytes(dt, rank, sizes, &bytes))\n"
+              "        return tl_fail(err, errlen, \"%s: %%s (%%s[%%s]) has a negative dimension or more than 2^63 - 1 bytes\",\n"
+              "                       name, tilec_dtype_name(dt), tl_dims(shape, sizeof shape, rank, sizes));\n"
               "    if (!bytes)\n        bytes = 1;\n"
               "    if (mem->n == 256)\n"
               "        return tl_fail(err, errlen, \"%s: more than 256 live buffers at %%s\", name);\n"
-              "    uint64_t p = 0;\n"
               "    for (int i = 0; i < M->nspare && !p; i++)\n"
               "        if (M->spare[i].bytes == bytes) {\n"
               "            p = M->spare[i].p;\n            M->spare[i] = M->spare[--M->nspare];\n        }\n"
               "    if (!p && tilec_rt_malloc(M->rt, bytes, &p) != TILEC_RT_OK && M->nspare) {\n"
               "        tl_trim(M);\n        p = 0;\n        tilec_rt_malloc(M->rt, bytes, &p);\n    }\n"
-              "    if (!p) {\n        char shape[128] = \"\";\n"
-              "        for (uint32_t d = 0, k = 0; d < rank && k < sizeof shape; d++)\n"
-              "            k += (uint32_t)snprintf(shape + k, sizeof shape - k, \"%%s%%lld\", d ? \", \" : \"\", (long long)sizes[d]);\n"
+              "    if (!p)\n"
               "        return tl_fail(err, errlen, \"%s: cannot allocate %%s (%%s[%%s], %%llu bytes): %%s\", name,\n"
-              "                       tilec_dtype_name(dt), shape, (unsigned long long)bytes, tilec_rt_last_error(M->rt));\n"
-              "    }\n"
+              "                       tilec_dtype_name(dt), tl_dims(shape, sizeof shape, rank, sizes), (unsigned long long)bytes, tilec_rt_last_error(M->rt));\n"
               "    mem->p[mem->n] = p;\n    mem->bytes[mem->n++] = bytes;\n"
               "    tl_shape(t, p, dt, rank, sizes);\n    return 0;\n}\n\n",
-              n, "(uint64_t)tilec_dtype_size(dt)", n, n);
+              n, n, n, n);
     sb_printf(&c, "/* an intermediate the graph is done with: kept for the next call (stream order makes\n"
                   "   reuse safe), or freed when the spare list is full */\n"
                   "static void tl_release(%s_module *M, tl_mem *mem, uint64_t p)\n{\n"
@@ -1119,9 +1095,11 @@ static int c_end(tilec_emit *e, void *state)
               n, n);
     sb_printf(&c, "tilec_externs *%s_externs(%s_module *M) { return M->ext; }\n\n", n, n);
     sb_printf(&c, "void %s_release(%s_module *M, tilec_tensor *t)\n{\n"
-                  "    uint64_t bytes = tilec_dtype_size(t->dtype);\n"
-                  "    for (uint32_t d = 0; d < t->rank; d++)\n        bytes *= (uint64_t)t->sizes[d];\n"
+                  "    uint64_t bytes = 0;\n"
                   "    if (!t->data)\n        return;\n"
+                  "    if (t->rank > TILEC_TENSOR_MAX_RANK || tl_bytes(t->dtype, t->rank, t->sizes, &bytes)) {\n"
+                  "        tilec_rt_free(M->rt, t->data); /* not one of ours as it is: not kept */\n"
+                  "        t->data = 0;\n        return;\n    }\n"
                   "    if (M->nspare < 64)\n        M->spare[M->nspare++] = (tl_spare){t->data, bytes ? bytes : 1};\n"
                   "    else\n        tilec_rt_free(M->rt, t->data);\n    t->data = 0;\n}\n\n",
               n, n);
@@ -1130,7 +1108,9 @@ static int c_end(tilec_emit *e, void *state)
         sb_printf(&c, ", tilec_tensor *out_%s", tilec_wir_output(s->w, i));
     sb_puts(&c, ", char *err, size_t errlen)\n{\n    int tl_rc = 1;\n    tl_mem tl_live = {.n = 0};\n");
     sb_add(&c, sb_str(&s->decls), s->decls.n);
-    sb_add(&c, sb_str(&s->body), s->body.n);
+    sb_add(&c, sb_str(&s->body), s->inputs_end);
+    sb_add(&c, sb_str(&s->sz.checks), s->sz.checks.n);
+    sb_add(&c, sb_str(&s->body) + s->inputs_end, s->body.n - s->inputs_end);
     for (size_t i = 0; i < nout; i++)
         sb_printf(&c, "    *out_%s = b_%s;\n", tilec_wir_output(s->w, i), tilec_wir_output(s->w, i));
     sb_puts(&c, "    tl_live.n = 0; /* the outputs now belong to the caller */\n    tl_rc = 0;\ntl_out:\n"
@@ -1141,14 +1121,14 @@ static int c_end(tilec_emit *e, void *state)
                 "    return tl_rc;\n}\n");
 
     c_bench_main(&c, s);
-    int bad = aot_bad || s->failed || h.failed || c.failed || fileq.failed || s->body.failed || s->decls.failed ||
+    int bad = aot_bad || s->failed || s->sz.failed || s->sz.checks.failed || h.failed || c.failed || fileq.failed || s->body.failed || s->decls.failed ||
               tilec_emit_write(e, hname, sb_str(&h), h.n) || tilec_emit_write(e, cname, sb_str(&c), c.n);
     sb_free(&h);
     sb_free(&c);
     sb_free(&params);
     sb_free(&fileq);
     sb_free(&s->body);
-    sb_free(&s->checked);
+    csz_free(&s->sz);
     sb_free(&s->decls);
     free(s);
     return bad ? -1 : 0;

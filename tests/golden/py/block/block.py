@@ -113,6 +113,11 @@ def call(x, w):
         raise ValueError("block: w must be contiguous (row-major)")
     if not w_info.on_device:
         raise ValueError("block: w must be in device memory")
+    tilec.check_tensor("block", "t", (R, C), "f32")
+    tilec.check_fits("block", "argument 'n' of scale_shift (C*R)", C * R, "i32")
+    tilec.check_tensor("block", "flat", (C * R,), "f32")
+    tilec.check_tensor("block", "s", (R,), "f32")
+    tilec.check_tensor("block", "idx", (R,), "i32")
     device = load().device
     kernels, pool = _kernels, _pool
     ext = externs()
@@ -120,8 +125,6 @@ def call(x, w):
     w = tilec.as_buffer(w, w_info, device)
     # scale and shift the input
     t = pool.alloc((R, C), "f32")
-    if not -0x80000000 <= C * R <= 0x7fffffff:
-        raise ValueError(f"block: argument 'n' of scale_shift (C*R) is {C * R}, which does not fit i32")
     kernels["scale_shift"](x, t, C * R, 0.5, 1.0)
     # project: cuBLAS allocates h
     h = pool.alloc((R, C), "f32")

@@ -114,21 +114,20 @@ def call(x):
         raise ValueError("chain: x must be contiguous (row-major)")
     if not x_info.on_device:
         raise ValueError("chain: x must be in device memory")
+    tilec.check_tensor("chain", "a", (R, C), "f32")
+    tilec.check_fits("chain", "argument 'n' of scale_shift (C*R)", C * R, "i32")
+    tilec.check_fits("chain", "argument 'rows' of softmax (R)", R, "i32")
+    tilec.check_fits("chain", "argument 'cols' of softmax (C)", C, "i32")
+    tilec.check_tensor("chain", "h", (R, C), "f16")
     device = load().device
     kernels, pool = _kernels, _pool
     x = tilec.as_buffer(x, x_info, device)
     # four steps; each intermediate dies after the next one
     a = pool.alloc((R, C), "f32")
-    if not -0x80000000 <= C * R <= 0x7fffffff:
-        raise ValueError(f"chain: argument 'n' of scale_shift (C*R) is {C * R}, which does not fit i32")
     kernels["scale_shift"](x, a, C * R, 2.0, 0.0)
     b = pool.alloc((R, C), "f32")
     kernels["scale_shift"](a, b, C * R, 1.0, -1.0)
     c = pool.take(a, (R, C), "f32")  # the storage of a
-    if not -0x80000000 <= R <= 0x7fffffff:
-        raise ValueError(f"chain: argument 'rows' of softmax (R) is {R}, which does not fit i32")
-    if not -0x80000000 <= C <= 0x7fffffff:
-        raise ValueError(f"chain: argument 'cols' of softmax (C) is {C}, which does not fit i32")
     kernels["softmax"](b, c, R, C)
     d = pool.take(b, (R, C), "f32")  # the storage of b
     kernels["scale_shift"](c, d, C * R, 0.5, 0.0)

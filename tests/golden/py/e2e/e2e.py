@@ -215,6 +215,13 @@ def call(x, y, w, b):
         raise ValueError("e2e: b must be contiguous (row-major)")
     if not b_info.on_device:
         raise ValueError("e2e: b must be in device memory")
+    tilec.check_tensor("e2e", "t", (R, C), "f32")
+    tilec.check_fits("e2e", "argument 'rows' of ln_rows (R)", R, "i32")
+    tilec.check_fits("e2e", "argument 'cols' of ln_rows (C)", C, "i32")
+    tilec.check_fits("e2e", "argument 'n' of relu_plus (C*R)", C * R, "i32")
+    tilec.check_tensor("e2e", "p", (64, C), "f32")
+    tilec.check_fits("e2e", "argument 'per' of colsum_part (cdiv(R, 64))", tilec.cdiv(R, 64), "i32")
+    tilec.check_tensor("e2e", "s", (C,), "f32")
     device = load().device
     kernels, pool = _kernels, _pool
     x = tilec.as_buffer(x, x_info, device)
@@ -223,26 +230,16 @@ def call(x, y, w, b):
     b = tilec.as_buffer(b, b_info, device)
     # normalise, softmax, relu(+y), and sum the columns
     t = pool.alloc((R, C), "f32")
-    if not -0x80000000 <= R <= 0x7fffffff:
-        raise ValueError(f"e2e: argument 'rows' of ln_rows (R) is {R}, which does not fit i32")
-    if not -0x80000000 <= C <= 0x7fffffff:
-        raise ValueError(f"e2e: argument 'cols' of ln_rows (C) is {C}, which does not fit i32")
     kernels["ln_rows"](x, w, b, t, R, C, 0.00001)
     u = pool.alloc((R, C), "f32")
     kernels["softmax_rows"](t, u, R, C)
     v = pool.take(t, (R, C), "f32")  # the storage of t
-    if not -0x80000000 <= C * R <= 0x7fffffff:
-        raise ValueError(f"e2e: argument 'n' of relu_plus (C*R) is {C * R}, which does not fit i32")
     kernels["relu_plus"](u, y, v, C * R)
     pool.release(u)
     p = pool.alloc((64, C), "f32")
-    if not -0x80000000 <= tilec.cdiv(R, 64) <= 0x7fffffff:
-        raise ValueError(f"e2e: argument 'per' of colsum_part (cdiv(R, 64)) is {tilec.cdiv(R, 64)}, which does not fit i32")
     kernels["colsum_part"](v, p, R, C, tilec.cdiv(R, 64))
     pool.release(v)
     s = pool.alloc((C,), "f32")
-    if not -0x80000000 <= 64 <= 0x7fffffff:
-        raise ValueError(f"e2e: argument 'rows' of colsum (64) is {64}, which does not fit i32")
     kernels["colsum"](p, s, 64, C)
     pool.release(p)
     return s

@@ -213,6 +213,12 @@ def call(x, y, w, b):
         raise ValueError("e2e_fused: b must be contiguous (row-major)")
     if not b_info.on_device:
         raise ValueError("e2e_fused: b must be in device memory")
+    tilec.check_tensor("e2e_fused", "v", (R, C), "f32")
+    tilec.check_fits("e2e_fused", "argument 'rows' of ln_softmax_relu_plus (R)", R, "i32")
+    tilec.check_fits("e2e_fused", "argument 'cols' of ln_softmax_relu_plus (C)", C, "i32")
+    tilec.check_tensor("e2e_fused", "p", (64, C), "f32")
+    tilec.check_fits("e2e_fused", "argument 'per' of colsum_part (cdiv(R, 64))", tilec.cdiv(R, 64), "i32")
+    tilec.check_tensor("e2e_fused", "s", (C,), "f32")
     device = load().device
     kernels, pool = _kernels, _pool
     x = tilec.as_buffer(x, x_info, device)
@@ -221,19 +227,11 @@ def call(x, y, w, b):
     b = tilec.as_buffer(b, b_info, device)
     # the same function: one fused row kernel, then the column sum
     v = pool.alloc((R, C), "f32")
-    if not -0x80000000 <= R <= 0x7fffffff:
-        raise ValueError(f"e2e_fused: argument 'rows' of ln_softmax_relu_plus (R) is {R}, which does not fit i32")
-    if not -0x80000000 <= C <= 0x7fffffff:
-        raise ValueError(f"e2e_fused: argument 'cols' of ln_softmax_relu_plus (C) is {C}, which does not fit i32")
     kernels["ln_softmax_relu_plus"](x, y, w, b, v, R, C, 0.00001)
     p = pool.alloc((64, C), "f32")
-    if not -0x80000000 <= tilec.cdiv(R, 64) <= 0x7fffffff:
-        raise ValueError(f"e2e_fused: argument 'per' of colsum_part (cdiv(R, 64)) is {tilec.cdiv(R, 64)}, which does not fit i32")
     kernels["colsum_part"](v, p, R, C, tilec.cdiv(R, 64))
     pool.release(v)
     s = pool.alloc((C,), "f32")
-    if not -0x80000000 <= 64 <= 0x7fffffff:
-        raise ValueError(f"e2e_fused: argument 'rows' of colsum (64) is {64}, which does not fit i32")
     kernels["colsum"](p, s, 64, C)
     pool.release(p)
     return s

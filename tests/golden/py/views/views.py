@@ -92,19 +92,20 @@ def call(x, k):
         raise ValueError("views: x must be contiguous (row-major)")
     if not x_info.on_device:
         raise ValueError("views: x must be in device memory")
+    tilec.check_tensor("views", "xf", (C * R,), "f32")
+    tilec.check_tensor("views", "a", (R, C), "f32")
+    tilec.check_fits("views", "argument 'n' of copy (C*R)", C * R, "i32")
+    tilec.check_tensor("views", "aff", (C, R), "f32")
+    tilec.check_fits("views", "argument 'n' of copy (k)", k, "i32")
     device = load().device
     kernels, pool = _kernels, _pool
     x = tilec.as_buffer(x, x_info, device)
     xf = x.view((C * R,), "f32")
     a = pool.alloc((R, C), "f32")
-    if not -0x80000000 <= C * R <= 0x7fffffff:
-        raise ValueError(f"views: argument 'n' of copy (C*R) is {C * R}, which does not fit i32")
     kernels["copy"](xf, a, C * R)
     af = a.view((C * R,), "f32")
     aff = af.view((C, R), "f32")
     b = pool.alloc((R, C), "f32")
-    if not -0x80000000 <= k <= 0x7fffffff:
-        raise ValueError(f"views: argument 'n' of copy (k) is {k}, which does not fit i32")
     kernels["copy"](x, b, k)
     c = pool.alloc((R, C), "f32")
     kernels["copy"](aff, c, C * R)
