@@ -123,6 +123,10 @@ $(BUILD)/tests/libplugin_demo_fail.so: tests/plugin_demo.c include/tilec/emitter
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DPLUGIN_DEMO_FAIL $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
 $(BUILD)/obj/tests/test_emit.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"'
+$(BUILD)/obj/tests/test_wrapper_run.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"' -DTILEC_CUDA='"$(CUDA)"'
+$(BUILD)/tests/test_wrapper_run: $(BUILD)/obj/tests/test_wrapper_run.o $(LIBA) | $(FAKECUDA)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
 $(BUILD)/tests/test_emit: $(BUILD)/obj/tests/test_emit.o $(LIBA) | $(PLUGINS) $(FAKECUDA) $(TILEC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -rdynamic -o $@ $^ -lcriterion $(LIBS)
