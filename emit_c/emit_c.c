@@ -808,8 +808,11 @@ static int aot_grid_expr(strbuf *b, const tilec_kernel *k, int variant, const ti
         if (aot_grid_expr(b, k, variant, e->args[0], tmp, &a))
             return -1;
         t = (*tmp)++;
-        sb_printf(b, "    const int64_t t%d = %st%d;\n", t,
-                  e->op == TILEC_OP_NEG ? "-" : e->op == TILEC_OP_BITNOT ? "~" : "(int64_t)!", a);
+        if (e->op == TILEC_OP_NEG)
+            sb_printf(b, "    int64_t t%d;\n    if (__builtin_sub_overflow((int64_t)0, t%d, &t%d))\n        return -1;\n", t,
+                      a, t);
+        else
+            sb_printf(b, "    const int64_t t%d = %st%d;\n", t, e->op == TILEC_OP_BITNOT ? "~" : "(int64_t)!", a);
         *out = t;
         return 0;
     case TILEC_EX_CALL:
@@ -817,8 +820,8 @@ static int aot_grid_expr(strbuf *b, const tilec_kernel *k, int variant, const ti
             aot_grid_expr(b, k, variant, e->args[1], tmp, &c))
             return -1;
         t = (*tmp)++;
-        sb_printf(b, "    if (t%d <= 0)\n        return -1;\n    const int64_t t%d = t%d <= 0 ? 0 : (t%d + t%d - 1) / t%d;\n",
-                  c, t, a, a, c, c);
+        sb_printf(b, "    if (t%d <= 0)\n        return -1;\n    const int64_t t%d = t%d <= 0 ? 0 : t%d / t%d + (t%d %% t%d > 0);\n",
+                  c, t, a, a, c, a, c);
         *out = t;
         return 0;
     case TILEC_EX_BINARY: {
@@ -832,9 +835,15 @@ static int aot_grid_expr(strbuf *b, const tilec_kernel *k, int variant, const ti
         if (ovf)
             sb_printf(b, "    int64_t t%d;\n    if (__builtin_%s_overflow(t%d, t%d, &t%d))\n        return -1;\n", t, ovf, a,
                       c, t);
-        else
-            sb_printf(b, "    if (%s)\n        return -1;\n    const int64_t t%d = t%d %s t%d;\n",
-                      op[0] == '/' || op[0] == '%' ? "!t%d" : "t%d < 0 || t%d > 62", t, a, op, c);
+        else if (op[0] == '/' || op[0] == '%')
+            sb_printf(b, "    if (!t%d || (t%d == INT64_MIN && t%d == -1))\n        return -1;\n    const int64_t t%d = t%d %s t%d;\n",
+                      c, a, c, t, a, op, c);
+        else { /* shifts of a value >= 0, no bit lost: what tilec_kernel_grid allows */
+            sb_printf(b, "    if (t%d < 0 || t%d < 0 || t%d > 62", a, c, c);
+            if (op[0] == '<')
+                sb_printf(b, " || t%d > (INT64_MAX >> t%d)", a, c);
+            sb_printf(b, ")\n        return -1;\n    const int64_t t%d = t%d %s t%d;\n", t, a, op, c);
+        }
         *out = t;
         return 0;
     }
