@@ -24,7 +24,7 @@ GENFLAGS = -Wno-implicit-fallthrough -Wno-unused-parameter -Wno-unused-variable 
 
 CUDA     ?= /usr/local/cuda
 RT_SRC   = runtime/driver.c runtime/module.c runtime/nvrtc.c runtime/rt.c runtime/pool.c runtime/log.c \
-           runtime/hash.c runtime/bundle.c runtime/cache.c runtime/program.c runtime/workers.c runtime/multikernel.c
+           runtime/hash.c runtime/bundle.c runtime/cache.c runtime/program.c runtime/workers.c runtime/watch.c runtime/multikernel.c
 LIBS     = -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lpthread -lm
 LIB_SRC  = $(RT_SRC) util/arena.c util/fdio.c util/strbuf.c util/strset.c util/poly.c dsl/diag.c \
            parser/parse.c parser/build.c parser/check.c parser/dump.c lower/lower.c lower/written.c lower/compile.c api/module.c \
