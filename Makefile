@@ -123,7 +123,7 @@ $(BUILD)/tests/libplugin_demo_fail.so: tests/plugin_demo.c include/tilec/emitter
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DPLUGIN_DEMO_FAIL $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
 $(BUILD)/obj/tests/test_emit.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"'
-$(BUILD)/obj/tests/test_wrapper_run.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"' -DTILEC_CUDA='"$(CUDA)"'
+$(BUILD)/obj/tests/test_wrapper_run.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"' -DTILEC_CUDA='"$(CUDA)"' -DTILEC_SANFLAGS='"$(SANFLAGS)"'
 $(BUILD)/tests/test_wrapper_run: $(BUILD)/obj/tests/test_wrapper_run.o $(LIBA) | $(FAKECUDA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)

@@ -21,6 +21,9 @@
 #ifndef TILEC_CUDA
 #define TILEC_CUDA "/usr/local/cuda"
 #endif
+#ifndef TILEC_SANFLAGS
+#define TILEC_SANFLAGS "" /* the sanitizers libtilec.a was built with: the runner links them too */
+#endif
 #define FAKECUDA TILEC_BUILD "/tests/libfakecuda.so"
 
 /* scale2 is a kernel the fake driver runs: y[i] = 2 * x[i], i < n */
@@ -77,9 +80,9 @@ static void build_runner(const char *dir)
     const char *cc = getenv("CC");
     char *out = NULL;
     int st = sh(&out,
-                "%s -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Wno-unused-function -Iinclude -Itests -I%s -o %s/run %s/big.c "
-                "%s/main.c %s/lib/libtilec.a -L%s/lib64 -Wl,-rpath,%s/lib64 -lnvrtc -ldl -lpthread -lm 2>&1",
-                cc && *cc ? cc : "cc", dir, dir, dir, dir, TILEC_BUILD, TILEC_CUDA, TILEC_CUDA);
+                "%s -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Wno-unused-function %s -Iinclude -Itests -I%s "
+                "-o %s/run %s/big.c %s/main.c %s/lib/libtilec.a -L%s/lib64 -Wl,-rpath,%s/lib64 -lnvrtc -ldl -lpthread -lm",
+                cc && *cc ? cc : "cc", TILEC_SANFLAGS, dir, dir, dir, dir, TILEC_BUILD, TILEC_CUDA, TILEC_CUDA);
     cr_assert_eq(st, 0, "the wrapper does not build:\n%s", out);
     free(out);
 }
