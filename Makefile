@@ -24,11 +24,11 @@ GENFLAGS = -Wno-implicit-fallthrough -Wno-unused-parameter -Wno-unused-variable 
 
 CUDA     ?= /usr/local/cuda
 RT_SRC   = runtime/driver.c runtime/module.c runtime/nvrtc.c runtime/rt.c runtime/pool.c runtime/log.c \
-           runtime/hash.c runtime/bundle.c runtime/cache.c runtime/program.c runtime/workers.c runtime/multikernel.c
+           runtime/hash.c runtime/bundle.c runtime/cache.c runtime/program.c runtime/workers.c runtime/watch.c runtime/multikernel.c
 LIBS     = -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lpthread -lm
-LIB_SRC  = $(RT_SRC) util/arena.c util/fdio.c util/strbuf.c util/escape.c util/mangle.c util/poly.c dsl/diag.c \
+LIB_SRC  = $(RT_SRC) util/arena.c util/fdio.c util/strbuf.c util/strset.c util/escape.c util/mangle.c util/poly.c dsl/diag.c \
            parser/parse.c parser/build.c parser/check.c parser/dump.c lower/lower.c lower/written.c lower/compile.c api/module.c \
-           wrapper_ir/lower_graph.c wrapper_ir/plan.c wrapper_ir/print.c wrapper_ir/emit.c emit_c/emit_c.c emit_py/emit_py.c runtime/externs.c runtime/cublas.c
+           wrapper_ir/lower_graph.c wrapper_ir/plan.c wrapper_ir/size.c wrapper_ir/print.c wrapper_ir/emit.c emit_c/emit_c.c emit_c/c_sizes.c emit_py/emit_py.c runtime/externs.c runtime/cublas.c
 GEN_SRC  = $(BUILD)/gen/lexer.c $(BUILD)/gen/grammar.c
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
 TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
@@ -123,6 +123,10 @@ $(BUILD)/tests/libplugin_demo_fail.so: tests/plugin_demo.c include/tilec/emitter
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DPLUGIN_DEMO_FAIL $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
 $(BUILD)/obj/tests/test_emit.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"'
+$(BUILD)/obj/tests/test_wrapper_run.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"' -DTILEC_CUDA='"$(CUDA)"' -DTILEC_SANFLAGS='"$(SANFLAGS)"'
+$(BUILD)/tests/test_wrapper_run: $(BUILD)/obj/tests/test_wrapper_run.o $(LIBA) | $(FAKECUDA)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
 $(BUILD)/tests/test_emit: $(BUILD)/obj/tests/test_emit.o $(LIBA) | $(PLUGINS) $(FAKECUDA) $(TILEC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -rdynamic -o $@ $^ -lcriterion $(LIBS)

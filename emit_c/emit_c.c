@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "dsl/diag.h"
+#include "emit_c/c_sizes.h"
 #include "tilec/emitter.h"
 #include "tilec/lower.h"
 #include "tilec/program.h"
@@ -32,6 +33,8 @@ typedef struct cstate {
     strbuf names[8]; /* the last names cn() spelled */
     int next;
     strbuf graph;    /* the graph's name in C (mg_c_graph) */
+    csz sz;        /* the size block, spliced in after the input checks */
+    size_t inputs_end; /* where in body the input checks end */
     int failed;
 } cstate;
 
@@ -113,16 +116,19 @@ static void c_comment(strbuf *b, const char *indent, const char *text)
     sb_puts(b, " */\n");
 }
 
+/* "{s_R, tl_z0}": the sizes of line l's tensor, its bytes checked in the size block */
+static void c_dims(cstate *s, strbuf *b, const tilec_wir_line *l)
+{
+    csz_tensor(&s->sz, b, l->name, dt_enum(l->dtype), l->dtype, l->rank, l->sizes);
+}
+
 /* tl_alloc(M, &b_NAME, "NAME", dtype, rank, {sizes}) */
 static void c_alloc(cstate *s, const tilec_wir_line *l)
 {
-    sb_printf(&s->body, "    if (tl_alloc(M, &%s, \"%s\", %s, %u, (const int64_t[]){", B(l->name), l->name, dt_enum(l->dtype),
-              l->rank);
-    for (uint32_t d = 0; d < l->rank; d++) {
-        sb_puts(&s->body, d ? ", " : "");
-        c_size(&s->body, s->g, l->sizes[d]);
-    }
-    sb_printf(&s->body, "%s}, &tl_live, err, errlen))\n        goto tl_out;\n", l->rank ? "" : "0");
+    sb_printf(&s->body, "    if (tl_alloc(M, &%s, \"%s\", %s, %u, (const int64_t[])", B(l->name), l->name,
+              dt_enum(l->dtype), l->rank);
+    c_dims(s, &s->body, l);
+    sb_puts(&s->body, ", &tl_live, err, errlen))\n        goto tl_out;\n");
     sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
 }
 
@@ -145,7 +151,7 @@ static int h_allocate(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;
     sb_printf(&s->body, "    /* alloc %s: %s, ", l->name, tilec_dtype_name(l->dtype));
-    c_size(&s->body, s->g, l->bytes);
+    esc_c_comment(&s->body, l->bytes);
     sb_puts(&s->body, " bytes */\n");
     c_alloc(s, l);
     return 0;
@@ -156,13 +162,10 @@ static int h_reuse(void *u, const tilec_wir_line *l)
     cstate *s = u;
     sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
     sb_printf(&s->body, "    /* reuse: %s takes the storage of %s */\n", l->name, l->from);
-    sb_printf(&s->body, "    tl_shape(&%s, %s.data, %s, %u, (const int64_t[]){", B(l->name), B(l->from), dt_enum(l->dtype),
+    sb_printf(&s->body, "    tl_shape(&%s, %s.data, %s, %u, (const int64_t[])", B(l->name), B(l->from), dt_enum(l->dtype),
               l->rank);
-    for (uint32_t d = 0; d < l->rank; d++) {
-        sb_puts(&s->body, d ? ", " : "");
-        c_size(&s->body, s->g, l->sizes[d]);
-    }
-    sb_printf(&s->body, "%s});\n", l->rank ? "" : "0");
+    c_dims(s, &s->body, l);
+    sb_puts(&s->body, ");\n");
     return 0;
 }
 
@@ -188,14 +191,11 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
     cstate *s = u;
     sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
     sb_printf(&s->body, "    /* view: %s of %s */\n", l->name, l->from);
-    sb_printf(&s->body, "    tl_shape(&%s, %s.data + (uint64_t)(", B(l->name), B(l->from));
-    c_size(&s->body, s->g, l->offset ? l->offset : "0");
-    sb_printf(&s->body, ") * %u, %s, %u, (const int64_t[]){", tilec_dtype_size(l->dtype), dt_enum(l->dtype), l->rank);
-    for (uint32_t d = 0; d < l->rank; d++) {
-        sb_puts(&s->body, d ? ", " : "");
-        c_size(&s->body, s->g, l->sizes[d]);
-    }
-    sb_printf(&s->body, "%s});\n", l->rank ? "" : "0");
+    sb_printf(&s->body, "    tl_shape(&%s, %s.data + (uint64_t)", B(l->name), B(l->from));
+    csz_offset(&s->sz, &s->body, l->name, l->offset, tilec_dtype_size(l->dtype));
+    sb_printf(&s->body, ", %s, %u, (const int64_t[])", dt_enum(l->dtype), l->rank);
+    c_dims(s, &s->body, l);
+    sb_puts(&s->body, ");\n");
     return 0;
 }
 
@@ -206,41 +206,10 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
     if (!k || l->nargs != k->nparams || l->nargs > 64)
         return -1;
     sb_printf(&s->body, "    { /* %s, line %u */\n", k->name, l->loc.line);
-    /* sizes computed in int64_t must fit the parameter's 32-bit type */
-    for (uint32_t i = 0; i < l->nargs; i++) {
-        const tilec_param *p = &k->params[i];
-        const tilec_wir_arg *a = &l->args[i];
-        int i32 = p->type.dtype == TILEC_DT_I32, u32 = p->type.dtype == TILEC_DT_U32;
-        if (p->type.kind == TILEC_TE_POINTER || a->kind == TILEC_WIR_ARG_SCALAR || (!i32 && !u32))
-            continue;
-        strbuf key; /* each size once per call: sizes do not change within one */
-        sb_init(&key);
-        sb_printf(&key, "%s %s", i32 ? "i32" : "u32", a->text);
-        int fresh = sb_set_add(&s->checked, sb_str(&key));
-        s->failed |= key.failed;
-        sb_free(&key);
-        if (!fresh)
-            continue;
-        strbuf v, t; /* the C expression, and the text for the message */
-        sb_init(&v);
-        sb_init(&t);
-        c_size(&v, s->g, a->text);
-        for (const char *c = a->text; *c; c++)
-            if (*c == '%' || *c == '"' || *c == '\\')
-                sb_printf(&t, "%s", *c == '%' ? "%%" : *c == '"' ? "\\\"" : "\\\\");
-            else
-                sb_putc(&t, *c);
-        sb_printf(&s->body,
-                  "        if ((%s) < %s || (%s) > %s) {\n"
-                  "            tl_fail(err, errlen, \"%s: argument '%s' of %s (%s) is %%lld, which does not fit %s\", "
-                  "(long long)(%s));\n            goto tl_out;\n        }\n",
-                  v.s ? v.s : "0", i32 ? "INT32_MIN" : "0", v.s ? v.s : "0", i32 ? "INT32_MAX" : "(int64_t)UINT32_MAX",
-                  s->g->name, p->name, k->name, t.s ? t.s : "", i32 ? "i32" : "u32", v.s ? v.s : "0");
-        if (v.failed || t.failed)
-            s->failed = 1;
-        sb_free(&v);
-        sb_free(&t);
-    }
+    /* sizes must fit the parameter's type: checked in the size block */
+    for (uint32_t i = 0; i < l->nargs; i++)
+        if (k->params[i].type.kind != TILEC_TE_POINTER && l->args[i].kind == TILEC_WIR_ARG_SIZE)
+            csz_fits(&s->sz, l->args[i].text, k->params[i].type.dtype, k->params[i].name, k->name);
     sb_printf(&s->body, "        tilec_rt_arg a[%u] = {", l->nargs ? l->nargs : 1);
     for (uint32_t i = 0; i < l->nargs; i++) {
         const tilec_param *p = &k->params[i];
@@ -265,7 +234,12 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
             else
                 sb_puts(&s->body, t);
         } else {
-            c_size(&s->body, s->g, a->text);
+            strbuf what;
+            sb_init(&what);
+            sb_printf(&what, "argument '%s' of %s", p->name, k->name);
+            csz_use(&s->sz, &s->body, a->text, sb_str(&what));
+            s->failed |= what.failed;
+            sb_free(&what);
         }
         sb_puts(&s->body, ")}");
     }
@@ -371,6 +345,9 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
     sb_printf(b, "    if (!%s || %s->dtype != %s || %s->rank != %u)\n", T, T, dt_enum(l->dtype), T, l->rank);
     sb_printf(b, "        return tl_fail(err, errlen, \"%s: %s must be a %s tensor of rank %u\");\n", G, l->name,
               tilec_dtype_name(l->dtype), l->rank);
+    sb_printf(b, "    if (tl_bytes(%s->dtype, %u, %s->sizes, NULL))\n"
+                 "        return tl_fail(err, errlen, \"%s: %s has a negative dimension or more than 2^63 - 1 bytes\");\n",
+              T, l->rank, T, G, l->name);
     for (uint32_t d = 0; d < l->rank; d++) {
         if (l->binds && l->binds[d]) {
             sb_printf(b, "    const int64_t %s __attribute__((unused)) = %s->sizes[%u];\n",
@@ -390,6 +367,7 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
     sb_printf(b, "    %s = *%s;\n", B(l->name), T); /* only once checked: it may be NULL */
     s->failed |= t.failed;
     sb_free(&t);
+    s->inputs_end = b->n;
     return 0;
 }
 
@@ -416,8 +394,6 @@ static const char prologue[] =
     "    }\n"
     "    return 1;\n"
     "}\n"
-    "\n"
-    "static inline int64_t tl_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }\n"
     "\n"
     "static inline void tl_shape(tilec_tensor *t, uint64_t data, tilec_dtype dt, uint32_t rank, const int64_t *sizes)\n"
     "{\n"
@@ -652,12 +628,12 @@ static int c_begin(tilec_emit *e, void **state)
     s->w = tilec_emit_wir(e);
     s->g = tilec_emit_graph(e);
     sb_init(&s->body);
-    sb_init(&s->checked);
     sb_init(&s->decls);
     sb_init(&s->graph);
     for (int i = 0; i < 8; i++)
         sb_init(&s->names[i]);
     mg_c_graph(&s->graph, s->g->name);
+    csz_init(&s->sz, s->g);
     *state = s;
     return 0;
 }
@@ -687,8 +663,9 @@ static void c_bench_main(strbuf *c, cstate *s)
                "            return strtoll(argv[i] + k + 1, NULL, 10);\n"
                "    return dflt;\n}\n\n"
                "static int tl_random(tilec_rt *rt, tilec_tensor *t, tl_mem *mem, unsigned long long *seed)\n{\n"
-               "    size_t n = 1, es = tilec_dtype_size(t->dtype);\n"
-               "    for (uint32_t d = 0; d < t->rank; d++)\n        n *= (size_t)t->sizes[d];\n"
+               "    uint64_t bytes = 0;\n"
+               "    if (tl_bytes(t->dtype, t->rank, t->sizes, &bytes) || bytes >= SIZE_MAX / 2)\n        return 1;\n"
+               "    size_t es = tilec_dtype_size(t->dtype), n = (size_t)bytes / es;\n"
                "    unsigned char *h = malloc(n * es + 1);\n"
                "    if (!h || tilec_rt_malloc(rt, n * es + 1, &t->data) != TILEC_RT_OK) {\n        free(h);\n        return 1;\n    }\n"
                "    mem->p[mem->n++] = t->data;\n"
@@ -831,8 +808,11 @@ static int aot_grid_expr(strbuf *b, const tilec_kernel *k, int variant, const ti
         if (aot_grid_expr(b, k, variant, e->args[0], tmp, &a))
             return -1;
         t = (*tmp)++;
-        sb_printf(b, "    const int64_t t%d = %st%d;\n", t,
-                  e->op == TILEC_OP_NEG ? "-" : e->op == TILEC_OP_BITNOT ? "~" : "(int64_t)!", a);
+        if (e->op == TILEC_OP_NEG)
+            sb_printf(b, "    int64_t t%d;\n    if (__builtin_sub_overflow((int64_t)0, t%d, &t%d))\n        return -1;\n", t,
+                      a, t);
+        else
+            sb_printf(b, "    const int64_t t%d = %st%d;\n", t, e->op == TILEC_OP_BITNOT ? "~" : "(int64_t)!", a);
         *out = t;
         return 0;
     case TILEC_EX_CALL:
@@ -840,8 +820,8 @@ static int aot_grid_expr(strbuf *b, const tilec_kernel *k, int variant, const ti
             aot_grid_expr(b, k, variant, e->args[1], tmp, &c))
             return -1;
         t = (*tmp)++;
-        sb_printf(b, "    if (t%d <= 0)\n        return -1;\n    const int64_t t%d = t%d <= 0 ? 0 : (t%d + t%d - 1) / t%d;\n",
-                  c, t, a, a, c, c);
+        sb_printf(b, "    if (t%d <= 0)\n        return -1;\n    const int64_t t%d = t%d <= 0 ? 0 : t%d / t%d + (t%d %% t%d > 0);\n",
+                  c, t, a, a, c, a, c);
         *out = t;
         return 0;
     case TILEC_EX_BINARY: {
@@ -855,9 +835,15 @@ static int aot_grid_expr(strbuf *b, const tilec_kernel *k, int variant, const ti
         if (ovf)
             sb_printf(b, "    int64_t t%d;\n    if (__builtin_%s_overflow(t%d, t%d, &t%d))\n        return -1;\n", t, ovf, a,
                       c, t);
-        else
-            sb_printf(b, "    if (%s)\n        return -1;\n    const int64_t t%d = t%d %s t%d;\n",
-                      op[0] == '/' || op[0] == '%' ? "!t%d" : "t%d < 0 || t%d > 62", t, a, op, c);
+        else if (op[0] == '/' || op[0] == '%')
+            sb_printf(b, "    if (!t%d || (t%d == INT64_MIN && t%d == -1))\n        return -1;\n    const int64_t t%d = t%d %s t%d;\n",
+                      c, a, c, t, a, op, c);
+        else { /* shifts of a value >= 0, no bit lost: what tilec_kernel_grid allows */
+            sb_printf(b, "    if (t%d < 0 || t%d < 0 || t%d > 62", a, c, c);
+            if (op[0] == '<')
+                sb_printf(b, " || t%d > (INT64_MAX >> t%d)", a, c);
+            sb_printf(b, ")\n        return -1;\n    const int64_t t%d = t%d %s t%d;\n", t, a, op, c);
+        }
         *out = t;
         return 0;
     }
@@ -1021,6 +1007,7 @@ static int c_end(tilec_emit *e, void *state)
     sb_putc(&c, '\n');
     sb_printf(&c, "   graph %s: do not edit. */\n#include \"%s\"\n\n", n, hname);
     sb_puts(&c, prologue);
+    sb_puts(&c, csz_prelude);
     sb_puts(&c, debug_prelude);
     strbuf fileq; /* the file name as a C string literal: it may hold any bytes */
     sb_init(&fileq);
@@ -1054,26 +1041,25 @@ static int c_end(tilec_emit *e, void *state)
               "   go back to it and the allocation is tried once more */\n"
               "static int tl_alloc(%s_module *M, tilec_tensor *t, const char *name, tilec_dtype dt, uint32_t rank,\n"
               "                    const int64_t *sizes, tl_mem *mem, char *err, size_t errlen)\n{\n"
-              "    uint64_t bytes = %s;\n"
-              "    for (uint32_t d = 0; d < rank; d++)\n        bytes *= (uint64_t)sizes[d];\n"
+              "    uint64_t bytes = 0, p = 0;\n"
+              "    char shape[128];\n"
+              "    if (tl_bytes(dt, rank, sizes, &bytes))\n"
+              "        return tl_fail(err, errlen, \"%s: %%s (%%s[%%s]) has a negative dimension or more than 2^63 - 1 bytes\",\n"
+              "                       name, tilec_dtype_name(dt), tl_dims(shape, sizeof shape, rank, sizes));\n"
               "    if (!bytes)\n        bytes = 1;\n"
               "    if (mem->n == 256)\n"
               "        return tl_fail(err, errlen, \"%s: more than 256 live buffers at %%s\", name);\n"
-              "    uint64_t p = 0;\n"
               "    for (int i = 0; i < M->nspare && !p; i++)\n"
               "        if (M->spare[i].bytes == bytes) {\n"
               "            p = M->spare[i].p;\n            M->spare[i] = M->spare[--M->nspare];\n        }\n"
               "    if (!p && tilec_rt_malloc(M->rt, bytes, &p) != TILEC_RT_OK && M->nspare) {\n"
               "        tl_trim(M);\n        p = 0;\n        tilec_rt_malloc(M->rt, bytes, &p);\n    }\n"
-              "    if (!p) {\n        char shape[128] = \"\";\n"
-              "        for (uint32_t d = 0, k = 0; d < rank && k < sizeof shape; d++)\n"
-              "            k += (uint32_t)snprintf(shape + k, sizeof shape - k, \"%%s%%lld\", d ? \", \" : \"\", (long long)sizes[d]);\n"
+              "    if (!p)\n"
               "        return tl_fail(err, errlen, \"%s: cannot allocate %%s (%%s[%%s], %%llu bytes): %%s\", name,\n"
-              "                       tilec_dtype_name(dt), shape, (unsigned long long)bytes, tilec_rt_last_error(M->rt));\n"
-              "    }\n"
+              "                       tilec_dtype_name(dt), tl_dims(shape, sizeof shape, rank, sizes), (unsigned long long)bytes, tilec_rt_last_error(M->rt));\n"
               "    mem->p[mem->n] = p;\n    mem->bytes[mem->n++] = bytes;\n"
               "    tl_shape(t, p, dt, rank, sizes);\n    return 0;\n}\n\n",
-              n, "(uint64_t)tilec_dtype_size(dt)", n, n);
+              n, n, n, n);
     sb_printf(&c, "/* an intermediate the graph is done with: kept for the next call (stream order makes\n"
                   "   reuse safe), or freed when the spare list is full */\n"
                   "static void tl_release(%s_module *M, tl_mem *mem, uint64_t p)\n{\n"
@@ -1118,9 +1104,11 @@ static int c_end(tilec_emit *e, void *state)
               n, n);
     sb_printf(&c, "tilec_externs *%s_externs(%s_module *M) { return M->ext; }\n\n", n, n);
     sb_printf(&c, "void %s_release(%s_module *M, tilec_tensor *t)\n{\n"
-                  "    uint64_t bytes = tilec_dtype_size(t->dtype);\n"
-                  "    for (uint32_t d = 0; d < t->rank; d++)\n        bytes *= (uint64_t)t->sizes[d];\n"
+                  "    uint64_t bytes = 0;\n"
                   "    if (!t->data)\n        return;\n"
+                  "    if (t->rank > TILEC_TENSOR_MAX_RANK || tl_bytes(t->dtype, t->rank, t->sizes, &bytes)) {\n"
+                  "        tilec_rt_free(M->rt, t->data); /* not one of ours as it is: not kept */\n"
+                  "        t->data = 0;\n        return;\n    }\n"
                   "    if (M->nspare < 64)\n        M->spare[M->nspare++] = (tl_spare){t->data, bytes ? bytes : 1};\n"
                   "    else\n        tilec_rt_free(M->rt, t->data);\n    t->data = 0;\n}\n\n",
               n, n);
@@ -1132,7 +1120,9 @@ static int c_end(tilec_emit *e, void *state)
     for (uint32_t i = 0; i < g->nparams; i++) /* a scalar no kernel takes is not a warning */
         if (g->params[i].type.kind != TILEC_TE_TENSOR)
             sb_printf(&c, "    (void)%s;\n", cn(s, MG_C_SCALAR, g->params[i].name));
-    sb_add(&c, sb_str(&s->body), s->body.n);
+    sb_add(&c, sb_str(&s->body), s->inputs_end);
+    sb_add(&c, sb_str(&s->sz.checks), s->sz.checks.n);
+    sb_add(&c, sb_str(&s->body) + s->inputs_end, s->body.n - s->inputs_end);
     for (size_t i = 0; i < nout; i++) {
         const char *o = tilec_wir_output(s->w, i);
         int input = 0;
@@ -1144,10 +1134,9 @@ static int c_end(tilec_emit *e, void *state)
                       "        const tilec_tensor tl_in = %s;\n"
                       "        if (tl_alloc(M, &%s, \"%s\", tl_in.dtype, tl_in.rank, tl_in.sizes, &tl_live, err, errlen))\n"
                       "            goto tl_out;\n"
-                      "        uint64_t tl_bytes = tilec_dtype_size(tl_in.dtype);\n"
-                      "        for (uint32_t d = 0; d < tl_in.rank; d++)\n"
-                      "            tl_bytes *= (uint64_t)tl_in.sizes[d];\n"
-                      "        if (tl_bytes && tilec_rt_memcpy_dtod(M->rt, %s.data, tl_in.data, tl_bytes) != TILEC_RT_OK) {\n"
+                      "        uint64_t tl_n = 0; /* checked with the inputs */\n"
+                      "        (void)tl_bytes(tl_in.dtype, tl_in.rank, tl_in.sizes, &tl_n);\n"
+                      "        if (tl_n && tilec_rt_memcpy_dtod(M->rt, %s.data, tl_in.data, tl_n) != TILEC_RT_OK) {\n"
                       "            tl_fail(err, errlen, \"%s: cannot copy %s: %%s\", tilec_rt_last_error(M->rt));\n"
                       "            goto tl_out;\n        }\n    }\n",
                       o, B(o), B(o), o, B(o), g->name, o);
@@ -1161,14 +1150,14 @@ static int c_end(tilec_emit *e, void *state)
                 "    return tl_rc;\n}\n");
 
     c_bench_main(&c, s);
-    int bad = aot_bad || s->failed || h.failed || c.failed || fileq.failed || s->body.failed || s->decls.failed ||
+    int bad = aot_bad || s->failed || s->sz.failed || s->sz.checks.failed || h.failed || c.failed || fileq.failed || s->body.failed || s->decls.failed ||
               tilec_emit_write(e, hname, sb_str(&h), h.n) || tilec_emit_write(e, cname, sb_str(&c), c.n);
     sb_free(&h);
     sb_free(&c);
     sb_free(&params);
     sb_free(&fileq);
     sb_free(&s->body);
-    sb_free(&s->checked);
+    csz_free(&s->sz);
     sb_free(&s->decls);
     sb_free(&s->graph);
     for (int i = 0; i < 8; i++)

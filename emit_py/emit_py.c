@@ -21,6 +21,7 @@
 #include "util/escape.h"
 #include "util/mangle.h"
 #include "util/strbuf.h"
+#include "util/strset.h"
 
 typedef struct pystate {
     const tilec_wir *w;
@@ -29,7 +30,7 @@ typedef struct pystate {
     strbuf body;    /* the rest of call() */
     strbuf kernels; /* the kernel table built by load() */
     int externs;    /* the graph calls externs */
-    strbuf checked; /* size arguments already range-checked: "i32 N" */
+    strset checked; /* sizes and tensors already checked: "i32 C*R", "f32 (R, C)" */
     int failed;
 } pystate;
 
@@ -83,33 +84,79 @@ static int scalar_param(const tilec_graph *g, const char *name, size_t n)
 
 static int is_ident(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 
-/* Python spelling of a canonical size text of g: scalar parameters
- * through mg_py, size symbols through py_sym, cdiv(a, b) -> tilec.cdiv(a, b). */
+static void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l);
+
+/* Node i of a parsed size text as Python, parenthesized where its
+ * precedence (4 atom, 3 unary, 2 product, 1 sum) is below `need`; / and %
+ * truncate as in C (tilec.div, tilec.mod). */
+static void py_tree(strbuf *b, const tilec_graph *g, const tilec_wir_size_node *t, int32_t i, int need)
+{
+    const tilec_wir_size_node *x = &t[i];
+    static const int prec[] = {[TILEC_WIR_SZ_NEG] = 3, [TILEC_WIR_SZ_ADD] = 1, [TILEC_WIR_SZ_SUB] = 1,
+                               [TILEC_WIR_SZ_MUL] = 2};
+    int p = x->op <= TILEC_WIR_SZ_SYM || x->op >= TILEC_WIR_SZ_DIV ? 4 : prec[x->op];
+    sb_puts(b, p < need ? "(" : "");
+    switch (x->op) {
+    case TILEC_WIR_SZ_INT: sb_printf(b, "%lld", (long long)x->value); break;
+    case TILEC_WIR_SZ_SYM: /* a scalar parameter, or a size symbol (_NAME_s) */
+        if (scalar_param(g, x->name, strlen(x->name)))
+            py_name(b, x->name);
+        else
+            py_sym(b, x->name);
+        break;
+    case TILEC_WIR_SZ_NEG:
+        sb_putc(b, '-');
+        py_tree(b, g, t, x->a, 3);
+        break;
+    case TILEC_WIR_SZ_ADD:
+    case TILEC_WIR_SZ_SUB:
+    case TILEC_WIR_SZ_MUL:
+        py_tree(b, g, t, x->a, p);
+        sb_puts(b, x->op == TILEC_WIR_SZ_ADD ? " + " : x->op == TILEC_WIR_SZ_SUB ? " - " : " * ");
+        py_tree(b, g, t, x->b, p + 1);
+        break;
+    default:
+        sb_printf(b, "tilec.%s(", x->op == TILEC_WIR_SZ_DIV ? "div" : x->op == TILEC_WIR_SZ_MOD ? "mod" : "cdiv");
+        py_tree(b, g, t, x->a, 1);
+        sb_puts(b, ", ");
+        py_tree(b, g, t, x->b, 1);
+        sb_putc(b, ')');
+    }
+    sb_puts(b, p < need ? ")" : "");
+}
+
+/* Python spelling of a canonical size text of g, from its parsed tree:
+ * scalar parameters through mg_py, size symbols through py_sym. */
 static void py_size(strbuf *b, const tilec_graph *g, const char *t)
 {
-    for (const char *p = t; *p;) {
-        if (is_ident(*p)) {
-            const char *q = p;
-            while (is_ident(*q) || (*q >= '0' && *q <= '9'))
-                q++;
-            if (*q == '(') {
-                sb_puts(b, "tilec.");
-                sb_add(b, p, (size_t)(q - p));
-            } else {
-                size_t n = (size_t)(q - p);
-                if (scalar_param(g, p, n))
-                    mg_py(b, p, n);
-                else
-                    mg_py_helper(b, p, n, "s");
-            }
-            p = q;
-        } else if (*p == '*') {
-            sb_puts(b, " * "); /* PEP 8 spacing */
-            p++;
-        } else {
-            sb_putc(b, *p++);
-        }
-    }
+    size_t cap = strlen(t) + 1, n = 0;
+    int32_t root = -1;
+    tilec_wir_size_node *nodes = malloc(cap * sizeof *nodes);
+    if (!nodes || tilec_wir_size_parse(t, nodes, cap, &n, &root) != TILEC_OK)
+        b->failed = 1; /* not a size text: the emitter fails */
+    else
+        py_tree(b, g, nodes, root, 1);
+    free(nodes);
+}
+
+/* The check, in call()'s argument checks, that tensor `name` of line l
+ * has no negative dimension and fits 63 bits of bytes. */
+static void py_check_tensor(pystate *s, const tilec_wir_line *l, const char *name)
+{
+    strbuf shape;
+    sb_init(&shape);
+    py_shape(&shape, s->g, l);
+    strbuf key;
+    sb_init(&key);
+    sb_printf(&key, "%s %s", tilec_dtype_name(l->dtype), sb_str(&shape));
+    int fresh = strset_add(&s->checked, sb_str(&key)); /* one check per dtype and shape */
+    s->failed |= key.failed | s->checked.failed;
+    sb_free(&key);
+    if (fresh)
+        sb_printf(&s->checks, "    tilec.check_tensor(\"%s\", \"%s\", %s, \"%s\")\n", s->g->name, name, sb_str(&shape),
+                  tilec_dtype_name(l->dtype));
+    s->failed |= shape.failed;
+    sb_free(&shape);
 }
 
 /* "(R, C)" */
@@ -145,6 +192,7 @@ static int h_kernel_def(void *u, const tilec_wir_line *l)
 
 static void py_alloc(pystate *s, const tilec_wir_line *l)
 {
+    py_check_tensor(s, l, l->name);
     sb_puts(&s->body, "    ");
     py_name(&s->body, l->name);
     sb_puts(&s->body, " = pool.alloc(");
@@ -161,6 +209,7 @@ static int h_allocate(void *u, const tilec_wir_line *l)
 static int h_reuse(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
+    py_check_tensor(s, l, l->name);
     sb_puts(&s->body, "    ");
     py_name(&s->body, l->name);
     sb_puts(&s->body, " = pool.take(");
@@ -195,6 +244,16 @@ static int h_free(void *u, const tilec_wir_line *l)
 static int h_reinterpret(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
+    py_check_tensor(s, l, l->name);
+    if (l->offset && strcmp(l->offset, "0")) {
+        strbuf off;
+        sb_init(&off);
+        py_size(&off, s->g, l->offset);
+        sb_printf(&s->checks, "    tilec.check_fits(\"%s\", \"the byte offset of view %s\", (%s) * %u)\n", s->g->name,
+                  l->name, sb_str(&off), tilec_dtype_size(l->dtype));
+        s->failed |= off.failed;
+        sb_free(&off);
+    }
     sb_puts(&s->body, "    ");
     py_name(&s->body, l->name);
     sb_puts(&s->body, " = ");
@@ -216,17 +275,20 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
     const tilec_kernel *k = l->kernel;
     if (!k || l->nargs != k->nparams)
         return -1;
-    /* sizes are Python ints: check they fit the parameter's 32-bit type */
+    /* sizes are Python ints: call() checks first that they fit the parameter's type */
     for (uint32_t i = 0; i < l->nargs; i++) {
         const tilec_param *p = &k->params[i];
         const tilec_wir_arg *a = &l->args[i];
-        int i32 = p->type.dtype == TILEC_DT_I32, u32 = p->type.dtype == TILEC_DT_U32;
-        if (p->type.kind == TILEC_TE_POINTER || a->kind == TILEC_WIR_ARG_SCALAR || (!i32 && !u32))
+        tilec_dtype dt = p->type.dtype;
+        const char *ty = dt == TILEC_DT_I32 ? "i32" : dt == TILEC_DT_U32 ? "u32" : dt == TILEC_DT_U64 ? "u64" : "i64";
+        if (p->type.kind == TILEC_TE_POINTER || a->kind == TILEC_WIR_ARG_SCALAR || dt == TILEC_DT_F32 ||
+            dt == TILEC_DT_F64)
             continue;
         strbuf key; /* each size once per call: sizes do not change within one */
         sb_init(&key);
-        sb_printf(&key, "%s %s", i32 ? "i32" : "u32", a->text);
-        int fresh = sb_set_add(&s->checked, sb_str(&key));
+        sb_printf(&key, "%s %s", ty, a->text);
+        size_t nd = strspn(a->text, "0123456789"); /* a literal of 9 digits fits any of them */
+        int fresh = strset_add(&s->checked, sb_str(&key)) && (nd != strlen(a->text) || nd > 9);
         s->failed |= key.failed;
         sb_free(&key);
         if (!fresh)
@@ -234,13 +296,12 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
         strbuf v;
         sb_init(&v);
         py_size(&v, s->g, a->text);
-        sb_printf(&s->body, "    if not %s <= %s <= %s:\n        raise ValueError(f\"", i32 ? "-0x80000000" : "0",
-                  sb_str(&v), i32 ? "0x7fffffff" : "0xffffffff");
         strbuf t;
         sb_init(&t);
-        sb_printf(&t, "%s: argument '%s' of %s (%s) is ", s->g->name, p->name, k->name, a->text);
-        esc_py_str(&s->body, sb_str(&t), 1);
-        sb_printf(&s->body, "{%s}, which does not fit %s\")\n", sb_str(&v), i32 ? "i32" : "u32");
+        sb_printf(&t, "argument '%s' of %s (%s)", p->name, k->name, a->text);
+        sb_printf(&s->checks, "    tilec.check_fits(\"%s\", ", s->g->name);
+        py_str(&s->checks, sb_str(&t));
+        sb_printf(&s->checks, ", %s, \"%s\")\n", sb_str(&v), ty);
         s->failed |= v.failed | t.failed;
         sb_free(&v);
         sb_free(&t);
@@ -263,7 +324,7 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
         else if (is_ident(t[0]))
             py_name(&s->body, t);
         else
-            py_size(&s->body, s->g, t); /* a number */
+            sb_puts(&s->body, t); /* a number */
     }
     sb_puts(&s->body, ")\n");
     return 0;
@@ -390,7 +451,6 @@ static int py_begin(tilec_emit *e, void **state)
     s->g = tilec_emit_graph(e);
     sb_init(&s->checks);
     sb_init(&s->body);
-    sb_init(&s->checked);
     sb_init(&s->kernels);
     *state = s;
     return 0;
@@ -627,7 +687,7 @@ static int py_end(tilec_emit *e, void *state)
     sb_free(&c);
     sb_free(&mod);
     sb_free(&s->body);
-    sb_free(&s->checked);
+    strset_free(&s->checked);
     sb_free(&s->checks);
     sb_free(&s->kernels);
     free(s);

@@ -2214,14 +2214,16 @@ static int eval_grid(const tilec_kernel *k, int variant, const tilec_expr *e, co
     case TILEC_EX_UNARY:
         if (eval_grid(k, variant, e->args[0], args, &a))
             return -1;
-        *out = e->op == TILEC_OP_NEG ? -a : e->op == TILEC_OP_BITNOT ? ~a : !a;
+        if (e->op == TILEC_OP_NEG)
+            return __builtin_sub_overflow((int64_t)0, a, out) ? -1 : 0;
+        *out = e->op == TILEC_OP_BITNOT ? ~a : !a;
         return 0;
     case TILEC_EX_CALL:
         if (strcmp(e->name, "cdiv") || e->nargs != 2)
             return -1;
         if (eval_grid(k, variant, e->args[0], args, &a) || eval_grid(k, variant, e->args[1], args, &b) || b <= 0)
             return -1;
-        *out = a <= 0 ? 0 : (a + b - 1) / b;
+        *out = a <= 0 ? 0 : a / b + (a % b > 0); /* a + b - 1 could overflow */
         return 0;
     case TILEC_EX_BINARY:
         if (eval_grid(k, variant, e->args[0], args, &a) || eval_grid(k, variant, e->args[1], args, &b))
@@ -2230,10 +2232,13 @@ static int eval_grid(const tilec_kernel *k, int variant, const tilec_expr *e, co
         case TILEC_OP_ADD: return __builtin_add_overflow(a, b, out) ? -1 : 0;
         case TILEC_OP_SUB: return __builtin_sub_overflow(a, b, out) ? -1 : 0;
         case TILEC_OP_MUL: return __builtin_mul_overflow(a, b, out) ? -1 : 0;
-        case TILEC_OP_DIV: if (!b) return -1; *out = a / b; return 0;
-        case TILEC_OP_MOD: if (!b) return -1; *out = a % b; return 0;
-        case TILEC_OP_SHL: if (b < 0 || b > 62) return -1; *out = a << b; return 0;
-        case TILEC_OP_SHR: if (b < 0 || b > 62) return -1; *out = a >> b; return 0;
+        case TILEC_OP_DIV: if (!b || (a == INT64_MIN && b == -1)) return -1; *out = a / b; return 0;
+        case TILEC_OP_MOD: if (!b || (a == INT64_MIN && b == -1)) return -1; *out = a % b; return 0;
+        case TILEC_OP_SHL: /* of a value >= 0 whose result fits: no bit lost */
+            if (a < 0 || b < 0 || b > 62 || a > (INT64_MAX >> b)) return -1;
+            *out = a << b;
+            return 0;
+        case TILEC_OP_SHR: if (a < 0 || b < 0 || b > 62) return -1; *out = a >> b; return 0;
         default: return -1;
         }
     default:

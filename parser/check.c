@@ -423,6 +423,26 @@ static int tile_dim(checker *ck, const tilec_expr *e, int64_t *out)
     return 0;
 }
 
+/* 32-bit registers per element of a tile of dtype d held by one thread:
+ * f16 and bf16 pack two to a register, 8- and 16-bit integers and bools
+ * take one each, 64-bit types two. Times 2, so that halves are exact. */
+static int64_t regs2_per_elem(tilec_dtype d)
+{
+    unsigned size = tilec_dtype_size(d);
+    if (d == TILEC_DT_F16 || d == TILEC_DT_BF16)
+        return 1;
+    return size <= 4 ? 2 : 4;
+}
+
+/* The registers one thread needs for tile t with `warps` warps: its
+ * elements spread over 32*warps threads, each holding its share (lowering's
+ * layouts, docs/lowering.md); at least one element each. */
+static int64_t tile_regs(const tilec_type *t, int64_t n, int64_t warps)
+{
+    int64_t threads = 32 * warps, per = (n + threads - 1) / threads;
+    return (per * regs2_per_elem(t->dtype) + 1) / 2;
+}
+
 static int tile_numel_ok(checker *ck, const tilec_loc *loc, const tilec_type *t)
 {
     int64_t n = 1;
@@ -433,7 +453,32 @@ static int tile_numel_ok(checker *ck, const tilec_loc *loc, const tilec_type *t)
             return 0;
         }
     }
-    return 1;
+    /* registers: a tile a thread cannot hold makes NVRTC spill it all,
+     * which takes minutes and gigabytes (a 256x256 f32 tile at warps = 1:
+     * 2048 registers a thread, 105 s and 5.9 GB), for a kernel that would
+     * crawl; the limit is per tile, a bound every kernel we know keeps */
+    binding *w = lookup(ck, "warps");
+    int64_t warps = w && w->kind == B_HINT && w->value >= 1 && w->value <= 32 ? w->value : 4;
+    int64_t regs = tile_regs(t, n, warps);
+    if (regs <= TILEC_MAX_TILE_REGS)
+        return 1;
+    int64_t need = warps;
+    while (need < 32 && tile_regs(t, n, need) > TILEC_MAX_TILE_REGS)
+        need *= 2;
+    int64_t fit = TILEC_MAX_TILE_REGS * 2 / regs2_per_elem(t->dtype) * 32 * warps;
+    if (tile_regs(t, n, need) <= TILEC_MAX_TILE_REGS)
+        err(ck, loc,
+            "tile %s needs %lld registers in each of the %lld threads of warps = %lld, more than %d: at warps = %lld "
+            "a tile of %s holds at most %lld elements; this one needs warps = %lld",
+            shp_str(ck, t), (long long)regs, (long long)(32 * warps), (long long)warps, TILEC_MAX_TILE_REGS,
+            (long long)warps, tilec_dtype_name(t->dtype), (long long)fit, (long long)need);
+    else
+        err(ck, loc,
+            "tile %s needs %lld registers in each of the %lld threads of warps = %lld, more than %d: at warps = %lld "
+            "a tile of %s holds at most %lld elements, and even warps = 32 is not enough; use a smaller tile",
+            shp_str(ck, t), (long long)regs, (long long)(32 * warps), (long long)warps, TILEC_MAX_TILE_REGS,
+            (long long)warps, tilec_dtype_name(t->dtype), (long long)fit);
+    return 0;
 }
 
 /* ---- kernel expressions ---- */

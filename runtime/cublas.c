@@ -137,7 +137,8 @@ static int contiguous(const tilec_tensor *t)
     for (uint32_t i = t->rank; i-- > 0;) {
         if (t->sizes[i] != 1 && t->strides[i] != expect)
             return 0;
-        expect *= t->sizes[i];
+        if (t->sizes[i] < 0 || __builtin_mul_overflow(expect, t->sizes[i], &expect))
+            return 0; /* no tensor has that many elements */
     }
     return 1;
 }

@@ -15,6 +15,7 @@
 #include <nvrtc.h>
 #pragma GCC diagnostic pop
 
+#include "runtime/watch.h"
 #include "tilec/runtime.h"
 #include "util/fdio.h"
 
@@ -262,7 +263,11 @@ tilec_rt_status tilec_nvrtc_compile_isolated(const char *source, const char *pro
     tilec_rt_status st = TILEC_RT_COMPILE_ERROR;
     char *lg = NULL;
     void *img = NULL;
-    if (fdio_read_all(fds[0], hdr, sizeof hdr) == 0 && hdr[1] < ((uint64_t)1 << 31) && hdr[2] < ((uint64_t)1 << 30)) {
+    rt_compile_limits lim;
+    rt_compile_limits_get(&lim);
+    if (rt_compile_watch(pid, fds[0], &lim, program_name, &lg)) {
+        /* killed: lg says why */
+    } else if (fdio_read_all(fds[0], hdr, sizeof hdr) == 0 && hdr[1] < ((uint64_t)1 << 31) && hdr[2] < ((uint64_t)1 << 30)) {
         img = hdr[1] ? malloc(hdr[1]) : NULL;
         lg = malloc(hdr[2] + 1);
         if ((hdr[1] && !img) || !lg || (hdr[1] && fdio_read_all(fds[0], img, hdr[1])) ||

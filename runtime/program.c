@@ -15,6 +15,7 @@
 #include "tilec/program.h"
 #include "tilec/workers.h"
 #include "runtime/program_internal.h"
+#include "runtime/watch.h"
 
 static double now_ms(void)
 {
@@ -266,13 +267,20 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
         if (!o->workers && ps.threads > 1 && p->n > 1)
             own = tilec_compile_workers_new(ps.threads);
         tilec_compile_workers *workers = ps.threads > 1 && p->n > 1 ? (o->workers ? o->workers : own) : NULL;
+        /* a compile with a time or memory limit (TILEC_COMPILE_TIMEOUT_S,
+         * TILEC_COMPILE_MAX_MB) runs in a child that a watchdog can stop:
+         * a worker, else a fork, even for one kernel or one thread */
+        rt_compile_limits lim;
+        rt_compile_limits_get(&lim);
+        int limited = rt_compile_limits_on(&lim);
         for (uint32_t i = 0; i < p->n; i++) {
             p->ks[i].workers = workers;
-            p->ks[i].isolate = !workers && ps.threads > 1 && p->n > 1;
+            p->ks[i].isolate = !workers && ((ps.threads > 1 && p->n > 1) || limited);
         }
-        /* forked children inherit NVRTC's state: initialize it here first */
+        /* forked children inherit NVRTC's state: initialize it here first
+         * (unless every compile must run under the limits) */
         uint32_t first = 0;
-        if (p->n > 1 && p->ks[0].isolate) {
+        if (p->n > 1 && p->ks[0].isolate && !limited) {
             p->ks[0].isolate = 0;
             char *err = NULL;
             compile_task(&p->ks[0], &err);

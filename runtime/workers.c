@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/watch.h"
 #include "tilec/workers.h"
 #include "util/fdio.h"
 
@@ -221,6 +222,14 @@ tilec_rt_status tilec_compile_workers_compile(tilec_compile_workers *ws, const c
         sigtimedwait(&pipe_set, NULL, &zero); /* drop the SIGPIPE we caused */
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    rt_compile_limits lim;
+    rt_compile_limits_get(&lim);
+    char *why = NULL;
+    if (!bad && rt_compile_watch(w->pid, w->from, &lim, name, &why)) {
+        release(ws, w, 1); /* killed: retired, and no second try here, which would pass no limit */
+        *log = why;
+        return TILEC_RT_COMPILE_ERROR;
+    }
     uint64_t hdr[3];
     tilec_rt_status st = TILEC_RT_COMPILE_ERROR;
     if (!bad && fdio_read_all(w->from, hdr, sizeof hdr) == 0 && hdr[1] < ((uint64_t)1 << 31) && hdr[2] < ((uint64_t)1 << 30)) {

@@ -14,6 +14,7 @@
  *   noparaminfo  nor cuFuncGetParamInfo (a driver before 12.4)
  * Kernels it knows (any image loads, except text starting "BADIMAGE"):
  *   scale2(ptr x, ptr y, i32 n): y[i] = 2 * x[i] on the host, for real
+ *     (also as scale2_v0, the name lowering gives a .tile kernel scale2)
  *   args7(ptr, i32, i64, f32, f64, u32, u64): records its argument bytes
  *   fail_launch(): the launch returns CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
  *   trap(): launches, then "faults": from then on launches, cuCtxSynchronize

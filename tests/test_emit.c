@@ -238,7 +238,7 @@ Test(emit, c_returned_input_is_a_copy)
                  TILEC_OK);
     char *c = read_in(dir, "g.c");
     cr_assert(c);
-    const char *copy = strstr(c, "tilec_rt_memcpy_dtod(M->rt, b_x.data, tl_in.data, tl_bytes)");
+    const char *copy = strstr(c, "tilec_rt_memcpy_dtod(M->rt, b_x.data, tl_in.data, tl_n)");
     const char *alloc = strstr(c, "if (tl_alloc(M, &b_x, \"x\", tl_in.dtype");
     const char *out = strstr(c, "    *out_x = b_x;\n");
     cr_expect(alloc && copy && out && alloc < copy && copy < out, "%s", c);

@@ -130,3 +130,46 @@ Test(lower, crafted_file_names_stay_comments, .timeout = 120)
         tilec_ctx_free(ctx);
     }
 }
+
+/* Grids from scalar arguments are computed with overflow checks: a grid
+ * that cannot be computed is an error, never a wrapped value or a trap. */
+Test(lower, grid_arithmetic_cannot_overflow)
+{
+    static const char src[] = "kernel k(x: *f32, n: i64, m: i64) grid (GRID) hints { warps = 4 } {\n"
+                              "    let i = range(128);\n"
+                              "    store(x + i, 1.0, i < 1);\n"
+                              "}\n";
+    static const struct {
+        const char *grid;
+        int64_t n, m;
+        tilec_status st;
+        uint32_t g0;
+    } cases[] = {
+        {"cdiv(n, m)", INT64_MAX, INT64_MAX, TILEC_OK, 1}, /* n + m - 1 would wrap to a grid of 0 */
+        {"cdiv(n, m)", INT64_MAX - 5, 4611686018427387904, TILEC_OK, 2},
+        {"n / m", INT64_MIN, -1, TILEC_ERR_ARG, 0}, /* a trap (SIGFPE) in C */
+        {"n % m + 1", INT64_MIN, -1, TILEC_ERR_ARG, 0},
+        {"-n", INT64_MIN, 1, TILEC_ERR_ARG, 0},
+        {"n << m", -1, 2, TILEC_ERR_ARG, 0},
+        {"n << m", 4611686018427387904, 2, TILEC_ERR_ARG, 0},
+        {"n << m", 3, 2, TILEC_OK, 12},
+        {"n >> m", -8, 1, TILEC_ERR_ARG, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char text[512];
+        const char *at = strstr(src, "GRID");
+        snprintf(text, sizeof text, "%.*s%s%s", (int)(at - src), src, cases[c].grid, at + 4);
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        cr_assert_eq(tilec_parse_string(ctx, "g.tile", text, strlen(text), &m), TILEC_OK, "%s", text);
+        const tilec_kernel *k = tilec_module_find_kernel(m, "k");
+        int64_t args[3] = {0, cases[c].n, cases[c].m};
+        uint32_t grid[3] = {0};
+        cr_expect_eq(tilec_kernel_grid(k, 0, args, grid), cases[c].st, "grid (%s) with n = %lld, m = %lld",
+                     cases[c].grid, (long long)cases[c].n, (long long)cases[c].m);
+        if (cases[c].st == TILEC_OK)
+            cr_expect_eq(grid[0], cases[c].g0, "grid (%s): %u", cases[c].grid, grid[0]);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+}

@@ -29,7 +29,7 @@ static tilec_status build(const char *path, int threads, tilec_program_stats *st
     tilec_build_options o = {.arch = "sm_90", .threads = threads, .cache = cache};
     tilec_program *p = NULL;
     tilec_status s = tilec_program_build(ctx, NULL, m, &o, &p);
-    if (s == TILEC_OK)
+    if (s == TILEC_OK && st)
         tilec_program_get_stats(p, st);
     membuf mb = {0};
     tilec_ctx_render_diags(ctx, membuf_sink(&mb));
@@ -130,5 +130,40 @@ Test(program, parallel_build_with_worker_processes, .timeout = 300)
     cr_expect_eq(par.nvrtc_compiles, 3);
     cr_assert_eq(build("examples/layernorm.tile", 3, &warm, NULL), TILEC_OK);
     cr_expect_eq(warm.cache_hit, 1, "the bundle the workers built is whole");
+    unsetenv("TILEC_COMPILE_WORKER");
+}
+
+/* TILEC_COMPILE_MAX_MB: a compile whose NVRTC holds more memory is killed,
+ * with a message naming the kernel and the limit; one kernel on one thread
+ * compiles in a child too, so that the limit holds. */
+Test(program, compile_memory_limit_stops_the_compile, .timeout = 300)
+{
+    setenv("TILEC_COMPILE_MAX_MB", "1", 1);
+    char *d = NULL;
+    cr_expect_eq(build("examples/add_relu.tile", 1, NULL, &d), TILEC_ERR_INPUT);
+    cr_expect(strstr(d, "add_relu_v0: NVRTC used ") && strstr(d, " MiB, more than TILEC_COMPILE_MAX_MB=1: the compile "
+                                                                 "was stopped"), "%s", d);
+    free(d);
+    unsetenv("TILEC_COMPILE_MAX_MB");
+    cr_expect_eq(build("examples/add_relu.tile", 1, NULL, NULL), TILEC_OK);
+}
+
+/* TILEC_COMPILE_TIMEOUT_S: worker processes past it are killed; the next
+ * build starts new ones. */
+Test(program, compile_time_limit_stops_worker_processes, .timeout = 300)
+{
+    setenv("TILEC_COMPILE_WORKER", "build/bin/tilec", 1);
+    if (access("build/bin/tilec", X_OK) != 0)
+        setenv("TILEC_COMPILE_WORKER", "build-asan/bin/tilec", 1);
+    setenv("TILEC_COMPILE_TIMEOUT_S", "0.01", 1);
+    char *d = NULL;
+    cr_expect_eq(build("examples/layernorm.tile", 3, NULL, &d), TILEC_ERR_INPUT);
+    cr_expect(strstr(d, "NVRTC did not finish within 0.01 s (TILEC_COMPILE_TIMEOUT_S): the compile was stopped"), "%s",
+              d);
+    free(d);
+    setenv("TILEC_COMPILE_TIMEOUT_S", "0", 1); /* 0: no limit */
+    tilec_program_stats st;
+    cr_expect_eq(build("examples/layernorm.tile", 3, &st, NULL), TILEC_OK);
+    unsetenv("TILEC_COMPILE_TIMEOUT_S");
     unsetenv("TILEC_COMPILE_WORKER");
 }

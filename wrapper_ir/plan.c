@@ -1,7 +1,7 @@
 /* plan.c: the memory planning pass over wrapper IR lines (FREE_IF_NOT_REUSED
  * + a later ALLOCATE of the same pool key -> REUSE, last freed first: one
  * stack per key, found by hash, so planning is linear in the lines), the
- * evaluation of size texts for given symbol values, and peak bytes. */
+ * parsing of --sizes, and peak bytes. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,154 +78,8 @@ tilec_status tilec_wir_plan(tilec_ctx *ctx, tilec_wir *w)
     return oom ? TILEC_ERR_NOMEM : TILEC_OK;
 }
 
-/* ---- evaluating size texts ----
- * expr   := ['-'] term (('+' | '-') term)*
- * term   := factor ('*' factor)*
- * factor := INT | NAME | 'cdiv' '(' expr ',' expr ')' | '(' expr ')' [('/' | '%') '(' expr ')']
- * The form of poly_str(): an opaque quotient is "(x)/(y)", so it binds
- * tighter than the '*' of its coefficient. */
-
-typedef struct ev {
-    const char *p;
-    const tilec_wir_size *sizes;
-    size_t n;
-    tilec_status st;
-    char bad[64]; /* the unknown symbol */
-} ev;
-
-static int64_t ev_expr(ev *e);
-
-static void ev_space(ev *e)
-{
-    while (*e->p == ' ')
-        e->p++;
-}
-
-static int ev_eat(ev *e, char c)
-{
-    ev_space(e);
-    if (*e->p != c)
-        return 0;
-    e->p++;
-    return 1;
-}
-
-static int64_t ev_fail(ev *e, tilec_status st)
-{
-    if (e->st == TILEC_OK)
-        e->st = st;
-    return 0;
-}
-
 static int is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
-
-static int64_t ev_paren(ev *e)
-{
-    if (!ev_eat(e, '('))
-        return ev_fail(e, TILEC_ERR_ARG);
-    int64_t v = ev_expr(e);
-    if (!ev_eat(e, ')'))
-        return ev_fail(e, TILEC_ERR_ARG);
-    return v;
-}
-
-static int64_t ev_factor(ev *e)
-{
-    ev_space(e);
-    const char *s = e->p;
-    if (is_digit(*s)) {
-        errno = 0;
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        e->p = end;
-        return errno ? ev_fail(e, TILEC_ERR_INPUT) : v;
-    }
-    if (is_alpha(*s)) {
-        size_t len = 0;
-        while (is_alpha(s[len]) || is_digit(s[len]))
-            len++;
-        e->p = s + len;
-        if (len == 4 && !memcmp(s, "cdiv", 4) && ev_eat(e, '(')) {
-            int64_t a = ev_expr(e);
-            if (!ev_eat(e, ','))
-                return ev_fail(e, TILEC_ERR_ARG);
-            int64_t b = ev_expr(e);
-            if (!ev_eat(e, ')'))
-                return ev_fail(e, TILEC_ERR_ARG);
-            if (b <= 0)
-                return ev_fail(e, TILEC_ERR_INPUT);
-            return a / b + (a % b > 0);
-        }
-        for (size_t i = 0; i < e->n; i++)
-            if (strlen(e->sizes[i].name) == len && !memcmp(e->sizes[i].name, s, len))
-                return e->sizes[i].value;
-        if (e->st == TILEC_OK)
-            snprintf(e->bad, sizeof e->bad, "%.*s", (int)(len < 63 ? len : 63), s);
-        return ev_fail(e, TILEC_ERR_ARG);
-    }
-    int64_t a = ev_paren(e);
-    ev_space(e);
-    char op = *e->p;
-    if (op != '/' && op != '%')
-        return a;
-    e->p++;
-    int64_t b = ev_paren(e);
-    if (b == 0 || (a == INT64_MIN && b == -1))
-        return ev_fail(e, TILEC_ERR_INPUT);
-    return op == '/' ? a / b : a % b;
-}
-
-static int64_t ev_term(ev *e)
-{
-    int64_t v = ev_factor(e);
-    while (e->st == TILEC_OK && ev_eat(e, '*')) {
-        int64_t r = ev_factor(e);
-        if (__builtin_mul_overflow(v, r, &v))
-            return ev_fail(e, TILEC_ERR_INPUT);
-    }
-    return v;
-}
-
-static int64_t ev_expr(ev *e)
-{
-    int neg = ev_eat(e, '-');
-    int64_t v = ev_term(e);
-    if (neg && __builtin_sub_overflow((int64_t)0, v, &v))
-        return ev_fail(e, TILEC_ERR_INPUT);
-    for (;;) {
-        ev_space(e);
-        char op = *e->p;
-        if (e->st != TILEC_OK || (op != '+' && op != '-'))
-            return v;
-        e->p++;
-        int64_t r = ev_term(e);
-        if (op == '+' ? __builtin_add_overflow(v, r, &v) : __builtin_sub_overflow(v, r, &v))
-            return ev_fail(e, TILEC_ERR_INPUT);
-    }
-}
-
-static tilec_status eval(ev *e, const char *text, int64_t *out)
-{
-    e->p = text;
-    e->st = TILEC_OK;
-    e->bad[0] = 0;
-    int64_t v = ev_expr(e);
-    ev_space(e);
-    if (e->st == TILEC_OK && *e->p)
-        e->st = TILEC_ERR_ARG;
-    if (e->st == TILEC_OK)
-        *out = v;
-    return e->st;
-}
-
-tilec_status tilec_wir_eval(const char *text, const tilec_wir_size *sizes, size_t n, int64_t *out)
-{
-    if (!text || !out || (!sizes && n))
-        return TILEC_ERR_ARG;
-    ev e = {.sizes = sizes, .n = n};
-    return eval(&e, text, out);
-}
 
 tilec_status tilec_wir_parse_sizes(const char *spec, tilec_wir_size *out, size_t cap, size_t *n)
 {
@@ -283,7 +137,7 @@ tilec_status tilec_wir_peak_bytes(tilec_ctx *ctx, const tilec_wir *w, tilec_wir_
     uint32_t nlive = 0;
     int64_t live = 0, peak = 0;
     tilec_status st = TILEC_OK;
-    ev e = {.sizes = sizes, .n = n};
+    char bad[64];
     for (uint32_t i = 0; i < w->n && st == TILEC_OK; i++) {
         const tilec_wir_line *l = &w->lines[i];
         int64_t v = 0;
@@ -294,11 +148,11 @@ tilec_status tilec_wir_peak_bytes(tilec_ctx *ctx, const tilec_wir *w, tilec_wir_
         case TILEC_WIR_MULTI_OUTPUT:
             if (!l->bytes)
                 break; /* the tuple of a multi-output extern holds no storage */
-            if ((st = eval(&e, l->bytes, &v)) != TILEC_OK) {
-                if (e.bad[0])
+            if ((st = wir_size_eval(l->bytes, sizes, n, &v, bad)) != TILEC_OK) {
+                if (bad[0])
                     diag_at(ctx, &w->mod->src, &l->loc, TILEC_SEV_ERROR,
                             "graph '%s': no value for the size symbol '%s' (needed by '%s', %s bytes)", w->graph->name,
-                            e.bad, l->name, l->bytes);
+                            bad, l->name, l->bytes);
                 else
                     diag_at(ctx, &w->mod->src, &l->loc, TILEC_SEV_ERROR,
                             "graph '%s': the size %s of '%s' cannot be computed (overflow or division by zero)",

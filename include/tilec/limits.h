@@ -4,6 +4,7 @@
 
 #define TILEC_MAX_TILE_DIM 65536      /* largest tile dimension (a power of two) */
 #define TILEC_MAX_TILE_ELEMS 1048576  /* most elements in one tile */
+#define TILEC_MAX_TILE_REGS 256       /* most 32-bit registers one tile takes in each thread */
 #define TILEC_MAX_STAGES 8            /* largest `stages` hint */
 #define TILEC_MAX_NESTING 1000        /* parser stack: nesting of (), {}, operators */
 #define TILEC_MAX_IDENT 1024          /* longest identifier, in bytes */

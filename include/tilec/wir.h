@@ -172,6 +172,38 @@ typedef struct tilec_wir_size {
  * nothing recorded) on bad text, a name longer than 63 bytes, a value
  * that is not a positive integer, or too many entries. */
 tilec_status tilec_wir_parse_sizes(const char *spec, tilec_wir_size *out, size_t cap, size_t *n);
+/* A size text parsed (tilec_wir_size_parse): a tree in an array, so that an
+ * emitter prints it with its own language's operators and precedence, or
+ * with overflow checks. The leading '-' of a text negates its whole first
+ * term, and "2*(R)/(4)" is 2 * (R / 4): not C's reading of the text.
+ *  INT   value               SYM   name
+ *  NEG   -a                  ADD, SUB, MUL   a op b (64-bit, checked)
+ *  DIV, MOD   a / b, a % b, truncating (C)   CDIV   a / b rounded up, b > 0 */
+typedef enum tilec_wir_size_op {
+    TILEC_WIR_SZ_INT,
+    TILEC_WIR_SZ_SYM,
+    TILEC_WIR_SZ_NEG,
+    TILEC_WIR_SZ_ADD,
+    TILEC_WIR_SZ_SUB,
+    TILEC_WIR_SZ_MUL,
+    TILEC_WIR_SZ_DIV,
+    TILEC_WIR_SZ_MOD,
+    TILEC_WIR_SZ_CDIV,
+} tilec_wir_size_op;
+
+typedef struct tilec_wir_size_node {
+    tilec_wir_size_op op;
+    int64_t value; /* INT */
+    char name[64]; /* SYM */
+    int32_t a, b;  /* the operands' indexes in the array; -1 for none */
+} tilec_wir_size_node;
+
+/* Parse a size text into at most cap nodes (strlen(text) + 1 always
+ * suffice); *n nodes, the tree's root at index *root. TILEC_ERR_ARG for
+ * text that is not a size, TILEC_ERR_INPUT for an integer past 64 bits,
+ * TILEC_ERR_NOMEM when cap is too small or the nesting deeper than 256. */
+tilec_status tilec_wir_size_parse(const char *text, tilec_wir_size_node *nodes, size_t cap, size_t *n,
+                                  int32_t *root);
 /* Evaluate a canonical size text ("4*R*C + 2", "cdiv(N, 128)") with the
  * given values; TILEC_ERR_ARG for an unknown symbol or bad text,
  * TILEC_ERR_INPUT on overflow or division by zero. */

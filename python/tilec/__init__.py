@@ -289,6 +289,8 @@ class Buffer:
             n *= d
         self.numel = n
         self.nbytes = n * _DTYPES[dtype][0]
+        if self.nbytes > _I64_MAX:  # ctypes would wrap it: a tiny buffer
+            raise TilecError(f"a {dtype}{list(self.shape)} buffer needs {self.nbytes} bytes, more than 2**63 - 1")
         self._owner = _owner
         if _ptr is not None:
             self.ptr = _ptr
@@ -614,6 +616,43 @@ def copy(dst, src):
 def cdiv(a, b):
     """a / b rounded up (sizes are positive)."""
     return -(-a // b)
+
+
+def div(a, b):
+    """a / b truncated toward zero, as C and the size texts of a graph divide."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def mod(a, b):
+    """The remainder of div(a, b): the sign of a, as in C."""
+    return a - b * div(a, b)
+
+
+_I64_MAX = (1 << 63) - 1
+_RANGES = {"i32": (-(1 << 31), (1 << 31) - 1), "u32": (0, (1 << 32) - 1),
+           "i64": (-(1 << 63), _I64_MAX), "u64": (0, (1 << 64) - 1)}
+
+
+def check_fits(graph, what, value, kind="i64"):
+    """A size a generated wrapper computed: ValueError unless it fits `kind`
+    (Python ints do not overflow, the kernels' parameters do)."""
+    lo, hi = _RANGES[kind]
+    if not lo <= value <= hi:
+        raise ValueError(f"{graph}: {what} is {value}, which does not fit {kind}")
+    return value
+
+
+def check_tensor(graph, name, shape, dtype):
+    """ValueError unless a tensor of `shape` and `dtype` has no negative
+    dimension and at most 2**63 - 1 bytes."""
+    n = _DTYPES[dtype][0]
+    for d in shape:
+        n *= d
+    if any(d < 0 for d in shape):
+        raise ValueError(f"{graph}: tensor {name} ({dtype}{list(shape)}) has a negative dimension")
+    if n > _I64_MAX:
+        raise ValueError(f"{graph}: tensor {name} ({dtype}{list(shape)}) needs {n} bytes, more than 2**63 - 1")
 
 
 class Pool:

@@ -84,7 +84,7 @@ def _generated(graph, base=None):
 
 def _without_gpu(mod, alloc, as_buffer, kernels, **package):
     """Run generated wrapper `mod` without a GPU: its package is tilec's
-    tensor_info and cdiv plus as_buffer and `package`; its pool allocates
+    checks and size arithmetic plus as_buffer and `package`; its pool allocates
     with alloc(shape, dtype); kernels are the given callables."""
     class Pool:
         def alloc(self, shape, dtype):
@@ -95,7 +95,8 @@ def _without_gpu(mod, alloc, as_buffer, kernels, **package):
 
         def release(self, buf):
             pass
-    stub = types.SimpleNamespace(tensor_info=tilec.tensor_info, cdiv=tilec.cdiv,
+    stub = types.SimpleNamespace(tensor_info=tilec.tensor_info, cdiv=tilec.cdiv, div=tilec.div, mod=tilec.mod,
+                                 check_fits=tilec.check_fits, check_tensor=tilec.check_tensor,
                                  as_buffer=lambda obj, info, device_=None: as_buffer(obj, info), **package)
     mod.tilec, mod.load = stub, lambda: types.SimpleNamespace(device=None)
     mod._pool = Pool()
@@ -154,12 +155,39 @@ class GeneratedWrapperTests(unittest.TestCase):
         x = _Fake((4, 4))
         msg = self.call_error(views.call, _Fake((4, 4), "<i4"), 1)
         self.assertEqual(msg, "views: x must be a f32 tensor of rank 2")
-        try:
-            views.call(x, 2**31)
-        except ValueError as e:
-            self.assertEqual(str(e), "views: argument 'n' of copy (k) is 2147483648, which does not fit i32")
-        except tilec.TilecError:
-            pass  # no GPU: load() fails before the launch checks
+        # checked with the sizes, before load() touches the GPU
+        self.assertEqual(self.call_error(views.call, x, 2**31),
+                         "views: argument 'n' of copy (k) is 2147483648, which does not fit i32")
+        self.assertIsNone(views._module, "nothing was loaded")
+
+    def test_size_overflow_is_an_error_before_any_gpu_work(self):
+        e2e = _generated("e2e")
+        R = C = 2**32  # f32[R, C] is 2**66 bytes: a C wrapper's 64 bits would wrap
+        big = _Fake((R, C))
+        self.assertEqual(self.call_error(e2e.call, big, big, _Fake((C,)), _Fake((C,))),
+                         "e2e: tensor t (f32[4294967296, 4294967296]) needs 73786976294838206464 bytes, "
+                         "more than 2**63 - 1")
+        self.assertIsNone(e2e._module, "nothing was loaded")
+        R, C = 2**16, 2**16  # 16 GiB fits; C*R passed to an i32 does not
+        ok = _Fake((R, C))
+        self.assertEqual(self.call_error(e2e.call, ok, ok, _Fake((C,)), _Fake((C,))),
+                         "e2e: argument 'n' of relu_plus (C*R) is 4294967296, which does not fit i32")
+        self.assertIsNone(e2e._module, "nothing was loaded")
+
+    def test_size_helpers(self):
+        # / and % of size texts truncate as in C (and tilec_wir_eval)
+        self.assertEqual([tilec.div(a, b) for a, b in ((7, 2), (-7, 2), (7, -2), (-7, -2))], [3, -3, -3, 3])
+        self.assertEqual([tilec.mod(a, b) for a, b in ((7, 2), (-7, 2), (7, -2), (-7, -2))], [1, -1, 1, -1])
+        self.assertEqual(tilec.check_fits("g", "x", 2**63 - 1), 2**63 - 1)
+        with self.assertRaises(ValueError):
+            tilec.check_fits("g", "x", 2**63)
+        with self.assertRaises(ValueError):
+            tilec.check_fits("g", "x", -1, "u64")
+        with self.assertRaises(ValueError):
+            tilec.check_tensor("g", "t", (2, -1), "f32")
+        tilec.check_tensor("g", "t", (2**30, 2**30, 1), "f32")  # 2**62 bytes
+        with self.assertRaises(ValueError):
+            tilec.check_tensor("g", "t", (2**30, 2**30, 2), "f32")  # 2**63 bytes
 
     def test_names_keep_symbols_apart_from_tensors(self):
         """A tensor named N and the size symbol N are two variables (the

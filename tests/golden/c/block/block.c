@@ -25,8 +25,6 @@ static int tl_fail(char *err, size_t errlen, const char *fmt, ...)
     return 1;
 }
 
-static inline int64_t tl_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 static inline void tl_shape(tilec_tensor *t, uint64_t data, tilec_dtype dt, uint32_t rank, const int64_t *sizes)
 {
     memset(t, 0, sizeof *t);
@@ -50,6 +48,45 @@ static inline int tl_contiguous(const tilec_tensor *t)
         st *= t->sizes[d];
     }
     return 1;
+}
+
+/* size arithmetic with overflow checks: a failure sets *o (1 overflow, 2 division by
+   zero) and gives 0, so that nothing computed from it can overflow */
+static inline int64_t tl_fail0(int *o, int why) { *o = *o ? *o : why; return 0; }
+static inline int64_t tl_add(int *o, int64_t a, int64_t b) { int64_t r; return __builtin_add_overflow(a, b, &r) ? tl_fail0(o, 1) : r; }
+static inline int64_t tl_sub(int *o, int64_t a, int64_t b) { int64_t r; return __builtin_sub_overflow(a, b, &r) ? tl_fail0(o, 1) : r; }
+static inline int64_t tl_mul(int *o, int64_t a, int64_t b) { int64_t r; return __builtin_mul_overflow(a, b, &r) ? tl_fail0(o, 1) : r; }
+static inline int64_t tl_neg(int *o, int64_t a) { return tl_sub(o, 0, a); }
+static inline int64_t tl_div(int *o, int64_t a, int64_t b) { return !b ? tl_fail0(o, 2) : a == INT64_MIN && b == -1 ? tl_fail0(o, 1) : a / b; }
+static inline int64_t tl_mod(int *o, int64_t a, int64_t b) { return !b ? tl_fail0(o, 2) : a == INT64_MIN && b == -1 ? 0 : a % b; }
+static inline int64_t tl_cdiv(int *o, int64_t a, int64_t b) { return b <= 0 ? tl_fail0(o, 2) : a / b + (a % b > 0); }
+static inline int64_t tl_u64(int *o, uint64_t a) { return a > (uint64_t)INT64_MAX ? tl_fail0(o, 1) : (int64_t)a; }
+
+/* the bytes of a tensor: 0, 1 for a negative dimension, 2 for more than INT64_MAX bytes */
+static int tl_bytes(tilec_dtype dt, uint32_t rank, const int64_t *sizes, uint64_t *bytes)
+{
+    int64_t b = (int64_t)tilec_dtype_size(dt);
+    int zero = 0;
+    for (uint32_t d = 0; d < rank; d++) {
+        if (sizes[d] < 0)
+            return 1;
+        zero |= sizes[d] == 0;
+    }
+    for (uint32_t d = 0; d < rank && !zero; d++)
+        if (__builtin_mul_overflow(b, sizes[d], &b))
+            return 2;
+    if (bytes)
+        *bytes = zero ? 0 : (uint64_t)b;
+    return 0;
+}
+
+/* "4, 1024": sizes for a message */
+static const char *tl_dims(char *buf, size_t cap, uint32_t rank, const int64_t *sizes)
+{
+    buf[0] = 0;
+    for (uint32_t d = 0, k = 0; d < rank && k < cap; d++)
+        k += (uint32_t)snprintf(buf + k, cap - k, "%s%lld", d ? ", " : "", (long long)sizes[d]);
+    return buf;
 }
 
 #include <sys/stat.h>
@@ -301,14 +338,15 @@ static void tl_trim(block_module *M)
 static int tl_alloc(block_module *M, tilec_tensor *t, const char *name, tilec_dtype dt, uint32_t rank,
                     const int64_t *sizes, tl_mem *mem, char *err, size_t errlen)
 {
-    uint64_t bytes = (uint64_t)tilec_dtype_size(dt);
-    for (uint32_t d = 0; d < rank; d++)
-        bytes *= (uint64_t)sizes[d];
+    uint64_t bytes = 0, p = 0;
+    char shape[128];
+    if (tl_bytes(dt, rank, sizes, &bytes))
+        return tl_fail(err, errlen, "block: %s (%s[%s]) has a negative dimension or more than 2^63 - 1 bytes",
+                       name, tilec_dtype_name(dt), tl_dims(shape, sizeof shape, rank, sizes));
     if (!bytes)
         bytes = 1;
     if (mem->n == 256)
         return tl_fail(err, errlen, "block: more than 256 live buffers at %s", name);
-    uint64_t p = 0;
     for (int i = 0; i < M->nspare && !p; i++)
         if (M->spare[i].bytes == bytes) {
             p = M->spare[i].p;
@@ -319,13 +357,9 @@ static int tl_alloc(block_module *M, tilec_tensor *t, const char *name, tilec_dt
         p = 0;
         tilec_rt_malloc(M->rt, bytes, &p);
     }
-    if (!p) {
-        char shape[128] = "";
-        for (uint32_t d = 0, k = 0; d < rank && k < sizeof shape; d++)
-            k += (uint32_t)snprintf(shape + k, sizeof shape - k, "%s%lld", d ? ", " : "", (long long)sizes[d]);
+    if (!p)
         return tl_fail(err, errlen, "block: cannot allocate %s (%s[%s], %llu bytes): %s", name,
-                       tilec_dtype_name(dt), shape, (unsigned long long)bytes, tilec_rt_last_error(M->rt));
-    }
+                       tilec_dtype_name(dt), tl_dims(shape, sizeof shape, rank, sizes), (unsigned long long)bytes, tilec_rt_last_error(M->rt));
     mem->p[mem->n] = p;
     mem->bytes[mem->n++] = bytes;
     tl_shape(t, p, dt, rank, sizes);
@@ -388,11 +422,14 @@ tilec_externs *block_externs(block_module *M) { return M->ext; }
 
 void block_release(block_module *M, tilec_tensor *t)
 {
-    uint64_t bytes = tilec_dtype_size(t->dtype);
-    for (uint32_t d = 0; d < t->rank; d++)
-        bytes *= (uint64_t)t->sizes[d];
+    uint64_t bytes = 0;
     if (!t->data)
         return;
+    if (t->rank > TILEC_TENSOR_MAX_RANK || tl_bytes(t->dtype, t->rank, t->sizes, &bytes)) {
+        tilec_rt_free(M->rt, t->data); /* not one of ours as it is: not kept */
+        t->data = 0;
+        return;
+    }
     if (M->nspare < 64)
         M->spare[M->nspare++] = (tl_spare){t->data, bytes ? bytes : 1};
     else
@@ -416,6 +453,8 @@ int block_run(block_module *M, const tilec_tensor *t_x, const tilec_tensor *t_w,
     /* kernel relu_add: 1 variant, built by block_load */
     if (!t_x || t_x->dtype != TILEC_DT_F32 || t_x->rank != 2)
         return tl_fail(err, errlen, "block: x must be a f32 tensor of rank 2");
+    if (tl_bytes(t_x->dtype, 2, t_x->sizes, NULL))
+        return tl_fail(err, errlen, "block: x has a negative dimension or more than 2^63 - 1 bytes");
     const int64_t s_R __attribute__((unused)) = t_x->sizes[0];
     const int64_t s_C __attribute__((unused)) = t_x->sizes[1];
     if (!tl_contiguous(t_x))
@@ -423,6 +462,8 @@ int block_run(block_module *M, const tilec_tensor *t_x, const tilec_tensor *t_w,
     b_x = *t_x;
     if (!t_w || t_w->dtype != TILEC_DT_F32 || t_w->rank != 2)
         return tl_fail(err, errlen, "block: w must be a f32 tensor of rank 2");
+    if (tl_bytes(t_w->dtype, 2, t_w->sizes, NULL))
+        return tl_fail(err, errlen, "block: w has a negative dimension or more than 2^63 - 1 bytes");
     if (t_w->sizes[0] != (s_C))
         return tl_fail(err, errlen, "block: dimension 0 of w is %lld, but C is %lld", (long long)t_w->sizes[0], (long long)(s_C));
     if (t_w->sizes[1] != (s_C))
@@ -430,16 +471,28 @@ int block_run(block_module *M, const tilec_tensor *t_x, const tilec_tensor *t_w,
     if (!tl_contiguous(t_w))
         return tl_fail(err, errlen, "block: w must be contiguous (row-major)");
     b_w = *t_w;
+    /* sizes: each computed once, with overflow checks, before anything is allocated
+       or launched */
+    int tl_o = 0;
+    if ((tl_o = tl_bytes(TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, NULL)) != 0)
+        return tl_fail(err, errlen, "block: tensor t (f32[R, C]) %s, with R=%lld, C=%lld", tl_o == 1 ? "has a negative dimension" : "needs more than 2^63 - 1 bytes", (long long)s_R, (long long)s_C);
+    const int64_t tl_z0 = tl_mul(&tl_o, s_C, s_R);
+    if (tl_o)
+        return tl_fail(err, errlen, "block: the size C*R (argument 'n' of scale_shift) %s, with C=%lld, R=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_C, (long long)s_R);
+    if (tl_z0 < INT32_MIN || tl_z0 > INT32_MAX)
+        return tl_fail(err, errlen, "block: argument 'n' of scale_shift (C*R) is %lld, which does not fit i32", (long long)tl_z0);
+    if ((tl_o = tl_bytes(TILEC_DT_F32, 1, (const int64_t[]){tl_z0}, NULL)) != 0)
+        return tl_fail(err, errlen, "block: tensor flat (f32[C*R]) %s, with C=%lld, R=%lld", tl_o == 1 ? "has a negative dimension" : "needs more than 2^63 - 1 bytes", (long long)s_C, (long long)s_R);
+    if ((tl_o = tl_bytes(TILEC_DT_F32, 1, (const int64_t[]){s_R}, NULL)) != 0)
+        return tl_fail(err, errlen, "block: tensor s (f32[R]) %s, with R=%lld", tl_o == 1 ? "has a negative dimension" : "needs more than 2^63 - 1 bytes", (long long)s_R);
+    if ((tl_o = tl_bytes(TILEC_DT_I32, 1, (const int64_t[]){s_R}, NULL)) != 0)
+        return tl_fail(err, errlen, "block: tensor idx (i32[R]) %s, with R=%lld", tl_o == 1 ? "has a negative dimension" : "needs more than 2^63 - 1 bytes", (long long)s_R);
     /* scale and shift the input */
-    /* alloc t: f32, 4*s_C*s_R bytes */
+    /* alloc t: f32, 4*C*R bytes */
     if (tl_alloc(M, &b_t, "t", TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
         goto tl_out;
     { /* scale_shift, line 30 */
-        if ((s_C*s_R) < INT32_MIN || (s_C*s_R) > INT32_MAX) {
-            tl_fail(err, errlen, "block: argument 'n' of scale_shift (C*R) is %lld, which does not fit i32", (long long)(s_C*s_R));
-            goto tl_out;
-        }
-        tilec_rt_arg a[5] = {{.ptr = b_x.data}, {.ptr = b_t.data}, {.i32 = (int32_t)(s_C*s_R)}, {.f32 = (float)(0.5)}, {.f32 = (float)(1.0)}};
+        tilec_rt_arg a[5] = {{.ptr = b_x.data}, {.ptr = b_t.data}, {.i32 = (int32_t)(tl_z0)}, {.f32 = (float)(0.5)}, {.f32 = (float)(1.0)}};
         tilec_rt_status st;
         if (M->dbg.level) {
             const tl_dbg_arg da[2] = {{"x", "x", &b_x}, {"y", "t", &b_t}};
@@ -465,7 +518,7 @@ int block_run(block_module *M, const tilec_tensor *t_x, const tilec_tensor *t_w,
     /* reuse: y takes the storage of t */
     tl_shape(&b_y, b_t.data, TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C});
     { /* relu_add, line 34 */
-        tilec_rt_arg a[4] = {{.ptr = b_h.data}, {.ptr = b_x.data}, {.ptr = b_y.data}, {.i32 = (int32_t)(s_C*s_R)}};
+        tilec_rt_arg a[4] = {{.ptr = b_h.data}, {.ptr = b_x.data}, {.ptr = b_y.data}, {.i32 = (int32_t)(tl_z0)}};
         tilec_rt_status st;
         if (M->dbg.level) {
             const tl_dbg_arg da[3] = {{"a", "h", &b_h}, {"b", "x", &b_x}, {"out", "y", &b_y}};
@@ -478,7 +531,7 @@ int block_run(block_module *M, const tilec_tensor *t_x, const tilec_tensor *t_w,
         }
     }
     /* view: flat of y */
-    tl_shape(&b_flat, b_y.data + (uint64_t)(0) * 4, TILEC_DT_F32, 1, (const int64_t[]){s_C*s_R});
+    tl_shape(&b_flat, b_y.data + (uint64_t)0, TILEC_DT_F32, 1, (const int64_t[]){tl_z0});
     if (tl_alloc(M, &b_s, "s", TILEC_DT_F32, 1, (const int64_t[]){s_R}, &tl_live, err, errlen))
         goto tl_out;
     if (tl_alloc(M, &b_idx, "idx", TILEC_DT_I32, 1, (const int64_t[]){s_R}, &tl_live, err, errlen))
@@ -523,9 +576,10 @@ static int64_t tl_arg(int argc, char **argv, const char *name, int64_t dflt)
 
 static int tl_random(tilec_rt *rt, tilec_tensor *t, tl_mem *mem, unsigned long long *seed)
 {
-    size_t n = 1, es = tilec_dtype_size(t->dtype);
-    for (uint32_t d = 0; d < t->rank; d++)
-        n *= (size_t)t->sizes[d];
+    uint64_t bytes = 0;
+    if (tl_bytes(t->dtype, t->rank, t->sizes, &bytes) || bytes >= SIZE_MAX / 2)
+        return 1;
+    size_t es = tilec_dtype_size(t->dtype), n = (size_t)bytes / es;
     unsigned char *h = malloc(n * es + 1);
     if (!h || tilec_rt_malloc(rt, n * es + 1, &t->data) != TILEC_RT_OK) {
         free(h);

@@ -25,8 +25,6 @@ static int tl_fail(char *err, size_t errlen, const char *fmt, ...)
     return 1;
 }
 
-static inline int64_t tl_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 static inline void tl_shape(tilec_tensor *t, uint64_t data, tilec_dtype dt, uint32_t rank, const int64_t *sizes)
 {
     memset(t, 0, sizeof *t);
@@ -50,6 +48,45 @@ static inline int tl_contiguous(const tilec_tensor *t)
         st *= t->sizes[d];
     }
     return 1;
+}
+
+/* size arithmetic with overflow checks: a failure sets *o (1 overflow, 2 division by
+   zero) and gives 0, so that nothing computed from it can overflow */
+static inline int64_t tl_fail0(int *o, int why) { *o = *o ? *o : why; return 0; }
+static inline int64_t tl_add(int *o, int64_t a, int64_t b) { int64_t r; return __builtin_add_overflow(a, b, &r) ? tl_fail0(o, 1) : r; }
+static inline int64_t tl_sub(int *o, int64_t a, int64_t b) { int64_t r; return __builtin_sub_overflow(a, b, &r) ? tl_fail0(o, 1) : r; }
+static inline int64_t tl_mul(int *o, int64_t a, int64_t b) { int64_t r; return __builtin_mul_overflow(a, b, &r) ? tl_fail0(o, 1) : r; }
+static inline int64_t tl_neg(int *o, int64_t a) { return tl_sub(o, 0, a); }
+static inline int64_t tl_div(int *o, int64_t a, int64_t b) { return !b ? tl_fail0(o, 2) : a == INT64_MIN && b == -1 ? tl_fail0(o, 1) : a / b; }
+static inline int64_t tl_mod(int *o, int64_t a, int64_t b) { return !b ? tl_fail0(o, 2) : a == INT64_MIN && b == -1 ? 0 : a % b; }
+static inline int64_t tl_cdiv(int *o, int64_t a, int64_t b) { return b <= 0 ? tl_fail0(o, 2) : a / b + (a % b > 0); }
+static inline int64_t tl_u64(int *o, uint64_t a) { return a > (uint64_t)INT64_MAX ? tl_fail0(o, 1) : (int64_t)a; }
+
+/* the bytes of a tensor: 0, 1 for a negative dimension, 2 for more than INT64_MAX bytes */
+static int tl_bytes(tilec_dtype dt, uint32_t rank, const int64_t *sizes, uint64_t *bytes)
+{
+    int64_t b = (int64_t)tilec_dtype_size(dt);
+    int zero = 0;
+    for (uint32_t d = 0; d < rank; d++) {
+        if (sizes[d] < 0)
+            return 1;
+        zero |= sizes[d] == 0;
+    }
+    for (uint32_t d = 0; d < rank && !zero; d++)
+        if (__builtin_mul_overflow(b, sizes[d], &b))
+            return 2;
+    if (bytes)
+        *bytes = zero ? 0 : (uint64_t)b;
+    return 0;
+}
+
+/* "4, 1024": sizes for a message */
+static const char *tl_dims(char *buf, size_t cap, uint32_t rank, const int64_t *sizes)
+{
+    buf[0] = 0;
+    for (uint32_t d = 0, k = 0; d < rank && k < cap; d++)
+        k += (uint32_t)snprintf(buf + k, cap - k, "%s%lld", d ? ", " : "", (long long)sizes[d]);
+    return buf;
 }
 
 #include <sys/stat.h>
@@ -338,14 +375,15 @@ static void tl_trim(e2e_module *M)
 static int tl_alloc(e2e_module *M, tilec_tensor *t, const char *name, tilec_dtype dt, uint32_t rank,
                     const int64_t *sizes, tl_mem *mem, char *err, size_t errlen)
 {
-    uint64_t bytes = (uint64_t)tilec_dtype_size(dt);
-    for (uint32_t d = 0; d < rank; d++)
-        bytes *= (uint64_t)sizes[d];
+    uint64_t bytes = 0, p = 0;
+    char shape[128];
+    if (tl_bytes(dt, rank, sizes, &bytes))
+        return tl_fail(err, errlen, "e2e: %s (%s[%s]) has a negative dimension or more than 2^63 - 1 bytes",
+                       name, tilec_dtype_name(dt), tl_dims(shape, sizeof shape, rank, sizes));
     if (!bytes)
         bytes = 1;
     if (mem->n == 256)
         return tl_fail(err, errlen, "e2e: more than 256 live buffers at %s", name);
-    uint64_t p = 0;
     for (int i = 0; i < M->nspare && !p; i++)
         if (M->spare[i].bytes == bytes) {
             p = M->spare[i].p;
@@ -356,13 +394,9 @@ static int tl_alloc(e2e_module *M, tilec_tensor *t, const char *name, tilec_dtyp
         p = 0;
         tilec_rt_malloc(M->rt, bytes, &p);
     }
-    if (!p) {
-        char shape[128] = "";
-        for (uint32_t d = 0, k = 0; d < rank && k < sizeof shape; d++)
-            k += (uint32_t)snprintf(shape + k, sizeof shape - k, "%s%lld", d ? ", " : "", (long long)sizes[d]);
+    if (!p)
         return tl_fail(err, errlen, "e2e: cannot allocate %s (%s[%s], %llu bytes): %s", name,
-                       tilec_dtype_name(dt), shape, (unsigned long long)bytes, tilec_rt_last_error(M->rt));
-    }
+                       tilec_dtype_name(dt), tl_dims(shape, sizeof shape, rank, sizes), (unsigned long long)bytes, tilec_rt_last_error(M->rt));
     mem->p[mem->n] = p;
     mem->bytes[mem->n++] = bytes;
     tl_shape(t, p, dt, rank, sizes);
@@ -425,11 +459,14 @@ tilec_externs *e2e_externs(e2e_module *M) { return M->ext; }
 
 void e2e_release(e2e_module *M, tilec_tensor *t)
 {
-    uint64_t bytes = tilec_dtype_size(t->dtype);
-    for (uint32_t d = 0; d < t->rank; d++)
-        bytes *= (uint64_t)t->sizes[d];
+    uint64_t bytes = 0;
     if (!t->data)
         return;
+    if (t->rank > TILEC_TENSOR_MAX_RANK || tl_bytes(t->dtype, t->rank, t->sizes, &bytes)) {
+        tilec_rt_free(M->rt, t->data); /* not one of ours as it is: not kept */
+        t->data = 0;
+        return;
+    }
     if (M->nspare < 64)
         M->spare[M->nspare++] = (tl_spare){t->data, bytes ? bytes : 1};
     else
@@ -457,6 +494,8 @@ int e2e_run(e2e_module *M, const tilec_tensor *t_x, const tilec_tensor *t_y, con
     /* kernel colsum: 1 variant, built by e2e_load */
     if (!t_x || t_x->dtype != TILEC_DT_F32 || t_x->rank != 2)
         return tl_fail(err, errlen, "e2e: x must be a f32 tensor of rank 2");
+    if (tl_bytes(t_x->dtype, 2, t_x->sizes, NULL))
+        return tl_fail(err, errlen, "e2e: x has a negative dimension or more than 2^63 - 1 bytes");
     const int64_t s_R __attribute__((unused)) = t_x->sizes[0];
     const int64_t s_C __attribute__((unused)) = t_x->sizes[1];
     if (!tl_contiguous(t_x))
@@ -464,6 +503,8 @@ int e2e_run(e2e_module *M, const tilec_tensor *t_x, const tilec_tensor *t_y, con
     b_x = *t_x;
     if (!t_y || t_y->dtype != TILEC_DT_F32 || t_y->rank != 2)
         return tl_fail(err, errlen, "e2e: y must be a f32 tensor of rank 2");
+    if (tl_bytes(t_y->dtype, 2, t_y->sizes, NULL))
+        return tl_fail(err, errlen, "e2e: y has a negative dimension or more than 2^63 - 1 bytes");
     if (t_y->sizes[0] != (s_R))
         return tl_fail(err, errlen, "e2e: dimension 0 of y is %lld, but R is %lld", (long long)t_y->sizes[0], (long long)(s_R));
     if (t_y->sizes[1] != (s_C))
@@ -473,6 +514,8 @@ int e2e_run(e2e_module *M, const tilec_tensor *t_x, const tilec_tensor *t_y, con
     b_y = *t_y;
     if (!t_w || t_w->dtype != TILEC_DT_F32 || t_w->rank != 1)
         return tl_fail(err, errlen, "e2e: w must be a f32 tensor of rank 1");
+    if (tl_bytes(t_w->dtype, 1, t_w->sizes, NULL))
+        return tl_fail(err, errlen, "e2e: w has a negative dimension or more than 2^63 - 1 bytes");
     if (t_w->sizes[0] != (s_C))
         return tl_fail(err, errlen, "e2e: dimension 0 of w is %lld, but C is %lld", (long long)t_w->sizes[0], (long long)(s_C));
     if (!tl_contiguous(t_w))
@@ -480,24 +523,41 @@ int e2e_run(e2e_module *M, const tilec_tensor *t_x, const tilec_tensor *t_y, con
     b_w = *t_w;
     if (!t_b || t_b->dtype != TILEC_DT_F32 || t_b->rank != 1)
         return tl_fail(err, errlen, "e2e: b must be a f32 tensor of rank 1");
+    if (tl_bytes(t_b->dtype, 1, t_b->sizes, NULL))
+        return tl_fail(err, errlen, "e2e: b has a negative dimension or more than 2^63 - 1 bytes");
     if (t_b->sizes[0] != (s_C))
         return tl_fail(err, errlen, "e2e: dimension 0 of b is %lld, but C is %lld", (long long)t_b->sizes[0], (long long)(s_C));
     if (!tl_contiguous(t_b))
         return tl_fail(err, errlen, "e2e: b must be contiguous (row-major)");
     b_b = *t_b;
+    /* sizes: each computed once, with overflow checks, before anything is allocated
+       or launched */
+    int tl_o = 0;
+    if ((tl_o = tl_bytes(TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, NULL)) != 0)
+        return tl_fail(err, errlen, "e2e: tensor t (f32[R, C]) %s, with R=%lld, C=%lld", tl_o == 1 ? "has a negative dimension" : "needs more than 2^63 - 1 bytes", (long long)s_R, (long long)s_C);
+    if (s_R < INT32_MIN || s_R > INT32_MAX)
+        return tl_fail(err, errlen, "e2e: argument 'rows' of ln_rows (R) is %lld, which does not fit i32", (long long)s_R);
+    if (s_C < INT32_MIN || s_C > INT32_MAX)
+        return tl_fail(err, errlen, "e2e: argument 'cols' of ln_rows (C) is %lld, which does not fit i32", (long long)s_C);
+    const int64_t tl_z0 = tl_mul(&tl_o, s_C, s_R);
+    if (tl_o)
+        return tl_fail(err, errlen, "e2e: the size C*R (argument 'n' of relu_plus) %s, with C=%lld, R=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_C, (long long)s_R);
+    if (tl_z0 < INT32_MIN || tl_z0 > INT32_MAX)
+        return tl_fail(err, errlen, "e2e: argument 'n' of relu_plus (C*R) is %lld, which does not fit i32", (long long)tl_z0);
+    if ((tl_o = tl_bytes(TILEC_DT_F32, 2, (const int64_t[]){64, s_C}, NULL)) != 0)
+        return tl_fail(err, errlen, "e2e: tensor p (f32[64, C]) %s, with C=%lld", tl_o == 1 ? "has a negative dimension" : "needs more than 2^63 - 1 bytes", (long long)s_C);
+    const int64_t tl_z1 = tl_cdiv(&tl_o, s_R, 64);
+    if (tl_o)
+        return tl_fail(err, errlen, "e2e: the size cdiv(R, 64) (argument 'per' of colsum_part) %s, with R=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_R);
+    if (tl_z1 < INT32_MIN || tl_z1 > INT32_MAX)
+        return tl_fail(err, errlen, "e2e: argument 'per' of colsum_part (cdiv(R, 64)) is %lld, which does not fit i32", (long long)tl_z1);
+    if ((tl_o = tl_bytes(TILEC_DT_F32, 1, (const int64_t[]){s_C}, NULL)) != 0)
+        return tl_fail(err, errlen, "e2e: tensor s (f32[C]) %s, with C=%lld", tl_o == 1 ? "has a negative dimension" : "needs more than 2^63 - 1 bytes", (long long)s_C);
     /* normalise, softmax, relu(+y), and sum the columns */
-    /* alloc t: f32, 4*s_C*s_R bytes */
+    /* alloc t: f32, 4*C*R bytes */
     if (tl_alloc(M, &b_t, "t", TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
         goto tl_out;
     { /* ln_rows, line 98 */
-        if ((s_R) < INT32_MIN || (s_R) > INT32_MAX) {
-            tl_fail(err, errlen, "e2e: argument 'rows' of ln_rows (R) is %lld, which does not fit i32", (long long)(s_R));
-            goto tl_out;
-        }
-        if ((s_C) < INT32_MIN || (s_C) > INT32_MAX) {
-            tl_fail(err, errlen, "e2e: argument 'cols' of ln_rows (C) is %lld, which does not fit i32", (long long)(s_C));
-            goto tl_out;
-        }
         tilec_rt_arg a[7] = {{.ptr = b_x.data}, {.ptr = b_w.data}, {.ptr = b_b.data}, {.ptr = b_t.data}, {.i32 = (int32_t)(s_R)}, {.i32 = (int32_t)(s_C)}, {.f32 = (float)(0.00001)}};
         tilec_rt_status st;
         if (M->dbg.level) {
@@ -510,7 +570,7 @@ int e2e_run(e2e_module *M, const tilec_tensor *t_x, const tilec_tensor *t_y, con
             goto tl_out;
         }
     }
-    /* alloc u: f32, 4*s_C*s_R bytes */
+    /* alloc u: f32, 4*C*R bytes */
     if (tl_alloc(M, &b_u, "u", TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C}, &tl_live, err, errlen))
         goto tl_out;
     { /* softmax_rows, line 100 */
@@ -529,11 +589,7 @@ int e2e_run(e2e_module *M, const tilec_tensor *t_x, const tilec_tensor *t_y, con
     /* reuse: v takes the storage of t */
     tl_shape(&b_v, b_t.data, TILEC_DT_F32, 2, (const int64_t[]){s_R, s_C});
     { /* relu_plus, line 102 */
-        if ((s_C*s_R) < INT32_MIN || (s_C*s_R) > INT32_MAX) {
-            tl_fail(err, errlen, "e2e: argument 'n' of relu_plus (C*R) is %lld, which does not fit i32", (long long)(s_C*s_R));
-            goto tl_out;
-        }
-        tilec_rt_arg a[4] = {{.ptr = b_u.data}, {.ptr = b_y.data}, {.ptr = b_v.data}, {.i32 = (int32_t)(s_C*s_R)}};
+        tilec_rt_arg a[4] = {{.ptr = b_u.data}, {.ptr = b_y.data}, {.ptr = b_v.data}, {.i32 = (int32_t)(tl_z0)}};
         tilec_rt_status st;
         if (M->dbg.level) {
             const tl_dbg_arg da[3] = {{"a", "u", &b_u}, {"b", "y", &b_y}, {"out", "v", &b_v}};
@@ -546,15 +602,11 @@ int e2e_run(e2e_module *M, const tilec_tensor *t_x, const tilec_tensor *t_y, con
         }
     }
     tl_release(M, &tl_live, b_u.data); /* u */
-    /* alloc p: f32, 256*s_C bytes */
+    /* alloc p: f32, 256*C bytes */
     if (tl_alloc(M, &b_p, "p", TILEC_DT_F32, 2, (const int64_t[]){64, s_C}, &tl_live, err, errlen))
         goto tl_out;
     { /* colsum_part, line 104 */
-        if ((tl_cdiv(s_R, 64)) < INT32_MIN || (tl_cdiv(s_R, 64)) > INT32_MAX) {
-            tl_fail(err, errlen, "e2e: argument 'per' of colsum_part (cdiv(R, 64)) is %lld, which does not fit i32", (long long)(tl_cdiv(s_R, 64)));
-            goto tl_out;
-        }
-        tilec_rt_arg a[5] = {{.ptr = b_v.data}, {.ptr = b_p.data}, {.i32 = (int32_t)(s_R)}, {.i32 = (int32_t)(s_C)}, {.i32 = (int32_t)(tl_cdiv(s_R, 64))}};
+        tilec_rt_arg a[5] = {{.ptr = b_v.data}, {.ptr = b_p.data}, {.i32 = (int32_t)(s_R)}, {.i32 = (int32_t)(s_C)}, {.i32 = (int32_t)(tl_z1)}};
         tilec_rt_status st;
         if (M->dbg.level) {
             const tl_dbg_arg da[2] = {{"x", "v", &b_v}, {"p", "p", &b_p}};
@@ -567,14 +619,10 @@ int e2e_run(e2e_module *M, const tilec_tensor *t_x, const tilec_tensor *t_y, con
         }
     }
     tl_release(M, &tl_live, b_v.data); /* v */
-    /* alloc s: f32, 4*s_C bytes */
+    /* alloc s: f32, 4*C bytes */
     if (tl_alloc(M, &b_s, "s", TILEC_DT_F32, 1, (const int64_t[]){s_C}, &tl_live, err, errlen))
         goto tl_out;
     { /* colsum, line 106 */
-        if ((64) < INT32_MIN || (64) > INT32_MAX) {
-            tl_fail(err, errlen, "e2e: argument 'rows' of colsum (64) is %lld, which does not fit i32", (long long)(64));
-            goto tl_out;
-        }
         tilec_rt_arg a[4] = {{.ptr = b_p.data}, {.ptr = b_s.data}, {.i32 = (int32_t)(64)}, {.i32 = (int32_t)(s_C)}};
         tilec_rt_status st;
         if (M->dbg.level) {
@@ -614,9 +662,10 @@ static int64_t tl_arg(int argc, char **argv, const char *name, int64_t dflt)
 
 static int tl_random(tilec_rt *rt, tilec_tensor *t, tl_mem *mem, unsigned long long *seed)
 {
-    size_t n = 1, es = tilec_dtype_size(t->dtype);
-    for (uint32_t d = 0; d < t->rank; d++)
-        n *= (size_t)t->sizes[d];
+    uint64_t bytes = 0;
+    if (tl_bytes(t->dtype, t->rank, t->sizes, &bytes) || bytes >= SIZE_MAX / 2)
+        return 1;
+    size_t es = tilec_dtype_size(t->dtype), n = (size_t)bytes / es;
     unsigned char *h = malloc(n * es + 1);
     if (!h || tilec_rt_malloc(rt, n * es + 1, &t->data) != TILEC_RT_OK) {
         free(h);

@@ -25,8 +25,6 @@ static int tl_fail(char *err, size_t errlen, const char *fmt, ...)
     return 1;
 }
 
-static inline int64_t tl_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 static inline void tl_shape(tilec_tensor *t, uint64_t data, tilec_dtype dt, uint32_t rank, const int64_t *sizes)
 {
     memset(t, 0, sizeof *t);
@@ -50,6 +48,45 @@ static inline int tl_contiguous(const tilec_tensor *t)
         st *= t->sizes[d];
     }
     return 1;
+}
+
+/* size arithmetic with overflow checks: a failure sets *o (1 overflow, 2 division by
+   zero) and gives 0, so that nothing computed from it can overflow */
+static inline int64_t tl_fail0(int *o, int why) { *o = *o ? *o : why; return 0; }
+static inline int64_t tl_add(int *o, int64_t a, int64_t b) { int64_t r; return __builtin_add_overflow(a, b, &r) ? tl_fail0(o, 1) : r; }
+static inline int64_t tl_sub(int *o, int64_t a, int64_t b) { int64_t r; return __builtin_sub_overflow(a, b, &r) ? tl_fail0(o, 1) : r; }
+static inline int64_t tl_mul(int *o, int64_t a, int64_t b) { int64_t r; return __builtin_mul_overflow(a, b, &r) ? tl_fail0(o, 1) : r; }
+static inline int64_t tl_neg(int *o, int64_t a) { return tl_sub(o, 0, a); }
+static inline int64_t tl_div(int *o, int64_t a, int64_t b) { return !b ? tl_fail0(o, 2) : a == INT64_MIN && b == -1 ? tl_fail0(o, 1) : a / b; }
+static inline int64_t tl_mod(int *o, int64_t a, int64_t b) { return !b ? tl_fail0(o, 2) : a == INT64_MIN && b == -1 ? 0 : a % b; }
+static inline int64_t tl_cdiv(int *o, int64_t a, int64_t b) { return b <= 0 ? tl_fail0(o, 2) : a / b + (a % b > 0); }
+static inline int64_t tl_u64(int *o, uint64_t a) { return a > (uint64_t)INT64_MAX ? tl_fail0(o, 1) : (int64_t)a; }
+
+/* the bytes of a tensor: 0, 1 for a negative dimension, 2 for more than INT64_MAX bytes */
+static int tl_bytes(tilec_dtype dt, uint32_t rank, const int64_t *sizes, uint64_t *bytes)
+{
+    int64_t b = (int64_t)tilec_dtype_size(dt);
+    int zero = 0;
+    for (uint32_t d = 0; d < rank; d++) {
+        if (sizes[d] < 0)
+            return 1;
+        zero |= sizes[d] == 0;
+    }
+    for (uint32_t d = 0; d < rank && !zero; d++)
+        if (__builtin_mul_overflow(b, sizes[d], &b))
+            return 2;
+    if (bytes)
+        *bytes = zero ? 0 : (uint64_t)b;
+    return 0;
+}
+
+/* "4, 1024": sizes for a message */
+static const char *tl_dims(char *buf, size_t cap, uint32_t rank, const int64_t *sizes)
+{
+    buf[0] = 0;
+    for (uint32_t d = 0, k = 0; d < rank && k < cap; d++)
+        k += (uint32_t)snprintf(buf + k, cap - k, "%s%lld", d ? ", " : "", (long long)sizes[d]);
+    return buf;
 }
 
 #include <sys/stat.h>
@@ -299,14 +336,15 @@ static void tl_trim(g_tl_module *M)
 static int tl_alloc(g_tl_module *M, tilec_tensor *t, const char *name, tilec_dtype dt, uint32_t rank,
                     const int64_t *sizes, tl_mem *mem, char *err, size_t errlen)
 {
-    uint64_t bytes = (uint64_t)tilec_dtype_size(dt);
-    for (uint32_t d = 0; d < rank; d++)
-        bytes *= (uint64_t)sizes[d];
+    uint64_t bytes = 0, p = 0;
+    char shape[128];
+    if (tl_bytes(dt, rank, sizes, &bytes))
+        return tl_fail(err, errlen, "g_tl: %s (%s[%s]) has a negative dimension or more than 2^63 - 1 bytes",
+                       name, tilec_dtype_name(dt), tl_dims(shape, sizeof shape, rank, sizes));
     if (!bytes)
         bytes = 1;
     if (mem->n == 256)
         return tl_fail(err, errlen, "g_tl: more than 256 live buffers at %s", name);
-    uint64_t p = 0;
     for (int i = 0; i < M->nspare && !p; i++)
         if (M->spare[i].bytes == bytes) {
             p = M->spare[i].p;
@@ -317,13 +355,9 @@ static int tl_alloc(g_tl_module *M, tilec_tensor *t, const char *name, tilec_dty
         p = 0;
         tilec_rt_malloc(M->rt, bytes, &p);
     }
-    if (!p) {
-        char shape[128] = "";
-        for (uint32_t d = 0, k = 0; d < rank && k < sizeof shape; d++)
-            k += (uint32_t)snprintf(shape + k, sizeof shape - k, "%s%lld", d ? ", " : "", (long long)sizes[d]);
+    if (!p)
         return tl_fail(err, errlen, "g_tl: cannot allocate %s (%s[%s], %llu bytes): %s", name,
-                       tilec_dtype_name(dt), shape, (unsigned long long)bytes, tilec_rt_last_error(M->rt));
-    }
+                       tilec_dtype_name(dt), tl_dims(shape, sizeof shape, rank, sizes), (unsigned long long)bytes, tilec_rt_last_error(M->rt));
     mem->p[mem->n] = p;
     mem->bytes[mem->n++] = bytes;
     tl_shape(t, p, dt, rank, sizes);
@@ -386,11 +420,14 @@ tilec_externs *g_tl_externs(g_tl_module *M) { return M->ext; }
 
 void g_tl_release(g_tl_module *M, tilec_tensor *t)
 {
-    uint64_t bytes = tilec_dtype_size(t->dtype);
-    for (uint32_t d = 0; d < t->rank; d++)
-        bytes *= (uint64_t)t->sizes[d];
+    uint64_t bytes = 0;
     if (!t->data)
         return;
+    if (t->rank > TILEC_TENSOR_MAX_RANK || tl_bytes(t->dtype, t->rank, t->sizes, &bytes)) {
+        tilec_rt_free(M->rt, t->data); /* not one of ours as it is: not kept */
+        t->data = 0;
+        return;
+    }
     if (M->nspare < 64)
         M->spare[M->nspare++] = (tl_spare){t->data, bytes ? bytes : 1};
     else
@@ -411,12 +448,16 @@ int g_tl_run(g_tl_module *M, const tilec_tensor *t_t_x, const tilec_tensor *t_x,
     /* kernel scale: 1 variant, built by g_tl_load */
     if (!t_t_x || t_t_x->dtype != TILEC_DT_F32 || t_t_x->rank != 1)
         return tl_fail(err, errlen, "tl: t_x must be a f32 tensor of rank 1");
+    if (tl_bytes(t_t_x->dtype, 1, t_t_x->sizes, NULL))
+        return tl_fail(err, errlen, "tl: t_x has a negative dimension or more than 2^63 - 1 bytes");
     const int64_t s_M __attribute__((unused)) = t_t_x->sizes[0];
     if (!tl_contiguous(t_t_x))
         return tl_fail(err, errlen, "tl: t_x must be contiguous (row-major)");
     b_t_x = *t_t_x;
     if (!t_x || t_x->dtype != TILEC_DT_F32 || t_x->rank != 1)
         return tl_fail(err, errlen, "tl: x must be a f32 tensor of rank 1");
+    if (tl_bytes(t_x->dtype, 1, t_x->sizes, NULL))
+        return tl_fail(err, errlen, "tl: x has a negative dimension or more than 2^63 - 1 bytes");
     if (t_x->sizes[0] != (s_M))
         return tl_fail(err, errlen, "tl: dimension 0 of x is %lld, but M is %lld", (long long)t_x->sizes[0], (long long)(s_M));
     if (!tl_contiguous(t_x))
@@ -424,6 +465,8 @@ int g_tl_run(g_tl_module *M, const tilec_tensor *t_t_x, const tilec_tensor *t_x,
     b_x = *t_x;
     if (!t__x_s || t__x_s->dtype != TILEC_DT_F32 || t__x_s->rank != 1)
         return tl_fail(err, errlen, "tl: _x_s must be a f32 tensor of rank 1");
+    if (tl_bytes(t__x_s->dtype, 1, t__x_s->sizes, NULL))
+        return tl_fail(err, errlen, "tl: _x_s has a negative dimension or more than 2^63 - 1 bytes");
     if (t__x_s->sizes[0] != (s_M))
         return tl_fail(err, errlen, "tl: dimension 0 of _x_s is %lld, but M is %lld", (long long)t__x_s->sizes[0], (long long)(s_M));
     if (!tl_contiguous(t__x_s))
@@ -431,19 +474,26 @@ int g_tl_run(g_tl_module *M, const tilec_tensor *t_t_x, const tilec_tensor *t_x,
     b__x_s = *t__x_s;
     if (!t_x_info || t_x_info->dtype != TILEC_DT_F32 || t_x_info->rank != 1)
         return tl_fail(err, errlen, "tl: x_info must be a f32 tensor of rank 1");
+    if (tl_bytes(t_x_info->dtype, 1, t_x_info->sizes, NULL))
+        return tl_fail(err, errlen, "tl: x_info has a negative dimension or more than 2^63 - 1 bytes");
     if (t_x_info->sizes[0] != (s_M))
         return tl_fail(err, errlen, "tl: dimension 0 of x_info is %lld, but M is %lld", (long long)t_x_info->sizes[0], (long long)(s_M));
     if (!tl_contiguous(t_x_info))
         return tl_fail(err, errlen, "tl: x_info must be contiguous (row-major)");
     b_x_info = *t_x_info;
-    /* alloc errlen: f32, 4*s_M bytes */
+    /* sizes: each computed once, with overflow checks, before anything is allocated
+       or launched */
+    int tl_o = 0;
+    if ((tl_o = tl_bytes(TILEC_DT_F32, 1, (const int64_t[]){s_M}, NULL)) != 0)
+        return tl_fail(err, errlen, "tl: tensor errlen (f32[M]) %s, with M=%lld", tl_o == 1 ? "has a negative dimension" : "needs more than 2^63 - 1 bytes", (long long)s_M);
+    if (s_M < INT32_MIN || s_M > INT32_MAX)
+        return tl_fail(err, errlen, "tl: argument 'n' of scale (M) is %lld, which does not fit i32", (long long)s_M);
+    if (p_s_M < INT32_MIN || p_s_M > INT32_MAX)
+        return tl_fail(err, errlen, "tl: argument 'n' of scale (s_M) is %lld, which does not fit i32", (long long)p_s_M);
+    /* alloc errlen: f32, 4*M bytes */
     if (tl_alloc(M, &b_errlen, "errlen", TILEC_DT_F32, 1, (const int64_t[]){s_M}, &tl_live, err, errlen))
         goto tl_out;
     { /* scale, line 28 */
-        if ((s_M) < INT32_MIN || (s_M) > INT32_MAX) {
-            tl_fail(err, errlen, "tl: argument 'n' of scale (M) is %lld, which does not fit i32", (long long)(s_M));
-            goto tl_out;
-        }
         tilec_rt_arg a[4] = {{.ptr = b_t_x.data}, {.ptr = b_errlen.data}, {.i32 = (int32_t)(s_M)}, {.f32 = (float)(1.0)}};
         tilec_rt_status st;
         if (M->dbg.level) {
@@ -457,10 +507,6 @@ int g_tl_run(g_tl_module *M, const tilec_tensor *t_t_x, const tilec_tensor *t_x,
         }
     }
     { /* scale, line 29 */
-        if ((p_s_M) < INT32_MIN || (p_s_M) > INT32_MAX) {
-            tl_fail(err, errlen, "tl: argument 'n' of scale (s_M) is %lld, which does not fit i32", (long long)(p_s_M));
-            goto tl_out;
-        }
         tilec_rt_arg a[4] = {{.ptr = b_x.data}, {.ptr = b_errlen.data}, {.i32 = (int32_t)(p_s_M)}, {.f32 = (float)(2.0)}};
         tilec_rt_status st;
         if (M->dbg.level) {
@@ -525,9 +571,10 @@ static int64_t tl_arg(int argc, char **argv, const char *name, int64_t dflt)
 
 static int tl_random(tilec_rt *rt, tilec_tensor *t, tl_mem *mem, unsigned long long *seed)
 {
-    size_t n = 1, es = tilec_dtype_size(t->dtype);
-    for (uint32_t d = 0; d < t->rank; d++)
-        n *= (size_t)t->sizes[d];
+    uint64_t bytes = 0;
+    if (tl_bytes(t->dtype, t->rank, t->sizes, &bytes) || bytes >= SIZE_MAX / 2)
+        return 1;
+    size_t es = tilec_dtype_size(t->dtype), n = (size_t)bytes / es;
     unsigned char *h = malloc(n * es + 1);
     if (!h || tilec_rt_malloc(rt, n * es + 1, &t->data) != TILEC_RT_OK) {
         free(h);

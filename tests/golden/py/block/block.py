@@ -113,6 +113,11 @@ def call(x, w):
         raise ValueError("block: w must be contiguous (row-major)")
     if not _w_info.on_device:
         raise ValueError("block: w must be in device memory")
+    tilec.check_tensor("block", "t", (_R_s, _C_s), "f32")
+    tilec.check_fits("block", "argument 'n' of scale_shift (C*R)", _C_s * _R_s, "i32")
+    tilec.check_tensor("block", "flat", (_C_s * _R_s,), "f32")
+    tilec.check_tensor("block", "s", (_R_s,), "f32")
+    tilec.check_tensor("block", "idx", (_R_s,), "i32")
     device = load().device
     kernels, pool = _kernels, _pool
     ext = externs()
@@ -120,8 +125,6 @@ def call(x, w):
     w = tilec.as_buffer(w, _w_info, device)
     # scale and shift the input
     t = pool.alloc((_R_s, _C_s), "f32")
-    if not -0x80000000 <= _C_s * _R_s <= 0x7fffffff:
-        raise ValueError(f"block: argument 'n' of scale_shift (C*R) is {_C_s * _R_s}, which does not fit i32")
     kernels["scale_shift"](x, t, _C_s * _R_s, 0.5, 1.0)
     # project: cuBLAS allocates h
     h = pool.alloc((_R_s, _C_s), "f32")

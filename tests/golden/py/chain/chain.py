@@ -114,21 +114,20 @@ def call(x):
         raise ValueError("chain: x must be contiguous (row-major)")
     if not _x_info.on_device:
         raise ValueError("chain: x must be in device memory")
+    tilec.check_tensor("chain", "a", (_R_s, _C_s), "f32")
+    tilec.check_fits("chain", "argument 'n' of scale_shift (C*R)", _C_s * _R_s, "i32")
+    tilec.check_fits("chain", "argument 'rows' of softmax (R)", _R_s, "i32")
+    tilec.check_fits("chain", "argument 'cols' of softmax (C)", _C_s, "i32")
+    tilec.check_tensor("chain", "h", (_R_s, _C_s), "f16")
     device = load().device
     kernels, pool = _kernels, _pool
     x = tilec.as_buffer(x, _x_info, device)
     # four steps; each intermediate dies after the next one
     a = pool.alloc((_R_s, _C_s), "f32")
-    if not -0x80000000 <= _C_s * _R_s <= 0x7fffffff:
-        raise ValueError(f"chain: argument 'n' of scale_shift (C*R) is {_C_s * _R_s}, which does not fit i32")
     kernels["scale_shift"](x, a, _C_s * _R_s, 2.0, 0.0)
     b = pool.alloc((_R_s, _C_s), "f32")
     kernels["scale_shift"](a, b, _C_s * _R_s, 1.0, -1.0)
     c = pool.take(a, (_R_s, _C_s), "f32")  # the storage of a
-    if not -0x80000000 <= _R_s <= 0x7fffffff:
-        raise ValueError(f"chain: argument 'rows' of softmax (R) is {_R_s}, which does not fit i32")
-    if not -0x80000000 <= _C_s <= 0x7fffffff:
-        raise ValueError(f"chain: argument 'cols' of softmax (C) is {_C_s}, which does not fit i32")
     kernels["softmax"](b, c, _R_s, _C_s)
     d = pool.take(b, (_R_s, _C_s), "f32")  # the storage of b
     kernels["scale_shift"](c, d, _C_s * _R_s, 0.5, 0.0)

@@ -215,6 +215,13 @@ def call(x, y, w, b):
         raise ValueError("e2e: b must be contiguous (row-major)")
     if not _b_info.on_device:
         raise ValueError("e2e: b must be in device memory")
+    tilec.check_tensor("e2e", "t", (_R_s, _C_s), "f32")
+    tilec.check_fits("e2e", "argument 'rows' of ln_rows (R)", _R_s, "i32")
+    tilec.check_fits("e2e", "argument 'cols' of ln_rows (C)", _C_s, "i32")
+    tilec.check_fits("e2e", "argument 'n' of relu_plus (C*R)", _C_s * _R_s, "i32")
+    tilec.check_tensor("e2e", "p", (64, _C_s), "f32")
+    tilec.check_fits("e2e", "argument 'per' of colsum_part (cdiv(R, 64))", tilec.cdiv(_R_s, 64), "i32")
+    tilec.check_tensor("e2e", "s", (_C_s,), "f32")
     device = load().device
     kernels, pool = _kernels, _pool
     x = tilec.as_buffer(x, _x_info, device)
@@ -223,26 +230,16 @@ def call(x, y, w, b):
     b = tilec.as_buffer(b, _b_info, device)
     # normalise, softmax, relu(+y), and sum the columns
     t = pool.alloc((_R_s, _C_s), "f32")
-    if not -0x80000000 <= _R_s <= 0x7fffffff:
-        raise ValueError(f"e2e: argument 'rows' of ln_rows (R) is {_R_s}, which does not fit i32")
-    if not -0x80000000 <= _C_s <= 0x7fffffff:
-        raise ValueError(f"e2e: argument 'cols' of ln_rows (C) is {_C_s}, which does not fit i32")
     kernels["ln_rows"](x, w, b, t, _R_s, _C_s, 0.00001)
     u = pool.alloc((_R_s, _C_s), "f32")
     kernels["softmax_rows"](t, u, _R_s, _C_s)
     v = pool.take(t, (_R_s, _C_s), "f32")  # the storage of t
-    if not -0x80000000 <= _C_s * _R_s <= 0x7fffffff:
-        raise ValueError(f"e2e: argument 'n' of relu_plus (C*R) is {_C_s * _R_s}, which does not fit i32")
     kernels["relu_plus"](u, y, v, _C_s * _R_s)
     pool.release(u)
     p = pool.alloc((64, _C_s), "f32")
-    if not -0x80000000 <= tilec.cdiv(_R_s, 64) <= 0x7fffffff:
-        raise ValueError(f"e2e: argument 'per' of colsum_part (cdiv(R, 64)) is {tilec.cdiv(_R_s, 64)}, which does not fit i32")
     kernels["colsum_part"](v, p, _R_s, _C_s, tilec.cdiv(_R_s, 64))
     pool.release(v)
     s = pool.alloc((_C_s,), "f32")
-    if not -0x80000000 <= 64 <= 0x7fffffff:
-        raise ValueError(f"e2e: argument 'rows' of colsum (64) is {64}, which does not fit i32")
     kernels["colsum"](p, s, 64, _C_s)
     pool.release(p)
     return s

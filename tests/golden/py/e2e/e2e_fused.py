@@ -213,6 +213,12 @@ def call(x, y, w, b):
         raise ValueError("e2e_fused: b must be contiguous (row-major)")
     if not _b_info.on_device:
         raise ValueError("e2e_fused: b must be in device memory")
+    tilec.check_tensor("e2e_fused", "v", (_R_s, _C_s), "f32")
+    tilec.check_fits("e2e_fused", "argument 'rows' of ln_softmax_relu_plus (R)", _R_s, "i32")
+    tilec.check_fits("e2e_fused", "argument 'cols' of ln_softmax_relu_plus (C)", _C_s, "i32")
+    tilec.check_tensor("e2e_fused", "p", (64, _C_s), "f32")
+    tilec.check_fits("e2e_fused", "argument 'per' of colsum_part (cdiv(R, 64))", tilec.cdiv(_R_s, 64), "i32")
+    tilec.check_tensor("e2e_fused", "s", (_C_s,), "f32")
     device = load().device
     kernels, pool = _kernels, _pool
     x = tilec.as_buffer(x, _x_info, device)
@@ -221,19 +227,11 @@ def call(x, y, w, b):
     b = tilec.as_buffer(b, _b_info, device)
     # the same function: one fused row kernel, then the column sum
     v = pool.alloc((_R_s, _C_s), "f32")
-    if not -0x80000000 <= _R_s <= 0x7fffffff:
-        raise ValueError(f"e2e_fused: argument 'rows' of ln_softmax_relu_plus (R) is {_R_s}, which does not fit i32")
-    if not -0x80000000 <= _C_s <= 0x7fffffff:
-        raise ValueError(f"e2e_fused: argument 'cols' of ln_softmax_relu_plus (C) is {_C_s}, which does not fit i32")
     kernels["ln_softmax_relu_plus"](x, y, w, b, v, _R_s, _C_s, 0.00001)
     p = pool.alloc((64, _C_s), "f32")
-    if not -0x80000000 <= tilec.cdiv(_R_s, 64) <= 0x7fffffff:
-        raise ValueError(f"e2e_fused: argument 'per' of colsum_part (cdiv(R, 64)) is {tilec.cdiv(_R_s, 64)}, which does not fit i32")
     kernels["colsum_part"](v, p, _R_s, _C_s, tilec.cdiv(_R_s, 64))
     pool.release(v)
     s = pool.alloc((_C_s,), "f32")
-    if not -0x80000000 <= 64 <= 0x7fffffff:
-        raise ValueError(f"e2e_fused: argument 'rows' of colsum (64) is {64}, which does not fit i32")
     kernels["colsum"](p, s, 64, _C_s)
     pool.release(p)
     return s

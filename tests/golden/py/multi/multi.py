@@ -99,6 +99,9 @@ def call(x, bias):
         raise ValueError("multi: bias must be contiguous (row-major)")
     if not _bias_info.on_device:
         raise ValueError("multi: bias must be in device memory")
+    tilec.check_tensor("multi", "vals", (_R_s,), "f32")
+    tilec.check_tensor("multi", "idx", (_R_s,), "i32")
+    tilec.check_fits("multi", "argument 'n' of add (R)", _R_s, "i32")
     device = load().device
     kernels, pool = _kernels, _pool
     ext = externs()
@@ -115,8 +118,6 @@ def call(x, bias):
     ext.call("my_lib.minmax", [vals], [lo, hi], device)
     pool.release(vals)
     out_ = pool.alloc((_R_s,), "f32")
-    if not -0x80000000 <= _R_s <= 0x7fffffff:
-        raise ValueError(f"multi: argument 'n' of add (R) is {_R_s}, which does not fit i32")
     kernels["add"](hi, tmp, out_, _R_s)
     pool.release(tmp)
     pool.release(hi)

@@ -122,6 +122,9 @@ def call(err, b_x, N, int_, lambda_):
         raise ValueError("tilec: lambda must be contiguous (row-major)")
     if not _lambda_info.on_device:
         raise ValueError("tilec: lambda must be in device memory")
+    tilec.check_tensor("tilec", "x", (_N_s,), "f32")
+    tilec.check_tensor("tilec", "y", (_s_N_s,), "f32")
+    tilec.check_fits("tilec", "argument 'n' of scale (s_N)", _s_N_s, "i32")
     device = load().device
     kernels, pool = _kernels, _pool
     err = tilec.as_buffer(err, _err_info, device)
@@ -129,8 +132,6 @@ def call(err, b_x, N, int_, lambda_):
     N = tilec.as_buffer(N, _N_info, device)
     lambda_ = tilec.as_buffer(lambda_, _lambda_info, device)
     x = pool.alloc((_N_s,), "f32")
-    if not -0x80000000 <= 1 <= 0x7fffffff:
-        raise ValueError(f"tilec: argument 'n' of scale (1) is {1}, which does not fit i32")
     kernels["scale"](err, x, 1, int_)
     out_y = pool.take(x, (_N_s,), "f32")  # the storage of x
     kernels["scale"](b_x, out_y, 1, int_)
@@ -138,8 +139,6 @@ def call(err, b_x, N, int_, lambda_):
     kernels["scale"](lambda_, tl, 1, int_)
     pool.release(tl)
     y = pool.alloc((_s_N_s,), "f32")
-    if not -0x80000000 <= _s_N_s <= 0x7fffffff:
-        raise ValueError(f"tilec: argument 'n' of scale (s_N) is {_s_N_s}, which does not fit i32")
     kernels["scale"](N, y, _s_N_s, int_)
     return out_y, y
 

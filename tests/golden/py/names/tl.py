@@ -123,6 +123,9 @@ def call(t_x, x, _x_s_, x_info, s_M):
         raise ValueError("tl: x_info must be contiguous (row-major)")
     if not _x_info_info.on_device:
         raise ValueError("tl: x_info must be in device memory")
+    tilec.check_tensor("tl", "errlen", (_M_s,), "f32")
+    tilec.check_fits("tl", "argument 'n' of scale (M)", _M_s, "i32")
+    tilec.check_fits("tl", "argument 'n' of scale (s_M)", s_M, "i32")
     device = load().device
     kernels, pool = _kernels, _pool
     t_x = tilec.as_buffer(t_x, _t_x_info, device)
@@ -130,11 +133,7 @@ def call(t_x, x, _x_s_, x_info, s_M):
     _x_s_ = tilec.as_buffer(_x_s_, __x_s_info, device)
     x_info = tilec.as_buffer(x_info, _x_info_info, device)
     errlen = pool.alloc((_M_s,), "f32")
-    if not -0x80000000 <= _M_s <= 0x7fffffff:
-        raise ValueError(f"tl: argument 'n' of scale (M) is {_M_s}, which does not fit i32")
     kernels["scale"](t_x, errlen, _M_s, 1.0)
-    if not -0x80000000 <= s_M <= 0x7fffffff:
-        raise ValueError(f"tl: argument 'n' of scale (s_M) is {s_M}, which does not fit i32")
     kernels["scale"](x, errlen, s_M, 2.0)
     kernels["scale"](_x_s_, errlen, _M_s, 3.0)
     kernels["scale"](x_info, errlen, _M_s, 4.0)

@@ -77,12 +77,12 @@ def call(x):
         raise ValueError("g: x must be contiguous (row-major)")
     if not _x_info.on_device:
         raise ValueError("g: x must be in device memory")
+    tilec.check_tensor("g", "y", (_N_s,), "f32")
+    tilec.check_fits("g", "argument 'n' of copy (N)", _N_s, "i32")
     device = load().device
     kernels, pool = _kernels, _pool
     x = tilec.as_buffer(x, _x_info, device)
     y = pool.alloc((_N_s,), "f32")
-    if not -0x80000000 <= _N_s <= 0x7fffffff:
-        raise ValueError(f"g: argument 'n' of copy (N) is {_N_s}, which does not fit i32")
     kernels["copy"](x, y, _N_s)
     # x is an input: the output is a copy
     _x_copy = tilec.copy(pool.alloc(x.shape, x.dtype), x)

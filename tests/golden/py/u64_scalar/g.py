@@ -76,15 +76,14 @@ def call(x, m):
         raise ValueError("g: x must be contiguous (row-major)")
     if not _x_info.on_device:
         raise ValueError("g: x must be in device memory")
+    tilec.check_tensor("g", "y", (_N_s,), "f32")
+    tilec.check_fits("g", "argument 'n' of copy (m)", m, "i32")
+    tilec.check_fits("g", "argument 'n' of copy (2*m)", 2 * m, "i32")
     device = load().device
     kernels, pool = _kernels, _pool
     x = tilec.as_buffer(x, _x_info, device)
     y = pool.alloc((_N_s,), "f32")
-    if not -0x80000000 <= m <= 0x7fffffff:
-        raise ValueError(f"g: argument 'n' of copy (m) is {m}, which does not fit i32")
     kernels["copy"](x, y, m)
-    if not -0x80000000 <= 2 * m <= 0x7fffffff:
-        raise ValueError(f"g: argument 'n' of copy (2*m) is {2 * m}, which does not fit i32")
     kernels["copy"](x, y, 2 * m)
     return y
 

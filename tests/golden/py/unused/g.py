@@ -86,6 +86,8 @@ def call(x, unused, k):
         raise ValueError("g: unused must be contiguous (row-major)")
     if not _unused_info.on_device:
         raise ValueError("g: unused must be in device memory")
+    tilec.check_tensor("g", "y", (_N_s,), "f32")
+    tilec.check_fits("g", "argument 'n' of copy (N)", _N_s, "i32")
     device = load().device
     kernels, pool = _kernels, _pool
     x = tilec.as_buffer(x, _x_info, device)
@@ -93,8 +95,6 @@ def call(x, unused, k):
     y = pool.alloc((_N_s,), "f32")
     never = pool.alloc((_N_s,), "f32")
     pool.release(never)
-    if not -0x80000000 <= _N_s <= 0x7fffffff:
-        raise ValueError(f"g: argument 'n' of copy (N) is {_N_s}, which does not fit i32")
     kernels["copy"](x, y, _N_s)
     return y
 

@@ -92,19 +92,20 @@ def call(x, k):
         raise ValueError("views: x must be contiguous (row-major)")
     if not _x_info.on_device:
         raise ValueError("views: x must be in device memory")
+    tilec.check_tensor("views", "xf", (_C_s * _R_s,), "f32")
+    tilec.check_tensor("views", "a", (_R_s, _C_s), "f32")
+    tilec.check_fits("views", "argument 'n' of copy (C*R)", _C_s * _R_s, "i32")
+    tilec.check_tensor("views", "aff", (_C_s, _R_s), "f32")
+    tilec.check_fits("views", "argument 'n' of copy (k)", k, "i32")
     device = load().device
     kernels, pool = _kernels, _pool
     x = tilec.as_buffer(x, _x_info, device)
     xf = x.view((_C_s * _R_s,), "f32")
     a = pool.alloc((_R_s, _C_s), "f32")
-    if not -0x80000000 <= _C_s * _R_s <= 0x7fffffff:
-        raise ValueError(f"views: argument 'n' of copy (C*R) is {_C_s * _R_s}, which does not fit i32")
     kernels["copy"](xf, a, _C_s * _R_s)
     af = a.view((_C_s * _R_s,), "f32")
     aff = af.view((_C_s, _R_s), "f32")
     b = pool.alloc((_R_s, _C_s), "f32")
-    if not -0x80000000 <= k <= 0x7fffffff:
-        raise ValueError(f"views: argument 'n' of copy (k) is {k}, which does not fit i32")
     kernels["copy"](x, b, k)
     c = pool.alloc((_R_s, _C_s), "f32")
     kernels["copy"](aff, c, _C_s * _R_s)

@@ -1,0 +1,350 @@
+/* c_sizes.c: the size block of a generated C wrapper. Every compound size
+ * text (a product, a sum, a quotient) becomes one local, tl_zN, computed
+ * once with the overflow-checked helpers of csz_prelude; every tensor's
+ * byte count, every view's byte offset and every size passed to a 32-bit
+ * or unsigned kernel parameter is checked there too. NAME_run runs the
+ * block after its input checks and before any allocation or launch, so
+ * an overflow is an error naming the graph, the tensor or argument and
+ * the symbols' values, and nothing after it can overflow. Size texts are
+ * printed from their parsed tree (tilec_wir_size_parse), never as text:
+ * their precedence is not C's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit_c/c_sizes.h"
+#include "tilec/wir.h"
+
+#define uthash_nonfatal_oom(e) ((void)0)
+#include "util/hashtable.h"
+#include "util/mangle.h"
+
+struct csz_text {
+    const char *text;
+    uint32_t local;
+    UT_hash_handle hh;
+};
+
+const char csz_prelude[] =
+    "/* size arithmetic with overflow checks: a failure sets *o (1 overflow, 2 division by\n"
+    "   zero) and gives 0, so that nothing computed from it can overflow */\n"
+    "static inline int64_t tl_fail0(int *o, int why) { *o = *o ? *o : why; return 0; }\n"
+    "static inline int64_t tl_add(int *o, int64_t a, int64_t b) { int64_t r; return __builtin_add_overflow(a, b, &r) ? tl_fail0(o, 1) : r; }\n"
+    "static inline int64_t tl_sub(int *o, int64_t a, int64_t b) { int64_t r; return __builtin_sub_overflow(a, b, &r) ? tl_fail0(o, 1) : r; }\n"
+    "static inline int64_t tl_mul(int *o, int64_t a, int64_t b) { int64_t r; return __builtin_mul_overflow(a, b, &r) ? tl_fail0(o, 1) : r; }\n"
+    "static inline int64_t tl_neg(int *o, int64_t a) { return tl_sub(o, 0, a); }\n"
+    "static inline int64_t tl_div(int *o, int64_t a, int64_t b) { return !b ? tl_fail0(o, 2) : a == INT64_MIN && b == -1 ? tl_fail0(o, 1) : a / b; }\n"
+    "static inline int64_t tl_mod(int *o, int64_t a, int64_t b) { return !b ? tl_fail0(o, 2) : a == INT64_MIN && b == -1 ? 0 : a % b; }\n"
+    "static inline int64_t tl_cdiv(int *o, int64_t a, int64_t b) { return b <= 0 ? tl_fail0(o, 2) : a / b + (a % b > 0); }\n"
+    "static inline int64_t tl_u64(int *o, uint64_t a) { return a > (uint64_t)INT64_MAX ? tl_fail0(o, 1) : (int64_t)a; }\n"
+    "\n"
+    "/* the bytes of a tensor: 0, 1 for a negative dimension, 2 for more than INT64_MAX bytes */\n"
+    "static int tl_bytes(tilec_dtype dt, uint32_t rank, const int64_t *sizes, uint64_t *bytes)\n"
+    "{\n"
+    "    int64_t b = (int64_t)tilec_dtype_size(dt);\n"
+    "    int zero = 0;\n"
+    "    for (uint32_t d = 0; d < rank; d++) {\n"
+    "        if (sizes[d] < 0)\n            return 1;\n"
+    "        zero |= sizes[d] == 0;\n"
+    "    }\n"
+    "    for (uint32_t d = 0; d < rank && !zero; d++)\n"
+    "        if (__builtin_mul_overflow(b, sizes[d], &b))\n            return 2;\n"
+    "    if (bytes)\n        *bytes = zero ? 0 : (uint64_t)b;\n"
+    "    return 0;\n"
+    "}\n"
+    "\n"
+    "/* \"4, 1024\": sizes for a message */\n"
+    "static const char *tl_dims(char *buf, size_t cap, uint32_t rank, const int64_t *sizes)\n"
+    "{\n"
+    "    buf[0] = 0;\n"
+    "    for (uint32_t d = 0, k = 0; d < rank && k < cap; d++)\n"
+    "        k += (uint32_t)snprintf(buf + k, cap - k, \"%s%lld\", d ? \", \" : \"\", (long long)sizes[d]);\n"
+    "    return buf;\n"
+    "}\n"
+    "\n";
+
+void csz_init(csz *z, const tilec_graph *g)
+{
+    memset(z, 0, sizeof *z);
+    z->g = g;
+    sb_init(&z->checks);
+}
+
+void csz_free(csz *z)
+{
+    csz_text *t, *tmp;
+    HASH_ITER(hh, z->texts, t, tmp) {
+        HASH_DEL(z->texts, t);
+        free(t);
+    }
+    strset_free(&z->keys);
+    sb_free(&z->checks);
+}
+
+static const tilec_param *scalar_param(const tilec_graph *g, const char *name, size_t n)
+{
+    for (uint32_t i = 0; g && i < g->nparams; i++)
+        if (g->params[i].type.kind != TILEC_TE_TENSOR && strlen(g->params[i].name) == n &&
+            !memcmp(g->params[i].name, name, n))
+            return &g->params[i];
+    return NULL;
+}
+
+void csz_symbol(strbuf *b, const tilec_graph *g, const char *name, size_t n)
+{
+    mg_c(b, scalar_param(g, name, n) ? MG_C_SCALAR : MG_C_SYMBOL, name, n);
+}
+
+/* Text inside a C string literal that is also a printf format. */
+static void fmt_text(strbuf *b, const char *t)
+{
+    for (; *t; t++)
+        if (*t == '%' || *t == '"' || *t == '\\')
+            sb_puts(b, *t == '%' ? "%%" : *t == '"' ? "\\\"" : "\\\\");
+        else
+            sb_putc(b, *t);
+}
+
+/* The parsed tree of a size text; NULL (z->failed) when it is not one. */
+static tilec_wir_size_node *parse(csz *z, const char *text, int32_t *root, size_t *n)
+{
+    size_t cap = strlen(text) + 1;
+    tilec_wir_size_node *t = malloc(cap * sizeof *t);
+    if (!t || tilec_wir_size_parse(text, t, cap, n, root) != TILEC_OK) {
+        free(t);
+        z->failed = 1;
+        return NULL;
+    }
+    return t;
+}
+
+/* The checked C expression of node i. */
+static void print_checked(csz *z, strbuf *b, const tilec_wir_size_node *t, int32_t i)
+{
+    static const char *const fn[] = {
+        [TILEC_WIR_SZ_NEG] = "neg", [TILEC_WIR_SZ_ADD] = "add", [TILEC_WIR_SZ_SUB] = "sub",
+        [TILEC_WIR_SZ_MUL] = "mul", [TILEC_WIR_SZ_DIV] = "div", [TILEC_WIR_SZ_MOD] = "mod",
+        [TILEC_WIR_SZ_CDIV] = "cdiv",
+    };
+    const tilec_wir_size_node *x = &t[i];
+    if (x->op == TILEC_WIR_SZ_INT) {
+        sb_printf(b, "%lld", (long long)x->value);
+    } else if (x->op == TILEC_WIR_SZ_SYM) {
+        const tilec_param *p = scalar_param(z->g, x->name, strlen(x->name));
+        int u64 = p && p->type.dtype == TILEC_DT_U64;
+        sb_puts(b, u64 ? "tl_u64(&tl_o, " : "");
+        csz_symbol(b, z->g, x->name, strlen(x->name));
+        sb_puts(b, u64 ? ")" : "");
+    } else {
+        sb_printf(b, "tl_%s(&tl_o, ", fn[x->op]);
+        print_checked(z, b, t, x->a);
+        if (x->op != TILEC_WIR_SZ_NEG) {
+            sb_puts(b, ", ");
+            print_checked(z, b, t, x->b);
+        }
+        sb_putc(b, ')');
+    }
+}
+
+/* ", with R=%lld, C=%lld" into fmt and ", (long long)s_R, (long long)s_C"
+ * into args: the symbols of tree t, each once (seen: those already named). */
+static void symbols(csz *z, strbuf *fmt, strbuf *args, strbuf *seen, const tilec_wir_size_node *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (t[i].op != TILEC_WIR_SZ_SYM || !sb_set_add(seen, t[i].name))
+            continue;
+        const tilec_param *p = scalar_param(z->g, t[i].name, strlen(t[i].name));
+        int u64 = p && p->type.dtype == TILEC_DT_U64;
+        sb_printf(fmt, "%s%s=%s", fmt->n ? ", " : ", with ", t[i].name, u64 ? "%llu" : "%lld");
+        sb_printf(args, ", (%s)", u64 ? "unsigned long long" : "long long");
+        csz_symbol(args, z->g, t[i].name, strlen(t[i].name));
+    }
+}
+
+/* A failed check: return tl_fail with "GRAPH: <head>" and the values of
+ * the symbols in fmt/args. */
+static void fail(csz *z, const char *head, strbuf *fmt, strbuf *args)
+{
+    sb_printf(&z->checks, "        return tl_fail(err, errlen, \"%s: %s%s\", %s%s);\n", z->g->name, head, sb_str(fmt),
+              "tl_o == 1 ? \"overflows 64 bits\" : \"divides by zero\"", sb_str(args));
+}
+
+/* The block starts by declaring tl_o, which every check sets. */
+static void block_start(csz *z)
+{
+    if (!z->checks.n)
+        sb_puts(&z->checks, "    /* sizes: each computed once, with overflow checks, before anything is allocated\n"
+                            "       or launched */\n    int tl_o = 0;\n");
+}
+
+void csz_use(csz *z, strbuf *out, const char *text, const char *what)
+{
+    int32_t root = -1;
+    size_t count = 0;
+    tilec_wir_size_node *t = parse(z, text, &root, &count);
+    if (!t)
+        return;
+    if (t[root].op == TILEC_WIR_SZ_INT || t[root].op == TILEC_WIR_SZ_SYM) {
+        const tilec_param *p = scalar_param(z->g, t[root].name, strlen(t[root].name));
+        if (t[root].op == TILEC_WIR_SZ_INT)
+            sb_printf(out, "%lld", (long long)t[root].value);
+        else if (!p || p->type.dtype != TILEC_DT_U64)
+            csz_symbol(out, z->g, t[root].name, strlen(t[root].name));
+        else
+            goto compound; /* a u64 scalar: checked into int64_t */
+        free(t);
+        return;
+    }
+compound:;
+    csz_text *e = NULL;
+    HASH_FIND_STR(z->texts, text, e);
+    if (!e && (e = calloc(1, sizeof *e)) != NULL) {
+        strbuf c, fmt, args, seen, head;
+        sb_init(&c);
+        sb_init(&fmt);
+        sb_init(&args);
+        sb_init(&seen);
+        sb_init(&head);
+        block_start(z);
+        print_checked(z, &c, t, root);
+        e->text = text;
+        e->local = z->nlocals++;
+        sb_printf(&z->checks, "    const int64_t tl_z%u = %s;\n", e->local, sb_str(&c));
+        symbols(z, &fmt, &args, &seen, t, count);
+        sb_puts(&head, "the size ");
+        fmt_text(&head, text);
+        sb_puts(&head, " (");
+        fmt_text(&head, what);
+        sb_puts(&head, ") %s");
+        sb_puts(&z->checks, "    if (tl_o)\n");
+        fail(z, sb_str(&head), &fmt, &args);
+        z->failed |= c.failed | fmt.failed | args.failed | seen.failed | head.failed;
+        sb_free(&c);
+        sb_free(&fmt);
+        sb_free(&args);
+        sb_free(&seen);
+        sb_free(&head);
+        HASH_ADD_KEYPTR(hh, z->texts, e->text, strlen(e->text), e);
+        if (!e->hh.tbl) {
+            z->failed = 1;
+            free(e);
+            free(t);
+            return;
+        }
+    }
+    if (!e)
+        z->failed = 1;
+    else
+        sb_printf(out, "tl_z%u", e->local);
+    free(t);
+}
+
+void csz_tensor(csz *z, strbuf *out, const char *name, const char *dt_enum, tilec_dtype dt, uint32_t rank,
+                const char *const *sizes)
+{
+    strbuf what, fmt, args, seen, head, dims_, *dims = &dims_;
+    sb_init(dims);
+    sb_init(&what);
+    sb_init(&fmt);
+    sb_init(&args);
+    sb_init(&seen);
+    sb_init(&head);
+    sb_putc(dims, '{');
+    for (uint32_t d = 0; d < rank; d++) {
+        sb_reset(&what);
+        sb_printf(&what, "dimension %u of %s", d, name);
+        sb_puts(dims, d ? ", " : "");
+        csz_use(z, dims, sizes[d], sb_str(&what));
+        int32_t root;
+        size_t count = 0;
+        tilec_wir_size_node *t = parse(z, sizes[d], &root, &count);
+        if (t)
+            symbols(z, &fmt, &args, &seen, t, count);
+        free(t);
+    }
+    sb_puts(dims, rank ? "}" : "0}");
+    sb_reset(&what);
+    sb_printf(&what, "bytes %s %s", dt_enum, sb_str(dims)); /* one check per dtype and shape */
+    if (!strset_add(&z->keys, sb_str(&what))) {
+        sb_add(out, sb_str(dims), dims->n);
+        goto done;
+    }
+    block_start(z);
+    sb_printf(&head, "tensor %s (%s[", name, tilec_dtype_name(dt));
+    for (uint32_t d = 0; d < rank; d++) {
+        sb_puts(&head, d ? ", " : "");
+        fmt_text(&head, sizes[d]);
+    }
+    sb_puts(&head, "]) %s");
+    sb_printf(&z->checks, "    if ((tl_o = tl_bytes(%s, %u, (const int64_t[])%s, NULL)) != 0)\n", dt_enum, rank, sb_str(dims));
+    sb_printf(&z->checks, "        return tl_fail(err, errlen, \"%s: %s%s\", %s%s);\n", z->g->name, sb_str(&head),
+              sb_str(&fmt), "tl_o == 1 ? \"has a negative dimension\" : \"needs more than 2^63 - 1 bytes\"",
+              sb_str(&args));
+    sb_add(out, sb_str(dims), dims->n);
+done:
+    z->failed |= what.failed | fmt.failed | args.failed | seen.failed | head.failed | dims->failed;
+    sb_free(dims);
+    sb_free(&what);
+    sb_free(&fmt);
+    sb_free(&args);
+    sb_free(&seen);
+    sb_free(&head);
+}
+
+void csz_offset(csz *z, strbuf *out, const char *view, const char *offset, uint32_t elem)
+{
+    if (!offset || !strcmp(offset, "0")) {
+        sb_puts(out, "0");
+        return;
+    }
+    strbuf what, bytes;
+    sb_init(&what);
+    sb_init(&bytes);
+    sb_printf(&what, "the offset of view %s", view);
+    sb_printf(&bytes, "(%s)*%u", offset, elem); /* a size text too: its byte offset */
+    csz_use(z, out, sb_str(&bytes), sb_str(&what));
+    z->failed |= what.failed | bytes.failed;
+    sb_free(&what);
+    sb_free(&bytes);
+}
+
+void csz_fits(csz *z, const char *text, tilec_dtype dt, const char *param, const char *kernel)
+{
+    const char *ty = dt == TILEC_DT_I32 ? "i32" : dt == TILEC_DT_U32 ? "u32" : dt == TILEC_DT_U64 ? "u64" : NULL;
+    if (!ty)
+        return;
+    strbuf key, v, what, t;
+    sb_init(&key);
+    sb_printf(&key, "%s %s", ty, text);
+    int fresh = strset_add(&z->keys, sb_str(&key));
+    z->failed |= key.failed | z->keys.failed;
+    sb_free(&key);
+    int32_t root;
+    size_t count = 0;
+    tilec_wir_size_node *n = fresh ? parse(z, text, &root, &count) : NULL;
+    int64_t c = n && n[root].op == TILEC_WIR_SZ_INT ? n[root].value : -1;
+    free(n);
+    if (!fresh || (c >= 0 && (dt != TILEC_DT_U32 || c <= UINT32_MAX) && (dt != TILEC_DT_I32 || c <= INT32_MAX)))
+        return; /* checked already, or a literal that fits */
+    sb_init(&v);
+    sb_init(&what);
+    sb_init(&t);
+    sb_printf(&what, "argument '%s' of %s", param, kernel);
+    csz_use(z, &v, text, sb_str(&what));
+    fmt_text(&t, text);
+    const char *lo = dt == TILEC_DT_I32 ? "INT32_MIN" : "0";
+    const char *vs = sb_str(&v);
+    block_start(z);
+    if (dt == TILEC_DT_U64)
+        sb_printf(&z->checks, "    if (%s < 0)\n", vs);
+    else
+        sb_printf(&z->checks, "    if (%s < %s || %s > %s)\n", vs, lo, vs,
+                  dt == TILEC_DT_I32 ? "INT32_MAX" : "(int64_t)UINT32_MAX");
+    sb_printf(&z->checks,
+              "        return tl_fail(err, errlen, \"%s: argument '%s' of %s (%s) is %%lld, which does not fit %s\", "
+              "(long long)%s);\n",
+              z->g->name, param, kernel, sb_str(&t), ty, vs);
+    z->failed |= v.failed | what.failed | t.failed;
+    sb_free(&v);
+    sb_free(&what);
+    sb_free(&t);
+}

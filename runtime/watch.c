@@ -1,0 +1,87 @@
+/* watch.c: time and memory limits on a compile in a child process. The
+ * parent polls the child's result pipe every 50 ms and reads the child's
+ * resident set from /proc/PID/statm; a child past either limit is killed.
+ * A watchdog, not setrlimit(RLIMIT_AS): NVRTC and sanitizers reserve far
+ * more address space than they use, and what hurts is memory in use. */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/watch.h"
+
+/* digits, with a fraction when `frac` ("0.5"); else dflt */
+static double env_num(const char *name, double dflt, int frac)
+{
+    const char *v = getenv(name);
+    size_t n = v ? strspn(v, "0123456789") : 0;
+    if (!v || !n || n > 9 || (v[n] && !(frac && v[n] == '.' && strspn(v + n + 1, "0123456789") == strlen(v + n + 1))))
+        return dflt;
+    return strtod(v, NULL);
+}
+
+void rt_compile_limits_get(rt_compile_limits *l)
+{
+    l->timeout_s = env_num("TILEC_COMPILE_TIMEOUT_S", 300, 1);
+    l->max_mb = (unsigned long)env_num("TILEC_COMPILE_MAX_MB", 8192, 0);
+}
+
+int rt_compile_limits_on(const rt_compile_limits *l) { return l->timeout_s > 0 || l->max_mb; }
+
+/* The resident set of pid in MiB; 0 when it cannot be read. */
+static unsigned long rss_mb(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/statm", (long)pid);
+    FILE *f = fopen(path, "r");
+    unsigned long size = 0, rss = 0;
+    if (!f)
+        return 0;
+    if (fscanf(f, "%lu %lu", &size, &rss) != 2)
+        rss = 0;
+    fclose(f);
+    return (unsigned long)((unsigned long long)rss * (unsigned long long)sysconf(_SC_PAGESIZE) >> 20);
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+int rt_compile_watch(pid_t pid, int fd, const rt_compile_limits *l, const char *kernel, char **why)
+{
+    *why = NULL;
+    double start = now_s();
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = poll(&p, 1, 50);
+        if (r > 0 || (r < 0 && errno != EINTR))
+            return 0; /* a result, EOF, or an error the read will see */
+        double t = now_s() - start;
+        unsigned long mb = l->max_mb ? rss_mb(pid) : 0;
+        int late = l->timeout_s > 0 && t > l->timeout_s, big = l->max_mb && mb > l->max_mb;
+        if (!late && !big)
+            continue;
+        kill(pid, SIGKILL);
+        char buf[512];
+        if (late)
+            snprintf(buf, sizeof buf,
+                     "%s: NVRTC did not finish within %g s (TILEC_COMPILE_TIMEOUT_S): the compile was stopped; a "
+                     "smaller tile or more warps makes it cheaper",
+                     kernel ? kernel : "kernel", l->timeout_s);
+        else
+            snprintf(buf, sizeof buf,
+                     "%s: NVRTC used %lu MiB, more than TILEC_COMPILE_MAX_MB=%lu: the compile was stopped after %.1f s; "
+                     "a smaller tile or more warps makes it cheaper",
+                     kernel ? kernel : "kernel", mb, l->max_mb, t);
+        *why = strdup(buf);
+        return -1;
+    }
+}

@@ -1,0 +1,25 @@
+/* watch.h: the limits on one NVRTC compile in a child process (a compile
+ * worker or a forked child), and the watchdog that enforces them. */
+#ifndef TILEC_RUNTIME_WATCH_H
+#define TILEC_RUNTIME_WATCH_H
+
+#include <sys/types.h>
+
+/* TILEC_COMPILE_TIMEOUT_S (seconds of wall-clock time, a fraction allowed,
+ * default 300) and TILEC_COMPILE_MAX_MB (resident memory of the compiling
+ * process in MiB, default 8192); 0 = unlimited. Other text: the default. */
+typedef struct rt_compile_limits {
+    double timeout_s;
+    unsigned long max_mb;
+} rt_compile_limits;
+
+void rt_compile_limits_get(rt_compile_limits *l);
+/* Either limit set. */
+int rt_compile_limits_on(const rt_compile_limits *l);
+
+/* Wait until fd (the child's result pipe) is readable or the child pid
+ * passes a limit; then 0, or kill it (SIGKILL; the caller reaps it) and
+ * return -1 with a malloc'd message naming `kernel` and the limit in *why. */
+int rt_compile_watch(pid_t pid, int fd, const rt_compile_limits *l, const char *kernel, char **why);
+
+#endif

@@ -1,0 +1,114 @@
+/* test_wrapper_run.c: generated C wrappers compiled and RUN on the CPU,
+ * against the fake CUDA driver (tests/fake_cuda.c: "device" memory on the
+ * host, a scale2 kernel that really writes). A small program (written
+ * here) opens the fake driver, makes the input, calls NAME_load and
+ * NAME_run, and prints what NAME_run returned with the launches and
+ * allocations the driver saw. The graph's output of 4*N^4 bytes wraps 64
+ * bits at N = 65536: the wrapper must fail with a message naming the
+ * graph, the tensor and N before it allocates or launches anything. */
+#define _DEFAULT_SOURCE 1
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_helpers.h"
+#include "tilec/emitter.h"
+
+#ifndef TILEC_BUILD
+#define TILEC_BUILD "build"
+#endif
+#ifndef TILEC_CUDA
+#define TILEC_CUDA "/usr/local/cuda"
+#endif
+#ifndef TILEC_SANFLAGS
+#define TILEC_SANFLAGS "" /* the sanitizers libtilec.a was built with: the runner links them too */
+#endif
+#define FAKECUDA TILEC_BUILD "/tests/libfakecuda.so"
+
+/* scale2 is a kernel the fake driver runs: y[i] = 2 * x[i], i < n */
+static const char big_tile[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {\n"
+                               "    let i = pid(0) * 256 + range(256);\n"
+                               "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+                               "}\n"
+                               "graph big(x: f32[N]) -> (y: f32[N, N, N, N]) {\n"
+                               "    let y = empty(f32, [N, N, N, N]);\n"
+                               "    scale2(x, y, N);\n"
+                               "    return y;\n"
+                               "}\n";
+
+/* main(driver, N): "rc=R launches=L allocs=A err=E" */
+static const char runner[] =
+    "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+    "#include \"big.h\"\n#include \"fake_cuda.h\"\n"
+    "int main(int argc, char **argv)\n{\n"
+    "    if (argc != 3)\n        return 2;\n"
+    "    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);\n"
+    "    fake_cuda_state *(*get)(void) = h ? (fake_cuda_state * (*)(void)) dlsym(h, \"fake_cuda_state_get\") : NULL;\n"
+    "    tilec_rt *rt = NULL;\n"
+    "    if (!get || tilec_rt_open_driver(argv[1], 0, &rt) != TILEC_RT_OK)\n        return 3;\n"
+    "    fake_cuda_state *f = get();\n"
+    "    int64_t n = strtoll(argv[2], NULL, 10);\n"
+    "    char err[512] = \"\";\n"
+    "    big_module *m = NULL;\n"
+    "    if (big_load(rt, &m, err, sizeof err)) {\n        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
+    "    tilec_tensor x = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {n}, .strides = {1}}, y = {0};\n"
+    "    if (tilec_rt_malloc(rt, (size_t)n * 4, &x.data) != TILEC_RT_OK)\n        return 5;\n"
+    "    int launches = f->launches, allocs = f->live_allocs;\n"
+    "    int rc = big_run(m, &x, &y, err, sizeof err);\n"
+    "    printf(\"rc=%d launches=%d allocs=%d err=%s\\n\", rc, f->launches - launches, f->live_allocs - allocs, err);\n"
+    "    if (!rc)\n        tilec_rt_free(rt, y.data);\n"
+    "    tilec_rt_free(rt, x.data);\n"
+    "    big_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+/* dir/run: big.c (emitted from big_tile) and the runner, linked with libtilec.a. */
+static void build_runner(const char *dir)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "big.tile", big_tile, strlen(big_tile), &m), TILEC_OK);
+    cr_assert_eq(tilec_module_emit(ctx, m, "c", &(tilec_emit_options){.dir = dir, .plan = 1}, tilec_sink_file(stdout)),
+                 TILEC_OK);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    char path[300];
+    snprintf(path, sizeof path, "%s/main.c", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(runner, f);
+    fclose(f);
+    const char *cc = getenv("CC");
+    char *out = NULL;
+    int st = sh(&out,
+                "%s -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Wno-unused-function %s -Iinclude -Itests -I%s "
+                "-o %s/run %s/big.c %s/main.c %s/lib/libtilec.a -L%s/lib64 -Wl,-rpath,%s/lib64 -lnvrtc -ldl -lpthread -lm",
+                cc && *cc ? cc : "cc", TILEC_SANFLAGS, dir, dir, dir, dir, TILEC_BUILD, TILEC_CUDA, TILEC_CUDA);
+    cr_assert_eq(st, 0, "the wrapper does not build:\n%s", out);
+    free(out);
+}
+
+/* The runner's line for N (the kernel cache in dir). */
+static char *run(const char *dir, long long n)
+{
+    char *out = NULL;
+    int st = sh(&out, "TILEC_CACHE_DIR=%s/cache %s/run %s %lld 2>&1", dir, dir, FAKECUDA, n);
+    cr_assert_eq(st, 0, "the runner failed (%d):\n%s", st, out);
+    return out;
+}
+
+Test(wrapper_run, byte_count_overflow_is_an_error_before_any_allocation_or_launch, .timeout = 120)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    build_runner(dir);
+    /* the harness runs the graph for real: small sizes allocate and launch */
+    char *out = run(dir, 8);
+    cr_expect_str_eq(out, "rc=0 launches=1 allocs=1 err=\n"); /* y, handed to the caller */
+    free(out);
+    /* 4 * 65536^4 = 2^66 bytes: wrapped to 0, a 1-byte buffer and a kernel writing past it */
+    out = run(dir, 65536);
+    cr_expect_str_eq(out, "rc=1 launches=0 allocs=0 err=big: tensor y (f32[N, N, N, N]) needs more than 2^63 - 1 "
+                          "bytes, with N=65536\n");
+    free(out);
+    rm_dir(dir);
+}
