@@ -113,15 +113,18 @@ $(FAKECUDA): tests/fake_cuda.c tests/fake_cuda.h
 $(BUILD)/tests/test_runtime $(BUILD)/tests/test_externs $(BUILD)/tests/test_multikernel: | $(FAKECUDA)
 
 # The demo emitter plugin of tests/test_emit.c, and a build of it whose
-# tilec_plugin_register fails. Its tilec_* calls resolve against the program
+# tilec_plugin_register fails, and one built for another emitter ABI. Its tilec_* calls resolve against the program
 # that loads it (linked with -rdynamic). The suite also runs the command.
-PLUGINS  = $(BUILD)/tests/libplugin_demo.so $(BUILD)/tests/libplugin_demo_fail.so
+PLUGINS  = $(BUILD)/tests/libplugin_demo.so $(BUILD)/tests/libplugin_demo_fail.so $(BUILD)/tests/libplugin_demo_abi.so
 $(BUILD)/tests/libplugin_demo.so: tests/plugin_demo.c include/tilec/emitter.h include/tilec/wir.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
 $(BUILD)/tests/libplugin_demo_fail.so: tests/plugin_demo.c include/tilec/emitter.h include/tilec/wir.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DPLUGIN_DEMO_FAIL $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
+$(BUILD)/tests/libplugin_demo_abi.so: tests/plugin_demo.c include/tilec/emitter.h include/tilec/wir.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DPLUGIN_DEMO_ABI $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
 $(BUILD)/obj/tests/test_emit.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"'
 $(BUILD)/tests/test_emit: $(BUILD)/obj/tests/test_emit.o $(LIBA) | $(PLUGINS) $(FAKECUDA) $(TILEC)
 	@mkdir -p $(dir $@)

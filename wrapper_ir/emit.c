@@ -34,9 +34,25 @@ static const tilec_emitter *builtin(const char *name)
 
 /* ---- the registry ---- */
 
+/* The ABI handshake: abi and size sit first in every layout, so they can
+ * be read before anything else; nothing else is read on a mismatch. */
+static int abi_ok(tilec_ctx *ctx, const tilec_emitter *em)
+{
+    if (em->abi == TILEC_EMITTER_ABI && em->size == sizeof(tilec_emitter))
+        return 1;
+    dsl_source src = {ctx->loading_plugin ? ctx->loading_plugin : "tilec_register_emitter", "", 0};
+    diag_at(ctx, &src, NULL, TILEC_SEV_ERROR,
+            "%s an emitter built for emitter ABI %u (tilec_emitter of %u bytes); this tilec has ABI %u "
+            "(%zu bytes): rebuild it against this tilec's include/tilec/emitter.h",
+            ctx->loading_plugin ? "the plugin registers" : "refused", em->abi, em->size, TILEC_EMITTER_ABI,
+            sizeof(tilec_emitter));
+    ctx->plugin_refused = 1;
+    return 0;
+}
+
 tilec_status tilec_register_emitter(tilec_ctx *ctx, const tilec_emitter *em)
 {
-    if (!ctx || !em || !em->name || !em->name[0])
+    if (!ctx || !em || !abi_ok(ctx, em) || !em->name || !em->name[0])
         return TILEC_ERR_ARG;
     for (size_t i = 0; i < ctx->nemitters; i++)
         if (!strcmp(ctx->emitters[i]->name, em->name)) {
@@ -99,7 +115,15 @@ tilec_status tilec_load_plugin(tilec_ctx *ctx, const char *path)
     }
     ctx->plugins = v;
     ctx->plugins[ctx->nplugins++] = h; /* closed with the context */
-    if (reg(ctx) != 0) {
+    ctx->loading_plugin = path;
+    ctx->plugin_refused = 0;
+    int rc = reg(ctx);
+    ctx->loading_plugin = NULL;
+    if (ctx->plugin_refused) { /* the diagnostic is given; whatever it returned */
+        ctx->plugin_refused = 0;
+        return TILEC_ERR_INPUT;
+    }
+    if (rc != 0) {
         diag_at(ctx, &src, NULL, TILEC_SEV_ERROR, "the plugin's %s failed", TILEC_PLUGIN_SYMBOL);
         return TILEC_ERR_INPUT;
     }

@@ -384,6 +384,7 @@ static int ir_end(tilec_emit *e, void *state)
 }
 
 const tilec_emitter wir_ir_emitter = {
+    TILEC_EMITTER_HEADER,
     .name = "ir",
     .description = "the wrapper IR of each graph as text (NAME.ir)",
     .begin = ir_begin,
