@@ -1836,8 +1836,10 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
             walk(L, s->value, NULL, 0, NULL, PREP);
             val *v = newval(L, VK_SCALAR, t, c);
             v->ty.dtype = compute_dt(t->dtype);
-            line(L, "%s%s %s = %s;", assigned ? "" : "const ", t->ptr ? fmt(L, "%s *", ctype(t->dtype)) : cctype(t->dtype), c,
-                 walk(L, s->value, NULL, 0, NULL, EMIT));
+            /* a pointer stays writable through: `T *const p`, never `const T *p` */
+            const char *decl = t->ptr ? fmt(L, "%s *%s", ctype(t->dtype), assigned ? "" : "const ")
+                                      : fmt(L, "%s%s", assigned ? "" : "const ", cctype(t->dtype));
+            line(L, "%s %s = %s;", decl, c, walk(L, s->value, NULL, 0, NULL, EMIT));
             bind(L, s->names[0], v);
             return;
         }
