@@ -38,7 +38,7 @@ LIBSO    = $(BUILD)/lib/libtilec.so
 TILEC    = $(BUILD)/bin/tilec
 EXAMPLES = $(wildcard examples/*.tile)
 
-.PHONY: all deps demo test test-run asan clean check-examples golden bench valgrind fuzz fuzz-build
+.PHONY: all deps demo test test-run asan clean check-examples golden bench valgrind fuzz fuzz-build gen-nvrtc
 all: $(LIBA) $(LIBSO) $(TILEC)
 
 deps:
@@ -219,10 +219,23 @@ fuzz:
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) OPT="-O1 -g" \
 	    SANFLAGS="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" fuzz-build
 	tools/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_JOBS)
-fuzz-build: $(BUILD)/fuzz/fuzz_frontend $(BUILD)/fuzz/fuzz_bundle $(BUILD)/fuzz/bundle_seeds
+fuzz-build: $(BUILD)/fuzz/fuzz_frontend $(BUILD)/fuzz/fuzz_bundle $(BUILD)/fuzz/fuzz_gen $(BUILD)/fuzz/bundle_seeds
 $(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/fuzz/fuzz_%.o $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS)
+$(BUILD)/fuzz/fuzz_gen: $(BUILD)/obj/fuzz/fuzz_gen.o $(BUILD)/obj/fuzz/gen_kernel.o $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS)
+
+# The generator of well-typed kernels, as files: N generated modules through
+# the checker, NVRTC (sm_90), cc -Werror and py_compile (GEN_N, default 300).
+GEN_N ?= 300
+all: $(BUILD)/fuzz/gen_tiles
+$(BUILD)/fuzz/gen_tiles: $(BUILD)/obj/fuzz/gen_tiles.o $(BUILD)/obj/fuzz/gen_kernel.o $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+gen-nvrtc: all
+	tools/gen_nvrtc.sh $(BUILD) $(GEN_N)
 $(BUILD)/fuzz/bundle_seeds: $(BUILD)/obj/fuzz/bundle_seeds.o $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)

@@ -1018,7 +1018,9 @@ static void emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
     int w = !atomic && pt->rank ? vec_width(y, size) : 0;
     if (w && !(stride(L, ptr, pt->rank - 1, &st) && st == 1))
         w = 0;
-    if (old)
+    if (old && pt->rank == 0) /* a scalar is a plain variable, in the compute type */
+        line(L, "%s %s;", cctype(d), old->c);
+    else if (old)
         line(L, "%s %s[%d];", ctype(d), old->c, y->E);
     if (pt->rank == 0) {
         line(L, "{");
@@ -1057,7 +1059,17 @@ static void emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
             sb_printf(&all, "tl_m%d && ", q);
     }
     const char *guard = y->repl ? fmt(L, "tl_tid < %lld && ", (long long)y->numel) : pt->rank == 0 ? "tl_tid == 0 && " : "";
-    if (atomic) {
+    if (atomic && old && y->repl) {
+        /* a replicated layout (a scalar, or fewer elements than threads):
+         * one thread per element does the atomic; every replica reads the
+         * old value back through shared memory */
+        uint32_t off = alloc_smem(L, y->numel * (int64_t)size);
+        const char *slot = fmt(L, "((%s *)(tl_smem + %u))[%s]", ctype(d), off, pt->rank ? "tl_l" : "0");
+        line(L, "if (%stl_m0) %s = atomicAdd(tl_p, tl_v0);", guard, slot);
+        line(L, "__syncthreads();");
+        line(L, "%s%s = %s;", old->c, pt->rank ? "[0]" : "", pt->rank ? slot : ld_elem(L, slot, d));
+        line(L, "__syncthreads();");
+    } else if (atomic) {
         line(L, "if (%stl_m0) %satomicAdd(tl_p, tl_v0);", guard, old ? fmt(L, "%s[tl_j] = ", old->c) : "");
     } else if (!w) {
         line(L, "if (%stl_m0) *tl_p = tl_v0;", guard);
@@ -2065,6 +2077,10 @@ static void emit_kernel(lw *L, const char *fname)
         const tilec_param *p = &k->params[i];
         tilec_type t = {.kind = TILEC_TY_VALUE, .dtype = p->type.dtype, .ptr = p->type.kind == TILEC_TE_POINTER};
         val *v = newval(L, VK_SCALAR, &t, cname(L, p->name));
+        if (!t.ptr && compute_dt(t.dtype) != t.dtype) { /* an f16/bf16 scalar: computed in f32 */
+            v->c = fmt(L, "tl_arg%u", i);
+            line(L, "const %s %s = %s;", cctype(t.dtype), v->c, ld_elem(L, cname(L, p->name), t.dtype));
+        }
         if (!t.ptr)
             v->ty.dtype = compute_dt(t.dtype);
         bind(L, p->name, v);
@@ -2108,8 +2124,8 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
     L.variant = k->nvariants ? variant : -1;
     ar_init(&L.ar);
     sb_init(&L.out);
-    char fname[512];
-    snprintf(fname, sizeof fname, "%s_v%d", k->name, variant);
+    /* names up to TILEC_MAX_IDENT: no fixed buffer (one truncated long names) */
+    const char *fname = fmt(&L, "%s_v%d", k->name, variant);
     emit_kernel(&L, fname);
     /* the translation unit: a header line, the headers it needs, the prelude, the kernel */
     strbuf tu;

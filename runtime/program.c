@@ -12,6 +12,7 @@
 #include "lower/compile.h"
 #include "parser/parse.h"
 #include "tilec/pool.h"
+#include "tilec/limits.h"
 #include "tilec/program.h"
 #include "tilec/workers.h"
 #include "runtime/program_internal.h"
@@ -82,6 +83,9 @@ static void hash_module(tilec_program *p, const char *arch)
 
 /* Fill the kernels from a cached bundle: names, launch metadata, images.
  * The parameter kinds must be the ones the module's parameters give. */
+/* a kernel's bundle name, "<kernel>_v<variant>", always fits in a bundle */
+_Static_assert(TILEC_BUNDLE_MAX_NAME >= TILEC_MAX_IDENT + 32, "bundle names must hold every kernel name");
+
 static int from_bundle(tilec_program *p, tilec_bundle *b)
 {
     if (b->nkernels != p->n)
@@ -89,9 +93,13 @@ static int from_bundle(tilec_program *p, tilec_bundle *b)
     for (uint32_t i = 0; i < p->n; i++) {
         tilec_bundle_kernel *bk = &b->kernels[i];
         pkernel *pk = &p->ks[i];
-        char name[600];
-        snprintf(name, sizeof name, "%s_v%d", pk->k->name, pk->variant);
-        if (strcmp(bk->name, name) || bk->nparams != pk->k->nparams || !bk->size ||
+        /* "<kernel>_v<variant>", compared in place: a kernel name of any
+         * length (up to TILEC_MAX_IDENT) must find its bundle */
+        size_t kl = strlen(pk->k->name);
+        char suffix[32];
+        snprintf(suffix, sizeof suffix, "_v%d", pk->variant);
+        if (strncmp(bk->name, pk->k->name, kl) || strcmp(bk->name + kl, suffix) || bk->nparams != pk->k->nparams ||
+            !bk->size ||
             memcmp(bk->kinds, pk->kinds, bk->nparams * sizeof pk->kinds[0]))
             return -1;
         pk->code.name = strdup(bk->name);

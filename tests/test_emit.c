@@ -826,6 +826,23 @@ Test(emit, plugin_errors)
     tilec_ctx_free(ctx);
 }
 
+/* An empty output directory is an error with a diagnostic: it once made
+ * "/" + file, writing into the root directory. */
+Test(emit, empty_output_directory_is_an_error)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "tests/golden/ir/block.tile");
+    cr_expect_eq(tilec_module_emit(ctx, m, "c", &(tilec_emit_options){.dir = "", .plan = 1}, tilec_sink_file(stdout)),
+                 TILEC_ERR_ARG);
+    cr_assert_eq(tilec_ctx_error_count(ctx), 1);
+    cr_expect_str_eq(tilec_ctx_diag(ctx, 0)->message,
+                     "the output directory is an empty string (use \".\" for the current directory)");
+    struct stat st;
+    cr_expect_neq(stat("/block.c", &st), 0, "wrote /block.c");
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
 Test(emit, plugin_from_the_command)
 {
     char *out;

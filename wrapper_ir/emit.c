@@ -158,7 +158,7 @@ const tilec_graph *tilec_emit_graph(const tilec_emit *e) { return tilec_wir_grap
 const char *tilec_emit_option(const tilec_emit *e, const char *key)
 {
     for (size_t i = 0; e->o && key && i < e->o->noptions; i++)
-        if (!strcmp(e->o->keys[i], key))
+        if (e->o->keys[i] && !strcmp(e->o->keys[i], key))
             return e->o->values[i];
     return NULL;
 }
@@ -320,6 +320,13 @@ tilec_status tilec_module_emit(tilec_ctx *ctx, const tilec_module *m, const char
                                tilec_sink sink)
 {
     if (!ctx || !m || !name)
+        return TILEC_ERR_ARG;
+    if (o && o->dir && !o->dir[0]) { /* "" is no directory: never "/" + file */
+        diag_at(ctx, &m->src, NULL, TILEC_SEV_ERROR,
+                "the output directory is an empty string (use \".\" for the current directory)");
+        return TILEC_ERR_ARG;
+    }
+    if ((!(o && o->dir) && !sink.write) || (o && o->noptions && (!o->keys || !o->values)))
         return TILEC_ERR_ARG;
     const tilec_emitter *em = tilec_find_emitter(ctx, name);
     if (!em) {
