@@ -2025,7 +2025,7 @@ static const char prelude[] =
     "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
     "}\n";
 
-uint32_t tilec_kernel_variant_count(const tilec_kernel *k) { return k->nvariants ? k->nvariants : 1; }
+uint32_t tilec_kernel_variant_count(const tilec_kernel *k) { return !k ? 0 : k->nvariants ? k->nvariants : 1; }
 
 static tilec_arg_kind arg_kind(const tilec_param *p)
 {
@@ -2176,6 +2176,8 @@ void tilec_kernel_code_free(tilec_kernel_code *code)
 
 tilec_status tilec_module_emit_cuda(tilec_ctx *ctx, const tilec_module *m, tilec_sink sink)
 {
+    if (!ctx || !m || !sink.write)
+        return TILEC_ERR_ARG;
     strbuf body;
     sb_init(&body);
     tilec_status st = TILEC_OK;
@@ -2260,7 +2262,7 @@ static int eval_grid(const tilec_kernel *k, int variant, const tilec_expr *e, co
 
 tilec_status tilec_kernel_grid(const tilec_kernel *k, int variant, const int64_t *args, uint32_t grid[3])
 {
-    if (!k || !grid || variant < 0 || (uint32_t)variant >= tilec_kernel_variant_count(k))
+    if (!k || !grid || (!args && k->nparams) || variant < 0 || (uint32_t)variant >= tilec_kernel_variant_count(k))
         return TILEC_ERR_ARG;
     int v = k->nvariants ? variant : -1;
     for (int i = 0; i < 3; i++) {

@@ -26,6 +26,8 @@ static double now_ms(void)
 
 int tilec_rt_param_kind_of(tilec_arg_kind a, tilec_rt_param_kind *out)
 {
+    if (!out)
+        return -1;
     switch (a) {
     case TILEC_ARG_PTR: *out = TILEC_RT_PARAM_POINTER; return 0;
     case TILEC_ARG_I32: *out = TILEC_RT_PARAM_I32; return 0;
@@ -424,4 +426,8 @@ tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, i
     return tilec_rt_launch(pk->kern, grid, args, stream);
 }
 
-void tilec_program_get_stats(const tilec_program *p, tilec_program_stats *s) { *s = p->st; }
+void tilec_program_get_stats(const tilec_program *p, tilec_program_stats *s)
+{
+    if (p && s)
+        *s = p->st;
+}

@@ -81,6 +81,8 @@ size_t tilec_emitter_names(tilec_ctx *ctx, const char **names, size_t cap)
 {
     static const char *const built[] = {"ir", "c", "py"};
     size_t n = 0;
+    if (!names)
+        return 0;
     for (size_t i = 0; i < sizeof built / sizeof built[0]; i++)
         if (n < cap)
             names[n++] = built[i];
@@ -150,14 +152,14 @@ struct tilec_emit {
     char bad[80]; /* the first bad output name, for the message */
 };
 
-tilec_ctx *tilec_emit_ctx(tilec_emit *e) { return e->ctx; }
-const tilec_module *tilec_emit_module(const tilec_emit *e) { return e->m; }
-const tilec_wir *tilec_emit_wir(const tilec_emit *e) { return e->w; }
-const tilec_graph *tilec_emit_graph(const tilec_emit *e) { return tilec_wir_graph(e->w); }
+tilec_ctx *tilec_emit_ctx(tilec_emit *e) { return e ? e->ctx : NULL; }
+const tilec_module *tilec_emit_module(const tilec_emit *e) { return e ? e->m : NULL; }
+const tilec_wir *tilec_emit_wir(const tilec_emit *e) { return e ? e->w : NULL; }
+const tilec_graph *tilec_emit_graph(const tilec_emit *e) { return e ? tilec_wir_graph(e->w) : NULL; }
 
 const char *tilec_emit_option(const tilec_emit *e, const char *key)
 {
-    for (size_t i = 0; e->o && key && i < e->o->noptions; i++)
+    for (size_t i = 0; e && e->o && key && i < e->o->noptions; i++)
         if (e->o->keys[i] && !strcmp(e->o->keys[i], key))
             return e->o->values[i];
     return NULL;
@@ -194,6 +196,12 @@ static emit_out *output(tilec_emit *e, const char *file)
 
 int tilec_emit_write(tilec_emit *e, const char *file, const char *data, size_t len)
 {
+    if (!e)
+        return -1;
+    if (!data && len) {
+        e->failed = 1;
+        return -1;
+    }
     emit_out *o = output(e, file);
     if (!o) {
         e->failed = 1;
@@ -205,6 +213,12 @@ int tilec_emit_write(tilec_emit *e, const char *file, const char *data, size_t l
 
 int tilec_emit_vprintf(tilec_emit *e, const char *file, const char *fmt, va_list ap)
 {
+    if (!e)
+        return -1;
+    if (!fmt) {
+        e->failed = 1;
+        return -1;
+    }
     emit_out *o = output(e, file);
     if (!o) {
         e->failed = 1;
