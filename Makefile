@@ -206,7 +206,8 @@ test-run: all $(TESTS)
 asan: deps
 	@LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 OPT="-O1 -g" test-run
 
-# libFuzzer targets (fuzz/): the front end and the bundle reader, built with
+# libFuzzer targets (fuzz/): the front end, the bundle reader and the
+# generator of well-typed kernels (fuzz_gen), built with
 # clang, ASan and UBSan in build-fuzz/ and run FUZZ_SECONDS each (default
 # 60) from seeds (examples, golden inputs, valid bundles). Findings land in
 # build-fuzz/findings/. Long runs: tools/fuzz.sh (docs/reliability.md).

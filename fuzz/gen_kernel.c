@@ -34,6 +34,7 @@ typedef struct var {
 #define MAXV 256
 #define MAXP 20 /* one pointer per element type, and a few more */
 #define MAXNODES 1500
+#define MAXLOADS 6
 typedef struct gen {
     const uint8_t *data;
     size_t size, pos;
@@ -47,6 +48,7 @@ typedef struct gen {
     int grid2;           /* the grid has two axes */
     int stmts;           /* statements left */
     int nodes;           /* expression nodes so far (past MAXNODES: leaves only) */
+    int loads;           /* loads open around the current point (address of an address ...) */
 } gen;
 
 static const char *const dimn[3] = {"DA", "DB", "DC"};
@@ -203,6 +205,7 @@ static int mask_opt(gen *g, const ty *t, int depth)
 
 static void load(gen *g, ty t, int depth)
 {
+    g->loads++;
     out(g, "load(");
     ptr(g, (ty){t.dt, t.rank, {t.d[0], t.d[1]}, 1}, depth);
     if (pick(g, 3) && mask_opt(g, &t, depth > 0 ? depth - 1 : 0)) {
@@ -212,6 +215,7 @@ static void load(gen *g, ty t, int depth)
         }
     }
     out(g, ")");
+    g->loads--;
 }
 
 /* a variable of type t (or a scalar of t's element type, which broadcasts), if any */
@@ -237,8 +241,11 @@ static void leaf(gen *g, ty t)
             return;
         break;
     case 1:
-        load(g, t, 0);
-        return;
+        if (g->loads < MAXLOADS) { /* loads nest through offsets: bound them (the language's nesting limit) */
+            load(g, t, 0);
+            return;
+        }
+        break;
     case 2:
         if (t.dt == I32 && t.rank == 1) {
             outf(g, "range(%s)", dimn[t.d[0]]);
@@ -460,18 +467,14 @@ static void stmt(gen *g, int depth)
     case 0:
     case 1: { /* let */
         ty t = random_ty(g);
-        out(g, "let ");
-        size_t at = g->b.n;
-        out(g, "vX = ");
+        var *v = new_var(g, t, 1);
+        if (!v)
+            break;
+        g->nv--; /* not visible in its own value */
+        outf(g, "let %s = ", v->name);
         ex(g, t, 1 + (int)pick(g, 3));
         out(g, ";\n");
-        var *v = new_var(g, t, 1);
-        if (v) { /* name it now that the value (which cannot see it) is written */
-            char *s = g->b.s + at;
-            memmove(s + strlen(v->name), s + 2, strlen(s + 2) + 1);
-            memcpy(s, v->name, strlen(v->name));
-            g->b.n += strlen(v->name) - 2;
-        }
+        g->nv++;
         return;
     }
     case 2: { /* a pointer let */
