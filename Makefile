@@ -38,7 +38,7 @@ LIBSO    = $(BUILD)/lib/libtilec.so
 TILEC    = $(BUILD)/bin/tilec
 EXAMPLES = $(wildcard examples/*.tile)
 
-.PHONY: all deps demo test test-run asan clean check-examples golden bench valgrind fuzz fuzz-build
+.PHONY: all deps demo test test-run asan clean check-examples golden bench valgrind fuzz fuzz-build gen-nvrtc
 all: $(LIBA) $(LIBSO) $(TILEC)
 
 deps:
@@ -113,15 +113,18 @@ $(FAKECUDA): tests/fake_cuda.c tests/fake_cuda.h
 $(BUILD)/tests/test_runtime $(BUILD)/tests/test_externs $(BUILD)/tests/test_multikernel: | $(FAKECUDA)
 
 # The demo emitter plugin of tests/test_emit.c, and a build of it whose
-# tilec_plugin_register fails. Its tilec_* calls resolve against the program
+# tilec_plugin_register fails, and one built for another emitter ABI. Its tilec_* calls resolve against the program
 # that loads it (linked with -rdynamic). The suite also runs the command.
-PLUGINS  = $(BUILD)/tests/libplugin_demo.so $(BUILD)/tests/libplugin_demo_fail.so
+PLUGINS  = $(BUILD)/tests/libplugin_demo.so $(BUILD)/tests/libplugin_demo_fail.so $(BUILD)/tests/libplugin_demo_abi.so
 $(BUILD)/tests/libplugin_demo.so: tests/plugin_demo.c include/tilec/emitter.h include/tilec/wir.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
 $(BUILD)/tests/libplugin_demo_fail.so: tests/plugin_demo.c include/tilec/emitter.h include/tilec/wir.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DPLUGIN_DEMO_FAIL $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
+$(BUILD)/tests/libplugin_demo_abi.so: tests/plugin_demo.c include/tilec/emitter.h include/tilec/wir.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DPLUGIN_DEMO_ABI $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
 $(BUILD)/obj/tests/test_emit.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"'
 $(BUILD)/obj/tests/test_wrapper_run.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"' -DTILEC_CUDA='"$(CUDA)"' -DTILEC_SANFLAGS='"$(SANFLAGS)"'
 $(BUILD)/tests/test_wrapper_run: $(BUILD)/obj/tests/test_wrapper_run.o $(LIBA) | $(FAKECUDA)
@@ -198,7 +201,8 @@ test-run: all $(TESTS)
 asan: deps
 	@LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 OPT="-O1 -g" test-run
 
-# libFuzzer targets (fuzz/): the front end and the bundle reader, built with
+# libFuzzer targets (fuzz/): the front end, the bundle reader and the
+# generator of well-typed kernels (fuzz_gen), built with
 # clang, ASan and UBSan in build-fuzz/ and run FUZZ_SECONDS each (default
 # 60) from seeds (examples, golden inputs, valid bundles). Findings land in
 # build-fuzz/findings/. Long runs: tools/fuzz.sh (docs/reliability.md).
@@ -211,10 +215,23 @@ fuzz:
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) OPT="-O1 -g" \
 	    SANFLAGS="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" fuzz-build
 	tools/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_JOBS)
-fuzz-build: $(BUILD)/fuzz/fuzz_frontend $(BUILD)/fuzz/fuzz_bundle $(BUILD)/fuzz/bundle_seeds
+fuzz-build: $(BUILD)/fuzz/fuzz_frontend $(BUILD)/fuzz/fuzz_bundle $(BUILD)/fuzz/fuzz_gen $(BUILD)/fuzz/bundle_seeds
 $(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/fuzz/fuzz_%.o $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS)
+$(BUILD)/fuzz/fuzz_gen: $(BUILD)/obj/fuzz/fuzz_gen.o $(BUILD)/obj/fuzz/gen_kernel.o $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS)
+
+# The generator of well-typed kernels, as files: N generated modules through
+# the checker, NVRTC (sm_90), cc -Werror and py_compile (GEN_N, default 300).
+GEN_N ?= 300
+all: $(BUILD)/fuzz/gen_tiles
+$(BUILD)/fuzz/gen_tiles: $(BUILD)/obj/fuzz/gen_tiles.o $(BUILD)/obj/fuzz/gen_kernel.o $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+gen-nvrtc: all
+	tools/gen_nvrtc.sh $(BUILD) $(GEN_N)
 $(BUILD)/fuzz/bundle_seeds: $(BUILD)/obj/fuzz/bundle_seeds.o $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)

@@ -57,10 +57,23 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
     return EXIT_USAGE;
 }
 
-static int buf_write(void *user, const char *data, size_t len)
+/* The output of --emit ast/ir/cuda: a stream that remembers the first
+ * write error (its errno), so that the failure is reported once, by path. */
+typedef struct out_stream {
+    FILE *f;
+    int err;
+} out_stream;
+
+static int out_write(void *user, const char *data, size_t len)
 {
-    FILE *f = user;
-    return fwrite(data, 1, len, f) == len ? 0 : -1;
+    out_stream *s = user;
+    if (s->err)
+        return -1;
+    errno = 0;
+    if (fwrite(data, 1, len, s->f) == len)
+        return 0;
+    s->err = errno ? errno : EIO;
+    return -1;
 }
 
 /* --emit NAME with an emitter (built in, or from --plugin): every graph of
@@ -335,7 +348,9 @@ int main(int argc, char **argv)
     }
 
     int status = 0;
-    for (int i = 0; i < nfiles; i++) {
+    out_stream os = {o, 0};
+    tilec_sink sink = {out_write, &os};
+    for (int i = 0; i < nfiles && !os.err; i++) {
         tilec_module *m = NULL;
         tilec_status st = tilec_parse_file(ctx, files[i], &m);
         tilec_ctx_render_diags(ctx, tilec_sink_file(stderr));
@@ -347,19 +362,19 @@ int main(int argc, char **argv)
             continue;
         }
         if (!strcmp(emit, "ast")) {
-            if (nfiles > 1)
-                fprintf(o, "// %s\n", files[i]);
-            tilec_sink sink = {buf_write, o};
+            if (nfiles > 1) {
+                out_write(&os, "// ", 3);
+                out_write(&os, files[i], strlen(files[i]));
+                out_write(&os, "\n", 1);
+            }
             if (tilec_module_dump_ast(m, sink) != TILEC_OK)
                 status = EXIT_INPUT;
         } else if (!strcmp(emit, "ir")) {
-            tilec_sink sink = {buf_write, o};
             if (tilec_module_emit_ir(ctx, m, 1, sizes, nsizes, sink) != TILEC_OK)
                 status = EXIT_INPUT;
             tilec_ctx_render_diags(ctx, tilec_sink_file(stderr));
             tilec_ctx_clear_diags(ctx);
         } else if (!strcmp(emit, "cuda")) {
-            tilec_sink sink = {buf_write, o};
             if (tilec_module_emit_cuda(ctx, m, sink) != TILEC_OK)
                 status = EXIT_INPUT;
             tilec_ctx_render_diags(ctx, tilec_sink_file(stderr));
@@ -367,20 +382,25 @@ int main(int argc, char **argv)
         }
         tilec_module_free(m);
     }
+    /* every failure to write says so once, naming the file and the reason */
+    if (!os.err && fflush(o) != 0)
+        os.err = errno ? errno : EIO;
+    if (os.err) {
+        fprintf(stderr, "tilec: cannot write %s: %s\n", out ? out : "the output", strerror(os.err));
+        status = EXIT_INPUT;
+    }
     if (out) {
-        int bad = fclose(o) != 0;
-        if (bad)
+        if (fclose(o) != 0 && !os.err) {
             fprintf(stderr, "tilec: cannot write %s: %s\n", out, strerror(errno));
-        if (status || bad || rename(tmp, out) != 0) {
-            if (!status && !bad)
-                fprintf(stderr, "tilec: cannot write %s: %s\n", out, strerror(errno));
-            unlink(tmp);
             status = EXIT_INPUT;
         }
+        if (!status && rename(tmp, out) != 0) {
+            fprintf(stderr, "tilec: cannot write %s: %s\n", out, strerror(errno));
+            status = EXIT_INPUT;
+        }
+        if (status)
+            unlink(tmp);
         free(tmp);
-    } else if (fflush(stdout) != 0) {
-        fprintf(stderr, "tilec: cannot write the output: %s\n", strerror(errno));
-        status = EXIT_INPUT;
     }
     free(files);
     tilec_ctx_free(ctx);

@@ -51,20 +51,24 @@ void tilec_ctx_free(tilec_ctx *ctx)
 
 void tilec_ctx_set_diag_callback(tilec_ctx *ctx, tilec_diag_fn fn, void *user)
 {
+    if (!ctx)
+        return;
     ctx->fn = fn;
     ctx->user = user;
 }
 
 void tilec_ctx_set_max_errors(tilec_ctx *ctx, unsigned max_errors)
 {
+    if (!ctx)
+        return;
     ctx->max_errors = max_errors ? max_errors : TILEC_DEFAULT_MAX_ERRORS;
 }
 
-size_t tilec_ctx_diag_count(const tilec_ctx *ctx) { return ctx->ndiags; }
-size_t tilec_ctx_error_count(const tilec_ctx *ctx) { return ctx->nerrors; }
+size_t tilec_ctx_diag_count(const tilec_ctx *ctx) { return ctx ? ctx->ndiags : 0; }
+size_t tilec_ctx_error_count(const tilec_ctx *ctx) { return ctx ? ctx->nerrors : 0; }
 const tilec_diag *tilec_ctx_diag(const tilec_ctx *ctx, size_t i)
 {
-    return i < ctx->ndiags ? &ctx->diags[i] : NULL;
+    return ctx && i < ctx->ndiags ? &ctx->diags[i] : NULL;
 }
 
 int diag_stopped(const tilec_ctx *ctx) { return ctx->stopped; }
@@ -185,12 +189,15 @@ static int file_write(void *user, const char *data, size_t len)
     return fwrite(data, 1, len, (FILE *)user) == len ? 0 : -1;
 }
 
-tilec_sink tilec_sink_file(FILE *f) { return (tilec_sink){file_write, f}; }
+/* NULL: a sink with no write function, which every call refuses (TILEC_ERR_ARG) */
+tilec_sink tilec_sink_file(FILE *f) { return (tilec_sink){f ? file_write : NULL, f}; }
 
 static const char *const sev_names[] = {"error", "warning", "note"};
 
 tilec_status tilec_diag_render(const tilec_diag *d, tilec_sink sink)
 {
+    if (!d || !sink.write)
+        return TILEC_ERR_ARG;
     strbuf b;
     sb_init(&b);
     if (d->line)
@@ -217,6 +224,8 @@ tilec_status tilec_diag_render(const tilec_diag *d, tilec_sink sink)
 
 tilec_status tilec_ctx_render_diags(const tilec_ctx *ctx, tilec_sink sink)
 {
+    if (!ctx || !sink.write)
+        return TILEC_ERR_ARG;
     for (size_t i = 0; i < ctx->ndiags; i++) {
         tilec_status st = tilec_diag_render(&ctx->diags[i], sink);
         if (st)

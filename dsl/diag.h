@@ -28,6 +28,8 @@ struct tilec_ctx {
     size_t nemitters;
     void **plugins;
     size_t nplugins;
+    const char *loading_plugin; /* the plugin file whose register call runs, or NULL */
+    int plugin_refused;         /* that call registered an emitter of another ABI */
 };
 
 /* Record a diagnostic at loc (loc may be NULL: no location). */

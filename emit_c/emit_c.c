@@ -1167,6 +1167,7 @@ static int c_end(tilec_emit *e, void *state)
 }
 
 const tilec_emitter tilec_emit_c_emitter = {
+    TILEC_EMITTER_HEADER,
     .name = "c",
     .description = "a C wrapper per graph (NAME.c, NAME.h) over libtilec",
     .begin = c_begin,

@@ -695,6 +695,7 @@ static int py_end(tilec_emit *e, void *state)
 }
 
 const tilec_emitter tilec_emit_py_emitter = {
+    TILEC_EMITTER_HEADER,
     .name = "py",
     .description = "a Python wrapper per graph (NAME.py) over the tilec package",
     .begin = py_begin,

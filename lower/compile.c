@@ -72,6 +72,8 @@ void cmp_report_failure(tilec_ctx *ctx, const tilec_module *m, const tilec_kerne
 tilec_status tilec_compile_kernel(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant,
                                   const char *arch, tilec_kernel_code *code, void **cubin, size_t *size)
 {
+    if (!ctx || !m || !k || !arch || !code || !cubin || !size)
+        return TILEC_ERR_ARG;
     *cubin = NULL;
     *size = 0;
     tilec_status st = tilec_lower_kernel(ctx, m, k, variant, code);

@@ -1015,7 +1015,9 @@ static void emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
     int w = !atomic && pt->rank ? vec_width(y, size) : 0;
     if (w && !(stride(L, ptr, pt->rank - 1, &st) && st == 1))
         w = 0;
-    if (old)
+    if (old && pt->rank == 0) /* a scalar is a plain variable, in the compute type */
+        line(L, "%s %s;", cctype(d), old->c);
+    else if (old)
         line(L, "%s %s[%d];", ctype(d), old->c, y->E);
     if (pt->rank == 0) {
         line(L, "{");
@@ -1054,7 +1056,17 @@ static void emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
             sb_printf(&all, "tl_m%d && ", q);
     }
     const char *guard = y->repl ? fmt(L, "tl_tid < %lld && ", (long long)y->numel) : pt->rank == 0 ? "tl_tid == 0 && " : "";
-    if (atomic) {
+    if (atomic && old && y->repl) {
+        /* a replicated layout (a scalar, or fewer elements than threads):
+         * one thread per element does the atomic; every replica reads the
+         * old value back through shared memory */
+        uint32_t off = alloc_smem(L, y->numel * (int64_t)size);
+        const char *slot = fmt(L, "((%s *)(tl_smem + %u))[%s]", ctype(d), off, pt->rank ? "tl_l" : "0");
+        line(L, "if (%stl_m0) %s = atomicAdd(tl_p, tl_v0);", guard, slot);
+        line(L, "__syncthreads();");
+        line(L, "%s%s = %s;", old->c, pt->rank ? "[0]" : "", pt->rank ? slot : ld_elem(L, slot, d));
+        line(L, "__syncthreads();");
+    } else if (atomic) {
         line(L, "if (%stl_m0) %satomicAdd(tl_p, tl_v0);", guard, old ? fmt(L, "%s[tl_j] = ", old->c) : "");
     } else if (!w) {
         line(L, "if (%stl_m0) *tl_p = tl_v0;", guard);
@@ -1834,8 +1846,10 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
             walk(L, s->value, NULL, 0, NULL, PREP);
             val *v = newval(L, VK_SCALAR, t, c);
             v->ty.dtype = compute_dt(t->dtype);
-            line(L, "%s%s %s = %s;", assigned ? "" : "const ", t->ptr ? fmt(L, "%s *", ctype(t->dtype)) : cctype(t->dtype), c,
-                 walk(L, s->value, NULL, 0, NULL, EMIT));
+            /* a pointer stays writable through: `T *const p`, never `const T *p` */
+            const char *decl = t->ptr ? fmt(L, "%s *%s", ctype(t->dtype), assigned ? "" : "const ")
+                                      : fmt(L, "%s%s", assigned ? "" : "const ", cctype(t->dtype));
+            line(L, "%s %s = %s;", decl, c, walk(L, s->value, NULL, 0, NULL, EMIT));
             bind(L, s->names[0], v);
             return;
         }
@@ -2009,7 +2023,7 @@ static const char prelude[] =
     "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
     "}\n";
 
-uint32_t tilec_kernel_variant_count(const tilec_kernel *k) { return k->nvariants ? k->nvariants : 1; }
+uint32_t tilec_kernel_variant_count(const tilec_kernel *k) { return !k ? 0 : k->nvariants ? k->nvariants : 1; }
 
 static tilec_arg_kind arg_kind(const tilec_param *p)
 {
@@ -2061,6 +2075,10 @@ static void emit_kernel(lw *L, const char *fname)
         const tilec_param *p = &k->params[i];
         tilec_type t = {.kind = TILEC_TY_VALUE, .dtype = p->type.dtype, .ptr = p->type.kind == TILEC_TE_POINTER};
         val *v = newval(L, VK_SCALAR, &t, cname(L, p->name));
+        if (!t.ptr && compute_dt(t.dtype) != t.dtype) { /* an f16/bf16 scalar: computed in f32 */
+            v->c = fmt(L, "tl_arg%u", i);
+            line(L, "const %s %s = %s;", cctype(t.dtype), v->c, ld_elem(L, cname(L, p->name), t.dtype));
+        }
         if (!t.ptr)
             v->ty.dtype = compute_dt(t.dtype);
         bind(L, p->name, v);
@@ -2104,8 +2122,8 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
     L.variant = k->nvariants ? variant : -1;
     ar_init(&L.ar);
     sb_init(&L.out);
-    char fname[512];
-    snprintf(fname, sizeof fname, "%s_v%d", k->name, variant);
+    /* names up to TILEC_MAX_IDENT: no fixed buffer (one truncated long names) */
+    const char *fname = fmt(&L, "%s_v%d", k->name, variant);
     emit_kernel(&L, fname);
     /* the translation unit: a header line, the headers it needs, the prelude, the kernel */
     strbuf tu;
@@ -2157,6 +2175,8 @@ void tilec_kernel_code_free(tilec_kernel_code *code)
 
 tilec_status tilec_module_emit_cuda(tilec_ctx *ctx, const tilec_module *m, tilec_sink sink)
 {
+    if (!ctx || !m || !sink.write)
+        return TILEC_ERR_ARG;
     strbuf body;
     sb_init(&body);
     tilec_status st = TILEC_OK;
@@ -2248,7 +2268,7 @@ static int eval_grid(const tilec_kernel *k, int variant, const tilec_expr *e, co
 
 tilec_status tilec_kernel_grid(const tilec_kernel *k, int variant, const int64_t *args, uint32_t grid[3])
 {
-    if (!k || !grid || variant < 0 || (uint32_t)variant >= tilec_kernel_variant_count(k))
+    if (!k || !grid || (!args && k->nparams) || variant < 0 || (uint32_t)variant >= tilec_kernel_variant_count(k))
         return TILEC_ERR_ARG;
     int v = k->nvariants ? variant : -1;
     for (int i = 0; i < 3; i++) {

@@ -62,7 +62,7 @@ static int is_ident(const char *s, size_t n)
 
 int tilec_cache_key_ok(const char *k, size_t n)
 {
-    if (n == 0 || n > TILEC_CACHE_MAX_KEY)
+    if (!k || n == 0 || n > TILEC_CACHE_MAX_KEY)
         return 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)k[i];

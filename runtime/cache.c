@@ -238,6 +238,10 @@ static char *resolve_dir(const char *dir, char *why, size_t why_size)
         say(why, why_size, "cache directory %s is writable by every user; not using it", path);
         return NULL;
     }
+    if (st.st_mode & S_IWGRP) { /* a group member could plant a CUBIN as well as another user */
+        say(why, why_size, "cache directory %s is writable by its group; not using it", path);
+        return NULL;
+    }
     if (st.st_uid != geteuid()) {
         say(why, why_size, "cache directory %s is owned by another user (uid %u); not using it", path,
             (unsigned)st.st_uid);
@@ -261,6 +265,53 @@ static char *resolve_dir(const char *dir, char *why, size_t why_size)
  * older than STALE_SECONDS: no live writer takes that long. */
 enum { STALE_SECONDS = 3600 };
 #define SWEEP_MARKER ".tilec-sweep"
+
+/* The multi-kernel chooser keeps one small file per kernel and shape,
+ * multikernel-<hash>.choice. Past TILEC_CACHE_MAX_CHOICES of them the
+ * oldest (by mtime) are removed: a lost choice is only timed again. */
+typedef struct choice_file {
+    time_t mtime;
+    char name[64];
+} choice_file;
+
+static int by_mtime(const void *a, const void *b)
+{
+    const choice_file *x = a, *y = b;
+    return x->mtime < y->mtime ? -1 : x->mtime > y->mtime ? 1 : strcmp(x->name, y->name);
+}
+
+static void sweep_choices(tilec_cache *c, int dfd, DIR *d)
+{
+    choice_file *v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    struct stat st;
+    rewinddir(d);
+    while ((e = readdir(d)) != NULL) {
+        const char *nm = e->d_name;
+        size_t l = strlen(nm);
+        if (strncmp(nm, "multikernel-", 12) || l < 20 || l >= sizeof v->name || strcmp(nm + l - 7, ".choice") ||
+            fstatat(dfd, nm, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (n == cap) {
+            choice_file *w = realloc(v, (cap = cap ? cap * 2 : 256) * sizeof *v);
+            if (!w)
+                break;
+            v = w;
+        }
+        v[n].mtime = st.st_mtime;
+        memcpy(v[n++].name, nm, l + 1);
+    }
+    if (n > TILEC_CACHE_MAX_CHOICES) {
+        qsort(v, n, sizeof *v, by_mtime);
+        for (size_t i = 0; i < n - TILEC_CACHE_MAX_CHOICES; i++)
+            if (unlinkat(dfd, v[i].name, 0) == 0)
+                c->stats.choices_removed++;
+        clog_line(c, "removed %llu multi-kernel choice files over %u", (unsigned long long)c->stats.choices_removed,
+                  TILEC_CACHE_MAX_CHOICES);
+    }
+    free(v);
+}
 
 static void sweep_stale(tilec_cache *c)
 {
@@ -301,6 +352,7 @@ static void sweep_stale(tilec_cache *c)
             clog_line(c, "removed %s, a killed writer's temporary file", n);
         }
     }
+    sweep_choices(c, dfd, d);
     closedir(d);
     close(dfd);
 }

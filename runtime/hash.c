@@ -59,6 +59,8 @@ void tilec_hasher_init(tilec_hasher *h)
 {
     static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    if (!h)
+        return;
     memcpy(h->state, iv, sizeof iv);
     h->bytes = 0;
     h->used = 0;
@@ -67,7 +69,7 @@ void tilec_hasher_init(tilec_hasher *h)
 void tilec_hasher_update(tilec_hasher *h, const void *data, size_t len)
 {
     const uint8_t *p = data;
-    if (len == 0)
+    if (len == 0 || !h || !data)
         return;
     h->bytes += len;
     if (h->used) {
@@ -97,6 +99,8 @@ void tilec_hasher_update_u64(tilec_hasher *h, uint64_t v)
 
 void tilec_hasher_update_str(tilec_hasher *h, const char *s)
 {
+    if (!h)
+        return;
     if (!s) {
         tilec_hasher_update_u64(h, UINT64_MAX);
         return;
@@ -109,6 +113,8 @@ void tilec_hasher_update_str(tilec_hasher *h, const char *s)
 void tilec_hasher_final(tilec_hasher *h, char hex[65])
 {
     static const char digits[] = "0123456789abcdef";
+    if (!h || !hex)
+        return;
     uint64_t bits = h->bytes * 8;
     uint8_t pad[72] = {0x80};
     size_t npad = (h->used < 56 ? 56 : 120) - h->used;
@@ -167,7 +173,9 @@ static uint64_t xxh_merge(uint64_t acc, uint64_t v)
 
 uint64_t tilec_bundle_checksum(const void *data, size_t len)
 {
-    const uint8_t *p = len ? data : (const void *)""; /* data may be NULL when len is 0 */
+    if (!data) /* NULL is no bytes, whatever len says */
+        len = 0;
+    const uint8_t *p = len ? data : (const void *)"";
     const uint8_t *end = p + len;
     uint64_t h;
     if (len >= 32) {

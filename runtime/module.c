@@ -357,6 +357,8 @@ tilec_rt_status tilec_rt_launch(const tilec_rt_kernel *k, const uint32_t grid[3]
 {
     /* The driver reads each argument through its address, as many bytes as
      * the kernel's parameter has: every union member starts at offset 0. */
+    if (!k || !grid || (k->nparams && !args))
+        return TILEC_RT_INVALID_ARG;
     void *params[TILEC_RT_MAX_PARAMS];
     for (uint32_t i = 0; i < k->nparams; i++)
         params[i] = (void *)&args[i];

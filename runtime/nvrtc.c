@@ -234,10 +234,14 @@ tilec_rt_status tilec_nvrtc_compile_isolated(const char *source, const char *pro
                                              const char *const *extra_options, size_t nopts, void **cubin,
                                              size_t *cubin_size, char **log)
 {
-    *cubin = NULL;
-    *cubin_size = 0;
     if (log)
         *log = NULL;
+    if (!source || !arch || !cubin || !cubin_size || (nopts && !extra_options)) {
+        log_printf(log, "tilec_nvrtc_compile_isolated: NULL source, arch, output or options\n");
+        return TILEC_RT_INVALID_ARG;
+    }
+    *cubin = NULL;
+    *cubin_size = 0;
     int fds[2];
     if (pipe(fds) != 0)
         return tilec_nvrtc_compile(source, program_name, arch, extra_options, nopts, cubin, cubin_size, log);

@@ -12,6 +12,7 @@
 #include "lower/compile.h"
 #include "parser/parse.h"
 #include "tilec/pool.h"
+#include "tilec/limits.h"
 #include "tilec/program.h"
 #include "tilec/workers.h"
 #include "runtime/program_internal.h"
@@ -26,6 +27,8 @@ static double now_ms(void)
 
 int tilec_rt_param_kind_of(tilec_arg_kind a, tilec_rt_param_kind *out)
 {
+    if (!out)
+        return -1;
     switch (a) {
     case TILEC_ARG_PTR: *out = TILEC_RT_PARAM_POINTER; return 0;
     case TILEC_ARG_I32: *out = TILEC_RT_PARAM_I32; return 0;
@@ -83,6 +86,9 @@ static void hash_module(tilec_program *p, const char *arch)
 
 /* Fill the kernels from a cached bundle: names, launch metadata, images.
  * The parameter kinds must be the ones the module's parameters give. */
+/* a kernel's bundle name, "<kernel>_v<variant>", always fits in a bundle */
+_Static_assert(TILEC_BUNDLE_MAX_NAME >= TILEC_MAX_IDENT + 32, "bundle names must hold every kernel name");
+
 static int from_bundle(tilec_program *p, tilec_bundle *b)
 {
     if (b->nkernels != p->n)
@@ -90,9 +96,13 @@ static int from_bundle(tilec_program *p, tilec_bundle *b)
     for (uint32_t i = 0; i < p->n; i++) {
         tilec_bundle_kernel *bk = &b->kernels[i];
         pkernel *pk = &p->ks[i];
-        char name[600];
-        snprintf(name, sizeof name, "%s_v%d", pk->k->name, pk->variant);
-        if (strcmp(bk->name, name) || bk->nparams != pk->k->nparams || !bk->size ||
+        /* "<kernel>_v<variant>", compared in place: a kernel name of any
+         * length (up to TILEC_MAX_IDENT) must find its bundle */
+        size_t kl = strlen(pk->k->name);
+        char suffix[32];
+        snprintf(suffix, sizeof suffix, "_v%d", pk->variant);
+        if (strncmp(bk->name, pk->k->name, kl) || strcmp(bk->name + kl, suffix) || bk->nparams != pk->k->nparams ||
+            !bk->size ||
             memcmp(bk->kinds, pk->kinds, bk->nparams * sizeof pk->kinds[0]))
             return -1;
         pk->code.name = strdup(bk->name);
@@ -425,4 +435,8 @@ tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, i
     return tilec_rt_launch(pk->kern, grid, args, stream);
 }
 
-void tilec_program_get_stats(const tilec_program *p, tilec_program_stats *s) { *s = p->st; }
+void tilec_program_get_stats(const tilec_program *p, tilec_program_stats *s)
+{
+    if (p && s)
+        *s = p->st;
+}

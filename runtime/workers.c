@@ -204,6 +204,10 @@ static void release(tilec_compile_workers *ws, worker *w, int dead)
 tilec_rt_status tilec_compile_workers_compile(tilec_compile_workers *ws, const char *source, const char *name,
                                               const char *arch, void **cubin, size_t *size, char **log)
 {
+    if (log)
+        *log = NULL;
+    if (!ws || !source || !name || !arch || !cubin || !size)
+        return TILEC_RT_INVALID_ARG;
     *cubin = NULL;
     *size = 0;
     *log = NULL;

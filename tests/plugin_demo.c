@@ -1,7 +1,9 @@
 /* plugin_demo.c: a tiny emitter plugin for tests/test_emit.c. It registers
  * the emitter "demo", which writes NAME.demo per graph: "demo NAME" and
  * then the kind of each IR line, one a line. Built with -DPLUGIN_DEMO_FAIL
- * its tilec_plugin_register registers nothing and fails. */
+ * its tilec_plugin_register registers nothing and fails; built with
+ * -DPLUGIN_DEMO_ABI it claims the layout of a later emitter ABI (one more
+ * hook table word), as a plugin built against other headers would. */
 #include <stdio.h>
 
 #include "tilec/emitter.h"
@@ -33,6 +35,12 @@ static int demo_end(tilec_emit *e, void *state)
 
 #define DEMO_HOOK(E, e) .e = demo_line,
 static const tilec_emitter demo = {
+#ifdef PLUGIN_DEMO_ABI
+    .abi = TILEC_EMITTER_ABI + 1,
+    .size = (unsigned)sizeof(tilec_emitter) + 8,
+#else
+    TILEC_EMITTER_HEADER,
+#endif
     .name = "demo",
     .description = "the kind of every IR line (NAME.demo)",
     .begin = demo_begin,

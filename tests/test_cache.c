@@ -1060,12 +1060,15 @@ Test(cache, default_directories)
 Test(cache, unusable_directory_means_memory_only)
 {
     spit(path_in("file"), "x", 1);
-    static const char *const dirs[] = {"file", "file/sub", "everyone"};
-    static const char *const why[] = {"Not a directory", "Not a directory", "writable by every user"};
+    static const char *const dirs[] = {"file", "file/sub", "everyone", "group"};
+    static const char *const why[] = {"Not a directory", "Not a directory", "writable by every user",
+                                      "writable by its group"};
     mkdir(path_in("everyone"), 0777);
     chmod(path_in("everyone"), 0777);
+    mkdir(path_in("group"), 0770);
+    chmod(path_in("group"), 0770);
     tilec_bundle *b = make_bundle(2, 13);
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 4; i++) {
         tilec_cache *c = open_ok(path_in(dirs[i]));
         cr_expect_null(tilec_cache_dir(c), "%s", dirs[i]);
         const char *e = tilec_cache_last_error(c);
@@ -1077,6 +1080,7 @@ Test(cache, unusable_directory_means_memory_only)
         tilec_cache_close(c);
     }
     cr_expect_eq(dir_entries(path_in("everyone"), NULL, 0), 0);
+    cr_expect_eq(dir_entries(path_in("group"), NULL, 0), 0);
     char name[201];
     memset(name, 'd', sizeof name - 1);
     name[sizeof name - 1] = 0;
@@ -1491,6 +1495,37 @@ Test(cache, stale_temporary_files_are_swept)
     cr_expect_eq(stats_of(c).stale_removed, 1);
     tilec_cache_close(c);
     cr_expect_neq(access(stale, F_OK), 0);
+}
+
+/* Multi-kernel choice files are bounded: past TILEC_CACHE_MAX_CHOICES the
+ * oldest go at open (they were kept forever, one per kernel and shape). */
+Test(cache, choice_files_are_bounded, .timeout = 60)
+{
+    const unsigned extra = 5, n = TILEC_CACHE_MAX_CHOICES + extra;
+    char path[1100];
+    for (unsigned i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/multikernel-%040u.choice", tdir, i);
+        FILE *f = fopen(path, "w");
+        cr_assert(f);
+        fputs("tilec multi-kernel choice 1\n", f);
+        fclose(f);
+        /* file i is i seconds newer than file 0 */
+        struct timespec t[2] = {{.tv_sec = time(NULL) - 100000 + i}, {.tv_sec = time(NULL) - 100000 + i}};
+        cr_assert_eq(utimensat(AT_FDCWD, path, t, 0), 0);
+    }
+    snprintf(path, sizeof path, "%s/notes.choice", tdir); /* not ours: stays */
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fclose(f);
+    tilec_cache *c = open_ok(tdir);
+    cr_expect_eq(stats_of(c).choices_removed, extra);
+    tilec_cache_close(c);
+    for (unsigned i = 0; i < extra + 1; i++) {
+        snprintf(path, sizeof path, "%s/multikernel-%040u.choice", tdir, i);
+        cr_expect_eq(access(path, F_OK) == 0, i == extra, "%s", path);
+    }
+    snprintf(path, sizeof path, "%s/notes.choice", tdir);
+    cr_expect_eq(access(path, F_OK), 0);
 }
 
 Test(cache, processes_create_the_directory_at_once, .timeout = 60)

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fs_helpers.h"
 #include "helpers.h"
 
 #ifndef TILEC_BIN
@@ -166,4 +167,31 @@ Test(cli, emit_ir_with_sizes)
     cr_expect_eq(run("examples/block.tile --emit ast --sizes R=1", &out), 2);
     cr_expect(strstr(out, "--sizes needs --emit ir"), "%s", out);
     free(out);
+    /* a name no graph has is an error naming it and the known ones, before any output */
+    cr_expect_eq(run("examples/block.tile --emit ir --sizes R=4,c=8", &out), 1);
+    cr_expect_str_eq(out, "examples/block.tile: error: --sizes names 'c', which no graph of the module has "
+                          "(known: R, C)\n");
+    free(out);
+}
+
+/* An output that cannot be written (here: past the file size limit) is an
+ * error naming the file and the reason, for every --emit that writes one
+ * stream, and leaves no file behind. */
+Test(cli, unwritable_output_is_an_error_with_the_path)
+{
+    char dir[] = "/tmp/tilec_out_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    static const char *const kinds[] = {"cuda", "ast", "ir"};
+    for (size_t i = 0; i < 3; i++) {
+        char cmd[1024], *out;
+        snprintf(cmd, sizeof cmd, "sh -c \"trap '' XFSZ; ulimit -f 1; %s examples/e2e.tile --emit %s -o %s/out\"",
+                 TILEC_BIN, kinds[i], dir);
+        int st = sh(&out, "%s", cmd);
+        cr_expect_eq(st, 1, "--emit %s", kinds[i]);
+        char want[512];
+        snprintf(want, sizeof want, "tilec: cannot write %s/out: File too large\n", dir);
+        cr_expect_str_eq(out, want, "--emit %s", kinds[i]);
+        free(out);
+    }
+    cr_expect_eq(rmdir(dir), 0, "files left in %s", dir);
 }

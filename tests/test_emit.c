@@ -25,6 +25,7 @@
 #define TILEC_BIN TILEC_BUILD "/bin/tilec"
 #define PLUGIN_DEMO TILEC_BUILD "/tests/libplugin_demo.so"
 #define PLUGIN_FAIL TILEC_BUILD "/tests/libplugin_demo_fail.so"
+#define PLUGIN_ABI TILEC_BUILD "/tests/libplugin_demo_abi.so"
 #define FAKECUDA TILEC_BUILD "/tests/libfakecuda.so"
 
 /* ---- helpers ---- */
@@ -479,6 +480,7 @@ static int count_end(tilec_emit *e, void *state)
 
 #define COUNT_HOOK(E, e) .e = count_line,
 static const tilec_emitter counter = {
+    TILEC_EMITTER_HEADER,
     .name = "count",
     .description = "lines per kind",
     .begin = count_begin,
@@ -585,6 +587,21 @@ Test(emit, registry)
     cr_expect_eq(tilec_register_emitter(NULL, &counter), TILEC_ERR_ARG);
     cr_expect_eq(tilec_emitter_names(ctx, names, 8), 4);
     cr_expect_eq(tilec_ctx_diag_count(ctx), 0);
+    /* an emitter of another layout: refused with a diagnostic, before its name is read */
+    tilec_emitter old = counter, big = counter;
+    old.abi = 0;
+    big.size += 8;
+    cr_expect_eq(tilec_register_emitter(ctx, &old), TILEC_ERR_ARG);
+    cr_expect_eq(tilec_register_emitter(ctx, &big), TILEC_ERR_ARG);
+    cr_expect_eq(tilec_emitter_names(ctx, names, 8), 4);
+    cr_assert_eq(tilec_ctx_error_count(ctx), 2);
+    char want[512];
+    snprintf(want, sizeof want,
+             "refused an emitter built for emitter ABI 0 (tilec_emitter of %zu bytes); this tilec has ABI %u (%zu "
+             "bytes): rebuild it against this tilec's include/tilec/emitter.h",
+             sizeof(tilec_emitter), TILEC_EMITTER_ABI, sizeof(tilec_emitter));
+    cr_expect_str_eq(tilec_ctx_diag(ctx, 0)->message, want);
+    cr_expect_str_eq(tilec_ctx_diag(ctx, 0)->file, "tilec_register_emitter");
     tilec_ctx_free(ctx);
 }
 
@@ -839,10 +856,33 @@ Test(emit, plugin_errors)
                         "cannot load the plugin: tests/golden/ir/block.tile: invalid ELF header");
     expect_plugin_error(FAKECUDA, TILEC_ERR_INPUT, "the plugin has no tilec_plugin_register function");
     expect_plugin_error(PLUGIN_FAIL, TILEC_ERR_INPUT, "the plugin's tilec_plugin_register failed");
+    char abi[512];
+    snprintf(abi, sizeof abi,
+             "the plugin registers an emitter built for emitter ABI %u (tilec_emitter of %zu bytes); this tilec has "
+             "ABI %u (%zu bytes): rebuild it against this tilec's include/tilec/emitter.h",
+             TILEC_EMITTER_ABI + 1, sizeof(tilec_emitter) + 8, TILEC_EMITTER_ABI, sizeof(tilec_emitter));
+    expect_plugin_error(PLUGIN_ABI, TILEC_ERR_INPUT, abi);
     tilec_ctx *ctx = tilec_ctx_new();
     cr_expect_eq(tilec_load_plugin(ctx, NULL), TILEC_ERR_ARG);
     cr_expect_eq(tilec_load_plugin(NULL, PLUGIN_DEMO), TILEC_ERR_ARG);
     cr_expect_eq(tilec_ctx_diag_count(ctx), 0);
+    tilec_ctx_free(ctx);
+}
+
+/* An empty output directory is an error with a diagnostic: it once made
+ * "/" + file, writing into the root directory. */
+Test(emit, empty_output_directory_is_an_error)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "tests/golden/ir/block.tile");
+    cr_expect_eq(tilec_module_emit(ctx, m, "c", &(tilec_emit_options){.dir = "", .plan = 1}, tilec_sink_file(stdout)),
+                 TILEC_ERR_ARG);
+    cr_assert_eq(tilec_ctx_error_count(ctx), 1);
+    cr_expect_str_eq(tilec_ctx_diag(ctx, 0)->message,
+                     "the output directory is an empty string (use \".\" for the current directory)");
+    struct stat st;
+    cr_expect_neq(stat("/block.c", &st), 0, "wrote /block.c");
+    tilec_module_free(m);
     tilec_ctx_free(ctx);
 }
 
@@ -879,6 +919,15 @@ Test(emit, plugin_from_the_command)
         cr_expect_str_eq(out, bad[i].message);
         free(out);
     }
+    /* a plugin built against another emitter ABI: both versions, the file */
+    cr_expect_eq(sh(&out, "%s tests/golden/ir/chain.tile --plugin %s --emit demo -o %s", TILEC_BIN, PLUGIN_ABI, dir), 1);
+    char want[640];
+    snprintf(want, sizeof want,
+             "%s: error: the plugin registers an emitter built for emitter ABI %u (tilec_emitter of %zu bytes); this "
+             "tilec has ABI %u (%zu bytes): rebuild it against this tilec's include/tilec/emitter.h\n",
+             PLUGIN_ABI, TILEC_EMITTER_ABI + 1, sizeof(tilec_emitter) + 8, TILEC_EMITTER_ABI, sizeof(tilec_emitter));
+    cr_expect_str_eq(out, want);
+    free(out);
     list = list_dir(dir);
     cr_expect_str_eq(list, "block.demo\n", "chain.demo written");
     free(list);

@@ -71,6 +71,27 @@ Test(program, warm_build_compiles_nothing, .timeout = 300)
     cr_expect_str_eq(warm.key, cold.key);
 }
 
+/* A kernel name of the longest length the language allows still finds its
+ * bundle on a warm build (a 600-byte buffer once truncated the comparison). */
+Test(program, long_kernel_names_hit_the_cache, .timeout = 300)
+{
+    char path[128], name[1025];
+    memset(name, 'k', 1024);
+    name[1024] = 0;
+    snprintf(path, sizeof path, "%s/long.tile", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fprintf(f, "kernel %s(x: *f32) grid (1) { store(x + range(32), 1.0); }\n", name);
+    fclose(f);
+    tilec_program_stats cold, warm;
+    cr_assert_eq(build(path, 1, &cold, NULL), TILEC_OK);
+    cr_expect_eq(cold.nvrtc_compiles, 1);
+    cr_expect_eq(count_files(".tilecbundle"), 1);
+    cr_assert_eq(build(path, 1, &warm, NULL), TILEC_OK);
+    cr_expect_eq(warm.nvrtc_compiles, 0);
+    cr_expect_eq(warm.cache_hit, 1);
+}
+
 Test(program, key_follows_the_source, .timeout = 300)
 {
     tilec_program_stats a, b;

@@ -1,8 +1,9 @@
 #!/bin/sh
 # tools/fuzz.sh BUILD SECONDS [JOBS [TARGET]]: run the libFuzzer targets
-# built by `make fuzz` (or only TARGET: frontend or bundle) for SECONDS each
-# (JOBS processes each, default 1), seeded
-# with the examples, the golden inputs and valid bundles. The corpus grows
+# built by `make fuzz` (or only TARGET: frontend, bundle or gen) for SECONDS
+# each (JOBS processes each, default 1), seeded with the examples, the
+# golden inputs and valid bundles (gen, the generator of well-typed
+# kernels, starts from nothing: any bytes are a kernel). The corpus grows
 # in BUILD/corpus/; crashes, leaks and timeouts go to BUILD/findings/RUN/
 # and fail the script. The last line of each run gives its execution count.
 set -eu
@@ -16,7 +17,7 @@ cd "$root"
 # Each run's findings in a directory of its own, so that old ones are kept
 # but do not fail a new run.
 findings="$build/findings/$(date +%Y%m%d-%H%M%S)-$$"
-mkdir -p "$build/corpus/frontend" "$build/corpus/bundle" "$findings" "$build/logs"
+mkdir -p "$build/corpus/frontend" "$build/corpus/bundle" "$build/corpus/gen" "$findings" "$build/logs"
 for f in examples/*.tile bench/wrapper/*.tile tests/golden/ok/*.tile tests/golden/bad/*.tile tests/golden/ir/*.tile; do
     [ -f "$f" ] || continue
     cp "$f" "$build/corpus/frontend/seed-$(basename "$(dirname "$f")")-$(basename "$f")"
@@ -47,6 +48,7 @@ run() { # name maxlen extra...
 }
 [ -z "$only" ] || [ "$only" = frontend ] && run frontend 16384 -dict=fuzz/tile.dict
 [ -z "$only" ] || [ "$only" = bundle ] && run bundle 8192
+[ -z "$only" ] || [ "$only" = gen ] && run gen 1024
 if [ -n "$(ls -A "$findings")" ]; then
     echo "findings in $findings:"; ls "$findings"
     status=1

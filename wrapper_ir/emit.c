@@ -34,9 +34,25 @@ static const tilec_emitter *builtin(const char *name)
 
 /* ---- the registry ---- */
 
+/* The ABI handshake: abi and size sit first in every layout, so they can
+ * be read before anything else; nothing else is read on a mismatch. */
+static int abi_ok(tilec_ctx *ctx, const tilec_emitter *em)
+{
+    if (em->abi == TILEC_EMITTER_ABI && em->size == sizeof(tilec_emitter))
+        return 1;
+    dsl_source src = {ctx->loading_plugin ? ctx->loading_plugin : "tilec_register_emitter", "", 0};
+    diag_at(ctx, &src, NULL, TILEC_SEV_ERROR,
+            "%s an emitter built for emitter ABI %u (tilec_emitter of %u bytes); this tilec has ABI %u "
+            "(%zu bytes): rebuild it against this tilec's include/tilec/emitter.h",
+            ctx->loading_plugin ? "the plugin registers" : "refused", em->abi, em->size, TILEC_EMITTER_ABI,
+            sizeof(tilec_emitter));
+    ctx->plugin_refused = 1;
+    return 0;
+}
+
 tilec_status tilec_register_emitter(tilec_ctx *ctx, const tilec_emitter *em)
 {
-    if (!ctx || !em || !em->name || !em->name[0])
+    if (!ctx || !em || !abi_ok(ctx, em) || !em->name || !em->name[0])
         return TILEC_ERR_ARG;
     for (size_t i = 0; i < ctx->nemitters; i++)
         if (!strcmp(ctx->emitters[i]->name, em->name)) {
@@ -65,6 +81,8 @@ size_t tilec_emitter_names(tilec_ctx *ctx, const char **names, size_t cap)
 {
     static const char *const built[] = {"ir", "c", "py"};
     size_t n = 0;
+    if (!names)
+        return 0;
     for (size_t i = 0; i < sizeof built / sizeof built[0]; i++)
         if (n < cap)
             names[n++] = built[i];
@@ -99,7 +117,15 @@ tilec_status tilec_load_plugin(tilec_ctx *ctx, const char *path)
     }
     ctx->plugins = v;
     ctx->plugins[ctx->nplugins++] = h; /* closed with the context */
-    if (reg(ctx) != 0) {
+    ctx->loading_plugin = path;
+    ctx->plugin_refused = 0;
+    int rc = reg(ctx);
+    ctx->loading_plugin = NULL;
+    if (ctx->plugin_refused) { /* the diagnostic is given; whatever it returned */
+        ctx->plugin_refused = 0;
+        return TILEC_ERR_INPUT;
+    }
+    if (rc != 0) {
         diag_at(ctx, &src, NULL, TILEC_SEV_ERROR, "the plugin's %s failed", TILEC_PLUGIN_SYMBOL);
         return TILEC_ERR_INPUT;
     }
@@ -126,15 +152,15 @@ struct tilec_emit {
     char bad[80]; /* the first bad output name, for the message */
 };
 
-tilec_ctx *tilec_emit_ctx(tilec_emit *e) { return e->ctx; }
-const tilec_module *tilec_emit_module(const tilec_emit *e) { return e->m; }
-const tilec_wir *tilec_emit_wir(const tilec_emit *e) { return e->w; }
-const tilec_graph *tilec_emit_graph(const tilec_emit *e) { return tilec_wir_graph(e->w); }
+tilec_ctx *tilec_emit_ctx(tilec_emit *e) { return e ? e->ctx : NULL; }
+const tilec_module *tilec_emit_module(const tilec_emit *e) { return e ? e->m : NULL; }
+const tilec_wir *tilec_emit_wir(const tilec_emit *e) { return e ? e->w : NULL; }
+const tilec_graph *tilec_emit_graph(const tilec_emit *e) { return e ? tilec_wir_graph(e->w) : NULL; }
 
 const char *tilec_emit_option(const tilec_emit *e, const char *key)
 {
-    for (size_t i = 0; e->o && key && i < e->o->noptions; i++)
-        if (!strcmp(e->o->keys[i], key))
+    for (size_t i = 0; e && e->o && key && i < e->o->noptions; i++)
+        if (e->o->keys[i] && !strcmp(e->o->keys[i], key))
             return e->o->values[i];
     return NULL;
 }
@@ -170,6 +196,12 @@ static emit_out *output(tilec_emit *e, const char *file)
 
 int tilec_emit_write(tilec_emit *e, const char *file, const char *data, size_t len)
 {
+    if (!e)
+        return -1;
+    if (!data && len) {
+        e->failed = 1;
+        return -1;
+    }
     emit_out *o = output(e, file);
     if (!o) {
         e->failed = 1;
@@ -181,6 +213,12 @@ int tilec_emit_write(tilec_emit *e, const char *file, const char *data, size_t l
 
 int tilec_emit_vprintf(tilec_emit *e, const char *file, const char *fmt, va_list ap)
 {
+    if (!e)
+        return -1;
+    if (!fmt) {
+        e->failed = 1;
+        return -1;
+    }
     emit_out *o = output(e, file);
     if (!o) {
         e->failed = 1;
@@ -296,6 +334,13 @@ tilec_status tilec_module_emit(tilec_ctx *ctx, const tilec_module *m, const char
                                tilec_sink sink)
 {
     if (!ctx || !m || !name)
+        return TILEC_ERR_ARG;
+    if (o && o->dir && !o->dir[0]) { /* "" is no directory: never "/" + file */
+        diag_at(ctx, &m->src, NULL, TILEC_SEV_ERROR,
+                "the output directory is an empty string (use \".\" for the current directory)");
+        return TILEC_ERR_ARG;
+    }
+    if ((!(o && o->dir) && !sink.write) || (o && o->noptions && (!o->keys || !o->values)))
         return TILEC_ERR_ARG;
     const tilec_emitter *em = tilec_find_emitter(ctx, name);
     if (!em) {

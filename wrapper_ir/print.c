@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dsl/diag.h"
 #include "util/strbuf.h"
 #include "tilec/emitter.h"
 #include "wrapper_ir/wir.h"
@@ -314,14 +315,64 @@ tilec_status tilec_wir_print(const tilec_wir *w, tilec_sink sink)
     return flush(&b, sink);
 }
 
+/* The size names the graphs of m know: the symbols of their tensor
+ * parameters and their integer scalar parameters, one a line in `known`. */
+static void size_names(const tilec_module *m, strbuf *known)
+{
+    for (size_t i = 0; i < tilec_module_graph_count(m); i++) {
+        const tilec_graph *g = tilec_module_graph(m, i);
+        for (uint32_t p = 0; p < g->nparams; p++) {
+            const tilec_tyexpr *t = &g->params[p].type;
+            char cls = tilec_dtype_class(t->dtype);
+            if (t->kind == TILEC_TE_SCALAR && (cls == 's' || cls == 'u'))
+                sb_set_add(known, g->params[p].name);
+            for (uint32_t d = 0; t->kind == TILEC_TE_TENSOR && d < t->ndims; d++)
+                if (t->dims[d]->kind == TILEC_EX_NAME)
+                    sb_set_add(known, t->dims[d]->name);
+        }
+    }
+}
+
+/* Every name in sizes must be one the module knows: a typo is an error
+ * that names it and lists the known names, never a silently ignored size. */
+static tilec_status check_size_names(tilec_ctx *ctx, const tilec_module *m, const tilec_wir_size *sizes, size_t n)
+{
+    strbuf known;
+    sb_init(&known);
+    size_names(m, &known);
+    tilec_status st = known.failed ? TILEC_ERR_NOMEM : TILEC_OK;
+    for (size_t k = 0; k < n && st == TILEC_OK; k++) {
+        const char *s = sb_str(&known);
+        size_t l = strnlen(sizes[k].name, sizeof sizes[k].name);
+        int found = 0;
+        for (const char *p = s; *p && !found; p = strchr(p, '\n') + 1)
+            found = !strncmp(p, sizes[k].name, l) && p[l] == '\n';
+        if (found)
+            continue;
+        strbuf list;
+        sb_init(&list);
+        for (const char *p = s; *p; p = strchr(p, '\n') + 1)
+            sb_printf(&list, "%s%.*s", list.n ? ", " : "", (int)(strchr(p, '\n') - p), p);
+        dsl_source src = {tilec_module_file(m), "", 0};
+        diag_at(ctx, &src, NULL, TILEC_SEV_ERROR, "--sizes names '%.*s', which no graph of the module has (known: %s)",
+                (int)l, sizes[k].name, list.n ? sb_str(&list) : "none");
+        sb_free(&list);
+        st = TILEC_ERR_INPUT;
+    }
+    sb_free(&known);
+    return st;
+}
+
 tilec_status tilec_module_emit_ir(tilec_ctx *ctx, const tilec_module *m, int plan, const tilec_wir_size *sizes,
                                   size_t nsizes, tilec_sink sink)
 {
     if (!ctx || !m || !sink.write || (!sizes && nsizes))
         return TILEC_ERR_ARG;
+    tilec_status st = check_size_names(ctx, m, sizes, nsizes);
+    if (st != TILEC_OK)
+        return st;
     strbuf b;
     sb_init(&b);
-    tilec_status st = TILEC_OK;
     for (size_t i = 0; i < tilec_module_graph_count(m) && st == TILEC_OK; i++) {
         tilec_wir *w = NULL;
         int64_t before = 0, after = 0, live = 0;
@@ -384,6 +435,7 @@ static int ir_end(tilec_emit *e, void *state)
 }
 
 const tilec_emitter wir_ir_emitter = {
+    TILEC_EMITTER_HEADER,
     .name = "ir",
     .description = "the wrapper IR of each graph as text (NAME.ir)",
     .begin = ir_begin,

@@ -513,6 +513,7 @@ static int dot_end(tilec_emit *e, void *state)
 }
 
 static const tilec_emitter dot_emitter = {
+    TILEC_EMITTER_HEADER,
     .name = "dot",
     .description = "a Graphviz picture of each graph (NAME.dot)",
     .begin = dot_begin,

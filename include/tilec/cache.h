@@ -50,7 +50,8 @@ typedef struct tilec_bundle {
 #define TILEC_BUNDLE_HEADER_SIZE 64u
 #define TILEC_BUNDLE_MAX_SIZE (1u << 30) /* 1 GiB: larger files are never read */
 #define TILEC_BUNDLE_MAX_KERNELS 65536u
-#define TILEC_BUNDLE_MAX_NAME 1024u
+#define TILEC_BUNDLE_MAX_NAME 1088u /* TILEC_MAX_IDENT (1024) and "_v" with the variant number */
+#define TILEC_CACHE_MAX_CHOICES 4096u /* multikernel-*.choice files kept per directory (oldest go) */
 #define TILEC_CACHE_MAX_KEY 128u /* keys: 1 to 128 of [A-Za-z0-9_-] */
 
 /* Free a bundle, its names and images. NULL is a no-op. */
@@ -177,6 +178,7 @@ typedef struct tilec_cache_stats {
     uint64_t writes;         /* files published */
     uint64_t write_failures; /* puts whose file could not be published */
     uint64_t stale_removed;  /* killed writers' temporary files removed at open */
+    uint64_t choices_removed; /* multi-kernel .choice files over TILEC_CACHE_MAX_CHOICES removed at open */
 } tilec_cache_stats;
 
 void tilec_cache_get_stats(const tilec_cache *c, tilec_cache_stats *s);

@@ -22,7 +22,20 @@ extern "C" {
 
 typedef struct tilec_emit tilec_emit; /* one emit session (one module) */
 
+/* The emitter ABI: the layout of tilec_emitter and of tilec_wir_hooks (one
+ * hook per IR line kind). It changes whenever either layout changes (a new
+ * line kind is a new hook). Every emitter starts with TILEC_EMITTER_HEADER,
+ * which records the ABI and the struct size it was compiled against;
+ * tilec_register_emitter refuses any other, so an emitter (or a plugin)
+ * built against another layout is a diagnostic, never a call through a
+ * wrong pointer. */
+#define TILEC_EMITTER_ABI 1u
+#define TILEC_EMITTER_HEADER .abi = TILEC_EMITTER_ABI, .size = (unsigned)sizeof(tilec_emitter)
+
 typedef struct tilec_emitter {
+    /* first, at the same offsets in every ABI: TILEC_EMITTER_HEADER */
+    unsigned abi;            /* TILEC_EMITTER_ABI of the headers it was built with */
+    unsigned size;           /* sizeof(tilec_emitter) there */
     const char *name;        /* what --emit names: "c", "dot" */
     const char *description; /* one line for --help */
     /* per graph: set *state (passed to every hook as its user pointer);
@@ -35,7 +48,9 @@ typedef struct tilec_emitter {
 
 /* Register an emitter on the context (it must outlive the context's use);
  * a later registration of the same name replaces an earlier one and the
- * built-ins. TILEC_ERR_ARG for a NULL or unnamed emitter. */
+ * built-ins. TILEC_ERR_ARG for a NULL context or emitter, an unnamed
+ * emitter, or one whose abi/size are not this library's (a diagnostic
+ * gives both ABIs, and names the plugin file during tilec_load_plugin). */
 tilec_status tilec_register_emitter(tilec_ctx *ctx, const tilec_emitter *em);
 /* The emitter called `name`: registered ones first, then the built-ins. */
 const tilec_emitter *tilec_find_emitter(tilec_ctx *ctx, const char *name);
@@ -44,9 +59,10 @@ size_t tilec_emitter_names(tilec_ctx *ctx, const char **names, size_t cap);
 
 /* A plugin is a shared object exporting
  *     int tilec_plugin_register(tilec_ctx *ctx);
- * which registers its emitters and returns 0. The library stays loaded
- * until the context is freed. Errors (no such file, no symbol, the
- * function failing) are diagnostics. */
+ * which registers its emitters (each carrying TILEC_EMITTER_HEADER) and
+ * returns 0. The library stays loaded until the context is freed. Errors
+ * (no such file, no symbol, an emitter of another ABI, the function
+ * failing) are diagnostics naming the plugin file. */
 #define TILEC_PLUGIN_SYMBOL "tilec_plugin_register"
 typedef int (*tilec_plugin_register_fn)(tilec_ctx *ctx);
 tilec_status tilec_load_plugin(tilec_ctx *ctx, const char *path);

@@ -1,5 +1,12 @@
 /* tilec.h: the public API of the tilec front end: contexts, diagnostics,
- * sinks, and parsing + checking a .tile file into a module. */
+ * sinks, and parsing + checking a .tile file into a module.
+ *
+ * Arguments, for every function of include/tilec/: a NULL pointer where an
+ * object is needed, an index, variant or kind out of range, or a sink
+ * without a write function is never a crash. Calls that return a status
+ * return TILEC_ERR_ARG (TILEC_RT_INVALID_ARG in the runtime); accessors
+ * return NULL or 0 (tilec_kernel_hint: dflt); free and clear functions do
+ * nothing. tests/test_api_args.c calls every one of them that way. */
 #ifndef TILEC_TILEC_H
 #define TILEC_TILEC_H
 
@@ -80,7 +87,7 @@ typedef struct tilec_sink {
     void *user;
 } tilec_sink;
 
-/* A sink writing to a stdio stream. */
+/* A sink writing to a stdio stream (NULL: a sink every call refuses). */
 tilec_sink tilec_sink_file(FILE *f);
 
 /* Write one diagnostic as "file:line:col: error: message", the source line
