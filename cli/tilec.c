@@ -125,6 +125,15 @@ static int emit_with(const char **files, int nfiles, const char *emit, const cha
     return status;
 }
 
+/* A temporary file gets the mode a new file would: 0666 less the umask,
+ * not mkstemp's 0600. */
+static void usual_mode(int fd)
+{
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask);
+}
+
 /* Write data to dir/name through a temporary file and a rename. */
 static int write_atomic(const char *dir, const char *name, const void *data, size_t len)
 {
@@ -135,6 +144,7 @@ static int write_atomic(const char *dir, const char *name, const void *data, siz
     int fd = mkstemp(tmp);
     if (fd < 0)
         return -1;
+    usual_mode(fd);
     FILE *f = fdopen(fd, "wb");
     int bad = !f || fwrite(data, 1, len, f) != len;
     if (f)
@@ -323,10 +333,21 @@ int main(int argc, char **argv)
     tilec_ctx_set_max_errors(ctx, max_errors);
 
     /* Output goes to a temporary file renamed into place at the end, so a
-     * failed run never leaves a partial file. */
+     * failed run never leaves a partial file; the file gets the mode a new
+     * file would (0666 less the umask), not mkstemp's 0600. An output that
+     * exists and is not a regular file (/dev/null, a FIFO, a terminal) is
+     * written in place: a rename would replace the device with a file. */
     char *tmp = NULL;
     FILE *o = stdout;
-    if (out) {
+    struct stat ost;
+    if (out && stat(out, &ost) == 0 && !S_ISREG(ost.st_mode)) {
+        if (S_ISDIR(ost.st_mode) || !(o = fopen(out, "w"))) {
+            fprintf(stderr, "tilec: cannot write %s: %s\n", out, S_ISDIR(ost.st_mode) ? strerror(EISDIR) : strerror(errno));
+            free(files);
+            tilec_ctx_free(ctx);
+            return EXIT_INPUT;
+        }
+    } else if (out) {
         size_t n = strlen(out) + 16;
         tmp = malloc(n);
         int fd = -1;
@@ -334,6 +355,8 @@ int main(int argc, char **argv)
             snprintf(tmp, n, "%s.XXXXXX", out);
             fd = mkstemp(tmp);
         }
+        if (fd >= 0)
+            usual_mode(fd);
         if (fd < 0 || !(o = fdopen(fd, "w"))) {
             fprintf(stderr, "tilec: cannot write %s: %s\n", out, strerror(errno));
             if (fd >= 0) {
@@ -394,11 +417,11 @@ int main(int argc, char **argv)
             fprintf(stderr, "tilec: cannot write %s: %s\n", out, strerror(errno));
             status = EXIT_INPUT;
         }
-        if (!status && rename(tmp, out) != 0) {
+        if (tmp && !status && rename(tmp, out) != 0) {
             fprintf(stderr, "tilec: cannot write %s: %s\n", out, strerror(errno));
             status = EXIT_INPUT;
         }
-        if (status)
+        if (tmp && status)
             unlink(tmp);
         free(tmp);
     }

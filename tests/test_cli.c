@@ -114,6 +114,52 @@ Test(cli, output_file_is_never_partial)
     cr_expect_eq(rmdir(dir), 0, "temporary files left in %s", dir);
 }
 
+/* An output that is not a regular file (/dev/null, a FIFO) is written in
+ * place: the temporary-file-and-rename of regular outputs would replace
+ * it with a file (as root, `-o /dev/null` replaced the device). A FIFO
+ * stands in for the device; a regular output gets the usual mode. */
+Test(cli, special_output_files_are_written_in_place)
+{
+    char dir[] = "/tmp/tilec_fifo_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char fifo[300], got_path[300], args[1024], *out;
+    snprintf(fifo, sizeof fifo, "%s/out.fifo", dir);
+    snprintf(got_path, sizeof got_path, "%s/got.txt", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    /* a reader on the FIFO, then the command writing into it */
+    snprintf(args, sizeof args, "examples/softmax.tile --emit ast -o %s & timeout 20 cat %s > %s; wait $!", fifo, fifo,
+             got_path);
+    cr_expect_eq(run(args, &out), 0, "%s", out);
+    free(out);
+    struct stat st;
+    cr_assert_eq(stat(fifo, &st), 0);
+    cr_expect(S_ISFIFO(st.st_mode), "the FIFO was replaced by a file");
+    size_t len;
+    char *got = read_file(got_path, &len);
+    cr_assert(got);
+    cr_expect(strstr(got, "kernel softmax("), "%s", got);
+    free(got);
+    /* a regular output: 0666 less the umask, not mkstemp's 0600 */
+    char reg[300];
+    snprintf(reg, sizeof reg, "%s/ast.txt", dir);
+    mode_t mask = umask(022);
+    snprintf(args, sizeof args, "examples/softmax.tile --emit ast -o %s", reg);
+    cr_expect_eq(run(args, &out), 0);
+    free(out);
+    umask(mask);
+    cr_assert_eq(stat(reg, &st), 0);
+    cr_expect_eq(st.st_mode & 0777, 0644, "mode %o", st.st_mode & 0777);
+    /* a directory is an error that names it */
+    snprintf(args, sizeof args, "examples/softmax.tile --emit ast -o %s", dir);
+    cr_expect_eq(run(args, &out), 1);
+    cr_expect(strstr(out, "Is a directory"), "%s", out);
+    free(out);
+    unlink(fifo);
+    unlink(got_path);
+    unlink(reg);
+    cr_expect_eq(rmdir(dir), 0);
+}
+
 Test(cli, emit_cubin_writes_every_variant)
 {
     char dir[] = "/tmp/tilec_cubin_XXXXXX";
