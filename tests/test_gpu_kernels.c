@@ -140,6 +140,57 @@ Test(gpu, user_names_never_meet)
     gk_free(&g);
 }
 
+/* Every value in v[0 .. n-1] (stride `stride`) is one of 0 .. n-1, each once. */
+static void expect_permutation(const int32_t *v, int n, int stride, const char *what)
+{
+    char *seen = calloc((size_t)n, 1);
+    cr_assert(seen);
+    for (int i = 0; i < n; i++) {
+        int32_t x = v[(size_t)i * (size_t)stride];
+        cr_expect(x >= 0 && x < n && !seen[x], "%s: value %d at %d (n = %d)", what, x, i, n);
+        if (x >= 0 && x < n)
+            seen[x] = 1;
+    }
+    free(seen);
+}
+
+/* Issue 14 item 9: atomic_add used as a value did not compile on a scalar,
+ * and on a tile of fewer elements than threads the replicas read garbage
+ * as the old value. Every old value must be distinct and in 0 .. n-1. */
+Test(gpu, atomic_add_results_are_the_old_values)
+{
+    gk g;
+    load_or_fail("tests/gpu/atomic_values.tile", "atomic_values", 0, &g);
+    const int n = 3000;
+    uint64_t counter = dev_alloc(4), slots = dev_alloc(16 * 4), firsts = poisoned((size_t)n),
+             olds = poisoned((size_t)n * 16);
+    CHECK_RT(tilec_rt_memset_d32(rt, counter, 0, 1));
+    CHECK_RT(tilec_rt_memset_d32(rt, slots, 0, 16));
+    tilec_rt_arg args[5] = {{.ptr = counter}, {.ptr = slots}, {.ptr = firsts}, {.ptr = olds}, {.i32 = n}};
+    CHECK_RT(gk_launch(&g, args, NULL));
+    int32_t *f = malloc((size_t)n * 4), *o = malloc((size_t)n * 16 * 4), c, sl[16];
+    cr_assert(f && o);
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, f, firsts, (size_t)n * 4));
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, o, olds, (size_t)n * 16 * 4));
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, &c, counter, 4));
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, sl, slots, sizeof sl));
+    cr_expect_eq(c, n, "counter %d", c);
+    expect_permutation(f, n, 1, "scalar atomic_add");
+    for (int j = 0; j < 16; j++) {
+        char what[64];
+        snprintf(what, sizeof what, "tile atomic_add, element %d", j);
+        cr_expect_eq(sl[j], n, "slot %d: %d", j, sl[j]);
+        expect_permutation(o + j, n, 16, what);
+    }
+    free(f);
+    free(o);
+    tilec_rt_free(rt, counter);
+    tilec_rt_free(rt, slots);
+    tilec_rt_free(rt, firsts);
+    tilec_rt_free(rt, olds);
+    gk_free(&g);
+}
+
 static const int row_shapes[][2] = {{1, 1}, {3, 127}, {7, 1000}, {2, 4097}, {16, 1024}, {1, (1 << 20) + 3}};
 
 Test(gpu, softmax, .timeout = 120)
