@@ -127,134 +127,108 @@ static const char *walk_args_emit(lw *L, const tilec_expr *e, int i, const tilec
     return lower_conv(L, x, at->dtype, rt->dtype);
 }
 
-const char *lower_walk(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur, wmode mode)
+/* The PREP pass over the operands of e, each at its broadcast index
+ * (`whole`: over each operand entire, as trans reads it). */
+static void prep_args(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur, int whole)
 {
-    if (L->failed)
-        return "0";
     const tilec_type *t = lower_ty(L, e);
-    matnode *mn = lower_find_mat(L, e);
-    if (mn)
-        return mat_elem(L, mn->v, idx, same, cur, mode);
-    if (lower_is_materializing(e)) {
-        if (mode == EMIT) {
-            lower_fail(L, &e->loc, "internal error: '%s' was not materialized", e->name);
-            return "0";
+    for (uint32_t i = 0; i < e->nargs; i++) {
+        if (e->args[i]->kind == TILEC_EX_DTYPE)
+            continue;
+        if (whole) {
+            lower_walk(L, e->args[i], NULL, 0, cur, PREP);
+            continue;
         }
-        val *v = lower_materialize(L, e, NULL, NULL);
-        add_mat(L, e, v);
-        return mat_elem(L, v, idx, same, cur, mode);
-    }
-    switch (e->kind) {
-    case TILEC_EX_INT:
-        return mode == EMIT ? lower_fmt(L, "%lld%s", (long long)e->ival, e->ival > INT32_MAX ? "LL" : "") : NULL;
-    case TILEC_EX_FLOAT:
-        return mode == EMIT ? lower_float_lit(L, e->fval, t->dtype) : NULL;
-    case TILEC_EX_INF:
-        return mode == EMIT ? lower_inf_lit(L, t->dtype) : NULL;
-    case TILEC_EX_BOOL:
-        return mode == EMIT ? (e->ival ? "true" : "false") : NULL;
-    case TILEC_EX_NAME: {
-        val *v = lower_lookup(L, e->name);
-        if (!v) {
-            int64_t h;
-            if (lower_hint_value(L, e->name, &h))
-                return mode == EMIT ? lower_cname(L, e->name) : NULL;
-            lower_fail(L, &e->loc, "internal error: unbound name '%s'", e->name);
-            return "0";
-        }
-        if (v->kind == VK_SCALAR)
-            return mode == EMIT ? v->c : NULL;
-        if (v->kind == VK_VIRT)
-            return lower_walk(L, v->expr, idx, same, cur, mode);
-        return mat_elem(L, v, idx, same, cur, mode);
-    }
-    case TILEC_EX_UNARY: {
-        const char *a = lower_walk(L, e->args[0], idx, same, cur, mode);
-        if (mode == PREP)
-            return NULL;
-        return lower_fmt(L, "(%s%s)", tilec_op_spelling(e->op), a);
-    }
-    case TILEC_EX_BINARY: {
-        if (mode == PREP) {
-            for (int i = 0; i < 2; i++) {
-                const char *sub[TILEC_MAX_RANK];
-                const tilec_type *at = lower_ty(L, e->args[i]);
-                lower_map_bcast(at, t->rank, idx, sub);
-                lower_walk(L, e->args[i], sub, same && lower_same_shape(at, t), cur, PREP);
-            }
-            return NULL;
-        }
-        /* operands meet at the promoted dtype; comparisons at the operands' */
-        tilec_type opt = *t;
-        const tilec_type *a0 = lower_ty(L, e->args[0]), *a1 = lower_ty(L, e->args[1]);
-        if (t->dtype == TILEC_DT_BOOL && !(a0->dtype == TILEC_DT_BOOL && a1->dtype == TILEC_DT_BOOL))
-            opt.dtype = a0->weak ? a1->dtype : a0->dtype;
-        if (t->ptr) {
-            const char *sub[TILEC_MAX_RANK];
-            const char *x[2];
-            for (int i = 0; i < 2; i++) {
-                lower_map_bcast(lower_ty(L, e->args[i]), t->rank, idx, sub);
-                x[i] = lower_walk(L, e->args[i], sub, same && lower_same_shape(lower_ty(L, e->args[i]), t), cur, EMIT);
-            }
-            return lower_fmt(L, "(%s %s %s)", x[0], tilec_op_spelling(e->op), x[1]);
-        }
-        tilec_type ta = *t;
-        ta.dtype = opt.dtype;
-        const char *x = walk_args_emit(L, e, 0, &ta, idx, same, cur);
-        const char *y = walk_args_emit(L, e, 1, &ta, idx, same, cur);
-        if (e->op == TILEC_OP_MOD && tilec_dtype_class(opt.dtype) == 'f')
-            return lower_fmt(L, "%s(%s, %s)", lower_compute_dt(opt.dtype) == TILEC_DT_F64 ? "fmod" : "fmodf", x, y);
-        return lower_fmt(L, "(%s %s %s)", x, tilec_op_spelling(e->op), y);
-    }
-    case TILEC_EX_INDEX: {
-        /* t[:, None]: result axes map to base axes at ':' slots */
-        const tilec_type *bt = lower_ty(L, e->args[0]);
         const char *sub[TILEC_MAX_RANK];
-        int k = 0;
-        for (uint32_t i = 1; i < e->nargs; i++)
-            if (e->args[i]->kind == TILEC_EX_SLICE)
-                sub[k++] = idx ? idx[i - 1] : NULL;
-        (void)bt;
-        return lower_walk(L, e->args[0], sub, 0, cur, mode);
+        const tilec_type *at = lower_ty(L, e->args[i]);
+        lower_map_bcast(at, t->rank, idx, sub);
+        lower_walk(L, e->args[i], sub, same && lower_same_shape(at, t), cur, PREP);
     }
-    case TILEC_EX_CALL:
-        break;
-    default:
-        lower_fail(L, &e->loc, "internal error: unexpected expression");
+}
+
+/* load, a reduction, a dot...: materialized in PREP, read in EMIT. */
+static const char *walk_materializing(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur,
+                                      wmode mode)
+{
+    if (mode == EMIT) {
+        lower_fail(L, &e->loc, "internal error: '%s' was not materialized", e->name);
         return "0";
     }
+    val *v = lower_materialize(L, e, NULL, NULL);
+    add_mat(L, e, v);
+    return mat_elem(L, v, idx, same, cur, mode);
+}
 
-    /* elementwise builtins */
-    const char *n = e->name;
-    if (!strcmp(n, "pid") || !strcmp(n, "num_programs")) {
-        if (mode == PREP)
-            return NULL;
-        static const char *const ax[] = {"x", "y", "z"};
-        return lower_fmt(L, "((int)%s.%s)", n[0] == 'p' ? "blockIdx" : "gridDim", ax[e->args[0]->ival & 3]);
+static const char *literal(lw *L, const tilec_expr *e)
+{
+    switch (e->kind) {
+    case TILEC_EX_INT: return lower_fmt(L, "%lld%s", (long long)e->ival, e->ival > INT32_MAX ? "LL" : "");
+    case TILEC_EX_FLOAT: return lower_float_lit(L, e->fval, lower_ty(L, e)->dtype);
+    case TILEC_EX_INF: return lower_inf_lit(L, lower_ty(L, e)->dtype);
+    default: return e->ival ? "true" : "false";
     }
-    if (!strcmp(n, "range"))
-        return mode == EMIT ? idx[0] : NULL;
-    if (!strcmp(n, "zeros"))
-        return mode == EMIT ? lower_fmt(L, "((%s)0)", lower_cctype(t->dtype)) : NULL;
-    if (!strcmp(n, "full")) {
-        const char *v = lower_walk(L, e->args[1], NULL, 0, cur, mode);
-        return mode == EMIT ? lower_conv(L, v, lower_ty(L, e->args[1])->dtype, t->dtype) : NULL;
+}
+
+static const char *walk_name(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur, wmode mode)
+{
+    val *v = lower_lookup(L, e->name);
+    if (!v) {
+        int64_t h;
+        if (lower_hint_value(L, e->name, &h))
+            return mode == EMIT ? lower_cname(L, e->name) : NULL;
+        lower_fail(L, &e->loc, "internal error: unbound name '%s'", e->name);
+        return "0";
     }
-    if (mode == PREP) {
-        for (uint32_t i = 0; i < e->nargs; i++) {
-            if (e->args[i]->kind == TILEC_EX_DTYPE)
-                continue;
-            const char *sub[TILEC_MAX_RANK];
-            const tilec_type *at = lower_ty(L, e->args[i]);
-            if (!strcmp(n, "trans")) {
-                lower_walk(L, e->args[i], NULL, 0, cur, PREP);
-                continue;
-            }
-            lower_map_bcast(at, t->rank, idx, sub);
-            lower_walk(L, e->args[i], sub, same && lower_same_shape(at, t), cur, PREP);
+    if (v->kind == VK_SCALAR)
+        return mode == EMIT ? v->c : NULL;
+    if (v->kind == VK_VIRT)
+        return lower_walk(L, v->expr, idx, same, cur, mode);
+    return mat_elem(L, v, idx, same, cur, mode);
+}
+
+/* EMIT of a binary operator. */
+static const char *binary(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur)
+{
+    const tilec_type *t = lower_ty(L, e);
+    /* operands meet at the promoted dtype; comparisons at the operands' */
+    tilec_type opt = *t;
+    const tilec_type *a0 = lower_ty(L, e->args[0]), *a1 = lower_ty(L, e->args[1]);
+    if (t->dtype == TILEC_DT_BOOL && !(a0->dtype == TILEC_DT_BOOL && a1->dtype == TILEC_DT_BOOL))
+        opt.dtype = a0->weak ? a1->dtype : a0->dtype;
+    if (t->ptr) {
+        const char *sub[TILEC_MAX_RANK];
+        const char *x[2];
+        for (int i = 0; i < 2; i++) {
+            lower_map_bcast(lower_ty(L, e->args[i]), t->rank, idx, sub);
+            x[i] = lower_walk(L, e->args[i], sub, same && lower_same_shape(lower_ty(L, e->args[i]), t), cur, EMIT);
         }
-        return NULL;
+        return lower_fmt(L, "(%s %s %s)", x[0], tilec_op_spelling(e->op), x[1]);
     }
+    tilec_type ta = *t;
+    ta.dtype = opt.dtype;
+    const char *x = walk_args_emit(L, e, 0, &ta, idx, same, cur);
+    const char *y = walk_args_emit(L, e, 1, &ta, idx, same, cur);
+    if (e->op == TILEC_OP_MOD && tilec_dtype_class(opt.dtype) == 'f')
+        return lower_fmt(L, "%s(%s, %s)", lower_compute_dt(opt.dtype) == TILEC_DT_F64 ? "fmod" : "fmodf", x, y);
+    return lower_fmt(L, "(%s %s %s)", x, tilec_op_spelling(e->op), y);
+}
+
+/* t[:, None]: result axes map to base axes at ':' slots */
+static const char *walk_index(lw *L, const tilec_expr *e, const char *const *idx, const lay *cur, wmode mode)
+{
+    const char *sub[TILEC_MAX_RANK];
+    int k = 0;
+    for (uint32_t i = 1; i < e->nargs; i++)
+        if (e->args[i]->kind == TILEC_EX_SLICE)
+            sub[k++] = idx ? idx[i - 1] : NULL;
+    return lower_walk(L, e->args[0], sub, 0, cur, mode);
+}
+
+/* EMIT of the elementwise builtins that combine operands. */
+static const char *builtin(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur)
+{
+    const char *n = e->name;
+    const tilec_type *t = lower_ty(L, e);
     if (!strcmp(n, "trans")) {
         const char *sub[2] = {idx[1], idx[0]};
         return lower_walk(L, e->args[0], sub, 0, cur, EMIT);
@@ -298,4 +272,66 @@ const char *lower_walk(lw *L, const tilec_expr *e, const char *const *idx, int s
     /* exp, log, ..., abs */
     const char *a = walk_args_emit(L, e, 0, t, idx, same, cur);
     return math1(L, n, a, t->dtype);
+}
+
+/* A call of an elementwise builtin. */
+static const char *walk_call(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur, wmode mode)
+{
+    const char *n = e->name;
+    const tilec_type *t = lower_ty(L, e);
+    if (!strcmp(n, "pid") || !strcmp(n, "num_programs")) {
+        if (mode == PREP)
+            return NULL;
+        static const char *const ax[] = {"x", "y", "z"};
+        return lower_fmt(L, "((int)%s.%s)", n[0] == 'p' ? "blockIdx" : "gridDim", ax[e->args[0]->ival & 3]);
+    }
+    if (!strcmp(n, "range"))
+        return mode == EMIT ? idx[0] : NULL;
+    if (!strcmp(n, "zeros"))
+        return mode == EMIT ? lower_fmt(L, "((%s)0)", lower_cctype(t->dtype)) : NULL;
+    if (!strcmp(n, "full")) {
+        const char *v = lower_walk(L, e->args[1], NULL, 0, cur, mode);
+        return mode == EMIT ? lower_conv(L, v, lower_ty(L, e->args[1])->dtype, t->dtype) : NULL;
+    }
+    if (mode == PREP) {
+        prep_args(L, e, idx, same, cur, !strcmp(n, "trans"));
+        return NULL;
+    }
+    return builtin(L, e, idx, same, cur);
+}
+
+const char *lower_walk(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur, wmode mode)
+{
+    if (L->failed)
+        return "0";
+    matnode *mn = lower_find_mat(L, e);
+    if (mn)
+        return mat_elem(L, mn->v, idx, same, cur, mode);
+    if (lower_is_materializing(e))
+        return walk_materializing(L, e, idx, same, cur, mode);
+    switch (e->kind) {
+    case TILEC_EX_INT:
+    case TILEC_EX_FLOAT:
+    case TILEC_EX_INF:
+    case TILEC_EX_BOOL:
+        return mode == EMIT ? literal(L, e) : NULL;
+    case TILEC_EX_NAME:
+        return walk_name(L, e, idx, same, cur, mode);
+    case TILEC_EX_UNARY: {
+        const char *a = lower_walk(L, e->args[0], idx, same, cur, mode);
+        return mode == PREP ? NULL : lower_fmt(L, "(%s%s)", tilec_op_spelling(e->op), a);
+    }
+    case TILEC_EX_BINARY:
+        if (mode == EMIT)
+            return binary(L, e, idx, same, cur);
+        prep_args(L, e, idx, same, cur, 0);
+        return NULL;
+    case TILEC_EX_INDEX:
+        return walk_index(L, e, idx, cur, mode);
+    case TILEC_EX_CALL:
+        return walk_call(L, e, idx, same, cur, mode);
+    default:
+        lower_fail(L, &e->loc, "internal error: unexpected expression");
+        return "0";
+    }
 }

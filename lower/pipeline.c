@@ -185,37 +185,44 @@ static void emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld)
     lower_line(L, "}");
 }
 
-static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
+/* The ring of shared-memory buffers: `stages` tiles of A and of B. */
+typedef struct ring {
+    int S;
+    uint32_t sa, sb;        /* byte offsets of the rings */
+    int64_t abytes, bbytes; /* bytes of one tile */
+    int lda, ldb;           /* row strides in elements, padded by 8 */
+    int64_t K;
+} ring;
+
+/* Copies of both operands into ring slot `slot` (a C expression). */
+static void issue_copies(lw *L, const pipe_plan *pp, const ring *r, const char *slot)
 {
-    int S = (int)tilec_kernel_hint(L->k, L->variant, "stages", 1);
-    const tilec_expr *d = lower_dot_update(pp->update);
-    const tilec_type *at = lower_ty(L, pp->load[0]), *bt = lower_ty(L, pp->load[1]);
-    int64_t M = at->dims[0], K = at->dims[1], N = bt->dims[1];
-    int lda = (int)K + 8, ldb = (int)N + 8;
-    int64_t abytes = M * lda * 2, bbytes = K * ldb * 2;
-    uint32_t sa = lower_alloc_smem(L, abytes * S), sb = lower_alloc_smem(L, bbytes * S);
-    const char *v = lower_cname(L, loop->names[0]);
-    lower_walk(L, loop->lo, NULL, 0, NULL, PREP);
-    lower_walk(L, loop->hi, NULL, 0, NULL, PREP);
-    lower_line(L, "{ /* %s += dot, %d-stage cp.async pipeline */", pp->acc->c, S);
-    L->ind++;
-    lower_line(L, "const int tl_lo = %s, tl_hi = %s, tl_st = %s;", lower_walk(L, loop->lo, NULL, 0, NULL, EMIT),
-         lower_walk(L, loop->hi, NULL, 0, NULL, EMIT), loop->step ? lower_walk(L, loop->step, NULL, 0, NULL, EMIT) : "1");
-    bind_loop_scope(L, loop);
+    emit_async_load(L, pp->load[0], lower_fmt(L, "%u + %s * %lld", r->sa, slot, (long long)r->abytes), r->lda);
+    emit_async_load(L, pp->load[1], lower_fmt(L, "%u + %s * %lld", r->sb, slot, (long long)r->bbytes), r->ldb);
+}
+
+/* The first stages-1 tiles, one commit group each. */
+static void prologue(lw *L, const pipe_plan *pp, const ring *r, const char *v)
+{
     lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_s = 0; tl_s < %d; ++tl_s) {", S - 1);
+    lower_line(L, "for (int tl_s = 0; tl_s < %d; ++tl_s) {", r->S - 1);
     L->ind++;
     lower_line(L, "const int %s = tl_lo + tl_s * tl_st;", v);
     lower_line(L, "if (%s < tl_hi) {", v);
     L->ind++;
-    emit_async_load(L, pp->load[0], lower_fmt(L, "%u + tl_s * %lld", sa, (long long)abytes), lda);
-    emit_async_load(L, pp->load[1], lower_fmt(L, "%u + tl_s * %lld", sb, (long long)bbytes), ldb);
+    issue_copies(L, pp, r, "tl_s");
     L->ind--;
     lower_line(L, "}");
     lower_line(L, "tl_cp_commit();");
     L->ind--;
     lower_line(L, "}");
-    lower_comment_loc(L, &loop->loc);
+}
+
+/* One iteration: wait for tile tl_it, issue the copies of tile
+ * tl_it + stages - 1, then the tensor-core loop on tile tl_it. */
+static void steady(lw *L, const pipe_plan *pp, const ring *r, const char *v, tilec_dtype d)
+{
+    int S = r->S;
     lower_line(L, "int tl_it = 0;");
     lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
     L->ind++;
@@ -229,8 +236,7 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     lower_line(L, "if (tl_next < tl_hi) {");
     L->ind++;
     lower_line(L, "const int %s = tl_next;", v);
-    emit_async_load(L, pp->load[0], lower_fmt(L, "%u + tl_ns * %lld", sa, (long long)abytes), lda);
-    emit_async_load(L, pp->load[1], lower_fmt(L, "%u + tl_ns * %lld", sb, (long long)bbytes), ldb);
+    issue_copies(L, pp, r, "tl_ns");
     L->ind--;
     lower_line(L, "}");
     lower_line(L, "tl_cp_commit();");
@@ -238,16 +244,37 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     lower_line(L, "}");
     lower_comment_loc(L, &pp->update->loc);
     lower_line(L, "const int tl_cs = tl_it %% %d;", S);
-    lower_emit_mma_kloop(L, pp->acc, lower_fmt(L, "(%u + tl_cs * %lld)", sa, (long long)abytes),
-                   lower_fmt(L, "(%u + tl_cs * %lld)", sb, (long long)bbytes), lda, ldb, K, at->dtype);
+    lower_emit_mma_kloop(L, pp->acc, lower_fmt(L, "(%u + tl_cs * %lld)", r->sa, (long long)r->abytes),
+                         lower_fmt(L, "(%u + tl_cs * %lld)", r->sb, (long long)r->bbytes), r->lda, r->ldb, r->K, d);
     L->ind--;
     lower_line(L, "}");
+}
+
+static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
+{
+    const tilec_type *at = lower_ty(L, pp->load[0]), *bt = lower_ty(L, pp->load[1]);
+    int64_t M = at->dims[0], K = at->dims[1], N = bt->dims[1];
+    ring r = {.S = (int)tilec_kernel_hint(L->k, L->variant, "stages", 1), .lda = (int)K + 8, .ldb = (int)N + 8, .K = K};
+    r.abytes = M * r.lda * 2;
+    r.bbytes = K * r.ldb * 2;
+    r.sa = lower_alloc_smem(L, r.abytes * r.S);
+    r.sb = lower_alloc_smem(L, r.bbytes * r.S);
+    const char *v = lower_cname(L, loop->names[0]);
+    lower_walk(L, loop->lo, NULL, 0, NULL, PREP);
+    lower_walk(L, loop->hi, NULL, 0, NULL, PREP);
+    lower_line(L, "{ /* %s += dot, %d-stage cp.async pipeline */", pp->acc->c, r.S);
+    L->ind++;
+    lower_line(L, "const int tl_lo = %s, tl_hi = %s, tl_st = %s;", lower_walk(L, loop->lo, NULL, 0, NULL, EMIT),
+         lower_walk(L, loop->hi, NULL, 0, NULL, EMIT), loop->step ? lower_walk(L, loop->step, NULL, 0, NULL, EMIT) : "1");
+    bind_loop_scope(L, loop);
+    prologue(L, pp, &r, v);
+    lower_comment_loc(L, &loop->loc);
+    steady(L, pp, &r, v, at->dtype);
     lower_line(L, "tl_cp_wait<0>();");
     lower_line(L, "__syncthreads();");
     lower_leave(L);
     L->ind--;
     lower_line(L, "}");
-    (void)d;
 }
 
 int lower_pipelined_loop(lw *L, const tilec_stmt *loop)
