@@ -1,0 +1,337 @@
+/* expr.c: expressions and elementwise math.
+ *
+ * lower_walk() runs in two modes over the same mapping of indices: PREP
+ * emits what must exist before the element loop (materialized
+ * subexpressions, spills), EMIT returns the C expression of one element.
+ * `idx` are the C index expressions of the element in e's own shape; `same`
+ * says they are exactly the current element of layout `cur`. Virtual tiles
+ * (range, broadcasts, arithmetic on them) are re-computed here at each use;
+ * materialized ones are read from registers or shared memory. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+matnode *lower_find_mat(lw *L, const tilec_expr *e)
+{
+    for (int i = 0; i < L->nmats; i++)
+        if (L->mats[i].e == e)
+            return &L->mats[i];
+    return NULL;
+}
+
+static void add_mat(lw *L, const tilec_expr *e, val *v)
+{
+    if (L->nmats == L->capmats) {
+        int cap = L->capmats ? L->capmats * 2 : 16;
+        matnode *m = realloc(L->mats, (size_t)cap * sizeof *m);
+        if (!m) {
+            L->failed = 1;
+            return;
+        }
+        L->mats = m;
+        L->capmats = cap;
+    }
+    L->mats[L->nmats++] = (matnode){e, v};
+}
+
+/* Map the index of a broadcast result (shape `to`, rank rt) onto an
+ * operand of shape `from`. */
+void lower_map_bcast(const tilec_type *from, int rt, const char *const *idx, const char **sub)
+{
+    for (int i = 0; i < from->rank; i++) {
+        int k = i + rt - from->rank;
+        sub[i] = from->dims[i] == 1 ? "0" : idx ? idx[k] : NULL;
+    }
+}
+
+int lower_same_shape(const tilec_type *a, const tilec_type *b)
+{
+    if (a->rank != b->rank)
+        return 0;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return 0;
+    return 1;
+}
+
+int lower_is_materializing(const tilec_expr *e)
+{
+    if (e->kind != TILEC_EX_CALL)
+        return 0;
+    static const char *const names[] = {"load", "atomic_add", "sum", "max", "min", "argmax", "argmin", "dot"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(e->name, names[i]))
+            return 1;
+    return 0;
+}
+
+/* Does e need materialized data (loads, reductions, register tiles)? */
+int lower_is_virtual(lw *L, const tilec_expr *e)
+{
+    if (lower_is_materializing(e))
+        return 0;
+    if (e->kind == TILEC_EX_NAME) {
+        val *v = lower_lookup(L, e->name);
+        return !v || v->kind != VK_MAT;
+    }
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (!lower_is_virtual(L, e->args[i]))
+            return 0;
+    return 1;
+}
+
+/* The element of materialized v at idx (compute type). */
+static const char *mat_elem(lw *L, val *v, const char *const *idx, int same, const lay *cur, wmode mode)
+{
+    if (v->ty.rank == 0)
+        return mode == EMIT ? v->c : NULL;
+    int direct = same && cur && lower_same_layout(&v->ly, cur);
+    if (mode == PREP) {
+        if (!direct)
+            lower_spill(L, v);
+        return NULL;
+    }
+    if (direct)
+        return lower_ld_elem(L, L->joff ? lower_fmt(L, "%s[tl_j + %d]", v->c, L->joff) : lower_fmt(L, "%s[tl_j]", v->c), v->ty.dtype);
+    return lower_ld_elem(L, lower_fmt(L, "((const %s *)(tl_smem + %d))[%s]", lower_ctype(v->ty.dtype), v->smem,
+                          lower_linear(L, v->ty.rank, v->ty.dims, idx)),
+                   v->ty.dtype);
+}
+
+static const char *math1(lw *L, const char *fn, const char *x, tilec_dtype d)
+{
+    int dbl = lower_compute_dt(d) == TILEC_DT_F64;
+    if (!strcmp(fn, "sigmoid"))
+        return dbl ? lower_fmt(L, "(1.0 / (1.0 + exp(-(%s))))", x) : lower_fmt(L, "(1.0f / (1.0f + expf(-(%s))))", x);
+    if (!strcmp(fn, "abs")) {
+        char c = tilec_dtype_class(d);
+        if (c == 'f')
+            return lower_fmt(L, "%s(%s)", dbl ? "fabs" : "fabsf", x);
+        if (c == 'u')
+            return x;
+        return lower_fmt(L, "((%s) < 0 ? -(%s) : (%s))", x, x, x);
+    }
+    return lower_fmt(L, "%s%s(%s)", fn, dbl ? "" : "f", x);
+}
+
+static const char *walk_args_emit(lw *L, const tilec_expr *e, int i, const tilec_type *rt, const char *const *idx,
+                                  int same, const lay *cur)
+{
+    const char *sub[TILEC_MAX_RANK];
+    const tilec_type *at = lower_ty(L, e->args[i]);
+    lower_map_bcast(at, rt->rank, idx, sub);
+    int s = same && lower_same_shape(at, rt);
+    const char *x = lower_walk(L, e->args[i], sub, s, cur, EMIT);
+    return lower_conv(L, x, at->dtype, rt->dtype);
+}
+
+/* The PREP pass over the operands of e, each at its broadcast index
+ * (`whole`: over each operand entire, as trans reads it). */
+static void prep_args(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur, int whole)
+{
+    const tilec_type *t = lower_ty(L, e);
+    for (uint32_t i = 0; i < e->nargs; i++) {
+        if (e->args[i]->kind == TILEC_EX_DTYPE)
+            continue;
+        if (whole) {
+            lower_walk(L, e->args[i], NULL, 0, cur, PREP);
+            continue;
+        }
+        const char *sub[TILEC_MAX_RANK];
+        const tilec_type *at = lower_ty(L, e->args[i]);
+        lower_map_bcast(at, t->rank, idx, sub);
+        lower_walk(L, e->args[i], sub, same && lower_same_shape(at, t), cur, PREP);
+    }
+}
+
+/* load, a reduction, a dot...: materialized in PREP, read in EMIT. */
+static const char *walk_materializing(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur,
+                                      wmode mode)
+{
+    if (mode == EMIT) {
+        lower_fail(L, &e->loc, "internal error: '%s' was not materialized", e->name);
+        return "0";
+    }
+    val *v = lower_materialize(L, e, NULL, NULL);
+    add_mat(L, e, v);
+    return mat_elem(L, v, idx, same, cur, mode);
+}
+
+static const char *literal(lw *L, const tilec_expr *e)
+{
+    switch (e->kind) {
+    case TILEC_EX_INT: return lower_fmt(L, "%lld%s", (long long)e->ival, e->ival > INT32_MAX ? "LL" : "");
+    case TILEC_EX_FLOAT: return lower_float_lit(L, e->fval, lower_ty(L, e)->dtype);
+    case TILEC_EX_INF: return lower_inf_lit(L, lower_ty(L, e)->dtype);
+    default: return e->ival ? "true" : "false";
+    }
+}
+
+static const char *walk_name(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur, wmode mode)
+{
+    val *v = lower_lookup(L, e->name);
+    if (!v) {
+        int64_t h;
+        if (lower_hint_value(L, e->name, &h))
+            return mode == EMIT ? lower_cname(L, e->name) : NULL;
+        lower_fail(L, &e->loc, "internal error: unbound name '%s'", e->name);
+        return "0";
+    }
+    if (v->kind == VK_SCALAR)
+        return mode == EMIT ? v->c : NULL;
+    if (v->kind == VK_VIRT)
+        return lower_walk(L, v->expr, idx, same, cur, mode);
+    return mat_elem(L, v, idx, same, cur, mode);
+}
+
+/* EMIT of a binary operator. */
+static const char *binary(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur)
+{
+    const tilec_type *t = lower_ty(L, e);
+    /* operands meet at the promoted dtype; comparisons at the operands' */
+    tilec_type opt = *t;
+    const tilec_type *a0 = lower_ty(L, e->args[0]), *a1 = lower_ty(L, e->args[1]);
+    if (t->dtype == TILEC_DT_BOOL && !(a0->dtype == TILEC_DT_BOOL && a1->dtype == TILEC_DT_BOOL))
+        opt.dtype = a0->weak ? a1->dtype : a0->dtype;
+    if (t->ptr) {
+        const char *sub[TILEC_MAX_RANK];
+        const char *x[2];
+        for (int i = 0; i < 2; i++) {
+            lower_map_bcast(lower_ty(L, e->args[i]), t->rank, idx, sub);
+            x[i] = lower_walk(L, e->args[i], sub, same && lower_same_shape(lower_ty(L, e->args[i]), t), cur, EMIT);
+        }
+        return lower_fmt(L, "(%s %s %s)", x[0], tilec_op_spelling(e->op), x[1]);
+    }
+    tilec_type ta = *t;
+    ta.dtype = opt.dtype;
+    const char *x = walk_args_emit(L, e, 0, &ta, idx, same, cur);
+    const char *y = walk_args_emit(L, e, 1, &ta, idx, same, cur);
+    if (e->op == TILEC_OP_MOD && tilec_dtype_class(opt.dtype) == 'f')
+        return lower_fmt(L, "%s(%s, %s)", lower_compute_dt(opt.dtype) == TILEC_DT_F64 ? "fmod" : "fmodf", x, y);
+    return lower_fmt(L, "(%s %s %s)", x, tilec_op_spelling(e->op), y);
+}
+
+/* t[:, None]: result axes map to base axes at ':' slots */
+static const char *walk_index(lw *L, const tilec_expr *e, const char *const *idx, const lay *cur, wmode mode)
+{
+    const char *sub[TILEC_MAX_RANK];
+    int k = 0;
+    for (uint32_t i = 1; i < e->nargs; i++)
+        if (e->args[i]->kind == TILEC_EX_SLICE)
+            sub[k++] = idx ? idx[i - 1] : NULL;
+    return lower_walk(L, e->args[0], sub, 0, cur, mode);
+}
+
+/* EMIT of the elementwise builtins that combine operands. */
+static const char *builtin(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur)
+{
+    const char *n = e->name;
+    const tilec_type *t = lower_ty(L, e);
+    if (!strcmp(n, "trans")) {
+        const char *sub[2] = {idx[1], idx[0]};
+        return lower_walk(L, e->args[0], sub, 0, cur, EMIT);
+    }
+    if (!strcmp(n, "cast")) {
+        const tilec_type *at = lower_ty(L, e->args[0]);
+        tilec_type tt = *at;
+        const char *x = walk_args_emit(L, e, 0, &tt, idx, same, cur);
+        if (t->dtype == TILEC_DT_BOOL)
+            return lower_fmt(L, "((%s) != 0)", x);
+        return lower_conv(L, x, at->dtype, t->dtype);
+    }
+    if (!strcmp(n, "where")) {
+        tilec_type bt = *t;
+        bt.dtype = TILEC_DT_BOOL;
+        const char *c = walk_args_emit(L, e, 0, &bt, idx, same, cur);
+        const char *a = walk_args_emit(L, e, 1, t, idx, same, cur);
+        const char *b = walk_args_emit(L, e, 2, t, idx, same, cur);
+        return lower_fmt(L, "(%s ? %s : %s)", c, a, b);
+    }
+    if (!strcmp(n, "maximum") || !strcmp(n, "minimum")) {
+        const char *a = walk_args_emit(L, e, 0, t, idx, same, cur);
+        const char *b = walk_args_emit(L, e, 1, t, idx, same, cur);
+        /* NaN propagates like torch.maximum */
+        const char *op = n[1] == 'a' ? ">" : "<";
+        if (tilec_dtype_class(t->dtype) == 'f')
+            return lower_fmt(L, "tl_%s(%s, %s)", n[1] == 'a' ? "max" : "min", a, b);
+        return lower_fmt(L, "((%s) %s (%s) ? (%s) : (%s))", a, op, b, a, b);
+    }
+    if (!strcmp(n, "cdiv")) {
+        const char *a = walk_args_emit(L, e, 0, t, idx, same, cur);
+        const char *b = walk_args_emit(L, e, 1, t, idx, same, cur);
+        return lower_fmt(L, "(((%s) + (%s) - 1) / (%s))", a, b, b);
+    }
+    if (!strcmp(n, "fma")) {
+        const char *a = walk_args_emit(L, e, 0, t, idx, same, cur);
+        const char *b = walk_args_emit(L, e, 1, t, idx, same, cur);
+        const char *c = walk_args_emit(L, e, 2, t, idx, same, cur);
+        return lower_fmt(L, "%s(%s, %s, %s)", lower_compute_dt(t->dtype) == TILEC_DT_F64 ? "fma" : "fmaf", a, b, c);
+    }
+    /* exp, log, ..., abs */
+    const char *a = walk_args_emit(L, e, 0, t, idx, same, cur);
+    return math1(L, n, a, t->dtype);
+}
+
+/* A call of an elementwise builtin. */
+static const char *walk_call(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur, wmode mode)
+{
+    const char *n = e->name;
+    const tilec_type *t = lower_ty(L, e);
+    if (!strcmp(n, "pid") || !strcmp(n, "num_programs")) {
+        if (mode == PREP)
+            return NULL;
+        static const char *const ax[] = {"x", "y", "z"};
+        return lower_fmt(L, "((int)%s.%s)", n[0] == 'p' ? "blockIdx" : "gridDim", ax[e->args[0]->ival & 3]);
+    }
+    if (!strcmp(n, "range"))
+        return mode == EMIT ? idx[0] : NULL;
+    if (!strcmp(n, "zeros"))
+        return mode == EMIT ? lower_fmt(L, "((%s)0)", lower_cctype(t->dtype)) : NULL;
+    if (!strcmp(n, "full")) {
+        const char *v = lower_walk(L, e->args[1], NULL, 0, cur, mode);
+        return mode == EMIT ? lower_conv(L, v, lower_ty(L, e->args[1])->dtype, t->dtype) : NULL;
+    }
+    if (mode == PREP) {
+        prep_args(L, e, idx, same, cur, !strcmp(n, "trans"));
+        return NULL;
+    }
+    return builtin(L, e, idx, same, cur);
+}
+
+const char *lower_walk(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur, wmode mode)
+{
+    if (L->failed)
+        return "0";
+    matnode *mn = lower_find_mat(L, e);
+    if (mn)
+        return mat_elem(L, mn->v, idx, same, cur, mode);
+    if (lower_is_materializing(e))
+        return walk_materializing(L, e, idx, same, cur, mode);
+    switch (e->kind) {
+    case TILEC_EX_INT:
+    case TILEC_EX_FLOAT:
+    case TILEC_EX_INF:
+    case TILEC_EX_BOOL:
+        return mode == EMIT ? literal(L, e) : NULL;
+    case TILEC_EX_NAME:
+        return walk_name(L, e, idx, same, cur, mode);
+    case TILEC_EX_UNARY: {
+        const char *a = lower_walk(L, e->args[0], idx, same, cur, mode);
+        return mode == PREP ? NULL : lower_fmt(L, "(%s%s)", tilec_op_spelling(e->op), a);
+    }
+    case TILEC_EX_BINARY:
+        if (mode == EMIT)
+            return binary(L, e, idx, same, cur);
+        prep_args(L, e, idx, same, cur, 0);
+        return NULL;
+    case TILEC_EX_INDEX:
+        return walk_index(L, e, idx, cur, mode);
+    case TILEC_EX_CALL:
+        return walk_call(L, e, idx, same, cur, mode);
+    default:
+        lower_fail(L, &e->loc, "internal error: unexpected expression");
+        return "0";
+    }
+}

@@ -1,0 +1,176 @@
+/* lower_internal.h: what the files of lower/ share (not installed, not
+ * for other folders): the lowering state, layouts and values, and the
+ * functions one file of the lowering calls in another. Every shared
+ * function is named lower_*; everything else stays static in its file.
+ * docs/lowering.md ("Where things are") says which file owns what. */
+#ifndef TILEC_LOWER_INTERNAL_H
+#define TILEC_LOWER_INTERNAL_H
+
+#include <stdint.h>
+
+#include "parser/parse.h"
+#include "tilec/limits.h"
+#include "tilec/lower.h"
+#include "util/arena.h"
+#include "util/strbuf.h"
+
+/* Hidden from the shared library's symbol table, as if static. */
+#pragma GCC visibility push(hidden)
+
+enum { SMEM_LIMIT = 227 * 1024 }; /* opt-in shared memory per block on sm_90 */
+
+/* ---- layouts and values (layout.c, state.c) ---- */
+
+typedef enum { LY_CANON, LY_MMA, LY_FMA } lykind;
+
+typedef struct lay {
+    lykind kind;
+    int rank;
+    int64_t dims[TILEC_MAX_RANK];
+    int64_t numel;
+    int E;    /* elements per thread */
+    int V;    /* canonical: elements per contiguous chunk */
+    int repl; /* canonical, numel < threads: thread t holds element t % numel */
+    int run;  /* consecutive elements j along the last dimension */
+    int wm, wn, wtm, wtn;  /* mma: warp grid and warp tile */
+    int ty, tx, tm, tn;    /* fma: thread grid and thread tile */
+} lay;
+
+typedef enum { VK_SCALAR, VK_VIRT, VK_MAT } vkind;
+
+typedef struct val {
+    vkind kind;
+    tilec_type ty;
+    const char *c;          /* C name of the scalar or the register array */
+    const tilec_expr *expr; /* VK_VIRT */
+    lay ly;                 /* VK_MAT */
+    int smem;               /* VK_MAT: its spill buffer in shared memory, or -1 */
+} val;
+
+typedef struct lbind {
+    const char *name;
+    val *v;
+    int depth;
+} lbind;
+
+typedef struct matnode {
+    const tilec_expr *e;
+    val *v;
+} matnode;
+
+/* The state of lowering one kernel variant. */
+typedef struct lw {
+    tilec_ctx *ctx;
+    const tilec_module *m;
+    const tilec_kernel *k;
+    int variant;  /* -1: the base hints */
+    arena ar;
+    strbuf out;
+    int ind;
+    int nt, nwarps;
+    uint32_t smem;
+    int tmp;
+    lbind *binds;
+    int nbinds, capbinds, depth;
+    matnode *mats; /* materialized subexpressions of the current statement */
+    int nmats, capmats;
+    const val **spilled; /* values spilled for the current statement */
+    int nspilled, capspilled;
+    int failed;
+    int joff; /* EMIT: read register element tl_j + joff (a vector run) */
+    const char **assigned; /* names assigned somewhere in the body */
+    int nassigned;
+    const char **dotacc; /* names updated as x = x + dot(a, b) */
+    int ndotacc;
+} lw;
+
+/* ---- state.c: errors, output, names, scopes, hints, shared memory ---- */
+
+__attribute__((format(printf, 3, 4))) void lower_fail(lw *L, const tilec_loc *loc, const char *fmt, ...);
+/* A formatted string in the kernel's arena ("0" when out of memory). */
+__attribute__((format(printf, 2, 3))) const char *lower_fmt(lw *L, const char *f, ...);
+/* One output line at the current indentation. */
+__attribute__((format(printf, 2, 3))) void lower_line(lw *L, const char *f, ...);
+const char *lower_newtmp(lw *L, const char *stem);
+/* The type of e in the current variant. */
+const tilec_type *lower_ty(const lw *L, const tilec_expr *e);
+const char *lower_cname(lw *L, const char *name);
+val *lower_lookup(lw *L, const char *name);
+void lower_bind(lw *L, const char *name, val *v);
+void lower_leave(lw *L);
+val *lower_newval(lw *L, vkind kind, const tilec_type *t, const char *c);
+int lower_hint_value(const lw *L, const char *name, int64_t *out);
+uint32_t lower_alloc_smem(lw *L, int64_t bytes);
+
+/* ---- ctypes.c: C types, conversions, literals ---- */
+
+const char *lower_ctype(tilec_dtype d);
+tilec_dtype lower_compute_dt(tilec_dtype d);
+const char *lower_cctype(tilec_dtype d);
+const char *lower_conv(lw *L, const char *x, tilec_dtype from, tilec_dtype to);
+const char *lower_ld_elem(lw *L, const char *x, tilec_dtype d);
+const char *lower_st_elem(lw *L, const char *x, tilec_dtype d);
+const char *lower_float_lit(lw *L, double x, tilec_dtype d);
+const char *lower_inf_lit(lw *L, tilec_dtype d);
+
+/* ---- layout.c: layouts, indexing, element loops, spills ---- */
+
+extern const char *const lower_idx[TILEC_MAX_RANK]; /* "tl_i0", "tl_i1", ... */
+lay lower_canon(const lw *L, const tilec_type *t);
+int lower_same_layout(const lay *a, const lay *b);
+/* The accumulator layout of a dot of a [M, K] of type at; 0: none fits. */
+int lower_dot_layout(lw *L, const tilec_type *at, int64_t M, int64_t N, lay *y);
+void lower_emit_index(lw *L, const lay *y, const char *j);
+const char *lower_linear(lw *L, int rank, const int64_t *dims, const char *const *idx);
+void lower_loop_begin(lw *L, const lay *y);
+void lower_loop_end(lw *L);
+void lower_spill(lw *L, val *v);
+
+/* ---- expr.c: walking expressions ---- */
+
+typedef enum { PREP, EMIT } wmode;
+
+const char *lower_walk(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur, wmode mode);
+matnode *lower_find_mat(lw *L, const tilec_expr *e);
+void lower_map_bcast(const tilec_type *from, int rt, const char *const *idx, const char **sub);
+int lower_same_shape(const tilec_type *a, const tilec_type *b);
+int lower_is_materializing(const tilec_expr *e);
+int lower_is_virtual(lw *L, const tilec_expr *e);
+
+/* ---- access.c: strides and monotone masks ---- */
+
+int lower_stride(lw *L, const tilec_expr *e, int axis, int64_t *s);
+int lower_monotone_mask(lw *L, const tilec_expr *m, int axis);
+
+/* ---- memory.c, materialize.c, reduce.c, dot.c ---- */
+
+void lower_emit_load(lw *L, const tilec_expr *e, val *v);
+void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old);
+/* Materialize expression e (of tile type) into a register array named
+ * `name` (or a temporary) in layout `want` (or the natural one). */
+val *lower_materialize(lw *L, const tilec_expr *e, const char *name, const lay *want);
+val *lower_operand(lw *L, const tilec_expr *e);
+void lower_emit_reduce(lw *L, const tilec_expr *e, val *v);
+void lower_emit_dot_into(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc);
+void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, tilec_dtype d);
+
+/* ---- stmt.c, pipeline.c: statements and loops ---- */
+
+int lower_in_list(const char **v, int n, const char *name);
+const tilec_expr *lower_dot_update(const tilec_stmt *s);
+void lower_scan_assigned(lw *L, const tilec_block *b);
+void lower_comment_loc(lw *L, const tilec_loc *loc);
+void lower_emit_block(lw *L, const tilec_block *b);
+/* Emit `for` loop `loop` as a cp.async pipeline when it qualifies: 1 if
+ * it did, 0 (nothing emitted) if not. */
+int lower_pipelined_loop(lw *L, const tilec_stmt *loop);
+
+/* ---- prelude.c ---- */
+
+extern const char lower_half_headers[];
+extern const char lower_prelude[];
+int lower_needs_half(const char *src);
+
+#pragma GCC visibility pop
+
+#endif

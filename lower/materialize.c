@@ -1,0 +1,99 @@
+/* materialize.c: a tile expression into registers. Picks the layout (the
+ * dot's fragments, the one a caller wants, or canonical) and hands the
+ * work to the load, reduction, dot or elementwise code. */
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+val *lower_materialize(lw *L, const tilec_expr *e, const char *name, const lay *want)
+{
+    const tilec_type *t = lower_ty(L, e);
+    const char *c = name ? name : lower_newtmp(L, "t");
+    if (t->rank == 0 && e->kind == TILEC_EX_CALL && strcmp(e->name, "load") && strcmp(e->name, "atomic_add")) {
+        val *v = lower_newval(L, VK_SCALAR, t, c);
+        lower_emit_reduce(L, e, v);
+        return v;
+    }
+    val *v = lower_newval(L, VK_MAT, t, c);
+    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot")) {
+        const tilec_type *at = lower_ty(L, e->args[0]);
+        if (!want || want->kind == LY_CANON) {
+            lay y;
+            if (lower_dot_layout(L, at, t->dims[0], t->dims[1], &y))
+                v->ly = y;
+            else
+                v->ly = lower_canon(L, t);
+        } else {
+            v->ly = *want;
+        }
+        lower_line(L, "float %s[%d];", c, v->ly.E);
+        lower_line(L, "#pragma unroll");
+        lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) %s[tl_j] = 0.0f;", v->ly.E, c);
+        lower_emit_dot_into(L, e->args[0], e->args[1], v);
+        return v;
+    }
+    v->ly = want ? *want : lower_canon(L, t);
+    if (t->rank == 0) {
+        v->kind = VK_SCALAR;
+        v->ly.E = 1;
+    }
+    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "load")) {
+        if (t->rank == 0) {
+            for (uint32_t i = 0; i < e->nargs; i++)
+                lower_walk(L, e->args[i], NULL, 0, NULL, PREP);
+            const char *p = lower_walk(L, e->args[0], NULL, 0, NULL, EMIT);
+            const char *x = lower_fmt(L, "*(%s)", p);
+            if (e->nargs > 1) {
+                const char *o = e->nargs > 2 ? lower_conv(L, lower_walk(L, e->args[2], NULL, 0, NULL, EMIT), lower_ty(L, e->args[2])->dtype, t->dtype)
+                                             : "0";
+                x = lower_fmt(L, "((%s) ? %s : (%s)(%s))", lower_walk(L, e->args[1], NULL, 0, NULL, EMIT), lower_ld_elem(L, x, t->dtype),
+                        lower_cctype(t->dtype), o);
+            } else {
+                x = lower_ld_elem(L, x, t->dtype);
+            }
+            lower_line(L, "%s %s = %s;", lower_cctype(t->dtype), c, x);
+            v->ty.dtype = lower_compute_dt(t->dtype);
+            return v;
+        }
+        lower_emit_load(L, e, v);
+        return v;
+    }
+    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "atomic_add")) {
+        lay y = lower_canon(L, lower_ty(L, e->args[0]));
+        v->ly = y;
+        lower_emit_store(L, e, &y, v);
+        return v;
+    }
+    if (e->kind == TILEC_EX_CALL && e->nargs == 2 && lower_ty(L, e->args[0])->rank > 0 &&
+        (!strcmp(e->name, "sum") || !strcmp(e->name, "max") || !strcmp(e->name, "min") || !strcmp(e->name, "argmax") ||
+         !strcmp(e->name, "argmin"))) {
+        lower_emit_reduce(L, e, v);
+        return v;
+    }
+    /* elementwise: compute each element of the layout */
+    lower_walk(L, e, lower_idx, 1, &v->ly, PREP);
+    if (t->rank == 0) {
+        lower_line(L, "%s %s = %s;", lower_cctype(t->dtype), c, lower_walk(L, e, NULL, 0, NULL, EMIT));
+        v->ty.dtype = lower_compute_dt(t->dtype);
+        return v;
+    }
+    lower_line(L, "%s %s[%d];", lower_ctype(t->dtype), c, v->ly.E);
+    lower_loop_begin(L, &v->ly);
+    lower_line(L, "%s[tl_j] = %s;", c, lower_st_elem(L, lower_walk(L, e, lower_idx, 1, &v->ly, EMIT), t->dtype));
+    lower_loop_end(L);
+    return v;
+}
+
+/* A materialized operand for a reduction or a dot. */
+val *lower_operand(lw *L, const tilec_expr *e)
+{
+    if (e->kind == TILEC_EX_NAME) {
+        val *v = lower_lookup(L, e->name);
+        if (v && v->kind == VK_MAT)
+            return v;
+    }
+    matnode *mn = lower_find_mat(L, e);
+    if (mn)
+        return mn->v;
+    return lower_materialize(L, e, NULL, NULL);
+}

@@ -1,0 +1,191 @@
+/* memory.c: memory operations: load, store and atomic_add of tiles over a
+ * layout, as vector accesses where a run is contiguous, in bounds and
+ * aligned, element by element under the mask otherwise. */
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+static const char *vec_type(int bytes)
+{
+    return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : bytes == 2 ? "unsigned short" : NULL;
+}
+
+/* Elements per vector access for a layout and element size (0: none). */
+static int vec_width(const lay *y, unsigned size)
+{
+    int w = y->run;
+    while (w > 1 && (unsigned)w * size > 16)
+        w /= 2;
+    if (w < 2 || !vec_type(w * (int)size))
+        return 0;
+    return w;
+}
+
+/* load(ptr, mask?, other?) into array `name` of layout y. */
+void lower_emit_load(lw *L, const tilec_expr *e, val *v)
+{
+    const lay *y = &v->ly;
+    const tilec_type *t = lower_ty(L, e);
+    const tilec_expr *ptr = e->args[0], *mask = e->nargs > 1 ? e->args[1] : NULL, *other = e->nargs > 2 ? e->args[2] : NULL;
+    for (uint32_t i = 0; i < e->nargs; i++) {
+        const char *sub[TILEC_MAX_RANK];
+        lower_map_bcast(lower_ty(L, e->args[i]), t->rank, lower_idx, sub);
+        lower_walk(L, e->args[i], sub, lower_same_shape(lower_ty(L, e->args[i]), t), y, PREP);
+    }
+    const char *sub[TILEC_MAX_RANK];
+    unsigned size = tilec_dtype_size(t->dtype);
+    int64_t st = 0;
+    int w = t->rank ? vec_width(y, size) : 0;
+    if (w && !(lower_stride(L, ptr, t->rank - 1, &st) && st == 1))
+        w = 0;
+    lower_line(L, "%s %s[%d];", lower_ctype(t->dtype), v->c, y->E);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_c = 0; tl_c < %d; tl_c += %d) {", y->E, w ? w : 1);
+    L->ind++;
+    lower_line(L, "const int tl_j = tl_c;");
+    lower_emit_index(L, y, "tl_j");
+    lower_map_bcast(lower_ty(L, ptr), t->rank, lower_idx, sub);
+    lower_line(L, "const %s *tl_p = %s;", lower_ctype(t->dtype), lower_walk(L, ptr, sub, lower_same_shape(lower_ty(L, ptr), t), y, EMIT));
+    const char *otherc = "0";
+    if (other) {
+        lower_map_bcast(lower_ty(L, other), t->rank, lower_idx, sub);
+        otherc = lower_st_elem(L, lower_conv(L, lower_walk(L, other, sub, lower_same_shape(lower_ty(L, other), t), y, EMIT), lower_ty(L, other)->dtype, t->dtype),
+                         t->dtype);
+    } else if (t->dtype == TILEC_DT_F16 || t->dtype == TILEC_DT_BF16) {
+        otherc = lower_st_elem(L, "0.0f", t->dtype);
+    }
+    if (!w) {
+        if (mask) {
+            lower_map_bcast(lower_ty(L, mask), t->rank, lower_idx, sub);
+            lower_line(L, "%s[tl_j] = (%s) ? *tl_p : %s;", v->c, lower_walk(L, mask, sub, lower_same_shape(lower_ty(L, mask), t), y, EMIT),
+                 other ? otherc : lower_fmt(L, "(%s)%s", lower_ctype(t->dtype), otherc));
+        } else {
+            lower_line(L, "%s[tl_j] = *tl_p;", v->c);
+        }
+    } else {
+        /* a contiguous run: one vector access when every element is in
+         * bounds and the address is aligned, element by element otherwise */
+        const char *vt = vec_type(w * (int)size);
+        strbuf all;
+        sb_init(&all);
+        if (mask) {
+            int mono = lower_ty(L, mask)->rank == t->rank && lower_monotone_mask(L, mask, t->rank - 1);
+            for (int q = 0; q < w; q++) {
+                const char *qidx[TILEC_MAX_RANK];
+                for (int r = 0; r < t->rank; r++)
+                    qidx[r] = r == t->rank - 1 && q ? lower_fmt(L, "(tl_i%d + %d)", r, q) : lower_idx[r];
+                lower_map_bcast(lower_ty(L, mask), t->rank, qidx, sub);
+                L->joff = q;
+                lower_line(L, "const bool tl_m%d = %s;", q, lower_walk(L, mask, sub, lower_same_shape(lower_ty(L, mask), t), y, EMIT));
+                L->joff = 0;
+                if (!mono || q == w - 1)
+                    sb_printf(&all, "tl_m%d && ", q);
+            }
+        }
+        lower_line(L, "if (%s((unsigned long long)tl_p & %u) == 0) {", sb_str(&all), w * size - 1);
+        lower_line(L, "    *(%s *)&%s[tl_j] = *(const %s *)tl_p;", vt, v->c, vt);
+        lower_line(L, "} else {");
+        for (int q = 0; q < w; q++) {
+            if (mask)
+                lower_line(L, "    %s[tl_j + %d] = tl_m%d ? tl_p[%d] : %s;", v->c, q, q, q,
+                     other ? otherc : lower_fmt(L, "(%s)%s", lower_ctype(t->dtype), otherc));
+            else
+                lower_line(L, "    %s[tl_j + %d] = tl_p[%d];", v->c, q, q);
+        }
+        lower_line(L, "}");
+        sb_free(&all);
+    }
+    L->ind--;
+    lower_line(L, "}");
+}
+
+/* store(ptr, value, mask?) / atomic_add(ptr, value, mask?) over layout y. */
+void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
+{
+    int atomic = e->name[0] == 'a';
+    const tilec_type *pt = lower_ty(L, e->args[0]);
+    tilec_dtype d = pt->dtype;
+    for (uint32_t i = 0; i < e->nargs; i++) {
+        const char *sub[TILEC_MAX_RANK];
+        lower_map_bcast(lower_ty(L, e->args[i]), pt->rank, lower_idx, sub);
+        lower_walk(L, e->args[i], sub, lower_same_shape(lower_ty(L, e->args[i]), pt), y, PREP);
+    }
+    const tilec_expr *ptr = e->args[0], *value = e->args[1], *mask = e->nargs > 2 ? e->args[2] : NULL;
+    unsigned size = tilec_dtype_size(d);
+    int64_t st = 0;
+    int w = !atomic && pt->rank ? vec_width(y, size) : 0;
+    if (w && !(lower_stride(L, ptr, pt->rank - 1, &st) && st == 1))
+        w = 0;
+    if (old && pt->rank == 0) /* a scalar is a plain variable, in the compute type */
+        lower_line(L, "%s %s;", lower_cctype(d), old->c);
+    else if (old)
+        lower_line(L, "%s %s[%d];", lower_ctype(d), old->c, y->E);
+    if (pt->rank == 0) {
+        lower_line(L, "{");
+        L->ind++;
+    } else {
+        lower_line(L, "#pragma unroll");
+        lower_line(L, "for (int tl_c = 0; tl_c < %d; tl_c += %d) {", y->E, w ? w : 1);
+        L->ind++;
+        lower_line(L, "const int tl_j = tl_c;");
+        lower_emit_index(L, y, "tl_j");
+    }
+    const char *sub[TILEC_MAX_RANK];
+    lower_map_bcast(lower_ty(L, ptr), pt->rank, lower_idx, sub);
+    lower_line(L, "%s *tl_p = %s;", lower_ctype(d), lower_walk(L, ptr, sub, lower_same_shape(lower_ty(L, ptr), pt), y, EMIT));
+    int nq = w ? w : 1;
+    int mono = mask && lower_ty(L, mask)->rank == pt->rank && pt->rank && lower_monotone_mask(L, mask, pt->rank - 1);
+    strbuf all;
+    sb_init(&all);
+    for (int q = 0; q < nq; q++) {
+        const char *qidx[TILEC_MAX_RANK];
+        for (int r = 0; r < pt->rank; r++)
+            qidx[r] = r == pt->rank - 1 && q ? lower_fmt(L, "(tl_i%d + %d)", r, q) : lower_idx[r];
+        /* element q of the run: register tiles of this layout at tl_j + q */
+        L->joff = q;
+        lower_map_bcast(lower_ty(L, value), pt->rank, qidx, sub);
+        const char *vq = lower_walk(L, value, sub, lower_same_shape(lower_ty(L, value), pt), y, EMIT);
+        lower_line(L, "const %s tl_v%d = %s;", lower_ctype(d), q, lower_st_elem(L, lower_conv(L, vq, lower_ty(L, value)->dtype, d), d));
+        if (mask) {
+            lower_map_bcast(lower_ty(L, mask), pt->rank, qidx, sub);
+            lower_line(L, "const bool tl_m%d = %s;", q, lower_walk(L, mask, sub, lower_same_shape(lower_ty(L, mask), pt), y, EMIT));
+        } else {
+            lower_line(L, "const bool tl_m%d = true;", q);
+        }
+        L->joff = 0;
+        if (!mono || q == nq - 1)
+            sb_printf(&all, "tl_m%d && ", q);
+    }
+    const char *guard = y->repl ? lower_fmt(L, "tl_tid < %lld && ", (long long)y->numel) : pt->rank == 0 ? "tl_tid == 0 && " : "";
+    if (atomic && old && y->repl) {
+        /* a replicated layout (a scalar, or fewer elements than threads):
+         * one thread per element does the atomic; every replica reads the
+         * old value back through shared memory */
+        uint32_t off = lower_alloc_smem(L, y->numel * (int64_t)size);
+        const char *slot = lower_fmt(L, "((%s *)(tl_smem + %u))[%s]", lower_ctype(d), off, pt->rank ? "tl_l" : "0");
+        lower_line(L, "if (%stl_m0) %s = atomicAdd(tl_p, tl_v0);", guard, slot);
+        lower_line(L, "__syncthreads();");
+        lower_line(L, "%s%s = %s;", old->c, pt->rank ? "[0]" : "", pt->rank ? slot : lower_ld_elem(L, slot, d));
+        lower_line(L, "__syncthreads();");
+    } else if (atomic) {
+        lower_line(L, "if (%stl_m0) %satomicAdd(tl_p, tl_v0);", guard, old ? lower_fmt(L, "%s[tl_j] = ", old->c) : "");
+    } else if (!w) {
+        lower_line(L, "if (%stl_m0) *tl_p = tl_v0;", guard);
+    } else {
+        const char *vt = vec_type(w * (int)size);
+        lower_line(L, "if (%s%s((unsigned long long)tl_p & %u) == 0) {", guard, sb_str(&all), w * size - 1);
+        L->ind++;
+        lower_line(L, "%s tl_vec;", vt);
+        for (int q = 0; q < w; q++)
+            lower_line(L, "((%s *)&tl_vec)[%d] = tl_v%d;", lower_ctype(d), q, q);
+        lower_line(L, "*(%s *)tl_p = tl_vec;", vt);
+        L->ind--;
+        lower_line(L, "} else {");
+        for (int q = 0; q < w; q++)
+            lower_line(L, "    if (%stl_m%d) tl_p[%d] = tl_v%d;", guard, q, q, q);
+        lower_line(L, "}");
+    }
+    sb_free(&all);
+    L->ind--;
+    lower_line(L, "}");
+}

@@ -1,0 +1,287 @@
+/* pipeline.c: software-pipelined dot loops.
+ *
+ * for k in lo .. hi step s { let (virtual index tiles); let a = load(...);
+ * let b = load(...); acc = acc + dot(a, b); } with stages > 1 and acc in
+ * tensor-core fragments: the loads become cp.async copies straight into a
+ * ring of `stages` shared-memory buffers, issued stages-1 iterations ahead. */
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+typedef struct pipe_plan {
+    const tilec_stmt *update;     /* acc = acc + dot(a, b) */
+    const tilec_expr *load[2];    /* the loads feeding a and b */
+    val *acc;
+} pipe_plan;
+
+static const tilec_expr *find_load_let(const tilec_block *b, const tilec_expr *operand)
+{
+    if (operand->kind == TILEC_EX_CALL && !strcmp(operand->name, "load"))
+        return operand;
+    if (operand->kind != TILEC_EX_NAME)
+        return NULL;
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s->kind == TILEC_ST_LET && !strcmp(s->names[0], operand->name) && s->value->kind == TILEC_EX_CALL &&
+            !strcmp(s->value->name, "load"))
+            return s->value;
+    }
+    return NULL;
+}
+
+/* How often `name` is read in e. */
+static int uses(const tilec_expr *e, const char *name)
+{
+    int n = e->kind == TILEC_EX_NAME && !strcmp(e->name, name);
+    for (uint32_t i = 0; i < e->nargs; i++)
+        n += uses(e->args[i], name);
+    return n;
+}
+
+static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp)
+{
+    memset(pp, 0, sizeof *pp);
+    if (tilec_kernel_hint(L->k, L->variant, "stages", 1) < 2)
+        return 0;
+    const tilec_block *b = &loop->body;
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s->kind == TILEC_ST_DOC)
+            continue;
+        if (s->kind == TILEC_ST_ASSIGN && lower_dot_update(s) && !pp->update) {
+            pp->update = s;
+            continue;
+        }
+        if (s->kind != TILEC_ST_LET || lower_in_list(L->assigned, L->nassigned, s->names[0]))
+            return 0;
+        if (s->value->kind == TILEC_EX_CALL && !strcmp(s->value->name, "load"))
+            continue;
+        val *x = lower_lookup(L, s->names[0]);
+        if (!x || x->kind != VK_VIRT)
+            return 0;
+    }
+    if (!pp->update)
+        return 0;
+    pp->acc = lower_lookup(L, pp->update->names[0]);
+    const tilec_expr *d = lower_dot_update(pp->update);
+    if (!pp->acc || pp->acc->kind != VK_MAT || pp->acc->ly.kind != LY_MMA)
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        const tilec_expr *ld = find_load_let(b, d->args[i]);
+        if (!ld)
+            return 0;
+        pp->load[i] = ld;
+        const tilec_type *t = lower_ty(L, ld);
+        if (t->rank != 2 || t->dims[1] % 8 || (t->dims[0] * t->dims[1] / 8) % L->nt)
+            return 0;
+        /* the loaded tile is read by the dot only */
+        if (d->args[i]->kind == TILEC_EX_NAME) {
+            int n = 0;
+            for (uint32_t j = 0; j < b->nstmts; j++)
+                if (b->stmts[j]->kind != TILEC_ST_DOC)
+                    n += uses(b->stmts[j]->value, d->args[i]->name);
+            if (n != 1)
+                return 0;
+        }
+        /* contiguous rows, masks and pointers from index tiles, zero fill */
+        for (uint32_t j = 0; j < ld->nargs; j++)
+            if (!lower_is_virtual(L, ld->args[j]))
+                return 0;
+        int64_t st;
+        if (!lower_stride(L, ld->args[0], 1, &st) || st != 1)
+            return 0;
+        if (ld->nargs > 2 && !((ld->args[2]->kind == TILEC_EX_FLOAT && ld->args[2]->fval == 0.0) ||
+                               (ld->args[2]->kind == TILEC_EX_INT && ld->args[2]->ival == 0)))
+            return 0;
+    }
+    return 1;
+}
+
+/* Bind the loop variable and the body's index tiles (for analysis and
+ * for the copies); undo with lower_leave(). */
+static void bind_loop_scope(lw *L, const tilec_stmt *loop)
+{
+    L->depth++;
+    tilec_type it = {.kind = TILEC_TY_VALUE, .dtype = TILEC_DT_I32};
+    lower_bind(L, loop->names[0], lower_newval(L, VK_SCALAR, &it, lower_cname(L, loop->names[0])));
+    for (uint32_t i = 0; i < loop->body.nstmts; i++) {
+        const tilec_stmt *s = loop->body.stmts[i];
+        if (s->kind == TILEC_ST_LET && !(s->value->kind == TILEC_EX_CALL && !strcmp(s->value->name, "load")) &&
+            lower_ty(L, s->value)->rank > 0 && lower_is_virtual(L, s->value)) {
+            val *x = lower_newval(L, VK_VIRT, lower_ty(L, s->value), lower_cname(L, s->names[0]));
+            x->expr = s->value;
+            lower_bind(L, s->names[0], x);
+        }
+    }
+}
+
+static int pipeline_plan(lw *L, const tilec_stmt *loop, pipe_plan *pp)
+{
+    bind_loop_scope(L, loop);
+    int ok = pipeline_check(L, loop, pp);
+    lower_leave(L);
+    return ok;
+}
+
+/* cp.async copies of load `e` ([R, C]) into shared memory at `dst` (a C
+ * expression, bytes) with row stride ld elements. */
+static void emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld)
+{
+    const tilec_type *t = lower_ty(L, e);
+    int64_t R = t->dims[0], C = t->dims[1];
+    int chunks = (int)(R * C / 8), per = chunks / L->nt;
+    unsigned size = tilec_dtype_size(t->dtype);
+    const tilec_expr *mask = e->nargs > 1 ? e->args[1] : NULL;
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q) {", per);
+    L->ind++;
+    lower_line(L, "const int tl_l = (tl_q * %d + tl_tid) * 8;", L->nt);
+    lower_line(L, "const int tl_i0 = tl_l / %lld, tl_i1 = tl_l %% %lld;", (long long)C, (long long)C);
+    const char *sub[TILEC_MAX_RANK];
+    lower_map_bcast(lower_ty(L, e->args[0]), 2, lower_idx, sub);
+    lower_line(L, "const %s *tl_p = %s;", lower_ctype(t->dtype), lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
+    lower_line(L, "%s *tl_d = (%s *)(tl_smem + %s) + tl_i0 * %d + tl_i1;", lower_ctype(t->dtype), lower_ctype(t->dtype), dst, ld);
+    strbuf all, any;
+    sb_init(&all);
+    sb_init(&any);
+    int mono = mask && lower_monotone_mask(L, mask, 1);
+    const char *mq[8];
+    for (int q = 0; q < 8; q++) {
+        if (!mask)
+            break;
+        const char *qidx[2] = {"tl_i0", q ? lower_fmt(L, "(tl_i1 + %d)", q) : "tl_i1"};
+        lower_map_bcast(lower_ty(L, mask), 2, qidx, sub);
+        mq[q] = lower_walk(L, mask, sub, 0, NULL, EMIT);
+        /* a monotone mask needs its ends to decide; the rest only on the slow path */
+        if (!mono || q == 0 || q == 7)
+            lower_line(L, "const bool tl_m%d = %s;", q, mq[q]);
+        if (!mono || q == 7)
+            sb_printf(&all, "%stl_m%d", all.n ? " && " : "", q);
+        if (!mono || q == 0)
+            sb_printf(&any, "%stl_m%d", any.n ? " || " : "", q);
+    }
+    const char *full = mask ? sb_str(&all) : "true";
+    lower_line(L, "if ((%s) && ((unsigned long long)tl_p & 15) == 0) {", full);
+    lower_line(L, "    tl_cp16(tl_d, tl_p, 16);");
+    if (mask) {
+        lower_line(L, "} else if (!(%s)) {", sb_str(&any));
+        lower_line(L, "    tl_cp16(tl_d, tl_p, 0); /* zero fill */");
+        lower_line(L, "} else {");
+        for (int q = 0; q < 8; q++)
+            if (!mono || q == 0 || q == 7)
+                lower_line(L, "    tl_d[%d] = tl_m%d ? tl_p[%d] : %s;", q, q, q, lower_st_elem(L, "0.0f", t->dtype));
+            else
+                lower_line(L, "    tl_d[%d] = (%s) ? tl_p[%d] : %s;", q, mq[q], q, lower_st_elem(L, "0.0f", t->dtype));
+    } else {
+        lower_line(L, "} else {");
+        for (int q = 0; q < 8; q++)
+            lower_line(L, "    tl_d[%d] = tl_p[%d];", q, q);
+    }
+    lower_line(L, "}");
+    (void)size;
+    sb_free(&all);
+    sb_free(&any);
+    L->ind--;
+    lower_line(L, "}");
+}
+
+/* The ring of shared-memory buffers: `stages` tiles of A and of B. */
+typedef struct ring {
+    int S;
+    uint32_t sa, sb;        /* byte offsets of the rings */
+    int64_t abytes, bbytes; /* bytes of one tile */
+    int lda, ldb;           /* row strides in elements, padded by 8 */
+    int64_t K;
+} ring;
+
+/* Copies of both operands into ring slot `slot` (a C expression). */
+static void issue_copies(lw *L, const pipe_plan *pp, const ring *r, const char *slot)
+{
+    emit_async_load(L, pp->load[0], lower_fmt(L, "%u + %s * %lld", r->sa, slot, (long long)r->abytes), r->lda);
+    emit_async_load(L, pp->load[1], lower_fmt(L, "%u + %s * %lld", r->sb, slot, (long long)r->bbytes), r->ldb);
+}
+
+/* The first stages-1 tiles, one commit group each. */
+static void prologue(lw *L, const pipe_plan *pp, const ring *r, const char *v)
+{
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_s = 0; tl_s < %d; ++tl_s) {", r->S - 1);
+    L->ind++;
+    lower_line(L, "const int %s = tl_lo + tl_s * tl_st;", v);
+    lower_line(L, "if (%s < tl_hi) {", v);
+    L->ind++;
+    issue_copies(L, pp, r, "tl_s");
+    L->ind--;
+    lower_line(L, "}");
+    lower_line(L, "tl_cp_commit();");
+    L->ind--;
+    lower_line(L, "}");
+}
+
+/* One iteration: wait for tile tl_it, issue the copies of tile
+ * tl_it + stages - 1, then the tensor-core loop on tile tl_it. */
+static void steady(lw *L, const pipe_plan *pp, const ring *r, const char *v, tilec_dtype d)
+{
+    int S = r->S;
+    lower_line(L, "int tl_it = 0;");
+    lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
+    L->ind++;
+    /* tile tl_it has landed and every warp is done with tile tl_it - 1,
+     * whose buffer the copies for tile tl_it + stages - 1 reuse */
+    lower_line(L, "tl_cp_wait<%d>();", S - 2);
+    lower_line(L, "__syncthreads();");
+    lower_line(L, "{");
+    L->ind++;
+    lower_line(L, "const int tl_next = %s + %d * tl_st, tl_ns = (tl_it + %d) %% %d;", v, S - 1, S - 1, S);
+    lower_line(L, "if (tl_next < tl_hi) {");
+    L->ind++;
+    lower_line(L, "const int %s = tl_next;", v);
+    issue_copies(L, pp, r, "tl_ns");
+    L->ind--;
+    lower_line(L, "}");
+    lower_line(L, "tl_cp_commit();");
+    L->ind--;
+    lower_line(L, "}");
+    lower_comment_loc(L, &pp->update->loc);
+    lower_line(L, "const int tl_cs = tl_it %% %d;", S);
+    lower_emit_mma_kloop(L, pp->acc, lower_fmt(L, "(%u + tl_cs * %lld)", r->sa, (long long)r->abytes),
+                         lower_fmt(L, "(%u + tl_cs * %lld)", r->sb, (long long)r->bbytes), r->lda, r->ldb, r->K, d);
+    L->ind--;
+    lower_line(L, "}");
+}
+
+static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
+{
+    const tilec_type *at = lower_ty(L, pp->load[0]), *bt = lower_ty(L, pp->load[1]);
+    int64_t M = at->dims[0], K = at->dims[1], N = bt->dims[1];
+    ring r = {.S = (int)tilec_kernel_hint(L->k, L->variant, "stages", 1), .lda = (int)K + 8, .ldb = (int)N + 8, .K = K};
+    r.abytes = M * r.lda * 2;
+    r.bbytes = K * r.ldb * 2;
+    r.sa = lower_alloc_smem(L, r.abytes * r.S);
+    r.sb = lower_alloc_smem(L, r.bbytes * r.S);
+    const char *v = lower_cname(L, loop->names[0]);
+    lower_walk(L, loop->lo, NULL, 0, NULL, PREP);
+    lower_walk(L, loop->hi, NULL, 0, NULL, PREP);
+    lower_line(L, "{ /* %s += dot, %d-stage cp.async pipeline */", pp->acc->c, r.S);
+    L->ind++;
+    lower_line(L, "const int tl_lo = %s, tl_hi = %s, tl_st = %s;", lower_walk(L, loop->lo, NULL, 0, NULL, EMIT),
+         lower_walk(L, loop->hi, NULL, 0, NULL, EMIT), loop->step ? lower_walk(L, loop->step, NULL, 0, NULL, EMIT) : "1");
+    bind_loop_scope(L, loop);
+    prologue(L, pp, &r, v);
+    lower_comment_loc(L, &loop->loc);
+    steady(L, pp, &r, v, at->dtype);
+    lower_line(L, "tl_cp_wait<0>();");
+    lower_line(L, "__syncthreads();");
+    lower_leave(L);
+    L->ind--;
+    lower_line(L, "}");
+}
+
+int lower_pipelined_loop(lw *L, const tilec_stmt *loop)
+{
+    pipe_plan pp;
+    if (!pipeline_plan(L, loop, &pp))
+        return 0;
+    emit_pipelined(L, loop, &pp);
+    return 1;
+}

@@ -1,0 +1,57 @@
+/* prelude.c: the fixed CUDA text of every translation unit: the
+ * half-precision headers (only when used) and the device helpers the
+ * lowered code calls (NaN-propagating max/min, ldmatrix, cp.async,
+ * mma.sync). */
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+/* Half-precision headers cost NVRTC a noticeable part of a compile: only
+ * a translation unit that uses f16 or bf16 includes them. */
+const char lower_half_headers[] = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
+
+int lower_needs_half(const char *src) { return strstr(src, "__half") || strstr(src, "bfloat16"); }
+
+const char lower_prelude[] =
+    "\n"
+    "/* NaN-propagating max/min, as torch.maximum/minimum */\n"
+    "static __device__ __forceinline__ float tl_max(float a, float b) { return (a > b || a != a) ? a : b; }\n"
+    "static __device__ __forceinline__ float tl_min(float a, float b) { return (a < b || a != a) ? a : b; }\n"
+    "static __device__ __forceinline__ double tl_max(double a, double b) { return (a > b || a != a) ? a : b; }\n"
+    "static __device__ __forceinline__ double tl_min(double a, double b) { return (a < b || a != a) ? a : b; }\n"
+    "template <class T> static __device__ __forceinline__ T tl_max(T a, T b) { return a > b ? a : b; }\n"
+    "template <class T> static __device__ __forceinline__ T tl_min(T a, T b) { return a < b ? a : b; }\n"
+    "\n"
+    "/* tensor-core pieces: ldmatrix from shared memory, mma.sync m16n8k16 */\n"
+    "static __device__ __forceinline__ void tl_ldsm_x4(unsigned r[4], const void *p)\n"
+    "{\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a));\n"
+    "}\n"
+    "static __device__ __forceinline__ void tl_ldsm_x4_t(unsigned b0[2], unsigned b1[2], const void *p)\n"
+    "{\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
+    "                 : \"=r\"(b0[0]), \"=r\"(b0[1]), \"=r\"(b1[0]), \"=r\"(b1[1]) : \"r\"(a));\n"
+    "}\n"
+    "/* cp.async: 16 bytes global to shared, src_bytes 0 fills zeros */\n"
+    "static __device__ __forceinline__ void tl_cp16(void *dst, const void *src, int src_bytes)\n"
+    "{\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(dst);\n"
+    "    asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" :: \"r\"(a), \"l\"(src), \"r\"(src_bytes));\n"
+    "}\n"
+    "static __device__ __forceinline__ void tl_cp_commit() { asm volatile(\"cp.async.commit_group;\\n\" ::); }\n"
+    "template <int N> static __device__ __forceinline__ void tl_cp_wait() { asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(N)); }\n"
+    "static __device__ __forceinline__ void tl_mma_f16(float *c, const unsigned a[4], const unsigned b[2])\n"
+    "{\n"
+    "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n"
+    "                 : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
+    "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
+    "}\n"
+    "static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4], const unsigned b[2])\n"
+    "{\n"
+    "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n"
+    "                 : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
+    "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
+    "}\n";

@@ -1,0 +1,188 @@
+/* reduce.c: reductions (sum, max, min, argmax, argmin). To a scalar: in the
+ * thread, across the warp with shuffles, across warps through shared
+ * memory. Along one axis: through shared memory, each thread reducing the
+ * rows of its result elements. NaN wins max/min; ties pick the smaller
+ * index. */
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+static const char *red_identity(lw *L, const char *fn, tilec_dtype d)
+{
+    char c = tilec_dtype_class(d);
+    if (!strcmp(fn, "sum"))
+        return lower_fmt(L, "((%s)0)", lower_cctype(d));
+    int isf = c == 'f';
+    int mx = !strcmp(fn, "max") || !strcmp(fn, "argmax");
+    if (isf)
+        return mx ? lower_fmt(L, "(-%s)", lower_inf_lit(L, d)) : lower_inf_lit(L, d);
+    if (c == 'b')
+        return mx ? "false" : "true";
+    static const char *const lo[] = {"0", "(-128)", "(-32768)", "(-2147483647 - 1)", "(-9223372036854775807LL - 1)",
+                                     "0", "0", "0u", "0ull"};
+    static const char *const hi[] = {"1", "127", "32767", "2147483647", "9223372036854775807LL",
+                                     "255", "65535", "4294967295u", "18446744073709551615ull"};
+    return mx ? lo[d] : hi[d];
+}
+
+/* combine "a" with "b" into a for the reduction */
+static const char *red_step(lw *L, const char *fn, const char *a, const char *b)
+{
+    if (!strcmp(fn, "sum"))
+        return lower_fmt(L, "%s = %s + %s;", a, a, b);
+    if (!strcmp(fn, "max"))
+        return lower_fmt(L, "%s = tl_max(%s, %s);", a, a, b);
+    return lower_fmt(L, "%s = tl_min(%s, %s);", a, a, b);
+}
+
+/* One reduction: its combining op, whether it carries an index, the
+ * operand in registers and the type the reduction runs in. */
+typedef struct red {
+    const char *op; /* "sum", "max" or "min" */
+    int arg;        /* argmax/argmin: tl_ai carries the index */
+    val *x;
+    const char *ct; /* C type of the accumulator tl_a */
+    tilec_dtype cd;
+} red;
+
+/* Combine x (its index in tl_xi) into tl_a: the larger (smaller) wins, the
+ * smaller index on ties, NaN always. */
+static void combine(lw *L, const red *rd, const char *x)
+{
+    if (rd->arg)
+        lower_line(L, "    if (tl_x %s tl_a || (tl_x == tl_a && tl_xi < tl_ai) || (tl_x != tl_x && tl_a == tl_a)) { tl_a = tl_x; tl_ai = tl_xi; }",
+             rd->op[1] == 'a' ? ">" : "<");
+    else
+        lower_line(L, "    %s", red_step(L, rd->op, "tl_a", x));
+}
+
+/* Each thread's elements into tl_a. */
+static void reduce_thread(lw *L, const red *rd)
+{
+    const val *x = rd->x;
+    lower_loop_begin(L, &x->ly);
+    const char *xe = lower_ld_elem(L, lower_fmt(L, "%s[tl_j]", x->c), x->ty.dtype);
+    if (x->ly.repl)
+        lower_line(L, "if (tl_tid < %lld) {", (long long)x->ly.numel);
+    else
+        lower_line(L, "{");
+    if (rd->arg)
+        lower_line(L, "    const %s tl_x = %s; const int tl_xi = %s;", rd->ct, xe,
+                   lower_linear(L, x->ty.rank, x->ty.dims, lower_idx));
+    combine(L, rd, xe);
+    lower_line(L, "}");
+    lower_loop_end(L);
+}
+
+/* Across the warp with shuffles. */
+static void reduce_warp(lw *L, const red *rd)
+{
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {");
+    if (rd->arg)
+        lower_line(L, "    const %s tl_x = __shfl_xor_sync(0xffffffffu, tl_a, tl_o); const int tl_xi = __shfl_xor_sync(0xffffffffu, tl_ai, tl_o);", rd->ct);
+    else
+        lower_line(L, "    const %s tl_x = __shfl_xor_sync(0xffffffffu, tl_a, tl_o);", rd->ct);
+    combine(L, rd, "tl_x");
+    lower_line(L, "}");
+}
+
+/* Across warps: one value (and index) per warp through shared memory. */
+static void reduce_warps(lw *L, const red *rd)
+{
+    const char *ct = rd->ct;
+    uint32_t off = lower_alloc_smem(L, (int64_t)L->nwarps * 16), ioff = off + (uint32_t)L->nwarps * 8;
+    lower_line(L, "__syncthreads();");
+    lower_line(L, "if (tl_lane == 0) { ((%s *)(tl_smem + %u))[tl_warp] = tl_a;%s }", ct, off,
+         rd->arg ? lower_fmt(L, " ((int *)(tl_smem + %u))[tl_warp] = tl_ai;", ioff) : "");
+    lower_line(L, "__syncthreads();");
+    lower_line(L, "tl_a = ((const %s *)(tl_smem + %u))[0];", ct, off);
+    if (rd->arg)
+        lower_line(L, "tl_ai = ((const int *)(tl_smem + %u))[0];", ioff);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_w = 1; tl_w < %d; ++tl_w) {", L->nwarps);
+    lower_line(L, "    const %s tl_x = ((const %s *)(tl_smem + %u))[tl_w];", ct, ct, off);
+    if (rd->arg)
+        lower_line(L, "    const int tl_xi = ((const int *)(tl_smem + %u))[tl_w];", ioff);
+    combine(L, rd, "tl_x");
+    lower_line(L, "}");
+}
+
+/* All elements to scalar v: in the thread, across the warp, across warps. */
+static void reduce_all(lw *L, const red *rd, val *v, const tilec_type *t)
+{
+    const char *rt = rd->arg ? "int" : lower_cctype(t->dtype);
+    lower_line(L, "%s %s;", rt, v->c);
+    lower_line(L, "{");
+    L->ind++;
+    lower_line(L, "%s tl_a = %s;", rd->ct, red_identity(L, rd->op, rd->cd));
+    if (rd->arg)
+        lower_line(L, "int tl_ai = 0x7fffffff;");
+    reduce_thread(L, rd);
+    reduce_warp(L, rd);
+    if (L->nwarps > 1)
+        reduce_warps(L, rd);
+    lower_line(L, "%s = %s;", v->c, rd->arg ? "tl_ai" : "tl_a");
+    L->ind--;
+    lower_line(L, "}");
+    v->ty.dtype = rd->arg ? TILEC_DT_I32 : lower_compute_dt(t->dtype);
+}
+
+/* Along `axis` into tile v: through shared memory, each thread reducing
+ * the rows of its result elements. */
+static void reduce_axis(lw *L, const red *rd, int axis, val *v, const tilec_type *t)
+{
+    val *x = rd->x;
+    const tilec_type *xt = &x->ty;
+    lower_spill(L, x);
+    v->ly = lower_canon(L, t);
+    lower_line(L, "%s %s[%d];", lower_ctype(t->dtype), v->c, v->ly.E);
+    lower_loop_begin(L, &v->ly);
+    const char *xi[TILEC_MAX_RANK];
+    for (int i = 0, k = 0; i < xt->rank; i++)
+        xi[i] = i == axis ? "tl_r" : lower_idx[k++];
+    lower_line(L, "%s tl_a = %s;", rd->ct, red_identity(L, rd->op, rd->cd));
+    if (rd->arg)
+        lower_line(L, "int tl_ai = 0;");
+    lower_line(L, "for (int tl_r = 0; tl_r < %lld; ++tl_r) {", (long long)xt->dims[axis]);
+    const char *xe = lower_ld_elem(L, lower_fmt(L, "((const %s *)(tl_smem + %d))[%s]", lower_ctype(xt->dtype), x->smem,
+                                                lower_linear(L, xt->rank, xt->dims, xi)),
+                                   xt->dtype);
+    if (rd->arg) {
+        lower_line(L, "    const %s tl_x = %s;", rd->ct, xe);
+        lower_line(L, "    if (tl_r == 0 || tl_x %s tl_a || (tl_x != tl_x && tl_a == tl_a)) { tl_a = tl_x; tl_ai = tl_r; }",
+             rd->op[1] == 'a' ? ">" : "<");
+    } else {
+        lower_line(L, "    %s", red_step(L, rd->op, "tl_a", xe));
+    }
+    lower_line(L, "}");
+    lower_line(L, "%s[tl_j] = %s;", v->c, rd->arg ? "tl_ai" : lower_st_elem(L, "tl_a", t->dtype));
+    lower_loop_end(L);
+    L->nspilled = 0; /* the next statement spills again */
+    lower_line(L, "__syncthreads();");
+}
+
+/* sum/max/min/argmax/argmin(x, axis) into v (scalar or tile). */
+void lower_emit_reduce(lw *L, const tilec_expr *e, val *v)
+{
+    const char *fn = e->name;
+    red rd;
+    rd.arg = fn[0] == 'a';
+    rd.op = rd.arg ? (fn[3] == 'm' && fn[4] == 'a' ? "max" : "min") : fn;
+    rd.x = lower_operand(L, e->args[0]);
+    const tilec_type *xt = &rd.x->ty;
+    rd.cd = lower_compute_dt(xt->dtype);
+    rd.ct = lower_cctype(xt->dtype);
+    const tilec_type *t = lower_ty(L, e);
+    int axis = (int)e->args[1]->ival;
+    if (e->args[1]->kind == TILEC_EX_UNARY)
+        axis = -(int)e->args[1]->args[0]->ival;
+    if (axis < 0)
+        axis += xt->rank;
+    if (xt->dtype == TILEC_DT_BOOL && !strcmp(fn, "sum"))
+        rd.ct = "int", rd.cd = TILEC_DT_I32;
+    if (t->rank == 0)
+        reduce_all(L, &rd, v, t);
+    else
+        reduce_axis(L, &rd, axis, v, t);
+}

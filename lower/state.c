@@ -1,0 +1,145 @@
+/* state.c: the lowering's working state: errors (naming the kernel and
+ * variant), the output lines and temporaries, the CUDA names of .tile
+ * names, the scopes that bind them to values, hints, and the shared memory
+ * a kernel allocates. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsl/diag.h"
+#include "lower/lower_internal.h"
+#include "util/mangle.h"
+
+void lower_fail(lw *L, const tilec_loc *loc, const char *fmt, ...)
+{
+    if (L->failed)
+        return;
+    L->failed = 1;
+    strbuf b;
+    sb_init(&b);
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(&b, fmt, ap);
+    va_end(ap);
+    if (L->k->nvariants)
+        diag_at(L->ctx, &L->m->src, loc, TILEC_SEV_ERROR, "kernel '%s' (variant %s = %lld): %s", L->k->name,
+                L->k->variant_sym, (long long)L->k->variants[L->variant].size, sb_str(&b));
+    else
+        diag_at(L->ctx, &L->m->src, loc, TILEC_SEV_ERROR, "kernel '%s': %s", L->k->name, sb_str(&b));
+    sb_free(&b);
+}
+
+const char *lower_fmt(lw *L, const char *f, ...)
+{
+    strbuf b;
+    sb_init(&b);
+    va_list ap;
+    va_start(ap, f);
+    sb_vprintf(&b, f, ap);
+    va_end(ap);
+    const char *s = ar_strdup(&L->ar, sb_str(&b));
+    sb_free(&b);
+    if (!s)
+        L->failed = 1;
+    return s ? s : "0";
+}
+
+void lower_line(lw *L, const char *f, ...)
+{
+    for (int i = 0; i < L->ind; i++)
+        sb_puts(&L->out, "    ");
+    va_list ap;
+    va_start(ap, f);
+    sb_vprintf(&L->out, f, ap);
+    va_end(ap);
+    sb_putc(&L->out, '\n');
+}
+
+const char *lower_newtmp(lw *L, const char *stem) { return lower_fmt(L, "tl_%s%d", stem, L->tmp++); }
+
+const tilec_type *lower_ty(const lw *L, const tilec_expr *e)
+{
+    return L->variant >= 0 && e->vtypes ? &e->vtypes[L->variant] : &e->type;
+}
+
+/* The CUDA name of a .tile parameter, hint, let or loop variable:
+ * v_NAME (util/mangle.h), which no C++ or CUDA name and none of ours meets. */
+const char *lower_cname(lw *L, const char *name)
+{
+    strbuf b;
+    sb_init(&b);
+    mg_cuda(&b, name);
+    const char *c = b.failed ? NULL : ar_strdup(&L->ar, sb_str(&b));
+    sb_free(&b);
+    if (!c) {
+        L->failed = 1;
+        return "v_";
+    }
+    return c;
+}
+
+val *lower_lookup(lw *L, const char *name)
+{
+    for (int i = L->nbinds - 1; i >= 0; i--)
+        if (!strcmp(L->binds[i].name, name))
+            return L->binds[i].v;
+    return NULL;
+}
+
+void lower_bind(lw *L, const char *name, val *v)
+{
+    if (L->nbinds == L->capbinds) {
+        int cap = L->capbinds ? L->capbinds * 2 : 32;
+        lbind *b = realloc(L->binds, (size_t)cap * sizeof *b);
+        if (!b) {
+            L->failed = 1;
+            return;
+        }
+        L->binds = b;
+        L->capbinds = cap;
+    }
+    L->binds[L->nbinds++] = (lbind){name, v, L->depth};
+}
+
+void lower_leave(lw *L)
+{
+    while (L->nbinds && L->binds[L->nbinds - 1].depth == L->depth)
+        L->nbinds--;
+    L->depth--;
+}
+
+val *lower_newval(lw *L, vkind kind, const tilec_type *t, const char *c)
+{
+    val *v = ar_alloc(&L->ar, sizeof *v);
+    if (!v) {
+        L->failed = 1;
+        static val dummy;
+        return &dummy;
+    }
+    v->kind = kind;
+    v->ty = *t;
+    v->c = c;
+    v->smem = -1;
+    return v;
+}
+
+int lower_hint_value(const lw *L, const char *name, int64_t *out)
+{
+    for (uint32_t i = 0; i < L->k->nhints; i++)
+        if (!strcmp(L->k->hints[i].name, name)) {
+            *out = tilec_kernel_hint(L->k, L->variant, name, 0);
+            return 1;
+        }
+    return 0;
+}
+
+uint32_t lower_alloc_smem(lw *L, int64_t bytes)
+{
+    uint32_t off = (L->smem + 15u) & ~15u;
+    if (bytes < 0 || off + (uint64_t)bytes > SMEM_LIMIT) {
+        L->smem = SMEM_LIMIT + 1;
+        return 0;
+    }
+    L->smem = off + (uint32_t)bytes;
+    return off;
+}

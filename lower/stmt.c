@@ -1,0 +1,261 @@
+/* stmt.c: statements and control flow: let, assignment, store and other
+ * calls, for and if, with the .tile line marker before each statement;
+ * and the scans of a kernel body the lowering needs first (names assigned
+ * somewhere, accumulators updated by a dot). */
+#include <string.h>
+
+#include "lower/compile.h"
+#include "lower/lower_internal.h"
+#include "util/escape.h"
+
+int lower_in_list(const char **v, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v[i], name))
+            return 1;
+    return 0;
+}
+
+/* x = x + dot(a, b) or x = dot(a, b) + x: returns the dot */
+const tilec_expr *lower_dot_update(const tilec_stmt *s)
+{
+    if (s->kind != TILEC_ST_ASSIGN || s->value->kind != TILEC_EX_BINARY || s->value->op != TILEC_OP_ADD)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        const tilec_expr *x = s->value->args[i], *d = s->value->args[1 - i];
+        if (x->kind == TILEC_EX_NAME && !strcmp(x->name, s->names[0]) && d->kind == TILEC_EX_CALL &&
+            !strcmp(d->name, "dot"))
+            return d;
+    }
+    return NULL;
+}
+
+void lower_scan_assigned(lw *L, const tilec_block *b)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s->kind == TILEC_ST_ASSIGN) {
+            const char **v = ar_array(&L->ar, (size_t)L->nassigned + 1, sizeof *v);
+            if (!v) {
+                L->failed = 1;
+                return;
+            }
+            if (L->nassigned)
+                memcpy(v, L->assigned, (size_t)L->nassigned * sizeof *v);
+            v[L->nassigned++] = s->names[0];
+            L->assigned = v;
+            if (lower_dot_update(s)) {
+                const char **d = ar_array(&L->ar, (size_t)L->ndotacc + 1, sizeof *d);
+                if (!d) {
+                    L->failed = 1;
+                    return;
+                }
+                if (L->ndotacc)
+                    memcpy(d, L->dotacc, (size_t)L->ndotacc * sizeof *d);
+                d[L->ndotacc++] = s->names[0];
+                L->dotacc = d;
+            }
+        }
+        lower_scan_assigned(L, &s->body);
+        lower_scan_assigned(L, &s->orelse);
+    }
+}
+
+/* the dot that updates name (for its layout), or NULL */
+static const tilec_expr *find_dot_for(const tilec_block *b, const char *name)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        const tilec_expr *d = lower_dot_update(s);
+        if (d && !strcmp(s->names[0], name))
+            return d;
+        if ((d = find_dot_for(&s->body, name)) || (d = find_dot_for(&s->orelse, name)))
+            return d;
+    }
+    return NULL;
+}
+
+void lower_comment_loc(lw *L, const tilec_loc *loc)
+{
+    /* the file name escaped so the comment stays one comment line
+     * (lower_loc_marker; compile.c finds the .tile line by it) */
+    strbuf f;
+    sb_init(&f);
+    lower_loc_marker(&f, L->m->src.name);
+    lower_line(L, "%s%u", sb_str(&f), loc->line);
+    L->failed |= f.failed;
+    sb_free(&f);
+}
+
+/* A /// doc comment, kept as a // comment. */
+static void stmt_doc(lw *L, const tilec_stmt *s)
+{
+    strbuf b;
+    sb_init(&b);
+    esc_c_comment(&b, s->text);
+    lower_line(L, "// %s", sb_str(&b));
+    L->failed |= b.failed;
+    sb_free(&b);
+}
+
+/* let: a scalar, a virtual tile bound to its expression, or registers (in the
+ * layout of the dot that updates it, for an accumulator). */
+static void stmt_let(lw *L, const tilec_stmt *s)
+{
+    const tilec_type *t = lower_ty(L, s->value);
+    const char *c = lower_cname(L, s->names[0]);
+    int assigned = lower_in_list(L->assigned, L->nassigned, s->names[0]);
+    if (t->rank == 0) {
+        if (lower_is_materializing(s->value)) {
+            val *v = lower_materialize(L, s->value, c, NULL);
+            lower_bind(L, s->names[0], v);
+            return;
+        }
+        lower_walk(L, s->value, NULL, 0, NULL, PREP);
+        val *v = lower_newval(L, VK_SCALAR, t, c);
+        v->ty.dtype = lower_compute_dt(t->dtype);
+        /* a pointer stays writable through: `T *const p`, never `const T *p` */
+        const char *decl = t->ptr ? lower_fmt(L, "%s *%s", lower_ctype(t->dtype), assigned ? "" : "const ")
+                                  : lower_fmt(L, "%s%s", assigned ? "" : "const ", lower_cctype(t->dtype));
+        lower_line(L, "%s %s = %s;", decl, c, lower_walk(L, s->value, NULL, 0, NULL, EMIT));
+        lower_bind(L, s->names[0], v);
+        return;
+    }
+    if (!assigned && lower_is_virtual(L, s->value)) {
+        val *v = lower_newval(L, VK_VIRT, t, c);
+        v->expr = s->value;
+        lower_bind(L, s->names[0], v);
+        lower_line(L, "// %s: %s tile computed where it is used", c, t->ptr ? "pointer" : "index");
+        return;
+    }
+    lay want, *wp = NULL;
+    if (lower_in_list(L->dotacc, L->ndotacc, s->names[0])) {
+        const tilec_expr *d = find_dot_for(&L->k->body, s->names[0]);
+        if (d && lower_dot_layout(L, lower_ty(L, d->args[0]), t->dims[0], t->dims[1], &want))
+            wp = &want;
+    }
+    val *v = lower_materialize(L, s->value, c, wp);
+    lower_bind(L, s->names[0], v);
+}
+
+/* x = value: a scalar, a dot accumulation, or a register tile recomputed
+ * through a temporary. */
+static void stmt_assign(lw *L, const tilec_stmt *s)
+{
+    val *v = lower_lookup(L, s->names[0]);
+    if (!v) {
+        lower_fail(L, &s->loc, "internal error: assignment to unbound '%s'", s->names[0]);
+        return;
+    }
+    if (v->kind == VK_SCALAR) {
+        lower_walk(L, s->value, NULL, 0, NULL, PREP);
+        lower_line(L, "%s = %s;", v->c, lower_conv(L, lower_walk(L, s->value, NULL, 0, NULL, EMIT), lower_ty(L, s->value)->dtype, v->ty.dtype));
+        return;
+    }
+    const tilec_expr *d = lower_dot_update(s);
+    if (d) {
+        lower_emit_dot_into(L, d->args[0], d->args[1], v);
+        return;
+    }
+    lower_walk(L, s->value, lower_idx, 1, &v->ly, PREP);
+    const char *tmp = lower_newtmp(L, "n");
+    lower_line(L, "%s %s[%d];", lower_ctype(v->ty.dtype), tmp, v->ly.E);
+    lower_loop_begin(L, &v->ly);
+    lower_line(L, "%s[tl_j] = %s;", tmp,
+         lower_st_elem(L, lower_conv(L, lower_walk(L, s->value, lower_idx, 1, &v->ly, EMIT), lower_ty(L, s->value)->dtype, v->ty.dtype), v->ty.dtype));
+    lower_loop_end(L);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) %s[tl_j] = %s[tl_j];", v->ly.E, v->c, tmp);
+}
+
+/* A call for its effects: store and atomic_add over the value's layout. */
+static void stmt_expr(lw *L, const tilec_stmt *s)
+{
+    const tilec_expr *e = s->value;
+    if (e->kind == TILEC_EX_CALL && (!strcmp(e->name, "store") || !strcmp(e->name, "atomic_add"))) {
+        const tilec_type *pt = lower_ty(L, e->args[0]);
+        lay y = lower_canon(L, pt);
+        const tilec_expr *value = e->args[1];
+        if (value->kind == TILEC_EX_NAME) {
+            val *v = lower_lookup(L, value->name);
+            if (v && v->kind == VK_MAT && lower_same_shape(&v->ty, pt))
+                y = v->ly;
+        }
+        lower_emit_store(L, e, &y, NULL);
+        return;
+    }
+    /* any other call: evaluate for its effects */
+    lower_walk(L, e, NULL, 0, NULL, PREP);
+}
+
+/* for v in lo .. hi step s: a cp.async pipeline when it qualifies. */
+static void stmt_for(lw *L, const tilec_stmt *s)
+{
+    if (lower_pipelined_loop(L, s))
+        return;
+    const char *v = lower_cname(L, s->names[0]);
+    lower_walk(L, s->lo, NULL, 0, NULL, PREP);
+    lower_walk(L, s->hi, NULL, 0, NULL, PREP);
+    if (s->step)
+        lower_walk(L, s->step, NULL, 0, NULL, PREP);
+    const char *lo = lower_walk(L, s->lo, NULL, 0, NULL, EMIT), *hi = lower_walk(L, s->hi, NULL, 0, NULL, EMIT);
+    const char *st = s->step ? lower_walk(L, s->step, NULL, 0, NULL, EMIT) : "1";
+    const char *ty = lower_ty(L, s->lo)->dtype == TILEC_DT_I64 || lower_ty(L, s->hi)->dtype == TILEC_DT_I64 ? "long long" : "int";
+    lower_line(L, "for (%s %s = %s; %s < %s; %s += %s) {", ty, v, lo, v, hi, v, st);
+    L->ind++;
+    L->depth++;
+    tilec_type it = {.kind = TILEC_TY_VALUE, .dtype = ty[0] == 'l' ? TILEC_DT_I64 : TILEC_DT_I32};
+    lower_bind(L, s->names[0], lower_newval(L, VK_SCALAR, &it, v));
+    lower_emit_block(L, &s->body);
+    lower_leave(L);
+    L->ind--;
+    lower_line(L, "}");
+}
+
+/* A block one level in, its names in a scope of their own. */
+static void scoped_block(lw *L, const tilec_block *b)
+{
+    L->ind++;
+    L->depth++;
+    lower_emit_block(L, b);
+    lower_leave(L);
+    L->ind--;
+}
+
+/* if / else, each block a scope. */
+static void stmt_if(lw *L, const tilec_stmt *s)
+{
+    lower_walk(L, s->value, NULL, 0, NULL, PREP);
+    lower_line(L, "if (%s) {", lower_walk(L, s->value, NULL, 0, NULL, EMIT));
+    scoped_block(L, &s->body);
+    if (s->has_else) {
+        lower_line(L, "} else {");
+        scoped_block(L, &s->orelse);
+    }
+    lower_line(L, "}");
+}
+
+static void emit_stmt(lw *L, const tilec_stmt *s)
+{
+    L->nmats = 0;
+    L->nspilled = 0;
+    if (s->kind != TILEC_ST_DOC)
+        lower_comment_loc(L, &s->loc);
+    switch (s->kind) {
+    case TILEC_ST_DOC: stmt_doc(L, s); return;
+    case TILEC_ST_LET: stmt_let(L, s); return;
+    case TILEC_ST_ASSIGN: stmt_assign(L, s); return;
+    case TILEC_ST_EXPR: stmt_expr(L, s); return;
+    case TILEC_ST_FOR: stmt_for(L, s); return;
+    case TILEC_ST_IF: stmt_if(L, s); return;
+    default:
+        lower_fail(L, &s->loc, "internal error: statement not allowed in a kernel");
+        return;
+    }
+}
+
+void lower_emit_block(lw *L, const tilec_block *b)
+{
+    for (uint32_t i = 0; i < b->nstmts && !L->failed; i++)
+        emit_stmt(L, b->stmts[i]);
+}
