@@ -28,7 +28,7 @@ RT_SRC   = runtime/driver.c runtime/module.c runtime/nvrtc.c runtime/rt.c runtim
 LIBS     = -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lpthread -lm
 LIB_SRC  = $(RT_SRC) util/arena.c util/fdio.c util/strbuf.c util/strset.c util/escape.c util/mangle.c util/poly.c dsl/diag.c \
            parser/parse.c parser/build.c parser/check.c parser/dump.c lower/lower.c lower/written.c lower/compile.c api/module.c \
-           wrapper_ir/lower_graph.c wrapper_ir/plan.c wrapper_ir/size.c wrapper_ir/print.c wrapper_ir/emit.c emit_c/emit_c.c emit_c/c_spell.c emit_c/c_prelude.c emit_c/c_inputs.c emit_c/c_lines.c emit_c/c_module.c emit_c/c_aot.c emit_c/c_bench.c emit_c/c_sizes.c emit_py/emit_py.c runtime/externs.c runtime/cublas.c
+           wrapper_ir/lower_graph.c wrapper_ir/plan.c wrapper_ir/size.c wrapper_ir/query.c wrapper_ir/print.c wrapper_ir/session.c wrapper_ir/emit.c emit_c/emit_c.c emit_c/c_spell.c emit_c/c_prelude.c emit_c/c_inputs.c emit_c/c_lines.c emit_c/c_module.c emit_c/c_aot.c emit_c/c_bench.c emit_c/c_sizes.c emit_py/emit_py.c runtime/externs.c runtime/cublas.c
 GEN_SRC  = $(BUILD)/gen/lexer.c $(BUILD)/gen/grammar.c
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
 TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))

@@ -60,12 +60,7 @@ void c_bench_main(strbuf *c, cstate *s)
                       cn(s, MG_C_SCALAR, p->name), c_scalar_type(p->type.dtype), p->name);
             continue;
         }
-        const tilec_wir_line *a = NULL;
-        for (size_t k = 0; k < tilec_wir_line_count(s->w) && !a; k++) {
-            const tilec_wir_line *l = tilec_wir_line_at(s->w, k);
-            if (l->kind == TILEC_WIR_ASSERT_SHAPE && l->index == i)
-                a = l;
-        }
+        const tilec_wir_line *a = tilec_wir_input_shape(s->w, i);
         const char *in = cn(s, MG_C_BENCH_IN, p->name);
         sb_printf(c, "    tilec_tensor %s;\n    tl_shape(&%s, 0, %s, %u, (const int64_t[]){", in, in,
                   dt_enum(p->type.dtype), a ? a->rank : 0);

@@ -59,18 +59,10 @@ int c_line_reuse(void *u, const tilec_wir_line *l)
     return 0;
 }
 
-static int is_output(const cstate *s, const char *name)
-{
-    for (size_t i = 0; i < tilec_wir_output_count(s->w); i++)
-        if (!strcmp(tilec_wir_output(s->w, i), name))
-            return 1;
-    return 0;
-}
-
 int c_line_free(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;
-    if (is_output(s, l->name))
+    if (tilec_wir_is_output(s->w, l->name))
         return 0;
     sb_printf(&s->body, "    tl_release(M, &tl_live, %s.data); /* %s */\n", B(l->name), l->name);
     return 0;

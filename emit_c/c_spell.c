@@ -16,16 +16,6 @@ const char *cn(cstate *s, mg_c_kind kind, const char *name)
     return sb_str(b);
 }
 
-/* The scalar parameter of g named `name` (n bytes), or NULL. */
-static const tilec_param *scalar_param(const tilec_graph *g, const char *name, size_t n)
-{
-    for (uint32_t i = 0; g && i < g->nparams; i++)
-        if (g->params[i].type.kind != TILEC_TE_TENSOR && strlen(g->params[i].name) == n &&
-            !memcmp(g->params[i].name, name, n))
-            return &g->params[i];
-    return NULL;
-}
-
 /* C spelling of a size text: symbols and scalar parameters of g through
  * mg_c (as c_params declares them), cdiv(a, b) -> tl_cdiv(a, b). */
 void c_size(strbuf *b, const tilec_graph *g, const char *t)
@@ -36,7 +26,7 @@ void c_size(strbuf *b, const tilec_graph *g, const char *t)
             while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_')
                 q++;
             /* sizes are int64_t: a u64 scalar is read as one, so range checks compare signed */
-            const tilec_param *sp = *q == '(' ? NULL : scalar_param(g, p, (size_t)(q - p));
+            const tilec_param *sp = *q == '(' ? NULL : csz_scalar_param(g, p, (size_t)(q - p));
             int u64 = sp && sp->type.dtype == TILEC_DT_U64;
             if (*q == '(') {
                 sb_printf(b, "tl_%.*s", (int)(q - p), p);
