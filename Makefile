@@ -38,7 +38,7 @@ LIBSO    = $(BUILD)/lib/libtilec.so
 TILEC    = $(BUILD)/bin/tilec
 EXAMPLES = $(wildcard examples/*.tile)
 
-.PHONY: all deps demo test test-run asan clean check-examples golden bench valgrind fuzz fuzz-build gen-nvrtc
+.PHONY: all deps demo test test-run layers asan clean check-examples golden bench valgrind fuzz fuzz-build gen-nvrtc
 all: $(LIBA) $(LIBSO) $(TILEC)
 
 deps:
@@ -193,9 +193,14 @@ check-examples: all $(BUILD)/bench/e2e $(BUILD)/bench/e2e_fused
 test: deps
 	@$(MAKE) --no-print-directory test-run
 
-test-run: all $(TESTS)
+# The layering check (docs/architecture.md): no include up a layer, none
+# sideways, no circle; tools/layers.allow lists the ones being removed.
+layers:
+	@echo "== tools/layers.py" && python3 tools/layers.py
+
+test-run: layers all $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; $$t --jobs 2; done
-	@echo "== tests/python" && python3 tests/python/test_cpu.py -q && python3 tests/python/test_bench_report.py -q && python3 -m py_compile python/tilec/__init__.py
+	@echo "== tests/python" && python3 tests/python/test_cpu.py -q && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 -m py_compile python/tilec/__init__.py
 	@echo "all test suites passed"
 
 asan: deps
