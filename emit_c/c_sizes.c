@@ -80,7 +80,7 @@ void csz_free(csz *z)
     sb_free(&z->checks);
 }
 
-static const tilec_param *scalar_param(const tilec_graph *g, const char *name, size_t n)
+const tilec_param *csz_scalar_param(const tilec_graph *g, const char *name, size_t n)
 {
     for (uint32_t i = 0; g && i < g->nparams; i++)
         if (g->params[i].type.kind != TILEC_TE_TENSOR && strlen(g->params[i].name) == n &&
@@ -91,7 +91,7 @@ static const tilec_param *scalar_param(const tilec_graph *g, const char *name, s
 
 void csz_symbol(strbuf *b, const tilec_graph *g, const char *name, size_t n)
 {
-    mg_c(b, scalar_param(g, name, n) ? MG_C_SCALAR : MG_C_SYMBOL, name, n);
+    mg_c(b, csz_scalar_param(g, name, n) ? MG_C_SCALAR : MG_C_SYMBOL, name, n);
 }
 
 /* Text inside a C string literal that is also a printf format. */
@@ -129,7 +129,7 @@ static void print_checked(csz *z, strbuf *b, const tilec_wir_size_node *t, int32
     if (x->op == TILEC_WIR_SZ_INT) {
         sb_printf(b, "%lld", (long long)x->value);
     } else if (x->op == TILEC_WIR_SZ_SYM) {
-        const tilec_param *p = scalar_param(z->g, x->name, strlen(x->name));
+        const tilec_param *p = csz_scalar_param(z->g, x->name, strlen(x->name));
         int u64 = p && p->type.dtype == TILEC_DT_U64;
         sb_puts(b, u64 ? "tl_u64(&tl_o, " : "");
         csz_symbol(b, z->g, x->name, strlen(x->name));
@@ -152,7 +152,7 @@ static void symbols(csz *z, strbuf *fmt, strbuf *args, strbuf *seen, const tilec
     for (size_t i = 0; i < n; i++) {
         if (t[i].op != TILEC_WIR_SZ_SYM || !sb_set_add(seen, t[i].name))
             continue;
-        const tilec_param *p = scalar_param(z->g, t[i].name, strlen(t[i].name));
+        const tilec_param *p = csz_scalar_param(z->g, t[i].name, strlen(t[i].name));
         int u64 = p && p->type.dtype == TILEC_DT_U64;
         sb_printf(fmt, "%s%s=%s", fmt->n ? ", " : ", with ", t[i].name, u64 ? "%llu" : "%lld");
         sb_printf(args, ", (%s)", u64 ? "unsigned long long" : "long long");
@@ -184,7 +184,7 @@ void csz_use(csz *z, strbuf *out, const char *text, const char *what)
     if (!t)
         return;
     if (t[root].op == TILEC_WIR_SZ_INT || t[root].op == TILEC_WIR_SZ_SYM) {
-        const tilec_param *p = scalar_param(z->g, t[root].name, strlen(t[root].name));
+        const tilec_param *p = csz_scalar_param(z->g, t[root].name, strlen(t[root].name));
         if (t[root].op == TILEC_WIR_SZ_INT)
             sb_printf(out, "%lld", (long long)t[root].value);
         else if (!p || p->type.dtype != TILEC_DT_U64)

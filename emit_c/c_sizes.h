@@ -27,6 +27,8 @@ typedef struct csz {
 void csz_init(csz *z, const tilec_graph *g);
 void csz_free(csz *z);
 
+/* The scalar parameter of g named `name` (n bytes), or NULL. */
+const tilec_param *csz_scalar_param(const tilec_graph *g, const char *name, size_t n);
 /* C spelling of one symbol of g: s_NAME, or p_NAME for a scalar parameter. */
 void csz_symbol(strbuf *b, const tilec_graph *g, const char *name, size_t n);
 /* The C spelling of size text `text` where it is used: a literal, a

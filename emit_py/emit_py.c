@@ -222,18 +222,10 @@ static int h_reuse(void *u, const tilec_wir_line *l)
     return 0;
 }
 
-static int is_output(const pystate *s, const char *name)
-{
-    for (size_t i = 0; i < tilec_wir_output_count(s->w); i++)
-        if (!strcmp(tilec_wir_output(s->w, i), name))
-            return 1;
-    return 0;
-}
-
 static int h_free(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
-    if (is_output(s, l->name))
+    if (tilec_wir_is_output(s->w, l->name))
         return 0;
     sb_puts(&s->body, "    pool.release(");
     py_name(&s->body, l->name);
@@ -528,12 +520,7 @@ static void py_bench_main(strbuf *c, const pystate *s)
             sb_printf(c, " = %s(args.get(\"%s\", 1))\n", fl ? "float" : "int", p->name);
             continue;
         }
-        const tilec_wir_line *a = NULL;
-        for (size_t k = 0; k < tilec_wir_line_count(s->w) && !a; k++) {
-            const tilec_wir_line *l = tilec_wir_line_at(s->w, k);
-            if (l->kind == TILEC_WIR_ASSERT_SHAPE && l->index == i)
-                a = l;
-        }
+        const tilec_wir_line *a = tilec_wir_input_shape(s->w, i);
         sb_puts(c, " = tilec.random_buffer(");
         if (a)
             py_shape(c, s->g, a);

@@ -346,3 +346,39 @@ Test(wir, locations_and_escapes)
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }
+
+/* The queries every emitter shares (wrapper_ir/query.c): a name is an
+ * output exactly when the return line lists it, and each tensor parameter
+ * has its ASSERT_SHAPE line. */
+Test(wir, output_and_input_shape_queries)
+{
+    for (size_t gi = 0; gi < sizeof graphs / sizeof graphs[0]; gi++) {
+        lowered l = lower(graphs[gi], 1);
+        for (size_t i = 0; i < tilec_wir_line_count(l.w); i++) {
+            const tilec_wir_line *ln = tilec_wir_line_at(l.w, i);
+            if (ln->name)
+                cr_assert_eq(tilec_wir_is_output(l.w, ln->name), is_output(l.w, ln->name), "%s: %s", graphs[gi],
+                             ln->name);
+        }
+        cr_assert_gt(tilec_wir_output_count(l.w), 0);
+        cr_assert(tilec_wir_is_output(l.w, tilec_wir_output(l.w, 0)));
+        cr_assert_not(tilec_wir_is_output(l.w, "no such buffer"));
+        cr_assert_not(tilec_wir_is_output(l.w, NULL));
+        cr_assert_not(tilec_wir_is_output(NULL, "x"));
+        const tilec_graph *g = tilec_wir_graph(l.w);
+        for (uint32_t p = 0; p < g->nparams; p++) {
+            const tilec_wir_line *a = tilec_wir_input_shape(l.w, p);
+            if (g->params[p].type.kind != TILEC_TE_TENSOR) {
+                cr_assert_null(a);
+                continue;
+            }
+            cr_assert_not_null(a, "%s: parameter %s", graphs[gi], g->params[p].name);
+            cr_assert_eq(a->kind, TILEC_WIR_ASSERT_SHAPE);
+            cr_assert_eq(a->index, p);
+            cr_assert_eq(a->rank, g->params[p].type.ndims);
+        }
+        cr_assert_null(tilec_wir_input_shape(l.w, g->nparams));
+        cr_assert_null(tilec_wir_input_shape(NULL, 0));
+        done(&l);
+    }
+}

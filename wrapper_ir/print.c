@@ -1,6 +1,6 @@
 /* print.c: the stable text form of wrapper IR (`tilec FILE --emit ir`),
- * written through the hook table like any emitter, and the dispatch that
- * walks lines into an emitter's hooks.
+ * written through the hook table like any emitter (the built-in "ir"
+ * emitter, NAME.ir per graph), and `--emit ir`'s sizes and peak bytes.
  *
  * The form, one IR line per text line, each ending in "  @line:col" (the
  * .tile location), sizes as canonical polynomials ("4*R*C"):
@@ -31,17 +31,6 @@
 #include "util/strbuf.h"
 #include "tilec/emitter.h"
 #include "wrapper_ir/wir.h"
-
-static const char *const kind_names[] = {
-#define X(E, e) #E,
-    TILEC_WIR_LINES(X)
-#undef X
-};
-
-const char *tilec_wir_kind_name(tilec_wir_kind k)
-{
-    return (unsigned)k < TILEC_WIR_KIND_COUNT ? kind_names[k] : "?";
-}
 
 static void escaped(strbuf *b, const char *s)
 {
@@ -228,30 +217,6 @@ const tilec_wir_hooks wir_text_hooks = {
     .assert_shape = p_assert_shape,
 };
 
-tilec_status tilec_wir_dispatch(tilec_ctx *ctx, const tilec_wir *w, const tilec_wir_hooks *hooks, const char *who,
-                                void *user)
-{
-    if (!ctx || !w || !hooks)
-        return TILEC_ERR_ARG;
-    if (!who)
-        who = "?";
-    for (uint32_t i = 0; i < w->n; i++) {
-        const tilec_wir_line *l = &w->lines[i];
-        tilec_wir_hook h = (unsigned)l->kind < TILEC_WIR_KIND_COUNT ? hooks->by_kind[l->kind] : NULL;
-        if (!h) {
-            diag_at(ctx, &w->mod->src, &l->loc, TILEC_SEV_ERROR, "emitter '%s' has no hook for line kind %s", who,
-                    tilec_wir_kind_name(l->kind));
-            return TILEC_ERR_ARG;
-        }
-        if (h(user, l)) {
-            diag_at(ctx, &w->mod->src, &l->loc, TILEC_SEV_ERROR, "emitter '%s' failed at a %s line of graph '%s'", who,
-                    tilec_wir_kind_name(l->kind), w->graph->name);
-            return TILEC_ERR_IO;
-        }
-    }
-    return TILEC_OK;
-}
-
 void wir_text_header(strbuf *b, const tilec_wir *w)
 {
     const tilec_graph *g = w->graph;
@@ -261,10 +226,7 @@ void wir_text_header(strbuf *b, const tilec_wir *w)
         sb_printf(b, "%s%s: %s", i ? ", " : "", p->name, tilec_dtype_name(p->type.dtype));
         if (p->type.kind != TILEC_TE_TENSOR)
             continue;
-        const tilec_wir_line *a = NULL;
-        for (uint32_t j = 0; j < w->n && !a; j++)
-            if (w->lines[j].kind == TILEC_WIR_ASSERT_SHAPE && w->lines[j].index == i)
-                a = &w->lines[j];
+        const tilec_wir_line *a = tilec_wir_input_shape(w, i);
         sb_putc(b, '[');
         for (uint32_t d = 0; a && d < a->rank; d++)
             sb_printf(b, "%s%s", d ? ", " : "", a->sizes[d]);

@@ -1,5 +1,5 @@
 /* wir.h: the wrapper IR (internal side): the line array of a graph, the
- * entry points of its stage (lower_graph.c, plan.c, print.c). */
+ * entry points of its stage (lower_graph.c, plan.c, size.c, query.c, print.c). */
 #ifndef TILEC_WRAPPER_IR_WIR_H
 #define TILEC_WRAPPER_IR_WIR_H
 

@@ -124,6 +124,12 @@ const tilec_wir_line *tilec_wir_line_at(const tilec_wir *w, size_t i);
 /* The graph's returned buffers, in order. */
 size_t tilec_wir_output_count(const tilec_wir *w);
 const char *tilec_wir_output(const tilec_wir *w, size_t i);
+/* 1 when `name` is one of the graph's returned buffers (an emitter does not
+ * free those), else 0. */
+int tilec_wir_is_output(const tilec_wir *w, const char *name);
+/* The ASSERT_SHAPE line of the graph's tensor parameter number `param`
+ * (its dtype, rank and sizes), or NULL (a scalar, or out of range). */
+const tilec_wir_line *tilec_wir_input_shape(const tilec_wir *w, uint32_t param);
 /* The MULTI_OUTPUT lines that take results of the tuple an EXTERN_ALLOC
  * line `alloc` makes, in order, up to cap of them into lines; returns how
  * many there are (compare with alloc->nresults). */

@@ -1,0 +1,200 @@
+/* c_aot.c: --aot ARCH (the emitter option "aot"): every kernel variant
+ * compiled now and embedded in the generated .c file with its launch
+ * metadata, and its grid as C that computes what tilec_kernel_grid would;
+ * NAME_load then only loads them (tilec_program_load). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsl/diag.h"
+#include "emit_c/c_internal.h"
+#include "tilec/lower.h"
+#include "tilec/program.h"
+
+/* "sm_90", "sm_90a", "sm_100f": what NVRTC's --gpu-architecture takes */
+static int aot_arch_ok(const char *a)
+{
+    if (strncmp(a, "sm_", 3))
+        return 0;
+    size_t d = 0;
+    while (a[3 + d] >= '0' && a[3 + d] <= '9')
+        d++;
+    const char *t = a + 3 + d;
+    return d >= 2 && d <= 3 && a[3] != '0' && (!*t || (!t[1] && (*t == 'a' || *t == 'f')));
+}
+
+/* One grid expression as C statements computing temporary *out; what
+ * tilec_kernel_grid evaluates (it fails on the same inputs). -1: a form
+ * the grid evaluator does not know (the launch always fails). */
+static int aot_grid_expr(strbuf *b, const tilec_kernel *k, int variant, const tilec_expr *e, int *tmp, int *out)
+{
+    int a = 0, c = 0, t;
+    switch (e->kind) {
+    case TILEC_EX_INT:
+        t = (*tmp)++;
+        sb_printf(b, "    const int64_t t%d = INT64_C(%" PRId64 ");\n", t, (int64_t)e->ival);
+        *out = t;
+        return 0;
+    case TILEC_EX_NAME:
+        for (uint32_t i = 0; i < k->nparams; i++)
+            if (!strcmp(k->params[i].name, e->name)) {
+                t = (*tmp)++;
+                sb_printf(b, "    const int64_t t%d = a[%u];\n", t, i);
+                *out = t;
+                return 0;
+            }
+        for (uint32_t i = 0; i < k->nhints; i++)
+            if (!strcmp(k->hints[i].name, e->name)) {
+                t = (*tmp)++;
+                sb_printf(b, "    const int64_t t%d = INT64_C(%" PRId64 ");\n", t,
+                          (int64_t)tilec_kernel_hint(k, variant, e->name, 0));
+                *out = t;
+                return 0;
+            }
+        return -1;
+    case TILEC_EX_UNARY:
+        if (aot_grid_expr(b, k, variant, e->args[0], tmp, &a))
+            return -1;
+        t = (*tmp)++;
+        if (e->op == TILEC_OP_NEG)
+            sb_printf(b, "    int64_t t%d;\n    if (__builtin_sub_overflow((int64_t)0, t%d, &t%d))\n        return -1;\n", t,
+                      a, t);
+        else
+            sb_printf(b, "    const int64_t t%d = %st%d;\n", t, e->op == TILEC_OP_BITNOT ? "~" : "(int64_t)!", a);
+        *out = t;
+        return 0;
+    case TILEC_EX_CALL:
+        if (strcmp(e->name, "cdiv") || e->nargs != 2 || aot_grid_expr(b, k, variant, e->args[0], tmp, &a) ||
+            aot_grid_expr(b, k, variant, e->args[1], tmp, &c))
+            return -1;
+        t = (*tmp)++;
+        sb_printf(b, "    if (t%d <= 0)\n        return -1;\n    const int64_t t%d = t%d <= 0 ? 0 : t%d / t%d + (t%d %% t%d > 0);\n",
+                  c, t, a, a, c, a, c);
+        *out = t;
+        return 0;
+    case TILEC_EX_BINARY: {
+        const char *ovf = e->op == TILEC_OP_ADD ? "add" : e->op == TILEC_OP_SUB ? "sub" : e->op == TILEC_OP_MUL ? "mul" : NULL;
+        const char *op = e->op == TILEC_OP_DIV ? "/" : e->op == TILEC_OP_MOD ? "%" : e->op == TILEC_OP_SHL ? "<<"
+                       : e->op == TILEC_OP_SHR ? ">>" : NULL;
+        if ((!ovf && !op) || aot_grid_expr(b, k, variant, e->args[0], tmp, &a) ||
+            aot_grid_expr(b, k, variant, e->args[1], tmp, &c))
+            return -1;
+        t = (*tmp)++;
+        if (ovf)
+            sb_printf(b, "    int64_t t%d;\n    if (__builtin_%s_overflow(t%d, t%d, &t%d))\n        return -1;\n", t, ovf, a,
+                      c, t);
+        else if (op[0] == '/' || op[0] == '%')
+            sb_printf(b, "    if (!t%d || (t%d == INT64_MIN && t%d == -1))\n        return -1;\n    const int64_t t%d = t%d %s t%d;\n",
+                      c, a, c, t, a, op, c);
+        else { /* shifts of a value >= 0, no bit lost: what tilec_kernel_grid allows */
+            sb_printf(b, "    if (t%d < 0 || t%d < 0 || t%d > 62", a, c, c);
+            if (op[0] == '<')
+                sb_printf(b, " || t%d > (INT64_MAX >> t%d)", a, c);
+            sb_printf(b, ")\n        return -1;\n    const int64_t t%d = t%d %s t%d;\n", t, a, op, c);
+        }
+        *out = t;
+        return 0;
+    }
+    default:
+        return -1;
+    }
+}
+
+static const char *aot_kind_name(tilec_rt_param_kind k)
+{
+    static const char *const names[] = {"TILEC_RT_PARAM_POINTER", "TILEC_RT_PARAM_I32", "TILEC_RT_PARAM_I64",
+                                        "TILEC_RT_PARAM_F32", "TILEC_RT_PARAM_F64", "TILEC_RT_PARAM_U32",
+                                        "TILEC_RT_PARAM_U64"};
+    return (unsigned)k < sizeof names / sizeof *names ? names[k] : "TILEC_RT_PARAM_POINTER";
+}
+
+int c_aot_kernels(tilec_emit *e, strbuf *c, const char *arch)
+{
+    tilec_ctx *ctx = tilec_emit_ctx(e);
+    const tilec_module *m = tilec_emit_module(e);
+    if (!aot_arch_ok(arch)) {
+        diag_at(ctx, NULL, NULL, TILEC_SEV_ERROR,
+                "--aot: '%s' is not a GPU architecture (sm_XY: sm_80, sm_90, sm_90a, ...)", arch);
+        return -1;
+    }
+    strbuf table;
+    sb_init(&table);
+    uint32_t total = 0;
+    int bad = 0;
+    sb_printf(c, "/* the kernels, compiled ahead of time for %s */\n", arch);
+    for (size_t i = 0; i < tilec_module_kernel_count(m) && !bad; i++) {
+        const tilec_kernel *k = tilec_module_kernel(m, i);
+        uint32_t nv = tilec_kernel_variant_count(k);
+        uint64_t written = tilec_kernel_written_params(k);
+        for (uint32_t v = 0; v < nv && !bad; v++, total++) {
+            tilec_kernel_code code = {0};
+            void *cubin = NULL;
+            size_t size = 0;
+            if (tilec_compile_kernel(ctx, m, k, (int)v, arch, &code, &cubin, &size) != TILEC_OK) {
+                bad = 1;
+                break;
+            }
+            tilec_rt_param_kind kinds[64];
+            for (uint32_t a = 0; a < code.nparams && !bad; a++)
+                if (a >= 64 || tilec_rt_param_kind_of(code.params[a], &kinds[a])) {
+                    diag_at(ctx, NULL, NULL, TILEC_SEV_ERROR,
+                            "kernel '%s': parameter %u cannot be passed to a kernel yet (pointers and 32/64-bit "
+                            "scalars can)", k->name, a + 1);
+                    bad = 1;
+                }
+            if (!bad) {
+                sb_printf(c, "static const unsigned char tl_cubin_%s_v%u[%zu] = {", k->name, v, size);
+                for (size_t b = 0; b < size; b++)
+                    sb_printf(c, "%s0x%02x,", b % 16 ? "" : "\n    ", ((const unsigned char *)cubin)[b]);
+                sb_puts(c, "\n};\n");
+                if (code.nparams) {
+                    sb_printf(c, "static const tilec_rt_param_kind tl_kinds_%s_v%u[] = {", k->name, v);
+                    for (uint32_t a = 0; a < code.nparams; a++)
+                        sb_printf(c, "%s%s", a ? ", " : "", aot_kind_name(kinds[a]));
+                    sb_puts(c, "};\n");
+                }
+                sb_printf(c, "static int tl_grid_%s_v%u(const int64_t *a, uint32_t g[3])\n{\n    (void)a;\n", k->name,
+                          v);
+                strbuf body;
+                sb_init(&body);
+                int tmp = 0, ok = 1, res[3] = {-1, -1, -1};
+                int gv = k->nvariants ? (int)v : -1;
+                for (uint32_t d = 0; d < 3 && d < k->ngrid && ok; d++)
+                    ok = aot_grid_expr(&body, k, gv, k->grid[d], &tmp, &res[d]) == 0;
+                if (!ok) {
+                    sb_puts(c, "    (void)g;\n    return -1; /* a grid the runtime cannot evaluate */\n}\n");
+                } else {
+                    sb_add(c, sb_str(&body), body.n);
+                    for (int d = 0; d < 3; d++) {
+                        if (res[d] < 0)
+                            sb_printf(c, "    g[%d] = 1;\n", d);
+                        else
+                            sb_printf(c, "    if (t%d < 0 || t%d > %s)\n        return -1;\n    g[%d] = (uint32_t)t%d;\n",
+                                      res[d], res[d], d ? "65535" : "INT64_C(2147483647)", d, res[d]);
+                    }
+                    sb_puts(c, "    return 0;\n}\n");
+                }
+                bad |= body.failed;
+                sb_free(&body);
+                char kref[300] = "NULL";
+                if (code.nparams)
+                    snprintf(kref, sizeof kref, "tl_kinds_%.250s_v%u", k->name, v);
+                sb_printf(&table,
+                          "    {\"%s\", %u, %u, \"%s\", tl_cubin_%s_v%u, sizeof tl_cubin_%s_v%u, %u, %u, %u, %s,\n"
+                          "     UINT64_C(0x%" PRIx64 "), tl_grid_%s_v%u},\n",
+                          k->name, v, nv, code.name, k->name, v, k->name, v, code.threads, code.smem_bytes, code.nparams,
+                          kref, written, k->name, v);
+            }
+            free(cubin);
+            tilec_kernel_code_free(&code);
+        }
+    }
+    sb_printf(c, "\n#define TL_NKERNELS %uu\nstatic const tilec_aot_kernel tl_kernels[%s] = {\n", total,
+              total ? "" : "1");
+    sb_add(c, sb_str(&table), table.n);
+    sb_puts(c, total ? "};\n\n" : "    {0},\n};\n\n");
+    bad |= table.failed;
+    sb_free(&table);
+    return bad ? -1 : 0;
+}

@@ -1,0 +1,99 @@
+/* c_internal.h: what the files of the "c" emitter share: the state of one
+ * graph's emission (cstate), the spelling of names, sizes and types
+ * (c_spell.c), the text of the generated helpers (c_prelude.c), the
+ * parameters and input checks (c_inputs.c), the IR line handlers
+ * (c_lines.c), the module functions (c_module.c), the --aot kernels
+ * (c_aot.c) and the benchmark main (c_bench.c). The entry point is
+ * emit_c.c. */
+#ifndef TILEC_EMIT_C_INTERNAL_H
+#define TILEC_EMIT_C_INTERNAL_H
+
+#include "emit_c/c_sizes.h"
+#include "tilec/emitter.h"
+#include "util/mangle.h"
+#include "util/strbuf.h"
+
+typedef struct cstate {
+    tilec_emit *e;
+    const tilec_wir *w;
+    const tilec_graph *g;
+    strbuf body;   /* the statements of NAME_run */
+    strbuf decls;  /* its buffer declarations */
+    strbuf checked; /* size arguments already range-checked: "i32 N" */
+    strbuf names[8]; /* the last names cn() spelled */
+    int next;
+    strbuf graph;    /* the graph's name in C (mg_c_graph) */
+    csz sz;        /* the size block, spliced in after the input checks */
+    size_t inputs_end; /* where in body the input checks end */
+    int failed;
+} cstate;
+
+/* ---- c_spell.c ---- */
+
+/* The C spelling of name in namespace kind (util/mangle.h); valid until
+ * eight more names were spelled. */
+const char *cn(cstate *s, mg_c_kind kind, const char *name);
+
+#define B(name) cn(s, MG_C_BUFFER, name)
+
+/* C spelling of a size text: symbols and scalar parameters of g through
+ * mg_c (as c_params declares them), cdiv(a, b) -> tl_cdiv(a, b). */
+void c_size(strbuf *b, const tilec_graph *g, const char *t);
+/* "TILEC_DT_F32": the enumerator of dtype d. */
+const char *dt_enum(tilec_dtype d);
+/* "float": the C type of a scalar of dtype d. */
+const char *c_scalar_type(tilec_dtype d);
+/* A comment line. */
+void c_comment(strbuf *b, const char *indent, const char *text);
+
+/* ---- c_prelude.c: the helpers every generated .c file starts with ---- */
+
+/* includes, tl_mem, tl_fail, tl_shape, tl_contiguous */
+extern const char c_prologue[];
+/* the debug printer (TILEC_DEBUG_PRINT) */
+extern const char c_debug_prelude[];
+
+/* ---- c_inputs.c ---- */
+
+/* ", const tilec_tensor *t_x, float p_eps" */
+void c_params(strbuf *b, const tilec_graph *g);
+/* ASSERT_SHAPE: an input descriptor checked against its parameter. */
+int c_line_assert_shape(void *u, const tilec_wir_line *l);
+
+/* ---- c_lines.c: the statements of NAME_run, one handler per IR line kind ---- */
+
+int c_line_comment(void *u, const tilec_wir_line *l);
+int c_line_kernel_def(void *u, const tilec_wir_line *l);
+int c_line_allocate(void *u, const tilec_wir_line *l);
+int c_line_reuse(void *u, const tilec_wir_line *l);
+int c_line_free(void *u, const tilec_wir_line *l);
+int c_line_reinterpret(void *u, const tilec_wir_line *l);
+int c_line_kernel_call(void *u, const tilec_wir_line *l);
+int c_line_extern_call(void *u, const tilec_wir_line *l);
+int c_line_extern_alloc(void *u, const tilec_wir_line *l);
+int c_line_multi_output(void *u, const tilec_wir_line *l);
+
+/* ---- c_module.c ---- */
+
+/* NAME.h: the declarations of the module functions and NAME_run
+ * (params: c_params' text). */
+void c_header(cstate *s, strbuf *h, const char *file, const char *aot, const char *params);
+/* NAME.c's module struct and functions: the spare buffers (tl_trim,
+ * tl_alloc, tl_release), NAME_load (fileq: the .tile file name as a C
+ * string literal), NAME_unload, NAME_externs, NAME_release. */
+void c_module_funcs(cstate *s, strbuf *c, const char *aot, const char *fileq);
+
+/* ---- c_aot.c ---- */
+
+/* Every variant of every kernel of the module compiled for arch, as C: the
+ * CUBINs, grid functions, and the table tilec_program_load takes
+ * (tl_kernels, TL_NKERNELS). 0, or -1 with a diagnostic in the emit's ctx. */
+int c_aot_kernels(tilec_emit *e, strbuf *c, const char *arch);
+
+/* ---- c_bench.c ---- */
+
+/* -DTILEC_BENCH_MAIN: `./NAME R=4096 C=1024 [iters=N]` times the graph on
+ * random inputs (device events, median). */
+void c_bench_main(strbuf *c, cstate *s);
+
+#endif

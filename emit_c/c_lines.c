@@ -1,0 +1,216 @@
+/* c_lines.c: the statements of NAME_run, one handler per wrapper IR line
+ * kind: allocations, reuses and views, frees, kernel launches (with the
+ * debug printer), extern calls. Sizes go through the size block (c_sizes.c). */
+#include <string.h>
+
+#include "emit_c/c_internal.h"
+#include "util/escape.h"
+
+/* "{s_R, tl_z0}": the sizes of line l's tensor, its bytes checked in the size block */
+static void c_dims(cstate *s, strbuf *b, const tilec_wir_line *l)
+{
+    csz_tensor(&s->sz, b, l->name, dt_enum(l->dtype), l->dtype, l->rank, l->sizes);
+}
+
+/* tl_alloc(M, &b_NAME, "NAME", dtype, rank, {sizes}) */
+static void c_alloc(cstate *s, const tilec_wir_line *l)
+{
+    sb_printf(&s->body, "    if (tl_alloc(M, &%s, \"%s\", %s, %u, (const int64_t[])", B(l->name), l->name,
+              dt_enum(l->dtype), l->rank);
+    c_dims(s, &s->body, l);
+    sb_puts(&s->body, ", &tl_live, err, errlen))\n        goto tl_out;\n");
+    sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
+}
+
+int c_line_comment(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    c_comment(&s->body, "    ", l->text);
+    return 0;
+}
+
+int c_line_kernel_def(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    sb_printf(&s->body, "    /* kernel %s: %u variant%s, built by %s_load */\n", l->name, l->nvariants,
+              l->nvariants == 1 ? "" : "s", sb_str(&s->graph));
+    return 0;
+}
+
+int c_line_allocate(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    sb_printf(&s->body, "    /* alloc %s: %s, ", l->name, tilec_dtype_name(l->dtype));
+    esc_c_comment(&s->body, l->bytes);
+    sb_puts(&s->body, " bytes */\n");
+    c_alloc(s, l);
+    return 0;
+}
+
+int c_line_reuse(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
+    sb_printf(&s->body, "    /* reuse: %s takes the storage of %s */\n", l->name, l->from);
+    sb_printf(&s->body, "    tl_shape(&%s, %s.data, %s, %u, (const int64_t[])", B(l->name), B(l->from), dt_enum(l->dtype),
+              l->rank);
+    c_dims(s, &s->body, l);
+    sb_puts(&s->body, ");\n");
+    return 0;
+}
+
+int c_line_free(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    if (tilec_wir_is_output(s->w, l->name))
+        return 0;
+    sb_printf(&s->body, "    tl_release(M, &tl_live, %s.data); /* %s */\n", B(l->name), l->name);
+    return 0;
+}
+
+int c_line_reinterpret(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
+    sb_printf(&s->body, "    /* view: %s of %s */\n", l->name, l->from);
+    sb_printf(&s->body, "    tl_shape(&%s, %s.data + (uint64_t)", B(l->name), B(l->from));
+    csz_offset(&s->sz, &s->body, l->name, l->offset, tilec_dtype_size(l->dtype));
+    sb_printf(&s->body, ", %s, %u, (const int64_t[])", dt_enum(l->dtype), l->rank);
+    c_dims(s, &s->body, l);
+    sb_puts(&s->body, ");\n");
+    return 0;
+}
+
+int c_line_kernel_call(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    const tilec_kernel *k = l->kernel;
+    if (!k || l->nargs != k->nparams || l->nargs > 64)
+        return -1;
+    sb_printf(&s->body, "    { /* %s, line %u */\n", k->name, l->loc.line);
+    /* sizes must fit the parameter's type: checked in the size block */
+    for (uint32_t i = 0; i < l->nargs; i++)
+        if (k->params[i].type.kind != TILEC_TE_POINTER && l->args[i].kind == TILEC_WIR_ARG_SIZE)
+            csz_fits(&s->sz, l->args[i].text, k->params[i].type.dtype, k->params[i].name, k->name);
+    sb_printf(&s->body, "        tilec_rt_arg a[%u] = {", l->nargs ? l->nargs : 1);
+    for (uint32_t i = 0; i < l->nargs; i++) {
+        const tilec_param *p = &k->params[i];
+        const tilec_wir_arg *a = &l->args[i];
+        sb_puts(&s->body, i ? ", " : "");
+        if (p->type.kind == TILEC_TE_POINTER) {
+            sb_printf(&s->body, "{.ptr = %s.data}", B(a->text));
+            continue;
+        }
+        static const char *const fields[] = {"i32", "i32", "i32", "i32", "i64", "u32", "u32", "u32", "u64",
+                                             "f32", "f32", "f32", "f64"};
+        const char *f = fields[p->type.dtype];
+        sb_printf(&s->body, "{.%s = (%s)(", f, c_scalar_type(p->type.dtype));
+        if (a->kind == TILEC_WIR_ARG_SCALAR) {
+            const char *t = a->text;
+            if (!strcmp(t, "true") || !strcmp(t, "false"))
+                sb_puts(&s->body, t[0] == 't' ? "1" : "0");
+            else if (strstr(t, "inf"))
+                sb_printf(&s->body, "%sINFINITY", t[0] == '-' ? "-" : "");
+            else if ((t[0] >= 'a' && t[0] <= 'z') || (t[0] >= 'A' && t[0] <= 'Z') || t[0] == '_')
+                sb_puts(&s->body, cn(s, MG_C_SCALAR, t));
+            else
+                sb_puts(&s->body, t);
+        } else {
+            strbuf what;
+            sb_init(&what);
+            sb_printf(&what, "argument '%s' of %s", p->name, k->name);
+            csz_use(&s->sz, &s->body, a->text, sb_str(&what));
+            s->failed |= what.failed;
+            sb_free(&what);
+        }
+        sb_puts(&s->body, ")}");
+    }
+    sb_puts(&s->body, "};\n");
+    /* the debug printer: one branch when off */
+    uint32_t nt = 0;
+    for (uint32_t i = 0; i < l->nargs; i++)
+        nt += k->params[i].type.kind == TILEC_TE_POINTER;
+    sb_puts(&s->body, "        tilec_rt_status st;\n        if (M->dbg.level) {\n");
+    sb_printf(&s->body, "            const tl_dbg_arg da[%u] = {", nt ? nt : 1);
+    for (uint32_t i = 0, j = 0; i < l->nargs; i++) {
+        if (k->params[i].type.kind != TILEC_TE_POINTER)
+            continue;
+        sb_puts(&s->body, j++ ? ", {" : "{");
+        esc_c_string(&s->body, k->params[i].name, strlen(k->params[i].name));
+        sb_puts(&s->body, ", ");
+        esc_c_string(&s->body, l->args[i].text, strlen(l->args[i].text));
+        sb_printf(&s->body, ", &%s}", B(l->args[i].text));
+    }
+    sb_printf(&s->body, "%s};\n            st = tl_dbg_launch(&M->dbg, M->rt, M->prog, ", nt ? "" : "{0}");
+    esc_c_string(&s->body, s->g->name, strlen(s->g->name));
+    sb_puts(&s->body, ", ");
+    esc_c_string(&s->body, k->name, strlen(k->name));
+    sb_puts(&s->body, ", ");
+    esc_c_string(&s->body, l->grid ? l->grid : "", l->grid ? strlen(l->grid) : 0);
+    sb_printf(&s->body, ", %d, a, %u, da, %u);\n        } else\n", l->nvariants > 1, l->nargs, nt);
+    if (l->nvariants > 1)
+        sb_printf(&s->body, "            st = tilec_program_launch_best(M->prog, \"%s\", a, %u, NULL, NULL);\n",
+                  k->name, l->nargs);
+    else
+        sb_printf(&s->body, "            st = tilec_program_launch(M->prog, \"%s\", 0, a, %u, NULL);\n",
+                  k->name, l->nargs);
+    sb_printf(&s->body,
+              "        if (st != TILEC_RT_OK) {\n"
+              "            tl_fail(err, errlen, \"%s: launch of %s failed: %%s\", tilec_rt_last_error(M->rt));\n"
+              "            goto tl_out;\n"
+              "        }\n    }\n",
+              s->g->name, k->name);
+    return 0;
+}
+
+/* externs: inputs are the argument buffers; outputs the given list */
+static void c_extern(cstate *s, const tilec_wir_line *l, const char *const *outs, uint32_t nouts)
+{
+    sb_printf(&s->body, "    { /* extern %s \"", l->name);
+    esc_c_comment(&s->body, l->symbol); /* the parser allows [A-Za-z0-9_.] only: escaped all the same */
+    sb_printf(&s->body, "\", line %u */\n", l->loc.line);
+    sb_printf(&s->body, "        const tilec_tensor in[%u] = {", l->nargs ? l->nargs : 1);
+    for (uint32_t i = 0; i < l->nargs; i++)
+        sb_printf(&s->body, "%s%s", i ? ", " : "", B(l->args[i].text));
+    sb_printf(&s->body, "%s};\n", l->nargs ? "" : "{0}");
+    sb_printf(&s->body, "        tilec_tensor out[%u] = {", nouts ? nouts : 1);
+    for (uint32_t i = 0; i < nouts; i++)
+        sb_printf(&s->body, "%s%s", i ? ", " : "", B(outs[i]));
+    sb_printf(&s->body, "%s};\n", nouts ? "" : "{0}");
+    sb_puts(&s->body, "        if (tilec_externs_call(M->ext, ");
+    esc_c_string(&s->body, l->symbol, strlen(l->symbol));
+    sb_printf(&s->body, ", M->rt, NULL, in, %u, out, %u) != TILEC_RT_OK) {\n", l->nargs, nouts);
+    sb_printf(&s->body, "            tl_fail(err, errlen, \"%s: %%s\", tilec_externs_last_error(M->ext));\n"
+                        "            goto tl_out;\n        }\n    }\n",
+              s->g->name);
+}
+
+int c_line_extern_call(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    c_extern(s, l, l->outs, l->nouts);
+    return 0;
+}
+
+int c_line_extern_alloc(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    const tilec_wir_line *res[64]; /* the result, or each of a tuple */
+    const char *outs[64];
+    size_t n = tilec_wir_extern_results(s->w, l, res, 64);
+    if (!n)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        c_alloc(s, res[i]);
+        outs[i] = res[i]->name;
+    }
+    c_extern(s, l, outs, (uint32_t)n);
+    return 0;
+}
+
+int c_line_multi_output(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    sb_printf(&s->body, "    /* %s is result %u of %s */\n", l->name, l->index, l->from);
+    return 0;
+}

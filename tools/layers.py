@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""layers.py: the layering check (docs/architecture.md). Reads every
+#include "..." of the library's sources and headers and fails (exit 1, one
+line per violation) on an include that runs up a layer or sideways between
+two folders of one layer, and on a circle among folders or among C files
+(a.c includes b.h, b.c includes a.h, through each file's own header).
+Includes listed in tools/layers.allow ('file -> header  # why') are let
+through; an entry that no longer matches is named as stale (a note, not a
+failure: delete it). Python 3 standard library only.
+
+    tools/layers.py [ROOT]          check the tree at ROOT (default: .)
+"""
+import os
+import re
+import sys
+
+# Folder -> layer rank, bottom up (the stack of docs/architecture.md).
+FOLDERS = {
+    "util": 0, "dsl": 1, "parser": 2, "lower": 3, "wrapper_ir": 3,
+    "emit_c": 4, "emit_py": 4, "runtime": 5, "api": 6, "cli": 7,
+}
+# What each folder may include besides itself. Below it in the stack, with
+# two exceptions: folders of one rank never include each other (lower and
+# wrapper_ir, emit_c and emit_py), and the runtime knows no compiler: it
+# takes CUDA source and kernel metadata, never an AST, so of the folders
+# below it only util/.
+_COMPILER = ["util", "dsl", "parser"]
+MAY_INCLUDE = {
+    "util": [],
+    "dsl": ["util"],
+    "parser": ["util", "dsl"],
+    "lower": _COMPILER,
+    "wrapper_ir": _COMPILER,
+    "emit_c": _COMPILER + ["lower", "wrapper_ir"],
+    "emit_py": _COMPILER + ["lower", "wrapper_ir"],
+    "runtime": ["util"],
+    "api": _COMPILER + ["lower", "wrapper_ir", "emit_c", "emit_py", "runtime"],
+    "cli": _COMPILER + ["lower", "wrapper_ir", "emit_c", "emit_py", "runtime", "api"],
+}
+# The public headers' folders (include/tilec/NAME.h).
+PUBLIC = {
+    "limits.h": "util", "log.h": "util",
+    # mixed today: contexts, diagnostics and sinks (dsl) with the parse
+    # entry points and the module accessors (parser); it includes ast.h.
+    "tilec.h": "parser",
+    "ast.h": "parser",
+    "lower.h": "lower",
+    "wir.h": "wrapper_ir",
+    # the emitter interface: hook tables over wir lines and the emit
+    # session, which the driver in wrapper_ir defines and emitters implement
+    "emitter.h": "wrapper_ir",
+    "runtime.h": "runtime", "cache.h": "runtime", "pool.h": "runtime",
+    "workers.h": "runtime", "externs.h": "runtime", "tensor.h": "runtime",
+    "program.h": "api",
+}
+# Generated headers (-I$(BUILD)/gen) and the folder of their source.
+GENERATED = {"grammar.h": "parser"}
+SOURCES = (".c", ".h", ".re", ".y")
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+
+
+def files(root):
+    """Every source and header the check reads, as paths relative to root."""
+    out = []
+    for folder in FOLDERS:
+        for dirpath, _, names in os.walk(os.path.join(root, folder)):
+            out += [os.path.relpath(os.path.join(dirpath, n), root) for n in names if n.endswith(SOURCES)]
+    pub = os.path.join(root, "include", "tilec")
+    if os.path.isdir(pub):
+        out += [os.path.join("include", "tilec", n) for n in os.listdir(pub) if n.endswith(".h")]
+    return sorted(out)
+
+
+def layer_of(path):
+    """The folder a file belongs to, or None when it is no layer's."""
+    parts = path.split(os.sep)
+    if parts[:2] == ["include", "tilec"]:
+        return PUBLIC.get(parts[2])
+    return parts[0] if parts[0] in FOLDERS else None
+
+
+def resolve(root, path, inc):
+    """The header `inc` that `path` includes, relative to root (the search
+    order of the Makefile: the file's folder, -I., -Iinclude), or None."""
+    for base in (os.path.dirname(path), "", "include"):
+        cand = os.path.normpath(os.path.join(base, inc))
+        if os.path.isfile(os.path.join(root, cand)):
+            return cand
+    return None
+
+
+def includes(root, path):
+    """(line number, text as written) of every #include "..." of path."""
+    with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+        return [(n, m.group(1)) for n, line in enumerate(f, 1) for m in [INCLUDE.match(line)] if m]
+
+
+def read_allow(root):
+    """{(file, header): line number} of tools/layers.allow."""
+    allow = {}
+    p = os.path.join(root, "tools", "layers.allow")
+    if not os.path.isfile(p):
+        return allow
+    with open(p, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            a, sep, b = line.partition("->")
+            if not sep:
+                print(f"tools/layers.allow:{n}: not 'file -> header': {line}")
+                sys.exit(2)
+            allow[(a.strip(), b.strip())] = n
+    return allow
+
+
+def circles(edges):
+    """The strongly connected components of more than one node (Tarjan),
+    each as a sorted list; edges: {node: set(node)}."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def module_of(path):
+    """A C file and its own header (X.h, or X_internal.h) are one module:
+    'emit_c/c_sizes'. Public headers are no module's."""
+    if path.startswith("include" + os.sep):
+        return None
+    stem, ext = os.path.splitext(path)
+    if ext == ".h" and stem.endswith("_internal"):
+        stem = stem[: -len("_internal")]
+    return stem if ext in SOURCES else None
+
+
+def check(root):
+    allow = read_allow(root)
+    used = set()
+    bad = []
+    folder_edges, module_edges = {}, {}
+    srcs = files(root)
+    present = {module_of(p) for p in srcs if p.endswith((".c", ".re", ".y"))}
+    for path in srcs:
+        mine = layer_of(path)
+        for line, inc in includes(root, path):
+            hdr = resolve(root, path, inc)
+            if hdr is None:
+                theirs = GENERATED.get(os.path.basename(inc))
+                if theirs is None:
+                    bad.append(f"{path}:{line}: includes \"{inc}\", which is no file of the tree")
+                    continue
+                hdr = inc
+            else:
+                theirs = layer_of(hdr)
+            if mine is None or theirs is None:
+                if theirs is None and hdr not in GENERATED:
+                    bad.append(f"{path}:{line}: includes {hdr}, which belongs to no layer (add it to tools/layers.py)")
+                continue
+            if (path, hdr) in allow:
+                used.add((path, hdr))
+                continue
+            if theirs != mine and theirs not in MAY_INCLUDE[mine]:
+                if FOLDERS[theirs] > FOLDERS[mine]:
+                    why = "up a layer"
+                elif FOLDERS[theirs] == FOLDERS[mine]:
+                    why = "sideways, one layer"
+                else:
+                    why = f"{mine} may include only " + (", ".join(MAY_INCLUDE[mine]) or "itself")
+                bad.append(f"{path}:{line}: includes {hdr}: {mine} (layer {FOLDERS[mine]}) -> {theirs} "
+                           f"(layer {FOLDERS[theirs]}), {why}")
+            if theirs != mine:
+                folder_edges.setdefault(mine, set()).add(theirs)
+            a, b = module_of(path), module_of(hdr)
+            if a and b and a != b and b in present and hdr.endswith(".h"):
+                module_edges.setdefault(a, set()).add(b)
+    for comp in circles(folder_edges):
+        bad.append("circle among folders: " + " <-> ".join(comp))
+    for comp in circles(module_edges):
+        bad.append("circle among C files (each includes the other's header): " + " <-> ".join(c + ".c" for c in comp))
+    stale = sorted(set(allow) - used, key=lambda k: allow[k])
+    return bad, [f"tools/layers.allow:{allow[k]}: stale (no such include now): {k[0]} -> {k[1]}" for k in stale]
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else "."
+    bad, stale = check(root)
+    for s in stale:
+        print("note: " + s, file=sys.stderr)
+    for b in bad:
+        print(b)
+    if bad:
+        print(f"layers: {len(bad)} violation(s) (docs/architecture.md; tools/layers.allow lists the known ones)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
