@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "parser/parse.h"
+#include "parser/size_poly.h"
 #include "tilec/limits.h"
-#include "util/poly.h"
 #include "util/strbuf.h"
 
 #define uthash_nonfatal_oom(e) (ck->oom = 1)
@@ -1539,18 +1539,18 @@ static const poly *size_expr(checker *ck, const tilec_expr *e, const char *what)
 {
     if (!size_names_ok(ck, e, what))
         return NULL;
-    poly_why why = {0};
+    size_why why = {0};
     poly *p = poly_from_expr(&ck->scratch, e, sym_lookup, ck, &why);
     const tilec_expr *at = why.at ? why.at : e;
-    if (!p && why.fail == POLY_FAIL_DIV_ZERO) {
+    if (!p && why.poly.fail == POLY_FAIL_DIV_ZERO) {
         if (at->kind == TILEC_EX_CALL)
             err(ck, start_of(at->args[1]), "the divisor of cdiv in %s must be positive, got %lld", what,
-                (long long)why.value);
+                (long long)why.poly.value);
         else
             err(ck, &at->loc, "division by zero in %s", what);
         return NULL;
     }
-    if (!p && size_limit_err(ck, &at->loc, &why, what))
+    if (!p && size_limit_err(ck, &at->loc, &why.poly, what))
         return NULL;
     if (!p) {
         err(ck, &e->loc, "%s must be built from integers, size symbols, + - * / %% and cdiv", what);
@@ -1558,8 +1558,8 @@ static const poly *size_expr(checker *ck, const tilec_expr *e, const char *what)
     }
     size_t len = poly_text_len(p, TILEC_MAX_POLY_TEXT);
     if (len > TILEC_MAX_POLY_TEXT) {
-        why = (poly_why){.fail = POLY_FAIL_TEXT, .value = (int64_t)len};
-        size_limit_err(ck, &e->loc, &why, what);
+        why.poly = (poly_why){.fail = POLY_FAIL_TEXT, .value = (int64_t)len};
+        size_limit_err(ck, &e->loc, &why.poly, what);
         return NULL;
     }
     return p;
@@ -1860,11 +1860,11 @@ static const poly ***check_extern_call(checker *ck, const tilec_extern *x, const
                 break;
             }
             for (uint32_t d = 0; d < te->ndims; d++) {
-                poly_why why = {0};
+                size_why why = {0};
                 res[r][d] = poly_from_expr(&ck->scratch, te->dims[d], ext_lookup, &env, &why);
                 if (!res[r][d]) {
                     /* a form error is reported at the extern; a limit here */
-                    size_limit_err(ck, &call->loc, &why,
+                    size_limit_err(ck, &call->loc, &why.poly,
                                    ar_printf(&ck->scratch, "dimension %u of result %u of '%s'", d, r + 1, x->name));
                     res = NULL;
                     break;
