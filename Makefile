@@ -27,7 +27,9 @@ RT_SRC   = runtime/driver.c runtime/module.c runtime/nvrtc.c runtime/rt.c runtim
            runtime/hash.c runtime/bundle.c runtime/cache.c runtime/program.c runtime/workers.c runtime/watch.c runtime/multikernel.c
 LIBS     = -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lpthread -lm
 LIB_SRC  = $(RT_SRC) util/arena.c util/fdio.c util/strbuf.c util/strset.c util/escape.c util/mangle.c util/poly.c dsl/diag.c dsl/types.c \
-           parser/parse.c parser/build.c parser/check.c parser/dump.c parser/size_poly.c lower/lower.c lower/written.c lower/compile.c api/module.c \
+           parser/parse.c parser/build.c parser/check.c parser/check_scope.c parser/check_types.c parser/check_const.c parser/check_expr.c \
+           parser/check_builtin.c parser/check_stmt.c parser/check_kernel.c parser/check_sizes.c parser/check_call.c \
+           parser/check_graph.c parser/dump.c parser/size_poly.c lower/lower.c lower/written.c lower/compile.c api/module.c \
            wrapper_ir/lower_graph.c wrapper_ir/plan.c wrapper_ir/size.c wrapper_ir/print.c wrapper_ir/emit.c emit_c/emit_c.c emit_c/c_sizes.c emit_py/emit_py.c runtime/externs.c runtime/cublas.c
 GEN_SRC  = $(BUILD)/gen/lexer.c $(BUILD)/gen/grammar.c
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
