@@ -1,21 +1,16 @@
-/* parse.h: the parser stage (internal): Lemon grammar actions, the module
- * they build, and the entry points prs_parse() and chk_module(). */
+/* parse.h: the parser stage (internal): Lemon grammar actions, and the
+ * entry points prs_parse(), chk_module() and dump_module(). The module
+ * they build is described by parser/module.h, which other layers include. */
 #ifndef TILEC_PARSER_PARSE_H
 #define TILEC_PARSER_PARSE_H
 
 #include "dsl/diag.h"
 #include "dsl/lexer.h"
+#include "parser/module.h"
 #include "tilec/tilec.h"
 #include "util/arena.h"
 
 enum { PRS_MAX_NESTING = TILEC_MAX_NESTING }; /* Lemon stack entries: bounds nesting depth */
-
-struct tilec_module {
-    arena ar;
-    dsl_source src; /* name and text owned by the arena */
-    ar_vec items;   /* tilec_item* in source order */
-    ar_vec kernels, externs, graphs;
-};
 
 typedef struct prs_variants {
     lex_token sym;

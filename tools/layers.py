@@ -40,6 +40,8 @@ MAY_INCLUDE = {
 # The public headers' folders (include/tilec/NAME.h).
 PUBLIC = {
     "limits.h": "util", "log.h": "util",
+    # dtypes and operators: the vocabulary every layer shares (util/types.c)
+    "types.h": "util",
     # mixed today: contexts, diagnostics and sinks (dsl) with the parse
     # entry points and the module accessors (parser); it includes ast.h.
     "tilec.h": "parser",

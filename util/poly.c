@@ -210,10 +210,10 @@ char *poly_str(arena *a, const poly *p)
     return s;
 }
 
-/* The opaque atom "(x)/(y)", "(x)%(y)" or "cdiv(x, y)" of node e. */
-static poly *opaque(arena *a, const tilec_expr *e, const poly *x, const poly *y, poly_why *why)
+/* The opaque atom "(x)/(y)", "(x)%(y)" or "cdiv(x, y)". */
+poly *poly_div_atom(arena *a, poly_div op, const poly *x, const poly *y, poly_why *why)
 {
-    int is_cdiv = e->kind == TILEC_EX_CALL;
+    int is_cdiv = op == POLY_CDIV;
     int64_t v;
     if (poly_is_const(y, &v) && (v == 0 || (is_cdiv && v < 0)))
         return fail(why, POLY_FAIL_DIV_ZERO, v);
@@ -224,61 +224,6 @@ static poly *opaque(arena *a, const tilec_expr *e, const poly *x, const poly *y,
     if (!xs || !ys)
         return fail(why, POLY_FAIL_NOMEM, 0);
     poly *p = poly_atom(a, is_cdiv ? ar_printf(a, "cdiv(%s, %s)", xs, ys)
-                                   : ar_printf(a, "(%s)%s(%s)", xs, e->op == TILEC_OP_DIV ? "/" : "%", ys));
+                                   : ar_printf(a, "(%s)%s(%s)", xs, op == POLY_DIV ? "/" : "%", ys));
     return p ? p : fail(why, POLY_FAIL_NOMEM, 0);
-}
-
-static poly *from_expr(arena *a, const tilec_expr *e, poly_lookup_fn lookup, void *user, poly_why *why)
-{
-    switch (e->kind) {
-    case TILEC_EX_INT: {
-        poly *p = poly_const(a, e->ival);
-        return p ? p : fail(why, POLY_FAIL_NOMEM, 0);
-    }
-    case TILEC_EX_NAME: {
-        const poly *p = lookup(user, e->name);
-        return p ? (poly *)p : fail(why, POLY_FAIL_FORM, 0);
-    }
-    case TILEC_EX_UNARY:
-        if (e->op != TILEC_OP_NEG)
-            return fail(why, POLY_FAIL_FORM, 0);
-        return poly_add(a, poly_const(a, 0), poly_from_expr(a, e->args[0], lookup, user, why), -1, why);
-    case TILEC_EX_BINARY: {
-        if (e->op != TILEC_OP_ADD && e->op != TILEC_OP_SUB && e->op != TILEC_OP_MUL && e->op != TILEC_OP_DIV &&
-            e->op != TILEC_OP_MOD)
-            return fail(why, POLY_FAIL_FORM, 0);
-        poly *x = poly_from_expr(a, e->args[0], lookup, user, why);
-        poly *y = x ? poly_from_expr(a, e->args[1], lookup, user, why) : NULL;
-        if (!x || !y)
-            return NULL;
-        switch (e->op) {
-        case TILEC_OP_ADD: return poly_add(a, x, y, 1, why);
-        case TILEC_OP_SUB: return poly_add(a, x, y, -1, why);
-        case TILEC_OP_MUL: return poly_mul(a, x, y, why);
-        default: return opaque(a, e, x, y, why);
-        }
-    }
-    case TILEC_EX_CALL: {
-        if (strcmp(e->name, "cdiv") != 0 || e->nargs != 2)
-            return fail(why, POLY_FAIL_FORM, 0);
-        poly *x = poly_from_expr(a, e->args[0], lookup, user, why);
-        poly *y = x ? poly_from_expr(a, e->args[1], lookup, user, why) : NULL;
-        if (!x || !y)
-            return NULL;
-        return opaque(a, e, x, y, why);
-    }
-    default:
-        return fail(why, POLY_FAIL_FORM, 0);
-    }
-}
-
-poly *poly_from_expr(arena *a, const tilec_expr *e, poly_lookup_fn lookup, void *user, poly_why *why)
-{
-    poly_why local = {0};
-    if (!why)
-        why = &local;
-    poly *p = from_expr(a, e, lookup, user, why);
-    if (!p && why->fail && !why->at)
-        why->at = e;
-    return p;
 }

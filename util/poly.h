@@ -6,7 +6,6 @@
 
 #include <stdint.h>
 
-#include "tilec/ast.h"
 #include "tilec/limits.h"
 #include "util/arena.h"
 
@@ -22,7 +21,7 @@ typedef struct poly {
 } poly;
 
 /* Why a polynomial could not be made: the limit (TILEC_MAX_POLY_* of
- * tilec/limits.h) and the value that passed it, at which expression. */
+ * tilec/limits.h) and the value that passed it. */
 typedef enum poly_fail {
     POLY_FAIL_NONE = 0,
     POLY_FAIL_NOMEM,
@@ -30,18 +29,16 @@ typedef enum poly_fail {
     POLY_FAIL_TERMS,    /* value: the terms (partial products) it would have */
     POLY_FAIL_DEGREE,   /* value: the symbols in one term */
     POLY_FAIL_TEXT,     /* value: the bytes of an opaque atom's text */
-    POLY_FAIL_FORM,     /* not a size expression (or an unknown name) */
+    POLY_FAIL_FORM,     /* not a size expression (parser/size_poly.h) */
     POLY_FAIL_DIV_ZERO, /* a constant divisor 0 (cdiv: <= 0); value: it */
 } poly_fail;
 
 typedef struct poly_why {
     poly_fail fail;
     int64_t value;
-    const tilec_expr *at; /* poly_from_expr: the node that failed, or NULL */
 } poly_why;
 
-/* Returns NULL on overflow, out of memory, an unsupported node or a
- * limit passed; `why` (may be NULL) then says which (the first failure). */
+/* Returns NULL on overflow, out of memory or a limit passed; `why` (may be NULL) then says which (the first failure). */
 poly *poly_const(arena *a, int64_t v);
 poly *poly_atom(arena *a, const char *name);
 poly *poly_add(arena *a, const poly *x, const poly *y, int sign, poly_why *why);
@@ -54,10 +51,9 @@ char *poly_str(arena *a, const poly *p);
 /* The length of poly_str(p), counted up to a little past `stop`. */
 size_t poly_text_len(const poly *p, size_t stop);
 
-/* The polynomial of a size expression: integer literals, names (resolved
- * by lookup, which returns NULL for an unknown name), + - * and unary -,
- * with / % cdiv as opaque atoms. */
-typedef const poly *(*poly_lookup_fn)(void *user, const char *name);
-poly *poly_from_expr(arena *a, const tilec_expr *e, poly_lookup_fn lookup, void *user, poly_why *why);
+/* Division as an opaque atom: "(x)/(y)", "(x)%(y)" or "cdiv(x, y)". A
+ * constant divisor 0 (for cdiv, <= 0) fails with POLY_FAIL_DIV_ZERO. */
+typedef enum poly_div { POLY_DIV, POLY_MOD, POLY_CDIV } poly_div;
+poly *poly_div_atom(arena *a, poly_div op, const poly *x, const poly *y, poly_why *why);
 
 #endif

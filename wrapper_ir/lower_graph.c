@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/poly.h"
+#include "parser/size_poly.h"
 #include "util/strbuf.h"
 #include "wrapper_ir/wir.h"
 

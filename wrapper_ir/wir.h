@@ -3,7 +3,7 @@
 #ifndef TILEC_WRAPPER_IR_WIR_H
 #define TILEC_WRAPPER_IR_WIR_H
 
-#include "parser/parse.h"
+#include "parser/module.h"
 #include "tilec/wir.h"
 #include "util/arena.h"
 #include "util/strbuf.h"

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "tilec/ast.h"
+#include "tilec/types.h"
 
 #ifdef __cplusplus
 extern "C" {

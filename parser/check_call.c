@@ -1,0 +1,251 @@
+/* check_call.c: extern declarations, and the calls of externs and
+ * kernels in graphs: arguments unified with the callee's parameters and
+ * the shapes of the results. */
+#include <string.h>
+
+#include "parser/check_internal.h"
+
+void chk_extern(checker *ck, tilec_extern *x)
+{
+    chk_reset_graph(ck);
+    char owner[300];
+    snprintf(owner, sizeof owner, "extern '%.200s'", x->name);
+    size_t symlen = strlen(x->symbol);
+    if (!symlen)
+        chk_err(ck, &x->symbol_loc, "the extern symbol of '%s' is empty", x->name);
+    else if (symlen > 200)
+        chk_err(ck, &x->symbol_loc, "the extern symbol of '%s' is longer than 200 bytes", x->name);
+    for (const char *c = x->symbol; symlen <= 200 && *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+              *c == '.')) {
+            unsigned char u = (unsigned char)*c;
+            char what[16];
+            if (u >= 0x20 && u < 0x7f)
+                snprintf(what, sizeof what, "'%c'", u);
+            else
+                snprintf(what, sizeof what, "byte 0x%02x", u);
+            chk_err(ck, &x->symbol_loc,
+                "invalid character %s in the extern symbol of '%s' (a symbol is made of letters, digits, '_' and "
+                "'.', such as \"cublas.sgemm\")", what, x->name);
+            break;
+        }
+    for (uint32_t i = 0; i < x->nparams; i++) {
+        const tilec_param *p = &x->params[i];
+        if (p->type.kind != TILEC_TE_TENSOR) {
+            chk_err(ck, &p->type.loc, "a parameter of an extern is a tensor type such as %s[M, K], got %s%s",
+                tilec_dtype_name(p->type.dtype), p->type.kind == TILEC_TE_POINTER ? "*" : "",
+                tilec_dtype_name(p->type.dtype));
+            continue;
+        }
+        if (chk_bind_dims(ck, p, owner))
+            continue;
+        chk_bind(ck, p->name, &p->loc, B_TENSOR, "parameter");
+    }
+    for (uint32_t i = 0; i < x->nresults; i++) {
+        const tilec_param *r = &x->results[i];
+        if (r->type.kind != TILEC_TE_TENSOR) {
+            chk_err(ck, &r->type.loc, "a result of an extern is a tensor type such as %s[M, N], got %s%s",
+                tilec_dtype_name(r->type.dtype), r->type.kind == TILEC_TE_POINTER ? "*" : "",
+                tilec_dtype_name(r->type.dtype));
+            continue;
+        }
+        chk_tensor_dims(ck, &r->type, "a result dimension");
+    }
+}
+
+/* Unify the tensor `arg` with parameter p of extern x (dims may bind the
+ * extern's symbols, kept in `local`). */
+typedef struct ext_sym {
+    const char *name;
+    const poly *value;
+    uint32_t argno;
+    UT_hash_handle hh;
+} ext_sym;
+
+typedef struct ext_env {
+    checker *ck;
+    ext_sym *syms;
+} ext_env;
+
+static const poly *ext_lookup(void *user, const char *name)
+{
+    ext_env *env = user;
+    ext_sym *s = NULL;
+    HASH_FIND_STR(env->syms, name, s);
+    return s ? s->value : NULL;
+}
+
+/* The tensor named by `a`, which `what` ("argument 2 of 'gemm'") needs;
+ * `want` describes the tensor expected ("f32[K, N]"), or is NULL. */
+binding *chk_tensor_arg(checker *ck, const tilec_expr *a, const char *what, const char *want)
+{
+    const char *paren = want ? ar_printf(&ck->scratch, " (%s)", want) : "";
+    if (!what)
+        what = "an argument"; /* out of memory */
+    if (a->kind != TILEC_EX_NAME) {
+        chk_err(ck, chk_start_of(a), "%s must be a tensor%s, got an expression", what, paren ? paren : "");
+        return NULL;
+    }
+    binding *b = chk_lookup(ck, a->name);
+    if (!b) {
+        chk_err(ck, &a->loc, "undefined name '%s'", a->name);
+        return NULL;
+    }
+    if (chk_poisoned(b))
+        return NULL;
+    if (b->kind != B_TENSOR) {
+        chk_err(ck, &a->loc, "%s must be a tensor%s, but '%s' is the scalar %s", what, paren ? paren : "", a->name,
+            tilec_dtype_name(b->type.dtype));
+        return NULL;
+    }
+    return b;
+}
+
+/* Check an extern call; returns the result tensors' dims (NULL on error). */
+const poly ***chk_extern_call(checker *ck, const tilec_extern *x, const tilec_expr *call)
+{
+    if (call->nargs != x->nparams) {
+        chk_err(ck, &call->loc, "extern '%s' takes %u argument%s, got %u", x->name, x->nparams, x->nparams == 1 ? "" : "s",
+            call->nargs);
+        return NULL;
+    }
+    ext_env env = {ck, NULL};
+    int ok = 1;
+    for (uint32_t i = 0; i < call->nargs && ok; i++) {
+        const tilec_param *p = &x->params[i];
+        const tilec_expr *a = call->args[i];
+        strbuf want;
+        sb_init(&want);
+        sb_printf(&want, "%s[", tilec_dtype_name(p->type.dtype));
+        for (uint32_t d = 0; d < p->type.ndims; d++)
+            sb_printf(&want, "%s%s", d ? ", " : "",
+                      p->type.dims[d]->kind == TILEC_EX_NAME ? p->type.dims[d]->name : "");
+        sb_putc(&want, ']');
+        binding *b = chk_tensor_arg(ck, a, ar_printf(&ck->scratch, "argument %u of '%s'", i + 1, x->name), sb_str(&want));
+        if (!b) {
+            ok = 0;
+        } else if (b->dtype != p->type.dtype || b->rank != p->type.ndims) {
+            chk_err(ck, &a->loc, "argument %u of '%s' ('%s') must be %s, got %s", i + 1, x->name, p->name, sb_str(&want),
+                b->text);
+            ok = 0;
+        }
+        sb_free(&want);
+        for (uint32_t d = 0; ok && d < p->type.ndims; d++) {
+            const tilec_expr *pd = p->type.dims[d];
+            const poly *got = b->dims[d];
+            const poly *exp = NULL;
+            const char *expl = NULL;
+            if (pd->kind == TILEC_EX_INT) {
+                exp = poly_const(&ck->scratch, pd->ival);
+                expl = "";
+            } else if (pd->kind == TILEC_EX_NAME) {
+                ext_sym *s = NULL;
+                HASH_FIND_STR(env.syms, pd->name, s);
+                if (!s) {
+                    s = ar_alloc(&ck->scratch, sizeof *s);
+                    if (!s) {
+                        ck->oom = 1;
+                        ok = 0;
+                        break;
+                    }
+                    s->name = pd->name;
+                    s->value = got;
+                    s->argno = i + 1;
+                    HASH_ADD_KEYPTR(hh, env.syms, s->name, strlen(s->name), s);
+                    continue;
+                }
+                exp = s->value;
+                expl = ar_printf(&ck->scratch, " (%s = %s from argument %u)", pd->name, poly_str(&ck->scratch, exp),
+                                 s->argno);
+            } else {
+                continue; /* reported at the extern */
+            }
+            if (!poly_eq(exp, got)) {
+                chk_err(ck, &a->loc, "argument %u of '%s' ('%s'): dimension %u of '%s' is %s, but %s is expected%s", i + 1,
+                    x->name, p->name, d, b->name, poly_str(&ck->scratch, got), poly_str(&ck->scratch, exp),
+                    expl ? expl : "");
+                ok = 0;
+            }
+        }
+    }
+    const poly ***res = NULL;
+    if (ok) {
+        res = ar_array(&ck->scratch, x->nresults ? x->nresults : 1, sizeof *res);
+        for (uint32_t r = 0; res && r < x->nresults; r++) {
+            const tilec_tyexpr *te = &x->results[r].type;
+            res[r] = ar_array(&ck->scratch, te->ndims ? te->ndims : 1, sizeof **res);
+            if (!res[r]) {
+                res = NULL;
+                break;
+            }
+            for (uint32_t d = 0; d < te->ndims; d++) {
+                size_why why = {0};
+                res[r][d] = poly_from_expr(&ck->scratch, te->dims[d], ext_lookup, &env, &why);
+                if (!res[r][d]) {
+                    /* a form error is reported at the extern; a limit here */
+                    chk_size_limit_err(ck, &call->loc, &why.poly,
+                                   ar_printf(&ck->scratch, "dimension %u of result %u of '%s'", d, r + 1, x->name));
+                    res = NULL;
+                    break;
+                }
+            }
+        }
+        if (!res)
+            ok = 0;
+    }
+    HASH_CLEAR(hh, env.syms);
+    return ok ? res : NULL;
+}
+
+void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call)
+{
+    if (call->nargs != k->nparams) {
+        chk_err(ck, &call->loc, "kernel '%s' takes %u argument%s, got %u", k->name, k->nparams, k->nparams == 1 ? "" : "s",
+            call->nargs);
+        return;
+    }
+    for (uint32_t i = 0; i < call->nargs; i++) {
+        const tilec_param *p = &k->params[i];
+        const tilec_expr *a = call->args[i];
+        if (p->type.kind == TILEC_TE_POINTER) {
+            char want[32];
+            snprintf(want, sizeof want, "*%s", tilec_dtype_name(p->type.dtype));
+            binding *b = chk_tensor_arg(ck, a, ar_printf(&ck->scratch, "argument %u of '%s'", i + 1, k->name), want);
+            if (b && b->dtype != p->type.dtype)
+                chk_err(ck, &a->loc, "argument %u of '%s' ('%s') is *%s, but '%s' is %s", i + 1, k->name, p->name,
+                    tilec_dtype_name(p->type.dtype), b->name, b->text);
+            continue;
+        }
+        char c = tilec_dtype_class(p->type.dtype);
+        if (a->kind == TILEC_EX_NAME) {
+            binding *b = chk_lookup(ck, a->name);
+            if (chk_poisoned(b))
+                continue;
+            if (b && b->kind == B_TENSOR) {
+                chk_err(ck, &a->loc, "argument %u of '%s' ('%s') is a scalar %s, but '%s' is a tensor", i + 1, k->name,
+                    p->name, tilec_dtype_name(p->type.dtype), a->name);
+                continue;
+            }
+            if (b && b->kind == B_SCALAR) {
+                char bc = tilec_dtype_class(b->type.dtype);
+                if ((c == 'b') != (bc == 'b') || (c != 'f' && bc == 'f'))
+                    chk_err(ck, &a->loc, "argument %u of '%s' ('%s') is %s, but '%s' is %s", i + 1, k->name, p->name,
+                        tilec_dtype_name(p->type.dtype), a->name, tilec_dtype_name(b->type.dtype));
+                continue;
+            }
+        }
+        if (c == 'b') {
+            if (a->kind != TILEC_EX_BOOL)
+                chk_err(ck, chk_start_of(a), "argument %u of '%s' ('%s') is bool: pass true or false", i + 1, k->name, p->name);
+            continue;
+        }
+        const tilec_expr *lit = a->kind == TILEC_EX_UNARY && a->op == TILEC_OP_NEG ? a->args[0] : a;
+        if (lit->kind == TILEC_EX_FLOAT || lit->kind == TILEC_EX_INF) {
+            if (c != 'f')
+                chk_err(ck, &a->loc, "argument %u of '%s' ('%s') is %s, got the float %s%s", i + 1, k->name, p->name,
+                    tilec_dtype_name(p->type.dtype), lit == a ? "" : "-", lit->kind == TILEC_EX_INF ? "inf" : lit->name);
+            continue;
+        }
+        chk_size_expr(ck, a, "a scalar kernel argument");
+    }
+}

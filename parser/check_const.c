@@ -1,0 +1,183 @@
+/* check_const.c: compile-time constants of kernels (integer expressions
+ * over literals and hints, without overflow), tile dimensions, and the
+ * register limit of tiles. */
+#include <string.h>
+
+#include "parser/check_internal.h"
+
+/* Evaluate an integer constant expression over literals and hints. On
+ * failure reports why (naming `what`) and returns -1. */
+int chk_const_eval(checker *ck, const tilec_expr *e, const char *what, int64_t *out)
+{
+    switch (e->kind) {
+    case TILEC_EX_INT:
+        *out = e->ival;
+        return 0;
+    case TILEC_EX_FLOAT:
+    case TILEC_EX_INF:
+        chk_err(ck, &e->loc, "%s must be an integer, got the float %s", what, e->kind == TILEC_EX_INF ? "inf" : e->name);
+        return -1;
+    case TILEC_EX_NAME: {
+        binding *b = chk_lookup(ck, e->name);
+        if (b && b->kind == B_HINT) {
+            *out = b->value;
+            return 0;
+        }
+        const tilec_hint *later = NULL;
+        for (uint32_t i = 0; !b && ck->k && i < ck->k->nhints && !later; i++)
+            if (!strcmp(ck->k->hints[i].name, e->name))
+                later = &ck->k->hints[i];
+        if (later) {
+            chk_err(ck, &e->loc, "hint '%s' is used before it is defined (a hint may only use the hints before it)",
+                e->name);
+            chk_note(ck, &later->loc, "'%s' is defined here", e->name);
+        } else if (!b)
+            chk_err(ck, &e->loc, "undefined name '%s'", e->name);
+        else
+            chk_err(ck, &e->loc, "%s must be a compile-time constant (integer literals and hints), but '%s' is %s",
+                what, e->name, b->kind == B_PARAM ? "a parameter" : "a run-time value");
+        return -1;
+    }
+    case TILEC_EX_UNARY: {
+        int64_t a;
+        if (chk_const_eval(ck, e->args[0], what, &a))
+            return -1;
+        if (e->op == TILEC_OP_NEG) {
+            if (a == INT64_MIN)
+                goto overflow;
+            *out = -a;
+        } else if (e->op == TILEC_OP_BITNOT)
+            *out = ~a;
+        else
+            goto notconst;
+        return 0;
+    }
+    case TILEC_EX_BINARY: {
+        int64_t a, b;
+        if (chk_const_eval(ck, e->args[0], what, &a) || chk_const_eval(ck, e->args[1], what, &b))
+            return -1;
+        switch (e->op) {
+        case TILEC_OP_ADD: if (__builtin_add_overflow(a, b, out)) goto overflow; return 0;
+        case TILEC_OP_SUB: if (__builtin_sub_overflow(a, b, out)) goto overflow; return 0;
+        case TILEC_OP_MUL: if (__builtin_mul_overflow(a, b, out)) goto overflow; return 0;
+        case TILEC_OP_DIV:
+        case TILEC_OP_MOD:
+            if (b == 0) {
+                chk_err(ck, &e->loc, "division by zero in %s", what);
+                return -1;
+            }
+            if (a == INT64_MIN && b == -1)
+                goto overflow;
+            *out = e->op == TILEC_OP_DIV ? a / b : a % b;
+            return 0;
+        case TILEC_OP_SHL:
+        case TILEC_OP_SHR:
+            if (b < 0 || b > 62 || a < 0 || (e->op == TILEC_OP_SHL && a > (INT64_MAX >> b)))
+                goto overflow;
+            *out = e->op == TILEC_OP_SHL ? a << b : a >> b;
+            return 0;
+        case TILEC_OP_AND: *out = a & b; return 0;
+        case TILEC_OP_OR: *out = a | b; return 0;
+        case TILEC_OP_XOR: *out = a ^ b; return 0;
+        default: goto notconst;
+        }
+    }
+    case TILEC_EX_CALL:
+        if (!strcmp(e->name, "cdiv") && e->nargs == 2) {
+            int64_t a, b;
+            if (chk_const_eval(ck, e->args[0], what, &a) || chk_const_eval(ck, e->args[1], what, &b))
+                return -1;
+            if (b <= 0 || a < 0) {
+                chk_err(ck, &e->loc, "cdiv in %s needs a >= 0 and b > 0, got cdiv(%lld, %lld)", what,
+                    (long long)a, (long long)b);
+                return -1;
+            }
+            *out = a / b + (a % b != 0);
+            return 0;
+        }
+        goto notconst;
+    default:
+        goto notconst;
+    }
+notconst:
+    chk_err(ck, &e->loc, "%s must be a compile-time integer constant (integer literals and hints)", what);
+    return -1;
+overflow:
+    chk_err(ck, &e->loc, "%s overflows a 64-bit integer", what);
+    return -1;
+}
+
+/* A tile dimension: a positive power of two up to TILEC_MAX_TILE_DIM. */
+int chk_tile_dim(checker *ck, const tilec_expr *e, int64_t *out)
+{
+    if (chk_const_eval(ck, e, "a tile size", out))
+        return -1;
+    int64_t v = *out;
+    if (v <= 0 || v > TILEC_MAX_TILE_DIM || (v & (v - 1))) {
+        chk_err(ck, &e->loc, "tile size must be a power of two from 1 to %d, got %lld", TILEC_MAX_TILE_DIM,
+            (long long)v);
+        binding *b = e->kind == TILEC_EX_NAME ? chk_lookup(ck, e->name) : NULL;
+        if (b && b->kind == B_HINT)
+            chk_note(ck, &b->loc, "hint '%s' is set to %lld here", e->name, (long long)v);
+        return -1;
+    }
+    return 0;
+}
+
+/* 32-bit registers per element of a tile of dtype d held by one thread:
+ * f16 and bf16 pack two to a register, 8- and 16-bit integers and bools
+ * take one each, 64-bit types two. Times 2, so that halves are exact. */
+static int64_t regs2_per_elem(tilec_dtype d)
+{
+    unsigned size = tilec_dtype_size(d);
+    if (d == TILEC_DT_F16 || d == TILEC_DT_BF16)
+        return 1;
+    return size <= 4 ? 2 : 4;
+}
+
+/* The registers one thread needs for tile t with `warps` warps: its
+ * elements spread over 32*warps threads, each holding its share (lowering's
+ * layouts, docs/lowering.md); at least one element each. */
+static int64_t tile_regs(const tilec_type *t, int64_t n, int64_t warps)
+{
+    int64_t threads = 32 * warps, per = (n + threads - 1) / threads;
+    return (per * regs2_per_elem(t->dtype) + 1) / 2;
+}
+
+int chk_tile_numel_ok(checker *ck, const tilec_loc *loc, const tilec_type *t)
+{
+    int64_t n = 1;
+    for (unsigned i = 0; i < t->rank; i++) {
+        if (__builtin_mul_overflow(n, t->dims[i], &n) || n > TILEC_MAX_TILE_ELEMS) {
+            chk_err(ck, loc, "tile %s has more than %d elements (the largest tile tilec accepts)", chk_shp_str(ck, t),
+                TILEC_MAX_TILE_ELEMS);
+            return 0;
+        }
+    }
+    /* registers: a tile a thread cannot hold makes NVRTC spill it all,
+     * which takes minutes and gigabytes (a 256x256 f32 tile at warps = 1:
+     * 2048 registers a thread, 105 s and 5.9 GB), for a kernel that would
+     * crawl; the limit is per tile, a bound every kernel we know keeps */
+    binding *w = chk_lookup(ck, "warps");
+    int64_t warps = w && w->kind == B_HINT && w->value >= 1 && w->value <= 32 ? w->value : 4;
+    int64_t regs = tile_regs(t, n, warps);
+    if (regs <= TILEC_MAX_TILE_REGS)
+        return 1;
+    int64_t need = warps;
+    while (need < 32 && tile_regs(t, n, need) > TILEC_MAX_TILE_REGS)
+        need *= 2;
+    int64_t fit = TILEC_MAX_TILE_REGS * 2 / regs2_per_elem(t->dtype) * 32 * warps;
+    if (tile_regs(t, n, need) <= TILEC_MAX_TILE_REGS)
+        chk_err(ck, loc,
+            "tile %s needs %lld registers in each of the %lld threads of warps = %lld, more than %d: at warps = %lld "
+            "a tile of %s holds at most %lld elements; this one needs warps = %lld",
+            chk_shp_str(ck, t), (long long)regs, (long long)(32 * warps), (long long)warps, TILEC_MAX_TILE_REGS,
+            (long long)warps, tilec_dtype_name(t->dtype), (long long)fit, (long long)need);
+    else
+        chk_err(ck, loc,
+            "tile %s needs %lld registers in each of the %lld threads of warps = %lld, more than %d: at warps = %lld "
+            "a tile of %s holds at most %lld elements, and even warps = 32 is not enough; use a smaller tile",
+            chk_shp_str(ck, t), (long long)regs, (long long)(32 * warps), (long long)warps, TILEC_MAX_TILE_REGS,
+            (long long)warps, tilec_dtype_name(t->dtype), (long long)fit);
+    return 0;
+}

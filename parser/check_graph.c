@@ -1,0 +1,238 @@
+/* check_graph.c: graphs: their statements (empty, view, calls, return)
+ * and declared results. */
+#include <string.h>
+
+#include "parser/check_internal.h"
+
+static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int last)
+{
+    const tilec_expr *v = s->value;
+    switch (s->kind) {
+    case TILEC_ST_DOC:
+        return;
+    case TILEC_ST_FOR:
+    case TILEC_ST_IF:
+    case TILEC_ST_ASSIGN:
+        chk_err(ck, &s->loc, "%s is not allowed in a graph: a graph is straight-line host code",
+            s->kind == TILEC_ST_FOR ? "'for'" : s->kind == TILEC_ST_IF ? "'if'" : "assignment");
+        return;
+    case TILEC_ST_RETURN: {
+        if (!last)
+            chk_err(ck, &s->loc, "return must be the last statement of graph '%s'", g->name);
+        if (s->nvalues != g->nresults) {
+            chk_err(ck, &s->loc, "graph '%s' returns %u value%s, but its signature declares %u", g->name, s->nvalues,
+                s->nvalues == 1 ? "" : "s", g->nresults);
+            return;
+        }
+        for (uint32_t i = 0; i < s->nvalues; i++) {
+            const tilec_expr *a = s->values[i];
+            const tilec_param *r = &g->results[i];
+            for (uint32_t j = 0; j < i && a->kind == TILEC_EX_NAME; j++)
+                if (s->values[j]->kind == TILEC_EX_NAME && !strcmp(s->values[j]->name, a->name))
+                    chk_err(ck, &a->loc, "graph '%s' returns '%s' twice: each result is a buffer of its own (copy it "
+                        "into a second one to return it twice)", g->name, a->name);
+            const poly **dims = ck->rdims ? ck->rdims[i] : NULL;
+            binding *b = chk_tensor_arg(ck, a, ar_printf(&ck->scratch, "result %u of graph '%s'", i + 1, g->name),
+                                    dims ? chk_tensor_text(ck, r->type.dtype, dims, r->type.ndims) : "a tensor");
+            if (!b || !dims)
+                continue;
+            int same = b->dtype == r->type.dtype && b->rank == r->type.ndims;
+            for (uint32_t d = 0; same && d < b->rank; d++)
+                same = poly_eq(b->dims[d], dims[d]);
+            if (!same)
+                chk_err(ck, &a->loc, "result %u of graph '%s'%s%s%s is declared %s, but '%s' is %s", i + 1, g->name,
+                    r->name ? " ('" : "", r->name ? r->name : "", r->name ? "')" : "",
+                    chk_tensor_text(ck, r->type.dtype, dims, r->type.ndims), b->name, b->text);
+        }
+        return;
+    }
+    case TILEC_ST_LET:
+    case TILEC_ST_LET_TUPLE:
+    case TILEC_ST_EXPR:
+        break;
+    }
+    if (v->kind != TILEC_EX_CALL) {
+        if (s->kind == TILEC_ST_EXPR)
+            chk_err(ck, chk_start_of(v), "a graph statement is a call of a kernel or an extern");
+        else
+            chk_err(ck, chk_start_of(v), "a graph 'let' binds empty(...), view(...) or the result of an extern call");
+        return;
+    }
+    item_name *it = NULL;
+    HASH_FIND_STR(ck->items, v->name, it);
+    s->types = ar_array(ck->ar, s->nnames ? s->nnames : 1, sizeof *s->types);
+    if (!s->types) {
+        ck->oom = 1;
+        return;
+    }
+    if (!strcmp(v->name, "empty") || !strcmp(v->name, "view")) {
+        int is_view = v->name[0] == 'v';
+        if (s->kind != TILEC_ST_LET) {
+            chk_err(ck, &v->loc, "bind the result of %s with let name = %s(...)", v->name, v->name);
+            return;
+        }
+        if (v->nargs != 2) {
+            chk_err(ck, &v->loc, "%s takes 2 arguments, got %u", v->name, v->nargs);
+            return;
+        }
+        tilec_dtype dt;
+        const tilec_expr *shape;
+        binding *base = NULL;
+        if (is_view) {
+            base = chk_tensor_arg(ck, v->args[0], "the first argument of view", NULL);
+            const tilec_expr *ty = v->args[1];
+            if (ty->kind != TILEC_EX_INDEX || ty->args[0]->kind != TILEC_EX_DTYPE) {
+                chk_err(ck, &ty->loc, "the second argument of view is a tensor type such as f32[R * C]");
+                return;
+            }
+            dt = ty->args[0]->dtype;
+            shape = ty;
+        } else {
+            if (v->args[0]->kind != TILEC_EX_DTYPE || v->args[1]->kind != TILEC_EX_LIST) {
+                chk_err(ck, &v->loc, "empty takes an element type and a list of sizes: empty(f32, [R, C])");
+                return;
+            }
+            dt = v->args[0]->dtype;
+            shape = v->args[1];
+        }
+        uint32_t first = is_view ? 1 : 0, rank = shape->nargs - first;
+        const poly **dims = ar_array(&ck->scratch, rank ? rank : 1, sizeof *dims);
+        if (!dims) {
+            ck->oom = 1;
+            return;
+        }
+        for (uint32_t d = 0; d < rank; d++)
+            if (!(dims[d] = chk_size_expr(ck, shape->args[first + d], "a tensor size")))
+                return;
+        if (base) {
+            /* a view keeps the bytes: numel * size must match */
+            poly_why why = {0};
+            poly *have = poly_const(&ck->scratch, tilec_dtype_size(base->dtype));
+            poly *want = poly_const(&ck->scratch, tilec_dtype_size(dt));
+            for (uint32_t d = 0; d < base->rank; d++)
+                have = poly_mul(&ck->scratch, have, base->dims[d], &why);
+            for (uint32_t d = 0; d < rank; d++)
+                want = poly_mul(&ck->scratch, want, dims[d], &why);
+            if ((!have || !want) && chk_size_limit_err(ck, &shape->args[0]->loc, &why, "the byte size of the view"))
+                return;
+            if (have && want && !poly_eq(have, want)) {
+                chk_err(ck, &shape->args[0]->loc, "view of '%s' (%s, %s bytes) as %s (%s bytes) changes its size", base->name,
+                    base->text, poly_str(&ck->scratch, have), chk_tensor_text(ck, dt, dims, rank),
+                    poly_str(&ck->scratch, want));
+                return;
+            }
+        } else if (is_view) {
+            return;
+        }
+        binding *b = chk_bind_tensor(ck, s->names[0], &s->name_locs[0], dt, dims, rank);
+        if (b)
+            s->types[0] = b->text;
+        return;
+    }
+    if (!it) {
+        chk_err(ck, &v->loc, "unknown kernel or extern '%s'", v->name);
+        return;
+    }
+    if (it->kind == TILEC_ITEM_GRAPH) {
+        chk_err(ck, &v->loc, "'%s' is a graph; a graph calls kernels and externs", v->name);
+        return;
+    }
+    if (it->kind == TILEC_ITEM_KERNEL) {
+        if (s->kind != TILEC_ST_EXPR) {
+            chk_err(ck, &v->loc, "kernel '%s' returns nothing; allocate its output with empty(...) and pass it", v->name);
+            return;
+        }
+        chk_kernel_call(ck, it->node, v);
+        return;
+    }
+    const tilec_extern *x = it->node;
+    uint32_t want = s->kind == TILEC_ST_EXPR ? 0 : s->nnames;
+    if (x->nresults != want) {
+        if (s->kind == TILEC_ST_EXPR)
+            chk_err(ck, &v->loc, "the result%s of extern '%s' must be bound with let", x->nresults == 1 ? "" : "s", x->name);
+        else if (x->nresults == 0)
+            chk_err(ck, &v->loc, "extern '%s' returns nothing; it writes into its arguments", x->name);
+        else
+            chk_err(ck, &v->loc, "extern '%s' returns %u result%s, but %u name%s bound", x->name, x->nresults,
+                x->nresults == 1 ? "" : "s", want, want == 1 ? " is" : "s are");
+        return;
+    }
+    const poly ***res = chk_extern_call(ck, x, v);
+    if (!res)
+        return;
+    for (uint32_t r = 0; r < want; r++) {
+        binding *b = chk_bind_tensor(ck, s->names[r], &s->name_locs[r], x->results[r].type.dtype, res[r],
+                                 x->results[r].type.ndims);
+        if (b)
+            s->types[r] = b->text;
+    }
+}
+
+void chk_graph(checker *ck, tilec_graph *g)
+{
+    chk_reset_graph(ck);
+    if (g->body.nstmts > TILEC_MAX_GRAPH_STMTS) {
+        chk_err(ck, &g->loc, "graph '%s' has %u statements (the limit is %d)", g->name, g->body.nstmts,
+            TILEC_MAX_GRAPH_STMTS);
+        return;
+    }
+    char owner[300];
+    snprintf(owner, sizeof owner, "graph '%.200s'", g->name);
+    for (uint32_t i = 0; i < g->nparams; i++) {
+        const tilec_param *p = &g->params[i];
+        if (p->type.kind == TILEC_TE_POINTER) {
+            chk_err(ck, &p->type.loc, "a graph parameter is a tensor such as %s[R, C] or a scalar, not a pointer",
+                tilec_dtype_name(p->type.dtype));
+            chk_bind(ck, p->name, &p->loc, B_TENSOR, "parameter"); /* in error: its uses are silent */
+            continue;
+        }
+        if (p->type.kind == TILEC_TE_SCALAR) {
+            binding *b = chk_bind(ck, p->name, &p->loc, B_SCALAR, "parameter");
+            if (b)
+                b->type = chk_ty_scalar(p->type.dtype);
+            continue;
+        }
+        const poly **dims = chk_bind_dims(ck, p, owner) ? NULL : chk_tensor_dims(ck, &p->type, "a dimension");
+        if (dims)
+            chk_bind_tensor(ck, p->name, &p->loc, p->type.dtype, dims, p->type.ndims);
+        else
+            chk_bind(ck, p->name, &p->loc, B_TENSOR, "parameter"); /* in error: its uses are silent */
+    }
+    ck->rdims = ar_array(&ck->scratch, g->nresults ? g->nresults : 1, sizeof *ck->rdims);
+    if (!ck->rdims)
+        ck->oom = 1;
+    for (uint32_t i = 0; i < g->nresults && ck->rdims; i++) {
+        const tilec_param *r = &g->results[i];
+        if (r->type.kind != TILEC_TE_TENSOR)
+            chk_err(ck, &r->type.loc, "a graph result is a tensor type such as %s[R, C], got %s%s",
+                tilec_dtype_name(r->type.dtype), r->type.kind == TILEC_TE_POINTER ? "*" : "",
+                tilec_dtype_name(r->type.dtype));
+        else
+            ck->rdims[i] = chk_tensor_dims(ck, &r->type, "a result dimension");
+        for (uint32_t j = 0; j < i && r->name; j++)
+            if (g->results[j].name && !strcmp(g->results[j].name, r->name)) {
+                chk_err(ck, &r->loc, "result name '%s' is used twice", r->name);
+                chk_note(ck, &g->results[j].loc, "the first '%s' is here", r->name);
+                break;
+            }
+    }
+    int returned = 0;
+    /* trailing doc comments do not count as statements after return */
+    uint32_t last_real = 0;
+    for (uint32_t i = 0; i < g->body.nstmts; i++)
+        if (g->body.stmts[i]->kind != TILEC_ST_DOC)
+            last_real = i;
+    for (uint32_t i = 0; i < g->body.nstmts && !chk_stop(ck); i++) {
+        tilec_stmt *s = g->body.stmts[i];
+        check_graph_stmt(ck, g, s, i >= last_real);
+        returned |= s->kind == TILEC_ST_RETURN;
+        /* a let that failed still defines its names, so that their uses
+         * do not repeat the error as "undefined name" */
+        for (uint32_t j = 0; (s->kind == TILEC_ST_LET || s->kind == TILEC_ST_LET_TUPLE) && j < s->nnames; j++)
+            if (!chk_lookup(ck, s->names[j]))
+                chk_bind(ck, s->names[j], &s->name_locs[j], B_TENSOR, "tensor");
+    }
+    if (!returned && g->nresults)
+        chk_err(ck, &g->loc, "graph '%s' declares %u result%s but has no return", g->name, g->nresults,
+            g->nresults == 1 ? "" : "s");
+}

@@ -1,0 +1,157 @@
+/* check_internal.h: what the checker's files (parser/check*.c) share: the
+ * checker state, bindings and size symbols, and each file's entry points.
+ * Private to parser/. */
+#ifndef TILEC_PARSER_CHECK_INTERNAL_H
+#define TILEC_PARSER_CHECK_INTERNAL_H
+
+#include <stdint.h>
+
+#include "parser/parse.h"
+#include "parser/size_poly.h"
+#include "tilec/limits.h"
+#include "util/strbuf.h"
+
+/* uthash reports running out of memory through the checker in scope */
+#define uthash_nonfatal_oom(e) (ck->oom = 1)
+#include "util/hashtable.h"
+
+typedef enum { B_PARAM, B_HINT, B_LET, B_LOOP, B_TENSOR, B_SCALAR } bkind;
+
+typedef struct binding {
+    const char *name;
+    bkind kind;
+    tilec_type type;
+    tilec_loc loc;
+    int64_t value;   /* B_HINT */
+    uint32_t depth;
+    /* graphs */
+    tilec_dtype dtype;
+    uint32_t rank;
+    const poly **dims;
+    const char *text; /* "f32[R, C]" */
+    UT_hash_handle hh;
+} binding;
+
+typedef struct seen_msg {
+    char *key;
+    UT_hash_handle hh;
+} seen_msg;
+
+typedef struct symbol {
+    const char *name;
+    const poly *value;
+    const char *origin; /* "dimension 0 of 'x'" */
+    tilec_loc loc;
+    UT_hash_handle hh;
+} symbol;
+
+typedef struct item_name {
+    const char *name;
+    tilec_item_kind kind;
+    void *node;
+    tilec_loc loc;
+    UT_hash_handle hh;
+} item_name;
+
+typedef struct checker {
+    tilec_ctx *ctx;
+    tilec_module *mod;
+    arena *ar;      /* the module arena: annotations that outlive the check */
+    arena scratch;  /* per kernel configuration / graph */
+    item_name *items;
+    /* current kernel configuration */
+    const tilec_kernel *k;
+    int variant; /* -1: base hints */
+    int annotate;
+    binding *env;
+    binding **stack;
+    size_t nstack, capstack;
+    uint32_t depth;
+    seen_msg *seen;
+    int emitted; /* the last error was emitted (notes follow it) */
+    /* current graph */
+    symbol *syms;
+    const poly ***rdims; /* the declared results' dimensions (NULL: in error) */
+    int oom;
+} checker;
+
+static inline int chk_stop(const checker *ck) { return ck->oom || diag_stopped(ck->ctx); }
+/* A graph name whose let failed (already reported): later uses are silent. */
+static inline int chk_poisoned(const binding *b)
+{
+    return b && b->kind == B_TENSOR && b->type.kind == TILEC_TY_ERROR;
+}
+
+/* Types of kernel values (check_types.c has the rest). */
+static inline tilec_type chk_ty_err(void) { return (tilec_type){.kind = TILEC_TY_ERROR}; }
+static inline tilec_type chk_ty_void(void) { return (tilec_type){.kind = TILEC_TY_VOID}; }
+static inline tilec_type chk_ty_scalar(tilec_dtype dt) { return (tilec_type){.kind = TILEC_TY_VALUE, .dtype = dt}; }
+static inline char chk_dclass(tilec_dtype dt) { return tilec_dtype_class(dt); }
+static inline int chk_is_int(const tilec_type *t)
+{
+    return t->kind == TILEC_TY_VALUE && !t->ptr && (chk_dclass(t->dtype) == 's' || chk_dclass(t->dtype) == 'u');
+}
+static inline int chk_is_float(const tilec_type *t)
+{
+    return t->kind == TILEC_TY_VALUE && !t->ptr && chk_dclass(t->dtype) == 'f';
+}
+static inline int chk_is_bool(const tilec_type *t)
+{
+    return t->kind == TILEC_TY_VALUE && !t->ptr && t->dtype == TILEC_DT_BOOL;
+}
+static inline int chk_is_num(const tilec_type *t) { return chk_is_int(t) || chk_is_float(t); }
+
+/* check_scope.c */
+__attribute__((format(printf, 3, 4))) void chk_err(checker *ck, const tilec_loc *loc, const char *fmt, ...);
+__attribute__((format(printf, 3, 4))) void chk_note(checker *ck, const tilec_loc *loc, const char *fmt, ...);
+binding *chk_lookup(checker *ck, const char *name);
+binding *chk_bind(checker *ck, const char *name, const tilec_loc *loc, bkind kind, const char *what);
+void chk_leave_scope(checker *ck);
+void chk_reset_env(checker *ck);
+
+/* check_types.c */
+const char *chk_ty_str(checker *ck, const tilec_type *t);
+const char *chk_shp_str(checker *ck, const tilec_type *t);
+int chk_bcast(const tilec_type *a, const tilec_type *b, tilec_type *out);
+tilec_type chk_promote(const tilec_type *a, const tilec_type *b);
+
+/* check_const.c */
+int chk_const_eval(checker *ck, const tilec_expr *e, const char *what, int64_t *out);
+int chk_tile_dim(checker *ck, const tilec_expr *e, int64_t *out);
+int chk_tile_numel_ok(checker *ck, const tilec_loc *loc, const tilec_type *t);
+
+/* check_expr.c */
+int chk_known_int(checker *ck, const tilec_expr *e, int64_t *out);
+const tilec_loc *chk_start_of(const tilec_expr *e);
+tilec_type chk_set(checker *ck, tilec_expr *e, tilec_type t);
+tilec_type chk_expr(checker *ck, tilec_expr *e);
+
+/* check_builtin.c */
+tilec_type chk_call(checker *ck, tilec_expr *e);
+
+/* check_stmt.c */
+void chk_block(checker *ck, const tilec_block *b);
+
+/* check_kernel.c */
+void chk_kernel(checker *ck, tilec_kernel *k);
+
+/* check_sizes.c */
+int chk_size_limit_err(checker *ck, const tilec_loc *loc, const poly_why *why, const char *what);
+const poly *chk_size_expr(checker *ck, const tilec_expr *e, const char *what);
+const char *chk_tensor_text(checker *ck, tilec_dtype dt, const poly *const *dims, uint32_t rank);
+binding *chk_bind_tensor(checker *ck, const char *name, const tilec_loc *loc, tilec_dtype dt, const poly **dims,
+                         uint32_t rank);
+const poly **chk_tensor_dims(checker *ck, const tilec_tyexpr *te, const char *what);
+int chk_bind_dims(checker *ck, const tilec_param *p, const char *owner);
+void chk_reset_graph(checker *ck);
+
+/* check_call.c */
+void chk_extern(checker *ck, tilec_extern *x);
+binding *chk_tensor_arg(checker *ck, const tilec_expr *a, const char *what, const char *want);
+const poly ***chk_extern_call(checker *ck, const tilec_extern *x, const tilec_expr *call);
+void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call);
+
+/* check_graph.c */
+void chk_graph(checker *ck, tilec_graph *g);
+
+#endif

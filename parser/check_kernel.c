@@ -1,0 +1,239 @@
+/* check_kernel.c: kernels: parameters, grid and hints, and the variants
+ * of a kernel; the body is checked once per hint configuration (the base
+ * hints, then each variant). */
+#include <string.h>
+
+#include "parser/check_internal.h"
+
+/* Hint i of k as variant `variant` sets it: its override there, or the base hint. */
+static const tilec_hint *hint_in(const tilec_kernel *k, int variant, uint32_t i)
+{
+    if (variant >= 0) {
+        const tilec_variant *v = &k->variants[variant];
+        for (uint32_t j = 0; j < v->noverrides; j++)
+            if (!strcmp(v->overrides[j].name, k->hints[i].name))
+                return &v->overrides[j];
+    }
+    return &k->hints[i];
+}
+
+static int host_expr_ok(checker *ck, const tilec_kernel *k, const tilec_expr *e)
+{
+    if (e->kind == TILEC_EX_CALL && strcmp(e->name, "cdiv") != 0) {
+        chk_err(ck, &e->loc, "the grid of '%s' is computed on the host from scalar parameters and hints; '%s' is not allowed",
+            k->name, e->name);
+        return 0;
+    }
+    if (e->kind == TILEC_EX_NAME) {
+        binding *b = chk_lookup(ck, e->name);
+        if (b && b->type.ptr) {
+            chk_err(ck, &e->loc, "the grid of '%s' cannot use the pointer '%s'", k->name, e->name);
+            return 0;
+        }
+    }
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (!host_expr_ok(ck, k, e->args[i]))
+            return 0;
+    return 1;
+}
+
+static void check_config(checker *ck, const tilec_kernel *k, int variant)
+{
+    chk_reset_env(ck);
+    ck->variant = variant;
+    ck->annotate = variant < 0;
+    for (uint32_t i = 0; i < k->nparams; i++) {
+        const tilec_param *p = &k->params[i];
+        if (chk_lookup(ck, p->name))
+            continue; /* reported once by chk_kernel */
+        binding *b = chk_bind(ck, p->name, &p->loc, B_PARAM, "parameter");
+        if (b) {
+            b->type = chk_ty_scalar(p->type.dtype);
+            b->type.ptr = p->type.kind == TILEC_TE_POINTER;
+        }
+    }
+    for (uint32_t i = 0; i < k->nhints; i++) {
+        const tilec_hint *h = &k->hints[i];
+        if (chk_lookup(ck, h->name))
+            continue;
+        const tilec_hint *chk_set = hint_in(k, variant, i);
+        binding *b = chk_bind(ck, h->name, &chk_set->loc, B_HINT, "hint");
+        if (b) {
+            b->value = variant >= 0 && k->variants[variant].values ? k->variants[variant].values[i] : chk_set->value;
+            b->type = chk_ty_scalar(b->value > INT32_MAX || b->value < INT32_MIN ? TILEC_DT_I64 : TILEC_DT_I32);
+            b->type.weak = true;
+        }
+    }
+    for (uint32_t i = 0; i < k->ngrid; i++) {
+        tilec_expr *g = k->grid[i];
+        if (!host_expr_ok(ck, k, g))
+            continue;
+        tilec_type t = chk_expr(ck, g);
+        if (t.kind != TILEC_TY_ERROR && (!chk_is_int(&t) || t.rank))
+            chk_err(ck, chk_start_of(g), "a grid dimension must be a scalar integer, got %s", chk_ty_str(ck, &t));
+    }
+    ck->depth = 1;
+    chk_block(ck, &k->body);
+}
+
+/* Evaluate a hint's value in the environment of the hints before it. */
+static int eval_hint_value(checker *ck, const char *name, const tilec_expr *expr, const char *what, int64_t *out)
+{
+    int64_t v;
+    if (chk_const_eval(ck, expr, what, &v))
+        return -1;
+    if (!strcmp(name, "warps") && (v < 1 || v > 32 || (v & (v - 1)))) {
+        chk_err(ck, &expr->loc, "warps must be 1, 2, 4, 8, 16 or 32 (a block of at most 1024 threads), got %lld",
+            (long long)v);
+        return -1;
+    }
+    if (!strcmp(name, "stages") && (v < 1 || v > TILEC_MAX_STAGES)) {
+        chk_err(ck, &expr->loc, "stages must be from 1 to %d, got %lld", TILEC_MAX_STAGES, (long long)v);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int eval_hint(checker *ck, tilec_hint *h, const char *what)
+{
+    return eval_hint_value(ck, h->name, h->expr, what, &h->value);
+}
+
+/* The hints of variant vi: the base hints in order, overridden ones
+ * replaced, later ones re-derived from the new values (BK = BM / 4 follows
+ * an overridden BM). Hint bindings are restored afterwards. */
+static int eval_variant_hints(checker *ck, tilec_kernel *k, uint32_t vi)
+{
+    tilec_variant *v = &k->variants[vi];
+    v->values = ar_array(ck->ar, k->nhints ? k->nhints : 1, sizeof *v->values);
+    if (!v->values) {
+        ck->oom = 1;
+        return -1;
+    }
+    int bad = 0;
+    ck->variant = (int)vi;
+    for (uint32_t i = 0; i < k->nhints && !bad; i++) {
+        const tilec_hint *h = hint_in(k, (int)vi, i);
+        bad = eval_hint_value(ck, k->hints[i].name, h->expr, "a hint value", &v->values[i]);
+        binding *b = chk_lookup(ck, k->hints[i].name);
+        if (!bad && b && b->kind == B_HINT)
+            b->value = v->values[i];
+    }
+    for (uint32_t i = 0; i < k->nhints; i++) {
+        binding *b = chk_lookup(ck, k->hints[i].name);
+        if (b && b->kind == B_HINT)
+            b->value = k->hints[i].value;
+        if (!bad) {
+            const tilec_hint *h = hint_in(k, (int)vi, i);
+            if (h != &k->hints[i])
+                ((tilec_hint *)h)->value = v->values[i];
+        }
+    }
+    ck->variant = -1;
+    return bad ? -1 : 0;
+}
+
+void chk_kernel(checker *ck, tilec_kernel *k)
+{
+    ck->k = k;
+    ck->variant = -1;
+    chk_reset_env(ck);
+    int ok = 1;
+    /* parameters */
+    for (uint32_t i = 0; i < k->nparams; i++) {
+        tilec_param *p = &k->params[i];
+        if (p->type.kind == TILEC_TE_TENSOR) {
+            chk_err(ck, &p->type.loc, "kernel parameter '%s' cannot be a tensor type; use a pointer such as *%s", p->name,
+                tilec_dtype_name(p->type.dtype));
+            ok = 0;
+        }
+        if (!chk_bind(ck, p->name, &p->loc, B_PARAM, "parameter"))
+            ok = 0;
+    }
+    /* hints, each evaluated with the ones before it */
+    int hints_ok = 1;
+    for (uint32_t i = 0; i < k->nhints; i++) {
+        tilec_hint *h = &k->hints[i];
+        if (eval_hint(ck, h, "a hint value"))
+            hints_ok = 0;
+        binding *b = chk_bind(ck, h->name, &h->loc, B_HINT, "hint");
+        if (b)
+            b->value = h->value;
+        else
+            hints_ok = 0;
+    }
+    /* variants */
+    if (k->variant_sym) {
+        const tilec_param *p = NULL;
+        for (uint32_t i = 0; i < k->nparams; i++)
+            if (!strcmp(k->params[i].name, k->variant_sym)) {
+                p = &k->params[i];
+                k->variant_param = i;
+            }
+        if (!p) {
+            chk_err(ck, &k->variant_loc, "variants refer to '%s', which is not a parameter of kernel '%s'", k->variant_sym,
+                k->name);
+            ok = 0;
+        } else if (p->type.kind != TILEC_TE_SCALAR || (tilec_dtype_class(p->type.dtype) != 's' &&
+                                                         tilec_dtype_class(p->type.dtype) != 'u')) {
+            chk_err(ck, &k->variant_loc, "variants need an integer scalar parameter, but '%s' is %s%s", k->variant_sym,
+                p->type.kind == TILEC_TE_POINTER ? "*" : "", tilec_dtype_name(p->type.dtype));
+            ok = 0;
+        }
+        if (!k->nvariants) {
+            chk_err(ck, &k->variant_loc, "variants of '%s' list no sizes", k->name);
+            ok = 0;
+        }
+        for (uint32_t i = 0; i < k->nvariants; i++) {
+            tilec_variant *v = &k->variants[i];
+            if (v->size <= 0) {
+                chk_err(ck, &v->loc, "a variant size must be positive, got %lld", (long long)v->size);
+                ok = 0;
+            }
+            for (uint32_t j = 0; j < i; j++)
+                if (k->variants[j].size == v->size) {
+                    chk_err(ck, &v->loc, "variant %s = %lld is listed twice", k->variant_sym, (long long)v->size);
+                    chk_note(ck, &k->variants[j].loc, "the first %s = %lld is here", k->variant_sym, (long long)v->size);
+                    ok = 0;
+                    break;
+                }
+            for (uint32_t j = 0; j < v->noverrides; j++) {
+                tilec_hint *o = &v->overrides[j];
+                int found = 0;
+                for (uint32_t h = 0; h < k->nhints; h++)
+                    found |= !strcmp(k->hints[h].name, o->name);
+                for (uint32_t h = 0; h < j; h++)
+                    if (!strcmp(v->overrides[h].name, o->name)) {
+                        chk_err(ck, &o->loc, "variant %s = %lld overrides '%s' twice", k->variant_sym, (long long)v->size,
+                            o->name);
+                        ok = 0;
+                    }
+                if (!found) {
+                    chk_err(ck, &o->loc, "variant %s = %lld overrides '%s', which is not a hint of kernel '%s'",
+                        k->variant_sym, (long long)v->size, o->name, k->name);
+                    ok = 0;
+                } else if (eval_hint(ck, o, "a hint value")) {
+                    ok = 0;
+                }
+            }
+        }
+    }
+    if (!k->ngrid) {
+        chk_err(ck, &k->loc, "kernel '%s' has no grid; add one such as grid (cdiv(n, BLOCK))", k->name);
+        ok = 0;
+    } else if (k->ngrid > 3) {
+        chk_err(ck, &k->grid[3]->loc, "a grid has at most 3 dimensions, '%s' has %u", k->name, k->ngrid);
+        ok = 0;
+    }
+    for (uint32_t i = 0; ok && hints_ok && i < k->nvariants && !chk_stop(ck); i++)
+        if (eval_variant_hints(ck, k, i))
+            ok = 0;
+    if (!chk_stop(ck) && hints_ok) {
+        check_config(ck, k, -1);
+        for (uint32_t i = 0; ok && i < k->nvariants && !chk_stop(ck); i++)
+            check_config(ck, k, (int)i);
+    }
+    ck->k = NULL;
+    ck->variant = -1;
+}

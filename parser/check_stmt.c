@@ -1,0 +1,124 @@
+/* check_stmt.c: kernel statements and blocks: let, assignment, for, if,
+ * return and expression statements. */
+#include "parser/check_internal.h"
+
+static int same_type(const tilec_type *declared, const tilec_type *v)
+{
+    if (declared->ptr != v->ptr || declared->rank != v->rank)
+        return 0;
+    for (unsigned i = 0; i < v->rank; i++)
+        if (declared->dims[i] != v->dims[i])
+            return 0;
+    if (declared->dtype == v->dtype)
+        return 1;
+    /* an untyped literal adapts to the variable's type */
+    return v->weak && (chk_dclass(declared->dtype) == 'f' || chk_dclass(v->dtype) != 'f');
+}
+
+static void check_stmt(checker *ck, tilec_stmt *s)
+{
+    switch (s->kind) {
+    case TILEC_ST_DOC:
+        return;
+    case TILEC_ST_LET: {
+        tilec_type t = chk_expr(ck, s->value);
+        if (t.kind == TILEC_TY_VOID) {
+            chk_err(ck, chk_start_of(s->value), "'%s' returns no value", s->value->kind == TILEC_EX_CALL ? s->value->name : "expression");
+            t = chk_ty_err();
+        } else if (t.kind == TILEC_TY_DTYPE) {
+            chk_err(ck, chk_start_of(s->value), "expected a value, found the type '%s'", tilec_dtype_name(t.dtype));
+            t = chk_ty_err();
+        }
+        binding *b = chk_bind(ck, s->names[0], &s->name_locs[0], B_LET, "variable");
+        if (b) {
+            if (t.kind == TILEC_TY_VALUE)
+                t.weak = false; /* a variable has a definite type */
+            b->type = t;
+        }
+        return;
+    }
+    case TILEC_ST_ASSIGN: {
+        tilec_type t = chk_expr(ck, s->value);
+        binding *b = chk_lookup(ck, s->names[0]);
+        if (!b) {
+            chk_err(ck, &s->name_locs[0], "assignment to undefined name '%s' (declare it with let)", s->names[0]);
+            return;
+        }
+        if (b->kind != B_LET) {
+            chk_err(ck, &s->name_locs[0], "cannot assign to %s '%s'",
+                b->kind == B_PARAM ? "parameter" : b->kind == B_HINT ? "hint" : "loop variable", s->names[0]);
+            return;
+        }
+        if (t.kind == TILEC_TY_ERROR || b->type.kind == TILEC_TY_ERROR)
+            return;
+        if (t.kind != TILEC_TY_VALUE || !same_type(&b->type, &t)) {
+            chk_err(ck, chk_start_of(s->value), "assignment changes the type of '%s' from %s to %s", s->names[0],
+                chk_ty_str(ck, &b->type), chk_ty_str(ck, &t));
+            chk_note(ck, &b->loc, "'%s' is defined here", s->names[0]);
+        }
+        return;
+    }
+    case TILEC_ST_EXPR: {
+        tilec_type t = chk_expr(ck, s->value);
+        (void)t;
+        if (s->value->kind != TILEC_EX_CALL)
+            chk_err(ck, chk_start_of(s->value), "this expression has no effect; only calls such as store(...) may stand alone");
+        return;
+    }
+    case TILEC_ST_FOR: {
+        tilec_expr *parts[3] = {s->lo, s->hi, s->step};
+        static const char *const names[3] = {"start", "end", "step"};
+        tilec_type lt = chk_ty_scalar(TILEC_DT_I32);
+        for (int i = 0; i < 3; i++) {
+            if (!parts[i])
+                continue;
+            tilec_type t = chk_expr(ck, parts[i]);
+            if (t.kind == TILEC_TY_ERROR)
+                continue;
+            if (!chk_is_int(&t) || t.rank) {
+                chk_err(ck, chk_start_of(parts[i]), "the loop %s must be a scalar integer, got %s", names[i], chk_ty_str(ck, &t));
+                continue;
+            }
+            if (i < 2 && tilec_dtype_size(t.dtype) == 8 && !t.weak)
+                lt.dtype = TILEC_DT_I64;
+        }
+        int64_t step;
+        if (s->step && chk_known_int(ck, s->step, &step) && step <= 0)
+            chk_err(ck, chk_start_of(s->step), "the loop step must be positive, got %lld", (long long)step);
+        ck->depth++;
+        binding *b = chk_bind(ck, s->names[0], &s->name_locs[0], B_LOOP, "loop variable");
+        if (b)
+            b->type = lt;
+        chk_block(ck, &s->body);
+        chk_leave_scope(ck);
+        return;
+    }
+    case TILEC_ST_IF: {
+        tilec_type t = chk_expr(ck, s->value);
+        if (t.kind != TILEC_TY_ERROR && (!chk_is_bool(&t) || t.rank))
+            chk_err(ck, chk_start_of(s->value), "an if condition must be a scalar bool, got %s%s", chk_ty_str(ck, &t),
+                t.rank ? " (use where(...) for tiles)" : "");
+        ck->depth++;
+        chk_block(ck, &s->body);
+        chk_leave_scope(ck);
+        if (s->has_else) {
+            ck->depth++;
+            chk_block(ck, &s->orelse);
+            chk_leave_scope(ck);
+        }
+        return;
+    }
+    case TILEC_ST_RETURN:
+        chk_err(ck, &s->loc, "return is only allowed in a graph; a kernel writes its results with store(...)");
+        return;
+    case TILEC_ST_LET_TUPLE:
+        chk_err(ck, &s->loc, "let (...) binds the results of a multi-output extern and is only allowed in a graph");
+        return;
+    }
+}
+
+void chk_block(checker *ck, const tilec_block *b)
+{
+    for (uint32_t i = 0; i < b->nstmts && !chk_stop(ck); i++)
+        check_stmt(ck, b->stmts[i]);
+}
