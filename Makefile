@@ -24,10 +24,10 @@ GENFLAGS = -Wno-implicit-fallthrough -Wno-unused-parameter -Wno-unused-variable 
 
 CUDA     ?= /usr/local/cuda
 RT_SRC   = runtime/driver.c runtime/module.c runtime/nvrtc.c runtime/rt.c runtime/pool.c runtime/log.c \
-           runtime/hash.c runtime/bundle.c runtime/cache.c runtime/program.c runtime/workers.c runtime/watch.c runtime/multikernel.c
+           runtime/hash.c runtime/bundle.c runtime/cache.c runtime/program.c runtime/aot.c runtime/batch.c runtime/workers.c runtime/watch.c runtime/multikernel.c
 LIBS     = -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lpthread -lm
 LIB_SRC  = $(RT_SRC) util/arena.c util/fdio.c util/strbuf.c util/strset.c util/escape.c util/mangle.c util/poly.c dsl/diag.c \
-           parser/parse.c parser/build.c parser/check.c parser/dump.c lower/lower.c lower/written.c lower/compile.c api/module.c \
+           parser/parse.c parser/build.c parser/check.c parser/dump.c lower/lower.c lower/written.c lower/marker.c lower/param_kind.c api/module.c api/compile.c api/build.c \
            wrapper_ir/lower_graph.c wrapper_ir/plan.c wrapper_ir/size.c wrapper_ir/print.c wrapper_ir/emit.c emit_c/emit_c.c emit_c/c_sizes.c emit_py/emit_py.c runtime/externs.c runtime/cublas.c
 GEN_SRC  = $(BUILD)/gen/lexer.c $(BUILD)/gen/grammar.c
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
@@ -157,7 +157,7 @@ $(BUILD)/bench/bench_runtime: $(BUILD)/obj/bench/runtime/bench_runtime.o $(LIBA)
 # every side by one method; its C loop (tb.c) is this library, whose tilec_*
 # symbols resolve against the libtilec.so the harness loaded.
 BENCHLIB = $(BUILD)/bench/libtilec_bench.so
-$(BENCHLIB): bench/harness/tb.c bench/bench_util.h include/tilec/program.h include/tilec/runtime.h
+$(BENCHLIB): bench/harness/tb.c bench/bench_util.h include/tilec/program.h include/tilec/aot.h include/tilec/runtime.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
 

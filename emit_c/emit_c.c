@@ -18,7 +18,6 @@
 #include "emit_c/c_sizes.h"
 #include "tilec/emitter.h"
 #include "tilec/lower.h"
-#include "tilec/program.h"
 #include "util/escape.h"
 #include "util/mangle.h"
 #include "util/strbuf.h"

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "dsl/diag.h"
-#include "lower/compile.h"
+#include "lower/marker.h"
 #include "parser/parse.h"
 #include "tilec/limits.h"
 #include "tilec/lower.h"
