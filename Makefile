@@ -156,7 +156,7 @@ $(BUILD)/bench/bench_runtime: $(BUILD)/obj/bench/runtime/bench_runtime.o $(LIBA)
 # every side by one method; its C loop (tb.c) is this library, whose tilec_*
 # symbols resolve against the libtilec.so the harness loaded.
 BENCHLIB = $(BUILD)/bench/libtilec_bench.so
-$(BENCHLIB): bench/harness/tb.c bench/bench_util.h include/tilec/program.h include/tilec/runtime.h
+$(BENCHLIB): bench/harness/tb.c bench/bench_util.h include/tilec/program.h include/tilec/aot.h include/tilec/runtime.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
 

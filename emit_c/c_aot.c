@@ -10,7 +10,7 @@
 #include "dsl/diag.h"
 #include "emit_c/c_internal.h"
 #include "tilec/lower.h"
-#include "tilec/program.h"
+#include "tilec/param_kind.h"
 
 /* "sm_90", "sm_90a", "sm_100f": what NVRTC's --gpu-architecture takes */
 static int aot_arch_ok(const char *a)

@@ -4,7 +4,7 @@
  * somewhere, accumulators updated by a dot). */
 #include <string.h>
 
-#include "lower/compile.h"
+#include "lower/marker.h"
 #include "lower/lower_internal.h"
 #include "util/escape.h"
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/kernel_internal.h"
 #include "runtime/rt_internal.h"
 #include "util/arena.h"
 
@@ -13,23 +14,6 @@ struct tilec_rt_module {
     CUmodule mod;
     arena ar; /* the kernels, their names and kinds */
 };
-
-/* Hot fields first: a launch reads launch, fn, block_x, dyn_smem, nparams. */
-struct tilec_rt_kernel {
-    PFN_cuLaunchKernel_v4000 launch;
-    CUfunction fn;
-    uint32_t block_x, dyn_smem, nparams;
-    tilec_rt *rt;
-    const char *name;
-    tilec_rt_param_kind *kinds;
-    const tilec_rt_module *module;
-};
-
-const char *rt_last_kernel_name(tilec_rt *rt)
-{
-    const tilec_rt_kernel *k = atomic_load_explicit(&rt->last_launch, memory_order_acquire);
-    return k ? k->name : NULL;
-}
 
 /* ---- launch metadata ---- */
 

@@ -23,58 +23,7 @@
 #include "tilec/cache.h"
 #include "tilec/log.h"
 
-#define uthash_nonfatal_oom(e) ((void)(e))
-#include "util/hashtable.h"
-
-enum { MK_MAX_KEY = 64, MK_ROUNDS = 15 };
-
-struct mk_choice {
-    int64_t key[MK_MAX_KEY + 1]; /* [0]: kernel index, then the integer scalars */
-    int variant;
-    UT_hash_handle hh;
-};
-
-void mk_init(tilec_program *p)
-{
-    pthread_mutex_init(&p->mk_mu, NULL);
-    pthread_mutex_init(&p->mk_tune, NULL);
-    p->mk_forced = mk_forced_from_env();
-}
-
-void mk_free(tilec_program *p)
-{
-    mk_choice *c, *tmp;
-    HASH_ITER(hh, p->choices, c, tmp)
-    {
-        HASH_DEL(p->choices, c);
-        free(c);
-    }
-    pthread_mutex_destroy(&p->mk_mu);
-    pthread_mutex_destroy(&p->mk_tune);
-}
-
-static int env_int(const char *name, int *out);
-
-/* TILEC_MULTI_KERNEL, read once when the program is built: -1 unset, -2 invalid. */
-int mk_forced_from_env(void)
-{
-    int v;
-    int r = env_int("TILEC_MULTI_KERNEL", &v);
-    return r < 0 ? -2 : r == 0 ? -1 : v;
-}
-
-static int env_int(const char *name, int *out)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return 0;
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*end || x < 0 || x > 1 << 20)
-        return -1;
-    *out = (int)x;
-    return 1;
-}
+enum { MK_ROUNDS = 15 };
 
 /* The file that holds one choice: <dir>/multikernel-<hash>.choice */
 static void choice_path(const tilec_program *p, const char *kernel, const int64_t *key, uint32_t nkey, char *out,
@@ -201,7 +150,7 @@ tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, co
     if (first == p->n)
         return TILEC_RT_NOT_FOUND;
     uint32_t nv = p->ks[first].nvariants;
-    if (nargs != p->ks[first].code.nparams || first + nv > p->n)
+    if (nargs != p->ks[first].nparams || first + nv > p->n)
         return TILEC_RT_INVALID_ARG;
     if (p->mk_forced == -2)
         return rt_fail(p->rt, TILEC_RT_INVALID_ARG,

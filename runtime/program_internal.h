@@ -1,36 +1,43 @@
-/* program_internal.h: what program.c and multikernel.c share. */
+/* program_internal.h: the layout of a program, shared by program.c (its
+ * lifetime and static launch), aot.c (loading a table) and multikernel.c
+ * (launching the fastest variant). */
 #ifndef TILEC_RUNTIME_PROGRAM_INTERNAL_H
 #define TILEC_RUNTIME_PROGRAM_INTERNAL_H
 
 #include <limits.h>
 #include <pthread.h>
 
-#include "tilec/program.h"
+#include "runtime/assemble.h"
 
-typedef struct mk_choice mk_choice;
+#define uthash_nonfatal_oom(e) ((void)(e))
+#include "util/hashtable.h"
+
+enum { MK_MAX_KEY = 64 };
+
+/* A multi-kernel choice: the variant for one kernel and shape. */
+typedef struct mk_choice {
+    int64_t key[MK_MAX_KEY + 1]; /* [0]: kernel index, then the integer scalars */
+    int variant;
+    UT_hash_handle hh;
+} mk_choice;
 
 typedef struct pkernel {
-    const tilec_kernel *k; /* NULL when loaded ahead of time */
-    const char *kname;     /* the kernel's name */
+    const char *kname; /* the kernel's name (borrowed) */
+    char *name;        /* the __global__ function */
     uint32_t nvariants;
-    uint64_t written;      /* bit i: the kernel may store through parameter i (lowering's analysis) */
-    int (*grid)(const int64_t *args, uint32_t grid[3]); /* ahead of time */
     int variant;
-    tilec_kernel_code code;
+    uint32_t threads, smem_bytes, nparams;
     tilec_rt_param_kind kinds[64];
-    void *cubin;
-    size_t size;
-    char *log; /* NVRTC log of a failed compile */
-    const char *arch;
-    int isolate; /* compile in a child process (parallel builds) */
-    tilec_compile_workers *workers; /* compile on a worker process */
+    uint64_t written; /* bit i: the kernel may store through parameter i (lowering's analysis) */
+    rt_grid_fn grid;  /* with grid_data; else aot_grid */
+    const void *grid_data;
+    int (*aot_grid)(const int64_t *args, uint32_t grid[3]);
     tilec_rt_module *mod;
     tilec_rt_kernel *kern;
 } pkernel;
 
 struct tilec_program {
     tilec_rt *rt;
-    const tilec_module *m;
     pkernel *ks;
     uint32_t n;
     tilec_program_stats st;
@@ -41,9 +48,5 @@ struct tilec_program {
     int mk_forced; /* TILEC_MULTI_KERNEL at build time: -1 unset, -2 invalid */
     char cache_dir[PATH_MAX];
 };
-
-void mk_init(tilec_program *p); /* the locks, and TILEC_MULTI_KERNEL */
-void mk_free(tilec_program *p);
-int mk_forced_from_env(void);
 
 #endif

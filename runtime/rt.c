@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/kernel_internal.h"
 #include "runtime/rt_internal.h"
 
 _Static_assert(sizeof(tilec_rt_arg) == 8, "tilec_rt_arg is one 8-byte slot");

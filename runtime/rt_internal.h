@@ -98,9 +98,6 @@ struct tilec_rt {
     _Atomic(const tilec_rt_kernel *) last_launch;
 };
 
-/* The name of the kernel last launched on rt, or NULL. */
-const char *rt_last_kernel_name(tilec_rt *rt);
-
 /* Record a failure message and return st. */
 tilec_rt_status rt_fail(tilec_rt *rt, tilec_rt_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -42,6 +42,8 @@ PUBLIC = {
     "limits.h": "util", "log.h": "util",
     # dtypes and operators: the vocabulary every layer shares (util/types.c)
     "types.h": "util",
+    # how a kernel parameter is passed: lowering, emitters and runtime share it
+    "param_kind.h": "util",
     # mixed today: contexts, diagnostics and sinks (dsl) with the parse
     # entry points and the module accessors (parser); it includes ast.h.
     "tilec.h": "parser",
@@ -53,6 +55,7 @@ PUBLIC = {
     "emitter.h": "wrapper_ir",
     "runtime.h": "runtime", "cache.h": "runtime", "pool.h": "runtime",
     "workers.h": "runtime", "externs.h": "runtime", "tensor.h": "runtime",
+    "aot.h": "runtime",
     "program.h": "api",
 }
 # Generated headers (-I$(BUILD)/gen) and the folder of their source.

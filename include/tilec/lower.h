@@ -4,6 +4,7 @@
 #ifndef TILEC_LOWER_H
 #define TILEC_LOWER_H
 
+#include "tilec/param_kind.h"
 #include "tilec/tilec.h"
 
 #ifdef __cplusplus
@@ -17,6 +18,10 @@ typedef enum tilec_arg_kind {
     TILEC_ARG_U8, TILEC_ARG_U16, TILEC_ARG_U32, TILEC_ARG_U64,
     TILEC_ARG_F16, TILEC_ARG_BF16, TILEC_ARG_F32, TILEC_ARG_F64, TILEC_ARG_BOOL,
 } tilec_arg_kind;
+
+/* How a lowered parameter is passed at launch: 0, or -1 for a kind the
+ * runtime cannot pass yet (8/16-bit and f16/bf16 scalars, bool). */
+int tilec_rt_param_kind_of(tilec_arg_kind a, tilec_rt_param_kind *out);
 
 typedef struct tilec_kernel_code {
     char *name;           /* "matmul_v0": the __global__ function */
@@ -57,7 +62,8 @@ tilec_status tilec_module_emit_cuda(tilec_ctx *ctx, const tilec_module *m, tilec
  * ("sm_90"); no GPU needed. On success *code holds the source and launch
  * metadata and *cubin (free with free()) the image; on failure the context
  * holds a diagnostic at the .tile line of the failing statement with the
- * NVRTC log as a note. */
+ * NVRTC log as a note. (The API's: api/compile.c; declared here, where it
+ * always was.) */
 tilec_status tilec_compile_kernel(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant,
                                   const char *arch, tilec_kernel_code *code, void **cubin, size_t *size);
 

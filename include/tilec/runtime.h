@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tilec/param_kind.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -152,18 +154,6 @@ typedef struct tilec_rt_kernel tilec_rt_kernel;
 #define TILEC_RT_MAX_PARAMS 64            /* most parameters of a launched kernel */
 #define TILEC_RT_MAX_BLOCK 1024           /* most threads per block */
 #define TILEC_RT_DEFAULT_SMEM (48u << 10) /* dynamic shared memory needing no opt-in */
-
-/* ORDER PARAM_KIND: part of the ABI (launch metadata in cache bundles). */
-typedef enum tilec_rt_param_kind {
-    TILEC_RT_PARAM_POINTER = 0, /* a device pointer: tilec_rt_arg.ptr */
-    TILEC_RT_PARAM_I32 = 1,
-    TILEC_RT_PARAM_I64 = 2,
-    TILEC_RT_PARAM_F32 = 3,
-    TILEC_RT_PARAM_F64 = 4,
-    TILEC_RT_PARAM_U32 = 5,
-    TILEC_RT_PARAM_U64 = 6,
-    TILEC_RT_PARAM_KIND_COUNT /* not a kind */
-} tilec_rt_param_kind;
 
 /* One kernel argument; the member read is the one its parameter kind names. */
 typedef union tilec_rt_arg {

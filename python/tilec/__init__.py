@@ -81,7 +81,7 @@ _EXTERN_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ct
                               ctypes.POINTER(_Tensor), ctypes.c_uint32, ctypes.POINTER(_Tensor), ctypes.c_uint32,
                               ctypes.c_void_p, ctypes.c_size_t)
 
-# parameter kinds (include/tilec/runtime.h)
+# parameter kinds (include/tilec/param_kind.h)
 PTR, I32, I64, F32, F64, U32, U64 = range(7)
 
 _lib = None

@@ -1,23 +1,17 @@
-/* compile.c: a lowered kernel variant through NVRTC to a CUBIN. A failed
- * compile is reported at the .tile line the generated CUDA C came from
- * (the lowering marks every statement with a `// file.tile:LINE` comment),
- * naming the kernel and carrying the NVRTC log. */
+/* compile.c: a lowered kernel variant through NVRTC to a CUBIN
+ * (tilec_compile_kernel). A failed compile is reported at the .tile line
+ * the generated CUDA C came from (the lowering marks every statement with a
+ * `// file.tile:LINE` comment, lower/marker.h), naming the kernel and
+ * carrying the NVRTC log. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/compile.h"
 #include "dsl/diag.h"
-#include "lower/compile.h"
+#include "lower/marker.h"
 #include "parser/parse.h"
 #include "tilec/lower.h"
 #include "tilec/runtime.h"
-#include "util/escape.h"
-
-void lower_loc_marker(strbuf *b, const char *file)
-{
-    sb_puts(b, "// ");
-    esc_c_comment(b, file);
-    sb_putc(b, ':');
-}
 
 /* The .tile line of CUDA line `cline` of src: the last marker at or above it. */
 static uint32_t tile_line(const char *src, const char *file, long cline)

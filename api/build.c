@@ -1,0 +1,322 @@
+/* build.c: tilec_program_build, a .tile module built for the GPU. The
+ * pipeline: every kernel variant with its launch parameter kinds; the
+ * module's text and options hashed into a key and the bundle looked up in
+ * the cache; on a miss every variant lowered (microseconds) and compiled
+ * by NVRTC at once (runtime/batch.h), failures reported at their .tile
+ * lines, the bundle stored; then the runtime's program assembled from the
+ * metadata and each CUBIN loaded (runtime/assemble.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/compile.h"
+#include "dsl/diag.h"
+#include "parser/parse.h"
+#include "runtime/assemble.h"
+#include "runtime/batch.h"
+#include "tilec/limits.h"
+#include "tilec/program.h"
+
+/* One kernel variant while it is built. */
+typedef struct bkernel {
+    const tilec_kernel *k;
+    int variant;
+    tilec_kernel_code code;
+    tilec_rt_param_kind kinds[64];
+    rt_compile_job job; /* the compile: its CUBIN, or the NVRTC log */
+} bkernel;
+
+typedef struct build {
+    tilec_ctx *ctx;
+    tilec_rt *rt;
+    const tilec_module *m;
+    const tilec_build_options *o;
+    char arch[32];
+    bkernel *ks;
+    uint32_t n;
+    tilec_program_stats st;
+} build;
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void build_free(build *b)
+{
+    for (uint32_t i = 0; b->ks && i < b->n; i++) {
+        tilec_kernel_code_free(&b->ks[i].code);
+        free(b->ks[i].job.cubin);
+        free(b->ks[i].job.log);
+    }
+    free(b->ks);
+}
+
+static tilec_status fail(build *b, const tilec_loc *loc, const char *msg, const char *detail)
+{
+    diag_at(b->ctx, &b->m->src, loc, TILEC_SEV_ERROR, "%s%s%s", msg, detail ? ": " : "", detail ? detail : "");
+    return TILEC_ERR_INPUT;
+}
+
+/* The key: everything the compiled code depends on. The lowering is a
+ * function of the checked module, itself a function of the .tile text, so
+ * hashing the text (not the generated CUDA C) lets a warm start skip the
+ * lowering altogether. */
+static void hash_module(build *b)
+{
+    tilec_hasher h;
+    tilec_hasher_init(&h);
+    int maj = 0, min = 0;
+    tilec_nvrtc_version(&maj, &min);
+    char buf[256];
+    const char *li = getenv("TILEC_LINEINFO");
+    snprintf(buf, sizeof buf, "tilec %s | nvrtc %d.%d | %s | -default-device --std=c++17%s", tilec_version(), maj, min,
+             b->arch, li && !strcmp(li, "1") ? " -lineinfo" : "");
+    tilec_hasher_update_str(&h, buf);
+    tilec_hasher_update_str(&h, b->m->src.name);
+    tilec_hasher_update(&h, b->m->src.text, b->m->src.len);
+    tilec_hasher_final(&h, b->st.key);
+}
+
+/* a kernel's bundle name, "<kernel>_v<variant>", always fits in a bundle */
+_Static_assert(TILEC_BUNDLE_MAX_NAME >= TILEC_MAX_IDENT + 32, "bundle names must hold every kernel name");
+
+/* Fill the kernels from a cached bundle: names, launch metadata, images.
+ * The parameter kinds must be the ones the module's parameters give. */
+static int from_bundle(build *b, tilec_bundle *bd)
+{
+    if (bd->nkernels != b->n)
+        return -1;
+    for (uint32_t i = 0; i < b->n; i++) {
+        tilec_bundle_kernel *bk = &bd->kernels[i];
+        bkernel *pk = &b->ks[i];
+        /* "<kernel>_v<variant>", compared in place: a kernel name of any
+         * length (up to TILEC_MAX_IDENT) must find its bundle */
+        size_t kl = strlen(pk->k->name);
+        char suffix[32];
+        snprintf(suffix, sizeof suffix, "_v%d", pk->variant);
+        if (strncmp(bk->name, pk->k->name, kl) || strcmp(bk->name + kl, suffix) || bk->nparams != pk->k->nparams ||
+            !bk->size || memcmp(bk->kinds, pk->kinds, bk->nparams * sizeof pk->kinds[0]))
+            return -1;
+        pk->code.name = strdup(bk->name);
+        if (!pk->code.name)
+            return -1;
+        pk->job.cubin = bk->image; /* the bundle is ours: take its images */
+        bk->image = NULL;
+        pk->job.size = bk->size;
+        pk->code.threads = bk->threads;
+        pk->code.smem_bytes = bk->smem_bytes;
+        pk->code.nparams = bk->nparams;
+        pk->code.kernel = pk->k;
+        pk->code.variant = pk->variant;
+    }
+    return 0;
+}
+
+/* The bundle from the cache, if it is there and fits: no lowering, no NVRTC. */
+static void from_cache(build *b)
+{
+    tilec_bundle *bd = NULL;
+    if (!b->o->cache || tilec_cache_get(b->o->cache, b->st.key, &bd) != TILEC_RT_OK)
+        return;
+    int ok = from_bundle(b, bd) == 0;
+    tilec_bundle_free(bd);
+    if (ok) {
+        b->st.cache_hit = 1;
+        return;
+    }
+    for (uint32_t i = 0; i < b->n; i++) {
+        free(b->ks[i].job.cubin);
+        b->ks[i].job.cubin = NULL;
+        tilec_kernel_code_free(&b->ks[i].code);
+    }
+}
+
+static void to_cache(build *b)
+{
+    tilec_bundle bd = {b->n, calloc(b->n ? b->n : 1, sizeof(tilec_bundle_kernel))};
+    if (!bd.kernels)
+        return;
+    for (uint32_t i = 0; i < b->n; i++) {
+        const bkernel *pk = &b->ks[i];
+        tilec_bundle_kernel *bk = &bd.kernels[i];
+        bk->name = pk->code.name;
+        bk->image = pk->job.cubin;
+        bk->size = pk->job.size;
+        bk->threads = pk->code.threads;
+        bk->smem_bytes = pk->code.smem_bytes;
+        bk->nparams = pk->code.nparams;
+        memcpy(bk->kinds, pk->kinds, sizeof bk->kinds);
+    }
+    tilec_cache_put(b->o->cache, b->st.key, &bd); /* a failed put still leaves the memory level */
+    free(bd.kernels);
+}
+
+/* The kinds of k's parameters for launch, or -1 with the bad parameter. */
+static int kinds_of(const tilec_kernel *k, tilec_rt_param_kind *kinds, uint32_t *bad)
+{
+    static const tilec_arg_kind by_dtype[] = {TILEC_ARG_BOOL, TILEC_ARG_I8, TILEC_ARG_I16, TILEC_ARG_I32,
+                                              TILEC_ARG_I64, TILEC_ARG_U8, TILEC_ARG_U16, TILEC_ARG_U32,
+                                              TILEC_ARG_U64, TILEC_ARG_F16, TILEC_ARG_BF16, TILEC_ARG_F32,
+                                              TILEC_ARG_F64};
+    if (k->nparams > 64) {
+        *bad = 64;
+        return -1;
+    }
+    for (uint32_t a = 0; a < k->nparams; a++) {
+        const tilec_param *prm = &k->params[a];
+        tilec_arg_kind ak = prm->type.kind == TILEC_TE_POINTER ? TILEC_ARG_PTR : by_dtype[prm->type.dtype];
+        if (tilec_rt_param_kind_of(ak, &kinds[a])) {
+            *bad = a;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Every variant of every kernel, with its launch parameter kinds. */
+static tilec_status variants(build *b)
+{
+    const tilec_module *m = b->m;
+    for (uint32_t i = 0; i < m->kernels.n; i++)
+        b->n += tilec_kernel_variant_count(m->kernels.v[i]);
+    b->ks = calloc(b->n ? b->n : 1, sizeof *b->ks);
+    if (!b->ks)
+        return TILEC_ERR_NOMEM;
+    uint32_t at = 0;
+    for (uint32_t i = 0; i < m->kernels.n; i++) {
+        const tilec_kernel *k = m->kernels.v[i];
+        for (uint32_t v = 0; v < tilec_kernel_variant_count(k); v++, at++) {
+            b->ks[at].k = k;
+            b->ks[at].variant = (int)v;
+            uint32_t bad;
+            if (kinds_of(k, b->ks[at].kinds, &bad))
+                return fail(b, bad < k->nparams ? &k->params[bad].loc : &k->loc,
+                            "this parameter cannot be passed to a kernel yet (pointers and 32/64-bit scalars can)",
+                            bad < k->nparams ? k->params[bad].name : "more than 64 parameters");
+        }
+    }
+    return TILEC_OK;
+}
+
+/* A cache miss: lower every variant, compile them all, store the bundle. */
+static tilec_status lower_and_compile(build *b)
+{
+    double tl = now_ms();
+    for (uint32_t i = 0; i < b->n; i++) {
+        tilec_status st = tilec_lower_kernel(b->ctx, b->m, b->ks[i].k, b->ks[i].variant, &b->ks[i].code);
+        if (st != TILEC_OK)
+            return st;
+    }
+    b->st.lower_ms = now_ms() - tl;
+    rt_compile_job *jobs = calloc(b->n ? b->n : 1, sizeof *jobs);
+    if (!jobs)
+        return fail(b, NULL, "out of memory while queueing compiles", NULL);
+    for (uint32_t i = 0; i < b->n; i++) {
+        jobs[i].source = b->ks[i].code.source;
+        jobs[i].name = b->ks[i].code.name;
+    }
+    int r = rt_compile_batch(jobs, b->n, b->arch, b->o->threads, b->o->workers, b->o->progress);
+    for (uint32_t i = 0; i < b->n; i++)
+        b->ks[i].job = jobs[i];
+    free(jobs);
+    if (r == RT_BATCH_NO_POOL)
+        return fail(b, NULL, "cannot start the compile threads", "check TILEC_COMPILE_THREADS");
+    if (r == RT_BATCH_NOMEM)
+        return fail(b, NULL, "out of memory while queueing compiles", NULL);
+    b->st.nvrtc_compiles = b->n;
+    if (r != RT_BATCH_OK) {
+        for (uint32_t i = 0; i < b->n; i++)
+            if (!b->ks[i].job.cubin)
+                cmp_report_failure(b->ctx, b->m, b->ks[i].k, &b->ks[i].code, b->arch, b->ks[i].job.log,
+                                   "compile failed");
+        return TILEC_ERR_INPUT;
+    }
+    if (b->o->cache)
+        to_cache(b);
+    return TILEC_OK;
+}
+
+static int kernel_grid(const void *k, int variant, const int64_t *args, uint32_t grid[3])
+{
+    return tilec_kernel_grid(k, variant, args, grid) == TILEC_OK ? 0 : -1;
+}
+
+/* The runtime's program from the metadata; each kernel loaded and
+ * resolved once when there is a device. */
+static tilec_status assemble(build *b, tilec_program **out)
+{
+    const tilec_build_options *o = b->o;
+    tilec_program *p;
+    if (rt_program_new(b->rt, b->n, o->cache ? tilec_cache_dir(o->cache) : NULL, &p) != TILEC_RT_OK)
+        return TILEC_ERR_NOMEM;
+    for (uint32_t i = 0; i < b->n; i++) {
+        const bkernel *bk = &b->ks[i];
+        rt_kernel_desc d = {bk->k->name, bk->variant, tilec_kernel_variant_count(bk->k), bk->code.name,
+                            bk->code.threads, bk->code.smem_bytes, bk->code.nparams, bk->kinds,
+                            tilec_kernel_written_params(bk->k), kernel_grid, bk->k, NULL};
+        if (rt_program_set(p, i, &d) != TILEC_RT_OK) {
+            tilec_program_free(p);
+            return TILEC_ERR_NOMEM;
+        }
+    }
+    double t0 = now_ms();
+    for (uint32_t i = 0; b->rt && i < b->n; i++) {
+        const bkernel *bk = &b->ks[i];
+        const char *what = NULL;
+        if (rt_program_load_module(p, i, bk->job.cubin, bk->job.size) != TILEC_RT_OK)
+            what = "cannot load the compiled kernel";
+        else if (rt_program_resolve(p, i) != TILEC_RT_OK)
+            what = "cannot prepare the kernel for launch";
+        if (what) {
+            tilec_status st = fail(b, &bk->k->loc, what, tilec_rt_last_error(b->rt));
+            tilec_program_free(p);
+            return st;
+        }
+    }
+    b->st.load_ms = now_ms() - t0;
+    b->st.kernels = b->n;
+    *rt_program_stats(p) = b->st;
+    *out = p;
+    return TILEC_OK;
+}
+
+static tilec_status run(build *b, tilec_program **out)
+{
+    const tilec_build_options *o = b->o;
+    if (o->arch) {
+        snprintf(b->arch, sizeof b->arch, "%s", o->arch);
+    } else {
+        tilec_rt_device_props props;
+        if (!b->rt || tilec_rt_device_info(b->rt, &props) != TILEC_RT_OK)
+            return fail(b, NULL, "no architecture to compile for", b->rt ? tilec_rt_last_error(b->rt) : "no device");
+        snprintf(b->arch, sizeof b->arch, "sm_%d%d", props.sm_major, props.sm_minor);
+    }
+    tilec_status st = variants(b);
+    if (st != TILEC_OK)
+        return st;
+    /* the cache first: a hit needs neither lowering nor NVRTC */
+    double t0 = now_ms();
+    hash_module(b);
+    from_cache(b);
+    if (!b->st.cache_hit && (st = lower_and_compile(b)) != TILEC_OK)
+        return st;
+    b->st.compile_ms = now_ms() - t0 - b->st.lower_ms;
+    return assemble(b, out);
+}
+
+tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_module *m, const tilec_build_options *o,
+                                 tilec_program **out)
+{
+    if (!ctx || !m || !out)
+        return TILEC_ERR_ARG;
+    *out = NULL;
+    tilec_build_options none = {0};
+    build b = {.ctx = ctx, .rt = rt, .m = m, .o = o ? o : &none};
+    tilec_status st = run(&b, out);
+    build_free(&b);
+    return st;
+}

@@ -1,0 +1,13 @@
+/* compile.h: reporting a failed NVRTC compile of a lowered kernel at its
+ * .tile line (internal to api/). */
+#ifndef TILEC_API_COMPILE_H
+#define TILEC_API_COMPILE_H
+
+#include "tilec/lower.h"
+
+/* Report a failed NVRTC compile of `code` as a diagnostic at the .tile
+ * line of the failing statement, with the log as a note. */
+void cmp_report_failure(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, const tilec_kernel_code *code,
+                        const char *arch, const char *log, const char *fallback);
+
+#endif

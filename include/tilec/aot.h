@@ -1,0 +1,83 @@
+/* aot.h: a program as the runtime holds it: kernels compiled to CUBINs,
+ * each with its launch metadata (names, variant, parameter kinds, block
+ * size, shared memory, the parameters it writes, the grid as a function of
+ * the scalar arguments), loaded and launched by name, statically or with
+ * the fastest variant (multi-kernel). Ahead-of-time wrappers load such a
+ * program from a table (tilec_program_load); tilec_program_build
+ * (tilec/program.h, the API) makes one from a .tile module. */
+#ifndef TILEC_AOT_H
+#define TILEC_AOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tilec/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tilec_program tilec_program;
+
+void tilec_program_free(tilec_program *p);
+
+/* A kernel variant compiled ahead of time (`tilec --emit c --aot sm_90`):
+ * its CUBIN and everything launching it needs, so that loading it parses,
+ * lowers and compiles nothing. The variants of one kernel are consecutive,
+ * variant 0 first. */
+typedef struct tilec_aot_kernel {
+    const char *kernel;     /* "matmul": the name launches use */
+    int variant;            /* 0 .. nvariants - 1 */
+    uint32_t nvariants;     /* of the kernel */
+    const char *name;       /* "matmul_v0": the __global__ function */
+    const void *image;      /* the CUBIN (only read while loading) */
+    size_t size;
+    uint32_t threads, smem_bytes, nparams;
+    const tilec_rt_param_kind *kinds; /* nparams */
+    uint64_t written;       /* bit i: the kernel stores through pointer parameter i */
+    /* the launch grid from the scalar arguments (args[i] for parameter i):
+     * 0, or -1 when they give none (overflow, division by zero) */
+    int (*grid)(const int64_t *args, uint32_t grid[3]);
+} tilec_aot_kernel;
+
+/* Load n ahead-of-time kernels on rt: no NVRTC, no parsing. TILEC_RT_OK,
+ * TILEC_RT_INVALID_ARG for a malformed table, or the driver's error (with
+ * tilec_rt_last_error(rt)). The launch functions below work as on a built
+ * program (multi-kernel choices are kept in memory only). */
+tilec_rt_status tilec_program_load(tilec_rt *rt, const tilec_aot_kernel *ks, uint32_t n, tilec_program **out);
+
+/* The loaded kernel of variant `variant` of kernel `name`, or NULL. */
+const tilec_rt_kernel *tilec_program_kernel(const tilec_program *p, const char *name, int variant);
+
+/* Launch variant `variant` of kernel `name` with its grid computed from the
+ * scalar arguments (args[i] for parameter i, read as the parameter's kind). */
+tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, int variant, const tilec_rt_arg *args,
+                                     uint32_t nargs, void *stream);
+
+/* Launch kernel `name` with the variant that is fastest for this shape
+ * (multi-kernel). The first launch with a new shape key (the integer scalar
+ * arguments) times every variant with device events on scratch copies of
+ * the buffers the kernel writes, keeps the fastest in memory and, when the
+ * program has a cache directory, on disk; later launches cost one hash
+ * lookup. Thread-safe: one thread times a new key while the others that
+ * launch it wait for its choice. *chosen (may be NULL) gets the variant
+ * launched.
+ * TILEC_MULTI_KERNEL=k (read when the program is built) forces variant k
+ * (TILEC_RT_INVALID_ARG when the kernel has no such variant); TILEC_DISABLE_MULTI_KERNEL_CACHE=1 skips the
+ * disk; TILEC_LOGS=multi_kernel logs every choice with its timings. */
+tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, const tilec_rt_arg *args,
+                                          uint32_t nargs, void *stream, int *chosen);
+
+typedef struct tilec_program_stats {
+    uint32_t kernels;         /* compiled kernel variants */
+    uint32_t nvrtc_compiles;  /* 0 on a warm start */
+    int cache_hit;            /* the bundle came from the cache */
+    double lower_ms, compile_ms, load_ms;
+    char key[65];             /* the cache key of the module */
+} tilec_program_stats;
+void tilec_program_get_stats(const tilec_program *p, tilec_program_stats *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
