@@ -54,14 +54,14 @@ void c_module_funcs(cstate *s, strbuf *c, const char *aot, const char *fileq)
               n);
     sb_printf(c,
               "/* give every spare buffer back to the device */\n"
-              "static void tl_trim(%s_module *M)\n{\n"
+              "__attribute__((unused)) static void tl_trim(%s_module *M)\n{\n"
               "    for (int i = 0; i < M->nspare; i++)\n        tilec_rt_free(M->rt, M->spare[i].p);\n"
               "    M->nspare = 0;\n}\n\n",
               n);
     sb_printf(c,
               "/* a spare of the same size, else a new buffer; when the device is full, the spares\n"
               "   go back to it and the allocation is tried once more */\n"
-              "static int tl_alloc(%s_module *M, tilec_tensor *t, const char *name, tilec_dtype dt, uint32_t rank,\n"
+              "__attribute__((unused)) static int tl_alloc(%s_module *M, tilec_tensor *t, const char *name, tilec_dtype dt, uint32_t rank,\n"
               "                    const int64_t *sizes, tl_mem *mem, char *err, size_t errlen)\n{\n"
               "    uint64_t bytes = 0, p = 0;\n"
               "    char shape[128];\n"
@@ -84,7 +84,7 @@ void c_module_funcs(cstate *s, strbuf *c, const char *aot, const char *fileq)
               n, n, n, n);
     sb_printf(c, "/* an intermediate the graph is done with: kept for the next call (stream order makes\n"
                  "   reuse safe), or freed when the spare list is full */\n"
-                 "static void tl_release(%s_module *M, tl_mem *mem, uint64_t p)\n{\n"
+                 "__attribute__((unused)) static void tl_release(%s_module *M, tl_mem *mem, uint64_t p)\n{\n"
                  "    for (int i = 0; i < mem->n; i++)\n        if (mem->p[i] == p) {\n"
                  "            if (M->nspare < 64)\n                M->spare[M->nspare++] = (tl_spare){p, mem->bytes[i]};\n"
                  "            else\n                tilec_rt_free(M->rt, p);\n"

@@ -38,7 +38,7 @@ const char csz_prelude[] =
     "static inline int64_t tl_u64(int *o, uint64_t a) { return a > (uint64_t)INT64_MAX ? tl_fail0(o, 1) : (int64_t)a; }\n"
     "\n"
     "/* the bytes of a tensor: 0, 1 for a negative dimension, 2 for more than INT64_MAX bytes */\n"
-    "static int tl_bytes(tilec_dtype dt, uint32_t rank, const int64_t *sizes, uint64_t *bytes)\n"
+    "__attribute__((unused)) static int tl_bytes(tilec_dtype dt, uint32_t rank, const int64_t *sizes, uint64_t *bytes)\n"
     "{\n"
     "    int64_t b = (int64_t)tilec_dtype_size(dt);\n"
     "    int zero = 0;\n"
@@ -53,7 +53,7 @@ const char csz_prelude[] =
     "}\n"
     "\n"
     "/* \"4, 1024\": sizes for a message */\n"
-    "static const char *tl_dims(char *buf, size_t cap, uint32_t rank, const int64_t *sizes)\n"
+    "__attribute__((unused)) static const char *tl_dims(char *buf, size_t cap, uint32_t rank, const int64_t *sizes)\n"
     "{\n"
     "    buf[0] = 0;\n"
     "    for (uint32_t d = 0, k = 0; d < rank && k < cap; d++)\n"
@@ -173,7 +173,7 @@ static void block_start(csz *z)
 {
     if (!z->checks.n)
         sb_puts(&z->checks, "    /* sizes: each computed once, with overflow checks, before anything is allocated\n"
-                            "       or launched */\n    int tl_o = 0;\n");
+                            "       or launched */\n    int tl_o __attribute__((unused)) = 0;\n");
 }
 
 void csz_use(csz *z, strbuf *out, const char *text, const char *what)

@@ -63,7 +63,7 @@ static inline int64_t tl_cdiv(int *o, int64_t a, int64_t b) { return b <= 0 ? tl
 static inline int64_t tl_u64(int *o, uint64_t a) { return a > (uint64_t)INT64_MAX ? tl_fail0(o, 1) : (int64_t)a; }
 
 /* the bytes of a tensor: 0, 1 for a negative dimension, 2 for more than INT64_MAX bytes */
-static int tl_bytes(tilec_dtype dt, uint32_t rank, const int64_t *sizes, uint64_t *bytes)
+__attribute__((unused)) static int tl_bytes(tilec_dtype dt, uint32_t rank, const int64_t *sizes, uint64_t *bytes)
 {
     int64_t b = (int64_t)tilec_dtype_size(dt);
     int zero = 0;
@@ -81,7 +81,7 @@ static int tl_bytes(tilec_dtype dt, uint32_t rank, const int64_t *sizes, uint64_
 }
 
 /* "4, 1024": sizes for a message */
-static const char *tl_dims(char *buf, size_t cap, uint32_t rank, const int64_t *sizes)
+__attribute__((unused)) static const char *tl_dims(char *buf, size_t cap, uint32_t rank, const int64_t *sizes)
 {
     buf[0] = 0;
     for (uint32_t d = 0, k = 0; d < rank && k < cap; d++)
@@ -315,7 +315,7 @@ struct g_module {
 };
 
 /* give every spare buffer back to the device */
-static void tl_trim(g_module *M)
+__attribute__((unused)) static void tl_trim(g_module *M)
 {
     for (int i = 0; i < M->nspare; i++)
         tilec_rt_free(M->rt, M->spare[i].p);
@@ -324,7 +324,7 @@ static void tl_trim(g_module *M)
 
 /* a spare of the same size, else a new buffer; when the device is full, the spares
    go back to it and the allocation is tried once more */
-static int tl_alloc(g_module *M, tilec_tensor *t, const char *name, tilec_dtype dt, uint32_t rank,
+__attribute__((unused)) static int tl_alloc(g_module *M, tilec_tensor *t, const char *name, tilec_dtype dt, uint32_t rank,
                     const int64_t *sizes, tl_mem *mem, char *err, size_t errlen)
 {
     uint64_t bytes = 0, p = 0;
@@ -357,7 +357,7 @@ static int tl_alloc(g_module *M, tilec_tensor *t, const char *name, tilec_dtype 
 
 /* an intermediate the graph is done with: kept for the next call (stream order makes
    reuse safe), or freed when the spare list is full */
-static void tl_release(g_module *M, tl_mem *mem, uint64_t p)
+__attribute__((unused)) static void tl_release(g_module *M, tl_mem *mem, uint64_t p)
 {
     for (int i = 0; i < mem->n; i++)
         if (mem->p[i] == p) {
@@ -455,7 +455,7 @@ int g_run(g_module *M, const tilec_tensor *t_x, const tilec_tensor *t_unused, fl
     b_unused = *t_unused;
     /* sizes: each computed once, with overflow checks, before anything is allocated
        or launched */
-    int tl_o = 0;
+    int tl_o __attribute__((unused)) = 0;
     if ((tl_o = tl_bytes(TILEC_DT_F32, 1, (const int64_t[]){s_N}, NULL)) != 0)
         return tl_fail(err, errlen, "g: tensor y (f32[N]) %s, with N=%lld", tl_o == 1 ? "has a negative dimension" : "needs more than 2^63 - 1 bytes", (long long)s_N);
     if (s_N < INT32_MIN || s_N > INT32_MAX)
