@@ -1,7 +1,6 @@
 /* diag.c: contexts, diagnostics and their rendering with a caret. */
 #include "dsl/diag.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,10 +41,8 @@ void tilec_ctx_free(tilec_ctx *ctx)
         return;
     tilec_ctx_clear_diags(ctx);
     free(ctx->diags);
-    free(ctx->emitters);
-    for (size_t i = 0; i < ctx->nplugins; i++)
-        dlclose(ctx->plugins[i]);
-    free(ctx->plugins);
+    if (ctx->registry_free)
+        ctx->registry_free(ctx->registry);
     free(ctx);
 }
 

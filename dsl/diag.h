@@ -23,13 +23,10 @@ struct tilec_ctx {
     int nomem;   /* a diagnostic could not be stored */
     tilec_diag_fn fn;
     void *user;
-    /* emitters registered on this context, and plugins it loaded */
-    const struct tilec_emitter **emitters;
-    size_t nemitters;
-    void **plugins;
-    size_t nplugins;
-    const char *loading_plugin; /* the plugin file whose register call runs, or NULL */
-    int plugin_refused;         /* that call registered an emitter of another ABI */
+    /* the context's emitter registry (wrapper_ir/registry.h), opaque here:
+     * the API makes it on first use (api/emitters.c) and sets its destructor */
+    void *registry;
+    void (*registry_free)(void *registry);
 };
 
 /* Record a diagnostic at loc (loc may be NULL: no location). */

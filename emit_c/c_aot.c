@@ -11,6 +11,7 @@
 #include "emit_c/c_internal.h"
 #include "tilec/lower.h"
 #include "tilec/param_kind.h"
+#include "wrapper_ir/session.h"
 
 /* "sm_90", "sm_90a", "sm_100f": what NVRTC's --gpu-architecture takes */
 static int aot_arch_ok(const char *a)
@@ -113,6 +114,11 @@ int c_aot_kernels(tilec_emit *e, strbuf *c, const char *arch)
 {
     tilec_ctx *ctx = tilec_emit_ctx(e);
     const tilec_module *m = tilec_emit_module(e);
+    wir_compile_fn compile = emit_session_compile(e); /* the API's: tilec_compile_kernel */
+    if (!compile) {
+        diag_at(ctx, NULL, NULL, TILEC_SEV_ERROR, "--aot: this emit session cannot compile kernels");
+        return -1;
+    }
     if (!aot_arch_ok(arch)) {
         diag_at(ctx, NULL, NULL, TILEC_SEV_ERROR,
                 "--aot: '%s' is not a GPU architecture (sm_XY: sm_80, sm_90, sm_90a, ...)", arch);
@@ -131,7 +137,7 @@ int c_aot_kernels(tilec_emit *e, strbuf *c, const char *arch)
             tilec_kernel_code code = {0};
             void *cubin = NULL;
             size_t size = 0;
-            if (tilec_compile_kernel(ctx, m, k, (int)v, arch, &code, &cubin, &size) != TILEC_OK) {
+            if (compile(ctx, m, k, (int)v, arch, &code, &cubin, &size) != TILEC_OK) {
                 bad = 1;
                 break;
             }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "emit_c/c_internal.h"
+#include "emit_c/emit_c.h"
 #include "tilec/lower.h"
 #include "util/escape.h"
 

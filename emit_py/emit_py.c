@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emit_py/emit_py.h"
 #include "tilec/emitter.h"
 #include "util/escape.h"
 #include "util/mangle.h"

@@ -30,6 +30,7 @@
 #include "dsl/diag.h"
 #include "util/strbuf.h"
 #include "tilec/emitter.h"
+#include "wrapper_ir/registry.h"
 #include "wrapper_ir/wir.h"
 
 static void escaped(strbuf *b, const char *s)

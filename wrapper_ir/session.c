@@ -18,6 +18,7 @@ tilec_ctx *tilec_emit_ctx(tilec_emit *e) { return e ? e->ctx : NULL; }
 const tilec_module *tilec_emit_module(const tilec_emit *e) { return e ? e->m : NULL; }
 const tilec_wir *tilec_emit_wir(const tilec_emit *e) { return e ? e->w : NULL; }
 const tilec_graph *tilec_emit_graph(const tilec_emit *e) { return e ? tilec_wir_graph(e->w) : NULL; }
+wir_compile_fn emit_session_compile(const tilec_emit *e) { return e ? e->compile : NULL; }
 
 const char *tilec_emit_option(const tilec_emit *e, const char *key)
 {

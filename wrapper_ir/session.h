@@ -1,12 +1,20 @@
 /* session.h: the emit session (session.c): what an emitter writes into
  * while the driver (emit.c) walks the graphs, and the built-in "ir"
  * emitter (print.c) as much as any other: named output buffers, written
- * to a directory all or nothing. */
+ * to a directory all or nothing, and the steps above this layer that the
+ * API hands down (compiling a kernel, for --aot). */
 #ifndef TILEC_WRAPPER_IR_SESSION_H
 #define TILEC_WRAPPER_IR_SESSION_H
 
 #include "tilec/emitter.h"
 #include "util/strbuf.h"
+
+struct tilec_kernel_code; /* tilec/lower.h: only passed through here */
+
+/* Compile variant `variant` of k for arch (tilec_compile_kernel's shape):
+ * the API's step, handed down so that no emitter calls up to it. */
+typedef tilec_status (*wir_compile_fn)(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant,
+                                       const char *arch, struct tilec_kernel_code *code, void **cubin, size_t *size);
 
 typedef struct emit_out {
     char *file;
@@ -19,12 +27,16 @@ struct tilec_emit {
     const tilec_module *m;
     const tilec_wir *w;
     const tilec_emit_options *o;
+    wir_compile_fn compile; /* NULL: this session cannot compile kernels */
     emit_out *outs;
     size_t nouts, cap;
     int failed;
     int has_bad;
     char bad[80]; /* the first bad output name, for the message */
 };
+
+/* The session's compile step, or NULL (for --aot: emit_c/c_aot.c). */
+wir_compile_fn emit_session_compile(const tilec_emit *e);
 
 /* Every output to dir: all temporary files first, then the renames, so a
  * write that fails (disk full, a directory in the way) leaves every file

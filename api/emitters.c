@@ -1,0 +1,69 @@
+/* emitters.c: the public emitter API over a context: each context's
+ * emitter registry (wrapper_ir/registry.h), made on first use with the
+ * built-in emitters (ir, c, py), and tilec_module_emit, which hands the
+ * registry and the API's compile step (for --aot) to the emit driver. */
+#include <stddef.h>
+
+#include "dsl/diag.h"
+#include "emit_c/emit_c.h"
+#include "emit_py/emit_py.h"
+#include "tilec/lower.h"
+#include "wrapper_ir/emit.h"
+#include "wrapper_ir/registry.h"
+
+static const tilec_emitter *const builtins[] = {&wir_ir_emitter, &tilec_emit_c_emitter, &tilec_emit_py_emitter};
+enum { NBUILTINS = sizeof builtins / sizeof builtins[0] };
+
+/* The context's registry, made now if it has none; NULL when out of memory. */
+static wir_registry *registry_of(tilec_ctx *ctx)
+{
+    if (!ctx->registry) {
+        ctx->registry = wir_registry_new(builtins, NBUILTINS);
+        ctx->registry_free = ctx->registry ? wir_registry_free : NULL;
+    }
+    return ctx->registry;
+}
+
+/* The context's registry, or (no context, or no memory for one) the
+ * built-ins alone in *fallback. */
+static const wir_registry *lookup_in(tilec_ctx *ctx, wir_registry *fallback)
+{
+    const wir_registry *reg = ctx ? registry_of(ctx) : NULL;
+    *fallback = (wir_registry){.builtins = builtins, .nbuiltins = NBUILTINS};
+    return reg ? reg : fallback;
+}
+
+tilec_status tilec_register_emitter(tilec_ctx *ctx, const tilec_emitter *em)
+{
+    if (!ctx || !em)
+        return TILEC_ERR_ARG;
+    wir_registry *reg = registry_of(ctx);
+    return reg ? wir_registry_add(ctx, reg, em) : TILEC_ERR_NOMEM;
+}
+
+const tilec_emitter *tilec_find_emitter(tilec_ctx *ctx, const char *name)
+{
+    wir_registry fallback;
+    return wir_registry_find(lookup_in(ctx, &fallback), name);
+}
+
+size_t tilec_emitter_names(tilec_ctx *ctx, const char **names, size_t cap)
+{
+    wir_registry fallback;
+    return wir_registry_names(lookup_in(ctx, &fallback), names, cap);
+}
+
+tilec_status tilec_load_plugin(tilec_ctx *ctx, const char *path)
+{
+    if (!ctx || !path)
+        return TILEC_ERR_ARG;
+    wir_registry *reg = registry_of(ctx);
+    return reg ? wir_registry_load_plugin(ctx, reg, path) : TILEC_ERR_NOMEM;
+}
+
+tilec_status tilec_module_emit(tilec_ctx *ctx, const tilec_module *m, const char *name, const tilec_emit_options *o,
+                               tilec_sink sink)
+{
+    wir_registry fallback;
+    return wir_emit_module(ctx, ctx ? lookup_in(ctx, &fallback) : NULL, tilec_compile_kernel, m, name, o, sink);
+}
