@@ -1,7 +1,8 @@
 /* batch.c: many NVRTC compiles at once (batch.h). NVRTC serializes the
  * compiles of one process, so several at once need processes: worker
- * processes when the tilec executable is found, else a fork per compile;
- * one thread compiles in the caller, for debugging. */
+ * processes when the tilec executable is found, else a fork per compile.
+ * Under the compile limits one thread compiles on one worker (else a fork
+ * per compile); without them, in the caller, for debugging. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,20 +40,21 @@ int rt_compile_batch(rt_compile_job *jobs, uint32_t n, const char *arch, int thr
         return RT_BATCH_NO_POOL;
     tilec_pool_stats ps;
     tilec_pool_get_stats(pool, &ps);
-    tilec_compile_workers *own = NULL;
-    if (!given && ps.threads > 1 && n > 1)
-        own = tilec_compile_workers_new(ps.threads);
-    tilec_compile_workers *workers = ps.threads > 1 && n > 1 ? (given ? given : own) : NULL;
     /* a compile with a time or memory limit runs in a child that a
-     * watchdog can stop: a worker, else a fork, even for one kernel or one
-     * thread */
+     * watchdog can stop, even for one kernel or one thread: on worker
+     * processes (one for one thread), else a fork per compile */
     rt_compile_limits lim;
     rt_compile_limits_get(&lim);
     int limited = rt_compile_limits_on(&lim);
+    int parallel = ps.threads > 1 && n > 1;
+    tilec_compile_workers *own = NULL;
+    if (!given && (parallel || limited))
+        own = tilec_compile_workers_new(parallel ? (unsigned)ps.threads : 1);
+    tilec_compile_workers *workers = parallel || limited ? (given ? given : own) : NULL;
     for (uint32_t i = 0; i < n; i++) {
         jobs[i].arch = arch;
         jobs[i].workers = workers;
-        jobs[i].isolate = !workers && ((ps.threads > 1 && n > 1) || limited);
+        jobs[i].isolate = !workers && (parallel || limited);
     }
     /* forked children inherit NVRTC's state: initialize it here first
      * (unless every compile must run under the limits) */

@@ -192,6 +192,18 @@ static worker *acquire(tilec_compile_workers *ws)
     }
 }
 
+/* A compile without a worker: in a forked child under the watchdog when a
+ * compile limit is on (so that the limits hold on every path), else here. */
+static tilec_rt_status compile_here(const char *source, const char *name, const char *arch, void **cubin,
+                                    size_t *size, char **log)
+{
+    rt_compile_limits lim;
+    rt_compile_limits_get(&lim);
+    if (rt_compile_limits_on(&lim))
+        return tilec_nvrtc_compile_isolated(source, name, arch, NULL, 0, cubin, size, log);
+    return tilec_nvrtc_compile(source, name, arch, NULL, 0, cubin, size, log);
+}
+
 static void release(tilec_compile_workers *ws, worker *w, int dead)
 {
     pthread_mutex_lock(&ws->mu);
@@ -213,7 +225,7 @@ tilec_rt_status tilec_compile_workers_compile(tilec_compile_workers *ws, const c
     *log = NULL;
     worker *w = acquire(ws);
     if (!w) /* no worker could be started: compile here */
-        return tilec_nvrtc_compile(source, name, arch, NULL, 0, cubin, size, log);
+        return compile_here(source, name, arch, cubin, size, log);
     /* a worker that died turns writes into EPIPE, not a SIGPIPE for us */
     sigset_t pipe_set, old;
     sigemptyset(&pipe_set);
@@ -265,7 +277,7 @@ tilec_rt_status tilec_compile_workers_compile(tilec_compile_workers *ws, const c
     }
     release(ws, w, bad);
     if (bad) /* the worker died or spoke nonsense: it is retired, compile here */
-        return tilec_nvrtc_compile(source, name, arch, NULL, 0, cubin, size, log);
+        return compile_here(source, name, arch, cubin, size, log);
     return st;
 }
 

@@ -5,6 +5,7 @@
  * .tile line with the other kernels still compiled. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fs_helpers.h"
@@ -186,5 +187,74 @@ Test(program, compile_time_limit_stops_worker_processes, .timeout = 300)
     tilec_program_stats st;
     cr_expect_eq(build("examples/layernorm.tile", 3, &st, NULL), TILEC_OK);
     unsetenv("TILEC_COMPILE_TIMEOUT_S");
+    unsetenv("TILEC_COMPILE_WORKER");
+}
+
+/* A worker executable that appends a line to `log` each time it starts,
+ * then runs the real worker: the line count is the worker processes. */
+static void counting_worker(char *script, size_t size, const char *log)
+{
+    char cwd[2048];
+    cr_assert(getcwd(cwd, sizeof cwd));
+    const char *tilec = access("build/bin/tilec", X_OK) == 0 ? "build/bin/tilec" : "build-asan/bin/tilec";
+    snprintf(script, size, "%s/worker.sh", dir);
+    FILE *f = fopen(script, "w");
+    cr_assert(f);
+    fprintf(f, "#!/bin/sh\necho started >> '%s'\nexec '%s/%s' \"$@\"\n", log, cwd, tilec);
+    fclose(f);
+    cr_assert_eq(chmod(script, 0755), 0);
+}
+
+static int count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int n = 0, c;
+    while (f && (c = fgetc(f)) != EOF)
+        n += c == '\n';
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* Under the compile limits (on by default) a one-thread build of several
+ * kernels compiles on ONE worker process, not in a fresh fork per kernel
+ * (each paid NVRTC's start-up: 32 kernels took 8 s instead of 0.5 s). */
+Test(program, one_thread_limited_build_uses_one_worker, .timeout = 300)
+{
+    char script[256], log[256];
+    snprintf(log, sizeof log, "%s/starts", dir);
+    counting_worker(script, sizeof script, log);
+    setenv("TILEC_COMPILE_WORKER", script, 1);
+    tilec_program_stats st;
+    cr_assert_eq(build("examples/softmax.tile", 1, &st, NULL), TILEC_OK);
+    cr_expect_eq(st.nvrtc_compiles, 3);
+    cr_expect_eq(count_lines(log), 1, "one worker process for 3 kernels on one thread");
+    /* the limits hold on that worker */
+    setenv("TILEC_FORCE_DISABLE_CACHES", "1", 1);
+    setenv("TILEC_COMPILE_MAX_MB", "1", 1);
+    char *d = NULL;
+    cr_expect_eq(build("examples/softmax.tile", 1, NULL, &d), TILEC_ERR_INPUT);
+    cr_expect(strstr(d, "MiB, more than TILEC_COMPILE_MAX_MB=1: the compile was stopped"), "%s", d);
+    free(d);
+    unsetenv("TILEC_COMPILE_MAX_MB");
+    unsetenv("TILEC_FORCE_DISABLE_CACHES");
+    unsetenv("TILEC_COMPILE_WORKER");
+}
+
+/* A worker that dies at once: its job compiles in a fork, still under the
+ * limits (not in the caller, which no limit would bound), on one thread
+ * or several. */
+Test(program, dead_worker_keeps_the_compile_limits, .timeout = 300)
+{
+    setenv("TILEC_COMPILE_WORKER", "/bin/true", 1);
+    setenv("TILEC_COMPILE_MAX_MB", "1", 1);
+    for (int threads = 1; threads <= 2; threads++) {
+        char *d = NULL;
+        cr_expect_eq(build("examples/softmax.tile", threads, NULL, &d), TILEC_ERR_INPUT, "%d threads", threads);
+        cr_expect(strstr(d, "MiB, more than TILEC_COMPILE_MAX_MB=1: the compile was stopped"), "%d threads: %s",
+                  threads, d);
+        free(d);
+    }
+    unsetenv("TILEC_COMPILE_MAX_MB");
     unsetenv("TILEC_COMPILE_WORKER");
 }

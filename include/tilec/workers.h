@@ -19,8 +19,11 @@ typedef struct tilec_compile_workers tilec_compile_workers;
 tilec_compile_workers *tilec_compile_workers_new(unsigned max);
 
 /* Compile on an idle worker (starting one if fewer than max run), as
- * tilec_nvrtc_compile would. Thread-safe. A worker that dies is a
- * TILEC_RT_COMPILE_ERROR whose log says so; the others go on. */
+ * tilec_nvrtc_compile would, under the compile limits (runtime/watch.h).
+ * Thread-safe. A worker killed by a limit is a TILEC_RT_COMPILE_ERROR whose
+ * log says so; one that cannot start or dies is retired and its job
+ * compiled in the process (in a forked child under the limits when they
+ * are on); the others go on. */
 tilec_rt_status tilec_compile_workers_compile(tilec_compile_workers *ws, const char *source, const char *name,
                                               const char *arch, void **cubin, size_t *size, char **log);
 
