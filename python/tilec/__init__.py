@@ -402,22 +402,29 @@ def _diagnostics(ctx):
     return "".join(out)
 
 
-_INT_RANGE = {"i32": (-2**31, 2**31 - 1), "i64": (-2**63, 2**63 - 1), "u32": (0, 2**32 - 1), "u64": (0, 2**64 - 1)}
+_I64_MAX = (1 << 63) - 1
+# what each integer parameter kind holds: kernel arguments and the sizes a
+# generated wrapper computes are checked against it
+_RANGES = {"i32": (-(1 << 31), (1 << 31) - 1), "u32": (0, (1 << 32) - 1),
+           "i64": (-(1 << 63), _I64_MAX), "u64": (0, (1 << 64) - 1)}
 
 
 def _int_arg(kernel, i, field, a):
     """Argument i of kernel as an integer of `field` ("i32", ...): a value
     that does not fit, or is not a whole number, is an error, never
     truncated (ctypes would keep the low bits: 2**32 + 4 would run as 4)."""
-    try:
-        v = a.__index__() if hasattr(a, "__index__") else None
-    except TypeError:
-        v = None
-    if v is None and isinstance(a, float) and a.is_integer():
-        v = int(a)
+    if type(a) is int:  # the common case, on every launch
+        v = a
+    else:
+        try:
+            v = a.__index__() if hasattr(a, "__index__") else None
+        except TypeError:
+            v = None
+        if v is None and isinstance(a, float) and a.is_integer():
+            v = int(a)
     if v is None:
         raise TilecError(f"{kernel}: argument {i + 1} must be an integer ({field}), not {a!r}")
-    lo, hi = _INT_RANGE[field]
+    lo, hi = _RANGES[field]
     if not lo <= v <= hi:
         raise TilecError(f"{kernel}: argument {i + 1} is {v}, which does not fit {field} ({lo} .. {hi})")
     return v
@@ -627,11 +634,6 @@ def div(a, b):
 def mod(a, b):
     """The remainder of div(a, b): the sign of a, as in C."""
     return a - b * div(a, b)
-
-
-_I64_MAX = (1 << 63) - 1
-_RANGES = {"i32": (-(1 << 31), (1 << 31) - 1), "u32": (0, (1 << 32) - 1),
-           "i64": (-(1 << 63), _I64_MAX), "u64": (0, (1 << 64) - 1)}
 
 
 def check_fits(graph, what, value, kind="i64"):
