@@ -164,9 +164,9 @@ class Timer:
 
 
 def summary(ms):
-    q = statistics.quantiles(ms, n=10)
-    return {"median_ms": statistics.median(ms), "p20_ms": statistics.quantiles(ms, n=5)[0],
-            "p80_ms": statistics.quantiles(ms, n=5)[3], "min_ms": min(ms), "p90_ms": q[8], "reps": len(ms)}
+    d = statistics.quantiles(ms, n=10)  # the 10th .. 90th percentiles
+    return {"median_ms": statistics.median(ms), "p20_ms": d[1], "p80_ms": d[7], "min_ms": min(ms), "p90_ms": d[8],
+            "reps": len(ms)}
 
 
 def pack(kernel, packed, args):
@@ -202,11 +202,10 @@ class Workload:
     reference, the byte and flop counts, and the tolerance of its check."""
 
     def __init__(self, name, family, tile, kernel, make, tilec_call, torch_fn, ref, nbytes, flops=0.0, tol=1e-4,
-                 out_index=None, eager_is="torch eager", peak=None, small=None):
+                 eager_is="torch eager", peak=None):
         self.name, self.family, self.tile, self.kernel = name, family, tile, kernel
         self.make, self.tilec_call, self.torch_fn, self.ref = make, tilec_call, torch_fn, ref
         self.nbytes, self.flops, self.tol, self.eager_is, self.peak = nbytes, flops, tol, eager_is, peak
-        self.small = small  # tiny-input maker for the host-cost table
 
 
 def randn(*shape, dtype=torch.float32):
@@ -379,9 +378,8 @@ class Run:
                 ms = self.timer.device_py(fn, reps)
             rec = {"kind": "device", "workload": w.name, "family": w.family, "side": side, "bytes": w.nbytes,
                    "flops": w.flops, "peak_tflops": w.peak, **summary(ms),
-                   # the flush hides the host's work only if it takes longer on the device
-                   "host_us_per_rep": self.timer.host_us, "flush_us": self.timer.flush_ms * 1e3,
-                   "covered": self.timer.host_us < self.timer.flush_ms * 1e3}
+                   # whether the device waited for the host: report.py's covered()
+                   "host_us_per_rep": self.timer.host_us, "flush_us": self.timer.flush_ms * 1e3}
         except Exception as e:  # a side that fails is recorded, never fatal
             rec = {"kind": "device", "workload": w.name, "family": w.family, "side": side, "error": str(e)[:500]}
         if extra:
@@ -422,7 +420,7 @@ class Run:
             targs = tilec_args(args)
             self.time_side(w, "tilec C", kernel=k, args=args, reps=reps, extra={"variant": k.last_variant})
             self.time_side(w, "tilec Python", fn=lambda: k(*targs), reps=reps)
-        self.time_side(w, w.eager_is if w.eager_is != "torch eager" else "torch eager", fn=lambda: w.torch_fn(t),
+        self.time_side(w, w.eager_is, fn=lambda: w.torch_fn(t),
                        reps=reps, extra={"other": True})
         if not self.args.no_compile:
             modes = [None]

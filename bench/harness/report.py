@@ -17,8 +17,6 @@ import sys
 from collections import OrderedDict, defaultdict
 
 FAMILIES = ["elementwise", "softmax", "layernorm", "matmul", "attention"]
-OTHER_ORDER = ["torch eager", "cuBLAS (torch.matmul)", "cuBLAS (torch.bmm)", "cuBLAS + torch eager epilogue",
-               "SDPA (torch eager)", "torch.compile", "torch.compile max-autotune-no-cudagraphs"]
 
 
 def load(paths):
@@ -39,8 +37,6 @@ def covered(r):
     """Did the device stay busy while the host enqueued this side's call?
     The host keeps ahead when its time per repetition (median of the first
     16) is below the device's: the flush plus the call itself."""
-    if "host_us_per_rep" not in r:
-        return r.get("covered", True)
     return r["host_us_per_rep"] < r["flush_us"] + r["median_ms"] * 1e3
 
 
