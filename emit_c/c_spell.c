@@ -16,30 +16,29 @@ const char *cn(cstate *s, mg_c_kind kind, const char *name)
     return sb_str(b);
 }
 
-/* C spelling of a size text: symbols and scalar parameters of g through
- * mg_c (as c_params declares them), cdiv(a, b) -> tl_cdiv(a, b). */
-void c_size(strbuf *b, const tilec_graph *g, const char *t)
+/* C spelling of a dimension of a graph input: an integer, or a size symbol
+ * (or scalar parameter) of g through csz_symbol, as c_params declares it;
+ * sizes are int64_t, so a u64 scalar is read as one and range checks
+ * compare signed. The checker allows nothing else there; anything else
+ * fails the emitter rather than reach the C. */
+void c_dim(strbuf *b, const tilec_graph *g, const char *t)
 {
-    for (const char *p = t; *p;) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_') {
-            const char *q = p;
-            while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_')
-                q++;
-            /* sizes are int64_t: a u64 scalar is read as one, so range checks compare signed */
-            const tilec_param *sp = *q == '(' ? NULL : csz_scalar_param(g, p, (size_t)(q - p));
-            int u64 = sp && sp->type.dtype == TILEC_DT_U64;
-            if (*q == '(') {
-                sb_printf(b, "tl_%.*s", (int)(q - p), p);
-            } else {
-                sb_puts(b, u64 ? "((int64_t)" : "");
-                mg_c(b, sp ? MG_C_SCALAR : MG_C_SYMBOL, p, (size_t)(q - p));
-                sb_puts(b, u64 ? ")" : "");
-            }
-            p = q;
-        } else {
-            sb_putc(b, *p++);
-        }
+    size_t n = strlen(t), digits = strspn(t, "0123456789");
+    if (n && digits == n) {
+        sb_puts(b, t);
+        return;
     }
+    int ident = n && !(t[0] >= '0' && t[0] <= '9') &&
+                strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == n;
+    if (!ident) {
+        b->failed = 1;
+        return;
+    }
+    const tilec_param *sp = csz_scalar_param(g, t, n);
+    int u64 = sp && sp->type.dtype == TILEC_DT_U64;
+    sb_puts(b, u64 ? "((int64_t)" : "");
+    csz_symbol(b, g, t, n);
+    sb_puts(b, u64 ? ")" : "");
 }
 
 const char *dt_enum(tilec_dtype d)
