@@ -53,6 +53,16 @@ static inline char *read_in(const char *dir, const char *file)
     return read_file(path, NULL);
 }
 
+/* Write text to dir/file (the test fails when it cannot). */
+static inline void write_in(const char *dir, const char *file, const char *text)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "cannot write %s", path);
+    cr_assert(fputs(text, f) >= 0 && fclose(f) == 0, "cannot write %s", path);
+}
+
 /* Run a shell command line; its exit status, stdout+stderr in *out. */
 static inline int sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline int sh(char **out, const char *fmt, ...)

@@ -71,16 +71,11 @@ static void build_runner(const char *dir)
                  TILEC_OK);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
-    char path[300];
-    snprintf(path, sizeof path, "%s/main.c", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(runner, f);
-    fclose(f);
+    write_in(dir, "main.c", runner);
     const char *cc = getenv("CC");
     char *out = NULL;
     int st = sh(&out,
-                "%s -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Wno-unused-function %s -Iinclude -Itests -I%s "
+                "%s -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror %s -Iinclude -Itests -I%s "
                 "-o %s/run %s/big.c %s/main.c %s/lib/libtilec.a -L%s/lib64 -Wl,-rpath,%s/lib64 -lnvrtc -ldl -lpthread -lm",
                 cc && *cc ? cc : "cc", TILEC_SANFLAGS, dir, dir, dir, dir, TILEC_BUILD, TILEC_CUDA, TILEC_CUDA);
     cr_assert_eq(st, 0, "the wrapper does not build:\n%s", out);
