@@ -58,10 +58,7 @@ static void c_run(cstate *s, strbuf *c, const char *params)
     sb_add(c, sb_str(&s->body) + s->inputs_end, s->body.n - s->inputs_end);
     for (size_t i = 0; i < nout; i++) {
         const char *o = tilec_wir_output(s->w, i);
-        int input = 0;
-        for (uint32_t p = 0; p < g->nparams; p++)
-            input |= g->params[p].type.kind == TILEC_TE_TENSOR && !strcmp(g->params[p].name, o);
-        if (input) /* the caller owns its input: it gets a copy it may free */
+        if (tilec_wir_is_input(s->w, o)) /* the caller owns its input: it gets a copy it may free */
             sb_printf(c,
                       "    { /* %s is an input: the output is a copy */\n"
                       "        const tilec_tensor tl_in = %s;\n"

@@ -64,15 +64,6 @@ static void py_name(strbuf *b, const char *name) { mg_py(b, name, strlen(name));
 /* The Python name of size symbol `name`. */
 static void py_sym(strbuf *b, const char *name) { mg_py_helper(b, name, strlen(name), "s"); }
 
-/* Is `name` a tensor parameter of g? */
-static int tensor_param(const tilec_graph *g, const char *name)
-{
-    for (uint32_t i = 0; i < g->nparams; i++)
-        if (g->params[i].type.kind == TILEC_TE_TENSOR && !strcmp(g->params[i].name, name))
-            return 1;
-    return 0;
-}
-
 /* Is `name` (n bytes) a scalar parameter of g (else a size symbol)? */
 static int scalar_param(const tilec_graph *g, const char *name, size_t n)
 {
@@ -646,7 +637,7 @@ static int py_end(tilec_emit *e, void *state)
      * release() puts an output's memory into the pool, never the caller's */
     for (size_t i = 0; i < nout; i++) {
         const char *o = tilec_wir_output(s->w, i);
-        if (!tensor_param(s->g, o))
+        if (!tilec_wir_is_input(s->w, o))
             continue;
         sb_printf(&c, "    # %s is an input: the output is a copy\n    ", o);
         mg_py_helper(&c, o, strlen(o), "copy");
@@ -662,7 +653,7 @@ static int py_end(tilec_emit *e, void *state)
     for (size_t i = 0; i < nout; i++) {
         const char *o = tilec_wir_output(s->w, i);
         sb_puts(&c, i ? ", " : "");
-        if (tensor_param(s->g, o))
+        if (tilec_wir_is_input(s->w, o))
             mg_py_helper(&c, o, strlen(o), "copy");
         else
             py_name(&c, o);

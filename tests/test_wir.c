@@ -377,6 +377,12 @@ Test(wir, output_and_input_shape_queries)
             cr_assert_eq(a->index, p);
             cr_assert_eq(a->rank, g->params[p].type.ndims);
         }
+        for (uint32_t p = 0; p < g->nparams; p++) /* an input is a tensor parameter, nothing else */
+            cr_assert_eq(tilec_wir_is_input(l.w, g->params[p].name), g->params[p].type.kind == TILEC_TE_TENSOR,
+                         "%s: parameter %s", graphs[gi], g->params[p].name);
+        cr_assert_not(tilec_wir_is_input(l.w, "no such buffer"));
+        cr_assert_not(tilec_wir_is_input(l.w, NULL));
+        cr_assert_not(tilec_wir_is_input(NULL, "x"));
         cr_assert_null(tilec_wir_input_shape(l.w, g->nparams));
         cr_assert_null(tilec_wir_input_shape(NULL, 0));
         done(&l);

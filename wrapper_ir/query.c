@@ -78,6 +78,14 @@ int tilec_wir_is_output(const tilec_wir *w, const char *name)
     return 0;
 }
 
+int tilec_wir_is_input(const tilec_wir *w, const char *name)
+{
+    for (uint32_t i = 0; w && name && i < w->n; i++)
+        if (w->lines[i].kind == TILEC_WIR_ASSERT_SHAPE && !strcmp(w->lines[i].name, name))
+            return 1;
+    return 0;
+}
+
 const tilec_wir_line *tilec_wir_input_shape(const tilec_wir *w, uint32_t param)
 {
     for (uint32_t i = 0; w && i < w->n; i++)

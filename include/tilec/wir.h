@@ -127,6 +127,9 @@ const char *tilec_wir_output(const tilec_wir *w, size_t i);
 /* 1 when `name` is one of the graph's returned buffers (an emitter does not
  * free those), else 0. */
 int tilec_wir_is_output(const tilec_wir *w, const char *name);
+/* 1 when `name` is one of the graph's tensor parameters (the caller's
+ * buffers: an output that is one is handed back as a copy), else 0. */
+int tilec_wir_is_input(const tilec_wir *w, const char *name);
 /* The ASSERT_SHAPE line of the graph's tensor parameter number `param`
  * (its dtype, rank and sizes), or NULL (a scalar, or out of range). */
 const tilec_wir_line *tilec_wir_input_shape(const tilec_wir *w, uint32_t param);
