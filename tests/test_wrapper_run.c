@@ -86,7 +86,12 @@ static void build_runner(const char *dir)
 static char *run(const char *dir, long long n)
 {
     char *out = NULL;
-    int st = sh(&out, "TILEC_CACHE_DIR=%s/cache %s/run %s %lld 2>&1", dir, dir, FAKECUDA, n);
+    /* kernels compile on the build's tilec as the worker process (as
+     * where tilec is installed beside libtilec), not on a fork of the
+     * runner: a forked copy of this multi-threaded ASan process once hung
+     * in a full `make asan` run */
+    int st = sh(&out, "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %lld 2>&1", dir, TILEC_BUILD,
+                dir, FAKECUDA, n);
     cr_assert_eq(st, 0, "the runner failed (%d):\n%s", st, out);
     return out;
 }
