@@ -109,7 +109,7 @@ FAKECUDA = $(BUILD)/tests/libfakecuda.so
 $(FAKECUDA): tests/fake_cuda.c tests/fake_cuda.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -I$(CUDA)/include $(CFLAGS) -Wno-missing-prototypes -shared $(LDFLAGS) -o $@ $<
-$(BUILD)/tests/test_runtime $(BUILD)/tests/test_externs $(BUILD)/tests/test_multikernel: | $(FAKECUDA)
+$(BUILD)/tests/test_runtime $(BUILD)/tests/test_externs $(BUILD)/tests/test_multikernel $(BUILD)/tests/test_plan: | $(FAKECUDA)
 
 # The demo emitter plugin of tests/test_emit.c, and a build of it whose
 # tilec_plugin_register fails, and one built for another emitter ABI. Its tilec_* calls resolve against the program
@@ -200,7 +200,7 @@ layers:
 test-run: layers all $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; $$t --jobs 2; done
 	@echo "== generated kernels through every stage" && tools/gen_nvrtc.sh $(BUILD) 40
-	@echo "== tests/python" && python3 tests/python/test_cpu.py -q && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 -m py_compile python/tilec/__init__.py
+	@echo "== tests/python" && python3 tests/python/test_cpu.py -q && BUILD=$(BUILD) python3 tests/python/test_fake.py -q && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 -m py_compile python/tilec/*.py
 	@echo "all test suites passed"
 
 asan: deps
