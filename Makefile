@@ -104,6 +104,18 @@ $(BUILD)/tests/test_gpu_wrapper: $(BUILD)/obj/tests/test_gpu_wrapper.o $(BUILD)/
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
 $(BUILD)/obj/bench/%.o: CFLAGS += -Wno-missing-prototypes -Wno-double-promotion
 
+# The optional CPython extension of the Python package (python/tilec/_native.c,
+# stable ABI: one file serves Python 3.11 and later), beside libtilec.so;
+# built when Python's headers are there (the package uses ctypes without it).
+PYINC    := $(shell python3 -c "import sysconfig; print(sysconfig.get_paths()['include'])" 2>/dev/null)
+PYNATIVE = $(BUILD)/lib/tilec_native.abi3.so
+ifneq ($(wildcard $(PYINC)/Python.h),)
+all: $(PYNATIVE)
+endif
+$(PYNATIVE): python/tilec/_native.c
+	@mkdir -p $(dir $@)
+	$(CC) -I$(PYINC) $(CFLAGS) -Wno-missing-prototypes -shared $(LDFLAGS) -o $@ $<
+
 # The fake CUDA driver that tests/test_runtime.c loads from beside itself.
 FAKECUDA = $(BUILD)/tests/libfakecuda.so
 $(FAKECUDA): tests/fake_cuda.c tests/fake_cuda.h

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
-from typing import List, Optional
+from typing import Any, List, Optional
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -96,6 +96,7 @@ _EXTERN_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ct
 PTR, I32, I64, F32, F64, U32, U64 = range(7)
 
 _lib: Optional[ctypes.CDLL] = None
+_native: Any = False  # False: not looked for yet; None: not there
 
 
 def _library_candidates() -> List[str]:
@@ -186,6 +187,37 @@ def _load_library() -> ctypes.CDLL:
         fn.argtypes = args
     _lib = lib
     return lib
+
+
+def native() -> Any:
+    """The optional CPython extension (tilec_native.abi3.so, built by the
+    Makefile beside libtilec.so) with the runtime's entry points handed to
+    it, or None when it is not there or TILEC_NO_NATIVE=1: callers then
+    pack with struct and call through ctypes."""
+    global _native
+    if _native is not False:
+        return _native
+    _native = None
+    L = lib()
+    if os.environ.get("TILEC_NO_NATIVE") == "1":
+        return None
+    path = os.path.join(os.path.dirname(os.path.abspath(L._name)), "tilec_native.abi3.so")
+    if not os.path.exists(path):
+        return None
+    import importlib.machinery
+    import importlib.util
+    try:
+        loader = importlib.machinery.ExtensionFileLoader("tilec_native", path)
+        spec = importlib.util.spec_from_file_location("tilec_native", path, loader=loader)
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+        addr = [ctypes.cast(getattr(L, f), ctypes.c_void_p).value
+                for f in ("tilec_plan_run", "tilec_program_launch", "tilec_program_launch_best")]
+        mod.init(*addr)
+    except (ImportError, OSError, AttributeError):
+        return None
+    _native = mod
+    return mod
 
 
 def lib() -> ctypes.CDLL:

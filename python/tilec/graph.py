@@ -15,7 +15,7 @@ import struct
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ._library import (F32, F64, I32, I64, PTR, U32, U64, Owner, TilecError, _PlanStats, _PlanTensor, _PlanValue,
-                       lib)
+                       lib, native)
 from .buffer import Buffer, Pool, TensorInfo
 from .checks import RangeError
 from .debug import debug_kernels, debug_level
@@ -59,6 +59,9 @@ class Graph(Owner):
         self._nslots = len(self.tensors) + len(self.scalars)
         self._pack = struct.Struct("<" + "Q" * len(self.tensors) +
                                    "".join("d" if s[1] == "float" else "q" for s in self.scalars)).pack
+        self._kinds = ("p" * len(self.tensors) +
+                       "".join("d" if s[1] == "float" else "q" for s in self.scalars)).encode()
+        self._native = native()
         self._kernels: Dict[Tuple[str, int], Any] = {}
         self._h = L.tilec_plan_new(module._prog, externs._h if externs else None, name.encode(), self._nslots)
         if not self._h:
@@ -76,6 +79,7 @@ class Graph(Owner):
         self._debug = debug_level() != 0  # read once, when the graph loads
         self._pool: Optional[Pool] = None
         self._torch_device: Any = None
+        self._torch_call: Optional["TorchCall"] = None
 
     # ---- building the plan ----
 
@@ -132,7 +136,13 @@ class Graph(Owner):
             use_torch |= info.torch
         s = stream_handle(stream, self.device_index, use_torch)
         if use_torch:
-            return TorchCall(self, s, stream is not None)
+            if stream is None:  # the common case: one context, on torch's current stream
+                ctx = self._torch_call
+                if ctx is None:
+                    ctx = self._torch_call = TorchCall(self, s, False)
+                ctx.stream = s
+                return ctx
+            return TorchCall(self, s, True)
         if self._pool is None:
             self._pool = Pool(self.device)
         return BufferCall(self, s)
@@ -144,10 +154,12 @@ class Graph(Owner):
         if self._debug:
             return self._run_debug(values, stream)
         try:
-            packed = self._pack(*values)
-        except struct.error as e:
+            if self._native is not None:
+                st = self._native.plan_run(self._h, self._kinds, values, stream)
+            else:
+                st = self._lib.tilec_plan_run(self._h, self._pack(*values), self._nslots, stream)
+        except (struct.error, OverflowError) as e:
             raise RangeError(f"{self.name}: a slot value does not fit 64 bits ({e})") from None
-        st = self._lib.tilec_plan_run(self._h, packed, self._nslots, stream)
         if st != 0:
             msg = self._lib.tilec_plan_last_error(self._h).decode(errors="replace")
             raise (RangeError if "does not fit" in msg else TilecError)(msg)

@@ -8,7 +8,7 @@ import ctypes
 import struct
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
-from ._library import F32, F64, I32, I64, PTR, U32, U64, TilecError, lib
+from ._library import F32, F64, I32, I64, PTR, U32, U64, TilecError, lib, native
 from .buffer import Buffer, tensor_info
 from .checks import check_float, check_int
 from .device import stream_handle, torch_module
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 _KIND_NAMES = {PTR: "pointer", I32: "i32", I64: "i64", F32: "f32", F64: "f64", U32: "u32", U64: "u64"}
 # each argument is one 8-byte tilec_rt_arg: 4-byte kinds are padded
 _PACK = {PTR: "Q", I32: "i4x", I64: "q", F32: "f4x", F64: "d", U32: "I4x", U64: "Q"}
+_NATIVE_KINDS = {PTR: "p", I32: "i", I64: "q", F32: "f", F64: "d", U32: "I", U64: "Q"}
 
 _torch_names: Dict[Any, Optional[str]] = {}
 
@@ -139,6 +140,8 @@ class Kernel:
         self._pack = struct.Struct("<" + "".join(_PACK[k] for k in self.kinds)).pack
         self._device_index = module.device.index
         self._lib = L
+        self._native = native()
+        self._kinds_b = "".join(_NATIVE_KINDS[k] for k in self.kinds).encode()
 
     def __repr__(self) -> str:
         return f"<tilec.Kernel {self.name}({', '.join(map(repr, self.params))})>"
@@ -170,15 +173,20 @@ class Kernel:
 
     def __call__(self, *args: Any, stream: Any = None) -> None:
         vals, use_torch = self.check(args)
-        packed = self._pack(*vals)
         s = stream_handle(stream, self._device_index, use_torch)
         L = self._lib
-        if self.variant is None:
+        if self._native is not None:
+            st, chosen_v = self._native.launch(self.module._prog.value, self._name_b,
+                                               -1 if self.variant is None else self.variant, self._kinds_b,
+                                               tuple(vals), s)
+            self.last_variant = chosen_v
+        elif self.variant is None:
+            packed = self._pack(*vals)
             chosen = ctypes.c_int(-1)
             st = L.tilec_program_launch_best(self.module._prog, self._name_b, packed, len(vals), s,
                                              ctypes.byref(chosen))
             self.last_variant = chosen.value
         else:
-            st = L.tilec_program_launch(self.module._prog, self._name_b, self.variant, packed, len(vals), s)
+            st = L.tilec_program_launch(self.module._prog, self._name_b, self.variant, self._pack(*vals), len(vals), s)
         if st != 0:
             raise TilecError(f"launch of {self.name}: " + L.tilec_rt_last_error(self.module.device._h).decode())

@@ -19,7 +19,8 @@ class Module(Owner):
     found in the kernel cache) and loaded."""
 
     def __init__(self, path: Optional[str] = None, source: Union[str, bytes, None] = None,
-                 device_: Union[Device, int, None] = None, arch: Optional[str] = None, threads: int = 0, cache: bool = True):
+                 device_: Union[Device, int, None] = None, arch: Optional[str] = None, threads: int = 0,
+                 cache: bool = True):
         lib_ = lib()
         self.device = device(device_) if isinstance(device_, int) else (device_ or device())
         self.path = path or "<string>"
