@@ -168,9 +168,19 @@ $(BUILD)/bench/bench_runtime: $(BUILD)/obj/bench/runtime/bench_runtime.o $(LIBA)
 # every side by one method; its C loop (tb.c) is this library, whose tilec_*
 # symbols resolve against the libtilec.so the harness loaded.
 BENCHLIB = $(BUILD)/bench/libtilec_bench.so
-$(BENCHLIB): bench/harness/tb.c bench/bench_util.h include/tilec/program.h include/tilec/aot.h include/tilec/runtime.h
+$(BENCHLIB): bench/harness/tb.c bench/bench_util.h include/tilec/program.h include/tilec/aot.h include/tilec/runtime.h \
+    include/tilec/plan.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
+# The generated C wrapper of bench/wrapper/chain8.tile with the harness's loop
+# over it (bench/harness/tg.c), for the graph rows of the host-time table.
+CHAIN8LIB = $(BUILD)/bench/libtilec_chain8.so
+$(BUILD)/gen/bench/chain8.c $(BUILD)/gen/bench/chain8.h &: bench/wrapper/chain8.tile $(TILEC)
+	@mkdir -p $(BUILD)/gen/bench
+	$(TILEC) bench/wrapper/chain8.tile --emit c -o $(BUILD)/gen/bench
+$(CHAIN8LIB): bench/harness/tg.c bench/bench_util.h $(BUILD)/gen/bench/chain8.c $(BUILD)/gen/bench/chain8.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -I$(BUILD)/gen/bench $(CFLAGS) -shared $(LDFLAGS) -o $@ bench/harness/tg.c $(BUILD)/gen/bench/chain8.c
 
 # The GPU machine has no -dev packages: build here, bundle, run there.
 # `make bench` on a GPU machine: the harness, results into BENCH_OUT
@@ -179,7 +189,7 @@ $(BENCHLIB): bench/harness/tb.c bench/bench_util.h include/tilec/program.h inclu
 # TILEC_BENCH_LIB and TILEC_COMPILE_WORKER at a bundle (see gpu-bundle) and
 # run bench/harness/run.sh yourself.
 BENCH_OUT   ?= bench/results
-bench: all $(BENCHLIB) $(BUILD)/bench/bench_runtime
+bench: all $(BENCHLIB) $(CHAIN8LIB) $(BUILD)/bench/bench_runtime
 	bench/harness/run.sh $(BENCH_OUT)
 
 # The tilec command under valgrind on every example and every golden bad input.
@@ -188,9 +198,9 @@ valgrind: all
 
 .PHONY: gpu-bundle
 GPUDIR  ?= .gpu
-gpu-bundle: all $(TESTS) $(BENCH) $(BENCHLIB) $(FAKECUDA)
+gpu-bundle: all $(TESTS) $(BENCH) $(BENCHLIB) $(CHAIN8LIB) $(FAKECUDA)
 	../shared/tools/gpu-bundle $(GPUDIR) $(TILEC) $(TESTS) $(BENCH) $(FAKECUDA)
-	cp $(LIBSO) $(BENCHLIB) $(GPUDIR)/lib/
+	cp $(LIBSO) $(BENCHLIB) $(CHAIN8LIB) $(wildcard $(PYNATIVE)) $(GPUDIR)/lib/
 $(BUILD)/obj/runtime/%.o: CPPFLAGS += -I$(CUDA)/include
 
 # ---- the two commands of the README ----
