@@ -135,8 +135,13 @@ class Buffer:
         return (2, self.device.index)  # kDLCUDA
 
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
-        if stream not in (None, -1, 0, 1, 2):
-            self.device.synchronize()  # work queued by tilec is on the legacy stream
+        # the consumer's stream must see this buffer's work: the work is on
+        # self.stream (an extern's buffers: the call's stream), else on the
+        # legacy stream; only another stream needs a synchronize
+        mine = getattr(self, "stream", None) or 0
+        theirs = 0 if stream in (None, -1, 1) else stream
+        if theirs != mine and stream != -1:
+            self.device.synchronize()
         ndim = len(self.shape)
         shape = (ctypes.c_int64 * max(ndim, 1))(*self.shape)
         m = _DLManaged()
@@ -187,6 +192,9 @@ def pointer_of(obj: Any) -> int:
     raise TilecError(f"expected a device buffer, got {type(obj).__name__}")
 
 
+_torch_names: dict = {}  # torch dtype: tilec's name
+
+
 def _is_torch(obj: Any) -> bool:
     torch = torch_module()
     return torch is not None and isinstance(obj, torch.Tensor)
@@ -230,10 +238,14 @@ def tensor_info(obj: Any) -> Optional[TensorInfo]:
     if isinstance(obj, Buffer):
         return TensorInfo(obj.dtype, obj.shape, None, obj.ptr, True, obj.device.index)
     if _is_torch(obj):
-        dtype = TORCH_NAMES.get(str(obj.dtype)[6:])
+        dt = obj.dtype
+        dtype = _torch_names.get(dt)
+        if dtype is None:
+            dtype = _torch_names[dt] = TORCH_NAMES.get(str(dt).replace("torch.", ""))
         cuda = obj.is_cuda
-        return TensorInfo(dtype, tuple(obj.shape), tuple(obj.stride()), obj.data_ptr(), cuda,
-                          obj.get_device() if cuda else None, True)
+        strides = None if obj.is_contiguous() else tuple(obj.stride())  # None: contiguous, nothing to walk
+        return TensorInfo(dtype, tuple(obj.shape), strides, obj.data_ptr(), cuda, obj.get_device() if cuda else None,
+                          True)
     try:
         cai = obj.__cuda_array_interface__
     except AttributeError:

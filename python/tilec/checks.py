@@ -8,6 +8,9 @@ from typing import Any, Sequence
 from .dtypes import DTYPES, I64_MAX, RANGES
 
 
+F32_MAX = 3.4028234663852886e38
+
+
 class RangeError(OverflowError, ValueError):
     """An integer that does not fit the type it is passed as (an
     OverflowError; also a ValueError, what wrappers raised before)."""
@@ -77,8 +80,12 @@ def check_float(owner: str, param: str, kind: str, value: Any) -> float:
     """Scalar argument `param` of `owner` as a float: TypeError unless it
     is a real number."""
     if type(value) is float or type(value) is int:
-        return float(value)
-    try:
-        return float(value.__float__())
-    except (AttributeError, TypeError, ValueError):
-        raise TypeError(f"{owner}: parameter '{param}' is {kind}, a number; got {type(value).__name__} {value!r}")
+        v = float(value)
+    else:
+        try:
+            v = float(value.__float__())
+        except (AttributeError, TypeError, ValueError):
+            raise TypeError(f"{owner}: parameter '{param}' is {kind}, a number; got {type(value).__name__} {value!r}")
+    if kind == "f32" and F32_MAX < abs(v) < float("inf"):
+        raise RangeError(f"{owner}: parameter '{param}' is f32 (largest {F32_MAX:.7g}); got {v!r}, which does not fit")
+    return v

@@ -264,6 +264,7 @@ class TorchCall(CallContext):
         if graph._torch_device is None:
             graph._torch_device = torch.device("cuda", graph.device_index)
         self.dev = graph._torch_device
+        self.dtypes = {k: getattr(torch, v) for k, v in _TORCH_DTYPES.items() if hasattr(torch, v)}
         # memory torch allocated on its current stream but used on another
         # must be recorded on that stream before torch may reuse it
         self.other = None
@@ -271,7 +272,7 @@ class TorchCall(CallContext):
             self.other = torch.cuda.ExternalStream(stream or 0, device=self.dev)
 
     def alloc(self, shape: Tuple[int, ...], dtype: str) -> Tuple[Any, int]:
-        t = self.torch.empty(shape, dtype=getattr(self.torch, _TORCH_DTYPES[dtype]), device=self.dev)
+        t = self.torch.empty(shape, dtype=self.dtypes[dtype], device=self.dev)
         if self.other is not None:
             t.record_stream(self.other)
         return t, t.data_ptr()
@@ -281,7 +282,7 @@ class TorchCall(CallContext):
         for d in shape:
             n *= d
         raw = base.reshape(-1).view(self.torch.uint8)[offset:offset + n]
-        return raw.view(getattr(self.torch, _TORCH_DTYPES[dtype])).view(shape)
+        return raw.view(self.dtypes[dtype]).view(shape)
 
 
 class BufferCall(CallContext):

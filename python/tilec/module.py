@@ -120,8 +120,11 @@ class Externs(Owner):
         def trampoline(_user, _rt, _stream, ins, nin, outs, nout, err, errlen):
             try:
                 def bufs(ts, n):
-                    return [Buffer(tuple(ts[i].sizes[:ts[i].rank]), DT_ENUM[ts[i].dtype], _ptr=ts[i].data)
-                            for i in range(n)]
+                    out = [Buffer(tuple(ts[i].sizes[:ts[i].rank]), DT_ENUM[ts[i].dtype], _ptr=ts[i].data)
+                           for i in range(n)]
+                    for b in out:  # their work is on the call's stream: DLPack to it needs no synchronize
+                        b.stream = _stream or 0
+                    return out
                 fn(bufs(ins, nin), bufs(outs, nout))
                 return 0
             except Exception as e:  # noqa: BLE001 -- the message goes back through C

@@ -61,6 +61,9 @@ class KernelArgumentTests(unittest.TestCase):
                      ("i32", True)):
             self.assertEqual(tilec.check_int("k", "n", f, v), int(v))
         self.assertEqual(tilec.check_float("k", "eps", "f32", 3), 3.0)
+        with self.assertRaises(OverflowError):
+            tilec.check_float("k", "eps", "f32", 1e39)  # struct would refuse it with no name
+        self.assertEqual(tilec.check_float("k", "eps", "f64", 1e39), 1e39)
 
 
 class _Fake:
