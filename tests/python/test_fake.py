@@ -38,6 +38,13 @@ graph g8(x: f32[N]) -> (y: f32[N]) {
     scale2(u, y, N);
     return y;
 }
+extern add1(x: f32[N]) -> f32[N] = "my.add1";
+graph ge(x: f32[N]) -> (z: f32[N]) {
+    let y = empty(f32, [N]);
+    scale2(x, y, N);
+    let z = add1(y);
+    return z;
+}
 """
 
 
@@ -72,7 +79,8 @@ class FakeDriverTests(unittest.TestCase):
         subprocess.run([TILEC, tile, "--emit", "py", "-o", cls.dir], check=True)
         sys.path.insert(0, cls.dir)
         import g8
-        cls.g8 = g8
+        import ge
+        cls.g8, cls.ge = g8, ge
         cls.n = 300
         cls.x = tilec.Buffer.from_bytes(array.array("f", range(cls.n)), (cls.n,), "f32")
 
@@ -145,6 +153,36 @@ class FakeDriverTests(unittest.TestCase):
         self.assertEqual(str(cm.exception),
                          "g8: x is on cuda:1, but the graph was loaded on cuda:0 (load(device=...) for another "
                          "device)")
+
+    def test_debug_printer_runs_the_steps_one_by_one(self):
+        script = ("import array, tilec, g8\n"
+                  "x = tilec.Buffer.from_bytes(array.array('f', range(5)), (5,), 'f32')\n"
+                  "print(g8.call(x).tolist())\n")
+        env = dict(os.environ, TILEC_DEBUG_PRINT="2",
+                   PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), self.dir]))
+        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "[0.0, 8.0, 16.0, 24.0, 32.0]")
+        self.assertEqual(r.stderr.count("tilec: launch scale2"), 3, r.stderr)
+        self.assertIn("tilec:   scale2 arg 1: f32[5] numel=5 min=0 max=16 mean=8", r.stderr)
+
+    def test_a_python_extern_is_a_step_of_the_plan(self):
+        def add1(inputs, outputs):  # the fake's device memory is host memory
+            vals = array.array("f", [v + 1.0 for v in inputs[0].tolist()]).tobytes()
+            dev = outputs[0].device
+            host = ctypes.create_string_buffer(vals, len(vals))
+            dev._check(tilec._library.lib().tilec_rt_memcpy_htod(dev._h, outputs[0].ptr, host, len(vals)))
+
+        self.ge.externs().register("my.add1", add1)
+        z = self.ge.call(self.x)
+        self.assertEqual(z.tolist(), [2.0 * i + 1.0 for i in range(self.n)])
+        self.assertEqual(self.ge.load().stats()["steps"], 2)
+
+        def fails(inputs, outputs):
+            raise RuntimeError("no luck")
+        self.ge.externs().register("my.add1", fails)
+        with self.assertRaisesRegex(tilec.TilecError, r"ge: step 2 \(extern my.add1\): my.add1: no luck"):
+            self.ge.call(self.x)
 
     def test_bad_stream_is_a_type_error(self):
         with self.assertRaisesRegex(TypeError, "stream must be an int"):
