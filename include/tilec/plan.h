@@ -11,7 +11,10 @@
  * loads happen there), then records the same launches into a CUDA graph;
  * later runs with the same slot values replay it with one cuGraphLaunch.
  * Different slot values (other shapes or other buffers) record another
- * graph; the n most recently used are kept. */
+ * graph; the n most recently used are kept.
+ *
+ * A plan is used by one thread at a time (its last error and its graphs
+ * are not locked); make one per thread to run a graph concurrently. */
 #ifndef TILEC_PLAN_H
 #define TILEC_PLAN_H
 
