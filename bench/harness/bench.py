@@ -524,7 +524,7 @@ def graph_host(run):
     x = randn(N)
     graph = chain8.load()
     err = rel_err(chain8.call(x), chain8_torch(x))
-    run.emit({"kind": "check", "workload": case, "ok": err < 1e-5, "rel_err": err})
+    run.emit({"kind": "graph_check", "case": case, "ok": err < 1e-5, "rel_err": err})
     if not err < 1e-5:
         print(f"  chain8: WRONG (rel err {err})", flush=True)
         return
