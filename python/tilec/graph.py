@@ -151,6 +151,8 @@ class Graph(Owner):
         """Run the plan with these slot values on stream (an int CUstream or
         None): one native call. TilecError when the runtime fails;
         RangeError when a size does not fit its parameter."""
+        if len(values) != self._nslots:
+            raise TypeError(f"{self.name}: run takes {self._nslots} slot values; got {len(values)}")
         if self._debug:
             return self._run_debug(values, stream)
         try:

@@ -184,6 +184,16 @@ class FakeDriverTests(unittest.TestCase):
         with self.assertRaisesRegex(tilec.TilecError, r"ge: step 2 \(extern my.add1\): my.add1: no luck"):
             self.ge.call(self.x)
 
+    def test_run_checks_its_slot_values(self):
+        graph = self.g8.load()
+        with self.assertRaisesRegex(TypeError, "g8: run takes 5 slot values; got 2"):
+            graph.run((1, 2))
+        with self.assertRaisesRegex(OverflowError, "does not fit 64 bits"):
+            graph.run((self.x.ptr, 0, 0, 0, 2**64))
+        with self.assertRaises(OverflowError) as cm:  # the runtime's own range check
+            graph.run((self.x.ptr, self.x.ptr, self.x.ptr, self.x.ptr, 2**40 + 5))
+        self.assertEqual(str(cm.exception), "g8: N is 1099511627781, which does not fit i32 (argument 3 of scale2)")
+
     def test_bad_stream_is_a_type_error(self):
         with self.assertRaisesRegex(TypeError, "stream must be an int"):
             self.g8.call(self.x, stream="s")
