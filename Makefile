@@ -104,12 +104,24 @@ $(BUILD)/tests/test_gpu_wrapper: $(BUILD)/obj/tests/test_gpu_wrapper.o $(BUILD)/
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
 $(BUILD)/obj/bench/%.o: CFLAGS += -Wno-missing-prototypes -Wno-double-promotion
 
+# The optional CPython extension of the Python package (python/tilec/_native.c,
+# stable ABI: one file serves Python 3.11 and later), beside libtilec.so;
+# built when Python's headers are there (the package uses ctypes without it).
+PYINC    := $(shell python3 -c "import sysconfig; print(sysconfig.get_paths()['include'])" 2>/dev/null)
+PYNATIVE = $(BUILD)/lib/tilec_native.abi3.so
+ifneq ($(wildcard $(PYINC)/Python.h),)
+all: $(PYNATIVE)
+endif
+$(PYNATIVE): python/tilec/_native.c
+	@mkdir -p $(dir $@)
+	$(CC) -I$(PYINC) $(CFLAGS) -Wno-missing-prototypes -shared $(LDFLAGS) -o $@ $<
+
 # The fake CUDA driver that tests/test_runtime.c loads from beside itself.
 FAKECUDA = $(BUILD)/tests/libfakecuda.so
 $(FAKECUDA): tests/fake_cuda.c tests/fake_cuda.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -I$(CUDA)/include $(CFLAGS) -Wno-missing-prototypes -shared $(LDFLAGS) -o $@ $<
-$(BUILD)/tests/test_runtime $(BUILD)/tests/test_externs $(BUILD)/tests/test_multikernel: | $(FAKECUDA)
+$(BUILD)/tests/test_runtime $(BUILD)/tests/test_externs $(BUILD)/tests/test_multikernel $(BUILD)/tests/test_plan: | $(FAKECUDA)
 
 # The demo emitter plugin of tests/test_emit.c, and a build of it whose
 # tilec_plugin_register fails, and one built for another emitter ABI. Its tilec_* calls resolve against the program
@@ -156,9 +168,19 @@ $(BUILD)/bench/bench_runtime: $(BUILD)/obj/bench/runtime/bench_runtime.o $(LIBA)
 # every side by one method; its C loop (tb.c) is this library, whose tilec_*
 # symbols resolve against the libtilec.so the harness loaded.
 BENCHLIB = $(BUILD)/bench/libtilec_bench.so
-$(BENCHLIB): bench/harness/tb.c bench/bench_util.h include/tilec/program.h include/tilec/aot.h include/tilec/runtime.h
+$(BENCHLIB): bench/harness/tb.c bench/bench_util.h include/tilec/program.h include/tilec/aot.h include/tilec/runtime.h \
+    include/tilec/plan.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
+# The generated C wrapper of bench/wrapper/chain8.tile with the harness's loop
+# over it (bench/harness/tg.c), for the graph rows of the host-time table.
+CHAIN8LIB = $(BUILD)/bench/libtilec_chain8.so
+$(BUILD)/gen/bench/chain8.c $(BUILD)/gen/bench/chain8.h &: bench/wrapper/chain8.tile $(TILEC)
+	@mkdir -p $(BUILD)/gen/bench
+	$(TILEC) bench/wrapper/chain8.tile --emit c -o $(BUILD)/gen/bench
+$(CHAIN8LIB): bench/harness/tg.c bench/bench_util.h $(BUILD)/gen/bench/chain8.c $(BUILD)/gen/bench/chain8.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -I$(BUILD)/gen/bench $(CFLAGS) -shared $(LDFLAGS) -o $@ bench/harness/tg.c $(BUILD)/gen/bench/chain8.c
 
 # The GPU machine has no -dev packages: build here, bundle, run there.
 # `make bench` on a GPU machine: the harness, results into BENCH_OUT
@@ -167,7 +189,7 @@ $(BENCHLIB): bench/harness/tb.c bench/bench_util.h include/tilec/program.h inclu
 # TILEC_BENCH_LIB and TILEC_COMPILE_WORKER at a bundle (see gpu-bundle) and
 # run bench/harness/run.sh yourself.
 BENCH_OUT   ?= bench/results
-bench: all $(BENCHLIB) $(BUILD)/bench/bench_runtime
+bench: all $(BENCHLIB) $(CHAIN8LIB) $(BUILD)/bench/bench_runtime
 	bench/harness/run.sh $(BENCH_OUT)
 
 # The tilec command under valgrind on every example and every golden bad input.
@@ -176,9 +198,9 @@ valgrind: all
 
 .PHONY: gpu-bundle
 GPUDIR  ?= .gpu
-gpu-bundle: all $(TESTS) $(BENCH) $(BENCHLIB) $(FAKECUDA)
+gpu-bundle: all $(TESTS) $(BENCH) $(BENCHLIB) $(CHAIN8LIB) $(FAKECUDA)
 	../shared/tools/gpu-bundle $(GPUDIR) $(TILEC) $(TESTS) $(BENCH) $(FAKECUDA)
-	cp $(LIBSO) $(BENCHLIB) $(GPUDIR)/lib/
+	cp $(LIBSO) $(BENCHLIB) $(CHAIN8LIB) $(wildcard $(PYNATIVE)) $(GPUDIR)/lib/
 $(BUILD)/obj/runtime/%.o: CPPFLAGS += -I$(CUDA)/include
 
 # ---- the two commands of the README ----
@@ -197,10 +219,13 @@ test: deps
 layers:
 	@echo "== tools/layers.py" && python3 tools/layers.py
 
+# The package on the fake driver, with and without its extension; not in
+# the ASan build (Python cannot load ASan-instrumented libraries).
+PYFAKE = $(if $(SANITIZE),echo "tests/python/test_fake.py: run by the plain build's make test",BUILD=$(BUILD) python3 tests/python/test_fake.py -q && BUILD=$(BUILD) TILEC_NO_NATIVE=1 python3 tests/python/test_fake.py -q)
 test-run: layers all $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; $$t --jobs 2; done
 	@echo "== generated kernels through every stage" && tools/gen_nvrtc.sh $(BUILD) 40
-	@echo "== tests/python" && python3 tests/python/test_cpu.py -q && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 -m py_compile python/tilec/__init__.py
+	@echo "== tests/python" && python3 tests/python/test_cpu.py -q && $(PYFAKE) && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 -m py_compile python/tilec/*.py
 	@echo "all test suites passed"
 
 asan: deps

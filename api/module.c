@@ -184,6 +184,22 @@ int64_t tilec_kernel_hint(const tilec_kernel *k, int variant, const char *name, 
     return dflt;
 }
 
+size_t tilec_kernel_param_count(const tilec_kernel *k) { return k ? k->nparams : 0; }
+
+int tilec_kernel_param_info(const tilec_kernel *k, size_t i, const char **name, int *pointer, tilec_dtype *dtype)
+{
+    if (!k || i >= k->nparams)
+        return -1;
+    const tilec_param *p = &k->params[i];
+    if (name)
+        *name = p->name;
+    if (pointer)
+        *pointer = p->type.kind == TILEC_TE_POINTER;
+    if (dtype)
+        *dtype = p->type.dtype;
+    return 0;
+}
+
 tilec_status tilec_module_dump_ast(const tilec_module *m, tilec_sink sink)
 {
     return m && sink.write ? dump_module(m, sink) : TILEC_ERR_ARG;

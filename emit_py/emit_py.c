@@ -1,19 +1,25 @@
 /* emit_py.c: the "py" emitter. Each graph becomes NAME.py, a module over
  * the tilec Python package (python/tilec): the .tile source embedded as a
- * bytes literal; load() builds its kernels once; call(...) checks its
- * arguments (torch or CuPy tensors, or tilec.Buffer) with the messages of
- * the C wrapper before it touches the GPU, allocates from a pool of spare
- * memory (reuse as memory planning says), launches the kernels (variants
- * through the multi-kernel), calls externs, and returns tilec.Buffer
- * outputs; `python3 -m NAME R=4096 C=1024` times it on random inputs.
+ * bytes literal; the graph's launch plan as data (tensor slots with their
+ * dtypes and shapes, size and scalar slots, the kernel and extern steps);
+ * load() builds the kernels and the plan (tilec.Graph) once per device;
+ * call(...) checks its arguments (torch or CuPy tensors, or tilec.Buffer)
+ * with the messages of the C wrapper before it touches the GPU, allocates
+ * the outputs and one workspace for the intermediates (torch's caching
+ * allocator for torch inputs; intermediates share memory as planning
+ * says), and runs the plan with one native call on the caller's stream
+ * (torch's current one by default); `python3 -m NAME R=4096 C=1024` times
+ * it on random inputs.
  *
  * Nothing from the .tile file reaches the output unescaped: the source,
  * file name and extern symbols are string literals with every quote,
  * backslash and control byte escaped; doc comments are # comments or
  * docstring text with the same escapes (util/escape.h); names go through
  * util/mangle.h: parameters and buffers keep their name unless it is a
- * keyword, a builtin or the wrapper's (then NAME_), size symbols and
- * argument infos are _NAME_s and _NAME_info, a returned input's copy _NAME_copy. */
+ * keyword, a builtin or the wrapper's (then NAME_), size symbols, argument
+ * infos and addresses are _NAME_s, _NAME_info and _NAME_p. Slot names in
+ * the plan are string literals: a buffer's name, "$" and a size text or a
+ * scalar parameter's name. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,14 +30,29 @@
 #include "util/strbuf.h"
 #include "util/strset.h"
 
+/* A buffer of the graph: an input, a root (memory of its own: an output's
+ * allocation or a piece of the workspace), or an alias of another's memory
+ * (reuse, view) at a byte offset. */
+typedef struct pybuf {
+    const tilec_wir_line *l; /* its shape and dtype */
+    int root;                /* index of the buffer that owns the memory (itself for inputs and roots) */
+    int input;
+    int standalone; /* a root that backs an output: allocated apart, not in the workspace */
+    char *off;      /* Python byte offset from the root's address ("" for 0) */
+} pybuf;
+
 typedef struct pystate {
     const tilec_wir *w;
     const tilec_graph *g;
     strbuf checks;  /* the argument checks of call(): before load() */
-    strbuf body;    /* the rest of call() */
-    strbuf kernels; /* the kernel table built by load() */
+    strbuf steps;   /* the plan's steps */
+    strbuf scalars; /* the plan's size and scalar slots */
+    strbuf values;  /* their values, in call() */
     int externs;    /* the graph calls externs */
     strset checked; /* sizes and tensors already checked: "i32 C*R", "f32 (R, C)" */
+    strset slots;   /* size and scalar slots made */
+    pybuf *bufs;
+    size_t nbufs, capbufs;
     int failed;
 } pystate;
 
@@ -71,6 +92,15 @@ static int scalar_param(const tilec_graph *g, const char *name, size_t n)
         if (g->params[i].type.kind != TILEC_TE_TENSOR && !strncmp(g->params[i].name, name, n) &&
             !g->params[i].name[n])
             return 1;
+    return 0;
+}
+
+/* Is `name` a scalar parameter of g with a floating-point type? */
+static int scalar_is_float(const tilec_graph *g, const char *name)
+{
+    for (uint32_t i = 0; i < g->nparams; i++)
+        if (g->params[i].type.kind != TILEC_TE_TENSOR && !strcmp(g->params[i].name, name))
+            return tilec_dtype_class(g->params[i].type.dtype) == 'f';
     return 0;
 }
 
@@ -162,39 +192,103 @@ static void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l)
     sb_puts(b, l->rank == 1 ? ",)" : ")");
 }
 
+/* ---- buffers and slots ---- */
+
+static int buf_find(const pystate *s, const char *name)
+{
+    for (size_t i = s->nbufs; i-- > 0;)
+        if (!strcmp(s->bufs[i].l->name, name))
+            return (int)i;
+    return -1;
+}
+
+/* Record buffer l (root: -1 for a root of its own, else the buffer whose
+ * memory it takes, `off` bytes in). */
+static void buf_add(pystate *s, const tilec_wir_line *l, int input, const char *from, const char *off)
+{
+    if (s->nbufs == s->capbufs) {
+        size_t cap = s->capbufs ? 2 * s->capbufs : 16;
+        pybuf *b = realloc(s->bufs, cap * sizeof *b);
+        if (!b) {
+            s->failed = 1;
+            return;
+        }
+        s->bufs = b;
+        s->capbufs = cap;
+    }
+    pybuf *b = &s->bufs[s->nbufs];
+    memset(b, 0, sizeof *b);
+    b->l = l;
+    b->input = input;
+    b->root = (int)s->nbufs;
+    int f = from ? buf_find(s, from) : -1;
+    strbuf o;
+    sb_init(&o);
+    if (from && f < 0) {
+        s->failed = 1;
+    } else if (f >= 0) {
+        b->root = s->bufs[f].root;
+        sb_puts(&o, s->bufs[f].off);
+        if (off && strcmp(off, "0")) {
+            sb_puts(&o, o.n ? " + " : "");
+            sb_puts(&o, "(");
+            py_size(&o, s->g, off);
+            sb_printf(&o, ") * %u", tilec_dtype_size(l->dtype));
+        }
+    }
+    b->off = strdup(sb_str(&o));
+    s->failed |= o.failed || !b->off;
+    sb_free(&o);
+    s->nbufs++;
+}
+
+/* A plan value for size text t: an integer constant, or the slot "$t"
+ * (made on first use, its value py_size(t)). */
+static void py_size_ref(pystate *s, strbuf *b, const char *t, const char *kind)
+{
+    size_t nd = strspn(t, "0123456789");
+    if (nd && nd == strlen(t) && nd <= 18) {
+        sb_puts(b, t);
+        return;
+    }
+    strbuf name;
+    sb_init(&name);
+    sb_printf(&name, "$%s", t);
+    py_str(b, sb_str(&name));
+    if (strset_add(&s->slots, sb_str(&name))) {
+        sb_puts(&s->scalars, "    (");
+        py_str(&s->scalars, t);
+        sb_printf(&s->scalars, ", \"%s\"),\n", kind);
+        sb_puts(&s->values, ", ");
+        if (!strcmp(kind, "float"))
+            py_name(&s->values, t);
+        else
+            py_size(&s->values, s->g, t);
+    }
+    s->failed |= name.failed || s->slots.failed;
+    sb_free(&name);
+}
+
 /* ---- the hooks ---- */
 
 static int h_comment(void *u, const tilec_wir_line *l)
 {
-    py_comment(&((pystate *)u)->body, "    ", l->text);
+    py_comment(&((pystate *)u)->steps, "    ", l->text);
     return 0;
 }
 
 static int h_kernel_def(void *u, const tilec_wir_line *l)
 {
-    pystate *s = u;
-    sb_puts(&s->kernels, "            ");
-    py_str(&s->kernels, l->name);
-    sb_puts(&s->kernels, ": module.kernel(");
-    py_str(&s->kernels, l->name);
-    /* one variant: launch it; more: the runtime picks one per shape */
-    sb_printf(&s->kernels, "%s),\n", l->nvariants > 1 ? "" : ", 0");
+    (void)u;
+    (void)l; /* the plan resolves its kernels by name */
     return 0;
-}
-
-static void py_alloc(pystate *s, const tilec_wir_line *l)
-{
-    py_check_tensor(s, l, l->name);
-    sb_puts(&s->body, "    ");
-    py_name(&s->body, l->name);
-    sb_puts(&s->body, " = pool.alloc(");
-    py_shape(&s->body, s->g, l);
-    sb_printf(&s->body, ", \"%s\")\n", tilec_dtype_name(l->dtype));
 }
 
 static int h_allocate(void *u, const tilec_wir_line *l)
 {
-    py_alloc(u, l);
+    pystate *s = u;
+    py_check_tensor(s, l, l->name);
+    buf_add(s, l, 0, NULL, NULL);
     return 0;
 }
 
@@ -202,26 +296,14 @@ static int h_reuse(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
     py_check_tensor(s, l, l->name);
-    sb_puts(&s->body, "    ");
-    py_name(&s->body, l->name);
-    sb_puts(&s->body, " = pool.take(");
-    py_name(&s->body, l->from);
-    sb_puts(&s->body, ", ");
-    py_shape(&s->body, s->g, l);
-    sb_printf(&s->body, ", \"%s\")  # the storage of ", tilec_dtype_name(l->dtype));
-    py_name(&s->body, l->from);
-    sb_putc(&s->body, '\n');
+    buf_add(s, l, 0, l->from, NULL);
     return 0;
 }
 
 static int h_free(void *u, const tilec_wir_line *l)
 {
-    pystate *s = u;
-    if (tilec_wir_is_output(s->w, l->name))
-        return 0;
-    sb_puts(&s->body, "    pool.release(");
-    py_name(&s->body, l->name);
-    sb_puts(&s->body, ")\n");
+    (void)u;
+    (void)l; /* the workspace lives for the call */
     return 0;
 }
 
@@ -238,19 +320,27 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
         s->failed |= off.failed;
         sb_free(&off);
     }
-    sb_puts(&s->body, "    ");
-    py_name(&s->body, l->name);
-    sb_puts(&s->body, " = ");
-    py_name(&s->body, l->from);
-    sb_puts(&s->body, ".view(");
-    py_shape(&s->body, s->g, l);
-    sb_printf(&s->body, ", \"%s\"", tilec_dtype_name(l->dtype));
-    if (l->offset && strcmp(l->offset, "0")) {
-        sb_puts(&s->body, ", ");
-        py_size(&s->body, s->g, l->offset);
-    }
-    sb_puts(&s->body, ")\n");
+    buf_add(s, l, 0, l->from, l->offset);
     return 0;
+}
+
+/* A constant or slot argument of a kernel step. */
+static void py_arg(pystate *s, const tilec_wir_arg *a)
+{
+    const char *t = a->text;
+    strbuf *b = &s->steps;
+    if (a->kind == TILEC_WIR_ARG_BUFFER)
+        py_str(b, t);
+    else if (a->kind == TILEC_WIR_ARG_SIZE)
+        py_size_ref(s, b, t, "int");
+    else if (!strcmp(t, "true") || !strcmp(t, "false"))
+        sb_puts(b, t[0] == 't' ? "True" : "False");
+    else if (strstr(t, "inf"))
+        sb_printf(b, "float(\"%sinf\")", t[0] == '-' ? "-" : "");
+    else if (is_ident(t[0]))
+        py_size_ref(s, b, t, scalar_is_float(s->g, t) ? "float" : "int");
+    else
+        sb_puts(b, t); /* a number */
 }
 
 static int h_kernel_call(void *u, const tilec_wir_line *l)
@@ -290,27 +380,14 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
         sb_free(&v);
         sb_free(&t);
     }
-    sb_puts(&s->body, "    kernels[");
-    py_str(&s->body, k->name);
-    sb_puts(&s->body, "](");
+    sb_puts(&s->steps, "    (\"kernel\", ");
+    py_str(&s->steps, k->name);
+    sb_printf(&s->steps, ", %d, (", l->nvariants > 1 ? -1 : 0);
     for (uint32_t i = 0; i < l->nargs; i++) {
-        const tilec_wir_arg *a = &l->args[i];
-        const char *t = a->text;
-        sb_puts(&s->body, i ? ", " : "");
-        if (a->kind == TILEC_WIR_ARG_BUFFER)
-            py_name(&s->body, t);
-        else if (a->kind == TILEC_WIR_ARG_SIZE)
-            py_size(&s->body, s->g, t);
-        else if (!strcmp(t, "true") || !strcmp(t, "false"))
-            sb_puts(&s->body, t[0] == 't' ? "True" : "False");
-        else if (strstr(t, "inf"))
-            sb_printf(&s->body, "float(\"%sinf\")", t[0] == '-' ? "-" : "");
-        else if (is_ident(t[0]))
-            py_name(&s->body, t);
-        else
-            sb_puts(&s->body, t); /* a number */
+        sb_puts(&s->steps, i ? ", " : "");
+        py_arg(s, &l->args[i]);
     }
-    sb_puts(&s->body, ")\n");
+    sb_puts(&s->steps, l->nargs == 1 ? ",)),\n" : ")),\n");
     return 0;
 }
 
@@ -318,19 +395,19 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
 static void py_extern(pystate *s, const tilec_wir_line *l, const char *const *outs, uint32_t nouts)
 {
     s->externs = 1;
-    sb_puts(&s->body, "    ext.call(");
-    py_str(&s->body, l->symbol);
-    sb_puts(&s->body, ", [");
+    sb_puts(&s->steps, "    (\"extern\", ");
+    py_str(&s->steps, l->symbol);
+    sb_puts(&s->steps, ", (");
     for (uint32_t i = 0; i < l->nargs; i++) {
-        sb_puts(&s->body, i ? ", " : "");
-        py_name(&s->body, l->args[i].text);
+        sb_puts(&s->steps, i ? ", " : "");
+        py_str(&s->steps, l->args[i].text);
     }
-    sb_puts(&s->body, "], [");
+    sb_puts(&s->steps, l->nargs == 1 ? ",), (" : "), (");
     for (uint32_t i = 0; i < nouts; i++) {
-        sb_puts(&s->body, i ? ", " : "");
-        py_name(&s->body, outs[i]);
+        sb_puts(&s->steps, i ? ", " : "");
+        py_str(&s->steps, outs[i]);
     }
-    sb_puts(&s->body, "], device)\n");
+    sb_puts(&s->steps, nouts == 1 ? ",)),\n" : ")),\n");
 }
 
 static int h_extern_call(void *u, const tilec_wir_line *l)
@@ -348,7 +425,8 @@ static int h_extern_alloc(void *u, const tilec_wir_line *l)
     if (!n)
         return -1;
     for (size_t i = 0; i < n; i++) {
-        py_alloc(s, res[i]);
+        py_check_tensor(s, res[i], res[i]->name);
+        buf_add(s, res[i], 0, NULL, NULL);
         outs[i] = res[i]->name;
     }
     py_extern(s, l, outs, (uint32_t)n);
@@ -416,12 +494,215 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
               s->g->name, l->name);
     sb_printf(b, "    if not %s.on_device:\n        raise ValueError(\"%s: %s must be in device memory\")\n", I,
               s->g->name, l->name);
-    /* after load(): a Buffer over its memory */
-    sb_printf(&s->body, "    %s = tilec.as_buffer(%s, %s, device)\n", N, N, I);
+    buf_add(s, l, 1, NULL, NULL);
     s->failed |= n.failed | i.failed;
     sb_free(&n);
     sb_free(&i);
     return 0;
+}
+
+/* ---- the plan and the body of call() ---- */
+
+/* The Python address of buffer i: its root's (_NAME_info.ptr of an input,
+ * _NAME_p of a root) plus its offset. */
+static void buf_ptr(const pystate *s, size_t i, strbuf *b)
+{
+    const pybuf *x = &s->bufs[i], *r = &s->bufs[x->root];
+    sb_puts(b, x->off[0] ? "(" : "");
+    mg_py_helper(b, r->l->name, strlen(r->l->name), r->input ? "info" : "p");
+    sb_puts(b, r->input ? ".ptr" : "");
+    if (x->off[0])
+        sb_printf(b, " + %s)", x->off);
+}
+
+/* _TENSORS, _SCALARS, _STEPS and _INPUTS: the launch plan as data */
+static void py_plan(strbuf *c, pystate *s)
+{
+    strbuf tensors;
+    sb_init(&tensors);
+    for (size_t i = 0; i < s->nbufs; i++) {
+        const tilec_wir_line *l = s->bufs[i].l;
+        sb_puts(&tensors, "    (");
+        py_str(&tensors, l->name);
+        sb_printf(&tensors, ", \"%s\", (", tilec_dtype_name(l->dtype));
+        for (uint32_t d = 0; d < l->rank; d++) {
+            sb_puts(&tensors, d ? ", " : "");
+            py_size_ref(s, &tensors, l->sizes[d], "int");
+        }
+        sb_puts(&tensors, l->rank == 1 ? ",)),\n" : ")),\n");
+    }
+    sb_puts(c, "# The launch plan, made once by load() (tilec.Graph): tensor slots (name,\n"
+               "# dtype, shape), size and scalar slots (\"$NAME\" in the steps), and the\n"
+               "# steps, kernel launches (name, variant or -1 for the fastest per shape,\n"
+               "# arguments) and extern calls (symbol, inputs, outputs).\n_TENSORS = (\n");
+    sb_add(c, sb_str(&tensors), tensors.n);
+    sb_puts(c, ")\n_SCALARS = (\n");
+    sb_add(c, sb_str(&s->scalars), s->scalars.n);
+    sb_puts(c, ")\n_STEPS = (\n");
+    sb_add(c, sb_str(&s->steps), s->steps.n);
+    sb_puts(c, ")\n_INPUTS = (");
+    int n = 0;
+    for (size_t i = 0; i < s->nbufs; i++)
+        if (s->bufs[i].input) {
+            sb_puts(c, n++ ? ", " : "");
+            py_str(c, s->bufs[i].l->name);
+        }
+    sb_puts(c, n == 1 ? ",)\n\n" : ")\n\n");
+    s->failed |= tensors.failed;
+    sb_free(&tensors);
+}
+
+/* The memory of the roots that back no output: one workspace, each root
+ * at the sum of the (aligned) sizes before it; sizes spelled once each. */
+static void py_workspace(strbuf *c, pystate *s)
+{
+    const char *texts[64];
+    size_t counts[64], nt = 0, nroots = 0;
+    strbuf total, lines;
+    sb_init(&total);
+    sb_init(&lines);
+    for (size_t i = 0; i < s->nbufs; i++) {
+        const pybuf *b = &s->bufs[i];
+        if (b->input || b->root != (int)i || b->standalone)
+            continue;
+        const char *bytes = b->l->bytes ? b->l->bytes : "0";
+        size_t k = 0;
+        while (k < nt && strcmp(texts[k], bytes))
+            k++;
+        if (k == nt) {
+            if (nt == 64) {
+                s->failed = 1;
+                break;
+            }
+            texts[nt] = bytes;
+            counts[nt++] = 0;
+            sb_printf(c, "    _ws%zu = tilec.aligned(", k);
+            py_size(c, s->g, bytes);
+            sb_puts(c, ")\n");
+        }
+        sb_puts(&lines, "    ");
+        mg_py_helper(&lines, b->l->name, strlen(b->l->name), "p");
+        sb_puts(&lines, " = _wsp");
+        for (size_t j = 0; j < nt; j++)
+            if (counts[j])
+                sb_printf(&lines, counts[j] > 1 ? " + %zu * _ws%zu" : " + _ws%zu", counts[j] > 1 ? counts[j] : j, j);
+        sb_putc(&lines, '\n');
+        counts[k]++;
+        nroots++;
+    }
+    if (nroots) {
+        for (size_t j = 0; j < nt; j++)
+            sb_printf(&total, counts[j] > 1 ? "%s%zu * _ws%zu" : "%s_ws%zu", j ? " + " : "",
+                      counts[j] > 1 ? counts[j] : j, j);
+        sb_printf(c, "    _ws, _wsp = _c.workspace(%s)  # the intermediates\n", sb_str(&total));
+        sb_add(c, sb_str(&lines), lines.n);
+    }
+    s->failed |= total.failed | lines.failed;
+    sb_free(&total);
+    sb_free(&lines);
+}
+
+/* Is b its root's memory with the root's dtype and shape (a reuse)? */
+static int same_as_root(pystate *s, const pybuf *b)
+{
+    const pybuf *r = &s->bufs[b->root];
+    if (b->off[0] || r->input || b->l->dtype != r->l->dtype)
+        return 0;
+    strbuf x, y;
+    sb_init(&x);
+    sb_init(&y);
+    py_shape(&x, s->g, b->l);
+    py_shape(&y, s->g, r->l);
+    int same = !strcmp(sb_str(&x), sb_str(&y));
+    s->failed |= x.failed | y.failed;
+    sb_free(&x);
+    sb_free(&y);
+    return same;
+}
+
+/* call()'s work after its checks: the graph for the inputs' device, the
+ * outputs and the workspace, one run of the plan, the outputs returned. */
+static void py_call_body(strbuf *c, pystate *s)
+{
+    size_t nout = tilec_wir_output_count(s->w);
+    /* a root that backs an output is allocated apart: the output is it, or a view of it */
+    for (size_t i = 0; i < nout; i++) {
+        int b = buf_find(s, tilec_wir_output(s->w, i));
+        if (b >= 0 && !s->bufs[s->bufs[b].root].input)
+            s->bufs[s->bufs[b].root].standalone = 1;
+    }
+    strbuf infos;
+    sb_init(&infos);
+    const char *first = NULL;
+    for (size_t i = 0; i < s->nbufs; i++)
+        if (s->bufs[i].input) {
+            first = first ? first : s->bufs[i].l->name;
+            sb_puts(&infos, first != s->bufs[i].l->name ? ", " : "");
+            mg_py_helper(&infos, s->bufs[i].l->name, strlen(s->bufs[i].l->name), "info");
+        }
+    if (first) {
+        strbuf fi;
+        sb_init(&fi);
+        mg_py_helper(&fi, first, strlen(first), "info");
+        sb_printf(c, "    _g = _graphs.get(%s.device or 0) or load(%s.device)\n", sb_str(&fi), sb_str(&fi));
+        sb_free(&fi);
+    } else {
+        sb_puts(c, "    _g = _graphs.get(0) or load()\n");
+    }
+    sb_printf(c, "    _c = _g.begin((%s%s), stream)\n", sb_str(&infos), first ? "," : "");
+    sb_free(&infos);
+    for (size_t i = 0; i < s->nbufs; i++) {
+        const pybuf *b = &s->bufs[i];
+        if (!b->standalone)
+            continue;
+        sb_puts(c, "    ");
+        py_name(c, b->l->name);
+        sb_puts(c, ", ");
+        mg_py_helper(c, b->l->name, strlen(b->l->name), "p");
+        sb_puts(c, " = _c.alloc(");
+        py_shape(c, s->g, b->l);
+        sb_printf(c, ", \"%s\")\n", tilec_dtype_name(b->l->dtype));
+    }
+    py_workspace(c, s);
+    sb_puts(c, "    _g.run((");
+    for (size_t i = 0; i < s->nbufs; i++) {
+        sb_puts(c, i ? ", " : "");
+        buf_ptr(s, i, c);
+    }
+    sb_puts(c, s->nbufs ? sb_str(&s->values) : sb_str(&s->values) + (s->values.n ? 2 : 0));
+    sb_puts(c, ",), _c.stream)\n    _c.done()\n");
+    /* the outputs: an input's copy, a root, or a view of one */
+    strbuf ret;
+    sb_init(&ret);
+    for (size_t i = 0; i < nout; i++) {
+        const char *o = tilec_wir_output(s->w, i);
+        int bi = buf_find(s, o);
+        sb_puts(&ret, i ? ", " : "");
+        if (tilec_wir_is_input(s->w, o)) {
+            sb_printf(c, "    # %s is an input: the output is a copy\n    ", o);
+            mg_py_helper(c, o, strlen(o), "copy");
+            sb_puts(c, " = _c.copy(");
+            py_name(c, o);
+            sb_puts(c, ", ");
+            mg_py_helper(c, o, strlen(o), "info");
+            sb_puts(c, ")\n");
+            mg_py_helper(&ret, o, strlen(o), "copy");
+        } else if (bi >= 0 && (s->bufs[bi].root == bi || same_as_root(s, &s->bufs[bi]))) {
+            py_name(&ret, s->bufs[s->bufs[bi].root].l->name);
+        } else if (bi >= 0) {
+            const pybuf *b = &s->bufs[bi], *r = &s->bufs[b->root];
+            sb_puts(&ret, "_c.view(");
+            py_name(&ret, r->l->name);
+            sb_printf(&ret, ", %s, ", b->off[0] ? b->off : "0");
+            py_shape(&ret, s->g, b->l);
+            sb_printf(&ret, ", \"%s\")", tilec_dtype_name(b->l->dtype));
+        } else {
+            s->failed = 1;
+        }
+    }
+    sb_printf(c, "    return %s\n", sb_str(&ret));
+    s->failed |= ret.failed;
+    sb_free(&ret);
 }
 
 /* ---- the module ---- */
@@ -434,8 +715,9 @@ static int py_begin(tilec_emit *e, void **state)
     s->w = tilec_emit_wir(e);
     s->g = tilec_emit_graph(e);
     sb_init(&s->checks);
-    sb_init(&s->body);
-    sb_init(&s->kernels);
+    sb_init(&s->steps);
+    sb_init(&s->scalars);
+    sb_init(&s->values);
     *state = s;
     return 0;
 }
@@ -565,44 +847,56 @@ static int py_end(tilec_emit *e, void *state)
     size_t srclen = 0;
     const char *src = tilec_module_source(m, &srclen);
     esc_py_bytes(&c, src, srclen, "    ");
-    sb_puts(&c, "\n)\n\n_module = None\n_kernels = None\n_pool = None\n_externs = None\n\n\n");
+    sb_puts(&c, "\n)\n\n");
+    py_plan(&c, s);
+    sb_puts(&c, "_graphs = {}  # device index: tilec.Graph\n_externs = None\n\n\n");
 
     /* load, externs, release */
-    sb_printf(&c, "def load():\n"
-                  "    \"\"\"Build the kernels of %s for the default device, once (a warm kernel\n"
-                  "    cache makes that a file read); TILEC_DEBUG_PRINT is read here.\"\"\"\n"
-                  "    global _module, _kernels, _pool\n    if _module is None:\n"
-                  "        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE)\n"
-                  "        _kernels = tilec.debug_kernels({\n",
+    sb_printf(&c, "def load(device=None, cuda_graph=False):\n"
+                  "    \"\"\"Build the kernels of %s for CUDA device `device` (an index; None: 0)\n"
+                  "    and its launch plan, once per device (a warm kernel cache makes that a\n"
+                  "    file read); returns the tilec.Graph. cuda_graph=True records the calls\n"
+                  "    as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is\n"
+                  "    read here.\"\"\"\n"
+                  "    index = device or 0\n    graph = _graphs.get(index)\n    if graph is None:\n"
+                  "        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE, device_=index)\n"
+                  "        graph = tilec.Graph(module, ",
               n);
-    sb_add(&c, sb_str(&s->kernels), s->kernels.n);
-    sb_puts(&c, "        })\n        _pool = tilec.Pool(module.device)\n        _module = module\n"
-                "    return _module\n\n\n");
+    py_str(&c, n);
+    sb_printf(&c, ", _TENSORS, _SCALARS, _STEPS, %s, _INPUTS)\n"
+                  "        _graphs[index] = graph\n    if cuda_graph:\n        graph.capture()\n"
+                  "    return graph\n\n\n",
+              s->externs ? "externs()" : "None");
     sb_puts(&c, "def externs():\n"
                 "    \"\"\"The registry of extern kernels the graph calls (register your own on it).\"\"\"\n"
                 "    global _externs\n    if _externs is None:\n        _externs = tilec.Externs()\n"
                 "    return _externs\n\n\n");
     sb_puts(&c, "def release(*buffers):\n"
-                "    \"\"\"Give outputs back when done with them: their memory serves the next call.\"\"\"\n"
-                "    for buf in buffers:\n        _pool.release(buf)\n\n\n");
+                "    \"\"\"Give tilec.Buffer outputs back when done with them: their memory serves\n"
+                "    the next call (torch tensors need nothing: torch's allocator has them).\"\"\"\n"
+                "    for graph in _graphs.values():\n        graph.release(*buffers)\n\n\n");
 
     /* call */
     sb_puts(&c, "def call(");
     py_params(&c, g);
-    sb_printf(&c, "):\n    \"\"\"Run graph %s.\n\n    Arguments:", n);
+    sb_printf(&c, "%sstream=None):\n    \"\"\"Run graph %s.\n\n    Arguments:", g->nparams ? ", *, " : "*, ", n);
     strbuf t;
     sb_init(&t);
     for (uint32_t i = 0; i < g->nparams; i++) {
         sb_puts(&t, i ? ", " : "");
         py_param_doc(&t, &g->params[i], s->w, 0);
     }
-    sb_puts(&t, ". Tensors are torch or CuPy tensors on the device, or tilec.Buffer, contiguous. Returns ");
+    sb_puts(&t, ". Tensors are torch or CuPy tensors on one device, or tilec.Buffer, contiguous. Runs on "
+                "`stream` (a CUstream, a torch or CuPy stream), else on torch's current stream for torch "
+                "inputs, never synchronizing. Returns ");
     for (uint32_t i = 0; i < g->nresults; i++) {
         sb_puts(&t, i ? ", " : "");
         py_param_doc(&t, &g->results[i], s->w, 1);
     }
-    sb_printf(&t, "%s. Raises ValueError when an argument does not fit, before any GPU work.",
-              nout > 1 ? " (a tuple of tilec.Buffer)" : " (a tilec.Buffer)");
+    sb_printf(&t, "%s. Raises ValueError (OverflowError for a size that does not fit) when an argument does not "
+                  "fit, before any GPU work.",
+              nout > 1 ? " (a tuple of torch tensors for torch inputs, else of tilec.Buffer)"
+                       : " (a torch tensor for torch inputs, else a tilec.Buffer)");
     /* wrap at 79 columns */
     size_t col = 14; /* "    Arguments:" */
     for (const char *p = sb_str(&t); *p;) {
@@ -629,46 +923,22 @@ static int py_end(tilec_emit *e, void *state)
     sb_free(&t);
     sb_puts(&c, "\n    \"\"\"\n");
     sb_add(&c, sb_str(&s->checks), s->checks.n);
-    sb_puts(&c, "    device = load().device\n    kernels, pool = _kernels, _pool\n");
-    if (s->externs)
-        sb_puts(&c, "    ext = externs()\n");
-    sb_add(&c, sb_str(&s->body), s->body.n);
-    /* an output that is an input is handed back as a copy the caller owns:
-     * release() puts an output's memory into the pool, never the caller's */
-    for (size_t i = 0; i < nout; i++) {
-        const char *o = tilec_wir_output(s->w, i);
-        if (!tilec_wir_is_input(s->w, o))
-            continue;
-        sb_printf(&c, "    # %s is an input: the output is a copy\n    ", o);
-        mg_py_helper(&c, o, strlen(o), "copy");
-        sb_puts(&c, " = tilec.copy(pool.alloc(");
-        py_name(&c, o);
-        sb_puts(&c, ".shape, ");
-        py_name(&c, o);
-        sb_puts(&c, ".dtype), ");
-        py_name(&c, o);
-        sb_puts(&c, ")\n");
-    }
-    sb_puts(&c, "    return ");
-    for (size_t i = 0; i < nout; i++) {
-        const char *o = tilec_wir_output(s->w, i);
-        sb_puts(&c, i ? ", " : "");
-        if (tilec_wir_is_input(s->w, o))
-            mg_py_helper(&c, o, strlen(o), "copy");
-        else
-            py_name(&c, o);
-    }
-    sb_puts(&c, "\n");
-
+    py_call_body(&c, s);
     py_bench_main(&c, s);
-    int bad = s->failed || c.failed || mod.failed || s->body.failed || s->checks.failed || s->kernels.failed ||
+    int bad = s->failed || c.failed || mod.failed || s->steps.failed || s->checks.failed || s->scalars.failed ||
+              s->values.failed ||
               tilec_emit_write(e, pyname, sb_str(&c), c.n);
     sb_free(&c);
     sb_free(&mod);
-    sb_free(&s->body);
+    sb_free(&s->steps);
+    sb_free(&s->scalars);
+    sb_free(&s->values);
     strset_free(&s->checked);
+    strset_free(&s->slots);
     sb_free(&s->checks);
-    sb_free(&s->kernels);
+    for (size_t i = 0; i < s->nbufs; i++)
+        free(s->bufs[i].off);
+    free(s->bufs);
     free(s);
     return bad ? -1 : 0;
 }

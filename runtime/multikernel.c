@@ -149,6 +149,13 @@ tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, co
         first++;
     if (first == p->n)
         return TILEC_RT_NOT_FOUND;
+    return rt_program_launch_best_at(p, first, args, nargs, stream, chosen);
+}
+
+tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, const tilec_rt_arg *args, uint32_t nargs,
+                                          void *stream, int *chosen)
+{
+    const char *name = p->ks[first].kname;
     uint32_t nv = p->ks[first].nvariants;
     if (nargs != p->ks[first].nparams || first + nv > p->n)
         return TILEC_RT_INVALID_ARG;
@@ -249,5 +256,7 @@ tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, co
     }
     if (chosen)
         *chosen = v;
-    return tilec_program_launch(p, name, v, args, nargs, stream);
+    if (!p->ks[first + (uint32_t)v].kern)
+        return TILEC_RT_INVALID_ARG;
+    return rt_program_launch_at(p, first + (uint32_t)v, args, stream);
 }

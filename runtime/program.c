@@ -105,12 +105,18 @@ void tilec_program_free(tilec_program *p)
     free(p);
 }
 
-static const pkernel *find(const tilec_program *p, const char *name, int variant)
+int rt_program_find(const tilec_program *p, const char *name, int variant)
 {
     for (uint32_t i = 0; i < p->n; i++)
         if (p->ks[i].variant == variant && !strcmp(p->ks[i].kname, name))
-            return &p->ks[i];
-    return NULL;
+            return (int)i;
+    return -1;
+}
+
+static const pkernel *find(const tilec_program *p, const char *name, int variant)
+{
+    int i = rt_program_find(p, name, variant);
+    return i < 0 ? NULL : &p->ks[i];
 }
 
 const tilec_rt_kernel *tilec_program_kernel(const tilec_program *p, const char *name, int variant)
@@ -119,20 +125,17 @@ const tilec_rt_kernel *tilec_program_kernel(const tilec_program *p, const char *
     return pk ? pk->kern : NULL;
 }
 
-tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, int variant, const tilec_rt_arg *args,
-                                     uint32_t nargs, void *stream)
+tilec_rt_status rt_program_launch_at(const tilec_program *p, uint32_t i, const tilec_rt_arg *args, void *stream)
 {
-    const pkernel *pk = p && name ? find(p, name, variant) : NULL;
-    if (!pk || !pk->kern || nargs != pk->nparams || (nargs && !args))
-        return TILEC_RT_INVALID_ARG;
+    const pkernel *pk = &p->ks[i];
     int64_t scal[64];
-    for (uint32_t i = 0; i < nargs; i++) {
-        switch (pk->kinds[i]) {
-        case TILEC_RT_PARAM_I32: scal[i] = args[i].i32; break;
-        case TILEC_RT_PARAM_U32: scal[i] = args[i].u32; break;
-        case TILEC_RT_PARAM_I64: scal[i] = args[i].i64; break;
-        case TILEC_RT_PARAM_U64: scal[i] = (int64_t)args[i].u64; break;
-        default: scal[i] = 0; break;
+    for (uint32_t a = 0; a < pk->nparams; a++) {
+        switch (pk->kinds[a]) {
+        case TILEC_RT_PARAM_I32: scal[a] = args[a].i32; break;
+        case TILEC_RT_PARAM_U32: scal[a] = args[a].u32; break;
+        case TILEC_RT_PARAM_I64: scal[a] = args[a].i64; break;
+        case TILEC_RT_PARAM_U64: scal[a] = (int64_t)args[a].u64; break;
+        default: scal[a] = 0; break;
         }
     }
     uint32_t grid[3];
@@ -141,6 +144,15 @@ tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, i
     if (!grid[0] || !grid[1] || !grid[2])
         return TILEC_RT_OK; /* nothing to do */
     return tilec_rt_launch(pk->kern, grid, args, stream);
+}
+
+tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, int variant, const tilec_rt_arg *args,
+                                     uint32_t nargs, void *stream)
+{
+    const pkernel *pk = p && name ? find(p, name, variant) : NULL;
+    if (!pk || !pk->kern || nargs != pk->nparams || (nargs && !args))
+        return TILEC_RT_INVALID_ARG;
+    return rt_program_launch_at(p, (uint32_t)(pk - p->ks), args, stream);
 }
 
 void tilec_program_get_stats(const tilec_program *p, tilec_program_stats *s)

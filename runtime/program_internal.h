@@ -49,4 +49,16 @@ struct tilec_program {
     char cache_dir[PATH_MAX];
 };
 
+/* The index of variant `variant` of kernel `name`, or -1. */
+int rt_program_find(const tilec_program *p, const char *name, int variant);
+
+/* Launch kernel i (loaded, args holding its nparams arguments) with the
+ * grid its metadata computes: tilec_program_launch after the lookup. */
+tilec_rt_status rt_program_launch_at(const tilec_program *p, uint32_t i, const tilec_rt_arg *args, void *stream);
+
+/* tilec_program_launch_best for the kernel whose variant 0 is entry
+ * `first` (multikernel.c). */
+tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, const tilec_rt_arg *args, uint32_t nargs,
+                                          void *stream, int *chosen);
+
 #endif

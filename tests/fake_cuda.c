@@ -440,6 +440,108 @@ static CUresult fake_FuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_
     return CUDA_SUCCESS;
 }
 
+/* ---- stream capture and graphs: a graph is the list of launches
+ * recorded on the capturing stream, replayed by cuGraphLaunch ---- */
+
+typedef struct fake_launch {
+    CUfunction f;
+    unsigned grid[3], block[3], smem;
+    unsigned char args[8][8];
+} fake_launch;
+
+typedef struct fake_graph {
+    int n;
+    fake_launch l[64];
+} fake_graph;
+
+static CUstream capturing;
+static fake_graph *recording;
+
+static CUresult fake_StreamBeginCapture(CUstream s, CUstreamCaptureMode m)
+{
+    (void)m;
+    if (!s || capturing || mode("nocapture"))
+        return CUDA_ERROR_INVALID_VALUE; /* the legacy stream cannot capture */
+    recording = calloc(1, sizeof *recording);
+    capturing = s;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_StreamEndCapture(CUstream s, CUgraph *g)
+{
+    if (s != capturing)
+        return CUDA_ERROR_INVALID_VALUE;
+    *g = (CUgraph)(void *)recording;
+    state.live_graphs++;
+    capturing = NULL;
+    recording = NULL;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_GraphDestroy(CUgraph g)
+{
+    free(g);
+    state.live_graphs--;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_GraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags)
+{
+    fake_graph *copy = malloc(sizeof *copy);
+    if (flags || !copy) {
+        free(copy);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    memcpy(copy, g, sizeof *copy);
+    *e = (CUgraphExec)(void *)copy;
+    state.live_graph_execs++;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_GraphExecDestroy(CUgraphExec e)
+{
+    free(e);
+    state.live_graph_execs--;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                  unsigned bz, unsigned smem, CUstream s, void **params, void **extra);
+
+static CUresult fake_GraphLaunch(CUgraphExec e, CUstream s)
+{
+    const fake_graph *g = (const fake_graph *)(const void *)e;
+    state.graph_launches++;
+    for (int i = 0; i < g->n; i++) {
+        const fake_launch *l = &g->l[i];
+        void *params[8];
+        for (int j = 0; j < 8; j++)
+            params[j] = (void *)(uintptr_t)l->args[j];
+        CUresult r = fake_LaunchKernel(l->f, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+                                       l->block[2], l->smem, s, params, NULL);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* A launch on the capturing stream: recorded, not run. */
+static CUresult record_launch(const fake_kernel *k, CUfunction f, const unsigned g[3], const unsigned b[3],
+                              unsigned smem, void **params)
+{
+    if (recording->n == 64)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    fake_launch *l = &recording->l[recording->n++];
+    l->f = f;
+    memcpy(l->grid, g, sizeof l->grid);
+    memcpy(l->block, b, sizeof l->block);
+    l->smem = smem;
+    for (int i = 0; i < k->nparams; i++)
+        memcpy(l->args[i], params[i], k->sizes[i]);
+    state.captured_launches++;
+    return CUDA_SUCCESS;
+}
+
 static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                   unsigned bz, unsigned smem, CUstream s, void **params, void **extra)
 {
@@ -448,6 +550,10 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
         return CUDA_ERROR_INVALID_CONTEXT;
     if (extra || gx == 0 || gy == 0 || gz == 0 || bx * by * bz > (unsigned)k->max_threads)
         return CUDA_ERROR_INVALID_VALUE;
+    if (capturing && s == capturing) {
+        const unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
+        return record_launch(k, f, g, b, smem, params);
+    }
     if (state.lost)
         return CUDA_ERROR_LAUNCH_FAILED;
     if (strcmp(k->name, "fail_launch") == 0)
@@ -506,6 +612,8 @@ static const struct {
     ENTRY(EventCreate),        ENTRY(EventDestroy),       ENTRY(EventRecord),       ENTRY(EventSynchronize),
     ENTRY(EventElapsedTime),   ENTRY(ModuleLoadData),     ENTRY(ModuleUnload),      ENTRY(ModuleGetFunction),
     ENTRY(FuncGetAttribute),   ENTRY(FuncSetAttribute),   ENTRY(FuncGetParamInfo),  ENTRY(LaunchKernel),
+    ENTRY(StreamBeginCapture), ENTRY(StreamEndCapture),   ENTRY(GraphInstantiateWithFlags),
+    ENTRY(GraphLaunch),        ENTRY(GraphExecDestroy),   ENTRY(GraphDestroy),
 };
 
 CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
@@ -519,6 +627,7 @@ CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVer
     if (flags != CU_GET_PROC_ADDRESS_DEFAULT)
         return CUDA_ERROR_INVALID_VALUE;
     if ((mode("nolaunch") && strcmp(symbol, "cuLaunchKernel") == 0) ||
+        (mode("nographs") && strcmp(symbol, "cuGraphLaunch") == 0) ||
         (mode("noparaminfo") && strcmp(symbol, "cuFuncGetParamInfo") == 0))
         return CUDA_ERROR_NOT_FOUND;
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)

@@ -12,6 +12,10 @@
  *   initfail   cuInit returns CUDA_ERROR_UNKNOWN
  *   nolaunch   cuGetProcAddress does not know cuLaunchKernel
  *   noparaminfo  nor cuFuncGetParamInfo (a driver before 12.4)
+ *   nographs   nor cuGraphLaunch (CUDA graphs unavailable)
+ *   nocapture  cuStreamBeginCapture fails
+ * Stream capture records the launches made on the capturing stream (they
+ * do not run); cuGraphLaunch runs the recorded launches in order.
  * Kernels it knows (any image loads, except text starting "BADIMAGE"):
  *   scale2(ptr x, ptr y, i32 n): y[i] = 2 * x[i] on the host, for real
  *     (also as scale2_v0, the name lowering gives a .tile kernel scale2)
@@ -49,6 +53,9 @@ typedef struct fake_cuda_state {
     int out_watch_hits;             /* mk_v* launches whose y is out_watch */
     int fail_allocs;                /* the next this many cuMemAlloc calls run out of memory */
     int lost;                       /* a trap kernel ran: the context is lost */
+    int live_graphs, live_graph_execs; /* CUgraph and CUgraphExec objects alive */
+    int captured_launches;          /* launches recorded by a stream capture */
+    int graph_launches;             /* cuGraphLaunch calls */
 } fake_cuda_state;
 
 fake_cuda_state *fake_cuda_state_get(void);

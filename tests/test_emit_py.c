@@ -171,8 +171,8 @@ static const char check_script[] =
     "        values[node.targets[0].id] = node.value.value\n"
     "assert values['TILE_SOURCE'] == src, 'the source does not round-trip'\n"
     "assert values['TILE_FILE'] == name, values['TILE_FILE']\n"
-    "calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]\n"
-    "syms = [c.args[0].value for c in calls if getattr(c.func, 'attr', '') == 'call']\n"
+    "steps = [n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == '_STEPS'][0]\n"
+    "syms = [e.elts[1].value for e in steps.elts if e.elts[0].value == 'extern']\n"
     "assert syms == ['my_lib.ext'], syms\n"
     "names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}\n"
     "assert 'INJECTED' not in names and '__import__' not in names, names\n"
@@ -232,7 +232,7 @@ Test(emit_py, keywords_are_renamed)
     expect_compiles(dir, "kw.py");
     char *py = read_in(dir, "kw.py");
     cr_assert(py);
-    cr_expect(strstr(py, "def call(lambda_, pool_, x_info):"), "%s", py);
+    cr_expect(strstr(py, "def call(lambda_, pool_, x_info, *, stream=None):"), "%s", py);
     cr_expect(strstr(py, "    _x_info_info = tilec.tensor_info(x_info)\n"), "%s", py);
     cr_expect(strstr(py, "    return pass_\n"), "%s", py);
     free(py);

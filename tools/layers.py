@@ -55,7 +55,7 @@ PUBLIC = {
     "emitter.h": "wrapper_ir",
     "runtime.h": "runtime", "cache.h": "runtime", "pool.h": "runtime",
     "workers.h": "runtime", "externs.h": "runtime", "tensor.h": "runtime",
-    "aot.h": "runtime",
+    "aot.h": "runtime", "plan.h": "runtime",
     "program.h": "api",
 }
 # Generated headers (-I$(BUILD)/gen) and the folder of their source.

@@ -124,8 +124,7 @@ class Timer:
 
     def device_c(self, kernel, args, reps, warmup=10):
         """tilec through the C runtime: the same loop, in C (tb.c)."""
-        packed = kernel._array()
-        pack(kernel, packed, args)
+        packed = pack(kernel, args)
         ms = (ctypes.c_float * reps)()
         host = ctypes.c_double()
         err = ctypes.create_string_buffer(1024)
@@ -139,8 +138,7 @@ class Timer:
         return list(ms)
 
     def host_c(self, kernel, args, n):
-        packed = kernel._array()
-        pack(kernel, packed, args)
+        packed = pack(kernel, args)
         us = ctypes.c_double()
         err = ctypes.create_string_buffer(1024)
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream or None)
@@ -169,23 +167,23 @@ def summary(ms):
             "reps": len(ms)}
 
 
-def pack(kernel, packed, args):
-    """tilec.Kernel's argument packing, for the C loop."""
-    for i, a in enumerate(args):
-        f = kernel._fields[i]
-        if f is None:
-            packed[i].ptr = a if isinstance(a, int) else a.data_ptr()
-        elif f[0] == "f":
-            setattr(packed[i], f, float(a))
-        else:
-            setattr(packed[i], f, int(a))
+_FIELDS = {tilec.PTR: "ptr", tilec.I32: "i32", tilec.I64: "i64", tilec.F32: "f32", tilec.F64: "f64",
+           tilec.U32: "u32", tilec.U64: "u64"}
+
+
+def pack(kernel, args):
+    """tilec.Kernel's checked arguments as a tilec_rt_arg array, for the C loop."""
+    vals, _ = kernel.check(tuple(args))
+    packed = (tilec._library._Arg * max(len(vals), 1))()
+    for i, (kind, v) in enumerate(zip(kernel.kinds, vals)):
+        setattr(packed[i], _FIELDS[kind], v)
+    return packed
 
 
 def tilec_args(args):
-    """What a user passes to a tilec.Kernel: the tensors themselves, except
-    bf16 ones, which torch will not describe through
-    __cuda_array_interface__: their data_ptr()."""
-    return [a.data_ptr() if isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16 else a for a in args]
+    """What a user passes to a tilec.Kernel: the tensors themselves (bf16
+    ones too: the package reads torch tensors directly)."""
+    return list(args)
 
 
 # ---- workloads ----------------------------------------------------------
@@ -490,31 +488,156 @@ class Run:
             if not self.args.no_compile:
                 graphs["torch.compile (CUDA graph replay)"] = lambda: f(t)
             for gname, call in graphs.items():
-                try:
-                    s = torch.cuda.Stream()
-                    s.wait_stream(torch.cuda.current_stream())
-                    with torch.cuda.stream(s):
-                        for _ in range(3):
-                            call()
-                    torch.cuda.current_stream().wait_stream(s)
-                    g = torch.cuda.CUDAGraph()
-                    with torch.cuda.graph(g):
-                        call()
-                    g.replay()
-                    torch.cuda.synchronize()
-                    sides[gname] = (lambda g=g: Timer.host_py(g.replay, n))
-                except Exception as e:
-                    self.emit({"kind": "host", "case": name, "side": gname, "error": str(e)[:300]})
-            for side, fn in sides.items():
-                try:
-                    vals = [fn() for _ in range(rounds)]
-                    rec = {"kind": "host", "case": name, "side": side, "us": statistics.median(vals),
-                           "us_min": min(vals), "us_max": max(vals), "n": n, "rounds": rounds}
-                    print(f"  {side:36s} {rec['us']:7.2f} us/call", flush=True)
-                except Exception as e:
-                    rec = {"kind": "host", "case": name, "side": side, "error": str(e)[:300]}
-                    print(f"  {side:36s} ERROR {e}", flush=True)
-                self.emit(rec)
+                add_graph_replay(self, name, sides, gname, call, n)
+            host_sides(self, name, sides, rounds, n)
+
+
+# ---- a graph: chain8, every way of calling it ----------------------------
+
+def chain8_torch(x):
+    """bench/wrapper/chain8.tile's graph in torch: eight elementwise ops."""
+    t = torch.relu(x * 2.0 + 1.0)
+    return torch.clamp_max((-t) * (-t) * 0.5 - 3.0, 4.0)
+
+
+def graph_host(run):
+    """Host µs per call of bench/wrapper/chain8.tile (eight small kernels in a
+    row) on N = 4096, by the host-time method: the generated C wrapper, the
+    generated Python wrapper (one native call per graph call), CUDA-graph
+    replay from Python (chain8.load(cuda_graph=True)) and from C
+    (tilec_plan_run of the same plan with graphs on, and without), torch
+    eager and torch.compile (and their CUDA-graph replay); then one of its
+    kernels called directly from Python (tilec.Kernel) against the C
+    runtime's launch and a bare launch (tilec_rt_launch: cuLaunchKernel
+    with the arguments packed, nothing else)."""
+    import tempfile
+    n, rounds, N = 256, 21, 4096
+    case = f"chain8 N={N}"
+    print(f"== host: {case}", flush=True)
+    tilec_bin = os.environ.get("TILEC_BIN") or os.environ.get("TILEC_COMPILE_WORKER") or \
+        os.path.join(ROOT, "build", "bin", "tilec")
+    gen = tempfile.mkdtemp(prefix="tilec_bench_chain8_")
+    subprocess.run([tilec_bin, os.path.join(ROOT, "bench", "wrapper", "chain8.tile"), "--emit", "py", "-o", gen],
+                   check=True)
+    sys.path.insert(0, gen)
+    import chain8
+    x = randn(N)
+    graph = chain8.load()
+    err = rel_err(chain8.call(x), chain8_torch(x))
+    run.emit({"kind": "graph_check", "case": case, "ok": err < 1e-5, "rel_err": err})
+    if not err < 1e-5:
+        print(f"  chain8: WRONG (rel err {err})", flush=True)
+        return
+    stream = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream or None)  # noqa: E731
+    cerr = ctypes.create_string_buffer(1024)
+    P = ctypes.c_void_p
+
+    def c_call(fn, *args):
+        us = ctypes.c_double()
+        torch.cuda.synchronize()
+        if fn(*args, ctypes.byref(us), cerr, len(cerr)) != 0:
+            raise RuntimeError(cerr.value.decode())
+        torch.cuda.synchronize()
+        return us.value
+
+    # the generated C wrapper (libtilec_chain8.so: chain8.c + tg.c)
+    glib = ctypes.CDLL(os.environ.get("TILEC_CHAIN8_LIB") or os.path.join(ROOT, "build", "bench", "libtilec_chain8.so"))
+    glib.tg_load.argtypes = [P, P, P, ctypes.c_size_t]
+    glib.tg_host_us.argtypes = [P, ctypes.c_uint64, ctypes.c_int64, ctypes.c_int, P, P, ctypes.c_size_t]
+    cmod = ctypes.c_void_p()
+    if glib.tg_load(run.tdev._h, ctypes.byref(cmod), cerr, len(cerr)) != 0:
+        raise RuntimeError(cerr.value.decode())
+    # the plan from C: one buffer per tensor slot, then N
+    slot_bufs = [torch.empty(N, device=DEV) for _ in chain8._TENSORS]
+    slots = (tilec._library._Arg * (len(slot_bufs) + 1))()
+    for i, b in enumerate(slot_bufs):
+        slots[i].ptr = b.data_ptr()
+    slots[len(slot_bufs)].i64 = N
+    lib = run.timer.lib
+    lib.tb_plan_host_us.argtypes = [P, P, ctypes.c_uint32, P, ctypes.c_int, P, P, ctypes.c_size_t]
+    lib.tb_bare_us.argtypes = [P, P, P, P, ctypes.c_int, P, P, ctypes.c_size_t]
+
+    def py_wrapper(graphs):
+        graph.capture() if graphs else graph.eager()
+        for _ in range(3):  # with graphs: the first call records, the others replay
+            chain8.call(x)
+        return Timer.host_py(lambda: chain8.call(x), n)
+
+    def c_plan(graphs):
+        graph.capture() if graphs else graph.eager()
+        c_call(lib.tb_plan_host_us, graph._h, slots, len(slots), stream(), 3)
+        return c_call(lib.tb_plan_host_us, graph._h, slots, len(slots), stream(), n)
+
+    sides = {
+        "tilec C wrapper": lambda: c_call(glib.tg_host_us, cmod, x.data_ptr(), N, n),
+        "tilec Python wrapper": lambda: py_wrapper(False),
+        "tilec C plan (tilec_plan_run)": lambda: c_plan(False),
+        "tilec Python wrapper (CUDA graph replay)": lambda: py_wrapper(True),
+        "tilec C plan (CUDA graph replay)": lambda: c_plan(True),
+        "torch eager": lambda: Timer.host_py(lambda: chain8_torch(x), n),
+    }
+    compiled = None
+    if not run.args.no_compile:
+        compiled = run.compiled(chain8_torch, None)
+        compiled(x)
+        sides["torch.compile"] = lambda: Timer.host_py(lambda: compiled(x), n)
+    for gname, fn in (("torch eager (CUDA graph replay)", chain8_torch),
+                      ("torch.compile (CUDA graph replay)", compiled)):
+        if fn is not None:
+            add_graph_replay(run, case, sides, gname, lambda fn=fn: fn(x), n)
+    host_sides(run, case, sides, rounds, n)
+    graph.eager()
+    glib.tg_unload(cmod)
+
+    # one kernel of it: Python's checked call against C's launch and a bare launch
+    kcase = f"chain8 kernel scale2 N={N}"
+    print(f"== host: {kcase}", flush=True)
+    k = graph.module.kernel("scale2", 0)
+    t = torch.empty(N, device=DEV)
+    args = [x, t, N]
+    packed = pack(k, args)
+    handle = tilec._library.lib().tilec_program_kernel(graph.module._prog, b"scale2", 0)
+    grid = (ctypes.c_uint32 * 3)(-(-N // 1024), 1, 1)  # chain8.tile: BLOCK = 1024
+    ksides = {
+        "tilec Python (Kernel call)": lambda: Timer.host_py(lambda: k(x, t, N), n),
+        "tilec C (tilec_program_launch_best)": lambda: run.timer.host_c(k, args, n),
+        "bare launch (C, tilec_rt_launch)": lambda: c_call(lib.tb_bare_us, handle, grid, packed, stream(), n),
+    }
+    host_sides(run, kcase, ksides, rounds, n)
+
+
+def add_graph_replay(run, case, sides, gname, call, n):
+    """sides[gname]: the CUDA-graph replay of one captured call() (three
+    warm-up calls on a side stream first); a failure is recorded instead."""
+    try:
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                call()
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            call()
+        g.replay()
+        torch.cuda.synchronize()
+        sides[gname] = (lambda g=g: Timer.host_py(g.replay, n))
+    except Exception as e:
+        run.emit({"kind": "host", "case": case, "side": gname, "error": str(e)[:300]})
+
+
+def host_sides(run, case, sides, rounds, n):
+    """Each side's host µs per call: the median of `rounds` rounds, recorded."""
+    for side, fn in sides.items():
+        try:
+            vals = [fn() for _ in range(rounds)]
+            rec = {"kind": "host", "case": case, "side": side, "us": statistics.median(vals),
+                   "us_min": min(vals), "us_max": max(vals), "n": n, "rounds": rounds}
+            print(f"  {side:42s} {rec['us']:7.2f} us/call", flush=True)
+        except Exception as e:
+            rec = {"kind": "host", "case": case, "side": side, "error": str(e)[:300]}
+            print(f"  {side:42s} ERROR {e}", flush=True)
+        run.emit(rec)
 
 
 def main():
@@ -525,7 +648,8 @@ def main():
     ap.add_argument("--autotune", action="store_true",
                     help="also torch.compile max-autotune-no-cudagraphs on the matmul workloads")
     ap.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
-    ap.add_argument("--host", action="store_true", help="also the host-cost table")
+    ap.add_argument("--host", action="store_true", help="also the host-cost table (with the chain8 graph rows)")
+    ap.add_argument("--graphs", action="store_true", help="the chain8 graph rows of the host-cost table alone")
     ap.add_argument("--no-device", action="store_true", help="skip the device-time workloads")
     ap.add_argument("--tag", default="run")
     args = ap.parse_args()
@@ -548,6 +672,8 @@ def main():
             torch.cuda.empty_cache()
     if args.host:
         r.host()
+    if args.host or args.graphs:
+        graph_host(r)
     return 0
 
 

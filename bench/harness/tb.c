@@ -22,6 +22,7 @@
 #include <stdlib.h>
 
 #include "bench/bench_util.h"
+#include "tilec/plan.h"
 #include "tilec/program.h"
 #include "tilec/runtime.h"
 
@@ -125,6 +126,50 @@ TB_EXPORT int tb_host_us(tilec_rt *rt, tilec_program *p, const char *name, const
     for (int i = 0; i < n; i++)
         if (tilec_program_launch_best(p, name, args, nargs, stream, NULL) != TILEC_RT_OK)
             return fail(rt, name, err, errlen);
+    *us = (now_us() - t0) / n;
+    return 0;
+}
+
+/* Host microseconds per run of a launch plan (tilec/plan.h): `n` runs with
+ * the same slot values enqueued back to back; with CUDA graphs on, each is
+ * one graph launch (the graph recorded before, by the caller's warm-up). */
+TB_EXPORT int tb_plan_host_us(tilec_plan *p, const tilec_rt_arg *slots, uint32_t nslots, void *stream, int n,
+                              double *us, char *err, size_t errlen);
+TB_EXPORT int tb_plan_host_us(tilec_plan *p, const tilec_rt_arg *slots, uint32_t nslots, void *stream, int n,
+                              double *us, char *err, size_t errlen)
+{
+    if (!p || !us || n <= 0) {
+        snprintf(err, errlen, "tb_plan_host_us: invalid argument");
+        return -1;
+    }
+    double t0 = now_us();
+    for (int i = 0; i < n; i++)
+        if (tilec_plan_run(p, slots, nslots, stream) != TILEC_RT_OK) {
+            snprintf(err, errlen, "%s", tilec_plan_last_error(p));
+            return -1;
+        }
+    *us = (now_us() - t0) / n;
+    return 0;
+}
+
+/* Host microseconds per bare launch: tilec_rt_launch (argument addresses
+ * into a fixed array, then cuLaunchKernel; no lookup, no grid function) of
+ * a resolved kernel on a given grid, `n` times back to back. */
+TB_EXPORT int tb_bare_us(const tilec_rt_kernel *k, const uint32_t grid[3], const tilec_rt_arg *args, void *stream,
+                         int n, double *us, char *err, size_t errlen);
+TB_EXPORT int tb_bare_us(const tilec_rt_kernel *k, const uint32_t grid[3], const tilec_rt_arg *args, void *stream,
+                         int n, double *us, char *err, size_t errlen)
+{
+    if (!k || !grid || !us || n <= 0) {
+        snprintf(err, errlen, "tb_bare_us: invalid argument");
+        return -1;
+    }
+    double t0 = now_us();
+    for (int i = 0; i < n; i++)
+        if (tilec_rt_launch(k, grid, args, stream) != TILEC_RT_OK) {
+            snprintf(err, errlen, "tilec_rt_launch of %s failed", tilec_rt_kernel_name(k));
+            return -1;
+        }
     *us = (now_us() - t0) / n;
     return 0;
 }

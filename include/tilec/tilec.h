@@ -125,6 +125,12 @@ const char *tilec_module_source(const tilec_module *m, size_t *len);
  * hints), after the variant's overrides; `dflt` when the hint is absent. */
 int64_t tilec_kernel_hint(const tilec_kernel *k, int variant, const char *name, int64_t dflt);
 
+/* Kernel k's parameters, for bindings that check arguments before a
+ * launch: parameter i's name, whether it is a pointer, and its type (the
+ * element type of a pointer). -1 when k is NULL or i out of range. */
+size_t tilec_kernel_param_count(const tilec_kernel *k);
+int tilec_kernel_param_info(const tilec_kernel *k, size_t i, const char **name, int *pointer, tilec_dtype *dtype);
+
 /* Write a stable text dump of the module (kernels with their checked types,
  * externs, graphs): the form of `tilec FILE --emit ast`. */
 tilec_status tilec_module_dump_ast(const tilec_module *m, tilec_sink sink);

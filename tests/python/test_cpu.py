@@ -32,36 +32,38 @@ class CpuTests(unittest.TestCase):
 
 class KernelArgumentTests(unittest.TestCase):
     """Integers for a kernel are range-checked per parameter kind, never
-    truncated (issue 14: 2**32 + 4 ran as 4)."""
+    truncated (issue 14: 2**32 + 4 ran as 4; issue 18: OverflowError)."""
 
-    def kernel(self, *fields):
-        k = object.__new__(tilec.Kernel)  # no GPU: the checks come before the launch
-        k.name, k._fields, k._array = "k", list(fields), tilec._Arg * len(fields)
-        return k
-
-    def error(self, k, *args):
-        with self.assertRaises(tilec.TilecError) as cm:
-            k(*args)
+    def error(self, exc, kind, value):
+        with self.assertRaises(exc) as cm:
+            tilec.check_int("k", "n", kind, value)
         return str(cm.exception)
 
     def test_out_of_range(self):
-        self.assertEqual(self.error(self.kernel("i32"), 2**32 + 4),
-                         "k: argument 1 is 4294967300, which does not fit i32 (-2147483648 .. 2147483647)")
-        self.assertIn("does not fit i32", self.error(self.kernel("i32"), -2**31 - 1))
-        self.assertIn("does not fit u32", self.error(self.kernel("u32"), -1))
-        self.assertIn("does not fit u32", self.error(self.kernel("u32"), 2**32))
-        self.assertIn("does not fit i64", self.error(self.kernel("i64"), 2**63))
-        self.assertIn("does not fit u64", self.error(self.kernel("u64"), 2**64))
-        self.assertIn("argument 2 is", self.error(self.kernel("i32", "i32"), 1, 2**40))
+        self.assertEqual(self.error(OverflowError, "i32", 2**40 + 5),
+                         "k: parameter 'n' is i32 (-2147483648 .. 2147483647); got 1099511627781, which does not fit")
+        self.assertIn("which does not fit", self.error(OverflowError, "i32", -2**31 - 1))
+        self.assertIn("is u32", self.error(OverflowError, "u32", -1))
+        self.assertIn("is u32", self.error(OverflowError, "u32", 2**32))
+        self.assertIn("is i64", self.error(OverflowError, "i64", 2**63))
+        self.assertIn("is u64", self.error(OverflowError, "u64", 2**64))
+        self.assertTrue(issubclass(tilec.RangeError, ValueError), "wrappers raised ValueError before")
 
     def test_not_an_integer(self):
-        self.assertEqual(self.error(self.kernel("i32"), 2.5), "k: argument 1 must be an integer (i32), not 2.5")
-        self.assertIn("must be an integer", self.error(self.kernel("i64"), "7"))
+        self.assertEqual(self.error(TypeError, "i32", 2.5), "k: parameter 'n' is i32, an integer; got float 2.5")
+        self.assertIn("got str '7'", self.error(TypeError, "i64", "7"))
+        self.assertIn("got float 4.0", self.error(TypeError, "i32", 4.0))
+        with self.assertRaises(TypeError):
+            tilec.check_float("k", "eps", "f32", "x")
 
     def test_in_range(self):
         for f, v in (("i32", -2**31), ("i32", 2**31 - 1), ("u32", 2**32 - 1), ("i64", -2**63), ("u64", 2**64 - 1),
-                     ("i32", 4.0), ("i32", True)):
-            self.assertEqual(tilec._int_arg("k", 0, f, v), int(v))
+                     ("i32", True)):
+            self.assertEqual(tilec.check_int("k", "n", f, v), int(v))
+        self.assertEqual(tilec.check_float("k", "eps", "f32", 3), 3.0)
+        with self.assertRaises(OverflowError):
+            tilec.check_float("k", "eps", "f32", 1e39)  # struct would refuse it with no name
+        self.assertEqual(tilec.check_float("k", "eps", "f64", 1e39), 1e39)
 
 
 class _Fake:
@@ -82,25 +84,53 @@ def _generated(graph, base=None):
     return mod
 
 
-def _without_gpu(mod, alloc, as_buffer, kernels, **package):
-    """Run generated wrapper `mod` without a GPU: its package is tilec's
-    checks and size arithmetic plus as_buffer and `package`; its pool allocates
-    with alloc(shape, dtype); kernels are the given callables."""
-    class Pool:
-        def alloc(self, shape, dtype):
-            return alloc(shape, dtype)
+class _FakeGraph:
+    """A graph without a GPU: what a generated wrapper allocates and runs
+    (begin() returns the graph itself as the call's context)."""
 
-        def take(self, buf, shape, dtype):
-            return alloc(shape, dtype)
+    stream = None
 
-        def release(self, buf):
-            pass
-    stub = types.SimpleNamespace(tensor_info=tilec.tensor_info, cdiv=tilec.cdiv, div=tilec.div, mod=tilec.mod,
-                                 check_fits=tilec.check_fits, check_tensor=tilec.check_tensor,
-                                 as_buffer=lambda obj, info, device_=None: as_buffer(obj, info), **package)
-    mod.tilec, mod.load = stub, lambda: types.SimpleNamespace(device=None)
-    mod._pool = Pool()
-    mod._kernels = kernels
+    def __init__(self):
+        self.allocs, self.runs, self.copies, self.ws = [], [], [], None
+
+    def begin(self, infos, stream):
+        self.infos = infos
+        return self
+
+    def alloc(self, shape, dtype):
+        self.allocs.append((shape, dtype))
+        return ("buffer", shape, dtype), 1000 * len(self.allocs)
+
+    def workspace(self, nbytes):
+        self.ws = nbytes
+        return ("workspace", nbytes), 50000
+
+    def view(self, base, offset, shape, dtype):
+        return ("view", base, offset, shape, dtype)
+
+    def copy(self, obj, info):
+        self.copies.append(obj)
+        return ("copy", info.shape, info.dtype)
+
+    def done(self):
+        pass
+
+    def run(self, values, stream):
+        self.runs.append(values)
+
+
+def _without_gpu(mod):
+    """Run generated wrapper `mod` without a GPU: its graph is a _FakeGraph."""
+    g = _FakeGraph()
+    mod._graphs = {0: g}
+    mod.load = lambda *a, **k: g
+    return g
+
+
+def _slots(mod, values):
+    """The slot values of a run by slot name: tensors by name, sizes and scalars by "$NAME"."""
+    names = [t[0] for t in mod._TENSORS] + ["$" + s[0] for s in mod._SCALARS]
+    return dict(zip(names, values))
 
 
 class GeneratedWrapperTests(unittest.TestCase):
@@ -114,7 +144,7 @@ class GeneratedWrapperTests(unittest.TestCase):
 
     def test_imports_without_a_gpu(self):
         e2e = _generated("e2e")
-        self.assertIsNone(e2e._module)
+        self.assertEqual(e2e._graphs, {})
         self.assertIsInstance(e2e.TILE_SOURCE, bytes)
         self.assertIn(b"graph e2e(", e2e.TILE_SOURCE)
         self.assertTrue(callable(e2e.call) and callable(e2e.load) and callable(e2e.main))
@@ -136,7 +166,7 @@ class GeneratedWrapperTests(unittest.TestCase):
         transposed = _Fake((R, C), strides=(4, 4 * R))
         self.assertEqual(self.call_error(e2e.call, transposed, ok, _Fake((C,)), _Fake((C,))),
                          "e2e: x must be contiguous (row-major)")
-        self.assertIsNone(e2e._module, "nothing was loaded")
+        self.assertEqual(e2e._graphs, {}, "nothing was loaded")
 
     def test_checks_pass_then_load(self):
         e2e = _generated("e2e")
@@ -156,9 +186,11 @@ class GeneratedWrapperTests(unittest.TestCase):
         msg = self.call_error(views.call, _Fake((4, 4), "<i4"), 1)
         self.assertEqual(msg, "views: x must be a f32 tensor of rank 2")
         # checked with the sizes, before load() touches the GPU
-        self.assertEqual(self.call_error(views.call, x, 2**31),
-                         "views: argument 'n' of copy (k) is 2147483648, which does not fit i32")
-        self.assertIsNone(views._module, "nothing was loaded")
+        with self.assertRaises(OverflowError) as cm:
+            views.call(x, 2**40 + 5)
+        self.assertEqual(str(cm.exception),
+                         "views: argument 'n' of copy (k) is 1099511627781, which does not fit i32")
+        self.assertEqual(views._graphs, {}, "nothing was loaded")
 
     def test_size_overflow_is_an_error_before_any_gpu_work(self):
         e2e = _generated("e2e")
@@ -167,12 +199,12 @@ class GeneratedWrapperTests(unittest.TestCase):
         self.assertEqual(self.call_error(e2e.call, big, big, _Fake((C,)), _Fake((C,))),
                          "e2e: tensor t (f32[4294967296, 4294967296]) needs 73786976294838206464 bytes, "
                          "more than 2**63 - 1")
-        self.assertIsNone(e2e._module, "nothing was loaded")
+        self.assertEqual(e2e._graphs, {}, "nothing was loaded")
         R, C = 2**16, 2**16  # 16 GiB fits; C*R passed to an i32 does not
         ok = _Fake((R, C))
         self.assertEqual(self.call_error(e2e.call, ok, ok, _Fake((C,)), _Fake((C,))),
                          "e2e: argument 'n' of relu_plus (C*R) is 4294967296, which does not fit i32")
-        self.assertIsNone(e2e._module, "nothing was loaded")
+        self.assertEqual(e2e._graphs, {}, "nothing was loaded")
 
     def test_size_helpers(self):
         # / and % of size texts truncate as in C (and tilec_wir_eval)
@@ -191,35 +223,49 @@ class GeneratedWrapperTests(unittest.TestCase):
 
     def test_names_keep_symbols_apart_from_tensors(self):
         """A tensor named N and the size symbol N are two variables (the
-        symbol is _N_s): allocations get the sizes, not the tensor."""
+        symbol is _N_s): allocations and the plan's slots get the sizes, not
+        the tensor."""
         mod = _generated("tilec_", "names")
-        allocs, launches = [], []
-
-        def alloc(shape, dtype):
-            allocs.append(shape)
-            return ("buffer", shape)
-        _without_gpu(mod, alloc, lambda obj, info: ("input", info.shape), {"scale": lambda *a: launches.append(a)})
+        g = _without_gpu(mod)
         out_y, y = mod.call(_Fake((5,)), _Fake((5,)), _Fake((7,)), 2.0, _Fake((5,)))
-        self.assertEqual(allocs, [(5,), (5,), (5,), (7,)])
-        self.assertEqual(y, ("buffer", (7,)))
-        self.assertEqual(launches[-1], (("input", (7,)), ("buffer", (7,)), 7, 2.0))
+        self.assertEqual(g.allocs, [((5,), "f32"), ((7,), "f32")])
+        self.assertEqual(g.ws, tilec.aligned(4 * 5), "tl is the one intermediate")
+        self.assertEqual(y, ("buffer", (7,), "f32"))
+        slots = _slots(mod, g.runs[0])
+        self.assertEqual((slots["$N"], slots["$s_N"], slots["$int"]), (5, 7, 2.0))
+        self.assertEqual((slots["N"], slots["y"], slots["x"], slots["out_y"]), (4096, 2000, 1000, 1000))
+        self.assertEqual(slots["tl"], 50000)
+
+    def test_one_run_per_call_with_the_plan(self):
+        """Every kernel of a graph is one step of its plan: a call is one
+        run, whose slots hold the inputs' addresses, the intermediates'
+        places in one workspace, and the sizes."""
+        mod = _generated("e2e")
+        g = _without_gpu(mod)
+        R, C = 3, 5
+        out = mod.call(_Fake((R, C)), _Fake((R, C)), _Fake((C,)), _Fake((C,)))
+        self.assertEqual(len(g.runs), 1)
+        self.assertEqual([st[1] for st in mod._STEPS],
+                         ["ln_rows", "softmax_rows", "relu_plus", "colsum_part", "colsum"])
+        slots = _slots(mod, g.runs[0])
+        self.assertEqual((slots["$R"], slots["$C"]), (R, C))
+        self.assertEqual(slots["x"], 4096)
+        self.assertEqual(g.allocs, [((C,), "f32")], "the output s is allocated apart")
+        self.assertEqual(out, ("buffer", (C,), "f32"))
+        # t, u and p: v takes t's memory once t is dead (memory planning)
+        self.assertEqual(g.ws, 2 * tilec.aligned(4 * C * R) + tilec.aligned(4 * 64 * C))
+        self.assertEqual((slots["t"], slots["u"], slots["v"], slots["p"]),
+                         (50000, 50000 + tilec.aligned(4 * C * R), 50000, 50000 + 2 * tilec.aligned(4 * C * R)))
 
     def test_returned_input_is_a_copy(self):
-        """A graph that returns its own input hands back a new buffer with a
-        copy of it, never the caller's (release() would pool the caller's
-        memory)."""
+        """A graph that returns its own input hands back a new tensor with a
+        copy of it, never the caller's."""
         mod = _generated("g", "returns_input")
-        copies = []
-
-        _without_gpu(mod, lambda shape, dtype: ("buffer", shape, dtype),
-                     lambda obj, info: types.SimpleNamespace(shape=info.shape, dtype=info.dtype),
-                     {"copy": lambda *a: None}, copy=lambda dst, src: copies.append((dst, src)) or dst)
+        g = _without_gpu(mod)
         x = _Fake((5,))
         same, y = mod.call(x)
-        self.assertEqual(len(copies), 1)
-        self.assertIs(same, copies[0][0])
-        self.assertIsNot(same, copies[0][1])
-        self.assertEqual(same[0], "buffer")
+        self.assertEqual(g.copies, [x])
+        self.assertEqual(same, ("copy", (5,), "f32"))
 
     def test_tensor_info(self):
         info = tilec.tensor_info(_Fake((2, 3), "<f2", strides=(6, 2)))

@@ -51,25 +51,54 @@ TILE_SOURCE = (
     b"}\n"
 )
 
-_module = None
-_kernels = None
-_pool = None
+# The launch plan, made once by load() (tilec.Graph): tensor slots (name,
+# dtype, shape), size and scalar slots ("$NAME" in the steps), and the
+# steps, kernel launches (name, variant or -1 for the fastest per shape,
+# arguments) and extern calls (symbol, inputs, outputs).
+_TENSORS = (
+    ("x", "f32", ("$R", "$C")),
+    ("w", "f32", ("$C", "$C")),
+    ("t", "f32", ("$R", "$C")),
+    ("h", "f32", ("$R", "$C")),
+    ("y", "f32", ("$R", "$C")),
+    ("flat", "f32", ("$C*R",)),
+    ("s", "f32", ("$R",)),
+    ("idx", "i32", ("$R",)),
+)
+_SCALARS = (
+    ("C*R", "int"),
+    ("R", "int"),
+    ("C", "int"),
+)
+_STEPS = (
+    # scale and shift the input
+    ("kernel", "scale_shift", 0, ("x", "t", "$C*R", 0.5, 1.0)),
+    # project: cuBLAS allocates h
+    ("extern", "cublas.sgemm", ("t", "w"), ("h",)),
+    ("kernel", "relu_add", 0, ("h", "x", "y", "$C*R")),
+    ("extern", "my_lib_topk2", ("h",), ("s", "idx")),
+)
+_INPUTS = ("x", "w")
+
+_graphs = {}  # device index: tilec.Graph
 _externs = None
 
 
-def load():
-    """Build the kernels of block for the default device, once (a warm kernel
-    cache makes that a file read); TILEC_DEBUG_PRINT is read here."""
-    global _module, _kernels, _pool
-    if _module is None:
-        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE)
-        _kernels = tilec.debug_kernels({
-            "scale_shift": module.kernel("scale_shift", 0),
-            "relu_add": module.kernel("relu_add", 0),
-        })
-        _pool = tilec.Pool(module.device)
-        _module = module
-    return _module
+def load(device=None, cuda_graph=False):
+    """Build the kernels of block for CUDA device `device` (an index; None: 0)
+    and its launch plan, once per device (a warm kernel cache makes that a
+    file read); returns the tilec.Graph. cuda_graph=True records the calls
+    as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is
+    read here."""
+    index = device or 0
+    graph = _graphs.get(index)
+    if graph is None:
+        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE, device_=index)
+        graph = tilec.Graph(module, "block", _TENSORS, _SCALARS, _STEPS, externs(), _INPUTS)
+        _graphs[index] = graph
+    if cuda_graph:
+        graph.capture()
+    return graph
 
 
 def externs():
@@ -81,18 +110,22 @@ def externs():
 
 
 def release(*buffers):
-    """Give outputs back when done with them: their memory serves the next call."""
-    for buf in buffers:
-        _pool.release(buf)
+    """Give tilec.Buffer outputs back when done with them: their memory serves
+    the next call (torch tensors need nothing: torch's allocator has them)."""
+    for graph in _graphs.values():
+        graph.release(*buffers)
 
 
-def call(x, w):
+def call(x, w, *, stream=None):
     """Run graph block.
 
     Arguments: x: f32[R, C], w: f32[C, C]. Tensors are torch or CuPy tensors on
-    the device, or tilec.Buffer, contiguous. Returns y: f32[R, C], s: f32[R],
-    flat: f32[C*R] (a tuple of tilec.Buffer). Raises ValueError when an
-    argument does not fit, before any GPU work.
+    one device, or tilec.Buffer, contiguous. Runs on `stream` (a CUstream, a
+    torch or CuPy stream), else on torch's current stream for torch inputs,
+    never synchronizing. Returns y: f32[R, C], s: f32[R], flat: f32[C*R] (a
+    tuple of torch tensors for torch inputs, else of tilec.Buffer). Raises
+    ValueError (OverflowError for a size that does not fit) when an argument
+    does not fit, before any GPU work.
     """
     _x_info = tilec.tensor_info(x)
     if _x_info is None or _x_info.dtype != "f32" or len(_x_info.shape) != 2:
@@ -118,26 +151,18 @@ def call(x, w):
     tilec.check_tensor("block", "flat", (_C_s * _R_s,), "f32")
     tilec.check_tensor("block", "s", (_R_s,), "f32")
     tilec.check_tensor("block", "idx", (_R_s,), "i32")
-    device = load().device
-    kernels, pool = _kernels, _pool
-    ext = externs()
-    x = tilec.as_buffer(x, _x_info, device)
-    w = tilec.as_buffer(w, _w_info, device)
-    # scale and shift the input
-    t = pool.alloc((_R_s, _C_s), "f32")
-    kernels["scale_shift"](x, t, _C_s * _R_s, 0.5, 1.0)
-    # project: cuBLAS allocates h
-    h = pool.alloc((_R_s, _C_s), "f32")
-    ext.call("cublas.sgemm", [t, w], [h], device)
-    y = pool.take(t, (_R_s, _C_s), "f32")  # the storage of t
-    kernels["relu_add"](h, x, y, _C_s * _R_s)
-    flat = y.view((_C_s * _R_s,), "f32")
-    s = pool.alloc((_R_s,), "f32")
-    idx = pool.alloc((_R_s,), "i32")
-    ext.call("my_lib_topk2", [h], [s, idx], device)
-    pool.release(h)
-    pool.release(idx)
-    return y, s, flat
+    _g = _graphs.get(_x_info.device or 0) or load(_x_info.device)
+    _c = _g.begin((_x_info, _w_info,), stream)
+    t, _t_p = _c.alloc((_R_s, _C_s), "f32")
+    s, _s_p = _c.alloc((_R_s,), "f32")
+    _ws0 = tilec.aligned(4 * _C_s * _R_s)
+    _ws1 = tilec.aligned(4 * _R_s)
+    _ws, _wsp = _c.workspace(_ws0 + _ws1)  # the intermediates
+    _h_p = _wsp
+    _idx_p = _wsp + _ws0
+    _g.run((_x_info.ptr, _w_info.ptr, _t_p, _h_p, _t_p, _t_p, _s_p, _idx_p, _C_s * _R_s, _R_s, _C_s,), _c.stream)
+    _c.done()
+    return t, s, _c.view(t, 0, (_C_s * _R_s,), "f32")
 
 
 def main(argv):

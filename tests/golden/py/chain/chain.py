@@ -62,26 +62,54 @@ TILE_SOURCE = (
     b"}\n"
 )
 
-_module = None
-_kernels = None
-_pool = None
+# The launch plan, made once by load() (tilec.Graph): tensor slots (name,
+# dtype, shape), size and scalar slots ("$NAME" in the steps), and the
+# steps, kernel launches (name, variant or -1 for the fastest per shape,
+# arguments) and extern calls (symbol, inputs, outputs).
+_TENSORS = (
+    ("x", "f32", ("$R", "$C")),
+    ("a", "f32", ("$R", "$C")),
+    ("b", "f32", ("$R", "$C")),
+    ("c", "f32", ("$R", "$C")),
+    ("d", "f32", ("$R", "$C")),
+    ("h", "f16", ("$R", "$C")),
+    ("y", "f32", ("$R", "$C")),
+)
+_SCALARS = (
+    ("C*R", "int"),
+    ("R", "int"),
+    ("C", "int"),
+)
+_STEPS = (
+    # four steps; each intermediate dies after the next one
+    ("kernel", "scale_shift", 0, ("x", "a", "$C*R", 2.0, 0.0)),
+    ("kernel", "scale_shift", 0, ("a", "b", "$C*R", 1.0, -1.0)),
+    ("kernel", "softmax", -1, ("b", "c", "$R", "$C")),
+    ("kernel", "scale_shift", 0, ("c", "d", "$C*R", 0.5, 0.0)),
+    ("kernel", "to_half", 0, ("d", "h", "$C*R")),
+    ("kernel", "scale_shift", 0, ("d", "y", "$C*R", 1.0, 0.0)),
+)
+_INPUTS = ("x",)
+
+_graphs = {}  # device index: tilec.Graph
 _externs = None
 
 
-def load():
-    """Build the kernels of chain for the default device, once (a warm kernel
-    cache makes that a file read); TILEC_DEBUG_PRINT is read here."""
-    global _module, _kernels, _pool
-    if _module is None:
-        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE)
-        _kernels = tilec.debug_kernels({
-            "scale_shift": module.kernel("scale_shift", 0),
-            "softmax": module.kernel("softmax"),
-            "to_half": module.kernel("to_half", 0),
-        })
-        _pool = tilec.Pool(module.device)
-        _module = module
-    return _module
+def load(device=None, cuda_graph=False):
+    """Build the kernels of chain for CUDA device `device` (an index; None: 0)
+    and its launch plan, once per device (a warm kernel cache makes that a
+    file read); returns the tilec.Graph. cuda_graph=True records the calls
+    as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is
+    read here."""
+    index = device or 0
+    graph = _graphs.get(index)
+    if graph is None:
+        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE, device_=index)
+        graph = tilec.Graph(module, "chain", _TENSORS, _SCALARS, _STEPS, None, _INPUTS)
+        _graphs[index] = graph
+    if cuda_graph:
+        graph.capture()
+    return graph
 
 
 def externs():
@@ -93,18 +121,22 @@ def externs():
 
 
 def release(*buffers):
-    """Give outputs back when done with them: their memory serves the next call."""
-    for buf in buffers:
-        _pool.release(buf)
+    """Give tilec.Buffer outputs back when done with them: their memory serves
+    the next call (torch tensors need nothing: torch's allocator has them)."""
+    for graph in _graphs.values():
+        graph.release(*buffers)
 
 
-def call(x):
+def call(x, *, stream=None):
     """Run graph chain.
 
-    Arguments: x: f32[R, C]. Tensors are torch or CuPy tensors on the device,
-    or tilec.Buffer, contiguous. Returns y: f32[R, C], h: f16[R, C] (a tuple of
-    tilec.Buffer). Raises ValueError when an argument does not fit, before any
-    GPU work.
+    Arguments: x: f32[R, C]. Tensors are torch or CuPy tensors on one device,
+    or tilec.Buffer, contiguous. Runs on `stream` (a CUstream, a torch or CuPy
+    stream), else on torch's current stream for torch inputs, never
+    synchronizing. Returns y: f32[R, C], h: f16[R, C] (a tuple of torch tensors
+    for torch inputs, else of tilec.Buffer). Raises ValueError (OverflowError
+    for a size that does not fit) when an argument does not fit, before any GPU
+    work.
     """
     _x_info = tilec.tensor_info(x)
     if _x_info is None or _x_info.dtype != "f32" or len(_x_info.shape) != 2:
@@ -119,24 +151,16 @@ def call(x):
     tilec.check_fits("chain", "argument 'rows' of softmax (R)", _R_s, "i32")
     tilec.check_fits("chain", "argument 'cols' of softmax (C)", _C_s, "i32")
     tilec.check_tensor("chain", "h", (_R_s, _C_s), "f16")
-    device = load().device
-    kernels, pool = _kernels, _pool
-    x = tilec.as_buffer(x, _x_info, device)
-    # four steps; each intermediate dies after the next one
-    a = pool.alloc((_R_s, _C_s), "f32")
-    kernels["scale_shift"](x, a, _C_s * _R_s, 2.0, 0.0)
-    b = pool.alloc((_R_s, _C_s), "f32")
-    kernels["scale_shift"](a, b, _C_s * _R_s, 1.0, -1.0)
-    c = pool.take(a, (_R_s, _C_s), "f32")  # the storage of a
-    kernels["softmax"](b, c, _R_s, _C_s)
-    d = pool.take(b, (_R_s, _C_s), "f32")  # the storage of b
-    kernels["scale_shift"](c, d, _C_s * _R_s, 0.5, 0.0)
-    h = pool.alloc((_R_s, _C_s), "f16")
-    kernels["to_half"](d, h, _C_s * _R_s)
-    y = pool.take(c, (_R_s, _C_s), "f32")  # the storage of c
-    kernels["scale_shift"](d, y, _C_s * _R_s, 1.0, 0.0)
-    pool.release(d)
-    return y, h
+    _g = _graphs.get(_x_info.device or 0) or load(_x_info.device)
+    _c = _g.begin((_x_info,), stream)
+    a, _a_p = _c.alloc((_R_s, _C_s), "f32")
+    h, _h_p = _c.alloc((_R_s, _C_s), "f16")
+    _ws0 = tilec.aligned(4 * _C_s * _R_s)
+    _ws, _wsp = _c.workspace(_ws0)  # the intermediates
+    _b_p = _wsp
+    _g.run((_x_info.ptr, _a_p, _b_p, _a_p, _b_p, _h_p, _a_p, _C_s * _R_s, _R_s, _C_s,), _c.stream)
+    _c.done()
+    return a, h
 
 
 def main(argv):

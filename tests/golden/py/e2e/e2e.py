@@ -132,28 +132,56 @@ TILE_SOURCE = (
     b"}\n"
 )
 
-_module = None
-_kernels = None
-_pool = None
+# The launch plan, made once by load() (tilec.Graph): tensor slots (name,
+# dtype, shape), size and scalar slots ("$NAME" in the steps), and the
+# steps, kernel launches (name, variant or -1 for the fastest per shape,
+# arguments) and extern calls (symbol, inputs, outputs).
+_TENSORS = (
+    ("x", "f32", ("$R", "$C")),
+    ("y", "f32", ("$R", "$C")),
+    ("w", "f32", ("$C",)),
+    ("b", "f32", ("$C",)),
+    ("t", "f32", ("$R", "$C")),
+    ("u", "f32", ("$R", "$C")),
+    ("v", "f32", ("$R", "$C")),
+    ("p", "f32", (64, "$C")),
+    ("s", "f32", ("$C",)),
+)
+_SCALARS = (
+    ("R", "int"),
+    ("C", "int"),
+    ("C*R", "int"),
+    ("cdiv(R, 64)", "int"),
+)
+_STEPS = (
+    # normalise, softmax, relu(+y), and sum the columns
+    ("kernel", "ln_rows", 0, ("x", "w", "b", "t", "$R", "$C", 0.00001)),
+    ("kernel", "softmax_rows", 0, ("t", "u", "$R", "$C")),
+    ("kernel", "relu_plus", 0, ("u", "y", "v", "$C*R")),
+    ("kernel", "colsum_part", 0, ("v", "p", "$R", "$C", "$cdiv(R, 64)")),
+    ("kernel", "colsum", 0, ("p", "s", 64, "$C")),
+)
+_INPUTS = ("x", "y", "w", "b")
+
+_graphs = {}  # device index: tilec.Graph
 _externs = None
 
 
-def load():
-    """Build the kernels of e2e for the default device, once (a warm kernel
-    cache makes that a file read); TILEC_DEBUG_PRINT is read here."""
-    global _module, _kernels, _pool
-    if _module is None:
-        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE)
-        _kernels = tilec.debug_kernels({
-            "ln_rows": module.kernel("ln_rows", 0),
-            "softmax_rows": module.kernel("softmax_rows", 0),
-            "relu_plus": module.kernel("relu_plus", 0),
-            "colsum_part": module.kernel("colsum_part", 0),
-            "colsum": module.kernel("colsum", 0),
-        })
-        _pool = tilec.Pool(module.device)
-        _module = module
-    return _module
+def load(device=None, cuda_graph=False):
+    """Build the kernels of e2e for CUDA device `device` (an index; None: 0)
+    and its launch plan, once per device (a warm kernel cache makes that a
+    file read); returns the tilec.Graph. cuda_graph=True records the calls
+    as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is
+    read here."""
+    index = device or 0
+    graph = _graphs.get(index)
+    if graph is None:
+        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE, device_=index)
+        graph = tilec.Graph(module, "e2e", _TENSORS, _SCALARS, _STEPS, None, _INPUTS)
+        _graphs[index] = graph
+    if cuda_graph:
+        graph.capture()
+    return graph
 
 
 def externs():
@@ -165,18 +193,22 @@ def externs():
 
 
 def release(*buffers):
-    """Give outputs back when done with them: their memory serves the next call."""
-    for buf in buffers:
-        _pool.release(buf)
+    """Give tilec.Buffer outputs back when done with them: their memory serves
+    the next call (torch tensors need nothing: torch's allocator has them)."""
+    for graph in _graphs.values():
+        graph.release(*buffers)
 
 
-def call(x, y, w, b):
+def call(x, y, w, b, *, stream=None):
     """Run graph e2e.
 
     Arguments: x: f32[R, C], y: f32[R, C], w: f32[C], b: f32[C]. Tensors are
-    torch or CuPy tensors on the device, or tilec.Buffer, contiguous. Returns
-    s: f32[C] (a tilec.Buffer). Raises ValueError when an argument does not
-    fit, before any GPU work.
+    torch or CuPy tensors on one device, or tilec.Buffer, contiguous. Runs on
+    `stream` (a CUstream, a torch or CuPy stream), else on torch's current
+    stream for torch inputs, never synchronizing. Returns s: f32[C] (a torch
+    tensor for torch inputs, else a tilec.Buffer). Raises ValueError
+    (OverflowError for a size that does not fit) when an argument does not fit,
+    before any GPU work.
     """
     _x_info = tilec.tensor_info(x)
     if _x_info is None or _x_info.dtype != "f32" or len(_x_info.shape) != 2:
@@ -222,26 +254,17 @@ def call(x, y, w, b):
     tilec.check_tensor("e2e", "p", (64, _C_s), "f32")
     tilec.check_fits("e2e", "argument 'per' of colsum_part (cdiv(R, 64))", tilec.cdiv(_R_s, 64), "i32")
     tilec.check_tensor("e2e", "s", (_C_s,), "f32")
-    device = load().device
-    kernels, pool = _kernels, _pool
-    x = tilec.as_buffer(x, _x_info, device)
-    y = tilec.as_buffer(y, _y_info, device)
-    w = tilec.as_buffer(w, _w_info, device)
-    b = tilec.as_buffer(b, _b_info, device)
-    # normalise, softmax, relu(+y), and sum the columns
-    t = pool.alloc((_R_s, _C_s), "f32")
-    kernels["ln_rows"](x, w, b, t, _R_s, _C_s, 0.00001)
-    u = pool.alloc((_R_s, _C_s), "f32")
-    kernels["softmax_rows"](t, u, _R_s, _C_s)
-    v = pool.take(t, (_R_s, _C_s), "f32")  # the storage of t
-    kernels["relu_plus"](u, y, v, _C_s * _R_s)
-    pool.release(u)
-    p = pool.alloc((64, _C_s), "f32")
-    kernels["colsum_part"](v, p, _R_s, _C_s, tilec.cdiv(_R_s, 64))
-    pool.release(v)
-    s = pool.alloc((_C_s,), "f32")
-    kernels["colsum"](p, s, 64, _C_s)
-    pool.release(p)
+    _g = _graphs.get(_x_info.device or 0) or load(_x_info.device)
+    _c = _g.begin((_x_info, _y_info, _w_info, _b_info,), stream)
+    s, _s_p = _c.alloc((_C_s,), "f32")
+    _ws0 = tilec.aligned(4 * _C_s * _R_s)
+    _ws1 = tilec.aligned(256 * _C_s)
+    _ws, _wsp = _c.workspace(2 * _ws0 + _ws1)  # the intermediates
+    _t_p = _wsp
+    _u_p = _wsp + _ws0
+    _p_p = _wsp + 2 * _ws0
+    _g.run((_x_info.ptr, _y_info.ptr, _w_info.ptr, _b_info.ptr, _t_p, _u_p, _t_p, _p_p, _s_p, _R_s, _C_s, _C_s * _R_s, tilec.cdiv(_R_s, 64),), _c.stream)
+    _c.done()
     return s
 
 

@@ -40,24 +40,52 @@ TILE_SOURCE = (
     b"}\n"
 )
 
-_module = None
-_kernels = None
-_pool = None
+# The launch plan, made once by load() (tilec.Graph): tensor slots (name,
+# dtype, shape), size and scalar slots ("$NAME" in the steps), and the
+# steps, kernel launches (name, variant or -1 for the fastest per shape,
+# arguments) and extern calls (symbol, inputs, outputs).
+_TENSORS = (
+    ("x", "f32", ("$R", "$C")),
+    ("bias", "f32", ("$R",)),
+    ("vals", "f32", ("$R",)),
+    ("idx", "i32", ("$R",)),
+    ("tmp", "f32", ("$R",)),
+    ("lo", "f32", ("$R",)),
+    ("hi", "f32", ("$R",)),
+    ("out", "f32", ("$R",)),
+)
+_SCALARS = (
+    ("R", "int"),
+    ("C", "int"),
+)
+_STEPS = (
+    ("extern", "my_lib_topk2", ("x",), ("vals", "idx")),
+    ("extern", "my_lib.fill", ("tmp",), ("tmp",)),
+    ("extern", "my_lib.minmax", ("vals",), ("lo", "hi")),
+    ("kernel", "add", 0, ("hi", "tmp", "out", "$R")),
+    ("kernel", "add", 0, ("out", "bias", "out", "$R")),
+)
+_INPUTS = ("x", "bias")
+
+_graphs = {}  # device index: tilec.Graph
 _externs = None
 
 
-def load():
-    """Build the kernels of multi for the default device, once (a warm kernel
-    cache makes that a file read); TILEC_DEBUG_PRINT is read here."""
-    global _module, _kernels, _pool
-    if _module is None:
-        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE)
-        _kernels = tilec.debug_kernels({
-            "add": module.kernel("add", 0),
-        })
-        _pool = tilec.Pool(module.device)
-        _module = module
-    return _module
+def load(device=None, cuda_graph=False):
+    """Build the kernels of multi for CUDA device `device` (an index; None: 0)
+    and its launch plan, once per device (a warm kernel cache makes that a
+    file read); returns the tilec.Graph. cuda_graph=True records the calls
+    as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is
+    read here."""
+    index = device or 0
+    graph = _graphs.get(index)
+    if graph is None:
+        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE, device_=index)
+        graph = tilec.Graph(module, "multi", _TENSORS, _SCALARS, _STEPS, externs(), _INPUTS)
+        _graphs[index] = graph
+    if cuda_graph:
+        graph.capture()
+    return graph
 
 
 def externs():
@@ -69,17 +97,21 @@ def externs():
 
 
 def release(*buffers):
-    """Give outputs back when done with them: their memory serves the next call."""
-    for buf in buffers:
-        _pool.release(buf)
+    """Give tilec.Buffer outputs back when done with them: their memory serves
+    the next call (torch tensors need nothing: torch's allocator has them)."""
+    for graph in _graphs.values():
+        graph.release(*buffers)
 
 
-def call(x, bias):
+def call(x, bias, *, stream=None):
     """Run graph multi.
 
     Arguments: x: f32[R, C], bias: f32[R]. Tensors are torch or CuPy tensors on
-    the device, or tilec.Buffer, contiguous. Returns out: f32[R], lo: f32[R] (a
-    tuple of tilec.Buffer). Raises ValueError when an argument does not fit,
+    one device, or tilec.Buffer, contiguous. Runs on `stream` (a CUstream, a
+    torch or CuPy stream), else on torch's current stream for torch inputs,
+    never synchronizing. Returns out: f32[R], lo: f32[R] (a tuple of torch
+    tensors for torch inputs, else of tilec.Buffer). Raises ValueError
+    (OverflowError for a size that does not fit) when an argument does not fit,
     before any GPU work.
     """
     _x_info = tilec.tensor_info(x)
@@ -102,26 +134,18 @@ def call(x, bias):
     tilec.check_tensor("multi", "vals", (_R_s,), "f32")
     tilec.check_tensor("multi", "idx", (_R_s,), "i32")
     tilec.check_fits("multi", "argument 'n' of add (R)", _R_s, "i32")
-    device = load().device
-    kernels, pool = _kernels, _pool
-    ext = externs()
-    x = tilec.as_buffer(x, _x_info, device)
-    bias = tilec.as_buffer(bias, _bias_info, device)
-    vals = pool.alloc((_R_s,), "f32")
-    idx = pool.alloc((_R_s,), "i32")
-    ext.call("my_lib_topk2", [x], [vals, idx], device)
-    pool.release(idx)
-    tmp = pool.alloc((_R_s,), "f32")
-    ext.call("my_lib.fill", [tmp], [tmp], device)
-    lo = pool.alloc((_R_s,), "f32")
-    hi = pool.alloc((_R_s,), "f32")
-    ext.call("my_lib.minmax", [vals], [lo, hi], device)
-    pool.release(vals)
-    out_ = pool.alloc((_R_s,), "f32")
-    kernels["add"](hi, tmp, out_, _R_s)
-    pool.release(tmp)
-    pool.release(hi)
-    kernels["add"](out_, bias, out_, _R_s)
+    _g = _graphs.get(_x_info.device or 0) or load(_x_info.device)
+    _c = _g.begin((_x_info, _bias_info,), stream)
+    lo, _lo_p = _c.alloc((_R_s,), "f32")
+    out_, _out_p = _c.alloc((_R_s,), "f32")
+    _ws0 = tilec.aligned(4 * _R_s)
+    _ws, _wsp = _c.workspace(4 * _ws0)  # the intermediates
+    _vals_p = _wsp
+    _idx_p = _wsp + _ws0
+    _tmp_p = _wsp + 2 * _ws0
+    _hi_p = _wsp + 3 * _ws0
+    _g.run((_x_info.ptr, _bias_info.ptr, _vals_p, _idx_p, _tmp_p, _lo_p, _hi_p, _out_p, _R_s, _C_s,), _c.stream)
+    _c.done()
     return out_, lo
 
 

@@ -46,24 +46,52 @@ TILE_SOURCE = (
     b"}\n"
 )
 
-_module = None
-_kernels = None
-_pool = None
+# The launch plan, made once by load() (tilec.Graph): tensor slots (name,
+# dtype, shape), size and scalar slots ("$NAME" in the steps), and the
+# steps, kernel launches (name, variant or -1 for the fastest per shape,
+# arguments) and extern calls (symbol, inputs, outputs).
+_TENSORS = (
+    ("err", "f32", ("$N",)),
+    ("b_x", "f32", ("$N",)),
+    ("N", "f32", ("$s_N",)),
+    ("lambda", "f32", ("$N",)),
+    ("x", "f32", ("$N",)),
+    ("out_y", "f32", ("$N",)),
+    ("tl", "f32", ("$N",)),
+    ("y", "f32", ("$s_N",)),
+)
+_SCALARS = (
+    ("int", "float"),
+    ("s_N", "int"),
+    ("N", "int"),
+)
+_STEPS = (
+    ("kernel", "scale", 0, ("err", "x", 1, "$int")),
+    ("kernel", "scale", 0, ("b_x", "out_y", 1, "$int")),
+    ("kernel", "scale", 0, ("lambda", "tl", 1, "$int")),
+    ("kernel", "scale", 0, ("N", "y", "$s_N", "$int")),
+)
+_INPUTS = ("err", "b_x", "N", "lambda")
+
+_graphs = {}  # device index: tilec.Graph
 _externs = None
 
 
-def load():
-    """Build the kernels of tilec for the default device, once (a warm kernel
-    cache makes that a file read); TILEC_DEBUG_PRINT is read here."""
-    global _module, _kernels, _pool
-    if _module is None:
-        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE)
-        _kernels = tilec.debug_kernels({
-            "scale": module.kernel("scale", 0),
-        })
-        _pool = tilec.Pool(module.device)
-        _module = module
-    return _module
+def load(device=None, cuda_graph=False):
+    """Build the kernels of tilec for CUDA device `device` (an index; None: 0)
+    and its launch plan, once per device (a warm kernel cache makes that a
+    file read); returns the tilec.Graph. cuda_graph=True records the calls
+    as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is
+    read here."""
+    index = device or 0
+    graph = _graphs.get(index)
+    if graph is None:
+        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE, device_=index)
+        graph = tilec.Graph(module, "tilec", _TENSORS, _SCALARS, _STEPS, None, _INPUTS)
+        _graphs[index] = graph
+    if cuda_graph:
+        graph.capture()
+    return graph
 
 
 def externs():
@@ -75,18 +103,22 @@ def externs():
 
 
 def release(*buffers):
-    """Give outputs back when done with them: their memory serves the next call."""
-    for buf in buffers:
-        _pool.release(buf)
+    """Give tilec.Buffer outputs back when done with them: their memory serves
+    the next call (torch tensors need nothing: torch's allocator has them)."""
+    for graph in _graphs.values():
+        graph.release(*buffers)
 
 
-def call(err, b_x, N, int_, lambda_):
+def call(err, b_x, N, int_, lambda_, *, stream=None):
     """Run graph tilec.
 
     Arguments: err: f32[N], b_x: f32[N], N: f32[s_N], int: f32, lambda: f32[N].
-    Tensors are torch or CuPy tensors on the device, or tilec.Buffer,
-    contiguous. Returns out_y: f32[N], y: f32[s_N] (a tuple of tilec.Buffer).
-    Raises ValueError when an argument does not fit, before any GPU work.
+    Tensors are torch or CuPy tensors on one device, or tilec.Buffer,
+    contiguous. Runs on `stream` (a CUstream, a torch or CuPy stream), else on
+    torch's current stream for torch inputs, never synchronizing. Returns
+    out_y: f32[N], y: f32[s_N] (a tuple of torch tensors for torch inputs, else
+    of tilec.Buffer). Raises ValueError (OverflowError for a size that does not
+    fit) when an argument does not fit, before any GPU work.
     """
     _err_info = tilec.tensor_info(err)
     if _err_info is None or _err_info.dtype != "f32" or len(_err_info.shape) != 1:
@@ -125,22 +157,16 @@ def call(err, b_x, N, int_, lambda_):
     tilec.check_tensor("tilec", "x", (_N_s,), "f32")
     tilec.check_tensor("tilec", "y", (_s_N_s,), "f32")
     tilec.check_fits("tilec", "argument 'n' of scale (s_N)", _s_N_s, "i32")
-    device = load().device
-    kernels, pool = _kernels, _pool
-    err = tilec.as_buffer(err, _err_info, device)
-    b_x = tilec.as_buffer(b_x, _b_x_info, device)
-    N = tilec.as_buffer(N, _N_info, device)
-    lambda_ = tilec.as_buffer(lambda_, _lambda_info, device)
-    x = pool.alloc((_N_s,), "f32")
-    kernels["scale"](err, x, 1, int_)
-    out_y = pool.take(x, (_N_s,), "f32")  # the storage of x
-    kernels["scale"](b_x, out_y, 1, int_)
-    tl = pool.alloc((_N_s,), "f32")
-    kernels["scale"](lambda_, tl, 1, int_)
-    pool.release(tl)
-    y = pool.alloc((_s_N_s,), "f32")
-    kernels["scale"](N, y, _s_N_s, int_)
-    return out_y, y
+    _g = _graphs.get(_err_info.device or 0) or load(_err_info.device)
+    _c = _g.begin((_err_info, _b_x_info, _N_info, _lambda_info,), stream)
+    x, _x_p = _c.alloc((_N_s,), "f32")
+    y, _y_p = _c.alloc((_s_N_s,), "f32")
+    _ws0 = tilec.aligned(4 * _N_s)
+    _ws, _wsp = _c.workspace(_ws0)  # the intermediates
+    _tl_p = _wsp
+    _g.run((_err_info.ptr, _b_x_info.ptr, _N_info.ptr, _lambda_info.ptr, _x_p, _x_p, _tl_p, _y_p, int_, _s_N_s, _N_s,), _c.stream)
+    _c.done()
+    return x, y
 
 
 def main(argv):

@@ -46,24 +46,48 @@ TILE_SOURCE = (
     b"}\n"
 )
 
-_module = None
-_kernels = None
-_pool = None
+# The launch plan, made once by load() (tilec.Graph): tensor slots (name,
+# dtype, shape), size and scalar slots ("$NAME" in the steps), and the
+# steps, kernel launches (name, variant or -1 for the fastest per shape,
+# arguments) and extern calls (symbol, inputs, outputs).
+_TENSORS = (
+    ("t_x", "f32", ("$M",)),
+    ("x", "f32", ("$M",)),
+    ("_x_s", "f32", ("$M",)),
+    ("x_info", "f32", ("$M",)),
+    ("errlen", "f32", ("$M",)),
+)
+_SCALARS = (
+    ("M", "int"),
+    ("s_M", "int"),
+)
+_STEPS = (
+    ("kernel", "scale", 0, ("t_x", "errlen", "$M", 1.0)),
+    ("kernel", "scale", 0, ("x", "errlen", "$s_M", 2.0)),
+    ("kernel", "scale", 0, ("_x_s", "errlen", "$M", 3.0)),
+    ("kernel", "scale", 0, ("x_info", "errlen", "$M", 4.0)),
+)
+_INPUTS = ("t_x", "x", "_x_s", "x_info")
+
+_graphs = {}  # device index: tilec.Graph
 _externs = None
 
 
-def load():
-    """Build the kernels of tl for the default device, once (a warm kernel
-    cache makes that a file read); TILEC_DEBUG_PRINT is read here."""
-    global _module, _kernels, _pool
-    if _module is None:
-        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE)
-        _kernels = tilec.debug_kernels({
-            "scale": module.kernel("scale", 0),
-        })
-        _pool = tilec.Pool(module.device)
-        _module = module
-    return _module
+def load(device=None, cuda_graph=False):
+    """Build the kernels of tl for CUDA device `device` (an index; None: 0)
+    and its launch plan, once per device (a warm kernel cache makes that a
+    file read); returns the tilec.Graph. cuda_graph=True records the calls
+    as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is
+    read here."""
+    index = device or 0
+    graph = _graphs.get(index)
+    if graph is None:
+        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE, device_=index)
+        graph = tilec.Graph(module, "tl", _TENSORS, _SCALARS, _STEPS, None, _INPUTS)
+        _graphs[index] = graph
+    if cuda_graph:
+        graph.capture()
+    return graph
 
 
 def externs():
@@ -75,18 +99,22 @@ def externs():
 
 
 def release(*buffers):
-    """Give outputs back when done with them: their memory serves the next call."""
-    for buf in buffers:
-        _pool.release(buf)
+    """Give tilec.Buffer outputs back when done with them: their memory serves
+    the next call (torch tensors need nothing: torch's allocator has them)."""
+    for graph in _graphs.values():
+        graph.release(*buffers)
 
 
-def call(t_x, x, _x_s_, x_info, s_M):
+def call(t_x, x, _x_s_, x_info, s_M, *, stream=None):
     """Run graph tl.
 
     Arguments: t_x: f32[M], x: f32[M], _x_s: f32[M], x_info: f32[M], s_M: i32.
-    Tensors are torch or CuPy tensors on the device, or tilec.Buffer,
-    contiguous. Returns errlen: f32[M] (a tilec.Buffer). Raises ValueError when
-    an argument does not fit, before any GPU work.
+    Tensors are torch or CuPy tensors on one device, or tilec.Buffer,
+    contiguous. Runs on `stream` (a CUstream, a torch or CuPy stream), else on
+    torch's current stream for torch inputs, never synchronizing. Returns
+    errlen: f32[M] (a torch tensor for torch inputs, else a tilec.Buffer).
+    Raises ValueError (OverflowError for a size that does not fit) when an
+    argument does not fit, before any GPU work.
     """
     _t_x_info = tilec.tensor_info(t_x)
     if _t_x_info is None or _t_x_info.dtype != "f32" or len(_t_x_info.shape) != 1:
@@ -126,17 +154,11 @@ def call(t_x, x, _x_s_, x_info, s_M):
     tilec.check_tensor("tl", "errlen", (_M_s,), "f32")
     tilec.check_fits("tl", "argument 'n' of scale (M)", _M_s, "i32")
     tilec.check_fits("tl", "argument 'n' of scale (s_M)", s_M, "i32")
-    device = load().device
-    kernels, pool = _kernels, _pool
-    t_x = tilec.as_buffer(t_x, _t_x_info, device)
-    x = tilec.as_buffer(x, _x_info, device)
-    _x_s_ = tilec.as_buffer(_x_s_, __x_s_info, device)
-    x_info = tilec.as_buffer(x_info, _x_info_info, device)
-    errlen = pool.alloc((_M_s,), "f32")
-    kernels["scale"](t_x, errlen, _M_s, 1.0)
-    kernels["scale"](x, errlen, s_M, 2.0)
-    kernels["scale"](_x_s_, errlen, _M_s, 3.0)
-    kernels["scale"](x_info, errlen, _M_s, 4.0)
+    _g = _graphs.get(_t_x_info.device or 0) or load(_t_x_info.device)
+    _c = _g.begin((_t_x_info, _x_info, __x_s_info, _x_info_info,), stream)
+    errlen, _errlen_p = _c.alloc((_M_s,), "f32")
+    _g.run((_t_x_info.ptr, _x_info.ptr, __x_s_info.ptr, _x_info_info.ptr, _errlen_p, _M_s, s_M,), _c.stream)
+    _c.done()
     return errlen
 
 

@@ -27,24 +27,43 @@ TILE_SOURCE = (
     b"}\n"
 )
 
-_module = None
-_kernels = None
-_pool = None
+# The launch plan, made once by load() (tilec.Graph): tensor slots (name,
+# dtype, shape), size and scalar slots ("$NAME" in the steps), and the
+# steps, kernel launches (name, variant or -1 for the fastest per shape,
+# arguments) and extern calls (symbol, inputs, outputs).
+_TENSORS = (
+    ("x", "f32", ("$N",)),
+    ("unused", "f32", ("$N",)),
+    ("y", "f32", ("$N",)),
+    ("never", "f32", ("$N",)),
+)
+_SCALARS = (
+    ("N", "int"),
+)
+_STEPS = (
+    ("kernel", "copy", 0, ("x", "y", "$N")),
+)
+_INPUTS = ("x", "unused")
+
+_graphs = {}  # device index: tilec.Graph
 _externs = None
 
 
-def load():
-    """Build the kernels of g for the default device, once (a warm kernel
-    cache makes that a file read); TILEC_DEBUG_PRINT is read here."""
-    global _module, _kernels, _pool
-    if _module is None:
-        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE)
-        _kernels = tilec.debug_kernels({
-            "copy": module.kernel("copy", 0),
-        })
-        _pool = tilec.Pool(module.device)
-        _module = module
-    return _module
+def load(device=None, cuda_graph=False):
+    """Build the kernels of g for CUDA device `device` (an index; None: 0)
+    and its launch plan, once per device (a warm kernel cache makes that a
+    file read); returns the tilec.Graph. cuda_graph=True records the calls
+    as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is
+    read here."""
+    index = device or 0
+    graph = _graphs.get(index)
+    if graph is None:
+        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE, device_=index)
+        graph = tilec.Graph(module, "g", _TENSORS, _SCALARS, _STEPS, None, _INPUTS)
+        _graphs[index] = graph
+    if cuda_graph:
+        graph.capture()
+    return graph
 
 
 def externs():
@@ -56,18 +75,21 @@ def externs():
 
 
 def release(*buffers):
-    """Give outputs back when done with them: their memory serves the next call."""
-    for buf in buffers:
-        _pool.release(buf)
+    """Give tilec.Buffer outputs back when done with them: their memory serves
+    the next call (torch tensors need nothing: torch's allocator has them)."""
+    for graph in _graphs.values():
+        graph.release(*buffers)
 
 
-def call(x, unused, k):
+def call(x, unused, k, *, stream=None):
     """Run graph g.
 
     Arguments: x: f32[N], unused: f32[N], k: f32. Tensors are torch or CuPy
-    tensors on the device, or tilec.Buffer, contiguous. Returns y: f32[N] (a
-    tilec.Buffer). Raises ValueError when an argument does not fit, before any
-    GPU work.
+    tensors on one device, or tilec.Buffer, contiguous. Runs on `stream` (a
+    CUstream, a torch or CuPy stream), else on torch's current stream for torch
+    inputs, never synchronizing. Returns y: f32[N] (a torch tensor for torch
+    inputs, else a tilec.Buffer). Raises ValueError (OverflowError for a size
+    that does not fit) when an argument does not fit, before any GPU work.
     """
     _x_info = tilec.tensor_info(x)
     if _x_info is None or _x_info.dtype != "f32" or len(_x_info.shape) != 1:
@@ -88,14 +110,14 @@ def call(x, unused, k):
         raise ValueError("g: unused must be in device memory")
     tilec.check_tensor("g", "y", (_N_s,), "f32")
     tilec.check_fits("g", "argument 'n' of copy (N)", _N_s, "i32")
-    device = load().device
-    kernels, pool = _kernels, _pool
-    x = tilec.as_buffer(x, _x_info, device)
-    unused = tilec.as_buffer(unused, _unused_info, device)
-    y = pool.alloc((_N_s,), "f32")
-    never = pool.alloc((_N_s,), "f32")
-    pool.release(never)
-    kernels["copy"](x, y, _N_s)
+    _g = _graphs.get(_x_info.device or 0) or load(_x_info.device)
+    _c = _g.begin((_x_info, _unused_info,), stream)
+    y, _y_p = _c.alloc((_N_s,), "f32")
+    _ws0 = tilec.aligned(4 * _N_s)
+    _ws, _wsp = _c.workspace(_ws0)  # the intermediates
+    _never_p = _wsp
+    _g.run((_x_info.ptr, _unused_info.ptr, _y_p, _never_p, _N_s,), _c.stream)
+    _c.done()
     return y
 
 

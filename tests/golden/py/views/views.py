@@ -42,24 +42,56 @@ TILE_SOURCE = (
     b"}\n"
 )
 
-_module = None
-_kernels = None
-_pool = None
+# The launch plan, made once by load() (tilec.Graph): tensor slots (name,
+# dtype, shape), size and scalar slots ("$NAME" in the steps), and the
+# steps, kernel launches (name, variant or -1 for the fastest per shape,
+# arguments) and extern calls (symbol, inputs, outputs).
+_TENSORS = (
+    ("x", "f32", ("$R", "$C")),
+    ("xf", "f32", ("$C*R",)),
+    ("a", "f32", ("$R", "$C")),
+    ("af", "f32", ("$C*R",)),
+    ("aff", "f32", ("$C", "$R")),
+    ("b", "f32", ("$R", "$C")),
+    ("c", "f32", ("$R", "$C")),
+    ("d", "f32", ("$R", "$C")),
+    ("flat", "f32", ("$C*R",)),
+    ("z", "f32", ("$C", "$R")),
+)
+_SCALARS = (
+    ("C*R", "int"),
+    ("k", "int"),
+    ("R", "int"),
+    ("C", "int"),
+)
+_STEPS = (
+    ("kernel", "copy", 0, ("xf", "a", "$C*R")),
+    ("kernel", "copy", 0, ("x", "b", "$k")),
+    ("kernel", "copy", 0, ("aff", "c", "$C*R")),
+    ("kernel", "copy", 0, ("c", "d", "$C*R")),
+    ("kernel", "copy", 0, ("b", "z", "$C*R")),
+)
+_INPUTS = ("x",)
+
+_graphs = {}  # device index: tilec.Graph
 _externs = None
 
 
-def load():
-    """Build the kernels of views for the default device, once (a warm kernel
-    cache makes that a file read); TILEC_DEBUG_PRINT is read here."""
-    global _module, _kernels, _pool
-    if _module is None:
-        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE)
-        _kernels = tilec.debug_kernels({
-            "copy": module.kernel("copy", 0),
-        })
-        _pool = tilec.Pool(module.device)
-        _module = module
-    return _module
+def load(device=None, cuda_graph=False):
+    """Build the kernels of views for CUDA device `device` (an index; None: 0)
+    and its launch plan, once per device (a warm kernel cache makes that a
+    file read); returns the tilec.Graph. cuda_graph=True records the calls
+    as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is
+    read here."""
+    index = device or 0
+    graph = _graphs.get(index)
+    if graph is None:
+        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE, device_=index)
+        graph = tilec.Graph(module, "views", _TENSORS, _SCALARS, _STEPS, None, _INPUTS)
+        _graphs[index] = graph
+    if cuda_graph:
+        graph.capture()
+    return graph
 
 
 def externs():
@@ -71,17 +103,21 @@ def externs():
 
 
 def release(*buffers):
-    """Give outputs back when done with them: their memory serves the next call."""
-    for buf in buffers:
-        _pool.release(buf)
+    """Give tilec.Buffer outputs back when done with them: their memory serves
+    the next call (torch tensors need nothing: torch's allocator has them)."""
+    for graph in _graphs.values():
+        graph.release(*buffers)
 
 
-def call(x, k):
+def call(x, k, *, stream=None):
     """Run graph views.
 
-    Arguments: x: f32[R, C], k: i32. Tensors are torch or CuPy tensors on the
-    device, or tilec.Buffer, contiguous. Returns flat: f32[C*R], z: f32[C, R]
-    (a tuple of tilec.Buffer). Raises ValueError when an argument does not fit,
+    Arguments: x: f32[R, C], k: i32. Tensors are torch or CuPy tensors on one
+    device, or tilec.Buffer, contiguous. Runs on `stream` (a CUstream, a torch
+    or CuPy stream), else on torch's current stream for torch inputs, never
+    synchronizing. Returns flat: f32[C*R], z: f32[C, R] (a tuple of torch
+    tensors for torch inputs, else of tilec.Buffer). Raises ValueError
+    (OverflowError for a size that does not fit) when an argument does not fit,
     before any GPU work.
     """
     _x_info = tilec.tensor_info(x)
@@ -97,25 +133,16 @@ def call(x, k):
     tilec.check_fits("views", "argument 'n' of copy (C*R)", _C_s * _R_s, "i32")
     tilec.check_tensor("views", "aff", (_C_s, _R_s), "f32")
     tilec.check_fits("views", "argument 'n' of copy (k)", k, "i32")
-    device = load().device
-    kernels, pool = _kernels, _pool
-    x = tilec.as_buffer(x, _x_info, device)
-    xf = x.view((_C_s * _R_s,), "f32")
-    a = pool.alloc((_R_s, _C_s), "f32")
-    kernels["copy"](xf, a, _C_s * _R_s)
-    af = a.view((_C_s * _R_s,), "f32")
-    aff = af.view((_C_s, _R_s), "f32")
-    b = pool.alloc((_R_s, _C_s), "f32")
-    kernels["copy"](x, b, k)
-    c = pool.alloc((_R_s, _C_s), "f32")
-    kernels["copy"](aff, c, _C_s * _R_s)
-    d = pool.take(a, (_R_s, _C_s), "f32")  # the storage of a
-    kernels["copy"](c, d, _C_s * _R_s)
-    flat = d.view((_C_s * _R_s,), "f32")
-    z = pool.take(c, (_C_s, _R_s), "f32")  # the storage of c
-    kernels["copy"](b, z, _C_s * _R_s)
-    pool.release(b)
-    return flat, z
+    _g = _graphs.get(_x_info.device or 0) or load(_x_info.device)
+    _c = _g.begin((_x_info,), stream)
+    a, _a_p = _c.alloc((_R_s, _C_s), "f32")
+    c, _c_p = _c.alloc((_R_s, _C_s), "f32")
+    _ws0 = tilec.aligned(4 * _C_s * _R_s)
+    _ws, _wsp = _c.workspace(_ws0)  # the intermediates
+    _b_p = _wsp
+    _g.run((_x_info.ptr, _x_info.ptr, _a_p, _a_p, _a_p, _b_p, _c_p, _a_p, _a_p, _c_p, _C_s * _R_s, k, _R_s, _C_s,), _c.stream)
+    _c.done()
+    return _c.view(a, 0, (_C_s * _R_s,), "f32"), _c.view(c, 0, (_C_s, _R_s), "f32")
 
 
 def main(argv):

@@ -1,0 +1,134 @@
+/* _native.c: the optional CPython extension of the tilec package, built
+ * with the stable ABI (Py_LIMITED_API 3.11: one tilec_native.abi3.so for
+ * Python 3.11 and later) by the Makefile beside libtilec.so. It packs a
+ * call's values straight from Python objects into tilec_rt_arg slots and
+ * calls the runtime: tilec_plan_run for a graph, tilec_program_launch or
+ * _launch_best for a kernel, saving the struct.pack and the ctypes
+ * argument conversion of the ctypes path (python/tilec/_library.py). The
+ * runtime's entry points come from the already loaded libtilec through
+ * init() (addresses ctypes found), so this file links against nothing.
+ * The package works without it (ctypes); TILEC_NO_NATIVE=1 turns it off. */
+#define Py_LIMITED_API 0x030b0000
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef union arg {
+    uint64_t ptr;
+    int32_t i32;
+    int64_t i64;
+    float f32;
+    double f64;
+    uint32_t u32;
+    uint64_t u64;
+} arg;
+
+typedef int (*plan_run_fn)(void *plan, const arg *slots, uint32_t n, void *stream);
+typedef int (*launch_fn)(void *prog, const char *name, int variant, const arg *args, uint32_t n, void *stream);
+typedef int (*launch_best_fn)(void *prog, const char *name, const arg *args, uint32_t n, void *stream, int *chosen);
+
+static plan_run_fn plan_run;
+static launch_fn launch;
+static launch_best_fn launch_best;
+
+enum { MAX_VALUES = 1024 };
+
+/* values[i] as kinds[i] says: 'p' address, 'q' int64, 'd' double, 'i'
+ * int32, 'I' uint32, 'Q' uint64, 'f' float. -1 with a Python error set. */
+static int pack(PyObject *values, const char *kinds, Py_ssize_t n, arg *out)
+{
+    if (!PyTuple_Check(values) || PyTuple_Size(values) != n) {
+        PyErr_Format(PyExc_TypeError, "expected a tuple of %zd values", n);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyTuple_GetItem(values, i);
+        out[i].u64 = 0;
+        switch (kinds[i]) {
+        case 'p':
+        case 'Q': out[i].u64 = PyLong_AsUnsignedLongLong(v); break;
+        case 'q': out[i].i64 = PyLong_AsLongLong(v); break;
+        case 'i': out[i].i32 = (int32_t)PyLong_AsLong(v); break;
+        case 'I': out[i].u32 = (uint32_t)PyLong_AsUnsignedLong(v); break;
+        case 'd': out[i].f64 = PyFloat_AsDouble(v); break;
+        case 'f': out[i].f32 = (float)PyFloat_AsDouble(v); break;
+        default: PyErr_Format(PyExc_ValueError, "unknown value kind %c", kinds[i]); return -1;
+        }
+        if (PyErr_Occurred())
+            return -1;
+    }
+    return 0;
+}
+
+static void *stream_of(PyObject *s) { return s == Py_None ? NULL : PyLong_AsVoidPtr(s); }
+
+static PyObject *n_init(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *a, *b, *c;
+    if (!PyArg_ParseTuple(args, "OOO", &a, &b, &c))
+        return NULL;
+    plan_run = (plan_run_fn)PyLong_AsVoidPtr(a);
+    launch = (launch_fn)PyLong_AsVoidPtr(b);
+    launch_best = (launch_best_fn)PyLong_AsVoidPtr(c);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* plan_run(plan, kinds, values, stream) -> status */
+static PyObject *n_plan_run(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *plan, *values, *stream;
+    const char *kinds;
+    Py_ssize_t n;
+    arg slots[MAX_VALUES];
+    if (!PyArg_ParseTuple(args, "Oy#OO", &plan, &kinds, &n, &values, &stream))
+        return NULL;
+    if (n > MAX_VALUES || !plan_run)
+        return PyErr_Format(PyExc_ValueError, "%zd slots (at most %d), or init() not called", n, MAX_VALUES);
+    if (pack(values, kinds, n, slots))
+        return NULL;
+    void *s = stream_of(stream), *p = PyLong_AsVoidPtr(plan);
+    if (PyErr_Occurred())
+        return NULL;
+    return PyLong_FromLong(plan_run(p, slots, (uint32_t)n, s));
+}
+
+/* launch(prog, name, variant, kinds, values, stream) -> (status, chosen); variant < 0: the fastest */
+static PyObject *n_launch(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *prog, *values, *stream;
+    const char *name, *kinds;
+    Py_ssize_t n;
+    int variant, chosen = -1;
+    arg a[64];
+    if (!PyArg_ParseTuple(args, "Oyiy#OO", &prog, &name, &variant, &kinds, &n, &values, &stream))
+        return NULL;
+    if (n > 64 || !launch)
+        return PyErr_Format(PyExc_ValueError, "%zd arguments (at most 64), or init() not called", n);
+    if (pack(values, kinds, n, a))
+        return NULL;
+    void *s = stream_of(stream), *p = PyLong_AsVoidPtr(prog);
+    if (PyErr_Occurred())
+        return NULL;
+    int st = variant < 0 ? launch_best(p, name, a, (uint32_t)n, s, &chosen)
+                         : launch(p, name, variant, a, (uint32_t)n, s);
+    return Py_BuildValue("(ii)", st, variant < 0 ? chosen : variant);
+}
+
+static PyMethodDef methods[] = {
+    {"init", n_init, METH_VARARGS, "init(plan_run, launch, launch_best): the runtime's entry points"},
+    {"plan_run", n_plan_run, METH_VARARGS, "plan_run(plan, kinds, values, stream) -> status"},
+    {"launch", n_launch, METH_VARARGS, "launch(prog, name, variant, kinds, values, stream) -> (status, chosen)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "tilec_native", "tilec's optional fast path", -1,
+                                    methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit_tilec_native(void);
+PyMODINIT_FUNC PyInit_tilec_native(void) { return PyModule_Create(&module); }

@@ -1,0 +1,192 @@
+"""Kernels: a loaded kernel of a Module, launched by calling it. Every
+argument is checked against the kernel's declared parameters before
+anything is launched: count, tensor dtype, device, contiguity and
+alignment for pointer parameters, integer ranges and types for scalars."""
+from __future__ import annotations
+
+import ctypes
+import struct
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+from ._library import F32, F64, I32, I64, PTR, U32, U64, TilecError, lib, native
+from .buffer import Buffer, tensor_info
+from .checks import check_float, check_int
+from .device import stream_handle, torch_module
+from .dtypes import DT_ENUM, DTYPES, TORCH_NAMES
+
+if TYPE_CHECKING:
+    from .module import Module
+
+_KIND_NAMES = {PTR: "pointer", I32: "i32", I64: "i64", F32: "f32", F64: "f64", U32: "u32", U64: "u64"}
+# each argument is one 8-byte tilec_rt_arg: 4-byte kinds are padded
+_PACK = {PTR: "Q", I32: "i4x", I64: "q", F32: "f4x", F64: "d", U32: "I4x", U64: "Q"}
+_NATIVE_KINDS = {PTR: "p", I32: "i", I64: "q", F32: "f", F64: "d", U32: "I", U64: "Q"}
+
+_torch_names: Dict[Any, Optional[str]] = {}
+
+
+def torch_dtype_name(dt: Any) -> Optional[str]:
+    """tilec's name of a torch dtype ("f32"), or None."""
+    name = _torch_names.get(dt, False)
+    if name is False:
+        name = _torch_names[dt] = TORCH_NAMES.get(str(dt).replace("torch.", ""))
+    return name
+
+
+def describe(obj: Any) -> str:
+    """What an argument is, for messages: "a f16 tensor", "an int"."""
+    info = tensor_info(obj)
+    if info is not None:
+        return f"a {info.dtype or 'unknown-dtype'} tensor of shape {list(info.shape)}"
+    name = type(obj).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def pointer_arg(owner: str, param: str, dtype: str, index: int, obj: Any, device_index: int) -> Tuple[int, bool]:
+    """The device address of tensor argument `obj` for pointer parameter
+    `param` (*dtype), and whether it is a torch tensor; TypeError for what
+    is not a tensor of that dtype, ValueError for one in host memory, on
+    another device, not contiguous or not aligned to its element size."""
+    torch = torch_module()
+    where = f"{owner}: parameter '{param}' (*{dtype}), argument {index + 1}"
+    if torch is not None and isinstance(obj, torch.Tensor):
+        have = torch_dtype_name(obj.dtype)
+        if have != dtype:
+            raise TypeError(f"{where}: expects a {dtype} tensor; got a {have or obj.dtype} tensor")
+        if not obj.is_cuda:
+            raise ValueError(f"{where}: the tensor is in host memory; it must be on cuda:{device_index}")
+        if obj.get_device() != device_index:
+            raise ValueError(f"{where}: the tensor is on cuda:{obj.get_device()}; the kernel is on cuda:{device_index}")
+        if not obj.is_contiguous():
+            raise ValueError(f"{where}: the tensor must be contiguous (row-major); its strides are {obj.stride()}")
+        ptr, is_torch = obj.data_ptr(), True
+    else:
+        info = tensor_info(obj)
+        if info is None:
+            raise TypeError(f"{where}: expects a {dtype} tensor (torch, CuPy or tilec.Buffer); got {describe(obj)}")
+        if info.dtype != dtype:
+            raise TypeError(f"{where}: expects a {dtype} tensor; got a {info.dtype or 'unknown-dtype'} tensor")
+        if not info.on_device:
+            raise ValueError(f"{where}: the tensor is in host memory; it must be on cuda:{device_index}")
+        if info.device is not None and info.device != device_index:
+            raise ValueError(f"{where}: the tensor is on cuda:{info.device}; the kernel is on cuda:{device_index}")
+        if not info.contiguous:
+            raise ValueError(f"{where}: the tensor must be contiguous (row-major); its strides are "
+                             f"{list(info.strides or ())} elements")
+        ptr, is_torch = info.ptr, False
+    size = DTYPES[dtype][0]
+    if ptr % size:
+        raise ValueError(f"{where}: address 0x{ptr:x} is not aligned to {size} bytes (the size of {dtype})")
+    return ptr, is_torch
+
+
+class Param:
+    """A declared kernel parameter: name, launch kind, and the element type
+    of a pointer (else the scalar's type)."""
+
+    __slots__ = ("name", "kind", "dtype")
+
+    def __init__(self, name: str, kind: int, dtype: str):
+        self.name, self.kind, self.dtype = name, kind, dtype
+
+    def __repr__(self) -> str:
+        return f"{self.name}: {'*' if self.kind == PTR else ''}{self.dtype}"
+
+
+def kernel_params(module: "Module", name: str, kinds: List[int]) -> List[Param]:
+    """Kernel `name`'s declared parameters, from the module's checked AST
+    (names and element types) and the launch kinds."""
+    L = lib()
+    k = L.tilec_module_find_kernel(module._mod, name.encode())
+    out = []
+    for i, kind in enumerate(kinds):
+        pname, pointer, dt = ctypes.c_char_p(), ctypes.c_int(), ctypes.c_int()
+        if not k or L.tilec_kernel_param_info(k, i, ctypes.byref(pname), ctypes.byref(pointer), ctypes.byref(dt)):
+            out.append(Param(f"arg{i + 1}", kind, _KIND_NAMES[kind]))
+            continue
+        out.append(Param((pname.value or b"?").decode(), kind, DT_ENUM[dt.value]))
+    return out
+
+
+class Kernel:
+    """A loaded kernel; calling it launches it, on `stream` (an int
+    CUstream, a torch or CuPy stream), or on torch's current stream when an
+    argument is a torch tensor, else on the legacy default stream. Never
+    synchronizes. With variant None (the default) the runtime picks the
+    fastest variant per shape (multi-kernel) and `last_variant` says which
+    ran.
+
+    Arguments are checked before the launch, against the kernel's declared
+    parameters: TypeError for a wrong count or type, ValueError for a tensor
+    on the wrong device, not contiguous or misaligned, OverflowError for an
+    integer out of its parameter's range. Pointer parameters have no
+    declared shape, so a tensor's shape is not checked here."""
+
+    def __init__(self, module: "Module", name: str, variant: Optional[int] = None):
+        self.module, self.name, self.variant = module, name, variant
+        self.last_variant = variant
+        L = lib()
+        h = L.tilec_program_kernel(module._prog, name.encode(), 0 if variant is None else variant)
+        if not h:
+            raise TilecError(f"no kernel {name!r} variant {variant} in {module.path}")
+        meta = L.tilec_rt_kernel_meta(h)
+        self.kinds: List[int] = [meta.kinds[i] for i in range(meta.nparams)]
+        self.threads: int = meta.block_x
+        self.shared_bytes: int = meta.dyn_smem_bytes
+        self.params: List[Param] = kernel_params(module, name, self.kinds)
+        # what a launch needs, worked out once: a call is then one pass
+        # over the arguments, one struct.pack and one ctypes call
+        self._name_b = name.encode()
+        self._pack = struct.Struct("<" + "".join(_PACK[k] for k in self.kinds)).pack
+        self._device_index = module.device.index
+        self._lib = L
+        self._native = native()
+        self._kinds_b = "".join(_NATIVE_KINDS[k] for k in self.kinds).encode()
+
+    def __repr__(self) -> str:
+        return f"<tilec.Kernel {self.name}({', '.join(map(repr, self.params))})>"
+
+    def check(self, args: Tuple[Any, ...]) -> Tuple[List[Any], bool]:
+        """The launch values of args (addresses, ints, floats), and whether
+        a torch tensor is among them; raises as a call would."""
+        params = self.params
+        if len(args) != len(params):
+            raise TypeError(f"{self.name}() takes {len(params)} arguments ({', '.join(map(repr, params))}); "
+                            f"got {len(args)}")
+        vals: List[Any] = []
+        use_torch = False
+        for i, (p, a) in enumerate(zip(params, args)):
+            k = p.kind
+            if k == PTR:
+                if type(a) is Buffer and a.dtype == p.dtype and a.device.index == self._device_index \
+                        and not a.ptr % DTYPES[p.dtype][0]:
+                    vals.append(a.ptr)
+                    continue
+                ptr, t = pointer_arg(self.name, p.name, p.dtype, i, a, self._device_index)
+                use_torch |= t
+                vals.append(ptr)
+            elif k == F32 or k == F64:
+                vals.append(check_float(self.name, p.name, _KIND_NAMES[k], a))
+            else:
+                vals.append(check_int(self.name, p.name, _KIND_NAMES[k], a))
+        return vals, use_torch
+
+    def __call__(self, *args: Any, stream: Any = None) -> None:
+        vals, use_torch = self.check(args)
+        s = stream_handle(stream, self._device_index, use_torch)
+        L = self._lib
+        if self._native is not None:
+            st, chosen_v = self._native.launch(self.module._prog.value, self._name_b,
+                                               -1 if self.variant is None else self.variant, self._kinds_b,
+                                               tuple(vals), s)
+            self.last_variant = chosen_v
+        elif self.variant is None:
+            packed = self._pack(*vals)
+            chosen = ctypes.c_int(-1)
+            st = L.tilec_program_launch_best(self.module._prog, self._name_b, packed, len(vals), s,
+                                             ctypes.byref(chosen))
+            self.last_variant = chosen.value
+        else:
+            st = L.tilec_program_launch(self.module._prog, self._name_b, self.variant, self._pack(*vals), len(vals), s)
+        if st != 0:
+            raise TilecError(f"launch of {self.name}: " + L.tilec_rt_last_error(self.module.device._h).decode())

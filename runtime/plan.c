@@ -1,0 +1,350 @@
+/* plan.c: launch plans (tilec/plan.h): steps resolved once against a
+ * program (kernel entries found, argument slots checked against parameter
+ * kinds), then run for the slot values of each call: integer slots range-
+ * checked before anything is launched, each step's arguments gathered
+ * into a fixed array, kernels launched through the program's static or
+ * multi-kernel launch, externs called through the registry. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/plan_internal.h"
+
+enum { PLAN_MAX_TENSORS = 32 };
+
+tilec_rt_status plan_fail(tilec_plan *p, tilec_rt_status st, const char *fmt, ...)
+{
+    int n = snprintf(p->err, sizeof p->err, "%s: ", p->name);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->err + n, sizeof p->err - (size_t)n, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+tilec_plan *tilec_plan_new(tilec_program *prog, tilec_externs *externs, const char *name, uint32_t nslots)
+{
+    if (!prog || !name || !prog->rt)
+        return NULL;
+    tilec_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->prog = prog;
+    p->rt = prog->rt;
+    p->ext = externs;
+    p->nslots = nslots;
+    p->name = strdup(name);
+    p->types = calloc(nslots ? nslots : 1, sizeof *p->types);
+    p->slot_names = calloc(nslots ? nslots : 1, sizeof *p->slot_names);
+    if (!p->name || !p->types || !p->slot_names) {
+        tilec_plan_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void tilec_plan_free(tilec_plan *p)
+{
+    if (!p)
+        return;
+    plan_graph_clear(p);
+    for (uint32_t i = 0; i < p->nsteps; i++) {
+        free(p->steps[i].args);
+        free(p->steps[i].symbol);
+        free(p->steps[i].tensors);
+    }
+    for (uint32_t i = 0; p->slot_names && i < p->nslots; i++)
+        free(p->slot_names[i]);
+    free(p->slot_names);
+    free(p->types);
+    free(p->steps);
+    free(p->name);
+    free(p);
+}
+
+const char *tilec_plan_last_error(const tilec_plan *p) { return p ? p->err : "no plan (NULL)"; }
+
+void tilec_plan_get_stats(const tilec_plan *p, tilec_plan_stats *s)
+{
+    if (!p || !s)
+        return;
+    *s = p->st;
+    s->steps = p->nsteps;
+}
+
+tilec_rt_status tilec_plan_set_slot(tilec_plan *p, uint32_t i, tilec_plan_slot_type type, const char *name)
+{
+    if (!p)
+        return TILEC_RT_INVALID_ARG;
+    if (i >= p->nslots || (unsigned)type > TILEC_PLAN_FLOAT)
+        return plan_fail(p, TILEC_RT_INVALID_ARG, "slot %u of type %d (the plan has %u slots)", i, (int)type,
+                         p->nslots);
+    char *copy = strdup(name ? name : "?");
+    if (!copy)
+        return TILEC_RT_NOMEM;
+    free(p->slot_names[i]);
+    p->slot_names[i] = copy;
+    p->types[i] = type;
+    return TILEC_RT_OK;
+}
+
+static const char *slot_name(const tilec_plan *p, int32_t s)
+{
+    return p->slot_names[s] ? p->slot_names[s] : "?";
+}
+
+static const char *kind_text(tilec_rt_param_kind k)
+{
+    static const char *const names[] = {"pointer", "i32", "i64", "f32", "f64", "u32", "u64"}; /* ORDER PARAM_KIND */
+    return (unsigned)k < TILEC_RT_PARAM_KIND_COUNT ? names[k] : "unknown";
+}
+
+/* May slot type t feed a parameter of kind k? */
+static int slot_suits(tilec_plan_slot_type t, tilec_rt_param_kind k)
+{
+    if (k == TILEC_RT_PARAM_POINTER)
+        return t == TILEC_PLAN_PTR;
+    if (k == TILEC_RT_PARAM_F32 || k == TILEC_RT_PARAM_F64)
+        return t == TILEC_PLAN_FLOAT || t == TILEC_PLAN_INT;
+    return t == TILEC_PLAN_INT;
+}
+
+static plan_step *push_step(tilec_plan *p)
+{
+    if (p->nsteps == p->cap) {
+        uint32_t cap = p->cap ? 2 * p->cap : 8;
+        plan_step *s = realloc(p->steps, cap * sizeof *s);
+        if (!s)
+            return NULL;
+        p->steps = s;
+        p->cap = cap;
+    }
+    plan_step *s = &p->steps[p->nsteps];
+    memset(s, 0, sizeof *s);
+    return s;
+}
+
+tilec_rt_status tilec_plan_add_kernel(tilec_plan *p, const char *kernel, int variant, const tilec_plan_value *args,
+                                      uint32_t nargs)
+{
+    if (!p || !kernel || (nargs && !args))
+        return p ? plan_fail(p, TILEC_RT_INVALID_ARG, "add_kernel: NULL kernel name or arguments")
+                 : TILEC_RT_INVALID_ARG;
+    int i = rt_program_find(p->prog, kernel, variant < 0 ? 0 : variant);
+    if (i < 0)
+        return plan_fail(p, TILEC_RT_NOT_FOUND, "no kernel '%s' variant %d in the program", kernel,
+                         variant < 0 ? 0 : variant);
+    const pkernel *pk = &p->prog->ks[i];
+    if (!pk->kern)
+        return plan_fail(p, TILEC_RT_INVALID_ARG, "kernel '%s' is not loaded", kernel);
+    if (nargs != pk->nparams)
+        return plan_fail(p, TILEC_RT_INVALID_ARG, "kernel '%s' takes %u arguments; the step gives %u", kernel,
+                         pk->nparams, nargs);
+    for (uint32_t a = 0; a < nargs; a++) {
+        int32_t s = args[a].slot;
+        if (s < 0)
+            continue;
+        if ((uint32_t)s >= p->nslots)
+            return plan_fail(p, TILEC_RT_INVALID_ARG, "argument %u of '%s' names slot %d; the plan has %u", a + 1,
+                             kernel, s, p->nslots);
+        if (!slot_suits(p->types[s], pk->kinds[a]))
+            return plan_fail(p, TILEC_RT_INVALID_ARG, "argument %u of '%s' is a %s; slot '%s' does not hold one",
+                             a + 1, kernel, kind_text(pk->kinds[a]), slot_name(p, s));
+    }
+    plan_step *st = push_step(p);
+    tilec_plan_value *copy = malloc((nargs ? nargs : 1) * sizeof *copy);
+    if (!st || !copy) {
+        free(copy);
+        return TILEC_RT_NOMEM;
+    }
+    if (nargs)
+        memcpy(copy, args, nargs * sizeof *copy);
+    st->kernel = (uint32_t)i;
+    st->best = variant < 0 && pk->nvariants > 1;
+    st->nargs = nargs;
+    st->args = copy;
+    p->nsteps++;
+    return TILEC_RT_OK;
+}
+
+static tilec_rt_status check_tensor(tilec_plan *p, const char *symbol, const tilec_plan_tensor *t)
+{
+    if (t->data_slot < 0 || (uint32_t)t->data_slot >= p->nslots || p->types[t->data_slot] != TILEC_PLAN_PTR)
+        return plan_fail(p, TILEC_RT_INVALID_ARG, "a tensor of extern '%s' needs a pointer slot, not %d", symbol,
+                         t->data_slot);
+    if (t->rank > TILEC_TENSOR_MAX_RANK)
+        return plan_fail(p, TILEC_RT_INVALID_ARG, "a tensor of extern '%s' has rank %u (at most %d)", symbol,
+                         t->rank, TILEC_TENSOR_MAX_RANK);
+    for (uint32_t d = 0; d < t->rank; d++) {
+        int32_t s = t->sizes[d].slot;
+        if (s >= 0 && ((uint32_t)s >= p->nslots || p->types[s] != TILEC_PLAN_INT))
+            return plan_fail(p, TILEC_RT_INVALID_ARG, "dimension %u of a tensor of extern '%s' needs an integer slot",
+                             d, symbol);
+    }
+    return TILEC_RT_OK;
+}
+
+tilec_rt_status tilec_plan_add_extern(tilec_plan *p, const char *symbol, const tilec_plan_tensor *inputs,
+                                      uint32_t ninputs, const tilec_plan_tensor *outputs, uint32_t noutputs)
+{
+    if (!p)
+        return TILEC_RT_INVALID_ARG;
+    if (!symbol || (ninputs && !inputs) || (noutputs && !outputs) || !p->ext)
+        return plan_fail(p, TILEC_RT_INVALID_ARG, "add_extern: NULL symbol or tensors, or a plan without externs");
+    if (ninputs + noutputs > PLAN_MAX_TENSORS)
+        return plan_fail(p, TILEC_RT_INVALID_ARG, "extern '%s' takes %u tensors (at most %d)", symbol,
+                         ninputs + noutputs, PLAN_MAX_TENSORS);
+    for (uint32_t i = 0; i < ninputs + noutputs; i++) {
+        tilec_rt_status st = check_tensor(p, symbol, i < ninputs ? &inputs[i] : &outputs[i - ninputs]);
+        if (st != TILEC_RT_OK)
+            return st;
+    }
+    plan_step *st = push_step(p);
+    tilec_plan_tensor *ts = malloc((ninputs + noutputs ? ninputs + noutputs : 1) * sizeof *ts);
+    char *sym = strdup(symbol);
+    if (!st || !ts || !sym) {
+        free(ts);
+        free(sym);
+        return TILEC_RT_NOMEM;
+    }
+    if (ninputs)
+        memcpy(ts, inputs, ninputs * sizeof *ts);
+    if (noutputs)
+        memcpy(ts + ninputs, outputs, noutputs * sizeof *ts);
+    st->symbol = sym;
+    st->nin = ninputs;
+    st->nout = noutputs;
+    st->tensors = ts;
+    p->nsteps++;
+    return TILEC_RT_OK;
+}
+
+/* ---- running ---- */
+
+/* Does integer v fit a parameter of kind k? */
+static int int_fits(int64_t v, tilec_rt_param_kind k)
+{
+    switch (k) {
+    case TILEC_RT_PARAM_I32: return v >= INT32_MIN && v <= INT32_MAX;
+    case TILEC_RT_PARAM_U32: return v >= 0 && v <= (int64_t)UINT32_MAX;
+    case TILEC_RT_PARAM_U64: return v >= 0;
+    default: return 1;
+    }
+}
+
+/* Every integer slot against every parameter it feeds, before any launch. */
+static tilec_rt_status check_slots(tilec_plan *p, const tilec_rt_arg *slots)
+{
+    for (uint32_t i = 0; i < p->nsteps; i++) {
+        const plan_step *st = &p->steps[i];
+        if (st->symbol)
+            continue;
+        const pkernel *pk = &p->prog->ks[st->kernel];
+        for (uint32_t a = 0; a < st->nargs; a++) {
+            int32_t s = st->args[a].slot;
+            if (s < 0 || p->types[s] != TILEC_PLAN_INT || int_fits(slots[s].i64, pk->kinds[a]))
+                continue;
+            return plan_fail(p, TILEC_RT_INVALID_ARG, "%s is %lld, which does not fit %s (argument %u of %s)",
+                             slot_name(p, s), (long long)slots[s].i64, kind_text(pk->kinds[a]), a + 1, pk->kname);
+        }
+    }
+    return TILEC_RT_OK;
+}
+
+/* Argument a of a step: a constant, or its slot read as the parameter's kind. */
+static tilec_rt_arg gather(const tilec_plan *p, const tilec_plan_value *v, tilec_rt_param_kind k,
+                           const tilec_rt_arg *slots)
+{
+    if (v->slot < 0)
+        return v->value;
+    tilec_rt_arg s = slots[v->slot], a;
+    a.u64 = 0;
+    if (p->types[v->slot] == TILEC_PLAN_FLOAT) {
+        if (k == TILEC_RT_PARAM_F32)
+            a.f32 = (float)s.f64;
+        else
+            a.f64 = s.f64;
+        return a;
+    }
+    switch (k) {
+    case TILEC_RT_PARAM_I32: a.i32 = (int32_t)s.i64; break;
+    case TILEC_RT_PARAM_U32: a.u32 = (uint32_t)s.i64; break;
+    case TILEC_RT_PARAM_F32: a.f32 = (float)s.i64; break;
+    case TILEC_RT_PARAM_F64: a.f64 = (double)s.i64; break;
+    default: a.u64 = s.u64; break; /* pointer, i64, u64 */
+    }
+    return a;
+}
+
+static tilec_rt_status run_kernel(tilec_plan *p, uint32_t i, const plan_step *st, const tilec_rt_arg *slots,
+                                  void *stream)
+{
+    const pkernel *pk = &p->prog->ks[st->kernel];
+    tilec_rt_arg args[TILEC_RT_MAX_PARAMS];
+    for (uint32_t a = 0; a < st->nargs; a++)
+        args[a] = gather(p, &st->args[a], pk->kinds[a], slots);
+    tilec_rt_status r = st->best ? rt_program_launch_best_at(p->prog, st->kernel, args, st->nargs, stream, NULL)
+                                 : rt_program_launch_at(p->prog, st->kernel, args, stream);
+    if (r != TILEC_RT_OK)
+        return plan_fail(p, r, "step %u (kernel %s): %s", i + 1, pk->kname,
+                         r == TILEC_RT_INVALID_ARG ? "its grid cannot be computed from these sizes"
+                                                   : tilec_rt_last_error(p->rt));
+    return TILEC_RT_OK;
+}
+
+static void make_tensor(const tilec_plan_tensor *t, const tilec_rt_arg *slots, tilec_tensor *out)
+{
+    memset(out, 0, sizeof *out);
+    out->data = slots[t->data_slot].ptr;
+    out->dtype = t->dtype;
+    out->rank = t->rank;
+    int64_t stride = 1;
+    for (uint32_t d = t->rank; d-- > 0;) {
+        out->sizes[d] = t->sizes[d].slot < 0 ? t->sizes[d].value.i64 : slots[t->sizes[d].slot].i64;
+        out->strides[d] = stride;
+        stride *= out->sizes[d];
+    }
+}
+
+static tilec_rt_status run_extern(tilec_plan *p, uint32_t i, const plan_step *st, const tilec_rt_arg *slots,
+                                  void *stream)
+{
+    tilec_tensor ts[PLAN_MAX_TENSORS];
+    for (uint32_t t = 0; t < st->nin + st->nout; t++)
+        make_tensor(&st->tensors[t], slots, &ts[t]);
+    tilec_rt_status r = tilec_externs_call(p->ext, st->symbol, p->rt, stream, ts, st->nin, ts + st->nin, st->nout);
+    if (r != TILEC_RT_OK)
+        return plan_fail(p, r, "step %u (extern %s): %s", i + 1, st->symbol, tilec_externs_last_error(p->ext));
+    return TILEC_RT_OK;
+}
+
+tilec_rt_status plan_run_steps(tilec_plan *p, const tilec_rt_arg *slots, void *stream)
+{
+    for (uint32_t i = 0; i < p->nsteps; i++) {
+        const plan_step *st = &p->steps[i];
+        tilec_rt_status r = st->symbol ? run_extern(p, i, st, slots, stream) : run_kernel(p, i, st, slots, stream);
+        if (r != TILEC_RT_OK)
+            return r;
+    }
+    return TILEC_RT_OK;
+}
+
+tilec_rt_status tilec_plan_run(tilec_plan *p, const tilec_rt_arg *slots, uint32_t nslots, void *stream)
+{
+    if (!p)
+        return TILEC_RT_INVALID_ARG;
+    if (nslots != p->nslots || (nslots && !slots))
+        return plan_fail(p, TILEC_RT_INVALID_ARG, "run with %u slot values; the plan has %u slots", nslots,
+                         p->nslots);
+    tilec_rt_status r = check_slots(p, slots);
+    if (r != TILEC_RT_OK)
+        return r;
+    r = tilec_rt_make_current(p->rt);
+    if (r != TILEC_RT_OK)
+        return plan_fail(p, r, "%s", tilec_rt_last_error(p->rt));
+    r = p->max_graphs ? plan_graph_run(p, slots, stream) : plan_run_steps(p, slots, stream);
+    if (r == TILEC_RT_OK)
+        p->st.runs++;
+    return r;
+}

@@ -1,0 +1,145 @@
+/* plan_graph.c: CUDA graphs for launch plans (tilec_plan_set_cuda_graph).
+ * A run looks its slot values up among the recorded graphs: found, it is
+ * one cuGraphLaunch on the caller's stream; not found, the steps run
+ * eagerly on the caller's stream (so multi-kernel timing, cuBLAS loading
+ * and any other first-time work happen outside a capture), then run again
+ * into a capture on the plan's private stream (recording executes
+ * nothing), and the instantiated graph replaces the least recently used
+ * one. The graph is keyed by every slot value: its kernel nodes hold the
+ * device addresses and sizes they were recorded with. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/plan_internal.h"
+
+static int graphs_supported(const tilec_rt *rt)
+{
+    const rt_driver *d = &rt->drv;
+    return d->StreamBeginCapture && d->StreamEndCapture && d->GraphInstantiateWithFlags && d->GraphLaunch &&
+           d->GraphExecDestroy && d->GraphDestroy;
+}
+
+void plan_graph_clear(tilec_plan *p)
+{
+    for (uint32_t i = 0; i < PLAN_MAX_GRAPHS; i++) {
+        plan_graph *g = &p->graphs[i];
+        if (g->exec)
+            p->rt->drv.GraphExecDestroy(g->exec);
+        free(g->key);
+        memset(g, 0, sizeof *g);
+    }
+    if (p->capture)
+        tilec_rt_stream_destroy(p->rt, p->capture);
+    p->capture = NULL;
+    p->st.graphs = 0;
+}
+
+tilec_rt_status tilec_plan_set_cuda_graph(tilec_plan *p, uint32_t graphs)
+{
+    if (!p)
+        return TILEC_RT_INVALID_ARG;
+    if (graphs > PLAN_MAX_GRAPHS)
+        return plan_fail(p, TILEC_RT_INVALID_ARG, "%u CUDA graphs asked for; at most %d are kept", graphs,
+                         PLAN_MAX_GRAPHS);
+    if (graphs && !graphs_supported(p->rt))
+        return plan_fail(p, TILEC_RT_DRIVER_TOO_OLD, "the CUDA driver lacks the stream capture and graph calls");
+    if (tilec_rt_make_current(p->rt) != TILEC_RT_OK)
+        return plan_fail(p, TILEC_RT_DRIVER_ERROR, "%s", tilec_rt_last_error(p->rt));
+    plan_graph_clear(p);
+    p->max_graphs = graphs;
+    return TILEC_RT_OK;
+}
+
+static plan_graph *lookup(tilec_plan *p, const tilec_rt_arg *slots)
+{
+    size_t bytes = p->nslots * sizeof *slots;
+    for (uint32_t i = 0; i < p->max_graphs; i++)
+        if (p->graphs[i].exec && (!bytes || !memcmp(p->graphs[i].key, slots, bytes)))
+            return &p->graphs[i];
+    return NULL;
+}
+
+/* An empty entry, or the least recently used one emptied. */
+static plan_graph *victim(tilec_plan *p)
+{
+    plan_graph *v = &p->graphs[0];
+    for (uint32_t i = 0; i < p->max_graphs; i++) {
+        plan_graph *g = &p->graphs[i];
+        if (!g->exec)
+            return g;
+        if (g->used < v->used)
+            v = g;
+    }
+    p->rt->drv.GraphExecDestroy(v->exec);
+    v->exec = NULL;
+    p->st.graphs--;
+    return v;
+}
+
+static tilec_rt_status cu_fail(tilec_plan *p, CUresult r, const char *what)
+{
+    rt_cu_fail(p->rt, TILEC_RT_DRIVER_ERROR, r, "%s", what);
+    return plan_fail(p, TILEC_RT_DRIVER_ERROR, "recording a CUDA graph: %s", tilec_rt_last_error(p->rt));
+}
+
+/* Record the steps for these slot values into an entry. */
+static tilec_rt_status record(tilec_plan *p, const tilec_rt_arg *slots)
+{
+    const rt_driver *d = &p->rt->drv;
+    if (!p->capture && tilec_rt_stream_create(p->rt, TILEC_RT_STREAM_NON_BLOCKING, (void **)&p->capture) != TILEC_RT_OK)
+        return plan_fail(p, TILEC_RT_DRIVER_ERROR, "recording a CUDA graph: %s", tilec_rt_last_error(p->rt));
+    CUresult r = d->StreamBeginCapture(p->capture, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    if (r != CUDA_SUCCESS)
+        return cu_fail(p, r, "cuStreamBeginCapture");
+    char saved[PLAN_ERR_MAX];
+    tilec_rt_status st = plan_run_steps(p, slots, p->capture);
+    memcpy(saved, p->err, sizeof saved);
+    CUgraph graph = NULL;
+    r = d->StreamEndCapture(p->capture, &graph); /* always: the stream leaves capture mode */
+    if (st != TILEC_RT_OK) {
+        if (graph)
+            d->GraphDestroy(graph);
+        memcpy(p->err, saved, sizeof saved);
+        return st;
+    }
+    if (r != CUDA_SUCCESS)
+        return cu_fail(p, r, "cuStreamEndCapture");
+    CUgraphExec exec = NULL;
+    r = d->GraphInstantiateWithFlags(&exec, graph, 0);
+    d->GraphDestroy(graph);
+    if (r != CUDA_SUCCESS)
+        return cu_fail(p, r, "cuGraphInstantiateWithFlags");
+    size_t bytes = p->nslots * sizeof *slots;
+    tilec_rt_arg *key = malloc(bytes ? bytes : 1);
+    if (!key) {
+        d->GraphExecDestroy(exec);
+        return TILEC_RT_NOMEM;
+    }
+    if (bytes)
+        memcpy(key, slots, bytes);
+    plan_graph *g = victim(p);
+    free(g->key);
+    g->key = key;
+    g->exec = exec;
+    g->used = p->st.runs;
+    p->st.graphs++;
+    p->st.recorded++;
+    return TILEC_RT_OK;
+}
+
+tilec_rt_status plan_graph_run(tilec_plan *p, const tilec_rt_arg *slots, void *stream)
+{
+    plan_graph *g = lookup(p, slots);
+    if (g) {
+        CUresult r = p->rt->drv.GraphLaunch(g->exec, (CUstream)stream);
+        if (r != CUDA_SUCCESS) {
+            rt_cu_fail(p->rt, TILEC_RT_LAUNCH_ERROR, r, "cuGraphLaunch");
+            return plan_fail(p, TILEC_RT_LAUNCH_ERROR, "replaying a CUDA graph: %s", tilec_rt_last_error(p->rt));
+        }
+        g->used = p->st.runs + 1;
+        p->st.replayed++;
+        return TILEC_RT_OK;
+    }
+    tilec_rt_status st = plan_run_steps(p, slots, stream);
+    return st != TILEC_RT_OK ? st : record(p, slots);
+}

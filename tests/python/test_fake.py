@@ -1,0 +1,203 @@
+"""The Python package end to end on the CPU, against the fake CUDA driver
+(build/tests/libfakecuda.so: "device" memory on the host, scale2 really
+computes y = 2 * x): a generated graph wrapper makes one native call per
+call (the runtime's launch plan) with the eager results; CUDA-graph mode
+records once per set of slot values and replays with the same results; a
+direct Kernel call refuses bad arguments with the named error and launches
+nothing; inputs on another device are refused.
+
+    python3 tests/python/test_fake.py [-q]     (make test runs it)"""
+import array
+import ctypes
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+BUILD = os.environ.get("BUILD", "build")
+FAKE = os.path.join(ROOT, BUILD, "tests", "libfakecuda.so")
+TILEC = os.path.join(ROOT, BUILD, "bin", "tilec")
+os.environ["TILEC_CUDA_DRIVER"] = FAKE
+os.environ.setdefault("TILEC_CACHE_DIR", tempfile.mkdtemp(prefix="tilec_fake_cache_"))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import tilec  # noqa: E402
+
+SOURCE = """\
+kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 128)) hints { warps = 4 } {
+    let i = pid(0) * 128 + range(128);
+    store(y + i, 2.0 * load(x + i, i < n), i < n);
+}
+graph g8(x: f32[N]) -> (y: f32[N]) {
+    let t = empty(f32, [N]);
+    scale2(x, t, N);
+    let u = empty(f32, [N]);
+    scale2(t, u, N);
+    let y = empty(f32, [N]);
+    scale2(u, y, N);
+    return y;
+}
+extern add1(x: f32[N]) -> f32[N] = "my.add1";
+graph ge(x: f32[N]) -> (z: f32[N]) {
+    let y = empty(f32, [N]);
+    scale2(x, y, N);
+    let z = add1(y);
+    return z;
+}
+"""
+
+
+class _State(ctypes.Structure):  # the head of tests/fake_cuda.h's fake_cuda_state
+    _fields_ = [("inits", ctypes.c_int), ("min_version_asked", ctypes.c_int), ("ctx_refs", ctypes.c_int),
+                ("live_allocs", ctypes.c_int), ("live_streams", ctypes.c_int), ("live_events", ctypes.c_int),
+                ("live_modules", ctypes.c_int), ("dyn_smem_attr", ctypes.c_int), ("launches", ctypes.c_int)]
+
+
+def fake_state():
+    lib = ctypes.CDLL(FAKE)  # the same library the runtime loaded: one state
+    lib.fake_cuda_state_get.restype = ctypes.POINTER(_State)
+    return lib.fake_cuda_state_get().contents
+
+
+class _OnDevice1:
+    """A device array of CuPy's kind on device 1 (by its attributes only)."""
+
+    def __init__(self, n):
+        self.device = type("D", (), {"id": 1})()
+        self.__cuda_array_interface__ = {"data": (4096, False), "shape": (n,), "typestr": "<f4", "version": 3}
+
+
+@unittest.skipUnless(os.path.exists(FAKE) and os.path.exists(TILEC), "build first: make")
+class FakeDriverTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="tilec_fake_py_")
+        tile = os.path.join(cls.dir, "g8.tile")
+        with open(tile, "w") as f:
+            f.write(SOURCE)
+        subprocess.run([TILEC, tile, "--emit", "py", "-o", cls.dir], check=True)
+        sys.path.insert(0, cls.dir)
+        import g8
+        import ge
+        cls.g8, cls.ge = g8, ge
+        cls.n = 300
+        cls.x = tilec.Buffer.from_bytes(array.array("f", range(cls.n)), (cls.n,), "f32")
+
+    def test_one_native_call_per_graph_call(self):
+        graph = self.g8.load()
+        before = graph.stats()["runs"]
+        launches = fake_state().launches
+        y = self.g8.call(self.x)
+        self.assertIsInstance(y, tilec.Buffer)
+        self.assertEqual(y.tolist(), [8.0 * i for i in range(self.n)])
+        self.assertEqual(graph.stats()["runs"], before + 1)
+        self.assertEqual(fake_state().launches - launches, 3)
+        self.g8.release(y)
+
+    def test_cuda_graph_replay_equals_eager(self):
+        eager = self.g8.call(self.x).tolist()
+        graph = self.g8.load(cuda_graph=True)
+        try:
+            for _ in range(4):  # the output released: the same address each call
+                y = self.g8.call(self.x)
+                self.assertEqual(y.tolist(), eager)
+                self.g8.release(y)
+            st = graph.stats()
+            self.assertEqual((st["recorded"], st["replayed"]), (1, 3))
+            held = [self.g8.call(self.x) for _ in range(3)]  # held outputs: other addresses, other graphs
+            self.assertEqual([y.tolist() for y in held], [eager] * 3)
+            self.assertEqual(graph.stats()["recorded"], 3)
+        finally:
+            graph.eager()
+        self.assertEqual(graph.stats()["graphs"], 0)
+
+    def test_kernel_arguments_are_checked_before_the_launch(self):
+        k = self.g8.load().module.kernel("scale2", 0)
+        y = tilec.Buffer((self.n,), "f32")
+        launches = fake_state().launches
+        cases = [
+            ((self.x, y), TypeError, "scale2() takes 3 arguments (x: *f32, y: *f32, n: i32); got 2"),
+            ((self.x, y, 2**40 + 5), OverflowError,
+             "scale2: parameter 'n' is i32 (-2147483648 .. 2147483647); got 1099511627781, which does not fit"),
+            ((self.x, y, 2.5), TypeError, "scale2: parameter 'n' is i32, an integer; got float 2.5"),
+            ((self.x.view((self.n,), "i32"), y, 3), TypeError,
+             "scale2: parameter 'x' (*f32), argument 1: expects a f32 tensor; got a i32 tensor"),
+            ((self.x, 1234, 3), TypeError,
+             "scale2: parameter 'y' (*f32), argument 2: expects a f32 tensor (torch, CuPy or tilec.Buffer); "
+             "got an int"),
+            ((self.x.view((self.n - 1,), "f32", 1), y.view((self.n,), "f32"), 3), None, None),
+            ((self.x, _OnDevice1(self.n), 3), ValueError,
+             "scale2: parameter 'y' (*f32), argument 2: the tensor is on cuda:1; the kernel is on cuda:0"),
+        ]
+        for args, exc, msg in cases:
+            if exc is None:
+                continue
+            with self.assertRaises(exc) as cm:
+                k(*args)
+            self.assertEqual(str(cm.exception), msg)
+        misaligned = tilec.Buffer((4,), "f32", _ptr=self.x.ptr + 2)
+        with self.assertRaisesRegex(ValueError, r"argument 1: address 0x[0-9a-f]+ is not aligned to 4 bytes"):
+            k(misaligned, y, 3)
+        self.assertEqual(fake_state().launches, launches, "nothing was launched")
+        k(self.x, y, self.n)
+        self.assertEqual(y.tolist()[:3], [0.0, 2.0, 4.0])
+
+    def test_the_inputs_device_is_respected(self):
+        # the graph is loaded for the inputs' device: the fake driver has no device 1
+        with self.assertRaisesRegex(tilec.TilecError, "no CUDA device 1"):
+            self.g8.call(_OnDevice1(self.n))
+        graph = self.g8.load()
+        with self.assertRaises(ValueError) as cm:
+            graph.begin([tilec.tensor_info(_OnDevice1(self.n))])
+        self.assertEqual(str(cm.exception),
+                         "g8: x is on cuda:1, but the graph was loaded on cuda:0 (load(device=...) for another "
+                         "device)")
+
+    def test_debug_printer_runs_the_steps_one_by_one(self):
+        script = ("import array, tilec, g8\n"
+                  "x = tilec.Buffer.from_bytes(array.array('f', range(5)), (5,), 'f32')\n"
+                  "print(g8.call(x).tolist())\n")
+        env = dict(os.environ, TILEC_DEBUG_PRINT="2",
+                   PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), self.dir]))
+        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "[0.0, 8.0, 16.0, 24.0, 32.0]")
+        self.assertEqual(r.stderr.count("tilec: launch scale2"), 3, r.stderr)
+        self.assertIn("tilec:   scale2 arg 1: f32[5] numel=5 min=0 max=16 mean=8", r.stderr)
+
+    def test_a_python_extern_is_a_step_of_the_plan(self):
+        def add1(inputs, outputs):  # the fake's device memory is host memory
+            vals = array.array("f", [v + 1.0 for v in inputs[0].tolist()]).tobytes()
+            dev = outputs[0].device
+            host = ctypes.create_string_buffer(vals, len(vals))
+            dev._check(tilec._library.lib().tilec_rt_memcpy_htod(dev._h, outputs[0].ptr, host, len(vals)))
+
+        self.ge.externs().register("my.add1", add1)
+        z = self.ge.call(self.x)
+        self.assertEqual(z.tolist(), [2.0 * i + 1.0 for i in range(self.n)])
+        self.assertEqual(self.ge.load().stats()["steps"], 2)
+
+        def fails(inputs, outputs):
+            raise RuntimeError("no luck")
+        self.ge.externs().register("my.add1", fails)
+        with self.assertRaisesRegex(tilec.TilecError, r"ge: step 2 \(extern my.add1\): my.add1: no luck"):
+            self.ge.call(self.x)
+
+    def test_run_checks_its_slot_values(self):
+        graph = self.g8.load()
+        with self.assertRaisesRegex(TypeError, "g8: run takes 5 slot values; got 2"):
+            graph.run((1, 2))
+        with self.assertRaisesRegex(OverflowError, "does not fit 64 bits"):
+            graph.run((self.x.ptr, 0, 0, 0, 2**64))
+        with self.assertRaises(OverflowError) as cm:  # the runtime's own range check
+            graph.run((self.x.ptr, self.x.ptr, self.x.ptr, self.x.ptr, 2**40 + 5))
+        self.assertEqual(str(cm.exception), "g8: N is 1099511627781, which does not fit i32 (argument 3 of scale2)")
+
+    def test_bad_stream_is_a_type_error(self):
+        with self.assertRaisesRegex(TypeError, "stream must be an int"):
+            self.g8.call(self.x, stream="s")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,155 @@
+"""The Python package with torch on the GPU machine (skips without a GPU or
+torch): torch-stream ordering (a tilec graph call and a tilec kernel between
+two torch ops on a non-default stream give the right answer with no
+synchronize between them), outputs as torch tensors from torch's allocator
+on the inputs' device, CUDA-graph replay results equal to eager ones (and
+re-recording when the shape changes), and every bad argument raising the
+named error before anything is launched.
+
+    python3 tests/python/test_gpu_interop.py      (TILEC_BIN: the tilec binary)"""
+import importlib
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import tilec  # noqa: E402
+
+try:
+    import torch
+    HAVE_GPU = torch.cuda.is_available()
+except ImportError:
+    HAVE_GPU = False
+
+TILEC = os.environ.get("TILEC_BIN", os.path.join(ROOT, "build", "bin", "tilec"))
+
+
+def chain8_torch(x):
+    t = torch.relu(x * 2.0 + 1.0)
+    return torch.clamp_max((-t) * (-t) * 0.5 - 3.0, 4.0)
+
+
+@unittest.skipUnless(HAVE_GPU, "no GPU or no torch")
+class TorchInterop(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        os.environ.setdefault("TILEC_CACHE_DIR", tempfile.mkdtemp(prefix="tilec_cache_"))
+        out = tempfile.mkdtemp(prefix="tilec_interop_")
+        subprocess.run([TILEC, os.path.join(ROOT, "bench", "wrapper", "chain8.tile"), "--emit", "py", "-o", out],
+                       check=True)
+        sys.path.insert(0, out)
+        cls.chain8 = importlib.import_module("chain8")
+        cls.graph = cls.chain8.load()
+        cls.scale2 = cls.graph.module.kernel("scale2", 0)
+
+    def test_graph_call_between_torch_ops_on_a_side_stream(self):
+        n = 1 << 22
+        x = torch.randn(n, device="cuda")
+        torch.cuda.synchronize()
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(100_000_000)  # the producer is slow: a launch not ordered after it reads garbage
+            a = x * 3.0
+            y = self.chain8.call(a)  # torch's current stream: s
+            z = y + 1.0
+        self.assertIsInstance(y, torch.Tensor)
+        self.assertEqual(y.device, x.device)
+        s.synchronize()
+        torch.testing.assert_close(z, chain8_torch(x * 3.0) + 1.0)
+
+    def test_kernel_call_between_torch_ops_on_a_side_stream(self):
+        n = 1 << 22
+        x = torch.randn(n, device="cuda")
+        b = torch.empty(n, device="cuda")
+        torch.cuda.synchronize()
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(100_000_000)
+            a = x + 1.0
+            self.scale2(a, b, n)
+            c = b * 0.5
+        s.synchronize()
+        torch.testing.assert_close(c, x + 1.0)
+
+    def test_an_explicit_stream(self):
+        n = 1 << 20
+        x = torch.randn(n, device="cuda")
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        torch.cuda._sleep(1000)
+        y = self.chain8.call(x, stream=s)
+        s.synchronize()
+        torch.testing.assert_close(y, chain8_torch(x))
+        y2 = self.chain8.call(x, stream=s.cuda_stream)  # a raw CUstream
+        s.synchronize()
+        torch.testing.assert_close(y2, chain8_torch(x))
+
+    def test_cuda_graph_replay_equals_eager(self):
+        graph = self.chain8.load(cuda_graph=True)
+        try:
+            x = torch.randn(5000, device="cuda")
+            eager = chain8_torch(x)
+            for _ in range(5):  # the first call records, the rest replay (outputs freed: same addresses)
+                torch.testing.assert_close(self.chain8.call(x), eager)
+            x.mul_(-2.0)  # new contents, same address: the replay reads them
+            torch.testing.assert_close(self.chain8.call(x), chain8_torch(x))
+            st = graph.stats()
+            self.assertGreaterEqual(st["replayed"], 3)
+            recorded = st["recorded"]
+            x2 = torch.randn(777, device="cuda")  # another shape: recorded again
+            torch.testing.assert_close(self.chain8.call(x2), chain8_torch(x2))
+            torch.testing.assert_close(self.chain8.call(x2), chain8_torch(x2))
+            self.assertGreater(graph.stats()["recorded"], recorded)
+        finally:
+            graph.eager()
+
+    def test_bad_kernel_arguments_raise_the_named_error(self):
+        n = 1024
+        x = torch.randn(n, device="cuda")
+        b = torch.empty(n, device="cuda")
+        cases = [
+            ((x, b), TypeError, r"scale2\(\) takes 3 arguments \(x: \*f32, y: \*f32, n: i32\); got 2"),
+            ((x, b, 2**40 + 5), OverflowError,
+             r"scale2: parameter 'n' is i32 \(-2147483648 \.\. 2147483647\); got 1099511627781, which does not fit"),
+            ((x.half(), b, n), TypeError, r"parameter 'x' \(\*f32\), argument 1: expects a f32 tensor; got a f16"),
+            ((x.cpu(), b, n), ValueError, r"parameter 'x' \(\*f32\), argument 1: the tensor is in host memory"),
+            ((x.view(32, 32).t(), b, n), ValueError, r"argument 1: the tensor must be contiguous"),
+            ((x, 7, n), TypeError, r"parameter 'y' \(\*f32\), argument 2: expects a f32 tensor"),
+            ((x, b, 2.5), TypeError, r"parameter 'n' is i32, an integer; got float 2.5"),
+        ]
+        b.fill_(7.0)
+        for args, exc, msg in cases:
+            with self.assertRaisesRegex(exc, msg):
+                self.scale2(*args)
+        torch.cuda.synchronize()
+        self.assertTrue(bool((b == 7.0).all()), "nothing was launched")
+
+    def test_bad_graph_arguments_raise_the_named_error(self):
+        x = torch.randn(64, device="cuda")
+        cases = [
+            ((x.double(),), ValueError, "chain8: x must be a f32 tensor of rank 1"),
+            ((x.view(8, 8),), ValueError, "chain8: x must be a f32 tensor of rank 1"),
+            ((x[::2],), ValueError, r"chain8: x must be contiguous \(row-major\)"),
+            ((x.cpu(),), ValueError, "chain8: x must be in device memory"),
+        ]
+        for args, exc, msg in cases:
+            with self.assertRaisesRegex(exc, msg):
+                self.chain8.call(*args)
+        try:
+            big = torch.empty(2**31, device="cuda")  # 8 GiB: N does not fit scale2's i32
+        except torch.cuda.OutOfMemoryError:
+            big = None
+        if big is not None:
+            with self.assertRaisesRegex(OverflowError, r"chain8: argument 'n' of scale2 \(N\) is 2147483648, which "
+                                                       r"does not fit i32"):
+                self.chain8.call(big)
+            del big
+        with self.assertRaisesRegex(TypeError, "stream must be"):
+            self.chain8.call(x, stream="default")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,267 @@
+/* test_plan.c: launch plans (runtime/plan.c, runtime/plan_graph.c) against
+ * the fake driver (libfakecuda.so beside this binary: "device" memory on
+ * the host, scale2 really computes y = 2 * x). A plan of two scale2
+ * launches and an extern runs in one call; integer slots that do not fit
+ * a parameter are refused before any launch; steps that do not suit the
+ * kernel are refused when added; CUDA-graph mode runs eagerly and records
+ * once per set of slot values, then replays with one cuGraphLaunch, with
+ * the eager results; a driver without graphs says so. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "fake_load.h"
+#include "tilec/plan.h"
+#include "tilec/program.h"
+
+static const char src[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 128)) hints { warps = 4 } {\n"
+                          "    let i = pid(0) * 128 + range(128);\n"
+                          "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+                          "}\n";
+
+enum { N = 300 };
+
+static fake_cuda_state *fake;
+static tilec_rt *rt;
+static tilec_ctx *ctx;
+static tilec_module *mod;
+static tilec_program *prog;
+static tilec_externs *ext;
+static uint64_t x, t, y;
+
+/* an extern on the fake's host "device" memory: out = in + 1 */
+static int add1(void *user, tilec_rt *r, void *stream, const tilec_tensor *in, uint32_t nin, tilec_tensor *out,
+                uint32_t nout, char *err, size_t errlen)
+{
+    (void)user, (void)r, (void)stream, (void)err, (void)errlen;
+    if (nin != 1 || nout != 1)
+        return 1;
+    const float *a = (const float *)(uintptr_t)in[0].data;
+    float *b = (float *)(uintptr_t)out[0].data;
+    for (int64_t i = 0; i < in[0].sizes[0]; i++)
+        b[i] = a[i] + 1.0f;
+    return 0;
+}
+
+static void setup(void)
+{
+    char path[4096];
+    fake_cuda_path(path, sizeof path);
+    fake = fake_cuda_load(path, NULL);
+    cr_assert_eq(tilec_rt_open_driver(path, 0, &rt), TILEC_RT_OK);
+    ctx = tilec_ctx_new();
+    cr_assert_eq(tilec_parse_string(ctx, "p.tile", src, strlen(src), &mod), TILEC_OK);
+    tilec_build_options o = {.arch = "sm_90", .threads = 1};
+    cr_assert_eq(tilec_program_build(ctx, rt, mod, &o, &prog), TILEC_OK);
+    ext = tilec_externs_new();
+    cr_assert_eq(tilec_externs_register(ext, "add1", add1, NULL), 0);
+    float host[N];
+    for (int i = 0; i < N; i++)
+        host[i] = (float)i;
+    cr_assert_eq(tilec_rt_malloc(rt, sizeof host, &x), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_malloc(rt, sizeof host, &t), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_malloc(rt, sizeof host, &y), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_memcpy_htod(rt, x, host, sizeof host), TILEC_RT_OK);
+}
+
+static void teardown(void)
+{
+    tilec_rt_free(rt, x);
+    tilec_rt_free(rt, t);
+    tilec_rt_free(rt, y);
+    tilec_externs_free(ext);
+    tilec_program_free(prog);
+    tilec_module_free(mod);
+    tilec_ctx_free(ctx);
+    tilec_rt_close(rt);
+}
+
+TestSuite(plan, .init = setup, .fini = teardown);
+
+enum { SX, ST, SY, SN, NSLOTS };
+
+static tilec_plan_value slot(int32_t s)
+{
+    tilec_plan_value v;
+    memset(&v, 0, sizeof v);
+    v.slot = s;
+    return v;
+}
+
+/* x -> scale2 -> t -> scale2 -> y, optionally then y -> add1 -> t */
+static tilec_plan *chain(int with_extern)
+{
+    tilec_plan *p = tilec_plan_new(prog, ext, "chain", NSLOTS);
+    cr_assert_not_null(p);
+    cr_assert_eq(tilec_plan_set_slot(p, SX, TILEC_PLAN_PTR, "x"), TILEC_RT_OK);
+    cr_assert_eq(tilec_plan_set_slot(p, ST, TILEC_PLAN_PTR, "t"), TILEC_RT_OK);
+    cr_assert_eq(tilec_plan_set_slot(p, SY, TILEC_PLAN_PTR, "y"), TILEC_RT_OK);
+    cr_assert_eq(tilec_plan_set_slot(p, SN, TILEC_PLAN_INT, "N"), TILEC_RT_OK);
+    tilec_plan_value a[3] = {slot(SX), slot(ST), slot(SN)}, b[3] = {slot(ST), slot(SY), slot(SN)};
+    cr_assert_eq(tilec_plan_add_kernel(p, "scale2", 0, a, 3), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    cr_assert_eq(tilec_plan_add_kernel(p, "scale2", -1, b, 3), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    if (with_extern) {
+        tilec_plan_tensor in = {.data_slot = SY, .dtype = TILEC_DT_F32, .rank = 1, .sizes = {slot(SN)}};
+        tilec_plan_tensor out = {.data_slot = ST, .dtype = TILEC_DT_F32, .rank = 1, .sizes = {slot(SN)}};
+        cr_assert_eq(tilec_plan_add_extern(p, "add1", &in, 1, &out, 1), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    }
+    return p;
+}
+
+static tilec_rt_status run(tilec_plan *p, int64_t n)
+{
+    tilec_rt_arg s[NSLOTS];
+    s[SX].ptr = x, s[ST].ptr = t, s[SY].ptr = y, s[SN].i64 = n;
+    return tilec_plan_run(p, s, NSLOTS, NULL);
+}
+
+static void expect(uint64_t buf, int n, float mul, float add)
+{
+    float host[N];
+    cr_assert_eq(tilec_rt_memcpy_dtoh(rt, host, buf, sizeof host), TILEC_RT_OK);
+    for (int i = 0; i < n; i++)
+        cr_assert_float_eq(host[i], mul * (float)i + add, 1e-6, "element %d: %g", i, (double)host[i]);
+}
+
+Test(plan, runs_every_step_in_one_call)
+{
+    tilec_plan *p = chain(1);
+    int before = fake->launches;
+    cr_assert_eq(run(p, N), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    cr_assert_eq(fake->launches - before, 2);
+    expect(y, N, 4, 0);
+    expect(t, N, 4, 1); /* the extern ran after the kernels */
+    tilec_plan_stats st;
+    tilec_plan_get_stats(p, &st);
+    cr_assert_eq(st.runs, 1);
+    cr_assert_eq(st.steps, 3);
+    cr_assert_eq(st.recorded, 0);
+    tilec_plan_free(p);
+}
+
+Test(plan, an_integer_that_does_not_fit_launches_nothing)
+{
+    tilec_plan *p = chain(0);
+    int before = fake->launches;
+    cr_assert_eq(run(p, (1LL << 40) + 5), TILEC_RT_INVALID_ARG);
+    cr_assert_str_eq(tilec_plan_last_error(p),
+                     "chain: N is 1099511627781, which does not fit i32 (argument 3 of scale2)");
+    cr_assert_eq(run(p, -(1LL << 31) - 1), TILEC_RT_INVALID_ARG);
+    cr_assert_eq(fake->launches, before, "nothing was launched");
+    tilec_rt_arg s[2];
+    memset(s, 0, sizeof s);
+    cr_assert_eq(tilec_plan_run(p, s, 2, NULL), TILEC_RT_INVALID_ARG);
+    cr_assert_str_eq(tilec_plan_last_error(p), "chain: run with 2 slot values; the plan has 4 slots");
+    tilec_plan_free(p);
+}
+
+Test(plan, steps_that_do_not_suit_the_kernel_are_refused)
+{
+    tilec_plan *p = chain(0);
+    tilec_plan_value a[3] = {slot(SX), slot(SN), slot(SN)};
+    cr_assert_eq(tilec_plan_add_kernel(p, "scale2", 0, a, 3), TILEC_RT_INVALID_ARG);
+    cr_assert_str_eq(tilec_plan_last_error(p), "chain: argument 2 of 'scale2' is a pointer; slot 'N' does not hold one");
+    cr_assert_eq(tilec_plan_add_kernel(p, "scale2", 0, a, 2), TILEC_RT_INVALID_ARG);
+    cr_assert_str_eq(tilec_plan_last_error(p), "chain: kernel 'scale2' takes 3 arguments; the step gives 2");
+    cr_assert_eq(tilec_plan_add_kernel(p, "nope", 0, a, 3), TILEC_RT_NOT_FOUND);
+    cr_assert_str_eq(tilec_plan_last_error(p), "chain: no kernel 'nope' variant 0 in the program");
+    tilec_plan_value b[3] = {slot(SX), slot(9), slot(SN)};
+    cr_assert_eq(tilec_plan_add_kernel(p, "scale2", 0, b, 3), TILEC_RT_INVALID_ARG);
+    tilec_plan_tensor bad = {.data_slot = SN, .dtype = TILEC_DT_F32, .rank = 1, .sizes = {slot(SN)}};
+    cr_assert_eq(tilec_plan_add_extern(p, "add1", &bad, 1, &bad, 1), TILEC_RT_INVALID_ARG);
+    cr_assert_eq(tilec_plan_set_slot(p, NSLOTS, TILEC_PLAN_INT, "z"), TILEC_RT_INVALID_ARG);
+    tilec_plan_stats st;
+    tilec_plan_get_stats(p, &st);
+    cr_assert_eq(st.steps, 2, "a refused step is not added");
+    cr_assert_eq(run(p, N), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    expect(y, N, 4, 0);
+    tilec_plan_free(p);
+    cr_assert_null(tilec_plan_new(NULL, NULL, "x", 1));
+}
+
+Test(plan, cuda_graph_records_once_per_shape_and_replays)
+{
+    tilec_plan *p = chain(0);
+    cr_assert_eq(tilec_plan_set_cuda_graph(p, 2), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    int before = fake->launches;
+    cr_assert_eq(run(p, N), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    cr_assert_eq(fake->launches - before, 2, "the first run is eager");
+    cr_assert_eq(fake->captured_launches, 2, "and records the same launches");
+    expect(y, N, 4, 0);
+    cr_assert_eq(tilec_rt_memset_d32(rt, y, 0, N), TILEC_RT_OK);
+    cr_assert_eq(run(p, N), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    cr_assert_eq(fake->graph_launches, 1, "the second is one graph launch");
+    cr_assert_eq(fake->captured_launches, 2);
+    expect(y, N, 4, 0); /* replay gives the eager result */
+    /* another shape: eager, recorded anew; the first graph is still there */
+    cr_assert_eq(tilec_rt_memset_d32(rt, y, 0, N), TILEC_RT_OK);
+    cr_assert_eq(run(p, 100), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    cr_assert_eq(fake->captured_launches, 4);
+    expect(y, 100, 4, 0);
+    cr_assert_eq(run(p, N), TILEC_RT_OK);
+    cr_assert_eq(fake->graph_launches, 2);
+    /* a third shape evicts the least recently used (100) */
+    cr_assert_eq(run(p, 200), TILEC_RT_OK);
+    cr_assert_eq(run(p, 100), TILEC_RT_OK);
+    cr_assert_eq(fake->captured_launches, 8, "100 was evicted and recorded again");
+    tilec_plan_stats st;
+    tilec_plan_get_stats(p, &st);
+    cr_assert_eq(st.recorded, 4);
+    cr_assert_eq(st.replayed, 2);
+    cr_assert_eq(st.graphs, 2);
+    cr_assert_eq(fake->live_graph_execs, 2);
+    cr_assert_eq(fake->live_graphs, 0, "graphs are freed once instantiated");
+    cr_assert_eq(tilec_plan_set_cuda_graph(p, 0), TILEC_RT_OK);
+    cr_assert_eq(fake->live_graph_execs, 0, "turning graphs off frees them");
+    cr_assert_eq(tilec_plan_set_cuda_graph(p, 3), TILEC_RT_OK);
+    cr_assert_eq(run(p, N), TILEC_RT_OK);
+    cr_assert_eq(tilec_plan_set_cuda_graph(p, 65), TILEC_RT_INVALID_ARG);
+    int streams = fake->live_streams;
+    tilec_plan_free(p);
+    cr_assert_eq(fake->live_graph_execs, 0, "freeing the plan frees its graphs");
+    cr_assert_eq(fake->live_streams, streams - 1, "and its capture stream");
+}
+
+Test(plan, an_integer_that_does_not_fit_is_refused_in_graph_mode_too)
+{
+    tilec_plan *p = chain(0);
+    cr_assert_eq(tilec_plan_set_cuda_graph(p, 2), TILEC_RT_OK);
+    cr_assert_eq(run(p, 1LL << 32), TILEC_RT_INVALID_ARG);
+    cr_assert_eq(fake->captured_launches, 0);
+    cr_assert_eq(fake->launches, 0);
+    tilec_plan_free(p);
+}
+
+Test(plan, a_failed_capture_says_so)
+{
+    setenv("FAKE_CUDA_MODE", "nocapture", 1);
+    tilec_plan *p = chain(0);
+    cr_assert_eq(tilec_plan_set_cuda_graph(p, 2), TILEC_RT_OK);
+    cr_assert_eq(run(p, N), TILEC_RT_DRIVER_ERROR);
+    cr_assert(strstr(tilec_plan_last_error(p), "chain: recording a CUDA graph: cuStreamBeginCapture"), "%s",
+              tilec_plan_last_error(p));
+    unsetenv("FAKE_CUDA_MODE");
+    tilec_plan_free(p);
+}
+
+static void setup_nographs(void)
+{
+    setenv("FAKE_CUDA_MODE", "nographs", 1);
+    setup();
+}
+
+static void teardown_nographs(void)
+{
+    teardown();
+    unsetenv("FAKE_CUDA_MODE");
+}
+
+TestSuite(plan_nographs, .init = setup_nographs, .fini = teardown_nographs);
+
+Test(plan_nographs, a_driver_without_graphs_says_so)
+{
+    tilec_plan *p = chain(0);
+    cr_assert_eq(tilec_plan_set_cuda_graph(p, 2), TILEC_RT_DRIVER_TOO_OLD);
+    cr_assert_str_eq(tilec_plan_last_error(p), "chain: the CUDA driver lacks the stream capture and graph calls");
+    cr_assert_eq(run(p, N), TILEC_RT_OK, "eager runs still work");
+    tilec_plan_free(p);
+}
