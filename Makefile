@@ -22,7 +22,8 @@ LDFLAGS  += $(SANFLAGS)
 # Lemon's template is not ours to fix; it still builds with -Werror.
 GENFLAGS = -Wno-implicit-fallthrough -Wno-unused-parameter -Wno-unused-variable -Wno-missing-prototypes -Wno-null-dereference -DNDEBUG
 
-CUDA     ?= /usr/local/cuda
+# The CUDA toolkit (NVRTC and its headers): CUDA_HOME, else /usr/local/cuda.
+CUDA     ?= $(or $(CUDA_HOME),/usr/local/cuda)
 # Every .c file of the library's folders is a library source (one job a
 # file; a new file needs no line here).
 LIB_DIRS = util dsl parser lower wrapper_ir emit_c emit_py runtime api
@@ -30,10 +31,21 @@ LIB_SRC  = $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIBS     = -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lpthread -lm
 GEN_SRC  = $(BUILD)/gen/lexer.c $(BUILD)/gen/grammar.c
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
+# The command: every .c file of cli/ (a subcommand is a file of its own).
+CLI_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard cli/*.c))
 TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
+
+# The version's one place is include/tilec/tilec.h (docs/install.md).
+version_part = $(shell sed -n 's/^.define TILEC_VERSION_$(1) \([0-9][0-9]*\)$$/\1/p' include/tilec/tilec.h)
+MAJOR   := $(call version_part,MAJOR)
+VERSION := $(MAJOR).$(call version_part,MINOR).$(call version_part,PATCH)
 
 LIBA     = $(BUILD)/lib/libtilec.a
 LIBSO    = $(BUILD)/lib/libtilec.so
+LIBSO_V  = $(BUILD)/lib/libtilec.so.$(VERSION)
+# Only the public API leaves the shared library: a version script that
+# names every tilec_ identifier of include/tilec/*.h (tools/exports.sh).
+EXPORTS  = $(BUILD)/gen/libtilec.map
 TILEC    = $(BUILD)/bin/tilec
 EXAMPLES = $(wildcard examples/*.tile)
 
@@ -68,12 +80,20 @@ $(LIBA): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(LIBSO): $(LIB_OBJ)
+$(EXPORTS): tools/exports.sh $(wildcard include/tilec/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LIBS)
+	tools/exports.sh include/tilec > $@
+
+$(LIBSO_V): $(LIB_OBJ) $(EXPORTS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libtilec.so.$(MAJOR) -Wl,--version-script=$(EXPORTS) -o $@ $(LIB_OBJ) $(LIBS)
+
+$(LIBSO): $(LIBSO_V)
+	ln -sf $(notdir $<) $(BUILD)/lib/libtilec.so.$(MAJOR)
+	ln -sf $(notdir $<) $@
 
 # -rdynamic: a --plugin's calls into libtilec resolve against the command.
-$(TILEC): $(BUILD)/obj/cli/tilec.o $(LIBA)
+$(TILEC): $(CLI_OBJ) $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -rdynamic -o $@ $^ $(LIBS)
 
@@ -180,6 +200,44 @@ gpu-bundle: all $(TESTS) $(BENCH) $(BENCHLIB) $(FAKECUDA)
 	../shared/tools/gpu-bundle $(GPUDIR) $(TILEC) $(TESTS) $(BENCH) $(FAKECUDA)
 	cp $(LIBSO) $(BENCHLIB) $(GPUDIR)/lib/
 $(BUILD)/obj/runtime/%.o: CPPFLAGS += -I$(CUDA)/include
+
+# ---- install (docs/install.md) ----
+# `make install PREFIX=/usr/local DESTDIR=`: the public headers, the shared
+# library (real name, SONAME link, link-time link), the static library,
+# tilec.pc, the command and its man page. `make uninstall` with the same
+# PREFIX and DESTDIR removes exactly those files.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+INSTALL    ?= install
+PCFILE      = $(BUILD)/pkgconfig/tilec.pc
+HEADERS     = $(notdir $(wildcard include/tilec/*.h))
+
+.PHONY: install uninstall $(PCFILE)
+$(PCFILE): tools/tilec.pc.in
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|' -e 's|@CUDALIB@|$(CUDA)/lib64|g' $< > $@
+
+install: $(LIBA) $(LIBSO) $(TILEC) $(PCFILE)
+	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR)/tilec $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	$(INSTALL) -m 0644 $(addprefix include/tilec/,$(HEADERS)) $(DESTDIR)$(INCLUDEDIR)/tilec/
+	$(INSTALL) -m 0755 $(LIBSO_V) $(DESTDIR)$(LIBDIR)/
+	ln -sf libtilec.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtilec.so.$(MAJOR)
+	ln -sf libtilec.so.$(MAJOR) $(DESTDIR)$(LIBDIR)/libtilec.so
+	$(INSTALL) -m 0644 $(LIBA) $(DESTDIR)$(LIBDIR)/
+	$(INSTALL) -m 0644 $(PCFILE) $(DESTDIR)$(LIBDIR)/pkgconfig/
+	$(INSTALL) -m 0755 $(TILEC) $(DESTDIR)$(BINDIR)/
+	$(INSTALL) -m 0644 docs/tilec.1 $(DESTDIR)$(MANDIR)/man1/
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/tilec/,$(HEADERS))
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/tilec 2>/dev/null
+	rm -f $(DESTDIR)$(LIBDIR)/libtilec.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtilec.so.$(MAJOR) \
+	    $(DESTDIR)$(LIBDIR)/libtilec.so $(DESTDIR)$(LIBDIR)/libtilec.a $(DESTDIR)$(LIBDIR)/pkgconfig/tilec.pc \
+	    $(DESTDIR)$(BINDIR)/tilec $(DESTDIR)$(MANDIR)/man1/tilec.1
 
 # ---- the two commands of the README ----
 
