@@ -24,6 +24,18 @@ GENFLAGS = -Wno-implicit-fallthrough -Wno-unused-parameter -Wno-unused-variable 
 
 # The CUDA toolkit (NVRTC and its headers): CUDA_HOME, else /usr/local/cuda.
 CUDA     ?= $(or $(CUDA_HOME),/usr/local/cuda)
+# NVRTC is a build prerequisite: say so at once, and how to point at it,
+# rather than fail on a missing header halfway through (docs/install.md).
+# Goals that build nothing (clean, deps, format, lint's setup) need no CUDA.
+CUDA_MISSING = $(if $(wildcard $(CUDA)/include/nvrtc.h),,include/nvrtc.h)$(if $(wildcard $(CUDA)/lib64/libnvrtc.so),, lib64/libnvrtc.so)
+ifneq ($(CUDA_MISSING),)
+ifneq ($(filter-out clean deps format format-check uninstall,$(or $(MAKECMDGOALS),all)),)
+$(error no CUDA toolkit at $(CUDA) (missing $(strip $(CUDA_MISSING))): tilec compiles kernels with NVRTC. \
+Install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads) or point at one: \
+make CUDA_HOME=/path/to/cuda (the directory holding include/nvrtc.h and lib64/libnvrtc.so))
+endif
+endif
+
 # Every .c file of the library's folders is a library source (one job a
 # file; a new file needs no line here).
 LIB_DIRS = util dsl parser lower wrapper_ir emit_c emit_py runtime api
@@ -54,6 +66,10 @@ all: $(LIBA) $(LIBSO) $(TILEC)
 
 deps:
 	@tools/deps.sh install
+
+# What the Python package bundles (python/_build_backend.py).
+.PHONY: native
+native: $(LIBSO) $(TILEC)
 
 $(BUILD)/gen/grammar.c $(BUILD)/gen/grammar.h &: parser/grammar.y
 	@mkdir -p $(BUILD)/gen
@@ -230,7 +246,8 @@ install: $(LIBA) $(LIBSO) $(TILEC) $(PCFILE)
 	$(INSTALL) -m 0644 $(LIBA) $(DESTDIR)$(LIBDIR)/
 	$(INSTALL) -m 0644 $(PCFILE) $(DESTDIR)$(LIBDIR)/pkgconfig/
 	$(INSTALL) -m 0755 $(TILEC) $(DESTDIR)$(BINDIR)/
-	$(INSTALL) -m 0644 docs/tilec.1 $(DESTDIR)$(MANDIR)/man1/
+	sed 's/@VERSION@/$(VERSION)/' docs/tilec.1 > $(BUILD)/tilec.1
+	$(INSTALL) -m 0644 $(BUILD)/tilec.1 $(DESTDIR)$(MANDIR)/man1/
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/tilec/,$(HEADERS))
@@ -259,6 +276,9 @@ test-run: layers all $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; $$t --jobs 2; done
 	@echo "== generated kernels through every stage" && tools/gen_nvrtc.sh $(BUILD) 40
 	@echo "== tests/python" && python3 tests/python/test_cpu.py -q && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 -m py_compile python/tilec/__init__.py
+	@if [ "$(SANITIZE)" = 1 ]; then echo "== install tests: not under the sanitizers (make test runs them)"; \
+	else echo "== tests/install_test.sh" && tests/install_test.sh $(BUILD) && \
+	echo "== tests/python/test_install.py" && python3 tests/python/test_install.py -q; fi
 	@echo "all test suites passed"
 
 asan: deps

@@ -16,6 +16,7 @@ need lemon       sh -c 'command -v lemon && { [ -f /usr/share/lemon/lempar.c ] |
 need uthash-dev  test -f /usr/include/uthash.h
 need libcriterion-dev test -f /usr/include/criterion/criterion.h
 need pkg-config  command -v pkg-config
+need python3-venv python3 -c 'import ensurepip, venv' # tests/python/test_install.py: pip install into a venv
 if [ "$mode" = fuzz ] || [ "$mode" = install-fuzz ]; then # `make fuzz`: clang with libFuzzer
     need clang   command -v clang
     need libclang-rt-14-dev sh -c 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'

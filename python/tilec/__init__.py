@@ -10,14 +10,17 @@ where a buffer is.
     x = tilec.Buffer.from_bytes(data, shape=(n,), dtype="f32")
     mod.add_relu(x, y, out, n)
 
-The library is found through $TILEC_LIB, then next to this package in a
-source tree (build/lib/libtilec.so), then the system's search path.
+The library is found through $TILEC_LIB, then the one bundled in the
+installed package, then next to this package in a source tree
+(build/lib/libtilec.so), then the system's search path.
 """
 import ctypes
 import ctypes.util
 import os
 import struct
 import sys
+
+from ._version import __version__
 
 __all__ = ["TilecError", "Device", "Buffer", "Module", "Kernel", "load", "device", "pointer_of", "TensorInfo",
            "tensor_info", "as_buffer", "copy", "cdiv", "Pool", "Externs", "random_buffer", "debug_kernels"]
@@ -94,6 +97,7 @@ def _load_library():
     candidates = []
     if os.environ.get("TILEC_LIB"):
         candidates.append(os.environ["TILEC_LIB"])
+    candidates.append(os.path.join(_HERE, "libtilec.so"))  # bundled by `pip install` (python/_build_backend.py)
     candidates.append(os.path.join(_HERE, "..", "..", "build", "lib", "libtilec.so"))
     found = ctypes.util.find_library("tilec")
     if found:
