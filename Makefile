@@ -29,7 +29,7 @@ CUDA     ?= $(or $(CUDA_HOME),/usr/local/cuda)
 # Goals that build nothing (clean, deps, format, lint's setup) need no CUDA.
 CUDA_MISSING = $(if $(wildcard $(CUDA)/include/nvrtc.h),,include/nvrtc.h)$(if $(wildcard $(CUDA)/lib64/libnvrtc.so),, lib64/libnvrtc.so)
 ifneq ($(CUDA_MISSING),)
-ifneq ($(filter-out clean deps format format-check uninstall,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out clean deps format format-check lint uninstall,$(or $(MAKECMDGOALS),all)),)
 $(error no CUDA toolkit at $(CUDA) (missing $(strip $(CUDA_MISSING))): tilec compiles kernels with NVRTC. \
 Install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads) or point at one: \
 make CUDA_HOME=/path/to/cuda (the directory holding include/nvrtc.h and lib64/libnvrtc.so))
@@ -66,6 +66,39 @@ all: $(LIBA) $(LIBSO) $(TILEC)
 
 deps:
 	@tools/deps.sh install
+
+# The compilation database for editors and clang-tidy: every C file of the
+# tree with the flags it builds with (tools/compile_commands.py).
+COMPDB   = $(BUILD)/compile_commands.json
+COMPDB_TESTS = $(wildcard tests/*.c bench/*/*.c fuzz/*.c examples/emitters/*.c examples/c/*.c)
+all: $(COMPDB)
+$(COMPDB): Makefile tools/compile_commands.py $(LIB_SRC) $(wildcard cli/*.c) $(COMPDB_TESTS)
+	@mkdir -p $(dir $@)
+	@python3 tools/compile_commands.py $@ $(CURDIR) $(BUILD) \
+	    --flags "$(CC) $(CPPFLAGS) -I$(CUDA)/include $(CFLAGS)" $(LIB_SRC) $(wildcard cli/*.c) \
+	    --flags "$(CC) $(CPPFLAGS) -I$(CUDA)/include $(CFLAGS) -Wno-missing-prototypes -Wno-double-promotion" \
+	    $(COMPDB_TESTS)
+
+# `make lint`: cppcheck over the compilation database (every C file of the
+# tree), clean: a finding fails it. tools/cppcheck.supp lists the false
+# positives, each with its reason; real findings are fixed.
+.PHONY: lint format format-check
+lint: $(COMPDB)
+	@tools/deps.sh install-lint
+	cppcheck --project=$(COMPDB) --enable=warning,portability,performance --inline-suppr -j2 --quiet \
+	    --suppress=missingIncludeSystem --suppressions-list=tools/cppcheck.supp --error-exitcode=1 \
+	    --template='{file}:{line}: {severity} ({id}): {message}'
+
+# `make format` rewrites, and `make format-check` checks, the C files that
+# already follow .clang-format (tools/formatted.txt lists them); the rest of
+# the tree is formatted file by file as it is edited (docs/install.md).
+FORMATTED = $(shell grep -v '^[[:punct:]]' tools/formatted.txt)
+format:
+	@tools/deps.sh install-lint
+	clang-format -i $(FORMATTED)
+format-check:
+	@tools/deps.sh install-lint
+	clang-format --dry-run --Werror $(FORMATTED)
 
 # What the Python package bundles (python/_build_backend.py).
 .PHONY: native

@@ -49,7 +49,8 @@ static int cubin_params(const tilec_kernel *k, char *buf, size_t size)
     size_t n = 0;
     for (uint32_t p = 0; k && p < k->nparams && n < size; p++) {
         const tilec_tyexpr *t = &k->params[p].type;
-        n += (size_t)snprintf(buf + n, size - n, " %s", t->kind == TILEC_TE_POINTER ? "ptr" : tilec_dtype_name(t->dtype));
+        n += (size_t)snprintf(buf + n, size - n, " %s",
+                              t->kind == TILEC_TE_POINTER ? "ptr" : tilec_dtype_name(t->dtype));
     }
     return n < size ? 0 : -1;
 }
@@ -57,7 +58,7 @@ static int cubin_params(const tilec_kernel *k, char *buf, size_t size)
 typedef struct cubin_out {
     const cli_opts *o;
     const tilec_module *m; /* the module being written */
-    int made; /* the directory was created by this run */
+    int made;              /* the directory was created by this run */
     int ready;
 } cubin_out;
 

@@ -137,8 +137,7 @@ static int out_close(out_file *of, out_stream *os, int status)
     return status;
 }
 
-static tilec_status emit_one(tilec_ctx *ctx, const cli_opts *o, const tilec_module *m, const char *file,
-                             out_stream *os)
+static tilec_status emit_one(tilec_ctx *ctx, const cli_opts *o, const tilec_module *m, const char *file, out_stream *os)
 {
     tilec_sink sink = {out_write, os};
     if (!strcmp(o->emit, "ir"))

@@ -17,6 +17,8 @@
 #include "tilec/runtime.h"
 #include "tilec/workers.h"
 
+/* the help, laid out as it prints */
+/* clang-format off */
 static const char usage[] =
     "usage: tilec [OPTION]... FILE.tile...\n"
     "\n"
@@ -66,6 +68,7 @@ static const char usage[] =
     "  tilec examples/matmul.tile --emit cubin --arch sm_90 -o kernels\n"
     "  tilec examples/e2e.tile --emit c -o gen\n"
     "See tilec(1) and docs/ for more.\n";
+/* clang-format on */
 
 int cli_usage_error(const char *fmt, ...)
 {
@@ -84,8 +87,17 @@ void cli_flush_diags(tilec_ctx *ctx)
     tilec_ctx_clear_diags(ctx);
 }
 
-enum { OPT_CHECK = 256, OPT_EMIT, OPT_ARCH, OPT_AOT, OPT_SIZES, OPT_PLUGIN, OPT_MAX_ERRORS, OPT_SOURCE_NAME,
-       OPT_NO_CACHE };
+enum {
+    OPT_CHECK = 256,
+    OPT_EMIT,
+    OPT_ARCH,
+    OPT_AOT,
+    OPT_SIZES,
+    OPT_PLUGIN,
+    OPT_MAX_ERRORS,
+    OPT_SOURCE_NAME,
+    OPT_NO_CACHE
+};
 
 static const struct option long_options[] = {
     {"check", no_argument, NULL, OPT_CHECK},
@@ -251,9 +263,14 @@ static tilec_status parse_one(tilec_ctx *ctx, const cli_opts *o, const char *pat
     size_t len = 0, cap = 0;
     int bad = !f;
     while (!bad) {
-        if (len == cap && !(text = realloc(text, cap = cap * 2 + 65536)))
+        char *grown = len == cap ? realloc(text, cap = cap * 2 + 65536) : text;
+        if (!grown) {
             bad = 1;
-        size_t n = bad ? 0 : fread(text + len, 1, cap - len, f);
+            errno = ENOMEM;
+            break;
+        }
+        text = grown;
+        size_t n = fread(text + len, 1, cap - len, f);
         len += n;
         if (!n) {
             bad = ferror(f);

@@ -87,11 +87,10 @@ Test(cli_compile, tilec_logs_channels)
 Test(cli_compile, progress_bar_on_a_terminal)
 {
     char *out;
-    if (sh(&out, "command -v script") != 0) {
-        free(out);
-        cr_skip_test("no script(1) here to give the command a terminal");
-    }
+    int no_script = sh(&out, "command -v script") != 0;
     free(out);
+    if (no_script)
+        cr_skip_test("no script(1) here to give the command a terminal");
     char dir[64], cmd[1024];
     make_tmpdir(dir, sizeof dir);
     snprintf(cmd, sizeof cmd, "TILEC_CACHE_DIR=%s/cache %s examples/softmax.tile --emit cubin --no-cache -j 2 -o %s/k",
