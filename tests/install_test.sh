@@ -4,7 +4,8 @@
 # tree's paths), libtilec.so has its SONAME and exports only the public
 # API, and a program and a generated C wrapper build against it with
 # `pkg-config --cflags --libs tilec` alone and run. Then a DESTDIR staging
-# install, and `make uninstall` leaves nothing. Run by `make test`.
+# install, and `make uninstall` leaves nothing; without a CUDA toolkit
+# `make` stops at once saying so. Run by `make test`.
 set -eu
 BUILD=${1:-build}
 MAKE=${MAKE:-make}
@@ -97,4 +98,10 @@ grep -qx "prefix=/usr" "$t/stage/usr/lib/pkgconfig/tilec.pc" || fail "tilec.pc u
 if grep -rq "$t" "$t/stage/usr/lib/pkgconfig"; then fail "tilec.pc names DESTDIR"; fi
 $MAKE --no-print-directory -s BUILD="$BUILD" PREFIX=/usr DESTDIR="$t/stage" uninstall >/dev/null 2>&1 || fail "make uninstall DESTDIR"
 [ -z "$(find "$t/stage" \( -type f -o -type l \))" ] || fail "make uninstall DESTDIR left files"
+# no CUDA toolkit: make says so at once, and how to point at one
+if out=$(env -u MAKEFLAGS -u MFLAGS -u CUDA CUDA_HOME="$t/no-cuda" $MAKE -n all 2>&1); then fail "make without CUDA went on"; fi
+echo "$out" | grep -q "no CUDA toolkit at $t/no-cuda (missing include/nvrtc.h lib64/libnvrtc.so): tilec compiles kernels with NVRTC" ||
+    fail "make without CUDA: $out"
+echo "$out" | grep -q "make CUDA_HOME=/path/to/cuda" || fail "make without CUDA does not say how: $out"
+
 echo "install_test: make install, pkg-config build of a program and a wrapper, exports, uninstall: ok ($version)"
