@@ -22,7 +22,20 @@ LDFLAGS  += $(SANFLAGS)
 # Lemon's template is not ours to fix; it still builds with -Werror.
 GENFLAGS = -Wno-implicit-fallthrough -Wno-unused-parameter -Wno-unused-variable -Wno-missing-prototypes -Wno-null-dereference -DNDEBUG
 
-CUDA     ?= /usr/local/cuda
+# The CUDA toolkit (NVRTC and its headers): CUDA_HOME, else /usr/local/cuda.
+CUDA     ?= $(or $(CUDA_HOME),/usr/local/cuda)
+# NVRTC is a build prerequisite: say so at once, and how to point at it,
+# rather than fail on a missing header halfway through (docs/install.md).
+# Goals that build nothing (clean, deps, format, lint's setup) need no CUDA.
+CUDA_MISSING = $(if $(wildcard $(CUDA)/include/nvrtc.h),,include/nvrtc.h)$(if $(wildcard $(CUDA)/lib64/libnvrtc.so),, lib64/libnvrtc.so)
+ifneq ($(CUDA_MISSING),)
+ifneq ($(filter-out clean deps format format-check lint uninstall,$(or $(MAKECMDGOALS),all)),)
+$(error no CUDA toolkit at $(CUDA) (missing $(strip $(CUDA_MISSING))): tilec compiles kernels with NVRTC. \
+Install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads) or point at one: \
+make CUDA_HOME=/path/to/cuda (the directory holding include/nvrtc.h and lib64/libnvrtc.so))
+endif
+endif
+
 # Every .c file of the library's folders is a library source (one job a
 # file; a new file needs no line here).
 LIB_DIRS = util dsl parser lower wrapper_ir emit_c emit_py runtime api
@@ -30,10 +43,21 @@ LIB_SRC  = $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIBS     = -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lpthread -lm
 GEN_SRC  = $(BUILD)/gen/lexer.c $(BUILD)/gen/grammar.c
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
+# The command: every .c file of cli/ (a subcommand is a file of its own).
+CLI_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard cli/*.c))
 TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
+
+# The version's one place is include/tilec/tilec.h (docs/install.md).
+version_part = $(shell sed -n 's/^.define TILEC_VERSION_$(1) \([0-9][0-9]*\)$$/\1/p' include/tilec/tilec.h)
+MAJOR   := $(call version_part,MAJOR)
+VERSION := $(MAJOR).$(call version_part,MINOR).$(call version_part,PATCH)
 
 LIBA     = $(BUILD)/lib/libtilec.a
 LIBSO    = $(BUILD)/lib/libtilec.so
+LIBSO_V  = $(BUILD)/lib/libtilec.so.$(VERSION)
+# Only the public API leaves the shared library: a version script that
+# names every tilec_ identifier of include/tilec/*.h (tools/exports.sh).
+EXPORTS  = $(BUILD)/gen/libtilec.map
 TILEC    = $(BUILD)/bin/tilec
 EXAMPLES = $(wildcard examples/*.tile)
 
@@ -42,6 +66,43 @@ all: $(LIBA) $(LIBSO) $(TILEC)
 
 deps:
 	@tools/deps.sh install
+
+# The compilation database for editors and clang-tidy: every C file of the
+# tree with the flags it builds with (tools/compile_commands.py).
+COMPDB   = $(BUILD)/compile_commands.json
+COMPDB_TESTS = $(wildcard tests/*.c bench/*/*.c fuzz/*.c examples/emitters/*.c examples/c/*.c)
+all: $(COMPDB)
+$(COMPDB): Makefile tools/compile_commands.py $(LIB_SRC) $(wildcard cli/*.c) $(COMPDB_TESTS)
+	@mkdir -p $(dir $@)
+	@python3 tools/compile_commands.py $@ $(CURDIR) $(BUILD) \
+	    --flags "$(CC) $(CPPFLAGS) -I$(CUDA)/include $(CFLAGS)" $(LIB_SRC) $(wildcard cli/*.c) \
+	    --flags "$(CC) $(CPPFLAGS) -I$(CUDA)/include $(CFLAGS) -Wno-missing-prototypes -Wno-double-promotion" \
+	    $(COMPDB_TESTS)
+
+# `make lint`: cppcheck over the compilation database (every C file of the
+# tree), clean: a finding fails it. tools/cppcheck.supp lists the false
+# positives, each with its reason; real findings are fixed.
+.PHONY: lint format format-check
+lint: $(COMPDB)
+	@tools/deps.sh install-lint
+	cppcheck --project=$(COMPDB) --enable=warning,portability,performance --inline-suppr -j2 --quiet \
+	    --suppress=missingIncludeSystem --suppressions-list=tools/cppcheck.supp --error-exitcode=1 \
+	    --template='{file}:{line}: {severity} ({id}): {message}'
+
+# `make format` rewrites, and `make format-check` checks, the C files that
+# already follow .clang-format (tools/formatted.txt lists them); the rest of
+# the tree is formatted file by file as it is edited (docs/install.md).
+FORMATTED = $(shell grep -v '^[[:punct:]]' tools/formatted.txt)
+format:
+	@tools/deps.sh install-lint
+	clang-format -i $(FORMATTED)
+format-check:
+	@tools/deps.sh install-lint
+	clang-format --dry-run --Werror $(FORMATTED)
+
+# What the Python package bundles (python/_build_backend.py).
+.PHONY: native
+native: $(LIBSO) $(TILEC)
 
 $(BUILD)/gen/grammar.c $(BUILD)/gen/grammar.h &: parser/grammar.y
 	@mkdir -p $(BUILD)/gen
@@ -68,12 +129,20 @@ $(LIBA): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(LIBSO): $(LIB_OBJ)
+$(EXPORTS): tools/exports.sh $(wildcard include/tilec/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LIBS)
+	tools/exports.sh include/tilec > $@
+
+$(LIBSO_V): $(LIB_OBJ) $(EXPORTS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libtilec.so.$(MAJOR) -Wl,--version-script=$(EXPORTS) -o $@ $(LIB_OBJ) $(LIBS)
+
+$(LIBSO): $(LIBSO_V)
+	ln -sf $(notdir $<) $(BUILD)/lib/libtilec.so.$(MAJOR)
+	ln -sf $(notdir $<) $@
 
 # -rdynamic: a --plugin's calls into libtilec resolve against the command.
-$(TILEC): $(BUILD)/obj/cli/tilec.o $(LIBA)
+$(TILEC): $(CLI_OBJ) $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -rdynamic -o $@ $^ $(LIBS)
 
@@ -110,7 +179,7 @@ $(BUILD)/obj/bench/%.o: CFLAGS += -Wno-missing-prototypes -Wno-double-promotion
 PYINC    := $(shell python3 -c "import sysconfig; print(sysconfig.get_paths()['include'])" 2>/dev/null)
 PYNATIVE = $(BUILD)/lib/tilec_native.abi3.so
 ifneq ($(wildcard $(PYINC)/Python.h),)
-all: $(PYNATIVE)
+all native: $(PYNATIVE)
 endif
 $(PYNATIVE): python/tilec/_native.c
 	@mkdir -p $(dir $@)
@@ -203,6 +272,45 @@ gpu-bundle: all $(TESTS) $(BENCH) $(BENCHLIB) $(CHAIN8LIB) $(FAKECUDA)
 	cp $(LIBSO) $(BENCHLIB) $(CHAIN8LIB) $(wildcard $(PYNATIVE)) $(GPUDIR)/lib/
 $(BUILD)/obj/runtime/%.o: CPPFLAGS += -I$(CUDA)/include
 
+# ---- install (docs/install.md) ----
+# `make install PREFIX=/usr/local DESTDIR=`: the public headers, the shared
+# library (real name, SONAME link, link-time link), the static library,
+# tilec.pc, the command and its man page. `make uninstall` with the same
+# PREFIX and DESTDIR removes exactly those files.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+INSTALL    ?= install
+PCFILE      = $(BUILD)/pkgconfig/tilec.pc
+HEADERS     = $(notdir $(wildcard include/tilec/*.h))
+
+.PHONY: install uninstall $(PCFILE)
+$(PCFILE): tools/tilec.pc.in
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|' -e 's|@CUDALIB@|$(CUDA)/lib64|g' $< > $@
+
+install: $(LIBA) $(LIBSO) $(TILEC) $(PCFILE)
+	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR)/tilec $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	$(INSTALL) -m 0644 $(addprefix include/tilec/,$(HEADERS)) $(DESTDIR)$(INCLUDEDIR)/tilec/
+	$(INSTALL) -m 0755 $(LIBSO_V) $(DESTDIR)$(LIBDIR)/
+	ln -sf libtilec.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtilec.so.$(MAJOR)
+	ln -sf libtilec.so.$(MAJOR) $(DESTDIR)$(LIBDIR)/libtilec.so
+	$(INSTALL) -m 0644 $(LIBA) $(DESTDIR)$(LIBDIR)/
+	$(INSTALL) -m 0644 $(PCFILE) $(DESTDIR)$(LIBDIR)/pkgconfig/
+	$(INSTALL) -m 0755 $(TILEC) $(DESTDIR)$(BINDIR)/
+	sed 's/@VERSION@/$(VERSION)/' docs/tilec.1 > $(BUILD)/tilec.1
+	$(INSTALL) -m 0644 $(BUILD)/tilec.1 $(DESTDIR)$(MANDIR)/man1/
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/tilec/,$(HEADERS))
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/tilec 2>/dev/null
+	rm -f $(DESTDIR)$(LIBDIR)/libtilec.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtilec.so.$(MAJOR) \
+	    $(DESTDIR)$(LIBDIR)/libtilec.so $(DESTDIR)$(LIBDIR)/libtilec.a $(DESTDIR)$(LIBDIR)/pkgconfig/tilec.pc \
+	    $(DESTDIR)$(BINDIR)/tilec $(DESTDIR)$(MANDIR)/man1/tilec.1
+
 # ---- the two commands of the README ----
 
 demo: deps
@@ -226,6 +334,9 @@ test-run: layers all $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; $$t --jobs 2; done
 	@echo "== generated kernels through every stage" && tools/gen_nvrtc.sh $(BUILD) 40
 	@echo "== tests/python" && python3 tests/python/test_cpu.py -q && $(PYFAKE) && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 -m py_compile python/tilec/*.py
+	@if [ "$(SANITIZE)" = 1 ]; then echo "== install tests: not under the sanitizers (make test runs them)"; \
+	else echo "== tests/install_test.sh" && tests/install_test.sh $(BUILD) && \
+	echo "== tests/python/test_install.py" && python3 tests/python/test_install.py -q; fi
 	@echo "all test suites passed"
 
 asan: deps

@@ -35,6 +35,8 @@ typedef struct build {
     char arch[32];
     bkernel *ks;
     uint32_t n;
+    int compile_only; /* tilec_program_compile: nothing will be launched */
+    int unlaunchable; /* a parameter no launch can pass (compile only): no cache */
     tilec_program_stats st;
 } build;
 
@@ -120,7 +122,7 @@ static int from_bundle(build *b, tilec_bundle *bd)
 static void from_cache(build *b)
 {
     tilec_bundle *bd = NULL;
-    if (!b->o->cache || tilec_cache_get(b->o->cache, b->st.key, &bd) != TILEC_RT_OK)
+    if (!b->o->cache || b->unlaunchable || tilec_cache_get(b->o->cache, b->st.key, &bd) != TILEC_RT_OK)
         return;
     int ok = from_bundle(b, bd) == 0;
     tilec_bundle_free(bd);
@@ -193,7 +195,9 @@ static tilec_status variants(build *b)
             b->ks[at].k = k;
             b->ks[at].variant = (int)v;
             uint32_t bad;
-            if (kinds_of(k, b->ks[at].kinds, &bad))
+            if (kinds_of(k, b->ks[at].kinds, &bad) && b->compile_only)
+                b->unlaunchable = 1;
+            else if (kinds_of(k, b->ks[at].kinds, &bad))
                 return fail(b, bad < k->nparams ? &k->params[bad].loc : &k->loc,
                             "this parameter cannot be passed to a kernel yet (pointers and 32/64-bit scalars can)",
                             bad < k->nparams ? k->params[bad].name : "more than 64 parameters");
@@ -235,7 +239,7 @@ static tilec_status lower_and_compile(build *b)
                                    "compile failed");
         return TILEC_ERR_INPUT;
     }
-    if (b->o->cache)
+    if (b->o->cache && !b->unlaunchable)
         to_cache(b);
     return TILEC_OK;
 }
@@ -284,7 +288,8 @@ static tilec_status assemble(build *b, tilec_program **out)
     return TILEC_OK;
 }
 
-static tilec_status run(build *b, tilec_program **out)
+/* Every variant compiled (or found in the cache): the build up to loading. */
+static tilec_status compile_all(build *b)
 {
     const tilec_build_options *o = b->o;
     if (o->arch) {
@@ -305,7 +310,14 @@ static tilec_status run(build *b, tilec_program **out)
     if (!b->st.cache_hit && (st = lower_and_compile(b)) != TILEC_OK)
         return st;
     b->st.compile_ms = now_ms() - t0 - b->st.lower_ms;
-    return assemble(b, out);
+    b->st.kernels = b->n;
+    return TILEC_OK;
+}
+
+static tilec_status run(build *b, tilec_program **out)
+{
+    tilec_status st = compile_all(b);
+    return st == TILEC_OK ? assemble(b, out) : st;
 }
 
 tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_module *m, const tilec_build_options *o,
@@ -317,6 +329,36 @@ tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_modul
     tilec_build_options none = {0};
     build b = {.ctx = ctx, .rt = rt, .m = m, .o = o ? o : &none};
     tilec_status st = run(&b, out);
+    build_free(&b);
+    return st;
+}
+
+/* Each compiled variant to fn, as an ahead-of-time table entry whose image
+ * lives for the call. */
+static tilec_status hand_over(build *b, tilec_compiled_fn fn, void *user)
+{
+    for (uint32_t i = 0; i < b->n; i++) {
+        const bkernel *bk = &b->ks[i];
+        tilec_aot_kernel k = {bk->k->name, bk->variant, tilec_kernel_variant_count(bk->k), bk->code.name,
+                              bk->job.cubin, bk->job.size, bk->code.threads, bk->code.smem_bytes, bk->code.nparams,
+                              b->unlaunchable ? NULL : bk->kinds, tilec_kernel_written_params(bk->k), NULL};
+        if (fn(user, &k))
+            return TILEC_ERR_IO;
+    }
+    return TILEC_OK;
+}
+
+tilec_status tilec_program_compile(tilec_ctx *ctx, const tilec_module *m, const tilec_build_options *o,
+                                   tilec_compiled_fn fn, void *user, tilec_program_stats *stats)
+{
+    if (!ctx || !m || !o || !o->arch || !fn)
+        return TILEC_ERR_ARG;
+    build b = {.ctx = ctx, .m = m, .o = o, .compile_only = 1};
+    tilec_status st = compile_all(&b);
+    if (st == TILEC_OK)
+        st = hand_over(&b, fn, user);
+    if (stats)
+        *stats = b.st;
     build_free(&b);
     return st;
 }

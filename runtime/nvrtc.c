@@ -97,6 +97,26 @@ tilec_rt_status tilec_nvrtc_version(int *major, int *minor)
     return nvrtcVersion(major, minor) == NVRTC_SUCCESS ? TILEC_RT_OK : TILEC_RT_COMPILE_ERROR;
 }
 
+tilec_rt_status tilec_nvrtc_arch_supported(const char *arch, char *known, size_t size)
+{
+    if (known && size)
+        known[0] = 0;
+    int n = 0, list[128];
+    if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0 || n > 128 ||
+        nvrtcGetSupportedArchs(list) != NVRTC_SUCCESS)
+        return TILEC_RT_COMPILE_ERROR;
+    int number = arch && arch_ok(arch) ? atoi(arch + 3) : -1, found = 0;
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        found |= list[i] == number;
+        if (known && at < size)
+            at += (size_t)snprintf(known + at, size - at, "%ssm_%d", i ? ", " : "", list[i]);
+    }
+    if (known && at >= size && size)
+        known[size - 1] = 0;
+    return found ? TILEC_RT_OK : TILEC_RT_INVALID_ARG;
+}
+
 static char *program_log(nvrtcProgram prog)
 {
     size_t n = 0;

@@ -220,6 +220,13 @@ static void c_pool(void)
 }
 
 /* ---- program.h ---- */
+static int compiled_none(void *user, const tilec_aot_kernel *kern)
+{
+    (void)user;
+    (void)kern;
+    return 1;
+}
+
 static void c_program(void)
 {
     tilec_program *p = NULL;
@@ -231,6 +238,12 @@ static void c_program(void)
     EQ(tilec_program_build(NULL, NULL, m, &o, &p), ARG);
     EQ(tilec_program_build(ctx, NULL, NULL, &o, &p), ARG);
     EQ(tilec_program_build(ctx, NULL, m, &o, NULL), ARG);
+    EQ(tilec_program_compile(NULL, m, &o, compiled_none, NULL, &st), ARG);
+    EQ(tilec_program_compile(ctx, NULL, &o, compiled_none, NULL, &st), ARG);
+    EQ(tilec_program_compile(ctx, m, NULL, compiled_none, NULL, &st), ARG);
+    EQ(tilec_program_compile(ctx, m, &o, NULL, NULL, &st), ARG);
+    tilec_build_options no_arch = {.threads = 1};
+    EQ(tilec_program_compile(ctx, m, &no_arch, compiled_none, NULL, NULL), ARG);
     /* no device and no arch: an error with a message */
     tilec_ctx_clear_diags(ctx);
     EQ(tilec_program_build(ctx, NULL, m, NULL, &p) != TILEC_OK, 1);
@@ -275,6 +288,10 @@ static void c_runtime(void)
     RUNS(tilec_nvrtc_version(NULL, &b));
     RUNS(tilec_nvrtc_version(&a, NULL));
     EQ(tilec_nvrtc_include_dir(NULL, 10), RARG);
+    EQ(tilec_nvrtc_arch_supported(NULL, NULL, 0), RARG);
+    EQ(tilec_nvrtc_arch_supported("sm_9", buf, 0), RARG);
+    EQ(tilec_nvrtc_arch_supported("sm_90a", buf, 1), TILEC_RT_OK);
+    EQ(buf[0], 0); /* cut to its size */
     EQ(tilec_nvrtc_include_dir(buf, 0), RARG);
 }
 
@@ -394,6 +411,9 @@ static void c_wir(void)
     EQ(tilec_wir_peak_bytes(ctx, w, (tilec_wir_peak_kind)99, sizes, 0, &v64), ARG);
     EQ(tilec_wir_peak_bytes(ctx, w, TILEC_WIR_PEAK_LIVE, NULL, 2, &v64), ARG);
     EQ(tilec_wir_peak_bytes(ctx, w, TILEC_WIR_PEAK_LIVE, sizes, 0, NULL), ARG);
+    EQ(tilec_module_check_sizes(NULL, m, sizes, 0), ARG);
+    EQ(tilec_module_check_sizes(ctx, NULL, sizes, 0), ARG);
+    EQ(tilec_module_check_sizes(ctx, m, NULL, 2), ARG);
     EQ(tilec_module_emit_ir(NULL, m, 1, NULL, 0, sink), ARG);
     EQ(tilec_module_emit_ir(ctx, NULL, 1, NULL, 0, sink), ARG);
     EQ(tilec_module_emit_ir(ctx, m, 1, NULL, 2, sink), ARG);

@@ -36,28 +36,93 @@ Test(cli, help_and_version)
 {
     char *out;
     cr_expect_eq(run("--help", &out), 0);
-    cr_expect(strstr(out, "usage: tilec FILE.tile"), "%s", out);
+    cr_expect(!strncmp(out, "usage: tilec [OPTION]... FILE.tile...\n", 38), "%s", out);
+    static const char *const parts[] = {"  -o, --output PATH", "  -j, --jobs N", "      --source-name NAME",
+                                        "      --no-cache", "Exit status: 0 success, 1 errors in the input, 2 usage error",
+                                        "See tilec(1)"};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        cr_expect(strstr(out, parts[i]), "no '%s' in --help", parts[i]);
+    free(out);
+    cr_expect_eq(run("-h", &out), 0);
+    cr_expect(!strncmp(out, "usage: tilec", 12), "%s", out);
     free(out);
     cr_expect_eq(run("--version", &out), 0);
     cr_expect_str_eq(out, "tilec " TILEC_VERSION_STRING "\n");
     free(out);
+    cr_expect_eq(run("-V", &out), 0);
+    cr_expect_str_eq(out, "tilec " TILEC_VERSION_STRING "\n");
+    free(out);
 }
 
-Test(cli, usage_errors_exit_2)
+#define HINT "\n(run 'tilec --help' for usage)\n"
+
+/* Every misuse: one message, exit status 2, and nothing created: the
+ * output named by -o (a directory or a file under a fresh directory) must
+ * not exist afterwards. %s in args is that output's path. */
+static const struct {
+    const char *args, *want;
+} misuses[] = {
+    {"", "tilec: no input file" HINT},
+    {"examples/add_relu.tile --bogus", "tilec: unknown option '--bogus'" HINT},
+    {"examples/add_relu.tile --bogus=1 -o %s", "tilec: unknown option '--bogus'" HINT},
+    {"examples/add_relu.tile -Z", "tilec: unknown option '-Z'" HINT},
+    {"examples/add_relu.tile --emit", "tilec: option '--emit' needs an argument" HINT},
+    {"examples/add_relu.tile -o", "tilec: option '-o' needs an argument" HINT},
+    {"examples/add_relu.tile --emit nonsense -o %s",
+     "tilec: unknown --emit kind 'nonsense' (known: ast, cuda, cubin, ir, c, py)" HINT},
+    {"examples/add_relu.tile --emit cubin --arch sm_99 -o %s", "tilec: unknown --arch 'sm_99' (NVRTC "},
+    {"examples/add_relu.tile --emit cubin --arch 90 -o %s", "tilec: unknown --arch '90' (NVRTC "},
+    {"examples/e2e.tile --emit c --aot sm_1 -o %s", "tilec: unknown --aot 'sm_1' (NVRTC "},
+    {"examples/e2e.tile --emit py --aot sm_90 -o %s", "tilec: --aot needs --emit c" HINT},
+    {"examples/block.tile --emit ir --sizes R=4,c=8 -o %s",
+     "examples/block.tile: error: --sizes names 'c', which no graph of the module has (known: R, C)\n"},
+    {"examples/block.tile --emit ir --sizes R=oops -o %s",
+     "tilec: --sizes takes NAME=N,NAME=N,... with positive sizes, got 'R=oops'" HINT},
+    {"examples/block.tile --emit ast --sizes R=1 -o %s", "tilec: --sizes needs --emit ir" HINT},
+    {"examples/add_relu.tile --emit cubin", "tilec: --emit cubin needs -o DIR" HINT},
+    {"examples/add_relu.tile -o %s", "tilec: -o needs --emit" HINT},
+    {"examples/add_relu.tile --emit cubin -j 0 -o %s", "tilec: -j takes a number from 1 to 1024, got '0'" HINT},
+    {"examples/add_relu.tile --emit cubin -j x -o %s", "tilec: -j takes a number from 1 to 1024, got 'x'" HINT},
+    {"examples/add_relu.tile --max-errors 0", "tilec: --max-errors takes a number from 1 to 100000, got '0'" HINT},
+    {"examples/add_relu.tile examples/e2e.tile --source-name x.tile --emit c -o %s",
+     "tilec: --source-name names one input file, got 2" HINT},
+};
+
+Test(cli, each_misuse_is_one_error_exit_2_and_creates_nothing)
+{
+    char dir[] = "/tmp/tilec_misuse_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char target[300];
+    snprintf(target, sizeof target, "%s/out", dir);
+    for (size_t i = 0; i < sizeof misuses / sizeof *misuses; i++) {
+        char args[1024], *out;
+        const char *at = strstr(misuses[i].args, "%s");
+        if (at)
+            snprintf(args, sizeof args, "%.*s%s%s", (int)(at - misuses[i].args), misuses[i].args, target, at + 2);
+        else
+            snprintf(args, sizeof args, "%s", misuses[i].args);
+        cr_expect_eq(run(args, &out), 2, "tilec %s: %s", args, out);
+        if (strstr(misuses[i].want, HINT))
+            cr_expect_str_eq(out, misuses[i].want, "tilec %s", args);
+        else /* the arch lists depend on NVRTC: the start, one error, nothing else */
+            cr_expect(!strncmp(out, misuses[i].want, strlen(misuses[i].want)) && !strstr(out + 1, "tilec:") &&
+                          !strstr(out, "error: kernel"),
+                      "tilec %s: %s", args, out);
+        free(out);
+        struct stat st;
+        cr_expect_neq(stat(target, &st), 0, "tilec %s created %s", args, target);
+    }
+    cr_expect_eq(rmdir(dir), 0);
+}
+
+/* The list of architectures is NVRTC's own, sm_90 among them */
+Test(cli, unknown_arch_lists_the_known_ones)
 {
     char *out;
-    cr_expect_eq(run("", &out), 2);
-    cr_expect(strstr(out, "tilec: no input file"), "%s", out);
-    free(out);
-    cr_expect_eq(run("examples/add_relu.tile --bogus", &out), 2);
-    cr_expect(strstr(out, "unknown option '--bogus'"), "%s", out);
-    free(out);
-    cr_expect_eq(run("examples/add_relu.tile --emit", &out), 2);
-    free(out);
-    cr_expect_eq(run("examples/add_relu.tile --emit nonsense", &out), 2);
-    cr_expect(strstr(out, "unknown --emit kind 'nonsense'"), "%s", out);
-    free(out);
-    cr_expect_eq(run("examples/add_relu.tile --max-errors 0", &out), 2);
+    cr_expect_eq(run("examples/add_relu.tile --emit cubin --arch sm_99 -o /tmp/tilec_never_made", &out), 2);
+    cr_expect(strstr(out, " compiles for sm_") && strstr(out, ", sm_90, ") &&
+                  strstr(out, "; a suffix a or f may follow)" HINT),
+              "%s", out);
     free(out);
 }
 
@@ -188,17 +253,19 @@ Test(cli, emit_cubin_writes_every_variant)
     cr_expect_eq(rmdir(dir), 0, "unexpected files left in %s", dir);
 }
 
+/* A kernel NVRTC cannot compile (matmul's pipelined loads need sm_80) is
+ * an error at its .tile line naming the kernel; nothing is written and the
+ * output directory is not created. */
 Test(cli, emit_cubin_reports_nvrtc_failures)
 {
     char *out;
-    cr_expect_eq(run("examples/add_relu.tile --emit cubin --arch sm_99 -o /tmp/tilec_cubin_never", &out), 1);
-    cr_expect(strstr(out, "examples/add_relu.tile:2:1: error: kernel 'add_relu': NVRTC could not compile add_relu_v0 for sm_99"),
-              "%s", out);
+    const char *dir = "/tmp/tilec_cubin_never";
+    cr_expect_eq(run("examples/matmul.tile --emit cubin --no-cache --arch sm_75 -o /tmp/tilec_cubin_never", &out), 1);
+    const char *want = "examples/matmul.tile:3:1: error: kernel 'matmul': NVRTC could not compile matmul_v0 for sm_75";
+    cr_expect(!strncmp(out, want, strlen(want)), "%s", out);
     free(out);
-    rmdir("/tmp/tilec_cubin_never");
-    cr_expect_eq(run("examples/add_relu.tile --emit cubin", &out), 2);
-    cr_expect(strstr(out, "--emit cubin needs -o DIR"), "%s", out);
-    free(out);
+    struct stat st;
+    cr_expect_neq(stat(dir, &st), 0, "%s was created", dir);
 }
 
 Test(cli, emit_ir_with_sizes)
@@ -207,16 +274,6 @@ Test(cli, emit_ir_with_sizes)
     cr_expect_eq(run("examples/block.tile --emit ir --sizes R=4096,C=1024", &out), 0, "%s", out);
     cr_expect(strstr(out, "reuse y <- t: f32[R, C]"), "%s", out);
     cr_expect(strstr(out, "peak bytes with R=4096, C=1024: 33587200 planned, 50364416 unplanned"), "%s", out);
-    free(out);
-    cr_expect_eq(run("examples/block.tile --emit ir --sizes R=oops", &out), 2);
-    free(out);
-    cr_expect_eq(run("examples/block.tile --emit ast --sizes R=1", &out), 2);
-    cr_expect(strstr(out, "--sizes needs --emit ir"), "%s", out);
-    free(out);
-    /* a name no graph has is an error naming it and the known ones, before any output */
-    cr_expect_eq(run("examples/block.tile --emit ir --sizes R=4,c=8", &out), 1);
-    cr_expect_str_eq(out, "examples/block.tile: error: --sizes names 'c', which no graph of the module has "
-                          "(known: R, C)\n");
     free(out);
 }
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # deps.sh: check the Debian packages tilec builds with; with "install",
 # install what is missing (apt-get, when run as root) or say what to run;
-# "fuzz" and "install-fuzz" also check clang and libFuzzer (make fuzz).
+# "fuzz" and "install-fuzz" also check clang and libFuzzer (make fuzz),
+# "lint" and "install-lint" cppcheck and clang-format (make lint, format).
 set -u
 mode=${1:-check}
 missing=""
@@ -16,10 +17,16 @@ need lemon       sh -c 'command -v lemon && { [ -f /usr/share/lemon/lempar.c ] |
 need uthash-dev  test -f /usr/include/uthash.h
 need libcriterion-dev test -f /usr/include/criterion/criterion.h
 need pkg-config  command -v pkg-config
+need python3-venv python3 -c 'import ensurepip, venv' # tests/python/test_install.py: pip install into a venv
 if [ "$mode" = fuzz ] || [ "$mode" = install-fuzz ]; then # `make fuzz`: clang with libFuzzer
     need clang   command -v clang
     need libclang-rt-14-dev sh -c 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
     [ "$mode" = install-fuzz ] && mode=install
+fi
+if [ "$mode" = lint ] || [ "$mode" = install-lint ]; then # `make lint`, `make format`
+    need cppcheck command -v cppcheck
+    need clang-format command -v clang-format
+    [ "$mode" = install-lint ] && mode=install
 fi
 [ -z "$missing" ] && exit 0
 if [ "$mode" = install ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -27,7 +27,7 @@ for f in "$work"/tiles/*.tile; do
     rm -rf "$o" && mkdir -p "$o"
     if ! "$build/bin/tilec" "$f" --check >"$o/log" 2>&1; then fail "$f" check "$o/log"; continue; fi
     check=$((check + 1))
-    if "$build/bin/tilec" "$f" --emit cubin -o "$o" >"$o/log" 2>&1; then cubin=$((cubin + 1)); else fail "$f" nvrtc "$o/log"; fi
+    if "$build/bin/tilec" "$f" --emit cubin --no-cache -o "$o" >"$o/log" 2>&1; then cubin=$((cubin + 1)); else fail "$f" nvrtc "$o/log"; fi
     if "$build/bin/tilec" "$f" --emit c -o "$o" >"$o/log" 2>&1; then
         c=$((c + 1))
         if cc -std=c11 -Wall -Wextra -Werror -Iinclude -c -o "$o/g0.o" "$o/g0.c" >"$o/log" 2>&1; then

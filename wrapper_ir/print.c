@@ -298,8 +298,10 @@ static void size_names(const tilec_module *m, strbuf *known)
 
 /* Every name in sizes must be one the module knows: a typo is an error
  * that names it and lists the known names, never a silently ignored size. */
-static tilec_status check_size_names(tilec_ctx *ctx, const tilec_module *m, const tilec_wir_size *sizes, size_t n)
+tilec_status tilec_module_check_sizes(tilec_ctx *ctx, const tilec_module *m, const tilec_wir_size *sizes, size_t n)
 {
+    if (!ctx || !m || (!sizes && n))
+        return TILEC_ERR_ARG;
     strbuf known;
     sb_init(&known);
     size_names(m, &known);
@@ -331,7 +333,7 @@ tilec_status tilec_module_emit_ir(tilec_ctx *ctx, const tilec_module *m, int pla
 {
     if (!ctx || !m || !sink.write || (!sizes && nsizes))
         return TILEC_ERR_ARG;
-    tilec_status st = check_size_names(ctx, m, sizes, nsizes);
+    tilec_status st = tilec_module_check_sizes(ctx, m, sizes, nsizes);
     if (st != TILEC_OK)
         return st;
     strbuf b;

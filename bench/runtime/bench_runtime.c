@@ -9,6 +9,7 @@
  * warm starts; MODULE.tile is every example concatenated). */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,13 +125,18 @@ int main(int argc, char **argv)
     }
     const char *outpath = argc > 1 ? argv[1] : "runtime.jsonl";
     const char *examples = argc > 2 ? argv[2] : "examples/matmul.tile";
-    FILE *out = fopen(outpath, "w");
     tilec_rt *rt;
     tilec_rt_status st0 = tilec_rt_open(0, &rt);
     if (st0 != TILEC_RT_OK) {
         printf("SKIP: bench_runtime: %s\n", tilec_rt_status_string(st0));
         tilec_rt_close(rt);
         return 0;
+    }
+    FILE *out = fopen(outpath, "w");
+    if (!out) {
+        fprintf(stderr, "bench_runtime: cannot write %s: %s\n", outpath, strerror(errno));
+        tilec_rt_close(rt);
+        return 1;
     }
 
     /* ---- launch: host cost per launch of an empty kernel ---- */

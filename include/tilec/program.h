@@ -36,6 +36,20 @@ typedef struct tilec_build_options {
 tilec_status tilec_program_build(tilec_ctx *ctx, tilec_rt *rt, const tilec_module *m, const tilec_build_options *o,
                                  tilec_program **out);
 
+/* Compile every variant of every kernel of m as tilec_program_build does
+ * (the cache first, then NVRTC on the compile threads and workers of o;
+ * o->arch is required) and load nothing: each variant goes to fn in module
+ * order as an ahead-of-time table entry (grid NULL; the strings and the
+ * image live for the call). A kernel whose parameters no launch can pass
+ * yet (an i8 or f16 scalar) is still compiled: its kinds are NULL, and
+ * such a module skips the cache. fn returning nonzero stops the walk:
+ * TILEC_ERR_IO. Failures are diagnostics in ctx, as for a build. The
+ * build's statistics go to *stats when it is not NULL. `tilec --emit
+ * cubin` writes its files this way. */
+typedef int (*tilec_compiled_fn)(void *user, const tilec_aot_kernel *k);
+tilec_status tilec_program_compile(tilec_ctx *ctx, const tilec_module *m, const tilec_build_options *o,
+                                   tilec_compiled_fn fn, void *user, tilec_program_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif

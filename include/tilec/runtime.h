@@ -243,6 +243,12 @@ tilec_rt_status tilec_nvrtc_compile_isolated(const char *source, const char *pro
 /* The version of the linked NVRTC (13, 0). */
 tilec_rt_status tilec_nvrtc_version(int *major, int *minor);
 
+/* TILEC_RT_OK when NVRTC can compile for arch ("sm_90", "sm_90a",
+ * "sm_100f": the number is one NVRTC lists), TILEC_RT_INVALID_ARG when not,
+ * TILEC_RT_COMPILE_ERROR when NVRTC cannot say. With known not NULL, the
+ * list ("sm_75, sm_80, ...") is copied there (cut to size). */
+tilec_rt_status tilec_nvrtc_arch_supported(const char *arch, char *known, size_t size);
+
 /* The CUDA include directory the compiles pass with -I (the first of
  * $TILEC_CUDA_HOME/include, $CUDA_HOME/include, $CUDA_PATH/include and the
  * build's default that holds cuda_fp16.h), copied into buf; "" when none

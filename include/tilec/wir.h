@@ -232,6 +232,12 @@ typedef enum tilec_wir_peak_kind { TILEC_WIR_PEAK_RESERVED, TILEC_WIR_PEAK_LIVE 
 tilec_status tilec_wir_peak_bytes(tilec_ctx *ctx, const tilec_wir *w, tilec_wir_peak_kind kind,
                                   const tilec_wir_size *sizes, size_t n, int64_t *out);
 
+/* Every name of sizes must be a size symbol of a graph of m (a scalar
+ * parameter or a named dimension): else TILEC_ERR_INPUT with an error on
+ * ctx naming it and the known ones. tilec_module_emit_ir checks this first;
+ * the command checks it before it writes anything. */
+tilec_status tilec_module_check_sizes(tilec_ctx *ctx, const tilec_module *m, const tilec_wir_size *sizes, size_t n);
+
 /* `tilec FILE --emit ir [--sizes R=4096,C=1024]`: every graph of m
  * lowered, planned when `plan` is nonzero, and printed; graphs separated
  * by a blank line. With sizes (nsizes > 0) each graph ends with a line

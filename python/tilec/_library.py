@@ -100,12 +100,13 @@ _native: Any = False  # False: not looked for yet; None: not there
 
 
 def _library_candidates() -> List[str]:
-    """Where libtilec.so is looked for, in order: $TILEC_LIB, the build of a
-    source tree this package sits in (build/lib/libtilec.so), then the
-    system's search path."""
+    """Where libtilec.so is looked for, in order: $TILEC_LIB, the one
+    `pip install` bundled in the package, the build of a source tree this
+    package sits in (build/lib/libtilec.so), then the system's search path."""
     candidates = []
     if os.environ.get("TILEC_LIB"):
         candidates.append(os.environ["TILEC_LIB"])
+    candidates.append(os.path.join(_HERE, "libtilec.so"))
     candidates.append(os.path.join(_HERE, "..", "..", "build", "lib", "libtilec.so"))
     found = ctypes.util.find_library("tilec")
     if found:

@@ -1,0 +1,168 @@
+/* emit.c: what the command writes for --emit ast, cuda and ir (one stream:
+ * standard output, or -o FILE written all or nothing) and for an emitter
+ * (c, py, a plugin's: files in -o DIR, made only once there is something
+ * to write). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "tilec/emitter.h"
+#include "tilec/lower.h"
+
+void cli_usual_mode(int fd)
+{
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask);
+}
+
+int cli_make_dir(const char *dir, int *made)
+{
+    struct stat sb;
+    *made = 0;
+    if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return 0;
+    if (mkdir(dir, 0777) == 0) {
+        *made = 1;
+        return 0;
+    }
+    fprintf(stderr, "tilec: cannot create %s: %s\n", dir, strerror(errno));
+    return CLI_EXIT_INPUT;
+}
+
+int cli_emit_with(tilec_ctx *ctx, const cli_opts *o, tilec_module **mods)
+{
+    int made = 0, status = o->out ? cli_make_dir(o->out, &made) : 0;
+    const char *const keys[] = {"aot"}, *const values[] = {o->aot};
+    tilec_emit_options eo = {.dir = o->out, .plan = 1, .keys = keys, .values = values, .noptions = o->aot ? 1 : 0};
+    for (int i = 0; i < o->nfiles && !status; i++) {
+        if (tilec_module_emit(ctx, mods[i], o->emit, &eo, tilec_sink_file(stdout)) != TILEC_OK)
+            status = CLI_EXIT_INPUT;
+        cli_flush_diags(ctx);
+    }
+    if (status && made)
+        rmdir(o->out); /* only when still empty: files of another module stay */
+    return status;
+}
+
+/* The stream: a FILE that remembers the first write error (its errno), so
+ * that a failure is reported once, by path. */
+typedef struct out_stream {
+    FILE *f;
+    int err;
+} out_stream;
+
+static int out_write(void *user, const char *data, size_t len)
+{
+    out_stream *s = user;
+    if (s->err)
+        return -1;
+    errno = 0;
+    if (fwrite(data, 1, len, s->f) == len)
+        return 0;
+    s->err = errno ? errno : EIO;
+    return -1;
+}
+
+/* Where -o FILE goes: a temporary file beside it, renamed into place at the
+ * end, so a failed run never leaves a partial file; it gets the mode a new
+ * file would (0666 less the umask), not mkstemp's 0600. An output that
+ * exists and is not a regular file (/dev/null, a FIFO, a terminal) is
+ * written in place: a rename would replace the device with a file. */
+typedef struct out_file {
+    const char *path;
+    char *tmp; /* NULL: written in place (or stdout) */
+    FILE *f;
+} out_file;
+
+static int out_open(out_file *of, const char *path)
+{
+    *of = (out_file){path, NULL, stdout};
+    struct stat st;
+    if (!path)
+        return 0;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (!S_ISDIR(st.st_mode) && (of->f = fopen(path, "w")))
+            return 0;
+        fprintf(stderr, "tilec: cannot write %s: %s\n", path, strerror(S_ISDIR(st.st_mode) ? EISDIR : errno));
+        return CLI_EXIT_INPUT;
+    }
+    size_t n = strlen(path) + 16;
+    int fd = -1;
+    if ((of->tmp = malloc(n))) {
+        snprintf(of->tmp, n, "%s.XXXXXX", path);
+        fd = mkstemp(of->tmp);
+    }
+    if (fd >= 0)
+        cli_usual_mode(fd);
+    if (fd >= 0 && (of->f = fdopen(fd, "w")))
+        return 0;
+    fprintf(stderr, "tilec: cannot write %s: %s\n", path, strerror(errno));
+    if (fd >= 0) {
+        close(fd);
+        unlink(of->tmp);
+    }
+    free(of->tmp);
+    return CLI_EXIT_INPUT;
+}
+
+/* Flush and close; the temporary renamed into place when all went well,
+ * else removed. Every failure to write is said once, with the path. */
+static int out_close(out_file *of, out_stream *os, int status)
+{
+    const char *name = of->path ? of->path : "the output";
+    if (!os->err && fflush(of->f) != 0)
+        os->err = errno ? errno : EIO;
+    if (os->err) {
+        fprintf(stderr, "tilec: cannot write %s: %s\n", name, strerror(os->err));
+        status = CLI_EXIT_INPUT;
+    }
+    if (!of->path)
+        return status;
+    if (fclose(of->f) != 0 && !os->err) {
+        fprintf(stderr, "tilec: cannot write %s: %s\n", name, strerror(errno));
+        status = CLI_EXIT_INPUT;
+    }
+    if (of->tmp && !status && rename(of->tmp, of->path) != 0) {
+        fprintf(stderr, "tilec: cannot write %s: %s\n", name, strerror(errno));
+        status = CLI_EXIT_INPUT;
+    }
+    if (of->tmp && status)
+        unlink(of->tmp);
+    free(of->tmp);
+    return status;
+}
+
+static tilec_status emit_one(tilec_ctx *ctx, const cli_opts *o, const tilec_module *m, const char *file, out_stream *os)
+{
+    tilec_sink sink = {out_write, os};
+    if (!strcmp(o->emit, "ir"))
+        return tilec_module_emit_ir(ctx, m, 1, o->sizes, o->nsizes, sink);
+    if (!strcmp(o->emit, "cuda"))
+        return tilec_module_emit_cuda(ctx, m, sink);
+    if (o->nfiles > 1) { /* ast: each module under its file's name */
+        out_write(os, "// ", 3);
+        out_write(os, file, strlen(file));
+        out_write(os, "\n", 1);
+    }
+    return tilec_module_dump_ast(m, sink);
+}
+
+int cli_emit_stream(tilec_ctx *ctx, const cli_opts *o, tilec_module **mods)
+{
+    out_file of;
+    int status = out_open(&of, o->out);
+    if (status)
+        return status;
+    out_stream os = {of.f, 0};
+    for (int i = 0; i < o->nfiles && !os.err; i++) {
+        if (emit_one(ctx, o, mods[i], o->files[i], &os) != TILEC_OK)
+            status = CLI_EXIT_INPUT;
+        cli_flush_diags(ctx);
+    }
+    return out_close(&of, &os, status);
+}
