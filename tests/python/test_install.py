@@ -39,10 +39,10 @@ assert os.access(os.path.join(site, "tilec"), os.X_OK), "no compile worker besid
 P = ctypes.c_void_p
 ctx, mod, prog = lib.tilec_ctx_new(), P(), P()
 assert lib.tilec_parse_file(ctx, os.path.join(root, "examples", "softmax.tile").encode(), ctypes.byref(mod)) == 0
-opts = tilec._BuildOptions(b"sm_90", 2, None, None, None)
+opts = tilec._library._BuildOptions(b"sm_90", 2, None, None, None)
 st = lib.tilec_program_build(ctx, None, mod, ctypes.byref(opts), ctypes.byref(prog))
 assert st == 0, st
-stats = tilec._Stats()
+stats = tilec._library._Stats()
 lib.tilec_program_get_stats(prog, ctypes.byref(stats))
 assert stats.kernels == 3 and stats.nvrtc_compiles == 3, (stats.kernels, stats.nvrtc_compiles)
 lib.tilec_program_free(prog)
