@@ -28,7 +28,7 @@ CUDA     ?= /usr/local/cuda
 LIB_DIRS = util dsl parser lower wrapper_ir emit_c emit_py runtime api
 LIB_SRC  = $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIBS     = -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lpthread -lm
-GEN_SRC  = $(BUILD)/gen/lexer.c $(BUILD)/gen/grammar.c
+GEN_SRC  = $(BUILD)/gen/lexer.c $(BUILD)/gen/grammar.c $(BUILD)/gen/identity.c
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
 TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
 
@@ -48,6 +48,14 @@ $(BUILD)/gen/grammar.c $(BUILD)/gen/grammar.h &: parser/grammar.y
 	@tools/deps.sh check
 	cp parser/grammar.y $(BUILD)/gen/grammar.y
 	$(LEMON) -q -s -T$(LEMPAR) $(BUILD)/gen/grammar.y >/dev/null
+
+# The compiler's identity in every cache key (docs/runtime.md, "Keys"): a
+# hash of the sources that decide what a cache entry holds; the file is
+# rewritten only when the hash changes.
+IDENTITY_SRC = $(sort $(wildcard $(foreach d,util dsl parser lower runtime api include/tilec,$(d)/*.[chy] $(d)/*.re)))
+$(BUILD)/gen/identity.c: $(IDENTITY_SRC) tools/identity.sh
+	@mkdir -p $(BUILD)/gen
+	@tools/identity.sh $@ $(IDENTITY_SRC)
 
 $(BUILD)/gen/lexer.c: dsl/lexer.re $(BUILD)/gen/grammar.h
 	@mkdir -p $(BUILD)/gen
@@ -73,7 +81,7 @@ $(LIBSO): $(LIB_OBJ)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LIBS)
 
 # -rdynamic: a --plugin's calls into libtilec resolve against the command.
-$(TILEC): $(BUILD)/obj/cli/tilec.o $(LIBA)
+$(TILEC): $(BUILD)/obj/cli/tilec.o $(BUILD)/obj/cli/cache.o $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -rdynamic -o $@ $^ $(LIBS)
 

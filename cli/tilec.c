@@ -219,8 +219,12 @@ static int emit_cubins(const char **files, int nfiles, const char *dir, const ch
     return status;
 }
 
+int cli_cache(int argc, char **argv); /* cli/cache.c: tilec cache stats|list|prune|clear */
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "cache"))
+        return cli_cache(argc - 1, argv + 1);
     const char *emit = NULL, *out = NULL, *arch = "sm_90", *aot = NULL;
     unsigned max_errors = 0;
     const char *sizes_spec = NULL;

@@ -16,6 +16,11 @@ need lemon       sh -c 'command -v lemon && { [ -f /usr/share/lemon/lempar.c ] |
 need uthash-dev  test -f /usr/include/uthash.h
 need libcriterion-dev test -f /usr/include/criterion/criterion.h
 need pkg-config  command -v pkg-config
+need libxxhash-dev test -f /usr/include/xxhash.h
+# the remote cache tier's tests: a real server, and the client tilec loads
+# at run time (tilec builds and runs without either)
+need redis-server command -v redis-server
+need libhiredis-dev sh -c 'ls /usr/lib/*/libhiredis.so* || ls /usr/lib/libhiredis.so*'
 if [ "$mode" = fuzz ] || [ "$mode" = install-fuzz ]; then # `make fuzz`: clang with libFuzzer
     need clang   command -v clang
     need libclang-rt-14-dev sh -c 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
