@@ -151,7 +151,7 @@ $(DOTPLUGIN): examples/emitters/dot.c include/tilec/emitter.h include/tilec/wir.
 $(BUILD)/obj/tests/test_dot.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"'
 $(BUILD)/tests/test_dot: | $(DOTPLUGIN) $(TILEC)
 
-BENCH    = $(BUILD)/bench/bench_runtime $(BUILD)/bench/e2e $(BUILD)/bench/e2e_fused
+BENCH    = $(BUILD)/bench/bench_runtime $(BUILD)/bench/e2e $(BUILD)/bench/e2e_fused $(BUILD)/bench/cache_bench
 # the generated wrapper of examples/e2e.tile as a standalone program (make demo runs it)
 $(BUILD)/bench/e2e $(BUILD)/bench/e2e_fused: $(BUILD)/bench/%: $(BUILD)/gen/wrappers/%.c $(LIBA)
 	@mkdir -p $(dir $@)
@@ -159,6 +159,11 @@ $(BUILD)/bench/e2e $(BUILD)/bench/e2e_fused: $(BUILD)/bench/%: $(BUILD)/gen/wrap
 $(BUILD)/bench/bench_runtime: $(BUILD)/obj/bench/runtime/bench_runtime.o $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+# the kernel cache's benchmark (bench/cache/run.sh)
+$(BUILD)/bench/cache_bench: $(BUILD)/obj/bench/cache/cache_bench.o $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+all: $(BUILD)/bench/cache_bench
 
 # The benchmark harness (bench/harness/README.md): one Python process times
 # every side by one method; its C loop (tb.c) is this library, whose tilec_*
@@ -183,9 +188,11 @@ valgrind: all
 	tools/valgrind.sh $(BUILD)
 
 .PHONY: gpu-bundle
+# the cache benchmark's Redis server and client, where this machine has them
+REDIS_CARRY = $(firstword $(wildcard /usr/bin/redis-server)) $(firstword $(wildcard /usr/lib/*/libhiredis.so.*))
 GPUDIR  ?= .gpu
 gpu-bundle: all $(TESTS) $(BENCH) $(BENCHLIB) $(FAKECUDA)
-	../shared/tools/gpu-bundle $(GPUDIR) $(TILEC) $(TESTS) $(BENCH) $(FAKECUDA)
+	../shared/tools/gpu-bundle $(GPUDIR) $(TILEC) $(TESTS) $(BENCH) $(FAKECUDA) $(REDIS_CARRY)
 	cp $(LIBSO) $(BENCHLIB) $(GPUDIR)/lib/
 $(BUILD)/obj/runtime/%.o: CPPFLAGS += -I$(CUDA)/include
 

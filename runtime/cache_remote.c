@@ -220,8 +220,8 @@ static int load_hiredis(cache_remote *r, char *why, size_t why_size)
         lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     r->loaded = -1;
     if (!lib) {
-        rsay(why, why_size, "cannot load libhiredis (%s): %s", r->lib_path ? r->lib_path : "libhiredis.so*",
-             dlerror());
+        rsay(why, why_size, "redis %s: cannot load libhiredis (%s): %s", r->name,
+             r->lib_path ? r->lib_path : "libhiredis.so*", dlerror());
         return -1;
     }
     hiredis *h = &r->hi;
@@ -234,7 +234,7 @@ static int load_hiredis(cache_remote *r, char *why, size_t why_size)
     *(void **)&h->free_reply = dlsym(lib, "freeReplyObject");
     *(void **)&h->free_ctx = dlsym(lib, "redisFree");
     if (!h->connect || !h->set_timeout || !h->append_argv || !h->get_reply || !h->free_reply || !h->free_ctx) {
-        rsay(why, why_size, "the libhiredis loaded lacks a function tilec needs");
+        rsay(why, why_size, "redis %s: the libhiredis loaded lacks a function tilec needs", r->name);
         return -1;
     }
     r->loaded = 1;

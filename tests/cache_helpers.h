@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bundle_forge.h"
 #include "tilec/program.h"
 
 /* Build `tile` through a cache on dir; *st gets the program's stats. */
@@ -58,6 +59,58 @@ static inline int cache_child(int (*fn)(void *), void *arg, const char *log_path
     if (pid < 0 || waitpid(pid, &status, 0) != pid)
         return 250;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 200 + WTERMSIG(status);
+}
+
+/* Run fn(0) .. fn(n - 1) in n processes at once; how many did not exit
+ * with 0 (at most 64 processes). */
+static inline int cache_procs(int n, int (*fn)(int id))
+{
+    pid_t pids[64];
+    int failed = 0;
+    fflush(NULL);
+    for (int i = 0; i < n && i < 64; i++) {
+        pids[i] = fork();
+        if (pids[i] == 0)
+            _exit(fn(i));
+        failed += pids[i] < 0;
+    }
+    for (int i = 0; i < n && i < 64; i++) {
+        int status = 0;
+        if (pids[i] > 0 && (waitpid(pids[i], &status, 0) != pids[i] || !WIFEXITED(status) || WEXITSTATUS(status)))
+            failed++;
+    }
+    return failed;
+}
+
+/* One round of a process sharing a cache: open dir, get key, check a hit
+ * is key's bundle (made from k) or put it on a miss; *s gets the stats.
+ * 0, or what failed: 1 open, 2 a wrong bundle, a failed get or put. */
+static inline int cache_use_key(const char *dir, const char *key, unsigned k, tilec_cache_stats *s)
+{
+    tilec_cache *c;
+    if (tilec_cache_open(dir, &c) != TILEC_RT_OK)
+        return 1;
+    tilec_bundle *want = make_bundle(1 + k % 4, 40u + k), *got = NULL;
+    tilec_rt_status st = tilec_cache_get(c, key, &got);
+    int bad = st == TILEC_RT_OK ? !bundle_eq(got, want)
+                                : st != TILEC_RT_NOT_FOUND || tilec_cache_put(c, key, want) != TILEC_RT_OK;
+    tilec_cache_get_stats(c, s);
+    tilec_bundle_free(got);
+    tilec_bundle_free(want);
+    tilec_cache_close(c);
+    return bad ? 2 : 0;
+}
+
+/* The usage of directory dir (zeros when it cannot be read). */
+static inline tilec_cache_usage cache_usage_in(const char *dir)
+{
+    tilec_cache_usage u;
+    memset(&u, 0, sizeof u);
+    tilec_cache *c;
+    if (tilec_cache_open(dir, &c) == TILEC_RT_OK)
+        tilec_cache_usage_get(c, &u);
+    tilec_cache_close(c);
+    return u;
 }
 
 /* The variables the cache reads, unset. */

@@ -324,30 +324,19 @@ Test(lru, counters_are_shared_by_processes)
  * is the right bundle, and nothing fails. */
 enum { LRU_PROCS = 8, LRU_ROUNDS = 60, LRU_KEYS = 12 };
 
-static int lru_worker(void *arg)
+static int lru_worker(int id)
 {
-    int id = *(int *)arg;
     for (int r = 0; r < LRU_ROUNDS; r++) {
-        tilec_cache *c;
-        if (tilec_cache_open(dir, &c) != TILEC_RT_OK)
-            return 1;
-        int k = (r * 7 + id * 3) % LRU_KEYS;
         char key[16];
+        int k = (r * 7 + id * 3) % LRU_KEYS;
         snprintf(key, sizeof key, "key%d", k);
-        tilec_bundle *want = make_bundle(2 + (uint32_t)k % 3, 40u + (unsigned)k), *got = NULL;
-        tilec_rt_status st = tilec_cache_get(c, key, &got);
-        int bad = st == TILEC_RT_OK ? !bundle_eq(got, want)
-                                    : st != TILEC_RT_NOT_FOUND || tilec_cache_put(c, key, want) != TILEC_RT_OK;
-        tilec_bundle_free(got);
-        tilec_bundle_free(want);
-        tilec_cache_close(c);
-        if (bad)
-            return 2;
+        tilec_cache_stats s;
+        int rc = cache_use_key(dir, key, (unsigned)k, &s);
+        if (rc)
+            return rc;
     }
     return 0;
 }
-
-static int run_lru_worker(void *arg) { return lru_worker(arg); }
 
 Test(lru, processes_share_a_bounded_directory, .timeout = 120)
 {
@@ -356,29 +345,13 @@ Test(lru, processes_share_a_bounded_directory, .timeout = 120)
     snprintf(cap, sizeof cap, "%zu", bundle_bytes(b) * 4); /* about a third of the keys fit */
     tilec_bundle_free(b);
     setenv("TILEC_CACHE_MAX_BYTES", cap, 1);
-    pid_t pids[LRU_PROCS];
-    int ids[LRU_PROCS];
-    for (int i = 0; i < LRU_PROCS; i++) {
-        ids[i] = i;
-        pids[i] = fork();
-        cr_assert_geq(pids[i], 0);
-        if (pids[i] == 0)
-            _exit(run_lru_worker(&ids[i]));
-    }
-    for (int i = 0; i < LRU_PROCS; i++) {
-        int status;
-        cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
-        cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "worker %d: status %d", i, status);
-    }
-    tilec_cache *c;
-    cr_assert_eq(tilec_cache_open(dir, &c), TILEC_RT_OK);
-    tilec_cache_usage u;
-    cr_assert_eq(tilec_cache_usage_get(c, &u), TILEC_RT_OK);
+    cr_expect_eq(cache_procs(LRU_PROCS, lru_worker), 0, "processes failed");
+    tilec_cache_usage u = cache_usage_in(dir);
+    cr_assert_gt(u.writes, 0);
     cr_expect_leq(u.bytes, u.max_bytes);
     cr_expect_gt(u.evicted, 0);
     cr_expect_eq(u.local_hits + u.misses, LRU_PROCS * LRU_ROUNDS);
     cr_expect_eq(u.corrupt, 0);
-    tilec_cache_close(c);
 }
 
 /* ---- the command ---- */

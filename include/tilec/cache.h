@@ -165,7 +165,9 @@ int tilec_cache_key_ok(const char *k, size_t n);
  * an error: the cache then works in memory only and
  * tilec_cache_last_error says why. TILEC_LOGS (a comma list) containing
  * "cache" or "all" prints one "tilec cache: ..." line on stderr per event.
- * The environment is read here, once.
+ * TILEC_CACHE_MAX_BYTES bounds the directory; TILEC_CACHE_REDIS and its
+ * companions (docs/runtime.md) add the remote tier. The environment is
+ * read here, once.
  *
  * Returns TILEC_RT_OK, TILEC_RT_INVALID_ARG (out NULL, dir ""), or
  * TILEC_RT_NOMEM; *out is NULL on failure. No global state; every call on
@@ -176,10 +178,13 @@ void tilec_cache_close(tilec_cache *c);
 
 /* Look `key` up: memory first, then the file <dir>/<key>.tilecbundle
  * (a regular file of at most TILEC_BUNDLE_MAX_SIZE bytes, parsed with
- * tilec_bundle_parse against key; a disk hit is kept in memory). On a hit
- * *out is the caller's own copy. A missing file is a miss
- * (TILEC_RT_NOT_FOUND). A corrupt or foreign file is a miss too: counted
- * in `corrupt`, logged, and removed so that the next put replaces it.
+ * tilec_bundle_parse against key; a disk hit is kept in memory and marks
+ * the file used), then the Redis tier when TILEC_CACHE_REDIS names one (a
+ * value validated like a file; a hit is kept in memory and copied to the
+ * directory). On a hit *out is the caller's own copy. A missing file is a
+ * miss (TILEC_RT_NOT_FOUND). A corrupt or foreign file is a miss too:
+ * counted in `corrupt`, logged, and removed so that the next put replaces
+ * it. Any remote fault is a miss with one log line, never an error.
  * TILEC_RT_INVALID_ARG for a bad key or NULL argument, TILEC_RT_NOMEM. */
 tilec_rt_status tilec_cache_get(tilec_cache *c, const char *key, tilec_bundle **out);
 
@@ -194,7 +199,10 @@ tilec_rt_status tilec_cache_get(tilec_cache *c, const char *key, tilec_bundle **
  * TILEC_CACHE_IO_ERROR is returned; the memory level still holds the
  * bundle. A bundle that tilec_bundle_serialize refuses gives
  * TILEC_RT_INVALID_ARG and is stored nowhere. A write past RLIMIT_FSIZE
- * raises SIGXFSZ: the library leaves signal dispositions alone. */
+ * raises SIGXFSZ: the library leaves signal dispositions alone. After a
+ * write, least recently used files go while the directory is over its
+ * bound. The bundle is also stored on the Redis tier, if any (its faults
+ * are logged, never returned). */
 tilec_rt_status tilec_cache_put(tilec_cache *c, const char *key, const tilec_bundle *b);
 
 /* The status of a failed disk write. runtime.h has no I/O status yet;
