@@ -74,7 +74,8 @@ static void make_key(build *b)
     tilec_cache_keyer_add_u64(k, b->n);
     for (uint32_t i = 0; i < b->n; i++) {
         const tilec_kernel_code *c = &b->ks[i].code;
-        tilec_cache_keyer_add_kernel(k, c->name, c->source, c->threads, c->smem_bytes, c->nparams, b->ks[i].kinds);
+        tilec_cache_keyer_add_kernel(k, c->name, c->source, b->m->src.name, c->threads, c->smem_bytes, c->nparams,
+                                     b->ks[i].kinds);
     }
     tilec_cache_keyer_final(k, b->st.key);
 }

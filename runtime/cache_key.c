@@ -49,11 +49,28 @@ void tilec_cache_keyer_add_str(tilec_cache_keyer *k, const char *s)
     tilec_cache_keyer_add_bytes(k, s, n);
 }
 
-void tilec_cache_keyer_add_kernel(tilec_cache_keyer *k, const char *name, const char *source, uint32_t threads,
-                                  uint32_t smem_bytes, uint32_t nparams, const tilec_rt_param_kind *kinds)
+/* The source, each occurrence of path (which the lowering writes only in
+ * comments) as a NUL and a fixed token: a source holds no NUL, so the
+ * stream stays unambiguous; a NUL and 0x01 end it. */
+static void add_source(tilec_cache_keyer *k, const char *source, const char *path)
+{
+    static const char token[] = "\0<module>";
+    size_t pl = path ? strlen(path) : 0;
+    const char *p = source ? source : "";
+    for (const char *hit; pl && (hit = strstr(p, path)) != NULL; p = hit + pl) {
+        tilec_cache_keyer_add_bytes(k, p, (size_t)(hit - p));
+        tilec_cache_keyer_add_bytes(k, token, sizeof token - 1);
+    }
+    tilec_cache_keyer_add_bytes(k, p, strlen(p));
+    tilec_cache_keyer_add_bytes(k, "\0\1", 2);
+}
+
+void tilec_cache_keyer_add_kernel(tilec_cache_keyer *k, const char *name, const char *source, const char *path,
+                                  uint32_t threads, uint32_t smem_bytes, uint32_t nparams,
+                                  const tilec_rt_param_kind *kinds)
 {
     tilec_cache_keyer_add_str(k, name);
-    tilec_cache_keyer_add_str(k, source);
+    add_source(k, source, path);
     tilec_cache_keyer_add_u64(k, threads);
     tilec_cache_keyer_add_u64(k, smem_bytes);
     tilec_cache_keyer_add_u64(k, nparams);

@@ -15,6 +15,17 @@
 #include "bundle_forge.h"
 #include "tilec/program.h"
 
+static char cache_paths[8][160];
+static unsigned cache_npaths;
+
+/* dir/name, in one of 8 rotating buffers. */
+static inline char *cache_path(const char *dir, const char *name)
+{
+    char *p = cache_paths[cache_npaths++ % 8];
+    snprintf(p, sizeof cache_paths[0], "%s/%s", dir, name);
+    return p;
+}
+
 /* Build `tile` through a cache on dir; *st gets the program's stats. */
 static inline tilec_status cache_build(const char *tile, const char *dir, tilec_program_stats *st)
 {

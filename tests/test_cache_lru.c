@@ -35,7 +35,8 @@ static void key_of(tilec_cache *c, const char *arch, int vary, char key[TILEC_CA
     tilec_cache_keyer *k = NULL;
     cr_assert_eq(tilec_cache_keyer_new(c, arch, &k), TILEC_RT_OK);
     tilec_rt_param_kind kk[3] = {kinds[0], kinds[1], vary == 5 ? TILEC_RT_PARAM_I64 : kinds[2]};
-    tilec_cache_keyer_add_kernel(k, vary == 1 ? "add_v1" : "add_v0", vary == 2 ? "int x;" : "int y;",
+    const char *src = vary == 2 ? "int x; // a.tile:1" : vary == 7 ? "int y; // b.tile:1" : "int y; // a.tile:1";
+    tilec_cache_keyer_add_kernel(k, vary == 1 ? "add_v1" : "add_v0", src, vary >= 6 ? "b.tile" : "a.tile",
                                  vary == 3 ? 256 : 128, vary == 4 ? 16 : 0, 3, kk);
     tilec_cache_keyer_final(k, key);
 }
@@ -48,10 +49,12 @@ Test(key, every_field_changes_the_key)
     cr_expect(tilec_cache_key_ok(base, strlen(base)));
     key_of(NULL, "sm_90", 0, again);
     cr_expect_str_eq(base, again, "the same inputs, the same key");
-    for (int vary = 1; vary <= 5; vary++) {
+    for (int vary = 1; vary <= 6; vary++) {
         key_of(NULL, "sm_90", vary, other);
         cr_expect_str_neq(base, other, "field %d", vary);
     }
+    key_of(NULL, "sm_90", 7, other); /* the module's own path, elsewhere */
+    cr_expect_str_eq(base, other, "the path in comments changed the key");
     key_of(NULL, "sm_90a", 0, other);
     cr_expect_str_neq(base, other, "arch");
     setenv("TILEC_LINEINFO", "1", 1); /* an NVRTC option that changes the code */
@@ -120,6 +123,29 @@ Test(key, rebuilt_compiler_does_not_use_old_entries, .timeout = 120)
     cr_assert_eq(tilec_cache_usage_get(c, &u), TILEC_RT_OK);
     cr_expect_eq(u.entries, 2);
     tilec_cache_close(c);
+}
+
+/* The module's path is in the generated source only as comments: the
+ * same module from another checkout (another directory, another machine)
+ * has the same key and compiles nothing. */
+Test(key, the_same_module_under_another_path_hits, .timeout = 120)
+{
+    char *text = read_file("examples/add_relu.tile", NULL);
+    cr_assert(text);
+    mkdir(cache_path(dir, "one"), 0700);
+    mkdir(cache_path(dir, "other_checkout"), 0700);
+    write_in(cache_path(dir, "one"), "add_relu.tile", text);
+    write_in(cache_path(dir, "other_checkout"), "renamed.tile", text);
+    free(text);
+    char a[200], b[200];
+    snprintf(a, sizeof a, "%s/add_relu.tile", cache_path(dir, "one"));
+    snprintf(b, sizeof b, "%s/renamed.tile", cache_path(dir, "other_checkout"));
+    tilec_program_stats first, second;
+    cr_assert_eq(cache_build(a, cache_path(dir, "cache"), &first), TILEC_OK);
+    cr_expect_eq(first.nvrtc_compiles, 1);
+    cr_assert_eq(cache_build(b, cache_path(dir, "cache"), &second), TILEC_OK);
+    cr_expect_eq(second.nvrtc_compiles, 0, "another path compiled again");
+    cr_expect_str_eq(second.key, first.key);
 }
 
 /* ---- the bound ---- */

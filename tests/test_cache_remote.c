@@ -137,21 +137,10 @@ static int cli(char **out, const char *args)
     return sh(out, "redis-cli -p %d %s", server_port, args);
 }
 
-static char subs[8][128];
-static unsigned nsubs;
-
-/* dir/name, in one of 8 rotating buffers */
-static char *sub(const char *name)
-{
-    char *p = subs[nsubs++ % 8];
-    snprintf(p, sizeof subs[0], "%s/%s", dir, name);
-    return p;
-}
-
 static tilec_cache *open_in(const char *name)
 {
     tilec_cache *c = NULL;
-    cr_assert_eq(tilec_cache_open(sub(name), &c), TILEC_RT_OK);
+    cr_assert_eq(tilec_cache_open(cache_path(dir, name), &c), TILEC_RT_OK);
     return c;
 }
 
@@ -189,14 +178,14 @@ Test(remote, a_second_machine_compiles_nothing, .timeout = 120)
     start_server(NULL, 1);
     setenv("TILEC_LOGS", "cache", 1);
     char a[128], b[128];
-    snprintf(a, sizeof a, "%s", sub("machine_a"));
-    snprintf(b, sizeof b, "%s", sub("machine_b"));
-    cr_expect_eq(cache_child(build_in_child, a, sub("a.log")), 23, "the first machine compiles the 3 variants");
-    char *log = read_file(sub("a.log"), NULL);
+    snprintf(a, sizeof a, "%s", cache_path(dir, "machine_a"));
+    snprintf(b, sizeof b, "%s", cache_path(dir, "machine_b"));
+    cr_expect_eq(cache_child(build_in_child, a, cache_path(dir, "a.log")), 23, "the first machine compiles the 3 variants");
+    char *log = read_file(cache_path(dir, "a.log"), NULL);
     cr_expect(strstr(log, "tilec cache: miss ") && strstr(log, " in redis 127.0.0.1:"), "%s", log);
     free(log);
-    cr_expect_eq(cache_child(build_in_child, b, sub("b.log")), 10, "the second machine compiled");
-    log = read_file(sub("b.log"), NULL);
+    cr_expect_eq(cache_child(build_in_child, b, cache_path(dir, "b.log")), 10, "the second machine compiled");
+    log = read_file(cache_path(dir, "b.log"), NULL);
     cr_expect(strstr(log, "tilec cache: remote hit "), "%s", log);
     cr_expect_null(strstr(log, "tilec cache: miss"), "%s", log);
     free(log);
@@ -205,8 +194,8 @@ Test(remote, a_second_machine_compiles_nothing, .timeout = 120)
     kill(server_pid, SIGKILL);
     waitpid(server_pid, NULL, 0);
     server_pid = 0;
-    cr_expect_eq(cache_child(build_in_child, b, sub("b2.log")), 10);
-    log = read_file(sub("b2.log"), NULL);
+    cr_expect_eq(cache_child(build_in_child, b, cache_path(dir, "b2.log")), 10);
+    log = read_file(cache_path(dir, "b2.log"), NULL);
     cr_expect(strstr(log, "tilec cache: local hit "), "%s", log);
     free(log);
 }

@@ -84,7 +84,7 @@ tilec_rt_status tilec_bundle_serialize(const tilec_bundle *b, const char *key, v
 tilec_rt_status tilec_bundle_parse(const void *buf, size_t len, const char *key, tilec_bundle **out, char *why,
                                    size_t why_size);
 
-/* The checksum of the format: XXH64 with seed 0 (the reference xxHash
+/* The checksum of the format: XXH64 with seed 0 (libxxhash, the reference xxHash
  * algorithm), over the header's first 56 bytes and over the payload.
  * Exposed so that tests can forge headers that pass it. */
 uint64_t tilec_bundle_checksum(const void *data, size_t len);
@@ -114,9 +114,14 @@ tilec_rt_status tilec_cache_keyer_new(const tilec_cache *c, const char *arch, ti
 void tilec_cache_keyer_add_str(tilec_cache_keyer *k, const char *s);
 void tilec_cache_keyer_add_u64(tilec_cache_keyer *k, uint64_t v);
 void tilec_cache_keyer_add_bytes(tilec_cache_keyer *k, const void *data, size_t len);
-/* One kernel: its name, CUDA source and launch metadata. */
-void tilec_cache_keyer_add_kernel(tilec_cache_keyer *k, const char *name, const char *source, uint32_t threads,
-                                  uint32_t smem_bytes, uint32_t nparams, const tilec_rt_param_kind *kinds);
+/* One kernel: its name, CUDA source and launch metadata. `path` (may be
+ * NULL) is the .tile file's name, which the lowering writes only in
+ * comments (the header line, the .tile line markers): its occurrences in
+ * the source are left out, so the same module keys the same from any
+ * checkout on any machine. */
+void tilec_cache_keyer_add_kernel(tilec_cache_keyer *k, const char *name, const char *source, const char *path,
+                                  uint32_t threads, uint32_t smem_bytes, uint32_t nparams,
+                                  const tilec_rt_param_kind *kinds);
 /* Write the key (TILEC_CACHE_KEY_LEN lowercase hex digits and a NUL) and
  * free k. k NULL: key "" (and nothing freed). */
 void tilec_cache_keyer_final(tilec_cache_keyer *k, char key[TILEC_CACHE_KEY_LEN + 1]);
