@@ -317,7 +317,8 @@ tilec_rt_status tilec_cache_list(tilec_cache *c, tilec_cache_entry **out, size_t
         return st;
     entry *v = ls.v;
     size_t n = ls.n;
-    qsort(v, n, sizeof *v, oldest_first);
+    if (n) /* v may be NULL */
+        qsort(v, n, sizeof *v, oldest_first);
     tilec_cache_entry *r = calloc(n ? n : 1, sizeof *r);
     if (!r) {
         free(v);

@@ -8,7 +8,8 @@
  * connection dropped in the middle of a value, no libhiredis) is a miss
  * with one log line and the right bundle after, never a failed call; a
  * corrupted value is rejected and replaced; 16 processes x 50 rounds share
- * one server and one directory without a failure. */
+ * one server and one directory without a failure. Values are planted by
+ * speaking the protocol on a socket (resp), so only the server is needed. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <netinet/in.h>
@@ -131,10 +132,43 @@ static void start_server(const char *password, int announce)
     setenv("TILEC_CACHE_REDIS", spec, 1);
 }
 
-/* redis-cli against the test's server: its exit status, output in *out. */
-static int cli(char **out, const char *args)
+/* One command to the test's server in the protocol's own words (no
+ * redis-cli needed: a GPU machine may carry only the server). The whole
+ * reply goes to buf; returns its length (the first byte is its type). */
+static size_t resp(int argc, const char *const *argv, const size_t *lens, char *buf, size_t cap)
 {
-    return sh(out, "redis-cli -p %d %s", server_port, args);
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)server_port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    cr_assert(s >= 0 && connect(s, (struct sockaddr *)&a, sizeof a) == 0);
+    FILE *f = fdopen(s, "r+");
+    cr_assert(f);
+    fprintf(f, "*%d\r\n", argc);
+    for (int i = 0; i < argc; i++) {
+        size_t n = lens ? lens[i] : strlen(argv[i]);
+        fprintf(f, "$%zu\r\n", n);
+        fwrite(argv[i], 1, n, f);
+        fputs("\r\n", f);
+    }
+    fflush(f);
+    cr_assert(fgets(buf, (int)cap, f), "no reply");
+    size_t got = strlen(buf);
+    long bulk = buf[0] == '$' ? atol(buf + 1) : -1;
+    if (bulk > 0) {
+        cr_assert_lt(got + (size_t)bulk + 2, cap);
+        cr_assert_eq(fread(buf + got, 1, (size_t)bulk + 2, f), (size_t)bulk + 2);
+        got += (size_t)bulk + 2;
+    }
+    fclose(f);
+    return got;
+}
+
+/* A command of plain words; its reply must start with `want`. */
+static void say_to_server(const char *want, int argc, const char *const *argv, const size_t *lens)
+{
+    char reply[256];
+    resp(argc, argv, lens, reply, sizeof reply);
+    cr_assert(!strncmp(reply, want, strlen(want)), "%s: %s", argv[0], reply);
 }
 
 static tilec_cache *open_in(const char *name)
@@ -295,21 +329,16 @@ Test(remote, wrong_or_missing_password)
 Test(remote, foreign_values)
 {
     start_server(NULL, 0);
-    char *out;
-    cr_assert_eq(cli(&out, "SET tilec:" KEY " 'hello, not a bundle'"), 0, "%s", out);
-    free(out);
+    say_to_server("+OK", 3, (const char *[]){"SET", "tilec:" KEY, "hello, not a bundle"}, NULL);
     survive(&(fault_case){"foreign_string", "rejected the value of " KEY, 1}, 2000);
-    cr_assert_eq(cli(&out, "DEL tilec:" KEY), 0, "%s", out);
-    free(out);
-    cr_assert_eq(cli(&out, "LPUSH tilec:" KEY " a b c"), 0, "%s", out);
-    free(out);
+    say_to_server(":1", 2, (const char *[]){"DEL", "tilec:" KEY}, NULL);
+    say_to_server(":3", 5, (const char *[]){"LPUSH", "tilec:" KEY, "a", "b", "c"}, NULL);
     survive(&(fault_case){"wrong_type", "holds no string", 1}, 2000);
     /* over the size limit (a bundle of ours is under it): not read */
     setenv("TILEC_CACHE_REDIS_MAX_BYTES", "1000", 1);
-    cr_assert_eq(sh(&out, "head -c 1500 /dev/urandom > %s/big && redis-cli -p %d -x SET tilec:" KEY " < %s/big", dir,
-                    server_port, dir),
-                 0, "%s", out);
-    free(out);
+    char big[1500];
+    memset(big, 0x5a, sizeof big);
+    say_to_server("+OK", 3, (const char *[]){"SET", "tilec:" KEY, big}, (const size_t[]){3, strlen("tilec:" KEY), sizeof big});
     survive(&(fault_case){"over_limit", "over the 1000-byte limit", 1}, 2000);
 }
 
@@ -320,14 +349,14 @@ Test(remote, corrupted_value_is_rejected_and_replaced)
     start_server(NULL, 0);
     tilec_bundle *b = make_bundle(3, 21), *got = NULL;
     publish_from("first", b);
-    char *out;
     /* flip one payload byte: the value keeps its size, the checksum fails */
-    cr_assert_eq(sh(&out, "redis-cli -p %d --raw GET tilec:" KEY " | head -c -1 > %s/v && "
-                          "printf '\\377' | dd of=%s/v bs=1 seek=100 conv=notrunc status=none && "
-                          "redis-cli -p %d -x SET tilec:" KEY " < %s/v",
-                    server_port, dir, dir, server_port, dir),
-                 0, "%s", out);
-    free(out);
+    static char value[4096];
+    size_t n = resp(2, (const char *[]){"GET", "tilec:" KEY}, NULL, value, sizeof value);
+    char *body = strstr(value, "\r\n") + 2;
+    size_t len = n - (size_t)(body - value) - 2;
+    cr_assert(value[0] == '$' && len > 200, "%.40s", value);
+    body[100] ^= 0x40;
+    say_to_server("+OK", 3, (const char *[]){"SET", "tilec:" KEY, body}, (const size_t[]){3, strlen("tilec:" KEY), len});
     survive(&(fault_case){"corrupt", "checksum", 1}, 2000);
     /* survive() published the good bundle again */
     tilec_cache *c = open_in("third");
@@ -440,8 +469,7 @@ Test(remote, sixteen_processes_fifty_rounds, .timeout = 120)
     cr_expect_gt(u.remote_hits, 0, "evicted entries come back from the server");
     cr_expect_leq(u.misses, PROCS * NKEYS, "a key compiles at most once per process");
     cr_expect_eq(u.remote_faults + u.corrupt, 0);
-    char *out;
-    cr_expect_eq(cli(&out, "DBSIZE"), 0);
-    cr_expect_eq(atoi(out), NKEYS, "%s", out);
-    free(out);
+    char keys[64];
+    resp(1, (const char *[]){"DBSIZE"}, NULL, keys, sizeof keys);
+    cr_expect_eq(atoi(keys + 1), NKEYS, "%s", keys);
 }
