@@ -216,8 +216,12 @@ static int load_hiredis(cache_remote *r, char *why, size_t why_size)
     void *lib = NULL;
     if (r->lib_path)
         lib = dlopen(r->lib_path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    for (size_t i = 0; !lib && !r->lib_path && i < sizeof names / sizeof names[0]; i++)
-        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    /* one already loaded (by an earlier cache of this process) first: a
+     * search of the library path for names that are absent costs more
+     * than the lookup itself */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; !lib && !r->lib_path && i < sizeof names / sizeof names[0]; i++)
+            lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE | (pass ? 0 : RTLD_NOLOAD));
     r->loaded = -1;
     if (!lib) {
         rsay(why, why_size, "redis %s: cannot load libhiredis (%s): %s", r->name,
