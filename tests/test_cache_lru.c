@@ -148,6 +148,42 @@ Test(key, the_same_module_under_another_path_hits, .timeout = 120)
     cr_expect_str_eq(second.key, first.key);
 }
 
+/* What a caller that wants the CUBINs does (the tilec command's --emit
+ * cubin): build with rt NULL and a cache, then take the bundle by the
+ * program's key; the second time it comes from the directory. */
+Test(key, a_build_leaves_its_bundle_to_the_caller, .timeout = 120)
+{
+    for (int round = 0; round < 2; round++) {
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = parse(ctx, "examples/matmul.tile");
+        tilec_cache *c;
+        cr_assert_eq(tilec_cache_open(dir, &c), TILEC_RT_OK);
+        tilec_build_options o = {.arch = "sm_90", .threads = 1, .cache = c};
+        tilec_program *p = NULL;
+        cr_assert_eq(tilec_program_build(ctx, NULL, m, &o, &p), TILEC_OK);
+        tilec_program_stats st;
+        tilec_program_get_stats(p, &st);
+        cr_expect_eq(st.nvrtc_compiles, round ? 0u : 3u);
+        tilec_bundle *b = NULL;
+        cr_assert_eq(tilec_cache_get(c, st.key, &b), TILEC_RT_OK);
+        cr_assert_eq(b->nkernels, 3);
+        for (uint32_t i = 0; i < b->nkernels; i++) {
+            char want[32];
+            snprintf(want, sizeof want, "matmul_v%u", i);
+            cr_expect_str_eq(b->kernels[i].name, want);
+            cr_expect_gt(b->kernels[i].size, 1000, "a CUBIN");
+        }
+        tilec_cache_stats cs;
+        tilec_cache_get_stats(c, &cs);
+        cr_expect_eq(cs.mem_hits, 1, "the caller's get is a memory hit");
+        tilec_bundle_free(b);
+        tilec_program_free(p);
+        tilec_cache_close(c);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+}
+
 /* ---- the bound ---- */
 
 static const char *const keys[] = {"aaaa", "bbbb", "cccc", "dddd", "eeee"};
