@@ -41,7 +41,7 @@ endif
 LIB_DIRS = util dsl parser lower wrapper_ir emit_c emit_py runtime api
 LIB_SRC  = $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIBS     = -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lpthread -lm
-GEN_SRC  = $(BUILD)/gen/lexer.c $(BUILD)/gen/grammar.c
+GEN_SRC  = $(BUILD)/gen/lexer.c $(BUILD)/gen/grammar.c $(BUILD)/gen/identity.c
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
 # The command: every .c file of cli/ (a subcommand is a file of its own).
 CLI_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard cli/*.c))
@@ -109,6 +109,14 @@ $(BUILD)/gen/grammar.c $(BUILD)/gen/grammar.h &: parser/grammar.y
 	@tools/deps.sh check
 	cp parser/grammar.y $(BUILD)/gen/grammar.y
 	$(LEMON) -q -s -T$(LEMPAR) $(BUILD)/gen/grammar.y >/dev/null
+
+# The compiler's identity in every cache key (docs/runtime.md, "Keys"): a
+# hash of the sources that decide what a cache entry holds; the file is
+# rewritten only when the hash changes.
+IDENTITY_SRC = $(sort $(wildcard $(foreach d,util dsl parser lower runtime api include/tilec,$(d)/*.[chy] $(d)/*.re)))
+$(BUILD)/gen/identity.c: $(IDENTITY_SRC) tools/identity.sh
+	@mkdir -p $(BUILD)/gen
+	@tools/identity.sh $@ $(IDENTITY_SRC)
 
 $(BUILD)/gen/lexer.c: dsl/lexer.re $(BUILD)/gen/grammar.h
 	@mkdir -p $(BUILD)/gen
@@ -224,7 +232,7 @@ $(DOTPLUGIN): examples/emitters/dot.c include/tilec/emitter.h include/tilec/wir.
 $(BUILD)/obj/tests/test_dot.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"'
 $(BUILD)/tests/test_dot: | $(DOTPLUGIN) $(TILEC)
 
-BENCH    = $(BUILD)/bench/bench_runtime $(BUILD)/bench/e2e $(BUILD)/bench/e2e_fused
+BENCH    = $(BUILD)/bench/bench_runtime $(BUILD)/bench/e2e $(BUILD)/bench/e2e_fused $(BUILD)/bench/cache_bench
 # the generated wrapper of examples/e2e.tile as a standalone program (make demo runs it)
 $(BUILD)/bench/e2e $(BUILD)/bench/e2e_fused: $(BUILD)/bench/%: $(BUILD)/gen/wrappers/%.c $(LIBA)
 	@mkdir -p $(dir $@)
@@ -232,6 +240,11 @@ $(BUILD)/bench/e2e $(BUILD)/bench/e2e_fused: $(BUILD)/bench/%: $(BUILD)/gen/wrap
 $(BUILD)/bench/bench_runtime: $(BUILD)/obj/bench/runtime/bench_runtime.o $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+# the kernel cache's benchmark (bench/cache/run.sh)
+$(BUILD)/bench/cache_bench: $(BUILD)/obj/bench/cache/cache_bench.o $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+all: $(BUILD)/bench/cache_bench
 
 # The benchmark harness (bench/harness/README.md): one Python process times
 # every side by one method; its C loop (tb.c) is this library, whose tilec_*
@@ -266,9 +279,11 @@ valgrind: all
 	tools/valgrind.sh $(BUILD)
 
 .PHONY: gpu-bundle
+# the cache benchmark's Redis server and client, where this machine has them
+REDIS_CARRY = $(firstword $(wildcard /usr/bin/redis-server)) $(firstword $(wildcard /usr/lib/*/libhiredis.so.*))
 GPUDIR  ?= .gpu
 gpu-bundle: all $(TESTS) $(BENCH) $(BENCHLIB) $(CHAIN8LIB) $(FAKECUDA)
-	../shared/tools/gpu-bundle $(GPUDIR) $(TILEC) $(TESTS) $(BENCH) $(FAKECUDA)
+	../shared/tools/gpu-bundle $(GPUDIR) $(TILEC) $(TESTS) $(BENCH) $(FAKECUDA) $(REDIS_CARRY)
 	cp $(LIBSO) $(BENCHLIB) $(CHAIN8LIB) $(wildcard $(PYNATIVE)) $(GPUDIR)/lib/
 $(BUILD)/obj/runtime/%.o: CPPFLAGS += -I$(CUDA)/include
 

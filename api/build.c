@@ -1,8 +1,8 @@
 /* build.c: tilec_program_build, a .tile module built for the GPU. The
- * pipeline: every kernel variant with its launch parameter kinds; the
- * module's text and options hashed into a key and the bundle looked up in
- * the cache; on a miss every variant lowered (microseconds) and compiled
- * by NVRTC at once (runtime/batch.h), failures reported at their .tile
+ * pipeline: every kernel variant with its launch parameter kinds, lowered
+ * (microseconds); the generated code, the compiler's identity and the
+ * NVRTC version and options hashed into a key and the bundle looked up in
+ * the cache; on a miss every variant compiled by NVRTC at once (runtime/batch.h), failures reported at their .tile
  * lines, the bundle stored; then the runtime's program assembled from the
  * metadata and each CUBIN loaded (runtime/assemble.h). */
 #include <stdio.h>
@@ -35,9 +35,9 @@ typedef struct build {
     char arch[32];
     bkernel *ks;
     uint32_t n;
+    tilec_program_stats st;
     int compile_only; /* tilec_program_compile: nothing will be launched */
     int unlaunchable; /* a parameter no launch can pass (compile only): no cache */
-    tilec_program_stats st;
 } build;
 
 static double now_ms(void)
@@ -63,78 +63,58 @@ static tilec_status fail(build *b, const tilec_loc *loc, const char *msg, const 
     return TILEC_ERR_INPUT;
 }
 
-/* The key: everything the compiled code depends on. The lowering is a
- * function of the checked module, itself a function of the .tile text, so
- * hashing the text (not the generated CUDA C) lets a warm start skip the
- * lowering altogether. */
-static void hash_module(build *b)
+/* The key (runtime/cache_key.c): the compiler's identity, NVRTC's version
+ * and options, the architecture, and every variant's generated CUDA
+ * source and launch metadata, so any change to what would be compiled, or
+ * to the compiler, is a new key. Lowering is microseconds; it runs before
+ * the lookup. */
+static void make_key(build *b)
 {
-    tilec_hasher h;
-    tilec_hasher_init(&h);
-    int maj = 0, min = 0;
-    tilec_nvrtc_version(&maj, &min);
-    char buf[256];
-    const char *li = getenv("TILEC_LINEINFO");
-    snprintf(buf, sizeof buf, "tilec %s | nvrtc %d.%d | %s | -default-device --std=c++17%s", tilec_version(), maj, min,
-             b->arch, li && !strcmp(li, "1") ? " -lineinfo" : "");
-    tilec_hasher_update_str(&h, buf);
-    tilec_hasher_update_str(&h, b->m->src.name);
-    tilec_hasher_update(&h, b->m->src.text, b->m->src.len);
-    tilec_hasher_final(&h, b->st.key);
+    tilec_cache_keyer *k = NULL;
+    if (tilec_cache_keyer_new(b->o->cache, b->arch, &k) != TILEC_RT_OK)
+        return; /* no key: no lookup, no store */
+    tilec_cache_keyer_add_u64(k, b->n);
+    for (uint32_t i = 0; i < b->n; i++) {
+        const tilec_kernel_code *c = &b->ks[i].code;
+        tilec_cache_keyer_add_kernel(k, c->name, c->source, b->m->src.name, c->threads, c->smem_bytes, c->nparams,
+                                     b->ks[i].kinds);
+    }
+    tilec_cache_keyer_final(k, b->st.key);
 }
 
 /* a kernel's bundle name, "<kernel>_v<variant>", always fits in a bundle */
 _Static_assert(TILEC_BUNDLE_MAX_NAME >= TILEC_MAX_IDENT + 32, "bundle names must hold every kernel name");
 
-/* Fill the kernels from a cached bundle: names, launch metadata, images.
- * The parameter kinds must be the ones the module's parameters give. */
+/* Take the kernels' images from a cached bundle: the names, launch
+ * metadata and parameter kinds must be the ones the lowering gave. */
 static int from_bundle(build *b, tilec_bundle *bd)
 {
     if (bd->nkernels != b->n)
         return -1;
     for (uint32_t i = 0; i < b->n; i++) {
-        tilec_bundle_kernel *bk = &bd->kernels[i];
-        bkernel *pk = &b->ks[i];
-        /* "<kernel>_v<variant>", compared in place: a kernel name of any
-         * length (up to TILEC_MAX_IDENT) must find its bundle */
-        size_t kl = strlen(pk->k->name);
-        char suffix[32];
-        snprintf(suffix, sizeof suffix, "_v%d", pk->variant);
-        if (strncmp(bk->name, pk->k->name, kl) || strcmp(bk->name + kl, suffix) || bk->nparams != pk->k->nparams ||
-            !bk->size || memcmp(bk->kinds, pk->kinds, bk->nparams * sizeof pk->kinds[0]))
+        const tilec_bundle_kernel *bk = &bd->kernels[i];
+        const bkernel *pk = &b->ks[i];
+        if (strcmp(bk->name, pk->code.name) || bk->threads != pk->code.threads ||
+            bk->smem_bytes != pk->code.smem_bytes || bk->nparams != pk->code.nparams || !bk->size ||
+            memcmp(bk->kinds, pk->kinds, bk->nparams * sizeof pk->kinds[0]))
             return -1;
-        pk->code.name = strdup(bk->name);
-        if (!pk->code.name)
-            return -1;
-        pk->job.cubin = bk->image; /* the bundle is ours: take its images */
-        bk->image = NULL;
-        pk->job.size = bk->size;
-        pk->code.threads = bk->threads;
-        pk->code.smem_bytes = bk->smem_bytes;
-        pk->code.nparams = bk->nparams;
-        pk->code.kernel = pk->k;
-        pk->code.variant = pk->variant;
+    }
+    for (uint32_t i = 0; i < b->n; i++) {
+        b->ks[i].job.cubin = bd->kernels[i].image; /* the bundle is ours: take its images */
+        b->ks[i].job.size = bd->kernels[i].size;
+        bd->kernels[i].image = NULL;
     }
     return 0;
 }
 
-/* The bundle from the cache, if it is there and fits: no lowering, no NVRTC. */
+/* The bundle from the cache, if it is there and fits: no NVRTC. */
 static void from_cache(build *b)
 {
     tilec_bundle *bd = NULL;
-    if (!b->o->cache || b->unlaunchable || tilec_cache_get(b->o->cache, b->st.key, &bd) != TILEC_RT_OK)
+    if (!b->o->cache || b->unlaunchable || !b->st.key[0] || tilec_cache_get(b->o->cache, b->st.key, &bd) != TILEC_RT_OK)
         return;
-    int ok = from_bundle(b, bd) == 0;
+    b->st.cache_hit = from_bundle(b, bd) == 0;
     tilec_bundle_free(bd);
-    if (ok) {
-        b->st.cache_hit = 1;
-        return;
-    }
-    for (uint32_t i = 0; i < b->n; i++) {
-        free(b->ks[i].job.cubin);
-        b->ks[i].job.cubin = NULL;
-        tilec_kernel_code_free(&b->ks[i].code);
-    }
 }
 
 static void to_cache(build *b)
@@ -206,8 +186,8 @@ static tilec_status variants(build *b)
     return TILEC_OK;
 }
 
-/* A cache miss: lower every variant, compile them all, store the bundle. */
-static tilec_status lower_and_compile(build *b)
+/* Lower every variant (to key and, on a miss, compile them). */
+static tilec_status lower_all(build *b)
 {
     double tl = now_ms();
     for (uint32_t i = 0; i < b->n; i++) {
@@ -216,6 +196,12 @@ static tilec_status lower_and_compile(build *b)
             return st;
     }
     b->st.lower_ms = now_ms() - tl;
+    return TILEC_OK;
+}
+
+/* A cache miss: compile every variant at once, store the bundle. */
+static tilec_status compile_all(build *b)
+{
     rt_compile_job *jobs = calloc(b->n ? b->n : 1, sizeof *jobs);
     if (!jobs)
         return fail(b, NULL, "out of memory while queueing compiles", NULL);
@@ -239,7 +225,7 @@ static tilec_status lower_and_compile(build *b)
                                    "compile failed");
         return TILEC_ERR_INPUT;
     }
-    if (b->o->cache && !b->unlaunchable)
+    if (b->o->cache && b->st.key[0] && !b->unlaunchable)
         to_cache(b);
     return TILEC_OK;
 }
@@ -289,7 +275,7 @@ static tilec_status assemble(build *b, tilec_program **out)
 }
 
 /* Every variant compiled (or found in the cache): the build up to loading. */
-static tilec_status compile_all(build *b)
+static tilec_status build_all(build *b)
 {
     const tilec_build_options *o = b->o;
     if (o->arch) {
@@ -303,20 +289,22 @@ static tilec_status compile_all(build *b)
     tilec_status st = variants(b);
     if (st != TILEC_OK)
         return st;
-    /* the cache first: a hit needs neither lowering nor NVRTC */
-    double t0 = now_ms();
-    hash_module(b);
-    from_cache(b);
-    if (!b->st.cache_hit && (st = lower_and_compile(b)) != TILEC_OK)
+    if ((st = lower_all(b)) != TILEC_OK)
         return st;
-    b->st.compile_ms = now_ms() - t0 - b->st.lower_ms;
+    /* the cache first: a hit needs no NVRTC */
+    double t0 = now_ms();
+    make_key(b);
+    from_cache(b);
+    if (!b->st.cache_hit && (st = compile_all(b)) != TILEC_OK)
+        return st;
+    b->st.compile_ms = now_ms() - t0;
     b->st.kernels = b->n;
     return TILEC_OK;
 }
 
 static tilec_status run(build *b, tilec_program **out)
 {
-    tilec_status st = compile_all(b);
+    tilec_status st = build_all(b);
     return st == TILEC_OK ? assemble(b, out) : st;
 }
 
@@ -354,7 +342,7 @@ tilec_status tilec_program_compile(tilec_ctx *ctx, const tilec_module *m, const 
     if (!ctx || !m || !o || !o->arch || !fn)
         return TILEC_ERR_ARG;
     build b = {.ctx = ctx, .m = m, .o = o, .compile_only = 1};
-    tilec_status st = compile_all(&b);
+    tilec_status st = build_all(&b);
     if (st == TILEC_OK)
         st = hand_over(&b, fn, user);
     if (stats)

@@ -55,4 +55,7 @@ void cli_usual_mode(int fd);
  * CLI_EXIT_INPUT after saying why. */
 int cli_make_dir(const char *dir, int *made);
 
+/* `tilec cache stats|list|prune|clear` (cache.c): the exit status. */
+int cli_cache(int argc, char **argv);
+
 #endif

@@ -346,6 +346,8 @@ int main(int argc, char **argv)
         return tilec_compile_worker_main(0, 1); /* a compile worker of a parallel build (not for people) */
     /* Subcommands, `tilec NAME ARGS...`, dispatch here: one line each, to a
      * function in a file of its own under cli/. */
+    if (argc > 1 && !strcmp(argv[1], "cache"))
+        return cli_cache(argc - 1, argv + 1);
 
     cli_opts o = {0};
     int status = parse_args(&o, argc, argv);

@@ -1,8 +1,12 @@
-/* hash.c: the cache's two hashes. SHA-256 (FIPS 180-4) for cache keys, and
- * XXH64 (the xxHash reference algorithm, seed 0) for bundle checksums:
- * fast enough that a warm start's checksum costs next to nothing. Both read
- * bytes in a fixed order, so results do not depend on the host. */
+/* hash.c: SHA-256 (FIPS 180-4), for names that need a digest (multi-kernel
+ * choice files), and the bundle checksum, XXH64 with seed 0 from libxxhash
+ * (header-only): fast enough that a warm start's checksum costs next to
+ * nothing. Both read bytes in a fixed order, so results do not depend on
+ * the host. Cache keys are cache_key.c's. */
 #include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "tilec/cache.h"
 
@@ -131,89 +135,9 @@ void tilec_hasher_final(tilec_hasher *h, char hex[65])
 
 /* ---- XXH64 ---- */
 
-#define P64_1 0x9E3779B185EBCA87ULL
-#define P64_2 0xC2B2AE3D27D4EB4FULL
-#define P64_3 0x165667B19E3779F9ULL
-#define P64_4 0x85EBCA77C2B2AE63ULL
-#define P64_5 0x27D4EB2F165667C5ULL
-
-static uint64_t rol64(uint64_t x, unsigned n) { return (x << n) | (x >> (64 - n)); }
-
-static uint64_t le64(const uint8_t *p)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    uint64_t v; /* one unaligned load: the checksum runs over whole bundles */
-    memcpy(&v, p, sizeof v);
-    return v;
-#else
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-#endif
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t xxh_round(uint64_t acc, uint64_t lane)
-{
-    acc += lane * P64_2;
-    acc = rol64(acc, 31);
-    return acc * P64_1;
-}
-
-static uint64_t xxh_merge(uint64_t acc, uint64_t v)
-{
-    acc ^= xxh_round(0, v);
-    return acc * P64_1 + P64_4;
-}
-
 uint64_t tilec_bundle_checksum(const void *data, size_t len)
 {
     if (!data) /* NULL is no bytes, whatever len says */
         len = 0;
-    const uint8_t *p = len ? data : (const void *)"";
-    const uint8_t *end = p + len;
-    uint64_t h;
-    if (len >= 32) {
-        uint64_t v1 = P64_1 + P64_2, v2 = P64_2, v3 = 0, v4 = (uint64_t)0 - P64_1;
-        const uint8_t *limit = end - 32;
-        do {
-            v1 = xxh_round(v1, le64(p));
-            v2 = xxh_round(v2, le64(p + 8));
-            v3 = xxh_round(v3, le64(p + 16));
-            v4 = xxh_round(v4, le64(p + 24));
-            p += 32;
-        } while (p <= limit);
-        h = rol64(v1, 1) + rol64(v2, 7) + rol64(v3, 12) + rol64(v4, 18);
-        h = xxh_merge(h, v1);
-        h = xxh_merge(h, v2);
-        h = xxh_merge(h, v3);
-        h = xxh_merge(h, v4);
-    } else {
-        h = P64_5;
-    }
-    h += (uint64_t)len;
-    for (; end - p >= 8; p += 8) {
-        h ^= xxh_round(0, le64(p));
-        h = rol64(h, 27) * P64_1 + P64_4;
-    }
-    if (end - p >= 4) {
-        h ^= (uint64_t)le32(p) * P64_1;
-        h = rol64(h, 23) * P64_2 + P64_3;
-        p += 4;
-    }
-    for (; p < end; p++) {
-        h ^= (uint64_t)*p * P64_5;
-        h = rol64(h, 11) * P64_1;
-    }
-    h ^= h >> 33;
-    h *= P64_2;
-    h ^= h >> 29;
-    h *= P64_3;
-    h ^= h >> 32;
-    return h;
+    return XXH64(len ? data : "", len, 0);
 }

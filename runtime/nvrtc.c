@@ -15,6 +15,7 @@
 #include <nvrtc.h>
 #pragma GCC diagnostic pop
 
+#include "runtime/nvrtc_internal.h"
 #include "runtime/watch.h"
 #include "tilec/runtime.h"
 #include "util/fdio.h"
@@ -88,6 +89,37 @@ tilec_rt_status tilec_nvrtc_include_dir(char *buf, size_t size)
             return TILEC_RT_OK;
     buf[0] = 0;
     return TILEC_RT_OK;
+}
+
+/* The options that decide the code NVRTC makes, arch_opt first: every
+ * compile passes them, and the cache key holds them (the include
+ * directory, a path that differs between machines holding the same
+ * headers, is left to the NVRTC version). Returns how many; at most
+ * NV_FIXED_OPTS - 1. */
+static int nv_code_options(const char *arch_opt, const char **opts)
+{
+    int n = 0;
+    opts[n++] = arch_opt;
+    opts[n++] = "-default-device";
+    opts[n++] = "--std=c++17";
+    /* line tables quadruple a CUBIN (500 against 113 KB for the matmul
+     * example): only when asked, for profilers */
+    const char *li = getenv("TILEC_LINEINFO");
+    if (li && !strcmp(li, "1"))
+        opts[n++] = "-lineinfo";
+    return n;
+}
+
+void rt_nvrtc_options_line(const char *arch, char *buf, size_t size)
+{
+    char arch_opt[64];
+    const char *opts[NV_FIXED_OPTS];
+    snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", arch ? arch : "");
+    int n = nv_code_options(arch_opt, opts);
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && at < size; i++)
+        at += (size_t)snprintf(buf + at, size - at, "%s%s", i ? " " : "", opts[i]);
 }
 
 tilec_rt_status tilec_nvrtc_version(int *major, int *minor)
@@ -179,15 +211,7 @@ tilec_rt_status tilec_nvrtc_compile(const char *source, const char *program_name
     const char **opts = malloc((NV_FIXED_OPTS + nopts) * sizeof *opts);
     if (!opts)
         return TILEC_RT_NOMEM;
-    int n = 0;
-    opts[n++] = arch_opt;
-    opts[n++] = "-default-device";
-    opts[n++] = "--std=c++17";
-    /* line tables quadruple a CUBIN (500 against 113 KB for the matmul
-     * example): only when asked, for profilers */
-    const char *li = getenv("TILEC_LINEINFO");
-    if (li && !strcmp(li, "1"))
-        opts[n++] = "-lineinfo";
+    int n = nv_code_options(arch_opt, opts);
     if (inc_dir[0])
         opts[n++] = inc_opt;
     for (size_t i = 0; i < nopts; i++)

@@ -2,12 +2,15 @@
  * bundle fuzzer that forge cache files: little-endian fields, and resealing
  * (the total size and both checksums, at the offsets docs/runtime.md gives)
  * so that a forged file passes those checks and only the field under test
- * is wrong. */
+ * is wrong; and made-up bundles (make_bundle) with their comparison. */
 #ifndef TILEC_TESTS_BUNDLE_FORGE_H
 #define TILEC_TESTS_BUNDLE_FORGE_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "tilec/cache.h"
 
@@ -29,6 +32,46 @@ static inline void bundle_reseal(uint8_t *buf, size_t len)
     bundle_put64(buf + 16, len);
     bundle_put64(buf + 24, tilec_bundle_checksum(buf + TILEC_BUNDLE_HEADER_SIZE, len - TILEC_BUNDLE_HEADER_SIZE));
     bundle_put64(buf + 56, tilec_bundle_checksum(buf, 56));
+}
+
+/* A bundle of n kernels; `seed` varies sizes and contents. Image i is
+ * 1 + 37 * i + seed bytes (odd sizes), byte j = (seed * 31 + i * 7 + j). */
+static inline tilec_bundle *make_bundle(uint32_t n, unsigned seed)
+{
+    tilec_bundle *b = calloc(1, sizeof *b);
+    b->nkernels = n;
+    b->kernels = calloc(n, sizeof *b->kernels);
+    for (uint32_t i = 0; i < n; i++) {
+        tilec_bundle_kernel *k = &b->kernels[i];
+        char name[64];
+        snprintf(name, sizeof name, "kernel_%u_v%u", i, seed);
+        k->name = strdup(name);
+        k->size = 1 + 37 * i + seed;
+        k->image = malloc(k->size);
+        for (size_t j = 0; j < k->size; j++)
+            ((uint8_t *)k->image)[j] = (uint8_t)(seed * 31 + i * 7 + j);
+        k->threads = 32u << (i % 6);
+        k->smem_bytes = (i * 4096u + seed) % (200u << 10);
+        k->nparams = (i * 5 + seed) % (TILEC_RT_MAX_PARAMS + 1);
+        for (uint32_t j = 0; j < k->nparams; j++)
+            k->kinds[j] = (tilec_rt_param_kind)((i + j + seed) % TILEC_RT_PARAM_KIND_COUNT);
+    }
+    return b;
+}
+
+/* 1 when a and b hold the same kernels. */
+static inline int bundle_eq(const tilec_bundle *a, const tilec_bundle *b)
+{
+    if (!a || !b || a->nkernels != b->nkernels)
+        return 0;
+    for (uint32_t i = 0; i < a->nkernels; i++) {
+        const tilec_bundle_kernel *x = &a->kernels[i], *y = &b->kernels[i];
+        if (strcmp(x->name, y->name) || x->size != y->size || memcmp(x->image, y->image, x->size) ||
+            x->threads != y->threads || x->smem_bytes != y->smem_bytes || x->nparams != y->nparams ||
+            memcmp(x->kinds, y->kinds, x->nparams * sizeof x->kinds[0]))
+            return 0;
+    }
+    return 1;
 }
 
 #endif

@@ -94,8 +94,8 @@ static int dir_entries(const char *dir, char *list, size_t size)
         list[0] = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, ".tilec-sweep"))
-            continue; /* the stale-file sweep's marker is not a bundle */
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strncmp(e->d_name, ".tilec-", 7))
+            continue; /* the sweep's marker, the counters, the eviction lock: not bundles */
         n++;
         if (list)
             snprintf(list + strlen(list), size - strlen(list), "%s,", e->d_name);
@@ -128,46 +128,6 @@ static void spit(const char *path, const void *data, size_t len)
 
 static const char KEY[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 static const char KEY2[] = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
-
-/* A bundle of n kernels; `seed` varies sizes and contents. Image i is
- * 1 + 37 * i + seed bytes (odd sizes), byte j = (seed * 31 + i * 7 + j). */
-static tilec_bundle *make_bundle(uint32_t n, unsigned seed)
-{
-    tilec_bundle *b = calloc(1, sizeof *b);
-    b->nkernels = n;
-    b->kernels = calloc(n, sizeof *b->kernels);
-    for (uint32_t i = 0; i < n; i++) {
-        tilec_bundle_kernel *k = &b->kernels[i];
-        char name[64];
-        snprintf(name, sizeof name, "kernel_%u_v%u", i, seed);
-        k->name = strdup(name);
-        k->size = 1 + 37 * i + seed;
-        k->image = malloc(k->size);
-        for (size_t j = 0; j < k->size; j++)
-            ((uint8_t *)k->image)[j] = (uint8_t)(seed * 31 + i * 7 + j);
-        k->threads = 32u << (i % 6);
-        k->smem_bytes = (i * 4096u + seed) % (200u << 10);
-        k->nparams = (i * 5 + seed) % (TILEC_RT_MAX_PARAMS + 1);
-        for (uint32_t j = 0; j < k->nparams; j++)
-            k->kinds[j] = (tilec_rt_param_kind)((i + j + seed) % TILEC_RT_PARAM_KIND_COUNT);
-    }
-    return b;
-}
-
-/* 1 when a and b hold the same kernels. */
-static int bundle_eq(const tilec_bundle *a, const tilec_bundle *b)
-{
-    if (!a || !b || a->nkernels != b->nkernels)
-        return 0;
-    for (uint32_t i = 0; i < a->nkernels; i++) {
-        const tilec_bundle_kernel *x = &a->kernels[i], *y = &b->kernels[i];
-        if (strcmp(x->name, y->name) || x->size != y->size || memcmp(x->image, y->image, x->size) ||
-            x->threads != y->threads || x->smem_bytes != y->smem_bytes || x->nparams != y->nparams ||
-            memcmp(x->kinds, y->kinds, x->nparams * sizeof x->kinds[0]))
-            return 0;
-    }
-    return 1;
-}
 
 /* Offset of kernel 0's record in a serialized bundle under a 64-byte key. */
 enum { K0 = 64 + 64 };

@@ -18,6 +18,28 @@ need uthash-dev  test -f /usr/include/uthash.h
 need libcriterion-dev test -f /usr/include/criterion/criterion.h
 need pkg-config  command -v pkg-config
 need python3-venv python3 -c 'import ensurepip, venv' # tests/python/test_install.py: pip install into a venv
+need libxxhash-dev test -f /usr/include/xxhash.h
+# Optional: the remote cache tier's tests want a real server and the client
+# tilec loads at run time; tilec builds and runs without either, and the
+# tests skip with one line. "install" installs them; nothing fails for them.
+optional=""
+want() { # want PACKAGE TEST...
+    pkg=$1; shift
+    "$@" >/dev/null 2>&1 || optional="$optional $pkg"
+}
+want redis-server command -v redis-server
+want libhiredis-dev sh -c 'ls /usr/lib/*/libhiredis.so* || ls /usr/lib/libhiredis.so*'
+if [ -n "$optional" ] && [ "$mode" = install ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "tilec: installing optional packages:$optional"
+        export DEBIAN_FRONTEND=noninteractive
+        { apt-get install -y -q --no-install-recommends $optional ||
+          { apt-get update -q && apt-get install -y -q --no-install-recommends $optional; }; } >/dev/null ||
+            echo "tilec: could not install$optional (the remote cache tier's tests will skip)" >&2
+    else
+        echo "tilec: optional packages missing:$optional (the remote cache tier's tests skip; sudo apt-get install$optional)" >&2
+    fi
+fi
 if [ "$mode" = fuzz ] || [ "$mode" = install-fuzz ]; then # `make fuzz`: clang with libFuzzer
     need clang   command -v clang
     need libclang-rt-14-dev sh -c 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'

@@ -1,9 +1,11 @@
 /* cache.h: the kernel cache. Bundles (every kernel of one compiled module
  * with its launch metadata, serialized to one checksummed byte string),
- * cache keys (SHA-256 over everything that decides the compiled code), and
- * the two-level cache itself: memory (by key), then one file per bundle in
- * the cache directory, published atomically so that any number of
- * processes may share it.
+ * cache keys (XXH3-128 over everything that decides the compiled code,
+ * the compiler's own identity included), and the cache itself: memory (by
+ * key), then one file per bundle in the cache directory (published
+ * atomically so that any number of processes may share it, bounded in
+ * size, least recently used evicted first), then, when TILEC_CACHE_REDIS
+ * names one, a Redis server a fleet shares.
  *
  * The library never prints (except the "tilec cache:" lines asked for with
  * TILEC_LOGS=cache) and never exits. docs/runtime.md, "Kernel cache and
@@ -82,17 +84,54 @@ tilec_rt_status tilec_bundle_serialize(const tilec_bundle *b, const char *key, v
 tilec_rt_status tilec_bundle_parse(const void *buf, size_t len, const char *key, tilec_bundle **out, char *why,
                                    size_t why_size);
 
-/* The checksum of the format: XXH64 with seed 0 (the reference xxHash
+/* The checksum of the format: XXH64 with seed 0 (libxxhash, the reference xxHash
  * algorithm), over the header's first 56 bytes and over the payload.
  * Exposed so that tests can forge headers that pass it. */
 uint64_t tilec_bundle_checksum(const void *data, size_t len);
 
+typedef struct tilec_cache tilec_cache;
+
 /* ---- keys ---- */
 
-/* SHA-256 (FIPS 180-4). A key is the hex digest over everything that
- * decides the compiled code: source, options, arch, NVRTC and tilec
- * versions, fed through update_str/update_u64 so that fields cannot run
- * into each other. */
+/* A cache key is the XXH3-128 (libxxhash) hex digest of everything that
+ * decides the compiled code: the key scheme, the compiler's identity (a
+ * hash of tilec's own sources taken at build time), the NVRTC version,
+ * the NVRTC options that decide the code, the architecture, then what the
+ * caller adds: every kernel's name, generated CUDA source and launch
+ * metadata. Strings go in length-prefixed, so fields cannot run into each
+ * other. */
+#define TILEC_CACHE_KEY_LEN 32u /* hex digits */
+
+typedef struct tilec_cache_keyer tilec_cache_keyer;
+
+/* Start a key for code compiled for arch ("sm_90"). The identity is the
+ * build's, unless cache c (may be NULL) was opened with
+ * TILEC_CACHE_IDENTITY set (for tests only: it stands for a rebuilt
+ * compiler). TILEC_RT_INVALID_ARG (arch or out NULL), TILEC_RT_NOMEM. */
+tilec_rt_status tilec_cache_keyer_new(const tilec_cache *c, const char *arch, tilec_cache_keyer **out);
+/* Add a string (NULL is its own value, distinct from ""), an integer, or
+ * raw bytes. k NULL is a no-op. */
+void tilec_cache_keyer_add_str(tilec_cache_keyer *k, const char *s);
+void tilec_cache_keyer_add_u64(tilec_cache_keyer *k, uint64_t v);
+void tilec_cache_keyer_add_bytes(tilec_cache_keyer *k, const void *data, size_t len);
+/* One kernel: its name, CUDA source and launch metadata. `path` (may be
+ * NULL) is the .tile file's name, which the lowering writes only in
+ * comments (the header line, the .tile line markers): its occurrences in
+ * the source are left out, so the same module keys the same from any
+ * checkout on any machine. */
+void tilec_cache_keyer_add_kernel(tilec_cache_keyer *k, const char *name, const char *source, const char *path,
+                                  uint32_t threads, uint32_t smem_bytes, uint32_t nparams,
+                                  const tilec_rt_param_kind *kinds);
+/* Write the key (TILEC_CACHE_KEY_LEN lowercase hex digits and a NUL) and
+ * free k. k NULL: key "" (and nothing freed). */
+void tilec_cache_keyer_final(tilec_cache_keyer *k, char key[TILEC_CACHE_KEY_LEN + 1]);
+/* The identity keys made with c hold (32 hex digits, or the test
+ * override); c NULL: the build's. */
+const char *tilec_cache_identity(const tilec_cache *c);
+
+/* SHA-256 (FIPS 180-4), for names that need a digest (multi-kernel choice
+ * files); no longer the cache key. Fed through update_str/update_u64 so
+ * that fields cannot run into each other. */
 typedef struct tilec_hasher {
     uint32_t state[8];
     uint64_t bytes; /* total fed so far */
@@ -117,8 +156,6 @@ void tilec_hasher_final(tilec_hasher *h, char hex[65]);
 /* Whether k[0..n) is a valid key: 1 to TILEC_CACHE_MAX_KEY of [A-Za-z0-9_-]. */
 int tilec_cache_key_ok(const char *k, size_t n);
 
-typedef struct tilec_cache tilec_cache;
-
 /* Open a cache in directory `dir`, or with dir NULL the first of
  * $TILEC_CACHE_DIR, $XDG_CACHE_HOME/tilec (an absolute XDG_CACHE_HOME
  * only) and $HOME/.cache/tilec; empty variables count as unset. A relative
@@ -133,7 +170,9 @@ typedef struct tilec_cache tilec_cache;
  * an error: the cache then works in memory only and
  * tilec_cache_last_error says why. TILEC_LOGS (a comma list) containing
  * "cache" or "all" prints one "tilec cache: ..." line on stderr per event.
- * The environment is read here, once.
+ * TILEC_CACHE_MAX_BYTES bounds the directory; TILEC_CACHE_REDIS and its
+ * companions (docs/runtime.md) add the remote tier. The environment is
+ * read here, once.
  *
  * Returns TILEC_RT_OK, TILEC_RT_INVALID_ARG (out NULL, dir ""), or
  * TILEC_RT_NOMEM; *out is NULL on failure. No global state; every call on
@@ -144,10 +183,13 @@ void tilec_cache_close(tilec_cache *c);
 
 /* Look `key` up: memory first, then the file <dir>/<key>.tilecbundle
  * (a regular file of at most TILEC_BUNDLE_MAX_SIZE bytes, parsed with
- * tilec_bundle_parse against key; a disk hit is kept in memory). On a hit
- * *out is the caller's own copy. A missing file is a miss
- * (TILEC_RT_NOT_FOUND). A corrupt or foreign file is a miss too: counted
- * in `corrupt`, logged, and removed so that the next put replaces it.
+ * tilec_bundle_parse against key; a disk hit is kept in memory and marks
+ * the file used), then the Redis tier when TILEC_CACHE_REDIS names one (a
+ * value validated like a file; a hit is kept in memory and copied to the
+ * directory). On a hit *out is the caller's own copy. A missing file is a
+ * miss (TILEC_RT_NOT_FOUND). A corrupt or foreign file is a miss too:
+ * counted in `corrupt`, logged, and removed so that the next put replaces
+ * it. Any remote fault is a miss with one log line, never an error.
  * TILEC_RT_INVALID_ARG for a bad key or NULL argument, TILEC_RT_NOMEM. */
 tilec_rt_status tilec_cache_get(tilec_cache *c, const char *key, tilec_bundle **out);
 
@@ -162,7 +204,10 @@ tilec_rt_status tilec_cache_get(tilec_cache *c, const char *key, tilec_bundle **
  * TILEC_CACHE_IO_ERROR is returned; the memory level still holds the
  * bundle. A bundle that tilec_bundle_serialize refuses gives
  * TILEC_RT_INVALID_ARG and is stored nowhere. A write past RLIMIT_FSIZE
- * raises SIGXFSZ: the library leaves signal dispositions alone. */
+ * raises SIGXFSZ: the library leaves signal dispositions alone. After a
+ * write, least recently used files go while the directory is over its
+ * bound. The bundle is also stored on the Redis tier, if any (its faults
+ * are logged, never returned). */
 tilec_rt_status tilec_cache_put(tilec_cache *c, const char *key, const tilec_bundle *b);
 
 /* The status of a failed disk write. runtime.h has no I/O status yet;
@@ -179,6 +224,12 @@ typedef struct tilec_cache_stats {
     uint64_t write_failures; /* puts whose file could not be published */
     uint64_t stale_removed;  /* killed writers' temporary files removed at open */
     uint64_t choices_removed; /* multi-kernel .choice files over TILEC_CACHE_MAX_CHOICES removed at open */
+    uint64_t evicted;        /* bundle files removed to keep the directory under its bound */
+    uint64_t remote_hits;    /* gets answered by the Redis tier */
+    uint64_t remote_misses;  /* gets the Redis tier did not have */
+    uint64_t remote_rejected; /* Redis values that failed validation (replaced by the next put) */
+    uint64_t remote_faults;  /* Redis errors: down, slow, refused, dropped (each a local compile) */
+    uint64_t remote_writes;  /* bundles published to Redis */
 } tilec_cache_stats;
 
 void tilec_cache_get_stats(const tilec_cache *c, tilec_cache_stats *s);
@@ -188,6 +239,59 @@ const char *tilec_cache_dir(const tilec_cache *c);
  * cache and changes at the next failure: with several threads, read it
  * from the one that saw the failure before another fails. Never NULL. */
 const char *tilec_cache_last_error(const tilec_cache *c);
+
+/* ---- the directory: size bound, listing, pruning ---- */
+
+/* The default bound on the directory's bundles (TILEC_CACHE_MAX_BYTES
+ * overrides it; 0 there means no bound). */
+#define TILEC_CACHE_DEFAULT_MAX_BYTES (1ull << 30)
+
+/* The bound in force (0: none). */
+uint64_t tilec_cache_max_bytes(const tilec_cache *c);
+/* The Redis tier as "host:port", or NULL when there is none. */
+const char *tilec_cache_remote(const tilec_cache *c);
+
+/* The directory as a whole: its bundles and the counters every process
+ * using it adds to (kept in the directory's .tilec-stats). */
+typedef struct tilec_cache_usage {
+    uint64_t entries;     /* bundle files */
+    uint64_t bytes;       /* their sizes */
+    uint64_t max_bytes;   /* the bound (0: none) */
+    int64_t oldest_use;   /* last use of the least recently used entry (Unix seconds; 0: no entry) */
+    int64_t newest_use;   /* last use of the most recently used one */
+    uint64_t local_hits;  /* lookups answered from this directory (or a process's memory level) */
+    uint64_t remote_hits; /* lookups answered by the Redis tier */
+    uint64_t misses;      /* lookups that compiled */
+    uint64_t writes;      /* bundles written */
+    uint64_t evicted;     /* bundles evicted by the bound */
+    uint64_t corrupt;     /* files and remote values rejected */
+    uint64_t remote_faults; /* Redis errors */
+} tilec_cache_usage;
+
+/* One entry of the directory. */
+typedef struct tilec_cache_entry {
+    char key[TILEC_CACHE_MAX_KEY + 1];
+    uint64_t bytes;
+    uint32_t kernels; /* from the header; 0 when the header is not a bundle's */
+    int64_t created;  /* Unix seconds */
+    int64_t last_use; /* Unix seconds */
+} tilec_cache_entry;
+
+/* TILEC_RT_OK; TILEC_RT_NOT_FOUND when c has no directory (disabled or
+ * memory only); TILEC_RT_IO_ERROR when it cannot be read;
+ * TILEC_RT_INVALID_ARG, TILEC_RT_NOMEM. */
+tilec_rt_status tilec_cache_usage_get(tilec_cache *c, tilec_cache_usage *u);
+/* Every entry, most recently used first, in a malloc'd array (free() it). */
+tilec_rt_status tilec_cache_list(tilec_cache *c, tilec_cache_entry **out, size_t *n);
+/* Remove the entries that fail validation, those unused for
+ * unused_for_seconds or more (0: none by age), then the least recently
+ * used down to max_bytes (0: the cache's bound; UINT64_MAX: none).
+ * *removed and *freed (may be NULL) say how many and how many bytes. */
+tilec_rt_status tilec_cache_prune(tilec_cache *c, uint64_t max_bytes, int64_t unused_for_seconds, uint64_t *removed,
+                                  uint64_t *freed);
+/* Remove every bundle and multi-kernel choice file (temporary files of
+ * live writers stay; the counters stay). */
+tilec_rt_status tilec_cache_clear(tilec_cache *c, uint64_t *removed, uint64_t *freed);
 
 /* ---- fault injection, for tests ---- */
 

@@ -1,0 +1,61 @@
+#!/bin/sh
+# run.sh: the kernel cache's benchmark, one command:
+#   bench/cache/run.sh [--gpu] [--redis-server PATH] [--bin DIR] [--out FILE] [--rounds N]
+#                      [--lookups N] [--module FILE.tile]
+# Builds the examples module (every examples/*.tile in one module, as
+# bench/runtime does; --module another) cold, warm from the local directory, and warm from a
+# Redis server with an empty directory, and times one lookup (key, file,
+# memory, Redis); see bench/cache/cache_bench.c. The Redis server is
+# started here on a free loopback port in a temporary directory: PATH
+# (default: redis-server on PATH) is run, so a GPU machine without Redis
+# installed can use a carried binary (make gpu-bundle copies redis-server
+# and libhiredis into .gpu/; with LD_LIBRARY_PATH=.gpu/lib the library is
+# found). --gpu builds on device 0 and loads every CUBIN. The figures go
+# to stdout and, with --out, to FILE with the date and the machine.
+set -eu
+gpu="" server="" bin=build/bench out="" rounds=5 lookups=200 module=""
+while [ $# -gt 0 ]; do
+    case $1 in
+    --gpu) gpu=--gpu ;;
+    --redis-server) server=$2; shift ;;
+    --bin) bin=$2; shift ;;
+    --out) out=$2; shift ;;
+    --rounds) rounds=$2; shift ;;
+    --lookups) lookups=$2; shift ;;
+    --module) module=$2; shift ;;
+    *) echo "usage: bench/cache/run.sh [--gpu] [--redis-server PATH] [--bin DIR] [--out FILE] [--rounds N]" \
+            "[--lookups N] [--module FILE.tile]" >&2; exit 2 ;;
+    esac
+    shift
+done
+[ -n "$server" ] || server=$(command -v redis-server || true)
+work=$(mktemp -d /tmp/tilec_cache_bench_XXXXXX)
+pid=""
+cleanup() { [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT INT TERM
+if [ -n "$module" ]; then cp "$module" "$work/examples.tile"; else cat examples/*.tile > "$work/examples.tile"; fi
+if [ -n "$server" ] && [ -x "$server" ]; then
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    mkdir "$work/redis"
+    "$server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work/redis" >"$work/redis.log" 2>&1 &
+    pid=$!
+    i=0
+    until python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null; do
+        i=$((i + 1)); [ $i -lt 100 ] || { cat "$work/redis.log" >&2; exit 1; }; sleep 0.05
+    done
+    export TILEC_CACHE_REDIS=127.0.0.1:$port
+    remote="redis-server $("$server" --version | sed 's/.*v=\([^ ]*\).*/\1/') on loopback"
+else
+    unset TILEC_CACHE_REDIS || true
+    remote="none (no redis-server: the remote figures are left out)"
+fi
+mkdir "$work/w"
+result=$("$bin/cache_bench" "$work/examples.tile" "$work/w" $gpu --rounds "$rounds" --lookups "$lookups")
+cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
+dev=$([ -n "$gpu" ] && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo "no GPU: compile only, sm_90")
+report=$(printf '%s\n' "# tilec kernel cache benchmark, $(date -u +%Y-%m-%d)" \
+    "machine: $(hostname), $cpu, $(nproc) cores; device: $dev; remote: $remote" \
+    "command: bench/cache/run.sh $gpu --rounds $rounds --lookups $lookups${module:+ --module $module}${server:+ --redis-server $server}" \
+    "" "$result")
+printf '%s\n' "$report"
+[ -z "$out" ] || printf '%s\n' "$report" > "$out"

@@ -1,0 +1,104 @@
+/* cache_internal.h: the kernel cache's handle and what its files share:
+ * cache.c (open, get, put, the memory level, publishing a file),
+ * cache_dir.c (finding and checking the directory, sweeping stale files),
+ * cache_lru.c (the size bound, least-recently-used eviction, the
+ * directory's shared counters, list, prune, clear), cache_key.c (keys),
+ * cache_remote.c (the Redis tier, behind cache_remote.h). */
+#ifndef TILEC_RUNTIME_CACHE_INTERNAL_H
+#define TILEC_RUNTIME_CACHE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "runtime/cache_remote.h"
+#include "tilec/cache.h"
+
+#define CACHE_LOG_CHANNEL "cache"
+#define BUNDLE_SUFFIX ".tilecbundle"
+#define TMP_SUFFIX ".tmp.XXXXXX"
+
+enum { ERR_MAX = 1024, PATH_CAP = 4096 };
+
+/* Reading a file is not using it: last use is set explicitly (lru_touch),
+ * and relatime mounts would otherwise move it on a read by list or prune. */
+#ifdef O_NOATIME
+#define CACHE_O_NOATIME O_NOATIME
+#else
+#define CACHE_O_NOATIME 01000000 /* Linux's value; POSIX has no such flag */
+#endif
+
+/* The counters kept in the directory (.tilec-stats), for every process
+ * that uses it. ORDER SHARED_COUNTERS: the file's layout; append only. */
+typedef enum {
+    SC_LOCAL_HITS = 0,
+    SC_REMOTE_HITS,
+    SC_MISSES,
+    SC_WRITES,
+    SC_EVICTED,
+    SC_CORRUPT,
+    SC_REMOTE_FAULTS,
+    SC_COUNT
+} shared_counter;
+
+struct mem_entry;
+
+struct tilec_cache {
+    pthread_mutex_t lock; /* guards everything below but dir, log, max_bytes, identity, shared and remote */
+    int disabled;         /* TILEC_FORCE_DISABLE_CACHES */
+    int log;              /* TILEC_LOGS enables "cache" */
+    char *dir;            /* NULL: disabled or memory only */
+    uint64_t max_bytes;   /* the bound on the directory's bundles; 0: none */
+    char identity[65];    /* the compiler identity in keys */
+    volatile uint64_t *shared; /* the directory's counters (mapped .tilec-stats), or NULL */
+    cache_remote *remote; /* the Redis tier, or NULL */
+    struct mem_entry *mem;
+    tilec_cache_stats stats;
+    tilec_cache_fault_fn fault;
+    void *fault_user;
+    char err[ERR_MAX];
+};
+
+/* snprintf that may truncate: messages are cut, never overrun. */
+void cache_say(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+const char *cache_errtext(int e, char *buf, size_t n);
+/* One "tilec cache: ..." line on stderr when the channel is on. */
+void cache_log(const tilec_cache *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Count an event (counter may be NULL), record its message as the last
+ * error and log it. */
+void cache_note(tilec_cache *c, uint64_t *counter, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* cache.c: read the whole regular file at path (at most
+ * TILEC_BUNDLE_MAX_SIZE bytes, not through a link, never blocking on a
+ * FIFO) into a malloc'd *data; dev/ino identify what was read. */
+typedef enum { RD_OK, RD_MISSING, RD_UNREADABLE, RD_CORRUPT } rd_result;
+rd_result cache_read_capped(const char *path, void **data, size_t *len, dev_t *dev, ino_t *ino, char *why,
+                            size_t why_size);
+/* Empty the memory level. */
+void cache_mem_clear(tilec_cache *c);
+
+/* cache_dir.c: the directory to use, made and checked (a malloc'd
+ * absolute path), or NULL and why (the cache is then memory only). */
+char *cdir_resolve(const char *dir, char *why, size_t why_size);
+/* At most once an hour per directory: remove killed writers' temporary
+ * files and the multi-kernel choice files over TILEC_CACHE_MAX_CHOICES. */
+void cdir_sweep(tilec_cache *c);
+/* Remove path if it is still the file (dev, ino) that was read. */
+void cdir_remove_if_same(const char *path, dev_t dev, ino_t ino);
+
+/* cache_lru.c */
+/* Map the directory's counters (made on first use); no counters when the
+ * file cannot be made or is foreign. */
+void lru_open(tilec_cache *c);
+void lru_close(tilec_cache *c);
+/* Add one to a shared counter (nothing without the file). */
+void lru_count(tilec_cache *c, shared_counter which);
+/* A bundle file was used: mark it so eviction takes it last. */
+void lru_touch(const char *path);
+/* After a write: when the directory's bundles exceed max_bytes, remove
+ * the least recently used (never `keep`, the one just written, unless it
+ * alone is over the bound) down to 90% of it. One process evicts at a
+ * time; the others skip. */
+void lru_enforce(tilec_cache *c, const char *keep);
+
+#endif

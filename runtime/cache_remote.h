@@ -1,0 +1,42 @@
+/* cache_remote.h: the kernel cache's remote tier, a Redis server that a
+ * fleet shares (cache_remote.c). Values are serialized bundles under
+ * "tilec:<key>", validated by the caller exactly like files. The client is
+ * libhiredis, opened with dlopen on first use: tilec builds and runs
+ * without it. Every fault (no library, server down, slow, refused, a
+ * dropped connection) comes back as REMOTE_FAULT with a sentence; after
+ * one the tier rests for a while, so a dead server costs one timeout, not
+ * one per lookup. Thread-safe. */
+#ifndef TILEC_RUNTIME_CACHE_REMOTE_H
+#define TILEC_RUNTIME_CACHE_REMOTE_H
+
+#include <stddef.h>
+
+typedef struct cache_remote cache_remote;
+
+typedef enum {
+    REMOTE_HIT,      /* *data holds the value */
+    REMOTE_MISS,     /* the server does not have it */
+    REMOTE_REJECTED, /* the value is over the size limit (foreign) */
+    REMOTE_FAULT,    /* the server could not be used; why says how */
+    REMOTE_RESTING,  /* skipped: a fault happened less than a while ago */
+} remote_result;
+
+/* The tier TILEC_CACHE_REDIS (host:port, [v6addr]:port) names, with
+ * TILEC_CACHE_REDIS_PASSWORD, _USER, _TIMEOUT_MS, _TTL, _MAX_BYTES and
+ * TILEC_HIREDIS (the library's path). NULL with why "" when the variable
+ * is unset; NULL with why set when it is malformed. Connects lazily. */
+cache_remote *cache_remote_from_env(char *why, size_t why_size);
+void cache_remote_free(cache_remote *r);
+/* "host:port" */
+const char *cache_remote_name(const cache_remote *r);
+
+/* The value of key: a malloc'd *data of *len bytes on REMOTE_HIT. A hit
+ * also renews the value's time to live. */
+remote_result cache_remote_get(cache_remote *r, const char *key, void **data, size_t *len, char *why,
+                               size_t why_size);
+/* Store the value with the time to live. REMOTE_HIT when stored,
+ * REMOTE_REJECTED when over the size limit (not sent), else as get. */
+remote_result cache_remote_put(cache_remote *r, const char *key, const void *data, size_t len, char *why,
+                               size_t why_size);
+
+#endif
