@@ -8,20 +8,6 @@
 #include "parser/parse.h"
 #include "tilec/limits.h"
 
-const char *tilec_version(void) { return TILEC_VERSION_STRING; }
-
-const char *tilec_status_string(tilec_status s)
-{
-    switch (s) {
-    case TILEC_OK: return "success";
-    case TILEC_ERR_INPUT: return "the input has errors";
-    case TILEC_ERR_IO: return "input/output error";
-    case TILEC_ERR_NOMEM: return "out of memory";
-    case TILEC_ERR_ARG: return "invalid argument";
-    }
-    return "unknown status";
-}
-
 /* An error about a whole file: "what" then the reason. */
 static tilec_status fail(tilec_ctx *ctx, tilec_status st, const char *name, const char *what, const char *why)
 {

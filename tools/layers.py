@@ -44,8 +44,9 @@ PUBLIC = {
     "types.h": "util",
     # how a kernel parameter is passed: lowering, emitters and runtime share it
     "param_kind.h": "util",
-    # mixed today: contexts, diagnostics and sinks (dsl) with the parse
-    # entry points and the module accessors (parser); it includes ast.h.
+    # the version, statuses, locations, contexts, diagnostics and sinks
+    "core.h": "dsl",
+    # the parse entry points and the module accessors; includes core.h
     "tilec.h": "parser",
     "ast.h": "parser",
     "lower.h": "lower",

@@ -6,16 +6,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tilec/core.h"
 #include "tilec/types.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct tilec_loc {
-    const char *file;
-    uint32_t line, col; /* 1-based; col counts bytes */
-} tilec_loc;
 
 /* The checked type of an expression. Tiles have rank >= 1; a scalar has
  * rank 0. A pointer value (scalar or tile of pointers) has ptr set and
