@@ -37,7 +37,7 @@ LIBSO    = $(BUILD)/lib/libtilec.so
 TILEC    = $(BUILD)/bin/tilec
 EXAMPLES = $(wildcard examples/*.tile)
 
-.PHONY: all deps demo test test-run layers asan clean check-examples golden bench valgrind fuzz fuzz-build gen-nvrtc
+.PHONY: all deps demo test test-run layers symbols asan clean check-examples golden bench valgrind fuzz fuzz-build gen-nvrtc
 all: $(LIBA) $(LIBSO) $(TILEC)
 
 deps:
@@ -200,10 +200,15 @@ test: deps
 layers:
 	@echo "== tools/layers.py" && python3 tools/layers.py
 
-test-run: layers all $(TESTS)
+# The same check on symbols, after the build: no object uses a symbol that
+# a folder it may not include defines, and the folders form no circle.
+symbols: all
+	@echo "== tools/symbols.py" && python3 tools/symbols.py $(BUILD)/obj
+
+test-run: layers all symbols $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; $$t --jobs 2; done
 	@echo "== generated kernels through every stage" && tools/gen_nvrtc.sh $(BUILD) 40
-	@echo "== tests/python" && python3 tests/python/test_cpu.py -q && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 -m py_compile python/tilec/__init__.py
+	@echo "== tests/python" && python3 tests/python/test_cpu.py -q && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 tests/python/test_symbols.py -q && python3 -m py_compile python/tilec/__init__.py
 	@echo "all test suites passed"
 
 asan: deps
