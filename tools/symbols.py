@@ -22,7 +22,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from layers import FOLDERS, MAY_INCLUDE, circles  # noqa: E402
+from layers import FOLDERS, MAY_INCLUDE, circles, report  # noqa: E402
 
 # Generated sources and the folder of the source they come from.
 GENERATED = {"lexer.o": "dsl", "grammar.o": "parser"}
@@ -109,12 +109,7 @@ def main():
     if n == 0:
         print(f"symbols: no object files under {objdir} (build first)")
         return 2
-    for b in bad:
-        print(b)
-    if bad:
-        print(f"symbols: {len(bad)} violation(s) (docs/architecture.md)")
-        return 1
-    return 0
+    return report(bad, "symbols: {} violation(s) (docs/architecture.md)")
 
 
 if __name__ == "__main__":
