@@ -150,8 +150,16 @@ Test(lower, grid_arithmetic_cannot_overflow)
     } cases[] = {
         {"cdiv(n, m)", INT64_MAX, INT64_MAX, TILEC_OK, 1}, /* n + m - 1 would wrap to a grid of 0 */
         {"cdiv(n, m)", INT64_MAX - 5, 4611686018427387904, TILEC_OK, 2},
+        /* cdiv is the ceiling for any n and m > 0 (tilec/iexpr.h): a negative n gives a
+         * negative grid, an error like any other, where the grid once clamped it to 0 */
+        {"cdiv(n, m)", -5, 4, TILEC_ERR_ARG, 0},
+        {"cdiv(n, m) + 2", -5, 4, TILEC_OK, 1},
+        {"cdiv(n, m)", 0, 4, TILEC_OK, 0},
+        {"cdiv(n, m)", 5, 0, TILEC_ERR_ARG, 0},
+        {"cdiv(n, m)", 5, -1, TILEC_ERR_ARG, 0},
+        {"n % m", INT64_MIN, -1, TILEC_OK, 0}, /* the remainder exists: 0 */
+        {"(n & m) | 1", 12, 10, TILEC_OK, 9},
         {"n / m", INT64_MIN, -1, TILEC_ERR_ARG, 0}, /* a trap (SIGFPE) in C */
-        {"n % m + 1", INT64_MIN, -1, TILEC_ERR_ARG, 0},
         {"-n", INT64_MIN, 1, TILEC_ERR_ARG, 0},
         {"n << m", -1, 2, TILEC_ERR_ARG, 0},
         {"n << m", 4611686018427387904, 2, TILEC_ERR_ARG, 0},

@@ -42,6 +42,8 @@ PUBLIC = {
     "limits.h": "util", "log.h": "util",
     # dtypes and operators: the vocabulary every layer shares (util/types.c)
     "types.h": "util",
+    # integer expressions and their one evaluator (util/iexpr.c)
+    "iexpr.h": "util",
     # how a kernel parameter is passed: lowering, emitters and runtime share it
     "param_kind.h": "util",
     # the version, statuses, locations, contexts, diagnostics and sinks

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "tilec/core.h"
+#include "tilec/iexpr.h"
 #include "tilec/types.h"
 
 #ifdef __cplusplus
@@ -140,6 +141,10 @@ typedef struct tilec_kernel {
     uint32_t nparams;
     tilec_expr **grid;
     uint32_t ngrid;
+    /* the grid as integer expressions (tilec/iexpr.h), made by the checker:
+     * what tilec_kernel_grid evaluates; an entry is NULL when its
+     * expression is one the evaluator has no operator for (a comparison) */
+    const tilec_ix **gridx;
     tilec_hint *hints;
     uint32_t nhints;
     const char *variant_sym; /* NULL without variants */
