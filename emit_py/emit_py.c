@@ -78,57 +78,56 @@ static int is_ident(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <=
 
 static void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l);
 
-/* Node i of a parsed size text as Python, parenthesized where its
- * precedence (4 atom, 3 unary, 2 product, 1 sum) is below `need`; / and %
- * truncate as in C (tilec.div, tilec.mod). */
-static void py_tree(strbuf *b, const tilec_graph *g, const tilec_wir_size_node *t, int32_t i, int need)
+/* Size e as Python, parenthesized where its precedence (4 atom, 3 unary,
+ * 2 product, 1 sum) is below `need`; / % and cdiv go through tilec.div,
+ * tilec.mod and tilec.cdiv, which spell the rules of tilec/iexpr.h. */
+static void py_tree(strbuf *b, const tilec_graph *g, const tilec_ix *x, int need)
 {
-    const tilec_wir_size_node *x = &t[i];
-    static const int prec[] = {[TILEC_WIR_SZ_NEG] = 3, [TILEC_WIR_SZ_ADD] = 1, [TILEC_WIR_SZ_SUB] = 1,
-                               [TILEC_WIR_SZ_MUL] = 2};
-    int p = x->op <= TILEC_WIR_SZ_SYM || x->op >= TILEC_WIR_SZ_DIV ? 4 : prec[x->op];
+    static const int prec[] = {[TILEC_IX_NEG] = 3, [TILEC_IX_ADD] = 1, [TILEC_IX_SUB] = 1, [TILEC_IX_MUL] = 2};
+    int p = x->op == TILEC_IX_NEG || x->op == TILEC_IX_ADD || x->op == TILEC_IX_SUB || x->op == TILEC_IX_MUL
+                ? prec[x->op] : 4;
     sb_puts(b, p < need ? "(" : "");
     switch (x->op) {
-    case TILEC_WIR_SZ_INT: sb_printf(b, "%lld", (long long)x->value); break;
-    case TILEC_WIR_SZ_SYM: /* a scalar parameter, or a size symbol (_NAME_s) */
+    case TILEC_IX_INT: sb_printf(b, "%lld", (long long)x->value); break;
+    case TILEC_IX_SYM: /* a scalar parameter, or a size symbol (_NAME_s) */
         if (scalar_param(g, x->name, strlen(x->name)))
             py_name(b, x->name);
         else
             py_sym(b, x->name);
         break;
-    case TILEC_WIR_SZ_NEG:
+    case TILEC_IX_NEG:
         sb_putc(b, '-');
-        py_tree(b, g, t, x->a, 3);
+        py_tree(b, g, x->a, 3);
         break;
-    case TILEC_WIR_SZ_ADD:
-    case TILEC_WIR_SZ_SUB:
-    case TILEC_WIR_SZ_MUL:
-        py_tree(b, g, t, x->a, p);
-        sb_puts(b, x->op == TILEC_WIR_SZ_ADD ? " + " : x->op == TILEC_WIR_SZ_SUB ? " - " : " * ");
-        py_tree(b, g, t, x->b, p + 1);
+    case TILEC_IX_ADD:
+    case TILEC_IX_SUB:
+    case TILEC_IX_MUL:
+        py_tree(b, g, x->a, p);
+        sb_puts(b, x->op == TILEC_IX_ADD ? " + " : x->op == TILEC_IX_SUB ? " - " : " * ");
+        py_tree(b, g, x->b, p + 1);
         break;
-    default:
-        sb_printf(b, "tilec.%s(", x->op == TILEC_WIR_SZ_DIV ? "div" : x->op == TILEC_WIR_SZ_MOD ? "mod" : "cdiv");
-        py_tree(b, g, t, x->a, 1);
+    case TILEC_IX_DIV:
+    case TILEC_IX_MOD:
+    case TILEC_IX_CDIV:
+        sb_printf(b, "tilec.%s(", x->op == TILEC_IX_DIV ? "div" : x->op == TILEC_IX_MOD ? "mod" : "cdiv");
+        py_tree(b, g, x->a, 1);
         sb_puts(b, ", ");
-        py_tree(b, g, t, x->b, 1);
+        py_tree(b, g, x->b, 1);
         sb_putc(b, ')');
+        break;
+    default: b->failed = 1; /* no size has this operator: the emitter fails */
     }
     sb_puts(b, p < need ? ")" : "");
 }
 
-/* Python spelling of a canonical size text of g, from its parsed tree:
- * scalar parameters through mg_py, size symbols through py_sym. */
-static void py_size(strbuf *b, const tilec_graph *g, const char *t)
+/* Python spelling of a size of g, from its integer expression (never its
+ * text): scalar parameters through mg_py, size symbols through py_sym. */
+static void py_size(strbuf *b, const tilec_graph *g, const tilec_ix *e)
 {
-    size_t cap = strlen(t) + 1, n = 0;
-    int32_t root = -1;
-    tilec_wir_size_node *nodes = malloc(cap * sizeof *nodes);
-    if (!nodes || tilec_wir_size_parse(t, nodes, cap, &n, &root) != TILEC_OK)
-        b->failed = 1; /* not a size text: the emitter fails */
+    if (!e)
+        b->failed = 1;
     else
-        py_tree(b, g, nodes, root, 1);
-    free(nodes);
+        py_tree(b, g, e, 1);
 }
 
 /* The check, in call()'s argument checks, that tensor `name` of line l
@@ -157,7 +156,7 @@ static void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l)
     sb_putc(b, '(');
     for (uint32_t d = 0; d < l->rank; d++) {
         sb_puts(b, d ? ", " : "");
-        py_size(b, g, l->sizes[d]);
+        py_size(b, g, l->size_exprs ? l->size_exprs[d] : NULL);
     }
     sb_puts(b, l->rank == 1 ? ",)" : ")");
 }
@@ -232,7 +231,7 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
     if (l->offset && strcmp(l->offset, "0")) {
         strbuf off;
         sb_init(&off);
-        py_size(&off, s->g, l->offset);
+        py_size(&off, s->g, l->offset_expr);
         sb_printf(&s->checks, "    tilec.check_fits(\"%s\", \"the byte offset of view %s\", (%s) * %u)\n", s->g->name,
                   l->name, sb_str(&off), tilec_dtype_size(l->dtype));
         s->failed |= off.failed;
@@ -247,7 +246,7 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
     sb_printf(&s->body, ", \"%s\"", tilec_dtype_name(l->dtype));
     if (l->offset && strcmp(l->offset, "0")) {
         sb_puts(&s->body, ", ");
-        py_size(&s->body, s->g, l->offset);
+        py_size(&s->body, s->g, l->offset_expr);
     }
     sb_puts(&s->body, ")\n");
     return 0;
@@ -271,15 +270,16 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
         strbuf key; /* each size once per call: sizes do not change within one */
         sb_init(&key);
         sb_printf(&key, "%s %s", ty, a->text);
-        size_t nd = strspn(a->text, "0123456789"); /* a literal of 9 digits fits any of them */
-        int fresh = strset_add(&s->checked, sb_str(&key)) && (nd != strlen(a->text) || nd > 9);
+        /* a literal of 9 digits fits any of them */
+        int literal = a->expr && a->expr->op == TILEC_IX_INT && a->expr->value >= 0 && a->expr->value <= 999999999;
+        int fresh = strset_add(&s->checked, sb_str(&key)) && !literal;
         s->failed |= key.failed;
         sb_free(&key);
         if (!fresh)
             continue;
         strbuf v;
         sb_init(&v);
-        py_size(&v, s->g, a->text);
+        py_size(&v, s->g, a->expr);
         strbuf t;
         sb_init(&t);
         sb_printf(&t, "argument '%s' of %s (%s)", p->name, k->name, a->text);
@@ -300,7 +300,7 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
         if (a->kind == TILEC_WIR_ARG_BUFFER)
             py_name(&s->body, t);
         else if (a->kind == TILEC_WIR_ARG_SIZE)
-            py_size(&s->body, s->g, t);
+            py_size(&s->body, s->g, a->expr);
         else if (!strcmp(t, "true") || !strcmp(t, "false"))
             sb_puts(&s->body, t[0] == 't' ? "True" : "False");
         else if (strstr(t, "inf"))
@@ -398,7 +398,7 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
         strbuf v, t;
         sb_init(&v);
         sb_init(&t);
-        py_size(&v, s->g, l->sizes[d]);
+        py_size(&v, s->g, l->size_exprs ? l->size_exprs[d] : NULL);
         sb_printf(b, "    if %s.shape[%u] != %s:\n        raise ValueError(f\"", I, d, sb_str(&v));
         sb_printf(&t, "%s: dimension %u of %s is ", s->g->name, d, l->name);
         esc_py_str(b, sb_str(&t), 1);

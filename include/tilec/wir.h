@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tilec/iexpr.h"
 #include "tilec/tilec.h"
 
 #ifdef __cplusplus
@@ -52,6 +53,7 @@ typedef enum tilec_wir_arg_kind {
 typedef struct tilec_wir_arg {
     tilec_wir_arg_kind kind;
     const char *text;
+    const tilec_ix *expr; /* SIZE: the size as an integer expression (text is its canonical text) */
 } tilec_wir_arg;
 
 /* One line. Which fields are set depends on the kind:
@@ -76,7 +78,12 @@ typedef struct tilec_wir_arg {
  *                      the dimension binds its symbol, 0 when it checks it)
  *
  * Size texts are canonical polynomials in the graph's size symbols (see
- * docs/wrapper-ir.md), so equal sizes have equal text. */
+ * docs/wrapper-ir.md), so equal sizes have equal text. Every size comes
+ * twice: as that text (to print, and to compare) and as an integer
+ * expression (tilec/iexpr.h: size_exprs, stride_exprs, bytes_expr,
+ * offset_expr, a SIZE argument's expr), the tree of the same shape that
+ * emitters print in their language and that memory planning evaluates
+ * with the one evaluator: nothing parses the text back. */
 typedef struct tilec_wir_line {
     tilec_wir_kind kind;
     tilec_loc loc; /* the .tile statement (or parameter, or kernel) */
@@ -104,6 +111,12 @@ typedef struct tilec_wir_line {
     const char **outs;
     uint32_t nouts;
     const char *grid; /* the kernel's grid as written, "cdiv(n, BLOCK)" or "rows, cols" */
+    /* the sizes, strides, bytes and offset above as integer expressions
+     * (set where their texts are; rank entries each) */
+    const tilec_ix *const *size_exprs;
+    const tilec_ix *const *stride_exprs;
+    const tilec_ix *bytes_expr;
+    const tilec_ix *offset_expr;
 } tilec_wir_line;
 
 /* The lines of one graph; owns its memory (one arena). */
