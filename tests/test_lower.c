@@ -184,3 +184,44 @@ Test(lower, grid_arithmetic_cannot_overflow)
         tilec_ctx_free(ctx);
     }
 }
+
+/* Constants follow the one integer arithmetic (docs/language.md 7.7): a
+ * negative dividend of cdiv is fine, a divisor that is not positive is an
+ * error naming both operands, an overflow is an error. */
+Test(lower, constant_cdiv_follows_the_one_rule)
+{
+    static const struct {
+        const char *hint, *error;
+        int64_t value;
+    } cases[] = {
+        {"cdiv(-7, 2)", NULL, -3},
+        {"cdiv(-8, 2)", NULL, -4},
+        {"cdiv(7, 2) * 2", NULL, 8},
+        {"(-9223372036854775807 - 1) % -1", NULL, 0}, /* INT64_MIN % -1: the remainder exists */
+        {"(-9223372036854775807 - 1) / -1", "a hint value overflows a 64-bit integer", 0},
+        {"cdiv(7, 0)", "cdiv in a hint value needs b > 0, got cdiv(7, 0)", 0},
+        {"cdiv(7, -2)", "cdiv in a hint value needs b > 0, got cdiv(7, -2)", 0},
+        {"7 / (3 - 3)", "division by zero in a hint value", 0},
+        {"4611686018427387904 * 2", "a hint value overflows a 64-bit integer", 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char text[512];
+        snprintf(text, sizeof text, "kernel k(x: *f32) grid (1) hints { warps = 4, A = %s } { store(x, 1.0); }\n",
+                 cases[c].hint);
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        tilec_status st = tilec_parse_string(ctx, "c.tile", text, strlen(text), &m);
+        if (!cases[c].error) {
+            cr_expect_eq(st, TILEC_OK, "%s", cases[c].hint);
+            if (m)
+                cr_expect_eq(tilec_kernel_hint(tilec_module_find_kernel(m, "k"), -1, "A", 99), cases[c].value, "%s",
+                             cases[c].hint);
+        } else {
+            cr_expect_eq(st, TILEC_ERR_INPUT, "%s", cases[c].hint);
+            cr_expect(tilec_ctx_diag_count(ctx) >= 1 && !strcmp(tilec_ctx_diag(ctx, 0)->message, cases[c].error),
+                      "%s: %s", cases[c].hint, tilec_ctx_diag_count(ctx) ? tilec_ctx_diag(ctx, 0)->message : "(none)");
+        }
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+}

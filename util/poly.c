@@ -219,11 +219,28 @@ char *poly_str(arena *a, const poly *p)
     return s;
 }
 
-/* The opaque atom "(x)/(y)", "(x)%(y)" or "cdiv(x, y)". */
+/* The quotient of two constants, by the one evaluator's rules. */
+static poly *const_quotient(arena *a, poly_div op, int64_t x, int64_t y, poly_why *why)
+{
+    static const tilec_ix_op ops[] = {[POLY_DIV] = TILEC_IX_DIV, [POLY_MOD] = TILEC_IX_MOD, [POLY_CDIV] = TILEC_IX_CDIV};
+    int64_t v = 0;
+    tilec_ix_err r = tilec_ix_apply(ops[op], x, y, &v);
+    if (r == TILEC_IX_DIV_ZERO || r == TILEC_IX_CDIV_DIVISOR)
+        return fail(why, POLY_FAIL_DIV_ZERO, y);
+    if (r != TILEC_IX_OK)
+        return fail(why, POLY_FAIL_OVERFLOW, 0);
+    poly *p = poly_const(a, v);
+    return p ? p : fail(why, POLY_FAIL_NOMEM, 0);
+}
+
+/* The opaque atom "(x)/(y)", "(x)%(y)" or "cdiv(x, y)"; of two constants,
+ * the constant (cdiv(7, 2) is 4, as the wrappers compute it). */
 poly *poly_div_atom(arena *a, poly_div op, const poly *x, const poly *y, poly_why *why)
 {
     int is_cdiv = op == POLY_CDIV;
-    int64_t v;
+    int64_t v, u;
+    if (poly_is_const(y, &v) && poly_is_const(x, &u))
+        return const_quotient(a, op, u, v, why);
     if (poly_is_const(y, &v) && (v == 0 || (is_cdiv && v < 0)))
         return fail(why, POLY_FAIL_DIV_ZERO, v);
     size_t len = poly_text_len(x, TILEC_MAX_POLY_TEXT) + poly_text_len(y, TILEC_MAX_POLY_TEXT) + 8;

@@ -63,7 +63,8 @@ char *poly_str(arena *a, const poly *p);
 /* The length of poly_str(p), counted up to a little past `stop`. */
 size_t poly_text_len(const poly *p, size_t stop);
 
-/* Division as an opaque atom: "(x)/(y)", "(x)%(y)" or "cdiv(x, y)". A
+/* Division as an opaque atom: "(x)/(y)", "(x)%(y)" or "cdiv(x, y)"; of
+ * two constants, their quotient by tilec_ix_apply (overflow fails). A
  * constant divisor 0 (for cdiv, <= 0) fails with POLY_FAIL_DIV_ZERO. */
 typedef enum poly_div { POLY_DIV, POLY_MOD, POLY_CDIV } poly_div;
 poly *poly_div_atom(arena *a, poly_div op, const poly *x, const poly *y, poly_why *why);
