@@ -15,6 +15,7 @@ Test(lower, every_checked_variant_compiles_for_sm_90, .timeout = 600)
     cr_assert_eq(glob("examples/*.tile", 0, NULL, &g), 0);
     cr_assert_eq(glob("tests/golden/ok/*.tile", GLOB_APPEND, NULL, &g), 0);
     cr_assert_eq(glob("tests/golden/ir/*.tile", GLOB_APPEND, NULL, &g), 0);
+    cr_assert_eq(glob("tests/gpu/*.tile", GLOB_APPEND, NULL, &g), 0); /* the GPU suite's own kernels */
     int compiled = 0;
     for (size_t f = 0; f < g.gl_pathc; f++) {
         tilec_ctx *ctx = tilec_ctx_new();
