@@ -194,9 +194,9 @@ typedef struct tilec_wir_size {
  * nothing recorded) on bad text, a name longer than 63 bytes, a value
  * that is not a positive integer, or too many entries. */
 tilec_status tilec_wir_parse_sizes(const char *spec, tilec_wir_size *out, size_t cap, size_t *n);
-/* A size text parsed (tilec_wir_size_parse): a tree in an array, so that an
- * emitter prints it with its own language's operators and precedence, or
- * with overflow checks. The leading '-' of a text negates its whole first
+/* A size text parsed (tilec_wir_size_parse): a tree in an array, for
+ * callers that hold only a text (a line's sizes come as tilec_ix trees
+ * already: size_exprs, bytes_expr, ...; emitters print those). The leading '-' of a text negates its whole first
  * term, and "2*(R)/(4)" is 2 * (R / 4): not C's reading of the text.
  *  INT   value               SYM   name
  *  NEG   -a                  ADD, SUB, MUL   a op b (64-bit, checked)
@@ -227,8 +227,9 @@ typedef struct tilec_wir_size_node {
 tilec_status tilec_wir_size_parse(const char *text, tilec_wir_size_node *nodes, size_t cap, size_t *n,
                                   int32_t *root);
 /* Evaluate a canonical size text ("4*R*C + 2", "cdiv(N, 128)") with the
- * given values; TILEC_ERR_ARG for an unknown symbol or bad text,
- * TILEC_ERR_INPUT on overflow or division by zero. */
+ * given values, by the rules of tilec/iexpr.h (tilec_ix_eval);
+ * TILEC_ERR_ARG for an unknown symbol or bad text, TILEC_ERR_INPUT on
+ * overflow or division by zero (cdiv: a divisor <= 0). */
 tilec_status tilec_wir_eval(const char *text, const tilec_wir_size *sizes, size_t n, int64_t *out);
 /* Peak bytes of the graph's own buffers (inputs excluded) for the given
  * symbol values, walking the lines as they are (call before and after
