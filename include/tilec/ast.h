@@ -141,10 +141,6 @@ typedef struct tilec_kernel {
     uint32_t nparams;
     tilec_expr **grid;
     uint32_t ngrid;
-    /* the grid as integer expressions (tilec/iexpr.h), made by the checker:
-     * what tilec_kernel_grid evaluates; an entry is NULL when its
-     * expression is one the evaluator has no operator for (a comparison) */
-    const tilec_ix **gridx;
     tilec_hint *hints;
     uint32_t nhints;
     const char *variant_sym; /* NULL without variants */
@@ -153,6 +149,11 @@ typedef struct tilec_kernel {
     tilec_variant *variants;
     uint32_t nvariants;
     tilec_block body;
+    /* the grid as integer expressions (tilec/iexpr.h), made by the checker:
+     * what tilec_kernel_grid evaluates; an entry is NULL when its
+     * expression is one the evaluator has no operator for (a comparison).
+     * Last, so that the fields before it keep their offsets. */
+    const tilec_ix **gridx;
 } tilec_kernel;
 
 typedef struct tilec_extern {
