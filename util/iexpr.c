@@ -56,6 +56,8 @@ static tilec_ix_err ix_shift(tilec_ix_op op, int64_t a, int64_t b, int64_t *out)
 
 tilec_ix_err tilec_ix_apply(tilec_ix_op op, int64_t a, int64_t b, int64_t *out)
 {
+    if (!out)
+        return TILEC_IX_BAD;
     switch (op) {
     case TILEC_IX_NEG: return __builtin_sub_overflow((int64_t)0, a, out) ? TILEC_IX_OVERFLOW : TILEC_IX_OK;
     case TILEC_IX_NOT: *out = ~a; return TILEC_IX_OK;
