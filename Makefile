@@ -47,8 +47,8 @@ LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:$(BUILD)/gen/%.c=$(BUILD)/o
 CLI_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard cli/*.c))
 TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
 
-# The version's one place is include/tilec/tilec.h (docs/install.md).
-version_part = $(shell sed -n 's/^.define TILEC_VERSION_$(1) \([0-9][0-9]*\)$$/\1/p' include/tilec/tilec.h)
+# The version's one place is include/tilec/core.h (docs/install.md).
+version_part = $(shell sed -n 's/^.define TILEC_VERSION_$(1) \([0-9][0-9]*\)$$/\1/p' include/tilec/core.h)
 MAJOR   := $(call version_part,MAJOR)
 VERSION := $(MAJOR).$(call version_part,MINOR).$(call version_part,PATCH)
 
@@ -61,7 +61,7 @@ EXPORTS  = $(BUILD)/gen/libtilec.map
 TILEC    = $(BUILD)/bin/tilec
 EXAMPLES = $(wildcard examples/*.tile)
 
-.PHONY: all deps demo test test-run layers asan clean check-examples golden bench valgrind fuzz fuzz-build gen-nvrtc
+.PHONY: all deps demo test test-run layers symbols asan clean check-examples golden bench valgrind fuzz fuzz-build gen-nvrtc
 all: $(LIBA) $(LIBSO) $(TILEC)
 
 deps:
@@ -104,10 +104,13 @@ format-check:
 .PHONY: native
 native: $(LIBSO) $(TILEC)
 
-$(BUILD)/gen/grammar.c $(BUILD)/gen/grammar.h &: parser/grammar.y
+# The grammar's terminals come from the lexer's one list (dsl/token.h): its
+# names, in order, replace the grammar's "%token ILLEGAL." line.
+$(BUILD)/gen/grammar.c $(BUILD)/gen/grammar.h &: parser/grammar.y dsl/token.h
 	@mkdir -p $(BUILD)/gen
 	@tools/deps.sh check
-	cp parser/grammar.y $(BUILD)/gen/grammar.y
+	sed "s/^%token ILLEGAL\.$$/%token $$(sed -n 's/^ *X(\([A-Z_]*\),.*/\1/p' dsl/token.h | tr '\n' ' ')./" \
+	    parser/grammar.y >$(BUILD)/gen/grammar.y
 	$(LEMON) -q -s -T$(LEMPAR) $(BUILD)/gen/grammar.y >/dev/null
 
 # The compiler's identity in every cache key (docs/runtime.md, "Keys"): a
@@ -118,7 +121,7 @@ $(BUILD)/gen/identity.c: $(IDENTITY_SRC) tools/identity.sh
 	@mkdir -p $(BUILD)/gen
 	@tools/identity.sh $@ $(IDENTITY_SRC)
 
-$(BUILD)/gen/lexer.c: dsl/lexer.re $(BUILD)/gen/grammar.h
+$(BUILD)/gen/lexer.c: dsl/lexer.re
 	@mkdir -p $(BUILD)/gen
 	$(RE2C) -W --no-generation-date --no-version -o $@ $<
 
@@ -345,10 +348,15 @@ layers:
 # The package on the fake driver, with and without its extension; not in
 # the ASan build (Python cannot load ASan-instrumented libraries).
 PYFAKE = $(if $(SANITIZE),echo "tests/python/test_fake.py: run by the plain build's make test",BUILD=$(BUILD) python3 tests/python/test_fake.py -q && BUILD=$(BUILD) TILEC_NO_NATIVE=1 python3 tests/python/test_fake.py -q)
-test-run: layers all $(TESTS)
+# The same check on symbols, after the build: no object uses a symbol that
+# a folder it may not include defines, and the folders form no circle.
+symbols: all
+	@echo "== tools/symbols.py" && python3 tools/symbols.py $(BUILD)/obj
+
+test-run: layers all symbols $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; $$t --jobs 2; done
 	@echo "== generated kernels through every stage" && tools/gen_nvrtc.sh $(BUILD) 40
-	@echo "== tests/python" && python3 tests/python/test_cpu.py -q && $(PYFAKE) && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 -m py_compile python/tilec/*.py
+	@echo "== tests/python" && python3 tests/python/test_cpu.py -q && $(PYFAKE) && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 tests/python/test_symbols.py -q && python3 -m py_compile python/tilec/*.py
 	@if [ "$(SANITIZE)" = 1 ]; then echo "== install tests: not under the sanitizers (make test runs them)"; \
 	else echo "== tests/install_test.sh" && tests/install_test.sh $(BUILD) && \
 	echo "== tests/python/test_install.py" && python3 tests/python/test_install.py -q; fi

@@ -5,7 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 
-#include "tilec/tilec.h"
+#include "tilec/core.h"
 
 /* The text being compiled; locations point into it by line and column. */
 typedef struct dsl_source {

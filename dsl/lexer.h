@@ -5,14 +5,14 @@
 #include <stdint.h>
 
 #include "dsl/diag.h"
+#include "dsl/token.h"
 #include "tilec/limits.h"
 #include "util/arena.h"
 
-enum { LEX_EOF = 0, LEX_ERROR = -1 };
 enum { LEX_MAX_IDENT = TILEC_MAX_IDENT }; /* longest identifier, in bytes */
 
 typedef struct lex_token {
-    int kind; /* a TK_* code of the parser, LEX_EOF, or LEX_ERROR (reported) */
+    int kind; /* a LEX_* code of dsl/token.h (the parser's TK_* are equal), LEX_EOF, or LEX_ERROR (reported) */
     tilec_loc loc;
     const char *text; /* the spelling in the source (not NUL-terminated) */
     uint32_t len;

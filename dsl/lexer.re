@@ -3,6 +3,7 @@
  * error. Every token carries file:line:col; errors are reported to the
  * context and returned as LEX_ERROR. */
 #include "dsl/lexer.h"
+#include "tilec/types.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -11,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar.h"
 
 void lex_init(lexer *lx, const dsl_source *src, tilec_ctx *ctx, arena *ar)
 {
@@ -146,28 +146,28 @@ loop:
         if (b < YYCURSOR && *b == ' ') b++;
         const char *e = YYCURSOR;
         if (e > b && e[-1] == '\r') e--;
-        t.kind = TK_DOC; t.str = tok_copy(lx, b, (size_t)(e - b)); goto done;
+        t.kind = LEX_DOC; t.str = tok_copy(lx, b, (size_t)(e - b)); goto done;
     }
     "//" [^\n\x00]* { goto loop; }
     "/*" { goto comment; }
 
-    "kernel"   { t.kind = TK_KERNEL; goto done; }
-    "extern"   { t.kind = TK_EXTERN; goto done; }
-    "graph"    { t.kind = TK_GRAPH; goto done; }
-    "let"      { t.kind = TK_LET; goto done; }
-    "for"      { t.kind = TK_FOR; goto done; }
-    "in"       { t.kind = TK_IN; goto done; }
-    "step"     { t.kind = TK_STEP; goto done; }
-    "if"       { t.kind = TK_IF; goto done; }
-    "else"     { t.kind = TK_ELSE; goto done; }
-    "return"   { t.kind = TK_RETURN; goto done; }
-    "grid"     { t.kind = TK_GRID; goto done; }
-    "hints"    { t.kind = TK_HINTS; goto done; }
-    "variants" { t.kind = TK_VARIANTS; goto done; }
-    "true"     { t.kind = TK_TRUE; t.ival = 1; goto done; }
-    "false"    { t.kind = TK_FALSE; goto done; }
-    "inf"      { t.kind = TK_INF; goto done; }
-    "None"     { t.kind = TK_NONE; goto done; }
+    "kernel"   { t.kind = LEX_KERNEL; goto done; }
+    "extern"   { t.kind = LEX_EXTERN; goto done; }
+    "graph"    { t.kind = LEX_GRAPH; goto done; }
+    "let"      { t.kind = LEX_LET; goto done; }
+    "for"      { t.kind = LEX_FOR; goto done; }
+    "in"       { t.kind = LEX_IN; goto done; }
+    "step"     { t.kind = LEX_STEP; goto done; }
+    "if"       { t.kind = LEX_IF; goto done; }
+    "else"     { t.kind = LEX_ELSE; goto done; }
+    "return"   { t.kind = LEX_RETURN; goto done; }
+    "grid"     { t.kind = LEX_GRID; goto done; }
+    "hints"    { t.kind = LEX_HINTS; goto done; }
+    "variants" { t.kind = LEX_VARIANTS; goto done; }
+    "true"     { t.kind = LEX_TRUE; t.ival = 1; goto done; }
+    "false"    { t.kind = LEX_FALSE; goto done; }
+    "inf"      { t.kind = LEX_INF; goto done; }
+    "None"     { t.kind = LEX_NONE; goto done; }
 
     "bool" { t.ival = TILEC_DT_BOOL; goto dtype; }
     "i8"   { t.ival = TILEC_DT_I8; goto dtype; }
@@ -186,11 +186,11 @@ loop:
     ident {
         if (YYCURSOR - tok > LEX_MAX_IDENT)
             return lex_error(lx, tok, "identifier is longer than %d bytes", LEX_MAX_IDENT);
-        t.kind = TK_IDENT; t.str = tok_copy(lx, tok, (size_t)(YYCURSOR - tok)); goto done;
+        t.kind = LEX_IDENT; t.str = tok_copy(lx, tok, (size_t)(YYCURSOR - tok)); goto done;
     }
 
     float {
-        t.kind = TK_FLOAT;
+        t.kind = LEX_FLOAT;
         t.str = tok_copy(lx, tok, (size_t)(YYCURSOR - tok));
         if (!t.str) return lex_error(lx, tok, "out of memory%s", "");
         errno = 0;
@@ -214,7 +214,7 @@ loop:
             }
             v = v * (unsigned)base + d;
         }
-        t.kind = TK_INT; t.ival = (int64_t)v; goto done;
+        t.kind = LEX_INT; t.ival = (int64_t)v; goto done;
     }
     (float | int) (alpha | digit)+ {
         const char *txt = tok_copy(lx, tok, (size_t)(YYCURSOR - tok));
@@ -228,40 +228,40 @@ loop:
         return lex_error(lx, tok, "invalid number '%s': a float needs digits after the '.', such as 1.0", txt ? txt : "");
     }
 
-    ["] { return lex_string(lx, tok, (lex_token){.kind = TK_STRING, .loc = t.loc, .text = tok}); }
+    ["] { return lex_string(lx, tok, (lex_token){.kind = LEX_STRING, .loc = t.loc, .text = tok}); }
 
-    "("  { t.kind = TK_LPAREN; goto done; }
-    ")"  { t.kind = TK_RPAREN; goto done; }
-    "{"  { t.kind = TK_LBRACE; goto done; }
-    "}"  { t.kind = TK_RBRACE; goto done; }
-    "["  { t.kind = TK_LBRACKET; goto done; }
-    "]"  { t.kind = TK_RBRACKET; goto done; }
-    ","  { t.kind = TK_COMMA; goto done; }
-    ";"  { t.kind = TK_SEMI; goto done; }
-    ":"  { t.kind = TK_COLON; goto done; }
-    "->" { t.kind = TK_ARROW; goto done; }
-    ".." { t.kind = TK_DOTDOT; goto done; }
-    "="  { t.kind = TK_ASSIGN; goto done; }
-    "+"  { t.kind = TK_PLUS; goto done; }
-    "-"  { t.kind = TK_MINUS; goto done; }
-    "*"  { t.kind = TK_STAR; goto done; }
-    "/"  { t.kind = TK_SLASH; goto done; }
-    "%"  { t.kind = TK_PERCENT; goto done; }
-    "<"  { t.kind = TK_LT; goto done; }
-    "<=" { t.kind = TK_LE; goto done; }
-    ">"  { t.kind = TK_GT; goto done; }
-    ">=" { t.kind = TK_GE; goto done; }
-    "==" { t.kind = TK_EQ; goto done; }
-    "!=" { t.kind = TK_NE; goto done; }
-    "&&" { t.kind = TK_ANDAND; goto done; }
-    "||" { t.kind = TK_OROR; goto done; }
-    "&"  { t.kind = TK_AMP; goto done; }
-    "|"  { t.kind = TK_PIPE; goto done; }
-    "^"  { t.kind = TK_CARET; goto done; }
-    "<<" { t.kind = TK_SHL; goto done; }
-    ">>" { t.kind = TK_SHR; goto done; }
-    "!"  { t.kind = TK_BANG; goto done; }
-    "~"  { t.kind = TK_TILDE; goto done; }
+    "("  { t.kind = LEX_LPAREN; goto done; }
+    ")"  { t.kind = LEX_RPAREN; goto done; }
+    "{"  { t.kind = LEX_LBRACE; goto done; }
+    "}"  { t.kind = LEX_RBRACE; goto done; }
+    "["  { t.kind = LEX_LBRACKET; goto done; }
+    "]"  { t.kind = LEX_RBRACKET; goto done; }
+    ","  { t.kind = LEX_COMMA; goto done; }
+    ";"  { t.kind = LEX_SEMI; goto done; }
+    ":"  { t.kind = LEX_COLON; goto done; }
+    "->" { t.kind = LEX_ARROW; goto done; }
+    ".." { t.kind = LEX_DOTDOT; goto done; }
+    "="  { t.kind = LEX_ASSIGN; goto done; }
+    "+"  { t.kind = LEX_PLUS; goto done; }
+    "-"  { t.kind = LEX_MINUS; goto done; }
+    "*"  { t.kind = LEX_STAR; goto done; }
+    "/"  { t.kind = LEX_SLASH; goto done; }
+    "%"  { t.kind = LEX_PERCENT; goto done; }
+    "<"  { t.kind = LEX_LT; goto done; }
+    "<=" { t.kind = LEX_LE; goto done; }
+    ">"  { t.kind = LEX_GT; goto done; }
+    ">=" { t.kind = LEX_GE; goto done; }
+    "==" { t.kind = LEX_EQ; goto done; }
+    "!=" { t.kind = LEX_NE; goto done; }
+    "&&" { t.kind = LEX_ANDAND; goto done; }
+    "||" { t.kind = LEX_OROR; goto done; }
+    "&"  { t.kind = LEX_AMP; goto done; }
+    "|"  { t.kind = LEX_PIPE; goto done; }
+    "^"  { t.kind = LEX_CARET; goto done; }
+    "<<" { t.kind = LEX_SHL; goto done; }
+    ">>" { t.kind = LEX_SHR; goto done; }
+    "!"  { t.kind = LEX_BANG; goto done; }
+    "~"  { t.kind = LEX_TILDE; goto done; }
 
     * {
         unsigned char c = (unsigned char)*tok;
@@ -287,34 +287,22 @@ comment:
     *       { goto comment; }
 */
 dtype:
-    t.kind = TK_DTYPE;
+    t.kind = LEX_DTYPE;
 done:
     (void)YYMARKER;
     if (!t.len)
         t.len = (uint32_t)(YYCURSOR - tok);
     lx->cur = YYCURSOR;
-    if ((t.kind == TK_IDENT || t.kind == TK_DOC) && !t.str)
+    if ((t.kind == LEX_IDENT || t.kind == LEX_DOC) && !t.str)
         return lex_error(lx, tok, "out of memory%s", "");
     return t;
 }
 
 static const char *const kind_names[] = {
-    [0] = "end of file",
-    [TK_KERNEL] = "'kernel'", [TK_EXTERN] = "'extern'", [TK_GRAPH] = "'graph'",
-    [TK_LET] = "'let'", [TK_FOR] = "'for'", [TK_IN] = "'in'", [TK_STEP] = "'step'",
-    [TK_IF] = "'if'", [TK_ELSE] = "'else'", [TK_RETURN] = "'return'", [TK_GRID] = "'grid'",
-    [TK_HINTS] = "'hints'", [TK_VARIANTS] = "'variants'", [TK_TRUE] = "'true'",
-    [TK_FALSE] = "'false'", [TK_INF] = "'inf'", [TK_NONE] = "'None'",
-    [TK_DTYPE] = "a type", [TK_IDENT] = "identifier", [TK_INT] = "integer",
-    [TK_FLOAT] = "float", [TK_STRING] = "string", [TK_DOC] = "doc comment",
-    [TK_LPAREN] = "'('", [TK_RPAREN] = "')'", [TK_LBRACE] = "'{'", [TK_RBRACE] = "'}'",
-    [TK_LBRACKET] = "'['", [TK_RBRACKET] = "']'", [TK_COMMA] = "','", [TK_SEMI] = "';'",
-    [TK_COLON] = "':'", [TK_ARROW] = "'->'", [TK_DOTDOT] = "'..'", [TK_ASSIGN] = "'='",
-    [TK_PLUS] = "'+'", [TK_MINUS] = "'-'", [TK_STAR] = "'*'", [TK_SLASH] = "'/'",
-    [TK_PERCENT] = "'%'", [TK_LT] = "'<'", [TK_LE] = "'<='", [TK_GT] = "'>'",
-    [TK_GE] = "'>='", [TK_EQ] = "'=='", [TK_NE] = "'!='", [TK_ANDAND] = "'&&'",
-    [TK_OROR] = "'||'", [TK_AMP] = "'&'", [TK_PIPE] = "'|'", [TK_CARET] = "'^'",
-    [TK_SHL] = "'<<'", [TK_SHR] = "'>>'", [TK_BANG] = "'!'", [TK_TILDE] = "'~'",
+    [LEX_EOF] = "end of file",
+#define LEX_KIND_NAME(n, s) [LEX_##n] = s,
+    DSL_TOKENS(LEX_KIND_NAME)
+#undef LEX_KIND_NAME
 };
 
 const char *lex_kind_name(int kind)
@@ -328,11 +316,11 @@ const char *lex_token_desc(arena *ar, const lex_token *t)
 {
     const char *s = NULL;
     switch (t->kind) {
-    case TK_IDENT: s = ar_printf(ar, "identifier '%s'", t->str); break;
-    case TK_INT: s = ar_printf(ar, "integer %.*s", (int)t->len, t->text); break;
-    case TK_FLOAT: s = ar_printf(ar, "float %s", t->str); break;
-    case TK_DTYPE: s = ar_printf(ar, "type '%.*s'", (int)t->len, t->text); break;
-    case TK_STRING: s = "a string"; break;
+    case LEX_IDENT: s = ar_printf(ar, "identifier '%s'", t->str); break;
+    case LEX_INT: s = ar_printf(ar, "integer %.*s", (int)t->len, t->text); break;
+    case LEX_FLOAT: s = ar_printf(ar, "float %s", t->str); break;
+    case LEX_DTYPE: s = ar_printf(ar, "type '%.*s'", (int)t->len, t->text); break;
+    case LEX_STRING: s = "a string"; break;
     default: break;
     }
     return s ? s : lex_kind_name(t->kind);

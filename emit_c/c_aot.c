@@ -25,81 +25,84 @@ static int aot_arch_ok(const char *a)
     return d >= 2 && d <= 3 && a[3] != '0' && (!*t || (!t[1] && (*t == 'a' || *t == 'f')));
 }
 
-/* One grid expression as C statements computing temporary *out; what
- * tilec_kernel_grid evaluates (it fails on the same inputs). -1: a form
- * the grid evaluator does not know (the launch always fails). */
-static int aot_grid_expr(strbuf *b, const tilec_kernel *k, int variant, const tilec_expr *e, int *tmp, int *out)
+/* Temporary t as C's name of symbol `name` of kernel k: its argument, or
+ * the variant's hint value. -1: neither. */
+static int aot_grid_sym(strbuf *b, const tilec_kernel *k, int variant, const char *name, int t)
 {
-    int a = 0, c = 0, t;
-    switch (e->kind) {
-    case TILEC_EX_INT:
-        t = (*tmp)++;
-        sb_printf(b, "    const int64_t t%d = INT64_C(%" PRId64 ");\n", t, (int64_t)e->ival);
-        *out = t;
-        return 0;
-    case TILEC_EX_NAME:
-        for (uint32_t i = 0; i < k->nparams; i++)
-            if (!strcmp(k->params[i].name, e->name)) {
-                t = (*tmp)++;
-                sb_printf(b, "    const int64_t t%d = a[%u];\n", t, i);
-                *out = t;
-                return 0;
-            }
-        for (uint32_t i = 0; i < k->nhints; i++)
-            if (!strcmp(k->hints[i].name, e->name)) {
-                t = (*tmp)++;
-                sb_printf(b, "    const int64_t t%d = INT64_C(%" PRId64 ");\n", t,
-                          (int64_t)tilec_kernel_hint(k, variant, e->name, 0));
-                *out = t;
-                return 0;
-            }
-        return -1;
-    case TILEC_EX_UNARY:
-        if (aot_grid_expr(b, k, variant, e->args[0], tmp, &a))
-            return -1;
-        t = (*tmp)++;
-        if (e->op == TILEC_OP_NEG)
-            sb_printf(b, "    int64_t t%d;\n    if (__builtin_sub_overflow((int64_t)0, t%d, &t%d))\n        return -1;\n", t,
-                      a, t);
-        else
-            sb_printf(b, "    const int64_t t%d = %st%d;\n", t, e->op == TILEC_OP_BITNOT ? "~" : "(int64_t)!", a);
-        *out = t;
-        return 0;
-    case TILEC_EX_CALL:
-        if (strcmp(e->name, "cdiv") || e->nargs != 2 || aot_grid_expr(b, k, variant, e->args[0], tmp, &a) ||
-            aot_grid_expr(b, k, variant, e->args[1], tmp, &c))
-            return -1;
-        t = (*tmp)++;
-        sb_printf(b, "    if (t%d <= 0)\n        return -1;\n    const int64_t t%d = t%d <= 0 ? 0 : t%d / t%d + (t%d %% t%d > 0);\n",
-                  c, t, a, a, c, a, c);
-        *out = t;
-        return 0;
-    case TILEC_EX_BINARY: {
-        const char *ovf = e->op == TILEC_OP_ADD ? "add" : e->op == TILEC_OP_SUB ? "sub" : e->op == TILEC_OP_MUL ? "mul" : NULL;
-        const char *op = e->op == TILEC_OP_DIV ? "/" : e->op == TILEC_OP_MOD ? "%" : e->op == TILEC_OP_SHL ? "<<"
-                       : e->op == TILEC_OP_SHR ? ">>" : NULL;
-        if ((!ovf && !op) || aot_grid_expr(b, k, variant, e->args[0], tmp, &a) ||
-            aot_grid_expr(b, k, variant, e->args[1], tmp, &c))
-            return -1;
-        t = (*tmp)++;
-        if (ovf)
-            sb_printf(b, "    int64_t t%d;\n    if (__builtin_%s_overflow(t%d, t%d, &t%d))\n        return -1;\n", t, ovf, a,
-                      c, t);
-        else if (op[0] == '/' || op[0] == '%')
-            sb_printf(b, "    if (!t%d || (t%d == INT64_MIN && t%d == -1))\n        return -1;\n    const int64_t t%d = t%d %s t%d;\n",
-                      c, a, c, t, a, op, c);
-        else { /* shifts of a value >= 0, no bit lost: what tilec_kernel_grid allows */
-            sb_printf(b, "    if (t%d < 0 || t%d < 0 || t%d > 62", a, c, c);
-            if (op[0] == '<')
-                sb_printf(b, " || t%d > (INT64_MAX >> t%d)", a, c);
-            sb_printf(b, ")\n        return -1;\n    const int64_t t%d = t%d %s t%d;\n", t, a, op, c);
+    for (uint32_t i = 0; i < k->nparams; i++)
+        if (!strcmp(k->params[i].name, name)) {
+            sb_printf(b, "    const int64_t t%d = a[%u];\n", t, i);
+            return 0;
         }
-        *out = t;
+    for (uint32_t i = 0; i < k->nhints; i++)
+        if (!strcmp(k->hints[i].name, name)) {
+            sb_printf(b, "    const int64_t t%d = INT64_C(%" PRId64 ");\n", t, (int64_t)tilec_kernel_hint(k, variant, name, 0));
+            return 0;
+        }
+    return -1;
+}
+
+/* Temporary t = ta op tc, failing (return -1) where tilec_ix_apply fails:
+ * the rules of tilec/iexpr.h spelled in C (cdiv as the size block's tl_cdiv). */
+static void aot_grid_op(strbuf *b, tilec_ix_op op, int t, int a, int c)
+{
+    static const char *const ovf[] = {[TILEC_IX_ADD] = "add", [TILEC_IX_SUB] = "sub", [TILEC_IX_MUL] = "mul"};
+    static const char *const bits[] = {[TILEC_IX_AND] = "&", [TILEC_IX_OR] = "|", [TILEC_IX_XOR] = "^",
+                                       [TILEC_IX_SHL] = "<<", [TILEC_IX_SHR] = ">>"};
+    switch (op) {
+    case TILEC_IX_NEG: sb_printf(b, "    int64_t t%d;\n    if (__builtin_sub_overflow((int64_t)0, t%d, &t%d))\n        return -1;\n", t, a, t); return;
+    case TILEC_IX_NOT: sb_printf(b, "    const int64_t t%d = ~t%d;\n", t, a); return;
+    case TILEC_IX_LNOT: sb_printf(b, "    const int64_t t%d = (int64_t)!t%d;\n", t, a); return;
+    case TILEC_IX_ADD:
+    case TILEC_IX_SUB:
+    case TILEC_IX_MUL:
+        sb_printf(b, "    int64_t t%d;\n    if (__builtin_%s_overflow(t%d, t%d, &t%d))\n        return -1;\n", t, ovf[op], a, c, t);
+        return;
+    case TILEC_IX_DIV:
+        sb_printf(b, "    if (!t%d || (t%d == INT64_MIN && t%d == -1))\n        return -1;\n    const int64_t t%d = t%d / t%d;\n",
+                  c, a, c, t, a, c);
+        return;
+    case TILEC_IX_MOD:
+        sb_printf(b, "    if (!t%d)\n        return -1;\n    const int64_t t%d = t%d == -1 ? 0 : t%d %% t%d;\n", c, t, c, a, c);
+        return;
+    case TILEC_IX_CDIV:
+        sb_printf(b, "    if (t%d <= 0)\n        return -1;\n    const int64_t t%d = t%d / t%d + (t%d %% t%d > 0);\n", c, t, a,
+                  c, a, c);
+        return;
+    case TILEC_IX_SHL:
+    case TILEC_IX_SHR: /* of a value >= 0, by 0 to 62, no bit lost */
+        sb_printf(b, "    if (t%d < 0 || t%d < 0 || t%d > 62", a, c, c);
+        if (op == TILEC_IX_SHL)
+            sb_printf(b, " || t%d > (INT64_MAX >> t%d)", a, c);
+        sb_printf(b, ")\n        return -1;\n    const int64_t t%d = t%d %s t%d;\n", t, a, bits[op], c);
+        return;
+    default: sb_printf(b, "    const int64_t t%d = t%d %s t%d;\n", t, a, bits[op], c); return;
+    }
+}
+
+/* One grid expression (the checker's tree, tilec_kernel.gridx) as C
+ * statements computing temporary *out; what tilec_kernel_grid evaluates
+ * (it fails on the same inputs). -1: no tree or an unknown name (the
+ * launch always fails). */
+static int aot_grid_expr(strbuf *b, const tilec_kernel *k, int variant, const tilec_ix *e, int *tmp, int *out)
+{
+    int a = 0, c = 0;
+    if (!e)
+        return -1;
+    if (e->op == TILEC_IX_INT) {
+        *out = (*tmp)++;
+        sb_printf(b, "    const int64_t t%d = INT64_C(%" PRId64 ");\n", *out, e->value);
         return 0;
     }
-    default:
-        return -1;
+    if (e->op == TILEC_IX_SYM) {
+        *out = (*tmp)++;
+        return aot_grid_sym(b, k, variant, e->name, *out);
     }
+    if (aot_grid_expr(b, k, variant, e->a, tmp, &a) || (e->b && aot_grid_expr(b, k, variant, e->b, tmp, &c)))
+        return -1;
+    *out = (*tmp)++;
+    aot_grid_op(b, e->op, *out, a, c);
+    return 0;
 }
 
 static const char *aot_kind_name(tilec_rt_param_kind k)
@@ -167,7 +170,7 @@ int c_aot_kernels(tilec_emit *e, strbuf *c, const char *arch)
                 int tmp = 0, ok = 1, res[3] = {-1, -1, -1};
                 int gv = k->nvariants ? (int)v : -1;
                 for (uint32_t d = 0; d < 3 && d < k->ngrid && ok; d++)
-                    ok = aot_grid_expr(&body, k, gv, k->grid[d], &tmp, &res[d]) == 0;
+                    ok = k->gridx && aot_grid_expr(&body, k, gv, k->gridx[d], &tmp, &res[d]) == 0;
                 if (!ok) {
                     sb_puts(c, "    (void)g;\n    return -1; /* a grid the runtime cannot evaluate */\n}\n");
                 } else {

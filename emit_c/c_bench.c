@@ -66,7 +66,7 @@ void c_bench_main(strbuf *c, cstate *s)
                   dt_enum(p->type.dtype), a ? a->rank : 0);
         for (uint32_t d = 0; a && d < a->rank; d++) {
             sb_puts(c, d ? ", " : "");
-            c_dim(c, s->g, a->sizes[d]);
+            c_dim(c, s->g, a->size_exprs[d]);
         }
         sb_printf(c, "%s});\n    if (tl_random(rt, &%s, &mem, &seed))\n        return 1;\n", a && a->rank ? "" : "0",
                   cn(s, MG_C_BENCH_IN, p->name));

@@ -37,11 +37,11 @@ int c_line_assert_shape(void *u, const tilec_wir_line *l)
                       cn(s, MG_C_SYMBOL, l->sizes[d]), T, d);
         } else {
             sb_printf(b, "    if (%s->sizes[%u] != (", T, d);
-            c_dim(b, s->g, l->sizes[d]);
+            c_dim(b, s->g, l->size_exprs[d]);
             sb_printf(b, "))\n        return tl_fail(err, errlen, \"%s: dimension %u of %s is %%lld, but %s is %%lld\", "
                          "(long long)%s->sizes[%u], (long long)(",
                       G, d, l->name, l->sizes[d], T, d);
-            c_dim(b, s->g, l->sizes[d]);
+            c_dim(b, s->g, l->size_exprs[d]);
             sb_puts(b, "));\n");
         }
     }

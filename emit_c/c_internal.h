@@ -37,7 +37,7 @@ const char *cn(cstate *s, mg_c_kind kind, const char *name);
 #define B(name) cn(s, MG_C_BUFFER, name)
 
 /* C spelling of a dimension of a graph input: an integer or a size symbol. */
-void c_dim(strbuf *b, const tilec_graph *g, const char *t);
+void c_dim(strbuf *b, const tilec_graph *g, const tilec_ix *e);
 /* "TILEC_DT_F32": the enumerator of dtype d. */
 const char *dt_enum(tilec_dtype d);
 /* "float": the C type of a scalar of dtype d. */

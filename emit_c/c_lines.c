@@ -9,7 +9,7 @@
 /* "{s_R, tl_z0}": the sizes of line l's tensor, its bytes checked in the size block */
 static void c_dims(cstate *s, strbuf *b, const tilec_wir_line *l)
 {
-    csz_tensor(&s->sz, b, l->name, dt_enum(l->dtype), l->dtype, l->rank, l->sizes);
+    csz_tensor(&s->sz, b, l->name, dt_enum(l->dtype), l->dtype, l->rank, l->sizes, l->size_exprs);
 }
 
 /* tl_alloc(M, &b_NAME, "NAME", dtype, rank, {sizes}) */
@@ -74,7 +74,7 @@ int c_line_reinterpret(void *u, const tilec_wir_line *l)
     sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
     sb_printf(&s->body, "    /* view: %s of %s */\n", l->name, l->from);
     sb_printf(&s->body, "    tl_shape(&%s, %s.data + (uint64_t)", B(l->name), B(l->from));
-    csz_offset(&s->sz, &s->body, l->name, l->offset, tilec_dtype_size(l->dtype));
+    csz_offset(&s->sz, &s->body, l->name, l->offset, l->offset_expr, tilec_dtype_size(l->dtype));
     sb_printf(&s->body, ", %s, %u, (const int64_t[])", dt_enum(l->dtype), l->rank);
     c_dims(s, &s->body, l);
     sb_puts(&s->body, ");\n");
@@ -91,7 +91,7 @@ int c_line_kernel_call(void *u, const tilec_wir_line *l)
     /* sizes must fit the parameter's type: checked in the size block */
     for (uint32_t i = 0; i < l->nargs; i++)
         if (k->params[i].type.kind != TILEC_TE_POINTER && l->args[i].kind == TILEC_WIR_ARG_SIZE)
-            csz_fits(&s->sz, l->args[i].text, k->params[i].type.dtype, k->params[i].name, k->name);
+            csz_fits(&s->sz, l->args[i].text, l->args[i].expr, k->params[i].type.dtype, k->params[i].name, k->name);
     sb_printf(&s->body, "        tilec_rt_arg a[%u] = {", l->nargs ? l->nargs : 1);
     for (uint32_t i = 0; i < l->nargs; i++) {
         const tilec_param *p = &k->params[i];
@@ -119,7 +119,7 @@ int c_line_kernel_call(void *u, const tilec_wir_line *l)
             strbuf what;
             sb_init(&what);
             sb_printf(&what, "argument '%s' of %s", p->name, k->name);
-            csz_use(&s->sz, &s->body, a->text, sb_str(&what));
+            csz_use(&s->sz, &s->body, a->text, a->expr, sb_str(&what));
             s->failed |= what.failed;
             sb_free(&what);
         }

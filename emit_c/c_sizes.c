@@ -5,9 +5,10 @@
  * or unsigned kernel parameter is checked there too. NAME_run runs the
  * block after its input checks and before any allocation or launch, so
  * an overflow is an error naming the graph, the tensor or argument and
- * the symbols' values, and nothing after it can overflow. Size texts are
- * printed from their parsed tree (tilec_wir_size_parse), never as text:
- * their precedence is not C's. */
+ * the symbols' values, and nothing after it can overflow. Sizes are
+ * printed from their integer expressions (tilec/iexpr.h, carried by the
+ * wrapper IR's lines), never from their text, whose precedence is not C's;
+ * the text names a size in messages and keys the locals. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,60 +105,53 @@ static void fmt_text(strbuf *b, const char *t)
             sb_putc(b, *t);
 }
 
-/* The parsed tree of a size text; NULL (z->failed) when it is not one. */
-static tilec_wir_size_node *parse(csz *z, const char *text, int32_t *root, size_t *n)
-{
-    size_t cap = strlen(text) + 1;
-    tilec_wir_size_node *t = malloc(cap * sizeof *t);
-    if (!t || tilec_wir_size_parse(text, t, cap, n, root) != TILEC_OK) {
-        free(t);
-        z->failed = 1;
-        return NULL;
-    }
-    return t;
-}
-
-/* The checked C expression of node i. */
-static void print_checked(csz *z, strbuf *b, const tilec_wir_size_node *t, int32_t i)
+/* The checked C expression of size e. */
+static void print_checked(csz *z, strbuf *b, const tilec_ix *e)
 {
     static const char *const fn[] = {
-        [TILEC_WIR_SZ_NEG] = "neg", [TILEC_WIR_SZ_ADD] = "add", [TILEC_WIR_SZ_SUB] = "sub",
-        [TILEC_WIR_SZ_MUL] = "mul", [TILEC_WIR_SZ_DIV] = "div", [TILEC_WIR_SZ_MOD] = "mod",
-        [TILEC_WIR_SZ_CDIV] = "cdiv",
+        [TILEC_IX_NEG] = "neg", [TILEC_IX_ADD] = "add", [TILEC_IX_SUB] = "sub", [TILEC_IX_MUL] = "mul",
+        [TILEC_IX_DIV] = "div", [TILEC_IX_MOD] = "mod", [TILEC_IX_CDIV] = "cdiv",
     };
-    const tilec_wir_size_node *x = &t[i];
-    if (x->op == TILEC_WIR_SZ_INT) {
-        sb_printf(b, "%lld", (long long)x->value);
-    } else if (x->op == TILEC_WIR_SZ_SYM) {
-        const tilec_param *p = csz_scalar_param(z->g, x->name, strlen(x->name));
+    if (e->op == TILEC_IX_INT) {
+        sb_printf(b, "%lld", (long long)e->value);
+    } else if (e->op == TILEC_IX_SYM) {
+        const tilec_param *p = csz_scalar_param(z->g, e->name, strlen(e->name));
         int u64 = p && p->type.dtype == TILEC_DT_U64;
         sb_puts(b, u64 ? "tl_u64(&tl_o, " : "");
-        csz_symbol(b, z->g, x->name, strlen(x->name));
+        csz_symbol(b, z->g, e->name, strlen(e->name));
         sb_puts(b, u64 ? ")" : "");
-    } else {
-        sb_printf(b, "tl_%s(&tl_o, ", fn[x->op]);
-        print_checked(z, b, t, x->a);
-        if (x->op != TILEC_WIR_SZ_NEG) {
+    } else if ((size_t)e->op < sizeof fn / sizeof fn[0] && fn[e->op]) {
+        sb_printf(b, "tl_%s(&tl_o, ", fn[e->op]);
+        print_checked(z, b, e->a);
+        if (e->op != TILEC_IX_NEG) {
             sb_puts(b, ", ");
-            print_checked(z, b, t, x->b);
+            print_checked(z, b, e->b);
         }
         sb_putc(b, ')');
+    } else {
+        z->failed = 1; /* no size has this operator */
     }
 }
 
 /* ", with R=%lld, C=%lld" into fmt and ", (long long)s_R, (long long)s_C"
- * into args: the symbols of tree t, each once (seen: those already named). */
-static void symbols(csz *z, strbuf *fmt, strbuf *args, strbuf *seen, const tilec_wir_size_node *t, size_t n)
+ * into args: the symbols of e, left to right, each once (seen: those
+ * already named). */
+static void symbols(csz *z, strbuf *fmt, strbuf *args, strbuf *seen, const tilec_ix *e)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (t[i].op != TILEC_WIR_SZ_SYM || !sb_set_add(seen, t[i].name))
-            continue;
-        const tilec_param *p = csz_scalar_param(z->g, t[i].name, strlen(t[i].name));
-        int u64 = p && p->type.dtype == TILEC_DT_U64;
-        sb_printf(fmt, "%s%s=%s", fmt->n ? ", " : ", with ", t[i].name, u64 ? "%llu" : "%lld");
-        sb_printf(args, ", (%s)", u64 ? "unsigned long long" : "long long");
-        csz_symbol(args, z->g, t[i].name, strlen(t[i].name));
+    if (e->op != TILEC_IX_SYM) {
+        if (e->a)
+            symbols(z, fmt, args, seen, e->a);
+        if (e->b)
+            symbols(z, fmt, args, seen, e->b);
+        return;
     }
+    if (!sb_set_add(seen, e->name))
+        return;
+    const tilec_param *p = csz_scalar_param(z->g, e->name, strlen(e->name));
+    int u64 = p && p->type.dtype == TILEC_DT_U64;
+    sb_printf(fmt, "%s%s=%s", fmt->n ? ", " : ", with ", e->name, u64 ? "%llu" : "%lld");
+    sb_printf(args, ", (%s)", u64 ? "unsigned long long" : "long long");
+    csz_symbol(args, z->g, e->name, strlen(e->name));
 }
 
 /* A failed check: return tl_fail with "GRAPH: <head>" and the values of
@@ -176,22 +170,20 @@ static void block_start(csz *z)
                             "       or launched */\n    int tl_o __attribute__((unused)) = 0;\n");
 }
 
-void csz_use(csz *z, strbuf *out, const char *text, const char *what)
+void csz_use(csz *z, strbuf *out, const char *text, const tilec_ix *t, const char *what)
 {
-    int32_t root = -1;
-    size_t count = 0;
-    tilec_wir_size_node *t = parse(z, text, &root, &count);
-    if (!t)
+    if (!t) {
+        z->failed = 1;
         return;
-    if (t[root].op == TILEC_WIR_SZ_INT || t[root].op == TILEC_WIR_SZ_SYM) {
-        const tilec_param *p = csz_scalar_param(z->g, t[root].name, strlen(t[root].name));
-        if (t[root].op == TILEC_WIR_SZ_INT)
-            sb_printf(out, "%lld", (long long)t[root].value);
+    }
+    if (t->op == TILEC_IX_INT || t->op == TILEC_IX_SYM) {
+        const tilec_param *p = t->op == TILEC_IX_SYM ? csz_scalar_param(z->g, t->name, strlen(t->name)) : NULL;
+        if (t->op == TILEC_IX_INT)
+            sb_printf(out, "%lld", (long long)t->value);
         else if (!p || p->type.dtype != TILEC_DT_U64)
-            csz_symbol(out, z->g, t[root].name, strlen(t[root].name));
+            csz_symbol(out, z->g, t->name, strlen(t->name));
         else
             goto compound; /* a u64 scalar: checked into int64_t */
-        free(t);
         return;
     }
 compound:;
@@ -205,11 +197,11 @@ compound:;
         sb_init(&seen);
         sb_init(&head);
         block_start(z);
-        print_checked(z, &c, t, root);
+        print_checked(z, &c, t);
         e->text = text;
         e->local = z->nlocals++;
         sb_printf(&z->checks, "    const int64_t tl_z%u = %s;\n", e->local, sb_str(&c));
-        symbols(z, &fmt, &args, &seen, t, count);
+        symbols(z, &fmt, &args, &seen, t);
         sb_puts(&head, "the size ");
         fmt_text(&head, text);
         sb_puts(&head, " (");
@@ -227,7 +219,6 @@ compound:;
         if (!e->hh.tbl) {
             z->failed = 1;
             free(e);
-            free(t);
             return;
         }
     }
@@ -235,11 +226,10 @@ compound:;
         z->failed = 1;
     else
         sb_printf(out, "tl_z%u", e->local);
-    free(t);
 }
 
 void csz_tensor(csz *z, strbuf *out, const char *name, const char *dt_enum, tilec_dtype dt, uint32_t rank,
-                const char *const *sizes)
+                const char *const *sizes, const tilec_ix *const *exprs)
 {
     strbuf what, fmt, args, seen, head, dims_, *dims = &dims_;
     sb_init(dims);
@@ -253,13 +243,9 @@ void csz_tensor(csz *z, strbuf *out, const char *name, const char *dt_enum, tile
         sb_reset(&what);
         sb_printf(&what, "dimension %u of %s", d, name);
         sb_puts(dims, d ? ", " : "");
-        csz_use(z, dims, sizes[d], sb_str(&what));
-        int32_t root;
-        size_t count = 0;
-        tilec_wir_size_node *t = parse(z, sizes[d], &root, &count);
-        if (t)
-            symbols(z, &fmt, &args, &seen, t, count);
-        free(t);
+        csz_use(z, dims, sizes[d], exprs ? exprs[d] : NULL, sb_str(&what));
+        if (exprs && exprs[d])
+            symbols(z, &fmt, &args, &seen, exprs[d]);
     }
     sb_puts(dims, rank ? "}" : "0}");
     sb_reset(&what);
@@ -290,7 +276,7 @@ done:
     sb_free(&head);
 }
 
-void csz_offset(csz *z, strbuf *out, const char *view, const char *offset, uint32_t elem)
+void csz_offset(csz *z, strbuf *out, const char *view, const char *offset, const tilec_ix *expr, uint32_t elem)
 {
     if (!offset || !strcmp(offset, "0")) {
         sb_puts(out, "0");
@@ -300,14 +286,16 @@ void csz_offset(csz *z, strbuf *out, const char *view, const char *offset, uint3
     sb_init(&what);
     sb_init(&bytes);
     sb_printf(&what, "the offset of view %s", view);
-    sb_printf(&bytes, "(%s)*%u", offset, elem); /* a size text too: its byte offset */
-    csz_use(z, out, sb_str(&bytes), sb_str(&what));
+    sb_printf(&bytes, "(%s)*%u", offset, elem); /* its byte offset, as text and as a tree */
+    const tilec_ix size = {.op = TILEC_IX_INT, .value = elem};
+    const tilec_ix times = {.op = TILEC_IX_MUL, .a = expr, .b = &size};
+    csz_use(z, out, sb_str(&bytes), expr ? &times : NULL, sb_str(&what));
     z->failed |= what.failed | bytes.failed;
     sb_free(&what);
     sb_free(&bytes);
 }
 
-void csz_fits(csz *z, const char *text, tilec_dtype dt, const char *param, const char *kernel)
+void csz_fits(csz *z, const char *text, const tilec_ix *expr, tilec_dtype dt, const char *param, const char *kernel)
 {
     const char *ty = dt == TILEC_DT_I32 ? "i32" : dt == TILEC_DT_U32 ? "u32" : dt == TILEC_DT_U64 ? "u64" : NULL;
     if (!ty)
@@ -318,18 +306,14 @@ void csz_fits(csz *z, const char *text, tilec_dtype dt, const char *param, const
     int fresh = strset_add(&z->keys, sb_str(&key));
     z->failed |= key.failed | z->keys.failed;
     sb_free(&key);
-    int32_t root;
-    size_t count = 0;
-    tilec_wir_size_node *n = fresh ? parse(z, text, &root, &count) : NULL;
-    int64_t c = n && n[root].op == TILEC_WIR_SZ_INT ? n[root].value : -1;
-    free(n);
+    int64_t c = expr && expr->op == TILEC_IX_INT ? expr->value : -1;
     if (!fresh || (c >= 0 && (dt != TILEC_DT_U32 || c <= UINT32_MAX) && (dt != TILEC_DT_I32 || c <= INT32_MAX)))
         return; /* checked already, or a literal that fits */
     sb_init(&v);
     sb_init(&what);
     sb_init(&t);
     sb_printf(&what, "argument '%s' of %s", param, kernel);
-    csz_use(z, &v, text, sb_str(&what));
+    csz_use(z, &v, text, expr, sb_str(&what));
     fmt_text(&t, text);
     const char *lo = dt == TILEC_DT_I32 ? "INT32_MIN" : "0";
     const char *vs = sb_str(&v);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "tilec/ast.h"
+#include "tilec/iexpr.h"
 #include "util/strbuf.h"
 #include "util/strset.h"
 
@@ -31,19 +32,20 @@ void csz_free(csz *z);
 const tilec_param *csz_scalar_param(const tilec_graph *g, const char *name, size_t n);
 /* C spelling of one symbol of g: s_NAME, or p_NAME for a scalar parameter. */
 void csz_symbol(strbuf *b, const tilec_graph *g, const char *name, size_t n);
-/* The C spelling of size text `text` where it is used: a literal, a
- * symbol, or the local "z3" that the block computes with overflow checks;
- * `what` names it in the message of a failed check ("dimension 0 of t"). */
-void csz_use(csz *z, strbuf *out, const char *text, const char *what);
+/* The C spelling of size e (its canonical text: `text`) where it is used:
+ * a literal, a symbol, or the local "z3" that the block computes with
+ * overflow checks; `what` names it in the message of a failed check
+ * ("dimension 0 of t"). */
+void csz_use(csz *z, strbuf *out, const char *text, const tilec_ix *e, const char *what);
 /* A tensor `name` of dtype dt (dt_enum: its C enumerator) and the given
  * sizes: the block checks its bytes fit 63 bits; *dims gets the
  * "{s_R, z0}" initializer of its sizes. */
 void csz_tensor(csz *z, strbuf *dims, const char *name, const char *dt_enum, tilec_dtype dt, uint32_t rank,
-                const char *const *sizes);
-/* The byte offset `offset` * elem of a view, checked; its C spelling. */
-void csz_offset(csz *z, strbuf *out, const char *view, const char *offset, uint32_t elem);
+                const char *const *sizes, const tilec_ix *const *exprs);
+/* The byte offset `offset` (its tree: expr) * elem of a view, checked; its C spelling. */
+void csz_offset(csz *z, strbuf *out, const char *view, const char *offset, const tilec_ix *expr, uint32_t elem);
 /* The block checks that `text` fits a kernel parameter of dtype dt
  * (i32, u32 or u64; others need no check), once per text and dtype. */
-void csz_fits(csz *z, const char *text, tilec_dtype dt, const char *param, const char *kernel);
+void csz_fits(csz *z, const char *text, const tilec_ix *expr, tilec_dtype dt, const char *param, const char *kernel);
 
 #endif

@@ -21,23 +21,21 @@ const char *cn(cstate *s, mg_c_kind kind, const char *name)
  * sizes are int64_t, so a u64 scalar is read as one and range checks
  * compare signed. The checker allows nothing else there; anything else
  * fails the emitter rather than reach the C. */
-void c_dim(strbuf *b, const tilec_graph *g, const char *t)
+void c_dim(strbuf *b, const tilec_graph *g, const tilec_ix *e)
 {
-    size_t n = strlen(t), digits = strspn(t, "0123456789");
-    if (n && digits == n) {
-        sb_puts(b, t);
+    if (e && e->op == TILEC_IX_INT) {
+        sb_printf(b, "%lld", (long long)e->value);
         return;
     }
-    int ident = n && !(t[0] >= '0' && t[0] <= '9') &&
-                strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == n;
-    if (!ident) {
+    if (!e || e->op != TILEC_IX_SYM) {
         b->failed = 1;
         return;
     }
-    const tilec_param *sp = csz_scalar_param(g, t, n);
+    size_t n = strlen(e->name);
+    const tilec_param *sp = csz_scalar_param(g, e->name, n);
     int u64 = sp && sp->type.dtype == TILEC_DT_U64;
     sb_puts(b, u64 ? "((int64_t)" : "");
-    csz_symbol(b, g, t, n);
+    csz_symbol(b, g, e->name, n);
     sb_puts(b, u64 ? ")" : "");
 }
 

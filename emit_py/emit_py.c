@@ -108,57 +108,56 @@ static int is_ident(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <=
 
 static void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l);
 
-/* Node i of a parsed size text as Python, parenthesized where its
- * precedence (4 atom, 3 unary, 2 product, 1 sum) is below `need`; / and %
- * truncate as in C (tilec.div, tilec.mod). */
-static void py_tree(strbuf *b, const tilec_graph *g, const tilec_wir_size_node *t, int32_t i, int need)
+/* Size e as Python, parenthesized where its precedence (4 atom, 3 unary,
+ * 2 product, 1 sum) is below `need`; / % and cdiv go through tilec.div,
+ * tilec.mod and tilec.cdiv, which spell the rules of tilec/iexpr.h. */
+static void py_tree(strbuf *b, const tilec_graph *g, const tilec_ix *x, int need)
 {
-    const tilec_wir_size_node *x = &t[i];
-    static const int prec[] = {[TILEC_WIR_SZ_NEG] = 3, [TILEC_WIR_SZ_ADD] = 1, [TILEC_WIR_SZ_SUB] = 1,
-                               [TILEC_WIR_SZ_MUL] = 2};
-    int p = x->op <= TILEC_WIR_SZ_SYM || x->op >= TILEC_WIR_SZ_DIV ? 4 : prec[x->op];
+    static const int prec[] = {[TILEC_IX_NEG] = 3, [TILEC_IX_ADD] = 1, [TILEC_IX_SUB] = 1, [TILEC_IX_MUL] = 2};
+    int p = x->op == TILEC_IX_NEG || x->op == TILEC_IX_ADD || x->op == TILEC_IX_SUB || x->op == TILEC_IX_MUL
+                ? prec[x->op] : 4;
     sb_puts(b, p < need ? "(" : "");
     switch (x->op) {
-    case TILEC_WIR_SZ_INT: sb_printf(b, "%lld", (long long)x->value); break;
-    case TILEC_WIR_SZ_SYM: /* a scalar parameter, or a size symbol (_NAME_s) */
+    case TILEC_IX_INT: sb_printf(b, "%lld", (long long)x->value); break;
+    case TILEC_IX_SYM: /* a scalar parameter, or a size symbol (_NAME_s) */
         if (scalar_param(g, x->name, strlen(x->name)))
             py_name(b, x->name);
         else
             py_sym(b, x->name);
         break;
-    case TILEC_WIR_SZ_NEG:
+    case TILEC_IX_NEG:
         sb_putc(b, '-');
-        py_tree(b, g, t, x->a, 3);
+        py_tree(b, g, x->a, 3);
         break;
-    case TILEC_WIR_SZ_ADD:
-    case TILEC_WIR_SZ_SUB:
-    case TILEC_WIR_SZ_MUL:
-        py_tree(b, g, t, x->a, p);
-        sb_puts(b, x->op == TILEC_WIR_SZ_ADD ? " + " : x->op == TILEC_WIR_SZ_SUB ? " - " : " * ");
-        py_tree(b, g, t, x->b, p + 1);
+    case TILEC_IX_ADD:
+    case TILEC_IX_SUB:
+    case TILEC_IX_MUL:
+        py_tree(b, g, x->a, p);
+        sb_puts(b, x->op == TILEC_IX_ADD ? " + " : x->op == TILEC_IX_SUB ? " - " : " * ");
+        py_tree(b, g, x->b, p + 1);
         break;
-    default:
-        sb_printf(b, "tilec.%s(", x->op == TILEC_WIR_SZ_DIV ? "div" : x->op == TILEC_WIR_SZ_MOD ? "mod" : "cdiv");
-        py_tree(b, g, t, x->a, 1);
+    case TILEC_IX_DIV:
+    case TILEC_IX_MOD:
+    case TILEC_IX_CDIV:
+        sb_printf(b, "tilec.%s(", x->op == TILEC_IX_DIV ? "div" : x->op == TILEC_IX_MOD ? "mod" : "cdiv");
+        py_tree(b, g, x->a, 1);
         sb_puts(b, ", ");
-        py_tree(b, g, t, x->b, 1);
+        py_tree(b, g, x->b, 1);
         sb_putc(b, ')');
+        break;
+    default: b->failed = 1; /* no size has this operator: the emitter fails */
     }
     sb_puts(b, p < need ? ")" : "");
 }
 
-/* Python spelling of a canonical size text of g, from its parsed tree:
- * scalar parameters through mg_py, size symbols through py_sym. */
-static void py_size(strbuf *b, const tilec_graph *g, const char *t)
+/* Python spelling of a size of g, from its integer expression (never its
+ * text): scalar parameters through mg_py, size symbols through py_sym. */
+static void py_size(strbuf *b, const tilec_graph *g, const tilec_ix *e)
 {
-    size_t cap = strlen(t) + 1, n = 0;
-    int32_t root = -1;
-    tilec_wir_size_node *nodes = malloc(cap * sizeof *nodes);
-    if (!nodes || tilec_wir_size_parse(t, nodes, cap, &n, &root) != TILEC_OK)
-        b->failed = 1; /* not a size text: the emitter fails */
+    if (!e)
+        b->failed = 1;
     else
-        py_tree(b, g, nodes, root, 1);
-    free(nodes);
+        py_tree(b, g, e, 1);
 }
 
 /* The check, in call()'s argument checks, that tensor `name` of line l
@@ -187,7 +186,7 @@ static void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l)
     sb_putc(b, '(');
     for (uint32_t d = 0; d < l->rank; d++) {
         sb_puts(b, d ? ", " : "");
-        py_size(b, g, l->sizes[d]);
+        py_size(b, g, l->size_exprs ? l->size_exprs[d] : NULL);
     }
     sb_puts(b, l->rank == 1 ? ",)" : ")");
 }
@@ -204,7 +203,7 @@ static int buf_find(const pystate *s, const char *name)
 
 /* Record buffer l (root: -1 for a root of its own, else the buffer whose
  * memory it takes, `off` bytes in). */
-static void buf_add(pystate *s, const tilec_wir_line *l, int input, const char *from, const char *off)
+static void buf_add(pystate *s, const tilec_wir_line *l, int input, const char *from, int at_offset)
 {
     if (s->nbufs == s->capbufs) {
         size_t cap = s->capbufs ? 2 * s->capbufs : 16;
@@ -229,10 +228,10 @@ static void buf_add(pystate *s, const tilec_wir_line *l, int input, const char *
     } else if (f >= 0) {
         b->root = s->bufs[f].root;
         sb_puts(&o, s->bufs[f].off);
-        if (off && strcmp(off, "0")) {
+        if (at_offset && l->offset && strcmp(l->offset, "0")) {
             sb_puts(&o, o.n ? " + " : "");
             sb_puts(&o, "(");
-            py_size(&o, s->g, off);
+            py_size(&o, s->g, l->offset_expr);
             sb_printf(&o, ") * %u", tilec_dtype_size(l->dtype));
         }
     }
@@ -242,9 +241,10 @@ static void buf_add(pystate *s, const tilec_wir_line *l, int input, const char *
     s->nbufs++;
 }
 
-/* A plan value for size text t: an integer constant, or the slot "$t"
- * (made on first use, its value py_size(t)). */
-static void py_size_ref(pystate *s, strbuf *b, const char *t, const char *kind)
+/* A plan value for size t (text) with expression e: an integer constant,
+ * or the slot "$t" (made on first use, its value e as Python; a scalar
+ * parameter by name where there is no expression). */
+static void py_size_ref(pystate *s, strbuf *b, const char *t, const tilec_ix *e, const char *kind)
 {
     size_t nd = strspn(t, "0123456789");
     if (nd && nd == strlen(t) && nd <= 18) {
@@ -260,10 +260,10 @@ static void py_size_ref(pystate *s, strbuf *b, const char *t, const char *kind)
         py_str(&s->scalars, t);
         sb_printf(&s->scalars, ", \"%s\"),\n", kind);
         sb_puts(&s->values, ", ");
-        if (!strcmp(kind, "float"))
+        if (!strcmp(kind, "float") || !e)
             py_name(&s->values, t);
         else
-            py_size(&s->values, s->g, t);
+            py_size(&s->values, s->g, e);
     }
     s->failed |= name.failed || s->slots.failed;
     sb_free(&name);
@@ -288,7 +288,7 @@ static int h_allocate(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
     py_check_tensor(s, l, l->name);
-    buf_add(s, l, 0, NULL, NULL);
+    buf_add(s, l, 0, NULL, 0);
     return 0;
 }
 
@@ -296,7 +296,7 @@ static int h_reuse(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
     py_check_tensor(s, l, l->name);
-    buf_add(s, l, 0, l->from, NULL);
+    buf_add(s, l, 0, l->from, 0);
     return 0;
 }
 
@@ -314,13 +314,13 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
     if (l->offset && strcmp(l->offset, "0")) {
         strbuf off;
         sb_init(&off);
-        py_size(&off, s->g, l->offset);
+        py_size(&off, s->g, l->offset_expr);
         sb_printf(&s->checks, "    tilec.check_fits(\"%s\", \"the byte offset of view %s\", (%s) * %u)\n", s->g->name,
                   l->name, sb_str(&off), tilec_dtype_size(l->dtype));
         s->failed |= off.failed;
         sb_free(&off);
     }
-    buf_add(s, l, 0, l->from, l->offset);
+    buf_add(s, l, 0, l->from, 1);
     return 0;
 }
 
@@ -332,13 +332,13 @@ static void py_arg(pystate *s, const tilec_wir_arg *a)
     if (a->kind == TILEC_WIR_ARG_BUFFER)
         py_str(b, t);
     else if (a->kind == TILEC_WIR_ARG_SIZE)
-        py_size_ref(s, b, t, "int");
+        py_size_ref(s, b, t, a->expr, "int");
     else if (!strcmp(t, "true") || !strcmp(t, "false"))
         sb_puts(b, t[0] == 't' ? "True" : "False");
     else if (strstr(t, "inf"))
         sb_printf(b, "float(\"%sinf\")", t[0] == '-' ? "-" : "");
     else if (is_ident(t[0]))
-        py_size_ref(s, b, t, scalar_is_float(s->g, t) ? "float" : "int");
+        py_size_ref(s, b, t, a->expr, scalar_is_float(s->g, t) ? "float" : "int");
     else
         sb_puts(b, t); /* a number */
 }
@@ -361,15 +361,16 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
         strbuf key; /* each size once per call: sizes do not change within one */
         sb_init(&key);
         sb_printf(&key, "%s %s", ty, a->text);
-        size_t nd = strspn(a->text, "0123456789"); /* a literal of 9 digits fits any of them */
-        int fresh = strset_add(&s->checked, sb_str(&key)) && (nd != strlen(a->text) || nd > 9);
+        /* a literal of 9 digits fits any of them */
+        int literal = a->expr && a->expr->op == TILEC_IX_INT && a->expr->value >= 0 && a->expr->value <= 999999999;
+        int fresh = strset_add(&s->checked, sb_str(&key)) && !literal;
         s->failed |= key.failed;
         sb_free(&key);
         if (!fresh)
             continue;
         strbuf v;
         sb_init(&v);
-        py_size(&v, s->g, a->text);
+        py_size(&v, s->g, a->expr);
         strbuf t;
         sb_init(&t);
         sb_printf(&t, "argument '%s' of %s (%s)", p->name, k->name, a->text);
@@ -426,7 +427,7 @@ static int h_extern_alloc(void *u, const tilec_wir_line *l)
         return -1;
     for (size_t i = 0; i < n; i++) {
         py_check_tensor(s, res[i], res[i]->name);
-        buf_add(s, res[i], 0, NULL, NULL);
+        buf_add(s, res[i], 0, NULL, 0);
         outs[i] = res[i]->name;
     }
     py_extern(s, l, outs, (uint32_t)n);
@@ -476,7 +477,7 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
         strbuf v, t;
         sb_init(&v);
         sb_init(&t);
-        py_size(&v, s->g, l->sizes[d]);
+        py_size(&v, s->g, l->size_exprs ? l->size_exprs[d] : NULL);
         sb_printf(b, "    if %s.shape[%u] != %s:\n        raise ValueError(f\"", I, d, sb_str(&v));
         sb_printf(&t, "%s: dimension %u of %s is ", s->g->name, d, l->name);
         esc_py_str(b, sb_str(&t), 1);
@@ -494,7 +495,7 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
               s->g->name, l->name);
     sb_printf(b, "    if not %s.on_device:\n        raise ValueError(\"%s: %s must be in device memory\")\n", I,
               s->g->name, l->name);
-    buf_add(s, l, 1, NULL, NULL);
+    buf_add(s, l, 1, NULL, 0);
     s->failed |= n.failed | i.failed;
     sb_free(&n);
     sb_free(&i);
@@ -527,7 +528,7 @@ static void py_plan(strbuf *c, pystate *s)
         sb_printf(&tensors, ", \"%s\", (", tilec_dtype_name(l->dtype));
         for (uint32_t d = 0; d < l->rank; d++) {
             sb_puts(&tensors, d ? ", " : "");
-            py_size_ref(s, &tensors, l->sizes[d], "int");
+            py_size_ref(s, &tensors, l->sizes[d], l->size_exprs ? l->size_exprs[d] : NULL, "int");
         }
         sb_puts(&tensors, l->rank == 1 ? ",)),\n" : ")),\n");
     }
@@ -577,7 +578,10 @@ static void py_workspace(strbuf *c, pystate *s)
             texts[nt] = bytes;
             counts[nt++] = 0;
             sb_printf(c, "    _ws%zu = tilec.aligned(", k);
-            py_size(c, s->g, bytes);
+            if (b->l->bytes)
+                py_size(c, s->g, b->l->bytes_expr);
+            else
+                sb_puts(c, "0");
             sb_puts(c, ")\n");
         }
         sb_puts(&lines, "    ");

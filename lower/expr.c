@@ -261,7 +261,9 @@ static const char *builtin(lw *L, const tilec_expr *e, const char *const *idx, i
     if (!strcmp(n, "cdiv")) {
         const char *a = walk_args_emit(L, e, 0, t, idx, same, cur);
         const char *b = walk_args_emit(L, e, 1, t, idx, same, cur);
-        return lower_fmt(L, "(((%s) + (%s) - 1) / (%s))", a, b, b);
+        /* the ceiling for any a and b > 0, as the host computes it (tilec/iexpr.h):
+         * a + b - 1 would overflow, and would round a negative a toward 0 */
+        return lower_fmt(L, "((%s) / (%s) + ((%s) %% (%s) > 0))", a, b, a, b);
     }
     if (!strcmp(n, "fma")) {
         const char *a = walk_args_emit(L, e, 0, t, idx, same, cur);

@@ -1,110 +1,84 @@
 /* check_const.c: compile-time constants of kernels (integer expressions
- * over literals and hints, without overflow), tile dimensions, and the
+ * over literals and hints, evaluated by tilec/iexpr.h), tile dimensions, and the
  * register limit of tiles. */
 #include <string.h>
 
+#include "parser/ast_ix.h"
 #include "parser/check_internal.h"
 
-/* Evaluate an integer constant expression over literals and hints. On
- * failure reports why (naming `what`) and returns -1. */
+typedef struct const_env {
+    checker *ck;
+    const char *what;
+} const_env;
+
+/* A name of a constant: a hint bound before it, else an error reported. */
+static int const_lookup(void *user, const tilec_ix *sym, int64_t *out)
+{
+    const_env *c = user;
+    checker *ck = c->ck;
+    const tilec_expr *e = sym->origin;
+    binding *b = chk_lookup(ck, e->name);
+    if (b && b->kind == B_HINT) {
+        *out = b->value;
+        return 0;
+    }
+    const tilec_hint *later = NULL;
+    for (uint32_t i = 0; !b && ck->k && i < ck->k->nhints && !later; i++)
+        if (!strcmp(ck->k->hints[i].name, e->name))
+            later = &ck->k->hints[i];
+    if (later) {
+        chk_err(ck, &e->loc, "hint '%s' is used before it is defined (a hint may only use the hints before it)",
+            e->name);
+        chk_note(ck, &later->loc, "'%s' is defined here", e->name);
+    } else if (!b)
+        chk_err(ck, &e->loc, "undefined name '%s'", e->name);
+    else
+        chk_err(ck, &e->loc, "%s must be a compile-time constant (integer literals and hints), but '%s' is %s",
+            c->what, e->name, b->kind == B_PARAM ? "a parameter" : "a run-time value");
+    return 1;
+}
+
+/* Why the evaluation of a constant failed at node `at`, reported. */
+static void const_err(checker *ck, const_env *c, tilec_ix_err r, const tilec_ix *at)
+{
+    const tilec_expr *e = at->origin;
+    int64_t a = 0, b = 0;
+    switch (r) {
+    case TILEC_IX_UNKNOWN: return; /* const_lookup said why */
+    case TILEC_IX_DIV_ZERO: chk_err(ck, &e->loc, "division by zero in %s", c->what); return;
+    case TILEC_IX_CDIV_DIVISOR: /* its operands evaluated: say what they were */
+        tilec_ix_eval(at->a, const_lookup, c, &a, NULL);
+        tilec_ix_eval(at->b, const_lookup, c, &b, NULL);
+        chk_err(ck, &e->loc, "cdiv in %s needs b > 0, got cdiv(%lld, %lld)", c->what, (long long)a, (long long)b);
+        return;
+    default: chk_err(ck, &e->loc, "%s overflows a 64-bit integer", c->what); return;
+    }
+}
+
+/* Evaluate an integer constant expression over literals and hints, with
+ * the one evaluator (tilec/iexpr.h). On failure reports why (naming
+ * `what`) and returns -1. */
 int chk_const_eval(checker *ck, const tilec_expr *e, const char *what, int64_t *out)
 {
-    switch (e->kind) {
-    case TILEC_EX_INT:
-        *out = e->ival;
-        return 0;
-    case TILEC_EX_FLOAT:
-    case TILEC_EX_INF:
-        chk_err(ck, &e->loc, "%s must be an integer, got the float %s", what, e->kind == TILEC_EX_INF ? "inf" : e->name);
-        return -1;
-    case TILEC_EX_NAME: {
-        binding *b = chk_lookup(ck, e->name);
-        if (b && b->kind == B_HINT) {
-            *out = b->value;
-            return 0;
-        }
-        const tilec_hint *later = NULL;
-        for (uint32_t i = 0; !b && ck->k && i < ck->k->nhints && !later; i++)
-            if (!strcmp(ck->k->hints[i].name, e->name))
-                later = &ck->k->hints[i];
-        if (later) {
-            chk_err(ck, &e->loc, "hint '%s' is used before it is defined (a hint may only use the hints before it)",
-                e->name);
-            chk_note(ck, &later->loc, "'%s' is defined here", e->name);
-        } else if (!b)
-            chk_err(ck, &e->loc, "undefined name '%s'", e->name);
+    aix_why why = {0};
+    const tilec_ix *x = ast_to_ix(&ck->scratch, e, 0, &why);
+    if (!x) {
+        const tilec_expr *at = why.at;
+        if (why.fail == AIX_NOMEM)
+            ck->oom = 1;
+        else if (why.fail == AIX_FLOAT)
+            chk_err(ck, &at->loc, "%s must be an integer, got the float %s", what,
+                at->kind == TILEC_EX_INF ? "inf" : at->name);
         else
-            chk_err(ck, &e->loc, "%s must be a compile-time constant (integer literals and hints), but '%s' is %s",
-                what, e->name, b->kind == B_PARAM ? "a parameter" : "a run-time value");
+            chk_err(ck, &at->loc, "%s must be a compile-time integer constant (integer literals and hints)", what);
         return -1;
     }
-    case TILEC_EX_UNARY: {
-        int64_t a;
-        if (chk_const_eval(ck, e->args[0], what, &a))
-            return -1;
-        if (e->op == TILEC_OP_NEG) {
-            if (a == INT64_MIN)
-                goto overflow;
-            *out = -a;
-        } else if (e->op == TILEC_OP_BITNOT)
-            *out = ~a;
-        else
-            goto notconst;
-        return 0;
-    }
-    case TILEC_EX_BINARY: {
-        int64_t a, b;
-        if (chk_const_eval(ck, e->args[0], what, &a) || chk_const_eval(ck, e->args[1], what, &b))
-            return -1;
-        switch (e->op) {
-        case TILEC_OP_ADD: if (__builtin_add_overflow(a, b, out)) goto overflow; return 0;
-        case TILEC_OP_SUB: if (__builtin_sub_overflow(a, b, out)) goto overflow; return 0;
-        case TILEC_OP_MUL: if (__builtin_mul_overflow(a, b, out)) goto overflow; return 0;
-        case TILEC_OP_DIV:
-        case TILEC_OP_MOD:
-            if (b == 0) {
-                chk_err(ck, &e->loc, "division by zero in %s", what);
-                return -1;
-            }
-            if (a == INT64_MIN && b == -1)
-                goto overflow;
-            *out = e->op == TILEC_OP_DIV ? a / b : a % b;
-            return 0;
-        case TILEC_OP_SHL:
-        case TILEC_OP_SHR:
-            if (b < 0 || b > 62 || a < 0 || (e->op == TILEC_OP_SHL && a > (INT64_MAX >> b)))
-                goto overflow;
-            *out = e->op == TILEC_OP_SHL ? a << b : a >> b;
-            return 0;
-        case TILEC_OP_AND: *out = a & b; return 0;
-        case TILEC_OP_OR: *out = a | b; return 0;
-        case TILEC_OP_XOR: *out = a ^ b; return 0;
-        default: goto notconst;
-        }
-    }
-    case TILEC_EX_CALL:
-        if (!strcmp(e->name, "cdiv") && e->nargs == 2) {
-            int64_t a, b;
-            if (chk_const_eval(ck, e->args[0], what, &a) || chk_const_eval(ck, e->args[1], what, &b))
-                return -1;
-            if (b <= 0 || a < 0) {
-                chk_err(ck, &e->loc, "cdiv in %s needs a >= 0 and b > 0, got cdiv(%lld, %lld)", what,
-                    (long long)a, (long long)b);
-                return -1;
-            }
-            *out = a / b + (a % b != 0);
-            return 0;
-        }
-        goto notconst;
-    default:
-        goto notconst;
-    }
-notconst:
-    chk_err(ck, &e->loc, "%s must be a compile-time integer constant (integer literals and hints)", what);
-    return -1;
-overflow:
-    chk_err(ck, &e->loc, "%s overflows a 64-bit integer", what);
-    return -1;
+    const_env c = {ck, what};
+    const tilec_ix *at = NULL;
+    tilec_ix_err r = tilec_ix_eval(x, const_lookup, &c, out, &at);
+    if (r != TILEC_IX_OK && at)
+        const_err(ck, &c, r, at);
+    return r == TILEC_IX_OK ? 0 : -1;
 }
 
 /* A tile dimension: a positive power of two up to TILEC_MAX_TILE_DIM. */

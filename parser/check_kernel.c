@@ -3,6 +3,7 @@
  * hints, then each variant). */
 #include <string.h>
 
+#include "parser/ast_ix.h"
 #include "parser/check_internal.h"
 
 /* Hint i of k as variant `variant` sets it: its override there, or the base hint. */
@@ -134,6 +135,25 @@ static int eval_variant_hints(checker *ck, tilec_kernel *k, uint32_t vi)
     return bad ? -1 : 0;
 }
 
+/* The grid as integer expressions, in the module's arena: 0 when out of memory. */
+static int grid_exprs(checker *ck, tilec_kernel *k)
+{
+    k->gridx = ar_array(ck->ar, k->ngrid, sizeof *k->gridx);
+    if (!k->gridx) {
+        ck->oom = 1;
+        return 0;
+    }
+    for (uint32_t i = 0; i < k->ngrid; i++) {
+        aix_why why = {0};
+        k->gridx[i] = ast_to_ix(ck->ar, k->grid[i], 1, &why);
+        if (why.fail == AIX_NOMEM) {
+            ck->oom = 1;
+            return 0;
+        }
+    }
+    return 1;
+}
+
 void chk_kernel(checker *ck, tilec_kernel *k)
 {
     ck->k = k;
@@ -229,6 +249,8 @@ void chk_kernel(checker *ck, tilec_kernel *k)
     for (uint32_t i = 0; ok && hints_ok && i < k->nvariants && !chk_stop(ck); i++)
         if (eval_variant_hints(ck, k, i))
             ok = 0;
+    if (ok && !grid_exprs(ck, k))
+        ok = 0;
     if (!chk_stop(ck) && hints_ok) {
         check_config(ck, k, -1);
         for (uint32_t i = 0; ok && i < k->nvariants && !chk_stop(ck); i++)

@@ -26,6 +26,9 @@
 %stack_overflow { prs_stack_overflow(ps, NULL); }
 %parse_failure { ps->failed = 1; }
 
+/* The terminals, in the order of dsl/token.h: the build replaces the next
+ * line with "%token" and every name of DSL_TOKENS (Makefile), so that
+ * Lemon numbers them as the lexer does (checked in parser/parse.c). */
 %token ILLEGAL.
 
 /* Precedence, lowest first (ORDER OP in include/tilec/ast.h). */

@@ -5,6 +5,11 @@
 #include "grammar.h"
 #include "parser/parse.h"
 
+/* The lexer's codes are the grammar's terminals (dsl/token.h, Makefile). */
+#define PRS_SAME_CODE(n, s) _Static_assert(LEX_##n == TK_##n, "dsl/token.h and the grammar number " #n " alike");
+DSL_TOKENS(PRS_SAME_CODE)
+#undef PRS_SAME_CODE
+
 void *prs_lemonAlloc(void *(*alloc)(size_t), prs_state *ps);
 void prs_lemon(void *parser, int kind, lex_token tok);
 void prs_lemonFree(void *parser, void (*dealloc)(void *));

@@ -8,7 +8,7 @@ library it loads first (tilec/libtilec.so) and the `tilec` command beside it
 is also installed as the environment's `tilec` script. The native parts are
 built by the repository's Makefile (`make native`); TILEC_MAKE (default
 "make") and TILEC_MAKEFLAGS (default "-j2") say how. The version is
-include/tilec/tilec.h's TILEC_VERSION_STRING, checked against
+include/tilec/core.h's TILEC_VERSION_STRING, checked against
 tilec/_version.py. docs/install.md says more."""
 import base64
 import hashlib
@@ -30,7 +30,7 @@ class BuildError(RuntimeError):
 
 
 def _header_version():
-    path = os.path.join(ROOT, "include", "tilec", "tilec.h")
+    path = os.path.join(ROOT, "include", "tilec", "core.h")
     try:
         with open(path) as f:
             text = f.read()
@@ -49,7 +49,7 @@ def version():
         m = re.search(r'^__version__ = "([^"]+)"$', f.read(), re.M)
     if not m or m.group(1) != v:
         raise BuildError(f"tilec: python/tilec/_version.py says {m.group(1) if m else 'nothing'}, "
-                         f"include/tilec/tilec.h says {v}: make them agree")
+                         f"include/tilec/core.h says {v}: make them agree")
     return v
 
 

@@ -14,10 +14,10 @@ t=$(mktemp -d /tmp/tilec_install_XXXXXX)
 trap 'rm -rf "$t"' EXIT
 fail() { echo "install_test: FAIL: $*" >&2; exit 1; }
 
-v() { sed -n "s/^#define TILEC_VERSION_$1 \\([0-9]*\\)\$/\\1/p" include/tilec/tilec.h; }
+v() { sed -n "s/^#define TILEC_VERSION_$1 \\([0-9]*\\)\$/\\1/p" include/tilec/core.h; }
 version="$(v MAJOR).$(v MINOR).$(v PATCH)"
 major=$(v MAJOR)
-grep -q "^#define TILEC_VERSION_STRING \"$version\"\$" include/tilec/tilec.h ||
+grep -q "^#define TILEC_VERSION_STRING \"$version\"\$" include/tilec/core.h ||
     fail "TILEC_VERSION_STRING is not $version (TILEC_VERSION_MAJOR.MINOR.PATCH)"
 
 p=$t/prefix
@@ -93,7 +93,7 @@ left=$(find "$p" \( -type f -o -type l \))
 
 # a staging install: files under DESTDIR, paths in them without it
 $MAKE --no-print-directory -s BUILD="$BUILD" PREFIX=/usr DESTDIR="$t/stage" install >/dev/null 2>&1 || fail "make install DESTDIR"
-[ -f "$t/stage/usr/lib/libtilec.so.$version" ] && [ -f "$t/stage/usr/include/tilec/tilec.h" ] || fail "DESTDIR layout"
+[ -f "$t/stage/usr/lib/libtilec.so.$version" ] && [ -f "$t/stage/usr/include/tilec/core.h" ] || fail "DESTDIR layout"
 grep -qx "prefix=/usr" "$t/stage/usr/lib/pkgconfig/tilec.pc" || fail "tilec.pc under DESTDIR: $(head -1 "$t/stage/usr/lib/pkgconfig/tilec.pc")"
 if grep -rq "$t" "$t/stage/usr/lib/pkgconfig"; then fail "tilec.pc names DESTDIR"; fi
 $MAKE --no-print-directory -s BUILD="$BUILD" PREFIX=/usr DESTDIR="$t/stage" uninstall >/dev/null 2>&1 || fail "make uninstall DESTDIR"

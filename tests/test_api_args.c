@@ -406,6 +406,14 @@ static void c_wir(void)
     EQ(tilec_wir_eval(NULL, sizes, 0, &v64), ARG);
     EQ(tilec_wir_eval("R", NULL, 2, &v64), ARG);
     EQ(tilec_wir_eval("R", sizes, 0, NULL), ARG);
+    /* tilec/iexpr.h: a missing result, operand or name, an unknown op */
+    EQ(tilec_ix_apply(TILEC_IX_ADD, 1, 2, NULL), TILEC_IX_BAD);
+    EQ(tilec_ix_apply((tilec_ix_op)99, 1, 2, &v64), TILEC_IX_BAD);
+    EQ(tilec_ix_eval(NULL, NULL, NULL, &v64, NULL), TILEC_IX_BAD);
+    EQ(tilec_ix_eval(&(tilec_ix){.op = TILEC_IX_ADD}, NULL, NULL, &v64, NULL), TILEC_IX_BAD);
+    EQ(tilec_ix_eval(&(tilec_ix){.op = (tilec_ix_op)99}, NULL, NULL, NULL, NULL), TILEC_IX_BAD);
+    EQ(tilec_ix_eval(&(tilec_ix){.op = TILEC_IX_SYM}, NULL, NULL, NULL, NULL), TILEC_IX_UNKNOWN);
+    RUNS(tilec_ix_err_string((tilec_ix_err)99));
     EQ(tilec_wir_peak_bytes(NULL, w, TILEC_WIR_PEAK_LIVE, sizes, 0, &v64), ARG);
     EQ(tilec_wir_peak_bytes(ctx, NULL, TILEC_WIR_PEAK_LIVE, sizes, 0, &v64), ARG);
     EQ(tilec_wir_peak_bytes(ctx, w, (tilec_wir_peak_kind)99, sizes, 0, &v64), ARG);

@@ -191,6 +191,31 @@ Test(gpu, atomic_add_results_are_the_old_values)
     gk_free(&g);
 }
 
+/* cdiv on tiles is the ceiling for any dividend and a positive divisor,
+ * as the host computes it (docs/language.md 7.7): once it computed
+ * (a + b - 1) / b, which rounds a negative a toward 0 and overflows near
+ * INT32_MAX. */
+Test(gpu, cdiv_on_tiles_is_the_ceiling)
+{
+    gk g;
+    load_or_fail("tests/gpu/cdiv_values.tile", "cdiv_values", 0, &g);
+    static const int32_t a[] = {7, 8, 0, -7, -8, -1, -128, -129, 2147483647, 2147483647, -2147483647 - 1, 5};
+    static const int32_t b[] = {2, 2, 5, 2, 2, 128, 128, 128, 2, 2147483647, 3, 7};
+    static const double want[] = {4, 4, 0, -3, -4, 0, -1, -1, 1073741824, 1, -715827882, 1};
+    const int n = (int)(sizeof a / sizeof a[0]);
+    uint64_t da = upload(a, sizeof a), db = upload(b, sizeof b), dout = poisoned((size_t)n);
+    tilec_rt_arg args[4] = {{.ptr = da}, {.ptr = db}, {.ptr = dout}, {.i32 = n}};
+    CHECK_RT(gk_launch(&g, args, NULL));
+    int32_t got[sizeof a / sizeof a[0]];
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, dout, sizeof got));
+    for (int i = 0; i < n; i++)
+        cr_expect_eq(got[i], (int32_t)want[i], "cdiv(%d, %d) = %d, want %.0f", a[i], b[i], got[i], want[i]);
+    tilec_rt_free(rt, da);
+    tilec_rt_free(rt, db);
+    tilec_rt_free(rt, dout);
+    gk_free(&g);
+}
+
 static const int row_shapes[][2] = {{1, 1}, {3, 127}, {7, 1000}, {2, 4097}, {16, 1024}, {1, (1 << 20) + 3}};
 
 Test(gpu, softmax, .timeout = 120)

@@ -2,7 +2,6 @@
 #include <criterion/criterion.h>
 
 #include "dsl/lexer.h"
-#include "grammar.h"
 #include "helpers.h"
 
 typedef struct lexed {
@@ -48,10 +47,10 @@ static const char *first_error(lexed *L)
 Test(lexer, punctuation_and_operators)
 {
     lexed *L = lex_str("( ) { } [ ] , ; : -> .. = + - * / % < <= > >= == != && || & | ^ << >> ! ~");
-    int want[] = {TK_LPAREN, TK_RPAREN, TK_LBRACE, TK_RBRACE, TK_LBRACKET, TK_RBRACKET, TK_COMMA, TK_SEMI,
-                  TK_COLON, TK_ARROW, TK_DOTDOT, TK_ASSIGN, TK_PLUS, TK_MINUS, TK_STAR, TK_SLASH, TK_PERCENT,
-                  TK_LT, TK_LE, TK_GT, TK_GE, TK_EQ, TK_NE, TK_ANDAND, TK_OROR, TK_AMP, TK_PIPE, TK_CARET,
-                  TK_SHL, TK_SHR, TK_BANG, TK_TILDE, LEX_EOF};
+    int want[] = {LEX_LPAREN, LEX_RPAREN, LEX_LBRACE, LEX_RBRACE, LEX_LBRACKET, LEX_RBRACKET, LEX_COMMA, LEX_SEMI,
+                  LEX_COLON, LEX_ARROW, LEX_DOTDOT, LEX_ASSIGN, LEX_PLUS, LEX_MINUS, LEX_STAR, LEX_SLASH, LEX_PERCENT,
+                  LEX_LT, LEX_LE, LEX_GT, LEX_GE, LEX_EQ, LEX_NE, LEX_ANDAND, LEX_OROR, LEX_AMP, LEX_PIPE, LEX_CARET,
+                  LEX_SHL, LEX_SHR, LEX_BANG, LEX_TILDE, LEX_EOF};
     int n = (int)(sizeof want / sizeof want[0]);
     cr_assert_eq(L->n, n);
     for (int i = 0; i < n; i++)
@@ -63,9 +62,9 @@ Test(lexer, keywords_dtypes_identifiers)
 {
     lexed *L = lex_str("kernel extern graph let for in step if else return grid hints variants true false inf None "
                        "kernelx _x1 f32 bf16 bool u64 f32x");
-    int want[] = {TK_KERNEL, TK_EXTERN, TK_GRAPH, TK_LET, TK_FOR, TK_IN, TK_STEP, TK_IF, TK_ELSE, TK_RETURN,
-                  TK_GRID, TK_HINTS, TK_VARIANTS, TK_TRUE, TK_FALSE, TK_INF, TK_NONE, TK_IDENT, TK_IDENT,
-                  TK_DTYPE, TK_DTYPE, TK_DTYPE, TK_DTYPE, TK_IDENT, LEX_EOF};
+    int want[] = {LEX_KERNEL, LEX_EXTERN, LEX_GRAPH, LEX_LET, LEX_FOR, LEX_IN, LEX_STEP, LEX_IF, LEX_ELSE, LEX_RETURN,
+                  LEX_GRID, LEX_HINTS, LEX_VARIANTS, LEX_TRUE, LEX_FALSE, LEX_INF, LEX_NONE, LEX_IDENT, LEX_IDENT,
+                  LEX_DTYPE, LEX_DTYPE, LEX_DTYPE, LEX_DTYPE, LEX_IDENT, LEX_EOF};
     int n = (int)(sizeof want / sizeof want[0]);
     cr_assert_eq(L->n, n);
     for (int i = 0; i < n; i++)
@@ -82,14 +81,14 @@ Test(lexer, keywords_dtypes_identifiers)
 Test(lexer, integer_literals)
 {
     lexed *L = lex_str("0 42 0x1F 9223372036854775807 0..n");
-    cr_assert_eq(L->tok[0].kind, TK_INT);
+    cr_assert_eq(L->tok[0].kind, LEX_INT);
     cr_expect_eq(L->tok[0].ival, 0);
     cr_expect_eq(L->tok[1].ival, 42);
     cr_expect_eq(L->tok[2].ival, 31);
     cr_expect_eq(L->tok[3].ival, INT64_MAX);
-    cr_expect_eq(L->tok[4].kind, TK_INT);
-    cr_expect_eq(L->tok[5].kind, TK_DOTDOT, "0..n is 0 .. n, not a float");
-    cr_expect_eq(L->tok[6].kind, TK_IDENT);
+    cr_expect_eq(L->tok[4].kind, LEX_INT);
+    cr_expect_eq(L->tok[5].kind, LEX_DOTDOT, "0..n is 0 .. n, not a float");
+    cr_expect_eq(L->tok[6].kind, LEX_IDENT);
     lexed_free(L);
 }
 
@@ -109,7 +108,7 @@ Test(lexer, integer_out_of_range)
 Test(lexer, float_literals)
 {
     lexed *L = lex_str("1.5 1e-5 2.5E+3 3e2");
-    cr_assert_eq(L->tok[0].kind, TK_FLOAT);
+    cr_assert_eq(L->tok[0].kind, LEX_FLOAT);
     cr_expect_eq(L->tok[0].fval, 1.5);
     cr_expect_eq(L->tok[1].fval, 1e-5);
     cr_expect_eq(L->tok[2].fval, 2500.0);
@@ -159,12 +158,12 @@ Test(lexer, locations_across_lines_and_comments)
 Test(lexer, doc_comments)
 {
     lexed *L = lex_str("/// hello world\n////not doc\n///\n//plain\nx");
-    cr_assert_eq(L->tok[0].kind, TK_DOC);
+    cr_assert_eq(L->tok[0].kind, LEX_DOC);
     cr_expect_str_eq(L->tok[0].str, "hello world");
-    cr_assert_eq(L->tok[1].kind, TK_DOC);
+    cr_assert_eq(L->tok[1].kind, LEX_DOC);
     cr_expect_str_eq(L->tok[1].str, "");
     cr_expect_eq(L->tok[1].loc.line, 3);
-    cr_expect_eq(L->tok[2].kind, TK_IDENT);
+    cr_expect_eq(L->tok[2].kind, LEX_IDENT);
     cr_expect_eq(L->tok[2].loc.line, 5);
     lexed_free(L);
 }
@@ -183,7 +182,7 @@ Test(lexer, unterminated_comment_points_at_its_start)
 Test(lexer, strings)
 {
     lexed *L = lex_str("\"cublas.sgemm\" \"a\\\"b\\\\c\\n\"");
-    cr_assert_eq(L->tok[0].kind, TK_STRING);
+    cr_assert_eq(L->tok[0].kind, LEX_STRING);
     cr_expect_str_eq(L->tok[0].str, "cublas.sgemm");
     cr_expect_str_eq(L->tok[1].str, "a\"b\\c\n");
     lexed_free(L);
@@ -219,7 +218,7 @@ Test(lexer, long_identifiers)
     memset(s, 'a', n + 1);
     s[n] = 0; /* the lexer reads up to a NUL sentinel at the end */
     lexed *L = lex_all(s, n); /* exactly the limit: fine */
-    cr_expect_eq(L->tok[0].kind, TK_IDENT);
+    cr_expect_eq(L->tok[0].kind, LEX_IDENT);
     lexed_free(L);
     s[n] = 'a';
     s[n + 1] = 0;

@@ -15,6 +15,7 @@ Test(lower, every_checked_variant_compiles_for_sm_90, .timeout = 600)
     cr_assert_eq(glob("examples/*.tile", 0, NULL, &g), 0);
     cr_assert_eq(glob("tests/golden/ok/*.tile", GLOB_APPEND, NULL, &g), 0);
     cr_assert_eq(glob("tests/golden/ir/*.tile", GLOB_APPEND, NULL, &g), 0);
+    cr_assert_eq(glob("tests/gpu/*.tile", GLOB_APPEND, NULL, &g), 0); /* the GPU suite's own kernels */
     int compiled = 0;
     for (size_t f = 0; f < g.gl_pathc; f++) {
         tilec_ctx *ctx = tilec_ctx_new();
@@ -150,8 +151,16 @@ Test(lower, grid_arithmetic_cannot_overflow)
     } cases[] = {
         {"cdiv(n, m)", INT64_MAX, INT64_MAX, TILEC_OK, 1}, /* n + m - 1 would wrap to a grid of 0 */
         {"cdiv(n, m)", INT64_MAX - 5, 4611686018427387904, TILEC_OK, 2},
+        /* cdiv is the ceiling for any n and m > 0 (tilec/iexpr.h): a negative n gives a
+         * negative grid, an error like any other, where the grid once clamped it to 0 */
+        {"cdiv(n, m)", -5, 4, TILEC_ERR_ARG, 0},
+        {"cdiv(n, m) + 2", -5, 4, TILEC_OK, 1},
+        {"cdiv(n, m)", 0, 4, TILEC_OK, 0},
+        {"cdiv(n, m)", 5, 0, TILEC_ERR_ARG, 0},
+        {"cdiv(n, m)", 5, -1, TILEC_ERR_ARG, 0},
+        {"n % m", INT64_MIN, -1, TILEC_OK, 0}, /* the remainder exists: 0 */
+        {"(n & m) | 1", 12, 10, TILEC_OK, 9},
         {"n / m", INT64_MIN, -1, TILEC_ERR_ARG, 0}, /* a trap (SIGFPE) in C */
-        {"n % m + 1", INT64_MIN, -1, TILEC_ERR_ARG, 0},
         {"-n", INT64_MIN, 1, TILEC_ERR_ARG, 0},
         {"n << m", -1, 2, TILEC_ERR_ARG, 0},
         {"n << m", 4611686018427387904, 2, TILEC_ERR_ARG, 0},
@@ -172,6 +181,47 @@ Test(lower, grid_arithmetic_cannot_overflow)
                      cases[c].grid, (long long)cases[c].n, (long long)cases[c].m);
         if (cases[c].st == TILEC_OK)
             cr_expect_eq(grid[0], cases[c].g0, "grid (%s): %u", cases[c].grid, grid[0]);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+}
+
+/* Constants follow the one integer arithmetic (docs/language.md 7.7): a
+ * negative dividend of cdiv is fine, a divisor that is not positive is an
+ * error naming both operands, an overflow is an error. */
+Test(lower, constant_cdiv_follows_the_one_rule)
+{
+    static const struct {
+        const char *hint, *error;
+        int64_t value;
+    } cases[] = {
+        {"cdiv(-7, 2)", NULL, -3},
+        {"cdiv(-8, 2)", NULL, -4},
+        {"cdiv(7, 2) * 2", NULL, 8},
+        {"(-9223372036854775807 - 1) % -1", NULL, 0}, /* INT64_MIN % -1: the remainder exists */
+        {"(-9223372036854775807 - 1) / -1", "a hint value overflows a 64-bit integer", 0},
+        {"cdiv(7, 0)", "cdiv in a hint value needs b > 0, got cdiv(7, 0)", 0},
+        {"cdiv(7, -2)", "cdiv in a hint value needs b > 0, got cdiv(7, -2)", 0},
+        {"7 / (3 - 3)", "division by zero in a hint value", 0},
+        {"4611686018427387904 * 2", "a hint value overflows a 64-bit integer", 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char text[512];
+        snprintf(text, sizeof text, "kernel k(x: *f32) grid (1) hints { warps = 4, A = %s } { store(x, 1.0); }\n",
+                 cases[c].hint);
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        tilec_status st = tilec_parse_string(ctx, "c.tile", text, strlen(text), &m);
+        if (!cases[c].error) {
+            cr_expect_eq(st, TILEC_OK, "%s", cases[c].hint);
+            if (m)
+                cr_expect_eq(tilec_kernel_hint(tilec_module_find_kernel(m, "k"), -1, "A", 99), cases[c].value, "%s",
+                             cases[c].hint);
+        } else {
+            cr_expect_eq(st, TILEC_ERR_INPUT, "%s", cases[c].hint);
+            cr_expect(tilec_ctx_diag_count(ctx) >= 1 && !strcmp(tilec_ctx_diag(ctx, 0)->message, cases[c].error),
+                      "%s: %s", cases[c].hint, tilec_ctx_diag_count(ctx) ? tilec_ctx_diag(ctx, 0)->message : "(none)");
+        }
         tilec_module_free(m);
         tilec_ctx_free(ctx);
     }

@@ -5,7 +5,9 @@
  * NAME_run, and prints what NAME_run returned with the launches and
  * allocations the driver saw. The graph's output of 4*N^4 bytes wraps 64
  * bits at N = 65536: the wrapper must fail with a message naming the
- * graph, the tensor and N before it allocates or launches anything. */
+ * graph, the tensor and N before it allocates or launches anything. A
+ * second graph's sizes hit the edges of cdiv, / and %: the checker, the
+ * grid, memory planning and the generated C and Python must agree. */
 #define _DEFAULT_SOURCE 1
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -14,6 +16,8 @@
 
 #include "fs_helpers.h"
 #include "tilec/emitter.h"
+#include "tilec/wir.h"
+#include "util/strbuf.h"
 
 #ifndef TILEC_BUILD
 #define TILEC_BUILD "build"
@@ -61,6 +65,19 @@ static const char runner[] =
     "    tilec_rt_free(rt, x.data);\n"
     "    big_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
 
+/* dir/run: dir/NAME.c (an emitted wrapper) and dir/main.c, linked with libtilec.a. */
+static void link_runner(const char *dir, const char *name)
+{
+    const char *cc = getenv("CC");
+    char *out = NULL;
+    int st = sh(&out,
+                "%s -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror %s -Iinclude -Itests -I%s "
+                "-o %s/run %s/%s.c %s/main.c %s/lib/libtilec.a -L%s/lib64 -Wl,-rpath,%s/lib64 -lnvrtc -ldl -lpthread -lm",
+                cc && *cc ? cc : "cc", TILEC_SANFLAGS, dir, dir, dir, name, dir, TILEC_BUILD, TILEC_CUDA, TILEC_CUDA);
+    cr_assert_eq(st, 0, "the wrapper does not build:\n%s", out);
+    free(out);
+}
+
 /* dir/run: big.c (emitted from big_tile) and the runner, linked with libtilec.a. */
 static void build_runner(const char *dir)
 {
@@ -72,14 +89,7 @@ static void build_runner(const char *dir)
     tilec_module_free(m);
     tilec_ctx_free(ctx);
     write_in(dir, "main.c", runner);
-    const char *cc = getenv("CC");
-    char *out = NULL;
-    int st = sh(&out,
-                "%s -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror %s -Iinclude -Itests -I%s "
-                "-o %s/run %s/big.c %s/main.c %s/lib/libtilec.a -L%s/lib64 -Wl,-rpath,%s/lib64 -lnvrtc -ldl -lpthread -lm",
-                cc && *cc ? cc : "cc", TILEC_SANFLAGS, dir, dir, dir, dir, TILEC_BUILD, TILEC_CUDA, TILEC_CUDA);
-    cr_assert_eq(st, 0, "the wrapper does not build:\n%s", out);
-    free(out);
+    link_runner(dir, "big");
 }
 
 /* The runner's line for N (the kernel cache in dir). */
@@ -110,5 +120,147 @@ Test(wrapper_run, byte_count_overflow_is_an_error_before_any_allocation_or_launc
     cr_expect_str_eq(out, "rc=1 launches=0 allocs=0 err=big: tensor y (f32[N, N, N, N]) needs more than 2^63 - 1 "
                           "bytes, with N=65536\n");
     free(out);
+    rm_dir(dir);
+}
+
+/* ---- one integer arithmetic (docs/language.md 7.7): the checker, the
+ * lowering's grid, memory planning and the generated C and Python agree on
+ * sizes at the edges of cdiv, / and % (negative and zero dividends) ---- */
+
+static const char agree_tile[] =
+    "kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4, A = cdiv(-7, 2), B = -7 / 2, "
+    "C = -7 % 2, D = cdiv(0, 5), E = cdiv(-1, 128) } {\n"
+    "    let i = pid(0) * 256 + range(256);\n"
+    "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+    "}\n"
+    "graph agree(x: f32[N], big: f32[M]) -> (y: f32[cdiv(N - 600, 256) + 4], z: f32[(N - 600) % 7 + 7],\n"
+    "                                        w: f32[(N - 600) / 256 + cdiv(-7, 2) + 10]) {\n"
+    "    let y = empty(f32, [cdiv(N - 600, 256) + 4]);\n"
+    "    let z = empty(f32, [(N - 600) % 7 + 7]);\n"
+    "    let w = empty(f32, [(N - 600) / 256 + cdiv(-7, 2) + 10]);\n"
+    "    scale2(big, y, cdiv(N - 600, 256) + 4);\n"
+    "    return y, z, w;\n"
+    "}\n";
+
+/* main(driver, N...): per N, "N: y z w grid" (the output sizes and the
+ * grid of the launch), or "N: rc=R err=E" */
+static const char agree_runner[] =
+    "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+    "#include \"agree.h\"\n#include \"fake_cuda.h\"\n"
+    "int main(int argc, char **argv)\n{\n"
+    "    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);\n"
+    "    fake_cuda_state *(*get)(void) = h ? (fake_cuda_state * (*)(void)) dlsym(h, \"fake_cuda_state_get\") : NULL;\n"
+    "    tilec_rt *rt = NULL;\n"
+    "    if (!get || tilec_rt_open_driver(argv[1], 0, &rt) != TILEC_RT_OK)\n        return 3;\n"
+    "    char err[512] = \"\";\n"
+    "    agree_module *m = NULL;\n"
+    "    if (agree_load(rt, &m, err, sizeof err)) {\n        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
+    "    tilec_tensor big = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {1024}, .strides = {1}};\n"
+    "    if (tilec_rt_malloc(rt, 4096, &big.data) != TILEC_RT_OK)\n        return 5;\n"
+    "    for (int i = 2; i < argc; i++) {\n"
+    "        int64_t n = strtoll(argv[i], NULL, 10);\n"
+    "        tilec_tensor x = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {n}, .strides = {1}}, y = {0}, z = {0}, w = {0};\n"
+    "        if (tilec_rt_malloc(rt, (size_t)n * 4, &x.data) != TILEC_RT_OK)\n            return 5;\n"
+    "        int rc = agree_run(m, &x, &big, &y, &z, &w, err, sizeof err);\n"
+    "        if (rc)\n            printf(\"%lld: rc=%d err=%s\\n\", (long long)n, rc, err);\n"
+    "        else\n            printf(\"%lld: %lld %lld %lld %u\\n\", (long long)n, (long long)y.sizes[0],\n"
+    "                   (long long)z.sizes[0], (long long)w.sizes[0], get()->grid[0]);\n"
+    "        if (!rc) {\n            tilec_rt_free(rt, y.data);\n            tilec_rt_free(rt, z.data);\n"
+    "            tilec_rt_free(rt, w.data);\n        }\n"
+    "        tilec_rt_free(rt, x.data);\n"
+    "    }\n"
+    "    tilec_rt_free(rt, big.data);\n    agree_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+/* The generated Python module, run without a GPU (tests/python/test_cpu.py's
+ * fakes): per N, "N: y z w n" (the output sizes and the launch's n). */
+static const char agree_py[] =
+    "import importlib.util, sys\n"
+    "sys.path.insert(0, 'tests/python')\n"
+    "from test_cpu import _Fake, _slots, _without_gpu\n"
+    "spec = importlib.util.spec_from_file_location('agree', sys.argv[1] + '/agree.py')\n"
+    "mod = importlib.util.module_from_spec(spec)\n"
+    "spec.loader.exec_module(mod)\n"
+    "g = _without_gpu(mod)\n"
+    "for n in map(int, sys.argv[2:]):\n"
+    "    y, z, w = mod.call(_Fake((n,)), _Fake((1024,)))\n"
+    "    a = mod._STEPS[-1][3][2]  # the launch's n: a constant or a slot\n"
+    "    v = _slots(mod, g.runs[-1])[a] if isinstance(a, str) else a\n"
+    "    print(f'{n}: {y[1][0]} {z[1][0]} {w[1][0]} {v}')\n";
+
+/* What the rules give for N, by hand (docs/language.md 7.7). */
+static const struct {
+    long long n, y, z, w;
+} agree_cases[] = {
+    {600, 4, 7, 7},  /* cdiv(0, 256) = 0, 0 % 7 = 0, 0 / 256 = 0; cdiv(-7, 2) = -3 */
+    {601, 5, 8, 7},  /* cdiv(1, 256) = 1 */
+    {856, 5, 11, 8}, /* cdiv(256, 256) = 1, 256 % 7 = 4, 256 / 256 = 1 */
+    {857, 6, 12, 8}, /* cdiv(257, 256) = 2, 257 % 7 = 5 */
+    {344, 3, 3, 6},  /* cdiv(-256, 256) = -1, -256 % 7 = -4, -256 / 256 = -1 */
+    {343, 3, 2, 6},  /* cdiv(-257, 256) = -1 (the ceiling), -257 % 7 = -5, -257 / 256 = -1 (truncated) */
+    {1, 2, 3, 5},    /* cdiv(-599, 256) = -2, -599 % 7 = -4, -599 / 256 = -2 */
+};
+
+Test(wrapper_run, checker_grid_planner_and_generated_c_and_python_agree_on_integer_edges, .timeout = 180)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "agree.tile", agree_tile, strlen(agree_tile), &m), TILEC_OK);
+    /* the checker's constants */
+    const tilec_kernel *k = tilec_module_find_kernel(m, "scale2");
+    cr_expect_eq(tilec_kernel_hint(k, -1, "A", 0), -3, "cdiv(-7, 2)");
+    cr_expect_eq(tilec_kernel_hint(k, -1, "B", 0), -3, "-7 / 2");
+    cr_expect_eq(tilec_kernel_hint(k, -1, "C", 0), -1, "-7 % 2");
+    cr_expect_eq(tilec_kernel_hint(k, -1, "D", 0), 0, "cdiv(0, 5)");
+    cr_expect_eq(tilec_kernel_hint(k, -1, "E", 0), 0, "cdiv(-1, 128)");
+    /* memory planning's evaluator: the live peak is y + z + w */
+    tilec_wir *w = NULL;
+    cr_assert_eq(tilec_wir_lower(ctx, m, tilec_module_find_graph(m, "agree"), &w), TILEC_OK);
+    size_t ncases = sizeof agree_cases / sizeof agree_cases[0];
+    strbuf ns;
+    sb_init(&ns);
+    for (size_t i = 0; i < ncases; i++) {
+        tilec_wir_size sz[2] = {{"N", agree_cases[i].n}, {"M", 1024}};
+        int64_t peak = 0;
+        cr_assert_eq(tilec_wir_peak_bytes(ctx, w, TILEC_WIR_PEAK_LIVE, sz, 2, &peak), TILEC_OK);
+        cr_expect_eq(peak, 4 * (agree_cases[i].y + agree_cases[i].z + agree_cases[i].w), "planner, N = %lld: %lld",
+                     agree_cases[i].n, (long long)peak);
+        sb_printf(&ns, " %lld", agree_cases[i].n);
+    }
+    tilec_wir_free(w);
+    /* the generated C, run against the fake driver; the generated Python */
+    cr_assert_eq(tilec_module_emit(ctx, m, "c", &(tilec_emit_options){.dir = dir, .plan = 1}, tilec_sink_file(stdout)),
+                 TILEC_OK);
+    cr_assert_eq(tilec_module_emit(ctx, m, "py", &(tilec_emit_options){.dir = dir, .plan = 1}, tilec_sink_file(stdout)),
+                 TILEC_OK);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    write_in(dir, "main.c", agree_runner);
+    write_in(dir, "agree_run.py", agree_py);
+    link_runner(dir, "agree");
+    char *out = NULL;
+    int st;
+    strbuf want_c, want_py;
+    sb_init(&want_c);
+    sb_init(&want_py);
+    for (size_t i = 0; i < ncases; i++) { /* the grid: cdiv(y, 256) = 1; the launch's n: y */
+        sb_printf(&want_c, "%lld: %lld %lld %lld 1\n", agree_cases[i].n, agree_cases[i].y, agree_cases[i].z,
+                  agree_cases[i].w);
+        sb_printf(&want_py, "%lld: %lld %lld %lld %lld\n", agree_cases[i].n, agree_cases[i].y, agree_cases[i].z,
+                  agree_cases[i].w, agree_cases[i].y);
+    }
+    st = sh(&out, "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s%s 2>&1", dir, TILEC_BUILD, dir,
+            FAKECUDA, sb_str(&ns));
+    cr_expect_eq(st, 0, "the C runner failed (%d):\n%s", st, out);
+    cr_expect_str_eq(out, sb_str(&want_c), "generated C");
+    free(out);
+    st = sh(&out, "python3 %s/agree_run.py %s%s 2>&1", dir, dir, sb_str(&ns));
+    cr_expect_eq(st, 0, "the Python runner failed (%d):\n%s", st, out);
+    cr_expect_str_eq(out, sb_str(&want_py), "generated Python");
+    free(out);
+    sb_free(&ns);
+    sb_free(&want_c);
+    sb_free(&want_py);
     rm_dir(dir);
 }

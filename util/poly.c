@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/iexpr.h"
 #include "util/strbuf.h"
 
 /* Record the first failure; always NULL. */
@@ -34,23 +35,28 @@ poly *poly_const(arena *a, int64_t v)
     return p;
 }
 
-poly *poly_atom(arena *a, const char *name)
+/* The polynomial 1 * atom. */
+static poly *atom_poly(arena *a, const char *text, int op, const poly *x, const poly *y)
 {
     poly *p = poly_const(a, 1);
-    if (!p)
+    poly_factor *at = ar_alloc(a, sizeof *at);
+    if (!p || !at)
         return NULL;
-    p->terms[0].atoms = ar_alloc(a, sizeof(char *));
+    *at = (poly_factor){.text = text, .op = op, .x = x, .y = y};
+    p->terms[0].atoms = ar_alloc(a, sizeof *p->terms[0].atoms);
     if (!p->terms[0].atoms)
         return NULL;
-    p->terms[0].atoms[0] = name;
+    p->terms[0].atoms[0] = at;
     p->terms[0].natoms = 1;
     return p;
 }
 
+poly *poly_atom(arena *a, const char *name) { return atom_poly(a, name, 0, NULL, NULL); }
+
 static int cmp_atoms(const poly_term *x, const poly_term *y)
 {
     for (uint32_t i = 0; i < x->natoms && i < y->natoms; i++) {
-        int c = strcmp(x->atoms[i], y->atoms[i]);
+        int c = strcmp(x->atoms[i]->text, y->atoms[i]->text);
         if (c)
             return c;
     }
@@ -92,7 +98,10 @@ poly *poly_add(arena *a, const poly *x, const poly *y, int sign, poly_why *why)
     return p;
 }
 
-static int cmp_str(const void *x, const void *y) { return strcmp(*(const char *const *)x, *(const char *const *)y); }
+static int cmp_atom(const void *x, const void *y)
+{
+    return strcmp((*(const poly_factor *const *)x)->text, (*(const poly_factor *const *)y)->text);
+}
 
 static int cmp_terms(const void *x, const void *y) { return cmp_atoms(x, y); }
 
@@ -117,14 +126,14 @@ poly *poly_mul(arena *a, const poly *x, const poly *y, poly_why *why)
             if (__builtin_mul_overflow(s->coef, u->coef, &t[k].coef))
                 return fail(why, POLY_FAIL_OVERFLOW, 0);
             t[k].natoms = na;
-            t[k].atoms = ar_array(a, na ? na : 1, sizeof(char *));
+            t[k].atoms = ar_array(a, na ? na : 1, sizeof *t[k].atoms);
             if (!t[k].atoms)
                 return fail(why, POLY_FAIL_NOMEM, 0);
             if (s->natoms)
-                memcpy(t[k].atoms, s->atoms, s->natoms * sizeof(char *));
+                memcpy(t[k].atoms, s->atoms, s->natoms * sizeof *t[k].atoms);
             if (u->natoms)
-                memcpy(t[k].atoms + s->natoms, u->atoms, u->natoms * sizeof(char *));
-            qsort(t[k].atoms, na, sizeof(char *), cmp_str);
+                memcpy(t[k].atoms + s->natoms, u->atoms, u->natoms * sizeof *t[k].atoms);
+            qsort(t[k].atoms, na, sizeof *t[k].atoms, cmp_atom);
         }
     /* like terms meet after sorting: add their coefficients, drop zeros */
     qsort(t, n, sizeof *t, cmp_terms);
@@ -182,7 +191,7 @@ static void write_poly(strbuf *b, const poly *p, size_t stop)
         if (mag != 1 || !t->natoms)
             sb_printf(b, "%llu%s", (unsigned long long)mag, t->natoms ? "*" : "");
         for (uint32_t i = 0; i < t->natoms; i++)
-            sb_printf(b, "%s%s", i ? "*" : "", t->atoms[i]);
+            sb_printf(b, "%s%s", i ? "*" : "", t->atoms[i]->text);
     }
 }
 
@@ -210,11 +219,28 @@ char *poly_str(arena *a, const poly *p)
     return s;
 }
 
-/* The opaque atom "(x)/(y)", "(x)%(y)" or "cdiv(x, y)". */
+/* The quotient of two constants, by the one evaluator's rules. */
+static poly *const_quotient(arena *a, poly_div op, int64_t x, int64_t y, poly_why *why)
+{
+    static const tilec_ix_op ops[] = {[POLY_DIV] = TILEC_IX_DIV, [POLY_MOD] = TILEC_IX_MOD, [POLY_CDIV] = TILEC_IX_CDIV};
+    int64_t v = 0;
+    tilec_ix_err r = tilec_ix_apply(ops[op], x, y, &v);
+    if (r == TILEC_IX_DIV_ZERO || r == TILEC_IX_CDIV_DIVISOR)
+        return fail(why, POLY_FAIL_DIV_ZERO, y);
+    if (r != TILEC_IX_OK)
+        return fail(why, POLY_FAIL_OVERFLOW, 0);
+    poly *p = poly_const(a, v);
+    return p ? p : fail(why, POLY_FAIL_NOMEM, 0);
+}
+
+/* The opaque atom "(x)/(y)", "(x)%(y)" or "cdiv(x, y)"; of two constants,
+ * the constant (cdiv(7, 2) is 4, as the wrappers compute it). */
 poly *poly_div_atom(arena *a, poly_div op, const poly *x, const poly *y, poly_why *why)
 {
     int is_cdiv = op == POLY_CDIV;
-    int64_t v;
+    int64_t v, u;
+    if (poly_is_const(y, &v) && poly_is_const(x, &u))
+        return const_quotient(a, op, u, v, why);
     if (poly_is_const(y, &v) && (v == 0 || (is_cdiv && v < 0)))
         return fail(why, POLY_FAIL_DIV_ZERO, v);
     size_t len = poly_text_len(x, TILEC_MAX_POLY_TEXT) + poly_text_len(y, TILEC_MAX_POLY_TEXT) + 8;
@@ -223,7 +249,54 @@ poly *poly_div_atom(arena *a, poly_div op, const poly *x, const poly *y, poly_wh
     char *xs = poly_str(a, x), *ys = poly_str(a, y);
     if (!xs || !ys)
         return fail(why, POLY_FAIL_NOMEM, 0);
-    poly *p = poly_atom(a, is_cdiv ? ar_printf(a, "cdiv(%s, %s)", xs, ys)
-                                   : ar_printf(a, "(%s)%s(%s)", xs, op == POLY_DIV ? "/" : "%", ys));
+    const char *text = is_cdiv ? ar_printf(a, "cdiv(%s, %s)", xs, ys)
+                               : ar_printf(a, "(%s)%s(%s)", xs, op == POLY_DIV ? "/" : "%", ys);
+    poly *p = text ? atom_poly(a, text, 1 + (int)op, x, y) : NULL;
     return p ? p : fail(why, POLY_FAIL_NOMEM, 0);
+}
+
+/* ---- as an expression tree ---- */
+
+static tilec_ix *atom_ix(arena *a, const poly_factor *at)
+{
+    static const tilec_ix_op ops[] = {[POLY_DIV] = TILEC_IX_DIV, [POLY_MOD] = TILEC_IX_MOD, [POLY_CDIV] = TILEC_IX_CDIV};
+    if (!at->op)
+        return ix_sym(a, at->text);
+    return ix_new(a, ops[at->op - 1], poly_ix(a, at->x), poly_ix(a, at->y));
+}
+
+/* A term of magnitude mag (0: INT64_MIN, whose magnitude no int64_t holds)
+ * as the text writes it: the magnitude (unless 1 before a factor) times
+ * the factors, left to right. */
+static tilec_ix *term_ix(arena *a, const poly_term *t, uint64_t mag)
+{
+    tilec_ix *e = mag != 1 || !t->natoms ? ix_int(a, mag ? (int64_t)mag : INT64_MIN) : NULL;
+    for (uint32_t i = 0; i < t->natoms; i++) {
+        tilec_ix *f = atom_ix(a, t->atoms[i]);
+        e = e ? ix_new(a, TILEC_IX_MUL, e, f) : f;
+    }
+    return e;
+}
+
+tilec_ix *poly_ix(arena *a, const poly *p)
+{
+    if (!p)
+        return NULL;
+    if (!p->n)
+        return ix_int(a, 0);
+    uint32_t first = p->terms[0].natoms == 0 ? 1 : 0; /* the constant last, as write_poly */
+    tilec_ix *e = NULL;
+    for (uint32_t k = 0; k < p->n; k++) {
+        const poly_term *t = &p->terms[first ? (k + 1) % p->n : k];
+        int64_t c = t->coef;
+        uint64_t mag = c == INT64_MIN ? 0 : c < 0 ? (uint64_t)-c : (uint64_t)c;
+        tilec_ix *x = term_ix(a, t, mag);
+        if (!k)
+            e = c < 0 && mag ? ix_new(a, TILEC_IX_NEG, x, NULL) : x;
+        else
+            e = ix_new(a, c < 0 && mag ? TILEC_IX_SUB : TILEC_IX_ADD, e, x);
+        if (!e)
+            return NULL;
+    }
+    return e;
 }

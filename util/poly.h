@@ -1,18 +1,30 @@
 /* poly.h: symbolic sizes as canonical polynomials over symbols, so that
  * "R * C" and "C * R" compare equal. Division, modulo and cdiv become
- * opaque atoms ("cdiv(N, 128)"). Everything lives in an arena. */
+ * opaque atoms ("cdiv(N, 128)") that keep their operands. A polynomial is
+ * printed as text (poly_str) or made an expression tree (poly_ix) that
+ * the one evaluator reads. Everything lives in an arena. */
 #ifndef TILEC_UTIL_POLY_H
 #define TILEC_UTIL_POLY_H
 
 #include <stdint.h>
 
+#include "tilec/iexpr.h"
 #include "tilec/limits.h"
 #include "util/arena.h"
+
+/* A factor of a term: a symbol, or an opaque quotient ("(x)/(y)",
+ * "(x)%(y)", "cdiv(x, y)") that keeps its operands, so that the
+ * polynomial can be written as an expression tree (poly_ix). */
+typedef struct poly_factor {
+    const char *text; /* the symbol, or the quotient's canonical text */
+    int op;           /* 0: a symbol; else 1 + its poly_div */
+    const struct poly *x, *y;
+} poly_factor;
 
 typedef struct poly_term {
     int64_t coef;
     uint32_t natoms;
-    const char **atoms; /* sorted by strcmp; repeated for powers */
+    const poly_factor **atoms; /* sorted by text; repeated for powers */
 } poly_term;
 
 typedef struct poly {
@@ -51,9 +63,16 @@ char *poly_str(arena *a, const poly *p);
 /* The length of poly_str(p), counted up to a little past `stop`. */
 size_t poly_text_len(const poly *p, size_t stop);
 
-/* Division as an opaque atom: "(x)/(y)", "(x)%(y)" or "cdiv(x, y)". A
+/* Division as an opaque atom: "(x)/(y)", "(x)%(y)" or "cdiv(x, y)"; of
+ * two constants, their quotient by tilec_ix_apply (overflow fails). A
  * constant divisor 0 (for cdiv, <= 0) fails with POLY_FAIL_DIV_ZERO. */
 typedef enum poly_div { POLY_DIV, POLY_MOD, POLY_CDIV } poly_div;
 poly *poly_div_atom(arena *a, poly_div op, const poly *x, const poly *y, poly_why *why);
+
+/* p as an integer expression (tilec/iexpr.h) of exactly the shape its text
+ * (poly_str) reads: terms in the text's order, a leading '-' negating the
+ * first term, a coefficient times its factors left to right, a quotient
+ * over its operands' trees. NULL when out of memory. */
+tilec_ix *poly_ix(arena *a, const poly *p);
 
 #endif

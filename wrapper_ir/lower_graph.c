@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "parser/size_poly.h"
+#include "util/iexpr.h"
 #include "util/strbuf.h"
 #include "wrapper_ir/wir.h"
 
@@ -153,6 +154,15 @@ static const char *pstr(lw *L, const poly *p)
     return s ? s : "?";
 }
 
+/* The integer expression of p: the tree of its text's shape (poly_ix). */
+static const tilec_ix *pexpr(lw *L, const poly *p)
+{
+    const tilec_ix *e = poly_ix(&L->w->ar, p);
+    if (!e)
+        L->oom = 1;
+    return e;
+}
+
 static const poly **dims_of(lw *L, tilec_expr *const *v, uint32_t n)
 {
     const poly **dims = ar_array(&L->w->ar, n ? n : 1, sizeof *dims);
@@ -176,7 +186,9 @@ static void shape_into(lw *L, const entry *x, tilec_wir_line *l)
     l->rank = x->rank;
     l->sizes = ar_array(a, x->rank ? x->rank : 1, sizeof *l->sizes);
     l->strides = ar_array(a, x->rank ? x->rank : 1, sizeof *l->strides);
-    if (!l->sizes || !l->strides) {
+    const tilec_ix **se = ar_array(a, x->rank ? x->rank : 1, sizeof *se);
+    const tilec_ix **te = ar_array(a, x->rank ? x->rank : 1, sizeof *te);
+    if (!l->sizes || !l->strides || !se || !te) {
         L->oom = 1;
         return;
     }
@@ -184,10 +196,15 @@ static void shape_into(lw *L, const entry *x, tilec_wir_line *l)
     for (uint32_t d = x->rank; d-- > 0;) {
         l->sizes[d] = pstr(L, x->dims[d]);
         l->strides[d] = pstr(L, stride);
+        se[d] = pexpr(L, x->dims[d]);
+        te[d] = pexpr(L, stride);
         stride = poly_mul(a, stride, x->dims[d], NULL);
     }
     poly *bytes = poly_mul(a, stride, poly_const(a, tilec_dtype_size(x->dtype)), NULL);
     l->bytes = pstr(L, bytes);
+    l->bytes_expr = pexpr(L, bytes);
+    l->size_exprs = se;
+    l->stride_exprs = te;
 }
 
 static const char *pool_key(lw *L, const tilec_wir_line *l)
@@ -414,14 +431,18 @@ static void emit_asserts(lw *L)
         tilec_wir_line *l = wir_add(L->w, TILEC_WIR_ASSERT_SHAPE, &p->loc);
         uint32_t n = p->type.ndims;
         const char **sizes = ar_array(&L->w->ar, n ? n : 1, sizeof *sizes);
+        const tilec_ix **exprs = ar_array(&L->w->ar, n ? n : 1, sizeof *exprs);
         uint8_t *binds = ar_array(&L->w->ar, n ? n : 1, 1);
-        if (!l || !sizes || !binds) {
+        if (!l || !sizes || !exprs || !binds) {
             L->oom = 1;
             break;
         }
         for (uint32_t d = 0; d < n; d++) {
             const tilec_expr *e = p->type.dims[d];
-            if (e->kind != TILEC_EX_NAME) {
+            int sym = e->kind == TILEC_EX_NAME;
+            exprs[d] = sym ? ix_sym(&L->w->ar, e->name) : ix_int(&L->w->ar, e->ival);
+            L->oom |= !exprs[d];
+            if (!sym) {
                 sizes[d] = ar_printf(&L->w->ar, "%lld", (long long)e->ival);
                 continue;
             }
@@ -436,6 +457,7 @@ static void emit_asserts(lw *L)
         l->dtype = p->type.dtype;
         l->rank = n;
         l->sizes = sizes;
+        l->size_exprs = exprs;
         l->binds = binds;
     }
     HASH_CLEAR(hh, bound);
@@ -459,6 +481,7 @@ static void free_line(lw *L, entry *x, tilec_wir_kind kind, const tilec_loc *loc
     l->name = x->name;
     l->dtype = x->dtype;
     l->bytes = tmp.bytes;
+    l->bytes_expr = tmp.bytes_expr;
     l->align = WIR_ALIGN;
     if (x->pooled && kind == TILEC_WIR_FREE_IF_NOT_REUSED)
         l->key = pool_key(L, l);
@@ -484,6 +507,7 @@ static tilec_wir_arg *call_args(lw *L, const tilec_expr *v, const tilec_kernel *
         const poly *q = c == 's' || c == 'u' ? poly_from_expr(&L->w->ar, e, lookup_sym, L, NULL) : NULL;
         args[a].kind = q ? TILEC_WIR_ARG_SIZE : TILEC_WIR_ARG_SCALAR;
         args[a].text = q ? pstr(L, q) : spelled(L, v->args + a, 1);
+        args[a].expr = q ? pexpr(L, q) : NULL;
     }
     return args;
 }
@@ -521,7 +545,10 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
         if (view) {
             l->from = v->args[0]->name;
             l->offset = "0";
+            l->offset_expr = ix_int(&L->w->ar, 0);
             l->bytes = NULL;
+            l->bytes_expr = NULL;
+            L->oom |= !l->offset_expr;
         } else {
             l->key = pool_key(L, l);
         }

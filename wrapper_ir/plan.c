@@ -148,7 +148,7 @@ tilec_status tilec_wir_peak_bytes(tilec_ctx *ctx, const tilec_wir *w, tilec_wir_
         case TILEC_WIR_MULTI_OUTPUT:
             if (!l->bytes)
                 break; /* the tuple of a multi-output extern holds no storage */
-            if ((st = wir_size_eval(l->bytes, sizes, n, &v, bad)) != TILEC_OK) {
+            if ((st = wir_expr_eval(l->bytes_expr, sizes, n, &v, bad)) != TILEC_OK) {
                 if (bad[0])
                     diag_at(ctx, &w->mod->src, &l->loc, TILEC_SEV_ERROR,
                             "graph '%s': no value for the size symbol '%s' (needed by '%s', %s bytes)", w->graph->name,

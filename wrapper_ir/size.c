@@ -1,7 +1,9 @@
-/* size.c: size texts ("4*C*R + 2", "2*(R)/(4) - cdiv(N, 128)"), the
- * canonical polynomials of util/poly.c as lowering prints them, parsed
- * once into a tree (tilec_wir_size_parse) that emitters print in their
- * own language, and evaluated with overflow checks (tilec_wir_eval).
+/* size.c: evaluating the wrapper IR's sizes (integer expressions,
+ * tilec/iexpr.h) with the values of the size symbols; and, for the public
+ * API's callers (tilec_wir_size_parse, tilec_wir_eval), size texts
+ * ("4*C*R + 2", "2*(R)/(4) - cdiv(N, 128)"), the canonical polynomials of
+ * util/poly.c as lowering prints them, parsed into a tree. Nothing inside
+ * tilec parses a size text back: the lines carry the expressions.
  *
  * expr   := ['-'] term (('+' | '-') term)*
  * term   := factor ('*' factor)*
@@ -11,9 +13,11 @@
  * "(x)/(y)" binds tighter than the '*' of its coefficient: not C's
  * precedence, which is why emitters print the tree, not the text. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/iexpr.h"
 #include "wrapper_ir/wir.h"
 
 typedef struct sp {
@@ -171,73 +175,71 @@ tilec_status tilec_wir_size_parse(const char *text, tilec_wir_size_node *nodes, 
     return TILEC_OK;
 }
 
-/* ---- evaluation ---- */
+/* ---- evaluation, by the one evaluator (tilec/iexpr.h) ---- */
 
-static tilec_status ev_node(const tilec_wir_size_node *t, int32_t i, const tilec_wir_size *sizes, size_t n,
-                            int64_t *out, char bad[64])
+typedef struct sz_env {
+    const tilec_wir_size *sizes;
+    size_t n;
+    char *bad; /* the first unknown symbol, or NULL */
+} sz_env;
+
+static int sz_lookup(void *user, const tilec_ix *sym, int64_t *out)
 {
-    const tilec_wir_size_node *x = &t[i];
-    int64_t a = 0, b = 0;
-    tilec_status st;
-    switch (x->op) {
-    case TILEC_WIR_SZ_INT: *out = x->value; return TILEC_OK;
-    case TILEC_WIR_SZ_SYM:
-        for (size_t k = 0; k < n; k++)
-            if (!strcmp(sizes[k].name, x->name)) {
-                *out = sizes[k].value;
-                return TILEC_OK;
-            }
-        if (bad)
-            memcpy(bad, x->name, sizeof x->name);
-        return TILEC_ERR_ARG;
-    default: break;
-    }
-    if ((st = ev_node(t, x->a, sizes, n, &a, bad)) != TILEC_OK ||
-        (x->op != TILEC_WIR_SZ_NEG && (st = ev_node(t, x->b, sizes, n, &b, bad)) != TILEC_OK))
-        return st;
-    switch (x->op) {
-    case TILEC_WIR_SZ_NEG: return __builtin_sub_overflow((int64_t)0, a, out) ? TILEC_ERR_INPUT : TILEC_OK;
-    case TILEC_WIR_SZ_ADD: return __builtin_add_overflow(a, b, out) ? TILEC_ERR_INPUT : TILEC_OK;
-    case TILEC_WIR_SZ_SUB: return __builtin_sub_overflow(a, b, out) ? TILEC_ERR_INPUT : TILEC_OK;
-    case TILEC_WIR_SZ_MUL: return __builtin_mul_overflow(a, b, out) ? TILEC_ERR_INPUT : TILEC_OK;
-    case TILEC_WIR_SZ_DIV:
-    case TILEC_WIR_SZ_MOD:
-        if (!b || (a == INT64_MIN && b == -1))
-            return TILEC_ERR_INPUT;
-        *out = x->op == TILEC_WIR_SZ_DIV ? a / b : a % b;
-        return TILEC_OK;
-    case TILEC_WIR_SZ_CDIV:
-        if (b <= 0)
-            return TILEC_ERR_INPUT;
-        *out = a / b + (a % b > 0);
-        return TILEC_OK;
-    default: return TILEC_ERR_ARG;
-    }
+    sz_env *env = user;
+    for (size_t k = 0; k < env->n; k++)
+        if (!strcmp(env->sizes[k].name, sym->name)) {
+            *out = env->sizes[k].value;
+            return 0;
+        }
+    if (env->bad && !env->bad[0])
+        snprintf(env->bad, 64, "%s", sym->name);
+    return 1;
 }
 
-tilec_status wir_size_eval(const char *text, const tilec_wir_size *sizes, size_t n, int64_t *out, char bad[64])
+tilec_status wir_expr_eval(const tilec_ix *e, const tilec_wir_size *sizes, size_t n, int64_t *out, char bad[64])
 {
-    size_t cap = strlen(text) + 1, count = 0; /* a node takes at least one byte of text */
-    tilec_wir_size_node *t = malloc(cap * sizeof *t);
-    if (!t)
-        return TILEC_ERR_NOMEM;
-    int32_t root = -1;
-    tilec_status st = tilec_wir_size_parse(text, t, cap, &count, &root);
+    sz_env env = {sizes, n, bad};
     if (bad)
         bad[0] = 0;
-    if (st == TILEC_OK)
-        st = ev_node(t, root, sizes, n, out, bad);
-    free(t);
-    return st;
+    tilec_ix_err r = tilec_ix_eval(e, sz_lookup, &env, out, NULL);
+    return r == TILEC_IX_OK ? TILEC_OK : r == TILEC_IX_UNKNOWN || r == TILEC_IX_BAD ? TILEC_ERR_ARG : TILEC_ERR_INPUT;
+}
+
+/* Node i of a parsed size text as an integer expression. */
+static const tilec_ix *sz_ix(arena *a, const tilec_wir_size_node *t, int32_t i)
+{
+    static const tilec_ix_op ops[] = {
+        [TILEC_WIR_SZ_NEG] = TILEC_IX_NEG, [TILEC_WIR_SZ_ADD] = TILEC_IX_ADD, [TILEC_WIR_SZ_SUB] = TILEC_IX_SUB,
+        [TILEC_WIR_SZ_MUL] = TILEC_IX_MUL, [TILEC_WIR_SZ_DIV] = TILEC_IX_DIV, [TILEC_WIR_SZ_MOD] = TILEC_IX_MOD,
+        [TILEC_WIR_SZ_CDIV] = TILEC_IX_CDIV,
+    };
+    const tilec_wir_size_node *x = &t[i];
+    if (x->op == TILEC_WIR_SZ_INT)
+        return ix_int(a, x->value);
+    if (x->op == TILEC_WIR_SZ_SYM)
+        return ix_sym(a, x->name);
+    return ix_new(a, ops[x->op], sz_ix(a, t, x->a), x->op == TILEC_WIR_SZ_NEG ? NULL : sz_ix(a, t, x->b));
 }
 
 tilec_status tilec_wir_eval(const char *text, const tilec_wir_size *sizes, size_t n, int64_t *out)
 {
     if (!text || !out || (!sizes && n))
         return TILEC_ERR_ARG;
+    size_t cap = strlen(text) + 1, count = 0; /* a node takes at least one byte of text */
+    tilec_wir_size_node *t = malloc(cap * sizeof *t);
+    if (!t)
+        return TILEC_ERR_NOMEM;
+    int32_t root = -1;
+    tilec_status st = tilec_wir_size_parse(text, t, cap, &count, &root);
+    arena a;
+    ar_init(&a);
+    const tilec_ix *e = st == TILEC_OK ? sz_ix(&a, t, root) : NULL;
     int64_t v = 0;
-    tilec_status st = wir_size_eval(text, sizes, n, &v, NULL);
+    if (st == TILEC_OK)
+        st = e ? wir_expr_eval(e, sizes, n, &v, NULL) : TILEC_ERR_NOMEM;
     if (st == TILEC_OK)
         *out = v;
+    ar_free(&a);
+    free(t);
     return st;
 }

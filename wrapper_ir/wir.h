@@ -24,8 +24,10 @@ struct tilec_wir {
 /* Append a zeroed line of `kind` at loc; NULL when out of memory. */
 tilec_wir_line *wir_add(tilec_wir *w, tilec_wir_kind kind, const tilec_loc *loc);
 
-/* tilec_wir_eval, and the unknown symbol (when that is the error) in bad. */
-tilec_status wir_size_eval(const char *text, const tilec_wir_size *sizes, size_t n, int64_t *out, char bad[64]);
+/* Evaluate a size of a line with the given symbol values (the one
+ * evaluator, tilec/iexpr.h): TILEC_ERR_ARG for an unknown symbol (named
+ * in bad, may be NULL), TILEC_ERR_INPUT on overflow or division by zero. */
+tilec_status wir_expr_eval(const tilec_ix *e, const tilec_wir_size *sizes, size_t n, int64_t *out, char bad[64]);
 
 /* The text form's pieces, for the built-in "ir" emitter (hooks take a strbuf *). */
 extern const tilec_wir_hooks wir_text_hooks;

@@ -6,16 +6,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tilec/core.h"
+#include "tilec/iexpr.h"
 #include "tilec/types.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct tilec_loc {
-    const char *file;
-    uint32_t line, col; /* 1-based; col counts bytes */
-} tilec_loc;
 
 /* The checked type of an expression. Tiles have rank >= 1; a scalar has
  * rank 0. A pointer value (scalar or tile of pointers) has ptr set and
@@ -152,6 +149,11 @@ typedef struct tilec_kernel {
     tilec_variant *variants;
     uint32_t nvariants;
     tilec_block body;
+    /* the grid as integer expressions (tilec/iexpr.h), made by the checker:
+     * what tilec_kernel_grid evaluates; an entry is NULL when its
+     * expression is one the evaluator has no operator for (a comparison).
+     * Last, so that the fields before it keep their offsets. */
+    const tilec_ix **gridx;
 } tilec_kernel;
 
 typedef struct tilec_extern {

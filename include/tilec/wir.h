@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tilec/iexpr.h"
 #include "tilec/tilec.h"
 
 #ifdef __cplusplus
@@ -52,6 +53,7 @@ typedef enum tilec_wir_arg_kind {
 typedef struct tilec_wir_arg {
     tilec_wir_arg_kind kind;
     const char *text;
+    const tilec_ix *expr; /* SIZE: the size as an integer expression (text is its canonical text) */
 } tilec_wir_arg;
 
 /* One line. Which fields are set depends on the kind:
@@ -76,7 +78,12 @@ typedef struct tilec_wir_arg {
  *                      the dimension binds its symbol, 0 when it checks it)
  *
  * Size texts are canonical polynomials in the graph's size symbols (see
- * docs/wrapper-ir.md), so equal sizes have equal text. */
+ * docs/wrapper-ir.md), so equal sizes have equal text. Every size comes
+ * twice: as that text (to print, and to compare) and as an integer
+ * expression (tilec/iexpr.h: size_exprs, stride_exprs, bytes_expr,
+ * offset_expr, a SIZE argument's expr), the tree of the same shape that
+ * emitters print in their language and that memory planning evaluates
+ * with the one evaluator: nothing parses the text back. */
 typedef struct tilec_wir_line {
     tilec_wir_kind kind;
     tilec_loc loc; /* the .tile statement (or parameter, or kernel) */
@@ -104,6 +111,12 @@ typedef struct tilec_wir_line {
     const char **outs;
     uint32_t nouts;
     const char *grid; /* the kernel's grid as written, "cdiv(n, BLOCK)" or "rows, cols" */
+    /* the sizes, strides, bytes and offset above as integer expressions
+     * (set where their texts are; rank entries each) */
+    const tilec_ix *const *size_exprs;
+    const tilec_ix *const *stride_exprs;
+    const tilec_ix *bytes_expr;
+    const tilec_ix *offset_expr;
 } tilec_wir_line;
 
 /* The lines of one graph; owns its memory (one arena). */
@@ -181,9 +194,9 @@ typedef struct tilec_wir_size {
  * nothing recorded) on bad text, a name longer than 63 bytes, a value
  * that is not a positive integer, or too many entries. */
 tilec_status tilec_wir_parse_sizes(const char *spec, tilec_wir_size *out, size_t cap, size_t *n);
-/* A size text parsed (tilec_wir_size_parse): a tree in an array, so that an
- * emitter prints it with its own language's operators and precedence, or
- * with overflow checks. The leading '-' of a text negates its whole first
+/* A size text parsed (tilec_wir_size_parse): a tree in an array, for
+ * callers that hold only a text (a line's sizes come as tilec_ix trees
+ * already: size_exprs, bytes_expr, ...; emitters print those). The leading '-' of a text negates its whole first
  * term, and "2*(R)/(4)" is 2 * (R / 4): not C's reading of the text.
  *  INT   value               SYM   name
  *  NEG   -a                  ADD, SUB, MUL   a op b (64-bit, checked)
@@ -214,8 +227,9 @@ typedef struct tilec_wir_size_node {
 tilec_status tilec_wir_size_parse(const char *text, tilec_wir_size_node *nodes, size_t cap, size_t *n,
                                   int32_t *root);
 /* Evaluate a canonical size text ("4*R*C + 2", "cdiv(N, 128)") with the
- * given values; TILEC_ERR_ARG for an unknown symbol or bad text,
- * TILEC_ERR_INPUT on overflow or division by zero. */
+ * given values, by the rules of tilec/iexpr.h (tilec_ix_eval);
+ * TILEC_ERR_ARG for an unknown symbol or bad text, TILEC_ERR_INPUT on
+ * overflow or division by zero (cdiv: a divisor <= 0). */
 tilec_status tilec_wir_eval(const char *text, const tilec_wir_size *sizes, size_t n, int64_t *out);
 /* Peak bytes of the graph's own buffers (inputs excluded) for the given
  * symbol values, walking the lines as they are (call before and after

@@ -17,8 +17,12 @@ class RangeError(OverflowError, ValueError):
 
 
 def cdiv(a: int, b: int) -> int:
-    """a / b rounded up (sizes are positive)."""
-    return -(-a // b)
+    """a / b rounded up, for any a and b > 0 (docs/language.md 7.7): spelled
+    as the C wrapper's tl_cdiv, div(a, b) plus 1 when the remainder is
+    positive; ValueError for b <= 0, as the C wrapper fails."""
+    if b <= 0:
+        raise ValueError(f"cdiv({a}, {b}): the divisor must be positive")
+    return div(a, b) + (mod(a, b) > 0)
 
 
 def div(a: int, b: int) -> int:

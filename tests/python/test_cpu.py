@@ -210,6 +210,13 @@ class GeneratedWrapperTests(unittest.TestCase):
         # / and % of size texts truncate as in C (and tilec_wir_eval)
         self.assertEqual([tilec.div(a, b) for a, b in ((7, 2), (-7, 2), (7, -2), (-7, -2))], [3, -3, -3, 3])
         self.assertEqual([tilec.mod(a, b) for a, b in ((7, 2), (-7, 2), (7, -2), (-7, -2))], [1, -1, 1, -1])
+        # cdiv is the ceiling for any a and b > 0 (docs/language.md 7.7), as tl_cdiv
+        self.assertEqual([tilec.cdiv(a, b) for a, b in ((7, 2), (8, 2), (0, 5), (-7, 2), (-8, 2), (-1, 128))],
+                         [4, 4, 0, -3, -4, 0])
+        self.assertEqual(tilec.cdiv(2**63 - 1, 2**63 - 1), 1)
+        for b in (0, -2):
+            with self.assertRaises(ValueError):
+                tilec.cdiv(7, b)
         self.assertEqual(tilec.check_fits("g", "x", 2**63 - 1), 2**63 - 1)
         with self.assertRaises(ValueError):
             tilec.check_fits("g", "x", 2**63)

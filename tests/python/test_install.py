@@ -18,7 +18,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def header_version():
-    with open(os.path.join(ROOT, "include", "tilec", "tilec.h")) as f:
+    with open(os.path.join(ROOT, "include", "tilec", "core.h")) as f:
         return re.search(r'^#define TILEC_VERSION_STRING "([^"]+)"$', f.read(), re.M).group(1)
 
 

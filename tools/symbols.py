@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""symbols.py: the layering check on symbols, beside tools/layers.py's
+check on includes (docs/architecture.md). After the build, `nm` over the
+library's object files says which folder defines each global symbol and
+which folders use it; a use runs up a layer when the defining folder is
+not one the user's folder may include (the table of tools/layers.py), and
+the folders must form no circle. This catches what includes cannot: a
+call through a declaration written by hand, or through a header of a
+lower layer that an upper layer implements. Python 3 standard library and
+binutils' nm.
+
+    tools/symbols.py [OBJDIR [ROOT]]   check OBJDIR (default: build/obj)
+                                       against the sources at ROOT (.)
+
+OBJDIR/FOLDER/X.o are the folders' objects, read when ROOT/FOLDER/X.c
+(or .re, .y) still exists (a build keeps objects of moved files);
+OBJDIR/gen/lexer.o belongs to dsl/ and OBJDIR/gen/grammar.o to parser/. Exit 1 with one line per
+violation, 2 when nm cannot be run.
+"""
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layers import FOLDERS, MAY_INCLUDE, circles, report  # noqa: E402
+
+# Generated sources and the folder of the source they come from.
+GENERATED = {"lexer.o": "dsl", "grammar.o": "parser"}
+
+
+def has_source(root, rel):
+    """Whether object rel (FOLDER/X.o) has a source at root."""
+    stem = os.path.join(root, rel[:-2])
+    return any(os.path.isfile(stem + ext) for ext in (".c", ".re", ".y"))
+
+
+def objects(objdir, root):
+    """(folder, path) of every object of the library's folders."""
+    out = []
+    for folder in FOLDERS:
+        d = os.path.join(objdir, folder)
+        for dirpath, _, names in os.walk(d):
+            out += [(folder, os.path.join(dirpath, n)) for n in sorted(names)
+                    if n.endswith(".o") and has_source(root, os.path.relpath(os.path.join(dirpath, n), objdir))]
+    gen = os.path.join(objdir, "gen")
+    for name, folder in GENERATED.items():
+        if os.path.isfile(os.path.join(gen, name)):
+            out.append((folder, os.path.join(gen, name)))
+    return out
+
+
+def nm(paths):
+    """{path: (defined symbols, undefined symbols)} from one nm run."""
+    p = subprocess.run(["nm", "-A", "-P", "--no-sort"] + paths, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise OSError(p.stderr.strip() or "nm failed")
+    out = {path: (set(), set()) for path in paths}
+    for line in p.stdout.splitlines():
+        # "path: name type [value size]" (-P); an archive member would be "lib.a[x.o]:"
+        head, _, rest = line.partition(": ")
+        fields = rest.split()
+        if head not in out or len(fields) < 2:
+            continue
+        name, kind = fields[0], fields[1]
+        if kind == "U":
+            out[head][1].add(name)
+        elif kind.isupper() or kind in "uvw":  # global: text, data, bss, rodata, common, weak
+            out[head][0].add(name)
+    return out
+
+
+def check(objdir, root="."):
+    objs = objects(objdir, root)
+    syms = nm([p for _, p in objs]) if objs else {}
+    defined = {}  # symbol -> (folder, object)
+    for folder, path in objs:
+        for s in syms[path][0]:
+            defined.setdefault(s, (folder, path))
+    bad, edges, seen = [], {}, set()
+    for folder, path in objs:
+        for s in sorted(syms[path][1]):
+            if s not in defined:
+                continue  # libc, CUDA, the loader: no folder's
+            theirs, where = defined[s]
+            if theirs == folder:
+                continue
+            edges.setdefault(folder, set()).add(theirs)
+            if theirs in MAY_INCLUDE[folder] or (folder, s) in seen:
+                continue
+            seen.add((folder, s))
+            why = "up a layer" if FOLDERS[theirs] > FOLDERS[folder] else (
+                "sideways, one layer" if FOLDERS[theirs] == FOLDERS[folder]
+                else f"{folder} may use only " + (", ".join(MAY_INCLUDE[folder]) or "itself"))
+            bad.append(f"{os.path.relpath(path, objdir)}: uses {s}, defined in {os.path.relpath(where, objdir)}: "
+                       f"{folder} (layer {FOLDERS[folder]}) -> {theirs} (layer {FOLDERS[theirs]}), {why}")
+    for comp in circles(edges):
+        bad.append("circle among folders (by symbols): " + " <-> ".join(comp))
+    return bad, len(objs)
+
+
+def main():
+    objdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join("build", "obj")
+    root = sys.argv[2] if len(sys.argv) > 2 else "."
+    try:
+        bad, n = check(objdir, root)
+    except OSError as e:
+        print(f"symbols: cannot run nm: {e}")
+        return 2
+    if n == 0:
+        print(f"symbols: no object files under {objdir} (build first)")
+        return 2
+    return report(bad, "symbols: {} violation(s) (docs/architecture.md)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
