@@ -84,6 +84,20 @@ static void hash_module(build *b)
 /* a kernel's bundle name, "<kernel>_v<variant>", always fits in a bundle */
 _Static_assert(TILEC_BUNDLE_MAX_NAME >= TILEC_MAX_IDENT + 32, "bundle names must hold every kernel name");
 
+/* A cached sm_90a image holds the twins the lowering wrote beside the
+ * variants (tilec/tma.h); their metadata is the lowering's, not the
+ * bundle's: lower the variant again (microseconds) for it. */
+static void twin_meta(build *b, bkernel *pk)
+{
+    size_t n = strlen(b->arch);
+    tilec_kernel_code lc;
+    if (!n || b->arch[n - 1] != 'a' || tilec_lower_kernel(b->ctx, b->m, pk->k, pk->variant, &lc) != TILEC_OK)
+        return;
+    pk->code.tma = lc.tma;
+    lc.tma.name = NULL;
+    tilec_kernel_code_free(&lc);
+}
+
 /* Fill the kernels from a cached bundle: names, launch metadata, images.
  * The parameter kinds must be the ones the module's parameters give. */
 static int from_bundle(build *b, tilec_bundle *bd)
@@ -112,6 +126,7 @@ static int from_bundle(build *b, tilec_bundle *bd)
         pk->code.nparams = bk->nparams;
         pk->code.kernel = pk->k;
         pk->code.variant = pk->variant;
+        twin_meta(b, pk);
     }
     return 0;
 }
@@ -257,7 +272,7 @@ static tilec_status assemble(build *b, tilec_program **out)
         const bkernel *bk = &b->ks[i];
         rt_kernel_desc d = {bk->k->name, bk->variant, tilec_kernel_variant_count(bk->k), bk->code.name,
                             bk->code.threads, bk->code.smem_bytes, bk->code.nparams, bk->kinds,
-                            tilec_kernel_written_params(bk->k), kernel_grid, bk->k, NULL};
+                            tilec_kernel_written_params(bk->k), kernel_grid, bk->k, NULL, &bk->code.tma};
         if (rt_program_set(p, i, &d) != TILEC_RT_OK) {
             tilec_program_free(p);
             return TILEC_ERR_NOMEM;
@@ -293,7 +308,7 @@ static tilec_status run(build *b, tilec_program **out)
         tilec_rt_device_props props;
         if (!b->rt || tilec_rt_device_info(b->rt, &props) != TILEC_RT_OK)
             return fail(b, NULL, "no architecture to compile for", b->rt ? tilec_rt_last_error(b->rt) : "no device");
-        snprintf(b->arch, sizeof b->arch, "sm_%d%d", props.sm_major, props.sm_minor);
+        snprintf(b->arch, sizeof b->arch, "%s", props.arch);
     }
     tilec_status st = variants(b);
     if (st != TILEC_OK)

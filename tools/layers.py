@@ -44,6 +44,8 @@ PUBLIC = {
     "types.h": "util",
     # how a kernel parameter is passed: lowering, emitters and runtime share it
     "param_kind.h": "util",
+    # the sm_90a twin's launch metadata: the lowering writes it, the runtime reads it
+    "tma.h": "util",
     # mixed today: contexts, diagnostics and sinks (dsl) with the parse
     # entry points and the module accessors (parser); it includes ast.h.
     "tilec.h": "parser",
