@@ -73,6 +73,8 @@ static void emit_kernel(lw *L, const char *fname)
     lower_line(L, "extern __shared__ __align__(16) unsigned char tl_smem[];");
     lower_line(L, "const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;");
     lower_line(L, "(void)tl_smem; (void)tl_lane; (void)tl_warp;");
+    if (L->wg)
+        lower_wg_preamble(L);
     for (uint32_t i = 0; i < k->nhints; i++) {
         int64_t v = tilec_kernel_hint(k, L->variant, k->hints[i].name, 0);
         lower_line(L, "constexpr %s %s = %lld%s;", v > INT32_MAX || v < INT32_MIN ? "long long" : "int",

@@ -201,6 +201,8 @@ int lower_wg_layout(const lw *L, int64_t M, int64_t N, lay *y);
 void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp);
 /* Twin pass: emit the noted loop; 0 for any other loop. */
 int lower_wg_loop(lw *L, const tilec_stmt *loop);
+/* The twin's program ids in grouped order (tl_pid0, tl_pid1). */
+void lower_wg_preamble(lw *L);
 /* The twin's extra kernel parameters (its tensor maps). */
 const char *lower_wg_params(void);
 /* Append the lowered twin (L->out) to tu and fill meta: 1, or 0 when the

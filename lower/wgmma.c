@@ -18,7 +18,7 @@
 
 #include "lower/lower_internal.h"
 
-enum { WG_BK = 64, WG_ROW_BYTES = 128, WG_PRODUCER = 128, WG_RING_MAX = 160 * 1024, WG_MAX_STAGES = 6 };
+enum { WG_GROUP = 8, WG_BK = 64, WG_ROW_BYTES = 128, WG_PRODUCER = 128, WG_RING_MAX = 160 * 1024, WG_MAX_STAGES = 6 };
 
 /* ---- recognising the loads ---- */
 
@@ -211,6 +211,25 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
 
 /* ---- the twin's loop ---- */
 
+/* pid(0), pid(1) of the twin: the blocks in launch order walk WG_GROUP
+ * tiles down axis 0 before the next column of tiles along axis 1, so the
+ * blocks resident at once share their A rows and B columns in L2. A
+ * bijection of the grid: every (pid(0), pid(1)) runs once. */
+void lower_wg_preamble(lw *L)
+{
+    lower_line(L, "int tl_pid0, tl_pid1;");
+    lower_line(L, "{ /* grouped order, %d tiles down axis 0 at a time */", WG_GROUP);
+    L->ind++;
+    lower_line(L, "const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;");
+    lower_line(L, "const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = %d * tl_n1;", WG_GROUP);
+    lower_line(L, "const int tl_first = (tl_lin / tl_gw) * %d, tl_rest = tl_n0 - tl_first;", WG_GROUP);
+    lower_line(L, "const int tl_gs = tl_rest < %d ? tl_rest : %d, tl_r = tl_lin %% tl_gw;", WG_GROUP, WG_GROUP);
+    lower_line(L, "tl_pid0 = tl_first + tl_r %% tl_gs;");
+    lower_line(L, "tl_pid1 = tl_r / tl_gs;");
+    L->ind--;
+    lower_line(L, "}");
+}
+
 /* Coordinates (column, row) of load i's box at its first element. */
 static void coords(lw *L, const wg_plan *w, int i, const char **col, const char **row)
 {
@@ -259,7 +278,8 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
 }
 
 /* The consumer warp groups: wait for a slot, four k16 steps of wgmma on
- * it, wait for them, hand the slot back. */
+ * it, then wait for the previous slot's and hand that one back (one
+ * group of wgmma in flight while the next slot is awaited). */
 static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
 {
     int S = w->S;
@@ -279,11 +299,13 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     lower_line(L, "    tl_wgmma_%s_n%lld(%s, tl_wg_desc(tl_a + tl_q * 32, 16, 1024), tl_wg_desc(tl_b + tl_q * 2048, %d, 1024));",
                d == TILEC_DT_BF16 ? "bf16" : "f16", (long long)w->N, acc->c, WG_BK * WG_ROW_BYTES);
     lower_line(L, "tl_wg_commit();");
-    lower_line(L, "tl_wg_wait<0>();");
-    lower_line(L, "if (tl_lane == 0)");
-    lower_line(L, "    tl_mbar_arrive(tl_empty + tl_s * 8);");
+    /* one group in flight: the previous stage's wgmma are done, its slot free */
+    lower_line(L, "tl_wg_wait<1>();");
+    lower_line(L, "if (tl_it > 0 && tl_lane == 0)");
+    lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
     L->ind--;
     lower_line(L, "}");
+    lower_line(L, "tl_wg_wait<0>();");
 }
 
 int lower_wg_loop(lw *L, const tilec_stmt *loop)

@@ -279,6 +279,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, 
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
     constexpr int v_BM = 64;
     constexpr int v_BN = 64;
     constexpr int v_BK = 64;
@@ -318,8 +327,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, 
                     if (tl_it >= 6)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
                     tl_mbar_expect(tl_full + tl_s * 8, 16384);
-                    tl_tma_2d(tl_ring + tl_s * 8192, &tl_tm0, (v_k + 0), ((((int)blockIdx.x) * v_BM) + 0), tl_full + tl_s * 8);
-                    tl_tma_2d(tl_ring + 49152 + tl_s * 8192 + 0, &tl_tm1, ((((int)blockIdx.y) * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
+                    tl_tma_2d(tl_ring + tl_s * 8192, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
+                    tl_tma_2d(tl_ring + 49152 + tl_s * 8192 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
                 }
             }
             return;
@@ -336,10 +345,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, 
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n64(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024));
             tl_wg_commit();
-            tl_wg_wait<0>();
-            if (tl_lane == 0)
-                tl_mbar_arrive(tl_empty + tl_s * 8);
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
         }
+        tl_wg_wait<0>();
     }
     // examples/matmul.tile:17
     #pragma unroll
@@ -347,11 +357,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((v_c + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        float *tl_p = ((v_c + (((tl_pid0 * v_BM) + tl_i0) * v_N)) + ((tl_pid1 * v_BN) + tl_i1));
         const float tl_v0 = v_acc[tl_j];
-        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+        const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
         const float tl_v1 = v_acc[tl_j + 1];
-        const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
+        const bool tl_m1 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N));
         if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -600,6 +610,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
     constexpr int v_BM = 128;
     constexpr int v_BN = 64;
     constexpr int v_BK = 64;
@@ -639,8 +658,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
                     if (tl_it >= 6)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
                     tl_mbar_expect(tl_full + tl_s * 8, 24576);
-                    tl_tma_2d(tl_ring + tl_s * 16384, &tl_tm0, (v_k + 0), ((((int)blockIdx.x) * v_BM) + 0), tl_full + tl_s * 8);
-                    tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 0, &tl_tm1, ((((int)blockIdx.y) * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
+                    tl_tma_2d(tl_ring + tl_s * 16384, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
+                    tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
                 }
             }
             return;
@@ -657,10 +676,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n64(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024));
             tl_wg_commit();
-            tl_wg_wait<0>();
-            if (tl_lane == 0)
-                tl_mbar_arrive(tl_empty + tl_s * 8);
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
         }
+        tl_wg_wait<0>();
     }
     // examples/matmul.tile:17
     #pragma unroll
@@ -668,11 +688,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((v_c + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        float *tl_p = ((v_c + (((tl_pid0 * v_BM) + tl_i0) * v_N)) + ((tl_pid1 * v_BN) + tl_i1));
         const float tl_v0 = v_acc[tl_j];
-        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+        const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
         const float tl_v1 = v_acc[tl_j + 1];
-        const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
+        const bool tl_m1 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N));
         if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -921,6 +941,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
     constexpr int v_BM = 128;
     constexpr int v_BN = 128;
     constexpr int v_BK = 64;
@@ -960,9 +989,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
                     if (tl_it >= 5)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 5) + 1) & 1);
                     tl_mbar_expect(tl_full + tl_s * 8, 32768);
-                    tl_tma_2d(tl_ring + tl_s * 16384, &tl_tm0, (v_k + 0), ((((int)blockIdx.x) * v_BM) + 0), tl_full + tl_s * 8);
-                    tl_tma_2d(tl_ring + 81920 + tl_s * 16384 + 0, &tl_tm1, ((((int)blockIdx.y) * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
-                    tl_tma_2d(tl_ring + 81920 + tl_s * 16384 + 8192, &tl_tm1, ((((int)blockIdx.y) * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
+                    tl_tma_2d(tl_ring + tl_s * 16384, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
+                    tl_tma_2d(tl_ring + 81920 + tl_s * 16384 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
+                    tl_tma_2d(tl_ring + 81920 + tl_s * 16384 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
                 }
             }
             return;
@@ -979,10 +1008,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024));
             tl_wg_commit();
-            tl_wg_wait<0>();
-            if (tl_lane == 0)
-                tl_mbar_arrive(tl_empty + tl_s * 8);
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 5) * 8);
         }
+        tl_wg_wait<0>();
     }
     // examples/matmul.tile:17
     #pragma unroll
@@ -990,11 +1020,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((v_c + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        float *tl_p = ((v_c + (((tl_pid0 * v_BM) + tl_i0) * v_N)) + ((tl_pid1 * v_BN) + tl_i1));
         const float tl_v0 = v_acc[tl_j];
-        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+        const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
         const float tl_v1 = v_acc[tl_j + 1];
-        const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
+        const bool tl_m1 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N));
         if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
