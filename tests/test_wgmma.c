@@ -11,6 +11,7 @@
 
 #include "fs_helpers.h"
 #include "helpers.h"
+#include "mm_tile.h"
 #include "tilec/lower.h"
 
 #define GEMM "bench/harness/gemm.tile"
@@ -82,23 +83,7 @@ Test(wgmma, twin_metadata)
 static void a_map_with_mask(const char *amask, int *rows, int *cols)
 {
     char src[2048];
-    snprintf(src, sizeof src,
-             "kernel mm(a: *f16, b: *f16, c: *f16, M: i32, N: i32, K: i32)\n"
-             "    grid (cdiv(M, BM), cdiv(N, BN))\n"
-             "    hints { BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 }\n"
-             "{\n"
-             "    let rm = pid(0) * BM + range(BM);\n"
-             "    let rn = pid(1) * BN + range(BN);\n"
-             "    let acc = zeros(f32, BM, BN);\n"
-             "    for k in 0 .. K step BK {\n"
-             "        let rk = k + range(BK);\n"
-             "        let ta = load(a + rm[:, None] * K + rk[None, :], %s, 0.0);\n"
-             "        let tb = load(b + rk[:, None] * N + rn[None, :], rk[:, None] < K && rn[None, :] < N, 0.0);\n"
-             "        acc = acc + dot(ta, tb);\n"
-             "    }\n"
-             "    store(c + rm[:, None] * N + rn[None, :], cast(acc, f16), rm[:, None] < M && rn[None, :] < N);\n"
-             "}\n",
-             amask);
+    snprintf(src, sizeof src, MM_TILE_FMT, "mm", amask);
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = NULL;
     tilec_status st = tilec_parse_string(ctx, "mm.tile", src, strlen(src), &m);
@@ -120,7 +105,7 @@ static void a_map_with_mask(const char *amask, int *rows, int *cols)
 Test(wgmma, masks_give_the_extents)
 {
     int r, c;
-    a_map_with_mask("rm[:, None] < M && rk[None, :] < K", &r, &c);
+    a_map_with_mask(MM_TILE_MASK, &r, &c);
     cr_expect(r == 3 && c == 5, "rows M, cols K: %d %d", r, c);
     a_map_with_mask("rk[None, :] < K && rm[:, None] < M", &r, &c);
     cr_expect(r == 3 && c == 5, "either order: %d %d", r, c);
