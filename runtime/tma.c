@@ -107,7 +107,7 @@ static int map_key(const pkernel *pk, const tilec_tma_map *m, const tilec_rt_arg
 {
     uint64_t base = args[m->ptr].ptr;
     int64_t rows = int_arg(pk, args, m->rows), cols = int_arg(pk, args, m->cols), stride = int_arg(pk, args, m->stride);
-    if (!base || base % 16 || rows < 1 || cols < 1 || stride < cols || rows > UINT32_MAX || cols > UINT32_MAX ||
+    if (!base || base % 16 || rows < 1 || cols < 1 || stride < cols || rows > INT32_MAX || cols > INT32_MAX ||
         (stride * m->elem_bytes) % 16 || stride > (INT64_C(1) << 39) / m->elem_bytes)
         return 0;
     key[0] = base;
