@@ -247,7 +247,7 @@ static tilec_status assemble(build *b, tilec_program **out)
         const bkernel *bk = &b->ks[i];
         rt_kernel_desc d = {bk->k->name, bk->variant, tilec_kernel_variant_count(bk->k), bk->code.name,
                             bk->code.threads, bk->code.smem_bytes, bk->code.nparams, bk->kinds,
-                            tilec_kernel_written_params(bk->k), kernel_grid, bk->k, NULL};
+                            tilec_kernel_written_params(bk->k), kernel_grid, bk->k, NULL, &bk->code.tma};
         if (rt_program_set(p, i, &d) != TILEC_RT_OK) {
             tilec_program_free(p);
             return TILEC_ERR_NOMEM;
@@ -284,7 +284,7 @@ static tilec_status build_all(build *b)
         tilec_rt_device_props props;
         if (!b->rt || tilec_rt_device_info(b->rt, &props) != TILEC_RT_OK)
             return fail(b, NULL, "no architecture to compile for", b->rt ? tilec_rt_last_error(b->rt) : "no device");
-        snprintf(b->arch, sizeof b->arch, "sm_%d%d", props.sm_major, props.sm_minor);
+        snprintf(b->arch, sizeof b->arch, "%s", props.arch);
     }
     tilec_status st = variants(b);
     if (st != TILEC_OK)

@@ -285,6 +285,8 @@ static const char *walk_call(lw *L, const tilec_expr *e, const char *const *idx,
         if (mode == PREP)
             return NULL;
         static const char *const ax[] = {"x", "y", "z"};
+        if (L->wg && n[0] == 'p' && e->args[0]->ival < 2) /* the sm_90a twin's grouped order (wgmma.c) */
+            return e->args[0]->ival ? "tl_pid1" : "tl_pid0";
         return lower_fmt(L, "((int)%s.%s)", n[0] == 'p' ? "blockIdx" : "gridDim", ax[e->args[0]->ival & 3]);
     }
     if (!strcmp(n, "range"))

@@ -78,19 +78,24 @@ static int mma_layout(const lw *L, int64_t M, int64_t N, lay *y)
     }
     if (best < 0)
         return 0;
+    lower_mma_grid(M, N, best, L->nwarps / best, y);
+    return 1;
+}
+
+void lower_mma_grid(int64_t M, int64_t N, int wm, int wn, lay *y)
+{
     memset(y, 0, sizeof *y);
     y->kind = LY_MMA;
     y->rank = 2;
     y->dims[0] = M;
     y->dims[1] = N;
     y->numel = M * N;
-    y->wm = best;
-    y->wn = L->nwarps / best;
-    y->wtm = (int)(M / y->wm);
-    y->wtn = (int)(N / y->wn);
+    y->wm = wm;
+    y->wn = wn;
+    y->wtm = (int)(M / wm);
+    y->wtn = (int)(N / wn);
     y->E = (y->wtm / 16) * (y->wtn / 8) * 4;
     y->run = 2;
-    return 1;
 }
 
 /* A TM x TN register block per thread for [M, N] (f32 dot). */
@@ -199,6 +204,8 @@ int lower_dot_layout(lw *L, const tilec_type *at, int64_t M, int64_t N, lay *y)
 {
     if (at->dtype == TILEC_DT_F32)
         return fma_layout(L, M, N, y);
+    if (L->wg && lower_wg_layout(L, M, N, y)) /* the sm_90a twin: wgmma fragments */
+        return 1;
     return mma_layout(L, M, N, y);
 }
 

@@ -63,13 +63,18 @@ static void emit_kernel(lw *L, const char *fname)
         sb_printf(&sig, "%s%s%s%s", i ? ", " : "", lower_ctype(p->type.dtype), p->type.kind == TILEC_TE_POINTER ? " *" : " ",
                   lower_cname(L, p->name));
     }
-    lower_line(L, "extern \"C\" __global__ void __launch_bounds__(%d) %s(%s)", L->nt, fname, sb_str(&sig));
+    if (L->wg) /* the sm_90a twin: its tensor maps, a producer warp group, one block per SM */
+        sb_puts(&sig, lower_wg_params());
+    lower_line(L, "extern \"C\" __global__ void __launch_bounds__(%d%s) %s(%s)", L->wg ? L->nt + 128 : L->nt,
+               L->wg ? ", 1" : "", fname, sb_str(&sig));
     sb_free(&sig);
     lower_line(L, "{");
     L->ind++;
     lower_line(L, "extern __shared__ __align__(16) unsigned char tl_smem[];");
     lower_line(L, "const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;");
     lower_line(L, "(void)tl_smem; (void)tl_lane; (void)tl_warp;");
+    if (L->wg)
+        lower_wg_preamble(L);
     for (uint32_t i = 0; i < k->nhints; i++) {
         int64_t v = tilec_kernel_hint(k, L->variant, k->hints[i].name, 0);
         lower_line(L, "constexpr %s %s = %lld%s;", v > INT32_MAX || v < INT32_MIN ? "long long" : "int",
@@ -101,6 +106,32 @@ static void lw_free(lw *L)
     free(L->binds);
     free(L->mats);
     free(L->spilled);
+}
+
+/* The sm_90a twin of variant R (lower/wgmma.c) appended to tu when R's
+ * dot loop qualifies: the kernel lowered again with wgmma accumulators.
+ * -1 only when out of memory. */
+static int emit_twin(const lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
+{
+    if (!R->wg_loop || R->failed)
+        return 0;
+    lw L;
+    memset(&L, 0, sizeof L);
+    L.ctx = R->ctx;
+    L.m = R->m;
+    L.k = R->k;
+    L.variant = R->variant;
+    L.wg = 1;
+    L.quiet = 1; /* a twin that does not come out leaves the variant alone */
+    L.wg_loop = R->wg_loop;
+    L.wgp = R->wgp;
+    ar_init(&L.ar);
+    sb_init(&L.out);
+    const char *tname = lower_fmt(&L, "%s_tma", fname);
+    emit_kernel(&L, tname);
+    int r = lower_wg_finish(&L, tu, meta, tname);
+    lw_free(&L);
+    return r;
 }
 
 static char *dupstr(const char *s)
@@ -138,11 +169,15 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
     sb_puts(&tu, lower_prelude);
     sb_putc(&tu, '\n');
     sb_add(&tu, sb_str(&L.out), L.out.n);
+    if (emit_twin(&L, fname, &tu, &out->tma) < 0)
+        L.failed = 1;
     sb_free(&L.out);
     L.out = tu;
     if (!L.failed && L.smem > SMEM_LIMIT)
         lower_fail(&L, &k->loc, "needs more than %d bytes of shared memory (the most a block may have on sm_90)", SMEM_LIMIT);
     if (L.failed || L.out.failed || L.ar.failed) {
+        free(out->tma.name);
+        out->tma.name = NULL;
         if (!L.failed)
             diag_at(ctx, &m->src, &k->loc, TILEC_SEV_ERROR, "out of memory while lowering kernel '%s'", k->name);
         lw_free(&L);
@@ -174,6 +209,7 @@ void tilec_kernel_code_free(tilec_kernel_code *code)
     free(code->name);
     free(code->source);
     free(code->params);
+    free(code->tma.name);
     memset(code, 0, sizeof *code);
 }
 

@@ -11,6 +11,7 @@
 #include "parser/parse.h"
 #include "tilec/limits.h"
 #include "tilec/lower.h"
+#include "tilec/tma.h"
 #include "util/arena.h"
 #include "util/strbuf.h"
 
@@ -53,6 +54,14 @@ typedef struct lbind {
     int depth;
 } lbind;
 
+/* A dot loop the sm_90a twin runs on wgmma + TMA (wgmma.c). */
+typedef struct wg_plan {
+    tilec_tma_map maps[2];        /* A, B */
+    const tilec_expr *R[2], *C[2]; /* each load's row and column index tiles */
+    int64_t M, N, stage_bytes;
+    int S;                        /* stages */
+} wg_plan;
+
 typedef struct matnode {
     const tilec_expr *e;
     val *v;
@@ -82,6 +91,13 @@ typedef struct lw {
     int nassigned;
     const char **dotacc; /* names updated as x = x + dot(a, b) */
     int ndotacc;
+    /* the sm_90a twin (wgmma.c) */
+    int wg;                  /* 1 while lowering the twin */
+    int wg_seen, wg_done;    /* dot loops noted; the twin's loop emitted */
+    int quiet;               /* failures set `failed` without a diagnostic */
+    const tilec_stmt *wg_loop; /* the loop the twin runs on wgmma, or NULL */
+    wg_plan wgp;
+    size_t wg_epi;           /* where the statements after that loop start in out */
 } lw;
 
 /* ---- state.c: errors, output, names, scopes, hints, shared memory ---- */
@@ -118,6 +134,8 @@ const char *lower_inf_lit(lw *L, tilec_dtype d);
 extern const char *const lower_idx[TILEC_MAX_RANK]; /* "tl_i0", "tl_i1", ... */
 lay lower_canon(const lw *L, const tilec_type *t);
 int lower_same_layout(const lay *a, const lay *b);
+/* The mma layout of [M, N] on a wm x wn warp grid. */
+void lower_mma_grid(int64_t M, int64_t N, int wm, int wn, lay *y);
 /* The accumulator layout of a dot of a [M, K] of type at; 0: none fits. */
 int lower_dot_layout(lw *L, const tilec_type *at, int64_t M, int64_t N, lay *y);
 void lower_emit_index(lw *L, const lay *y, const char *j);
@@ -164,6 +182,32 @@ void lower_emit_block(lw *L, const tilec_block *b);
 /* Emit `for` loop `loop` as a cp.async pipeline when it qualifies: 1 if
  * it did, 0 (nothing emitted) if not. */
 int lower_pipelined_loop(lw *L, const tilec_stmt *loop);
+typedef struct lower_pipe_plan {
+    const tilec_stmt *update;  /* acc = acc + dot(a, b) */
+    const tilec_expr *load[2]; /* the loads feeding a and b */
+    val *acc;
+} lower_pipe_plan;
+/* 1 when `loop` qualifies for pipelining, with its plan. */
+int lower_pipeline_plan(lw *L, const tilec_stmt *loop, lower_pipe_plan *pp);
+/* Bind the loop variable and the body's index tiles; undo with lower_leave(). */
+void lower_bind_loop_scope(lw *L, const tilec_stmt *loop);
+
+/* ---- wgmma.c: the sm_90a twin ---- */
+
+/* wgmma accumulators for [M, N]: the mma layout of one 16-row warp tile
+ * per warp; 0 when the tile is not 64 rows per warp group. */
+int lower_wg_layout(const lw *L, int64_t M, int64_t N, lay *y);
+/* Regular pass: note a pipelined dot loop the twin can run on wgmma. */
+void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp);
+/* Twin pass: emit the noted loop; 0 for any other loop. */
+int lower_wg_loop(lw *L, const tilec_stmt *loop);
+/* The twin's program ids in grouped order (tl_pid0, tl_pid1). */
+void lower_wg_preamble(lw *L);
+/* The twin's extra kernel parameters (its tensor maps). */
+const char *lower_wg_params(void);
+/* Append the lowered twin (L->out) to tu and fill meta: 1, or 0 when the
+ * twin did not come out (nothing appended), -1 out of memory. */
+int lower_wg_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname);
 
 /* ---- prelude.c ---- */
 

@@ -8,11 +8,7 @@
 
 #include "lower/lower_internal.h"
 
-typedef struct pipe_plan {
-    const tilec_stmt *update;     /* acc = acc + dot(a, b) */
-    const tilec_expr *load[2];    /* the loads feeding a and b */
-    val *acc;
-} pipe_plan;
+typedef lower_pipe_plan pipe_plan;
 
 static const tilec_expr *find_load_let(const tilec_block *b, const tilec_expr *operand)
 {
@@ -99,7 +95,7 @@ static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp)
 
 /* Bind the loop variable and the body's index tiles (for analysis and
  * for the copies); undo with lower_leave(). */
-static void bind_loop_scope(lw *L, const tilec_stmt *loop)
+void lower_bind_loop_scope(lw *L, const tilec_stmt *loop)
 {
     L->depth++;
     tilec_type it = {.kind = TILEC_TY_VALUE, .dtype = TILEC_DT_I32};
@@ -115,9 +111,9 @@ static void bind_loop_scope(lw *L, const tilec_stmt *loop)
     }
 }
 
-static int pipeline_plan(lw *L, const tilec_stmt *loop, pipe_plan *pp)
+int lower_pipeline_plan(lw *L, const tilec_stmt *loop, pipe_plan *pp)
 {
-    bind_loop_scope(L, loop);
+    lower_bind_loop_scope(L, loop);
     int ok = pipeline_check(L, loop, pp);
     lower_leave(L);
     return ok;
@@ -266,7 +262,7 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     L->ind++;
     lower_line(L, "const int tl_lo = %s, tl_hi = %s, tl_st = %s;", lower_walk(L, loop->lo, NULL, 0, NULL, EMIT),
          lower_walk(L, loop->hi, NULL, 0, NULL, EMIT), loop->step ? lower_walk(L, loop->step, NULL, 0, NULL, EMIT) : "1");
-    bind_loop_scope(L, loop);
+    lower_bind_loop_scope(L, loop);
     prologue(L, pp, &r, v);
     lower_comment_loc(L, &loop->loc);
     steady(L, pp, &r, v, at->dtype);
@@ -279,9 +275,12 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
 
 int lower_pipelined_loop(lw *L, const tilec_stmt *loop)
 {
+    if (lower_wg_loop(L, loop))
+        return 1;
     pipe_plan pp;
-    if (!pipeline_plan(L, loop, &pp))
+    if (!lower_pipeline_plan(L, loop, &pp))
         return 0;
+    lower_wg_note(L, loop, &pp);
     emit_pipelined(L, loop, &pp);
     return 1;
 }

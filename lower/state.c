@@ -15,6 +15,8 @@ void lower_fail(lw *L, const tilec_loc *loc, const char *fmt, ...)
     if (L->failed)
         return;
     L->failed = 1;
+    if (L->quiet)
+        return;
     strbuf b;
     sb_init(&b);
     va_list ap;

@@ -7,6 +7,7 @@
 #define TILEC_RUNTIME_ASSEMBLE_H
 
 #include "tilec/aot.h"
+#include "tilec/tma.h"
 
 /* The launch grid of variant `variant` from the scalar arguments: 0, or -1
  * when they give none. data is the kernel description's grid_data. */
@@ -25,6 +26,7 @@ typedef struct rt_kernel_desc {
     rt_grid_fn grid;    /* with grid_data; or, when NULL, aot_grid */
     const void *grid_data;
     int (*aot_grid)(const int64_t *args, uint32_t grid[3]);
+    const tilec_tma_meta *tma; /* the sm_90a twin (copied), or NULL */
 } rt_kernel_desc;
 
 /* A program of n kernels on rt (NULL: compiled, never loaded), choices of

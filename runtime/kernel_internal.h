@@ -18,6 +18,9 @@ struct tilec_rt_kernel {
     const tilec_rt_module *module;
 };
 
+/* The driver's handle of a loaded module (module.c). */
+CUmodule rt_module_cu(const tilec_rt_module *m);
+
 /* The name of the kernel last launched on rt, or NULL. */
 static inline const char *rt_last_kernel_name(tilec_rt *rt)
 {

@@ -15,6 +15,8 @@ struct tilec_rt_module {
     arena ar; /* the kernels, their names and kinds */
 };
 
+CUmodule rt_module_cu(const tilec_rt_module *m) { return m->mod; }
+
 /* ---- launch metadata ---- */
 
 size_t tilec_rt_param_size(tilec_rt_param_kind kind)

@@ -39,6 +39,8 @@ tilec_rt_status rt_program_new(tilec_rt *rt, uint32_t n, const char *cache_dir, 
     pthread_mutex_init(&p->mk_mu, NULL);
     pthread_mutex_init(&p->mk_tune, NULL);
     p->mk_forced = mk_forced_from_env();
+    const char *nt = getenv("TILEC_DISABLE_TMA");
+    p->no_tma = nt && !strcmp(nt, "1");
     if (cache_dir)
         snprintf(p->cache_dir, sizeof p->cache_dir, "%s", cache_dir);
     p->n = n;
@@ -68,7 +70,9 @@ tilec_rt_status rt_program_set(tilec_program *p, uint32_t i, const rt_kernel_des
     if (d->nparams)
         memcpy(pk->kinds, d->kinds, d->nparams * sizeof pk->kinds[0]);
     pk->name = strdup(d->name);
-    return pk->name ? TILEC_RT_OK : TILEC_RT_NOMEM;
+    if (!pk->name)
+        return TILEC_RT_NOMEM;
+    return rt_tma_set(pk, d->tma);
 }
 
 tilec_rt_status rt_program_load_module(tilec_program *p, uint32_t i, const void *image, size_t size)
@@ -80,7 +84,10 @@ tilec_rt_status rt_program_resolve(tilec_program *p, uint32_t i)
 {
     pkernel *pk = &p->ks[i];
     tilec_rt_launch_meta meta = {pk->threads, pk->smem_bytes, pk->nparams, pk->kinds};
-    return tilec_rt_kernel_get(pk->mod, pk->name, &meta, &pk->kern);
+    tilec_rt_status st = tilec_rt_kernel_get(pk->mod, pk->name, &meta, &pk->kern);
+    if (st == TILEC_RT_OK)
+        rt_tma_resolve(p->rt, pk, p->no_tma);
+    return st;
 }
 
 tilec_program_stats *rt_program_stats(tilec_program *p) { return &p->st; }
@@ -92,6 +99,7 @@ void tilec_program_free(tilec_program *p)
     for (uint32_t i = 0; p->ks && i < p->n; i++) {
         tilec_rt_module_unload(p->ks[i].mod);
         free(p->ks[i].name);
+        rt_tma_free(&p->ks[i]);
     }
     free(p->ks);
     mk_choice *c, *tmp;
@@ -125,6 +133,12 @@ const tilec_rt_kernel *tilec_program_kernel(const tilec_program *p, const char *
     return pk ? pk->kern : NULL;
 }
 
+int tilec_program_has_twin(const tilec_program *p, const char *name, int variant)
+{
+    const pkernel *pk = p && name ? find(p, name, variant) : NULL;
+    return pk && rt_tma_ready(pk);
+}
+
 tilec_rt_status rt_program_launch_at(const tilec_program *p, uint32_t i, const tilec_rt_arg *args, void *stream)
 {
     const pkernel *pk = &p->ks[i];
@@ -143,6 +157,9 @@ tilec_rt_status rt_program_launch_at(const tilec_program *p, uint32_t i, const t
         return TILEC_RT_INVALID_ARG;
     if (!grid[0] || !grid[1] || !grid[2])
         return TILEC_RT_OK; /* nothing to do */
+    tilec_rt_status st;
+    if (rt_tma_launch(pk, grid, args, stream, &st))
+        return st;
     return tilec_rt_launch(pk->kern, grid, args, stream);
 }
 

@@ -21,6 +21,8 @@ typedef struct mk_choice {
     UT_hash_handle hh;
 } mk_choice;
 
+typedef struct rt_tma rt_tma; /* an sm_90a twin (tma.c) */
+
 typedef struct pkernel {
     const char *kname; /* the kernel's name (borrowed) */
     char *name;        /* the __global__ function */
@@ -34,6 +36,7 @@ typedef struct pkernel {
     int (*aot_grid)(const int64_t *args, uint32_t grid[3]);
     tilec_rt_module *mod;
     tilec_rt_kernel *kern;
+    rt_tma *tma; /* the variant's sm_90a twin, or NULL */
 } pkernel;
 
 struct tilec_program {
@@ -47,6 +50,7 @@ struct tilec_program {
     mk_choice *choices;
     int mk_forced; /* TILEC_MULTI_KERNEL at build time: -1 unset, -2 invalid */
     char cache_dir[PATH_MAX];
+    int no_tma; /* TILEC_DISABLE_TMA=1 when the program was made: no twins */
 };
 
 /* The index of variant `variant` of kernel `name`, or -1. */
@@ -60,5 +64,19 @@ tilec_rt_status rt_program_launch_at(const tilec_program *p, uint32_t i, const t
  * `first` (multikernel.c). */
 tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, const tilec_rt_arg *args, uint32_t nargs,
                                           void *stream, int *chosen);
+
+/* ---- tma.c: sm_90a twins ---- */
+
+/* Keep a copy of the twin's metadata (none when m names no twin). */
+tilec_rt_status rt_tma_set(pkernel *pk, const tilec_tma_meta *m);
+/* Resolve the twin in the kernel's loaded module; without one (not an
+ * sm_90a image, no cuTensorMapEncodeTiled, `disabled`) the twin is dropped. */
+void rt_tma_resolve(tilec_rt *rt, pkernel *pk, int disabled);
+void rt_tma_free(pkernel *pk);
+int rt_tma_ready(const pkernel *pk); /* 1: a resolved twin */
+/* Launch the twin when every operand qualifies: 1 with *st the launch's
+ * status, 0 (nothing launched) to launch the variant's own kernel. */
+int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg *args, void *stream,
+                  tilec_rt_status *st);
 
 #endif

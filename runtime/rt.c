@@ -176,7 +176,8 @@ static tilec_rt_status read_props(tilec_rt *rt)
     if (r != CUDA_SUCCESS)
         return rt_cu_fail(rt, TILEC_RT_DRIVER_ERROR, r, "cuDeviceTotalMem(device %d)", rt->ordinal);
     p->total_mem = total;
-    snprintf(p->arch, sizeof p->arch, "sm_%d%d", p->sm_major, p->sm_minor);
+    /* sm_90a on Hopper: wgmma and setmaxnreg need the arch-specific target */
+    snprintf(p->arch, sizeof p->arch, "sm_%d%d%s", p->sm_major, p->sm_minor, p->sm_major == 9 && p->sm_minor == 0 ? "a" : "");
     return TILEC_RT_OK;
 }
 

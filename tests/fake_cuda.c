@@ -380,7 +380,29 @@ static const fake_kernel kernels[] = {
     {"mk_v0", 3, {8, 8, 4}, 1024, 0},
     {"mk_v1", 3, {8, 8, 4}, 1024, 0},
     {"mk_v2", 3, {8, 8, 4}, 1024, 0},
+    {"tw_v0", 6, {8, 8, 8, 4, 4, 4}, 1024, 0},
+    {"tw_v0_tma", 8, {8, 8, 8, 4, 4, 4, 128, 128}, 1024, 0},
 };
+
+static CUresult fake_TensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType dt, cuuint32_t rank, void *base,
+                                          const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+                                          const cuuint32_t *estr, CUtensorMapInterleave il, CUtensorMapSwizzle sw,
+                                          CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill fill)
+{
+    (void)estr, (void)il, (void)l2, (void)fill;
+    if (rank != 2 || (uintptr_t)base % 16 || strides[0] % 16)
+        return CUDA_ERROR_INVALID_VALUE;
+    int i = state.tma_encodes++ % 2;
+    state.tma_maps[i].base = (unsigned long long)(uintptr_t)base;
+    state.tma_maps[i].dims[0] = dims[0], state.tma_maps[i].dims[1] = dims[1];
+    state.tma_maps[i].stride = strides[0];
+    state.tma_maps[i].box[0] = box[0], state.tma_maps[i].box[1] = box[1];
+    state.tma_maps[i].dtype = (unsigned)dt;
+    state.tma_maps[i].swizzle = (unsigned)sw;
+    memset(map, 0, sizeof *map);
+    memcpy(map, &state.tma_maps[i].base, sizeof state.tma_maps[i].base);
+    return CUDA_SUCCESS;
+}
 
 static CUresult fake_ModuleLoadData(CUmodule *m, const void *image)
 {
@@ -582,6 +604,10 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
             if ((unsigned long long)(uintptr_t)y == state.out_watch)
                 state.out_watch_hits++;
         }
+    } else if (strcmp(k->name, "tw_v0_tma") == 0) {
+        state.tma_launches++;
+        memcpy(&state.tma_args[0], params[6], 8);
+        memcpy(&state.tma_args[1], params[7], 8);
     } else if (strcmp(k->name, "args7") == 0) {
         memset(state.args, 0, sizeof state.args);
         for (int i = 0; i < k->nparams; i++)
@@ -614,6 +640,7 @@ static const struct {
     ENTRY(FuncGetAttribute),   ENTRY(FuncSetAttribute),   ENTRY(FuncGetParamInfo),  ENTRY(LaunchKernel),
     ENTRY(StreamBeginCapture), ENTRY(StreamEndCapture),   ENTRY(GraphInstantiateWithFlags),
     ENTRY(GraphLaunch),        ENTRY(GraphExecDestroy),   ENTRY(GraphDestroy),
+    ENTRY(TensorMapEncodeTiled),
 };
 
 CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
@@ -628,7 +655,8 @@ CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVer
         return CUDA_ERROR_INVALID_VALUE;
     if ((mode("nolaunch") && strcmp(symbol, "cuLaunchKernel") == 0) ||
         (mode("nographs") && strcmp(symbol, "cuGraphLaunch") == 0) ||
-        (mode("noparaminfo") && strcmp(symbol, "cuFuncGetParamInfo") == 0))
+        (mode("noparaminfo") && strcmp(symbol, "cuFuncGetParamInfo") == 0) ||
+        (mode("notma") && strcmp(symbol, "cuTensorMapEncodeTiled") == 0))
         return CUDA_ERROR_NOT_FOUND;
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
         if (strcmp(entries[i].symbol, symbol) == 0) {

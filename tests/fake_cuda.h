@@ -12,6 +12,7 @@
  *   initfail   cuInit returns CUDA_ERROR_UNKNOWN
  *   nolaunch   cuGetProcAddress does not know cuLaunchKernel
  *   noparaminfo  nor cuFuncGetParamInfo (a driver before 12.4)
+ *   notma      nor cuTensorMapEncodeTiled
  *   nographs   nor cuGraphLaunch (CUDA graphs unavailable)
  *   nocapture  cuStreamBeginCapture fails
  * Stream capture records the launches made on the capturing stream (they
@@ -29,7 +30,13 @@
  *   mk_v0, mk_v1, mk_v2 (ptr x, ptr y, i32 n): as scale2; the variants of
  *     the multi-kernel test (tests/test_multikernel.c). Each launch counts in
  *     mk_launches[v] and, when fake_clock is set, advances the clock that
- *     events record by mk_ms[v], so that the test picks the fastest. */
+ *     events record by mk_ms[v], so that the test picks the fastest.
+ *   tw_v0(ptr a, ptr b, ptr c, i32 M, i32 N, i32 K) and its sm_90a twin
+ *     tw_v0_tma(the same, two CUtensorMaps): nothing computed; launches of
+ *     the twin count in tma_launches, with its maps' first words in
+ *     tma_args (tests/test_tma.c). cuTensorMapEncodeTiled records each map
+ *     it makes in tma_maps (its first word is the map's base) and counts
+ *     them in tma_encodes. */
 
 #define FAKE_CUDA_OPTIN_SMEM 232448 /* the H100's opt-in limit per block */
 
@@ -56,6 +63,13 @@ typedef struct fake_cuda_state {
     int live_graphs, live_graph_execs; /* CUgraph and CUgraphExec objects alive */
     int captured_launches;          /* launches recorded by a stream capture */
     int graph_launches;             /* cuGraphLaunch calls */
+    /* the sm_90a twin test */
+    int tma_launches, tma_encodes;
+    unsigned long long tma_args[2]; /* first word of each map tw_v0_tma got */
+    struct {
+        unsigned long long base, dims[2], stride;
+        unsigned box[2], dtype, swizzle;
+    } tma_maps[2];                  /* the last two maps made */
 } fake_cuda_state;
 
 fake_cuda_state *fake_cuda_state_get(void);

@@ -170,6 +170,19 @@ static inline float f16_to_f32(uint16_t h)
     return f;
 }
 
+/* a [M, K] @ b [K, N] in double precision (row-major; free() it) */
+static inline double *gk_ref_matmul(const float *a, const float *b, int M, int N, int K)
+{
+    double *c = calloc((size_t)M * N + 1, sizeof *c);
+    for (int i = 0; c && i < M; i++)
+        for (int k = 0; k < K; k++) {
+            double aik = a[(size_t)i * K + k];
+            for (int j = 0; j < N; j++)
+                c[(size_t)i * N + j] += aik * b[(size_t)k * N + j];
+        }
+    return c;
+}
+
 /* ||got - want|| / ||want||; NaN anywhere gives INFINITY. */
 static inline double rel_l2(const float *got, const double *want, size_t n)
 {
@@ -185,6 +198,13 @@ static inline double rel_l2(const float *got, const double *want, size_t n)
 }
 
 #ifdef CRITERION_H_
+/* Assert a runtime call succeeded on handle rt, naming the call and why. */
+#define GK_CHECK_RT(rt, call)                                                                           \
+    do {                                                                                                \
+        tilec_rt_status st_ = (call);                                                                   \
+        cr_assert_eq(st_, TILEC_RT_OK, "%s: %s: %s", #call, tilec_rt_status_string(st_), tilec_rt_last_error(rt)); \
+    } while (0)
+
 /* main() of a GPU suite: one SKIP line and success where there is no GPU,
  * otherwise the device on one line and the Criterion tests. */
 static inline int gpu_suite_main(int argc, char *argv[], const char *what)

@@ -214,8 +214,9 @@ static inline int stress_run(const char *dir, int procs, int rounds, int gpu, st
 }
 
 /* The final cache: one valid bundle per module, no temporary file, warm
- * builds that compile nothing. 0, or 1 with why. */
-static inline int stress_check_cache(const char *dir, char *why, size_t cap)
+ * builds for arch (the rounds' own: "sm_90", or the device's) that compile
+ * nothing. 0, or 1 with why. */
+static inline int stress_check_cache(const char *dir, const char *arch, char *why, size_t cap)
 {
     int bundles = 0;
     DIR *d = opendir(dir);
@@ -246,7 +247,7 @@ static inline int stress_check_cache(const char *dir, char *why, size_t cap)
         memset(&ps, 0, sizeof ps);
         if (ctx && tilec_parse_string(ctx, "stress.tile", src, strlen(src), &m) == TILEC_OK &&
             tilec_cache_open(dir, &cache) == TILEC_RT_OK) {
-            tilec_build_options o = {.arch = "sm_90", .threads = 1, .cache = cache};
+            tilec_build_options o = {.arch = arch, .threads = 1, .cache = cache};
             if (tilec_program_build(ctx, NULL, m, &o, &prog) == TILEC_OK) {
                 tilec_program_get_stats(prog, &ps);
                 tilec_cache_stats cs;

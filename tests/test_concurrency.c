@@ -22,6 +22,6 @@ Test(concurrency, processes_16_x_rounds_50_one_cache, .timeout = 600)
     cr_expect_geq(t.compiles, STRESS_MODULES, "every module is compiled at least once");
     cr_expect_gt(t.cache_hits, 0);
     char why[256] = "";
-    cr_expect_eq(stress_check_cache(dir, why, sizeof why), 0, "%s", why);
+    cr_expect_eq(stress_check_cache(dir, "sm_90", why, sizeof why), 0, "%s", why);
     rm_dir(dir);
 }

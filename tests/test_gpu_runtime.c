@@ -78,7 +78,8 @@ Test(gpu, device_info)
     cr_expect_gt(p.total_mem, 0);
     cr_expect_eq(p.warp_size, 32);
     char arch[16];
-    snprintf(arch, sizeof arch, "sm_%d%d", p.sm_major, p.sm_minor);
+    /* Hopper's target is the arch-specific sm_90a (wgmma) */
+    snprintf(arch, sizeof arch, "sm_%d%d%s", p.sm_major, p.sm_minor, p.sm_major == 9 && p.sm_minor == 0 ? "a" : "");
     cr_expect_str_eq(p.arch, arch);
     int n = 0;
     cr_expect_eq(tilec_rt_device_count(rt, &n), TILEC_RT_OK);

@@ -324,7 +324,7 @@ Test(rt_fake, open_and_device_info)
     tilec_rt_device_props p;
     cr_assert_eq(tilec_rt_device_info(rt, &p), TILEC_RT_OK);
     cr_expect_str_eq(p.name, "Fake CUDA Device");
-    cr_expect_str_eq(p.arch, "sm_90");
+    cr_expect_str_eq(p.arch, "sm_90a"); /* Hopper: the arch-specific target (wgmma) */
     cr_expect_eq(p.sm_major, 9);
     cr_expect_eq(p.sm_minor, 0);
     cr_expect_eq(p.multiprocessors, 132);
@@ -718,7 +718,7 @@ Test(rt_fake, module_images, .timeout = 120)
     const char bad[] = "BADIMAGE";
     cr_expect_eq(tilec_rt_module_load(rt, bad, sizeof bad, &m), TILEC_RT_MODULE_ERROR);
     cr_expect_str_eq(tilec_rt_last_error(rt),
-                     "cuModuleLoadData(image of 9 bytes, device 0 is sm_90, driver 12.8): CUDA_ERROR_NO_BINARY_FOR_GPU "
+                     "cuModuleLoadData(image of 9 bytes, device 0 is sm_90a, driver 12.8): CUDA_ERROR_NO_BINARY_FOR_GPU "
                      "(no kernel image is available for execution on the device)");
     cr_expect_eq(fake->live_modules, 0);
 

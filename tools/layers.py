@@ -46,6 +46,8 @@ PUBLIC = {
     "iexpr.h": "util",
     # how a kernel parameter is passed: lowering, emitters and runtime share it
     "param_kind.h": "util",
+    # the sm_90a twin's launch metadata: the lowering writes it, the runtime reads it
+    "tma.h": "util",
     # the version, statuses, locations, contexts, diagnostics and sinks
     "core.h": "dsl",
     # the parse entry points and the module accessors; includes core.h

@@ -49,8 +49,17 @@ tilec_rt_status tilec_program_load(tilec_rt *rt, const tilec_aot_kernel *ks, uin
 /* The loaded kernel of variant `variant` of kernel `name`, or NULL. */
 const tilec_rt_kernel *tilec_program_kernel(const tilec_program *p, const char *name, int variant);
 
+/* 1 when variant `variant` of kernel `name` has a loaded sm_90a twin
+ * (wgmma + TMA, tilec/tma.h) that launches take whenever its operands
+ * qualify; 0 otherwise (not sm_90a, no qualifying dot loop,
+ * TILEC_DISABLE_TMA=1 when the program was made). */
+int tilec_program_has_twin(const tilec_program *p, const char *name, int variant);
+
 /* Launch variant `variant` of kernel `name` with its grid computed from the
- * scalar arguments (args[i] for parameter i, read as the parameter's kind). */
+ * scalar arguments (args[i] for parameter i, read as the parameter's kind).
+ * A variant with an sm_90a twin launches the twin when every operand it
+ * stages by TMA qualifies (16-byte aligned base and row stride), else its
+ * own kernel. */
 tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, int variant, const tilec_rt_arg *args,
                                      uint32_t nargs, void *stream);
 

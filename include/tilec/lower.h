@@ -5,6 +5,7 @@
 #define TILEC_LOWER_H
 
 #include "tilec/param_kind.h"
+#include "tilec/tma.h"
 #include "tilec/tilec.h"
 
 #ifdef __cplusplus
@@ -34,6 +35,8 @@ typedef struct tilec_kernel_code {
     const tilec_kernel *kernel;
     uint64_t written;     /* bit i: the kernel may store through pointer
                            * parameter i (tilec_kernel_written_params) */
+    tilec_tma_meta tma;   /* the sm_90a twin in the same source (wgmma +
+                           * TMA), compiled only for sm_90a; name NULL: none */
 } tilec_kernel_code;
 
 /* Number of compiled variants of k: max(1, k->nvariants). */

@@ -80,7 +80,7 @@ tilec_rt_status tilec_rt_make_current(tilec_rt *rt);
 
 typedef struct tilec_rt_device_props {
     char name[256];                /* "NVIDIA H100 80GB HBM3" */
-    char arch[16];                 /* "sm_90": the NVRTC target of this device */
+    char arch[16];                 /* "sm_90a" on a 9.0 device, else "sm_XY": the NVRTC target of this device */
     int ordinal;                   /* the device index given to tilec_rt_open */
     int sm_major, sm_minor;        /* compute capability */
     int multiprocessors;

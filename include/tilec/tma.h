@@ -1,0 +1,42 @@
+/* tma.h: how a kernel variant's Hopper twin is launched. On sm_90a the
+ * lowering may emit, beside a variant's kernel, a twin that stages its
+ * dot operands by the tensor memory accelerator (TMA) and multiplies with
+ * wgmma (docs/lowering.md, "wgmma and TMA"). The twin takes the variant's
+ * parameters followed by one CUtensorMap per map below, each built at
+ * launch from the arguments. The vocabulary between the lowering, which
+ * writes this metadata, and the runtime, which builds the maps and falls
+ * back to the variant's own kernel when an operand does not qualify. */
+#ifndef TILEC_TMA_H
+#define TILEC_TMA_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TILEC_TMA_MAX_MAPS 2
+
+/* A 2-D tensor in global memory, element (r, c) at base + r * stride + c,
+ * r < rows, c < cols, read in boxes of box_rows x box_cols elements with
+ * the 128-byte swizzle. ptr, rows, cols and stride are parameter indices
+ * (a pointer and three integer parameters). */
+typedef struct tilec_tma_map {
+    uint32_t ptr, rows, cols, stride;
+    uint32_t box_rows, box_cols;
+    uint32_t elem_bytes; /* 2 */
+    uint32_t bf16;       /* 1: bfloat16, 0: float16 */
+} tilec_tma_map;
+
+typedef struct tilec_tma_meta {
+    char *name;           /* the twin's __global__ function; NULL: none */
+    uint32_t threads;     /* its block size */
+    uint32_t smem_bytes;  /* its dynamic shared memory */
+    uint32_t nmaps;
+    tilec_tma_map maps[TILEC_TMA_MAX_MAPS];
+} tilec_tma_meta;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,444 @@
+/* wgmma.c: the sm_90a twin of a variant whose dot loop is a matrix
+ * product: operands staged by the tensor memory accelerator (TMA) into
+ * 128-byte-swizzled shared memory, an mbarrier ring of stages, one
+ * producer warp group issuing the copies and the variant's warps (two warp
+ * groups for 128 rows) multiplying with wgmma.mma_async into f32
+ * registers laid out as the mma.sync accumulator fragments, so the
+ * statements after the loop (bias, activation, casts, the masked store)
+ * lower as they do for the variant itself.
+ *
+ * The regular pass notes a candidate loop (lower_wg_note); the twin pass
+ * (lw.wg set, lower.c) lowers the kernel again and emits the loop here
+ * (lower_wg_loop); lower_wg_finish wraps the twin in
+ * #if defined(__CUDA_ARCH_FEAT_SM90_ALL), so an sm_90 or sm_80 compile
+ * never sees it, and fills the launch metadata (tilec/tma.h).
+ * docs/lowering.md ("wgmma and TMA") says which loops qualify. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+enum { WG_GROUP = 8, WG_BK = 64, WG_ROW_BYTES = 128, WG_PRODUCER = 128, WG_RING_MAX = 160 * 1024, WG_MAX_STAGES = 6 };
+
+/* ---- recognising the loads ---- */
+
+static int param_index(lw *L, const tilec_expr *e, int ptr)
+{
+    if (!e || e->kind != TILEC_EX_NAME)
+        return -1;
+    for (uint32_t i = 0; i < L->k->nparams; i++) {
+        const tilec_param *p = &L->k->params[i];
+        if (strcmp(p->name, e->name))
+            continue;
+        if (lower_in_list(L->assigned, L->nassigned, p->name))
+            return -1;
+        if (ptr != (p->type.kind == TILEC_TE_POINTER))
+            return -1;
+        if (!ptr && p->type.dtype != TILEC_DT_I32 && p->type.dtype != TILEC_DT_I64)
+            return -1;
+        /* the name must still be the parameter (no let shadows it) */
+        val *v = lower_lookup(L, e->name);
+        if (!v || v->kind != VK_SCALAR || strcmp(v->c, lower_cname(L, p->name)))
+            return -1;
+        return (int)i;
+    }
+    return -1;
+}
+
+/* x[:, None] (axis 0) or x[None, :] (axis 1) of a 1-D name: the name. */
+static const tilec_expr *bcast_of(const tilec_expr *e, int axis)
+{
+    if (e->kind != TILEC_EX_INDEX || e->nargs != 3 || e->args[0]->kind != TILEC_EX_NAME)
+        return NULL;
+    const tilec_expr *a = e->args[1 + axis], *b = e->args[2 - axis];
+    return a->kind == TILEC_EX_SLICE && b->kind == TILEC_EX_NONE ? e->args[0] : NULL;
+}
+
+/* The terms of a chain of +. */
+static int add_terms(const tilec_expr *e, const tilec_expr **t, int n, int max)
+{
+    if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_ADD) {
+        n = add_terms(e->args[0], t, n, max);
+        return n < 0 ? n : add_terms(e->args[1], t, n, max);
+    }
+    if (n >= max)
+        return -1;
+    t[n] = e;
+    return n + 1;
+}
+
+static int same_name(const tilec_expr *a, const tilec_expr *b) { return a && b && !strcmp(a->name, b->name); }
+
+/* `R[:, None] < rows` (axis 0) or `C[None, :] < cols` (axis 1). */
+static int bound_of(lw *L, const tilec_expr *e, const tilec_expr *x, int axis)
+{
+    if (e->kind != TILEC_EX_BINARY || e->op != TILEC_OP_LT || !same_name(bcast_of(e->args[0], axis), x))
+        return -1;
+    return param_index(L, e->args[1], 0);
+}
+
+/* A 1-D virtual index tile with unit stride: start + range(n). */
+static int unit_index(lw *L, const tilec_expr *x)
+{
+    val *v = lower_lookup(L, x->name);
+    int64_t s;
+    return v && v->kind == VK_VIRT && lower_ty(L, x)->rank == 1 && lower_stride(L, x, 0, &s) && s == 1;
+}
+
+/* load(P + R[:, None] * S + C[None, :], R[:, None] < rows && C[None, :] <
+ * cols, 0): the map, with R and C. */
+static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C)
+{
+    const tilec_expr *t[3];
+    if (ld->nargs < 2 || add_terms(ld->args[0], t, 0, 3) != 3)
+        return 0;
+    int p = -1, s = -1;
+    *R = *C = NULL;
+    for (int i = 0; i < 3; i++) {
+        const tilec_expr *e = t[i];
+        if (e->kind == TILEC_EX_NAME && p < 0) {
+            p = param_index(L, e, 1);
+        } else if (e->kind == TILEC_EX_INDEX && !*C) {
+            *C = bcast_of(e, 1);
+        } else if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_MUL && !*R) {
+            for (int j = 0; j < 2 && !*R; j++)
+                if ((*R = bcast_of(e->args[j], 0)) != NULL)
+                    s = param_index(L, e->args[1 - j], 0);
+        } else {
+            return 0;
+        }
+    }
+    if (p < 0 || s < 0 || !*R || !*C || !unit_index(L, *R) || !unit_index(L, *C))
+        return 0;
+    const tilec_expr *mk = ld->args[1];
+    if (mk->kind != TILEC_EX_BINARY || mk->op != TILEC_OP_ANDAND)
+        return 0;
+    int rows = bound_of(L, mk->args[0], *R, 0), cols = bound_of(L, mk->args[1], *C, 1);
+    if (rows < 0 || cols < 0) {
+        rows = bound_of(L, mk->args[1], *R, 0);
+        cols = bound_of(L, mk->args[0], *C, 1);
+    }
+    if (rows < 0 || cols < 0)
+        return 0;
+    const tilec_type *ty = lower_ty(L, ld);
+    memset(m, 0, sizeof *m);
+    m->ptr = (uint32_t)p;
+    m->rows = (uint32_t)rows;
+    m->cols = (uint32_t)cols;
+    m->stride = (uint32_t)s;
+    m->box_rows = (uint32_t)ty->dims[0];
+    m->box_cols = WG_BK;
+    m->elem_bytes = 2;
+    m->bf16 = ty->dtype == TILEC_DT_BF16;
+    return L->k->params[p].type.dtype == ty->dtype;
+}
+
+/* ---- which loops qualify ---- */
+
+/* Calls that are pure functions of indices and scalars. */
+static int pure(const tilec_expr *e)
+{
+    static const char *const ok[] = {"range", "zeros", "full", "pid", "num_programs", "cast", "cdiv", "min", "max"};
+    if (e->kind == TILEC_EX_CALL) {
+        size_t i = 0;
+        while (i < sizeof ok / sizeof ok[0] && strcmp(ok[i], e->name))
+            i++;
+        if (i == sizeof ok / sizeof ok[0])
+            return 0;
+    }
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (!pure(e->args[i]))
+            return 0;
+    return 1;
+}
+
+/* The loop is a statement of the kernel's body, after lets of indices,
+ * scalars and the zeroed accumulator only: the producer warps run them
+ * too before they part from the others. */
+static int top_level(const lw *L, const tilec_stmt *loop)
+{
+    const tilec_block *b = &L->k->body;
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s == loop)
+            return 1;
+        if (s->kind != TILEC_ST_DOC && (s->kind != TILEC_ST_LET || !pure(s->value)))
+            return 0;
+    }
+    return 0;
+}
+
+int lower_wg_layout(const lw *L, int64_t M, int64_t N, lay *y)
+{
+    if ((L->nwarps != 4 && L->nwarps != 8) || M != 16 * L->nwarps || N % 64 || N > 256)
+        return 0;
+    lower_mma_grid(M, N, L->nwarps, 1, y); /* a 16 x N warp tile: wgmma's fragments */
+    return 1;
+}
+
+void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
+{
+    if (L->wg)
+        return;
+    if (L->wg_seen++) { /* one dot loop per kernel */
+        L->wg_loop = NULL;
+        return;
+    }
+    const tilec_type *at = lower_ty(L, pp->load[0]), *bt = lower_ty(L, pp->load[1]);
+    int64_t M = at->dims[0], K = at->dims[1], N = bt->dims[1];
+    lay y;
+    if ((at->dtype != TILEC_DT_F16 && at->dtype != TILEC_DT_BF16) || bt->dtype != at->dtype || K != WG_BK ||
+        pp->acc->ty.dtype != TILEC_DT_F32 || !lower_wg_layout(L, M, N, &y) || !top_level(L, loop))
+        return;
+    wg_plan *w = &L->wgp;
+    memset(w, 0, sizeof *w);
+    lower_bind_loop_scope(L, loop);
+    int ok = match_load(L, pp->load[0], &w->maps[0], &w->R[0], &w->C[0]) &&
+             match_load(L, pp->load[1], &w->maps[1], &w->R[1], &w->C[1]);
+    lower_leave(L);
+    if (!ok)
+        return;
+    w->M = M;
+    w->N = N;
+    w->stage_bytes = (M + N) * WG_ROW_BYTES;
+    w->S = (int)(WG_RING_MAX / w->stage_bytes);
+    if (w->S > WG_MAX_STAGES)
+        w->S = WG_MAX_STAGES;
+    if (w->S < 2)
+        return;
+    L->wg_loop = loop;
+}
+
+/* ---- the twin's loop ---- */
+
+/* pid(0), pid(1) of the twin: the blocks in launch order walk WG_GROUP
+ * tiles down axis 0 before the next column of tiles along axis 1, so the
+ * blocks resident at once share their A rows and B columns in L2. A
+ * bijection of the grid: every (pid(0), pid(1)) runs once. */
+void lower_wg_preamble(lw *L)
+{
+    lower_line(L, "int tl_pid0, tl_pid1;");
+    lower_line(L, "{ /* grouped order, %d tiles down axis 0 at a time */", WG_GROUP);
+    L->ind++;
+    lower_line(L, "const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;");
+    lower_line(L, "const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = %d * tl_n1;", WG_GROUP);
+    lower_line(L, "const int tl_first = (tl_lin / tl_gw) * %d, tl_rest = tl_n0 - tl_first;", WG_GROUP);
+    lower_line(L, "const int tl_gs = tl_rest < %d ? tl_rest : %d, tl_r = tl_lin %% tl_gw;", WG_GROUP, WG_GROUP);
+    lower_line(L, "tl_pid0 = tl_first + tl_r %% tl_gs;");
+    lower_line(L, "tl_pid1 = tl_r / tl_gs;");
+    L->ind--;
+    lower_line(L, "}");
+}
+
+/* Coordinates (column, row) of load i's box at its first element. */
+static void coords(lw *L, const wg_plan *w, int i, const char **col, const char **row)
+{
+    const char *z[1] = {"0"};
+    lower_walk(L, w->C[i], z, 0, NULL, PREP);
+    lower_walk(L, w->R[i], z, 0, NULL, PREP);
+    *col = lower_walk(L, w->C[i], z, 0, NULL, EMIT);
+    *row = lower_walk(L, w->R[i], z, 0, NULL, EMIT);
+}
+
+/* One thread of the producer warp group: wait for a free slot, expect its
+ * bytes, issue the copies of A (one box) and B (N/64 boxes of 64 columns). */
+static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char *v)
+{
+    int S = w->S, nb = (int)(w->N / 64);
+    lower_line(L, "if (tl_tid >= %d) {", L->nt);
+    L->ind++;
+    lower_line(L, "tl_setmaxnreg_dec<40>();");
+    lower_line(L, "if (tl_tid == %d) {", L->nt);
+    L->ind++;
+    lower_bind_loop_scope(L, loop);
+    lower_line(L, "int tl_it = 0;");
+    lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
+    L->ind++;
+    lower_line(L, "const int tl_s = tl_it %% %d;", S);
+    lower_line(L, "if (tl_it >= %d)", S);
+    lower_line(L, "    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / %d) + 1) & 1);", S);
+    lower_line(L, "tl_mbar_expect(tl_full + tl_s * 8, %lld);", (long long)w->stage_bytes);
+    const char *col, *row;
+    coords(L, w, 0, &col, &row);
+    lower_line(L, "tl_tma_2d(tl_ring + tl_s * %lld, &tl_tm0, %s, %s, tl_full + tl_s * 8);", (long long)(w->M * WG_ROW_BYTES),
+               col, row);
+    coords(L, w, 1, &col, &row);
+    for (int b = 0; b < nb; b++)
+        lower_line(L, "tl_tma_2d(tl_ring + %lld + tl_s * %lld + %d, &tl_tm1, %s + %d, %s, tl_full + tl_s * 8);",
+                   (long long)(S * w->M * WG_ROW_BYTES), (long long)(w->N * WG_ROW_BYTES), b * WG_BK * WG_ROW_BYTES, col,
+                   b * 64, row);
+    L->ind--;
+    lower_line(L, "}");
+    lower_leave(L);
+    L->ind--;
+    lower_line(L, "}");
+    lower_line(L, "return;");
+    L->ind--;
+    lower_line(L, "}");
+}
+
+/* The consumer warp groups: wait for a slot, four k16 steps of wgmma on
+ * it, then wait for the previous slot's and hand that one back (one
+ * group of wgmma in flight while the next slot is awaited). */
+static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
+{
+    int S = w->S;
+    lower_line(L, "tl_setmaxnreg_inc<232>();");
+    lower_line(L, "int tl_it = 0;");
+    lower_line(L, "for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {");
+    L->ind++;
+    lower_line(L, "const int tl_s = tl_it %% %d;", S);
+    lower_line(L, "tl_mbar_wait(tl_full + tl_s * 8, (tl_it / %d) & 1);", S);
+    lower_line(L, "const unsigned tl_a = tl_ring + tl_s * %lld + (tl_warp >> 2) * %d;", (long long)(w->M * WG_ROW_BYTES),
+               64 * WG_ROW_BYTES);
+    lower_line(L, "const unsigned tl_b = tl_ring + %lld + tl_s * %lld;", (long long)(S * w->M * WG_ROW_BYTES),
+               (long long)(w->N * WG_ROW_BYTES));
+    lower_line(L, "tl_wg_fence();");
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q)", WG_BK / 16);
+    lower_line(L, "    tl_wgmma_%s_n%lld(%s, tl_wg_desc(tl_a + tl_q * 32, 16, 1024), tl_wg_desc(tl_b + tl_q * 2048, %d, 1024));",
+               d == TILEC_DT_BF16 ? "bf16" : "f16", (long long)w->N, acc->c, WG_BK * WG_ROW_BYTES);
+    lower_line(L, "tl_wg_commit();");
+    /* one group in flight: the previous stage's wgmma are done, its slot free */
+    lower_line(L, "tl_wg_wait<1>();");
+    lower_line(L, "if (tl_it > 0 && tl_lane == 0)");
+    lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
+    L->ind--;
+    lower_line(L, "}");
+    lower_line(L, "tl_wg_wait<0>();");
+}
+
+int lower_wg_loop(lw *L, const tilec_stmt *loop)
+{
+    if (!L->wg || loop != L->wg_loop)
+        return 0;
+    lower_pipe_plan pp;
+    const wg_plan *w = &L->wgp;
+    if (!lower_pipeline_plan(L, loop, &pp))
+        return 0;
+    int S = w->S;
+    int64_t ring = S * w->stage_bytes;
+    uint32_t base = lower_alloc_smem(L, ring + 2 * 8 * S + 1024);
+    const char *v = lower_cname(L, loop->names[0]);
+    lower_walk(L, loop->lo, NULL, 0, NULL, PREP);
+    lower_walk(L, loop->hi, NULL, 0, NULL, PREP);
+    lower_line(L, "{ /* %s += dot: wgmma on %d TMA stages, one producer warp group (sm_90a) */", pp.acc->c, S);
+    L->ind++;
+    lower_line(L, "const int tl_lo = %s, tl_hi = %s, tl_st = %s;", lower_walk(L, loop->lo, NULL, 0, NULL, EMIT),
+               lower_walk(L, loop->hi, NULL, 0, NULL, EMIT),
+               loop->step ? lower_walk(L, loop->step, NULL, 0, NULL, EMIT) : "1");
+    lower_line(L, "const unsigned tl_ring = (tl_sa(tl_smem + %u) + 1023u) & ~1023u;", base);
+    lower_line(L, "const unsigned tl_full = tl_ring + %lld, tl_empty = tl_full + %d;", (long long)ring, 8 * S);
+    lower_line(L, "if (tl_tid == 0) {");
+    lower_line(L, "    for (int tl_s = 0; tl_s < %d; ++tl_s) {", S);
+    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, 1);");
+    lower_line(L, "        tl_mbar_init(tl_empty + tl_s * 8, %d);", L->nwarps);
+    lower_line(L, "    }");
+    lower_line(L, "    tl_mbar_fence_init();");
+    lower_line(L, "}");
+    lower_line(L, "__syncthreads();");
+    producer(L, w, loop, v);
+    consumer(L, w, pp.acc, lower_ty(L, pp.load[0])->dtype);
+    L->ind--;
+    lower_line(L, "}");
+    L->wg_epi = L->out.n; /* from here on only the consumer warps run */
+    L->wg_done = 1;
+    return 1;
+}
+
+/* ---- the twin in the translation unit ---- */
+
+static const char wg_helpers[] =
+    "#ifndef TL_WG_HELPERS\n"
+    "#define TL_WG_HELPERS\n"
+    "/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */\n"
+    "struct __align__(64) tl_tmap { unsigned long long v[16]; };\n"
+    "static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }\n"
+    "static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)\n"
+    "{ asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"(b), \"r\"(n) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\"); }\n"
+    "static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)\n"
+    "{ asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"(b), \"r\"(bytes) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)\n"
+    "{ asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"(b) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)\n"
+    "{\n"
+    "    unsigned ok = 0;\n"
+    "    do {\n"
+    "        asm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }\"\n"
+    "                     : \"=r\"(ok) : \"r\"(b), \"r\"(ph) : \"memory\");\n"
+    "    } while (!ok);\n"
+    "}\n"
+    "static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)\n"
+    "{\n"
+    "    asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\"\n"
+    "                 :: \"r\"(dst), \"l\"((unsigned long long)m), \"r\"(c0), \"r\"(c1), \"r\"(bar) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tl_wg_fence() { asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\"); }\n"
+    "static __device__ __forceinline__ void tl_wg_commit() { asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\"); }\n"
+    "template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(N) : \"memory\"); }\n"
+    "template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\" :: \"n\"(N)); }\n"
+    "template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\" :: \"n\"(N)); }\n"
+    "static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile(\"bar.sync 1, %0;\" :: \"r\"(n) : \"memory\"); }\n"
+    "/* a shared-memory matrix descriptor, 128-byte swizzle */\n"
+    "static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo)\n"
+    "{\n"
+    "    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |\n"
+    "           (unsigned long long)(sbo >> 4) << 32 | 1ull << 62;\n"
+    "}\n"
+    "#endif\n";
+
+/* tl_wgmma_<t>_n<N>(acc, descA, descB): acc += A (K-major) @ B (N-major),
+ * m64nNk16, defined once per translation unit. */
+static void wgmma_fn(strbuf *tu, const char *t, int64_t N)
+{
+    sb_printf(tu, "#ifndef TL_WGMMA_%s_N%lld\n#define TL_WGMMA_%s_N%lld\n", t, (long long)N, t, (long long)N);
+    sb_printf(tu, "static __device__ __forceinline__ void tl_wgmma_%s_n%lld(float *d, unsigned long long da, unsigned long long db)\n{\n",
+              t, (long long)N);
+    sb_printf(tu, "    asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %%%lld, 0; "
+                  "wgmma.mma_async.sync.aligned.m64n%lldk16.f32.%s.%s {",
+              (long long)(N / 2 + 2), (long long)N, t, t);
+    for (int64_t i = 0; i < N / 2; i++)
+        sb_printf(tu, "%s%%%lld", i ? ", " : "", (long long)i);
+    sb_printf(tu, "}, %%%lld, %%%lld, p, 1, 1, 0, 1; }\"\n        : ", (long long)(N / 2), (long long)(N / 2 + 1));
+    for (int64_t i = 0; i < N / 2; i++)
+        sb_printf(tu, "%s\"+f\"(d[%lld])", i ? ", " : "", (long long)i);
+    sb_printf(tu, "\n        : \"l\"(da), \"l\"(db), \"n\"(1) : \"memory\");\n}\n#endif\n");
+}
+
+int lower_wg_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname)
+{
+    if (!L->wg_done || L->failed || L->out.failed || L->smem > SMEM_LIMIT)
+        return 0;
+    const char *body = sb_str(&L->out);
+    const wg_plan *w = &L->wgp;
+    sb_puts(tu, "\n#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
+    sb_puts(tu, wg_helpers);
+    wgmma_fn(tu, w->maps[0].bf16 ? "bf16" : "f16", w->N);
+    sb_add(tu, body, L->wg_epi);
+    /* after the loop the producer warps are gone: the consumers meet at
+     * named barrier 1 instead of __syncthreads() */
+    const char *sync = "__syncthreads();", *p = body + L->wg_epi;
+    for (const char *q; (q = strstr(p, sync)) != NULL; p = q + strlen(sync)) {
+        sb_add(tu, p, (size_t)(q - p));
+        sb_printf(tu, "tl_bar_consumers(%d);", L->nt);
+    }
+    sb_puts(tu, p);
+    sb_puts(tu, "#endif\n");
+    memset(meta, 0, sizeof *meta);
+    size_t n = strlen(fname) + 1;
+    meta->name = malloc(n);
+    if (!meta->name)
+        return -1;
+    memcpy(meta->name, fname, n);
+    meta->threads = (uint32_t)(L->nt + WG_PRODUCER);
+    meta->smem_bytes = L->smem;
+    meta->nmaps = 2;
+    memcpy(meta->maps, w->maps, sizeof w->maps);
+    return 1;
+}
+
+const char *lower_wg_params(void)
+{
+    return ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1";
+}

@@ -1,0 +1,182 @@
+/* tma.c: the sm_90a twins of kernel variants (tilec/tma.h). A twin is
+ * resolved beside its variant's kernel when the module has it (a CUBIN
+ * for sm_90a) and the driver has cuTensorMapEncodeTiled; each launch
+ * builds its tensor maps from the arguments, kept in a small cache per
+ * kernel (by base pointer, extents and strides), and launches the twin
+ * with them after the variant's own arguments. An operand the tensor
+ * memory accelerator cannot read (a base not 16-byte aligned, a row
+ * stride not a multiple of 16 bytes or narrower than a row, an empty or
+ * too large extent) or a map the driver refuses sends the launch to the
+ * variant's own kernel: never a wrong answer. Metadata only, no AST. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/kernel_internal.h"
+#include "runtime/program_internal.h"
+
+enum { TMA_CACHE = 4, TMA_KEY = 4 * TILEC_TMA_MAX_MAPS };
+
+typedef struct tma_entry {
+    int valid;
+    uint64_t key[TMA_KEY];
+    CUtensorMap maps[TILEC_TMA_MAX_MAPS];
+} tma_entry;
+
+struct rt_tma {
+    tilec_tma_meta meta;
+    CUfunction fn;
+    PFN_cuTensorMapEncodeTiled_v12000 encode;
+    PFN_cuLaunchKernel_v4000 launch;
+    pthread_mutex_t mu; /* guards the cache */
+    tma_entry cache[TMA_CACHE];
+    unsigned next;
+};
+
+tilec_rt_status rt_tma_set(pkernel *pk, const tilec_tma_meta *m)
+{
+    if (!m || !m->name || !m->nmaps || m->nmaps > TILEC_TMA_MAX_MAPS)
+        return TILEC_RT_OK;
+    for (uint32_t i = 0; i < m->nmaps; i++) {
+        const tilec_tma_map *t = &m->maps[i];
+        if (t->ptr >= pk->nparams || t->rows >= pk->nparams || t->cols >= pk->nparams || t->stride >= pk->nparams ||
+            pk->kinds[t->ptr] != TILEC_RT_PARAM_POINTER || t->elem_bytes != 2 || !t->box_rows || t->box_rows > 256 ||
+            t->box_cols * t->elem_bytes != 128)
+            return TILEC_RT_OK; /* metadata we cannot honour: no twin */
+    }
+    rt_tma *t = calloc(1, sizeof *t);
+    char *name = t ? strdup(m->name) : NULL;
+    if (!name) {
+        free(t);
+        return TILEC_RT_NOMEM;
+    }
+    t->meta = *m;
+    t->meta.name = name;
+    pthread_mutex_init(&t->mu, NULL);
+    pk->tma = t;
+    return TILEC_RT_OK;
+}
+
+void rt_tma_free(pkernel *pk)
+{
+    if (!pk->tma)
+        return;
+    pthread_mutex_destroy(&pk->tma->mu);
+    free(pk->tma->meta.name);
+    free(pk->tma);
+    pk->tma = NULL;
+}
+
+void rt_tma_resolve(tilec_rt *rt, pkernel *pk, int disabled)
+{
+    rt_tma *t = pk->tma;
+    if (!t)
+        return;
+    rt_driver *d = &rt->drv;
+    CUfunction fn = NULL;
+    int max_threads = 0;
+    if (disabled || !d->TensorMapEncodeTiled || !pk->mod ||
+        d->ModuleGetFunction(&fn, rt_module_cu(pk->mod), t->meta.name) != CUDA_SUCCESS ||
+        d->FuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn) != CUDA_SUCCESS ||
+        (uint32_t)max_threads < t->meta.threads || t->meta.smem_bytes > rt->props.smem_per_block_optin ||
+        d->FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)t->meta.smem_bytes) !=
+            CUDA_SUCCESS) {
+        rt_tma_free(pk); /* not in this module (not sm_90a) or not launchable: the variant alone */
+        return;
+    }
+    t->fn = fn;
+    t->encode = d->TensorMapEncodeTiled;
+    t->launch = d->LaunchKernel;
+}
+
+int rt_tma_ready(const pkernel *pk) { return pk->tma && pk->tma->fn; }
+
+static int64_t int_arg(const pkernel *pk, const tilec_rt_arg *args, uint32_t i)
+{
+    switch (pk->kinds[i]) {
+    case TILEC_RT_PARAM_I32: return args[i].i32;
+    case TILEC_RT_PARAM_U32: return args[i].u32;
+    case TILEC_RT_PARAM_I64: return args[i].i64;
+    case TILEC_RT_PARAM_U64: return args[i].u64 > INT64_MAX ? -1 : (int64_t)args[i].u64;
+    default: return -1;
+    }
+}
+
+/* The key of map i (base, rows, cols, stride), 0 when the operand does
+ * not qualify for the tensor memory accelerator. */
+static int map_key(const pkernel *pk, const tilec_tma_map *m, const tilec_rt_arg *args, uint64_t key[4])
+{
+    uint64_t base = args[m->ptr].ptr;
+    int64_t rows = int_arg(pk, args, m->rows), cols = int_arg(pk, args, m->cols), stride = int_arg(pk, args, m->stride);
+    if (!base || base % 16 || rows < 1 || cols < 1 || stride < cols || rows > INT32_MAX || cols > INT32_MAX ||
+        (stride * m->elem_bytes) % 16 || stride > (INT64_C(1) << 39) / m->elem_bytes)
+        return 0;
+    key[0] = base;
+    key[1] = (uint64_t)rows;
+    key[2] = (uint64_t)cols;
+    key[3] = (uint64_t)stride;
+    return 1;
+}
+
+static int encode(const rt_tma *t, const tilec_tma_map *m, const uint64_t key[4], CUtensorMap *out)
+{
+    cuuint64_t dims[2] = {key[2], key[1]}, strides[1] = {key[3] * m->elem_bytes};
+    cuuint32_t box[2] = {m->box_cols, m->box_rows}, estr[2] = {1, 1};
+    return t->encode(out, m->bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+                     (void *)(uintptr_t)key[0], dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+/* The maps for these arguments into maps[]: from the cache, or built and
+ * cached. 0: an operand does not qualify. */
+static int maps_for(rt_tma *t, const pkernel *pk, const tilec_rt_arg *args, CUtensorMap *maps)
+{
+    uint64_t key[TMA_KEY] = {0};
+    for (uint32_t i = 0; i < t->meta.nmaps; i++)
+        if (!map_key(pk, &t->meta.maps[i], args, key + 4 * i))
+            return 0;
+    pthread_mutex_lock(&t->mu);
+    for (int c = 0; c < TMA_CACHE; c++)
+        if (t->cache[c].valid && !memcmp(t->cache[c].key, key, sizeof key)) {
+            memcpy(maps, t->cache[c].maps, t->meta.nmaps * sizeof *maps);
+            pthread_mutex_unlock(&t->mu);
+            return 1;
+        }
+    pthread_mutex_unlock(&t->mu);
+    for (uint32_t i = 0; i < t->meta.nmaps; i++)
+        if (!encode(t, &t->meta.maps[i], key + 4 * i, &maps[i]))
+            return 0;
+    pthread_mutex_lock(&t->mu);
+    tma_entry *e = &t->cache[t->next++ % TMA_CACHE];
+    e->valid = 1;
+    memcpy(e->key, key, sizeof key);
+    memcpy(e->maps, maps, t->meta.nmaps * sizeof *maps);
+    pthread_mutex_unlock(&t->mu);
+    return 1;
+}
+
+int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg *args, void *stream,
+                  tilec_rt_status *st)
+{
+    rt_tma *t = pk->tma;
+    if (!t || !t->fn)
+        return 0;
+    CUtensorMap maps[TILEC_TMA_MAX_MAPS];
+    if (!maps_for(t, pk, args, maps))
+        return 0;
+    void *params[64 + TILEC_TMA_MAX_MAPS];
+    for (uint32_t i = 0; i < pk->nparams; i++)
+        params[i] = (void *)&args[i];
+    for (uint32_t i = 0; i < t->meta.nmaps; i++)
+        params[pk->nparams + i] = &maps[i];
+    CUresult r = t->launch(t->fn, grid[0], grid[1], grid[2], t->meta.threads, 1, 1, t->meta.smem_bytes,
+                           (CUstream)stream, params, NULL);
+    if (r == CUDA_SUCCESS) {
+        *st = TILEC_RT_OK;
+        return 1;
+    }
+    *st = rt_cu_fail(pk->kern->rt, TILEC_RT_LAUNCH_ERROR, r,
+                     "cuLaunchKernel(kernel '%s', grid %ux%ux%u, block %u, %u bytes of dynamic shared memory)",
+                     t->meta.name, grid[0], grid[1], grid[2], t->meta.threads, t->meta.smem_bytes);
+    return 1;
+}

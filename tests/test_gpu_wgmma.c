@@ -1,0 +1,187 @@
+/* test_gpu_wgmma.c: the sm_90a twins (wgmma + TMA) of bench/harness's
+ * matrix products on a Hopper GPU, through the program the runtime builds
+ * for the device (sm_90a on a 9.0 device): every variant with a twin
+ * against a CPU reference in double precision, f16 and bf16, the fused
+ * bias + gelu epilogue, sizes that are not multiples of the tile, outputs
+ * poisoned with NaN, and operands the tensor memory accelerator cannot
+ * read (a base off 16 bytes, a row stride not a multiple of 16 bytes),
+ * which must take the variant's own kernel and still be right. Without a
+ * GPU one SKIP line; on a GPU other than 9.0 the twin checks are skipped. */
+#include <criterion/criterion.h>
+
+#include "gpu_helpers.h"
+
+static tilec_rt *rt;
+static tilec_ctx *ctx;
+static tilec_module *mod;
+static tilec_program *prog;
+static int hopper;
+static unsigned long long rng;
+
+#define CHECK_RT(call) GK_CHECK_RT(rt, call)
+
+static void setup(void)
+{
+    CHECK_RT(tilec_rt_open(0, &rt));
+    tilec_rt_device_props p;
+    CHECK_RT(tilec_rt_device_info(rt, &p));
+    hopper = p.sm_major == 9 && p.sm_minor == 0;
+    cr_assert(!hopper || !strcmp(p.arch, "sm_90a"), "a 9.0 device compiles for sm_90a, not %s", p.arch);
+    ctx = tilec_ctx_new();
+    cr_assert_eq(tilec_parse_file(ctx, "bench/harness/gemm.tile", &mod), TILEC_OK);
+    tilec_build_options o = {.threads = 2};
+    tilec_status st = tilec_program_build(ctx, rt, mod, &o, &prog);
+    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "build failed");
+    rng = gk_seed();
+    cr_log_info("%s (%s), seed %llu", p.name, p.arch, rng);
+}
+
+static void teardown(void)
+{
+    tilec_program_free(prog);
+    tilec_module_free(mod);
+    tilec_ctx_free(ctx);
+    tilec_rt_close(rt);
+}
+
+TestSuite(wgmma, .init = setup, .fini = teardown);
+
+static uint16_t f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+}
+
+static float bf16_to_f32(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+/* n random 16-bit values; vals gets what they round to. */
+static uint16_t *rand16(size_t n, int bf16, float *vals)
+{
+    uint16_t *h = malloc(n * 2 + 2);
+    fill_random(vals, n, &rng);
+    for (size_t i = 0; i < n; i++) {
+        h[i] = bf16 ? f32_to_bf16(vals[i]) : f32_to_f16(vals[i]);
+        vals[i] = bf16 ? bf16_to_f32(h[i]) : f16_to_f32(h[i]);
+    }
+    return h;
+}
+
+static uint64_t upload_at(const void *host, size_t bytes, size_t offset, uint64_t *base)
+{
+    CHECK_RT(tilec_rt_malloc(rt, bytes + offset + 16, base));
+    CHECK_RT(tilec_rt_memcpy_htod(rt, *base + offset, host, bytes));
+    return *base + offset;
+}
+
+typedef struct mm_case {
+    const char *kernel;
+    int bf16, gelu;
+    int M, N, K;
+    size_t a_off; /* bytes added to A's base: 2 makes it unfit for TMA */
+} mm_case;
+
+/* Run one product through variant v and compare with the CPU. */
+static void run_case(const mm_case *c, int v)
+{
+    int M = c->M, N = c->N, K = c->K;
+    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    float *a = malloc(na * 4 + 4), *b = malloc(nb * 4 + 4), *bias = malloc((size_t)N * 4 + 4);
+    uint16_t *ah = rand16(na, c->bf16, a), *bh = rand16(nb, c->bf16, b), *biash = rand16((size_t)N, 0, bias);
+    double *want = gk_ref_matmul(a, b, M, N, K);
+    if (c->gelu)
+        for (size_t i = 0; i < nc; i++) {
+            double x = want[i] + bias[i % (size_t)N];
+            want[i] = 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+        }
+    uint64_t ba, bb, bc, bbias;
+    uint64_t da = upload_at(ah, na * 2, c->a_off, &ba), db = upload_at(bh, nb * 2, 0, &bb);
+    uint64_t dbias = upload_at(biash, (size_t)N * 2, 0, &bbias);
+    CHECK_RT(tilec_rt_malloc(rt, nc * 2 + 4, &bc));
+    CHECK_RT(tilec_rt_memset_d32(rt, bc, 0x7e007e00u, (nc * 2 + 4) / 4)); /* f16 NaN (a bf16 NaN too) */
+    tilec_rt_arg args[7];
+    int n = 0;
+    args[n++].ptr = da;
+    args[n++].ptr = db;
+    if (c->gelu)
+        args[n++].ptr = dbias;
+    args[n++].ptr = bc;
+    args[n++].i32 = M;
+    args[n++].i32 = N;
+    args[n++].i32 = K;
+    CHECK_RT(tilec_program_launch(prog, c->kernel, v, args, (uint32_t)n, NULL));
+    CHECK_RT(tilec_rt_synchronize(rt));
+    uint16_t *got16 = malloc(nc * 2 + 2);
+    float *got = malloc(nc * 4 + 4);
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, got16, bc, nc * 2));
+    for (size_t i = 0; i < nc; i++)
+        got[i] = c->bf16 ? bf16_to_f32(got16[i]) : f16_to_f32(got16[i]);
+    double err = rel_l2(got, want, nc);
+    cr_expect(err < (c->bf16 ? 1e-2 : 2e-3), "%s variant %d, M=%d N=%d K=%d, A base +%zu bytes: rel. error %g",
+              c->kernel, v, M, N, K, c->a_off, err);
+    tilec_rt_free(rt, ba);
+    tilec_rt_free(rt, bb);
+    tilec_rt_free(rt, bc);
+    tilec_rt_free(rt, bbias);
+    free(a);
+    free(b);
+    free(bias);
+    free(ah);
+    free(bh);
+    free(biash);
+    free(want);
+    free(got16);
+    free(got);
+}
+
+static const int shapes[][3] = {{128, 128, 64}, {300, 264, 200}, {129, 136, 72}, {1000, 1000, 1000}, {8, 64, 1024}};
+
+/* Every variant of kernel with a twin: at least `want_twins` of them. */
+static void check_kernel(const char *kernel, int bf16, int gelu, int want_twins)
+{
+    if (!hopper) {
+        cr_log_info("not a 9.0 device: no sm_90a twins to check");
+        return;
+    }
+    int twins = 0;
+    for (int v = 0; v < 8 && tilec_program_kernel(prog, kernel, v); v++) {
+        if (!tilec_program_has_twin(prog, kernel, v))
+            continue;
+        twins++;
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            mm_case c = {kernel, bf16, gelu, shapes[s][0], shapes[s][1], shapes[s][2], 0};
+            run_case(&c, v);
+        }
+    }
+    cr_assert_geq(twins, want_twins, "%s: %d variants with an sm_90a twin", kernel, twins);
+}
+
+Test(wgmma, matmul_f16, .timeout = 300) { check_kernel("matmul_f16", 0, 0, 3); }
+Test(wgmma, matmul_bf16, .timeout = 300) { check_kernel("matmul_bf16", 1, 0, 3); }
+Test(wgmma, bias_gelu_epilogue, .timeout = 300) { check_kernel("matmul_bias_gelu", 0, 1, 2); }
+
+/* Operands the tensor memory accelerator cannot read take the variant's
+ * own kernel: A's base 2 bytes off 16, then row strides (K, N) of an odd
+ * number of elements. */
+Test(wgmma, misaligned_operands_fall_back, .timeout = 300)
+{
+    if (!hopper)
+        return;
+    int v = 3; /* matmul_f16's 128x128 variant */
+    cr_assert(tilec_program_has_twin(prog, "matmul_f16", v));
+    mm_case off = {"matmul_f16", 0, 0, 256, 256, 256, 2};
+    run_case(&off, v);
+    mm_case odd = {"matmul_f16", 0, 0, 200, 129, 127, 0};
+    run_case(&odd, v);
+    mm_case bodd = {"matmul_bf16", 1, 0, 130, 257, 65, 0};
+    run_case(&bodd, v);
+}
+
+int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "wgmma twins"); }

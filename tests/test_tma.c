@@ -1,0 +1,173 @@
+/* test_tma.c: the runtime's side of the sm_90a twins (runtime/tma.c)
+ * against the fake driver (libfakecuda.so beside this binary, a 9.0
+ * device): a program built for the device (sm_90a, NVRTC for real)
+ * resolves kernel tw's twin; a launch on operands TMA can read makes one
+ * tensor map per operand from the arguments (base, extents, row stride in
+ * bytes, box, 128-byte swizzle), passes them after the arguments and
+ * launches the twin; the same buffers again make no new maps (the cache);
+ * a base off 16 bytes or a row stride that is not a multiple of 16 bytes
+ * launches the variant's own kernel and makes no map; TILEC_DISABLE_TMA=1
+ * and a driver without cuTensorMapEncodeTiled leave the variant alone; a
+ * build that finds its bundle in the kernel cache still has the twin. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "fake_load.h"
+#include "fs_helpers.h"
+#include "mm_tile.h"
+#include "tilec/cache.h"
+#include "tilec/program.h"
+
+
+static char fake_path[4096];
+static fake_cuda_state *fake;
+
+static void setup(void)
+{
+    fake_cuda_path(fake_path, sizeof fake_path);
+    fake = fake_cuda_load(fake_path, NULL);
+    unsetenv("FAKE_CUDA_MODE");
+    unsetenv("TILEC_DISABLE_TMA");
+}
+
+TestSuite(tma, .init = setup);
+
+typedef struct env {
+    tilec_rt *rt;
+    tilec_ctx *ctx;
+    tilec_module *m;
+    tilec_program *p;
+    tilec_cache *cache;
+    uint64_t a, b, c;
+} env;
+
+/* Build tw on the fake device; with a cache in dir when dir is not NULL. */
+static void env_build_in(env *e, const char *dir)
+{
+    memset(e, 0, sizeof *e);
+    cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &e->rt), TILEC_RT_OK);
+    tilec_rt_device_props props;
+    cr_assert_eq(tilec_rt_device_info(e->rt, &props), TILEC_RT_OK);
+    cr_assert_str_eq(props.arch, "sm_90a");
+    e->ctx = tilec_ctx_new();
+    char src[2048];
+    snprintf(src, sizeof src, MM_TILE_FMT, "tw", MM_TILE_MASK);
+    cr_assert_eq(tilec_parse_string(e->ctx, "tw.tile", src, strlen(src), &e->m), TILEC_OK);
+    if (dir)
+        cr_assert_eq(tilec_cache_open(dir, &e->cache), TILEC_RT_OK);
+    tilec_build_options o = {.threads = 1, .cache = e->cache}; /* arch: the device's own */
+    tilec_status st = tilec_program_build(e->ctx, e->rt, e->m, &o, &e->p);
+    const tilec_diag *d = tilec_ctx_diag(e->ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "");
+    cr_assert_eq(tilec_rt_malloc(e->rt, 1 << 20, &e->a), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_malloc(e->rt, 1 << 20, &e->b), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_malloc(e->rt, 1 << 20, &e->c), TILEC_RT_OK);
+}
+
+static void env_build(env *e) { env_build_in(e, NULL); }
+
+static void env_free(env *e)
+{
+    tilec_rt_free(e->rt, e->a);
+    tilec_rt_free(e->rt, e->b);
+    tilec_rt_free(e->rt, e->c);
+    tilec_program_free(e->p);
+    tilec_module_free(e->m);
+    tilec_ctx_free(e->ctx);
+    tilec_cache_close(e->cache);
+    tilec_rt_close(e->rt);
+}
+
+static tilec_rt_status launch(env *e, uint64_t a, int M, int N, int K)
+{
+    tilec_rt_arg args[6] = {{.ptr = a}, {.ptr = e->b}, {.ptr = e->c}, {.i32 = M}, {.i32 = N}, {.i32 = K}};
+    return tilec_program_launch(e->p, "tw", 0, args, 6, NULL);
+}
+
+Test(tma, maps_built_cached_and_passed, .timeout = 120)
+{
+    env e;
+    env_build(&e);
+    cr_assert(tilec_program_has_twin(e.p, "tw", 0));
+    cr_assert_eq(launch(&e, e.a, 300, 264, 200), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
+    cr_expect_eq(fake->tma_launches, 1, "the twin ran");
+    cr_expect_eq(fake->tma_encodes, 2, "one map per operand");
+    /* A: 300 x 200 halves, row stride 400 bytes, boxes of 128 rows x 64 */
+    cr_expect_eq(fake->tma_maps[0].base, e.a);
+    cr_expect(fake->tma_maps[0].dims[0] == 200 && fake->tma_maps[0].dims[1] == 300);
+    cr_expect_eq(fake->tma_maps[0].stride, 400);
+    cr_expect(fake->tma_maps[0].box[0] == 64 && fake->tma_maps[0].box[1] == 128);
+    cr_expect_eq(fake->tma_maps[0].swizzle, 3, "CU_TENSOR_MAP_SWIZZLE_128B");
+    cr_expect_eq(fake->tma_maps[0].dtype, 6, "CU_TENSOR_MAP_DATA_TYPE_FLOAT16");
+    /* B: 200 x 264, stride 528 bytes, boxes of 64 x 64 */
+    cr_expect_eq(fake->tma_maps[1].base, e.b);
+    cr_expect(fake->tma_maps[1].dims[0] == 264 && fake->tma_maps[1].dims[1] == 200);
+    cr_expect_eq(fake->tma_maps[1].stride, 528);
+    cr_expect(fake->tma_maps[1].box[0] == 64 && fake->tma_maps[1].box[1] == 64);
+    cr_expect(fake->tma_args[0] == e.a && fake->tma_args[1] == e.b, "the maps follow the arguments");
+    /* the same buffers and sizes: the cached maps */
+    cr_assert_eq(launch(&e, e.a, 300, 264, 200), TILEC_RT_OK);
+    cr_expect_eq(fake->tma_launches, 2);
+    cr_expect_eq(fake->tma_encodes, 2, "no new map for the same operands");
+    /* another shape: new maps */
+    cr_assert_eq(launch(&e, e.a, 256, 256, 256), TILEC_RT_OK);
+    cr_expect_eq(fake->tma_launches, 3);
+    cr_expect_eq(fake->tma_encodes, 4);
+    env_free(&e);
+}
+
+Test(tma, unfit_operands_take_the_variant, .timeout = 120)
+{
+    env e;
+    env_build(&e);
+    int before = fake->launches;
+    cr_assert_eq(launch(&e, e.a + 2, 256, 256, 256), TILEC_RT_OK); /* A's base off 16 bytes */
+    cr_assert_eq(launch(&e, e.a, 256, 129, 256), TILEC_RT_OK);     /* B's rows 258 bytes apart */
+    cr_assert_eq(launch(&e, e.a, 256, 256, 100), TILEC_RT_OK);     /* A's rows 200 bytes apart */
+    cr_expect_eq(fake->tma_launches, 0, "the twin never ran");
+    cr_expect_eq(fake->tma_encodes, 0, "no map made");
+    cr_expect_eq(fake->launches - before, 3, "the variant's own kernel ran each time");
+    env_free(&e);
+}
+
+/* Build tw under the environment variable name=value: no twin, and a
+ * launch runs the variant. */
+static void expect_no_twin(const char *name, const char *value)
+{
+    env e;
+    setenv(name, value, 1);
+    env_build(&e);
+    cr_expect(!tilec_program_has_twin(e.p, "tw", 0), "%s=%s", name, value);
+    cr_assert_eq(launch(&e, e.a, 256, 256, 256), TILEC_RT_OK);
+    cr_expect_eq(fake->tma_launches, 0);
+    env_free(&e);
+    unsetenv(name);
+}
+
+Test(tma, disabled_or_no_encoder_means_no_twin, .timeout = 120)
+{
+    expect_no_twin("TILEC_DISABLE_TMA", "1");
+    expect_no_twin("FAKE_CUDA_MODE", "notma"); /* a driver without cuTensorMapEncodeTiled */
+}
+
+/* The bundle holds the twin's image but not its metadata: a warm build
+ * lowers again for it (api/build.c, twin_meta). */
+Test(tma, a_cache_hit_keeps_the_twin, .timeout = 120)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    env e;
+    env_build_in(&e, dir);
+    tilec_program_stats st;
+    tilec_program_get_stats(e.p, &st);
+    cr_expect(!st.cache_hit);
+    env_free(&e);
+    env_build_in(&e, dir);
+    tilec_program_get_stats(e.p, &st);
+    cr_expect(st.cache_hit, "the second build finds the bundle");
+    cr_expect(tilec_program_has_twin(e.p, "tw", 0), "and still has the twin");
+    cr_assert_eq(launch(&e, e.a, 256, 256, 256), TILEC_RT_OK);
+    cr_expect_eq(fake->tma_launches, 1);
+    env_free(&e);
+    rm_dir(dir);
+}

@@ -1,0 +1,200 @@
+/* test_wgmma.c: the sm_90a twins of dot loops (lower/wgmma.c) on the CPU:
+ * which variants of bench/harness/gemm.tile get one and the tensor-map
+ * metadata the runtime builds its maps from; that an sm_90 compile of the
+ * same source has no twin; and, when cuobjdump is at hand, that the sm_90a
+ * twin's SASS holds the Hopper instructions (HGMMA, UTMALDG) with no local
+ * memory. NVRTC needs no GPU. */
+#define _DEFAULT_SOURCE 1
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "fs_helpers.h"
+#include "helpers.h"
+#include "mm_tile.h"
+#include "tilec/lower.h"
+
+#define GEMM "bench/harness/gemm.tile"
+
+static void lower_variant(tilec_ctx *ctx, tilec_module *m, const char *kernel, int v, tilec_kernel_code *code)
+{
+    const tilec_kernel *k = tilec_module_find_kernel(m, kernel);
+    cr_assert_not_null(k, "no kernel %s", kernel);
+    cr_assert_eq(tilec_lower_kernel(ctx, m, k, v, code), TILEC_OK, "%s variant %d does not lower", kernel, v);
+}
+
+static void expect_map(const tilec_tma_map *t, uint32_t ptr, uint32_t rows, uint32_t cols, uint32_t stride,
+                       uint32_t box_rows, uint32_t bf16)
+{
+    cr_expect_eq(t->ptr, ptr);
+    cr_expect_eq(t->rows, rows);
+    cr_expect_eq(t->cols, cols);
+    cr_expect_eq(t->stride, stride);
+    cr_expect_eq(t->box_rows, box_rows);
+    cr_expect_eq(t->box_cols, 64);
+    cr_expect_eq(t->elem_bytes, 2);
+    cr_expect_eq(t->bf16, bf16);
+}
+
+/* matmul_f16(a, b, c, M, N, K): A is [M, K] with row stride K, B [K, N]
+ * with row stride N; the BM = 16 variant has no twin (not 64 rows per
+ * warp group), the batched product none (its pointers carry an offset). */
+Test(wgmma, twin_metadata)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, GEMM);
+    tilec_kernel_code code;
+    lower_variant(ctx, m, "matmul_f16", 0, &code);
+    cr_expect_null(code.tma.name, "BM = 16 has no twin");
+    tilec_kernel_code_free(&code);
+    static const uint32_t bm[] = {0, 64, 128, 128}, warps[] = {0, 4, 8, 8};
+    for (int v = 1; v < 4; v++) {
+        lower_variant(ctx, m, "matmul_f16", v, &code);
+        cr_assert_not_null(code.tma.name, "variant %d has a twin", v);
+        char want[64];
+        snprintf(want, sizeof want, "matmul_f16_v%d_tma", v);
+        cr_expect_str_eq(code.tma.name, want);
+        cr_expect_eq(code.tma.threads, 32 * warps[v] + 128, "its warps and one producer warp group");
+        cr_expect_gt(code.tma.smem_bytes, code.smem_bytes);
+        cr_expect_leq(code.tma.smem_bytes, 227 * 1024);
+        cr_expect_eq(code.tma.nmaps, 2);
+        expect_map(&code.tma.maps[0], 0, 3, 5, 5, bm[v], 0);
+        expect_map(&code.tma.maps[1], 1, 5, 4, 4, 64, 0);
+        cr_expect(strstr(code.source, "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)"), "the twin is for sm_90a only");
+        tilec_kernel_code_free(&code);
+    }
+    lower_variant(ctx, m, "matmul_bf16", 3, &code);
+    expect_map(&code.tma.maps[0], 0, 3, 5, 5, 128, 1);
+    tilec_kernel_code_free(&code);
+    /* matmul_bias_gelu(a, b, bias, c, M, N, K) */
+    lower_variant(ctx, m, "matmul_bias_gelu", 1, &code);
+    expect_map(&code.tma.maps[0], 0, 4, 6, 6, 128, 0);
+    expect_map(&code.tma.maps[1], 1, 6, 5, 5, 64, 0);
+    tilec_kernel_code_free(&code);
+    lower_variant(ctx, m, "bmm_f16", 1, &code);
+    cr_expect_null(code.tma.name, "a pointer with an offset is not a plain 2-D tensor");
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* mm with A's mask `amask`: its twin's map of A (rows, cols), or -1 -1
+ * when it has no twin. */
+static void a_map_with_mask(const char *amask, int *rows, int *cols)
+{
+    char src[2048];
+    snprintf(src, sizeof src, MM_TILE_FMT, "mm", amask);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    tilec_status st = tilec_parse_string(ctx, "mm.tile", src, strlen(src), &m);
+    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s: %s", amask, d ? d->message : "");
+    tilec_kernel_code code;
+    lower_variant(ctx, m, "mm", 0, &code);
+    *rows = code.tma.name ? (int)code.tma.maps[0].rows : -1;
+    *cols = code.tma.name ? (int)code.tma.maps[0].cols : -1;
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* The map's extents are the mask's bounds, whichever parameters they are
+ * (the runtime falls back when the row stride is narrower than a row); a
+ * mask that is not `R < rows && C < cols` of the pointer's own index
+ * tiles keeps the cp.async pipeline alone. */
+Test(wgmma, masks_give_the_extents)
+{
+    int r, c;
+    a_map_with_mask(MM_TILE_MASK, &r, &c);
+    cr_expect(r == 3 && c == 5, "rows M, cols K: %d %d", r, c);
+    a_map_with_mask("rk[None, :] < K && rm[:, None] < M", &r, &c);
+    cr_expect(r == 3 && c == 5, "either order: %d %d", r, c);
+    a_map_with_mask("rm[:, None] < M && rk[None, :] < N", &r, &c);
+    cr_expect(r == 3 && c == 4, "cols N: %d %d", r, c);
+    a_map_with_mask("rm[:, None] < M", &r, &c);
+    cr_expect(r == -1, "rows only: no twin");
+    a_map_with_mask("rm[:, None] < M && rk[None, :] + 1 < K", &r, &c);
+    cr_expect(r == -1, "a bound on another index expression: no twin");
+    a_map_with_mask("rm[:, None] < M && rk[None, :] < 64", &r, &c);
+    cr_expect(r == -1, "a constant bound: no twin");
+}
+
+/* cuobjdump: $SASS_TOOLS/bin, /tmp/sass-tools/bin (where ../shared/tools/sass
+ * unpacks it), the CUDA toolkit, the PATH; NULL when there is none. */
+static const char *cuobjdump(void)
+{
+    static char path[4096];
+    const char *t = getenv("SASS_TOOLS");
+    const char *dirs[] = {t, "/tmp/sass-tools", "/usr/local/cuda"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        if (!dirs[i])
+            continue;
+        snprintf(path, sizeof path, "%s/bin/cuobjdump", dirs[i]);
+        if (access(path, X_OK) == 0)
+            return path;
+    }
+    char *out;
+    int st = sh(&out, "command -v cuobjdump");
+    if (st == 0 && out[0] == '/') {
+        snprintf(path, sizeof path, "%.*s", (int)strcspn(out, "\n"), out);
+        free(out);
+        return path;
+    }
+    free(out);
+    return NULL;
+}
+
+/* The SASS (or resource usage, with -res-usage) of variant v for arch. */
+static char *disassemble(const char *tool, const char *opt, const char *kernel, int v, const char *arch)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, GEMM);
+    tilec_kernel_code code;
+    void *cubin = NULL;
+    size_t size = 0;
+    cr_assert_eq(tilec_compile_kernel(ctx, m, tilec_module_find_kernel(m, kernel), v, arch, &code, &cubin, &size),
+                 TILEC_OK, "%s variant %d does not compile for %s", kernel, v, arch);
+    char dir[256];
+    make_tmpdir(dir, sizeof dir);
+    char file[512];
+    snprintf(file, sizeof file, "%s/k.cubin", dir);
+    FILE *f = fopen(file, "wb");
+    cr_assert(f && fwrite(cubin, 1, size, f) == size && fclose(f) == 0);
+    char *out;
+    int st = sh(&out, "'%s' %s '%s'", tool, opt, file);
+    cr_assert_eq(st, 0, "cuobjdump failed:\n%s", out);
+    rm_dir(dir);
+    free(cubin);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    return out;
+}
+
+Test(wgmma, sass_has_hgmma_and_utmaldg, .timeout = 120)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    char *sass = disassemble(tool, "-sass", "matmul_bias_gelu", 1, "sm_90a");
+    const char *twin = strstr(sass, "Function : matmul_bias_gelu_v1_tma");
+    cr_assert_not_null(twin, "the sm_90a cubin has the twin:\n%.2000s", sass);
+    const char *next = strstr(twin + 1, "Function : ");
+    size_t len = next ? (size_t)(next - twin) : strlen(twin);
+    char *t = strndup(twin, len);
+    cr_expect(strstr(t, "HGMMA.64x128x16.F32"), "the twin multiplies on wgmma");
+    cr_expect(strstr(t, "UTMALDG.2D"), "the twin loads by TMA");
+    cr_expect(strstr(t, "SYNCS"), "the twin waits on mbarriers");
+    cr_expect(!strstr(t, "LDL") && !strstr(t, "STL"), "no local memory in the twin");
+    free(t);
+    free(sass);
+    char *res = disassemble(tool, "-res-usage", "matmul_f16", 3, "sm_90a");
+    const char *r = strstr(res, "matmul_f16_v3_tma:");
+    cr_assert_not_null(r, "%s", res);
+    cr_expect(strstr(r, "STACK:0") && strstr(r, "LOCAL:0"), "no spills:\n%s", res);
+    free(res);
+    sass = disassemble(tool, "-sass", "matmul_f16", 3, "sm_90");
+    cr_expect(!strstr(sass, "_tma"), "an sm_90 compile has no twin");
+    cr_expect(strstr(sass, "HMMA"), "the variant itself stays on mma.sync");
+    free(sass);
+}
