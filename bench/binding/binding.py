@@ -57,7 +57,7 @@ def main():
     d = tempfile.mkdtemp(prefix="tilec_binding_")
     with open(os.path.join(d, "g3.tile"), "w") as f:
         f.write(SOURCE)
-    subprocess.run([os.path.join(ROOT, "build", "bin", "tilec"), os.path.join(d, "g3.tile"), "--emit", "py", "-o", d],
+    subprocess.run([os.environ.get("TILEC_BIN", os.path.join(ROOT, "build", "bin", "tilec")), os.path.join(d, "g3.tile"), "--emit", "py", "-o", d],
                    check=True)
     sys.path.insert(0, d)
     import g3
