@@ -82,6 +82,7 @@ typedef struct lw {
     int nassigned;
     const char **dotacc; /* names updated as x = x + dot(a, b) */
     int ndotacc;
+    struct lower_ix *ix; /* index64.c: the expressions computed in 64 bits */
 } lw;
 
 /* ---- state.c: errors, output, names, scopes, hints, shared memory ---- */
@@ -164,6 +165,13 @@ void lower_emit_block(lw *L, const tilec_block *b);
 /* Emit `for` loop `loop` as a cp.async pipeline when it qualifies: 1 if
  * it did, 0 (nothing emitted) if not. */
 int lower_pipelined_loop(lw *L, const tilec_stmt *loop);
+
+/* ---- index64.c: the width of index arithmetic ---- */
+
+/* Decide which i32 expressions of the variant are computed in 64 bits and
+ * write the kernel's comment saying so; lower_ty reports them as i64. */
+void lower_index_widths(lw *L);
+const tilec_type *lower_ix_type(const lw *L, const tilec_expr *e);
 
 /* ---- prelude.c ---- */
 

@@ -518,4 +518,56 @@ Test(gpu, multikernel_timing_leaves_a_nested_atomic_output_alone, .timeout = 120
     tilec_ctx_free(ctx);
 }
 
+/* Issue 21 item 4, 64-bit index arithmetic: the issue's shape, 65536 rows
+ * of a vocabulary of 32769, 2^31 + 65536 bytes in each of x and y. With
+ * 32-bit offsets base wrapped negative and the kernel wrote outside y (or
+ * faulted). */
+Test(gpu, index64_rows_past_2_31, .timeout = 300)
+{
+    tilec_rt_device_props props;
+    CHECK_RT(tilec_rt_device_info(rt, &props));
+    const uint64_t total_mem = props.total_mem;
+    const int R = 65536, V = 32769;
+    const size_t n = (size_t)R * (size_t)V;
+    cr_assert_gt(n, (size_t)1 << 31);
+    if (total_mem < 2 * n + ((size_t)1 << 30)) {
+        cr_skip_test("needs %zu MiB of device memory, the device has %llu MiB", (2 * n >> 20) + 1024,
+                     (unsigned long long)(total_mem >> 20));
+    }
+    gk g;
+    load_or_fail("tests/gpu/index64.tile", "rows_i8", 0, &g);
+    cr_assert(strstr(g.code.source, "const long long v_base"), "base is not 64-bit:\n%s", g.code.source);
+    /* x: every byte 3; y: every byte 0x55, and a guard after it */
+    const size_t guard = 1 << 20;
+    uint64_t x = 0, y = 0;
+    CHECK_RT(tilec_rt_malloc(rt, n, &x));
+    CHECK_RT(tilec_rt_malloc(rt, n + guard, &y));
+    CHECK_RT(tilec_rt_memset_d32(rt, x, 0x03030303u, n / 4));
+    CHECK_RT(tilec_rt_memset_d32(rt, y, 0x55555555u, (n + guard) / 4));
+    /* the last n % 4 bytes of x */
+    int8_t tail[4] = {3, 3, 3, 3};
+    if (n % 4)
+        CHECK_RT(tilec_rt_memcpy_htod(rt, x + n - n % 4, tail, n % 4));
+    tilec_rt_arg args[4] = {{.ptr = x}, {.ptr = y}, {.i32 = R}, {.i32 = V}};
+    CHECK_RT(gk_launch(&g, args, NULL));
+    CHECK_RT(tilec_rt_synchronize(rt));
+    int8_t *got = malloc(n + guard);
+    cr_assert(got);
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, y, n + guard));
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != (int8_t)(3 + (int)(i % 7)) && !bad++)
+            first = i;
+    cr_expect_eq(bad, 0, "%zu of %zu bytes wrong, the first at %zu (row %zu): %d, want %d", bad, n, first,
+                 first / (size_t)V, got[first], 3 + (int)(first % 7));
+    size_t spill = 0;
+    for (size_t i = n; i < n + guard; i++)
+        spill += got[i] != 0x55;
+    cr_expect_eq(spill, 0, "%zu bytes written past the end of y", spill);
+    free(got);
+    tilec_rt_free(rt, x);
+    tilec_rt_free(rt, y);
+    gk_free(&g);
+}
+
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU kernel tests"); }
