@@ -192,9 +192,20 @@ static void py_alloc(pystate *s, const tilec_wir_line *l)
     sb_printf(&s->body, ", \"%s\")\n", tilec_dtype_name(l->dtype));
 }
 
+/* zeros, ones, full: the value after the allocation or reuse */
+static void py_fill(pystate *s, const tilec_wir_line *l)
+{
+    if (!l->fill)
+        return;
+    sb_puts(&s->body, "    tilec.fill(");
+    py_name(&s->body, l->name);
+    sb_printf(&s->body, ", 0x%llx, %u)  # %s\n", (unsigned long long)l->fill_bits, tilec_dtype_size(l->dtype), l->fill);
+}
+
 static int h_allocate(void *u, const tilec_wir_line *l)
 {
     py_alloc(u, l);
+    py_fill(u, l);
     return 0;
 }
 
@@ -211,6 +222,7 @@ static int h_reuse(void *u, const tilec_wir_line *l)
     sb_printf(&s->body, ", \"%s\")  # the storage of ", tilec_dtype_name(l->dtype));
     py_name(&s->body, l->from);
     sb_putc(&s->body, '\n');
+    py_fill(s, l);
     return 0;
 }
 

@@ -148,6 +148,9 @@ void chk_reset_graph(checker *ck);
 /* check_call.c */
 void chk_extern(checker *ck, tilec_extern *x);
 binding *chk_tensor_arg(checker *ck, const tilec_expr *a, const char *what, const char *want);
+/* check_fill.c: let t = empty|zeros|ones|full|*_like(...); 0 when the
+ * statement is none of them */
+int chk_graph_alloc(checker *ck, tilec_stmt *s);
 const poly ***chk_extern_call(checker *ck, const tilec_extern *x, const tilec_expr *call);
 void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call);
 

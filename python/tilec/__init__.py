@@ -620,6 +620,28 @@ def copy(dst, src):
     return dst
 
 
+def fill(buf, bits, size):
+    """Set every element of Buffer buf to the size-byte pattern bits (the
+    zeros, ones and full of graphs); returns buf."""
+    dev, n = buf.device, buf.nbytes
+    word = {1: (bits & 0xFF) * 0x01010101, 2: (bits & 0xFFFF) * 0x00010001}.get(size, bits & 0xFFFFFFFF)
+    if size == 8 and (bits >> 32) != (bits & 0xFFFFFFFF):
+        # one element from the host, then copies that double on the device
+        if n:
+            one = ctypes.c_uint64(bits)
+            dev._check(_lib.tilec_rt_memcpy_htod(dev._h, buf.ptr, ctypes.byref(one), 8))
+        done = 8
+        while done < n:
+            dev._check(_lib.tilec_rt_memcpy_dtod(dev._h, buf.ptr + done, buf.ptr, min(done, n - done)))
+            done *= 2
+        return buf
+    dev._check(_lib.tilec_rt_memset_d32(dev._h, buf.ptr, word, n // 4))
+    if n % 4:
+        tail = ctypes.c_uint32(word)
+        dev._check(_lib.tilec_rt_memcpy_htod(dev._h, buf.ptr + n - n % 4, ctypes.byref(tail), n % 4))
+    return buf
+
+
 def cdiv(a, b):
     """a / b rounded up (sizes are positive)."""
     return -(-a // b)
