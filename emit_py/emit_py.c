@@ -464,7 +464,7 @@ static void py_params(strbuf *b, const tilec_graph *g)
 /* "y: f32[R, C]" of a tensor parameter or result; "eps: f32" of a scalar */
 static void py_param_doc(strbuf *b, const tilec_param *p, const tilec_wir *w, int result)
 {
-    sb_printf(b, "%s: %s", p->name ? p->name : "?", tilec_dtype_name(p->type.dtype));
+    sb_printf(b, "%s%s: %s", p->out ? "out " : "", p->name ? p->name : "?", tilec_dtype_name(p->type.dtype));
     if (p->type.kind != TILEC_TE_TENSOR)
         return;
     /* the shape as the IR spells it */
@@ -614,7 +614,7 @@ static int py_end(tilec_emit *e, void *state)
         py_param_doc(&t, &g->results[i], s->w, 1);
     }
     sb_printf(&t, "%s. Raises ValueError when an argument does not fit, before any GPU work.",
-              nout > 1 ? " (a tuple of tilec.Buffer)" : " (a tilec.Buffer)");
+              nout > 1 ? " (a tuple of tilec.Buffer)" : nout ? " (a tilec.Buffer)" : "nothing");
     /* wrap at 79 columns */
     size_t col = 14; /* "    Arguments:" */
     for (const char *p = sb_str(&t); *p;) {

@@ -233,6 +233,23 @@ tilec_param *prs_param(prs_state *ps, const lex_token *name, tilec_tyexpr *type)
     return p;
 }
 
+tilec_param *prs_param_out(prs_state *ps, const lex_token *qual, const lex_token *name, tilec_tyexpr *type)
+{
+    if (strcmp(qual->str, "out")) {
+        if (!ps->failed)
+            diag_at(ps->ctx, &ps->mod->src, &name->loc, TILEC_SEV_ERROR,
+                    "expected ':' after parameter '%s', found '%s' (only 'out' may stand before a parameter name)",
+                    qual->str, name->str);
+        ps->failed = 1;
+    }
+    tilec_param *p = prs_param(ps, name, type);
+    if (p) {
+        p->out = true;
+        p->out_loc = qual->loc;
+    }
+    return p;
+}
+
 tilec_tyexpr *prs_type(prs_state *ps, tilec_tyexpr_kind kind, const lex_token *at, const lex_token *dtype,
                        ar_vec *dims)
 {

@@ -218,6 +218,7 @@ void chk_graph(checker *ck, tilec_graph *g)
             if (!chk_lookup(ck, s->names[j]))
                 chk_bind(ck, s->names[j], &s->name_locs[j], B_TENSOR, "tensor");
     }
+    chk_graph_outs(ck, g);
     if (!returned && g->nresults)
         chk_err(ck, &g->loc, "graph '%s' declares %u result%s but has no return", g->name, g->nresults,
             g->nresults == 1 ? "" : "s");

@@ -151,6 +151,10 @@ binding *chk_tensor_arg(checker *ck, const tilec_expr *a, const char *what, cons
 /* check_fill.c: let t = empty|zeros|ones|full|*_like(...); 0 when the
  * statement is none of them */
 int chk_graph_alloc(checker *ck, tilec_stmt *s);
+/* check_out.c: `out` parameters: none where `owner` ("kernel 'k'") takes
+ * them; a graph's must be tensors it writes and does not return */
+void chk_no_out(checker *ck, const tilec_param *p, uint32_t n, const char *owner);
+void chk_graph_outs(checker *ck, const tilec_graph *g);
 const poly ***chk_extern_call(checker *ck, const tilec_extern *x, const tilec_expr *call);
 void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call);
 

@@ -88,7 +88,7 @@ static void dump_params(strbuf *b, const tilec_param *p, uint32_t n)
         if (i)
             sb_puts(b, ", ");
         if (p[i].name)
-            sb_printf(b, "%s: ", p[i].name);
+            sb_printf(b, "%s%s: ", p[i].out ? "out " : "", p[i].name);
         dump_tyexpr(b, &p[i].type);
     }
 }

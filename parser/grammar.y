@@ -65,6 +65,7 @@ param_list(L) ::= param(P).      { L = prs_push(ps, prs_list(ps), P); }
 param_list(L) ::= param_list(A) COMMA param(P). { L = prs_push(ps, A, P); }
 %type param {tilec_param *}
 param(P) ::= IDENT(N) COLON type(T). { P = prs_param(ps, &N, T); }
+param(P) ::= IDENT(Q) IDENT(N) COLON type(T). { P = prs_param_out(ps, &Q, &N, T); }
 
 %type type {tilec_tyexpr *}
 type(T) ::= DTYPE(D).            { T = prs_type(ps, TILEC_TE_SCALAR, &D, &D, NULL); }

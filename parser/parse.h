@@ -48,6 +48,8 @@ tilec_extern *prs_extern(prs_state *ps, const lex_token *kw, const lex_token *na
 tilec_graph *prs_graph(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,
                        ar_vec *results, ar_vec *body);
 tilec_param *prs_param(prs_state *ps, const lex_token *name, tilec_tyexpr *type);
+/* out NAME: T, a graph's caller-provided output; any word but out is an error */
+tilec_param *prs_param_out(prs_state *ps, const lex_token *qual, const lex_token *name, tilec_tyexpr *type);
 tilec_tyexpr *prs_type(prs_state *ps, tilec_tyexpr_kind kind, const lex_token *at, const lex_token *dtype,
                        ar_vec *dims);
 tilec_hint *prs_hint(prs_state *ps, const lex_token *name, tilec_expr *value);

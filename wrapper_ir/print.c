@@ -233,7 +233,7 @@ void wir_text_header(strbuf *b, const tilec_wir *w)
     sb_printf(b, "graph %s(", g->name);
     for (uint32_t i = 0; i < g->nparams; i++) {
         const tilec_param *p = &g->params[i];
-        sb_printf(b, "%s%s: %s", i ? ", " : "", p->name, tilec_dtype_name(p->type.dtype));
+        sb_printf(b, "%s%s%s: %s", i ? ", " : "", p->out ? "out " : "", p->name, tilec_dtype_name(p->type.dtype));
         if (p->type.kind != TILEC_TE_TENSOR)
             continue;
         const tilec_wir_line *a = tilec_wir_input_shape(w, i);

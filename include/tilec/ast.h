@@ -84,6 +84,8 @@ typedef struct tilec_param {
     const char *name; /* NULL for an unnamed result */
     tilec_loc loc;
     tilec_tyexpr type;
+    bool out;         /* `out y: f32[N]`: a graph's caller-provided output */
+    tilec_loc out_loc;
 } tilec_param;
 
 typedef enum tilec_stmt_kind {

@@ -299,7 +299,10 @@ static const char tl_source[] =
     "N], o: f32[N]) {\n    let s = zeros(f32, [1]);\n    total(x, s, N);\n    let h = fu"
     "ll(f16, [N, 2], -inf);\n    let d = full(f64, [N], 0.1);\n    let b = full(i8, [N]"
     ", -3);\n    let t = ones(bool, [N]);\n    let w = empty_like(x);\n    total(w, s, N"
-    ");\n    let o = full_like(x, 2.5);\n    return s, h, d, b, t, o;\n}\n";
+    ");\n    let o = full_like(x, 2.5);\n    return s, h, d, b, t, o;\n}\n\n/// s[0] += th"
+    "e sum of x, into the caller's buffer (an out parameter: checked\n/// like an inpu"
+    "t, written, not returned)\ngraph into(x: f32[N], out s: f32[1]) {\n    total(x, s,"
+    " N);\n}\n";
 
 /* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree
    cost far more than the kernels of a small graph */

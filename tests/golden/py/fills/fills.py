@@ -36,6 +36,12 @@ TILE_SOURCE = (
     b"    let o = full_like(x, 2.5);\n"
     b"    return s, h, d, b, t, o;\n"
     b"}\n"
+    b"\n"
+    b"/// s[0] += the sum of x, into the caller's buffer (an out parameter: checked\n"
+    b"/// like an input, written, not returned)\n"
+    b"graph into(x: f32[N], out s: f32[1]) {\n"
+    b"    total(x, s, N);\n"
+    b"}\n"
 )
 
 _module = None
