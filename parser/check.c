@@ -42,6 +42,7 @@ int chk_module(tilec_ctx *ctx, tilec_module *mod)
         n->loc = loc;
         HASH_ADD_KEYPTR(hh, ck->items, n->name, strlen(n->name), n);
     }
+    chk_consts(ck);
     for (uint32_t i = 0; i < mod->items.n && !chk_stop(ck); i++) {
         tilec_item *it = mod->items.v[i];
         if (it->kind == TILEC_ITEM_KERNEL)

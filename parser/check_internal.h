@@ -155,6 +155,9 @@ int chk_graph_alloc(checker *ck, tilec_stmt *s);
  * them; a graph's must be tensors it writes and does not return */
 void chk_no_out(checker *ck, const tilec_param *p, uint32_t n, const char *owner);
 void chk_graph_outs(checker *ck, const tilec_graph *g);
+/* check_consts.c: the module's constants evaluated, then every use in
+ * every item replaced by its value */
+void chk_consts(checker *ck);
 const poly ***chk_extern_call(checker *ck, const tilec_extern *x, const tilec_expr *call);
 void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call);
 

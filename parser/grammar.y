@@ -50,6 +50,10 @@ item ::= DOC(D).                 { prs_doc_item(ps, &D); }
 item ::= kernel(K).              { prs_add_item(ps, TILEC_ITEM_KERNEL, K); }
 item ::= extern_decl(E).         { prs_add_item(ps, TILEC_ITEM_EXTERN, E); }
 item ::= graph(G).               { prs_add_item(ps, TILEC_ITEM_GRAPH, G); }
+item ::= const_kw IDENT(N) ASSIGN expr(E) SEMI. { prs_const(ps, &N, E); }
+/* `const` is a word, not a keyword: any other word starting an item is
+ * reported as soon as the next token shows it is no const */
+const_kw ::= IDENT(K).           { prs_const_kw(ps, &K); }
 
 /* ---- kernels ---- */
 %type kernel {tilec_kernel *}

@@ -41,6 +41,9 @@ void prs_syntax_error(prs_state *ps, const lex_token *tok, const int *expected, 
 void prs_stack_overflow(prs_state *ps, const lex_token *tok);
 void prs_doc_item(prs_state *ps, const lex_token *doc);
 void prs_add_item(prs_state *ps, tilec_item_kind kind, void *node);
+/* const NAME = expr; */
+void prs_const_kw(prs_state *ps, const lex_token *kw); /* any word but const is an error */
+void prs_const(prs_state *ps, const lex_token *name, tilec_expr *value);
 tilec_kernel *prs_kernel(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,
                          ar_vec *grid, ar_vec *hints, prs_variants *variants, ar_vec *body);
 tilec_extern *prs_extern(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,

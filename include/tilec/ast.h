@@ -179,6 +179,15 @@ typedef struct tilec_graph {
     tilec_block body;
 } tilec_graph;
 
+/* const NAME = value; a module-level integer constant. The checker
+ * replaces every use by its value (an integer literal node). */
+typedef struct tilec_const {
+    const char *name;
+    tilec_loc loc;
+    tilec_expr *expr;
+    int64_t value; /* set by the checker */
+} tilec_const;
+
 typedef enum tilec_item_kind { TILEC_ITEM_KERNEL, TILEC_ITEM_EXTERN, TILEC_ITEM_GRAPH } tilec_item_kind;
 typedef struct tilec_item {
     tilec_item_kind kind;
