@@ -158,6 +158,8 @@ void chk_graph_outs(checker *ck, const tilec_graph *g);
 /* check_consts.c: the module's constants evaluated, then every use in
  * every item replaced by its value */
 void chk_consts(checker *ck);
+/* check_scan.c: cumsum, cumprod, cummax, cummin and scan (arity checked) */
+tilec_type chk_scan(checker *ck, tilec_expr *e);
 const poly ***chk_extern_call(checker *ck, const tilec_extern *x, const tilec_expr *call);
 void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call);
 

@@ -1,0 +1,164 @@
+/* scan.c: cumsum, cumprod, cummax, cummin and scan (a user-written
+ * combine) along any axis of a tile, inclusive or exclusive, forward or
+ * reverse (docs/lowering.md, "Scans").
+ *
+ * The operand goes to shared memory (row-major, its spill buffer). A line
+ * along the axis has L elements (a power of two); min(L, 32) lanes of a
+ * warp own a line, so a warp scans 32 / min(L, 32) lines at once and the
+ * warps take the lines in turn. The lanes walk their line in chunks of
+ * min(L, 32) consecutive elements (one conflict-free shared-memory access
+ * each): an inclusive warp scan of the chunk by __shfl_up_sync within the
+ * line's lanes, the carry of the chunks before it combined in front, the
+ * chunk's last value shuffled to every lane as the next carry. The result
+ * is written to a shared-memory buffer of its own, read back into
+ * registers in the canonical layout, and that buffer is the result's
+ * spill buffer. */
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+typedef enum { SC_SUM, SC_PROD, SC_MAX, SC_MIN, SC_USER } sckind;
+
+int lower_is_scan(const tilec_expr *e)
+{
+    return e->kind == TILEC_EX_CALL && (!strcmp(e->name, "cumsum") || !strcmp(e->name, "cumprod") ||
+                                        !strcmp(e->name, "cummax") || !strcmp(e->name, "cummin") ||
+                                        !strcmp(e->name, "scan"));
+}
+
+static sckind scan_kind(const tilec_expr *e)
+{
+    if (!strcmp(e->name, "scan"))
+        return SC_USER;
+    return !strcmp(e->name, "cumsum") ? SC_SUM : !strcmp(e->name, "cumprod") ? SC_PROD
+                                     : !strcmp(e->name, "cummax") ? SC_MAX : SC_MIN;
+}
+
+/* The identity an exclusive scan starts with (SC_USER: its init). */
+static const char *scan_identity(lw *L, const tilec_expr *e, sckind k, tilec_dtype d)
+{
+    if (k == SC_USER) {
+        const tilec_expr *init = e->args[2];
+        lower_walk(L, init, NULL, 0, NULL, PREP);
+        return lower_conv(L, lower_walk(L, init, NULL, 0, NULL, EMIT), lower_ty(L, init)->dtype, d);
+    }
+    const char *T = lower_ctype(d);
+    if (k == SC_SUM || k == SC_PROD)
+        return lower_fmt(L, "((%s)%d)", T, k == SC_PROD);
+    int hi = k == SC_MIN;
+    if (tilec_dtype_class(d) == 'f')
+        return hi ? lower_inf_lit(L, d) : lower_fmt(L, "(-%s)", lower_inf_lit(L, d));
+    static const char *const lo_v[] = {"0", "(-128)", "(-32768)", "(-2147483647 - 1)", "(-9223372036854775807LL - 1)",
+                                       "0", "0", "0u", "0ull"};
+    static const char *const hi_v[] = {"1", "127", "32767", "2147483647", "9223372036854775807LL",
+                                       "255", "65535", "4294967295u", "18446744073709551615ull"};
+    return lower_fmt(L, "((%s)%s)", T, (hi ? hi_v : lo_v)[d <= TILEC_DT_U64 ? d : 0]);
+}
+
+/* The combine as a lambda tl_cmb(running, next). */
+static void scan_combine(lw *L, const tilec_expr *e, sckind k, tilec_dtype d)
+{
+    const char *T = lower_ctype(d), *body;
+    int flt = tilec_dtype_class(d) == 'f';
+    switch (k) {
+    case SC_SUM: body = "tl_sa + tl_sb"; break;
+    case SC_PROD: body = "tl_sa * tl_sb"; break;
+    case SC_MAX: body = flt ? "tl_max(tl_sa, tl_sb)" : "tl_sa > tl_sb ? tl_sa : tl_sb"; break;
+    case SC_MIN: body = flt ? "tl_min(tl_sa, tl_sb)" : "tl_sa < tl_sb ? tl_sa : tl_sb"; break;
+    default: { /* the user's expression, a and b bound to the lambda's parameters */
+        tilec_type s = {.kind = TILEC_TY_VALUE, .dtype = d};
+        L->depth++;
+        lower_bind(L, e->args[3]->name, lower_newval(L, VK_SCALAR, &s, "tl_sa"));
+        lower_bind(L, e->args[4]->name, lower_newval(L, VK_SCALAR, &s, "tl_sb"));
+        lower_walk(L, e->args[5], NULL, 0, NULL, PREP);
+        body = lower_conv(L, lower_walk(L, e->args[5], NULL, 0, NULL, EMIT), lower_ty(L, e->args[5])->dtype, d);
+        lower_leave(L);
+        break;
+    }
+    }
+    lower_line(L, "auto tl_cmb = [&](const %s tl_sa, const %s tl_sb) -> %s { return %s; };", T, T, T, body);
+}
+
+static int scan_flag(const tilec_expr *e, uint32_t i) { return i < e->nargs && e->args[i]->ival; }
+
+void lower_emit_scan(lw *L, const tilec_expr *e, val *v)
+{
+    const tilec_type *t = lower_ty(L, e);
+    sckind k = scan_kind(e);
+    uint32_t f = k == SC_USER ? 6 : 2;
+    int excl = scan_flag(e, f), rev = scan_flag(e, f + 1);
+    int64_t axis = e->args[1]->kind == TILEC_EX_INT ? e->args[1]->ival : 0;
+    if (e->args[1]->kind == TILEC_EX_UNARY && e->args[1]->args[0]->kind == TILEC_EX_INT)
+        axis = -e->args[1]->args[0]->ival;
+    if (axis < 0)
+        axis += t->rank;
+    if (axis < 0 || axis >= t->rank) {
+        lower_fail(L, &e->loc, "the axis of %s must be a literal here", e->name);
+        return;
+    }
+    val *x = lower_operand(L, e->args[0]);
+    lower_spill(L, x);
+    tilec_dtype d = lower_compute_dt(t->dtype);
+    v->ty.dtype = d;
+    const char *T = lower_ctype(d);
+    int64_t len = t->dims[axis], st = 1, numel = 1;
+    for (int i = 0; i < t->rank; i++)
+        numel *= t->dims[i];
+    for (int i = (int)axis + 1; i < t->rank; i++)
+        st *= t->dims[i];
+    int64_t lanes = len < 32 ? len : 32, lpw = 32 / lanes, lines = numel / len;
+    int64_t passes = (lines + L->nwarps * lpw - 1) / (L->nwarps * lpw), chunks = len / lanes;
+    uint32_t ys = lower_alloc_smem(L, numel * (int64_t)tilec_dtype_size(d));
+    const char *ident = excl ? scan_identity(L, e, k, d) : NULL;
+    lower_line(L, "{ /* %s = %s along axis %lld: %lld lines of %lld, %lld lanes a line */", v->c, e->name,
+               (long long)axis, (long long)lines, (long long)len, (long long)lanes);
+    L->ind++;
+    scan_combine(L, e, k, d);
+    lower_line(L, "for (int tl_p = 0; tl_p < %lld; ++tl_p) {", (long long)passes);
+    L->ind++;
+    lower_line(L, "const int tl_line = (tl_p * %d + tl_warp) * %lld + tl_lane / %lld, tl_seg = tl_lane %% %lld;",
+               L->nwarps, (long long)lpw, (long long)lanes, (long long)lanes);
+    lower_line(L, "const bool tl_ok = tl_line < %lld;", (long long)lines);
+    lower_line(L, "const int tl_base = (tl_line / %lld) * %lld + tl_line %% %lld;", (long long)st,
+               (long long)(len * st), (long long)st);
+    lower_line(L, "%s tl_carry = (%s)0;", T, T);
+    lower_line(L, "bool tl_has = false;");
+    lower_line(L, "for (int tl_c = 0; tl_c < %lld; ++tl_c) {", (long long)chunks);
+    L->ind++;
+    lower_line(L, "const int tl_q = tl_c * %lld + tl_seg;", (long long)lanes);
+    lower_line(L, rev ? "const int tl_at = tl_base + (%lld - tl_q) * %lld;" : "const int tl_at = tl_base + tl_q * %lld;",
+               rev ? (long long)(len - 1) : (long long)st, (long long)st);
+    const char *in = lower_conv(L, lower_ld_elem(L, lower_fmt(L, "((const %s *)(tl_smem + %d))[tl_at]",
+                                                               lower_ctype(x->ty.dtype), x->smem), x->ty.dtype),
+                                x->ty.dtype, d);
+    lower_line(L, "%s tl_v = tl_ok ? %s : (%s)0;", T, in, T);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_d = 1; tl_d < %lld; tl_d <<= 1) {", (long long)lanes);
+    lower_line(L, "    const %s tl_y = __shfl_up_sync(0xffffffffu, tl_v, tl_d, %lld);", T, (long long)lanes);
+    lower_line(L, "    if (tl_seg >= tl_d) tl_v = tl_cmb(tl_y, tl_v);");
+    lower_line(L, "}");
+    lower_line(L, "const %s tl_in = tl_has ? tl_cmb(tl_carry, tl_v) : tl_v;", T);
+    if (excl) {
+        lower_line(L, "const %s tl_x = __shfl_up_sync(0xffffffffu, tl_v, 1, %lld);", T, (long long)lanes);
+        lower_line(L, "const %s tl_out = tl_seg ? (tl_has ? tl_cmb(tl_carry, tl_x) : tl_x) : (tl_has ? tl_carry : %s);",
+                   T, ident);
+    }
+    lower_line(L, "if (tl_ok) ((%s *)(tl_smem + %u))[tl_at] = %s;", T, ys, excl ? "tl_out" : "tl_in");
+    lower_line(L, "tl_carry = __shfl_sync(0xffffffffu, tl_in, %lld, %lld);", (long long)(lanes - 1), (long long)lanes);
+    lower_line(L, "tl_has = true;");
+    L->ind--;
+    lower_line(L, "}");
+    L->ind--;
+    lower_line(L, "}");
+    L->ind--;
+    lower_line(L, "}");
+    lower_line(L, "__syncthreads();");
+    /* into registers, canonical; the buffer is the result's spill */
+    v->ly = lower_canon(L, t);
+    v->smem = (int)ys;
+    lower_line(L, "%s %s[%d];", T, v->c, v->ly.E);
+    lower_loop_begin(L, &v->ly);
+    lower_line(L, "%s[tl_j] = ((const %s *)(tl_smem + %u))[%s];", v->c, T, ys,
+               lower_linear(L, v->ly.rank, v->ly.dims, lower_idx));
+    lower_loop_end(L);
+}
