@@ -399,21 +399,13 @@ static int bind_value(lw *L, const tilec_stmt *s, const char *name, rng *r)
 
 /* The values of a loop variable: lo .. hi - 1, and with a constant start
  * and step only the values start + k * step. */
-static rng loop_range(lw *L, const tilec_stmt *s, rng lo, rng hi)
+static rng loop_range(rng lo, rng hi, rng step)
 {
     int64_t top = sat((__int128)hi.hi - 1);
     rng r = {lo.lo, max64(lo.hi, top), 0};
-    int64_t st;
-    if (lo.lo == lo.hi && top >= lo.lo && s->step && s->step->kind == TILEC_EX_INT && s->step->ival > 0)
-        st = s->step->ival;
-    else if (lo.lo == lo.hi && top >= lo.lo && s->step && s->step->kind == TILEC_EX_NAME &&
-             lower_hint_value(L, s->step->name, &st) && st > 0)
-        ;
-    else if (lo.lo == lo.hi && top >= lo.lo && !s->step)
-        st = 1;
-    else
+    if (lo.lo != lo.hi || top < lo.lo || step.lo != step.hi || step.lo <= 0)
         return r;
-    r.hi = lo.lo + (int64_t)(((__int128)top - lo.lo) / st * st);
+    r.hi = lo.lo + (int64_t)(((__int128)top - lo.lo) / step.lo * step.lo);
     return r;
 }
 
@@ -433,16 +425,16 @@ static void visit_stmt(lw *L, const tilec_stmt *s)
     case TILEC_ST_ASSIGN: bind_value(L, s, s->names[0], &r); return;
     case TILEC_ST_EXPR: visit(L, s->value, 0, &w[0]); break;
     case TILEC_ST_FOR: {
-        rng lo = visit(L, s->lo, 0, &w[0]), hi = visit(L, s->hi, 0, &w[1]);
+        rng lo = visit(L, s->lo, 0, &w[0]), hi = visit(L, s->hi, 0, &w[1]), st = {1, 1, 0};
         if (s->step)
-            visit(L, s->step, 0, &w[2]);
+            st = visit(L, s->step, 0, &w[2]);
         if (X->n != before)
             note_line(L, s->loc.line);
         int wide = w[0] | w[1];
         if (wide && !in_list(&X->shown, s->names[0]))
             add_name(L, &X->shown, s->names[0]);
         int nsc = X->nsc;
-        push(L, s->names[0], loop_range(L, s, lo, hi), wide);
+        push(L, s->names[0], loop_range(lo, hi, st), wide);
         visit_block(L, &s->body);
         X->nsc = nsc;
         return;

@@ -639,4 +639,65 @@ Test(gpu, scans_every_axis_and_direction, .timeout = 120)
     }
 }
 
+/* Issue 21 item 5: examples/cumsum.tile, rows that are and are not
+ * multiples of the W * BW block, against a running sum in double. */
+Test(gpu, cumsum_rows_example, .timeout = 120)
+{
+    static const int shapes[][3] = {{3, 4096, 0}, {5, 1000, 0}, {2, 32768, 1}, {2, 40000, 1}, {4, 4097, 0}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int R = shapes[k][0], C = shapes[k][1];
+        gk g;
+        load_or_fail("examples/cumsum.tile", "cumsum_rows", shapes[k][2], &g);
+        size_t n = (size_t)R * (size_t)C;
+        float *x = random_floats(n);
+        double *want = malloc(n * sizeof *want);
+        for (int i = 0; i < R; i++) {
+            double acc = 0;
+            for (int j = 0; j < C; j++)
+                want[(size_t)i * C + j] = acc += x[(size_t)i * C + j];
+        }
+        uint64_t dx = upload(x, n * 4), dy = poisoned(n);
+        tilec_rt_arg args[4] = {{.ptr = dx}, {.ptr = dy}, {.i32 = R}, {.i32 = C}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        char what[64];
+        snprintf(what, sizeof what, "cumsum_rows %dx%d", R, C);
+        download_check(dy, want, n, 1e-5, what);
+        tilec_rt_free(rt, dx);
+        tilec_rt_free(rt, dy);
+        free(x);
+        free(want);
+        gk_free(&g);
+    }
+}
+
+/* examples/total.tile: the chunk sums into one accumulator by atomic_add
+ * (zeroed here as the graph's zeros does) */
+Test(gpu, total_example, .timeout = 120)
+{
+    static const int sizes[] = {1, 8191, 8193, (1 << 20) + 5};
+    gk g;
+    load_or_fail("examples/total.tile", "chunk_sums", 0, &g);
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        int n = sizes[k];
+        float *x = random_floats((size_t)n);
+        double want = 0, mag = 0;
+        for (int i = 0; i < n; i++) {
+            want += x[i];
+            mag += fabs(x[i]);
+        }
+        uint64_t dx = upload(x, (size_t)n * 4), ds = dev_alloc(4);
+        CHECK_RT(tilec_rt_memset_d32(rt, ds, 0, 1));
+        tilec_rt_arg args[3] = {{.ptr = dx}, {.ptr = ds}, {.i32 = n}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        float got = 0;
+        CHECK_RT(tilec_rt_synchronize(rt));
+        CHECK_RT(tilec_rt_memcpy_dtoh(rt, &got, ds, 4));
+        cr_expect_leq(fabs(got - want), 1e-5 * mag + 1e-6, "total of %d: %g, want %g", n, (double)got, want);
+        tilec_rt_free(rt, dx);
+        tilec_rt_free(rt, ds);
+        free(x);
+    }
+    gk_free(&g);
+}
+
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU kernel tests"); }
