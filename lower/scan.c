@@ -81,12 +81,114 @@ static void scan_combine(lw *L, const tilec_expr *e, sckind k, tilec_dtype d)
 
 static int scan_flag(const tilec_expr *e, uint32_t i) { return i < e->nargs && e->args[i]->ival; }
 
+/* The geometry of one scan. */
+typedef struct scgeo {
+    int64_t len, st, numel, lanes, lpw, lines, chunks;
+    int excl, rev;
+    const char *T, *ident, *in; /* the element type, the identity, an element of x at tl_at */
+    uint32_t ys;
+} scgeo;
+
+/* One chunk of tl_c: scanned, combined with the carry, written to ys. */
+static void scan_chunk(lw *L, const scgeo *g)
+{
+    const char *T = g->T;
+    lower_line(L, "const int tl_q = tl_c * %lld + tl_seg;", (long long)g->lanes);
+    if (g->rev)
+        lower_line(L, "const int tl_at = tl_base + (%lld - tl_q) * %lld;", (long long)(g->len - 1), (long long)g->st);
+    else
+        lower_line(L, "const int tl_at = tl_base + tl_q * %lld;", (long long)g->st);
+    lower_line(L, "%s tl_v = tl_ok ? %s : (%s)0;", T, g->in, T);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_d = 1; tl_d < %lld; tl_d <<= 1) {", (long long)g->lanes);
+    lower_line(L, "    const %s tl_y = __shfl_up_sync(0xffffffffu, tl_v, tl_d, %lld);", T, (long long)g->lanes);
+    lower_line(L, "    if (tl_seg >= tl_d) tl_v = tl_cmb(tl_y, tl_v);");
+    lower_line(L, "}");
+    lower_line(L, "const %s tl_in = tl_has ? tl_cmb(tl_carry, tl_v) : tl_v;", T);
+    if (g->excl) {
+        lower_line(L, "const %s tl_x = __shfl_up_sync(0xffffffffu, tl_v, 1, %lld);", T, (long long)g->lanes);
+        lower_line(L, "const %s tl_out = tl_seg ? (tl_has ? tl_cmb(tl_carry, tl_x) : tl_x) : (tl_has ? tl_carry : %s);",
+                   T, g->ident);
+    }
+    lower_line(L, "if (tl_ok) ((%s *)(tl_smem + %u))[tl_at] = %s;", T, g->ys, g->excl ? "tl_out" : "tl_in");
+    lower_line(L, "tl_carry = __shfl_sync(0xffffffffu, tl_in, %lld, %lld);", (long long)(g->lanes - 1),
+               (long long)g->lanes);
+    lower_line(L, "tl_has = true;");
+}
+
+static void scan_line_start(lw *L, const scgeo *g)
+{
+    lower_line(L, "const int tl_base = (tl_line / %lld) * %lld + tl_line %% %lld;", (long long)g->st,
+               (long long)(g->len * g->st), (long long)g->st);
+    lower_line(L, "%s tl_carry = (%s)0;", g->T, g->T);
+    lower_line(L, "bool tl_has = false;");
+}
+
+/* Lines in turn over the warps, a warp (or part of one) a line. */
+static void scan_by_lines(lw *L, const scgeo *g)
+{
+    int64_t passes = (g->lines + L->nwarps * g->lpw - 1) / (L->nwarps * g->lpw);
+    lower_line(L, "for (int tl_p = 0; tl_p < %lld; ++tl_p) {", (long long)passes);
+    L->ind++;
+    lower_line(L, "const int tl_line = (tl_p * %d + tl_warp) * %lld + tl_lane / %lld, tl_seg = tl_lane %% %lld;",
+               L->nwarps, (long long)g->lpw, (long long)g->lanes, (long long)g->lanes);
+    lower_line(L, "const bool tl_ok = tl_line < %lld;", (long long)g->lines);
+    scan_line_start(L, g);
+    lower_line(L, "for (int tl_c = 0; tl_c < %lld; ++tl_c) {", (long long)g->chunks);
+    L->ind++;
+    scan_chunk(L, g);
+    L->ind--;
+    lower_line(L, "}");
+    L->ind--;
+    lower_line(L, "}");
+}
+
+/* Fewer lines than warps: G warps a line, each scanning chunks/G of it;
+ * then each adds the combined totals of the parts before it (an identity
+ * starts an exclusive part, so the builtin scans only). */
+static void scan_by_parts(lw *L, const scgeo *g, int64_t parts)
+{
+    int64_t per = g->chunks / parts;
+    uint32_t tot = lower_alloc_smem(L, L->nwarps * 8);
+    lower_line(L, "const int tl_line = tl_warp / %lld, tl_part = tl_warp %% %lld, tl_seg = tl_lane;", (long long)parts,
+               (long long)parts);
+    lower_line(L, "const bool tl_ok = tl_line < %lld;", (long long)g->lines);
+    scan_line_start(L, g);
+    lower_line(L, "for (int tl_c = tl_part * %lld; tl_c < (tl_part + 1) * %lld; ++tl_c) {", (long long)per,
+               (long long)per);
+    L->ind++;
+    scan_chunk(L, g);
+    L->ind--;
+    lower_line(L, "}");
+    lower_line(L, "if (tl_ok && tl_lane == 0) ((%s *)(tl_smem + %u))[tl_warp] = tl_carry;", g->T, tot);
+    lower_line(L, "__syncthreads();");
+    lower_line(L, "if (tl_ok && tl_part > 0) {");
+    L->ind++;
+    lower_line(L, "%s tl_pre = ((const %s *)(tl_smem + %u))[tl_line * %lld];", g->T, g->T, tot, (long long)parts);
+    lower_line(L, "for (int tl_g = 1; tl_g < tl_part; ++tl_g) tl_pre = tl_cmb(tl_pre, ((const %s *)(tl_smem + %u))[tl_line * %lld + tl_g]);",
+               g->T, tot, (long long)parts);
+    lower_line(L, "for (int tl_c = tl_part * %lld; tl_c < (tl_part + 1) * %lld; ++tl_c) {", (long long)per,
+               (long long)per);
+    L->ind++;
+    lower_line(L, "const int tl_q = tl_c * 32 + tl_seg;");
+    if (g->rev)
+        lower_line(L, "const int tl_at = tl_base + (%lld - tl_q) * %lld;", (long long)(g->len - 1), (long long)g->st);
+    else
+        lower_line(L, "const int tl_at = tl_base + tl_q * %lld;", (long long)g->st);
+    lower_line(L, "%s *tl_o = (%s *)(tl_smem + %u) + tl_at;", g->T, g->T, g->ys);
+    lower_line(L, "*tl_o = tl_cmb(tl_pre, *tl_o);");
+    L->ind--;
+    lower_line(L, "}");
+    L->ind--;
+    lower_line(L, "}");
+}
+
 void lower_emit_scan(lw *L, const tilec_expr *e, val *v)
 {
     const tilec_type *t = lower_ty(L, e);
     sckind k = scan_kind(e);
     uint32_t f = k == SC_USER ? 6 : 2;
-    int excl = scan_flag(e, f), rev = scan_flag(e, f + 1);
+    scgeo g = {.excl = scan_flag(e, f), .rev = scan_flag(e, f + 1), .st = 1, .numel = 1};
     int64_t axis = e->args[1]->kind == TILEC_EX_INT ? e->args[1]->ival : 0;
     if (e->args[1]->kind == TILEC_EX_UNARY && e->args[1]->args[0]->kind == TILEC_EX_INT)
         axis = -e->args[1]->args[0]->ival;
@@ -100,65 +202,41 @@ void lower_emit_scan(lw *L, const tilec_expr *e, val *v)
     lower_spill(L, x);
     tilec_dtype d = lower_compute_dt(t->dtype);
     v->ty.dtype = d;
-    const char *T = lower_ctype(d);
-    int64_t len = t->dims[axis], st = 1, numel = 1;
+    g.T = lower_ctype(d);
+    g.len = t->dims[axis];
     for (int i = 0; i < t->rank; i++)
-        numel *= t->dims[i];
+        g.numel *= t->dims[i];
     for (int i = (int)axis + 1; i < t->rank; i++)
-        st *= t->dims[i];
-    int64_t lanes = len < 32 ? len : 32, lpw = 32 / lanes, lines = numel / len;
-    int64_t passes = (lines + L->nwarps * lpw - 1) / (L->nwarps * lpw), chunks = len / lanes;
-    uint32_t ys = lower_alloc_smem(L, numel * (int64_t)tilec_dtype_size(d));
-    const char *ident = excl ? scan_identity(L, e, k, d) : NULL;
-    lower_line(L, "{ /* %s = %s along axis %lld: %lld lines of %lld, %lld lanes a line */", v->c, e->name,
-               (long long)axis, (long long)lines, (long long)len, (long long)lanes);
+        g.st *= t->dims[i];
+    g.lanes = g.len < 32 ? g.len : 32;
+    g.lpw = 32 / g.lanes;
+    g.lines = g.numel / g.len;
+    g.chunks = g.len / g.lanes;
+    g.ys = lower_alloc_smem(L, g.numel * (int64_t)tilec_dtype_size(d));
+    g.ident = g.excl ? scan_identity(L, e, k, d) : NULL;
+    g.in = lower_conv(L, lower_ld_elem(L, lower_fmt(L, "((const %s *)(tl_smem + %d))[tl_at]", lower_ctype(x->ty.dtype), x->smem),
+                                       x->ty.dtype),
+                      x->ty.dtype, d);
+    int64_t parts = 1; /* warps a line, when lines are fewer than warps */
+    while (k != SC_USER && g.lpw == 1 && g.lines * parts * 2 <= L->nwarps && parts * 2 <= g.chunks)
+        parts *= 2;
+    lower_line(L, "{ /* %s = %s along axis %lld: %lld lines of %lld, %lld lanes a line, %lld warps a line */", v->c,
+               e->name, (long long)axis, (long long)g.lines, (long long)g.len, (long long)g.lanes, (long long)parts);
     L->ind++;
     scan_combine(L, e, k, d);
-    lower_line(L, "for (int tl_p = 0; tl_p < %lld; ++tl_p) {", (long long)passes);
-    L->ind++;
-    lower_line(L, "const int tl_line = (tl_p * %d + tl_warp) * %lld + tl_lane / %lld, tl_seg = tl_lane %% %lld;",
-               L->nwarps, (long long)lpw, (long long)lanes, (long long)lanes);
-    lower_line(L, "const bool tl_ok = tl_line < %lld;", (long long)lines);
-    lower_line(L, "const int tl_base = (tl_line / %lld) * %lld + tl_line %% %lld;", (long long)st,
-               (long long)(len * st), (long long)st);
-    lower_line(L, "%s tl_carry = (%s)0;", T, T);
-    lower_line(L, "bool tl_has = false;");
-    lower_line(L, "for (int tl_c = 0; tl_c < %lld; ++tl_c) {", (long long)chunks);
-    L->ind++;
-    lower_line(L, "const int tl_q = tl_c * %lld + tl_seg;", (long long)lanes);
-    lower_line(L, rev ? "const int tl_at = tl_base + (%lld - tl_q) * %lld;" : "const int tl_at = tl_base + tl_q * %lld;",
-               rev ? (long long)(len - 1) : (long long)st, (long long)st);
-    const char *in = lower_conv(L, lower_ld_elem(L, lower_fmt(L, "((const %s *)(tl_smem + %d))[tl_at]",
-                                                               lower_ctype(x->ty.dtype), x->smem), x->ty.dtype),
-                                x->ty.dtype, d);
-    lower_line(L, "%s tl_v = tl_ok ? %s : (%s)0;", T, in, T);
-    lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_d = 1; tl_d < %lld; tl_d <<= 1) {", (long long)lanes);
-    lower_line(L, "    const %s tl_y = __shfl_up_sync(0xffffffffu, tl_v, tl_d, %lld);", T, (long long)lanes);
-    lower_line(L, "    if (tl_seg >= tl_d) tl_v = tl_cmb(tl_y, tl_v);");
-    lower_line(L, "}");
-    lower_line(L, "const %s tl_in = tl_has ? tl_cmb(tl_carry, tl_v) : tl_v;", T);
-    if (excl) {
-        lower_line(L, "const %s tl_x = __shfl_up_sync(0xffffffffu, tl_v, 1, %lld);", T, (long long)lanes);
-        lower_line(L, "const %s tl_out = tl_seg ? (tl_has ? tl_cmb(tl_carry, tl_x) : tl_x) : (tl_has ? tl_carry : %s);",
-                   T, ident);
-    }
-    lower_line(L, "if (tl_ok) ((%s *)(tl_smem + %u))[tl_at] = %s;", T, ys, excl ? "tl_out" : "tl_in");
-    lower_line(L, "tl_carry = __shfl_sync(0xffffffffu, tl_in, %lld, %lld);", (long long)(lanes - 1), (long long)lanes);
-    lower_line(L, "tl_has = true;");
-    L->ind--;
-    lower_line(L, "}");
-    L->ind--;
-    lower_line(L, "}");
+    if (parts > 1)
+        scan_by_parts(L, &g, parts);
+    else
+        scan_by_lines(L, &g);
     L->ind--;
     lower_line(L, "}");
     lower_line(L, "__syncthreads();");
     /* into registers, canonical; the buffer is the result's spill */
     v->ly = lower_canon(L, t);
-    v->smem = (int)ys;
-    lower_line(L, "%s %s[%d];", T, v->c, v->ly.E);
+    v->smem = (int)g.ys;
+    lower_line(L, "%s %s[%d];", g.T, v->c, v->ly.E);
     lower_loop_begin(L, &v->ly);
-    lower_line(L, "%s[tl_j] = ((const %s *)(tl_smem + %u))[%s];", v->c, T, ys,
+    lower_line(L, "%s[tl_j] = ((const %s *)(tl_smem + %u))[%s];", v->c, g.T, g.ys,
                lower_linear(L, v->ly.rank, v->ly.dims, lower_idx));
     lower_loop_end(L);
 }

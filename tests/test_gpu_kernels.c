@@ -571,11 +571,11 @@ Test(gpu, index64_rows_past_2_31, .timeout = 300)
 }
 
 /* Issue 21 item 1: the scans of tests/gpu/scans.tile against a CPU
- * reference in double: 7 results of an [R, C] tile per variant. */
+ * reference in double: 8 results of an [R, C] tile per variant. */
 static double scan_ref(const float *x, int R, int C, int op, int i, int j)
 {
     int axis = op == 1 || op == 3 || op == 6 ? 0 : 1, len = axis ? C : R;
-    int excl = op == 1 || op == 3 || op == 4, rev = op == 2 || op == 3;
+    int excl = op == 1 || op == 3 || op == 4 || op == 7, rev = op == 2 || op == 3 || op == 7;
     int pos = axis ? j : i;
     double acc = op == 2 || op == 6 ? -INFINITY : op == 3 ? INFINITY : op == 5 ? 1.0 : 0.0;
     for (int q = 0; q < len; q++) {
@@ -583,7 +583,7 @@ static double scan_ref(const float *x, int R, int C, int op, int i, int j)
         if (excl && p == pos)
             return acc;
         double e = x[axis ? i * C + p : p * C + j];
-        acc = op == 0 || op == 1 || op == 4 ? acc + e : op == 5 ? acc * (1.0 + e * 0.001)
+        acc = op == 0 || op == 1 || op == 4 || op == 7 ? acc + e : op == 5 ? acc * (1.0 + e * 0.001)
             : op == 2 || op == 6 ? fmax(acc, e) : fmin(acc, e);
         if (p == pos)
             return acc;
@@ -615,18 +615,19 @@ Test(gpu, scans_every_axis_and_direction, .timeout = 120)
         load_or_fail("tests/gpu/scans.tile", "scans", v, &g);
         int R = shapes[v][0], C = shapes[v][1], n = R * C;
         float *x = random_floats((size_t)n);
-        double *want = malloc((size_t)n * 7 * sizeof *want);
-        for (int op = 0; op < 7; op++)
+        double *want = malloc((size_t)n * 8 * sizeof *want);
+        for (int op = 0; op < 8; op++)
             for (int i = 0; i < R; i++)
                 for (int j = 0; j < C; j++)
                     want[op * n + i * C + j] = scan_ref(x, R, C, op, i, j);
-        uint64_t dx = upload(x, (size_t)n * 4), dy = poisoned((size_t)n * 7);
+        uint64_t dx = upload(x, (size_t)n * 4), dy = poisoned((size_t)n * 8);
         tilec_rt_arg args[3] = {{.ptr = dx}, {.ptr = dy}, {.i32 = v + 1}};
         CHECK_RT(gk_launch(&g, args, NULL));
         static const char *const names[] = {"cumsum axis 1", "exclusive cumsum axis 0", "reverse cummax axis 1",
                                             "exclusive reverse cummin axis 0", "exclusive scan(+) axis -1",
-                                            "cumprod axis 1", "scan(maximum) axis 0"};
-        for (int op = 0; op < 7; op++) {
+                                            "cumprod axis 1", "scan(maximum) axis 0",
+                                            "exclusive reverse cumsum axis 1"};
+        for (int op = 0; op < 8; op++) {
             char what[96];
             snprintf(what, sizeof what, "%s of [%d, %d]", names[op], R, C);
             scan_check(dy + (uint64_t)op * (uint64_t)n * 4, want + op * n, n, what);

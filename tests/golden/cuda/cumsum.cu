@@ -122,7 +122,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
             }
         }
         __syncthreads();
-        { /* v_pre = cumsum along axis 0: 1 lines of 8, 8 lanes a line */
+        { /* v_pre = cumsum along axis 0: 1 lines of 8, 8 lanes a line, 1 warps a line */
             auto tl_cmb = [&](const float tl_sa, const float tl_sb) -> float { return tl_sa + tl_sb; };
             for (int tl_p = 0; tl_p < 1; ++tl_p) {
                 const int tl_line = (tl_p * 8 + tl_warp) * 4 + tl_lane / 8, tl_seg = tl_lane % 8;
@@ -167,7 +167,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
             }
         }
         __syncthreads();
-        { /* tl_t0 = cumsum along axis 1: 8 lines of 512, 32 lanes a line */
+        { /* tl_t0 = cumsum along axis 1: 8 lines of 512, 32 lanes a line, 1 warps a line */
             auto tl_cmb = [&](const float tl_sa, const float tl_sb) -> float { return tl_sa + tl_sb; };
             for (int tl_p = 0; tl_p < 1; ++tl_p) {
                 const int tl_line = (tl_p * 8 + tl_warp) * 1 + tl_lane / 32, tl_seg = tl_lane % 32;
@@ -350,7 +350,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
             }
         }
         __syncthreads();
-        { /* v_pre = cumsum along axis 0: 1 lines of 8, 8 lanes a line */
+        { /* v_pre = cumsum along axis 0: 1 lines of 8, 8 lanes a line, 1 warps a line */
             auto tl_cmb = [&](const float tl_sa, const float tl_sb) -> float { return tl_sa + tl_sb; };
             for (int tl_p = 0; tl_p < 1; ++tl_p) {
                 const int tl_line = (tl_p * 8 + tl_warp) * 4 + tl_lane / 8, tl_seg = tl_lane % 8;
@@ -395,7 +395,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
             }
         }
         __syncthreads();
-        { /* tl_t0 = cumsum along axis 1: 8 lines of 1024, 32 lanes a line */
+        { /* tl_t0 = cumsum along axis 1: 8 lines of 1024, 32 lanes a line, 1 warps a line */
             auto tl_cmb = [&](const float tl_sa, const float tl_sb) -> float { return tl_sa + tl_sb; };
             for (int tl_p = 0; tl_p < 1; ++tl_p) {
                 const int tl_line = (tl_p * 8 + tl_warp) * 1 + tl_lane / 32, tl_seg = tl_lane % 32;
