@@ -701,4 +701,64 @@ Test(gpu, total_example, .timeout = 120)
     gk_free(&g);
 }
 
+/* examples/conv2d.tile: relu(conv2d + bias), f16 NHWC / OHWI, 3x3 and 1x1,
+ * stride 1 and 2, with and without padding, against a double reference on
+ * the f16-rounded operands. */
+Test(gpu, conv2d_example, .timeout = 300)
+{
+    /* N, H, W, C, K, R(=S), stride, pad */
+    static const int shapes[][8] = {{2, 9, 9, 16, 24, 3, 1, 1}, {1, 11, 7, 8, 70, 3, 2, 1}, {3, 5, 6, 32, 64, 1, 1, 0},
+                                    {1, 8, 8, 3, 5, 1, 2, 0}};
+    gk g;
+    load_or_fail("examples/conv2d.tile", "conv2d_nhwc", 0, &g);
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+        int N = shapes[t][0], H = shapes[t][1], W = shapes[t][2], C = shapes[t][3], K = shapes[t][4], R = shapes[t][5];
+        int S = R, st = shapes[t][6], pad = shapes[t][7];
+        int OH = (H + 2 * pad - R) / st + 1, OW = (W + 2 * pad - S) / st + 1;
+        size_t nx = (size_t)N * H * W * C, nw = (size_t)K * R * S * C, ny = (size_t)N * OH * OW * K;
+        float *x = random_floats(nx), *w = random_floats(nw), *b = random_floats((size_t)K);
+        uint16_t *xh = malloc(nx * 2), *wh = malloc(nw * 2);
+        for (size_t i = 0; i < nx; i++)
+            x[i] = f16_to_f32(xh[i] = f32_to_f16(x[i]));
+        for (size_t i = 0; i < nw; i++)
+            w[i] = f16_to_f32(wh[i] = f32_to_f16(w[i]));
+        double *want = malloc(ny * sizeof *want);
+        for (int n = 0; n < N; n++)
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++)
+                    for (int k = 0; k < K; k++) {
+                        double acc = b[k];
+                        for (int r = 0; r < R; r++)
+                            for (int s = 0; s < S; s++) {
+                                int h = oh * st + r - pad, v = ow * st + s - pad;
+                                if (h < 0 || h >= H || v < 0 || v >= W)
+                                    continue;
+                                for (int c = 0; c < C; c++)
+                                    acc += (double)x[(((size_t)n * H + h) * W + v) * C + c] *
+                                           w[(((size_t)k * R + r) * S + s) * C + c];
+                            }
+                        want[(((size_t)n * OH + oh) * OW + ow) * K + k] = acc > 0 ? acc : 0;
+                    }
+        uint64_t dx = upload(xh, nx * 2), dw = upload(wh, nw * 2), db = upload(b, (size_t)K * 4), dy = poisoned(ny);
+        tilec_rt_arg args[15] = {{.ptr = dx}, {.ptr = dw}, {.ptr = db}, {.ptr = dy}, {.i32 = N}, {.i32 = H},
+                                 {.i32 = W}, {.i32 = C}, {.i32 = K}, {.i32 = R}, {.i32 = S}, {.i32 = OH},
+                                 {.i32 = OW}, {.i32 = st}, {.i32 = pad}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        char what[96];
+        snprintf(what, sizeof what, "conv2d N%d H%d W%d C%d K%d %dx%d stride %d pad %d", N, H, W, C, K, R, S, st, pad);
+        download_check(dy, want, ny, 1e-2, what);
+        tilec_rt_free(rt, dx);
+        tilec_rt_free(rt, dw);
+        tilec_rt_free(rt, db);
+        tilec_rt_free(rt, dy);
+        free(x);
+        free(w);
+        free(b);
+        free(xh);
+        free(wh);
+        free(want);
+    }
+    gk_free(&g);
+}
+
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU kernel tests"); }
