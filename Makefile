@@ -407,11 +407,14 @@ golden: all
 	@for f in tests/golden/bad/*.tile; do $(TILEC) $$f --check 2> $${f%.tile}.err; true; done
 	@mkdir -p tests/golden/cuda
 	@for f in examples/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit cuda > tests/golden/cuda/$${b%.tile}.cu; done
+	@for f in tests/golden/index/*.tile; do $(TILEC) $$f --emit cuda | grep -E '^ */\* indexing:|long long' \
+		| grep -v '(unsigned long long)' | sed 's/^ *//' > $${f%.tile}.idx; done
 	@for f in tests/golden/ir/*.tile; do $(TILEC) $$f --emit ir > $${f%.tile}.ir; done
 	@for f in tests/golden/ir/*.tile examples/e2e.tile; do b=$${f##*/}; d=tests/golden/c/$${b%.tile}; \
 	    mkdir -p $$d; rm -f $$d/*.c $$d/*.h; $(TILEC) $$f --emit c -o $$d || exit 1; done
 	@for f in tests/golden/ir/*.tile examples/e2e.tile; do b=$${f##*/}; d=tests/golden/py/$${b%.tile}; \
-	    mkdir -p $$d; rm -f $$d/*.py; $(TILEC) $$f --emit py -o $$d || exit 1; done
+	    mkdir -p $$d; rm -f $$d/*.py; if [ -f $$d/error.txt ]; then ! $(TILEC) $$f --emit py -o $$d 2> $$d/error.txt || exit 1; \
+	    else $(TILEC) $$f --emit py -o $$d || exit 1; fi; done
 	@mkdir -p tests/golden/dot
 	@for f in examples/e2e.tile tests/golden/ir/block.tile; do $(TILEC) $$f --plugin $(DOTPLUGIN) --emit dot -o tests/golden/dot || exit 1; done
 

@@ -37,6 +37,15 @@ int c_line_kernel_def(void *u, const tilec_wir_line *l)
     return 0;
 }
 
+/* zeros, ones, full: the value after the allocation or reuse */
+static void c_fill(cstate *s, const tilec_wir_line *l)
+{
+    if (!l->fill)
+        return;
+    sb_printf(&s->body, "    if (tl_fill(M, &%s, 0x%llxULL, %u, \"%s\", err, errlen)) /* %s */\n        goto tl_out;\n",
+              B(l->name), (unsigned long long)l->fill_bits, tilec_dtype_size(l->dtype), l->name, l->fill);
+}
+
 int c_line_allocate(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;
@@ -44,6 +53,7 @@ int c_line_allocate(void *u, const tilec_wir_line *l)
     esc_c_comment(&s->body, l->bytes);
     sb_puts(&s->body, " bytes */\n");
     c_alloc(s, l);
+    c_fill(s, l);
     return 0;
 }
 
@@ -56,6 +66,7 @@ int c_line_reuse(void *u, const tilec_wir_line *l)
               l->rank);
     c_dims(s, &s->body, l);
     sb_puts(&s->body, ");\n");
+    c_fill(s, l);
     return 0;
 }
 

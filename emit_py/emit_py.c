@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dsl/diag.h"
 #include "emit_py/emit_py.h"
 #include "tilec/emitter.h"
 #include "util/escape.h"
@@ -54,6 +55,7 @@ typedef struct pystate {
     pybuf *bufs;
     size_t nbufs, capbufs;
     int failed;
+    tilec_ctx *ctx; /* for diagnostics */
 } pystate;
 
 /* ---- escaping ---- */
@@ -284,11 +286,27 @@ static int h_kernel_def(void *u, const tilec_wir_line *l)
     return 0;
 }
 
+/* zeros, ones and full (docs/language.md): the launch plan (tilec.Graph)
+ * has no fill step yet, so a graph that fills a buffer is the C wrapper's
+ * only; the Python emitter says so rather than write a wrapper that
+ * leaves the buffer unfilled. */
+static void py_no_fill(pystate *s, const tilec_wir_line *l)
+{
+    if (!l->fill)
+        return;
+    diag_at(s->ctx, NULL, &l->loc, TILEC_SEV_ERROR,
+            "graph %s: %s is filled with %s (zeros, ones, full): the Python wrapper's launch plan has no fill step "
+            "yet; use the C wrapper (--emit c)",
+            s->g->name, l->name, l->fill);
+    s->failed = 1;
+}
+
 static int h_allocate(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
     py_check_tensor(s, l, l->name);
     buf_add(s, l, 0, NULL, 0);
+    py_no_fill(s, l);
     return 0;
 }
 
@@ -297,6 +315,7 @@ static int h_reuse(void *u, const tilec_wir_line *l)
     pystate *s = u;
     py_check_tensor(s, l, l->name);
     buf_add(s, l, 0, l->from, 0);
+    py_no_fill(s, l);
     return 0;
 }
 
@@ -717,6 +736,7 @@ static int py_begin(tilec_emit *e, void **state)
     if (!s)
         return -1;
     s->w = tilec_emit_wir(e);
+    s->ctx = tilec_emit_ctx(e);
     s->g = tilec_emit_graph(e);
     sb_init(&s->checks);
     sb_init(&s->steps);
@@ -738,7 +758,7 @@ static void py_params(strbuf *b, const tilec_graph *g)
 /* "y: f32[R, C]" of a tensor parameter or result; "eps: f32" of a scalar */
 static void py_param_doc(strbuf *b, const tilec_param *p, const tilec_wir *w, int result)
 {
-    sb_printf(b, "%s: %s", p->name ? p->name : "?", tilec_dtype_name(p->type.dtype));
+    sb_printf(b, "%s%s: %s", p->out ? "out " : "", p->name ? p->name : "?", tilec_dtype_name(p->type.dtype));
     if (p->type.kind != TILEC_TE_TENSOR)
         return;
     /* the shape as the IR spells it */

@@ -60,6 +60,8 @@ int lower_is_materializing(const tilec_expr *e)
 {
     if (e->kind != TILEC_EX_CALL)
         return 0;
+    if (lower_is_scan(e))
+        return 1;
     static const char *const names[] = {"load", "atomic_add", "sum", "max", "min", "argmax", "argmin", "dot"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(e->name, names[i]))
@@ -195,6 +197,8 @@ static const char *binary(lw *L, const tilec_expr *e, const char *const *idx, in
     const tilec_type *a0 = lower_ty(L, e->args[0]), *a1 = lower_ty(L, e->args[1]);
     if (t->dtype == TILEC_DT_BOOL && !(a0->dtype == TILEC_DT_BOOL && a1->dtype == TILEC_DT_BOOL))
         opt.dtype = a0->weak ? a1->dtype : a0->dtype;
+    if (opt.dtype == TILEC_DT_I32 && (a0->dtype == TILEC_DT_I64 || a1->dtype == TILEC_DT_I64))
+        opt.dtype = TILEC_DT_I64; /* an index computed in 64 bits (index64.c) */
     if (t->ptr) {
         const char *sub[TILEC_MAX_RANK];
         const char *x[2];

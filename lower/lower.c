@@ -56,6 +56,8 @@ static void emit_kernel(lw *L, const char *fname)
     else
         lower_line(L, "/* %s: %s */", k->name, sb_str(&hints));
     sb_free(&hints);
+    lower_scan_assigned(L, &k->body);
+    lower_index_widths(L);
     strbuf sig;
     sb_init(&sig);
     for (uint32_t i = 0; i < k->nparams; i++) {
@@ -92,7 +94,6 @@ static void emit_kernel(lw *L, const char *fname)
             v->ty.dtype = lower_compute_dt(t.dtype);
         lower_bind(L, p->name, v);
     }
-    lower_scan_assigned(L, &k->body);
     L->depth = 1;
     lower_emit_block(L, &k->body);
     L->ind--;

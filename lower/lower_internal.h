@@ -98,6 +98,7 @@ typedef struct lw {
     const tilec_stmt *wg_loop; /* the loop the twin runs on wgmma, or NULL */
     wg_plan wgp;
     size_t wg_epi;           /* where the statements after that loop start in out */
+    struct lower_ix *ix; /* index64.c: the expressions computed in 64 bits */
 } lw;
 
 /* ---- state.c: errors, output, names, scopes, hints, shared memory ---- */
@@ -169,6 +170,9 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old);
 val *lower_materialize(lw *L, const tilec_expr *e, const char *name, const lay *want);
 val *lower_operand(lw *L, const tilec_expr *e);
 void lower_emit_reduce(lw *L, const tilec_expr *e, val *v);
+/* scan.c: cumsum, cumprod, cummax, cummin, scan into v (materialized) */
+int lower_is_scan(const tilec_expr *e);
+void lower_emit_scan(lw *L, const tilec_expr *e, val *v);
 void lower_emit_dot_into(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc);
 void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, tilec_dtype d);
 
@@ -208,6 +212,13 @@ const char *lower_wg_params(void);
 /* Append the lowered twin (L->out) to tu and fill meta: 1, or 0 when the
  * twin did not come out (nothing appended), -1 out of memory. */
 int lower_wg_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname);
+
+/* ---- index64.c: the width of index arithmetic ---- */
+
+/* Decide which i32 expressions of the variant are computed in 64 bits and
+ * write the kernel's comment saying so; lower_ty reports them as i64. */
+void lower_index_widths(lw *L);
+const tilec_type *lower_ix_type(const lw *L, const tilec_expr *e);
 
 /* ---- prelude.c ---- */
 

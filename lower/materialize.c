@@ -64,6 +64,10 @@ val *lower_materialize(lw *L, const tilec_expr *e, const char *name, const lay *
         lower_emit_store(L, e, &y, v);
         return v;
     }
+    if (lower_is_scan(e)) {
+        lower_emit_scan(L, e, v);
+        return v;
+    }
     if (e->kind == TILEC_EX_CALL && e->nargs == 2 && lower_ty(L, e->args[0])->rank > 0 &&
         (!strcmp(e->name, "sum") || !strcmp(e->name, "max") || !strcmp(e->name, "min") || !strcmp(e->name, "argmax") ||
          !strcmp(e->name, "argmin"))) {

@@ -203,7 +203,7 @@ static void prologue(lw *L, const pipe_plan *pp, const ring *r, const char *v)
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_s = 0; tl_s < %d; ++tl_s) {", r->S - 1);
     L->ind++;
-    lower_line(L, "const int %s = tl_lo + tl_s * tl_st;", v);
+    lower_line(L, "const tl_ix %s = tl_lo + tl_s * tl_st;", v);
     lower_line(L, "if (%s < tl_hi) {", v);
     L->ind++;
     issue_copies(L, pp, r, "tl_s");
@@ -220,7 +220,7 @@ static void steady(lw *L, const pipe_plan *pp, const ring *r, const char *v, til
 {
     int S = r->S;
     lower_line(L, "int tl_it = 0;");
-    lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
+    lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
     L->ind++;
     /* tile tl_it has landed and every warp is done with tile tl_it - 1,
      * whose buffer the copies for tile tl_it + stages - 1 reuse */
@@ -228,10 +228,11 @@ static void steady(lw *L, const pipe_plan *pp, const ring *r, const char *v, til
     lower_line(L, "__syncthreads();");
     lower_line(L, "{");
     L->ind++;
-    lower_line(L, "const int tl_next = %s + %d * tl_st, tl_ns = (tl_it + %d) %% %d;", v, S - 1, S - 1, S);
+    lower_line(L, "const tl_ix tl_next = %s + %d * tl_st;", v, S - 1);
+    lower_line(L, "const int tl_ns = (tl_it + %d) %% %d;", S - 1, S);
     lower_line(L, "if (tl_next < tl_hi) {");
     L->ind++;
-    lower_line(L, "const int %s = tl_next;", v);
+    lower_line(L, "const tl_ix %s = tl_next;", v);
     issue_copies(L, pp, r, "tl_ns");
     L->ind--;
     lower_line(L, "}");
@@ -260,7 +261,9 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     lower_walk(L, loop->hi, NULL, 0, NULL, PREP);
     lower_line(L, "{ /* %s += dot, %d-stage cp.async pipeline */", pp->acc->c, r.S);
     L->ind++;
-    lower_line(L, "const int tl_lo = %s, tl_hi = %s, tl_st = %s;", lower_walk(L, loop->lo, NULL, 0, NULL, EMIT),
+    int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
+    lower_line(L, "typedef %s tl_ix; /* the loop variable's type */", wide ? "long long" : "int");
+    lower_line(L, "const tl_ix tl_lo = %s, tl_hi = %s, tl_st = %s;", lower_walk(L, loop->lo, NULL, 0, NULL, EMIT),
          lower_walk(L, loop->hi, NULL, 0, NULL, EMIT), loop->step ? lower_walk(L, loop->step, NULL, 0, NULL, EMIT) : "1");
     lower_bind_loop_scope(L, loop);
     prologue(L, pp, &r, v);

@@ -61,6 +61,9 @@ const char *lower_newtmp(lw *L, const char *stem) { return lower_fmt(L, "tl_%s%d
 
 const tilec_type *lower_ty(const lw *L, const tilec_expr *e)
 {
+    const tilec_type *w = lower_ix_type(L, e);
+    if (w)
+        return w;
     return L->variant >= 0 && e->vtypes ? &e->vtypes[L->variant] : &e->type;
 }
 

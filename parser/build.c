@@ -145,6 +145,31 @@ void prs_add_item(prs_state *ps, tilec_item_kind kind, void *node)
         oom(ps);
 }
 
+void prs_const_kw(prs_state *ps, const lex_token *kw)
+{
+    if (strcmp(kw->str, "const") && !ps->failed) {
+        diag_at(ps->ctx, &ps->mod->src, &kw->loc, TILEC_SEV_ERROR,
+                "expected 'kernel', 'extern', 'graph' or 'const', found identifier '%s'", kw->str);
+        ps->failed = 1;
+    }
+}
+
+void prs_const(prs_state *ps, const lex_token *name, tilec_expr *value)
+{
+    if (ps->failed)
+        return;
+    tilec_const *c = ar_alloc(ps->ar, sizeof *c);
+    if (!c || !value) {
+        oom(ps);
+        return;
+    }
+    c->name = name->str;
+    c->loc = name->loc;
+    c->expr = value;
+    if (ar_vec_push(ps->ar, &ps->mod->consts, c))
+        oom(ps);
+}
+
 /* Copy a list of struct pointers into an array of structs. */
 static void *flatten(prs_state *ps, const ar_vec *v, size_t size, uint32_t *n)
 {
@@ -230,6 +255,23 @@ tilec_param *prs_param(prs_state *ps, const lex_token *name, tilec_tyexpr *type)
     p->name = name ? name->str : NULL;
     p->loc = name ? name->loc : type->loc;
     p->type = *type;
+    return p;
+}
+
+tilec_param *prs_param_out(prs_state *ps, const lex_token *qual, const lex_token *name, tilec_tyexpr *type)
+{
+    if (strcmp(qual->str, "out")) {
+        if (!ps->failed)
+            diag_at(ps->ctx, &ps->mod->src, &name->loc, TILEC_SEV_ERROR,
+                    "expected ':' after parameter '%s', found '%s' (only 'out' may stand before a parameter name)",
+                    qual->str, name->str);
+        ps->failed = 1;
+    }
+    tilec_param *p = prs_param(ps, name, type);
+    if (p) {
+        p->out = true;
+        p->out_loc = qual->loc;
+    }
     return p;
 }
 

@@ -5,8 +5,9 @@
 #include <string.h>
 
 #include "parser/check_internal.h"
+#include "parser/graph_alloc.h"
 
-static const char *const reserved[] = {"empty", "view"};
+static const char *const reserved[] = {"view"}; /* and the allocating builtins (graph_alloc.h) */
 
 int chk_module(tilec_ctx *ctx, tilec_module *mod)
 {
@@ -20,8 +21,8 @@ int chk_module(tilec_ctx *ctx, tilec_module *mod)
         tilec_loc loc = it->kind == TILEC_ITEM_KERNEL   ? it->u.kernel->loc
                         : it->kind == TILEC_ITEM_EXTERN ? it->u.ext->loc
                                                         : it->u.graph->loc;
-        for (size_t r = 0; r < sizeof reserved / sizeof reserved[0]; r++)
-            if (!strcmp(name, reserved[r]))
+        for (size_t r = 0; r < sizeof reserved / sizeof reserved[0] + 1; r++)
+            if (r < sizeof reserved / sizeof reserved[0] ? !strcmp(name, reserved[r]) : ga_is_builtin(name))
                 chk_err(ck, &loc, "'%s' is a built-in of graphs and cannot name a kernel, extern or graph", name);
         item_name *old = NULL;
         HASH_FIND_STR(ck->items, name, old);
@@ -41,6 +42,7 @@ int chk_module(tilec_ctx *ctx, tilec_module *mod)
         n->loc = loc;
         HASH_ADD_KEYPTR(hh, ck->items, n->name, strlen(n->name), n);
     }
+    chk_consts(ck);
     for (uint32_t i = 0; i < mod->items.n && !chk_stop(ck); i++) {
         tilec_item *it = mod->items.v[i];
         if (it->kind == TILEC_ITEM_KERNEL)

@@ -16,7 +16,9 @@
     X(RSQRT, "rsqrt", 1, 1) X(SIN, "sin", 1, 1) X(COS, "cos", 1, 1) X(TANH, "tanh", 1, 1) \
     X(SIGMOID, "sigmoid", 1, 1) X(ERF, "erf", 1, 1) X(ABS, "abs", 1, 1)                 \
     X(FLOOR, "floor", 1, 1) X(CEIL, "ceil", 1, 1) X(FMA, "fma", 3, 3) X(CAST, "cast", 2, 2) \
-    X(TRANS, "trans", 1, 1) X(CDIV, "cdiv", 2, 2)
+    X(TRANS, "trans", 1, 1) X(CDIV, "cdiv", 2, 2) X(CUMSUM, "cumsum", 2, 4)              \
+    X(CUMPROD, "cumprod", 2, 4) X(CUMMAX, "cummax", 2, 4) X(CUMMIN, "cummin", 2, 4)     \
+    X(SCAN, "scan", 6, 8)
 
 typedef enum {
 #define X(e, s, lo, hi) BI_##e,
@@ -51,6 +53,11 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
     tilec_type t[3] = {chk_ty_err(), chk_ty_err(), chk_ty_err()};
 
     switch (bi) {
+    case BI_CUMSUM:
+    case BI_CUMPROD:
+    case BI_CUMMAX:
+    case BI_CUMMIN:
+    case BI_SCAN: return chk_scan(ck, e); /* check_scan.c */
     case BI_PID:
     case BI_NUM_PROGRAMS: {
         int64_t axis;

@@ -29,6 +29,7 @@ void chk_extern(checker *ck, tilec_extern *x)
                 "'.', such as \"cublas.sgemm\")", what, x->name);
             break;
         }
+    chk_no_out(ck, x->params, x->nparams, owner);
     for (uint32_t i = 0; i < x->nparams; i++) {
         const tilec_param *p = &x->params[i];
         if (p->type.kind != TILEC_TE_TENSOR) {

@@ -65,8 +65,9 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
         ck->oom = 1;
         return;
     }
-    if (!strcmp(v->name, "empty") || !strcmp(v->name, "view")) {
-        int is_view = v->name[0] == 'v';
+    if (chk_graph_alloc(ck, s))
+        return;
+    if (!strcmp(v->name, "view")) {
         if (s->kind != TILEC_ST_LET) {
             chk_err(ck, &v->loc, "bind the result of %s with let name = %s(...)", v->name, v->name);
             return;
@@ -75,53 +76,38 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
             chk_err(ck, &v->loc, "%s takes 2 arguments, got %u", v->name, v->nargs);
             return;
         }
-        tilec_dtype dt;
-        const tilec_expr *shape;
-        binding *base = NULL;
-        if (is_view) {
-            base = chk_tensor_arg(ck, v->args[0], "the first argument of view", NULL);
-            const tilec_expr *ty = v->args[1];
-            if (ty->kind != TILEC_EX_INDEX || ty->args[0]->kind != TILEC_EX_DTYPE) {
-                chk_err(ck, &ty->loc, "the second argument of view is a tensor type such as f32[R * C]");
-                return;
-            }
-            dt = ty->args[0]->dtype;
-            shape = ty;
-        } else {
-            if (v->args[0]->kind != TILEC_EX_DTYPE || v->args[1]->kind != TILEC_EX_LIST) {
-                chk_err(ck, &v->loc, "empty takes an element type and a list of sizes: empty(f32, [R, C])");
-                return;
-            }
-            dt = v->args[0]->dtype;
-            shape = v->args[1];
+        binding *base = chk_tensor_arg(ck, v->args[0], "the first argument of view", NULL);
+        const tilec_expr *shape = v->args[1];
+        if (shape->kind != TILEC_EX_INDEX || shape->args[0]->kind != TILEC_EX_DTYPE) {
+            chk_err(ck, &shape->loc, "the second argument of view is a tensor type such as f32[R * C]");
+            return;
         }
-        uint32_t first = is_view ? 1 : 0, rank = shape->nargs - first;
+        tilec_dtype dt = shape->args[0]->dtype;
+        uint32_t rank = shape->nargs - 1;
         const poly **dims = ar_array(&ck->scratch, rank ? rank : 1, sizeof *dims);
         if (!dims) {
             ck->oom = 1;
             return;
         }
         for (uint32_t d = 0; d < rank; d++)
-            if (!(dims[d] = chk_size_expr(ck, shape->args[first + d], "a tensor size")))
+            if (!(dims[d] = chk_size_expr(ck, shape->args[1 + d], "a tensor size")))
                 return;
-        if (base) {
-            /* a view keeps the bytes: numel * size must match */
-            poly_why why = {0};
-            poly *have = poly_const(&ck->scratch, tilec_dtype_size(base->dtype));
-            poly *want = poly_const(&ck->scratch, tilec_dtype_size(dt));
-            for (uint32_t d = 0; d < base->rank; d++)
-                have = poly_mul(&ck->scratch, have, base->dims[d], &why);
-            for (uint32_t d = 0; d < rank; d++)
-                want = poly_mul(&ck->scratch, want, dims[d], &why);
-            if ((!have || !want) && chk_size_limit_err(ck, &shape->args[0]->loc, &why, "the byte size of the view"))
-                return;
-            if (have && want && !poly_eq(have, want)) {
-                chk_err(ck, &shape->args[0]->loc, "view of '%s' (%s, %s bytes) as %s (%s bytes) changes its size", base->name,
-                    base->text, poly_str(&ck->scratch, have), chk_tensor_text(ck, dt, dims, rank),
-                    poly_str(&ck->scratch, want));
-                return;
-            }
-        } else if (is_view) {
+        if (!base)
+            return;
+        /* a view keeps the bytes: numel * size must match */
+        poly_why why = {0};
+        poly *have = poly_const(&ck->scratch, tilec_dtype_size(base->dtype));
+        poly *want = poly_const(&ck->scratch, tilec_dtype_size(dt));
+        for (uint32_t d = 0; d < base->rank; d++)
+            have = poly_mul(&ck->scratch, have, base->dims[d], &why);
+        for (uint32_t d = 0; d < rank; d++)
+            want = poly_mul(&ck->scratch, want, dims[d], &why);
+        if ((!have || !want) && chk_size_limit_err(ck, &shape->args[0]->loc, &why, "the byte size of the view"))
+            return;
+        if (have && want && !poly_eq(have, want)) {
+            chk_err(ck, &shape->args[0]->loc, "view of '%s' (%s, %s bytes) as %s (%s bytes) changes its size", base->name,
+                base->text, poly_str(&ck->scratch, have), chk_tensor_text(ck, dt, dims, rank),
+                poly_str(&ck->scratch, want));
             return;
         }
         binding *b = chk_bind_tensor(ck, s->names[0], &s->name_locs[0], dt, dims, rank);
@@ -232,6 +218,7 @@ void chk_graph(checker *ck, tilec_graph *g)
             if (!chk_lookup(ck, s->names[j]))
                 chk_bind(ck, s->names[j], &s->name_locs[j], B_TENSOR, "tensor");
     }
+    chk_graph_outs(ck, g);
     if (!returned && g->nresults)
         chk_err(ck, &g->loc, "graph '%s' declares %u result%s but has no return", g->name, g->nresults,
             g->nresults == 1 ? "" : "s");

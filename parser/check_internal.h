@@ -148,6 +148,18 @@ void chk_reset_graph(checker *ck);
 /* check_call.c */
 void chk_extern(checker *ck, tilec_extern *x);
 binding *chk_tensor_arg(checker *ck, const tilec_expr *a, const char *what, const char *want);
+/* check_fill.c: let t = empty|zeros|ones|full|*_like(...); 0 when the
+ * statement is none of them */
+int chk_graph_alloc(checker *ck, tilec_stmt *s);
+/* check_out.c: `out` parameters: none where `owner` ("kernel 'k'") takes
+ * them; a graph's must be tensors it writes and does not return */
+void chk_no_out(checker *ck, const tilec_param *p, uint32_t n, const char *owner);
+void chk_graph_outs(checker *ck, const tilec_graph *g);
+/* check_consts.c: the module's constants evaluated, then every use in
+ * every item replaced by its value */
+void chk_consts(checker *ck);
+/* check_scan.c: cumsum, cumprod, cummax, cummin and scan (arity checked) */
+tilec_type chk_scan(checker *ck, tilec_expr *e);
 const poly ***chk_extern_call(checker *ck, const tilec_extern *x, const tilec_expr *call);
 void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call);
 

@@ -160,6 +160,9 @@ void chk_kernel(checker *ck, tilec_kernel *k)
     ck->variant = -1;
     chk_reset_env(ck);
     int ok = 1;
+    char owner[300];
+    snprintf(owner, sizeof owner, "kernel '%.200s'", k->name);
+    chk_no_out(ck, k->params, k->nparams, owner);
     /* parameters */
     for (uint32_t i = 0; i < k->nparams; i++) {
         tilec_param *p = &k->params[i];

@@ -88,7 +88,7 @@ static void dump_params(strbuf *b, const tilec_param *p, uint32_t n)
         if (i)
             sb_puts(b, ", ");
         if (p[i].name)
-            sb_printf(b, "%s: ", p[i].name);
+            sb_printf(b, "%s%s: ", p[i].out ? "out " : "", p[i].name);
         dump_tyexpr(b, &p[i].type);
     }
 }
@@ -274,6 +274,10 @@ tilec_status dump_module(const tilec_module *m, tilec_sink sink)
 {
     strbuf b;
     sb_init(&b);
+    for (uint32_t i = 0; i < m->consts.n; i++) {
+        const tilec_const *c = m->consts.v[i];
+        sb_printf(&b, "const %s = %lld  @%u:%u\n\n", c->name, (long long)c->value, c->loc.line, c->loc.col);
+    }
     for (uint32_t i = 0; i < m->items.n; i++) {
         const tilec_item *it = m->items.v[i];
         if (i)

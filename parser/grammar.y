@@ -53,6 +53,10 @@ item ::= DOC(D).                 { prs_doc_item(ps, &D); }
 item ::= kernel(K).              { prs_add_item(ps, TILEC_ITEM_KERNEL, K); }
 item ::= extern_decl(E).         { prs_add_item(ps, TILEC_ITEM_EXTERN, E); }
 item ::= graph(G).               { prs_add_item(ps, TILEC_ITEM_GRAPH, G); }
+item ::= const_kw IDENT(N) ASSIGN expr(E) SEMI. { prs_const(ps, &N, E); }
+/* `const` is a word, not a keyword: any other word starting an item is
+ * reported as soon as the next token shows it is no const */
+const_kw ::= IDENT(K).           { prs_const_kw(ps, &K); }
 
 /* ---- kernels ---- */
 %type kernel {tilec_kernel *}
@@ -68,6 +72,7 @@ param_list(L) ::= param(P).      { L = prs_push(ps, prs_list(ps), P); }
 param_list(L) ::= param_list(A) COMMA param(P). { L = prs_push(ps, A, P); }
 %type param {tilec_param *}
 param(P) ::= IDENT(N) COLON type(T). { P = prs_param(ps, &N, T); }
+param(P) ::= IDENT(Q) IDENT(N) COLON type(T). { P = prs_param_out(ps, &Q, &N, T); }
 
 %type type {tilec_tyexpr *}
 type(T) ::= DTYPE(D).            { T = prs_type(ps, TILEC_TE_SCALAR, &D, &D, NULL); }

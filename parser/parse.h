@@ -41,6 +41,9 @@ void prs_syntax_error(prs_state *ps, const lex_token *tok, const int *expected, 
 void prs_stack_overflow(prs_state *ps, const lex_token *tok);
 void prs_doc_item(prs_state *ps, const lex_token *doc);
 void prs_add_item(prs_state *ps, tilec_item_kind kind, void *node);
+/* const NAME = expr; */
+void prs_const_kw(prs_state *ps, const lex_token *kw); /* any word but const is an error */
+void prs_const(prs_state *ps, const lex_token *name, tilec_expr *value);
 tilec_kernel *prs_kernel(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,
                          ar_vec *grid, ar_vec *hints, prs_variants *variants, ar_vec *body);
 tilec_extern *prs_extern(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,
@@ -48,6 +51,8 @@ tilec_extern *prs_extern(prs_state *ps, const lex_token *kw, const lex_token *na
 tilec_graph *prs_graph(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,
                        ar_vec *results, ar_vec *body);
 tilec_param *prs_param(prs_state *ps, const lex_token *name, tilec_tyexpr *type);
+/* out NAME: T, a graph's caller-provided output; any word but out is an error */
+tilec_param *prs_param_out(prs_state *ps, const lex_token *qual, const lex_token *name, tilec_tyexpr *type);
 tilec_tyexpr *prs_type(prs_state *ps, tilec_tyexpr_kind kind, const lex_token *at, const lex_token *dtype,
                        ar_vec *dims);
 tilec_hint *prs_hint(prs_state *ps, const lex_token *name, tilec_expr *value);

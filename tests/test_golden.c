@@ -101,6 +101,45 @@ ParameterizedTest(gcase *c, golden, cuda)
     tilec_ctx_free(ctx);
 }
 
+/* The width of index arithmetic (lower/index64.c): tests/golden/index/X.idx
+ * holds the `indexing:` comment of each kernel variant and every line of
+ * the CUDA C that declares or converts to a 64-bit integer. */
+ParameterizedTestParameters(golden, index) { return cases_of("tests/golden/index/*.tile"); }
+ParameterizedTest(gcase *c, golden, index)
+{
+    char *want_path = sibling(c->path, ".idx");
+    char *want = read_file(want_path, NULL);
+    cr_assert(want, "missing %s", want_path);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, c->path, &m), TILEC_OK);
+    membuf cu = {0}, got = {0};
+    cr_assert_eq(tilec_module_emit_cuda(ctx, m, membuf_sink(&cu)), TILEC_OK);
+    for (char *line = cu.s, *end; line && *line; line = end + 1) {
+        end = strchr(line, '\n');
+        if (!end)
+            end = line + strlen(line);
+        size_t n = (size_t)(end - line);
+        char *l = strndup(line, n);
+        const char *t = l + strspn(l, " ");
+        if (!strncmp(t, "/* indexing:", 12) || (strstr(l, "long long") && !strstr(l, "(unsigned long long)")))
+        {
+            membuf_write(&got, t, strlen(t));
+            membuf_write(&got, "\n", 1);
+        }
+        free(l);
+        if (!*end)
+            break;
+    }
+    cr_expect_str_eq(got.s ? got.s : "", want, "%s: the index widths differ from %s", c->path, want_path);
+    free(got.s);
+    free(cu.s);
+    free(want);
+    free(want_path);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
 /* The corpus must stay large enough to cover every error class. */
 Test(golden, corpus_size)
 {

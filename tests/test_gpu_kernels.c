@@ -543,4 +543,247 @@ Test(gpu, multikernel_timing_leaves_a_nested_atomic_output_alone, .timeout = 120
     tilec_ctx_free(ctx);
 }
 
+/* Issue 21 item 4, 64-bit index arithmetic: the issue's shape, 65536 rows
+ * of a vocabulary of 32769, 2^31 + 65536 bytes in each of x and y. With
+ * 32-bit offsets base wrapped negative and the kernel wrote outside y (or
+ * faulted). */
+Test(gpu, index64_rows_past_2_31, .timeout = 300)
+{
+    tilec_rt_device_props props;
+    CHECK_RT(tilec_rt_device_info(rt, &props));
+    const uint64_t total_mem = props.total_mem;
+    const int R = 65536, V = 32769;
+    const size_t n = (size_t)R * (size_t)V;
+    cr_assert_gt(n, (size_t)1 << 31);
+    if (total_mem < 2 * n + ((size_t)1 << 30)) {
+        cr_skip_test("needs %zu MiB of device memory, the device has %llu MiB", (2 * n >> 20) + 1024,
+                     (unsigned long long)(total_mem >> 20));
+    }
+    gk g;
+    load_or_fail("tests/gpu/index64.tile", "rows_i8", 0, &g);
+    cr_assert(strstr(g.code.source, "const long long v_base"), "base is not 64-bit:\n%s", g.code.source);
+    /* x: every byte 3; y: every byte 0x55, and a guard after it */
+    const size_t guard = 1 << 20;
+    uint64_t x = 0, y = 0;
+    CHECK_RT(tilec_rt_malloc(rt, n, &x));
+    CHECK_RT(tilec_rt_malloc(rt, n + guard, &y));
+    CHECK_RT(tilec_rt_memset_d32(rt, x, 0x03030303u, n / 4));
+    CHECK_RT(tilec_rt_memset_d32(rt, y, 0x55555555u, (n + guard) / 4));
+    /* the last n % 4 bytes of x */
+    int8_t tail[4] = {3, 3, 3, 3};
+    if (n % 4)
+        CHECK_RT(tilec_rt_memcpy_htod(rt, x + n - n % 4, tail, n % 4));
+    tilec_rt_arg args[4] = {{.ptr = x}, {.ptr = y}, {.i32 = R}, {.i32 = V}};
+    CHECK_RT(gk_launch(&g, args, NULL));
+    CHECK_RT(tilec_rt_synchronize(rt));
+    int8_t *got = malloc(n + guard);
+    cr_assert(got);
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, y, n + guard));
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != (int8_t)(3 + (int)(i % 7)) && !bad++)
+            first = i;
+    cr_expect_eq(bad, 0, "%zu of %zu bytes wrong, the first at %zu (row %zu): %d, want %d", bad, n, first,
+                 first / (size_t)V, got[first], 3 + (int)(first % 7));
+    size_t spill = 0;
+    for (size_t i = n; i < n + guard; i++)
+        spill += got[i] != 0x55;
+    cr_expect_eq(spill, 0, "%zu bytes written past the end of y", spill);
+    free(got);
+    tilec_rt_free(rt, x);
+    tilec_rt_free(rt, y);
+    gk_free(&g);
+}
+
+/* Issue 21 item 1: the scans of tests/gpu/scans.tile against a CPU
+ * reference in double: 8 results of an [R, C] tile per variant. */
+static double scan_ref(const float *x, int R, int C, int op, int i, int j)
+{
+    int axis = op == 1 || op == 3 || op == 6 ? 0 : 1, len = axis ? C : R;
+    int excl = op == 1 || op == 3 || op == 4 || op == 7, rev = op == 2 || op == 3 || op == 7;
+    int pos = axis ? j : i;
+    double acc = op == 2 || op == 6 ? -INFINITY : op == 3 ? INFINITY : op == 5 ? 1.0 : 0.0;
+    for (int q = 0; q < len; q++) {
+        int p = rev ? len - 1 - q : q; /* the q-th element in scan order */
+        if (excl && p == pos)
+            return acc;
+        double e = x[axis ? i * C + p : p * C + j];
+        acc = op == 0 || op == 1 || op == 4 || op == 7 ? acc + e : op == 5 ? acc * (1.0 + e * 0.001)
+            : op == 2 || op == 6 ? fmax(acc, e) : fmin(acc, e);
+        if (p == pos)
+            return acc;
+    }
+    return NAN;
+}
+
+/* element by element: infinities (the identity of an exclusive cummin and
+ * cummax) must match exactly */
+static void scan_check(uint64_t dev, const double *want, int n, const char *what)
+{
+    float *got = malloc((size_t)n * sizeof *got);
+    CHECK_RT(tilec_rt_synchronize(rt));
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, dev, (size_t)n * 4));
+    int bad = -1;
+    for (int i = 0; i < n && bad < 0; i++)
+        if (isfinite(want[i]) ? !(fabs(got[i] - want[i]) <= 1e-4 * (1.0 + fabs(want[i]))) : got[i] != want[i])
+            bad = i;
+    cr_expect_eq(bad, -1, "%s: element %d is %g, want %g", what, bad, bad < 0 ? 0.0 : (double)got[bad],
+                 bad < 0 ? 0.0 : want[bad]);
+    free(got);
+}
+
+Test(gpu, scans_every_axis_and_direction, .timeout = 120)
+{
+    static const int shapes[3][2] = {{4, 64}, {64, 8}, {2, 2048}};
+    for (int v = 0; v < 3; v++) {
+        gk g;
+        load_or_fail("tests/gpu/scans.tile", "scans", v, &g);
+        int R = shapes[v][0], C = shapes[v][1], n = R * C;
+        float *x = random_floats((size_t)n);
+        double *want = malloc((size_t)n * 8 * sizeof *want);
+        for (int op = 0; op < 8; op++)
+            for (int i = 0; i < R; i++)
+                for (int j = 0; j < C; j++)
+                    want[op * n + i * C + j] = scan_ref(x, R, C, op, i, j);
+        uint64_t dx = upload(x, (size_t)n * 4), dy = poisoned((size_t)n * 8);
+        tilec_rt_arg args[3] = {{.ptr = dx}, {.ptr = dy}, {.i32 = v + 1}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        static const char *const names[] = {"cumsum axis 1", "exclusive cumsum axis 0", "reverse cummax axis 1",
+                                            "exclusive reverse cummin axis 0", "exclusive scan(+) axis -1",
+                                            "cumprod axis 1", "scan(maximum) axis 0",
+                                            "exclusive reverse cumsum axis 1"};
+        for (int op = 0; op < 8; op++) {
+            char what[96];
+            snprintf(what, sizeof what, "%s of [%d, %d]", names[op], R, C);
+            scan_check(dy + (uint64_t)op * (uint64_t)n * 4, want + op * n, n, what);
+        }
+        tilec_rt_free(rt, dx);
+        tilec_rt_free(rt, dy);
+        free(x);
+        free(want);
+        gk_free(&g);
+    }
+}
+
+/* Issue 21 item 5: examples/cumsum.tile, rows that are and are not
+ * multiples of the W * BW block, against a running sum in double. */
+Test(gpu, cumsum_rows_example, .timeout = 120)
+{
+    static const int shapes[][3] = {{3, 4096, 0}, {5, 1000, 0}, {2, 32768, 1}, {2, 40000, 1}, {4, 4097, 0}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int R = shapes[k][0], C = shapes[k][1];
+        gk g;
+        load_or_fail("examples/cumsum.tile", "cumsum_rows", shapes[k][2], &g);
+        size_t n = (size_t)R * (size_t)C;
+        float *x = random_floats(n);
+        double *want = malloc(n * sizeof *want);
+        for (int i = 0; i < R; i++) {
+            double acc = 0;
+            for (int j = 0; j < C; j++)
+                want[(size_t)i * C + j] = acc += x[(size_t)i * C + j];
+        }
+        uint64_t dx = upload(x, n * 4), dy = poisoned(n);
+        tilec_rt_arg args[4] = {{.ptr = dx}, {.ptr = dy}, {.i32 = R}, {.i32 = C}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        char what[64];
+        snprintf(what, sizeof what, "cumsum_rows %dx%d", R, C);
+        download_check(dy, want, n, 1e-5, what);
+        tilec_rt_free(rt, dx);
+        tilec_rt_free(rt, dy);
+        free(x);
+        free(want);
+        gk_free(&g);
+    }
+}
+
+/* examples/total.tile: the chunk sums into one accumulator by atomic_add
+ * (zeroed here as the graph's zeros does) */
+Test(gpu, total_example, .timeout = 120)
+{
+    static const int sizes[] = {1, 8191, 8193, (1 << 20) + 5};
+    gk g;
+    load_or_fail("examples/total.tile", "chunk_sums", 0, &g);
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        int n = sizes[k];
+        float *x = random_floats((size_t)n);
+        double want = 0, mag = 0;
+        for (int i = 0; i < n; i++) {
+            want += x[i];
+            mag += fabs(x[i]);
+        }
+        uint64_t dx = upload(x, (size_t)n * 4), ds = dev_alloc(4);
+        CHECK_RT(tilec_rt_memset_d32(rt, ds, 0, 1));
+        tilec_rt_arg args[3] = {{.ptr = dx}, {.ptr = ds}, {.i32 = n}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        float got = 0;
+        CHECK_RT(tilec_rt_synchronize(rt));
+        CHECK_RT(tilec_rt_memcpy_dtoh(rt, &got, ds, 4));
+        cr_expect_leq(fabs(got - want), 1e-5 * mag + 1e-6, "total of %d: %g, want %g", n, (double)got, want);
+        tilec_rt_free(rt, dx);
+        tilec_rt_free(rt, ds);
+        free(x);
+    }
+    gk_free(&g);
+}
+
+/* examples/conv2d.tile: relu(conv2d + bias), f16 NHWC / OHWI, 3x3 and 1x1,
+ * stride 1 and 2, with and without padding, against a double reference on
+ * the f16-rounded operands. */
+Test(gpu, conv2d_example, .timeout = 300)
+{
+    /* N, H, W, C, K, R(=S), stride, pad */
+    static const int shapes[][8] = {{2, 9, 9, 16, 24, 3, 1, 1}, {1, 11, 7, 8, 70, 3, 2, 1}, {3, 5, 6, 32, 64, 1, 1, 0},
+                                    {1, 8, 8, 3, 5, 1, 2, 0}};
+    gk g;
+    load_or_fail("examples/conv2d.tile", "conv2d_nhwc", 0, &g);
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+        int N = shapes[t][0], H = shapes[t][1], W = shapes[t][2], C = shapes[t][3], K = shapes[t][4], R = shapes[t][5];
+        int S = R, st = shapes[t][6], pad = shapes[t][7];
+        int OH = (H + 2 * pad - R) / st + 1, OW = (W + 2 * pad - S) / st + 1;
+        size_t nx = (size_t)N * H * W * C, nw = (size_t)K * R * S * C, ny = (size_t)N * OH * OW * K;
+        float *x = random_floats(nx), *w = random_floats(nw), *b = random_floats((size_t)K);
+        uint16_t *xh = malloc(nx * 2), *wh = malloc(nw * 2);
+        for (size_t i = 0; i < nx; i++)
+            x[i] = f16_to_f32(xh[i] = f32_to_f16(x[i]));
+        for (size_t i = 0; i < nw; i++)
+            w[i] = f16_to_f32(wh[i] = f32_to_f16(w[i]));
+        double *want = malloc(ny * sizeof *want);
+        for (int n = 0; n < N; n++)
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++)
+                    for (int k = 0; k < K; k++) {
+                        double acc = b[k];
+                        for (int r = 0; r < R; r++)
+                            for (int s = 0; s < S; s++) {
+                                int h = oh * st + r - pad, v = ow * st + s - pad;
+                                if (h < 0 || h >= H || v < 0 || v >= W)
+                                    continue;
+                                for (int c = 0; c < C; c++)
+                                    acc += (double)x[(((size_t)n * H + h) * W + v) * C + c] *
+                                           w[(((size_t)k * R + r) * S + s) * C + c];
+                            }
+                        want[(((size_t)n * OH + oh) * OW + ow) * K + k] = acc > 0 ? acc : 0;
+                    }
+        uint64_t dx = upload(xh, nx * 2), dw = upload(wh, nw * 2), db = upload(b, (size_t)K * 4), dy = poisoned(ny);
+        tilec_rt_arg args[15] = {{.ptr = dx}, {.ptr = dw}, {.ptr = db}, {.ptr = dy}, {.i32 = N}, {.i32 = H},
+                                 {.i32 = W}, {.i32 = C}, {.i32 = K}, {.i32 = R}, {.i32 = S}, {.i32 = OH},
+                                 {.i32 = OW}, {.i32 = st}, {.i32 = pad}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        char what[96];
+        snprintf(what, sizeof what, "conv2d N%d H%d W%d C%d K%d %dx%d stride %d pad %d", N, H, W, C, K, R, S, st, pad);
+        download_check(dy, want, ny, 1e-2, what);
+        tilec_rt_free(rt, dx);
+        tilec_rt_free(rt, dw);
+        tilec_rt_free(rt, db);
+        tilec_rt_free(rt, dy);
+        free(x);
+        free(w);
+        free(b);
+        free(xh);
+        free(wh);
+        free(want);
+    }
+    gk_free(&g);
+}
+
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU kernel tests"); }

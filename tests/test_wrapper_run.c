@@ -78,18 +78,18 @@ static void link_runner(const char *dir, const char *name)
     free(out);
 }
 
-/* dir/run: big.c (emitted from big_tile) and the runner, linked with libtilec.a. */
-static void build_runner(const char *dir)
+/* dir/run: NAME.c (emitted from tile) and the runner, linked with libtilec.a. */
+static void build_runner(const char *dir, const char *tile, const char *name, const char *main_c)
 {
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = NULL;
-    cr_assert_eq(tilec_parse_string(ctx, "big.tile", big_tile, strlen(big_tile), &m), TILEC_OK);
+    cr_assert_eq(tilec_parse_string(ctx, "big.tile", tile, strlen(tile), &m), TILEC_OK);
     cr_assert_eq(tilec_module_emit(ctx, m, "c", &(tilec_emit_options){.dir = dir, .plan = 1}, tilec_sink_file(stdout)),
                  TILEC_OK);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
-    write_in(dir, "main.c", runner);
-    link_runner(dir, "big");
+    write_in(dir, "main.c", main_c);
+    link_runner(dir, name);
 }
 
 /* The runner's line for N (the kernel cache in dir). */
@@ -110,7 +110,7 @@ Test(wrapper_run, byte_count_overflow_is_an_error_before_any_allocation_or_launc
 {
     char dir[64];
     make_tmpdir(dir, sizeof dir);
-    build_runner(dir);
+    build_runner(dir, big_tile, "big", runner);
     /* the harness runs the graph for real: small sizes allocate and launch */
     char *out = run(dir, 8);
     cr_expect_str_eq(out, "rc=0 launches=1 allocs=1 err=\n"); /* y, handed to the caller */
@@ -262,5 +262,66 @@ Test(wrapper_run, checker_grid_planner_and_generated_c_and_python_agree_on_integ
     sb_free(&ns);
     sb_free(&want_c);
     sb_free(&want_py);
+    rm_dir(dir);
+}
+
+/* Issue 21 item 2: zeros, ones, full and the *_like forms in a graph,
+ * filled by the wrapper (memset, or an element and doubling copies for an
+ * 8-byte pattern) in stream order before the kernel that reads them. */
+static const char fills_tile[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {\n"
+                                 "    let i = pid(0) * 256 + range(256);\n"
+                                 "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+                                 "}\n"
+                                 "graph fills(x: f32[N]) -> (y: f32[N], h: f16[N], d: f64[N], b: i8[N], t: bool[N], z: i32[N]) {\n"
+                                 "    let a = full_like(x, 1.5);\n"
+                                 "    let y = empty_like(x);\n"
+                                 "    scale2(a, y, N);\n"
+                                 "    let h = full(f16, [N], -2.5);\n"
+                                 "    let d = full(f64, [N], 0.1);\n"
+                                 "    let b = full(i8, [N], -3);\n"
+                                 "    let t = ones(bool, [N]);\n"
+                                 "    let z = zeros(i32, [N]);\n"
+                                 "    return y, h, d, b, t, z;\n"
+                                 "}\n";
+
+/* main(driver, N): each output's bytes in hex, one line each */
+static const char fills_runner[] =
+    "#include <stdio.h>\n#include <stdlib.h>\n"
+    "#include \"fills.h\"\n"
+    "int main(int argc, char **argv)\n{\n"
+    "    tilec_rt *rt = NULL;\n"
+    "    if (argc != 3 || tilec_rt_open_driver(argv[1], 0, &rt) != TILEC_RT_OK)\n        return 3;\n"
+    "    int64_t n = strtoll(argv[2], NULL, 10);\n"
+    "    char err[512] = \"\";\n"
+    "    fills_module *m = NULL;\n"
+    "    if (fills_load(rt, &m, err, sizeof err)) {\n        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
+    "    tilec_tensor x = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {n}, .strides = {1}}, o[6] = {{0}};\n"
+    "    if (tilec_rt_malloc(rt, (size_t)n * 4, &x.data) != TILEC_RT_OK)\n        return 5;\n"
+    "    if (fills_run(m, &x, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], err, sizeof err)) {\n"
+    "        printf(\"run: %s\\n\", err);\n        return 6;\n    }\n"
+    "    static const int es[6] = {4, 2, 8, 1, 1, 4};\n"
+    "    for (int i = 0; i < 6; i++) {\n"
+    "        unsigned char buf[64];\n"
+    "        if (tilec_rt_memcpy_dtoh(rt, buf, o[i].data, (size_t)(n * es[i])) != TILEC_RT_OK)\n            return 7;\n"
+    "        for (int j = 0; j < n * es[i]; j++)\n            printf(\"%02x%s\", buf[j], (j + 1) % es[i] ? \"\" : \" \");\n"
+    "        printf(\"\\n\");\n"
+    "        tilec_rt_free(rt, o[i].data);\n"
+    "    }\n"
+    "    tilec_rt_free(rt, x.data);\n"
+    "    fills_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+Test(wrapper_run, filled_tensors_hold_their_value, .timeout = 120)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    build_runner(dir, fills_tile, "fills", fills_runner);
+    /* 5 elements: the i8, f16 and bool fills end in a part of a 32-bit word */
+    char *out = run(dir, 5);
+    cr_expect_str_eq(out, "00004040 00004040 00004040 00004040 00004040 \n" /* 2 * 1.5 */
+                          "00c1 00c1 00c1 00c1 00c1 \n"                      /* f16 -2.5 */
+                          "9a9999999999b93f 9a9999999999b93f 9a9999999999b93f 9a9999999999b93f 9a9999999999b93f \n"
+                          "fd fd fd fd fd \n01 01 01 01 01 \n"
+                          "00000000 00000000 00000000 00000000 00000000 \n");
+    free(out);
     rm_dir(dir);
 }

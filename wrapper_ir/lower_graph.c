@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parser/graph_alloc.h"
 #include "parser/size_poly.h"
 #include "util/iexpr.h"
 #include "util/strbuf.h"
@@ -326,9 +327,23 @@ static void first_walk(lw *L)
             fail(L, &s->loc, "a statement it does not know in graph", g->name);
             return;
         }
-        if (!strcmp(v->name, "empty")) {
-            const poly **dims = dims_of(L, v->args[1]->args, v->args[1]->nargs);
-            entry *x = define(L, s->names[0], E_BUFFER, v->args[0]->dtype, v->args[1]->nargs, dims, (int)i);
+        ga_form f;
+        const char *why;
+        if (ga_read(v, &f, &why)) {
+            const poly **dims = NULL;
+            tilec_dtype dt = f.dtype;
+            uint32_t rank = f.ndims;
+            if (f.like) {
+                int k = use(L, f.of, (int)i);
+                if (k < 0)
+                    return;
+                dims = L->e[k].dims;
+                dt = L->e[k].dtype;
+                rank = L->e[k].rank;
+            } else {
+                dims = dims_of(L, f.dims, f.ndims);
+            }
+            entry *x = define(L, s->names[0], E_BUFFER, dt, rank, dims, (int)i);
             if (x)
                 x->owned = x->pooled = 1;
         } else if (!strcmp(v->name, "view")) {
@@ -525,6 +540,22 @@ static const char *tuple_name(lw *L)
     }
 }
 
+/* zeros, ones, full: the value every element starts with */
+static void fill_into(lw *L, const ga_form *f, tilec_wir_line *l)
+{
+    fill_value fv;
+    char buf[80];
+    if (f->fill == GA_EMPTY)
+        return;
+    if (ga_value(f, l->dtype, &fv) || fill_bits(l->dtype, &fv, &l->fill_bits) != FILL_OK) {
+        fail(L, &f->value->loc, "a fill value it cannot read in", L->w->graph->name);
+        return;
+    }
+    l->fill = ar_strdup(&L->w->ar, ga_value_text(f, l->dtype, buf, sizeof buf));
+    if (!l->fill)
+        L->oom = 1;
+}
+
 static void emit_stmt(lw *L, const tilec_stmt *s)
 {
     const tilec_expr *v = s->value;
@@ -534,8 +565,11 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
             l->text = s->text ? s->text : "";
         return;
     }
-    if (!strcmp(v->name, "empty") || !strcmp(v->name, "view")) {
-        int view = v->name[0] == 'v';
+    ga_form f;
+    const char *why;
+    int alloc = ga_read(v, &f, &why);
+    if (alloc || !strcmp(v->name, "view")) {
+        int view = !alloc;
         entry *x = &L->e[find(L, s->names[0])];
         if (!(l = add(L, view ? TILEC_WIR_REINTERPRET : TILEC_WIR_ALLOCATE, &s->loc)))
             return;
@@ -551,6 +585,7 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
             L->oom |= !l->offset_expr;
         } else {
             l->key = pool_key(L, l);
+            fill_into(L, &f, l);
         }
         return;
     }

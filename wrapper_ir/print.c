@@ -12,7 +12,9 @@
  *   # text                                            COMMENT (\\ and control bytes escaped)
  *   alloc t: f32[R, C] (4*R*C bytes)                  ALLOCATE (row-major, device 0, align 256;
  *                                                     " dev1" / " align N" only when otherwise)
- *   reuse u <- t: f32[R, C] (4*R*C bytes)             REUSE: u takes over t's storage
+ *   alloc z: f32[N] (4*N bytes) fill 0               ALLOCATE of zeros, ones, full: every
+ *                                                     element starts as the value
+ *   reuse u <- t: f32[R, C] (4*R*C bytes)             REUSE: u takes over t's storage (and its fill)
  *   free_if_not_reused t                              FREE_IF_NOT_REUSED
  *   free t                                            FREE
  *   view v = y as f32[R*C] strides [1] offset 0       REINTERPRET
@@ -104,18 +106,25 @@ static int p_kernel_def(void *u, const tilec_wir_line *l)
     return end(u, l);
 }
 
+/* the storage of an ALLOCATE or REUSE, and its fill */
+static int filled(strbuf *b, const tilec_wir_line *l)
+{
+    storage(b, l);
+    if (l->fill)
+        sb_printf(b, " fill %s", l->fill);
+    return end(b, l);
+}
+
 static int p_allocate(void *u, const tilec_wir_line *l)
 {
     sb_printf(u, "alloc %s", l->name);
-    storage(u, l);
-    return end(u, l);
+    return filled(u, l);
 }
 
 static int p_reuse(void *u, const tilec_wir_line *l)
 {
     sb_printf(u, "reuse %s <- %s", l->name, l->from);
-    storage(u, l);
-    return end(u, l);
+    return filled(u, l);
 }
 
 static int p_free_if_not_reused(void *u, const tilec_wir_line *l)
@@ -224,7 +233,7 @@ void wir_text_header(strbuf *b, const tilec_wir *w)
     sb_printf(b, "graph %s(", g->name);
     for (uint32_t i = 0; i < g->nparams; i++) {
         const tilec_param *p = &g->params[i];
-        sb_printf(b, "%s%s: %s", i ? ", " : "", p->name, tilec_dtype_name(p->type.dtype));
+        sb_printf(b, "%s%s%s: %s", i ? ", " : "", p->out ? "out " : "", p->name, tilec_dtype_name(p->type.dtype));
         if (p->type.kind != TILEC_TE_TENSOR)
             continue;
         const tilec_wir_line *a = tilec_wir_input_shape(w, i);

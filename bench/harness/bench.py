@@ -234,6 +234,16 @@ def w_softmax(r, c, rows_kernel=False):
         lambda t: torch.softmax(t["x"].double(), -1), 8 * r * c, tol=1e-5)
 
 
+def w_cumsum(r, c):
+    def make():
+        return {"x": randn(r, c), "y": torch.empty(r, c, device=DEV)}
+    return Workload(
+        f"cumsum {r}x{c}", "scan", "examples/cumsum.tile", "cumsum_rows", make,
+        lambda t: ([t["x"], t["y"], r, c], "y"),
+        lambda t: torch.cumsum(t["x"], 1),
+        lambda t: torch.cumsum(t["x"].double(), 1), 8 * r * c, tol=1e-5)
+
+
 def w_layernorm(r, c):
     def make():
         return {"x": randn(r, c), "w": randn(c), "b": randn(c), "y": torch.empty(r, c, device=DEV)}
@@ -315,6 +325,8 @@ def workloads():
         w.append(w_softmax(r, c, rows_kernel=True))
     for r, c in [(8192, 4096), (4096, 768), (8192, 1024)]:
         w.append(w_layernorm(r, c))
+    for r, c in [(4096, 32768), (32768, 4096)]:  # issue 21: >= 1.0x the best of eager and compile
+        w.append(w_cumsum(r, c))
     for dt in ("f16", "bf16"):
         for s in (1024, 2048, 4096, 8192):
             w.append(w_matmul(s, s, s, dt))

@@ -81,6 +81,8 @@ typedef struct tilec_param {
     const char *name; /* NULL for an unnamed result */
     tilec_loc loc;
     tilec_tyexpr type;
+    bool out;         /* `out y: f32[N]`: a graph's caller-provided output */
+    tilec_loc out_loc;
 } tilec_param;
 
 typedef enum tilec_stmt_kind {
@@ -178,6 +180,15 @@ typedef struct tilec_graph {
     uint32_t nresults;
     tilec_block body;
 } tilec_graph;
+
+/* const NAME = value; a module-level integer constant. The checker
+ * replaces every use by its value (an integer literal node). */
+typedef struct tilec_const {
+    const char *name;
+    tilec_loc loc;
+    tilec_expr *expr;
+    int64_t value; /* set by the checker */
+} tilec_const;
 
 typedef enum tilec_item_kind { TILEC_ITEM_KERNEL, TILEC_ITEM_EXTERN, TILEC_ITEM_GRAPH } tilec_item_kind;
 typedef struct tilec_item {

@@ -60,7 +60,8 @@ typedef struct tilec_wir_arg {
  *
  *  COMMENT             text
  *  KERNEL_DEF          name (kernel), kernel, nvariants
- *  ALLOCATE            name, dtype, rank, sizes, strides, bytes, device, align, key
+ *  ALLOCATE            name, dtype, rank, sizes, strides, bytes, device, align, key;
+ *                      fill and fill_bits for zeros, ones, full (else fill NULL)
  *  REUSE               ALLOCATE's fields, and from: the freed buffer it takes over
  *  FREE_IF_NOT_REUSED  name, bytes
  *  FREE                name, bytes
@@ -117,6 +118,8 @@ typedef struct tilec_wir_line {
     const tilec_ix *const *stride_exprs;
     const tilec_ix *bytes_expr;
     const tilec_ix *offset_expr;
+    const char *fill; /* ALLOCATE, REUSE: every element starts as this value ("0", "-inf", "true"), or NULL */
+    uint64_t fill_bits; /* the value's bit pattern, in the low tilec_dtype_size(dtype) bytes */
 } tilec_wir_line;
 
 /* The lines of one graph; owns its memory (one arena). */

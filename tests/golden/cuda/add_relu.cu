@@ -43,6 +43,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 }
 
 /* add_relu: BLOCK = 1024, warps = 4 */
+/* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) add_relu_v0(float *v_x, float *v_y, float *v_out, int v_n)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];

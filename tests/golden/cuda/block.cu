@@ -43,6 +43,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 }
 
 /* scale_shift: BLOCK = 1024, warps = 4 */
+/* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) scale_shift_v0(float *v_x, float *v_y, int v_n, float v_scale, float v_shift)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -104,6 +105,7 @@ extern "C" __global__ void __launch_bounds__(128) scale_shift_v0(float *v_x, flo
 }
 
 /* relu_add: BLOCK = 1024, warps = 4 */
+/* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) relu_add_v0(float *v_a, float *v_b, float *v_out, int v_n)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];

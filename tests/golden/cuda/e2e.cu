@@ -43,6 +43,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 }
 
 /* ln_rows: BLOCK = 1024, warps = 4 */
+/* indexing: 64-bit for base (lines 12, 15, 20), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -51,7 +52,7 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *v_x, float *
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
     // examples/e2e.tile:12
-    const int v_base = (((int)blockIdx.x) * v_cols);
+    const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
     // examples/e2e.tile:13
     // v_c: index tile computed where it is used
     // examples/e2e.tile:14
@@ -224,6 +225,7 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *v_x, float *
 }
 
 /* softmax_rows: BLOCK = 1024, warps = 4 */
+/* indexing: 64-bit for base (lines 28, 30, 32), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, float *v_y, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -232,7 +234,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, fl
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
     // examples/e2e.tile:28
-    const int v_base = (((int)blockIdx.x) * v_cols);
+    const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
     // examples/e2e.tile:29
     // v_c: index tile computed where it is used
     // examples/e2e.tile:30
@@ -350,6 +352,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, fl
 }
 
 /* relu_plus: BLOCK = 1024, warps = 4 */
+/* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) relu_plus_v0(float *v_a, float *v_b, float *v_out, int v_n)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -433,6 +436,7 @@ extern "C" __global__ void __launch_bounds__(128) relu_plus_v0(float *v_a, float
 }
 
 /* ln_softmax_relu_plus: BLOCK = 1024, warps = 4 */
+/* indexing: 64-bit for base (lines 51, 54, 61), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float *v_x, float *v_y, float *v_w, float *v_b, float *v_v, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -441,7 +445,7 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
     // examples/e2e.tile:51
-    const int v_base = (((int)blockIdx.x) * v_cols);
+    const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
     // examples/e2e.tile:52
     // v_c: index tile computed where it is used
     // examples/e2e.tile:53
@@ -704,6 +708,7 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
 }
 
 /* colsum_part: BLOCK = 256, RB = 8, SPLIT = 64, warps = 8 */
+/* indexing: 64-bit for lo, hi, r0, r (lines 71, 72, 74, 75, 76, 78), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) colsum_part_v0(float *v_x, float *v_p, int v_rows, int v_cols, int v_per)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -716,9 +721,9 @@ extern "C" __global__ void __launch_bounds__(256) colsum_part_v0(float *v_x, flo
     // examples/e2e.tile:70
     // v_c: index tile computed where it is used
     // examples/e2e.tile:71
-    const int v_lo = (((int)blockIdx.y) * v_per);
+    const long long v_lo = (((long long)(((int)blockIdx.y))) * ((long long)(v_per)));
     // examples/e2e.tile:72
-    const int v_hi = (((v_lo + v_per)) < (v_rows) ? ((v_lo + v_per)) : (v_rows));
+    const long long v_hi = (((v_lo + ((long long)(v_per)))) < (((long long)(v_rows))) ? ((v_lo + ((long long)(v_per)))) : (((long long)(v_rows))));
     // examples/e2e.tile:73
     float v_acc[8];
     #pragma unroll
@@ -728,7 +733,7 @@ extern "C" __global__ void __launch_bounds__(256) colsum_part_v0(float *v_x, flo
         v_acc[tl_j] = ((float)0);
     }
     // examples/e2e.tile:74
-    for (int v_r0 = v_lo; v_r0 < v_hi; v_r0 += v_RB) {
+    for (long long v_r0 = v_lo; v_r0 < v_hi; v_r0 += v_RB) {
         // examples/e2e.tile:75
         // v_r: index tile computed where it is used
         // examples/e2e.tile:76
@@ -738,11 +743,11 @@ extern "C" __global__ void __launch_bounds__(256) colsum_part_v0(float *v_x, flo
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 8) & 7, tl_i1 = (tl_l >> 0) & 255;
-            const float *tl_p = ((v_x + ((v_r0 + tl_i0) * v_cols)) + ((((int)blockIdx.x) * v_BLOCK) + tl_i1));
-            const bool tl_m0 = (((v_r0 + tl_i0) < v_hi) && (((((int)blockIdx.x) * v_BLOCK) + tl_i1) < v_cols));
-            const bool tl_m1 = (((v_r0 + tl_i0) < v_hi) && (((((int)blockIdx.x) * v_BLOCK) + (tl_i1 + 1)) < v_cols));
-            const bool tl_m2 = (((v_r0 + tl_i0) < v_hi) && (((((int)blockIdx.x) * v_BLOCK) + (tl_i1 + 2)) < v_cols));
-            const bool tl_m3 = (((v_r0 + tl_i0) < v_hi) && (((((int)blockIdx.x) * v_BLOCK) + (tl_i1 + 3)) < v_cols));
+            const float *tl_p = ((v_x + ((v_r0 + ((long long)(tl_i0))) * ((long long)(v_cols)))) + ((((int)blockIdx.x) * v_BLOCK) + tl_i1));
+            const bool tl_m0 = (((v_r0 + ((long long)(tl_i0))) < v_hi) && (((((int)blockIdx.x) * v_BLOCK) + tl_i1) < v_cols));
+            const bool tl_m1 = (((v_r0 + ((long long)(tl_i0))) < v_hi) && (((((int)blockIdx.x) * v_BLOCK) + (tl_i1 + 1)) < v_cols));
+            const bool tl_m2 = (((v_r0 + ((long long)(tl_i0))) < v_hi) && (((((int)blockIdx.x) * v_BLOCK) + (tl_i1 + 2)) < v_cols));
+            const bool tl_m3 = (((v_r0 + ((long long)(tl_i0))) < v_hi) && (((((int)blockIdx.x) * v_BLOCK) + (tl_i1 + 3)) < v_cols));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -790,7 +795,7 @@ extern "C" __global__ void __launch_bounds__(256) colsum_part_v0(float *v_x, flo
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 1) * 256 + tl_tid) * 1 + (tl_j % 1);
         const int tl_i0 = (tl_l >> 0) & 255;
-        float *tl_p = ((v_p + (((int)blockIdx.y) * v_cols)) + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
+        float *tl_p = ((v_p + (((long long)(((int)blockIdx.y))) * ((long long)(v_cols)))) + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
         const float tl_v0 = tl_t2[tl_j];
         const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_cols);
         if (tl_m0) *tl_p = tl_v0;
@@ -798,6 +803,7 @@ extern "C" __global__ void __launch_bounds__(256) colsum_part_v0(float *v_x, flo
 }
 
 /* colsum: BLOCK = 256, RB = 8, warps = 8 */
+/* indexing: 64-bit (line 90), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) colsum_v0(float *v_x, float *v_s, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -827,7 +833,7 @@ extern "C" __global__ void __launch_bounds__(256) colsum_v0(float *v_x, float *v
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 8) & 7, tl_i1 = (tl_l >> 0) & 255;
-            const float *tl_p = ((v_x + ((v_r0 + tl_i0) * v_cols)) + ((((int)blockIdx.x) * v_BLOCK) + tl_i1));
+            const float *tl_p = ((v_x + (((long long)((v_r0 + tl_i0))) * ((long long)(v_cols)))) + ((((int)blockIdx.x) * v_BLOCK) + tl_i1));
             const bool tl_m0 = (((v_r0 + tl_i0) < v_rows) && (((((int)blockIdx.x) * v_BLOCK) + tl_i1) < v_cols));
             const bool tl_m1 = (((v_r0 + tl_i0) < v_rows) && (((((int)blockIdx.x) * v_BLOCK) + (tl_i1 + 1)) < v_cols));
             const bool tl_m2 = (((v_r0 + tl_i0) < v_rows) && (((((int)blockIdx.x) * v_BLOCK) + (tl_i1 + 2)) < v_cols));

@@ -43,6 +43,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 }
 
 /* layernorm, variant cols = 1024: BLOCK = 1024, warps = 4 */
+/* indexing: 64-bit for base (lines 10, 15, 19, 24, 30, 37, 38), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -51,7 +52,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
     // examples/layernorm.tile:10
-    const int v_base = (((int)blockIdx.x) * v_cols);
+    const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
     // examples/layernorm.tile:11
     const float v_n = ((float)(v_cols));
     // examples/layernorm.tile:12
@@ -484,6 +485,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float
 }
 
 /* layernorm, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* indexing: 64-bit for base (lines 10, 15, 19, 24, 30, 37, 38), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -492,7 +494,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
     // examples/layernorm.tile:10
-    const int v_base = (((int)blockIdx.x) * v_cols);
+    const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
     // examples/layernorm.tile:11
     const float v_n = ((float)(v_cols));
     // examples/layernorm.tile:12
@@ -925,6 +927,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float
 }
 
 /* layernorm, variant cols = 16384: BLOCK = 16384, warps = 16 */
+/* indexing: 64-bit for base (lines 10, 15, 19, 24, 30, 37, 38), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -933,7 +936,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *v_x, float
     constexpr int v_BLOCK = 16384;
     constexpr int v_warps = 16;
     // examples/layernorm.tile:10
-    const int v_base = (((int)blockIdx.x) * v_cols);
+    const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
     // examples/layernorm.tile:11
     const float v_n = ((float)(v_cols));
     // examples/layernorm.tile:12

@@ -45,6 +45,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 }
 
 /* matmul, variant M = 64: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
+/* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -69,16 +70,17 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *v_a, __half 
     }
     // examples/matmul.tile:11
     { /* v_acc += dot, 3-stage cp.async pipeline */
-        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const int v_k = tl_lo + tl_s * tl_st;
+            const tl_ix v_k = tl_lo + tl_s * tl_st;
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_a + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_K)) + (v_k + tl_i1));
+                    const __half *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
                     const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
@@ -101,7 +103,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *v_a, __half 
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_b + ((v_k + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 27648 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
                     const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
@@ -125,18 +127,19 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *v_a, __half 
         }
         // examples/matmul.tile:11
         int tl_it = 0;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const int tl_next = v_k + 2 * tl_st, tl_ns = (tl_it + 2) % 3;
+                const tl_ix tl_next = v_k + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
-                    const int v_k = tl_next;
+                    const tl_ix v_k = tl_next;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_a + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_K)) + (v_k + tl_i1));
+                        const __half *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
                         const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
@@ -159,7 +162,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *v_a, __half 
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_b + ((v_k + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 27648 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
                         const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
@@ -208,7 +211,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *v_a, __half 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 2) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((v_c + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        float *tl_p = ((v_c + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
         const float tl_v0 = v_acc[tl_j];
         const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
         const float tl_v1 = v_acc[tl_j + 1];
@@ -274,6 +277,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 }
 #endif
 /* matmul, variant M = 64: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
+/* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -357,7 +361,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((v_c + (((tl_pid0 * v_BM) + tl_i0) * v_N)) + ((tl_pid1 * v_BN) + tl_i1));
+        float *tl_p = ((v_c + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
         const float tl_v0 = v_acc[tl_j];
         const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
         const float tl_v1 = v_acc[tl_j + 1];
@@ -376,6 +380,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, 
 #endif
 
 /* matmul, variant M = 256: BM = 128, BN = 64, BK = 64, warps = 8, stages = 3 */
+/* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -400,16 +405,17 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *v_a, __half 
     }
     // examples/matmul.tile:11
     { /* v_acc += dot, 3-stage cp.async pipeline */
-        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const int v_k = tl_lo + tl_s * tl_st;
+            const tl_ix v_k = tl_lo + tl_s * tl_st;
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_a + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_K)) + (v_k + tl_i1));
+                    const __half *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
                     const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
@@ -432,7 +438,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *v_a, __half 
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_b + ((v_k + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
                     const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
@@ -456,18 +462,19 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *v_a, __half 
         }
         // examples/matmul.tile:11
         int tl_it = 0;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const int tl_next = v_k + 2 * tl_st, tl_ns = (tl_it + 2) % 3;
+                const tl_ix tl_next = v_k + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
-                    const int v_k = tl_next;
+                    const tl_ix v_k = tl_next;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_a + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_K)) + (v_k + tl_i1));
+                        const __half *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
                         const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
@@ -490,7 +497,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *v_a, __half 
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_b + ((v_k + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
                         const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
@@ -539,7 +546,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *v_a, __half 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 2) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((v_c + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        float *tl_p = ((v_c + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
         const float tl_v0 = v_acc[tl_j];
         const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
         const float tl_v1 = v_acc[tl_j + 1];
@@ -605,6 +612,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 }
 #endif
 /* matmul, variant M = 256: BM = 128, BN = 64, BK = 64, warps = 8, stages = 3 */
+/* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -688,7 +696,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((v_c + (((tl_pid0 * v_BM) + tl_i0) * v_N)) + ((tl_pid1 * v_BN) + tl_i1));
+        float *tl_p = ((v_c + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
         const float tl_v0 = v_acc[tl_j];
         const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
         const float tl_v1 = v_acc[tl_j + 1];
@@ -707,6 +715,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
 #endif
 
 /* matmul, variant M = 4096: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
+/* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -731,16 +740,17 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *v_a, __half 
     }
     // examples/matmul.tile:11
     { /* v_acc += dot, 3-stage cp.async pipeline */
-        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const int v_k = tl_lo + tl_s * tl_st;
+            const tl_ix v_k = tl_lo + tl_s * tl_st;
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_a + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_K)) + (v_k + tl_i1));
+                    const __half *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
                     const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
@@ -763,7 +773,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *v_a, __half 
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = ((v_b + ((v_k + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                     __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
                     const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
                     const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
@@ -787,18 +797,19 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *v_a, __half 
         }
         // examples/matmul.tile:11
         int tl_it = 0;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const int tl_next = v_k + 2 * tl_st, tl_ns = (tl_it + 2) % 3;
+                const tl_ix tl_next = v_k + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
-                    const int v_k = tl_next;
+                    const tl_ix v_k = tl_next;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_a + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_K)) + (v_k + tl_i1));
+                        const __half *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
                         const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
@@ -821,7 +832,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *v_a, __half 
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = ((v_b + ((v_k + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                         __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
                         const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
                         const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
@@ -870,7 +881,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *v_a, __half 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((v_c + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        float *tl_p = ((v_c + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
         const float tl_v0 = v_acc[tl_j];
         const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
         const float tl_v1 = v_acc[tl_j + 1];
@@ -936,6 +947,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 }
 #endif
 /* matmul, variant M = 4096: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
+/* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -1020,7 +1032,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((v_c + (((tl_pid0 * v_BM) + tl_i0) * v_N)) + ((tl_pid1 * v_BN) + tl_i1));
+        float *tl_p = ((v_c + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
         const float tl_v0 = v_acc[tl_j];
         const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
         const float tl_v1 = v_acc[tl_j + 1];

@@ -43,6 +43,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 }
 
 /* matmul_f32, variant M = 64: BM = 64, BN = 64, BK = 16, warps = 4, stages = 2 */
+/* indexing: 64-bit (lines 12, 13, 16), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, float *v_b, float *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -76,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 4) & 63, tl_i1 = (tl_l >> 0) & 15;
-            const float *tl_p = ((v_a + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_K)) + (v_k + tl_i1));
+            const float *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
             const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
             const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K));
             const bool tl_m2 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K));
@@ -97,7 +98,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-            const float *tl_p = ((v_b + ((v_k + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+            const float *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
             const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
             const bool tl_m1 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
             const bool tl_m2 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N));
@@ -150,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
         const int tl_j = tl_c;
         const int tl_i0 = (tl_tid / 8) * 4 + tl_j / 8;
         const int tl_i1 = (tl_tid % 8) * 8 + tl_j % 8;
-        float *tl_p = ((v_c + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        float *tl_p = ((v_c + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
         const float tl_v0 = v_acc[tl_j];
         const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
         const float tl_v1 = v_acc[tl_j + 1];
@@ -176,6 +177,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
 }
 
 /* matmul_f32, variant M = 4096: BM = 128, BN = 128, BK = 16, warps = 8, stages = 2 */
+/* indexing: 64-bit (lines 12, 13, 16), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, float *v_b, float *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -209,7 +211,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 4) & 127, tl_i1 = (tl_l >> 0) & 15;
-            const float *tl_p = ((v_a + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_K)) + (v_k + tl_i1));
+            const float *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
             const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
             const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K));
             const bool tl_m2 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K));
@@ -230,7 +232,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 7) & 15, tl_i1 = (tl_l >> 0) & 127;
-            const float *tl_p = ((v_b + ((v_k + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+            const float *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
             const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
             const bool tl_m1 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
             const bool tl_m2 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N));
@@ -283,7 +285,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
         const int tl_j = tl_c;
         const int tl_i0 = (tl_tid / 16) * 8 + tl_j / 8;
         const int tl_i1 = (tl_tid % 16) * 8 + tl_j % 8;
-        float *tl_p = ((v_c + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_N)) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        float *tl_p = ((v_c + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
         const float tl_v0 = v_acc[tl_j];
         const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
         const float tl_v1 = v_acc[tl_j + 1];

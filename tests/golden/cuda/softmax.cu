@@ -43,6 +43,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 }
 
 /* softmax, variant cols = 1024: BLOCK = 1024, warps = 4 */
+/* indexing: 64-bit for base (lines 10, 13, 15, 20, 26, 31), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *v_y, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -51,7 +52,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
     // examples/softmax.tile:10
-    const int v_base = (((int)blockIdx.x) * v_cols);
+    const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
     // examples/softmax.tile:11
     if ((v_cols <= v_BLOCK)) {
         // examples/softmax.tile:12
@@ -369,6 +370,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *
 }
 
 /* softmax, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* indexing: 64-bit for base (lines 10, 13, 15, 20, 26, 31), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *v_y, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -377,7 +379,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
     // examples/softmax.tile:10
-    const int v_base = (((int)blockIdx.x) * v_cols);
+    const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
     // examples/softmax.tile:11
     if ((v_cols <= v_BLOCK)) {
         // examples/softmax.tile:12
@@ -695,6 +697,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *
 }
 
 /* softmax, variant cols = 16384: BLOCK = 16384, warps = 16 */
+/* indexing: 64-bit for base (lines 10, 13, 15, 20, 26, 31), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *v_x, float *v_y, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -703,7 +706,7 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *v_x, float *
     constexpr int v_BLOCK = 16384;
     constexpr int v_warps = 16;
     // examples/softmax.tile:10
-    const int v_base = (((int)blockIdx.x) * v_cols);
+    const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
     // examples/softmax.tile:11
     if ((v_cols <= v_BLOCK)) {
         // examples/softmax.tile:12

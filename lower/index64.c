@@ -1,0 +1,530 @@
+/* index64.c: the width of index arithmetic (docs/lowering.md, "Index
+ * width"). Before a variant's body is lowered, every i32 expression gets an
+ * interval of the values it can take: literals and hints exactly, range(N)
+ * [0, N), pid(0) [0, 2^31), pid(1|2) [0, 65535), an i32 parameter or a
+ * loaded value its whole type, operators by interval arithmetic. An i32
+ * expression whose interval can leave i32 is computed in 64 bits when it is
+ * index arithmetic: built from pid, sizes, ranges and constants only, or
+ * part of a pointer offset (a gathered index times a stride), or a name
+ * that is later used in one. An expression with a 64-bit operand is 64-bit
+ * too, so no value is cut back to 32 bits on the way (cast(x, i32) still
+ * cuts: the user asked for it). A signed overflow has no defined value, so
+ * computing it exactly changes nothing the language defines.
+ *
+ * The result is a table of the widened expressions, which lower_ty()
+ * reports as i64, so the rest of the lowering declares and converts them
+ * as it does any i64 value; and a comment line per kernel naming them. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+typedef struct rng {
+    int64_t lo, hi;
+    int data; /* depends on memory (loads, reductions) or a float */
+} rng;
+
+typedef struct ixname {
+    const char *name;
+    rng r;
+    int wide;
+} ixname;
+
+typedef struct namelist {
+    const char **v;
+    int n;
+} namelist;
+
+struct lower_ix {
+    const tilec_expr **keys; /* open addressing; the widened expressions */
+    tilec_type *types;
+    uint32_t cap, n;
+    namelist wide_assigned; /* assigned somewhere with a 64-bit value */
+    namelist ptr_names;     /* used inside a pointer offset */
+    int changed;
+    int nomark;          /* evaluating the grid: nothing is lowered */
+    rng grid[3];         /* the number of programs along each axis */
+    ixname *sc; /* names in scope */
+    int nsc, capsc;
+    namelist shown;     /* widened let and loop names, for the comment */
+    uint32_t lines[16]; /* statement lines with 64-bit arithmetic */
+    int nlines;
+};
+
+static const rng FULL64 = {INT64_MIN, INT64_MAX, 0};
+
+static int64_t sat(__int128 x) { return x > INT64_MAX ? INT64_MAX : x < INT64_MIN ? INT64_MIN : (int64_t)x; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int fits32(rng r) { return r.lo >= INT32_MIN && r.hi <= INT32_MAX; }
+
+static rng of_dtype(tilec_dtype d)
+{
+    switch (d) {
+    case TILEC_DT_BOOL: return (rng){0, 1, 1};
+    case TILEC_DT_I8: return (rng){INT8_MIN, INT8_MAX, 1};
+    case TILEC_DT_I16: return (rng){INT16_MIN, INT16_MAX, 1};
+    case TILEC_DT_I32: return (rng){INT32_MIN, INT32_MAX, 1};
+    case TILEC_DT_U8: return (rng){0, UINT8_MAX, 1};
+    case TILEC_DT_U16: return (rng){0, UINT16_MAX, 1};
+    case TILEC_DT_U32: return (rng){0, UINT32_MAX, 1};
+    default: return (rng){INT64_MIN, INT64_MAX, 1};
+    }
+}
+
+static int in_list(const namelist *l, const char *name) { return lower_in_list(l->v, l->n, name); }
+
+static void add_name(lw *L, namelist *l, const char *name)
+{
+    const char **v = ar_array(&L->ar, (size_t)l->n + 1, sizeof *v);
+    if (!v) {
+        L->failed = 1;
+        return;
+    }
+    if (l->n)
+        memcpy(v, l->v, (size_t)l->n * sizeof *v);
+    v[l->n++] = name;
+    l->v = v;
+}
+
+static uint32_t slot(const struct lower_ix *X, const tilec_expr *e)
+{
+    uint32_t h = (uint32_t)(((uintptr_t)e >> 4) * 2654435761u);
+    for (uint32_t i = h & (X->cap - 1);; i = (i + 1) & (X->cap - 1))
+        if (!X->keys[i] || X->keys[i] == e)
+            return i;
+}
+
+static void mark(lw *L, const tilec_expr *e, const tilec_type *t)
+{
+    struct lower_ix *X = L->ix;
+    if (X->nomark)
+        return;
+    if (2 * (X->n + 1) > X->cap) {
+        struct lower_ix old = *X;
+        X->cap = X->cap ? X->cap * 2 : 64;
+        X->keys = ar_array(&L->ar, X->cap, sizeof *X->keys);
+        X->types = ar_array(&L->ar, X->cap, sizeof *X->types);
+        if (!X->keys || !X->types) {
+            *X = old;
+            L->failed = 1;
+            return;
+        }
+        memset(X->keys, 0, X->cap * sizeof *X->keys);
+        X->n = 0;
+        for (uint32_t i = 0; i < old.cap; i++)
+            if (old.keys[i])
+                mark(L, old.keys[i], &old.types[i]);
+    }
+    uint32_t i = slot(X, e);
+    if (!X->keys[i])
+        X->n++;
+    X->keys[i] = e;
+    X->types[i] = *t;
+    X->types[i].dtype = TILEC_DT_I64;
+    X->types[i].weak = 0;
+}
+
+const tilec_type *lower_ix_type(const lw *L, const tilec_expr *e)
+{
+    const struct lower_ix *X = L->ix;
+    if (!X || !X->n)
+        return NULL;
+    uint32_t i = slot(X, e);
+    return X->keys[i] ? &X->types[i] : NULL;
+}
+
+static const tilec_type *raw_ty(const lw *L, const tilec_expr *e)
+{
+    return L->variant >= 0 && e->vtypes ? &e->vtypes[L->variant] : &e->type;
+}
+
+/* ---- interval arithmetic ---- */
+
+static rng r_add(rng a, rng b, int sub)
+{
+    if (sub)
+        return (rng){sat((__int128)a.lo - b.hi), sat((__int128)a.hi - b.lo), a.data | b.data};
+    return (rng){sat((__int128)a.lo + b.lo), sat((__int128)a.hi + b.hi), a.data | b.data};
+}
+
+static rng r_mul(rng a, rng b)
+{
+    __int128 c[4] = {(__int128)a.lo * b.lo, (__int128)a.lo * b.hi, (__int128)a.hi * b.lo, (__int128)a.hi * b.hi};
+    __int128 lo = c[0], hi = c[0];
+    for (int i = 1; i < 4; i++) {
+        lo = c[i] < lo ? c[i] : lo;
+        hi = c[i] > hi ? c[i] : hi;
+    }
+    return (rng){sat(lo), sat(hi), a.data | b.data};
+}
+
+static int64_t mag(rng a) { return max64(a.hi, a.lo == INT64_MIN ? INT64_MAX : -a.lo); }
+
+/* a / b and cdiv(a, b): by a positive divisor, monotone in a; otherwise
+ * never larger in magnitude than a (plus 1 for cdiv) */
+static rng r_div(rng a, rng b, int up)
+{
+    if (b.lo > 0) {
+        int64_t lo = min64(a.lo / b.lo, a.lo / b.hi) - up, hi = max64(a.hi / b.lo, a.hi / b.hi) + up;
+        return (rng){lo, hi, a.data | b.data};
+    }
+    int64_t m = sat((__int128)mag(a) + up);
+    rng r = {a.lo >= 0 && b.lo > 0 ? 0 : -m, m, a.data | b.data};
+    return r;
+}
+
+static rng r_mod(rng a, rng b)
+{
+    int64_t m = min64(mag(a), b.lo > 0 ? b.hi - 1 : mag(b));
+    return (rng){a.lo >= 0 ? 0 : -m, a.hi <= 0 ? 0 : m, a.data | b.data};
+}
+
+static rng r_binary(tilec_op op, rng a, rng b)
+{
+    int data = a.data | b.data;
+    switch (op) {
+    case TILEC_OP_ADD: return r_add(a, b, 0);
+    case TILEC_OP_SUB: return r_add(a, b, 1);
+    case TILEC_OP_MUL: return r_mul(a, b);
+    case TILEC_OP_DIV: return r_div(a, b, 0);
+    case TILEC_OP_MOD: return r_mod(a, b);
+    case TILEC_OP_SHL:
+        if (b.lo >= 0 && b.hi <= 62)
+            return r_mul(a, (rng){INT64_C(1) << b.lo, INT64_C(1) << b.hi, data});
+        return (rng){INT64_MIN, INT64_MAX, data};
+    case TILEC_OP_SHR: return (rng){min64(a.lo, 0), max64(a.hi, 0), data};
+    case TILEC_OP_AND:
+        if (a.lo >= 0 || b.lo >= 0)
+            return (rng){0, a.lo >= 0 && b.lo >= 0 ? min64(a.hi, b.hi) : a.lo >= 0 ? a.hi : b.hi, data};
+        /* fall through */
+    default: /* | ^ &: within the wider operand's bits */
+        if (fits32(a) && fits32(b))
+            return (rng){a.lo >= 0 && b.lo >= 0 ? 0 : INT32_MIN, INT32_MAX, data};
+        return (rng){INT64_MIN, INT64_MAX, data};
+    }
+}
+
+/* ---- the walk ---- */
+
+static ixname *find(lw *L, const char *name)
+{
+    struct lower_ix *X = L->ix;
+    for (int i = X->nsc - 1; i >= 0; i--)
+        if (!strcmp(X->sc[i].name, name))
+            return &X->sc[i];
+    return NULL;
+}
+
+static void push(lw *L, const char *name, rng r, int wide)
+{
+    struct lower_ix *X = L->ix;
+    if (X->nsc == X->capsc) {
+        int cap = X->capsc ? 2 * X->capsc : 32;
+        ixname *v = ar_array(&L->ar, (size_t)cap, sizeof *v);
+        if (!v) {
+            L->failed = 1;
+            return;
+        }
+        if (X->nsc)
+            memcpy(v, X->sc, (size_t)X->nsc * sizeof *v);
+        X->sc = v;
+        X->capsc = cap;
+    }
+    X->sc[X->nsc++] = (ixname){name, r, wide};
+}
+
+static rng visit(lw *L, const tilec_expr *e, int inptr, int *w);
+
+static rng r_name(lw *L, const tilec_expr *e, int inptr, int *w)
+{
+    struct lower_ix *X = L->ix;
+    ixname *n = find(L, e->name);
+    if (n) {
+        if (inptr && !in_list(&X->ptr_names, e->name)) {
+            add_name(L, &X->ptr_names, e->name);
+            X->changed = 1;
+        }
+        *w = n->wide;
+        return n->r;
+    }
+    int64_t h;
+    if (lower_hint_value(L, e->name, &h))
+        return (rng){h, h, 0};
+    return of_dtype(raw_ty(L, e)->dtype);
+}
+
+static rng r_call(lw *L, const tilec_expr *e, int inptr, int *anyw)
+{
+    const char *n = e->name;
+    const tilec_type *t = raw_ty(L, e);
+    int w[3] = {0, 0, 0};
+    if (!strcmp(n, "pid") || !strcmp(n, "num_programs")) {
+        rng g = L->ix->grid[e->args[0]->ival & 3];
+        return n[0] == 'p' ? (rng){0, g.hi - 1, 0} : g;
+    }
+    if (!strcmp(n, "range"))
+        return (rng){0, t->dims[0] - 1, 0};
+    if (!strcmp(n, "zeros"))
+        return (rng){0, 0, 0};
+    if (!strcmp(n, "full"))
+        return visit(L, e->args[1], inptr, anyw);
+    if (!strcmp(n, "where") || !strcmp(n, "maximum") || !strcmp(n, "minimum") || !strcmp(n, "cdiv") ||
+        !strcmp(n, "trans")) {
+        int k = n[0] == 'w';
+        if (k)
+            visit(L, e->args[0], 0, &w[0]);
+        rng a = visit(L, e->args[k], inptr, &w[1]);
+        *anyw = w[1];
+        if (e->nargs == (uint32_t)k + 1)
+            return a;
+        rng b = visit(L, e->args[k + 1], inptr, &w[2]);
+        *anyw |= w[2];
+        if (n[0] == 'c')
+            return r_div(a, b, 1);
+        if (!strcmp(n, "maximum"))
+            return (rng){max64(a.lo, b.lo), max64(a.hi, b.hi), a.data | b.data};
+        if (!strcmp(n, "minimum"))
+            return (rng){min64(a.lo, b.lo), min64(a.hi, b.hi), a.data | b.data};
+        return (rng){min64(a.lo, b.lo), max64(a.hi, b.hi), a.data | b.data};
+    }
+    if (!strcmp(n, "cast")) { /* an explicit conversion cuts: never widened */
+        rng a = visit(L, e->args[0], inptr, &w[0]);
+        const tilec_type *at = raw_ty(L, e->args[0]);
+        if (tilec_dtype_class(at->dtype) == 'f')
+            return of_dtype(t->dtype);
+        rng d = of_dtype(t->dtype);
+        return a.lo >= d.lo && a.hi <= d.hi ? a : d;
+    }
+    /* loads, reductions, dot, math: values from memory or floats */
+    for (uint32_t i = 0; i < e->nargs; i++) {
+        int wi = 0;
+        visit(L, e->args[i], 0, &wi);
+        *anyw |= wi && (!strcmp(n, "sum") || !strcmp(n, "max") || !strcmp(n, "min"));
+    }
+    return of_dtype(t->dtype);
+}
+
+/* The interval of e; *w: e is computed in 64 bits. */
+static rng visit(lw *L, const tilec_expr *e, int inptr, int *w)
+{
+    *w = 0;
+    const tilec_type *t = raw_ty(L, e);
+    int anyw = 0, wa = 0, wb = 0;
+    rng r = FULL64;
+    switch (e->kind) {
+    case TILEC_EX_INT: return (rng){e->ival, e->ival, 0};
+    case TILEC_EX_NAME:
+        r = r_name(L, e, inptr, w);
+        if (*w)
+            mark(L, e, t);
+        return r;
+    case TILEC_EX_UNARY: {
+        rng a = visit(L, e->args[0], inptr, &anyw);
+        if (e->op == TILEC_OP_NEG)
+            r = (rng){sat(-(__int128)a.hi), sat(-(__int128)a.lo), a.data};
+        else if (e->op == TILEC_OP_BITNOT)
+            r = (rng){sat(-(__int128)a.hi - 1), sat(-(__int128)a.lo - 1), a.data};
+        else
+            r = (rng){0, 1, a.data};
+        break;
+    }
+    case TILEC_EX_BINARY: {
+        int p0 = raw_ty(L, e->args[0])->ptr, p1 = raw_ty(L, e->args[1])->ptr;
+        if (t->ptr || t->dtype == TILEC_DT_BOOL) { /* a pointer offset, or a comparison */
+            visit(L, e->args[0], t->ptr ? inptr || !p0 : 0, &wa);
+            visit(L, e->args[1], t->ptr ? inptr || !p1 : 0, &wb);
+            return FULL64;
+        }
+        rng a = visit(L, e->args[0], inptr, &wa), b = visit(L, e->args[1], inptr, &wb);
+        anyw = wa | wb;
+        r = r_binary(e->op, a, b);
+        break;
+    }
+    case TILEC_EX_INDEX: r = visit(L, e->args[0], inptr, &anyw); break;
+    case TILEC_EX_CALL:
+        r = r_call(L, e, inptr, &anyw);
+        if (!strcmp(e->name, "cast"))
+            return r;
+        break;
+    default: return of_dtype(t->dtype);
+    }
+    if (t->kind == TILEC_TY_VALUE && !t->ptr && t->dtype == TILEC_DT_I32 &&
+        (anyw || ((!r.data || inptr) && !fits32(r)))) {
+        *w = 1;
+        mark(L, e, t);
+    }
+    return r;
+}
+
+static void note_line(lw *L, uint32_t line)
+{
+    struct lower_ix *X = L->ix;
+    for (int i = 0; i < X->nlines; i++)
+        if (X->lines[i] == line)
+            return;
+    if (X->nlines < (int)(sizeof X->lines / sizeof X->lines[0]))
+        X->lines[X->nlines++] = line;
+}
+
+static void visit_block(lw *L, const tilec_block *b);
+
+/* A value bound or assigned to `name`: forced to 64 bits when any value of
+ * the name is; returns whether it is. */
+static int bind_value(lw *L, const tilec_stmt *s, const char *name, rng *r)
+{
+    struct lower_ix *X = L->ix;
+    int w = 0, before = X->n;
+    *r = visit(L, s->value, in_list(&X->ptr_names, name), &w);
+    if (in_list(&X->wide_assigned, name)) {
+        const tilec_type *t = raw_ty(L, s->value);
+        if (!t->ptr && t->dtype == TILEC_DT_I32)
+            mark(L, s->value, t);
+        *r = FULL64;
+        w = 1;
+    } else if (w && s->kind == TILEC_ST_ASSIGN) {
+        add_name(L, &X->wide_assigned, name);
+        X->changed = 1;
+    } else if (lower_in_list(L->assigned, L->nassigned, name)) {
+        /* any value of its type, whatever the iterations assign */
+        rng d = of_dtype(raw_ty(L, s->value)->dtype);
+        r->lo = min64(r->lo, d.lo);
+        r->hi = max64(r->hi, d.hi);
+    }
+    if ((uint32_t)before != X->n)
+        note_line(L, s->loc.line);
+    return w;
+}
+
+/* The values of a loop variable: lo .. hi - 1, and with a constant start
+ * and step only the values start + k * step. */
+static rng loop_range(rng lo, rng hi, rng step)
+{
+    int64_t top = sat((__int128)hi.hi - 1);
+    rng r = {lo.lo, max64(lo.hi, top), 0};
+    if (lo.lo != lo.hi || top < lo.lo || step.lo != step.hi || step.lo <= 0)
+        return r;
+    r.hi = lo.lo + (int64_t)(((__int128)top - lo.lo) / step.lo * step.lo);
+    return r;
+}
+
+static void visit_stmt(lw *L, const tilec_stmt *s)
+{
+    struct lower_ix *X = L->ix;
+    uint32_t before = X->n;
+    int w[3] = {0, 0, 0};
+    rng r;
+    switch (s->kind) {
+    case TILEC_ST_LET:
+        w[0] = bind_value(L, s, s->names[0], &r);
+        if (w[0] && !in_list(&X->shown, s->names[0]))
+            add_name(L, &X->shown, s->names[0]);
+        push(L, s->names[0], r, w[0]);
+        return;
+    case TILEC_ST_ASSIGN: bind_value(L, s, s->names[0], &r); return;
+    case TILEC_ST_EXPR: visit(L, s->value, 0, &w[0]); break;
+    case TILEC_ST_FOR: {
+        rng lo = visit(L, s->lo, 0, &w[0]), hi = visit(L, s->hi, 0, &w[1]), st = {1, 1, 0};
+        if (s->step)
+            st = visit(L, s->step, 0, &w[2]);
+        if (X->n != before)
+            note_line(L, s->loc.line);
+        int wide = w[0] | w[1];
+        if (wide && !in_list(&X->shown, s->names[0]))
+            add_name(L, &X->shown, s->names[0]);
+        int nsc = X->nsc;
+        push(L, s->names[0], loop_range(lo, hi, st), wide);
+        visit_block(L, &s->body);
+        X->nsc = nsc;
+        return;
+    }
+    case TILEC_ST_IF: {
+        visit(L, s->value, 0, &w[0]);
+        if (X->n != before)
+            note_line(L, s->loc.line);
+        int nsc = X->nsc;
+        visit_block(L, &s->body);
+        X->nsc = nsc;
+        visit_block(L, &s->orelse);
+        X->nsc = nsc;
+        return;
+    }
+    default: return;
+    }
+    if (X->n != before)
+        note_line(L, s->loc.line);
+}
+
+static void visit_block(lw *L, const tilec_block *b)
+{
+    for (uint32_t i = 0; i < b->nstmts && !L->failed; i++)
+        visit_stmt(L, b->stmts[i]);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The comment that says which width each index value got. */
+static void ix_comment(lw *L)
+{
+    struct lower_ix *X = L->ix;
+    if (!X->n) {
+        lower_line(L, "/* indexing: 32-bit, every index value is proven to fit */");
+        return;
+    }
+    strbuf b;
+    sb_init(&b);
+    for (int i = 0; i < X->shown.n; i++)
+        sb_printf(&b, "%s%s", i ? ", " : " for ", X->shown.v[i]);
+    qsort(X->lines, (size_t)X->nlines, sizeof X->lines[0], cmp_u32);
+    sb_puts(&b, X->nlines > 1 ? " (lines" : " (line");
+    for (int i = 0; i < X->nlines; i++)
+        sb_printf(&b, "%s %u", i ? "," : "", X->lines[i]);
+    lower_line(L, "/* indexing: 64-bit%s), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */",
+               sb_str(&b));
+    L->failed |= b.failed;
+    sb_free(&b);
+}
+
+void lower_index_widths(lw *L)
+{
+    struct lower_ix *X = ar_alloc(&L->ar, sizeof *X);
+    if (!X) {
+        L->failed = 1;
+        return;
+    }
+    memset(X, 0, sizeof *X);
+    L->ix = X;
+    /* again while a name turns out 64-bit or used in an offset: each pass
+     * only adds names, so this ends */
+    do {
+        X->changed = 0;
+        X->nsc = 0;
+        X->shown.n = 0;
+        X->nlines = 0;
+        if (X->cap)
+            memset(X->keys, 0, X->cap * sizeof *X->keys);
+        X->n = 0;
+        for (uint32_t i = 0; i < L->k->nparams; i++) {
+            const tilec_param *p = &L->k->params[i];
+            rng r = p->type.kind == TILEC_TE_POINTER ? FULL64 : of_dtype(p->type.dtype);
+            r.data = 0; /* sizes, not data */
+            push(L, p->name, r, 0);
+        }
+        /* pid(a) < the grid along a: what the grid can give bounds it */
+        X->nomark = 1;
+        for (int a = 0; a < 3; a++) {
+            rng top = {1, a == 0 ? INT32_MAX : 65535, 0};
+            int w = 0;
+            rng g = (uint32_t)a < L->k->ngrid ? visit(L, L->k->grid[a], 0, &w) : (rng){1, 1, 0};
+            X->grid[a] = (rng){max64(g.lo, top.lo), min64(max64(g.hi, 1), top.hi), 0};
+        }
+        X->nomark = 0;
+        visit_block(L, &L->k->body);
+    } while (X->changed && !L->failed);
+    ix_comment(L);
+}

@@ -1,0 +1,30 @@
+/* fill.h: the bit pattern of a constant in a dtype: the value every element
+ * of a tensor a graph fills (zeros, ones, full) starts with. */
+#ifndef TILEC_UTIL_FILL_H
+#define TILEC_UTIL_FILL_H
+
+#include <stdint.h>
+
+#include "tilec/types.h"
+
+typedef enum {
+    FILL_OK,
+    FILL_NOT_INTEGER, /* a fraction or inf for an integer dtype */
+    FILL_RANGE,       /* an integer outside the dtype */
+    FILL_NOT_BOOL,    /* a number for bool */
+    FILL_BOOL,        /* true/false for a number dtype */
+} fill_status;
+
+/* A constant: a bool, an integer or a double (inf allowed). */
+typedef struct fill_value {
+    enum { FILL_V_BOOL, FILL_V_INT, FILL_V_FLOAT } kind;
+    int64_t i; /* BOOL: 0/1; INT: the magnitude, 0 .. 2^63 - 1 */
+    int neg;   /* INT: negated */
+    double f;  /* FLOAT */
+} fill_value;
+
+/* The little-endian bit pattern of v as one element of dt, in the low
+ * tilec_dtype_size(dt) bytes of *bits (floats round to nearest even). */
+fill_status fill_bits(tilec_dtype dt, const fill_value *v, uint64_t *bits);
+
+#endif
