@@ -248,6 +248,8 @@ golden: all
 	@for f in tests/golden/bad/*.tile; do $(TILEC) $$f --check 2> $${f%.tile}.err; true; done
 	@mkdir -p tests/golden/cuda
 	@for f in examples/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit cuda > tests/golden/cuda/$${b%.tile}.cu; done
+	@mkdir -p tests/golden/layouts
+	@for f in examples/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit layouts > tests/golden/layouts/$${b%.tile}.layouts; done
 	@for f in tests/golden/ir/*.tile; do $(TILEC) $$f --emit ir > $${f%.tile}.ir; done
 	@for f in tests/golden/ir/*.tile examples/e2e.tile; do b=$${f##*/}; d=tests/golden/c/$${b%.tile}; \
 	    mkdir -p $$d; rm -f $$d/*.c $$d/*.h; $(TILEC) $$f --emit c -o $$d || exit 1; done

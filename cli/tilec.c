@@ -300,7 +300,7 @@ int main(int argc, char **argv)
         return usage_error("--aot needs --emit c%s", "");
     }
     int builtin_kind = !strcmp(emit, "check") || !strcmp(emit, "ast") || !strcmp(emit, "cuda") ||
-                       !strcmp(emit, "cubin") || !strcmp(emit, "ir");
+                       !strcmp(emit, "layouts") || !strcmp(emit, "cubin") || !strcmp(emit, "ir");
     if (!builtin_kind) {
         int st = emit_with(files, nfiles, emit, out, plugins, nplugins, max_errors, aot);
         free(files);
@@ -397,8 +397,8 @@ int main(int argc, char **argv)
                 status = EXIT_INPUT;
             tilec_ctx_render_diags(ctx, tilec_sink_file(stderr));
             tilec_ctx_clear_diags(ctx);
-        } else if (!strcmp(emit, "cuda")) {
-            if (tilec_module_emit_cuda(ctx, m, sink) != TILEC_OK)
+        } else if (!strcmp(emit, "cuda") || !strcmp(emit, "layouts")) {
+            if ((emit[0] == 'c' ? tilec_module_emit_cuda : tilec_module_emit_layouts)(ctx, m, sink) != TILEC_OK)
                 status = EXIT_INPUT;
             tilec_ctx_render_diags(ctx, tilec_sink_file(stderr));
             tilec_ctx_clear_diags(ctx);

@@ -10,8 +10,7 @@
  * stride `ld` elements (transposed when `trans`). */
 static void stage(lw *L, const tilec_expr *e, uint32_t off, int ld, int trans, tilec_dtype d)
 {
-    const tilec_type *t = lower_ty(L, e);
-    lay y = lower_canon(L, t);
+    lay y = lower_pick_for(L, e);
     val *mv = NULL;
     if (e->kind == TILEC_EX_NAME) {
         val *v = lower_lookup(L, e->name);
@@ -26,8 +25,9 @@ static void stage(lw *L, const tilec_expr *e, uint32_t off, int ld, int trans, t
     const char *x = mv ? lower_fmt(L, "%s[tl_j]", mv->c) : lower_st_elem(L, lower_walk(L, e, lower_idx, 1, &y, EMIT), d);
     if (mv && mv->ty.dtype != d)
         x = lower_st_elem(L, lower_conv(L, lower_ld_elem(L, x, mv->ty.dtype), mv->ty.dtype, d), d);
-    if (y.repl)
-        lower_line(L, "if (tl_tid < %lld)", (long long)y.numel);
+    const char *g = lower_lay_guard(L, &y);
+    if (g)
+        lower_line(L, "if (%s)", g);
     if (trans)
         lower_line(L, "((%s *)(tl_smem + %u))[tl_i1 * %d + tl_i0] = %s;", lower_ctype(d), off, ld, x);
     else

@@ -156,7 +156,8 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
         if (!mono || q == nq - 1)
             sb_printf(&all, "tl_m%d && ", q);
     }
-    const char *guard = y->repl ? lower_fmt(L, "tl_tid < %lld && ", (long long)y->numel) : pt->rank == 0 ? "tl_tid == 0 && " : "";
+    const char *g = lower_lay_guard(L, y);
+    const char *guard = g ? lower_fmt(L, "%s && ", g) : pt->rank == 0 ? "tl_tid == 0 && " : "";
     if (atomic && old && y->repl) {
         /* a replicated layout (a scalar, or fewer elements than threads):
          * one thread per element does the atomic; every replica reads the
