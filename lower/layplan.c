@@ -10,7 +10,9 @@
  * in the slice that reduction leaves, so m[:, None] is read from the
  * thread's own registers; one as long as the rows, in the slice along the
  * other axis (a row of weights, w[None, :]). An elementwise result takes the layout of a
- * materialized operand of its shape; anything else is canonical. */
+ * materialized operand of its shape; anything else is canonical. With
+ * rows per warp, a tile named as a dot's A operand is kept in the
+ * accumulator layout, which is its A fragments already. */
 #include <stdarg.h>
 #include <string.h>
 
@@ -46,6 +48,11 @@ static void plan_expr(lw *L, const tilec_expr *e)
     const tilec_type *t = lower_ty(L, e);
     if (!strcmp(e->name, "dot") && L->ndots < LP_MAX) {
         L->dots[L->ndots++] = e;
+        const tilec_expr *a = e->args[0];
+        if (a->kind == TILEC_EX_CALL && !strcmp(a->name, "cast"))
+            a = a->args[0];
+        if (a->kind == TILEC_EX_NAME && L->naops < LP_MAX)
+            L->aops[L->naops++] = a->name;
     } else if (is_reduce(e) && lower_ty(L, e->args[0])->rank == 2 && reduce_axis_of(L, e) == 1 &&
                L->nrowred < LP_MAX) {
         const tilec_type *xt = lower_ty(L, e->args[0]);
@@ -156,7 +163,15 @@ static int layout_of(lw *L, const tilec_expr *e, lay *y)
     if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot"))
         return lower_dot_layout(L, lower_ty(L, e->args[0]), t->dims[0], t->dims[1], y);
     if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "load")) {
+        /* a load keeps whole rows in a warp, for wide accesses (whole
+         * columns when memory is contiguous along axis 0); one that is a
+         * dot's A operand takes the accumulator layout (lower_pick_let) */
+        int64_t s0 = 0, s1 = 0;
         *y = lower_pick(L, t);
+        if (y->kind == LY_MMA)
+            *y = lower_lin_rows(L, t);
+        if (t->rank == 2 && lower_stride(L, e->args[0], 0, &s0) && s0 == 1 && !(lower_stride(L, e->args[0], 1, &s1) && s1 == 1))
+            *y = lower_lin_cols(L, t);
         return 1;
     }
     if (is_reduce(e)) {
@@ -175,6 +190,13 @@ static int layout_of(lw *L, const tilec_expr *e, lay *y)
     return 0;
 }
 
+int lower_pick_let(lw *L, const char *name, const tilec_expr *e, lay *y)
+{
+    const tilec_type *t = lower_ty(L, e);
+    return L->rows_mma && t->rank == 2 && t->dtype != TILEC_DT_F32 && lower_in_list(L->aops, L->naops, name) &&
+           lower_dot_layout(L, t, t->dims[0], t->dims[1], y) && y->wn == 1;
+}
+
 lay lower_pick_for(lw *L, const tilec_expr *e)
 {
     lay y;
@@ -186,6 +208,44 @@ lay lower_pick_for(lw *L, const tilec_expr *e)
     if (d && lower_dot_layout(L, lower_ty(L, d->args[0]), t->dims[0], t->dims[1], &y))
         return y;
     return lower_pick(L, t);
+}
+
+static int count_dots(const tilec_expr *e, const tilec_expr **out, int n)
+{
+    if (!e)
+        return n;
+    for (uint32_t i = 0; i < e->nargs; i++)
+        n = count_dots(e->args[i], out, n);
+    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot") && n < LP_MAX)
+        out[n++] = e;
+    return n;
+}
+
+/* A dot stages its operands in buffers of its own, between a barrier
+ * before (the last iteration's reads of them are done) and one after.
+ * When a loop body runs two or more dots on every iteration, the barrier
+ * after one dot's staging already stands between the other's reads and
+ * its next writes (in this iteration or around the back edge), so their
+ * barriers before are left out. */
+void lower_plan_loop(lw *L, const tilec_stmt *s)
+{
+    const tilec_expr *d[LP_MAX];
+    int n = 0;
+    for (uint32_t i = 0; i < s->body.nstmts; i++) {
+        const tilec_stmt *b = s->body.stmts[i];
+        if (b->kind == TILEC_ST_LET || b->kind == TILEC_ST_ASSIGN || b->kind == TILEC_ST_EXPR)
+            n = count_dots(b->value, d, n);
+    }
+    for (int i = 0; n >= 2 && i < n && L->nnobar < LP_MAX; i++)
+        L->nobar[L->nnobar++] = d[i];
+}
+
+int lower_dot_barrier_free(const lw *L)
+{
+    for (int i = 0; i < L->nnobar; i++)
+        if (L->nobar[i] == L->curdot)
+            return 1;
+    return 0;
 }
 
 void lower_note(lw *L, const char *f, ...)

@@ -159,7 +159,9 @@ lay lower_lin_rows(const lw *L, const tilec_type *t)
     if (t->rank != 2 || canon.repl)
         return canon;
     int cb = lg(t->dims[1]), rb = lg(t->dims[0]), tb = lg(L->nt), wb = tb - 5;
-    int n = cb + rb, v = cb < 2 ? cb : 2;
+    /* up to 16 bytes per access: 4 f32, 8 f16 */
+    int vb = tilec_dtype_size(t->dtype) <= 2 ? 3 : 2;
+    int n = cb + rb, v = cb < vb ? cb : vb;
     if (n - tb < v)
         return canon;
     lbits b;
@@ -181,6 +183,30 @@ lay lower_lin_rows(const lw *L, const tilec_type *t)
         b.reg[b.nreg++] = (signed char)nc++;
     while (nr < rb)
         b.reg[b.nreg++] = (signed char)(cb + nr++);
+    return lin_make(L, 2, t->dims, &b);
+}
+
+/* A 2-D tile contiguous in memory along axis 0 (a transposed view such as
+ * k + n[None, :] * D + d[:, None]): the row-blocked layout of its
+ * transpose, so consecutive lanes read consecutive addresses. */
+lay lower_lin_cols(const lw *L, const tilec_type *t)
+{
+    tilec_type tt = *t;
+    tt.dims[0] = t->dims[1];
+    tt.dims[1] = t->dims[0];
+    lay r = lower_lin_rows(L, &tt);
+    if (r.kind != LY_LIN)
+        return lower_canon(L, t);
+    int b0 = lg(t->dims[0]), b1 = lg(t->dims[1]);
+    lbits b = r.b;
+#define SWAP(p) ((p) < 0 ? (p) : (p) < b0 ? (p) + b1 : (p) - b0)
+    for (int k = 0; k < b.nreg; k++)
+        b.reg[k] = (signed char)SWAP(b.reg[k]);
+    for (int k = 0; k < 5; k++) {
+        b.lane[k] = (signed char)SWAP(b.lane[k]);
+        b.warp[k] = (signed char)SWAP(b.warp[k]);
+    }
+#undef SWAP
     return lin_make(L, 2, t->dims, &b);
 }
 
@@ -264,6 +290,21 @@ void lower_lin_index(lw *L, const lay *y, const char *j)
         lower_line(L, "const int tl_i%d = %s;", d, s.n ? sb_str(&s) : "0");
         sb_free(&s);
     }
+}
+
+int lower_lay_run(const lw *L, const lay *y, int *axis)
+{
+    *axis = y->rank - 1;
+    if (y->kind != LY_LIN || y->rank == 0 || !y->b.nreg)
+        return y->run;
+    int w, d = bit_dim(y, y->b.reg[0], &w), r = 1;
+    if (d < 0 || w != 0)
+        return 1;
+    while (r < y->b.nreg && y->b.reg[r] == y->b.reg[0] + r && bit_dim(y, y->b.reg[r], &w) == d)
+        r++;
+    *axis = d;
+    (void)L;
+    return 1 << r;
 }
 
 const char *lower_lay_guard(lw *L, const lay *y)

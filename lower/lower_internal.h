@@ -100,6 +100,11 @@ typedef struct lw {
     const tilec_expr *dots[LP_MAX];
     int ndots;
     int rows_mma; /* mma accumulators with the warps along the rows */
+    const char *aops[LP_MAX]; /* names read as a dot's A operand */
+    int naops;
+    const tilec_expr *nobar[LP_MAX]; /* dots whose leading barrier is redundant */
+    int nnobar;
+    const tilec_expr *curdot; /* the dot being lowered */
     unsigned line; /* .tile line of the statement being lowered */
     int nsync;     /* __syncthreads emitted so far */
     strbuf notes;  /* --emit layouts */
@@ -152,12 +157,17 @@ void lower_lin_bits(const lw *L, const lay *y, lbits *b);
 int lower_same_layout(const lw *L, const lay *a, const lay *b);
 /* Rows of a 2-D tile over warps, each row within one warp. */
 lay lower_lin_rows(const lw *L, const tilec_type *t);
+/* The same along axis 0, for tiles contiguous in memory along it. */
+lay lower_lin_cols(const lw *L, const tilec_type *t);
 /* What a reduction along axis leaves; masks of the bits on the axis. */
 lay lower_lin_slice(const lw *L, const lay *x, int axis, unsigned *regs, unsigned *lanes, unsigned *warps);
 void lower_lin_index(lw *L, const lay *y, const char *j);
 /* The register of v holding the element at idx of the current element of
  * layout cur, when this thread holds it; NULL when it does not. */
 const char *lower_lin_reg(lw *L, const val *v, const char *const *idx, const lay *cur);
+/* How many consecutive registers (tl_j aligned to it) hold consecutive
+ * elements along one axis, and which axis (*axis). */
+int lower_lay_run(const lw *L, const lay *y, int *axis);
 /* The condition for the one copy of a replicated element, or NULL. */
 const char *lower_lay_guard(lw *L, const lay *y);
 void lower_lin_describe(const lw *L, const lay *y, strbuf *s);
@@ -169,6 +179,12 @@ void lower_plan(lw *L);
  * operand's layout first. */
 lay lower_pick(lw *L, const tilec_type *t);
 lay lower_pick_for(lw *L, const tilec_expr *e);
+/* The layout of `let name = e` when the plan has one for the name. */
+int lower_pick_let(lw *L, const char *name, const tilec_expr *e, lay *y);
+/* Before the body of loop s: the dots it runs on every iteration. */
+void lower_plan_loop(lw *L, const tilec_stmt *s);
+/* May the dot being lowered stage its operands without a barrier first? */
+int lower_dot_barrier_free(const lw *L);
 __attribute__((format(printf, 2, 3))) void lower_note(lw *L, const char *f, ...);
 void lower_note_value(lw *L, const val *v);
 

@@ -29,6 +29,7 @@ static val *materialize(lw *L, const tilec_expr *e, const char *name, const lay 
         lower_line(L, "float %s[%d];", c, v->ly.E);
         lower_line(L, "#pragma unroll");
         lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) %s[tl_j] = 0.0f;", v->ly.E, c);
+        L->curdot = e;
         lower_emit_dot_into(L, e->args[0], e->args[1], v);
         return v;
     }

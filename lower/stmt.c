@@ -133,6 +133,8 @@ static void stmt_let(lw *L, const tilec_stmt *s)
         const tilec_expr *d = find_dot_for(&L->k->body, s->names[0]);
         if (d && lower_dot_layout(L, lower_ty(L, d->args[0]), t->dims[0], t->dims[1], &want))
             wp = &want;
+    } else if (lower_pick_let(L, s->names[0], s->value, &want)) {
+        wp = &want;
     }
     val *v = lower_materialize(L, s->value, c, wp);
     lower_bind(L, s->names[0], v);
@@ -154,6 +156,7 @@ static void stmt_assign(lw *L, const tilec_stmt *s)
     }
     const tilec_expr *d = lower_dot_update(s);
     if (d) {
+        L->curdot = d;
         lower_emit_dot_into(L, d->args[0], d->args[1], v);
         return;
     }
@@ -200,6 +203,7 @@ static void stmt_for(lw *L, const tilec_stmt *s)
         return;
     }
     const char *v = lower_cname(L, s->names[0]);
+    lower_plan_loop(L, s);
     lower_walk(L, s->lo, NULL, 0, NULL, PREP);
     lower_walk(L, s->hi, NULL, 0, NULL, PREP);
     if (s->step)

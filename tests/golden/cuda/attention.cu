@@ -23,6 +23,12 @@ static __device__ __forceinline__ void tl_ldsm_x4_t(unsigned b0[2], unsigned b1[
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(a));
 }
+static __device__ __forceinline__ void tl_ldsm_x4_nt(unsigned b0[2], unsigned b1[2], const void *p)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(a));
+}
 /* cp.async: 16 bytes global to shared, src_bytes 0 fills zeros */
 static __device__ __forceinline__ void tl_cp16(void *dst, const void *src, int src_bytes)
 {
@@ -54,13 +60,13 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
     constexpr int v_BN = 64;
     constexpr int v_D = 64;
     constexpr int v_warps = 4;
-    // examples/attention.tile:9
-    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:10
-    // v_rm: index tile computed where it is used
     // examples/attention.tile:11
-    // v_rd: index tile computed where it is used
+    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
     // examples/attention.tile:12
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:13
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:14
     __half v_tq[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
@@ -77,21 +83,21 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
             v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
     }
-    // examples/attention.tile:13
+    // examples/attention.tile:15
     float v_m_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
         v_m_i[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/attention.tile:14
+    // examples/attention.tile:16
     float v_l_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
         v_l_i[tl_j] = ((float)0);
     }
-    // examples/attention.tile:15
+    // examples/attention.tile:17
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -99,46 +105,59 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/attention.tile:16
-    const float v_qk_scale = (v_scale * 1.44269504f);
-    // examples/attention.tile:17
-    int v_hi = v_S;
     // examples/attention.tile:18
+    const float v_qk_scale = (v_scale * 1.44269504f);
+    // examples/attention.tile:19
+    int v_hi = v_S;
+    // examples/attention.tile:20
     if ((v_causal != 0)) {
-        // examples/attention.tile:19
+        // examples/attention.tile:21
         v_hi = ((v_S) < (((((int)blockIdx.x) + 1) * v_BM)) ? (v_S) : (((((int)blockIdx.x) + 1) * v_BM)));
     }
-    // examples/attention.tile:21
+    // examples/attention.tile:23
     for (int v_n0 = 0; v_n0 < v_hi; v_n0 += v_BN) {
-        // examples/attention.tile:22
+        // examples/attention.tile:24
         // v_rn: index tile computed where it is used
-        // examples/attention.tile:23
+        // examples/attention.tile:25
         __half v_tk[32];
         #pragma unroll
-        for (int tl_c = 0; tl_c < 32; tl_c += 1) {
+        for (int tl_c = 0; tl_c < 32; tl_c += 8) {
             const int tl_j = tl_c;
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+            const int tl_i1 = ((((tl_j) >> 3) & 3) << 4) | (((tl_lane >> 3) & 3) << 0) | (((tl_warp >> 0) & 3) << 2);
             const __half *tl_p = (((v_k + v_base) + ((v_n0 + tl_i1) * v_D)) + tl_i0);
-            v_tk[tl_j] = (((v_n0 + tl_i1) < v_S)) ? *tl_p : __float2half_rn(0.0f);
+            const bool tl_m0 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m1 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m2 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m3 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m4 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m5 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m6 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m7 = ((v_n0 + tl_i1) < v_S);
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&v_tk[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                v_tk[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                v_tk[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                v_tk[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                v_tk[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                v_tk[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                v_tk[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                v_tk[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                v_tk[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+            }
         }
-        // examples/attention.tile:24
+        // examples/attention.tile:26
         float tl_t0[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = 0.0f;
         { /* tl_t0 += dot: [64, 64] @ [64, 64] */
-            __syncthreads();
             #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                ((__half *)(tl_smem + 0))[tl_i0 * 72 + tl_i1] = v_tq[tl_j];
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                ((__half *)(tl_smem + 9216))[tl_i0 * 72 + tl_i1] = v_tk[tl_j];
+            for (int tl_c = 0; tl_c < 32; tl_c += 8) {
+                const int tl_j = tl_c;
+                const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+                const int tl_i1 = ((((tl_j) >> 3) & 3) << 4) | (((tl_lane >> 3) & 3) << 0) | (((tl_warp >> 0) & 3) << 2);
+                *(uint4 *)((__half *)(tl_smem + 0) + tl_i1 * 72 + tl_i0) = *(const uint4 *)&v_tk[tl_j];
             }
             __syncthreads();
             #pragma unroll
@@ -146,10 +165,15 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                 unsigned tl_fa[1][4], tl_fb[8][2];
                 #pragma unroll
                 for (int tl_m = 0; tl_m < 1; ++tl_m)
-                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + 0 + (((tl_warp / 1) * 16 + tl_m * 16 + (tl_lane & 15)) * 72 + tl_k + (tl_lane >> 4) * 8) * 2);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                        const __half2 tl_h2 = __floats2half2_rn(__half2float(v_tq[tl_jq]), __half2float(v_tq[tl_jq + 1]));
+                        tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                    }
                 #pragma unroll
                 for (int tl_n = 0; tl_n < 8; tl_n += 2)
-                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 9216 + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 1) * 64 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                    tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 0 + (((tl_warp % 1) * 64 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 72 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
                 #pragma unroll
                 for (int tl_m = 0; tl_m < 1; ++tl_m)
                     #pragma unroll
@@ -164,9 +188,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
             const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
             v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
         }
-        // examples/attention.tile:25
+        // examples/attention.tile:27
         // v_ok: index tile computed where it is used
-        // examples/attention.tile:26
+        // examples/attention.tile:28
         float v_sm[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -174,7 +198,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
             const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
             v_sm[tl_j] = ((((v_n0 + tl_i1) < v_S) && ((v_causal == 0) || (((((int)blockIdx.x) * v_BM) + tl_i0) >= (v_n0 + tl_i1)))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
         }
-        // examples/attention.tile:27
+        // examples/attention.tile:29
         float tl_t1[2];
         { /* max along axis 1 in registers */
             float tl_r[2];
@@ -203,7 +227,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
             const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
             v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
         }
-        // examples/attention.tile:28
+        // examples/attention.tile:30
         float v_p[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -211,14 +235,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
             const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
             v_p[tl_j] = exp2f((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
         }
-        // examples/attention.tile:29
+        // examples/attention.tile:31
         float v_alpha[2];
         #pragma unroll
         for (int tl_j = 0; tl_j < 2; ++tl_j) {
             const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
             v_alpha[tl_j] = exp2f((v_m_i[tl_j] - v_m_new[tl_j]));
         }
-        // examples/attention.tile:30
+        // examples/attention.tile:32
         float tl_t2[2];
         { /* sum along axis 1 in registers */
             float tl_r[2];
@@ -249,40 +273,46 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
-        // examples/attention.tile:31
+        // examples/attention.tile:33
         __half v_tv[32];
         #pragma unroll
-        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+        for (int tl_c = 0; tl_c < 32; tl_c += 8) {
             const int tl_j = tl_c;
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const int tl_i0 = ((((tl_j) >> 3) & 3) << 4) | (((tl_lane >> 3) & 3) << 0) | (((tl_warp >> 0) & 3) << 2);
+            const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
             const __half *tl_p = (((v_v + v_base) + ((v_n0 + tl_i0) * v_D)) + tl_i1);
             const bool tl_m0 = ((v_n0 + tl_i0) < v_S);
             const bool tl_m1 = ((v_n0 + tl_i0) < v_S);
-            if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-                *(unsigned int *)&v_tv[tl_j] = *(const unsigned int *)tl_p;
+            const bool tl_m2 = ((v_n0 + tl_i0) < v_S);
+            const bool tl_m3 = ((v_n0 + tl_i0) < v_S);
+            const bool tl_m4 = ((v_n0 + tl_i0) < v_S);
+            const bool tl_m5 = ((v_n0 + tl_i0) < v_S);
+            const bool tl_m6 = ((v_n0 + tl_i0) < v_S);
+            const bool tl_m7 = ((v_n0 + tl_i0) < v_S);
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&v_tv[tl_j] = *(const uint4 *)tl_p;
             } else {
                 v_tv[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
                 v_tv[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                v_tv[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                v_tv[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                v_tv[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                v_tv[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                v_tv[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                v_tv[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
             }
         }
-        // examples/attention.tile:32
+        // examples/attention.tile:34
         float tl_t4[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t4[tl_j] = 0.0f;
         { /* tl_t4 += dot: [64, 64] @ [64, 64] */
-            __syncthreads();
             #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                ((__half *)(tl_smem + 18432))[tl_i0 * 72 + tl_i1] = __float2half_rn(v_p[tl_j]);
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                ((__half *)(tl_smem + 27648))[tl_i0 * 72 + tl_i1] = v_tv[tl_j];
+            for (int tl_c = 0; tl_c < 32; tl_c += 8) {
+                const int tl_j = tl_c;
+                const int tl_i0 = ((((tl_j) >> 3) & 3) << 4) | (((tl_lane >> 3) & 3) << 0) | (((tl_warp >> 0) & 3) << 2);
+                const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+                *(uint4 *)((__half *)(tl_smem + 9216) + tl_i0 * 72 + tl_i1) = *(const uint4 *)&v_tv[tl_j];
             }
             __syncthreads();
             #pragma unroll
@@ -290,10 +320,15 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                 unsigned tl_fa[1][4], tl_fb[8][2];
                 #pragma unroll
                 for (int tl_m = 0; tl_m < 1; ++tl_m)
-                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + 18432 + (((tl_warp / 1) * 16 + tl_m * 16 + (tl_lane & 15)) * 72 + tl_k + (tl_lane >> 4) * 8) * 2);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                        const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                        tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                    }
                 #pragma unroll
                 for (int tl_n = 0; tl_n < 8; tl_n += 2)
-                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 27648 + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 1) * 64 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 9216 + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 1) * 64 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
                 #pragma unroll
                 for (int tl_m = 0; tl_m < 1; ++tl_m)
                     #pragma unroll
@@ -310,7 +345,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) v_acc[tl_j] = tl_n5[tl_j];
-        // examples/attention.tile:33
+        // examples/attention.tile:35
         float tl_n6[2];
         #pragma unroll
         for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -320,7 +355,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
         #pragma unroll
         for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n6[tl_j];
     }
-    // examples/attention.tile:35
+    // examples/attention.tile:37
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -343,7 +378,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
     }
 }
 
-/* attention_d128: BM = 64, BN = 32, D = 128, warps = 4 */
+/* attention_d128, variant S = 64: BM = 64, BN = 32, D = 128, warps = 4 */
 extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -353,48 +388,44 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
     constexpr int v_BN = 32;
     constexpr int v_D = 128;
     constexpr int v_warps = 4;
-    // examples/attention.tile:42
-    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:43
-    // v_rm: index tile computed where it is used
-    // examples/attention.tile:44
-    // v_rd: index tile computed where it is used
     // examples/attention.tile:45
+    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
+    // examples/attention.tile:46
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:47
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:48
     __half v_tq[64];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 4) {
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 7) & 63, tl_i1 = (tl_l >> 0) & 127;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         const __half *tl_p = (((v_q + v_base) + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_D)) + tl_i1);
         const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-            *(uint2 *)&v_tq[tl_j] = *(const uint2 *)tl_p;
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
         } else {
             v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
             v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-            v_tq[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-            v_tq[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
         }
     }
-    // examples/attention.tile:46
+    // examples/attention.tile:49
     float v_m_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
         v_m_i[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/attention.tile:47
+    // examples/attention.tile:50
     float v_l_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
         v_l_i[tl_j] = ((float)0);
     }
-    // examples/attention.tile:48
+    // examples/attention.tile:51
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -402,46 +433,59 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/attention.tile:49
+    // examples/attention.tile:52
     const float v_qk_scale = (v_scale * 1.44269504f);
-    // examples/attention.tile:50
+    // examples/attention.tile:53
     int v_hi = v_S;
-    // examples/attention.tile:51
+    // examples/attention.tile:54
     if ((v_causal != 0)) {
-        // examples/attention.tile:52
+        // examples/attention.tile:55
         v_hi = ((v_S) < (((((int)blockIdx.x) + 1) * v_BM)) ? (v_S) : (((((int)blockIdx.x) + 1) * v_BM)));
     }
-    // examples/attention.tile:54
+    // examples/attention.tile:57
     for (int v_n0 = 0; v_n0 < v_hi; v_n0 += v_BN) {
-        // examples/attention.tile:55
+        // examples/attention.tile:58
         // v_rn: index tile computed where it is used
-        // examples/attention.tile:56
+        // examples/attention.tile:59
         __half v_tk[32];
         #pragma unroll
-        for (int tl_c = 0; tl_c < 32; tl_c += 1) {
+        for (int tl_c = 0; tl_c < 32; tl_c += 8) {
             const int tl_j = tl_c;
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 5) & 127, tl_i1 = (tl_l >> 0) & 31;
+            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
+            const int tl_i1 = ((((tl_j) >> 3) & 3) << 3) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 3) << 1);
             const __half *tl_p = (((v_k + v_base) + ((v_n0 + tl_i1) * v_D)) + tl_i0);
-            v_tk[tl_j] = (((v_n0 + tl_i1) < v_S)) ? *tl_p : __float2half_rn(0.0f);
+            const bool tl_m0 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m1 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m2 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m3 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m4 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m5 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m6 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m7 = ((v_n0 + tl_i1) < v_S);
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&v_tk[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                v_tk[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                v_tk[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                v_tk[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                v_tk[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                v_tk[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                v_tk[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                v_tk[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                v_tk[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+            }
         }
-        // examples/attention.tile:57
+        // examples/attention.tile:60
         float tl_t0[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = 0.0f;
         { /* tl_t0 += dot: [64, 128] @ [128, 32] */
-            __syncthreads();
             #pragma unroll
-            for (int tl_j = 0; tl_j < 64; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-                const int tl_i0 = (tl_l >> 7) & 63, tl_i1 = (tl_l >> 0) & 127;
-                ((__half *)(tl_smem + 0))[tl_i0 * 136 + tl_i1] = v_tq[tl_j];
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-                const int tl_i0 = (tl_l >> 5) & 127, tl_i1 = (tl_l >> 0) & 31;
-                ((__half *)(tl_smem + 17408))[tl_i0 * 40 + tl_i1] = v_tk[tl_j];
+            for (int tl_c = 0; tl_c < 32; tl_c += 8) {
+                const int tl_j = tl_c;
+                const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
+                const int tl_i1 = ((((tl_j) >> 3) & 3) << 3) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 3) << 1);
+                *(uint4 *)((__half *)(tl_smem + 0) + tl_i1 * 136 + tl_i0) = *(const uint4 *)&v_tk[tl_j];
             }
             __syncthreads();
             #pragma unroll
@@ -449,10 +493,15 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                 unsigned tl_fa[1][4], tl_fb[4][2];
                 #pragma unroll
                 for (int tl_m = 0; tl_m < 1; ++tl_m)
-                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + 0 + (((tl_warp / 1) * 16 + tl_m * 16 + (tl_lane & 15)) * 136 + tl_k + (tl_lane >> 4) * 8) * 2);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                        const __half2 tl_h2 = __floats2half2_rn(__half2float(v_tq[tl_jq]), __half2float(v_tq[tl_jq + 1]));
+                        tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                    }
                 #pragma unroll
                 for (int tl_n = 0; tl_n < 4; tl_n += 2)
-                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 17408 + ((tl_k + (tl_lane & 15)) * 40 + (tl_warp % 1) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                    tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 0 + (((tl_warp % 1) * 32 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
                 #pragma unroll
                 for (int tl_m = 0; tl_m < 1; ++tl_m)
                     #pragma unroll
@@ -467,9 +516,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
             const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
             v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
         }
-        // examples/attention.tile:58
+        // examples/attention.tile:61
         // v_ok: index tile computed where it is used
-        // examples/attention.tile:59
+        // examples/attention.tile:62
         float v_sm[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -477,7 +526,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
             const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
             v_sm[tl_j] = ((((v_n0 + tl_i1) < v_S) && ((v_causal == 0) || (((((int)blockIdx.x) * v_BM) + tl_i0) >= (v_n0 + tl_i1)))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
         }
-        // examples/attention.tile:60
+        // examples/attention.tile:63
         float tl_t1[2];
         { /* max along axis 1 in registers */
             float tl_r[2];
@@ -506,7 +555,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
             const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
             v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
         }
-        // examples/attention.tile:61
+        // examples/attention.tile:64
         float v_p[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -514,14 +563,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
             const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
             v_p[tl_j] = exp2f((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
         }
-        // examples/attention.tile:62
+        // examples/attention.tile:65
         float v_alpha[2];
         #pragma unroll
         for (int tl_j = 0; tl_j < 2; ++tl_j) {
             const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
             v_alpha[tl_j] = exp2f((v_m_i[tl_j] - v_m_new[tl_j]));
         }
-        // examples/attention.tile:63
+        // examples/attention.tile:66
         float tl_t2[2];
         { /* sum along axis 1 in registers */
             float tl_r[2];
@@ -552,7 +601,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
-        // examples/attention.tile:64
+        // examples/attention.tile:67
         __half v_tv[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -573,23 +622,17 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                 v_tv[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
             }
         }
-        // examples/attention.tile:65
+        // examples/attention.tile:68
         float tl_t4[64];
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j) tl_t4[tl_j] = 0.0f;
         { /* tl_t4 += dot: [64, 32] @ [32, 128] */
-            __syncthreads();
             #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                ((__half *)(tl_smem + 27648))[tl_i0 * 40 + tl_i1] = __float2half_rn(v_p[tl_j]);
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
+            for (int tl_c = 0; tl_c < 32; tl_c += 4) {
+                const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 7) & 31, tl_i1 = (tl_l >> 0) & 127;
-                ((__half *)(tl_smem + 32768))[tl_i0 * 136 + tl_i1] = v_tv[tl_j];
+                *(uint2 *)((__half *)(tl_smem + 8704) + tl_i0 * 136 + tl_i1) = *(const uint2 *)&v_tv[tl_j];
             }
             __syncthreads();
             #pragma unroll
@@ -597,10 +640,15 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                 unsigned tl_fa[1][4], tl_fb[16][2];
                 #pragma unroll
                 for (int tl_m = 0; tl_m < 1; ++tl_m)
-                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + 27648 + (((tl_warp / 1) * 16 + tl_m * 16 + (tl_lane & 15)) * 40 + tl_k + (tl_lane >> 4) * 8) * 2);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_jq = (tl_m * 4 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                        const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                        tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                    }
                 #pragma unroll
                 for (int tl_n = 0; tl_n < 16; tl_n += 2)
-                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 32768 + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 8704 + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
                 #pragma unroll
                 for (int tl_m = 0; tl_m < 1; ++tl_m)
                     #pragma unroll
@@ -617,7 +665,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j) v_acc[tl_j] = tl_n5[tl_j];
-        // examples/attention.tile:66
+        // examples/attention.tile:69
         float tl_n6[2];
         #pragma unroll
         for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -627,7 +675,327 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
         #pragma unroll
         for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n6[tl_j];
     }
-    // examples/attention.tile:68
+    // examples/attention.tile:71
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = (((v_o + v_base) + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_D)) + tl_i1);
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* attention_d128, variant S = 128: BM = 128, BN = 64, D = 128, warps = 8 */
+extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 64;
+    constexpr int v_D = 128;
+    constexpr int v_warps = 8;
+    // examples/attention.tile:45
+    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
+    // examples/attention.tile:46
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:47
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:48
+    __half v_tq[64];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        const __half *tl_p = (((v_q + v_base) + (((((int)blockIdx.x) * v_BM) + tl_i0) * v_D)) + tl_i1);
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
+    }
+    // examples/attention.tile:49
+    float v_m_i[2];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
+    }
+    // examples/attention.tile:50
+    float v_l_i[2];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+        v_l_i[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:51
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:52
+    const float v_qk_scale = (v_scale * 1.44269504f);
+    // examples/attention.tile:53
+    int v_hi = v_S;
+    // examples/attention.tile:54
+    if ((v_causal != 0)) {
+        // examples/attention.tile:55
+        v_hi = ((v_S) < (((((int)blockIdx.x) + 1) * v_BM)) ? (v_S) : (((((int)blockIdx.x) + 1) * v_BM)));
+    }
+    // examples/attention.tile:57
+    for (int v_n0 = 0; v_n0 < v_hi; v_n0 += v_BN) {
+        // examples/attention.tile:58
+        // v_rn: index tile computed where it is used
+        // examples/attention.tile:59
+        __half v_tk[32];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 8) {
+            const int tl_j = tl_c;
+            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
+            const int tl_i1 = ((((tl_j) >> 3) & 3) << 4) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 7) << 1);
+            const __half *tl_p = (((v_k + v_base) + ((v_n0 + tl_i1) * v_D)) + tl_i0);
+            const bool tl_m0 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m1 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m2 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m3 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m4 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m5 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m6 = ((v_n0 + tl_i1) < v_S);
+            const bool tl_m7 = ((v_n0 + tl_i1) < v_S);
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&v_tk[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                v_tk[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                v_tk[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                v_tk[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                v_tk[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                v_tk[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                v_tk[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                v_tk[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                v_tk[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+            }
+        }
+        // examples/attention.tile:60
+        float tl_t0[32];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = 0.0f;
+        { /* tl_t0 += dot: [128, 128] @ [128, 64] */
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 32; tl_c += 8) {
+                const int tl_j = tl_c;
+                const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
+                const int tl_i1 = ((((tl_j) >> 3) & 3) << 4) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 7) << 1);
+                *(uint4 *)((__half *)(tl_smem + 0) + tl_i1 * 136 + tl_i0) = *(const uint4 *)&v_tk[tl_j];
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                unsigned tl_fa[1][4], tl_fb[8][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 1; ++tl_m)
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                        const __half2 tl_h2 = __floats2half2_rn(__half2float(v_tq[tl_jq]), __half2float(v_tq[tl_jq + 1]));
+                        tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                    }
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                    tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 0 + (((tl_warp % 1) * 64 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 1; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 8; ++tl_n)
+                        tl_mma_f16(tl_t0 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        float v_s[32];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 32; ++tl_j) {
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+        }
+        // examples/attention.tile:61
+        // v_ok: index tile computed where it is used
+        // examples/attention.tile:62
+        float v_sm[32];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 32; ++tl_j) {
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            v_sm[tl_j] = ((((v_n0 + tl_i1) < v_S) && ((v_causal == 0) || (((((int)blockIdx.x) * v_BM) + tl_i0) >= (v_n0 + tl_i1)))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+        }
+        // examples/attention.tile:63
+        float tl_t1[2];
+        { /* max along axis 1 in registers */
+            float tl_r[2];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+        }
+        float v_m_new[2];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 2; ++tl_j) {
+            const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+            v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+        }
+        // examples/attention.tile:64
+        float v_p[32];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 32; ++tl_j) {
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            v_p[tl_j] = exp2f((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+        }
+        // examples/attention.tile:65
+        float v_alpha[2];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 2; ++tl_j) {
+            const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+            v_alpha[tl_j] = exp2f((v_m_i[tl_j] - v_m_new[tl_j]));
+        }
+        // examples/attention.tile:66
+        float tl_t2[2];
+        { /* sum along axis 1 in registers */
+            float tl_r[2];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+        }
+        float tl_n3[2];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 2; ++tl_j) {
+            const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+            tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+        // examples/attention.tile:67
+        __half v_tv[32];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 7) & 63, tl_i1 = (tl_l >> 0) & 127;
+            const __half *tl_p = (((v_v + v_base) + ((v_n0 + tl_i0) * v_D)) + tl_i1);
+            const bool tl_m0 = ((v_n0 + tl_i0) < v_S);
+            const bool tl_m1 = ((v_n0 + tl_i0) < v_S);
+            const bool tl_m2 = ((v_n0 + tl_i0) < v_S);
+            const bool tl_m3 = ((v_n0 + tl_i0) < v_S);
+            if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
+                *(uint2 *)&v_tv[tl_j] = *(const uint2 *)tl_p;
+            } else {
+                v_tv[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                v_tv[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                v_tv[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                v_tv[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+            }
+        }
+        // examples/attention.tile:68
+        float tl_t4[64];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 64; ++tl_j) tl_t4[tl_j] = 0.0f;
+        { /* tl_t4 += dot: [128, 64] @ [64, 128] */
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 32; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_i0 = (tl_l >> 7) & 63, tl_i1 = (tl_l >> 0) & 127;
+                *(uint2 *)((__half *)(tl_smem + 17408) + tl_i0 * 136 + tl_i1) = *(const uint2 *)&v_tv[tl_j];
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                unsigned tl_fa[1][4], tl_fb[16][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 1; ++tl_m)
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                        const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                        tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                    }
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 16; tl_n += 2)
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 17408 + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 1; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 16; ++tl_n)
+                        tl_mma_f16(tl_t4 + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        float tl_n5[64];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 64; ++tl_j) {
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            tl_n5[tl_j] = ((v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]) + tl_t4[tl_j]);
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 64; ++tl_j) v_acc[tl_j] = tl_n5[tl_j];
+        // examples/attention.tile:69
+        float tl_n6[2];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 2; ++tl_j) {
+            const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+            tl_n6[tl_j] = v_m_new[tl_j];
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n6[tl_j];
+    }
+    // examples/attention.tile:71
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;

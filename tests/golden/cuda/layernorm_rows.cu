@@ -21,6 +21,12 @@ static __device__ __forceinline__ void tl_ldsm_x4_t(unsigned b0[2], unsigned b1[
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(a));
 }
+static __device__ __forceinline__ void tl_ldsm_x4_nt(unsigned b0[2], unsigned b1[2], const void *p)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(a));
+}
 /* cp.async: 16 bytes global to shared, src_bytes 0 fills zeros */
 static __device__ __forceinline__ void tl_cp16(void *dst, const void *src, int src_bytes)
 {
@@ -51,21 +57,21 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
     constexpr int v_ROWS = 16;
     constexpr int v_BLOCK = 128;
     constexpr int v_warps = 4;
-    // examples/layernorm_rows.tile:10
-    // v_r: index tile computed where it is used
-    // examples/layernorm_rows.tile:11
-    // v_base: index tile computed where it is used
     // examples/layernorm_rows.tile:12
-    // v_rm: index tile computed where it is used
+    // v_r: index tile computed where it is used
     // examples/layernorm_rows.tile:13
-    const float v_n = ((float)(v_cols));
+    // v_base: index tile computed where it is used
     // examples/layernorm_rows.tile:14
+    // v_rm: index tile computed where it is used
+    // examples/layernorm_rows.tile:15
+    const float v_n = ((float)(v_cols));
+    // examples/layernorm_rows.tile:16
     if ((v_cols <= v_BLOCK)) {
-        // examples/layernorm_rows.tile:15
-        // v_c: index tile computed where it is used
-        // examples/layernorm_rows.tile:16
-        // v_m: index tile computed where it is used
         // examples/layernorm_rows.tile:17
+        // v_c: index tile computed where it is used
+        // examples/layernorm_rows.tile:18
+        // v_m: index tile computed where it is used
+        // examples/layernorm_rows.tile:19
         float v_v[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -86,7 +92,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
                 v_v[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
-        // examples/layernorm_rows.tile:18
+        // examples/layernorm_rows.tile:20
         float tl_t0[4];
         { /* sum along axis 1 in registers */
             float tl_r[4];
@@ -130,7 +136,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             const int tl_i0 = ((((tl_j) >> 0) & 3) << 2) | (((tl_warp >> 0) & 3) << 0);
             v_mean[tl_j] = (tl_t0[tl_j] / v_n);
         }
-        // examples/layernorm_rows.tile:19
+        // examples/layernorm_rows.tile:21
         float v_d[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -138,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2);
             v_d[tl_j] = (((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols)) ? (v_v[tl_j] - v_mean[(((tl_j >> 2) & 3) << 0)]) : 0.0f);
         }
-        // examples/layernorm_rows.tile:20
+        // examples/layernorm_rows.tile:22
         float tl_t2[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -189,7 +195,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             const int tl_i0 = ((((tl_j) >> 0) & 3) << 2) | (((tl_warp >> 0) & 3) << 0);
             v_rstd[tl_j] = rsqrtf(((tl_t1[tl_j] / v_n) + v_eps));
         }
-        // examples/layernorm_rows.tile:21
+        // examples/layernorm_rows.tile:23
         float v_wc[4];
         #pragma unroll
         for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -209,7 +215,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
                 v_wc[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
-        // examples/layernorm_rows.tile:22
+        // examples/layernorm_rows.tile:24
         float v_bc[4];
         #pragma unroll
         for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -229,7 +235,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
                 v_bc[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
-        // examples/layernorm_rows.tile:23
+        // examples/layernorm_rows.tile:25
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -259,7 +265,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             }
         }
     } else {
-        // examples/layernorm_rows.tile:25
+        // examples/layernorm_rows.tile:27
         float v_acc[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -267,11 +273,11 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2);
             v_acc[tl_j] = ((float)0);
         }
-        // examples/layernorm_rows.tile:26
+        // examples/layernorm_rows.tile:28
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/layernorm_rows.tile:27
+            // examples/layernorm_rows.tile:29
             // v_c: index tile computed where it is used
-            // examples/layernorm_rows.tile:28
+            // examples/layernorm_rows.tile:30
             float tl_t3[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -302,7 +308,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n4[tl_j];
         }
-        // examples/layernorm_rows.tile:30
+        // examples/layernorm_rows.tile:32
         float tl_t5[4];
         { /* sum along axis 1 in registers */
             float tl_r[4];
@@ -347,7 +353,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             const int tl_i1 = 0;
             v_mean[tl_j] = (tl_t5[(((tl_j >> 0) & 3) << 0)] / v_n);
         }
-        // examples/layernorm_rows.tile:31
+        // examples/layernorm_rows.tile:33
         float v_sq[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -355,13 +361,13 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2);
             v_sq[tl_j] = ((float)0);
         }
-        // examples/layernorm_rows.tile:32
+        // examples/layernorm_rows.tile:34
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/layernorm_rows.tile:33
-            // v_c: index tile computed where it is used
-            // examples/layernorm_rows.tile:34
-            // v_m: index tile computed where it is used
             // examples/layernorm_rows.tile:35
+            // v_c: index tile computed where it is used
+            // examples/layernorm_rows.tile:36
+            // v_m: index tile computed where it is used
+            // examples/layernorm_rows.tile:37
             float tl_t6[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -389,7 +395,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
                 const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2);
                 v_d[tl_j] = (((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols)) ? (tl_t6[tl_j] - v_mean[(((tl_j >> 2) & 3) << 0)]) : 0.0f);
             }
-            // examples/layernorm_rows.tile:36
+            // examples/layernorm_rows.tile:38
             float tl_n7[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -400,7 +406,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_sq[tl_j] = tl_n7[tl_j];
         }
-        // examples/layernorm_rows.tile:38
+        // examples/layernorm_rows.tile:40
         float tl_t8[4];
         { /* sum along axis 1 in registers */
             float tl_r[4];
@@ -445,13 +451,13 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             const int tl_i1 = 0;
             v_rstd[tl_j] = rsqrtf(((tl_t8[(((tl_j >> 0) & 3) << 0)] / v_n) + v_eps));
         }
-        // examples/layernorm_rows.tile:39
+        // examples/layernorm_rows.tile:41
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/layernorm_rows.tile:40
-            // v_c: index tile computed where it is used
-            // examples/layernorm_rows.tile:41
-            // v_m: index tile computed where it is used
             // examples/layernorm_rows.tile:42
+            // v_c: index tile computed where it is used
+            // examples/layernorm_rows.tile:43
+            // v_m: index tile computed where it is used
+            // examples/layernorm_rows.tile:44
             float tl_t9[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -479,7 +485,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
                 const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2);
                 v_v[tl_j] = ((tl_t9[tl_j] - v_mean[(((tl_j >> 2) & 3) << 0)]) * v_rstd[(((tl_j >> 2) & 3) << 0)]);
             }
-            // examples/layernorm_rows.tile:43
+            // examples/layernorm_rows.tile:45
             float tl_t10[4];
             #pragma unroll
             for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -559,21 +565,21 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
     constexpr int v_ROWS = 8;
     constexpr int v_BLOCK = 512;
     constexpr int v_warps = 4;
-    // examples/layernorm_rows.tile:10
-    // v_r: index tile computed where it is used
-    // examples/layernorm_rows.tile:11
-    // v_base: index tile computed where it is used
     // examples/layernorm_rows.tile:12
-    // v_rm: index tile computed where it is used
+    // v_r: index tile computed where it is used
     // examples/layernorm_rows.tile:13
-    const float v_n = ((float)(v_cols));
+    // v_base: index tile computed where it is used
     // examples/layernorm_rows.tile:14
+    // v_rm: index tile computed where it is used
+    // examples/layernorm_rows.tile:15
+    const float v_n = ((float)(v_cols));
+    // examples/layernorm_rows.tile:16
     if ((v_cols <= v_BLOCK)) {
-        // examples/layernorm_rows.tile:15
-        // v_c: index tile computed where it is used
-        // examples/layernorm_rows.tile:16
-        // v_m: index tile computed where it is used
         // examples/layernorm_rows.tile:17
+        // v_c: index tile computed where it is used
+        // examples/layernorm_rows.tile:18
+        // v_m: index tile computed where it is used
+        // examples/layernorm_rows.tile:19
         float v_v[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -594,7 +600,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
                 v_v[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
-        // examples/layernorm_rows.tile:18
+        // examples/layernorm_rows.tile:20
         float tl_t0[2];
         { /* sum along axis 1 in registers */
             float tl_r[2];
@@ -638,7 +644,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             const int tl_i0 = ((((tl_j) >> 0) & 1) << 2) | (((tl_warp >> 0) & 3) << 0);
             v_mean[tl_j] = (tl_t0[tl_j] / v_n);
         }
-        // examples/layernorm_rows.tile:19
+        // examples/layernorm_rows.tile:21
         float v_d[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -646,7 +652,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
             v_d[tl_j] = (((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols)) ? (v_v[tl_j] - v_mean[(((tl_j >> 4) & 1) << 0)]) : 0.0f);
         }
-        // examples/layernorm_rows.tile:20
+        // examples/layernorm_rows.tile:22
         float tl_t2[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -697,7 +703,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             const int tl_i0 = ((((tl_j) >> 0) & 1) << 2) | (((tl_warp >> 0) & 3) << 0);
             v_rstd[tl_j] = rsqrtf(((tl_t1[tl_j] / v_n) + v_eps));
         }
-        // examples/layernorm_rows.tile:21
+        // examples/layernorm_rows.tile:23
         float v_wc[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -717,7 +723,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
                 v_wc[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
-        // examples/layernorm_rows.tile:22
+        // examples/layernorm_rows.tile:24
         float v_bc[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -737,7 +743,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
                 v_bc[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
-        // examples/layernorm_rows.tile:23
+        // examples/layernorm_rows.tile:25
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
             const int tl_j = tl_c;
@@ -767,7 +773,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             }
         }
     } else {
-        // examples/layernorm_rows.tile:25
+        // examples/layernorm_rows.tile:27
         float v_acc[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -775,11 +781,11 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
             v_acc[tl_j] = ((float)0);
         }
-        // examples/layernorm_rows.tile:26
+        // examples/layernorm_rows.tile:28
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/layernorm_rows.tile:27
+            // examples/layernorm_rows.tile:29
             // v_c: index tile computed where it is used
-            // examples/layernorm_rows.tile:28
+            // examples/layernorm_rows.tile:30
             float tl_t3[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -810,7 +816,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_acc[tl_j] = tl_n4[tl_j];
         }
-        // examples/layernorm_rows.tile:30
+        // examples/layernorm_rows.tile:32
         float tl_t5[2];
         { /* sum along axis 1 in registers */
             float tl_r[2];
@@ -855,7 +861,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             const int tl_i1 = 0;
             v_mean[tl_j] = (tl_t5[(((tl_j >> 0) & 1) << 0)] / v_n);
         }
-        // examples/layernorm_rows.tile:31
+        // examples/layernorm_rows.tile:33
         float v_sq[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -863,13 +869,13 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
             v_sq[tl_j] = ((float)0);
         }
-        // examples/layernorm_rows.tile:32
+        // examples/layernorm_rows.tile:34
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/layernorm_rows.tile:33
-            // v_c: index tile computed where it is used
-            // examples/layernorm_rows.tile:34
-            // v_m: index tile computed where it is used
             // examples/layernorm_rows.tile:35
+            // v_c: index tile computed where it is used
+            // examples/layernorm_rows.tile:36
+            // v_m: index tile computed where it is used
+            // examples/layernorm_rows.tile:37
             float tl_t6[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -897,7 +903,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
                 const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
                 v_d[tl_j] = (((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols)) ? (tl_t6[tl_j] - v_mean[(((tl_j >> 4) & 1) << 0)]) : 0.0f);
             }
-            // examples/layernorm_rows.tile:36
+            // examples/layernorm_rows.tile:38
             float tl_n7[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -908,7 +914,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_sq[tl_j] = tl_n7[tl_j];
         }
-        // examples/layernorm_rows.tile:38
+        // examples/layernorm_rows.tile:40
         float tl_t8[2];
         { /* sum along axis 1 in registers */
             float tl_r[2];
@@ -953,13 +959,13 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             const int tl_i1 = 0;
             v_rstd[tl_j] = rsqrtf(((tl_t8[(((tl_j >> 0) & 1) << 0)] / v_n) + v_eps));
         }
-        // examples/layernorm_rows.tile:39
+        // examples/layernorm_rows.tile:41
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/layernorm_rows.tile:40
-            // v_c: index tile computed where it is used
-            // examples/layernorm_rows.tile:41
-            // v_m: index tile computed where it is used
             // examples/layernorm_rows.tile:42
+            // v_c: index tile computed where it is used
+            // examples/layernorm_rows.tile:43
+            // v_m: index tile computed where it is used
+            // examples/layernorm_rows.tile:44
             float tl_t9[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -987,7 +993,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
                 const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
                 v_v[tl_j] = ((tl_t9[tl_j] - v_mean[(((tl_j >> 4) & 1) << 0)]) * v_rstd[(((tl_j >> 4) & 1) << 0)]);
             }
-            // examples/layernorm_rows.tile:43
+            // examples/layernorm_rows.tile:45
             float tl_t10[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -1058,8 +1064,516 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
     }
 }
 
-/* layernorm_rows, variant cols = 1024: ROWS = 4, BLOCK = 1024, warps = 4 */
+/* layernorm_rows, variant cols = 513: ROWS = 4, BLOCK = 512, warps = 4 */
 extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_ROWS = 4;
+    constexpr int v_BLOCK = 512;
+    constexpr int v_warps = 4;
+    // examples/layernorm_rows.tile:12
+    // v_r: index tile computed where it is used
+    // examples/layernorm_rows.tile:13
+    // v_base: index tile computed where it is used
+    // examples/layernorm_rows.tile:14
+    // v_rm: index tile computed where it is used
+    // examples/layernorm_rows.tile:15
+    const float v_n = ((float)(v_cols));
+    // examples/layernorm_rows.tile:16
+    if ((v_cols <= v_BLOCK)) {
+        // examples/layernorm_rows.tile:17
+        // v_c: index tile computed where it is used
+        // examples/layernorm_rows.tile:18
+        // v_m: index tile computed where it is used
+        // examples/layernorm_rows.tile:19
+        float v_v[16];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+            const float *tl_p = ((v_x + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + tl_i1);
+            const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols));
+            const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 1) < v_cols));
+            const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 2) < v_cols));
+            const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 3) < v_cols));
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                v_v[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                v_v[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                v_v[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                v_v[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+            }
+        }
+        // examples/layernorm_rows.tile:20
+        float tl_t0[1];
+        { /* sum along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = ((float)0);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                tl_r[(0)] = tl_r[(0)] + v_v[tl_j];
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
+        }
+        float v_mean[1];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            v_mean[tl_j] = (tl_t0[tl_j] / v_n);
+        }
+        // examples/layernorm_rows.tile:21
+        float v_d[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+            v_d[tl_j] = (((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols)) ? (v_v[tl_j] - v_mean[0]) : 0.0f);
+        }
+        // examples/layernorm_rows.tile:22
+        float tl_t2[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+            tl_t2[tl_j] = (v_d[tl_j] * v_d[tl_j]);
+        }
+        float tl_t1[1];
+        { /* sum along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = ((float)0);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                tl_r[(0)] = tl_r[(0)] + tl_t2[tl_j];
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+        }
+        float v_rstd[1];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            v_rstd[tl_j] = rsqrtf(((tl_t1[tl_j] / v_n) + v_eps));
+        }
+        // examples/layernorm_rows.tile:23
+        float v_wc[16];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+            const float *tl_p = (v_w + tl_i0);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&v_wc[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                v_wc[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                v_wc[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                v_wc[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                v_wc[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+            }
+        }
+        // examples/layernorm_rows.tile:24
+        float v_bc[16];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+            const float *tl_p = (v_b + tl_i0);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&v_bc[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                v_bc[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                v_bc[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                v_bc[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                v_bc[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+            }
+        }
+        // examples/layernorm_rows.tile:25
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+            float *tl_p = ((v_y + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + tl_i1);
+            const float tl_v0 = (((v_d[tl_j] * v_rstd[0]) * v_wc[(((tl_j >> 0) & 15) << 0)]) + v_bc[(((tl_j >> 0) & 15) << 0)]);
+            const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols));
+            const float tl_v1 = (((v_d[tl_j + 1] * v_rstd[0]) * v_wc[((((tl_j + 1) >> 0) & 15) << 0)]) + v_bc[((((tl_j + 1) >> 0) & 15) << 0)]);
+            const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 1) < v_cols));
+            const float tl_v2 = (((v_d[tl_j + 2] * v_rstd[0]) * v_wc[((((tl_j + 2) >> 0) & 15) << 0)]) + v_bc[((((tl_j + 2) >> 0) & 15) << 0)]);
+            const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 2) < v_cols));
+            const float tl_v3 = (((v_d[tl_j + 3] * v_rstd[0]) * v_wc[((((tl_j + 3) >> 0) & 15) << 0)]) + v_bc[((((tl_j + 3) >> 0) & 15) << 0)]);
+            const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 3) < v_cols));
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                uint4 tl_vec;
+                ((float *)&tl_vec)[0] = tl_v0;
+                ((float *)&tl_vec)[1] = tl_v1;
+                ((float *)&tl_vec)[2] = tl_v2;
+                ((float *)&tl_vec)[3] = tl_v3;
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = tl_v0;
+                if (tl_m1) tl_p[1] = tl_v1;
+                if (tl_m2) tl_p[2] = tl_v2;
+                if (tl_m3) tl_p[3] = tl_v3;
+            }
+        }
+    } else {
+        // examples/layernorm_rows.tile:27
+        float v_acc[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+            v_acc[tl_j] = ((float)0);
+        }
+        // examples/layernorm_rows.tile:28
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            // examples/layernorm_rows.tile:29
+            // v_c: index tile computed where it is used
+            // examples/layernorm_rows.tile:30
+            float tl_t3[16];
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+                const float *tl_p = ((v_x + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + (v_c0 + tl_i1));
+                const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
+                const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
+                const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 2)) < v_cols));
+                const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 3)) < v_cols));
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+                } else {
+                    tl_t3[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                    tl_t3[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                    tl_t3[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                    tl_t3[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+                }
+            }
+            float tl_n4[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+                tl_n4[tl_j] = (v_acc[tl_j] + tl_t3[tl_j]);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n4[tl_j];
+        }
+        // examples/layernorm_rows.tile:32
+        float tl_t5[1];
+        { /* sum along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = ((float)0);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                tl_r[(0)] = tl_r[(0)] + v_acc[tl_j];
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
+        }
+        float v_mean[1];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = 0;
+            v_mean[tl_j] = (tl_t5[0] / v_n);
+        }
+        // examples/layernorm_rows.tile:33
+        float v_sq[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+            v_sq[tl_j] = ((float)0);
+        }
+        // examples/layernorm_rows.tile:34
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            // examples/layernorm_rows.tile:35
+            // v_c: index tile computed where it is used
+            // examples/layernorm_rows.tile:36
+            // v_m: index tile computed where it is used
+            // examples/layernorm_rows.tile:37
+            float tl_t6[16];
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+                const float *tl_p = ((v_x + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + (v_c0 + tl_i1));
+                const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
+                const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
+                const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 2)) < v_cols));
+                const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 3)) < v_cols));
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
+                } else {
+                    tl_t6[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                    tl_t6[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                    tl_t6[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                    tl_t6[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+                }
+            }
+            float v_d[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+                v_d[tl_j] = (((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols)) ? (tl_t6[tl_j] - v_mean[0]) : 0.0f);
+            }
+            // examples/layernorm_rows.tile:38
+            float tl_n7[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+                tl_n7[tl_j] = (v_sq[tl_j] + (v_d[tl_j] * v_d[tl_j]));
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) v_sq[tl_j] = tl_n7[tl_j];
+        }
+        // examples/layernorm_rows.tile:40
+        float tl_t8[1];
+        { /* sum along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = ((float)0);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                tl_r[(0)] = tl_r[(0)] + v_sq[tl_j];
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_t8[tl_j] = tl_r[tl_j];
+        }
+        float v_rstd[1];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = 0;
+            v_rstd[tl_j] = rsqrtf(((tl_t8[0] / v_n) + v_eps));
+        }
+        // examples/layernorm_rows.tile:41
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            // examples/layernorm_rows.tile:42
+            // v_c: index tile computed where it is used
+            // examples/layernorm_rows.tile:43
+            // v_m: index tile computed where it is used
+            // examples/layernorm_rows.tile:44
+            float tl_t9[16];
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+                const float *tl_p = ((v_x + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + (v_c0 + tl_i1));
+                const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
+                const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
+                const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 2)) < v_cols));
+                const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 3)) < v_cols));
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t9[tl_j] = *(const uint4 *)tl_p;
+                } else {
+                    tl_t9[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                    tl_t9[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                    tl_t9[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                    tl_t9[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+                }
+            }
+            float v_v[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+                v_v[tl_j] = ((tl_t9[tl_j] - v_mean[0]) * v_rstd[0]);
+            }
+            // examples/layernorm_rows.tile:45
+            float tl_t10[16];
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+                const float *tl_p = (v_w + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t10[tl_j] = *(const uint4 *)tl_p;
+                } else {
+                    tl_t10[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                    tl_t10[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                    tl_t10[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                    tl_t10[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+                }
+            }
+            float tl_t11[16];
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+                const float *tl_p = (v_b + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
+                } else {
+                    tl_t11[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                    tl_t11[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                    tl_t11[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                    tl_t11[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+                }
+            }
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+                float *tl_p = ((v_y + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + (v_c0 + tl_i1));
+                const float tl_v0 = ((v_v[tl_j] * tl_t10[(((tl_j >> 0) & 15) << 0)]) + tl_t11[(((tl_j >> 0) & 15) << 0)]);
+                const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
+                const float tl_v1 = ((v_v[tl_j + 1] * tl_t10[((((tl_j + 1) >> 0) & 15) << 0)]) + tl_t11[((((tl_j + 1) >> 0) & 15) << 0)]);
+                const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
+                const float tl_v2 = ((v_v[tl_j + 2] * tl_t10[((((tl_j + 2) >> 0) & 15) << 0)]) + tl_t11[((((tl_j + 2) >> 0) & 15) << 0)]);
+                const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 2)) < v_cols));
+                const float tl_v3 = ((v_v[tl_j + 3] * tl_t10[((((tl_j + 3) >> 0) & 15) << 0)]) + tl_t11[((((tl_j + 3) >> 0) & 15) << 0)]);
+                const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 3)) < v_cols));
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    uint4 tl_vec;
+                    ((float *)&tl_vec)[0] = tl_v0;
+                    ((float *)&tl_vec)[1] = tl_v1;
+                    ((float *)&tl_vec)[2] = tl_v2;
+                    ((float *)&tl_vec)[3] = tl_v3;
+                    *(uint4 *)tl_p = tl_vec;
+                } else {
+                    if (tl_m0) tl_p[0] = tl_v0;
+                    if (tl_m1) tl_p[1] = tl_v1;
+                    if (tl_m2) tl_p[2] = tl_v2;
+                    if (tl_m3) tl_p[3] = tl_v3;
+                }
+            }
+        }
+    }
+}
+
+/* layernorm_rows, variant cols = 1024: ROWS = 4, BLOCK = 1024, warps = 4 */
+extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v3(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -1067,21 +1581,21 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
     constexpr int v_ROWS = 4;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
-    // examples/layernorm_rows.tile:10
-    // v_r: index tile computed where it is used
-    // examples/layernorm_rows.tile:11
-    // v_base: index tile computed where it is used
     // examples/layernorm_rows.tile:12
-    // v_rm: index tile computed where it is used
+    // v_r: index tile computed where it is used
     // examples/layernorm_rows.tile:13
-    const float v_n = ((float)(v_cols));
+    // v_base: index tile computed where it is used
     // examples/layernorm_rows.tile:14
+    // v_rm: index tile computed where it is used
+    // examples/layernorm_rows.tile:15
+    const float v_n = ((float)(v_cols));
+    // examples/layernorm_rows.tile:16
     if ((v_cols <= v_BLOCK)) {
-        // examples/layernorm_rows.tile:15
-        // v_c: index tile computed where it is used
-        // examples/layernorm_rows.tile:16
-        // v_m: index tile computed where it is used
         // examples/layernorm_rows.tile:17
+        // v_c: index tile computed where it is used
+        // examples/layernorm_rows.tile:18
+        // v_m: index tile computed where it is used
+        // examples/layernorm_rows.tile:19
         float v_v[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -1102,7 +1616,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
                 v_v[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
-        // examples/layernorm_rows.tile:18
+        // examples/layernorm_rows.tile:20
         float tl_t0[1];
         { /* sum along axis 1 in registers */
             float tl_r[1];
@@ -1146,7 +1660,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
             v_mean[tl_j] = (tl_t0[tl_j] / v_n);
         }
-        // examples/layernorm_rows.tile:19
+        // examples/layernorm_rows.tile:21
         float v_d[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1154,7 +1668,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
             v_d[tl_j] = (((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols)) ? (v_v[tl_j] - v_mean[0]) : 0.0f);
         }
-        // examples/layernorm_rows.tile:20
+        // examples/layernorm_rows.tile:22
         float tl_t2[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1205,7 +1719,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
             v_rstd[tl_j] = rsqrtf(((tl_t1[tl_j] / v_n) + v_eps));
         }
-        // examples/layernorm_rows.tile:21
+        // examples/layernorm_rows.tile:23
         float v_wc[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -1225,7 +1739,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
                 v_wc[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
-        // examples/layernorm_rows.tile:22
+        // examples/layernorm_rows.tile:24
         float v_bc[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -1245,7 +1759,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
                 v_bc[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
-        // examples/layernorm_rows.tile:23
+        // examples/layernorm_rows.tile:25
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
             const int tl_j = tl_c;
@@ -1275,7 +1789,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             }
         }
     } else {
-        // examples/layernorm_rows.tile:25
+        // examples/layernorm_rows.tile:27
         float v_acc[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1283,11 +1797,11 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
             v_acc[tl_j] = ((float)0);
         }
-        // examples/layernorm_rows.tile:26
+        // examples/layernorm_rows.tile:28
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/layernorm_rows.tile:27
+            // examples/layernorm_rows.tile:29
             // v_c: index tile computed where it is used
-            // examples/layernorm_rows.tile:28
+            // examples/layernorm_rows.tile:30
             float tl_t3[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -1318,7 +1832,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_acc[tl_j] = tl_n4[tl_j];
         }
-        // examples/layernorm_rows.tile:30
+        // examples/layernorm_rows.tile:32
         float tl_t5[1];
         { /* sum along axis 1 in registers */
             float tl_r[1];
@@ -1363,7 +1877,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             const int tl_i1 = 0;
             v_mean[tl_j] = (tl_t5[0] / v_n);
         }
-        // examples/layernorm_rows.tile:31
+        // examples/layernorm_rows.tile:33
         float v_sq[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1371,13 +1885,13 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
             v_sq[tl_j] = ((float)0);
         }
-        // examples/layernorm_rows.tile:32
+        // examples/layernorm_rows.tile:34
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/layernorm_rows.tile:33
-            // v_c: index tile computed where it is used
-            // examples/layernorm_rows.tile:34
-            // v_m: index tile computed where it is used
             // examples/layernorm_rows.tile:35
+            // v_c: index tile computed where it is used
+            // examples/layernorm_rows.tile:36
+            // v_m: index tile computed where it is used
+            // examples/layernorm_rows.tile:37
             float tl_t6[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -1405,7 +1919,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
                 const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
                 v_d[tl_j] = (((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols)) ? (tl_t6[tl_j] - v_mean[0]) : 0.0f);
             }
-            // examples/layernorm_rows.tile:36
+            // examples/layernorm_rows.tile:38
             float tl_n7[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1416,7 +1930,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_sq[tl_j] = tl_n7[tl_j];
         }
-        // examples/layernorm_rows.tile:38
+        // examples/layernorm_rows.tile:40
         float tl_t8[1];
         { /* sum along axis 1 in registers */
             float tl_r[1];
@@ -1461,13 +1975,13 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             const int tl_i1 = 0;
             v_rstd[tl_j] = rsqrtf(((tl_t8[0] / v_n) + v_eps));
         }
-        // examples/layernorm_rows.tile:39
+        // examples/layernorm_rows.tile:41
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/layernorm_rows.tile:40
-            // v_c: index tile computed where it is used
-            // examples/layernorm_rows.tile:41
-            // v_m: index tile computed where it is used
             // examples/layernorm_rows.tile:42
+            // v_c: index tile computed where it is used
+            // examples/layernorm_rows.tile:43
+            // v_m: index tile computed where it is used
+            // examples/layernorm_rows.tile:44
             float tl_t9[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -1495,7 +2009,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
                 const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
                 v_v[tl_j] = ((tl_t9[tl_j] - v_mean[0]) * v_rstd[0]);
             }
-            // examples/layernorm_rows.tile:43
+            // examples/layernorm_rows.tile:45
             float tl_t10[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -1547,6 +2061,578 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
                 const float tl_v2 = ((v_v[tl_j + 2] * tl_t10[((((tl_j + 2) >> 0) & 31) << 0)]) + tl_t11[((((tl_j + 2) >> 0) & 31) << 0)]);
                 const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 2)) < v_cols));
                 const float tl_v3 = ((v_v[tl_j + 3] * tl_t10[((((tl_j + 3) >> 0) & 31) << 0)]) + tl_t11[((((tl_j + 3) >> 0) & 31) << 0)]);
+                const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 3)) < v_cols));
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    uint4 tl_vec;
+                    ((float *)&tl_vec)[0] = tl_v0;
+                    ((float *)&tl_vec)[1] = tl_v1;
+                    ((float *)&tl_vec)[2] = tl_v2;
+                    ((float *)&tl_vec)[3] = tl_v3;
+                    *(uint4 *)tl_p = tl_vec;
+                } else {
+                    if (tl_m0) tl_p[0] = tl_v0;
+                    if (tl_m1) tl_p[1] = tl_v1;
+                    if (tl_m2) tl_p[2] = tl_v2;
+                    if (tl_m3) tl_p[3] = tl_v3;
+                }
+            }
+        }
+    }
+}
+
+/* layernorm_rows, variant cols = 1025: ROWS = 2, BLOCK = 1024, warps = 4 */
+extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_ROWS = 2;
+    constexpr int v_BLOCK = 1024;
+    constexpr int v_warps = 4;
+    // examples/layernorm_rows.tile:12
+    // v_r: index tile computed where it is used
+    // examples/layernorm_rows.tile:13
+    // v_base: index tile computed where it is used
+    // examples/layernorm_rows.tile:14
+    // v_rm: index tile computed where it is used
+    // examples/layernorm_rows.tile:15
+    const float v_n = ((float)(v_cols));
+    // examples/layernorm_rows.tile:16
+    if ((v_cols <= v_BLOCK)) {
+        // examples/layernorm_rows.tile:17
+        // v_c: index tile computed where it is used
+        // examples/layernorm_rows.tile:18
+        // v_m: index tile computed where it is used
+        // examples/layernorm_rows.tile:19
+        float v_v[16];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            const float *tl_p = ((v_x + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + tl_i1);
+            const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols));
+            const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 1) < v_cols));
+            const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 2) < v_cols));
+            const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 3) < v_cols));
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                v_v[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                v_v[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                v_v[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                v_v[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+            }
+        }
+        // examples/layernorm_rows.tile:20
+        float tl_t0[1];
+        { /* sum along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = ((float)0);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                tl_r[(0)] = tl_r[(0)] + v_v[tl_j];
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                ((float *)(tl_smem + 0))[(((tl_warp >> 1) & 1) << 0) * 2 + ((tl_i0) * 1)] = tl_r[tl_j];
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                tl_r[tl_j] = ((float *)(tl_smem + 0))[((tl_i0) * 1)];
+                for (int tl_w = 1; tl_w < 2; ++tl_w) {
+                    const float tl_x = ((float *)(tl_smem + 0))[tl_w * 2 + ((tl_i0) * 1)];
+                    tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                }
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
+        }
+        float v_mean[1];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+            v_mean[tl_j] = (tl_t0[tl_j] / v_n);
+        }
+        // examples/layernorm_rows.tile:21
+        float v_d[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            v_d[tl_j] = (((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols)) ? (v_v[tl_j] - v_mean[0]) : 0.0f);
+        }
+        // examples/layernorm_rows.tile:22
+        float tl_t2[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            tl_t2[tl_j] = (v_d[tl_j] * v_d[tl_j]);
+        }
+        float tl_t1[1];
+        { /* sum along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = ((float)0);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                tl_r[(0)] = tl_r[(0)] + tl_t2[tl_j];
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                ((float *)(tl_smem + 32))[(((tl_warp >> 1) & 1) << 0) * 2 + ((tl_i0) * 1)] = tl_r[tl_j];
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                tl_r[tl_j] = ((float *)(tl_smem + 32))[((tl_i0) * 1)];
+                for (int tl_w = 1; tl_w < 2; ++tl_w) {
+                    const float tl_x = ((float *)(tl_smem + 32))[tl_w * 2 + ((tl_i0) * 1)];
+                    tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                }
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+        }
+        float v_rstd[1];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+            v_rstd[tl_j] = rsqrtf(((tl_t1[tl_j] / v_n) + v_eps));
+        }
+        // examples/layernorm_rows.tile:23
+        float v_wc[16];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            const float *tl_p = (v_w + tl_i0);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&v_wc[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                v_wc[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                v_wc[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                v_wc[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                v_wc[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+            }
+        }
+        // examples/layernorm_rows.tile:24
+        float v_bc[16];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            const float *tl_p = (v_b + tl_i0);
+            const bool tl_m0 = (tl_i0 < v_cols);
+            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&v_bc[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                v_bc[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                v_bc[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                v_bc[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                v_bc[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+            }
+        }
+        // examples/layernorm_rows.tile:25
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            float *tl_p = ((v_y + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + tl_i1);
+            const float tl_v0 = (((v_d[tl_j] * v_rstd[0]) * v_wc[(((tl_j >> 0) & 15) << 0)]) + v_bc[(((tl_j >> 0) & 15) << 0)]);
+            const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols));
+            const float tl_v1 = (((v_d[tl_j + 1] * v_rstd[0]) * v_wc[((((tl_j + 1) >> 0) & 15) << 0)]) + v_bc[((((tl_j + 1) >> 0) & 15) << 0)]);
+            const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 1) < v_cols));
+            const float tl_v2 = (((v_d[tl_j + 2] * v_rstd[0]) * v_wc[((((tl_j + 2) >> 0) & 15) << 0)]) + v_bc[((((tl_j + 2) >> 0) & 15) << 0)]);
+            const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 2) < v_cols));
+            const float tl_v3 = (((v_d[tl_j + 3] * v_rstd[0]) * v_wc[((((tl_j + 3) >> 0) & 15) << 0)]) + v_bc[((((tl_j + 3) >> 0) & 15) << 0)]);
+            const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 3) < v_cols));
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                uint4 tl_vec;
+                ((float *)&tl_vec)[0] = tl_v0;
+                ((float *)&tl_vec)[1] = tl_v1;
+                ((float *)&tl_vec)[2] = tl_v2;
+                ((float *)&tl_vec)[3] = tl_v3;
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = tl_v0;
+                if (tl_m1) tl_p[1] = tl_v1;
+                if (tl_m2) tl_p[2] = tl_v2;
+                if (tl_m3) tl_p[3] = tl_v3;
+            }
+        }
+    } else {
+        // examples/layernorm_rows.tile:27
+        float v_acc[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            v_acc[tl_j] = ((float)0);
+        }
+        // examples/layernorm_rows.tile:28
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            // examples/layernorm_rows.tile:29
+            // v_c: index tile computed where it is used
+            // examples/layernorm_rows.tile:30
+            float tl_t3[16];
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const float *tl_p = ((v_x + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + (v_c0 + tl_i1));
+                const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
+                const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
+                const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 2)) < v_cols));
+                const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 3)) < v_cols));
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+                } else {
+                    tl_t3[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                    tl_t3[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                    tl_t3[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                    tl_t3[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+                }
+            }
+            float tl_n4[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                tl_n4[tl_j] = (v_acc[tl_j] + tl_t3[tl_j]);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n4[tl_j];
+        }
+        // examples/layernorm_rows.tile:32
+        float tl_t5[1];
+        { /* sum along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = ((float)0);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                tl_r[(0)] = tl_r[(0)] + v_acc[tl_j];
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                ((float *)(tl_smem + 64))[(((tl_warp >> 1) & 1) << 0) * 2 + ((tl_i0) * 1)] = tl_r[tl_j];
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                tl_r[tl_j] = ((float *)(tl_smem + 64))[((tl_i0) * 1)];
+                for (int tl_w = 1; tl_w < 2; ++tl_w) {
+                    const float tl_x = ((float *)(tl_smem + 64))[tl_w * 2 + ((tl_i0) * 1)];
+                    tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                }
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
+        }
+        float v_mean[1];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+            const int tl_i1 = 0;
+            v_mean[tl_j] = (tl_t5[0] / v_n);
+        }
+        // examples/layernorm_rows.tile:33
+        float v_sq[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            v_sq[tl_j] = ((float)0);
+        }
+        // examples/layernorm_rows.tile:34
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            // examples/layernorm_rows.tile:35
+            // v_c: index tile computed where it is used
+            // examples/layernorm_rows.tile:36
+            // v_m: index tile computed where it is used
+            // examples/layernorm_rows.tile:37
+            float tl_t6[16];
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const float *tl_p = ((v_x + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + (v_c0 + tl_i1));
+                const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
+                const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
+                const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 2)) < v_cols));
+                const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 3)) < v_cols));
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
+                } else {
+                    tl_t6[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                    tl_t6[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                    tl_t6[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                    tl_t6[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+                }
+            }
+            float v_d[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                v_d[tl_j] = (((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols)) ? (tl_t6[tl_j] - v_mean[0]) : 0.0f);
+            }
+            // examples/layernorm_rows.tile:38
+            float tl_n7[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                tl_n7[tl_j] = (v_sq[tl_j] + (v_d[tl_j] * v_d[tl_j]));
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) v_sq[tl_j] = tl_n7[tl_j];
+        }
+        // examples/layernorm_rows.tile:40
+        float tl_t8[1];
+        { /* sum along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = ((float)0);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                tl_r[(0)] = tl_r[(0)] + v_sq[tl_j];
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                ((float *)(tl_smem + 96))[(((tl_warp >> 1) & 1) << 0) * 2 + ((tl_i0) * 1)] = tl_r[tl_j];
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                tl_r[tl_j] = ((float *)(tl_smem + 96))[((tl_i0) * 1)];
+                for (int tl_w = 1; tl_w < 2; ++tl_w) {
+                    const float tl_x = ((float *)(tl_smem + 96))[tl_w * 2 + ((tl_i0) * 1)];
+                    tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                }
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_t8[tl_j] = tl_r[tl_j];
+        }
+        float v_rstd[1];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+            const int tl_i1 = 0;
+            v_rstd[tl_j] = rsqrtf(((tl_t8[0] / v_n) + v_eps));
+        }
+        // examples/layernorm_rows.tile:41
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            // examples/layernorm_rows.tile:42
+            // v_c: index tile computed where it is used
+            // examples/layernorm_rows.tile:43
+            // v_m: index tile computed where it is used
+            // examples/layernorm_rows.tile:44
+            float tl_t9[16];
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const float *tl_p = ((v_x + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + (v_c0 + tl_i1));
+                const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
+                const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
+                const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 2)) < v_cols));
+                const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 3)) < v_cols));
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t9[tl_j] = *(const uint4 *)tl_p;
+                } else {
+                    tl_t9[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                    tl_t9[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                    tl_t9[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                    tl_t9[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+                }
+            }
+            float v_v[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                v_v[tl_j] = ((tl_t9[tl_j] - v_mean[0]) * v_rstd[0]);
+            }
+            // examples/layernorm_rows.tile:45
+            float tl_t10[16];
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const float *tl_p = (v_w + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t10[tl_j] = *(const uint4 *)tl_p;
+                } else {
+                    tl_t10[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                    tl_t10[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                    tl_t10[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                    tl_t10[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+                }
+            }
+            float tl_t11[16];
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const float *tl_p = (v_b + (v_c0 + tl_i0));
+                const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
+                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
+                } else {
+                    tl_t11[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                    tl_t11[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                    tl_t11[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                    tl_t11[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+                }
+            }
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                float *tl_p = ((v_y + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + (v_c0 + tl_i1));
+                const float tl_v0 = ((v_v[tl_j] * tl_t10[(((tl_j >> 0) & 15) << 0)]) + tl_t11[(((tl_j >> 0) & 15) << 0)]);
+                const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
+                const float tl_v1 = ((v_v[tl_j + 1] * tl_t10[((((tl_j + 1) >> 0) & 15) << 0)]) + tl_t11[((((tl_j + 1) >> 0) & 15) << 0)]);
+                const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
+                const float tl_v2 = ((v_v[tl_j + 2] * tl_t10[((((tl_j + 2) >> 0) & 15) << 0)]) + tl_t11[((((tl_j + 2) >> 0) & 15) << 0)]);
+                const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 2)) < v_cols));
+                const float tl_v3 = ((v_v[tl_j + 3] * tl_t10[((((tl_j + 3) >> 0) & 15) << 0)]) + tl_t11[((((tl_j + 3) >> 0) & 15) << 0)]);
                 const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 3)) < v_cols));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;

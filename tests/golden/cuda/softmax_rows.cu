@@ -21,6 +21,12 @@ static __device__ __forceinline__ void tl_ldsm_x4_t(unsigned b0[2], unsigned b1[
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(a));
 }
+static __device__ __forceinline__ void tl_ldsm_x4_nt(unsigned b0[2], unsigned b1[2], const void *p)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(a));
+}
 /* cp.async: 16 bytes global to shared, src_bytes 0 fills zeros */
 static __device__ __forceinline__ void tl_cp16(void *dst, const void *src, int src_bytes)
 {
@@ -51,19 +57,19 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, fl
     constexpr int v_ROWS = 16;
     constexpr int v_BLOCK = 128;
     constexpr int v_warps = 4;
-    // examples/softmax_rows.tile:11
-    // v_r: index tile computed where it is used
-    // examples/softmax_rows.tile:12
-    // v_base: index tile computed where it is used
     // examples/softmax_rows.tile:13
-    // v_rm: index tile computed where it is used
+    // v_r: index tile computed where it is used
     // examples/softmax_rows.tile:14
+    // v_base: index tile computed where it is used
+    // examples/softmax_rows.tile:15
+    // v_rm: index tile computed where it is used
+    // examples/softmax_rows.tile:16
     if ((v_cols <= v_BLOCK)) {
-        // examples/softmax_rows.tile:15
-        // v_c: index tile computed where it is used
-        // examples/softmax_rows.tile:16
-        // v_m: index tile computed where it is used
         // examples/softmax_rows.tile:17
+        // v_c: index tile computed where it is used
+        // examples/softmax_rows.tile:18
+        // v_m: index tile computed where it is used
+        // examples/softmax_rows.tile:19
         float v_v[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -84,7 +90,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, fl
                 v_v[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
             }
         }
-        // examples/softmax_rows.tile:18
+        // examples/softmax_rows.tile:20
         float tl_t0[4];
         { /* max along axis 1 in registers */
             float tl_r[4];
@@ -129,7 +135,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, fl
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2);
             v_e[tl_j] = expf((v_v[tl_j] - tl_t0[(((tl_j >> 2) & 3) << 0)]));
         }
-        // examples/softmax_rows.tile:19
+        // examples/softmax_rows.tile:21
         float tl_t1[4];
         { /* sum along axis 1 in registers */
             float tl_r[4];
@@ -196,7 +202,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, fl
             }
         }
     } else {
-        // examples/softmax_rows.tile:21
+        // examples/softmax_rows.tile:23
         float v_mx[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -204,11 +210,11 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, fl
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2);
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
-        // examples/softmax_rows.tile:22
+        // examples/softmax_rows.tile:24
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/softmax_rows.tile:23
+            // examples/softmax_rows.tile:25
             // v_c: index tile computed where it is used
-            // examples/softmax_rows.tile:24
+            // examples/softmax_rows.tile:26
             float tl_t2[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -239,7 +245,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, fl
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
         }
-        // examples/softmax_rows.tile:26
+        // examples/softmax_rows.tile:28
         float tl_t4[4];
         { /* max along axis 1 in registers */
             float tl_r[4];
@@ -284,7 +290,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, fl
             const int tl_i1 = 0;
             v_rowmax[tl_j] = tl_t4[(((tl_j >> 0) & 3) << 0)];
         }
-        // examples/softmax_rows.tile:27
+        // examples/softmax_rows.tile:29
         float v_den[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -292,11 +298,11 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, fl
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2);
             v_den[tl_j] = ((float)0);
         }
-        // examples/softmax_rows.tile:28
+        // examples/softmax_rows.tile:30
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/softmax_rows.tile:29
+            // examples/softmax_rows.tile:31
             // v_c: index tile computed where it is used
-            // examples/softmax_rows.tile:30
+            // examples/softmax_rows.tile:32
             float tl_t5[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -327,7 +333,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, fl
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_den[tl_j] = tl_n6[tl_j];
         }
-        // examples/softmax_rows.tile:32
+        // examples/softmax_rows.tile:34
         float tl_t7[4];
         { /* sum along axis 1 in registers */
             float tl_r[4];
@@ -372,13 +378,13 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, fl
             const int tl_i1 = 0;
             v_total[tl_j] = tl_t7[(((tl_j >> 0) & 3) << 0)];
         }
-        // examples/softmax_rows.tile:33
+        // examples/softmax_rows.tile:35
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/softmax_rows.tile:34
-            // v_c: index tile computed where it is used
-            // examples/softmax_rows.tile:35
-            // v_m: index tile computed where it is used
             // examples/softmax_rows.tile:36
+            // v_c: index tile computed where it is used
+            // examples/softmax_rows.tile:37
+            // v_m: index tile computed where it is used
+            // examples/softmax_rows.tile:38
             float tl_t8[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -440,19 +446,19 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v1(float *v_x, fl
     constexpr int v_ROWS = 8;
     constexpr int v_BLOCK = 512;
     constexpr int v_warps = 4;
-    // examples/softmax_rows.tile:11
-    // v_r: index tile computed where it is used
-    // examples/softmax_rows.tile:12
-    // v_base: index tile computed where it is used
     // examples/softmax_rows.tile:13
-    // v_rm: index tile computed where it is used
+    // v_r: index tile computed where it is used
     // examples/softmax_rows.tile:14
+    // v_base: index tile computed where it is used
+    // examples/softmax_rows.tile:15
+    // v_rm: index tile computed where it is used
+    // examples/softmax_rows.tile:16
     if ((v_cols <= v_BLOCK)) {
-        // examples/softmax_rows.tile:15
-        // v_c: index tile computed where it is used
-        // examples/softmax_rows.tile:16
-        // v_m: index tile computed where it is used
         // examples/softmax_rows.tile:17
+        // v_c: index tile computed where it is used
+        // examples/softmax_rows.tile:18
+        // v_m: index tile computed where it is used
+        // examples/softmax_rows.tile:19
         float v_v[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -473,7 +479,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v1(float *v_x, fl
                 v_v[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
             }
         }
-        // examples/softmax_rows.tile:18
+        // examples/softmax_rows.tile:20
         float tl_t0[2];
         { /* max along axis 1 in registers */
             float tl_r[2];
@@ -518,7 +524,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v1(float *v_x, fl
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
             v_e[tl_j] = expf((v_v[tl_j] - tl_t0[(((tl_j >> 4) & 1) << 0)]));
         }
-        // examples/softmax_rows.tile:19
+        // examples/softmax_rows.tile:21
         float tl_t1[2];
         { /* sum along axis 1 in registers */
             float tl_r[2];
@@ -585,7 +591,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v1(float *v_x, fl
             }
         }
     } else {
-        // examples/softmax_rows.tile:21
+        // examples/softmax_rows.tile:23
         float v_mx[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -593,11 +599,11 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v1(float *v_x, fl
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
-        // examples/softmax_rows.tile:22
+        // examples/softmax_rows.tile:24
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/softmax_rows.tile:23
+            // examples/softmax_rows.tile:25
             // v_c: index tile computed where it is used
-            // examples/softmax_rows.tile:24
+            // examples/softmax_rows.tile:26
             float tl_t2[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -628,7 +634,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v1(float *v_x, fl
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
         }
-        // examples/softmax_rows.tile:26
+        // examples/softmax_rows.tile:28
         float tl_t4[2];
         { /* max along axis 1 in registers */
             float tl_r[2];
@@ -673,7 +679,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v1(float *v_x, fl
             const int tl_i1 = 0;
             v_rowmax[tl_j] = tl_t4[(((tl_j >> 0) & 1) << 0)];
         }
-        // examples/softmax_rows.tile:27
+        // examples/softmax_rows.tile:29
         float v_den[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -681,11 +687,11 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v1(float *v_x, fl
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
             v_den[tl_j] = ((float)0);
         }
-        // examples/softmax_rows.tile:28
+        // examples/softmax_rows.tile:30
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/softmax_rows.tile:29
+            // examples/softmax_rows.tile:31
             // v_c: index tile computed where it is used
-            // examples/softmax_rows.tile:30
+            // examples/softmax_rows.tile:32
             float tl_t5[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -716,7 +722,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v1(float *v_x, fl
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_den[tl_j] = tl_n6[tl_j];
         }
-        // examples/softmax_rows.tile:32
+        // examples/softmax_rows.tile:34
         float tl_t7[2];
         { /* sum along axis 1 in registers */
             float tl_r[2];
@@ -761,13 +767,13 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v1(float *v_x, fl
             const int tl_i1 = 0;
             v_total[tl_j] = tl_t7[(((tl_j >> 0) & 1) << 0)];
         }
-        // examples/softmax_rows.tile:33
+        // examples/softmax_rows.tile:35
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/softmax_rows.tile:34
-            // v_c: index tile computed where it is used
-            // examples/softmax_rows.tile:35
-            // v_m: index tile computed where it is used
             // examples/softmax_rows.tile:36
+            // v_c: index tile computed where it is used
+            // examples/softmax_rows.tile:37
+            // v_m: index tile computed where it is used
+            // examples/softmax_rows.tile:38
             float tl_t8[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -820,8 +826,397 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v1(float *v_x, fl
     }
 }
 
-/* softmax_rows, variant cols = 1024: ROWS = 4, BLOCK = 1024, warps = 4 */
+/* softmax_rows, variant cols = 513: ROWS = 4, BLOCK = 512, warps = 4 */
 extern "C" __global__ void __launch_bounds__(128) softmax_rows_v2(float *v_x, float *v_y, int v_rows, int v_cols)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_ROWS = 4;
+    constexpr int v_BLOCK = 512;
+    constexpr int v_warps = 4;
+    // examples/softmax_rows.tile:13
+    // v_r: index tile computed where it is used
+    // examples/softmax_rows.tile:14
+    // v_base: index tile computed where it is used
+    // examples/softmax_rows.tile:15
+    // v_rm: index tile computed where it is used
+    // examples/softmax_rows.tile:16
+    if ((v_cols <= v_BLOCK)) {
+        // examples/softmax_rows.tile:17
+        // v_c: index tile computed where it is used
+        // examples/softmax_rows.tile:18
+        // v_m: index tile computed where it is used
+        // examples/softmax_rows.tile:19
+        float v_v[16];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+            const float *tl_p = ((v_x + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + tl_i1);
+            const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols));
+            const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 1) < v_cols));
+            const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 2) < v_cols));
+            const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 3) < v_cols));
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                v_v[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
+            }
+        }
+        // examples/softmax_rows.tile:20
+        float tl_t0[1];
+        { /* max along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                tl_r[(0)] = tl_max(tl_r[(0)], v_v[tl_j]);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
+        }
+        float v_e[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+            v_e[tl_j] = expf((v_v[tl_j] - tl_t0[0]));
+        }
+        // examples/softmax_rows.tile:21
+        float tl_t1[1];
+        { /* sum along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = ((float)0);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                tl_r[(0)] = tl_r[(0)] + v_e[tl_j];
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+        }
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+            float *tl_p = ((v_y + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + tl_i1);
+            const float tl_v0 = (v_e[tl_j] / tl_t1[0]);
+            const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols));
+            const float tl_v1 = (v_e[tl_j + 1] / tl_t1[0]);
+            const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 1) < v_cols));
+            const float tl_v2 = (v_e[tl_j + 2] / tl_t1[0]);
+            const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 2) < v_cols));
+            const float tl_v3 = (v_e[tl_j + 3] / tl_t1[0]);
+            const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 3) < v_cols));
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                uint4 tl_vec;
+                ((float *)&tl_vec)[0] = tl_v0;
+                ((float *)&tl_vec)[1] = tl_v1;
+                ((float *)&tl_vec)[2] = tl_v2;
+                ((float *)&tl_vec)[3] = tl_v3;
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = tl_v0;
+                if (tl_m1) tl_p[1] = tl_v1;
+                if (tl_m2) tl_p[2] = tl_v2;
+                if (tl_m3) tl_p[3] = tl_v3;
+            }
+        }
+    } else {
+        // examples/softmax_rows.tile:23
+        float v_mx[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+            v_mx[tl_j] = (-__int_as_float(0x7f800000));
+        }
+        // examples/softmax_rows.tile:24
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            // examples/softmax_rows.tile:25
+            // v_c: index tile computed where it is used
+            // examples/softmax_rows.tile:26
+            float tl_t2[16];
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+                const float *tl_p = ((v_x + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + (v_c0 + tl_i1));
+                const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
+                const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
+                const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 2)) < v_cols));
+                const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 3)) < v_cols));
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
+                } else {
+                    tl_t2[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
+                    tl_t2[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
+                    tl_t2[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
+                    tl_t2[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
+                }
+            }
+            float tl_n3[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+                tl_n3[tl_j] = tl_max(v_mx[tl_j], tl_t2[tl_j]);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
+        }
+        // examples/softmax_rows.tile:28
+        float tl_t4[1];
+        { /* max along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                tl_r[(0)] = tl_max(tl_r[(0)], v_mx[tl_j]);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_t4[tl_j] = tl_r[tl_j];
+        }
+        float v_rowmax[1];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = 0;
+            v_rowmax[tl_j] = tl_t4[0];
+        }
+        // examples/softmax_rows.tile:29
+        float v_den[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+            v_den[tl_j] = ((float)0);
+        }
+        // examples/softmax_rows.tile:30
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            // examples/softmax_rows.tile:31
+            // v_c: index tile computed where it is used
+            // examples/softmax_rows.tile:32
+            float tl_t5[16];
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+                const float *tl_p = ((v_x + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + (v_c0 + tl_i1));
+                const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
+                const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
+                const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 2)) < v_cols));
+                const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 3)) < v_cols));
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
+                } else {
+                    tl_t5[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
+                    tl_t5[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
+                    tl_t5[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
+                    tl_t5[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
+                }
+            }
+            float tl_n6[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+                tl_n6[tl_j] = (v_den[tl_j] + expf((tl_t5[tl_j] - v_rowmax[0])));
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) v_den[tl_j] = tl_n6[tl_j];
+        }
+        // examples/softmax_rows.tile:34
+        float tl_t7[1];
+        { /* sum along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = ((float)0);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                tl_r[(0)] = tl_r[(0)] + v_den[tl_j];
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+        }
+        float v_total[1];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = 0;
+            v_total[tl_j] = tl_t7[0];
+        }
+        // examples/softmax_rows.tile:35
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            // examples/softmax_rows.tile:36
+            // v_c: index tile computed where it is used
+            // examples/softmax_rows.tile:37
+            // v_m: index tile computed where it is used
+            // examples/softmax_rows.tile:38
+            float tl_t8[16];
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+                const float *tl_p = ((v_x + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + (v_c0 + tl_i1));
+                const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
+                const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
+                const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 2)) < v_cols));
+                const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 3)) < v_cols));
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
+                } else {
+                    tl_t8[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
+                    tl_t8[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
+                    tl_t8[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
+                    tl_t8[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
+                }
+            }
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+                float *tl_p = ((v_y + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + (v_c0 + tl_i1));
+                const float tl_v0 = (expf((tl_t8[tl_j] - v_rowmax[0])) / v_total[0]);
+                const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
+                const float tl_v1 = (expf((tl_t8[tl_j + 1] - v_rowmax[0])) / v_total[0]);
+                const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
+                const float tl_v2 = (expf((tl_t8[tl_j + 2] - v_rowmax[0])) / v_total[0]);
+                const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 2)) < v_cols));
+                const float tl_v3 = (expf((tl_t8[tl_j + 3] - v_rowmax[0])) / v_total[0]);
+                const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 3)) < v_cols));
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    uint4 tl_vec;
+                    ((float *)&tl_vec)[0] = tl_v0;
+                    ((float *)&tl_vec)[1] = tl_v1;
+                    ((float *)&tl_vec)[2] = tl_v2;
+                    ((float *)&tl_vec)[3] = tl_v3;
+                    *(uint4 *)tl_p = tl_vec;
+                } else {
+                    if (tl_m0) tl_p[0] = tl_v0;
+                    if (tl_m1) tl_p[1] = tl_v1;
+                    if (tl_m2) tl_p[2] = tl_v2;
+                    if (tl_m3) tl_p[3] = tl_v3;
+                }
+            }
+        }
+    }
+}
+
+/* softmax_rows, variant cols = 1024: ROWS = 4, BLOCK = 1024, warps = 4 */
+extern "C" __global__ void __launch_bounds__(128) softmax_rows_v3(float *v_x, float *v_y, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -829,19 +1224,19 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v2(float *v_x, fl
     constexpr int v_ROWS = 4;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
-    // examples/softmax_rows.tile:11
-    // v_r: index tile computed where it is used
-    // examples/softmax_rows.tile:12
-    // v_base: index tile computed where it is used
     // examples/softmax_rows.tile:13
-    // v_rm: index tile computed where it is used
+    // v_r: index tile computed where it is used
     // examples/softmax_rows.tile:14
+    // v_base: index tile computed where it is used
+    // examples/softmax_rows.tile:15
+    // v_rm: index tile computed where it is used
+    // examples/softmax_rows.tile:16
     if ((v_cols <= v_BLOCK)) {
-        // examples/softmax_rows.tile:15
-        // v_c: index tile computed where it is used
-        // examples/softmax_rows.tile:16
-        // v_m: index tile computed where it is used
         // examples/softmax_rows.tile:17
+        // v_c: index tile computed where it is used
+        // examples/softmax_rows.tile:18
+        // v_m: index tile computed where it is used
+        // examples/softmax_rows.tile:19
         float v_v[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -862,7 +1257,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v2(float *v_x, fl
                 v_v[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
             }
         }
-        // examples/softmax_rows.tile:18
+        // examples/softmax_rows.tile:20
         float tl_t0[1];
         { /* max along axis 1 in registers */
             float tl_r[1];
@@ -907,7 +1302,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v2(float *v_x, fl
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
             v_e[tl_j] = expf((v_v[tl_j] - tl_t0[0]));
         }
-        // examples/softmax_rows.tile:19
+        // examples/softmax_rows.tile:21
         float tl_t1[1];
         { /* sum along axis 1 in registers */
             float tl_r[1];
@@ -974,7 +1369,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v2(float *v_x, fl
             }
         }
     } else {
-        // examples/softmax_rows.tile:21
+        // examples/softmax_rows.tile:23
         float v_mx[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -982,11 +1377,11 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v2(float *v_x, fl
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
-        // examples/softmax_rows.tile:22
+        // examples/softmax_rows.tile:24
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/softmax_rows.tile:23
+            // examples/softmax_rows.tile:25
             // v_c: index tile computed where it is used
-            // examples/softmax_rows.tile:24
+            // examples/softmax_rows.tile:26
             float tl_t2[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -1017,7 +1412,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v2(float *v_x, fl
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
         }
-        // examples/softmax_rows.tile:26
+        // examples/softmax_rows.tile:28
         float tl_t4[1];
         { /* max along axis 1 in registers */
             float tl_r[1];
@@ -1062,7 +1457,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v2(float *v_x, fl
             const int tl_i1 = 0;
             v_rowmax[tl_j] = tl_t4[0];
         }
-        // examples/softmax_rows.tile:27
+        // examples/softmax_rows.tile:29
         float v_den[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1070,11 +1465,11 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v2(float *v_x, fl
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
             v_den[tl_j] = ((float)0);
         }
-        // examples/softmax_rows.tile:28
+        // examples/softmax_rows.tile:30
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/softmax_rows.tile:29
+            // examples/softmax_rows.tile:31
             // v_c: index tile computed where it is used
-            // examples/softmax_rows.tile:30
+            // examples/softmax_rows.tile:32
             float tl_t5[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -1105,7 +1500,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v2(float *v_x, fl
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_den[tl_j] = tl_n6[tl_j];
         }
-        // examples/softmax_rows.tile:32
+        // examples/softmax_rows.tile:34
         float tl_t7[1];
         { /* sum along axis 1 in registers */
             float tl_r[1];
@@ -1150,13 +1545,13 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v2(float *v_x, fl
             const int tl_i1 = 0;
             v_total[tl_j] = tl_t7[0];
         }
-        // examples/softmax_rows.tile:33
+        // examples/softmax_rows.tile:35
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/softmax_rows.tile:34
-            // v_c: index tile computed where it is used
-            // examples/softmax_rows.tile:35
-            // v_m: index tile computed where it is used
             // examples/softmax_rows.tile:36
+            // v_c: index tile computed where it is used
+            // examples/softmax_rows.tile:37
+            // v_m: index tile computed where it is used
+            // examples/softmax_rows.tile:38
             float tl_t8[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -1182,6 +1577,459 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v2(float *v_x, fl
                 const int tl_j = tl_c;
                 const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
                 const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
+                float *tl_p = ((v_y + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + (v_c0 + tl_i1));
+                const float tl_v0 = (expf((tl_t8[tl_j] - v_rowmax[0])) / v_total[0]);
+                const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
+                const float tl_v1 = (expf((tl_t8[tl_j + 1] - v_rowmax[0])) / v_total[0]);
+                const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
+                const float tl_v2 = (expf((tl_t8[tl_j + 2] - v_rowmax[0])) / v_total[0]);
+                const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 2)) < v_cols));
+                const float tl_v3 = (expf((tl_t8[tl_j + 3] - v_rowmax[0])) / v_total[0]);
+                const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 3)) < v_cols));
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    uint4 tl_vec;
+                    ((float *)&tl_vec)[0] = tl_v0;
+                    ((float *)&tl_vec)[1] = tl_v1;
+                    ((float *)&tl_vec)[2] = tl_v2;
+                    ((float *)&tl_vec)[3] = tl_v3;
+                    *(uint4 *)tl_p = tl_vec;
+                } else {
+                    if (tl_m0) tl_p[0] = tl_v0;
+                    if (tl_m1) tl_p[1] = tl_v1;
+                    if (tl_m2) tl_p[2] = tl_v2;
+                    if (tl_m3) tl_p[3] = tl_v3;
+                }
+            }
+        }
+    }
+}
+
+/* softmax_rows, variant cols = 1025: ROWS = 2, BLOCK = 1024, warps = 4 */
+extern "C" __global__ void __launch_bounds__(128) softmax_rows_v4(float *v_x, float *v_y, int v_rows, int v_cols)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_ROWS = 2;
+    constexpr int v_BLOCK = 1024;
+    constexpr int v_warps = 4;
+    // examples/softmax_rows.tile:13
+    // v_r: index tile computed where it is used
+    // examples/softmax_rows.tile:14
+    // v_base: index tile computed where it is used
+    // examples/softmax_rows.tile:15
+    // v_rm: index tile computed where it is used
+    // examples/softmax_rows.tile:16
+    if ((v_cols <= v_BLOCK)) {
+        // examples/softmax_rows.tile:17
+        // v_c: index tile computed where it is used
+        // examples/softmax_rows.tile:18
+        // v_m: index tile computed where it is used
+        // examples/softmax_rows.tile:19
+        float v_v[16];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            const float *tl_p = ((v_x + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + tl_i1);
+            const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols));
+            const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 1) < v_cols));
+            const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 2) < v_cols));
+            const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 3) < v_cols));
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                v_v[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
+                v_v[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
+            }
+        }
+        // examples/softmax_rows.tile:20
+        float tl_t0[1];
+        { /* max along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                tl_r[(0)] = tl_max(tl_r[(0)], v_v[tl_j]);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                ((float *)(tl_smem + 0))[(((tl_warp >> 1) & 1) << 0) * 2 + ((tl_i0) * 1)] = tl_r[tl_j];
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                tl_r[tl_j] = ((float *)(tl_smem + 0))[((tl_i0) * 1)];
+                for (int tl_w = 1; tl_w < 2; ++tl_w) {
+                    const float tl_x = ((float *)(tl_smem + 0))[tl_w * 2 + ((tl_i0) * 1)];
+                    tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                }
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
+        }
+        float v_e[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            v_e[tl_j] = expf((v_v[tl_j] - tl_t0[0]));
+        }
+        // examples/softmax_rows.tile:21
+        float tl_t1[1];
+        { /* sum along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = ((float)0);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                tl_r[(0)] = tl_r[(0)] + v_e[tl_j];
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                ((float *)(tl_smem + 32))[(((tl_warp >> 1) & 1) << 0) * 2 + ((tl_i0) * 1)] = tl_r[tl_j];
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                tl_r[tl_j] = ((float *)(tl_smem + 32))[((tl_i0) * 1)];
+                for (int tl_w = 1; tl_w < 2; ++tl_w) {
+                    const float tl_x = ((float *)(tl_smem + 32))[tl_w * 2 + ((tl_i0) * 1)];
+                    tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                }
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+        }
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            float *tl_p = ((v_y + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + tl_i1);
+            const float tl_v0 = (v_e[tl_j] / tl_t1[0]);
+            const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols));
+            const float tl_v1 = (v_e[tl_j + 1] / tl_t1[0]);
+            const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 1) < v_cols));
+            const float tl_v2 = (v_e[tl_j + 2] / tl_t1[0]);
+            const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 2) < v_cols));
+            const float tl_v3 = (v_e[tl_j + 3] / tl_t1[0]);
+            const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 3) < v_cols));
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                uint4 tl_vec;
+                ((float *)&tl_vec)[0] = tl_v0;
+                ((float *)&tl_vec)[1] = tl_v1;
+                ((float *)&tl_vec)[2] = tl_v2;
+                ((float *)&tl_vec)[3] = tl_v3;
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = tl_v0;
+                if (tl_m1) tl_p[1] = tl_v1;
+                if (tl_m2) tl_p[2] = tl_v2;
+                if (tl_m3) tl_p[3] = tl_v3;
+            }
+        }
+    } else {
+        // examples/softmax_rows.tile:23
+        float v_mx[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            v_mx[tl_j] = (-__int_as_float(0x7f800000));
+        }
+        // examples/softmax_rows.tile:24
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            // examples/softmax_rows.tile:25
+            // v_c: index tile computed where it is used
+            // examples/softmax_rows.tile:26
+            float tl_t2[16];
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const float *tl_p = ((v_x + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + (v_c0 + tl_i1));
+                const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
+                const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
+                const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 2)) < v_cols));
+                const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 3)) < v_cols));
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
+                } else {
+                    tl_t2[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
+                    tl_t2[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
+                    tl_t2[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
+                    tl_t2[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
+                }
+            }
+            float tl_n3[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                tl_n3[tl_j] = tl_max(v_mx[tl_j], tl_t2[tl_j]);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
+        }
+        // examples/softmax_rows.tile:28
+        float tl_t4[1];
+        { /* max along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                tl_r[(0)] = tl_max(tl_r[(0)], v_mx[tl_j]);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                ((float *)(tl_smem + 64))[(((tl_warp >> 1) & 1) << 0) * 2 + ((tl_i0) * 1)] = tl_r[tl_j];
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                tl_r[tl_j] = ((float *)(tl_smem + 64))[((tl_i0) * 1)];
+                for (int tl_w = 1; tl_w < 2; ++tl_w) {
+                    const float tl_x = ((float *)(tl_smem + 64))[tl_w * 2 + ((tl_i0) * 1)];
+                    tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                }
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_t4[tl_j] = tl_r[tl_j];
+        }
+        float v_rowmax[1];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+            const int tl_i1 = 0;
+            v_rowmax[tl_j] = tl_t4[0];
+        }
+        // examples/softmax_rows.tile:29
+        float v_den[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            v_den[tl_j] = ((float)0);
+        }
+        // examples/softmax_rows.tile:30
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            // examples/softmax_rows.tile:31
+            // v_c: index tile computed where it is used
+            // examples/softmax_rows.tile:32
+            float tl_t5[16];
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const float *tl_p = ((v_x + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + (v_c0 + tl_i1));
+                const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
+                const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
+                const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 2)) < v_cols));
+                const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 3)) < v_cols));
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
+                } else {
+                    tl_t5[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
+                    tl_t5[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
+                    tl_t5[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
+                    tl_t5[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
+                }
+            }
+            float tl_n6[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                tl_n6[tl_j] = (v_den[tl_j] + expf((tl_t5[tl_j] - v_rowmax[0])));
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) v_den[tl_j] = tl_n6[tl_j];
+        }
+        // examples/softmax_rows.tile:34
+        float tl_t7[1];
+        { /* sum along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = ((float)0);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                tl_r[(0)] = tl_r[(0)] + v_den[tl_j];
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                ((float *)(tl_smem + 96))[(((tl_warp >> 1) & 1) << 0) * 2 + ((tl_i0) * 1)] = tl_r[tl_j];
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                tl_r[tl_j] = ((float *)(tl_smem + 96))[((tl_i0) * 1)];
+                for (int tl_w = 1; tl_w < 2; ++tl_w) {
+                    const float tl_x = ((float *)(tl_smem + 96))[tl_w * 2 + ((tl_i0) * 1)];
+                    tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                }
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+        }
+        float v_total[1];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+            const int tl_i1 = 0;
+            v_total[tl_j] = tl_t7[0];
+        }
+        // examples/softmax_rows.tile:35
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            // examples/softmax_rows.tile:36
+            // v_c: index tile computed where it is used
+            // examples/softmax_rows.tile:37
+            // v_m: index tile computed where it is used
+            // examples/softmax_rows.tile:38
+            float tl_t8[16];
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const float *tl_p = ((v_x + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + (v_c0 + tl_i1));
+                const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
+                const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
+                const bool tl_m2 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 2)) < v_cols));
+                const bool tl_m3 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 3)) < v_cols));
+                if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
+                } else {
+                    tl_t8[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
+                    tl_t8[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
+                    tl_t8[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
+                    tl_t8[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
+                }
+            }
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
+                const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
                 float *tl_p = ((v_y + (((((int)blockIdx.x) * v_ROWS) + tl_i0) * v_cols)) + (v_c0 + tl_i1));
                 const float tl_v0 = (expf((tl_t8[tl_j] - v_rowmax[0])) / v_total[0]);
                 const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
