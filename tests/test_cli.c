@@ -220,6 +220,25 @@ Test(cli, emit_ir_with_sizes)
     free(out);
 }
 
+/* --emit layouts: the layout report, per variant; an input error is an
+ * error, not a partial report. */
+Test(cli, emit_layouts)
+{
+    char *out;
+    cr_expect_eq(run("examples/softmax_rows.tile --emit layouts", &out), 0, "%s", out);
+    cr_expect(strstr(out, "softmax_rows_v0: 128 threads, 0 bytes of shared memory, 0 __syncthreads\n"), "%s", out);
+    cr_expect(strstr(out, "v_v [16, 128] f32: blocked regs[4, 4] lanes[1, 32] warps[4, 1] E=16"), "%s", out);
+    cr_expect(strstr(out, "loop at line 24: 0 __syncthreads per iteration"), "%s", out);
+    free(out);
+    cr_expect_eq(run("examples/attention.tile --emit layouts", &out), 0, "%s", out);
+    cr_expect(strstr(out, "dot operand v_p read from its mma registers"), "%s", out);
+    cr_expect(strstr(out, "2 __syncthreads per iteration"), "%s", out);
+    free(out);
+    cr_expect_eq(run("tests/golden/bad/name_undefined.tile --emit layouts", &out), 1);
+    cr_expect(strstr(out, "error"), "%s", out);
+    free(out);
+}
+
 /* An output that cannot be written (here: past the file size limit) is an
  * error naming the file and the reason, for every --emit that writes one
  * stream, and leaves no file behind. */
