@@ -409,6 +409,8 @@ golden: all
 	@for f in examples/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit cuda > tests/golden/cuda/$${b%.tile}.cu; done
 	@for f in tests/golden/index/*.tile; do $(TILEC) $$f --emit cuda | grep -E '^ */\* indexing:|long long' \
 		| grep -v '(unsigned long long)' | sed 's/^ *//' > $${f%.tile}.idx; done
+	@mkdir -p tests/golden/layouts
+	@for f in examples/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit layouts > tests/golden/layouts/$${b%.tile}.layouts; done
 	@for f in tests/golden/ir/*.tile; do $(TILEC) $$f --emit ir > $${f%.tile}.ir; done
 	@for f in tests/golden/ir/*.tile examples/e2e.tile; do b=$${f##*/}; d=tests/golden/c/$${b%.tile}; \
 	    mkdir -p $$d; rm -f $$d/*.c $$d/*.h; $(TILEC) $$f --emit c -o $$d || exit 1; done

@@ -30,13 +30,15 @@ static const char usage[] =
     "      --emit KIND        what to write:\n"
     "                           ast    the checked syntax tree\n"
     "                           cuda   the CUDA C of every kernel variant\n"
+    "                           layouts  each variant's tile layouts, conversions, shared\n"
+    "                                  memory and __syncthreads per loop iteration\n"
     "                           ir     the wrapper IR of every graph, memory planned\n"
     "                           cubin  every kernel variant compiled by NVRTC:\n"
     "                                  NAME_vK.cubin and NAME_vK.meta in -o DIR\n"
     "                           c      a C wrapper per graph: NAME.c, NAME.h in -o DIR\n"
     "                           py     a Python wrapper per graph: NAME.py in -o DIR\n"
     "                           NAME   an emitter loaded with --plugin\n"
-    "  -o, --output PATH      the file (ast, cuda, ir; default: standard output)\n"
+    "  -o, --output PATH      the file (ast, cuda, layouts, ir; default: standard output)\n"
     "                         or the directory (cubin, c, py) to write\n"
     "      --source-name NAME the input's name in generated code and diagnostics\n"
     "                         (one input file; default: its path as given)\n"
@@ -195,7 +197,7 @@ static int parse_args(cli_opts *o, int argc, char **argv)
 
 static int is_stream_kind(const char *emit)
 {
-    return !strcmp(emit, "ast") || !strcmp(emit, "cuda") || !strcmp(emit, "ir");
+    return !strcmp(emit, "ast") || !strcmp(emit, "cuda") || !strcmp(emit, "layouts") || !strcmp(emit, "ir");
 }
 
 /* An architecture NVRTC compiles for, or a usage error listing those it does. */
@@ -247,7 +249,7 @@ static int check_emitter(tilec_ctx *ctx, const cli_opts *o)
         return 0;
     const char *names[64];
     size_t n = tilec_emitter_names(ctx, names, 64);
-    char known[1024] = "ast, cuda, cubin";
+    char known[1024] = "ast, cuda, layouts, cubin";
     for (size_t k = 0, at = strlen(known); k < n && at < sizeof known; k++)
         at += (size_t)snprintf(known + at, sizeof known - at, ", %s", names[k]);
     return cli_usage_error("unknown --emit kind '%s' (known: %s)", o->emit, known);

@@ -6,12 +6,35 @@
 
 #include "lower/lower_internal.h"
 
+/* A register tile's runs, contiguous in shared memory too (along the last
+ * axis, or along axis 0 when stored transposed): one 4-, 8- or 16-byte
+ * store per run. */
+static int stage_vector(lw *L, const val *v, const lay *y, uint32_t off, int ld, int trans, tilec_dtype d)
+{
+    int ax, run = lower_lay_run(L, y, &ax);
+    unsigned size = tilec_dtype_size(d);
+    while (run > 1 && run * size > 16)
+        run /= 2;
+    if (v->ty.dtype != d || run < 2 || run * size < 4 || ax != (trans ? 0 : 1) || lower_lay_guard(L, y))
+        return 0;
+    const char *vt = run * size == 16 ? "uint4" : run * size == 8 ? "uint2" : "unsigned";
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_c = 0; tl_c < %d; tl_c += %d) {", y->E, run);
+    L->ind++;
+    lower_line(L, "const int tl_j = tl_c;");
+    lower_emit_index(L, y, "tl_j");
+    lower_line(L, "*(%s *)((%s *)(tl_smem + %u) + %s) = *(const %s *)&%s[tl_j];", vt, lower_ctype(d), off,
+               trans ? lower_fmt(L, "tl_i1 * %d + tl_i0", ld) : lower_fmt(L, "tl_i0 * %d + tl_i1", ld), vt, v->c);
+    L->ind--;
+    lower_line(L, "}");
+    return 1;
+}
+
 /* Stage a [R, C] tile expression into shared memory at `off` with row
  * stride `ld` elements (transposed when `trans`). */
 static void stage(lw *L, const tilec_expr *e, uint32_t off, int ld, int trans, tilec_dtype d)
 {
-    const tilec_type *t = lower_ty(L, e);
-    lay y = lower_canon(L, t);
+    lay y = lower_pick_for(L, e);
     val *mv = NULL;
     if (e->kind == TILEC_EX_NAME) {
         val *v = lower_lookup(L, e->name);
@@ -20,14 +43,17 @@ static void stage(lw *L, const tilec_expr *e, uint32_t off, int ld, int trans, t
             y = v->ly;
         }
     }
+    if (mv && stage_vector(L, mv, &y, off, ld, trans, d))
+        return;
     if (!mv)
         lower_walk(L, e, lower_idx, 1, &y, PREP);
     lower_loop_begin(L, &y);
     const char *x = mv ? lower_fmt(L, "%s[tl_j]", mv->c) : lower_st_elem(L, lower_walk(L, e, lower_idx, 1, &y, EMIT), d);
     if (mv && mv->ty.dtype != d)
         x = lower_st_elem(L, lower_conv(L, lower_ld_elem(L, x, mv->ty.dtype), mv->ty.dtype, d), d);
-    if (y.repl)
-        lower_line(L, "if (tl_tid < %lld)", (long long)y.numel);
+    const char *g = lower_lay_guard(L, &y);
+    if (g)
+        lower_line(L, "if (%s)", g);
     if (trans)
         lower_line(L, "((%s *)(tl_smem + %u))[tl_i1 * %d + tl_i0] = %s;", lower_ctype(d), off, ld, x);
     else
@@ -35,10 +61,32 @@ static void stage(lw *L, const tilec_expr *e, uint32_t off, int ld, int trans, t
     lower_loop_end(L);
 }
 
+/* The A fragments of k step tl_k from registers: x [M, K] in the mma
+ * accumulator layout, whole rows per warp. The accumulators of two n8
+ * tiles are the A fragment of one k16 step (FlashAttention-2's P @ V), so
+ * only a conversion to f16x2/bf16x2 pairs is left. */
+static void frag_a_regs(lw *L, const val *x, int mt, tilec_dtype d)
+{
+    int nt8 = x->ly.wtn / 8;
+    const char *t2 = d == TILEC_DT_BF16 ? "__nv_bfloat162" : "__half2";
+    const char *pack = d == TILEC_DT_BF16 ? "__floats2bfloat162_rn" : "__floats2half2_rn";
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", mt);
+    lower_line(L, "    #pragma unroll");
+    lower_line(L, "    for (int tl_q = 0; tl_q < 4; ++tl_q) {");
+    lower_line(L, "        const int tl_jq = (tl_m * %d + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;", nt8);
+    lower_line(L, "        const %s tl_h2 = %s(%s, %s);", t2, pack, lower_ld_elem(L, lower_fmt(L, "%s[tl_jq]", x->c), x->ty.dtype),
+               lower_ld_elem(L, lower_fmt(L, "%s[tl_jq + 1]", x->c), x->ty.dtype));
+    lower_line(L, "        tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;");
+    lower_line(L, "    }");
+}
+
 /* The tensor-core inner loop: acc += A @ B with A [M, K] at byte offset
- * `sa` (row stride lda halves) and B [K, N] at `sb` (row stride ldb) in
- * shared memory; sa and sb are C expressions. */
-void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, tilec_dtype d)
+ * `sa` (row stride lda halves), or in registers `ra`, and B [K, N] at
+ * `sb` (row stride ldb; stored transposed, [N][K], when `bt`) in shared
+ * memory; sa and sb are C expressions. */
+static void mma_kloop(lw *L, val *acc, const val *ra, const char *sa, const char *sb, int bt, int lda, int ldb, int64_t K,
+                      tilec_dtype d)
 {
     const lay *y = &acc->ly;
     int mt = y->wtm / 16, nt8 = y->wtn / 8;
@@ -47,14 +95,22 @@ void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int l
     lower_line(L, "for (int tl_k = 0; tl_k < %lld; tl_k += 16) {", (long long)K);
     L->ind++;
     lower_line(L, "unsigned tl_fa[%d][4], tl_fb[%d][2];", mt, nt8);
-    lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", mt);
-    lower_line(L, "    tl_ldsm_x4(tl_fa[tl_m], tl_smem + %s + (((tl_warp / %d) * %d + tl_m * 16 + (tl_lane & 15)) * %d + tl_k + (tl_lane >> 4) * 8) * 2);",
-         sa, y->wn, y->wtm, lda);
+    if (ra) {
+        frag_a_regs(L, ra, mt, d);
+    } else {
+        lower_line(L, "#pragma unroll");
+        lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", mt);
+        lower_line(L, "    tl_ldsm_x4(tl_fa[tl_m], tl_smem + %s + (((tl_warp / %d) * %d + tl_m * 16 + (tl_lane & 15)) * %d + tl_k + (tl_lane >> 4) * 8) * 2);",
+                   sa, y->wn, y->wtm, lda);
+    }
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_n = 0; tl_n < %d; tl_n += 2)", nt8);
-    lower_line(L, "    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + %s + ((tl_k + (tl_lane & 15)) * %d + (tl_warp %% %d) * %d + tl_n * 8 + (tl_lane >> 4) * 8) * 2);",
-         sb, ldb, y->wn, y->wtn);
+    if (bt) /* B^T [N][K] in shared memory: plain ldmatrix gives B's fragments */
+        lower_line(L, "    tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + %s + (((tl_warp %% %d) * %d + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * %d + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);",
+                   sb, y->wn, y->wtn, ldb);
+    else
+        lower_line(L, "    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + %s + ((tl_k + (tl_lane & 15)) * %d + (tl_warp %% %d) * %d + tl_n * 8 + (tl_lane >> 4) * 8) * 2);",
+                   sb, ldb, y->wn, y->wtn);
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", mt);
     lower_line(L, "    #pragma unroll");
@@ -64,25 +120,71 @@ void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int l
     lower_line(L, "}");
 }
 
-/* Both operands into shared memory, between barriers. */
-static void stage_operands(lw *L, const tilec_expr *a, uint32_t sa, int lda, int transa, const tilec_expr *b,
-                           uint32_t sb, int ldb, tilec_dtype d)
+void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, tilec_dtype d)
 {
-    lower_line(L, "__syncthreads();");
-    stage(L, a, sa, lda, transa, d);
-    stage(L, b, sb, ldb, 0, d);
+    mma_kloop(L, acc, NULL, sa, sb, 0, lda, ldb, K, d);
+}
+
+/* The register tile an A operand (x or cast(x, f16/bf16)) already is, in
+ * the accumulator layout with whole rows per warp and acc's rows; NULL
+ * when it must go through shared memory. */
+static const val *a_in_regs(lw *L, const tilec_expr *a, const val *acc)
+{
+    const tilec_expr *x = a;
+    if (x->kind == TILEC_EX_CALL && !strcmp(x->name, "cast"))
+        x = x->args[0];
+    if (x->kind != TILEC_EX_NAME)
+        return NULL;
+    const val *v = lower_lookup(L, x->name);
+    if (!v || v->kind != VK_MAT || v->ly.kind != LY_MMA || v->ly.wn != 1 || acc->ly.wn != 1 || v->ly.wm != acc->ly.wm ||
+        v->ly.wtm != acc->ly.wtm || v->ly.wtn % 16)
+        return NULL;
+    tilec_dtype xd = v->ty.dtype;
+    return xd == TILEC_DT_F32 || xd == TILEC_DT_F16 || xd == TILEC_DT_BF16 ? v : NULL;
+}
+
+/* The operands into shared memory (a may be NULL: in registers; b
+ * transposed when transb), then a barrier; the barrier before is left out
+ * where another dot's barrier in the same loop body separates these
+ * buffers' last reads from these writes (lower_dot_barrier_free). */
+static void stage_operands(lw *L, const tilec_expr *a, uint32_t sa, int lda, int transa, const tilec_expr *b,
+                           uint32_t sb, int ldb, int transb, tilec_dtype d)
+{
+    if (!lower_dot_barrier_free(L))
+        lower_line(L, "__syncthreads();");
+    if (a)
+        stage(L, a, sa, lda, transa, d);
+    stage(L, b, sb, ldb, transb, d);
     lower_line(L, "__syncthreads();");
 }
 
+/* Is b a register tile whose runs go along K (axis 0), as a transposed
+ * load leaves it? Then it is staged as B^T, each run one store. */
+static int b_runs_along_k(lw *L, const tilec_expr *b, tilec_dtype d)
+{
+    if (b->kind != TILEC_EX_NAME)
+        return 0;
+    const val *v = lower_lookup(L, b->name);
+    int ax;
+    return v && v->kind == VK_MAT && v->ty.dtype == d && lower_lay_run(L, &v->ly, &ax) >= 2 && ax == 0 &&
+           !lower_lay_guard(L, &v->ly);
+}
+
 /* Tensor cores: operand rows padded by 8 halves (ldmatrix without bank
- * conflicts). */
+ * conflicts); an A operand already in accumulator registers stays there. */
 static void dot_mma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, int64_t M, int64_t K, int64_t N)
 {
     tilec_dtype d = lower_ty(L, a)->dtype;
-    int lda = (int)K + 8, ldb = (int)N + 8;
-    uint32_t sa = lower_alloc_smem(L, M * lda * 2), sb = lower_alloc_smem(L, K * ldb * 2);
-    stage_operands(L, a, sa, lda, 0, b, sb, ldb, d);
-    lower_emit_mma_kloop(L, acc, lower_fmt(L, "%u", sa), lower_fmt(L, "%u", sb), lda, ldb, K, d);
+    const val *ra = a_in_regs(L, a, acc);
+    int bt = b_runs_along_k(L, b, d);
+    int lda = (int)K + 8, ldb = bt ? (int)K + 8 : (int)N + 8;
+    uint32_t sa = ra ? 0 : lower_alloc_smem(L, M * lda * 2), sb = lower_alloc_smem(L, (bt ? N : K) * ldb * 2);
+    if (ra)
+        lower_note(L, "  line %u: dot operand %s read from its mma registers", L->line, ra->c);
+    if (bt)
+        lower_note(L, "  line %u: dot operand %s staged transposed (B^T, plain ldmatrix)", L->line, b->name);
+    stage_operands(L, ra ? NULL : a, sa, lda, 0, b, sb, ldb, bt, d);
+    mma_kloop(L, acc, ra, lower_fmt(L, "%u", sa), lower_fmt(L, "%u", sb), bt, lda, ldb, K, d);
 }
 
 /* f32: A transposed in shared memory, each thread its TM x TN block. */
@@ -91,7 +193,7 @@ static void dot_fma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
     const lay *y = &acc->ly;
     int lda = (int)M + 4, ldb = (int)N + 4;
     uint32_t sa = lower_alloc_smem(L, K * lda * 4), sb = lower_alloc_smem(L, K * ldb * 4);
-    stage_operands(L, a, sa, lda, 1, b, sb, ldb, TILEC_DT_F32);
+    stage_operands(L, a, sa, lda, 1, b, sb, ldb, 0, TILEC_DT_F32);
     lower_line(L, "const float *tl_sa = (const float *)(tl_smem + %u) + (tl_tid / %d) * %d;", sa, y->tx, y->tm);
     lower_line(L, "const float *tl_sb = (const float *)(tl_smem + %u) + (tl_tid %% %d) * %d;", sb, y->tx, y->tn);
     lower_line(L, "#pragma unroll 4");
@@ -119,7 +221,7 @@ static void dot_generic(lw *L, const tilec_expr *a, const tilec_expr *b, val *ac
     tilec_dtype sd = d == TILEC_DT_F32 ? TILEC_DT_F32 : d;
     unsigned es = tilec_dtype_size(sd);
     uint32_t sa = lower_alloc_smem(L, M * K * es), sb = lower_alloc_smem(L, K * N * es);
-    stage_operands(L, a, sa, (int)K, 0, b, sb, (int)N, sd);
+    stage_operands(L, a, sa, (int)K, 0, b, sb, (int)N, 0, sd);
     lower_loop_begin(L, &acc->ly);
     lower_line(L, "float tl_s = 0.0f;");
     lower_line(L, "for (int tl_k = 0; tl_k < %lld; ++tl_k)", (long long)K);

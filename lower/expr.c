@@ -89,12 +89,16 @@ static const char *mat_elem(lw *L, val *v, const char *const *idx, int same, con
 {
     if (v->ty.rank == 0)
         return mode == EMIT ? v->c : NULL;
-    int direct = same && cur && lower_same_layout(&v->ly, cur);
+    int direct = same && cur && lower_same_layout(L, &v->ly, cur);
+    /* a broadcast or another view this thread holds in its registers */
+    const char *reg = direct ? NULL : lower_lin_reg(L, v, idx, cur);
     if (mode == PREP) {
-        if (!direct)
+        if (!direct && !reg)
             lower_spill(L, v);
         return NULL;
     }
+    if (reg)
+        return lower_ld_elem(L, lower_fmt(L, "%s[%s]", v->c, reg), v->ty.dtype);
     if (direct)
         return lower_ld_elem(L, L->joff ? lower_fmt(L, "%s[tl_j + %d]", v->c, L->joff) : lower_fmt(L, "%s[tl_j]", v->c), v->ty.dtype);
     return lower_ld_elem(L, lower_fmt(L, "((const %s *)(tl_smem + %d))[%s]", lower_ctype(v->ty.dtype), v->smem,

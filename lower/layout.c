@@ -47,17 +47,6 @@ lay lower_canon(const lw *L, const tilec_type *t)
     return y;
 }
 
-int lower_same_layout(const lay *a, const lay *b)
-{
-    if (a->kind != b->kind || a->rank != b->rank || a->E != b->E)
-        return 0;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i])
-            return 0;
-    return a->V == b->V && a->repl == b->repl && a->wm == b->wm && a->wn == b->wn && a->tx == b->tx &&
-           a->ty == b->ty;
-}
-
 /* mma.sync m16n8k16 accumulators for [M, N]; 0 when the tile does not
  * split over the warps in 16x16 pieces. */
 static int mma_layout(const lw *L, int64_t M, int64_t N, lay *y)
@@ -76,6 +65,9 @@ static int mma_layout(const lw *L, int64_t M, int64_t N, lay *y)
             bestd = d;
         }
     }
+    /* rows reduced in the kernel: every warp owns whole rows */
+    if (L->rows_mma && M % (16 * L->nwarps) == 0 && N % 16 == 0)
+        best = L->nwarps;
     if (best < 0)
         return 0;
     lower_mma_grid(M, N, best, L->nwarps / best, y);
@@ -160,6 +152,8 @@ void lower_emit_index(lw *L, const lay *y, const char *j)
              y->wtm, j, nt8 * 4, j);
         lower_line(L, "const int tl_i1 = (tl_warp %% %d) * %d + ((%s >> 2) %% %d) * 8 + (tl_lane & 3) * 2 + (%s & 1);", y->wn,
              y->wtn, j, nt8, j);
+    } else if (y->kind == LY_LIN) {
+        lower_lin_index(L, y, j);
     } else {
         lower_line(L, "const int tl_i0 = (tl_tid / %d) * %d + %s / %d;", y->tx, y->tm, j, y->tn);
         lower_line(L, "const int tl_i1 = (tl_tid %% %d) * %d + %s %% %d;", y->tx, y->tn, j, y->tn);
@@ -217,12 +211,15 @@ void lower_spill(lw *L, val *v)
             return;
     if (v->smem < 0)
         v->smem = (int)lower_alloc_smem(L, v->ly.numel * (int64_t)tilec_dtype_size(v->ty.dtype));
+    lower_note(L, "  line %u: %s converted through shared memory (%lld bytes)", L->line, v->c,
+               (long long)(v->ly.numel * (int64_t)tilec_dtype_size(v->ty.dtype)));
     lower_line(L, "__syncthreads();");
     lower_line(L, "{ /* %s to shared memory */", v->c);
     L->ind++;
     lower_loop_begin(L, &v->ly);
-    if (v->ly.repl)
-        lower_line(L, "if (tl_tid < %lld)", (long long)v->ly.numel);
+    const char *g = lower_lay_guard(L, &v->ly);
+    if (g)
+        lower_line(L, "if (%s)", g);
     lower_line(L, "((%s *)(tl_smem + %d))[%s] = %s[tl_j];", lower_ctype(v->ty.dtype), v->smem,
          lower_linear(L, v->ly.rank, v->ly.dims, lower_idx), v->c);
     lower_loop_end(L);

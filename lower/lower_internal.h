@@ -22,7 +22,16 @@ enum { SMEM_LIMIT = 227 * 1024 }; /* opt-in shared memory per block on sm_90 */
 
 /* ---- layouts and values (layout.c, state.c) ---- */
 
-typedef enum { LY_CANON, LY_MMA, LY_FMA } lykind;
+typedef enum { LY_CANON, LY_MMA, LY_FMA, LY_LIN } lykind;
+
+/* A layout as a map of bits (linlay.c): register bit k of a thread sets
+ * bit reg[k] of the element's row-major linear index, lane bit k sets
+ * lane[k], warp bit k warp[k]; -1: none (replicated over that bit). */
+enum { LB_MAXREG = 24 };
+typedef struct lbits {
+    signed char reg[LB_MAXREG], lane[5], warp[5];
+    int nreg;
+} lbits;
 
 typedef struct lay {
     lykind kind;
@@ -35,6 +44,7 @@ typedef struct lay {
     int run;  /* consecutive elements j along the last dimension */
     int wm, wn, wtm, wtn;  /* mma: warp grid and warp tile */
     int ty, tx, tm, tn;    /* fma: thread grid and thread tile */
+    lbits b;               /* LY_LIN: the map of bits */
 } lay;
 
 typedef enum { VK_SCALAR, VK_VIRT, VK_MAT } vkind;
@@ -66,6 +76,8 @@ typedef struct matnode {
     const tilec_expr *e;
     val *v;
 } matnode;
+
+enum { LP_MAX = 16 }; /* shapes the layout plan remembers */
 
 /* The state of lowering one kernel variant. */
 typedef struct lw {
@@ -99,6 +111,20 @@ typedef struct lw {
     wg_plan wgp;
     size_t wg_epi;           /* where the statements after that loop start in out */
     struct lower_ix *ix; /* index64.c: the expressions computed in 64 bits */
+    /* layplan.c: shapes reduced along their rows, the dots, the report */
+    int64_t rowred[LP_MAX][2];
+    int nrowred;
+    const tilec_expr *dots[LP_MAX];
+    int ndots;
+    int rows_mma; /* mma accumulators with the warps along the rows */
+    const char *aops[LP_MAX]; /* names read as a dot's A operand */
+    int naops;
+    const tilec_expr *nobar[LP_MAX]; /* dots whose leading barrier is redundant */
+    int nnobar;
+    const tilec_expr *curdot; /* the dot being lowered */
+    unsigned line; /* .tile line of the statement being lowered */
+    int nsync;     /* __syncthreads emitted so far */
+    strbuf notes;  /* --emit layouts */
 } lw;
 
 /* ---- state.c: errors, output, names, scopes, hints, shared memory ---- */
@@ -134,7 +160,6 @@ const char *lower_inf_lit(lw *L, tilec_dtype d);
 
 extern const char *const lower_idx[TILEC_MAX_RANK]; /* "tl_i0", "tl_i1", ... */
 lay lower_canon(const lw *L, const tilec_type *t);
-int lower_same_layout(const lay *a, const lay *b);
 /* The mma layout of [M, N] on a wm x wn warp grid. */
 void lower_mma_grid(int64_t M, int64_t N, int wm, int wn, lay *y);
 /* The accumulator layout of a dot of a [M, K] of type at; 0: none fits. */
@@ -144,6 +169,43 @@ const char *lower_linear(lw *L, int rank, const int64_t *dims, const char *const
 void lower_loop_begin(lw *L, const lay *y);
 void lower_loop_end(lw *L);
 void lower_spill(lw *L, val *v);
+
+/* ---- linlay.c: layouts as maps of bits ---- */
+
+void lower_lin_bits(const lw *L, const lay *y, lbits *b);
+int lower_same_layout(const lw *L, const lay *a, const lay *b);
+/* Rows of a 2-D tile over warps, each row within one warp. */
+lay lower_lin_rows(const lw *L, const tilec_type *t);
+/* The same along axis 0, for tiles contiguous in memory along it. */
+lay lower_lin_cols(const lw *L, const tilec_type *t);
+/* What a reduction along axis leaves; masks of the bits on the axis. */
+lay lower_lin_slice(const lw *L, const lay *x, int axis, unsigned *regs, unsigned *lanes, unsigned *warps);
+void lower_lin_index(lw *L, const lay *y, const char *j);
+/* The register of v holding the element at idx of the current element of
+ * layout cur, when this thread holds it; NULL when it does not. */
+const char *lower_lin_reg(lw *L, const val *v, const char *const *idx, const lay *cur);
+/* How many consecutive registers (tl_j aligned to it) hold consecutive
+ * elements along one axis, and which axis (*axis). */
+int lower_lay_run(const lw *L, const lay *y, int *axis);
+/* The condition for the one copy of a replicated element, or NULL. */
+const char *lower_lay_guard(lw *L, const lay *y);
+void lower_lin_describe(const lw *L, const lay *y, strbuf *s);
+
+/* ---- layplan.c: the choice of layouts and its report ---- */
+
+void lower_plan(lw *L);
+/* The layout a tile of type t gets; for expression e, a materialized
+ * operand's layout first. */
+lay lower_pick(lw *L, const tilec_type *t);
+lay lower_pick_for(lw *L, const tilec_expr *e);
+/* The layout of `let name = e` when the plan has one for the name. */
+int lower_pick_let(lw *L, const char *name, const tilec_expr *e, lay *y);
+/* Before the body of loop s: the dots it runs on every iteration. */
+void lower_plan_loop(lw *L, const tilec_stmt *s);
+/* May the dot being lowered stage its operands without a barrier first? */
+int lower_dot_barrier_free(const lw *L);
+__attribute__((format(printf, 2, 3))) void lower_note(lw *L, const char *f, ...);
+void lower_note_value(lw *L, const val *v);
 
 /* ---- expr.c: walking expressions ---- */
 

@@ -5,7 +5,7 @@
 
 #include "lower/lower_internal.h"
 
-val *lower_materialize(lw *L, const tilec_expr *e, const char *name, const lay *want)
+static val *materialize(lw *L, const tilec_expr *e, const char *name, const lay *want)
 {
     const tilec_type *t = lower_ty(L, e);
     const char *c = name ? name : lower_newtmp(L, "t");
@@ -29,10 +29,11 @@ val *lower_materialize(lw *L, const tilec_expr *e, const char *name, const lay *
         lower_line(L, "float %s[%d];", c, v->ly.E);
         lower_line(L, "#pragma unroll");
         lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) %s[tl_j] = 0.0f;", v->ly.E, c);
+        L->curdot = e;
         lower_emit_dot_into(L, e->args[0], e->args[1], v);
         return v;
     }
-    v->ly = want ? *want : lower_canon(L, t);
+    v->ly = want ? *want : lower_pick_for(L, e);
     if (t->rank == 0) {
         v->kind = VK_SCALAR;
         v->ly.E = 1;
@@ -85,6 +86,13 @@ val *lower_materialize(lw *L, const tilec_expr *e, const char *name, const lay *
     lower_loop_begin(L, &v->ly);
     lower_line(L, "%s[tl_j] = %s;", c, lower_st_elem(L, lower_walk(L, e, lower_idx, 1, &v->ly, EMIT), t->dtype));
     lower_loop_end(L);
+    return v;
+}
+
+val *lower_materialize(lw *L, const tilec_expr *e, const char *name, const lay *want)
+{
+    val *v = materialize(L, e, name, want);
+    lower_note_value(L, v);
     return v;
 }
 

@@ -10,10 +10,11 @@ static const char *vec_type(int bytes)
     return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : bytes == 2 ? "unsigned short" : NULL;
 }
 
-/* Elements per vector access for a layout and element size (0: none). */
-static int vec_width(const lay *y, unsigned size)
+/* Elements per vector access for a run of `run` registers and an element
+ * size (0: none). */
+static int vec_width(int run, unsigned size)
 {
-    int w = y->run;
+    int w = run;
     while (w > 1 && (unsigned)w * size > 16)
         w /= 2;
     if (w < 2 || !vec_type(w * (int)size))
@@ -35,8 +36,10 @@ void lower_emit_load(lw *L, const tilec_expr *e, val *v)
     const char *sub[TILEC_MAX_RANK];
     unsigned size = tilec_dtype_size(t->dtype);
     int64_t st = 0;
-    int w = t->rank ? vec_width(y, size) : 0;
-    if (w && !(lower_stride(L, ptr, t->rank - 1, &st) && st == 1))
+    int vax; /* the axis consecutive registers run along */
+    int run = lower_lay_run(L, y, &vax);
+    int w = t->rank ? vec_width(run, size) : 0;
+    if (w && !(lower_stride(L, ptr, vax, &st) && st == 1))
         w = 0;
     lower_line(L, "%s %s[%d];", lower_ctype(t->dtype), v->c, y->E);
     lower_line(L, "#pragma unroll");
@@ -69,11 +72,11 @@ void lower_emit_load(lw *L, const tilec_expr *e, val *v)
         strbuf all;
         sb_init(&all);
         if (mask) {
-            int mono = lower_ty(L, mask)->rank == t->rank && lower_monotone_mask(L, mask, t->rank - 1);
+            int mono = lower_ty(L, mask)->rank == t->rank && lower_monotone_mask(L, mask, vax);
             for (int q = 0; q < w; q++) {
                 const char *qidx[TILEC_MAX_RANK];
                 for (int r = 0; r < t->rank; r++)
-                    qidx[r] = r == t->rank - 1 && q ? lower_fmt(L, "(tl_i%d + %d)", r, q) : lower_idx[r];
+                    qidx[r] = r == vax && q ? lower_fmt(L, "(tl_i%d + %d)", r, q) : lower_idx[r];
                 lower_map_bcast(lower_ty(L, mask), t->rank, qidx, sub);
                 L->joff = q;
                 lower_line(L, "const bool tl_m%d = %s;", q, lower_walk(L, mask, sub, lower_same_shape(lower_ty(L, mask), t), y, EMIT));
@@ -113,7 +116,7 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
     const tilec_expr *ptr = e->args[0], *value = e->args[1], *mask = e->nargs > 2 ? e->args[2] : NULL;
     unsigned size = tilec_dtype_size(d);
     int64_t st = 0;
-    int w = !atomic && pt->rank ? vec_width(y, size) : 0;
+    int w = !atomic && pt->rank ? vec_width(y->run, size) : 0;
     if (w && !(lower_stride(L, ptr, pt->rank - 1, &st) && st == 1))
         w = 0;
     if (old && pt->rank == 0) /* a scalar is a plain variable, in the compute type */
@@ -156,7 +159,8 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
         if (!mono || q == nq - 1)
             sb_printf(&all, "tl_m%d && ", q);
     }
-    const char *guard = y->repl ? lower_fmt(L, "tl_tid < %lld && ", (long long)y->numel) : pt->rank == 0 ? "tl_tid == 0 && " : "";
+    const char *g = lower_lay_guard(L, y);
+    const char *guard = g ? lower_fmt(L, "%s && ", g) : pt->rank == 0 ? "tl_tid == 0 && " : "";
     if (atomic && old && y->repl) {
         /* a replicated layout (a scalar, or fewer elements than threads):
          * one thread per element does the atomic; every replica reads the

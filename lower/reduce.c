@@ -62,8 +62,9 @@ static void reduce_thread(lw *L, const red *rd)
     const val *x = rd->x;
     lower_loop_begin(L, &x->ly);
     const char *xe = lower_ld_elem(L, lower_fmt(L, "%s[tl_j]", x->c), x->ty.dtype);
-    if (x->ly.repl)
-        lower_line(L, "if (tl_tid < %lld) {", (long long)x->ly.numel);
+    const char *g = lower_lay_guard(L, &x->ly);
+    if (g)
+        lower_line(L, "if (%s) {", g);
     else
         lower_line(L, "{");
     if (rd->arg)
@@ -162,6 +163,81 @@ static void reduce_axis(lw *L, const red *rd, int axis, val *v, const tilec_type
     lower_line(L, "__syncthreads();");
 }
 
+/* Along `axis` in registers (any layout, through its map of bits): each
+ * thread combines its elements of one result element, the lanes that hold
+ * the axis meet with __shfl_xor_sync, and only when warps split the axis
+ * one partial per warp goes through shared memory. The result is left in
+ * the slice of x's layout. */
+static void reduce_regs(lw *L, const red *rd, int axis, val *v, const tilec_type *t)
+{
+    const val *x = rd->x;
+    unsigned regs, lanes, warps;
+    v->ly = lower_lin_slice(L, &x->ly, axis, &regs, &lanes, &warps);
+    int eo = v->ly.E;
+    lbits xb;
+    lower_lin_bits(L, &x->ly, &xb);
+    /* the result register of input register tl_j: its bits off the axis */
+    strbuf jr;
+    sb_init(&jr);
+    for (int k = 0, o = 0; k < xb.nreg; k++)
+        if (!(regs >> k & 1))
+            sb_printf(&jr, "%s((tl_j >> %d) & 1) << %d", jr.n ? " | " : "", k, o++);
+    const char *jo = lower_fmt(L, "(%s)", jr.n ? sb_str(&jr) : "0");
+    sb_free(&jr);
+    lower_line(L, "%s %s[%d];", lower_ctype(t->dtype), v->c, eo);
+    lower_line(L, "{ /* %s along axis %d in registers */", rd->op, axis);
+    L->ind++;
+    lower_line(L, "%s tl_r[%d];", rd->ct, eo);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) tl_r[tl_j] = %s;", eo, red_identity(L, rd->op, rd->cd));
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) {", x->ly.E);
+    lower_line(L, "    %s", red_step(L, rd->op, lower_fmt(L, "tl_r[%s]", jo),
+                                     lower_ld_elem(L, lower_fmt(L, "%s[tl_j]", x->c), x->ty.dtype)));
+    lower_line(L, "}");
+    for (int k = 0; k < 5; k++) {
+        if (!(lanes >> k & 1))
+            continue;
+        lower_line(L, "#pragma unroll");
+        lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) {", eo);
+        lower_line(L, "    const %s tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], %d);", rd->ct, 1 << k);
+        lower_line(L, "    %s", red_step(L, rd->op, "tl_r[tl_j]", "tl_x"));
+        lower_line(L, "}");
+    }
+    if (warps) {
+        /* one partial per warp along the axis: slot (axis warps, element) */
+        int nw = 0, wsrc[5];
+        for (int k = 0; k < 5; k++)
+            if (warps >> k & 1)
+                wsrc[nw++] = k;
+        strbuf w;
+        sb_init(&w);
+        for (int i = 0; i < nw; i++)
+            sb_printf(&w, "%s((tl_warp >> %d) & 1) << %d", i ? " | " : "", wsrc[i], i);
+        int64_t on = v->ly.numel;
+        uint32_t off = lower_alloc_smem(L, ((int64_t)1 << nw) * on * 8);
+        const char *slot = lower_fmt(L, "((%s *)(tl_smem + %u))", rd->ct, off);
+        const char *lin = lower_linear(L, v->ly.rank, v->ly.dims, lower_idx);
+        lower_line(L, "__syncthreads();");
+        lower_loop_begin(L, &v->ly);
+        lower_line(L, "%s[(%s) * %lld + %s] = tl_r[tl_j];", slot, sb_str(&w), (long long)on, lin);
+        lower_loop_end(L);
+        sb_free(&w);
+        lower_line(L, "__syncthreads();");
+        lower_loop_begin(L, &v->ly);
+        lower_line(L, "tl_r[tl_j] = %s[%s];", slot, lin);
+        lower_line(L, "for (int tl_w = 1; tl_w < %d; ++tl_w) {", 1 << nw);
+        lower_line(L, "    const %s tl_x = %s[tl_w * %lld + %s];", rd->ct, slot, (long long)on, lin);
+        lower_line(L, "    %s", red_step(L, rd->op, "tl_r[tl_j]", "tl_x"));
+        lower_line(L, "}");
+        lower_loop_end(L);
+    }
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) %s[tl_j] = %s;", eo, v->c, lower_st_elem(L, "tl_r[tl_j]", t->dtype));
+    L->ind--;
+    lower_line(L, "}");
+}
+
 /* sum/max/min/argmax/argmin(x, axis) into v (scalar or tile). */
 void lower_emit_reduce(lw *L, const tilec_expr *e, val *v)
 {
@@ -183,6 +259,8 @@ void lower_emit_reduce(lw *L, const tilec_expr *e, val *v)
         rd.ct = "int", rd.cd = TILEC_DT_I32;
     if (t->rank == 0)
         reduce_all(L, &rd, v, t);
+    else if (!rd.arg && !lower_lay_guard(L, &rd.x->ly))
+        reduce_regs(L, &rd, axis, v, t);
     else
         reduce_axis(L, &rd, axis, v, t);
 }

@@ -52,8 +52,11 @@ void lower_line(lw *L, const char *f, ...)
         sb_puts(&L->out, "    ");
     va_list ap;
     va_start(ap, f);
+    size_t at = L->out.n;
     sb_vprintf(&L->out, f, ap);
     va_end(ap);
+    if (!L->out.failed && !strcmp(sb_str(&L->out) + at, "__syncthreads();"))
+        L->nsync++;
     sb_putc(&L->out, '\n');
 }
 

@@ -133,6 +133,8 @@ static void stmt_let(lw *L, const tilec_stmt *s)
         const tilec_expr *d = find_dot_for(&L->k->body, s->names[0]);
         if (d && lower_dot_layout(L, lower_ty(L, d->args[0]), t->dims[0], t->dims[1], &want))
             wp = &want;
+    } else if (lower_pick_let(L, s->names[0], s->value, &want)) {
+        wp = &want;
     }
     val *v = lower_materialize(L, s->value, c, wp);
     lower_bind(L, s->names[0], v);
@@ -154,6 +156,7 @@ static void stmt_assign(lw *L, const tilec_stmt *s)
     }
     const tilec_expr *d = lower_dot_update(s);
     if (d) {
+        L->curdot = d;
         lower_emit_dot_into(L, d->args[0], d->args[1], v);
         return;
     }
@@ -174,7 +177,9 @@ static void stmt_expr(lw *L, const tilec_stmt *s)
     const tilec_expr *e = s->value;
     if (e->kind == TILEC_EX_CALL && (!strcmp(e->name, "store") || !strcmp(e->name, "atomic_add"))) {
         const tilec_type *pt = lower_ty(L, e->args[0]);
-        lay y = lower_canon(L, pt);
+        lay y = lower_pick_for(L, e->args[1]);
+        if (!lower_same_shape(lower_ty(L, e->args[1]), pt))
+            y = lower_pick(L, pt);
         const tilec_expr *value = e->args[1];
         if (value->kind == TILEC_EX_NAME) {
             val *v = lower_lookup(L, value->name);
@@ -191,9 +196,14 @@ static void stmt_expr(lw *L, const tilec_stmt *s)
 /* for v in lo .. hi step s: a cp.async pipeline when it qualifies. */
 static void stmt_for(lw *L, const tilec_stmt *s)
 {
-    if (lower_pipelined_loop(L, s))
+    int sync0 = L->nsync;
+    unsigned line = s->loc.line;
+    if (lower_pipelined_loop(L, s)) {
+        lower_note(L, "  loop at line %u: %d __syncthreads per iteration (cp.async pipeline)", line, L->nsync - sync0);
         return;
+    }
     const char *v = lower_cname(L, s->names[0]);
+    lower_plan_loop(L, s);
     lower_walk(L, s->lo, NULL, 0, NULL, PREP);
     lower_walk(L, s->hi, NULL, 0, NULL, PREP);
     if (s->step)
@@ -210,6 +220,7 @@ static void stmt_for(lw *L, const tilec_stmt *s)
     lower_leave(L);
     L->ind--;
     lower_line(L, "}");
+    lower_note(L, "  loop at line %u: %d __syncthreads per iteration", line, L->nsync - sync0);
 }
 
 /* A block one level in, its names in a scope of their own. */
@@ -239,6 +250,7 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
 {
     L->nmats = 0;
     L->nspilled = 0;
+    L->line = s->loc.line;
     if (s->kind != TILEC_ST_DOC)
         lower_comment_loc(L, &s->loc);
     switch (s->kind) {

@@ -205,6 +205,46 @@ static inline double rel_l2(const float *got, const double *want, size_t n)
         cr_assert_eq(st_, TILEC_RT_OK, "%s: %s: %s", #call, tilec_rt_status_string(st_), tilec_rt_last_error(rt)); \
     } while (0)
 
+/* A runtime call of a GPU test that must succeed. */
+#define GPU_CHECK(rt, call)                                                                                    \
+    do {                                                                                                       \
+        tilec_rt_status st_ = (call);                                                                          \
+        cr_assert_eq(st_, TILEC_RT_OK, "%s: %s: %s", #call, tilec_rt_status_string(st_), tilec_rt_last_error(rt)); \
+    } while (0)
+
+/* Criterion runs each test in a fresh worker process: a suite's .init
+ * opens the device there, names its architecture ("sm_90") and seeds the
+ * random inputs. */
+static inline void gpu_open(tilec_rt **rt, char arch[16], unsigned long long *rng)
+{
+    tilec_rt_status st = tilec_rt_open(0, rt);
+    cr_assert_eq(st, TILEC_RT_OK, "%s: %s", tilec_rt_status_string(st), tilec_rt_last_error(*rt));
+    tilec_rt_device_props p;
+    cr_assert_eq(tilec_rt_device_info(*rt, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(*rt));
+    snprintf(arch, 16, "sm_%d%d", p.sm_major, p.sm_minor);
+    *rng = gk_seed();
+    cr_log_info("%s (%s), seed %llu", p.name, arch, *rng);
+}
+
+/* n floats at device address dev within relative L2 error tol of want
+ * (a NaN anywhere fails: outputs are poisoned before each launch). */
+static inline void gpu_expect_close(tilec_rt *rt, uint64_t dev, const double *want, size_t n, double tol,
+                                    const char *what)
+{
+    float *got = malloc((n ? n : 1) * sizeof *got);
+    GPU_CHECK(rt, tilec_rt_synchronize(rt));
+    GPU_CHECK(rt, tilec_rt_memcpy_dtoh(rt, got, dev, n * 4));
+    double err = rel_l2(got, want, n);
+    cr_expect_leq(err, tol, "%s: relative L2 error %g > %g", what, err, tol);
+    free(got);
+}
+
+static inline void gpu_close(tilec_rt **rt)
+{
+    tilec_rt_close(*rt);
+    *rt = NULL;
+}
+
 /* main() of a GPU suite: one SKIP line and success where there is no GPU,
  * otherwise the device on one line and the Criterion tests. */
 static inline int gpu_suite_main(int argc, char *argv[], const char *what)

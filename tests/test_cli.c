@@ -69,7 +69,7 @@ static const struct {
     {"examples/add_relu.tile --emit", "tilec: option '--emit' needs an argument" HINT},
     {"examples/add_relu.tile -o", "tilec: option '-o' needs an argument" HINT},
     {"examples/add_relu.tile --emit nonsense -o %s",
-     "tilec: unknown --emit kind 'nonsense' (known: ast, cuda, cubin, ir, c, py)" HINT},
+     "tilec: unknown --emit kind 'nonsense' (known: ast, cuda, layouts, cubin, ir, c, py)" HINT},
     {"examples/add_relu.tile --emit cubin --arch sm_99 -o %s", "tilec: unknown --arch 'sm_99' (NVRTC "},
     {"examples/add_relu.tile --emit cubin --arch 90 -o %s", "tilec: unknown --arch '90' (NVRTC "},
     {"examples/e2e.tile --emit c --aot sm_1 -o %s", "tilec: unknown --aot 'sm_1' (NVRTC "},
@@ -274,6 +274,25 @@ Test(cli, emit_ir_with_sizes)
     cr_expect_eq(run("examples/block.tile --emit ir --sizes R=4096,C=1024", &out), 0, "%s", out);
     cr_expect(strstr(out, "reuse y <- t: f32[R, C]"), "%s", out);
     cr_expect(strstr(out, "peak bytes with R=4096, C=1024: 33587200 planned, 50364416 unplanned"), "%s", out);
+    free(out);
+}
+
+/* --emit layouts: the layout report, per variant; an input error is an
+ * error, not a partial report. */
+Test(cli, emit_layouts)
+{
+    char *out;
+    cr_expect_eq(run("examples/softmax_rows.tile --emit layouts", &out), 0, "%s", out);
+    cr_expect(strstr(out, "softmax_rows_v0: 128 threads, 0 bytes of shared memory, 0 __syncthreads\n"), "%s", out);
+    cr_expect(strstr(out, "v_v [16, 128] f32: blocked regs[4, 4] lanes[1, 32] warps[4, 1] E=16"), "%s", out);
+    cr_expect(strstr(out, "loop at line 24: 0 __syncthreads per iteration"), "%s", out);
+    free(out);
+    cr_expect_eq(run("examples/attention.tile --emit layouts", &out), 0, "%s", out);
+    cr_expect(strstr(out, "dot operand v_p read from its mma registers"), "%s", out);
+    cr_expect(strstr(out, "2 __syncthreads per iteration"), "%s", out);
+    free(out);
+    cr_expect_eq(run("tests/golden/bad/name_undefined.tile --emit layouts", &out), 1);
+    cr_expect(strstr(out, "error"), "%s", out);
     free(out);
 }
 

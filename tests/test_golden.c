@@ -79,22 +79,23 @@ ParameterizedTest(gcase *c, golden, examples)
     tilec_ctx_free(ctx);
 }
 
-/* The CUDA C of every example is golden too (tests/golden/cuda/X.cu):
- * a change to the lowering shows up as a reviewed diff. */
-ParameterizedTestParameters(golden, cuda) { return cases_of("examples/*.tile"); }
-ParameterizedTest(gcase *c, golden, cuda)
+/* What `emit` writes for example `path` must be exactly
+ * tests/golden/DIR/NAME.EXT. */
+static void expect_golden_emit(const char *path, const char *dir, const char *ext,
+                               tilec_status (*emit)(tilec_ctx *, const tilec_module *, tilec_sink))
 {
-    const char *base = strrchr(c->path, '/') + 1;
+    const char *base = strrchr(path, '/') + 1;
     char want_path[300];
-    snprintf(want_path, sizeof want_path, "tests/golden/cuda/%.*s.cu", (int)(strlen(base) - 5), base);
+    snprintf(want_path, sizeof want_path, "tests/golden/%s/%.*s.%s", dir, (int)(strlen(base) - 5), base, ext);
     char *want = read_file(want_path, NULL);
     cr_assert(want, "missing %s", want_path);
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = NULL;
-    cr_assert_eq(tilec_parse_file(ctx, c->path, &m), TILEC_OK);
+    cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK);
     membuf got = {0};
-    cr_assert_eq(tilec_module_emit_cuda(ctx, m, membuf_sink(&got)), TILEC_OK);
-    cr_expect_str_eq(got.s, want, "%s: the CUDA C differs from %s", c->path, want_path);
+    cr_assert_eq(emit(ctx, m, membuf_sink(&got)), TILEC_OK);
+    cr_expect_str_eq(got.s, want, "%s: the output differs from %s", path, want_path);
+    cr_expect_eq(emit(ctx, NULL, membuf_sink(&got)), TILEC_ERR_ARG);
     free(got.s);
     free(want);
     tilec_module_free(m);
@@ -138,6 +139,20 @@ ParameterizedTest(gcase *c, golden, index)
     free(want_path);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
+}
+
+/* The CUDA C of every example is golden too (tests/golden/cuda/X.cu):
+ * a change to the lowering shows up as a reviewed diff. */
+ParameterizedTestParameters(golden, cuda) { return cases_of("examples/*.tile"); }
+ParameterizedTest(gcase *c, golden, cuda) { expect_golden_emit(c->path, "cuda", "cu", tilec_module_emit_cuda); }
+
+/* The layout report of every example is golden (tests/golden/layouts/X.layouts):
+ * which layout each tile takes, the conversions through shared memory and
+ * the __syncthreads per loop iteration (lower/layplan.c). */
+ParameterizedTestParameters(golden, layouts) { return cases_of("examples/*.tile"); }
+ParameterizedTest(gcase *c, golden, layouts)
+{
+    expect_golden_emit(c->path, "layouts", "layouts", tilec_module_emit_layouts);
 }
 
 /* The corpus must stay large enough to cover every error class. */

@@ -13,11 +13,7 @@ static tilec_rt *rt;
 static char arch[16];
 static unsigned long long rng;
 
-#define CHECK_RT(call)                                                                                  \
-    do {                                                                                                \
-        tilec_rt_status st_ = (call);                                                                   \
-        cr_assert_eq(st_, TILEC_RT_OK, "%s: %s: %s", #call, tilec_rt_status_string(st_), tilec_rt_last_error(rt)); \
-    } while (0)
+#define CHECK_RT(call) GPU_CHECK(rt, call)
 
 static uint64_t dev_alloc(size_t bytes)
 {
@@ -40,23 +36,9 @@ static uint64_t poisoned(size_t n)
     return p;
 }
 
-/* Criterion runs each test in a fresh worker process: open the device there. */
-static void gpu_setup(void)
-{
-    tilec_rt_status st = tilec_rt_open(0, &rt);
-    cr_assert_eq(st, TILEC_RT_OK, "%s: %s", tilec_rt_status_string(st), tilec_rt_last_error(rt));
-    tilec_rt_device_props p;
-    cr_assert_eq(tilec_rt_device_info(rt, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
-    snprintf(arch, sizeof arch, "sm_%d%d", p.sm_major, p.sm_minor);
-    rng = gk_seed();
-    cr_log_info("%s (%s), seed %llu", p.name, arch, rng);
-}
+static void gpu_setup(void) { gpu_open(&rt, arch, &rng); }
 
-static void gpu_teardown(void)
-{
-    tilec_rt_close(rt);
-    rt = NULL;
-}
+static void gpu_teardown(void) { gpu_close(&rt); }
 
 TestSuite(gpu, .init = gpu_setup, .fini = gpu_teardown);
 
@@ -85,12 +67,7 @@ static float *random_floats(size_t n)
 
 static void download_check(uint64_t dev, const double *want, size_t n, double tol, const char *what)
 {
-    float *got = malloc((n ? n : 1) * sizeof *got);
-    CHECK_RT(tilec_rt_synchronize(rt));
-    CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, dev, n * 4));
-    double err = rel_l2(got, want, n);
-    cr_expect_leq(err, tol, "%s: relative L2 error %g > %g", what, err, tol);
-    free(got);
+    gpu_expect_close(rt, dev, want, n, tol, what);
 }
 
 Test(gpu, add_relu)
@@ -216,13 +193,18 @@ Test(gpu, cdiv_on_tiles_is_the_ceiling)
     gk_free(&g);
 }
 
-static const int row_shapes[][2] = {{1, 1}, {3, 127}, {7, 1000}, {2, 4097}, {16, 1024}, {1, (1 << 20) + 3}};
+/* rows x cols: ragged, exactly a tile, each variant's width, rows longer
+ * than every tile (the three-pass paths), many short rows (the multi-row
+ * kernels' several rows per program) */
+static const int row_shapes[][2] = {{1, 1},     {3, 127},  {7, 1000}, {2, 4097},  {16, 1024},
+                                    {17, 128}, {33, 512}, {70, 300}, {1, (1 << 20) + 3}};
 
-Test(gpu, softmax, .timeout = 120)
+/* softmax(file:kernel), every variant, against double */
+static void check_softmax(const char *file, const char *kernel)
 {
-    for (uint32_t var = 0; var < variants_of("examples/softmax.tile", "softmax"); var++) {
+    for (uint32_t var = 0; var < variants_of(file, kernel); var++) {
     gk g;
-    load_or_fail("examples/softmax.tile", "softmax", (int)var, &g);
+    load_or_fail(file, kernel, (int)var, &g);
     for (size_t s = 0; s < sizeof row_shapes / sizeof row_shapes[0]; s++) {
         int rows = row_shapes[s][0], cols = row_shapes[s][1];
         size_t n = (size_t)rows * (size_t)cols;
@@ -244,7 +226,7 @@ Test(gpu, softmax, .timeout = 120)
         tilec_rt_arg args[4] = {{.ptr = dx}, {.ptr = dy}, {.i32 = rows}, {.i32 = cols}};
         CHECK_RT(gk_launch(&g, args, NULL));
         char what[64];
-        snprintf(what, sizeof what, "softmax variant %u %dx%d", var, rows, cols);
+        snprintf(what, sizeof what, "%s variant %u %dx%d", kernel, var, rows, cols);
         download_check(dy, want, n, 1e-5, what);
         tilec_rt_free(rt, dx);
         tilec_rt_free(rt, dy);
@@ -255,11 +237,15 @@ Test(gpu, softmax, .timeout = 120)
     }
 }
 
-Test(gpu, layernorm, .timeout = 120)
+Test(gpu, softmax, .timeout = 120) { check_softmax("examples/softmax.tile", "softmax"); }
+Test(gpu, softmax_rows, .timeout = 120) { check_softmax("examples/softmax_rows.tile", "softmax_rows"); }
+
+/* layernorm(file:kernel), every variant, against double */
+static void check_layernorm(const char *file, const char *kernel)
 {
-    for (uint32_t var = 0; var < variants_of("examples/layernorm.tile", "layernorm"); var++) {
+    for (uint32_t var = 0; var < variants_of(file, kernel); var++) {
     gk g;
-    load_or_fail("examples/layernorm.tile", "layernorm", (int)var, &g);
+    load_or_fail(file, kernel, (int)var, &g);
     for (size_t s = 0; s < sizeof row_shapes / sizeof row_shapes[0]; s++) {
         int rows = row_shapes[s][0], cols = row_shapes[s][1];
         size_t n = (size_t)rows * (size_t)cols;
@@ -287,7 +273,7 @@ Test(gpu, layernorm, .timeout = 120)
                                 {.f32 = eps}};
         CHECK_RT(gk_launch(&g, args, NULL));
         char what[64];
-        snprintf(what, sizeof what, "layernorm variant %u %dx%d", var, rows, cols);
+        snprintf(what, sizeof what, "%s variant %u %dx%d", kernel, var, rows, cols);
         download_check(dy, want, n, 1e-5, what);
         tilec_rt_free(rt, dx);
         tilec_rt_free(rt, dw);
@@ -301,6 +287,9 @@ Test(gpu, layernorm, .timeout = 120)
     gk_free(&g);
     }
 }
+
+Test(gpu, layernorm, .timeout = 120) { check_layernorm("examples/layernorm.tile", "layernorm"); }
+Test(gpu, layernorm_rows, .timeout = 120) { check_layernorm("examples/layernorm_rows.tile", "layernorm_rows"); }
 
 static const int mm_shapes[][3] = {{1, 1, 1}, {64, 64, 64}, {127, 129, 33}, {256, 96, 1000}, {300, 257, 80}};
 

@@ -221,7 +221,7 @@ def w_add_relu(n):
 
 
 def w_softmax(r, c, rows_kernel=False):
-    tile, kern = ("bench/harness/softmax_rows.tile", "softmax_rows") if rows_kernel else \
+    tile, kern = ("examples/softmax_rows.tile", "softmax_rows") if rows_kernel else \
         ("examples/softmax.tile", "softmax")
 
     def make():
@@ -244,11 +244,14 @@ def w_cumsum(r, c):
         lambda t: torch.cumsum(t["x"].double(), 1), 8 * r * c, tol=1e-5)
 
 
-def w_layernorm(r, c):
+def w_layernorm(r, c, rows_kernel=False):
+    tile, kern = ("examples/layernorm_rows.tile", "layernorm_rows") if rows_kernel else \
+        ("examples/layernorm.tile", "layernorm")
+
     def make():
         return {"x": randn(r, c), "w": randn(c), "b": randn(c), "y": torch.empty(r, c, device=DEV)}
     return Workload(
-        f"layernorm {r}x{c}", "layernorm", "examples/layernorm.tile", "layernorm", make,
+        f"{kern} {r}x{c}", "layernorm", tile, kern, make,
         lambda t: ([t["x"], t["w"], t["b"], t["y"], r, c, 1e-5], "y"),
         lambda t: F.layer_norm(t["x"], (c,), t["w"], t["b"], 1e-5),
         lambda t: F.layer_norm(t["x"].double(), (c,), t["w"].double(), t["b"].double(), 1e-5),
@@ -309,7 +312,7 @@ def w_attention(b, h, s, d, causal):
                 "o": torch.empty(b, h, s, d, device=DEV, dtype=torch.float16)}
     flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
     return Workload(
-        f"attention d{d} {b}x{h}x{s}{' causal' if causal else ''}", "attention", "bench/harness/attention.tile",
+        f"attention d{d} {b}x{h}x{s}{' causal' if causal else ''}", "attention", "examples/attention.tile",
         f"attention_d{d}", make,
         lambda t: ([t["q"], t["k"], t["v"], t["o"], s, b * h, int(causal), scale], "o"),
         lambda t: F.scaled_dot_product_attention(t["q"], t["k"], t["v"], is_causal=causal),
@@ -323,10 +326,12 @@ def workloads():
         w.append(w_softmax(r, c))
     for r, c in [(32768, 512), (65536, 128), (8192, 1024)]:
         w.append(w_softmax(r, c, rows_kernel=True))
-    for r, c in [(8192, 4096), (4096, 768), (8192, 1024)]:
+    for r, c in [(8192, 4096), (4096, 768), (8192, 1024), (32768, 512), (65536, 128)]:
         w.append(w_layernorm(r, c))
     for r, c in [(4096, 32768), (32768, 4096)]:  # issue 21: >= 1.0x the best of eager and compile
         w.append(w_cumsum(r, c))
+    for r, c in [(32768, 512), (65536, 128), (8192, 1024), (4096, 768)]:
+        w.append(w_layernorm(r, c, rows_kernel=True))
     for dt in ("f16", "bf16"):
         for s in (1024, 2048, 4096, 8192):
             w.append(w_matmul(s, s, s, dt))

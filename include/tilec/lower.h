@@ -37,6 +37,7 @@ typedef struct tilec_kernel_code {
                            * parameter i (tilec_kernel_written_params) */
     tilec_tma_meta tma;   /* the sm_90a twin in the same source (wgmma +
                            * TMA), compiled only for sm_90a; name NULL: none */
+    char *layouts;        /* the layout report (tilec_module_emit_layouts) */
 } tilec_kernel_code;
 
 /* Number of compiled variants of k: max(1, k->nvariants). */
@@ -60,6 +61,12 @@ void tilec_kernel_code_free(tilec_kernel_code *code);
 /* Every variant of every kernel of the module as one CUDA C file
  * (`tilec FILE --emit cuda`). */
 tilec_status tilec_module_emit_cuda(tilec_ctx *ctx, const tilec_module *m, tilec_sink sink);
+
+/* For every variant of every kernel: the layout of each materialized tile
+ * (by .tile line), the conversions through shared memory, the
+ * __syncthreads per loop iteration, the shared memory and the total
+ * __syncthreads (`tilec FILE --emit layouts`; docs/lowering.md). */
+tilec_status tilec_module_emit_layouts(tilec_ctx *ctx, const tilec_module *m, tilec_sink sink);
 
 /* Lower variant `variant` of k and compile it with NVRTC for `arch`
  * ("sm_90"); no GPU needed. On success *code holds the source and launch

@@ -23,6 +23,12 @@ static __device__ __forceinline__ void tl_ldsm_x4_t(unsigned b0[2], unsigned b1[
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(a));
 }
+static __device__ __forceinline__ void tl_ldsm_x4_nt(unsigned b0[2], unsigned b1[2], const void *p)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(a));
+}
 /* cp.async: 16 bytes global to shared, src_bytes 0 fills zeros */
 static __device__ __forceinline__ void tl_cp16(void *dst, const void *src, int src_bytes)
 {
@@ -104,27 +110,48 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v0(__half *v_x, __
         // examples/conv2d.tile:28
         __half v_b[16];
         #pragma unroll
-        for (int tl_c = 0; tl_c < 16; tl_c += 1) {
+        for (int tl_c = 0; tl_c < 16; tl_c += 8) {
             const int tl_j = tl_c;
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 3) << 3);
+            const int tl_i1 = ((((tl_j) >> 3) & 1) << 5) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 3);
             const __half *tl_p = ((v_w + (((long long)(((((int)blockIdx.y) * v_BN) + tl_i1))) * ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C))))) + (v_q0 + ((long long)(tl_i0))));
-            v_b[tl_j] = ((((v_q0 + ((long long)(tl_i0))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K))) ? *tl_p : __float2half_rn(0.0f);
+            const bool tl_m0 = (((v_q0 + ((long long)(tl_i0))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = (((v_q0 + ((long long)((tl_i0 + 1)))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+            const bool tl_m2 = (((v_q0 + ((long long)((tl_i0 + 2)))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+            const bool tl_m3 = (((v_q0 + ((long long)((tl_i0 + 3)))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+            const bool tl_m4 = (((v_q0 + ((long long)((tl_i0 + 4)))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+            const bool tl_m5 = (((v_q0 + ((long long)((tl_i0 + 5)))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+            const bool tl_m6 = (((v_q0 + ((long long)((tl_i0 + 6)))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+            const bool tl_m7 = (((v_q0 + ((long long)((tl_i0 + 7)))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&v_b[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                v_b[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                v_b[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                v_b[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                v_b[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                v_b[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                v_b[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                v_b[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                v_b[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+            }
         }
         // examples/conv2d.tile:29
         { /* v_acc += dot: [64, 32] @ [32, 64] */
             __syncthreads();
             #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+                const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 5) & 63, tl_i1 = (tl_l >> 0) & 31;
-                ((__half *)(tl_smem + 0))[tl_i0 * 40 + tl_i1] = v_a[tl_j];
+                *(uint2 *)((__half *)(tl_smem + 0) + tl_i0 * 40 + tl_i1) = *(const uint2 *)&v_a[tl_j];
             }
             #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-                const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-                ((__half *)(tl_smem + 5120))[tl_i0 * 72 + tl_i1] = v_b[tl_j];
+            for (int tl_c = 0; tl_c < 16; tl_c += 8) {
+                const int tl_j = tl_c;
+                const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 3) << 3);
+                const int tl_i1 = ((((tl_j) >> 3) & 1) << 5) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 3);
+                *(uint4 *)((__half *)(tl_smem + 5120) + tl_i1 * 40 + tl_i0) = *(const uint4 *)&v_b[tl_j];
             }
             __syncthreads();
             #pragma unroll
@@ -135,7 +162,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v0(__half *v_x, __
                     tl_ldsm_x4(tl_fa[tl_m], tl_smem + 0 + (((tl_warp / 2) * 32 + tl_m * 16 + (tl_lane & 15)) * 40 + tl_k + (tl_lane >> 4) * 8) * 2);
                 #pragma unroll
                 for (int tl_n = 0; tl_n < 4; tl_n += 2)
-                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 5120 + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 2) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                    tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 5120 + (((tl_warp % 2) * 32 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 40 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
                 #pragma unroll
                 for (int tl_m = 0; tl_m < 2; ++tl_m)
                     #pragma unroll
@@ -156,52 +183,34 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v0(__half *v_x, __
     }
     // examples/conv2d.tile:32
     __syncthreads();
-    { /* v_acc to shared memory */
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_i0 = (tl_warp / 2) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            ((float *)(tl_smem + 9728))[((tl_i1) * 1 + (tl_i0) * 64)] = v_acc[tl_j];
-        }
-    }
-    __syncthreads();
-    __syncthreads();
     { /* v_bk to shared memory */
         #pragma unroll
         for (int tl_j = 0; tl_j < 1; ++tl_j) {
             const int tl_l = tl_tid % 64;
             const int tl_i0 = (tl_l >> 0) & 63;
             if (tl_tid < 64)
-            ((float *)(tl_smem + 26112))[((tl_i0) * 1)] = v_bk[tl_j];
+            ((float *)(tl_smem + 10240))[((tl_i0) * 1)] = v_bk[tl_j];
         }
     }
     __syncthreads();
     #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 4) {
+    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 63, tl_i1 = (tl_l >> 0) & 63;
+        const int tl_i0 = (tl_warp / 2) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         float *tl_p = ((v_y + (((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-        const float tl_v0 = tl_max((((const float *)(tl_smem + 9728))[((tl_i1) * 1 + (tl_i0) * 64)] + ((const float *)(tl_smem + 26112))[((tl_i1) * 1)]), 0.0f);
+        const float tl_v0 = tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 10240))[((tl_i1) * 1)]), 0.0f);
         const bool tl_m0 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-        const float tl_v1 = tl_max((((const float *)(tl_smem + 9728))[(((tl_i1 + 1)) * 1 + (tl_i0) * 64)] + ((const float *)(tl_smem + 26112))[(((tl_i1 + 1)) * 1)]), 0.0f);
+        const float tl_v1 = tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 10240))[(((tl_i1 + 1)) * 1)]), 0.0f);
         const bool tl_m1 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        const float tl_v2 = tl_max((((const float *)(tl_smem + 9728))[(((tl_i1 + 2)) * 1 + (tl_i0) * 64)] + ((const float *)(tl_smem + 26112))[(((tl_i1 + 2)) * 1)]), 0.0f);
-        const bool tl_m2 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K));
-        const float tl_v3 = tl_max((((const float *)(tl_smem + 9728))[(((tl_i1 + 3)) * 1 + (tl_i0) * 64)] + ((const float *)(tl_smem + 26112))[(((tl_i1 + 3)) * 1)]), 0.0f);
-        const bool tl_m3 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K));
-        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-            uint4 tl_vec;
+        if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
+            uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
             ((float *)&tl_vec)[1] = tl_v1;
-            ((float *)&tl_vec)[2] = tl_v2;
-            ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            *(uint2 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
-            if (tl_m2) tl_p[2] = tl_v2;
-            if (tl_m3) tl_p[3] = tl_v3;
         }
     }
 }

@@ -21,6 +21,12 @@ static __device__ __forceinline__ void tl_ldsm_x4_t(unsigned b0[2], unsigned b1[
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(a));
 }
+static __device__ __forceinline__ void tl_ldsm_x4_nt(unsigned b0[2], unsigned b1[2], const void *p)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(a));
+}
 /* cp.async: 16 bytes global to shared, src_bytes 0 fills zeros */
 static __device__ __forceinline__ void tl_cp16(void *dst, const void *src, int src_bytes)
 {
@@ -71,8 +77,8 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
-            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 9) & 7, tl_i1 = (tl_l >> 0) & 511;
+            const int tl_i0 = (((tl_warp >> 0) & 7) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
             const float *tl_p = ((v_x + v_base) + ((v_c0 + (tl_i0 * v_BW)) + tl_i1));
             const bool tl_m0 = (((v_c0 + (tl_i0 * v_BW)) + tl_i1) < v_C);
             const bool tl_m1 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 1)) < v_C);
@@ -88,37 +94,51 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
             }
         }
         // examples/cumsum.tile:18
-        __syncthreads();
-        { /* v_t to shared memory */
+        float v_tot[1];
+        { /* sum along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = ((float)0);
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-                const int tl_i0 = (tl_l >> 9) & 7, tl_i1 = (tl_l >> 0) & 511;
-                ((float *)(tl_smem + 0))[((tl_i1) * 1 + (tl_i0) * 512)] = v_t[tl_j];
+                tl_r[(0)] = tl_r[(0)] + v_t[tl_j];
             }
-        }
-        __syncthreads();
-        float v_tot[1];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 1; ++tl_j) {
-            const int tl_l = tl_tid % 8;
-            const int tl_i0 = (tl_l >> 0) & 7;
-            float tl_a = ((float)0);
-            for (int tl_r = 0; tl_r < 512; ++tl_r) {
-                tl_a = tl_a + ((const float *)(tl_smem + 0))[((tl_r) * 1 + (tl_i0) * 512)];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
             }
-            v_tot[tl_j] = tl_a;
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) v_tot[tl_j] = tl_r[tl_j];
         }
-        __syncthreads();
         // examples/cumsum.tile:19
         __syncthreads();
         { /* v_tot to shared memory */
             #pragma unroll
             for (int tl_j = 0; tl_j < 1; ++tl_j) {
-                const int tl_l = tl_tid % 8;
-                const int tl_i0 = (tl_l >> 0) & 7;
-                if (tl_tid < 8)
-                ((float *)(tl_smem + 16384))[((tl_i0) * 1)] = v_tot[tl_j];
+                const int tl_i0 = (((tl_warp >> 0) & 7) << 0);
+                if ((tl_tid & 31) == 0)
+                ((float *)(tl_smem + 0))[((tl_i0) * 1)] = v_tot[tl_j];
             }
         }
         __syncthreads();
@@ -133,7 +153,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
                 for (int tl_c = 0; tl_c < 1; ++tl_c) {
                     const int tl_q = tl_c * 8 + tl_seg;
                     const int tl_at = tl_base + tl_q * 1;
-                    float tl_v = tl_ok ? ((const float *)(tl_smem + 16384))[tl_at] : (float)0;
+                    float tl_v = tl_ok ? ((const float *)(tl_smem + 0))[tl_at] : (float)0;
                     #pragma unroll
                     for (int tl_d = 1; tl_d < 8; tl_d <<= 1) {
                         const float tl_y = __shfl_up_sync(0xffffffffu, tl_v, tl_d, 8);
@@ -142,7 +162,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
                     const float tl_in = tl_has ? tl_cmb(tl_carry, tl_v) : tl_v;
                     const float tl_x = __shfl_up_sync(0xffffffffu, tl_v, 1, 8);
                     const float tl_out = tl_seg ? (tl_has ? tl_cmb(tl_carry, tl_x) : tl_x) : (tl_has ? tl_carry : ((float)0));
-                    if (tl_ok) ((float *)(tl_smem + 16416))[tl_at] = tl_out;
+                    if (tl_ok) ((float *)(tl_smem + 32))[tl_at] = tl_out;
                     tl_carry = __shfl_sync(0xffffffffu, tl_in, 7, 8);
                     tl_has = true;
                 }
@@ -154,16 +174,16 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
         for (int tl_j = 0; tl_j < 1; ++tl_j) {
             const int tl_l = tl_tid % 8;
             const int tl_i0 = (tl_l >> 0) & 7;
-            v_pre[tl_j] = ((const float *)(tl_smem + 16416))[((tl_i0) * 1)];
+            v_pre[tl_j] = ((const float *)(tl_smem + 32))[((tl_i0) * 1)];
         }
         // examples/cumsum.tile:20
         __syncthreads();
         { /* v_t to shared memory */
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-                const int tl_i0 = (tl_l >> 9) & 7, tl_i1 = (tl_l >> 0) & 511;
-                ((float *)(tl_smem + 0))[((tl_i1) * 1 + (tl_i0) * 512)] = v_t[tl_j];
+                const int tl_i0 = (((tl_warp >> 0) & 7) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+                ((float *)(tl_smem + 64))[((tl_i1) * 1 + (tl_i0) * 512)] = v_t[tl_j];
             }
         }
         __syncthreads();
@@ -178,7 +198,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
                 for (int tl_c = 0; tl_c < 16; ++tl_c) {
                     const int tl_q = tl_c * 32 + tl_seg;
                     const int tl_at = tl_base + tl_q * 1;
-                    float tl_v = tl_ok ? ((const float *)(tl_smem + 0))[tl_at] : (float)0;
+                    float tl_v = tl_ok ? ((const float *)(tl_smem + 64))[tl_at] : (float)0;
                     #pragma unroll
                     for (int tl_d = 1; tl_d < 32; tl_d <<= 1) {
                         const float tl_y = __shfl_up_sync(0xffffffffu, tl_v, tl_d, 32);
@@ -200,29 +220,39 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
             tl_t0[tl_j] = ((const float *)(tl_smem + 16448))[((tl_i1) * 1 + (tl_i0) * 512)];
         }
         __syncthreads();
+        { /* tl_t0 to shared memory */
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_i0 = (tl_l >> 9) & 7, tl_i1 = (tl_l >> 0) & 511;
+                ((float *)(tl_smem + 16448))[((tl_i1) * 1 + (tl_i0) * 512)] = tl_t0[tl_j];
+            }
+        }
+        __syncthreads();
+        __syncthreads();
         { /* v_pre to shared memory */
             #pragma unroll
             for (int tl_j = 0; tl_j < 1; ++tl_j) {
                 const int tl_l = tl_tid % 8;
                 const int tl_i0 = (tl_l >> 0) & 7;
                 if (tl_tid < 8)
-                ((float *)(tl_smem + 16416))[((tl_i0) * 1)] = v_pre[tl_j];
+                ((float *)(tl_smem + 32))[((tl_i0) * 1)] = v_pre[tl_j];
             }
         }
         __syncthreads();
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
-            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 9) & 7, tl_i1 = (tl_l >> 0) & 511;
+            const int tl_i0 = (((tl_warp >> 0) & 7) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
             float *tl_p = ((v_y + v_base) + ((v_c0 + (tl_i0 * v_BW)) + tl_i1));
-            const float tl_v0 = ((tl_t0[tl_j] + ((const float *)(tl_smem + 16416))[((tl_i0) * 1)]) + v_carry);
+            const float tl_v0 = ((((const float *)(tl_smem + 16448))[((tl_i1) * 1 + (tl_i0) * 512)] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
             const bool tl_m0 = (((v_c0 + (tl_i0 * v_BW)) + tl_i1) < v_C);
-            const float tl_v1 = ((tl_t0[tl_j + 1] + ((const float *)(tl_smem + 16416))[((tl_i0) * 1)]) + v_carry);
+            const float tl_v1 = ((((const float *)(tl_smem + 16448))[(((tl_i1 + 1)) * 1 + (tl_i0) * 512)] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
             const bool tl_m1 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 1)) < v_C);
-            const float tl_v2 = ((tl_t0[tl_j + 2] + ((const float *)(tl_smem + 16416))[((tl_i0) * 1)]) + v_carry);
+            const float tl_v2 = ((((const float *)(tl_smem + 16448))[(((tl_i1 + 2)) * 1 + (tl_i0) * 512)] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
             const bool tl_m2 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 2)) < v_C);
-            const float tl_v3 = ((tl_t0[tl_j + 3] + ((const float *)(tl_smem + 16416))[((tl_i0) * 1)]) + v_carry);
+            const float tl_v3 = ((((const float *)(tl_smem + 16448))[(((tl_i1 + 3)) * 1 + (tl_i0) * 512)] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
             const bool tl_m3 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 3)) < v_C);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
@@ -244,9 +274,8 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
             float tl_a = ((float)0);
             #pragma unroll
             for (int tl_j = 0; tl_j < 1; ++tl_j) {
-                const int tl_l = tl_tid % 8;
-                const int tl_i0 = (tl_l >> 0) & 7;
-                if (tl_tid < 8) {
+                const int tl_i0 = (((tl_warp >> 0) & 7) << 0);
+                if ((tl_tid & 31) == 0) {
                     tl_a = tl_a + v_tot[tl_j];
                 }
             }
@@ -299,8 +328,8 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
             const int tl_j = tl_c;
-            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 10) & 7, tl_i1 = (tl_l >> 0) & 1023;
+            const int tl_i0 = (((tl_warp >> 0) & 7) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
             const float *tl_p = ((v_x + v_base) + ((v_c0 + (tl_i0 * v_BW)) + tl_i1));
             const bool tl_m0 = (((v_c0 + (tl_i0 * v_BW)) + tl_i1) < v_C);
             const bool tl_m1 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 1)) < v_C);
@@ -316,37 +345,51 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
             }
         }
         // examples/cumsum.tile:18
-        __syncthreads();
-        { /* v_t to shared memory */
+        float v_tot[1];
+        { /* sum along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = ((float)0);
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-                const int tl_i0 = (tl_l >> 10) & 7, tl_i1 = (tl_l >> 0) & 1023;
-                ((float *)(tl_smem + 0))[((tl_i1) * 1 + (tl_i0) * 1024)] = v_t[tl_j];
+                tl_r[(0)] = tl_r[(0)] + v_t[tl_j];
             }
-        }
-        __syncthreads();
-        float v_tot[1];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 1; ++tl_j) {
-            const int tl_l = tl_tid % 8;
-            const int tl_i0 = (tl_l >> 0) & 7;
-            float tl_a = ((float)0);
-            for (int tl_r = 0; tl_r < 1024; ++tl_r) {
-                tl_a = tl_a + ((const float *)(tl_smem + 0))[((tl_r) * 1 + (tl_i0) * 1024)];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
             }
-            v_tot[tl_j] = tl_a;
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) v_tot[tl_j] = tl_r[tl_j];
         }
-        __syncthreads();
         // examples/cumsum.tile:19
         __syncthreads();
         { /* v_tot to shared memory */
             #pragma unroll
             for (int tl_j = 0; tl_j < 1; ++tl_j) {
-                const int tl_l = tl_tid % 8;
-                const int tl_i0 = (tl_l >> 0) & 7;
-                if (tl_tid < 8)
-                ((float *)(tl_smem + 32768))[((tl_i0) * 1)] = v_tot[tl_j];
+                const int tl_i0 = (((tl_warp >> 0) & 7) << 0);
+                if ((tl_tid & 31) == 0)
+                ((float *)(tl_smem + 0))[((tl_i0) * 1)] = v_tot[tl_j];
             }
         }
         __syncthreads();
@@ -361,7 +404,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
                 for (int tl_c = 0; tl_c < 1; ++tl_c) {
                     const int tl_q = tl_c * 8 + tl_seg;
                     const int tl_at = tl_base + tl_q * 1;
-                    float tl_v = tl_ok ? ((const float *)(tl_smem + 32768))[tl_at] : (float)0;
+                    float tl_v = tl_ok ? ((const float *)(tl_smem + 0))[tl_at] : (float)0;
                     #pragma unroll
                     for (int tl_d = 1; tl_d < 8; tl_d <<= 1) {
                         const float tl_y = __shfl_up_sync(0xffffffffu, tl_v, tl_d, 8);
@@ -370,7 +413,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
                     const float tl_in = tl_has ? tl_cmb(tl_carry, tl_v) : tl_v;
                     const float tl_x = __shfl_up_sync(0xffffffffu, tl_v, 1, 8);
                     const float tl_out = tl_seg ? (tl_has ? tl_cmb(tl_carry, tl_x) : tl_x) : (tl_has ? tl_carry : ((float)0));
-                    if (tl_ok) ((float *)(tl_smem + 32800))[tl_at] = tl_out;
+                    if (tl_ok) ((float *)(tl_smem + 32))[tl_at] = tl_out;
                     tl_carry = __shfl_sync(0xffffffffu, tl_in, 7, 8);
                     tl_has = true;
                 }
@@ -382,16 +425,16 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
         for (int tl_j = 0; tl_j < 1; ++tl_j) {
             const int tl_l = tl_tid % 8;
             const int tl_i0 = (tl_l >> 0) & 7;
-            v_pre[tl_j] = ((const float *)(tl_smem + 32800))[((tl_i0) * 1)];
+            v_pre[tl_j] = ((const float *)(tl_smem + 32))[((tl_i0) * 1)];
         }
         // examples/cumsum.tile:20
         __syncthreads();
         { /* v_t to shared memory */
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-                const int tl_i0 = (tl_l >> 10) & 7, tl_i1 = (tl_l >> 0) & 1023;
-                ((float *)(tl_smem + 0))[((tl_i1) * 1 + (tl_i0) * 1024)] = v_t[tl_j];
+                const int tl_i0 = (((tl_warp >> 0) & 7) << 0);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
+                ((float *)(tl_smem + 64))[((tl_i1) * 1 + (tl_i0) * 1024)] = v_t[tl_j];
             }
         }
         __syncthreads();
@@ -406,7 +449,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
                 for (int tl_c = 0; tl_c < 32; ++tl_c) {
                     const int tl_q = tl_c * 32 + tl_seg;
                     const int tl_at = tl_base + tl_q * 1;
-                    float tl_v = tl_ok ? ((const float *)(tl_smem + 0))[tl_at] : (float)0;
+                    float tl_v = tl_ok ? ((const float *)(tl_smem + 64))[tl_at] : (float)0;
                     #pragma unroll
                     for (int tl_d = 1; tl_d < 32; tl_d <<= 1) {
                         const float tl_y = __shfl_up_sync(0xffffffffu, tl_v, tl_d, 32);
@@ -428,29 +471,39 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
             tl_t0[tl_j] = ((const float *)(tl_smem + 32832))[((tl_i1) * 1 + (tl_i0) * 1024)];
         }
         __syncthreads();
+        { /* tl_t0 to shared memory */
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_i0 = (tl_l >> 10) & 7, tl_i1 = (tl_l >> 0) & 1023;
+                ((float *)(tl_smem + 32832))[((tl_i1) * 1 + (tl_i0) * 1024)] = tl_t0[tl_j];
+            }
+        }
+        __syncthreads();
+        __syncthreads();
         { /* v_pre to shared memory */
             #pragma unroll
             for (int tl_j = 0; tl_j < 1; ++tl_j) {
                 const int tl_l = tl_tid % 8;
                 const int tl_i0 = (tl_l >> 0) & 7;
                 if (tl_tid < 8)
-                ((float *)(tl_smem + 32800))[((tl_i0) * 1)] = v_pre[tl_j];
+                ((float *)(tl_smem + 32))[((tl_i0) * 1)] = v_pre[tl_j];
             }
         }
         __syncthreads();
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
             const int tl_j = tl_c;
-            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 10) & 7, tl_i1 = (tl_l >> 0) & 1023;
+            const int tl_i0 = (((tl_warp >> 0) & 7) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
             float *tl_p = ((v_y + v_base) + ((v_c0 + (tl_i0 * v_BW)) + tl_i1));
-            const float tl_v0 = ((tl_t0[tl_j] + ((const float *)(tl_smem + 32800))[((tl_i0) * 1)]) + v_carry);
+            const float tl_v0 = ((((const float *)(tl_smem + 32832))[((tl_i1) * 1 + (tl_i0) * 1024)] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
             const bool tl_m0 = (((v_c0 + (tl_i0 * v_BW)) + tl_i1) < v_C);
-            const float tl_v1 = ((tl_t0[tl_j + 1] + ((const float *)(tl_smem + 32800))[((tl_i0) * 1)]) + v_carry);
+            const float tl_v1 = ((((const float *)(tl_smem + 32832))[(((tl_i1 + 1)) * 1 + (tl_i0) * 1024)] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
             const bool tl_m1 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 1)) < v_C);
-            const float tl_v2 = ((tl_t0[tl_j + 2] + ((const float *)(tl_smem + 32800))[((tl_i0) * 1)]) + v_carry);
+            const float tl_v2 = ((((const float *)(tl_smem + 32832))[(((tl_i1 + 2)) * 1 + (tl_i0) * 1024)] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
             const bool tl_m2 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 2)) < v_C);
-            const float tl_v3 = ((tl_t0[tl_j + 3] + ((const float *)(tl_smem + 32800))[((tl_i0) * 1)]) + v_carry);
+            const float tl_v3 = ((((const float *)(tl_smem + 32832))[(((tl_i1 + 3)) * 1 + (tl_i0) * 1024)] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
             const bool tl_m3 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 3)) < v_C);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
@@ -472,9 +525,8 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
             float tl_a = ((float)0);
             #pragma unroll
             for (int tl_j = 0; tl_j < 1; ++tl_j) {
-                const int tl_l = tl_tid % 8;
-                const int tl_i0 = (tl_l >> 0) & 7;
-                if (tl_tid < 8) {
+                const int tl_i0 = (((tl_warp >> 0) & 7) << 0);
+                if ((tl_tid & 31) == 0) {
                     tl_a = tl_a + v_tot[tl_j];
                 }
             }

@@ -21,6 +21,12 @@ static __device__ __forceinline__ void tl_ldsm_x4_t(unsigned b0[2], unsigned b1[
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(a));
 }
+static __device__ __forceinline__ void tl_ldsm_x4_nt(unsigned b0[2], unsigned b1[2], const void *p)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(a));
+}
 /* cp.async: 16 bytes global to shared, src_bytes 0 fills zeros */
 static __device__ __forceinline__ void tl_cp16(void *dst, const void *src, int src_bytes)
 {
@@ -768,37 +774,60 @@ extern "C" __global__ void __launch_bounds__(256) colsum_part_v0(float *v_x, flo
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
     // examples/e2e.tile:78
-    __syncthreads();
-    { /* v_acc to shared memory */
+    float tl_t2[4];
+    { /* sum along axis 0 in registers */
+        float tl_r[4];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = ((float)0);
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 8) & 7, tl_i1 = (tl_l >> 0) & 255;
-            ((float *)(tl_smem + 0))[((tl_i1) * 1 + (tl_i0) * 256)] = v_acc[tl_j];
+            tl_r[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 1) & 1) << 1)] = tl_r[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 1) & 1) << 1)] + v_acc[tl_j];
         }
-    }
-    __syncthreads();
-    float tl_t2[1];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 1; ++tl_j) {
-        const int tl_l = ((tl_j / 1) * 256 + tl_tid) * 1 + (tl_j % 1);
-        const int tl_i0 = (tl_l >> 0) & 255;
-        float tl_a = ((float)0);
-        for (int tl_r = 0; tl_r < 8; ++tl_r) {
-            tl_a = tl_a + ((const float *)(tl_smem + 0))[((tl_i0) * 1 + (tl_r) * 256)];
+        __syncthreads();
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 4; ++tl_j) {
+            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 0) & 1) << 7);
+            ((float *)(tl_smem + 0))[(((tl_warp >> 1) & 1) << 0 | ((tl_warp >> 2) & 1) << 1) * 256 + ((tl_i0) * 1)] = tl_r[tl_j];
         }
-        tl_t2[tl_j] = tl_a;
+        __syncthreads();
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 4; ++tl_j) {
+            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 0) & 1) << 7);
+            tl_r[tl_j] = ((float *)(tl_smem + 0))[((tl_i0) * 1)];
+            for (int tl_w = 1; tl_w < 4; ++tl_w) {
+                const float tl_x = ((float *)(tl_smem + 0))[tl_w * 256 + ((tl_i0) * 1)];
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
     }
-    __syncthreads();
     #pragma unroll
-    for (int tl_c = 0; tl_c < 1; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 1) * 256 + tl_tid) * 1 + (tl_j % 1);
-        const int tl_i0 = (tl_l >> 0) & 255;
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 0) & 1) << 7);
         float *tl_p = ((v_p + (((long long)(((int)blockIdx.y))) * ((long long)(v_cols)))) + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
         const float tl_v0 = tl_t2[tl_j];
         const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_cols);
-        if (tl_m0) *tl_p = tl_v0;
+        const float tl_v1 = tl_t2[tl_j + 1];
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_cols);
+        const float tl_v2 = tl_t2[tl_j + 2];
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_cols);
+        const float tl_v3 = tl_t2[tl_j + 3];
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_cols);
+        if ((tl_tid & 192) == 0 && tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            uint4 tl_vec;
+            ((float *)&tl_vec)[0] = tl_v0;
+            ((float *)&tl_vec)[1] = tl_v1;
+            ((float *)&tl_vec)[2] = tl_v2;
+            ((float *)&tl_vec)[3] = tl_v3;
+            *(uint4 *)tl_p = tl_vec;
+        } else {
+            if ((tl_tid & 192) == 0 && tl_m0) tl_p[0] = tl_v0;
+            if ((tl_tid & 192) == 0 && tl_m1) tl_p[1] = tl_v1;
+            if ((tl_tid & 192) == 0 && tl_m2) tl_p[2] = tl_v2;
+            if ((tl_tid & 192) == 0 && tl_m3) tl_p[3] = tl_v3;
+        }
     }
 }
 
@@ -858,36 +887,59 @@ extern "C" __global__ void __launch_bounds__(256) colsum_v0(float *v_x, float *v
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
     // examples/e2e.tile:92
-    __syncthreads();
-    { /* v_acc to shared memory */
+    float tl_t2[4];
+    { /* sum along axis 0 in registers */
+        float tl_r[4];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = ((float)0);
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 8) & 7, tl_i1 = (tl_l >> 0) & 255;
-            ((float *)(tl_smem + 0))[((tl_i1) * 1 + (tl_i0) * 256)] = v_acc[tl_j];
+            tl_r[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 1) & 1) << 1)] = tl_r[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 1) & 1) << 1)] + v_acc[tl_j];
         }
-    }
-    __syncthreads();
-    float tl_t2[1];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 1; ++tl_j) {
-        const int tl_l = ((tl_j / 1) * 256 + tl_tid) * 1 + (tl_j % 1);
-        const int tl_i0 = (tl_l >> 0) & 255;
-        float tl_a = ((float)0);
-        for (int tl_r = 0; tl_r < 8; ++tl_r) {
-            tl_a = tl_a + ((const float *)(tl_smem + 0))[((tl_i0) * 1 + (tl_r) * 256)];
+        __syncthreads();
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 4; ++tl_j) {
+            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 0) & 1) << 7);
+            ((float *)(tl_smem + 0))[(((tl_warp >> 1) & 1) << 0 | ((tl_warp >> 2) & 1) << 1) * 256 + ((tl_i0) * 1)] = tl_r[tl_j];
         }
-        tl_t2[tl_j] = tl_a;
+        __syncthreads();
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 4; ++tl_j) {
+            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 0) & 1) << 7);
+            tl_r[tl_j] = ((float *)(tl_smem + 0))[((tl_i0) * 1)];
+            for (int tl_w = 1; tl_w < 4; ++tl_w) {
+                const float tl_x = ((float *)(tl_smem + 0))[tl_w * 256 + ((tl_i0) * 1)];
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
     }
-    __syncthreads();
     #pragma unroll
-    for (int tl_c = 0; tl_c < 1; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 1) * 256 + tl_tid) * 1 + (tl_j % 1);
-        const int tl_i0 = (tl_l >> 0) & 255;
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 0) & 1) << 7);
         float *tl_p = (v_s + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
         const float tl_v0 = tl_t2[tl_j];
         const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_cols);
-        if (tl_m0) *tl_p = tl_v0;
+        const float tl_v1 = tl_t2[tl_j + 1];
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_cols);
+        const float tl_v2 = tl_t2[tl_j + 2];
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_cols);
+        const float tl_v3 = tl_t2[tl_j + 3];
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_cols);
+        if ((tl_tid & 192) == 0 && tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            uint4 tl_vec;
+            ((float *)&tl_vec)[0] = tl_v0;
+            ((float *)&tl_vec)[1] = tl_v1;
+            ((float *)&tl_vec)[2] = tl_v2;
+            ((float *)&tl_vec)[3] = tl_v3;
+            *(uint4 *)tl_p = tl_vec;
+        } else {
+            if ((tl_tid & 192) == 0 && tl_m0) tl_p[0] = tl_v0;
+            if ((tl_tid & 192) == 0 && tl_m1) tl_p[1] = tl_v1;
+            if ((tl_tid & 192) == 0 && tl_m2) tl_p[2] = tl_v2;
+            if ((tl_tid & 192) == 0 && tl_m3) tl_p[3] = tl_v3;
+        }
     }
 }

@@ -23,6 +23,12 @@ static __device__ __forceinline__ void tl_ldsm_x4_t(unsigned b0[2], unsigned b1[
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(a));
 }
+static __device__ __forceinline__ void tl_ldsm_x4_nt(unsigned b0[2], unsigned b1[2], const void *p)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(a));
+}
 /* cp.async: 16 bytes global to shared, src_bytes 0 fills zeros */
 static __device__ __forceinline__ void tl_cp16(void *dst, const void *src, int src_bytes)
 {

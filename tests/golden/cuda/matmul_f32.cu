@@ -21,6 +21,12 @@ static __device__ __forceinline__ void tl_ldsm_x4_t(unsigned b0[2], unsigned b1[
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(a));
 }
+static __device__ __forceinline__ void tl_ldsm_x4_nt(unsigned b0[2], unsigned b1[2], const void *p)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(a));
+}
 /* cp.async: 16 bytes global to shared, src_bytes 0 fills zeros */
 static __device__ __forceinline__ void tl_cp16(void *dst, const void *src, int src_bytes)
 {
@@ -122,10 +128,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
                 ((float *)(tl_smem + 0))[tl_i1 * 68 + tl_i0] = v_ta[tl_j];
             }
             #pragma unroll
-            for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+                const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-                ((float *)(tl_smem + 4352))[tl_i0 * 68 + tl_i1] = v_tb[tl_j];
+                *(uint4 *)((float *)(tl_smem + 4352) + tl_i0 * 68 + tl_i1) = *(const uint4 *)&v_tb[tl_j];
             }
             __syncthreads();
             const float *tl_sa = (const float *)(tl_smem + 0) + (tl_tid / 8) * 4;
@@ -256,10 +263,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
                 ((float *)(tl_smem + 0))[tl_i1 * 132 + tl_i0] = v_ta[tl_j];
             }
             #pragma unroll
-            for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+                const int tl_j = tl_c;
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 7) & 15, tl_i1 = (tl_l >> 0) & 127;
-                ((float *)(tl_smem + 8448))[tl_i0 * 132 + tl_i1] = v_tb[tl_j];
+                *(uint4 *)((float *)(tl_smem + 8448) + tl_i0 * 132 + tl_i1) = *(const uint4 *)&v_tb[tl_j];
             }
             __syncthreads();
             const float *tl_sa = (const float *)(tl_smem + 0) + (tl_tid / 16) * 8;

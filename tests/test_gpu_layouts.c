@@ -1,0 +1,196 @@
+/* test_gpu_layouts.c: kernels whose tiles the layout plan keeps in
+ * registers (lower/linlay.c, lower/layplan.c), on the GPU against CPU
+ * references in double: row and column sums and row maxima of one tile,
+ * and attention forward (d = 64 and 128, causal or not, ragged S). The
+ * multi-row softmax and layernorm are in test_gpu_kernels.c beside their
+ * one-row twins. Fresh random inputs, sizes off the tile multiples, outputs poisoned
+ * with NaN. Without a GPU the binary prints one SKIP line and succeeds. */
+#include <criterion/criterion.h>
+
+#include "gpu_helpers.h"
+
+static tilec_rt *rt;
+static char arch[16];
+static unsigned long long rng;
+
+#define CHECK_RT(call) GPU_CHECK(rt, call)
+
+static uint64_t put(const void *host, size_t bytes)
+{
+    uint64_t p = 0;
+    CHECK_RT(tilec_rt_malloc(rt, bytes ? bytes : 4, &p));
+    if (host)
+        CHECK_RT(tilec_rt_memcpy_htod(rt, p, host, bytes));
+    return p;
+}
+
+/* n 32-bit words, each `word` (0x7fc00000: NaN) */
+static uint64_t filled(size_t n, unsigned word)
+{
+    uint64_t p = put(NULL, n * 4);
+    CHECK_RT(tilec_rt_memset_d32(rt, p, word, n));
+    return p;
+}
+
+static void lay_setup(void) { gpu_open(&rt, arch, &rng); }
+
+static void lay_teardown(void) { gpu_close(&rt); }
+
+TestSuite(layouts, .init = lay_setup, .fini = lay_teardown);
+
+static void load(const char *file, const char *kernel, uint32_t variant, gk *g)
+{
+    cr_assert_eq(gk_load(rt, arch, file, kernel, (int)variant, g), 0, "%s", g->err);
+}
+
+static float *rnd(size_t n, float scale, float shift)
+{
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    fill_random(x, n, &rng);
+    for (size_t i = 0; i < n; i++)
+        x[i] = x[i] * scale + shift;
+    return x;
+}
+
+static void expect_close(uint64_t dev, const double *want, size_t n, double tol, const char *what)
+{
+    gpu_expect_close(rt, dev, want, n, tol, what);
+}
+
+/* rows x cols: one row, ragged, exactly a tile, wider than a tile */
+static const int shapes[][2] = {{1, 1}, {3, 127}, {17, 128}, {33, 512}, {5, 1000}, {9, 1024}, {3, 4097}, {70, 300}};
+
+Test(layouts, row_and_column_reductions, .timeout = 120)
+{
+    gk g;
+    load("examples/reduce2d.tile", "row_col_sums", 0, &g);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int rows = shapes[s][0], cols = shapes[s][1];
+        size_t n = (size_t)rows * cols;
+        float *x = rnd(n, 1.0f, 0.25f);
+        double *rs = calloc((size_t)rows, sizeof *rs), *cs = calloc((size_t)cols, sizeof *cs),
+               *mx = malloc((size_t)rows * sizeof *mx);
+        for (int r = 0; r < rows; r++) {
+            mx[r] = -INFINITY;
+            for (int c = 0; c < cols; c++) {
+                double e = x[(size_t)r * cols + c];
+                rs[r] += e;
+                cs[c] += e;
+                mx[r] = fmax(mx[r], e);
+            }
+        }
+        uint64_t dx = put(x, n * 4), drs = filled((size_t)rows, 0), dcs = filled((size_t)cols, 0),
+                 dmx = filled((size_t)rows, 0x7fc00000u);
+        tilec_rt_arg args[6] = {{.ptr = dx}, {.ptr = drs}, {.ptr = dcs}, {.ptr = dmx}, {.i32 = rows}, {.i32 = cols}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        char what[80];
+        snprintf(what, sizeof what, "row sums %dx%d", rows, cols);
+        expect_close(drs, rs, (size_t)rows, 1e-5, what);
+        snprintf(what, sizeof what, "column sums %dx%d", rows, cols);
+        expect_close(dcs, cs, (size_t)cols, 1e-5, what);
+        if (cols <= 128) {
+            snprintf(what, sizeof what, "row maxima %dx%d", rows, cols);
+            expect_close(dmx, mx, (size_t)rows, 0, what);
+        }
+        tilec_rt_free(rt, dx);
+        tilec_rt_free(rt, drs);
+        tilec_rt_free(rt, dcs);
+        tilec_rt_free(rt, dmx);
+        free(x);
+        free(rs);
+        free(cs);
+        free(mx);
+    }
+    gk_free(&g);
+}
+
+/* o = softmax(q k^T * scale, causal mask) v per (batch*head), in double
+ * over the f16-rounded inputs */
+static void attention_ref(const float *q, const float *k, const float *v, double *o, int bh, int S, int D, int causal,
+                          double scale)
+{
+    double *p = malloc((size_t)S * sizeof *p);
+    for (int h = 0; h < bh; h++)
+        for (int i = 0; i < S; i++) {
+            const float *qi = q + ((size_t)h * S + i) * D;
+            double mx = -INFINITY, den = 0;
+            int hi = causal ? i + 1 : S;
+            for (int j = 0; j < hi; j++) {
+                const float *kj = k + ((size_t)h * S + j) * D;
+                double s = 0;
+                for (int d = 0; d < D; d++)
+                    s += (double)qi[d] * kj[d];
+                p[j] = s * scale;
+                mx = fmax(mx, p[j]);
+            }
+            for (int j = 0; j < hi; j++)
+                den += p[j] = exp(p[j] - mx);
+            for (int d = 0; d < D; d++) {
+                double a = 0;
+                for (int j = 0; j < hi; j++)
+                    a += p[j] * v[((size_t)h * S + j) * D + d];
+                o[((size_t)h * S + i) * D + d] = a / den;
+            }
+        }
+    free(p);
+}
+
+static float *rnd_f16(size_t n, uint16_t **h)
+{
+    float *x = rnd(n, 1.0f, 0.0f);
+    *h = malloc(n * 2 + 2);
+    for (size_t i = 0; i < n; i++)
+        x[i] = f16_to_f32((*h)[i] = f32_to_f16(x[i]));
+    return x;
+}
+
+static void check_attention(int D)
+{
+    static const int seqs[] = {1, 17, 64, 100, 257};
+    const int bh = 3;
+    char kernel[32];
+    snprintf(kernel, sizeof kernel, "attention_d%d", D);
+    gk g;
+    load("examples/attention.tile", kernel, 0, &g);
+    for (size_t s = 0; s < sizeof seqs / sizeof seqs[0]; s++)
+        for (int causal = 0; causal < 2; causal++) {
+            int S = seqs[s];
+            size_t n = (size_t)bh * S * D;
+            uint16_t *qh, *kh, *vh;
+            float *q = rnd_f16(n, &qh), *k = rnd_f16(n, &kh), *v = rnd_f16(n, &vh);
+            double *want = malloc(n * sizeof *want), scale = 1.0 / sqrt((double)D);
+            attention_ref(q, k, v, want, bh, S, D, causal, scale);
+            uint64_t dq = put(qh, n * 2), dk = put(kh, n * 2), dv = put(vh, n * 2), dout = put(NULL, n * 2);
+            CHECK_RT(tilec_rt_memset_d32(rt, dout, 0x7e007e00u, (n + 1) / 2)); /* f16 NaN */
+            tilec_rt_arg args[8] = {{.ptr = dq}, {.ptr = dk}, {.ptr = dv}, {.ptr = dout}, {.i32 = S}, {.i32 = bh},
+                                    {.i32 = causal}, {.f32 = (float)scale}};
+            CHECK_RT(gk_launch(&g, args, NULL));
+            uint16_t *oh = malloc(n * 2 + 2);
+            float *got = malloc(n * sizeof *got);
+            CHECK_RT(tilec_rt_synchronize(rt));
+            CHECK_RT(tilec_rt_memcpy_dtoh(rt, oh, dout, n * 2));
+            for (size_t i = 0; i < n; i++)
+                got[i] = f16_to_f32(oh[i]);
+            double err = rel_l2(got, want, n);
+            cr_expect_leq(err, 5e-3, "attention d%d S=%d causal=%d: relative L2 error %g", D, S, causal, err);
+            tilec_rt_free(rt, dq);
+            tilec_rt_free(rt, dk);
+            tilec_rt_free(rt, dv);
+            tilec_rt_free(rt, dout);
+            free(q);
+            free(k);
+            free(v);
+            free(qh);
+            free(kh);
+            free(vh);
+            free(oh);
+            free(got);
+            free(want);
+        }
+    gk_free(&g);
+}
+
+Test(layouts, attention_d64, .timeout = 120) { check_attention(64); }
+Test(layouts, attention_d128, .timeout = 120) { check_attention(128); }
+
+int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU layout tests"); }
