@@ -356,6 +356,8 @@ symbols: all
 test-run: layers all symbols $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; $$t --jobs 2; done
 	@echo "== generated kernels through every stage" && tools/gen_nvrtc.sh $(BUILD) 40
+	@echo "== examples/*.tile as one module (bench/runtime and bench/cache build them so)" && \
+	    cat examples/*.tile > $(BUILD)/all_examples.tile && $(TILEC) $(BUILD)/all_examples.tile --check
 	@echo "== tests/python" && python3 tests/python/test_cpu.py -q && $(PYFAKE) && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 tests/python/test_symbols.py -q && python3 -m py_compile python/tilec/*.py
 	@if [ "$(SANITIZE)" = 1 ]; then echo "== install tests: not under the sanitizers (make test runs them)"; \
 	else echo "== tests/install_test.sh" && tests/install_test.sh $(BUILD) && \

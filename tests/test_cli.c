@@ -283,7 +283,7 @@ Test(cli, emit_layouts)
 {
     char *out;
     cr_expect_eq(run("examples/softmax_rows.tile --emit layouts", &out), 0, "%s", out);
-    cr_expect(strstr(out, "softmax_rows_v0: 128 threads, 0 bytes of shared memory, 0 __syncthreads\n"), "%s", out);
+    cr_expect(strstr(out, "softmax_multirow_v0: 128 threads, 0 bytes of shared memory, 0 __syncthreads\n"), "%s", out);
     cr_expect(strstr(out, "v_v [16, 128] f32: blocked regs[4, 4] lanes[1, 32] warps[4, 1] E=16"), "%s", out);
     cr_expect(strstr(out, "loop at line 24: 0 __syncthreads per iteration"), "%s", out);
     free(out);

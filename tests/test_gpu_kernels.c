@@ -238,7 +238,7 @@ static void check_softmax(const char *file, const char *kernel)
 }
 
 Test(gpu, softmax, .timeout = 120) { check_softmax("examples/softmax.tile", "softmax"); }
-Test(gpu, softmax_rows, .timeout = 120) { check_softmax("examples/softmax_rows.tile", "softmax_rows"); }
+Test(gpu, softmax_rows, .timeout = 120) { check_softmax("examples/softmax_rows.tile", "softmax_multirow"); }
 
 /* layernorm(file:kernel), every variant, against double */
 static void check_layernorm(const char *file, const char *kernel)

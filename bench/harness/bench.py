@@ -221,7 +221,7 @@ def w_add_relu(n):
 
 
 def w_softmax(r, c, rows_kernel=False):
-    tile, kern = ("examples/softmax_rows.tile", "softmax_rows") if rows_kernel else \
+    tile, kern = ("examples/softmax_rows.tile", "softmax_multirow") if rows_kernel else \
         ("examples/softmax.tile", "softmax")
 
     def make():

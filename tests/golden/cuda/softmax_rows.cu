@@ -48,9 +48,9 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* softmax_rows, variant cols = 128: ROWS = 16, BLOCK = 128, warps = 4 */
+/* softmax_multirow, variant cols = 128: ROWS = 16, BLOCK = 128, warps = 4 */
 /* indexing: 64-bit for base (lines 14, 19, 21, 26, 32, 38), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, float *v_y, int v_rows, int v_cols)
+extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v0(float *v_x, float *v_y, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -438,9 +438,9 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, fl
     }
 }
 
-/* softmax_rows, variant cols = 512: ROWS = 8, BLOCK = 512, warps = 4 */
+/* softmax_multirow, variant cols = 512: ROWS = 8, BLOCK = 512, warps = 4 */
 /* indexing: 64-bit for base (lines 14, 19, 21, 26, 32, 38), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(128) softmax_rows_v1(float *v_x, float *v_y, int v_rows, int v_cols)
+extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v1(float *v_x, float *v_y, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -828,9 +828,9 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v1(float *v_x, fl
     }
 }
 
-/* softmax_rows, variant cols = 513: ROWS = 4, BLOCK = 512, warps = 4 */
+/* softmax_multirow, variant cols = 513: ROWS = 4, BLOCK = 512, warps = 4 */
 /* indexing: 64-bit for base (lines 14, 19, 21, 26, 32, 38), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(128) softmax_rows_v2(float *v_x, float *v_y, int v_rows, int v_cols)
+extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v2(float *v_x, float *v_y, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -1218,9 +1218,9 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v2(float *v_x, fl
     }
 }
 
-/* softmax_rows, variant cols = 1024: ROWS = 4, BLOCK = 1024, warps = 4 */
+/* softmax_multirow, variant cols = 1024: ROWS = 4, BLOCK = 1024, warps = 4 */
 /* indexing: 64-bit for base (lines 14, 19, 21, 26, 32, 38), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(128) softmax_rows_v3(float *v_x, float *v_y, int v_rows, int v_cols)
+extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v3(float *v_x, float *v_y, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -1608,9 +1608,9 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v3(float *v_x, fl
     }
 }
 
-/* softmax_rows, variant cols = 1025: ROWS = 2, BLOCK = 1024, warps = 4 */
+/* softmax_multirow, variant cols = 1025: ROWS = 2, BLOCK = 1024, warps = 4 */
 /* indexing: 64-bit for base (lines 14, 19, 21, 26, 32, 38), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(128) softmax_rows_v4(float *v_x, float *v_y, int v_rows, int v_cols)
+extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x, float *v_y, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
