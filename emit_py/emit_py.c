@@ -25,38 +25,13 @@
 
 #include "dsl/diag.h"
 #include "emit_py/emit_py.h"
+#include "emit_py/py_internal.h"
 #include "tilec/emitter.h"
 #include "util/escape.h"
 #include "util/mangle.h"
 #include "util/strbuf.h"
 #include "util/strset.h"
 
-/* A buffer of the graph: an input, a root (memory of its own: an output's
- * allocation or a piece of the workspace), or an alias of another's memory
- * (reuse, view) at a byte offset. */
-typedef struct pybuf {
-    const tilec_wir_line *l; /* its shape and dtype */
-    int root;                /* index of the buffer that owns the memory (itself for inputs and roots) */
-    int input;
-    int standalone; /* a root that backs an output: allocated apart, not in the workspace */
-    char *off;      /* Python byte offset from the root's address ("" for 0) */
-} pybuf;
-
-typedef struct pystate {
-    const tilec_wir *w;
-    const tilec_graph *g;
-    strbuf checks;  /* the argument checks of call(): before load() */
-    strbuf steps;   /* the plan's steps */
-    strbuf scalars; /* the plan's size and scalar slots */
-    strbuf values;  /* their values, in call() */
-    int externs;    /* the graph calls externs */
-    strset checked; /* sizes and tensors already checked: "i32 C*R", "f32 (R, C)" */
-    strset slots;   /* size and scalar slots made */
-    pybuf *bufs;
-    size_t nbufs, capbufs;
-    int failed;
-    tilec_ctx *ctx; /* for diagnostics */
-} pystate;
 
 /* ---- escaping ---- */
 
@@ -72,7 +47,7 @@ static void py_comment(strbuf *b, const char *indent, const char *text)
     sb_free(&cont);
 }
 
-static void py_str(strbuf *b, const char *s)
+void py_str(strbuf *b, const char *s)
 {
     sb_putc(b, '"');
     esc_py_str(b, s, 0);
@@ -82,7 +57,7 @@ static void py_str(strbuf *b, const char *s)
 /* ---- names and expressions ---- */
 
 /* The Python name of a parameter or buffer (util/mangle.h). */
-static void py_name(strbuf *b, const char *name) { mg_py(b, name, strlen(name)); }
+void py_name(strbuf *b, const char *name) { mg_py(b, name, strlen(name)); }
 
 /* The Python name of size symbol `name`. */
 static void py_sym(strbuf *b, const char *name) { mg_py_helper(b, name, strlen(name), "s"); }
@@ -108,7 +83,7 @@ static int scalar_is_float(const tilec_graph *g, const char *name)
 
 static int is_ident(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 
-static void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l);
+void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l);
 
 /* Size e as Python, parenthesized where its precedence (4 atom, 3 unary,
  * 2 product, 1 sum) is below `need`; / % and cdiv go through tilec.div,
@@ -154,7 +129,7 @@ static void py_tree(strbuf *b, const tilec_graph *g, const tilec_ix *x, int need
 
 /* Python spelling of a size of g, from its integer expression (never its
  * text): scalar parameters through mg_py, size symbols through py_sym. */
-static void py_size(strbuf *b, const tilec_graph *g, const tilec_ix *e)
+void py_size(strbuf *b, const tilec_graph *g, const tilec_ix *e)
 {
     if (!e)
         b->failed = 1;
@@ -183,7 +158,7 @@ static void py_check_tensor(pystate *s, const tilec_wir_line *l, const char *nam
 }
 
 /* "(R, C)" */
-static void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l)
+void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l)
 {
     sb_putc(b, '(');
     for (uint32_t d = 0; d < l->rank; d++) {
@@ -195,7 +170,7 @@ static void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l)
 
 /* ---- buffers and slots ---- */
 
-static int buf_find(const pystate *s, const char *name)
+int buf_find(const pystate *s, const char *name)
 {
     for (size_t i = s->nbufs; i-- > 0;)
         if (!strcmp(s->bufs[i].l->name, name))
@@ -246,7 +221,7 @@ static void buf_add(pystate *s, const tilec_wir_line *l, int input, const char *
 /* A plan value for size t (text) with expression e: an integer constant,
  * or the slot "$t" (made on first use, its value e as Python; a scalar
  * parameter by name where there is no expression). */
-static void py_size_ref(pystate *s, strbuf *b, const char *t, const tilec_ix *e, const char *kind)
+void py_size_ref(pystate *s, strbuf *b, const char *t, const tilec_ix *e, const char *kind)
 {
     size_t nd = strspn(t, "0123456789");
     if (nd && nd == strlen(t) && nd <= 18) {
@@ -519,213 +494,6 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
     sb_free(&n);
     sb_free(&i);
     return 0;
-}
-
-/* ---- the plan and the body of call() ---- */
-
-/* The Python address of buffer i: its root's (_NAME_info.ptr of an input,
- * _NAME_p of a root) plus its offset. */
-static void buf_ptr(const pystate *s, size_t i, strbuf *b)
-{
-    const pybuf *x = &s->bufs[i], *r = &s->bufs[x->root];
-    sb_puts(b, x->off[0] ? "(" : "");
-    mg_py_helper(b, r->l->name, strlen(r->l->name), r->input ? "info" : "p");
-    sb_puts(b, r->input ? ".ptr" : "");
-    if (x->off[0])
-        sb_printf(b, " + %s)", x->off);
-}
-
-/* _TENSORS, _SCALARS, _STEPS and _INPUTS: the launch plan as data */
-static void py_plan(strbuf *c, pystate *s)
-{
-    strbuf tensors;
-    sb_init(&tensors);
-    for (size_t i = 0; i < s->nbufs; i++) {
-        const tilec_wir_line *l = s->bufs[i].l;
-        sb_puts(&tensors, "    (");
-        py_str(&tensors, l->name);
-        sb_printf(&tensors, ", \"%s\", (", tilec_dtype_name(l->dtype));
-        for (uint32_t d = 0; d < l->rank; d++) {
-            sb_puts(&tensors, d ? ", " : "");
-            py_size_ref(s, &tensors, l->sizes[d], l->size_exprs ? l->size_exprs[d] : NULL, "int");
-        }
-        sb_puts(&tensors, l->rank == 1 ? ",)),\n" : ")),\n");
-    }
-    sb_puts(c, "# The launch plan, made once by load() (tilec.Graph): tensor slots (name,\n"
-               "# dtype, shape), size and scalar slots (\"$NAME\" in the steps), and the\n"
-               "# steps, kernel launches (name, variant or -1 for the fastest per shape,\n"
-               "# arguments) and extern calls (symbol, inputs, outputs).\n_TENSORS = (\n");
-    sb_add(c, sb_str(&tensors), tensors.n);
-    sb_puts(c, ")\n_SCALARS = (\n");
-    sb_add(c, sb_str(&s->scalars), s->scalars.n);
-    sb_puts(c, ")\n_STEPS = (\n");
-    sb_add(c, sb_str(&s->steps), s->steps.n);
-    sb_puts(c, ")\n_INPUTS = (");
-    int n = 0;
-    for (size_t i = 0; i < s->nbufs; i++)
-        if (s->bufs[i].input) {
-            sb_puts(c, n++ ? ", " : "");
-            py_str(c, s->bufs[i].l->name);
-        }
-    sb_puts(c, n == 1 ? ",)\n\n" : ")\n\n");
-    s->failed |= tensors.failed;
-    sb_free(&tensors);
-}
-
-/* The memory of the roots that back no output: one workspace, each root
- * at the sum of the (aligned) sizes before it; sizes spelled once each. */
-static void py_workspace(strbuf *c, pystate *s)
-{
-    const char *texts[64];
-    size_t counts[64], nt = 0, nroots = 0;
-    strbuf total, lines;
-    sb_init(&total);
-    sb_init(&lines);
-    for (size_t i = 0; i < s->nbufs; i++) {
-        const pybuf *b = &s->bufs[i];
-        if (b->input || b->root != (int)i || b->standalone)
-            continue;
-        const char *bytes = b->l->bytes ? b->l->bytes : "0";
-        size_t k = 0;
-        while (k < nt && strcmp(texts[k], bytes))
-            k++;
-        if (k == nt) {
-            if (nt == 64) {
-                s->failed = 1;
-                break;
-            }
-            texts[nt] = bytes;
-            counts[nt++] = 0;
-            sb_printf(c, "    _ws%zu = tilec.aligned(", k);
-            if (b->l->bytes)
-                py_size(c, s->g, b->l->bytes_expr);
-            else
-                sb_puts(c, "0");
-            sb_puts(c, ")\n");
-        }
-        sb_puts(&lines, "    ");
-        mg_py_helper(&lines, b->l->name, strlen(b->l->name), "p");
-        sb_puts(&lines, " = _wsp");
-        for (size_t j = 0; j < nt; j++)
-            if (counts[j])
-                sb_printf(&lines, counts[j] > 1 ? " + %zu * _ws%zu" : " + _ws%zu", counts[j] > 1 ? counts[j] : j, j);
-        sb_putc(&lines, '\n');
-        counts[k]++;
-        nroots++;
-    }
-    if (nroots) {
-        for (size_t j = 0; j < nt; j++)
-            sb_printf(&total, counts[j] > 1 ? "%s%zu * _ws%zu" : "%s_ws%zu", j ? " + " : "",
-                      counts[j] > 1 ? counts[j] : j, j);
-        sb_printf(c, "    _ws, _wsp = _c.workspace(%s)  # the intermediates\n", sb_str(&total));
-        sb_add(c, sb_str(&lines), lines.n);
-    }
-    s->failed |= total.failed | lines.failed;
-    sb_free(&total);
-    sb_free(&lines);
-}
-
-/* Is b its root's memory with the root's dtype and shape (a reuse)? */
-static int same_as_root(pystate *s, const pybuf *b)
-{
-    const pybuf *r = &s->bufs[b->root];
-    if (b->off[0] || r->input || b->l->dtype != r->l->dtype)
-        return 0;
-    strbuf x, y;
-    sb_init(&x);
-    sb_init(&y);
-    py_shape(&x, s->g, b->l);
-    py_shape(&y, s->g, r->l);
-    int same = !strcmp(sb_str(&x), sb_str(&y));
-    s->failed |= x.failed | y.failed;
-    sb_free(&x);
-    sb_free(&y);
-    return same;
-}
-
-/* call()'s work after its checks: the graph for the inputs' device, the
- * outputs and the workspace, one run of the plan, the outputs returned. */
-static void py_call_body(strbuf *c, pystate *s)
-{
-    size_t nout = tilec_wir_output_count(s->w);
-    /* a root that backs an output is allocated apart: the output is it, or a view of it */
-    for (size_t i = 0; i < nout; i++) {
-        int b = buf_find(s, tilec_wir_output(s->w, i));
-        if (b >= 0 && !s->bufs[s->bufs[b].root].input)
-            s->bufs[s->bufs[b].root].standalone = 1;
-    }
-    strbuf infos;
-    sb_init(&infos);
-    const char *first = NULL;
-    for (size_t i = 0; i < s->nbufs; i++)
-        if (s->bufs[i].input) {
-            first = first ? first : s->bufs[i].l->name;
-            sb_puts(&infos, first != s->bufs[i].l->name ? ", " : "");
-            mg_py_helper(&infos, s->bufs[i].l->name, strlen(s->bufs[i].l->name), "info");
-        }
-    if (first) {
-        strbuf fi;
-        sb_init(&fi);
-        mg_py_helper(&fi, first, strlen(first), "info");
-        sb_printf(c, "    _g = _graphs.get(%s.device or 0) or load(%s.device)\n", sb_str(&fi), sb_str(&fi));
-        sb_free(&fi);
-    } else {
-        sb_puts(c, "    _g = _graphs.get(0) or load()\n");
-    }
-    sb_printf(c, "    _c = _g.begin((%s%s), stream)\n", sb_str(&infos), first ? "," : "");
-    sb_free(&infos);
-    for (size_t i = 0; i < s->nbufs; i++) {
-        const pybuf *b = &s->bufs[i];
-        if (!b->standalone)
-            continue;
-        sb_puts(c, "    ");
-        py_name(c, b->l->name);
-        sb_puts(c, ", ");
-        mg_py_helper(c, b->l->name, strlen(b->l->name), "p");
-        sb_puts(c, " = _c.alloc(");
-        py_shape(c, s->g, b->l);
-        sb_printf(c, ", \"%s\")\n", tilec_dtype_name(b->l->dtype));
-    }
-    py_workspace(c, s);
-    sb_puts(c, "    _g.run((");
-    for (size_t i = 0; i < s->nbufs; i++) {
-        sb_puts(c, i ? ", " : "");
-        buf_ptr(s, i, c);
-    }
-    sb_puts(c, s->nbufs ? sb_str(&s->values) : sb_str(&s->values) + (s->values.n ? 2 : 0));
-    sb_puts(c, ",), _c.stream)\n    _c.done()\n");
-    /* the outputs: an input's copy, a root, or a view of one */
-    strbuf ret;
-    sb_init(&ret);
-    for (size_t i = 0; i < nout; i++) {
-        const char *o = tilec_wir_output(s->w, i);
-        int bi = buf_find(s, o);
-        sb_puts(&ret, i ? ", " : "");
-        if (tilec_wir_is_input(s->w, o)) {
-            sb_printf(c, "    # %s is an input: the output is a copy\n    ", o);
-            mg_py_helper(c, o, strlen(o), "copy");
-            sb_puts(c, " = _c.copy(");
-            py_name(c, o);
-            sb_puts(c, ", ");
-            mg_py_helper(c, o, strlen(o), "info");
-            sb_puts(c, ")\n");
-            mg_py_helper(&ret, o, strlen(o), "copy");
-        } else if (bi >= 0 && (s->bufs[bi].root == bi || same_as_root(s, &s->bufs[bi]))) {
-            py_name(&ret, s->bufs[s->bufs[bi].root].l->name);
-        } else if (bi >= 0) {
-            const pybuf *b = &s->bufs[bi], *r = &s->bufs[b->root];
-            sb_puts(&ret, "_c.view(");
-            py_name(&ret, r->l->name);
-            sb_printf(&ret, ", %s, ", b->off[0] ? b->off : "0");
-            py_shape(&ret, s->g, b->l);
-            sb_printf(&ret, ", \"%s\")", tilec_dtype_name(b->l->dtype));
-        } else {
-            s->failed = 1;
-        }
-    }
-    sb_printf(c, "    return %s\n", sb_str(&ret));
-    s->failed |= ret.failed;
-    sb_free(&ret);
 }
 
 /* ---- the module ---- */

@@ -1,0 +1,49 @@
+/* py_internal.h: what the py emitter's files share: the emitter's state
+ * per graph (pystate, its buffers) and the spelling helpers of emit_py.c
+ * that the plan writer (py_plan.c) uses. */
+#ifndef TILEC_EMIT_PY_INTERNAL_H
+#define TILEC_EMIT_PY_INTERNAL_H
+
+#include <stddef.h>
+
+#include "tilec/emitter.h"
+#include "util/strbuf.h"
+#include "util/strset.h"
+
+/* A buffer of the graph: an input, a root (memory of its own: an output's
+ * allocation or a piece of the workspace), or an alias of another's memory
+ * (reuse, view) at a byte offset. */
+typedef struct pybuf {
+    const tilec_wir_line *l; /* its shape and dtype */
+    int root;                /* index of the buffer that owns the memory (itself for inputs and roots) */
+    int input;
+    int standalone; /* a root that backs an output: allocated apart, not in the workspace */
+    char *off;      /* Python byte offset from the root's address ("" for 0) */
+} pybuf;
+
+typedef struct pystate {
+    const tilec_wir *w;
+    const tilec_graph *g;
+    strbuf checks;  /* the argument checks of call(): before load() */
+    strbuf steps;   /* the plan's steps */
+    strbuf scalars; /* the plan's size and scalar slots */
+    strbuf values;  /* their values, in call() */
+    int externs;    /* the graph calls externs */
+    strset checked; /* sizes and tensors already checked: "i32 C*R", "f32 (R, C)" */
+    strset slots;   /* size and scalar slots made */
+    pybuf *bufs;
+    size_t nbufs, capbufs;
+    int failed;
+    tilec_ctx *ctx; /* for diagnostics */
+} pystate;
+
+void py_str(strbuf *b, const char *s);
+void py_name(strbuf *b, const char *name);
+void py_size(strbuf *b, const tilec_graph *g, const tilec_ix *e);
+void py_size_ref(pystate *s, strbuf *b, const char *t, const tilec_ix *e, const char *kind);
+void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l);
+int buf_find(const pystate *s, const char *name); /* the index of buffer name, or -1 */
+void py_plan(strbuf *c, pystate *s);
+void py_call_body(strbuf *c, pystate *s);
+
+#endif

@@ -1,0 +1,217 @@
+/* py_plan.c: the launch plan of a graph's Python wrapper as data
+ * (_TENSORS, _SCALARS, _STEPS, _INPUTS), the workspace that backs its
+ * intermediates, and the body of call() that allocates and runs the plan
+ * with one native call (emit_py.c collects the buffers and slots). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit_py/py_internal.h"
+#include "tilec/types.h"
+#include "util/mangle.h"
+
+/* ---- the plan and the body of call() ---- */
+
+/* The Python address of buffer i: its root's (_NAME_info.ptr of an input,
+ * _NAME_p of a root) plus its offset. */
+static void buf_ptr(const pystate *s, size_t i, strbuf *b)
+{
+    const pybuf *x = &s->bufs[i], *r = &s->bufs[x->root];
+    sb_puts(b, x->off[0] ? "(" : "");
+    mg_py_helper(b, r->l->name, strlen(r->l->name), r->input ? "info" : "p");
+    sb_puts(b, r->input ? ".ptr" : "");
+    if (x->off[0])
+        sb_printf(b, " + %s)", x->off);
+}
+
+/* _TENSORS, _SCALARS, _STEPS and _INPUTS: the launch plan as data */
+void py_plan(strbuf *c, pystate *s)
+{
+    strbuf tensors;
+    sb_init(&tensors);
+    for (size_t i = 0; i < s->nbufs; i++) {
+        const tilec_wir_line *l = s->bufs[i].l;
+        sb_puts(&tensors, "    (");
+        py_str(&tensors, l->name);
+        sb_printf(&tensors, ", \"%s\", (", tilec_dtype_name(l->dtype));
+        for (uint32_t d = 0; d < l->rank; d++) {
+            sb_puts(&tensors, d ? ", " : "");
+            py_size_ref(s, &tensors, l->sizes[d], l->size_exprs ? l->size_exprs[d] : NULL, "int");
+        }
+        sb_puts(&tensors, l->rank == 1 ? ",)),\n" : ")),\n");
+    }
+    sb_puts(c, "# The launch plan, made once by load() (tilec.Graph): tensor slots (name,\n"
+               "# dtype, shape), size and scalar slots (\"$NAME\" in the steps), and the\n"
+               "# steps, kernel launches (name, variant or -1 for the fastest per shape,\n"
+               "# arguments) and extern calls (symbol, inputs, outputs).\n_TENSORS = (\n");
+    sb_add(c, sb_str(&tensors), tensors.n);
+    sb_puts(c, ")\n_SCALARS = (\n");
+    sb_add(c, sb_str(&s->scalars), s->scalars.n);
+    sb_puts(c, ")\n_STEPS = (\n");
+    sb_add(c, sb_str(&s->steps), s->steps.n);
+    sb_puts(c, ")\n_INPUTS = (");
+    int n = 0;
+    for (size_t i = 0; i < s->nbufs; i++)
+        if (s->bufs[i].input) {
+            sb_puts(c, n++ ? ", " : "");
+            py_str(c, s->bufs[i].l->name);
+        }
+    sb_puts(c, n == 1 ? ",)\n\n" : ")\n\n");
+    s->failed |= tensors.failed;
+    sb_free(&tensors);
+}
+
+/* The memory of the roots that back no output: one workspace, each root
+ * at the sum of the (aligned) sizes before it; sizes spelled once each. */
+static void py_workspace(strbuf *c, pystate *s)
+{
+    const char *texts[64];
+    size_t counts[64], nt = 0, nroots = 0;
+    strbuf total, lines;
+    sb_init(&total);
+    sb_init(&lines);
+    for (size_t i = 0; i < s->nbufs; i++) {
+        const pybuf *b = &s->bufs[i];
+        if (b->input || b->root != (int)i || b->standalone)
+            continue;
+        const char *bytes = b->l->bytes ? b->l->bytes : "0";
+        size_t k = 0;
+        while (k < nt && strcmp(texts[k], bytes))
+            k++;
+        if (k == nt) {
+            if (nt == 64) {
+                s->failed = 1;
+                break;
+            }
+            texts[nt] = bytes;
+            counts[nt++] = 0;
+            sb_printf(c, "    _ws%zu = tilec.aligned(", k);
+            if (b->l->bytes)
+                py_size(c, s->g, b->l->bytes_expr);
+            else
+                sb_puts(c, "0");
+            sb_puts(c, ")\n");
+        }
+        sb_puts(&lines, "    ");
+        mg_py_helper(&lines, b->l->name, strlen(b->l->name), "p");
+        sb_puts(&lines, " = _wsp");
+        for (size_t j = 0; j < nt; j++)
+            if (counts[j])
+                sb_printf(&lines, counts[j] > 1 ? " + %zu * _ws%zu" : " + _ws%zu", counts[j] > 1 ? counts[j] : j, j);
+        sb_putc(&lines, '\n');
+        counts[k]++;
+        nroots++;
+    }
+    if (nroots) {
+        for (size_t j = 0; j < nt; j++)
+            sb_printf(&total, counts[j] > 1 ? "%s%zu * _ws%zu" : "%s_ws%zu", j ? " + " : "",
+                      counts[j] > 1 ? counts[j] : j, j);
+        sb_printf(c, "    _ws, _wsp = _c.workspace(%s)  # the intermediates\n", sb_str(&total));
+        sb_add(c, sb_str(&lines), lines.n);
+    }
+    s->failed |= total.failed | lines.failed;
+    sb_free(&total);
+    sb_free(&lines);
+}
+
+/* Is b its root's memory with the root's dtype and shape (a reuse)? */
+static int same_as_root(pystate *s, const pybuf *b)
+{
+    const pybuf *r = &s->bufs[b->root];
+    if (b->off[0] || r->input || b->l->dtype != r->l->dtype)
+        return 0;
+    strbuf x, y;
+    sb_init(&x);
+    sb_init(&y);
+    py_shape(&x, s->g, b->l);
+    py_shape(&y, s->g, r->l);
+    int same = !strcmp(sb_str(&x), sb_str(&y));
+    s->failed |= x.failed | y.failed;
+    sb_free(&x);
+    sb_free(&y);
+    return same;
+}
+
+/* call()'s work after its checks: the graph for the inputs' device, the
+ * outputs and the workspace, one run of the plan, the outputs returned. */
+void py_call_body(strbuf *c, pystate *s)
+{
+    size_t nout = tilec_wir_output_count(s->w);
+    /* a root that backs an output is allocated apart: the output is it, or a view of it */
+    for (size_t i = 0; i < nout; i++) {
+        int b = buf_find(s, tilec_wir_output(s->w, i));
+        if (b >= 0 && !s->bufs[s->bufs[b].root].input)
+            s->bufs[s->bufs[b].root].standalone = 1;
+    }
+    strbuf infos;
+    sb_init(&infos);
+    const char *first = NULL;
+    for (size_t i = 0; i < s->nbufs; i++)
+        if (s->bufs[i].input) {
+            first = first ? first : s->bufs[i].l->name;
+            sb_puts(&infos, first != s->bufs[i].l->name ? ", " : "");
+            mg_py_helper(&infos, s->bufs[i].l->name, strlen(s->bufs[i].l->name), "info");
+        }
+    if (first) {
+        strbuf fi;
+        sb_init(&fi);
+        mg_py_helper(&fi, first, strlen(first), "info");
+        sb_printf(c, "    _g = _graphs.get(%s.device or 0) or load(%s.device)\n", sb_str(&fi), sb_str(&fi));
+        sb_free(&fi);
+    } else {
+        sb_puts(c, "    _g = _graphs.get(0) or load()\n");
+    }
+    sb_printf(c, "    _c = _g.begin((%s%s), stream)\n", sb_str(&infos), first ? "," : "");
+    sb_free(&infos);
+    for (size_t i = 0; i < s->nbufs; i++) {
+        const pybuf *b = &s->bufs[i];
+        if (!b->standalone)
+            continue;
+        sb_puts(c, "    ");
+        py_name(c, b->l->name);
+        sb_puts(c, ", ");
+        mg_py_helper(c, b->l->name, strlen(b->l->name), "p");
+        sb_puts(c, " = _c.alloc(");
+        py_shape(c, s->g, b->l);
+        sb_printf(c, ", \"%s\")\n", tilec_dtype_name(b->l->dtype));
+    }
+    py_workspace(c, s);
+    sb_puts(c, "    _g.run((");
+    for (size_t i = 0; i < s->nbufs; i++) {
+        sb_puts(c, i ? ", " : "");
+        buf_ptr(s, i, c);
+    }
+    sb_puts(c, s->nbufs ? sb_str(&s->values) : sb_str(&s->values) + (s->values.n ? 2 : 0));
+    sb_puts(c, ",), _c.stream)\n    _c.done()\n");
+    /* the outputs: an input's copy, a root, or a view of one */
+    strbuf ret;
+    sb_init(&ret);
+    for (size_t i = 0; i < nout; i++) {
+        const char *o = tilec_wir_output(s->w, i);
+        int bi = buf_find(s, o);
+        sb_puts(&ret, i ? ", " : "");
+        if (tilec_wir_is_input(s->w, o)) {
+            sb_printf(c, "    # %s is an input: the output is a copy\n    ", o);
+            mg_py_helper(c, o, strlen(o), "copy");
+            sb_puts(c, " = _c.copy(");
+            py_name(c, o);
+            sb_puts(c, ", ");
+            mg_py_helper(c, o, strlen(o), "info");
+            sb_puts(c, ")\n");
+            mg_py_helper(&ret, o, strlen(o), "copy");
+        } else if (bi >= 0 && (s->bufs[bi].root == bi || same_as_root(s, &s->bufs[bi]))) {
+            py_name(&ret, s->bufs[s->bufs[bi].root].l->name);
+        } else if (bi >= 0) {
+            const pybuf *b = &s->bufs[bi], *r = &s->bufs[b->root];
+            sb_puts(&ret, "_c.view(");
+            py_name(&ret, r->l->name);
+            sb_printf(&ret, ", %s, ", b->off[0] ? b->off : "0");
+            py_shape(&ret, s->g, b->l);
+            sb_printf(&ret, ", \"%s\")", tilec_dtype_name(b->l->dtype));
+        } else {
+            s->failed = 1;
+        }
+    }
+    sb_printf(c, "    return %s\n", sb_str(&ret));
+    s->failed |= ret.failed;
+    sb_free(&ret);
+}
