@@ -1,5 +1,6 @@
 /* nvrtc.c: the compile service: CUDA C++ source to CUBIN through NVRTC,
  * with options fixed per call. Needs no GPU and no driver; no globals. */
+#define _DEFAULT_SOURCE /* wait4 */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -7,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -332,7 +335,22 @@ tilec_rt_status tilec_nvrtc_compile_isolated(const char *source, const char *pro
     }
     close(fds[0]);
     int wst = 0;
-    while (waitpid(pid, &wst, 0) < 0 && errno == EINTR) {
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    while (wait4(pid, &wst, 0, &ru) < 0 && errno == EINTR) {
+    }
+    /* the watchdog samples every 50 ms: a compile that finished sooner is
+     * held to the memory limit by its peak resident set (ru_maxrss, KiB) */
+    unsigned long peak_mb = (unsigned long)ru.ru_maxrss >> 10;
+    if (st == TILEC_RT_OK && lim.max_mb && peak_mb > lim.max_mb) {
+        char buf[512];
+        snprintf(buf, sizeof buf,
+                 "%s: NVRTC used %lu MiB, more than TILEC_COMPILE_MAX_MB=%lu: the compile was stopped; a smaller "
+                 "tile or more warps makes it cheaper",
+                 program_name ? program_name : "kernel", peak_mb, lim.max_mb);
+        free(lg);
+        lg = strdup(buf);
+        st = TILEC_RT_COMPILE_ERROR;
     }
     if (!lg && st == TILEC_RT_COMPILE_ERROR) {
         char buf[128];
