@@ -343,13 +343,8 @@ tilec_rt_status tilec_nvrtc_compile_isolated(const char *source, const char *pro
      * held to the memory limit by its peak resident set (ru_maxrss, KiB) */
     unsigned long peak_mb = (unsigned long)ru.ru_maxrss >> 10;
     if (st == TILEC_RT_OK && lim.max_mb && peak_mb > lim.max_mb) {
-        char buf[512];
-        snprintf(buf, sizeof buf,
-                 "%s: NVRTC used %lu MiB, more than TILEC_COMPILE_MAX_MB=%lu: the compile was stopped; a smaller "
-                 "tile or more warps makes it cheaper",
-                 program_name ? program_name : "kernel", peak_mb, lim.max_mb);
         free(lg);
-        lg = strdup(buf);
+        lg = rt_compile_over_memory(program_name, peak_mb, lim.max_mb, -1);
         st = TILEC_RT_COMPILE_ERROR;
     }
     if (!lg && st == TILEC_RT_COMPILE_ERROR) {

@@ -70,18 +70,29 @@ int rt_compile_watch(pid_t pid, int fd, const rt_compile_limits *l, const char *
         if (!late && !big)
             continue;
         kill(pid, SIGKILL);
+        if (!late) {
+            *why = rt_compile_over_memory(kernel, mb, l->max_mb, t);
+            return -1;
+        }
         char buf[512];
-        if (late)
-            snprintf(buf, sizeof buf,
-                     "%s: NVRTC did not finish within %g s (TILEC_COMPILE_TIMEOUT_S): the compile was stopped; a "
-                     "smaller tile or more warps makes it cheaper",
-                     kernel ? kernel : "kernel", l->timeout_s);
-        else
-            snprintf(buf, sizeof buf,
-                     "%s: NVRTC used %lu MiB, more than TILEC_COMPILE_MAX_MB=%lu: the compile was stopped after %.1f s; "
-                     "a smaller tile or more warps makes it cheaper",
-                     kernel ? kernel : "kernel", mb, l->max_mb, t);
+        snprintf(buf, sizeof buf,
+                 "%s: NVRTC did not finish within %g s (TILEC_COMPILE_TIMEOUT_S): the compile was stopped; a "
+                 "smaller tile or more warps makes it cheaper",
+                 kernel ? kernel : "kernel", l->timeout_s);
         *why = strdup(buf);
         return -1;
     }
+}
+
+char *rt_compile_over_memory(const char *kernel, unsigned long mb, unsigned long max_mb, double after_s)
+{
+    char after[32] = "";
+    if (after_s >= 0)
+        snprintf(after, sizeof after, " after %.1f s", after_s);
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "%s: NVRTC used %lu MiB, more than TILEC_COMPILE_MAX_MB=%lu: the compile was stopped%s; a smaller tile "
+             "or more warps makes it cheaper",
+             kernel ? kernel : "kernel", mb, max_mb, after);
+    return strdup(buf);
 }

@@ -22,4 +22,9 @@ int rt_compile_limits_on(const rt_compile_limits *l);
  * return -1 with a malloc'd message naming `kernel` and the limit in *why. */
 int rt_compile_watch(pid_t pid, int fd, const rt_compile_limits *l, const char *kernel, char **why);
 
+/* The message for a compile of `kernel` that used mb MiB past the
+ * TILEC_COMPILE_MAX_MB limit, stopped after_s seconds in (< 0: at its end);
+ * the caller frees it (NULL when out of memory). */
+char *rt_compile_over_memory(const char *kernel, unsigned long mb, unsigned long max_mb, double after_s);
+
 #endif
