@@ -1,9 +1,12 @@
 /* build.c: tilec_program_build, a .tile module built for the GPU. The
- * pipeline: every kernel variant with its launch parameter kinds, lowered
- * (microseconds); the generated code, the compiler's identity and the
+ * pipeline: every kernel variant with its launch parameter kinds; the
+ * module's source record looked up (api/record.h): on a hit it names the
+ * bundle and gives the launch metadata, and nothing is lowered; else every
+ * variant lowered, the generated code, the compiler's identity and the
  * NVRTC version and options hashed into a key and the bundle looked up in
- * the cache; on a miss every variant compiled by NVRTC at once (runtime/batch.h), failures reported at their .tile
- * lines, the bundle stored; then the runtime's program assembled from the
+ * the cache; on a miss every variant compiled by NVRTC at once
+ * (runtime/batch.h), failures reported at their .tile lines, the bundle
+ * stored; the record stored; then the runtime's program assembled from the
  * metadata and each CUBIN loaded (runtime/assemble.h). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +14,7 @@
 #include <time.h>
 
 #include "api/compile.h"
+#include "api/record.h"
 #include "dsl/diag.h"
 #include "parser/parse.h"
 #include "runtime/assemble.h"
@@ -38,6 +42,7 @@ typedef struct build {
     tilec_program_stats st;
     int compile_only; /* tilec_program_compile: nothing will be launched */
     int unlaunchable; /* a parameter no launch can pass (compile only): no cache */
+    char record[TILEC_CACHE_KEY_LEN + 1]; /* the source record's key, or "" */
 } build;
 
 static double now_ms(void)
@@ -274,6 +279,64 @@ static tilec_status assemble(build *b, tilec_program **out)
     return TILEC_OK;
 }
 
+/* The variants' codes and declared parameter counts, for the record. */
+static tilec_kernel_code **codes_of(build *b, uint32_t *nparams)
+{
+    tilec_kernel_code **v = malloc((b->n ? b->n : 1) * sizeof *v);
+    for (uint32_t i = 0; v && i < b->n; i++) {
+        v[i] = &b->ks[i].code;
+        if (nparams)
+            nparams[i] = b->ks[i].k->nparams;
+    }
+    return v;
+}
+
+/* A warm start without lowering: the source record names the bundle and
+ * gives each variant's launch metadata; the bundle must match it. 1 on a
+ * hit; 0 (nothing kept) otherwise. */
+static int from_record(build *b)
+{
+    char *text = NULL, key[TILEC_CACHE_KEY_LEN + 1];
+    if (!b->o->cache || b->unlaunchable)
+        return 0;
+    rec_key(b->o->cache, b->arch, b->m, b->record);
+    if (!b->record[0] || tilec_cache_record_get(b->o->cache, b->record, &text) != TILEC_RT_OK)
+        return 0;
+    uint32_t *np = malloc((b->n ? b->n : 1) * sizeof *np);
+    tilec_kernel_code **codes = np ? codes_of(b, np) : NULL;
+    int ok = codes && rec_parse(text, codes, np, b->n, key) == 0;
+    free(text);
+    free(np);
+    free(codes);
+    if (!ok)
+        return 0;
+    for (uint32_t i = 0; i < b->n; i++) {
+        b->ks[i].code.variant = b->ks[i].variant;
+        b->ks[i].code.kernel = b->ks[i].k;
+    }
+    snprintf(b->st.key, sizeof b->st.key, "%s", key);
+    from_cache(b);
+    if (b->st.cache_hit)
+        return b->st.source_hit = 1;
+    for (uint32_t i = 0; i < b->n; i++)
+        tilec_kernel_code_free(&b->ks[i].code);
+    b->st.key[0] = 0;
+    return 0;
+}
+
+/* After a lowering: the record for the next start. */
+static void to_record(build *b)
+{
+    if (!b->o->cache || b->unlaunchable || !b->record[0] || !b->st.key[0])
+        return;
+    tilec_kernel_code **codes = codes_of(b, NULL);
+    char *text = codes ? rec_format(b->st.key, (const tilec_kernel_code *const *)codes, b->n) : NULL;
+    if (text)
+        tilec_cache_record_put(b->o->cache, b->record, text); /* a failed put costs the next start a lowering */
+    free(text);
+    free(codes);
+}
+
 /* Every variant compiled (or found in the cache): the build up to loading. */
 static tilec_status build_all(build *b)
 {
@@ -289,14 +352,21 @@ static tilec_status build_all(build *b)
     tilec_status st = variants(b);
     if (st != TILEC_OK)
         return st;
+    double t0 = now_ms();
+    if (from_record(b)) { /* a warm start: no lowering, no NVRTC */
+        b->st.compile_ms = now_ms() - t0;
+        b->st.kernels = b->n;
+        return TILEC_OK;
+    }
     if ((st = lower_all(b)) != TILEC_OK)
         return st;
     /* the cache first: a hit needs no NVRTC */
-    double t0 = now_ms();
+    t0 = now_ms();
     make_key(b);
     from_cache(b);
     if (!b->st.cache_hit && (st = compile_all(b)) != TILEC_OK)
         return st;
+    to_record(b);
     b->st.compile_ms = now_ms() - t0;
     b->st.kernels = b->n;
     return TILEC_OK;

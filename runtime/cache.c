@@ -212,6 +212,7 @@ void tilec_cache_close(tilec_cache *c)
     if (!c)
         return;
     cache_mem_clear(c);
+    cache_records_clear(c);
     lru_close(c);
     cache_remote_free(c->remote);
     pthread_mutex_destroy(&c->lock);
@@ -358,21 +359,34 @@ static int from_memory(tilec_cache *c, const char *key, tilec_bundle **out)
     return st == TILEC_RT_OK ? LK_HIT : st == TILEC_RT_NOT_FOUND ? LK_MISS : -(int)st;
 }
 
+rd_result cache_read_entry(tilec_cache *c, const char *key, const char *suffix, char *path, void **data, size_t *len,
+                           dev_t *dev, ino_t *ino, char *why, size_t why_size)
+{
+    snprintf(path, PATH_CAP, "%s/%s%s", c->dir, key, suffix);
+    *dev = 0;
+    *ino = 0;
+    rd_result r = cache_read_capped(path, data, len, dev, ino, why, why_size);
+    if (r == RD_UNREADABLE)
+        cache_note(c, NULL, "cannot read %s: %s", path, why);
+    return r == RD_UNREADABLE ? RD_MISSING : r;
+}
+
+void cache_reject(tilec_cache *c, const char *path, dev_t dev, ino_t ino, const char *what, const char *why)
+{
+    cdir_remove_if_same(path, dev, ino);
+    cache_note(c, &c->stats.corrupt, "%s: rejected %s: %s; removed", what, path, why);
+}
+
 static int from_file(tilec_cache *c, const char *key, tilec_bundle **out)
 {
     char path[PATH_CAP], why[ERR_MAX];
-    snprintf(path, sizeof path, "%s/%s" BUNDLE_SUFFIX, c->dir, key);
     void *data;
     size_t len;
-    dev_t dev = 0;
-    ino_t ino = 0;
-    rd_result r = cache_read_capped(path, &data, &len, &dev, &ino, why, sizeof why);
+    dev_t dev;
+    ino_t ino;
+    rd_result r = cache_read_entry(c, key, BUNDLE_SUFFIX, path, &data, &len, &dev, &ino, why, sizeof why);
     if (r == RD_MISSING)
         return LK_MISS;
-    if (r == RD_UNREADABLE) {
-        cache_note(c, NULL, "cannot read %s: %s", path, why);
-        return LK_MISS;
-    }
     tilec_bundle *b = NULL;
     tilec_rt_status st = TILEC_RT_MODULE_ERROR;
     if (r == RD_OK) {
@@ -384,8 +398,7 @@ static int from_file(tilec_cache *c, const char *key, tilec_bundle **out)
         return -(int)st;
     }
     if (st != TILEC_RT_OK) {
-        cdir_remove_if_same(path, dev, ino);
-        cache_note(c, &c->stats.corrupt, "miss: rejected %s: %s; removed", path, why);
+        cache_reject(c, path, dev, ino, "miss", why);
         lru_count(c, SC_CORRUPT);
         return LK_MISS;
     }
@@ -395,9 +408,6 @@ static int from_file(tilec_cache *c, const char *key, tilec_bundle **out)
         cache_log(c, "local hit %s (%s)", key, path);
     return hit;
 }
-
-static int publish(const char *dir, const char *key, const void *data, size_t len, int durable,
-                   tilec_cache_fault_fn fault, void *user, char *why, size_t why_size);
 
 /* The Redis tier: a value is validated exactly like a file; a hit is
  * copied to the directory (not fsync'd: a copy lost in a crash is only a
@@ -431,7 +441,7 @@ static int from_remote(tilec_cache *c, const char *key, tilec_bundle **out)
         lru_count(c, SC_CORRUPT);
         return LK_MISS;
     }
-    if (c->dir && publish(c->dir, key, data, len, 0, NULL, NULL, why, sizeof why) == 0)
+    if (c->dir && cache_publish(c->dir, key, BUNDLE_SUFFIX, data, len, 0, NULL, NULL, why, sizeof why) == 0)
         lru_enforce(c, key);
     free(data);
     int hit = keep_and_copy(c, key, b, out, &c->stats.remote_hits);
@@ -494,14 +504,12 @@ static int write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* Publish data as <dir>/<key>.tilecbundle. 0, or -1 with why set and
- * nothing left behind. */
-static int publish(const char *dir, const char *key, const void *data, size_t len, int durable,
-                   tilec_cache_fault_fn fault, void *user, char *why, size_t why_size)
+int cache_publish(const char *dir, const char *key, const char *suffix, const void *data, size_t len, int durable,
+                  tilec_cache_fault_fn fault, void *user, char *why, size_t why_size)
 {
     char tmp[PATH_CAP], final[PATH_CAP], eb[128];
-    snprintf(final, sizeof final, "%s/%s" BUNDLE_SUFFIX, dir, key);
-    snprintf(tmp, sizeof tmp, "%s/.%s" BUNDLE_SUFFIX TMP_SUFFIX, dir, key);
+    snprintf(final, sizeof final, "%s/%s%s", dir, key, suffix);
+    snprintf(tmp, sizeof tmp, "%s/.%s%s" TMP_SUFFIX, dir, key, suffix);
     const char *doing = "create a temporary file";
     int fd = mkstemp(tmp);
     if (fd < 0) {
@@ -607,7 +615,7 @@ tilec_rt_status tilec_cache_put(tilec_cache *c, const char *key, const tilec_bun
     st = TILEC_RT_OK;
     if (c->dir) {
         char why[ERR_MAX];
-        if (publish(c->dir, key, data, len, 1, fault, user, why, sizeof why) != 0) {
+        if (cache_publish(c->dir, key, BUNDLE_SUFFIX, data, len, 1, fault, user, why, sizeof why) != 0) {
             cache_note(c, &c->stats.write_failures, "%s", why);
             st = TILEC_CACHE_IO_ERROR;
         } else {

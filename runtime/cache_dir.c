@@ -147,51 +147,70 @@ char *cdir_resolve(const char *dir, char *why, size_t why_size)
 enum { STALE_SECONDS = 3600 };
 #define SWEEP_MARKER ".tilec-sweep"
 
-/* The multi-kernel chooser keeps one small file per kernel and shape,
- * multikernel-<hash>.choice. Past TILEC_CACHE_MAX_CHOICES of them the
- * oldest (by mtime) are removed: a lost choice is only timed again. */
-typedef struct choice_file {
+/* Small files kept per key, swept by count: the multi-kernel chooser's
+ * multikernel-<hash>.choice (one per kernel and shape) and the records
+ * <key>.tilecrecord. Past `cap` of a kind the oldest (by the later of
+ * mtime and atime: lru_touch marks a record's use) are removed: a lost choice is only timed again, a lost record only lowers
+ * again. */
+typedef struct small_file {
     time_t mtime;
-    char name[64];
-} choice_file;
+    char name[TILEC_CACHE_MAX_KEY + 32];
+} small_file;
+
+typedef struct small_kind {
+    const char *prefix, *suffix;
+    uint32_t cap;
+    const char *what;
+} small_kind;
+
+static const small_kind choices = {"multikernel-", ".choice", TILEC_CACHE_MAX_CHOICES, "multi-kernel choice"};
+static const small_kind records = {"", RECORD_SUFFIX, TILEC_CACHE_MAX_RECORDS, "record"};
 
 static int by_mtime(const void *a, const void *b)
 {
-    const choice_file *x = a, *y = b;
+    const small_file *x = a, *y = b;
     return x->mtime < y->mtime ? -1 : x->mtime > y->mtime ? 1 : strcmp(x->name, y->name);
 }
 
-static void sweep_choices(tilec_cache *c, int dfd, DIR *d)
+int cdir_is_small(const char *name, int record)
 {
-    choice_file *v = NULL;
+    const small_kind *k = record ? &records : &choices;
+    size_t l = strlen(name), lp = strlen(k->prefix), ls = strlen(k->suffix);
+    return name[0] != '.' && l > lp + ls && l < sizeof ((small_file *)0)->name && !strncmp(name, k->prefix, lp) &&
+           !strcmp(name + l - ls, k->suffix);
+}
+
+static uint64_t sweep_small(tilec_cache *c, int dfd, DIR *d, const small_kind *k)
+{
+    small_file *v = NULL;
     size_t n = 0, cap = 0;
+    uint64_t removed = 0;
     struct dirent *e;
     struct stat st;
     rewinddir(d);
     while ((e = readdir(d)) != NULL) {
         const char *nm = e->d_name;
-        size_t l = strlen(nm);
-        if (strncmp(nm, "multikernel-", 12) || l < 20 || l >= sizeof v->name || strcmp(nm + l - 7, ".choice") ||
-            fstatat(dfd, nm, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+        if (!cdir_is_small(nm, k == &records) || fstatat(dfd, nm, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode))
             continue;
         if (n == cap) {
-            choice_file *w = realloc(v, (cap = cap ? cap * 2 : 256) * sizeof *v);
+            small_file *w = realloc(v, (cap = cap ? cap * 2 : 256) * sizeof *v);
             if (!w)
                 break;
             v = w;
         }
-        v[n].mtime = st.st_mtime;
-        memcpy(v[n++].name, nm, l + 1);
+        v[n].mtime = st.st_atime > st.st_mtime ? st.st_atime : st.st_mtime; /* a record's get touches atime */
+        memcpy(v[n++].name, nm, strlen(nm) + 1); /* cdir_is_small checked the length */
     }
-    if (n > TILEC_CACHE_MAX_CHOICES) {
+    if (n > k->cap) {
         qsort(v, n, sizeof *v, by_mtime);
-        for (size_t i = 0; i < n - TILEC_CACHE_MAX_CHOICES; i++)
+        for (size_t i = 0; i < n - k->cap; i++)
             if (unlinkat(dfd, v[i].name, 0) == 0)
-                c->stats.choices_removed++;
-        cache_log(c, "removed %llu multi-kernel choice files over %u", (unsigned long long)c->stats.choices_removed,
-                  TILEC_CACHE_MAX_CHOICES);
+                removed++;
+        cache_log(c, "removed %llu %s files over %u", (unsigned long long)removed, k->what, k->cap);
     }
     free(v);
+    return removed;
 }
 
 void cdir_sweep(tilec_cache *c)
@@ -222,8 +241,9 @@ void cdir_sweep(tilec_cache *c)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         const char *n = e->d_name;
-        const char *t = strstr(n, BUNDLE_SUFFIX ".tmp.");
-        if (n[0] != '.' || !t || strlen(t) != sizeof BUNDLE_SUFFIX - 1 + sizeof TMP_SUFFIX - 1)
+        const char *t = strstr(n, BUNDLE_SUFFIX ".tmp."), *r = strstr(n, RECORD_SUFFIX ".tmp.");
+        if (n[0] != '.' || !((t && strlen(t) == sizeof BUNDLE_SUFFIX - 1 + sizeof TMP_SUFFIX - 1) ||
+                             (r && strlen(r) == sizeof RECORD_SUFFIX - 1 + sizeof TMP_SUFFIX - 1)))
             continue;
         if (fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
             now - st.st_mtime < STALE_SECONDS)
@@ -233,7 +253,8 @@ void cdir_sweep(tilec_cache *c)
             cache_log(c, "removed %s, a killed writer's temporary file", n);
         }
     }
-    sweep_choices(c, dfd, d);
+    c->stats.choices_removed += sweep_small(c, dfd, d, &choices);
+    c->stats.records_removed += sweep_small(c, dfd, d, &records);
     closedir(d);
     close(dfd);
 }

@@ -16,6 +16,7 @@
 
 #define CACHE_LOG_CHANNEL "cache"
 #define BUNDLE_SUFFIX ".tilecbundle"
+#define RECORD_SUFFIX ".tilecrecord"
 #define TMP_SUFFIX ".tmp.XXXXXX"
 
 enum { ERR_MAX = 1024, PATH_CAP = 4096 };
@@ -42,6 +43,7 @@ typedef enum {
 } shared_counter;
 
 struct mem_entry;
+struct mem_record;
 
 struct tilec_cache {
     pthread_mutex_t lock; /* guards everything below but dir, log, max_bytes, identity, shared and remote */
@@ -53,6 +55,7 @@ struct tilec_cache {
     volatile uint64_t *shared; /* the directory's counters (mapped .tilec-stats), or NULL */
     cache_remote *remote; /* the Redis tier, or NULL */
     struct mem_entry *mem;
+    struct mem_record *records; /* cache_record.c */
     tilec_cache_stats stats;
     tilec_cache_fault_fn fault;
     void *fault_user;
@@ -74,15 +77,34 @@ void cache_note(tilec_cache *c, uint64_t *counter, const char *fmt, ...) __attri
 typedef enum { RD_OK, RD_MISSING, RD_UNREADABLE, RD_CORRUPT } rd_result;
 rd_result cache_read_capped(const char *path, void **data, size_t *len, dev_t *dev, ino_t *ino, char *why,
                             size_t why_size);
+/* Read <dir>/<key><suffix> (path: PATH_CAP bytes) for parsing: RD_OK
+ * with its bytes, RD_MISSING (an unreadable file too, noted), or
+ * RD_CORRUPT with dev/ino to remove it by (cache_reject). */
+rd_result cache_read_entry(tilec_cache *c, const char *key, const char *suffix, char *path, void **data, size_t *len,
+                           dev_t *dev, ino_t *ino, char *why, size_t why_size);
+/* A file the parser rejected: removed (if still the one read), counted
+ * as corrupt and noted as "<what>: rejected <path>: <why>; removed". */
+void cache_reject(tilec_cache *c, const char *path, dev_t dev, ino_t ino, const char *what, const char *why);
 /* Empty the memory level. */
 void cache_mem_clear(tilec_cache *c);
+/* Publish data as <dir>/<key><suffix> by a temporary file, fsync (when
+ * durable) and rename. 0, or -1 with why set and nothing left behind. */
+int cache_publish(const char *dir, const char *key, const char *suffix, const void *data, size_t len, int durable,
+                  tilec_cache_fault_fn fault, void *user, char *why, size_t why_size);
+
+/* cache_record.c: empty the records' memory level. */
+void cache_records_clear(tilec_cache *c);
 
 /* cache_dir.c: the directory to use, made and checked (a malloc'd
  * absolute path), or NULL and why (the cache is then memory only). */
 char *cdir_resolve(const char *dir, char *why, size_t why_size);
 /* At most once an hour per directory: remove killed writers' temporary
- * files and the multi-kernel choice files over TILEC_CACHE_MAX_CHOICES. */
+ * files, the multi-kernel choice files over TILEC_CACHE_MAX_CHOICES and
+ * the records over TILEC_CACHE_MAX_RECORDS. */
 void cdir_sweep(tilec_cache *c);
+/* Whether a directory entry is a multi-kernel choice file (record 0) or
+ * a record file (record 1). */
+int cdir_is_small(const char *name, int record);
 /* Remove path if it is still the file (dev, ino) that was read. */
 void cdir_remove_if_same(const char *path, dev_t dev, ino_t ino);
 

@@ -416,6 +416,7 @@ tilec_rt_status tilec_cache_clear(tilec_cache *c, uint64_t *removed, uint64_t *f
     if (!c)
         return TILEC_RT_INVALID_ARG;
     cache_mem_clear(c);
+    cache_records_clear(c);
     listing ls;
     tilec_rt_status st = need_dir(c, &ls);
     if (st != TILEC_RT_OK)
@@ -429,9 +430,8 @@ tilec_rt_status tilec_cache_clear(tilec_cache *c, uint64_t *removed, uint64_t *f
     DIR *d = opendir(c->dir);
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name);
         struct stat sb;
-        if (!strncmp(e->d_name, "multikernel-", 12) && l > 7 && !strcmp(e->d_name + l - 7, ".choice") &&
+        if ((cdir_is_small(e->d_name, 0) || cdir_is_small(e->d_name, 1)) &&
             fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && unlinkat(dirfd(d), e->d_name, 0) == 0) {
             rm++;
             fr += (uint64_t)sb.st_size;

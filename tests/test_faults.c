@@ -217,7 +217,7 @@ Test(faults, failing_writes_at_every_step)
             expect_build(&o, 0, "a write failing");
             tilec_cache_stats s;
             tilec_cache_get_stats(c, &s);
-            cr_expect_eq(s.write_failures, 1, "step %d errno %d", at, errs[e]);
+            cr_expect_eq(s.write_failures, 2, "step %d errno %d: the bundle and the source record", at, errs[e]);
             cr_expect(strstr(tilec_cache_last_error(c), strerror(errs[e])), "step %d: %s", at,
                       tilec_cache_last_error(c));
             /* the memory level still serves the module */

@@ -83,6 +83,8 @@ typedef struct tilec_program_stats {
     int cache_hit;            /* the bundle came from the cache */
     double lower_ms, compile_ms, load_ms;
     char key[65];             /* the cache key of the module */
+    int source_hit;           /* the module's source record named the bundle:
+                               * nothing was lowered (lower_ms is 0) */
 } tilec_program_stats;
 void tilec_program_get_stats(const tilec_program *p, tilec_program_stats *s);
 

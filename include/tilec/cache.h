@@ -210,6 +210,30 @@ tilec_rt_status tilec_cache_get(tilec_cache *c, const char *key, tilec_bundle **
  * are logged, never returned). */
 tilec_rt_status tilec_cache_put(tilec_cache *c, const char *key, const tilec_bundle *b);
 
+/* ---- records ---- */
+
+/* A record is a short text kept under a key beside the bundles: in
+ * memory, and as <dir>/<key>.tilecrecord (a checksummed header line, then
+ * the text; published like a bundle), never in the Redis tier. The
+ * library's build keeps one per module source (docs/runtime.md, "Warm
+ * starts without lowering"): the key of the bundle its lowering gave and
+ * the launch metadata, so that a warm start skips the lowering. At most
+ * TILEC_CACHE_MAX_RECORD bytes, no NUL. Records past
+ * TILEC_CACHE_MAX_RECORDS in a directory are swept, oldest first; clear
+ * removes them. */
+#define TILEC_CACHE_MAX_RECORD (1u << 20)
+#define TILEC_CACHE_MAX_RECORDS 4096u
+
+/* The record under key in a malloc'd NUL-terminated *text: TILEC_RT_OK;
+ * TILEC_RT_NOT_FOUND when there is none (a corrupt file is removed and
+ * counts as none); TILEC_RT_INVALID_ARG, TILEC_RT_NOMEM. */
+tilec_rt_status tilec_cache_record_get(tilec_cache *c, const char *key, char **text);
+/* Keep text under key (replacing any record there): TILEC_RT_OK (also
+ * when the cache is disabled), TILEC_CACHE_IO_ERROR when the file could
+ * not be written (memory still has it), TILEC_RT_INVALID_ARG,
+ * TILEC_RT_NOMEM. */
+tilec_rt_status tilec_cache_record_put(tilec_cache *c, const char *key, const char *text);
+
 /* The status of a failed disk write. runtime.h has no I/O status yet;
  * until it gains one, the cache reports these as module errors (the
  * bundle could not be stored). */
@@ -230,6 +254,9 @@ typedef struct tilec_cache_stats {
     uint64_t remote_rejected; /* Redis values that failed validation (replaced by the next put) */
     uint64_t remote_faults;  /* Redis errors: down, slow, refused, dropped (each a local compile) */
     uint64_t remote_writes;  /* bundles published to Redis */
+    uint64_t record_hits;    /* record gets answered (memory or file) */
+    uint64_t record_misses;  /* record gets answered TILEC_RT_NOT_FOUND */
+    uint64_t records_removed; /* .tilecrecord files over TILEC_CACHE_MAX_RECORDS removed at open */
 } tilec_cache_stats;
 
 void tilec_cache_get_stats(const tilec_cache *c, tilec_cache_stats *s);

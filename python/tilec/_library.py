@@ -55,7 +55,7 @@ class _BuildOptions(ctypes.Structure):  # tilec_build_options
 class _Stats(ctypes.Structure):  # tilec_program_stats
     _fields_ = [("kernels", ctypes.c_uint32), ("nvrtc_compiles", ctypes.c_uint32), ("cache_hit", ctypes.c_int),
                 ("lower_ms", ctypes.c_double), ("compile_ms", ctypes.c_double), ("load_ms", ctypes.c_double),
-                ("key", ctypes.c_char * 65)]
+                ("key", ctypes.c_char * 65), ("source_hit", ctypes.c_int)]
 
 
 _WRITE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t)

@@ -62,7 +62,8 @@ class Module(Owner):
         s = _Stats()
         lib().tilec_program_get_stats(self._prog, ctypes.byref(s))
         return {"kernels": s.kernels, "nvrtc_compiles": s.nvrtc_compiles, "cache_hit": bool(s.cache_hit),
-                "lower_ms": s.lower_ms, "compile_ms": s.compile_ms, "load_ms": s.load_ms, "key": s.key.decode()}
+                "lower_ms": s.lower_ms, "compile_ms": s.compile_ms, "load_ms": s.load_ms, "key": s.key.decode(),
+                "source_hit": bool(s.source_hit)}
 
     def close(self) -> None:
         """Free the program, the module and the context (kernels made from

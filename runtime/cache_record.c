@@ -1,0 +1,187 @@
+/* cache_record.c: records, the short texts the cache keeps beside its
+ * bundles (tilec/cache.h). Memory first (uthash by key, under the cache's
+ * lock), then <dir>/<key>.tilecrecord: one line "tilec record <n>
+ * <checksum>\n" (the text's length and XXH64 in hex), then the text. A
+ * file that fails the check is removed and read as a miss; records never
+ * go to the Redis tier. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/cache_internal.h"
+
+#define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = (unsigned)tilec_bundle_checksum((keyptr), (keylen)))
+
+#include "util/hashtable.h"
+
+typedef struct mem_record {
+    char key[TILEC_CACHE_MAX_KEY + 1];
+    char *text;
+    UT_hash_handle hh;
+} mem_record;
+
+enum { HEAD_MAX = 64 };
+
+static int rec_key_ok(const char *k) { return k && tilec_cache_key_ok(k, strnlen(k, TILEC_CACHE_MAX_KEY + 1)); }
+
+void cache_records_clear(tilec_cache *c)
+{
+    pthread_mutex_lock(&c->lock);
+    mem_record *e, *tmp;
+    HASH_ITER(hh, c->records, e, tmp)
+    {
+        HASH_DEL(c->records, e);
+        free(e->text);
+        free(e);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Keep a copy of text under key (the caller holds the lock). 0, or -1
+ * when out of memory. */
+static int rec_store_locked(tilec_cache *c, const char *key, const char *text)
+{
+    char *copy = strdup(text);
+    if (!copy)
+        return -1;
+    mem_record *e;
+    HASH_FIND_STR(c->records, key, e);
+    if (e) {
+        free(e->text);
+        e->text = copy;
+        return 0;
+    }
+    if (!(e = calloc(1, sizeof *e))) {
+        free(copy);
+        return -1;
+    }
+    snprintf(e->key, sizeof e->key, "%s", key);
+    e->text = copy;
+    HASH_ADD_STR(c->records, key, e);
+    if (!e->hh.tbl) {
+        free(copy);
+        free(e);
+        return -1;
+    }
+    return 0;
+}
+
+/* The text of a record file's bytes, or NULL with why set. */
+static char *rec_parse(const char *data, size_t len, char *why, size_t why_size)
+{
+    const char *nl = memchr(data, '\n', len < HEAD_MAX ? len : HEAD_MAX);
+    unsigned long long n, sum;
+    int used = 0;
+    if (!nl || sscanf(data, "tilec record %llu %16llx%n", &n, &sum, &used) != 2 || data + used != nl) {
+        cache_say(why, why_size, "no \"tilec record\" header line");
+        return NULL;
+    }
+    size_t body = len - (size_t)(nl + 1 - data);
+    if (n != body || n > TILEC_CACHE_MAX_RECORD) {
+        cache_say(why, why_size, "the header says %llu bytes, the file holds %zu", n, body);
+        return NULL;
+    }
+    if (memchr(nl + 1, 0, body) || tilec_bundle_checksum(nl + 1, body) != sum) {
+        cache_say(why, why_size, "checksum mismatch");
+        return NULL;
+    }
+    char *text = malloc(body + 1);
+    if (!text) {
+        cache_say(why, why_size, "out of memory for %zu bytes", body);
+        return NULL;
+    }
+    memcpy(text, nl + 1, body);
+    text[body] = 0;
+    return text;
+}
+
+/* The record file under key: TILEC_RT_OK, NOT_FOUND or NOMEM. */
+static tilec_rt_status rec_from_file(tilec_cache *c, const char *key, char **text)
+{
+    char path[PATH_CAP], why[ERR_MAX];
+    void *data;
+    size_t len;
+    dev_t dev;
+    ino_t ino;
+    rd_result r = cache_read_entry(c, key, RECORD_SUFFIX, path, &data, &len, &dev, &ino, why, sizeof why);
+    if (r == RD_MISSING)
+        return TILEC_RT_NOT_FOUND;
+    if (r == RD_OK) {
+        *text = rec_parse(data, len, why, sizeof why);
+        free(data);
+    }
+    if (!*text) {
+        cache_reject(c, path, dev, ino, "record miss", why);
+        return TILEC_RT_NOT_FOUND;
+    }
+    lru_touch(path); /* the sweep keeps the records used last */
+    pthread_mutex_lock(&c->lock);
+    (void)rec_store_locked(c, key, *text); /* out of memory: the next get reads the file again */
+    pthread_mutex_unlock(&c->lock);
+    return TILEC_RT_OK;
+}
+
+tilec_rt_status tilec_cache_record_get(tilec_cache *c, const char *key, char **text)
+{
+    if (text)
+        *text = NULL;
+    if (!c || !text || !rec_key_ok(key))
+        return TILEC_RT_INVALID_ARG;
+    tilec_rt_status st = TILEC_RT_NOT_FOUND;
+    if (!c->disabled) {
+        pthread_mutex_lock(&c->lock);
+        mem_record *e;
+        HASH_FIND_STR(c->records, key, e);
+        if (e)
+            st = (*text = strdup(e->text)) ? TILEC_RT_OK : TILEC_RT_NOMEM;
+        pthread_mutex_unlock(&c->lock);
+        if (st == TILEC_RT_NOT_FOUND && c->dir)
+            st = rec_from_file(c, key, text);
+    }
+    pthread_mutex_lock(&c->lock);
+    if (st == TILEC_RT_OK)
+        c->stats.record_hits++;
+    else if (st == TILEC_RT_NOT_FOUND)
+        c->stats.record_misses++;
+    pthread_mutex_unlock(&c->lock);
+    cache_log(c, "record %s %s", st == TILEC_RT_OK ? "hit" : "miss", key);
+    return st;
+}
+
+tilec_rt_status tilec_cache_record_put(tilec_cache *c, const char *key, const char *text)
+{
+    if (!c || !text || !rec_key_ok(key))
+        return TILEC_RT_INVALID_ARG;
+    size_t n = strnlen(text, TILEC_CACHE_MAX_RECORD + 1);
+    if (n > TILEC_CACHE_MAX_RECORD)
+        return TILEC_RT_INVALID_ARG;
+    if (c->disabled)
+        return TILEC_RT_OK;
+    pthread_mutex_lock(&c->lock);
+    int bad = rec_store_locked(c, key, text);
+    tilec_cache_fault_fn fault = c->fault;
+    void *user = c->fault_user;
+    pthread_mutex_unlock(&c->lock);
+    if (bad)
+        return TILEC_RT_NOMEM;
+    if (!c->dir)
+        return TILEC_RT_OK;
+    char *data = malloc(HEAD_MAX + n);
+    if (!data)
+        return TILEC_RT_NOMEM;
+    int h = snprintf(data, HEAD_MAX, "tilec record %zu %016" PRIx64 "\n", n, tilec_bundle_checksum(text, n));
+    memcpy(data + h, text, n);
+    char why[ERR_MAX];
+    tilec_rt_status st = TILEC_RT_OK;
+    if (cache_publish(c->dir, key, RECORD_SUFFIX, data, (size_t)h + n, 1, fault, user, why, sizeof why) != 0) {
+        cache_note(c, &c->stats.write_failures, "%s", why);
+        st = TILEC_CACHE_IO_ERROR;
+    } else {
+        cache_log(c, "wrote %s/%s" RECORD_SUFFIX " (%zu bytes)", c->dir, key, (size_t)h + n);
+    }
+    free(data);
+    return st;
+}

@@ -1,0 +1,294 @@
+/* test_record.c: warm starts without lowering. The cache keeps records
+ * (short checksummed texts beside the bundles); a build keeps one per
+ * module source naming its bundle and the launch metadata, so the next
+ * build of the same text lowers nothing. The record's text reads back to
+ * exactly what the lowering gave (the Hopper twin's tensor maps too);
+ * anything that does not fit (a corrupt file, a record for other
+ * variants, a bundle that is gone) is a miss, and the build lowers as
+ * before. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/record.h"
+#include "cache_helpers.h"
+#include "fs_helpers.h"
+#include "helpers.h"
+#include "tilec/lower.h"
+
+static char dir[64];
+
+static void setup(void)
+{
+    cache_clean_env();
+    make_tmpdir(dir, sizeof dir);
+}
+
+static void teardown(void) { rm_dir(dir); }
+
+TestSuite(record, .init = setup, .fini = teardown);
+
+static const char KEY[] = "0123456789abcdef0123456789abcdef";
+
+Test(record, put_get_memory_file_and_clear)
+{
+    tilec_cache *c;
+    char *t = NULL;
+    cr_assert_eq(tilec_cache_open(dir, &c), TILEC_RT_OK);
+    cr_expect_eq(tilec_cache_record_get(c, KEY, &t), TILEC_RT_NOT_FOUND);
+    cr_expect_null(t);
+    cr_assert_eq(tilec_cache_record_put(c, KEY, "line one\nline two\n"), TILEC_RT_OK);
+    cr_assert_eq(tilec_cache_record_get(c, KEY, &t), TILEC_RT_OK);
+    cr_expect_str_eq(t, "line one\nline two\n");
+    free(t);
+    tilec_cache_close(c);
+    /* another process: the file */
+    cr_assert_eq(tilec_cache_open(dir, &c), TILEC_RT_OK);
+    cr_assert_eq(tilec_cache_record_get(c, KEY, &t), TILEC_RT_OK);
+    cr_expect_str_eq(t, "line one\nline two\n");
+    free(t);
+    tilec_cache_stats s;
+    tilec_cache_get_stats(c, &s);
+    cr_expect_eq(s.record_hits, 1);
+    cr_expect_eq(s.record_misses, 0);
+    cr_expect_eq(s.misses, 0, "a record is not a bundle lookup");
+    uint64_t removed = 0, freed = 0;
+    cr_assert_eq(tilec_cache_clear(c, &removed, &freed), TILEC_RT_OK);
+    cr_expect_eq(removed, 1);
+    cr_expect_eq(tilec_cache_record_get(c, KEY, &t), TILEC_RT_NOT_FOUND, "clear empties memory and files");
+    tilec_cache_close(c);
+}
+
+Test(record, bad_arguments_and_disabled)
+{
+    tilec_cache *c;
+    char *t = (char *)"x";
+    cr_assert_eq(tilec_cache_open(dir, &c), TILEC_RT_OK);
+    cr_expect_eq(tilec_cache_record_get(c, "../etc/passwd", &t), TILEC_RT_INVALID_ARG);
+    cr_expect_null(t);
+    cr_expect_eq(tilec_cache_record_get(NULL, KEY, &t), TILEC_RT_INVALID_ARG);
+    cr_expect_eq(tilec_cache_record_get(c, KEY, NULL), TILEC_RT_INVALID_ARG);
+    cr_expect_eq(tilec_cache_record_put(c, KEY, NULL), TILEC_RT_INVALID_ARG);
+    cr_expect_eq(tilec_cache_record_put(c, "", "x"), TILEC_RT_INVALID_ARG);
+    char *big = malloc(TILEC_CACHE_MAX_RECORD + 2);
+    memset(big, 'a', TILEC_CACHE_MAX_RECORD + 1);
+    big[TILEC_CACHE_MAX_RECORD + 1] = 0;
+    cr_expect_eq(tilec_cache_record_put(c, KEY, big), TILEC_RT_INVALID_ARG, "over TILEC_CACHE_MAX_RECORD");
+    free(big);
+    tilec_cache_close(c);
+    setenv("TILEC_FORCE_DISABLE_CACHES", "1", 1);
+    cr_assert_eq(tilec_cache_open(dir, &c), TILEC_RT_OK);
+    cr_expect_eq(tilec_cache_record_put(c, KEY, "x"), TILEC_RT_OK);
+    cr_expect_eq(tilec_cache_record_get(c, KEY, &t), TILEC_RT_NOT_FOUND);
+    tilec_cache_close(c);
+    unsetenv("TILEC_FORCE_DISABLE_CACHES");
+}
+
+/* Every damaged file is a miss, and is removed. */
+Test(record, corrupt_files_are_misses)
+{
+    static const char *bad[] = {
+        "",
+        "tilec record 3 0000000000000000\nabc",        /* wrong checksum */
+        "tilec record 9 0000000000000000\nabc",        /* wrong length */
+        "not a record\nabc",                           /* no header */
+        "tilec record 3 zz\nabc",                      /* a malformed checksum */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char name[64], path[256];
+        snprintf(name, sizeof name, "%s.tilecrecord", KEY);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        write_in(dir, name, bad[i]);
+        tilec_cache *c;
+        char *t = NULL;
+        cr_assert_eq(tilec_cache_open(dir, &c), TILEC_RT_OK);
+        cr_expect_eq(tilec_cache_record_get(c, KEY, &t), TILEC_RT_NOT_FOUND, "case %zu", i);
+        cr_expect_null(t);
+        cr_expect_neq(access(path, F_OK), 0, "case %zu: the damaged file stays", i);
+        tilec_cache_close(c);
+    }
+}
+
+static void lower_all(tilec_ctx *ctx, tilec_module *m, const char *kernel, tilec_kernel_code *codes, uint32_t n)
+{
+    const tilec_kernel *k = tilec_module_find_kernel(m, kernel);
+    cr_assert_not_null(k);
+    for (uint32_t v = 0; v < n; v++)
+        cr_assert_eq(tilec_lower_kernel(ctx, m, k, (int)v, &codes[v]), TILEC_OK);
+}
+
+/* The record reads back to the lowering's own metadata, twin included. */
+Test(record, text_reads_back_to_the_lowering)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "bench/harness/gemm.tile");
+    const tilec_kernel *k = tilec_module_find_kernel(m, "matmul_f16");
+    uint32_t n = tilec_kernel_variant_count(k);
+    cr_assert_geq(n, 4);
+    tilec_kernel_code codes[8], back[8];
+    const tilec_kernel_code *in[8];
+    tilec_kernel_code *out[8];
+    uint32_t np[8];
+    lower_all(ctx, m, "matmul_f16", codes, n);
+    for (uint32_t v = 0; v < n; v++) {
+        in[v] = &codes[v];
+        out[v] = &back[v];
+        np[v] = k->nparams;
+    }
+    char *text = rec_format(KEY, in, n);
+    cr_assert_not_null(text);
+    char key[TILEC_CACHE_KEY_LEN + 1];
+    cr_assert_eq(rec_parse(text, out, np, n, key), 0, "%s", text);
+    cr_expect_str_eq(key, KEY);
+    int twins = 0;
+    for (uint32_t v = 0; v < n; v++) {
+        cr_expect_str_eq(back[v].name, codes[v].name);
+        cr_expect_eq(back[v].threads, codes[v].threads);
+        cr_expect_eq(back[v].smem_bytes, codes[v].smem_bytes);
+        cr_expect_eq(back[v].nparams, codes[v].nparams);
+        cr_expect_eq(!back[v].tma.name, !codes[v].tma.name);
+        if (!codes[v].tma.name)
+            continue;
+        twins++;
+        cr_expect_str_eq(back[v].tma.name, codes[v].tma.name);
+        cr_expect_eq(back[v].tma.threads, codes[v].tma.threads);
+        cr_expect_eq(back[v].tma.smem_bytes, codes[v].tma.smem_bytes);
+        cr_expect_eq(back[v].tma.nmaps, codes[v].tma.nmaps);
+        cr_expect_eq(memcmp(back[v].tma.maps, codes[v].tma.maps, sizeof codes[v].tma.maps), 0, "variant %u maps", v);
+    }
+    cr_expect_geq(twins, 1, "the gemm variants have Hopper twins");
+    for (uint32_t v = 0; v < n; v++)
+        tilec_kernel_code_free(&back[v]);
+    /* a record of other variants, or damaged, does not read */
+    np[0]++;
+    cr_expect_eq(rec_parse(text, out, np, n, key), -1, "another parameter count");
+    np[0]--;
+    cr_expect_eq(rec_parse(text, out, np, n - 1, key), -1, "a variant more than the kernel has");
+    cr_expect_eq(rec_parse(text, out, np, n + 0, key), 0);
+    for (uint32_t v = 0; v < n; v++)
+        tilec_kernel_code_free(&back[v]);
+    size_t len = strlen(text);
+    for (size_t cut = 0; cut + 1 < len; cut += 7) { /* every truncation */
+        char *t = strndup(text, cut);
+        cr_expect_eq(rec_parse(t, out, np, n, key), -1, "cut at %zu", cut);
+        free(t);
+    }
+    char *twin = strstr(text, "_tma ");
+    cr_assert_not_null(twin);
+    char *p = twin + 5; /* threads smem nmaps, then map 0's pointer index: make it out of range */
+    for (int words = 0; words < 3; words++)
+        p = strchr(p, ' ') + 1;
+    char *bad = malloc(len + 8);
+    snprintf(bad, len + 8, "%.*s99%s", (int)(p - text), text, strchr(p, ' '));
+    cr_expect_eq(rec_parse(bad, out, np, n, key), -1, "a map's pointer past the parameters:\n%s", bad);
+    free(bad);
+    free(text);
+    for (uint32_t v = 0; v < n; v++)
+        tilec_kernel_code_free(&codes[v]);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+static int count_files(const char *suffix)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    while (d && (e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name), ls = strlen(suffix);
+        n += l > ls && !strcmp(e->d_name + l - ls, suffix) && e->d_name[0] != '.';
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void remove_files(const char *suffix)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name), ls = strlen(suffix);
+        if (l > ls && !strcmp(e->d_name + l - ls, suffix))
+            unlink(cache_path(dir, e->d_name));
+    }
+    if (d)
+        closedir(d);
+}
+
+/* A real build: the second start lowers nothing and takes the same
+ * bundle; a record without its bundle, or damaged, lowers again. */
+Test(record, warm_build_lowers_nothing, .timeout = 120)
+{
+    tilec_program_stats cold, warm, lost, damaged;
+    cr_assert_eq(cache_build("examples/add_relu.tile", dir, &cold), TILEC_OK);
+    cr_expect_eq(cold.source_hit, 0);
+    cr_expect_eq(cold.nvrtc_compiles, 1);
+    cr_expect_eq(count_files(".tilecrecord"), 1, "the build kept its record");
+    cr_assert_eq(cache_build("examples/add_relu.tile", dir, &warm), TILEC_OK);
+    cr_expect_eq(warm.source_hit, 1);
+    cr_expect_eq(warm.cache_hit, 1);
+    cr_expect_eq(warm.nvrtc_compiles, 0);
+    cr_expect(warm.lower_ms == 0.0, "lowered for %.3f ms", warm.lower_ms);
+    cr_expect_str_eq(warm.key, cold.key, "the record names the lowering's bundle");
+    cr_expect_eq(warm.kernels, cold.kernels);
+    remove_files(".tilecbundle");
+    cr_assert_eq(cache_build("examples/add_relu.tile", dir, &lost), TILEC_OK);
+    cr_expect_eq(lost.source_hit, 0, "the record's bundle is gone");
+    cr_expect_eq(lost.nvrtc_compiles, 1);
+    cr_expect_str_eq(lost.key, cold.key);
+    remove_files(".tilecrecord");
+    cr_assert_eq(cache_build("examples/add_relu.tile", dir, &damaged), TILEC_OK);
+    cr_expect_eq(damaged.source_hit, 0);
+    cr_expect_eq(damaged.cache_hit, 1, "the lowering's key still finds the bundle");
+    cr_expect_eq(count_files(".tilecrecord"), 1, "and the record is kept again");
+}
+
+/* Another text is another record, even when it lowers to the same code;
+ * a record for other variants (here: forged for a 2-variant module) is a
+ * miss, never a wrong launch. */
+Test(record, other_text_and_forged_records_miss, .timeout = 120)
+{
+    tilec_program_stats a, b, c;
+    cr_assert_eq(cache_build("examples/add_relu.tile", dir, &a), TILEC_OK);
+    size_t len = 0;
+    char *text = read_file("examples/add_relu.tile", &len);
+    cr_assert_not_null(text);
+    char path[128];
+    snprintf(path, sizeof path, "%s/copy.tile", dir);
+    char *more = malloc(len + 32);
+    snprintf(more, len + 32, "%s\n// a comment\n", text);
+    write_in(dir, "copy.tile", more);
+    cr_assert_eq(cache_build(path, dir, &b), TILEC_OK);
+    cr_expect_eq(b.source_hit, 0, "another text");
+    cr_expect_eq(b.cache_hit, 1, "the same code");
+    cr_expect_eq(count_files(".tilecrecord"), 2);
+    /* forge: every record now names one kernel more than there is */
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (l < 12 || strcmp(e->d_name + l - 12, ".tilecrecord"))
+            continue;
+        char key[TILEC_CACHE_KEY_LEN + 1];
+        snprintf(key, sizeof key, "%.*s", (int)(l - 12), e->d_name);
+        tilec_cache *cc;
+        char *rec;
+        cr_assert_eq(tilec_cache_open(dir, &cc), TILEC_RT_OK);
+        cr_assert_eq(tilec_cache_record_get(cc, key, &rec), TILEC_RT_OK);
+        char *forged = malloc(strlen(rec) + 64);
+        sprintf(forged, "%skernel extra_v0 128 0 0 twin -\n", rec);
+        cr_assert_eq(tilec_cache_record_put(cc, key, forged), TILEC_RT_OK);
+        free(forged);
+        free(rec);
+        tilec_cache_close(cc);
+    }
+    closedir(d);
+    cr_assert_eq(cache_build(path, dir, &c), TILEC_OK);
+    cr_expect_eq(c.source_hit, 0, "a record of other variants");
+    cr_expect_eq(c.cache_hit, 1);
+    free(more);
+    free(text);
+}
