@@ -1,6 +1,9 @@
 /* watch.c: time and memory limits on a compile in a child process. The
- * parent polls the child's result pipe every 50 ms and reads the child's
- * resident set from /proc/PID/statm; a child past either limit is killed.
+ * parent polls the child's result pipe every 50 ms (TILEC_COMPILE_SAMPLE_MS)
+ * and reads the child's resident set from /proc/PID/statm; a child past
+ * either limit is killed. A compile that ends between two samples is held
+ * to the memory limit by its peak: a forked child's from wait4, a
+ * persistent worker's from its own VmHWM, reset before each compile.
  * A watchdog, not setrlimit(RLIMIT_AS): NVRTC and sanitizers reserve far
  * more address space than they use, and what hurts is memory in use. */
 #define _GNU_SOURCE 1
@@ -29,6 +32,9 @@ void rt_compile_limits_get(rt_compile_limits *l)
 {
     l->timeout_s = env_num("TILEC_COMPILE_TIMEOUT_S", 300, 1);
     l->max_mb = (unsigned long)env_num("TILEC_COMPILE_MAX_MB", 8192, 0);
+    l->sample_ms = (int)env_num("TILEC_COMPILE_SAMPLE_MS", 50, 0);
+    if (l->sample_ms < 1)
+        l->sample_ms = 50;
 }
 
 int rt_compile_limits_on(const rt_compile_limits *l) { return l->timeout_s > 0 || l->max_mb; }
@@ -61,7 +67,7 @@ int rt_compile_watch(pid_t pid, int fd, const rt_compile_limits *l, const char *
     double start = now_s();
     for (;;) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        int r = poll(&p, 1, 50);
+        int r = poll(&p, 1, l->sample_ms);
         if (r > 0 || (r < 0 && errno != EINTR))
             return 0; /* a result, EOF, or an error the read will see */
         double t = now_s() - start;
@@ -95,4 +101,26 @@ char *rt_compile_over_memory(const char *kernel, unsigned long mb, unsigned long
              "or more warps makes it cheaper",
              kernel ? kernel : "kernel", mb, max_mb, after);
     return strdup(buf);
+}
+
+void rt_peak_reset(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f) {
+        fputs("5", f);
+        fclose(f);
+    }
+}
+
+unsigned long rt_peak_mb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %lu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb >> 10;
 }

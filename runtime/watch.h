@@ -11,6 +11,7 @@
 typedef struct rt_compile_limits {
     double timeout_s;
     unsigned long max_mb;
+    int sample_ms; /* TILEC_COMPILE_SAMPLE_MS: the watchdog's period, default 50 */
 } rt_compile_limits;
 
 void rt_compile_limits_get(rt_compile_limits *l);
@@ -26,5 +27,11 @@ int rt_compile_watch(pid_t pid, int fd, const rt_compile_limits *l, const char *
  * TILEC_COMPILE_MAX_MB limit, stopped after_s seconds in (< 0: at its end);
  * the caller frees it (NULL when out of memory). */
 char *rt_compile_over_memory(const char *kernel, unsigned long mb, unsigned long max_mb, double after_s);
+
+/* A persistent compile worker's own peak resident set, per compile: reset
+ * it to the current resident set (/proc/self/clear_refs, "5") before a
+ * compile, read it (VmHWM) after. 0 when the kernel offers neither. */
+void rt_peak_reset(void);
+unsigned long rt_peak_mb(void);
 
 #endif

@@ -7,7 +7,8 @@
  * compiling job after job that the pool's threads hand it through pipes.
  *
  * Job:    "TLCJ", u64 length + source, u64 length + name, u64 length + arch
- * Result: u64 status, u64 image size, u64 log size, image, log
+ * Result: u64 status, u64 image size, u64 log size, u64 peak resident MiB
+ *         of the compile (0: unknown), image, log
  * (integers in host order: parent and worker are the same build). */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
@@ -246,7 +247,7 @@ tilec_rt_status tilec_compile_workers_compile(tilec_compile_workers *ws, const c
         *log = why;
         return TILEC_RT_COMPILE_ERROR;
     }
-    uint64_t hdr[3];
+    uint64_t hdr[4];
     tilec_rt_status st = TILEC_RT_COMPILE_ERROR;
     if (!bad && fdio_read_all(w->from, hdr, sizeof hdr) == 0 && hdr[1] < ((uint64_t)1 << 31) && hdr[2] < ((uint64_t)1 << 30)) {
         void *img = hdr[1] ? malloc(hdr[1]) : NULL;
@@ -274,6 +275,18 @@ tilec_rt_status tilec_compile_workers_compile(tilec_compile_workers *ws, const c
         }
     } else {
         bad = 1;
+    }
+    if (!bad && st == TILEC_RT_OK && lim.max_mb && hdr[3] > lim.max_mb) {
+        /* it ended between two samples: held to the limit by its peak, and
+         * retired, since its heap may keep what the compile took */
+        free(*cubin);
+        free(*log);
+        *cubin = NULL;
+        *size = 0;
+        *log = rt_compile_over_memory(name, (unsigned long)hdr[3], lim.max_mb, -1);
+        kill(w->pid, SIGKILL);
+        release(ws, w, 1);
+        return TILEC_RT_COMPILE_ERROR;
     }
     release(ws, w, bad);
     if (bad) /* the worker died or spoke nonsense: it is retired, compile here */
@@ -311,8 +324,9 @@ int tilec_compile_worker_main(int in, int out)
         void *img = NULL;
         size_t size = 0;
         char *lg = NULL;
+        rt_peak_reset();
         tilec_rt_status st = tilec_nvrtc_compile(src, name, arch, NULL, 0, &img, &size, &lg);
-        uint64_t hdr[3] = {(uint64_t)st, st == TILEC_RT_OK ? size : 0, lg ? strlen(lg) : 0};
+        uint64_t hdr[4] = {(uint64_t)st, st == TILEC_RT_OK ? size : 0, lg ? strlen(lg) : 0, rt_peak_mb()};
         int bad = fdio_write_all(out, hdr, sizeof hdr) || (hdr[1] && fdio_write_all(out, img, hdr[1])) || (hdr[2] && fdio_write_all(out, lg, hdr[2]));
         free(img);
         free(lg);

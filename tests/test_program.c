@@ -170,6 +170,33 @@ Test(program, compile_memory_limit_stops_the_compile, .timeout = 300)
     cr_expect_eq(build("examples/add_relu.tile", 1, NULL, NULL), TILEC_OK);
 }
 
+/* A compile that ends between two of the watchdog's samples is still held
+ * to TILEC_COMPILE_MAX_MB by its peak resident set: a persistent worker's
+ * own VmHWM (reset before each compile), a forked child's from wait4. With
+ * sampling every 600 s only the peak can stop it: the message says "at
+ * its end" by having no "after N s". */
+Test(program, compile_memory_peak_holds_between_samples, .timeout = 300)
+{
+    setenv("TILEC_COMPILE_SAMPLE_MS", "600000", 1);
+    setenv("TILEC_COMPILE_MAX_MB", "1", 1);
+    setenv("TILEC_FORCE_DISABLE_CACHES", "1", 1);
+    const char *tilec = access("build/bin/tilec", X_OK) == 0 ? "build/bin/tilec" : "build-asan/bin/tilec";
+    const char *workers[] = {tilec, "/bin/true"}; /* a persistent worker; a dead one, so a fork */
+    for (int i = 0; i < 2; i++) {
+        setenv("TILEC_COMPILE_WORKER", workers[i], 1);
+        char *d = NULL;
+        cr_expect_eq(build("examples/add_relu.tile", 1, NULL, &d), TILEC_ERR_INPUT, "%s", workers[i]);
+        cr_expect(strstr(d, "add_relu_v0: NVRTC used ") &&
+                      strstr(d, " MiB, more than TILEC_COMPILE_MAX_MB=1: the compile was stopped; "),
+                  "%s: %s", workers[i], d);
+        free(d);
+    }
+    unsetenv("TILEC_COMPILE_WORKER");
+    unsetenv("TILEC_FORCE_DISABLE_CACHES");
+    unsetenv("TILEC_COMPILE_MAX_MB");
+    unsetenv("TILEC_COMPILE_SAMPLE_MS");
+}
+
 /* TILEC_COMPILE_TIMEOUT_S: worker processes past it are killed; the next
  * build starts new ones. */
 Test(program, compile_time_limit_stops_worker_processes, .timeout = 300)
