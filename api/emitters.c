@@ -7,9 +7,11 @@
 #include "dsl/diag.h"
 #include "emit_c/emit_c.h"
 #include "emit_py/emit_py.h"
-#include "tilec/lower.h"
+#include "tilec/aot.h"
+#include "tilec/program.h"
 #include "wrapper_ir/emit.h"
 #include "wrapper_ir/registry.h"
+#include "wrapper_ir/session.h"
 
 static const tilec_emitter *const builtins[] = {&wir_ir_emitter, &tilec_emit_c_emitter, &tilec_emit_py_emitter};
 enum { NBUILTINS = sizeof builtins / sizeof builtins[0] };
@@ -61,9 +63,37 @@ tilec_status tilec_load_plugin(tilec_ctx *ctx, const char *path)
     return reg ? wir_registry_load_plugin(ctx, reg, path) : TILEC_ERR_NOMEM;
 }
 
+/* The compile step handed to emitters (--aot): tilec_program_compile with
+ * the emit options' build options, each variant passed on with its kernel. */
+typedef struct aot_pass {
+    const tilec_module *m;
+    wir_compiled_fn fn;
+    void *user;
+} aot_pass;
+
+static int pass_on(void *user, const tilec_aot_kernel *a)
+{
+    aot_pass *p = user;
+    wir_compiled w = {tilec_module_find_kernel(p->m, a->kernel), a->variant, a->nvariants, a->name, a->image,
+                      a->size, a->threads, a->smem_bytes, a->nparams, a->kinds};
+    return w.k ? p->fn(p->user, &w) : -1;
+}
+
+static tilec_status compile_module(tilec_ctx *ctx, const tilec_module *m, const char *arch, const void *build,
+                                   wir_compiled_fn fn, void *user)
+{
+    tilec_build_options o = {0};
+    if (build)
+        o = *(const tilec_build_options *)build;
+    o.arch = arch;
+    aot_pass p = {m, fn, user};
+    tilec_status st = tilec_program_compile(ctx, m, &o, pass_on, &p, NULL);
+    return st == TILEC_ERR_IO ? TILEC_ERR_INPUT : st; /* the emitter stopped the walk and said why */
+}
+
 tilec_status tilec_module_emit(tilec_ctx *ctx, const tilec_module *m, const char *name, const tilec_emit_options *o,
                                tilec_sink sink)
 {
     wir_registry fallback;
-    return wir_emit_module(ctx, ctx ? lookup_in(ctx, &fallback) : NULL, tilec_compile_kernel, m, name, o, sink);
+    return wir_emit_module(ctx, ctx ? lookup_in(ctx, &fallback) : NULL, compile_module, m, name, o, sink);
 }

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "tilec/program.h"
 #include "tilec/tilec.h"
 #include "tilec/wir.h"
 
@@ -29,6 +30,17 @@ typedef struct cli_opts {
     const char **files;
     int nfiles;
 } cli_opts;
+
+/* How the command compiles kernels (--emit cubin, --emit c --aot): the
+ * kernel cache unless --no-cache, -j compile workers kept across the
+ * modules, the progress bar unless --quiet (cli/cubin.c). */
+typedef struct cli_build {
+    tilec_build_options o;
+    tilec_cache *cache;
+    tilec_compile_workers *workers;
+} cli_build;
+void cli_build_begin(const cli_opts *o, const char *arch, cli_build *b);
+void cli_build_end(cli_build *b);
 
 /* "tilec: MESSAGE" and the --help hint on stderr; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

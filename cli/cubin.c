@@ -100,16 +100,29 @@ static void cubin_report(const cli_opts *o, const char *file, const tilec_progra
                 s->kernels == 1 ? "" : "s", o->arch, (s->lower_ms + s->compile_ms) / 1e3);
 }
 
-int cli_emit_cubins(tilec_ctx *ctx, const cli_opts *o, tilec_module **mods)
+void cli_build_begin(const cli_opts *o, const char *arch, cli_build *b)
 {
-    tilec_cache *cache = NULL;
-    if (!o->no_cache && tilec_cache_open(NULL, &cache) != TILEC_RT_OK)
-        cache = NULL; /* no memory for it: compile every kernel */
+    b->cache = NULL;
+    if (!o->no_cache && tilec_cache_open(NULL, &b->cache) != TILEC_RT_OK)
+        b->cache = NULL; /* no memory for it: compile every kernel */
     /* -j, else the pool's default ($TILEC_COMPILE_THREADS or the cores) */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int jobs = o->jobs ? o->jobs : cores > 0 ? (int)cores : 1;
-    tilec_compile_workers *workers = jobs > 1 ? tilec_compile_workers_new((unsigned)jobs) : NULL;
-    tilec_build_options bo = {o->arch, o->jobs, cache, o->quiet ? NULL : stderr, workers};
+    b->workers = jobs > 1 ? tilec_compile_workers_new((unsigned)jobs) : NULL;
+    b->o = (tilec_build_options){arch, o->jobs, b->cache, o->quiet ? NULL : stderr, b->workers};
+}
+
+void cli_build_end(cli_build *b)
+{
+    tilec_compile_workers_free(b->workers);
+    tilec_cache_close(b->cache);
+}
+
+int cli_emit_cubins(tilec_ctx *ctx, const cli_opts *o, tilec_module **mods)
+{
+    cli_build b;
+    cli_build_begin(o, o->arch, &b);
+    const tilec_build_options bo = b.o;
     cubin_out co = {o, NULL, 0, 0};
     int status = 0;
     for (int i = 0; i < o->nfiles && !status; i++) {
@@ -127,7 +140,6 @@ int cli_emit_cubins(tilec_ctx *ctx, const cli_opts *o, tilec_module **mods)
     }
     if (status && co.made)
         rmdir(o->out); /* only when nothing was written into it */
-    tilec_compile_workers_free(workers);
-    tilec_cache_close(cache);
+    cli_build_end(&b);
     return status;
 }

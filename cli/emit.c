@@ -38,12 +38,18 @@ int cli_emit_with(tilec_ctx *ctx, const cli_opts *o, tilec_module **mods)
 {
     int made = 0, status = o->out ? cli_make_dir(o->out, &made) : 0;
     const char *const keys[] = {"aot"}, *const values[] = {o->aot};
-    tilec_emit_options eo = {.dir = o->out, .plan = 1, .keys = keys, .values = values, .noptions = o->aot ? 1 : 0};
+    cli_build b = {0};
+    if (o->aot)
+        cli_build_begin(o, o->aot, &b);
+    tilec_emit_options eo = {.dir = o->out, .plan = 1, .keys = keys, .values = values, .noptions = o->aot ? 1 : 0,
+                             .build = o->aot ? &b.o : NULL};
     for (int i = 0; i < o->nfiles && !status; i++) {
         if (tilec_module_emit(ctx, mods[i], o->emit, &eo, tilec_sink_file(stdout)) != TILEC_OK)
             status = CLI_EXIT_INPUT;
         cli_flush_diags(ctx);
     }
+    if (o->aot)
+        cli_build_end(&b);
     if (status && made)
         rmdir(o->out); /* only when still empty: files of another module stay */
     return status;

@@ -113,11 +113,83 @@ static const char *aot_kind_name(tilec_rt_param_kind k)
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "TILEC_RT_PARAM_POINTER";
 }
 
+/* What the walk over the compiled variants writes into. */
+typedef struct aot_walk {
+    tilec_ctx *ctx;
+    strbuf *c;    /* NAME.c: each variant's image, kinds and grid */
+    strbuf table; /* the tilec_aot_kernel table */
+    uint32_t total;
+} aot_walk;
+
+/* A variant's grid as C: tl_grid_NAME_vV(args, grid). */
+static int aot_grid_fn(strbuf *c, const tilec_kernel *k, uint32_t v)
+{
+    sb_printf(c, "static int tl_grid_%s_v%u(const int64_t *a, uint32_t g[3])\n{\n    (void)a;\n", k->name, v);
+    strbuf body;
+    sb_init(&body);
+    int tmp = 0, ok = 1, res[3] = {-1, -1, -1};
+    int gv = k->nvariants ? (int)v : -1;
+    for (uint32_t d = 0; d < 3 && d < k->ngrid && ok; d++)
+        ok = k->gridx && aot_grid_expr(&body, k, gv, k->gridx[d], &tmp, &res[d]) == 0;
+    if (!ok) {
+        sb_puts(c, "    (void)g;\n    return -1; /* a grid the runtime cannot evaluate */\n}\n");
+    } else {
+        sb_add(c, sb_str(&body), body.n);
+        for (int d = 0; d < 3; d++) {
+            if (res[d] < 0)
+                sb_printf(c, "    g[%d] = 1;\n", d);
+            else
+                sb_printf(c, "    if (t%d < 0 || t%d > %s)\n        return -1;\n    g[%d] = (uint32_t)t%d;\n",
+                          res[d], res[d], d ? "65535" : "INT64_C(2147483647)", d, res[d]);
+        }
+        sb_puts(c, "    return 0;\n}\n");
+    }
+    int bad = body.failed;
+    sb_free(&body);
+    return bad;
+}
+
+/* One compiled variant into NAME.c and the table. */
+static int aot_variant(void *user, const wir_compiled *w)
+{
+    aot_walk *a = user;
+    const tilec_kernel *k = w->k;
+    uint32_t v = (uint32_t)w->variant;
+    strbuf *c = a->c;
+    if (!w->kinds) {
+        diag_at(a->ctx, NULL, NULL, TILEC_SEV_ERROR,
+                "kernel '%s': a parameter cannot be passed to a kernel yet (pointers and 32/64-bit scalars can)",
+                k->name);
+        return -1;
+    }
+    sb_printf(c, "static const unsigned char tl_cubin_%s_v%u[%zu] = {", k->name, v, w->size);
+    for (size_t b = 0; b < w->size; b++)
+        sb_printf(c, "%s0x%02x,", b % 16 ? "" : "\n    ", ((const unsigned char *)w->image)[b]);
+    sb_puts(c, "\n};\n");
+    if (w->nparams) {
+        sb_printf(c, "static const tilec_rt_param_kind tl_kinds_%s_v%u[] = {", k->name, v);
+        for (uint32_t p = 0; p < w->nparams; p++)
+            sb_printf(c, "%s%s", p ? ", " : "", aot_kind_name(w->kinds[p]));
+        sb_puts(c, "};\n");
+    }
+    int bad = aot_grid_fn(c, k, v);
+    char kref[300] = "NULL";
+    if (w->nparams)
+        snprintf(kref, sizeof kref, "tl_kinds_%.250s_v%u", k->name, v);
+    sb_printf(&a->table,
+              "    {\"%s\", %u, %u, \"%s\", tl_cubin_%s_v%u, sizeof tl_cubin_%s_v%u, %u, %u, %u, %s,\n"
+              "     UINT64_C(0x%" PRIx64 "), tl_grid_%s_v%u},\n",
+              k->name, v, w->nvariants, w->name, k->name, v, k->name, v, w->threads, w->smem_bytes, w->nparams, kref,
+              tilec_kernel_written_params(k), k->name, v);
+    a->total++;
+    return bad;
+}
+
 int c_aot_kernels(tilec_emit *e, strbuf *c, const char *arch)
 {
     tilec_ctx *ctx = tilec_emit_ctx(e);
     const tilec_module *m = tilec_emit_module(e);
-    wir_compile_fn compile = emit_session_compile(e); /* the API's: tilec_compile_kernel */
+    wir_compile_fn compile = emit_session_compile(e); /* the API's: tilec_program_compile */
     if (!compile) {
         diag_at(ctx, NULL, NULL, TILEC_SEV_ERROR, "--aot: this emit session cannot compile kernels");
         return -1;
@@ -127,83 +199,15 @@ int c_aot_kernels(tilec_emit *e, strbuf *c, const char *arch)
                 "--aot: '%s' is not a GPU architecture (sm_XY: sm_80, sm_90, sm_90a, ...)", arch);
         return -1;
     }
-    strbuf table;
-    sb_init(&table);
-    uint32_t total = 0;
-    int bad = 0;
+    aot_walk a = {ctx, c, {0}, 0};
+    sb_init(&a.table);
     sb_printf(c, "/* the kernels, compiled ahead of time for %s */\n", arch);
-    for (size_t i = 0; i < tilec_module_kernel_count(m) && !bad; i++) {
-        const tilec_kernel *k = tilec_module_kernel(m, i);
-        uint32_t nv = tilec_kernel_variant_count(k);
-        uint64_t written = tilec_kernel_written_params(k);
-        for (uint32_t v = 0; v < nv && !bad; v++, total++) {
-            tilec_kernel_code code = {0};
-            void *cubin = NULL;
-            size_t size = 0;
-            if (compile(ctx, m, k, (int)v, arch, &code, &cubin, &size) != TILEC_OK) {
-                bad = 1;
-                break;
-            }
-            tilec_rt_param_kind kinds[64];
-            for (uint32_t a = 0; a < code.nparams && !bad; a++)
-                if (a >= 64 || tilec_rt_param_kind_of(code.params[a], &kinds[a])) {
-                    diag_at(ctx, NULL, NULL, TILEC_SEV_ERROR,
-                            "kernel '%s': parameter %u cannot be passed to a kernel yet (pointers and 32/64-bit "
-                            "scalars can)", k->name, a + 1);
-                    bad = 1;
-                }
-            if (!bad) {
-                sb_printf(c, "static const unsigned char tl_cubin_%s_v%u[%zu] = {", k->name, v, size);
-                for (size_t b = 0; b < size; b++)
-                    sb_printf(c, "%s0x%02x,", b % 16 ? "" : "\n    ", ((const unsigned char *)cubin)[b]);
-                sb_puts(c, "\n};\n");
-                if (code.nparams) {
-                    sb_printf(c, "static const tilec_rt_param_kind tl_kinds_%s_v%u[] = {", k->name, v);
-                    for (uint32_t a = 0; a < code.nparams; a++)
-                        sb_printf(c, "%s%s", a ? ", " : "", aot_kind_name(kinds[a]));
-                    sb_puts(c, "};\n");
-                }
-                sb_printf(c, "static int tl_grid_%s_v%u(const int64_t *a, uint32_t g[3])\n{\n    (void)a;\n", k->name,
-                          v);
-                strbuf body;
-                sb_init(&body);
-                int tmp = 0, ok = 1, res[3] = {-1, -1, -1};
-                int gv = k->nvariants ? (int)v : -1;
-                for (uint32_t d = 0; d < 3 && d < k->ngrid && ok; d++)
-                    ok = k->gridx && aot_grid_expr(&body, k, gv, k->gridx[d], &tmp, &res[d]) == 0;
-                if (!ok) {
-                    sb_puts(c, "    (void)g;\n    return -1; /* a grid the runtime cannot evaluate */\n}\n");
-                } else {
-                    sb_add(c, sb_str(&body), body.n);
-                    for (int d = 0; d < 3; d++) {
-                        if (res[d] < 0)
-                            sb_printf(c, "    g[%d] = 1;\n", d);
-                        else
-                            sb_printf(c, "    if (t%d < 0 || t%d > %s)\n        return -1;\n    g[%d] = (uint32_t)t%d;\n",
-                                      res[d], res[d], d ? "65535" : "INT64_C(2147483647)", d, res[d]);
-                    }
-                    sb_puts(c, "    return 0;\n}\n");
-                }
-                bad |= body.failed;
-                sb_free(&body);
-                char kref[300] = "NULL";
-                if (code.nparams)
-                    snprintf(kref, sizeof kref, "tl_kinds_%.250s_v%u", k->name, v);
-                sb_printf(&table,
-                          "    {\"%s\", %u, %u, \"%s\", tl_cubin_%s_v%u, sizeof tl_cubin_%s_v%u, %u, %u, %u, %s,\n"
-                          "     UINT64_C(0x%" PRIx64 "), tl_grid_%s_v%u},\n",
-                          k->name, v, nv, code.name, k->name, v, k->name, v, code.threads, code.smem_bytes, code.nparams,
-                          kref, written, k->name, v);
-            }
-            free(cubin);
-            tilec_kernel_code_free(&code);
-        }
-    }
-    sb_printf(c, "\n#define TL_NKERNELS %uu\nstatic const tilec_aot_kernel tl_kernels[%s] = {\n", total,
-              total ? "" : "1");
-    sb_add(c, sb_str(&table), table.n);
-    sb_puts(c, total ? "};\n\n" : "    {0},\n};\n\n");
-    bad |= table.failed;
-    sb_free(&table);
+    int bad = compile(ctx, m, arch, emit_session_build(e), aot_variant, &a) != TILEC_OK;
+    sb_printf(c, "\n#define TL_NKERNELS %uu\nstatic const tilec_aot_kernel tl_kernels[%s] = {\n", a.total,
+              a.total ? "" : "1");
+    sb_add(c, sb_str(&a.table), a.table.n);
+    sb_puts(c, a.total ? "};\n\n" : "    {0},\n};\n\n");
+    bad |= a.table.failed;
+    sb_free(&a.table);
     return bad ? -1 : 0;
 }

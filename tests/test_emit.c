@@ -996,6 +996,43 @@ Test(emit, aot_embeds_cubins_and_compiles, .timeout = 300)
     rm_dir(dir);
 }
 
+/* --aot compiles as --emit cubin does: through the kernel cache, so a
+ * second run compiles nothing and writes the same file; --no-cache
+ * compiles again, the same bytes. */
+Test(emit, aot_compiles_through_the_cache, .timeout = 300)
+{
+    char dir[64], cache[64], a[96], b[96], c[96];
+    make_tmpdir(dir, sizeof dir);
+    make_tmpdir(cache, sizeof cache);
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    snprintf(c, sizeof c, "%s/c", dir);
+    char *out;
+    const char *env = "TILEC_LOGS=cache TILEC_CACHE_DIR";
+    cr_expect_eq(sh(&out, "%s=%s %s tests/golden/ir/chain.tile --emit c --aot sm_90 -q -o %s 2>&1", env, cache,
+                    TILEC_BIN, a), 0, "%s", out);
+    cr_expect(strstr(out, "tilec cache: wrote "), "the cold run stores its bundle:\n%s", out);
+    free(out);
+    cr_expect_eq(sh(&out, "%s=%s %s tests/golden/ir/chain.tile --emit c --aot sm_90 -q -o %s 2>&1", env, cache,
+                    TILEC_BIN, b), 0, "%s", out);
+    cr_expect(strstr(out, "tilec cache: record hit "), "the warm run lowers nothing:\n%s", out);
+    cr_expect_null(strstr(out, "tilec cache: wrote "), "the warm run compiled:\n%s", out);
+    free(out);
+    cr_expect_eq(sh(&out, "%s=%s %s tests/golden/ir/chain.tile --emit c --aot sm_90 --no-cache -q -o %s 2>&1", env,
+                    cache, TILEC_BIN, c), 0, "%s", out);
+    cr_expect_null(strstr(out, "tilec cache: "), "--no-cache used the cache:\n%s", out);
+    free(out);
+    char *ca = read_in(a, "chain.c"), *cb = read_in(b, "chain.c"), *cc = read_in(c, "chain.c");
+    cr_assert(ca && cb && cc);
+    cr_expect_str_eq(ca, cb, "the cached run wrote another file");
+    cr_expect_str_eq(ca, cc, "--no-cache wrote another file");
+    free(ca);
+    free(cb);
+    free(cc);
+    rm_dir(dir);
+    rm_dir(cache);
+}
+
 Test(emit, aot_bad_arch_writes_nothing)
 {
     char dir[64];

@@ -19,6 +19,7 @@ const tilec_module *tilec_emit_module(const tilec_emit *e) { return e ? e->m : N
 const tilec_wir *tilec_emit_wir(const tilec_emit *e) { return e ? e->w : NULL; }
 const tilec_graph *tilec_emit_graph(const tilec_emit *e) { return e ? tilec_wir_graph(e->w) : NULL; }
 wir_compile_fn emit_session_compile(const tilec_emit *e) { return e ? e->compile : NULL; }
+const void *emit_session_build(const tilec_emit *e) { return e && e->o ? e->o->build : NULL; }
 
 const char *tilec_emit_option(const tilec_emit *e, const char *key)
 {

@@ -6,15 +6,35 @@
 #ifndef TILEC_WRAPPER_IR_SESSION_H
 #define TILEC_WRAPPER_IR_SESSION_H
 
+#include <stdint.h>
+
 #include "tilec/emitter.h"
+#include "tilec/param_kind.h"
 #include "util/strbuf.h"
 
-struct tilec_kernel_code; /* tilec/lower.h: only passed through here */
+/* One compiled kernel variant, as the API's compile step hands it to an
+ * emitter (--aot): the kernel, the variant, the lowering's launch metadata
+ * and the CUBIN (which lives for the call). */
+typedef struct wir_compiled {
+    const tilec_kernel *k;
+    int variant;
+    uint32_t nvariants;
+    const char *name; /* "matmul_v0": the __global__ function */
+    const void *image;
+    size_t size;
+    uint32_t threads, smem_bytes, nparams;
+    const tilec_rt_param_kind *kinds; /* NULL: a parameter no launch can pass yet */
+} wir_compiled;
 
-/* Compile variant `variant` of k for arch (tilec_compile_kernel's shape):
- * the API's step, handed down so that no emitter calls up to it. */
-typedef tilec_status (*wir_compile_fn)(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant,
-                                       const char *arch, struct tilec_kernel_code *code, void **cubin, size_t *size);
+/* The emitter's callback: nonzero stops the walk. */
+typedef int (*wir_compiled_fn)(void *user, const wir_compiled *c);
+
+/* Compile every variant of every kernel of m for arch, each handed to fn
+ * in module order (tilec_program_compile's shape; `build` is the emit
+ * options' tilec_build_options, or NULL): the API's step, handed down so
+ * that no emitter calls up to it. */
+typedef tilec_status (*wir_compile_fn)(tilec_ctx *ctx, const tilec_module *m, const char *arch, const void *build,
+                                       wir_compiled_fn fn, void *user);
 
 typedef struct emit_out {
     char *file;
@@ -35,8 +55,10 @@ struct tilec_emit {
     char bad[80]; /* the first bad output name, for the message */
 };
 
-/* The session's compile step, or NULL (for --aot: emit_c/c_aot.c). */
+/* The session's compile step, or NULL (for --aot: emit_c/c_aot.c), and
+ * the build options it takes (the emit options' `build`, or NULL). */
 wir_compile_fn emit_session_compile(const tilec_emit *e);
+const void *emit_session_build(const tilec_emit *e);
 
 /* Every output to dir: all temporary files first, then the renames, so a
  * write that fails (disk full, a directory in the way) leaves every file

@@ -86,6 +86,12 @@ typedef struct tilec_emit_options {
     const char *const *values;
     size_t noptions;
     int plan;                  /* run memory planning (default in the command) */
+    /* How the C emitter's "aot" option compiles the module's kernels, as
+     * tilec_program_compile does (tilec/program.h: its threads, cache,
+     * workers and progress; the option names the arch): every variant at
+     * once on the pool, through the kernel cache. NULL: on the pool with
+     * the default threads, without a cache. */
+    const struct tilec_build_options *build;
 } tilec_emit_options;
 
 /* Lower every graph of m to wrapper IR, plan it, and write it with the
