@@ -211,8 +211,10 @@ static void remove_files(const char *suffix)
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL) {
         size_t l = strlen(e->d_name), ls = strlen(suffix);
-        if (l > ls && !strcmp(e->d_name + l - ls, suffix))
-            unlink(cache_path(dir, e->d_name));
+        char path[512];
+        if (l > ls && !strcmp(e->d_name + l - ls, suffix) &&
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
+            unlink(path);
     }
     if (d)
         closedir(d);
