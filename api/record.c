@@ -32,6 +32,8 @@ static const struct {
     {offsetof(tilec_tma_map, elem_bytes), 0}, {offsetof(tilec_tma_map, bf16), 0},
 };
 enum { NFIELDS = sizeof map_fields / sizeof map_fields[0] };
+_Static_assert(sizeof(tilec_tma_map) == NFIELDS * sizeof(uint32_t),
+               "a tensor map field is missing from the record (map_fields)");
 
 void rec_key(const tilec_cache *c, const char *arch, const tilec_module *m, char key[TILEC_CACHE_KEY_LEN + 1])
 {
