@@ -34,6 +34,13 @@ static const struct {
 enum { NFIELDS = sizeof map_fields / sizeof map_fields[0] };
 _Static_assert(sizeof(tilec_tma_map) == NFIELDS * sizeof(uint32_t),
                "a tensor map field is missing from the record (map_fields)");
+/* the twin as the record knows it: name, threads, smem, nmaps, maps */
+struct rec_twin_shape {
+    char *name;
+    uint32_t threads, smem_bytes, nmaps;
+    tilec_tma_map maps[TILEC_TMA_MAX_MAPS];
+};
+_Static_assert(sizeof(tilec_tma_meta) == sizeof(struct rec_twin_shape), "a twin field is missing from the record");
 
 void rec_key(const tilec_cache *c, const char *arch, const tilec_module *m, char key[TILEC_CACHE_KEY_LEN + 1])
 {
