@@ -120,7 +120,125 @@ static PyObject *n_launch(PyObject *self, PyObject *args)
     return Py_BuildValue("(ii)", st, variant < 0 ? chosen : variant);
 }
 
+/* ---- a Kernel call's checks in C (kcall) ----
+ * spec: (prog, name, variant, kinds, dtypes, sizes, device, tensor_type,
+ * raw_stream): kinds as for pack(); dtypes the torch dtype each pointer
+ * parameter wants (None for scalars), sizes its element size in bytes;
+ * tensor_type torch.Tensor and raw_stream torch's current-stream getter
+ * (torch._C._cuda_getCurrentRawStream). An argument the fast checks do not
+ * accept, whatever the reason, makes kcall return None without launching:
+ * the Python checks then run, and raise the error that names it. */
+
+/* The address of torch tensor t if it is a contiguous tensor of dtype on
+ * CUDA device dev, aligned to size; 0 otherwise (or a Python error set). */
+static uint64_t k_tensor(PyObject *t, PyObject *dtype, long dev, long size)
+{
+    uint64_t ptr = 0;
+    PyObject *dt = PyObject_GetAttrString(t, "dtype");
+    if (dt != dtype) {
+        Py_XDECREF(dt);
+        return 0;
+    }
+    Py_DECREF(dt);
+    PyObject *d = PyObject_CallMethod(t, "get_device", NULL);
+    long di = d ? PyLong_AsLong(d) : -1;
+    Py_XDECREF(d);
+    if (di != dev)
+        return 0;
+    PyObject *c = PyObject_CallMethod(t, "is_contiguous", NULL);
+    int contiguous = c == Py_True;
+    Py_XDECREF(c);
+    if (!contiguous)
+        return 0;
+    PyObject *p = PyObject_CallMethod(t, "data_ptr", NULL);
+    if (p)
+        ptr = PyLong_AsUnsignedLongLong(p);
+    Py_XDECREF(p);
+    if (PyErr_Occurred())
+        return 0;
+    return ptr % (uint64_t)size ? 0 : ptr;
+}
+
+/* Scalar v as kind k into *out; 0 when it is not an exact int or float in range. */
+static int k_scalar(PyObject *v, char k, arg *out)
+{
+    out->u64 = 0;
+    if (k == 'f' || k == 'd') {
+        if (!PyFloat_CheckExact(v) && !PyLong_CheckExact(v))
+            return 0;
+        double x = PyFloat_AsDouble(v);
+        if (PyErr_Occurred() || (k == 'f' && x == x && (x > 3.4028234663852886e38 || x < -3.4028234663852886e38) &&
+                                 x - x == 0))
+            return 0;
+        if (k == 'f')
+            out->f32 = (float)x;
+        else
+            out->f64 = x;
+        return 1;
+    }
+    if (!PyLong_CheckExact(v))
+        return 0;
+    int over = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &over);
+    if (over || PyErr_Occurred())
+        return 0;
+    switch (k) {
+    case 'i': if (x < INT32_MIN || x > INT32_MAX) return 0; out->i32 = (int32_t)x; return 1;
+    case 'I': if (x < 0 || x > (long long)UINT32_MAX) return 0; out->u32 = (uint32_t)x; return 1;
+    case 'Q': if (x < 0) return 0; out->u64 = (uint64_t)x; return 1;
+    case 'q': out->i64 = x; return 1;
+    default: return 0;
+    }
+}
+
+/* kcall(spec, args, stream) -> (status, chosen), or None: see above */
+static PyObject *n_kcall(PyObject *self, PyObject *argv)
+{
+    (void)self;
+    PyObject *prog, *dtypes, *ttype, *raw, *args, *stream;
+    const char *name, *kinds, *sizes;
+    Py_ssize_t nk, ns;
+    int variant;
+    long dev;
+    arg a[64];
+    if (!PyArg_ParseTuple(argv, "(Oyiy#Oy#lOO)OO", &prog, &name, &variant, &kinds, &nk, &dtypes, &sizes, &ns, &dev,
+                          &ttype, &raw, &args, &stream))
+        return NULL;
+    if (!PyTuple_Check(args) || PyTuple_Size(args) != nk || nk > 64 || ns != nk || !launch)
+        Py_RETURN_NONE;
+    int torch = 0;
+    for (Py_ssize_t i = 0; i < nk; i++) {
+        PyObject *v = PyTuple_GetItem(args, i);
+        if (kinds[i] == 'p') {
+            if (ttype == Py_None || PyObject_IsInstance(v, ttype) != 1 ||
+                !(a[i].u64 = k_tensor(v, PyTuple_GetItem(dtypes, i), dev, sizes[i]))) {
+                PyErr_Clear();
+                Py_RETURN_NONE;
+            }
+            torch = 1;
+        } else if (!k_scalar(v, kinds[i], &a[i])) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+    }
+    void *s = NULL;
+    if (stream != Py_None)
+        s = PyLong_AsVoidPtr(stream);
+    else if (torch && raw != Py_None) {
+        PyObject *h = PyObject_CallFunction(raw, "l", dev);
+        s = h ? PyLong_AsVoidPtr(h) : NULL;
+        Py_XDECREF(h);
+    }
+    void *p = PyLong_AsVoidPtr(prog);
+    if (PyErr_Occurred())
+        return NULL;
+    int chosen = -1;
+    int st = variant < 0 ? launch_best(p, name, a, (uint32_t)nk, s, &chosen) : launch(p, name, variant, a, (uint32_t)nk, s);
+    return Py_BuildValue("(ii)", st, variant < 0 ? chosen : variant);
+}
+
 static PyMethodDef methods[] = {
+    {"kcall", n_kcall, METH_VARARGS, "kcall(spec, args, stream) -> (status, chosen), or None for the Python checks"},
     {"init", n_init, METH_VARARGS, "init(plan_run, launch, launch_best): the runtime's entry points"},
     {"plan_run", n_plan_run, METH_VARARGS, "plan_run(plan, kinds, values, stream) -> status"},
     {"launch", n_launch, METH_VARARGS, "launch(prog, name, variant, kinds, values, stream) -> (status, chosen)"},

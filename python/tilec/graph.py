@@ -80,6 +80,7 @@ class Graph(Owner):
         self._pool: Optional[Pool] = None
         self._torch_device: Any = None
         self._torch_call: Optional["TorchCall"] = None
+        self._workspaces: Dict[Optional[int], Tuple[int, int, Any]] = {}  # stream: (address, bytes, torch tensor)
 
     # ---- building the plan ----
 
@@ -188,6 +189,11 @@ class Graph(Owner):
         self._ok(self._lib.tilec_plan_set_cuda_graph(self._h, 0))
         return self
 
+    def trim(self) -> None:
+        """Give the workspaces kept for torch calls (one per stream) back to
+        torch's allocator; the next call allocates one again."""
+        self._workspaces.clear()
+
     def stats(self) -> dict:
         """runs, recorded and replayed CUDA graphs, graphs held, steps per run."""
         s = _PlanStats()
@@ -278,6 +284,18 @@ class TorchCall(CallContext):
         if self.other is not None:
             t.record_stream(self.other)
         return t, t.data_ptr()
+
+    def workspace(self, nbytes: int) -> Tuple[Any, int]:
+        """The graph's workspace for this stream, kept between calls (calls
+        on one stream run in its order, so the next call may reuse it at
+        once); a larger one replaces it when a call needs more."""
+        if not nbytes:
+            return None, 0
+        ws = self.graph._workspaces.get(self.stream)
+        if ws is None or ws[1] < nbytes:
+            t, p = self.alloc((nbytes,), "u8")
+            ws = self.graph._workspaces[self.stream] = (p, nbytes, t)
+        return ws[2], ws[0]
 
     def view(self, base: Any, offset: int, shape: Tuple[int, ...], dtype: str) -> Any:
         n = DTYPES[dtype][0]
