@@ -1,7 +1,8 @@
 """profile_call.py: where the host time of a generated Python wrapper's call
 goes (issue 18), on the GPU machine: each torch and tilec piece of
-chain8.call timed alone (perf_counter_ns, median of rounds of 2000 calls),
-then cProfile of 20000 calls.
+chain8.call timed alone (perf_counter_ns, median of rounds of 2000 calls;
+chain8.call runs its recipe after the first call, stream=0 takes the
+checked path), then cProfile of 20000 calls of each.
     python3 bench/binding/profile_call.py GEN_DIR   (GEN_DIR holds chain8.py)"""
 import cProfile
 import pstats
@@ -38,6 +39,7 @@ def main():
     vals = (info.ptr,) + (info.ptr,) * 8 + (N,)
     pieces = {
         "chain8.call": lambda: chain8.call(x),
+        "chain8.call(stream=0) (checked path)": lambda: chain8.call(x, stream=0),
         "tensor_info": lambda: tilec.tensor_info(x),
         "torch.empty((N,), dtype, device)": lambda: torch.empty((N,), dtype=torch.float32, device=dev),
         "torch.empty(N, device='cuda')": lambda: torch.empty(N, device="cuda"),

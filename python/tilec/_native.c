@@ -34,6 +34,23 @@ static launch_best_fn launch_best;
 
 enum { MAX_VALUES = 1024 };
 
+/* v as kind k (see pack) into *out. -1 with a Python error set. */
+static int pack_value(PyObject *v, char k, arg *out)
+{
+    out->u64 = 0;
+    switch (k) {
+    case 'p':
+    case 'Q': out->u64 = PyLong_AsUnsignedLongLong(v); break;
+    case 'q': out->i64 = PyLong_AsLongLong(v); break;
+    case 'i': out->i32 = (int32_t)PyLong_AsLong(v); break;
+    case 'I': out->u32 = (uint32_t)PyLong_AsUnsignedLong(v); break;
+    case 'd': out->f64 = PyFloat_AsDouble(v); break;
+    case 'f': out->f32 = (float)PyFloat_AsDouble(v); break;
+    default: PyErr_Format(PyExc_ValueError, "unknown value kind %c", k); return -1;
+    }
+    return PyErr_Occurred() ? -1 : 0;
+}
+
 /* values[i] as kinds[i] says: 'p' address, 'q' int64, 'd' double, 'i'
  * int32, 'I' uint32, 'Q' uint64, 'f' float. -1 with a Python error set. */
 static int pack(PyObject *values, const char *kinds, Py_ssize_t n, arg *out)
@@ -42,22 +59,9 @@ static int pack(PyObject *values, const char *kinds, Py_ssize_t n, arg *out)
         PyErr_Format(PyExc_TypeError, "expected a tuple of %zd values", n);
         return -1;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = PyTuple_GetItem(values, i);
-        out[i].u64 = 0;
-        switch (kinds[i]) {
-        case 'p':
-        case 'Q': out[i].u64 = PyLong_AsUnsignedLongLong(v); break;
-        case 'q': out[i].i64 = PyLong_AsLongLong(v); break;
-        case 'i': out[i].i32 = (int32_t)PyLong_AsLong(v); break;
-        case 'I': out[i].u32 = (uint32_t)PyLong_AsUnsignedLong(v); break;
-        case 'd': out[i].f64 = PyFloat_AsDouble(v); break;
-        case 'f': out[i].f32 = (float)PyFloat_AsDouble(v); break;
-        default: PyErr_Format(PyExc_ValueError, "unknown value kind %c", kinds[i]); return -1;
-        }
-        if (PyErr_Occurred())
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (pack_value(PyTuple_GetItem(values, i), kinds[i], &out[i]))
             return -1;
-    }
     return 0;
 }
 
@@ -237,7 +241,62 @@ static PyObject *n_kcall(PyObject *self, PyObject *argv)
     return Py_BuildValue("(ii)", st, variant < 0 ? chosen : variant);
 }
 
+/* The address attribute or method `name` of item j of seq, plus off; 0
+ * with a Python error set on failure. */
+static uint64_t r_addr(PyObject *seq, Py_ssize_t j, const char *name, int call, long long off)
+{
+    PyObject *o = PySequence_GetItem(seq, j);
+    if (!o)
+        return 0;
+    PyObject *p = call ? PyObject_CallMethod(o, name, NULL) : PyObject_GetAttrString(o, name);
+    Py_DECREF(o);
+    uint64_t v = p ? PyLong_AsUnsignedLongLong(p) : 0;
+    Py_XDECREF(p);
+    return v + (uint64_t)off;
+}
+
+/* recipe_run(plan, kinds, template, infos, outs, ws, stream) -> status: a
+ * graph.Recipe's call. template holds three values per slot: (0, i, off)
+ * input i's address (TensorInfo .ptr) + off, (1, j, off) output j's
+ * (torch .data_ptr()) + off, (2, 0, off) the workspace's + off, (3, 0, v)
+ * the constant v (read as kinds says). */
+static PyObject *n_recipe_run(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *plan, *tmpl, *infos, *outs, *ws, *stream;
+    const char *kinds;
+    Py_ssize_t n;
+    arg slots[MAX_VALUES];
+    if (!PyArg_ParseTuple(args, "Oy#OOOOO", &plan, &kinds, &n, &tmpl, &infos, &outs, &ws, &stream))
+        return NULL;
+    if (n > MAX_VALUES || !plan_run || !PyTuple_Check(tmpl) || PyTuple_Size(tmpl) != 3 * n)
+        return PyErr_Format(PyExc_ValueError, "recipe_run: %zd slots, or a template of another length", n);
+    uint64_t wsp = PyLong_AsUnsignedLongLong(ws);
+    for (Py_ssize_t i = 0; i < n && !PyErr_Occurred(); i++) {
+        long src = PyLong_AsLong(PyTuple_GetItem(tmpl, 3 * i));
+        PyObject *idx = PyTuple_GetItem(tmpl, 3 * i + 1), *v = PyTuple_GetItem(tmpl, 3 * i + 2);
+        if (src == 3) {
+            if (pack_value(v, kinds[i], &slots[i]))
+                return NULL;
+            continue;
+        }
+        long long off = PyLong_AsLongLong(v);
+        Py_ssize_t j = PyLong_AsSsize_t(idx);
+        if (src == 2)
+            slots[i].u64 = wsp + (uint64_t)off;
+        else if (src == 0)
+            slots[i].u64 = r_addr(infos, j, "ptr", 0, off);
+        else
+            slots[i].u64 = r_addr(outs, j, "data_ptr", 1, off);
+    }
+    void *s = stream_of(stream), *p = PyLong_AsVoidPtr(plan);
+    if (PyErr_Occurred())
+        return NULL;
+    return PyLong_FromLong(plan_run(p, slots, (uint32_t)n, s));
+}
+
 static PyMethodDef methods[] = {
+    {"recipe_run", n_recipe_run, METH_VARARGS, "recipe_run(plan, kinds, template, infos, outs, ws, stream) -> status"},
     {"kcall", n_kcall, METH_VARARGS, "kcall(spec, args, stream) -> (status, chosen), or None for the Python checks"},
     {"init", n_init, METH_VARARGS, "init(plan_run, launch, launch_best): the runtime's entry points"},
     {"plan_run", n_plan_run, METH_VARARGS, "plan_run(plan, kinds, values, stream) -> status"},

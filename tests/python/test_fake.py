@@ -60,6 +60,44 @@ def fake_state():
     return lib.fake_cuda_state_get().contents
 
 
+# A stand-in for torch in a child process: tensors over tilec Buffers (the
+# fake driver's device memory is host memory), the calls tilec makes of torch.
+_TORCH_STAND_IN = """
+import array, sys, types
+import tilec
+torch = types.ModuleType("torch")
+class _DT:
+    def __init__(self, name, size):
+        self.name, self.size = name, size
+    def __str__(self):
+        return "torch." + self.name
+class Tensor:
+    def __init__(self, buf, dtype, strides=None):
+        self.buf, self.dtype, self.shape, self._strides = buf, dtype, buf.shape, strides
+        self.is_cuda, self.device = True, torch.device("cuda", 0)
+    def data_ptr(self): return self.buf.ptr
+    def get_device(self): return 0
+    def is_contiguous(self): return self._strides is None
+    def stride(self): return self._strides
+    def numel(self): return self.buf.numel
+    def element_size(self): return self.dtype.size
+    def record_stream(self, s): pass
+    def tolist(self): return self.buf.tolist()
+torch.Tensor = Tensor
+torch.float32, torch.int32, torch.uint8 = _DT("float32", 4), _DT("int32", 4), _DT("uint8", 1)
+torch.device = lambda kind, index: (kind, index)
+_names = {"float32": "f32", "int32": "i32", "uint8": "u8"}
+def empty_strided(shape, strides, dtype=None, device=None):
+    return Tensor(tilec.Buffer(shape, _names[dtype.name]), dtype)
+torch.empty_strided = empty_strided
+torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda i: 0)
+sys.modules["torch"] = torch
+def tensor(vals, dtype="float32", strides=None):
+    b = tilec.Buffer.from_bytes(array.array("f", vals), (len(vals),), "f32")
+    return Tensor(b, getattr(torch, dtype), strides)
+"""
+
+
 class _OnDevice1:
     """A device array of CuPy's kind on device 1 (by its attributes only)."""
 
@@ -193,6 +231,29 @@ class FakeDriverTests(unittest.TestCase):
         with self.assertRaises(OverflowError) as cm:  # the runtime's own range check
             graph.run((self.x.ptr, self.x.ptr, self.x.ptr, self.x.ptr, 2**40 + 5))
         self.assertEqual(str(cm.exception), "g8: N is 1099511627781, which does not fit i32 (argument 3 of scale2)")
+
+    def test_recipes_skip_the_checks_of_a_known_key_and_keep_them_for_others(self):
+        # a stand-in for torch (tensors over tilec Buffers on the fake driver):
+        # the first call of a key records a Recipe, the next ones run it
+        script = _TORCH_STAND_IN + (
+            "import g8\n"
+            "g = g8.load()\n"
+            "x = tensor(list(range(7)))\n"
+            "ys = [g8.call(x).tolist() for _ in range(3)]\n"
+            "print(ys[0] == ys[2] == [8.0 * i for i in range(7)], len(g8._recipes), g.stats()['runs'])\n"
+            "x2 = tensor(list(range(5)))\n"
+            "print(g8.call(x2).tolist(), len(g8._recipes))\n"
+            "for bad in (tensor([1.0, 2.0], 'int32'), tensor([1.0, 2.0], strides=(2,))):\n"
+            "    try:\n        g8.call(bad)\n    except ValueError as e:\n        print(e)\n"
+            "print(g.stats()['runs'], len(g8._recipes))\n"
+            "print(g8.call(x, stream=0).tolist() == ys[0])\n")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), self.dir]))
+        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        k = 1 if tilec._library.native() is not None else 0  # no extension (TILEC_NO_NATIVE=1): no recipes
+        self.assertEqual(r.stdout, f"True {k} 3\n[0.0, 8.0, 16.0, 24.0, 32.0] {2 * k}\n"
+                                   "g8: x must be a f32 tensor of rank 1\ng8: x must be contiguous (row-major)\n"
+                                   f"4 {2 * k}\nTrue\n")
 
     def test_bad_stream_is_a_type_error(self):
         with self.assertRaisesRegex(TypeError, "stream must be an int"):

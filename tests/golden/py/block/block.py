@@ -82,6 +82,7 @@ _INPUTS = ("x", "w")
 
 _graphs = {}  # device index: tilec.Graph
 _externs = None
+_recipes = {}  # what call() did per key of its inputs and scalars (tilec.Graph.begin)
 
 
 def load(device=None, cuda_graph=False):
@@ -128,6 +129,7 @@ def call(x, w, *, stream=None):
     does not fit, before any GPU work.
     """
     _x_info = tilec.tensor_info(x)
+    _w_info = tilec.tensor_info(w)
     if _x_info is None or _x_info.dtype != "f32" or len(_x_info.shape) != 2:
         raise ValueError("block: x must be a f32 tensor of rank 2")
     _R_s, _C_s = _x_info.shape
@@ -135,7 +137,6 @@ def call(x, w, *, stream=None):
         raise ValueError("block: x must be contiguous (row-major)")
     if not _x_info.on_device:
         raise ValueError("block: x must be in device memory")
-    _w_info = tilec.tensor_info(w)
     if _w_info is None or _w_info.dtype != "f32" or len(_w_info.shape) != 2:
         raise ValueError("block: w must be a f32 tensor of rank 2")
     if _w_info.shape[0] != _C_s:

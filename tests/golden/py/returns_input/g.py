@@ -45,6 +45,7 @@ _INPUTS = ("x",)
 
 _graphs = {}  # device index: tilec.Graph
 _externs = None
+_recipes = {}  # what call() did per key of its inputs and scalars (tilec.Graph.begin)
 
 
 def load(device=None, cuda_graph=False):

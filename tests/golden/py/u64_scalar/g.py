@@ -48,6 +48,7 @@ _INPUTS = ("x",)
 
 _graphs = {}  # device index: tilec.Graph
 _externs = None
+_recipes = {}  # what call() did per key of its inputs and scalars (tilec.Graph.begin)
 
 
 def load(device=None, cuda_graph=False):
@@ -93,6 +94,15 @@ def call(x, m, *, stream=None):
     fit) when an argument does not fit, before any GPU work.
     """
     _x_info = tilec.tensor_info(x)
+    _key = None
+    if stream is None and _x_info is not None:  # the checks and sizes of a known key are done
+        _key = (_x_info.key, m, type(m),)
+        try:
+            _r = _recipes.get(_key)
+        except TypeError:  # an unhashable scalar: the checks say what is wrong with it
+            _r = _key = None
+        if _r is not None:
+            return _r.run((_x_info,))
     if _x_info is None or _x_info.dtype != "f32" or len(_x_info.shape) != 1:
         raise ValueError("g: x must be a f32 tensor of rank 1")
     _N_s = _x_info.shape[0]
@@ -104,7 +114,7 @@ def call(x, m, *, stream=None):
     tilec.check_fits("g", "argument 'n' of copy (m)", m, "i32")
     tilec.check_fits("g", "argument 'n' of copy (2*m)", 2 * m, "i32")
     _g = _graphs.get(_x_info.device or 0) or load(_x_info.device)
-    _c = _g.begin((_x_info,), stream)
+    _c = _g.begin((_x_info,), stream, _recipes, _key)
     y, _y_p = _c.alloc((_N_s,), "f32")
     _g.run((_x_info.ptr, _y_p, m, 2 * m, _N_s,), _c.stream)
     _c.done()

@@ -47,6 +47,7 @@ _INPUTS = ("x", "unused")
 
 _graphs = {}  # device index: tilec.Graph
 _externs = None
+_recipes = {}  # what call() did per key of its inputs and scalars (tilec.Graph.begin)
 
 
 def load(device=None, cuda_graph=False):
@@ -92,6 +93,16 @@ def call(x, unused, k, *, stream=None):
     that does not fit) when an argument does not fit, before any GPU work.
     """
     _x_info = tilec.tensor_info(x)
+    _unused_info = tilec.tensor_info(unused)
+    _key = None
+    if stream is None and _x_info is not None and _unused_info is not None:  # the checks and sizes of a known key are done
+        _key = (_x_info.key, _unused_info.key, k, type(k), str(k),)
+        try:
+            _r = _recipes.get(_key)
+        except TypeError:  # an unhashable scalar: the checks say what is wrong with it
+            _r = _key = None
+        if _r is not None:
+            return _r.run((_x_info, _unused_info,))
     if _x_info is None or _x_info.dtype != "f32" or len(_x_info.shape) != 1:
         raise ValueError("g: x must be a f32 tensor of rank 1")
     _N_s = _x_info.shape[0]
@@ -99,7 +110,6 @@ def call(x, unused, k, *, stream=None):
         raise ValueError("g: x must be contiguous (row-major)")
     if not _x_info.on_device:
         raise ValueError("g: x must be in device memory")
-    _unused_info = tilec.tensor_info(unused)
     if _unused_info is None or _unused_info.dtype != "f32" or len(_unused_info.shape) != 1:
         raise ValueError("g: unused must be a f32 tensor of rank 1")
     if _unused_info.shape[0] != _N_s:
@@ -111,7 +121,7 @@ def call(x, unused, k, *, stream=None):
     tilec.check_tensor("g", "y", (_N_s,), "f32")
     tilec.check_fits("g", "argument 'n' of copy (N)", _N_s, "i32")
     _g = _graphs.get(_x_info.device or 0) or load(_x_info.device)
-    _c = _g.begin((_x_info, _unused_info,), stream)
+    _c = _g.begin((_x_info, _unused_info,), stream, _recipes, _key)
     y, _y_p = _c.alloc((_N_s,), "f32")
     _ws0 = tilec.aligned(4 * _N_s)
     _ws, _wsp = _c.workspace(_ws0)  # the intermediates
