@@ -638,7 +638,8 @@ static int py_end(tilec_emit *e, void *state)
     sb_puts(&c, "\n)\n\n");
     py_plan(&c, s);
     sb_puts(&c, "_graphs = {}  # device index: tilec.Graph\n_externs = None\n"
-                "_recipes = {}  # what call() did per key of its inputs and scalars (tilec.Graph.begin)\n\n\n");
+                "_recipes = {}  # what call() did per key of its inputs and scalars (tilec.Graph.begin)\n"
+                "_fast = None  # the extension's run of a known key's recipe (tilec.fast_call), set by load()\n\n\n");
 
     /* load, externs, release */
     sb_printf(&c, "def load(device=None, cuda_graph=False):\n"
@@ -647,13 +648,15 @@ static int py_end(tilec_emit *e, void *state)
                   "    file read); returns the tilec.Graph. cuda_graph=True records the calls\n"
                   "    as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is\n"
                   "    read here.\"\"\"\n"
+                  "    global _fast\n"
                   "    index = device or 0\n    graph = _graphs.get(index)\n    if graph is None:\n"
                   "        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE, device_=index)\n"
                   "        graph = tilec.Graph(module, ",
               n);
     py_str(&c, n);
     sb_printf(&c, ", _TENSORS, _SCALARS, _STEPS, %s, _INPUTS)\n"
-                  "        _graphs[index] = graph\n    if cuda_graph:\n        graph.capture()\n"
+                  "        _graphs[index] = graph\n        _fast = tilec.fast_call()\n"
+                  "    if cuda_graph:\n        graph.capture()\n"
                   "    return graph\n\n\n",
               s->externs ? "externs()" : "None");
     sb_puts(&c, "def externs():\n"

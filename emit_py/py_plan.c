@@ -160,19 +160,24 @@ void py_call_prologue(strbuf *c, pystate *s)
         if (b >= 0 && !s->bufs[s->bufs[b].root].input)
             s->bufs[s->bufs[b].root].standalone = 1;
     }
-    strbuf infos, notnone, key;
+    strbuf infos, notnone, key, args, tail, lines;
     sb_init(&infos);
     sb_init(&notnone);
     sb_init(&key);
+    sb_init(&args);
+    sb_init(&tail);
+    sb_init(&lines);
     for (size_t i = 0; i < s->nbufs; i++) {
         if (!s->bufs[i].input)
             continue;
         const char *n = s->bufs[i].l->name;
-        sb_puts(c, "    ");
-        mg_py_helper(c, n, strlen(n), "info");
-        sb_puts(c, " = tilec.tensor_info(");
-        py_name(c, n);
-        sb_puts(c, ")\n");
+        sb_puts(&lines, "    ");
+        mg_py_helper(&lines, n, strlen(n), "info");
+        sb_puts(&lines, " = tilec.tensor_info(");
+        py_name(&lines, n);
+        sb_puts(&lines, ")\n");
+        sb_puts(&args, args.n ? ", " : "");
+        py_name(&args, n);
         sb_puts(&notnone, " and ");
         mg_py_helper(&notnone, n, strlen(n), "info");
         sb_puts(&notnone, " is not None");
@@ -188,17 +193,24 @@ void py_call_prologue(strbuf *c, pystate *s)
         if (s->g->params[i].type.kind == TILEC_TE_TENSOR)
             continue;
         scalars = 1;
-        sb_puts(&key, ", ");
-        py_name(&key, s->g->params[i].name);
-        sb_puts(&key, ", type(");
-        py_name(&key, s->g->params[i].name);
-        sb_puts(&key, ")");
+        sb_puts(&tail, ", ");
+        py_name(&tail, s->g->params[i].name);
+        sb_puts(&tail, ", type(");
+        py_name(&tail, s->g->params[i].name);
+        sb_puts(&tail, ")");
         if (tilec_dtype_class(s->g->params[i].type.dtype) == 'f') { /* -0.0 == 0.0, but not as a kernel's operand */
-            sb_puts(&key, ", str(");
-            py_name(&key, s->g->params[i].name);
-            sb_puts(&key, ")");
+            sb_puts(&tail, ", str(");
+            py_name(&tail, s->g->params[i].name);
+            sb_puts(&tail, ")");
         }
     }
+    sb_add(&key, sb_str(&tail), tail.n);
+    if (s->cacheable) /* a known key's recipe run by the extension, before any Python work */
+        sb_printf(c, "    if stream is None and _fast is not None:\n"
+                     "        _o = _fast(_recipes, (%s,), (%s%s))\n"
+                     "        if _o is not None:\n            return _o\n",
+                  sb_str(&args), tail.n ? sb_str(&tail) + 2 : "", tail.n ? "," : "");
+    sb_add(c, sb_str(&lines), lines.n);
     if (s->cacheable) {
         sb_printf(c, "    _key = None\n    if stream is None%s:  # the checks and sizes of a known key are done\n"
                      "        _key = (%s,)\n",
@@ -211,10 +223,13 @@ void py_call_prologue(strbuf *c, pystate *s)
             sb_puts(c, "        _r = _recipes.get(_key)\n");
         sb_printf(c, "        if _r is not None:\n            return _r.run((%s,))\n", sb_str(&infos));
     }
-    s->failed |= infos.failed | notnone.failed | key.failed;
+    s->failed |= infos.failed | notnone.failed | key.failed | args.failed | tail.failed | lines.failed;
     sb_free(&infos);
     sb_free(&notnone);
     sb_free(&key);
+    sb_free(&args);
+    sb_free(&tail);
+    sb_free(&lines);
 }
 
 /* call()'s work after its checks: the graph for the inputs' device, the

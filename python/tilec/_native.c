@@ -295,7 +295,168 @@ static PyObject *n_recipe_run(PyObject *self, PyObject *args)
     return PyLong_FromLong(plan_run(p, slots, (uint32_t)n, s));
 }
 
+/* ---- a graph.Recipe run from the wrapper's first line (rcall) ----
+ * rcall_init(tensor_type, names): torch.Tensor and the dict of torch
+ * dtypes to tilec names that tensor_info fills. rcall(recipes, tensors,
+ * tail): the key tensor_info and the wrapper would make for these torch
+ * tensors (each (name, shape, None, True, device, True)) followed by the
+ * tail (the scalars), looked up in recipes; found, its Recipe's `fast`
+ * tuple is run here (outputs, slots, plan) and the outputs returned. None
+ * whenever anything differs from that path (another kind of argument, a
+ * non-contiguous or host tensor, an unknown key, a workspace too small):
+ * the wrapper's own code then runs, checks and all. */
+static PyObject *r_ttype, *r_names;
+
+static PyObject *n_rcall_init(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *t, *names;
+    if (!PyArg_ParseTuple(args, "OO", &t, &names))
+        return NULL;
+    Py_XDECREF(r_ttype);
+    Py_XDECREF(r_names);
+    Py_INCREF(t);
+    Py_INCREF(names);
+    r_ttype = t;
+    r_names = names;
+    Py_RETURN_NONE;
+}
+
+/* t's part of the key, or NULL (no Python error) when t is not a
+ * contiguous CUDA tensor of a known dtype. */
+static PyObject *r_key(PyObject *t)
+{
+    PyObject *dt = PyObject_GetAttrString(t, "dtype");
+    PyObject *name = dt ? PyDict_GetItemWithError(r_names, dt) : NULL;
+    Py_XDECREF(dt);
+    PyObject *cuda = name && name != Py_None ? PyObject_GetAttrString(t, "is_cuda") : NULL;
+    int ok = cuda == Py_True;
+    Py_XDECREF(cuda);
+    PyObject *c = ok ? PyObject_CallMethod(t, "is_contiguous", NULL) : NULL;
+    ok = c == Py_True;
+    Py_XDECREF(c);
+    PyObject *shape = ok ? PyObject_GetAttrString(t, "shape") : NULL;
+    PyObject *dev = shape ? PyObject_CallMethod(t, "get_device", NULL) : NULL;
+    PyObject *key = dev ? PyTuple_Pack(6, name, shape, Py_None, Py_True, dev, Py_True) : NULL;
+    Py_XDECREF(shape);
+    Py_XDECREF(dev);
+    if (!key)
+        PyErr_Clear();
+    return key;
+}
+
+/* Recipe.fast: (plan, kinds, template, outs, ws_bytes, workspaces, raw, index, graph, single),
+ * outs a tuple of (callable, args, kwargs) that allocate each output. */
+static PyObject *r_run(PyObject *fast, PyObject *tensors)
+{
+    PyObject *plan, *tmpl, *outs, *wss, *raw, *graph;
+    const char *kinds;
+    Py_ssize_t n;
+    long long ws_bytes;
+    long index;
+    int single;
+    if (!PyArg_ParseTuple(fast, "Oy#OOLOOlOp", &plan, &kinds, &n, &tmpl, &outs, &ws_bytes, &wss, &raw, &index, &graph,
+                          &single))
+        return NULL;
+    Py_ssize_t nout = PyTuple_Size(outs);
+    if (n > MAX_VALUES || nout < 1 || nout > 64 || PyTuple_Size(tmpl) != 3 * n)
+        Py_RETURN_NONE;
+    PyObject *h = PyObject_CallFunction(raw, "l", index);
+    if (!h)
+        return NULL;
+    void *s = PyLong_AsVoidPtr(h);
+    uint64_t wsp = 0;
+    if (ws_bytes) { /* the stream's workspace: the Python path makes one when there is none this big */
+        PyObject *w = PyDict_GetItemWithError(wss, s ? h : Py_None);
+        if (!w || PyLong_AsLongLong(PyTuple_GetItem(w, 1)) < ws_bytes) {
+            Py_DECREF(h);
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        wsp = PyLong_AsUnsignedLongLong(PyTuple_GetItem(w, 0));
+    }
+    Py_DECREF(h);
+    PyObject *res = PyTuple_New(nout);
+    for (Py_ssize_t j = 0; res && j < nout; j++) {
+        PyObject *o = PyTuple_GetItem(outs, j);
+        PyObject *t = PyObject_Call(PyTuple_GetItem(o, 0), PyTuple_GetItem(o, 1), PyTuple_GetItem(o, 2));
+        if (!t) {
+            Py_DECREF(res);
+            return NULL;
+        }
+        PyTuple_SetItem(res, j, t);
+    }
+    if (!res)
+        return NULL;
+    arg slots[MAX_VALUES];
+    for (Py_ssize_t i = 0; i < n && !PyErr_Occurred(); i++) {
+        long src = PyLong_AsLong(PyTuple_GetItem(tmpl, 3 * i));
+        Py_ssize_t j = PyLong_AsSsize_t(PyTuple_GetItem(tmpl, 3 * i + 1));
+        PyObject *v = PyTuple_GetItem(tmpl, 3 * i + 2);
+        if (src == 3)
+            pack_value(v, kinds[i], &slots[i]);
+        else if (src == 2)
+            slots[i].u64 = wsp + (uint64_t)PyLong_AsLongLong(v);
+        else
+            slots[i].u64 = r_addr(src ? res : tensors, j, "data_ptr", 1, PyLong_AsLongLong(v));
+    }
+    void *p = PyLong_AsVoidPtr(plan);
+    if (PyErr_Occurred() || (plan_run(p, slots, (uint32_t)n, s) && !PyObject_CallMethod(graph, "_fail", NULL))) {
+        Py_DECREF(res);
+        return NULL;
+    }
+    if (!single)
+        return res;
+    PyObject *one = PyTuple_GetItem(res, 0);
+    Py_INCREF(one);
+    Py_DECREF(res);
+    return one;
+}
+
+static PyObject *n_rcall(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *recipes, *tensors, *tail;
+    if (!PyArg_ParseTuple(args, "OOO", &recipes, &tensors, &tail))
+        return NULL;
+    if (!r_ttype || !PyTuple_Check(tensors) || !PyTuple_Check(tail))
+        Py_RETURN_NONE;
+    Py_ssize_t nt = PyTuple_Size(tensors), ns = PyTuple_Size(tail);
+    PyObject *key = PyTuple_New(nt + ns);
+    for (Py_ssize_t i = 0; key && i < nt + ns; i++) {
+        PyObject *v = i < nt ? PyTuple_GetItem(tensors, i) : PyTuple_GetItem(tail, i - nt);
+        PyObject *k = NULL;
+        if (i >= nt) {
+            Py_INCREF(v);
+            k = v;
+        } else if (PyObject_IsInstance(v, r_ttype) == 1) {
+            k = r_key(v);
+        }
+        if (!k) {
+            Py_DECREF(key);
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        PyTuple_SetItem(key, i, k);
+    }
+    if (!key)
+        return NULL;
+    PyObject *r = PyDict_GetItemWithError(recipes, key); /* borrowed */
+    Py_DECREF(key);
+    PyObject *fast = r && r != Py_None ? PyObject_GetAttrString(r, "fast") : NULL;
+    if (!fast || fast == Py_None) {
+        Py_XDECREF(fast);
+        PyErr_Clear(); /* an unhashable scalar: the wrapper's checks say what is wrong */
+        Py_RETURN_NONE;
+    }
+    PyObject *out = r_run(fast, tensors);
+    Py_DECREF(fast);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"rcall_init", n_rcall_init, METH_VARARGS, "rcall_init(tensor_type, names): what rcall compares against"},
+    {"rcall", n_rcall, METH_VARARGS, "rcall(recipes, tensors, tail) -> the outputs, or None for the wrapper's path"},
     {"recipe_run", n_recipe_run, METH_VARARGS, "recipe_run(plan, kinds, template, infos, outs, ws, stream) -> status"},
     {"kcall", n_kcall, METH_VARARGS, "kcall(spec, args, stream) -> (status, chosen), or None for the Python checks"},
     {"init", n_init, METH_VARARGS, "init(plan_run, launch, launch_best): the runtime's entry points"},

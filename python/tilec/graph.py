@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Un
 
 from ._library import (F32, F64, I32, I64, PTR, U32, U64, Owner, TilecError, _PlanStats, _PlanTensor, _PlanValue,
                        lib, native)
-from .buffer import Buffer, Pool, TensorInfo
+from .buffer import _torch_names, Buffer, Pool, TensorInfo
 from .checks import RangeError
 from .debug import debug_kernels, debug_level
 from .device import stream_handle, torch_module
@@ -395,7 +395,8 @@ class Recipe:
     size arithmetic, which gave the same answer for that key: the outputs
     allocated, the slots filled and the plan run by one native call."""
 
-    __slots__ = ("graph", "outs", "ws_bytes", "template", "single", "index", "dev", "empty", "raw", "native", "u8")
+    __slots__ = ("graph", "outs", "ws_bytes", "template", "single", "index", "dev", "empty", "raw", "native", "u8",
+                 "fast")
 
     @classmethod
     def make(cls, graph: Graph, infos: Sequence[TensorInfo], allocs: list, ws: list,
@@ -432,6 +433,12 @@ class Recipe:
         r.index, r.dev = graph.device_index, allocs[0][2].device
         r.empty, r.raw, r.native, r.u8 = torch.empty_strided, torch._C._cuda_getCurrentRawStream, graph._native, \
             torch.uint8
+        # what the extension's rcall runs (the wrapper's first line): this run() in C
+        calls = tuple((r.empty, (shape, st), {"dtype": dt, "device": r.dev}) for shape, st, dt in r.outs)
+        r.fast = (graph._h, graph._kinds, r.template, calls, r.ws_bytes, graph._workspaces, r.raw, r.index, graph,
+                  r.single)
+        if hasattr(graph._native, "rcall_init"):
+            graph._native.rcall_init(torch.Tensor, _torch_names)
         return r
 
     def run(self, infos: Sequence[TensorInfo]) -> Any:
@@ -453,3 +460,10 @@ class Recipe:
         if self.native.recipe_run(g._h, g._kinds, self.template, infos, outs, ws, s):
             g._fail()
         return outs[0] if self.single else outs
+
+
+def fast_call() -> Any:
+    """The extension's rcall (a known key's Recipe run from a wrapper's
+    first line, in C), or None without the extension."""
+    n = native()
+    return getattr(n, "rcall", None) if n is not None else None

@@ -237,6 +237,10 @@ class FakeDriverTests(unittest.TestCase):
         # the first call of a key records a Recipe, the next ones run it
         script = _TORCH_STAND_IN + (
             "import g8\n"
+            "import tilec.graph\n"
+            "py_runs = []  # Recipe.run: the Python twin of the extension's rcall, which runs known keys\n"
+            "_run = tilec.graph.Recipe.run\n"
+            "tilec.graph.Recipe.run = lambda self, infos: py_runs.append(1) or _run(self, infos)\n"
             "g = g8.load()\n"
             "x = tensor(list(range(7)))\n"
             "ys = [g8.call(x).tolist() for _ in range(3)]\n"
@@ -246,14 +250,14 @@ class FakeDriverTests(unittest.TestCase):
             "for bad in (tensor([1.0, 2.0], 'int32'), tensor([1.0, 2.0], strides=(2,))):\n"
             "    try:\n        g8.call(bad)\n    except ValueError as e:\n        print(e)\n"
             "print(g.stats()['runs'], len(g8._recipes))\n"
-            "print(g8.call(x, stream=0).tolist() == ys[0])\n")
+            "print(g8.call(x, stream=0).tolist() == ys[0], len(py_runs))\n")
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), self.dir]))
         r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         k = 1 if tilec._library.native() is not None else 0  # no extension (TILEC_NO_NATIVE=1): no recipes
         self.assertEqual(r.stdout, f"True {k} 3\n[0.0, 8.0, 16.0, 24.0, 32.0] {2 * k}\n"
                                    "g8: x must be a f32 tensor of rank 1\ng8: x must be contiguous (row-major)\n"
-                                   f"4 {2 * k}\nTrue\n")
+                                   f"4 {2 * k}\nTrue 0\n")
 
     def test_bad_stream_is_a_type_error(self):
         with self.assertRaisesRegex(TypeError, "stream must be an int"):
