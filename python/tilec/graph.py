@@ -82,6 +82,7 @@ class Graph(Owner):
         self._torch_call: Optional["TorchCall"] = None
         self._workspaces: Dict[Optional[int], Tuple[int, int, Any]] = {}  # stream: (address, bytes, torch tensor)
         self._last_values: Sequence[Any] = ()
+        self._recipe_dicts: List[dict] = []  # the wrappers' recipe dicts this graph recorded into (close() empties)
 
     # ---- building the plan ----
 
@@ -219,7 +220,10 @@ class Graph(Owner):
                 "steps": s.steps}
 
     def close(self) -> None:
-        """Free the plan and its CUDA graphs."""
+        """Free the plan and its CUDA graphs (and forget the Recipes that run it)."""
+        for recipes in getattr(self, "_recipe_dicts", ()):
+            for key in [k for k, r in recipes.items() if r is not None and r.graph is self]:
+                del recipes[key]
         if getattr(self, "_h", None):
             if getattr(self.device, "_h", None):  # at exit the device may be closed first: then leave it
                 self._lib.tilec_plan_free(self._h)
@@ -328,6 +332,8 @@ class TorchCall(CallContext):
             recipes, key, infos, allocs, ws = self.rec
             self.rec = None
             recipes[key] = Recipe.make(self.graph, infos, allocs, ws, self.graph._last_values)
+            if not any(d is recipes for d in self.graph._recipe_dicts):
+                self.graph._recipe_dicts.append(recipes)
 
     def view(self, base: Any, offset: int, shape: Tuple[int, ...], dtype: str) -> Any:
         n = DTYPES[dtype][0]

@@ -4,7 +4,11 @@ computes y = 2 * x): a generated graph wrapper makes one native call per
 call (the runtime's launch plan) with the eager results; CUDA-graph mode
 records once per set of slot values and replays with the same results; a
 direct Kernel call refuses bad arguments with the named error and launches
-nothing; inputs on another device are refused.
+nothing; inputs on another device are refused. With a stand-in for torch
+(in a child process): a known key's recipe runs without the checks (the
+extension's rcall) and gives the eager results, other keys and bad
+arguments take the checks; Kernel calls checked by the extension (kcall)
+raise the Python checks' errors.
 
     python3 tests/python/test_fake.py [-q]     (make test runs it)"""
 import array
@@ -250,14 +254,46 @@ class FakeDriverTests(unittest.TestCase):
             "for bad in (tensor([1.0, 2.0], 'int32'), tensor([1.0, 2.0], strides=(2,))):\n"
             "    try:\n        g8.call(bad)\n    except ValueError as e:\n        print(e)\n"
             "print(g.stats()['runs'], len(g8._recipes))\n"
-            "print(g8.call(x, stream=0).tolist() == ys[0], len(py_runs))\n")
+            "print(g8.call(x, stream=0).tolist() == ys[0], len(py_runs))\n"
+            "g.close()\n"
+            "print(len(g8._recipes))\n")
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), self.dir]))
         r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         k = 1 if tilec._library.native() is not None else 0  # no extension (TILEC_NO_NATIVE=1): no recipes
         self.assertEqual(r.stdout, f"True {k} 3\n[0.0, 8.0, 16.0, 24.0, 32.0] {2 * k}\n"
                                    "g8: x must be a f32 tensor of rank 1\ng8: x must be contiguous (row-major)\n"
-                                   f"4 {2 * k}\nTrue 0\n")
+                                   f"4 {2 * k}\nTrue 0\n0\n")
+
+    def test_kernel_checks_in_the_extension_with_torch_tensors(self):
+        # with the torch stand-in, Kernel calls go through the extension's
+        # kcall; whatever it refuses comes back to the Python checks
+        script = _TORCH_STAND_IN + (
+            "import g8\n"
+            "k = g8.load().module.kernel('scale2', 0)\n"
+            "x, y = tensor([1.0, 2.0, 3.0]), tensor([0.0, 0.0, 0.0])\n"
+            "k(x, y, 3)\n"
+            "print(y.tolist(), k._spec is not None)\n"
+            "for args in ((tensor([1.0], 'int32'), y, 3), (tensor([1.0, 2.0], strides=(2,)), y, 3), (x, y, 2**40),\n"
+            "             (x, y, 2.5), (x, 7, 3), (x, y)):\n"
+            "    try:\n        k(*args)\n    except (TypeError, ValueError) as e:\n"
+            "        print(type(e).__name__, e)\n"
+            "print(y.tolist())\n")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), self.dir]))
+        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        fast = tilec._library.native() is not None
+        self.assertEqual(r.stdout, f"[2.0, 4.0, 6.0] {fast}\n"
+                         "TypeError scale2: parameter 'x' (*f32), argument 1: expects a f32 tensor; got a i32 tensor\n"
+                         "ValueError scale2: parameter 'x' (*f32), argument 1: the tensor must be contiguous "
+                         "(row-major); its strides are (2,)\n"
+                         "RangeError scale2: parameter 'n' is i32 (-2147483648 .. 2147483647); got 1099511627776, "
+                         "which does not fit\n"
+                         "TypeError scale2: parameter 'n' is i32, an integer; got float 2.5\n"
+                         "TypeError scale2: parameter 'y' (*f32), argument 2: expects a f32 tensor (torch, CuPy or "
+                         "tilec.Buffer); got an int\n"
+                         "TypeError scale2() takes 3 arguments (x: *f32, y: *f32, n: i32); got 2\n"
+                         "[2.0, 4.0, 6.0]\n")
 
     def test_bad_stream_is_a_type_error(self):
         with self.assertRaisesRegex(TypeError, "stream must be an int"):
