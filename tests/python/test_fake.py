@@ -257,9 +257,7 @@ class FakeDriverTests(unittest.TestCase):
             "print(g8.call(x, stream=0).tolist() == ys[0], len(py_runs))\n"
             "g.close()\n"
             "print(len(g8._recipes))\n")
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), self.dir]))
-        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
-        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self._child(script)
         k = 1 if tilec._library.native() is not None else 0  # no extension (TILEC_NO_NATIVE=1): no recipes
         self.assertEqual(r.stdout, f"True {k} 3\n[0.0, 8.0, 16.0, 24.0, 32.0] {2 * k}\n"
                                    "g8: x must be a f32 tensor of rank 1\ng8: x must be contiguous (row-major)\n"
@@ -279,9 +277,7 @@ class FakeDriverTests(unittest.TestCase):
             "    try:\n        k(*args)\n    except (TypeError, ValueError) as e:\n"
             "        print(type(e).__name__, e)\n"
             "print(y.tolist())\n")
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), self.dir]))
-        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
-        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self._child(script)
         fast = tilec._library.native() is not None
         self.assertEqual(r.stdout, f"[2.0, 4.0, 6.0] {fast}\n"
                          "TypeError scale2: parameter 'x' (*f32), argument 1: expects a f32 tensor; got a i32 tensor\n"
@@ -294,6 +290,13 @@ class FakeDriverTests(unittest.TestCase):
                          "tilec.Buffer); got an int\n"
                          "TypeError scale2() takes 3 arguments (x: *f32, y: *f32, n: i32); got 2\n"
                          "[2.0, 4.0, 6.0]\n")
+
+    def _child(self, script, **env):
+        """Run script in a child Python over the package and the wrappers; it must succeed."""
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), self.dir]), **env)
+        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r
 
     def test_bad_stream_is_a_type_error(self):
         with self.assertRaisesRegex(TypeError, "stream must be an int"):
