@@ -25,6 +25,10 @@ typedef struct cstate {
     strbuf graph;    /* the graph's name in C (mg_c_graph) */
     csz sz;        /* the size block, spliced in after the input checks */
     size_t inputs_end; /* where in body the input checks end */
+    /* graph mode (c_graph.c): the plan's slot types and names, its steps */
+    strbuf gtypes, gnames, gsteps;
+    uint32_t nslots, nsteps;
+    const char *no_graph; /* why the graph has no graph mode, or NULL */
     int failed;
 } cstate;
 
@@ -61,6 +65,9 @@ int c_line_assert_shape(void *u, const tilec_wir_line *l);
 
 /* ---- c_lines.c: the statements of NAME_run, one handler per IR line kind ---- */
 
+/* "i32": the tilec_rt_arg member a kernel parameter of dtype d is passed in. */
+const char *c_arg_field(tilec_dtype d);
+
 int c_line_comment(void *u, const tilec_wir_line *l);
 int c_line_kernel_def(void *u, const tilec_wir_line *l);
 int c_line_allocate(void *u, const tilec_wir_line *l);
@@ -81,6 +88,20 @@ void c_header(cstate *s, strbuf *h, const char *file, const char *aot, const cha
  * tl_alloc, tl_release), NAME_load (fileq: the .tile file name as a C
  * string literal), NAME_unload, NAME_externs, NAME_release. */
 void c_module_funcs(cstate *s, strbuf *c, const char *aot, const char *fileq);
+
+/* ---- c_graph.c: CUDA-graph mode (NAME_set_cuda_graph) ---- */
+
+/* Note why the graph has no graph mode (the first reason is kept). */
+void cg_unsupported(cstate *s, const char *why);
+/* A launch's graph-mode branch in NAME_run, and its step in the plan. */
+void cg_kernel(cstate *s, const tilec_kernel *k, uint32_t nargs, int best);
+/* The module struct's fields, NAME.h's declaration, the plan's tables with
+ * NAME_set_cuda_graph, and NAME_run's declarations and closing plan run. */
+void cg_fields(strbuf *c);
+void cg_header(cstate *s, strbuf *h);
+void cg_funcs(cstate *s, strbuf *c);
+void cg_decls(cstate *s, strbuf *c);
+void cg_run(cstate *s, strbuf *c);
 
 /* ---- c_aot.c ---- */
 

@@ -42,6 +42,7 @@ static void c_fill(cstate *s, const tilec_wir_line *l)
 {
     if (!l->fill)
         return;
+    cg_unsupported(s, "it fills a buffer (zeros, ones, full)");
     sb_printf(&s->body, "    if (tl_fill(M, &%s, 0x%llxULL, %u, \"%s\", err, errlen)) /* %s */\n        goto tl_out;\n",
               B(l->name), (unsigned long long)l->fill_bits, tilec_dtype_size(l->dtype), l->name, l->fill);
 }
@@ -92,6 +93,13 @@ int c_line_reinterpret(void *u, const tilec_wir_line *l)
     return 0;
 }
 
+const char *c_arg_field(tilec_dtype d)
+{
+    static const char *const fields[] = {"i32", "i32", "i32", "i32", "i64", "u32", "u32", "u32", "u64",
+                                         "f32", "f32", "f32", "f64"}; /* ORDER TILEC_DTYPES */
+    return (unsigned)d < sizeof fields / sizeof fields[0] ? fields[d] : "u64";
+}
+
 int c_line_kernel_call(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;
@@ -112,9 +120,7 @@ int c_line_kernel_call(void *u, const tilec_wir_line *l)
             sb_printf(&s->body, "{.ptr = %s.data}", B(a->text));
             continue;
         }
-        static const char *const fields[] = {"i32", "i32", "i32", "i32", "i64", "u32", "u32", "u32", "u64",
-                                             "f32", "f32", "f32", "f64"};
-        const char *f = fields[p->type.dtype];
+        const char *f = c_arg_field(p->type.dtype);
         sb_printf(&s->body, "{.%s = (%s)(", f, c_scalar_type(p->type.dtype));
         if (a->kind == TILEC_WIR_ARG_SCALAR) {
             const char *t = a->text;
@@ -141,7 +147,9 @@ int c_line_kernel_call(void *u, const tilec_wir_line *l)
     uint32_t nt = 0;
     for (uint32_t i = 0; i < l->nargs; i++)
         nt += k->params[i].type.kind == TILEC_TE_POINTER;
-    sb_puts(&s->body, "        tilec_rt_status st;\n        if (M->dbg.level) {\n");
+    sb_puts(&s->body, "        tilec_rt_status st;\n");
+    cg_kernel(s, k, l->nargs, l->nvariants > 1);
+    sb_puts(&s->body, "if (M->dbg.level) {\n");
     sb_printf(&s->body, "            const tl_dbg_arg da[%u] = {", nt ? nt : 1);
     for (uint32_t i = 0, j = 0; i < l->nargs; i++) {
         if (k->params[i].type.kind != TILEC_TE_POINTER)
@@ -177,6 +185,7 @@ int c_line_kernel_call(void *u, const tilec_wir_line *l)
 /* externs: inputs are the argument buffers; outputs the given list */
 static void c_extern(cstate *s, const tilec_wir_line *l, const char *const *outs, uint32_t nouts)
 {
+    cg_unsupported(s, "it calls an extern kernel");
     sb_printf(&s->body, "    { /* extern %s \"", l->name);
     esc_c_comment(&s->body, l->symbol); /* the parser allows [A-Za-z0-9_.] only: escaped all the same */
     sb_printf(&s->body, "\", line %u */\n", l->loc.line);

@@ -35,6 +35,7 @@ void c_header(cstate *s, strbuf *h, const char *file, const char *aot, const cha
                  "void %s_release(%s_module *m, tilec_tensor *t);\n", n, n);
     sb_printf(h, "/* Run the graph. Inputs must be contiguous; the outputs are allocated here and handed over\n"
                  "   (free each with tilec_rt_free unless it is a view of another). 0, or 1 with a message. */\n");
+    cg_header(s, h);
     sb_printf(h, "int %s_run(%s_module *m%s", n, n, params);
     for (size_t i = 0; i < nout; i++)
         sb_printf(h, ", tilec_tensor *%s", cn(s, MG_C_OUTPUT, tilec_wir_output(s->w, i)));
@@ -87,8 +88,10 @@ void c_module_funcs(cstate *s, strbuf *c, const char *aot, const char *fileq)
               "typedef struct tl_spare {\n    uint64_t p, bytes;\n} tl_spare;\n\n"
               "struct %s_module {\n    tilec_rt *rt;\n    tilec_ctx *ctx;\n    tilec_module *mod;\n"
               "    tilec_cache *cache;\n    tilec_program *prog;\n    tilec_externs *ext;\n"
-              "    tl_spare spare[64];\n    int nspare;\n    tl_dbg dbg;\n};\n\n",
+              "    tl_spare spare[64];\n    int nspare;\n    tl_dbg dbg;\n",
               n);
+    cg_fields(c);
+    sb_puts(c, "};\n\n");
     sb_printf(c,
               "/* give every spare buffer back to the device */\n"
               "__attribute__((unused)) static void tl_trim(%s_module *M)\n{\n"
@@ -159,7 +162,7 @@ void c_module_funcs(cstate *s, strbuf *c, const char *aot, const char *fileq)
                   n, n, n, n, fileq, n, n);
     sb_printf(c,
               "void %s_unload(%s_module *M)\n{\n    if (!M)\n        return;\n"
-              "    tilec_program_free(M->prog);\n    tilec_module_free(M->mod);\n    tilec_cache_close(M->cache);\n"
+              "    tilec_plan_free(M->plan);\n    tilec_program_free(M->prog);\n    tilec_module_free(M->mod);\n    tilec_cache_close(M->cache);\n"
               "    tl_trim(M);\n"
               "    tilec_externs_free(M->ext);\n    tilec_ctx_free(M->ctx);\n    free(M);\n}\n\n",
               n, n);

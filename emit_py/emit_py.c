@@ -438,13 +438,10 @@ static int h_multi_output(void *u, const tilec_wir_line *l)
 static int h_assert_shape(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
-    strbuf *b = &s->checks, n, i;
-    sb_init(&n);
+    strbuf *b = &s->checks, i;
     sb_init(&i);
-    py_name(&n, l->name);
     mg_py_helper(&i, l->name, strlen(l->name), "info");
-    const char *N = sb_str(&n), *I = sb_str(&i), *dt = tilec_dtype_name(l->dtype);
-    sb_printf(b, "    %s = tilec.tensor_info(%s)\n", I, N);
+    const char *I = sb_str(&i), *dt = tilec_dtype_name(l->dtype);
     sb_printf(b, "    if %s is None or %s.dtype != \"%s\" or len(%s.shape) != %u:\n", I, I, dt, I, l->rank);
     sb_printf(b, "        raise ValueError(\"%s: %s must be a %s tensor of rank %u\")\n", s->g->name, l->name, dt,
               l->rank);
@@ -490,8 +487,7 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
     sb_printf(b, "    if not %s.on_device:\n        raise ValueError(\"%s: %s must be in device memory\")\n", I,
               s->g->name, l->name);
     buf_add(s, l, 1, NULL, 0);
-    s->failed |= n.failed | i.failed;
-    sb_free(&n);
+    s->failed |= i.failed;
     sb_free(&i);
     return 0;
 }
@@ -641,7 +637,9 @@ static int py_end(tilec_emit *e, void *state)
     esc_py_bytes(&c, src, srclen, "    ");
     sb_puts(&c, "\n)\n\n");
     py_plan(&c, s);
-    sb_puts(&c, "_graphs = {}  # device index: tilec.Graph\n_externs = None\n\n\n");
+    sb_puts(&c, "_graphs = {}  # device index: tilec.Graph\n_externs = None\n"
+                "_recipes = {}  # what call() did per key of its inputs and scalars (tilec.Graph.begin)\n"
+                "_fast = None  # the extension's run of a known key's recipe (tilec.fast_call), set by load()\n\n\n");
 
     /* load, externs, release */
     sb_printf(&c, "def load(device=None, cuda_graph=False):\n"
@@ -650,13 +648,15 @@ static int py_end(tilec_emit *e, void *state)
                   "    file read); returns the tilec.Graph. cuda_graph=True records the calls\n"
                   "    as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is\n"
                   "    read here.\"\"\"\n"
+                  "    global _fast\n"
                   "    index = device or 0\n    graph = _graphs.get(index)\n    if graph is None:\n"
                   "        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE, device_=index)\n"
                   "        graph = tilec.Graph(module, ",
               n);
     py_str(&c, n);
     sb_printf(&c, ", _TENSORS, _SCALARS, _STEPS, %s, _INPUTS)\n"
-                  "        _graphs[index] = graph\n    if cuda_graph:\n        graph.capture()\n"
+                  "        _graphs[index] = graph\n        _fast = tilec.fast_call()\n"
+                  "    if cuda_graph:\n        graph.capture()\n"
                   "    return graph\n\n\n",
               s->externs ? "externs()" : "None");
     sb_puts(&c, "def externs():\n"
@@ -714,6 +714,7 @@ static int py_end(tilec_emit *e, void *state)
     }
     sb_free(&t);
     sb_puts(&c, "\n    \"\"\"\n");
+    py_call_prologue(&c, s);
     sb_add(&c, sb_str(&s->checks), s->checks.n);
     py_call_body(&c, s);
     py_bench_main(&c, s);

@@ -33,6 +33,7 @@ typedef struct pystate {
     strset slots;   /* size and scalar slots made */
     pybuf *bufs;
     size_t nbufs, capbufs;
+    int cacheable;  /* every output is a root of its own: call() keeps Recipes (py_call_prologue) */
     int failed;
     tilec_ctx *ctx; /* for diagnostics */
 } pystate;
@@ -44,6 +45,10 @@ void py_size_ref(pystate *s, strbuf *b, const char *t, const tilec_ix *e, const 
 void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l);
 int buf_find(const pystate *s, const char *name); /* the index of buffer name, or -1 */
 void py_plan(strbuf *c, pystate *s);
+/* call()'s first lines: each input's TensorInfo, and the Recipe of a
+ * known key run at once (torch's current stream); then the checks, then
+ * py_call_body. */
+void py_call_prologue(strbuf *c, pystate *s);
 void py_call_body(strbuf *c, pystate *s);
 
 #endif

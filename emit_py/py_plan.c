@@ -131,9 +131,27 @@ static int same_as_root(pystate *s, const pybuf *b)
     return same;
 }
 
-/* call()'s work after its checks: the graph for the inputs' device, the
- * outputs and the workspace, one run of the plan, the outputs returned. */
-void py_call_body(strbuf *c, pystate *s)
+/* Is every output a root of its own (not an input, a view or another
+ * output's memory)? Then a call's allocations are its outputs, in order. */
+static int py_outputs_are_roots(pystate *s)
+{
+    size_t nout = tilec_wir_output_count(s->w);
+    for (size_t i = 0; i < nout; i++) {
+        const char *o = tilec_wir_output(s->w, i);
+        int b = buf_find(s, o);
+        if (b < 0 || tilec_wir_is_input(s->w, o) || s->bufs[b].input ||
+            !(s->bufs[b].root == b || same_as_root(s, &s->bufs[b])))
+            return 0;
+        for (size_t j = 0; j < i; j++) {
+            int bj = buf_find(s, tilec_wir_output(s->w, j));
+            if (bj >= 0 && s->bufs[bj].root == s->bufs[b].root)
+                return 0;
+        }
+    }
+    return nout > 0;
+}
+
+void py_call_prologue(strbuf *c, pystate *s)
 {
     size_t nout = tilec_wir_output_count(s->w);
     /* a root that backs an output is allocated apart: the output is it, or a view of it */
@@ -142,6 +160,83 @@ void py_call_body(strbuf *c, pystate *s)
         if (b >= 0 && !s->bufs[s->bufs[b].root].input)
             s->bufs[s->bufs[b].root].standalone = 1;
     }
+    strbuf infos, notnone, key, args, tail, lines;
+    sb_init(&infos);
+    sb_init(&notnone);
+    sb_init(&key);
+    sb_init(&args);
+    sb_init(&tail);
+    sb_init(&lines);
+    for (size_t i = 0; i < s->nbufs; i++) {
+        if (!s->bufs[i].input)
+            continue;
+        const char *n = s->bufs[i].l->name;
+        sb_puts(&lines, "    ");
+        mg_py_helper(&lines, n, strlen(n), "info");
+        sb_puts(&lines, " = tilec.tensor_info(");
+        py_name(&lines, n);
+        sb_puts(&lines, ")\n");
+        sb_puts(&args, args.n ? ", " : "");
+        py_name(&args, n);
+        sb_puts(&notnone, " and ");
+        mg_py_helper(&notnone, n, strlen(n), "info");
+        sb_puts(&notnone, " is not None");
+        sb_puts(&infos, infos.n ? ", " : "");
+        mg_py_helper(&infos, n, strlen(n), "info");
+        sb_puts(&key, key.n ? ", " : "");
+        mg_py_helper(&key, n, strlen(n), "info");
+        sb_puts(&key, ".key");
+    }
+    s->cacheable = infos.n && py_outputs_are_roots(s);
+    int scalars = 0;
+    for (uint32_t i = 0; i < s->g->nparams && s->cacheable; i++) { /* the scalars and their types */
+        if (s->g->params[i].type.kind == TILEC_TE_TENSOR)
+            continue;
+        scalars = 1;
+        sb_puts(&tail, ", ");
+        py_name(&tail, s->g->params[i].name);
+        sb_puts(&tail, ", type(");
+        py_name(&tail, s->g->params[i].name);
+        sb_puts(&tail, ")");
+        if (tilec_dtype_class(s->g->params[i].type.dtype) == 'f') { /* -0.0 == 0.0, but not as a kernel's operand */
+            sb_puts(&tail, ", str(");
+            py_name(&tail, s->g->params[i].name);
+            sb_puts(&tail, ")");
+        }
+    }
+    sb_add(&key, sb_str(&tail), tail.n);
+    if (s->cacheable) /* a known key's recipe run by the extension, before any Python work */
+        sb_printf(c, "    if stream is None and _fast is not None:\n"
+                     "        _o = _fast(_recipes, (%s,), (%s%s))\n"
+                     "        if _o is not None:\n            return _o\n",
+                  sb_str(&args), tail.n ? sb_str(&tail) + 2 : "", tail.n ? "," : "");
+    sb_add(c, sb_str(&lines), lines.n);
+    if (s->cacheable) {
+        sb_printf(c, "    _key = None\n    if stream is None%s:  # the checks and sizes of a known key are done\n"
+                     "        _key = (%s,)\n",
+                  sb_str(&notnone), sb_str(&key));
+        if (scalars)
+            sb_puts(c, "        try:\n            _r = _recipes.get(_key)\n"
+                       "        except TypeError:  # an unhashable scalar: the checks say what is wrong with it\n"
+                       "            _r = _key = None\n");
+        else
+            sb_puts(c, "        _r = _recipes.get(_key)\n");
+        sb_printf(c, "        if _r is not None:\n            return _r.run((%s,))\n", sb_str(&infos));
+    }
+    s->failed |= infos.failed | notnone.failed | key.failed | args.failed | tail.failed | lines.failed;
+    sb_free(&infos);
+    sb_free(&notnone);
+    sb_free(&key);
+    sb_free(&args);
+    sb_free(&tail);
+    sb_free(&lines);
+}
+
+/* call()'s work after its checks: the graph for the inputs' device, the
+ * outputs and the workspace, one run of the plan, the outputs returned. */
+void py_call_body(strbuf *c, pystate *s)
+{
+    size_t nout = tilec_wir_output_count(s->w);
     strbuf infos;
     sb_init(&infos);
     const char *first = NULL;
@@ -160,12 +255,19 @@ void py_call_body(strbuf *c, pystate *s)
     } else {
         sb_puts(c, "    _g = _graphs.get(0) or load()\n");
     }
-    sb_printf(c, "    _c = _g.begin((%s%s), stream)\n", sb_str(&infos), first ? "," : "");
+    sb_printf(c, "    _c = _g.begin((%s%s), stream%s)\n", sb_str(&infos), first ? "," : "",
+              s->cacheable ? ", _recipes, _key" : "");
     sb_free(&infos);
-    for (size_t i = 0; i < s->nbufs; i++) {
-        const pybuf *b = &s->bufs[i];
-        if (!b->standalone)
+    for (size_t k = 0; k < nout; k++) { /* in the outputs' order (a Recipe's allocations are its outputs) */
+        int o = buf_find(s, tilec_wir_output(s->w, k));
+        int seen = o < 0 || !s->bufs[s->bufs[o].root].standalone;
+        for (size_t j = 0; j < k && !seen; j++) {
+            int oj = buf_find(s, tilec_wir_output(s->w, j));
+            seen = oj >= 0 && s->bufs[oj].root == s->bufs[o].root;
+        }
+        if (seen)
             continue;
+        const pybuf *b = &s->bufs[s->bufs[o].root];
         sb_puts(c, "    ");
         py_name(c, b->l->name);
         sb_puts(c, ", ");

@@ -325,3 +325,114 @@ Test(wrapper_run, filled_tensors_hold_their_value, .timeout = 120)
     free(out);
     rm_dir(dir);
 }
+
+/* Issue 18: the C wrapper's CUDA-graph mode (NAME_set_cuda_graph). A graph
+ * of two scale2 launches (y = 4 x): the first call of a shape runs eagerly
+ * and is recorded; with its output released the next call of that shape
+ * gets the same buffers and replays (one cuGraphLaunch, nothing recorded),
+ * with the eager results; an output kept moves the next call's buffers,
+ * and another shape, is recorded anew; turning graph mode off runs
+ * eagerly; a graph with a fill has no graph mode and says why. */
+static const char twice_tile[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {\n"
+                                 "    let i = pid(0) * 256 + range(256);\n"
+                                 "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+                                 "}\n"
+                                 "graph twice(x: f32[N]) -> (y: f32[N]) {\n"
+                                 "    let t = empty(f32, [N]);\n"
+                                 "    scale2(x, t, N);\n"
+                                 "    let y = empty(f32, [N]);\n"
+                                 "    scale2(t, y, N);\n"
+                                 "    return y;\n"
+                                 "}\n"
+                                 "graph filled(x: f32[N]) -> (y: f32[N]) {\n"
+                                 "    let t = full(f32, [N], 0.5);\n"
+                                 "    let y = empty(f32, [N]);\n"
+                                 "    scale2(t, y, N);\n"
+                                 "    return y;\n"
+                                 "}\n";
+
+/* main(driver): one line per call: "N: launches captured graph_launches y[0] y[N-1] same|new" */
+static const char twice_runner[] =
+    "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+    "#include \"twice.h\"\n#include \"filled.h\"\n#include \"fake_cuda.h\"\n"
+    "static tilec_rt *rt;\nstatic twice_module *m;\nstatic fake_cuda_state *f;\nstatic uint64_t last;\n"
+    "static tilec_tensor call(int64_t n, int keep)\n{\n"
+    "    float h[64];\n    char err[512] = \"\";\n"
+    "    for (int i = 0; i < n; i++)\n        h[i] = (float)(i + 1);\n"
+    "    tilec_tensor x = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {n}, .strides = {1}}, y = {0};\n"
+    "    static uint64_t xs[64];\n"
+    "    if (!xs[n] && tilec_rt_malloc(rt, (size_t)n * 4, &xs[n]) != TILEC_RT_OK)\n        exit(5);\n"
+    "    x.data = xs[n];\n"
+    "    tilec_rt_memcpy_htod(rt, x.data, h, (size_t)n * 4);\n"
+    "    int l = f->launches, c = f->captured_launches, g = f->graph_launches;\n"
+    "    if (twice_run(m, &x, &y, err, sizeof err)) {\n        printf(\"run: %s\\n\", err);\n        exit(6);\n    }\n"
+    "    tilec_rt_memcpy_dtoh(rt, h, y.data, (size_t)n * 4);\n"
+    "    printf(\"%lld: %d %d %d %g %g %s\\n\", (long long)n, f->launches - l, f->captured_launches - c,\n"
+    "           f->graph_launches - g, (double)h[0], (double)h[n - 1], y.data == last ? \"same\" : \"new\");\n"
+    "    last = y.data;\n"
+    "    if (!keep)\n        twice_release(m, &y);\n"
+    "    return y;\n}\n"
+    "int main(int argc, char **argv)\n{\n"
+    "    void *dl = argc >= 2 ? dlopen(argv[1], RTLD_NOW | RTLD_LOCAL) : NULL;\n"
+    "    fake_cuda_state *(*get)(void) = dl ? (fake_cuda_state * (*)(void)) dlsym(dl, \"fake_cuda_state_get\") : NULL;\n"
+    "    char err[512] = \"\";\n"
+    "    if (!get || tilec_rt_open_driver(argv[1], 0, &rt) != TILEC_RT_OK || twice_load(rt, &m, err, sizeof err))\n"
+    "        return 3;\n"
+    "    f = get();\n"
+    "    if (twice_set_cuda_graph(m, 4, err, sizeof err)) {\n        printf(\"graphs: %s\\n\", err);\n        return 4;\n    }\n"
+    "    call(8, 0);\n    call(8, 0);\n    call(8, 0);\n"
+    "    tilec_tensor kept = call(8, 1);\n"
+    "    call(8, 0);\n    call(16, 0);\n    call(8, 0);\n"
+    "    printf(\"graphs held: %d\\n\", f->live_graph_execs);\n"
+    "    twice_set_cuda_graph(m, 0, err, sizeof err);\n"
+    "    printf(\"off: graphs held: %d\\n\", f->live_graph_execs);\n"
+    "    call(8, 0);\n"
+    "    twice_release(m, &kept);\n"
+    "    filled_module *fm = NULL;\n"
+    "    if (filled_load(rt, &fm, err, sizeof err))\n        return 7;\n"
+    "    printf(\"filled: %d %s\\n\", filled_set_cuda_graph(fm, 2, err, sizeof err), err);\n"
+    "    printf(\"filled off: %d\\n\", filled_set_cuda_graph(fm, 0, err, sizeof err));\n"
+    "    filled_unload(fm);\n"
+    "    twice_unload(m);\n"
+    "    printf(\"unloaded: graphs held: %d\\n\", f->live_graph_execs);\n"
+    "    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+Test(wrapper_run, cuda_graph_mode_replays_a_known_call_and_records_a_new_one, .timeout = 120)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "twice.tile", twice_tile, strlen(twice_tile), &m), TILEC_OK);
+    cr_assert_eq(tilec_module_emit(ctx, m, "c", &(tilec_emit_options){.dir = dir, .plan = 1}, tilec_sink_file(stdout)),
+                 TILEC_OK);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    write_in(dir, "main.c", twice_runner);
+    const char *cc = getenv("CC");
+    char *out = NULL;
+    int st = sh(&out,
+                "%s -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror %s -Iinclude -Itests -I%s "
+                "-o %s/run %s/twice.c %s/filled.c %s/main.c %s/lib/libtilec.a -L%s/lib64 -Wl,-rpath,%s/lib64 -lnvrtc "
+                "-ldl -lpthread -lm",
+                cc && *cc ? cc : "cc", TILEC_SANFLAGS, dir, dir, dir, dir, dir, TILEC_BUILD, TILEC_CUDA, TILEC_CUDA);
+    cr_assert_eq(st, 0, "the wrappers do not build:\n%s", out);
+    free(out);
+    out = run(dir, 0);
+    /* N: launches that ran, launches captured, graph launches, y[0], y[N-1], y's address */
+    cr_expect_str_eq(out, "8: 2 2 0 4 32 new\n"   /* eager, then recorded */
+                          "8: 2 0 1 4 32 same\n"  /* replayed: the graph's launches run */
+                          "8: 2 0 1 4 32 same\n"
+                          "8: 2 0 1 4 32 same\n"  /* kept by the caller ... */
+                          "8: 2 2 0 4 32 new\n"   /* ... so this call's y is new: recorded */
+                          "16: 2 2 0 4 64 new\n"  /* another shape: recorded */
+                          "8: 2 0 1 4 32 new\n"   /* back to the first: replayed */
+                          "graphs held: 3\n"
+                          "off: graphs held: 0\n"
+                          "8: 2 0 0 4 32 same\n"  /* eager */
+                          "filled: 1 filled: no CUDA-graph mode: it fills a buffer (zeros, ones, full)\n"
+                          "filled off: 0\n"
+                          "unloaded: graphs held: 0\n");
+    free(out);
+    rm_dir(dir);
+}

@@ -585,8 +585,17 @@ def graph_host(run):
         c_call(lib.tb_plan_host_us, graph._h, slots, len(slots), stream(), 3)
         return c_call(lib.tb_plan_host_us, graph._h, slots, len(slots), stream(), n)
 
+    glib.tg_set_graphs.argtypes = [P, ctypes.c_uint, P, ctypes.c_size_t]
+
+    def c_wrapper(graphs):
+        if glib.tg_set_graphs(cmod, 8 if graphs else 0, cerr, len(cerr)) != 0:
+            raise RuntimeError(cerr.value.decode())
+        c_call(glib.tg_host_us, cmod, x.data_ptr(), N, 3)  # with graphs: the first call records
+        return c_call(glib.tg_host_us, cmod, x.data_ptr(), N, n)
+
     sides = {
-        "tilec C wrapper": lambda: c_call(glib.tg_host_us, cmod, x.data_ptr(), N, n),
+        "tilec C wrapper": lambda: c_wrapper(False),
+        "tilec C wrapper (CUDA graph replay)": lambda: c_wrapper(True),
         "tilec Python wrapper": lambda: py_wrapper(False),
         "tilec C plan (tilec_plan_run)": lambda: c_plan(False),
         "tilec Python wrapper (CUDA graph replay)": lambda: py_wrapper(True),
@@ -604,6 +613,7 @@ def graph_host(run):
             add_graph_replay(run, case, sides, gname, lambda fn=fn: fn(x), n)
     host_sides(run, case, sides, rounds, n)
     graph.eager()
+    glib.tg_set_graphs(cmod, 0, cerr, len(cerr))
     glib.tg_unload(cmod)
 
     # one kernel of it: Python's checked call against C's launch and a bare launch

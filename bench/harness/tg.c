@@ -18,6 +18,13 @@ TG_EXPORT int tg_load(tilec_rt *rt, chain8_module **out, char *err, size_t errle
     return chain8_load(rt, out, err, errlen);
 }
 
+/* CUDA-graph mode of the wrapper: keep up to `graphs` graphs (0: eager). */
+TG_EXPORT int tg_set_graphs(chain8_module *m, unsigned graphs, char *err, size_t errlen);
+TG_EXPORT int tg_set_graphs(chain8_module *m, unsigned graphs, char *err, size_t errlen)
+{
+    return chain8_set_cuda_graph(m, graphs, err, errlen);
+}
+
 TG_EXPORT void tg_unload(chain8_module *m);
 TG_EXPORT void tg_unload(chain8_module *m) { chain8_unload(m); }
 

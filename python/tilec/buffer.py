@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import sys
 from typing import Any, Optional, Tuple
 
 from ._library import TilecError, lib
@@ -205,12 +206,15 @@ class TensorInfo:
     elements, device address, whether it is in device memory, the device's
     index (None when unknown), and whether it is a torch tensor."""
 
-    __slots__ = ("dtype", "shape", "strides", "ptr", "on_device", "device", "torch")
+    __slots__ = ("dtype", "shape", "strides", "ptr", "on_device", "device", "torch", "key")
 
     def __init__(self, dtype: Optional[str], shape: Tuple[int, ...], strides: Optional[Tuple[int, ...]], ptr: int,
                  on_device: bool = True, device: Optional[int] = None, torch: bool = False):
         self.dtype, self.shape, self.strides, self.ptr, self.on_device = dtype, shape, strides, ptr, on_device
         self.device, self.torch = device, torch
+        # what a generated wrapper's checks read, all but the address: equal
+        # keys pass the same checks (the per-shape cache of graph calls)
+        self.key = (dtype, shape, strides, on_device, device, torch)
 
     @property
     def contiguous(self) -> bool:
@@ -235,17 +239,18 @@ def tensor_info(obj: Any) -> Optional[TensorInfo]:
     """A TensorInfo for a tilec.Buffer, a torch tensor, or anything with
     ``__cuda_array_interface__`` (CuPy, Numba); None for anything else.
     Reads no device memory, and needs no GPU."""
-    if isinstance(obj, Buffer):
-        return TensorInfo(obj.dtype, obj.shape, None, obj.ptr, True, obj.device.index)
-    if _is_torch(obj):
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.Tensor):
         dt = obj.dtype
         dtype = _torch_names.get(dt)
         if dtype is None:
             dtype = _torch_names[dt] = TORCH_NAMES.get(str(dt).replace("torch.", ""))
         cuda = obj.is_cuda
         strides = None if obj.is_contiguous() else tuple(obj.stride())  # None: contiguous, nothing to walk
-        return TensorInfo(dtype, tuple(obj.shape), strides, obj.data_ptr(), cuda, obj.get_device() if cuda else None,
-                          True)
+        # obj.shape is a torch.Size, a tuple: kept as it is (a copy costs more than the rest)
+        return TensorInfo(dtype, obj.shape, strides, obj.data_ptr(), cuda, obj.get_device() if cuda else None, True)
+    if isinstance(obj, Buffer):
+        return TensorInfo(obj.dtype, obj.shape, None, obj.ptr, True, obj.device.index)
     try:
         cai = obj.__cuda_array_interface__
     except AttributeError:

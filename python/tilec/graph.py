@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Un
 
 from ._library import (F32, F64, I32, I64, PTR, U32, U64, Owner, TilecError, _PlanStats, _PlanTensor, _PlanValue,
                        lib, native)
-from .buffer import Buffer, Pool, TensorInfo
+from .buffer import _torch_names, Buffer, Pool, TensorInfo
 from .checks import RangeError
 from .debug import debug_kernels, debug_level
 from .device import stream_handle, torch_module
@@ -80,6 +80,9 @@ class Graph(Owner):
         self._pool: Optional[Pool] = None
         self._torch_device: Any = None
         self._torch_call: Optional["TorchCall"] = None
+        self._workspaces: Dict[Optional[int], Tuple[int, int, Any]] = {}  # stream: (address, bytes, torch tensor)
+        self._last_values: Sequence[Any] = ()
+        self._recipe_dicts: List[dict] = []  # the wrappers' recipe dicts this graph recorded into (close() empties)
 
     # ---- building the plan ----
 
@@ -123,11 +126,18 @@ class Graph(Owner):
 
     # ---- a call ----
 
-    def begin(self, infos: Sequence[TensorInfo], stream: Any = None) -> "CallContext":
+    def begin(self, infos: Sequence[TensorInfo], stream: Any = None, recipes: Optional[dict] = None,
+              key: Any = None) -> "CallContext":
         """What one call allocates with and launches on, from its inputs'
         TensorInfos (the wrapper's order: self.inputs) and the caller's
         stream: torch when an input is a torch tensor, else tilec Buffers.
-        ValueError when an input is on another device than the graph's."""
+        ValueError when an input is on another device than the graph's.
+
+        recipes and key (a wrapper whose outputs are all allocated apart, in
+        their order): a torch call on torch's current stream records what it
+        allocates and runs as a Recipe, stored in recipes[key], which the
+        wrapper's next calls with that key run instead of their checks and
+        sizes (key: the inputs' TensorInfo.key, the scalars and their types)."""
         use_torch = False
         for name, info in zip(self.inputs, infos):
             if info.device is not None and info.device != self.device_index:
@@ -141,6 +151,11 @@ class Graph(Owner):
                 if ctx is None:
                     ctx = self._torch_call = TorchCall(self, s, False)
                 ctx.stream = s
+                ctx.rec = None
+                if recipes is not None and key not in recipes and not self._debug and _recipe_ok(self):
+                    if len(recipes) >= 1024:  # shapes that keep changing: start over rather than grow
+                        recipes.clear()
+                    ctx.rec = (recipes, key, infos, [], [])
                 return ctx
             return TorchCall(self, s, True)
         if self._pool is None:
@@ -155,6 +170,7 @@ class Graph(Owner):
             raise TypeError(f"{self.name}: run takes {self._nslots} slot values; got {len(values)}")
         if self._debug:
             return self._run_debug(values, stream)
+        self._last_values = values  # what a recording call (TorchCall.rec) makes its recipe of
         try:
             if self._native is not None:
                 st = self._native.plan_run(self._h, self._kinds, values, stream)
@@ -163,8 +179,11 @@ class Graph(Owner):
         except (struct.error, OverflowError) as e:
             raise RangeError(f"{self.name}: a slot value does not fit 64 bits ({e})") from None
         if st != 0:
-            msg = self._lib.tilec_plan_last_error(self._h).decode(errors="replace")
-            raise (RangeError if "does not fit" in msg else TilecError)(msg)
+            self._fail()
+
+    def _fail(self) -> None:
+        msg = self._lib.tilec_plan_last_error(self._h).decode(errors="replace")
+        raise (RangeError if "does not fit" in msg else TilecError)(msg)
 
     def release(self, *buffers: Any) -> None:
         """Give tilec.Buffer outputs of this graph's calls back to its pool
@@ -188,6 +207,11 @@ class Graph(Owner):
         self._ok(self._lib.tilec_plan_set_cuda_graph(self._h, 0))
         return self
 
+    def trim(self) -> None:
+        """Give the workspaces kept for torch calls (one per stream) back to
+        torch's allocator; the next call allocates one again."""
+        self._workspaces.clear()
+
     def stats(self) -> dict:
         """runs, recorded and replayed CUDA graphs, graphs held, steps per run."""
         s = _PlanStats()
@@ -196,7 +220,10 @@ class Graph(Owner):
                 "steps": s.steps}
 
     def close(self) -> None:
-        """Free the plan and its CUDA graphs."""
+        """Free the plan and its CUDA graphs (and forget the Recipes that run it)."""
+        for recipes in getattr(self, "_recipe_dicts", ()):
+            for key in [k for k, r in recipes.items() if r is not None and r.graph is self]:
+                del recipes[key]
         if getattr(self, "_h", None):
             if getattr(self.device, "_h", None):  # at exit the device may be closed first: then leave it
                 self._lib.tilec_plan_free(self._h)
@@ -273,11 +300,40 @@ class TorchCall(CallContext):
         if explicit and stream != stream_handle(None, graph.device_index, True):
             self.other = torch.cuda.ExternalStream(stream or 0, device=self.dev)
 
+    rec: Optional[tuple] = None  # recording a Recipe: (recipes, key, infos, allocations, workspace)
+
     def alloc(self, shape: Tuple[int, ...], dtype: str) -> Tuple[Any, int]:
-        t = self.torch.empty(shape, dtype=self.dtypes[dtype], device=self.dev)
+        dt = self.dtypes[dtype]
+        t = self.torch.empty_strided(shape, _strides(shape), dtype=dt, device=self.dev)  # cheaper than empty
         if self.other is not None:
             t.record_stream(self.other)
+        if self.rec is not None:
+            self.rec[3].append((shape, dt, t))
         return t, t.data_ptr()
+
+    def workspace(self, nbytes: int) -> Tuple[Any, int]:
+        """The graph's workspace for this stream, kept between calls (calls
+        on one stream run in its order, so the next call may reuse it at
+        once); a larger one replaces it when a call needs more."""
+        if not nbytes:
+            return None, 0
+        ws = self.graph._workspaces.get(self.stream)
+        if ws is None or ws[1] < nbytes:
+            t = self.torch.empty_strided((nbytes,), (1,), dtype=self.dtypes["u8"], device=self.dev)
+            if self.other is not None:
+                t.record_stream(self.other)
+            ws = self.graph._workspaces[self.stream] = (t.data_ptr(), nbytes, t)
+        if self.rec is not None:
+            self.rec[4].append((ws[0], nbytes))
+        return ws[2], ws[0]
+
+    def done(self) -> None:
+        if self.rec is not None:
+            recipes, key, infos, allocs, ws = self.rec
+            self.rec = None
+            recipes[key] = Recipe.make(self.graph, infos, allocs, ws, self.graph._last_values)
+            if not any(d is recipes for d in self.graph._recipe_dicts):
+                self.graph._recipe_dicts.append(recipes)
 
     def view(self, base: Any, offset: int, shape: Tuple[int, ...], dtype: str) -> Any:
         n = DTYPES[dtype][0]
@@ -311,3 +367,109 @@ class BufferCall(CallContext):
     def done(self) -> None:
         for b in self.temps:
             self.pool.release(b)
+
+
+_stride_cache: Dict[Tuple[int, ...], Tuple[int, ...]] = {}
+
+
+def _strides(shape: Tuple[int, ...]) -> Tuple[int, ...]:
+    """The row-major strides of shape (cached)."""
+    st = _stride_cache.get(shape)
+    if st is None:
+        out, n = [], 1
+        for d in reversed(shape):
+            out.append(n)
+            n *= d
+        st = _stride_cache[shape] = tuple(reversed(out))
+    return st
+
+
+def _recipe_ok(graph: Graph) -> bool:
+    """Can this graph's calls be recorded as Recipes (the extension's
+    recipe_run and torch's raw current-stream getter are there)?"""
+    torch = torch_module()
+    return (graph._native is not None and hasattr(graph._native, "recipe_run") and torch is not None and
+            hasattr(torch._C, "_cuda_getCurrentRawStream"))
+
+
+class Recipe:
+    """What a wrapper's call did for one key (its inputs' shapes, dtypes,
+    strides and device, its scalars), on torch's current stream: the
+    outputs it allocated (shape, dtype), the workspace size, and each slot
+    of the plan as an input's, an output's or the workspace's address plus
+    an offset, or a constant. Running it is the call without its checks and
+    size arithmetic, which gave the same answer for that key: the outputs
+    allocated, the slots filled and the plan run by one native call."""
+
+    __slots__ = ("graph", "outs", "ws_bytes", "template", "single", "index", "dev", "empty", "raw", "native", "u8",
+                 "fast")
+
+    @classmethod
+    def make(cls, graph: Graph, infos: Sequence[TensorInfo], allocs: list, ws: list,
+             values: Sequence[Any]) -> Optional["Recipe"]:
+        """The recipe of a recorded call, or None when its slots cannot be
+        told apart (aliased inputs, empty tensors): such a key is never
+        recorded again, its calls keep the checked path."""
+        if len(ws) > 1 or not allocs:
+            return None
+        sources = []
+        for i, info in enumerate(infos):
+            n = DTYPES[info.dtype][0] if info.dtype in DTYPES else 0
+            for d in info.shape:
+                n *= d
+            sources.append((0, i, info.ptr, n))
+        for j, (shape, dt, t) in enumerate(allocs):
+            sources.append((1, j, t.data_ptr(), t.numel() * t.element_size()))
+        if ws:
+            sources.append((2, 0, ws[0][0], ws[0][1]))
+        ntens, template = len(graph.tensors), []
+        for i, v in enumerate(values):
+            if i >= ntens:
+                template += (3, 0, v)
+                continue
+            hits = [(src, idx, v - base) for src, idx, base, n in sources if n and base <= v < base + n]
+            if len(hits) != 1:
+                return None
+            template += hits[0]
+        r = cls()
+        torch = torch_module()
+        r.graph, r.template, r.single = graph, tuple(template), len(allocs) == 1
+        r.outs = tuple((shape, _strides(shape), dt) for shape, dt, _ in allocs)
+        r.ws_bytes = ws[0][1] if ws else 0
+        r.index, r.dev = graph.device_index, allocs[0][2].device
+        r.empty, r.raw, r.native, r.u8 = torch.empty_strided, torch._C._cuda_getCurrentRawStream, graph._native, \
+            torch.uint8
+        # what the extension's rcall runs (the wrapper's first line): this run() in C
+        calls = tuple((r.empty, (shape, st), {"dtype": dt, "device": r.dev}) for shape, st, dt in r.outs)
+        r.fast = (graph._h, graph._kinds, r.template, calls, r.ws_bytes, graph._workspaces, r.raw, r.index, graph,
+                  r.single)
+        if hasattr(graph._native, "rcall_init"):
+            graph._native.rcall_init(torch.Tensor, _torch_names)
+        return r
+
+    def run(self, infos: Sequence[TensorInfo]) -> Any:
+        """The call for these inputs (of the recipe's key) on torch's current stream."""
+        g, e, dev = self.graph, self.empty, self.dev
+        s = self.raw(self.index) or None
+        if self.single:
+            shape, st, dt = self.outs[0]
+            outs: Any = (e(shape, st, dtype=dt, device=dev),)
+        else:
+            outs = tuple(e(shape, st, dtype=dt, device=dev) for shape, st, dt in self.outs)
+        ws = 0
+        if self.ws_bytes:
+            w = g._workspaces.get(s)
+            if w is None or w[1] < self.ws_bytes:
+                t = e((self.ws_bytes,), (1,), dtype=self.u8, device=dev)
+                w = g._workspaces[s] = (t.data_ptr(), self.ws_bytes, t)
+            ws = w[0]
+        if self.native.recipe_run(g._h, g._kinds, self.template, infos, outs, ws, s):
+            g._fail()
+        return outs[0] if self.single else outs
+
+
+def fast_call() -> Any:
+    """The extension's rcall (a known key's Recipe run from a wrapper's
+    first line, in C), or None without the extension."""
+    n = native()
+    return getattr(n, "rcall", None) if n is not None else None

@@ -95,7 +95,7 @@ class _FakeGraph:
     def __init__(self):
         self.allocs, self.runs, self.copies, self.ws = [], [], [], None
 
-    def begin(self, infos, stream):
+    def begin(self, infos, stream, recipes=None, key=None):
         self.infos = infos
         return self
 

@@ -4,7 +4,11 @@ computes y = 2 * x): a generated graph wrapper makes one native call per
 call (the runtime's launch plan) with the eager results; CUDA-graph mode
 records once per set of slot values and replays with the same results; a
 direct Kernel call refuses bad arguments with the named error and launches
-nothing; inputs on another device are refused.
+nothing; inputs on another device are refused. With a stand-in for torch
+(in a child process): a known key's recipe runs without the checks (the
+extension's rcall) and gives the eager results, other keys and bad
+arguments take the checks; Kernel calls checked by the extension (kcall)
+raise the Python checks' errors.
 
     python3 tests/python/test_fake.py [-q]     (make test runs it)"""
 import array
@@ -58,6 +62,44 @@ def fake_state():
     lib = ctypes.CDLL(FAKE)  # the same library the runtime loaded: one state
     lib.fake_cuda_state_get.restype = ctypes.POINTER(_State)
     return lib.fake_cuda_state_get().contents
+
+
+# A stand-in for torch in a child process: tensors over tilec Buffers (the
+# fake driver's device memory is host memory), the calls tilec makes of torch.
+_TORCH_STAND_IN = """
+import array, sys, types
+import tilec
+torch = types.ModuleType("torch")
+class _DT:
+    def __init__(self, name, size):
+        self.name, self.size = name, size
+    def __str__(self):
+        return "torch." + self.name
+class Tensor:
+    def __init__(self, buf, dtype, strides=None):
+        self.buf, self.dtype, self.shape, self._strides = buf, dtype, buf.shape, strides
+        self.is_cuda, self.device = True, torch.device("cuda", 0)
+    def data_ptr(self): return self.buf.ptr
+    def get_device(self): return 0
+    def is_contiguous(self): return self._strides is None
+    def stride(self): return self._strides
+    def numel(self): return self.buf.numel
+    def element_size(self): return self.dtype.size
+    def record_stream(self, s): pass
+    def tolist(self): return self.buf.tolist()
+torch.Tensor = Tensor
+torch.float32, torch.int32, torch.uint8 = _DT("float32", 4), _DT("int32", 4), _DT("uint8", 1)
+torch.device = lambda kind, index: (kind, index)
+_names = {"float32": "f32", "int32": "i32", "uint8": "u8"}
+def empty_strided(shape, strides, dtype=None, device=None):
+    return Tensor(tilec.Buffer(shape, _names[dtype.name]), dtype)
+torch.empty_strided = empty_strided
+torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda i: 0)
+sys.modules["torch"] = torch
+def tensor(vals, dtype="float32", strides=None):
+    b = tilec.Buffer.from_bytes(array.array("f", vals), (len(vals),), "f32")
+    return Tensor(b, getattr(torch, dtype), strides)
+"""
 
 
 class _OnDevice1:
@@ -193,6 +235,68 @@ class FakeDriverTests(unittest.TestCase):
         with self.assertRaises(OverflowError) as cm:  # the runtime's own range check
             graph.run((self.x.ptr, self.x.ptr, self.x.ptr, self.x.ptr, 2**40 + 5))
         self.assertEqual(str(cm.exception), "g8: N is 1099511627781, which does not fit i32 (argument 3 of scale2)")
+
+    def test_recipes_skip_the_checks_of_a_known_key_and_keep_them_for_others(self):
+        # a stand-in for torch (tensors over tilec Buffers on the fake driver):
+        # the first call of a key records a Recipe, the next ones run it
+        script = _TORCH_STAND_IN + (
+            "import g8\n"
+            "import tilec.graph\n"
+            "py_runs = []  # Recipe.run: the Python twin of the extension's rcall, which runs known keys\n"
+            "_run = tilec.graph.Recipe.run\n"
+            "tilec.graph.Recipe.run = lambda self, infos: py_runs.append(1) or _run(self, infos)\n"
+            "g = g8.load()\n"
+            "x = tensor(list(range(7)))\n"
+            "ys = [g8.call(x).tolist() for _ in range(3)]\n"
+            "print(ys[0] == ys[2] == [8.0 * i for i in range(7)], len(g8._recipes), g.stats()['runs'])\n"
+            "x2 = tensor(list(range(5)))\n"
+            "print(g8.call(x2).tolist(), len(g8._recipes))\n"
+            "for bad in (tensor([1.0, 2.0], 'int32'), tensor([1.0, 2.0], strides=(2,))):\n"
+            "    try:\n        g8.call(bad)\n    except ValueError as e:\n        print(e)\n"
+            "print(g.stats()['runs'], len(g8._recipes))\n"
+            "print(g8.call(x, stream=0).tolist() == ys[0], len(py_runs))\n"
+            "g.close()\n"
+            "print(len(g8._recipes))\n")
+        r = self._child(script)
+        k = 1 if tilec._library.native() is not None else 0  # no extension (TILEC_NO_NATIVE=1): no recipes
+        self.assertEqual(r.stdout, f"True {k} 3\n[0.0, 8.0, 16.0, 24.0, 32.0] {2 * k}\n"
+                                   "g8: x must be a f32 tensor of rank 1\ng8: x must be contiguous (row-major)\n"
+                                   f"4 {2 * k}\nTrue 0\n0\n")
+
+    def test_kernel_checks_in_the_extension_with_torch_tensors(self):
+        # with the torch stand-in, Kernel calls go through the extension's
+        # kcall; whatever it refuses comes back to the Python checks
+        script = _TORCH_STAND_IN + (
+            "import g8\n"
+            "k = g8.load().module.kernel('scale2', 0)\n"
+            "x, y = tensor([1.0, 2.0, 3.0]), tensor([0.0, 0.0, 0.0])\n"
+            "k(x, y, 3)\n"
+            "print(y.tolist(), k._spec is not None)\n"
+            "for args in ((tensor([1.0], 'int32'), y, 3), (tensor([1.0, 2.0], strides=(2,)), y, 3), (x, y, 2**40),\n"
+            "             (x, y, 2.5), (x, 7, 3), (x, y)):\n"
+            "    try:\n        k(*args)\n    except (TypeError, ValueError) as e:\n"
+            "        print(type(e).__name__, e)\n"
+            "print(y.tolist())\n")
+        r = self._child(script)
+        fast = tilec._library.native() is not None
+        self.assertEqual(r.stdout, f"[2.0, 4.0, 6.0] {fast}\n"
+                         "TypeError scale2: parameter 'x' (*f32), argument 1: expects a f32 tensor; got a i32 tensor\n"
+                         "ValueError scale2: parameter 'x' (*f32), argument 1: the tensor must be contiguous "
+                         "(row-major); its strides are (2,)\n"
+                         "RangeError scale2: parameter 'n' is i32 (-2147483648 .. 2147483647); got 1099511627776, "
+                         "which does not fit\n"
+                         "TypeError scale2: parameter 'n' is i32, an integer; got float 2.5\n"
+                         "TypeError scale2: parameter 'y' (*f32), argument 2: expects a f32 tensor (torch, CuPy or "
+                         "tilec.Buffer); got an int\n"
+                         "TypeError scale2() takes 3 arguments (x: *f32, y: *f32, n: i32); got 2\n"
+                         "[2.0, 4.0, 6.0]\n")
+
+    def _child(self, script, **env):
+        """Run script in a child Python over the package and the wrappers; it must succeed."""
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), self.dir]), **env)
+        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r
 
     def test_bad_stream_is_a_type_error(self):
         with self.assertRaisesRegex(TypeError, "stream must be an int"):

@@ -21,6 +21,15 @@ tilec_externs *fills_externs(fills_module *m);
 void fills_release(fills_module *m, tilec_tensor *t);
 /* Run the graph. Inputs must be contiguous; the outputs are allocated here and handed over
    (free each with tilec_rt_free unless it is a view of another). 0, or 1 with a message. */
+/* CUDA graphs, opt-in (off by default): keep up to `graphs` recorded CUDA graphs (at most 64;
+   0 turns graph mode off and frees them). In graph mode fills_run checks and allocates as
+   always, then runs its launches as one launch plan: a call whose slot values (the addresses
+   of its inputs, outputs and intermediates, its sizes and scalars) are new runs eagerly and is
+   recorded; a call with known values replays its graph with one cuGraphLaunch. Release each
+   output after use and the same addresses come back, so calls of one shape replay. 0, or 1
+   with a message (a graph with fills, extern calls or an output copied from an input has no
+   graph mode yet). */
+int fills_set_cuda_graph(fills_module *m, unsigned graphs, char *err, size_t errlen);
 int fills_run(fills_module *m, const tilec_tensor *t_x, tilec_tensor *out_s, tilec_tensor *out_h, tilec_tensor *out_d, tilec_tensor *out_b, tilec_tensor *out_t, tilec_tensor *out_o, char *err, size_t errlen);
 
 #endif

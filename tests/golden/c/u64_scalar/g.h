@@ -21,6 +21,15 @@ tilec_externs *g_externs(g_module *m);
 void g_release(g_module *m, tilec_tensor *t);
 /* Run the graph. Inputs must be contiguous; the outputs are allocated here and handed over
    (free each with tilec_rt_free unless it is a view of another). 0, or 1 with a message. */
+/* CUDA graphs, opt-in (off by default): keep up to `graphs` recorded CUDA graphs (at most 64;
+   0 turns graph mode off and frees them). In graph mode g_run checks and allocates as
+   always, then runs its launches as one launch plan: a call whose slot values (the addresses
+   of its inputs, outputs and intermediates, its sizes and scalars) are new runs eagerly and is
+   recorded; a call with known values replays its graph with one cuGraphLaunch. Release each
+   output after use and the same addresses come back, so calls of one shape replay. 0, or 1
+   with a message (a graph with fills, extern calls or an output copied from an input has no
+   graph mode yet). */
+int g_set_cuda_graph(g_module *m, unsigned graphs, char *err, size_t errlen);
 int g_run(g_module *m, const tilec_tensor *t_x, uint64_t p_m, tilec_tensor *out_y, char *err, size_t errlen);
 
 #endif

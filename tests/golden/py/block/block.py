@@ -82,6 +82,8 @@ _INPUTS = ("x", "w")
 
 _graphs = {}  # device index: tilec.Graph
 _externs = None
+_recipes = {}  # what call() did per key of its inputs and scalars (tilec.Graph.begin)
+_fast = None  # the extension's run of a known key's recipe (tilec.fast_call), set by load()
 
 
 def load(device=None, cuda_graph=False):
@@ -90,12 +92,14 @@ def load(device=None, cuda_graph=False):
     file read); returns the tilec.Graph. cuda_graph=True records the calls
     as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is
     read here."""
+    global _fast
     index = device or 0
     graph = _graphs.get(index)
     if graph is None:
         module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE, device_=index)
         graph = tilec.Graph(module, "block", _TENSORS, _SCALARS, _STEPS, externs(), _INPUTS)
         _graphs[index] = graph
+        _fast = tilec.fast_call()
     if cuda_graph:
         graph.capture()
     return graph
@@ -128,6 +132,7 @@ def call(x, w, *, stream=None):
     does not fit, before any GPU work.
     """
     _x_info = tilec.tensor_info(x)
+    _w_info = tilec.tensor_info(w)
     if _x_info is None or _x_info.dtype != "f32" or len(_x_info.shape) != 2:
         raise ValueError("block: x must be a f32 tensor of rank 2")
     _R_s, _C_s = _x_info.shape
@@ -135,7 +140,6 @@ def call(x, w, *, stream=None):
         raise ValueError("block: x must be contiguous (row-major)")
     if not _x_info.on_device:
         raise ValueError("block: x must be in device memory")
-    _w_info = tilec.tensor_info(w)
     if _w_info is None or _w_info.dtype != "f32" or len(_w_info.shape) != 2:
         raise ValueError("block: w must be a f32 tensor of rank 2")
     if _w_info.shape[0] != _C_s:

@@ -71,6 +71,8 @@ _INPUTS = ("t_x", "x", "_x_s", "x_info")
 
 _graphs = {}  # device index: tilec.Graph
 _externs = None
+_recipes = {}  # what call() did per key of its inputs and scalars (tilec.Graph.begin)
+_fast = None  # the extension's run of a known key's recipe (tilec.fast_call), set by load()
 
 
 def load(device=None, cuda_graph=False):
@@ -79,12 +81,14 @@ def load(device=None, cuda_graph=False):
     file read); returns the tilec.Graph. cuda_graph=True records the calls
     as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is
     read here."""
+    global _fast
     index = device or 0
     graph = _graphs.get(index)
     if graph is None:
         module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE, device_=index)
         graph = tilec.Graph(module, "tl", _TENSORS, _SCALARS, _STEPS, None, _INPUTS)
         _graphs[index] = graph
+        _fast = tilec.fast_call()
     if cuda_graph:
         graph.capture()
     return graph
@@ -116,7 +120,23 @@ def call(t_x, x, _x_s_, x_info, s_M, *, stream=None):
     Raises ValueError (OverflowError for a size that does not fit) when an
     argument does not fit, before any GPU work.
     """
+    if stream is None and _fast is not None:
+        _o = _fast(_recipes, (t_x, x, _x_s_, x_info,), (s_M, type(s_M),))
+        if _o is not None:
+            return _o
     _t_x_info = tilec.tensor_info(t_x)
+    _x_info = tilec.tensor_info(x)
+    __x_s_info = tilec.tensor_info(_x_s_)
+    _x_info_info = tilec.tensor_info(x_info)
+    _key = None
+    if stream is None and _t_x_info is not None and _x_info is not None and __x_s_info is not None and _x_info_info is not None:  # the checks and sizes of a known key are done
+        _key = (_t_x_info.key, _x_info.key, __x_s_info.key, _x_info_info.key, s_M, type(s_M),)
+        try:
+            _r = _recipes.get(_key)
+        except TypeError:  # an unhashable scalar: the checks say what is wrong with it
+            _r = _key = None
+        if _r is not None:
+            return _r.run((_t_x_info, _x_info, __x_s_info, _x_info_info,))
     if _t_x_info is None or _t_x_info.dtype != "f32" or len(_t_x_info.shape) != 1:
         raise ValueError("tl: t_x must be a f32 tensor of rank 1")
     _M_s = _t_x_info.shape[0]
@@ -124,7 +144,6 @@ def call(t_x, x, _x_s_, x_info, s_M, *, stream=None):
         raise ValueError("tl: t_x must be contiguous (row-major)")
     if not _t_x_info.on_device:
         raise ValueError("tl: t_x must be in device memory")
-    _x_info = tilec.tensor_info(x)
     if _x_info is None or _x_info.dtype != "f32" or len(_x_info.shape) != 1:
         raise ValueError("tl: x must be a f32 tensor of rank 1")
     if _x_info.shape[0] != _M_s:
@@ -133,7 +152,6 @@ def call(t_x, x, _x_s_, x_info, s_M, *, stream=None):
         raise ValueError("tl: x must be contiguous (row-major)")
     if not _x_info.on_device:
         raise ValueError("tl: x must be in device memory")
-    __x_s_info = tilec.tensor_info(_x_s_)
     if __x_s_info is None or __x_s_info.dtype != "f32" or len(__x_s_info.shape) != 1:
         raise ValueError("tl: _x_s must be a f32 tensor of rank 1")
     if __x_s_info.shape[0] != _M_s:
@@ -142,7 +160,6 @@ def call(t_x, x, _x_s_, x_info, s_M, *, stream=None):
         raise ValueError("tl: _x_s must be contiguous (row-major)")
     if not __x_s_info.on_device:
         raise ValueError("tl: _x_s must be in device memory")
-    _x_info_info = tilec.tensor_info(x_info)
     if _x_info_info is None or _x_info_info.dtype != "f32" or len(_x_info_info.shape) != 1:
         raise ValueError("tl: x_info must be a f32 tensor of rank 1")
     if _x_info_info.shape[0] != _M_s:
@@ -155,7 +172,7 @@ def call(t_x, x, _x_s_, x_info, s_M, *, stream=None):
     tilec.check_fits("tl", "argument 'n' of scale (M)", _M_s, "i32")
     tilec.check_fits("tl", "argument 'n' of scale (s_M)", s_M, "i32")
     _g = _graphs.get(_t_x_info.device or 0) or load(_t_x_info.device)
-    _c = _g.begin((_t_x_info, _x_info, __x_s_info, _x_info_info,), stream)
+    _c = _g.begin((_t_x_info, _x_info, __x_s_info, _x_info_info,), stream, _recipes, _key)
     errlen, _errlen_p = _c.alloc((_M_s,), "f32")
     _g.run((_t_x_info.ptr, _x_info.ptr, __x_s_info.ptr, _x_info_info.ptr, _errlen_p, _M_s, s_M,), _c.stream)
     _c.done()

@@ -75,6 +75,8 @@ _INPUTS = ("x",)
 
 _graphs = {}  # device index: tilec.Graph
 _externs = None
+_recipes = {}  # what call() did per key of its inputs and scalars (tilec.Graph.begin)
+_fast = None  # the extension's run of a known key's recipe (tilec.fast_call), set by load()
 
 
 def load(device=None, cuda_graph=False):
@@ -83,12 +85,14 @@ def load(device=None, cuda_graph=False):
     file read); returns the tilec.Graph. cuda_graph=True records the calls
     as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is
     read here."""
+    global _fast
     index = device or 0
     graph = _graphs.get(index)
     if graph is None:
         module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE, device_=index)
         graph = tilec.Graph(module, "views", _TENSORS, _SCALARS, _STEPS, None, _INPUTS)
         _graphs[index] = graph
+        _fast = tilec.fast_call()
     if cuda_graph:
         graph.capture()
     return graph

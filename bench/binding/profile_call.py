@@ -1,0 +1,103 @@
+"""profile_call.py: where the host time of a generated Python wrapper's call
+goes (issue 18), on the GPU machine: each torch and tilec piece of
+chain8.call timed alone (perf_counter_ns, median of rounds of 2000 calls;
+chain8.call runs its recipe after the first call, stream=0 takes the
+checked path), then cProfile of 20000 calls of each.
+    python3 bench/binding/profile_call.py GEN_DIR   (GEN_DIR holds chain8.py)"""
+import cProfile
+import pstats
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, sys.argv[1])
+import chain8  # noqa: E402
+import tilec  # noqa: E402
+
+
+def us(fn, n=2000, rounds=15):
+    vals = []
+    for _ in range(rounds):
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            fn()
+        vals.append((time.perf_counter_ns() - t0) / n / 1e3)
+        torch.cuda.synchronize()
+    return statistics.median(vals)
+
+
+def main():
+    N = 4096
+    x = torch.randn(N, device="cuda")
+    g = chain8.load()
+    chain8.call(x)
+    torch.cuda.synchronize()
+    dev = torch.device("cuda", 0)
+    info = tilec.tensor_info(x)
+    vals = (info.ptr,) + (info.ptr,) * 8 + (N,)
+    pieces = {
+        "chain8.call": lambda: chain8.call(x),
+        "chain8.call(stream=0) (checked path)": lambda: chain8.call(x, stream=0),
+        "tensor_info": lambda: tilec.tensor_info(x),
+        "torch.empty((N,), dtype, device)": lambda: torch.empty((N,), dtype=torch.float32, device=dev),
+        "torch.empty(N, device='cuda')": lambda: torch.empty(N, device="cuda"),
+        "torch.empty_strided": lambda: torch.empty_strided((N,), (1,), dtype=torch.float32, device=dev),
+        "x.new_empty((N,))": lambda: x.new_empty((N,)),
+        "x.data_ptr()": lambda: x.data_ptr(),
+        "x.is_contiguous()": lambda: x.is_contiguous(),
+        "tuple(x.shape)": lambda: tuple(x.shape),
+        "raw stream": lambda: torch._C._cuda_getCurrentRawStream(0),
+        "graph.begin": lambda: g.begin((info,), None),
+        "graph.run (plan run)": lambda: g.run(vals, None),
+        "check_tensor": lambda: tilec.check_tensor("chain8", "t0", (N,), "f32"),
+    }
+    for name, fn in pieces.items():
+        print(f"{name:40s} {us(fn):8.2f} us", flush=True)
+    g.capture()
+    for _ in range(3):
+        chain8.call(x)
+    print(f"{'chain8.call (graph replay)':40s} {us(lambda: chain8.call(x)):8.2f} us", flush=True)
+    print(f"{'graph.run (replay)':40s} {us(lambda: g.run(vals, None)):8.2f} us", flush=True)
+    g.eager()
+    k = g.module.kernel("scale2", 0)
+    t = torch.empty(N, device="cuda")
+    print(f"{'Kernel call':40s} {us(lambda: k(x, t, N)):8.2f} us", flush=True)
+    # the same calls again once torch.compile has run in this process (the
+    # harness compiles before it times any side)
+    def chain8_torch(v):
+        t = torch.relu(v * 2.0 + 1.0)
+        return torch.clamp_max((-t) * (-t) * 0.5 - 3.0, 4.0)
+    compiled = torch.compile(chain8_torch)
+    compiled(x)
+    torch.cuda.synchronize()
+    again = {
+        "chain8.call": lambda: chain8.call(x),
+        "chain8.call(stream=0) (checked path)": lambda: chain8.call(x, stream=0),
+        "graph.run (plan run)": lambda: g.run(vals, None),
+        "Kernel call": lambda: k(x, t, N),
+        "torch.empty_strided": pieces["torch.empty_strided"],
+        "tensor_info": pieces["tensor_info"],
+        "torch.compile'd chain8": lambda: compiled(x),
+    }
+    for name, fn in again.items():
+        print(f"{'after torch.compile: ' + name:60s} {us(fn):8.2f} us", flush=True)
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(20000):
+        chain8.call(x)
+    pr.disable()
+    torch.cuda.synchronize()
+    pstats.Stats(pr).sort_stats("tottime").print_stats(25)
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(20000):
+        k(x, t, N)
+    pr.disable()
+    torch.cuda.synchronize()
+    pstats.Stats(pr).sort_stats("tottime").print_stats(15)
+
+
+if __name__ == "__main__":
+    main()

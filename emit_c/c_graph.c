@@ -1,0 +1,141 @@
+/* c_graph.c: the CUDA-graph mode of a generated C wrapper
+ * (NAME_set_cuda_graph). Every kernel argument of NAME_run has a slot of a
+ * launch plan (tilec/plan.h): in graph mode NAME_run does its checks and
+ * allocations as always, stores each launch's arguments in its slots
+ * instead of launching, and runs the plan once at the end, which replays
+ * the CUDA graph recorded for those slot values or records one (the same
+ * runtime code as the Python wrapper's graph mode). The plan is built by
+ * NAME_set_cuda_graph from tables written here. A graph whose call does
+ * device work outside kernel launches (fills, extern calls, an output
+ * copied from an input) has no graph mode yet: NAME_set_cuda_graph says so. */
+#include <string.h>
+
+#include "emit_c/c_internal.h"
+#include "util/escape.h"
+
+void cg_unsupported(cstate *s, const char *why)
+{
+    if (!s->no_graph)
+        s->no_graph = why;
+}
+
+/* The statements of graph mode for one launch (before the eager branch),
+ * and its step and slots in the plan's tables. */
+void cg_kernel(cstate *s, const tilec_kernel *k, uint32_t nargs, int best)
+{
+    sb_puts(&s->body, "        if (tl_g) { /* graph mode: the arguments go to the plan's slots */\n");
+    for (uint32_t i = 0; i < nargs; i++) {
+        const tilec_param *p = &k->params[i];
+        uint32_t slot = s->nslots + i;
+        sb_puts(&s->gnames, s->nslots + i ? ",\n    " : "    ");
+        strbuf name;
+        sb_init(&name);
+        sb_printf(&name, "%s %s", k->name, p->name);
+        esc_c_string(&s->gnames, sb_str(&name), name.n);
+        sb_free(&name);
+        if (p->type.kind == TILEC_TE_POINTER) {
+            sb_printf(&s->body, "            tl_sl[%u].ptr = a[%u].ptr;\n", slot, i);
+            sb_puts(&s->gtypes, slot ? (slot % 4 ? ", " : ",\n    ") : "    ");
+            sb_puts(&s->gtypes, "TILEC_PLAN_PTR");
+            continue;
+        }
+        const char *f = c_arg_field(p->type.dtype);
+        if (f[0] == 'f')
+            sb_printf(&s->body, "            tl_sl[%u].f64 = a[%u].%s;\n", slot, i, f);
+        else
+            sb_printf(&s->body, "            tl_sl[%u].i64 = (int64_t)a[%u].%s;\n", slot, i, f);
+        sb_puts(&s->gtypes, slot ? (slot % 4 ? ", " : ",\n    ") : "    ");
+        sb_puts(&s->gtypes, f[0] == 'f' ? "TILEC_PLAN_FLOAT" : "TILEC_PLAN_INT");
+    }
+    sb_puts(&s->body, "            st = TILEC_RT_OK;\n        } else ");
+    sb_puts(&s->gsteps, s->nsteps ? ",\n    {" : "    {");
+    esc_c_string(&s->gsteps, k->name, strlen(k->name));
+    sb_printf(&s->gsteps, ", %d, %u, %u}", best ? -1 : 0, s->nslots, nargs);
+    s->nslots += nargs;
+    s->nsteps++;
+}
+
+/* The module's fields for graph mode. */
+void cg_fields(strbuf *c)
+{
+    sb_puts(c, "    tilec_plan *plan; /* graph mode (NAME_set_cuda_graph): the launch plan */\n"
+               "    unsigned graphs;  /* how many CUDA graphs it keeps; 0: eager */\n");
+}
+
+/* NAME.h: the declaration of NAME_set_cuda_graph. */
+void cg_header(cstate *s, strbuf *h)
+{
+    const char *n = sb_str(&s->graph);
+    sb_printf(h,
+              "/* CUDA graphs, opt-in (off by default): keep up to `graphs` recorded CUDA graphs (at most 64;\n"
+              "   0 turns graph mode off and frees them). In graph mode %s_run checks and allocates as\n"
+              "   always, then runs its launches as one launch plan: a call whose slot values (the addresses\n"
+              "   of its inputs, outputs and intermediates, its sizes and scalars) are new runs eagerly and is\n"
+              "   recorded; a call with known values replays its graph with one cuGraphLaunch. Release each\n"
+              "   output after use and the same addresses come back, so calls of one shape replay. 0, or 1\n"
+              "   with a message (a graph with fills, extern calls or an output copied from an input has no\n"
+              "   graph mode yet). */\n"
+              "int %s_set_cuda_graph(%s_module *m, unsigned graphs, char *err, size_t errlen);\n",
+              n, n, n);
+}
+
+/* tl_plan_build (the tables of the plan) and NAME_set_cuda_graph. */
+void cg_funcs(cstate *s, strbuf *c)
+{
+    const char *n = sb_str(&s->graph);
+    if (s->no_graph) {
+        sb_printf(c, "int %s_set_cuda_graph(%s_module *M, unsigned graphs, char *err, size_t errlen)\n{\n"
+                     "    if (graphs)\n        return tl_fail(err, errlen, \"%s: no CUDA-graph mode: %s\");\n"
+                     "    M->graphs = 0;\n    return 0;\n}\n\n",
+                  n, n, s->g->name, s->no_graph);
+        return;
+    }
+    if (s->nsteps) {
+        sb_printf(c, "/* graph mode's launch plan: a slot per kernel argument, a step per launch */\n"
+                     "static const tilec_plan_slot_type tl_gtypes[%u] = {\n%s\n};\n", s->nslots, sb_str(&s->gtypes));
+        sb_printf(c, "static const char *const tl_gnames[%u] = {\n%s\n};\n", s->nslots, sb_str(&s->gnames));
+        sb_printf(c, "static const struct {\n    const char *kernel;\n    int variant;\n    uint32_t first, nargs;\n"
+                     "} tl_gsteps[%u] = {\n%s\n};\n\n", s->nsteps, sb_str(&s->gsteps));
+    }
+    sb_printf(c, "static tilec_plan *tl_plan_build(%s_module *M, char *err, size_t errlen)\n{\n"
+                 "    tilec_plan *p = tilec_plan_new(M->prog, M->ext, \"%s\", %u);\n"
+                 "    if (!p) {\n        tl_fail(err, errlen, \"%s: cannot make the launch plan (out of memory)\");\n"
+                 "        return NULL;\n    }\n",
+              n, s->g->name, s->nslots, s->g->name);
+    if (s->nsteps)
+        sb_printf(c, "    int ok = 1;\n"
+                     "    for (uint32_t i = 0; i < %u && ok; i++)\n"
+                     "        ok = tilec_plan_set_slot(p, i, tl_gtypes[i], tl_gnames[i]) == TILEC_RT_OK;\n"
+                     "    for (uint32_t i = 0; i < %u && ok; i++) {\n"
+                     "        tilec_plan_value v[64];\n"
+                     "        for (uint32_t j = 0; j < tl_gsteps[i].nargs; j++)\n"
+                     "            v[j].slot = (int32_t)(tl_gsteps[i].first + j);\n"
+                     "        ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v, tl_gsteps[i].nargs) ==\n"
+                     "             TILEC_RT_OK;\n    }\n"
+                     "    if (!ok) {\n        tl_fail(err, errlen, \"%%s\", tilec_plan_last_error(p));\n"
+                     "        tilec_plan_free(p);\n        return NULL;\n    }\n",
+                  s->nslots, s->nsteps);
+    sb_puts(c, "    return p;\n}\n\n");
+    sb_printf(c, "int %s_set_cuda_graph(%s_module *M, unsigned graphs, char *err, size_t errlen)\n{\n", n, n);
+    sb_puts(c, "    if (graphs && !M->plan && !(M->plan = tl_plan_build(M, err, errlen)))\n        return 1;\n"
+               "    if (M->plan && tilec_plan_set_cuda_graph(M->plan, graphs) != TILEC_RT_OK)\n"
+               "        return tl_fail(err, errlen, \"%s\", tilec_plan_last_error(M->plan));\n"
+               "    M->graphs = graphs;\n    return 0;\n}\n\n");
+}
+
+/* In NAME_run, after the statements: graph mode runs the plan. */
+void cg_run(cstate *s, strbuf *c)
+{
+    sb_printf(c, "    if (tl_g && tilec_plan_run(M->plan, tl_sl, %u, NULL) != TILEC_RT_OK) {\n"
+                 "        tl_fail(err, errlen, \"%%s\", tilec_plan_last_error(M->plan));\n"
+                 "        goto tl_out;\n    }\n",
+              s->nslots);
+}
+
+/* In NAME_run, the declarations of graph mode. */
+void cg_decls(cstate *s, strbuf *c)
+{
+    sb_printf(c, "    const int tl_g = M->graphs && !M->dbg.level; /* graph mode (the debug printer runs eagerly) */\n"
+                 "    tilec_rt_arg tl_sl[%u] __attribute__((unused)); /* its slots */\n",
+              s->nslots ? s->nslots : 1);
+}
