@@ -183,31 +183,15 @@ static void scan_by_parts(lw *L, const scgeo *g, int64_t parts)
     lower_line(L, "}");
 }
 
-/* The axis as written: an integer (a module constant is one by now) or a
- * hint, optionally negated; -1 for anything else. */
-static int scan_axis(lw *L, const tilec_expr *a, int64_t *out)
-{
-    int neg = a->kind == TILEC_EX_UNARY && a->op == TILEC_OP_NEG;
-    a = neg ? a->args[0] : a;
-    if (a->kind == TILEC_EX_INT)
-        *out = a->ival;
-    else if (a->kind != TILEC_EX_NAME || !lower_hint_value(L, a->name, out))
-        return -1;
-    *out = neg ? -*out : *out;
-    return 0;
-}
-
 void lower_emit_scan(lw *L, const tilec_expr *e, val *v)
 {
     const tilec_type *t = lower_ty(L, e);
     sckind k = scan_kind(e);
     uint32_t f = k == SC_USER ? 6 : 2;
     scgeo g = {.excl = scan_flag(e, f), .rev = scan_flag(e, f + 1), .st = 1, .numel = 1};
-    int64_t axis;
-    if (scan_axis(L, e->args[1], &axis) || (axis < 0 && (axis += t->rank) < 0) || axis >= t->rank) {
-        lower_fail(L, &e->loc, "the axis of %s must be an integer, a hint or a constant, optionally negated", e->name);
+    int64_t axis = lower_axis(L, e, 1, t->rank);
+    if (L->failed)
         return;
-    }
     val *x = lower_operand(L, e->args[0]);
     lower_spill(L, x);
     tilec_dtype d = lower_compute_dt(t->dtype);

@@ -34,6 +34,29 @@ class GpuTests(unittest.TestCase):
             tilec.device().synchronize()
             torch.testing.assert_close(out, torch.relu(x + y))
 
+    def test_axes_given_by_hints_and_constants(self):
+        # tests/golden/axes/hints.tile: reductions, a scan and pid along axes named by hints
+        mod = tilec.load("tests/golden/axes/hints.tile")
+        x = torch.randn(16, 32, device="cuda")
+        y = torch.full((48,), float("nan"), device="cuda")
+        i = torch.full((16,), -1, dtype=torch.int32, device="cuda")
+        torch.cuda.synchronize()
+        mod.row_reduce(x, y, i)
+        z = torch.full((16, 32), float("nan"), device="cuda")
+        c = torch.full((32,), float("nan"), device="cuda")
+        mod.col_scan(x, c, z)
+        n = 5
+        g = torch.full((n, n), float("nan"), device="cuda")
+        mod.grid_axes(g, n)
+        tilec.device().synchronize()
+        torch.testing.assert_close(y[:16], x.sum(1))
+        torch.testing.assert_close(y[16:32], x.amax(1))
+        torch.testing.assert_close(y[32:], x.sum(1))
+        torch.testing.assert_close(i, x.argmax(1).to(torch.int32))
+        torch.testing.assert_close(c, x.sum(0))
+        torch.testing.assert_close(z, x.cumsum(1))
+        torch.testing.assert_close(g, torch.full((n, n), float(n), device="cuda"))
+
     def test_buffers_through_dlpack(self):
         mod = tilec.load("examples/softmax.tile")
         rows, cols = 7, 1000
