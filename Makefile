@@ -412,6 +412,8 @@ golden: all
 	@for f in examples/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit cuda > tests/golden/cuda/$${b%.tile}.cu; done
 	@for f in tests/golden/index/*.tile; do $(TILEC) $$f --emit cuda | grep -E '^ */\* indexing:|long long' \
 		| grep -v '(unsigned long long)' | sed 's/^ *//' > $${f%.tile}.idx; done
+	@for f in tests/golden/axes/*.tile; do $(TILEC) $$f --emit cuda | grep -E ' along axis |blockIdx\.|gridDim\.' \
+		| sed 's/^ *//' > $${f%.tile}.axes; done
 	@mkdir -p tests/golden/layouts
 	@for f in examples/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit layouts > tests/golden/layouts/$${b%.tile}.layouts; done
 	@for f in tests/golden/ir/*.tile; do $(TILEC) $$f --emit ir > $${f%.tile}.ir; done
