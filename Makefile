@@ -201,7 +201,8 @@ FAKECUDA = $(BUILD)/tests/libfakecuda.so
 $(FAKECUDA): tests/fake_cuda.c tests/fake_cuda.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -I$(CUDA)/include $(CFLAGS) -Wno-missing-prototypes -shared $(LDFLAGS) -o $@ $<
-$(BUILD)/tests/test_runtime $(BUILD)/tests/test_externs $(BUILD)/tests/test_multikernel $(BUILD)/tests/test_plan $(BUILD)/tests/test_tma: | $(FAKECUDA)
+$(BUILD)/tests/test_runtime $(BUILD)/tests/test_externs $(BUILD)/tests/test_multikernel $(BUILD)/tests/test_plan $(BUILD)/tests/test_fill \
+    $(BUILD)/tests/test_tma: | $(FAKECUDA)
 
 # The demo emitter plugin of tests/test_emit.c, and a build of it whose
 # tilec_plugin_register fails, and one built for another emitter ABI. Its tilec_* calls resolve against the program
@@ -411,6 +412,8 @@ golden: all
 	@for f in examples/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit cuda > tests/golden/cuda/$${b%.tile}.cu; done
 	@for f in tests/golden/index/*.tile; do $(TILEC) $$f --emit cuda | grep -E '^ */\* indexing:|long long' \
 		| grep -v '(unsigned long long)' | sed 's/^ *//' > $${f%.tile}.idx; done
+	@for f in tests/golden/axes/*.tile; do $(TILEC) $$f --emit cuda | grep -E ' along axis |blockIdx\.|gridDim\.' \
+		| sed 's/^ *//' > $${f%.tile}.axes; done
 	@mkdir -p tests/golden/layouts
 	@for f in examples/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit layouts > tests/golden/layouts/$${b%.tile}.layouts; done
 	@for f in tests/golden/ir/*.tile; do $(TILEC) $$f --emit ir > $${f%.tile}.ir; done

@@ -51,29 +51,16 @@ static int c_has_fill(const tilec_wir *w)
 }
 
 /* tl_fill: every element of t set to the bit pattern of one (zeros, ones,
- * full): 32-bit words by memset, an 8-byte pattern whose halves differ by
- * one element from the host and copies that double on the device */
+ * full) by the runtime's one fill, on the stream the kernels run on */
 static void c_fill_func(strbuf *c, const char *n)
 {
     sb_printf(c,
               "/* every element of t set to the es-byte pattern bits (zeros, ones, full) */\n"
               "__attribute__((unused)) static int tl_fill(%s_module *M, const tilec_tensor *t, uint64_t bits, unsigned es,\n"
               "                   const char *name, char *err, size_t errlen)\n{\n"
-              "    uint64_t bytes = es;\n"
-              "    for (uint32_t d = 0; d < t->rank; d++)\n        bytes *= (uint64_t)t->sizes[d];\n"
-              "    uint32_t w = es == 1 ? (uint32_t)(bits & 0xff) * 0x01010101u\n"
-              "               : es == 2 ? (uint32_t)(bits & 0xffff) * 0x00010001u : (uint32_t)bits;\n"
-              "    tilec_rt_status st = TILEC_RT_OK;\n"
-              "    if (es == 8 && (uint32_t)(bits >> 32) != (uint32_t)bits) {\n"
-              "        if (bytes)\n            st = tilec_rt_memcpy_htod(M->rt, t->data, &bits, 8);\n"
-              "        for (uint64_t done = 8; st == TILEC_RT_OK && done < bytes; done *= 2)\n"
-              "            st = tilec_rt_memcpy_dtod(M->rt, t->data + done, t->data, done < bytes - done ? done : bytes - done);\n"
-              "    } else {\n"
-              "        st = tilec_rt_memset_d32(M->rt, t->data, w, bytes / 4);\n"
-              "        if (st == TILEC_RT_OK && bytes %% 4)\n"
-              "            st = tilec_rt_memcpy_htod(M->rt, t->data + bytes - bytes %% 4, &w, bytes %% 4);\n"
-              "    }\n"
-              "    if (st != TILEC_RT_OK)\n"
+              "    uint64_t count = 1;\n"
+              "    for (uint32_t d = 0; d < t->rank; d++)\n        count *= (uint64_t)t->sizes[d];\n"
+              "    if (tilec_rt_fill_async(M->rt, t->data, bits, es, count, NULL) != TILEC_RT_OK)\n"
               "        return tl_fail(err, errlen, \"%s: cannot fill %%s: %%s\", name, tilec_rt_last_error(M->rt));\n"
               "    return 0;\n}\n\n",
               n, n);

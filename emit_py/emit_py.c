@@ -1,7 +1,8 @@
 /* emit_py.c: the "py" emitter. Each graph becomes NAME.py, a module over
  * the tilec Python package (python/tilec): the .tile source embedded as a
  * bytes literal; the graph's launch plan as data (tensor slots with their
- * dtypes and shapes, size and scalar slots, the kernel and extern steps);
+ * dtypes and shapes, size and scalar slots, the kernel, extern and fill
+ * steps);
  * load() builds the kernels and the plan (tilec.Graph) once per device;
  * call(...) checks its arguments (torch or CuPy tensors, or tilec.Buffer)
  * with the messages of the C wrapper before it touches the GPU, allocates
@@ -261,19 +262,16 @@ static int h_kernel_def(void *u, const tilec_wir_line *l)
     return 0;
 }
 
-/* zeros, ones and full (docs/language.md): the launch plan (tilec.Graph)
- * has no fill step yet, so a graph that fills a buffer is the C wrapper's
- * only; the Python emitter says so rather than write a wrapper that
- * leaves the buffer unfilled. */
-static void py_no_fill(pystate *s, const tilec_wir_line *l)
+/* zeros, ones and full (docs/language.md): a fill step of the plan where
+ * the buffer is allocated, in stream order before the next launch:
+ * ("fill", tensor, bit pattern) */
+static void py_fill(pystate *s, const tilec_wir_line *l)
 {
     if (!l->fill)
         return;
-    diag_at(s->ctx, NULL, &l->loc, TILEC_SEV_ERROR,
-            "graph %s: %s is filled with %s (zeros, ones, full): the Python wrapper's launch plan has no fill step "
-            "yet; use the C wrapper (--emit c)",
-            s->g->name, l->name, l->fill);
-    s->failed = 1;
+    sb_puts(&s->steps, "    (\"fill\", ");
+    py_str(&s->steps, l->name);
+    sb_printf(&s->steps, ", 0x%llx),  # %s\n", (unsigned long long)l->fill_bits, l->fill);
 }
 
 static int h_allocate(void *u, const tilec_wir_line *l)
@@ -281,7 +279,7 @@ static int h_allocate(void *u, const tilec_wir_line *l)
     pystate *s = u;
     py_check_tensor(s, l, l->name);
     buf_add(s, l, 0, NULL, 0);
-    py_no_fill(s, l);
+    py_fill(s, l);
     return 0;
 }
 
@@ -290,7 +288,7 @@ static int h_reuse(void *u, const tilec_wir_line *l)
     pystate *s = u;
     py_check_tensor(s, l, l->name);
     buf_add(s, l, 0, l->from, 0);
-    py_no_fill(s, l);
+    py_fill(s, l);
     return 0;
 }
 

@@ -42,7 +42,8 @@ void py_plan(strbuf *c, pystate *s)
     sb_puts(c, "# The launch plan, made once by load() (tilec.Graph): tensor slots (name,\n"
                "# dtype, shape), size and scalar slots (\"$NAME\" in the steps), and the\n"
                "# steps, kernel launches (name, variant or -1 for the fastest per shape,\n"
-               "# arguments) and extern calls (symbol, inputs, outputs).\n_TENSORS = (\n");
+               "# arguments), extern calls (symbol, inputs, outputs) and fills (tensor,\n"
+               "# element bit pattern: zeros, ones, full).\n_TENSORS = (\n");
     sb_add(c, sb_str(&tensors), tensors.n);
     sb_puts(c, ")\n_SCALARS = (\n");
     sb_add(c, sb_str(&s->scalars), s->scalars.n);

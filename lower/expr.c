@@ -293,9 +293,10 @@ static const char *walk_call(lw *L, const tilec_expr *e, const char *const *idx,
         if (mode == PREP)
             return NULL;
         static const char *const ax[] = {"x", "y", "z"};
-        if (L->wg && n[0] == 'p' && e->args[0]->ival < 2) /* the sm_90a twin's grouped order (wgmma.c) */
-            return e->args[0]->ival ? "tl_pid1" : "tl_pid0";
-        return lower_fmt(L, "((int)%s.%s)", n[0] == 'p' ? "blockIdx" : "gridDim", ax[e->args[0]->ival & 3]);
+        int a = lower_axis(L, e, 0, 3);
+        if (L->wg && n[0] == 'p' && a < 2) /* the sm_90a twin's grouped order (wgmma.c) */
+            return a ? "tl_pid1" : "tl_pid0";
+        return lower_fmt(L, "((int)%s.%s)", n[0] == 'p' ? "blockIdx" : "gridDim", ax[a]);
     }
     if (!strcmp(n, "range"))
         return mode == EMIT ? idx[0] : NULL;

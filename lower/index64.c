@@ -261,7 +261,7 @@ static rng r_call(lw *L, const tilec_expr *e, int inptr, int *anyw)
     const tilec_type *t = raw_ty(L, e);
     int w[3] = {0, 0, 0};
     if (!strcmp(n, "pid") || !strcmp(n, "num_programs")) {
-        rng g = L->ix->grid[e->args[0]->ival & 3];
+        rng g = L->ix->grid[lower_axis(L, e, 0, 3)];
         return n[0] == 'p' ? (rng){0, g.hi - 1, 0} : g;
     }
     if (!strcmp(n, "range"))

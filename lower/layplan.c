@@ -29,13 +29,7 @@ static int is_reduce(const tilec_expr *e)
     return 0;
 }
 
-static int reduce_axis_of(lw *L, const tilec_expr *e)
-{
-    int axis = (int)e->args[1]->ival;
-    if (e->args[1]->kind == TILEC_EX_UNARY)
-        axis = -(int)e->args[1]->args[0]->ival;
-    return axis < 0 ? axis + lower_ty(L, e->args[0])->rank : axis;
-}
+static int reduce_axis_of(lw *L, const tilec_expr *e) { return lower_axis(L, e, 1, lower_ty(L, e->args[0])->rank); }
 
 static void plan_expr(lw *L, const tilec_expr *e)
 {

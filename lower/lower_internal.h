@@ -143,6 +143,14 @@ void lower_bind(lw *L, const char *name, val *v);
 void lower_leave(lw *L);
 val *lower_newval(lw *L, vkind kind, const tilec_type *t, const char *c);
 int lower_hint_value(const lw *L, const char *name, int64_t *out);
+/* A compile-time integer (literals and hints of this variant; module
+ * constants are literals by now) by the one evaluator (tilec/iexpr.h): 0,
+ * or -1 when e is none. */
+int lower_const_int(lw *L, const tilec_expr *e, int64_t *out);
+/* Argument i of call as an axis of a rank-`rank` tile or grid, a negative
+ * one counted from the end; out of range or not constant (the checker
+ * refuses both first) fails the lowering and gives 0. */
+int lower_axis(lw *L, const tilec_expr *call, uint32_t i, int rank);
 uint32_t lower_alloc_smem(lw *L, int64_t bytes);
 
 /* ---- ctypes.c: C types, conversions, literals ---- */

@@ -135,6 +135,7 @@ static void reduce_axis(lw *L, const red *rd, int axis, val *v, const tilec_type
 {
     val *x = rd->x;
     const tilec_type *xt = &x->ty;
+    lower_line(L, "/* %s%s along axis %d through shared memory */", rd->arg ? "arg" : "", rd->op, axis);
     lower_spill(L, x);
     v->ly = lower_canon(L, t);
     lower_line(L, "%s %s[%d];", lower_ctype(t->dtype), v->c, v->ly.E);
@@ -250,11 +251,7 @@ void lower_emit_reduce(lw *L, const tilec_expr *e, val *v)
     rd.cd = lower_compute_dt(xt->dtype);
     rd.ct = lower_cctype(xt->dtype);
     const tilec_type *t = lower_ty(L, e);
-    int axis = (int)e->args[1]->ival;
-    if (e->args[1]->kind == TILEC_EX_UNARY)
-        axis = -(int)e->args[1]->args[0]->ival;
-    if (axis < 0)
-        axis += xt->rank;
+    int axis = lower_axis(L, e, 1, xt->rank);
     if (xt->dtype == TILEC_DT_BOOL && !strcmp(fn, "sum"))
         rd.ct = "int", rd.cd = TILEC_DT_I32;
     if (t->rank == 0)

@@ -12,7 +12,20 @@
  * chunk's last value shuffled to every lane as the next carry. The result
  * is written to a shared-memory buffer of its own, read back into
  * registers in the canonical layout, and that buffer is the result's
- * spill buffer. */
+ * spill buffer.
+ *
+ * In registers (scan_regs), when the scan is inclusive and forward, the
+ * operand's layout holds no replicated threads and the bits of the axis are
+ * register and lane bits only (a row within one warp): the scan runs over
+ * the bits of the axis from the lowest, Hillis-Steele style. After bit b
+ * every element holds the scan of its aligned block of 2^(b+1) positions:
+ * an element with bit b set combines in front the total of the lower half,
+ * the value of the element with bit b clear and every lower axis bit set.
+ * A register bit takes it from another register of the thread (or by a
+ * shuffle from the lane with the lower axis lane bits set); a lane bit by
+ * one shuffle per register group that shares the lower half's last
+ * element. No shared memory, no barrier; the result keeps the operand's
+ * layout. */
 #include <string.h>
 
 #include "lower/lower_internal.h"
@@ -183,18 +196,104 @@ static void scan_by_parts(lw *L, const scgeo *g, int64_t parts)
     lower_line(L, "}");
 }
 
-/* The axis as written: an integer (a module constant is one by now) or a
- * hint, optionally negated; -1 for anything else. */
-static int scan_axis(lw *L, const tilec_expr *a, int64_t *out)
+/* The owner of bit `bit` of the linear index in layout bits xb: 'r' with
+ * *k the register bit, 'l' a lane bit, 'w' a warp bit, 0 none. */
+static char scan_owner(const lbits *xb, int bit, int *k)
 {
-    int neg = a->kind == TILEC_EX_UNARY && a->op == TILEC_OP_NEG;
-    a = neg ? a->args[0] : a;
-    if (a->kind == TILEC_EX_INT)
-        *out = a->ival;
-    else if (a->kind != TILEC_EX_NAME || !lower_hint_value(L, a->name, out))
-        return -1;
-    *out = neg ? -*out : *out;
+    for (*k = 0; *k < xb->nreg; ++*k)
+        if (xb->reg[*k] == bit)
+            return 'r';
+    for (*k = 0; *k < 5; ++*k)
+        if (xb->lane[*k] == bit)
+            return 'l';
+    for (*k = 0; *k < 5; ++*k)
+        if (xb->warp[*k] == bit)
+            return 'w';
     return 0;
+}
+
+/* One level of scan_regs: axis bit owned by ('r' or 'l') bit k; lrm and
+ * llm the register and lane masks of the lower axis bits. */
+static void scan_level(lw *L, const val *v, const char *T, char own, int k, unsigned lrm, unsigned llm)
+{
+    int E = v->ly.E;
+    if (own == 'r' && !llm) {
+        lower_line(L, "#pragma unroll");
+        lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j)", E);
+        lower_line(L, "    if (tl_j >> %d & 1) %s[tl_j] = tl_cmb(%s[(tl_j & ~%d) | %u], %s[tl_j]);", k, v->c, v->c, 1 << k,
+                   lrm, v->c);
+        return;
+    }
+    /* the lower half's last element is in another lane: one shuffle per
+     * register holding such an element (lower axis register bits set, and a
+     * register bit of the level clear) */
+    unsigned rep = lrm | (own == 'r' ? 1u << k : 0);
+    lower_line(L, "{");
+    L->ind++;
+    lower_line(L, "%s tl_t[%d];", T, E);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j)", E);
+    if (own == 'r') {
+        lower_line(L, "    if ((tl_j & %u) == %u) tl_t[tl_j] = __shfl_sync(0xffffffffu, %s[tl_j], tl_lane | %u);", rep, lrm,
+                   v->c, llm);
+        lower_line(L, "#pragma unroll");
+        lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j)", E);
+        lower_line(L, "    if (tl_j >> %d & 1) %s[tl_j] = tl_cmb(tl_t[(tl_j & ~%d) | %u], %s[tl_j]);", k, v->c, 1 << k, lrm,
+                   v->c);
+    } else {
+        lower_line(L, "    if ((tl_j & %u) == %u) tl_t[tl_j] = __shfl_sync(0xffffffffu, %s[tl_j], (tl_lane & ~%d) | %u);",
+                   rep, lrm, v->c, 1 << k, llm);
+        lower_line(L, "if (tl_lane >> %d & 1) {", k);
+        lower_line(L, "    #pragma unroll");
+        lower_line(L, "    for (int tl_j = 0; tl_j < %d; ++tl_j) %s[tl_j] = tl_cmb(tl_t[tl_j | %u], %s[tl_j]);", E, v->c,
+                   lrm, v->c);
+        lower_line(L, "}");
+    }
+    L->ind--;
+    lower_line(L, "}");
+}
+
+/* The scan in registers (the header comment); 0 when the layout does not
+ * allow it (nothing emitted). */
+static int scan_regs(lw *L, const tilec_expr *e, sckind k, int64_t axis, const scgeo *g, val *v)
+{
+    val *x = lower_operand(L, e->args[0]);
+    if (g->excl || g->rev || x->kind != VK_MAT || lower_lay_guard(L, &x->ly))
+        return 0;
+    lbits xb;
+    lower_lin_bits(L, &x->ly, &xb);
+    if (x->ly.E != 1 << xb.nreg)
+        return 0;
+    int sb = 0, nb = 0;
+    while ((int64_t)1 << sb < g->st)
+        sb++;
+    while ((int64_t)1 << nb < g->len)
+        nb++;
+    char own[64];
+    int bitk[64];
+    for (int b = 0; b < nb; b++)
+        if ((own[b] = scan_owner(&xb, sb + b, &bitk[b])) != 'r' && own[b] != 'l')
+            return 0;
+    v->ly = x->ly;
+    lower_line(L, "%s %s[%d];", g->T, v->c, x->ly.E);
+    lower_line(L, "{ /* %s = %s along axis %lld in registers: %d bits of the axis, lowest first: %.*s */", v->c, e->name,
+               (long long)axis, nb, nb, own);
+    L->ind++;
+    scan_combine(L, e, k, v->ty.dtype);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) %s[tl_j] = %s;", x->ly.E, v->c,
+               lower_conv(L, lower_ld_elem(L, lower_fmt(L, "%s[tl_j]", x->c), x->ty.dtype), x->ty.dtype, v->ty.dtype));
+    unsigned lrm = 0, llm = 0;
+    for (int b = 0; b < nb; b++) {
+        scan_level(L, v, g->T, own[b], bitk[b], lrm, llm);
+        if (own[b] == 'r')
+            lrm |= 1u << bitk[b];
+        else
+            llm |= 1u << bitk[b];
+    }
+    L->ind--;
+    lower_line(L, "}");
+    return 1;
 }
 
 void lower_emit_scan(lw *L, const tilec_expr *e, val *v)
@@ -203,13 +302,9 @@ void lower_emit_scan(lw *L, const tilec_expr *e, val *v)
     sckind k = scan_kind(e);
     uint32_t f = k == SC_USER ? 6 : 2;
     scgeo g = {.excl = scan_flag(e, f), .rev = scan_flag(e, f + 1), .st = 1, .numel = 1};
-    int64_t axis;
-    if (scan_axis(L, e->args[1], &axis) || (axis < 0 && (axis += t->rank) < 0) || axis >= t->rank) {
-        lower_fail(L, &e->loc, "the axis of %s must be an integer, a hint or a constant, optionally negated", e->name);
+    int64_t axis = lower_axis(L, e, 1, t->rank);
+    if (L->failed)
         return;
-    }
-    val *x = lower_operand(L, e->args[0]);
-    lower_spill(L, x);
     tilec_dtype d = lower_compute_dt(t->dtype);
     v->ty.dtype = d;
     g.T = lower_ctype(d);
@@ -218,6 +313,10 @@ void lower_emit_scan(lw *L, const tilec_expr *e, val *v)
         g.numel *= t->dims[i];
     for (int i = (int)axis + 1; i < t->rank; i++)
         g.st *= t->dims[i];
+    if (scan_regs(L, e, k, axis, &g, v))
+        return;
+    val *x = lower_operand(L, e->args[0]);
+    lower_spill(L, x);
     g.lanes = g.len < 32 ? g.len : 32;
     g.lpw = 32 / g.lanes;
     g.lines = g.numel / g.len;

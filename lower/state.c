@@ -8,6 +8,7 @@
 
 #include "dsl/diag.h"
 #include "lower/lower_internal.h"
+#include "parser/ast_ix.h"
 #include "util/mangle.h"
 
 void lower_fail(lw *L, const tilec_loc *loc, const char *fmt, ...)
@@ -139,6 +140,33 @@ int lower_hint_value(const lw *L, const char *name, int64_t *out)
             return 1;
         }
     return 0;
+}
+
+static int const_lookup(void *user, const tilec_ix *sym, int64_t *out)
+{
+    const tilec_expr *e = sym->origin;
+    return e && e->kind == TILEC_EX_NAME && lower_hint_value(user, e->name, out) ? 0 : 1;
+}
+
+int lower_const_int(lw *L, const tilec_expr *e, int64_t *out)
+{
+    if (e->kind == TILEC_EX_INT) {
+        *out = e->ival;
+        return 0;
+    }
+    const tilec_ix *x = ast_to_ix(&L->ar, e, 0, NULL);
+    return x && tilec_ix_eval(x, const_lookup, L, out, NULL) == TILEC_IX_OK ? 0 : -1;
+}
+
+int lower_axis(lw *L, const tilec_expr *call, uint32_t i, int rank)
+{
+    int64_t a = 0;
+    if (i >= call->nargs || lower_const_int(L, call->args[i], &a) || (a < 0 && (a += rank) < 0) || a >= rank) {
+        lower_fail(L, &call->loc, "the axis of %s must be a compile-time integer (literals, hints, constants) "
+                   "from %d to %d", call->name, -rank, rank - 1);
+        return 0;
+    }
+    return (int)a;
 }
 
 uint32_t lower_alloc_smem(lw *L, int64_t bytes)

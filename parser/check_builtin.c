@@ -66,6 +66,7 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
         if (axis < 0 || axis > 2 || (uint64_t)axis >= ck->k->ngrid) {
             chk_err(ck, chk_start_of(a[0]), "%s(%lld): the grid of '%s' has %u dimension%s", fn, (long long)axis, ck->k->name,
                 ck->k->ngrid, ck->k->ngrid == 1 ? "" : "s");
+            chk_note_hint(ck, a[0], axis);
             return chk_ty_err();
         }
         return chk_ty_scalar(TILEC_DT_I32);
@@ -208,8 +209,6 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
     }
     case BI_SUM: case BI_MAX: case BI_MIN: case BI_ARGMAX: case BI_ARGMIN: {
         int64_t axis;
-        if (chk_const_eval(ck, a[1], "a reduction axis", &axis))
-            return chk_ty_err();
         if (t[0].ptr || !(chk_is_num(&t[0]) || (bi == BI_SUM && chk_is_bool(&t[0])))) {
             chk_err(ck, chk_start_of(a[0]), "%s needs a numeric tile, got %s", fn, chk_ty_str(ck, &t[0]));
             return chk_ty_err();
@@ -218,12 +217,8 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
             chk_err(ck, chk_start_of(a[0]), "%s reduces a tile, got the scalar %s", fn, chk_ty_str(ck, &t[0]));
             return chk_ty_err();
         }
-        if (axis < 0)
-            axis += t[0].rank;
-        if (axis < 0 || axis >= t[0].rank) {
-            chk_err(ck, chk_start_of(a[1]), "axis %lld is out of range for shape %s", (long long)axis, chk_shp_str(ck, &t[0]));
+        if (chk_axis(ck, a[1], "a reduction axis", &t[0], &axis))
             return chk_ty_err();
-        }
         tilec_type r = t[0];
         for (int i = (int)axis; i + 1 < r.rank; i++)
             r.dims[i] = r.dims[i + 1];

@@ -33,7 +33,7 @@ static int const_lookup(void *user, const tilec_ix *sym, int64_t *out)
     } else if (!b)
         chk_err(ck, &e->loc, "undefined name '%s'", e->name);
     else
-        chk_err(ck, &e->loc, "%s must be a compile-time constant (integer literals and hints), but '%s' is %s",
+        chk_err(ck, &e->loc, "%s must be a compile-time constant (integer literals, hints and module constants), but '%s' is %s",
             c->what, e->name, b->kind == B_PARAM ? "a parameter" : "a run-time value");
     return 1;
 }
@@ -70,7 +70,7 @@ int chk_const_eval(checker *ck, const tilec_expr *e, const char *what, int64_t *
             chk_err(ck, &at->loc, "%s must be an integer, got the float %s", what,
                 at->kind == TILEC_EX_INF ? "inf" : at->name);
         else
-            chk_err(ck, &at->loc, "%s must be a compile-time integer constant (integer literals and hints)", what);
+            chk_err(ck, &at->loc, "%s must be a compile-time integer constant (integer literals, hints and module constants)", what);
         return -1;
     }
     const_env c = {ck, what};
@@ -90,9 +90,29 @@ int chk_tile_dim(checker *ck, const tilec_expr *e, int64_t *out)
     if (v <= 0 || v > TILEC_MAX_TILE_DIM || (v & (v - 1))) {
         chk_err(ck, &e->loc, "tile size must be a power of two from 1 to %d, got %lld", TILEC_MAX_TILE_DIM,
             (long long)v);
-        binding *b = e->kind == TILEC_EX_NAME ? chk_lookup(ck, e->name) : NULL;
-        if (b && b->kind == B_HINT)
-            chk_note(ck, &b->loc, "hint '%s' is set to %lld here", e->name, (long long)v);
+        chk_note_hint(ck, e, v);
+        return -1;
+    }
+    return 0;
+}
+
+void chk_note_hint(checker *ck, const tilec_expr *e, int64_t v)
+{
+    binding *b = e->kind == TILEC_EX_NAME ? chk_lookup(ck, e->name) : NULL;
+    if (b && b->kind == B_HINT)
+        chk_note(ck, &b->loc, "hint '%s' is set to %lld here", e->name, (long long)v);
+}
+
+int chk_axis(checker *ck, const tilec_expr *e, const char *what, const tilec_type *shape, int64_t *out)
+{
+    int64_t v;
+    if (chk_const_eval(ck, e, what, &v))
+        return -1;
+    *out = v < 0 ? v + shape->rank : v;
+    if (*out < 0 || *out >= shape->rank) {
+        chk_err(ck, chk_start_of(e), "axis %lld is out of range for shape %s (axes %d to %d)", (long long)v,
+            chk_shp_str(ck, shape), -(int)shape->rank, (int)shape->rank - 1);
+        chk_note_hint(ck, e, v);
         return -1;
     }
     return 0;

@@ -118,6 +118,12 @@ tilec_type chk_promote(const tilec_type *a, const tilec_type *b);
 /* check_const.c */
 int chk_const_eval(checker *ck, const tilec_expr *e, const char *what, int64_t *out);
 int chk_tile_dim(checker *ck, const tilec_expr *e, int64_t *out);
+/* A note at the hint e names (when it names one): "hint 'AX' is set to v here". */
+void chk_note_hint(checker *ck, const tilec_expr *e, int64_t v);
+/* An axis of `shape` (a reduction's or a scan's; what names it in errors):
+ * a compile-time integer from -rank to rank - 1, a negative one counted
+ * from the end, into *out as 0 .. rank - 1; else reported, -1. */
+int chk_axis(checker *ck, const tilec_expr *e, const char *what, const tilec_type *shape, int64_t *out);
 int chk_tile_numel_ok(checker *ck, const tilec_loc *loc, const tilec_type *t);
 
 /* check_expr.c */

@@ -74,14 +74,8 @@ tilec_type chk_scan(checker *ck, tilec_expr *e)
         return chk_ty_err();
     }
     int64_t axis;
-    if (chk_const_eval(ck, a[1], "a scan axis", &axis))
+    if (chk_axis(ck, a[1], "a scan axis", &x, &axis))
         return chk_ty_err();
-    if (axis < 0)
-        axis += x.rank;
-    if (axis < 0 || axis >= x.rank) {
-        chk_err(ck, chk_start_of(a[1]), "axis %lld is out of range for shape %s", (long long)axis, chk_shp_str(ck, &x));
-        return chk_ty_err();
-    }
     uint32_t flags = user ? 6 : 2;
     if (user && e->nargs < 6) {
         chk_err(ck, &e->loc, "scan takes 6 to 8 arguments, got %u: scan(x, axis, init, a, b, combine)", e->nargs);

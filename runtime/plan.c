@@ -3,7 +3,8 @@
  * kinds), then run for the slot values of each call: integer slots range-
  * checked before anything is launched, each step's arguments gathered
  * into a fixed array, kernels launched through the program's static or
- * multi-kernel launch, externs called through the registry. */
+ * multi-kernel launch, externs called through the registry, fills through
+ * the runtime's one fill (tilec_rt_fill_async). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +161,7 @@ tilec_rt_status tilec_plan_add_kernel(tilec_plan *p, const char *kernel, int var
     }
     if (nargs)
         memcpy(copy, args, nargs * sizeof *copy);
+    st->kind = PLAN_KERNEL;
     st->kernel = (uint32_t)i;
     st->best = variant < 0 && pk->nvariants > 1;
     st->nargs = nargs;
@@ -168,19 +170,19 @@ tilec_rt_status tilec_plan_add_kernel(tilec_plan *p, const char *kernel, int var
     return TILEC_RT_OK;
 }
 
-static tilec_rt_status check_tensor(tilec_plan *p, const char *symbol, const tilec_plan_tensor *t)
+/* A tensor of a step ("extern 'f'", "fill"): a pointer slot, integer sizes. */
+static tilec_rt_status check_tensor(tilec_plan *p, const char *what, const tilec_plan_tensor *t)
 {
     if (t->data_slot < 0 || (uint32_t)t->data_slot >= p->nslots || p->types[t->data_slot] != TILEC_PLAN_PTR)
-        return plan_fail(p, TILEC_RT_INVALID_ARG, "a tensor of extern '%s' needs a pointer slot, not %d", symbol,
-                         t->data_slot);
+        return plan_fail(p, TILEC_RT_INVALID_ARG, "a tensor of %s needs a pointer slot, not %d", what, t->data_slot);
     if (t->rank > TILEC_TENSOR_MAX_RANK)
-        return plan_fail(p, TILEC_RT_INVALID_ARG, "a tensor of extern '%s' has rank %u (at most %d)", symbol,
-                         t->rank, TILEC_TENSOR_MAX_RANK);
+        return plan_fail(p, TILEC_RT_INVALID_ARG, "a tensor of %s has rank %u (at most %d)", what, t->rank,
+                         TILEC_TENSOR_MAX_RANK);
     for (uint32_t d = 0; d < t->rank; d++) {
         int32_t s = t->sizes[d].slot;
         if (s >= 0 && ((uint32_t)s >= p->nslots || p->types[s] != TILEC_PLAN_INT))
-            return plan_fail(p, TILEC_RT_INVALID_ARG, "dimension %u of a tensor of extern '%s' needs an integer slot",
-                             d, symbol);
+            return plan_fail(p, TILEC_RT_INVALID_ARG, "dimension %u of a tensor of %s needs an integer slot", d,
+                             what);
     }
     return TILEC_RT_OK;
 }
@@ -195,8 +197,10 @@ tilec_rt_status tilec_plan_add_extern(tilec_plan *p, const char *symbol, const t
     if (ninputs + noutputs > PLAN_MAX_TENSORS)
         return plan_fail(p, TILEC_RT_INVALID_ARG, "extern '%s' takes %u tensors (at most %d)", symbol,
                          ninputs + noutputs, PLAN_MAX_TENSORS);
+    char what[160];
+    snprintf(what, sizeof what, "extern '%s'", symbol);
     for (uint32_t i = 0; i < ninputs + noutputs; i++) {
-        tilec_rt_status st = check_tensor(p, symbol, i < ninputs ? &inputs[i] : &outputs[i - ninputs]);
+        tilec_rt_status st = check_tensor(p, what, i < ninputs ? &inputs[i] : &outputs[i - ninputs]);
         if (st != TILEC_RT_OK)
             return st;
     }
@@ -212,10 +216,40 @@ tilec_rt_status tilec_plan_add_extern(tilec_plan *p, const char *symbol, const t
         memcpy(ts, inputs, ninputs * sizeof *ts);
     if (noutputs)
         memcpy(ts + ninputs, outputs, noutputs * sizeof *ts);
+    st->kind = PLAN_EXTERN;
     st->symbol = sym;
     st->nin = ninputs;
     st->nout = noutputs;
     st->tensors = ts;
+    p->nsteps++;
+    return TILEC_RT_OK;
+}
+
+tilec_rt_status tilec_plan_add_fill(tilec_plan *p, const tilec_plan_tensor *t, uint64_t bits)
+{
+    if (!p)
+        return TILEC_RT_INVALID_ARG;
+    if (!t)
+        return plan_fail(p, TILEC_RT_INVALID_ARG, "add_fill: NULL tensor");
+    unsigned es = (unsigned)t->dtype < TILEC_DT_COUNT ? tilec_dtype_size(t->dtype) : 0;
+    if (!es)
+        return plan_fail(p, TILEC_RT_INVALID_ARG, "add_fill: dtype %d is no element type", (int)t->dtype);
+    tilec_rt_status r = check_tensor(p, "a fill", t);
+    if (r != TILEC_RT_OK)
+        return r;
+    if (es < 8 && bits >> (8 * es))
+        return plan_fail(p, TILEC_RT_INVALID_ARG, "add_fill: the pattern 0x%llx of %s is wider than a %s",
+                         (unsigned long long)bits, slot_name(p, t->data_slot), tilec_dtype_name(t->dtype));
+    plan_step *st = push_step(p);
+    tilec_plan_tensor *copy = malloc(sizeof *copy);
+    if (!st || !copy) {
+        free(copy);
+        return TILEC_RT_NOMEM;
+    }
+    *copy = *t;
+    st->kind = PLAN_FILL;
+    st->tensors = copy;
+    st->bits = bits;
     p->nsteps++;
     return TILEC_RT_OK;
 }
@@ -238,7 +272,7 @@ static tilec_rt_status check_slots(tilec_plan *p, const tilec_rt_arg *slots)
 {
     for (uint32_t i = 0; i < p->nsteps; i++) {
         const plan_step *st = &p->steps[i];
-        if (st->symbol)
+        if (st->kind != PLAN_KERNEL)
             continue;
         const pkernel *pk = &p->prog->ks[st->kernel];
         for (uint32_t a = 0; a < st->nargs; a++) {
@@ -319,11 +353,32 @@ static tilec_rt_status run_extern(tilec_plan *p, uint32_t i, const plan_step *st
     return TILEC_RT_OK;
 }
 
+static tilec_rt_status run_fill(tilec_plan *p, uint32_t i, const plan_step *st, const tilec_rt_arg *slots,
+                                void *stream)
+{
+    tilec_tensor t;
+    make_tensor(st->tensors, slots, &t);
+    uint64_t count = 1;
+    for (uint32_t d = 0; d < t.rank; d++) {
+        if (t.sizes[d] < 0 || (t.sizes[d] && count > UINT64_MAX / (uint64_t)t.sizes[d]))
+            return plan_fail(p, TILEC_RT_INVALID_ARG, "step %u (fill of %s): dimension %u is %lld", i + 1,
+                             slot_name(p, st->tensors->data_slot), d, (long long)t.sizes[d]);
+        count *= (uint64_t)t.sizes[d];
+    }
+    tilec_rt_status r = tilec_rt_fill_async(p->rt, t.data, st->bits, tilec_dtype_size(t.dtype), count, stream);
+    if (r != TILEC_RT_OK)
+        return plan_fail(p, r, "step %u (fill of %s): %s", i + 1, slot_name(p, st->tensors->data_slot),
+                         tilec_rt_last_error(p->rt));
+    return TILEC_RT_OK;
+}
+
 tilec_rt_status plan_run_steps(tilec_plan *p, const tilec_rt_arg *slots, void *stream)
 {
     for (uint32_t i = 0; i < p->nsteps; i++) {
         const plan_step *st = &p->steps[i];
-        tilec_rt_status r = st->symbol ? run_extern(p, i, st, slots, stream) : run_kernel(p, i, st, slots, stream);
+        tilec_rt_status r = st->kind == PLAN_FILL     ? run_fill(p, i, st, slots, stream)
+                            : st->kind == PLAN_EXTERN ? run_extern(p, i, st, slots, stream)
+                                                      : run_kernel(p, i, st, slots, stream);
         if (r != TILEC_RT_OK)
             return r;
     }

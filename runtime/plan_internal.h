@@ -9,15 +9,19 @@
 
 enum { PLAN_ERR_MAX = 1024, PLAN_MAX_GRAPHS = 64 };
 
-/* One step: a kernel launch (symbol NULL) or an extern call. */
+/* One step: a kernel launch, an extern call or a fill. */
+typedef enum plan_kind { PLAN_KERNEL, PLAN_EXTERN, PLAN_FILL } plan_kind;
+
 typedef struct plan_step {
+    plan_kind kind;
     uint32_t kernel; /* the program's entry: the variant, or variant 0 when best */
     int best;        /* launch the fastest variant (multi-kernel) */
     uint32_t nargs;
     tilec_plan_value *args;
     char *symbol; /* an extern call */
     uint32_t nin, nout;
-    tilec_plan_tensor *tensors; /* nin inputs, then nout outputs */
+    tilec_plan_tensor *tensors; /* nin inputs, then nout outputs; a fill's one tensor */
+    uint64_t bits;              /* a fill's element bit pattern */
 } plan_step;
 
 /* A recorded CUDA graph and the slot values it was recorded for. */

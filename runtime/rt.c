@@ -232,6 +232,11 @@ tilec_rt_status tilec_rt_open_driver(const char *driver_library, int device, til
         free(rt);
         return TILEC_RT_NOMEM;
     }
+    if (pthread_mutex_init(&rt->fill_lock, NULL) != 0) {
+        pthread_mutex_destroy(&rt->err_lock);
+        free(rt);
+        return TILEC_RT_NOMEM;
+    }
     rt->ordinal = device;
     rt->open_status = open_device(rt, driver_library, device);
     *out = rt;
@@ -245,6 +250,8 @@ void tilec_rt_close(tilec_rt *rt)
     if (!rt)
         return;
     rt_driver *d = &rt->drv;
+    if (rt->fill_mod && rt_enter(rt) == TILEC_RT_OK)
+        rt_fill_unload(rt);
     if (rt->ctx) {
         CUcontext cur = NULL;
         if (d->CtxGetCurrent(&cur) == CUDA_SUCCESS && cur == rt->ctx)
@@ -254,6 +261,7 @@ void tilec_rt_close(tilec_rt *rt)
     if (d->lib)
         rt_driver_unload(d);
     pthread_mutex_destroy(&rt->err_lock);
+    pthread_mutex_destroy(&rt->fill_lock);
     free(rt);
 }
 

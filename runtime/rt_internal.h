@@ -44,6 +44,8 @@
     X(MemcpyDtoDAsync, PFN_cuMemcpyDtoDAsync_v3020, RT_CUDA_ABI, 1)                               \
     X(MemsetD32, PFN_cuMemsetD32_v3020, RT_CUDA_ABI, 1)                                           \
     X(MemsetD32Async, PFN_cuMemsetD32Async_v3020, RT_CUDA_ABI, 1)                                 \
+    X(MemsetD16Async, PFN_cuMemsetD16Async_v3020, RT_CUDA_ABI, 1)                                 \
+    X(MemsetD8Async, PFN_cuMemsetD8Async_v3020, RT_CUDA_ABI, 1)                                   \
     X(StreamCreate, PFN_cuStreamCreate_v2000, RT_CUDA_ABI, 1)                                     \
     X(StreamDestroy, PFN_cuStreamDestroy_v4000, RT_CUDA_ABI, 1)                                   \
     X(StreamSynchronize, PFN_cuStreamSynchronize_v2000, RT_CUDA_ABI, 1)                           \
@@ -103,6 +105,10 @@ struct tilec_rt {
     /* the kernel last launched (NULL once its module is unloaded): named
      * when a later call reports that a kernel faulted */
     _Atomic(const tilec_rt_kernel *) last_launch;
+    /* the fill kernel (fill.c), loaded on first use under fill_lock */
+    pthread_mutex_t fill_lock;
+    CUmodule fill_mod;
+    CUfunction fill_fn;
 };
 
 /* Record a failure message and return st. */
@@ -137,6 +143,9 @@ static inline int rt_kernel_fault(CUresult r)
         return 0;
     }
 }
+
+/* Unload the fill kernel's module (fill.c), the context current. */
+void rt_fill_unload(tilec_rt *rt);
 
 /* Start of every call taking a handle: TILEC_RT_INVALID_ARG for NULL, the
  * open's status for a failed handle, else make the context current. */

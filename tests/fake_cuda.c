@@ -276,10 +276,39 @@ static CUresult fake_MemsetD32(CUdeviceptr d, unsigned v, size_t n)
     return CUDA_SUCCESS;
 }
 
+/* a memset of n elements of width bytes (1, 2 or 4), as the fill calls make */
+static CUresult fake_memset(CUdeviceptr d, unsigned v, size_t n, unsigned width)
+{
+    if (d % width)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < n; i++)
+        memcpy((unsigned char *)(uintptr_t)d + i * width, &v, width); /* little-endian: the low bytes */
+    state.memsets++;
+    return CUDA_SUCCESS;
+}
+
+static CUresult record_memset(CUdeviceptr d, unsigned v, size_t n, unsigned width);
+static CUstream capturing;
+
 static CUresult fake_MemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream st)
 {
-    (void)st;
-    return fake_MemsetD32(d, v, n);
+    if (capturing && st == capturing)
+        return record_memset(d, v, n, 4);
+    return fake_memset(d, v, n, 4);
+}
+
+static CUresult fake_MemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream st)
+{
+    if (capturing && st == capturing)
+        return record_memset(d, v, n, 2);
+    return fake_memset(d, v, n, 2);
+}
+
+static CUresult fake_MemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream st)
+{
+    if (capturing && st == capturing)
+        return record_memset(d, v, n, 1);
+    return fake_memset(d, v, n, 1);
 }
 
 /* ---- streams and events ---- */
@@ -382,6 +411,7 @@ static const fake_kernel kernels[] = {
     {"mk_v2", 3, {8, 8, 4}, 1024, 0},
     {"tw_v0", 6, {8, 8, 8, 4, 4, 4}, 1024, 0},
     {"tw_v0_tma", 8, {8, 8, 8, 4, 4, 4, 128, 128}, 1024, 0},
+    {"tilec_fill_u64", 3, {8, 8, 8}, 1024, 0}, /* the runtime's fill kernel (runtime/fill.c) */
 };
 
 static CUresult fake_TensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType dt, cuuint32_t rank, void *base,
@@ -466,9 +496,12 @@ static CUresult fake_FuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_
  * recorded on the capturing stream, replayed by cuGraphLaunch ---- */
 
 typedef struct fake_launch {
-    CUfunction f;
+    CUfunction f; /* NULL: a memset of n elements of width bytes at dst */
     unsigned grid[3], block[3], smem;
     unsigned char args[8][8];
+    CUdeviceptr dst;
+    unsigned value, width;
+    size_t n;
 } fake_launch;
 
 typedef struct fake_graph {
@@ -476,7 +509,6 @@ typedef struct fake_graph {
     fake_launch l[64];
 } fake_graph;
 
-static CUstream capturing;
 static fake_graph *recording;
 
 static CUresult fake_StreamBeginCapture(CUstream s, CUstreamCaptureMode m)
@@ -536,6 +568,12 @@ static CUresult fake_GraphLaunch(CUgraphExec e, CUstream s)
     state.graph_launches++;
     for (int i = 0; i < g->n; i++) {
         const fake_launch *l = &g->l[i];
+        if (!l->f) {
+            CUresult r = fake_memset(l->dst, l->value, l->n, l->width);
+            if (r != CUDA_SUCCESS)
+                return r;
+            continue;
+        }
         void *params[8];
         for (int j = 0; j < 8; j++)
             params[j] = (void *)(uintptr_t)l->args[j];
@@ -544,6 +582,18 @@ static CUresult fake_GraphLaunch(CUgraphExec e, CUstream s)
         if (r != CUDA_SUCCESS)
             return r;
     }
+    return CUDA_SUCCESS;
+}
+
+/* A memset on the capturing stream: recorded, not run. */
+static CUresult record_memset(CUdeviceptr d, unsigned v, size_t n, unsigned width)
+{
+    if (recording->n == 64)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    fake_launch *l = &recording->l[recording->n++];
+    memset(l, 0, sizeof *l);
+    l->dst = d, l->value = v, l->n = n, l->width = width;
+    state.captured_memsets++;
     return CUDA_SUCCESS;
 }
 
@@ -608,6 +658,16 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
         state.tma_launches++;
         memcpy(&state.tma_args[0], params[6], 8);
         memcpy(&state.tma_args[1], params[7], 8);
+    } else if (strcmp(k->name, "tilec_fill_u64") == 0) {
+        uint64_t d, v, n;
+        memcpy(&d, params[0], 8);
+        memcpy(&v, params[1], 8);
+        memcpy(&n, params[2], 8);
+        uint64_t threads = (uint64_t)gx * bx;
+        for (uint64_t i = 0; i < threads; i++) /* each thread's grid-stride loop */
+            for (uint64_t j = i; j < n; j += threads)
+                memcpy((unsigned char *)(uintptr_t)d + 8 * j, &v, 8);
+        state.fill_launches++;
     } else if (strcmp(k->name, "args7") == 0) {
         memset(state.args, 0, sizeof state.args);
         for (int i = 0; i < k->nparams; i++)
@@ -634,7 +694,7 @@ static const struct {
     ENTRY(CtxSetCurrent),      ENTRY(CtxGetCurrent),      ENTRY(CtxSynchronize),    ENTRY(MemAlloc),
     ENTRY(MemFree),            ENTRY(MemGetAddressRange),            ENTRY(MemcpyHtoD),         ENTRY(MemcpyDtoH),        ENTRY(MemcpyDtoD),
     ENTRY(MemcpyHtoDAsync),    ENTRY(MemcpyDtoHAsync),    ENTRY(MemcpyDtoDAsync),   ENTRY(MemsetD32),
-    ENTRY(MemsetD32Async),     ENTRY(StreamCreate),       ENTRY(StreamDestroy),     ENTRY(StreamSynchronize),
+    ENTRY(MemsetD32Async),     ENTRY(MemsetD16Async),     ENTRY(MemsetD8Async),     ENTRY(StreamCreate),       ENTRY(StreamDestroy),     ENTRY(StreamSynchronize),
     ENTRY(EventCreate),        ENTRY(EventDestroy),       ENTRY(EventRecord),       ENTRY(EventSynchronize),
     ENTRY(EventElapsedTime),   ENTRY(ModuleLoadData),     ENTRY(ModuleUnload),      ENTRY(ModuleGetFunction),
     ENTRY(FuncGetAttribute),   ENTRY(FuncSetAttribute),   ENTRY(FuncGetParamInfo),  ENTRY(LaunchKernel),

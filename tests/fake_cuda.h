@@ -31,6 +31,10 @@
  *     the multi-kernel test (tests/test_multikernel.c). Each launch counts in
  *     mk_launches[v] and, when fake_clock is set, advances the clock that
  *     events record by mk_ms[v], so that the test picks the fastest.
+ *   tilec_fill_u64(ptr dst, u64 value, u64 n): the runtime's fill kernel,
+ *     run for real on the host; counted in fill_launches
+ * cuMemsetD8/D16/D32Async fill for real (counted in memsets) or, on a
+ * capturing stream, are recorded (captured_memsets) and run at replay.
  *   tw_v0(ptr a, ptr b, ptr c, i32 M, i32 N, i32 K) and its sm_90a twin
  *     tw_v0_tma(the same, two CUtensorMaps): nothing computed; launches of
  *     the twin count in tma_launches, with its maps' first words in
@@ -63,6 +67,8 @@ typedef struct fake_cuda_state {
     int live_graphs, live_graph_execs; /* CUgraph and CUgraphExec objects alive */
     int captured_launches;          /* launches recorded by a stream capture */
     int graph_launches;             /* cuGraphLaunch calls */
+    int memsets, captured_memsets;  /* D8/D16/D32 async memsets run, and recorded by a capture */
+    int fill_launches;              /* launches of the fill kernel tilec_fill_u64 */
     /* the sm_90a twin test */
     int tma_launches, tma_encodes;
     unsigned long long tma_args[2]; /* first word of each map tw_v0_tma got */

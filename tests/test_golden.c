@@ -102,29 +102,25 @@ static void expect_golden_emit(const char *path, const char *dir, const char *ex
     tilec_ctx_free(ctx);
 }
 
-/* The width of index arithmetic (lower/index64.c): tests/golden/index/X.idx
- * holds the `indexing:` comment of each kernel variant and every line of
- * the CUDA C that declares or converts to a 64-bit integer. */
-ParameterizedTestParameters(golden, index) { return cases_of("tests/golden/index/*.tile"); }
-ParameterizedTest(gcase *c, golden, index)
+/* The lines of `tilec --emit cuda` for path that keep() keeps, without
+ * their indentation, must be exactly its sibling file with extension ext. */
+static void expect_cuda_lines(const char *path, const char *ext, int (*keep)(const char *line))
 {
-    char *want_path = sibling(c->path, ".idx");
+    char *want_path = sibling(path, ext);
     char *want = read_file(want_path, NULL);
     cr_assert(want, "missing %s", want_path);
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = NULL;
-    cr_assert_eq(tilec_parse_file(ctx, c->path, &m), TILEC_OK);
+    cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK);
     membuf cu = {0}, got = {0};
     cr_assert_eq(tilec_module_emit_cuda(ctx, m, membuf_sink(&cu)), TILEC_OK);
     for (char *line = cu.s, *end; line && *line; line = end + 1) {
         end = strchr(line, '\n');
         if (!end)
             end = line + strlen(line);
-        size_t n = (size_t)(end - line);
-        char *l = strndup(line, n);
+        char *l = strndup(line, (size_t)(end - line));
         const char *t = l + strspn(l, " ");
-        if (!strncmp(t, "/* indexing:", 12) || (strstr(l, "long long") && !strstr(l, "(unsigned long long)")))
-        {
+        if (keep(l)) {
             membuf_write(&got, t, strlen(t));
             membuf_write(&got, "\n", 1);
         }
@@ -132,7 +128,7 @@ ParameterizedTest(gcase *c, golden, index)
         if (!*end)
             break;
     }
-    cr_expect_str_eq(got.s ? got.s : "", want, "%s: the index widths differ from %s", c->path, want_path);
+    cr_expect_str_eq(got.s ? got.s : "", want, "%s: the lines differ from %s", path, want_path);
     free(got.s);
     free(cu.s);
     free(want);
@@ -140,6 +136,30 @@ ParameterizedTest(gcase *c, golden, index)
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }
+
+static int index_line(const char *l)
+{
+    return !strncmp(l + strspn(l, " "), "/* indexing:", 12) ||
+           (strstr(l, "long long") && !strstr(l, "(unsigned long long)"));
+}
+
+/* The width of index arithmetic (lower/index64.c): tests/golden/index/X.idx
+ * holds the `indexing:` comment of each kernel variant and every line of
+ * the CUDA C that declares or converts to a 64-bit integer. */
+ParameterizedTestParameters(golden, index) { return cases_of("tests/golden/index/*.tile"); }
+ParameterizedTest(gcase *c, golden, index) { expect_cuda_lines(c->path, ".idx", index_line); }
+
+static int axis_line(const char *l)
+{
+    return strstr(l, " along axis ") || strstr(l, "blockIdx.") || strstr(l, "gridDim.");
+}
+
+/* Axes given as constants (hints, module constants, expressions of them):
+ * tests/golden/axes/X.axes holds every line of the CUDA C that names the
+ * axis a reduction or scan runs along, or the grid axis of pid and
+ * num_programs. */
+ParameterizedTestParameters(golden, axes) { return cases_of("tests/golden/axes/*.tile"); }
+ParameterizedTest(gcase *c, golden, axes) { expect_cuda_lines(c->path, ".axes", axis_line); }
 
 /* The CUDA C of every example is golden too (tests/golden/cuda/X.cu):
  * a change to the lowering shows up as a reviewed diff. */

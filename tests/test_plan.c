@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fake_load.h"
+#include "plan_helpers.h"
 #include "tilec/plan.h"
 #include "tilec/program.h"
 
@@ -78,14 +79,6 @@ static void teardown(void)
 TestSuite(plan, .init = setup, .fini = teardown);
 
 enum { SX, ST, SY, SN, NSLOTS };
-
-static tilec_plan_value slot(int32_t s)
-{
-    tilec_plan_value v;
-    memset(&v, 0, sizeof v);
-    v.slot = s;
-    return v;
-}
 
 /* x -> scale2 -> t -> scale2 -> y, optionally then y -> add1 -> t */
 static tilec_plan *chain(int with_extern)

@@ -244,6 +244,46 @@ def w_cumsum(r, c):
         lambda t: torch.cumsum(t["x"].double(), 1), 8 * r * c, tol=1e-5)
 
 
+def w_conv(n, h, wd, c, k, r, stride, pad, fused=False):
+    """conv2d f16 NHWC (channels_last) as ResNet-50 runs it, against cuDNN
+    through F.conv2d (cudnn.benchmark on: its best algorithm) and
+    torch.compile; fused adds bias and relu. tilec's filter is RSCK
+    ([R, S, C, K], examples/conv2d.tile), repacked once from torch's OHWI
+    outside the timed region, as one prepacks the weights of a model."""
+    oh, ow = (h + 2 * pad - r) // stride + 1, (wd + 2 * pad - r) // stride + 1
+    cl = torch.channels_last
+
+    def make():
+        torch.backends.cudnn.benchmark = True
+        x = randn(n, c, h, wd, dtype=torch.float16).to(memory_format=cl)
+        wt = (randn(k, c, r, r) / math.sqrt(c * r * r)).to(torch.float16).to(memory_format=cl)
+        return {"x": x, "w": wt, "b": randn(k, dtype=torch.float16), "w_rsck": wt.permute(2, 3, 1, 0).contiguous(),
+                "y": torch.empty(n, k, oh, ow, device=DEV, dtype=torch.float16, memory_format=cl)}
+
+    def call(t):
+        nhwc = [t["x"].permute(0, 2, 3, 1), t["w_rsck"]] + ([t["b"]] if fused else []) + [t["y"].permute(0, 2, 3, 1)]
+        return nhwc + [n, h, wd, c, k, r, r, oh, ow, stride, pad], "y"
+
+    def torch_fn(t):
+        y = F.conv2d(t["x"], t["w"], t["b"] if fused else None, stride, pad)
+        return F.relu(y) if fused else y
+
+    def ref(t):
+        old, torch.backends.cudnn.allow_tf32 = torch.backends.cudnn.allow_tf32, False
+        try:  # f32 on the f16 values: far closer than f16's own rounding
+            y = F.conv2d(t["x"].float(), t["w"].float(), t["b"].float() if fused else None, stride, pad)
+        finally:
+            torch.backends.cudnn.allow_tf32 = old
+        return F.relu(y) if fused else y
+    label = f"{r}x{r}{f' s{stride}' if stride > 1 else ''} {h}x{wd} C{c} K{k}"
+    return Workload(
+        f"conv2d{'+bias+relu' if fused else ''} f16 {label} N{n}", "conv", "examples/conv2d.tile",
+        "conv2d_nhwc" if fused else "conv2d_f16", make, call, torch_fn, ref,
+        2 * (n * h * wd * c + k * r * r * c + n * oh * ow * k + (k if fused else 0)), 2.0 * n * oh * ow * k * c * r * r,
+        tol=2e-3, eager_is="cuDNN + torch eager relu" if fused else "cuDNN (F.conv2d, channels_last)",
+        peak=TF_PEAK_F16)
+
+
 def w_layernorm(r, c, rows_kernel=False):
     tile, kern = ("examples/layernorm_rows.tile", "layernorm_rows") if rows_kernel else \
         ("examples/layernorm.tile", "layernorm")
@@ -330,6 +370,13 @@ def workloads():
         w.append(w_layernorm(r, c))
     for r, c in [(4096, 32768), (32768, 4096)]:  # issue 21: >= 1.0x the best of eager and compile
         w.append(w_cumsum(r, c))
+    # issue 21: ResNet-50's convolutions at batch 32 (3x3 and 1x1, stride 1 and 2), >= 0.8x cuDNN;
+    # the fused epilogue against torch.compile
+    for h, c, k, r, st in [(56, 64, 64, 3, 1), (28, 128, 128, 3, 1), (14, 256, 256, 3, 1), (56, 128, 128, 3, 2),
+                           (56, 64, 256, 1, 1), (14, 1024, 256, 1, 1), (56, 256, 512, 1, 2)]:
+        w.append(w_conv(32, h, h, c, k, r, st, r // 2))
+    for h, c, k, r in [(56, 64, 64, 3), (14, 256, 256, 3), (56, 64, 256, 1)]:
+        w.append(w_conv(32, h, h, c, k, r, 1, r // 2, fused=True))
     for r, c in [(32768, 512), (65536, 128), (8192, 1024), (4096, 768)]:
         w.append(w_layernorm(r, c, rows_kernel=True))
     for dt in ("f16", "bf16"):

@@ -272,6 +272,10 @@ def main(md, png, *paths):
     out.append("\n## Reproducibility\n")
     if not repro(out, views):
         out.append("One run only.")
+    notes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "notes.md")
+    if os.path.exists(notes):  # what limits each family, and the decisions behind the workloads
+        with open(notes) as f:
+            out.append("\n" + f.read().rstrip("\n"))
     if png and plot(png, view):
         out.append(f"\n![ratios]({os.path.relpath(png, os.path.dirname(os.path.abspath(md)))})")
     with open(md, "w") as f:

@@ -13,6 +13,9 @@
  * Different slot values (other shapes or other buffers) record another
  * graph; the n most recently used are kept.
  *
+ * Fills (tilec_plan_add_fill) are steps too, so a graph's zeros, ones and
+ * full happen on the call's stream in order with its launches.
+ *
  * A plan is used by one thread at a time (its last error and its graphs
  * are not locked); make one per thread to run a graph concurrently. */
 #ifndef TILEC_PLAN_H
@@ -81,6 +84,14 @@ tilec_rt_status tilec_plan_add_kernel(tilec_plan *p, const char *kernel, int var
 tilec_rt_status tilec_plan_add_extern(tilec_plan *p, const char *symbol, const tilec_plan_tensor *inputs,
                                       uint32_t ninputs, const tilec_plan_tensor *outputs, uint32_t noutputs);
 
+/* Append a fill: every element of tensor t (its device address from a
+ * TILEC_PLAN_PTR slot, sizes from values; the dtype gives the element
+ * size) set to the bit pattern in the low tilec_dtype_size(t->dtype)
+ * bytes of bits, as zeros, ones and full in a graph do. It runs on the
+ * run's stream (tilec_rt_fill_async: a memset, or a small fill kernel for
+ * 8-byte patterns whose halves differ) and a CUDA graph records it. */
+tilec_rt_status tilec_plan_add_fill(tilec_plan *p, const tilec_plan_tensor *t, uint64_t bits);
+
 /* Run every step in order on `stream` (NULL: the legacy default stream)
  * with these slot values: one C call, nothing allocated, nothing
  * synchronized (except the multi-kernel's first timing of a new shape). An
@@ -103,7 +114,7 @@ typedef struct tilec_plan_stats {
     uint64_t recorded;  /* CUDA graphs recorded */
     uint64_t replayed;  /* runs that were one graph launch */
     uint32_t graphs;    /* graphs held now */
-    uint32_t steps;     /* kernel launches and extern calls of one run */
+    uint32_t steps;     /* kernel launches, extern calls and fills of one run */
 } tilec_plan_stats;
 void tilec_plan_get_stats(const tilec_plan *p, tilec_plan_stats *s);
 

@@ -127,6 +127,16 @@ tilec_rt_status tilec_rt_memcpy_dtod_async(tilec_rt *rt, uint64_t dst, uint64_t 
 tilec_rt_status tilec_rt_memset_d32_async(tilec_rt *rt, uint64_t dst, uint32_t value, size_t count,
                                           void *stream);
 
+/* Every one of count elements of es bytes (1, 2, 4 or 8) at dst set to the
+ * bit pattern in the low es bytes of bits (the zeros, ones and full of
+ * graphs), ordered on stream (NULL: the legacy default stream). A pattern
+ * that repeats every 1, 2 or 4 bytes is one cuMemsetD8/D16/D32Async; other
+ * 8-byte patterns run a small fill kernel (loaded into the context on
+ * first use). A capturing stream records either into its CUDA graph. dst
+ * must be aligned to es; count 0 does nothing. */
+tilec_rt_status tilec_rt_fill_async(tilec_rt *rt, uint64_t dst, uint64_t bits, unsigned es, size_t count,
+                                    void *stream);
+
 /* ---- streams and events (CUstream / CUevent as void *) ---- */
 
 enum {

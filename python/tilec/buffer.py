@@ -281,26 +281,17 @@ def copy(dst: "Buffer", src: "Buffer") -> "Buffer":
     return dst
 
 
-def fill(buf: "Buffer", bits: int, size: int) -> "Buffer":
+def fill(buf: "Buffer", bits: int, size: int, stream: Optional[int] = None) -> "Buffer":
     """Set every element of Buffer buf to the size-byte pattern bits (the
-    zeros, ones and full of graphs); returns buf. Runs on the device's
-    stream through the runtime's memset and copies."""
-    L, dev, n = lib(), buf.device, buf.nbytes
-    word = {1: (bits & 0xFF) * 0x01010101, 2: (bits & 0xFFFF) * 0x00010001}.get(size, bits & 0xFFFFFFFF)
-    if size == 8 and (bits >> 32) != (bits & 0xFFFFFFFF):
-        # one element from the host, then copies that double on the device
-        if n:
-            one = ctypes.c_uint64(bits)
-            dev._check(L.tilec_rt_memcpy_htod(dev._h, buf.ptr, ctypes.byref(one), 8))
-        done = 8
-        while done < n:
-            dev._check(L.tilec_rt_memcpy_dtod(dev._h, buf.ptr + done, buf.ptr, min(done, n - done)))
-            done *= 2
-        return buf
-    dev._check(L.tilec_rt_memset_d32(dev._h, buf.ptr, word, n // 4))
-    if n % 4:
-        tail = ctypes.c_uint32(word)
-        dev._check(L.tilec_rt_memcpy_htod(dev._h, buf.ptr + n - n % 4, ctypes.byref(tail), n % 4))
+    zeros, ones and full of graphs), ordered on stream (None: the legacy
+    default stream); returns buf. The runtime's one fill
+    (tilec_rt_fill_async): a memset, or a small kernel for an 8-byte
+    pattern whose halves differ."""
+    if size not in (1, 2, 4, 8) or buf.nbytes % size:
+        raise TilecError(f"fill: {buf.nbytes} bytes are no whole number of {size}-byte elements")
+    dev = buf.device
+    dev._check(lib().tilec_rt_fill_async(dev._h, buf.ptr, bits & ((1 << (8 * size)) - 1), size, buf.nbytes // size,
+                                         stream))
     return buf
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Un
 
 from ._library import (F32, F64, I32, I64, PTR, U32, U64, Owner, TilecError, _PlanStats, _PlanTensor, _PlanValue,
                        lib, native)
-from .buffer import _torch_names, Buffer, Pool, TensorInfo
+from .buffer import _torch_names, Buffer, Pool, TensorInfo, fill
 from .checks import RangeError
 from .debug import debug_kernels, debug_level
 from .device import stream_handle, torch_module
@@ -26,9 +26,10 @@ if TYPE_CHECKING:
     from .module import Externs, Module
 
 Ref = Union[str, int, float, bool]
-# a step: ("kernel", name, variant or -1 for the fastest, (arguments...)) or
-# ("extern", symbol, (input tensors...), (output tensors...)); an argument
-# is a tensor's name, "$NAME" for a size or scalar slot, or a constant
+# a step: ("kernel", name, variant or -1 for the fastest, (arguments...)),
+# ("extern", symbol, (input tensors...), (output tensors...)) or ("fill",
+# tensor, element bit pattern); an argument is a tensor's name, "$NAME" for
+# a size or scalar slot, or a constant
 Step = Tuple[Any, ...]
 
 _TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "i8": "int8",
@@ -74,6 +75,8 @@ class Graph(Owner):
         for step in self.steps:
             if step[0] == "kernel":
                 self._add_kernel(step[1], step[2], step[3])
+            elif step[0] == "fill":
+                self._ok(L.tilec_plan_add_fill(self._h, ctypes.byref(self._tensor(step[1])), step[2]))
             else:
                 self._add_extern(step[1], step[2], step[3])
         self._debug = debug_level() != 0  # read once, when the graph loads
@@ -248,6 +251,9 @@ class Graph(Owner):
         for step in self.steps:
             if step[0] == "kernel":
                 kernels[step[1]](*[arg(a) for a in step[3]], stream=stream)
+            elif step[0] == "fill":
+                b = buf(step[1])
+                fill(b, step[2], DTYPES[b.dtype][0], stream)
             else:
                 self.externs.call(step[1], [buf(t) for t in step[2]], [buf(t) for t in step[3]], self.device)
 

@@ -1,10 +1,7 @@
 """CPU checks of the Python package: it imports with the standard library
 only, finds libtilec, and without a GPU says why in one clear error."""
-import ctypes
 import os
-import struct
 import sys
-import types
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
@@ -297,49 +294,6 @@ class GeneratedWrapperTests(unittest.TestCase):
             os.environ.pop("TILEC_DEBUG_PRINT", None)
             if old is not None:
                 os.environ["TILEC_DEBUG_PRINT"] = old
-
-
-class FillTests(unittest.TestCase):
-    """tilec.fill, which generated wrappers call for zeros, ones and full,
-    on a fake device of host bytes: the pattern repeats exactly, a part
-    word at the end included, and an 8-byte pattern whose halves differ."""
-
-    def filled(self, nbytes, bits, size):
-        mem = bytearray(b"\xab" * (nbytes + 8))  # + a guard
-
-        class Lib:
-            @staticmethod
-            def tilec_rt_memset_d32(_h, ptr, word, count):
-                mem[ptr:ptr + 4 * count] = word.to_bytes(4, "little") * count
-                return 0
-
-            @staticmethod
-            def tilec_rt_memcpy_htod(_h, ptr, src, n):
-                mem[ptr:ptr + n] = ctypes.string_at(src, n)
-                return 0
-
-            @staticmethod
-            def tilec_rt_memcpy_dtod(_h, dst, src, n):
-                mem[dst:dst + n] = mem[src:src + n]
-                return 0
-
-        dev = types.SimpleNamespace(_h=None, _check=lambda st: self.assertEqual(st, 0))
-        buf = types.SimpleNamespace(device=dev, ptr=0, nbytes=nbytes)
-        old, tilec.buffer.lib = tilec.buffer.lib, lambda: Lib
-        try:
-            tilec.fill(buf, bits, size)
-        finally:
-            tilec.buffer.lib = old
-        self.assertEqual(bytes(mem[nbytes:]), b"\xab" * 8, "written past the end")
-        return bytes(mem[:nbytes])
-
-    def test_patterns(self):
-        self.assertEqual(self.filled(5, 0xFD, 1), b"\xfd" * 5)
-        self.assertEqual(self.filled(10, 0xC100, 2), b"\x00\xc1" * 5)
-        self.assertEqual(self.filled(12, 0x3FC00000, 4), struct.pack("<3f", 1.5, 1.5, 1.5))
-        self.assertEqual(self.filled(56, struct.unpack("<Q", struct.pack("<d", 0.1))[0], 8), struct.pack("<7d", *[0.1] * 7))
-        self.assertEqual(self.filled(24, 0, 8), bytes(24))
-        self.assertEqual(self.filled(0, 0x3FF0000000000000, 8), b"")
 
 
 if __name__ == "__main__":

@@ -4,16 +4,19 @@ computes y = 2 * x): a generated graph wrapper makes one native call per
 call (the runtime's launch plan) with the eager results; CUDA-graph mode
 records once per set of slot values and replays with the same results; a
 direct Kernel call refuses bad arguments with the named error and launches
-nothing; inputs on another device are refused. With a stand-in for torch
-(in a child process): a known key's recipe runs without the checks (the
-extension's rcall) and gives the eager results, other keys and bad
-arguments take the checks; Kernel calls checked by the extension (kcall)
-raise the Python checks' errors.
+nothing; inputs on another device are refused; zeros/ones/full are fill
+steps of the plan, replayed by CUDA graphs too, and tilec.fill writes
+every pattern exactly. With a stand-in for torch (in a child process): a
+known key's recipe runs without the checks (the extension's rcall) and
+gives the eager results, other keys and bad arguments take the checks;
+Kernel calls checked by the extension (kcall) raise the Python checks'
+errors.
 
     python3 tests/python/test_fake.py [-q]     (make test runs it)"""
 import array
 import ctypes
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -43,6 +46,14 @@ graph g8(x: f32[N]) -> (y: f32[N]) {
     return y;
 }
 extern add1(x: f32[N]) -> f32[N] = "my.add1";
+graph gf(x: f32[N]) -> (y: f32[N], d: f64[N], h: f16[N]) {
+    let t = full(f32, [N], 1.5);
+    let y = empty(f32, [N]);
+    scale2(t, y, N);
+    let d = full(f64, [N], 0.1);
+    let h = ones(f16, [N]);
+    return y, d, h;
+}
 graph ge(x: f32[N]) -> (z: f32[N]) {
     let y = empty(f32, [N]);
     scale2(x, y, N);
@@ -122,7 +133,8 @@ class FakeDriverTests(unittest.TestCase):
         sys.path.insert(0, cls.dir)
         import g8
         import ge
-        cls.g8, cls.ge = g8, ge
+        import gf
+        cls.g8, cls.ge, cls.gf = g8, ge, gf
         cls.n = 300
         cls.x = tilec.Buffer.from_bytes(array.array("f", range(cls.n)), (cls.n,), "f32")
 
@@ -297,6 +309,42 @@ class FakeDriverTests(unittest.TestCase):
         r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         return r
+
+    def test_fills_are_steps_of_the_plan(self):
+        want = ([3.0] * self.n, [0.1] * self.n, [1.0] * self.n)
+        graph = self.gf.load()
+        outs = self.gf.call(self.x)
+        self.assertEqual(tuple(o.tolist() for o in outs), want)
+        self.assertEqual(graph.stats()["steps"], 4)
+        self.gf.release(*outs)
+        graph = self.gf.load(cuda_graph=True)
+        try:
+            for _ in range(3):  # poisoned, released, refilled: the replay fills as the eager run did
+                outs = self.gf.call(self.x)
+                self.assertEqual(tuple(o.tolist() for o in outs), want)
+                for o in outs:
+                    o.fill_u32(0xFFFFFFFF)
+                self.gf.release(*outs)
+            st = graph.stats()
+            self.assertEqual((st["recorded"], st["replayed"]), (1, 2))
+        finally:
+            graph.eager()
+
+    def test_fill_writes_every_pattern_exactly(self):
+        f64 = struct.unpack("<Q", struct.pack("<d", 0.1))[0]
+        cases = [("i8", 5, 0xFD, 1, b"\xfd" * 5), ("f16", 5, 0xC100, 2, b"\x00\xc1" * 5),
+                 ("f32", 3, 0x3FC00000, 4, struct.pack("<3f", 1.5, 1.5, 1.5)),
+                 ("f64", 7, f64, 8, struct.pack("<7d", *[0.1] * 7)), ("f64", 3, 0, 8, bytes(24)),
+                 ("u8", 0, 1, 1, b"")]
+        for dtype, n, bits, size, want in cases:
+            buf = tilec.Buffer(((n * size + 11) // 4 * 4,), "u8")  # whole words, 8 bytes or more of guard
+            buf.fill_u32(0xABABABAB)
+            tilec.fill(buf.view((n,), dtype), bits, size)
+            got = buf.to_bytes()
+            self.assertEqual(got[:len(want)], want, dtype)
+            self.assertEqual(got[len(want):], b"\xab" * (len(got) - len(want)), f"{dtype}: written past the end")
+        with self.assertRaisesRegex(tilec.TilecError, "fill: 6 bytes are no whole number of 4-byte elements"):
+            tilec.fill(tilec.Buffer((3,), "f16"), 0, 4)
 
     def test_bad_stream_is_a_type_error(self):
         with self.assertRaisesRegex(TypeError, "stream must be an int"):

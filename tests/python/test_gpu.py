@@ -34,6 +34,49 @@ class GpuTests(unittest.TestCase):
             tilec.device().synchronize()
             torch.testing.assert_close(out, torch.relu(x + y))
 
+    def test_axes_given_by_hints_and_constants(self):
+        # tests/golden/axes/hints.tile: reductions, a scan and pid along axes named by hints
+        mod = tilec.load("tests/golden/axes/hints.tile")
+        x = torch.randn(16, 32, device="cuda")
+        y = torch.full((48,), float("nan"), device="cuda")
+        i = torch.full((16,), -1, dtype=torch.int32, device="cuda")
+        torch.cuda.synchronize()
+        mod.row_reduce(x, y, i)
+        z = torch.full((16, 32), float("nan"), device="cuda")
+        c = torch.full((32,), float("nan"), device="cuda")
+        mod.col_scan(x, c, z)
+        n = 5
+        g = torch.full((n, n), float("nan"), device="cuda")
+        mod.grid_axes(g, n)
+        tilec.device().synchronize()
+        torch.testing.assert_close(y[:16], x.sum(1))
+        torch.testing.assert_close(y[16:32], x.amax(1))
+        torch.testing.assert_close(y[32:], x.sum(1))
+        torch.testing.assert_close(i, x.argmax(1).to(torch.int32))
+        torch.testing.assert_close(c, x.sum(0))
+        torch.testing.assert_close(z, x.cumsum(1))
+        torch.testing.assert_close(g, torch.full((n, n), float(n), device="cuda"))
+
+    def test_conv2d_nhwc_against_torch(self):
+        # examples/conv2d.tile through the multi-kernel, channels_last torch tensors
+        import torch.nn.functional as F
+        mod = tilec.load("examples/conv2d.tile")
+        for n, h, c, k, r, st in ((2, 14, 64, 96, 3, 1), (2, 15, 32, 64, 3, 2), (2, 14, 128, 64, 1, 2)):
+            pad = r // 2
+            x = torch.randn(n, c, h, h, device="cuda").half().to(memory_format=torch.channels_last)
+            w = (torch.randn(k, c, r, r, device="cuda") / (c * r * r) ** 0.5).half()
+            b = torch.randn(k, device="cuda").half()
+            oh = (h + 2 * pad - r) // st + 1
+            y = torch.full((n, oh, oh, k), float("nan"), device="cuda", dtype=torch.float16)
+            z = torch.full((n, oh, oh, k), float("nan"), device="cuda", dtype=torch.float16)
+            xs, ws = x.permute(0, 2, 3, 1), w.permute(2, 3, 1, 0).contiguous()
+            mod.conv2d_f16(xs, ws, y, n, h, h, c, k, r, r, oh, oh, st, pad)
+            mod.conv2d_nhwc(xs, ws, b, z, n, h, h, c, k, r, r, oh, oh, st, pad)
+            tilec.device().synchronize()
+            ref = F.conv2d(x.float(), w.float(), None, st, pad).permute(0, 2, 3, 1)
+            torch.testing.assert_close(y.float(), ref, rtol=2e-2, atol=2e-2)
+            torch.testing.assert_close(z.float(), torch.relu(ref + b.float()), rtol=2e-2, atol=2e-2)
+
     def test_buffers_through_dlpack(self):
         mod = tilec.load("examples/softmax.tile")
         rows, cols = 7, 1000

@@ -1,7 +1,9 @@
 """The generated Python wrappers of the example graphs on the GPU (the GPU
 machine, with torch): `tilec FILE --emit py` for examples/e2e.tile (graphs
-e2e and e2e_fused) and examples/block.tile (cuBLAS and a user extern
-registered from Python), each checked against torch on fresh inputs.
+e2e and e2e_fused), examples/block.tile (cuBLAS and a user extern
+registered from Python) and examples/total.tile (a zeros accumulator: the
+launch plan's fill step, eager and replayed from a CUDA graph), each
+checked against torch on fresh inputs.
 
     python3 tests/python/test_gpu_wrappers.py [TILEC_BINARY]"""
 import importlib
@@ -42,6 +44,7 @@ class GeneratedWrappers(unittest.TestCase):
         os.environ.setdefault("TILEC_CACHE_DIR", tempfile.mkdtemp(prefix="tilec_cache_"))
         generate("examples/e2e.tile")
         generate("examples/block.tile")
+        generate("examples/total.tile")
 
     def test_e2e_and_e2e_fused_match_torch(self):
         for name in ("e2e", "e2e_fused"):
@@ -84,6 +87,26 @@ class GeneratedWrappers(unittest.TestCase):
         torch.testing.assert_close(y, torch.relu(h) + x, rtol=1e-4, atol=1e-4)
         torch.testing.assert_close(s, h.max(-1).values, rtol=1e-4, atol=1e-4)
         torch.testing.assert_close(flat, y.reshape(-1))
+
+    def test_total_fills_its_accumulator_eager_and_replayed(self):
+        mod = importlib.import_module("total")
+        for n in (1, 8191, 8193, 1 << 22):
+            g = torch.Generator(device="cuda").manual_seed(n)
+            x = torch.randn(n, device="cuda", generator=g)
+            ref = x.double().sum()
+            tol = 1e-5 * x.double().abs().sum().item() + 1e-6
+            s = mod.call(x)  # the zeros step, then one launch
+            self.assertLessEqual(abs(s.double().item() - ref.item()), tol, f"eager, n={n}")
+        graph = mod.load(cuda_graph=True)
+        try:
+            x = torch.randn(1 << 20, device="cuda")
+            ref = x.double().sum().item()
+            for i in range(4):  # the graph refills s on every replay: no sum carries over
+                s = mod.call(x)
+                self.assertLessEqual(abs(s.double().item() - ref), 1e-5 * x.abs().sum().item(), f"call {i}")
+            self.assertGreaterEqual(graph.stats()["replayed"], 1)
+        finally:
+            graph.eager()
 
 
 if __name__ == "__main__":

@@ -50,9 +50,1305 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* conv2d_nhwc: BM = 64, BN = 64, BK = 32, warps = 4 */
-/* indexing: 64-bit for p, img, oh, ow, q0, q, r, s, c, h, v (lines 12, 13, 14, 15, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 32), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v0(__half *v_x, __half *v_w, float *v_bias, float *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+/* conv2d_f16, variant K = 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 29, 30, 31, 32, 33, 34, 36, 39, 41, 42, 43, 45, 48, 49), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 16;
+    constexpr int v_PR = 8;
+    // examples/conv2d.tile:28
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:29
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:30
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
+    // examples/conv2d.tile:31
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:32
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:33
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:34
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:35
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:36
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:37
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:38
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:39
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 2; ++tl_s) {
+            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            if (v_q0 < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
+                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/conv2d.tile:39
+        int tl_it = 0;
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            tl_cp_wait<1>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_q0 = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/conv2d.tile:46
+            const int tl_cs = tl_it % 3;
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                unsigned tl_fa[4][4], tl_fb[4][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 10240) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 40 + tl_k + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (30720 + tl_cs * 8704) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 4; ++tl_n)
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/conv2d.tile:48
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:49
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* conv2d_f16, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 29, 30, 31, 32, 33, 34, 36, 39, 41, 42, 43, 45, 48, 49), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 32;
+    constexpr int v_PR = 4;
+    // examples/conv2d.tile:28
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:29
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:30
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
+    // examples/conv2d.tile:31
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:32
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:33
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:34
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:35
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:36
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:37
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:38
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:39
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 2; ++tl_s) {
+            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            if (v_q0 < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
+                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/conv2d.tile:39
+        int tl_it = 0;
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            tl_cp_wait<1>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_q0 = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/conv2d.tile:46
+            const int tl_cs = tl_it % 3;
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                unsigned tl_fa[4][4], tl_fb[4][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 10240) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 40 + tl_k + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (30720 + tl_cs * 8704) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 4; ++tl_n)
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/conv2d.tile:48
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:49
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* conv2d_f16, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 29, 30, 31, 32, 33, 34, 36, 39, 41, 42, 43, 45, 48, 49), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 8;
+    constexpr int v_PR = 16;
+    // examples/conv2d.tile:28
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:29
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:30
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
+    // examples/conv2d.tile:31
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:32
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:33
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:34
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:35
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:36
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:37
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:38
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:39
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 2; ++tl_s) {
+            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            if (v_q0 < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
+                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/conv2d.tile:39
+        int tl_it = 0;
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            tl_cp_wait<1>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_q0 = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/conv2d.tile:46
+            const int tl_cs = tl_it % 3;
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                unsigned tl_fa[4][4], tl_fb[4][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 10240) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 40 + tl_k + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (30720 + tl_cs * 8704) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 4; ++tl_n)
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/conv2d.tile:48
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:49
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* conv2d_f16, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 29, 30, 31, 32, 33, 34, 36, 39, 41, 42, 43, 45, 48, 49), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 64;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 4;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 64;
+    constexpr int v_PR = 2;
+    // examples/conv2d.tile:28
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:29
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:30
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
+    // examples/conv2d.tile:31
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:32
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:33
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:34
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:35
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:36
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:37
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:38
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 2) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:39
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 2; ++tl_s) {
+            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            if (v_q0 < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
+                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 4608) + tl_i0 * 72 + tl_i1;
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/conv2d.tile:39
+        int tl_it = 0;
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            tl_cp_wait<1>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_q0 = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 4608) + tl_i0 * 72 + tl_i1;
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/conv2d.tile:46
+            const int tl_cs = tl_it % 3;
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                unsigned tl_fa[4][4], tl_fb[4][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 10240) + (((tl_warp / 2) * 64 + tl_m * 16 + (tl_lane & 15)) * 40 + tl_k + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (30720 + tl_cs * 4608) + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 2) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 4; ++tl_n)
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/conv2d.tile:48
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:49
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 2) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* conv2d_f16, variant K = 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 29, 30, 31, 32, 33, 34, 36, 39, 41, 42, 43, 45, 48, 49), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 64;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 32;
+    constexpr int v_PR = 4;
+    // examples/conv2d.tile:28
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:29
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:30
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
+    // examples/conv2d.tile:31
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:32
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:33
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:34
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:35
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:36
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:37
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:38
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:39
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 2; ++tl_s) {
+            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            if (v_q0 < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
+                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/conv2d.tile:39
+        int tl_it = 0;
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            tl_cp_wait<1>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_q0 = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/conv2d.tile:46
+            const int tl_cs = tl_it % 3;
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                unsigned tl_fa[4][4], tl_fb[4][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 18432) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 72 + tl_k + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (55296 + tl_cs * 17408) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 4; ++tl_n)
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/conv2d.tile:48
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:49
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* conv2d_f16, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 29, 30, 31, 32, 33, 34, 36, 39, 41, 42, 43, 45, 48, 49), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 64;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 4;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 8;
+    constexpr int v_PR = 8;
+    // examples/conv2d.tile:28
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:29
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:30
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
+    // examples/conv2d.tile:31
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:32
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:33
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:34
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:35
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:36
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:37
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:38
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:39
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 2; ++tl_s) {
+            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            if (v_q0 < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 5120) + tl_i0 * 40 + tl_i1;
+                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 15360 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/conv2d.tile:39
+        int tl_it = 0;
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            tl_cp_wait<1>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_q0 = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 5120) + tl_i0 * 40 + tl_i1;
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 15360 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/conv2d.tile:46
+            const int tl_cs = tl_it % 3;
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                unsigned tl_fa[4][4], tl_fb[4][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 5120) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 40 + tl_k + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (15360 + tl_cs * 8704) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 4; ++tl_n)
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/conv2d.tile:48
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:49
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* conv2d_f16, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 29, 30, 31, 32, 33, 34, 36, 39, 41, 42, 43, 45, 48, 49), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -61,17 +1357,30 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v0(__half *v_x, __
     constexpr int v_BN = 64;
     constexpr int v_BK = 32;
     constexpr int v_warps = 4;
-    // examples/conv2d.tile:12
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:13
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:14
+    constexpr int v_stages = 4;
+    constexpr int v_PW = 16;
+    constexpr int v_PR = 4;
+    // examples/conv2d.tile:28
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:29
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:30
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
+    // examples/conv2d.tile:31
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:32
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:33
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:15
+    // examples/conv2d.tile:34
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:16
+    // examples/conv2d.tile:35
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:17
+    // examples/conv2d.tile:36
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:37
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:38
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -79,90 +1388,145 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v0(__half *v_x, __
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:18
-    for (long long v_q0 = 0; v_q0 < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C))); v_q0 += v_BK) {
-        // examples/conv2d.tile:19
-        // v_q: index tile computed where it is used
-        // examples/conv2d.tile:20
-        // v_r: index tile computed where it is used
-        // examples/conv2d.tile:21
-        // v_s: index tile computed where it is used
-        // examples/conv2d.tile:22
-        // v_c: index tile computed where it is used
-        // examples/conv2d.tile:23
-        // v_h: index tile computed where it is used
-        // examples/conv2d.tile:24
-        // v_v: index tile computed where it is used
-        // examples/conv2d.tile:25
-        // v_inside: index tile computed where it is used
-        // examples/conv2d.tile:26
-        // v_ma: index tile computed where it is used
-        // examples/conv2d.tile:27
-        __half v_a[16];
+    // examples/conv2d.tile:39
+    { /* v_acc += dot, 4-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         #pragma unroll
-        for (int tl_c = 0; tl_c < 16; tl_c += 1) {
-            const int tl_j = tl_c;
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 5) & 63, tl_i1 = (tl_l >> 0) & 31;
-            const __half *tl_p = ((v_x + ((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + (((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % (((long long)(v_OH)) * ((long long)(v_OW)))) / ((long long)(v_OW))) * ((long long)(v_stride))) + ((v_q0 + ((long long)(tl_i1))) / (((long long)(v_S)) * ((long long)(v_C))))) - ((long long)(v_pad)))) * ((long long)(v_W))) + ((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + (((v_q0 + ((long long)(tl_i1))) % (((long long)(v_S)) * ((long long)(v_C)))) / ((long long)(v_C)))) - ((long long)(v_pad)))) * ((long long)(v_C)))) + ((v_q0 + ((long long)(tl_i1))) % ((long long)(v_C))));
-            v_a[tl_j] = ((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && ((v_q0 + ((long long)(tl_i1))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C))))) && (((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % (((long long)(v_OH)) * ((long long)(v_OW)))) / ((long long)(v_OW))) * ((long long)(v_stride))) + ((v_q0 + ((long long)(tl_i1))) / (((long long)(v_S)) * ((long long)(v_C))))) - ((long long)(v_pad))) >= ((long long)(0))) && ((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % (((long long)(v_OH)) * ((long long)(v_OW)))) / ((long long)(v_OW))) * ((long long)(v_stride))) + ((v_q0 + ((long long)(tl_i1))) / (((long long)(v_S)) * ((long long)(v_C))))) - ((long long)(v_pad))) < ((long long)(v_H)))) && (((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + (((v_q0 + ((long long)(tl_i1))) % (((long long)(v_S)) * ((long long)(v_C)))) / ((long long)(v_C)))) - ((long long)(v_pad))) >= ((long long)(0)))) && (((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + (((v_q0 + ((long long)(tl_i1))) % (((long long)(v_S)) * ((long long)(v_C)))) / ((long long)(v_C)))) - ((long long)(v_pad))) < ((long long)(v_W)))))) ? *tl_p : __float2half_rn(0.0f);
+        for (int tl_s = 0; tl_s < 3; ++tl_s) {
+            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            if (v_q0 < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 5120) + tl_i0 * 40 + tl_i1;
+                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 20480 + tl_s * 4608) + tl_i0 * 72 + tl_i1;
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
         }
-        // examples/conv2d.tile:28
-        __half v_b[16];
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 16; tl_c += 8) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 3) << 3);
-            const int tl_i1 = ((((tl_j) >> 3) & 1) << 5) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 3);
-            const __half *tl_p = ((v_w + (((long long)(((((int)blockIdx.y) * v_BN) + tl_i1))) * ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C))))) + (v_q0 + ((long long)(tl_i0))));
-            const bool tl_m0 = (((v_q0 + ((long long)(tl_i0))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-            const bool tl_m1 = (((v_q0 + ((long long)((tl_i0 + 1)))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-            const bool tl_m2 = (((v_q0 + ((long long)((tl_i0 + 2)))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-            const bool tl_m3 = (((v_q0 + ((long long)((tl_i0 + 3)))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-            const bool tl_m4 = (((v_q0 + ((long long)((tl_i0 + 4)))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-            const bool tl_m5 = (((v_q0 + ((long long)((tl_i0 + 5)))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-            const bool tl_m6 = (((v_q0 + ((long long)((tl_i0 + 6)))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-            const bool tl_m7 = (((v_q0 + ((long long)((tl_i0 + 7)))) < ((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_C)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&v_b[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                v_b[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                v_b[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                v_b[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                v_b[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                v_b[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                v_b[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                v_b[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
-                v_b[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-            }
-        }
-        // examples/conv2d.tile:29
-        { /* v_acc += dot: [64, 32] @ [32, 64] */
+        // examples/conv2d.tile:39
+        int tl_it = 0;
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            tl_cp_wait<2>();
             __syncthreads();
-            #pragma unroll
-            for (int tl_c = 0; tl_c < 16; tl_c += 4) {
-                const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-                const int tl_i0 = (tl_l >> 5) & 63, tl_i1 = (tl_l >> 0) & 31;
-                *(uint2 *)((__half *)(tl_smem + 0) + tl_i0 * 40 + tl_i1) = *(const uint2 *)&v_a[tl_j];
+            {
+                const tl_ix tl_next = v_q0 + 3 * tl_st;
+                const int tl_ns = (tl_it + 3) % 4;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_q0 = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 5120) + tl_i0 * 40 + tl_i1;
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 20480 + tl_ns * 4608) + tl_i0 * 72 + tl_i1;
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
             }
-            #pragma unroll
-            for (int tl_c = 0; tl_c < 16; tl_c += 8) {
-                const int tl_j = tl_c;
-                const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 3) << 3);
-                const int tl_i1 = ((((tl_j) >> 3) & 1) << 5) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 3);
-                *(uint4 *)((__half *)(tl_smem + 5120) + tl_i1 * 40 + tl_i0) = *(const uint4 *)&v_b[tl_j];
-            }
-            __syncthreads();
+            // examples/conv2d.tile:46
+            const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 32; tl_k += 16) {
                 unsigned tl_fa[2][4], tl_fb[4][2];
                 #pragma unroll
                 for (int tl_m = 0; tl_m < 2; ++tl_m)
-                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + 0 + (((tl_warp / 2) * 32 + tl_m * 16 + (tl_lane & 15)) * 40 + tl_k + (tl_lane >> 4) * 8) * 2);
+                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 5120) + (((tl_warp / 2) * 32 + tl_m * 16 + (tl_lane & 15)) * 40 + tl_k + (tl_lane >> 4) * 8) * 2);
                 #pragma unroll
                 for (int tl_n = 0; tl_n < 4; tl_n += 2)
-                    tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 5120 + (((tl_warp % 2) * 32 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 40 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (20480 + tl_cs * 4608) + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 2) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
                 #pragma unroll
                 for (int tl_m = 0; tl_m < 2; ++tl_m)
                     #pragma unroll
@@ -170,18 +1534,977 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v0(__half *v_x, __
                         tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
             }
         }
+        tl_cp_wait<0>();
+        __syncthreads();
     }
-    // examples/conv2d.tile:31
+    // examples/conv2d.tile:48
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:49
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 2) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* conv2d_nhwc, variant K = 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 62, 63, 64, 65, 66, 67, 69, 72, 74, 75, 76, 78, 82, 83), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 16;
+    constexpr int v_PR = 8;
+    // examples/conv2d.tile:61
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:62
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:63
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
+    // examples/conv2d.tile:64
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:65
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:66
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:67
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:68
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:69
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:70
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:71
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:72
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 2; ++tl_s) {
+            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            if (v_q0 < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
+                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/conv2d.tile:72
+        int tl_it = 0;
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            tl_cp_wait<1>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_q0 = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/conv2d.tile:79
+            const int tl_cs = tl_it % 3;
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                unsigned tl_fa[4][4], tl_fb[4][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 10240) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 40 + tl_k + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (30720 + tl_cs * 8704) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 4; ++tl_n)
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/conv2d.tile:81
+    __half tl_t0[1];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 1; tl_c += 1) {
+        const int tl_j = tl_c;
+        const int tl_l = tl_tid % 128;
+        const int tl_i0 = (tl_l >> 0) & 127;
+        const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
+        tl_t0[tl_j] = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_K)) ? *tl_p : __float2half_rn(0.0f);
+    }
     float v_bk[1];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 1; ++tl_j) {
+        const int tl_l = tl_tid % 128;
+        const int tl_i0 = (tl_l >> 0) & 127;
+        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/conv2d.tile:82
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:83
+    __syncthreads();
+    { /* v_bk to shared memory */
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_l = tl_tid % 128;
+            const int tl_i0 = (tl_l >> 0) & 127;
+            if (tl_tid < 128)
+            ((float *)(tl_smem + 56832))[((tl_i0) * 1)] = v_bk[tl_j];
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 56832))[((tl_i1) * 1)]), 0.0f));
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 56832))[(((tl_i1 + 1)) * 1)]), 0.0f));
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* conv2d_nhwc, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 62, 63, 64, 65, 66, 67, 69, 72, 74, 75, 76, 78, 82, 83), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 32;
+    constexpr int v_PR = 4;
+    // examples/conv2d.tile:61
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:62
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:63
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
+    // examples/conv2d.tile:64
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:65
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:66
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:67
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:68
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:69
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:70
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:71
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:72
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 2; ++tl_s) {
+            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            if (v_q0 < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
+                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/conv2d.tile:72
+        int tl_it = 0;
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            tl_cp_wait<1>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_q0 = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/conv2d.tile:79
+            const int tl_cs = tl_it % 3;
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                unsigned tl_fa[4][4], tl_fb[4][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 10240) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 40 + tl_k + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (30720 + tl_cs * 8704) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 4; ++tl_n)
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/conv2d.tile:81
+    __half tl_t0[1];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 1; tl_c += 1) {
+        const int tl_j = tl_c;
+        const int tl_l = tl_tid % 128;
+        const int tl_i0 = (tl_l >> 0) & 127;
+        const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
+        tl_t0[tl_j] = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_K)) ? *tl_p : __float2half_rn(0.0f);
+    }
+    float v_bk[1];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 1; ++tl_j) {
+        const int tl_l = tl_tid % 128;
+        const int tl_i0 = (tl_l >> 0) & 127;
+        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/conv2d.tile:82
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:83
+    __syncthreads();
+    { /* v_bk to shared memory */
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_l = tl_tid % 128;
+            const int tl_i0 = (tl_l >> 0) & 127;
+            if (tl_tid < 128)
+            ((float *)(tl_smem + 56832))[((tl_i0) * 1)] = v_bk[tl_j];
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 56832))[((tl_i1) * 1)]), 0.0f));
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 56832))[(((tl_i1 + 1)) * 1)]), 0.0f));
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* conv2d_nhwc, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 62, 63, 64, 65, 66, 67, 69, 72, 74, 75, 76, 78, 82, 83), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 8;
+    constexpr int v_PR = 16;
+    // examples/conv2d.tile:61
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:62
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:63
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
+    // examples/conv2d.tile:64
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:65
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:66
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:67
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:68
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:69
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:70
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:71
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:72
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 2; ++tl_s) {
+            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            if (v_q0 < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
+                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/conv2d.tile:72
+        int tl_it = 0;
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            tl_cp_wait<1>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_q0 = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/conv2d.tile:79
+            const int tl_cs = tl_it % 3;
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                unsigned tl_fa[4][4], tl_fb[4][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 10240) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 40 + tl_k + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (30720 + tl_cs * 8704) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 4; ++tl_n)
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/conv2d.tile:81
+    __half tl_t0[1];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 1; tl_c += 1) {
+        const int tl_j = tl_c;
+        const int tl_l = tl_tid % 128;
+        const int tl_i0 = (tl_l >> 0) & 127;
+        const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
+        tl_t0[tl_j] = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_K)) ? *tl_p : __float2half_rn(0.0f);
+    }
+    float v_bk[1];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 1; ++tl_j) {
+        const int tl_l = tl_tid % 128;
+        const int tl_i0 = (tl_l >> 0) & 127;
+        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/conv2d.tile:82
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:83
+    __syncthreads();
+    { /* v_bk to shared memory */
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_l = tl_tid % 128;
+            const int tl_i0 = (tl_l >> 0) & 127;
+            if (tl_tid < 128)
+            ((float *)(tl_smem + 56832))[((tl_i0) * 1)] = v_bk[tl_j];
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 56832))[((tl_i1) * 1)]), 0.0f));
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 56832))[(((tl_i1 + 1)) * 1)]), 0.0f));
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* conv2d_nhwc, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 62, 63, 64, 65, 66, 67, 69, 72, 74, 75, 76, 78, 82, 83), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 64;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 4;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 64;
+    constexpr int v_PR = 2;
+    // examples/conv2d.tile:61
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:62
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:63
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
+    // examples/conv2d.tile:64
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:65
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:66
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:67
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:68
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:69
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:70
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:71
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 2) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:72
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 2; ++tl_s) {
+            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            if (v_q0 < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
+                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 4608) + tl_i0 * 72 + tl_i1;
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/conv2d.tile:72
+        int tl_it = 0;
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            tl_cp_wait<1>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_q0 = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 4608) + tl_i0 * 72 + tl_i1;
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/conv2d.tile:79
+            const int tl_cs = tl_it % 3;
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                unsigned tl_fa[4][4], tl_fb[4][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 10240) + (((tl_warp / 2) * 64 + tl_m * 16 + (tl_lane & 15)) * 40 + tl_k + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (30720 + tl_cs * 4608) + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 2) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 4; ++tl_n)
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/conv2d.tile:81
+    __half tl_t0[1];
     #pragma unroll
     for (int tl_c = 0; tl_c < 1; tl_c += 1) {
         const int tl_j = tl_c;
         const int tl_l = tl_tid % 64;
         const int tl_i0 = (tl_l >> 0) & 63;
-        const float *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
-        v_bk[tl_j] = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_K)) ? *tl_p : 0.0f;
+        const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
+        tl_t0[tl_j] = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_K)) ? *tl_p : __float2half_rn(0.0f);
     }
-    // examples/conv2d.tile:32
+    float v_bk[1];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 1; ++tl_j) {
+        const int tl_l = tl_tid % 64;
+        const int tl_i0 = (tl_l >> 0) & 63;
+        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/conv2d.tile:82
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:83
     __syncthreads();
     { /* v_bk to shared memory */
         #pragma unroll
@@ -189,7 +2512,738 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v0(__half *v_x, __
             const int tl_l = tl_tid % 64;
             const int tl_i0 = (tl_l >> 0) & 63;
             if (tl_tid < 64)
-            ((float *)(tl_smem + 10240))[((tl_i0) * 1)] = v_bk[tl_j];
+            ((float *)(tl_smem + 44544))[((tl_i0) * 1)] = v_bk[tl_j];
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 2) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 44544))[((tl_i1) * 1)]), 0.0f));
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 44544))[(((tl_i1 + 1)) * 1)]), 0.0f));
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* conv2d_nhwc, variant K = 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 62, 63, 64, 65, 66, 67, 69, 72, 74, 75, 76, 78, 82, 83), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 64;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 32;
+    constexpr int v_PR = 4;
+    // examples/conv2d.tile:61
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:62
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:63
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
+    // examples/conv2d.tile:64
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:65
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:66
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:67
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:68
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:69
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:70
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:71
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:72
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 2; ++tl_s) {
+            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            if (v_q0 < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
+                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/conv2d.tile:72
+        int tl_it = 0;
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            tl_cp_wait<1>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_q0 = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/conv2d.tile:79
+            const int tl_cs = tl_it % 3;
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                unsigned tl_fa[4][4], tl_fb[4][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 18432) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 72 + tl_k + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (55296 + tl_cs * 17408) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 4; ++tl_n)
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/conv2d.tile:81
+    __half tl_t0[1];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 1; tl_c += 1) {
+        const int tl_j = tl_c;
+        const int tl_l = tl_tid % 128;
+        const int tl_i0 = (tl_l >> 0) & 127;
+        const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
+        tl_t0[tl_j] = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_K)) ? *tl_p : __float2half_rn(0.0f);
+    }
+    float v_bk[1];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 1; ++tl_j) {
+        const int tl_l = tl_tid % 128;
+        const int tl_i0 = (tl_l >> 0) & 127;
+        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/conv2d.tile:82
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:83
+    __syncthreads();
+    { /* v_bk to shared memory */
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_l = tl_tid % 128;
+            const int tl_i0 = (tl_l >> 0) & 127;
+            if (tl_tid < 128)
+            ((float *)(tl_smem + 107520))[((tl_i0) * 1)] = v_bk[tl_j];
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 107520))[((tl_i1) * 1)]), 0.0f));
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 107520))[(((tl_i1 + 1)) * 1)]), 0.0f));
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* conv2d_nhwc, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 62, 63, 64, 65, 66, 67, 69, 72, 74, 75, 76, 78, 82, 83), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 64;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 4;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 8;
+    constexpr int v_PR = 8;
+    // examples/conv2d.tile:61
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:62
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:63
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
+    // examples/conv2d.tile:64
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:65
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:66
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:67
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:68
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:69
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:70
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:71
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:72
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 2; ++tl_s) {
+            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            if (v_q0 < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 5120) + tl_i0 * 40 + tl_i1;
+                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 15360 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/conv2d.tile:72
+        int tl_it = 0;
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            tl_cp_wait<1>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_q0 = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 5120) + tl_i0 * 40 + tl_i1;
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 15360 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/conv2d.tile:79
+            const int tl_cs = tl_it % 3;
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                unsigned tl_fa[4][4], tl_fb[4][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 5120) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 40 + tl_k + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (15360 + tl_cs * 8704) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 4; ++tl_n)
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/conv2d.tile:81
+    __half tl_t0[1];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 1; tl_c += 1) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 1) * 128 + tl_tid) * 1 + (tl_j % 1);
+        const int tl_i0 = (tl_l >> 0) & 127;
+        const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
+        tl_t0[tl_j] = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_K)) ? *tl_p : __float2half_rn(0.0f);
+    }
+    float v_bk[1];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 1; ++tl_j) {
+        const int tl_l = ((tl_j / 1) * 128 + tl_tid) * 1 + (tl_j % 1);
+        const int tl_i0 = (tl_l >> 0) & 127;
+        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/conv2d.tile:82
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:83
+    __syncthreads();
+    { /* v_bk to shared memory */
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_l = ((tl_j / 1) * 128 + tl_tid) * 1 + (tl_j % 1);
+            const int tl_i0 = (tl_l >> 0) & 127;
+            ((float *)(tl_smem + 41472))[((tl_i0) * 1)] = v_bk[tl_j];
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 41472))[((tl_i1) * 1)]), 0.0f));
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 41472))[(((tl_i1 + 1)) * 1)]), 0.0f));
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* conv2d_nhwc, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 62, 63, 64, 65, 66, 67, 69, 72, 74, 75, 76, 78, 82, 83), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 64;
+    constexpr int v_BN = 64;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 4;
+    constexpr int v_stages = 4;
+    constexpr int v_PW = 16;
+    constexpr int v_PR = 4;
+    // examples/conv2d.tile:61
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:62
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:63
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
+    // examples/conv2d.tile:64
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:65
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:66
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:67
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:68
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:69
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:70
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:71
+    float v_acc[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = (tl_warp / 2) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:72
+    { /* v_acc += dot, 4-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 3; ++tl_s) {
+            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            if (v_q0 < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 5120) + tl_i0 * 40 + tl_i1;
+                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    __half *tl_d = (__half *)(tl_smem + 20480 + tl_s * 4608) + tl_i0 * 72 + tl_i1;
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/conv2d.tile:72
+        int tl_it = 0;
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            tl_cp_wait<2>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_q0 + 3 * tl_st;
+                const int tl_ns = (tl_it + 3) % 4;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_q0 = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 5120) + tl_i0 * 40 + tl_i1;
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
+                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
+                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
+                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
+                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
+                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_smem + 20480 + tl_ns * 4608) + tl_i0 * 72 + tl_i1;
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/conv2d.tile:79
+            const int tl_cs = tl_it % 4;
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                unsigned tl_fa[2][4], tl_fb[4][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 2; ++tl_m)
+                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 5120) + (((tl_warp / 2) * 32 + tl_m * 16 + (tl_lane & 15)) * 40 + tl_k + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (20480 + tl_cs * 4608) + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 2) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 2; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 4; ++tl_n)
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/conv2d.tile:81
+    __half tl_t0[1];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 1; tl_c += 1) {
+        const int tl_j = tl_c;
+        const int tl_l = tl_tid % 64;
+        const int tl_i0 = (tl_l >> 0) & 63;
+        const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
+        tl_t0[tl_j] = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_K)) ? *tl_p : __float2half_rn(0.0f);
+    }
+    float v_bk[1];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 1; ++tl_j) {
+        const int tl_l = tl_tid % 64;
+        const int tl_i0 = (tl_l >> 0) & 63;
+        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/conv2d.tile:82
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:83
+    __syncthreads();
+    { /* v_bk to shared memory */
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_l = tl_tid % 64;
+            const int tl_i0 = (tl_l >> 0) & 63;
+            if (tl_tid < 64)
+            ((float *)(tl_smem + 38912))[((tl_i0) * 1)] = v_bk[tl_j];
         }
     }
     __syncthreads();
@@ -198,16 +3252,16 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v0(__half *v_x, __
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 2) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((v_y + (((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-        const float tl_v0 = tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 10240))[((tl_i1) * 1)]), 0.0f);
-        const bool tl_m0 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-        const float tl_v1 = tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 10240))[(((tl_i1 + 1)) * 1)]), 0.0f);
-        const bool tl_m1 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
-            uint2 tl_vec;
-            ((float *)&tl_vec)[0] = tl_v0;
-            ((float *)&tl_vec)[1] = tl_v1;
-            *(uint2 *)tl_p = tl_vec;
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 38912))[((tl_i1) * 1)]), 0.0f));
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 38912))[(((tl_i1 + 1)) * 1)]), 0.0f));
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;

@@ -49,7 +49,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 }
 
 /* cumsum_rows, variant C = 4096: W = 8, BW = 512, warps = 8 */
-/* indexing: 64-bit for base (lines 10, 17, 20), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for base (lines 12, 19, 22), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, float *v_y, int v_R, int v_C)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -58,21 +58,21 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
     constexpr int v_W = 8;
     constexpr int v_BW = 512;
     constexpr int v_warps = 8;
-    // examples/cumsum.tile:10
-    const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_C)));
-    // examples/cumsum.tile:11
-    // v_r: index tile computed where it is used
     // examples/cumsum.tile:12
-    // v_c: index tile computed where it is used
+    const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_C)));
     // examples/cumsum.tile:13
-    float v_carry = 0.0f;
+    // v_r: index tile computed where it is used
     // examples/cumsum.tile:14
+    // v_c: index tile computed where it is used
+    // examples/cumsum.tile:15
+    float v_carry = 0.0f;
+    // examples/cumsum.tile:16
     for (int v_c0 = 0; v_c0 < v_C; v_c0 += (v_W * v_BW)) {
-        // examples/cumsum.tile:15
-        // v_off: index tile computed where it is used
-        // examples/cumsum.tile:16
-        // v_m: index tile computed where it is used
         // examples/cumsum.tile:17
+        // v_off: index tile computed where it is used
+        // examples/cumsum.tile:18
+        // v_m: index tile computed where it is used
+        // examples/cumsum.tile:19
         float v_t[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -93,7 +93,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
                 v_t[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
-        // examples/cumsum.tile:18
+        // examples/cumsum.tile:20
         float v_tot[1];
         { /* sum along axis 1 in registers */
             float tl_r[1];
@@ -131,7 +131,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
             #pragma unroll
             for (int tl_j = 0; tl_j < 1; ++tl_j) v_tot[tl_j] = tl_r[tl_j];
         }
-        // examples/cumsum.tile:19
+        // examples/cumsum.tile:21
         __syncthreads();
         { /* v_tot to shared memory */
             #pragma unroll
@@ -176,59 +176,87 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
             const int tl_i0 = (tl_l >> 0) & 7;
             v_pre[tl_j] = ((const float *)(tl_smem + 32))[((tl_i0) * 1)];
         }
-        // examples/cumsum.tile:20
-        __syncthreads();
-        { /* v_t to shared memory */
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                const int tl_i0 = (((tl_warp >> 0) & 7) << 0);
-                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
-                ((float *)(tl_smem + 64))[((tl_i1) * 1 + (tl_i0) * 512)] = v_t[tl_j];
-            }
-        }
-        __syncthreads();
-        { /* tl_t0 = cumsum along axis 1: 8 lines of 512, 32 lanes a line, 1 warps a line */
+        // examples/cumsum.tile:22
+        float tl_t0[16];
+        { /* tl_t0 = cumsum along axis 1 in registers: 9 bits of the axis, lowest first: rrlllllrr */
             auto tl_cmb = [&](const float tl_sa, const float tl_sb) -> float { return tl_sa + tl_sb; };
-            for (int tl_p = 0; tl_p < 1; ++tl_p) {
-                const int tl_line = (tl_p * 8 + tl_warp) * 1 + tl_lane / 32, tl_seg = tl_lane % 32;
-                const bool tl_ok = tl_line < 8;
-                const int tl_base = (tl_line / 1) * 512 + tl_line % 1;
-                float tl_carry = (float)0;
-                bool tl_has = false;
-                for (int tl_c = 0; tl_c < 16; ++tl_c) {
-                    const int tl_q = tl_c * 32 + tl_seg;
-                    const int tl_at = tl_base + tl_q * 1;
-                    float tl_v = tl_ok ? ((const float *)(tl_smem + 64))[tl_at] : (float)0;
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = v_t[tl_j];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j)
+                if (tl_j >> 0 & 1) tl_t0[tl_j] = tl_cmb(tl_t0[(tl_j & ~1) | 0], tl_t0[tl_j]);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j)
+                if (tl_j >> 1 & 1) tl_t0[tl_j] = tl_cmb(tl_t0[(tl_j & ~2) | 1], tl_t0[tl_j]);
+            {
+                float tl_t[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~1) | 0);
+                if (tl_lane >> 0 & 1) {
                     #pragma unroll
-                    for (int tl_d = 1; tl_d < 32; tl_d <<= 1) {
-                        const float tl_y = __shfl_up_sync(0xffffffffu, tl_v, tl_d, 32);
-                        if (tl_seg >= tl_d) tl_v = tl_cmb(tl_y, tl_v);
-                    }
-                    const float tl_in = tl_has ? tl_cmb(tl_carry, tl_v) : tl_v;
-                    if (tl_ok) ((float *)(tl_smem + 16448))[tl_at] = tl_in;
-                    tl_carry = __shfl_sync(0xffffffffu, tl_in, 31, 32);
-                    tl_has = true;
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
                 }
             }
-        }
-        __syncthreads();
-        float tl_t0[16];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 9) & 7, tl_i1 = (tl_l >> 0) & 511;
-            tl_t0[tl_j] = ((const float *)(tl_smem + 16448))[((tl_i1) * 1 + (tl_i0) * 512)];
-        }
-        __syncthreads();
-        { /* tl_t0 to shared memory */
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-                const int tl_i0 = (tl_l >> 9) & 7, tl_i1 = (tl_l >> 0) & 511;
-                ((float *)(tl_smem + 16448))[((tl_i1) * 1 + (tl_i0) * 512)] = tl_t0[tl_j];
+            {
+                float tl_t[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~2) | 1);
+                if (tl_lane >> 1 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~4) | 3);
+                if (tl_lane >> 2 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~8) | 7);
+                if (tl_lane >> 3 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~16) | 15);
+                if (tl_lane >> 4 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if ((tl_j & 7) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], tl_lane | 31);
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if (tl_j >> 2 & 1) tl_t0[tl_j] = tl_cmb(tl_t[(tl_j & ~4) | 3], tl_t0[tl_j]);
+            }
+            {
+                float tl_t[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if ((tl_j & 15) == 7) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], tl_lane | 31);
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if (tl_j >> 3 & 1) tl_t0[tl_j] = tl_cmb(tl_t[(tl_j & ~8) | 7], tl_t0[tl_j]);
             }
         }
-        __syncthreads();
         __syncthreads();
         { /* v_pre to shared memory */
             #pragma unroll
@@ -246,13 +274,13 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
             const int tl_i0 = (((tl_warp >> 0) & 7) << 0);
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
             float *tl_p = ((v_y + v_base) + ((v_c0 + (tl_i0 * v_BW)) + tl_i1));
-            const float tl_v0 = ((((const float *)(tl_smem + 16448))[((tl_i1) * 1 + (tl_i0) * 512)] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
+            const float tl_v0 = ((tl_t0[tl_j] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
             const bool tl_m0 = (((v_c0 + (tl_i0 * v_BW)) + tl_i1) < v_C);
-            const float tl_v1 = ((((const float *)(tl_smem + 16448))[(((tl_i1 + 1)) * 1 + (tl_i0) * 512)] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
+            const float tl_v1 = ((tl_t0[tl_j + 1] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
             const bool tl_m1 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 1)) < v_C);
-            const float tl_v2 = ((((const float *)(tl_smem + 16448))[(((tl_i1 + 2)) * 1 + (tl_i0) * 512)] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
+            const float tl_v2 = ((tl_t0[tl_j + 2] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
             const bool tl_m2 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 2)) < v_C);
-            const float tl_v3 = ((((const float *)(tl_smem + 16448))[(((tl_i1 + 3)) * 1 + (tl_i0) * 512)] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
+            const float tl_v3 = ((tl_t0[tl_j + 3] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
             const bool tl_m3 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 3)) < v_C);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
@@ -268,7 +296,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
                 if (tl_m3) tl_p[3] = tl_v3;
             }
         }
-        // examples/cumsum.tile:21
+        // examples/cumsum.tile:23
         float tl_t1;
         {
             float tl_a = ((float)0);
@@ -285,12 +313,12 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
                 tl_a = tl_a + tl_x;
             }
             __syncthreads();
-            if (tl_lane == 0) { ((float *)(tl_smem + 32832))[tl_warp] = tl_a; }
+            if (tl_lane == 0) { ((float *)(tl_smem + 64))[tl_warp] = tl_a; }
             __syncthreads();
-            tl_a = ((const float *)(tl_smem + 32832))[0];
+            tl_a = ((const float *)(tl_smem + 64))[0];
             #pragma unroll
             for (int tl_w = 1; tl_w < 8; ++tl_w) {
-                const float tl_x = ((const float *)(tl_smem + 32832))[tl_w];
+                const float tl_x = ((const float *)(tl_smem + 64))[tl_w];
                 tl_a = tl_a + tl_x;
             }
             tl_t1 = tl_a;
@@ -300,7 +328,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
 }
 
 /* cumsum_rows, variant C = 32768: W = 8, BW = 1024, warps = 8 */
-/* indexing: 64-bit for base (lines 10, 17, 20), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for base (lines 12, 19, 22), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, float *v_y, int v_R, int v_C)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -309,21 +337,21 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
     constexpr int v_W = 8;
     constexpr int v_BW = 1024;
     constexpr int v_warps = 8;
-    // examples/cumsum.tile:10
-    const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_C)));
-    // examples/cumsum.tile:11
-    // v_r: index tile computed where it is used
     // examples/cumsum.tile:12
-    // v_c: index tile computed where it is used
+    const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_C)));
     // examples/cumsum.tile:13
-    float v_carry = 0.0f;
+    // v_r: index tile computed where it is used
     // examples/cumsum.tile:14
+    // v_c: index tile computed where it is used
+    // examples/cumsum.tile:15
+    float v_carry = 0.0f;
+    // examples/cumsum.tile:16
     for (int v_c0 = 0; v_c0 < v_C; v_c0 += (v_W * v_BW)) {
-        // examples/cumsum.tile:15
-        // v_off: index tile computed where it is used
-        // examples/cumsum.tile:16
-        // v_m: index tile computed where it is used
         // examples/cumsum.tile:17
+        // v_off: index tile computed where it is used
+        // examples/cumsum.tile:18
+        // v_m: index tile computed where it is used
+        // examples/cumsum.tile:19
         float v_t[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -344,7 +372,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
                 v_t[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
-        // examples/cumsum.tile:18
+        // examples/cumsum.tile:20
         float v_tot[1];
         { /* sum along axis 1 in registers */
             float tl_r[1];
@@ -382,7 +410,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
             #pragma unroll
             for (int tl_j = 0; tl_j < 1; ++tl_j) v_tot[tl_j] = tl_r[tl_j];
         }
-        // examples/cumsum.tile:19
+        // examples/cumsum.tile:21
         __syncthreads();
         { /* v_tot to shared memory */
             #pragma unroll
@@ -427,59 +455,96 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
             const int tl_i0 = (tl_l >> 0) & 7;
             v_pre[tl_j] = ((const float *)(tl_smem + 32))[((tl_i0) * 1)];
         }
-        // examples/cumsum.tile:20
-        __syncthreads();
-        { /* v_t to shared memory */
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                const int tl_i0 = (((tl_warp >> 0) & 7) << 0);
-                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
-                ((float *)(tl_smem + 64))[((tl_i1) * 1 + (tl_i0) * 1024)] = v_t[tl_j];
-            }
-        }
-        __syncthreads();
-        { /* tl_t0 = cumsum along axis 1: 8 lines of 1024, 32 lanes a line, 1 warps a line */
+        // examples/cumsum.tile:22
+        float tl_t0[32];
+        { /* tl_t0 = cumsum along axis 1 in registers: 10 bits of the axis, lowest first: rrlllllrrr */
             auto tl_cmb = [&](const float tl_sa, const float tl_sb) -> float { return tl_sa + tl_sb; };
-            for (int tl_p = 0; tl_p < 1; ++tl_p) {
-                const int tl_line = (tl_p * 8 + tl_warp) * 1 + tl_lane / 32, tl_seg = tl_lane % 32;
-                const bool tl_ok = tl_line < 8;
-                const int tl_base = (tl_line / 1) * 1024 + tl_line % 1;
-                float tl_carry = (float)0;
-                bool tl_has = false;
-                for (int tl_c = 0; tl_c < 32; ++tl_c) {
-                    const int tl_q = tl_c * 32 + tl_seg;
-                    const int tl_at = tl_base + tl_q * 1;
-                    float tl_v = tl_ok ? ((const float *)(tl_smem + 64))[tl_at] : (float)0;
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = v_t[tl_j];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 32; ++tl_j)
+                if (tl_j >> 0 & 1) tl_t0[tl_j] = tl_cmb(tl_t0[(tl_j & ~1) | 0], tl_t0[tl_j]);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 32; ++tl_j)
+                if (tl_j >> 1 & 1) tl_t0[tl_j] = tl_cmb(tl_t0[(tl_j & ~2) | 1], tl_t0[tl_j]);
+            {
+                float tl_t[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~1) | 0);
+                if (tl_lane >> 0 & 1) {
                     #pragma unroll
-                    for (int tl_d = 1; tl_d < 32; tl_d <<= 1) {
-                        const float tl_y = __shfl_up_sync(0xffffffffu, tl_v, tl_d, 32);
-                        if (tl_seg >= tl_d) tl_v = tl_cmb(tl_y, tl_v);
-                    }
-                    const float tl_in = tl_has ? tl_cmb(tl_carry, tl_v) : tl_v;
-                    if (tl_ok) ((float *)(tl_smem + 32832))[tl_at] = tl_in;
-                    tl_carry = __shfl_sync(0xffffffffu, tl_in, 31, 32);
-                    tl_has = true;
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
                 }
             }
-        }
-        __syncthreads();
-        float tl_t0[32];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 10) & 7, tl_i1 = (tl_l >> 0) & 1023;
-            tl_t0[tl_j] = ((const float *)(tl_smem + 32832))[((tl_i1) * 1 + (tl_i0) * 1024)];
-        }
-        __syncthreads();
-        { /* tl_t0 to shared memory */
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-                const int tl_i0 = (tl_l >> 10) & 7, tl_i1 = (tl_l >> 0) & 1023;
-                ((float *)(tl_smem + 32832))[((tl_i1) * 1 + (tl_i0) * 1024)] = tl_t0[tl_j];
+            {
+                float tl_t[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~2) | 1);
+                if (tl_lane >> 1 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~4) | 3);
+                if (tl_lane >> 2 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~8) | 7);
+                if (tl_lane >> 3 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~16) | 15);
+                if (tl_lane >> 4 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if ((tl_j & 7) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], tl_lane | 31);
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if (tl_j >> 2 & 1) tl_t0[tl_j] = tl_cmb(tl_t[(tl_j & ~4) | 3], tl_t0[tl_j]);
+            }
+            {
+                float tl_t[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if ((tl_j & 15) == 7) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], tl_lane | 31);
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if (tl_j >> 3 & 1) tl_t0[tl_j] = tl_cmb(tl_t[(tl_j & ~8) | 7], tl_t0[tl_j]);
+            }
+            {
+                float tl_t[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if ((tl_j & 31) == 15) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], tl_lane | 31);
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if (tl_j >> 4 & 1) tl_t0[tl_j] = tl_cmb(tl_t[(tl_j & ~16) | 15], tl_t0[tl_j]);
             }
         }
-        __syncthreads();
         __syncthreads();
         { /* v_pre to shared memory */
             #pragma unroll
@@ -497,13 +562,13 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
             const int tl_i0 = (((tl_warp >> 0) & 7) << 0);
             const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
             float *tl_p = ((v_y + v_base) + ((v_c0 + (tl_i0 * v_BW)) + tl_i1));
-            const float tl_v0 = ((((const float *)(tl_smem + 32832))[((tl_i1) * 1 + (tl_i0) * 1024)] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
+            const float tl_v0 = ((tl_t0[tl_j] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
             const bool tl_m0 = (((v_c0 + (tl_i0 * v_BW)) + tl_i1) < v_C);
-            const float tl_v1 = ((((const float *)(tl_smem + 32832))[(((tl_i1 + 1)) * 1 + (tl_i0) * 1024)] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
+            const float tl_v1 = ((tl_t0[tl_j + 1] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
             const bool tl_m1 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 1)) < v_C);
-            const float tl_v2 = ((((const float *)(tl_smem + 32832))[(((tl_i1 + 2)) * 1 + (tl_i0) * 1024)] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
+            const float tl_v2 = ((tl_t0[tl_j + 2] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
             const bool tl_m2 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 2)) < v_C);
-            const float tl_v3 = ((((const float *)(tl_smem + 32832))[(((tl_i1 + 3)) * 1 + (tl_i0) * 1024)] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
+            const float tl_v3 = ((tl_t0[tl_j + 3] + ((const float *)(tl_smem + 32))[((tl_i0) * 1)]) + v_carry);
             const bool tl_m3 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 3)) < v_C);
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
@@ -519,7 +584,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
                 if (tl_m3) tl_p[3] = tl_v3;
             }
         }
-        // examples/cumsum.tile:21
+        // examples/cumsum.tile:23
         float tl_t1;
         {
             float tl_a = ((float)0);
@@ -536,12 +601,579 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
                 tl_a = tl_a + tl_x;
             }
             __syncthreads();
-            if (tl_lane == 0) { ((float *)(tl_smem + 65600))[tl_warp] = tl_a; }
+            if (tl_lane == 0) { ((float *)(tl_smem + 64))[tl_warp] = tl_a; }
             __syncthreads();
-            tl_a = ((const float *)(tl_smem + 65600))[0];
+            tl_a = ((const float *)(tl_smem + 64))[0];
             #pragma unroll
             for (int tl_w = 1; tl_w < 8; ++tl_w) {
-                const float tl_x = ((const float *)(tl_smem + 65600))[tl_w];
+                const float tl_x = ((const float *)(tl_smem + 64))[tl_w];
+                tl_a = tl_a + tl_x;
+            }
+            tl_t1 = tl_a;
+        }
+        v_carry = (v_carry + tl_t1);
+    }
+}
+
+/* cumsum_rows, variant C = 1: W = 4, BW = 1024, warps = 4 */
+/* indexing: 64-bit for base (lines 12, 19, 22), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(128) cumsum_rows_v2(float *v_x, float *v_y, int v_R, int v_C)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_W = 4;
+    constexpr int v_BW = 1024;
+    constexpr int v_warps = 4;
+    // examples/cumsum.tile:12
+    const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_C)));
+    // examples/cumsum.tile:13
+    // v_r: index tile computed where it is used
+    // examples/cumsum.tile:14
+    // v_c: index tile computed where it is used
+    // examples/cumsum.tile:15
+    float v_carry = 0.0f;
+    // examples/cumsum.tile:16
+    for (int v_c0 = 0; v_c0 < v_C; v_c0 += (v_W * v_BW)) {
+        // examples/cumsum.tile:17
+        // v_off: index tile computed where it is used
+        // examples/cumsum.tile:18
+        // v_m: index tile computed where it is used
+        // examples/cumsum.tile:19
+        float v_t[32];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
+            const float *tl_p = ((v_x + v_base) + ((v_c0 + (tl_i0 * v_BW)) + tl_i1));
+            const bool tl_m0 = (((v_c0 + (tl_i0 * v_BW)) + tl_i1) < v_C);
+            const bool tl_m1 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 1)) < v_C);
+            const bool tl_m2 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 2)) < v_C);
+            const bool tl_m3 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 3)) < v_C);
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&v_t[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                v_t[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                v_t[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                v_t[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                v_t[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+            }
+        }
+        // examples/cumsum.tile:20
+        float v_tot[1];
+        { /* sum along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = ((float)0);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                tl_r[(0)] = tl_r[(0)] + v_t[tl_j];
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) v_tot[tl_j] = tl_r[tl_j];
+        }
+        // examples/cumsum.tile:21
+        __syncthreads();
+        { /* v_tot to shared memory */
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                if ((tl_tid & 31) == 0)
+                ((float *)(tl_smem + 0))[((tl_i0) * 1)] = v_tot[tl_j];
+            }
+        }
+        __syncthreads();
+        { /* v_pre = cumsum along axis 0: 1 lines of 4, 4 lanes a line, 1 warps a line */
+            auto tl_cmb = [&](const float tl_sa, const float tl_sb) -> float { return tl_sa + tl_sb; };
+            for (int tl_p = 0; tl_p < 1; ++tl_p) {
+                const int tl_line = (tl_p * 4 + tl_warp) * 8 + tl_lane / 4, tl_seg = tl_lane % 4;
+                const bool tl_ok = tl_line < 1;
+                const int tl_base = (tl_line / 1) * 4 + tl_line % 1;
+                float tl_carry = (float)0;
+                bool tl_has = false;
+                for (int tl_c = 0; tl_c < 1; ++tl_c) {
+                    const int tl_q = tl_c * 4 + tl_seg;
+                    const int tl_at = tl_base + tl_q * 1;
+                    float tl_v = tl_ok ? ((const float *)(tl_smem + 0))[tl_at] : (float)0;
+                    #pragma unroll
+                    for (int tl_d = 1; tl_d < 4; tl_d <<= 1) {
+                        const float tl_y = __shfl_up_sync(0xffffffffu, tl_v, tl_d, 4);
+                        if (tl_seg >= tl_d) tl_v = tl_cmb(tl_y, tl_v);
+                    }
+                    const float tl_in = tl_has ? tl_cmb(tl_carry, tl_v) : tl_v;
+                    const float tl_x = __shfl_up_sync(0xffffffffu, tl_v, 1, 4);
+                    const float tl_out = tl_seg ? (tl_has ? tl_cmb(tl_carry, tl_x) : tl_x) : (tl_has ? tl_carry : ((float)0));
+                    if (tl_ok) ((float *)(tl_smem + 16))[tl_at] = tl_out;
+                    tl_carry = __shfl_sync(0xffffffffu, tl_in, 3, 4);
+                    tl_has = true;
+                }
+            }
+        }
+        __syncthreads();
+        float v_pre[1];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_l = tl_tid % 4;
+            const int tl_i0 = (tl_l >> 0) & 3;
+            v_pre[tl_j] = ((const float *)(tl_smem + 16))[((tl_i0) * 1)];
+        }
+        // examples/cumsum.tile:22
+        float tl_t0[32];
+        { /* tl_t0 = cumsum along axis 1 in registers: 10 bits of the axis, lowest first: rrlllllrrr */
+            auto tl_cmb = [&](const float tl_sa, const float tl_sb) -> float { return tl_sa + tl_sb; };
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = v_t[tl_j];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 32; ++tl_j)
+                if (tl_j >> 0 & 1) tl_t0[tl_j] = tl_cmb(tl_t0[(tl_j & ~1) | 0], tl_t0[tl_j]);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 32; ++tl_j)
+                if (tl_j >> 1 & 1) tl_t0[tl_j] = tl_cmb(tl_t0[(tl_j & ~2) | 1], tl_t0[tl_j]);
+            {
+                float tl_t[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~1) | 0);
+                if (tl_lane >> 0 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~2) | 1);
+                if (tl_lane >> 1 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~4) | 3);
+                if (tl_lane >> 2 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~8) | 7);
+                if (tl_lane >> 3 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~16) | 15);
+                if (tl_lane >> 4 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if ((tl_j & 7) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], tl_lane | 31);
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if (tl_j >> 2 & 1) tl_t0[tl_j] = tl_cmb(tl_t[(tl_j & ~4) | 3], tl_t0[tl_j]);
+            }
+            {
+                float tl_t[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if ((tl_j & 15) == 7) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], tl_lane | 31);
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if (tl_j >> 3 & 1) tl_t0[tl_j] = tl_cmb(tl_t[(tl_j & ~8) | 7], tl_t0[tl_j]);
+            }
+            {
+                float tl_t[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if ((tl_j & 31) == 15) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], tl_lane | 31);
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j)
+                    if (tl_j >> 4 & 1) tl_t0[tl_j] = tl_cmb(tl_t[(tl_j & ~16) | 15], tl_t0[tl_j]);
+            }
+        }
+        __syncthreads();
+        { /* v_pre to shared memory */
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_l = tl_tid % 4;
+                const int tl_i0 = (tl_l >> 0) & 3;
+                if (tl_tid < 4)
+                ((float *)(tl_smem + 16))[((tl_i0) * 1)] = v_pre[tl_j];
+            }
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
+            float *tl_p = ((v_y + v_base) + ((v_c0 + (tl_i0 * v_BW)) + tl_i1));
+            const float tl_v0 = ((tl_t0[tl_j] + ((const float *)(tl_smem + 16))[((tl_i0) * 1)]) + v_carry);
+            const bool tl_m0 = (((v_c0 + (tl_i0 * v_BW)) + tl_i1) < v_C);
+            const float tl_v1 = ((tl_t0[tl_j + 1] + ((const float *)(tl_smem + 16))[((tl_i0) * 1)]) + v_carry);
+            const bool tl_m1 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 1)) < v_C);
+            const float tl_v2 = ((tl_t0[tl_j + 2] + ((const float *)(tl_smem + 16))[((tl_i0) * 1)]) + v_carry);
+            const bool tl_m2 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 2)) < v_C);
+            const float tl_v3 = ((tl_t0[tl_j + 3] + ((const float *)(tl_smem + 16))[((tl_i0) * 1)]) + v_carry);
+            const bool tl_m3 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 3)) < v_C);
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                uint4 tl_vec;
+                ((float *)&tl_vec)[0] = tl_v0;
+                ((float *)&tl_vec)[1] = tl_v1;
+                ((float *)&tl_vec)[2] = tl_v2;
+                ((float *)&tl_vec)[3] = tl_v3;
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = tl_v0;
+                if (tl_m1) tl_p[1] = tl_v1;
+                if (tl_m2) tl_p[2] = tl_v2;
+                if (tl_m3) tl_p[3] = tl_v3;
+            }
+        }
+        // examples/cumsum.tile:23
+        float tl_t1;
+        {
+            float tl_a = ((float)0);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                if ((tl_tid & 31) == 0) {
+                    tl_a = tl_a + v_tot[tl_j];
+                }
+            }
+            #pragma unroll
+            for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_a, tl_o);
+                tl_a = tl_a + tl_x;
+            }
+            __syncthreads();
+            if (tl_lane == 0) { ((float *)(tl_smem + 32))[tl_warp] = tl_a; }
+            __syncthreads();
+            tl_a = ((const float *)(tl_smem + 32))[0];
+            #pragma unroll
+            for (int tl_w = 1; tl_w < 4; ++tl_w) {
+                const float tl_x = ((const float *)(tl_smem + 32))[tl_w];
+                tl_a = tl_a + tl_x;
+            }
+            tl_t1 = tl_a;
+        }
+        v_carry = (v_carry + tl_t1);
+    }
+}
+
+/* cumsum_rows, variant C = 2: W = 4, BW = 512, warps = 4 */
+/* indexing: 64-bit for base (lines 12, 19, 22), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(128) cumsum_rows_v3(float *v_x, float *v_y, int v_R, int v_C)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_W = 4;
+    constexpr int v_BW = 512;
+    constexpr int v_warps = 4;
+    // examples/cumsum.tile:12
+    const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_C)));
+    // examples/cumsum.tile:13
+    // v_r: index tile computed where it is used
+    // examples/cumsum.tile:14
+    // v_c: index tile computed where it is used
+    // examples/cumsum.tile:15
+    float v_carry = 0.0f;
+    // examples/cumsum.tile:16
+    for (int v_c0 = 0; v_c0 < v_C; v_c0 += (v_W * v_BW)) {
+        // examples/cumsum.tile:17
+        // v_off: index tile computed where it is used
+        // examples/cumsum.tile:18
+        // v_m: index tile computed where it is used
+        // examples/cumsum.tile:19
+        float v_t[16];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+            const float *tl_p = ((v_x + v_base) + ((v_c0 + (tl_i0 * v_BW)) + tl_i1));
+            const bool tl_m0 = (((v_c0 + (tl_i0 * v_BW)) + tl_i1) < v_C);
+            const bool tl_m1 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 1)) < v_C);
+            const bool tl_m2 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 2)) < v_C);
+            const bool tl_m3 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 3)) < v_C);
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&v_t[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                v_t[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                v_t[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                v_t[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                v_t[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+            }
+        }
+        // examples/cumsum.tile:20
+        float v_tot[1];
+        { /* sum along axis 1 in registers */
+            float tl_r[1];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) tl_r[tl_j] = ((float)0);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                tl_r[(0)] = tl_r[(0)] + v_t[tl_j];
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 4);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 16);
+                tl_r[tl_j] = tl_r[tl_j] + tl_x;
+            }
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) v_tot[tl_j] = tl_r[tl_j];
+        }
+        // examples/cumsum.tile:21
+        __syncthreads();
+        { /* v_tot to shared memory */
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                if ((tl_tid & 31) == 0)
+                ((float *)(tl_smem + 0))[((tl_i0) * 1)] = v_tot[tl_j];
+            }
+        }
+        __syncthreads();
+        { /* v_pre = cumsum along axis 0: 1 lines of 4, 4 lanes a line, 1 warps a line */
+            auto tl_cmb = [&](const float tl_sa, const float tl_sb) -> float { return tl_sa + tl_sb; };
+            for (int tl_p = 0; tl_p < 1; ++tl_p) {
+                const int tl_line = (tl_p * 4 + tl_warp) * 8 + tl_lane / 4, tl_seg = tl_lane % 4;
+                const bool tl_ok = tl_line < 1;
+                const int tl_base = (tl_line / 1) * 4 + tl_line % 1;
+                float tl_carry = (float)0;
+                bool tl_has = false;
+                for (int tl_c = 0; tl_c < 1; ++tl_c) {
+                    const int tl_q = tl_c * 4 + tl_seg;
+                    const int tl_at = tl_base + tl_q * 1;
+                    float tl_v = tl_ok ? ((const float *)(tl_smem + 0))[tl_at] : (float)0;
+                    #pragma unroll
+                    for (int tl_d = 1; tl_d < 4; tl_d <<= 1) {
+                        const float tl_y = __shfl_up_sync(0xffffffffu, tl_v, tl_d, 4);
+                        if (tl_seg >= tl_d) tl_v = tl_cmb(tl_y, tl_v);
+                    }
+                    const float tl_in = tl_has ? tl_cmb(tl_carry, tl_v) : tl_v;
+                    const float tl_x = __shfl_up_sync(0xffffffffu, tl_v, 1, 4);
+                    const float tl_out = tl_seg ? (tl_has ? tl_cmb(tl_carry, tl_x) : tl_x) : (tl_has ? tl_carry : ((float)0));
+                    if (tl_ok) ((float *)(tl_smem + 16))[tl_at] = tl_out;
+                    tl_carry = __shfl_sync(0xffffffffu, tl_in, 3, 4);
+                    tl_has = true;
+                }
+            }
+        }
+        __syncthreads();
+        float v_pre[1];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_l = tl_tid % 4;
+            const int tl_i0 = (tl_l >> 0) & 3;
+            v_pre[tl_j] = ((const float *)(tl_smem + 16))[((tl_i0) * 1)];
+        }
+        // examples/cumsum.tile:22
+        float tl_t0[16];
+        { /* tl_t0 = cumsum along axis 1 in registers: 9 bits of the axis, lowest first: rrlllllrr */
+            auto tl_cmb = [&](const float tl_sa, const float tl_sb) -> float { return tl_sa + tl_sb; };
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = v_t[tl_j];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j)
+                if (tl_j >> 0 & 1) tl_t0[tl_j] = tl_cmb(tl_t0[(tl_j & ~1) | 0], tl_t0[tl_j]);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j)
+                if (tl_j >> 1 & 1) tl_t0[tl_j] = tl_cmb(tl_t0[(tl_j & ~2) | 1], tl_t0[tl_j]);
+            {
+                float tl_t[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~1) | 0);
+                if (tl_lane >> 0 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~2) | 1);
+                if (tl_lane >> 1 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~4) | 3);
+                if (tl_lane >> 2 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~8) | 7);
+                if (tl_lane >> 3 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if ((tl_j & 3) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], (tl_lane & ~16) | 15);
+                if (tl_lane >> 4 & 1) {
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = tl_cmb(tl_t[tl_j | 3], tl_t0[tl_j]);
+                }
+            }
+            {
+                float tl_t[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if ((tl_j & 7) == 3) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], tl_lane | 31);
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if (tl_j >> 2 & 1) tl_t0[tl_j] = tl_cmb(tl_t[(tl_j & ~4) | 3], tl_t0[tl_j]);
+            }
+            {
+                float tl_t[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if ((tl_j & 15) == 7) tl_t[tl_j] = __shfl_sync(0xffffffffu, tl_t0[tl_j], tl_lane | 31);
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j)
+                    if (tl_j >> 3 & 1) tl_t0[tl_j] = tl_cmb(tl_t[(tl_j & ~8) | 7], tl_t0[tl_j]);
+            }
+        }
+        __syncthreads();
+        { /* v_pre to shared memory */
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_l = tl_tid % 4;
+                const int tl_i0 = (tl_l >> 0) & 3;
+                if (tl_tid < 4)
+                ((float *)(tl_smem + 16))[((tl_i0) * 1)] = v_pre[tl_j];
+            }
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
+            float *tl_p = ((v_y + v_base) + ((v_c0 + (tl_i0 * v_BW)) + tl_i1));
+            const float tl_v0 = ((tl_t0[tl_j] + ((const float *)(tl_smem + 16))[((tl_i0) * 1)]) + v_carry);
+            const bool tl_m0 = (((v_c0 + (tl_i0 * v_BW)) + tl_i1) < v_C);
+            const float tl_v1 = ((tl_t0[tl_j + 1] + ((const float *)(tl_smem + 16))[((tl_i0) * 1)]) + v_carry);
+            const bool tl_m1 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 1)) < v_C);
+            const float tl_v2 = ((tl_t0[tl_j + 2] + ((const float *)(tl_smem + 16))[((tl_i0) * 1)]) + v_carry);
+            const bool tl_m2 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 2)) < v_C);
+            const float tl_v3 = ((tl_t0[tl_j + 3] + ((const float *)(tl_smem + 16))[((tl_i0) * 1)]) + v_carry);
+            const bool tl_m3 = (((v_c0 + (tl_i0 * v_BW)) + (tl_i1 + 3)) < v_C);
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                uint4 tl_vec;
+                ((float *)&tl_vec)[0] = tl_v0;
+                ((float *)&tl_vec)[1] = tl_v1;
+                ((float *)&tl_vec)[2] = tl_v2;
+                ((float *)&tl_vec)[3] = tl_v3;
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = tl_v0;
+                if (tl_m1) tl_p[1] = tl_v1;
+                if (tl_m2) tl_p[2] = tl_v2;
+                if (tl_m3) tl_p[3] = tl_v3;
+            }
+        }
+        // examples/cumsum.tile:23
+        float tl_t1;
+        {
+            float tl_a = ((float)0);
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 1; ++tl_j) {
+                const int tl_i0 = (((tl_warp >> 0) & 3) << 0);
+                if ((tl_tid & 31) == 0) {
+                    tl_a = tl_a + v_tot[tl_j];
+                }
+            }
+            #pragma unroll
+            for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {
+                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_a, tl_o);
+                tl_a = tl_a + tl_x;
+            }
+            __syncthreads();
+            if (tl_lane == 0) { ((float *)(tl_smem + 32))[tl_warp] = tl_a; }
+            __syncthreads();
+            tl_a = ((const float *)(tl_smem + 32))[0];
+            #pragma unroll
+            for (int tl_w = 1; tl_w < 4; ++tl_w) {
+                const float tl_x = ((const float *)(tl_smem + 32))[tl_w];
                 tl_a = tl_a + tl_x;
             }
             tl_t1 = tl_a;

@@ -386,23 +386,10 @@ __attribute__((unused)) static void tl_release(fills_module *M, tl_mem *mem, uin
 __attribute__((unused)) static int tl_fill(fills_module *M, const tilec_tensor *t, uint64_t bits, unsigned es,
                    const char *name, char *err, size_t errlen)
 {
-    uint64_t bytes = es;
+    uint64_t count = 1;
     for (uint32_t d = 0; d < t->rank; d++)
-        bytes *= (uint64_t)t->sizes[d];
-    uint32_t w = es == 1 ? (uint32_t)(bits & 0xff) * 0x01010101u
-               : es == 2 ? (uint32_t)(bits & 0xffff) * 0x00010001u : (uint32_t)bits;
-    tilec_rt_status st = TILEC_RT_OK;
-    if (es == 8 && (uint32_t)(bits >> 32) != (uint32_t)bits) {
-        if (bytes)
-            st = tilec_rt_memcpy_htod(M->rt, t->data, &bits, 8);
-        for (uint64_t done = 8; st == TILEC_RT_OK && done < bytes; done *= 2)
-            st = tilec_rt_memcpy_dtod(M->rt, t->data + done, t->data, done < bytes - done ? done : bytes - done);
-    } else {
-        st = tilec_rt_memset_d32(M->rt, t->data, w, bytes / 4);
-        if (st == TILEC_RT_OK && bytes % 4)
-            st = tilec_rt_memcpy_htod(M->rt, t->data + bytes - bytes % 4, &w, bytes % 4);
-    }
-    if (st != TILEC_RT_OK)
+        count *= (uint64_t)t->sizes[d];
+    if (tilec_rt_fill_async(M->rt, t->data, bits, es, count, NULL) != TILEC_RT_OK)
         return tl_fail(err, errlen, "fills: cannot fill %s: %s", name, tilec_rt_last_error(M->rt));
     return 0;
 }

@@ -30,7 +30,8 @@ TILE_SOURCE = (
 # The launch plan, made once by load() (tilec.Graph): tensor slots (name,
 # dtype, shape), size and scalar slots ("$NAME" in the steps), and the
 # steps, kernel launches (name, variant or -1 for the fastest per shape,
-# arguments) and extern calls (symbol, inputs, outputs).
+# arguments), extern calls (symbol, inputs, outputs) and fills (tensor,
+# element bit pattern: zeros, ones, full).
 _TENSORS = (
     ("x", "f32", ("$N",)),
     ("unused", "f32", ("$N",)),
