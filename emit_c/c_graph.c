@@ -5,9 +5,10 @@
  * instead of launching, and runs the plan once at the end, which replays
  * the CUDA graph recorded for those slot values or records one (the same
  * runtime code as the Python wrapper's graph mode). The plan is built by
- * NAME_set_cuda_graph from tables written here. A graph whose call does
- * device work outside kernel launches (fills, extern calls, an output
- * copied from an input) has no graph mode yet: NAME_set_cuda_graph says so. */
+ * NAME_set_cuda_graph from tables written here. A fill (zeros, ones,
+ * full) is a step too: its buffer's address and sizes go to slots. A graph
+ * whose call does other device work (extern calls, an output copied from
+ * an input) has no graph mode yet: NAME_set_cuda_graph says so. */
 #include <string.h>
 
 #include "emit_c/c_internal.h"
@@ -19,6 +20,36 @@ void cg_unsupported(cstate *s, const char *why)
         s->no_graph = why;
 }
 
+/* One slot's name and type in the plan's tables. */
+static void cg_slot(cstate *s, uint32_t slot, const char *name, const char *type)
+{
+    sb_puts(&s->gnames, slot ? ",\n    " : "    ");
+    esc_c_string(&s->gnames, name, strlen(name));
+    sb_puts(&s->gtypes, slot ? (slot % 4 ? ", " : ",\n    ") : "    ");
+    sb_puts(&s->gtypes, type);
+}
+
+/* A fill of buffer `buf` (its C name) of tensor `name` in graph mode: its
+ * address and sizes to slots (before the eager branch), and a fill step. */
+void cg_fill(cstate *s, const char *name, const char *buf, tilec_dtype dt, uint32_t rank, uint64_t bits)
+{
+    char sname[300];
+    sb_printf(&s->body, "    if (tl_g) { /* graph mode: a fill step of the plan */\n"
+                        "        tl_sl[%u].ptr = %s.data;\n", s->nslots, buf);
+    snprintf(sname, sizeof sname, "fill %.250s", name);
+    cg_slot(s, s->nslots, sname, "TILEC_PLAN_PTR");
+    for (uint32_t i = 0; i < rank; i++) {
+        sb_printf(&s->body, "        tl_sl[%u].i64 = %s.sizes[%u];\n", s->nslots + 1 + i, buf, i);
+        snprintf(sname, sizeof sname, "fill %.250s size %u", name, i);
+        cg_slot(s, s->nslots + 1 + i, sname, "TILEC_PLAN_INT");
+    }
+    sb_puts(&s->body, "    } else ");
+    sb_puts(&s->gsteps, s->nsteps ? ",\n    {" : "    {");
+    sb_printf(&s->gsteps, "NULL, %s, %u, %u, 0x%llxULL}", dt_enum(dt), s->nslots, rank, (unsigned long long)bits);
+    s->nslots += 1 + rank;
+    s->nsteps++;
+}
+
 /* The statements of graph mode for one launch (before the eager branch),
  * and its step and slots in the plan's tables. */
 void cg_kernel(cstate *s, const tilec_kernel *k, uint32_t nargs, int best)
@@ -27,16 +58,13 @@ void cg_kernel(cstate *s, const tilec_kernel *k, uint32_t nargs, int best)
     for (uint32_t i = 0; i < nargs; i++) {
         const tilec_param *p = &k->params[i];
         uint32_t slot = s->nslots + i;
-        sb_puts(&s->gnames, s->nslots + i ? ",\n    " : "    ");
         strbuf name;
         sb_init(&name);
         sb_printf(&name, "%s %s", k->name, p->name);
-        esc_c_string(&s->gnames, sb_str(&name), name.n);
-        sb_free(&name);
         if (p->type.kind == TILEC_TE_POINTER) {
             sb_printf(&s->body, "            tl_sl[%u].ptr = a[%u].ptr;\n", slot, i);
-            sb_puts(&s->gtypes, slot ? (slot % 4 ? ", " : ",\n    ") : "    ");
-            sb_puts(&s->gtypes, "TILEC_PLAN_PTR");
+            cg_slot(s, slot, sb_str(&name), "TILEC_PLAN_PTR");
+            sb_free(&name);
             continue;
         }
         const char *f = c_arg_field(p->type.dtype);
@@ -44,13 +72,13 @@ void cg_kernel(cstate *s, const tilec_kernel *k, uint32_t nargs, int best)
             sb_printf(&s->body, "            tl_sl[%u].f64 = a[%u].%s;\n", slot, i, f);
         else
             sb_printf(&s->body, "            tl_sl[%u].i64 = (int64_t)a[%u].%s;\n", slot, i, f);
-        sb_puts(&s->gtypes, slot ? (slot % 4 ? ", " : ",\n    ") : "    ");
-        sb_puts(&s->gtypes, f[0] == 'f' ? "TILEC_PLAN_FLOAT" : "TILEC_PLAN_INT");
+        cg_slot(s, slot, sb_str(&name), f[0] == 'f' ? "TILEC_PLAN_FLOAT" : "TILEC_PLAN_INT");
+        sb_free(&name);
     }
     sb_puts(&s->body, "            st = TILEC_RT_OK;\n        } else ");
     sb_puts(&s->gsteps, s->nsteps ? ",\n    {" : "    {");
     esc_c_string(&s->gsteps, k->name, strlen(k->name));
-    sb_printf(&s->gsteps, ", %d, %u, %u}", best ? -1 : 0, s->nslots, nargs);
+    sb_printf(&s->gsteps, ", %d, %u, %u, 0}", best ? -1 : 0, s->nslots, nargs);
     s->nslots += nargs;
     s->nsteps++;
 }
@@ -73,8 +101,8 @@ void cg_header(cstate *s, strbuf *h)
               "   of its inputs, outputs and intermediates, its sizes and scalars) are new runs eagerly and is\n"
               "   recorded; a call with known values replays its graph with one cuGraphLaunch. Release each\n"
               "   output after use and the same addresses come back, so calls of one shape replay. 0, or 1\n"
-              "   with a message (a graph with fills, extern calls or an output copied from an input has no\n"
-              "   graph mode yet). */\n"
+              "   with a message (a graph with extern calls or an output copied from an input has no graph\n"
+              "   mode yet). */\n"
               "int %s_set_cuda_graph(%s_module *m, unsigned graphs, char *err, size_t errlen);\n",
               n, n, n);
 }
@@ -91,10 +119,12 @@ void cg_funcs(cstate *s, strbuf *c)
         return;
     }
     if (s->nsteps) {
-        sb_printf(c, "/* graph mode's launch plan: a slot per kernel argument, a step per launch */\n"
+        sb_printf(c, "/* graph mode's launch plan: a slot per kernel argument (and per filled buffer's address\n"
+                     "   and size), a step per launch or fill */\n"
                      "static const tilec_plan_slot_type tl_gtypes[%u] = {\n%s\n};\n", s->nslots, sb_str(&s->gtypes));
         sb_printf(c, "static const char *const tl_gnames[%u] = {\n%s\n};\n", s->nslots, sb_str(&s->gnames));
-        sb_printf(c, "static const struct {\n    const char *kernel;\n    int variant;\n    uint32_t first, nargs;\n"
+        sb_printf(c, "static const struct {\n    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs` */\n"
+                     "    int variant;\n    uint32_t first, nargs;\n    uint64_t bits;\n"
                      "} tl_gsteps[%u] = {\n%s\n};\n\n", s->nsteps, sb_str(&s->gsteps));
     }
     sb_printf(c, "static tilec_plan *tl_plan_build(%s_module *M, char *err, size_t errlen)\n{\n"
@@ -110,8 +140,16 @@ void cg_funcs(cstate *s, strbuf *c)
                      "        tilec_plan_value v[64];\n"
                      "        for (uint32_t j = 0; j < tl_gsteps[i].nargs; j++)\n"
                      "            v[j].slot = (int32_t)(tl_gsteps[i].first + j);\n"
-                     "        ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v, tl_gsteps[i].nargs) ==\n"
-                     "             TILEC_RT_OK;\n    }\n"
+                     "        if (!tl_gsteps[i].kernel) {\n"
+                     "            tilec_plan_tensor t = {(int32_t)tl_gsteps[i].first, (tilec_dtype)tl_gsteps[i].variant,\n"
+                     "                                   tl_gsteps[i].nargs, {{0}}};\n"
+                     "            for (uint32_t j = 0; j < t.rank; j++)\n"
+                     "                t.sizes[j].slot = (int32_t)(t.data_slot + 1 + (int32_t)j);\n"
+                     "            ok = tilec_plan_add_fill(p, &t, tl_gsteps[i].bits) == TILEC_RT_OK;\n"
+                     "        } else {\n"
+                     "            ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v,\n"
+                     "                                       tl_gsteps[i].nargs) == TILEC_RT_OK;\n"
+                     "        }\n    }\n"
                      "    if (!ok) {\n        tl_fail(err, errlen, \"%%s\", tilec_plan_last_error(p));\n"
                      "        tilec_plan_free(p);\n        return NULL;\n    }\n",
                   s->nslots, s->nsteps);

@@ -95,6 +95,7 @@ void c_module_funcs(cstate *s, strbuf *c, const char *aot, const char *fileq);
 void cg_unsupported(cstate *s, const char *why);
 /* A launch's graph-mode branch in NAME_run, and its step in the plan. */
 void cg_kernel(cstate *s, const tilec_kernel *k, uint32_t nargs, int best);
+void cg_fill(cstate *s, const char *name, const char *buf, tilec_dtype dt, uint32_t rank, uint64_t bits);
 /* The module struct's fields, NAME.h's declaration, the plan's tables with
  * NAME_set_cuda_graph, and NAME_run's declarations and closing plan run. */
 void cg_fields(strbuf *c);

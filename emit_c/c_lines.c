@@ -42,8 +42,8 @@ static void c_fill(cstate *s, const tilec_wir_line *l)
 {
     if (!l->fill)
         return;
-    cg_unsupported(s, "it fills a buffer (zeros, ones, full)");
-    sb_printf(&s->body, "    if (tl_fill(M, &%s, 0x%llxULL, %u, \"%s\", err, errlen)) /* %s */\n        goto tl_out;\n",
+    cg_fill(s, l->name, B(l->name), l->dtype, l->rank, l->fill_bits);
+    sb_printf(&s->body, "if (tl_fill(M, &%s, 0x%llxULL, %u, \"%s\", err, errlen)) /* %s */\n        goto tl_out;\n",
               B(l->name), (unsigned long long)l->fill_bits, tilec_dtype_size(l->dtype), l->name, l->fill);
 }
 

@@ -332,7 +332,8 @@ Test(wrapper_run, filled_tensors_hold_their_value, .timeout = 120)
  * gets the same buffers and replays (one cuGraphLaunch, nothing recorded),
  * with the eager results; an output kept moves the next call's buffers,
  * and another shape, is recorded anew; turning graph mode off runs
- * eagerly; a graph with a fill has no graph mode and says why. */
+ * eagerly; a graph with a fill replays its fill too (a step of the plan,
+ * a memset in the graph). */
 static const char twice_tile[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {\n"
                                  "    let i = pid(0) * 256 + range(256);\n"
                                  "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
@@ -356,11 +357,11 @@ static const char twice_runner[] =
     "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
     "#include \"twice.h\"\n#include \"filled.h\"\n#include \"fake_cuda.h\"\n"
     "static tilec_rt *rt;\nstatic twice_module *m;\nstatic fake_cuda_state *f;\nstatic uint64_t last;\n"
+    "static uint64_t xs[64];\n"
     "static tilec_tensor call(int64_t n, int keep)\n{\n"
     "    float h[64];\n    char err[512] = \"\";\n"
     "    for (int i = 0; i < n; i++)\n        h[i] = (float)(i + 1);\n"
     "    tilec_tensor x = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {n}, .strides = {1}}, y = {0};\n"
-    "    static uint64_t xs[64];\n"
     "    if (!xs[n] && tilec_rt_malloc(rt, (size_t)n * 4, &xs[n]) != TILEC_RT_OK)\n        exit(5);\n"
     "    x.data = xs[n];\n"
     "    tilec_rt_memcpy_htod(rt, x.data, h, (size_t)n * 4);\n"
@@ -391,6 +392,17 @@ static const char twice_runner[] =
     "    filled_module *fm = NULL;\n"
     "    if (filled_load(rt, &fm, err, sizeof err))\n        return 7;\n"
     "    printf(\"filled: %d %s\\n\", filled_set_cuda_graph(fm, 2, err, sizeof err), err);\n"
+    "    for (int i = 0; i < 3; i++) { /* recorded, then replayed: the fill is a step of the graph */\n"
+    "        float h[8];\n"
+    "        tilec_tensor x = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {8}, .strides = {1}, .data = xs[8]}, y = {0};\n"
+    "        int l = f->launches, c = f->captured_launches, g = f->graph_launches, ms = f->memsets;\n"
+    "        int cm = f->captured_memsets;\n"
+    "        if (filled_run(fm, &x, &y, err, sizeof err)) {\n            printf(\"run: %s\\n\", err);\n            exit(8);\n        }\n"
+    "        tilec_rt_memcpy_dtoh(rt, h, y.data, sizeof h);\n"
+    "        printf(\"filled 8: %d %d %d memsets %d %d: %g %g\\n\", f->launches - l, f->captured_launches - c,\n"
+    "               f->graph_launches - g, f->memsets - ms, f->captured_memsets - cm, (double)h[0], (double)h[7]);\n"
+    "        filled_release(fm, &y);\n"
+    "    }\n"
     "    printf(\"filled off: %d\\n\", filled_set_cuda_graph(fm, 0, err, sizeof err));\n"
     "    filled_unload(fm);\n"
     "    twice_unload(m);\n"
@@ -430,7 +442,10 @@ Test(wrapper_run, cuda_graph_mode_replays_a_known_call_and_records_a_new_one, .t
                           "graphs held: 3\n"
                           "off: graphs held: 0\n"
                           "8: 2 0 0 4 32 same\n"  /* eager */
-                          "filled: 1 filled: no CUDA-graph mode: it fills a buffer (zeros, ones, full)\n"
+                          "filled: 0 \n"
+                          "filled 8: 1 1 0 memsets 1 1: 1 1\n"  /* eager, then recorded */
+                          "filled 8: 1 0 1 memsets 1 0: 1 1\n"  /* replayed: the memset is in the graph */
+                          "filled 8: 1 0 1 memsets 1 0: 1 1\n"
                           "filled off: 0\n"
                           "unloaded: graphs held: 0\n");
     free(out);

@@ -27,8 +27,8 @@ void e2e_release(e2e_module *m, tilec_tensor *t);
    of its inputs, outputs and intermediates, its sizes and scalars) are new runs eagerly and is
    recorded; a call with known values replays its graph with one cuGraphLaunch. Release each
    output after use and the same addresses come back, so calls of one shape replay. 0, or 1
-   with a message (a graph with fills, extern calls or an output copied from an input has no
-   graph mode yet). */
+   with a message (a graph with extern calls or an output copied from an input has no graph
+   mode yet). */
 int e2e_set_cuda_graph(e2e_module *m, unsigned graphs, char *err, size_t errlen);
 int e2e_run(e2e_module *m, const tilec_tensor *t_x, const tilec_tensor *t_y, const tilec_tensor *t_w, const tilec_tensor *t_b, tilec_tensor *out_s, char *err, size_t errlen);
 

@@ -450,11 +450,92 @@ void fills_release(fills_module *M, tilec_tensor *t)
     t->data = 0;
 }
 
+/* graph mode's launch plan: a slot per kernel argument (and per filled buffer's address
+   and size), a step per launch or fill */
+static const tilec_plan_slot_type tl_gtypes[19] = {
+    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_PTR,
+    TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT,
+    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_INT,
+    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_PTR,
+    TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_INT
+};
+static const char *const tl_gnames[19] = {
+    "fill s",
+    "fill s size 0",
+    "total x",
+    "total acc",
+    "total n",
+    "fill h",
+    "fill h size 0",
+    "fill h size 1",
+    "fill d",
+    "fill d size 0",
+    "fill b",
+    "fill b size 0",
+    "fill t",
+    "fill t size 0",
+    "total x",
+    "total acc",
+    "total n",
+    "fill o",
+    "fill o size 0"
+};
+static const struct {
+    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs` */
+    int variant;
+    uint32_t first, nargs;
+    uint64_t bits;
+} tl_gsteps[8] = {
+    {NULL, TILEC_DT_F32, 0, 1, 0x0ULL},
+    {"total", 0, 2, 3, 0},
+    {NULL, TILEC_DT_F16, 5, 2, 0xfc00ULL},
+    {NULL, TILEC_DT_F64, 8, 1, 0x3fb999999999999aULL},
+    {NULL, TILEC_DT_I8, 10, 1, 0xfdULL},
+    {NULL, TILEC_DT_BOOL, 12, 1, 0x1ULL},
+    {"total", 0, 14, 3, 0},
+    {NULL, TILEC_DT_F32, 17, 1, 0x40200000ULL}
+};
+
+static tilec_plan *tl_plan_build(fills_module *M, char *err, size_t errlen)
+{
+    tilec_plan *p = tilec_plan_new(M->prog, M->ext, "fills", 19);
+    if (!p) {
+        tl_fail(err, errlen, "fills: cannot make the launch plan (out of memory)");
+        return NULL;
+    }
+    int ok = 1;
+    for (uint32_t i = 0; i < 19 && ok; i++)
+        ok = tilec_plan_set_slot(p, i, tl_gtypes[i], tl_gnames[i]) == TILEC_RT_OK;
+    for (uint32_t i = 0; i < 8 && ok; i++) {
+        tilec_plan_value v[64];
+        for (uint32_t j = 0; j < tl_gsteps[i].nargs; j++)
+            v[j].slot = (int32_t)(tl_gsteps[i].first + j);
+        if (!tl_gsteps[i].kernel) {
+            tilec_plan_tensor t = {(int32_t)tl_gsteps[i].first, (tilec_dtype)tl_gsteps[i].variant,
+                                   tl_gsteps[i].nargs, {{0}}};
+            for (uint32_t j = 0; j < t.rank; j++)
+                t.sizes[j].slot = (int32_t)(t.data_slot + 1 + (int32_t)j);
+            ok = tilec_plan_add_fill(p, &t, tl_gsteps[i].bits) == TILEC_RT_OK;
+        } else {
+            ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v,
+                                       tl_gsteps[i].nargs) == TILEC_RT_OK;
+        }
+    }
+    if (!ok) {
+        tl_fail(err, errlen, "%s", tilec_plan_last_error(p));
+        tilec_plan_free(p);
+        return NULL;
+    }
+    return p;
+}
+
 int fills_set_cuda_graph(fills_module *M, unsigned graphs, char *err, size_t errlen)
 {
-    if (graphs)
-        return tl_fail(err, errlen, "fills: no CUDA-graph mode: it fills a buffer (zeros, ones, full)");
-    M->graphs = 0;
+    if (graphs && !M->plan && !(M->plan = tl_plan_build(M, err, errlen)))
+        return 1;
+    if (M->plan && tilec_plan_set_cuda_graph(M->plan, graphs) != TILEC_RT_OK)
+        return tl_fail(err, errlen, "%s", tilec_plan_last_error(M->plan));
+    M->graphs = graphs;
     return 0;
 }
 
@@ -463,7 +544,7 @@ int fills_run(fills_module *M, const tilec_tensor *t_x, tilec_tensor *out_s, til
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
     const int tl_g = M->graphs && !M->dbg.level; /* graph mode (the debug printer runs eagerly) */
-    tilec_rt_arg tl_sl[6] __attribute__((unused)); /* its slots */
+    tilec_rt_arg tl_sl[19] __attribute__((unused)); /* its slots */
     tilec_tensor b_x __attribute__((unused)) = {0};
     tilec_tensor b_s = {0};
     tilec_tensor b_h = {0};
@@ -501,15 +582,18 @@ int fills_run(fills_module *M, const tilec_tensor *t_x, tilec_tensor *out_s, til
     /* alloc s: f32, 4 bytes */
     if (tl_alloc(M, &b_s, "s", TILEC_DT_F32, 1, (const int64_t[]){1}, &tl_live, err, errlen))
         goto tl_out;
-    if (tl_fill(M, &b_s, 0x0ULL, 4, "s", err, errlen)) /* 0 */
+    if (tl_g) { /* graph mode: a fill step of the plan */
+        tl_sl[0].ptr = b_s.data;
+        tl_sl[1].i64 = b_s.sizes[0];
+    } else if (tl_fill(M, &b_s, 0x0ULL, 4, "s", err, errlen)) /* 0 */
         goto tl_out;
     { /* total, line 16 */
         tilec_rt_arg a[3] = {{.ptr = b_x.data}, {.ptr = b_s.data}, {.i32 = (int32_t)(s_N)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
-            tl_sl[0].ptr = a[0].ptr;
-            tl_sl[1].ptr = a[1].ptr;
-            tl_sl[2].i64 = (int64_t)a[2].i32;
+            tl_sl[2].ptr = a[0].ptr;
+            tl_sl[3].ptr = a[1].ptr;
+            tl_sl[4].i64 = (int64_t)a[2].i32;
             st = TILEC_RT_OK;
         } else if (M->dbg.level) {
             const tl_dbg_arg da[2] = {{"x", "x", &b_x}, {"acc", "s", &b_s}};
@@ -524,22 +608,35 @@ int fills_run(fills_module *M, const tilec_tensor *t_x, tilec_tensor *out_s, til
     /* alloc h: f16, 4*N bytes */
     if (tl_alloc(M, &b_h, "h", TILEC_DT_F16, 2, (const int64_t[]){s_N, 2}, &tl_live, err, errlen))
         goto tl_out;
-    if (tl_fill(M, &b_h, 0xfc00ULL, 2, "h", err, errlen)) /* -inf */
+    if (tl_g) { /* graph mode: a fill step of the plan */
+        tl_sl[5].ptr = b_h.data;
+        tl_sl[6].i64 = b_h.sizes[0];
+        tl_sl[7].i64 = b_h.sizes[1];
+    } else if (tl_fill(M, &b_h, 0xfc00ULL, 2, "h", err, errlen)) /* -inf */
         goto tl_out;
     /* alloc d: f64, 8*N bytes */
     if (tl_alloc(M, &b_d, "d", TILEC_DT_F64, 1, (const int64_t[]){s_N}, &tl_live, err, errlen))
         goto tl_out;
-    if (tl_fill(M, &b_d, 0x3fb999999999999aULL, 8, "d", err, errlen)) /* 0.1 */
+    if (tl_g) { /* graph mode: a fill step of the plan */
+        tl_sl[8].ptr = b_d.data;
+        tl_sl[9].i64 = b_d.sizes[0];
+    } else if (tl_fill(M, &b_d, 0x3fb999999999999aULL, 8, "d", err, errlen)) /* 0.1 */
         goto tl_out;
     /* alloc b: i8, N bytes */
     if (tl_alloc(M, &b_b, "b", TILEC_DT_I8, 1, (const int64_t[]){s_N}, &tl_live, err, errlen))
         goto tl_out;
-    if (tl_fill(M, &b_b, 0xfdULL, 1, "b", err, errlen)) /* -3 */
+    if (tl_g) { /* graph mode: a fill step of the plan */
+        tl_sl[10].ptr = b_b.data;
+        tl_sl[11].i64 = b_b.sizes[0];
+    } else if (tl_fill(M, &b_b, 0xfdULL, 1, "b", err, errlen)) /* -3 */
         goto tl_out;
     /* alloc t: bool, N bytes */
     if (tl_alloc(M, &b_t, "t", TILEC_DT_BOOL, 1, (const int64_t[]){s_N}, &tl_live, err, errlen))
         goto tl_out;
-    if (tl_fill(M, &b_t, 0x1ULL, 1, "t", err, errlen)) /* true */
+    if (tl_g) { /* graph mode: a fill step of the plan */
+        tl_sl[12].ptr = b_t.data;
+        tl_sl[13].i64 = b_t.sizes[0];
+    } else if (tl_fill(M, &b_t, 0x1ULL, 1, "t", err, errlen)) /* true */
         goto tl_out;
     /* alloc w: f32, 4*N bytes */
     if (tl_alloc(M, &b_w, "w", TILEC_DT_F32, 1, (const int64_t[]){s_N}, &tl_live, err, errlen))
@@ -548,9 +645,9 @@ int fills_run(fills_module *M, const tilec_tensor *t_x, tilec_tensor *out_s, til
         tilec_rt_arg a[3] = {{.ptr = b_w.data}, {.ptr = b_s.data}, {.i32 = (int32_t)(s_N)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
-            tl_sl[3].ptr = a[0].ptr;
-            tl_sl[4].ptr = a[1].ptr;
-            tl_sl[5].i64 = (int64_t)a[2].i32;
+            tl_sl[14].ptr = a[0].ptr;
+            tl_sl[15].ptr = a[1].ptr;
+            tl_sl[16].i64 = (int64_t)a[2].i32;
             st = TILEC_RT_OK;
         } else if (M->dbg.level) {
             const tl_dbg_arg da[2] = {{"x", "w", &b_w}, {"acc", "s", &b_s}};
@@ -564,9 +661,12 @@ int fills_run(fills_module *M, const tilec_tensor *t_x, tilec_tensor *out_s, til
     }
     /* reuse: o takes the storage of w */
     tl_shape(&b_o, b_w.data, TILEC_DT_F32, 1, (const int64_t[]){s_N});
-    if (tl_fill(M, &b_o, 0x40200000ULL, 4, "o", err, errlen)) /* 2.5 */
+    if (tl_g) { /* graph mode: a fill step of the plan */
+        tl_sl[17].ptr = b_o.data;
+        tl_sl[18].i64 = b_o.sizes[0];
+    } else if (tl_fill(M, &b_o, 0x40200000ULL, 4, "o", err, errlen)) /* 2.5 */
         goto tl_out;
-    if (tl_g && tilec_plan_run(M->plan, tl_sl, 6, NULL) != TILEC_RT_OK) {
+    if (tl_g && tilec_plan_run(M->plan, tl_sl, 19, NULL) != TILEC_RT_OK) {
         tl_fail(err, errlen, "%s", tilec_plan_last_error(M->plan));
         goto tl_out;
     }

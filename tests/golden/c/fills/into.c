@@ -438,7 +438,8 @@ void into_release(into_module *M, tilec_tensor *t)
     t->data = 0;
 }
 
-/* graph mode's launch plan: a slot per kernel argument, a step per launch */
+/* graph mode's launch plan: a slot per kernel argument (and per filled buffer's address
+   and size), a step per launch or fill */
 static const tilec_plan_slot_type tl_gtypes[3] = {
     TILEC_PLAN_PTR, TILEC_PLAN_PTR, TILEC_PLAN_INT
 };
@@ -448,11 +449,12 @@ static const char *const tl_gnames[3] = {
     "total n"
 };
 static const struct {
-    const char *kernel;
+    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs` */
     int variant;
     uint32_t first, nargs;
+    uint64_t bits;
 } tl_gsteps[1] = {
-    {"total", 0, 0, 3}
+    {"total", 0, 0, 3, 0}
 };
 
 static tilec_plan *tl_plan_build(into_module *M, char *err, size_t errlen)
@@ -469,8 +471,16 @@ static tilec_plan *tl_plan_build(into_module *M, char *err, size_t errlen)
         tilec_plan_value v[64];
         for (uint32_t j = 0; j < tl_gsteps[i].nargs; j++)
             v[j].slot = (int32_t)(tl_gsteps[i].first + j);
-        ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v, tl_gsteps[i].nargs) ==
-             TILEC_RT_OK;
+        if (!tl_gsteps[i].kernel) {
+            tilec_plan_tensor t = {(int32_t)tl_gsteps[i].first, (tilec_dtype)tl_gsteps[i].variant,
+                                   tl_gsteps[i].nargs, {{0}}};
+            for (uint32_t j = 0; j < t.rank; j++)
+                t.sizes[j].slot = (int32_t)(t.data_slot + 1 + (int32_t)j);
+            ok = tilec_plan_add_fill(p, &t, tl_gsteps[i].bits) == TILEC_RT_OK;
+        } else {
+            ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v,
+                                       tl_gsteps[i].nargs) == TILEC_RT_OK;
+        }
     }
     if (!ok) {
         tl_fail(err, errlen, "%s", tilec_plan_last_error(p));

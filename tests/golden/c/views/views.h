@@ -27,8 +27,8 @@ void views_release(views_module *m, tilec_tensor *t);
    of its inputs, outputs and intermediates, its sizes and scalars) are new runs eagerly and is
    recorded; a call with known values replays its graph with one cuGraphLaunch. Release each
    output after use and the same addresses come back, so calls of one shape replay. 0, or 1
-   with a message (a graph with fills, extern calls or an output copied from an input has no
-   graph mode yet). */
+   with a message (a graph with extern calls or an output copied from an input has no graph
+   mode yet). */
 int views_set_cuda_graph(views_module *m, unsigned graphs, char *err, size_t errlen);
 int views_run(views_module *m, const tilec_tensor *t_x, int32_t p_k, tilec_tensor *out_flat, tilec_tensor *out_z, char *err, size_t errlen);
 
