@@ -57,8 +57,10 @@ typedef struct val {
     lay ly;                 /* VK_MAT */
     int smem;               /* VK_MAT: its spill buffer in shared memory, or -1 */
     /* VK_RING: a loaded tile in a cp.async ring (ring.c), read only as a
-     * dot's B operand; c is the byte offset of this iteration's buffer */
-    const tilec_stmt *rlet; /* its let, left out of the body */
+     * dot's B operand; c is the byte offset of this iteration's buffer.
+     * VK_RING, or VK_VIRT for a mask known true (ring.c's fast path):
+     * rlet is the let it stands for, left out of the body */
+    const tilec_stmt *rlet;
     int rld, rbt;           /* row stride in elements; stored as B^T [N][K] */
 } val;
 
@@ -228,6 +230,8 @@ int lower_is_virtual(lw *L, const tilec_expr *e);
 
 int lower_stride(lw *L, const tilec_expr *e, int axis, int64_t *s);
 int lower_monotone_mask(lw *L, const tilec_expr *m, int axis);
+/* A C condition under which boolean tile m is true everywhere, or NULL. */
+const char *lower_all_true(lw *L, const tilec_expr *m);
 
 /* ---- memory.c, materialize.c, reduce.c, dot.c ---- */
 

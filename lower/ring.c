@@ -171,7 +171,36 @@ static void ring_issue(lw *L, const void *ctx, const char *slot)
     }
 }
 
-/* The body with each ring's tile bound to this iteration's buffer. */
+/* The body's masks (virtual boolean tiles bound by let) and the C
+ * condition under which all of them hold on the whole tile; 0: none. */
+static int ring_masks(lw *L, const tilec_stmt *loop, const tilec_stmt **mk, const char **cond)
+{
+    int n = 0;
+    strbuf c;
+    sb_init(&c);
+    lower_bind_loop_scope(L, loop);
+    for (uint32_t i = 0; i < loop->body.nstmts && n < RING_MAX; i++) {
+        const tilec_stmt *s = loop->body.stmts[i];
+        if (s->kind != TILEC_ST_LET || lower_ty(L, s->value)->rank == 0 || lower_ty(L, s->value)->dtype != TILEC_DT_BOOL ||
+            lower_in_list(L->assigned, L->nassigned, s->names[0]) || !lower_is_virtual(L, s->value))
+            continue;
+        const char *t = lower_all_true(L, s->value);
+        if (!t)
+            continue;
+        sb_printf(&c, "%s%s", n ? " && " : "", t);
+        mk[n++] = s;
+    }
+    lower_leave(L);
+    *cond = n ? lower_fmt(L, "%s", sb_str(&c)) : NULL;
+    L->failed |= c.failed;
+    sb_free(&c);
+    return n;
+}
+
+/* The body with each ring's tile bound to this iteration's buffer; where
+ * the body's masks hold on the whole tile (every tile but the last, and
+ * the diagonal ones of a causal mask), a copy of it with them bound to
+ * true, so the compiler drops the index arithmetic and selects. */
 static void ring_body(lw *L, const tilec_stmt *loop, const ring_plan *rp, int wide)
 {
     L->depth++;
@@ -187,7 +216,48 @@ static void ring_body(lw *L, const tilec_stmt *loop, const ring_plan *rp, int wi
         v->rbt = o->trans;
         lower_bind(L, o->let->names[0], v);
     }
+    const tilec_stmt *mk[RING_MAX];
+    const char *cond;
+    int nm = ring_masks(L, loop, mk, &cond);
+    if (nm) {
+        lower_line(L, "if (%s) { /* the masks hold on the whole tile */", cond);
+        L->ind++;
+        L->depth++;
+        for (int i = 0; i < nm; i++) {
+            tilec_expr *t = ar_alloc(&L->ar, sizeof *t);
+            if (!t) {
+                L->failed = 1;
+                return;
+            }
+            memset(t, 0, sizeof *t);
+            t->kind = TILEC_EX_BOOL;
+            t->ival = 1;
+            t->type = *lower_ty(L, mk[i]->value);
+            t->loc = mk[i]->loc;
+            val *v = lower_newval(L, VK_VIRT, &t->type, lower_cname(L, mk[i]->names[0]));
+            v->expr = t;
+            v->rlet = mk[i];
+            lower_bind(L, mk[i]->names[0], v);
+            lower_note(L, "  line %u: mask %s dropped on tiles where it holds everywhere", mk[i]->loc.line,
+                       lower_cname(L, mk[i]->names[0]));
+        }
+        lower_emit_block(L, &loop->body);
+        lower_leave(L);
+        L->ind--;
+        lower_line(L, "} else {");
+        L->ind++;
+    }
+    /* the general copy: its notes would repeat the first's */
+    size_t notes = L->notes.n;
     lower_emit_block(L, &loop->body);
+    if (nm && L->notes.n > notes) {
+        L->notes.n = notes;
+        L->notes.s[notes] = 0;
+    }
+    if (nm) {
+        L->ind--;
+        lower_line(L, "}");
+    }
     lower_leave(L);
 }
 

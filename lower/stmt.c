@@ -110,6 +110,10 @@ static void stmt_let(lw *L, const tilec_stmt *s)
         lower_line(L, "// %s: in its cp.async ring at byte %s", c, r->c);
         return;
     }
+    if (r && r->kind == VK_VIRT && r->rlet == s) {
+        lower_line(L, "// %s: true on this tile", c);
+        return;
+    }
     if (t->rank == 0) {
         if (lower_is_materializing(s->value)) {
             val *v = lower_materialize(L, s->value, c, NULL);

@@ -3,8 +3,15 @@
 #include <cuda_bf16.h>
 
 /* NaN-propagating max/min, as torch.maximum/minimum */
+#if __CUDA_ARCH__ >= 800 /* one FMNMX.NAN each */
+static __device__ __forceinline__ float tl_max(float a, float b) { float r; asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+static __device__ __forceinline__ float tl_min(float a, float b) { float r; asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+#else
 static __device__ __forceinline__ float tl_max(float a, float b) { return (a > b || a != a) ? a : b; }
 static __device__ __forceinline__ float tl_min(float a, float b) { return (a < b || a != a) ? a : b; }
+#endif
+/* exp2 of f32: the special-function unit's ex2 alone (results under 2^-126 flush to zero) */
+static __device__ __forceinline__ float tl_exp2(float x) { float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
 static __device__ __forceinline__ double tl_max(double a, double b) { return (a > b || a != a) ? a : b; }
 static __device__ __forceinline__ double tl_min(double a, double b) { return (a < b || a != a) ? a : b; }
 template <class T> static __device__ __forceinline__ T tl_max(T a, T b) { return a > b ? a : b; }
@@ -233,167 +240,331 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            // examples/attention.tile:24
-            // v_rn: index tile computed where it is used
-            // examples/attention.tile:25
-            // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
-            // examples/attention.tile:26
-            float tl_t0[32];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = 0.0f;
-            { /* tl_t0 += dot: [64, 64] @ [64, 64] */
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63))))))) { /* the masks hold on the whole tile */
+                // examples/attention.tile:24
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:25
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
+                // examples/attention.tile:26
+                float tl_t0[32];
                 #pragma unroll
-                for (int tl_k = 0; tl_k < 64; tl_k += 16) {
-                    unsigned tl_fa[1][4], tl_fb[8][2];
+                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = 0.0f;
+                { /* tl_t0 += dot: [64, 64] @ [64, 64] */
                     #pragma unroll
-                    for (int tl_m = 0; tl_m < 1; ++tl_m)
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[8][2];
                         #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
-                            tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
-                        }
-                    #pragma unroll
-                    for (int tl_n = 0; tl_n < 8; tl_n += 2)
-                        tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 9216) + (((tl_warp % 1) * 64 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 72 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
-                    #pragma unroll
-                    for (int tl_m = 0; tl_m < 1; ++tl_m)
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
                         #pragma unroll
-                        for (int tl_n = 0; tl_n < 8; ++tl_n)
-                            tl_mma_f16(tl_t0 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 9216) + (((tl_warp % 1) * 64 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 72 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(tl_t0 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
                 }
-            }
-            float v_s[32];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
-            }
-            // examples/attention.tile:27
-            // v_ok: index tile computed where it is used
-            // examples/attention.tile:28
-            float v_sm[32];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
-            }
-            // examples/attention.tile:29
-            float tl_t1[2];
-            { /* max along axis 1 in registers */
-                float tl_r[2];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                float v_s[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                    tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
                 }
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                    const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
-                    tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
-                }
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                    const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
-                    tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
-                }
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
-            }
-            float v_m_new[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
-            }
-            // examples/attention.tile:30
-            float v_p[32];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                v_p[tl_j] = exp2f((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
-            }
-            // examples/attention.tile:31
-            float v_alpha[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                v_alpha[tl_j] = exp2f((v_m_i[tl_j] - v_m_new[tl_j]));
-            }
-            // examples/attention.tile:32
-            float tl_t2[2];
-            { /* sum along axis 1 in registers */
-                float tl_r[2];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                // examples/attention.tile:27
+                // v_ok: true on this tile
+                // examples/attention.tile:28
+                float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                    tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
+                // examples/attention.tile:29
+                float tl_t1[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                    const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
-                    tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
                 }
+                // examples/attention.tile:30
+                float v_p[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:31
+                float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                    const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
-                    tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:32
+                float tl_t2[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                }
+                float tl_n3[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
-            }
-            float tl_n3[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
-            // examples/attention.tile:33
-            // v_tv: in its cp.async ring at byte (18432 + tl_rs * 9216)
-            // examples/attention.tile:34
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
-            }
-            { /* v_acc += dot: [64, 64] @ [64, 64] */
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                // examples/attention.tile:33
+                // v_tv: in its cp.async ring at byte (18432 + tl_rs * 9216)
+                // examples/attention.tile:34
                 #pragma unroll
-                for (int tl_k = 0; tl_k < 64; tl_k += 16) {
-                    unsigned tl_fa[1][4], tl_fb[8][2];
-                    #pragma unroll
-                    for (int tl_m = 0; tl_m < 1; ++tl_m)
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
-                            const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
-                            tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
-                        }
-                    #pragma unroll
-                    for (int tl_n = 0; tl_n < 8; tl_n += 2)
-                        tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (18432 + tl_rs * 9216) + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 1) * 64 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
-                    #pragma unroll
-                    for (int tl_m = 0; tl_m < 1; ++tl_m)
-                        #pragma unroll
-                        for (int tl_n = 0; tl_n < 8; ++tl_n)
-                            tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
                 }
+                { /* v_acc += dot: [64, 64] @ [64, 64] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (18432 + tl_rs * 9216) + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 1) * 64 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:35
+                float tl_n4[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    tl_n4[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+            } else {
+                // examples/attention.tile:24
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:25
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
+                // examples/attention.tile:26
+                float tl_t5[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t5[tl_j] = 0.0f;
+                { /* tl_t5 += dot: [64, 64] @ [64, 64] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 9216) + (((tl_warp % 1) * 64 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 72 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(tl_t5 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                float v_s[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:27
+                // v_ok: index tile computed where it is used
+                // examples/attention.tile:28
+                float v_sm[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:29
+                float tl_t6[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                }
+                // examples/attention.tile:30
+                float v_p[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:31
+                float v_alpha[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:32
+                float tl_t7[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                }
+                float tl_n8[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                // examples/attention.tile:33
+                // v_tv: in its cp.async ring at byte (18432 + tl_rs * 9216)
+                // examples/attention.tile:34
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
+                }
+                { /* v_acc += dot: [64, 64] @ [64, 64] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (18432 + tl_rs * 9216) + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 1) * 64 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:35
+                float tl_n9[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    tl_n9[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
             }
-            // examples/attention.tile:35
-            float tl_n4[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                tl_n4[tl_j] = v_m_new[tl_j];
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
         }
         tl_cp_wait<0>();
     }
@@ -603,167 +774,331 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            // examples/attention.tile:58
-            // v_rn: index tile computed where it is used
-            // examples/attention.tile:59
-            // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
-            // examples/attention.tile:60
-            float tl_t0[16];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = 0.0f;
-            { /* tl_t0 += dot: [64, 128] @ [128, 32] */
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31))))))) { /* the masks hold on the whole tile */
+                // examples/attention.tile:58
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:59
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
+                // examples/attention.tile:60
+                float tl_t0[16];
                 #pragma unroll
-                for (int tl_k = 0; tl_k < 128; tl_k += 16) {
-                    unsigned tl_fa[1][4], tl_fb[4][2];
+                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = 0.0f;
+                { /* tl_t0 += dot: [64, 128] @ [128, 32] */
                     #pragma unroll
-                    for (int tl_m = 0; tl_m < 1; ++tl_m)
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[4][2];
                         #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
-                            tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
-                        }
-                    #pragma unroll
-                    for (int tl_n = 0; tl_n < 4; tl_n += 2)
-                        tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 8704) + (((tl_warp % 1) * 32 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
-                    #pragma unroll
-                    for (int tl_m = 0; tl_m < 1; ++tl_m)
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
                         #pragma unroll
-                        for (int tl_n = 0; tl_n < 4; ++tl_n)
-                            tl_mma_f16(tl_t0 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                        for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 8704) + (((tl_warp % 1) * 32 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 4; ++tl_n)
+                                tl_mma_f16(tl_t0 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
                 }
-            }
-            float v_s[16];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
-            }
-            // examples/attention.tile:61
-            // v_ok: index tile computed where it is used
-            // examples/attention.tile:62
-            float v_sm[16];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
-            }
-            // examples/attention.tile:63
-            float tl_t1[2];
-            { /* max along axis 1 in registers */
-                float tl_r[2];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                float v_s[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                    tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
                 }
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                    const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
-                    tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
-                }
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                    const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
-                    tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
-                }
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
-            }
-            float v_m_new[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
-            }
-            // examples/attention.tile:64
-            float v_p[16];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                v_p[tl_j] = exp2f((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
-            }
-            // examples/attention.tile:65
-            float v_alpha[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                v_alpha[tl_j] = exp2f((v_m_i[tl_j] - v_m_new[tl_j]));
-            }
-            // examples/attention.tile:66
-            float tl_t2[2];
-            { /* sum along axis 1 in registers */
-                float tl_r[2];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                // examples/attention.tile:61
+                // v_ok: true on this tile
+                // examples/attention.tile:62
+                float v_sm[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                    tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
+                // examples/attention.tile:63
+                float tl_t1[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                    const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
-                    tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
                 }
+                // examples/attention.tile:64
+                float v_p[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:65
+                float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                    const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
-                    tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:66
+                float tl_t2[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                }
+                float tl_n3[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
-            }
-            float tl_n3[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
-            // examples/attention.tile:67
-            // v_tv: in its cp.async ring at byte (17408 + tl_rs * 8704)
-            // examples/attention.tile:68
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 64; ++tl_j) {
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
-            }
-            { /* v_acc += dot: [64, 32] @ [32, 128] */
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                // examples/attention.tile:67
+                // v_tv: in its cp.async ring at byte (17408 + tl_rs * 8704)
+                // examples/attention.tile:68
                 #pragma unroll
-                for (int tl_k = 0; tl_k < 32; tl_k += 16) {
-                    unsigned tl_fa[1][4], tl_fb[16][2];
-                    #pragma unroll
-                    for (int tl_m = 0; tl_m < 1; ++tl_m)
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_jq = (tl_m * 4 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
-                            const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
-                            tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
-                        }
-                    #pragma unroll
-                    for (int tl_n = 0; tl_n < 16; tl_n += 2)
-                        tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (17408 + tl_rs * 8704) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
-                    #pragma unroll
-                    for (int tl_m = 0; tl_m < 1; ++tl_m)
-                        #pragma unroll
-                        for (int tl_n = 0; tl_n < 16; ++tl_n)
-                            tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
                 }
+                { /* v_acc += dot: [64, 32] @ [32, 128] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[16][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 4 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 16; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (17408 + tl_rs * 8704) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 16; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:69
+                float tl_n4[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    tl_n4[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+            } else {
+                // examples/attention.tile:58
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:59
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
+                // examples/attention.tile:60
+                float tl_t5[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t5[tl_j] = 0.0f;
+                { /* tl_t5 += dot: [64, 128] @ [128, 32] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[4][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 8704) + (((tl_warp % 1) * 32 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 4; ++tl_n)
+                                tl_mma_f16(tl_t5 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                float v_s[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:61
+                // v_ok: index tile computed where it is used
+                // examples/attention.tile:62
+                float v_sm[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:63
+                float tl_t6[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                }
+                // examples/attention.tile:64
+                float v_p[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:65
+                float v_alpha[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:66
+                float tl_t7[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                }
+                float tl_n8[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                // examples/attention.tile:67
+                // v_tv: in its cp.async ring at byte (17408 + tl_rs * 8704)
+                // examples/attention.tile:68
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
+                }
+                { /* v_acc += dot: [64, 32] @ [32, 128] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[16][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 4 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 16; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (17408 + tl_rs * 8704) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 16; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:69
+                float tl_n9[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    tl_n9[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
             }
-            // examples/attention.tile:69
-            float tl_n4[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                tl_n4[tl_j] = v_m_new[tl_j];
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
         }
         tl_cp_wait<0>();
     }
@@ -973,167 +1308,331 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            // examples/attention.tile:58
-            // v_rn: index tile computed where it is used
-            // examples/attention.tile:59
-            // v_tk: in its cp.async ring at byte (0 + tl_rs * 17408)
-            // examples/attention.tile:60
-            float tl_t0[32];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = 0.0f;
-            { /* tl_t0 += dot: [128, 128] @ [128, 64] */
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63))))))) { /* the masks hold on the whole tile */
+                // examples/attention.tile:58
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:59
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 17408)
+                // examples/attention.tile:60
+                float tl_t0[32];
                 #pragma unroll
-                for (int tl_k = 0; tl_k < 128; tl_k += 16) {
-                    unsigned tl_fa[1][4], tl_fb[8][2];
+                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = 0.0f;
+                { /* tl_t0 += dot: [128, 128] @ [128, 64] */
                     #pragma unroll
-                    for (int tl_m = 0; tl_m < 1; ++tl_m)
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[8][2];
                         #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
-                            tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
-                        }
-                    #pragma unroll
-                    for (int tl_n = 0; tl_n < 8; tl_n += 2)
-                        tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 17408) + (((tl_warp % 1) * 64 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
-                    #pragma unroll
-                    for (int tl_m = 0; tl_m < 1; ++tl_m)
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
                         #pragma unroll
-                        for (int tl_n = 0; tl_n < 8; ++tl_n)
-                            tl_mma_f16(tl_t0 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 17408) + (((tl_warp % 1) * 64 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(tl_t0 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
                 }
-            }
-            float v_s[32];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
-            }
-            // examples/attention.tile:61
-            // v_ok: index tile computed where it is used
-            // examples/attention.tile:62
-            float v_sm[32];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
-            }
-            // examples/attention.tile:63
-            float tl_t1[2];
-            { /* max along axis 1 in registers */
-                float tl_r[2];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                float v_s[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                    tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
                 }
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                    const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
-                    tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
-                }
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                    const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
-                    tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
-                }
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
-            }
-            float v_m_new[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
-            }
-            // examples/attention.tile:64
-            float v_p[32];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                v_p[tl_j] = exp2f((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
-            }
-            // examples/attention.tile:65
-            float v_alpha[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                v_alpha[tl_j] = exp2f((v_m_i[tl_j] - v_m_new[tl_j]));
-            }
-            // examples/attention.tile:66
-            float tl_t2[2];
-            { /* sum along axis 1 in registers */
-                float tl_r[2];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                // examples/attention.tile:61
+                // v_ok: true on this tile
+                // examples/attention.tile:62
+                float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                    tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
+                // examples/attention.tile:63
+                float tl_t1[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                    const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
-                    tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
                 }
+                // examples/attention.tile:64
+                float v_p[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:65
+                float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                    const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
-                    tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:66
+                float tl_t2[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                }
+                float tl_n3[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
-            }
-            float tl_n3[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
-            // examples/attention.tile:67
-            // v_tv: in its cp.async ring at byte (34816 + tl_rs * 17408)
-            // examples/attention.tile:68
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 64; ++tl_j) {
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
-            }
-            { /* v_acc += dot: [128, 64] @ [64, 128] */
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                // examples/attention.tile:67
+                // v_tv: in its cp.async ring at byte (34816 + tl_rs * 17408)
+                // examples/attention.tile:68
                 #pragma unroll
-                for (int tl_k = 0; tl_k < 64; tl_k += 16) {
-                    unsigned tl_fa[1][4], tl_fb[16][2];
-                    #pragma unroll
-                    for (int tl_m = 0; tl_m < 1; ++tl_m)
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
-                            const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
-                            tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
-                        }
-                    #pragma unroll
-                    for (int tl_n = 0; tl_n < 16; tl_n += 2)
-                        tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (34816 + tl_rs * 17408) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
-                    #pragma unroll
-                    for (int tl_m = 0; tl_m < 1; ++tl_m)
-                        #pragma unroll
-                        for (int tl_n = 0; tl_n < 16; ++tl_n)
-                            tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
                 }
+                { /* v_acc += dot: [128, 64] @ [64, 128] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[16][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 16; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (34816 + tl_rs * 17408) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 16; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:69
+                float tl_n4[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n4[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+            } else {
+                // examples/attention.tile:58
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:59
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 17408)
+                // examples/attention.tile:60
+                float tl_t5[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t5[tl_j] = 0.0f;
+                { /* tl_t5 += dot: [128, 128] @ [128, 64] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 17408) + (((tl_warp % 1) * 64 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(tl_t5 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                float v_s[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:61
+                // v_ok: index tile computed where it is used
+                // examples/attention.tile:62
+                float v_sm[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:63
+                float tl_t6[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                }
+                // examples/attention.tile:64
+                float v_p[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:65
+                float v_alpha[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:66
+                float tl_t7[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                }
+                float tl_n8[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                // examples/attention.tile:67
+                // v_tv: in its cp.async ring at byte (34816 + tl_rs * 17408)
+                // examples/attention.tile:68
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
+                }
+                { /* v_acc += dot: [128, 64] @ [64, 128] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[16][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 16; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (34816 + tl_rs * 17408) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 16; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:69
+                float tl_n9[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n9[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
             }
-            // examples/attention.tile:69
-            float tl_n4[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                tl_n4[tl_j] = v_m_new[tl_j];
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
         }
         tl_cp_wait<0>();
     }
