@@ -160,14 +160,72 @@ static int ring_check(lw *L, const tilec_stmt *loop, ring_plan *rp)
     return rp->n > 0;
 }
 
-/* One iteration's copies of every ring into slot `slot`. */
+/* The condition under which every 16-byte chunk of load e is in bounds
+ * and aligned: its mask true on the whole tile, its first element 16-byte
+ * aligned and the stride across rows a multiple of 16 bytes; NULL when
+ * that is not known. */
+static const char *ring_whole(lw *L, const tilec_expr *e, int trans)
+{
+    const tilec_type *t = lower_ty(L, e);
+    int64_t st;
+    if (!lower_stride(L, e->args[0], trans ? 1 : 0, &st) || (st * (int64_t)tilec_dtype_size(t->dtype)) % 16)
+        return NULL;
+    const char *in = e->nargs > 1 ? lower_all_true(L, e->args[1]) : "true";
+    if (!in)
+        return NULL;
+    const char *zero[TILEC_MAX_RANK] = {"0", "0"}, *sub[TILEC_MAX_RANK];
+    lower_map_bcast(lower_ty(L, e->args[0]), 2, zero, sub);
+    lower_walk(L, e->args[0], sub, 0, NULL, PREP);
+    return lower_fmt(L, "%s && ((unsigned long long)(%s) & 15) == 0", in, lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
+}
+
+/* The copies of a whole tile, every chunk one cp.async. */
+static void ring_copy_whole(lw *L, const tilec_expr *e, const char *dst, int ld, int trans)
+{
+    const tilec_type *t = lower_ty(L, e);
+    int64_t R = t->dims[0], C = t->dims[1], run = trans ? R : C;
+    int chunks = (int)(R * C / 8), per = (chunks + L->nt - 1) / L->nt;
+    const char *ct = lower_ctype(t->dtype);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q) {", per);
+    L->ind++;
+    lower_line(L, "const int tl_l = (tl_q * %d + tl_tid) * 8;", L->nt);
+    if (per * L->nt != chunks)
+        lower_line(L, "if (tl_l >= %d) break;", chunks * 8);
+    lower_line(L, "const int %s = tl_l / %lld, %s = tl_l %% %lld;", trans ? "tl_i1" : "tl_i0", (long long)run,
+               trans ? "tl_i0" : "tl_i1", (long long)run);
+    const char *sub[TILEC_MAX_RANK];
+    lower_map_bcast(lower_ty(L, e->args[0]), 2, lower_idx, sub);
+    lower_line(L, "tl_cp16((%s *)(tl_smem + %s) + %s, %s, 16);", ct, dst,
+               trans ? lower_fmt(L, "tl_i1 * %d + tl_i0", ld) : lower_fmt(L, "tl_i0 * %d + tl_i1", ld),
+               lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
+    L->ind--;
+    lower_line(L, "}");
+}
+
+/* One iteration's copies of every ring into slot `slot`: a whole tile
+ * with one cp.async per chunk, any other with the checks of
+ * lower_emit_async_load. */
 static void ring_issue(lw *L, const void *ctx, const char *slot)
 {
     const ring_plan *rp = ctx;
     for (int i = 0; i < rp->n; i++) {
         const ring_op *o = &rp->op[i];
-        lower_emit_async_load(L, o->let->value, lower_fmt(L, "%u + %s * %lld", o->off, slot, (long long)o->bytes), o->ld,
-                              o->trans);
+        const char *dst = lower_fmt(L, "%u + %s * %lld", o->off, slot, (long long)o->bytes);
+        const char *whole = ring_whole(L, o->let->value, o->trans);
+        if (whole) {
+            lower_line(L, "if (%s) {", whole);
+            L->ind++;
+            ring_copy_whole(L, o->let->value, dst, o->ld, o->trans);
+            L->ind--;
+            lower_line(L, "} else {");
+            L->ind++;
+        }
+        lower_emit_async_load(L, o->let->value, dst, o->ld, o->trans);
+        if (whole) {
+            L->ind--;
+            lower_line(L, "}");
+        }
     }
 }
 

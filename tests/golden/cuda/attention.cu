@@ -131,71 +131,20 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
         for (int tl_s = 0; tl_s < 1; ++tl_s) {
             const tl_ix v_n0 = tl_lo + tl_s * tl_st;
             if (v_n0 < tl_hi) {
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                    const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
-                    const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
-                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 9216) + tl_i1 * 72 + tl_i0;
-                    const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                    const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
+                        tl_cp16((__half *)(tl_smem + 0 + tl_s * 9216) + tl_i1 * 72 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
                     }
-                }
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
-                    __half *tl_d = (__half *)(tl_smem + 18432 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                    const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                    }
-                }
-            }
-            tl_cp_commit();
-        }
-        int tl_it = 0;
-        // examples/attention.tile:23
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
-            tl_cp_wait<0>();
-            __syncthreads();
-            {
-                const tl_ix tl_next = v_n0 + 1 * tl_st;
-                const int tl_ns = (tl_it + 1) % 2;
-                if (tl_next < tl_hi) {
-                    const tl_ix v_n0 = tl_next;
+                } else {
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
                         const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
-                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 9216) + tl_i1 * 72 + tl_i0;
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 9216) + tl_i1 * 72 + tl_i0;
                         const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
                         const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
@@ -213,12 +162,21 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
+                }
+                if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        tl_cp16((__half *)(tl_smem + 18432 + tl_s * 9216) + tl_i0 * 72 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    }
+                } else {
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                         const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
-                        __half *tl_d = (__half *)(tl_smem + 18432 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
+                        __half *tl_d = (__half *)(tl_smem + 18432 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
                         const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
@@ -234,6 +192,84 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                             tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
                             tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        int tl_it = 0;
+        // examples/attention.tile:23
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+            tl_cp_wait<0>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_n0 + 1 * tl_st;
+                const int tl_ns = (tl_it + 1) % 2;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_n0 = tl_next;
+                    if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
+                            tl_cp16((__half *)(tl_smem + 0 + tl_ns * 9216) + tl_i1 * 72 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
+                            const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                            __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 9216) + tl_i1 * 72 + tl_i0;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                    if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            tl_cp16((__half *)(tl_smem + 18432 + tl_ns * 9216) + tl_i0 * 72 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                            __half *tl_d = (__half *)(tl_smem + 18432 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
                     }
                 }
@@ -665,71 +701,20 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
         for (int tl_s = 0; tl_s < 1; ++tl_s) {
             const tl_ix v_n0 = tl_lo + tl_s * tl_st;
             if (v_n0 < tl_hi) {
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                    const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
-                    const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
-                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 8704) + tl_i1 * 136 + tl_i0;
-                    const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                    const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                        tl_cp16((__half *)(tl_smem + 0 + tl_s * 8704) + tl_i1 * 136 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
                     }
-                }
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
-                    __half *tl_d = (__half *)(tl_smem + 17408 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                    const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                    }
-                }
-            }
-            tl_cp_commit();
-        }
-        int tl_it = 0;
-        // examples/attention.tile:57
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
-            tl_cp_wait<0>();
-            __syncthreads();
-            {
-                const tl_ix tl_next = v_n0 + 1 * tl_st;
-                const int tl_ns = (tl_it + 1) % 2;
-                if (tl_next < tl_hi) {
-                    const tl_ix v_n0 = tl_next;
+                } else {
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
                         const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
-                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 8704) + tl_i1 * 136 + tl_i0;
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 8704) + tl_i1 * 136 + tl_i0;
                         const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
                         const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
@@ -747,12 +732,21 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
+                }
+                if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        tl_cp16((__half *)(tl_smem + 17408 + tl_s * 8704) + tl_i0 * 136 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    }
+                } else {
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
-                        __half *tl_d = (__half *)(tl_smem + 17408 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
+                        __half *tl_d = (__half *)(tl_smem + 17408 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
                         const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
                         const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
@@ -768,6 +762,84 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                             tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
                             tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        int tl_it = 0;
+        // examples/attention.tile:57
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+            tl_cp_wait<0>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_n0 + 1 * tl_st;
+                const int tl_ns = (tl_it + 1) % 2;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_n0 = tl_next;
+                    if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                            tl_cp16((__half *)(tl_smem + 0 + tl_ns * 8704) + tl_i1 * 136 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                            const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                            __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 8704) + tl_i1 * 136 + tl_i0;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                    if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            tl_cp16((__half *)(tl_smem + 17408 + tl_ns * 8704) + tl_i0 * 136 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                            __half *tl_d = (__half *)(tl_smem + 17408 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
                     }
                 }
@@ -1199,71 +1271,20 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
         for (int tl_s = 0; tl_s < 1; ++tl_s) {
             const tl_ix v_n0 = tl_lo + tl_s * tl_st;
             if (v_n0 < tl_hi) {
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                    const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
-                    const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
-                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 17408) + tl_i1 * 136 + tl_i0;
-                    const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                    const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                        tl_cp16((__half *)(tl_smem + 0 + tl_s * 17408) + tl_i1 * 136 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
                     }
-                }
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
-                    __half *tl_d = (__half *)(tl_smem + 34816 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                    const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                    }
-                }
-            }
-            tl_cp_commit();
-        }
-        int tl_it = 0;
-        // examples/attention.tile:57
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
-            tl_cp_wait<0>();
-            __syncthreads();
-            {
-                const tl_ix tl_next = v_n0 + 1 * tl_st;
-                const int tl_ns = (tl_it + 1) % 2;
-                if (tl_next < tl_hi) {
-                    const tl_ix v_n0 = tl_next;
+                } else {
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
                         const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
-                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 17408) + tl_i1 * 136 + tl_i0;
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 17408) + tl_i1 * 136 + tl_i0;
                         const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
                         const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
@@ -1281,12 +1302,21 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
+                }
+                if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        tl_cp16((__half *)(tl_smem + 34816 + tl_s * 17408) + tl_i0 * 136 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    }
+                } else {
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
-                        __half *tl_d = (__half *)(tl_smem + 34816 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
+                        __half *tl_d = (__half *)(tl_smem + 34816 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
                         const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
                         const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
@@ -1302,6 +1332,84 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                             tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
                             tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        int tl_it = 0;
+        // examples/attention.tile:57
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+            tl_cp_wait<0>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_n0 + 1 * tl_st;
+                const int tl_ns = (tl_it + 1) % 2;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_n0 = tl_next;
+                    if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                            tl_cp16((__half *)(tl_smem + 0 + tl_ns * 17408) + tl_i1 * 136 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                            const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                            __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 17408) + tl_i1 * 136 + tl_i0;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                    if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            tl_cp16((__half *)(tl_smem + 34816 + tl_ns * 17408) + tl_i0 * 136 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                            __half *tl_d = (__half *)(tl_smem + 34816 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
                     }
                 }
