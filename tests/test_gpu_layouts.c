@@ -195,8 +195,13 @@ static void check_attention(int D, uint32_t variant)
     gk_free(&g);
 }
 
+/* every variant of examples/attention.tile: block shapes of 64 and 128
+ * query rows over 4 or 8 warps, 32 or 64 keys a step */
 Test(layouts, attention_d64, .timeout = 120) { check_attention(64, 0); }
+Test(layouts, attention_d64_bn32, .timeout = 120) { check_attention(64, 1); }
+Test(layouts, attention_d64_bm64, .timeout = 120) { check_attention(64, 2); }
 Test(layouts, attention_d128, .timeout = 120) { check_attention(128, 0); }
 Test(layouts, attention_d128_8warps, .timeout = 120) { check_attention(128, 1); }
+Test(layouts, attention_d128_8warps_bn32, .timeout = 120) { check_attention(128, 2); }
 
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU layout tests"); }
