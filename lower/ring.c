@@ -240,7 +240,8 @@ static int ring_masks(lw *L, const tilec_stmt *loop, const tilec_stmt **mk, cons
     for (uint32_t i = 0; i < loop->body.nstmts && n < RING_MAX; i++) {
         const tilec_stmt *s = loop->body.stmts[i];
         if (s->kind != TILEC_ST_LET || lower_ty(L, s->value)->rank == 0 || lower_ty(L, s->value)->dtype != TILEC_DT_BOOL ||
-            lower_in_list(L->assigned, L->nassigned, s->names[0]) || !lower_is_virtual(L, s->value))
+            lower_in_list(L->assigned, L->nassigned, s->names[0]) || !lower_is_virtual(L, s->value) ||
+            !ring_ahead(L, loop, s->value, 0)) /* decided at the top: nothing the body assigns */
             continue;
         const char *t = lower_all_true(L, s->value);
         if (!t)
