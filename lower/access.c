@@ -127,3 +127,46 @@ int lower_monotone_mask(lw *L, const tilec_expr *m, int axis)
     return lower_ty(L, bound)->rank == 0 && stride_bcast(L, idx, mt, axis, &si) && si >= 0 &&
            stride_bcast(L, bound, mt, axis, &sb) && sb == 0;
 }
+
+/* A C condition under which the boolean tile m holds for every element,
+ * or NULL when none is found: scalars as they are, && and || of such, and
+ * comparisons of affine index tiles, decided at the one corner of the tile
+ * where the difference of their sides is smallest. */
+const char *lower_all_true(lw *L, const tilec_expr *m)
+{
+    const tilec_type *t = lower_ty(L, m);
+    if (t->dtype != TILEC_DT_BOOL || L->failed)
+        return NULL;
+    if (t->rank == 0) {
+        lower_walk(L, m, NULL, 0, NULL, PREP);
+        return lower_walk(L, m, NULL, 0, NULL, EMIT);
+    }
+    if (m->kind == TILEC_EX_NAME) {
+        val *v = lower_lookup(L, m->name);
+        return v && v->kind == VK_VIRT ? lower_all_true(L, v->expr) : NULL;
+    }
+    if (m->kind != TILEC_EX_BINARY)
+        return NULL;
+    if (m->op == TILEC_OP_ANDAND || m->op == TILEC_OP_OROR) {
+        const char *a = lower_all_true(L, m->args[0]), *b = lower_all_true(L, m->args[1]);
+        if (m->op == TILEC_OP_ANDAND)
+            return a && b ? lower_fmt(L, "(%s && %s)", a, b) : NULL;
+        return a && b ? lower_fmt(L, "(%s || %s)", a, b) : a ? a : b;
+    }
+    /* x < y (x <= y): min of y - x over the tile; x > y (x >= y): of x - y */
+    int less = m->op == TILEC_OP_LT || m->op == TILEC_OP_LE;
+    if (!less && m->op != TILEC_OP_GT && m->op != TILEC_OP_GE)
+        return NULL;
+    if (tilec_dtype_class(lower_ty(L, m->args[0])->dtype) == 'f' || tilec_dtype_class(lower_ty(L, m->args[1])->dtype) == 'f')
+        return NULL;
+    const char *corner[TILEC_MAX_RANK];
+    for (int a = 0; a < t->rank; a++) {
+        int64_t s0, s1;
+        if (!stride_bcast(L, m->args[0], t, a, &s0) || !stride_bcast(L, m->args[1], t, a, &s1))
+            return NULL;
+        int64_t d = less ? s1 - s0 : s0 - s1;
+        corner[a] = d >= 0 ? "0" : lower_fmt(L, "%lld", (long long)(t->dims[a] - 1));
+    }
+    lower_walk(L, m, corner, 0, NULL, PREP);
+    return lower_walk(L, m, corner, 0, NULL, EMIT);
+}

@@ -75,9 +75,13 @@ static void frag_a_regs(lw *L, const val *x, int mt, tilec_dtype d)
     lower_line(L, "    #pragma unroll");
     lower_line(L, "    for (int tl_q = 0; tl_q < 4; ++tl_q) {");
     lower_line(L, "        const int tl_jq = (tl_m * %d + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;", nt8);
-    lower_line(L, "        const %s tl_h2 = %s(%s, %s);", t2, pack, lower_ld_elem(L, lower_fmt(L, "%s[tl_jq]", x->c), x->ty.dtype),
-               lower_ld_elem(L, lower_fmt(L, "%s[tl_jq + 1]", x->c), x->ty.dtype));
-    lower_line(L, "        tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;");
+    if (x->ty.dtype == d) { /* already f16/bf16: the pair as it is */
+        lower_line(L, "        tl_fa[tl_m][tl_q] = *(const unsigned *)&%s[tl_jq];", x->c);
+    } else {
+        lower_line(L, "        const %s tl_h2 = %s(%s, %s);", t2, pack, lower_ld_elem(L, lower_fmt(L, "%s[tl_jq]", x->c), x->ty.dtype),
+                   lower_ld_elem(L, lower_fmt(L, "%s[tl_jq + 1]", x->c), x->ty.dtype));
+        lower_line(L, "        tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;");
+    }
     lower_line(L, "    }");
 }
 
@@ -143,18 +147,21 @@ static const val *a_in_regs(lw *L, const tilec_expr *a, const val *acc)
     return xd == TILEC_DT_F32 || xd == TILEC_DT_F16 || xd == TILEC_DT_BF16 ? v : NULL;
 }
 
-/* The operands into shared memory (a may be NULL: in registers; b
- * transposed when transb), then a barrier; the barrier before is left out
+/* The operands into shared memory (a may be NULL: in registers; b NULL:
+ * in a cp.async ring; b transposed when transb), then a barrier; the barrier before is left out
  * where another dot's barrier in the same loop body separates these
  * buffers' last reads from these writes (lower_dot_barrier_free). */
 static void stage_operands(lw *L, const tilec_expr *a, uint32_t sa, int lda, int transa, const tilec_expr *b,
                            uint32_t sb, int ldb, int transb, tilec_dtype d)
 {
+    if (!a && !b)
+        return;
     if (!lower_dot_barrier_free(L))
         lower_line(L, "__syncthreads();");
     if (a)
         stage(L, a, sa, lda, transa, d);
-    stage(L, b, sb, ldb, transb, d);
+    if (b)
+        stage(L, b, sb, ldb, transb, d);
     lower_line(L, "__syncthreads();");
 }
 
@@ -176,15 +183,20 @@ static void dot_mma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
 {
     tilec_dtype d = lower_ty(L, a)->dtype;
     const val *ra = a_in_regs(L, a, acc);
-    int bt = b_runs_along_k(L, b, d);
-    int lda = (int)K + 8, ldb = bt ? (int)K + 8 : (int)N + 8;
-    uint32_t sa = ra ? 0 : lower_alloc_smem(L, M * lda * 2), sb = lower_alloc_smem(L, (bt ? N : K) * ldb * 2);
+    const val *rb = b->kind == TILEC_EX_NAME ? lower_lookup(L, b->name) : NULL;
+    if (rb && rb->kind != VK_RING)
+        rb = NULL;
+    int bt = rb ? rb->rbt : b_runs_along_k(L, b, d);
+    int lda = (int)K + 8, ldb = rb ? rb->rld : bt ? (int)K + 8 : (int)N + 8;
+    uint32_t sa = ra ? 0 : lower_alloc_smem(L, M * lda * 2), sb = rb ? 0 : lower_alloc_smem(L, (bt ? N : K) * ldb * 2);
     if (ra)
         lower_note(L, "  line %u: dot operand %s read from its mma registers", L->line, ra->c);
-    if (bt)
+    if (rb)
+        lower_note(L, "  line %u: dot operand %s read from its cp.async ring%s", L->line, lower_cname(L, rb->rlet->names[0]), bt ? " (B^T, plain ldmatrix)" : "");
+    else if (bt)
         lower_note(L, "  line %u: dot operand %s staged transposed (B^T, plain ldmatrix)", L->line, b->name);
-    stage_operands(L, ra ? NULL : a, sa, lda, 0, b, sb, ldb, bt, d);
-    mma_kloop(L, acc, ra, lower_fmt(L, "%u", sa), lower_fmt(L, "%u", sb), bt, lda, ldb, K, d);
+    stage_operands(L, ra ? NULL : a, sa, lda, 0, rb ? NULL : b, sb, ldb, bt, d);
+    mma_kloop(L, acc, ra, lower_fmt(L, "%u", sa), rb ? rb->c : lower_fmt(L, "%u", sb), bt, lda, ldb, K, d);
 }
 
 /* f32: A transposed in shared memory, each thread its TM x TN block. */

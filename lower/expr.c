@@ -119,6 +119,8 @@ static const char *math1(lw *L, const char *fn, const char *x, tilec_dtype d)
             return x;
         return lower_fmt(L, "((%s) < 0 ? -(%s) : (%s))", x, x, x);
     }
+    if (!strcmp(fn, "exp2") && !dbl)
+        return lower_fmt(L, "tl_exp2(%s)", x);
     return lower_fmt(L, "%s%s(%s)", fn, dbl ? "" : "f", x);
 }
 

@@ -221,7 +221,7 @@ static int count_dots(const tilec_expr *e, const tilec_expr **out, int n)
  * after one dot's staging already stands between the other's reads and
  * its next writes (in this iteration or around the back edge), so their
  * barriers before are left out. */
-void lower_plan_loop(lw *L, const tilec_stmt *s)
+void lower_plan_loop(lw *L, const tilec_stmt *s, int min)
 {
     const tilec_expr *d[LP_MAX];
     int n = 0;
@@ -230,7 +230,7 @@ void lower_plan_loop(lw *L, const tilec_stmt *s)
         if (b->kind == TILEC_ST_LET || b->kind == TILEC_ST_ASSIGN || b->kind == TILEC_ST_EXPR)
             n = count_dots(b->value, d, n);
     }
-    for (int i = 0; n >= 2 && i < n && L->nnobar < LP_MAX; i++)
+    for (int i = 0; n >= min && i < n && L->nnobar < LP_MAX; i++)
         L->nobar[L->nnobar++] = d[i];
 }
 

@@ -67,8 +67,10 @@ static void emit_kernel(lw *L, const char *fname)
     }
     if (L->wg) /* the sm_90a twin: its tensor maps, a producer warp group, one block per SM */
         sb_puts(&sig, lower_wg_params());
+    /* `blocks`: at least that many blocks per SM (the register cap that follows) */
+    int64_t blocks = tilec_kernel_hint(k, L->variant, "blocks", 0);
     lower_line(L, "extern \"C\" __global__ void __launch_bounds__(%d%s) %s(%s)", L->wg ? L->nt + 128 : L->nt,
-               L->wg ? ", 1" : "", fname, sb_str(&sig));
+               L->wg ? ", 1" : blocks > 0 ? lower_fmt(L, ", %lld", (long long)blocks) : "", fname, sb_str(&sig));
     sb_free(&sig);
     lower_line(L, "{");
     L->ind++;

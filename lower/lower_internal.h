@@ -47,7 +47,7 @@ typedef struct lay {
     lbits b;               /* LY_LIN: the map of bits */
 } lay;
 
-typedef enum { VK_SCALAR, VK_VIRT, VK_MAT } vkind;
+typedef enum { VK_SCALAR, VK_VIRT, VK_MAT, VK_RING } vkind;
 
 typedef struct val {
     vkind kind;
@@ -56,6 +56,12 @@ typedef struct val {
     const tilec_expr *expr; /* VK_VIRT */
     lay ly;                 /* VK_MAT */
     int smem;               /* VK_MAT: its spill buffer in shared memory, or -1 */
+    /* VK_RING: a loaded tile in a cp.async ring (ring.c), read only as a
+     * dot's B operand; c is the byte offset of this iteration's buffer.
+     * VK_RING, or VK_VIRT for a mask known true (ring.c's fast path):
+     * rlet is the let it stands for, left out of the body */
+    const tilec_stmt *rlet;
+    int rld, rbt;           /* row stride in elements; stored as B^T [N][K] */
 } val;
 
 typedef struct lbind {
@@ -208,8 +214,10 @@ lay lower_pick(lw *L, const tilec_type *t);
 lay lower_pick_for(lw *L, const tilec_expr *e);
 /* The layout of `let name = e` when the plan has one for the name. */
 int lower_pick_let(lw *L, const char *name, const tilec_expr *e, lay *y);
-/* Before the body of loop s: the dots it runs on every iteration. */
-void lower_plan_loop(lw *L, const tilec_stmt *s);
+/* Before the body of loop s: its dots need no barrier before staging
+ * when the body runs at least `min` of them (a ring loop's barrier at
+ * the top of each iteration: 1). */
+void lower_plan_loop(lw *L, const tilec_stmt *s, int min);
 /* May the dot being lowered stage its operands without a barrier first? */
 int lower_dot_barrier_free(const lw *L);
 __attribute__((format(printf, 2, 3))) void lower_note(lw *L, const char *f, ...);
@@ -230,6 +238,8 @@ int lower_is_virtual(lw *L, const tilec_expr *e);
 
 int lower_stride(lw *L, const tilec_expr *e, int axis, int64_t *s);
 int lower_monotone_mask(lw *L, const tilec_expr *m, int axis);
+/* A C condition under which boolean tile m is true everywhere, or NULL. */
+const char *lower_all_true(lw *L, const tilec_expr *m);
 
 /* ---- memory.c, materialize.c, reduce.c, dot.c ---- */
 
@@ -265,6 +275,21 @@ typedef struct lower_pipe_plan {
 int lower_pipeline_plan(lw *L, const tilec_stmt *loop, lower_pipe_plan *pp);
 /* Bind the loop variable and the body's index tiles; undo with lower_leave(). */
 void lower_bind_loop_scope(lw *L, const tilec_stmt *loop);
+/* cp.async copies of load e into shared memory at byte offset dst (a C
+ * expression), rows of ld elements; trans: stored [C][R] (memory
+ * contiguous along axis 0). */
+void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, int trans);
+/* The pieces of a cp.async ring loop: tl_ix, tl_lo, tl_hi, tl_st; the
+ * first stages-1 copies; at the top of an iteration the wait, the barrier
+ * and the copies stages-1 iterations ahead. issue(L, ctx, slot) emits one
+ * iteration's copies into ring slot `slot` (a C expression). */
+typedef void (*lower_issue_fn)(lw *L, const void *ctx, const char *slot);
+void lower_cp_bounds(lw *L, const tilec_stmt *loop);
+void lower_cp_prologue(lw *L, int S, const char *v, lower_issue_fn issue, const void *ctx);
+void lower_cp_advance(lw *L, int S, const char *v, lower_issue_fn issue, const void *ctx);
+/* ring.c: a loop whose dots read loaded tiles as B operands, those loads
+ * in cp.async rings: 1 if emitted, 0 (nothing emitted) if not. */
+int lower_ring_loop(lw *L, const tilec_stmt *loop);
 
 /* ---- wgmma.c: the sm_90a twin ---- */
 

@@ -120,32 +120,40 @@ int lower_pipeline_plan(lw *L, const tilec_stmt *loop, pipe_plan *pp)
 }
 
 /* cp.async copies of load `e` ([R, C]) into shared memory at `dst` (a C
- * expression, bytes) with row stride ld elements. */
-static void emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld)
+ * expression, bytes): row-major with row stride ld elements, or, when
+ * `trans` (memory contiguous along axis 0), as [C][R] with row stride ld.
+ * 16-byte chunks run along the contiguous axis. */
+void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, int trans)
 {
     const tilec_type *t = lower_ty(L, e);
-    int64_t R = t->dims[0], C = t->dims[1];
-    int chunks = (int)(R * C / 8), per = chunks / L->nt;
-    unsigned size = tilec_dtype_size(t->dtype);
+    int64_t R = t->dims[0], C = t->dims[1], run = trans ? R : C;
+    int chunks = (int)(R * C / 8), per = (chunks + L->nt - 1) / L->nt;
     const tilec_expr *mask = e->nargs > 1 ? e->args[1] : NULL;
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q) {", per);
     L->ind++;
     lower_line(L, "const int tl_l = (tl_q * %d + tl_tid) * 8;", L->nt);
-    lower_line(L, "const int tl_i0 = tl_l / %lld, tl_i1 = tl_l %% %lld;", (long long)C, (long long)C);
+    if (per * L->nt != chunks)
+        lower_line(L, "if (tl_l >= %d) break;", chunks * 8);
+    if (trans)
+        lower_line(L, "const int tl_i1 = tl_l / %lld, tl_i0 = tl_l %% %lld;", (long long)run, (long long)run);
+    else
+        lower_line(L, "const int tl_i0 = tl_l / %lld, tl_i1 = tl_l %% %lld;", (long long)run, (long long)run);
     const char *sub[TILEC_MAX_RANK];
     lower_map_bcast(lower_ty(L, e->args[0]), 2, lower_idx, sub);
     lower_line(L, "const %s *tl_p = %s;", lower_ctype(t->dtype), lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
-    lower_line(L, "%s *tl_d = (%s *)(tl_smem + %s) + tl_i0 * %d + tl_i1;", lower_ctype(t->dtype), lower_ctype(t->dtype), dst, ld);
+    lower_line(L, "%s *tl_d = (%s *)(tl_smem + %s) + %s;", lower_ctype(t->dtype), lower_ctype(t->dtype), dst,
+               trans ? lower_fmt(L, "tl_i1 * %d + tl_i0", ld) : lower_fmt(L, "tl_i0 * %d + tl_i1", ld));
     strbuf all, any;
     sb_init(&all);
     sb_init(&any);
-    int mono = mask && lower_monotone_mask(L, mask, 1);
+    int mono = mask && lower_monotone_mask(L, mask, trans ? 0 : 1);
     const char *mq[8];
     for (int q = 0; q < 8; q++) {
         if (!mask)
             break;
-        const char *qidx[2] = {"tl_i0", q ? lower_fmt(L, "(tl_i1 + %d)", q) : "tl_i1"};
+        const char *qi = q ? lower_fmt(L, "(%s + %d)", trans ? "tl_i0" : "tl_i1", q) : (trans ? "tl_i0" : "tl_i1");
+        const char *qidx[2] = {trans ? qi : "tl_i0", trans ? "tl_i1" : qi};
         lower_map_bcast(lower_ty(L, mask), 2, qidx, sub);
         mq[q] = lower_walk(L, mask, sub, 0, NULL, EMIT);
         /* a monotone mask needs its ends to decide; the rest only on the slow path */
@@ -174,7 +182,6 @@ static void emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld)
             lower_line(L, "    tl_d[%d] = tl_p[%d];", q, q);
     }
     lower_line(L, "}");
-    (void)size;
     sb_free(&all);
     sb_free(&any);
     L->ind--;
@@ -191,22 +198,56 @@ typedef struct ring {
 } ring;
 
 /* Copies of both operands into ring slot `slot` (a C expression). */
-static void issue_copies(lw *L, const pipe_plan *pp, const ring *r, const char *slot)
+static void issue_copies(lw *L, const void *ctx, const char *slot)
 {
-    emit_async_load(L, pp->load[0], lower_fmt(L, "%u + %s * %lld", r->sa, slot, (long long)r->abytes), r->lda);
-    emit_async_load(L, pp->load[1], lower_fmt(L, "%u + %s * %lld", r->sb, slot, (long long)r->bbytes), r->ldb);
+    const pipe_plan *pp = ((const void *const *)ctx)[0];
+    const ring *r = ((const void *const *)ctx)[1];
+    lower_emit_async_load(L, pp->load[0], lower_fmt(L, "%u + %s * %lld", r->sa, slot, (long long)r->abytes), r->lda, 0);
+    lower_emit_async_load(L, pp->load[1], lower_fmt(L, "%u + %s * %lld", r->sb, slot, (long long)r->bbytes), r->ldb, 0);
 }
 
-/* The first stages-1 tiles, one commit group each. */
-static void prologue(lw *L, const pipe_plan *pp, const ring *r, const char *v)
+void lower_cp_bounds(lw *L, const tilec_stmt *loop)
+{
+    lower_walk(L, loop->lo, NULL, 0, NULL, PREP);
+    lower_walk(L, loop->hi, NULL, 0, NULL, PREP);
+    if (loop->step)
+        lower_walk(L, loop->step, NULL, 0, NULL, PREP);
+    int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
+    lower_line(L, "typedef %s tl_ix; /* the loop variable's type */", wide ? "long long" : "int");
+    lower_line(L, "const tl_ix tl_lo = %s, tl_hi = %s, tl_st = %s;", lower_walk(L, loop->lo, NULL, 0, NULL, EMIT),
+         lower_walk(L, loop->hi, NULL, 0, NULL, EMIT), loop->step ? lower_walk(L, loop->step, NULL, 0, NULL, EMIT) : "1");
+}
+
+void lower_cp_prologue(lw *L, int S, const char *v, lower_issue_fn issue, const void *ctx)
 {
     lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_s = 0; tl_s < %d; ++tl_s) {", r->S - 1);
+    lower_line(L, "for (int tl_s = 0; tl_s < %d; ++tl_s) {", S - 1);
     L->ind++;
     lower_line(L, "const tl_ix %s = tl_lo + tl_s * tl_st;", v);
     lower_line(L, "if (%s < tl_hi) {", v);
     L->ind++;
-    issue_copies(L, pp, r, "tl_s");
+    issue(L, ctx, "tl_s");
+    L->ind--;
+    lower_line(L, "}");
+    lower_line(L, "tl_cp_commit();");
+    L->ind--;
+    lower_line(L, "}");
+}
+
+void lower_cp_advance(lw *L, int S, const char *v, lower_issue_fn issue, const void *ctx)
+{
+    /* tile tl_it has landed and every warp is done with tile tl_it - 1,
+     * whose buffer the copies for tile tl_it + stages - 1 reuse */
+    lower_line(L, "tl_cp_wait<%d>();", S - 2);
+    lower_line(L, "__syncthreads();");
+    lower_line(L, "{");
+    L->ind++;
+    lower_line(L, "const tl_ix tl_next = %s + %d * tl_st;", v, S - 1);
+    lower_line(L, "const int tl_ns = (tl_it + %d) %% %d;", S - 1, S);
+    lower_line(L, "if (tl_next < tl_hi) {");
+    L->ind++;
+    lower_line(L, "const tl_ix %s = tl_next;", v);
+    issue(L, ctx, "tl_ns");
     L->ind--;
     lower_line(L, "}");
     lower_line(L, "tl_cp_commit();");
@@ -219,26 +260,11 @@ static void prologue(lw *L, const pipe_plan *pp, const ring *r, const char *v)
 static void steady(lw *L, const pipe_plan *pp, const ring *r, const char *v, tilec_dtype d)
 {
     int S = r->S;
+    const void *ctx[2] = {pp, r};
     lower_line(L, "int tl_it = 0;");
     lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
     L->ind++;
-    /* tile tl_it has landed and every warp is done with tile tl_it - 1,
-     * whose buffer the copies for tile tl_it + stages - 1 reuse */
-    lower_line(L, "tl_cp_wait<%d>();", S - 2);
-    lower_line(L, "__syncthreads();");
-    lower_line(L, "{");
-    L->ind++;
-    lower_line(L, "const tl_ix tl_next = %s + %d * tl_st;", v, S - 1);
-    lower_line(L, "const int tl_ns = (tl_it + %d) %% %d;", S - 1, S);
-    lower_line(L, "if (tl_next < tl_hi) {");
-    L->ind++;
-    lower_line(L, "const tl_ix %s = tl_next;", v);
-    issue_copies(L, pp, r, "tl_ns");
-    L->ind--;
-    lower_line(L, "}");
-    lower_line(L, "tl_cp_commit();");
-    L->ind--;
-    lower_line(L, "}");
+    lower_cp_advance(L, S, v, issue_copies, ctx);
     lower_comment_loc(L, &pp->update->loc);
     lower_line(L, "const int tl_cs = tl_it %% %d;", S);
     lower_emit_mma_kloop(L, pp->acc, lower_fmt(L, "(%u + tl_cs * %lld)", r->sa, (long long)r->abytes),
@@ -257,16 +283,12 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     r.sa = lower_alloc_smem(L, r.abytes * r.S);
     r.sb = lower_alloc_smem(L, r.bbytes * r.S);
     const char *v = lower_cname(L, loop->names[0]);
-    lower_walk(L, loop->lo, NULL, 0, NULL, PREP);
-    lower_walk(L, loop->hi, NULL, 0, NULL, PREP);
     lower_line(L, "{ /* %s += dot, %d-stage cp.async pipeline */", pp->acc->c, r.S);
     L->ind++;
-    int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
-    lower_line(L, "typedef %s tl_ix; /* the loop variable's type */", wide ? "long long" : "int");
-    lower_line(L, "const tl_ix tl_lo = %s, tl_hi = %s, tl_st = %s;", lower_walk(L, loop->lo, NULL, 0, NULL, EMIT),
-         lower_walk(L, loop->hi, NULL, 0, NULL, EMIT), loop->step ? lower_walk(L, loop->step, NULL, 0, NULL, EMIT) : "1");
+    lower_cp_bounds(L, loop);
     lower_bind_loop_scope(L, loop);
-    prologue(L, pp, &r, v);
+    const void *ctx[2] = {pp, &r};
+    lower_cp_prologue(L, r.S, v, issue_copies, ctx);
     lower_comment_loc(L, &loop->loc);
     steady(L, pp, &r, v, at->dtype);
     lower_line(L, "tl_cp_wait<0>();");

@@ -1,6 +1,6 @@
 /* prelude.c: the fixed CUDA text of every translation unit: the
  * half-precision headers (only when used) and the device helpers the
- * lowered code calls (NaN-propagating max/min, ldmatrix, cp.async,
+ * lowered code calls (NaN-propagating max/min, exp2, ldmatrix, cp.async,
  * mma.sync). */
 #include <string.h>
 
@@ -15,8 +15,15 @@ int lower_needs_half(const char *src) { return strstr(src, "__half") || strstr(s
 const char lower_prelude[] =
     "\n"
     "/* NaN-propagating max/min, as torch.maximum/minimum */\n"
+    "#if __CUDA_ARCH__ >= 800 /* one FMNMX.NAN each */\n"
+    "static __device__ __forceinline__ float tl_max(float a, float b) { float r; asm(\"max.NaN.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(a), \"f\"(b)); return r; }\n"
+    "static __device__ __forceinline__ float tl_min(float a, float b) { float r; asm(\"min.NaN.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(a), \"f\"(b)); return r; }\n"
+    "#else\n"
     "static __device__ __forceinline__ float tl_max(float a, float b) { return (a > b || a != a) ? a : b; }\n"
     "static __device__ __forceinline__ float tl_min(float a, float b) { return (a < b || a != a) ? a : b; }\n"
+    "#endif\n"
+    "/* exp2 of f32: the special-function unit's ex2 alone (results under 2^-126 flush to zero) */\n"
+    "static __device__ __forceinline__ float tl_exp2(float x) { float r; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x)); return r; }\n"
     "static __device__ __forceinline__ double tl_max(double a, double b) { return (a > b || a != a) ? a : b; }\n"
     "static __device__ __forceinline__ double tl_min(double a, double b) { return (a < b || a != a) ? a : b; }\n"
     "template <class T> static __device__ __forceinline__ T tl_max(T a, T b) { return a > b ? a : b; }\n"

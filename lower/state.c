@@ -129,6 +129,8 @@ val *lower_newval(lw *L, vkind kind, const tilec_type *t, const char *c)
     v->ty = *t;
     v->c = c;
     v->smem = -1;
+    v->rlet = NULL;
+    v->rld = v->rbt = 0;
     return v;
 }
 

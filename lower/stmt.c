@@ -105,6 +105,15 @@ static void stmt_let(lw *L, const tilec_stmt *s)
     const tilec_type *t = lower_ty(L, s->value);
     const char *c = lower_cname(L, s->names[0]);
     int assigned = lower_in_list(L->assigned, L->nassigned, s->names[0]);
+    const val *r = lower_lookup(L, s->names[0]);
+    if (r && r->kind == VK_RING && r->rlet == s) {
+        lower_line(L, "// %s: in its cp.async ring at byte %s", c, r->c);
+        return;
+    }
+    if (r && r->kind == VK_VIRT && r->rlet == s) {
+        lower_line(L, "// %s: true on this tile", c);
+        return;
+    }
     if (t->rank == 0) {
         if (lower_is_materializing(s->value)) {
             val *v = lower_materialize(L, s->value, c, NULL);
@@ -140,6 +149,52 @@ static void stmt_let(lw *L, const tilec_stmt *s)
     lower_bind(L, s->names[0], v);
 }
 
+/* Reads of name in e. */
+static int stmt_reads(const tilec_expr *e, const char *name)
+{
+    if (!e)
+        return 0;
+    int n = e->kind == TILEC_EX_NAME && !strcmp(e->name, name);
+    for (uint32_t i = 0; i < e->nargs; i++)
+        n += stmt_reads(e->args[i], name);
+    return n;
+}
+
+/* x = x * e + dot(a, b) (terms in either order, e * x too; e not reading
+ * x), x in the dot's accumulator layout (the online softmax's rescaled
+ * accumulator): x is scaled in place and the dot accumulates into it, no
+ * temporary of x's size. 1 if emitted. */
+static int scaled_dot_update(lw *L, const tilec_stmt *s, val *v)
+{
+    const tilec_expr *e = s->value;
+    if (e->kind != TILEC_EX_BINARY || e->op != TILEC_OP_ADD || v->kind != VK_MAT || v->ly.kind != LY_MMA)
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        const tilec_expr *m = e->args[i], *d = e->args[1 - i];
+        if (d->kind != TILEC_EX_CALL || strcmp(d->name, "dot") || m->kind != TILEC_EX_BINARY || m->op != TILEC_OP_MUL)
+            continue;
+        int xi = m->args[0]->kind == TILEC_EX_NAME && !strcmp(m->args[0]->name, s->names[0]) ? 0 : 1;
+        const tilec_expr *x = m->args[xi];
+        lay y;
+        if (x->kind != TILEC_EX_NAME || strcmp(x->name, s->names[0]) || stmt_reads(m->args[1 - xi], s->names[0]) ||
+            stmt_reads(d, s->names[0]) || !lower_same_shape(lower_ty(L, m), &v->ty) ||
+            !lower_same_shape(lower_ty(L, d), &v->ty) ||
+            !lower_dot_layout(L, lower_ty(L, d->args[0]), v->ty.dims[0], v->ty.dims[1], &y) ||
+            !lower_same_layout(L, &y, &v->ly))
+            continue;
+        lower_walk(L, m, lower_idx, 1, &v->ly, PREP);
+        lower_loop_begin(L, &v->ly);
+        lower_line(L, "%s[tl_j] = %s;", v->c,
+                   lower_st_elem(L, lower_conv(L, lower_walk(L, m, lower_idx, 1, &v->ly, EMIT), lower_ty(L, m)->dtype, v->ty.dtype), v->ty.dtype));
+        lower_loop_end(L);
+        L->curdot = d;
+        lower_emit_dot_into(L, d->args[0], d->args[1], v);
+        lower_note(L, "  line %u: %s scaled in place, the dot accumulating into it", L->line, v->c);
+        return 1;
+    }
+    return 0;
+}
+
 /* x = value: a scalar, a dot accumulation, or a register tile recomputed
  * through a temporary. */
 static void stmt_assign(lw *L, const tilec_stmt *s)
@@ -160,6 +215,8 @@ static void stmt_assign(lw *L, const tilec_stmt *s)
         lower_emit_dot_into(L, d->args[0], d->args[1], v);
         return;
     }
+    if (scaled_dot_update(L, s, v))
+        return;
     lower_walk(L, s->value, lower_idx, 1, &v->ly, PREP);
     const char *tmp = lower_newtmp(L, "n");
     lower_line(L, "%s %s[%d];", lower_ctype(v->ty.dtype), tmp, v->ly.E);
@@ -203,7 +260,11 @@ static void stmt_for(lw *L, const tilec_stmt *s)
         return;
     }
     const char *v = lower_cname(L, s->names[0]);
-    lower_plan_loop(L, s);
+    if (lower_ring_loop(L, s)) {
+        lower_note(L, "  loop at line %u: %d __syncthreads per iteration (cp.async ring)", line, L->nsync - sync0);
+        return;
+    }
+    lower_plan_loop(L, s, 2);
     lower_walk(L, s->lo, NULL, 0, NULL, PREP);
     lower_walk(L, s->hi, NULL, 0, NULL, PREP);
     if (s->step)

@@ -289,7 +289,10 @@ Test(cli, emit_layouts)
     free(out);
     cr_expect_eq(run("examples/attention.tile --emit layouts", &out), 0, "%s", out);
     cr_expect(strstr(out, "dot operand v_p read from its mma registers"), "%s", out);
-    cr_expect(strstr(out, "2 __syncthreads per iteration"), "%s", out);
+    cr_expect(strstr(out, "1 __syncthreads per iteration (cp.async ring)"), "%s", out);
+    cr_expect(strstr(out, "v_tk copied by cp.async into a 2-stage ring (9216 bytes a stage, stored transposed)"), "%s", out);
+    cr_expect(strstr(out, "dot operand v_tv read from its cp.async ring"), "%s", out);
+    cr_expect(strstr(out, "v_acc scaled in place, the dot accumulating into it"), "%s", out);
     free(out);
     cr_expect_eq(run("tests/golden/bad/name_undefined.tile --emit layouts", &out), 1);
     cr_expect(strstr(out, "error"), "%s", out);

@@ -144,14 +144,18 @@ static float *rnd_f16(size_t n, uint16_t **h)
     return x;
 }
 
-static void check_attention(int D)
+/* Variant `variant` of attention_dD. S from 1 to past several tiles: the
+ * cp.async ring's prologue alone, its steady state, whole tiles (the
+ * unmasked copy of the body) and ragged last tiles and causal diagonals
+ * (the masked copy). */
+static void check_attention(int D, uint32_t variant)
 {
-    static const int seqs[] = {1, 17, 64, 100, 257};
+    static const int seqs[] = {1, 17, 64, 100, 257, 640};
     const int bh = 3;
     char kernel[32];
     snprintf(kernel, sizeof kernel, "attention_d%d", D);
     gk g;
-    load("examples/attention.tile", kernel, 0, &g);
+    load("examples/attention.tile", kernel, variant, &g);
     for (size_t s = 0; s < sizeof seqs / sizeof seqs[0]; s++)
         for (int causal = 0; causal < 2; causal++) {
             int S = seqs[s];
@@ -172,7 +176,8 @@ static void check_attention(int D)
             for (size_t i = 0; i < n; i++)
                 got[i] = f16_to_f32(oh[i]);
             double err = rel_l2(got, want, n);
-            cr_expect_leq(err, 5e-3, "attention d%d S=%d causal=%d: relative L2 error %g", D, S, causal, err);
+            cr_expect_leq(err, 5e-3, "attention d%d variant %u S=%d causal=%d: relative L2 error %g", D, variant, S, causal,
+                          err);
             tilec_rt_free(rt, dq);
             tilec_rt_free(rt, dk);
             tilec_rt_free(rt, dv);
@@ -190,7 +195,13 @@ static void check_attention(int D)
     gk_free(&g);
 }
 
-Test(layouts, attention_d64, .timeout = 120) { check_attention(64); }
-Test(layouts, attention_d128, .timeout = 120) { check_attention(128); }
+/* every variant of examples/attention.tile: block shapes of 64 and 128
+ * query rows over 4 or 8 warps, 32 or 64 keys a step */
+Test(layouts, attention_d64, .timeout = 120) { check_attention(64, 0); }
+Test(layouts, attention_d64_bn32, .timeout = 120) { check_attention(64, 1); }
+Test(layouts, attention_d64_bm64, .timeout = 120) { check_attention(64, 2); }
+Test(layouts, attention_d128, .timeout = 120) { check_attention(128, 0); }
+Test(layouts, attention_d128_8warps, .timeout = 120) { check_attention(128, 1); }
+Test(layouts, attention_d128_8warps_bn32, .timeout = 120) { check_attention(128, 2); }
 
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU layout tests"); }

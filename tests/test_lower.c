@@ -226,3 +226,69 @@ Test(lower, constant_cdiv_follows_the_one_rule)
         tilec_ctx_free(ctx);
     }
 }
+
+/* The source of kernel `name`'s variant 0 lowered from `text` (freed by the caller). */
+static char *lower_one(const char *text, const char *name)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "r.tile", text, strlen(text), &m), TILEC_OK, "%s", text);
+    tilec_kernel_code code;
+    cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_find_kernel(m, name), 0, &code), TILEC_OK);
+    char *src = strdup(code.source);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    return src;
+}
+
+/* An attention-like kernel: HINTS added to its hints, EXTRA at the end of
+ * its loop body. */
+#define RING_KERNEL(HINTS, EXTRA)                                                                                       \
+    "kernel a(q: *f16, k: *f16, v: *f16, o: *f16, S: i32, causal: i32)\n"                                          \
+    "    grid (cdiv(S, 64)) hints { BM = 64, BN = 64, D = 64, warps = 4" HINTS " }\n"                                \
+    "{\n"                                                                                                           \
+    "    let rm = pid(0) * BM + range(BM);\n"                                                                       \
+    "    let rd = range(D);\n"                                                                                      \
+    "    let tq = load(q + rm[:, None] * D + rd[None, :], rm[:, None] < S, 0.0);\n"                                  \
+    "    let acc = zeros(f32, BM, D);\n"                                                                            \
+    "    let lim = S;\n"                                                                                            \
+    "    for n0 in 0 .. S step BN {\n"                                                                              \
+    "        let rn = n0 + range(BN);\n"                                                                            \
+    "        let tk = load(k + rn[None, :] * D + rd[:, None], rn[None, :] < S, 0.0);\n"                              \
+    "        let ok = rn[None, :] < lim && (causal == 0 || rm[:, None] >= rn[None, :]);\n"                            \
+    "        let p = where(ok, dot(tq, tk), 0.0);\n"                                                                \
+    "        let tv = load(v + rn[:, None] * D + rd[None, :], rn[:, None] < S, 0.0);\n"                              \
+    "        acc = acc * 0.5 + dot(cast(p, f16), tv);\n"                                                            \
+    EXTRA                                                                                                           \
+    "    }\n"                                                                                                       \
+    "    store(o + rm[:, None] * D + rd[None, :], cast(acc, f16), rm[:, None] < S);\n"                                \
+    "}\n"
+
+/* Issue 16 item 4: with `stages`, the loads read only as a dot's B operand
+ * go to cp.async rings; the body gets an unmasked copy where the mask is
+ * decidable at the top of the iteration; neither where that would be wrong. */
+Test(lower, ring_loop_rules, .timeout = 60)
+{
+    char *s = lower_one(RING_KERNEL(", stages = 2, blocks = 3", ""), "a");
+    cr_expect(strstr(s, "__launch_bounds__(128, 3)"), "%s", s);
+    cr_expect(strstr(s, "2-stage cp.async ring: v_tk, v_tv"), "%s", s);
+    cr_expect(strstr(s, "the masks hold on the whole tile"), "%s", s);
+    cr_expect(strstr(s, "v_ok: true on this tile"), "%s", s);
+    cr_expect(strstr(s, "{ /* v_acc += dot"), "acc * e + dot accumulates into acc:\n%s", s);
+    free(s);
+    /* stages = 1: K and V through registers and staging, as before */
+    s = lower_one(RING_KERNEL("", ""), "a");
+    cr_expect(!strstr(s, "cp.async ring") && !strstr(s, "tl_cp16(tl_d"), "%s", s);
+    free(s);
+    /* a store in the loop: no copy may be issued ahead of it */
+    s = lower_one(RING_KERNEL(", stages = 2", "        store(o + rm[:, None] * D + rd[None, :], cast(acc, f16), rm[:, None] < S);\n"),
+                  "a");
+    cr_expect(!strstr(s, "cp.async ring"), "%s", s);
+    free(s);
+    /* the mask reads a scalar the body assigns: the ring stays, the unmasked copy goes */
+    s = lower_one(RING_KERNEL(", stages = 2", "        lim = lim - 1;\n"), "a");
+    cr_expect(strstr(s, "2-stage cp.async ring"), "%s", s);
+    cr_expect(!strstr(s, "the masks hold"), "%s", s);
+    free(s);
+}

@@ -3,8 +3,15 @@
 #include <cuda_bf16.h>
 
 /* NaN-propagating max/min, as torch.maximum/minimum */
+#if __CUDA_ARCH__ >= 800 /* one FMNMX.NAN each */
+static __device__ __forceinline__ float tl_max(float a, float b) { float r; asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+static __device__ __forceinline__ float tl_min(float a, float b) { float r; asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+#else
 static __device__ __forceinline__ float tl_max(float a, float b) { return (a > b || a != a) ? a : b; }
 static __device__ __forceinline__ float tl_min(float a, float b) { return (a < b || a != a) ? a : b; }
+#endif
+/* exp2 of f32: the special-function unit's ex2 alone (results under 2^-126 flush to zero) */
+static __device__ __forceinline__ float tl_exp2(float x) { float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
 static __device__ __forceinline__ double tl_max(double a, double b) { return (a > b || a != a) ? a : b; }
 static __device__ __forceinline__ double tl_min(double a, double b) { return (a < b || a != a) ? a : b; }
 template <class T> static __device__ __forceinline__ T tl_max(T a, T b) { return a > b ? a : b; }
@@ -50,9 +57,1149 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* attention_d64: BM = 64, BN = 64, D = 64, warps = 4 */
-/* indexing: 64-bit for hi, n0, rn (lines 14, 19, 21, 23, 24, 25, 27, 33, 37), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* attention_d64, variant S = 64: BM = 128, BN = 64, D = 64, warps = 4, stages = 2 */
+/* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 64;
+    constexpr int v_D = 64;
+    constexpr int v_warps = 4;
+    constexpr int v_stages = 2;
+    // examples/attention.tile:13
+    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
+    // examples/attention.tile:14
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:15
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:16
+    __half v_tq[64];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
+    }
+    // examples/attention.tile:17
+    float v_m_i[4];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
+    }
+    // examples/attention.tile:18
+    float v_l_i[4];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+        v_l_i[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:19
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:20
+    const float v_qk_scale = (v_scale * 1.44269504f);
+    // examples/attention.tile:21
+    long long v_hi = v_S;
+    // examples/attention.tile:22
+    if ((v_causal != 0)) {
+        // examples/attention.tile:23
+        v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
+    }
+    // examples/attention.tile:25
+    { /* 2-stage cp.async ring: v_tk, v_tv */
+        typedef long long tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 1; ++tl_s) {
+            const tl_ix v_n0 = tl_lo + tl_s * tl_st;
+            if (v_n0 < tl_hi) {
+                if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
+                        tl_cp16((__half *)(tl_smem + 0 + tl_s * 9216) + tl_i1 * 72 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    }
+                } else {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
+                        const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 9216) + tl_i1 * 72 + tl_i0;
+                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        tl_cp16((__half *)(tl_smem + 18432 + tl_s * 9216) + tl_i0 * 72 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    }
+                } else {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                        __half *tl_d = (__half *)(tl_smem + 18432 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
+                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        int tl_it = 0;
+        // examples/attention.tile:25
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+            tl_cp_wait<0>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_n0 + 1 * tl_st;
+                const int tl_ns = (tl_it + 1) % 2;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_n0 = tl_next;
+                    if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
+                            tl_cp16((__half *)(tl_smem + 0 + tl_ns * 9216) + tl_i1 * 72 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
+                            const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                            __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 9216) + tl_i1 * 72 + tl_i0;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                    if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            tl_cp16((__half *)(tl_smem + 18432 + tl_ns * 9216) + tl_i0 * 72 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                            __half *tl_d = (__half *)(tl_smem + 18432 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            const int tl_rs = tl_it % 2;
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63))))))) { /* the masks hold on the whole tile */
+                // examples/attention.tile:26
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:27
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
+                // examples/attention.tile:28
+                float tl_t0[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) tl_t0[tl_j] = 0.0f;
+                { /* tl_t0 += dot: [128, 64] @ [64, 64] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[2][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 9216) + (((tl_warp % 1) * 64 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 72 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(tl_t0 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                float v_s[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:29
+                // v_ok: true on this tile
+                // examples/attention.tile:30
+                float v_sm[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:31
+                float tl_t1[4];
+                { /* max along axis 1 in registers */
+                    float tl_r[4];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                }
+                // examples/attention.tile:32
+                float v_p[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]));
+                }
+                // examples/attention.tile:33
+                float v_alpha[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:34
+                float tl_t2[4];
+                { /* sum along axis 1 in registers */
+                    float tl_r[4];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)] = tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                }
+                float tl_n3[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                // examples/attention.tile:35
+                // v_tv: in its cp.async ring at byte (18432 + tl_rs * 9216)
+                // examples/attention.tile:36
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]);
+                }
+                { /* v_acc += dot: [128, 64] @ [64, 64] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[2][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (18432 + tl_rs * 9216) + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 1) * 64 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:37
+                float tl_n4[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    tl_n4[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+            } else {
+                // examples/attention.tile:26
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:27
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
+                // examples/attention.tile:28
+                float tl_t5[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) tl_t5[tl_j] = 0.0f;
+                { /* tl_t5 += dot: [128, 64] @ [64, 64] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[2][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 9216) + (((tl_warp % 1) * 64 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 72 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(tl_t5 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                float v_s[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:29
+                // v_ok: index tile computed where it is used
+                // examples/attention.tile:30
+                float v_sm[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:31
+                float tl_t6[4];
+                { /* max along axis 1 in registers */
+                    float tl_r[4];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                }
+                // examples/attention.tile:32
+                float v_p[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]));
+                }
+                // examples/attention.tile:33
+                float v_alpha[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:34
+                float tl_t7[4];
+                { /* sum along axis 1 in registers */
+                    float tl_r[4];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)] = tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                }
+                float tl_n8[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                // examples/attention.tile:35
+                // v_tv: in its cp.async ring at byte (18432 + tl_rs * 9216)
+                // examples/attention.tile:36
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]);
+                }
+                { /* v_acc += dot: [128, 64] @ [64, 64] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[2][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (18432 + tl_rs * 9216) + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 1) * 64 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:37
+                float tl_n9[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    tl_n9[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
+            }
+        }
+        tl_cp_wait<0>();
+    }
+    // examples/attention.tile:39
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]));
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0 | (((tl_j + 1) >> 5) & 1) << 1)]));
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* attention_d64, variant S = 128: BM = 128, BN = 32, D = 64, warps = 4, stages = 2 */
+/* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 32;
+    constexpr int v_D = 64;
+    constexpr int v_warps = 4;
+    constexpr int v_stages = 2;
+    // examples/attention.tile:13
+    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
+    // examples/attention.tile:14
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:15
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:16
+    __half v_tq[64];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
+    }
+    // examples/attention.tile:17
+    float v_m_i[4];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
+    }
+    // examples/attention.tile:18
+    float v_l_i[4];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+        v_l_i[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:19
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:20
+    const float v_qk_scale = (v_scale * 1.44269504f);
+    // examples/attention.tile:21
+    long long v_hi = v_S;
+    // examples/attention.tile:22
+    if ((v_causal != 0)) {
+        // examples/attention.tile:23
+        v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
+    }
+    // examples/attention.tile:25
+    { /* 2-stage cp.async ring: v_tk, v_tv */
+        typedef long long tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 1; ++tl_s) {
+            const tl_ix v_n0 = tl_lo + tl_s * tl_st;
+            if (v_n0 < tl_hi) {
+                if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
+                        tl_cp16((__half *)(tl_smem + 0 + tl_s * 4608) + tl_i1 * 72 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    }
+                } else {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
+                        const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 4608) + tl_i1 * 72 + tl_i0;
+                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        tl_cp16((__half *)(tl_smem + 9216 + tl_s * 4608) + tl_i0 * 72 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    }
+                } else {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                        __half *tl_d = (__half *)(tl_smem + 9216 + tl_s * 4608) + tl_i0 * 72 + tl_i1;
+                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        int tl_it = 0;
+        // examples/attention.tile:25
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+            tl_cp_wait<0>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_n0 + 1 * tl_st;
+                const int tl_ns = (tl_it + 1) % 2;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_n0 = tl_next;
+                    if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
+                            tl_cp16((__half *)(tl_smem + 0 + tl_ns * 4608) + tl_i1 * 72 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
+                            const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                            __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 4608) + tl_i1 * 72 + tl_i0;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                    if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            tl_cp16((__half *)(tl_smem + 9216 + tl_ns * 4608) + tl_i0 * 72 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                            __half *tl_d = (__half *)(tl_smem + 9216 + tl_ns * 4608) + tl_i0 * 72 + tl_i1;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            const int tl_rs = tl_it % 2;
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31))))))) { /* the masks hold on the whole tile */
+                // examples/attention.tile:26
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:27
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 4608)
+                // examples/attention.tile:28
+                float tl_t0[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = 0.0f;
+                { /* tl_t0 += dot: [128, 64] @ [64, 32] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[2][4], tl_fb[4][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 4608) + (((tl_warp % 1) * 32 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 72 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 4; ++tl_n)
+                                tl_mma_f16(tl_t0 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                float v_s[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:29
+                // v_ok: true on this tile
+                // examples/attention.tile:30
+                float v_sm[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:31
+                float tl_t1[4];
+                { /* max along axis 1 in registers */
+                    float tl_r[4];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                }
+                // examples/attention.tile:32
+                float v_p[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)]));
+                }
+                // examples/attention.tile:33
+                float v_alpha[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:34
+                float tl_t2[4];
+                { /* sum along axis 1 in registers */
+                    float tl_r[4];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)] = tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                }
+                float tl_n3[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                // examples/attention.tile:35
+                // v_tv: in its cp.async ring at byte (9216 + tl_rs * 4608)
+                // examples/attention.tile:36
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]);
+                }
+                { /* v_acc += dot: [128, 32] @ [32, 64] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                        unsigned tl_fa[2][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 4 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (9216 + tl_rs * 4608) + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 1) * 64 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:37
+                float tl_n4[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    tl_n4[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+            } else {
+                // examples/attention.tile:26
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:27
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 4608)
+                // examples/attention.tile:28
+                float tl_t5[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t5[tl_j] = 0.0f;
+                { /* tl_t5 += dot: [128, 64] @ [64, 32] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[2][4], tl_fb[4][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 4608) + (((tl_warp % 1) * 32 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 72 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 4; ++tl_n)
+                                tl_mma_f16(tl_t5 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                float v_s[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:29
+                // v_ok: index tile computed where it is used
+                // examples/attention.tile:30
+                float v_sm[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:31
+                float tl_t6[4];
+                { /* max along axis 1 in registers */
+                    float tl_r[4];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                }
+                // examples/attention.tile:32
+                float v_p[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)]));
+                }
+                // examples/attention.tile:33
+                float v_alpha[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:34
+                float tl_t7[4];
+                { /* sum along axis 1 in registers */
+                    float tl_r[4];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)] = tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                }
+                float tl_n8[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                // examples/attention.tile:35
+                // v_tv: in its cp.async ring at byte (9216 + tl_rs * 4608)
+                // examples/attention.tile:36
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]);
+                }
+                { /* v_acc += dot: [128, 32] @ [32, 64] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                        unsigned tl_fa[2][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 4 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (9216 + tl_rs * 4608) + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 1) * 64 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:37
+                float tl_n9[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    tl_n9[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
+            }
+        }
+        tl_cp_wait<0>();
+    }
+    // examples/attention.tile:39
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]));
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0 | (((tl_j + 1) >> 5) & 1) << 1)]));
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* attention_d64, variant S = 256: BM = 64, BN = 64, D = 64, warps = 4, stages = 2 */
+/* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -61,13 +1208,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
     constexpr int v_BN = 64;
     constexpr int v_D = 64;
     constexpr int v_warps = 4;
-    // examples/attention.tile:11
-    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:12
-    // v_rm: index tile computed where it is used
+    constexpr int v_stages = 2;
     // examples/attention.tile:13
-    // v_rd: index tile computed where it is used
+    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
     // examples/attention.tile:14
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:15
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:16
     __half v_tq[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
@@ -84,21 +1232,21 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
             v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
     }
-    // examples/attention.tile:15
+    // examples/attention.tile:17
     float v_m_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
         v_m_i[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/attention.tile:16
+    // examples/attention.tile:18
     float v_l_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
         v_l_i[tl_j] = ((float)0);
     }
-    // examples/attention.tile:17
+    // examples/attention.tile:19
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -106,257 +1254,497 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/attention.tile:18
-    const float v_qk_scale = (v_scale * 1.44269504f);
-    // examples/attention.tile:19
-    long long v_hi = v_S;
     // examples/attention.tile:20
+    const float v_qk_scale = (v_scale * 1.44269504f);
+    // examples/attention.tile:21
+    long long v_hi = v_S;
+    // examples/attention.tile:22
     if ((v_causal != 0)) {
-        // examples/attention.tile:21
+        // examples/attention.tile:23
         v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
     }
-    // examples/attention.tile:23
-    for (long long v_n0 = 0; v_n0 < v_hi; v_n0 += v_BN) {
-        // examples/attention.tile:24
-        // v_rn: index tile computed where it is used
+    // examples/attention.tile:25
+    { /* 2-stage cp.async ring: v_tk, v_tv */
+        typedef long long tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 1; ++tl_s) {
+            const tl_ix v_n0 = tl_lo + tl_s * tl_st;
+            if (v_n0 < tl_hi) {
+                if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
+                        tl_cp16((__half *)(tl_smem + 0 + tl_s * 9216) + tl_i1 * 72 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    }
+                } else {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
+                        const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 9216) + tl_i1 * 72 + tl_i0;
+                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        tl_cp16((__half *)(tl_smem + 18432 + tl_s * 9216) + tl_i0 * 72 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    }
+                } else {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                        __half *tl_d = (__half *)(tl_smem + 18432 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
+                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        int tl_it = 0;
         // examples/attention.tile:25
-        __half v_tk[32];
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 32; tl_c += 8) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-            const int tl_i1 = ((((tl_j) >> 3) & 3) << 4) | (((tl_lane >> 3) & 3) << 0) | (((tl_warp >> 0) & 3) << 2);
-            const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
-            const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m1 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m2 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m3 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m4 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m5 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m6 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&v_tk[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                v_tk[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                v_tk[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                v_tk[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                v_tk[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                v_tk[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                v_tk[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                v_tk[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
-                v_tk[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-            }
-        }
-        // examples/attention.tile:26
-        float tl_t0[32];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = 0.0f;
-        { /* tl_t0 += dot: [64, 64] @ [64, 64] */
-            #pragma unroll
-            for (int tl_c = 0; tl_c < 32; tl_c += 8) {
-                const int tl_j = tl_c;
-                const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-                const int tl_i1 = ((((tl_j) >> 3) & 3) << 4) | (((tl_lane >> 3) & 3) << 0) | (((tl_warp >> 0) & 3) << 2);
-                *(uint4 *)((__half *)(tl_smem + 0) + tl_i1 * 72 + tl_i0) = *(const uint4 *)&v_tk[tl_j];
-            }
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+            tl_cp_wait<0>();
             __syncthreads();
-            #pragma unroll
-            for (int tl_k = 0; tl_k < 64; tl_k += 16) {
-                unsigned tl_fa[1][4], tl_fb[8][2];
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 1; ++tl_m)
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
-                        const __half2 tl_h2 = __floats2half2_rn(__half2float(v_tq[tl_jq]), __half2float(v_tq[tl_jq + 1]));
-                        tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+            {
+                const tl_ix tl_next = v_n0 + 1 * tl_st;
+                const int tl_ns = (tl_it + 1) % 2;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_n0 = tl_next;
+                    if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
+                            tl_cp16((__half *)(tl_smem + 0 + tl_ns * 9216) + tl_i1 * 72 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
+                            const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                            __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 9216) + tl_i1 * 72 + tl_i0;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
                     }
+                    if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            tl_cp16((__half *)(tl_smem + 18432 + tl_ns * 9216) + tl_i0 * 72 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                            __half *tl_d = (__half *)(tl_smem + 18432 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            const int tl_rs = tl_it % 2;
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63))))))) { /* the masks hold on the whole tile */
+                // examples/attention.tile:26
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:27
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
+                // examples/attention.tile:28
+                float tl_t0[32];
                 #pragma unroll
-                for (int tl_n = 0; tl_n < 8; tl_n += 2)
-                    tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 0 + (((tl_warp % 1) * 64 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 72 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 1; ++tl_m)
+                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = 0.0f;
+                { /* tl_t0 += dot: [64, 64] @ [64, 64] */
                     #pragma unroll
-                    for (int tl_n = 0; tl_n < 8; ++tl_n)
-                        tl_mma_f16(tl_t0 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
-            }
-        }
-        float v_s[32];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
-        }
-        // examples/attention.tile:27
-        // v_ok: index tile computed where it is used
-        // examples/attention.tile:28
-        float v_sm[32];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
-        }
-        // examples/attention.tile:29
-        float tl_t1[2];
-        { /* max along axis 1 in registers */
-            float tl_r[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
-                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
-                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
-        }
-        float v_m_new[2];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-            v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
-        }
-        // examples/attention.tile:30
-        float v_p[32];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            v_p[tl_j] = exp2f((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
-        }
-        // examples/attention.tile:31
-        float v_alpha[2];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-            v_alpha[tl_j] = exp2f((v_m_i[tl_j] - v_m_new[tl_j]));
-        }
-        // examples/attention.tile:32
-        float tl_t2[2];
-        { /* sum along axis 1 in registers */
-            float tl_r[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
-                tl_r[tl_j] = tl_r[tl_j] + tl_x;
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
-                tl_r[tl_j] = tl_r[tl_j] + tl_x;
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
-        }
-        float tl_n3[2];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-            tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
-        }
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
-        // examples/attention.tile:33
-        __half v_tv[32];
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 32; tl_c += 8) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 3) & 3) << 4) | (((tl_lane >> 3) & 3) << 0) | (((tl_warp >> 0) & 3) << 2);
-            const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-            const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
-            const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-            const bool tl_m1 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-            const bool tl_m2 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-            const bool tl_m3 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-            const bool tl_m4 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-            const bool tl_m5 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-            const bool tl_m6 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-            const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&v_tv[tl_j] = *(const uint4 *)tl_p;
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 9216) + (((tl_warp % 1) * 64 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 72 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(tl_t0 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                float v_s[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:29
+                // v_ok: true on this tile
+                // examples/attention.tile:30
+                float v_sm[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:31
+                float tl_t1[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                }
+                // examples/attention.tile:32
+                float v_p[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:33
+                float v_alpha[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:34
+                float tl_t2[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                }
+                float tl_n3[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                // examples/attention.tile:35
+                // v_tv: in its cp.async ring at byte (18432 + tl_rs * 9216)
+                // examples/attention.tile:36
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
+                }
+                { /* v_acc += dot: [64, 64] @ [64, 64] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (18432 + tl_rs * 9216) + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 1) * 64 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:37
+                float tl_n4[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    tl_n4[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
             } else {
-                v_tv[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                v_tv[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                v_tv[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                v_tv[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                v_tv[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                v_tv[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                v_tv[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
-                v_tv[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-            }
-        }
-        // examples/attention.tile:34
-        float tl_t4[32];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t4[tl_j] = 0.0f;
-        { /* tl_t4 += dot: [64, 64] @ [64, 64] */
-            #pragma unroll
-            for (int tl_c = 0; tl_c < 32; tl_c += 8) {
-                const int tl_j = tl_c;
-                const int tl_i0 = ((((tl_j) >> 3) & 3) << 4) | (((tl_lane >> 3) & 3) << 0) | (((tl_warp >> 0) & 3) << 2);
-                const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-                *(uint4 *)((__half *)(tl_smem + 9216) + tl_i0 * 72 + tl_i1) = *(const uint4 *)&v_tv[tl_j];
-            }
-            __syncthreads();
-            #pragma unroll
-            for (int tl_k = 0; tl_k < 64; tl_k += 16) {
-                unsigned tl_fa[1][4], tl_fb[8][2];
+                // examples/attention.tile:26
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:27
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
+                // examples/attention.tile:28
+                float tl_t5[32];
                 #pragma unroll
-                for (int tl_m = 0; tl_m < 1; ++tl_m)
+                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t5[tl_j] = 0.0f;
+                { /* tl_t5 += dot: [64, 64] @ [64, 64] */
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
-                        const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
-                        tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 9216) + (((tl_warp % 1) * 64 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 72 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(tl_t5 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
+                }
+                float v_s[32];
                 #pragma unroll
-                for (int tl_n = 0; tl_n < 8; tl_n += 2)
-                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 9216 + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 1) * 64 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:29
+                // v_ok: index tile computed where it is used
+                // examples/attention.tile:30
+                float v_sm[32];
                 #pragma unroll
-                for (int tl_m = 0; tl_m < 1; ++tl_m)
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:31
+                float tl_t6[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
                     #pragma unroll
-                    for (int tl_n = 0; tl_n < 8; ++tl_n)
-                        tl_mma_f16(tl_t4 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                }
+                // examples/attention.tile:32
+                float v_p[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:33
+                float v_alpha[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:34
+                float tl_t7[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                }
+                float tl_n8[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                // examples/attention.tile:35
+                // v_tv: in its cp.async ring at byte (18432 + tl_rs * 9216)
+                // examples/attention.tile:36
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
+                }
+                { /* v_acc += dot: [64, 64] @ [64, 64] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (18432 + tl_rs * 9216) + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 1) * 64 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:37
+                float tl_n9[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    tl_n9[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
             }
         }
-        float tl_n5[32];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            tl_n5[tl_j] = ((v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]) + tl_t4[tl_j]);
-        }
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) v_acc[tl_j] = tl_n5[tl_j];
-        // examples/attention.tile:35
-        float tl_n6[2];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-            tl_n6[tl_j] = v_m_new[tl_j];
-        }
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n6[tl_j];
+        tl_cp_wait<0>();
     }
-    // examples/attention.tile:37
+    // examples/attention.tile:39
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -379,8 +1767,8 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
     }
 }
 
-/* attention_d128, variant S = 64: BM = 64, BN = 32, D = 128, warps = 4 */
-/* indexing: 64-bit for hi, n0, rn (lines 48, 53, 55, 57, 58, 59, 61, 67, 71), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* attention_d128, variant S = 64: BM = 64, BN = 32, D = 128, warps = 4, stages = 2 */
+/* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -390,13 +1778,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
     constexpr int v_BN = 32;
     constexpr int v_D = 128;
     constexpr int v_warps = 4;
-    // examples/attention.tile:45
-    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:46
-    // v_rm: index tile computed where it is used
+    constexpr int v_stages = 2;
     // examples/attention.tile:47
-    // v_rd: index tile computed where it is used
+    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
     // examples/attention.tile:48
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:49
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:50
     __half v_tq[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -413,21 +1802,21 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
             v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
     }
-    // examples/attention.tile:49
+    // examples/attention.tile:51
     float v_m_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
         v_m_i[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/attention.tile:50
+    // examples/attention.tile:52
     float v_l_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
         v_l_i[tl_j] = ((float)0);
     }
-    // examples/attention.tile:51
+    // examples/attention.tile:53
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -435,249 +1824,497 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/attention.tile:52
-    const float v_qk_scale = (v_scale * 1.44269504f);
-    // examples/attention.tile:53
-    long long v_hi = v_S;
     // examples/attention.tile:54
+    const float v_qk_scale = (v_scale * 1.44269504f);
+    // examples/attention.tile:55
+    long long v_hi = v_S;
+    // examples/attention.tile:56
     if ((v_causal != 0)) {
-        // examples/attention.tile:55
+        // examples/attention.tile:57
         v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
     }
-    // examples/attention.tile:57
-    for (long long v_n0 = 0; v_n0 < v_hi; v_n0 += v_BN) {
-        // examples/attention.tile:58
-        // v_rn: index tile computed where it is used
+    // examples/attention.tile:59
+    { /* 2-stage cp.async ring: v_tk, v_tv */
+        typedef long long tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 1; ++tl_s) {
+            const tl_ix v_n0 = tl_lo + tl_s * tl_st;
+            if (v_n0 < tl_hi) {
+                if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                        tl_cp16((__half *)(tl_smem + 0 + tl_s * 8704) + tl_i1 * 136 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    }
+                } else {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                        const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 8704) + tl_i1 * 136 + tl_i0;
+                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        tl_cp16((__half *)(tl_smem + 17408 + tl_s * 8704) + tl_i0 * 136 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    }
+                } else {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                        __half *tl_d = (__half *)(tl_smem + 17408 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        int tl_it = 0;
         // examples/attention.tile:59
-        __half v_tk[32];
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 32; tl_c += 8) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
-            const int tl_i1 = ((((tl_j) >> 3) & 3) << 3) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 3) << 1);
-            const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
-            const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m1 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m2 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m3 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m4 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m5 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m6 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&v_tk[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                v_tk[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                v_tk[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                v_tk[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                v_tk[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                v_tk[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                v_tk[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                v_tk[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
-                v_tk[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-            }
-        }
-        // examples/attention.tile:60
-        float tl_t0[16];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = 0.0f;
-        { /* tl_t0 += dot: [64, 128] @ [128, 32] */
-            #pragma unroll
-            for (int tl_c = 0; tl_c < 32; tl_c += 8) {
-                const int tl_j = tl_c;
-                const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
-                const int tl_i1 = ((((tl_j) >> 3) & 3) << 3) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 3) << 1);
-                *(uint4 *)((__half *)(tl_smem + 0) + tl_i1 * 136 + tl_i0) = *(const uint4 *)&v_tk[tl_j];
-            }
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+            tl_cp_wait<0>();
             __syncthreads();
-            #pragma unroll
-            for (int tl_k = 0; tl_k < 128; tl_k += 16) {
-                unsigned tl_fa[1][4], tl_fb[4][2];
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 1; ++tl_m)
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
-                        const __half2 tl_h2 = __floats2half2_rn(__half2float(v_tq[tl_jq]), __half2float(v_tq[tl_jq + 1]));
-                        tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+            {
+                const tl_ix tl_next = v_n0 + 1 * tl_st;
+                const int tl_ns = (tl_it + 1) % 2;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_n0 = tl_next;
+                    if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                            tl_cp16((__half *)(tl_smem + 0 + tl_ns * 8704) + tl_i1 * 136 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                            const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                            __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 8704) + tl_i1 * 136 + tl_i0;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
                     }
+                    if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            tl_cp16((__half *)(tl_smem + 17408 + tl_ns * 8704) + tl_i0 * 136 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                            __half *tl_d = (__half *)(tl_smem + 17408 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            const int tl_rs = tl_it % 2;
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31))))))) { /* the masks hold on the whole tile */
+                // examples/attention.tile:60
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:61
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
+                // examples/attention.tile:62
+                float tl_t0[16];
                 #pragma unroll
-                for (int tl_n = 0; tl_n < 4; tl_n += 2)
-                    tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 0 + (((tl_warp % 1) * 32 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 1; ++tl_m)
+                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = 0.0f;
+                { /* tl_t0 += dot: [64, 128] @ [128, 32] */
                     #pragma unroll
-                    for (int tl_n = 0; tl_n < 4; ++tl_n)
-                        tl_mma_f16(tl_t0 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
-            }
-        }
-        float v_s[16];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
-        }
-        // examples/attention.tile:61
-        // v_ok: index tile computed where it is used
-        // examples/attention.tile:62
-        float v_sm[16];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
-        }
-        // examples/attention.tile:63
-        float tl_t1[2];
-        { /* max along axis 1 in registers */
-            float tl_r[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
-                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
-                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
-        }
-        float v_m_new[2];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-            v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
-        }
-        // examples/attention.tile:64
-        float v_p[16];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            v_p[tl_j] = exp2f((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
-        }
-        // examples/attention.tile:65
-        float v_alpha[2];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-            v_alpha[tl_j] = exp2f((v_m_i[tl_j] - v_m_new[tl_j]));
-        }
-        // examples/attention.tile:66
-        float tl_t2[2];
-        { /* sum along axis 1 in registers */
-            float tl_r[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
-                tl_r[tl_j] = tl_r[tl_j] + tl_x;
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
-                tl_r[tl_j] = tl_r[tl_j] + tl_x;
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
-        }
-        float tl_n3[2];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-            tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
-        }
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
-        // examples/attention.tile:67
-        __half v_tv[32];
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 32; tl_c += 4) {
-            const int tl_j = tl_c;
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 7) & 31, tl_i1 = (tl_l >> 0) & 127;
-            const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
-            const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-            const bool tl_m1 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-            const bool tl_m2 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-            const bool tl_m3 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-            if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                *(uint2 *)&v_tv[tl_j] = *(const uint2 *)tl_p;
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[4][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 8704) + (((tl_warp % 1) * 32 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 4; ++tl_n)
+                                tl_mma_f16(tl_t0 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                float v_s[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:63
+                // v_ok: true on this tile
+                // examples/attention.tile:64
+                float v_sm[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:65
+                float tl_t1[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                }
+                // examples/attention.tile:66
+                float v_p[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:67
+                float v_alpha[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:68
+                float tl_t2[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                }
+                float tl_n3[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                // examples/attention.tile:69
+                // v_tv: in its cp.async ring at byte (17408 + tl_rs * 8704)
+                // examples/attention.tile:70
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
+                }
+                { /* v_acc += dot: [64, 32] @ [32, 128] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[16][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 4 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 16; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (17408 + tl_rs * 8704) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 16; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:71
+                float tl_n4[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    tl_n4[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
             } else {
-                v_tv[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                v_tv[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                v_tv[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                v_tv[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-            }
-        }
-        // examples/attention.tile:68
-        float tl_t4[64];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) tl_t4[tl_j] = 0.0f;
-        { /* tl_t4 += dot: [64, 32] @ [32, 128] */
-            #pragma unroll
-            for (int tl_c = 0; tl_c < 32; tl_c += 4) {
-                const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-                const int tl_i0 = (tl_l >> 7) & 31, tl_i1 = (tl_l >> 0) & 127;
-                *(uint2 *)((__half *)(tl_smem + 8704) + tl_i0 * 136 + tl_i1) = *(const uint2 *)&v_tv[tl_j];
-            }
-            __syncthreads();
-            #pragma unroll
-            for (int tl_k = 0; tl_k < 32; tl_k += 16) {
-                unsigned tl_fa[1][4], tl_fb[16][2];
+                // examples/attention.tile:60
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:61
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
+                // examples/attention.tile:62
+                float tl_t5[16];
                 #pragma unroll
-                for (int tl_m = 0; tl_m < 1; ++tl_m)
+                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t5[tl_j] = 0.0f;
+                { /* tl_t5 += dot: [64, 128] @ [128, 32] */
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_jq = (tl_m * 4 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
-                        const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
-                        tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[4][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 8704) + (((tl_warp % 1) * 32 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 4; ++tl_n)
+                                tl_mma_f16(tl_t5 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
+                }
+                float v_s[16];
                 #pragma unroll
-                for (int tl_n = 0; tl_n < 16; tl_n += 2)
-                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 8704 + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:63
+                // v_ok: index tile computed where it is used
+                // examples/attention.tile:64
+                float v_sm[16];
                 #pragma unroll
-                for (int tl_m = 0; tl_m < 1; ++tl_m)
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:65
+                float tl_t6[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
                     #pragma unroll
-                    for (int tl_n = 0; tl_n < 16; ++tl_n)
-                        tl_mma_f16(tl_t4 + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                }
+                // examples/attention.tile:66
+                float v_p[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:67
+                float v_alpha[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:68
+                float tl_t7[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                }
+                float tl_n8[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                // examples/attention.tile:69
+                // v_tv: in its cp.async ring at byte (17408 + tl_rs * 8704)
+                // examples/attention.tile:70
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
+                }
+                { /* v_acc += dot: [64, 32] @ [32, 128] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[16][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 4 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 16; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (17408 + tl_rs * 8704) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 16; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:71
+                float tl_n9[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
+                    tl_n9[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
             }
         }
-        float tl_n5[64];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            tl_n5[tl_j] = ((v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]) + tl_t4[tl_j]);
-        }
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) v_acc[tl_j] = tl_n5[tl_j];
-        // examples/attention.tile:69
-        float tl_n6[2];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-            tl_n6[tl_j] = v_m_new[tl_j];
-        }
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n6[tl_j];
+        tl_cp_wait<0>();
     }
-    // examples/attention.tile:71
+    // examples/attention.tile:73
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -700,8 +2337,8 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
     }
 }
 
-/* attention_d128, variant S = 128: BM = 128, BN = 64, D = 128, warps = 8 */
-/* indexing: 64-bit for hi, n0, rn (lines 48, 53, 55, 57, 58, 59, 61, 67, 71), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* attention_d128, variant S = 128: BM = 128, BN = 64, D = 128, warps = 8, stages = 2 */
+/* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -711,13 +2348,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
     constexpr int v_BN = 64;
     constexpr int v_D = 128;
     constexpr int v_warps = 8;
-    // examples/attention.tile:45
-    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:46
-    // v_rm: index tile computed where it is used
+    constexpr int v_stages = 2;
     // examples/attention.tile:47
-    // v_rd: index tile computed where it is used
+    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
     // examples/attention.tile:48
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:49
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:50
     __half v_tq[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -734,21 +2372,21 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
             v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
     }
-    // examples/attention.tile:49
+    // examples/attention.tile:51
     float v_m_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
         v_m_i[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/attention.tile:50
+    // examples/attention.tile:52
     float v_l_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
         v_l_i[tl_j] = ((float)0);
     }
-    // examples/attention.tile:51
+    // examples/attention.tile:53
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -756,249 +2394,1067 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/attention.tile:52
-    const float v_qk_scale = (v_scale * 1.44269504f);
-    // examples/attention.tile:53
-    long long v_hi = v_S;
     // examples/attention.tile:54
+    const float v_qk_scale = (v_scale * 1.44269504f);
+    // examples/attention.tile:55
+    long long v_hi = v_S;
+    // examples/attention.tile:56
     if ((v_causal != 0)) {
-        // examples/attention.tile:55
+        // examples/attention.tile:57
         v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
     }
-    // examples/attention.tile:57
-    for (long long v_n0 = 0; v_n0 < v_hi; v_n0 += v_BN) {
-        // examples/attention.tile:58
-        // v_rn: index tile computed where it is used
+    // examples/attention.tile:59
+    { /* 2-stage cp.async ring: v_tk, v_tv */
+        typedef long long tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 1; ++tl_s) {
+            const tl_ix v_n0 = tl_lo + tl_s * tl_st;
+            if (v_n0 < tl_hi) {
+                if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                        tl_cp16((__half *)(tl_smem + 0 + tl_s * 17408) + tl_i1 * 136 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    }
+                } else {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                        const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 17408) + tl_i1 * 136 + tl_i0;
+                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        tl_cp16((__half *)(tl_smem + 34816 + tl_s * 17408) + tl_i0 * 136 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    }
+                } else {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                        __half *tl_d = (__half *)(tl_smem + 34816 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        int tl_it = 0;
         // examples/attention.tile:59
-        __half v_tk[32];
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 32; tl_c += 8) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
-            const int tl_i1 = ((((tl_j) >> 3) & 3) << 4) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 7) << 1);
-            const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
-            const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m1 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m2 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m3 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m4 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m5 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m6 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&v_tk[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                v_tk[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                v_tk[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                v_tk[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                v_tk[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                v_tk[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                v_tk[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                v_tk[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
-                v_tk[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-            }
-        }
-        // examples/attention.tile:60
-        float tl_t0[32];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = 0.0f;
-        { /* tl_t0 += dot: [128, 128] @ [128, 64] */
-            #pragma unroll
-            for (int tl_c = 0; tl_c < 32; tl_c += 8) {
-                const int tl_j = tl_c;
-                const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
-                const int tl_i1 = ((((tl_j) >> 3) & 3) << 4) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 7) << 1);
-                *(uint4 *)((__half *)(tl_smem + 0) + tl_i1 * 136 + tl_i0) = *(const uint4 *)&v_tk[tl_j];
-            }
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+            tl_cp_wait<0>();
             __syncthreads();
-            #pragma unroll
-            for (int tl_k = 0; tl_k < 128; tl_k += 16) {
-                unsigned tl_fa[1][4], tl_fb[8][2];
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 1; ++tl_m)
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
-                        const __half2 tl_h2 = __floats2half2_rn(__half2float(v_tq[tl_jq]), __half2float(v_tq[tl_jq + 1]));
-                        tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+            {
+                const tl_ix tl_next = v_n0 + 1 * tl_st;
+                const int tl_ns = (tl_it + 1) % 2;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_n0 = tl_next;
+                    if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                            tl_cp16((__half *)(tl_smem + 0 + tl_ns * 17408) + tl_i1 * 136 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                            const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                            __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 17408) + tl_i1 * 136 + tl_i0;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
                     }
+                    if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            tl_cp16((__half *)(tl_smem + 34816 + tl_ns * 17408) + tl_i0 * 136 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                            __half *tl_d = (__half *)(tl_smem + 34816 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            const int tl_rs = tl_it % 2;
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63))))))) { /* the masks hold on the whole tile */
+                // examples/attention.tile:60
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:61
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 17408)
+                // examples/attention.tile:62
+                float tl_t0[32];
                 #pragma unroll
-                for (int tl_n = 0; tl_n < 8; tl_n += 2)
-                    tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 0 + (((tl_warp % 1) * 64 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 1; ++tl_m)
+                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = 0.0f;
+                { /* tl_t0 += dot: [128, 128] @ [128, 64] */
                     #pragma unroll
-                    for (int tl_n = 0; tl_n < 8; ++tl_n)
-                        tl_mma_f16(tl_t0 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
-            }
-        }
-        float v_s[32];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
-        }
-        // examples/attention.tile:61
-        // v_ok: index tile computed where it is used
-        // examples/attention.tile:62
-        float v_sm[32];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
-        }
-        // examples/attention.tile:63
-        float tl_t1[2];
-        { /* max along axis 1 in registers */
-            float tl_r[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
-                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
-                tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
-        }
-        float v_m_new[2];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-            v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
-        }
-        // examples/attention.tile:64
-        float v_p[32];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            v_p[tl_j] = exp2f((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
-        }
-        // examples/attention.tile:65
-        float v_alpha[2];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-            v_alpha[tl_j] = exp2f((v_m_i[tl_j] - v_m_new[tl_j]));
-        }
-        // examples/attention.tile:66
-        float tl_t2[2];
-        { /* sum along axis 1 in registers */
-            float tl_r[2];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
-                tl_r[tl_j] = tl_r[tl_j] + tl_x;
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) {
-                const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
-                tl_r[tl_j] = tl_r[tl_j] + tl_x;
-            }
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
-        }
-        float tl_n3[2];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-            tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
-        }
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
-        // examples/attention.tile:67
-        __half v_tv[32];
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 32; tl_c += 4) {
-            const int tl_j = tl_c;
-            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 7) & 63, tl_i1 = (tl_l >> 0) & 127;
-            const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
-            const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-            const bool tl_m1 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-            const bool tl_m2 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-            const bool tl_m3 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-            if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                *(uint2 *)&v_tv[tl_j] = *(const uint2 *)tl_p;
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 17408) + (((tl_warp % 1) * 64 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(tl_t0 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                float v_s[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:63
+                // v_ok: true on this tile
+                // examples/attention.tile:64
+                float v_sm[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:65
+                float tl_t1[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                }
+                // examples/attention.tile:66
+                float v_p[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:67
+                float v_alpha[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:68
+                float tl_t2[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                }
+                float tl_n3[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                // examples/attention.tile:69
+                // v_tv: in its cp.async ring at byte (34816 + tl_rs * 17408)
+                // examples/attention.tile:70
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
+                }
+                { /* v_acc += dot: [128, 64] @ [64, 128] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[16][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 16; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (34816 + tl_rs * 17408) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 16; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:71
+                float tl_n4[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n4[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
             } else {
-                v_tv[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                v_tv[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                v_tv[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                v_tv[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-            }
-        }
-        // examples/attention.tile:68
-        float tl_t4[64];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) tl_t4[tl_j] = 0.0f;
-        { /* tl_t4 += dot: [128, 64] @ [64, 128] */
-            #pragma unroll
-            for (int tl_c = 0; tl_c < 32; tl_c += 4) {
-                const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-                const int tl_i0 = (tl_l >> 7) & 63, tl_i1 = (tl_l >> 0) & 127;
-                *(uint2 *)((__half *)(tl_smem + 17408) + tl_i0 * 136 + tl_i1) = *(const uint2 *)&v_tv[tl_j];
-            }
-            __syncthreads();
-            #pragma unroll
-            for (int tl_k = 0; tl_k < 64; tl_k += 16) {
-                unsigned tl_fa[1][4], tl_fb[16][2];
+                // examples/attention.tile:60
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:61
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 17408)
+                // examples/attention.tile:62
+                float tl_t5[32];
                 #pragma unroll
-                for (int tl_m = 0; tl_m < 1; ++tl_m)
+                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t5[tl_j] = 0.0f;
+                { /* tl_t5 += dot: [128, 128] @ [128, 64] */
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
-                        const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
-                        tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 17408) + (((tl_warp % 1) * 64 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(tl_t5 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
+                }
+                float v_s[32];
                 #pragma unroll
-                for (int tl_n = 0; tl_n < 16; tl_n += 2)
-                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + 17408 + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:63
+                // v_ok: index tile computed where it is used
+                // examples/attention.tile:64
+                float v_sm[32];
                 #pragma unroll
-                for (int tl_m = 0; tl_m < 1; ++tl_m)
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:65
+                float tl_t6[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
                     #pragma unroll
-                    for (int tl_n = 0; tl_n < 16; ++tl_n)
-                        tl_mma_f16(tl_t4 + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                }
+                // examples/attention.tile:66
+                float v_p[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:67
+                float v_alpha[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:68
+                float tl_t7[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                }
+                float tl_n8[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                // examples/attention.tile:69
+                // v_tv: in its cp.async ring at byte (34816 + tl_rs * 17408)
+                // examples/attention.tile:70
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
+                }
+                { /* v_acc += dot: [128, 64] @ [64, 128] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[16][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 16; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (34816 + tl_rs * 17408) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 16; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:71
+                float tl_n9[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n9[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
             }
         }
-        float tl_n5[64];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            tl_n5[tl_j] = ((v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]) + tl_t4[tl_j]);
-        }
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) v_acc[tl_j] = tl_n5[tl_j];
-        // examples/attention.tile:69
-        float tl_n6[2];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-            tl_n6[tl_j] = v_m_new[tl_j];
-        }
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n6[tl_j];
+        tl_cp_wait<0>();
     }
-    // examples/attention.tile:71
+    // examples/attention.tile:73
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* attention_d128, variant S = 256: BM = 128, BN = 32, D = 128, warps = 8, stages = 2 */
+/* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 32;
+    constexpr int v_D = 128;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 2;
+    // examples/attention.tile:47
+    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
+    // examples/attention.tile:48
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:49
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:50
+    __half v_tq[64];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
+    }
+    // examples/attention.tile:51
+    float v_m_i[2];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
+    }
+    // examples/attention.tile:52
+    float v_l_i[2];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+        v_l_i[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:53
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:54
+    const float v_qk_scale = (v_scale * 1.44269504f);
+    // examples/attention.tile:55
+    long long v_hi = v_S;
+    // examples/attention.tile:56
+    if ((v_causal != 0)) {
+        // examples/attention.tile:57
+        v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
+    }
+    // examples/attention.tile:59
+    { /* 2-stage cp.async ring: v_tk, v_tv */
+        typedef long long tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 1; ++tl_s) {
+            const tl_ix v_n0 = tl_lo + tl_s * tl_st;
+            if (v_n0 < tl_hi) {
+                if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                        tl_cp16((__half *)(tl_smem + 0 + tl_s * 8704) + tl_i1 * 136 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    }
+                } else {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                        const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 8704) + tl_i1 * 136 + tl_i0;
+                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        tl_cp16((__half *)(tl_smem + 17408 + tl_s * 8704) + tl_i0 * 136 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    }
+                } else {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                        __half *tl_d = (__half *)(tl_smem + 17408 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        int tl_it = 0;
+        // examples/attention.tile:59
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+            tl_cp_wait<0>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_n0 + 1 * tl_st;
+                const int tl_ns = (tl_it + 1) % 2;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_n0 = tl_next;
+                    if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                            tl_cp16((__half *)(tl_smem + 0 + tl_ns * 8704) + tl_i1 * 136 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                            const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                            __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 8704) + tl_i1 * 136 + tl_i0;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                    if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            tl_cp16((__half *)(tl_smem + 17408 + tl_ns * 8704) + tl_i0 * 136 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                            __half *tl_d = (__half *)(tl_smem + 17408 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            const int tl_rs = tl_it % 2;
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31))))))) { /* the masks hold on the whole tile */
+                // examples/attention.tile:60
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:61
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
+                // examples/attention.tile:62
+                float tl_t0[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = 0.0f;
+                { /* tl_t0 += dot: [128, 128] @ [128, 32] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[4][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 8704) + (((tl_warp % 1) * 32 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 4; ++tl_n)
+                                tl_mma_f16(tl_t0 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                float v_s[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:63
+                // v_ok: true on this tile
+                // examples/attention.tile:64
+                float v_sm[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:65
+                float tl_t1[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                }
+                // examples/attention.tile:66
+                float v_p[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:67
+                float v_alpha[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:68
+                float tl_t2[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                }
+                float tl_n3[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                // examples/attention.tile:69
+                // v_tv: in its cp.async ring at byte (17408 + tl_rs * 8704)
+                // examples/attention.tile:70
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
+                }
+                { /* v_acc += dot: [128, 32] @ [32, 128] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[16][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 4 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 16; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (17408 + tl_rs * 8704) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 16; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:71
+                float tl_n4[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n4[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+            } else {
+                // examples/attention.tile:60
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:61
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
+                // examples/attention.tile:62
+                float tl_t5[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t5[tl_j] = 0.0f;
+                { /* tl_t5 += dot: [128, 128] @ [128, 32] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[4][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 8704) + (((tl_warp % 1) * 32 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 4; ++tl_n)
+                                tl_mma_f16(tl_t5 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                float v_s[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:63
+                // v_ok: index tile computed where it is used
+                // examples/attention.tile:64
+                float v_sm[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:65
+                float tl_t6[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                }
+                // examples/attention.tile:66
+                float v_p[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:67
+                float v_alpha[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:68
+                float tl_t7[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                }
+                float tl_n8[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                // examples/attention.tile:69
+                // v_tv: in its cp.async ring at byte (17408 + tl_rs * 8704)
+                // examples/attention.tile:70
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
+                }
+                { /* v_acc += dot: [128, 32] @ [32, 128] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[16][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 4 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 16; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (17408 + tl_rs * 8704) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 16; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:71
+                float tl_n9[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n9[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
+            }
+        }
+        tl_cp_wait<0>();
+    }
+    // examples/attention.tile:73
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;

@@ -3,8 +3,15 @@
 #include <cuda_bf16.h>
 
 /* NaN-propagating max/min, as torch.maximum/minimum */
+#if __CUDA_ARCH__ >= 800 /* one FMNMX.NAN each */
+static __device__ __forceinline__ float tl_max(float a, float b) { float r; asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+static __device__ __forceinline__ float tl_min(float a, float b) { float r; asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+#else
 static __device__ __forceinline__ float tl_max(float a, float b) { return (a > b || a != a) ? a : b; }
 static __device__ __forceinline__ float tl_min(float a, float b) { return (a < b || a != a) ? a : b; }
+#endif
+/* exp2 of f32: the special-function unit's ex2 alone (results under 2^-126 flush to zero) */
+static __device__ __forceinline__ float tl_exp2(float x) { float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
 static __device__ __forceinline__ double tl_max(double a, double b) { return (a > b || a != a) ? a : b; }
 static __device__ __forceinline__ double tl_min(double a, double b) { return (a < b || a != a) ? a : b; }
 template <class T> static __device__ __forceinline__ T tl_max(T a, T b) { return a > b ? a : b; }

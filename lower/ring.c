@@ -1,0 +1,365 @@
+/* ring.c: cp.async rings for the loaded dot operands of any loop.
+ *
+ * In a loop with a `stages` hint that is not a plain dot loop
+ * (pipeline.c), every `let x = load(...)` whose one reader is a dot's B
+ * operand on tensor cores (attention's K and V tiles) is copied by
+ * cp.async into a ring of `stages` shared-memory buffers, stages-1
+ * iterations ahead: the copies of the next tiles are in flight while the
+ * current iteration computes, and never pass through registers. The dot
+ * reads its fragments from the ring with ldmatrix (dot.c). One
+ * __syncthreads per iteration, at the top, after the wait for this
+ * iteration's tiles; it also stands between every dot's last reads and
+ * the next writes of its buffers, so the dots stage without barriers
+ * before (lower_plan_loop). */
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+enum { RING_MAX = 8 };
+
+typedef struct ring_op {
+    const tilec_stmt *let; /* let x = load(...) */
+    int trans;             /* memory contiguous along axis 0: stored [C][R] */
+    int ld;                /* buffer row stride in elements, padded by 8 */
+    int64_t bytes;         /* one buffer */
+    uint32_t off;          /* the ring's byte offset */
+} ring_op;
+
+typedef struct ring_plan {
+    ring_op op[RING_MAX];
+    int n, S;
+} ring_plan;
+
+/* Reads of `name` in e: *asb counts those as a tensor-core dot's B
+ * operand (dot(a, name) with a of type ad), the return value all others. */
+static int ring_reads(lw *L, const tilec_expr *e, const char *name, tilec_dtype ld, int *asb)
+{
+    if (!e)
+        return 0;
+    if (e->kind == TILEC_EX_NAME)
+        return !strcmp(e->name, name);
+    int n = 0;
+    for (uint32_t i = 0; i < e->nargs; i++) {
+        const tilec_expr *x = e->args[i];
+        if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot") && i == 1 && x->kind == TILEC_EX_NAME &&
+            !strcmp(x->name, name)) {
+            const tilec_type *at = lower_ty(L, e->args[0]), *t = lower_ty(L, e);
+            lay y;
+            if (at->dtype == ld && lower_dot_layout(L, at, t->dims[0], t->dims[1], &y) && y.kind == LY_MMA) {
+                ++*asb;
+                continue;
+            }
+        }
+        n += ring_reads(L, x, name, ld, asb);
+    }
+    return n;
+}
+
+/* Reads of `name` in a block (nested blocks too); stores anywhere make it
+ * -1: a copy issued ahead could read memory the loop writes. */
+static int ring_block_reads(lw *L, const tilec_block *b, const char *name, tilec_dtype ld, int *asb)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s->kind == TILEC_ST_DOC)
+            continue;
+        const tilec_expr *v = s->value;
+        if (v && v->kind == TILEC_EX_CALL && (!strcmp(v->name, "store") || !strcmp(v->name, "atomic_add")))
+            return -1;
+        if (s->kind == TILEC_ST_FOR) {
+            n += ring_reads(L, s->lo, name, ld, asb) + ring_reads(L, s->hi, name, ld, asb) +
+                 ring_reads(L, s->step, name, ld, asb);
+        } else {
+            n += ring_reads(L, v, name, ld, asb);
+        }
+        int in = ring_block_reads(L, &s->body, name, ld, asb), el = ring_block_reads(L, &s->orelse, name, ld, asb);
+        if (in < 0 || el < 0)
+            return -1;
+        n += in + el;
+    }
+    return n;
+}
+
+/* The let of `name` among the loop body's statements, or NULL. */
+static const tilec_stmt *body_let(const tilec_block *b, const char *name)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++)
+        if (b->stmts[i]->kind == TILEC_ST_LET && !strcmp(b->stmts[i]->names[0], name))
+            return b->stmts[i];
+    return NULL;
+}
+
+/* May e be computed for a later iteration at the top of this one? The
+ * loop variable, the body's virtual index tiles built from such names, and
+ * names from outside the loop that nothing assigns. */
+static int ring_ahead(lw *L, const tilec_stmt *loop, const tilec_expr *e, int depth)
+{
+    if (!e || depth > 32)
+        return !e;
+    if (e->kind == TILEC_EX_NAME) {
+        if (!strcmp(e->name, loop->names[0]))
+            return 1;
+        if (lower_in_list(L->assigned, L->nassigned, e->name))
+            return 0;
+        const tilec_stmt *s = body_let(&loop->body, e->name);
+        if (!s)
+            return 1;
+        val *v = lower_lookup(L, e->name);
+        return v && v->kind == VK_VIRT && v->expr == s->value && ring_ahead(L, loop, s->value, depth + 1);
+    }
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (!ring_ahead(L, loop, e->args[i], depth + 1))
+            return 0;
+    return 1;
+}
+
+/* Does `let x = load(...)` qualify for a ring? */
+static int ring_candidate(lw *L, const tilec_stmt *loop, const tilec_stmt *s, ring_op *op)
+{
+    const tilec_expr *ld = s->value;
+    if (s->kind != TILEC_ST_LET || ld->kind != TILEC_EX_CALL || strcmp(ld->name, "load") ||
+        lower_in_list(L->assigned, L->nassigned, s->names[0]))
+        return 0;
+    const tilec_type *t = lower_ty(L, ld);
+    if (t->rank != 2 || (t->dtype != TILEC_DT_F16 && t->dtype != TILEC_DT_BF16))
+        return 0;
+    for (uint32_t j = 0; j < ld->nargs; j++)
+        if (!lower_is_virtual(L, ld->args[j]) || !ring_ahead(L, loop, ld->args[j], 0))
+            return 0;
+    if (ld->nargs > 2 && !((ld->args[2]->kind == TILEC_EX_FLOAT && ld->args[2]->fval == 0.0) ||
+                           (ld->args[2]->kind == TILEC_EX_INT && ld->args[2]->ival == 0)))
+        return 0;
+    int64_t s0 = 0, s1 = 0;
+    if (lower_stride(L, ld->args[0], 1, &s1) && s1 == 1)
+        op->trans = 0;
+    else if (lower_stride(L, ld->args[0], 0, &s0) && s0 == 1)
+        op->trans = 1;
+    else
+        return 0;
+    if ((op->trans ? t->dims[0] : t->dims[1]) % 8)
+        return 0;
+    int asb = 0;
+    if (ring_block_reads(L, &loop->body, s->names[0], t->dtype, &asb) != 0 || asb != 1)
+        return 0;
+    op->let = s;
+    op->ld = (int)(op->trans ? t->dims[0] : t->dims[1]) + 8;
+    op->bytes = (op->trans ? t->dims[1] : t->dims[0]) * op->ld * (int64_t)tilec_dtype_size(t->dtype);
+    return 1;
+}
+
+static int ring_check(lw *L, const tilec_stmt *loop, ring_plan *rp)
+{
+    memset(rp, 0, sizeof *rp);
+    rp->S = (int)tilec_kernel_hint(L->k, L->variant, "stages", 1);
+    if (rp->S < 2)
+        return 0;
+    for (uint32_t i = 0; i < loop->body.nstmts && rp->n < RING_MAX; i++)
+        if (ring_candidate(L, loop, loop->body.stmts[i], &rp->op[rp->n]))
+            rp->n++;
+    return rp->n > 0;
+}
+
+/* The condition under which every 16-byte chunk of load e is in bounds
+ * and aligned: its mask true on the whole tile, its first element 16-byte
+ * aligned and the stride across rows a multiple of 16 bytes; NULL when
+ * that is not known. */
+static const char *ring_whole(lw *L, const tilec_expr *e, int trans)
+{
+    const tilec_type *t = lower_ty(L, e);
+    int64_t st;
+    if (!lower_stride(L, e->args[0], trans ? 1 : 0, &st) || (st * (int64_t)tilec_dtype_size(t->dtype)) % 16)
+        return NULL;
+    const char *in = e->nargs > 1 ? lower_all_true(L, e->args[1]) : "true";
+    if (!in)
+        return NULL;
+    const char *zero[TILEC_MAX_RANK] = {"0", "0"}, *sub[TILEC_MAX_RANK];
+    lower_map_bcast(lower_ty(L, e->args[0]), 2, zero, sub);
+    lower_walk(L, e->args[0], sub, 0, NULL, PREP);
+    return lower_fmt(L, "%s && ((unsigned long long)(%s) & 15) == 0", in, lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
+}
+
+/* The copies of a whole tile, every chunk one cp.async. */
+static void ring_copy_whole(lw *L, const tilec_expr *e, const char *dst, int ld, int trans)
+{
+    const tilec_type *t = lower_ty(L, e);
+    int64_t R = t->dims[0], C = t->dims[1], run = trans ? R : C;
+    int chunks = (int)(R * C / 8), per = (chunks + L->nt - 1) / L->nt;
+    const char *ct = lower_ctype(t->dtype);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q) {", per);
+    L->ind++;
+    lower_line(L, "const int tl_l = (tl_q * %d + tl_tid) * 8;", L->nt);
+    if (per * L->nt != chunks)
+        lower_line(L, "if (tl_l >= %d) break;", chunks * 8);
+    lower_line(L, "const int %s = tl_l / %lld, %s = tl_l %% %lld;", trans ? "tl_i1" : "tl_i0", (long long)run,
+               trans ? "tl_i0" : "tl_i1", (long long)run);
+    const char *sub[TILEC_MAX_RANK];
+    lower_map_bcast(lower_ty(L, e->args[0]), 2, lower_idx, sub);
+    lower_line(L, "tl_cp16((%s *)(tl_smem + %s) + %s, %s, 16);", ct, dst,
+               trans ? lower_fmt(L, "tl_i1 * %d + tl_i0", ld) : lower_fmt(L, "tl_i0 * %d + tl_i1", ld),
+               lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
+    L->ind--;
+    lower_line(L, "}");
+}
+
+/* One iteration's copies of every ring into slot `slot`: a whole tile
+ * with one cp.async per chunk, any other with the checks of
+ * lower_emit_async_load. */
+static void ring_issue(lw *L, const void *ctx, const char *slot)
+{
+    const ring_plan *rp = ctx;
+    for (int i = 0; i < rp->n; i++) {
+        const ring_op *o = &rp->op[i];
+        const char *dst = lower_fmt(L, "%u + %s * %lld", o->off, slot, (long long)o->bytes);
+        const char *whole = ring_whole(L, o->let->value, o->trans);
+        if (whole) {
+            lower_line(L, "if (%s) {", whole);
+            L->ind++;
+            ring_copy_whole(L, o->let->value, dst, o->ld, o->trans);
+            L->ind--;
+            lower_line(L, "} else {");
+            L->ind++;
+        }
+        lower_emit_async_load(L, o->let->value, dst, o->ld, o->trans);
+        if (whole) {
+            L->ind--;
+            lower_line(L, "}");
+        }
+    }
+}
+
+/* The body's masks (virtual boolean tiles bound by let) and the C
+ * condition under which all of them hold on the whole tile; 0: none. */
+static int ring_masks(lw *L, const tilec_stmt *loop, const tilec_stmt **mk, const char **cond)
+{
+    int n = 0;
+    strbuf c;
+    sb_init(&c);
+    lower_bind_loop_scope(L, loop);
+    for (uint32_t i = 0; i < loop->body.nstmts && n < RING_MAX; i++) {
+        const tilec_stmt *s = loop->body.stmts[i];
+        if (s->kind != TILEC_ST_LET || lower_ty(L, s->value)->rank == 0 || lower_ty(L, s->value)->dtype != TILEC_DT_BOOL ||
+            lower_in_list(L->assigned, L->nassigned, s->names[0]) || !lower_is_virtual(L, s->value) ||
+            !ring_ahead(L, loop, s->value, 0)) /* decided at the top: nothing the body assigns */
+            continue;
+        const char *t = lower_all_true(L, s->value);
+        if (!t)
+            continue;
+        sb_printf(&c, "%s%s", n ? " && " : "", t);
+        mk[n++] = s;
+    }
+    lower_leave(L);
+    *cond = n ? lower_fmt(L, "%s", sb_str(&c)) : NULL;
+    L->failed |= c.failed;
+    sb_free(&c);
+    return n;
+}
+
+/* The body with each ring's tile bound to this iteration's buffer; where
+ * the body's masks hold on the whole tile (every tile but the last, and
+ * the diagonal ones of a causal mask), a copy of it with them bound to
+ * true, so the compiler drops the index arithmetic and selects. */
+static void ring_body(lw *L, const tilec_stmt *loop, const ring_plan *rp, int wide)
+{
+    L->depth++;
+    tilec_type it = {.kind = TILEC_TY_VALUE, .dtype = wide ? TILEC_DT_I64 : TILEC_DT_I32};
+    lower_bind(L, loop->names[0], lower_newval(L, VK_SCALAR, &it, lower_cname(L, loop->names[0])));
+    lower_line(L, "const int tl_rs = tl_it %% %d;", rp->S);
+    for (int i = 0; i < rp->n; i++) {
+        const ring_op *o = &rp->op[i];
+        val *v = lower_newval(L, VK_RING, lower_ty(L, o->let->value),
+                              lower_fmt(L, "(%u + tl_rs * %lld)", o->off, (long long)o->bytes));
+        v->rlet = o->let;
+        v->rld = o->ld;
+        v->rbt = o->trans;
+        lower_bind(L, o->let->names[0], v);
+    }
+    const tilec_stmt *mk[RING_MAX];
+    const char *cond;
+    int nm = ring_masks(L, loop, mk, &cond);
+    if (nm) {
+        lower_line(L, "if (%s) { /* the masks hold on the whole tile */", cond);
+        L->ind++;
+        L->depth++;
+        for (int i = 0; i < nm; i++) {
+            tilec_expr *t = ar_alloc(&L->ar, sizeof *t);
+            if (!t) {
+                L->failed = 1;
+                return;
+            }
+            memset(t, 0, sizeof *t);
+            t->kind = TILEC_EX_BOOL;
+            t->ival = 1;
+            t->type = *lower_ty(L, mk[i]->value);
+            t->loc = mk[i]->loc;
+            val *v = lower_newval(L, VK_VIRT, &t->type, lower_cname(L, mk[i]->names[0]));
+            v->expr = t;
+            v->rlet = mk[i];
+            lower_bind(L, mk[i]->names[0], v);
+            lower_note(L, "  line %u: mask %s dropped on tiles where it holds everywhere", mk[i]->loc.line,
+                       lower_cname(L, mk[i]->names[0]));
+        }
+        lower_emit_block(L, &loop->body);
+        lower_leave(L);
+        L->ind--;
+        lower_line(L, "} else {");
+        L->ind++;
+    }
+    /* the general copy: its notes would repeat the first's */
+    size_t notes = L->notes.n;
+    lower_emit_block(L, &loop->body);
+    if (nm && L->notes.n > notes) {
+        L->notes.n = notes;
+        L->notes.s[notes] = 0;
+    }
+    if (nm) {
+        L->ind--;
+        lower_line(L, "}");
+    }
+    lower_leave(L);
+}
+
+int lower_ring_loop(lw *L, const tilec_stmt *loop)
+{
+    ring_plan rp;
+    lower_bind_loop_scope(L, loop);
+    int ok = ring_check(L, loop, &rp);
+    lower_leave(L);
+    if (!ok)
+        return 0;
+    strbuf names;
+    sb_init(&names);
+    for (int i = 0; i < rp.n; i++) {
+        ring_op *o = &rp.op[i];
+        o->off = lower_alloc_smem(L, o->bytes * rp.S);
+        sb_printf(&names, "%s%s", i ? ", " : "", lower_cname(L, o->let->names[0]));
+        lower_note(L, "  line %u: %s copied by cp.async into a %d-stage ring (%lld bytes a stage%s)", o->let->loc.line,
+                   lower_cname(L, o->let->names[0]), rp.S, (long long)o->bytes, o->trans ? ", stored transposed" : "");
+    }
+    lower_plan_loop(L, loop, 1);
+    const char *v = lower_cname(L, loop->names[0]);
+    lower_line(L, "{ /* %d-stage cp.async ring: %s */", rp.S, sb_str(&names));
+    L->failed |= names.failed;
+    sb_free(&names);
+    L->ind++;
+    lower_cp_bounds(L, loop);
+    lower_bind_loop_scope(L, loop);
+    lower_cp_prologue(L, rp.S, v, ring_issue, &rp);
+    lower_leave(L);
+    int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
+    lower_line(L, "int tl_it = 0;");
+    lower_comment_loc(L, &loop->loc);
+    lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
+    L->ind++;
+    lower_bind_loop_scope(L, loop);
+    lower_cp_advance(L, rp.S, v, ring_issue, &rp);
+    lower_leave(L);
+    ring_body(L, loop, &rp, wide);
+    L->ind--;
+    lower_line(L, "}");
+    lower_line(L, "tl_cp_wait<0>();");
+    L->ind--;
+    lower_line(L, "}");
+    return 1;
+}
