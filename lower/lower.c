@@ -66,7 +66,7 @@ static void emit_kernel(lw *L, const char *fname)
                   lower_cname(L, p->name));
     }
     if (L->wg) /* the sm_90a twin: its tensor maps, a producer warp group, one block per SM */
-        sb_puts(&sig, lower_wg_params());
+        sb_puts(&sig, lower_wg_params(L));
     lower_line(L, "extern \"C\" __global__ void __launch_bounds__(%d%s) %s(%s)", L->wg ? L->nt + 128 : L->nt,
                L->wg ? ", 1" : "", fname, sb_str(&sig));
     sb_free(&sig);

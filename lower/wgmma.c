@@ -85,12 +85,14 @@ static int unit_index(lw *L, const tilec_expr *x)
     return v && v->kind == VK_VIRT && lower_ty(L, x)->rank == 1 && lower_stride(L, x, 0, &s) && s == 1;
 }
 
-/* load(P + R[:, None] * S + C[None, :], R[:, None] < rows && C[None, :] <
- * cols, 0): the map, with R and C. */
-static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C)
+/* P + R[:, None] * S + C[None, :] under the mask R[:, None] < rows &&
+ * C[None, :] < cols (either way round) for elements of dt: the map (box
+ * box_rows x one 128-byte row), with R and C. */
+int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dtype dt, int64_t box_rows,
+                   tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C)
 {
     const tilec_expr *t[3];
-    if (ld->nargs < 2 || add_terms(ld->args[0], t, 0, 3) != 3)
+    if (!ptr || !mk || add_terms(ptr, t, 0, 3) != 3)
         return 0;
     int p = -1, s = -1;
     *R = *C = NULL;
@@ -110,7 +112,6 @@ static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec
     }
     if (p < 0 || s < 0 || !*R || !*C || !unit_index(L, *R) || !unit_index(L, *C))
         return 0;
-    const tilec_expr *mk = ld->args[1];
     if (mk->kind != TILEC_EX_BINARY || mk->op != TILEC_OP_ANDAND)
         return 0;
     int rows = bound_of(L, mk->args[0], *R, 0), cols = bound_of(L, mk->args[1], *C, 1);
@@ -118,19 +119,28 @@ static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec
         rows = bound_of(L, mk->args[1], *R, 0);
         cols = bound_of(L, mk->args[0], *C, 1);
     }
-    if (rows < 0 || cols < 0)
+    unsigned size = tilec_dtype_size(dt);
+    if (rows < 0 || cols < 0 || (dt != TILEC_DT_F16 && dt != TILEC_DT_BF16 && dt != TILEC_DT_F32))
         return 0;
-    const tilec_type *ty = lower_ty(L, ld);
     memset(m, 0, sizeof *m);
     m->ptr = (uint32_t)p;
     m->rows = (uint32_t)rows;
     m->cols = (uint32_t)cols;
     m->stride = (uint32_t)s;
-    m->box_rows = (uint32_t)ty->dims[0];
-    m->box_cols = WG_BK;
-    m->elem_bytes = 2;
-    m->bf16 = ty->dtype == TILEC_DT_BF16;
-    return L->k->params[p].type.dtype == ty->dtype;
+    m->box_rows = (uint32_t)box_rows;
+    m->box_cols = WG_ROW_BYTES / size;
+    m->elem_bytes = size;
+    m->bf16 = dt == TILEC_DT_BF16;
+    return L->k->params[p].type.dtype == dt;
+}
+
+/* load(P + R[:, None] * S + C[None, :], R[:, None] < rows && C[None, :] <
+ * cols, 0) of f16 or bf16: the map, with R and C. */
+static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C)
+{
+    const tilec_type *ty = lower_ty(L, ld);
+    return ld->nargs >= 2 && ty->dtype != TILEC_DT_F32 &&
+           lower_wg_match(L, ld->args[0], ld->args[1], ty->dtype, ty->dims[0], m, R, C);
 }
 
 /* ---- which loops qualify ---- */
@@ -206,6 +216,8 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
         w->S = WG_MAX_STAGES;
     if (w->S < 2)
         return;
+    w->nmaps = 2;
+    lower_wg_store_note(L, loop);
     L->wg_loop = loop;
 }
 
@@ -230,8 +242,8 @@ void lower_wg_preamble(lw *L)
     lower_line(L, "}");
 }
 
-/* Coordinates (column, row) of load i's box at its first element. */
-static void coords(lw *L, const wg_plan *w, int i, const char **col, const char **row)
+/* Coordinates (column, row) of map i's box at its first element. */
+void lower_wg_coords(lw *L, const wg_plan *w, int i, const char **col, const char **row)
 {
     const char *z[1] = {"0"};
     lower_walk(L, w->C[i], z, 0, NULL, PREP);
@@ -259,10 +271,10 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
     lower_line(L, "    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / %d) + 1) & 1);", S);
     lower_line(L, "tl_mbar_expect(tl_full + tl_s * 8, %lld);", (long long)w->stage_bytes);
     const char *col, *row;
-    coords(L, w, 0, &col, &row);
+    lower_wg_coords(L, w, 0, &col, &row);
     lower_line(L, "tl_tma_2d(tl_ring + tl_s * %lld, &tl_tm0, %s, %s, tl_full + tl_s * 8);", (long long)(w->M * WG_ROW_BYTES),
                col, row);
-    coords(L, w, 1, &col, &row);
+    lower_wg_coords(L, w, 1, &col, &row);
     for (int b = 0; b < nb; b++)
         lower_line(L, "tl_tma_2d(tl_ring + %lld + tl_s * %lld + %d, &tl_tm1, %s + %d, %s, tl_full + tl_s * 8);",
                    (long long)(S * w->M * WG_ROW_BYTES), (long long)(w->N * WG_ROW_BYTES), b * WG_BK * WG_ROW_BYTES, col,
@@ -319,6 +331,7 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     int S = w->S;
     int64_t ring = S * w->stage_bytes;
     uint32_t base = lower_alloc_smem(L, ring + 2 * 8 * S + 1024);
+    L->wgp.ring_base = base; /* the epilogue's TMA store stages in the ring (wgstore.c) */
     const char *v = lower_cname(L, loop->names[0]);
     lower_walk(L, loop->lo, NULL, 0, NULL, PREP);
     lower_walk(L, loop->hi, NULL, 0, NULL, PREP);
@@ -374,6 +387,14 @@ static const char wg_helpers[] =
     "    asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\"\n"
     "                 :: \"r\"(dst), \"l\"((unsigned long long)m), \"r\"(c0), \"r\"(c1), \"r\"(bar) : \"memory\");\n"
     "}\n"
+    "static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)\n"
+    "{\n"
+    "    asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];\"\n"
+    "                 :: \"l\"((unsigned long long)m), \"r\"(c0), \"r\"(c1), \"r\"(src) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tl_bulk_commit() { asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\"); }\n"
+    "static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile(\"cp.async.bulk.wait_group.read 0;\" ::: \"memory\"); }\n"
+    "static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\"); }\n"
     "static __device__ __forceinline__ void tl_wg_fence() { asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\"); }\n"
     "static __device__ __forceinline__ void tl_wg_commit() { asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\"); }\n"
     "template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(N) : \"memory\"); }\n"
@@ -433,12 +454,14 @@ int lower_wg_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname)
     memcpy(meta->name, fname, n);
     meta->threads = (uint32_t)(L->nt + WG_PRODUCER);
     meta->smem_bytes = L->smem;
-    meta->nmaps = 2;
+    meta->nmaps = (uint32_t)w->nmaps;
     memcpy(meta->maps, w->maps, sizeof w->maps);
     return 1;
 }
 
-const char *lower_wg_params(void)
+const char *lower_wg_params(const lw *L)
 {
-    return ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1";
+    return L->wgp.nmaps == 3 ? ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, "
+                               "const __grid_constant__ tl_tmap tl_tm2"
+                             : ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1";
 }

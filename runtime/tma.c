@@ -39,7 +39,8 @@ tilec_rt_status rt_tma_set(pkernel *pk, const tilec_tma_meta *m)
     for (uint32_t i = 0; i < m->nmaps; i++) {
         const tilec_tma_map *t = &m->maps[i];
         if (t->ptr >= pk->nparams || t->rows >= pk->nparams || t->cols >= pk->nparams || t->stride >= pk->nparams ||
-            pk->kinds[t->ptr] != TILEC_RT_PARAM_POINTER || t->elem_bytes != 2 || !t->box_rows || t->box_rows > 256 ||
+            pk->kinds[t->ptr] != TILEC_RT_PARAM_POINTER || (t->elem_bytes != 2 && t->elem_bytes != 4) ||
+            (t->elem_bytes == 4 && t->bf16) || !t->box_rows || t->box_rows > 256 ||
             t->box_cols * t->elem_bytes != 128)
             return TILEC_RT_OK; /* metadata we cannot honour: no twin */
     }
@@ -121,7 +122,10 @@ static int encode(const rt_tma *t, const tilec_tma_map *m, const uint64_t key[4]
 {
     cuuint64_t dims[2] = {key[2], key[1]}, strides[1] = {key[3] * m->elem_bytes};
     cuuint32_t box[2] = {m->box_cols, m->box_rows}, estr[2] = {1, 1};
-    return t->encode(out, m->bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+    CUtensorMapDataType ty = m->elem_bytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                             : m->bf16          ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    return t->encode(out, ty, 2,
                      (void *)(uintptr_t)key[0], dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
                      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;

@@ -32,7 +32,7 @@
  *     mk_launches[v] and, when fake_clock is set, advances the clock that
  *     events record by mk_ms[v], so that the test picks the fastest.
  *   tw_v0(ptr a, ptr b, ptr c, i32 M, i32 N, i32 K) and its sm_90a twin
- *     tw_v0_tma(the same, two CUtensorMaps): nothing computed; launches of
+ *     tw_v0_tma(the same, three CUtensorMaps: A, B and the stored C): nothing computed; launches of
  *     the twin count in tma_launches, with its maps' first words in
  *     tma_args (tests/test_tma.c). cuTensorMapEncodeTiled records each map
  *     it makes in tma_maps (its first word is the map's base) and counts
@@ -65,11 +65,11 @@ typedef struct fake_cuda_state {
     int graph_launches;             /* cuGraphLaunch calls */
     /* the sm_90a twin test */
     int tma_launches, tma_encodes;
-    unsigned long long tma_args[2]; /* first word of each map tw_v0_tma got */
+    unsigned long long tma_args[3]; /* first word of each map tw_v0_tma got */
     struct {
         unsigned long long base, dims[2], stride;
         unsigned box[2], dtype, swizzle;
-    } tma_maps[2];                  /* the last two maps made */
+    } tma_maps[3];                  /* the last three maps made */
 } fake_cuda_state;
 
 fake_cuda_state *fake_cuda_state_get(void);

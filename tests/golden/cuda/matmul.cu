@@ -260,6 +260,14 @@ static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m,
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                  :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
@@ -284,7 +292,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* matmul, variant M = 64: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
+extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -362,24 +370,30 @@ extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, 
         tl_wg_wait<0>();
     }
     // examples/matmul.tile:17
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((v_c + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const float tl_v0 = v_acc[tl_j];
-        const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const float tl_v1 = v_acc[tl_j + 1];
-        const bool tl_m1 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N));
-        if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
+    { /* store by TMA: the tile into the ring, 128-byte swizzle, then 2 boxes of 64 x 32 */
+        tl_bar_consumers(128); /* every wgmma has read its stage */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const float tl_v0 = v_acc[tl_j];
+            const float tl_v1 = v_acc[tl_j + 1];
+            const unsigned tl_b = (unsigned)tl_i1 * 4;
+            const unsigned tl_o = (tl_b / 128) * 8192 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
             ((float *)&tl_vec)[1] = tl_v1;
-            *(uint2 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(uint2 *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_fence_async_smem();
+        tl_bar_consumers(128);
+        if (tl_tid == 0) {
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 32, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 8192);
+            tl_bulk_commit();
+            tl_bulk_wait_read(); /* the shared memory stays until the copy engine has read it */
         }
     }
 }
@@ -595,6 +609,14 @@ static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m,
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                  :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
@@ -619,7 +641,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* matmul, variant M = 256: BM = 128, BN = 64, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
+extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -697,24 +719,30 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
         tl_wg_wait<0>();
     }
     // examples/matmul.tile:17
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((v_c + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const float tl_v0 = v_acc[tl_j];
-        const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const float tl_v1 = v_acc[tl_j + 1];
-        const bool tl_m1 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N));
-        if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
+    { /* store by TMA: the tile into the ring, 128-byte swizzle, then 2 boxes of 128 x 32 */
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const float tl_v0 = v_acc[tl_j];
+            const float tl_v1 = v_acc[tl_j + 1];
+            const unsigned tl_b = (unsigned)tl_i1 * 4;
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
             ((float *)&tl_vec)[1] = tl_v1;
-            *(uint2 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(uint2 *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_fence_async_smem();
+        tl_bar_consumers(256);
+        if (tl_tid == 0) {
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 32, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 16384);
+            tl_bulk_commit();
+            tl_bulk_wait_read(); /* the shared memory stays until the copy engine has read it */
         }
     }
 }
@@ -930,6 +958,14 @@ static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m,
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                  :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
@@ -954,7 +990,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* matmul, variant M = 4096: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
+extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -1033,24 +1069,32 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
         tl_wg_wait<0>();
     }
     // examples/matmul.tile:17
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((v_c + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const float tl_v0 = v_acc[tl_j];
-        const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const float tl_v1 = v_acc[tl_j + 1];
-        const bool tl_m1 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N));
-        if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
+    { /* store by TMA: the tile into the ring, 128-byte swizzle, then 4 boxes of 128 x 32 */
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const float tl_v0 = v_acc[tl_j];
+            const float tl_v1 = v_acc[tl_j + 1];
+            const unsigned tl_b = (unsigned)tl_i1 * 4;
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
             ((float *)&tl_vec)[1] = tl_v1;
-            *(uint2 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(uint2 *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_fence_async_smem();
+        tl_bar_consumers(256);
+        if (tl_tid == 0) {
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 32, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 16384);
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 64, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 32768);
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 96, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 49152);
+            tl_bulk_commit();
+            tl_bulk_wait_read(); /* the shared memory stays until the copy engine has read it */
         }
     }
 }
