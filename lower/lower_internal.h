@@ -68,6 +68,7 @@ typedef struct lbind {
 typedef struct wg_plan {
     tilec_tma_map maps[3];        /* A, B, and C when the epilogue stores by TMA */
     const tilec_expr *R[3], *C[3]; /* each map's row and column index tiles */
+    const tilec_expr *Z[3];       /* a batched map's batch index (pid(2)), else NULL */
     int64_t M, N, stage_bytes;
     int S;                        /* stages */
     int nmaps;                    /* 2, or 3 with the store */
@@ -277,7 +278,9 @@ const char *lower_wg_params(const lw *L);
 /* P + R[:, None] * S + C[None, :] masked by R < rows && C < cols: a 2-D
  * tensor map of dt (f16, bf16, f32) with boxes of box_rows x 128 bytes. */
 int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mask, tilec_dtype dt, int64_t box_rows,
-                   tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C);
+                   tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z);
+/* ", z": a batched map i's third coordinate; "" for a 2-D map. */
+const char *lower_wg_batch(lw *L, const wg_plan *w, int i);
 /* The box coordinates (column, row) of map i at its first element. */
 void lower_wg_coords(lw *L, const wg_plan *w, int i, const char **col, const char **row);
 

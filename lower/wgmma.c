@@ -85,21 +85,81 @@ static int unit_index(lw *L, const tilec_expr *x)
     return v && v->kind == VK_VIRT && lower_ty(L, x)->rank == 1 && lower_stride(L, x, 0, &s) && s == 1;
 }
 
+/* The lets of `name` in block b and the blocks inside it. */
+static int lets_of(const tilec_block *b, const char *name)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        for (uint32_t j = 0; j < s->nnames; j++)
+            if ((s->kind == TILEC_ST_LET || s->kind == TILEC_ST_LET_TUPLE || s->kind == TILEC_ST_FOR) &&
+                !strcmp(s->names[j], name))
+                n++;
+        n += lets_of(&s->body, name) + lets_of(&s->orelse, name);
+    }
+    return n;
+}
+
+/* pid(2), or cast(pid(2), ...): the pid call. */
+static const tilec_expr *pid2_of(const tilec_expr *e)
+{
+    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "cast") && e->nargs >= 1)
+        e = e->args[0];
+    return e->kind == TILEC_EX_CALL && !strcmp(e->name, "pid") && e->nargs == 1 && e->args[0]->ival == 2 ? e : NULL;
+}
+
+/* Z, a name let once at the top of the kernel to pid(2) * X [* Y] with X,
+ * Y integer parameters (in any order, pid(2) maybe cast): the batch
+ * stride X * Y into m, the pid call into *zc. */
+static int batch_of(lw *L, const tilec_expr *z, tilec_tma_map *m, const tilec_expr **zc)
+{
+    const tilec_block *b = &L->k->body;
+    const tilec_stmt *let = NULL;
+    for (uint32_t i = 0; i < b->nstmts; i++)
+        if (b->stmts[i]->kind == TILEC_ST_LET && !strcmp(b->stmts[i]->names[0], z->name))
+            let = b->stmts[i];
+    if (!let || lets_of(b, z->name) != 1 || lower_in_list(L->assigned, L->nassigned, z->name))
+        return 0;
+    const tilec_expr *f[4], *e = let->value;
+    int n = 0;
+    while (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_MUL && n < 3) {
+        f[n++] = e->args[1];
+        e = e->args[0];
+    }
+    f[n++] = e;
+    int np = 0;
+    *zc = NULL;
+    m->bs[0] = m->bs[1] = TILEC_TMA_NONE;
+    for (int i = 0; i < n; i++) {
+        int p;
+        if (!*zc && (*zc = pid2_of(f[i])) != NULL)
+            continue;
+        if (np == 2 || (p = param_index(L, f[i], 0)) < 0)
+            return 0;
+        m->bs[np++] = (uint32_t)p;
+    }
+    m->batched = 1;
+    return *zc && np >= 1;
+}
+
 /* P + R[:, None] * S + C[None, :] under the mask R[:, None] < rows &&
  * C[None, :] < cols (either way round) for elements of dt: the map (box
  * box_rows x one 128-byte row), with R and C. */
 int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dtype dt, int64_t box_rows,
-                   tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C)
+                   tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z)
 {
-    const tilec_expr *t[3];
-    if (!ptr || !mk || add_terms(ptr, t, 0, 3) != 3)
+    const tilec_expr *t[4], *zname = NULL;
+    int nt = ptr && mk ? add_terms(ptr, t, 0, 4) : -1;
+    if (nt != 3 && nt != 4)
         return 0;
     int p = -1, s = -1;
-    *R = *C = NULL;
-    for (int i = 0; i < 3; i++) {
+    *R = *C = *Z = NULL;
+    for (int i = 0; i < nt; i++) {
         const tilec_expr *e = t[i];
-        if (e->kind == TILEC_EX_NAME && p < 0) {
-            p = param_index(L, e, 1);
+        if (e->kind == TILEC_EX_NAME && p < 0 && (p = param_index(L, e, 1)) >= 0) {
+            continue;
+        } else if (e->kind == TILEC_EX_NAME && nt == 4 && !zname) {
+            zname = e; /* P + Z + ...: a batch offset */
         } else if (e->kind == TILEC_EX_INDEX && !*C) {
             *C = bcast_of(e, 1);
         } else if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_MUL && !*R) {
@@ -110,7 +170,7 @@ int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dty
             return 0;
         }
     }
-    if (p < 0 || s < 0 || !*R || !*C || !unit_index(L, *R) || !unit_index(L, *C))
+    if (p < 0 || s < 0 || !*R || !*C || !unit_index(L, *R) || !unit_index(L, *C) || (nt == 4 && !zname))
         return 0;
     if (mk->kind != TILEC_EX_BINARY || mk->op != TILEC_OP_ANDAND)
         return 0;
@@ -131,16 +191,28 @@ int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dty
     m->box_cols = WG_ROW_BYTES / size;
     m->elem_bytes = size;
     m->bf16 = dt == TILEC_DT_BF16;
+    m->bs[0] = m->bs[1] = TILEC_TMA_NONE;
+    if (zname && !batch_of(L, zname, m, Z))
+        return 0;
     return L->k->params[p].type.dtype == dt;
 }
 
 /* load(P + R[:, None] * S + C[None, :], R[:, None] < rows && C[None, :] <
  * cols, 0) of f16 or bf16: the map, with R and C. */
-static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C)
+static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C,
+                      const tilec_expr **Z)
 {
     const tilec_type *ty = lower_ty(L, ld);
     return ld->nargs >= 2 && ty->dtype != TILEC_DT_F32 &&
-           lower_wg_match(L, ld->args[0], ld->args[1], ty->dtype, ty->dims[0], m, R, C);
+           lower_wg_match(L, ld->args[0], ld->args[1], ty->dtype, ty->dims[0], m, R, C, Z);
+}
+
+/* ", z" for a batched map's third coordinate, "" for a 2-D one. */
+const char *lower_wg_batch(lw *L, const wg_plan *w, int i)
+{
+    if (!w->Z[i])
+        return "";
+    return lower_fmt(L, ", %s", lower_walk(L, w->Z[i], NULL, 0, NULL, EMIT));
 }
 
 /* ---- which loops qualify ---- */
@@ -203,8 +275,8 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     wg_plan *w = &L->wgp;
     memset(w, 0, sizeof *w);
     lower_bind_loop_scope(L, loop);
-    int ok = match_load(L, pp->load[0], &w->maps[0], &w->R[0], &w->C[0]) &&
-             match_load(L, pp->load[1], &w->maps[1], &w->R[1], &w->C[1]);
+    int ok = match_load(L, pp->load[0], &w->maps[0], &w->R[0], &w->C[0], &w->Z[0]) &&
+             match_load(L, pp->load[1], &w->maps[1], &w->R[1], &w->C[1], &w->Z[1]);
     lower_leave(L);
     if (!ok)
         return;
@@ -270,15 +342,17 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
     lower_line(L, "if (tl_it >= %d)", S);
     lower_line(L, "    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / %d) + 1) & 1);", S);
     lower_line(L, "tl_mbar_expect(tl_full + tl_s * 8, %lld);", (long long)w->stage_bytes);
-    const char *col, *row;
+    const char *col, *row, *z;
     lower_wg_coords(L, w, 0, &col, &row);
-    lower_line(L, "tl_tma_2d(tl_ring + tl_s * %lld, &tl_tm0, %s, %s, tl_full + tl_s * 8);", (long long)(w->M * WG_ROW_BYTES),
-               col, row);
+    z = lower_wg_batch(L, w, 0);
+    lower_line(L, "tl_tma_%dd(tl_ring + tl_s * %lld, &tl_tm0, %s, %s%s, tl_full + tl_s * 8);", z[0] ? 3 : 2,
+               (long long)(w->M * WG_ROW_BYTES), col, row, z);
     lower_wg_coords(L, w, 1, &col, &row);
+    z = lower_wg_batch(L, w, 1);
     for (int b = 0; b < nb; b++)
-        lower_line(L, "tl_tma_2d(tl_ring + %lld + tl_s * %lld + %d, &tl_tm1, %s + %d, %s, tl_full + tl_s * 8);",
-                   (long long)(S * w->M * WG_ROW_BYTES), (long long)(w->N * WG_ROW_BYTES), b * WG_BK * WG_ROW_BYTES, col,
-                   b * 64, row);
+        lower_line(L, "tl_tma_%dd(tl_ring + %lld + tl_s * %lld + %d, &tl_tm1, %s + %d, %s%s, tl_full + tl_s * 8);",
+                   z[0] ? 3 : 2, (long long)(S * w->M * WG_ROW_BYTES), (long long)(w->N * WG_ROW_BYTES),
+                   b * WG_BK * WG_ROW_BYTES, col, b * 64, row, z);
     L->ind--;
     lower_line(L, "}");
     lower_leave(L);
@@ -386,6 +460,16 @@ static const char wg_helpers[] =
     "{\n"
     "    asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\"\n"
     "                 :: \"r\"(dst), \"l\"((unsigned long long)m), \"r\"(c0), \"r\"(c1), \"r\"(bar) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)\n"
+    "{\n"
+    "    asm volatile(\"cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\"\n"
+    "                 :: \"r\"(dst), \"l\"((unsigned long long)m), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(bar) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)\n"
+    "{\n"
+    "    asm volatile(\"cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];\"\n"
+    "                 :: \"l\"((unsigned long long)m), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(src) : \"memory\");\n"
     "}\n"
     "static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)\n"
     "{\n"

@@ -19,7 +19,8 @@ enum { WS_ROW = 128 }; /* bytes per swizzled row of a box */
 
 /* The store statement s as the tile of the twin's accumulators: its map
  * into m with its index tiles. */
-static int ws_match(lw *L, const tilec_stmt *s, tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C)
+static int ws_match(lw *L, const tilec_stmt *s, tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C,
+                    const tilec_expr **Z)
 {
     const wg_plan *w = &L->wgp;
     const tilec_expr *e = s->value;
@@ -28,7 +29,7 @@ static int ws_match(lw *L, const tilec_stmt *s, tilec_tma_map *m, const tilec_ex
     const tilec_type *pt = lower_ty(L, e->args[0]);
     if (pt->rank != 2 || pt->dims[0] != w->M || pt->dims[1] != w->N)
         return 0;
-    return lower_wg_match(L, e->args[0], e->args[2], pt->dtype, w->M, m, R, C);
+    return lower_wg_match(L, e->args[0], e->args[2], pt->dtype, w->M, m, R, C, Z);
 }
 
 void lower_wg_store_note(lw *L, const tilec_stmt *loop)
@@ -43,7 +44,7 @@ void lower_wg_store_note(lw *L, const tilec_stmt *loop)
         else if (after && b->stmts[i]->kind != TILEC_ST_DOC)
             last = b->stmts[i];
     }
-    if (!last || !ws_match(L, last, &w->maps[2], &w->R[2], &w->C[2]))
+    if (!last || !ws_match(L, last, &w->maps[2], &w->R[2], &w->C[2], &w->Z[2]))
         return;
     if (w->M * w->N * (int64_t)w->maps[2].elem_bytes > w->S * w->stage_bytes)
         return; /* the tile does not fit in the ring */
@@ -69,10 +70,10 @@ int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y)
 {
     const wg_plan *w = &L->wgp;
     tilec_tma_map m;
-    const tilec_expr *R, *C;
+    const tilec_expr *R, *C, *Z;
     lay wy;
-    if (!L->wg_done || s != w->store || !ws_match(L, s, &m, &R, &C) || memcmp(&m, &w->maps[2], sizeof m) ||
-        R != w->R[2] || C != w->C[2] || !lower_wg_layout(L, w->M, w->N, &wy) || !lower_same_layout(L, y, &wy))
+    if (!L->wg_done || s != w->store || !ws_match(L, s, &m, &R, &C, &Z) || memcmp(&m, &w->maps[2], sizeof m) ||
+        R != w->R[2] || C != w->C[2] || Z != w->Z[2] || !lower_wg_layout(L, w->M, w->N, &wy) || !lower_same_layout(L, y, &wy))
         return 0; /* the names mean something else here: the plain store */
     const tilec_expr *e = s->value, *value = e->args[1];
     const tilec_type *pt = lower_ty(L, e->args[0]);
@@ -111,9 +112,10 @@ int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y)
     lower_line(L, "tl_bar_consumers(%d);", L->nt);
     lower_line(L, "if (tl_tid == 0) {");
     L->ind++;
+    const char *z = lower_wg_batch(L, w, 2);
     for (int b = 0; b < nb; b++)
-        lower_line(L, "tl_tma_store_2d(&tl_tm2, %s + %u, %s, tl_sa(tl_so) + %lld);", col, b * m.box_cols, row,
-                   (long long)(b * w->M * WS_ROW));
+        lower_line(L, "tl_tma_store_%dd(&tl_tm2, %s + %u, %s%s, tl_sa(tl_so) + %lld);", z[0] ? 3 : 2, col,
+                   b * m.box_cols, row, z, (long long)(b * w->M * WS_ROW));
     lower_line(L, "tl_bulk_commit();");
     lower_line(L, "tl_bulk_wait_read(); /* the shared memory stays until the copy engine has read it */");
     L->ind--;

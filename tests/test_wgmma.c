@@ -83,8 +83,22 @@ Test(wgmma, twin_metadata)
     expect_map(&code.tma.maps[1], 1, 6, 5, 5, 64, 0);
     expect_map(&code.tma.maps[2], 3, 4, 5, 5, 128, 0); /* gelu(acc + bias) is what the TMA stores */
     tilec_kernel_code_free(&code);
+    /* bmm_f16(a, b, c, M, N, K, batch): P + pid(2) * X * Y + ...: 3-D maps,
+     * matrix z at z * M * K (A), z * K * N (B), z * M * N (C) */
     lower_variant(ctx, m, "bmm_f16", 1, &code);
-    cr_expect_null(code.tma.name, "a pointer with an offset is not a plain 2-D tensor");
+    cr_assert_not_null(code.tma.name, "the batched product has a twin");
+    cr_expect_eq(code.tma.nmaps, 3);
+    static const uint32_t bs[3][2] = {{3, 5}, {5, 4}, {3, 4}};
+    for (int i = 0; i < 3; i++) {
+        const tilec_tma_map *t = &code.tma.maps[i];
+        int same = (t->bs[0] == bs[i][0] && t->bs[1] == bs[i][1]) || (t->bs[0] == bs[i][1] && t->bs[1] == bs[i][0]);
+        cr_expect(t->batched == 1 && same, "map %d: batch stride %u * %u", i, t->bs[0], t->bs[1]);
+    }
+    expect_map(&code.tma.maps[0], 0, 3, 5, 5, 128, 0);
+    cr_expect(strstr(code.source, "tl_tma_3d(") && strstr(code.source, "tl_tma_store_3d(&tl_tm2"), "3-D copies");
+    tilec_kernel_code_free(&code);
+    lower_variant(ctx, m, "matmul_f16", 3, &code);
+    cr_expect(!code.tma.maps[0].batched && code.tma.maps[0].bs[0] == TILEC_TMA_NONE, "a plain matmul's maps are 2-D");
     tilec_kernel_code_free(&code);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
