@@ -18,7 +18,7 @@
 
 #include "lower/lower_internal.h"
 
-enum { WG_GROUP = 8, WG_BK = 64, WG_ROW_BYTES = 128, WG_PRODUCER = 128, WG_RING_MAX = 160 * 1024, WG_MAX_STAGES = 6 };
+enum { WG_GROUP = 8, WG_BK = 64, WG_ROW_BYTES = 128, WG_PRODUCER = 128, WG_RING_MAX = 192 * 1024, WG_MAX_STAGES = 6 };
 
 /* ---- recognising the loads ---- */
 

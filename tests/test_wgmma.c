@@ -56,8 +56,8 @@ Test(wgmma, twin_metadata)
     lower_variant(ctx, m, "matmul_f16", 0, &code);
     cr_expect_null(code.tma.name, "BM = 16 has no twin");
     tilec_kernel_code_free(&code);
-    static const uint32_t bm[] = {0, 64, 128, 128}, warps[] = {0, 4, 8, 8};
-    for (int v = 1; v < 4; v++) {
+    static const uint32_t bm[] = {0, 64, 128, 128, 128}, warps[] = {0, 4, 8, 8, 8};
+    for (int v = 1; v < 5; v++) { /* v4: 128 x 256 */
         lower_variant(ctx, m, "matmul_f16", v, &code);
         cr_assert_not_null(code.tma.name, "variant %d has a twin", v);
         char want[64];

@@ -1052,12 +1052,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
         v_acc[tl_j] = ((float)0);
     }
     // examples/matmul.tile:11
-    { /* v_acc += dot: wgmma on 5 TMA stages, one producer warp group (sm_90a) */
+    { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 40;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
         if (tl_tid == 0) {
-            for (int tl_s = 0; tl_s < 5; ++tl_s) {
+            for (int tl_s = 0; tl_s < 6; ++tl_s) {
                 tl_mbar_init(tl_full + tl_s * 8, 1);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
@@ -1069,13 +1069,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
             if (tl_tid == 256) {
                 int tl_it = 0;
                 for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
-                    const int tl_s = tl_it % 5;
-                    if (tl_it >= 5)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 5) + 1) & 1);
+                    const int tl_s = tl_it % 6;
+                    if (tl_it >= 6)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
                     tl_mbar_expect(tl_full + tl_s * 8, 32768);
                     tl_tma_2d(tl_ring + tl_s * 16384, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
-                    tl_tma_2d(tl_ring + 81920 + tl_s * 16384 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
-                    tl_tma_2d(tl_ring + 81920 + tl_s * 16384 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
+                    tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
+                    tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
                 }
             }
             return;
@@ -1083,10 +1083,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
         tl_setmaxnreg_inc<232>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 5;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 5) & 1);
+            const int tl_s = tl_it % 6;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 81920 + tl_s * 16384;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 16384;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -1094,7 +1094,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
             tl_wg_commit();
             tl_wg_wait<1>();
             if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 5) * 8);
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
         }
         tl_wg_wait<0>();
     }
