@@ -38,13 +38,19 @@ void lower_wg_store_note(lw *L, const tilec_stmt *loop)
     const tilec_block *b = &L->k->body;
     const tilec_stmt *last = NULL;
     int after = 0;
+    int other = 0; /* statements between the loop and the store other than lets */
     for (uint32_t i = 0; i < b->nstmts; i++) {
-        if (b->stmts[i] == loop)
+        const tilec_stmt *s = b->stmts[i];
+        if (s == loop) {
             after = 1;
-        else if (after && b->stmts[i]->kind != TILEC_ST_DOC)
-            last = b->stmts[i];
+        } else if (after && s->kind != TILEC_ST_DOC) {
+            if (last && last->kind != TILEC_ST_LET)
+                other = 1;
+            last = s;
+        }
     }
-    if (!last || !ws_match(L, last, &w->maps[2], &w->R[2], &w->C[2], &w->Z[2]))
+    /* only lets before it: every consumer thread reaches the store's barriers */
+    if (!last || other || !ws_match(L, last, &w->maps[2], &w->R[2], &w->C[2], &w->Z[2]))
         return;
     if (w->M * w->N * (int64_t)w->maps[2].elem_bytes > w->S * w->stage_bytes)
         return; /* the tile does not fit in the ring */
