@@ -6,7 +6,8 @@
  * poisoned with NaN, and operands the tensor memory accelerator cannot
  * read (a base off 16 bytes, a row stride not a multiple of 16 bytes),
  * which must take the variant's own kernel and still be right, and the
- * batched product (3-D tensor maps) with three products. Without a
+ * batched product (3-D tensor maps) with three products, and an f32
+ * output (examples/matmul.tile) stored by TMA. Without a
  * GPU one SKIP line; on a GPU other than 9.0 the twin checks are skipped. */
 #include <criterion/criterion.h>
 
@@ -205,6 +206,55 @@ Test(wgmma, misaligned_operands_fall_back, .timeout = 300)
     run_case(&bodd, v);
     mm_case boff = {"bmm_f16", 0, 0, 256, 256, 256, 2, 2}; /* a batched A off 16 bytes */
     run_case(&boff, 1);
+}
+
+/* An f32 output (examples/matmul.tile): the epilogue's TMA store writes
+ * boxes of 32 floats from 8-byte swizzled stores; every variant with a
+ * twin, ragged sizes, the output poisoned with NaN. */
+Test(wgmma, f32_output_by_tma, .timeout = 300)
+{
+    if (!hopper)
+        return;
+    tilec_module *m = NULL;
+    tilec_program *p = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, "examples/matmul.tile", &m), TILEC_OK);
+    tilec_build_options o = {.threads = 2};
+    cr_assert_eq(tilec_program_build(ctx, rt, m, &o, &p), TILEC_OK);
+    int twins = 0;
+    for (int v = 0; v < 8 && tilec_program_kernel(p, "matmul", v); v++) {
+        if (!tilec_program_has_twin(p, "matmul", v))
+            continue;
+        twins++;
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+            size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+            float *a = malloc(na * 4 + 4), *b = malloc(nb * 4 + 4), *got = malloc(nc * 4 + 4);
+            uint16_t *ah = rand16(na, 0, a), *bh = rand16(nb, 0, b);
+            double *want = gk_ref_matmul(a, b, M, N, K);
+            uint64_t ba, bb, bc;
+            uint64_t da = upload_at(ah, na * 2, 0, &ba), db = upload_at(bh, nb * 2, 0, &bb);
+            CHECK_RT(tilec_rt_malloc(rt, nc * 4 + 4, &bc));
+            CHECK_RT(tilec_rt_memset_d32(rt, bc, 0x7fc00000u, nc + 1)); /* f32 NaN */
+            tilec_rt_arg args[6] = {{.ptr = da}, {.ptr = db}, {.ptr = bc}, {.i32 = M}, {.i32 = N}, {.i32 = K}};
+            CHECK_RT(tilec_program_launch(p, "matmul", v, args, 6, NULL));
+            CHECK_RT(tilec_rt_synchronize(rt));
+            CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, bc, nc * 4));
+            double err = rel_l2(got, want, nc);
+            cr_expect(err < 1e-3, "matmul (f32 out) variant %d, M=%d N=%d K=%d: rel. error %g", v, M, N, K, err);
+            tilec_rt_free(rt, ba);
+            tilec_rt_free(rt, bb);
+            tilec_rt_free(rt, bc);
+            free(a);
+            free(b);
+            free(got);
+            free(ah);
+            free(bh);
+            free(want);
+        }
+    }
+    cr_expect_geq(twins, 2, "examples/matmul.tile: %d variants with an sm_90a twin", twins);
+    tilec_program_free(p);
+    tilec_module_free(m);
 }
 
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "wgmma twins"); }
