@@ -21,7 +21,8 @@
 #define REC_HEAD "tilec source record 1"
 
 /* The fields of a tensor map, in record order; `param` fields are
- * parameter indices (below the kernel's parameter count). */
+ * parameter indices (below the kernel's parameter count), 2 where
+ * TILEC_TMA_NONE may stand instead. */
 static const struct {
     size_t at;
     int param;
@@ -30,6 +31,8 @@ static const struct {
     {offsetof(tilec_tma_map, cols), 1},       {offsetof(tilec_tma_map, stride), 1},
     {offsetof(tilec_tma_map, box_rows), 0},   {offsetof(tilec_tma_map, box_cols), 0},
     {offsetof(tilec_tma_map, elem_bytes), 0}, {offsetof(tilec_tma_map, bf16), 0},
+    {offsetof(tilec_tma_map, batched), 0},    {offsetof(tilec_tma_map, bs[0]), 2},
+    {offsetof(tilec_tma_map, bs[1]), 2},
 };
 enum { NFIELDS = sizeof map_fields / sizeof map_fields[0] };
 _Static_assert(sizeof(tilec_tma_map) == NFIELDS * sizeof(uint32_t),
@@ -164,7 +167,8 @@ static int read_twin(words *w, tilec_tma_meta *t, uint32_t nparams)
     for (uint32_t m = 0; m < t->nmaps; m++)
         for (int f = 0; f < NFIELDS; f++) {
             uint32_t *v = (uint32_t *)(void *)((char *)&t->maps[m] + map_fields[f].at);
-            if ((map_fields[f].param && !nparams) || !number(w, map_fields[f].param ? nparams - 1 : UINT32_MAX, v))
+            int p = map_fields[f].param;
+            if (!number(w, UINT32_MAX, v) || (p && *v >= nparams && !(p == 2 && *v == TILEC_TMA_NONE)))
                 return 0;
         }
     return 1;

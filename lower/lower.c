@@ -66,7 +66,7 @@ static void emit_kernel(lw *L, const char *fname)
                   lower_cname(L, p->name));
     }
     if (L->wg) /* the sm_90a twin: its tensor maps, a producer warp group, one block per SM */
-        sb_puts(&sig, lower_wg_params());
+        sb_puts(&sig, lower_wg_params(L));
     /* `blocks`: at least that many blocks per SM (the register cap that follows) */
     int64_t blocks = tilec_kernel_hint(k, L->variant, "blocks", 0);
     lower_line(L, "extern \"C\" __global__ void __launch_bounds__(%d%s) %s(%s)", L->wg ? L->nt + 128 : L->nt,

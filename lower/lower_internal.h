@@ -72,10 +72,14 @@ typedef struct lbind {
 
 /* A dot loop the sm_90a twin runs on wgmma + TMA (wgmma.c). */
 typedef struct wg_plan {
-    tilec_tma_map maps[2];        /* A, B */
-    const tilec_expr *R[2], *C[2]; /* each load's row and column index tiles */
+    tilec_tma_map maps[3];        /* A, B, and C when the epilogue stores by TMA */
+    const tilec_expr *R[3], *C[3]; /* each map's row and column index tiles */
+    const tilec_expr *Z[3];       /* a batched map's batch index (pid(2)), else NULL */
     int64_t M, N, stage_bytes;
     int S;                        /* stages */
+    int nmaps;                    /* 2, or 3 with the store */
+    const tilec_stmt *store;      /* the final store the TMA writes (wgstore.c) */
+    uint32_t ring_base;           /* the ring's shared-memory offset (before alignment) */
 } wg_plan;
 
 typedef struct matnode {
@@ -303,7 +307,23 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop);
 /* The twin's program ids in grouped order (tl_pid0, tl_pid1). */
 void lower_wg_preamble(lw *L);
 /* The twin's extra kernel parameters (its tensor maps). */
-const char *lower_wg_params(void);
+const char *lower_wg_params(const lw *L);
+/* P + R[:, None] * S + C[None, :] masked by R < rows && C < cols: a 2-D
+ * tensor map of dt (f16, bf16, f32) with boxes of box_rows x 128 bytes. */
+int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mask, tilec_dtype dt, int64_t box_rows,
+                   tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z);
+/* ", z": a batched map i's third coordinate; "" for a 2-D map. */
+const char *lower_wg_batch(lw *L, const wg_plan *w, int i);
+/* The box coordinates (column, row) of map i at its first element. */
+void lower_wg_coords(lw *L, const wg_plan *w, int i, const char **col, const char **row);
+
+/* ---- wgstore.c: the twin's epilogue store through TMA ---- */
+
+/* Regular pass: note the kernel's last statement when it is a store the
+ * tensor memory accelerator can write (map 2). */
+void lower_wg_store_note(lw *L, const tilec_stmt *loop);
+/* Twin pass: emit store statement s over layout y by TMA; 0: not this one. */
+int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y);
 /* Append the lowered twin (L->out) to tu and fill meta: 1, or 0 when the
  * twin did not come out (nothing appended), -1 out of memory. */
 int lower_wg_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname);

@@ -18,7 +18,7 @@
 
 #include "lower/lower_internal.h"
 
-enum { WG_GROUP = 8, WG_BK = 64, WG_ROW_BYTES = 128, WG_PRODUCER = 128, WG_RING_MAX = 160 * 1024, WG_MAX_STAGES = 6 };
+enum { WG_GROUP = 8, WG_BK = 64, WG_ROW_BYTES = 128, WG_PRODUCER = 128, WG_RING_MAX = 192 * 1024, WG_MAX_STAGES = 6 };
 
 /* ---- recognising the loads ---- */
 
@@ -85,19 +85,81 @@ static int unit_index(lw *L, const tilec_expr *x)
     return v && v->kind == VK_VIRT && lower_ty(L, x)->rank == 1 && lower_stride(L, x, 0, &s) && s == 1;
 }
 
-/* load(P + R[:, None] * S + C[None, :], R[:, None] < rows && C[None, :] <
- * cols, 0): the map, with R and C. */
-static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C)
+/* The lets of `name` in block b and the blocks inside it. */
+static int lets_of(const tilec_block *b, const char *name)
 {
-    const tilec_expr *t[3];
-    if (ld->nargs < 2 || add_terms(ld->args[0], t, 0, 3) != 3)
+    int n = 0;
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        for (uint32_t j = 0; j < s->nnames; j++)
+            if ((s->kind == TILEC_ST_LET || s->kind == TILEC_ST_LET_TUPLE || s->kind == TILEC_ST_FOR) &&
+                !strcmp(s->names[j], name))
+                n++;
+        n += lets_of(&s->body, name) + lets_of(&s->orelse, name);
+    }
+    return n;
+}
+
+/* pid(2), or cast(pid(2), ...): the pid call. */
+static const tilec_expr *pid2_of(const tilec_expr *e)
+{
+    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "cast") && e->nargs >= 1)
+        e = e->args[0];
+    return e->kind == TILEC_EX_CALL && !strcmp(e->name, "pid") && e->nargs == 1 && e->args[0]->ival == 2 ? e : NULL;
+}
+
+/* Z, a name let once at the top of the kernel to pid(2) * X [* Y] with X,
+ * Y integer parameters (in any order, pid(2) maybe cast): the batch
+ * stride X * Y into m, the pid call into *zc. */
+static int batch_of(lw *L, const tilec_expr *z, tilec_tma_map *m, const tilec_expr **zc)
+{
+    const tilec_block *b = &L->k->body;
+    const tilec_stmt *let = NULL;
+    for (uint32_t i = 0; i < b->nstmts; i++)
+        if (b->stmts[i]->kind == TILEC_ST_LET && !strcmp(b->stmts[i]->names[0], z->name))
+            let = b->stmts[i];
+    if (!let || lets_of(b, z->name) != 1 || lower_in_list(L->assigned, L->nassigned, z->name))
+        return 0;
+    const tilec_expr *f[4], *e = let->value;
+    int n = 0;
+    while (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_MUL && n < 3) {
+        f[n++] = e->args[1];
+        e = e->args[0];
+    }
+    f[n++] = e;
+    int np = 0;
+    *zc = NULL;
+    m->bs[0] = m->bs[1] = TILEC_TMA_NONE;
+    for (int i = 0; i < n; i++) {
+        int p;
+        if (!*zc && (*zc = pid2_of(f[i])) != NULL)
+            continue;
+        if (np == 2 || (p = param_index(L, f[i], 0)) < 0)
+            return 0;
+        m->bs[np++] = (uint32_t)p;
+    }
+    m->batched = 1;
+    return *zc && np >= 1;
+}
+
+/* P + R[:, None] * S + C[None, :] under the mask R[:, None] < rows &&
+ * C[None, :] < cols (either way round) for elements of dt: the map (box
+ * box_rows x one 128-byte row), with R and C. */
+int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dtype dt, int64_t box_rows,
+                   tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z)
+{
+    const tilec_expr *t[4], *zname = NULL;
+    int nt = ptr && mk ? add_terms(ptr, t, 0, 4) : -1;
+    if (nt != 3 && nt != 4)
         return 0;
     int p = -1, s = -1;
-    *R = *C = NULL;
-    for (int i = 0; i < 3; i++) {
+    *R = *C = *Z = NULL;
+    for (int i = 0; i < nt; i++) {
         const tilec_expr *e = t[i];
-        if (e->kind == TILEC_EX_NAME && p < 0) {
-            p = param_index(L, e, 1);
+        if (e->kind == TILEC_EX_NAME && p < 0 && (p = param_index(L, e, 1)) >= 0) {
+            continue;
+        } else if (e->kind == TILEC_EX_NAME && nt == 4 && !zname) {
+            zname = e; /* P + Z + ...: a batch offset */
         } else if (e->kind == TILEC_EX_INDEX && !*C) {
             *C = bcast_of(e, 1);
         } else if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_MUL && !*R) {
@@ -108,9 +170,8 @@ static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec
             return 0;
         }
     }
-    if (p < 0 || s < 0 || !*R || !*C || !unit_index(L, *R) || !unit_index(L, *C))
+    if (p < 0 || s < 0 || !*R || !*C || !unit_index(L, *R) || !unit_index(L, *C) || (nt == 4 && !zname))
         return 0;
-    const tilec_expr *mk = ld->args[1];
     if (mk->kind != TILEC_EX_BINARY || mk->op != TILEC_OP_ANDAND)
         return 0;
     int rows = bound_of(L, mk->args[0], *R, 0), cols = bound_of(L, mk->args[1], *C, 1);
@@ -118,19 +179,40 @@ static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec
         rows = bound_of(L, mk->args[1], *R, 0);
         cols = bound_of(L, mk->args[0], *C, 1);
     }
-    if (rows < 0 || cols < 0)
+    unsigned size = tilec_dtype_size(dt);
+    if (rows < 0 || cols < 0 || (dt != TILEC_DT_F16 && dt != TILEC_DT_BF16 && dt != TILEC_DT_F32))
         return 0;
-    const tilec_type *ty = lower_ty(L, ld);
     memset(m, 0, sizeof *m);
     m->ptr = (uint32_t)p;
     m->rows = (uint32_t)rows;
     m->cols = (uint32_t)cols;
     m->stride = (uint32_t)s;
-    m->box_rows = (uint32_t)ty->dims[0];
-    m->box_cols = WG_BK;
-    m->elem_bytes = 2;
-    m->bf16 = ty->dtype == TILEC_DT_BF16;
-    return L->k->params[p].type.dtype == ty->dtype;
+    m->box_rows = (uint32_t)box_rows;
+    m->box_cols = WG_ROW_BYTES / size;
+    m->elem_bytes = size;
+    m->bf16 = dt == TILEC_DT_BF16;
+    m->bs[0] = m->bs[1] = TILEC_TMA_NONE;
+    if (zname && !batch_of(L, zname, m, Z))
+        return 0;
+    return L->k->params[p].type.dtype == dt;
+}
+
+/* load(P + R[:, None] * S + C[None, :], R[:, None] < rows && C[None, :] <
+ * cols, 0) of f16 or bf16: the map, with R and C. */
+static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C,
+                      const tilec_expr **Z)
+{
+    const tilec_type *ty = lower_ty(L, ld);
+    return ld->nargs >= 2 && ty->dtype != TILEC_DT_F32 &&
+           lower_wg_match(L, ld->args[0], ld->args[1], ty->dtype, ty->dims[0], m, R, C, Z);
+}
+
+/* ", z" for a batched map's third coordinate, "" for a 2-D one. */
+const char *lower_wg_batch(lw *L, const wg_plan *w, int i)
+{
+    if (!w->Z[i])
+        return "";
+    return lower_fmt(L, ", %s", lower_walk(L, w->Z[i], NULL, 0, NULL, EMIT));
 }
 
 /* ---- which loops qualify ---- */
@@ -193,8 +275,8 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     wg_plan *w = &L->wgp;
     memset(w, 0, sizeof *w);
     lower_bind_loop_scope(L, loop);
-    int ok = match_load(L, pp->load[0], &w->maps[0], &w->R[0], &w->C[0]) &&
-             match_load(L, pp->load[1], &w->maps[1], &w->R[1], &w->C[1]);
+    int ok = match_load(L, pp->load[0], &w->maps[0], &w->R[0], &w->C[0], &w->Z[0]) &&
+             match_load(L, pp->load[1], &w->maps[1], &w->R[1], &w->C[1], &w->Z[1]);
     lower_leave(L);
     if (!ok)
         return;
@@ -206,6 +288,8 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
         w->S = WG_MAX_STAGES;
     if (w->S < 2)
         return;
+    w->nmaps = 2;
+    lower_wg_store_note(L, loop);
     L->wg_loop = loop;
 }
 
@@ -230,8 +314,8 @@ void lower_wg_preamble(lw *L)
     lower_line(L, "}");
 }
 
-/* Coordinates (column, row) of load i's box at its first element. */
-static void coords(lw *L, const wg_plan *w, int i, const char **col, const char **row)
+/* Coordinates (column, row) of map i's box at its first element. */
+void lower_wg_coords(lw *L, const wg_plan *w, int i, const char **col, const char **row)
 {
     const char *z[1] = {"0"};
     lower_walk(L, w->C[i], z, 0, NULL, PREP);
@@ -258,15 +342,17 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
     lower_line(L, "if (tl_it >= %d)", S);
     lower_line(L, "    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / %d) + 1) & 1);", S);
     lower_line(L, "tl_mbar_expect(tl_full + tl_s * 8, %lld);", (long long)w->stage_bytes);
-    const char *col, *row;
-    coords(L, w, 0, &col, &row);
-    lower_line(L, "tl_tma_2d(tl_ring + tl_s * %lld, &tl_tm0, %s, %s, tl_full + tl_s * 8);", (long long)(w->M * WG_ROW_BYTES),
-               col, row);
-    coords(L, w, 1, &col, &row);
+    const char *col, *row, *z;
+    lower_wg_coords(L, w, 0, &col, &row);
+    z = lower_wg_batch(L, w, 0);
+    lower_line(L, "tl_tma_%dd(tl_ring + tl_s * %lld, &tl_tm0, %s, %s%s, tl_full + tl_s * 8);", z[0] ? 3 : 2,
+               (long long)(w->M * WG_ROW_BYTES), col, row, z);
+    lower_wg_coords(L, w, 1, &col, &row);
+    z = lower_wg_batch(L, w, 1);
     for (int b = 0; b < nb; b++)
-        lower_line(L, "tl_tma_2d(tl_ring + %lld + tl_s * %lld + %d, &tl_tm1, %s + %d, %s, tl_full + tl_s * 8);",
-                   (long long)(S * w->M * WG_ROW_BYTES), (long long)(w->N * WG_ROW_BYTES), b * WG_BK * WG_ROW_BYTES, col,
-                   b * 64, row);
+        lower_line(L, "tl_tma_%dd(tl_ring + %lld + tl_s * %lld + %d, &tl_tm1, %s + %d, %s%s, tl_full + tl_s * 8);",
+                   z[0] ? 3 : 2, (long long)(S * w->M * WG_ROW_BYTES), (long long)(w->N * WG_ROW_BYTES),
+                   b * WG_BK * WG_ROW_BYTES, col, b * 64, row, z);
     L->ind--;
     lower_line(L, "}");
     lower_leave(L);
@@ -319,6 +405,7 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     int S = w->S;
     int64_t ring = S * w->stage_bytes;
     uint32_t base = lower_alloc_smem(L, ring + 2 * 8 * S + 1024);
+    L->wgp.ring_base = base; /* the epilogue's TMA store stages in the ring (wgstore.c) */
     const char *v = lower_cname(L, loop->names[0]);
     lower_walk(L, loop->lo, NULL, 0, NULL, PREP);
     lower_walk(L, loop->hi, NULL, 0, NULL, PREP);
@@ -374,6 +461,24 @@ static const char wg_helpers[] =
     "    asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\"\n"
     "                 :: \"r\"(dst), \"l\"((unsigned long long)m), \"r\"(c0), \"r\"(c1), \"r\"(bar) : \"memory\");\n"
     "}\n"
+    "static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)\n"
+    "{\n"
+    "    asm volatile(\"cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\"\n"
+    "                 :: \"r\"(dst), \"l\"((unsigned long long)m), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(bar) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)\n"
+    "{\n"
+    "    asm volatile(\"cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];\"\n"
+    "                 :: \"l\"((unsigned long long)m), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(src) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)\n"
+    "{\n"
+    "    asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];\"\n"
+    "                 :: \"l\"((unsigned long long)m), \"r\"(c0), \"r\"(c1), \"r\"(src) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tl_bulk_commit() { asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\"); }\n"
+    "static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile(\"cp.async.bulk.wait_group.read 0;\" ::: \"memory\"); }\n"
+    "static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\"); }\n"
     "static __device__ __forceinline__ void tl_wg_fence() { asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\"); }\n"
     "static __device__ __forceinline__ void tl_wg_commit() { asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\"); }\n"
     "template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(N) : \"memory\"); }\n"
@@ -433,12 +538,14 @@ int lower_wg_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname)
     memcpy(meta->name, fname, n);
     meta->threads = (uint32_t)(L->nt + WG_PRODUCER);
     meta->smem_bytes = L->smem;
-    meta->nmaps = 2;
+    meta->nmaps = (uint32_t)w->nmaps;
     memcpy(meta->maps, w->maps, sizeof w->maps);
     return 1;
 }
 
-const char *lower_wg_params(void)
+const char *lower_wg_params(const lw *L)
 {
-    return ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1";
+    return L->wgp.nmaps == 3 ? ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, "
+                               "const __grid_constant__ tl_tmap tl_tm2"
+                             : ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1";
 }

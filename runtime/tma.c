@@ -7,14 +7,16 @@
  * memory accelerator cannot read (a base not 16-byte aligned, a row
  * stride not a multiple of 16 bytes or narrower than a row, an empty or
  * too large extent) or a map the driver refuses sends the launch to the
- * variant's own kernel: never a wrong answer. Metadata only, no AST. */
+ * variant's own kernel: never a wrong answer. A batched map (a product
+ * per pid(2)) is 3-D: its matrix stride from the arguments, its batch
+ * extent the grid's z. Metadata only, no AST. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/kernel_internal.h"
 #include "runtime/program_internal.h"
 
-enum { TMA_CACHE = 4, TMA_KEY = 4 * TILEC_TMA_MAX_MAPS };
+enum { TMA_CACHE = 4, TMA_WORDS = 6, TMA_KEY = TMA_WORDS * TILEC_TMA_MAX_MAPS };
 
 typedef struct tma_entry {
     int valid;
@@ -39,8 +41,10 @@ tilec_rt_status rt_tma_set(pkernel *pk, const tilec_tma_meta *m)
     for (uint32_t i = 0; i < m->nmaps; i++) {
         const tilec_tma_map *t = &m->maps[i];
         if (t->ptr >= pk->nparams || t->rows >= pk->nparams || t->cols >= pk->nparams || t->stride >= pk->nparams ||
-            pk->kinds[t->ptr] != TILEC_RT_PARAM_POINTER || t->elem_bytes != 2 || !t->box_rows || t->box_rows > 256 ||
-            t->box_cols * t->elem_bytes != 128)
+            pk->kinds[t->ptr] != TILEC_RT_PARAM_POINTER || (t->elem_bytes != 2 && t->elem_bytes != 4) ||
+            (t->elem_bytes == 4 && t->bf16) || !t->box_rows || t->box_rows > 256 ||
+            t->box_cols * t->elem_bytes != 128 || t->batched > 1 ||
+            (t->batched && (t->bs[0] >= pk->nparams || (t->bs[1] != TILEC_TMA_NONE && t->bs[1] >= pk->nparams))))
             return TILEC_RT_OK; /* metadata we cannot honour: no twin */
     }
     rt_tma *t = calloc(1, sizeof *t);
@@ -101,27 +105,49 @@ static int64_t int_arg(const pkernel *pk, const tilec_rt_arg *args, uint32_t i)
     }
 }
 
-/* The key of map i (base, rows, cols, stride), 0 when the operand does
- * not qualify for the tensor memory accelerator. */
-static int map_key(const pkernel *pk, const tilec_tma_map *m, const tilec_rt_arg *args, uint64_t key[4])
+/* A batched map's matrix stride in elements (the product of its
+ * parameters), -1 when it is negative or too large for a tensor map. */
+static int64_t batch_stride(const pkernel *pk, const tilec_tma_map *m, const tilec_rt_arg *args)
+{
+    int64_t a = int_arg(pk, args, m->bs[0]), b = m->bs[1] == TILEC_TMA_NONE ? 1 : int_arg(pk, args, m->bs[1]);
+    int64_t lim = (INT64_C(1) << 39) / m->elem_bytes;
+    if (a < 0 || b < 0 || (b && a > lim / b))
+        return -1;
+    return a * b;
+}
+
+/* The key of map i (base, rows, cols, stride, and for a batched map its
+ * matrix stride and the grid's third extent), 0 when the operand does not
+ * qualify for the tensor memory accelerator. */
+static int map_key(const pkernel *pk, const tilec_tma_map *m, const tilec_rt_arg *args, const uint32_t grid[3],
+                   uint64_t key[TMA_WORDS])
 {
     uint64_t base = args[m->ptr].ptr;
     int64_t rows = int_arg(pk, args, m->rows), cols = int_arg(pk, args, m->cols), stride = int_arg(pk, args, m->stride);
     if (!base || base % 16 || rows < 1 || cols < 1 || stride < cols || rows > INT32_MAX || cols > INT32_MAX ||
         (stride * m->elem_bytes) % 16 || stride > (INT64_C(1) << 39) / m->elem_bytes)
         return 0;
+    int64_t bstride = m->batched ? batch_stride(pk, m, args) : 0;
+    /* matrices one after another, each at a 16-byte multiple: no overlap, as TMA needs */
+    if (m->batched && (bstride < rows * stride || (bstride * m->elem_bytes) % 16 || !grid[2] || grid[2] > INT32_MAX))
+        return 0;
     key[0] = base;
     key[1] = (uint64_t)rows;
     key[2] = (uint64_t)cols;
     key[3] = (uint64_t)stride;
+    key[4] = m->batched ? (uint64_t)bstride : 0;
+    key[5] = m->batched ? grid[2] : 0;
     return 1;
 }
 
-static int encode(const rt_tma *t, const tilec_tma_map *m, const uint64_t key[4], CUtensorMap *out)
+static int encode(const rt_tma *t, const tilec_tma_map *m, const uint64_t key[TMA_WORDS], CUtensorMap *out)
 {
-    cuuint64_t dims[2] = {key[2], key[1]}, strides[1] = {key[3] * m->elem_bytes};
-    cuuint32_t box[2] = {m->box_cols, m->box_rows}, estr[2] = {1, 1};
-    return t->encode(out, m->bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+    cuuint64_t dims[3] = {key[2], key[1], key[5]}, strides[2] = {key[3] * m->elem_bytes, key[4] * m->elem_bytes};
+    cuuint32_t box[3] = {m->box_cols, m->box_rows, 1}, estr[3] = {1, 1, 1};
+    CUtensorMapDataType ty = m->elem_bytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                             : m->bf16          ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    return t->encode(out, ty, m->batched ? 3 : 2,
                      (void *)(uintptr_t)key[0], dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
                      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
@@ -129,11 +155,11 @@ static int encode(const rt_tma *t, const tilec_tma_map *m, const uint64_t key[4]
 
 /* The maps for these arguments into maps[]: from the cache, or built and
  * cached. 0: an operand does not qualify. */
-static int maps_for(rt_tma *t, const pkernel *pk, const tilec_rt_arg *args, CUtensorMap *maps)
+static int maps_for(rt_tma *t, const pkernel *pk, const tilec_rt_arg *args, const uint32_t grid[3], CUtensorMap *maps)
 {
     uint64_t key[TMA_KEY] = {0};
     for (uint32_t i = 0; i < t->meta.nmaps; i++)
-        if (!map_key(pk, &t->meta.maps[i], args, key + 4 * i))
+        if (!map_key(pk, &t->meta.maps[i], args, grid, key + TMA_WORDS * i))
             return 0;
     pthread_mutex_lock(&t->mu);
     for (int c = 0; c < TMA_CACHE; c++)
@@ -144,7 +170,7 @@ static int maps_for(rt_tma *t, const pkernel *pk, const tilec_rt_arg *args, CUte
         }
     pthread_mutex_unlock(&t->mu);
     for (uint32_t i = 0; i < t->meta.nmaps; i++)
-        if (!encode(t, &t->meta.maps[i], key + 4 * i, &maps[i]))
+        if (!encode(t, &t->meta.maps[i], key + TMA_WORDS * i, &maps[i]))
             return 0;
     pthread_mutex_lock(&t->mu);
     tma_entry *e = &t->cache[t->next++ % TMA_CACHE];
@@ -162,7 +188,7 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
     if (!t || !t->fn)
         return 0;
     CUtensorMap maps[TILEC_TMA_MAX_MAPS];
-    if (!maps_for(t, pk, args, maps))
+    if (!maps_for(t, pk, args, grid, maps))
         return 0;
     void *params[64 + TILEC_TMA_MAX_MAPS];
     for (uint32_t i = 0; i < pk->nparams; i++)

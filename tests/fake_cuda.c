@@ -394,7 +394,7 @@ static CUresult fake_EventElapsedTime(float *ms, CUevent a, CUevent b)
 typedef struct fake_kernel {
     const char *name;
     int nparams;
-    size_t sizes[8];
+    size_t sizes[9];
     int max_threads, static_smem;
 } fake_kernel;
 
@@ -410,7 +410,7 @@ static const fake_kernel kernels[] = {
     {"mk_v1", 3, {8, 8, 4}, 1024, 0},
     {"mk_v2", 3, {8, 8, 4}, 1024, 0},
     {"tw_v0", 6, {8, 8, 8, 4, 4, 4}, 1024, 0},
-    {"tw_v0_tma", 8, {8, 8, 8, 4, 4, 4, 128, 128}, 1024, 0},
+    {"tw_v0_tma", 9, {8, 8, 8, 4, 4, 4, 128, 128, 128}, 1024, 0},
     {"tilec_fill_u64", 3, {8, 8, 8}, 1024, 0}, /* the runtime's fill kernel (runtime/fill.c) */
 };
 
@@ -422,7 +422,7 @@ static CUresult fake_TensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType 
     (void)estr, (void)il, (void)l2, (void)fill;
     if (rank != 2 || (uintptr_t)base % 16 || strides[0] % 16)
         return CUDA_ERROR_INVALID_VALUE;
-    int i = state.tma_encodes++ % 2;
+    int i = state.tma_encodes++ % 3;
     state.tma_maps[i].base = (unsigned long long)(uintptr_t)base;
     state.tma_maps[i].dims[0] = dims[0], state.tma_maps[i].dims[1] = dims[1];
     state.tma_maps[i].stride = strides[0];
@@ -658,6 +658,7 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
         state.tma_launches++;
         memcpy(&state.tma_args[0], params[6], 8);
         memcpy(&state.tma_args[1], params[7], 8);
+        memcpy(&state.tma_args[2], params[8], 8);
     } else if (strcmp(k->name, "tilec_fill_u64") == 0) {
         uint64_t d, v, n;
         memcpy(&d, params[0], 8);

@@ -36,7 +36,7 @@
  * cuMemsetD8/D16/D32Async fill for real (counted in memsets) or, on a
  * capturing stream, are recorded (captured_memsets) and run at replay.
  *   tw_v0(ptr a, ptr b, ptr c, i32 M, i32 N, i32 K) and its sm_90a twin
- *     tw_v0_tma(the same, two CUtensorMaps): nothing computed; launches of
+ *     tw_v0_tma(the same, three CUtensorMaps: A, B and the stored C): nothing computed; launches of
  *     the twin count in tma_launches, with its maps' first words in
  *     tma_args (tests/test_tma.c). cuTensorMapEncodeTiled records each map
  *     it makes in tma_maps (its first word is the map's base) and counts
@@ -71,11 +71,11 @@ typedef struct fake_cuda_state {
     int fill_launches;              /* launches of the fill kernel tilec_fill_u64 */
     /* the sm_90a twin test */
     int tma_launches, tma_encodes;
-    unsigned long long tma_args[2]; /* first word of each map tw_v0_tma got */
+    unsigned long long tma_args[3]; /* first word of each map tw_v0_tma got */
     struct {
         unsigned long long base, dims[2], stride;
         unsigned box[2], dtype, swizzle;
-    } tma_maps[2];                  /* the last two maps made */
+    } tma_maps[3];                  /* the last three maps made */
 } fake_cuda_state;
 
 fake_cuda_state *fake_cuda_state_get(void);

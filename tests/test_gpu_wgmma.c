@@ -5,7 +5,9 @@
  * bias + gelu epilogue, sizes that are not multiples of the tile, outputs
  * poisoned with NaN, and operands the tensor memory accelerator cannot
  * read (a base off 16 bytes, a row stride not a multiple of 16 bytes),
- * which must take the variant's own kernel and still be right. Without a
+ * which must take the variant's own kernel and still be right, and the
+ * batched product (3-D tensor maps) with three products, and an f32
+ * output (examples/matmul.tile) stored by TMA. Without a
  * GPU one SKIP line; on a GPU other than 9.0 the twin checks are skipped. */
 #include <criterion/criterion.h>
 
@@ -86,16 +88,30 @@ typedef struct mm_case {
     int bf16, gelu;
     int M, N, K;
     size_t a_off; /* bytes added to A's base: 2 makes it unfit for TMA */
+    int batch;    /* bmm_f16: this many products one after another; 0: a plain matmul */
 } mm_case;
+
+/* The reference of `nbat` products one after another, in double. */
+static double *ref_batched(const float *a, const float *b, int nbat, int M, int N, int K)
+{
+    size_t nc = (size_t)M * N;
+    double *want = malloc(nc * nbat * sizeof *want + 8);
+    for (int z = 0; z < nbat; z++) {
+        double *w = gk_ref_matmul(a + (size_t)z * M * K, b + (size_t)z * K * N, M, N, K);
+        memcpy(want + z * nc, w, nc * sizeof *w);
+        free(w);
+    }
+    return want;
+}
 
 /* Run one product through variant v and compare with the CPU. */
 static void run_case(const mm_case *c, int v)
 {
-    int M = c->M, N = c->N, K = c->K;
-    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    int M = c->M, N = c->N, K = c->K, nbat = c->batch ? c->batch : 1;
+    size_t na = (size_t)M * K * nbat, nb = (size_t)K * N * nbat, nc = (size_t)M * N * nbat;
     float *a = malloc(na * 4 + 4), *b = malloc(nb * 4 + 4), *bias = malloc((size_t)N * 4 + 4);
     uint16_t *ah = rand16(na, c->bf16, a), *bh = rand16(nb, c->bf16, b), *biash = rand16((size_t)N, 0, bias);
-    double *want = gk_ref_matmul(a, b, M, N, K);
+    double *want = ref_batched(a, b, nbat, M, N, K);
     if (c->gelu)
         for (size_t i = 0; i < nc; i++) {
             double x = want[i] + bias[i % (size_t)N];
@@ -106,7 +122,7 @@ static void run_case(const mm_case *c, int v)
     uint64_t dbias = upload_at(biash, (size_t)N * 2, 0, &bbias);
     CHECK_RT(tilec_rt_malloc(rt, nc * 2 + 4, &bc));
     CHECK_RT(tilec_rt_memset_d32(rt, bc, 0x7e007e00u, (nc * 2 + 4) / 4)); /* f16 NaN (a bf16 NaN too) */
-    tilec_rt_arg args[7];
+    tilec_rt_arg args[8];
     int n = 0;
     args[n++].ptr = da;
     args[n++].ptr = db;
@@ -116,6 +132,8 @@ static void run_case(const mm_case *c, int v)
     args[n++].i32 = M;
     args[n++].i32 = N;
     args[n++].i32 = K;
+    if (c->batch)
+        args[n++].i32 = c->batch;
     CHECK_RT(tilec_program_launch(prog, c->kernel, v, args, (uint32_t)n, NULL));
     CHECK_RT(tilec_rt_synchronize(rt));
     uint16_t *got16 = malloc(nc * 2 + 2);
@@ -124,8 +142,8 @@ static void run_case(const mm_case *c, int v)
     for (size_t i = 0; i < nc; i++)
         got[i] = c->bf16 ? bf16_to_f32(got16[i]) : f16_to_f32(got16[i]);
     double err = rel_l2(got, want, nc);
-    cr_expect(err < (c->bf16 ? 1e-2 : 2e-3), "%s variant %d, M=%d N=%d K=%d, A base +%zu bytes: rel. error %g",
-              c->kernel, v, M, N, K, c->a_off, err);
+    cr_expect(err < (c->bf16 ? 1e-2 : 2e-3), "%s variant %d, M=%d N=%d K=%d batch %d, A base +%zu bytes: rel. error %g",
+              c->kernel, v, M, N, K, c->batch, c->a_off, err);
     tilec_rt_free(rt, ba);
     tilec_rt_free(rt, bb);
     tilec_rt_free(rt, bc);
@@ -143,8 +161,9 @@ static void run_case(const mm_case *c, int v)
 
 static const int shapes[][3] = {{128, 128, 64}, {300, 264, 200}, {129, 136, 72}, {1000, 1000, 1000}, {8, 64, 1024}};
 
-/* Every variant of kernel with a twin: at least `want_twins` of them. */
-static void check_kernel(const char *kernel, int bf16, int gelu, int want_twins)
+/* Every variant of kernel with a twin: at least `want_twins` of them
+ * (batch: bmm_f16's number of products, 0 for the others). */
+static void check_kernel(const char *kernel, int bf16, int gelu, int want_twins, int batch)
 {
     if (!hopper) {
         cr_log_info("not a 9.0 device: no sm_90a twins to check");
@@ -156,16 +175,19 @@ static void check_kernel(const char *kernel, int bf16, int gelu, int want_twins)
             continue;
         twins++;
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            mm_case c = {kernel, bf16, gelu, shapes[s][0], shapes[s][1], shapes[s][2], 0};
+            mm_case c = {kernel, bf16, gelu, shapes[s][0], shapes[s][1], shapes[s][2], 0, batch};
             run_case(&c, v);
         }
     }
     cr_assert_geq(twins, want_twins, "%s: %d variants with an sm_90a twin", kernel, twins);
 }
 
-Test(wgmma, matmul_f16, .timeout = 300) { check_kernel("matmul_f16", 0, 0, 3); }
-Test(wgmma, matmul_bf16, .timeout = 300) { check_kernel("matmul_bf16", 1, 0, 3); }
-Test(wgmma, bias_gelu_epilogue, .timeout = 300) { check_kernel("matmul_bias_gelu", 0, 1, 2); }
+Test(wgmma, matmul_f16, .timeout = 300) { check_kernel("matmul_f16", 0, 0, 3, 0); }
+Test(wgmma, matmul_bf16, .timeout = 300) { check_kernel("matmul_bf16", 1, 0, 3, 0); }
+Test(wgmma, bias_gelu_epilogue, .timeout = 300) { check_kernel("matmul_bias_gelu", 0, 1, 2, 0); }
+/* 3-D tensor maps: the batch is the maps' third dimension, pid(2) its
+ * coordinate; three products, ragged sizes, each checked */
+Test(wgmma, batched_matmul, .timeout = 300) { check_kernel("bmm_f16", 0, 0, 2, 3); }
 
 /* Operands the tensor memory accelerator cannot read take the variant's
  * own kernel: A's base 2 bytes off 16, then row strides (K, N) of an odd
@@ -176,12 +198,63 @@ Test(wgmma, misaligned_operands_fall_back, .timeout = 300)
         return;
     int v = 3; /* matmul_f16's 128x128 variant */
     cr_assert(tilec_program_has_twin(prog, "matmul_f16", v));
-    mm_case off = {"matmul_f16", 0, 0, 256, 256, 256, 2};
+    mm_case off = {"matmul_f16", 0, 0, 256, 256, 256, 2, 0};
     run_case(&off, v);
-    mm_case odd = {"matmul_f16", 0, 0, 200, 129, 127, 0};
+    mm_case odd = {"matmul_f16", 0, 0, 200, 129, 127, 0, 0};
     run_case(&odd, v);
-    mm_case bodd = {"matmul_bf16", 1, 0, 130, 257, 65, 0};
+    mm_case bodd = {"matmul_bf16", 1, 0, 130, 257, 65, 0, 0};
     run_case(&bodd, v);
+    mm_case boff = {"bmm_f16", 0, 0, 256, 256, 256, 2, 2}; /* a batched A off 16 bytes */
+    run_case(&boff, 1);
+}
+
+/* An f32 output (examples/matmul.tile): the epilogue's TMA store writes
+ * boxes of 32 floats from 8-byte swizzled stores; every variant with a
+ * twin, ragged sizes, the output poisoned with NaN. */
+Test(wgmma, f32_output_by_tma, .timeout = 300)
+{
+    if (!hopper)
+        return;
+    tilec_module *m = NULL;
+    tilec_program *p = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, "examples/matmul.tile", &m), TILEC_OK);
+    tilec_build_options o = {.threads = 2};
+    cr_assert_eq(tilec_program_build(ctx, rt, m, &o, &p), TILEC_OK);
+    int twins = 0;
+    for (int v = 0; v < 8 && tilec_program_kernel(p, "matmul", v); v++) {
+        if (!tilec_program_has_twin(p, "matmul", v))
+            continue;
+        twins++;
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+            size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+            float *a = malloc(na * 4 + 4), *b = malloc(nb * 4 + 4), *got = malloc(nc * 4 + 4);
+            uint16_t *ah = rand16(na, 0, a), *bh = rand16(nb, 0, b);
+            double *want = gk_ref_matmul(a, b, M, N, K);
+            uint64_t ba, bb, bc;
+            uint64_t da = upload_at(ah, na * 2, 0, &ba), db = upload_at(bh, nb * 2, 0, &bb);
+            CHECK_RT(tilec_rt_malloc(rt, nc * 4 + 4, &bc));
+            CHECK_RT(tilec_rt_memset_d32(rt, bc, 0x7fc00000u, nc + 1)); /* f32 NaN */
+            tilec_rt_arg args[6] = {{.ptr = da}, {.ptr = db}, {.ptr = bc}, {.i32 = M}, {.i32 = N}, {.i32 = K}};
+            CHECK_RT(tilec_program_launch(p, "matmul", v, args, 6, NULL));
+            CHECK_RT(tilec_rt_synchronize(rt));
+            CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, bc, nc * 4));
+            double err = rel_l2(got, want, nc);
+            cr_expect(err < 1e-3, "matmul (f32 out) variant %d, M=%d N=%d K=%d: rel. error %g", v, M, N, K, err);
+            tilec_rt_free(rt, ba);
+            tilec_rt_free(rt, bb);
+            tilec_rt_free(rt, bc);
+            free(a);
+            free(b);
+            free(got);
+            free(ah);
+            free(bh);
+            free(want);
+        }
+    }
+    cr_expect_geq(twins, 2, "examples/matmul.tile: %d variants with an sm_90a twin", twins);
+    tilec_program_free(p);
+    tilec_module_free(m);
 }
 
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "wgmma twins"); }

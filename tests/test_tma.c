@@ -91,7 +91,7 @@ Test(tma, maps_built_cached_and_passed, .timeout = 120)
     cr_assert(tilec_program_has_twin(e.p, "tw", 0));
     cr_assert_eq(launch(&e, e.a, 300, 264, 200), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
     cr_expect_eq(fake->tma_launches, 1, "the twin ran");
-    cr_expect_eq(fake->tma_encodes, 2, "one map per operand");
+    cr_expect_eq(fake->tma_encodes, 3, "one map per operand and one for the stored output");
     /* A: 300 x 200 halves, row stride 400 bytes, boxes of 128 rows x 64 */
     cr_expect_eq(fake->tma_maps[0].base, e.a);
     cr_expect(fake->tma_maps[0].dims[0] == 200 && fake->tma_maps[0].dims[1] == 300);
@@ -104,15 +104,22 @@ Test(tma, maps_built_cached_and_passed, .timeout = 120)
     cr_expect(fake->tma_maps[1].dims[0] == 264 && fake->tma_maps[1].dims[1] == 200);
     cr_expect_eq(fake->tma_maps[1].stride, 528);
     cr_expect(fake->tma_maps[1].box[0] == 64 && fake->tma_maps[1].box[1] == 64);
-    cr_expect(fake->tma_args[0] == e.a && fake->tma_args[1] == e.b, "the maps follow the arguments");
+    /* C, written by the epilogue: 300 x 264 halves, boxes of 128 rows x 64 */
+    cr_expect_eq(fake->tma_maps[2].base, e.c);
+    cr_expect(fake->tma_maps[2].dims[0] == 264 && fake->tma_maps[2].dims[1] == 300);
+    cr_expect_eq(fake->tma_maps[2].stride, 528);
+    cr_expect(fake->tma_maps[2].box[0] == 64 && fake->tma_maps[2].box[1] == 128);
+    cr_expect_eq(fake->tma_maps[2].swizzle, 3, "CU_TENSOR_MAP_SWIZZLE_128B");
+    cr_expect(fake->tma_args[0] == e.a && fake->tma_args[1] == e.b && fake->tma_args[2] == e.c,
+              "the maps follow the arguments");
     /* the same buffers and sizes: the cached maps */
     cr_assert_eq(launch(&e, e.a, 300, 264, 200), TILEC_RT_OK);
     cr_expect_eq(fake->tma_launches, 2);
-    cr_expect_eq(fake->tma_encodes, 2, "no new map for the same operands");
+    cr_expect_eq(fake->tma_encodes, 3, "no new map for the same operands");
     /* another shape: new maps */
     cr_assert_eq(launch(&e, e.a, 256, 256, 256), TILEC_RT_OK);
     cr_expect_eq(fake->tma_launches, 3);
-    cr_expect_eq(fake->tma_encodes, 4);
+    cr_expect_eq(fake->tma_encodes, 6);
     env_free(&e);
 }
 

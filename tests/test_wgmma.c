@@ -36,6 +36,15 @@ static void expect_map(const tilec_tma_map *t, uint32_t ptr, uint32_t rows, uint
     cr_expect_eq(t->bf16, bf16);
 }
 
+/* The kernel `name` of src, variant 0, lowered. */
+static void lower_src(tilec_ctx *ctx, tilec_module **m, const char *name, const char *src, tilec_kernel_code *code)
+{
+    tilec_status st = tilec_parse_string(ctx, "src.tile", src, strlen(src), m);
+    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "");
+    lower_variant(ctx, *m, name, 0, code);
+}
+
 /* matmul_f16(a, b, c, M, N, K): A is [M, K] with row stride K, B [K, N]
  * with row stride N; the BM = 16 variant has no twin (not 64 rows per
  * warp group), the batched product none (its pointers carry an offset). */
@@ -47,8 +56,8 @@ Test(wgmma, twin_metadata)
     lower_variant(ctx, m, "matmul_f16", 0, &code);
     cr_expect_null(code.tma.name, "BM = 16 has no twin");
     tilec_kernel_code_free(&code);
-    static const uint32_t bm[] = {0, 64, 128, 128}, warps[] = {0, 4, 8, 8};
-    for (int v = 1; v < 4; v++) {
+    static const uint32_t bm[] = {0, 64, 128, 128, 128}, warps[] = {0, 4, 8, 8, 8};
+    for (int v = 1; v < 5; v++) { /* v4: 128 x 256 */
         lower_variant(ctx, m, "matmul_f16", v, &code);
         cr_assert_not_null(code.tma.name, "variant %d has a twin", v);
         char want[64];
@@ -57,9 +66,11 @@ Test(wgmma, twin_metadata)
         cr_expect_eq(code.tma.threads, 32 * warps[v] + 128, "its warps and one producer warp group");
         cr_expect_gt(code.tma.smem_bytes, code.smem_bytes);
         cr_expect_leq(code.tma.smem_bytes, 227 * 1024);
-        cr_expect_eq(code.tma.nmaps, 2);
+        cr_expect_eq(code.tma.nmaps, 3, "A, B and the stored C");
         expect_map(&code.tma.maps[0], 0, 3, 5, 5, bm[v], 0);
         expect_map(&code.tma.maps[1], 1, 5, 4, 4, 64, 0);
+        expect_map(&code.tma.maps[2], 2, 3, 4, 4, bm[v], 0); /* C: [M, N], row stride N, boxes of BM x 64 */
+        cr_expect(strstr(code.source, "tl_tma_store_2d(&tl_tm2"), "the epilogue stores by TMA");
         cr_expect(strstr(code.source, "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)"), "the twin is for sm_90a only");
         tilec_kernel_code_free(&code);
     }
@@ -70,12 +81,84 @@ Test(wgmma, twin_metadata)
     lower_variant(ctx, m, "matmul_bias_gelu", 1, &code);
     expect_map(&code.tma.maps[0], 0, 4, 6, 6, 128, 0);
     expect_map(&code.tma.maps[1], 1, 6, 5, 5, 64, 0);
+    expect_map(&code.tma.maps[2], 3, 4, 5, 5, 128, 0); /* gelu(acc + bias) is what the TMA stores */
     tilec_kernel_code_free(&code);
+    /* bmm_f16(a, b, c, M, N, K, batch): P + pid(2) * X * Y + ...: 3-D maps,
+     * matrix z at z * M * K (A), z * K * N (B), z * M * N (C) */
     lower_variant(ctx, m, "bmm_f16", 1, &code);
-    cr_expect_null(code.tma.name, "a pointer with an offset is not a plain 2-D tensor");
+    cr_assert_not_null(code.tma.name, "the batched product has a twin");
+    cr_expect_eq(code.tma.nmaps, 3);
+    static const uint32_t bs[3][2] = {{3, 5}, {5, 4}, {3, 4}};
+    for (int i = 0; i < 3; i++) {
+        const tilec_tma_map *t = &code.tma.maps[i];
+        int same = (t->bs[0] == bs[i][0] && t->bs[1] == bs[i][1]) || (t->bs[0] == bs[i][1] && t->bs[1] == bs[i][0]);
+        cr_expect(t->batched == 1 && same, "map %d: batch stride %u * %u", i, t->bs[0], t->bs[1]);
+    }
+    expect_map(&code.tma.maps[0], 0, 3, 5, 5, 128, 0);
+    cr_expect(strstr(code.source, "tl_tma_3d(") && strstr(code.source, "tl_tma_store_3d(&tl_tm2"), "3-D copies");
+    tilec_kernel_code_free(&code);
+    lower_variant(ctx, m, "matmul_f16", 3, &code);
+    cr_expect(!code.tma.maps[0].batched && code.tma.maps[0].bs[0] == TILEC_TMA_NONE, "a plain matmul's maps are 2-D");
     tilec_kernel_code_free(&code);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
+}
+
+/* The epilogue's store goes by TMA only when it is the kernel's last
+ * statement and writes the whole tile under its own extents; an f32
+ * output is boxes of 32 columns (128 bytes). Otherwise two maps and the
+ * store from the fragments. */
+Test(wgmma, store_by_tma_when_it_qualifies)
+{
+    static const struct {
+        const char *store, *after;
+        uint32_t nmaps;
+    } cases[] = {
+        {"store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M && rn[None, :] < N);", "", 3},
+        {"store(c + rm[:, None] * N + rn[None, :], acc, rn[None, :] < N && rm[:, None] < M);", "", 3},
+        {"store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M && rn[None, :] < N);",
+         "store(c, 1.0, M > 0);", 2}, /* not the last statement */
+        {"if M < 0 { store(c, 1.0, M > 0); }",
+         "store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M && rn[None, :] < N);", 2}, /* only lets before it */
+        {"let d = acc * 2.0;", "store(c + rm[:, None] * N + rn[None, :], d, rm[:, None] < M && rn[None, :] < N);", 3},
+        {"store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M && rn[None, :] < K);", "", 3},
+        {"store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M);", "", 2}, /* rows only */
+        {"store(c + rm[:, None] * N + rn[None, :] + 1, acc, rm[:, None] < M && rn[None, :] < N);", "", 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char src[2048];
+        snprintf(src, sizeof src,
+                 "kernel mf(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32)\n"
+                 "    grid (cdiv(M, BM), cdiv(N, BN))\n"
+                 "    hints { BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 }\n"
+                 "{\n"
+                 "    let rm = pid(0) * BM + range(BM);\n"
+                 "    let rn = pid(1) * BN + range(BN);\n"
+                 "    let acc = zeros(f32, BM, BN);\n"
+                 "    for k in 0 .. K step BK {\n"
+                 "        let rk = k + range(BK);\n"
+                 "        let ta = load(a + rm[:, None] * K + rk[None, :], rm[:, None] < M && rk[None, :] < K, 0.0);\n"
+                 "        let tb = load(b + rk[:, None] * N + rn[None, :], rk[:, None] < K && rn[None, :] < N, 0.0);\n"
+                 "        acc = acc + dot(ta, tb);\n"
+                 "    }\n"
+                 "    %s\n    %s\n}\n",
+                 cases[i].store, cases[i].after);
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        tilec_kernel_code code;
+        lower_src(ctx, &m, "mf", src, &code);
+        cr_assert_not_null(code.tma.name, "case %zu has a twin", i);
+        cr_expect_eq(code.tma.nmaps, cases[i].nmaps, "case %zu: %s %s", i, cases[i].store, cases[i].after);
+        cr_expect_eq(!!strstr(code.source, "tl_tma_store_2d(&tl_tm2"), cases[i].nmaps == 3, "case %zu", i);
+        if (code.tma.nmaps == 3) {
+            const tilec_tma_map *t = &code.tma.maps[2];
+            cr_expect(t->ptr == 2 && t->rows == 3 && t->stride == 4 && t->cols == (i == 5 ? 5u : 4u), "case %zu", i);
+            cr_expect(t->elem_bytes == 4 && t->box_cols == 32 && t->box_rows == 128, "f32: 128 rows x 32 columns");
+        }
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
 }
 
 /* mm with A's mask `amask`: its twin's map of A (rows, cols), or -1 -1
@@ -184,6 +267,7 @@ Test(wgmma, sass_has_hgmma_and_utmaldg, .timeout = 120)
     char *t = strndup(twin, len);
     cr_expect(strstr(t, "HGMMA.64x128x16.F32"), "the twin multiplies on wgmma");
     cr_expect(strstr(t, "UTMALDG.2D"), "the twin loads by TMA");
+    cr_expect(strstr(t, "UTMASTG.2D"), "and stores its epilogue by TMA");
     cr_expect(strstr(t, "SYNCS"), "the twin waits on mbarriers");
     cr_expect(!strstr(t, "LDL") && !strstr(t, "STL"), "no local memory in the twin");
     free(t);

@@ -15,18 +15,27 @@
 extern "C" {
 #endif
 
-#define TILEC_TMA_MAX_MAPS 2
+#define TILEC_TMA_MAX_MAPS 3
 
 /* A 2-D tensor in global memory, element (r, c) at base + r * stride + c,
- * r < rows, c < cols, read in boxes of box_rows x box_cols elements with
- * the 128-byte swizzle. ptr, rows, cols and stride are parameter indices
- * (a pointer and three integer parameters). */
+ * r < rows, c < cols, read (maps 0 and 1, the dot's operands) or written
+ * (map 2, the epilogue's store, when the twin has one) in boxes of
+ * box_rows x box_cols elements with the 128-byte swizzle (box_cols *
+ * elem_bytes = 128). ptr, rows, cols and stride are parameter indices (a
+ * pointer and three integer parameters). */
 typedef struct tilec_tma_map {
     uint32_t ptr, rows, cols, stride;
     uint32_t box_rows, box_cols;
-    uint32_t elem_bytes; /* 2 */
-    uint32_t bf16;       /* 1: bfloat16, 0: float16 */
+    uint32_t elem_bytes; /* 2 (f16, bf16) or 4 (f32) */
+    uint32_t bf16;       /* 1: bfloat16, 0: float16 (elem_bytes 2) */
+    /* batched: 1 for a 3-D map, matrix z at base + z * bs[0] * bs[1] (bs[1]
+     * TILEC_TMA_NONE: bs[0] alone; parameter indices), z < the grid's
+     * third extent (the batch index is pid(2)); boxes of one matrix. */
+    uint32_t batched;
+    uint32_t bs[2];
 } tilec_tma_map;
+
+#define TILEC_TMA_NONE UINT32_MAX
 
 typedef struct tilec_tma_meta {
     char *name;           /* the twin's __global__ function; NULL: none */

@@ -267,6 +267,24 @@ static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m,
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                  :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
@@ -291,7 +309,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* matmul, variant M = 64: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
+extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -369,24 +387,30 @@ extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, 
         tl_wg_wait<0>();
     }
     // examples/matmul.tile:17
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((v_c + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const float tl_v0 = v_acc[tl_j];
-        const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const float tl_v1 = v_acc[tl_j + 1];
-        const bool tl_m1 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N));
-        if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
+    { /* store by TMA: the tile into the ring, 128-byte swizzle, then 2 boxes of 64 x 32 */
+        tl_bar_consumers(128); /* every wgmma has read its stage */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const float tl_v0 = v_acc[tl_j];
+            const float tl_v1 = v_acc[tl_j + 1];
+            const unsigned tl_b = (unsigned)tl_i1 * 4;
+            const unsigned tl_o = (tl_b / 128) * 8192 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
             ((float *)&tl_vec)[1] = tl_v1;
-            *(uint2 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(uint2 *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_fence_async_smem();
+        tl_bar_consumers(128);
+        if (tl_tid == 0) {
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 32, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 8192);
+            tl_bulk_commit();
+            tl_bulk_wait_read(); /* the shared memory stays until the copy engine has read it */
         }
     }
 }
@@ -602,6 +626,24 @@ static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m,
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                  :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
@@ -626,7 +668,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* matmul, variant M = 256: BM = 128, BN = 64, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
+extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -704,24 +746,30 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
         tl_wg_wait<0>();
     }
     // examples/matmul.tile:17
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((v_c + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const float tl_v0 = v_acc[tl_j];
-        const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const float tl_v1 = v_acc[tl_j + 1];
-        const bool tl_m1 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N));
-        if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
+    { /* store by TMA: the tile into the ring, 128-byte swizzle, then 2 boxes of 128 x 32 */
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const float tl_v0 = v_acc[tl_j];
+            const float tl_v1 = v_acc[tl_j + 1];
+            const unsigned tl_b = (unsigned)tl_i1 * 4;
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
             ((float *)&tl_vec)[1] = tl_v1;
-            *(uint2 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(uint2 *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_fence_async_smem();
+        tl_bar_consumers(256);
+        if (tl_tid == 0) {
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 32, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 16384);
+            tl_bulk_commit();
+            tl_bulk_wait_read(); /* the shared memory stays until the copy engine has read it */
         }
     }
 }
@@ -937,6 +985,24 @@ static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m,
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                  :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
@@ -961,7 +1027,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* matmul, variant M = 4096: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
+extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -993,12 +1059,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
         v_acc[tl_j] = ((float)0);
     }
     // examples/matmul.tile:11
-    { /* v_acc += dot: wgmma on 5 TMA stages, one producer warp group (sm_90a) */
+    { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 40;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
         if (tl_tid == 0) {
-            for (int tl_s = 0; tl_s < 5; ++tl_s) {
+            for (int tl_s = 0; tl_s < 6; ++tl_s) {
                 tl_mbar_init(tl_full + tl_s * 8, 1);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
@@ -1010,13 +1076,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
             if (tl_tid == 256) {
                 int tl_it = 0;
                 for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
-                    const int tl_s = tl_it % 5;
-                    if (tl_it >= 5)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 5) + 1) & 1);
+                    const int tl_s = tl_it % 6;
+                    if (tl_it >= 6)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
                     tl_mbar_expect(tl_full + tl_s * 8, 32768);
                     tl_tma_2d(tl_ring + tl_s * 16384, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
-                    tl_tma_2d(tl_ring + 81920 + tl_s * 16384 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
-                    tl_tma_2d(tl_ring + 81920 + tl_s * 16384 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
+                    tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
+                    tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
                 }
             }
             return;
@@ -1024,10 +1090,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
         tl_setmaxnreg_inc<232>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 5;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 5) & 1);
+            const int tl_s = tl_it % 6;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 81920 + tl_s * 16384;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 16384;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -1035,29 +1101,37 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
             tl_wg_commit();
             tl_wg_wait<1>();
             if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 5) * 8);
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
         }
         tl_wg_wait<0>();
     }
     // examples/matmul.tile:17
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        float *tl_p = ((v_c + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const float tl_v0 = v_acc[tl_j];
-        const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const float tl_v1 = v_acc[tl_j + 1];
-        const bool tl_m1 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N));
-        if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
+    { /* store by TMA: the tile into the ring, 128-byte swizzle, then 4 boxes of 128 x 32 */
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const float tl_v0 = v_acc[tl_j];
+            const float tl_v1 = v_acc[tl_j + 1];
+            const unsigned tl_b = (unsigned)tl_i1 * 4;
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
             ((float *)&tl_vec)[1] = tl_v1;
-            *(uint2 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(uint2 *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_fence_async_smem();
+        tl_bar_consumers(256);
+        if (tl_tid == 0) {
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 32, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 16384);
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 64, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 32768);
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 96, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 49152);
+            tl_bulk_commit();
+            tl_bulk_wait_read(); /* the shared memory stays until the copy engine has read it */
         }
     }
 }

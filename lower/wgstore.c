@@ -1,0 +1,132 @@
+/* wgstore.c: the sm_90a twin's epilogue store through the tensor memory
+ * accelerator. When the kernel ends with store(P + R[:, None] * S +
+ * C[None, :], value, R[:, None] < rows && C[None, :] < cols) of the whole
+ * wgmma tile, the twin writes the value (bias, activation, cast: whatever
+ * the statement computes) from the accumulator fragments into the ring's
+ * shared memory, now free, in the 128-byte swizzle (so a warp's stores
+ * meet 32 banks), and one thread writes it out with
+ * cp.async.bulk.tensor stores, one box of 128 bytes per row at a time.
+ * The tensor map's extents are rows x cols, so the copy engine leaves
+ * what lies past them unwritten, as the mask does. A misaligned output
+ * sends the launch to the variant's own kernel (runtime/tma.c). Replaces
+ * per-thread 4-byte stores from the fragments, which wrote each row in
+ * 16-byte pieces (docs/lowering.md, "The epilogue"). */
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+enum { WS_ROW = 128 }; /* bytes per swizzled row of a box */
+
+/* The store statement s as the tile of the twin's accumulators: its map
+ * into m with its index tiles. */
+static int ws_match(lw *L, const tilec_stmt *s, tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C,
+                    const tilec_expr **Z)
+{
+    const wg_plan *w = &L->wgp;
+    const tilec_expr *e = s->value;
+    if (s->kind != TILEC_ST_EXPR || e->kind != TILEC_EX_CALL || strcmp(e->name, "store") || e->nargs != 3)
+        return 0;
+    const tilec_type *pt = lower_ty(L, e->args[0]);
+    if (pt->rank != 2 || pt->dims[0] != w->M || pt->dims[1] != w->N)
+        return 0;
+    return lower_wg_match(L, e->args[0], e->args[2], pt->dtype, w->M, m, R, C, Z);
+}
+
+void lower_wg_store_note(lw *L, const tilec_stmt *loop)
+{
+    wg_plan *w = &L->wgp;
+    const tilec_block *b = &L->k->body;
+    const tilec_stmt *last = NULL;
+    int after = 0;
+    int other = 0; /* statements between the loop and the store other than lets */
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s == loop) {
+            after = 1;
+        } else if (after && s->kind != TILEC_ST_DOC) {
+            if (last && last->kind != TILEC_ST_LET)
+                other = 1;
+            last = s;
+        }
+    }
+    /* only lets before it: every consumer thread reaches the store's barriers */
+    if (!last || other || !ws_match(L, last, &w->maps[2], &w->R[2], &w->C[2], &w->Z[2]))
+        return;
+    if (w->M * w->N * (int64_t)w->maps[2].elem_bytes > w->S * w->stage_bytes)
+        return; /* the tile does not fit in the ring */
+    w->store = last;
+    w->nmaps = 3;
+}
+
+/* Element q of the run at tl_j: the value in the output's type. */
+static void ws_value(lw *L, const tilec_expr *value, const tilec_type *pt, const lay *y, int q)
+{
+    const char *qidx[TILEC_MAX_RANK], *sub[TILEC_MAX_RANK];
+    for (int r = 0; r < pt->rank; r++)
+        qidx[r] = r == pt->rank - 1 && q ? lower_fmt(L, "(tl_i%d + %d)", r, q) : lower_idx[r];
+    L->joff = q;
+    lower_map_bcast(lower_ty(L, value), pt->rank, qidx, sub);
+    const char *v = lower_walk(L, value, sub, lower_same_shape(lower_ty(L, value), pt), y, EMIT);
+    lower_line(L, "const %s tl_v%d = %s;", lower_ctype(pt->dtype), q,
+               lower_st_elem(L, lower_conv(L, v, lower_ty(L, value)->dtype, pt->dtype), pt->dtype));
+    L->joff = 0;
+}
+
+int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y)
+{
+    const wg_plan *w = &L->wgp;
+    tilec_tma_map m;
+    const tilec_expr *R, *C, *Z;
+    lay wy;
+    if (!L->wg_done || s != w->store || !ws_match(L, s, &m, &R, &C, &Z) || memcmp(&m, &w->maps[2], sizeof m) ||
+        R != w->R[2] || C != w->C[2] || Z != w->Z[2] || !lower_wg_layout(L, w->M, w->N, &wy) || !lower_same_layout(L, y, &wy))
+        return 0; /* the names mean something else here: the plain store */
+    const tilec_expr *e = s->value, *value = e->args[1];
+    const tilec_type *pt = lower_ty(L, e->args[0]);
+    unsigned size = m.elem_bytes;
+    int nq = y->run >= 2 && (y->run % 2) == 0 ? 2 : 1; /* a pair of fragment registers: one 4- or 8-byte store */
+    const char *vt = nq * size == 8 ? "uint2" : nq * size == 4 ? "unsigned int" : "unsigned short";
+    const char *sub[TILEC_MAX_RANK];
+    lower_map_bcast(lower_ty(L, value), pt->rank, lower_idx, sub);
+    lower_walk(L, value, sub, lower_same_shape(lower_ty(L, value), pt), y, PREP);
+    const char *col, *row;
+    lower_wg_coords(L, w, 2, &col, &row);
+    int nb = (int)(w->N * size / WS_ROW);
+    lower_line(L, "{ /* store by TMA: the tile into the ring, 128-byte swizzle, then %d boxes of %lld x %u */", nb,
+               (long long)w->M, m.box_cols);
+    L->ind++;
+    lower_line(L, "tl_bar_consumers(%d); /* every wgmma has read its stage */", L->nt);
+    lower_line(L, "unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + %u) + 1023u) & ~1023u) - tl_sa(tl_smem));",
+               w->ring_base);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_c = 0; tl_c < %d; tl_c += %d) {", y->E, nq);
+    L->ind++;
+    lower_line(L, "const int tl_j = tl_c;");
+    lower_emit_index(L, y, "tl_j");
+    for (int q = 0; q < nq; q++)
+        ws_value(L, value, pt, y, q);
+    lower_line(L, "const unsigned tl_b = (unsigned)tl_i1 * %u;", size);
+    lower_line(L, "const unsigned tl_o = (tl_b / %d) * %lld + (unsigned)tl_i0 * %d + ((((tl_b %% %d) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);",
+               WS_ROW, (long long)(w->M * WS_ROW), WS_ROW, WS_ROW);
+    lower_line(L, "%s tl_vec;", vt);
+    for (int q = 0; q < nq; q++)
+        lower_line(L, "((%s *)&tl_vec)[%d] = tl_v%d;", lower_ctype(pt->dtype), q, q);
+    lower_line(L, "*(%s *)(tl_so + tl_o) = tl_vec;", vt);
+    L->ind--;
+    lower_line(L, "}");
+    lower_line(L, "tl_fence_async_smem();");
+    lower_line(L, "tl_bar_consumers(%d);", L->nt);
+    lower_line(L, "if (tl_tid == 0) {");
+    L->ind++;
+    const char *z = lower_wg_batch(L, w, 2);
+    for (int b = 0; b < nb; b++)
+        lower_line(L, "tl_tma_store_%dd(&tl_tm2, %s + %u, %s%s, tl_sa(tl_so) + %lld);", z[0] ? 3 : 2, col,
+                   b * m.box_cols, row, z, (long long)(b * w->M * WS_ROW));
+    lower_line(L, "tl_bulk_commit();");
+    lower_line(L, "tl_bulk_wait_read(); /* the shared memory stays until the copy engine has read it */");
+    L->ind--;
+    lower_line(L, "}");
+    L->ind--;
+    lower_line(L, "}");
+    return 1;
+}
