@@ -2,8 +2,9 @@
  * bundles (tilec/cache.h). Memory first (uthash by key, under the cache's
  * lock), then <dir>/<key>.tilecrecord: one line "tilec record <n>
  * <checksum>\n" (the text's length and XXH64 in hex), then the text. A
- * file that fails the check is removed and read as a miss; records never
- * go to the Redis tier. */
+ * file that fails the check is removed and read as a miss. With a Redis
+ * tier the same bytes go there too, under "record-<key>", so a machine
+ * with an empty directory skips the lowering as well. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -124,6 +125,42 @@ static tilec_rt_status rec_from_file(tilec_cache *c, const char *key, char **tex
     return TILEC_RT_OK;
 }
 
+static void remote_key(const char *key, char out[TILEC_CACHE_MAX_KEY + 16])
+{
+    snprintf(out, TILEC_CACHE_MAX_KEY + 16, "record-%s", key);
+}
+
+/* The record in the Redis tier: checked like a file, then kept in memory
+ * and copied to the directory (not fsync'd: a lost copy is only a miss). */
+static tilec_rt_status rec_from_remote(tilec_cache *c, const char *key, char **text)
+{
+    char rkey[TILEC_CACHE_MAX_KEY + 16], why[ERR_MAX];
+    void *data;
+    size_t len;
+    remote_key(key, rkey);
+    remote_result r = cache_remote_get(c->remote, rkey, &data, &len, why, sizeof why);
+    if (r == REMOTE_FAULT) {
+        cache_note(c, &c->stats.remote_faults, "%s; lowering locally", why);
+        lru_count(c, SC_REMOTE_FAULTS);
+    }
+    if (r != REMOTE_HIT)
+        return TILEC_RT_NOT_FOUND;
+    *text = rec_parse(data, len, why, sizeof why);
+    if (!*text) {
+        free(data);
+        cache_note(c, &c->stats.remote_rejected, "redis %s: rejected the record %s: %s; the next put replaces it",
+                   cache_remote_name(c->remote), key, why);
+        return TILEC_RT_NOT_FOUND;
+    }
+    if (c->dir)
+        (void)cache_publish(c->dir, key, RECORD_SUFFIX, data, len, 0, NULL, NULL, why, sizeof why);
+    free(data);
+    pthread_mutex_lock(&c->lock);
+    (void)rec_store_locked(c, key, *text);
+    pthread_mutex_unlock(&c->lock);
+    return TILEC_RT_OK;
+}
+
 tilec_rt_status tilec_cache_record_get(tilec_cache *c, const char *key, char **text)
 {
     if (text)
@@ -140,6 +177,8 @@ tilec_rt_status tilec_cache_record_get(tilec_cache *c, const char *key, char **t
         pthread_mutex_unlock(&c->lock);
         if (st == TILEC_RT_NOT_FOUND && c->dir)
             st = rec_from_file(c, key, text);
+        if (st == TILEC_RT_NOT_FOUND && c->remote)
+            st = rec_from_remote(c, key, text);
     }
     pthread_mutex_lock(&c->lock);
     if (st == TILEC_RT_OK)
@@ -167,7 +206,7 @@ tilec_rt_status tilec_cache_record_put(tilec_cache *c, const char *key, const ch
     pthread_mutex_unlock(&c->lock);
     if (bad)
         return TILEC_RT_NOMEM;
-    if (!c->dir)
+    if (!c->dir && !c->remote)
         return TILEC_RT_OK;
     char *data = malloc(HEAD_MAX + n);
     if (!data)
@@ -176,11 +215,17 @@ tilec_rt_status tilec_cache_record_put(tilec_cache *c, const char *key, const ch
     memcpy(data + h, text, n);
     char why[ERR_MAX];
     tilec_rt_status st = TILEC_RT_OK;
-    if (cache_publish(c->dir, key, RECORD_SUFFIX, data, (size_t)h + n, 1, fault, user, why, sizeof why) != 0) {
+    if (c->dir && cache_publish(c->dir, key, RECORD_SUFFIX, data, (size_t)h + n, 1, fault, user, why, sizeof why)) {
         cache_note(c, &c->stats.write_failures, "%s", why);
         st = TILEC_CACHE_IO_ERROR;
-    } else {
+    } else if (c->dir) {
         cache_log(c, "wrote %s/%s" RECORD_SUFFIX " (%zu bytes)", c->dir, key, (size_t)h + n);
+    }
+    char rkey[TILEC_CACHE_MAX_KEY + 16];
+    remote_key(key, rkey);
+    if (c->remote && cache_remote_put(c->remote, rkey, data, (size_t)h + n, why, sizeof why) == REMOTE_FAULT) {
+        cache_note(c, &c->stats.remote_faults, "%s; the record is not stored there", why);
+        lru_count(c, SC_REMOTE_FAULTS);
     }
     free(data);
     return st;
