@@ -10,7 +10,9 @@
 #            to 600 s: run1 takes most of it)
 #   runtime  the runtime benchmark (cold and warm starts, launch cost)
 #   cache    the kernel cache's benchmark (local and Redis warm starts)
-# Each step's log and results go under OUT; a failing step does not stop
+# BENCH_ARGS (e.g. "--family matmul --family conv") narrows both harness
+# runs, so run1 can be split over two device calls (its records append to
+# one benchmarks.jsonl under one tag). Each step's log and results go under OUT; a failing step does not stop
 # the next; the exit status is 1 when any failed.
 set -u
 [ $# -ge 2 ] || { echo "usage: tools/gpu_all.sh BUNDLE OUT [tests|bench|runtime|cache ...]" >&2; exit 2; }
@@ -34,9 +36,10 @@ for s in $steps; do
     case $s in
     tests) sh tools/gpu_tests.sh "$G/bin" "$G/bin/tilec" > "$OUT/gpu_tests.txt" 2>&1 ;;
     bench) sh "$0" "$G" "$OUT" bench1 bench2 ;;
-    bench1) python3 bench/harness/bench.py --out "$OUT/benchmarks.jsonl" --tag run1 --autotune --host \
-               > "$OUT/bench_run1.log" 2>&1 ;;
-    bench2) python3 bench/harness/bench.py --out "$OUT/benchmarks.jsonl" --tag run2 > "$OUT/bench_run2.log" 2>&1 ;;
+    bench1) python3 bench/harness/bench.py --out "$OUT/benchmarks.jsonl" --tag run1 --autotune ${BENCH_ARGS:---host} \
+               >> "$OUT/bench_run1.log" 2>&1 ;;
+    bench2) python3 bench/harness/bench.py --out "$OUT/benchmarks.jsonl" --tag run2 ${BENCH_ARGS:-} \
+               >> "$OUT/bench_run2.log" 2>&1 ;;
     runtime) sh bench/runtime/run.sh "$OUT" "$G/bin" > "$OUT/runtime_run.log" 2>&1 ;;
     cache) sh bench/cache/run.sh --gpu --bin "$G/bin" --redis-server "$G/bin/redis-server" \
                --out "$OUT/cache.txt" > "$OUT/cache_run.log" 2>&1 ;;
