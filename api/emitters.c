@@ -74,8 +74,16 @@ typedef struct aot_pass {
 static int pass_on(void *user, const tilec_aot_kernel *a)
 {
     aot_pass *p = user;
-    wir_compiled w = {tilec_module_find_kernel(p->m, a->kernel), a->variant, a->nvariants, a->name, a->image,
-                      a->size, a->threads, a->smem_bytes, a->nparams, a->kinds};
+    wir_compiled w = {tilec_module_find_kernel(p->m, a->kernel),
+                      a->variant,
+                      a->nvariants,
+                      a->name,
+                      a->image,
+                      a->size,
+                      a->threads,
+                      a->smem_bytes,
+                      a->nparams,
+                      a->kinds};
     return w.k ? p->fn(p->user, &w) : -1;
 }
 

@@ -41,7 +41,11 @@ int cli_emit_with(tilec_ctx *ctx, const cli_opts *o, tilec_module **mods)
     cli_build b = {0};
     if (o->aot)
         cli_build_begin(o, o->aot, &b);
-    tilec_emit_options eo = {.dir = o->out, .plan = 1, .keys = keys, .values = values, .noptions = o->aot ? 1 : 0,
+    tilec_emit_options eo = {.dir = o->out,
+                             .plan = 1,
+                             .keys = keys,
+                             .values = values,
+                             .noptions = o->aot ? 1 : 0,
                              .build = o->aot ? &b.o : NULL};
     for (int i = 0; i < o->nfiles && !status; i++) {
         if (tilec_module_emit(ctx, mods[i], o->emit, &eo, tilec_sink_file(stdout)) != TILEC_OK)

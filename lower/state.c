@@ -164,8 +164,10 @@ int lower_axis(lw *L, const tilec_expr *call, uint32_t i, int rank)
 {
     int64_t a = 0;
     if (i >= call->nargs || lower_const_int(L, call->args[i], &a) || (a < 0 && (a += rank) < 0) || a >= rank) {
-        lower_fail(L, &call->loc, "the axis of %s must be a compile-time integer (literals, hints, constants) "
-                   "from %d to %d", call->name, -rank, rank - 1);
+        lower_fail(L, &call->loc,
+                   "the axis of %s must be a compile-time integer (literals, hints, constants) "
+                   "from %d to %d",
+                   call->name, -rank, rank - 1);
         return 0;
     }
     return (int)a;

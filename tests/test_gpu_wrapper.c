@@ -352,8 +352,8 @@ static void graph_case(int R, int C, double **eager_out)
                 for (int c = 0; c < C; c++)
                     want[c] = got[c];
             else /* the same numbers; a variant the multi-kernel picks may round differently */
-                cr_expect_leq(rel_l2(got, want, (size_t)C), 1e-6, "R=%d C=%d call %d: the replay differs from eager",
-                              R, C, call);
+                cr_expect_leq(rel_l2(got, want, (size_t)C), 1e-6, "R=%d C=%d call %d: the replay differs from eager", R,
+                              C, call);
             e2e_release(mod, &s);
         }
         seed = gk_seed() + 77; /* the first inputs again for the graph pass */

@@ -244,25 +244,23 @@ static char *lower_one(const char *text, const char *name)
 
 /* An attention-like kernel: HINTS added to its hints, EXTRA at the end of
  * its loop body. */
-#define RING_KERNEL(HINTS, EXTRA)                                                                                       \
-    "kernel a(q: *f16, k: *f16, v: *f16, o: *f16, S: i32, causal: i32)\n"                                          \
-    "    grid (cdiv(S, 64)) hints { BM = 64, BN = 64, D = 64, warps = 4" HINTS " }\n"                                \
-    "{\n"                                                                                                           \
-    "    let rm = pid(0) * BM + range(BM);\n"                                                                       \
-    "    let rd = range(D);\n"                                                                                      \
-    "    let tq = load(q + rm[:, None] * D + rd[None, :], rm[:, None] < S, 0.0);\n"                                  \
-    "    let acc = zeros(f32, BM, D);\n"                                                                            \
-    "    let lim = S;\n"                                                                                            \
-    "    for n0 in 0 .. S step BN {\n"                                                                              \
-    "        let rn = n0 + range(BN);\n"                                                                            \
-    "        let tk = load(k + rn[None, :] * D + rd[:, None], rn[None, :] < S, 0.0);\n"                              \
-    "        let ok = rn[None, :] < lim && (causal == 0 || rm[:, None] >= rn[None, :]);\n"                            \
-    "        let p = where(ok, dot(tq, tk), 0.0);\n"                                                                \
-    "        let tv = load(v + rn[:, None] * D + rd[None, :], rn[:, None] < S, 0.0);\n"                              \
-    "        acc = acc * 0.5 + dot(cast(p, f16), tv);\n"                                                            \
-    EXTRA                                                                                                           \
-    "    }\n"                                                                                                       \
-    "    store(o + rm[:, None] * D + rd[None, :], cast(acc, f16), rm[:, None] < S);\n"                                \
+#define RING_KERNEL(HINTS, EXTRA)                                                          \
+    "kernel a(q: *f16, k: *f16, v: *f16, o: *f16, S: i32, causal: i32)\n"                  \
+    "    grid (cdiv(S, 64)) hints { BM = 64, BN = 64, D = 64, warps = 4" HINTS " }\n"      \
+    "{\n"                                                                                  \
+    "    let rm = pid(0) * BM + range(BM);\n"                                              \
+    "    let rd = range(D);\n"                                                             \
+    "    let tq = load(q + rm[:, None] * D + rd[None, :], rm[:, None] < S, 0.0);\n"        \
+    "    let acc = zeros(f32, BM, D);\n"                                                   \
+    "    let lim = S;\n"                                                                   \
+    "    for n0 in 0 .. S step BN {\n"                                                     \
+    "        let rn = n0 + range(BN);\n"                                                   \
+    "        let tk = load(k + rn[None, :] * D + rd[:, None], rn[None, :] < S, 0.0);\n"    \
+    "        let ok = rn[None, :] < lim && (causal == 0 || rm[:, None] >= rn[None, :]);\n" \
+    "        let p = where(ok, dot(tq, tk), 0.0);\n"                                       \
+    "        let tv = load(v + rn[:, None] * D + rd[None, :], rn[:, None] < S, 0.0);\n"    \
+    "        acc = acc * 0.5 + dot(cast(p, f16), tv);\n" EXTRA "    }\n"                   \
+    "    store(o + rm[:, None] * D + rd[None, :], cast(acc, f16), rm[:, None] < S);\n"     \
     "}\n"
 
 /* Issue 16 item 4: with `stages`, the loads read only as a dot's B operand
@@ -282,7 +280,8 @@ Test(lower, ring_loop_rules, .timeout = 60)
     cr_expect(!strstr(s, "cp.async ring") && !strstr(s, "tl_cp16(tl_d"), "%s", s);
     free(s);
     /* a store in the loop: no copy may be issued ahead of it */
-    s = lower_one(RING_KERNEL(", stages = 2", "        store(o + rm[:, None] * D + rd[None, :], cast(acc, f16), rm[:, None] < S);\n"),
+    s = lower_one(RING_KERNEL(", stages = 2",
+                              "        store(o + rm[:, None] * D + rd[None, :], cast(acc, f16), rm[:, None] < S);\n"),
                   "a");
     cr_expect(!strstr(s, "cp.async ring"), "%s", s);
     free(s);

@@ -222,7 +222,8 @@ char *poly_str(arena *a, const poly *p)
 /* The quotient of two constants, by the one evaluator's rules. */
 static poly *const_quotient(arena *a, poly_div op, int64_t x, int64_t y, poly_why *why)
 {
-    static const tilec_ix_op ops[] = {[POLY_DIV] = TILEC_IX_DIV, [POLY_MOD] = TILEC_IX_MOD, [POLY_CDIV] = TILEC_IX_CDIV};
+    static const tilec_ix_op ops[] = {
+        [POLY_DIV] = TILEC_IX_DIV, [POLY_MOD] = TILEC_IX_MOD, [POLY_CDIV] = TILEC_IX_CDIV};
     int64_t v = 0;
     tilec_ix_err r = tilec_ix_apply(ops[op], x, y, &v);
     if (r == TILEC_IX_DIV_ZERO || r == TILEC_IX_CDIV_DIVISOR)
@@ -249,8 +250,8 @@ poly *poly_div_atom(arena *a, poly_div op, const poly *x, const poly *y, poly_wh
     char *xs = poly_str(a, x), *ys = poly_str(a, y);
     if (!xs || !ys)
         return fail(why, POLY_FAIL_NOMEM, 0);
-    const char *text = is_cdiv ? ar_printf(a, "cdiv(%s, %s)", xs, ys)
-                               : ar_printf(a, "(%s)%s(%s)", xs, op == POLY_DIV ? "/" : "%", ys);
+    const char *text =
+        is_cdiv ? ar_printf(a, "cdiv(%s, %s)", xs, ys) : ar_printf(a, "(%s)%s(%s)", xs, op == POLY_DIV ? "/" : "%", ys);
     poly *p = text ? atom_poly(a, text, 1 + (int)op, x, y) : NULL;
     return p ? p : fail(why, POLY_FAIL_NOMEM, 0);
 }
@@ -259,7 +260,8 @@ poly *poly_div_atom(arena *a, poly_div op, const poly *x, const poly *y, poly_wh
 
 static tilec_ix *atom_ix(arena *a, const poly_factor *at)
 {
-    static const tilec_ix_op ops[] = {[POLY_DIV] = TILEC_IX_DIV, [POLY_MOD] = TILEC_IX_MOD, [POLY_CDIV] = TILEC_IX_CDIV};
+    static const tilec_ix_op ops[] = {
+        [POLY_DIV] = TILEC_IX_DIV, [POLY_MOD] = TILEC_IX_MOD, [POLY_CDIV] = TILEC_IX_CDIV};
     if (!at->op)
         return ix_sym(a, at->text);
     return ix_new(a, ops[at->op - 1], poly_ix(a, at->x), poly_ix(a, at->y));
