@@ -3,7 +3,10 @@ goes (issue 18), on the GPU machine: each torch and tilec piece of
 chain8.call timed alone (perf_counter_ns, median of rounds of 2000 calls;
 chain8.call runs its recipe after the first call, stream=0 takes the
 checked path), then cProfile of 20000 calls of each.
-    python3 bench/binding/profile_call.py GEN_DIR   (GEN_DIR holds chain8.py)"""
+    python3 bench/binding/profile_call.py GEN_DIR [--quick]   (GEN_DIR holds chain8.py)
+--quick: only chain8.call, the plan run and the allocations, and the
+wrapper's own work (call - plan run - empty_strided): no torch.compile, no
+cProfile (for comparing two builds, each in a fresh process)."""
 import cProfile
 import pstats
 import statistics
@@ -45,6 +48,7 @@ def main():
         "torch.empty(N, device='cuda')": lambda: torch.empty(N, device="cuda"),
         "torch.empty_strided": lambda: torch.empty_strided((N,), (1,), dtype=torch.float32, device=dev),
         "x.new_empty((N,))": lambda: x.new_empty((N,)),
+        "torch.empty_like(x)": lambda: torch.empty_like(x),
         "x.data_ptr()": lambda: x.data_ptr(),
         "x.is_contiguous()": lambda: x.is_contiguous(),
         "tuple(x.shape)": lambda: tuple(x.shape),
@@ -53,6 +57,15 @@ def main():
         "graph.run (plan run)": lambda: g.run(vals, None),
         "check_tensor": lambda: tilec.check_tensor("chain8", "t0", (N,), "f32"),
     }
+    if "--quick" in sys.argv:
+        quick = ("chain8.call", "graph.run (plan run)", "torch.empty_strided", "torch.empty_like(x)",
+                 "torch.empty((N,), dtype, device)")
+        t = {name: us(pieces[name]) for name in quick}
+        for name in quick:
+            print(f"{name:40s} {t[name]:8.2f} us", flush=True)
+        own = t["chain8.call"] - t["graph.run (plan run)"] - t["torch.empty_strided"]
+        print(f"{'own work (call - run - empty_strided)':40s} {own:8.2f} us", flush=True)
+        return
     for name, fn in pieces.items():
         print(f"{name:40s} {us(fn):8.2f} us", flush=True)
     g.capture()

@@ -34,6 +34,10 @@ static launch_best_fn launch_best;
 
 enum { MAX_VALUES = 1024 };
 
+/* Attribute and method names, interned once (PyInit): no string made per call. */
+static PyObject *s_dtype, *s_is_cuda, *s_is_contiguous, *s_shape, *s_get_device, *s_data_ptr, *s_ptr, *s_fast,
+    *s_graph, *s_fail;
+
 /* v as kind k (see pack) into *out. -1 with a Python error set. */
 static int pack_value(PyObject *v, char k, arg *out)
 {
@@ -138,23 +142,23 @@ static PyObject *n_launch(PyObject *self, PyObject *args)
 static uint64_t k_tensor(PyObject *t, PyObject *dtype, long dev, long size)
 {
     uint64_t ptr = 0;
-    PyObject *dt = PyObject_GetAttrString(t, "dtype");
+    PyObject *dt = PyObject_GetAttr(t, s_dtype);
     if (dt != dtype) {
         Py_XDECREF(dt);
         return 0;
     }
     Py_DECREF(dt);
-    PyObject *d = PyObject_CallMethod(t, "get_device", NULL);
+    PyObject *d = PyObject_CallMethodObjArgs(t, s_get_device, NULL);
     long di = d ? PyLong_AsLong(d) : -1;
     Py_XDECREF(d);
     if (di != dev)
         return 0;
-    PyObject *c = PyObject_CallMethod(t, "is_contiguous", NULL);
+    PyObject *c = PyObject_CallMethodObjArgs(t, s_is_contiguous, NULL);
     int contiguous = c == Py_True;
     Py_XDECREF(c);
     if (!contiguous)
         return 0;
-    PyObject *p = PyObject_CallMethod(t, "data_ptr", NULL);
+    PyObject *p = PyObject_CallMethodObjArgs(t, s_data_ptr, NULL);
     if (p)
         ptr = PyLong_AsUnsignedLongLong(p);
     Py_XDECREF(p);
@@ -243,12 +247,12 @@ static PyObject *n_kcall(PyObject *self, PyObject *argv)
 
 /* The address attribute or method `name` of item j of seq, plus off; 0
  * with a Python error set on failure. */
-static uint64_t r_addr(PyObject *seq, Py_ssize_t j, const char *name, int call, long long off)
+static uint64_t r_addr(PyObject *seq, Py_ssize_t j, PyObject *name, int call, long long off)
 {
     PyObject *o = PySequence_GetItem(seq, j);
     if (!o)
         return 0;
-    PyObject *p = call ? PyObject_CallMethod(o, name, NULL) : PyObject_GetAttrString(o, name);
+    PyObject *p = call ? PyObject_CallMethodObjArgs(o, name, NULL) : PyObject_GetAttr(o, name);
     Py_DECREF(o);
     uint64_t v = p ? PyLong_AsUnsignedLongLong(p) : 0;
     Py_XDECREF(p);
@@ -285,9 +289,9 @@ static PyObject *n_recipe_run(PyObject *self, PyObject *args)
         if (src == 2)
             slots[i].u64 = wsp + (uint64_t)off;
         else if (src == 0)
-            slots[i].u64 = r_addr(infos, j, "ptr", 0, off);
+            slots[i].u64 = r_addr(infos, j, s_ptr, 0, off);
         else
-            slots[i].u64 = r_addr(outs, j, "data_ptr", 1, off);
+            slots[i].u64 = r_addr(outs, j, s_data_ptr, 1, off);
     }
     void *s = stream_of(stream), *p = PyLong_AsVoidPtr(plan);
     if (PyErr_Occurred())
@@ -297,14 +301,17 @@ static PyObject *n_recipe_run(PyObject *self, PyObject *args)
 
 /* ---- a graph.Recipe run from the wrapper's first line (rcall) ----
  * rcall_init(tensor_type, names): torch.Tensor and the dict of torch
- * dtypes to tilec names that tensor_info fills. rcall(recipes, tensors,
- * tail): the key tensor_info and the wrapper would make for these torch
- * tensors (each (name, shape, None, True, device, True)) followed by the
- * tail (the scalars), looked up in recipes; found, its Recipe's `fast`
- * tuple is run here (outputs, slots, plan) and the outputs returned. None
- * whenever anything differs from that path (another kind of argument, a
- * non-contiguous or host tensor, an unknown key, a workspace too small):
- * the wrapper's own code then runs, checks and all. */
+ * dtypes to tilec names that tensor_info fills. rcompile(fast): a Recipe's
+ * run turned once into C data (a capsule, the Recipe's `fast`): the plan,
+ * each slot as an input's or output's address plus an offset, the
+ * workspace's, or a constant already packed, and the output allocations.
+ * rcall(recipes, tensors, tail): the key tensor_info and the wrapper would
+ * make for these torch tensors (each (name, shape, None, True, device,
+ * True)) followed by the tail (the scalars), looked up in recipes; found,
+ * its compiled recipe is run here (outputs, slots, plan) and the outputs
+ * returned. None whenever anything differs from that path (another kind of
+ * argument, a non-contiguous or host tensor, an unknown key, a workspace
+ * too small): the wrapper's own code then runs, checks and all. */
 static PyObject *r_ttype, *r_names;
 
 static PyObject *n_rcall_init(PyObject *self, PyObject *args)
@@ -313,6 +320,8 @@ static PyObject *n_rcall_init(PyObject *self, PyObject *args)
     PyObject *t, *names;
     if (!PyArg_ParseTuple(args, "OO", &t, &names))
         return NULL;
+    if (!PyType_Check(t))
+        return PyErr_Format(PyExc_TypeError, "rcall_init: the tensor type must be a type");
     Py_XDECREF(r_ttype);
     Py_XDECREF(r_names);
     Py_INCREF(t);
@@ -326,17 +335,17 @@ static PyObject *n_rcall_init(PyObject *self, PyObject *args)
  * contiguous CUDA tensor of a known dtype. */
 static PyObject *r_key(PyObject *t)
 {
-    PyObject *dt = PyObject_GetAttrString(t, "dtype");
+    PyObject *dt = PyObject_GetAttr(t, s_dtype);
     PyObject *name = dt ? PyDict_GetItemWithError(r_names, dt) : NULL;
     Py_XDECREF(dt);
-    PyObject *cuda = name && name != Py_None ? PyObject_GetAttrString(t, "is_cuda") : NULL;
+    PyObject *cuda = name && name != Py_None ? PyObject_GetAttr(t, s_is_cuda) : NULL;
     int ok = cuda == Py_True;
     Py_XDECREF(cuda);
-    PyObject *c = ok ? PyObject_CallMethod(t, "is_contiguous", NULL) : NULL;
+    PyObject *c = ok ? PyObject_CallMethodObjArgs(t, s_is_contiguous, NULL) : NULL;
     ok = c == Py_True;
     Py_XDECREF(c);
-    PyObject *shape = ok ? PyObject_GetAttrString(t, "shape") : NULL;
-    PyObject *dev = shape ? PyObject_CallMethod(t, "get_device", NULL) : NULL;
+    PyObject *shape = ok ? PyObject_GetAttr(t, s_shape) : NULL;
+    PyObject *dev = shape ? PyObject_CallMethodObjArgs(t, s_get_device, NULL) : NULL;
     PyObject *key = dev ? PyTuple_Pack(6, name, shape, Py_None, Py_True, dev, Py_True) : NULL;
     Py_XDECREF(shape);
     Py_XDECREF(dev);
@@ -345,30 +354,144 @@ static PyObject *r_key(PyObject *t)
     return key;
 }
 
-/* Recipe.fast: (plan, kinds, template, outs, ws_bytes, workspaces, raw, index, graph, single),
- * outs a tuple of (callable, args, kwargs) that allocate each output. */
-static PyObject *r_run(PyObject *fast, PyObject *tensors)
-{
-    PyObject *plan, *tmpl, *outs, *wss, *raw, *graph;
-    const char *kinds;
-    Py_ssize_t n;
-    long long ws_bytes;
-    long index;
+enum { R_INPUT, R_OUTPUT, R_WORKSPACE, R_CONST, R_MAX_TENSORS = 64 };
+
+typedef struct rslot {
+    int src;      /* R_INPUT ... R_CONST */
+    uint32_t idx; /* the input's or output's index */
+    arg v;        /* the offset (i64), or the packed constant */
+} rslot;
+
+/* A compiled Recipe (the capsule rcompile returns). */
+typedef struct recipe {
+    void *plan;
+    uint32_t n, nout;
     int single;
-    if (!PyArg_ParseTuple(fast, "Oy#OOLOOlOp", &plan, &kinds, &n, &tmpl, &outs, &ws_bytes, &wss, &raw, &index, &graph,
-                          &single))
+    long long ws_bytes;
+    PyObject *raw, *raw_args, *wss; /* the stream getter, (index,), the graph's workspaces by stream */
+    PyObject **alloc;               /* 3 per output: callable, args, kwargs */
+    rslot slots[];
+} recipe;
+
+static const char R_CAPSULE[] = "tilec.recipe";
+
+static void r_free(PyObject *cap)
+{
+    recipe *r = PyCapsule_GetPointer(cap, R_CAPSULE);
+    if (!r)
+        return;
+    Py_XDECREF(r->raw);
+    Py_XDECREF(r->raw_args);
+    Py_XDECREF(r->wss);
+    for (uint32_t i = 0; r->alloc && i < 3 * r->nout; i++)
+        Py_XDECREF(r->alloc[i]);
+    PyMem_Free(r->alloc);
+    PyMem_Free(r);
+}
+
+/* The template's slots into r->slots: -1 with a Python error set. */
+static int r_compile_slots(recipe *r, PyObject *tmpl, const char *kinds, Py_ssize_t ntens)
+{
+    for (uint32_t i = 0; i < r->n; i++) {
+        rslot *sl = &r->slots[i];
+        sl->src = (int)PyLong_AsLong(PyTuple_GetItem(tmpl, 3 * i));
+        Py_ssize_t j = PyLong_AsSsize_t(PyTuple_GetItem(tmpl, 3 * i + 1));
+        PyObject *v = PyTuple_GetItem(tmpl, 3 * i + 2);
+        if (PyErr_Occurred())
+            return -1;
+        if (sl->src < R_INPUT || sl->src > R_CONST || j < 0 ||
+            (sl->src == R_INPUT && j >= ntens) || (sl->src == R_OUTPUT && j >= (Py_ssize_t)r->nout)) {
+            PyErr_Format(PyExc_ValueError, "rcompile: slot %u names no input, output or constant", i);
+            return -1;
+        }
+        sl->idx = (uint32_t)j;
+        if (sl->src == R_CONST ? pack_value(v, kinds[i], &sl->v) : (sl->v.i64 = PyLong_AsLongLong(v), 0))
+            return -1;
+        if (PyErr_Occurred())
+            return -1;
+    }
+    return 0;
+}
+
+/* rcompile(fast) -> capsule; fast: (plan, kinds, template, outs, ws_bytes,
+ * workspaces, raw, index, ntensors, single), outs a tuple of (callable,
+ * args, kwargs) that allocate each output. */
+static PyObject *n_rcompile(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *plan, *tmpl, *outs, *wss, *raw, *index;
+    const char *kinds;
+    Py_ssize_t n, ntens;
+    long long ws_bytes;
+    int single;
+    if (!PyArg_ParseTuple(args, "(Oy#O!O!LO!OOnp)", &plan, &kinds, &n, &PyTuple_Type, &tmpl, &PyTuple_Type, &outs,
+                          &ws_bytes, &PyDict_Type, &wss, &raw, &index, &ntens, &single))
         return NULL;
     Py_ssize_t nout = PyTuple_Size(outs);
-    if (n > MAX_VALUES || nout < 1 || nout > 64 || PyTuple_Size(tmpl) != 3 * n)
-        Py_RETURN_NONE;
-    PyObject *h = PyObject_CallFunction(raw, "l", index);
+    if (n > MAX_VALUES || nout < 1 || nout > R_MAX_TENSORS || ntens > R_MAX_TENSORS || PyTuple_Size(tmpl) != 3 * n)
+        return PyErr_Format(PyExc_ValueError, "rcompile: %zd slots, %zd outputs, %zd inputs", n, nout, ntens);
+    recipe *r = PyMem_Calloc(1, sizeof *r + (size_t)n * sizeof(rslot));
+    PyObject **alloc = PyMem_Calloc(3 * (size_t)nout, sizeof *alloc);
+    PyObject *cap = r && alloc ? PyCapsule_New(r, R_CAPSULE, r_free) : NULL;
+    if (!cap) {
+        PyMem_Free(r);
+        PyMem_Free(alloc);
+        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+    }
+    r->alloc = alloc; /* from here the capsule owns r: r_free undoes whatever was set */
+    r->n = (uint32_t)n;
+    r->nout = (uint32_t)nout;
+    r->single = single;
+    r->ws_bytes = ws_bytes;
+    r->plan = PyLong_AsVoidPtr(plan);
+    r->raw_args = PyTuple_Pack(1, index);
+    Py_INCREF(raw);
+    Py_INCREF(wss);
+    r->raw = raw;
+    r->wss = wss;
+    for (Py_ssize_t j = 0; j < nout && !PyErr_Occurred(); j++) {
+        PyObject *o = PyTuple_GetItem(outs, j), *f, *a, *kw;
+        if (!PyArg_ParseTuple(o, "OO!O!", &f, &PyTuple_Type, &a, &PyDict_Type, &kw))
+            break;
+        Py_INCREF(f);
+        Py_INCREF(a);
+        Py_INCREF(kw);
+        alloc[3 * j] = f;
+        alloc[3 * j + 1] = a;
+        alloc[3 * j + 2] = kw;
+    }
+    if (PyErr_Occurred() || !r->raw_args || r_compile_slots(r, tmpl, kinds, ntens)) {
+        Py_DECREF(cap);
+        return NULL;
+    }
+    return cap;
+}
+
+/* The address of tensor t (its data_ptr()), cached in *have/ptr. */
+static int r_ptr(PyObject *t, uint64_t *ptr, char *have)
+{
+    if (*have)
+        return 0;
+    PyObject *p = PyObject_CallMethodObjArgs(t, s_data_ptr, NULL);
+    *ptr = p ? PyLong_AsUnsignedLongLong(p) : 0;
+    Py_XDECREF(p);
+    *have = 1;
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* Run compiled recipe r for the inputs `tensors`: the outputs (one, or a
+ * tuple), None when the stream's workspace is too small, NULL on error.
+ * rec is the Recipe (its graph's _fail() raises a failed run's error). */
+static PyObject *r_run(const recipe *r, PyObject *rec, PyObject *tensors)
+{
+    PyObject *h = PyObject_Call(r->raw, r->raw_args, NULL);
     if (!h)
         return NULL;
     void *s = PyLong_AsVoidPtr(h);
     uint64_t wsp = 0;
-    if (ws_bytes) { /* the stream's workspace: the Python path makes one when there is none this big */
-        PyObject *w = PyDict_GetItemWithError(wss, s ? h : Py_None);
-        if (!w || PyLong_AsLongLong(PyTuple_GetItem(w, 1)) < ws_bytes) {
+    if (r->ws_bytes) { /* the stream's workspace: the Python path makes one when there is none this big */
+        PyObject *w = PyDict_GetItemWithError(r->wss, s ? h : Py_None);
+        if (!w || !PyTuple_Check(w) || PyTuple_Size(w) < 2 || PyLong_AsLongLong(PyTuple_GetItem(w, 1)) < r->ws_bytes) {
             Py_DECREF(h);
             PyErr_Clear();
             Py_RETURN_NONE;
@@ -376,36 +499,47 @@ static PyObject *r_run(PyObject *fast, PyObject *tensors)
         wsp = PyLong_AsUnsignedLongLong(PyTuple_GetItem(w, 0));
     }
     Py_DECREF(h);
-    PyObject *res = PyTuple_New(nout);
-    for (Py_ssize_t j = 0; res && j < nout; j++) {
-        PyObject *o = PyTuple_GetItem(outs, j);
-        PyObject *t = PyObject_Call(PyTuple_GetItem(o, 0), PyTuple_GetItem(o, 1), PyTuple_GetItem(o, 2));
+    PyObject *res = PyErr_Occurred() ? NULL : PyTuple_New(r->nout);
+    for (uint32_t j = 0; res && j < r->nout; j++) {
+        PyObject *t = PyObject_Call(r->alloc[3 * j], r->alloc[3 * j + 1], r->alloc[3 * j + 2]);
         if (!t) {
-            Py_DECREF(res);
-            return NULL;
+            Py_CLEAR(res);
+            break;
         }
         PyTuple_SetItem(res, j, t);
     }
     if (!res)
         return NULL;
+    uint64_t ptrs[2][R_MAX_TENSORS];
+    char have[2][R_MAX_TENSORS] = {{0}};
+    Py_ssize_t nin = PyTuple_Size(tensors);
     arg slots[MAX_VALUES];
-    for (Py_ssize_t i = 0; i < n && !PyErr_Occurred(); i++) {
-        long src = PyLong_AsLong(PyTuple_GetItem(tmpl, 3 * i));
-        Py_ssize_t j = PyLong_AsSsize_t(PyTuple_GetItem(tmpl, 3 * i + 1));
-        PyObject *v = PyTuple_GetItem(tmpl, 3 * i + 2);
-        if (src == 3)
-            pack_value(v, kinds[i], &slots[i]);
-        else if (src == 2)
-            slots[i].u64 = wsp + (uint64_t)PyLong_AsLongLong(v);
-        else
-            slots[i].u64 = r_addr(src ? res : tensors, j, "data_ptr", 1, PyLong_AsLongLong(v));
+    for (uint32_t i = 0; i < r->n; i++) {
+        const rslot *sl = &r->slots[i];
+        int out = sl->src == R_OUTPUT;
+        if (sl->src == R_CONST) {
+            slots[i] = sl->v;
+        } else if (sl->src == R_WORKSPACE) {
+            slots[i].u64 = wsp + (uint64_t)sl->v.i64;
+        } else if ((!out && sl->idx >= nin) ||
+                   r_ptr(PyTuple_GetItem(out ? res : tensors, sl->idx), &ptrs[out][sl->idx], &have[out][sl->idx])) {
+            Py_DECREF(res);
+            return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "rcall: input %u missing", sl->idx);
+        } else {
+            slots[i].u64 = ptrs[out][sl->idx] + (uint64_t)sl->v.i64;
+        }
     }
-    void *p = PyLong_AsVoidPtr(plan);
-    if (PyErr_Occurred() || (plan_run(p, slots, (uint32_t)n, s) && !PyObject_CallMethod(graph, "_fail", NULL))) {
+    if (plan_run(r->plan, slots, r->n, s)) {
+        PyObject *g = PyObject_GetAttr(rec, s_graph);
+        PyObject *f = g ? PyObject_CallMethodObjArgs(g, s_fail, NULL) : NULL;
+        Py_XDECREF(g);
+        Py_XDECREF(f);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "rcall: the plan run failed");
         Py_DECREF(res);
         return NULL;
     }
-    if (!single)
+    if (!r->single)
         return res;
     PyObject *one = PyTuple_GetItem(res, 0);
     Py_INCREF(one);
@@ -413,14 +547,10 @@ static PyObject *r_run(PyObject *fast, PyObject *tensors)
     return one;
 }
 
-static PyObject *n_rcall(PyObject *self, PyObject *args)
+/* The key of rcall's tensors and tail; NULL (no Python error) when one
+ * tensor does not fit the path. */
+static PyObject *r_make_key(PyObject *tensors, PyObject *tail)
 {
-    (void)self;
-    PyObject *recipes, *tensors, *tail;
-    if (!PyArg_ParseTuple(args, "OOO", &recipes, &tensors, &tail))
-        return NULL;
-    if (!r_ttype || !PyTuple_Check(tensors) || !PyTuple_Check(tail))
-        Py_RETURN_NONE;
     Py_ssize_t nt = PyTuple_Size(tensors), ns = PyTuple_Size(tail);
     PyObject *key = PyTuple_New(nt + ns);
     for (Py_ssize_t i = 0; key && i < nt + ns; i++) {
@@ -429,34 +559,51 @@ static PyObject *n_rcall(PyObject *self, PyObject *args)
         if (i >= nt) {
             Py_INCREF(v);
             k = v;
-        } else if (PyObject_IsInstance(v, r_ttype) == 1) {
+        } else if (PyType_IsSubtype(Py_TYPE(v), (PyTypeObject *)r_ttype)) {
             k = r_key(v);
         }
-        if (!k) {
-            Py_DECREF(key);
-            PyErr_Clear();
-            Py_RETURN_NONE;
-        }
-        PyTuple_SetItem(key, i, k);
+        if (!k)
+            Py_CLEAR(key);
+        else
+            PyTuple_SetItem(key, i, k);
     }
+    PyErr_Clear();
+    return key;
+}
+
+/* rcall(recipes, tensors, tail) -> the outputs, or None: see above (METH_FASTCALL) */
+static PyObject *n_rcall(PyObject *self, PyObject *const *argv, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 3)
+        return PyErr_Format(PyExc_TypeError, "rcall takes 3 arguments; got %zd", nargs);
+    PyObject *recipes = argv[0], *tensors = argv[1], *tail = argv[2];
+    if (!r_ttype || !PyDict_Check(recipes) || !PyTuple_Check(tensors) || !PyTuple_Check(tail))
+        Py_RETURN_NONE;
+    PyObject *key = r_make_key(tensors, tail);
     if (!key)
-        return NULL;
-    PyObject *r = PyDict_GetItemWithError(recipes, key); /* borrowed */
+        Py_RETURN_NONE;
+    PyObject *rec = PyDict_GetItemWithError(recipes, key); /* borrowed */
     Py_DECREF(key);
-    PyObject *fast = r && r != Py_None ? PyObject_GetAttrString(r, "fast") : NULL;
-    if (!fast || fast == Py_None) {
+    PyObject *fast = rec && rec != Py_None ? PyObject_GetAttr(rec, s_fast) : NULL;
+    const recipe *r = fast ? PyCapsule_GetPointer(fast, R_CAPSULE) : NULL;
+    if (!r) {
         Py_XDECREF(fast);
         PyErr_Clear(); /* an unhashable scalar: the wrapper's checks say what is wrong */
         Py_RETURN_NONE;
     }
-    PyObject *out = r_run(fast, tensors);
+    Py_INCREF(rec); /* the run may call back into Python, which may drop the dict's entry */
+    PyObject *out = r_run(r, rec, tensors);
+    Py_DECREF(rec);
     Py_DECREF(fast);
     return out;
 }
 
 static PyMethodDef methods[] = {
     {"rcall_init", n_rcall_init, METH_VARARGS, "rcall_init(tensor_type, names): what rcall compares against"},
-    {"rcall", n_rcall, METH_VARARGS, "rcall(recipes, tensors, tail) -> the outputs, or None for the wrapper's path"},
+    {"rcall", (PyCFunction)(void (*)(void))n_rcall, METH_FASTCALL,
+     "rcall(recipes, tensors, tail) -> the outputs, or None for the wrapper's path"},
+    {"rcompile", n_rcompile, METH_VARARGS, "rcompile(fast) -> a Recipe's run as C data (a capsule) for rcall"},
     {"recipe_run", n_recipe_run, METH_VARARGS, "recipe_run(plan, kinds, template, infos, outs, ws, stream) -> status"},
     {"kcall", n_kcall, METH_VARARGS, "kcall(spec, args, stream) -> (status, chosen), or None for the Python checks"},
     {"init", n_init, METH_VARARGS, "init(plan_run, launch, launch_best): the runtime's entry points"},
@@ -469,4 +616,17 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "tilec_native", "tile
                                     methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit_tilec_native(void);
-PyMODINIT_FUNC PyInit_tilec_native(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit_tilec_native(void)
+{
+    static const struct {
+        PyObject **at;
+        const char *name;
+    } names[] = {{&s_dtype, "dtype"},       {&s_is_cuda, "is_cuda"}, {&s_is_contiguous, "is_contiguous"},
+                 {&s_shape, "shape"},       {&s_get_device, "get_device"}, {&s_data_ptr, "data_ptr"},
+                 {&s_ptr, "ptr"},           {&s_fast, "fast"},       {&s_graph, "graph"},
+                 {&s_fail, "_fail"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!*names[i].at && !(*names[i].at = PyUnicode_InternFromString(names[i].name)))
+            return NULL;
+    return PyModule_Create(&module);
+}

@@ -445,11 +445,12 @@ class Recipe:
         r.index, r.dev = graph.device_index, allocs[0][2].device
         r.empty, r.raw, r.native, r.u8 = torch.empty_strided, torch._C._cuda_getCurrentRawStream, graph._native, \
             torch.uint8
-        # what the extension's rcall runs (the wrapper's first line): this run() in C
+        # what the extension's rcall runs (the wrapper's first line): this run() in C, compiled once
         calls = tuple((r.empty, (shape, st), {"dtype": dt, "device": r.dev}) for shape, st, dt in r.outs)
-        r.fast = (graph._h, graph._kinds, r.template, calls, r.ws_bytes, graph._workspaces, r.raw, r.index, graph,
-                  r.single)
-        if hasattr(graph._native, "rcall_init"):
+        r.fast = None
+        if hasattr(graph._native, "rcompile"):
+            r.fast = graph._native.rcompile((graph._h, graph._kinds, r.template, calls, r.ws_bytes,
+                                             graph._workspaces, r.raw, r.index, len(infos), r.single))
             graph._native.rcall_init(torch.Tensor, _torch_names)
         return r
 

@@ -45,6 +45,15 @@ graph g8(x: f32[N]) -> (y: f32[N]) {
     scale2(u, y, N);
     return y;
 }
+graph g2(x: f32[N], w: f32[N]) -> (y: f32[N], z: f32[N]) {
+    let t = empty(f32, [N]);
+    scale2(x, t, N);
+    let y = empty(f32, [N]);
+    scale2(t, y, N);
+    let z = empty(f32, [N]);
+    scale2(w, z, N);
+    return y, z;
+}
 extern add1(x: f32[N]) -> f32[N] = "my.add1";
 graph gf(x: f32[N]) -> (y: f32[N], d: f64[N], h: f16[N]) {
     let t = full(f32, [N], 1.5);
@@ -134,7 +143,7 @@ class FakeDriverTests(unittest.TestCase):
         import g8
         import ge
         import gf
-        cls.g8, cls.ge, cls.gf = g8, ge, gf
+        cls.g8, cls.ge, cls.gf = g8, ge, gf  # g2: the compiled recipes' test, in a child
         cls.n = 300
         cls.x = tilec.Buffer.from_bytes(array.array("f", range(cls.n)), (cls.n,), "f32")
 
@@ -274,6 +283,35 @@ class FakeDriverTests(unittest.TestCase):
         self.assertEqual(r.stdout, f"True {k} 3\n[0.0, 8.0, 16.0, 24.0, 32.0] {2 * k}\n"
                                    "g8: x must be a f32 tensor of rank 1\ng8: x must be contiguous (row-major)\n"
                                    f"4 {2 * k}\nTrue 0\n0\n")
+
+    def test_compiled_recipes_with_two_inputs_two_outputs_and_a_workspace(self):
+        # the extension runs a recipe compiled once (rcompile): each slot an
+        # input's, an output's or the workspace's address, outputs as a tuple
+        if tilec._library.native() is None:
+            self.skipTest("no extension (TILEC_NO_NATIVE=1 or not built): no recipes")
+        script = _TORCH_STAND_IN + (
+            "import g2\n"
+            "import tilec.graph\n"
+            "py_runs = []\n"
+            "_run = tilec.graph.Recipe.run\n"
+            "tilec.graph.Recipe.run = lambda self, infos: py_runs.append(1) or _run(self, infos)\n"
+            "x, w = tensor([1.0, 2.0, 3.0]), tensor([5.0, 6.0, 7.0])\n"
+            "outs = [tuple(t.tolist() for t in g2.call(x, w)) for _ in range(3)]\n"
+            "print(outs[0], outs[0] == outs[1] == outs[2], len(g2._recipes), len(py_runs))\n"
+            "a, b = g2.call(x, w), g2.call(w, x)\n"
+            "print(a[0].data_ptr() != b[0].data_ptr(), b[0].tolist(), b[1].tolist())\n"
+            "r = next(iter(g2._recipes.values()))\n"
+            "print(type(r.fast).__name__)\n"
+            "n = tilec._library.native()\n"
+            "for bad in ((r.graph._h, b'pp', (0, 5, 0, 3, 0, 7), ((torch.empty_strided, ((3,), (1,)), {}),), 0, {},\n"
+            "             torch._C._cuda_getCurrentRawStream, 0, 1, True),\n"
+            "            (r.graph._h, b'pp', (0, 0, 0), ((torch.empty_strided, ((3,), (1,)), {}),), 0, {},\n"
+            "             torch._C._cuda_getCurrentRawStream, 0, 1, True)):\n"
+            "    try:\n        n.rcompile(bad)\n        print('no error')\n"
+            "    except ValueError as e:\n        print(type(e).__name__)\n")
+        r = self._child(script)
+        self.assertEqual(r.stdout, "([4.0, 8.0, 12.0], [10.0, 12.0, 14.0]) True 1 0\n"
+                                   "True [20.0, 24.0, 28.0] [2.0, 4.0, 6.0]\nPyCapsule\nValueError\nValueError\n")
 
     def test_kernel_checks_in_the_extension_with_torch_tensors(self):
         # with the torch stand-in, Kernel calls go through the extension's
