@@ -414,6 +414,7 @@ golden: all
 		| grep -v '(unsigned long long)' | sed 's/^ *//' > $${f%.tile}.idx; done
 	@for f in tests/golden/axes/*.tile; do $(TILEC) $$f --emit cuda | grep -E ' along axis |blockIdx\.|gridDim\.' \
 		| sed 's/^ *//' > $${f%.tile}.axes; done
+	@for f in tests/golden/hoist/*.tile; do $(TILEC) $$f --emit cuda | grep -E 'tl_h[0-9]' | sed 's/^ *//' > $${f%.tile}.hoist; done
 	@mkdir -p tests/golden/layouts
 	@for f in examples/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit layouts > tests/golden/layouts/$${b%.tile}.layouts; done
 	@for f in tests/golden/ir/*.tile; do $(TILEC) $$f --emit ir > $${f%.tile}.ir; done

@@ -102,7 +102,8 @@ int lower_stride(lw *L, const tilec_expr *e, int axis, int64_t *s)
 
 /* A mask that, along the last axis, is true on a prefix: comparisons
  * `i < bound` / `i <= bound` (or `bound > i`) of non-decreasing index
- * expressions with scalar bounds, joined by &&. Then a run of elements is
+ * expressions with scalar bounds, and tiles broadcast along the axis
+ * (`ok[:, None]`), joined by &&. Then a run of elements is
  * all in bounds when its last element is, and none is when its first is
  * not. */
 int lower_monotone_mask(lw *L, const tilec_expr *m, int axis)
@@ -113,6 +114,9 @@ int lower_monotone_mask(lw *L, const tilec_expr *m, int axis)
     }
     if (m->kind == TILEC_EX_BINARY && m->op == TILEC_OP_ANDAND)
         return lower_monotone_mask(L, m->args[0], axis) && lower_monotone_mask(L, m->args[1], axis);
+    int64_t s0;
+    if (m->kind == TILEC_EX_INDEX && lower_stride(L, m, axis, &s0) && s0 == 0)
+        return 1; /* broadcast along the axis: all of a run or none (a row's pixel test) */
     if (m->kind != TILEC_EX_BINARY)
         return 0;
     const tilec_expr *idx, *bound;

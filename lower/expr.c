@@ -319,6 +319,9 @@ const char *lower_walk(lw *L, const tilec_expr *e, const char *const *idx, int s
 {
     if (L->failed)
         return "0";
+    const char *kept = L->hoist && mode == EMIT ? lower_hoist_ref(L, e, idx) : NULL;
+    if (kept) /* computed before the loop (hoist.c) */
+        return kept;
     matnode *mn = lower_find_mat(L, e);
     if (mn)
         return mat_elem(L, mn->v, idx, same, cur, mode);

@@ -90,6 +90,23 @@ typedef struct matnode {
 enum { LP_MAX = 16 }; /* shapes the layout plan remembers */
 
 /* The state of lowering one kernel variant. */
+/* hoist.c: loop-invariant parts of a pipelined loop's copies */
+#define LOWER_MAX_HOIST 32
+typedef struct lower_hoisted {
+    const tilec_expr *e; /* kept subexpression */
+    int load, rank;      /* which of the loop's loads; e's rank */
+    const char *idx[2];  /* the chunk's indices e is read at */
+    const char *ref;     /* its register: tl_h<n>[tl_q] */
+    const char *init;    /* its value (C), or NULL: e walked at idx */
+    const char *ctype;   /* its register's C type, or NULL: e's own */
+} lower_hoisted;
+typedef struct lower_hoist {
+    const char *var; /* the loop variable (source name) */
+    int cur, collect;
+    lower_hoisted ent[LOWER_MAX_HOIST];
+    int n;
+} lower_hoist;
+
 typedef struct lw {
     tilec_ctx *ctx;
     const tilec_module *m;
@@ -134,6 +151,8 @@ typedef struct lw {
     const tilec_expr *curdot; /* the dot being lowered */
     unsigned line; /* .tile line of the statement being lowered */
     int nsync;     /* __syncthreads emitted so far */
+    lower_hoist *hoist; /* set while a pipelined loop's copies are emitted */
+    const char *hoist_var; /* hoist.c: the loop variable while a pointer is split */
     strbuf notes;  /* --emit layouts */
 } lw;
 
@@ -282,6 +301,12 @@ void lower_bind_loop_scope(lw *L, const tilec_stmt *loop);
 /* cp.async copies of load e into shared memory at byte offset dst (a C
  * expression), rows of ld elements; trans: stored [C][R] (memory
  * contiguous along axis 0). */
+int lower_chunk_count(lw *L, const tilec_expr *e);
+void lower_chunk_open(lw *L, const tilec_expr *e, int trans);
+const char *lower_hoist_ref(lw *L, const tilec_expr *e, const char *const *idx);
+const char *lower_hoist_ptr(lw *L, const tilec_expr *e, const char *const *idx);
+void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr *const *loads, int n);
+void lower_hoist_end(lw *L);
 void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, int trans);
 /* The pieces of a cp.async ring loop: tl_ix, tl_lo, tl_hi, tl_st; the
  * first stages-1 copies; at the top of an iteration the wait, the barrier

@@ -123,12 +123,20 @@ int lower_pipeline_plan(lw *L, const tilec_stmt *loop, pipe_plan *pp)
  * expression, bytes): row-major with row stride ld elements, or, when
  * `trans` (memory contiguous along axis 0), as [C][R] with row stride ld.
  * 16-byte chunks run along the contiguous axis. */
-void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, int trans)
+/* How many 16-byte chunks of load e ([R, C]) each thread copies. */
+int lower_chunk_count(lw *L, const tilec_expr *e)
+{
+    const tilec_type *t = lower_ty(L, e);
+    return (int)((t->dims[0] * t->dims[1] / 8 + L->nt - 1) / L->nt);
+}
+
+/* Open the loop over this thread's chunks of load e: tl_q, its first
+ * element tl_l, the element's row and column tl_i0, tl_i1. */
+void lower_chunk_open(lw *L, const tilec_expr *e, int trans)
 {
     const tilec_type *t = lower_ty(L, e);
     int64_t R = t->dims[0], C = t->dims[1], run = trans ? R : C;
-    int chunks = (int)(R * C / 8), per = (chunks + L->nt - 1) / L->nt;
-    const tilec_expr *mask = e->nargs > 1 ? e->args[1] : NULL;
+    int chunks = (int)(R * C / 8), per = lower_chunk_count(L, e);
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q) {", per);
     L->ind++;
@@ -139,9 +147,17 @@ void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, 
         lower_line(L, "const int tl_i1 = tl_l / %lld, tl_i0 = tl_l %% %lld;", (long long)run, (long long)run);
     else
         lower_line(L, "const int tl_i0 = tl_l / %lld, tl_i1 = tl_l %% %lld;", (long long)run, (long long)run);
+}
+
+void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, int trans)
+{
+    const tilec_type *t = lower_ty(L, e);
+    const tilec_expr *mask = e->nargs > 1 ? e->args[1] : NULL;
+    lower_chunk_open(L, e, trans);
     const char *sub[TILEC_MAX_RANK];
     lower_map_bcast(lower_ty(L, e->args[0]), 2, lower_idx, sub);
-    lower_line(L, "const %s *tl_p = %s;", lower_ctype(t->dtype), lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
+    const char *ptr = L->hoist ? lower_hoist_ptr(L, e->args[0], sub) : NULL;
+    lower_line(L, "const %s *tl_p = %s;", lower_ctype(t->dtype), ptr ? ptr : lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
     lower_line(L, "%s *tl_d = (%s *)(tl_smem + %s) + %s;", lower_ctype(t->dtype), lower_ctype(t->dtype), dst,
                trans ? lower_fmt(L, "tl_i1 * %d + tl_i0", ld) : lower_fmt(L, "tl_i0 * %d + tl_i1", ld));
     strbuf all, any;
@@ -155,7 +171,13 @@ void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, 
         const char *qi = q ? lower_fmt(L, "(%s + %d)", trans ? "tl_i0" : "tl_i1", q) : (trans ? "tl_i0" : "tl_i1");
         const char *qidx[2] = {trans ? qi : "tl_i0", trans ? "tl_i1" : qi};
         lower_map_bcast(lower_ty(L, mask), 2, qidx, sub);
+        /* what only the slow path reads is not worth a register (hoist.c) */
+        int keep = L->hoist ? L->hoist->collect : 0;
+        if (L->hoist && mono && q != 0 && q != 7)
+            L->hoist->collect = 0;
         mq[q] = lower_walk(L, mask, sub, 0, NULL, EMIT);
+        if (L->hoist)
+            L->hoist->collect = keep;
         /* a monotone mask needs its ends to decide; the rest only on the slow path */
         if (!mono || q == 0 || q == 7)
             lower_line(L, "const bool tl_m%d = %s;", q, mq[q]);
@@ -202,7 +224,11 @@ static void issue_copies(lw *L, const void *ctx, const char *slot)
 {
     const pipe_plan *pp = ((const void *const *)ctx)[0];
     const ring *r = ((const void *const *)ctx)[1];
+    if (L->hoist)
+        L->hoist->cur = 0;
     lower_emit_async_load(L, pp->load[0], lower_fmt(L, "%u + %s * %lld", r->sa, slot, (long long)r->abytes), r->lda, 0);
+    if (L->hoist)
+        L->hoist->cur = 1;
     lower_emit_async_load(L, pp->load[1], lower_fmt(L, "%u + %s * %lld", r->sb, slot, (long long)r->bbytes), r->ldb, 0);
 }
 
@@ -288,9 +314,12 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     lower_cp_bounds(L, loop);
     lower_bind_loop_scope(L, loop);
     const void *ctx[2] = {pp, &r};
+    lower_hoist h;
+    lower_hoist_begin(L, &h, loop->names[0], pp->load, 2);
     lower_cp_prologue(L, r.S, v, issue_copies, ctx);
     lower_comment_loc(L, &loop->loc);
     steady(L, pp, &r, v, at->dtype);
+    lower_hoist_end(L);
     lower_line(L, "tl_cp_wait<0>();");
     lower_line(L, "__syncthreads();");
     lower_leave(L);

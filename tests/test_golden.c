@@ -161,6 +161,20 @@ static int axis_line(const char *l)
 ParameterizedTestParameters(golden, axes) { return cases_of("tests/golden/axes/*.tile"); }
 ParameterizedTest(gcase *c, golden, axes) { expect_cuda_lines(c->path, ".axes", axis_line); }
 
+static int hoist_line(const char *l)
+{
+    for (const char *p = strstr(l, "tl_h"); p; p = strstr(p + 4, "tl_h"))
+        if (p[4] >= '0' && p[4] <= '9')
+            return 1;
+    return 0;
+}
+
+/* The loop-invariant parts of pipelined copies (lower/hoist.c):
+ * tests/golden/hoist/X.hoist holds every line of the CUDA C that declares,
+ * fills or reads a kept per-chunk register. */
+ParameterizedTestParameters(golden, hoist) { return cases_of("tests/golden/hoist/*.tile"); }
+ParameterizedTest(gcase *c, golden, hoist) { expect_cuda_lines(c->path, ".hoist", hoist_line); }
+
 /* The CUDA C of every example is golden too (tests/golden/cuda/X.cu):
  * a change to the lowering shows up as a reviewed diff. */
 ParameterizedTestParameters(golden, cuda) { return cases_of("examples/*.tile"); }

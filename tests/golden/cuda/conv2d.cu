@@ -57,8 +57,8 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* conv2d_f16, variant K = 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8 */
-/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 29, 30, 31, 32, 33, 34, 36, 39, 41, 42, 43, 45, 48, 49), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* conv2d_f16, variant K = 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -71,27 +71,28 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
     constexpr int v_stages = 3;
     constexpr int v_PW = 16;
     constexpr int v_PR = 8;
-    // examples/conv2d.tile:28
-    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
-    // examples/conv2d.tile:29
-    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
-    // examples/conv2d.tile:30
-    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
-    // examples/conv2d.tile:31
-    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    constexpr int v_blocks = 0;
     // examples/conv2d.tile:32
-    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
     // examples/conv2d.tile:33
-    // v_oh: index tile computed where it is used
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
     // examples/conv2d.tile:34
-    // v_ow: index tile computed where it is used
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
     // examples/conv2d.tile:35
-    // v_k: index tile computed where it is used
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
     // examples/conv2d.tile:36
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
     // examples/conv2d.tile:37
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // v_oh: index tile computed where it is used
     // examples/conv2d.tile:38
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:39
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:40
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:41
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:42
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -99,10 +100,35 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:39
+    // examples/conv2d.tile:43
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[2];
+        bool tl_h1[2];
+        decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+        decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+            tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+            tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+            tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+        }
+        const __half * tl_h4[2];
+        bool tl_h5[2];
+        bool tl_h6[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_q0 = tl_lo + tl_s * tl_st;
@@ -111,28 +137,22 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
-                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                    } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -140,10 +160,10 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                     __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -162,7 +182,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:39
+        // examples/conv2d.tile:43
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -176,28 +196,22 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -205,10 +219,10 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -227,7 +241,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:46
+            // examples/conv2d.tile:50
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 32; tl_k += 16) {
@@ -248,9 +262,9 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:48
+    // examples/conv2d.tile:52
     // v_pix: index tile computed where it is used
-    // examples/conv2d.tile:49
+    // examples/conv2d.tile:53
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -261,7 +275,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
         const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
@@ -273,8 +287,8 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
     }
 }
 
-/* conv2d_f16, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4 */
-/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 29, 30, 31, 32, 33, 34, 36, 39, 41, 42, 43, 45, 48, 49), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* conv2d_f16, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -287,27 +301,28 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
     constexpr int v_stages = 3;
     constexpr int v_PW = 32;
     constexpr int v_PR = 4;
-    // examples/conv2d.tile:28
-    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
-    // examples/conv2d.tile:29
-    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
-    // examples/conv2d.tile:30
-    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
-    // examples/conv2d.tile:31
-    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    constexpr int v_blocks = 0;
     // examples/conv2d.tile:32
-    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
     // examples/conv2d.tile:33
-    // v_oh: index tile computed where it is used
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
     // examples/conv2d.tile:34
-    // v_ow: index tile computed where it is used
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
     // examples/conv2d.tile:35
-    // v_k: index tile computed where it is used
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
     // examples/conv2d.tile:36
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
     // examples/conv2d.tile:37
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // v_oh: index tile computed where it is used
     // examples/conv2d.tile:38
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:39
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:40
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:41
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:42
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -315,10 +330,35 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:39
+    // examples/conv2d.tile:43
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[2];
+        bool tl_h1[2];
+        decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+        decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+            tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+            tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+            tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+        }
+        const __half * tl_h4[2];
+        bool tl_h5[2];
+        bool tl_h6[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_q0 = tl_lo + tl_s * tl_st;
@@ -327,28 +367,22 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
-                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                    } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -356,10 +390,10 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                     __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -378,7 +412,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:39
+        // examples/conv2d.tile:43
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -392,28 +426,22 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -421,10 +449,10 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -443,7 +471,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:46
+            // examples/conv2d.tile:50
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 32; tl_k += 16) {
@@ -464,9 +492,9 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:48
+    // examples/conv2d.tile:52
     // v_pix: index tile computed where it is used
-    // examples/conv2d.tile:49
+    // examples/conv2d.tile:53
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -477,7 +505,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
         const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
@@ -489,8 +517,8 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
     }
 }
 
-/* conv2d_f16, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16 */
-/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 29, 30, 31, 32, 33, 34, 36, 39, 41, 42, 43, 45, 48, 49), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* conv2d_f16, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -503,27 +531,28 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
     constexpr int v_stages = 3;
     constexpr int v_PW = 8;
     constexpr int v_PR = 16;
-    // examples/conv2d.tile:28
-    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
-    // examples/conv2d.tile:29
-    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
-    // examples/conv2d.tile:30
-    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
-    // examples/conv2d.tile:31
-    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    constexpr int v_blocks = 0;
     // examples/conv2d.tile:32
-    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
     // examples/conv2d.tile:33
-    // v_oh: index tile computed where it is used
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
     // examples/conv2d.tile:34
-    // v_ow: index tile computed where it is used
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
     // examples/conv2d.tile:35
-    // v_k: index tile computed where it is used
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
     // examples/conv2d.tile:36
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
     // examples/conv2d.tile:37
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // v_oh: index tile computed where it is used
     // examples/conv2d.tile:38
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:39
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:40
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:41
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:42
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -531,10 +560,35 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:39
+    // examples/conv2d.tile:43
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[2];
+        bool tl_h1[2];
+        decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+        decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+            tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+            tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+            tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+        }
+        const __half * tl_h4[2];
+        bool tl_h5[2];
+        bool tl_h6[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_q0 = tl_lo + tl_s * tl_st;
@@ -543,28 +597,22 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
-                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                    } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -572,10 +620,10 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                     __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -594,7 +642,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:39
+        // examples/conv2d.tile:43
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -608,28 +656,22 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -637,10 +679,10 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -659,7 +701,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:46
+            // examples/conv2d.tile:50
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 32; tl_k += 16) {
@@ -680,9 +722,9 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:48
+    // examples/conv2d.tile:52
     // v_pix: index tile computed where it is used
-    // examples/conv2d.tile:49
+    // examples/conv2d.tile:53
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -693,7 +735,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
         const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
@@ -705,8 +747,8 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
     }
 }
 
-/* conv2d_f16, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2 */
-/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 29, 30, 31, 32, 33, 34, 36, 39, 41, 42, 43, 45, 48, 49), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* conv2d_f16, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -719,27 +761,28 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
     constexpr int v_stages = 3;
     constexpr int v_PW = 64;
     constexpr int v_PR = 2;
-    // examples/conv2d.tile:28
-    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
-    // examples/conv2d.tile:29
-    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
-    // examples/conv2d.tile:30
-    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
-    // examples/conv2d.tile:31
-    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    constexpr int v_blocks = 0;
     // examples/conv2d.tile:32
-    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
     // examples/conv2d.tile:33
-    // v_oh: index tile computed where it is used
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
     // examples/conv2d.tile:34
-    // v_ow: index tile computed where it is used
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
     // examples/conv2d.tile:35
-    // v_k: index tile computed where it is used
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
     // examples/conv2d.tile:36
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
     // examples/conv2d.tile:37
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // v_oh: index tile computed where it is used
     // examples/conv2d.tile:38
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:39
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:40
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:41
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:42
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -747,10 +790,35 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:39
+    // examples/conv2d.tile:43
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[4];
+        bool tl_h1[4];
+        decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[4];
+        decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[4];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+            tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+            tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+            tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+        }
+        const __half * tl_h4[2];
+        bool tl_h5[2];
+        bool tl_h6[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_q0 = tl_lo + tl_s * tl_st;
@@ -759,28 +827,22 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
-                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                    } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -788,10 +850,10 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                     __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 4608) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -810,7 +872,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:39
+        // examples/conv2d.tile:43
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -824,28 +886,22 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -853,10 +909,10 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 4608) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -875,7 +931,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:46
+            // examples/conv2d.tile:50
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 32; tl_k += 16) {
@@ -896,9 +952,9 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:48
+    // examples/conv2d.tile:52
     // v_pix: index tile computed where it is used
-    // examples/conv2d.tile:49
+    // examples/conv2d.tile:53
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -909,7 +965,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
         const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
@@ -921,8 +977,8 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
     }
 }
 
-/* conv2d_f16, variant K = 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4 */
-/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 29, 30, 31, 32, 33, 34, 36, 39, 41, 42, 43, 45, 48, 49), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* conv2d_f16, variant K = 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -935,27 +991,28 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
     constexpr int v_stages = 3;
     constexpr int v_PW = 32;
     constexpr int v_PR = 4;
-    // examples/conv2d.tile:28
-    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
-    // examples/conv2d.tile:29
-    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
-    // examples/conv2d.tile:30
-    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
-    // examples/conv2d.tile:31
-    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    constexpr int v_blocks = 0;
     // examples/conv2d.tile:32
-    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
     // examples/conv2d.tile:33
-    // v_oh: index tile computed where it is used
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
     // examples/conv2d.tile:34
-    // v_ow: index tile computed where it is used
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
     // examples/conv2d.tile:35
-    // v_k: index tile computed where it is used
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
     // examples/conv2d.tile:36
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
     // examples/conv2d.tile:37
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // v_oh: index tile computed where it is used
     // examples/conv2d.tile:38
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:39
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:40
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:41
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:42
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -963,10 +1020,35 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:39
+    // examples/conv2d.tile:43
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[4];
+        bool tl_h1[4];
+        decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[4];
+        decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[4];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+            tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+            tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+            tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+        }
+        const __half * tl_h4[4];
+        bool tl_h5[4];
+        bool tl_h6[4];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_q0 = tl_lo + tl_s * tl_st;
@@ -975,28 +1057,22 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                    } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -1004,10 +1080,10 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                     __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -1026,7 +1102,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:39
+        // examples/conv2d.tile:43
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -1040,28 +1116,22 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -1069,10 +1139,10 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -1091,7 +1161,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:46
+            // examples/conv2d.tile:50
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -1112,9 +1182,9 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:48
+    // examples/conv2d.tile:52
     // v_pix: index tile computed where it is used
-    // examples/conv2d.tile:49
+    // examples/conv2d.tile:53
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -1125,7 +1195,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
         const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
@@ -1137,8 +1207,8 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
     }
 }
 
-/* conv2d_f16, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8 */
-/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 29, 30, 31, 32, 33, 34, 36, 39, 41, 42, 43, 45, 48, 49), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* conv2d_f16, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -1151,27 +1221,28 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
     constexpr int v_stages = 3;
     constexpr int v_PW = 8;
     constexpr int v_PR = 8;
-    // examples/conv2d.tile:28
-    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
-    // examples/conv2d.tile:29
-    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
-    // examples/conv2d.tile:30
-    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
-    // examples/conv2d.tile:31
-    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    constexpr int v_blocks = 0;
     // examples/conv2d.tile:32
-    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
     // examples/conv2d.tile:33
-    // v_oh: index tile computed where it is used
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
     // examples/conv2d.tile:34
-    // v_ow: index tile computed where it is used
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
     // examples/conv2d.tile:35
-    // v_k: index tile computed where it is used
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
     // examples/conv2d.tile:36
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
     // examples/conv2d.tile:37
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // v_oh: index tile computed where it is used
     // examples/conv2d.tile:38
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:39
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:40
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:41
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:42
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -1179,10 +1250,35 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:39
+    // examples/conv2d.tile:43
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[2];
+        bool tl_h1[2];
+        decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+        decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+            tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+            tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+            tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+        }
+        const __half * tl_h4[4];
+        bool tl_h5[4];
+        bool tl_h6[4];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_q0 = tl_lo + tl_s * tl_st;
@@ -1191,28 +1287,22 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 5120) + tl_i0 * 40 + tl_i1;
-                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                    } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -1220,10 +1310,10 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                     __half *tl_d = (__half *)(tl_smem + 15360 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -1242,7 +1332,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:39
+        // examples/conv2d.tile:43
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -1256,28 +1346,22 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 5120) + tl_i0 * 40 + tl_i1;
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -1285,10 +1369,10 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_smem + 15360 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -1307,7 +1391,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:46
+            // examples/conv2d.tile:50
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 32; tl_k += 16) {
@@ -1328,9 +1412,9 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:48
+    // examples/conv2d.tile:52
     // v_pix: index tile computed where it is used
-    // examples/conv2d.tile:49
+    // examples/conv2d.tile:53
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -1341,7 +1425,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
         const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
@@ -1353,8 +1437,8 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
     }
 }
 
-/* conv2d_f16, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4 */
-/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 29, 30, 31, 32, 33, 34, 36, 39, 41, 42, 43, 45, 48, 49), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* conv2d_f16, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -1367,27 +1451,28 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
     constexpr int v_stages = 4;
     constexpr int v_PW = 16;
     constexpr int v_PR = 4;
-    // examples/conv2d.tile:28
-    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
-    // examples/conv2d.tile:29
-    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
-    // examples/conv2d.tile:30
-    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
-    // examples/conv2d.tile:31
-    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    constexpr int v_blocks = 0;
     // examples/conv2d.tile:32
-    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
     // examples/conv2d.tile:33
-    // v_oh: index tile computed where it is used
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
     // examples/conv2d.tile:34
-    // v_ow: index tile computed where it is used
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
     // examples/conv2d.tile:35
-    // v_k: index tile computed where it is used
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
     // examples/conv2d.tile:36
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
     // examples/conv2d.tile:37
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // v_oh: index tile computed where it is used
     // examples/conv2d.tile:38
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:39
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:40
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:41
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:42
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1395,10 +1480,35 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:39
+    // examples/conv2d.tile:43
     { /* v_acc += dot, 4-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[2];
+        bool tl_h1[2];
+        decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+        decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+            tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+            tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+            tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+        }
+        const __half * tl_h4[2];
+        bool tl_h5[2];
+        bool tl_h6[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
             const tl_ix v_q0 = tl_lo + tl_s * tl_st;
@@ -1407,28 +1517,22 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 5120) + tl_i0 * 40 + tl_i1;
-                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                    } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -1436,10 +1540,10 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                     __half *tl_d = (__half *)(tl_smem + 20480 + tl_s * 4608) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -1458,7 +1562,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:39
+        // examples/conv2d.tile:43
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<2>();
@@ -1472,28 +1576,22 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 5120) + tl_i0 * 40 + tl_i1;
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -1501,10 +1599,10 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_smem + 20480 + tl_ns * 4608) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -1523,7 +1621,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:46
+            // examples/conv2d.tile:50
             const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 32; tl_k += 16) {
@@ -1544,9 +1642,9 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:48
+    // examples/conv2d.tile:52
     // v_pix: index tile computed where it is used
-    // examples/conv2d.tile:49
+    // examples/conv2d.tile:53
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -1557,7 +1655,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
         const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
@@ -1569,8 +1667,238 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
     }
 }
 
-/* conv2d_nhwc, variant K = 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8 */
-/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 62, 63, 64, 65, 66, 67, 69, 72, 74, 75, 76, 78, 82, 83), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* conv2d_f16, variant K = 8: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256, 2) conv2d_f16_v7(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 16;
+    constexpr int v_PR = 8;
+    constexpr int v_blocks = 2;
+    // examples/conv2d.tile:32
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:33
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:34
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
+    // examples/conv2d.tile:35
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:36
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:37
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:38
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:39
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:40
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:41
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:42
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:43
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[2];
+        bool tl_h1[2];
+        decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+        decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+            tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+            tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+            tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+        }
+        const __half * tl_h4[2];
+        bool tl_h5[2];
+        bool tl_h6[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+        }
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 2; ++tl_s) {
+            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            if (v_q0 < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
+                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
+                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
+                    __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/conv2d.tile:43
+        int tl_it = 0;
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            tl_cp_wait<1>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_q0 = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/conv2d.tile:50
+            const int tl_cs = tl_it % 3;
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                unsigned tl_fa[4][4], tl_fb[4][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 10240) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 40 + tl_k + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (30720 + tl_cs * 8704) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 4; ++tl_n)
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/conv2d.tile:52
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:53
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* conv2d_nhwc, variant K = 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -1583,27 +1911,28 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
     constexpr int v_stages = 3;
     constexpr int v_PW = 16;
     constexpr int v_PR = 8;
-    // examples/conv2d.tile:61
-    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
-    // examples/conv2d.tile:62
-    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
-    // examples/conv2d.tile:63
-    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
-    // examples/conv2d.tile:64
-    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    constexpr int v_blocks = 0;
     // examples/conv2d.tile:65
-    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
     // examples/conv2d.tile:66
-    // v_oh: index tile computed where it is used
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
     // examples/conv2d.tile:67
-    // v_ow: index tile computed where it is used
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
     // examples/conv2d.tile:68
-    // v_k: index tile computed where it is used
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
     // examples/conv2d.tile:69
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
     // examples/conv2d.tile:70
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // v_oh: index tile computed where it is used
     // examples/conv2d.tile:71
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:72
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:73
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:74
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:75
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -1611,10 +1940,35 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:72
+    // examples/conv2d.tile:76
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[2];
+        bool tl_h1[2];
+        decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+        decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+            tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+            tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+            tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+        }
+        const __half * tl_h4[2];
+        bool tl_h5[2];
+        bool tl_h6[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_q0 = tl_lo + tl_s * tl_st;
@@ -1623,28 +1977,22 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
-                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                    } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -1652,10 +2000,10 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                     __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -1674,7 +2022,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:72
+        // examples/conv2d.tile:76
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -1688,28 +2036,22 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -1717,10 +2059,10 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -1739,7 +2081,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:79
+            // examples/conv2d.tile:83
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 32; tl_k += 16) {
@@ -1760,7 +2102,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:81
+    // examples/conv2d.tile:85
     __half tl_t0[1];
     #pragma unroll
     for (int tl_c = 0; tl_c < 1; tl_c += 1) {
@@ -1777,9 +2119,9 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
         const int tl_i0 = (tl_l >> 0) & 127;
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:82
+    // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
-    // examples/conv2d.tile:83
+    // examples/conv2d.tile:87
     __syncthreads();
     { /* v_bk to shared memory */
         #pragma unroll
@@ -1801,7 +2143,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
         const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 56832))[(((tl_i1 + 1)) * 1)]), 0.0f));
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
@@ -1813,8 +2155,8 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
     }
 }
 
-/* conv2d_nhwc, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4 */
-/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 62, 63, 64, 65, 66, 67, 69, 72, 74, 75, 76, 78, 82, 83), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* conv2d_nhwc, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -1827,27 +2169,28 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
     constexpr int v_stages = 3;
     constexpr int v_PW = 32;
     constexpr int v_PR = 4;
-    // examples/conv2d.tile:61
-    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
-    // examples/conv2d.tile:62
-    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
-    // examples/conv2d.tile:63
-    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
-    // examples/conv2d.tile:64
-    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    constexpr int v_blocks = 0;
     // examples/conv2d.tile:65
-    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
     // examples/conv2d.tile:66
-    // v_oh: index tile computed where it is used
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
     // examples/conv2d.tile:67
-    // v_ow: index tile computed where it is used
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
     // examples/conv2d.tile:68
-    // v_k: index tile computed where it is used
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
     // examples/conv2d.tile:69
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
     // examples/conv2d.tile:70
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // v_oh: index tile computed where it is used
     // examples/conv2d.tile:71
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:72
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:73
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:74
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:75
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -1855,10 +2198,35 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:72
+    // examples/conv2d.tile:76
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[2];
+        bool tl_h1[2];
+        decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+        decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+            tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+            tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+            tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+        }
+        const __half * tl_h4[2];
+        bool tl_h5[2];
+        bool tl_h6[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_q0 = tl_lo + tl_s * tl_st;
@@ -1867,28 +2235,22 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
-                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                    } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -1896,10 +2258,10 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                     __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -1918,7 +2280,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:72
+        // examples/conv2d.tile:76
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -1932,28 +2294,22 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -1961,10 +2317,10 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -1983,7 +2339,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:79
+            // examples/conv2d.tile:83
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 32; tl_k += 16) {
@@ -2004,7 +2360,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:81
+    // examples/conv2d.tile:85
     __half tl_t0[1];
     #pragma unroll
     for (int tl_c = 0; tl_c < 1; tl_c += 1) {
@@ -2021,9 +2377,9 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
         const int tl_i0 = (tl_l >> 0) & 127;
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:82
+    // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
-    // examples/conv2d.tile:83
+    // examples/conv2d.tile:87
     __syncthreads();
     { /* v_bk to shared memory */
         #pragma unroll
@@ -2045,7 +2401,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
         const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 56832))[(((tl_i1 + 1)) * 1)]), 0.0f));
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
@@ -2057,8 +2413,8 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
     }
 }
 
-/* conv2d_nhwc, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16 */
-/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 62, 63, 64, 65, 66, 67, 69, 72, 74, 75, 76, 78, 82, 83), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* conv2d_nhwc, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -2071,27 +2427,28 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
     constexpr int v_stages = 3;
     constexpr int v_PW = 8;
     constexpr int v_PR = 16;
-    // examples/conv2d.tile:61
-    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
-    // examples/conv2d.tile:62
-    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
-    // examples/conv2d.tile:63
-    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
-    // examples/conv2d.tile:64
-    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    constexpr int v_blocks = 0;
     // examples/conv2d.tile:65
-    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
     // examples/conv2d.tile:66
-    // v_oh: index tile computed where it is used
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
     // examples/conv2d.tile:67
-    // v_ow: index tile computed where it is used
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
     // examples/conv2d.tile:68
-    // v_k: index tile computed where it is used
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
     // examples/conv2d.tile:69
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
     // examples/conv2d.tile:70
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // v_oh: index tile computed where it is used
     // examples/conv2d.tile:71
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:72
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:73
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:74
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:75
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -2099,10 +2456,35 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:72
+    // examples/conv2d.tile:76
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[2];
+        bool tl_h1[2];
+        decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+        decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+            tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+            tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+            tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+        }
+        const __half * tl_h4[2];
+        bool tl_h5[2];
+        bool tl_h6[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_q0 = tl_lo + tl_s * tl_st;
@@ -2111,28 +2493,22 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
-                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                    } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -2140,10 +2516,10 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                     __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -2162,7 +2538,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:72
+        // examples/conv2d.tile:76
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -2176,28 +2552,22 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -2205,10 +2575,10 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -2227,7 +2597,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:79
+            // examples/conv2d.tile:83
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 32; tl_k += 16) {
@@ -2248,7 +2618,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:81
+    // examples/conv2d.tile:85
     __half tl_t0[1];
     #pragma unroll
     for (int tl_c = 0; tl_c < 1; tl_c += 1) {
@@ -2265,9 +2635,9 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
         const int tl_i0 = (tl_l >> 0) & 127;
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:82
+    // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
-    // examples/conv2d.tile:83
+    // examples/conv2d.tile:87
     __syncthreads();
     { /* v_bk to shared memory */
         #pragma unroll
@@ -2289,7 +2659,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
         const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 56832))[(((tl_i1 + 1)) * 1)]), 0.0f));
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
@@ -2301,8 +2671,8 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
     }
 }
 
-/* conv2d_nhwc, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2 */
-/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 62, 63, 64, 65, 66, 67, 69, 72, 74, 75, 76, 78, 82, 83), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* conv2d_nhwc, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -2315,27 +2685,28 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
     constexpr int v_stages = 3;
     constexpr int v_PW = 64;
     constexpr int v_PR = 2;
-    // examples/conv2d.tile:61
-    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
-    // examples/conv2d.tile:62
-    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
-    // examples/conv2d.tile:63
-    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
-    // examples/conv2d.tile:64
-    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    constexpr int v_blocks = 0;
     // examples/conv2d.tile:65
-    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
     // examples/conv2d.tile:66
-    // v_oh: index tile computed where it is used
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
     // examples/conv2d.tile:67
-    // v_ow: index tile computed where it is used
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
     // examples/conv2d.tile:68
-    // v_k: index tile computed where it is used
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
     // examples/conv2d.tile:69
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
     // examples/conv2d.tile:70
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // v_oh: index tile computed where it is used
     // examples/conv2d.tile:71
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:72
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:73
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:74
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:75
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -2343,10 +2714,35 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:72
+    // examples/conv2d.tile:76
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[4];
+        bool tl_h1[4];
+        decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[4];
+        decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[4];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+            tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+            tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+            tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+        }
+        const __half * tl_h4[2];
+        bool tl_h5[2];
+        bool tl_h6[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_q0 = tl_lo + tl_s * tl_st;
@@ -2355,28 +2751,22 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
-                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                    } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -2384,10 +2774,10 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                     __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 4608) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -2406,7 +2796,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:72
+        // examples/conv2d.tile:76
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -2420,28 +2810,22 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -2449,10 +2833,10 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 4608) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -2471,7 +2855,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:79
+            // examples/conv2d.tile:83
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 32; tl_k += 16) {
@@ -2492,7 +2876,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:81
+    // examples/conv2d.tile:85
     __half tl_t0[1];
     #pragma unroll
     for (int tl_c = 0; tl_c < 1; tl_c += 1) {
@@ -2509,9 +2893,9 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
         const int tl_i0 = (tl_l >> 0) & 63;
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:82
+    // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
-    // examples/conv2d.tile:83
+    // examples/conv2d.tile:87
     __syncthreads();
     { /* v_bk to shared memory */
         #pragma unroll
@@ -2533,7 +2917,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
         const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 44544))[(((tl_i1 + 1)) * 1)]), 0.0f));
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
@@ -2545,8 +2929,8 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
     }
 }
 
-/* conv2d_nhwc, variant K = 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4 */
-/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 62, 63, 64, 65, 66, 67, 69, 72, 74, 75, 76, 78, 82, 83), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* conv2d_nhwc, variant K = 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -2559,27 +2943,28 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
     constexpr int v_stages = 3;
     constexpr int v_PW = 32;
     constexpr int v_PR = 4;
-    // examples/conv2d.tile:61
-    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
-    // examples/conv2d.tile:62
-    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
-    // examples/conv2d.tile:63
-    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
-    // examples/conv2d.tile:64
-    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    constexpr int v_blocks = 0;
     // examples/conv2d.tile:65
-    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
     // examples/conv2d.tile:66
-    // v_oh: index tile computed where it is used
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
     // examples/conv2d.tile:67
-    // v_ow: index tile computed where it is used
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
     // examples/conv2d.tile:68
-    // v_k: index tile computed where it is used
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
     // examples/conv2d.tile:69
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
     // examples/conv2d.tile:70
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // v_oh: index tile computed where it is used
     // examples/conv2d.tile:71
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:72
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:73
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:74
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:75
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -2587,10 +2972,35 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:72
+    // examples/conv2d.tile:76
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[4];
+        bool tl_h1[4];
+        decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[4];
+        decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[4];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+            tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+            tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+            tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+        }
+        const __half * tl_h4[4];
+        bool tl_h5[4];
+        bool tl_h6[4];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_q0 = tl_lo + tl_s * tl_st;
@@ -2599,28 +3009,22 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                    } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -2628,10 +3032,10 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                     __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -2650,7 +3054,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:72
+        // examples/conv2d.tile:76
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -2664,28 +3068,22 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -2693,10 +3091,10 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -2715,7 +3113,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:79
+            // examples/conv2d.tile:83
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -2736,7 +3134,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:81
+    // examples/conv2d.tile:85
     __half tl_t0[1];
     #pragma unroll
     for (int tl_c = 0; tl_c < 1; tl_c += 1) {
@@ -2753,9 +3151,9 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
         const int tl_i0 = (tl_l >> 0) & 127;
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:82
+    // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
-    // examples/conv2d.tile:83
+    // examples/conv2d.tile:87
     __syncthreads();
     { /* v_bk to shared memory */
         #pragma unroll
@@ -2777,7 +3175,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
         const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 107520))[(((tl_i1 + 1)) * 1)]), 0.0f));
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
@@ -2789,8 +3187,8 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
     }
 }
 
-/* conv2d_nhwc, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8 */
-/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 62, 63, 64, 65, 66, 67, 69, 72, 74, 75, 76, 78, 82, 83), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* conv2d_nhwc, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -2803,27 +3201,28 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
     constexpr int v_stages = 3;
     constexpr int v_PW = 8;
     constexpr int v_PR = 8;
-    // examples/conv2d.tile:61
-    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
-    // examples/conv2d.tile:62
-    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
-    // examples/conv2d.tile:63
-    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
-    // examples/conv2d.tile:64
-    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    constexpr int v_blocks = 0;
     // examples/conv2d.tile:65
-    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
     // examples/conv2d.tile:66
-    // v_oh: index tile computed where it is used
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
     // examples/conv2d.tile:67
-    // v_ow: index tile computed where it is used
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
     // examples/conv2d.tile:68
-    // v_k: index tile computed where it is used
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
     // examples/conv2d.tile:69
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
     // examples/conv2d.tile:70
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // v_oh: index tile computed where it is used
     // examples/conv2d.tile:71
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:72
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:73
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:74
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:75
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -2831,10 +3230,35 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:72
+    // examples/conv2d.tile:76
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[2];
+        bool tl_h1[2];
+        decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+        decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+            tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+            tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+            tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+        }
+        const __half * tl_h4[4];
+        bool tl_h5[4];
+        bool tl_h6[4];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_q0 = tl_lo + tl_s * tl_st;
@@ -2843,28 +3267,22 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 5120) + tl_i0 * 40 + tl_i1;
-                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                    } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -2872,10 +3290,10 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                     __half *tl_d = (__half *)(tl_smem + 15360 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -2894,7 +3312,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:72
+        // examples/conv2d.tile:76
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -2908,28 +3326,22 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 5120) + tl_i0 * 40 + tl_i1;
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -2937,10 +3349,10 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_smem + 15360 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -2959,7 +3371,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:79
+            // examples/conv2d.tile:83
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 32; tl_k += 16) {
@@ -2980,7 +3392,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:81
+    // examples/conv2d.tile:85
     __half tl_t0[1];
     #pragma unroll
     for (int tl_c = 0; tl_c < 1; tl_c += 1) {
@@ -2997,9 +3409,9 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
         const int tl_i0 = (tl_l >> 0) & 127;
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:82
+    // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
-    // examples/conv2d.tile:83
+    // examples/conv2d.tile:87
     __syncthreads();
     { /* v_bk to shared memory */
         #pragma unroll
@@ -3020,7 +3432,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
         const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 41472))[(((tl_i1 + 1)) * 1)]), 0.0f));
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
@@ -3032,8 +3444,8 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
     }
 }
 
-/* conv2d_nhwc, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4 */
-/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 62, 63, 64, 65, 66, 67, 69, 72, 74, 75, 76, 78, 82, 83), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* conv2d_nhwc, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -3046,27 +3458,28 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
     constexpr int v_stages = 4;
     constexpr int v_PW = 16;
     constexpr int v_PR = 4;
-    // examples/conv2d.tile:61
-    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
-    // examples/conv2d.tile:62
-    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
-    // examples/conv2d.tile:63
-    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
-    // examples/conv2d.tile:64
-    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    constexpr int v_blocks = 0;
     // examples/conv2d.tile:65
-    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
     // examples/conv2d.tile:66
-    // v_oh: index tile computed where it is used
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
     // examples/conv2d.tile:67
-    // v_ow: index tile computed where it is used
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
     // examples/conv2d.tile:68
-    // v_k: index tile computed where it is used
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
     // examples/conv2d.tile:69
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
     // examples/conv2d.tile:70
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // v_oh: index tile computed where it is used
     // examples/conv2d.tile:71
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:72
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:73
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:74
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:75
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3074,10 +3487,35 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:72
+    // examples/conv2d.tile:76
     { /* v_acc += dot, 4-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[2];
+        bool tl_h1[2];
+        decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+        decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+            tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+            tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+            tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+        }
+        const __half * tl_h4[2];
+        bool tl_h5[2];
+        bool tl_h6[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
             const tl_ix v_q0 = tl_lo + tl_s * tl_st;
@@ -3086,28 +3524,22 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                    const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 5120) + tl_i0 * 40 + tl_i1;
-                    const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                    const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                    const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                    const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                    const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                    const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                    const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                    if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                    } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -3115,10 +3547,10 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                     __half *tl_d = (__half *)(tl_smem + 20480 + tl_s * 4608) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -3137,7 +3569,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:72
+        // examples/conv2d.tile:76
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<2>();
@@ -3151,28 +3583,22 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 5120) + tl_i0 * 40 + tl_i1;
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m1 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C));
-                        const bool tl_m2 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C));
-                        const bool tl_m3 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C));
-                        const bool tl_m4 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C));
-                        const bool tl_m5 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C));
-                        const bool tl_m6 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0 || tl_m1 || tl_m2 || tl_m3 || tl_m4 || tl_m5 || tl_m6 || tl_m7)) {
+                        } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -3180,10 +3606,10 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_smem + 20480 + tl_ns * 4608) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -3202,7 +3628,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:79
+            // examples/conv2d.tile:83
             const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 32; tl_k += 16) {
@@ -3223,7 +3649,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:81
+    // examples/conv2d.tile:85
     __half tl_t0[1];
     #pragma unroll
     for (int tl_c = 0; tl_c < 1; tl_c += 1) {
@@ -3240,9 +3666,9 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
         const int tl_i0 = (tl_l >> 0) & 63;
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:82
+    // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
-    // examples/conv2d.tile:83
+    // examples/conv2d.tile:87
     __syncthreads();
     { /* v_bk to shared memory */
         #pragma unroll
@@ -3264,7 +3690,265 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
         const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 38912))[(((tl_i1 + 1)) * 1)]), 0.0f));
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m0 && tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+/* conv2d_nhwc, variant K = 8: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256, 2) conv2d_nhwc_v7(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 16;
+    constexpr int v_PR = 8;
+    constexpr int v_blocks = 2;
+    // examples/conv2d.tile:65
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:66
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:67
+    const long long v_img = (((long long)(((int)blockIdx.x))) / v_tiles);
+    // examples/conv2d.tile:68
+    const long long v_oh0 = (((((long long)(((int)blockIdx.x))) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:69
+    const long long v_ow0 = (((long long)((((int)blockIdx.x) % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:70
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:71
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:72
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:73
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:74
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:75
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:76
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[2];
+        bool tl_h1[2];
+        decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+        decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+            tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+            tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+            tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+        }
+        const __half * tl_h4[2];
+        bool tl_h5[2];
+        bool tl_h6[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+        }
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 2; ++tl_s) {
+            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            if (v_q0 < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
+                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
+                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
+                    __half *tl_d = (__half *)(tl_smem + 30720 + tl_s * 8704) + tl_i0 * 136 + tl_i1;
+                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/conv2d.tile:76
+        int tl_it = 0;
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            tl_cp_wait<1>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_q0 = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_smem + 30720 + tl_ns * 8704) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/conv2d.tile:83
+            const int tl_cs = tl_it % 3;
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 32; tl_k += 16) {
+                unsigned tl_fa[4][4], tl_fb[4][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 10240) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 40 + tl_k + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (30720 + tl_cs * 8704) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 4; ++tl_n)
+                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/conv2d.tile:85
+    __half tl_t0[1];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 1; tl_c += 1) {
+        const int tl_j = tl_c;
+        const int tl_l = tl_tid % 128;
+        const int tl_i0 = (tl_l >> 0) & 127;
+        const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
+        tl_t0[tl_j] = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_K)) ? *tl_p : __float2half_rn(0.0f);
+    }
+    float v_bk[1];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 1; ++tl_j) {
+        const int tl_l = tl_tid % 128;
+        const int tl_i0 = (tl_l >> 0) & 127;
+        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/conv2d.tile:86
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:87
+    __syncthreads();
+    { /* v_bk to shared memory */
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 1; ++tl_j) {
+            const int tl_l = tl_tid % 128;
+            const int tl_i0 = (tl_l >> 0) & 127;
+            if (tl_tid < 128)
+            ((float *)(tl_smem + 56832))[((tl_i0) * 1)] = v_bk[tl_j];
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 56832))[((tl_i1) * 1)]), 0.0f));
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 56832))[(((tl_i1 + 1)) * 1)]), 0.0f));
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;

@@ -85,6 +85,27 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *v_a, __half 
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[4];
+        bool tl_h1[4];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+            tl_h0[tl_q] = v_a + (0LL + (long long)(tl_i1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
+            tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
+        }
+        const __half * tl_h2[4];
+        bool tl_h3[4];
+        bool tl_h4[4];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+            tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
+            tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
+            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N);
+        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_k = tl_lo + tl_s * tl_st;
@@ -93,22 +114,22 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *v_a, __half 
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
-                    const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
+                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -116,10 +137,10 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *v_a, __half 
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
                     __half *tl_d = (__half *)(tl_smem + 27648 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-                    const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
+                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
+                    const bool tl_m7 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -152,22 +173,22 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *v_a, __half 
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
-                        const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
+                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -175,10 +196,10 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *v_a, __half 
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
                         __half *tl_d = (__half *)(tl_smem + 27648 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-                        const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
+                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
+                        const bool tl_m7 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -444,6 +465,27 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *v_a, __half 
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[4];
+        bool tl_h1[4];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+            tl_h0[tl_q] = v_a + (0LL + (long long)(tl_i1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
+            tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
+        }
+        const __half * tl_h2[2];
+        bool tl_h3[2];
+        bool tl_h4[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+            tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
+            tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
+            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N);
+        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_k = tl_lo + tl_s * tl_st;
@@ -452,22 +494,22 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *v_a, __half 
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
-                    const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
+                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -475,10 +517,10 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *v_a, __half 
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
                     __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-                    const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
+                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
+                    const bool tl_m7 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -511,22 +553,22 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *v_a, __half 
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
-                        const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
+                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -534,10 +576,10 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *v_a, __half 
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
                         __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-                        const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
+                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
+                        const bool tl_m7 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -803,6 +845,27 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *v_a, __half 
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __half * tl_h0[4];
+        bool tl_h1[4];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+            tl_h0[tl_q] = v_a + (0LL + (long long)(tl_i1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
+            tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
+        }
+        const __half * tl_h2[4];
+        bool tl_h3[4];
+        bool tl_h4[4];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+            tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
+            tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
+            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N);
+        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_k = tl_lo + tl_s * tl_st;
@@ -811,22 +874,22 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *v_a, __half 
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
-                    const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
+                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                        tl_d[1] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                        tl_d[2] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                        tl_d[3] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                        tl_d[4] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                        tl_d[5] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                        tl_d[6] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                     }
                 }
@@ -834,10 +897,10 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *v_a, __half 
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    const __half *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
                     __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-                    const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
+                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
+                    const bool tl_m7 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -870,22 +933,22 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *v_a, __half 
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
-                        const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
+                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -893,10 +956,10 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *v_a, __half 
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        const __half *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
                         __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
-                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-                        const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
+                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
+                        const bool tl_m7 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {

@@ -1,0 +1,250 @@
+/* hoist.c: the loop-invariant parts of a pipelined loop's cp.async copies.
+ *
+ * Each 16-byte chunk a thread copies for a pipelined dot loop (pipeline.c)
+ * has its address and mask computed from the load's pointer and mask
+ * expressions. Their largest subexpressions that read an index tile
+ * (`range`) but not the loop variable are the same in every iteration: they
+ * are computed once per chunk before the loop, into registers
+ * (tl_h<n>[tl_q], one a chunk), and the copies in the loop read those
+ * (lower_walk asks lower_hoist_ref first). What is left in the loop is the
+ * part that moves with the loop variable: for an implicit-GEMM convolution
+ * the filter tap's offsets, the bounds checks of the shifted pixel and the
+ * sum that makes the address. */
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+enum { HD_LOOP = 1, HD_TILE = 2, HD_OPAQUE = 4 };
+
+/* What e depends on: the loop variable, an index tile, or something the
+ * copies cannot recompute before the loop. */
+static int hoist_dep(lw *L, const tilec_expr *e, const char *var)
+{
+    if (lower_find_mat(L, e) || lower_is_materializing(e))
+        return HD_OPAQUE;
+    if (e->kind == TILEC_EX_NAME) {
+        if (!strcmp(e->name, var))
+            return HD_LOOP;
+        val *x = lower_lookup(L, e->name);
+        if (!x || x->kind == VK_SCALAR)
+            return 0;
+        return x->kind == VK_VIRT ? hoist_dep(L, x->expr, var) : HD_OPAQUE;
+    }
+    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "range"))
+        return HD_TILE;
+    int d = 0;
+    for (uint32_t i = 0; i < e->nargs; i++)
+        d |= hoist_dep(L, e->args[i], var);
+    return d;
+}
+
+/* A bare index tile or name: as cheap to recompute as to keep. */
+static int hoist_cheap(lw *L, const tilec_expr *e)
+{
+    if (e->kind == TILEC_EX_INDEX)
+        return hoist_cheap(L, e->args[0]);
+    if (e->kind == TILEC_EX_NAME) {
+        val *x = lower_lookup(L, e->name);
+        return !x || x->kind == VK_SCALAR || (x->kind == VK_VIRT && hoist_cheap(L, x->expr));
+    }
+    return (e->kind == TILEC_EX_CALL && !strcmp(e->name, "range")) || e->kind == TILEC_EX_INT ||
+           e->kind == TILEC_EX_BOOL;
+}
+
+const char *lower_hoist_ref(lw *L, const tilec_expr *e, const char *const *idx)
+{
+    lower_hoist *h = L->hoist;
+    int rank = lower_ty(L, e)->rank;
+    if (!idx || rank < 1 || rank > 2)
+        return NULL;
+    for (int i = 0; i < h->n; i++) {
+        const lower_hoisted *x = &h->ent[i];
+        if (x->e == e && x->load == h->cur && x->rank == rank && !strcmp(x->idx[0], idx[0]) &&
+            (rank < 2 || !strcmp(x->idx[1], idx[1])))
+            return x->ref;
+    }
+    if (!h->collect || h->n == LOWER_MAX_HOIST || hoist_dep(L, e, h->var) != HD_TILE || hoist_cheap(L, e))
+        return NULL;
+    lower_hoisted *x = &h->ent[h->n];
+    *x = (lower_hoisted){.e = e, .load = h->cur, .rank = rank, .ref = lower_fmt(L, "tl_h%d[tl_q]", h->n),
+                         .ctype = lower_ty(L, e)->dtype == TILEC_DT_BOOL ? "bool" : NULL};
+    for (int i = 0; i < rank; i++)
+        x->idx[i] = lower_fmt(L, "%s", idx[i]);
+    h->n++;
+    return x->ref;
+}
+
+/* An integer index tile as a sum of terms that do not move with the loop
+ * (inv: computed once per chunk) and terms that do not move with the
+ * chunk (uni: once per iteration). Sums, differences, products by a
+ * scalar, broadcasts and integer casts are split (a narrowing cast is
+ * taken to hold its value: an index that wrapped would address outside
+ * the tensor anyway); anything else is one term, or the split fails. */
+typedef struct hsplit {
+    strbuf inv, uni;
+    int ok;
+} hsplit;
+
+static void split_term(lw *L, hsplit *s, int d, const tilec_expr *e, const char *const *idx, const char *mul, int neg)
+{
+    const char *x = lower_walk(L, e, idx, 0, NULL, EMIT);
+    strbuf *b = d & HD_LOOP ? &s->uni : &s->inv;
+    sb_printf(b, " %s (long long)(%s)", neg ? "-" : "+", x);
+    if (mul)
+        sb_printf(b, " * (long long)(%s)", mul);
+}
+
+static void hoist_split(lw *L, hsplit *s, const tilec_expr *e, const char *const *idx, const char *mul, int neg)
+{
+    int d = hoist_dep(L, e, L->hoist_var);
+    const tilec_type *t = lower_ty(L, e);
+    if (!s->ok || (d & HD_OPAQUE) || tilec_dtype_class(t->dtype) != 's') {
+        s->ok = 0;
+        return;
+    }
+    if (d != (HD_LOOP | HD_TILE)) {
+        split_term(L, s, d, e, idx, mul, neg);
+        return;
+    }
+    const char *sub[TILEC_MAX_RANK];
+    if (e->kind == TILEC_EX_NAME) {
+        val *x = lower_lookup(L, e->name);
+        hoist_split(L, s, x->expr, idx, mul, neg);
+    } else if (e->kind == TILEC_EX_INDEX) {
+        int k = 0;
+        for (uint32_t i = 1; i < e->nargs; i++)
+            if (e->args[i]->kind == TILEC_EX_SLICE)
+                sub[k++] = idx[i - 1];
+        hoist_split(L, s, e->args[0], sub, mul, neg);
+    } else if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "cast")) {
+        hoist_split(L, s, e->args[0], idx, mul, neg);
+    } else if (e->kind == TILEC_EX_UNARY && e->op == TILEC_OP_NEG) {
+        hoist_split(L, s, e->args[0], idx, mul, !neg);
+    } else if (e->kind == TILEC_EX_BINARY && (e->op == TILEC_OP_ADD || e->op == TILEC_OP_SUB)) {
+        for (int i = 0; i < 2; i++) {
+            lower_map_bcast(lower_ty(L, e->args[i]), t->rank, idx, sub);
+            hoist_split(L, s, e->args[i], sub, mul, i && e->op == TILEC_OP_SUB ? !neg : neg);
+        }
+    } else if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_MUL &&
+               (!hoist_dep(L, e->args[0], L->hoist_var) || !hoist_dep(L, e->args[1], L->hoist_var))) {
+        int f = hoist_dep(L, e->args[0], L->hoist_var) ? 1 : 0; /* the scalar factor */
+        const char *m = lower_walk(L, e->args[f], NULL, 0, NULL, EMIT);
+        lower_map_bcast(lower_ty(L, e->args[!f]), t->rank, idx, sub);
+        hoist_split(L, s, e->args[!f], sub, mul ? lower_fmt(L, "(long long)(%s) * (long long)(%s)", mul, m) : m, neg);
+    } else {
+        s->ok = 0;
+    }
+}
+
+/* A copy's pointer p + off + ...: the base and the inv terms in one
+ * register a chunk, the uni terms added in the loop; NULL when it does
+ * not split. */
+const char *lower_hoist_ptr(lw *L, const tilec_expr *e, const char *const *idx)
+{
+    lower_hoist *h = L->hoist;
+    const tilec_expr *base = e;
+    const tilec_expr *off[8];
+    int n = 0;
+    while (base->kind == TILEC_EX_BINARY && base->op == TILEC_OP_ADD && lower_ty(L, base->args[0])->ptr && n < 8) {
+        off[n++] = base->args[1];
+        base = base->args[0];
+    }
+    if (!n || hoist_dep(L, base, h->var) || lower_ty(L, base)->rank)
+        return NULL;
+    hsplit s = {.ok = 1};
+    sb_init(&s.inv);
+    sb_init(&s.uni);
+    L->hoist = NULL;
+    L->hoist_var = h->var;
+    int rank = lower_ty(L, e)->rank;
+    for (int i = 0; i < n; i++) {
+        const char *sub[TILEC_MAX_RANK];
+        lower_map_bcast(lower_ty(L, off[i]), rank, idx, sub);
+        hoist_split(L, &s, off[i], sub, NULL, 0);
+    }
+    const char *init = s.ok ? lower_fmt(L, "%s + (0LL%s)", lower_walk(L, base, NULL, 0, NULL, EMIT), sb_str(&s.inv)) : NULL;
+    const char *uni = s.ok ? lower_fmt(L, "(0LL%s)", sb_str(&s.uni)) : NULL;
+    L->hoist = h;
+    sb_free(&s.inv);
+    sb_free(&s.uni);
+    if (!init || L->failed)
+        return NULL;
+    const char *ref = NULL;
+    for (int i = 0; i < h->n && !ref; i++)
+        if (h->ent[i].e == e && h->ent[i].load == h->cur && !strcmp(h->ent[i].init, init))
+            ref = h->ent[i].ref;
+    if (!ref && h->collect && h->n < LOWER_MAX_HOIST) {
+        lower_hoisted *x = &h->ent[h->n];
+        *x = (lower_hoisted){.e = e, .load = h->cur, .rank = 0, .init = init,
+                             .ref = lower_fmt(L, "tl_h%d[tl_q]", h->n),
+                             .ctype = lower_fmt(L, "const %s *", lower_ctype(lower_ty(L, e)->dtype))};
+        ref = x->ref;
+        h->n++;
+    }
+    return ref ? lower_fmt(L, "(%s + %s)", ref, uni) : NULL;
+}
+
+/* Find what load `i` (ld) can keep: run its copies' emission with the
+ * table collecting, and drop the text. */
+static void hoist_collect(lw *L, lower_hoist *h, int i, const tilec_expr *ld)
+{
+    size_t at = L->out.n;
+    int nsync = L->nsync;
+    h->collect = 1;
+    h->cur = i;
+    lower_emit_async_load(L, ld, "0", 8, 0);
+    h->collect = 0;
+    L->out.n = at;
+    if (L->out.s)
+        L->out.s[at] = 0;
+    L->nsync = nsync;
+}
+
+/* The registers of load i's kept values and the loop that fills them. */
+static void hoist_emit(lw *L, lower_hoist *h, int i, const tilec_expr *ld)
+{
+    const char *zero[2] = {"0", "0"};
+    int any = 0, per = 0;
+    for (int j = 0; j < h->n; j++) {
+        const lower_hoisted *x = &h->ent[j];
+        if (x->load != i)
+            continue;
+        if (!any)
+            per = lower_chunk_count(L, ld);
+        any = 1;
+        if (x->ctype)
+            lower_line(L, "%s tl_h%d[%d];", x->ctype, j, per);
+        else /* the type of the expression itself (the walker's promotions) */
+            lower_line(L, "decltype((%s) + 0) tl_h%d[%d];", lower_walk(L, x->e, zero, 0, NULL, EMIT), j, per);
+    }
+    if (!any)
+        return;
+    lower_chunk_open(L, ld, 0);
+    for (int j = 0; j < h->n; j++)
+        if (h->ent[j].load == i)
+            lower_line(L, "tl_h%d[tl_q] = %s;", j,
+                       h->ent[j].init ? h->ent[j].init : lower_walk(L, h->ent[j].e, h->ent[j].idx, 0, NULL, EMIT));
+    L->ind--;
+    lower_line(L, "}");
+}
+
+void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr *const *loads, int n)
+{
+    memset(h, 0, sizeof *h);
+    h->var = var;
+    L->hoist = h;
+    for (int i = 0; i < n; i++)
+        hoist_collect(L, h, i, loads[i]);
+    /* the values are computed by the plain walker */
+    L->hoist = NULL;
+    if (h->n)
+        lower_line(L, "/* loop-invariant parts of the copies' addresses and masks, one register a chunk */");
+    for (int i = 0; i < n; i++)
+        hoist_emit(L, h, i, loads[i]);
+    L->hoist = h;
+}
+
+void lower_hoist_end(lw *L)
+{
+    L->hoist = NULL;
+}
