@@ -199,6 +199,38 @@ static void dot_mma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
     mma_kloop(L, acc, ra, lower_fmt(L, "%u", sa), rb ? rb->c : lower_fmt(L, "%u", sb), bt, lda, ldb, K, d);
 }
 
+/* The B reads of step tl_k of the FMA loop into tl_rb: the thread's
+ * columns, in runs of y->run (one 16-byte read each when 4). */
+static void fma_b_reads(lw *L, const lay *y, int ldb)
+{
+    lower_line(L, "float tl_rb[%d];", y->tn);
+    lower_line(L, "#pragma unroll");
+    if (y->run == FMA_QUAD) {
+        lower_line(L, "for (int tl_n = 0; tl_n < %d; tl_n += 4)", y->tn);
+        lower_line(L, "    *(float4 *)&tl_rb[tl_n] = *(const float4 *)&tl_sb[tl_k * %d + (tl_n / 4) * %d];", ldb, 4 * y->tx);
+    } else {
+        lower_line(L, "for (int tl_n = 0; tl_n < %d; ++tl_n)", y->tn);
+        lower_line(L, "    tl_rb[tl_n] = tl_sb[tl_k * %d + (tl_n / %d) * %d + tl_n %% %d];", ldb, y->run, y->run * y->tx,
+                   y->run);
+    }
+}
+
+static void fma_update(lw *L, const val *acc, const char *ra)
+{
+    const lay *y = &acc->ly;
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", y->tm);
+    lower_line(L, "    #pragma unroll");
+    lower_line(L, "    for (int tl_n = 0; tl_n < %d; ++tl_n)", y->tn);
+    lower_line(L, "        %s[tl_m * %d + tl_n] = fmaf(%s, tl_rb[tl_n], %s[tl_m * %d + tl_n]);", acc->c, y->tn, ra, acc->c,
+               y->tn);
+}
+
+static void fma_b_base(lw *L, const lay *y, const char *sb)
+{
+    lower_line(L, "const float *tl_sb = (const float *)(tl_smem + %s) + (tl_tid %% %d) * %d;", sb, y->tx, y->run);
+}
+
 /* f32: A transposed in shared memory, each thread its TM x TN block. */
 static void dot_fma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, int64_t M, int64_t K, int64_t N)
 {
@@ -207,21 +239,41 @@ static void dot_fma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
     uint32_t sa = lower_alloc_smem(L, K * lda * 4), sb = lower_alloc_smem(L, K * ldb * 4);
     stage_operands(L, a, sa, lda, 1, b, sb, ldb, 0, TILEC_DT_F32);
     lower_line(L, "const float *tl_sa = (const float *)(tl_smem + %u) + (tl_tid / %d) * %d;", sa, y->tx, y->tm);
-    lower_line(L, "const float *tl_sb = (const float *)(tl_smem + %u) + (tl_tid %% %d) * %d;", sb, y->tx, y->tn);
+    fma_b_base(L, y, lower_fmt(L, "%u", sb));
     lower_line(L, "#pragma unroll 4");
     lower_line(L, "for (int tl_k = 0; tl_k < %lld; ++tl_k) {", (long long)K);
     L->ind++;
-    lower_line(L, "float tl_ra[%d], tl_rb[%d];", y->tm, y->tn);
+    lower_line(L, "float tl_ra[%d];", y->tm);
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m) tl_ra[tl_m] = tl_sa[tl_k * %d + tl_m];", y->tm, lda);
+    fma_b_reads(L, y, ldb);
+    fma_update(L, acc, "tl_ra[tl_m]");
+    L->ind--;
+    lower_line(L, "}");
+}
+
+/* Pipelined f32 (pipeline.c): A row-major in its ring, four k of a row in
+ * one 16-byte read, so a step of four k reads TM + 4 * TN / 4 vectors. */
+void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K)
+{
+    const lay *y = &acc->ly;
+    lower_line(L, "const float *tl_sa = (const float *)(tl_smem + %s) + (tl_tid / %d) * %d;", sa, y->tx, y->tm * lda);
+    fma_b_base(L, y, sb);
     lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_n = 0; tl_n < %d; ++tl_n) tl_rb[tl_n] = tl_sb[tl_k * %d + tl_n];", y->tn, ldb);
+    lower_line(L, "for (int tl_k4 = 0; tl_k4 < %lld; tl_k4 += 4) {", (long long)K);
+    L->ind++;
+    lower_line(L, "float4 tl_ra[%d];", y->tm);
     lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", y->tm);
-    lower_line(L, "    #pragma unroll");
-    lower_line(L, "    for (int tl_n = 0; tl_n < %d; ++tl_n)", y->tn);
-    lower_line(L, "        %s[tl_m * %d + tl_n] = fmaf(tl_ra[tl_m], tl_rb[tl_n], %s[tl_m * %d + tl_n]);", acc->c, y->tn,
-         acc->c, y->tn);
+    lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m) tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_m * %d + tl_k4];", y->tm,
+               lda);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {");
+    L->ind++;
+    lower_line(L, "const int tl_k = tl_k4 + tl_kk;");
+    fma_b_reads(L, y, ldb);
+    fma_update(L, acc, "((const float *)&tl_ra[tl_m])[tl_kk]");
+    L->ind--;
+    lower_line(L, "}");
     L->ind--;
     lower_line(L, "}");
 }

@@ -19,6 +19,7 @@
 #pragma GCC visibility push(hidden)
 
 enum { SMEM_LIMIT = 227 * 1024 }; /* opt-in shared memory per block on sm_90 */
+enum { FMA_QUAD = 4 };          /* columns of one f32 register run (16 bytes) in the FMA layout */
 
 /* ---- layouts and values (layout.c, state.c) ---- */
 
@@ -259,6 +260,10 @@ int lower_is_scan(const tilec_expr *e);
 void lower_emit_scan(lw *L, const tilec_expr *e, val *v);
 void lower_emit_dot_into(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc);
 void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, tilec_dtype d);
+/* The f32 FMA loop: acc (FMA layout) += A [M][K] at byte offset sa (row
+ * stride lda) @ B [K][N] at sb (row stride ldb), both row-major in shared
+ * memory; K a multiple of 4. */
+void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K);
 
 /* ---- stmt.c, pipeline.c: statements and loops ---- */
 
