@@ -198,10 +198,20 @@ void lower_loop_end(lw *L)
     lower_line(L, "}");
 }
 
+/* f32 dots go to tensor cores (tf32, m16n8k8) only under the kernel's
+ * `tf32` hint (docs/language.md: its precision contract), K a multiple of 8. */
+int lower_tf32(const lw *L, const tilec_type *at)
+{
+    return at->dtype == TILEC_DT_F32 && at->rank == 2 && at->dims[1] % 8 == 0 &&
+           tilec_kernel_hint(L->k, L->variant, "tf32", 0) > 0;
+}
+
 int lower_dot_layout(lw *L, const tilec_type *at, int64_t M, int64_t N, lay *y)
 {
-    if (at->dtype == TILEC_DT_F32)
+    if (at->dtype == TILEC_DT_F32 && !(lower_tf32(L, at) && mma_layout(L, M, N, y)))
         return fma_layout(L, M, N, y);
+    if (at->dtype == TILEC_DT_F32)
+        return 1;
     if (L->wg && lower_wg_layout(L, M, N, y)) /* the sm_90a twin: wgmma fragments */
         return 1;
     return mma_layout(L, M, N, y);

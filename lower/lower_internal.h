@@ -181,6 +181,8 @@ extern const char *const lower_idx[TILEC_MAX_RANK]; /* "tl_i0", "tl_i1", ... */
 lay lower_canon(const lw *L, const tilec_type *t);
 /* The mma layout of [M, N] on a wm x wn warp grid. */
 void lower_mma_grid(int64_t M, int64_t N, int wm, int wn, lay *y);
+/* 1 when an f32 dot with A of type at runs on tf32 tensor cores (the `tf32` hint). */
+int lower_tf32(const lw *L, const tilec_type *at);
 /* The accumulator layout of a dot of a [M, K] of type at; 0: none fits. */
 int lower_dot_layout(lw *L, const tilec_type *at, int64_t M, int64_t N, lay *y);
 void lower_emit_index(lw *L, const lay *y, const char *j);

@@ -293,7 +293,8 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     const tilec_type *at = lower_ty(L, pp->load[0]), *bt = lower_ty(L, pp->load[1]);
     int64_t M = at->dims[0], K = at->dims[1], N = bt->dims[1];
     int es = (int)tilec_dtype_size(at->dtype), pad = 16 / es;
-    ring r = {.S = (int)tilec_kernel_hint(L->k, L->variant, "stages", 1), .lda = (int)K + pad, .ldb = (int)N + pad, .K = K};
+    int bpad = pp->acc->ly.kind == LY_MMA && es == 4 ? 8 : pad; /* tf32: B read by words, four k rows apart */
+    ring r = {.S = (int)tilec_kernel_hint(L->k, L->variant, "stages", 1), .lda = (int)K + pad, .ldb = (int)N + bpad, .K = K};
     r.abytes = M * r.lda * es;
     r.bbytes = K * r.ldb * es;
     r.sa = lower_alloc_smem(L, r.abytes * r.S);

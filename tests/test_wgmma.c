@@ -306,3 +306,17 @@ Test(wgmma, sass_f32_fma_ring, .timeout = 120)
     cr_expect(!strstr(sass, "LDL") && !strstr(sass, "STL"), "no local memory");
     free(sass);
 }
+
+/* The tf32 hint puts the same f32 dot on tensor cores: HMMA.1688 on tf32,
+ * the operands rounded (cvt.rna.tf32) on the way, no local memory. */
+Test(wgmma, sass_tf32_hint, .timeout = 120)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    char *sass = disassemble_file(tool, "-sass", "examples/matmul_tf32.tile", "matmul_tf32", 1, "sm_90a");
+    cr_expect(strstr(sass, "HMMA.1688.F32.TF32"), "tf32 tensor cores");
+    cr_expect(!strstr(sass, "FFMA"), "no FMA dot");
+    cr_expect(!strstr(sass, "LDL") && !strstr(sass, "STL"), "no local memory");
+    free(sass);
+}
