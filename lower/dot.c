@@ -85,6 +85,29 @@ static void frag_a_regs(lw *L, const val *x, int mt, tilec_dtype d)
     lower_line(L, "    }");
 }
 
+/* tf32 B fragments from B [K][N] f32 in shared memory (ldmatrix cannot
+ * transpose 4-byte elements): b0 = B[k + lane % 4][n + lane / 4], b1 four
+ * k further; rows padded by 8 floats keep the four k rows on distinct banks. */
+static void tf32_b_reads(lw *L, const lay *y, const char *sb, int ldb)
+{
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_n = 0; tl_n < %d; ++tl_n) {", y->wtn / 8);
+    lower_line(L, "    const float *tl_q = (const float *)(tl_smem + %s) + (tl_k + (tl_lane & 3)) * %d + (tl_warp %% %d) * %d + tl_n * 8 + (tl_lane >> 2);",
+               sb, ldb, y->wn, y->wtn);
+    lower_line(L, "    tl_fb[tl_n][0] = __float_as_uint(tl_q[0]);");
+    lower_line(L, "    tl_fb[tl_n][1] = __float_as_uint(tl_q[%d]);", 4 * ldb);
+    lower_line(L, "}");
+}
+
+/* f32 fragments rounded to tf32 (cvt.rna: to nearest, ties away from 0). */
+static void tf32_round(lw *L, const char *f, int n, int per)
+{
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_r = 0; tl_r < %d; ++tl_r)", n * per);
+    lower_line(L, "    asm(\"cvt.rna.tf32.f32 %%0, %%1;\" : \"=r\"(%s[tl_r / %d][tl_r %% %d]) : \"f\"(__uint_as_float(%s[tl_r / %d][tl_r %% %d])));",
+               f, per, per, f, per, per);
+}
+
 /* The tensor-core inner loop: acc += A @ B with A [M, K] at byte offset
  * `sa` (row stride lda halves), or in registers `ra`, and B [K, N] at
  * `sb` (row stride ldb; stored transposed, [N][K], when `bt`) in shared
@@ -94,9 +117,11 @@ static void mma_kloop(lw *L, val *acc, const val *ra, const char *sa, const char
 {
     const lay *y = &acc->ly;
     int mt = y->wtm / 16, nt8 = y->wtn / 8;
+    int tf = d == TILEC_DT_F32; /* tf32: k8 steps of 4-byte elements, same byte layout */
+    int es = tf ? 4 : 2, h = 16 / es;
     const char *kind = d == TILEC_DT_BF16 ? "bf16" : "f16";
     lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_k = 0; tl_k < %lld; tl_k += 16) {", (long long)K);
+    lower_line(L, "for (int tl_k = 0; tl_k < %lld; tl_k += %d) {", (long long)K, 2 * h);
     L->ind++;
     lower_line(L, "unsigned tl_fa[%d][4], tl_fb[%d][2];", mt, nt8);
     if (ra) {
@@ -104,22 +129,40 @@ static void mma_kloop(lw *L, val *acc, const val *ra, const char *sa, const char
     } else {
         lower_line(L, "#pragma unroll");
         lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", mt);
-        lower_line(L, "    tl_ldsm_x4(tl_fa[tl_m], tl_smem + %s + (((tl_warp / %d) * %d + tl_m * 16 + (tl_lane & 15)) * %d + tl_k + (tl_lane >> 4) * 8) * 2);",
-                   sa, y->wn, y->wtm, lda);
+        lower_line(L, "    tl_ldsm_x4(tl_fa[tl_m], tl_smem + %s + (((tl_warp / %d) * %d + tl_m * 16 + (tl_lane & 15)) * %d + tl_k + (tl_lane >> 4) * %d) * %d);",
+                   sa, y->wn, y->wtm, lda, h, es);
     }
-    lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_n = 0; tl_n < %d; tl_n += 2)", nt8);
-    if (bt) /* B^T [N][K] in shared memory: plain ldmatrix gives B's fragments */
-        lower_line(L, "    tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + %s + (((tl_warp %% %d) * %d + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * %d + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);",
-                   sb, y->wn, y->wtn, ldb);
-    else
+    if (bt) { /* B^T [N][K] in shared memory: plain ldmatrix gives B's fragments */
+        lower_line(L, "#pragma unroll");
+        lower_line(L, "for (int tl_n = 0; tl_n < %d; tl_n += 2)", nt8);
+        lower_line(L, "    tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + %s + (((tl_warp %% %d) * %d + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * %d + tl_k + ((tl_lane >> 3) & 1) * %d) * %d);",
+                   sb, y->wn, y->wtn, ldb, h, es);
+    } else if (tf) {
+        tf32_b_reads(L, y, sb, ldb);
+    } else {
+        lower_line(L, "#pragma unroll");
+        lower_line(L, "for (int tl_n = 0; tl_n < %d; tl_n += 2)", nt8);
         lower_line(L, "    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + %s + ((tl_k + (tl_lane & 15)) * %d + (tl_warp %% %d) * %d + tl_n * 8 + (tl_lane >> 4) * 8) * 2);",
                    sb, ldb, y->wn, y->wtn);
+    }
+    if (tf) {
+        tf32_round(L, "tl_fa", mt, 4);
+        tf32_round(L, "tl_fb", nt8, 2);
+    }
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", mt);
     lower_line(L, "    #pragma unroll");
     lower_line(L, "    for (int tl_n = 0; tl_n < %d; ++tl_n)", nt8);
-    lower_line(L, "        tl_mma_%s(%s + (tl_m * %d + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);", kind, acc->c, nt8);
+    if (tf) {
+        lower_line(L, "    {");
+        lower_line(L, "        float *tl_c = %s + (tl_m * %d + tl_n) * 4;", acc->c, nt8);
+        lower_line(L, "        asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%%0, %%1, %%2, %%3}, {%%4, %%5, %%6, %%7}, {%%8, %%9}, {%%0, %%1, %%2, %%3};\\n\"");
+        lower_line(L, "                     : \"+f\"(tl_c[0]), \"+f\"(tl_c[1]), \"+f\"(tl_c[2]), \"+f\"(tl_c[3])");
+        lower_line(L, "                     : \"r\"(tl_fa[tl_m][0]), \"r\"(tl_fa[tl_m][1]), \"r\"(tl_fa[tl_m][2]), \"r\"(tl_fa[tl_m][3]), \"r\"(tl_fb[tl_n][0]), \"r\"(tl_fb[tl_n][1]));");
+        lower_line(L, "    }");
+    } else {
+        lower_line(L, "        tl_mma_%s(%s + (tl_m * %d + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);", kind, acc->c, nt8);
+    }
     L->ind--;
     lower_line(L, "}");
 }
@@ -182,13 +225,14 @@ static int b_runs_along_k(lw *L, const tilec_expr *b, tilec_dtype d)
 static void dot_mma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, int64_t M, int64_t K, int64_t N)
 {
     tilec_dtype d = lower_ty(L, a)->dtype;
-    const val *ra = a_in_regs(L, a, acc);
+    int es = (int)tilec_dtype_size(d); /* 4: f32 operands on tf32 tensor cores */
+    const val *ra = es == 4 ? NULL : a_in_regs(L, a, acc);
     const val *rb = b->kind == TILEC_EX_NAME ? lower_lookup(L, b->name) : NULL;
     if (rb && rb->kind != VK_RING)
         rb = NULL;
-    int bt = rb ? rb->rbt : b_runs_along_k(L, b, d);
-    int lda = (int)K + 8, ldb = rb ? rb->rld : bt ? (int)K + 8 : (int)N + 8;
-    uint32_t sa = ra ? 0 : lower_alloc_smem(L, M * lda * 2), sb = rb ? 0 : lower_alloc_smem(L, (bt ? N : K) * ldb * 2);
+    int bt = rb ? rb->rbt : es == 2 && b_runs_along_k(L, b, d); /* tf32: B staged [K][N] */
+    int lda = (int)K + 16 / es, ldb = rb ? rb->rld : bt ? (int)K + 16 / es : (int)N + 8;
+    uint32_t sa = ra ? 0 : lower_alloc_smem(L, M * lda * es), sb = rb ? 0 : lower_alloc_smem(L, (bt ? N : K) * ldb * es);
     if (ra)
         lower_note(L, "  line %u: dot operand %s read from its mma registers", L->line, ra->c);
     if (rb)
@@ -199,6 +243,38 @@ static void dot_mma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
     mma_kloop(L, acc, ra, lower_fmt(L, "%u", sa), rb ? rb->c : lower_fmt(L, "%u", sb), bt, lda, ldb, K, d);
 }
 
+/* The B reads of step tl_k of the FMA loop into tl_rb: the thread's
+ * columns, in runs of y->run (one 16-byte read each when 4). */
+static void fma_b_reads(lw *L, const lay *y, int ldb)
+{
+    lower_line(L, "float tl_rb[%d];", y->tn);
+    lower_line(L, "#pragma unroll");
+    if (y->run == FMA_QUAD) {
+        lower_line(L, "for (int tl_n = 0; tl_n < %d; tl_n += 4)", y->tn);
+        lower_line(L, "    *(float4 *)&tl_rb[tl_n] = *(const float4 *)&tl_sb[tl_k * %d + (tl_n / 4) * %d];", ldb, 4 * y->tx);
+    } else {
+        lower_line(L, "for (int tl_n = 0; tl_n < %d; ++tl_n)", y->tn);
+        lower_line(L, "    tl_rb[tl_n] = tl_sb[tl_k * %d + (tl_n / %d) * %d + tl_n %% %d];", ldb, y->run, y->run * y->tx,
+                   y->run);
+    }
+}
+
+static void fma_update(lw *L, const val *acc, const char *ra)
+{
+    const lay *y = &acc->ly;
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", y->tm);
+    lower_line(L, "    #pragma unroll");
+    lower_line(L, "    for (int tl_n = 0; tl_n < %d; ++tl_n)", y->tn);
+    lower_line(L, "        %s[tl_m * %d + tl_n] = fmaf(%s, tl_rb[tl_n], %s[tl_m * %d + tl_n]);", acc->c, y->tn, ra, acc->c,
+               y->tn);
+}
+
+static void fma_b_base(lw *L, const lay *y, const char *sb)
+{
+    lower_line(L, "const float *tl_sb = (const float *)(tl_smem + %s) + (tl_tid %% %d) * %d;", sb, y->tx, y->run);
+}
+
 /* f32: A transposed in shared memory, each thread its TM x TN block. */
 static void dot_fma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, int64_t M, int64_t K, int64_t N)
 {
@@ -207,21 +283,41 @@ static void dot_fma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
     uint32_t sa = lower_alloc_smem(L, K * lda * 4), sb = lower_alloc_smem(L, K * ldb * 4);
     stage_operands(L, a, sa, lda, 1, b, sb, ldb, 0, TILEC_DT_F32);
     lower_line(L, "const float *tl_sa = (const float *)(tl_smem + %u) + (tl_tid / %d) * %d;", sa, y->tx, y->tm);
-    lower_line(L, "const float *tl_sb = (const float *)(tl_smem + %u) + (tl_tid %% %d) * %d;", sb, y->tx, y->tn);
+    fma_b_base(L, y, lower_fmt(L, "%u", sb));
     lower_line(L, "#pragma unroll 4");
     lower_line(L, "for (int tl_k = 0; tl_k < %lld; ++tl_k) {", (long long)K);
     L->ind++;
-    lower_line(L, "float tl_ra[%d], tl_rb[%d];", y->tm, y->tn);
+    lower_line(L, "float tl_ra[%d];", y->tm);
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m) tl_ra[tl_m] = tl_sa[tl_k * %d + tl_m];", y->tm, lda);
+    fma_b_reads(L, y, ldb);
+    fma_update(L, acc, "tl_ra[tl_m]");
+    L->ind--;
+    lower_line(L, "}");
+}
+
+/* Pipelined f32 (pipeline.c): A row-major in its ring, four k of a row in
+ * one 16-byte read, so a step of four k reads TM + 4 * TN / 4 vectors. */
+void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K)
+{
+    const lay *y = &acc->ly;
+    lower_line(L, "const float *tl_sa = (const float *)(tl_smem + %s) + (tl_tid / %d) * %d;", sa, y->tx, y->tm * lda);
+    fma_b_base(L, y, sb);
     lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_n = 0; tl_n < %d; ++tl_n) tl_rb[tl_n] = tl_sb[tl_k * %d + tl_n];", y->tn, ldb);
+    lower_line(L, "for (int tl_k4 = 0; tl_k4 < %lld; tl_k4 += 4) {", (long long)K);
+    L->ind++;
+    lower_line(L, "float4 tl_ra[%d];", y->tm);
     lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", y->tm);
-    lower_line(L, "    #pragma unroll");
-    lower_line(L, "    for (int tl_n = 0; tl_n < %d; ++tl_n)", y->tn);
-    lower_line(L, "        %s[tl_m * %d + tl_n] = fmaf(tl_ra[tl_m], tl_rb[tl_n], %s[tl_m * %d + tl_n]);", acc->c, y->tn,
-         acc->c, y->tn);
+    lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m) tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_m * %d + tl_k4];", y->tm,
+               lda);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {");
+    L->ind++;
+    lower_line(L, "const int tl_k = tl_k4 + tl_kk;");
+    fma_b_reads(L, y, ldb);
+    fma_update(L, acc, "((const float *)&tl_ra[tl_m])[tl_kk]");
+    L->ind--;
+    lower_line(L, "}");
     L->ind--;
     lower_line(L, "}");
 }

@@ -90,7 +90,10 @@ void lower_mma_grid(int64_t M, int64_t N, int wm, int wn, lay *y)
     y->run = 2;
 }
 
-/* A TM x TN register block per thread for [M, N] (f32 dot). */
+/* A TM x TN register block per thread for [M, N] (f32 dot). A thread's
+ * columns come in runs of 4 (FMA_QUAD), the runs tx * 4 columns apart:
+ * neighbouring threads read neighbouring 16 bytes of a B row, so each
+ * 16-byte shared-memory read of a warp is free of bank conflicts. */
 static int fma_layout(const lw *L, int64_t M, int64_t N, lay *y)
 {
     int best = -1;
@@ -119,7 +122,7 @@ static int fma_layout(const lw *L, int64_t M, int64_t N, lay *y)
     y->tn = (int)(N / y->tx);
     y->tm = (int)(M / y->ty);
     y->E = y->tm * y->tn;
-    y->run = y->tn;
+    y->run = y->tn < FMA_QUAD ? y->tn : FMA_QUAD;
     return 1;
 }
 
@@ -156,7 +159,8 @@ void lower_emit_index(lw *L, const lay *y, const char *j)
         lower_lin_index(L, y, j);
     } else {
         lower_line(L, "const int tl_i0 = (tl_tid / %d) * %d + %s / %d;", y->tx, y->tm, j, y->tn);
-        lower_line(L, "const int tl_i1 = (tl_tid %% %d) * %d + %s %% %d;", y->tx, y->tn, j, y->tn);
+        lower_line(L, "const int tl_i1 = ((%s %% %d) / %d) * %d + (tl_tid %% %d) * %d + %s %% %d;", j, y->tn, y->run,
+                   y->run * y->tx, y->tx, y->run, j, y->run);
     }
 }
 
@@ -194,10 +198,20 @@ void lower_loop_end(lw *L)
     lower_line(L, "}");
 }
 
+/* f32 dots go to tensor cores (tf32, m16n8k8) only under the kernel's
+ * `tf32` hint (docs/language.md: its precision contract), K a multiple of 8. */
+int lower_tf32(const lw *L, const tilec_type *at)
+{
+    return at->dtype == TILEC_DT_F32 && at->rank == 2 && at->dims[1] % 8 == 0 &&
+           tilec_kernel_hint(L->k, L->variant, "tf32", 0) > 0;
+}
+
 int lower_dot_layout(lw *L, const tilec_type *at, int64_t M, int64_t N, lay *y)
 {
-    if (at->dtype == TILEC_DT_F32)
+    if (at->dtype == TILEC_DT_F32 && !(lower_tf32(L, at) && mma_layout(L, M, N, y)))
         return fma_layout(L, M, N, y);
+    if (at->dtype == TILEC_DT_F32)
+        return 1;
     if (L->wg && lower_wg_layout(L, M, N, y)) /* the sm_90a twin: wgmma fragments */
         return 1;
     return mma_layout(L, M, N, y);

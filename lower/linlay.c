@@ -96,14 +96,14 @@ static void mma_bits(const lay *y, lbits *b)
 
 static void fma_bits(const lay *y, lbits *b)
 {
-    int cb = lg(y->dims[1]), tn = lg(y->tn), tm = lg(y->tm), tx = lg(y->tx), ty = lg(y->ty);
+    int cb = lg(y->dims[1]), tn = lg(y->tn), tm = lg(y->tm), tx = lg(y->tx), ty = lg(y->ty), q = lg(y->run);
     b->nreg = tn + tm;
-    for (int i = 0; i < tn; i++)
-        b->reg[i] = (signed char)i;
+    for (int i = 0; i < tn; i++) /* runs of y->run columns, tx runs apart */
+        b->reg[i] = (signed char)(i < q ? i : i + tx);
     for (int i = 0; i < tm; i++)
         b->reg[tn + i] = (signed char)(cb + i);
     for (int i = 0; i < tx; i++)
-        *thread_bit(b, i) = (signed char)(tn + i);
+        *thread_bit(b, i) = (signed char)(q + i);
     for (int i = 0; i < ty; i++)
         *thread_bit(b, tx + i) = (signed char)(cb + tm + i);
 }

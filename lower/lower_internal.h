@@ -19,6 +19,7 @@
 #pragma GCC visibility push(hidden)
 
 enum { SMEM_LIMIT = 227 * 1024 }; /* opt-in shared memory per block on sm_90 */
+enum { FMA_QUAD = 4 };          /* columns of one f32 register run (16 bytes) in the FMA layout */
 
 /* ---- layouts and values (layout.c, state.c) ---- */
 
@@ -199,6 +200,8 @@ extern const char *const lower_idx[TILEC_MAX_RANK]; /* "tl_i0", "tl_i1", ... */
 lay lower_canon(const lw *L, const tilec_type *t);
 /* The mma layout of [M, N] on a wm x wn warp grid. */
 void lower_mma_grid(int64_t M, int64_t N, int wm, int wn, lay *y);
+/* 1 when an f32 dot with A of type at runs on tf32 tensor cores (the `tf32` hint). */
+int lower_tf32(const lw *L, const tilec_type *at);
 /* The accumulator layout of a dot of a [M, K] of type at; 0: none fits. */
 int lower_dot_layout(lw *L, const tilec_type *at, int64_t M, int64_t N, lay *y);
 void lower_emit_index(lw *L, const lay *y, const char *j);
@@ -278,6 +281,10 @@ int lower_is_scan(const tilec_expr *e);
 void lower_emit_scan(lw *L, const tilec_expr *e, val *v);
 void lower_emit_dot_into(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc);
 void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, tilec_dtype d);
+/* The f32 FMA loop: acc (FMA layout) += A [M][K] at byte offset sa (row
+ * stride lda) @ B [K][N] at sb (row stride ldb), both row-major in shared
+ * memory; K a multiple of 4. */
+void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K);
 
 /* ---- stmt.c, pipeline.c: statements and loops ---- */
 
@@ -301,6 +308,7 @@ void lower_bind_loop_scope(lw *L, const tilec_stmt *loop);
 /* cp.async copies of load e into shared memory at byte offset dst (a C
  * expression), rows of ld elements; trans: stored [C][R] (memory
  * contiguous along axis 0). */
+int lower_chunk_vec(lw *L, const tilec_expr *e); /* elements of one 16-byte chunk */
 int lower_chunk_count(lw *L, const tilec_expr *e);
 void lower_chunk_open(lw *L, const tilec_expr *e, int trans);
 const char *lower_hoist_ref(lw *L, const tilec_expr *e, const char *const *idx);

@@ -2,8 +2,9 @@
  *
  * for k in lo .. hi step s { let (virtual index tiles); let a = load(...);
  * let b = load(...); acc = acc + dot(a, b); } with stages > 1 and acc in
- * tensor-core fragments: the loads become cp.async copies straight into a
- * ring of `stages` shared-memory buffers, issued stages-1 iterations ahead. */
+ * tensor-core fragments (f16/bf16) or FMA register blocks (f32): the loads
+ * become cp.async copies straight into a ring of `stages` shared-memory
+ * buffers, issued stages-1 iterations ahead. */
 #include <string.h>
 
 #include "lower/lower_internal.h"
@@ -34,6 +35,14 @@ static int uses(const tilec_expr *e, const char *name)
     return n;
 }
 
+/* An f32 dot on FMA registers: both operands f32 (no conversion on the
+ * way to shared memory), K a multiple of the four k one A read covers. */
+static int fma_ok(lw *L, const val *acc, const tilec_expr *d)
+{
+    const tilec_type *at = lower_ty(L, d->args[0]), *bt = lower_ty(L, d->args[1]);
+    return acc->ly.kind == LY_FMA && at->dtype == TILEC_DT_F32 && bt->dtype == TILEC_DT_F32 && at->dims[1] % 4 == 0;
+}
+
 static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp)
 {
     memset(pp, 0, sizeof *pp);
@@ -60,7 +69,7 @@ static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp)
         return 0;
     pp->acc = lower_lookup(L, pp->update->names[0]);
     const tilec_expr *d = lower_dot_update(pp->update);
-    if (!pp->acc || pp->acc->kind != VK_MAT || pp->acc->ly.kind != LY_MMA)
+    if (!pp->acc || pp->acc->kind != VK_MAT || (pp->acc->ly.kind != LY_MMA && !fma_ok(L, pp->acc, d)))
         return 0;
     for (int i = 0; i < 2; i++) {
         const tilec_expr *ld = find_load_let(b, d->args[i]);
@@ -68,7 +77,8 @@ static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp)
             return 0;
         pp->load[i] = ld;
         const tilec_type *t = lower_ty(L, ld);
-        if (t->rank != 2 || t->dims[1] % 8 || (t->dims[0] * t->dims[1] / 8) % L->nt)
+        int vec = 16 / (int)tilec_dtype_size(t->dtype);
+        if (t->rank != 2 || t->dims[1] % vec || (t->dims[0] * t->dims[1] / vec) % L->nt)
             return 0;
         /* the loaded tile is read by the dot only */
         if (d->args[i]->kind == TILEC_EX_NAME) {
@@ -124,10 +134,12 @@ int lower_pipeline_plan(lw *L, const tilec_stmt *loop, pipe_plan *pp)
  * `trans` (memory contiguous along axis 0), as [C][R] with row stride ld.
  * 16-byte chunks run along the contiguous axis. */
 /* How many 16-byte chunks of load e ([R, C]) each thread copies. */
+int lower_chunk_vec(lw *L, const tilec_expr *e) { return 16 / (int)tilec_dtype_size(lower_ty(L, e)->dtype); }
+
 int lower_chunk_count(lw *L, const tilec_expr *e)
 {
     const tilec_type *t = lower_ty(L, e);
-    return (int)((t->dims[0] * t->dims[1] / 8 + L->nt - 1) / L->nt);
+    return (int)((t->dims[0] * t->dims[1] / lower_chunk_vec(L, e) + L->nt - 1) / L->nt);
 }
 
 /* Open the loop over this thread's chunks of load e: tl_q, its first
@@ -136,13 +148,13 @@ void lower_chunk_open(lw *L, const tilec_expr *e, int trans)
 {
     const tilec_type *t = lower_ty(L, e);
     int64_t R = t->dims[0], C = t->dims[1], run = trans ? R : C;
-    int chunks = (int)(R * C / 8), per = lower_chunk_count(L, e);
+    int vec = lower_chunk_vec(L, e), chunks = (int)(R * C / vec), per = lower_chunk_count(L, e);
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q) {", per);
     L->ind++;
-    lower_line(L, "const int tl_l = (tl_q * %d + tl_tid) * 8;", L->nt);
+    lower_line(L, "const int tl_l = (tl_q * %d + tl_tid) * %d;", L->nt, vec);
     if (per * L->nt != chunks)
-        lower_line(L, "if (tl_l >= %d) break;", chunks * 8);
+        lower_line(L, "if (tl_l >= %d) break;", chunks * vec);
     if (trans)
         lower_line(L, "const int tl_i1 = tl_l / %lld, tl_i0 = tl_l %% %lld;", (long long)run, (long long)run);
     else
@@ -153,6 +165,7 @@ void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, 
 {
     const tilec_type *t = lower_ty(L, e);
     const tilec_expr *mask = e->nargs > 1 ? e->args[1] : NULL;
+    int vec = lower_chunk_vec(L, e);
     lower_chunk_open(L, e, trans);
     const char *sub[TILEC_MAX_RANK];
     lower_map_bcast(lower_ty(L, e->args[0]), 2, lower_idx, sub);
@@ -165,7 +178,7 @@ void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, 
     sb_init(&any);
     int mono = mask && lower_monotone_mask(L, mask, trans ? 0 : 1);
     const char *mq[8];
-    for (int q = 0; q < 8; q++) {
+    for (int q = 0; q < vec; q++) {
         if (!mask)
             break;
         const char *qi = q ? lower_fmt(L, "(%s + %d)", trans ? "tl_i0" : "tl_i1", q) : (trans ? "tl_i0" : "tl_i1");
@@ -173,15 +186,15 @@ void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, 
         lower_map_bcast(lower_ty(L, mask), 2, qidx, sub);
         /* what only the slow path reads is not worth a register (hoist.c) */
         int keep = L->hoist ? L->hoist->collect : 0;
-        if (L->hoist && mono && q != 0 && q != 7)
+        if (L->hoist && mono && q != 0 && q != vec - 1)
             L->hoist->collect = 0;
         mq[q] = lower_walk(L, mask, sub, 0, NULL, EMIT);
         if (L->hoist)
             L->hoist->collect = keep;
         /* a monotone mask needs its ends to decide; the rest only on the slow path */
-        if (!mono || q == 0 || q == 7)
+        if (!mono || q == 0 || q == vec - 1)
             lower_line(L, "const bool tl_m%d = %s;", q, mq[q]);
-        if (!mono || q == 7)
+        if (!mono || q == vec - 1)
             sb_printf(&all, "%stl_m%d", all.n ? " && " : "", q);
         if (!mono || q == 0)
             sb_printf(&any, "%stl_m%d", any.n ? " || " : "", q);
@@ -193,14 +206,14 @@ void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, 
         lower_line(L, "} else if (!(%s)) {", sb_str(&any));
         lower_line(L, "    tl_cp16(tl_d, tl_p, 0); /* zero fill */");
         lower_line(L, "} else {");
-        for (int q = 0; q < 8; q++)
-            if (!mono || q == 0 || q == 7)
+        for (int q = 0; q < vec; q++)
+            if (!mono || q == 0 || q == vec - 1)
                 lower_line(L, "    tl_d[%d] = tl_m%d ? tl_p[%d] : %s;", q, q, q, lower_st_elem(L, "0.0f", t->dtype));
             else
                 lower_line(L, "    tl_d[%d] = (%s) ? tl_p[%d] : %s;", q, mq[q], q, lower_st_elem(L, "0.0f", t->dtype));
     } else {
         lower_line(L, "} else {");
-        for (int q = 0; q < 8; q++)
+        for (int q = 0; q < vec; q++)
             lower_line(L, "    tl_d[%d] = tl_p[%d];", q, q);
     }
     lower_line(L, "}");
@@ -215,7 +228,7 @@ typedef struct ring {
     int S;
     uint32_t sa, sb;        /* byte offsets of the rings */
     int64_t abytes, bbytes; /* bytes of one tile */
-    int lda, ldb;           /* row strides in elements, padded by 8 */
+    int lda, ldb;           /* row strides in elements, padded by 16 bytes */
     int64_t K;
 } ring;
 
@@ -293,8 +306,12 @@ static void steady(lw *L, const pipe_plan *pp, const ring *r, const char *v, til
     lower_cp_advance(L, S, v, issue_copies, ctx);
     lower_comment_loc(L, &pp->update->loc);
     lower_line(L, "const int tl_cs = tl_it %% %d;", S);
-    lower_emit_mma_kloop(L, pp->acc, lower_fmt(L, "(%u + tl_cs * %lld)", r->sa, (long long)r->abytes),
-                         lower_fmt(L, "(%u + tl_cs * %lld)", r->sb, (long long)r->bbytes), r->lda, r->ldb, r->K, d);
+    const char *sa = lower_fmt(L, "(%u + tl_cs * %lld)", r->sa, (long long)r->abytes);
+    const char *sb = lower_fmt(L, "(%u + tl_cs * %lld)", r->sb, (long long)r->bbytes);
+    if (pp->acc->ly.kind == LY_FMA)
+        lower_emit_fma_kloop(L, pp->acc, sa, sb, r->lda, r->ldb, r->K);
+    else
+        lower_emit_mma_kloop(L, pp->acc, sa, sb, r->lda, r->ldb, r->K, d);
     L->ind--;
     lower_line(L, "}");
 }
@@ -303,9 +320,11 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
 {
     const tilec_type *at = lower_ty(L, pp->load[0]), *bt = lower_ty(L, pp->load[1]);
     int64_t M = at->dims[0], K = at->dims[1], N = bt->dims[1];
-    ring r = {.S = (int)tilec_kernel_hint(L->k, L->variant, "stages", 1), .lda = (int)K + 8, .ldb = (int)N + 8, .K = K};
-    r.abytes = M * r.lda * 2;
-    r.bbytes = K * r.ldb * 2;
+    int es = (int)tilec_dtype_size(at->dtype), pad = 16 / es;
+    int bpad = pp->acc->ly.kind == LY_MMA && es == 4 ? 8 : pad; /* tf32: B read by words, four k rows apart */
+    ring r = {.S = (int)tilec_kernel_hint(L->k, L->variant, "stages", 1), .lda = (int)K + pad, .ldb = (int)N + bpad, .K = K};
+    r.abytes = M * r.lda * es;
+    r.bbytes = K * r.ldb * es;
     r.sa = lower_alloc_smem(L, r.abytes * r.S);
     r.sb = lower_alloc_smem(L, r.bbytes * r.S);
     const char *v = lower_cname(L, loop->names[0]);

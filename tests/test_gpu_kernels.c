@@ -340,6 +340,8 @@ static void check_matmul(const char *file, const char *kernel, int half, double 
 
 Test(gpu, matmul_f16, .timeout = 300) { check_matmul("examples/matmul.tile", "matmul", 1, 1e-2); }
 Test(gpu, matmul_f32, .timeout = 300) { check_matmul("examples/matmul_f32.tile", "matmul_f32", 0, 1e-3); }
+/* the tf32 hint: operands rounded to 10-bit mantissas (relative error about 2^-11 each) */
+Test(gpu, matmul_tf32, .timeout = 300) { check_matmul("examples/matmul_tf32.tile", "matmul_tf32", 0, 2e-3); }
 
 Test(gpu, block_kernels)
 {

@@ -3,7 +3,8 @@
  * metadata the runtime builds its maps from; that an sm_90 compile of the
  * same source has no twin; and, when cuobjdump is at hand, that the sm_90a
  * twin's SASS holds the Hopper instructions (HGMMA, UTMALDG) with no local
- * memory. NVRTC needs no GPU. */
+ * memory, and that the f32 matmul (no twin) runs a cp.async ring into FFMA
+ * register blocks. NVRTC needs no GPU. */
 #define _DEFAULT_SOURCE 1
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -227,11 +228,13 @@ static const char *cuobjdump(void)
     return NULL;
 }
 
-/* The SASS (or resource usage, with -res-usage) of variant v for arch. */
-static char *disassemble(const char *tool, const char *opt, const char *kernel, int v, const char *arch)
+/* The SASS (or resource usage, with -res-usage) of variant v of a kernel
+ * of `file` for arch. */
+static char *disassemble_file(const char *tool, const char *opt, const char *path, const char *kernel, int v,
+                              const char *arch)
 {
     tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse(ctx, GEMM);
+    tilec_module *m = parse(ctx, path);
     tilec_kernel_code code;
     void *cubin = NULL;
     size_t size = 0;
@@ -252,6 +255,11 @@ static char *disassemble(const char *tool, const char *opt, const char *kernel, 
     tilec_module_free(m);
     tilec_ctx_free(ctx);
     return out;
+}
+
+static char *disassemble(const char *tool, const char *opt, const char *kernel, int v, const char *arch)
+{
+    return disassemble_file(tool, opt, GEMM, kernel, v, arch);
 }
 
 Test(wgmma, sass_has_hgmma_and_utmaldg, .timeout = 120)
@@ -280,5 +288,35 @@ Test(wgmma, sass_has_hgmma_and_utmaldg, .timeout = 120)
     sass = disassemble(tool, "-sass", "matmul_f16", 3, "sm_90");
     cr_expect(!strstr(sass, "_tma"), "an sm_90 compile has no twin");
     cr_expect(strstr(sass, "HMMA"), "the variant itself stays on mma.sync");
+    free(sass);
+}
+
+/* f32 has no twin: its dot loop is a cp.async ring (LDGSTS) read by
+ * 16-byte shared loads (LDS.128) into FFMA register blocks, no spills. */
+Test(wgmma, sass_f32_fma_ring, .timeout = 120)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    char *sass = disassemble_file(tool, "-sass", "examples/matmul_f32.tile", "matmul_f32", 1, "sm_90a");
+    cr_expect(!strstr(sass, "_tma"), "no twin for f32");
+    cr_expect(strstr(sass, "LDGSTS.E.BYPASS.128"), "operands copied by cp.async, 16 bytes each");
+    cr_expect(strstr(sass, "LDS.128"), "16-byte shared-memory reads");
+    cr_expect(strstr(sass, "FFMA"), "FMA register blocks");
+    cr_expect(!strstr(sass, "LDL") && !strstr(sass, "STL"), "no local memory");
+    free(sass);
+}
+
+/* The tf32 hint puts the same f32 dot on tensor cores: HMMA.1688 on tf32,
+ * the operands rounded (cvt.rna.tf32) on the way, no local memory. */
+Test(wgmma, sass_tf32_hint, .timeout = 120)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    char *sass = disassemble_file(tool, "-sass", "examples/matmul_tf32.tile", "matmul_tf32", 1, "sm_90a");
+    cr_expect(strstr(sass, "HMMA.1688.F32.TF32"), "tf32 tensor cores");
+    cr_expect(!strstr(sass, "FFMA"), "no FMA dot");
+    cr_expect(!strstr(sass, "LDL") && !strstr(sass, "STL"), "no local memory");
     free(sass);
 }

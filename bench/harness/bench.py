@@ -51,6 +51,7 @@ import tilec  # noqa: E402
 DEV = "cuda"
 TF_PEAK_F16 = 989.4  # dense f16/bf16 tensor-core TFLOP/s, H100 SXM datasheet
 TF_PEAK_F32 = 66.9   # dense f32 (no tensor cores) TFLOP/s, H100 SXM datasheet
+TF_PEAK_TF32 = 494.7  # dense tf32 tensor-core TFLOP/s, H100 SXM datasheet
 
 
 # ---- the method ---------------------------------------------------------
@@ -299,23 +300,31 @@ def w_layernorm(r, c, rows_kernel=False):
 
 
 def w_matmul(m, n, k, dtype):
-    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[dtype]
-    es = 2 if dtype != "f32" else 4
-    if dtype == "f32":
-        tile, kern = "examples/matmul_f32.tile", "matmul_f32"
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "tf32": torch.float32}[dtype]
+    es = 4 if dtype in ("f32", "tf32") else 2
+    if dtype in ("f32", "tf32"):  # tf32: f32 tensors, the kernel's `tf32` hint; cuBLAS with allow_tf32
+        tile, kern = f"examples/matmul_{dtype}.tile", f"matmul_{dtype}"
     else:
         tile, kern = "bench/harness/gemm.tile", f"matmul_{dtype}"
 
     def make():
         return {"a": randn(m, k, dtype=dt), "b": randn(k, n, dtype=dt), "c": torch.empty(m, n, device=DEV, dtype=dt)}
     shape = f"{m}" if m == n == k else f"{m}x{n}x{k}"
-    tol = {"f16": 2e-3, "bf16": 1e-2, "f32": 1e-5}[dtype]
+    tol = {"f16": 2e-3, "bf16": 1e-2, "f32": 1e-5, "tf32": 2e-3}[dtype]
+
+    def eager(t):
+        old = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+        try:
+            return torch.matmul(t["a"], t["b"])
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old
+    peak = {"f32": TF_PEAK_F32, "tf32": TF_PEAK_TF32}.get(dtype, TF_PEAK_F16)
     return Workload(
         f"matmul {dtype} {shape}", "matmul", tile, kern, make,
         lambda t: ([t["a"], t["b"], t["c"], m, n, k], "c"),
-        lambda t: torch.matmul(t["a"], t["b"]),
-        lambda t: t["a"].double() @ t["b"].double(), es * (m * k + k * n + m * n), 2.0 * m * n * k, tol=tol,
-        eager_is="cuBLAS (torch.matmul)", peak=TF_PEAK_F32 if dtype == "f32" else TF_PEAK_F16)
+        eager, lambda t: t["a"].double() @ t["b"].double(), es * (m * k + k * n + m * n), 2.0 * m * n * k, tol=tol,
+        eager_is="cuBLAS (torch.matmul, allow_tf32)" if dtype == "tf32" else "cuBLAS (torch.matmul)", peak=peak)
 
 
 def w_matmul_gelu(m, n, k):
@@ -384,6 +393,7 @@ def workloads():
             w.append(w_matmul(s, s, s, dt))
         w.append(w_matmul(16, 8192, 8192, dt))
     w.append(w_matmul(4096, 4096, 4096, "f32"))
+    w.append(w_matmul(4096, 4096, 4096, "tf32"))
     w.append(w_matmul_gelu(4096, 4096, 4096))
     w.append(w_bmm(16, 1024, 1024, 1024))
     for d, h in ((64, 16), (128, 8)):
