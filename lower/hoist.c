@@ -228,9 +228,21 @@ static void hoist_emit(lw *L, lower_hoist *h, int i, const tilec_expr *ld)
     lower_line(L, "}");
 }
 
+/* Past this many chunks a thread copies per step (all loads together) the
+ * kept bases and masks cost more registers than the loop can spare: the
+ * tf32 128x256 ring (12 chunks) spilled with them. */
+enum { HOIST_MAX_CHUNKS = 8 };
+
 void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr *const *loads, int n)
 {
     memset(h, 0, sizeof *h);
+    int chunks = 0;
+    for (int i = 0; i < n; i++)
+        chunks += lower_chunk_count(L, loads[i]);
+    if (chunks > HOIST_MAX_CHUNKS) {
+        L->hoist = NULL; /* addresses and masks computed in the loop, as before */
+        return;
+    }
     h->var = var;
     L->hoist = h;
     for (int i = 0; i < n; i++)

@@ -227,27 +227,6 @@ extern "C" __global__ void __launch_bounds__(256) matmul_tf32_v1(float *v_a, flo
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
-        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-        const float * tl_h0[4];
-        bool tl_h1[4];
-        #pragma unroll
-        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-            const int tl_l = (tl_q * 256 + tl_tid) * 4;
-            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-            tl_h0[tl_q] = v_a + (0LL + (long long)(tl_i1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
-            tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
-        }
-        const float * tl_h2[8];
-        bool tl_h3[8];
-        bool tl_h4[8];
-        #pragma unroll
-        for (int tl_q = 0; tl_q < 8; ++tl_q) {
-            const int tl_l = (tl_q * 256 + tl_tid) * 4;
-            const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
-            tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
-            tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
-            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N);
-        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_k = tl_lo + tl_s * tl_st;
@@ -256,18 +235,18 @@ extern "C" __global__ void __launch_bounds__(256) matmul_tf32_v1(float *v_a, flo
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 4;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                    const float *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
+                    const float *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                     float *tl_d = (float *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 36 + tl_i1;
-                    const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                    const bool tl_m3 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
+                    const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
+                    const bool tl_m3 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K));
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                        tl_d[1] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
-                        tl_d[2] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
+                        tl_d[1] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
+                        tl_d[2] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
                         tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
                     }
                 }
@@ -275,10 +254,10 @@ extern "C" __global__ void __launch_bounds__(256) matmul_tf32_v1(float *v_a, flo
                 for (int tl_q = 0; tl_q < 8; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 4;
                     const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
-                    const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
+                    const float *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                     float *tl_d = (float *)(tl_smem + 55296 + tl_s * 33792) + tl_i0 * 264 + tl_i1;
-                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
-                    const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
+                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+                    const bool tl_m3 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N));
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -307,18 +286,18 @@ extern "C" __global__ void __launch_bounds__(256) matmul_tf32_v1(float *v_a, flo
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 4;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const float *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
+                        const float *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                         float *tl_d = (float *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 36 + tl_i1;
-                        const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                        const bool tl_m3 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
+                        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
+                        const bool tl_m3 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K));
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                            tl_d[1] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
-                            tl_d[2] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
+                            tl_d[1] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
+                            tl_d[2] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
                             tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
                         }
                     }
@@ -326,10 +305,10 @@ extern "C" __global__ void __launch_bounds__(256) matmul_tf32_v1(float *v_a, flo
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 4;
                         const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
-                        const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
+                        const float *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                         float *tl_d = (float *)(tl_smem + 55296 + tl_ns * 33792) + tl_i0 * 264 + tl_i1;
-                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
-                        const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
+                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+                        const bool tl_m3 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N));
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
