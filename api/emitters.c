@@ -3,11 +3,13 @@
  * built-in emitters (ir, c, py), and tilec_module_emit, which hands the
  * registry and the API's compile step (for --aot) to the emit driver. */
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "dsl/diag.h"
 #include "emit_c/emit_c.h"
 #include "emit_py/emit_py.h"
 #include "tilec/aot.h"
+#include "tilec/lower.h"
 #include "tilec/program.h"
 #include "wrapper_ir/emit.h"
 #include "wrapper_ir/registry.h"
@@ -87,12 +89,44 @@ static int pass_on(void *user, const tilec_aot_kernel *a)
     return w.k ? p->fn(p->user, &w) : -1;
 }
 
+/* No build options: every variant compiled in the caller, one after
+ * another, with no cache (no threads, workers or forks started behind a
+ * library call that did not ask for them). */
+static tilec_status compile_here(tilec_ctx *ctx, const tilec_module *m, const char *arch, wir_compiled_fn fn,
+                                 void *user)
+{
+    for (size_t i = 0; i < tilec_module_kernel_count(m); i++) {
+        const tilec_kernel *k = tilec_module_kernel(m, i);
+        uint32_t nv = tilec_kernel_variant_count(k);
+        for (uint32_t v = 0; v < nv; v++) {
+            tilec_kernel_code code = {0};
+            void *cubin = NULL;
+            size_t size = 0;
+            tilec_status st = tilec_compile_kernel(ctx, m, k, (int)v, arch, &code, &cubin, &size);
+            tilec_rt_param_kind kinds[64];
+            int launchable = st == TILEC_OK && code.nparams <= 64;
+            for (uint32_t a = 0; launchable && a < code.nparams; a++)
+                launchable = tilec_rt_param_kind_of(code.params[a], &kinds[a]) == 0;
+            wir_compiled w = {k, (int)v, nv, code.name, cubin, size, code.threads, code.smem_bytes, code.nparams,
+                              launchable ? kinds : NULL};
+            int stop = st == TILEC_OK && fn(user, &w);
+            free(cubin);
+            tilec_kernel_code_free(&code);
+            if (st != TILEC_OK)
+                return st;
+            if (stop)
+                return TILEC_ERR_INPUT; /* the emitter said why */
+        }
+    }
+    return TILEC_OK;
+}
+
 static tilec_status compile_module(tilec_ctx *ctx, const tilec_module *m, const char *arch, const void *build,
                                    wir_compiled_fn fn, void *user)
 {
-    tilec_build_options o = {0};
-    if (build)
-        o = *(const tilec_build_options *)build;
+    if (!build)
+        return compile_here(ctx, m, arch, fn, user);
+    tilec_build_options o = *(const tilec_build_options *)build;
     o.arch = arch;
     aot_pass p = {m, fn, user};
     tilec_status st = tilec_program_compile(ctx, m, &o, pass_on, &p, NULL);

@@ -89,8 +89,9 @@ typedef struct tilec_emit_options {
     /* How the C emitter's "aot" option compiles the module's kernels, as
      * tilec_program_compile does (tilec/program.h: its threads, cache,
      * workers and progress; the option names the arch): every variant at
-     * once on the pool, through the kernel cache. NULL: on the pool with
-     * the default threads, without a cache. */
+     * once on the pool, through the kernel cache. NULL: in the caller, one
+     * variant after another, without a cache (no threads, worker processes
+     * or forks). */
     const struct tilec_build_options *build;
 } tilec_emit_options;
 
