@@ -137,14 +137,8 @@ static char *ident(words *w)
 {
     const char *s;
     size_t n;
-    if (!word(w, &s, &n) || n > TILEC_MAX_IDENT + 32)
+    if (!word(w, &s, &n) || n > TILEC_MAX_IDENT + 32 || !tilec_bundle_name_ok(s, n))
         return NULL;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        int alpha = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_';
-        if (!alpha && !(i > 0 && ch >= '0' && ch <= '9'))
-            return NULL;
-    }
     char *r = malloc(n + 1);
     if (r) {
         memcpy(r, s, n);

@@ -122,13 +122,12 @@ int cli_emit_cubins(tilec_ctx *ctx, const cli_opts *o, tilec_module **mods)
 {
     cli_build b;
     cli_build_begin(o, o->arch, &b);
-    const tilec_build_options bo = b.o;
     cubin_out co = {o, NULL, 0, 0};
     int status = 0;
     for (int i = 0; i < o->nfiles && !status; i++) {
         tilec_program_stats st;
         co.m = mods[i];
-        tilec_status r = tilec_program_compile(ctx, mods[i], &bo, cubin_one, &co, &st);
+        tilec_status r = tilec_program_compile(ctx, mods[i], &b.o, cubin_one, &co, &st);
         cli_flush_diags(ctx);
         if (r == TILEC_OK && !co.ready) /* a module without kernels: the directory still */
             r = cli_make_dir(o->out, &co.made) ? TILEC_ERR_IO : TILEC_OK;

@@ -47,7 +47,7 @@ static uint32_t get32(const uint8_t *p)
 
 static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
 
-static int is_ident(const char *s, size_t n)
+int tilec_bundle_name_ok(const char *s, size_t n)
 {
     if (n == 0)
         return 0;
@@ -205,7 +205,7 @@ tilec_rt_status tilec_bundle_serialize(const tilec_bundle *b, const char *key, v
         if (!k->name || !k->image || k->size == 0 || k->size > TILEC_BUNDLE_MAX_SIZE)
             return TILEC_RT_INVALID_ARG;
         size_t nl = strnlen(k->name, TILEC_BUNDLE_MAX_NAME + 1);
-        if (nl > TILEC_BUNDLE_MAX_NAME || !is_ident(k->name, nl) || !meta_ok(k->threads, k->nparams, &what))
+        if (nl > TILEC_BUNDLE_MAX_NAME || !tilec_bundle_name_ok(k->name, nl) || !meta_ok(k->threads, k->nparams, &what))
             return TILEC_RT_INVALID_ARG;
         for (uint32_t j = 0; j < k->nparams; j++)
             if ((unsigned)k->kinds[j] >= TILEC_RT_PARAM_KIND_COUNT)
@@ -298,7 +298,7 @@ static tilec_rt_status read_kernel(reader *r, uint32_t i, krec *k, char *why, si
         return BAD("kernel %u: a name of %u bytes (1 to %u allowed)", i, k->name_len, TILEC_BUNDLE_MAX_NAME);
     if (!take(r, k->name_len, &k->name))
         return BAD("kernel %u: a name of %u bytes runs past the end", i, k->name_len);
-    if (!is_ident((const char *)k->name, k->name_len))
+    if (!tilec_bundle_name_ok((const char *)k->name, k->name_len))
         return BAD("kernel %u: its name is not a C identifier", i);
     if (!take(r, 12, &at))
         return BAD("kernel %u: truncated in its launch metadata", i);

@@ -84,6 +84,10 @@ tilec_rt_status tilec_bundle_serialize(const tilec_bundle *b, const char *key, v
 tilec_rt_status tilec_bundle_parse(const void *buf, size_t len, const char *key, tilec_bundle **out, char *why,
                                    size_t why_size);
 
+/* Whether s[0..n) is a C identifier (what a kernel name in a bundle must
+ * be; the length bound is the caller's). */
+int tilec_bundle_name_ok(const char *s, size_t n);
+
 /* The checksum of the format: XXH64 with seed 0 (libxxhash, the reference xxHash
  * algorithm), over the header's first 56 bytes and over the payload.
  * Exposed so that tests can forge headers that pass it. */
