@@ -107,7 +107,15 @@ static tilec_status compile_here(tilec_ctx *ctx, const tilec_module *m, const ch
             int launchable = st == TILEC_OK && code.nparams <= 64;
             for (uint32_t a = 0; launchable && a < code.nparams; a++)
                 launchable = tilec_rt_param_kind_of(code.params[a], &kinds[a]) == 0;
-            wir_compiled w = {k, (int)v, nv, code.name, cubin, size, code.threads, code.smem_bytes, code.nparams,
+            wir_compiled w = {k,
+                              (int)v,
+                              nv,
+                              code.name,
+                              cubin,
+                              size,
+                              code.threads,
+                              code.smem_bytes,
+                              code.nparams,
                               launchable ? kinds : NULL};
             int stop = st == TILEC_OK && fn(user, &w);
             free(cubin);
