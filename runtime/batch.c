@@ -1,8 +1,12 @@
 /* batch.c: many NVRTC compiles at once (batch.h). NVRTC serializes the
  * compiles of one process, so several at once need processes: worker
- * processes when the tilec executable is found, else a fork per compile.
- * Under the compile limits one thread compiles on one worker (else a fork
- * per compile); without them, in the caller, for debugging. */
+ * processes (`tilec --compile-worker`) when the tilec executable is found.
+ * Without one, the compiles run one after another on a single pool thread
+ * (a forked child per compile under the compile limits, so that the limits
+ * hold): this process never forks while several of its threads compile,
+ * since a child forked then can inherit a lock another thread held (seen as
+ * a hang under ASan) and compiles several times slower than a fresh worker.
+ * With no limits and nothing to run in parallel, in the caller. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +46,8 @@ int rt_compile_batch(rt_compile_job *jobs, uint32_t n, const char *arch, int thr
     tilec_pool_get_stats(pool, &ps);
     /* a compile with a time or memory limit runs in a child that a
      * watchdog can stop, even for one kernel or one thread: on worker
-     * processes (one for one thread), else a fork per compile */
+     * processes (one for one thread), else a fork per compile from the
+     * one compiling thread */
     rt_compile_limits lim;
     rt_compile_limits_get(&lim);
     int limited = rt_compile_limits_on(&lim);
@@ -51,22 +56,20 @@ int rt_compile_batch(rt_compile_job *jobs, uint32_t n, const char *arch, int thr
     if (!given && (parallel || limited))
         own = tilec_compile_workers_new(parallel ? (unsigned)ps.threads : 1);
     tilec_compile_workers *workers = parallel || limited ? (given ? given : own) : NULL;
+    if (!workers && ps.threads > 1) {
+        /* no worker process: one compile at a time, never a fork beside
+         * another compiling thread */
+        tilec_pool_free(pool);
+        pool = NULL;
+        if (tilec_pool_new(1, &pool) != 0)
+            return RT_BATCH_NO_POOL;
+    }
     for (uint32_t i = 0; i < n; i++) {
         jobs[i].arch = arch;
         jobs[i].workers = workers;
-        jobs[i].isolate = !workers && (parallel || limited);
+        jobs[i].isolate = !workers && limited;
     }
-    /* forked children inherit NVRTC's state: initialize it here first
-     * (unless every compile must run under the limits) */
-    uint32_t first = 0;
-    if (n > 1 && jobs[0].isolate && !limited) {
-        jobs[0].isolate = 0;
-        char *err = NULL;
-        compile_task(&jobs[0], &err);
-        free(err);
-        first = 1;
-    }
-    for (uint32_t i = first; i < n; i++)
+    for (uint32_t i = 0; i < n; i++)
         if (!tilec_pool_submit(pool, jobs[i].name, compile_task, &jobs[i])) {
             tilec_pool_wait(pool, NULL);
             tilec_pool_free(pool);

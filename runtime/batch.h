@@ -29,8 +29,9 @@ enum {
 
 /* Compile the n jobs for arch with `threads` compile threads (0: the
  * pool's default). Several compiles at once run in processes: `workers`
- * when given, else workers of its own (or a fork per compile); progress as
- * tilec_pool_wait draws it. An RT_BATCH_ value. */
+ * when given, else workers of its own; without a worker process, one
+ * compile after another on one thread (each in a forked child under the
+ * compile limits); progress as tilec_pool_wait draws it. An RT_BATCH_ value. */
 int rt_compile_batch(rt_compile_job *jobs, uint32_t n, const char *arch, int threads, tilec_compile_workers *workers,
                      FILE *progress);
 

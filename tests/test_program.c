@@ -285,3 +285,24 @@ Test(program, dead_worker_keeps_the_compile_limits, .timeout = 300)
     unsetenv("TILEC_COMPILE_MAX_MB");
     unsetenv("TILEC_COMPILE_WORKER");
 }
+
+/* No worker executable at all: the build still compiles every kernel,
+ * one after another on one thread (NVRTC serializes them in one process
+ * anyway), never forking beside another compiling thread; under the
+ * compile limits each compile is a forked child that the limits stop. */
+Test(program, no_worker_executable_compiles_one_at_a_time, .timeout = 300)
+{
+    setenv("TILEC_COMPILE_WORKER", "/nonexistent/tilec", 1);
+    setenv("TILEC_FORCE_DISABLE_CACHES", "1", 1);
+    tilec_program_stats st;
+    cr_assert_eq(build("examples/softmax.tile", 4, &st, NULL), TILEC_OK);
+    cr_expect_eq(st.nvrtc_compiles, 3);
+    setenv("TILEC_COMPILE_MAX_MB", "1", 1);
+    char *d = NULL;
+    cr_expect_eq(build("examples/softmax.tile", 4, NULL, &d), TILEC_ERR_INPUT);
+    cr_expect(strstr(d, "MiB, more than TILEC_COMPILE_MAX_MB=1: the compile was stopped"), "%s", d);
+    free(d);
+    unsetenv("TILEC_COMPILE_MAX_MB");
+    unsetenv("TILEC_FORCE_DISABLE_CACHES");
+    unsetenv("TILEC_COMPILE_WORKER");
+}
