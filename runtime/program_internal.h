@@ -37,7 +37,16 @@ typedef struct pkernel {
     tilec_rt_module *mod;
     tilec_rt_kernel *kern;
     rt_tma *tma; /* the variant's sm_90a twin, or NULL */
+    uint32_t split_k, split_bytes; /* split-K (rt_kernel_desc) */
 } pkernel;
+
+/* The split-K scratch of one stream: partials and tile counters (the
+ * counters all zero between launches: each launch resets those it uses). */
+typedef struct rt_split_ws {
+    void *stream;
+    uint64_t part, cnt;
+    size_t part_bytes, cnt_bytes;
+} rt_split_ws;
 
 struct tilec_program {
     tilec_rt *rt;
@@ -51,6 +60,12 @@ struct tilec_program {
     int mk_forced; /* TILEC_MULTI_KERNEL at build time: -1 unset, -2 invalid */
     char cache_dir[PATH_MAX];
     int no_tma; /* TILEC_DISABLE_TMA=1 when the program was made: no twins */
+    /* split-K workspaces, one per stream, grown on demand (program.c) */
+    pthread_mutex_t ws_mu;
+    rt_split_ws *ws;
+    uint32_t nws;
+    uint64_t *retired; /* outgrown buffers, freed with the program */
+    uint32_t nretired;
 };
 
 /* The index of variant `variant` of kernel `name`, or -1. */
