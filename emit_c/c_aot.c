@@ -180,9 +180,8 @@ static int aot_variant(void *user, const wir_compiled *w)
         sb_puts(c, "};\n");
     }
     int bad = aot_grid_fn(c, k, v);
-    char kref[300] = "NULL", split[64] = "";
-    if (w->split_k)
-        snprintf(split, sizeof split, ", %u, %u", w->split_k, w->split_bytes);
+    char kref[300] = "NULL", split[64];
+    snprintf(split, sizeof split, ", %u, %u", w->split_k, w->split_bytes);
     if (w->nparams)
         snprintf(kref, sizeof kref, "tl_kinds_%.250s_v%u", k->name, v);
     sb_printf(&a->table,

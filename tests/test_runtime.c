@@ -830,7 +830,7 @@ Test(rt_fake, aot_program_loads_and_launches)
 {
     tilec_rt *rt = fake_open();
     const tilec_aot_kernel ks[] = {
-        {"scale", 0, 1, "scale2", fake_image, sizeof fake_image, 128, 0, 3, scale2_kinds, 0x2, aot_grid},
+        {"scale", 0, 1, "scale2", fake_image, sizeof fake_image, 128, 0, 3, scale2_kinds, 0x2, aot_grid, 0, 0},
     };
     tilec_program *p = NULL;
     cr_assert_eq(tilec_program_load(rt, ks, 1, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
@@ -877,7 +877,7 @@ Test(rt_fake, aot_program_rejects_a_bad_table)
     tilec_rt *rt = fake_open();
     tilec_program *p = (tilec_program *)0x1;
     const tilec_aot_kernel good = {"scale", 0, 1, "scale2", fake_image, sizeof fake_image, 128, 0, 3,
-                                   scale2_kinds, 0, aot_grid};
+                                   scale2_kinds, 0, aot_grid, 0, 0};
     tilec_aot_kernel bad[6];
     for (int i = 0; i < 6; i++)
         bad[i] = good;
