@@ -74,7 +74,8 @@ void lower_split_begin(lw *L)
     if (S == 1)
         return;
     if (S < 1 || S > SPLIT_MAX) {
-        lower_fail(L, &k->loc, "split_k = %lld: the number of K slices must be 1 (no split) to %d", (long long)S, SPLIT_MAX);
+        lower_fail(L, &k->loc, "split_k = %lld: the number of K slices must be 1 (no split) to %d", (long long)S,
+                   SPLIT_MAX);
         return;
     }
     const tilec_block *b = &k->body;
@@ -86,20 +87,29 @@ void lower_split_begin(lw *L)
         if (!inner)
             inner = find_loop(&s->orelse);
         if (inner) {
-            lower_fail(L, &inner->loc, "split_k = %lld needs the kernel's dot loop as a statement of the kernel's body, and no other loop", (long long)S);
+            lower_fail(
+                L, &inner->loc,
+                "split_k = %lld needs the kernel's dot loop as a statement of the kernel's body, and no other loop",
+                (long long)S);
             return;
         }
         if (s->kind != TILEC_ST_FOR)
             continue;
         if (loop) {
-            lower_fail(L, &s->loc, "split_k = %lld needs exactly one loop, the kernel's dot loop; this is a second one (line %u is the first)", (long long)S, loop->loc.line);
+            lower_fail(L, &s->loc,
+                       "split_k = %lld needs exactly one loop, the kernel's dot loop; this is a second one (line %u is "
+                       "the first)",
+                       (long long)S, loop->loc.line);
             return;
         }
         loop = s;
         at = i;
     }
     if (!loop) {
-        lower_fail(L, &k->loc, "split_k = %lld needs a dot loop `for k in lo .. hi step BK { ... acc = acc + dot(a, b); }`; the kernel has no loop", (long long)S);
+        lower_fail(L, &k->loc,
+                   "split_k = %lld needs a dot loop `for k in lo .. hi step BK { ... acc = acc + dot(a, b); }`; the "
+                   "kernel has no loop",
+                   (long long)S);
         return;
     }
     const tilec_stmt *upd = NULL;
@@ -113,7 +123,10 @@ void lower_split_begin(lw *L)
     const tilec_block before = {b->stmts, at};
     const tilec_stmt *eff = find_effect(&before, NULL);
     if (eff) {
-        lower_fail(L, &eff->loc, "split_k = %lld: this statement writes memory before the dot loop, and every one of the %lld K slices would run it", (long long)S, (long long)S);
+        lower_fail(L, &eff->loc,
+                   "split_k = %lld: this statement writes memory before the dot loop, and every one of the %lld K "
+                   "slices would run it",
+                   (long long)S, (long long)S);
         return;
     }
     const char *acc = upd->names[0];
@@ -123,12 +136,16 @@ void lower_split_begin(lw *L)
             init = b->stmts[i];
     if (!init || !(init->value->kind == TILEC_EX_CALL && !strcmp(init->value->name, "zeros")) ||
         find_effect(&before, acc)) {
-        lower_fail(L, &upd->loc, "split_k = %lld: the accumulator '%s' must be `let %s = zeros(...)` before the loop and not assigned before it (each K slice starts from zero and the partial sums are added)", (long long)S, acc, acc);
+        lower_fail(L, &upd->loc,
+                   "split_k = %lld: the accumulator '%s' must be `let %s = zeros(...)` before the loop and not "
+                   "assigned before it (each K slice starts from zero and the partial sums are added)",
+                   (long long)S, acc, acc);
         return;
     }
     int64_t step = 1;
     if (loop->step && (lower_const_int(L, loop->step, &step) != 0 || step < 1)) {
-        lower_fail(L, &loop->loc, "split_k = %lld: the loop's step must be a positive constant (a hint such as BK)", (long long)S);
+        lower_fail(L, &loop->loc, "split_k = %lld: the loop's step must be a positive constant (a hint such as BK)",
+                   (long long)S);
         return;
     }
     L->split = (int)S;
@@ -151,7 +168,11 @@ int lower_split_check_loop(lw *L, const tilec_stmt *loop, int pipelined)
     if (!L->split || loop != L->split_loop)
         return 1;
     if (!pipelined) {
-        lower_fail(L, &loop->loc, "split_k = %d: this loop is not a pipelined dot loop (docs/lowering.md, \"Software pipelining\": a `stages` hint of 2 or more, only index lets and loads read by the dot in the body, the accumulator read by nothing but `acc = acc + dot(a, b)`)", L->split);
+        lower_fail(L, &loop->loc,
+                   "split_k = %d: this loop is not a pipelined dot loop (docs/lowering.md, \"Software pipelining\": a "
+                   "`stages` hint of 2 or more, only index lets and loads read by the dot in the body, the accumulator "
+                   "read by nothing but `acc = acc + dot(a, b)`)",
+                   L->split);
         return 0;
     }
     return 1;
@@ -164,7 +185,8 @@ void lower_split_bounds(lw *L)
     lower_line(L, "const tl_ix tl_steps = tl_hi0 > tl_lo0 ? (tl_hi0 - tl_lo0 + tl_st - 1) / tl_st : 0;");
     lower_line(L, "const tl_ix tl_per = (tl_steps + %d) / %d;", S - 1, S);
     lower_line(L, "const tl_ix tl_lo = tl_lo0 + (tl_ix)tl_slice * tl_per * tl_st;");
-    lower_line(L, "const tl_ix tl_hi = ((tl_ix)tl_slice + 1) * tl_per >= tl_steps ? tl_hi0 : tl_lo0 + ((tl_ix)tl_slice + 1) * tl_per * tl_st;");
+    lower_line(L, "const tl_ix tl_hi = ((tl_ix)tl_slice + 1) * tl_per >= tl_steps ? tl_hi0 : tl_lo0 + ((tl_ix)tl_slice "
+                  "+ 1) * tl_per * tl_st;");
 }
 
 void lower_split_reduce(lw *L, const val *acc)
@@ -172,9 +194,13 @@ void lower_split_reduce(lw *L, const val *acc)
     int S = L->split, E = acc->ly.E, nt = L->nt;
     uint32_t flag = lower_alloc_smem(L, 4);
     L->split_bytes = (uint32_t)E * (uint32_t)nt * 4u;
-    lower_line(L, "{ /* split_k = %d: the partial sums of this tile's slices, added by the block that finishes last */", S);
+    lower_line(L, "{ /* split_k = %d: the partial sums of this tile's slices, added by the block that finishes last */",
+               S);
     L->ind++;
-    lower_line(L, "const unsigned int tl_tile = ((unsigned int)blockIdx.z / %du * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;", S);
+    lower_line(L,
+               "const unsigned int tl_tile = ((unsigned int)blockIdx.z / %du * gridDim.y + blockIdx.y) * gridDim.x + "
+               "blockIdx.x;",
+               S);
     lower_line(L, "float *tl_mine = tl_split_part + ((size_t)tl_tile * %d + tl_slice) * %d;", S, E * nt);
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j)", E);
@@ -197,11 +223,16 @@ void lower_split_reduce(lw *L, const val *acc)
     lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) {", E);
     lower_line(L, "    float tl_s = tl_slice == 0 ? %s[tl_j] : __ldcg(tl_all + tl_j * %d + tl_tid);", acc->c, nt);
     lower_line(L, "    #pragma unroll");
-    lower_line(L, "    for (int tl_z = 1; tl_z < %d; ++tl_z) /* slice order: the same sum whichever block is last */", S);
-    lower_line(L, "        tl_s += tl_z == tl_slice ? %s[tl_j] : __ldcg(tl_all + (size_t)tl_z * %d + tl_j * %d + tl_tid);", acc->c, E * nt, nt);
+    lower_line(L, "    for (int tl_z = 1; tl_z < %d; ++tl_z) /* slice order: the same sum whichever block is last */",
+               S);
+    lower_line(L,
+               "        tl_s += tl_z == tl_slice ? %s[tl_j] : __ldcg(tl_all + (size_t)tl_z * %d + tl_j * %d + tl_tid);",
+               acc->c, E * nt, nt);
     lower_line(L, "    %s[tl_j] = tl_s;", acc->c);
     lower_line(L, "}");
     L->ind--;
     lower_line(L, "}");
-    lower_note(L, "  split_k = %d: the loop's steps in %d slices (grid axis 2 times %d), %u bytes of f32 partials per block", S, S, S, L->split_bytes);
+    lower_note(
+        L, "  split_k = %d: the loop's steps in %d slices (grid axis 2 times %d), %u bytes of f32 partials per block",
+        S, S, S, L->split_bytes);
 }

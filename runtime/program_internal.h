@@ -36,7 +36,7 @@ typedef struct pkernel {
     int (*aot_grid)(const int64_t *args, uint32_t grid[3]);
     tilec_rt_module *mod;
     tilec_rt_kernel *kern;
-    rt_tma *tma; /* the variant's sm_90a twin, or NULL */
+    rt_tma *tma;                   /* the variant's sm_90a twin, or NULL */
     uint32_t split_k, split_bytes; /* split-K (rt_kernel_desc) */
 } pkernel;
 

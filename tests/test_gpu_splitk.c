@@ -224,8 +224,8 @@ static void run_case(const sk_case *c)
 /* M, N, K: ragged tiles; K = 3000 is 47 steps of 64 (no multiple of
  * split_k * BK); K = 200 gives 4 steps, so a split of 8 leaves slices
  * empty; K = 64 is one step. */
-static const int shapes[][3] = {{16, 1000, 3000}, {5, 130, 200}, {64, 264, 1000}, {100, 72, 64}, {1, 64, 8192},
-                                {37, 200, 777}};
+static const int shapes[][3] = {{16, 1000, 3000}, {5, 130, 200}, {64, 264, 1000},
+                                {100, 72, 64},    {1, 64, 8192}, {37, 200, 777}};
 
 /* Every split-K variant of a gemm.tile kernel: at least `want`. */
 static void check_gemm(const char *kernel, int type, int want)

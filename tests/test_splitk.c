@@ -18,9 +18,9 @@
 /* A skinny product: HINTS replace the hints, PRE goes before the loop,
  * BODY at the top of its body, POST after it, STEP is its step. */
 #define SK(HINTS, PRE, STEP, BODY, POST)                                                                   \
-    "kernel s(a: *f16, b: *f16, c: *f16, M: i32, N: i32, K: i32)\n"                                      \
+    "kernel s(a: *f16, b: *f16, c: *f16, M: i32, N: i32, K: i32)\n"                                        \
     "    grid (cdiv(M, BM), cdiv(N, BN))\n"                                                                \
-    "    hints { BM = 16, BN = 64, BK = 64, warps = 4" HINTS " }\n"                                      \
+    "    hints { BM = 16, BN = 64, BK = 64, warps = 4" HINTS " }\n"                                        \
     "{\n"                                                                                                  \
     "    let rm = pid(0) * BM + range(BM);\n"                                                              \
     "    let rn = pid(1) * BN + range(BN);\n"                                                              \
@@ -30,7 +30,7 @@
     "        let tb = load(b + rk[:, None] * N + rn[None, :], rk[:, None] < K && rn[None, :] < N, 0.0);\n" \
     "        acc = acc + dot(ta, tb);\n"                                                                   \
     "    }\n" POST                                                                                         \
-    "    store(c + rm[:, None] * N + rn[None, :], cast(acc, f16), rm[:, None] < M && rn[None, :] < N);\n" \
+    "    store(c + rm[:, None] * N + rn[None, :], cast(acc, f16), rm[:, None] < M && rn[None, :] < N);\n"  \
     "}\n"
 
 static tilec_module *parse_src(tilec_ctx *ctx, const char *src)
@@ -143,7 +143,8 @@ Test(splitk, refusals)
     /* not the pipelined dot loop: no stages; the accumulator read inside
      * the loop by something other than the dot */
     refuse(SK(", split_k = 2", "", "BK", "", ""), "is not a pipelined dot loop");
-    refuse(SK(", stages = 3, split_k = 2", "", "BK", "        let t = acc * 2.0;\n", ""), "is not a pipelined dot loop");
+    refuse(SK(", stages = 3, split_k = 2", "", "BK", "        let t = acc * 2.0;\n", ""),
+           "is not a pipelined dot loop");
     /* every slice would run what comes before the loop */
     refuse(SK(", stages = 3, split_k = 2", "    store(c + rn, cast(zeros(f32, BN), f16), rn < N);\n", "BK", "", ""),
            "writes memory before the dot loop");
