@@ -201,6 +201,22 @@ static tilec_rt_status ws_grow(tilec_program *p, void *stream, uint64_t *ptr, si
     return TILEC_RT_OK;
 }
 
+/* The entry of `stream`, made when missing (ws_mu held); NULL: no memory. */
+static rt_split_ws *ws_of(tilec_program *p, void *stream)
+{
+    for (uint32_t i = 0; i < p->nws; i++)
+        if (p->ws[i].stream == stream)
+            return &p->ws[i];
+    rt_split_ws *v = realloc(p->ws, (p->nws + 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    p->ws = v;
+    rt_split_ws *w = &p->ws[p->nws++];
+    memset(w, 0, sizeof *w);
+    w->stream = stream;
+    return w;
+}
+
 /* The split-K scratch of `stream` for a launch of nblocks blocks of pk:
  * nblocks partials of split_bytes, nblocks / split_k counters. Kept per
  * stream, so launches on two streams never share one; launches on one
@@ -212,22 +228,8 @@ static tilec_rt_status split_ws(tilec_program *p, const pkernel *pk, uint64_t nb
         return TILEC_RT_INVALID_ARG;
     size_t need_part = (size_t)nblocks * pk->split_bytes, need_cnt = (size_t)(nblocks / pk->split_k + 1) * 4;
     pthread_mutex_lock(&p->ws_mu);
-    rt_split_ws *w = NULL;
-    for (uint32_t i = 0; i < p->nws && !w; i++)
-        if (p->ws[i].stream == stream)
-            w = &p->ws[i];
-    tilec_rt_status st = TILEC_RT_OK;
-    if (!w) {
-        rt_split_ws *v = realloc(p->ws, (p->nws + 1) * sizeof *v);
-        if (!v)
-            st = TILEC_RT_NOMEM;
-        else {
-            p->ws = v;
-            w = &p->ws[p->nws++];
-            memset(w, 0, sizeof *w);
-            w->stream = stream;
-        }
-    }
+    rt_split_ws *w = ws_of(p, stream);
+    tilec_rt_status st = w ? TILEC_RT_OK : TILEC_RT_NOMEM;
     if (st == TILEC_RT_OK)
         st = ws_grow(p, stream, &w->part, &w->part_bytes, need_part, 0);
     if (st == TILEC_RT_OK)
@@ -235,6 +237,25 @@ static tilec_rt_status split_ws(tilec_program *p, const pkernel *pk, uint64_t nb
     if (st == TILEC_RT_OK) {
         *part = w->part;
         *cnt = w->cnt;
+    }
+    pthread_mutex_unlock(&p->ws_mu);
+    return st;
+}
+
+tilec_rt_status rt_program_split_share(tilec_program *p, void *from, void *to)
+{
+    pthread_mutex_lock(&p->ws_mu);
+    const rt_split_ws *f = NULL;
+    for (uint32_t i = 0; i < p->nws && !f; i++)
+        if (p->ws[i].stream == from)
+            f = &p->ws[i];
+    tilec_rt_status st = TILEC_RT_OK;
+    if (f && from != to) {
+        size_t part = f->part_bytes, cnt = f->cnt_bytes;
+        rt_split_ws *w = ws_of(p, to); /* may move the table: f is not read after this */
+        st = !w ? TILEC_RT_NOMEM : ws_grow(p, to, &w->part, &w->part_bytes, part, 0);
+        if (st == TILEC_RT_OK)
+            st = ws_grow(p, to, &w->cnt, &w->cnt_bytes, cnt, 1);
     }
     pthread_mutex_unlock(&p->ws_mu);
     return st;

@@ -75,6 +75,11 @@ int rt_program_find(const tilec_program *p, const char *name, int variant);
  * grid its metadata computes: tilec_program_launch after the lookup. */
 tilec_rt_status rt_program_launch_at(const tilec_program *p, uint32_t i, const tilec_rt_arg *args, void *stream);
 
+/* Give stream `to` split-K buffers at least as large as those `from` has
+ * (none: nothing to do), outside any capture: a CUDA graph recorded on `to`
+ * then finds them and allocates nothing while capturing (plan_graph.c). */
+tilec_rt_status rt_program_split_share(tilec_program *p, void *from, void *to);
+
 /* tilec_program_launch_best for the kernel whose variant 0 is entry
  * `first` (multikernel.c). */
 tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, const tilec_rt_arg *args, uint32_t nargs,
