@@ -91,9 +91,9 @@ static tilec_rt_status record(tilec_plan *p, const tilec_rt_arg *slots, void *st
         return plan_fail(p, TILEC_RT_DRIVER_ERROR, "recording a CUDA graph: %s", tilec_rt_last_error(p->rt));
     /* split-K kernels: their workspace exists before the capture, which may
      * not allocate (the graph keeps it; replays of one graph run in turn) */
-    if (rt_program_split_share(p->prog, stream, p->capture) != TILEC_RT_OK)
-        return plan_fail(p, TILEC_RT_NOMEM, "recording a CUDA graph: the split-K workspace: %s",
-                         tilec_rt_last_error(p->rt));
+    tilec_rt_status ws = rt_program_split_share(p->prog, stream, p->capture);
+    if (ws != TILEC_RT_OK)
+        return plan_fail(p, ws, "recording a CUDA graph: the split-K workspace: %s", tilec_rt_last_error(p->rt));
     CUresult r = d->StreamBeginCapture(p->capture, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
     if (r != CUDA_SUCCESS)
         return cu_fail(p, r, "cuStreamBeginCapture");
