@@ -415,6 +415,8 @@ golden: all
 	@for f in tests/golden/axes/*.tile; do $(TILEC) $$f --emit cuda | grep -E ' along axis |blockIdx\.|gridDim\.' \
 		| sed 's/^ *//' > $${f%.tile}.axes; done
 	@for f in tests/golden/hoist/*.tile; do $(TILEC) $$f --emit cuda | grep -E 'tl_h[0-9]' | sed 's/^ *//' > $${f%.tile}.hoist; done
+	@for f in tests/golden/split/*.tile; do $(TILEC) $$f --emit cuda | grep -E 'split|tl_slice|tl_steps|tl_per|tl_tile|tl_last|tl_seen|tl_all|tl_mine|blockIdx\.z|gridDim\.z|__threadfence' \
+		| sed 's/^ *//' > $${f%.tile}.split; done
 	@mkdir -p tests/golden/layouts
 	@for f in examples/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit layouts > tests/golden/layouts/$${b%.tile}.layouts; done
 	@for f in tests/golden/ir/*.tile; do $(TILEC) $$f --emit ir > $${f%.tile}.ir; done

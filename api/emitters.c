@@ -85,7 +85,9 @@ static int pass_on(void *user, const tilec_aot_kernel *a)
                       a->threads,
                       a->smem_bytes,
                       a->nparams,
-                      a->kinds};
+                      a->kinds,
+                      a->split_k,
+                      a->split_bytes};
     return w.k ? p->fn(p->user, &w) : -1;
 }
 
@@ -116,7 +118,9 @@ static tilec_status compile_here(tilec_ctx *ctx, const tilec_module *m, const ch
                               code.threads,
                               code.smem_bytes,
                               code.nparams,
-                              launchable ? kinds : NULL};
+                              launchable ? kinds : NULL,
+                              code.split_k,
+                              code.split_bytes};
             int stop = st == TILEC_OK && fn(user, &w);
             free(cubin);
             tilec_kernel_code_free(&code);

@@ -18,7 +18,7 @@
 #include "tilec/runtime.h"
 #include "util/strbuf.h"
 
-#define REC_HEAD "tilec source record 1"
+#define REC_HEAD "tilec source record 2" /* 2: split-K (split S BYTES) */
 
 /* The fields of a tensor map, in record order; `param` fields are
  * parameter indices (below the kernel's parameter count), 2 where
@@ -73,7 +73,8 @@ char *rec_format(const char *bundle_key, const tilec_kernel_code *const *codes, 
     for (uint32_t i = 0; i < n; i++) {
         const tilec_kernel_code *c = codes[i];
         const tilec_tma_meta *t = &c->tma;
-        sb_printf(&b, "kernel %s %u %u %u twin", c->name, c->threads, c->smem_bytes, c->nparams);
+        sb_printf(&b, "kernel %s %u %u %u split %u %u twin", c->name, c->threads, c->smem_bytes, c->nparams, c->split_k,
+                  c->split_bytes);
         if (!t->name)
             sb_puts(&b, " -");
         else
@@ -172,7 +173,9 @@ static int read_kernel(words *w, tilec_kernel_code *c, uint32_t nparams)
 {
     return is_word(w, "kernel") && (c->name = ident(w)) && number(w, 1024, &c->threads) && c->threads &&
            number(w, UINT32_MAX, &c->smem_bytes) && number(w, TILEC_RT_MAX_PARAMS, &c->nparams) &&
-           c->nparams == nparams && is_word(w, "twin") && read_twin(w, &c->tma, nparams);
+           c->nparams == nparams && is_word(w, "split") && number(w, 64, &c->split_k) && c->split_k != 1 &&
+           number(w, UINT32_MAX, &c->split_bytes) && !c->split_k == !c->split_bytes && is_word(w, "twin") &&
+           read_twin(w, &c->tma, nparams);
 }
 
 /* The next line of text (without its newline) as a cursor; 0 at the end. */

@@ -135,8 +135,15 @@ static int aot_grid_fn(strbuf *c, const tilec_kernel *k, uint32_t v)
         sb_puts(c, "    (void)g;\n    return -1; /* a grid the runtime cannot evaluate */\n}\n");
     } else {
         sb_add(c, sb_str(&body), body.n);
+        /* split_k: axis 2 also counts the K slices, as tilec_kernel_grid */
+        int64_t split = tilec_kernel_hint(k, gv, "split_k", 1);
         for (int d = 0; d < 3; d++) {
-            if (res[d] < 0)
+            if (d == 2 && split > 1 && res[d] < 0)
+                sb_printf(c, "    g[2] = %lld;\n", (long long)split);
+            else if (d == 2 && split > 1)
+                sb_printf(c, "    if (t%d < 0 || t%d > 65535 / %lld)\n        return -1;\n    g[2] = (uint32_t)(t%d * %lld);\n",
+                          res[d], res[d], (long long)split, res[d], (long long)split);
+            else if (res[d] < 0)
                 sb_printf(c, "    g[%d] = 1;\n", d);
             else
                 sb_printf(c, "    if (t%d < 0 || t%d > %s)\n        return -1;\n    g[%d] = (uint32_t)t%d;\n",
@@ -173,14 +180,16 @@ static int aot_variant(void *user, const wir_compiled *w)
         sb_puts(c, "};\n");
     }
     int bad = aot_grid_fn(c, k, v);
-    char kref[300] = "NULL";
+    char kref[300] = "NULL", split[64];
+    snprintf(split, sizeof split, ", %u, %u", w->split_k, w->split_bytes);
     if (w->nparams)
         snprintf(kref, sizeof kref, "tl_kinds_%.250s_v%u", k->name, v);
     sb_printf(&a->table,
               "    {\"%s\", %u, %u, \"%s\", tl_cubin_%s_v%u, sizeof tl_cubin_%s_v%u, %u, %u, %u, %s,\n"
-              "     UINT64_C(0x%" PRIx64 "), tl_grid_%s_v%u},\n",
+              "     UINT64_C(0x%" PRIx64 "), tl_grid_%s_v%u%s},\n",
               k->name, v, w->nvariants, w->name, k->name, v, k->name, v, w->threads, w->smem_bytes, w->nparams, kref,
-              tilec_kernel_written_params(k), k->name, v);
+              tilec_kernel_written_params(k), k->name, v,
+              split);
     a->total++;
     return bad;
 }

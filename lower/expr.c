@@ -298,6 +298,8 @@ static const char *walk_call(lw *L, const tilec_expr *e, const char *const *idx,
         int a = lower_axis(L, e, 0, 3);
         if (L->wg && n[0] == 'p' && a < 2) /* the sm_90a twin's grouped order (wgmma.c) */
             return a ? "tl_pid1" : "tl_pid0";
+        if (L->split && a == 2) /* split_k: grid axis 2 holds the K slices too (splitk.c) */
+            return lower_fmt(L, "((int)%s.z / %d)", n[0] == 'p' ? "blockIdx" : "gridDim", L->split);
         return lower_fmt(L, "((int)%s.%s)", n[0] == 'p' ? "blockIdx" : "gridDim", ax[a]);
     }
     if (!strcmp(n, "range"))

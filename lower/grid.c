@@ -1,7 +1,9 @@
 /* grid.c: a kernel's launch grid for one variant: the checker's integer
  * expressions of the grid (tilec_kernel.gridx) evaluated on the scalar
  * arguments and the variant's hints by the one evaluator (tilec/iexpr.h),
- * so that overflow, division by zero and cdiv follow its rules. */
+ * so that overflow, division by zero and cdiv follow its rules. Under a
+ * `split_k = S` hint axis 2 is S times the kernel's (docs/lowering.md,
+ * "Split-K"). */
 #include <stdint.h>
 #include <string.h>
 
@@ -41,6 +43,13 @@ tilec_status tilec_kernel_grid(const tilec_kernel *k, int variant, const int64_t
         if ((uint32_t)i < k->ngrid &&
             (!k->gridx || tilec_ix_eval(k->gridx[i], grid_lookup, &env, &g, NULL) != TILEC_IX_OK))
             return TILEC_ERR_ARG;
+        /* split_k: axis 2 also counts the K slices (lower/splitk.c) */
+        int64_t split = i == 2 ? tilec_kernel_hint(k, env.variant, "split_k", 1) : 1;
+        if (split > 1 && g > 0) {
+            if (g > 65535 / split)
+                return TILEC_ERR_ARG;
+            g *= split;
+        }
         if (g < 0 || g > (i == 0 ? INT64_C(2147483647) : 65535))
             return TILEC_ERR_ARG;
         grid[i] = (uint32_t)g;

@@ -57,6 +57,8 @@ static void emit_kernel(lw *L, const char *fname)
         lower_line(L, "/* %s: %s */", k->name, sb_str(&hints));
     sb_free(&hints);
     lower_scan_assigned(L, &k->body);
+    if (!L->wg)
+        lower_split_begin(L);
     lower_index_widths(L);
     strbuf sig;
     sb_init(&sig);
@@ -67,6 +69,7 @@ static void emit_kernel(lw *L, const char *fname)
     }
     if (L->wg) /* the sm_90a twin: its tensor maps, a producer warp group, one block per SM */
         sb_puts(&sig, lower_wg_params(L));
+    sb_puts(&sig, lower_split_params(L)); /* split_k: the runtime's workspace and tile counters */
     /* `blocks`: at least that many blocks per SM (the register cap that follows) */
     int64_t blocks = tilec_kernel_hint(k, L->variant, "blocks", 0);
     lower_line(L, "extern \"C\" __global__ void __launch_bounds__(%d%s) %s(%s)", L->wg ? L->nt + 128 : L->nt,
@@ -79,6 +82,7 @@ static void emit_kernel(lw *L, const char *fname)
     lower_line(L, "(void)tl_smem; (void)tl_lane; (void)tl_warp;");
     if (L->wg)
         lower_wg_preamble(L);
+    lower_split_preamble(L);
     for (uint32_t i = 0; i < k->nhints; i++) {
         int64_t v = tilec_kernel_hint(k, L->variant, k->hints[i].name, 0);
         lower_line(L, "constexpr %s %s = %lld%s;", v > INT32_MAX || v < INT32_MIN ? "long long" : "int",
@@ -199,6 +203,8 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
     out->source = sb_take(&L.out);
     out->threads = (uint32_t)L.nt;
     out->smem_bytes = L.smem;
+    out->split_k = L.split ? (uint32_t)L.split : 0;
+    out->split_bytes = L.split_bytes;
     out->variant = variant;
     out->kernel = k;
     out->written = tilec_kernel_written_params(k);

@@ -155,6 +155,11 @@ typedef struct lw {
     lower_hoist *hoist; /* set while a pipelined loop's copies are emitted */
     const char *hoist_var; /* hoist.c: the loop variable while a pointer is split */
     strbuf notes;  /* --emit layouts */
+    /* splitk.c: the `split_k` hint */
+    int split;                    /* K slices (> 1), or 0: no split */
+    const tilec_stmt *split_loop; /* the dot loop that is split */
+    uint32_t split_bytes;         /* f32 partials of one block */
+    const val *split_acc;         /* the split loop's accumulator, once lowered */
 } lw;
 
 /* ---- state.c: errors, output, names, scopes, hints, shared memory ---- */
@@ -360,6 +365,24 @@ int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y);
 /* Append the lowered twin (L->out) to tu and fill meta: 1, or 0 when the
  * twin did not come out (nothing appended), -1 out of memory. */
 int lower_wg_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname);
+
+/* ---- splitk.c: split-K (the `split_k` hint) ---- */
+
+/* Read the hint and check the kernel's shape (one dot loop, at the top of
+ * the body, a zeros accumulator, no memory written before it); sets
+ * L->split and L->split_loop, or fails with the reason. */
+void lower_split_begin(lw *L);
+/* The hidden parameters (workspace and counters), or "". */
+const char *lower_split_params(const lw *L);
+/* tl_slice: the block's K slice. */
+void lower_split_preamble(lw *L);
+/* 0 (and the lowering failed) when `loop` is the one to split and is not
+ * pipelined (ok == 0). */
+int lower_split_check_loop(lw *L, const tilec_stmt *loop, int ok);
+/* After tl_lo0, tl_hi0, tl_st: this slice's tl_lo, tl_hi. */
+void lower_split_bounds(lw *L);
+/* After the loop: partials out, the last block adds them into acc. */
+void lower_split_reduce(lw *L, const val *acc);
 
 /* ---- index64.c: the width of index arithmetic ---- */
 

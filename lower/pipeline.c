@@ -253,8 +253,12 @@ void lower_cp_bounds(lw *L, const tilec_stmt *loop)
         lower_walk(L, loop->step, NULL, 0, NULL, PREP);
     int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
     lower_line(L, "typedef %s tl_ix; /* the loop variable's type */", wide ? "long long" : "int");
-    lower_line(L, "const tl_ix tl_lo = %s, tl_hi = %s, tl_st = %s;", lower_walk(L, loop->lo, NULL, 0, NULL, EMIT),
-         lower_walk(L, loop->hi, NULL, 0, NULL, EMIT), loop->step ? lower_walk(L, loop->step, NULL, 0, NULL, EMIT) : "1");
+    int split = L->split && loop == L->split_loop;
+    lower_line(L, "const tl_ix tl_lo%s = %s, tl_hi%s = %s, tl_st = %s;", split ? "0" : "", lower_walk(L, loop->lo, NULL, 0, NULL, EMIT),
+               split ? "0" : "", lower_walk(L, loop->hi, NULL, 0, NULL, EMIT),
+               loop->step ? lower_walk(L, loop->step, NULL, 0, NULL, EMIT) : "1");
+    if (split)
+        lower_split_bounds(L);
 }
 
 void lower_cp_prologue(lw *L, int S, const char *v, lower_issue_fn issue, const void *ctx)
@@ -344,6 +348,8 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     lower_leave(L);
     L->ind--;
     lower_line(L, "}");
+    if (L->split && loop == L->split_loop)
+        L->split_acc = pp->acc; /* stmt.c adds the slices' partials after the loop */
 }
 
 int lower_pipelined_loop(lw *L, const tilec_stmt *loop)
@@ -351,9 +357,11 @@ int lower_pipelined_loop(lw *L, const tilec_stmt *loop)
     if (lower_wg_loop(L, loop))
         return 1;
     pipe_plan pp;
-    if (!lower_pipeline_plan(L, loop, &pp))
+    int ok = lower_pipeline_plan(L, loop, &pp);
+    if (!lower_split_check_loop(L, loop, ok) || !ok)
         return 0;
-    lower_wg_note(L, loop, &pp);
+    if (!L->split) /* no sm_90a twin for a split-K variant (docs/lowering.md, "Split-K") */
+        lower_wg_note(L, loop, &pp);
     emit_pipelined(L, loop, &pp);
     return 1;
 }

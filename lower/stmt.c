@@ -259,6 +259,8 @@ static void stmt_for(lw *L, const tilec_stmt *s)
     unsigned line = s->loc.line;
     if (lower_pipelined_loop(L, s)) {
         lower_note(L, "  loop at line %u: %d __syncthreads per iteration (cp.async pipeline)", line, L->nsync - sync0);
+        if (L->split && s == L->split_loop && L->split_acc)
+            lower_split_reduce(L, L->split_acc);
         return;
     }
     const char *v = lower_cname(L, s->names[0]);

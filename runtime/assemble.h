@@ -27,6 +27,9 @@ typedef struct rt_kernel_desc {
     const void *grid_data;
     int (*aot_grid)(const int64_t *args, uint32_t grid[3]);
     const tilec_tma_meta *tma; /* the sm_90a twin (copied), or NULL */
+    uint32_t split_k;          /* > 1: the kernel takes two hidden pointers after its
+                                * nparams (the split-K workspace and tile counters) */
+    uint32_t split_bytes;      /* split_k: f32 partial bytes of one block */
 } rt_kernel_desc;
 
 /* A program of n kernels on rt (NULL: compiled, never loaded), choices of

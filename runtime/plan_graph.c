@@ -82,12 +82,18 @@ static tilec_rt_status cu_fail(tilec_plan *p, CUresult r, const char *what)
     return plan_fail(p, TILEC_RT_DRIVER_ERROR, "recording a CUDA graph: %s", tilec_rt_last_error(p->rt));
 }
 
-/* Record the steps for these slot values into an entry. */
-static tilec_rt_status record(tilec_plan *p, const tilec_rt_arg *slots)
+/* Record the steps for these slot values into an entry (the steps have
+ * just run on `stream`). */
+static tilec_rt_status record(tilec_plan *p, const tilec_rt_arg *slots, void *stream)
 {
     const rt_driver *d = &p->rt->drv;
     if (!p->capture && tilec_rt_stream_create(p->rt, TILEC_RT_STREAM_NON_BLOCKING, (void **)&p->capture) != TILEC_RT_OK)
         return plan_fail(p, TILEC_RT_DRIVER_ERROR, "recording a CUDA graph: %s", tilec_rt_last_error(p->rt));
+    /* split-K kernels: their workspace exists before the capture, which may
+     * not allocate (the graph keeps it; replays of one graph run in turn) */
+    tilec_rt_status ws = rt_program_split_share(p->prog, stream, p->capture);
+    if (ws != TILEC_RT_OK)
+        return plan_fail(p, ws, "recording a CUDA graph: the split-K workspace: %s", tilec_rt_last_error(p->rt));
     CUresult r = d->StreamBeginCapture(p->capture, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
     if (r != CUDA_SUCCESS)
         return cu_fail(p, r, "cuStreamBeginCapture");
@@ -141,5 +147,5 @@ tilec_rt_status plan_graph_run(tilec_plan *p, const tilec_rt_arg *slots, void *s
         return TILEC_RT_OK;
     }
     tilec_rt_status st = plan_run_steps(p, slots, stream);
-    return st != TILEC_RT_OK ? st : record(p, slots);
+    return st != TILEC_RT_OK ? st : record(p, slots, stream);
 }

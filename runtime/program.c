@@ -38,6 +38,7 @@ tilec_rt_status rt_program_new(tilec_rt *rt, uint32_t n, const char *cache_dir, 
     p->rt = rt;
     pthread_mutex_init(&p->mk_mu, NULL);
     pthread_mutex_init(&p->mk_tune, NULL);
+    pthread_mutex_init(&p->ws_mu, NULL);
     p->mk_forced = mk_forced_from_env();
     const char *nt = getenv("TILEC_DISABLE_TMA");
     p->no_tma = nt && !strcmp(nt, "1");
@@ -69,6 +70,13 @@ tilec_rt_status rt_program_set(tilec_program *p, uint32_t i, const rt_kernel_des
     pk->nparams = d->nparams;
     if (d->nparams)
         memcpy(pk->kinds, d->kinds, d->nparams * sizeof pk->kinds[0]);
+    if (d->split_k > 1) {
+        if (d->nparams + 2 > TILEC_RT_MAX_PARAMS || !d->split_bytes)
+            return TILEC_RT_INVALID_ARG;
+        pk->split_k = d->split_k;
+        pk->split_bytes = d->split_bytes;
+        pk->kinds[d->nparams] = pk->kinds[d->nparams + 1] = TILEC_RT_PARAM_POINTER;
+    }
     pk->name = strdup(d->name);
     if (!pk->name)
         return TILEC_RT_NOMEM;
@@ -83,7 +91,7 @@ tilec_rt_status rt_program_load_module(tilec_program *p, uint32_t i, const void 
 tilec_rt_status rt_program_resolve(tilec_program *p, uint32_t i)
 {
     pkernel *pk = &p->ks[i];
-    tilec_rt_launch_meta meta = {pk->threads, pk->smem_bytes, pk->nparams, pk->kinds};
+    tilec_rt_launch_meta meta = {pk->threads, pk->smem_bytes, pk->nparams + (pk->split_k ? 2u : 0u), pk->kinds};
     tilec_rt_status st = tilec_rt_kernel_get(pk->mod, pk->name, &meta, &pk->kern);
     if (st == TILEC_RT_OK)
         rt_tma_resolve(p->rt, pk, p->no_tma);
@@ -108,6 +116,15 @@ void tilec_program_free(tilec_program *p)
         HASH_DEL(p->choices, c);
         free(c);
     }
+    for (uint32_t i = 0; i < p->nws; i++) {
+        tilec_rt_free(p->rt, p->ws[i].part);
+        tilec_rt_free(p->rt, p->ws[i].cnt);
+    }
+    for (uint32_t i = 0; i < p->nretired; i++)
+        tilec_rt_free(p->rt, p->retired[i]);
+    free(p->ws);
+    free(p->retired);
+    pthread_mutex_destroy(&p->ws_mu);
     pthread_mutex_destroy(&p->mk_mu);
     pthread_mutex_destroy(&p->mk_tune);
     free(p);
@@ -139,8 +156,114 @@ int tilec_program_has_twin(const tilec_program *p, const char *name, int variant
     return pk && rt_tma_ready(pk);
 }
 
-tilec_rt_status rt_program_launch_at(const tilec_program *p, uint32_t i, const tilec_rt_arg *args, void *stream)
+static size_t grow_to(size_t need)
 {
+    size_t n = 1 << 16;
+    while (n < need && n < SIZE_MAX / 2)
+        n *= 2;
+    return n < need ? need : n;
+}
+
+static int retire(tilec_program *p, uint64_t ptr)
+{
+    if (!ptr)
+        return 0;
+    uint64_t *r = realloc(p->retired, (p->nretired + 1) * sizeof *r);
+    if (!r)
+        return -1;
+    p->retired = r;
+    p->retired[p->nretired++] = ptr;
+    return 0;
+}
+
+/* One buffer of w at least `need` bytes: a new one (zeroed on the stream
+ * when `zero`) replaces a smaller one, which stays allocated until the
+ * program is freed (a launch already enqueued may still use it). */
+static tilec_rt_status ws_grow(tilec_program *p, void *stream, uint64_t *ptr, size_t *bytes, size_t need, int zero)
+{
+    if (*bytes >= need)
+        return TILEC_RT_OK;
+    size_t n = grow_to(need);
+    uint64_t d = 0;
+    tilec_rt_status st = tilec_rt_malloc(p->rt, n, &d);
+    if (st != TILEC_RT_OK)
+        return st;
+    if (zero)
+        st = tilec_rt_fill_async(p->rt, d, 0, 4, n / 4, stream);
+    if (st == TILEC_RT_OK && retire(p, *ptr) != 0)
+        st = TILEC_RT_NOMEM;
+    if (st != TILEC_RT_OK) {
+        tilec_rt_free(p->rt, d);
+        return st;
+    }
+    *ptr = d;
+    *bytes = n;
+    return TILEC_RT_OK;
+}
+
+/* The entry of `stream`, made when missing (ws_mu held); NULL: no memory. */
+static rt_split_ws *ws_of(tilec_program *p, void *stream)
+{
+    for (uint32_t i = 0; i < p->nws; i++)
+        if (p->ws[i].stream == stream)
+            return &p->ws[i];
+    rt_split_ws *v = realloc(p->ws, (p->nws + 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    p->ws = v;
+    rt_split_ws *w = &p->ws[p->nws++];
+    memset(w, 0, sizeof *w);
+    w->stream = stream;
+    return w;
+}
+
+/* The split-K scratch of `stream` for a launch of nblocks blocks of pk:
+ * nblocks partials of split_bytes, nblocks / split_k counters. Kept per
+ * stream, so launches on two streams never share one; launches on one
+ * stream run in order, and each leaves the counters it used at zero. */
+static tilec_rt_status split_ws(tilec_program *p, const pkernel *pk, uint64_t nblocks, void *stream, uint64_t *part,
+                                uint64_t *cnt)
+{
+    if (nblocks > SIZE_MAX / 2 / pk->split_bytes)
+        return TILEC_RT_INVALID_ARG;
+    size_t need_part = (size_t)nblocks * pk->split_bytes, need_cnt = (size_t)(nblocks / pk->split_k + 1) * 4;
+    pthread_mutex_lock(&p->ws_mu);
+    rt_split_ws *w = ws_of(p, stream);
+    tilec_rt_status st = w ? TILEC_RT_OK : TILEC_RT_NOMEM;
+    if (st == TILEC_RT_OK)
+        st = ws_grow(p, stream, &w->part, &w->part_bytes, need_part, 0);
+    if (st == TILEC_RT_OK)
+        st = ws_grow(p, stream, &w->cnt, &w->cnt_bytes, need_cnt, 1);
+    if (st == TILEC_RT_OK) {
+        *part = w->part;
+        *cnt = w->cnt;
+    }
+    pthread_mutex_unlock(&p->ws_mu);
+    return st;
+}
+
+tilec_rt_status rt_program_split_share(tilec_program *p, void *from, void *to)
+{
+    pthread_mutex_lock(&p->ws_mu);
+    const rt_split_ws *f = NULL;
+    for (uint32_t i = 0; i < p->nws && !f; i++)
+        if (p->ws[i].stream == from)
+            f = &p->ws[i];
+    tilec_rt_status st = TILEC_RT_OK;
+    if (f && from != to) {
+        size_t part = f->part_bytes, cnt = f->cnt_bytes;
+        rt_split_ws *w = ws_of(p, to); /* may move the table: f is not read after this */
+        st = !w ? TILEC_RT_NOMEM : ws_grow(p, to, &w->part, &w->part_bytes, part, 0);
+        if (st == TILEC_RT_OK)
+            st = ws_grow(p, to, &w->cnt, &w->cnt_bytes, cnt, 1);
+    }
+    pthread_mutex_unlock(&p->ws_mu);
+    return st;
+}
+
+tilec_rt_status rt_program_launch_at(const tilec_program *cp, uint32_t i, const tilec_rt_arg *args, void *stream)
+{
+    tilec_program *p = (tilec_program *)cp; /* the split-K scratch is the program's, behind its lock */
     const pkernel *pk = &p->ks[i];
     int64_t scal[64];
     for (uint32_t a = 0; a < pk->nparams; a++) {
@@ -158,6 +281,14 @@ tilec_rt_status rt_program_launch_at(const tilec_program *p, uint32_t i, const t
     if (!grid[0] || !grid[1] || !grid[2])
         return TILEC_RT_OK; /* nothing to do */
     tilec_rt_status st;
+    if (pk->split_k) { /* no twin: the workspace and counters after the kernel's own parameters */
+        tilec_rt_arg all[TILEC_RT_MAX_PARAMS];
+        if (pk->nparams)
+            memcpy(all, args, pk->nparams * sizeof *args);
+        st = split_ws(p, pk, (uint64_t)grid[0] * grid[1] * grid[2], stream, &all[pk->nparams].ptr,
+                      &all[pk->nparams + 1].ptr);
+        return st != TILEC_RT_OK ? st : tilec_rt_launch(pk->kern, grid, all, stream);
+    }
     if (rt_tma_launch(pk, grid, args, stream, &st))
         return st;
     return tilec_rt_launch(pk->kern, grid, args, stream);

@@ -36,8 +36,17 @@ typedef struct pkernel {
     int (*aot_grid)(const int64_t *args, uint32_t grid[3]);
     tilec_rt_module *mod;
     tilec_rt_kernel *kern;
-    rt_tma *tma; /* the variant's sm_90a twin, or NULL */
+    rt_tma *tma;                   /* the variant's sm_90a twin, or NULL */
+    uint32_t split_k, split_bytes; /* split-K (rt_kernel_desc) */
 } pkernel;
+
+/* The split-K scratch of one stream: partials and tile counters (the
+ * counters all zero between launches: each launch resets those it uses). */
+typedef struct rt_split_ws {
+    void *stream;
+    uint64_t part, cnt;
+    size_t part_bytes, cnt_bytes;
+} rt_split_ws;
 
 struct tilec_program {
     tilec_rt *rt;
@@ -51,6 +60,12 @@ struct tilec_program {
     int mk_forced; /* TILEC_MULTI_KERNEL at build time: -1 unset, -2 invalid */
     char cache_dir[PATH_MAX];
     int no_tma; /* TILEC_DISABLE_TMA=1 when the program was made: no twins */
+    /* split-K workspaces, one per stream, grown on demand (program.c) */
+    pthread_mutex_t ws_mu;
+    rt_split_ws *ws;
+    uint32_t nws;
+    uint64_t *retired; /* outgrown buffers, freed with the program */
+    uint32_t nretired;
 };
 
 /* The index of variant `variant` of kernel `name`, or -1. */
@@ -59,6 +74,11 @@ int rt_program_find(const tilec_program *p, const char *name, int variant);
 /* Launch kernel i (loaded, args holding its nparams arguments) with the
  * grid its metadata computes: tilec_program_launch after the lookup. */
 tilec_rt_status rt_program_launch_at(const tilec_program *p, uint32_t i, const tilec_rt_arg *args, void *stream);
+
+/* Give stream `to` split-K buffers at least as large as those `from` has
+ * (none: nothing to do), outside any capture: a CUDA graph recorded on `to`
+ * then finds them and allocates nothing while capturing (plan_graph.c). */
+tilec_rt_status rt_program_split_share(tilec_program *p, void *from, void *to);
 
 /* tilec_program_launch_best for the kernel whose variant 0 is entry
  * `first` (multikernel.c). */

@@ -178,6 +178,8 @@ static struct {
     size_t size;
 } allocs[MAX_ALLOCS];
 
+static CUstream capturing;
+
 static CUresult fake_MemAlloc(CUdeviceptr *p, size_t n)
 {
     if (!current)
@@ -190,6 +192,8 @@ static CUresult fake_MemAlloc(CUdeviceptr *p, size_t n)
         state.fail_allocs--;
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    if (capturing)
+        state.allocs_in_capture++;
     void *m = malloc(n);
     if (!m)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -288,7 +292,6 @@ static CUresult fake_memset(CUdeviceptr d, unsigned v, size_t n, unsigned width)
 }
 
 static CUresult record_memset(CUdeviceptr d, unsigned v, size_t n, unsigned width);
-static CUstream capturing;
 
 static CUresult fake_MemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream st)
 {
@@ -412,6 +415,7 @@ static const fake_kernel kernels[] = {
     {"tw_v0", 6, {8, 8, 8, 4, 4, 4}, 1024, 0},
     {"tw_v0_tma", 9, {8, 8, 8, 4, 4, 4, 128, 128, 128}, 1024, 0},
     {"tilec_fill_u64", 3, {8, 8, 8}, 1024, 0}, /* the runtime's fill kernel (runtime/fill.c) */
+    {"sk_v0", 4, {8, 4, 8, 8}, 1024, 0},        /* split-K: x, n, and the hidden part, cnt */
 };
 
 static CUresult fake_TensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType dt, cuuint32_t rank, void *base,
@@ -669,6 +673,13 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
             for (uint64_t j = i; j < n; j += threads)
                 memcpy((unsigned char *)(uintptr_t)d + 8 * j, &v, 8);
         state.fill_launches++;
+    } else if (strcmp(k->name, "sk_v0") == 0) {
+        memcpy(&state.split_part, params[2], 8);
+        memcpy(&state.split_cnt, params[3], 8);
+        const unsigned *cnt = (const unsigned *)(uintptr_t)state.split_cnt;
+        for (int i = 0; cnt && i < 64; i++)
+            state.split_dirty += cnt[i] != 0;
+        state.split_launches++;
     } else if (strcmp(k->name, "args7") == 0) {
         memset(state.args, 0, sizeof state.args);
         for (int i = 0; i < k->nparams; i++)

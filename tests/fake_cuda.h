@@ -31,6 +31,8 @@
  *     the multi-kernel test (tests/test_multikernel.c). Each launch counts in
  *     mk_launches[v] and, when fake_clock is set, advances the clock that
  *     events record by mk_ms[v], so that the test picks the fastest.
+ *   sk_v0(ptr x, i32 n, ptr part, ptr cnt): a split-K kernel's launch (its
+ *     own two parameters and the runtime's hidden two), see split_* below
  *   tilec_fill_u64(ptr dst, u64 value, u64 n): the runtime's fill kernel,
  *     run for real on the host; counted in fill_launches
  * cuMemsetD8/D16/D32Async fill for real (counted in memsets) or, on a
@@ -76,6 +78,12 @@ typedef struct fake_cuda_state {
         unsigned long long base, dims[2], stride;
         unsigned box[2], dtype, swizzle;
     } tma_maps[3];                  /* the last three maps made */
+    /* split-K (tests/test_runtime.c): sk_v0(ptr x, i32 n, ptr part, ptr cnt)
+     * records its two hidden pointers and whether cnt's first 64 words
+     * were all zero; cuMemAlloc counts the calls made while a stream
+     * captures (a real driver refuses them in thread-local mode) */
+    unsigned long long split_part, split_cnt;
+    int split_launches, split_dirty, allocs_in_capture;
 } fake_cuda_state;
 
 fake_cuda_state *fake_cuda_state_get(void);

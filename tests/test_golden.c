@@ -175,6 +175,22 @@ static int hoist_line(const char *l)
 ParameterizedTestParameters(golden, hoist) { return cases_of("tests/golden/hoist/*.tile"); }
 ParameterizedTest(gcase *c, golden, hoist) { expect_cuda_lines(c->path, ".hoist", hoist_line); }
 
+static int split_line(const char *l)
+{
+    static const char *const keys[] = {"split", "tl_slice", "tl_steps", "tl_per", "tl_tile", "tl_last", "tl_seen",
+                                       "tl_all", "tl_mine", "blockIdx.z", "gridDim.z", "__threadfence"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strstr(l, keys[i]))
+            return 1;
+    return 0;
+}
+
+/* Split-K (lower/splitk.c): tests/golden/split/X.split holds every line of
+ * the CUDA C that names the split: the hidden parameters, the slice, its
+ * bounds, the partials, the counter and the sum in slice order. */
+ParameterizedTestParameters(golden, split) { return cases_of("tests/golden/split/*.tile"); }
+ParameterizedTest(gcase *c, golden, split) { expect_cuda_lines(c->path, ".split", split_line); }
+
 /* The CUDA C of every example is golden too (tests/golden/cuda/X.cu):
  * a change to the lowering shows up as a reviewed diff. */
 ParameterizedTestParameters(golden, cuda) { return cases_of("examples/*.tile"); }

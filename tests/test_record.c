@@ -127,10 +127,11 @@ Test(record, text_reads_back_to_the_lowering)
     const tilec_kernel *k = tilec_module_find_kernel(m, "matmul_f16");
     uint32_t n = tilec_kernel_variant_count(k);
     cr_assert_geq(n, 4);
-    tilec_kernel_code codes[8], back[8];
-    const tilec_kernel_code *in[8];
-    tilec_kernel_code *out[8];
-    uint32_t np[8];
+    cr_assert_leq(n, 16);
+    tilec_kernel_code codes[16], back[16];
+    const tilec_kernel_code *in[16];
+    tilec_kernel_code *out[16];
+    uint32_t np[16];
     lower_all(ctx, m, "matmul_f16", codes, n);
     for (uint32_t v = 0; v < n; v++) {
         in[v] = &codes[v];
@@ -148,6 +149,8 @@ Test(record, text_reads_back_to_the_lowering)
         cr_expect_eq(back[v].threads, codes[v].threads);
         cr_expect_eq(back[v].smem_bytes, codes[v].smem_bytes);
         cr_expect_eq(back[v].nparams, codes[v].nparams);
+        cr_expect_eq(back[v].split_k, codes[v].split_k);
+        cr_expect_eq(back[v].split_bytes, codes[v].split_bytes);
         cr_expect_eq(!back[v].tma.name, !codes[v].tma.name);
         if (!codes[v].tma.name)
             continue;

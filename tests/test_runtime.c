@@ -815,6 +815,7 @@ Test(rt_fake, make_current_elsewhere)
 }
 
 /* ---- ahead-of-time programs (tilec --emit c --aot): loaded from a table, no NVRTC ---- */
+#include "runtime/program_internal.h"
 #include "tilec/program.h"
 
 static int aot_grid(const int64_t *a, uint32_t g[3])
@@ -830,7 +831,7 @@ Test(rt_fake, aot_program_loads_and_launches)
 {
     tilec_rt *rt = fake_open();
     const tilec_aot_kernel ks[] = {
-        {"scale", 0, 1, "scale2", fake_image, sizeof fake_image, 128, 0, 3, scale2_kinds, 0x2, aot_grid},
+        {"scale", 0, 1, "scale2", fake_image, sizeof fake_image, 128, 0, 3, scale2_kinds, 0x2, aot_grid, 0, 0},
     };
     tilec_program *p = NULL;
     cr_assert_eq(tilec_program_load(rt, ks, 1, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
@@ -872,12 +873,78 @@ Test(rt_fake, aot_program_loads_and_launches)
     tilec_rt_close(rt);
 }
 
+/* split-K (docs/runtime.md, "Split-K workspaces"): a variant with split_k
+ * gets two hidden pointers after its own arguments, a pair per stream, its
+ * counters zeroed once, grown when a launch needs more, all freed with the
+ * program; a stream given another's pair (what a CUDA graph recording
+ * does first) launches without allocating. */
+static const tilec_rt_param_kind sk_kinds[] = {TILEC_RT_PARAM_POINTER, TILEC_RT_PARAM_I32};
+
+static int sk_grid(const int64_t *args, uint32_t grid[3])
+{
+    grid[0] = (uint32_t)args[1];
+    grid[1] = 2;
+    grid[2] = 4; /* split_k 4, as the lowering's grid gives it */
+    return 0;
+}
+
+Test(rt_fake, split_k_workspace_per_stream)
+{
+    tilec_rt *rt = fake_open();
+    int live0 = fake->live_allocs;
+    const tilec_aot_kernel ks[] = {
+        {"sk", 0, 1, "sk_v0", fake_image, sizeof fake_image, 128, 0, 2, sk_kinds, 0, sk_grid, 4, 4096},
+    };
+    tilec_program *p = NULL;
+    cr_assert_eq(tilec_program_load(rt, ks, 1, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+    uint64_t dx;
+    cr_assert_eq(tilec_rt_malloc(rt, 64, &dx), TILEC_RT_OK);
+    tilec_rt_arg args[2] = {{.ptr = dx}, {.i32 = 3}};
+    fake->split_dirty = 0;
+    cr_assert_eq(tilec_program_launch(p, "sk", 0, args, 2, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+    cr_expect_eq(fake->split_launches, 1);
+    cr_expect_eq(fake->grid[2], 4);
+    unsigned long long part = fake->split_part, cnt = fake->split_cnt;
+    cr_expect(part && cnt && part != cnt, "the hidden pointers: %llx %llx", part, cnt);
+    cr_expect_eq(fake->split_dirty, 0, "the counters start at zero");
+    int live1 = fake->live_allocs;
+    cr_expect_eq(live1, live0 + 3, "x, the partials, the counters");
+    cr_assert_eq(tilec_program_launch(p, "sk", 0, args, 2, NULL), TILEC_RT_OK);
+    cr_expect(fake->split_part == part && fake->split_cnt == cnt, "the same stream keeps its pair");
+    cr_expect_eq(fake->live_allocs, live1, "nothing allocated again");
+    /* another stream: its own pair */
+    void *s1 = NULL, *s2 = NULL;
+    cr_assert_eq(tilec_rt_stream_create(rt, TILEC_RT_STREAM_NON_BLOCKING, &s1), TILEC_RT_OK);
+    cr_assert_eq(tilec_program_launch(p, "sk", 0, args, 2, s1), TILEC_RT_OK);
+    cr_expect(fake->split_part != part && fake->split_cnt != cnt, "two streams never share");
+    unsigned long long part1 = fake->split_part;
+    /* a launch of more blocks (3 x 2 x 4 = 24 fit in 64 KiB; 96 x 2 x 4 do not) grows the pair */
+    args[1].i32 = 96;
+    cr_assert_eq(tilec_program_launch(p, "sk", 0, args, 2, s1), TILEC_RT_OK);
+    cr_expect_neq(fake->split_part, part1, "grown");
+    cr_expect_eq(fake->split_dirty, 0);
+    /* a stream given s1's pair first allocates nothing at its launch */
+    cr_assert_eq(tilec_rt_stream_create(rt, TILEC_RT_STREAM_NON_BLOCKING, &s2), TILEC_RT_OK);
+    cr_assert_eq(rt_program_split_share(p, s1, s2), TILEC_RT_OK);
+    int live2 = fake->live_allocs;
+    cr_assert_eq(tilec_program_launch(p, "sk", 0, args, 2, s2), TILEC_RT_OK);
+    cr_expect_eq(fake->live_allocs, live2, "the shared size was enough");
+    cr_expect_eq(fake->allocs_in_capture, 0);
+    cr_expect_eq(fake->split_dirty, 0);
+    tilec_program_free(p);
+    cr_expect_eq(fake->live_allocs, live0 + 1, "every workspace freed with the program (x is left)");
+    tilec_rt_free(rt, dx);
+    tilec_rt_stream_destroy(rt, s1);
+    tilec_rt_stream_destroy(rt, s2);
+    tilec_rt_close(rt);
+}
+
 Test(rt_fake, aot_program_rejects_a_bad_table)
 {
     tilec_rt *rt = fake_open();
     tilec_program *p = (tilec_program *)0x1;
     const tilec_aot_kernel good = {"scale", 0, 1, "scale2", fake_image, sizeof fake_image, 128, 0, 3,
-                                   scale2_kinds, 0, aot_grid};
+                                   scale2_kinds, 0, aot_grid, 0, 0};
     tilec_aot_kernel bad[6];
     for (int i = 0; i < 6; i++)
         bad[i] = good;

@@ -24,6 +24,7 @@ typedef struct wir_compiled {
     size_t size;
     uint32_t threads, smem_bytes, nparams;
     const tilec_rt_param_kind *kinds; /* NULL: a parameter no launch can pass yet */
+    uint32_t split_k, split_bytes;    /* split-K (tilec_aot_kernel) */
 } wir_compiled;
 
 /* The emitter's callback: nonzero stops the walk. */

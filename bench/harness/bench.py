@@ -392,6 +392,7 @@ def workloads():
         for s in (1024, 2048, 4096, 8192):
             w.append(w_matmul(s, s, s, dt))
         w.append(w_matmul(16, 8192, 8192, dt))
+        w.append(w_matmul(64, 8192, 8192, dt))  # decode-like too: split-K's M <= 64 class (docs/lowering.md)
     w.append(w_matmul(4096, 4096, 4096, "f32"))
     w.append(w_matmul(4096, 4096, 4096, "tf32"))
     w.append(w_matmul_gelu(4096, 4096, 4096))

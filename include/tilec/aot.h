@@ -38,6 +38,11 @@ typedef struct tilec_aot_kernel {
     /* the launch grid from the scalar arguments (args[i] for parameter i):
      * 0, or -1 when they give none (overflow, division by zero) */
     int (*grid)(const int64_t *args, uint32_t grid[3]);
+    /* split-K (docs/lowering.md, "Split-K"): the kernel's K slices (> 1;
+     * 0: none), and then two hidden pointer parameters after its nparams
+     * that the runtime passes (the workspace, the tile counters); the f32
+     * partial bytes of one block */
+    uint32_t split_k, split_bytes;
 } tilec_aot_kernel;
 
 /* Load n ahead-of-time kernels on rt: no NVRTC, no parsing. TILEC_RT_OK,
