@@ -475,6 +475,13 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     if (w->pp) { /* the stages of this tile: group 0's k-steps, then group 1's */
         lower_line(L, "const int tl_nk = tl_lo < tl_hi ? (tl_hi - tl_lo - 1) / tl_st + 1 : 0;");
         lower_line(L, "tl_it += tl_g * tl_nk;");
+        /* in turn: a group waits for its stages only once the other has
+         * waited for all of its own before them (a wait further ahead would
+         * read a stage's earlier phase: the parity repeats every 2 fills) */
+        lower_line(L, "if (tl_g == 1)");
+        lower_line(L, "    tl_mbar_wait(tl_empty + %d, tl_uj & 1); /* group 0, this tile */", 8 * S);
+        lower_line(L, "else if (tl_uj > 0)");
+        lower_line(L, "    tl_mbar_wait(tl_empty + %d, (tl_uj - 1) & 1); /* group 1, the last tile */", 8 * S + 8);
     }
     if (w->persist) { /* tl_it counts on across the block's tiles; this tile's first */
         lower_line(L, "const int tl_it0 = tl_it;");
@@ -505,6 +512,8 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
     L->ind--;
     lower_line(L, "}");
+    if (w->pp) /* the other group's turn */
+        lower_line(L, "if (tl_lane == 0) tl_mbar_arrive(tl_empty + %d + tl_g * 8);", 8 * S);
     lower_line(L, "tl_wg_wait<0>();");
     if (w->persist) { /* the last stage back to the producer, for the next tile */
         lower_line(L, "if (tl_it > tl_it0 && tl_lane == 0)");
@@ -524,7 +533,7 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
         return 0;
     int S = w->S;
     int64_t ring = S * w->stage_bytes, epi = staging_all(w);
-    uint32_t base = lower_alloc_smem(L, ring + epi + 2 * 8 * S + 1024);
+    uint32_t base = lower_alloc_smem(L, ring + epi + 2 * 8 * S + (w->pp ? 16 : 0) + 1024);
     L->wgp.ring_base = base; /* the epilogue's TMA store stages in the ring, or past it (wgstore.c) */
     L->wg_smem_loop = L->smem;
     const char *v = lower_cname(L, loop->names[0]);
@@ -691,10 +700,14 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
                   "            tl_mbar_init(tl_full0 + tl_s * 8, 1);\n"
                   "            tl_mbar_init(tl_empty0 + tl_s * 8, %d);\n"
                   "        }\n"
+                  "%s"
                   "        tl_mbar_fence_init();\n"
                   "    }\n"
                   "    __syncthreads();\n",
-              w->S, w->pp ? 4 : C->nwarps);
+              w->S, w->pp ? 4 : C->nwarps,
+              w->pp ? lower_fmt(C, "        for (int tl_g = 0; tl_g < 2; ++tl_g) /* each warp group's turn is over */\n"
+                                   "            tl_mbar_init(tl_empty0 + %d + tl_g * 8, 4);\n", 8 * w->S)
+                    : "");
     sb_puts(tu, "    const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;\n");
     sb_printf(tu, "    if (tl_tid >= %d) {\n        tl_setmaxnreg_dec<40>();\n        if (tl_tid == %d) {\n", C->nt, C->nt);
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
@@ -703,7 +716,11 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
     sb_puts(tu, "        }\n        }\n    } else {\n        tl_setmaxnreg_inc<232>();\n");
     if (w->pp)
         sb_puts(tu, "        const int tl_g = tl_warp >> 2; /* this consumer warp group: rows 64 tl_g .. of each tile */\n");
-    sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
+    if (w->pp)
+        sb_puts(tu, "        int tl_it = 0, tl_uj = 0;\n"
+                    "        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x, ++tl_uj) {\n");
+    else
+        sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
     persist_pids(tu);
     add_consumers(tu, cb, C->wg_body, C->wg_epi, C->wg_end, C->nt);
     sb_puts(tu, "        }\n");
