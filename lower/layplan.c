@@ -100,16 +100,6 @@ lay lower_pick(lw *L, const tilec_type *t)
             return lower_lin_rows(L, t);
         }
     }
-    /* the sm_90a twin: a row as wide as the wgmma tile (a bias) in the
-     * slice along axis 0 of its accumulators, each thread loading the
-     * columns it holds: no conversion through shared memory after the loop
-     * (so its consumer warp groups can part, wgmma.c's ping-pong) */
-    if (L->wg && t->rank == 1 && t->dims[0] == L->wgp.N) {
-        lay x;
-        unsigned r, l, w;
-        if (lower_wg_layout(L, L->wgp.M, L->wgp.N, &x))
-            return lower_lin_slice(L, &x, 0, &r, &l, &w);
-    }
     /* a row's statistics (the slice along axis 1), else a row of
      * weights (the slice along axis 0) */
     for (int ax = 1; ax >= 0 && t->rank == 1; ax--)

@@ -140,8 +140,7 @@ static void twin_pass(const lw *R, const wg_plan *w, int role, const char *tname
 /* The sm_90a twin of variant R (lower/wgmma.c) appended to tu when R's
  * dot loop qualifies: the kernel lowered again with wgmma accumulators,
  * on a persistent grid when that applies (lowered twice: the producer's
- * and the consumers' bodies), its two consumer warp groups in ping-pong
- * when what follows the loop lets them part, else one tile per block.
+ * and the consumers' bodies), else one tile per block.
  * -1 only when out of memory. */
 static int emit_twin(const lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
 {
@@ -153,11 +152,9 @@ static int emit_twin(const lw *R, const char *fname, strbuf *tu, tilec_tma_meta 
         return -1;
     memcpy(tname, fname, n);
     memcpy(tname + n, "_tma", 5);
+    wg_plan w = R->wgp;
     int r = 0;
-    for (int pp = 1; pp >= 0 && !r; pp--) { /* ping-pong, else one consumer set */
-        wg_plan w = R->wgp;
-        if (pp ? !lower_wg_pingpong(&w) : !lower_wg_persist(&w))
-            continue;
+    if (lower_wg_persist(&w)) {
         lw P, C;
         twin_pass(R, &w, 1, tname, &P);
         twin_pass(R, &w, 2, tname, &C);

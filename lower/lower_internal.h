@@ -85,7 +85,6 @@ typedef struct wg_plan {
     int persist;                  /* this twin walks the tiles in a persistent grid */
     int64_t epi_off;              /* the store's staging, from the aligned ring: 0 (the ring), or past it */
     int epi_parts;                /* a persistent twin stages its tile in this many parts (wgstore.c) */
-    int pp;                       /* ping-pong: each consumer warp group its own 64 rows, in turn (wgmma.c) */
 } wg_plan;
 
 typedef struct matnode {
@@ -145,8 +144,6 @@ typedef struct lw {
     size_t wg_epi;           /* where the statements after that loop start in out */
     int wg_role;             /* persistent twin: 1 lowering the producer's body, 2 the consumers' */
     size_t wg_body, wg_end;  /* where the kernel's body starts and ends in out */
-    size_t wg_store_at;      /* where the TMA store starts in out (0: none) */
-    uint32_t wg_smem_loop;   /* the shared memory allocated when the loop was emitted */
     struct lower_ix *ix; /* index64.c: the expressions computed in 64 bits */
     /* layplan.c: shapes reduced along their rows, the dots, the report */
     int64_t rowred[LP_MAX][2];
@@ -372,9 +369,6 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
 /* The persistent schedule for w (a ring and a separate store staging): 0
  * when it does not apply. */
 int lower_wg_persist(wg_plan *w);
-/* The ping-pong schedule for w (a persistent grid whose two consumer warp
- * groups take their 64 rows of each tile in turn): 0 when it does not apply. */
-int lower_wg_pingpong(wg_plan *w);
 /* A persistent twin's store staging past the ring, in bytes. */
 int64_t lower_wg_staging(const wg_plan *w);
 

@@ -22,7 +22,7 @@ enum { WG_GROUP = 8, WG_BK = 64, WG_ROW_BYTES = 128, WG_PRODUCER = 128, WG_RING_
 /* a persistent twin's ring and store staging together (the rest of the
  * 227 KiB a block may have: the 1024-byte alignment, the barriers, what the
  * statements after the loop allocate) */
-enum { WG_PERSIST_MAX = 224 * 1024, WG_PP_STAGES = 8 };
+enum { WG_PERSIST_MAX = 224 * 1024 };
 
 /* ---- recognising the loads ---- */
 
@@ -324,41 +324,10 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     L->wg_loop = loop;
 }
 
-/* A persistent twin's store staging past the ring, in bytes (one part of
- * one consumer warp group's rows). */
+/* A persistent twin's store staging past the ring, in bytes (one part). */
 int64_t lower_wg_staging(const wg_plan *w)
 {
-    return w->persist && w->nmaps == 3 ? w->maps[2].box_rows * w->N * (int64_t)w->maps[2].elem_bytes / w->epi_parts
-                                       : 0;
-}
-
-/* All the staging past the ring: one per consumer warp group in ping-pong. */
-static int64_t staging_all(const wg_plan *w) { return lower_wg_staging(w) * (w->pp ? 2 : 1); }
-
-int lower_wg_pingpong(wg_plan *w)
-{
-    if (!w->persist_ok || w->M != 128)
-        return 0; /* two consumer warp groups of 64 rows */
-    wg_plan p = *w;
-    p.maps[0].box_rows = 64;
-    if (p.nmaps == 3)
-        p.maps[2].box_rows = 64;
-    p.stage_bytes = (64 + p.N) * WG_ROW_BYTES;
-    int64_t tile = p.nmaps == 3 ? 64 * p.N * (int64_t)p.maps[2].elem_bytes : 0;
-    int64_t boxes = tile / (64 * WG_ROW_BYTES), S = (WG_PERSIST_MAX - 2 * tile) / p.stage_bytes;
-    int parts = 1;
-    while (S < 4 && parts * 2 <= boxes && boxes % (parts * 2) == 0) {
-        parts *= 2;
-        S = (WG_PERSIST_MAX - 2 * tile / parts) / p.stage_bytes;
-    }
-    if (S < 2)
-        return 0;
-    p.S = S > WG_PP_STAGES ? WG_PP_STAGES : (int)S;
-    p.persist = p.pp = 1;
-    p.epi_parts = parts;
-    p.epi_off = p.S * p.stage_bytes;
-    *w = p;
-    return 1;
+    return w->persist && w->nmaps == 3 ? w->M * w->N * (int64_t)w->maps[2].elem_bytes / w->epi_parts : 0;
 }
 
 /* The persistent schedule for plan w (wgmma.c's twin of a variant that
@@ -434,8 +403,6 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
     lower_bind_loop_scope(L, loop);
     if (!w->persist)
         lower_line(L, "int tl_it = 0;");
-    if (w->pp) /* the tile's first 64 rows for consumer warp group 0, then the next 64 for group 1 */
-        lower_line(L, "for (int tl_h = 0; tl_h < 2; ++tl_h)");
     lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
     L->ind++;
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
@@ -445,14 +412,13 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
     const char *col, *row, *z;
     lower_wg_coords(L, w, 0, &col, &row);
     z = lower_wg_batch(L, w, 0);
-    int64_t am = w->pp ? 64 : w->M; /* A's rows in a stage */
-    lower_line(L, "tl_tma_%dd(tl_ring + tl_s * %lld, &tl_tm0, %s, %s%s%s, tl_full + tl_s * 8);", z[0] ? 3 : 2,
-               (long long)(am * WG_ROW_BYTES), col, row, w->pp ? " + tl_h * 64" : "", z);
+    lower_line(L, "tl_tma_%dd(tl_ring + tl_s * %lld, &tl_tm0, %s, %s%s, tl_full + tl_s * 8);", z[0] ? 3 : 2,
+               (long long)(w->M * WG_ROW_BYTES), col, row, z);
     lower_wg_coords(L, w, 1, &col, &row);
     z = lower_wg_batch(L, w, 1);
     for (int b = 0; b < nb; b++)
         lower_line(L, "tl_tma_%dd(tl_ring + %lld + tl_s * %lld + %d, &tl_tm1, %s + %d, %s%s, tl_full + tl_s * 8);",
-                   z[0] ? 3 : 2, (long long)(S * am * WG_ROW_BYTES), (long long)(w->N * WG_ROW_BYTES),
+                   z[0] ? 3 : 2, (long long)(S * w->M * WG_ROW_BYTES), (long long)(w->N * WG_ROW_BYTES),
                    b * WG_BK * WG_ROW_BYTES, col, b * 64, row, z);
     L->ind--;
     lower_line(L, "}");
@@ -472,17 +438,6 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
 static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
 {
     int S = w->S;
-    if (w->pp) { /* the stages of this tile: group 0's k-steps, then group 1's */
-        lower_line(L, "const int tl_nk = tl_lo < tl_hi ? (tl_hi - tl_lo - 1) / tl_st + 1 : 0;");
-        lower_line(L, "tl_it += tl_g * tl_nk;");
-        /* in turn: a group waits for its stages only once the other has
-         * waited for all of its own before them (a wait further ahead would
-         * read a stage's earlier phase: the parity repeats every 2 fills) */
-        lower_line(L, "if (tl_g == 1)");
-        lower_line(L, "    tl_mbar_wait(tl_empty + %d, tl_uj & 1); /* group 0, this tile */", 8 * S);
-        lower_line(L, "else if (tl_uj > 0)");
-        lower_line(L, "    tl_mbar_wait(tl_empty + %d, (tl_uj - 1) & 1); /* group 1, the last tile */", 8 * S + 8);
-    }
     if (w->persist) { /* tl_it counts on across the block's tiles; this tile's first */
         lower_line(L, "const int tl_it0 = tl_it;");
     } else {
@@ -493,13 +448,10 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     L->ind++;
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
     lower_line(L, "tl_mbar_wait(tl_full + tl_s * 8, (tl_it / %d) & 1);", S);
-    if (w->pp)
-        lower_line(L, "const unsigned tl_a = tl_ring + tl_s * %d;", 64 * WG_ROW_BYTES);
-    else
-        lower_line(L, "const unsigned tl_a = tl_ring + tl_s * %lld + (tl_warp >> 2) * %d;",
-                   (long long)(w->M * WG_ROW_BYTES), 64 * WG_ROW_BYTES);
-    lower_line(L, "const unsigned tl_b = tl_ring + %lld + tl_s * %lld;",
-               (long long)(S * (w->pp ? 64 : w->M) * WG_ROW_BYTES), (long long)(w->N * WG_ROW_BYTES));
+    lower_line(L, "const unsigned tl_a = tl_ring + tl_s * %lld + (tl_warp >> 2) * %d;", (long long)(w->M * WG_ROW_BYTES),
+               64 * WG_ROW_BYTES);
+    lower_line(L, "const unsigned tl_b = tl_ring + %lld + tl_s * %lld;", (long long)(S * w->M * WG_ROW_BYTES),
+               (long long)(w->N * WG_ROW_BYTES));
     lower_line(L, "tl_wg_fence();");
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q)", WG_BK / 16);
@@ -512,15 +464,11 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
     L->ind--;
     lower_line(L, "}");
-    if (w->pp) /* the other group's turn */
-        lower_line(L, "if (tl_lane == 0) tl_mbar_arrive(tl_empty + %d + tl_g * 8);", 8 * S);
     lower_line(L, "tl_wg_wait<0>();");
     if (w->persist) { /* the last stage back to the producer, for the next tile */
         lower_line(L, "if (tl_it > tl_it0 && tl_lane == 0)");
         lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
     }
-    if (w->pp) /* past the other group's k-steps */
-        lower_line(L, "tl_it += (1 - tl_g) * tl_nk;");
 }
 
 int lower_wg_loop(lw *L, const tilec_stmt *loop)
@@ -532,10 +480,9 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     if (!lower_pipeline_plan(L, loop, &pp))
         return 0;
     int S = w->S;
-    int64_t ring = S * w->stage_bytes, epi = staging_all(w);
-    uint32_t base = lower_alloc_smem(L, ring + epi + 2 * 8 * S + (w->pp ? 16 : 0) + 1024);
+    int64_t ring = S * w->stage_bytes, epi = lower_wg_staging(w);
+    uint32_t base = lower_alloc_smem(L, ring + epi + 2 * 8 * S + 1024);
     L->wgp.ring_base = base; /* the epilogue's TMA store stages in the ring, or past it (wgstore.c) */
-    L->wg_smem_loop = L->smem;
     const char *v = lower_cname(L, loop->names[0]);
     lower_walk(L, loop->lo, NULL, 0, NULL, PREP);
     lower_walk(L, loop->hi, NULL, 0, NULL, PREP);
@@ -626,8 +573,6 @@ static const char wg_helpers[] =
     "template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\" :: \"n\"(N)); }\n"
     "template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\" :: \"n\"(N)); }\n"
     "static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile(\"bar.sync 1, %0;\" :: \"r\"(n) : \"memory\"); }\n"
-    "/* one consumer warp group of a ping-pong twin: named barrier 1 + g */\n"
-    "static __device__ __forceinline__ void tl_bar_group(int g) { asm volatile(\"bar.sync %0, 128;\" :: \"r\"(g + 1) : \"memory\"); }\n"
     "/* a shared-memory matrix descriptor, 128-byte swizzle */\n"
     "static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo)\n"
     "{\n"
@@ -689,7 +634,7 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
 {
     const wg_plan *w = &C->wgp;
     const char *pb = sb_str(&P->out), *cb = sb_str(&C->out);
-    int64_t ring = w->S * w->stage_bytes, epi = staging_all(w);
+    int64_t ring = w->S * w->stage_bytes, epi = lower_wg_staging(w);
     sb_add(tu, cb, C->wg_body);
     sb_printf(tu, "    { /* a persistent grid: each block walks tiles, %d stages (sm_90a) */\n", w->S);
     sb_printf(tu, "    const unsigned tl_ring0 = (tl_sa(tl_smem + %u) + 1023u) & ~1023u;\n", w->ring_base);
@@ -700,45 +645,24 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
                   "            tl_mbar_init(tl_full0 + tl_s * 8, 1);\n"
                   "            tl_mbar_init(tl_empty0 + tl_s * 8, %d);\n"
                   "        }\n"
-                  "%s"
                   "        tl_mbar_fence_init();\n"
                   "    }\n"
                   "    __syncthreads();\n",
-              w->S, w->pp ? 4 : C->nwarps,
-              w->pp ? lower_fmt(C, "        for (int tl_g = 0; tl_g < 2; ++tl_g) /* each warp group's turn is over */\n"
-                                   "            tl_mbar_init(tl_empty0 + %d + tl_g * 8, 4);\n", 8 * w->S)
-                    : "");
+              w->S, C->nwarps);
     sb_puts(tu, "    const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;\n");
     sb_printf(tu, "    if (tl_tid >= %d) {\n        tl_setmaxnreg_dec<40>();\n        if (tl_tid == %d) {\n", C->nt, C->nt);
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
     persist_pids(tu);
     sb_add(tu, pb + P->wg_body, P->wg_epi - P->wg_body);
     sb_puts(tu, "        }\n        }\n    } else {\n        tl_setmaxnreg_inc<232>();\n");
-    if (w->pp)
-        sb_puts(tu, "        const int tl_g = tl_warp >> 2; /* this consumer warp group: rows 64 tl_g .. of each tile */\n");
-    if (w->pp)
-        sb_puts(tu, "        int tl_it = 0, tl_uj = 0;\n"
-                    "        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x, ++tl_uj) {\n");
-    else
-        sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
+    sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
     persist_pids(tu);
     add_consumers(tu, cb, C->wg_body, C->wg_epi, C->wg_end, C->nt);
     sb_puts(tu, "        }\n");
-    sb_printf(tu, "        if (%s)\n"
-                  "            tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */\n",
-              w->pp ? "(tl_tid & 127) == 0" : "tl_tid == 0");
+    sb_puts(tu, "        if (tl_tid == 0)\n"
+                "            tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */\n");
     sb_puts(tu, "    }\n    }\n");
     sb_puts(tu, cb + C->wg_end);
-}
-
-/* needle within p[0, n). */
-static int has_in(const char *p, size_t n, const char *needle)
-{
-    size_t k = strlen(needle);
-    for (size_t i = 0; i + k <= n; i++)
-        if (!memcmp(p + i, needle, k))
-            return 1;
-    return 0;
 }
 
 int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *fname)
@@ -747,12 +671,6 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
         return 0;
     if (P && (!P->wg_done || P->failed || P->out.failed || P->smem != L->smem))
         return 0;
-    if (L->wgp.pp) { /* each warp group alone after the loop: nothing shared between them there */
-        const char *after = sb_str(&L->out) + L->wg_epi;
-        size_t n = (L->wg_store_at ? L->wg_store_at : L->wg_end) - L->wg_epi;
-        if (L->smem != L->wg_smem_loop || has_in(after, n, "__syncthreads") || has_in(after, n, "tl_tid"))
-            return 0;
-    }
     const char *body = sb_str(&L->out);
     const wg_plan *w = &L->wgp;
     sb_puts(tu, "\n#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");

@@ -78,11 +78,7 @@ int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y)
     tilec_tma_map m;
     const tilec_expr *R, *C, *Z;
     lay wy;
-    if (!L->wg_done || s != w->store || !ws_match(L, s, &m, &R, &C, &Z))
-        return 0;
-    if (w->pp)
-        m.box_rows = 64; /* one warp group's rows */
-    if (memcmp(&m, &w->maps[2], sizeof m) ||
+    if (!L->wg_done || s != w->store || !ws_match(L, s, &m, &R, &C, &Z) || memcmp(&m, &w->maps[2], sizeof m) ||
         R != w->R[2] || C != w->C[2] || Z != w->Z[2] || !lower_wg_layout(L, w->M, w->N, &wy) || !lower_same_layout(L, y, &wy))
         return 0; /* the names mean something else here: the plain store */
     const tilec_expr *e = s->value, *value = e->args[1];
@@ -97,23 +93,18 @@ int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y)
     lower_wg_coords(L, w, 2, &col, &row);
     int nb = (int)(w->N * size / WS_ROW);
     int parts = w->persist ? w->epi_parts : 1, bpp = nb / parts; /* boxes per part */
-    int64_t rows = m.box_rows; /* the tile's rows, or one warp group's 64 in ping-pong */
-    const char *bar = w->pp ? "tl_bar_group(tl_g);" : lower_fmt(L, "tl_bar_consumers(%d);", L->nt);
-    const char *lead = w->pp ? "(tl_tid & 127) == 0" : "tl_tid == 0";
-    L->wg_store_at = L->out.n;
     lower_line(L, "{ /* store by TMA: the tile into %s, 128-byte swizzle, then %d boxes of %lld x %u%s */",
-               w->pp ? "its warp group's staging" : w->persist ? "its staging" : "the ring", nb, (long long)rows, m.box_cols,
+               w->persist ? "its staging" : "the ring", nb, (long long)w->M, m.box_cols,
                parts > 1 ? lower_fmt(L, ", %d at a time", bpp) : "");
     L->ind++;
-    lower_line(L, "unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + %u) + 1023u) & ~1023u) - tl_sa(tl_smem))%s%s;",
-               w->ring_base, w->epi_off ? lower_fmt(L, " + %lld", (long long)w->epi_off) : "",
-               w->pp ? lower_fmt(L, " + tl_g * %lld", (long long)lower_wg_staging(w)) : "");
+    lower_line(L, "unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + %u) + 1023u) & ~1023u) - tl_sa(tl_smem))%s;",
+               w->ring_base, w->epi_off ? lower_fmt(L, " + %lld", (long long)w->epi_off) : "");
     const char *z = lower_wg_batch(L, w, 2);
     for (int part = 0; part < parts; part++) {
         if (w->persist) { /* a staging of its own, free once the last copies from it have read it */
-            lower_line(L, "if (%s)", lead);
+            lower_line(L, "if (tl_tid == 0)");
             lower_line(L, "    tl_bulk_wait_read();");
-            lower_line(L, "%s", bar);
+            lower_line(L, "tl_bar_consumers(%d);", L->nt);
         } else {
             lower_line(L, "tl_bar_consumers(%d); /* every wgmma has read its stage */", L->nt);
         }
@@ -129,9 +120,8 @@ int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y)
         }
         for (int q = 0; q < nq; q++)
             ws_value(L, value, pt, y, q);
-        lower_line(L, "const unsigned tl_o = (tl_b / %d%s) * %lld + %s * %d + ((((tl_b %% %d) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);",
-                   WS_ROW, part ? lower_fmt(L, " - %d", part * bpp) : "", (long long)(rows * WS_ROW),
-                   w->pp ? "((unsigned)tl_i0 & 63)" : "(unsigned)tl_i0", WS_ROW, WS_ROW);
+        lower_line(L, "const unsigned tl_o = (tl_b / %d%s) * %lld + (unsigned)tl_i0 * %d + ((((tl_b %% %d) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);",
+                   WS_ROW, part ? lower_fmt(L, " - %d", part * bpp) : "", (long long)(w->M * WS_ROW), WS_ROW, WS_ROW);
         lower_line(L, "%s tl_vec;", vt);
         for (int q = 0; q < nq; q++)
             lower_line(L, "((%s *)&tl_vec)[%d] = tl_v%d;", lower_ctype(pt->dtype), q, q);
@@ -139,12 +129,12 @@ int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y)
         L->ind--;
         lower_line(L, "}");
         lower_line(L, "tl_fence_async_smem();");
-        lower_line(L, "%s", bar);
-        lower_line(L, "if (%s) {", lead);
+        lower_line(L, "tl_bar_consumers(%d);", L->nt);
+        lower_line(L, "if (tl_tid == 0) {");
         L->ind++;
         for (int b = part * bpp; b < (part + 1) * bpp; b++)
-            lower_line(L, "tl_tma_store_%dd(&tl_tm2, %s + %u, %s%s%s, tl_sa(tl_so) + %lld);", z[0] ? 3 : 2, col,
-                       b * m.box_cols, row, w->pp ? " + tl_g * 64" : "", z, (long long)((b - part * bpp) * rows * WS_ROW));
+            lower_line(L, "tl_tma_store_%dd(&tl_tm2, %s + %u, %s%s, tl_sa(tl_so) + %lld);", z[0] ? 3 : 2, col,
+                       b * m.box_cols, row, z, (long long)((b - part * bpp) * w->M * WS_ROW));
         lower_line(L, "tl_bulk_commit();");
         if (!w->persist) /* a persistent twin waits before it writes the staging again, and at its end */
             lower_line(L, "tl_bulk_wait_read(); /* the shared memory stays until the copy engine has read it */");

@@ -9,9 +9,10 @@
  * too large extent) or a map the driver refuses sends the launch to the
  * variant's own kernel: never a wrong answer. A batched map (a product
  * per pid(2)) is 3-D: its matrix stride from the arguments, its batch
- * extent the grid's z. A persistent twin is launched with one block per
- * multiprocessor (fewer for fewer tiles) and takes the program's grid as
- * three more parameters. Metadata only, no AST. */
+ * extent the grid's z. A persistent twin takes the program's grid as three
+ * more parameters and is launched with one block per multiprocessor (fewer
+ * for fewer tiles; one per tile past TMA_PERSIST_WAVES tiles a
+ * multiprocessor). Metadata only, no AST. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,14 @@
 #include "runtime/program_internal.h"
 
 enum { TMA_CACHE = 4, TMA_WORDS = 6, TMA_KEY = TMA_WORDS * TILEC_TMA_MAX_MAPS };
+/* A persistent twin walks its tiles with one block per multiprocessor up
+ * to this many tiles per multiprocessor; past it, one block per tile (the
+ * same kernel, each block then taking one tile), which the hardware hands
+ * out as multiprocessors free up. Measured on the H200 (docs/lowering.md,
+ * the ladder): 4 tiles a multiprocessor (4096^3, the batched 16 x 1024^3 at
+ * 128 x 256) gain 2-12% on the persistent grid; 16 (8192^3 at 128 x 256)
+ * lost 6-9%. */
+enum { TMA_PERSIST_WAVES = 8 };
 
 typedef struct tma_entry {
     int valid;
@@ -211,7 +220,9 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
             logical[i] = (int32_t)grid[i];
             params[pk->nparams + t->meta.nmaps + (uint32_t)i] = &logical[i];
         }
-        blocks[0] = tiles < t->sms ? (uint32_t)tiles : t->sms;
+        blocks[0] = tiles > (uint64_t)TMA_PERSIST_WAVES * t->sms ? (uint32_t)tiles
+                    : tiles < t->sms                                ? (uint32_t)tiles
+                                                                    : t->sms;
         blocks[1] = blocks[2] = 1;
     }
     CUresult r = t->launch(t->fn, blocks[0], blocks[1], blocks[2], t->meta.threads, 1, 1, t->meta.smem_bytes,

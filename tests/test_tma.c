@@ -5,7 +5,7 @@
  * tensor map per operand from the arguments (base, extents, row stride in
  * bytes, box, 128-byte swizzle), passes them after the arguments, then the
  * program's grid, and launches the twin's persistent grid (at most one
- * block per multiprocessor); the same buffers again make no new maps (the cache);
+ * block per multiprocessor; one per tile past 8 tiles a multiprocessor); the same buffers again make no new maps (the cache);
  * a base off 16 bytes or a row stride that is not a multiple of 16 bytes
  * launches the variant's own kernel and makes no map; TILEC_DISABLE_TMA=1
  * and a driver without cuTensorMapEncodeTiled leave the variant alone; a
@@ -93,12 +93,11 @@ Test(tma, maps_built_cached_and_passed, .timeout = 120)
     cr_assert_eq(launch(&e, e.a, 300, 264, 200), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
     cr_expect_eq(fake->tma_launches, 1, "the twin ran");
     cr_expect_eq(fake->tma_encodes, 3, "one map per operand and one for the stored output");
-    /* A: 300 x 200 halves, row stride 400 bytes, boxes of 64 rows (one
-     * consumer warp group's, ping-pong) x 64 */
+    /* A: 300 x 200 halves, row stride 400 bytes, boxes of 128 rows x 64 */
     cr_expect_eq(fake->tma_maps[0].base, e.a);
     cr_expect(fake->tma_maps[0].dims[0] == 200 && fake->tma_maps[0].dims[1] == 300);
     cr_expect_eq(fake->tma_maps[0].stride, 400);
-    cr_expect(fake->tma_maps[0].box[0] == 64 && fake->tma_maps[0].box[1] == 64);
+    cr_expect(fake->tma_maps[0].box[0] == 64 && fake->tma_maps[0].box[1] == 128);
     cr_expect_eq(fake->tma_maps[0].swizzle, 3, "CU_TENSOR_MAP_SWIZZLE_128B");
     cr_expect_eq(fake->tma_maps[0].dtype, 6, "CU_TENSOR_MAP_DATA_TYPE_FLOAT16");
     /* B: 200 x 264, stride 528 bytes, boxes of 64 x 64 */
@@ -106,11 +105,11 @@ Test(tma, maps_built_cached_and_passed, .timeout = 120)
     cr_expect(fake->tma_maps[1].dims[0] == 264 && fake->tma_maps[1].dims[1] == 200);
     cr_expect_eq(fake->tma_maps[1].stride, 528);
     cr_expect(fake->tma_maps[1].box[0] == 64 && fake->tma_maps[1].box[1] == 64);
-    /* C, written by the epilogue: 300 x 264 halves, boxes of 64 rows x 64 */
+    /* C, written by the epilogue: 300 x 264 halves, boxes of 128 rows x 64 */
     cr_expect_eq(fake->tma_maps[2].base, e.c);
     cr_expect(fake->tma_maps[2].dims[0] == 264 && fake->tma_maps[2].dims[1] == 300);
     cr_expect_eq(fake->tma_maps[2].stride, 528);
-    cr_expect(fake->tma_maps[2].box[0] == 64 && fake->tma_maps[2].box[1] == 64);
+    cr_expect(fake->tma_maps[2].box[0] == 64 && fake->tma_maps[2].box[1] == 128);
     cr_expect_eq(fake->tma_maps[2].swizzle, 3, "CU_TENSOR_MAP_SWIZZLE_128B");
     cr_expect(fake->tma_args[0] == e.a && fake->tma_args[1] == e.b && fake->tma_args[2] == e.c,
               "the maps follow the arguments");
@@ -127,6 +126,10 @@ Test(tma, maps_built_cached_and_passed, .timeout = 120)
     cr_expect_eq(fake->tma_launches, 3);
     cr_expect_eq(fake->tma_encodes, 6);
     cr_expect(fake->tma_grid[0] == 32 && fake->tma_grid[1] == 16 && fake->grid[0] == 132 && fake->grid[1] == 1);
+    /* more than 8 tiles a multiprocessor: one block per tile */
+    cr_assert_eq(launch(&e, e.a, 8192, 8192, 256), TILEC_RT_OK);
+    cr_expect_eq(fake->tma_encodes, 9);
+    cr_expect(fake->tma_grid[0] == 64 && fake->tma_grid[1] == 64 && fake->grid[0] == 4096 && fake->grid[1] == 1);
     env_free(&e);
 }
 

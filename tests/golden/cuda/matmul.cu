@@ -312,8 +312,6 @@ template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volat
 template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
 template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
 static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
-/* one consumer warp group of a ping-pong twin: named barrier 1 + g */
-static __device__ __forceinline__ void tl_bar_group(int g) { asm volatile("bar.sync %0, 128;" :: "r"(g + 1) : "memory"); }
 /* a shared-memory matrix descriptor, 128-byte swizzle */
 static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo)
 {
@@ -728,8 +726,6 @@ template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volat
 template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
 template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
 static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
-/* one consumer warp group of a ping-pong twin: named barrier 1 + g */
-static __device__ __forceinline__ void tl_bar_group(int g) { asm volatile("bar.sync %0, 128;" :: "r"(g + 1) : "memory"); }
 /* a shared-memory matrix descriptor, 128-byte swizzle */
 static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo)
 {
@@ -758,16 +754,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    { /* a persistent grid: each block walks tiles, 8 stages (sm_90a) */
+    { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 163840, tl_empty0 = tl_full0 + 64;
+    const unsigned tl_full0 = tl_ring0 + 180224, tl_empty0 = tl_full0 + 48;
     if (tl_tid == 0) {
-        for (int tl_s = 0; tl_s < 8; ++tl_s) {
+        for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 1);
-            tl_mbar_init(tl_empty0 + tl_s * 8, 4);
+            tl_mbar_init(tl_empty0 + tl_s * 8, 8);
         }
-        for (int tl_g = 0; tl_g < 2; ++tl_g) /* each warp group's turn is over */
-            tl_mbar_init(tl_empty0 + 64 + tl_g * 8, 4);
         tl_mbar_fence_init();
     }
     __syncthreads();
@@ -795,27 +789,25 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
         v_acc[tl_j] = ((float)0);
     }
     // examples/matmul.tile:11
-    { /* v_acc += dot: wgmma on 8 TMA stages, one producer warp group (sm_90a) */
+    { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 64;
-        for (int tl_h = 0; tl_h < 2; ++tl_h)
+        const unsigned tl_full = tl_ring + 180224, tl_empty = tl_full + 48;
         for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 8;
-            if (tl_it >= 8)
-                tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 8) + 1) & 1);
-            tl_mbar_expect(tl_full + tl_s * 8, 16384);
-            tl_tma_2d(tl_ring + tl_s * 8192, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0) + tl_h * 64, tl_full + tl_s * 8);
-            tl_tma_2d(tl_ring + 65536 + tl_s * 8192 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
+            const int tl_s = tl_it % 6;
+            if (tl_it >= 6)
+                tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
+            tl_mbar_expect(tl_full + tl_s * 8, 24576);
+            tl_tma_2d(tl_ring + tl_s * 16384, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
         }
     }
         }
         }
     } else {
         tl_setmaxnreg_inc<232>();
-        const int tl_g = tl_warp >> 2; /* this consumer warp group: rows 64 tl_g .. of each tile */
-        int tl_it = 0, tl_uj = 0;
-        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x, ++tl_uj) {
+        int tl_it = 0;
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_n01 = tl_grid0 * tl_grid1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_grid1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
@@ -834,22 +826,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
         v_acc[tl_j] = ((float)0);
     }
     // examples/matmul.tile:11
-    { /* v_acc += dot: wgmma on 8 TMA stages, one producer warp group (sm_90a) */
+    { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 64;
-        const int tl_nk = tl_lo < tl_hi ? (tl_hi - tl_lo - 1) / tl_st + 1 : 0;
-        tl_it += tl_g * tl_nk;
-        if (tl_g == 1)
-            tl_mbar_wait(tl_empty + 64, tl_uj & 1); /* group 0, this tile */
-        else if (tl_uj > 0)
-            tl_mbar_wait(tl_empty + 72, (tl_uj - 1) & 1); /* group 1, the last tile */
+        const unsigned tl_full = tl_ring + 180224, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 8;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 8) & 1);
-            const unsigned tl_a = tl_ring + tl_s * 8192;
-            const unsigned tl_b = tl_ring + 65536 + tl_s * 8192;
+            const int tl_s = tl_it % 6;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
+            const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 8192;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -857,20 +843,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
             tl_wg_commit();
             tl_wg_wait<1>();
             if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 8) * 8);
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
         }
-        if (tl_lane == 0) tl_mbar_arrive(tl_empty + 64 + tl_g * 8);
         tl_wg_wait<0>();
         if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 8) * 8);
-        tl_it += (1 - tl_g) * tl_nk;
+            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
     // examples/matmul.tile:17
-    { /* store by TMA: the tile into its warp group's staging, 128-byte swizzle, then 2 boxes of 64 x 32 */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 131072 + tl_g * 16384;
-        if ((tl_tid & 127) == 0)
+    { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 32 */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 147456;
+        if (tl_tid == 0)
             tl_bulk_wait_read();
-        tl_bar_group(tl_g);
+        tl_bar_consumers(256);
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 2) {
             const int tl_j = tl_c;
@@ -879,22 +863,22 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
             const unsigned tl_b = (unsigned)tl_i1 * 4;
             const float tl_v0 = v_acc[tl_j];
             const float tl_v1 = v_acc[tl_j + 1];
-            const unsigned tl_o = (tl_b / 128) * 8192 + ((unsigned)tl_i0 & 63) * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
             ((float *)&tl_vec)[1] = tl_v1;
             *(uint2 *)(tl_so + tl_o) = tl_vec;
         }
         tl_fence_async_smem();
-        tl_bar_group(tl_g);
-        if ((tl_tid & 127) == 0) {
-            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0) + tl_g * 64, tl_sa(tl_so) + 0);
-            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 32, ((tl_pid0 * v_BM) + 0) + tl_g * 64, tl_sa(tl_so) + 8192);
+        tl_bar_consumers(256);
+        if (tl_tid == 0) {
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 32, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 16384);
             tl_bulk_commit();
         }
     }
         }
-        if ((tl_tid & 127) == 0)
+        if (tl_tid == 0)
             tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */
     }
     }
@@ -1156,8 +1140,6 @@ template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volat
 template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
 template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
 static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
-/* one consumer warp group of a ping-pong twin: named barrier 1 + g */
-static __device__ __forceinline__ void tl_bar_group(int g) { asm volatile("bar.sync %0, 128;" :: "r"(g + 1) : "memory"); }
 /* a shared-memory matrix descriptor, 128-byte swizzle */
 static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo)
 {
@@ -1188,14 +1170,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 212992, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 1);
-            tl_mbar_init(tl_empty0 + tl_s * 8, 4);
+            tl_mbar_init(tl_empty0 + tl_s * 8, 8);
         }
-        for (int tl_g = 0; tl_g < 2; ++tl_g) /* each warp group's turn is over */
-            tl_mbar_init(tl_empty0 + 48 + tl_g * 8, 4);
         tl_mbar_fence_init();
     }
     __syncthreads();
@@ -1226,25 +1206,23 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 212992, tl_empty = tl_full + 48;
-        for (int tl_h = 0; tl_h < 2; ++tl_h)
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             if (tl_it >= 6)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
-            tl_mbar_expect(tl_full + tl_s * 8, 24576);
-            tl_tma_2d(tl_ring + tl_s * 8192, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0) + tl_h * 64, tl_full + tl_s * 8);
-            tl_tma_2d(tl_ring + 49152 + tl_s * 16384 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
-            tl_tma_2d(tl_ring + 49152 + tl_s * 16384 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
+            tl_mbar_expect(tl_full + tl_s * 8, 32768);
+            tl_tma_2d(tl_ring + tl_s * 16384, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
         }
     }
         }
         }
     } else {
         tl_setmaxnreg_inc<232>();
-        const int tl_g = tl_warp >> 2; /* this consumer warp group: rows 64 tl_g .. of each tile */
-        int tl_it = 0, tl_uj = 0;
-        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x, ++tl_uj) {
+        int tl_it = 0;
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_n01 = tl_grid0 * tl_grid1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_grid1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
@@ -1266,19 +1244,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 212992, tl_empty = tl_full + 48;
-        const int tl_nk = tl_lo < tl_hi ? (tl_hi - tl_lo - 1) / tl_st + 1 : 0;
-        tl_it += tl_g * tl_nk;
-        if (tl_g == 1)
-            tl_mbar_wait(tl_empty + 48, tl_uj & 1); /* group 0, this tile */
-        else if (tl_uj > 0)
-            tl_mbar_wait(tl_empty + 56, (tl_uj - 1) & 1); /* group 1, the last tile */
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
-            const unsigned tl_a = tl_ring + tl_s * 8192;
-            const unsigned tl_b = tl_ring + 49152 + tl_s * 16384;
+            const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 16384;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -1288,44 +1260,68 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
             if (tl_it > tl_it0 && tl_lane == 0)
                 tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
         }
-        if (tl_lane == 0) tl_mbar_arrive(tl_empty + 48 + tl_g * 8);
         tl_wg_wait<0>();
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
-        tl_it += (1 - tl_g) * tl_nk;
     }
     // examples/matmul.tile:17
-    { /* store by TMA: the tile into its warp group's staging, 128-byte swizzle, then 4 boxes of 64 x 32 */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 147456 + tl_g * 32768;
-        if ((tl_tid & 127) == 0)
+    { /* store by TMA: the tile into its staging, 128-byte swizzle, then 4 boxes of 128 x 32, 2 at a time */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
+        if (tl_tid == 0)
             tl_bulk_wait_read();
-        tl_bar_group(tl_g);
+        tl_bar_consumers(256);
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 2) {
             const int tl_j = tl_c;
             const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
             const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
             const unsigned tl_b = (unsigned)tl_i1 * 4;
+            if (tl_b / 128 / 2 != 0)
+                continue;
             const float tl_v0 = v_acc[tl_j];
             const float tl_v1 = v_acc[tl_j + 1];
-            const unsigned tl_o = (tl_b / 128) * 8192 + ((unsigned)tl_i0 & 63) * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
             ((float *)&tl_vec)[1] = tl_v1;
             *(uint2 *)(tl_so + tl_o) = tl_vec;
         }
         tl_fence_async_smem();
-        tl_bar_group(tl_g);
-        if ((tl_tid & 127) == 0) {
-            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0) + tl_g * 64, tl_sa(tl_so) + 0);
-            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 32, ((tl_pid0 * v_BM) + 0) + tl_g * 64, tl_sa(tl_so) + 8192);
-            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 64, ((tl_pid0 * v_BM) + 0) + tl_g * 64, tl_sa(tl_so) + 16384);
-            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 96, ((tl_pid0 * v_BM) + 0) + tl_g * 64, tl_sa(tl_so) + 24576);
+        tl_bar_consumers(256);
+        if (tl_tid == 0) {
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 32, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 16384);
+            tl_bulk_commit();
+        }
+        if (tl_tid == 0)
+            tl_bulk_wait_read();
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 4;
+            if (tl_b / 128 / 2 != 1)
+                continue;
+            const float tl_v0 = v_acc[tl_j];
+            const float tl_v1 = v_acc[tl_j + 1];
+            const unsigned tl_o = (tl_b / 128 - 2) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
+            uint2 tl_vec;
+            ((float *)&tl_vec)[0] = tl_v0;
+            ((float *)&tl_vec)[1] = tl_v1;
+            *(uint2 *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_fence_async_smem();
+        tl_bar_consumers(256);
+        if (tl_tid == 0) {
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 64, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 96, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 16384);
             tl_bulk_commit();
         }
     }
         }
-        if ((tl_tid & 127) == 0)
+        if (tl_tid == 0)
             tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */
     }
     }
