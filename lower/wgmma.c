@@ -9,7 +9,9 @@
  *
  * The regular pass notes a candidate loop (lower_wg_note); the twin pass
  * (lw.wg set, lower.c) lowers the kernel again and emits the loop here
- * (lower_wg_loop); lower_wg_finish wraps the twin in
+ * (lower_wg_loop): for a persistent grid (lower_wg_persist) twice, the
+ * producer's body and the consumers', each walking the block's tiles in
+ * one branch of a single if/else of roles; lower_wg_finish wraps the twin in
  * #if defined(__CUDA_ARCH_FEAT_SM90_ALL), so an sm_90 or sm_80 compile
  * never sees it, and fills the launch metadata (tilec/tma.h).
  * docs/lowering.md ("wgmma and TMA") says which loops qualify. */

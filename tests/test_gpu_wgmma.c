@@ -7,7 +7,9 @@
  * read (a base off 16 bytes, a row stride not a multiple of 16 bytes),
  * which must take the variant's own kernel and still be right, and the
  * batched product (3-D tensor maps) with three products, and an f32
- * output (examples/matmul.tile) stored by TMA. Without a
+ * output (examples/matmul.tile) stored by TMA. The twins run on a
+ * persistent grid: one shape has more tiles than the device has
+ * multiprocessors, so a block walks several. Without a
  * GPU one SKIP line; on a GPU other than 9.0 the twin checks are skipped. */
 #include <criterion/criterion.h>
 
