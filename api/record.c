@@ -1,10 +1,11 @@
 /* record.c: a module build's source record, written and read back (see
  * record.h). The text, one line per variant in module order:
  *
- *   tilec source record 1
+ *   tilec source record 3
  *   bundle <bundle key>
- *   kernel <name> <threads> <smem> <nparams> twin -
- *   kernel <name> <threads> <smem> <nparams> twin <name> <threads> <smem> <nmaps> <map fields>...
+ *   kernel <name> <threads> <smem> <nparams> split <S> <bytes> twin -
+ *   kernel <name> <threads> <smem> <nparams> split <S> <bytes> twin <name> <threads> <smem> <nmaps> <persistent>
+ *          <map fields>...
  *
  * Only the compiler that wrote a record reads it (its identity is in the
  * key), yet every field is checked: a record that does not fit is a miss,
@@ -18,7 +19,7 @@
 #include "tilec/runtime.h"
 #include "util/strbuf.h"
 
-#define REC_HEAD "tilec source record 2" /* 2: split-K (split S BYTES) */
+#define REC_HEAD "tilec source record 3" /* 2: split-K (split S BYTES); 3: the twin's persistence */
 
 /* The fields of a tensor map, in record order; `param` fields are
  * parameter indices (below the kernel's parameter count), 2 where
@@ -40,7 +41,7 @@ _Static_assert(sizeof(tilec_tma_map) == NFIELDS * sizeof(uint32_t),
 /* the twin as the record knows it: name, threads, smem, nmaps, maps */
 struct rec_twin_shape {
     char *name;
-    uint32_t threads, smem_bytes, nmaps;
+    uint32_t threads, smem_bytes, nmaps, persistent;
     tilec_tma_map maps[TILEC_TMA_MAX_MAPS];
 };
 _Static_assert(sizeof(tilec_tma_meta) == sizeof(struct rec_twin_shape), "a twin field is missing from the record");
@@ -78,7 +79,7 @@ char *rec_format(const char *bundle_key, const tilec_kernel_code *const *codes, 
         if (!t->name)
             sb_puts(&b, " -");
         else
-            sb_printf(&b, " %s %u %u %u", t->name, t->threads, t->smem_bytes, t->nmaps);
+            sb_printf(&b, " %s %u %u %u %u", t->name, t->threads, t->smem_bytes, t->nmaps, t->persistent);
         for (uint32_t m = 0; t->name && m < t->nmaps && m < TILEC_TMA_MAX_MAPS; m++)
             put_map(&b, &t->maps[m]);
         sb_putc(&b, '\n');
@@ -157,7 +158,7 @@ static int read_twin(words *w, tilec_tma_meta *t, uint32_t nparams)
         return 1;
     w->p = save;
     if (!(t->name = ident(w)) || !number(w, 1024, &t->threads) || !t->threads || !number(w, UINT32_MAX, &t->smem_bytes) ||
-        !number(w, TILEC_TMA_MAX_MAPS, &t->nmaps))
+        !number(w, TILEC_TMA_MAX_MAPS, &t->nmaps) || !number(w, 1, &t->persistent))
         return 0;
     for (uint32_t m = 0; m < t->nmaps; m++)
         for (int f = 0; f < NFIELDS; f++) {

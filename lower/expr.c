@@ -296,6 +296,8 @@ static const char *walk_call(lw *L, const tilec_expr *e, const char *const *idx,
             return NULL;
         static const char *const ax[] = {"x", "y", "z"};
         int a = lower_axis(L, e, 0, 3);
+        if (L->wg && L->wgp.persist) /* a persistent twin's tile and logical grid (wgmma.c) */
+            return lower_fmt(L, "%s%d", n[0] == 'p' ? "tl_pid" : "tl_grid", a);
         if (L->wg && n[0] == 'p' && a < 2) /* the sm_90a twin's grouped order (wgmma.c) */
             return a ? "tl_pid1" : "tl_pid0";
         if (L->split && a == 2) /* split_k: grid axis 2 holds the K slices too (splitk.c) */

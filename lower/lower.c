@@ -102,7 +102,9 @@ static void emit_kernel(lw *L, const char *fname)
     }
     lower_plan(L);
     L->depth = 1;
+    L->wg_body = L->out.n;
     lower_emit_block(L, &k->body);
+    L->wg_end = L->out.n;
     L->ind--;
     lower_line(L, "}");
 }
@@ -120,26 +122,57 @@ static void lw_free(lw *L)
 /* The sm_90a twin of variant R (lower/wgmma.c) appended to tu when R's
  * dot loop qualifies: the kernel lowered again with wgmma accumulators.
  * -1 only when out of memory. */
+/* One lowering of R's twin (role 0: the one-tile-per-block schedule; 1,
+ * 2: a persistent twin's producer and consumers) into L. */
+static void twin_pass(const lw *R, const wg_plan *w, int role, const char *tname, lw *L)
+{
+    memset(L, 0, sizeof *L);
+    L->ctx = R->ctx;
+    L->m = R->m;
+    L->k = R->k;
+    L->variant = R->variant;
+    L->wg = 1;
+    L->quiet = 1; /* a twin that does not come out leaves the variant alone */
+    L->wg_loop = R->wg_loop;
+    L->wgp = *w;
+    L->wg_role = role;
+    ar_init(&L->ar);
+    sb_init(&L->out);
+    emit_kernel(L, tname);
+}
+
+/* The sm_90a twin of variant R (lower/wgmma.c) appended to tu when R's
+ * dot loop qualifies: the kernel lowered again with wgmma accumulators,
+ * on a persistent grid when that applies (lowered twice: the producer's
+ * and the consumers' bodies), else one tile per block.
+ * -1 only when out of memory. */
 static int emit_twin(const lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
 {
     if (!R->wg_loop || R->failed)
         return 0;
-    lw L;
-    memset(&L, 0, sizeof L);
-    L.ctx = R->ctx;
-    L.m = R->m;
-    L.k = R->k;
-    L.variant = R->variant;
-    L.wg = 1;
-    L.quiet = 1; /* a twin that does not come out leaves the variant alone */
-    L.wg_loop = R->wg_loop;
-    L.wgp = R->wgp;
-    ar_init(&L.ar);
-    sb_init(&L.out);
-    const char *tname = lower_fmt(&L, "%s_tma", fname);
-    emit_kernel(&L, tname);
-    int r = lower_wg_finish(&L, tu, meta, tname);
-    lw_free(&L);
+    size_t n = strlen(fname);
+    char *tname = malloc(n + 5);
+    if (!tname)
+        return -1;
+    memcpy(tname, fname, n);
+    memcpy(tname + n, "_tma", 5);
+    wg_plan w = R->wgp;
+    int r = 0;
+    if (lower_wg_persist(&w)) {
+        lw P, C;
+        twin_pass(R, &w, 1, tname, &P);
+        twin_pass(R, &w, 2, tname, &C);
+        r = lower_wg_finish(&C, &P, tu, meta, tname);
+        lw_free(&P);
+        lw_free(&C);
+    }
+    if (!r) {
+        lw L;
+        twin_pass(R, &R->wgp, 0, tname, &L);
+        r = lower_wg_finish(&L, NULL, tu, meta, tname);
+        lw_free(&L);
+    }
+    free(tname);
     return r;
 }
 

@@ -81,6 +81,10 @@ typedef struct wg_plan {
     int nmaps;                    /* 2, or 3 with the store */
     const tilec_stmt *store;      /* the final store the TMA writes (wgstore.c) */
     uint32_t ring_base;           /* the ring's shared-memory offset (before alignment) */
+    int persist_ok;               /* the persistent schedule may apply (wgmma.c, lower_wg_persist) */
+    int persist;                  /* this twin walks the tiles in a persistent grid */
+    int64_t epi_off;              /* the store's staging, from the aligned ring: 0 (the ring), or past it */
+    int epi_parts;                /* a persistent twin stages its tile in this many parts (wgstore.c) */
 } wg_plan;
 
 typedef struct matnode {
@@ -138,6 +142,8 @@ typedef struct lw {
     const tilec_stmt *wg_loop; /* the loop the twin runs on wgmma, or NULL */
     wg_plan wgp;
     size_t wg_epi;           /* where the statements after that loop start in out */
+    int wg_role;             /* persistent twin: 1 lowering the producer's body, 2 the consumers' */
+    size_t wg_body, wg_end;  /* where the kernel's body starts and ends in out */
     struct lower_ix *ix; /* index64.c: the expressions computed in 64 bits */
     /* layplan.c: shapes reduced along their rows, the dots, the report */
     int64_t rowred[LP_MAX][2];
@@ -345,7 +351,7 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop);
 /* The twin's program ids in grouped order (tl_pid0, tl_pid1). */
 void lower_wg_preamble(lw *L);
 /* The twin's extra kernel parameters (its tensor maps). */
-const char *lower_wg_params(const lw *L);
+const char *lower_wg_params(lw *L);
 /* P + R[:, None] * S + C[None, :] masked by R < rows && C < cols: a 2-D
  * tensor map of dt (f16, bf16, f32) with boxes of box_rows x 128 bytes. */
 int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mask, tilec_dtype dt, int64_t box_rows,
@@ -364,7 +370,12 @@ void lower_wg_store_note(lw *L, const tilec_stmt *loop);
 int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y);
 /* Append the lowered twin (L->out) to tu and fill meta: 1, or 0 when the
  * twin did not come out (nothing appended), -1 out of memory. */
-int lower_wg_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname);
+int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *fname);
+/* The persistent schedule for w (a ring and a separate store staging): 0
+ * when it does not apply. */
+int lower_wg_persist(wg_plan *w);
+/* A persistent twin's store staging past the ring, in bytes. */
+int64_t lower_wg_staging(const wg_plan *w);
 
 /* ---- splitk.c: split-K (the `split_k` hint) ---- */
 

@@ -9,7 +9,9 @@
  *
  * The regular pass notes a candidate loop (lower_wg_note); the twin pass
  * (lw.wg set, lower.c) lowers the kernel again and emits the loop here
- * (lower_wg_loop); lower_wg_finish wraps the twin in
+ * (lower_wg_loop): for a persistent grid (lower_wg_persist) twice, the
+ * producer's body and the consumers', each walking the block's tiles in
+ * one branch of a single if/else of roles; lower_wg_finish wraps the twin in
  * #if defined(__CUDA_ARCH_FEAT_SM90_ALL), so an sm_90 or sm_80 compile
  * never sees it, and fills the launch metadata (tilec/tma.h).
  * docs/lowering.md ("wgmma and TMA") says which loops qualify. */
@@ -19,6 +21,10 @@
 #include "lower/lower_internal.h"
 
 enum { WG_GROUP = 8, WG_BK = 64, WG_ROW_BYTES = 128, WG_PRODUCER = 128, WG_RING_MAX = 192 * 1024, WG_MAX_STAGES = 6 };
+/* a persistent twin's ring and store staging together (the rest of the
+ * 227 KiB a block may have: the 1024-byte alignment, the barriers, what the
+ * statements after the loop allocate) */
+enum { WG_PERSIST_MAX = 224 * 1024 };
 
 /* ---- recognising the loads ---- */
 
@@ -250,6 +256,32 @@ static int top_level(const lw *L, const tilec_stmt *loop)
     return 0;
 }
 
+/* A return anywhere in b. */
+static int has_return(const tilec_block *b)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s->kind == TILEC_ST_RETURN || has_return(&s->body) || has_return(&s->orelse))
+            return 1;
+    }
+    return 0;
+}
+
+/* The statements after the loop may run once per tile of a persistent
+ * grid: none returns (which would end the block's later tiles too). */
+static int after_loop_ok(const lw *L, const tilec_stmt *loop)
+{
+    const tilec_block *b = &L->k->body;
+    int after = 0;
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (after && (s->kind == TILEC_ST_RETURN || has_return(&s->body) || has_return(&s->orelse)))
+            return 0;
+        after |= s == loop;
+    }
+    return 1;
+}
+
 int lower_wg_layout(const lw *L, int64_t M, int64_t N, lay *y)
 {
     if ((L->nwarps != 4 && L->nwarps != 8) || M != 16 * L->nwarps || N % 64 || N > 256)
@@ -290,7 +322,39 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
         return;
     w->nmaps = 2;
     lower_wg_store_note(L, loop);
+    w->persist_ok = after_loop_ok(L, loop);
     L->wg_loop = loop;
+}
+
+/* A persistent twin's store staging past the ring, in bytes (one part). */
+int64_t lower_wg_staging(const wg_plan *w)
+{
+    return w->persist && w->nmaps == 3 ? w->M * w->N * (int64_t)w->maps[2].elem_bytes / w->epi_parts : 0;
+}
+
+/* The persistent schedule for plan w (wgmma.c's twin of a variant that
+ * qualified): the ring and a separate staging of the stored tile, since
+ * the producer fills the ring with the next tile's operands while the
+ * consumers store this one. 0 when fewer than 2 stages fit. */
+int lower_wg_persist(wg_plan *w)
+{
+    /* the staging in parts of whole boxes, as few as keep the stages of the
+     * one-tile schedule (a 128 x 256 f16 tile: two halves of 32 KiB, four
+     * stages of 48 KiB) */
+    int64_t tile = w->nmaps == 3 ? w->M * w->N * (int64_t)w->maps[2].elem_bytes : 0;
+    int64_t boxes = tile / (w->M * WG_ROW_BYTES), S = (WG_PERSIST_MAX - tile) / w->stage_bytes;
+    int parts = 1;
+    while (S < w->S && parts * 2 <= boxes && boxes % (parts * 2) == 0) {
+        parts *= 2;
+        S = (WG_PERSIST_MAX - tile / parts) / w->stage_bytes;
+    }
+    if (!w->persist_ok || S < 2)
+        return 0;
+    w->S = S > WG_MAX_STAGES ? WG_MAX_STAGES : (int)S;
+    w->persist = 1;
+    w->epi_parts = parts;
+    w->epi_off = w->S * w->stage_bytes;
+    return 1;
 }
 
 /* ---- the twin's loop ---- */
@@ -301,6 +365,8 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
  * bijection of the grid: every (pid(0), pid(1)) runs once. */
 void lower_wg_preamble(lw *L)
 {
+    if (L->wgp.persist)
+        return; /* per tile, in the persistent loop (lower_wg_finish) */
     lower_line(L, "int tl_pid0, tl_pid1;");
     lower_line(L, "{ /* grouped order, %d tiles down axis 0 at a time */", WG_GROUP);
     L->ind++;
@@ -329,13 +395,16 @@ void lower_wg_coords(lw *L, const wg_plan *w, int i, const char **col, const cha
 static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char *v)
 {
     int S = w->S, nb = (int)(w->N / 64);
-    lower_line(L, "if (tl_tid >= %d) {", L->nt);
-    L->ind++;
-    lower_line(L, "tl_setmaxnreg_dec<40>();");
-    lower_line(L, "if (tl_tid == %d) {", L->nt);
-    L->ind++;
+    if (!w->persist) {
+        lower_line(L, "if (tl_tid >= %d) {", L->nt);
+        L->ind++;
+        lower_line(L, "tl_setmaxnreg_dec<40>();");
+        lower_line(L, "if (tl_tid == %d) {", L->nt);
+        L->ind++;
+    }
     lower_bind_loop_scope(L, loop);
-    lower_line(L, "int tl_it = 0;");
+    if (!w->persist)
+        lower_line(L, "int tl_it = 0;");
     lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
     L->ind++;
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
@@ -356,6 +425,8 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
     L->ind--;
     lower_line(L, "}");
     lower_leave(L);
+    if (w->persist)
+        return; /* the producer's part of a persistent twin ends with its loop */
     L->ind--;
     lower_line(L, "}");
     lower_line(L, "return;");
@@ -369,8 +440,12 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
 static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
 {
     int S = w->S;
-    lower_line(L, "tl_setmaxnreg_inc<232>();");
-    lower_line(L, "int tl_it = 0;");
+    if (w->persist) { /* tl_it counts on across the block's tiles; this tile's first */
+        lower_line(L, "const int tl_it0 = tl_it;");
+    } else {
+        lower_line(L, "tl_setmaxnreg_inc<232>();");
+        lower_line(L, "int tl_it = 0;");
+    }
     lower_line(L, "for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {");
     L->ind++;
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
@@ -387,11 +462,15 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     lower_line(L, "tl_wg_commit();");
     /* one group in flight: the previous stage's wgmma are done, its slot free */
     lower_line(L, "tl_wg_wait<1>();");
-    lower_line(L, "if (tl_it > 0 && tl_lane == 0)");
+    lower_line(L, "if (tl_it > %s && tl_lane == 0)", w->persist ? "tl_it0" : "0");
     lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
     L->ind--;
     lower_line(L, "}");
     lower_line(L, "tl_wg_wait<0>();");
+    if (w->persist) { /* the last stage back to the producer, for the next tile */
+        lower_line(L, "if (tl_it > tl_it0 && tl_lane == 0)");
+        lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
+    }
 }
 
 int lower_wg_loop(lw *L, const tilec_stmt *loop)
@@ -403,9 +482,9 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     if (!lower_pipeline_plan(L, loop, &pp))
         return 0;
     int S = w->S;
-    int64_t ring = S * w->stage_bytes;
-    uint32_t base = lower_alloc_smem(L, ring + 2 * 8 * S + 1024);
-    L->wgp.ring_base = base; /* the epilogue's TMA store stages in the ring (wgstore.c) */
+    int64_t ring = S * w->stage_bytes, epi = lower_wg_staging(w);
+    uint32_t base = lower_alloc_smem(L, ring + epi + 2 * 8 * S + 1024);
+    L->wgp.ring_base = base; /* the epilogue's TMA store stages in the ring, or past it (wgstore.c) */
     const char *v = lower_cname(L, loop->names[0]);
     lower_walk(L, loop->lo, NULL, 0, NULL, PREP);
     lower_walk(L, loop->hi, NULL, 0, NULL, PREP);
@@ -415,7 +494,18 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
                lower_walk(L, loop->hi, NULL, 0, NULL, EMIT),
                loop->step ? lower_walk(L, loop->step, NULL, 0, NULL, EMIT) : "1");
     lower_line(L, "const unsigned tl_ring = (tl_sa(tl_smem + %u) + 1023u) & ~1023u;", base);
-    lower_line(L, "const unsigned tl_full = tl_ring + %lld, tl_empty = tl_full + %d;", (long long)ring, 8 * S);
+    lower_line(L, "const unsigned tl_full = tl_ring + %lld, tl_empty = tl_full + %d;", (long long)(ring + epi), 8 * S);
+    if (w->persist) { /* the barriers are set up once, before the roles part (lower_wg_finish) */
+        if (L->wg_role == 1)
+            producer(L, w, loop, v);
+        else
+            consumer(L, w, pp.acc, lower_ty(L, pp.load[0])->dtype);
+        L->ind--;
+        lower_line(L, "}");
+        L->wg_epi = L->out.n;
+        L->wg_done = 1;
+        return 1;
+    }
     lower_line(L, "if (tl_tid == 0) {");
     lower_line(L, "    for (int tl_s = 0; tl_s < %d; ++tl_s) {", S);
     lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, 1);");
@@ -511,24 +601,87 @@ static void wgmma_fn(strbuf *tu, const char *t, int64_t N)
     sb_printf(tu, "\n        : \"l\"(da), \"l\"(db), \"n\"(1) : \"memory\");\n}\n#endif\n");
 }
 
-int lower_wg_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname)
+/* body[from, to) into tu with every __syncthreads() after `epi` the
+ * consumers' named barrier 1: the producer warps do not reach it. */
+static void add_consumers(strbuf *tu, const char *body, size_t from, size_t epi, size_t to, int nt)
+{
+    sb_add(tu, body + from, epi - from);
+    const char *sync = "__syncthreads();", *p = body + epi, *end = body + to;
+    for (const char *q; (q = strstr(p, sync)) != NULL && q < end; p = q + strlen(sync)) {
+        sb_add(tu, p, (size_t)(q - p));
+        sb_printf(tu, "tl_bar_consumers(%d);", nt);
+    }
+    sb_add(tu, p, (size_t)(end - p));
+}
+
+/* tl_pid0..2 of tile tl_u of the logical grid tl_grid0..2: pid(2) the
+ * slowest, then the grouped order of the 2-D grid as lower_wg_preamble
+ * (a bijection: every tile once). */
+static void persist_pids(strbuf *tu)
+{
+    sb_printf(tu, "        const int tl_n01 = tl_grid0 * tl_grid1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;\n"
+                  "        const int tl_gw = %d * tl_grid1, tl_first = (tl_lin / tl_gw) * %d, tl_rest = tl_grid0 - tl_first;\n"
+                  "        const int tl_gs = tl_rest < %d ? tl_rest : %d, tl_r = tl_lin %% tl_gw;\n"
+                  "        const int tl_pid0 = tl_first + tl_r %% tl_gs, tl_pid1 = tl_r / tl_gs;\n"
+                  "        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;\n",
+              WG_GROUP, WG_GROUP, WG_GROUP, WG_GROUP);
+}
+
+/* The persistent twin: the barriers set up once; the producer thread and
+ * the consumer warps each walk the block's tiles (tl_u = blockIdx.x,
+ * + gridDim.x, ...) in one if/else of roles (setmaxnreg needs that), the
+ * producer running ahead into the next tile's stages while the consumers
+ * finish this one (P: the producer's pass, C: the consumers'). */
+static void persist_body(strbuf *tu, lw *P, lw *C)
+{
+    const wg_plan *w = &C->wgp;
+    const char *pb = sb_str(&P->out), *cb = sb_str(&C->out);
+    int64_t ring = w->S * w->stage_bytes, epi = lower_wg_staging(w);
+    sb_add(tu, cb, C->wg_body);
+    sb_printf(tu, "    { /* a persistent grid: each block walks tiles, %d stages (sm_90a) */\n", w->S);
+    sb_printf(tu, "    const unsigned tl_ring0 = (tl_sa(tl_smem + %u) + 1023u) & ~1023u;\n", w->ring_base);
+    sb_printf(tu, "    const unsigned tl_full0 = tl_ring0 + %lld, tl_empty0 = tl_full0 + %d;\n", (long long)(ring + epi),
+              8 * w->S);
+    sb_printf(tu, "    if (tl_tid == 0) {\n"
+                  "        for (int tl_s = 0; tl_s < %d; ++tl_s) {\n"
+                  "            tl_mbar_init(tl_full0 + tl_s * 8, 1);\n"
+                  "            tl_mbar_init(tl_empty0 + tl_s * 8, %d);\n"
+                  "        }\n"
+                  "        tl_mbar_fence_init();\n"
+                  "    }\n"
+                  "    __syncthreads();\n",
+              w->S, C->nwarps);
+    sb_puts(tu, "    const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;\n");
+    sb_printf(tu, "    if (tl_tid >= %d) {\n        tl_setmaxnreg_dec<40>();\n        if (tl_tid == %d) {\n", C->nt, C->nt);
+    sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
+    persist_pids(tu);
+    sb_add(tu, pb + P->wg_body, P->wg_epi - P->wg_body);
+    sb_puts(tu, "        }\n        }\n    } else {\n        tl_setmaxnreg_inc<232>();\n");
+    sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
+    persist_pids(tu);
+    add_consumers(tu, cb, C->wg_body, C->wg_epi, C->wg_end, C->nt);
+    sb_puts(tu, "        }\n");
+    sb_puts(tu, "        if (tl_tid == 0)\n"
+                "            tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */\n");
+    sb_puts(tu, "    }\n    }\n");
+    sb_puts(tu, cb + C->wg_end);
+}
+
+int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *fname)
 {
     if (!L->wg_done || L->failed || L->out.failed || L->smem > SMEM_LIMIT)
+        return 0;
+    if (P && (!P->wg_done || P->failed || P->out.failed || P->smem != L->smem))
         return 0;
     const char *body = sb_str(&L->out);
     const wg_plan *w = &L->wgp;
     sb_puts(tu, "\n#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
     sb_puts(tu, wg_helpers);
     wgmma_fn(tu, w->maps[0].bf16 ? "bf16" : "f16", w->N);
-    sb_add(tu, body, L->wg_epi);
-    /* after the loop the producer warps are gone: the consumers meet at
-     * named barrier 1 instead of __syncthreads() */
-    const char *sync = "__syncthreads();", *p = body + L->wg_epi;
-    for (const char *q; (q = strstr(p, sync)) != NULL; p = q + strlen(sync)) {
-        sb_add(tu, p, (size_t)(q - p));
-        sb_printf(tu, "tl_bar_consumers(%d);", L->nt);
-    }
-    sb_puts(tu, p);
+    if (P)
+        persist_body(tu, P, L);
+    else /* after the loop the producer warps are gone: the consumers meet at named barrier 1 */
+        add_consumers(tu, body, 0, L->wg_epi, L->out.n, L->nt);
     sb_puts(tu, "#endif\n");
     memset(meta, 0, sizeof *meta);
     size_t n = strlen(fname) + 1;
@@ -539,13 +692,17 @@ int lower_wg_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname)
     meta->threads = (uint32_t)(L->nt + WG_PRODUCER);
     meta->smem_bytes = L->smem;
     meta->nmaps = (uint32_t)w->nmaps;
+    meta->persistent = (uint32_t)w->persist;
     memcpy(meta->maps, w->maps, sizeof w->maps);
     return 1;
 }
 
-const char *lower_wg_params(const lw *L)
+const char *lower_wg_params(lw *L)
 {
-    return L->wgp.nmaps == 3 ? ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, "
-                               "const __grid_constant__ tl_tmap tl_tm2"
-                             : ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1";
+    const char *maps = L->wgp.nmaps == 3
+                           ? ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, "
+                             "const __grid_constant__ tl_tmap tl_tm2"
+                           : ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1";
+    /* a persistent twin: the program's grid, which the launch's grid no longer is */
+    return L->wgp.persist ? lower_fmt(L, "%s, int tl_grid0, int tl_grid1, int tl_grid2", maps) : maps;
 }

@@ -92,40 +92,55 @@ int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y)
     const char *col, *row;
     lower_wg_coords(L, w, 2, &col, &row);
     int nb = (int)(w->N * size / WS_ROW);
-    lower_line(L, "{ /* store by TMA: the tile into the ring, 128-byte swizzle, then %d boxes of %lld x %u */", nb,
-               (long long)w->M, m.box_cols);
+    int parts = w->persist ? w->epi_parts : 1, bpp = nb / parts; /* boxes per part */
+    lower_line(L, "{ /* store by TMA: the tile into %s, 128-byte swizzle, then %d boxes of %lld x %u%s */",
+               w->persist ? "its staging" : "the ring", nb, (long long)w->M, m.box_cols,
+               parts > 1 ? lower_fmt(L, ", %d at a time", bpp) : "");
     L->ind++;
-    lower_line(L, "tl_bar_consumers(%d); /* every wgmma has read its stage */", L->nt);
-    lower_line(L, "unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + %u) + 1023u) & ~1023u) - tl_sa(tl_smem));",
-               w->ring_base);
-    lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_c = 0; tl_c < %d; tl_c += %d) {", y->E, nq);
-    L->ind++;
-    lower_line(L, "const int tl_j = tl_c;");
-    lower_emit_index(L, y, "tl_j");
-    for (int q = 0; q < nq; q++)
-        ws_value(L, value, pt, y, q);
-    lower_line(L, "const unsigned tl_b = (unsigned)tl_i1 * %u;", size);
-    lower_line(L, "const unsigned tl_o = (tl_b / %d) * %lld + (unsigned)tl_i0 * %d + ((((tl_b %% %d) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);",
-               WS_ROW, (long long)(w->M * WS_ROW), WS_ROW, WS_ROW);
-    lower_line(L, "%s tl_vec;", vt);
-    for (int q = 0; q < nq; q++)
-        lower_line(L, "((%s *)&tl_vec)[%d] = tl_v%d;", lower_ctype(pt->dtype), q, q);
-    lower_line(L, "*(%s *)(tl_so + tl_o) = tl_vec;", vt);
-    L->ind--;
-    lower_line(L, "}");
-    lower_line(L, "tl_fence_async_smem();");
-    lower_line(L, "tl_bar_consumers(%d);", L->nt);
-    lower_line(L, "if (tl_tid == 0) {");
-    L->ind++;
+    lower_line(L, "unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + %u) + 1023u) & ~1023u) - tl_sa(tl_smem))%s;",
+               w->ring_base, w->epi_off ? lower_fmt(L, " + %lld", (long long)w->epi_off) : "");
     const char *z = lower_wg_batch(L, w, 2);
-    for (int b = 0; b < nb; b++)
-        lower_line(L, "tl_tma_store_%dd(&tl_tm2, %s + %u, %s%s, tl_sa(tl_so) + %lld);", z[0] ? 3 : 2, col,
-                   b * m.box_cols, row, z, (long long)(b * w->M * WS_ROW));
-    lower_line(L, "tl_bulk_commit();");
-    lower_line(L, "tl_bulk_wait_read(); /* the shared memory stays until the copy engine has read it */");
-    L->ind--;
-    lower_line(L, "}");
+    for (int part = 0; part < parts; part++) {
+        if (w->persist) { /* a staging of its own, free once the last copies from it have read it */
+            lower_line(L, "if (tl_tid == 0)");
+            lower_line(L, "    tl_bulk_wait_read();");
+            lower_line(L, "tl_bar_consumers(%d);", L->nt);
+        } else {
+            lower_line(L, "tl_bar_consumers(%d); /* every wgmma has read its stage */", L->nt);
+        }
+        lower_line(L, "#pragma unroll");
+        lower_line(L, "for (int tl_c = 0; tl_c < %d; tl_c += %d) {", y->E, nq);
+        L->ind++;
+        lower_line(L, "const int tl_j = tl_c;");
+        lower_emit_index(L, y, "tl_j");
+        lower_line(L, "const unsigned tl_b = (unsigned)tl_i1 * %u;", size);
+        if (parts > 1) { /* this part's boxes only (known after unrolling: a run stays in one box) */
+            lower_line(L, "if (tl_b / %d / %d != %d)", WS_ROW, bpp, part);
+            lower_line(L, "    continue;");
+        }
+        for (int q = 0; q < nq; q++)
+            ws_value(L, value, pt, y, q);
+        lower_line(L, "const unsigned tl_o = (tl_b / %d%s) * %lld + (unsigned)tl_i0 * %d + ((((tl_b %% %d) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);",
+                   WS_ROW, part ? lower_fmt(L, " - %d", part * bpp) : "", (long long)(w->M * WS_ROW), WS_ROW, WS_ROW);
+        lower_line(L, "%s tl_vec;", vt);
+        for (int q = 0; q < nq; q++)
+            lower_line(L, "((%s *)&tl_vec)[%d] = tl_v%d;", lower_ctype(pt->dtype), q, q);
+        lower_line(L, "*(%s *)(tl_so + tl_o) = tl_vec;", vt);
+        L->ind--;
+        lower_line(L, "}");
+        lower_line(L, "tl_fence_async_smem();");
+        lower_line(L, "tl_bar_consumers(%d);", L->nt);
+        lower_line(L, "if (tl_tid == 0) {");
+        L->ind++;
+        for (int b = part * bpp; b < (part + 1) * bpp; b++)
+            lower_line(L, "tl_tma_store_%dd(&tl_tm2, %s + %u, %s%s, tl_sa(tl_so) + %lld);", z[0] ? 3 : 2, col,
+                       b * m.box_cols, row, z, (long long)((b - part * bpp) * w->M * WS_ROW));
+        lower_line(L, "tl_bulk_commit();");
+        if (!w->persist) /* a persistent twin waits before it writes the staging again, and at its end */
+            lower_line(L, "tl_bulk_wait_read(); /* the shared memory stays until the copy engine has read it */");
+        L->ind--;
+        lower_line(L, "}");
+    }
     L->ind--;
     lower_line(L, "}");
     return 1;

@@ -9,7 +9,10 @@
  * too large extent) or a map the driver refuses sends the launch to the
  * variant's own kernel: never a wrong answer. A batched map (a product
  * per pid(2)) is 3-D: its matrix stride from the arguments, its batch
- * extent the grid's z. Metadata only, no AST. */
+ * extent the grid's z. A persistent twin takes the program's grid as three
+ * more parameters and is launched with one block per multiprocessor (fewer
+ * for fewer tiles; one per tile past TMA_PERSIST_WAVES tiles a
+ * multiprocessor). Metadata only, no AST. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +20,14 @@
 #include "runtime/program_internal.h"
 
 enum { TMA_CACHE = 4, TMA_WORDS = 6, TMA_KEY = TMA_WORDS * TILEC_TMA_MAX_MAPS };
+/* A persistent twin walks its tiles with one block per multiprocessor up
+ * to this many tiles per multiprocessor; past it, one block per tile (the
+ * same kernel, each block then taking one tile), which the hardware hands
+ * out as multiprocessors free up. Measured on the H200 (docs/lowering.md,
+ * the ladder): 4 tiles a multiprocessor (4096^3, the batched 16 x 1024^3 at
+ * 128 x 256) gain 2-12% on the persistent grid; 16 (8192^3 at 128 x 256)
+ * lost 6-9%. */
+enum { TMA_PERSIST_WAVES = 8 };
 
 typedef struct tma_entry {
     int valid;
@@ -29,6 +40,7 @@ struct rt_tma {
     CUfunction fn;
     PFN_cuTensorMapEncodeTiled_v12000 encode;
     PFN_cuLaunchKernel_v4000 launch;
+    uint32_t sms;       /* the device's multiprocessors: a persistent twin's blocks */
     pthread_mutex_t mu; /* guards the cache */
     tma_entry cache[TMA_CACHE];
     unsigned next;
@@ -47,6 +59,8 @@ tilec_rt_status rt_tma_set(pkernel *pk, const tilec_tma_meta *m)
             (t->batched && (t->bs[0] >= pk->nparams || (t->bs[1] != TILEC_TMA_NONE && t->bs[1] >= pk->nparams))))
             return TILEC_RT_OK; /* metadata we cannot honour: no twin */
     }
+    if (m->persistent > 1)
+        return TILEC_RT_OK;
     rt_tma *t = calloc(1, sizeof *t);
     char *name = t ? strdup(m->name) : NULL;
     if (!name) {
@@ -88,6 +102,7 @@ void rt_tma_resolve(tilec_rt *rt, pkernel *pk, int disabled)
         return;
     }
     t->fn = fn;
+    t->sms = rt->props.multiprocessors > 0 ? (uint32_t)rt->props.multiprocessors : 1;
     t->encode = d->TensorMapEncodeTiled;
     t->launch = d->LaunchKernel;
 }
@@ -190,12 +205,27 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
     CUtensorMap maps[TILEC_TMA_MAX_MAPS];
     if (!maps_for(t, pk, args, grid, maps))
         return 0;
-    void *params[64 + TILEC_TMA_MAX_MAPS];
+    void *params[64 + TILEC_TMA_MAX_MAPS + 3];
     for (uint32_t i = 0; i < pk->nparams; i++)
         params[i] = (void *)&args[i];
     for (uint32_t i = 0; i < t->meta.nmaps; i++)
         params[pk->nparams + i] = &maps[i];
-    CUresult r = t->launch(t->fn, grid[0], grid[1], grid[2], t->meta.threads, 1, 1, t->meta.smem_bytes,
+    uint32_t blocks[3] = {grid[0], grid[1], grid[2]};
+    int32_t logical[3];
+    if (t->meta.persistent) { /* the program's grid as parameters; one block per multiprocessor at most */
+        uint64_t tiles = (uint64_t)grid[0] * grid[1] * grid[2];
+        if (tiles > INT32_MAX)
+            return 0; /* the twin's tile counter is an int: the variant's own kernel */
+        for (int i = 0; i < 3; i++) {
+            logical[i] = (int32_t)grid[i];
+            params[pk->nparams + t->meta.nmaps + (uint32_t)i] = &logical[i];
+        }
+        blocks[0] = tiles > (uint64_t)TMA_PERSIST_WAVES * t->sms ? (uint32_t)tiles
+                    : tiles < t->sms                                ? (uint32_t)tiles
+                                                                    : t->sms;
+        blocks[1] = blocks[2] = 1;
+    }
+    CUresult r = t->launch(t->fn, blocks[0], blocks[1], blocks[2], t->meta.threads, 1, 1, t->meta.smem_bytes,
                            (CUstream)stream, params, NULL);
     if (r == CUDA_SUCCESS) {
         *st = TILEC_RT_OK;
@@ -203,6 +233,6 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
     }
     *st = rt_cu_fail(pk->kern->rt, TILEC_RT_LAUNCH_ERROR, r,
                      "cuLaunchKernel(kernel '%s', grid %ux%ux%u, block %u, %u bytes of dynamic shared memory)",
-                     t->meta.name, grid[0], grid[1], grid[2], t->meta.threads, t->meta.smem_bytes);
+                     t->meta.name, blocks[0], blocks[1], blocks[2], t->meta.threads, t->meta.smem_bytes);
     return 1;
 }

@@ -663,6 +663,8 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
         memcpy(&state.tma_args[0], params[6], 8);
         memcpy(&state.tma_args[1], params[7], 8);
         memcpy(&state.tma_args[2], params[8], 8);
+        for (int i = 0; i < 3; i++) /* a persistent twin: the program's grid after the maps */
+            memcpy(&state.tma_grid[i], params[9 + i], 4);
     } else if (strcmp(k->name, "tilec_fill_u64") == 0) {
         uint64_t d, v, n;
         memcpy(&d, params[0], 8);

@@ -38,9 +38,10 @@
  * cuMemsetD8/D16/D32Async fill for real (counted in memsets) or, on a
  * capturing stream, are recorded (captured_memsets) and run at replay.
  *   tw_v0(ptr a, ptr b, ptr c, i32 M, i32 N, i32 K) and its sm_90a twin
- *     tw_v0_tma(the same, three CUtensorMaps: A, B and the stored C): nothing computed; launches of
+ *     tw_v0_tma(the same, three CUtensorMaps: A, B and the stored C, the
+ *     program's grid x, y, z): nothing computed; launches of
  *     the twin count in tma_launches, with its maps' first words in
- *     tma_args (tests/test_tma.c). cuTensorMapEncodeTiled records each map
+ *     tma_args and the grid in tma_grid (tests/test_tma.c). cuTensorMapEncodeTiled records each map
  *     it makes in tma_maps (its first word is the map's base) and counts
  *     them in tma_encodes. */
 
@@ -74,6 +75,7 @@ typedef struct fake_cuda_state {
     /* the sm_90a twin test */
     int tma_launches, tma_encodes;
     unsigned long long tma_args[3]; /* first word of each map tw_v0_tma got */
+    int tma_grid[3];                /* and the program's grid after them (a persistent twin) */
     struct {
         unsigned long long base, dims[2], stride;
         unsigned box[2], dtype, swizzle;

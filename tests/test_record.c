@@ -180,8 +180,8 @@ Test(record, text_reads_back_to_the_lowering)
     }
     char *twin = strstr(text, "_tma ");
     cr_assert_not_null(twin);
-    char *p = twin + 5; /* threads smem nmaps, then map 0's pointer index: make it out of range */
-    for (int words = 0; words < 3; words++)
+    char *p = twin + 5; /* threads smem nmaps persistent, then map 0's pointer index: make it out of range */
+    for (int words = 0; words < 4; words++)
         p = strchr(p, ' ') + 1;
     char *bad = malloc(len + 8);
     snprintf(bad, len + 8, "%.*s99%s", (int)(p - text), text, strchr(p, ' '));

@@ -3,8 +3,9 @@
  * device): a program built for the device (sm_90a, NVRTC for real)
  * resolves kernel tw's twin; a launch on operands TMA can read makes one
  * tensor map per operand from the arguments (base, extents, row stride in
- * bytes, box, 128-byte swizzle), passes them after the arguments and
- * launches the twin; the same buffers again make no new maps (the cache);
+ * bytes, box, 128-byte swizzle), passes them after the arguments, then the
+ * program's grid, and launches the twin's persistent grid (at most one
+ * block per multiprocessor; one per tile past 8 tiles a multiprocessor); the same buffers again make no new maps (the cache);
  * a base off 16 bytes or a row stride that is not a multiple of 16 bytes
  * launches the variant's own kernel and makes no map; TILEC_DISABLE_TMA=1
  * and a driver without cuTensorMapEncodeTiled leave the variant alone; a
@@ -112,14 +113,23 @@ Test(tma, maps_built_cached_and_passed, .timeout = 120)
     cr_expect_eq(fake->tma_maps[2].swizzle, 3, "CU_TENSOR_MAP_SWIZZLE_128B");
     cr_expect(fake->tma_args[0] == e.a && fake->tma_args[1] == e.b && fake->tma_args[2] == e.c,
               "the maps follow the arguments");
+    /* a persistent grid: the program's 3 x 3 tiles as parameters, one block a tile (fewer than 132 SMs) */
+    cr_expect(fake->tma_grid[0] == 3 && fake->tma_grid[1] == 3 && fake->tma_grid[2] == 1, "grid %d x %d x %d",
+              fake->tma_grid[0], fake->tma_grid[1], fake->tma_grid[2]);
+    cr_expect(fake->grid[0] == 9 && fake->grid[1] == 1 && fake->grid[2] == 1);
     /* the same buffers and sizes: the cached maps */
     cr_assert_eq(launch(&e, e.a, 300, 264, 200), TILEC_RT_OK);
     cr_expect_eq(fake->tma_launches, 2);
     cr_expect_eq(fake->tma_encodes, 3, "no new map for the same operands");
-    /* another shape: new maps */
-    cr_assert_eq(launch(&e, e.a, 256, 256, 256), TILEC_RT_OK);
+    /* another shape: new maps; more tiles than multiprocessors: 132 blocks */
+    cr_assert_eq(launch(&e, e.a, 4096, 2048, 256), TILEC_RT_OK);
     cr_expect_eq(fake->tma_launches, 3);
     cr_expect_eq(fake->tma_encodes, 6);
+    cr_expect(fake->tma_grid[0] == 32 && fake->tma_grid[1] == 16 && fake->grid[0] == 132 && fake->grid[1] == 1);
+    /* more than 8 tiles a multiprocessor: one block per tile */
+    cr_assert_eq(launch(&e, e.a, 8192, 8192, 256), TILEC_RT_OK);
+    cr_expect_eq(fake->tma_encodes, 9);
+    cr_expect(fake->tma_grid[0] == 64 && fake->tma_grid[1] == 64 && fake->grid[0] == 4096 && fake->grid[1] == 1);
     env_free(&e);
 }
 

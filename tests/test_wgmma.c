@@ -72,6 +72,8 @@ Test(wgmma, twin_metadata)
         expect_map(&code.tma.maps[1], 1, 5, 4, 4, 64, 0);
         expect_map(&code.tma.maps[2], 2, 3, 4, 4, bm[v], 0); /* C: [M, N], row stride N, boxes of BM x 64 */
         cr_expect(strstr(code.source, "tl_tma_store_2d(&tl_tm2"), "the epilogue stores by TMA");
+        cr_expect_eq(code.tma.persistent, 1, "variant %d: a persistent grid", v);
+        cr_expect(strstr(code.source, "int tl_grid0, int tl_grid1, int tl_grid2)"), "the program's grid as parameters");
         cr_expect(strstr(code.source, "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)"), "the twin is for sm_90a only");
         tilec_kernel_code_free(&code);
     }

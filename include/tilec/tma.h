@@ -42,6 +42,13 @@ typedef struct tilec_tma_meta {
     uint32_t threads;     /* its block size */
     uint32_t smem_bytes;  /* its dynamic shared memory */
     uint32_t nmaps;
+    /* 1: a persistent grid. The twin takes three more int parameters after
+     * its maps, the program's grid (x, y, z), and is launched with any
+     * number of blocks along x, each walking the tiles blockIdx.x,
+     * + gridDim.x, ... (x * y * z at most INT32_MAX): the runtime launches
+     * min(x * y * z, multiprocessors), or one block per tile when there
+     * are many tiles a multiprocessor (runtime/tma.c). */
+    uint32_t persistent;
     tilec_tma_map maps[TILEC_TMA_MAX_MAPS];
 } tilec_tma_meta;
 

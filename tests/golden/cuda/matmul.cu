@@ -330,25 +330,38 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* matmul, variant M = 64: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2)
+extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    int tl_pid0, tl_pid1;
-    { /* grouped order, 8 tiles down axis 0 at a time */
-        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
-        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
-        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
-        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
-        tl_pid1 = tl_r / tl_gs;
-    }
     constexpr int v_BM = 64;
     constexpr int v_BN = 64;
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
+    { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
+    const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+    const unsigned tl_full0 = tl_ring0 + 114688, tl_empty0 = tl_full0 + 48;
+    if (tl_tid == 0) {
+        for (int tl_s = 0; tl_s < 6; ++tl_s) {
+            tl_mbar_init(tl_full0 + tl_s * 8, 1);
+            tl_mbar_init(tl_empty0 + tl_s * 8, 4);
+        }
+        tl_mbar_fence_init();
+    }
+    __syncthreads();
+    const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;
+    if (tl_tid >= 128) {
+        tl_setmaxnreg_dec<40>();
+        if (tl_tid == 128) {
+        int tl_it = 0;
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
+        const int tl_n01 = tl_grid0 * tl_grid1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
+        const int tl_gw = 8 * tl_grid1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
+        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
     // examples/matmul.tile:8
     // v_rm: index tile computed where it is used
     // examples/matmul.tile:9
@@ -365,32 +378,45 @@ extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, 
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 98304, tl_empty = tl_full + 48;
-        if (tl_tid == 0) {
-            for (int tl_s = 0; tl_s < 6; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 1);
-                tl_mbar_init(tl_empty + tl_s * 8, 4);
-            }
-            tl_mbar_fence_init();
+        const unsigned tl_full = tl_ring + 114688, tl_empty = tl_full + 48;
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 6;
+            if (tl_it >= 6)
+                tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
+            tl_mbar_expect(tl_full + tl_s * 8, 16384);
+            tl_tma_2d(tl_ring + tl_s * 8192, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 49152 + tl_s * 8192 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
         }
-        __syncthreads();
-        if (tl_tid >= 128) {
-            tl_setmaxnreg_dec<40>();
-            if (tl_tid == 128) {
-                int tl_it = 0;
-                for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
-                    const int tl_s = tl_it % 6;
-                    if (tl_it >= 6)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
-                    tl_mbar_expect(tl_full + tl_s * 8, 16384);
-                    tl_tma_2d(tl_ring + tl_s * 8192, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
-                    tl_tma_2d(tl_ring + 49152 + tl_s * 8192 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
-                }
-            }
-            return;
+    }
         }
+        }
+    } else {
         tl_setmaxnreg_inc<232>();
         int tl_it = 0;
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
+        const int tl_n01 = tl_grid0 * tl_grid1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
+        const int tl_gw = 8 * tl_grid1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
+        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
+    // examples/matmul.tile:8
+    // v_rm: index tile computed where it is used
+    // examples/matmul.tile:9
+    // v_rn: index tile computed where it is used
+    // examples/matmul.tile:10
+    float v_acc[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/matmul.tile:11
+    { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 114688, tl_empty = tl_full + 48;
+        const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
@@ -402,23 +428,27 @@ extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, 
                 tl_wgmma_f16_n64(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024));
             tl_wg_commit();
             tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
+            if (tl_it > tl_it0 && tl_lane == 0)
                 tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
         }
         tl_wg_wait<0>();
+        if (tl_it > tl_it0 && tl_lane == 0)
+            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
     // examples/matmul.tile:17
-    { /* store by TMA: the tile into the ring, 128-byte swizzle, then 2 boxes of 64 x 32 */
-        tl_bar_consumers(128); /* every wgmma has read its stage */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+    { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 64 x 32 */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 98304;
+        if (tl_tid == 0)
+            tl_bulk_wait_read();
+        tl_bar_consumers(128);
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 2) {
             const int tl_j = tl_c;
             const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
             const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 4;
             const float tl_v0 = v_acc[tl_j];
             const float tl_v1 = v_acc[tl_j + 1];
-            const unsigned tl_b = (unsigned)tl_i1 * 4;
             const unsigned tl_o = (tl_b / 128) * 8192 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -431,8 +461,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, 
             tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
             tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 32, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 8192);
             tl_bulk_commit();
-            tl_bulk_wait_read(); /* the shared memory stays until the copy engine has read it */
         }
+    }
+        }
+        if (tl_tid == 0)
+            tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */
+    }
     }
 }
 #endif
@@ -710,25 +744,38 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* matmul, variant M = 256: BM = 128, BN = 64, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2)
+extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    int tl_pid0, tl_pid1;
-    { /* grouped order, 8 tiles down axis 0 at a time */
-        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
-        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
-        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
-        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
-        tl_pid1 = tl_r / tl_gs;
-    }
     constexpr int v_BM = 128;
     constexpr int v_BN = 64;
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
+    { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
+    const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+    const unsigned tl_full0 = tl_ring0 + 180224, tl_empty0 = tl_full0 + 48;
+    if (tl_tid == 0) {
+        for (int tl_s = 0; tl_s < 6; ++tl_s) {
+            tl_mbar_init(tl_full0 + tl_s * 8, 1);
+            tl_mbar_init(tl_empty0 + tl_s * 8, 8);
+        }
+        tl_mbar_fence_init();
+    }
+    __syncthreads();
+    const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;
+    if (tl_tid >= 256) {
+        tl_setmaxnreg_dec<40>();
+        if (tl_tid == 256) {
+        int tl_it = 0;
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
+        const int tl_n01 = tl_grid0 * tl_grid1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
+        const int tl_gw = 8 * tl_grid1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
+        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
     // examples/matmul.tile:8
     // v_rm: index tile computed where it is used
     // examples/matmul.tile:9
@@ -745,32 +792,45 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 48;
-        if (tl_tid == 0) {
-            for (int tl_s = 0; tl_s < 6; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 1);
-                tl_mbar_init(tl_empty + tl_s * 8, 8);
-            }
-            tl_mbar_fence_init();
+        const unsigned tl_full = tl_ring + 180224, tl_empty = tl_full + 48;
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 6;
+            if (tl_it >= 6)
+                tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
+            tl_mbar_expect(tl_full + tl_s * 8, 24576);
+            tl_tma_2d(tl_ring + tl_s * 16384, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
         }
-        __syncthreads();
-        if (tl_tid >= 256) {
-            tl_setmaxnreg_dec<40>();
-            if (tl_tid == 256) {
-                int tl_it = 0;
-                for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
-                    const int tl_s = tl_it % 6;
-                    if (tl_it >= 6)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
-                    tl_mbar_expect(tl_full + tl_s * 8, 24576);
-                    tl_tma_2d(tl_ring + tl_s * 16384, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
-                    tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
-                }
-            }
-            return;
+    }
         }
+        }
+    } else {
         tl_setmaxnreg_inc<232>();
         int tl_it = 0;
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
+        const int tl_n01 = tl_grid0 * tl_grid1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
+        const int tl_gw = 8 * tl_grid1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
+        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
+    // examples/matmul.tile:8
+    // v_rm: index tile computed where it is used
+    // examples/matmul.tile:9
+    // v_rn: index tile computed where it is used
+    // examples/matmul.tile:10
+    float v_acc[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/matmul.tile:11
+    { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 180224, tl_empty = tl_full + 48;
+        const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
@@ -782,23 +842,27 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
                 tl_wgmma_f16_n64(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024));
             tl_wg_commit();
             tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
+            if (tl_it > tl_it0 && tl_lane == 0)
                 tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
         }
         tl_wg_wait<0>();
+        if (tl_it > tl_it0 && tl_lane == 0)
+            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
     // examples/matmul.tile:17
-    { /* store by TMA: the tile into the ring, 128-byte swizzle, then 2 boxes of 128 x 32 */
-        tl_bar_consumers(256); /* every wgmma has read its stage */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+    { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 32 */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 147456;
+        if (tl_tid == 0)
+            tl_bulk_wait_read();
+        tl_bar_consumers(256);
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 2) {
             const int tl_j = tl_c;
             const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
             const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 4;
             const float tl_v0 = v_acc[tl_j];
             const float tl_v1 = v_acc[tl_j + 1];
-            const unsigned tl_b = (unsigned)tl_i1 * 4;
             const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -811,8 +875,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
             tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
             tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 32, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 16384);
             tl_bulk_commit();
-            tl_bulk_wait_read(); /* the shared memory stays until the copy engine has read it */
         }
+    }
+        }
+        if (tl_tid == 0)
+            tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */
+    }
     }
 }
 #endif
@@ -1090,25 +1158,38 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* matmul, variant M = 4096: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2)
+extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    int tl_pid0, tl_pid1;
-    { /* grouped order, 8 tiles down axis 0 at a time */
-        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
-        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
-        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
-        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
-        tl_pid1 = tl_r / tl_gs;
-    }
     constexpr int v_BM = 128;
     constexpr int v_BN = 128;
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
+    { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
+    const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
+    if (tl_tid == 0) {
+        for (int tl_s = 0; tl_s < 6; ++tl_s) {
+            tl_mbar_init(tl_full0 + tl_s * 8, 1);
+            tl_mbar_init(tl_empty0 + tl_s * 8, 8);
+        }
+        tl_mbar_fence_init();
+    }
+    __syncthreads();
+    const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;
+    if (tl_tid >= 256) {
+        tl_setmaxnreg_dec<40>();
+        if (tl_tid == 256) {
+        int tl_it = 0;
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
+        const int tl_n01 = tl_grid0 * tl_grid1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
+        const int tl_gw = 8 * tl_grid1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
+        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
     // examples/matmul.tile:8
     // v_rm: index tile computed where it is used
     // examples/matmul.tile:9
@@ -1125,33 +1206,46 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
-        if (tl_tid == 0) {
-            for (int tl_s = 0; tl_s < 6; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 1);
-                tl_mbar_init(tl_empty + tl_s * 8, 8);
-            }
-            tl_mbar_fence_init();
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 6;
+            if (tl_it >= 6)
+                tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
+            tl_mbar_expect(tl_full + tl_s * 8, 32768);
+            tl_tma_2d(tl_ring + tl_s * 16384, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
         }
-        __syncthreads();
-        if (tl_tid >= 256) {
-            tl_setmaxnreg_dec<40>();
-            if (tl_tid == 256) {
-                int tl_it = 0;
-                for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
-                    const int tl_s = tl_it % 6;
-                    if (tl_it >= 6)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
-                    tl_mbar_expect(tl_full + tl_s * 8, 32768);
-                    tl_tma_2d(tl_ring + tl_s * 16384, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
-                    tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
-                    tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
-                }
-            }
-            return;
+    }
         }
+        }
+    } else {
         tl_setmaxnreg_inc<232>();
         int tl_it = 0;
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
+        const int tl_n01 = tl_grid0 * tl_grid1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
+        const int tl_gw = 8 * tl_grid1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
+        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
+    // examples/matmul.tile:8
+    // v_rm: index tile computed where it is used
+    // examples/matmul.tile:9
+    // v_rn: index tile computed where it is used
+    // examples/matmul.tile:10
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/matmul.tile:11
+    { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
+        const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
@@ -1163,23 +1257,29 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
                 tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024));
             tl_wg_commit();
             tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
+            if (tl_it > tl_it0 && tl_lane == 0)
                 tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
         }
         tl_wg_wait<0>();
+        if (tl_it > tl_it0 && tl_lane == 0)
+            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
     // examples/matmul.tile:17
-    { /* store by TMA: the tile into the ring, 128-byte swizzle, then 4 boxes of 128 x 32 */
-        tl_bar_consumers(256); /* every wgmma has read its stage */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+    { /* store by TMA: the tile into its staging, 128-byte swizzle, then 4 boxes of 128 x 32, 2 at a time */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
+        if (tl_tid == 0)
+            tl_bulk_wait_read();
+        tl_bar_consumers(256);
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 2) {
             const int tl_j = tl_c;
             const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
             const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 4;
+            if (tl_b / 128 / 2 != 0)
+                continue;
             const float tl_v0 = v_acc[tl_j];
             const float tl_v1 = v_acc[tl_j + 1];
-            const unsigned tl_b = (unsigned)tl_i1 * 4;
             const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -1191,11 +1291,39 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
         if (tl_tid == 0) {
             tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
             tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 32, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 16384);
-            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 64, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 32768);
-            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 96, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 49152);
             tl_bulk_commit();
-            tl_bulk_wait_read(); /* the shared memory stays until the copy engine has read it */
         }
+        if (tl_tid == 0)
+            tl_bulk_wait_read();
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 4;
+            if (tl_b / 128 / 2 != 1)
+                continue;
+            const float tl_v0 = v_acc[tl_j];
+            const float tl_v1 = v_acc[tl_j + 1];
+            const unsigned tl_o = (tl_b / 128 - 2) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
+            uint2 tl_vec;
+            ((float *)&tl_vec)[0] = tl_v0;
+            ((float *)&tl_vec)[1] = tl_v1;
+            *(uint2 *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_fence_async_smem();
+        tl_bar_consumers(256);
+        if (tl_tid == 0) {
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 64, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 96, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 16384);
+            tl_bulk_commit();
+        }
+    }
+        }
+        if (tl_tid == 0)
+            tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */
+    }
     }
 }
 #endif
