@@ -207,6 +207,10 @@ void chk_kernel(checker *ck, tilec_kernel *k)
         if (!k->nvariants) {
             chk_err(ck, &k->variant_loc, "variants of '%s' list no sizes", k->name);
             ok = 0;
+        } else if (k->nvariants > TILEC_MAX_VARIANTS) {
+            chk_err(ck, &k->variant_loc, "kernel '%s' lists %u variants, more than %d (the most the runtime times)",
+                    k->name, k->nvariants, TILEC_MAX_VARIANTS);
+            ok = 0;
         }
         for (uint32_t i = 0; i < k->nvariants; i++) {
             tilec_variant *v = &k->variants[i];

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "runtime/assemble.h"
+#include "tilec/types.h"
 
 static double now_ms(void)
 {
@@ -20,7 +21,7 @@ static int table_ok(const tilec_aot_kernel *ks, uint32_t n)
     for (uint32_t i = 0; i < n; i++) {
         const tilec_aot_kernel *a = &ks[i];
         if (!a->kernel || !a->name || !a->image || !a->size || !a->grid || a->nparams > 64 ||
-            (a->nparams && !a->kinds) || !a->nvariants || a->nvariants > 64 || a->variant < 0 ||
+            (a->nparams && !a->kinds) || !a->nvariants || a->nvariants > TILEC_MAX_VARIANTS || a->variant < 0 ||
             (uint32_t)a->variant >= a->nvariants || (uint32_t)a->variant > i ||
             strcmp(ks[i - (uint32_t)a->variant].kernel, a->kernel) || ks[i - (uint32_t)a->variant].variant != 0 ||
             i - (uint32_t)a->variant + a->nvariants > n)

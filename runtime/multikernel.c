@@ -22,8 +22,10 @@
 #include "runtime/rt_internal.h"
 #include "tilec/cache.h"
 #include "tilec/log.h"
+#include "tilec/types.h"
 
 enum { MK_ROUNDS = 15 };
+#define MK_PRUNE 2.0f
 
 /* The file that holds one choice: <dir>/multikernel-<hash>.choice */
 static void choice_path(const tilec_program *p, const char *kernel, const int64_t *key, uint32_t nkey, char *out,
@@ -103,32 +105,58 @@ static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_
     void *ev[2] = {NULL, NULL};
     tilec_rt_event_create(rt, &ev[0]);
     tilec_rt_event_create(rt, &ev[1]);
+    /* the rounds go round the variants (variant 0, 1, ..., then again), so
+     * a clock that drifts while the GPU warms up weighs on every variant
+     * alike; a variant MK_PRUNE times slower than the fastest in the first
+     * round is timed no further (it cannot win by noise, and a slow tile
+     * shape at a large size would cost the first launch seconds) */
+    float tv[TILEC_MAX_VARIANTS][MK_ROUNDS];
+    int alive[TILEC_MAX_VARIANTS];
+    if (nv > TILEC_MAX_VARIANTS)
+        return -1;
+    for (uint32_t v = 0; v < nv; v++) {
+        ms[v] = -1;
+        /* warm-up; a variant that cannot launch is never chosen */
+        alive[v] = tilec_program_launch(p, kname, variant_of(p, first, (int)v)->variant, scratch, nargs, stream) ==
+                   TILEC_RT_OK;
+    }
+    for (int r = 0; r < MK_ROUNDS; r++) {
+        float fastest = -1;
+        for (uint32_t v = 0; v < nv; v++) {
+            if (!alive[v])
+                continue;
+            float x = 0;
+            alive[v] = tilec_rt_event_record(rt, ev[0], stream) == TILEC_RT_OK &&
+                       tilec_program_launch(p, kname, variant_of(p, first, (int)v)->variant, scratch, nargs,
+                                            stream) == TILEC_RT_OK &&
+                       tilec_rt_event_record(rt, ev[1], stream) == TILEC_RT_OK &&
+                       tilec_rt_event_synchronize(rt, ev[1]) == TILEC_RT_OK &&
+                       tilec_rt_event_elapsed_ms(rt, ev[0], ev[1], &x) == TILEC_RT_OK;
+            tv[v][r] = x;
+            if (alive[v] && (fastest < 0 || x < fastest))
+                fastest = x;
+        }
+        if (r == 0)
+            for (uint32_t v = 0; v < nv; v++)
+                if (alive[v] && tv[v][0] > MK_PRUNE * fastest) {
+                    ms[v] = (double)tv[v][0]; /* its one round: never the best */
+                    alive[v] = 0;
+                }
+    }
     int best = 0;
     for (uint32_t v = 0; v < nv; v++) {
-        float t[MK_ROUNDS];
-        ms[v] = -1;
-        const pkernel *pk = variant_of(p, first, (int)v);
-        if (tilec_program_launch(p, kname, pk->variant, scratch, nargs, stream) != TILEC_RT_OK)
-            continue; /* warm-up; a variant that cannot launch is never chosen */
-        int ok = 1;
-        for (int r = 0; r < MK_ROUNDS && ok; r++) {
-            ok = tilec_rt_event_record(rt, ev[0], stream) == TILEC_RT_OK &&
-                 tilec_program_launch(p, kname, pk->variant, scratch, nargs, stream) == TILEC_RT_OK &&
-                 tilec_rt_event_record(rt, ev[1], stream) == TILEC_RT_OK &&
-                 tilec_rt_event_synchronize(rt, ev[1]) == TILEC_RT_OK &&
-                 tilec_rt_event_elapsed_ms(rt, ev[0], ev[1], &t[r]) == TILEC_RT_OK;
-        }
-        if (!ok)
+        if (!alive[v])
             continue;
+        float *x = tv[v];
         for (int a = 0; a < MK_ROUNDS; a++) /* median of the rounds */
             for (int b = a + 1; b < MK_ROUNDS; b++)
-                if (t[b] < t[a]) {
-                    float x = t[a];
-                    t[a] = t[b];
-                    t[b] = x;
+                if (x[b] < x[a]) {
+                    float y = x[a];
+                    x[a] = x[b];
+                    x[b] = y;
                 }
-        ms[v] = (double)t[MK_ROUNDS / 2];
-        if (ms[best] < 0 || ms[v] < ms[best])
+        ms[v] = (double)x[MK_ROUNDS / 2];
+        if (!alive[best] || ms[v] < ms[best])
             best = (int)v;
     }
     tilec_rt_event_destroy(rt, ev[0]);
@@ -136,7 +164,7 @@ static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_
     for (uint32_t i = 0; i < nargs; i++)
         if (bases[i])
             tilec_rt_free(rt, bases[i]);
-    return ms[best] < 0 ? -1 : best;
+    return alive[best] ? best : -1;
 }
 
 tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, const tilec_rt_arg *args,
@@ -208,7 +236,7 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
                 choice_path(p, name, probe.key + 1, nkey - 1, path, sizeof path);
                 v = read_choice(path, nv);
             }
-            double ms[64];
+            double ms[TILEC_MAX_VARIANTS];
             int timed = v < 0, untimed = 0;
             if (timed)
                 v = choose(p, first, nv, args, nargs, stream, ms);

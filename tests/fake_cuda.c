@@ -653,8 +653,9 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
         for (uint64_t i = 0; i < threads && i < (uint64_t)(n > 0 ? n : 0); i++)
             y[i] = 2.0f * x[i];
         if (mk >= 0) {
+            int before = state.mk_launches[0] + state.mk_launches[1] + state.mk_launches[2];
             state.mk_launches[mk]++;
-            state.clock_ms += (double)state.mk_ms[mk];
+            state.clock_ms += (double)state.mk_ms[mk] * (1.0 + (double)state.mk_drift * before);
             if ((unsigned long long)(uintptr_t)y == state.out_watch)
                 state.out_watch_hits++;
         }

@@ -30,7 +30,8 @@
  *   mk_v0, mk_v1, mk_v2 (ptr x, ptr y, i32 n): as scale2; the variants of
  *     the multi-kernel test (tests/test_multikernel.c). Each launch counts in
  *     mk_launches[v] and, when fake_clock is set, advances the clock that
- *     events record by mk_ms[v], so that the test picks the fastest.
+ *     events record by mk_ms[v] (times 1 + mk_drift per earlier mk launch),
+ *     so that the test picks the fastest.
  *   sk_v0(ptr x, i32 n, ptr part, ptr cnt): a split-K kernel's launch (its
  *     own two parameters and the runtime's hidden two), see split_* below
  *   tilec_fill_u64(ptr dst, u64 value, u64 n): the runtime's fill kernel,
@@ -62,6 +63,8 @@ typedef struct fake_cuda_state {
     int fake_clock;                 /* 1: events read a clock only mk_v* launches advance */
     double clock_ms;                /* that clock */
     float mk_ms[3];                 /* what one launch of mk_v<i> takes on it */
+    float mk_drift;                 /* and each launch takes this fraction longer than the one before
+                                       (a GPU whose clock falls as it warms up) */
     int mk_launches[3];             /* launches of mk_v<i> */
     unsigned long long out_watch;   /* a device pointer: */
     int out_watch_hits;             /* mk_v* launches whose y is out_watch */

@@ -126,6 +126,12 @@ static tilec_rt_status best(env *e, int n, int *chosen)
     return tilec_program_launch_best(e->p, "mk", a, 3, NULL, chosen);
 }
 
+/* The event records of one timing (two a timed round) when one of the 3
+ * variants is over 2x the fastest in the first round, and so timed in that
+ * round only, the other two in all 15; TIMED_ALL when none is. */
+#define TIMED_ONE_PRUNED ((3 + 2 * 14) * 2)
+#define TIMED_ALL (3 * 15 * 2)
+
 static void set_ms(float a, float b, float c)
 {
     fake->mk_ms[0] = a;
@@ -196,11 +202,12 @@ Test(multikernel, first_launch_times_then_the_choice_is_kept, .timeout = 300)
     int v;
     cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
     cr_expect_eq(v, 1, "variant 1 is the fastest on the fake clock");
-    /* each variant: a warm-up and 15 timed rounds, two events per round */
-    cr_expect_eq(fake->mk_launches[0], 16);
+    /* each variant: a warm-up and 15 timed rounds, two events per round,
+     * but variant 0, 3x the fastest in the first round, is timed no further */
+    cr_expect_eq(fake->mk_launches[0], 2);
     cr_expect_eq(fake->mk_launches[2], 16);
     cr_expect_eq(fake->mk_launches[1], 17, "the winner is launched once more, for real");
-    cr_expect_eq(fake->event_records, 3 * 15 * 2);
+    cr_expect_eq(fake->event_records, TIMED_ONE_PRUNED);
     cr_expect_eq(fake->out_watch_hits, 1, "timing writes scratch copies: the output is written once");
     cr_expect_eq(fake->live_events, 0, "the timing events are destroyed");
     expect_output(&e, 1000);
@@ -221,6 +228,27 @@ Test(multikernel, first_launch_times_then_the_choice_is_kept, .timeout = 300)
     env_free(&e, 1);
 }
 
+/* The rounds go round the variants: on a GPU whose clock falls as it
+ * warms up (each launch 1% longer than the one before), variant 1, 5%
+ * faster, still wins. Timed one variant after the other, variant 0's 15
+ * rounds came first and at the faster clock, and it won. Variants within
+ * 2x of the fastest are all timed in full. */
+Test(multikernel, rounds_go_round_the_variants, .timeout = 300)
+{
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    set_ms(1.05f, 1.0f, 1.9f);
+    fake->mk_drift = 0.01f;
+    int v;
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 1, "the faster variant wins under a drifting clock");
+    cr_expect_eq(fake->mk_launches[0], 16);
+    cr_expect_eq(fake->mk_launches[2], 16, "1.9x the fastest: timed in full");
+    cr_expect_eq(fake->mk_launches[1], 17);
+    expect_output(&e, 1000);
+    env_free(&e, 1);
+}
+
 /* Outputs written only by a nested atomic_add are copied for timing too:
  * the real y is written once (timing on it would add 48 more times). */
 Test(multikernel, nested_atomic_output_is_timed_on_a_scratch_copy, .timeout = 300)
@@ -232,7 +260,7 @@ Test(multikernel, nested_atomic_output_is_timed_on_a_scratch_copy, .timeout = 30
     int v;
     cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
     cr_expect_eq(v, 1);
-    cr_expect_eq(total_launches(), 3 * 16 + 1, "every variant was timed");
+    cr_expect_eq(total_launches(), 2 + 2 * 16 + 1, "every variant was timed (variant 0 once: 3x the fastest)");
     cr_expect_eq(fake->out_watch_hits, 1, "the real output is written once, not %d times", fake->out_watch_hits);
     expect_output(&e, 1000);
     env_free(&e, 1);
@@ -275,7 +303,8 @@ Test(multikernel, threads_on_a_new_shape_time_it_once, .timeout = 300)
         cr_expect_eq(r[i].chosen, 1, "thread %d chose %d", i, r[i].chosen);
     }
     pthread_barrier_destroy(&go);
-    cr_expect_eq(fake->event_records, 3 * 15 * 2, "the shape was timed %d times", fake->event_records / 90);
+    cr_expect_eq(fake->event_records, TIMED_ONE_PRUNED, "the shape was timed %d times",
+                 fake->event_records / TIMED_ONE_PRUNED);
     char content[64];
     cr_expect_eq(choice_files(NULL, 0, content, sizeof content), 1);
     env_free(&e, 1);
@@ -317,7 +346,7 @@ Test(multikernel, shapes_are_chosen_separately, .timeout = 300)
     int records = fake->event_records;
     cr_assert_eq(best(&e, 50, &v), TILEC_RT_OK);
     cr_expect_eq(v, 0, "a new shape is timed: variant 0 is now the fastest");
-    cr_expect_eq(fake->event_records, records + 90);
+    cr_expect_eq(fake->event_records, records + TIMED_ONE_PRUNED);
     cr_assert_eq(tilec_rt_memset_d32(e.rt, e.y, 0, NMAX), TILEC_RT_OK);
     cr_assert_eq(best(&e, 50, &v), TILEC_RT_OK);
     expect_output(&e, 50);
@@ -330,7 +359,7 @@ Test(multikernel, shapes_are_chosen_separately, .timeout = 300)
     cr_expect_eq(fake->event_records, records);
     cr_assert_eq(best(&e, 4096, &v), TILEC_RT_OK);
     cr_expect_eq(v, 2);
-    cr_expect_eq(fake->event_records, records + 90);
+    cr_expect_eq(fake->event_records, records + TIMED_ALL);
     expect_output(&e, 4096);
     cr_expect_eq(choice_files(NULL, 0, NULL, 0), 3, "one file per shape");
     env_free(&e, 1);
@@ -367,7 +396,7 @@ Test(multikernel, stored_choice_is_reused_by_a_fresh_program, .timeout = 300)
     /* another shape still gets timed */
     cr_assert_eq(best(&e, 100, &v), TILEC_RT_OK);
     cr_expect_eq(v, 0);
-    cr_expect_eq(fake->event_records, records + 90);
+    cr_expect_eq(fake->event_records, records + TIMED_ONE_PRUNED);
     env_free(&e, 1);
 }
 
@@ -394,7 +423,7 @@ static void corrupt_case(const char *bytes, size_t len, const char *what)
     int records = fake->event_records;
     cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK, "%s", what);
     cr_expect_eq(v, 2, "%s: ignored and timed again", what);
-    cr_expect_eq(fake->event_records, records + 90, "%s", what);
+    cr_expect_eq(fake->event_records, records + TIMED_ONE_PRUNED, "%s", what);
     expect_output(&e, 1000);
     cr_assert_eq(choice_files(NULL, 0, content, sizeof content), 1);
     cr_expect_str_eq(content, "tilec multi-kernel choice 2\n", "%s: replaced", what);
@@ -461,7 +490,7 @@ Test(multikernel, env_after_build_changes_nothing, .timeout = 300)
     int v;
     cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
     cr_expect_eq(v, 1, "TILEC_MULTI_KERNEL is read when the program is built");
-    cr_expect_eq(fake->event_records, 90);
+    cr_expect_eq(fake->event_records, TIMED_ONE_PRUNED);
     env_free(&e, 1);
 }
 
@@ -500,12 +529,12 @@ Test(multikernel, disabled_choice_cache_writes_no_file, .timeout = 300)
     cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
     cr_expect_eq(v, 1);
     cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
-    cr_expect_eq(fake->event_records, 90, "still kept in memory");
+    cr_expect_eq(fake->event_records, TIMED_ONE_PRUNED, "still kept in memory");
     cr_expect_eq(choice_files(NULL, 0, NULL, 0), 0, "no choice file");
     env_free(&e, 0);
     cr_assert_eq(env_build(&e, rt), TILEC_OK);
     cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
-    cr_expect_eq(fake->event_records, 180, "a fresh program times again");
+    cr_expect_eq(fake->event_records, 2 * TIMED_ONE_PRUNED, "a fresh program times again");
     env_free(&e, 1);
 }
 
@@ -525,7 +554,7 @@ Test(multikernel, stored_choice_read_even_when_writing_is_off, .timeout = 300)
     cr_assert_eq(env_build(&e, rt), TILEC_OK);
     cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
     cr_expect_eq(v, 0, "the stored choice is not read either");
-    cr_expect_eq(fake->event_records, 180);
+    cr_expect_eq(fake->event_records, 2 * TIMED_ONE_PRUNED);
     env_free(&e, 1);
 }
 

@@ -9,6 +9,10 @@
 extern "C" {
 #endif
 
+/* The most size variants one kernel may list: the checker refuses more,
+ * and the runtime's multi-kernel times at most this many per shape. */
+#define TILEC_MAX_VARIANTS 64
+
 /* Element types. X(ENUM, spelling, bytes, class) with class
  * 'b' bool, 's' signed int, 'u' unsigned int, 'f' float. ORDER DTYPE:
  * the lexer's keyword table and promotion rules index by this order. */
