@@ -244,7 +244,7 @@ static int fma_at_ok(lw *L, const pipe_plan *pp)
     const tilec_type *at = lower_ty(L, pp->load[0]);
     int64_t M = at->dims[0], K = at->dims[1];
     return pp->acc->ly.kind == LY_FMA && pp->acc->ly.tm % 4 == 0 && L->nt % 32 == 0 && M % 8 == 0 && K % 4 == 0 &&
-           (M * K) % L->nt == 0 && (pp->load[0]->nargs < 3 || lower_is_virtual(L, pp->load[0]->args[0]));
+           (M * K) % L->nt == 0;
 }
 
 static void emit_a_transposed(lw *L, const tilec_expr *e, const char *dst, int ld)
