@@ -296,11 +296,33 @@ static void dot_fma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
     lower_line(L, "}");
 }
 
-/* Pipelined f32 (pipeline.c): A row-major in its ring, four k of a row in
- * one 16-byte read, so a step of four k reads TM + 4 * TN / 4 vectors. */
-void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K)
+/* Pipelined f32 (pipeline.c). With `at`, A is [K][M] in its ring: each k
+ * step reads the thread's TM rows of A in TM / 4 16-byte vectors and its
+ * TN columns of B in TN / 4, for TM * TN FMAs; the A values of one k sit in
+ * consecutive registers (as B's do), which lets ptxas keep the FMAs' fresh
+ * operands in different register banks (the SASS of the A-row-major loop
+ * below had a third more FFMAs with two same-bank register reads). Without
+ * it A stays row-major, rows padded by 4 floats, and one 16-byte read
+ * brings four k of an A row: a step of four k reads TM + TN vectors. */
+void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, int at)
 {
     const lay *y = &acc->ly;
+    if (at) {
+        lower_line(L, "const float *tl_sa = (const float *)(tl_smem + %s) + (tl_tid / %d) * %d;", sa, y->tx, y->tm);
+        fma_b_base(L, y, sb);
+        lower_line(L, "#pragma unroll");
+        lower_line(L, "for (int tl_k = 0; tl_k < %lld; ++tl_k) {", (long long)K);
+        L->ind++;
+        lower_line(L, "float tl_ra[%d];", y->tm);
+        lower_line(L, "#pragma unroll");
+        lower_line(L, "for (int tl_m = 0; tl_m < %d; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * %d + tl_m];",
+                   y->tm, lda);
+        fma_b_reads(L, y, ldb);
+        fma_update(L, acc, "tl_ra[tl_m]");
+        L->ind--;
+        lower_line(L, "}");
+        return;
+    }
     lower_line(L, "const float *tl_sa = (const float *)(tl_smem + %s) + (tl_tid / %d) * %d;", sa, y->tx, y->tm * lda);
     fma_b_base(L, y, sb);
     lower_line(L, "#pragma unroll");

@@ -295,7 +295,7 @@ void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int l
 /* The f32 FMA loop: acc (FMA layout) += A [M][K] at byte offset sa (row
  * stride lda) @ B [K][N] at sb (row stride ldb), both row-major in shared
  * memory; K a multiple of 4. */
-void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K);
+void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, int at);
 
 /* ---- stmt.c, pipeline.c: statements and loops ---- */
 

@@ -230,18 +230,73 @@ typedef struct ring {
     int64_t abytes, bbytes; /* bytes of one tile */
     int lda, ldb;           /* row strides in elements, padded by 16 bytes */
     int64_t K;
+    int at; /* A stored transposed, [K][M] with rows of lda elements (fma_at_ok) */
 } ring;
+
+/* FMA loops: A ([M, K], contiguous along K) is stored transposed in its
+ * ring, [K][M], so that one 16-byte read brings four rows of A at one k
+ * (see lower_emit_fma_kloop). The copies move 4 bytes each (cp.async.ca;
+ * zero-filled when masked, no branch), a warp covering 8 rows by 4 k:
+ * 16-byte runs of a row in global memory, and with rows of the ring
+ * lda = 8 (mod 32) elements apart, 32 distinct banks in shared memory. */
+static int fma_at_ok(lw *L, const pipe_plan *pp)
+{
+    const tilec_type *at = lower_ty(L, pp->load[0]);
+    int64_t M = at->dims[0], K = at->dims[1];
+    return pp->acc->ly.kind == LY_FMA && pp->acc->ly.tm % 4 == 0 && L->nt % 32 == 0 && M % 8 == 0 && K % 4 == 0 &&
+           (M * K) % L->nt == 0;
+}
+
+static void emit_a_transposed(lw *L, const tilec_expr *e, const char *dst, int ld)
+{
+    const tilec_type *t = lower_ty(L, e);
+    int64_t M = t->dims[0], K = t->dims[1];
+    const tilec_expr *mask = e->nargs > 1 ? e->args[1] : NULL;
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_q = 0; tl_q < %lld; ++tl_q) {", (long long)(M * K / L->nt));
+    L->ind++;
+    /* block tl_q * W + tl_warp of the (M / 8) x (K / 4) blocks, row blocks first */
+    int W = L->nt / 32;
+    int64_t mb = M / 8;
+    if (mb % W == 0) /* tl_warp < W: the row block and k block fold to constants and tl_warp */
+        lower_line(L, "const int tl_i0 = ((tl_q %% %lld) * %d + tl_warp) * 8 + tl_lane / 4, tl_i1 = (tl_q / %lld) * 4 + tl_lane %% 4;",
+                   (long long)(mb / W), W, (long long)(mb / W));
+    else
+        lower_line(L, "const int tl_i0 = ((tl_q * %d + tl_warp) %% %lld) * 8 + tl_lane / 4, tl_i1 = ((tl_q * %d + tl_warp) / %lld) * 4 + tl_lane %% 4;",
+                   W, (long long)mb, W, (long long)mb);
+    const char *sub[TILEC_MAX_RANK];
+    lower_map_bcast(lower_ty(L, e->args[0]), 2, lower_idx, sub);
+    lower_line(L, "const float *tl_p = %s;", lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
+    const char *n = "4";
+    if (mask) {
+        lower_map_bcast(lower_ty(L, mask), 2, lower_idx, sub);
+        n = lower_fmt(L, "(%s) ? 4 : 0", lower_walk(L, mask, sub, 0, NULL, EMIT));
+    }
+    lower_line(L, "asm volatile(\"cp.async.ca.shared.global [%%0], [%%1], 4, %%2;\\n\" :: \"r\"((unsigned)__cvta_generic_to_shared("
+                  "(float *)(tl_smem + %s) + tl_i1 * %d + tl_i0)), \"l\"(tl_p), \"r\"(%s));",
+               dst, ld, n);
+    L->ind--;
+    lower_line(L, "}");
+}
 
 /* Copies of both operands into ring slot `slot` (a C expression). */
 static void issue_copies(lw *L, const void *ctx, const char *slot)
 {
     const pipe_plan *pp = ((const void *const *)ctx)[0];
     const ring *r = ((const void *const *)ctx)[1];
+    const char *da = lower_fmt(L, "%u + %s * %lld", r->sa, slot, (long long)r->abytes);
+    if (r->at) { /* the kept bases are B's alone (emit_pipelined) */
+        lower_hoist *h = L->hoist;
+        L->hoist = NULL;
+        emit_a_transposed(L, pp->load[0], da, r->lda);
+        L->hoist = h;
+    } else {
+        if (L->hoist)
+            L->hoist->cur = 0;
+        lower_emit_async_load(L, pp->load[0], da, r->lda, 0);
+    }
     if (L->hoist)
-        L->hoist->cur = 0;
-    lower_emit_async_load(L, pp->load[0], lower_fmt(L, "%u + %s * %lld", r->sa, slot, (long long)r->abytes), r->lda, 0);
-    if (L->hoist)
-        L->hoist->cur = 1;
+        L->hoist->cur = r->at ? 0 : 1;
     lower_emit_async_load(L, pp->load[1], lower_fmt(L, "%u + %s * %lld", r->sb, slot, (long long)r->bbytes), r->ldb, 0);
 }
 
@@ -313,7 +368,7 @@ static void steady(lw *L, const pipe_plan *pp, const ring *r, const char *v, til
     const char *sa = lower_fmt(L, "(%u + tl_cs * %lld)", r->sa, (long long)r->abytes);
     const char *sb = lower_fmt(L, "(%u + tl_cs * %lld)", r->sb, (long long)r->bbytes);
     if (pp->acc->ly.kind == LY_FMA)
-        lower_emit_fma_kloop(L, pp->acc, sa, sb, r->lda, r->ldb, r->K);
+        lower_emit_fma_kloop(L, pp->acc, sa, sb, r->lda, r->ldb, r->K, r->at);
     else
         lower_emit_mma_kloop(L, pp->acc, sa, sb, r->lda, r->ldb, r->K, d);
     L->ind--;
@@ -327,7 +382,15 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     int es = (int)tilec_dtype_size(at->dtype), pad = 16 / es;
     int bpad = pp->acc->ly.kind == LY_MMA && es == 4 ? 8 : pad; /* tf32: B read by words, four k rows apart */
     ring r = {.S = (int)tilec_kernel_hint(L->k, L->variant, "stages", 1), .lda = (int)K + pad, .ldb = (int)N + bpad, .K = K};
-    r.abytes = M * r.lda * es;
+    r.at = fma_at_ok(L, pp);
+    if (r.at)
+        r.lda = (int)(M + ((8 - M) % 32 + 32) % 32); /* the least >= M that is 8 (mod 32) */
+    r.abytes = (r.at ? K : M) * r.lda * es;
+    if (r.at) {
+        const tilec_expr *da = lower_dot_update(pp->update)->args[0];
+        lower_note(L, "  line %u: dot operand %s stored [K][M] in its ring (4-byte cp.async), four rows a 16-byte read",
+                   pp->update->loc.line, da->kind == TILEC_EX_NAME ? da->name : "A");
+    }
     r.bbytes = K * r.ldb * es;
     r.sa = lower_alloc_smem(L, r.abytes * r.S);
     r.sb = lower_alloc_smem(L, r.bbytes * r.S);
@@ -338,7 +401,7 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     lower_bind_loop_scope(L, loop);
     const void *ctx[2] = {pp, &r};
     lower_hoist h;
-    lower_hoist_begin(L, &h, loop->names[0], pp->load, 2);
+    lower_hoist_begin(L, &h, loop->names[0], r.at ? pp->load + 1 : pp->load, r.at ? 1 : 2);
     lower_cp_prologue(L, r.S, v, issue_copies, ctx);
     lower_comment_loc(L, &loop->loc);
     steady(L, pp, &r, v, at->dtype);

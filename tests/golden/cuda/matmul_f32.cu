@@ -86,55 +86,33 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
         /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
         const float * tl_h0[2];
         bool tl_h1[2];
-        #pragma unroll
-        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-            const int tl_l = (tl_q * 128 + tl_tid) * 4;
-            const int tl_i0 = tl_l / 16, tl_i1 = tl_l % 16;
-            tl_h0[tl_q] = v_a + (0LL + (long long)(tl_i1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
-            tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
-        }
-        const float * tl_h2[2];
-        bool tl_h3[2];
-        bool tl_h4[2];
+        bool tl_h2[2];
         #pragma unroll
         for (int tl_q = 0; tl_q < 2; ++tl_q) {
             const int tl_l = (tl_q * 128 + tl_tid) * 4;
             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-            tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
-            tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
-            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N);
+            tl_h0[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
+            tl_h1[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
+            tl_h2[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N);
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_k = tl_lo + tl_s * tl_st;
             if (v_k < tl_hi) {
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 4;
-                    const int tl_i0 = tl_l / 16, tl_i1 = tl_l % 16;
-                    const float *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
-                    float *tl_d = (float *)(tl_smem + 0 + tl_s * 5120) + tl_i0 * 20 + tl_i1;
-                    const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                    const bool tl_m3 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
-                    if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                        tl_d[1] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
-                        tl_d[2] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
-                        tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
-                    }
+                for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                    const int tl_i0 = ((tl_q % 2) * 4 + tl_warp) * 8 + tl_lane / 4, tl_i1 = (tl_q / 2) * 4 + tl_lane % 4;
+                    const float *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared((float *)(tl_smem + 0 + tl_s * 4608) + tl_i1 * 72 + tl_i0)), "l"(tl_p), "r"((((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                 }
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 4;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
-                    float *tl_d = (float *)(tl_smem + 15360 + tl_s * 4352) + tl_i0 * 68 + tl_i1;
-                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
-                    const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
+                    const float *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
+                    float *tl_d = (float *)(tl_smem + 13824 + tl_s * 4352) + tl_i0 * 68 + tl_i1;
+                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h1[tl_q]);
+                    const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h2[tl_q]);
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -160,32 +138,19 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
                 if (tl_next < tl_hi) {
                     const tl_ix v_k = tl_next;
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 4;
-                        const int tl_i0 = tl_l / 16, tl_i1 = tl_l % 16;
-                        const float *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
-                        float *tl_d = (float *)(tl_smem + 0 + tl_ns * 5120) + tl_i0 * 20 + tl_i1;
-                        const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                        const bool tl_m3 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
-                        if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                            tl_d[1] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
-                            tl_d[2] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
-                            tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
-                        }
+                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                        const int tl_i0 = ((tl_q % 2) * 4 + tl_warp) * 8 + tl_lane / 4, tl_i1 = (tl_q / 2) * 4 + tl_lane % 4;
+                        const float *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared((float *)(tl_smem + 0 + tl_ns * 4608) + tl_i1 * 72 + tl_i0)), "l"(tl_p), "r"((((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                     }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 4;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
-                        float *tl_d = (float *)(tl_smem + 15360 + tl_ns * 4352) + tl_i0 * 68 + tl_i1;
-                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
-                        const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
+                        const float *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
+                        float *tl_d = (float *)(tl_smem + 13824 + tl_ns * 4352) + tl_i0 * 68 + tl_i1;
+                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h1[tl_q]);
+                        const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h2[tl_q]);
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -202,26 +167,22 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
             }
             // examples/matmul_f32.tile:14
             const int tl_cs = tl_it % 3;
-            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 5120)) + (tl_tid / 8) * 80;
-            const float *tl_sb = (const float *)(tl_smem + (15360 + tl_cs * 4352)) + (tl_tid % 8) * 4;
+            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 4608)) + (tl_tid / 8) * 4;
+            const float *tl_sb = (const float *)(tl_smem + (13824 + tl_cs * 4352)) + (tl_tid % 8) * 4;
             #pragma unroll
-            for (int tl_k4 = 0; tl_k4 < 16; tl_k4 += 4) {
-                float4 tl_ra[4];
+            for (int tl_k = 0; tl_k < 16; ++tl_k) {
+                float tl_ra[4];
                 #pragma unroll
-                for (int tl_m = 0; tl_m < 4; ++tl_m) tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_m * 20 + tl_k4];
+                for (int tl_m = 0; tl_m < 4; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * 72 + tl_m];
+                float tl_rb[8];
                 #pragma unroll
-                for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {
-                    const int tl_k = tl_k4 + tl_kk;
-                    float tl_rb[8];
+                for (int tl_n = 0; tl_n < 8; tl_n += 4)
+                    *(float4 *)&tl_rb[tl_n] = *(const float4 *)&tl_sb[tl_k * 68 + (tl_n / 4) * 32];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 4; ++tl_m)
                     #pragma unroll
-                    for (int tl_n = 0; tl_n < 8; tl_n += 4)
-                        *(float4 *)&tl_rb[tl_n] = *(const float4 *)&tl_sb[tl_k * 68 + (tl_n / 4) * 32];
-                    #pragma unroll
-                    for (int tl_m = 0; tl_m < 4; ++tl_m)
-                        #pragma unroll
-                        for (int tl_n = 0; tl_n < 8; ++tl_n)
-                            v_acc[tl_m * 8 + tl_n] = fmaf(((const float *)&tl_ra[tl_m])[tl_kk], tl_rb[tl_n], v_acc[tl_m * 8 + tl_n]);
-                }
+                    for (int tl_n = 0; tl_n < 8; ++tl_n)
+                        v_acc[tl_m * 8 + tl_n] = fmaf(tl_ra[tl_m], tl_rb[tl_n], v_acc[tl_m * 8 + tl_n]);
             }
         }
         tl_cp_wait<0>();
@@ -287,57 +248,35 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-        const float * tl_h0[2];
-        bool tl_h1[2];
-        #pragma unroll
-        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-            const int tl_l = (tl_q * 256 + tl_tid) * 4;
-            const int tl_i0 = tl_l / 16, tl_i1 = tl_l % 16;
-            tl_h0[tl_q] = v_a + (0LL + (long long)(tl_i1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
-            tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
-        }
-        const float * tl_h2[4];
-        bool tl_h3[4];
-        bool tl_h4[4];
+        const float * tl_h0[4];
+        bool tl_h1[4];
+        bool tl_h2[4];
         #pragma unroll
         for (int tl_q = 0; tl_q < 4; ++tl_q) {
             const int tl_l = (tl_q * 256 + tl_tid) * 4;
             const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
-            tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
-            tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
-            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N);
+            tl_h0[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
+            tl_h1[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
+            tl_h2[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N);
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_k = tl_lo + tl_s * tl_st;
             if (v_k < tl_hi) {
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                    const int tl_l = (tl_q * 256 + tl_tid) * 4;
-                    const int tl_i0 = tl_l / 16, tl_i1 = tl_l % 16;
-                    const float *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
-                    float *tl_d = (float *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 20 + tl_i1;
-                    const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                    const bool tl_m3 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
-                    if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                        tl_d[1] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
-                        tl_d[2] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
-                        tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
-                    }
+                for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                    const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_i1 = (tl_q / 2) * 4 + tl_lane % 4;
+                    const float *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared((float *)(tl_smem + 0 + tl_s * 8704) + tl_i1 * 136 + tl_i0)), "l"(tl_p), "r"((((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                 }
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 4;
                     const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
-                    const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
-                    float *tl_d = (float *)(tl_smem + 30720 + tl_s * 16640) + tl_i0 * 260 + tl_i1;
-                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
-                    const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
+                    const float *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
+                    float *tl_d = (float *)(tl_smem + 26112 + tl_s * 16640) + tl_i0 * 260 + tl_i1;
+                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h1[tl_q]);
+                    const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h2[tl_q]);
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -363,32 +302,19 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
                 if (tl_next < tl_hi) {
                     const tl_ix v_k = tl_next;
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 4;
-                        const int tl_i0 = tl_l / 16, tl_i1 = tl_l % 16;
-                        const float *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
-                        float *tl_d = (float *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 20 + tl_i1;
-                        const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                        const bool tl_m3 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
-                        if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                            tl_d[1] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
-                            tl_d[2] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
-                            tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
-                        }
+                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                        const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_i1 = (tl_q / 2) * 4 + tl_lane % 4;
+                        const float *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared((float *)(tl_smem + 0 + tl_ns * 8704) + tl_i1 * 136 + tl_i0)), "l"(tl_p), "r"((((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                     }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 4;
                         const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
-                        const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
-                        float *tl_d = (float *)(tl_smem + 30720 + tl_ns * 16640) + tl_i0 * 260 + tl_i1;
-                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
-                        const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
+                        const float *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
+                        float *tl_d = (float *)(tl_smem + 26112 + tl_ns * 16640) + tl_i0 * 260 + tl_i1;
+                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h1[tl_q]);
+                        const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h2[tl_q]);
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -405,26 +331,22 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
             }
             // examples/matmul_f32.tile:14
             const int tl_cs = tl_it % 3;
-            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 10240)) + (tl_tid / 16) * 160;
-            const float *tl_sb = (const float *)(tl_smem + (30720 + tl_cs * 16640)) + (tl_tid % 16) * 4;
+            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 8704)) + (tl_tid / 16) * 8;
+            const float *tl_sb = (const float *)(tl_smem + (26112 + tl_cs * 16640)) + (tl_tid % 16) * 4;
             #pragma unroll
-            for (int tl_k4 = 0; tl_k4 < 16; tl_k4 += 4) {
-                float4 tl_ra[8];
+            for (int tl_k = 0; tl_k < 16; ++tl_k) {
+                float tl_ra[8];
                 #pragma unroll
-                for (int tl_m = 0; tl_m < 8; ++tl_m) tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_m * 20 + tl_k4];
+                for (int tl_m = 0; tl_m < 8; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * 136 + tl_m];
+                float tl_rb[16];
                 #pragma unroll
-                for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {
-                    const int tl_k = tl_k4 + tl_kk;
-                    float tl_rb[16];
+                for (int tl_n = 0; tl_n < 16; tl_n += 4)
+                    *(float4 *)&tl_rb[tl_n] = *(const float4 *)&tl_sb[tl_k * 260 + (tl_n / 4) * 64];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 8; ++tl_m)
                     #pragma unroll
-                    for (int tl_n = 0; tl_n < 16; tl_n += 4)
-                        *(float4 *)&tl_rb[tl_n] = *(const float4 *)&tl_sb[tl_k * 260 + (tl_n / 4) * 64];
-                    #pragma unroll
-                    for (int tl_m = 0; tl_m < 8; ++tl_m)
-                        #pragma unroll
-                        for (int tl_n = 0; tl_n < 16; ++tl_n)
-                            v_acc[tl_m * 16 + tl_n] = fmaf(((const float *)&tl_ra[tl_m])[tl_kk], tl_rb[tl_n], v_acc[tl_m * 16 + tl_n]);
-                }
+                    for (int tl_n = 0; tl_n < 16; ++tl_n)
+                        v_acc[tl_m * 16 + tl_n] = fmaf(tl_ra[tl_m], tl_rb[tl_n], v_acc[tl_m * 16 + tl_n]);
             }
         }
         tl_cp_wait<0>();
