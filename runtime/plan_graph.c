@@ -4,9 +4,14 @@
  * eagerly on the caller's stream (so multi-kernel timing, cuBLAS loading
  * and any other first-time work happen outside a capture), then run again
  * into a capture on the plan's private stream (recording executes
- * nothing), and the instantiated graph replaces the least recently used
- * one. The graph is keyed by every slot value: its kernel nodes hold the
- * device addresses and sizes they were recorded with. */
+ * nothing). While fewer than the plan's limit are held, it is instantiated
+ * as one more; once the limit is reached, the least recently used graph is
+ * updated in place with it (cuGraphExecUpdate: the same steps with other
+ * addresses or sizes cost no instantiation), or replaced by a new
+ * instantiation where the driver refuses the update (another topology, a
+ * driver without the call). The graph is keyed by every slot value: its
+ * kernel nodes hold the device addresses and sizes they were recorded
+ * with. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,7 +64,7 @@ static plan_graph *lookup(tilec_plan *p, const tilec_rt_arg *slots)
     return NULL;
 }
 
-/* An empty entry, or the least recently used one emptied. */
+/* An empty entry, or the least recently used one (still holding its graph). */
 static plan_graph *victim(tilec_plan *p)
 {
     plan_graph *v = &p->graphs[0];
@@ -70,9 +75,6 @@ static plan_graph *victim(tilec_plan *p)
         if (g->used < v->used)
             v = g;
     }
-    p->rt->drv.GraphExecDestroy(v->exec);
-    v->exec = NULL;
-    p->st.graphs--;
     return v;
 }
 
@@ -104,26 +106,45 @@ static tilec_rt_status record(tilec_plan *p, const tilec_rt_arg *slots)
     }
     if (r != CUDA_SUCCESS)
         return cu_fail(p, r, "cuStreamEndCapture");
-    CUgraphExec exec = NULL;
-    r = d->GraphInstantiateWithFlags(&exec, graph, 0);
-    d->GraphDestroy(graph);
-    if (r != CUDA_SUCCESS)
-        return cu_fail(p, r, "cuGraphInstantiateWithFlags");
     size_t bytes = p->nslots * sizeof *slots;
     tilec_rt_arg *key = malloc(bytes ? bytes : 1);
     if (!key) {
-        d->GraphExecDestroy(exec);
+        d->GraphDestroy(graph);
         return TILEC_RT_NOMEM;
     }
     if (bytes)
         memcpy(key, slots, bytes);
     plan_graph *g = victim(p);
+    CUgraphExec exec = NULL;
+    int updated = 0;
+    if (g->exec && d->GraphExecUpdate) { /* all entries held: update the least recent in place */
+        CUgraphExecUpdateResultInfo info;
+        memset(&info, 0, sizeof info);
+        updated = d->GraphExecUpdate(g->exec, graph, &info) == CUDA_SUCCESS;
+        if (updated)
+            exec = g->exec;
+    }
+    if (!exec) {
+        r = d->GraphInstantiateWithFlags(&exec, graph, 0);
+        if (r != CUDA_SUCCESS) {
+            d->GraphDestroy(graph);
+            free(key);
+            return cu_fail(p, r, "cuGraphInstantiateWithFlags");
+        }
+        if (g->exec) { /* the update was refused: the new instantiation replaces it */
+            d->GraphExecDestroy(g->exec);
+            p->st.graphs--;
+        }
+    }
+    d->GraphDestroy(graph);
     free(g->key);
     g->key = key;
+    if (!updated)
+        p->st.graphs++;
     g->exec = exec;
     g->used = p->st.runs;
-    p->st.graphs++;
     p->st.recorded++;
+    p->st.updated += (uint64_t)updated;
     return TILEC_RT_OK;
 }
 

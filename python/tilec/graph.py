@@ -216,11 +216,12 @@ class Graph(Owner):
         self._workspaces.clear()
 
     def stats(self) -> dict:
-        """runs, recorded and replayed CUDA graphs, graphs held, steps per run."""
+        """runs, recorded and replayed CUDA graphs, graphs held, steps per run,
+        and the recordings that updated a held graph in place (cuGraphExecUpdate)."""
         s = _PlanStats()
         self._lib.tilec_plan_get_stats(self._h, ctypes.byref(s))
         return {"runs": s.runs, "recorded": s.recorded, "replayed": s.replayed, "graphs": s.graphs,
-                "steps": s.steps}
+                "steps": s.steps, "updated": s.updated}
 
     def close(self) -> None:
         """Free the plan and its CUDA graphs (and forget the Recipes that run it)."""
