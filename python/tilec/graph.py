@@ -86,6 +86,7 @@ class Graph(Owner):
         self._workspaces: Dict[Optional[int], Tuple[int, int, Any]] = {}  # stream: (address, bytes, torch tensor)
         self._last_values: Sequence[Any] = ()
         self._recipe_dicts: List[dict] = []  # the wrappers' recipe dicts this graph recorded into (close() empties)
+        self._opts: Dict[str, Any] = {"static": False}  # read by the compiled recipes: static outputs (capture())
 
     # ---- building the plan ----
 
@@ -197,23 +198,51 @@ class Graph(Owner):
             if isinstance(b, Buffer) and b.device.index == self.device_index:
                 self._pool.release(b)
 
-    def capture(self, graphs: int = 8) -> "Graph":
+    def capture(self, graphs: int = 8, static_outputs: bool = False) -> "Graph":
         """Record CUDA graphs: each new set of slot values (shapes and
         buffers) runs eagerly once and is recorded; later calls with the
         same values replay it (one cuGraphLaunch). The `graphs` most
-        recently used are kept. Returns self."""
+        recently used are kept; once that many are held, a new recording
+        updates the least recently used in place (cuGraphExecUpdate).
+
+        static_outputs=True (opt-in, torch.compile's "reduce-overhead"
+        contract): a known key's call on torch's current stream returns the
+        same output tensors every time, kept by the graph, instead of new
+        ones from torch's allocator: the next call with that key overwrites
+        what the last one returned, so clone() what you keep. It saves the
+        allocation (and keeps the replayed graph's addresses fixed).
+        Without it (the default) every call returns new tensors. Returns
+        self."""
         self._ok(self._lib.tilec_plan_set_cuda_graph(self._h, graphs))
+        self._opts["static"] = bool(static_outputs)
+        if not static_outputs:
+            self._release_static()
         return self
 
     def eager(self) -> "Graph":
-        """Stop using CUDA graphs (and free the recorded ones)."""
+        """Stop using CUDA graphs (and free the recorded ones); outputs are
+        new tensors again."""
         self._ok(self._lib.tilec_plan_set_cuda_graph(self._h, 0))
+        self._opts["static"] = False
+        self._release_static()
         return self
 
     def trim(self) -> None:
-        """Give the workspaces kept for torch calls (one per stream) back to
-        torch's allocator; the next call allocates one again."""
+        """Give the workspaces kept for torch calls (one per stream), and
+        the static outputs the recipes hold, back to torch's allocator; the
+        next call allocates again."""
         self._workspaces.clear()
+        self._release_static()
+
+    def _release_static(self) -> None:
+        """The compiled recipes of this graph give their static outputs back."""
+        n = self._native
+        if n is None or not hasattr(n, "rrelease"):
+            return
+        for recipes in self._recipe_dicts:
+            for r in recipes.values():
+                if r is not None and r.graph is self and r.fast is not None:
+                    n.rrelease(r.fast)
 
     def stats(self) -> dict:
         """runs, recorded and replayed CUDA graphs, graphs held, steps per run,
@@ -451,7 +480,7 @@ class Recipe:
         r.fast = None
         if hasattr(graph._native, "rcompile"):
             r.fast = graph._native.rcompile((graph._h, graph._kinds, r.template, calls, r.ws_bytes,
-                                             graph._workspaces, r.raw, r.index, len(infos), r.single))
+                                             graph._workspaces, r.raw, r.index, len(infos), r.single, graph._opts))
             graph._native.rcall_init(torch.Tensor, _torch_names)
         return r
 
