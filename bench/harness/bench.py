@@ -578,7 +578,9 @@ def graph_host(run):
     """Host µs per call of bench/wrapper/chain8.tile (eight small kernels in a
     row) on N = 4096, by the host-time method: the generated C wrapper, the
     generated Python wrapper (one native call per graph call), CUDA-graph
-    replay from Python (chain8.load(cuda_graph=True)) and from C
+    replay from Python (chain8.load(cuda_graph=True); and with static
+    outputs, capture(static_outputs=True), the contract of torch's CUDA-graph
+    replays: the next call overwrites the last one's outputs) and from C
     (tilec_plan_run of the same plan with graphs on, and without), torch
     eager and torch.compile (and their CUDA-graph replay); then one of its
     kernels called directly from Python (tilec.Kernel) against the C
@@ -631,8 +633,8 @@ def graph_host(run):
     lib.tb_plan_host_us.argtypes = [P, P, ctypes.c_uint32, P, ctypes.c_int, P, P, ctypes.c_size_t]
     lib.tb_bare_us.argtypes = [P, P, P, P, ctypes.c_int, P, P, ctypes.c_size_t]
 
-    def py_wrapper(graphs):
-        graph.capture() if graphs else graph.eager()
+    def py_wrapper(graphs, static=False):
+        graph.capture(static_outputs=static) if graphs else graph.eager()
         for _ in range(3):  # with graphs: the first call records, the others replay
             chain8.call(x)
         return Timer.host_py(lambda: chain8.call(x), n)
@@ -656,6 +658,7 @@ def graph_host(run):
         "tilec Python wrapper": lambda: py_wrapper(False),
         "tilec C plan (tilec_plan_run)": lambda: c_plan(False),
         "tilec Python wrapper (CUDA graph replay)": lambda: py_wrapper(True),
+        "tilec Python wrapper (CUDA graph replay, static outputs)": lambda: py_wrapper(True, True),
         "tilec C plan (CUDA graph replay)": lambda: c_plan(True),
         "torch eager": lambda: Timer.host_py(lambda: chain8_torch(x), n),
     }
