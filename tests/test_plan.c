@@ -231,15 +231,19 @@ Test(plan, a_full_plan_updates_its_least_recent_graph_in_place)
     tilec_plan *p = chain(0);
     cr_assert_eq(tilec_plan_set_cuda_graph(p, 1), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
     cr_assert_eq(run_to(p, N, outs[0]), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
-    /* a new output address: eager, then recorded by updating the one graph held */
+    /* a new output address, known sizes: recorded at once by updating the one graph held, and launched */
+    int before = fake->launches, glaunches = fake->graph_launches;
     cr_assert_eq(run_to(p, N, outs[1]), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
     cr_assert_eq(fake->graph_updates, 1);
+    cr_assert_eq(fake->graph_launches, glaunches + 1, "no eager run: the updated graph is launched");
+    cr_assert_eq(fake->launches - before, 2, "the graph's two launches, once");
+    expect(outs[1], N, 4, 0);
     cr_assert_eq(tilec_rt_memset_d32(rt, outs[1], 0, N), TILEC_RT_OK);
     int launches = fake->graph_launches;
     cr_assert_eq(run_to(p, N, outs[1]), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
     cr_assert_eq(fake->graph_launches, launches + 1, "the updated graph replays");
     expect(outs[1], N, 4, 0); /* into the new address */
-    /* another size: the grid changes, the same kernels: updated too */
+    /* another size: eager first (its first-time work), then the same kernels: updated too */
     cr_assert_eq(run_to(p, 100, outs[2]), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
     cr_assert_eq(tilec_rt_memset_d32(rt, outs[2], 0, N), TILEC_RT_OK);
     cr_assert_eq(run_to(p, 100, outs[2]), TILEC_RT_OK, "%s", tilec_plan_last_error(p));

@@ -436,7 +436,8 @@ Test(wrapper_run, cuda_graph_mode_replays_a_known_call_and_records_a_new_one, .t
                           "8: 2 0 1 4 32 same\n"  /* replayed: the graph's launches run */
                           "8: 2 0 1 4 32 same\n"
                           "8: 2 0 1 4 32 same\n"  /* kept by the caller ... */
-                          "8: 2 2 0 4 32 new\n"   /* ... so this call's y is new: recorded */
+                          "8: 2 2 1 4 32 new\n"   /* ... so this call's y is new: recorded at once (the sizes are
+                                                     known: no eager run) and the new graph launched */
                           "16: 2 2 0 4 64 new\n"  /* another shape: recorded */
                           "8: 2 0 1 4 32 new\n"   /* back to the first: replayed */
                           "graphs held: 3\n"

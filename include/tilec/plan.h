@@ -11,7 +11,9 @@
  * loads happen there), then records the same launches into a CUDA graph;
  * later runs with the same slot values replay it with one cuGraphLaunch.
  * Different slot values (other shapes or other buffers) record another
- * graph; the n most recently used are kept. Once n are held, a new
+ * graph; the n most recently used are kept. A run whose sizes and scalars
+ * match a held graph's and whose addresses are new (a caller that keeps
+ * its outputs) is recorded at once and launched, without the eager run. Once n are held, a new
  * recording updates the least recently used graph in place
  * (cuGraphExecUpdate: same steps, new addresses and sizes) instead of
  * instantiating another; where the driver refuses the update, that graph

@@ -376,6 +376,9 @@ typedef struct recipe {
     PyObject *raw, *raw_args, *wss; /* the stream getter, (index,), the graph's workspaces by stream */
     PyObject *opts;                 /* the graph's options: opts["static"] is True for static outputs */
     PyObject **alloc;               /* 3 per output: callable, args, kwargs */
+    PyObject *falloc, *getdev;      /* torch's lean allocator for the current device and its getter, or NULL */
+    PyObject *fargs;                /* per output: the lean allocator's (size, stride, dtype) */
+    long index;                     /* the graph's device: falloc serves when it is the current one */
     PyObject *held;                 /* static outputs: the tuple of outputs every call returns, or NULL */
     void *held_stream;              /* the stream they were allocated on */
     uint64_t held_ptr[R_MAX_TENSORS]; /* and their addresses */
@@ -394,6 +397,9 @@ static void r_free(PyObject *cap)
     Py_XDECREF(r->wss);
     Py_XDECREF(r->opts);
     Py_XDECREF(r->held);
+    Py_XDECREF(r->falloc);
+    Py_XDECREF(r->getdev);
+    Py_XDECREF(r->fargs);
     for (uint32_t i = 0; r->alloc && i < 3 * r->nout; i++)
         Py_XDECREF(r->alloc[i]);
     PyMem_Free(r->alloc);
@@ -425,21 +431,29 @@ static int r_compile_slots(recipe *r, PyObject *tmpl, const char *kinds, Py_ssiz
 }
 
 /* rcompile(fast) -> capsule; fast: (plan, kinds, template, outs, ws_bytes,
- * workspaces, raw, index, ntensors, single, opts), outs a tuple of
- * (callable, args, kwargs) that allocate each output, opts the graph's
- * options dict (opts["static"] True: static outputs, see r_outputs). */
+ * workspaces, raw, index, ntensors, single, opts, falloc, getdev, fargs),
+ * outs a tuple of (callable, args, kwargs) that allocate each output, opts
+ * the graph's options dict (opts["static"] True: static outputs, see
+ * r_outputs); falloc (or None) an allocator called as falloc(*fargs[j])
+ * that allocates output j on the current CUDA device, which getdev() reads:
+ * used instead of outs[j] while that is the graph's device `index`. */
 static PyObject *n_rcompile(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *plan, *tmpl, *outs, *wss, *raw, *index, *opts;
+    PyObject *plan, *tmpl, *outs, *wss, *raw, *index, *opts, *falloc, *getdev, *fargs;
     const char *kinds;
     Py_ssize_t n, ntens;
     long long ws_bytes;
     int single;
-    if (!PyArg_ParseTuple(args, "(Oy#O!O!LO!OOnpO!)", &plan, &kinds, &n, &PyTuple_Type, &tmpl, &PyTuple_Type, &outs,
-                          &ws_bytes, &PyDict_Type, &wss, &raw, &index, &ntens, &single, &PyDict_Type, &opts))
+    if (!PyArg_ParseTuple(args, "(Oy#O!O!LO!OOnpO!OOO)", &plan, &kinds, &n, &PyTuple_Type, &tmpl, &PyTuple_Type,
+                          &outs, &ws_bytes, &PyDict_Type, &wss, &raw, &index, &ntens, &single, &PyDict_Type, &opts,
+                          &falloc, &getdev, &fargs))
         return NULL;
     Py_ssize_t nout = PyTuple_Size(outs);
+    if (falloc != Py_None && (!PyCallable_Check(falloc) || !PyCallable_Check(getdev) || !PyTuple_Check(fargs) ||
+                              PyTuple_Size(fargs) != nout))
+        return PyErr_Format(PyExc_ValueError, "rcompile: the lean allocator needs a getter and one argument tuple "
+                                              "per output");
     if (n > MAX_VALUES || nout < 1 || nout > R_MAX_TENSORS || ntens > R_MAX_TENSORS || PyTuple_Size(tmpl) != 3 * n)
         return PyErr_Format(PyExc_ValueError, "rcompile: %zd slots, %zd outputs, %zd inputs", n, nout, ntens);
     recipe *r = PyMem_Calloc(1, sizeof *r + (size_t)n * sizeof(rslot));
@@ -463,6 +477,15 @@ static PyObject *n_rcompile(PyObject *self, PyObject *args)
     r->raw = raw;
     r->wss = wss;
     r->opts = opts;
+    r->index = PyLong_AsLong(index);
+    if (falloc != Py_None) {
+        Py_INCREF(falloc);
+        Py_INCREF(getdev);
+        Py_INCREF(fargs);
+        r->falloc = falloc;
+        r->getdev = getdev;
+        r->fargs = fargs;
+    }
     for (Py_ssize_t j = 0; j < nout && !PyErr_Occurred(); j++) {
         PyObject *o = PyTuple_GetItem(outs, j), *f, *a, *kw;
         if (!PyArg_ParseTuple(o, "OO!O!", &f, &PyTuple_Type, &a, &PyDict_Type, &kw))
@@ -482,8 +505,9 @@ static PyObject *n_rcompile(PyObject *self, PyObject *args)
 }
 
 /* The outputs of one run on stream s (a new tuple, NULL on error), their
- * addresses into ptr. Fresh ones from torch's allocator (the outputs'
- * callables) unless the graph has static outputs on: then the recipe keeps
+ * addresses into ptr. Fresh ones from torch's allocator (torch's lean
+ * allocator where it has one and the graph's device is the current one,
+ * else the outputs' callables: torch.empty_strided) unless the graph has static outputs on: then the recipe keeps
  * the tuple it allocated first on this stream and every call returns it
  * again, so the next call overwrites what the last one returned (the
  * contract torch.compile's "reduce-overhead" and torch.cuda.graph have;
@@ -511,9 +535,20 @@ static PyObject *r_outputs(recipe *r, void *s, uint64_t *ptr)
         }
     }
     Py_CLEAR(r->held); /* off, another stream, or moved: given back to torch (stream order keeps that safe) */
+    int lean = 0;
+    if (r->falloc) { /* torch's lean allocator serves the current device only */
+        PyObject *d = PyObject_CallNoArgs(r->getdev);
+        lean = d && PyLong_Check(d) && PyLong_AsLong(d) == r->index;
+        Py_XDECREF(d);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            lean = 0;
+        }
+    }
     PyObject *res = PyTuple_New(r->nout);
     for (uint32_t j = 0; res && j < r->nout; j++) {
-        PyObject *t = PyObject_Call(r->alloc[3 * j], r->alloc[3 * j + 1], r->alloc[3 * j + 2]);
+        PyObject *t = lean ? PyObject_Call(r->falloc, PyTuple_GetItem(r->fargs, j), NULL)
+                           : PyObject_Call(r->alloc[3 * j], r->alloc[3 * j + 1], r->alloc[3 * j + 2]);
         PyObject *p = t ? PyObject_CallMethodObjArgs(t, s_data_ptr, NULL) : NULL;
         ptr[j] = p ? PyLong_AsUnsignedLongLong(p) : 0;
         Py_XDECREF(p);

@@ -477,10 +477,13 @@ class Recipe:
             torch.uint8
         # what the extension's rcall runs (the wrapper's first line): this run() in C, compiled once
         calls = tuple((r.empty, (shape, st), {"dtype": dt, "device": r.dev}) for shape, st, dt in r.outs)
+        lean, getdev = _lean_allocator(torch)
+        largs = tuple((tuple(shape), tuple(st), dt) for shape, st, dt in r.outs) if lean is not None else None
         r.fast = None
         if hasattr(graph._native, "rcompile"):
             r.fast = graph._native.rcompile((graph._h, graph._kinds, r.template, calls, r.ws_bytes,
-                                             graph._workspaces, r.raw, r.index, len(infos), r.single, graph._opts))
+                                             graph._workspaces, r.raw, r.index, len(infos), r.single, graph._opts,
+                                             lean, getdev, largs))
             graph._native.rcall_init(torch.Tensor, _torch_names)
         return r
 
@@ -503,6 +506,20 @@ class Recipe:
         if self.native.recipe_run(g._h, g._kinds, self.template, infos, outs, ws, s):
             g._fail()
         return outs[0] if self.single else outs
+
+
+def _lean_allocator(torch: Any) -> Tuple[Any, Any]:
+    """torch's allocation entry without argument parsing, the one the code
+    torch.compile generates allocates its outputs with
+    (`torch._C._dynamo.guards._empty_strided_cuda(size, stride, dtype)`, on
+    the current CUDA device), and the current-device getter; (None, None)
+    where this torch lacks either (then `torch.empty_strided`)."""
+    guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
+    lean = getattr(guards, "_empty_strided_cuda", None)
+    getdev = getattr(torch._C, "_cuda_getDevice", None)
+    if lean is None or getdev is None:
+        return None, None
+    return lean, getdev
 
 
 def fast_call() -> Any:

@@ -304,9 +304,9 @@ class FakeDriverTests(unittest.TestCase):
             "print(type(r.fast).__name__)\n"
             "n = tilec._library.native()\n"
             "for bad in ((r.graph._h, b'pp', (0, 5, 0, 3, 0, 7), ((torch.empty_strided, ((3,), (1,)), {}),), 0, {},\n"
-            "             torch._C._cuda_getCurrentRawStream, 0, 1, True, {}),\n"
+            "             torch._C._cuda_getCurrentRawStream, 0, 1, True, {}, None, None, None),\n"
             "            (r.graph._h, b'pp', (0, 0, 0), ((torch.empty_strided, ((3,), (1,)), {}),), 0, {},\n"
-            "             torch._C._cuda_getCurrentRawStream, 0, 1, True, {})):\n"
+            "             torch._C._cuda_getCurrentRawStream, 0, 1, True, {}, None, None, None)):\n"
             "    try:\n        n.rcompile(bad)\n        print('no error')\n"
             "    except ValueError as e:\n        print(type(e).__name__)\n")
         r = self._child(script)
@@ -340,6 +340,30 @@ class FakeDriverTests(unittest.TestCase):
         self.assertEqual(r.stdout, "4 [True, True, True, True]\nTrue True [0.0, 8.0, 16.0, 24.0, 32.0]\n"
                                    "True [8.0, 8.0, 8.0, 8.0, 8.0] True\nFalse [8.0, 8.0, 8.0, 8.0, 8.0]\n"
                                    "False False [8.0, 8.0, 8.0, 8.0, 8.0]\n")
+
+    def test_outputs_from_torchs_lean_allocator_on_the_current_device(self):
+        # where torch has it (torch._C._dynamo.guards._empty_strided_cuda, what
+        # torch.compile's code allocates with), a known key's outputs come from
+        # it while the graph's device is the current one; else empty_strided
+        if tilec._library.native() is None:
+            self.skipTest("no extension (TILEC_NO_NATIVE=1 or not built): no recipes")
+        script = _TORCH_STAND_IN + (
+            "import types, g8\n"
+            "calls, current = [], [0]\n"
+            "def lean(size, stride, dtype):\n"
+            "    calls.append((size, stride, dtype.name))\n"
+            "    return empty_strided(size, stride, dtype=dtype)\n"
+            "torch._C._dynamo = types.SimpleNamespace(guards=types.SimpleNamespace(_empty_strided_cuda=lean))\n"
+            "torch._C._cuda_getDevice = lambda: current[0]\n"
+            "x = tensor(list(range(5)))\n"
+            "ys = [g8.call(x) for _ in range(3)]  # the first call is checked (empty_strided), then the recipe\n"
+            "print(calls, ys[2].tolist())\n"
+            "current[0] = 1  # another current device: empty_strided with the graph's device\n"
+            "y = g8.call(x)\n"
+            "print(len(calls), y.tolist())\n")
+        r = self._child(script)
+        self.assertEqual(r.stdout, "[((5,), (1,), 'float32'), ((5,), (1,), 'float32')] "
+                                   "[0.0, 8.0, 16.0, 24.0, 32.0]\n2 [0.0, 8.0, 16.0, 24.0, 32.0]\n")
 
     def test_kernel_checks_in_the_extension_with_torch_tensors(self):
         # with the torch stand-in, Kernel calls go through the extension's
