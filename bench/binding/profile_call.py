@@ -132,6 +132,7 @@ def replay(g, x, vals, dev, N):
         "raw stream": lambda: torch._C._cuda_getCurrentRawStream(0),
         "empty_strided, dropped": lambda: torch.empty_strided((N,), (1,), dtype=f32, device=dev),
         "x.new_empty_strided, dropped": lambda: x.new_empty_strided((N,), (1,)),
+        "lean _empty_strided_cuda, dropped": lambda: torch._C._dynamo.guards._empty_strided_cuda((N,), (1,), f32),
         "lambda: None (the loop)": lambda: None,
     }
     for name, fn in pieces.items():
