@@ -714,16 +714,30 @@ def add_graph_replay(run, case, sides, gname, call, n):
 
 
 def host_sides(run, case, sides, rounds, n):
-    """Each side's host µs per call: the median of `rounds` rounds, recorded."""
-    for side, fn in sides.items():
-        try:
-            vals = [fn() for _ in range(rounds)]
-            rec = {"kind": "host", "case": case, "side": side, "us": statistics.median(vals),
-                   "us_min": min(vals), "us_max": max(vals), "n": n, "rounds": rounds}
+    """Each side's host µs per call: the median of `rounds` rounds, recorded.
+    The rounds go round the sides (side 1, side 2, ..., then again), so a
+    host that speeds up or slows down during the table (a shared GPU
+    machine's CPU does) moves every side alike; a side that fails is
+    recorded with its error and left out of the later rounds."""
+    vals = {side: [] for side in sides}
+    errors = {}
+    for _ in range(rounds):
+        for side, fn in sides.items():
+            if side in errors:
+                continue
+            try:
+                vals[side].append(fn())
+            except Exception as e:
+                errors[side] = e
+    for side in sides:
+        if side in errors:
+            rec = {"kind": "host", "case": case, "side": side, "error": str(errors[side])[:300]}
+            print(f"  {side:42s} ERROR {errors[side]}", flush=True)
+        else:
+            v = vals[side]
+            rec = {"kind": "host", "case": case, "side": side, "us": statistics.median(v), "us_min": min(v),
+                   "us_max": max(v), "n": n, "rounds": rounds}
             print(f"  {side:42s} {rec['us']:7.2f} us/call", flush=True)
-        except Exception as e:
-            rec = {"kind": "host", "case": case, "side": side, "error": str(e)[:300]}
-            print(f"  {side:42s} ERROR {e}", flush=True)
         run.emit(rec)
 
 
