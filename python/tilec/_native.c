@@ -373,14 +373,14 @@ typedef struct recipe {
     uint32_t n, nout;
     int single;
     long long ws_bytes;
-    PyObject *raw, *raw_args, *wss; /* the stream getter, (index,), the graph's workspaces by stream */
-    PyObject *opts;                 /* the graph's options: opts["static"] is True for static outputs */
-    PyObject **alloc;               /* 3 per output: callable, args, kwargs */
-    PyObject *falloc, *getdev;      /* torch's lean allocator for the current device and its getter, or NULL */
-    PyObject *fargs;                /* per output: the lean allocator's (size, stride, dtype) */
-    long index;                     /* the graph's device: falloc serves when it is the current one */
-    PyObject *held;                 /* static outputs: the tuple of outputs every call returns, or NULL */
-    void *held_stream;              /* the stream they were allocated on */
+    PyObject *raw, *raw_args, *wss;   /* the stream getter, (index,), the graph's workspaces by stream */
+    PyObject *opts;                   /* the graph's options: opts["static"] is True for static outputs */
+    PyObject **alloc;                 /* 3 per output: callable, args, kwargs */
+    PyObject *falloc, *getdev;        /* torch's lean allocator for the current device and its getter, or NULL */
+    PyObject *fargs;                  /* per output: the lean allocator's (size, stride, dtype) */
+    long index;                       /* the graph's device: falloc serves when it is the current one */
+    PyObject *held;                   /* static outputs: the tuple of outputs every call returns, or NULL */
+    void *held_stream;                /* the stream they were allocated on */
     uint64_t held_ptr[R_MAX_TENSORS]; /* and their addresses */
     rslot slots[];
 } recipe;
@@ -445,9 +445,9 @@ static PyObject *n_rcompile(PyObject *self, PyObject *args)
     Py_ssize_t n, ntens;
     long long ws_bytes;
     int single;
-    if (!PyArg_ParseTuple(args, "(Oy#O!O!LO!OOnpO!OOO)", &plan, &kinds, &n, &PyTuple_Type, &tmpl, &PyTuple_Type,
-                          &outs, &ws_bytes, &PyDict_Type, &wss, &raw, &index, &ntens, &single, &PyDict_Type, &opts,
-                          &falloc, &getdev, &fargs))
+    if (!PyArg_ParseTuple(args, "(Oy#O!O!LO!OOnpO!OOO)", &plan, &kinds, &n, &PyTuple_Type, &tmpl, &PyTuple_Type, &outs,
+                          &ws_bytes, &PyDict_Type, &wss, &raw, &index, &ntens, &single, &PyDict_Type, &opts, &falloc,
+                          &getdev, &fargs))
         return NULL;
     Py_ssize_t nout = PyTuple_Size(outs);
     if (falloc != Py_None && (!PyCallable_Check(falloc) || !PyCallable_Check(getdev) || !PyTuple_Check(fargs) ||
