@@ -6,9 +6,11 @@
  * the CUDA graph recorded for those slot values or records one (the same
  * runtime code as the Python wrapper's graph mode). The plan is built by
  * NAME_set_cuda_graph from tables written here. A fill (zeros, ones,
- * full) is a step too: its buffer's address and sizes go to slots. A graph
- * whose call does other device work (extern calls, an output copied from
- * an input) has no graph mode yet: NAME_set_cuda_graph says so. */
+ * full) is a step too: its buffer's address and sizes go to slots. An
+ * output that is a copy of an input is copied after the plan runs, on the
+ * same (legacy) stream, as in eager mode: no kernel touches it, so it needs
+ * no slot. A graph that calls an extern kernel has no graph mode yet:
+ * NAME_set_cuda_graph says so. */
 #include <string.h>
 
 #include "emit_c/c_internal.h"
@@ -98,10 +100,10 @@ void cg_header(cstate *s, strbuf *h)
               "/* CUDA graphs, opt-in (off by default): keep up to `graphs` recorded CUDA graphs (at most 64;\n"
               "   0 turns graph mode off and frees them). In graph mode %s_run checks and allocates as\n"
               "   always, then runs its launches as one launch plan: a call whose slot values (the addresses\n"
-              "   of its inputs, outputs and intermediates, its sizes and scalars) are new runs eagerly and is\n"
-              "   recorded; a call with known values replays its graph with one cuGraphLaunch. Release each\n"
-              "   output after use and the same addresses come back, so calls of one shape replay. 0, or 1\n"
-              "   with a message (a graph with extern calls or an output copied from an input has no graph\n"
+              "   of its inputs, outputs and intermediates, its sizes and scalars) are new is recorded (run\n"
+              "   eagerly first when its sizes are new too); a call with known values replays its graph with\n"
+              "   one cuGraphLaunch. Release each output after use and the same addresses come back, so\n"
+              "   calls of one shape replay. 0, or 1 with a message (a graph with extern calls has no graph\n"
               "   mode yet). */\n"
               "int %s_set_cuda_graph(%s_module *m, unsigned graphs, char *err, size_t errlen);\n",
               n, n, n);

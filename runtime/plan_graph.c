@@ -4,9 +4,18 @@
  * eagerly on the caller's stream (so multi-kernel timing, cuBLAS loading
  * and any other first-time work happen outside a capture), then run again
  * into a capture on the plan's private stream (recording executes
- * nothing), and the instantiated graph replaces the least recently used
- * one. The graph is keyed by every slot value: its kernel nodes hold the
- * device addresses and sizes they were recorded with. */
+ * nothing). Where a held graph has the same sizes and scalars and only
+ * addresses differ (a caller that keeps its outputs), that first-time work
+ * was done by an earlier run of these sizes (multi-kernel choices are kept
+ * by shape): the steps are captured at once and the new graph launched,
+ * with no eager run. While fewer than the plan's limit are held, it is instantiated
+ * as one more; once the limit is reached, the least recently used graph is
+ * updated in place with it (cuGraphExecUpdate: the same steps with other
+ * addresses or sizes cost no instantiation), or replaced by a new
+ * instantiation where the driver refuses the update (another topology, a
+ * driver without the call). The graph is keyed by every slot value: its
+ * kernel nodes hold the device addresses and sizes they were recorded
+ * with. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,7 +68,7 @@ static plan_graph *lookup(tilec_plan *p, const tilec_rt_arg *slots)
     return NULL;
 }
 
-/* An empty entry, or the least recently used one emptied. */
+/* An empty entry, or the least recently used one (still holding its graph). */
 static plan_graph *victim(tilec_plan *p)
 {
     plan_graph *v = &p->graphs[0];
@@ -70,9 +79,6 @@ static plan_graph *victim(tilec_plan *p)
         if (g->used < v->used)
             v = g;
     }
-    p->rt->drv.GraphExecDestroy(v->exec);
-    v->exec = NULL;
-    p->st.graphs--;
     return v;
 }
 
@@ -82,9 +88,25 @@ static tilec_rt_status cu_fail(tilec_plan *p, CUresult r, const char *what)
     return plan_fail(p, TILEC_RT_DRIVER_ERROR, "recording a CUDA graph: %s", tilec_rt_last_error(p->rt));
 }
 
-/* Record the steps for these slot values into an entry (the steps have
- * just run on `stream`). */
-static tilec_rt_status record(tilec_plan *p, const tilec_rt_arg *slots, void *stream)
+/* Does a held graph have these slot values except, perhaps, the addresses?
+ * Then these sizes and scalars have run eagerly before (each graph was
+ * recorded after an eager run of its sizes, or of a graph's that matched). */
+static int sizes_known(const tilec_plan *p, const tilec_rt_arg *slots)
+{
+    for (uint32_t i = 0; i < p->max_graphs; i++) {
+        const plan_graph *g = &p->graphs[i];
+        int same = g->exec != NULL;
+        for (uint32_t j = 0; same && j < p->nslots; j++)
+            same = p->types[j] == TILEC_PLAN_PTR || g->key[j].u64 == slots[j].u64;
+        if (same)
+            return 1;
+    }
+    return 0;
+}
+
+/* Record the steps for these slot values into an entry (*out); `stream`
+ * is the caller's, whose split-K workspace the capture stream matches. */
+static tilec_rt_status record(tilec_plan *p, const tilec_rt_arg *slots, void *stream, plan_graph **out)
 {
     const rt_driver *d = &p->rt->drv;
     if (!p->capture && tilec_rt_stream_create(p->rt, TILEC_RT_STREAM_NON_BLOCKING, (void **)&p->capture) != TILEC_RT_OK)
@@ -110,26 +132,57 @@ static tilec_rt_status record(tilec_plan *p, const tilec_rt_arg *slots, void *st
     }
     if (r != CUDA_SUCCESS)
         return cu_fail(p, r, "cuStreamEndCapture");
-    CUgraphExec exec = NULL;
-    r = d->GraphInstantiateWithFlags(&exec, graph, 0);
-    d->GraphDestroy(graph);
-    if (r != CUDA_SUCCESS)
-        return cu_fail(p, r, "cuGraphInstantiateWithFlags");
     size_t bytes = p->nslots * sizeof *slots;
     tilec_rt_arg *key = malloc(bytes ? bytes : 1);
     if (!key) {
-        d->GraphExecDestroy(exec);
+        d->GraphDestroy(graph);
         return TILEC_RT_NOMEM;
     }
     if (bytes)
         memcpy(key, slots, bytes);
     plan_graph *g = victim(p);
+    CUgraphExec exec = NULL;
+    int updated = 0;
+    if (g->exec && d->GraphExecUpdate) { /* all entries held: update the least recent in place */
+        CUgraphExecUpdateResultInfo info;
+        memset(&info, 0, sizeof info);
+        updated = d->GraphExecUpdate(g->exec, graph, &info) == CUDA_SUCCESS;
+        if (updated)
+            exec = g->exec;
+    }
+    if (!exec) {
+        r = d->GraphInstantiateWithFlags(&exec, graph, 0);
+        if (r != CUDA_SUCCESS) {
+            d->GraphDestroy(graph);
+            free(key);
+            return cu_fail(p, r, "cuGraphInstantiateWithFlags");
+        }
+        if (g->exec) { /* the update was refused: the new instantiation replaces it */
+            d->GraphExecDestroy(g->exec);
+            p->st.graphs--;
+        }
+    }
+    d->GraphDestroy(graph);
     free(g->key);
     g->key = key;
+    if (!updated)
+        p->st.graphs++;
     g->exec = exec;
     g->used = p->st.runs;
-    p->st.graphs++;
     p->st.recorded++;
+    p->st.updated += (uint64_t)updated;
+    *out = g;
+    return TILEC_RT_OK;
+}
+
+static tilec_rt_status launch(tilec_plan *p, plan_graph *g, void *stream)
+{
+    CUresult r = p->rt->drv.GraphLaunch(g->exec, (CUstream)stream);
+    if (r != CUDA_SUCCESS) {
+        rt_cu_fail(p->rt, TILEC_RT_LAUNCH_ERROR, r, "cuGraphLaunch");
+        return plan_fail(p, TILEC_RT_LAUNCH_ERROR, "replaying a CUDA graph: %s", tilec_rt_last_error(p->rt));
+    }
+    g->used = p->st.runs + 1;
     return TILEC_RT_OK;
 }
 
@@ -137,15 +190,15 @@ tilec_rt_status plan_graph_run(tilec_plan *p, const tilec_rt_arg *slots, void *s
 {
     plan_graph *g = lookup(p, slots);
     if (g) {
-        CUresult r = p->rt->drv.GraphLaunch(g->exec, (CUstream)stream);
-        if (r != CUDA_SUCCESS) {
-            rt_cu_fail(p->rt, TILEC_RT_LAUNCH_ERROR, r, "cuGraphLaunch");
-            return plan_fail(p, TILEC_RT_LAUNCH_ERROR, "replaying a CUDA graph: %s", tilec_rt_last_error(p->rt));
-        }
-        g->used = p->st.runs + 1;
-        p->st.replayed++;
-        return TILEC_RT_OK;
+        tilec_rt_status st = launch(p, g, stream);
+        if (st == TILEC_RT_OK)
+            p->st.replayed++;
+        return st;
+    }
+    if (sizes_known(p, slots)) { /* only addresses are new: nothing runs for the first time */
+        tilec_rt_status st = record(p, slots, stream, &g);
+        return st != TILEC_RT_OK ? st : launch(p, g, stream);
     }
     tilec_rt_status st = plan_run_steps(p, slots, stream);
-    return st != TILEC_RT_OK ? st : record(p, slots, stream);
+    return st != TILEC_RT_OK ? st : record(p, slots, stream, &g);
 }

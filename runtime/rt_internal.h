@@ -68,7 +68,8 @@
     X(GraphInstantiateWithFlags, PFN_cuGraphInstantiateWithFlags_v11040, RT_CUDA_ABI, 0)          \
     X(GraphLaunch, PFN_cuGraphLaunch_v10000, RT_CUDA_ABI, 0)                                      \
     X(GraphExecDestroy, PFN_cuGraphExecDestroy_v10000, RT_CUDA_ABI, 0)                            \
-    X(GraphDestroy, PFN_cuGraphDestroy_v10000, RT_CUDA_ABI, 0)
+    X(GraphDestroy, PFN_cuGraphDestroy_v10000, RT_CUDA_ABI, 0)                                    \
+    X(GraphExecUpdate, PFN_cuGraphExecUpdate_v12000, 12000, 0)
 
 typedef struct rt_driver {
     void *lib;                               /* dlopen handle */

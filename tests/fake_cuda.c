@@ -563,6 +563,23 @@ static CUresult fake_GraphExecDestroy(CUgraphExec e)
     return CUDA_SUCCESS;
 }
 
+/* The exec takes g's launches when they are the same kernels and memsets in the same order. */
+static CUresult fake_GraphExecUpdate(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info)
+{
+    fake_graph *to = (fake_graph *)(void *)e;
+    const fake_graph *from = (const fake_graph *)(const void *)g;
+    int same = to->n == from->n;
+    for (int i = 0; same && i < from->n; i++)
+        same = to->l[i].f == from->l[i].f;
+    if (info)
+        info->result = same ? CU_GRAPH_EXEC_UPDATE_SUCCESS : CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+    if (!same)
+        return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    memcpy(to, from, sizeof *to);
+    state.graph_updates++;
+    return CUDA_SUCCESS;
+}
+
 static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                   unsigned bz, unsigned smem, CUstream s, void **params, void **extra);
 
@@ -714,7 +731,7 @@ static const struct {
     ENTRY(EventElapsedTime),   ENTRY(ModuleLoadData),     ENTRY(ModuleUnload),      ENTRY(ModuleGetFunction),
     ENTRY(FuncGetAttribute),   ENTRY(FuncSetAttribute),   ENTRY(FuncGetParamInfo),  ENTRY(LaunchKernel),
     ENTRY(StreamBeginCapture), ENTRY(StreamEndCapture),   ENTRY(GraphInstantiateWithFlags),
-    ENTRY(GraphLaunch),        ENTRY(GraphExecDestroy),   ENTRY(GraphDestroy),
+    ENTRY(GraphLaunch),        ENTRY(GraphExecDestroy),   ENTRY(GraphDestroy),      ENTRY(GraphExecUpdate),
     ENTRY(TensorMapEncodeTiled),
 };
 
@@ -730,6 +747,7 @@ CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVer
         return CUDA_ERROR_INVALID_VALUE;
     if ((mode("nolaunch") && strcmp(symbol, "cuLaunchKernel") == 0) ||
         (mode("nographs") && strcmp(symbol, "cuGraphLaunch") == 0) ||
+        (mode("noupdate") && strcmp(symbol, "cuGraphExecUpdate") == 0) ||
         (mode("noparaminfo") && strcmp(symbol, "cuFuncGetParamInfo") == 0) ||
         (mode("notma") && strcmp(symbol, "cuTensorMapEncodeTiled") == 0))
         return CUDA_ERROR_NOT_FOUND;

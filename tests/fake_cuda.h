@@ -15,8 +15,11 @@
  *   notma      nor cuTensorMapEncodeTiled
  *   nographs   nor cuGraphLaunch (CUDA graphs unavailable)
  *   nocapture  cuStreamBeginCapture fails
+ *   noupdate   cuGetProcAddress does not know cuGraphExecUpdate
  * Stream capture records the launches made on the capturing stream (they
- * do not run); cuGraphLaunch runs the recorded launches in order.
+ * do not run); cuGraphLaunch runs the recorded launches in order;
+ * cuGraphExecUpdate takes a graph of the same launches (kernels or
+ * memsets, in order) and refuses any other (CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE).
  * Kernels it knows (any image loads, except text starting "BADIMAGE"):
  *   scale2(ptr x, ptr y, i32 n): y[i] = 2 * x[i] on the host, for real
  *     (also as scale2_v0, the name lowering gives a .tile kernel scale2)
@@ -73,6 +76,7 @@ typedef struct fake_cuda_state {
     int live_graphs, live_graph_execs; /* CUgraph and CUgraphExec objects alive */
     int captured_launches;          /* launches recorded by a stream capture */
     int graph_launches;             /* cuGraphLaunch calls */
+    int graph_updates;              /* cuGraphExecUpdate calls that updated (same launches and kernels) */
     int memsets, captured_memsets;  /* D8/D16/D32 async memsets run, and recorded by a capture */
     int fill_launches;              /* launches of the fill kernel tilec_fill_u64 */
     /* the sm_90a twin test */

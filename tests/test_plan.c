@@ -5,7 +5,8 @@
  * a parameter are refused before any launch; steps that do not suit the
  * kernel are refused when added; CUDA-graph mode runs eagerly and records
  * once per set of slot values, then replays with one cuGraphLaunch, with
- * the eager results; a driver without graphs says so. */
+ * the eager results; a full plan updates its least recent graph in place
+ * (or replaces it without cuGraphExecUpdate); a driver without graphs says so. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -214,6 +215,61 @@ Test(plan, cuda_graph_records_once_per_shape_and_replays)
     cr_assert_eq(fake->live_streams, streams - 1, "and its capture stream");
 }
 
+/* run(p, n) with the output at out */
+static tilec_rt_status run_to(tilec_plan *p, int64_t n, uint64_t out)
+{
+    tilec_rt_arg s[NSLOTS];
+    s[SX].ptr = x, s[ST].ptr = t, s[SY].ptr = out, s[SN].i64 = n;
+    return tilec_plan_run(p, s, NSLOTS, NULL);
+}
+
+Test(plan, a_full_plan_updates_its_least_recent_graph_in_place)
+{
+    uint64_t outs[3];
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(tilec_rt_malloc(rt, N * sizeof(float), &outs[i]), TILEC_RT_OK);
+    tilec_plan *p = chain(0);
+    cr_assert_eq(tilec_plan_set_cuda_graph(p, 1), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    cr_assert_eq(run_to(p, N, outs[0]), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    /* a new output address, known sizes: recorded at once by updating the one graph held, and launched */
+    int before = fake->launches, glaunches = fake->graph_launches;
+    cr_assert_eq(run_to(p, N, outs[1]), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    cr_assert_eq(fake->graph_updates, 1);
+    cr_assert_eq(fake->graph_launches, glaunches + 1, "no eager run: the updated graph is launched");
+    cr_assert_eq(fake->launches - before, 2, "the graph's two launches, once");
+    expect(outs[1], N, 4, 0);
+    cr_assert_eq(tilec_rt_memset_d32(rt, outs[1], 0, N), TILEC_RT_OK);
+    int launches = fake->graph_launches;
+    cr_assert_eq(run_to(p, N, outs[1]), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    cr_assert_eq(fake->graph_launches, launches + 1, "the updated graph replays");
+    expect(outs[1], N, 4, 0); /* into the new address */
+    /* another size: eager first (its first-time work), then the same kernels: updated too */
+    cr_assert_eq(run_to(p, 100, outs[2]), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    cr_assert_eq(tilec_rt_memset_d32(rt, outs[2], 0, N), TILEC_RT_OK);
+    cr_assert_eq(run_to(p, 100, outs[2]), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    expect(outs[2], 100, 4, 0);
+    tilec_plan_stats st;
+    tilec_plan_get_stats(p, &st);
+    cr_assert_eq(st.recorded, 3);
+    cr_assert_eq(st.updated, 2);
+    cr_assert_eq(st.replayed, 2);
+    cr_assert_eq(st.graphs, 1);
+    cr_assert_eq(fake->live_graph_execs, 1, "updates instantiate nothing");
+    tilec_plan_free(p);
+    /* a plan of other steps: the update is refused, a new instantiation replaces the graph */
+    p = chain(0);
+    tilec_plan_value a[3] = {slot(SX), slot(SY), slot(SN)};
+    cr_assert_eq(tilec_plan_add_kernel(p, "scale2", 0, a, 3), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    cr_assert_eq(tilec_plan_set_cuda_graph(p, 1), TILEC_RT_OK);
+    cr_assert_eq(run_to(p, N, outs[0]), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    int updates = fake->graph_updates;
+    cr_assert_eq(run_to(p, N, outs[1]), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    cr_assert_eq(fake->graph_updates, updates + 1, "three kernels each time: updated");
+    tilec_plan_free(p);
+    for (int i = 0; i < 3; i++)
+        tilec_rt_free(rt, outs[i]);
+}
+
 Test(plan, an_integer_that_does_not_fit_is_refused_in_graph_mode_too)
 {
     tilec_plan *p = chain(0);
@@ -256,5 +312,32 @@ Test(plan_nographs, a_driver_without_graphs_says_so)
     cr_assert_eq(tilec_plan_set_cuda_graph(p, 2), TILEC_RT_DRIVER_TOO_OLD);
     cr_assert_str_eq(tilec_plan_last_error(p), "chain: the CUDA driver lacks the stream capture and graph calls");
     cr_assert_eq(run(p, N), TILEC_RT_OK, "eager runs still work");
+    tilec_plan_free(p);
+}
+
+static void setup_noupdate(void)
+{
+    setenv("FAKE_CUDA_MODE", "noupdate", 1);
+    setup();
+}
+
+TestSuite(plan_noupdate, .init = setup_noupdate, .fini = teardown_nographs);
+
+Test(plan_noupdate, without_the_update_call_a_full_plan_replaces_its_least_recent_graph)
+{
+    tilec_plan *p = chain(0);
+    cr_assert_eq(tilec_plan_set_cuda_graph(p, 1), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    cr_assert_eq(run(p, N), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    cr_assert_eq(run(p, 100), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    cr_assert_eq(run(p, 100), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    expect(y, 100, 4, 0);
+    tilec_plan_stats st;
+    tilec_plan_get_stats(p, &st);
+    cr_assert_eq(st.recorded, 2);
+    cr_assert_eq(st.updated, 0);
+    cr_assert_eq(st.replayed, 1);
+    cr_assert_eq(st.graphs, 1);
+    cr_assert_eq(fake->graph_updates, 0);
+    cr_assert_eq(fake->live_graph_execs, 1, "the old graph was destroyed");
     tilec_plan_free(p);
 }

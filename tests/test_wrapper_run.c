@@ -350,12 +350,17 @@ static const char twice_tile[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (
                                  "    let y = empty(f32, [N]);\n"
                                  "    scale2(t, y, N);\n"
                                  "    return y;\n"
+                                 "}\n"
+                                 "graph same(x: f32[N]) -> (c: f32[N], y: f32[N]) {\n"
+                                 "    let y = empty(f32, [N]);\n"
+                                 "    scale2(x, y, N);\n"
+                                 "    return x, y;\n"
                                  "}\n";
 
 /* main(driver): one line per call: "N: launches captured graph_launches y[0] y[N-1] same|new" */
 static const char twice_runner[] =
     "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
-    "#include \"twice.h\"\n#include \"filled.h\"\n#include \"fake_cuda.h\"\n"
+    "#include \"twice.h\"\n#include \"filled.h\"\n#include \"same.h\"\n#include \"fake_cuda.h\"\n"
     "static tilec_rt *rt;\nstatic twice_module *m;\nstatic fake_cuda_state *f;\nstatic uint64_t last;\n"
     "static uint64_t xs[64];\n"
     "static tilec_tensor call(int64_t n, int keep)\n{\n"
@@ -405,6 +410,25 @@ static const char twice_runner[] =
     "    }\n"
     "    printf(\"filled off: %d\\n\", filled_set_cuda_graph(fm, 0, err, sizeof err));\n"
     "    filled_unload(fm);\n"
+    "    same_module *sm = NULL;\n"
+    "    if (same_load(rt, &sm, err, sizeof err))\n        return 9;\n"
+    "    printf(\"same: %d %s\\n\", same_set_cuda_graph(sm, 2, err, sizeof err), err);\n"
+    "    for (int i = 0; i < 3; i++) { /* an output copied from the input: after the plan, each call */\n"
+    "        float hc[8], hy[8];\n"
+    "        tilec_tensor x = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {8}, .strides = {1}, .data = xs[8]};\n"
+    "        tilec_tensor c = {0}, y = {0};\n"
+    "        int l = f->launches, cl = f->captured_launches, g = f->graph_launches;\n"
+    "        if (same_run(sm, &x, &c, &y, err, sizeof err)) {\n            printf(\"run: %s\\n\", err);\n"
+    "            exit(10);\n        }\n"
+    "        tilec_rt_memcpy_dtoh(rt, hc, c.data, sizeof hc);\n"
+    "        tilec_rt_memcpy_dtoh(rt, hy, y.data, sizeof hy);\n"
+    "        printf(\"same 8: %d %d %d: %g %g %g %g %s\\n\", f->launches - l, f->captured_launches - cl,\n"
+    "               f->graph_launches - g, (double)hc[0], (double)hc[7], (double)hy[0], (double)hy[7],\n"
+    "               c.data != x.data && c.data != y.data ? \"own\" : \"aliased\");\n"
+    "        same_release(sm, &c);\n"
+    "        same_release(sm, &y);\n"
+    "    }\n"
+    "    same_unload(sm);\n"
     "    twice_unload(m);\n"
     "    printf(\"unloaded: graphs held: %d\\n\", f->live_graph_execs);\n"
     "    tilec_rt_close(rt);\n    return 0;\n}\n";
@@ -425,9 +449,10 @@ Test(wrapper_run, cuda_graph_mode_replays_a_known_call_and_records_a_new_one, .t
     char *out = NULL;
     int st = sh(&out,
                 "%s -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror %s -Iinclude -Itests -I%s "
-                "-o %s/run %s/twice.c %s/filled.c %s/main.c %s/lib/libtilec.a -L%s/lib64 -Wl,-rpath,%s/lib64 -lnvrtc "
+                "-o %s/run %s/twice.c %s/filled.c %s/same.c %s/main.c %s/lib/libtilec.a -L%s/lib64 -Wl,-rpath,%s/lib64 "
+                "-lnvrtc "
                 "-ldl -lpthread -lm",
-                cc && *cc ? cc : "cc", TILEC_SANFLAGS, dir, dir, dir, dir, dir, TILEC_BUILD, TILEC_CUDA, TILEC_CUDA);
+                cc && *cc ? cc : "cc", TILEC_SANFLAGS, dir, dir, dir, dir, dir, dir, TILEC_BUILD, TILEC_CUDA, TILEC_CUDA);
     cr_assert_eq(st, 0, "the wrappers do not build:\n%s", out);
     free(out);
     out = run(dir, 0);
@@ -436,7 +461,8 @@ Test(wrapper_run, cuda_graph_mode_replays_a_known_call_and_records_a_new_one, .t
                           "8: 2 0 1 4 32 same\n"  /* replayed: the graph's launches run */
                           "8: 2 0 1 4 32 same\n"
                           "8: 2 0 1 4 32 same\n"  /* kept by the caller ... */
-                          "8: 2 2 0 4 32 new\n"   /* ... so this call's y is new: recorded */
+                          "8: 2 2 1 4 32 new\n"   /* ... so this call's y is new: recorded at once (the sizes are
+                                                     known: no eager run) and the new graph launched */
                           "16: 2 2 0 4 64 new\n"  /* another shape: recorded */
                           "8: 2 0 1 4 32 new\n"   /* back to the first: replayed */
                           "graphs held: 3\n"
@@ -447,6 +473,11 @@ Test(wrapper_run, cuda_graph_mode_replays_a_known_call_and_records_a_new_one, .t
                           "filled 8: 1 0 1 memsets 1 0: 1 1\n"  /* replayed: the memset is in the graph */
                           "filled 8: 1 0 1 memsets 1 0: 1 1\n"
                           "filled off: 0\n"
+                          "same: 0 \n"
+                          "same 8: 1 1 0: 1 8 2 16 own\n"  /* eager, then recorded; the copy after it */
+                          "same 8: 1 1 1: 1 8 2 16 own\n"  /* the spares swapped: y is at another address,
+                                                              recorded at once (known sizes) and launched */
+                          "same 8: 1 0 1: 1 8 2 16 own\n"  /* replayed, and copied again after it */
                           "unloaded: graphs held: 0\n");
     free(out);
     rm_dir(dir);

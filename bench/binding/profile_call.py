@@ -6,7 +6,13 @@ checked path), then cProfile of 20000 calls of each.
     python3 bench/binding/profile_call.py GEN_DIR [--quick]   (GEN_DIR holds chain8.py)
 --quick: only chain8.call, the plan run and the allocations, and the
 wrapper's own work (call - plan run - empty_strided): no torch.compile, no
-cProfile (for comparing two builds, each in a fresh process)."""
+cProfile (for comparing two builds, each in a fresh process).
+--replay: the CUDA-graph replay's pieces (each tensor read the key needs,
+the raw stream, an output's allocation and release), chain8.call replaying
+(new outputs; static outputs where the package has them), the plan replay
+alone, and a call whose output is kept (a new address each call: graphs=1,
+so each call records by updating the graph, or re-instantiating it where
+the package does not update). No torch.compile; for comparing builds."""
 import cProfile
 import pstats
 import statistics
@@ -57,6 +63,8 @@ def main():
         "graph.run (plan run)": lambda: g.run(vals, None),
         "check_tensor": lambda: tilec.check_tensor("chain8", "t0", (N,), "f32"),
     }
+    if "--replay" in sys.argv:
+        return replay(g, x, vals, dev, N)
     if "--quick" in sys.argv:
         quick = ("chain8.call", "graph.run (plan run)", "torch.empty_strided", "torch.empty_like(x)",
                  "torch.empty((N,), dtype, device)")
@@ -110,6 +118,49 @@ def main():
     pr.disable()
     torch.cuda.synchronize()
     pstats.Stats(pr).sort_stats("tottime").print_stats(15)
+
+
+def replay(g, x, vals, dev, N):
+    f32 = torch.float32
+    pieces = {
+        "x.dtype": lambda: x.dtype,
+        "x.is_cuda": lambda: x.is_cuda,
+        "x.is_contiguous()": lambda: x.is_contiguous(),
+        "x.shape": lambda: x.shape,
+        "x.get_device()": lambda: x.get_device(),
+        "x.data_ptr()": lambda: x.data_ptr(),
+        "raw stream": lambda: torch._C._cuda_getCurrentRawStream(0),
+        "empty_strided, dropped": lambda: torch.empty_strided((N,), (1,), dtype=f32, device=dev),
+        "x.new_empty_strided, dropped": lambda: x.new_empty_strided((N,), (1,)),
+        "lean _empty_strided_cuda, dropped": lambda: torch._C._dynamo.guards._empty_strided_cuda((N,), (1,), f32),
+        "lambda: None (the loop)": lambda: None,
+    }
+    for name, fn in pieces.items():
+        print(f"{name:44s} {us(fn, 5000):8.3f} us", flush=True)
+    g.capture()
+    for _ in range(3):
+        chain8.call(x)
+    print(f"{'chain8.call (graph replay)':44s} {us(lambda: chain8.call(x)):8.2f} us", flush=True)
+    print(f"{'graph.run (plan replay from Python)':44s} {us(lambda: g.run(vals, None)):8.2f} us", flush=True)
+    if "static_outputs" in g.capture.__code__.co_varnames:
+        g.capture(static_outputs=True)
+        for _ in range(3):
+            chain8.call(x)
+        print(f"{'chain8.call (graph replay, static outputs)':44s} {us(lambda: chain8.call(x)):8.2f} us",
+              flush=True)
+    g.capture(graphs=1)
+    kept = []
+
+    def keep():
+        kept.append(chain8.call(x))
+        if len(kept) >= 200:
+            kept.clear()
+    for _ in range(3):
+        keep()
+    print(f"{'chain8.call, output kept (graphs=1)':44s} {us(keep, 200):8.2f} us  {g.stats()}", flush=True)
+    g.eager()
+    kept.clear()
+    print(f"{'chain8.call (eager plan)':44s} {us(lambda: chain8.call(x)):8.2f} us", flush=True)
 
 
 if __name__ == "__main__":

@@ -118,11 +118,19 @@ def main():
         "chain8.call(x) (rcall)": lambda: chain8.call(x),
         "plan run (Graph.run)": lambda: g.run(vals, None),
         "stand-in empty_strided": lambda: torch.empty_strided((N,), (1,), dtype=torch.float32, device=dev),
+        "CUDA graph replay": lambda: chain8.call(x),
+        "CUDA graph replay, static": lambda: chain8.call(x),
     }
+    modes = {"CUDA graph replay": lambda: g.capture(), "CUDA graph replay, static": lambda: (
+        g.capture(static_outputs=True) if "static_outputs" in g.capture.__code__.co_varnames else None)}
     res = {k: [] for k in cases}
     for _ in range(a.rounds):
         for k, fn in cases.items():
+            modes.get(k, g.eager)()
+            for _ in range(3):  # records, then replays
+                fn()
             res[k].append(per_call_us(fn, a.n))
+    g.eager()
     med = {k: statistics.median(v) for k, v in res.items()}
     for k, v in res.items():
         print(f"{k:28s} median {med[k]:6.2f}  min {min(v):6.2f} us")

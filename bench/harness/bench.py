@@ -579,7 +579,9 @@ def graph_host(run):
     """Host µs per call of bench/wrapper/chain8.tile (eight small kernels in a
     row) on N = 4096, by the host-time method: the generated C wrapper, the
     generated Python wrapper (one native call per graph call), CUDA-graph
-    replay from Python (chain8.load(cuda_graph=True)) and from C
+    replay from Python (chain8.load(cuda_graph=True); and with static
+    outputs, capture(static_outputs=True), the contract of torch's CUDA-graph
+    replays: the next call overwrites the last one's outputs) and from C
     (tilec_plan_run of the same plan with graphs on, and without), torch
     eager and torch.compile (and their CUDA-graph replay); then one of its
     kernels called directly from Python (tilec.Kernel) against the C
@@ -632,8 +634,8 @@ def graph_host(run):
     lib.tb_plan_host_us.argtypes = [P, P, ctypes.c_uint32, P, ctypes.c_int, P, P, ctypes.c_size_t]
     lib.tb_bare_us.argtypes = [P, P, P, P, ctypes.c_int, P, P, ctypes.c_size_t]
 
-    def py_wrapper(graphs):
-        graph.capture() if graphs else graph.eager()
+    def py_wrapper(graphs, static=False):
+        graph.capture(static_outputs=static) if graphs else graph.eager()
         for _ in range(3):  # with graphs: the first call records, the others replay
             chain8.call(x)
         return Timer.host_py(lambda: chain8.call(x), n)
@@ -657,6 +659,7 @@ def graph_host(run):
         "tilec Python wrapper": lambda: py_wrapper(False),
         "tilec C plan (tilec_plan_run)": lambda: c_plan(False),
         "tilec Python wrapper (CUDA graph replay)": lambda: py_wrapper(True),
+        "tilec Python wrapper (CUDA graph replay, static outputs)": lambda: py_wrapper(True, True),
         "tilec C plan (CUDA graph replay)": lambda: c_plan(True),
         "torch eager": lambda: Timer.host_py(lambda: chain8_torch(x), n),
     }
@@ -712,16 +715,30 @@ def add_graph_replay(run, case, sides, gname, call, n):
 
 
 def host_sides(run, case, sides, rounds, n):
-    """Each side's host µs per call: the median of `rounds` rounds, recorded."""
-    for side, fn in sides.items():
-        try:
-            vals = [fn() for _ in range(rounds)]
-            rec = {"kind": "host", "case": case, "side": side, "us": statistics.median(vals),
-                   "us_min": min(vals), "us_max": max(vals), "n": n, "rounds": rounds}
+    """Each side's host µs per call: the median of `rounds` rounds, recorded.
+    The rounds go round the sides (side 1, side 2, ..., then again), so a
+    host that speeds up or slows down during the table (a shared GPU
+    machine's CPU does) moves every side alike; a side that fails is
+    recorded with its error and left out of the later rounds."""
+    vals = {side: [] for side in sides}
+    errors = {}
+    for _ in range(rounds):
+        for side, fn in sides.items():
+            if side in errors:
+                continue
+            try:
+                vals[side].append(fn())
+            except Exception as e:
+                errors[side] = e
+    for side in sides:
+        if side in errors:
+            rec = {"kind": "host", "case": case, "side": side, "error": str(errors[side])[:300]}
+            print(f"  {side:42s} ERROR {errors[side]}", flush=True)
+        else:
+            v = vals[side]
+            rec = {"kind": "host", "case": case, "side": side, "us": statistics.median(v), "us_min": min(v),
+                   "us_max": max(v), "n": n, "rounds": rounds}
             print(f"  {side:42s} {rec['us']:7.2f} us/call", flush=True)
-        except Exception as e:
-            rec = {"kind": "host", "case": case, "side": side, "error": str(e)[:300]}
-            print(f"  {side:42s} ERROR {e}", flush=True)
         run.emit(rec)
 
 

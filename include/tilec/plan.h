@@ -11,7 +11,13 @@
  * loads happen there), then records the same launches into a CUDA graph;
  * later runs with the same slot values replay it with one cuGraphLaunch.
  * Different slot values (other shapes or other buffers) record another
- * graph; the n most recently used are kept.
+ * graph; the n most recently used are kept. A run whose sizes and scalars
+ * match a held graph's and whose addresses are new (a caller that keeps
+ * its outputs) is recorded at once and launched, without the eager run. Once n are held, a new
+ * recording updates the least recently used graph in place
+ * (cuGraphExecUpdate: same steps, new addresses and sizes) instead of
+ * instantiating another; where the driver refuses the update, that graph
+ * is replaced by a new instantiation.
  *
  * Fills (tilec_plan_add_fill) are steps too, so a graph's zeros, ones and
  * full happen on the call's stream in order with its launches.
@@ -115,6 +121,7 @@ typedef struct tilec_plan_stats {
     uint64_t replayed;  /* runs that were one graph launch */
     uint32_t graphs;    /* graphs held now */
     uint32_t steps;     /* kernel launches, extern calls and fills of one run */
+    uint64_t updated;   /* recordings that updated a held graph in place (cuGraphExecUpdate) */
 } tilec_plan_stats;
 void tilec_plan_get_stats(const tilec_plan *p, tilec_plan_stats *s);
 

@@ -84,7 +84,7 @@ class _PlanTensor(ctypes.Structure):  # tilec_plan_tensor
 
 class _PlanStats(ctypes.Structure):  # tilec_plan_stats
     _fields_ = [("runs", ctypes.c_uint64), ("recorded", ctypes.c_uint64), ("replayed", ctypes.c_uint64),
-                ("graphs", ctypes.c_uint32), ("steps", ctypes.c_uint32)]
+                ("graphs", ctypes.c_uint32), ("steps", ctypes.c_uint32), ("updated", ctypes.c_uint64)]
 
 
 # tilec_extern_fn

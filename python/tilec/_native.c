@@ -36,7 +36,7 @@ enum { MAX_VALUES = 1024 };
 
 /* Attribute and method names, interned once (PyInit): no string made per call. */
 static PyObject *s_dtype, *s_is_cuda, *s_is_contiguous, *s_shape, *s_get_device, *s_data_ptr, *s_ptr, *s_fast,
-    *s_graph, *s_fail;
+    *s_graph, *s_fail, *s_static;
 
 /* v as kind k (see pack) into *out. -1 with a Python error set. */
 static int pack_value(PyObject *v, char k, arg *out)
@@ -332,8 +332,10 @@ static PyObject *n_rcall_init(PyObject *self, PyObject *args)
 }
 
 /* t's part of the key, or NULL (no Python error) when t is not a
- * contiguous CUDA tensor of a known dtype. */
-static PyObject *r_key(PyObject *t)
+ * contiguous CUDA tensor of a known dtype; its address into *ptr in the
+ * same pass (one read of each attribute: dtype, is_cuda, is_contiguous(),
+ * shape, get_device(), data_ptr()). */
+static PyObject *r_key(PyObject *t, uint64_t *ptr)
 {
     PyObject *dt = PyObject_GetAttr(t, s_dtype);
     PyObject *name = dt ? PyDict_GetItemWithError(r_names, dt) : NULL;
@@ -346,7 +348,10 @@ static PyObject *r_key(PyObject *t)
     Py_XDECREF(c);
     PyObject *shape = ok ? PyObject_GetAttr(t, s_shape) : NULL;
     PyObject *dev = shape ? PyObject_CallMethodObjArgs(t, s_get_device, NULL) : NULL;
-    PyObject *key = dev ? PyTuple_Pack(6, name, shape, Py_None, Py_True, dev, Py_True) : NULL;
+    PyObject *p = dev ? PyObject_CallMethodObjArgs(t, s_data_ptr, NULL) : NULL;
+    *ptr = p ? PyLong_AsUnsignedLongLong(p) : 0;
+    Py_XDECREF(p);
+    PyObject *key = p && !PyErr_Occurred() ? PyTuple_Pack(6, name, shape, Py_None, Py_True, dev, Py_True) : NULL;
     Py_XDECREF(shape);
     Py_XDECREF(dev);
     if (!key)
@@ -368,8 +373,15 @@ typedef struct recipe {
     uint32_t n, nout;
     int single;
     long long ws_bytes;
-    PyObject *raw, *raw_args, *wss; /* the stream getter, (index,), the graph's workspaces by stream */
-    PyObject **alloc;               /* 3 per output: callable, args, kwargs */
+    PyObject *raw, *raw_args, *wss;   /* the stream getter, (index,), the graph's workspaces by stream */
+    PyObject *opts;                   /* the graph's options: opts["static"] is True for static outputs */
+    PyObject **alloc;                 /* 3 per output: callable, args, kwargs */
+    PyObject *falloc, *getdev;        /* torch's lean allocator for the current device and its getter, or NULL */
+    PyObject *fargs;                  /* per output: the lean allocator's (size, stride, dtype) */
+    long index;                       /* the graph's device: falloc serves when it is the current one */
+    PyObject *held;                   /* static outputs: the tuple of outputs every call returns, or NULL */
+    void *held_stream;                /* the stream they were allocated on */
+    uint64_t held_ptr[R_MAX_TENSORS]; /* and their addresses */
     rslot slots[];
 } recipe;
 
@@ -383,6 +395,11 @@ static void r_free(PyObject *cap)
     Py_XDECREF(r->raw);
     Py_XDECREF(r->raw_args);
     Py_XDECREF(r->wss);
+    Py_XDECREF(r->opts);
+    Py_XDECREF(r->held);
+    Py_XDECREF(r->falloc);
+    Py_XDECREF(r->getdev);
+    Py_XDECREF(r->fargs);
     for (uint32_t i = 0; r->alloc && i < 3 * r->nout; i++)
         Py_XDECREF(r->alloc[i]);
     PyMem_Free(r->alloc);
@@ -414,20 +431,29 @@ static int r_compile_slots(recipe *r, PyObject *tmpl, const char *kinds, Py_ssiz
 }
 
 /* rcompile(fast) -> capsule; fast: (plan, kinds, template, outs, ws_bytes,
- * workspaces, raw, index, ntensors, single), outs a tuple of (callable,
- * args, kwargs) that allocate each output. */
+ * workspaces, raw, index, ntensors, single, opts, falloc, getdev, fargs),
+ * outs a tuple of (callable, args, kwargs) that allocate each output, opts
+ * the graph's options dict (opts["static"] True: static outputs, see
+ * r_outputs); falloc (or None) an allocator called as falloc(*fargs[j])
+ * that allocates output j on the current CUDA device, which getdev() reads:
+ * used instead of outs[j] while that is the graph's device `index`. */
 static PyObject *n_rcompile(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *plan, *tmpl, *outs, *wss, *raw, *index;
+    PyObject *plan, *tmpl, *outs, *wss, *raw, *index, *opts, *falloc, *getdev, *fargs;
     const char *kinds;
     Py_ssize_t n, ntens;
     long long ws_bytes;
     int single;
-    if (!PyArg_ParseTuple(args, "(Oy#O!O!LO!OOnp)", &plan, &kinds, &n, &PyTuple_Type, &tmpl, &PyTuple_Type, &outs,
-                          &ws_bytes, &PyDict_Type, &wss, &raw, &index, &ntens, &single))
+    if (!PyArg_ParseTuple(args, "(Oy#O!O!LO!OOnpO!OOO)", &plan, &kinds, &n, &PyTuple_Type, &tmpl, &PyTuple_Type, &outs,
+                          &ws_bytes, &PyDict_Type, &wss, &raw, &index, &ntens, &single, &PyDict_Type, &opts, &falloc,
+                          &getdev, &fargs))
         return NULL;
     Py_ssize_t nout = PyTuple_Size(outs);
+    if (falloc != Py_None && (!PyCallable_Check(falloc) || !PyCallable_Check(getdev) || !PyTuple_Check(fargs) ||
+                              PyTuple_Size(fargs) != nout))
+        return PyErr_Format(PyExc_ValueError, "rcompile: the lean allocator needs a getter and one argument tuple "
+                                              "per output");
     if (n > MAX_VALUES || nout < 1 || nout > R_MAX_TENSORS || ntens > R_MAX_TENSORS || PyTuple_Size(tmpl) != 3 * n)
         return PyErr_Format(PyExc_ValueError, "rcompile: %zd slots, %zd outputs, %zd inputs", n, nout, ntens);
     recipe *r = PyMem_Calloc(1, sizeof *r + (size_t)n * sizeof(rslot));
@@ -447,8 +473,19 @@ static PyObject *n_rcompile(PyObject *self, PyObject *args)
     r->raw_args = PyTuple_Pack(1, index);
     Py_INCREF(raw);
     Py_INCREF(wss);
+    Py_INCREF(opts);
     r->raw = raw;
     r->wss = wss;
+    r->opts = opts;
+    r->index = PyLong_AsLong(index);
+    if (falloc != Py_None) {
+        Py_INCREF(falloc);
+        Py_INCREF(getdev);
+        Py_INCREF(fargs);
+        r->falloc = falloc;
+        r->getdev = getdev;
+        r->fargs = fargs;
+    }
     for (Py_ssize_t j = 0; j < nout && !PyErr_Occurred(); j++) {
         PyObject *o = PyTuple_GetItem(outs, j), *f, *a, *kw;
         if (!PyArg_ParseTuple(o, "OO!O!", &f, &PyTuple_Type, &a, &PyDict_Type, &kw))
@@ -467,22 +504,75 @@ static PyObject *n_rcompile(PyObject *self, PyObject *args)
     return cap;
 }
 
-/* The address of tensor t (its data_ptr()), cached in *have/ptr. */
-static int r_ptr(PyObject *t, uint64_t *ptr, char *have)
+/* The outputs of one run on stream s (a new tuple, NULL on error), their
+ * addresses into ptr. Fresh ones from torch's allocator (torch's lean
+ * allocator where it has one and the graph's device is the current one,
+ * else the outputs' callables: torch.empty_strided) unless the graph has static outputs on: then the recipe keeps
+ * the tuple it allocated first on this stream and every call returns it
+ * again, so the next call overwrites what the last one returned (the
+ * contract torch.compile's "reduce-overhead" and torch.cuda.graph have;
+ * opt-in, Graph.capture(static_outputs=True)). A held output whose
+ * address moved (resize_, set_) is given up for fresh ones. */
+static PyObject *r_outputs(recipe *r, void *s, uint64_t *ptr)
 {
-    if (*have)
-        return 0;
-    PyObject *p = PyObject_CallMethodObjArgs(t, s_data_ptr, NULL);
-    *ptr = p ? PyLong_AsUnsignedLongLong(p) : 0;
-    Py_XDECREF(p);
-    *have = 1;
-    return PyErr_Occurred() ? -1 : 0;
+    PyObject *st = PyDict_GetItemWithError(r->opts, s_static); /* borrowed */
+    int keep = st == Py_True;
+    if (!st && PyErr_Occurred())
+        return NULL;
+    if (r->held && keep && r->held_stream == s) {
+        int same = 1;
+        for (uint32_t j = 0; same && j < r->nout; j++) {
+            PyObject *p = PyObject_CallMethodObjArgs(PyTuple_GetItem(r->held, j), s_data_ptr, NULL);
+            ptr[j] = p ? PyLong_AsUnsignedLongLong(p) : 0;
+            Py_XDECREF(p);
+            if (PyErr_Occurred())
+                return NULL;
+            same = ptr[j] == r->held_ptr[j];
+        }
+        if (same) {
+            Py_INCREF(r->held);
+            return r->held;
+        }
+    }
+    Py_CLEAR(r->held); /* off, another stream, or moved: given back to torch (stream order keeps that safe) */
+    int lean = 0;
+    if (r->falloc) { /* torch's lean allocator serves the current device only */
+        PyObject *d = PyObject_CallNoArgs(r->getdev);
+        lean = d && PyLong_Check(d) && PyLong_AsLong(d) == r->index;
+        Py_XDECREF(d);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            lean = 0;
+        }
+    }
+    PyObject *res = PyTuple_New(r->nout);
+    for (uint32_t j = 0; res && j < r->nout; j++) {
+        PyObject *t = lean ? PyObject_Call(r->falloc, PyTuple_GetItem(r->fargs, j), NULL)
+                           : PyObject_Call(r->alloc[3 * j], r->alloc[3 * j + 1], r->alloc[3 * j + 2]);
+        PyObject *p = t ? PyObject_CallMethodObjArgs(t, s_data_ptr, NULL) : NULL;
+        ptr[j] = p ? PyLong_AsUnsignedLongLong(p) : 0;
+        Py_XDECREF(p);
+        if (!t || !p || PyErr_Occurred()) {
+            Py_XDECREF(t);
+            Py_CLEAR(res);
+            break;
+        }
+        PyTuple_SetItem(res, j, t);
+    }
+    if (res && keep) {
+        Py_INCREF(res);
+        r->held = res;
+        r->held_stream = s;
+        memcpy(r->held_ptr, ptr, r->nout * sizeof *ptr);
+    }
+    return res;
 }
 
-/* Run compiled recipe r for the inputs `tensors`: the outputs (one, or a
- * tuple), None when the stream's workspace is too small, NULL on error.
- * rec is the Recipe (its graph's _fail() raises a failed run's error). */
-static PyObject *r_run(const recipe *r, PyObject *rec, PyObject *tensors)
+/* Run compiled recipe r for inputs at addresses in[0..nin): the outputs
+ * (one, or a tuple), None when the stream's workspace is too small, NULL
+ * on error. rec is the Recipe (its graph's _fail() raises a failed run's
+ * error). */
+static PyObject *r_run(recipe *r, PyObject *rec, const uint64_t *in, Py_ssize_t nin)
 {
     PyObject *h = PyObject_Call(r->raw, r->raw_args, NULL);
     if (!h)
@@ -499,34 +589,24 @@ static PyObject *r_run(const recipe *r, PyObject *rec, PyObject *tensors)
         wsp = PyLong_AsUnsignedLongLong(PyTuple_GetItem(w, 0));
     }
     Py_DECREF(h);
-    PyObject *res = PyErr_Occurred() ? NULL : PyTuple_New(r->nout);
-    for (uint32_t j = 0; res && j < r->nout; j++) {
-        PyObject *t = PyObject_Call(r->alloc[3 * j], r->alloc[3 * j + 1], r->alloc[3 * j + 2]);
-        if (!t) {
-            Py_CLEAR(res);
-            break;
-        }
-        PyTuple_SetItem(res, j, t);
-    }
+    uint64_t out[R_MAX_TENSORS];
+    PyObject *res = PyErr_Occurred() ? NULL : r_outputs(r, s, out);
     if (!res)
         return NULL;
-    uint64_t ptrs[2][R_MAX_TENSORS];
-    char have[2][R_MAX_TENSORS] = {{0}};
-    Py_ssize_t nin = PyTuple_Size(tensors);
     arg slots[MAX_VALUES];
     for (uint32_t i = 0; i < r->n; i++) {
         const rslot *sl = &r->slots[i];
-        int out = sl->src == R_OUTPUT;
         if (sl->src == R_CONST) {
             slots[i] = sl->v;
         } else if (sl->src == R_WORKSPACE) {
             slots[i].u64 = wsp + (uint64_t)sl->v.i64;
-        } else if ((!out && sl->idx >= nin) ||
-                   r_ptr(PyTuple_GetItem(out ? res : tensors, sl->idx), &ptrs[out][sl->idx], &have[out][sl->idx])) {
-            Py_DECREF(res);
-            return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "rcall: input %u missing", sl->idx);
+        } else if (sl->src == R_OUTPUT) {
+            slots[i].u64 = out[sl->idx] + (uint64_t)sl->v.i64;
+        } else if (sl->idx < nin) {
+            slots[i].u64 = in[sl->idx] + (uint64_t)sl->v.i64;
         } else {
-            slots[i].u64 = ptrs[out][sl->idx] + (uint64_t)sl->v.i64;
+            Py_DECREF(res);
+            return PyErr_Format(PyExc_ValueError, "rcall: input %u missing", sl->idx);
         }
     }
     if (plan_run(r->plan, slots, r->n, s)) {
@@ -547,12 +627,23 @@ static PyObject *r_run(const recipe *r, PyObject *rec, PyObject *tensors)
     return one;
 }
 
-/* The key of rcall's tensors and tail; NULL (no Python error) when one
- * tensor does not fit the path. */
-static PyObject *r_make_key(PyObject *tensors, PyObject *tail)
+/* rrelease(capsule): a compiled recipe gives its static outputs back (Graph.trim(), eager()). */
+static PyObject *n_rrelease(PyObject *self, PyObject *cap)
+{
+    (void)self;
+    recipe *r = PyCapsule_GetPointer(cap, R_CAPSULE);
+    if (!r)
+        return NULL;
+    Py_CLEAR(r->held);
+    Py_RETURN_NONE;
+}
+
+/* The key of rcall's tensors and tail, the tensors' addresses into ptr;
+ * NULL (no Python error) when one tensor does not fit the path. */
+static PyObject *r_make_key(PyObject *tensors, PyObject *tail, uint64_t *ptr)
 {
     Py_ssize_t nt = PyTuple_Size(tensors), ns = PyTuple_Size(tail);
-    PyObject *key = PyTuple_New(nt + ns);
+    PyObject *key = nt <= R_MAX_TENSORS ? PyTuple_New(nt + ns) : NULL;
     for (Py_ssize_t i = 0; key && i < nt + ns; i++) {
         PyObject *v = i < nt ? PyTuple_GetItem(tensors, i) : PyTuple_GetItem(tail, i - nt);
         PyObject *k = NULL;
@@ -560,7 +651,7 @@ static PyObject *r_make_key(PyObject *tensors, PyObject *tail)
             Py_INCREF(v);
             k = v;
         } else if (PyType_IsSubtype(Py_TYPE(v), (PyTypeObject *)r_ttype)) {
-            k = r_key(v);
+            k = r_key(v, &ptr[i]);
         }
         if (!k)
             Py_CLEAR(key);
@@ -580,20 +671,21 @@ static PyObject *n_rcall(PyObject *self, PyObject *const *argv, Py_ssize_t nargs
     PyObject *recipes = argv[0], *tensors = argv[1], *tail = argv[2];
     if (!r_ttype || !PyDict_Check(recipes) || !PyTuple_Check(tensors) || !PyTuple_Check(tail))
         Py_RETURN_NONE;
-    PyObject *key = r_make_key(tensors, tail);
+    uint64_t in[R_MAX_TENSORS];
+    PyObject *key = r_make_key(tensors, tail, in);
     if (!key)
         Py_RETURN_NONE;
     PyObject *rec = PyDict_GetItemWithError(recipes, key); /* borrowed */
     Py_DECREF(key);
     PyObject *fast = rec && rec != Py_None ? PyObject_GetAttr(rec, s_fast) : NULL;
-    const recipe *r = fast ? PyCapsule_GetPointer(fast, R_CAPSULE) : NULL;
+    recipe *r = fast ? PyCapsule_GetPointer(fast, R_CAPSULE) : NULL;
     if (!r) {
         Py_XDECREF(fast);
         PyErr_Clear(); /* an unhashable scalar: the wrapper's checks say what is wrong */
         Py_RETURN_NONE;
     }
     Py_INCREF(rec); /* the run may call back into Python, which may drop the dict's entry */
-    PyObject *out = r_run(r, rec, tensors);
+    PyObject *out = r_run(r, rec, in, PyTuple_Size(tensors));
     Py_DECREF(rec);
     Py_DECREF(fast);
     return out;
@@ -604,6 +696,7 @@ static PyMethodDef methods[] = {
     {"rcall", (PyCFunction)(void (*)(void))n_rcall, METH_FASTCALL,
      "rcall(recipes, tensors, tail) -> the outputs, or None for the wrapper's path"},
     {"rcompile", n_rcompile, METH_VARARGS, "rcompile(fast) -> a Recipe's run as C data (a capsule) for rcall"},
+    {"rrelease", n_rrelease, METH_O, "rrelease(capsule): a compiled recipe gives its static outputs back"},
     {"recipe_run", n_recipe_run, METH_VARARGS, "recipe_run(plan, kinds, template, infos, outs, ws, stream) -> status"},
     {"kcall", n_kcall, METH_VARARGS, "kcall(spec, args, stream) -> (status, chosen), or None for the Python checks"},
     {"init", n_init, METH_VARARGS, "init(plan_run, launch, launch_best): the runtime's entry points"},
@@ -624,7 +717,7 @@ PyMODINIT_FUNC PyInit_tilec_native(void)
     } names[] = {{&s_dtype, "dtype"},       {&s_is_cuda, "is_cuda"}, {&s_is_contiguous, "is_contiguous"},
                  {&s_shape, "shape"},       {&s_get_device, "get_device"}, {&s_data_ptr, "data_ptr"},
                  {&s_ptr, "ptr"},           {&s_fast, "fast"},       {&s_graph, "graph"},
-                 {&s_fail, "_fail"}};
+                 {&s_fail, "_fail"},        {&s_static, "static"}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!*names[i].at && !(*names[i].at = PyUnicode_InternFromString(names[i].name)))
             return NULL;

@@ -86,6 +86,7 @@ class Graph(Owner):
         self._workspaces: Dict[Optional[int], Tuple[int, int, Any]] = {}  # stream: (address, bytes, torch tensor)
         self._last_values: Sequence[Any] = ()
         self._recipe_dicts: List[dict] = []  # the wrappers' recipe dicts this graph recorded into (close() empties)
+        self._opts: Dict[str, Any] = {"static": False}  # read by the compiled recipes: static outputs (capture())
 
     # ---- building the plan ----
 
@@ -197,30 +198,59 @@ class Graph(Owner):
             if isinstance(b, Buffer) and b.device.index == self.device_index:
                 self._pool.release(b)
 
-    def capture(self, graphs: int = 8) -> "Graph":
+    def capture(self, graphs: int = 8, static_outputs: bool = False) -> "Graph":
         """Record CUDA graphs: each new set of slot values (shapes and
         buffers) runs eagerly once and is recorded; later calls with the
         same values replay it (one cuGraphLaunch). The `graphs` most
-        recently used are kept. Returns self."""
+        recently used are kept; once that many are held, a new recording
+        updates the least recently used in place (cuGraphExecUpdate).
+
+        static_outputs=True (opt-in, torch.compile's "reduce-overhead"
+        contract): a known key's call on torch's current stream returns the
+        same output tensors every time, kept by the graph, instead of new
+        ones from torch's allocator: the next call with that key overwrites
+        what the last one returned, so clone() what you keep. It saves the
+        allocation (and keeps the replayed graph's addresses fixed).
+        Without it (the default) every call returns new tensors. Returns
+        self."""
         self._ok(self._lib.tilec_plan_set_cuda_graph(self._h, graphs))
+        self._opts["static"] = bool(static_outputs)
+        if not static_outputs:
+            self._release_static()
         return self
 
     def eager(self) -> "Graph":
-        """Stop using CUDA graphs (and free the recorded ones)."""
+        """Stop using CUDA graphs (and free the recorded ones); outputs are
+        new tensors again."""
         self._ok(self._lib.tilec_plan_set_cuda_graph(self._h, 0))
+        self._opts["static"] = False
+        self._release_static()
         return self
 
     def trim(self) -> None:
-        """Give the workspaces kept for torch calls (one per stream) back to
-        torch's allocator; the next call allocates one again."""
+        """Give the workspaces kept for torch calls (one per stream), and
+        the static outputs the recipes hold, back to torch's allocator; the
+        next call allocates again."""
         self._workspaces.clear()
+        self._release_static()
+
+    def _release_static(self) -> None:
+        """The compiled recipes of this graph give their static outputs back."""
+        n = self._native
+        if n is None or not hasattr(n, "rrelease"):
+            return
+        for recipes in self._recipe_dicts:
+            for r in recipes.values():
+                if r is not None and r.graph is self and r.fast is not None:
+                    n.rrelease(r.fast)
 
     def stats(self) -> dict:
-        """runs, recorded and replayed CUDA graphs, graphs held, steps per run."""
+        """runs, recorded and replayed CUDA graphs, graphs held, steps per run,
+        and the recordings that updated a held graph in place (cuGraphExecUpdate)."""
         s = _PlanStats()
         self._lib.tilec_plan_get_stats(self._h, ctypes.byref(s))
         return {"runs": s.runs, "recorded": s.recorded, "replayed": s.replayed, "graphs": s.graphs,
-                "steps": s.steps}
+                "steps": s.steps, "updated": s.updated}
 
     def close(self) -> None:
         """Free the plan and its CUDA graphs (and forget the Recipes that run it)."""
@@ -447,10 +477,13 @@ class Recipe:
             torch.uint8
         # what the extension's rcall runs (the wrapper's first line): this run() in C, compiled once
         calls = tuple((r.empty, (shape, st), {"dtype": dt, "device": r.dev}) for shape, st, dt in r.outs)
+        lean, getdev = _lean_allocator(torch)
+        largs = tuple((tuple(shape), tuple(st), dt) for shape, st, dt in r.outs) if lean is not None else None
         r.fast = None
         if hasattr(graph._native, "rcompile"):
             r.fast = graph._native.rcompile((graph._h, graph._kinds, r.template, calls, r.ws_bytes,
-                                             graph._workspaces, r.raw, r.index, len(infos), r.single))
+                                             graph._workspaces, r.raw, r.index, len(infos), r.single, graph._opts,
+                                             lean, getdev, largs))
             graph._native.rcall_init(torch.Tensor, _torch_names)
         return r
 
@@ -473,6 +506,20 @@ class Recipe:
         if self.native.recipe_run(g._h, g._kinds, self.template, infos, outs, ws, s):
             g._fail()
         return outs[0] if self.single else outs
+
+
+def _lean_allocator(torch: Any) -> Tuple[Any, Any]:
+    """torch's allocation entry without argument parsing, the one the code
+    torch.compile generates allocates its outputs with
+    (`torch._C._dynamo.guards._empty_strided_cuda(size, stride, dtype)`, on
+    the current CUDA device), and the current-device getter; (None, None)
+    where this torch lacks either (then `torch.empty_strided`)."""
+    guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
+    lean = getattr(guards, "_empty_strided_cuda", None)
+    getdev = getattr(torch._C, "_cuda_getDevice", None)
+    if lean is None or getdev is None:
+        return None, None
+    return lean, getdev
 
 
 def fast_call() -> Any:

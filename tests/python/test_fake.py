@@ -304,14 +304,66 @@ class FakeDriverTests(unittest.TestCase):
             "print(type(r.fast).__name__)\n"
             "n = tilec._library.native()\n"
             "for bad in ((r.graph._h, b'pp', (0, 5, 0, 3, 0, 7), ((torch.empty_strided, ((3,), (1,)), {}),), 0, {},\n"
-            "             torch._C._cuda_getCurrentRawStream, 0, 1, True),\n"
+            "             torch._C._cuda_getCurrentRawStream, 0, 1, True, {}, None, None, None),\n"
             "            (r.graph._h, b'pp', (0, 0, 0), ((torch.empty_strided, ((3,), (1,)), {}),), 0, {},\n"
-            "             torch._C._cuda_getCurrentRawStream, 0, 1, True)):\n"
+            "             torch._C._cuda_getCurrentRawStream, 0, 1, True, {}, None, None, None)):\n"
             "    try:\n        n.rcompile(bad)\n        print('no error')\n"
             "    except ValueError as e:\n        print(type(e).__name__)\n")
         r = self._child(script)
         self.assertEqual(r.stdout, "([4.0, 8.0, 12.0], [10.0, 12.0, 14.0]) True 1 0\n"
                                    "True [20.0, 24.0, 28.0] [2.0, 4.0, 6.0]\nPyCapsule\nValueError\nValueError\n")
+
+    def test_static_outputs_are_opt_in_and_overwritten_by_the_next_call(self):
+        # default: every call returns new tensors, also when a CUDA graph replays;
+        # capture(static_outputs=True): a known key's call returns the same ones
+        if tilec._library.native() is None:
+            self.skipTest("no extension (TILEC_NO_NATIVE=1 or not built): no recipes")
+        script = _TORCH_STAND_IN + (
+            "import g8\n"
+            "g = g8.load(cuda_graph=True)\n"
+            "x = tensor(list(range(5)))\n"
+            "ys = [g8.call(x) for _ in range(4)]\n"
+            "print(len({id(y) for y in ys}), [y.tolist() == [8.0 * i for i in range(5)] for y in ys])\n"
+            "g.capture(static_outputs=True)\n"
+            "a, b, c = g8.call(x), g8.call(x), g8.call(x)\n"
+            "print(b is c, a is b, c.tolist())  # the key is known: from the first call on\n"
+            "x = tensor([1.0] * 5)  # another address, the same key: the recipe's outputs, another graph\n"
+            "d = g8.call(x)\n"
+            "print(d is c, c.tolist(), g.stats()['replayed'] > 0)\n"
+            "g.trim()\n"
+            "e = g8.call(x)\n"
+            "print(e is c, e.tolist())\n"
+            "g.eager()\n"
+            "f, h = g8.call(x), g8.call(x)\n"
+            "print(f is h, f is e, h.tolist())\n")
+        r = self._child(script)
+        self.assertEqual(r.stdout, "4 [True, True, True, True]\nTrue True [0.0, 8.0, 16.0, 24.0, 32.0]\n"
+                                   "True [8.0, 8.0, 8.0, 8.0, 8.0] True\nFalse [8.0, 8.0, 8.0, 8.0, 8.0]\n"
+                                   "False False [8.0, 8.0, 8.0, 8.0, 8.0]\n")
+
+    def test_outputs_from_torchs_lean_allocator_on_the_current_device(self):
+        # where torch has it (torch._C._dynamo.guards._empty_strided_cuda, what
+        # torch.compile's code allocates with), a known key's outputs come from
+        # it while the graph's device is the current one; else empty_strided
+        if tilec._library.native() is None:
+            self.skipTest("no extension (TILEC_NO_NATIVE=1 or not built): no recipes")
+        script = _TORCH_STAND_IN + (
+            "import types, g8\n"
+            "calls, current = [], [0]\n"
+            "def lean(size, stride, dtype):\n"
+            "    calls.append((size, stride, dtype.name))\n"
+            "    return empty_strided(size, stride, dtype=dtype)\n"
+            "torch._C._dynamo = types.SimpleNamespace(guards=types.SimpleNamespace(_empty_strided_cuda=lean))\n"
+            "torch._C._cuda_getDevice = lambda: current[0]\n"
+            "x = tensor(list(range(5)))\n"
+            "ys = [g8.call(x) for _ in range(3)]  # the first call is checked (empty_strided), then the recipe\n"
+            "print(calls, ys[2].tolist())\n"
+            "current[0] = 1  # another current device: empty_strided with the graph's device\n"
+            "y = g8.call(x)\n"
+            "print(len(calls), y.tolist())\n")
+        r = self._child(script)
+        self.assertEqual(r.stdout, "[((5,), (1,), 'float32'), ((5,), (1,), 'float32')] "
+                                   "[0.0, 8.0, 16.0, 24.0, 32.0]\n2 [0.0, 8.0, 16.0, 24.0, 32.0]\n")
 
     def test_kernel_checks_in_the_extension_with_torch_tensors(self):
         # with the torch stand-in, Kernel calls go through the extension's

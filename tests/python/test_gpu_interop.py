@@ -3,8 +3,9 @@ torch): torch-stream ordering (a tilec graph call and a tilec kernel between
 two torch ops on a non-default stream give the right answer with no
 synchronize between them), outputs as torch tensors from torch's allocator
 on the inputs' device, CUDA-graph replay results equal to eager ones (and
-re-recording when the shape changes), and every bad argument raising the
-named error before anything is launched.
+re-recording when the shape changes; a full plan updating its graph in
+place; static outputs, opt-in), and every bad argument raising the named
+error before anything is launched.
 
     python3 tests/python/test_gpu_interop.py      (TILEC_BIN: the tilec binary)"""
 import importlib
@@ -103,6 +104,51 @@ class TorchInterop(unittest.TestCase):
             torch.testing.assert_close(self.chain8.call(x2), chain8_torch(x2))
             torch.testing.assert_close(self.chain8.call(x2), chain8_torch(x2))
             self.assertGreater(graph.stats()["recorded"], recorded)
+        finally:
+            graph.eager()
+
+    def test_kept_outputs_update_the_recorded_graph_in_place(self):
+        # outputs kept alive: a new address per call; with one graph kept,
+        # each new recording updates it (cuGraphExecUpdate) and replays right
+        graph = self.chain8.load().capture(graphs=1)
+        try:
+            x = torch.randn(5000, device="cuda")
+            eager = chain8_torch(x)
+            kept = [self.chain8.call(x) for _ in range(6)]
+            for y in kept:
+                torch.testing.assert_close(y, eager)
+            self.assertEqual(len({y.data_ptr() for y in kept}), 6)
+            st = graph.stats()
+            self.assertGreaterEqual(st["updated"], 4, st)
+            self.assertEqual(st["graphs"], 1)
+            del kept
+            torch.testing.assert_close(self.chain8.call(x), eager)
+        finally:
+            graph.eager()
+
+    def test_static_outputs_replay_equals_eager_and_are_opt_in(self):
+        graph = self.chain8.load().capture(static_outputs=True)
+        try:
+            x = torch.randn(5000, device="cuda")
+            outs = [self.chain8.call(x) for _ in range(4)]  # the first call of the key is checked: its own output
+            self.assertIs(outs[1], outs[3], "static outputs: the same tensor every call")
+            torch.testing.assert_close(outs[3], chain8_torch(x))
+            x.mul_(-2.0)
+            y = self.chain8.call(x)
+            self.assertIs(y, outs[3])
+            torch.testing.assert_close(y, chain8_torch(x))  # the next call overwrote it
+            self.assertGreaterEqual(graph.stats()["replayed"], 2)
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):  # another stream: outputs of its own
+                z = self.chain8.call(x)
+            torch.cuda.current_stream().wait_stream(s)
+            self.assertIsNot(z, y)
+            torch.testing.assert_close(z, chain8_torch(x))
+            graph.capture()  # static outputs off: new tensors again
+            a, b = self.chain8.call(x), self.chain8.call(x)
+            self.assertIsNot(a, b)
+            torch.testing.assert_close(b, chain8_torch(x))
         finally:
             graph.eager()
 

@@ -24,10 +24,10 @@ void block_release(block_module *m, tilec_tensor *t);
 /* CUDA graphs, opt-in (off by default): keep up to `graphs` recorded CUDA graphs (at most 64;
    0 turns graph mode off and frees them). In graph mode block_run checks and allocates as
    always, then runs its launches as one launch plan: a call whose slot values (the addresses
-   of its inputs, outputs and intermediates, its sizes and scalars) are new runs eagerly and is
-   recorded; a call with known values replays its graph with one cuGraphLaunch. Release each
-   output after use and the same addresses come back, so calls of one shape replay. 0, or 1
-   with a message (a graph with extern calls or an output copied from an input has no graph
+   of its inputs, outputs and intermediates, its sizes and scalars) are new is recorded (run
+   eagerly first when its sizes are new too); a call with known values replays its graph with
+   one cuGraphLaunch. Release each output after use and the same addresses come back, so
+   calls of one shape replay. 0, or 1 with a message (a graph with extern calls has no graph
    mode yet). */
 int block_set_cuda_graph(block_module *m, unsigned graphs, char *err, size_t errlen);
 int block_run(block_module *m, const tilec_tensor *t_x, const tilec_tensor *t_w, tilec_tensor *out_y, tilec_tensor *out_s, tilec_tensor *out_flat, char *err, size_t errlen);

@@ -24,10 +24,10 @@ void g_release(g_module *m, tilec_tensor *t);
 /* CUDA graphs, opt-in (off by default): keep up to `graphs` recorded CUDA graphs (at most 64;
    0 turns graph mode off and frees them). In graph mode g_run checks and allocates as
    always, then runs its launches as one launch plan: a call whose slot values (the addresses
-   of its inputs, outputs and intermediates, its sizes and scalars) are new runs eagerly and is
-   recorded; a call with known values replays its graph with one cuGraphLaunch. Release each
-   output after use and the same addresses come back, so calls of one shape replay. 0, or 1
-   with a message (a graph with extern calls or an output copied from an input has no graph
+   of its inputs, outputs and intermediates, its sizes and scalars) are new is recorded (run
+   eagerly first when its sizes are new too); a call with known values replays its graph with
+   one cuGraphLaunch. Release each output after use and the same addresses come back, so
+   calls of one shape replay. 0, or 1 with a message (a graph with extern calls has no graph
    mode yet). */
 int g_set_cuda_graph(g_module *m, unsigned graphs, char *err, size_t errlen);
 int g_run(g_module *m, const tilec_tensor *t_x, tilec_tensor *out_x, tilec_tensor *out_y, char *err, size_t errlen);
