@@ -77,6 +77,35 @@ def by_tag(recs):
     return OrderedDict((t, RunView(rs)) for t, rs in tags.items())
 
 
+def primary(recs):
+    """The view the tables show: the first run's records, and for each
+    workload that run did not measure (a run narrowed to some families)
+    the next run's records of it, named in `filled` with their tag; host
+    records from the first run that has any."""
+    tags = OrderedDict()
+    for r in recs:
+        tags.setdefault(r.get("tag", "run"), []).append(r)
+    runs = list(tags.items())
+    first = runs[0][1]
+    have = {r["workload"] for r in first if r.get("kind") in ("device", "check")}
+    rows = list(first)
+    filled = OrderedDict()
+    host = any(r.get("kind") == "host" for r in first)
+    for tag, rs in runs[1:]:
+        new = {r["workload"] for r in rs if r.get("kind") in ("device", "check")} - have
+        for r in rs:
+            if r.get("kind") in ("device", "check") and r["workload"] in new:
+                rows.append(r)
+                filled.setdefault(r["workload"], tag)
+            elif r.get("kind") in ("host", "graph_check") and not host:
+                rows.append(r)
+        host = host or any(r.get("kind") == "host" for r in rs)
+        have |= new
+    view = RunView(rows)
+    view.filled = filled
+    return view
+
+
 def device_tables(out, view):
     fams = OrderedDict()
     for w, fam in view.order.items():
@@ -126,7 +155,8 @@ def device_tables(out, view):
                 rate_s = frac = sp = "-"
             best_s = f"{best} {fmt_ms(others[best]['median_ms'])}" if best else "-"
             ratio_s = "-" if ratio is None else (f"**{ratio:.2f}x**" if ratio < 1 else f"{ratio:.2f}x")
-            cells = [w, med(tc), sp, med(py), med(eager), med(comp)] + ([med(auto)] if fam == "matmul" else []) + \
+            name = w + (" ‡" if w in getattr(view, "filled", {}) else "")
+            cells = [name, med(tc), sp, med(py), med(eager), med(comp)] + ([med(auto)] if fam == "matmul" else []) + \
                 [best_s, ratio_s, rate_s, frac, check, str(chk.get("variant", "-"))]
             out.append("| " + " | ".join(cells) + " |")
 
@@ -233,9 +263,11 @@ def plot(png, view):
 
 
 def main(md, png, *paths):
-    views = by_tag(load(paths))
+    recs = load(paths)
+    views = by_tag(recs)
     tag, view = next(iter(views.items()))
     env = view.env
+    view = primary(recs)
     out = ["# Benchmarks: tilec against torch eager, torch.compile and cuBLAS", ""]
     out.append(
         f"Measured on {env.get('device', '?')} ({env.get('sms', '?')} SMs, {env.get('l2_mb', 0):.0f} MB L2; "
@@ -254,6 +286,12 @@ def main(md, png, *paths):
         "tilec's time (the bandwidth floor); peak is the H100 SXM dense tensor-core rate (989 TFLOP/s f16/bf16, "
         f"67 TFLOP/s f32 without tensor cores). matmul f32: allow_tf32 = {env.get('allow_tf32')}.")
     out.append("\n## Device time\n")
+    if view.filled:
+        later = sorted(set(view.filled.values()))
+        envs = "; ".join(f"{t}: {views[t].env.get('date', '?')}" for t in later)
+        out.append(f"Rows marked ‡ are from {', '.join(later)} ({envs}), which measured workloads {tag} "
+                   f"({env.get('date', '?')}) did not; every other row is {tag}'s. Each row's sides come "
+                   "from one run.")
     device_tables(out, view)
     out.append("\n† the host took longer to enqueue one repetition of this side (median of the first 16) than the "
                "device took to run it (the flush plus the call), so the figure may include launch gaps (none when no "
