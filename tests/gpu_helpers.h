@@ -170,6 +170,22 @@ static inline float f16_to_f32(uint16_t h)
     return f;
 }
 
+/* bf16: round to nearest even (finite values), and back */
+static inline uint16_t f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+}
+
+static inline float bf16_to_f32(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
 /* a [M, K] @ b [K, N] in double precision (row-major; free() it) */
 static inline double *gk_ref_matmul(const float *a, const float *b, int M, int N, int K)
 {

@@ -109,21 +109,6 @@ static void teardown(void)
 
 TestSuite(splitk, .init = setup, .fini = teardown);
 
-static uint16_t f32_to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
-}
-
-static float bf16_to_f32(uint16_t h)
-{
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-
 enum { F16, BF16, F32 };
 
 /* n random values of type t on the device; vals gets what they round to. */

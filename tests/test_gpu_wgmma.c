@@ -51,21 +51,6 @@ static void teardown(void)
 
 TestSuite(wgmma, .init = setup, .fini = teardown);
 
-static uint16_t f32_to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
-}
-
-static float bf16_to_f32(uint16_t h)
-{
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-
 /* n random 16-bit values; vals gets what they round to. */
 static uint16_t *rand16(size_t n, int bf16, float *vals)
 {
