@@ -101,7 +101,7 @@ typedef struct lower_hoisted {
     const tilec_expr *e; /* kept subexpression */
     int load, rank;      /* which of the loop's loads; e's rank */
     const char *idx[2];  /* the chunk's indices e is read at */
-    const char *ref;     /* its register: tl_h<n>[tl_q] */
+    const char *ref;     /* its register: tl_h<n>[tl_q], or [tl_q % R] one a row */
     const char *init;    /* its value (C), or NULL: e walked at idx */
     const char *ctype;   /* its register's C type, or NULL: e's own */
     int per;             /* registers: one a chunk, or one a row (rows) */
@@ -109,7 +109,7 @@ typedef struct lower_hoisted {
 typedef struct lower_hoist {
     const char *var; /* the loop variable (source name) */
     int cur, collect;
-    int at[2];   /* load i copied transposed (lower_emit_at_copies) */
+    int at[2];   /* load i (of at most 2) copied transposed (lower_emit_at_copies) */
     int rows[2]; /* its row classes (lower_at_rows), 0: none */
     int skip[2]; /* load i keeps nothing (over the register budget) */
     const tilec_expr *ld[2]; /* the loads */
