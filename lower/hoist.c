@@ -51,11 +51,26 @@ static int hoist_cheap(lw *L, const tilec_expr *e)
            e->kind == TILEC_EX_BOOL;
 }
 
+/* The register of a new entry: one a chunk (tl_q), or, for transposed
+ * copies whose rows repeat with period R in tl_q, one a row (tl_q % R)
+ * when the value (text, chunk index tl_i1 absent) depends on the row alone. */
+static void hoist_place(lw *L, lower_hoist *h, lower_hoisted *x, const char *text, const tilec_expr *ld)
+{
+    int R = h->at[h->cur] ? h->rows[h->cur] : 0;
+    if (R && !strstr(text, "tl_i1")) {
+        x->per = R;
+        x->ref = lower_fmt(L, "tl_h%d[tl_q %% %d]", h->n, R);
+    } else {
+        x->per = h->at[h->cur] ? lower_at_chunks(L, ld) : lower_chunk_count(L, ld);
+        x->ref = lower_fmt(L, "tl_h%d[tl_q]", h->n);
+    }
+}
+
 const char *lower_hoist_ref(lw *L, const tilec_expr *e, const char *const *idx)
 {
     lower_hoist *h = L->hoist;
     int rank = lower_ty(L, e)->rank;
-    if (!idx || rank < 1 || rank > 2)
+    if (!idx || rank < 1 || rank > 2 || h->skip[h->cur])
         return NULL;
     for (int i = 0; i < h->n; i++) {
         const lower_hoisted *x = &h->ent[i];
@@ -66,10 +81,13 @@ const char *lower_hoist_ref(lw *L, const tilec_expr *e, const char *const *idx)
     if (!h->collect || h->n == LOWER_MAX_HOIST || hoist_dep(L, e, h->var) != HD_TILE || hoist_cheap(L, e))
         return NULL;
     lower_hoisted *x = &h->ent[h->n];
-    *x = (lower_hoisted){.e = e, .load = h->cur, .rank = rank, .ref = lower_fmt(L, "tl_h%d[tl_q]", h->n),
-                         .ctype = lower_ty(L, e)->dtype == TILEC_DT_BOOL ? "bool" : NULL};
+    *x = (lower_hoisted){.e = e, .load = h->cur, .rank = rank, .ctype = lower_ty(L, e)->dtype == TILEC_DT_BOOL ? "bool" : NULL};
     for (int i = 0; i < rank; i++)
         x->idx[i] = lower_fmt(L, "%s", idx[i]);
+    L->hoist = NULL;
+    const char *text = lower_walk(L, e, idx, 0, NULL, EMIT);
+    L->hoist = h;
+    hoist_place(L, h, x, text, h->ld[h->cur]);
     h->n++;
     return x->ref;
 }
@@ -83,12 +101,26 @@ const char *lower_hoist_ref(lw *L, const tilec_expr *e, const char *const *idx)
 typedef struct hsplit {
     strbuf inv, uni;
     int ok;
+    int rowonly; /* terms that read the chunk's column tl_i1 go to uni */
 } hsplit;
 
 static void split_term(lw *L, hsplit *s, int d, const tilec_expr *e, const char *const *idx, const char *mul, int neg)
 {
     const char *x = lower_walk(L, e, idx, 0, NULL, EMIT);
-    strbuf *b = d & HD_LOOP ? &s->uni : &s->inv;
+    if (s->rowonly && !strcmp(x, "tl_i1")) {
+        /* the column itself, tl_kc + tl_c1 (lower_at_open): the lane's
+         * part is kept with the row, the chunk's constant added in the loop */
+        const char *lane[TILEC_MAX_RANK];
+        int rank = lower_ty(L, e)->rank;
+        for (int i = 0; i < rank && i < TILEC_MAX_RANK; i++)
+            lane[i] = strcmp(idx[i], "tl_i1") ? idx[i] : "tl_c1";
+        s->rowonly = 0;
+        split_term(L, s, 0, e, lane, mul, neg);
+        s->rowonly = 1;
+        x = "tl_kc";
+        d = HD_LOOP;
+    }
+    strbuf *b = d & HD_LOOP || (s->rowonly && strstr(x, "tl_i1")) ? &s->uni : &s->inv;
     sb_printf(b, " %s (long long)(%s)", neg ? "-" : "+", x);
     if (mul)
         sb_printf(b, " * (long long)(%s)", mul);
@@ -149,9 +181,9 @@ const char *lower_hoist_ptr(lw *L, const tilec_expr *e, const char *const *idx)
         off[n++] = base->args[1];
         base = base->args[0];
     }
-    if (!n || hoist_dep(L, base, h->var) || lower_ty(L, base)->rank)
+    if (!n || hoist_dep(L, base, h->var) || lower_ty(L, base)->rank || h->skip[h->cur])
         return NULL;
-    hsplit s = {.ok = 1};
+    hsplit s = {.ok = 1, .rowonly = h->at[h->cur] && h->rows[h->cur]};
     sb_init(&s.inv);
     sb_init(&s.uni);
     L->hoist = NULL;
@@ -176,8 +208,8 @@ const char *lower_hoist_ptr(lw *L, const tilec_expr *e, const char *const *idx)
     if (!ref && h->collect && h->n < LOWER_MAX_HOIST) {
         lower_hoisted *x = &h->ent[h->n];
         *x = (lower_hoisted){.e = e, .load = h->cur, .rank = 0, .init = init,
-                             .ref = lower_fmt(L, "tl_h%d[tl_q]", h->n),
                              .ctype = lower_fmt(L, "const %s *", lower_ctype(lower_ty(L, e)->dtype))};
+        hoist_place(L, h, x, init, h->ld[h->cur]);
         ref = x->ref;
         h->n++;
     }
@@ -192,7 +224,10 @@ static void hoist_collect(lw *L, lower_hoist *h, int i, const tilec_expr *ld)
     int nsync = L->nsync;
     h->collect = 1;
     h->cur = i;
-    lower_emit_async_load(L, ld, "0", 8, 0);
+    if (h->at[i])
+        lower_emit_at_copies(L, ld, "0", 8);
+    else
+        lower_emit_async_load(L, ld, "0", 8, 0);
     h->collect = 0;
     L->out.n = at;
     if (L->out.s)
@@ -204,42 +239,65 @@ static void hoist_collect(lw *L, lower_hoist *h, int i, const tilec_expr *ld)
 static void hoist_emit(lw *L, lower_hoist *h, int i, const tilec_expr *ld)
 {
     const char *zero[2] = {"0", "0"};
-    int any = 0, per = 0;
+    int any = 0;
     for (int j = 0; j < h->n; j++) {
         const lower_hoisted *x = &h->ent[j];
         if (x->load != i)
             continue;
-        if (!any)
-            per = lower_chunk_count(L, ld);
         any = 1;
         if (x->ctype)
-            lower_line(L, "%s tl_h%d[%d];", x->ctype, j, per);
+            lower_line(L, "%s tl_h%d[%d];", x->ctype, j, x->per);
         else /* the type of the expression itself (the walker's promotions) */
-            lower_line(L, "decltype((%s) + 0) tl_h%d[%d];", lower_walk(L, x->e, zero, 0, NULL, EMIT), j, per);
+            lower_line(L, "decltype((%s) + 0) tl_h%d[%d];", lower_walk(L, x->e, zero, 0, NULL, EMIT), j, x->per);
     }
     if (!any)
         return;
-    lower_chunk_open(L, ld, 0);
-    for (int j = 0; j < h->n; j++)
-        if (h->ent[j].load == i)
-            lower_line(L, "tl_h%d[tl_q] = %s;", j,
-                       h->ent[j].init ? h->ent[j].init : lower_walk(L, h->ent[j].e, h->ent[j].idx, 0, NULL, EMIT));
+    if (h->at[i])
+        lower_at_open(L, ld);
+    else
+        lower_chunk_open(L, ld, 0);
+    for (int j = 0; j < h->n; j++) {
+        const lower_hoisted *x = &h->ent[j];
+        if (x->load != i)
+            continue;
+        const char *v = x->init ? x->init : lower_walk(L, x->e, x->idx, 0, NULL, EMIT);
+        if (x->per < (h->at[i] ? lower_at_chunks(L, ld) : lower_chunk_count(L, ld))) /* one a row: the first R chunks */
+            lower_line(L, "if (tl_q < %d) tl_h%d[tl_q] = %s;", x->per, j, v);
+        else
+            lower_line(L, "tl_h%d[tl_q] = %s;", j, v);
+    }
     L->ind--;
     lower_line(L, "}");
 }
 
-/* Past this many chunks a thread copies per step (all loads together) the
- * kept bases and masks cost more registers than the loop can spare: the
- * tf32 128x256 ring (12 chunks) spilled with them. */
+/* Past this many kept registers a thread (all loads together: one a chunk,
+ * or one a row for the transposed copies) the kept bases and masks cost
+ * more registers than the loop can spare: the tf32 128x256 ring (12
+ * chunks) spilled with them, and so did the f32 128x256, BK = 32 loop with
+ * B's 8 and A's 2 rows (255 registers, 40 bytes of stack; A's alone: 245
+ * registers, none). */
 enum { HOIST_MAX_CHUNKS = 8 };
 
-void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr *const *loads, int n)
+void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr *const *loads, const int *at, int n)
 {
     memset(h, 0, sizeof *h);
-    int chunks = 0;
-    for (int i = 0; i < n; i++)
-        chunks += lower_chunk_count(L, loads[i]);
-    if (chunks > HOIST_MAX_CHUNKS) {
+    int regs = 0, rowregs = 0, kept = 0, cost[2] = {0, 0};
+    for (int i = 0; i < n; i++) {
+        h->ld[i] = loads[i];
+        h->at[i] = at[i];
+        h->rows[i] = at[i] ? lower_at_rows(L, loads[i]) : 0;
+        cost[i] = h->rows[i] ? h->rows[i] : at[i] ? lower_at_chunks(L, loads[i]) : lower_chunk_count(L, loads[i]);
+        regs += cost[i];
+        rowregs += h->rows[i] ? cost[i] : 0;
+    }
+    /* over the budget, the loads kept one register a row (the transposed
+     * copies: 2 at 128x256) are kept alone if they fit; the others' chunks
+     * compute their addresses in the loop */
+    for (int i = 0; i < n; i++) {
+        h->skip[i] = regs > HOIST_MAX_CHUNKS && (!h->rows[i] || rowregs > HOIST_MAX_CHUNKS);
+        kept += !h->skip[i];
+    }
+    if (!kept) {
         L->hoist = NULL; /* addresses and masks computed in the loop, as before */
         return;
     }

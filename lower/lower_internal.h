@@ -101,13 +101,18 @@ typedef struct lower_hoisted {
     const tilec_expr *e; /* kept subexpression */
     int load, rank;      /* which of the loop's loads; e's rank */
     const char *idx[2];  /* the chunk's indices e is read at */
-    const char *ref;     /* its register: tl_h<n>[tl_q] */
+    const char *ref;     /* its register: tl_h<n>[tl_q], or [tl_q % R] one a row */
     const char *init;    /* its value (C), or NULL: e walked at idx */
     const char *ctype;   /* its register's C type, or NULL: e's own */
+    int per;             /* registers: one a chunk, or one a row (rows) */
 } lower_hoisted;
 typedef struct lower_hoist {
     const char *var; /* the loop variable (source name) */
     int cur, collect;
+    int at[2];   /* load i (of at most 2) copied transposed (lower_emit_at_copies) */
+    int rows[2]; /* its row classes (lower_at_rows), 0: none */
+    int skip[2]; /* load i keeps nothing (over the register budget) */
+    const tilec_expr *ld[2]; /* the loads */
     lower_hoisted ent[LOWER_MAX_HOIST];
     int n;
 } lower_hoist;
@@ -321,10 +326,17 @@ void lower_bind_loop_scope(lw *L, const tilec_stmt *loop);
  * contiguous along axis 0). */
 int lower_chunk_vec(lw *L, const tilec_expr *e); /* elements of one 16-byte chunk */
 int lower_chunk_count(lw *L, const tilec_expr *e);
+/* The transposed 4-byte copies of an FMA dot's A (pipeline.c): chunks a
+ * thread copies, row classes (0: rows not periodic in tl_q), the chunk
+ * loop's header, the copies into dst (row stride ld). */
+int lower_at_chunks(lw *L, const tilec_expr *e);
+int lower_at_rows(lw *L, const tilec_expr *e);
+void lower_at_open(lw *L, const tilec_expr *e);
+void lower_emit_at_copies(lw *L, const tilec_expr *e, const char *dst, int ld);
 void lower_chunk_open(lw *L, const tilec_expr *e, int trans);
 const char *lower_hoist_ref(lw *L, const tilec_expr *e, const char *const *idx);
 const char *lower_hoist_ptr(lw *L, const tilec_expr *e, const char *const *idx);
-void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr *const *loads, int n);
+void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr *const *loads, const int *at, int n);
 void lower_hoist_end(lw *L);
 void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, int trans);
 /* The pieces of a cp.async ring loop: tl_ix, tl_lo, tl_hi, tl_st; the

@@ -247,33 +247,55 @@ static int fma_at_ok(lw *L, const pipe_plan *pp)
            (M * K) % L->nt == 0;
 }
 
-static void emit_a_transposed(lw *L, const tilec_expr *e, const char *dst, int ld)
+/* The transposed copies' chunk loop (4-byte chunks, lower_emit_at_copies):
+ * `for (tl_q ...) {` defining the chunk's row tl_i0 and column tl_i1, one
+ * indent in. When every warp's row blocks repeat with period R in tl_q,
+ * the row is a function of tl_q % R and lower_at_rows returns R (hoist.c
+ * keeps row-only values in R registers); else 0. */
+int lower_at_chunks(lw *L, const tilec_expr *e)
 {
     const tilec_type *t = lower_ty(L, e);
-    int64_t M = t->dims[0], K = t->dims[1];
-    const tilec_expr *mask = e->nargs > 1 ? e->args[1] : NULL;
+    return (int)(t->dims[0] * t->dims[1] / L->nt);
+}
+
+int lower_at_rows(lw *L, const tilec_expr *e)
+{
+    int64_t mb = lower_ty(L, e)->dims[0] / 8, W = L->nt / 32;
+    return mb % W == 0 ? (int)(mb / W) : 0;
+}
+
+void lower_at_open(lw *L, const tilec_expr *e)
+{
+    int64_t mb = lower_ty(L, e)->dims[0] / 8;
+    int W = L->nt / 32, R = lower_at_rows(L, e);
     lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_q = 0; tl_q < %lld; ++tl_q) {", (long long)(M * K / L->nt));
+    lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q) {", lower_at_chunks(L, e));
     L->ind++;
     /* block tl_q * W + tl_warp of the (M / 8) x (K / 4) blocks, row blocks first */
-    int W = L->nt / 32;
-    int64_t mb = M / 8;
-    if (mb % W == 0) /* tl_warp < W: the row block and k block fold to constants and tl_warp */
-        lower_line(L, "const int tl_i0 = ((tl_q %% %lld) * %d + tl_warp) * 8 + tl_lane / 4, tl_i1 = (tl_q / %lld) * 4 + tl_lane %% 4;",
-                   (long long)(mb / W), W, (long long)(mb / W));
+    if (R) /* tl_warp < W: the row block and k block fold to constants and tl_warp */
+        lower_line(L, "const int tl_i0 = ((tl_q %% %d) * %d + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / %d) * 4, tl_c1 = tl_lane %% 4, tl_i1 = tl_kc + tl_c1;",
+                   R, W, R);
     else
         lower_line(L, "const int tl_i0 = ((tl_q * %d + tl_warp) %% %lld) * 8 + tl_lane / 4, tl_i1 = ((tl_q * %d + tl_warp) / %lld) * 4 + tl_lane %% 4;",
                    W, (long long)mb, W, (long long)mb);
+}
+
+void lower_emit_at_copies(lw *L, const tilec_expr *e, const char *dst, int ld)
+{
+    const tilec_expr *mask = e->nargs > 1 ? e->args[1] : NULL;
+    lower_at_open(L, e);
     const char *sub[TILEC_MAX_RANK];
     lower_map_bcast(lower_ty(L, e->args[0]), 2, lower_idx, sub);
-    lower_line(L, "const float *tl_p = %s;", lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
+    const char *ptr = L->hoist ? lower_hoist_ptr(L, e->args[0], sub) : NULL;
+    lower_line(L, "const float *tl_p = %s;", ptr ? ptr : lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
     const char *n = "4";
     if (mask) {
         lower_map_bcast(lower_ty(L, mask), 2, lower_idx, sub);
         n = lower_fmt(L, "(%s) ? 4 : 0", lower_walk(L, mask, sub, 0, NULL, EMIT));
     }
-    lower_line(L, "asm volatile(\"cp.async.ca.shared.global [%%0], [%%1], 4, %%2;\\n\" :: \"r\"((unsigned)__cvta_generic_to_shared("
-                  "(float *)(tl_smem + %s) + tl_i1 * %d + tl_i0)), \"l\"(tl_p), \"r\"(%s));",
+    /* the shared address in 32 bits: a base plus constants of the unrolled chunk */
+    lower_line(L, "asm volatile(\"cp.async.ca.shared.global [%%0], [%%1], 4, %%2;\\n\" :: \"r\"((unsigned)__cvta_generic_to_shared(tl_smem) + "
+                  "(unsigned)(%s) + (unsigned)(tl_i1 * %d + tl_i0) * 4u), \"l\"(tl_p), \"r\"(%s));",
                dst, ld, n);
     L->ind--;
     lower_line(L, "}");
@@ -285,18 +307,14 @@ static void issue_copies(lw *L, const void *ctx, const char *slot)
     const pipe_plan *pp = ((const void *const *)ctx)[0];
     const ring *r = ((const void *const *)ctx)[1];
     const char *da = lower_fmt(L, "%u + %s * %lld", r->sa, slot, (long long)r->abytes);
-    if (r->at) { /* the kept bases are B's alone (emit_pipelined) */
-        lower_hoist *h = L->hoist;
-        L->hoist = NULL;
-        emit_a_transposed(L, pp->load[0], da, r->lda);
-        L->hoist = h;
-    } else {
-        if (L->hoist)
-            L->hoist->cur = 0;
-        lower_emit_async_load(L, pp->load[0], da, r->lda, 0);
-    }
     if (L->hoist)
-        L->hoist->cur = r->at ? 0 : 1;
+        L->hoist->cur = 0;
+    if (r->at)
+        lower_emit_at_copies(L, pp->load[0], da, r->lda);
+    else
+        lower_emit_async_load(L, pp->load[0], da, r->lda, 0);
+    if (L->hoist)
+        L->hoist->cur = 1;
     lower_emit_async_load(L, pp->load[1], lower_fmt(L, "%u + %s * %lld", r->sb, slot, (long long)r->bbytes), r->ldb, 0);
 }
 
@@ -401,7 +419,8 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     lower_bind_loop_scope(L, loop);
     const void *ctx[2] = {pp, &r};
     lower_hoist h;
-    lower_hoist_begin(L, &h, loop->names[0], r.at ? pp->load + 1 : pp->load, r.at ? 1 : 2);
+    const int hat[2] = {r.at, 0};
+    lower_hoist_begin(L, &h, loop->names[0], pp->load, hat, 2);
     lower_cp_prologue(L, r.S, v, issue_copies, ctx);
     lower_comment_loc(L, &loop->loc);
     steady(L, pp, &r, v, at->dtype);

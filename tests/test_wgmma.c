@@ -322,36 +322,45 @@ static int ffma_same_bank(const char *line)
 /* f32 has no twin: its dot loop is a cp.async ring. A is stored [K][M] by
  * 4-byte copies (LDGSTS.E), B by 16-byte ones (LDGSTS.E.BYPASS.128); each
  * k step reads four rows of A and four columns of B per 16-byte load
- * (LDS.128); no spills. With A's values of one k in consecutive registers,
- * at most a quarter of the FFMAs read two registers of one bank outside
- * the reuse cache (about 18% at 128x256; 47% when A rows were read four k
- * at a time, where the H100 profile showed 0.45 cycles of dispatch stall
- * per instruction, docs/lowering.md). */
-Test(wgmma, sass_f32_fma_ring, .timeout = 120)
+ * (LDS.128); no spills, no stack frame. With A's values of one k in
+ * consecutive registers, at most a quarter of the FFMAs read two registers
+ * of one bank outside the reuse cache (about 18% at 128x256; 47% when A
+ * rows were read four k at a time, where the H100 profile showed 0.45
+ * cycles of dispatch stall per instruction, docs/lowering.md). Variant 1
+ * is 128x256 at BK = 16 (2048 FFMA a step), variant 2 the same at BK = 32
+ * (4096), which had 255 registers, a stack frame and 73% same-bank pairs
+ * before A's row bases were kept out of the loop (hoist.c). */
+Test(wgmma, sass_f32_fma_ring, .timeout = 240)
 {
     const char *tool = cuobjdump();
     if (!tool)
         cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
-    char *sass = disassemble_file(tool, "-sass", "examples/matmul_f32.tile", "matmul_f32", 1, "sm_90a");
-    cr_expect(!strstr(sass, "_tma"), "no twin for f32");
-    cr_expect(strstr(sass, "LDGSTS.E.BYPASS.128"), "B copied by cp.async, 16 bytes each");
-    cr_expect(strstr(sass, "LDGSTS.E "), "A copied by cp.async, 4 bytes each (transposed)");
-    cr_expect(strstr(sass, "LDS.128"), "16-byte shared-memory reads");
-    cr_expect(!strstr(sass, "LDL") && !strstr(sass, "STL"), "no local memory");
-    int ffma = 0, same = 0;
-    for (const char *l = sass; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-        const char *e = strchr(l, '\n');
-        char line[256];
-        size_t n = e ? (size_t)(e - l) : strlen(l);
-        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), l);
-        if (strstr(line, "FFMA ")) {
-            ffma++;
-            same += ffma_same_bank(line);
+    for (int v = 1; v <= 2; v++) {
+        char *sass = disassemble_file(tool, "-sass", "examples/matmul_f32.tile", "matmul_f32", v, "sm_90a");
+        cr_expect(!strstr(sass, "_tma"), "no twin for f32");
+        cr_expect(strstr(sass, "LDGSTS.E.BYPASS.128"), "v%d: B copied by cp.async, 16 bytes each", v);
+        cr_expect(strstr(sass, "LDGSTS.E "), "v%d: A copied by cp.async, 4 bytes each (transposed)", v);
+        cr_expect(strstr(sass, "LDS.128"), "v%d: 16-byte shared-memory reads", v);
+        cr_expect(!strstr(sass, "LDL") && !strstr(sass, "STL"), "v%d: no local memory", v);
+        int ffma = 0, same = 0;
+        for (const char *l = sass; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+            const char *e = strchr(l, '\n');
+            char line[256];
+            size_t n = e ? (size_t)(e - l) : strlen(l);
+            snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), l);
+            if (strstr(line, "FFMA ")) {
+                ffma++;
+                same += ffma_same_bank(line);
+            }
         }
+        cr_expect(ffma >= 2048 * v, "v%d: the %d-k step of the 8 x 16 register block: %d FFMA", v, 16 * v, ffma);
+        cr_expect(same * 4 <= ffma, "v%d: %d of %d FFMAs read two same-bank registers outside the reuse cache", v, same,
+                  ffma);
+        free(sass);
+        char *res = disassemble_file(tool, "-res-usage", "examples/matmul_f32.tile", "matmul_f32", v, "sm_90a");
+        cr_expect(strstr(res, "STACK:0 "), "v%d: no stack frame:\n%s", v, res);
+        free(res);
     }
-    cr_expect(ffma >= 2048, "the 16-k step of the 8 x 16 register block: %d FFMA", ffma);
-    cr_expect(same * 4 <= ffma, "%d of %d FFMAs read two same-bank registers outside the reuse cache", same, ffma);
-    free(sass);
 }
 
 /* The tf32 hint puts the same f32 dot on tensor cores: HMMA.1688 on tf32,

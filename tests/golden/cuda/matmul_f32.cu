@@ -56,7 +56,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 }
 
 /* matmul_f32, variant M = 64: BM = 64, BN = 64, BK = 16, warps = 4, stages = 3 */
-/* indexing: 64-bit (lines 12, 13, 16), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 14, 15, 18), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, float *v_b, float *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -67,11 +67,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
     constexpr int v_BK = 16;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    // examples/matmul_f32.tile:7
-    // v_rm: index tile computed where it is used
-    // examples/matmul_f32.tile:8
-    // v_rn: index tile computed where it is used
     // examples/matmul_f32.tile:9
+    // v_rm: index tile computed where it is used
+    // examples/matmul_f32.tile:10
+    // v_rn: index tile computed where it is used
+    // examples/matmul_f32.tile:11
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -79,21 +79,29 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
         const int tl_i1 = ((tl_j % 8) / 4) * 32 + (tl_tid % 8) * 4 + tl_j % 4;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/matmul_f32.tile:10
+    // examples/matmul_f32.tile:12
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
         const float * tl_h0[2];
         bool tl_h1[2];
-        bool tl_h2[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+            const int tl_i0 = ((tl_q % 2) * 4 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
+            if (tl_q < 2) tl_h0[tl_q] = v_a + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
+            if (tl_q < 2) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
+        }
+        const float * tl_h2[2];
+        bool tl_h3[2];
+        bool tl_h4[2];
         #pragma unroll
         for (int tl_q = 0; tl_q < 2; ++tl_q) {
             const int tl_l = (tl_q * 128 + tl_tid) * 4;
             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-            tl_h0[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
-            tl_h1[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
-            tl_h2[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N);
+            tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
+            tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
+            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N);
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -101,18 +109,18 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                    const int tl_i0 = ((tl_q % 2) * 4 + tl_warp) * 8 + tl_lane / 4, tl_i1 = (tl_q / 2) * 4 + tl_lane % 4;
-                    const float *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
-                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared((float *)(tl_smem + 0 + tl_s * 4608) + tl_i1 * 72 + tl_i0)), "l"(tl_p), "r"((((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                    const int tl_i0 = ((tl_q % 2) * 4 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
+                    const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 4608) + (unsigned)(tl_i1 * 72 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                 }
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 4;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const float *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
+                    const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
                     float *tl_d = (float *)(tl_smem + 13824 + tl_s * 4352) + tl_i0 * 68 + tl_i1;
-                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h1[tl_q]);
-                    const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h2[tl_q]);
+                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
+                    const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -127,7 +135,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
             }
             tl_cp_commit();
         }
-        // examples/matmul_f32.tile:10
+        // examples/matmul_f32.tile:12
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -139,18 +147,18 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
                     const tl_ix v_k = tl_next;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_i0 = ((tl_q % 2) * 4 + tl_warp) * 8 + tl_lane / 4, tl_i1 = (tl_q / 2) * 4 + tl_lane % 4;
-                        const float *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
-                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared((float *)(tl_smem + 0 + tl_ns * 4608) + tl_i1 * 72 + tl_i0)), "l"(tl_p), "r"((((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                        const int tl_i0 = ((tl_q % 2) * 4 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
+                        const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 4608) + (unsigned)(tl_i1 * 72 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                     }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 4;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const float *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
+                        const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
                         float *tl_d = (float *)(tl_smem + 13824 + tl_ns * 4352) + tl_i0 * 68 + tl_i1;
-                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h1[tl_q]);
-                        const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h2[tl_q]);
+                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
+                        const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -165,7 +173,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
                 }
                 tl_cp_commit();
             }
-            // examples/matmul_f32.tile:14
+            // examples/matmul_f32.tile:16
             const int tl_cs = tl_it % 3;
             const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 4608)) + (tl_tid / 8) * 4;
             const float *tl_sb = (const float *)(tl_smem + (13824 + tl_cs * 4352)) + (tl_tid % 8) * 4;
@@ -188,7 +196,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/matmul_f32.tile:16
+    // examples/matmul_f32.tile:18
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 4) {
         const int tl_j = tl_c;
@@ -220,7 +228,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
 }
 
 /* matmul_f32, variant M = 4096: BM = 128, BN = 256, BK = 16, warps = 8, stages = 3 */
-/* indexing: 64-bit (lines 12, 13, 16), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 14, 15, 18), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, float *v_b, float *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -231,11 +239,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
     constexpr int v_BK = 16;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    // examples/matmul_f32.tile:7
-    // v_rm: index tile computed where it is used
-    // examples/matmul_f32.tile:8
-    // v_rn: index tile computed where it is used
     // examples/matmul_f32.tile:9
+    // v_rm: index tile computed where it is used
+    // examples/matmul_f32.tile:10
+    // v_rn: index tile computed where it is used
+    // examples/matmul_f32.tile:11
     float v_acc[128];
     #pragma unroll
     for (int tl_j = 0; tl_j < 128; ++tl_j) {
@@ -243,21 +251,29 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
         const int tl_i1 = ((tl_j % 16) / 4) * 64 + (tl_tid % 16) * 4 + tl_j % 4;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/matmul_f32.tile:10
+    // examples/matmul_f32.tile:12
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-        const float * tl_h0[4];
-        bool tl_h1[4];
-        bool tl_h2[4];
+        const float * tl_h0[2];
+        bool tl_h1[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+            const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
+            if (tl_q < 2) tl_h0[tl_q] = v_a + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
+            if (tl_q < 2) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
+        }
+        const float * tl_h2[4];
+        bool tl_h3[4];
+        bool tl_h4[4];
         #pragma unroll
         for (int tl_q = 0; tl_q < 4; ++tl_q) {
             const int tl_l = (tl_q * 256 + tl_tid) * 4;
             const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
-            tl_h0[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
-            tl_h1[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
-            tl_h2[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N);
+            tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
+            tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
+            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N);
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -265,18 +281,18 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                    const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_i1 = (tl_q / 2) * 4 + tl_lane % 4;
-                    const float *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
-                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared((float *)(tl_smem + 0 + tl_s * 8704) + tl_i1 * 136 + tl_i0)), "l"(tl_p), "r"((((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                    const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
+                    const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 8704) + (unsigned)(tl_i1 * 136 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                 }
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 4;
                     const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
-                    const float *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
+                    const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
                     float *tl_d = (float *)(tl_smem + 26112 + tl_s * 16640) + tl_i0 * 260 + tl_i1;
-                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h1[tl_q]);
-                    const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h2[tl_q]);
+                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
+                    const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -291,7 +307,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
             }
             tl_cp_commit();
         }
-        // examples/matmul_f32.tile:10
+        // examples/matmul_f32.tile:12
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -303,18 +319,18 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
                     const tl_ix v_k = tl_next;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_i1 = (tl_q / 2) * 4 + tl_lane % 4;
-                        const float *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
-                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared((float *)(tl_smem + 0 + tl_ns * 8704) + tl_i1 * 136 + tl_i0)), "l"(tl_p), "r"((((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                        const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
+                        const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 8704) + (unsigned)(tl_i1 * 136 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                     }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 4;
                         const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
-                        const float *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
+                        const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
                         float *tl_d = (float *)(tl_smem + 26112 + tl_ns * 16640) + tl_i0 * 260 + tl_i1;
-                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h1[tl_q]);
-                        const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h2[tl_q]);
+                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
+                        const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -329,7 +345,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
                 }
                 tl_cp_commit();
             }
-            // examples/matmul_f32.tile:14
+            // examples/matmul_f32.tile:16
             const int tl_cs = tl_it % 3;
             const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 8704)) + (tl_tid / 16) * 8;
             const float *tl_sb = (const float *)(tl_smem + (26112 + tl_cs * 16640)) + (tl_tid % 16) * 4;
@@ -352,7 +368,168 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/matmul_f32.tile:16
+    // examples/matmul_f32.tile:18
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 128; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_tid / 16) * 8 + tl_j / 16;
+        const int tl_i1 = ((tl_j % 16) / 4) * 64 + (tl_tid % 16) * 4 + tl_j % 4;
+        float *tl_p = ((v_c + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const float tl_v0 = v_acc[tl_j];
+        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+        const float tl_v1 = v_acc[tl_j + 1];
+        const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
+        const float tl_v2 = v_acc[tl_j + 2];
+        const bool tl_m2 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N));
+        const float tl_v3 = v_acc[tl_j + 3];
+        const bool tl_m3 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N));
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            uint4 tl_vec;
+            ((float *)&tl_vec)[0] = tl_v0;
+            ((float *)&tl_vec)[1] = tl_v1;
+            ((float *)&tl_vec)[2] = tl_v2;
+            ((float *)&tl_vec)[3] = tl_v3;
+            *(uint4 *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+            if (tl_m2) tl_p[2] = tl_v2;
+            if (tl_m3) tl_p[3] = tl_v3;
+        }
+    }
+}
+
+/* matmul_f32, variant M = 8192: BM = 128, BN = 256, BK = 32, warps = 8, stages = 3 */
+/* indexing: 64-bit (lines 14, 15, 18), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) matmul_f32_v2(float *v_a, float *v_b, float *v_c, int v_M, int v_N, int v_K)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 256;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    // examples/matmul_f32.tile:9
+    // v_rm: index tile computed where it is used
+    // examples/matmul_f32.tile:10
+    // v_rn: index tile computed where it is used
+    // examples/matmul_f32.tile:11
+    float v_acc[128];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 128; ++tl_j) {
+        const int tl_i0 = (tl_tid / 16) * 8 + tl_j / 16;
+        const int tl_i1 = ((tl_j % 16) / 4) * 64 + (tl_tid % 16) * 4 + tl_j % 4;
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/matmul_f32.tile:12
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const float * tl_h0[2];
+        bool tl_h1[2];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 16; ++tl_q) {
+            const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
+            if (tl_q < 2) tl_h0[tl_q] = v_a + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
+            if (tl_q < 2) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
+        }
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 2; ++tl_s) {
+            const tl_ix v_k = tl_lo + tl_s * tl_st;
+            if (v_k < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 16; ++tl_q) {
+                    const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
+                    const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 17408) + (unsigned)(tl_i1 * 136 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 4;
+                    const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
+                    const float *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    float *tl_d = (float *)(tl_smem + 52224 + tl_s * 33280) + tl_i0 * 260 + tl_i1;
+                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+                    const bool tl_m3 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N));
+                    if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
+                        tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : 0.0f;
+                        tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : 0.0f;
+                        tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/matmul_f32.tile:12
+        int tl_it = 0;
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+            tl_cp_wait<1>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_k + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_k = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 16; ++tl_q) {
+                        const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
+                        const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 17408) + (unsigned)(tl_i1 * 136 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 4;
+                        const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
+                        const float *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        float *tl_d = (float *)(tl_smem + 52224 + tl_ns * 33280) + tl_i0 * 260 + tl_i1;
+                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+                        const bool tl_m3 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N));
+                        if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
+                            tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : 0.0f;
+                            tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : 0.0f;
+                            tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/matmul_f32.tile:16
+            const int tl_cs = tl_it % 3;
+            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 17408)) + (tl_tid / 16) * 8;
+            const float *tl_sb = (const float *)(tl_smem + (52224 + tl_cs * 33280)) + (tl_tid % 16) * 4;
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 32; ++tl_k) {
+                float tl_ra[8];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 8; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * 136 + tl_m];
+                float tl_rb[16];
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 16; tl_n += 4)
+                    *(float4 *)&tl_rb[tl_n] = *(const float4 *)&tl_sb[tl_k * 260 + (tl_n / 4) * 64];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 8; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 16; ++tl_n)
+                        v_acc[tl_m * 16 + tl_n] = fmaf(tl_ra[tl_m], tl_rb[tl_n], v_acc[tl_m * 16 + tl_n]);
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/matmul_f32.tile:18
     #pragma unroll
     for (int tl_c = 0; tl_c < 128; tl_c += 4) {
         const int tl_j = tl_c;
