@@ -77,6 +77,8 @@ static const pkernel *variant_of(const tilec_program *p, uint32_t first, int v) 
 static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_arg *args, uint32_t nargs,
                   void *stream, double *ms)
 {
+    if (nv > TILEC_MAX_VARIANTS) /* the checker refuses more; before any allocation */
+        return -1;
     tilec_rt *rt = p->rt;
     const char *kname = p->ks[first].kname;
     /* the lowering's analysis, at build or (ahead of time) at emit time */
@@ -112,8 +114,6 @@ static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_
      * shape at a large size would cost the first launch seconds) */
     float tv[TILEC_MAX_VARIANTS][MK_ROUNDS];
     int alive[TILEC_MAX_VARIANTS];
-    if (nv > TILEC_MAX_VARIANTS)
-        return -1;
     for (uint32_t v = 0; v < nv; v++) {
         ms[v] = -1;
         /* warm-up; a variant that cannot launch is never chosen */
