@@ -196,6 +196,16 @@ $(PYNATIVE): python/tilec/_native.c
 	@mkdir -p $(dir $@)
 	$(CC) -I$(PYINC) $(CFLAGS) -Wno-missing-prototypes -shared $(LDFLAGS) -o $@ $<
 
+# The extension with rcall's phase counters (TILEC_NATIVE_PROF) beside a copy
+# of libtilec.so: TILEC_LIB=build/libprof/libtilec.so python3
+# bench/binding/profile_call.py GEN --phases (docs/python.md).
+.PHONY: native-prof
+native-prof: $(LIBSO) python/tilec/_native.c
+	@mkdir -p $(BUILD)/libprof
+	cp $(LIBSO) $(BUILD)/libprof/
+	$(CC) -DTILEC_NATIVE_PROF -I$(PYINC) $(CFLAGS) -Wno-missing-prototypes -shared $(LDFLAGS) \
+		-o $(BUILD)/libprof/tilec_native.abi3.so python/tilec/_native.c
+
 # The fake CUDA driver that tests/test_runtime.c loads from beside itself.
 FAKECUDA = $(BUILD)/tests/libfakecuda.so
 $(FAKECUDA): tests/fake_cuda.c tests/fake_cuda.h

@@ -12,7 +12,13 @@ the raw stream, an output's allocation and release), chain8.call replaying
 (new outputs; static outputs where the package has them), the plan replay
 alone, and a call whose output is kept (a new address each call: graphs=1,
 so each call records by updating the graph, or re-instantiating it where
-the package does not update). No torch.compile; for comparing builds."""
+the package does not update). No torch.compile; for comparing builds.
+--phases: with the extension built with TILEC_NATIVE_PROF (`make
+native-prof`, TILEC_LIB=build/libprof/libtilec.so), each phase of rcall in
+µs per call (TSC cycles over the TSC's rate), against chain8.call from
+Python, the extension's rcall called directly, the plan run from Python,
+and the plan run in a C loop (TILEC_BENCH_LIB's tb_plan_host_us), all in
+this process, the rounds going round the sides."""
 import cProfile
 import pstats
 import statistics
@@ -65,6 +71,8 @@ def main():
     }
     if "--replay" in sys.argv:
         return replay(g, x, vals, dev, N)
+    if "--phases" in sys.argv:
+        return phases(g, x, vals, N)
     if "--quick" in sys.argv:
         quick = ("chain8.call", "graph.run (plan run)", "torch.empty_strided", "torch.empty_like(x)",
                  "torch.empty((N,), dtype, device)")
@@ -161,6 +169,72 @@ def replay(g, x, vals, dev, N):
     g.eager()
     kept.clear()
     print(f"{'chain8.call (eager plan)':44s} {us(lambda: chain8.call(x)):8.2f} us", flush=True)
+
+
+def phases(g, x, vals, N):
+    import ctypes
+    import os
+    nat = tilec._library.native()
+    if nat is None or not hasattr(nat, "prof"):
+        print("phases: the extension was not built with TILEC_NATIVE_PROF (make native-prof)", flush=True)
+        return
+    a = nat.prof()
+    t0 = time.perf_counter()
+    time.sleep(0.5)
+    b = nat.prof()
+    rate = (b[3] - a[3]) / (time.perf_counter() - t0) / 1e6  # cycles per µs
+    print(f"TSC: {rate:.1f} cycles per us", flush=True)
+    ctypes.CDLL(tilec._library.lib()._name, mode=ctypes.RTLD_GLOBAL)  # the bench library's symbols
+    lib = ctypes.CDLL(os.environ["TILEC_BENCH_LIB"])
+    P = ctypes.c_void_p
+    lib.tb_plan_host_us.argtypes = [P, P, ctypes.c_uint32, P, ctypes.c_int, P, P, ctypes.c_size_t]
+    slots = (tilec._library._Arg * len(vals))()
+    for i, v in enumerate(vals[:-1]):
+        slots[i].ptr = v
+    slots[len(vals) - 1].i64 = vals[-1]
+    err = ctypes.create_string_buffer(512)
+
+    def c_plan(n=2000):
+        us_ = ctypes.c_double()
+        if lib.tb_plan_host_us(g._h, slots, len(vals), None, n, ctypes.byref(us_), err, len(err)) != 0:
+            raise RuntimeError(err.value.decode())
+        return us_.value
+    fast, recipes = chain8._fast, chain8._recipes
+    lean = torch._C._dynamo.guards._empty_strided_cuda
+    raw, getdev, f32, size, stride = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice, torch.float32, \
+        (N,), (1,)
+    sides = {
+        "chain8.call(x)": lambda: chain8.call(x),
+        "rcall direct": lambda: fast(recipes, (x,), ()),
+        "graph.run from Python": lambda: g.run(vals, None),
+        "lean alloc, dropped": lambda: lean(size, stride, f32),
+        "lean alloc, then graph.run": lambda: (lean(size, stride, f32), g.run(vals, None)),
+        "six reads": lambda: (x.dtype, x.is_cuda, x.is_contiguous(), x.shape, x.get_device(), x.data_ptr()),
+        "six reads, then graph.run": lambda: (x.dtype, x.is_cuda, x.is_contiguous(), x.shape, x.get_device(),
+                                              x.data_ptr(), g.run(vals, None)),
+        "stream and device": lambda: (raw(0), getdev()),
+        "stream and device, then graph.run": lambda: (raw(0), getdev(), g.run(vals, None)),
+    }
+    res = {k: [] for k in list(sides) + ["C plan loop"]}
+    ph = None
+    for _ in range(11):
+        for name, fn in sides.items():
+            nat.prof()
+            res[name].append(us(fn, 2000, 1))
+            p = nat.prof()
+            if name == "chain8.call(x)":
+                ph = [c / p[0] / rate for c in p[1]] if ph is None else [
+                    q + c / p[0] / rate for q, c in zip(ph, p[1])]
+                names = p[2]
+        torch.cuda.synchronize()
+        res["C plan loop"].append(c_plan())
+        torch.cuda.synchronize()
+    for name, v in res.items():
+        print(f"{name:36s} {statistics.median(v):8.2f} us (min {min(v):.2f})", flush=True)
+    print("rcall's phases in chain8.call(x), mean us per call:", flush=True)
+    for n_, c in zip(names, ph):
+        print(f"  {n_:12s} {c / 11:8.3f}", flush=True)
+    print(f"  {'sum':12s} {sum(ph) / 11:8.3f}", flush=True)
 
 
 if __name__ == "__main__":

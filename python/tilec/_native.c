@@ -34,6 +34,26 @@ static launch_best_fn launch_best;
 
 enum { MAX_VALUES = 1024 };
 
+/* Built with -DTILEC_NATIVE_PROF (x86-64; bench/binding/profile_call.py
+ * --phases builds it): rcall counts the TSC cycles of each phase of a call
+ * into prof_t, which prof() returns and clears. Off in the package's build:
+ * PROF_START and PROF_AT are then nothing. */
+#if defined(TILEC_NATIVE_PROF) && defined(__x86_64__)
+#include <x86intrin.h>
+enum { P_KEY, P_LOOKUP, P_STREAM, P_STATIC, P_GETDEV, P_ALLOC, P_DPTR, P_SLOTS, P_PLAN, P_END, P_N };
+static uint64_t prof_t[P_N], prof_last, prof_calls;
+#define PROF_START() (prof_last = __rdtsc(), prof_calls++)
+#define PROF_AT(i)                                                                                                      \
+    do {                                                                                                               \
+        uint64_t t_ = __rdtsc();                                                                                       \
+        prof_t[i] += t_ - prof_last;                                                                                   \
+        prof_last = t_;                                                                                                \
+    } while (0)
+#else
+#define PROF_START() ((void)0)
+#define PROF_AT(i) ((void)0)
+#endif
+
 /* Attribute and method names, interned once (PyInit): no string made per call. */
 static PyObject *s_dtype, *s_is_cuda, *s_is_contiguous, *s_shape, *s_get_device, *s_data_ptr, *s_ptr, *s_fast,
     *s_graph, *s_fail, *s_static;
@@ -376,7 +396,8 @@ typedef struct recipe {
     PyObject *raw, *raw_args, *wss;   /* the stream getter, (index,), the graph's workspaces by stream */
     PyObject *opts;                   /* the graph's options: opts["static"] is True for static outputs */
     PyObject **alloc;                 /* 3 per output: callable, args, kwargs */
-    PyObject *falloc, *getdev;        /* torch's lean allocator for the current device and its getter, or NULL */
+    PyObject *falloc, *getdev;        /* torch's lean allocator for the current device and its getter, or NULL;
+                                         getdev NULL with falloc: one visible device, always the current one */
     PyObject *fargs;                  /* per output: the lean allocator's (size, stride, dtype) */
     long index;                       /* the graph's device: falloc serves when it is the current one */
     PyObject *held;                   /* static outputs: the tuple of outputs every call returns, or NULL */
@@ -435,7 +456,8 @@ static int r_compile_slots(recipe *r, PyObject *tmpl, const char *kinds, Py_ssiz
  * outs a tuple of (callable, args, kwargs) that allocate each output, opts
  * the graph's options dict (opts["static"] True: static outputs, see
  * r_outputs); falloc (or None) an allocator called as falloc(*fargs[j])
- * that allocates output j on the current CUDA device, which getdev() reads:
+ * that allocates output j on the current CUDA device, which getdev() reads
+ * (None: the process sees one CUDA device, so the graph's is the current one):
  * used instead of outs[j] while that is the graph's device `index`. */
 static PyObject *n_rcompile(PyObject *self, PyObject *args)
 {
@@ -450,7 +472,8 @@ static PyObject *n_rcompile(PyObject *self, PyObject *args)
                           &getdev, &fargs))
         return NULL;
     Py_ssize_t nout = PyTuple_Size(outs);
-    if (falloc != Py_None && (!PyCallable_Check(falloc) || !PyCallable_Check(getdev) || !PyTuple_Check(fargs) ||
+    if (falloc != Py_None && (!PyCallable_Check(falloc) || (getdev != Py_None && !PyCallable_Check(getdev)) ||
+                              !PyTuple_Check(fargs) ||
                               PyTuple_Size(fargs) != nout))
         return PyErr_Format(PyExc_ValueError, "rcompile: the lean allocator needs a getter and one argument tuple "
                                               "per output");
@@ -480,11 +503,13 @@ static PyObject *n_rcompile(PyObject *self, PyObject *args)
     r->index = PyLong_AsLong(index);
     if (falloc != Py_None) {
         Py_INCREF(falloc);
-        Py_INCREF(getdev);
         Py_INCREF(fargs);
         r->falloc = falloc;
-        r->getdev = getdev;
         r->fargs = fargs;
+        if (getdev != Py_None) {
+            Py_INCREF(getdev);
+            r->getdev = getdev;
+        }
     }
     for (Py_ssize_t j = 0; j < nout && !PyErr_Occurred(); j++) {
         PyObject *o = PyTuple_GetItem(outs, j), *f, *a, *kw;
@@ -535,8 +560,11 @@ static PyObject *r_outputs(recipe *r, void *s, uint64_t *ptr)
         }
     }
     Py_CLEAR(r->held); /* off, another stream, or moved: given back to torch (stream order keeps that safe) */
+    PROF_AT(P_STATIC);
     int lean = 0;
-    if (r->falloc) { /* torch's lean allocator serves the current device only */
+    if (r->falloc && !r->getdev) { /* one device: the current one */
+        lean = 1;
+    } else if (r->falloc) { /* torch's lean allocator serves the current device only */
         PyObject *d = PyObject_CallNoArgs(r->getdev);
         lean = d && PyLong_Check(d) && PyLong_AsLong(d) == r->index;
         Py_XDECREF(d);
@@ -545,11 +573,14 @@ static PyObject *r_outputs(recipe *r, void *s, uint64_t *ptr)
             lean = 0;
         }
     }
+    PROF_AT(P_GETDEV);
     PyObject *res = PyTuple_New(r->nout);
     for (uint32_t j = 0; res && j < r->nout; j++) {
         PyObject *t = lean ? PyObject_Call(r->falloc, PyTuple_GetItem(r->fargs, j), NULL)
                            : PyObject_Call(r->alloc[3 * j], r->alloc[3 * j + 1], r->alloc[3 * j + 2]);
+        PROF_AT(P_ALLOC);
         PyObject *p = t ? PyObject_CallMethodObjArgs(t, s_data_ptr, NULL) : NULL;
+        PROF_AT(P_DPTR);
         ptr[j] = p ? PyLong_AsUnsignedLongLong(p) : 0;
         Py_XDECREF(p);
         if (!t || !p || PyErr_Occurred()) {
@@ -589,6 +620,7 @@ static PyObject *r_run(recipe *r, PyObject *rec, const uint64_t *in, Py_ssize_t 
         wsp = PyLong_AsUnsignedLongLong(PyTuple_GetItem(w, 0));
     }
     Py_DECREF(h);
+    PROF_AT(P_STREAM);
     uint64_t out[R_MAX_TENSORS];
     PyObject *res = PyErr_Occurred() ? NULL : r_outputs(r, s, out);
     if (!res)
@@ -609,7 +641,10 @@ static PyObject *r_run(recipe *r, PyObject *rec, const uint64_t *in, Py_ssize_t 
             return PyErr_Format(PyExc_ValueError, "rcall: input %u missing", sl->idx);
         }
     }
-    if (plan_run(r->plan, slots, r->n, s)) {
+    PROF_AT(P_SLOTS);
+    int failed = plan_run(r->plan, slots, r->n, s) != 0;
+    PROF_AT(P_PLAN);
+    if (failed) {
         PyObject *g = PyObject_GetAttr(rec, s_graph);
         PyObject *f = g ? PyObject_CallMethodObjArgs(g, s_fail, NULL) : NULL;
         Py_XDECREF(g);
@@ -672,7 +707,9 @@ static PyObject *n_rcall(PyObject *self, PyObject *const *argv, Py_ssize_t nargs
     if (!r_ttype || !PyDict_Check(recipes) || !PyTuple_Check(tensors) || !PyTuple_Check(tail))
         Py_RETURN_NONE;
     uint64_t in[R_MAX_TENSORS];
+    PROF_START();
     PyObject *key = r_make_key(tensors, tail, in);
+    PROF_AT(P_KEY);
     if (!key)
         Py_RETURN_NONE;
     PyObject *rec = PyDict_GetItemWithError(recipes, key); /* borrowed */
@@ -685,13 +722,43 @@ static PyObject *n_rcall(PyObject *self, PyObject *const *argv, Py_ssize_t nargs
         Py_RETURN_NONE;
     }
     Py_INCREF(rec); /* the run may call back into Python, which may drop the dict's entry */
+    PROF_AT(P_LOOKUP);
     PyObject *out = r_run(r, rec, in, PyTuple_Size(tensors));
     Py_DECREF(rec);
     Py_DECREF(fast);
+    PROF_AT(P_END);
     return out;
 }
 
+#if defined(TILEC_NATIVE_PROF) && defined(__x86_64__)
+/* prof() -> (calls, (cycles per phase ...), names, tsc): what rcall counted since the last prof(),
+ * cleared, and the TSC now (two prof() calls around a timed sleep give its rate). */
+static PyObject *n_prof(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    static const char *names[P_N] = {"key", "lookup", "stream", "static", "getdev",
+                                     "alloc", "data_ptr", "slots", "plan_run", "return"};
+    PyObject *t = PyTuple_New(P_N), *n = PyTuple_New(P_N);
+    for (int i = 0; t && n && i < P_N; i++) {
+        PyTuple_SetItem(t, i, PyLong_FromUnsignedLongLong(prof_t[i]));
+        PyTuple_SetItem(n, i, PyUnicode_FromString(names[i]));
+    }
+    PyObject *res = t && n ? Py_BuildValue("(KOOK)", (unsigned long long)prof_calls, t, n,
+                                           (unsigned long long)__rdtsc())
+                           : NULL;
+    Py_XDECREF(t);
+    Py_XDECREF(n);
+    memset(prof_t, 0, sizeof prof_t);
+    prof_calls = 0;
+    return res;
+}
+#endif
+
 static PyMethodDef methods[] = {
+#if defined(TILEC_NATIVE_PROF) && defined(__x86_64__)
+    {"prof", n_prof, METH_NOARGS, "prof() -> (calls, cycles per phase, phase names, tsc); cleared"},
+#endif
     {"rcall_init", n_rcall_init, METH_VARARGS, "rcall_init(tensor_type, names): what rcall compares against"},
     {"rcall", (PyCFunction)(void (*)(void))n_rcall, METH_FASTCALL,
      "rcall(recipes, tensors, tail) -> the outputs, or None for the wrapper's path"},

@@ -512,14 +512,17 @@ def _lean_allocator(torch: Any) -> Tuple[Any, Any]:
     """torch's allocation entry without argument parsing, the one the code
     torch.compile generates allocates its outputs with
     (`torch._C._dynamo.guards._empty_strided_cuda(size, stride, dtype)`, on
-    the current CUDA device), and the current-device getter; (None, None)
-    where this torch lacks either (then `torch.empty_strided`)."""
+    the current CUDA device), and the current-device getter, None where
+    the process sees one CUDA device (the current one, whatever a caller
+    does: no call needed); (None, None) where this torch lacks either (then
+    `torch.empty_strided`)."""
     guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
     lean = getattr(guards, "_empty_strided_cuda", None)
     getdev = getattr(torch._C, "_cuda_getDevice", None)
     if lean is None or getdev is None:
         return None, None
-    return lean, getdev
+    count = getattr(getattr(torch, "cuda", None), "device_count", None)
+    return lean, (None if count is not None and count() == 1 else getdev)
 
 
 def fast_call() -> Any:

@@ -355,6 +355,7 @@ class FakeDriverTests(unittest.TestCase):
             "    return empty_strided(size, stride, dtype=dtype)\n"
             "torch._C._dynamo = types.SimpleNamespace(guards=types.SimpleNamespace(_empty_strided_cuda=lean))\n"
             "torch._C._cuda_getDevice = lambda: current[0]\n"
+            "torch.cuda = types.SimpleNamespace(device_count=lambda: 2)\n"
             "x = tensor(list(range(5)))\n"
             "ys = [g8.call(x) for _ in range(3)]  # the first call is checked (empty_strided), then the recipe\n"
             "print(calls, ys[2].tolist())\n"
@@ -364,6 +365,28 @@ class FakeDriverTests(unittest.TestCase):
         r = self._child(script)
         self.assertEqual(r.stdout, "[((5,), (1,), 'float32'), ((5,), (1,), 'float32')] "
                                    "[0.0, 8.0, 16.0, 24.0, 32.0]\n2 [0.0, 8.0, 16.0, 24.0, 32.0]\n")
+
+    def test_one_device_needs_no_current_device_read(self):
+        # a process that sees one CUDA device has it as the current one: the
+        # recipe allocates with the lean allocator without asking
+        if tilec._library.native() is None:
+            self.skipTest("no extension (TILEC_NO_NATIVE=1 or not built): no recipes")
+        script = _TORCH_STAND_IN + (
+            "import types, g8\n"
+            "calls = []\n"
+            "def lean(size, stride, dtype):\n"
+            "    calls.append((size, stride, dtype.name))\n"
+            "    return empty_strided(size, stride, dtype=dtype)\n"
+            "def getdev():\n"
+            "    raise AssertionError('the current device was read')\n"
+            "torch._C._dynamo = types.SimpleNamespace(guards=types.SimpleNamespace(_empty_strided_cuda=lean))\n"
+            "torch._C._cuda_getDevice = getdev\n"
+            "torch.cuda = types.SimpleNamespace(device_count=lambda: 1)\n"
+            "x = tensor(list(range(5)))\n"
+            "ys = [g8.call(x) for _ in range(3)]\n"
+            "print(len(calls), ys[2].tolist())\n")
+        r = self._child(script)
+        self.assertEqual(r.stdout, "2 [0.0, 8.0, 16.0, 24.0, 32.0]\n")
 
     def test_kernel_checks_in_the_extension_with_torch_tensors(self):
         # with the torch stand-in, Kernel calls go through the extension's
