@@ -635,6 +635,7 @@ static int py_end(tilec_emit *e, void *state)
     esc_py_bytes(&c, src, srclen, "    ");
     sb_puts(&c, "\n)\n\n");
     py_plan(&c, s);
+    int entry = py_call_cacheable(s);
     sb_puts(&c, "_graphs = {}  # device index: tilec.Graph\n_externs = None\n"
                 "_recipes = {}  # what call() did per key of its inputs and scalars (tilec.Graph.begin)\n"
                 "_fast = None  # the extension's run of a known key's recipe (tilec.fast_call), set by load()\n\n\n");
@@ -646,17 +647,22 @@ static int py_end(tilec_emit *e, void *state)
                   "    file read); returns the tilec.Graph. cuda_graph=True records the calls\n"
                   "    as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is\n"
                   "    read here.\"\"\"\n"
-                  "    global _fast\n"
+                  "    global _fast%s\n"
                   "    index = device or 0\n    graph = _graphs.get(index)\n    if graph is None:\n"
                   "        module = tilec.Module(path=TILE_FILE, source=TILE_SOURCE, device_=index)\n"
                   "        graph = tilec.Graph(module, ",
-              n);
+              n, entry ? ", call" : "");
     py_str(&c, n);
     sb_printf(&c, ", _TENSORS, _SCALARS, _STEPS, %s, _INPUTS)\n"
-                  "        _graphs[index] = graph\n        _fast = tilec.fast_call()\n"
-                  "    if cuda_graph:\n        graph.capture()\n"
-                  "    return graph\n\n\n",
+                  "        _graphs[index] = graph\n        _fast = tilec.fast_call()\n",
               s->externs ? "externs()" : "None");
+    if (entry) { /* a known key's call without a Python frame (the checked call() behind it) */
+        sb_puts(&c, "        call = tilec.fast_entry(_call, _recipes, \"");
+        py_call_kinds(&c, s);
+        sb_puts(&c, "\")\n");
+    }
+    sb_puts(&c, "    if cuda_graph:\n        graph.capture()\n"
+                "    return graph\n\n\n");
     sb_puts(&c, "def externs():\n"
                 "    \"\"\"The registry of extern kernels the graph calls (register your own on it).\"\"\"\n"
                 "    global _externs\n    if _externs is None:\n        _externs = tilec.Externs()\n"
@@ -715,6 +721,8 @@ static int py_end(tilec_emit *e, void *state)
     py_call_prologue(&c, s);
     sb_add(&c, sb_str(&s->checks), s->checks.n);
     py_call_body(&c, s);
+    if (entry)
+        sb_puts(&c, "\n\n_call = call  # the checked call(); load() puts tilec.fast_entry's Entry in front of it\n");
     py_bench_main(&c, s);
     int bad = s->failed || c.failed || mod.failed || s->steps.failed || s->checks.failed || s->scalars.failed ||
               s->values.failed ||

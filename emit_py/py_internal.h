@@ -48,6 +48,12 @@ void py_plan(strbuf *c, pystate *s);
 /* call()'s first lines: each input's TensorInfo, and the Recipe of a
  * known key run at once (torch's current stream); then the checks, then
  * py_call_body. */
+/* Does call() keep Recipes (every output a root of its own, and tensor
+ * inputs)? Sets s->cacheable; marks the roots that back outputs. */
+int py_call_cacheable(pystate *s);
+/* call()'s parameters as tilec.fast_entry's kinds: 't' a tensor, 'i' an
+ * integer scalar, 'f' a float one. */
+void py_call_kinds(strbuf *c, const pystate *s);
 void py_call_prologue(strbuf *c, pystate *s);
 void py_call_body(strbuf *c, pystate *s);
 

@@ -152,7 +152,7 @@ static int py_outputs_are_roots(pystate *s)
     return nout > 0;
 }
 
-void py_call_prologue(strbuf *c, pystate *s)
+int py_call_cacheable(pystate *s)
 {
     size_t nout = tilec_wir_output_count(s->w);
     /* a root that backs an output is allocated apart: the output is it, or a view of it */
@@ -161,6 +161,24 @@ void py_call_prologue(strbuf *c, pystate *s)
         if (b >= 0 && !s->bufs[s->bufs[b].root].input)
             s->bufs[s->bufs[b].root].standalone = 1;
     }
+    int inputs = 0;
+    for (size_t i = 0; i < s->nbufs; i++)
+        inputs |= s->bufs[i].input;
+    s->cacheable = inputs && py_outputs_are_roots(s);
+    return s->cacheable;
+}
+
+void py_call_kinds(strbuf *c, const pystate *s)
+{
+    for (uint32_t i = 0; i < s->g->nparams; i++) {
+        const tilec_tyexpr *t = &s->g->params[i].type;
+        sb_putc(c, t->kind == TILEC_TE_TENSOR ? 't' : tilec_dtype_class(t->dtype) == 'f' ? 'f' : 'i');
+    }
+}
+
+void py_call_prologue(strbuf *c, pystate *s)
+{
+    py_call_cacheable(s);
     strbuf infos, notnone, key, args, tail, lines;
     sb_init(&infos);
     sb_init(&notnone);
@@ -188,7 +206,6 @@ void py_call_prologue(strbuf *c, pystate *s)
         mg_py_helper(&key, n, strlen(n), "info");
         sb_puts(&key, ".key");
     }
-    s->cacheable = infos.n && py_outputs_are_roots(s);
     int scalars = 0;
     for (uint32_t i = 0; i < s->g->nparams && s->cacheable; i++) { /* the scalars and their types */
         if (s->g->params[i].type.kind == TILEC_TE_TENSOR)

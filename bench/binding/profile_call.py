@@ -20,6 +20,7 @@ Python, the extension's rcall called directly, the plan run from Python,
 and the plan run in a C loop (TILEC_BENCH_LIB's tb_plan_host_us), all in
 this process, the rounds going round the sides."""
 import cProfile
+import os
 import pstats
 import statistics
 import sys
@@ -173,7 +174,6 @@ def replay(g, x, vals, dev, N):
 
 def phases(g, x, vals, N):
     import ctypes
-    import os
     nat = tilec._library.native()
     if nat is None or not hasattr(nat, "prof"):
         print("phases: the extension was not built with TILEC_NATIVE_PROF (make native-prof)", flush=True)
@@ -205,6 +205,7 @@ def phases(g, x, vals, N):
         (N,), (1,)
     sides = {
         "chain8.call(x)": lambda: chain8.call(x),
+        "chain8._call(x) (Python call())": lambda: chain8._call(x),
         "rcall direct": lambda: fast(recipes, (x,), ()),
         "graph.run from Python": lambda: g.run(vals, None),
         "lean alloc, dropped": lambda: lean(size, stride, f32),
@@ -215,19 +216,40 @@ def phases(g, x, vals, N):
         "stream and device": lambda: (raw(0), getdev()),
         "stream and device, then graph.run": lambda: (raw(0), getdev(), g.run(vals, None)),
     }
+    table(nat, rate, sides, c_plan)
+    table(nat, rate, sides, c_plan, 256)  # the harness's host table: rounds of 256 calls
+    # the same once torch.compile has compiled and run a function in this
+    # process (as the harness's host table does before it times any side)
+    def chain8_torch(v):
+        t = torch.relu(v * 2.0 + 1.0)
+        return torch.clamp_max((-t) * (-t) * 0.5 - 3.0, 4.0)
+    compiled = torch.compile(chain8_torch)
+    compiled(x)
+    torch.cuda.synchronize()
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+    from bench import host_env  # the harness's wait for a quiet machine
+    print(f"== after torch.compile ({host_env()})", flush=True)
+    sides["torch.compile'd chain8"] = lambda: compiled(x)
+    table(nat, rate, sides, c_plan)
+    table(nat, rate, sides, c_plan, 256)
+
+
+def table(nat, rate, sides, c_plan, n=2000):
+    print(f"-- rounds of {n} calls", flush=True)
     res = {k: [] for k in list(sides) + ["C plan loop"]}
     ph = None
     for _ in range(11):
         for name, fn in sides.items():
             nat.prof()
-            res[name].append(us(fn, 2000, 1))
+            torch.cuda.synchronize()
+            res[name].append(us(fn, n, 1))
             p = nat.prof()
             if name == "chain8.call(x)":
                 ph = [c / p[0] / rate for c in p[1]] if ph is None else [
                     q + c / p[0] / rate for q, c in zip(ph, p[1])]
                 names = p[2]
         torch.cuda.synchronize()
-        res["C plan loop"].append(c_plan())
+        res["C plan loop"].append(c_plan(n))
         torch.cuda.synchronize()
     for name, v in res.items():
         print(f"{name:36s} {statistics.median(v):8.2f} us (min {min(v):.2f})", flush=True)

@@ -575,6 +575,11 @@ def chain8_torch(x):
     return torch.clamp_max((-t) * (-t) * 0.5 - 3.0, 4.0)
 
 
+def chain8_torch_capture(x):
+    """chain8_torch under another code object: what the torch.compile CUDA-graph side compiles."""
+    return chain8_torch(x)
+
+
 def graph_host(run):
     """Host µs per call of bench/wrapper/chain8.tile (eight small kernels in a
     row) on N = 4096, by the host-time method: the generated C wrapper, the
@@ -663,13 +668,18 @@ def graph_host(run):
         "tilec C plan (CUDA graph replay)": lambda: c_plan(True),
         "torch eager": lambda: Timer.host_py(lambda: chain8_torch(x), n),
     }
-    compiled = None
+    compiled = captured = None
     if not run.args.no_compile:
         compiled = run.compiled(chain8_torch, None)
         compiled(x)
         sides["torch.compile"] = lambda: Timer.host_py(lambda: compiled(x), n)
+        # the CUDA-graph side captures a compiled function of its own (another
+        # code object, so dynamo keeps its cache apart): a capture must not
+        # change what the eager torch.compile side runs
+        captured = torch.compile(chain8_torch_capture)
+        captured(x)
     for gname, fn in (("torch eager (CUDA graph replay)", chain8_torch),
-                      ("torch.compile (CUDA graph replay)", compiled)):
+                      ("torch.compile (CUDA graph replay)", captured)):
         if fn is not None:
             add_graph_replay(run, case, sides, gname, lambda fn=fn: fn(x), n)
     host_sides(run, case, sides, rounds, n)
@@ -714,6 +724,44 @@ def add_graph_replay(run, case, sides, gname, call, n):
         run.emit({"kind": "host", "case": case, "side": gname, "error": str(e)[:300]})
 
 
+def machine_busy(secs=0.5):
+    """CPUs the whole machine keeps busy over secs (/proc/stat), and this
+    process's share of them while it sleeps."""
+    def system():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v) - v[3] - v[4], sum(v)  # busy (all but idle and iowait), total
+    def own():
+        with open("/proc/self/stat") as f:
+            v = f.read().rsplit(")", 1)[1].split()
+        return int(v[11]) + int(v[12])
+    (b0, t0), o0 = system(), own()
+    time.sleep(secs)
+    (b1, t1), o1 = system(), own()
+    ncpu = os.cpu_count() or 1
+    return (b1 - b0) / max(t1 - t0, 1) * ncpu, (o1 - o0) / os.sysconf("SC_CLK_TCK") / secs
+
+
+def host_env(limit_s=120):
+    """Wait for a quiet machine before a host table (torch.compile leaves
+    compile workers that import torch for seconds after it returns: they
+    are shut down, and the table waits until the machine keeps under half a
+    CPU busy, at most limit_s), then what else runs: this process's
+    threads, the machine's busy CPUs and this process's share while it
+    sleeps, and the seconds waited."""
+    try:
+        from torch._inductor import async_compile
+        getattr(async_compile, "shutdown_compile_workers", lambda: None)()
+    except Exception:  # noqa: BLE001 (an older or newer torch: then only the wait)
+        pass
+    t0 = time.time()
+    busy, own = machine_busy()
+    while busy > 0.5 and time.time() - t0 < limit_s:
+        busy, own = machine_busy()
+    return {"threads": len(os.listdir("/proc/self/task")), "machine_busy_cpus": round(busy, 2),
+            "busy": round(own, 2), "waited_s": round(time.time() - t0, 1)}
+
+
 def host_sides(run, case, sides, rounds, n):
     """Each side's host µs per call: the median of `rounds` rounds, recorded.
     The rounds go round the sides (side 1, side 2, ..., then again), so a
@@ -722,6 +770,10 @@ def host_sides(run, case, sides, rounds, n):
     recorded with its error and left out of the later rounds."""
     vals = {side: [] for side in sides}
     errors = {}
+    env = host_env()
+    run.emit(dict({"kind": "host_env", "case": case}, **env))
+    print(f"  ({env['threads']} threads in this process; the machine keeps {env['machine_busy_cpus']} CPUs busy, "
+          f"this process {env['busy']:.0%} of one while it sleeps; waited {env['waited_s']} s for that)", flush=True)
     for _ in range(rounds):
         for side, fn in sides.items():
             if side in errors:

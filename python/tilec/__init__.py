@@ -27,12 +27,12 @@ from .buffer import Buffer, Pool, TensorInfo, as_buffer, copy, fill, pointer_of,
 from .checks import RangeError, aligned, cdiv, check_fits, check_float, check_int, check_tensor, div, mod
 from .debug import debug_kernels, debug_level
 from .device import Device, device, stream_handle
-from .graph import Graph, fast_call
+from .graph import Graph, fast_call, fast_entry
 from .kernel import Kernel
 from .module import Externs, Module, load
 
-__all__ = ["__version__", "TilecError", "RangeError", "Device", "Buffer", "Module", "Kernel", "Graph", "fast_call", "load", "device",
-           "pointer_of", "TensorInfo", "tensor_info", "as_buffer", "copy", "fill", "cdiv", "div", "mod", "aligned",
-           "check_fits", "check_tensor", "check_int", "check_float", "Pool", "Externs", "random_buffer",
-           "debug_kernels", "debug_level", "stream_handle", "version", "PTR", "I32", "I64", "F32", "F64", "U32",
-           "U64"]
+__all__ = ["__version__", "TilecError", "RangeError", "Device", "Buffer", "Module", "Kernel", "Graph", "fast_call",
+           "fast_entry", "load", "device", "pointer_of", "TensorInfo", "tensor_info", "as_buffer", "copy", "fill",
+           "cdiv", "div", "mod", "aligned", "check_fits", "check_tensor", "check_int", "check_float", "Pool",
+           "Externs", "random_buffer", "debug_kernels", "debug_level", "stream_handle", "version", "PTR", "I32", "I64",
+           "F32", "F64", "U32", "U64"]

@@ -12,7 +12,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <string.h>
+#include <structmember.h>
 
 typedef union arg {
     uint64_t ptr;
@@ -148,14 +150,16 @@ static PyObject *n_launch(PyObject *self, PyObject *args)
     return Py_BuildValue("(ii)", st, variant < 0 ? chosen : variant);
 }
 
-/* ---- a Kernel call's checks in C (kcall) ----
- * spec: (prog, name, variant, kinds, dtypes, sizes, device, tensor_type,
- * raw_stream): kinds as for pack(); dtypes the torch dtype each pointer
- * parameter wants (None for scalars), sizes its element size in bytes;
- * tensor_type torch.Tensor and raw_stream torch's current-stream getter
- * (torch._C._cuda_getCurrentRawStream). An argument the fast checks do not
- * accept, whatever the reason, makes kcall return None without launching:
- * the Python checks then run, and raise the error that names it. */
+/* ---- a Kernel call's checks in C (kcompile, kcall) ----
+ * kcompile(spec) -> capsule; spec: (prog, name, variant, kinds, dtypes,
+ * sizes, device, tensor_type, raw_stream): kinds as for pack(); dtypes
+ * the torch dtype each pointer parameter wants (None for scalars), sizes
+ * its element size in bytes; tensor_type torch.Tensor and raw_stream
+ * torch's current-stream getter (torch._C._cuda_getCurrentRawStream),
+ * read once into C data. kcall(capsule, args, stream) checks and
+ * launches: an argument the fast checks do not accept, whatever the
+ * reason, makes it return None without launching: the Python checks then
+ * run, and raise the error that names it. */
 
 /* The address of torch tensor t if it is a contiguous tensor of dtype on
  * CUDA device dev, aligned to size; 0 otherwise (or a Python error set). */
@@ -219,32 +223,111 @@ static int k_scalar(PyObject *v, char k, arg *out)
     }
 }
 
-/* kcall(spec, args, stream) -> (status, chosen), or None: see above */
-static PyObject *n_kcall(PyObject *self, PyObject *argv)
-{
-    (void)self;
-    PyObject *prog, *dtypes, *ttype, *raw, *args, *stream;
-    const char *name, *kinds, *sizes;
-    Py_ssize_t nk, ns;
+typedef struct kspec {
+    void *prog;
+    char *name;
     int variant;
     long dev;
-    arg a[64];
-    if (!PyArg_ParseTuple(argv, "(Oyiy#Oy#lOO)OO", &prog, &name, &variant, &kinds, &nk, &dtypes, &sizes, &ns, &dev,
-                          &ttype, &raw, &args, &stream))
+    Py_ssize_t n;
+    char kinds[64];
+    char sizes[64];
+    PyObject *dtypes[64]; /* strong; NULL for scalars */
+    PyObject *ttype, *raw, *raw_args;
+} kspec;
+
+static const char K_CAPSULE[] = "tilec.kspec";
+
+static void k_free(PyObject *cap)
+{
+    kspec *k = PyCapsule_GetPointer(cap, K_CAPSULE);
+    if (!k)
+        return;
+    for (Py_ssize_t i = 0; i < k->n; i++)
+        Py_XDECREF(k->dtypes[i]);
+    Py_XDECREF(k->ttype);
+    Py_XDECREF(k->raw);
+    Py_XDECREF(k->raw_args);
+    PyMem_Free(k->name);
+    PyMem_Free(k);
+}
+
+/* kcompile(spec) -> capsule: see above */
+static PyObject *n_kcompile(PyObject *self, PyObject *argv)
+{
+    (void)self;
+    PyObject *prog, *dtypes, *ttype, *raw;
+    const char *name, *kinds, *sizes;
+    Py_ssize_t nk, ns, nn;
+    int variant;
+    long dev;
+    if (!PyArg_ParseTuple(argv, "(Oy#iy#O!y#lOO)", &prog, &name, &nn, &variant, &kinds, &nk, &PyTuple_Type, &dtypes,
+                          &sizes, &ns, &dev, &ttype, &raw))
         return NULL;
-    if (!PyTuple_Check(args) || PyTuple_Size(args) != nk || nk > 64 || ns != nk || !launch)
+    if (nk > 64 || ns != nk || PyTuple_Size(dtypes) != nk || !PyType_Check(ttype) || !PyCallable_Check(raw))
+        return PyErr_Format(PyExc_ValueError, "kcompile: %zd kinds (at most 64), %zd sizes, %zd dtypes, a type and a "
+                                              "stream getter",
+                            nk, ns, PyTuple_Size(dtypes));
+    kspec *k = PyMem_Calloc(1, sizeof *k);
+    char *nm = PyMem_Malloc((size_t)nn + 1);
+    PyObject *cap = k && nm ? PyCapsule_New(k, K_CAPSULE, k_free) : NULL;
+    if (!cap) {
+        PyMem_Free(k);
+        PyMem_Free(nm);
+        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+    }
+    memcpy(nm, name, (size_t)nn);
+    nm[nn] = 0;
+    k->name = nm; /* from here the capsule owns k: k_free undoes whatever was set */
+    k->prog = PyLong_AsVoidPtr(prog);
+    k->variant = variant;
+    k->dev = dev;
+    k->n = nk;
+    memcpy(k->kinds, kinds, (size_t)nk);
+    memcpy(k->sizes, sizes, (size_t)nk);
+    for (Py_ssize_t i = 0; i < nk; i++) {
+        PyObject *d = PyTuple_GetItem(dtypes, i);
+        if (kinds[i] == 'p' && d != Py_None) {
+            Py_INCREF(d);
+            k->dtypes[i] = d;
+        }
+    }
+    Py_INCREF(ttype);
+    Py_INCREF(raw);
+    k->ttype = ttype;
+    k->raw = raw;
+    k->raw_args = Py_BuildValue("(l)", dev);
+    if (PyErr_Occurred() || !k->raw_args) {
+        Py_DECREF(cap);
+        return NULL;
+    }
+    return cap;
+}
+
+/* kcall(capsule, args, stream) -> the variant launched, (status, variant)
+ * for a launch the runtime failed, or None: see above (METH_FASTCALL) */
+static PyObject *n_kcall(PyObject *self, PyObject *const *argv, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 3)
+        return PyErr_Format(PyExc_TypeError, "kcall takes 3 arguments; got %zd", nargs);
+    kspec *k = PyCapsule_GetPointer(argv[0], K_CAPSULE);
+    if (!k)
+        return NULL;
+    PyObject *args = argv[1], *stream = argv[2];
+    arg a[64];
+    if (!PyTuple_Check(args) || PyTuple_Size(args) != k->n || !launch)
         Py_RETURN_NONE;
     int torch = 0;
-    for (Py_ssize_t i = 0; i < nk; i++) {
+    for (Py_ssize_t i = 0; i < k->n; i++) {
         PyObject *v = PyTuple_GetItem(args, i);
-        if (kinds[i] == 'p') {
-            if (ttype == Py_None || PyObject_IsInstance(v, ttype) != 1 ||
-                !(a[i].u64 = k_tensor(v, PyTuple_GetItem(dtypes, i), dev, sizes[i]))) {
+        if (k->kinds[i] == 'p') {
+            if (!k->dtypes[i] || !PyType_IsSubtype(Py_TYPE(v), (PyTypeObject *)k->ttype) ||
+                !(a[i].u64 = k_tensor(v, k->dtypes[i], k->dev, k->sizes[i]))) {
                 PyErr_Clear();
                 Py_RETURN_NONE;
             }
             torch = 1;
-        } else if (!k_scalar(v, kinds[i], &a[i])) {
+        } else if (!k_scalar(v, k->kinds[i], &a[i])) {
             PyErr_Clear();
             Py_RETURN_NONE;
         }
@@ -252,17 +335,17 @@ static PyObject *n_kcall(PyObject *self, PyObject *argv)
     void *s = NULL;
     if (stream != Py_None)
         s = PyLong_AsVoidPtr(stream);
-    else if (torch && raw != Py_None) {
-        PyObject *h = PyObject_CallFunction(raw, "l", dev);
+    else if (torch) {
+        PyObject *h = PyObject_Call(k->raw, k->raw_args, NULL);
         s = h ? PyLong_AsVoidPtr(h) : NULL;
         Py_XDECREF(h);
     }
-    void *p = PyLong_AsVoidPtr(prog);
     if (PyErr_Occurred())
         return NULL;
-    int chosen = -1;
-    int st = variant < 0 ? launch_best(p, name, a, (uint32_t)nk, s, &chosen) : launch(p, name, variant, a, (uint32_t)nk, s);
-    return Py_BuildValue("(ii)", st, variant < 0 ? chosen : variant);
+    int chosen = k->variant;
+    int st = k->variant < 0 ? launch_best(k->prog, k->name, a, (uint32_t)k->n, s, &chosen)
+                            : launch(k->prog, k->name, k->variant, a, (uint32_t)k->n, s);
+    return st ? Py_BuildValue("(ii)", st, chosen) : PyLong_FromLong(chosen);
 }
 
 /* The address attribute or method `name` of item j of seq, plus off; 0
@@ -673,14 +756,14 @@ static PyObject *n_rrelease(PyObject *self, PyObject *cap)
     Py_RETURN_NONE;
 }
 
-/* The key of rcall's tensors and tail, the tensors' addresses into ptr;
- * NULL (no Python error) when one tensor does not fit the path. */
-static PyObject *r_make_key(PyObject *tensors, PyObject *tail, uint64_t *ptr)
+/* The key of rcall's tensors t[0..nt) and tail, the tensors' addresses
+ * into ptr; NULL (no Python error) when one tensor does not fit the path. */
+static PyObject *r_make_key(PyObject *const *t, Py_ssize_t nt, PyObject *tail, uint64_t *ptr)
 {
-    Py_ssize_t nt = PyTuple_Size(tensors), ns = PyTuple_Size(tail);
+    Py_ssize_t ns = PyTuple_Size(tail);
     PyObject *key = nt <= R_MAX_TENSORS ? PyTuple_New(nt + ns) : NULL;
     for (Py_ssize_t i = 0; key && i < nt + ns; i++) {
-        PyObject *v = i < nt ? PyTuple_GetItem(tensors, i) : PyTuple_GetItem(tail, i - nt);
+        PyObject *v = i < nt ? t[i] : PyTuple_GetItem(tail, i - nt);
         PyObject *k = NULL;
         if (i >= nt) {
             Py_INCREF(v);
@@ -697,18 +780,13 @@ static PyObject *r_make_key(PyObject *tensors, PyObject *tail, uint64_t *ptr)
     return key;
 }
 
-/* rcall(recipes, tensors, tail) -> the outputs, or None: see above (METH_FASTCALL) */
-static PyObject *n_rcall(PyObject *self, PyObject *const *argv, Py_ssize_t nargs)
+/* The outputs of the recipe recipes holds for tensors t[0..nt) and tail,
+ * or None (see rcall); NULL on error. */
+static PyObject *r_call(PyObject *recipes, PyObject *const *t, Py_ssize_t nt, PyObject *tail)
 {
-    (void)self;
-    if (nargs != 3)
-        return PyErr_Format(PyExc_TypeError, "rcall takes 3 arguments; got %zd", nargs);
-    PyObject *recipes = argv[0], *tensors = argv[1], *tail = argv[2];
-    if (!r_ttype || !PyDict_Check(recipes) || !PyTuple_Check(tensors) || !PyTuple_Check(tail))
-        Py_RETURN_NONE;
     uint64_t in[R_MAX_TENSORS];
     PROF_START();
-    PyObject *key = r_make_key(tensors, tail, in);
+    PyObject *key = r_make_key(t, nt, tail, in);
     PROF_AT(P_KEY);
     if (!key)
         Py_RETURN_NONE;
@@ -723,12 +801,202 @@ static PyObject *n_rcall(PyObject *self, PyObject *const *argv, Py_ssize_t nargs
     }
     Py_INCREF(rec); /* the run may call back into Python, which may drop the dict's entry */
     PROF_AT(P_LOOKUP);
-    PyObject *out = r_run(r, rec, in, PyTuple_Size(tensors));
+    PyObject *out = r_run(r, rec, in, nt);
     Py_DECREF(rec);
     Py_DECREF(fast);
     PROF_AT(P_END);
     return out;
 }
+
+/* rcall(recipes, tensors, tail) -> the outputs, or None: see above (METH_FASTCALL) */
+static PyObject *n_rcall(PyObject *self, PyObject *const *argv, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 3)
+        return PyErr_Format(PyExc_TypeError, "rcall takes 3 arguments; got %zd", nargs);
+    PyObject *recipes = argv[0], *tensors = argv[1], *tail = argv[2];
+    if (!r_ttype || !PyDict_Check(recipes) || !PyTuple_Check(tensors) || !PyTuple_Check(tail))
+        Py_RETURN_NONE;
+    Py_ssize_t nt = PyTuple_Size(tensors);
+    PyObject *t[R_MAX_TENSORS];
+    if (nt > R_MAX_TENSORS)
+        Py_RETURN_NONE;
+    for (Py_ssize_t i = 0; i < nt; i++)
+        t[i] = PyTuple_GetItem(tensors, i);
+    return r_call(recipes, t, nt, tail);
+}
+
+/* ---- a wrapper's call() as one C call (Entry) ----
+ * Entry(fallback, recipes, kinds): what a generated wrapper's load() puts
+ * in front of its call() (tilec.fast_entry). Called with positional
+ * arguments only, as many as kinds has letters ('t' a tensor, 'i' an
+ * integer scalar, 'f' a float one), it makes the key the wrapper's first
+ * line makes (the tensors, then each scalar with its type, and a float's
+ * str() as well) and runs the known key's recipe, with no Python frame;
+ * anything else (a keyword such as stream=, another count, an unknown
+ * key, a tensor the recipes do not take) calls fallback, the wrapper's
+ * call(), with the same arguments. Its __dict__ carries __doc__,
+ * __wrapped__ and the rest (functools.update_wrapper), so help() and
+ * inspect.signature() show call()'s. */
+typedef struct entry {
+    PyObject_HEAD
+    PyObject *fallback, *recipes, *dict;
+    Py_ssize_t n, nt;
+    char kinds[R_MAX_TENSORS + 1];
+} entry;
+
+static PyObject *e_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    PyObject *fallback, *recipes;
+    const char *kinds;
+    Py_ssize_t n;
+    if (kw && PyDict_Size(kw))
+        return PyErr_Format(PyExc_TypeError, "Entry takes no keyword arguments");
+    if (!PyArg_ParseTuple(args, "OO!s#", &fallback, &PyDict_Type, &recipes, &kinds, &n))
+        return NULL;
+    if (!PyCallable_Check(fallback) || n > R_MAX_TENSORS)
+        return PyErr_Format(PyExc_ValueError, "Entry(fallback, recipes, kinds): a callable, a dict and at most %d "
+                                              "kinds",
+                            R_MAX_TENSORS);
+    Py_ssize_t nt = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (kinds[i] != 't' && kinds[i] != 'i' && kinds[i] != 'f')
+            return PyErr_Format(PyExc_ValueError, "Entry: kind %c is none of t, i, f", kinds[i]);
+        nt += kinds[i] == 't';
+    }
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    entry *e = (entry *)alloc(type, 0);
+    if (!e)
+        return NULL;
+    Py_INCREF(fallback);
+    Py_INCREF(recipes);
+    e->fallback = fallback;
+    e->recipes = recipes;
+    e->n = n;
+    e->nt = nt;
+    memcpy(e->kinds, kinds, (size_t)n);
+    e->kinds[n] = 0;
+    return (PyObject *)e;
+}
+
+static int e_traverse(PyObject *self, visitproc visit, void *data)
+{
+    entry *e = (entry *)self;
+    /* a heap type's instances hold the type as well */
+    PyObject *held[] = {e->fallback, e->recipes, e->dict, (PyObject *)Py_TYPE(self)};
+    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++) {
+        int r = held[i] ? visit(held[i], data) : 0;
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+static int e_clear(PyObject *self)
+{
+    entry *e = (entry *)self;
+    Py_CLEAR(e->fallback);
+    Py_CLEAR(e->recipes);
+    Py_CLEAR(e->dict);
+    return 0;
+}
+
+static void e_dealloc(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    e_clear(self);
+    freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    f(self);
+    Py_DECREF(tp);
+}
+
+/* The tail of the key: each scalar, its type, and a float's str(); NULL on error. */
+static PyObject *e_tail(const entry *e, PyObject *args)
+{
+    Py_ssize_t ns = 0;
+    for (Py_ssize_t i = 0; i < e->n; i++)
+        ns += e->kinds[i] == 'i' ? 2 : e->kinds[i] == 'f' ? 3 : 0;
+    PyObject *tail = PyTuple_New(ns);
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; tail && i < e->n; i++) {
+        if (e->kinds[i] == 't')
+            continue;
+        PyObject *v = PyTuple_GetItem(args, i);
+        PyObject *ty = (PyObject *)Py_TYPE(v);
+        Py_INCREF(v);
+        Py_INCREF(ty);
+        PyTuple_SetItem(tail, j++, v);
+        PyTuple_SetItem(tail, j++, ty);
+        if (e->kinds[i] == 'f') {
+            PyObject *str = PyObject_Str(v);
+            if (!str) {
+                Py_CLEAR(tail);
+                break;
+            }
+            PyTuple_SetItem(tail, j++, str);
+        }
+    }
+    return tail;
+}
+
+static PyObject *e_call(PyObject *self, PyObject *args, PyObject *kw)
+{
+    entry *e = (entry *)self;
+    if (r_ttype && (!kw || !PyDict_Size(kw)) && PyTuple_Size(args) == e->n) {
+        PyObject *t[R_MAX_TENSORS];
+        Py_ssize_t nt = 0;
+        for (Py_ssize_t i = 0; i < e->n; i++)
+            if (e->kinds[i] == 't')
+                t[nt++] = PyTuple_GetItem(args, i);
+        PyObject *tail = e_tail(e, args);
+        if (tail) {
+            PyObject *out = r_call(e->recipes, t, nt, tail);
+            Py_DECREF(tail);
+            if (out != Py_None)
+                return out; /* the outputs, or NULL with the run's error */
+            Py_DECREF(out);
+        } else {
+            PyErr_Clear(); /* a scalar whose str() fails: the wrapper's checks say what is wrong */
+        }
+    }
+    return PyObject_Call(e->fallback, args, kw);
+}
+
+/* Returns self: an Entry is a routine to inspect and pydoc (help() documents it as call()). */
+static PyObject *e_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    (void)obj;
+    (void)type;
+    Py_INCREF(self);
+    return self;
+}
+
+static PyMemberDef e_members[] = {
+    {"__dictoffset__", T_PYSSIZET, offsetof(entry, dict), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef e_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot e_slots[] = {
+    {Py_tp_getset, e_getset},
+    {Py_tp_new, (void *)e_new},
+    {Py_tp_call, (void *)e_call},
+    {Py_tp_dealloc, (void *)e_dealloc},
+    {Py_tp_traverse, (void *)e_traverse},
+    {Py_tp_clear, (void *)e_clear},
+    {Py_tp_descr_get, (void *)e_get},
+    {Py_tp_members, e_members},
+    {Py_tp_doc, (void *)"a generated wrapper's call() in C (tilec.fast_entry)"},
+    {0, NULL},
+};
+
+static PyType_Spec e_spec = {"tilec_native.Entry", sizeof(entry), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+                             e_slots};
 
 #if defined(TILEC_NATIVE_PROF) && defined(__x86_64__)
 /* prof() -> (calls, (cycles per phase ...), names, tsc): what rcall counted since the last prof(),
@@ -765,7 +1033,10 @@ static PyMethodDef methods[] = {
     {"rcompile", n_rcompile, METH_VARARGS, "rcompile(fast) -> a Recipe's run as C data (a capsule) for rcall"},
     {"rrelease", n_rrelease, METH_O, "rrelease(capsule): a compiled recipe gives its static outputs back"},
     {"recipe_run", n_recipe_run, METH_VARARGS, "recipe_run(plan, kinds, template, infos, outs, ws, stream) -> status"},
-    {"kcall", n_kcall, METH_VARARGS, "kcall(spec, args, stream) -> (status, chosen), or None for the Python checks"},
+    {"kcompile", n_kcompile, METH_VARARGS, "kcompile(spec) -> a Kernel's launch checks as C data (a capsule)"},
+    {"kcall", (PyCFunction)(void (*)(void))n_kcall, METH_FASTCALL,
+     "kcall(capsule, args, stream) -> the variant launched, (status, variant) for a failed launch, or None for the "
+     "Python checks"},
     {"init", n_init, METH_VARARGS, "init(plan_run, launch, launch_best): the runtime's entry points"},
     {"plan_run", n_plan_run, METH_VARARGS, "plan_run(plan, kinds, values, stream) -> status"},
     {"launch", n_launch, METH_VARARGS, "launch(prog, name, variant, kinds, values, stream) -> (status, chosen)"},
@@ -788,5 +1059,12 @@ PyMODINIT_FUNC PyInit_tilec_native(void)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!*names[i].at && !(*names[i].at = PyUnicode_InternFromString(names[i].name)))
             return NULL;
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    PyObject *et = m ? PyType_FromSpec(&e_spec) : NULL;
+    if (!et || PyModule_AddObject(m, "Entry", et)) {
+        Py_XDECREF(et);
+        Py_XDECREF(m);
+        return NULL;
+    }
+    return m;
 }

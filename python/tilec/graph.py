@@ -11,6 +11,7 @@ sees its slot values and replays them afterwards (tilec/plan.h)."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -530,3 +531,19 @@ def fast_call() -> Any:
     first line, in C), or None without the extension."""
     n = native()
     return getattr(n, "rcall", None) if n is not None else None
+
+
+def fast_entry(fn: Any, recipes: dict, kinds: str) -> Any:
+    """A generated wrapper's call() behind the extension's Entry, or fn
+    itself without the extension: called with positional arguments only
+    (kinds: 't' a tensor, 'i' an integer scalar, 'f' a float one, per
+    parameter), the Entry runs a known key's Recipe in C without entering
+    fn; any other call is fn's, checks and all. It carries fn's name,
+    docstring and signature (functools.update_wrapper), so help() and
+    inspect.signature() show fn's. load() of a wrapper puts it in front
+    of call()."""
+    n = native()
+    entry = getattr(n, "Entry", None) if n is not None else None
+    if entry is None:
+        return fn
+    return functools.update_wrapper(entry(fn, recipes, kinds), fn)

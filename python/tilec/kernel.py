@@ -142,7 +142,7 @@ class Kernel:
         self._lib = L
         self._native = native()
         self._kinds_b = "".join(_NATIVE_KINDS[k] for k in self.kinds).encode()
-        self._spec: Any = False  # kcall's spec: False until made, None when there is no fast path
+        self._spec: Any = False  # kcall's compiled spec: False until made, None when there is no fast path
 
     def __repr__(self) -> str:
         return f"<tilec.Kernel {self.name}({', '.join(map(repr, self.params))})>"
@@ -172,11 +172,12 @@ class Kernel:
                 vals.append(check_int(self.name, p.name, _KIND_NAMES[k], a))
         return vals, use_torch
 
-    def _fast_spec(self) -> Optional[tuple]:
+    def _fast_spec(self) -> Any:
         """What the extension's kcall needs (its checks in C, for torch
-        tensors and exact ints and floats), made once torch is imported."""
+        tensors and exact ints and floats), compiled once torch is
+        imported; None without the extension, torch or its stream getter."""
         torch = torch_module()
-        if self._native is None or not hasattr(self._native, "kcall") or torch is None:
+        if self._native is None or not hasattr(self._native, "kcompile") or torch is None:
             return None
         names = {v: k for k, v in TORCH_NAMES.items()}
         dtypes = tuple(getattr(torch, names.get(p.dtype, ""), None) if p.kind == PTR else None for p in self.params)
@@ -184,21 +185,25 @@ class Kernel:
             return None
         sizes = bytes(DTYPES[p.dtype][0] if p.kind == PTR else 8 for p in self.params)
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        return (self.module._prog.value, self._name_b, -1 if self.variant is None else self.variant, self._kinds_b,
-                dtypes, sizes, self._device_index, torch.Tensor, raw)
+        if raw is None:
+            return None
+        return self._native.kcompile((self.module._prog.value, self._name_b,
+                                      -1 if self.variant is None else self.variant, self._kinds_b, dtypes, sizes,
+                                      self._device_index, torch.Tensor, raw))
 
     def __call__(self, *args: Any, stream: Any = None) -> None:
         spec = self._spec
         if spec is False:
             spec = self._spec = self._fast_spec()
-        if spec is not None and (stream is None or type(stream) is int) and spec[8] is not None:
+        if spec is not None and (stream is None or type(stream) is int):
             r = self._native.kcall(spec, args, stream)
             if r is not None:  # checked and launched in C; None: the checks below say what is wrong
+                if type(r) is int:
+                    self.last_variant = r
+                    return
                 self.last_variant = r[1]
-                if r[0] != 0:
-                    raise TilecError(f"launch of {self.name}: " +
-                                     self._lib.tilec_rt_last_error(self.module.device._h).decode())
-                return
+                raise TilecError(f"launch of {self.name}: " +
+                                 self._lib.tilec_rt_last_error(self.module.device._h).decode())
         vals, use_torch = self.check(args)
         s = stream_handle(stream, self._device_index, use_torch)
         L = self._lib

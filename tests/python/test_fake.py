@@ -366,6 +366,35 @@ class FakeDriverTests(unittest.TestCase):
         self.assertEqual(r.stdout, "[((5,), (1,), 'float32'), ((5,), (1,), 'float32')] "
                                    "[0.0, 8.0, 16.0, 24.0, 32.0]\n2 [0.0, 8.0, 16.0, 24.0, 32.0]\n")
 
+    def test_a_known_keys_call_enters_no_python_frame(self):
+        # load() puts the extension's Entry in front of call(): a known key's
+        # call runs its recipe in C; a keyword, another count or an unknown
+        # key is call()'s, which also shows its name, signature and docstring
+        if tilec._library.native() is None:
+            self.skipTest("no extension (TILEC_NO_NATIVE=1 or not built): no recipes")
+        script = _TORCH_STAND_IN + (
+            "import inspect, sys, g8\n"
+            "g8.load()\n"
+            "x = tensor(list(range(5)))\n"
+            "g8.call(x)  # the first call of a key is checked, and records its recipe\n"
+            "frames = []\n"
+            "def prof(frame, event, arg):\n"
+            "    if event == 'call' and frame.f_code.co_filename.endswith('g8.py'):\n"
+            "        frames.append(frame.f_code.co_name)\n"
+            "sys.setprofile(prof)\n"
+            "ys = [g8.call(x) for _ in range(3)]\n"
+            "n = len(frames)\n"
+            "z = g8.call(x, stream=None)\n"
+            "sys.setprofile(None)\n"
+            "print(type(g8.call).__name__, n, frames, ys[2].tolist(), z.tolist())\n"
+            "print(inspect.signature(g8.call), g8.call.__name__, g8.call.__doc__.splitlines()[0])\n"
+            "try:\n    g8.call()\nexcept TypeError as e:\n    print('TypeError', \"'x'\" in str(e))\n"
+            "try:\n    g8.call(tensor([1, 2], dtype=\"int32\"))\nexcept ValueError as e:\n    print(e)\n")
+        r = self._child(script)
+        self.assertEqual(r.stdout, "Entry 0 ['call'] [0.0, 8.0, 16.0, 24.0, 32.0] [0.0, 8.0, 16.0, 24.0, 32.0]\n"
+                                   "(x, *, stream=None) call Run graph g8.\nTypeError True\n"
+                                   "g8: x must be a f32 tensor of rank 1\n")
+
     def test_one_device_needs_no_current_device_read(self):
         # a process that sees one CUDA device has it as the current one: the
         # recipe allocates with the lean allocator without asking

@@ -80,7 +80,7 @@ def load(device=None, cuda_graph=False):
     file read); returns the tilec.Graph. cuda_graph=True records the calls
     as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is
     read here."""
-    global _fast
+    global _fast, call
     index = device or 0
     graph = _graphs.get(index)
     if graph is None:
@@ -88,6 +88,7 @@ def load(device=None, cuda_graph=False):
         graph = tilec.Graph(module, "multi", _TENSORS, _SCALARS, _STEPS, externs(), _INPUTS)
         _graphs[index] = graph
         _fast = tilec.fast_call()
+        call = tilec.fast_entry(_call, _recipes, "tt")
     if cuda_graph:
         graph.capture()
     return graph
@@ -162,6 +163,9 @@ def call(x, bias, *, stream=None):
     _g.run((_x_info.ptr, _bias_info.ptr, _vals_p, _idx_p, _tmp_p, _lo_p, _hi_p, _out_p, _R_s, _C_s,), _c.stream)
     _c.done()
     return out_, lo
+
+
+_call = call  # the checked call(); load() puts tilec.fast_entry's Entry in front of it
 
 
 def main(argv):

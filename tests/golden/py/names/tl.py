@@ -82,7 +82,7 @@ def load(device=None, cuda_graph=False):
     file read); returns the tilec.Graph. cuda_graph=True records the calls
     as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is
     read here."""
-    global _fast
+    global _fast, call
     index = device or 0
     graph = _graphs.get(index)
     if graph is None:
@@ -90,6 +90,7 @@ def load(device=None, cuda_graph=False):
         graph = tilec.Graph(module, "tl", _TENSORS, _SCALARS, _STEPS, None, _INPUTS)
         _graphs[index] = graph
         _fast = tilec.fast_call()
+        call = tilec.fast_entry(_call, _recipes, "tttti")
     if cuda_graph:
         graph.capture()
     return graph
@@ -178,6 +179,9 @@ def call(t_x, x, _x_s_, x_info, s_M, *, stream=None):
     _g.run((_t_x_info.ptr, _x_info.ptr, __x_s_info.ptr, _x_info_info.ptr, _errlen_p, _M_s, s_M,), _c.stream)
     _c.done()
     return errlen
+
+
+_call = call  # the checked call(); load() puts tilec.fast_entry's Entry in front of it
 
 
 def main(argv):

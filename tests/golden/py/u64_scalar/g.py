@@ -59,7 +59,7 @@ def load(device=None, cuda_graph=False):
     file read); returns the tilec.Graph. cuda_graph=True records the calls
     as CUDA graphs and replays them (Graph.capture()); TILEC_DEBUG_PRINT is
     read here."""
-    global _fast
+    global _fast, call
     index = device or 0
     graph = _graphs.get(index)
     if graph is None:
@@ -67,6 +67,7 @@ def load(device=None, cuda_graph=False):
         graph = tilec.Graph(module, "g", _TENSORS, _SCALARS, _STEPS, None, _INPUTS)
         _graphs[index] = graph
         _fast = tilec.fast_call()
+        call = tilec.fast_entry(_call, _recipes, "ti")
     if cuda_graph:
         graph.capture()
     return graph
@@ -127,6 +128,9 @@ def call(x, m, *, stream=None):
     _g.run((_x_info.ptr, _y_p, m, 2 * m, _N_s,), _c.stream)
     _c.done()
     return y
+
+
+_call = call  # the checked call(); load() puts tilec.fast_entry's Entry in front of it
 
 
 def main(argv):
