@@ -6,6 +6,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "runtime/assemble.h"
 
@@ -23,6 +24,16 @@ typedef struct mk_choice {
 
 typedef struct rt_tma rt_tma; /* an sm_90a twin (tma.c) */
 
+/* The grid a kernel's last launch computed, and the integer scalars it was
+ * computed for (a seqlock: seq even and not 0 when it holds one; odd while
+ * one launch writes it). A launch with the same scalars reuses it instead
+ * of evaluating the grid's expressions again (program.c). */
+typedef struct rt_grid_memo {
+    _Atomic uint32_t seq;
+    _Atomic int64_t args[64];
+    _Atomic uint32_t grid[3];
+} rt_grid_memo;
+
 typedef struct pkernel {
     const char *kname; /* the kernel's name (borrowed) */
     char *name;        /* the __global__ function */
@@ -38,6 +49,7 @@ typedef struct pkernel {
     tilec_rt_kernel *kern;
     rt_tma *tma;                   /* the variant's sm_90a twin, or NULL */
     uint32_t split_k, split_bytes; /* split-K (rt_kernel_desc) */
+    rt_grid_memo gm;               /* zeroed by calloc: empty */
 } pkernel;
 
 /* The split-K scratch of one stream: partials and tile counters (the

@@ -873,6 +873,54 @@ Test(rt_fake, aot_program_loads_and_launches)
     tilec_rt_close(rt);
 }
 
+/* A launch with the scalars of the kernel's last launch reuses its grid
+ * (the program's grid memo); other scalars evaluate the grid again, and a
+ * grid the function refuses is never kept. */
+static int counted_calls;
+
+static int counted_grid(const int64_t *a, uint32_t g[3])
+{
+    counted_calls++;
+    return aot_grid(a, g);
+}
+
+Test(rt_fake, launches_with_the_same_scalars_reuse_the_grid)
+{
+    tilec_rt *rt = fake_open();
+    const tilec_aot_kernel ks[] = {
+        {"scale", 0, 1, "scale2", fake_image, sizeof fake_image, 128, 0, 3, scale2_kinds, 0x2, counted_grid, 0, 0},
+    };
+    tilec_program *p = NULL;
+    cr_assert_eq(tilec_program_load(rt, ks, 1, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+    uint64_t dx, dy;
+    cr_assert_eq(tilec_rt_malloc(rt, 1024 * 4, &dx), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_malloc(rt, 1024 * 4, &dy), TILEC_RT_OK);
+    tilec_rt_arg args[3] = {{.ptr = dx}, {.ptr = dy}, {.i32 = 300}};
+    counted_calls = 0;
+    static const struct {
+        int32_t n;
+        int calls;  /* the grid function's calls so far */
+        unsigned g; /* the launch's grid */
+    } steps[] = {{300, 1, 3}, {300, 1, 3}, {300, 1, 3}, {1000, 2, 8}, {1000, 2, 8}, {300, 3, 3}, {0, 4, 0}, {0, 4, 0}};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        args[2].i32 = steps[i].n;
+        fake->grid[0] = 99;
+        cr_assert_eq(tilec_program_launch(p, "scale", 0, args, 3, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+        cr_expect_eq(counted_calls, steps[i].calls, "launch %zu (n=%d): the grid function ran %d times", i,
+                     steps[i].n, counted_calls);
+        cr_expect_eq(fake->grid[0], steps[i].g ? steps[i].g : 99, "launch %zu (n=%d): grid %u", i, steps[i].n,
+                     fake->grid[0]); /* an empty grid launches nothing */
+    }
+    args[2].i32 = -1; /* refused each time: nothing kept */
+    cr_expect_eq(tilec_program_launch(p, "scale", 0, args, 3, NULL), TILEC_RT_INVALID_ARG);
+    cr_expect_eq(tilec_program_launch(p, "scale", 0, args, 3, NULL), TILEC_RT_INVALID_ARG);
+    cr_expect_eq(counted_calls, 6);
+    tilec_program_free(p);
+    tilec_rt_free(rt, dx);
+    tilec_rt_free(rt, dy);
+    tilec_rt_close(rt);
+}
+
 /* split-K (docs/runtime.md, "Split-K workspaces"): a variant with split_k
  * gets two hidden pointers after its own arguments, a pair per stream, its
  * counters zeroed once, grown when a launch needs more, all freed with the

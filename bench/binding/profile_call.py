@@ -232,6 +232,24 @@ def phases(g, x, vals, N):
     sides["torch.compile'd chain8"] = lambda: compiled(x)
     table(nat, rate, sides, c_plan)
     table(nat, rate, sides, c_plan, 256)
+    # and once another compiled function has been captured into a CUDA graph
+    # and replayed (what the harness's replay sides do)
+    def chain8_capture(v):
+        return chain8_torch(v)
+    other = torch.compile(chain8_capture)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            other(x)
+    torch.cuda.current_stream().wait_stream(s)
+    cg = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(cg):
+        other(x)
+    cg.replay()
+    torch.cuda.synchronize()
+    print(f"== after a CUDA-graph capture of another compiled function ({host_env()})", flush=True)
+    table(nat, rate, sides, c_plan, 256)
 
 
 def table(nat, rate, sides, c_plan, n=2000):

@@ -658,24 +658,30 @@ def graph_host(run):
         c_call(glib.tg_host_us, cmod, x.data_ptr(), N, 3)  # with graphs: the first call records
         return c_call(glib.tg_host_us, cmod, x.data_ptr(), N, n)
 
+    # two tables: the eager calls first, then the CUDA-graph replays, so no
+    # capture (tilec's or torch's) has happened in the process while an
+    # eager side is timed
     sides = {
         "tilec C wrapper": lambda: c_wrapper(False),
-        "tilec C wrapper (CUDA graph replay)": lambda: c_wrapper(True),
         "tilec Python wrapper": lambda: py_wrapper(False),
         "tilec C plan (tilec_plan_run)": lambda: c_plan(False),
-        "tilec Python wrapper (CUDA graph replay)": lambda: py_wrapper(True),
-        "tilec Python wrapper (CUDA graph replay, static outputs)": lambda: py_wrapper(True, True),
-        "tilec C plan (CUDA graph replay)": lambda: c_plan(True),
         "torch eager": lambda: Timer.host_py(lambda: chain8_torch(x), n),
     }
-    compiled = captured = None
     if not run.args.no_compile:
         compiled = run.compiled(chain8_torch, None)
         compiled(x)
         sides["torch.compile"] = lambda: Timer.host_py(lambda: compiled(x), n)
-        # the CUDA-graph side captures a compiled function of its own (another
-        # code object, so dynamo keeps its cache apart): a capture must not
-        # change what the eager torch.compile side runs
+    host_sides(run, case, sides, rounds, n)
+    sides = {
+        "tilec C wrapper (CUDA graph replay)": lambda: c_wrapper(True),
+        "tilec Python wrapper (CUDA graph replay)": lambda: py_wrapper(True),
+        "tilec Python wrapper (CUDA graph replay, static outputs)": lambda: py_wrapper(True, True),
+        "tilec C plan (CUDA graph replay)": lambda: c_plan(True),
+    }
+    captured = None
+    if not run.args.no_compile:
+        # the replay side captures a compiled function of its own (another
+        # code object: dynamo keeps its cache apart from the eager side's)
         captured = torch.compile(chain8_torch_capture)
         captured(x)
     for gname, fn in (("torch eager (CUDA graph replay)", chain8_torch),
@@ -725,21 +731,22 @@ def add_graph_replay(run, case, sides, gname, call, n):
 
 
 def machine_busy(secs=0.5):
-    """CPUs the whole machine keeps busy over secs (/proc/stat), and this
-    process's share of them while it sleeps."""
+    """CPUs the whole machine keeps busy over secs (/proc/stat; idle and
+    iowait do not count), the CPUs the hypervisor took (steal), and this
+    process's share of one CPU while it sleeps."""
     def system():
         with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-        return sum(v) - v[3] - v[4], sum(v)  # busy (all but idle and iowait), total
+            v = [int(x) for x in f.readline().split()[1:9]]
+        return sum(v) - v[3] - v[4] - v[7], v[7], sum(v)  # busy, steal, total
     def own():
         with open("/proc/self/stat") as f:
             v = f.read().rsplit(")", 1)[1].split()
         return int(v[11]) + int(v[12])
-    (b0, t0), o0 = system(), own()
+    (b0, s0, t0), o0 = system(), own()
     time.sleep(secs)
-    (b1, t1), o1 = system(), own()
-    ncpu = os.cpu_count() or 1
-    return (b1 - b0) / max(t1 - t0, 1) * ncpu, (o1 - o0) / os.sysconf("SC_CLK_TCK") / secs
+    (b1, s1, t1), o1 = system(), own()
+    ncpu, total = os.cpu_count() or 1, max(t1 - t0, 1)
+    return (b1 - b0) / total * ncpu, (s1 - s0) / total * ncpu, (o1 - o0) / os.sysconf("SC_CLK_TCK") / secs
 
 
 def host_env(limit_s=120):
@@ -747,19 +754,19 @@ def host_env(limit_s=120):
     compile workers that import torch for seconds after it returns: they
     are shut down, and the table waits until the machine keeps under half a
     CPU busy, at most limit_s), then what else runs: this process's
-    threads, the machine's busy CPUs and this process's share while it
-    sleeps, and the seconds waited."""
+    threads, the machine's busy CPUs, the CPUs the hypervisor took, this
+    process's share of one while it sleeps, and the seconds waited."""
     try:
         from torch._inductor import async_compile
         getattr(async_compile, "shutdown_compile_workers", lambda: None)()
     except Exception:  # noqa: BLE001 (an older or newer torch: then only the wait)
         pass
     t0 = time.time()
-    busy, own = machine_busy()
+    busy, steal, own = machine_busy()
     while busy > 0.5 and time.time() - t0 < limit_s:
-        busy, own = machine_busy()
+        busy, steal, own = machine_busy()
     return {"threads": len(os.listdir("/proc/self/task")), "machine_busy_cpus": round(busy, 2),
-            "busy": round(own, 2), "waited_s": round(time.time() - t0, 1)}
+            "steal_cpus": round(steal, 2), "busy": round(own, 2), "waited_s": round(time.time() - t0, 1)}
 
 
 def host_sides(run, case, sides, rounds, n):
@@ -773,7 +780,8 @@ def host_sides(run, case, sides, rounds, n):
     env = host_env()
     run.emit(dict({"kind": "host_env", "case": case}, **env))
     print(f"  ({env['threads']} threads in this process; the machine keeps {env['machine_busy_cpus']} CPUs busy, "
-          f"this process {env['busy']:.0%} of one while it sleeps; waited {env['waited_s']} s for that)", flush=True)
+          f"steal {env['steal_cpus']}, this process {env['busy']:.0%} of one while it sleeps; waited "
+          f"{env['waited_s']} s for that)", flush=True)
     for _ in range(rounds):
         for side, fn in sides.items():
             if side in errors:
