@@ -74,6 +74,8 @@ def main():
         return replay(g, x, vals, dev, N)
     if "--phases" in sys.argv:
         return phases(g, x, vals, N)
+    if "--slots" in sys.argv:
+        return slots_ab(g, x, N)
     if "--quick" in sys.argv:
         quick = ("chain8.call", "graph.run (plan run)", "torch.empty_strided", "torch.empty_like(x)",
                  "torch.empty((N,), dtype, device)")
@@ -250,6 +252,75 @@ def phases(g, x, vals, N):
     torch.cuda.synchronize()
     print(f"== after a CUDA-graph capture of another compiled function ({host_env()})", flush=True)
     table(nat, rate, sides, c_plan, 256)
+
+
+def slots_ab(g, x, N):
+    """The plan run with the slot values chain8.call gives it (x, then the
+    workspace and the output in turn) against every slot on x, from Python
+    and from C, beside chain8.call and a fresh output each call."""
+    import ctypes
+    ctypes.CDLL(tilec._library.lib()._name, mode=ctypes.RTLD_GLOBAL)
+    lib = ctypes.CDLL(os.environ["TILEC_BENCH_LIB"])
+    P = ctypes.c_void_p
+    lib.tb_plan_host_us.argtypes = [P, P, ctypes.c_uint32, P, ctypes.c_int, P, P, ctypes.c_size_t]
+    err = ctypes.create_string_buffer(512)
+    ws, out = torch.empty(N, device="cuda"), torch.empty(N, device="cuda")
+    xp, wp, op = x.data_ptr(), ws.data_ptr(), out.data_ptr()
+    on_x = (xp,) * 9 + (N,)
+    real = (xp, wp, op, wp, op, wp, op, wp, op, N)
+    lean = torch._C._dynamo.guards._empty_strided_cuda
+    f32, size, stride = torch.float32, (N,), (1,)
+
+    def fresh():
+        o = lean(size, stride, f32)
+        p = o.data_ptr()
+        g.run((xp, wp, p, wp, p, wp, p, wp, p, N), None)
+        return o
+
+    def c_plan(vals, n):
+        sl = (tilec._library._Arg * len(vals))()
+        for i, v in enumerate(vals[:-1]):
+            sl[i].ptr = v
+        sl[len(vals) - 1].i64 = vals[-1]
+        us_ = ctypes.c_double()
+        if lib.tb_plan_host_us(g._h, sl, len(vals), None, n, ctypes.byref(us_), err, len(err)) != 0:
+            raise RuntimeError(err.value.decode())
+        return us_.value
+    def into(o, where):
+        p = o.data_ptr()
+        v = list(real)
+        for i in where:
+            v[i] = p
+        g.run(tuple(v), None)
+        return o
+    alt = [torch.empty(N, device="cuda") for _ in range(2)]
+    turn = [0]
+
+    def alternate():
+        turn[0] ^= 1
+        return into(alt[turn[0]], (2, 4, 6, 8))
+    empty = torch.empty_strided
+    sides = {
+        "chain8.call(x)": lambda: us(lambda: chain8.call(x), 256, 1),
+        "lean output unused, graph.run": lambda: us(lambda: (lean(size, stride, f32), g.run(real, None)), 256, 1),
+        "lean output, last kernel writes it": lambda: us(lambda: into(lean(size, stride, f32), (8,)), 256, 1),
+        "lean output, first kernel writes it": lambda: us(lambda: into(lean(size, stride, f32), (2,)), 256, 1),
+        "empty_strided output, graph.run into it": lambda: us(
+            lambda: into(empty(size, stride, dtype=f32, device="cuda"), (2, 4, 6, 8)), 256, 1),
+        "two held outputs in turn": lambda: us(alternate, 256, 1),
+        "graph.run, every slot x": lambda: us(lambda: g.run(on_x, None), 256, 1),
+        "graph.run, the call's slots": lambda: us(lambda: g.run(real, None), 256, 1),
+        "lean output, graph.run into it": lambda: us(fresh, 256, 1),
+        "C plan loop, every slot x": lambda: c_plan(on_x, 256),
+        "C plan loop, the call's slots": lambda: c_plan(real, 256),
+    }
+    res = {k: [] for k in sides}
+    for _ in range(21):
+        for k, fn in sides.items():
+            torch.cuda.synchronize()
+            res[k].append(fn())
+    for k, v in res.items():
+        print(f"{k:36s} {statistics.median(v):8.2f} us (min {min(v):.2f})", flush=True)
 
 
 def table(nat, rate, sides, c_plan, n=2000):

@@ -556,12 +556,14 @@ class Run:
                 f = self.compiled(tfn, None)
                 f(t)
                 sides["torch.compile"] = lambda: Timer.host_py(lambda: f(t), n)
+            host_sides(self, name, sides, rounds, n)  # the eager sides, before any capture
             # CUDA-graph replay of each: one call captured, the replay enqueued
             stream_of = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
             graphs = {"tilec (CUDA graph replay)": lambda: k(*args, stream=stream_of()),
                       "torch eager (CUDA graph replay)": lambda: tfn(t)}
             if not self.args.no_compile:
                 graphs["torch.compile (CUDA graph replay)"] = lambda: f(t)
+            sides = {}
             for gname, call in graphs.items():
                 add_graph_replay(self, name, sides, gname, call, n)
             host_sides(self, name, sides, rounds, n)

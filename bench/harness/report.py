@@ -80,29 +80,36 @@ def by_tag(recs):
 def primary(recs):
     """The view the tables show: the first run's records, and for each
     workload that run did not measure (a run narrowed to some families)
-    the next run's records of it, named in `filled` with their tag; host
-    records from the first run that has any."""
+    the next run's records of it, named in `filled` with their tag; each
+    host case (its host, graph_check and host_env records) from the first
+    run that measured it, named in `host_from` with its tag."""
     tags = OrderedDict()
     for r in recs:
         tags.setdefault(r.get("tag", "run"), []).append(r)
     runs = list(tags.items())
     first = runs[0][1]
     have = {r["workload"] for r in first if r.get("kind") in ("device", "check")}
-    rows = list(first)
+    hostkinds = ("host", "graph_check", "host_env")
+    rows = [r for r in first if r.get("kind") not in hostkinds]
     filled = OrderedDict()
-    host = any(r.get("kind") == "host" for r in first)
-    for tag, rs in runs[1:]:
-        new = {r["workload"] for r in rs if r.get("kind") in ("device", "check")} - have
+    host_from = OrderedDict()
+    for tag, rs in runs:
+        if tag != runs[0][0]:
+            new = {r["workload"] for r in rs if r.get("kind") in ("device", "check")} - have
+            for r in rs:
+                if r.get("kind") in ("device", "check") and r["workload"] in new:
+                    rows.append(r)
+                    filled.setdefault(r["workload"], tag)
+            have |= new
+        cases = {r["case"] for r in rs if r.get("kind") == "host"} - set(host_from)
         for r in rs:
-            if r.get("kind") in ("device", "check") and r["workload"] in new:
+            if r.get("kind") in hostkinds and r.get("case") in cases:
                 rows.append(r)
-                filled.setdefault(r["workload"], tag)
-            elif r.get("kind") in ("host", "graph_check") and not host:
-                rows.append(r)
-        host = host or any(r.get("kind") == "host" for r in rs)
-        have |= new
+        for c in sorted(cases, key=lambda c: next(i for i, r in enumerate(rs) if r.get("case") == c)):
+            host_from[c] = tag
     view = RunView(rows)
     view.filled = filled
+    view.host_from = host_from
     return view
 
 
@@ -304,8 +311,16 @@ def main(md, png, *paths):
     c_vs_python(out, view)
     out.append("\n## Host cost per call\n")
     out.append("Microseconds of host time per call on tiny inputs: 256 calls (too few to fill the launch queue) enqueued back to back with no "
-               "synchronize, host clock / 256, the median of 21 rounds. The CUDA-graph columns replay one captured "
-               "call (`torch.cuda.CUDAGraph.replay`).")
+               "synchronize, host clock / 256, the median of 21 rounds, the rounds going round the sides. The "
+               "CUDA-graph columns replay one captured call (`torch.cuda.CUDAGraph.replay`); a case times its eager "
+               "sides before any capture, once the machine is quiet (torch.compile's compile workers shut down).")
+    froms = OrderedDict()
+    for c, t in getattr(view, "host_from", {}).items():
+        froms.setdefault(t, []).append(c)
+    if len(froms) > 1:
+        out.append("Cases by run: " + "; ".join(
+            f"{', '.join(cs)}: {t} ({views[t].env.get('date', '?') if t in views else '?'})"
+            for t, cs in froms.items()) + ".")
     host_table(out, view)
     out.append("\n## Reproducibility\n")
     if not repro(out, views):
