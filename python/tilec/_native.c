@@ -486,6 +486,7 @@ typedef struct recipe {
     PyObject *held;                   /* static outputs: the tuple of outputs every call returns, or NULL */
     void *held_stream;                /* the stream they were allocated on */
     uint64_t held_ptr[R_MAX_TENSORS]; /* and their addresses */
+    int retired;                      /* taken out of its wrapper's recipes (rretire): no Entry runs it again */
     rslot slots[];
 } recipe;
 
@@ -745,6 +746,19 @@ static PyObject *r_run(recipe *r, PyObject *rec, const uint64_t *in, Py_ssize_t 
     return one;
 }
 
+/* rretire(capsule): a recipe taken out of its wrapper's recipes (Graph.close(), a full dict):
+ * no Entry's memo runs it again; its static outputs go back. */
+static PyObject *n_rretire(PyObject *self, PyObject *cap)
+{
+    (void)self;
+    recipe *r = PyCapsule_GetPointer(cap, R_CAPSULE);
+    if (!r)
+        return NULL;
+    r->retired = 1;
+    Py_CLEAR(r->held);
+    Py_RETURN_NONE;
+}
+
 /* rrelease(capsule): a compiled recipe gives its static outputs back (Graph.trim(), eager()). */
 static PyObject *n_rrelease(PyObject *self, PyObject *cap)
 {
@@ -781,8 +795,9 @@ static PyObject *r_make_key(PyObject *const *t, Py_ssize_t nt, PyObject *tail, u
 }
 
 /* The outputs of the recipe recipes holds for tensors t[0..nt) and tail,
- * or None (see rcall); NULL on error. */
-static PyObject *r_call(PyObject *recipes, PyObject *const *t, Py_ssize_t nt, PyObject *tail)
+ * or None (see rcall); NULL on error. found (or NULL): the Recipe run, a
+ * new reference, when one ran. */
+static PyObject *r_call(PyObject *recipes, PyObject *const *t, Py_ssize_t nt, PyObject *tail, PyObject **found)
 {
     uint64_t in[R_MAX_TENSORS];
     PROF_START();
@@ -802,6 +817,10 @@ static PyObject *r_call(PyObject *recipes, PyObject *const *t, Py_ssize_t nt, Py
     Py_INCREF(rec); /* the run may call back into Python, which may drop the dict's entry */
     PROF_AT(P_LOOKUP);
     PyObject *out = r_run(r, rec, in, nt);
+    if (found && out && out != Py_None) {
+        Py_INCREF(rec);
+        *found = rec;
+    }
     Py_DECREF(rec);
     Py_DECREF(fast);
     PROF_AT(P_END);
@@ -823,7 +842,7 @@ static PyObject *n_rcall(PyObject *self, PyObject *const *argv, Py_ssize_t nargs
         Py_RETURN_NONE;
     for (Py_ssize_t i = 0; i < nt; i++)
         t[i] = PyTuple_GetItem(tensors, i);
-    return r_call(recipes, t, nt, tail);
+    return r_call(recipes, t, nt, tail, NULL);
 }
 
 /* ---- a wrapper's call() as one C call (Entry) ----
@@ -843,6 +862,14 @@ typedef struct entry {
     PyObject *fallback, *recipes, *dict;
     Py_ssize_t n, nt;
     char kinds[R_MAX_TENSORS + 1];
+    /* the memo: the key of the last call that ran a recipe, kept apart (each
+     * tensor's dtype object, shape and device, and the tail), and that
+     * Recipe; a call whose tensors and tail match it runs the recipe without
+     * making the key or looking it up, until the recipe is retired. All
+     * strong references, NULL when empty. */
+    PyObject *m_rec, *m_tail;
+    PyObject *m_dtype[R_MAX_TENSORS], *m_shape[R_MAX_TENSORS];
+    long m_dev[R_MAX_TENSORS];
 } entry;
 
 static PyObject *e_new(PyTypeObject *type, PyObject *args, PyObject *kw)
@@ -883,13 +910,29 @@ static int e_traverse(PyObject *self, visitproc visit, void *data)
 {
     entry *e = (entry *)self;
     /* a heap type's instances hold the type as well */
-    PyObject *held[] = {e->fallback, e->recipes, e->dict, (PyObject *)Py_TYPE(self)};
+    PyObject *held[] = {e->fallback, e->recipes, e->dict, (PyObject *)Py_TYPE(self), e->m_rec, e->m_tail};
     for (size_t i = 0; i < sizeof held / sizeof held[0]; i++) {
         int r = held[i] ? visit(held[i], data) : 0;
         if (r)
             return r;
     }
+    for (Py_ssize_t i = 0; i < e->nt; i++) {
+        int r = e->m_dtype[i] ? visit(e->m_dtype[i], data) : 0;
+        r = r ? r : e->m_shape[i] ? visit(e->m_shape[i], data) : 0;
+        if (r)
+            return r;
+    }
     return 0;
+}
+
+static void e_forget(entry *e)
+{
+    Py_CLEAR(e->m_rec);
+    Py_CLEAR(e->m_tail);
+    for (Py_ssize_t i = 0; i < e->nt; i++) {
+        Py_CLEAR(e->m_dtype[i]);
+        Py_CLEAR(e->m_shape[i]);
+    }
 }
 
 static int e_clear(PyObject *self)
@@ -898,6 +941,7 @@ static int e_clear(PyObject *self)
     Py_CLEAR(e->fallback);
     Py_CLEAR(e->recipes);
     Py_CLEAR(e->dict);
+    e_forget(e);
     return 0;
 }
 
@@ -940,6 +984,77 @@ static PyObject *e_tail(const entry *e, PyObject *args)
     return tail;
 }
 
+/* The memo's recipe run for tensors t and tail: the outputs, None (the
+ * memo does not match, or the run declined), NULL on error. */
+static PyObject *e_memo_run(entry *e, PyObject *const *t, PyObject *tail)
+{
+    PROF_START();
+    PyObject *fast = e->m_rec ? PyObject_GetAttr(e->m_rec, s_fast) : NULL;
+    recipe *r = fast ? PyCapsule_GetPointer(fast, R_CAPSULE) : NULL;
+    int ok = r && !r->retired && (tail == e->m_tail || PyObject_RichCompareBool(tail, e->m_tail, Py_EQ) == 1);
+    uint64_t in[R_MAX_TENSORS];
+    for (Py_ssize_t i = 0; ok && i < e->nt; i++) { /* what r_key reads, compared with the memo's */
+        PyObject *v = t[i];
+        ok = PyType_IsSubtype(Py_TYPE(v), (PyTypeObject *)r_ttype);
+        PyObject *a = ok ? PyObject_GetAttr(v, s_dtype) : NULL;
+        ok = a && a == e->m_dtype[i];
+        Py_XDECREF(a);
+        a = ok ? PyObject_GetAttr(v, s_is_cuda) : NULL;
+        ok = a == Py_True;
+        Py_XDECREF(a);
+        a = ok ? PyObject_CallMethodObjArgs(v, s_is_contiguous, NULL) : NULL;
+        ok = a == Py_True;
+        Py_XDECREF(a);
+        a = ok ? PyObject_GetAttr(v, s_shape) : NULL;
+        ok = a && PyObject_RichCompareBool(a, e->m_shape[i], Py_EQ) == 1;
+        Py_XDECREF(a);
+        a = ok ? PyObject_CallMethodObjArgs(v, s_get_device, NULL) : NULL;
+        ok = a && PyLong_AsLong(a) == e->m_dev[i];
+        Py_XDECREF(a);
+        a = ok ? PyObject_CallMethodObjArgs(v, s_data_ptr, NULL) : NULL;
+        in[i] = a ? PyLong_AsUnsignedLongLong(a) : 0;
+        ok = a && !PyErr_Occurred();
+        Py_XDECREF(a);
+    }
+    PyObject *out = NULL;
+    PROF_AT(P_KEY); /* the key's reads, compared with the memo's: no lookup */
+    if (ok) {
+        PyObject *rec = e->m_rec;
+        Py_INCREF(rec); /* the run may call back into Python, which may call this entry again */
+        out = r_run(r, rec, in, e->nt);
+        Py_DECREF(rec);
+        PROF_AT(P_END);
+    } else {
+        PyErr_Clear();
+        Py_INCREF(Py_None);
+        out = Py_None;
+    }
+    Py_XDECREF(fast);
+    return out;
+}
+
+/* The memo holds the key of tensors t and tail, and rec. */
+static void e_remember(entry *e, PyObject *const *t, PyObject *tail, PyObject *rec)
+{
+    e_forget(e);
+    for (Py_ssize_t i = 0; i < e->nt; i++) {
+        e->m_dtype[i] = PyObject_GetAttr(t[i], s_dtype);
+        e->m_shape[i] = PyObject_GetAttr(t[i], s_shape);
+        PyObject *d = PyObject_CallMethodObjArgs(t[i], s_get_device, NULL);
+        e->m_dev[i] = d ? PyLong_AsLong(d) : -2;
+        Py_XDECREF(d);
+        if (!e->m_dtype[i] || !e->m_shape[i] || !d || PyErr_Occurred()) {
+            PyErr_Clear();
+            e_forget(e);
+            return;
+        }
+    }
+    Py_INCREF(tail);
+    Py_INCREF(rec);
+    e->m_tail = tail;
+    e->m_rec = rec;
+}
+
 static PyObject *e_call(PyObject *self, PyObject *args, PyObject *kw)
 {
     entry *e = (entry *)self;
@@ -951,7 +1066,16 @@ static PyObject *e_call(PyObject *self, PyObject *args, PyObject *kw)
                 t[nt++] = PyTuple_GetItem(args, i);
         PyObject *tail = e_tail(e, args);
         if (tail) {
-            PyObject *out = r_call(e->recipes, t, nt, tail);
+            PyObject *out = e->m_rec ? e_memo_run(e, t, tail) : Py_NewRef(Py_None);
+            if (out == Py_None) { /* not the memo's key: make it and look it up */
+                Py_DECREF(out);
+                PyObject *rec = NULL;
+                out = r_call(e->recipes, t, nt, tail, &rec);
+                if (rec) {
+                    e_remember(e, t, tail, rec);
+                    Py_DECREF(rec);
+                }
+            }
             Py_DECREF(tail);
             if (out != Py_None)
                 return out; /* the outputs, or NULL with the run's error */
@@ -1032,6 +1156,7 @@ static PyMethodDef methods[] = {
      "rcall(recipes, tensors, tail) -> the outputs, or None for the wrapper's path"},
     {"rcompile", n_rcompile, METH_VARARGS, "rcompile(fast) -> a Recipe's run as C data (a capsule) for rcall"},
     {"rrelease", n_rrelease, METH_O, "rrelease(capsule): a compiled recipe gives its static outputs back"},
+    {"rretire", n_rretire, METH_O, "rretire(capsule): a recipe out of its wrapper's recipes: no Entry runs it"},
     {"recipe_run", n_recipe_run, METH_VARARGS, "recipe_run(plan, kinds, template, infos, outs, ws, stream) -> status"},
     {"kcompile", n_kcompile, METH_VARARGS, "kcompile(spec) -> a Kernel's launch checks as C data (a capsule)"},
     {"kcall", (PyCFunction)(void (*)(void))n_kcall, METH_FASTCALL,

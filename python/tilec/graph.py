@@ -159,6 +159,7 @@ class Graph(Owner):
                 ctx.rec = None
                 if recipes is not None and key not in recipes and not self._debug and _recipe_ok(self):
                     if len(recipes) >= 1024:  # shapes that keep changing: start over rather than grow
+                        _retire(self._native, recipes.values())
                         recipes.clear()
                     ctx.rec = (recipes, key, infos, [], [])
                 return ctx
@@ -257,6 +258,7 @@ class Graph(Owner):
         """Free the plan and its CUDA graphs (and forget the Recipes that run it)."""
         for recipes in getattr(self, "_recipe_dicts", ()):
             for key in [k for k, r in recipes.items() if r is not None and r.graph is self]:
+                _retire(getattr(self, "_native", None), (recipes[key],))
                 del recipes[key]
         if getattr(self, "_h", None):
             if getattr(self.device, "_h", None):  # at exit the device may be closed first: then leave it
@@ -507,6 +509,15 @@ class Recipe:
         if self.native.recipe_run(g._h, g._kinds, self.template, infos, outs, ws, s):
             g._fail()
         return outs[0] if self.single else outs
+
+
+def _retire(n: Any, recipes: Any) -> None:
+    """These Recipes leave their wrapper's recipes: no Entry's memo runs
+    them again (the extension's rretire)."""
+    retire = getattr(n, "rretire", None) if n is not None else None
+    for r in recipes:
+        if retire is not None and r is not None and r.fast is not None:
+            retire(r.fast)
 
 
 def _lean_allocator(torch: Any) -> Tuple[Any, Any]:

@@ -395,6 +395,42 @@ class FakeDriverTests(unittest.TestCase):
                                    "(x, *, stream=None) call Run graph g8.\nTypeError True\n"
                                    "g8: x must be a f32 tensor of rank 1\n")
 
+    def test_the_entrys_memo_follows_the_key_and_drops_retired_recipes(self):
+        # the Entry keeps the last key it ran: other shapes or dtypes take the
+        # lookup or the checked call(); a retired recipe (Graph.close(), a full
+        # recipes dict) is never run from the memo
+        if tilec._library.native() is None:
+            self.skipTest("no extension (TILEC_NO_NATIVE=1 or not built): no recipes")
+        script = _TORCH_STAND_IN + (
+            "import sys, g8, tilec\n"
+            "g8.load()\n"
+            "x, y = tensor(list(range(5))), tensor([1.0, 2.0, 3.0])\n"
+            "hashes = [0]\n"
+            "class Shape(tuple):  # counts the key's hashing: a dict lookup hashes it, the memo does not\n"
+            "    def __hash__(self):\n"
+            "        hashes[0] += 1\n"
+            "        return tuple.__hash__(self)\n"
+            "x.shape = Shape(x.shape)\n"
+            "frames = []\n"
+            "def prof(frame, event, arg):\n"
+            "    if event == 'call' and frame.f_code.co_name == 'call' and frame.f_code.co_filename.endswith('g8.py'):\n"
+            "        frames.append(1)\n"
+            "sys.setprofile(prof)\n"
+            "out = [g8.call(v).tolist() for v in (x, x, y, y, x, y, x)]\n"
+            "n = len(frames)  # the first call of each key is checked: 2\n"
+            "h = hashes[0]\n"
+            "for _ in range(5):\n"
+            "    g8.call(x)\n"
+            "print(hashes[0] - h)  # the memo's key: no lookup\n"
+            "r = g8._recipes[next(k for k in g8._recipes if k[0][1] == (5,))]\n"
+            "tilec._library.native().rretire(r.fast)\n"
+            "z = g8.call(x).tolist()  # retired: not from the memo; found again by the lookup\n"
+            "sys.setprofile(None)\n"
+            "print(n, len(frames), out[0], out[2], out[5], out[6], z)\n")
+        r = self._child(script)
+        self.assertEqual(r.stdout, "0\n2 2 [0.0, 8.0, 16.0, 24.0, 32.0] [8.0, 16.0, 24.0] [8.0, 16.0, 24.0] "
+                                   "[0.0, 8.0, 16.0, 24.0, 32.0] [0.0, 8.0, 16.0, 24.0, 32.0]\n")
+
     def test_one_device_needs_no_current_device_read(self):
         # a process that sees one CUDA device has it as the current one: the
         # recipe allocates with the lean allocator without asking
