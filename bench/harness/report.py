@@ -317,7 +317,7 @@ def main(md, png, *paths):
     froms = OrderedDict()
     for c, t in getattr(view, "host_from", {}).items():
         froms.setdefault(t, []).append(c)
-    if len(froms) > 1:
+    if len(froms) > 1 or (froms and next(iter(froms)) != tag):
         out.append("Cases by run: " + "; ".join(
             f"{', '.join(cs)}: {t} ({views[t].env.get('date', '?') if t in views else '?'})"
             for t, cs in froms.items()) + ".")

@@ -31,6 +31,18 @@ class ReportTests(unittest.TestCase):
         self.assertEqual(_tables(os.path.join(ROOT, "docs", "performance.md")),
                          _tables(os.path.join(ROOT, "bench", "results", "benchmarks.md")))
 
+    def test_each_host_case_comes_from_the_first_run_that_measured_it(self):
+        sys.path.insert(0, os.path.join(ROOT, "bench", "harness"))
+        import report
+        recs = [{"kind": "env", "tag": "run1", "date": "d1"},
+                {"kind": "host", "tag": "run1", "case": "a", "side": "s", "us": 1.0},
+                {"kind": "env", "tag": "host", "date": "d2"},
+                {"kind": "host", "tag": "host", "case": "b", "side": "s", "us": 2.0},
+                {"kind": "host_env", "tag": "host", "case": "b", "threads": 1},
+                {"kind": "host", "tag": "host", "case": "a", "side": "s", "us": 3.0}]
+        view = report.primary(recs)
+        self.assertEqual(dict(view.host_from), {"a": "run1", "b": "host"})
+        self.assertEqual(sorted((r["case"], r["us"]) for r in view.host), [("a", 1.0), ("b", 2.0)])
 
 if __name__ == "__main__":
     unittest.main()
