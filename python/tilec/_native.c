@@ -45,11 +45,11 @@ enum { MAX_VALUES = 1024 };
 enum { P_KEY, P_LOOKUP, P_STREAM, P_STATIC, P_GETDEV, P_ALLOC, P_DPTR, P_SLOTS, P_PLAN, P_END, P_N };
 static uint64_t prof_t[P_N], prof_last, prof_calls;
 #define PROF_START() (prof_last = __rdtsc(), prof_calls++)
-#define PROF_AT(i)                                                                                                      \
-    do {                                                                                                               \
-        uint64_t t_ = __rdtsc();                                                                                       \
-        prof_t[i] += t_ - prof_last;                                                                                   \
-        prof_last = t_;                                                                                                \
+#define PROF_AT(i)                                                                                                     \
+    do {                                                                                                              \
+        uint64_t t_ = __rdtsc();                                                                                      \
+        prof_t[i] += t_ - prof_last;                                                                                  \
+        prof_last = t_;                                                                                               \
     } while (0)
 #else
 #define PROF_START() ((void)0)
