@@ -9,8 +9,12 @@
  * full) is a step too: its buffer's address and sizes go to slots. An
  * output that is a copy of an input is copied after the plan runs, on the
  * same (legacy) stream, as in eager mode: no kernel touches it, so it needs
- * no slot. A graph that calls an extern kernel has no graph mode yet:
- * NAME_set_cuda_graph says so. */
+ * no slot. An extern call is a step as well: each of its tensors' address
+ * and sizes go to slots (a strided view is refused at run time: the plan's
+ * extern steps take row-major tensors), and the plan calls the extern on
+ * its stream, inside the capture when it records: an extern for graph mode
+ * must do stream-ordered work only, as anything torch's CUDA graphs
+ * capture. */
 #include <string.h>
 
 #include "emit_c/c_internal.h"
@@ -47,7 +51,8 @@ void cg_fill(cstate *s, const char *name, const char *buf, tilec_dtype dt, uint3
     }
     sb_puts(&s->body, "    } else ");
     sb_puts(&s->gsteps, s->nsteps ? ",\n    {" : "    {");
-    sb_printf(&s->gsteps, "NULL, %s, %u, %u, 0x%llxULL}", dt_enum(dt), s->nslots, rank, (unsigned long long)bits);
+    sb_printf(&s->gsteps, "NULL, NULL, %s, %u, %u, 0x%llxULL}", dt_enum(dt), s->nslots, rank,
+              (unsigned long long)bits);
     s->nslots += 1 + rank;
     s->nsteps++;
 }
@@ -80,8 +85,82 @@ void cg_kernel(cstate *s, const tilec_kernel *k, uint32_t nargs, int best)
     sb_puts(&s->body, "            st = TILEC_RT_OK;\n        } else ");
     sb_puts(&s->gsteps, s->nsteps ? ",\n    {" : "    {");
     esc_c_string(&s->gsteps, k->name, strlen(k->name));
-    sb_printf(&s->gsteps, ", %d, %u, %u, 0}", best ? -1 : 0, s->nslots, nargs);
+    sb_printf(&s->gsteps, ", NULL, %d, %u, %u, 0}", best ? -1 : 0, s->nslots, nargs);
     s->nslots += nargs;
+    s->nsteps++;
+}
+
+/* The dtype and rank of buffer `name`: a graph input's, or those of the
+ * line that makes it. 0 when no line names it. */
+static int cg_buffer(cstate *s, const char *name, tilec_dtype *dt, uint32_t *rank)
+{
+    for (uint32_t i = 0; i < s->g->nparams; i++) {
+        const tilec_wir_line *in = tilec_wir_input_shape(s->w, i);
+        if (in && s->g->params[i].name && !strcmp(s->g->params[i].name, name)) {
+            *dt = in->dtype;
+            *rank = in->rank;
+            return 1;
+        }
+    }
+    for (size_t i = 0; i < tilec_wir_line_count(s->w); i++) {
+        const tilec_wir_line *l = tilec_wir_line_at(s->w, i);
+        int makes = l->kind == TILEC_WIR_ALLOCATE || l->kind == TILEC_WIR_REUSE || l->kind == TILEC_WIR_REINTERPRET ||
+                    l->kind == TILEC_WIR_MULTI_OUTPUT || (l->kind == TILEC_WIR_EXTERN_ALLOC && l->nresults <= 1);
+        if (makes && l->name && !strcmp(l->name, name)) {
+            *dt = l->dtype;
+            *rank = l->rank;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void cg_extern(cstate *s, const tilec_wir_line *l, const char *const *outs, uint32_t nouts)
+{
+    uint32_t n = l->nargs + nouts;
+    tilec_dtype dts[64];
+    uint32_t ranks[64];
+    for (uint32_t i = 0; i < n && i < 64; i++)
+        if (!cg_buffer(s, i < l->nargs ? l->args[i].text : outs[i - l->nargs], &dts[i], &ranks[i]))
+            cg_unsupported(s, "an extern call's tensor has no known dtype and rank");
+    if (n > 64)
+        cg_unsupported(s, "an extern call takes more than 64 tensors");
+    if (s->no_graph) {
+        sb_puts(&s->body, "        ");
+        return;
+    }
+    sb_printf(&s->body,
+              "        if (tl_g) { /* graph mode: an extern step of the plan */\n"
+              "            for (uint32_t i = 0; i < %u; i++)\n"
+              "                if (!tl_contiguous(i < %u ? &in[i] : &out[i - %u])) {\n"
+              "                    tl_fail(err, errlen, \"%s: graph mode: argument %%u of extern %s is a strided view \"\n"
+              "                                         \"(the launch plan's extern steps take row-major tensors)\", i + 1);\n"
+              "                    goto tl_out;\n"
+              "                }\n",
+              n, l->nargs, l->nargs, s->g->name, l->ext && l->ext->name ? l->ext->name : l->symbol);
+    sb_puts(&s->gsteps, s->nsteps ? ",\n    {" : "    {");
+    sb_puts(&s->gsteps, "NULL, ");
+    esc_c_string(&s->gsteps, l->symbol, strlen(l->symbol));
+    sb_printf(&s->gsteps, ", 0, %u, %u, %u}", s->nxt, l->nargs, nouts);
+    for (uint32_t i = 0; i < n; i++) {
+        const char *what = i < l->nargs ? "in" : "out";
+        uint32_t j = i < l->nargs ? i : i - l->nargs;
+        const char *buf = i < l->nargs ? l->args[i].text : outs[j];
+        char sname[300];
+        sb_printf(&s->body, "            tl_sl[%u].ptr = %s[%u].data;\n", s->nslots, what, j);
+        snprintf(sname, sizeof sname, "%.120s %.120s", l->name, buf);
+        cg_slot(s, s->nslots, sname, "TILEC_PLAN_PTR");
+        for (uint32_t d = 0; d < ranks[i]; d++) {
+            sb_printf(&s->body, "            tl_sl[%u].i64 = %s[%u].sizes[%u];\n", s->nslots + 1 + d, what, j, d);
+            snprintf(sname, sizeof sname, "%.120s %.120s size %u", l->name, buf, d);
+            cg_slot(s, s->nslots + 1 + d, sname, "TILEC_PLAN_INT");
+        }
+        sb_puts(&s->gxt, s->nxt ? ",\n    {" : "    {");
+        sb_printf(&s->gxt, "%u, %s, %u}", s->nslots, dt_enum(dts[i]), ranks[i]);
+        s->nxt++;
+        s->nslots += 1 + ranks[i];
+    }
+    sb_puts(&s->body, "        } else ");
     s->nsteps++;
 }
 
@@ -103,8 +182,9 @@ void cg_header(cstate *s, strbuf *h)
               "   of its inputs, outputs and intermediates, its sizes and scalars) are new is recorded (run\n"
               "   eagerly first when its sizes are new too); a call with known values replays its graph with\n"
               "   one cuGraphLaunch. Release each output after use and the same addresses come back, so\n"
-              "   calls of one shape replay. 0, or 1 with a message (a graph with extern calls has no graph\n"
-              "   mode yet). */\n"
+              "   calls of one shape replay. An extern the graph calls is a step of the plan, called on the\n"
+              "   plan's stream and captured with the launches: in graph mode it must do stream-ordered work\n"
+              "   only. 0, or 1 with a message. */\n"
               "int %s_set_cuda_graph(%s_module *m, unsigned graphs, char *err, size_t errlen);\n",
               n, n, n);
 }
@@ -125,16 +205,24 @@ void cg_funcs(cstate *s, strbuf *c)
                      "   and size), a step per launch or fill */\n"
                      "static const tilec_plan_slot_type tl_gtypes[%u] = {\n%s\n};\n", s->nslots, sb_str(&s->gtypes));
         sb_printf(c, "static const char *const tl_gnames[%u] = {\n%s\n};\n", s->nslots, sb_str(&s->gnames));
-        sb_printf(c, "static const struct {\n    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs` */\n"
+        sb_printf(c, "static const struct {\n"
+                     "    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs`, or an extern call */\n"
+                     "    const char *ext;    /* an extern call's symbol: its nargs inputs and `bits` outputs are\n"
+                     "                           tl_gxt[first ..] */\n"
                      "    int variant;\n    uint32_t first, nargs;\n    uint64_t bits;\n"
-                     "} tl_gsteps[%u] = {\n%s\n};\n\n", s->nsteps, sb_str(&s->gsteps));
+                     "} tl_gsteps[%u] = {\n%s\n};\n", s->nsteps, sb_str(&s->gsteps));
+        if (s->nxt)
+            sb_printf(c, "/* the extern steps' tensors: the address's slot (its sizes follow), dtype, rank */\n"
+                         "static const struct {\n    uint32_t slot;\n    tilec_dtype dtype;\n    uint32_t rank;\n"
+                         "} tl_gxt[%u] = {\n%s\n};\n", s->nxt, sb_str(&s->gxt));
+        sb_puts(c, "\n");
     }
     sb_printf(c, "static tilec_plan *tl_plan_build(%s_module *M, char *err, size_t errlen)\n{\n"
                  "    tilec_plan *p = tilec_plan_new(M->prog, M->ext, \"%s\", %u);\n"
                  "    if (!p) {\n        tl_fail(err, errlen, \"%s: cannot make the launch plan (out of memory)\");\n"
                  "        return NULL;\n    }\n",
               n, s->g->name, s->nslots, s->g->name);
-    if (s->nsteps)
+    if (s->nsteps) {
         sb_printf(c, "    int ok = 1;\n"
                      "    for (uint32_t i = 0; i < %u && ok; i++)\n"
                      "        ok = tilec_plan_set_slot(p, i, tl_gtypes[i], tl_gnames[i]) == TILEC_RT_OK;\n"
@@ -142,19 +230,36 @@ void cg_funcs(cstate *s, strbuf *c)
                      "        tilec_plan_value v[64];\n"
                      "        for (uint32_t j = 0; j < tl_gsteps[i].nargs; j++)\n"
                      "            v[j].slot = (int32_t)(tl_gsteps[i].first + j);\n"
-                     "        if (!tl_gsteps[i].kernel) {\n"
-                     "            tilec_plan_tensor t = {(int32_t)tl_gsteps[i].first, (tilec_dtype)tl_gsteps[i].variant,\n"
-                     "                                   tl_gsteps[i].nargs, {{0}}};\n"
-                     "            for (uint32_t j = 0; j < t.rank; j++)\n"
-                     "                t.sizes[j].slot = (int32_t)(t.data_slot + 1 + (int32_t)j);\n"
-                     "            ok = tilec_plan_add_fill(p, &t, tl_gsteps[i].bits) == TILEC_RT_OK;\n"
-                     "        } else {\n"
-                     "            ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v,\n"
-                     "                                       tl_gsteps[i].nargs) == TILEC_RT_OK;\n"
-                     "        }\n    }\n"
-                     "    if (!ok) {\n        tl_fail(err, errlen, \"%%s\", tilec_plan_last_error(p));\n"
-                     "        tilec_plan_free(p);\n        return NULL;\n    }\n",
+                     "        if (",
                   s->nslots, s->nsteps);
+        if (s->nxt) /* extern steps: their tensors from tl_gxt */
+            sb_puts(c, "tl_gsteps[i].ext) {\n"
+                       "            tilec_plan_tensor ts[64];\n"
+                       "            uint32_t nin = tl_gsteps[i].nargs, nt = nin + (uint32_t)tl_gsteps[i].bits;\n"
+                       "            for (uint32_t j = 0; j < nt && j < 64; j++) {\n"
+                       "                tilec_plan_tensor t = {(int32_t)tl_gxt[tl_gsteps[i].first + j].slot,\n"
+                       "                                       tl_gxt[tl_gsteps[i].first + j].dtype,\n"
+                       "                                       tl_gxt[tl_gsteps[i].first + j].rank, {{0}}};\n"
+                       "                for (uint32_t d = 0; d < t.rank; d++)\n"
+                       "                    t.sizes[d].slot = t.data_slot + 1 + (int32_t)d;\n"
+                       "                ts[j] = t;\n"
+                       "            }\n"
+                       "            ok = nt <= 64 &&\n"
+                       "                 tilec_plan_add_extern(p, tl_gsteps[i].ext, ts, nin, ts + nin, nt - nin) == TILEC_RT_OK;\n"
+                       "        } else if (");
+        sb_puts(c, "!tl_gsteps[i].kernel) {\n"
+                   "            tilec_plan_tensor t = {(int32_t)tl_gsteps[i].first, (tilec_dtype)tl_gsteps[i].variant,\n"
+                   "                                   tl_gsteps[i].nargs, {{0}}};\n"
+                   "            for (uint32_t j = 0; j < t.rank; j++)\n"
+                   "                t.sizes[j].slot = (int32_t)(t.data_slot + 1 + (int32_t)j);\n"
+                   "            ok = tilec_plan_add_fill(p, &t, tl_gsteps[i].bits) == TILEC_RT_OK;\n"
+                   "        } else {\n"
+                   "            ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v,\n"
+                   "                                       tl_gsteps[i].nargs) == TILEC_RT_OK;\n"
+                   "        }\n    }\n"
+                   "    if (!ok) {\n        tl_fail(err, errlen, \"%s\", tilec_plan_last_error(p));\n"
+                   "        tilec_plan_free(p);\n        return NULL;\n    }\n");
+    }
     sb_puts(c, "    return p;\n}\n\n");
     sb_printf(c, "int %s_set_cuda_graph(%s_module *M, unsigned graphs, char *err, size_t errlen)\n{\n", n, n);
     sb_puts(c, "    if (graphs && !M->plan && !(M->plan = tl_plan_build(M, err, errlen)))\n        return 1;\n"

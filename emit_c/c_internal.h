@@ -26,8 +26,8 @@ typedef struct cstate {
     csz sz;        /* the size block, spliced in after the input checks */
     size_t inputs_end; /* where in body the input checks end */
     /* graph mode (c_graph.c): the plan's slot types and names, its steps */
-    strbuf gtypes, gnames, gsteps;
-    uint32_t nslots, nsteps;
+    strbuf gtypes, gnames, gsteps, gxt; /* gxt: the extern steps' tensors */
+    uint32_t nslots, nsteps, nxt;
     const char *no_graph; /* why the graph has no graph mode, or NULL */
     int failed;
 } cstate;
@@ -95,6 +95,11 @@ void c_module_funcs(cstate *s, strbuf *c, const char *aot, const char *fileq);
 void cg_unsupported(cstate *s, const char *why);
 /* A launch's graph-mode branch in NAME_run, and its step in the plan. */
 void cg_kernel(cstate *s, const tilec_kernel *k, uint32_t nargs, int best);
+/* The statements of graph mode for an extern call of l (inputs its
+ * arguments, outputs outs), before its eager call: each tensor's address
+ * and sizes to slots, an extern step; nothing when the graph has no graph
+ * mode. */
+void cg_extern(cstate *s, const tilec_wir_line *l, const char *const *outs, uint32_t nouts);
 void cg_fill(cstate *s, const char *name, const char *buf, tilec_dtype dt, uint32_t rank, uint64_t bits);
 /* The module struct's fields, NAME.h's declaration, the plan's tables with
  * NAME_set_cuda_graph, and NAME_run's declarations and closing plan run. */

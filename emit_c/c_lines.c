@@ -185,7 +185,6 @@ int c_line_kernel_call(void *u, const tilec_wir_line *l)
 /* externs: inputs are the argument buffers; outputs the given list */
 static void c_extern(cstate *s, const tilec_wir_line *l, const char *const *outs, uint32_t nouts)
 {
-    cg_unsupported(s, "it calls an extern kernel");
     sb_printf(&s->body, "    { /* extern %s \"", l->name);
     esc_c_comment(&s->body, l->symbol); /* the parser allows [A-Za-z0-9_.] only: escaped all the same */
     sb_printf(&s->body, "\", line %u */\n", l->loc.line);
@@ -197,7 +196,8 @@ static void c_extern(cstate *s, const tilec_wir_line *l, const char *const *outs
     for (uint32_t i = 0; i < nouts; i++)
         sb_printf(&s->body, "%s%s", i ? ", " : "", B(outs[i]));
     sb_printf(&s->body, "%s};\n", nouts ? "" : "{0}");
-    sb_puts(&s->body, "        if (tilec_externs_call(M->ext, ");
+    cg_extern(s, l, outs, nouts);
+    sb_puts(&s->body, "if (tilec_externs_call(M->ext, ");
     esc_c_string(&s->body, l->symbol, strlen(l->symbol));
     sb_printf(&s->body, ", M->rt, NULL, in, %u, out, %u) != TILEC_RT_OK) {\n", l->nargs, nouts);
     sb_printf(&s->body, "            tl_fail(err, errlen, \"%s: %%s\", tilec_externs_last_error(M->ext));\n"

@@ -32,6 +32,7 @@ static int c_begin(tilec_emit *e, void **state)
     sb_init(&s->gtypes);
     sb_init(&s->gnames);
     sb_init(&s->gsteps);
+    sb_init(&s->gxt);
     for (int i = 0; i < 8; i++)
         sb_init(&s->names[i]);
     mg_c_graph(&s->graph, s->g->name);
@@ -134,7 +135,7 @@ static int c_end(tilec_emit *e, void *state)
     sb_add(&c, sb_str(&run), run.n);
 
     c_bench_main(&c, s);
-    int bad = aot_bad || run.failed || s->gtypes.failed || s->gnames.failed || s->gsteps.failed || s->failed || s->sz.failed || s->sz.checks.failed || h.failed || c.failed || fileq.failed || s->body.failed || s->decls.failed ||
+    int bad = aot_bad || run.failed || s->gtypes.failed || s->gnames.failed || s->gsteps.failed || s->gxt.failed || s->failed || s->sz.failed || s->sz.checks.failed || h.failed || c.failed || fileq.failed || s->body.failed || s->decls.failed ||
               tilec_emit_write(e, hname, sb_str(&h), h.n) || tilec_emit_write(e, cname, sb_str(&c), c.n);
     sb_free(&h);
     sb_free(&c);
@@ -144,6 +145,7 @@ static int c_end(tilec_emit *e, void *state)
     sb_free(&s->gtypes);
     sb_free(&s->gnames);
     sb_free(&s->gsteps);
+    sb_free(&s->gxt);
     sb_free(&s->body);
     csz_free(&s->sz);
     sb_free(&s->decls);

@@ -333,7 +333,9 @@ Test(wrapper_run, filled_tensors_hold_their_value, .timeout = 120)
  * with the eager results; an output kept moves the next call's buffers,
  * and another shape, is recorded anew; turning graph mode off runs
  * eagerly; a graph with a fill replays its fill too (a step of the plan,
- * a memset in the graph). */
+ * a memset in the graph); a graph with an extern call records the extern's
+ * stream work (here a fill) with the launches and replays it without
+ * calling the extern again. */
 static const char twice_tile[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {\n"
                                  "    let i = pid(0) * 256 + range(256);\n"
                                  "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
@@ -355,14 +357,29 @@ static const char twice_tile[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (
                                  "    let y = empty(f32, [N]);\n"
                                  "    scale2(x, y, N);\n"
                                  "    return x, y;\n"
+                                 "}\n"
+                                 "extern seven(x: f32[N]) -> f32[N] = \"my.seven\";\n"
+                                 "graph sev(x: f32[N]) -> (y: f32[N]) {\n"
+                                 "    let t = seven(x);\n"
+                                 "    let y = empty(f32, [N]);\n"
+                                 "    scale2(t, y, N);\n"
+                                 "    return y;\n"
                                  "}\n";
 
 /* main(driver): one line per call: "N: launches captured graph_launches y[0] y[N-1] same|new" */
 static const char twice_runner[] =
     "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
-    "#include \"twice.h\"\n#include \"filled.h\"\n#include \"same.h\"\n#include \"fake_cuda.h\"\n"
+    "#include \"twice.h\"\n#include \"filled.h\"\n#include \"same.h\"\n#include \"sev.h\"\n#include \"fake_cuda.h\"\n"
     "static tilec_rt *rt;\nstatic twice_module *m;\nstatic fake_cuda_state *f;\nstatic uint64_t last;\n"
     "static uint64_t xs[64];\n"
+    "static int sev_calls;\n"
+    "/* my.seven: its output filled with 7.0, stream-ordered work only (a graph may capture it) */\n"
+    "static int seven(void *u, tilec_rt *r, void *stream, const tilec_tensor *in, uint32_t nin, tilec_tensor *out,\n"
+    "                 uint32_t nout, char *err, size_t errlen)\n{\n"
+    "    (void)u;\n    (void)in;\n    (void)nin;\n    (void)err;\n    (void)errlen;\n"
+    "    sev_calls++;\n"
+    "    return nout != 1 || tilec_rt_fill_async(r, out[0].data, 0x40E00000u, 4, (size_t)out[0].sizes[0], stream);\n"
+    "}\n"
     "static tilec_tensor call(int64_t n, int keep)\n{\n"
     "    float h[64];\n    char err[512] = \"\";\n"
     "    for (int i = 0; i < n; i++)\n        h[i] = (float)(i + 1);\n"
@@ -429,6 +446,23 @@ static const char twice_runner[] =
     "        same_release(sm, &y);\n"
     "    }\n"
     "    same_unload(sm);\n"
+    "    sev_module *vm = NULL;\n"
+    "    if (sev_load(rt, &vm, err, sizeof err) || tilec_externs_register(sev_externs(vm), \"my.seven\", seven, NULL))\n"
+    "        return 11;\n"
+    "    printf(\"sev: %d %s\\n\", sev_set_cuda_graph(vm, 2, err, sizeof err), err);\n"
+    "    for (int i = 0; i < 3; i++) { /* recorded with the extern's fill, then replayed without calling it */\n"
+    "        float h[8];\n"
+    "        tilec_tensor x = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {8}, .strides = {1}, .data = xs[8]}, y = {0};\n"
+    "        int l = f->launches, c = f->captured_launches, g = f->graph_launches, ms = f->memsets;\n"
+    "        int cm = f->captured_memsets;\n"
+    "        if (sev_run(vm, &x, &y, err, sizeof err)) {\n            printf(\"run: %s\\n\", err);\n            exit(12);\n        }\n"
+    "        tilec_rt_memcpy_dtoh(rt, h, y.data, sizeof h);\n"
+    "        printf(\"sev 8: %d %d %d memsets %d %d calls %d: %g %g\\n\", f->launches - l, f->captured_launches - c,\n"
+    "               f->graph_launches - g, f->memsets - ms, f->captured_memsets - cm, sev_calls, (double)h[0],\n"
+    "               (double)h[7]);\n"
+    "        sev_release(vm, &y);\n"
+    "    }\n"
+    "    sev_unload(vm);\n"
     "    twice_unload(m);\n"
     "    printf(\"unloaded: graphs held: %d\\n\", f->live_graph_execs);\n"
     "    tilec_rt_close(rt);\n    return 0;\n}\n";
@@ -449,10 +483,11 @@ Test(wrapper_run, cuda_graph_mode_replays_a_known_call_and_records_a_new_one, .t
     char *out = NULL;
     int st = sh(&out,
                 "%s -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror %s -Iinclude -Itests -I%s "
-                "-o %s/run %s/twice.c %s/filled.c %s/same.c %s/main.c %s/lib/libtilec.a -L%s/lib64 -Wl,-rpath,%s/lib64 "
+                "-o %s/run %s/twice.c %s/filled.c %s/same.c %s/sev.c %s/main.c %s/lib/libtilec.a -L%s/lib64 -Wl,-rpath,%s/lib64 "
                 "-lnvrtc "
                 "-ldl -lpthread -lm",
-                cc && *cc ? cc : "cc", TILEC_SANFLAGS, dir, dir, dir, dir, dir, dir, TILEC_BUILD, TILEC_CUDA, TILEC_CUDA);
+                cc && *cc ? cc : "cc", TILEC_SANFLAGS, dir, dir, dir, dir, dir, dir, dir, TILEC_BUILD, TILEC_CUDA,
+                TILEC_CUDA);
     cr_assert_eq(st, 0, "the wrappers do not build:\n%s", out);
     free(out);
     out = run(dir, 0);
@@ -478,6 +513,10 @@ Test(wrapper_run, cuda_graph_mode_replays_a_known_call_and_records_a_new_one, .t
                           "same 8: 1 1 1: 1 8 2 16 own\n"  /* the spares swapped: y is at another address,
                                                               recorded at once (known sizes) and launched */
                           "same 8: 1 0 1: 1 8 2 16 own\n"  /* replayed, and copied again after it */
+                          "sev: 0 \n"
+                          "sev 8: 1 1 0 memsets 1 1 calls 2: 14 14\n" /* eager, then recorded: the extern ran twice */
+                          "sev 8: 1 0 1 memsets 1 0 calls 2: 14 14\n" /* replayed: its fill is in the graph */
+                          "sev 8: 1 0 1 memsets 1 0 calls 2: 14 14\n"
                           "unloaded: graphs held: 0\n");
     free(out);
     rm_dir(dir);

@@ -441,11 +441,124 @@ void block_release(block_module *M, tilec_tensor *t)
     t->data = 0;
 }
 
+/* graph mode's launch plan: a slot per kernel argument (and per filled buffer's address
+   and size), a step per launch or fill */
+static const tilec_plan_slot_type tl_gtypes[25] = {
+    TILEC_PLAN_PTR, TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_FLOAT,
+    TILEC_PLAN_FLOAT, TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT,
+    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR,
+    TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_PTR,
+    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_INT,
+    TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_PTR,
+    TILEC_PLAN_INT
+};
+static const char *const tl_gnames[25] = {
+    "scale_shift x",
+    "scale_shift y",
+    "scale_shift n",
+    "scale_shift scale",
+    "scale_shift shift",
+    "h t",
+    "h t size 0",
+    "h t size 1",
+    "h w",
+    "h w size 0",
+    "h w size 1",
+    "h h",
+    "h h size 0",
+    "h h size 1",
+    "relu_add a",
+    "relu_add b",
+    "relu_add out",
+    "relu_add n",
+    "tuple0 h",
+    "tuple0 h size 0",
+    "tuple0 h size 1",
+    "tuple0 s",
+    "tuple0 s size 0",
+    "tuple0 idx",
+    "tuple0 idx size 0"
+};
+static const struct {
+    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs`, or an extern call */
+    const char *ext;    /* an extern call's symbol: its nargs inputs and `bits` outputs are
+                           tl_gxt[first ..] */
+    int variant;
+    uint32_t first, nargs;
+    uint64_t bits;
+} tl_gsteps[4] = {
+    {"scale_shift", NULL, 0, 0, 5, 0},
+    {NULL, "cublas.sgemm", 0, 0, 2, 1},
+    {"relu_add", NULL, 0, 14, 4, 0},
+    {NULL, "my_lib_topk2", 0, 3, 1, 2}
+};
+/* the extern steps' tensors: the address's slot (its sizes follow), dtype, rank */
+static const struct {
+    uint32_t slot;
+    tilec_dtype dtype;
+    uint32_t rank;
+} tl_gxt[6] = {
+    {5, TILEC_DT_F32, 2},
+    {8, TILEC_DT_F32, 2},
+    {11, TILEC_DT_F32, 2},
+    {18, TILEC_DT_F32, 2},
+    {21, TILEC_DT_F32, 1},
+    {23, TILEC_DT_I32, 1}
+};
+
+static tilec_plan *tl_plan_build(block_module *M, char *err, size_t errlen)
+{
+    tilec_plan *p = tilec_plan_new(M->prog, M->ext, "block", 25);
+    if (!p) {
+        tl_fail(err, errlen, "block: cannot make the launch plan (out of memory)");
+        return NULL;
+    }
+    int ok = 1;
+    for (uint32_t i = 0; i < 25 && ok; i++)
+        ok = tilec_plan_set_slot(p, i, tl_gtypes[i], tl_gnames[i]) == TILEC_RT_OK;
+    for (uint32_t i = 0; i < 4 && ok; i++) {
+        tilec_plan_value v[64];
+        for (uint32_t j = 0; j < tl_gsteps[i].nargs; j++)
+            v[j].slot = (int32_t)(tl_gsteps[i].first + j);
+        if (tl_gsteps[i].ext) {
+            tilec_plan_tensor ts[64];
+            uint32_t nin = tl_gsteps[i].nargs, nt = nin + (uint32_t)tl_gsteps[i].bits;
+            for (uint32_t j = 0; j < nt && j < 64; j++) {
+                tilec_plan_tensor t = {(int32_t)tl_gxt[tl_gsteps[i].first + j].slot,
+                                       tl_gxt[tl_gsteps[i].first + j].dtype,
+                                       tl_gxt[tl_gsteps[i].first + j].rank, {{0}}};
+                for (uint32_t d = 0; d < t.rank; d++)
+                    t.sizes[d].slot = t.data_slot + 1 + (int32_t)d;
+                ts[j] = t;
+            }
+            ok = nt <= 64 &&
+                 tilec_plan_add_extern(p, tl_gsteps[i].ext, ts, nin, ts + nin, nt - nin) == TILEC_RT_OK;
+        } else if (!tl_gsteps[i].kernel) {
+            tilec_plan_tensor t = {(int32_t)tl_gsteps[i].first, (tilec_dtype)tl_gsteps[i].variant,
+                                   tl_gsteps[i].nargs, {{0}}};
+            for (uint32_t j = 0; j < t.rank; j++)
+                t.sizes[j].slot = (int32_t)(t.data_slot + 1 + (int32_t)j);
+            ok = tilec_plan_add_fill(p, &t, tl_gsteps[i].bits) == TILEC_RT_OK;
+        } else {
+            ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v,
+                                       tl_gsteps[i].nargs) == TILEC_RT_OK;
+        }
+    }
+    if (!ok) {
+        tl_fail(err, errlen, "%s", tilec_plan_last_error(p));
+        tilec_plan_free(p);
+        return NULL;
+    }
+    return p;
+}
+
 int block_set_cuda_graph(block_module *M, unsigned graphs, char *err, size_t errlen)
 {
-    if (graphs)
-        return tl_fail(err, errlen, "block: no CUDA-graph mode: it calls an extern kernel");
-    M->graphs = 0;
+    if (graphs && !M->plan && !(M->plan = tl_plan_build(M, err, errlen)))
+        return 1;
+    if (M->plan && tilec_plan_set_cuda_graph(M->plan, graphs) != TILEC_RT_OK)
+        return tl_fail(err, errlen, "%s", tilec_plan_last_error(M->plan));
+    M->graphs = graphs;
     return 0;
 }
 
@@ -454,7 +567,7 @@ int block_run(block_module *M, const tilec_tensor *t_x, const tilec_tensor *t_w,
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
     const int tl_g = M->graphs && !M->dbg.level; /* graph mode (the debug printer runs eagerly) */
-    tilec_rt_arg tl_sl[9] __attribute__((unused)); /* its slots */
+    tilec_rt_arg tl_sl[25] __attribute__((unused)); /* its slots */
     tilec_tensor b_x __attribute__((unused)) = {0};
     tilec_tensor b_w __attribute__((unused)) = {0};
     tilec_tensor b_t = {0};
@@ -531,7 +644,23 @@ int block_run(block_module *M, const tilec_tensor *t_x, const tilec_tensor *t_w,
     { /* extern h "cublas.sgemm", line 32 */
         const tilec_tensor in[2] = {b_t, b_w};
         tilec_tensor out[1] = {b_h};
-        if (tilec_externs_call(M->ext, "cublas.sgemm", M->rt, NULL, in, 2, out, 1) != TILEC_RT_OK) {
+        if (tl_g) { /* graph mode: an extern step of the plan */
+            for (uint32_t i = 0; i < 3; i++)
+                if (!tl_contiguous(i < 2 ? &in[i] : &out[i - 2])) {
+                    tl_fail(err, errlen, "block: graph mode: argument %u of extern gemm is a strided view "
+                                         "(the launch plan's extern steps take row-major tensors)", i + 1);
+                    goto tl_out;
+                }
+            tl_sl[5].ptr = in[0].data;
+            tl_sl[6].i64 = in[0].sizes[0];
+            tl_sl[7].i64 = in[0].sizes[1];
+            tl_sl[8].ptr = in[1].data;
+            tl_sl[9].i64 = in[1].sizes[0];
+            tl_sl[10].i64 = in[1].sizes[1];
+            tl_sl[11].ptr = out[0].data;
+            tl_sl[12].i64 = out[0].sizes[0];
+            tl_sl[13].i64 = out[0].sizes[1];
+        } else if (tilec_externs_call(M->ext, "cublas.sgemm", M->rt, NULL, in, 2, out, 1) != TILEC_RT_OK) {
             tl_fail(err, errlen, "block: %s", tilec_externs_last_error(M->ext));
             goto tl_out;
         }
@@ -542,10 +671,10 @@ int block_run(block_module *M, const tilec_tensor *t_x, const tilec_tensor *t_w,
         tilec_rt_arg a[4] = {{.ptr = b_h.data}, {.ptr = b_x.data}, {.ptr = b_y.data}, {.i32 = (int32_t)(tl_z0)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
-            tl_sl[5].ptr = a[0].ptr;
-            tl_sl[6].ptr = a[1].ptr;
-            tl_sl[7].ptr = a[2].ptr;
-            tl_sl[8].i64 = (int64_t)a[3].i32;
+            tl_sl[14].ptr = a[0].ptr;
+            tl_sl[15].ptr = a[1].ptr;
+            tl_sl[16].ptr = a[2].ptr;
+            tl_sl[17].i64 = (int64_t)a[3].i32;
             st = TILEC_RT_OK;
         } else if (M->dbg.level) {
             const tl_dbg_arg da[3] = {{"a", "h", &b_h}, {"b", "x", &b_x}, {"out", "y", &b_y}};
@@ -566,7 +695,21 @@ int block_run(block_module *M, const tilec_tensor *t_x, const tilec_tensor *t_w,
     { /* extern tuple0 "my_lib_topk2", line 36 */
         const tilec_tensor in[1] = {b_h};
         tilec_tensor out[2] = {b_s, b_idx};
-        if (tilec_externs_call(M->ext, "my_lib_topk2", M->rt, NULL, in, 1, out, 2) != TILEC_RT_OK) {
+        if (tl_g) { /* graph mode: an extern step of the plan */
+            for (uint32_t i = 0; i < 3; i++)
+                if (!tl_contiguous(i < 1 ? &in[i] : &out[i - 1])) {
+                    tl_fail(err, errlen, "block: graph mode: argument %u of extern topk2 is a strided view "
+                                         "(the launch plan's extern steps take row-major tensors)", i + 1);
+                    goto tl_out;
+                }
+            tl_sl[18].ptr = in[0].data;
+            tl_sl[19].i64 = in[0].sizes[0];
+            tl_sl[20].i64 = in[0].sizes[1];
+            tl_sl[21].ptr = out[0].data;
+            tl_sl[22].i64 = out[0].sizes[0];
+            tl_sl[23].ptr = out[1].data;
+            tl_sl[24].i64 = out[1].sizes[0];
+        } else if (tilec_externs_call(M->ext, "my_lib_topk2", M->rt, NULL, in, 1, out, 2) != TILEC_RT_OK) {
             tl_fail(err, errlen, "block: %s", tilec_externs_last_error(M->ext));
             goto tl_out;
         }
@@ -575,7 +718,7 @@ int block_run(block_module *M, const tilec_tensor *t_x, const tilec_tensor *t_w,
     /* idx is result 1 of tuple0 */
     tl_release(M, &tl_live, b_h.data); /* h */
     tl_release(M, &tl_live, b_idx.data); /* idx */
-    if (tl_g && tilec_plan_run(M->plan, tl_sl, 9, NULL) != TILEC_RT_OK) {
+    if (tl_g && tilec_plan_run(M->plan, tl_sl, 25, NULL) != TILEC_RT_OK) {
         tl_fail(err, errlen, "%s", tilec_plan_last_error(M->plan));
         goto tl_out;
     }

@@ -486,17 +486,19 @@ static const char *const tl_gnames[27] = {
     "scale_shift shift"
 };
 static const struct {
-    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs` */
+    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs`, or an extern call */
+    const char *ext;    /* an extern call's symbol: its nargs inputs and `bits` outputs are
+                           tl_gxt[first ..] */
     int variant;
     uint32_t first, nargs;
     uint64_t bits;
 } tl_gsteps[6] = {
-    {"scale_shift", 0, 0, 5, 0},
-    {"scale_shift", 0, 5, 5, 0},
-    {"softmax", -1, 10, 4, 0},
-    {"scale_shift", 0, 14, 5, 0},
-    {"to_half", 0, 19, 3, 0},
-    {"scale_shift", 0, 22, 5, 0}
+    {"scale_shift", NULL, 0, 0, 5, 0},
+    {"scale_shift", NULL, 0, 5, 5, 0},
+    {"softmax", NULL, -1, 10, 4, 0},
+    {"scale_shift", NULL, 0, 14, 5, 0},
+    {"to_half", NULL, 0, 19, 3, 0},
+    {"scale_shift", NULL, 0, 22, 5, 0}
 };
 
 static tilec_plan *tl_plan_build(chain_module *M, char *err, size_t errlen)

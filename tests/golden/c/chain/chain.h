@@ -27,8 +27,9 @@ void chain_release(chain_module *m, tilec_tensor *t);
    of its inputs, outputs and intermediates, its sizes and scalars) are new is recorded (run
    eagerly first when its sizes are new too); a call with known values replays its graph with
    one cuGraphLaunch. Release each output after use and the same addresses come back, so
-   calls of one shape replay. 0, or 1 with a message (a graph with extern calls has no graph
-   mode yet). */
+   calls of one shape replay. An extern the graph calls is a step of the plan, called on the
+   plan's stream and captured with the launches: in graph mode it must do stream-ordered work
+   only. 0, or 1 with a message. */
 int chain_set_cuda_graph(chain_module *m, unsigned graphs, char *err, size_t errlen);
 int chain_run(chain_module *m, const tilec_tensor *t_x, tilec_tensor *out_y, tilec_tensor *out_h, char *err, size_t errlen);
 

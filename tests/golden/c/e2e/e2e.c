@@ -515,16 +515,18 @@ static const char *const tl_gnames[24] = {
     "colsum cols"
 };
 static const struct {
-    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs` */
+    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs`, or an extern call */
+    const char *ext;    /* an extern call's symbol: its nargs inputs and `bits` outputs are
+                           tl_gxt[first ..] */
     int variant;
     uint32_t first, nargs;
     uint64_t bits;
 } tl_gsteps[5] = {
-    {"ln_rows", 0, 0, 7, 0},
-    {"softmax_rows", 0, 7, 4, 0},
-    {"relu_plus", 0, 11, 4, 0},
-    {"colsum_part", 0, 15, 5, 0},
-    {"colsum", 0, 20, 4, 0}
+    {"ln_rows", NULL, 0, 0, 7, 0},
+    {"softmax_rows", NULL, 0, 7, 4, 0},
+    {"relu_plus", NULL, 0, 11, 4, 0},
+    {"colsum_part", NULL, 0, 15, 5, 0},
+    {"colsum", NULL, 0, 20, 4, 0}
 };
 
 static tilec_plan *tl_plan_build(e2e_module *M, char *err, size_t errlen)

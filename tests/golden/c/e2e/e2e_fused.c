@@ -507,14 +507,16 @@ static const char *const tl_gnames[17] = {
     "colsum cols"
 };
 static const struct {
-    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs` */
+    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs`, or an extern call */
+    const char *ext;    /* an extern call's symbol: its nargs inputs and `bits` outputs are
+                           tl_gxt[first ..] */
     int variant;
     uint32_t first, nargs;
     uint64_t bits;
 } tl_gsteps[3] = {
-    {"ln_softmax_relu_plus", 0, 0, 8, 0},
-    {"colsum_part", 0, 8, 5, 0},
-    {"colsum", 0, 13, 4, 0}
+    {"ln_softmax_relu_plus", NULL, 0, 0, 8, 0},
+    {"colsum_part", NULL, 0, 8, 5, 0},
+    {"colsum", NULL, 0, 13, 4, 0}
 };
 
 static tilec_plan *tl_plan_build(e2e_fused_module *M, char *err, size_t errlen)

@@ -481,19 +481,21 @@ static const char *const tl_gnames[19] = {
     "fill o size 0"
 };
 static const struct {
-    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs` */
+    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs`, or an extern call */
+    const char *ext;    /* an extern call's symbol: its nargs inputs and `bits` outputs are
+                           tl_gxt[first ..] */
     int variant;
     uint32_t first, nargs;
     uint64_t bits;
 } tl_gsteps[8] = {
-    {NULL, TILEC_DT_F32, 0, 1, 0x0ULL},
-    {"total", 0, 2, 3, 0},
-    {NULL, TILEC_DT_F16, 5, 2, 0xfc00ULL},
-    {NULL, TILEC_DT_F64, 8, 1, 0x3fb999999999999aULL},
-    {NULL, TILEC_DT_I8, 10, 1, 0xfdULL},
-    {NULL, TILEC_DT_BOOL, 12, 1, 0x1ULL},
-    {"total", 0, 14, 3, 0},
-    {NULL, TILEC_DT_F32, 17, 1, 0x40200000ULL}
+    {NULL, NULL, TILEC_DT_F32, 0, 1, 0x0ULL},
+    {"total", NULL, 0, 2, 3, 0},
+    {NULL, NULL, TILEC_DT_F16, 5, 2, 0xfc00ULL},
+    {NULL, NULL, TILEC_DT_F64, 8, 1, 0x3fb999999999999aULL},
+    {NULL, NULL, TILEC_DT_I8, 10, 1, 0xfdULL},
+    {NULL, NULL, TILEC_DT_BOOL, 12, 1, 0x1ULL},
+    {"total", NULL, 0, 14, 3, 0},
+    {NULL, NULL, TILEC_DT_F32, 17, 1, 0x40200000ULL}
 };
 
 static tilec_plan *tl_plan_build(fills_module *M, char *err, size_t errlen)

@@ -449,12 +449,14 @@ static const char *const tl_gnames[3] = {
     "total n"
 };
 static const struct {
-    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs` */
+    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs`, or an extern call */
+    const char *ext;    /* an extern call's symbol: its nargs inputs and `bits` outputs are
+                           tl_gxt[first ..] */
     int variant;
     uint32_t first, nargs;
     uint64_t bits;
 } tl_gsteps[1] = {
-    {"total", 0, 0, 3, 0}
+    {"total", NULL, 0, 0, 3, 0}
 };
 
 static tilec_plan *tl_plan_build(into_module *M, char *err, size_t errlen)

@@ -436,11 +436,127 @@ void multi_release(multi_module *M, tilec_tensor *t)
     t->data = 0;
 }
 
+/* graph mode's launch plan: a slot per kernel argument (and per filled buffer's address
+   and size), a step per launch or fill */
+static const tilec_plan_slot_type tl_gtypes[25] = {
+    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR,
+    TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_PTR,
+    TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_PTR,
+    TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_PTR,
+    TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_PTR, TILEC_PLAN_PTR,
+    TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_PTR, TILEC_PLAN_PTR,
+    TILEC_PLAN_INT
+};
+static const char *const tl_gnames[25] = {
+    "tuple0 x",
+    "tuple0 x size 0",
+    "tuple0 x size 1",
+    "tuple0 vals",
+    "tuple0 vals size 0",
+    "tuple0 idx",
+    "tuple0 idx size 0",
+    "fill tmp",
+    "fill tmp size 0",
+    "fill tmp",
+    "fill tmp size 0",
+    "tuple1 vals",
+    "tuple1 vals size 0",
+    "tuple1 lo",
+    "tuple1 lo size 0",
+    "tuple1 hi",
+    "tuple1 hi size 0",
+    "add a",
+    "add b",
+    "add out",
+    "add n",
+    "add a",
+    "add b",
+    "add out",
+    "add n"
+};
+static const struct {
+    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs`, or an extern call */
+    const char *ext;    /* an extern call's symbol: its nargs inputs and `bits` outputs are
+                           tl_gxt[first ..] */
+    int variant;
+    uint32_t first, nargs;
+    uint64_t bits;
+} tl_gsteps[5] = {
+    {NULL, "my_lib_topk2", 0, 0, 1, 2},
+    {NULL, "my_lib.fill", 0, 3, 1, 1},
+    {NULL, "my_lib.minmax", 0, 5, 1, 2},
+    {"add", NULL, 0, 17, 4, 0},
+    {"add", NULL, 0, 21, 4, 0}
+};
+/* the extern steps' tensors: the address's slot (its sizes follow), dtype, rank */
+static const struct {
+    uint32_t slot;
+    tilec_dtype dtype;
+    uint32_t rank;
+} tl_gxt[8] = {
+    {0, TILEC_DT_F32, 2},
+    {3, TILEC_DT_F32, 1},
+    {5, TILEC_DT_I32, 1},
+    {7, TILEC_DT_F32, 1},
+    {9, TILEC_DT_F32, 1},
+    {11, TILEC_DT_F32, 1},
+    {13, TILEC_DT_F32, 1},
+    {15, TILEC_DT_F32, 1}
+};
+
+static tilec_plan *tl_plan_build(multi_module *M, char *err, size_t errlen)
+{
+    tilec_plan *p = tilec_plan_new(M->prog, M->ext, "multi", 25);
+    if (!p) {
+        tl_fail(err, errlen, "multi: cannot make the launch plan (out of memory)");
+        return NULL;
+    }
+    int ok = 1;
+    for (uint32_t i = 0; i < 25 && ok; i++)
+        ok = tilec_plan_set_slot(p, i, tl_gtypes[i], tl_gnames[i]) == TILEC_RT_OK;
+    for (uint32_t i = 0; i < 5 && ok; i++) {
+        tilec_plan_value v[64];
+        for (uint32_t j = 0; j < tl_gsteps[i].nargs; j++)
+            v[j].slot = (int32_t)(tl_gsteps[i].first + j);
+        if (tl_gsteps[i].ext) {
+            tilec_plan_tensor ts[64];
+            uint32_t nin = tl_gsteps[i].nargs, nt = nin + (uint32_t)tl_gsteps[i].bits;
+            for (uint32_t j = 0; j < nt && j < 64; j++) {
+                tilec_plan_tensor t = {(int32_t)tl_gxt[tl_gsteps[i].first + j].slot,
+                                       tl_gxt[tl_gsteps[i].first + j].dtype,
+                                       tl_gxt[tl_gsteps[i].first + j].rank, {{0}}};
+                for (uint32_t d = 0; d < t.rank; d++)
+                    t.sizes[d].slot = t.data_slot + 1 + (int32_t)d;
+                ts[j] = t;
+            }
+            ok = nt <= 64 &&
+                 tilec_plan_add_extern(p, tl_gsteps[i].ext, ts, nin, ts + nin, nt - nin) == TILEC_RT_OK;
+        } else if (!tl_gsteps[i].kernel) {
+            tilec_plan_tensor t = {(int32_t)tl_gsteps[i].first, (tilec_dtype)tl_gsteps[i].variant,
+                                   tl_gsteps[i].nargs, {{0}}};
+            for (uint32_t j = 0; j < t.rank; j++)
+                t.sizes[j].slot = (int32_t)(t.data_slot + 1 + (int32_t)j);
+            ok = tilec_plan_add_fill(p, &t, tl_gsteps[i].bits) == TILEC_RT_OK;
+        } else {
+            ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v,
+                                       tl_gsteps[i].nargs) == TILEC_RT_OK;
+        }
+    }
+    if (!ok) {
+        tl_fail(err, errlen, "%s", tilec_plan_last_error(p));
+        tilec_plan_free(p);
+        return NULL;
+    }
+    return p;
+}
+
 int multi_set_cuda_graph(multi_module *M, unsigned graphs, char *err, size_t errlen)
 {
-    if (graphs)
-        return tl_fail(err, errlen, "multi: no CUDA-graph mode: it calls an extern kernel");
-    M->graphs = 0;
+    if (graphs && !M->plan && !(M->plan = tl_plan_build(M, err, errlen)))
+        return 1;
+    if (M->plan && tilec_plan_set_cuda_graph(M->plan, graphs) != TILEC_RT_OK)
+        return tl_fail(err, errlen, "%s", tilec_plan_last_error(M->plan));
+    M->graphs = graphs;
     return 0;
 }
 
@@ -449,7 +565,7 @@ int multi_run(multi_module *M, const tilec_tensor *t_x, const tilec_tensor *t_bi
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
     const int tl_g = M->graphs && !M->dbg.level; /* graph mode (the debug printer runs eagerly) */
-    tilec_rt_arg tl_sl[8] __attribute__((unused)); /* its slots */
+    tilec_rt_arg tl_sl[25] __attribute__((unused)); /* its slots */
     tilec_tensor b_x __attribute__((unused)) = {0};
     tilec_tensor b_bias __attribute__((unused)) = {0};
     tilec_tensor b_vals = {0};
@@ -493,7 +609,21 @@ int multi_run(multi_module *M, const tilec_tensor *t_x, const tilec_tensor *t_bi
     { /* extern tuple0 "my_lib_topk2", line 19 */
         const tilec_tensor in[1] = {b_x};
         tilec_tensor out[2] = {b_vals, b_idx};
-        if (tilec_externs_call(M->ext, "my_lib_topk2", M->rt, NULL, in, 1, out, 2) != TILEC_RT_OK) {
+        if (tl_g) { /* graph mode: an extern step of the plan */
+            for (uint32_t i = 0; i < 3; i++)
+                if (!tl_contiguous(i < 1 ? &in[i] : &out[i - 1])) {
+                    tl_fail(err, errlen, "multi: graph mode: argument %u of extern topk2 is a strided view "
+                                         "(the launch plan's extern steps take row-major tensors)", i + 1);
+                    goto tl_out;
+                }
+            tl_sl[0].ptr = in[0].data;
+            tl_sl[1].i64 = in[0].sizes[0];
+            tl_sl[2].i64 = in[0].sizes[1];
+            tl_sl[3].ptr = out[0].data;
+            tl_sl[4].i64 = out[0].sizes[0];
+            tl_sl[5].ptr = out[1].data;
+            tl_sl[6].i64 = out[1].sizes[0];
+        } else if (tilec_externs_call(M->ext, "my_lib_topk2", M->rt, NULL, in, 1, out, 2) != TILEC_RT_OK) {
             tl_fail(err, errlen, "multi: %s", tilec_externs_last_error(M->ext));
             goto tl_out;
         }
@@ -507,7 +637,18 @@ int multi_run(multi_module *M, const tilec_tensor *t_x, const tilec_tensor *t_bi
     { /* extern fill "my_lib.fill", line 21 */
         const tilec_tensor in[1] = {b_tmp};
         tilec_tensor out[1] = {b_tmp};
-        if (tilec_externs_call(M->ext, "my_lib.fill", M->rt, NULL, in, 1, out, 1) != TILEC_RT_OK) {
+        if (tl_g) { /* graph mode: an extern step of the plan */
+            for (uint32_t i = 0; i < 2; i++)
+                if (!tl_contiguous(i < 1 ? &in[i] : &out[i - 1])) {
+                    tl_fail(err, errlen, "multi: graph mode: argument %u of extern fill is a strided view "
+                                         "(the launch plan's extern steps take row-major tensors)", i + 1);
+                    goto tl_out;
+                }
+            tl_sl[7].ptr = in[0].data;
+            tl_sl[8].i64 = in[0].sizes[0];
+            tl_sl[9].ptr = out[0].data;
+            tl_sl[10].i64 = out[0].sizes[0];
+        } else if (tilec_externs_call(M->ext, "my_lib.fill", M->rt, NULL, in, 1, out, 1) != TILEC_RT_OK) {
             tl_fail(err, errlen, "multi: %s", tilec_externs_last_error(M->ext));
             goto tl_out;
         }
@@ -519,7 +660,20 @@ int multi_run(multi_module *M, const tilec_tensor *t_x, const tilec_tensor *t_bi
     { /* extern tuple1 "my_lib.minmax", line 22 */
         const tilec_tensor in[1] = {b_vals};
         tilec_tensor out[2] = {b_lo, b_hi};
-        if (tilec_externs_call(M->ext, "my_lib.minmax", M->rt, NULL, in, 1, out, 2) != TILEC_RT_OK) {
+        if (tl_g) { /* graph mode: an extern step of the plan */
+            for (uint32_t i = 0; i < 3; i++)
+                if (!tl_contiguous(i < 1 ? &in[i] : &out[i - 1])) {
+                    tl_fail(err, errlen, "multi: graph mode: argument %u of extern minmax is a strided view "
+                                         "(the launch plan's extern steps take row-major tensors)", i + 1);
+                    goto tl_out;
+                }
+            tl_sl[11].ptr = in[0].data;
+            tl_sl[12].i64 = in[0].sizes[0];
+            tl_sl[13].ptr = out[0].data;
+            tl_sl[14].i64 = out[0].sizes[0];
+            tl_sl[15].ptr = out[1].data;
+            tl_sl[16].i64 = out[1].sizes[0];
+        } else if (tilec_externs_call(M->ext, "my_lib.minmax", M->rt, NULL, in, 1, out, 2) != TILEC_RT_OK) {
             tl_fail(err, errlen, "multi: %s", tilec_externs_last_error(M->ext));
             goto tl_out;
         }
@@ -534,10 +688,10 @@ int multi_run(multi_module *M, const tilec_tensor *t_x, const tilec_tensor *t_bi
         tilec_rt_arg a[4] = {{.ptr = b_hi.data}, {.ptr = b_tmp.data}, {.ptr = b_out.data}, {.i32 = (int32_t)(s_R)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
-            tl_sl[0].ptr = a[0].ptr;
-            tl_sl[1].ptr = a[1].ptr;
-            tl_sl[2].ptr = a[2].ptr;
-            tl_sl[3].i64 = (int64_t)a[3].i32;
+            tl_sl[17].ptr = a[0].ptr;
+            tl_sl[18].ptr = a[1].ptr;
+            tl_sl[19].ptr = a[2].ptr;
+            tl_sl[20].i64 = (int64_t)a[3].i32;
             st = TILEC_RT_OK;
         } else if (M->dbg.level) {
             const tl_dbg_arg da[3] = {{"a", "hi", &b_hi}, {"b", "tmp", &b_tmp}, {"out", "out", &b_out}};
@@ -555,10 +709,10 @@ int multi_run(multi_module *M, const tilec_tensor *t_x, const tilec_tensor *t_bi
         tilec_rt_arg a[4] = {{.ptr = b_out.data}, {.ptr = b_bias.data}, {.ptr = b_out.data}, {.i32 = (int32_t)(s_R)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
-            tl_sl[4].ptr = a[0].ptr;
-            tl_sl[5].ptr = a[1].ptr;
-            tl_sl[6].ptr = a[2].ptr;
-            tl_sl[7].i64 = (int64_t)a[3].i32;
+            tl_sl[21].ptr = a[0].ptr;
+            tl_sl[22].ptr = a[1].ptr;
+            tl_sl[23].ptr = a[2].ptr;
+            tl_sl[24].i64 = (int64_t)a[3].i32;
             st = TILEC_RT_OK;
         } else if (M->dbg.level) {
             const tl_dbg_arg da[3] = {{"a", "out", &b_out}, {"b", "bias", &b_bias}, {"out", "out", &b_out}};
@@ -570,7 +724,7 @@ int multi_run(multi_module *M, const tilec_tensor *t_x, const tilec_tensor *t_bi
             goto tl_out;
         }
     }
-    if (tl_g && tilec_plan_run(M->plan, tl_sl, 8, NULL) != TILEC_RT_OK) {
+    if (tl_g && tilec_plan_run(M->plan, tl_sl, 25, NULL) != TILEC_RT_OK) {
         tl_fail(err, errlen, "%s", tilec_plan_last_error(M->plan));
         goto tl_out;
     }

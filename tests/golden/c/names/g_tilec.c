@@ -466,15 +466,17 @@ static const char *const tl_gnames[16] = {
     "scale k"
 };
 static const struct {
-    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs` */
+    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs`, or an extern call */
+    const char *ext;    /* an extern call's symbol: its nargs inputs and `bits` outputs are
+                           tl_gxt[first ..] */
     int variant;
     uint32_t first, nargs;
     uint64_t bits;
 } tl_gsteps[4] = {
-    {"scale", 0, 0, 4, 0},
-    {"scale", 0, 4, 4, 0},
-    {"scale", 0, 8, 4, 0},
-    {"scale", 0, 12, 4, 0}
+    {"scale", NULL, 0, 0, 4, 0},
+    {"scale", NULL, 0, 4, 4, 0},
+    {"scale", NULL, 0, 8, 4, 0},
+    {"scale", NULL, 0, 12, 4, 0}
 };
 
 static tilec_plan *tl_plan_build(g_tilec_module *M, char *err, size_t errlen)

@@ -462,16 +462,18 @@ static const char *const tl_gnames[15] = {
     "copy n"
 };
 static const struct {
-    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs` */
+    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs`, or an extern call */
+    const char *ext;    /* an extern call's symbol: its nargs inputs and `bits` outputs are
+                           tl_gxt[first ..] */
     int variant;
     uint32_t first, nargs;
     uint64_t bits;
 } tl_gsteps[5] = {
-    {"copy", 0, 0, 3, 0},
-    {"copy", 0, 3, 3, 0},
-    {"copy", 0, 6, 3, 0},
-    {"copy", 0, 9, 3, 0},
-    {"copy", 0, 12, 3, 0}
+    {"copy", NULL, 0, 0, 3, 0},
+    {"copy", NULL, 0, 3, 3, 0},
+    {"copy", NULL, 0, 6, 3, 0},
+    {"copy", NULL, 0, 9, 3, 0},
+    {"copy", NULL, 0, 12, 3, 0}
 };
 
 static tilec_plan *tl_plan_build(views_module *M, char *err, size_t errlen)
