@@ -600,6 +600,24 @@ static void py_bench_main(strbuf *c, const pystate *s)
               n);
 }
 
+/* call()'s checks of its scalar parameters against their declared types,
+ * used by a kernel or not, before any size arithmetic reads them:
+ * tilec.check_int (TypeError for what is not an integer, RangeError for a
+ * value the dtype cannot hold) or tilec.check_float. */
+static void py_scalar_checks(strbuf *c, pystate *s)
+{
+    for (uint32_t i = 0; i < s->g->nparams; i++) {
+        const tilec_param *p = &s->g->params[i];
+        if (p->type.kind == TILEC_TE_TENSOR || !p->name)
+            continue;
+        sb_printf(c, "    tilec.check_%s(\"%s\", \"%s\", \"%s\", ",
+                  tilec_dtype_class(p->type.dtype) == 'f' ? "float" : "int", s->g->name, p->name,
+                  tilec_dtype_name(p->type.dtype));
+        py_name(c, p->name);
+        sb_puts(c, ")\n");
+    }
+}
+
 static int py_end(tilec_emit *e, void *state)
 {
     pystate *s = state;
@@ -719,6 +737,7 @@ static int py_end(tilec_emit *e, void *state)
     sb_free(&t);
     sb_puts(&c, "\n    \"\"\"\n");
     py_call_prologue(&c, s);
+    py_scalar_checks(&c, s);
     sb_add(&c, sb_str(&s->checks), s->checks.n);
     py_call_body(&c, s);
     if (entry)

@@ -24,7 +24,9 @@ TORCH_NAMES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64"
 I64_MAX = (1 << 63) - 1
 # what each integer parameter kind holds
 RANGES = {"i32": (-(1 << 31), (1 << 31) - 1), "u32": (0, (1 << 32) - 1),
-          "i64": (-(1 << 63), I64_MAX), "u64": (0, (1 << 64) - 1)}
+          "i64": (-(1 << 63), I64_MAX), "u64": (0, (1 << 64) - 1),
+          "i8": (-128, 127), "i16": (-(1 << 15), (1 << 15) - 1), "u8": (0, 255), "u16": (0, (1 << 16) - 1),
+          "bool": (0, 1)}
 
 
 def itemsize(dtype: str) -> int:

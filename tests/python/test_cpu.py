@@ -184,12 +184,27 @@ class GeneratedWrapperTests(unittest.TestCase):
         x = _Fake((4, 4))
         msg = self.call_error(views.call, _Fake((4, 4), "<i4"), 1)
         self.assertEqual(msg, "views: x must be a f32 tensor of rank 2")
-        # checked with the sizes, before load() touches the GPU
+        # checked against the parameter's declared type, before any size and
+        # before load() touches the GPU
         with self.assertRaises(OverflowError) as cm:
             views.call(x, 2**40 + 5)
         self.assertEqual(str(cm.exception),
-                         "views: argument 'n' of copy (k) is 1099511627781, which does not fit i32")
+                         "views: parameter 'k' is i32 (-2147483648 .. 2147483647); got 1099511627781, which does "
+                         "not fit")
+        with self.assertRaises(TypeError) as cm:
+            views.call(x, 2.0)
+        self.assertEqual(str(cm.exception), "views: parameter 'k' is i32, an integer; got float 2.0")
         self.assertEqual(views._graphs, {}, "nothing was loaded")
+        # a u64 scalar that fits its type but not the i32 kernel argument it feeds
+        g = _generated("g", "u64_scalar")
+        with self.assertRaises(OverflowError) as cm:
+            g.call(_Fake((8,)), 2**40)
+        self.assertEqual(str(cm.exception), "g: argument 'n' of copy (m) is 1099511627776, which does not fit i32")
+        with self.assertRaises(OverflowError) as cm:
+            g.call(_Fake((8,)), -1)
+        self.assertEqual(str(cm.exception),
+                         "g: parameter 'm' is u64 (0 .. 18446744073709551615); got -1, which does not fit")
+        self.assertEqual(g._graphs, {}, "nothing was loaded")
 
     def test_size_overflow_is_an_error_before_any_gpu_work(self):
         e2e = _generated("e2e")

@@ -54,6 +54,11 @@ graph g2(x: f32[N], w: f32[N]) -> (y: f32[N], z: f32[N]) {
     scale2(w, z, N);
     return y, z;
 }
+graph gk(x: f32[N], k: f32, m: i32) -> (y: f32[N]) {
+    let y = empty(f32, [N]);
+    scale2(x, y, N);
+    return y;
+}
 extern add1(x: f32[N]) -> f32[N] = "my.add1";
 graph gf(x: f32[N]) -> (y: f32[N], d: f64[N], h: f16[N]) {
     let t = full(f32, [N], 1.5);
@@ -430,6 +435,31 @@ class FakeDriverTests(unittest.TestCase):
         r = self._child(script)
         self.assertEqual(r.stdout, "0\n2 2 [0.0, 8.0, 16.0, 24.0, 32.0] [8.0, 16.0, 24.0] [8.0, 16.0, 24.0] "
                                    "[0.0, 8.0, 16.0, 24.0, 32.0] [0.0, 8.0, 16.0, 24.0, 32.0]\n")
+
+    def test_the_entry_keys_scalars_by_value_type_and_text(self):
+        # the Entry's key of a scalar is the Python first line's: its value,
+        # its type and a float's str(), so 2 and 2.0, and -0.0 and 0.0, are
+        # keys apart; a bad scalar still gets the checks' error
+        if tilec._library.native() is None:
+            self.skipTest("no extension (TILEC_NO_NATIVE=1 or not built): no recipes")
+        script = _TORCH_STAND_IN + (
+            "import sys, gk\n"
+            "gk.load()\n"
+            "x = tensor(list(range(5)))\n"
+            "frames = []\n"
+            "def prof(frame, event, arg):\n"
+            "    if event == 'call' and frame.f_code.co_name == 'call' and frame.f_code.co_filename.endswith('gk.py'):\n"
+            "        frames.append(1)\n"
+            "sys.setprofile(prof)\n"
+            "seq = [(2.0, 1), (2.0, 1), (3.0, 1), (2, 1), (-0.0, 1), (0.0, 1), (0.0, 1), (2.0, 2), (2.0, 2)]\n"
+            "outs = [gk.call(x, k, m).tolist() for k, m in seq]\n"
+            "sys.setprofile(None)\n"
+            "print(len(frames), len(gk._recipes), all(o == [0.0, 2.0, 4.0, 6.0, 8.0] for o in outs))\n"
+            "for k, m in ((2.0, 2 ** 40), ([1], 1)):\n"
+            "    try:\n        gk.call(x, k, m)\n        print('no error')\n"
+            "    except (TypeError, ValueError) as e:\n        print(type(e).__name__)\n")
+        r = self._child(script)
+        self.assertEqual(r.stdout, "6 6 True\nRangeError\nTypeError\n")
 
     def test_one_device_needs_no_current_device_read(self):
         # a process that sees one CUDA device has it as the current one: the

@@ -143,6 +143,7 @@ def call(err, b_x, N, int_, lambda_, *, stream=None):
             _r = _key = None
         if _r is not None:
             return _r.run((_err_info, _b_x_info, _N_info, _lambda_info,))
+    tilec.check_float("tilec", "int", "f32", int_)
     if _err_info is None or _err_info.dtype != "f32" or len(_err_info.shape) != 1:
         raise ValueError("tilec: err must be a f32 tensor of rank 1")
     _N_s = _err_info.shape[0]

@@ -139,6 +139,7 @@ def call(t_x, x, _x_s_, x_info, s_M, *, stream=None):
             _r = _key = None
         if _r is not None:
             return _r.run((_t_x_info, _x_info, __x_s_info, _x_info_info,))
+    tilec.check_int("tl", "s_M", "i32", s_M)
     if _t_x_info is None or _t_x_info.dtype != "f32" or len(_t_x_info.shape) != 1:
         raise ValueError("tl: t_x must be a f32 tensor of rank 1")
     _M_s = _t_x_info.shape[0]

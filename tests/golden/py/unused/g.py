@@ -112,6 +112,7 @@ def call(x, unused, k, *, stream=None):
             _r = _key = None
         if _r is not None:
             return _r.run((_x_info, _unused_info,))
+    tilec.check_float("g", "k", "f32", k)
     if _x_info is None or _x_info.dtype != "f32" or len(_x_info.shape) != 1:
         raise ValueError("g: x must be a f32 tensor of rank 1")
     _N_s = _x_info.shape[0]

@@ -126,6 +126,7 @@ def call(x, k, *, stream=None):
     before any GPU work.
     """
     _x_info = tilec.tensor_info(x)
+    tilec.check_int("views", "k", "i32", k)
     if _x_info is None or _x_info.dtype != "f32" or len(_x_info.shape) != 2:
         raise ValueError("views: x must be a f32 tensor of rank 2")
     _R_s, _C_s = _x_info.shape
