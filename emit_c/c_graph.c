@@ -35,25 +35,36 @@ static void cg_slot(cstate *s, uint32_t slot, const char *name, const char *type
     sb_puts(&s->gtypes, type);
 }
 
+/* Slots for the address and the `rank` sizes of tensor `t` (a C
+ * expression of a tilec_tensor), named `name` and "`name` size d", from
+ * s->nslots on, their statements indented by `indent`. Returns the
+ * address's slot. */
+static uint32_t cg_tensor_slots(cstate *s, const char *indent, const char *t, const char *name, uint32_t rank)
+{
+    uint32_t first = s->nslots;
+    char sname[300];
+    sb_printf(&s->body, "%stl_sl[%u].ptr = %s.data;\n", indent, first, t);
+    cg_slot(s, first, name, "TILEC_PLAN_PTR");
+    for (uint32_t d = 0; d < rank; d++) {
+        sb_printf(&s->body, "%stl_sl[%u].i64 = %s.sizes[%u];\n", indent, first + 1 + d, t, d);
+        snprintf(sname, sizeof sname, "%.250s size %u", name, d);
+        cg_slot(s, first + 1 + d, sname, "TILEC_PLAN_INT");
+    }
+    s->nslots += 1 + rank;
+    return first;
+}
+
 /* A fill of buffer `buf` (its C name) of tensor `name` in graph mode: its
  * address and sizes to slots (before the eager branch), and a fill step. */
 void cg_fill(cstate *s, const char *name, const char *buf, tilec_dtype dt, uint32_t rank, uint64_t bits)
 {
     char sname[300];
-    sb_printf(&s->body, "    if (tl_g) { /* graph mode: a fill step of the plan */\n"
-                        "        tl_sl[%u].ptr = %s.data;\n", s->nslots, buf);
     snprintf(sname, sizeof sname, "fill %.250s", name);
-    cg_slot(s, s->nslots, sname, "TILEC_PLAN_PTR");
-    for (uint32_t i = 0; i < rank; i++) {
-        sb_printf(&s->body, "        tl_sl[%u].i64 = %s.sizes[%u];\n", s->nslots + 1 + i, buf, i);
-        snprintf(sname, sizeof sname, "fill %.250s size %u", name, i);
-        cg_slot(s, s->nslots + 1 + i, sname, "TILEC_PLAN_INT");
-    }
+    sb_puts(&s->body, "    if (tl_g) { /* graph mode: a fill step of the plan */\n");
+    uint32_t first = cg_tensor_slots(s, "        ", buf, sname, rank);
     sb_puts(&s->body, "    } else ");
     sb_puts(&s->gsteps, s->nsteps ? ",\n    {" : "    {");
-    sb_printf(&s->gsteps, "NULL, NULL, %s, %u, %u, 0x%llxULL}", dt_enum(dt), s->nslots, rank,
-              (unsigned long long)bits);
-    s->nslots += 1 + rank;
+    sb_printf(&s->gsteps, "NULL, NULL, %s, %u, %u, 0x%llxULL}", dt_enum(dt), first, rank, (unsigned long long)bits);
     s->nsteps++;
 }
 
@@ -143,22 +154,14 @@ void cg_extern(cstate *s, const tilec_wir_line *l, const char *const *outs, uint
     esc_c_string(&s->gsteps, l->symbol, strlen(l->symbol));
     sb_printf(&s->gsteps, ", 0, %u, %u, %u}", s->nxt, l->nargs, nouts);
     for (uint32_t i = 0; i < n; i++) {
-        const char *what = i < l->nargs ? "in" : "out";
         uint32_t j = i < l->nargs ? i : i - l->nargs;
-        const char *buf = i < l->nargs ? l->args[i].text : outs[j];
-        char sname[300];
-        sb_printf(&s->body, "            tl_sl[%u].ptr = %s[%u].data;\n", s->nslots, what, j);
-        snprintf(sname, sizeof sname, "%.120s %.120s", l->name, buf);
-        cg_slot(s, s->nslots, sname, "TILEC_PLAN_PTR");
-        for (uint32_t d = 0; d < ranks[i]; d++) {
-            sb_printf(&s->body, "            tl_sl[%u].i64 = %s[%u].sizes[%u];\n", s->nslots + 1 + d, what, j, d);
-            snprintf(sname, sizeof sname, "%.120s %.120s size %u", l->name, buf, d);
-            cg_slot(s, s->nslots + 1 + d, sname, "TILEC_PLAN_INT");
-        }
+        char t[32], sname[300];
+        snprintf(t, sizeof t, "%s[%u]", i < l->nargs ? "in" : "out", j);
+        snprintf(sname, sizeof sname, "%.120s %.120s", l->name, i < l->nargs ? l->args[i].text : outs[j]);
+        uint32_t first = cg_tensor_slots(s, "            ", t, sname, ranks[i]);
         sb_puts(&s->gxt, s->nxt ? ",\n    {" : "    {");
-        sb_printf(&s->gxt, "%u, %s, %u}", s->nslots, dt_enum(dts[i]), ranks[i]);
+        sb_printf(&s->gxt, "%u, %s, %u}", first, dt_enum(dts[i]), ranks[i]);
         s->nxt++;
-        s->nslots += 1 + ranks[i];
     }
     sb_puts(&s->body, "        } else ");
     s->nsteps++;

@@ -294,8 +294,8 @@ static void memo_put(rt_grid_memo *m, const int64_t *scal, uint32_t n, const uin
 
 tilec_rt_status rt_program_launch_at(const tilec_program *cp, uint32_t i, const tilec_rt_arg *args, void *stream)
 {
-    tilec_program *p = (tilec_program *)cp; /* the split-K scratch is the program's, behind its lock */
-    const pkernel *pk = &p->ks[i];
+    tilec_program *p = (tilec_program *)cp; /* the split-K scratch and the grid memo are the program's */
+    pkernel *pk = &p->ks[i];
     int64_t scal[64];
     for (uint32_t a = 0; a < pk->nparams; a++) {
         switch (pk->kinds[a]) {
@@ -307,11 +307,10 @@ tilec_rt_status rt_program_launch_at(const tilec_program *cp, uint32_t i, const 
         }
     }
     uint32_t grid[3];
-    pkernel *mk = &p->ks[i];
-    if (!memo_get(&mk->gm, scal, pk->nparams, grid)) { /* the grid's expressions: ~100 ns, the memo ~10 */
+    if (!memo_get(&pk->gm, scal, pk->nparams, grid)) { /* the grid's expressions: ~100 ns, the memo ~10 */
         if (pk->grid ? pk->grid(pk->grid_data, pk->variant, scal, grid) != 0 : pk->aot_grid(scal, grid) != 0)
             return TILEC_RT_INVALID_ARG;
-        memo_put(&mk->gm, scal, pk->nparams, grid);
+        memo_put(&pk->gm, scal, pk->nparams, grid);
     }
     if (!grid[0] || !grid[1] || !grid[2])
         return TILEC_RT_OK; /* nothing to do */

@@ -175,7 +175,6 @@ def replay(g, x, vals, dev, N):
 
 
 def phases(g, x, vals, N):
-    import ctypes
     nat = tilec._library.native()
     if nat is None or not hasattr(nat, "prof"):
         print("phases: the extension was not built with TILEC_NATIVE_PROF (make native-prof)", flush=True)
@@ -186,21 +185,10 @@ def phases(g, x, vals, N):
     b = nat.prof()
     rate = (b[3] - a[3]) / (time.perf_counter() - t0) / 1e6  # cycles per µs
     print(f"TSC: {rate:.1f} cycles per us", flush=True)
-    ctypes.CDLL(tilec._library.lib()._name, mode=ctypes.RTLD_GLOBAL)  # the bench library's symbols
-    lib = ctypes.CDLL(os.environ["TILEC_BENCH_LIB"])
-    P = ctypes.c_void_p
-    lib.tb_plan_host_us.argtypes = [P, P, ctypes.c_uint32, P, ctypes.c_int, P, P, ctypes.c_size_t]
-    slots = (tilec._library._Arg * len(vals))()
-    for i, v in enumerate(vals[:-1]):
-        slots[i].ptr = v
-    slots[len(vals) - 1].i64 = vals[-1]
-    err = ctypes.create_string_buffer(512)
+    loop = plan_loop(g)
 
     def c_plan(n=2000):
-        us_ = ctypes.c_double()
-        if lib.tb_plan_host_us(g._h, slots, len(vals), None, n, ctypes.byref(us_), err, len(err)) != 0:
-            raise RuntimeError(err.value.decode())
-        return us_.value
+        return loop(vals, n)
     fast, recipes = chain8._fast, chain8._recipes
     lean = torch._C._dynamo.guards._empty_strided_cuda
     raw, getdev, f32, size, stride = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice, torch.float32, \
@@ -254,16 +242,34 @@ def phases(g, x, vals, N):
     table(nat, rate, sides, c_plan, 256)
 
 
-def slots_ab(g, x, N):
-    """The plan run with the slot values chain8.call gives it (x, then the
-    workspace and the output in turn) against every slot on x, from Python
-    and from C, beside chain8.call and a fresh output each call."""
+def plan_loop(g):
+    """c_plan(vals, n): host µs per run of g's plan with slot values vals
+    (addresses, then N), n runs back to back in C (TILEC_BENCH_LIB's
+    tb_plan_host_us) on the legacy stream."""
     import ctypes
-    ctypes.CDLL(tilec._library.lib()._name, mode=ctypes.RTLD_GLOBAL)
+    ctypes.CDLL(tilec._library.lib()._name, mode=ctypes.RTLD_GLOBAL)  # the bench library's symbols
     lib = ctypes.CDLL(os.environ["TILEC_BENCH_LIB"])
     P = ctypes.c_void_p
     lib.tb_plan_host_us.argtypes = [P, P, ctypes.c_uint32, P, ctypes.c_int, P, P, ctypes.c_size_t]
     err = ctypes.create_string_buffer(512)
+
+    def c_plan(vals, n):
+        sl = (tilec._library._Arg * len(vals))()
+        for i, v in enumerate(vals[:-1]):
+            sl[i].ptr = v
+        sl[len(vals) - 1].i64 = vals[-1]
+        us_ = ctypes.c_double()
+        if lib.tb_plan_host_us(g._h, sl, len(vals), None, n, ctypes.byref(us_), err, len(err)) != 0:
+            raise RuntimeError(err.value.decode())
+        return us_.value
+    return c_plan
+
+
+def slots_ab(g, x, N):
+    """The plan run with the slot values chain8.call gives it (x, then the
+    workspace and the output in turn) against every slot on x, from Python
+    and from C, beside chain8.call and a fresh output each call."""
+    c_plan = plan_loop(g)
     ws, out = torch.empty(N, device="cuda"), torch.empty(N, device="cuda")
     xp, wp, op = x.data_ptr(), ws.data_ptr(), out.data_ptr()
     on_x = (xp,) * 9 + (N,)
@@ -277,15 +283,6 @@ def slots_ab(g, x, N):
         g.run((xp, wp, p, wp, p, wp, p, wp, p, N), None)
         return o
 
-    def c_plan(vals, n):
-        sl = (tilec._library._Arg * len(vals))()
-        for i, v in enumerate(vals[:-1]):
-            sl[i].ptr = v
-        sl[len(vals) - 1].i64 = vals[-1]
-        us_ = ctypes.c_double()
-        if lib.tb_plan_host_us(g._h, sl, len(vals), None, n, ctypes.byref(us_), err, len(err)) != 0:
-            raise RuntimeError(err.value.decode())
-        return us_.value
     def into(o, where):
         p = o.data_ptr()
         v = list(real)

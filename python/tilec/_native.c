@@ -434,29 +434,45 @@ static PyObject *n_rcall_init(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* t's part of the key, or NULL (no Python error) when t is not a
- * contiguous CUDA tensor of a known dtype; its address into *ptr in the
- * same pass (one read of each attribute: dtype, is_cuda, is_contiguous(),
- * shape, get_device(), data_ptr()). */
-static PyObject *r_key(PyObject *t, uint64_t *ptr)
+/* What a key holds of tensor t, read in one pass (one read of each
+ * attribute: dtype, is_cuda, is_contiguous(), shape, get_device(),
+ * data_ptr()): its dtype's tilec name (borrowed from r_names), its shape
+ * and device (new references) and its address. 0 (no Python error) when t
+ * is not a contiguous CUDA tensor of a known dtype. */
+static int r_read(PyObject *t, PyObject **name, PyObject **shape, PyObject **dev, uint64_t *ptr)
 {
     PyObject *dt = PyObject_GetAttr(t, s_dtype);
-    PyObject *name = dt ? PyDict_GetItemWithError(r_names, dt) : NULL;
+    *name = dt ? PyDict_GetItemWithError(r_names, dt) : NULL;
     Py_XDECREF(dt);
-    PyObject *cuda = name && name != Py_None ? PyObject_GetAttr(t, s_is_cuda) : NULL;
+    PyObject *cuda = *name && *name != Py_None ? PyObject_GetAttr(t, s_is_cuda) : NULL;
     int ok = cuda == Py_True;
     Py_XDECREF(cuda);
     PyObject *c = ok ? PyObject_CallMethodObjArgs(t, s_is_contiguous, NULL) : NULL;
     ok = c == Py_True;
     Py_XDECREF(c);
-    PyObject *shape = ok ? PyObject_GetAttr(t, s_shape) : NULL;
-    PyObject *dev = shape ? PyObject_CallMethodObjArgs(t, s_get_device, NULL) : NULL;
-    PyObject *p = dev ? PyObject_CallMethodObjArgs(t, s_data_ptr, NULL) : NULL;
+    *shape = ok ? PyObject_GetAttr(t, s_shape) : NULL;
+    *dev = *shape ? PyObject_CallMethodObjArgs(t, s_get_device, NULL) : NULL;
+    PyObject *p = *dev ? PyObject_CallMethodObjArgs(t, s_data_ptr, NULL) : NULL;
     *ptr = p ? PyLong_AsUnsignedLongLong(p) : 0;
     Py_XDECREF(p);
-    PyObject *key = p && !PyErr_Occurred() ? PyTuple_Pack(6, name, shape, Py_None, Py_True, dev, Py_True) : NULL;
-    Py_XDECREF(shape);
-    Py_XDECREF(dev);
+    if (p && !PyErr_Occurred())
+        return 1;
+    Py_CLEAR(*shape);
+    Py_CLEAR(*dev);
+    PyErr_Clear();
+    return 0;
+}
+
+/* t's part of the key, or NULL (no Python error) when t does not fit the
+ * path (r_read); its address into *ptr. */
+static PyObject *r_key(PyObject *t, uint64_t *ptr)
+{
+    PyObject *name, *shape, *dev;
+    if (!r_read(t, &name, &shape, &dev, ptr))
+        return NULL;
+    PyObject *key = PyTuple_Pack(6, name, shape, Py_None, Py_True, dev, Py_True);
+    Py_DECREF(shape);
+    Py_DECREF(dev);
     if (!key)
         PyErr_Clear();
     return key;
@@ -746,19 +762,6 @@ static PyObject *r_run(recipe *r, PyObject *rec, const uint64_t *in, Py_ssize_t 
     return one;
 }
 
-/* rretire(capsule): a recipe taken out of its wrapper's recipes (Graph.close(), a full dict):
- * no Entry's memo runs it again; its static outputs go back. */
-static PyObject *n_rretire(PyObject *self, PyObject *cap)
-{
-    (void)self;
-    recipe *r = PyCapsule_GetPointer(cap, R_CAPSULE);
-    if (!r)
-        return NULL;
-    r->retired = 1;
-    Py_CLEAR(r->held);
-    Py_RETURN_NONE;
-}
-
 /* rrelease(capsule): a compiled recipe gives its static outputs back (Graph.trim(), eager()). */
 static PyObject *n_rrelease(PyObject *self, PyObject *cap)
 {
@@ -768,6 +771,17 @@ static PyObject *n_rrelease(PyObject *self, PyObject *cap)
         return NULL;
     Py_CLEAR(r->held);
     Py_RETURN_NONE;
+}
+
+/* rretire(capsule): a recipe taken out of its wrapper's recipes (Graph.close(), a full dict):
+ * no Entry's memo runs it again; its static outputs go back (rrelease). */
+static PyObject *n_rretire(PyObject *self, PyObject *cap)
+{
+    recipe *r = PyCapsule_GetPointer(cap, R_CAPSULE);
+    if (!r)
+        return NULL;
+    r->retired = 1;
+    return n_rrelease(self, cap);
 }
 
 /* The key of rcall's tensors t[0..nt) and tail, the tensors' addresses
@@ -795,9 +809,9 @@ static PyObject *r_make_key(PyObject *const *t, Py_ssize_t nt, PyObject *tail, u
 }
 
 /* The outputs of the recipe recipes holds for tensors t[0..nt) and tail,
- * or None (see rcall); NULL on error. found (or NULL): the Recipe run, a
- * new reference, when one ran. */
-static PyObject *r_call(PyObject *recipes, PyObject *const *t, Py_ssize_t nt, PyObject *tail, PyObject **found)
+ * or None (see rcall); NULL on error. found (or NULL): when a recipe ran,
+ * its key and the Recipe, new references. */
+static PyObject *r_call(PyObject *recipes, PyObject *const *t, Py_ssize_t nt, PyObject *tail, PyObject *found[2])
 {
     uint64_t in[R_MAX_TENSORS];
     PROF_START();
@@ -806,10 +820,10 @@ static PyObject *r_call(PyObject *recipes, PyObject *const *t, Py_ssize_t nt, Py
     if (!key)
         Py_RETURN_NONE;
     PyObject *rec = PyDict_GetItemWithError(recipes, key); /* borrowed */
-    Py_DECREF(key);
     PyObject *fast = rec && rec != Py_None ? PyObject_GetAttr(rec, s_fast) : NULL;
     recipe *r = fast ? PyCapsule_GetPointer(fast, R_CAPSULE) : NULL;
     if (!r) {
+        Py_DECREF(key);
         Py_XDECREF(fast);
         PyErr_Clear(); /* an unhashable scalar: the wrapper's checks say what is wrong */
         Py_RETURN_NONE;
@@ -819,7 +833,10 @@ static PyObject *r_call(PyObject *recipes, PyObject *const *t, Py_ssize_t nt, Py
     PyObject *out = r_run(r, rec, in, nt);
     if (found && out && out != Py_None) {
         Py_INCREF(rec);
-        *found = rec;
+        found[0] = key;
+        found[1] = rec;
+    } else {
+        Py_DECREF(key);
     }
     Py_DECREF(rec);
     Py_DECREF(fast);
@@ -862,14 +879,11 @@ typedef struct entry {
     PyObject *fallback, *recipes, *dict;
     Py_ssize_t n, nt;
     char kinds[R_MAX_TENSORS + 1];
-    /* the memo: the key of the last call that ran a recipe, kept apart (each
-     * tensor's dtype object, shape and device, and the tail), and that
-     * Recipe; a call whose tensors and tail match it runs the recipe without
-     * making the key or looking it up, until the recipe is retired. All
-     * strong references, NULL when empty. */
-    PyObject *m_rec, *m_tail;
-    PyObject *m_dtype[R_MAX_TENSORS], *m_shape[R_MAX_TENSORS];
-    long m_dev[R_MAX_TENSORS];
+    /* the memo: the key of the last call that ran a recipe, and that
+     * Recipe (strong references, NULL when empty); a call whose tensors and
+     * tail match the key runs the recipe without making a key or looking it
+     * up, until the recipe is retired */
+    PyObject *m_key, *m_rec;
 } entry;
 
 static PyObject *e_new(PyTypeObject *type, PyObject *args, PyObject *kw)
@@ -910,29 +924,13 @@ static int e_traverse(PyObject *self, visitproc visit, void *data)
 {
     entry *e = (entry *)self;
     /* a heap type's instances hold the type as well */
-    PyObject *held[] = {e->fallback, e->recipes, e->dict, (PyObject *)Py_TYPE(self), e->m_rec, e->m_tail};
+    PyObject *held[] = {e->fallback, e->recipes, e->dict, (PyObject *)Py_TYPE(self), e->m_key, e->m_rec};
     for (size_t i = 0; i < sizeof held / sizeof held[0]; i++) {
         int r = held[i] ? visit(held[i], data) : 0;
         if (r)
             return r;
     }
-    for (Py_ssize_t i = 0; i < e->nt; i++) {
-        int r = e->m_dtype[i] ? visit(e->m_dtype[i], data) : 0;
-        r = r ? r : e->m_shape[i] ? visit(e->m_shape[i], data) : 0;
-        if (r)
-            return r;
-    }
     return 0;
-}
-
-static void e_forget(entry *e)
-{
-    Py_CLEAR(e->m_rec);
-    Py_CLEAR(e->m_tail);
-    for (Py_ssize_t i = 0; i < e->nt; i++) {
-        Py_CLEAR(e->m_dtype[i]);
-        Py_CLEAR(e->m_shape[i]);
-    }
 }
 
 static int e_clear(PyObject *self)
@@ -941,7 +939,8 @@ static int e_clear(PyObject *self)
     Py_CLEAR(e->fallback);
     Py_CLEAR(e->recipes);
     Py_CLEAR(e->dict);
-    e_forget(e);
+    Py_CLEAR(e->m_key);
+    Py_CLEAR(e->m_rec);
     return 0;
 }
 
@@ -985,36 +984,28 @@ static PyObject *e_tail(const entry *e, PyObject *args)
 }
 
 /* The memo's recipe run for tensors t and tail: the outputs, None (the
- * memo does not match, or the run declined), NULL on error. */
+ * memo does not match, or the run declined), NULL on error. A tensor
+ * matches its part of the key when r_read gives the same dtype name, shape
+ * and device; the tail matches the key's last items. */
 static PyObject *e_memo_run(entry *e, PyObject *const *t, PyObject *tail)
 {
     PROF_START();
-    PyObject *fast = e->m_rec ? PyObject_GetAttr(e->m_rec, s_fast) : NULL;
+    PyObject *fast = PyObject_GetAttr(e->m_rec, s_fast);
     recipe *r = fast ? PyCapsule_GetPointer(fast, R_CAPSULE) : NULL;
-    int ok = r && !r->retired && (tail == e->m_tail || PyObject_RichCompareBool(tail, e->m_tail, Py_EQ) == 1);
+    Py_ssize_t ns = PyTuple_Size(tail);
+    int ok = r && !r->retired && PyTuple_Size(e->m_key) == e->nt + ns;
+    for (Py_ssize_t j = 0; ok && j < ns; j++)
+        ok = PyObject_RichCompareBool(PyTuple_GetItem(tail, j), PyTuple_GetItem(e->m_key, e->nt + j), Py_EQ) == 1;
     uint64_t in[R_MAX_TENSORS];
-    for (Py_ssize_t i = 0; ok && i < e->nt; i++) { /* what r_key reads, compared with the memo's */
-        PyObject *v = t[i];
-        ok = PyType_IsSubtype(Py_TYPE(v), (PyTypeObject *)r_ttype);
-        PyObject *a = ok ? PyObject_GetAttr(v, s_dtype) : NULL;
-        ok = a && a == e->m_dtype[i];
-        Py_XDECREF(a);
-        a = ok ? PyObject_GetAttr(v, s_is_cuda) : NULL;
-        ok = a == Py_True;
-        Py_XDECREF(a);
-        a = ok ? PyObject_CallMethodObjArgs(v, s_is_contiguous, NULL) : NULL;
-        ok = a == Py_True;
-        Py_XDECREF(a);
-        a = ok ? PyObject_GetAttr(v, s_shape) : NULL;
-        ok = a && PyObject_RichCompareBool(a, e->m_shape[i], Py_EQ) == 1;
-        Py_XDECREF(a);
-        a = ok ? PyObject_CallMethodObjArgs(v, s_get_device, NULL) : NULL;
-        ok = a && PyLong_AsLong(a) == e->m_dev[i];
-        Py_XDECREF(a);
-        a = ok ? PyObject_CallMethodObjArgs(v, s_data_ptr, NULL) : NULL;
-        in[i] = a ? PyLong_AsUnsignedLongLong(a) : 0;
-        ok = a && !PyErr_Occurred();
-        Py_XDECREF(a);
+    for (Py_ssize_t i = 0; ok && i < e->nt; i++) {
+        PyObject *k = PyTuple_GetItem(e->m_key, i), *name, *shape, *dev;
+        ok = PyType_IsSubtype(Py_TYPE(t[i]), (PyTypeObject *)r_ttype) && r_read(t[i], &name, &shape, &dev, &in[i]);
+        if (!ok)
+            break;
+        ok = name == PyTuple_GetItem(k, 0) && PyObject_RichCompareBool(shape, PyTuple_GetItem(k, 1), Py_EQ) == 1 &&
+             PyObject_RichCompareBool(dev, PyTuple_GetItem(k, 4), Py_EQ) == 1;
+        Py_DECREF(shape);
+        Py_DECREF(dev);
     }
     PyObject *out = NULL;
     PROF_AT(P_KEY); /* the key's reads, compared with the memo's: no lookup */
@@ -1026,33 +1017,10 @@ static PyObject *e_memo_run(entry *e, PyObject *const *t, PyObject *tail)
         PROF_AT(P_END);
     } else {
         PyErr_Clear();
-        Py_INCREF(Py_None);
-        out = Py_None;
+        out = Py_NewRef(Py_None);
     }
     Py_XDECREF(fast);
     return out;
-}
-
-/* The memo holds the key of tensors t and tail, and rec. */
-static void e_remember(entry *e, PyObject *const *t, PyObject *tail, PyObject *rec)
-{
-    e_forget(e);
-    for (Py_ssize_t i = 0; i < e->nt; i++) {
-        e->m_dtype[i] = PyObject_GetAttr(t[i], s_dtype);
-        e->m_shape[i] = PyObject_GetAttr(t[i], s_shape);
-        PyObject *d = PyObject_CallMethodObjArgs(t[i], s_get_device, NULL);
-        e->m_dev[i] = d ? PyLong_AsLong(d) : -2;
-        Py_XDECREF(d);
-        if (!e->m_dtype[i] || !e->m_shape[i] || !d || PyErr_Occurred()) {
-            PyErr_Clear();
-            e_forget(e);
-            return;
-        }
-    }
-    Py_INCREF(tail);
-    Py_INCREF(rec);
-    e->m_tail = tail;
-    e->m_rec = rec;
 }
 
 static PyObject *e_call(PyObject *self, PyObject *args, PyObject *kw)
@@ -1069,11 +1037,14 @@ static PyObject *e_call(PyObject *self, PyObject *args, PyObject *kw)
             PyObject *out = e->m_rec ? e_memo_run(e, t, tail) : Py_NewRef(Py_None);
             if (out == Py_None) { /* not the memo's key: make it and look it up */
                 Py_DECREF(out);
-                PyObject *rec = NULL;
-                out = r_call(e->recipes, t, nt, tail, &rec);
-                if (rec) {
-                    e_remember(e, t, tail, rec);
-                    Py_DECREF(rec);
+                PyObject *found[2] = {NULL, NULL}; /* the key and the Recipe: the memo's now */
+                out = r_call(e->recipes, t, nt, tail, found);
+                if (found[0]) { /* set before the old ones go: their release may run Python */
+                    PyObject *old[2] = {e->m_key, e->m_rec};
+                    e->m_key = found[0];
+                    e->m_rec = found[1];
+                    Py_XDECREF(old[0]);
+                    Py_XDECREF(old[1]);
                 }
             }
             Py_DECREF(tail);
