@@ -66,6 +66,9 @@ class Graph(Owner):
         self._native = native()
         self._kernels: Dict[Tuple[str, int], Any] = {}
         self._h = L.tilec_plan_new(module._prog, externs._h if externs else None, name.encode(), self._nslots)
+        graphs = getattr(module, "_graphs", None)
+        if graphs is not None:  # the module closes its plans before its program
+            graphs.add(self)
         if not self._h:
             raise TilecError(f"{name}: cannot make a launch plan (out of memory)")
         for i, (tname, _, _) in enumerate(self.tensors):

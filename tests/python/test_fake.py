@@ -399,6 +399,19 @@ class FakeDriverTests(unittest.TestCase):
                                    "True [0.0, 0.0, 0.0, 0.0] [8.0, 12.0] 1 True\n"
                                    "True [16.0, 24.0] [6.0, 8.0] [] 1\n")
 
+    def test_closing_a_module_closes_its_graphs_first(self):
+        # a plan's CUDA graphs hold split-K workspaces of the program: the
+        # plan is freed before the program, whichever is closed first
+        script = (
+            "import array, g8, tilec\n"
+            "g = g8.load(cuda_graph=True)\n"
+            "x = tilec.Buffer.from_bytes(array.array('f', range(5)), (5,), 'f32')\n"
+            "print(g8.call(x).tolist(), g.stats()['graphs'])\n"
+            "g.module.close()\n"
+            "print(g._h, g.module._prog)\n")
+        r = self._child(script)
+        self.assertEqual(r.stdout, "[0.0, 8.0, 16.0, 24.0, 32.0] 1\nNone None\n")
+
     def test_outputs_from_torchs_lean_allocator_on_the_current_device(self):
         # where torch has it (torch._C._dynamo.guards._empty_strided_cuda, what
         # torch.compile's code allocates with), a known key's outputs come from
