@@ -31,11 +31,9 @@ os.environ.setdefault("TILEC_CACHE_DIR", tempfile.mkdtemp(prefix="tilec_fake_cac
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import tilec  # noqa: E402
 
-SOURCE = """\
-kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 128)) hints { warps = 4 } {
-    let i = pid(0) * 128 + range(128);
-    store(y + i, 2.0 * load(x + i, i < n), i < n);
-}
+ALIAS_TILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "alias.tile")  # scale2, g2, gv
+with open(ALIAS_TILE) as _f:
+    SOURCE = _f.read() + """\
 graph g8(x: f32[N]) -> (y: f32[N]) {
     let t = empty(f32, [N]);
     scale2(x, t, N);
@@ -44,22 +42,6 @@ graph g8(x: f32[N]) -> (y: f32[N]) {
     let y = empty(f32, [N]);
     scale2(u, y, N);
     return y;
-}
-graph g2(x: f32[N], w: f32[N]) -> (y: f32[N], z: f32[N]) {
-    let t = empty(f32, [N]);
-    scale2(x, t, N);
-    let y = empty(f32, [N]);
-    scale2(t, y, N);
-    let z = empty(f32, [N]);
-    scale2(w, z, N);
-    return y, z;
-}
-graph gv(x: f32[N], w: f32[M]) -> (y: f32[N], z: f32[M]) {
-    let y = empty(f32, [N]);
-    scale2(x, y, N);
-    let z = empty(f32, [M]);
-    scale2(w, z, M);
-    return y, z;
 }
 graph gk(x: f32[N], k: f32, m: i32) -> (y: f32[N]) {
     let y = empty(f32, [N]);

@@ -29,31 +29,6 @@ except ImportError:
 TILEC = os.environ.get("TILEC_BIN", os.path.join(ROOT, "build", "bin", "tilec"))
 
 
-# g2: y = 4 * x (through t), z = 2 * w; gv: y = 2 * x, z = 2 * w (N and M apart)
-ALIAS_SOURCE = """\
-kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 128)) hints { warps = 4 } {
-    let i = pid(0) * 128 + range(128);
-    store(y + i, 2.0 * load(x + i, i < n), i < n);
-}
-graph g2(x: f32[N], w: f32[N]) -> (y: f32[N], z: f32[N]) {
-    let t = empty(f32, [N]);
-    scale2(x, t, N);
-    let y = empty(f32, [N]);
-    scale2(t, y, N);
-    let z = empty(f32, [N]);
-    scale2(w, z, N);
-    return y, z;
-}
-graph gv(x: f32[N], w: f32[M]) -> (y: f32[N], z: f32[M]) {
-    let y = empty(f32, [N]);
-    scale2(x, y, N);
-    let z = empty(f32, [M]);
-    scale2(w, z, M);
-    return y, z;
-}
-"""
-
-
 def chain8_torch(x):
     t = torch.relu(x * 2.0 + 1.0)
     return torch.clamp_max((-t) * (-t) * 0.5 - 3.0, 4.0)
@@ -69,10 +44,9 @@ class TorchInterop(unittest.TestCase):
                        check=True)
         sys.path.insert(0, out)
         cls.chain8 = importlib.import_module("chain8")
-        tile = os.path.join(out, "alias.tile")
-        with open(tile, "w") as f:
-            f.write(ALIAS_SOURCE)
-        subprocess.run([TILEC, tile, "--emit", "py", "-o", out], check=True)
+        # g2: y = 4 * x (through t), z = 2 * w; gv: y = 2 * x, z = 2 * w (N and M apart)
+        subprocess.run([TILEC, os.path.join(ROOT, "tests", "python", "alias.tile"), "--emit", "py", "-o", out],
+                       check=True)
         cls.g2, cls.gv = importlib.import_module("g2"), importlib.import_module("gv")
         cls.graph = cls.chain8.load()
         cls.scale2 = cls.graph.module.kernel("scale2", 0)
