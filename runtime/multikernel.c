@@ -177,11 +177,11 @@ tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, co
         first++;
     if (first == p->n)
         return TILEC_RT_NOT_FOUND;
-    return rt_program_launch_best_at(p, first, args, nargs, stream, chosen);
+    return rt_program_launch_best_at(p, first, args, nargs, stream, NULL, chosen);
 }
 
 tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, const tilec_rt_arg *args, uint32_t nargs,
-                                          void *stream, int *chosen)
+                                          void *stream, const void *ws_owner, int *chosen)
 {
     const char *name = p->ks[first].kname;
     uint32_t nv = p->ks[first].nvariants;
@@ -286,5 +286,5 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
         *chosen = v;
     if (!p->ks[first + (uint32_t)v].kern)
         return TILEC_RT_INVALID_ARG;
-    return rt_program_launch_at(p, first + (uint32_t)v, args, stream);
+    return rt_program_launch_at(p, first + (uint32_t)v, args, stream, ws_owner);
 }

@@ -15,7 +15,13 @@
  * instantiation where the driver refuses the update (another topology, a
  * driver without the call). The graph is keyed by every slot value: its
  * kernel nodes hold the device addresses and sizes they were recorded
- * with. */
+ * with. Each entry owns its split-K workspace pair (the program's, keyed by
+ * the entry; rt_program_split_*), so two graphs of one plan replayed on two
+ * streams at once never share one; replays of one graph are ordered by
+ * CUDA. The pair is sized by the launches of a capture: one that finds it
+ * too small launches nothing and notes its need, and the capture is
+ * discarded, the pair grown outside it and the steps captured again. It is
+ * freed with the entry (plan_graph_clear). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +40,8 @@ void plan_graph_clear(tilec_plan *p)
         plan_graph *g = &p->graphs[i];
         if (g->exec)
             p->rt->drv.GraphExecDestroy(g->exec);
+        if (g->ws)
+            rt_program_split_drop(p->prog, g);
         free(g->key);
         memset(g, 0, sizeof *g);
     }
@@ -104,34 +112,57 @@ static int sizes_known(const tilec_plan *p, const tilec_rt_arg *slots)
     return 0;
 }
 
-/* Record the steps for these slot values into an entry (*out); `stream`
- * is the caller's, whose split-K workspace the capture stream matches. */
-static tilec_rt_status record(tilec_plan *p, const tilec_rt_arg *slots, void *stream, plan_graph **out)
+/* Capture the steps for these slot values on the capture stream, their
+ * split-K launches using g's pair, into *graph. */
+static tilec_rt_status capture(tilec_plan *p, const tilec_rt_arg *slots, plan_graph *g, CUgraph *graph)
 {
     const rt_driver *d = &p->rt->drv;
-    if (!p->capture && tilec_rt_stream_create(p->rt, TILEC_RT_STREAM_NON_BLOCKING, (void **)&p->capture) != TILEC_RT_OK)
-        return plan_fail(p, TILEC_RT_DRIVER_ERROR, "recording a CUDA graph: %s", tilec_rt_last_error(p->rt));
-    /* split-K kernels: their workspace exists before the capture, which may
-     * not allocate (the graph keeps it; replays of one graph run in turn) */
-    tilec_rt_status ws = rt_program_split_share(p->prog, stream, p->capture);
-    if (ws != TILEC_RT_OK)
-        return plan_fail(p, ws, "recording a CUDA graph: the split-K workspace: %s", tilec_rt_last_error(p->rt));
     CUresult r = d->StreamBeginCapture(p->capture, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
     if (r != CUDA_SUCCESS)
         return cu_fail(p, r, "cuStreamBeginCapture");
     char saved[PLAN_ERR_MAX];
+    p->ws_owner = g;
     tilec_rt_status st = plan_run_steps(p, slots, p->capture);
+    p->ws_owner = NULL;
     memcpy(saved, p->err, sizeof saved);
-    CUgraph graph = NULL;
-    r = d->StreamEndCapture(p->capture, &graph); /* always: the stream leaves capture mode */
+    *graph = NULL;
+    r = d->StreamEndCapture(p->capture, graph); /* always: the stream leaves capture mode */
     if (st != TILEC_RT_OK) {
-        if (graph)
-            d->GraphDestroy(graph);
+        if (*graph)
+            d->GraphDestroy(*graph);
         memcpy(p->err, saved, sizeof saved);
         return st;
     }
     if (r != CUDA_SUCCESS)
         return cu_fail(p, r, "cuStreamEndCapture");
+    return TILEC_RT_OK;
+}
+
+/* Record the steps for these slot values into an entry (*out): the first
+ * free one, or the least recently used, whose split-K pair the capture's
+ * launches use (grown first, when they need more: see above). */
+static tilec_rt_status record(tilec_plan *p, const tilec_rt_arg *slots, plan_graph **out)
+{
+    const rt_driver *d = &p->rt->drv;
+    if (!p->capture && tilec_rt_stream_create(p->rt, TILEC_RT_STREAM_NON_BLOCKING, (void **)&p->capture) != TILEC_RT_OK)
+        return plan_fail(p, TILEC_RT_DRIVER_ERROR, "recording a CUDA graph: %s", tilec_rt_last_error(p->rt));
+    plan_graph *g = victim(p);
+    g->ws = 1; /* the program may hold a pair for g from here: dropped with g */
+    CUgraph graph = NULL;
+    for (int pass = 0;; pass++) {
+        tilec_rt_status st = capture(p, slots, g, &graph);
+        if (st != TILEC_RT_OK)
+            return st;
+        if (!rt_program_split_short(p->prog, g))
+            break;
+        d->GraphDestroy(graph); /* a split-K launch was left out: grow its pair, capture again */
+        st = pass ? TILEC_RT_INVALID_ARG : rt_program_split_fit(p->prog, g, p->capture);
+        if (st != TILEC_RT_OK)
+            return plan_fail(p, st, "recording a CUDA graph: the split-K workspace: %s",
+                             pass ? "the steps need more than their first capture asked for"
+                                  : tilec_rt_last_error(p->rt));
+    }
+    CUresult r;
     size_t bytes = p->nslots * sizeof *slots;
     tilec_rt_arg *key = malloc(bytes ? bytes : 1);
     if (!key) {
@@ -140,7 +171,6 @@ static tilec_rt_status record(tilec_plan *p, const tilec_rt_arg *slots, void *st
     }
     if (bytes)
         memcpy(key, slots, bytes);
-    plan_graph *g = victim(p);
     CUgraphExec exec = NULL;
     int updated = 0;
     if (g->exec && d->GraphExecUpdate) { /* all entries held: update the least recent in place */
@@ -196,9 +226,9 @@ tilec_rt_status plan_graph_run(tilec_plan *p, const tilec_rt_arg *slots, void *s
         return st;
     }
     if (sizes_known(p, slots)) { /* only addresses are new: nothing runs for the first time */
-        tilec_rt_status st = record(p, slots, stream, &g);
+        tilec_rt_status st = record(p, slots, &g);
         return st != TILEC_RT_OK ? st : launch(p, g, stream);
     }
     tilec_rt_status st = plan_run_steps(p, slots, stream);
-    return st != TILEC_RT_OK ? st : record(p, slots, stream, &g);
+    return st != TILEC_RT_OK ? st : record(p, slots, &g);
 }

@@ -29,6 +29,7 @@ typedef struct plan_graph {
     tilec_rt_arg *key; /* nslots values */
     CUgraphExec exec;
     uint64_t used; /* the run counter when last replayed: the least recent goes first */
+    int ws;        /* owns a split-K workspace pair in the program (keyed by this entry) */
 } plan_graph;
 
 struct tilec_plan {
@@ -47,6 +48,7 @@ struct tilec_plan {
     uint32_t max_graphs;
     plan_graph graphs[PLAN_MAX_GRAPHS];
     CUstream capture; /* a private stream the graphs are recorded on */
+    const void *ws_owner; /* while recording: the entry whose split-K pair the launches use */
 };
 
 /* Record a failure message on the plan and return st. */

@@ -201,11 +201,12 @@ static tilec_rt_status ws_grow(tilec_program *p, void *stream, uint64_t *ptr, si
     return TILEC_RT_OK;
 }
 
-/* The entry of `stream`, made when missing (ws_mu held); NULL: no memory. */
-static rt_split_ws *ws_of(tilec_program *p, void *stream)
+/* The entry of `key` (a stream, or an owner when `owned`), made when
+ * missing (ws_mu held); NULL: no memory. */
+static rt_split_ws *ws_of(tilec_program *p, const void *key, int owned)
 {
     for (uint32_t i = 0; i < p->nws; i++)
-        if (p->ws[i].stream == stream)
+        if (p->ws[i].key == key && p->ws[i].owned == owned)
             return &p->ws[i];
     rt_split_ws *v = realloc(p->ws, (p->nws + 1) * sizeof *v);
     if (!v)
@@ -213,27 +214,38 @@ static rt_split_ws *ws_of(tilec_program *p, void *stream)
     p->ws = v;
     rt_split_ws *w = &p->ws[p->nws++];
     memset(w, 0, sizeof *w);
-    w->stream = stream;
+    w->key = key;
+    w->owned = owned;
     return w;
 }
 
-/* The split-K scratch of `stream` for a launch of nblocks blocks of pk:
+static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+
+/* The split-K scratch for a launch of nblocks blocks of pk on stream:
  * nblocks partials of split_bytes, nblocks / split_k counters. Kept per
  * stream, so launches on two streams never share one; launches on one
- * stream run in order, and each leaves the counters it used at zero. */
-static tilec_rt_status split_ws(tilec_program *p, const pkernel *pk, uint64_t nblocks, void *stream, uint64_t *part,
-                                uint64_t *cnt)
+ * stream run in order, and each leaves the counters it used at zero. With
+ * an owner, the owner's pair, never grown here (a capture may not
+ * allocate): too small, *skip is set and the need noted for
+ * rt_program_split_fit. */
+static tilec_rt_status split_ws(tilec_program *p, const pkernel *pk, uint64_t nblocks, void *stream,
+                                const void *owner, uint64_t *part, uint64_t *cnt, int *skip)
 {
     if (nblocks > SIZE_MAX / 2 / pk->split_bytes)
         return TILEC_RT_INVALID_ARG;
     size_t need_part = (size_t)nblocks * pk->split_bytes, need_cnt = (size_t)(nblocks / pk->split_k + 1) * 4;
     pthread_mutex_lock(&p->ws_mu);
-    rt_split_ws *w = ws_of(p, stream);
+    rt_split_ws *w = owner ? ws_of(p, owner, 1) : ws_of(p, stream, 0);
     tilec_rt_status st = w ? TILEC_RT_OK : TILEC_RT_NOMEM;
-    if (st == TILEC_RT_OK)
+    if (st == TILEC_RT_OK && owner && (w->part_bytes < need_part || w->cnt_bytes < need_cnt)) {
+        w->want_part = max_size(max_size(w->want_part, need_part), w->part_bytes);
+        w->want_cnt = max_size(max_size(w->want_cnt, need_cnt), w->cnt_bytes);
+        *skip = 1;
+    } else if (st == TILEC_RT_OK) {
         st = ws_grow(p, stream, &w->part, &w->part_bytes, need_part, 0);
-    if (st == TILEC_RT_OK)
-        st = ws_grow(p, stream, &w->cnt, &w->cnt_bytes, need_cnt, 1);
+        if (st == TILEC_RT_OK)
+            st = ws_grow(p, stream, &w->cnt, &w->cnt_bytes, need_cnt, 1);
+    }
     if (st == TILEC_RT_OK) {
         *part = w->part;
         *cnt = w->cnt;
@@ -242,23 +254,52 @@ static tilec_rt_status split_ws(tilec_program *p, const pkernel *pk, uint64_t nb
     return st;
 }
 
-tilec_rt_status rt_program_split_share(tilec_program *p, void *from, void *to)
+/* The entry of owner, or NULL (ws_mu held). */
+static rt_split_ws *owned_ws(tilec_program *p, const void *owner)
+{
+    for (uint32_t i = 0; i < p->nws; i++)
+        if (p->ws[i].key == owner && p->ws[i].owned)
+            return &p->ws[i];
+    return NULL;
+}
+
+int rt_program_split_short(tilec_program *p, const void *owner)
 {
     pthread_mutex_lock(&p->ws_mu);
-    const rt_split_ws *f = NULL;
-    for (uint32_t i = 0; i < p->nws && !f; i++)
-        if (p->ws[i].stream == from)
-            f = &p->ws[i];
+    const rt_split_ws *w = owned_ws(p, owner);
+    int s = w && (w->want_part > w->part_bytes || w->want_cnt > w->cnt_bytes);
+    pthread_mutex_unlock(&p->ws_mu);
+    return s;
+}
+
+tilec_rt_status rt_program_split_fit(tilec_program *p, const void *owner, void *stream)
+{
+    pthread_mutex_lock(&p->ws_mu);
+    rt_split_ws *w = owned_ws(p, owner);
     tilec_rt_status st = TILEC_RT_OK;
-    if (f && from != to) {
-        size_t part = f->part_bytes, cnt = f->cnt_bytes;
-        rt_split_ws *w = ws_of(p, to); /* may move the table: f is not read after this */
-        st = !w ? TILEC_RT_NOMEM : ws_grow(p, to, &w->part, &w->part_bytes, part, 0);
+    int grown = w && (w->want_part > w->part_bytes || w->want_cnt > w->cnt_bytes);
+    if (grown) {
+        st = ws_grow(p, stream, &w->part, &w->part_bytes, w->want_part, 0);
         if (st == TILEC_RT_OK)
-            st = ws_grow(p, to, &w->cnt, &w->cnt_bytes, cnt, 1);
+            st = ws_grow(p, stream, &w->cnt, &w->cnt_bytes, w->want_cnt, 1);
+        if (st == TILEC_RT_OK)
+            w->want_part = w->want_cnt = 0;
     }
     pthread_mutex_unlock(&p->ws_mu);
-    return st;
+    /* the counters' zeroing done before any replay, whatever its stream */
+    return st == TILEC_RT_OK && grown ? tilec_rt_stream_synchronize(p->rt, stream) : st;
+}
+
+void rt_program_split_drop(tilec_program *p, const void *owner)
+{
+    pthread_mutex_lock(&p->ws_mu);
+    rt_split_ws *w = owned_ws(p, owner);
+    if (w) {
+        tilec_rt_free(p->rt, w->part);
+        tilec_rt_free(p->rt, w->cnt);
+        *w = p->ws[--p->nws];
+    }
+    pthread_mutex_unlock(&p->ws_mu);
 }
 
 /* The grid memo (rt_grid_memo): 1 and *grid when it holds the grid for
@@ -292,7 +333,8 @@ static void memo_put(rt_grid_memo *m, const int64_t *scal, uint32_t n, const uin
     atomic_store_explicit(&m->seq, s + 2 ? s + 2 : 2, memory_order_release);
 }
 
-tilec_rt_status rt_program_launch_at(const tilec_program *cp, uint32_t i, const tilec_rt_arg *args, void *stream)
+tilec_rt_status rt_program_launch_at(const tilec_program *cp, uint32_t i, const tilec_rt_arg *args, void *stream,
+                                     const void *ws_owner)
 {
     tilec_program *p = (tilec_program *)cp; /* the split-K scratch and the grid memo are the program's */
     pkernel *pk = &p->ks[i];
@@ -319,9 +361,10 @@ tilec_rt_status rt_program_launch_at(const tilec_program *cp, uint32_t i, const 
         tilec_rt_arg all[TILEC_RT_MAX_PARAMS];
         if (pk->nparams)
             memcpy(all, args, pk->nparams * sizeof *args);
-        st = split_ws(p, pk, (uint64_t)grid[0] * grid[1] * grid[2], stream, &all[pk->nparams].ptr,
-                      &all[pk->nparams + 1].ptr);
-        return st != TILEC_RT_OK ? st : tilec_rt_launch(pk->kern, grid, all, stream);
+        int skip = 0;
+        st = split_ws(p, pk, (uint64_t)grid[0] * grid[1] * grid[2], stream, ws_owner, &all[pk->nparams].ptr,
+                      &all[pk->nparams + 1].ptr, &skip);
+        return st != TILEC_RT_OK || skip ? st : tilec_rt_launch(pk->kern, grid, all, stream);
     }
     if (rt_tma_launch(pk, grid, args, stream, &st))
         return st;
@@ -334,7 +377,7 @@ tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, i
     const pkernel *pk = p && name ? find(p, name, variant) : NULL;
     if (!pk || !pk->kern || nargs != pk->nparams || (nargs && !args))
         return TILEC_RT_INVALID_ARG;
-    return rt_program_launch_at(p, (uint32_t)(pk - p->ks), args, stream);
+    return rt_program_launch_at(p, (uint32_t)(pk - p->ks), args, stream, NULL);
 }
 
 void tilec_program_get_stats(const tilec_program *p, tilec_program_stats *s)

@@ -52,12 +52,15 @@ typedef struct pkernel {
     rt_grid_memo gm;               /* zeroed by calloc: empty */
 } pkernel;
 
-/* The split-K scratch of one stream: partials and tile counters (the
- * counters all zero between launches: each launch resets those it uses). */
+/* The split-K scratch of one stream, or of one owner (a plan's CUDA
+ * graph): partials and tile counters (the counters all zero between
+ * launches: each launch resets those it uses). */
 typedef struct rt_split_ws {
-    void *stream;
+    const void *key; /* the stream's handle, or the owner */
+    int owned;       /* key is an owner (rt_program_launch_at's ws_owner), never a stream */
     uint64_t part, cnt;
     size_t part_bytes, cnt_bytes;
+    size_t want_part, want_cnt; /* an owner's: what a launch needed that it lacked (0: nothing) */
 } rt_split_ws;
 
 struct tilec_program {
@@ -84,18 +87,32 @@ struct tilec_program {
 int rt_program_find(const tilec_program *p, const char *name, int variant);
 
 /* Launch kernel i (loaded, args holding its nparams arguments) with the
- * grid its metadata computes: tilec_program_launch after the lookup. */
-tilec_rt_status rt_program_launch_at(const tilec_program *p, uint32_t i, const tilec_rt_arg *args, void *stream);
+ * grid its metadata computes: tilec_program_launch after the lookup.
+ * ws_owner NULL: a split-K kernel uses the stream's workspace pair (grown
+ * on demand). Otherwise the owner's pair (a plan's CUDA graph, recorded in
+ * a stream capture, which may not allocate): where that pair is too small,
+ * the launch is NOT made and the need is noted (rt_program_split_short),
+ * so the caller must discard what it captured, rt_program_split_fit, and
+ * capture again. */
+tilec_rt_status rt_program_launch_at(const tilec_program *p, uint32_t i, const tilec_rt_arg *args, void *stream,
+                                     const void *ws_owner);
 
-/* Give stream `to` split-K buffers at least as large as those `from` has
- * (none: nothing to do), outside any capture: a CUDA graph recorded on `to`
- * then finds them and allocates nothing while capturing (plan_graph.c). */
-tilec_rt_status rt_program_split_share(tilec_program *p, void *from, void *to);
+/* Owned split-K pairs (plan_graph.c: each CUDA graph of a plan owns one, so
+ * two graphs replayed on two streams at once never share one). short: did
+ * a launch for owner find its pair too small since the last fit? fit: grow
+ * the owner's pair to what those launches needed, outside any capture, its
+ * new counters zeroed on `stream`, which is then waited for (a replay may
+ * come on any stream); an outgrown buffer is retired as a stream's is.
+ * drop: free the owner's pair (cuMemFree waits for the work in flight that
+ * uses it), when its graph is destroyed. */
+int rt_program_split_short(tilec_program *p, const void *owner);
+tilec_rt_status rt_program_split_fit(tilec_program *p, const void *owner, void *stream);
+void rt_program_split_drop(tilec_program *p, const void *owner);
 
 /* tilec_program_launch_best for the kernel whose variant 0 is entry
- * `first` (multikernel.c). */
+ * `first` (multikernel.c); ws_owner as for rt_program_launch_at. */
 tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, const tilec_rt_arg *args, uint32_t nargs,
-                                          void *stream, int *chosen);
+                                          void *stream, const void *ws_owner, int *chosen);
 
 /* ---- tma.c: sm_90a twins ---- */
 

@@ -6,7 +6,8 @@
  * kernel are refused when added; CUDA-graph mode runs eagerly and records
  * once per set of slot values, then replays with one cuGraphLaunch, with
  * the eager results; a full plan updates its least recent graph in place
- * (or replaces it without cuGraphExecUpdate); a driver without graphs says so. */
+ * (or replaces it without cuGraphExecUpdate); each graph owns its split-K
+ * workspace; a driver without graphs says so. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -268,6 +269,72 @@ Test(plan, a_full_plan_updates_its_least_recent_graph_in_place)
     tilec_plan_free(p);
     for (int i = 0; i < 3; i++)
         tilec_rt_free(rt, outs[i]);
+}
+
+/* split-K in graph mode (docs/runtime.md, "Split-K workspaces"): each
+ * recorded graph owns its workspace pair, so two graphs of one plan
+ * replayed on two streams at once never share one; the pairs are made
+ * outside the captures, zeroed, and freed with the graphs. The fake's
+ * sk_v0 records the hidden pointers of the launch it runs (a replay runs
+ * the recorded launches). */
+static const tilec_rt_param_kind sk_kinds[] = {TILEC_RT_PARAM_POINTER, TILEC_RT_PARAM_I32};
+
+static int sk_grid(const int64_t *args, uint32_t grid[3])
+{
+    grid[0] = (uint32_t)args[1];
+    grid[1] = 2;
+    grid[2] = 4; /* split_k 4 */
+    return 0;
+}
+
+Test(plan, each_cuda_graph_owns_its_split_k_workspace)
+{
+    static const char image[] = "// fake module\n";
+    const tilec_aot_kernel ks[] = {
+        {"sk", 0, 1, "sk_v0", image, sizeof image, 128, 0, 2, sk_kinds, 0, sk_grid, 4, 4096},
+    };
+    int live0 = fake->live_allocs;
+    tilec_program *skp = NULL;
+    cr_assert_eq(tilec_program_load(rt, ks, 1, &skp), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+    tilec_plan *p = tilec_plan_new(skp, NULL, "sk", 2);
+    cr_assert_not_null(p);
+    cr_assert_eq(tilec_plan_set_slot(p, 0, TILEC_PLAN_PTR, "x"), TILEC_RT_OK);
+    cr_assert_eq(tilec_plan_set_slot(p, 1, TILEC_PLAN_INT, "n"), TILEC_RT_OK);
+    tilec_plan_value a[2] = {slot(0), slot(1)};
+    cr_assert_eq(tilec_plan_add_kernel(p, "sk", 0, a, 2), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    cr_assert_eq(tilec_plan_set_cuda_graph(p, 4), TILEC_RT_OK);
+    void *s1 = NULL, *s2 = NULL;
+    cr_assert_eq(tilec_rt_stream_create(rt, TILEC_RT_STREAM_NON_BLOCKING, &s1), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_stream_create(rt, TILEC_RT_STREAM_NON_BLOCKING, &s2), TILEC_RT_OK);
+    fake->split_dirty = 0;
+    fake->allocs_in_capture = 0;
+    tilec_rt_arg ga[2] = {{.ptr = x}, {.i64 = 3}}, gb[2] = {{.ptr = y}, {.i64 = 3}};
+    cr_assert_eq(tilec_plan_run(p, ga, 2, s1), TILEC_RT_OK, "%s", tilec_plan_last_error(p)); /* eager, records A */
+    unsigned long long eager = fake->split_part;
+    int live1 = fake->live_allocs;
+    cr_assert_eq(tilec_plan_run(p, gb, 2, s2), TILEC_RT_OK, "%s", tilec_plan_last_error(p)); /* records B, replays */
+    unsigned long long pb = fake->split_part, cb = fake->split_cnt;
+    cr_expect_eq(fake->live_allocs, live1 + 2, "B's own pair");
+    cr_assert_eq(tilec_plan_run(p, ga, 2, s1), TILEC_RT_OK, "%s", tilec_plan_last_error(p)); /* replays A */
+    unsigned long long pa = fake->split_part, ca = fake->split_cnt;
+    tilec_plan_stats st;
+    tilec_plan_get_stats(p, &st);
+    cr_expect_eq(st.recorded, 2);
+    cr_expect_eq(st.replayed, 1);
+    cr_expect(pa && pb && pa != pb && ca != cb, "graphs A and B share a workspace: %llx %llx", pa, pb);
+    cr_expect(pa != eager && pb != eager, "a graph uses a stream's workspace");
+    cr_assert_eq(tilec_plan_run(p, gb, 2, s1), TILEC_RT_OK, "%s", tilec_plan_last_error(p)); /* B on another stream */
+    cr_expect(fake->split_part == pb && fake->split_cnt == cb, "a graph keeps its own pair");
+    cr_expect_eq(fake->allocs_in_capture, 0, "nothing allocated while capturing");
+    cr_expect_eq(fake->split_dirty, 0, "every pair's counters start at zero");
+    int live2 = fake->live_allocs;
+    cr_assert_eq(tilec_plan_set_cuda_graph(p, 0), TILEC_RT_OK);
+    cr_expect_eq(fake->live_allocs, live2 - 4, "the graphs' pairs freed with them");
+    tilec_plan_free(p);
+    tilec_program_free(skp);
+    cr_expect_eq(fake->live_allocs, live0, "nothing left");
+    tilec_rt_stream_destroy(rt, s1);
+    tilec_rt_stream_destroy(rt, s2);
 }
 
 Test(plan, an_integer_that_does_not_fit_is_refused_in_graph_mode_too)

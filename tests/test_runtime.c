@@ -924,8 +924,8 @@ Test(rt_fake, launches_with_the_same_scalars_reuse_the_grid)
 /* split-K (docs/runtime.md, "Split-K workspaces"): a variant with split_k
  * gets two hidden pointers after its own arguments, a pair per stream, its
  * counters zeroed once, grown when a launch needs more, all freed with the
- * program; a stream given another's pair (what a CUDA graph recording
- * does first) launches without allocating. */
+ * program; an owner's pair (a plan's CUDA graph) is grown only by fit,
+ * used by the owner's launches only, and freed when dropped. */
 static const tilec_rt_param_kind sk_kinds[] = {TILEC_RT_PARAM_POINTER, TILEC_RT_PARAM_I32};
 
 static int sk_grid(const int64_t *args, uint32_t grid[3])
@@ -971,14 +971,29 @@ Test(rt_fake, split_k_workspace_per_stream)
     cr_assert_eq(tilec_program_launch(p, "sk", 0, args, 2, s1), TILEC_RT_OK);
     cr_expect_neq(fake->split_part, part1, "grown");
     cr_expect_eq(fake->split_dirty, 0);
-    /* a stream given s1's pair first allocates nothing at its launch */
+    /* an owner's pair (a plan's CUDA graph): never grown by a launch (a
+     * capture may not allocate); a launch that finds it too small launches
+     * nothing and notes the need, which fit then allocates, zeroed */
     cr_assert_eq(tilec_rt_stream_create(rt, TILEC_RT_STREAM_NON_BLOCKING, &s2), TILEC_RT_OK);
-    cr_assert_eq(rt_program_split_share(p, s1, s2), TILEC_RT_OK);
-    int live2 = fake->live_allocs;
-    cr_assert_eq(tilec_program_launch(p, "sk", 0, args, 2, s2), TILEC_RT_OK);
-    cr_expect_eq(fake->live_allocs, live2, "the shared size was enough");
-    cr_expect_eq(fake->allocs_in_capture, 0);
+    static const int owner = 0;
+    int live2 = fake->live_allocs, launches = fake->split_launches;
+    cr_assert_eq(rt_program_launch_at(p, 0, args, s2, &owner), TILEC_RT_OK);
+    cr_expect_eq(fake->split_launches, launches, "too small: not launched");
+    cr_expect_eq(fake->live_allocs, live2, "nothing allocated by the launch");
+    cr_expect(rt_program_split_short(p, &owner));
+    cr_assert_eq(rt_program_split_fit(p, &owner, s2), TILEC_RT_OK);
+    cr_expect(!rt_program_split_short(p, &owner));
+    cr_expect_eq(fake->live_allocs, live2 + 2, "the owner's partials and counters");
+    cr_assert_eq(rt_program_launch_at(p, 0, args, s2, &owner), TILEC_RT_OK);
+    cr_expect_eq(fake->split_launches, launches + 1);
+    cr_expect(fake->split_part != part1 && fake->split_part != part, "the owner's pair is no stream's");
     cr_expect_eq(fake->split_dirty, 0);
+    cr_assert_eq(tilec_program_launch(p, "sk", 0, args, 2, s2), TILEC_RT_OK);
+    cr_expect_eq(fake->live_allocs, live2 + 4, "the stream s2 has a pair of its own");
+    rt_program_split_drop(p, &owner);
+    cr_expect_eq(fake->live_allocs, live2 + 2, "dropped: the owner's pair freed");
+    cr_expect(!rt_program_split_short(p, &owner));
+    cr_expect_eq(fake->allocs_in_capture, 0);
     tilec_program_free(p);
     cr_expect_eq(fake->live_allocs, live0 + 1, "every workspace freed with the program (x is left)");
     tilec_rt_free(rt, dx);

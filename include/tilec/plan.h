@@ -71,7 +71,8 @@ typedef struct tilec_plan_tensor {
  * an argument is NULL or memory runs out. */
 tilec_plan *tilec_plan_new(tilec_program *prog, tilec_externs *externs, const char *name, uint32_t nslots);
 
-/* Free the plan and its CUDA graphs. NULL is a no-op. */
+/* Free the plan and its CUDA graphs (with their split-K workspaces, which
+ * the program holds: free the plan before its program). NULL is a no-op. */
 void tilec_plan_free(tilec_plan *p);
 
 /* Slot i's type and its name in messages ("N", "x"). */

@@ -58,7 +58,7 @@ static uint64_t prof_t[P_N], prof_last, prof_calls;
 
 /* Attribute and method names, interned once (PyInit): no string made per call. */
 static PyObject *s_dtype, *s_is_cuda, *s_is_contiguous, *s_shape, *s_get_device, *s_data_ptr, *s_ptr, *s_fast,
-    *s_graph, *s_fail, *s_static;
+    *s_graph, *s_fail, *s_static, *s_clone, *s_copies;
 
 /* v as kind k (see pack) into *out. -1 with a Python error set. */
 static int pack_value(PyObject *v, char k, arg *out)
@@ -502,6 +502,9 @@ typedef struct recipe {
     PyObject *held;                   /* static outputs: the tuple of outputs every call returns, or NULL */
     void *held_stream;                /* the stream they were allocated on */
     uint64_t held_ptr[R_MAX_TENSORS]; /* and their addresses */
+    uint64_t in_bytes[R_MAX_TENSORS]; /* each input's extent from its address (fixed by the key) */
+    uint64_t out_bytes[R_MAX_TENSORS]; /* each output's */
+    uint32_t nin;
     int retired;                      /* taken out of its wrapper's recipes (rretire): no Entry runs it again */
     rslot slots[];
 } recipe;
@@ -552,7 +555,9 @@ static int r_compile_slots(recipe *r, PyObject *tmpl, const char *kinds, Py_ssiz
 }
 
 /* rcompile(fast) -> capsule; fast: (plan, kinds, template, outs, ws_bytes,
- * workspaces, raw, index, ntensors, single, opts, falloc, getdev, fargs),
+ * workspaces, raw, index, ntensors, single, opts, falloc, getdev, fargs,
+ * extents), extents the byte extent of each input (ntensors) then of each
+ * output (see r_unalias),
  * outs a tuple of (callable, args, kwargs) that allocate each output, opts
  * the graph's options dict (opts["static"] True: static outputs, see
  * r_outputs); falloc (or None) an allocator called as falloc(*fargs[j])
@@ -562,14 +567,14 @@ static int r_compile_slots(recipe *r, PyObject *tmpl, const char *kinds, Py_ssiz
 static PyObject *n_rcompile(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *plan, *tmpl, *outs, *wss, *raw, *index, *opts, *falloc, *getdev, *fargs;
+    PyObject *plan, *tmpl, *outs, *wss, *raw, *index, *opts, *falloc, *getdev, *fargs, *ext;
     const char *kinds;
     Py_ssize_t n, ntens;
     long long ws_bytes;
     int single;
-    if (!PyArg_ParseTuple(args, "(Oy#O!O!LO!OOnpO!OOO)", &plan, &kinds, &n, &PyTuple_Type, &tmpl, &PyTuple_Type, &outs,
-                          &ws_bytes, &PyDict_Type, &wss, &raw, &index, &ntens, &single, &PyDict_Type, &opts, &falloc,
-                          &getdev, &fargs))
+    if (!PyArg_ParseTuple(args, "(Oy#O!O!LO!OOnpO!OOOO!)", &plan, &kinds, &n, &PyTuple_Type, &tmpl, &PyTuple_Type,
+                          &outs, &ws_bytes, &PyDict_Type, &wss, &raw, &index, &ntens, &single, &PyDict_Type, &opts,
+                          &falloc, &getdev, &fargs, &PyTuple_Type, &ext))
         return NULL;
     Py_ssize_t nout = PyTuple_Size(outs);
     if (falloc != Py_None && (!PyCallable_Check(falloc) || (getdev != Py_None && !PyCallable_Check(getdev)) ||
@@ -577,8 +582,10 @@ static PyObject *n_rcompile(PyObject *self, PyObject *args)
                               PyTuple_Size(fargs) != nout))
         return PyErr_Format(PyExc_ValueError, "rcompile: the lean allocator needs a getter and one argument tuple "
                                               "per output");
-    if (n > MAX_VALUES || nout < 1 || nout > R_MAX_TENSORS || ntens > R_MAX_TENSORS || PyTuple_Size(tmpl) != 3 * n)
-        return PyErr_Format(PyExc_ValueError, "rcompile: %zd slots, %zd outputs, %zd inputs", n, nout, ntens);
+    if (n > MAX_VALUES || nout < 1 || nout > R_MAX_TENSORS || ntens < 0 || ntens > R_MAX_TENSORS ||
+        PyTuple_Size(tmpl) != 3 * n || PyTuple_Size(ext) != ntens + nout)
+        return PyErr_Format(PyExc_ValueError, "rcompile: %zd slots, %zd outputs, %zd inputs, %zd extents", n, nout,
+                            ntens, PyTuple_Size(ext));
     recipe *r = PyMem_Calloc(1, sizeof *r + (size_t)n * sizeof(rslot));
     PyObject **alloc = PyMem_Calloc(3 * (size_t)nout, sizeof *alloc);
     PyObject *cap = r && alloc ? PyCapsule_New(r, R_CAPSULE, r_free) : NULL;
@@ -601,6 +608,14 @@ static PyObject *n_rcompile(PyObject *self, PyObject *args)
     r->wss = wss;
     r->opts = opts;
     r->index = PyLong_AsLong(index);
+    r->nin = (uint32_t)ntens;
+    for (Py_ssize_t j = 0; j < ntens + nout && !PyErr_Occurred(); j++) {
+        uint64_t b = PyLong_AsUnsignedLongLong(PyTuple_GetItem(ext, j));
+        if (j < ntens)
+            r->in_bytes[j] = b;
+        else
+            r->out_bytes[j - ntens] = b;
+    }
     if (falloc != Py_None) {
         Py_INCREF(falloc);
         Py_INCREF(fargs);
@@ -699,11 +714,64 @@ static PyObject *r_outputs(recipe *r, void *s, uint64_t *ptr)
     return res;
 }
 
-/* Run compiled recipe r for inputs at addresses in[0..nin): the outputs
- * (one, or a tuple), None when the stream's workspace is too small, NULL
- * on error. rec is the Recipe (its graph's _fail() raises a failed run's
- * error). */
-static PyObject *r_run(recipe *r, PyObject *rec, const uint64_t *in, Py_ssize_t nin)
+/* Inputs that share a byte with an output of this run: the run writes its
+ * outputs, so such an input (with static outputs: the last call's output
+ * fed back, g2(z1, y1), or a view into one at any offset) would be read
+ * after a step overwrote it. Each is copied to a private buffer first, as
+ * torch's CUDA-graph replays copy inputs into buffers of their own: its
+ * clone(), on torch's current stream, the stream the run uses, so stream
+ * order puts the copy before the plan. copies[i] holds the clone (NULL for
+ * an input left alone) and in[i] its address; the graph's
+ * opts["static_input_copies"] counts them (Graph.stats()). Fresh outputs
+ * never overlap a live input, so only held ones can trigger it. 0, or -1
+ * with a Python error set. */
+static int r_unalias(recipe *r, PyObject *const *t, uint64_t *in, Py_ssize_t nin, const uint64_t *out,
+                     PyObject **copies)
+{
+    long long n = 0;
+    for (Py_ssize_t i = 0; i < nin && i < (Py_ssize_t)r->nin; i++) {
+        copies[i] = NULL;
+        int alias = 0;
+        for (uint32_t j = 0; !alias && j < r->nout; j++)
+            alias = r->in_bytes[i] && r->out_bytes[j] && in[i] < out[j] + r->out_bytes[j] &&
+                    out[j] < in[i] + r->in_bytes[i];
+        if (!alias)
+            continue;
+        PyObject *c = PyObject_CallMethodObjArgs(t[i], s_clone, NULL);
+        PyObject *p = c ? PyObject_CallMethodObjArgs(c, s_data_ptr, NULL) : NULL;
+        uint64_t a = p ? PyLong_AsUnsignedLongLong(p) : 0;
+        Py_XDECREF(p);
+        if (!p || PyErr_Occurred()) {
+            Py_XDECREF(c);
+            return -1;
+        }
+        copies[i] = c;
+        in[i] = a;
+        n++;
+    }
+    if (!n)
+        return 0;
+    PyObject *old = PyDict_GetItemWithError(r->opts, s_copies); /* borrowed */
+    long long before = old ? PyLong_AsLongLong(old) : 0;
+    PyObject *v = PyErr_Occurred() ? NULL : PyLong_FromLongLong(before + n);
+    int st = v ? PyDict_SetItem(r->opts, s_copies, v) : -1;
+    Py_XDECREF(v);
+    return st;
+}
+
+/* Release r_unalias's copies. */
+static void r_drop(PyObject **copies, Py_ssize_t nin)
+{
+    for (Py_ssize_t i = 0; i < nin && i < R_MAX_TENSORS; i++)
+        Py_CLEAR(copies[i]);
+}
+
+/* Run compiled recipe r for tensors t[0..nin) at addresses in[0..nin): the
+ * outputs (one, or a tuple), None when the stream's workspace is too small,
+ * NULL on error. rec is the Recipe (its graph's _fail() raises a failed
+ * run's error). An input overlapping an output is copied first (r_unalias):
+ * in[i] then becomes its copy's address. */
+static PyObject *r_run(recipe *r, PyObject *rec, PyObject *const *t, uint64_t *in, Py_ssize_t nin)
 {
     PyObject *h = PyObject_Call(r->raw, r->raw_args, NULL);
     if (!h)
@@ -725,6 +793,12 @@ static PyObject *r_run(recipe *r, PyObject *rec, const uint64_t *in, Py_ssize_t 
     PyObject *res = PyErr_Occurred() ? NULL : r_outputs(r, s, out);
     if (!res)
         return NULL;
+    PyObject *copies[R_MAX_TENSORS] = {NULL};
+    if (r_unalias(r, t, in, nin, out, copies)) {
+        r_drop(copies, nin);
+        Py_DECREF(res);
+        return NULL;
+    }
     arg slots[MAX_VALUES];
     for (uint32_t i = 0; i < r->n; i++) {
         const rslot *sl = &r->slots[i];
@@ -737,6 +811,7 @@ static PyObject *r_run(recipe *r, PyObject *rec, const uint64_t *in, Py_ssize_t 
         } else if (sl->idx < nin) {
             slots[i].u64 = in[sl->idx] + (uint64_t)sl->v.i64;
         } else {
+            r_drop(copies, nin);
             Py_DECREF(res);
             return PyErr_Format(PyExc_ValueError, "rcall: input %u missing", sl->idx);
         }
@@ -744,6 +819,7 @@ static PyObject *r_run(recipe *r, PyObject *rec, const uint64_t *in, Py_ssize_t 
     PROF_AT(P_SLOTS);
     int failed = plan_run(r->plan, slots, r->n, s) != 0;
     PROF_AT(P_PLAN);
+    r_drop(copies, nin); /* enqueued: torch's stream order keeps their memory until the run used it */
     if (failed) {
         PyObject *g = PyObject_GetAttr(rec, s_graph);
         PyObject *f = g ? PyObject_CallMethodObjArgs(g, s_fail, NULL) : NULL;
@@ -830,7 +906,7 @@ static PyObject *r_call(PyObject *recipes, PyObject *const *t, Py_ssize_t nt, Py
     }
     Py_INCREF(rec); /* the run may call back into Python, which may drop the dict's entry */
     PROF_AT(P_LOOKUP);
-    PyObject *out = r_run(r, rec, in, nt);
+    PyObject *out = r_run(r, rec, t, in, nt);
     if (found && out && out != Py_None) {
         Py_INCREF(rec);
         found[0] = key;
@@ -1012,7 +1088,7 @@ static PyObject *e_memo_run(entry *e, PyObject *const *t, PyObject *tail)
     if (ok) {
         PyObject *rec = e->m_rec;
         Py_INCREF(rec); /* the run may call back into Python, which may call this entry again */
-        out = r_run(r, rec, in, e->nt);
+        out = r_run(r, rec, t, in, e->nt);
         Py_DECREF(rec);
         PROF_AT(P_END);
     } else {
@@ -1151,7 +1227,8 @@ PyMODINIT_FUNC PyInit_tilec_native(void)
     } names[] = {{&s_dtype, "dtype"},       {&s_is_cuda, "is_cuda"}, {&s_is_contiguous, "is_contiguous"},
                  {&s_shape, "shape"},       {&s_get_device, "get_device"}, {&s_data_ptr, "data_ptr"},
                  {&s_ptr, "ptr"},           {&s_fast, "fast"},       {&s_graph, "graph"},
-                 {&s_fail, "_fail"},        {&s_static, "static"}};
+                 {&s_fail, "_fail"},        {&s_static, "static"},   {&s_clone, "clone"},
+                 {&s_copies, "static_input_copies"}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!*names[i].at && !(*names[i].at = PyUnicode_InternFromString(names[i].name)))
             return NULL;

@@ -66,6 +66,9 @@ class Graph(Owner):
         self._native = native()
         self._kernels: Dict[Tuple[str, int], Any] = {}
         self._h = L.tilec_plan_new(module._prog, externs._h if externs else None, name.encode(), self._nslots)
+        graphs = getattr(module, "_graphs", None)
+        if graphs is not None:  # the module closes its plans before its program
+            graphs.add(self)
         if not self._h:
             raise TilecError(f"{name}: cannot make a launch plan (out of memory)")
         for i, (tname, _, _) in enumerate(self.tensors):
@@ -212,7 +215,11 @@ class Graph(Owner):
         same output tensors every time, kept by the graph, instead of new
         ones from torch's allocator: the next call with that key overwrites
         what the last one returned, so clone() what you keep. It saves the
-        allocation (and keeps the replayed graph's addresses fixed).
+        allocation (and keeps the replayed graph's addresses fixed). An
+        input that is such an output, or a view sharing any byte with one
+        (a call's output fed back to the next call), is copied to a private
+        buffer on the stream before the run, so it is read as it was
+        (stats()["static_input_copies"] counts these copies).
         Without it (the default) every call returns new tensors. Returns
         self."""
         self._ok(self._lib.tilec_plan_set_cuda_graph(self._h, graphs))
@@ -248,11 +255,14 @@ class Graph(Owner):
 
     def stats(self) -> dict:
         """runs, recorded and replayed CUDA graphs, graphs held, steps per run,
-        and the recordings that updated a held graph in place (cuGraphExecUpdate)."""
+        and the recordings that updated a held graph in place (cuGraphExecUpdate);
+        static_input_copies: inputs copied before a run because they shared
+        memory with a static output that run overwrites (capture())."""
         s = _PlanStats()
         self._lib.tilec_plan_get_stats(self._h, ctypes.byref(s))
         return {"runs": s.runs, "recorded": s.recorded, "replayed": s.replayed, "graphs": s.graphs,
-                "steps": s.steps, "updated": s.updated}
+                "steps": s.steps, "updated": s.updated,
+                "static_input_copies": self._opts.get("static_input_copies", 0)}
 
     def close(self) -> None:
         """Free the plan and its CUDA graphs (and forget the Recipes that run it)."""
@@ -484,9 +494,10 @@ class Recipe:
         largs = tuple((tuple(shape), tuple(st), dt) for shape, st, dt in r.outs) if lean is not None else None
         r.fast = None
         if hasattr(graph._native, "rcompile"):
+            extents = tuple(n for src, _, _, n in sources if src < 2)  # inputs', then outputs' bytes
             r.fast = graph._native.rcompile((graph._h, graph._kinds, r.template, calls, r.ws_bytes,
                                              graph._workspaces, r.raw, r.index, len(infos), r.single, graph._opts,
-                                             lean, getdev, largs))
+                                             lean, getdev, largs, extents))
             graph._native.rcall_init(torch.Tensor, _torch_names)
         return r
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import weakref
 from typing import Any, Callable, List, Optional, Sequence, Union
 
 from ._library import _BuildOptions, _EXTERN_FN, _Stats, _Tensor, diagnostics, lib, Owner, TilecError
@@ -22,6 +23,7 @@ class Module(Owner):
                  device_: Union[Device, int, None] = None, arch: Optional[str] = None, threads: int = 0,
                  cache: bool = True):
         lib_ = lib()
+        self._graphs: "weakref.WeakSet[Any]" = weakref.WeakSet()  # plans over this program: closed first
         self.device = device(device_) if isinstance(device_, int) else (device_ or device())
         self.path = path or "<string>"
         self._ctx = lib_.tilec_ctx_new()
@@ -67,7 +69,11 @@ class Module(Owner):
 
     def close(self) -> None:
         """Free the program, the module and the context (kernels made from
-        this module must not be called afterwards)."""
+        this module must not be called afterwards). The graphs (launch
+        plans) made over it are closed first: a plan's CUDA graphs hold
+        split-K workspaces of the program."""
+        for g in list(getattr(self, "_graphs", ())):
+            g.close()
         if self._prog and not getattr(self.device, "_h", None):
             self._prog = None  # at exit the device may be closed first: its memory went with it
         if self._prog:

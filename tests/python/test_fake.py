@@ -31,11 +31,9 @@ os.environ.setdefault("TILEC_CACHE_DIR", tempfile.mkdtemp(prefix="tilec_fake_cac
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import tilec  # noqa: E402
 
-SOURCE = """\
-kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 128)) hints { warps = 4 } {
-    let i = pid(0) * 128 + range(128);
-    store(y + i, 2.0 * load(x + i, i < n), i < n);
-}
+ALIAS_TILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "alias.tile")  # scale2, g2, gv
+with open(ALIAS_TILE) as _f:
+    SOURCE = _f.read() + """\
 graph g8(x: f32[N]) -> (y: f32[N]) {
     let t = empty(f32, [N]);
     scale2(x, t, N);
@@ -44,15 +42,6 @@ graph g8(x: f32[N]) -> (y: f32[N]) {
     let y = empty(f32, [N]);
     scale2(u, y, N);
     return y;
-}
-graph g2(x: f32[N], w: f32[N]) -> (y: f32[N], z: f32[N]) {
-    let t = empty(f32, [N]);
-    scale2(x, t, N);
-    let y = empty(f32, [N]);
-    scale2(t, y, N);
-    let z = empty(f32, [N]);
-    scale2(w, z, N);
-    return y, z;
 }
 graph gk(x: f32[N], k: f32, m: i32) -> (y: f32[N]) {
     let y = empty(f32, [N]);
@@ -112,6 +101,10 @@ class Tensor:
     def element_size(self): return self.dtype.size
     def record_stream(self, s): pass
     def tolist(self): return self.buf.tolist()
+    def clone(self):
+        clones.append(self.data_ptr())
+        return Tensor(tilec.copy(tilec.Buffer(self.shape, self.buf.dtype), self.buf), self.dtype, self._strides)
+clones = []  # the addresses clone() copied from
 torch.Tensor = Tensor
 torch.float32, torch.int32, torch.uint8 = _DT("float32", 4), _DT("int32", 4), _DT("uint8", 1)
 torch.device = lambda kind, index: (kind, index)
@@ -309,14 +302,16 @@ class FakeDriverTests(unittest.TestCase):
             "print(type(r.fast).__name__)\n"
             "n = tilec._library.native()\n"
             "for bad in ((r.graph._h, b'pp', (0, 5, 0, 3, 0, 7), ((torch.empty_strided, ((3,), (1,)), {}),), 0, {},\n"
-            "             torch._C._cuda_getCurrentRawStream, 0, 1, True, {}, None, None, None),\n"
+            "             torch._C._cuda_getCurrentRawStream, 0, 1, True, {}, None, None, None, (12, 12)),\n"
             "            (r.graph._h, b'pp', (0, 0, 0), ((torch.empty_strided, ((3,), (1,)), {}),), 0, {},\n"
-            "             torch._C._cuda_getCurrentRawStream, 0, 1, True, {}, None, None, None)):\n"
+            "             torch._C._cuda_getCurrentRawStream, 0, 1, True, {}, None, None, None, (12, 12)),\n"
+            "            (r.graph._h, b'p', (0, 0, 0), ((torch.empty_strided, ((3,), (1,)), {}),), 0, {},\n"
+            "             torch._C._cuda_getCurrentRawStream, 0, 1, True, {}, None, None, None, (12,))):\n"
             "    try:\n        n.rcompile(bad)\n        print('no error')\n"
             "    except ValueError as e:\n        print(type(e).__name__)\n")
         r = self._child(script)
         self.assertEqual(r.stdout, "([4.0, 8.0, 12.0], [10.0, 12.0, 14.0]) True 1 0\n"
-                                   "True [20.0, 24.0, 28.0] [2.0, 4.0, 6.0]\nPyCapsule\nValueError\nValueError\n")
+                                   "True [20.0, 24.0, 28.0] [2.0, 4.0, 6.0]\nPyCapsule\nValueError\nValueError\nValueError\n")
 
     def test_static_outputs_are_opt_in_and_overwritten_by_the_next_call(self):
         # default: every call returns new tensors, also when a CUDA graph replays;
@@ -345,6 +340,59 @@ class FakeDriverTests(unittest.TestCase):
         self.assertEqual(r.stdout, "4 [True, True, True, True]\nTrue True [0.0, 8.0, 16.0, 24.0, 32.0]\n"
                                    "True [8.0, 8.0, 8.0, 8.0, 8.0] True\nFalse [8.0, 8.0, 8.0, 8.0, 8.0]\n"
                                    "False False [8.0, 8.0, 8.0, 8.0, 8.0]\n")
+
+    def test_an_input_sharing_memory_with_a_static_output_is_copied_first(self):
+        # static outputs are overwritten by the run: a call's output fed back
+        # as the next call's input (g2(z1, y1): z = 2 * w must read the old y,
+        # which step 2 overwrites), or a view into one at an offset, is copied
+        # to a private buffer (clone() on the run's stream) before the plan
+        # runs; an output of another key's recipe (other buffers) is not
+        if tilec._library.native() is None:
+            self.skipTest("no extension (TILEC_NO_NATIVE=1 or not built): no recipes")
+        script = _TORCH_STAND_IN + (
+            "import g2, gv\n"
+            "g = g2.load(cuda_graph=True).capture(static_outputs=True)\n"
+            "x, w = tensor([1.0, 2.0, 3.0]), tensor([5.0, 6.0, 7.0])\n"
+            "g2.call(x, w)  # the key's first call: checked, new tensors\n"
+            "y1, z1 = g2.call(x, w)  # the recipe's static outputs\n"
+            "print(y1.tolist(), z1.tolist(), clones)\n"
+            "addr = (y1.data_ptr(), z1.data_ptr())\n"
+            "y2, z2 = g2.call(z1, y1)  # both fed back, swapped\n"
+            "print(y2 is y1, y2.tolist(), z2.tolist(), sorted(clones) == sorted(addr), g.stats().get('static_input_copies'))\n"
+            "y3, z3 = g2.call(x, w)  # no alias: no copy\n"
+            "print(y3.tolist(), z3.tolist(), g.stats().get('static_input_copies'))\n"
+            "h = gv.load(cuda_graph=True).capture(static_outputs=True)\n"
+            "a, b = tensor([1.0, 2.0, 3.0, 4.0]), tensor([1.0, 1.0])\n"
+            "gv.call(a, b)\n"
+            "y, z = gv.call(a, b)\n"
+            "v = Tensor(y.buf.view((2,), 'f32', 1), torch.float32)  # y[1:3] = [4, 6], a view at an offset\n"
+            "y4, z4 = gv.call(tensor([0.0] * 4), v)  # step 1 zeroes y before step 2 reads w\n"
+            "print(y4 is y, y4.tolist(), z4.tolist(), h.stats().get('static_input_copies'), clones[-1] == v.data_ptr())\n"
+            "del clones[:]\n"
+            "p, q = tensor([1.0, 2.0]), tensor([3.0, 4.0])\n"
+            "gv.call(p, q)\n"
+            "yp, zp = gv.call(p, q)  # another key (N=2): outputs of its own\n"
+            "yq, zq = gv.call(z4, q)  # z4: the N=4 recipe's static output, not this one's\n"
+            "print(yq is yp, yq.tolist(), zq.tolist(), clones, h.stats().get('static_input_copies'))\n")
+        r = self._child(script)
+        self.assertEqual(r.stdout, "[4.0, 8.0, 12.0] [10.0, 12.0, 14.0] []\n"
+                                   "True [40.0, 48.0, 56.0] [8.0, 16.0, 24.0] True 2\n"
+                                   "[4.0, 8.0, 12.0] [10.0, 12.0, 14.0] 2\n"
+                                   "True [0.0, 0.0, 0.0, 0.0] [8.0, 12.0] 1 True\n"
+                                   "True [16.0, 24.0] [6.0, 8.0] [] 1\n")
+
+    def test_closing_a_module_closes_its_graphs_first(self):
+        # a plan's CUDA graphs hold split-K workspaces of the program: the
+        # plan is freed before the program, whichever is closed first
+        script = (
+            "import array, g8, tilec\n"
+            "g = g8.load(cuda_graph=True)\n"
+            "x = tilec.Buffer.from_bytes(array.array('f', range(5)), (5,), 'f32')\n"
+            "print(g8.call(x).tolist(), g.stats()['graphs'])\n"
+            "g.module.close()\n"
+            "print(g._h, g.module._prog)\n")
+        r = self._child(script)
+        self.assertEqual(r.stdout, "[0.0, 8.0, 16.0, 24.0, 32.0] 1\nNone None\n")
 
     def test_outputs_from_torchs_lean_allocator_on_the_current_device(self):
         # where torch has it (torch._C._dynamo.guards._empty_strided_cuda, what

@@ -4,7 +4,8 @@ two torch ops on a non-default stream give the right answer with no
 synchronize between them), outputs as torch tensors from torch's allocator
 on the inputs' device, CUDA-graph replay results equal to eager ones (and
 re-recording when the shape changes; a full plan updating its graph in
-place; static outputs, opt-in), and every bad argument raising the named
+place; static outputs, opt-in, with an input that shares memory with one
+copied before the run), and every bad argument raising the named
 error before anything is launched.
 
     python3 tests/python/test_gpu_interop.py      (TILEC_BIN: the tilec binary)"""
@@ -43,6 +44,10 @@ class TorchInterop(unittest.TestCase):
                        check=True)
         sys.path.insert(0, out)
         cls.chain8 = importlib.import_module("chain8")
+        # g2: y = 4 * x (through t), z = 2 * w; gv: y = 2 * x, z = 2 * w (N and M apart)
+        subprocess.run([TILEC, os.path.join(ROOT, "tests", "python", "alias.tile"), "--emit", "py", "-o", out],
+                       check=True)
+        cls.g2, cls.gv = importlib.import_module("g2"), importlib.import_module("gv")
         cls.graph = cls.chain8.load()
         cls.scale2 = cls.graph.module.kernel("scale2", 0)
 
@@ -151,6 +156,39 @@ class TorchInterop(unittest.TestCase):
             torch.testing.assert_close(b, chain8_torch(x))
         finally:
             graph.eager()
+
+    def test_an_input_sharing_memory_with_a_static_output_is_copied_first(self):
+        # issue 28 item 4: a static output fed back as the next call's input
+        # was overwritten before it was read (g2(z1, y1) gave z = [80, 96, 112])
+        graph = self.g2.load().capture(static_outputs=True)
+        view = self.gv.load().capture(static_outputs=True)
+        try:
+            x = torch.tensor([1.0, 2.0, 3.0], device="cuda")
+            w = torch.tensor([5.0, 6.0, 7.0], device="cuda")
+            self.g2.call(x, w)  # the key's first call: checked
+            y1, z1 = self.g2.call(x, w)  # the recipe: static outputs
+            self.assertEqual((y1.tolist(), z1.tolist()), ([4.0, 8.0, 12.0], [10.0, 12.0, 14.0]))
+            for _ in range(3):  # recorded, then replayed
+                y1c, z1c = y1.clone(), z1.clone()
+                y2, z2 = self.g2.call(z1, y1)
+                self.assertIs(y2, y1)
+                torch.testing.assert_close(y2, 4.0 * z1c)
+                torch.testing.assert_close(z2, 2.0 * y1c)
+            y1, z1 = self.g2.call(x, w)
+            y2, z2 = self.g2.call(z1, y1)
+            self.assertEqual((y2.tolist(), z2.tolist()), ([40.0, 48.0, 56.0], [8.0, 16.0, 24.0]))
+            self.assertGreaterEqual(graph.stats()["static_input_copies"], 4)
+            self.assertGreaterEqual(graph.stats()["replayed"], 1)
+            a, b = torch.tensor([1.0, 2.0, 3.0, 4.0], device="cuda"), torch.ones(2, device="cuda")
+            self.gv.call(a, b)
+            y, z = self.gv.call(a, b)
+            y4, z4 = self.gv.call(torch.zeros(4, device="cuda"), y[1:3])  # a view at an offset
+            self.assertIs(y4, y)
+            self.assertEqual((y4.tolist(), z4.tolist()), ([0.0, 0.0, 0.0, 0.0], [8.0, 12.0]))
+            self.assertEqual(view.stats()["static_input_copies"], 1)
+        finally:
+            graph.eager()
+            view.eager()
 
     def test_bad_kernel_arguments_raise_the_named_error(self):
         n = 1024
