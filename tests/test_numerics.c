@@ -210,3 +210,21 @@ Test(numerics, golden_text)
     cr_expect(strstr(src, "((unsigned char)(v_u[tl_j] + v_u[tl_j]))"), "%s", src);
     free(src);
 }
+
+/* Every kernel of the file compiles in NVRTC (s * 1e300 with s: f64 was
+ * "floating constant is out of range": 1e+300f). */
+Test(numerics, nvrtc_compiles_every_kernel)
+{
+    static const char *const kernels[] = {"rounding", "narrow", "literals", "rounding_sum", "half_literal"};
+    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
+        char *src = cuda_of(kernels[i], NULL);
+        void *cubin = NULL;
+        size_t size = 0;
+        char *log = NULL;
+        tilec_rt_status st = tilec_nvrtc_compile(src, kernels[i], "sm_90", NULL, 0, &cubin, &size, &log);
+        cr_expect_eq(st, TILEC_RT_OK, "NVRTC rejects %s:\n%s", kernels[i], log ? log : "");
+        free(cubin);
+        free(log);
+        free(src);
+    }
+}
