@@ -202,7 +202,7 @@ static const char *binary(lw *L, const tilec_expr *e, const char *const *idx, in
     tilec_type opt = *t;
     const tilec_type *a0 = lower_ty(L, e->args[0]), *a1 = lower_ty(L, e->args[1]);
     if (t->dtype == TILEC_DT_BOOL && !(a0->dtype == TILEC_DT_BOOL && a1->dtype == TILEC_DT_BOOL))
-        opt.dtype = a0->weak ? a1->dtype : a0->dtype;
+        opt.dtype = a0->ptr ? a0->dtype : tilec_promote(a0->dtype, a0->weak, a1->dtype, a1->weak); /* i < 0.5 in f32 */
     if (opt.dtype == TILEC_DT_I32 && (a0->dtype == TILEC_DT_I64 || a1->dtype == TILEC_DT_I64))
         opt.dtype = TILEC_DT_I64; /* an index computed in 64 bits (index64.c) */
     if (t->ptr) {
@@ -220,7 +220,7 @@ static const char *binary(lw *L, const tilec_expr *e, const char *const *idx, in
     const char *y = walk_args_emit(L, e, 1, &ta, idx, same, cur);
     if (e->op == TILEC_OP_MOD && tilec_dtype_class(opt.dtype) == 'f')
         return lower_fmt(L, "%s(%s, %s)", lower_compute_dt(opt.dtype) == TILEC_DT_F64 ? "fmod" : "fmodf", x, y);
-    return lower_fmt(L, "(%s %s %s)", x, tilec_op_spelling(e->op), y);
+    return lower_wrap(L, lower_fmt(L, "(%s %s %s)", x, tilec_op_spelling(e->op), y), t->dtype);
 }
 
 /* t[:, None]: result axes map to base axes at ':' slots */
@@ -249,7 +249,7 @@ static const char *builtin(lw *L, const tilec_expr *e, const char *const *idx, i
         const char *x = walk_args_emit(L, e, 0, &tt, idx, same, cur);
         if (t->dtype == TILEC_DT_BOOL)
             return lower_fmt(L, "((%s) != 0)", x);
-        return lower_conv(L, x, at->dtype, t->dtype);
+        return lower_cast(L, x, at->dtype, t->dtype);
     }
     if (!strcmp(n, "where")) {
         tilec_type bt = *t;
@@ -283,7 +283,7 @@ static const char *builtin(lw *L, const tilec_expr *e, const char *const *idx, i
     }
     /* exp, log, ..., abs */
     const char *a = walk_args_emit(L, e, 0, t, idx, same, cur);
-    return math1(L, n, a, t->dtype);
+    return lower_wrap(L, math1(L, n, a, t->dtype), t->dtype); /* abs(-128) of i8 */
 }
 
 /* A call of an elementwise builtin. */
@@ -341,7 +341,7 @@ const char *lower_walk(lw *L, const tilec_expr *e, const char *const *idx, int s
         return walk_name(L, e, idx, same, cur, mode);
     case TILEC_EX_UNARY: {
         const char *a = lower_walk(L, e->args[0], idx, same, cur, mode);
-        return mode == PREP ? NULL : lower_fmt(L, "(%s%s)", tilec_op_spelling(e->op), a);
+        return mode == PREP ? NULL : lower_wrap(L, lower_fmt(L, "(%s%s)", tilec_op_spelling(e->op), a), lower_ty(L, e)->dtype);
     }
     case TILEC_EX_BINARY:
         if (mode == EMIT)

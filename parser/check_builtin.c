@@ -96,6 +96,7 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
                 chk_err(ck, chk_start_of(a[1]), "the value of full is a number, got %s", chk_ty_str(ck, &v));
                 return chk_ty_err();
             }
+            chk_adapt(ck, a[1], r.dtype); /* full(f64, 0.1, ...) is the double 0.1 */
             d0 = 2;
         }
         for (uint32_t i = d0; i < n; i++)
@@ -156,6 +157,8 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
                 return chk_ty_err();
             }
             shape = s;
+            if ((int)i != mask_arg)
+                chk_adapt(ck, a[i], t[0].dtype); /* the value or other meets the pointee */
         }
         if (bi != BI_LOAD && memcmp(shape.dims, t[0].dims, shape.rank * sizeof shape.dims[0]) != 0) {
             chk_err(ck, &e->loc, "%s through a pointer of shape %s would write a %s tile", fn, chk_shp_str(ck, &t[0]),
@@ -250,6 +253,8 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
             chk_err(ck, chk_start_of(a[1]), "the divisor of cdiv must be positive, got %lld", (long long)divisor);
             return chk_ty_err();
         }
+        chk_adapt(ck, a[0], r.dtype);
+        chk_adapt(ck, a[1], r.dtype);
         return r;
     }
     case BI_WHERE: {
@@ -268,6 +273,8 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
             r = t[1];
         } else if (chk_is_num(&t[1]) && chk_is_num(&t[2])) {
             r = chk_promote(&t[1], &t[2]);
+            chk_adapt(ck, a[1], r.dtype);
+            chk_adapt(ck, a[2], r.dtype);
         } else {
             chk_err(ck, &e->loc, "where cannot choose between %s and %s", chk_ty_str(ck, &t[1]), chk_ty_str(ck, &t[2]));
             return chk_ty_err();
@@ -296,6 +303,8 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
             }
         tilec_type r = chk_promote(&t[0], &t[1]);
         r = chk_promote(&r, &t[2]);
+        for (int i = 0; i < 3; i++)
+            chk_adapt(ck, a[i], r.dtype);
         tilec_type s = t[0];
         if (chk_bcast(&t[0], &t[1], &s) || chk_bcast(&s, &t[2], &s)) {
             chk_err(ck, &e->loc, "shapes %s, %s and %s do not broadcast in fma", chk_shp_str(ck, &t[0]), chk_shp_str(ck, &t[1]),
@@ -315,6 +324,7 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
             chk_err(ck, chk_start_of(a[0]), "cannot cast the pointer %s", chk_ty_str(ck, &t[0]));
             return chk_ty_err();
         }
+        chk_adapt(ck, a[0], a[1]->dtype); /* cast(0.1, f64) is the double 0.1 */
         tilec_type r = t[0];
         r.dtype = a[1]->dtype;
         r.weak = false;

@@ -104,6 +104,8 @@ static tilec_type check_binary(checker *ck, tilec_expr *e)
             chk_err(ck, &e->loc, "integer division by zero in '%s'", op);
             return chk_ty_err();
         }
+        chk_adapt(ck, e->args[0], p.dtype);
+        chk_adapt(ck, e->args[1], p.dtype);
         r.dtype = p.dtype;
         r.weak = p.weak;
         r.ptr = false;
@@ -115,6 +117,11 @@ static tilec_type check_binary(checker *ck, tilec_expr *e)
                 chk_err(ck, &e->loc, "cannot compare %s with %s", chk_ty_str(ck, &a), chk_ty_str(ck, &b));
                 return chk_ty_err();
             }
+        }
+        if (chk_is_num(&a) && chk_is_num(&b)) { /* 0.1 compared with an f64 is the double 0.1 */
+            p = chk_promote(&a, &b);
+            chk_adapt(ck, e->args[0], p.dtype);
+            chk_adapt(ck, e->args[1], p.dtype);
         }
         r.dtype = TILEC_DT_BOOL;
         r.weak = r.ptr = false;

@@ -114,6 +114,7 @@ const char *chk_ty_str(checker *ck, const tilec_type *t);
 const char *chk_shp_str(checker *ck, const tilec_type *t);
 int chk_bcast(const tilec_type *a, const tilec_type *b, tilec_type *out);
 tilec_type chk_promote(const tilec_type *a, const tilec_type *b);
+void chk_adapt(checker *ck, tilec_expr *e, tilec_dtype d);
 
 /* check_const.c */
 int chk_const_eval(checker *ck, const tilec_expr *e, const char *what, int64_t *out);

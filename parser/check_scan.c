@@ -53,6 +53,7 @@ static int scan_combine(checker *ck, tilec_expr *const *a, const tilec_type *x)
                 tilec_dtype_name(s.dtype), chk_ty_str(ck, &c));
         return -1;
     }
+    chk_adapt(ck, a[5], s.dtype);
     return 0;
 }
 
@@ -97,6 +98,7 @@ tilec_type chk_scan(checker *ck, tilec_expr *e)
                     tilec_dtype_name(x.dtype), chk_ty_str(ck, &init));
             return chk_ty_err();
         }
+        chk_adapt(ck, a[2], x.dtype); /* an init of 0.1 for an f64 scan is the double 0.1 */
         if (scan_combine(ck, a, &x))
             return chk_ty_err();
     }

@@ -58,35 +58,36 @@ int chk_bcast(const tilec_type *a, const tilec_type *b, tilec_type *out)
     return 0;
 }
 
-static int float_rank(tilec_dtype d) { return d == TILEC_DT_F64 ? 3 : d == TILEC_DT_F32 ? 2 : 1; }
-
 /* The dtype two numeric operands meet at (C-like; untyped literals adapt). */
 tilec_type chk_promote(const tilec_type *a, const tilec_type *b)
 {
-    tilec_type r = chk_ty_scalar(TILEC_DT_I32);
-    if (a->weak != b->weak) {
-        const tilec_type *w = a->weak ? a : b, *s = a->weak ? b : a;
-        r.dtype = chk_dclass(w->dtype) == 'f' && chk_dclass(s->dtype) != 'f' ? TILEC_DT_F32 : s->dtype;
-        return r;
-    }
+    tilec_type r = chk_ty_scalar(tilec_promote(a->dtype, a->weak, b->dtype, b->weak));
     r.weak = a->weak && b->weak;
-    char ca = chk_dclass(a->dtype), cb = chk_dclass(b->dtype);
-    if (ca == 'f' || cb == 'f') {
-        if (ca == 'f' && cb == 'f') {
-            if (a->dtype == b->dtype)
-                r.dtype = a->dtype;
-            else if (float_rank(a->dtype) == float_rank(b->dtype))
-                r.dtype = TILEC_DT_F32; /* f16 with bf16 */
-            else
-                r.dtype = float_rank(a->dtype) > float_rank(b->dtype) ? a->dtype : b->dtype;
-        } else
-            r.dtype = ca == 'f' ? a->dtype : b->dtype;
-        return r;
-    }
-    unsigned sa = tilec_dtype_size(a->dtype), sb = tilec_dtype_size(b->dtype);
-    if (sa != sb)
-        r.dtype = sa > sb ? a->dtype : b->dtype;
-    else
-        r.dtype = ca == 'u' ? a->dtype : b->dtype;
     return r;
+}
+
+/* The type chk_set last gave e in the configuration being checked. */
+static tilec_type *cur_type(checker *ck, tilec_expr *e)
+{
+    if (ck->variant >= 0)
+        return e->vtypes ? &e->vtypes[ck->variant] : NULL;
+    return ck->annotate ? &e->type : NULL;
+}
+
+/* An untyped float value (a literal, or literals and hints combined) that
+ * meets a value of float dtype d takes d (7.1), down to its literals, so
+ * that the lowering spells each literal in d: 0.9 beside an f64 is the
+ * double 0.9, not the float 0.9f widened (issue 35 item 2). Untyped
+ * integer parts stay integers (0.5 * (1 / 2) is 0.0), and a typed value
+ * is left as it is. */
+void chk_adapt(checker *ck, tilec_expr *e, tilec_dtype d)
+{
+    tilec_type *t = cur_type(ck, e);
+    if (!t || t->kind != TILEC_TY_VALUE || !t->weak || t->ptr || chk_dclass(t->dtype) != 'f' || chk_dclass(d) != 'f' ||
+        t->dtype == d)
+        return;
+    t->dtype = d;
+    if (e->kind == TILEC_EX_UNARY || e->kind == TILEC_EX_BINARY || e->kind == TILEC_EX_CALL)
+        for (uint32_t i = 0; i < e->nargs; i++)
+            chk_adapt(ck, e->args[i], d);
 }

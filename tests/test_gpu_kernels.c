@@ -793,3 +793,64 @@ Test(gpu, conv2d_example, .timeout = 600)
 }
 
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU kernel tests"); }
+
+/* Issue 35 items 1 and 2 on the GPU (tests/test_numerics.c runs the same
+ * kernels on the CPU): cast(cast(v, bf16), f32) is v rounded to bf16 as
+ * torch's x.to(torch.bfloat16).to(torch.float32) rounds it (to nearest
+ * even), inline, in where, through a let, beside an f32, from f64 and in a
+ * reduction's operand; f16 likewise; 0.9, 1e-50 and 1e300 beside an f64
+ * are doubles. */
+Test(gpu, casts_round_and_f64_literals_are_doubles)
+{
+    enum { n = 2048 }; /* rounding_sum reads [16, 128] */
+    float *x = random_floats(n), *w = random_floats(n);
+    for (int i = 0; i < n; i++)
+        x[i] *= 70000.0f; /* past f16's range too */
+    x[0] = 1.00390625f; /* ties */
+    x[1] = 1.01171875f;
+    gk g;
+    load_or_fail("tests/gpu/numerics.tile", "rounding", 0, &g);
+    uint64_t dx = upload(x, n * 4), dw = upload(w, n * 4), dout = poisoned(6 * n);
+    tilec_rt_arg args[4] = {{.ptr = dx}, {.ptr = dw}, {.ptr = dout}, {.i32 = n}};
+    CHECK_RT(gk_launch(&g, args, NULL));
+    float *got = malloc(6 * n * sizeof *got);
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, dout, 6 * n * sizeof *got));
+    for (int i = 0; i < n; i++) {
+        float b = bf16_to_f32(f32_to_bf16(x[i])), h = f16_to_f32(f32_to_f16(x[i]));
+        float want[6] = {b, h, x[i] > 0.0f ? b : h, b, w[i] * b, b + (float)((float)(i % 128) < x[i] * 128.0f)};
+        for (int k = 0; k < 6; k++)
+            cr_expect(memcmp(&got[k * n + i], &want[k], 4) == 0, "rounding[%d]: x = %a gives %a, want %a", k,
+                      (double)x[i], (double)got[k * n + i], (double)want[k]);
+    }
+    gk_free(&g);
+    load_or_fail("tests/gpu/numerics.tile", "rounding_sum", 0, &g);
+    uint64_t dsum = poisoned(16);
+    tilec_rt_arg sargs[2] = {{.ptr = dx}, {.ptr = dsum}};
+    CHECK_RT(gk_launch(&g, sargs, NULL));
+    double want_sum[16];
+    for (int r = 0; r < 16; r++) {
+        want_sum[r] = 0;
+        for (int c = 0; c < 128; c++)
+            want_sum[r] += bf16_to_f32(f32_to_bf16(x[r * 128 + c]));
+    }
+    download_check(dsum, want_sum, 16, 1e-5, "sum(cast(cast(x, bf16), f32), 1)");
+    gk_free(&g);
+    tilec_rt_free(rt, dsum);
+    free(got);
+    free(x);
+    free(w);
+    tilec_rt_free(rt, dx);
+    tilec_rt_free(rt, dw);
+    tilec_rt_free(rt, dout);
+    load_or_fail("tests/gpu/numerics.tile", "literals", 0, &g);
+    uint64_t dl = dev_alloc(8 * sizeof(double));
+    tilec_rt_arg largs[3] = {{.f64 = 1.0}, {.f64 = 0.0}, {.ptr = dl}};
+    CHECK_RT(gk_launch(&g, largs, NULL));
+    double lit[8];
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, lit, dl, sizeof lit));
+    const double lwant[8] = {0.9, 1e-50, 1e300, 0.1, 0.1, 0.0, 1e-300, 1e-300};
+    for (int i = 0; i < 8; i++)
+        cr_expect(lit[i] == lwant[i], "literals[%d] = %.17g, want %.17g", i, lit[i], lwant[i]);
+    tilec_rt_free(rt, dl);
+    gk_free(&g);
+}

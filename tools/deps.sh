@@ -12,6 +12,7 @@ need() { # need PACKAGE TEST...
 }
 need make        command -v make
 need gcc         command -v cc
+need g++         command -v c++ # tests/test_numerics.c: generated CUDA C run on the CPU
 need re2c        command -v re2c
 need lemon       sh -c 'command -v lemon && { [ -f /usr/share/lemon/lempar.c ] || [ -f /usr/local/share/lemon/lempar.c ]; }'
 need uthash-dev  test -f /usr/include/uthash.h

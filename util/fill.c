@@ -41,6 +41,30 @@ static uint64_t fill_bf16(float f)
     return (x + 0x7fffu + ((x >> 16) & 1)) >> 16;
 }
 
+/* x to p significant bits, exponents down to emin (below: subnormal
+ * steps), past maxf to infinity; a power-of-two scaling makes x / q exact */
+static double round_bits(double x, int p, int emin, double maxf)
+{
+    if (!isfinite(x) || x == 0)
+        return x;
+    int e;
+    frexp(x, &e); /* |x| = m * 2^e, 0.5 <= m < 1: the leading bit is 2^(e-1) */
+    int lead = e - 1 < emin ? emin : e - 1;
+    double q = ldexp(1.0, lead - (p - 1));
+    double r = nearbyint(x / q) * q;
+    return fabs(r) > maxf ? copysign(HUGE_VAL, x) : r;
+}
+
+double fill_round(tilec_dtype dt, double x)
+{
+    switch (dt) {
+    case TILEC_DT_F16: return round_bits(x, 11, -14, 65504.0);
+    case TILEC_DT_BF16: return round_bits(x, 8, -126, 0x1.fep127);
+    case TILEC_DT_F32: return round_bits(x, 24, -126, 0x1.fffffep127);
+    default: return x;
+    }
+}
+
 static fill_status fill_int(tilec_dtype dt, const fill_value *v, uint64_t *bits)
 {
     int64_t lo, hi;
@@ -82,7 +106,7 @@ fill_status fill_bits(tilec_dtype dt, const fill_value *v, uint64_t *bits)
         memcpy(bits, &d, 8);
         return FILL_OK;
     }
-    float f = (float)d;
+    float f = (float)fill_round(dt, d); /* once from the double: exact in float */
     if (dt == TILEC_DT_F32) {
         uint32_t x;
         memcpy(&x, &f, 4);

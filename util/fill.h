@@ -27,4 +27,10 @@ typedef struct fill_value {
  * tilec_dtype_size(dt) bytes of *bits (floats round to nearest even). */
 fill_status fill_bits(tilec_dtype dt, const fill_value *v, uint64_t *bits);
 
+/* x rounded once to the nearest value of the float dtype dt (to nearest
+ * even; past the largest finite value, to infinity; f64 and the other
+ * dtypes: x itself). f16 and bf16 values and f32 ones are doubles exactly,
+ * so the kernel lowering spells a literal of dt by this value. */
+double fill_round(tilec_dtype dt, double x);
+
 #endif

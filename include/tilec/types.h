@@ -41,6 +41,11 @@ typedef enum tilec_dtype {
 const char *tilec_dtype_name(tilec_dtype t);
 unsigned tilec_dtype_size(tilec_dtype t);
 char tilec_dtype_class(tilec_dtype t); /* 'b', 's', 'u' or 'f' */
+/* The dtype two numeric operands meet at (docs/language.md 7.1, 7.2): an
+ * untyped (weak) operand adapts to a typed one; floats win over ints, the
+ * wider float (f16 with bf16: f32), the larger int, unsigned at equal size.
+ * The checker types arithmetic by it and the lowering compares by it. */
+tilec_dtype tilec_promote(tilec_dtype a, int aweak, tilec_dtype b, int bweak);
 
 /* Operators, lowest precedence first within binary (ORDER OP: the grammar's
  * precedence table follows the same order). X(ENUM, spelling) */

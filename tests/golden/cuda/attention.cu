@@ -115,7 +115,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
         v_acc[tl_j] = ((float)0);
     }
     // examples/attention.tile:20
-    const float v_qk_scale = (v_scale * 1.44269504f);
+    const float v_qk_scale = (v_scale * 1.44269502f);
     // examples/attention.tile:21
     long long v_hi = v_S;
     // examples/attention.tile:22
@@ -685,7 +685,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
         v_acc[tl_j] = ((float)0);
     }
     // examples/attention.tile:20
-    const float v_qk_scale = (v_scale * 1.44269504f);
+    const float v_qk_scale = (v_scale * 1.44269502f);
     // examples/attention.tile:21
     long long v_hi = v_S;
     // examples/attention.tile:22
@@ -1255,7 +1255,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
         v_acc[tl_j] = ((float)0);
     }
     // examples/attention.tile:20
-    const float v_qk_scale = (v_scale * 1.44269504f);
+    const float v_qk_scale = (v_scale * 1.44269502f);
     // examples/attention.tile:21
     long long v_hi = v_S;
     // examples/attention.tile:22
@@ -1825,7 +1825,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
         v_acc[tl_j] = ((float)0);
     }
     // examples/attention.tile:54
-    const float v_qk_scale = (v_scale * 1.44269504f);
+    const float v_qk_scale = (v_scale * 1.44269502f);
     // examples/attention.tile:55
     long long v_hi = v_S;
     // examples/attention.tile:56
@@ -2395,7 +2395,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
         v_acc[tl_j] = ((float)0);
     }
     // examples/attention.tile:54
-    const float v_qk_scale = (v_scale * 1.44269504f);
+    const float v_qk_scale = (v_scale * 1.44269502f);
     // examples/attention.tile:55
     long long v_hi = v_S;
     // examples/attention.tile:56
@@ -2965,7 +2965,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
         v_acc[tl_j] = ((float)0);
     }
     // examples/attention.tile:54
-    const float v_qk_scale = (v_scale * 1.44269504f);
+    const float v_qk_scale = (v_scale * 1.44269502f);
     // examples/attention.tile:55
     long long v_hi = v_S;
     // examples/attention.tile:56

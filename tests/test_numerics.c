@@ -1,0 +1,230 @@
+/* test_numerics.c: issue 35's numeric defects, as text and as values.
+ * A cast gives a value of its type wherever it stands (cast(cast(v, bf16),
+ * f32) was v unrounded; u8 arithmetic was computed, and compared, in int)
+ * and an untyped float literal is spelt in the float type it meets (0.9
+ * beside an f64 was (double)(0.9f), 1e-50 was 0 and 1e300 did not compile).
+ * The values are computed on this machine: the CUDA C that tilec generates
+ * for tests/gpu/numerics.tile is compiled by the host C++ compiler with
+ * CUDA's own half-precision headers (tests/host_cuda.h) and run one thread
+ * after another; tests/test_gpu_kernels.c runs the same kernels on a GPU. */
+#define _DEFAULT_SOURCE 1
+#include <criterion/criterion.h>
+#include <unistd.h>
+
+#include "fs_helpers.h"
+#include "gpu_helpers.h"
+
+#define FILE_ "tests/gpu/numerics.tile"
+
+/* The CUDA C of kernel (variant 0) of FILE_; free() it. */
+static char *cuda_of(const char *kernel, uint32_t *threads)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, FILE_, &m), TILEC_OK);
+    tilec_kernel_code code;
+    cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_find_kernel(m, kernel), 0, &code), TILEC_OK, "%s", kernel);
+    char *src = strdup(code.source);
+    if (threads)
+        *threads = code.threads;
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    return src;
+}
+
+/* Build kernel's CUDA C with the host C++ compiler and run `body` (C++
+ * that calls kernel_v0 through LAUNCH(blocks, args...) and prints values
+ * with printf); its standard output, which the caller frees. */
+static char *host_run(const char *kernel, const char *body)
+{
+    uint32_t threads = 0;
+    char *src = cuda_of(kernel, &threads);
+    cr_assert(!strstr(src, "__syncthreads") && !strstr(src, "__shfl"),
+              "%s: its threads meet; the host cannot run them one after another", kernel);
+    char inc[1024];
+    cr_assert_eq(tilec_nvrtc_include_dir(inc, sizeof inc), TILEC_RT_OK);
+    cr_assert(inc[0], "no CUDA include directory (cuda_fp16.h)");
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    write_in(dir, "kernel.cu", src);
+    size_t cap = strlen(body) + 1024;
+    char *main_ = malloc(cap);
+    cr_assert(main_);
+    int len = snprintf(main_, cap,
+                       "#include <cstdio>\n#include \"kernel.cu\"\n"
+                       "#define LAUNCH(blocks, ...) for (unsigned b = 0; b < (blocks); b++) "
+                       "for (unsigned t = 0; t < %u; t++) { blockIdx.x = b; threadIdx.x = t; %s_v0(__VA_ARGS__); }\n"
+                       "int main(void) {\n%s\nreturn 0;\n}\n",
+                       threads, kernel, body);
+    cr_assert(len > 0 && (size_t)len < cap);
+    write_in(dir, "main.cpp", main_);
+    char *out, cwd[2048];
+    cr_assert(getcwd(cwd, sizeof cwd));
+    int st = sh(&out, "c++ -std=c++17 -O1 -w -include '%s/tests/host_cuda.h' -I'%s' -o %s/run %s/main.cpp", cwd, inc, dir, dir);
+    cr_assert_eq(st, 0, "the host C++ compiler rejects the CUDA C of %s:\n%s", kernel, out);
+    free(out);
+    st = sh(&out, "%s/run", dir);
+    cr_assert_eq(st, 0, "%s on the host: %s", kernel, out);
+    rm_dir(dir);
+    free(main_);
+    free(src);
+    return out;
+}
+
+/* The next number of text (strtod), advancing *s. */
+static double next_num(const char **s)
+{
+    char *end;
+    double v = strtod(*s, &end);
+    cr_assert(end != *s, "expected a number at '%.20s'", *s);
+    *s = end;
+    return v;
+}
+
+static float rbf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+static float rf16(float x) { return f16_to_f32(f32_to_f16(x)); }
+
+#define N 300
+static const float special[] = {1.00390625f, 1.01171875f, 1.00400627f, -2.71828f, 3.14159265f, 65519.0f, 65520.0f,
+                                1e-6f,       -1e-7f,      0.1f,        0.0f,      -0.0f,       3e38f,    1.0f};
+
+Test(numerics, cast_rounds_wherever_it_stands)
+{
+    char body[4096];
+    int n = snprintf(body, sizeof body, "static float x[%d], w[%d], out[6 * %d];\nstatic const float sp[] = {", N, N, N);
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+        n += snprintf(body + n, sizeof body - (size_t)n, "%a, ", (double)special[i]);
+    snprintf(body + n, sizeof body - (size_t)n,
+             "};\nunsigned long long s = 88172645463325252ull;\n"
+             "for (int i = 0; i < %d; i++) { s ^= s << 13; s ^= s >> 7; s ^= s << 17;\n"
+             "  x[i] = i < (int)(sizeof sp / sizeof sp[0]) ? sp[i] : (float)((double)(s >> 11) / 9007199254740992.0 * 8 - 4);\n"
+             "  w[i] = (float)((double)(s >> 20) / 17592186044416.0); }\n"
+             "LAUNCH(3, x, w, out, %d);\n"
+             "for (int i = 0; i < %d; i++) printf(\"%%a \", (double)x[i]);\n"
+             "for (int i = 0; i < %d; i++) printf(\"%%a \", (double)w[i]);\n"
+             "for (int i = 0; i < 6 * %d; i++) printf(\"%%a \", (double)out[i]);\n",
+             N, N, N, N, N);
+    char *out = host_run("rounding", body);
+    const char *s = out;
+    float x[N], w[N];
+    for (int i = 0; i < N; i++)
+        x[i] = (float)next_num(&s);
+    for (int i = 0; i < N; i++)
+        w[i] = (float)next_num(&s);
+    cr_expect_eq(rbf16(1.00390625f), 1.0f); /* the reference rounds ties to even */
+    cr_expect_eq(rf16(65520.0f), INFINITY);
+    static const char *const what[] = {"cast(cast(v, bf16), f32)", "cast(cast(v, f16), f32)", "in where",
+                                       "through a let",            "w * cast(v, bf16)",       "from f64, and i < v"};
+    for (int k = 0; k < 6; k++)
+        for (int i = 0; i < N; i++) {
+            float v = x[i], want;
+            switch (k) {
+            case 0: case 3: want = rbf16(v); break;
+            case 1: want = rf16(v); break;
+            case 2: want = v > 0.0f ? rbf16(v) : rf16(v); break;
+            case 4: want = w[i] * rbf16(v); break;
+            default: want = rbf16(v) + (float)((float)(i % 128) < v * 128.0f); break;
+            }
+            float got = (float)next_num(&s);
+            cr_expect(memcmp(&got, &want, 4) == 0, "%s: v = %a gives %a, want %a", what[k], (double)v, (double)got,
+                      (double)want);
+        }
+    free(out);
+}
+
+Test(numerics, narrow_integers_wrap)
+{
+    static const int a[] = {0, 1, 11, 127, 128, 200, 255, 256, 300, -1, -128, -129, 1000, 2147483647, -2147483647 - 1};
+    static const float f[] = {3.7f, -3.7f, 0.5f, -0.5f, 100.9f, -100.9f, 0.0f, 2147483520.0f, -2147483648.0f, 1e-3f,
+                              7.0f, -7.0f, 65535.5f, 1.5f, -1.5f};
+    const int n = (int)(sizeof a / sizeof a[0]);
+    char body[2048];
+    int k = snprintf(body, sizeof body, "static int a[] = {");
+    for (int i = 0; i < n; i++)
+        k += snprintf(body + k, sizeof body - (size_t)k, "%d, ", a[i]);
+    k += snprintf(body + k, sizeof body - (size_t)k, "};\nstatic float f[] = {");
+    for (int i = 0; i < n; i++)
+        k += snprintf(body + k, sizeof body - (size_t)k, "%a, ", (double)f[i]);
+    snprintf(body + k, sizeof body - (size_t)k,
+             "};\nstatic int out[5 * %d];\nLAUNCH(1, a, f, out, %d);\n"
+             "for (int i = 0; i < 5 * %d; i++) printf(\"%%d \", out[i]);\n",
+             n, n, n);
+    char *out = host_run("narrow", body);
+    const char *s = out;
+    static const char *const what[] = {"u + u (u8)", "u * u > 100 (u8)", "i64 to i32", "f32 to i32", "abs(-i8) (i8)"};
+    for (int j = 0; j < 5; j++)
+        for (int i = 0; i < n; i++) {
+            uint8_t u = (uint8_t)a[i];
+            int8_t c = (int8_t)a[i], ng = (int8_t)-c;
+            long want = j == 0   ? (uint8_t)(u + u)
+                        : j == 1 ? (uint8_t)(u * u) > 100
+                        : j == 2 ? a[i]
+                        : j == 3 ? (long)truncf(f[i])
+                                 : (int8_t)(ng < 0 ? -ng : ng);
+            long got = (long)next_num(&s);
+            cr_expect_eq(got, want, "%s: a = %d, f = %a gives %ld, want %ld", what[j], a[i], (double)f[i], got, want);
+        }
+    free(out);
+}
+
+/* 0.9, 1e-50, 1e300 and 0.1 beside an f64 are doubles (7.1). */
+Test(numerics, f64_literals_are_doubles)
+{
+    char *out = host_run("literals", "static double out[16];\n"
+                                     "LAUNCH(1, 1.0, 0.0, out);\nLAUNCH(1, 1.0, 0.1, out + 8);\n"
+                                     "for (int i = 0; i < 16; i++) printf(\"%a \", out[i]);\n");
+    volatile double tenth = 0.1; /* 0.1 + 2.0 in double, as the kernel adds */
+    const double want[16] = {0.9, 1e-50, 1e300, 0.1, 0.1, 0.0, 1e-300, 1e-300,
+                             0.9, 0.1, 1e300, 0.1, 0.1, 0.0, tenth + 2.0, tenth + 2.0};
+    const char *s = out;
+    for (int i = 0; i < 16; i++) {
+        double got = next_num(&s);
+        cr_expect(got == want[i], "out[%d] = %.17g, want %.17g (s = 1, t = %s)", i, got, want[i], i < 8 ? "0" : "0.1");
+    }
+    free(out);
+    char *src = cuda_of("literals", NULL);
+    cr_expect(strstr(src, "(v_s * 0.90000000000000002)") && strstr(src, "(v_t + 1e-50)") &&
+                  strstr(src, "(v_s * 1.0000000000000001e+300)") && !strstr(src, "0.9f") && !strstr(src, "(double)(0.1f)"),
+              "the f64 literals are not spelt as doubles:\n%s", src);
+    free(src);
+}
+
+/* The spelling of a cast's rounding in each place a cast can stand, and of
+ * literals of f16 (the literal rounded to f16 once, 0.1 -> 0.0999755859). */
+Test(numerics, golden_text)
+{
+    char *src = cuda_of("rounding", NULL);
+    cr_expect(strstr(src, "const float tl_v0 = __bfloat162float(__float2bfloat16_rn(v_v[tl_j]));"), "%s", src);
+    cr_expect(strstr(src, "const float tl_v0 = __half2float(__float2half_rn(v_v[tl_j]));"), "%s", src);
+    cr_expect(strstr(src, "__bfloat162float(__double2bfloat16(((double)(v_v[tl_j]))))"), "%s", src);
+    cr_expect(strstr(src, "(((float)(tl_i0)) < (v_v[tl_j] * 128.0f))"), "i < v compares in f32:\n%s", src);
+    free(src);
+    src = cuda_of("rounding_sum", NULL);
+    cr_expect(strstr(src, "= __bfloat162float(__float2bfloat16_rn("), "the reduction's operand:\n%s", src);
+    free(src);
+    src = cuda_of("half_literal", NULL);
+    cr_expect(strstr(src, "* 0.0999755859f)"), "0.1 beside an f16 is the f16 0.1:\n%s", src);
+    free(src);
+    src = cuda_of("narrow", NULL);
+    cr_expect(strstr(src, "((unsigned char)(v_u[tl_j] + v_u[tl_j]))"), "%s", src);
+    free(src);
+}
+
+/* Every kernel of the file compiles in NVRTC (s * 1e300 with s: f64 was
+ * "floating constant is out of range": 1e+300f). */
+Test(numerics, nvrtc_compiles_every_kernel)
+{
+    static const char *const kernels[] = {"rounding", "narrow", "literals", "rounding_sum", "half_literal"};
+    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
+        char *src = cuda_of(kernels[i], NULL);
+        void *cubin = NULL;
+        size_t size = 0;
+        char *log = NULL;
+        tilec_rt_status st = tilec_nvrtc_compile(src, kernels[i], "sm_90", NULL, 0, &cubin, &size, &log);
+        cr_expect_eq(st, TILEC_RT_OK, "NVRTC rejects %s:\n%s", kernels[i], log ? log : "");
+        free(cubin);
+        free(log);
+        free(src);
+    }
+}
