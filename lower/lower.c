@@ -316,7 +316,7 @@ tilec_status tilec_module_emit_layouts(tilec_ctx *ctx, const tilec_module *m, ti
 
 tilec_status tilec_module_emit_cuda(tilec_ctx *ctx, const tilec_module *m, tilec_sink sink)
 {
-    return tilec_modules_emit_cuda(ctx, &m, m ? 1 : 0, sink);
+    return m ? tilec_modules_emit_cuda(ctx, &m, 1, sink) : TILEC_ERR_ARG;
 }
 
 /* A kernel of ms[i] named as one of an earlier module: a diagnostic at it

@@ -214,3 +214,46 @@ Test(cli_outputs, standard_input)
     free(out);
     rm_dir(dir);
 }
+
+/* A graph named like a standard-library module (or tilec, torch, numpy,
+ * cupy) is written as NAME_.py, so `import NAME` beside it still finds
+ * the real one; one named like a C or POSIX header is g_NAME.h/.c, so
+ * -I DIR cannot hide the system's. */
+Test(cli_outputs, generated_module_names_shadow_nothing)
+{
+    char dir[64], *out;
+    make_tmpdir(dir, sizeof dir);
+    static const char *const names[] = {"functools", "typing", "enum", "re", "threading", "numpy", "stdio", "string",
+                                        "math"};
+    static const char *const py[] = {"functools_", "typing_", "enum_", "re_", "threading_", "numpy_", "stdio",
+                                     "string_", "math_"};
+    static const char *const c[] = {"functools", "typing", "enum", "re", "threading", "numpy", "g_stdio",
+                                    "g_string", "g_math"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char text[600], args[200], file[100];
+        snprintf(text, sizeof text,
+                 "kernel copy(x: *f32, y: *f32, n: i32) grid (cdiv(n, 128)) {\n"
+                 "    let i = pid(0) * 128 + range(128);\n    store(y + i, load(x + i, i < n), i < n);\n}\n"
+                 "graph %s(x: f32[N]) -> (y: f32[N]) {\n    let y = empty(f32, [N]);\n    copy(x, y, N);\n"
+                 "    return y;\n}\n",
+                 names[i]);
+        write_in(dir, "m.tile", text);
+        cr_expect_eq(tilec(&out, dir, "m.tile --emit py -o py"), 0, "%s", out);
+        free(out);
+        cr_expect_eq(tilec(&out, dir, "m.tile --emit c -o c"), 0, "%s", out);
+        free(out);
+        snprintf(file, sizeof file, "py/%s.py", py[i]);
+        cr_expect(exists(dir, file), "graph %s: no %s", names[i], file);
+        snprintf(file, sizeof file, "c/%s.h", c[i]);
+        cr_expect(exists(dir, file), "graph %s: no %s", names[i], file);
+        snprintf(args, sizeof args, "cd %s/py && python3 -c 'import %s, sys; assert \"/py/\" not in (%s.__file__ or \"\")'",
+                 dir, names[i], names[i]);
+        if (strcmp(names[i], "numpy") && strcmp(names[i], "stdio")) {
+            cr_expect_eq(sh(&out, "%s", args), 0, "graph %s shadows the module: %s", names[i], out);
+            free(out);
+        }
+        cr_assert_eq(sh(&out, "rm -rf %s/py %s/c", dir, dir), 0);
+        free(out);
+    }
+    rm_dir(dir);
+}
