@@ -30,6 +30,18 @@ static int exists(const char *dir, const char *name)
     return lstat(path, &st) == 0;
 }
 
+/* A fresh directory in dir (dir_size bytes) holding example as each of
+ * the names (NULL-ended); the example's text, which the caller frees. */
+static char *dir_with(char *dir, size_t dir_size, const char *example, const char *const *names)
+{
+    make_tmpdir(dir, dir_size);
+    char *src = read_file(example, NULL);
+    cr_assert(src, "no %s", example);
+    for (; *names; names++)
+        write_in(dir, *names, src);
+    return src;
+}
+
 /* The input survives byte for byte. */
 static void same_text(const char *dir, const char *file, const char *want)
 {
@@ -76,12 +88,7 @@ Test(cli_outputs, no_output_is_an_input)
 Test(cli_outputs, outputs_of_one_run_never_collide)
 {
     char dir[64], *out;
-    make_tmpdir(dir, sizeof dir);
-    char *src = read_file("examples/e2e.tile", NULL);
-    cr_assert(src);
-    write_in(dir, "a.tile", src);
-    write_in(dir, "b.tile", src);
-    free(src);
+    free(dir_with(dir, sizeof dir, "examples/e2e.tile", (const char *[]){"a.tile", "b.tile", NULL}));
     static const char *const kinds[] = {"c", "py"};
     for (size_t i = 0; i < 2; i++) {
         char args[200];
@@ -105,11 +112,7 @@ Test(cli_outputs, outputs_of_one_run_never_collide)
 Test(cli_outputs, emit_cuda_of_several_files_is_one_translation_unit)
 {
     char dir[64], *out;
-    make_tmpdir(dir, sizeof dir);
-    char *src = read_file("examples/add_relu.tile", NULL);
-    cr_assert(src);
-    write_in(dir, "copy.tile", src);
-    free(src);
+    free(dir_with(dir, sizeof dir, "examples/add_relu.tile", (const char *[]){"copy.tile", NULL}));
     char args[600];
     snprintf(args, sizeof args, "%s/examples/add_relu.tile %s/examples/softmax.tile --emit cuda -o k.cu", getenv("PWD"),
              getenv("PWD"));
@@ -223,12 +226,12 @@ Test(cli_outputs, generated_module_names_shadow_nothing)
 {
     char dir[64], *out;
     make_tmpdir(dir, sizeof dir);
-    static const char *const names[] = {"functools", "typing", "enum", "re", "threading", "numpy", "stdio", "string",
-                                        "math"};
-    static const char *const py[] = {"functools_", "typing_", "enum_", "re_", "threading_", "numpy_", "stdio",
-                                     "string_", "math_"};
-    static const char *const c[] = {"functools", "typing", "enum", "re", "threading", "numpy", "g_stdio",
-                                    "g_string", "g_math"};
+    static const char *const names[] = {"functools", "typing", "enum",   "re",  "threading",
+                                        "numpy",     "stdio",  "string", "math"};
+    static const char *const py[] = {"functools_", "typing_", "enum_",   "re_",  "threading_",
+                                     "numpy_",     "stdio",   "string_", "math_"};
+    static const char *const c[] = {"functools", "typing",  "enum",     "re",    "threading",
+                                    "numpy",     "g_stdio", "g_string", "g_math"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char text[600], args[200], file[100];
         snprintf(text, sizeof text,
@@ -246,8 +249,9 @@ Test(cli_outputs, generated_module_names_shadow_nothing)
         cr_expect(exists(dir, file), "graph %s: no %s", names[i], file);
         snprintf(file, sizeof file, "c/%s.h", c[i]);
         cr_expect(exists(dir, file), "graph %s: no %s", names[i], file);
-        snprintf(args, sizeof args, "cd %s/py && python3 -c 'import %s, sys; assert \"/py/\" not in (%s.__file__ or \"\")'",
-                 dir, names[i], names[i]);
+        snprintf(args, sizeof args,
+                 "cd %s/py && python3 -c 'import %s, sys; assert \"/py/\" not in (%s.__file__ or \"\")'", dir, names[i],
+                 names[i]);
         if (strcmp(names[i], "numpy") && strcmp(names[i], "stdio")) {
             cr_expect_eq(sh(&out, "%s", args), 0, "graph %s shadows the module: %s", names[i], out);
             free(out);

@@ -78,8 +78,8 @@ static void link_runner(const char *dir, const char *name)
     free(out);
 }
 
-/* dir/run: NAME.c (emitted from tile) and the runner, linked with libtilec.a. */
-static void build_runner(const char *dir, const char *tile, const char *name, const char *main_c)
+/* The C wrapper of tile (parsed as big.tile) into dir. */
+static void emit_c_of(const char *dir, const char *tile)
 {
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = NULL;
@@ -88,6 +88,12 @@ static void build_runner(const char *dir, const char *tile, const char *name, co
                  TILEC_OK);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
+}
+
+/* dir/run: NAME.c (emitted from tile) and the runner, linked with libtilec.a. */
+static void build_runner(const char *dir, const char *tile, const char *name, const char *main_c)
+{
+    emit_c_of(dir, tile);
     write_in(dir, "main.c", main_c);
     link_runner(dir, name);
 }
@@ -105,13 +111,7 @@ Test(wrapper_run, cxx_caller_links_with_the_c_wrapper)
         cr_skip_test("no g++ here");
     }
     free(out);
-    tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = NULL;
-    cr_assert_eq(tilec_parse_string(ctx, "big.tile", big_tile, strlen(big_tile), &m), TILEC_OK);
-    cr_assert_eq(tilec_module_emit(ctx, m, "c", &(tilec_emit_options){.dir = dir, .plan = 1}, tilec_sink_file(stdout)),
-                 TILEC_OK);
-    tilec_module_free(m);
-    tilec_ctx_free(ctx);
+    emit_c_of(dir, big_tile);
     write_in(dir, "main.cpp",
              "#include \"big.h\"\n#include <cstdio>\n"
              "int main()\n{\n    big_module *m = nullptr;\n    big_unload(m);\n"
