@@ -38,16 +38,37 @@ static uint32_t tile_line(const char *src, const char *file, long cline)
     return found;
 }
 
+/* The first line of log that reports an error: "NAME(LINE): error ...",
+ * "error: ...", ptxas's "... error   : ..." or a "fatal" one, never a
+ * warning or a note before it; NULL when none does. */
+static const char *first_error_line(const char *log)
+{
+    for (const char *p = log; p && *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t n = eol ? (size_t)(eol - p) : strlen(p);
+        for (size_t i = 0; i + 5 <= n; i++)
+            if ((!strncmp(p + i, "error", 5) || !strncmp(p + i, "fatal", 5)) &&
+                (i == 0 || p[i - 1] == ' ' || p[i - 1] == '\t') &&
+                (i + 5 == n || p[i + 5] == ' ' || p[i + 5] == ':' || p[i + 5] == '\t'))
+                return p;
+        p = eol ? eol + 1 : NULL;
+    }
+    return NULL;
+}
+
 void cmp_report_failure(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, const tilec_kernel_code *code,
                         const char *arch, const char *log, const char *fallback)
 {
-    /* first error line of the log: "<name>(<line>): error: <text>" */
+    /* the first error line of the log: "<name>(<line>): error: <text>" is
+     * placed at its .tile line; any other error line is quoted as it is */
     tilec_loc loc = k->loc;
-    const char *text = log ? log : fallback;
-    const char *err = log ? strstr(log, "): error") : NULL;
-    if (err) {
+    const char *line = log ? first_error_line(log) : NULL;
+    const char *text = line ? line : log ? log : fallback;
+    const char *eol = strchr(text, '\n');
+    const char *err = line ? strstr(line, "): error") : NULL;
+    if (err && (!eol || err < eol)) {
         const char *open = err;
-        while (open > log && open[-1] != '(' && open[-1] != '\n')
+        while (open > line && open[-1] != '(')
             open--;
         uint32_t tl = tile_line(code->source, m->src.name, strtol(open, NULL, 10));
         if (tl) {
@@ -56,7 +77,8 @@ void cmp_report_failure(tilec_ctx *ctx, const tilec_module *m, const tilec_kerne
         }
         text = err + 3;
     }
-    const char *eol = strchr(text, '\n');
+    while (*text == ' ')
+        text++;
     diag_at(ctx, &m->src, &loc, TILEC_SEV_ERROR, "kernel '%s': NVRTC could not compile %s for %s: %.*s", k->name,
             code->name, arch, (int)(eol ? eol - text : (long)strlen(text)), text);
     if (log)

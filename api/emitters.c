@@ -149,5 +149,15 @@ tilec_status tilec_module_emit(tilec_ctx *ctx, const tilec_module *m, const char
                                tilec_sink sink)
 {
     wir_registry fallback;
-    return wir_emit_module(ctx, ctx ? lookup_in(ctx, &fallback) : NULL, compile_module, m, name, o, sink);
+    return wir_emit_module(ctx, ctx ? lookup_in(ctx, &fallback) : NULL, compile_module, m, name, o, sink, NULL, NULL);
+}
+
+tilec_status tilec_module_emit_outputs(tilec_ctx *ctx, const tilec_module *m, const char *name,
+                                       const tilec_emit_options *o, tilec_emit_output_fn fn, void *user)
+{
+    wir_registry fallback;
+    if (!fn || (o && o->dir))
+        return TILEC_ERR_ARG;
+    tilec_sink none = {NULL, NULL};
+    return wir_emit_module(ctx, ctx ? lookup_in(ctx, &fallback) : NULL, compile_module, m, name, o, none, fn, user);
 }

@@ -26,13 +26,15 @@ static const char cc_usage[] =
 
 static int cc_usage_error(const char *what, const char *arg)
 {
-    fprintf(stderr, "tilec cache: %s%s%s\n%s", what, arg ? ": " : "", arg ? arg : "", cc_usage);
+    fprintf(stderr, "tilec: error: cache: %s%s%s\n%s", what, arg ? ": " : "", arg ? arg : "", cc_usage);
     return CC_USAGE;
 }
 
 /* "512", "64K", "10M", "1G" */
 static int cc_bytes(const char *s, uint64_t *out)
 {
+    if (!cli_is_digits(s))
+        return -1;
     char *end;
     errno = 0;
     unsigned long long n = strtoull(s, &end, 10);
@@ -48,6 +50,8 @@ static int cc_bytes(const char *s, uint64_t *out)
 /* "30d", "12h", "45m", "90s" (or plain seconds) */
 static int cc_age(const char *s, int64_t *out)
 {
+    if (!cli_is_digits(s))
+        return -1;
     char *end;
     errno = 0;
     long long n = strtoll(s, &end, 10);
@@ -91,7 +95,7 @@ static int cc_stats(tilec_cache *c)
 {
     tilec_cache_usage u;
     if (tilec_cache_usage_get(c, &u) != TILEC_RT_OK) {
-        fprintf(stderr, "tilec cache: %s\n", tilec_cache_last_error(c));
+        cli_error("cache: %s", tilec_cache_last_error(c));
         return CC_FAIL;
     }
     char have[32], bound[32], a[32], b[32];
@@ -124,7 +128,7 @@ static int cc_list(tilec_cache *c)
     tilec_cache_entry *v;
     size_t n;
     if (tilec_cache_list(c, &v, &n) != TILEC_RT_OK) {
-        fprintf(stderr, "tilec cache: %s\n", tilec_cache_last_error(c));
+        cli_error("cache: %s", tilec_cache_last_error(c));
         return CC_FAIL;
     }
     printf("%-32s %10s %7s %10s %10s\n", "KEY", "BYTES", "KERNELS", "USED", "CREATED");
@@ -141,7 +145,7 @@ static int cc_list(tilec_cache *c)
 static int cc_done(tilec_cache *c, tilec_rt_status st, const char *verb, uint64_t removed, uint64_t freed)
 {
     if (st != TILEC_RT_OK) {
-        fprintf(stderr, "tilec cache: %s\n", tilec_cache_last_error(c));
+        cli_error("cache: %s", tilec_cache_last_error(c));
         return CC_FAIL;
     }
     char h[32];
@@ -181,7 +185,7 @@ int cli_cache(int argc, char **argv)
     }
     tilec_cache *c;
     if (tilec_cache_open(dir, &c) != TILEC_RT_OK) {
-        fprintf(stderr, "tilec cache: cannot open the cache\n");
+        cli_error("cache: cannot open the cache");
         return CC_FAIL;
     }
     int rc;

@@ -42,8 +42,23 @@ typedef struct cli_build {
 void cli_build_begin(const cli_opts *o, const char *arch, cli_build *b);
 void cli_build_end(cli_build *b);
 
-/* "tilec: MESSAGE" and the --help hint on stderr; returns CLI_EXIT_USAGE. */
+/* "tilec: error: MESSAGE" and the --help hint on stderr; returns
+ * CLI_EXIT_USAGE. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The name of input i in messages: --source-name, "<stdin>" for "-", or
+ * the path as given. */
+const char *cli_name(const cli_opts *o, int i);
+
+/* Does s start with 1 to 20 decimal digits followed by its end or a
+ * letter (a unit: 64K, 30d)? Numbers on the command line are only these:
+ * no space, sign or empty string. */
+int cli_is_digits(const char *s);
+
+/* "tilec: error: MESSAGE" on stderr, the one form of every error of the
+ * command that has no place in a file (those are FILE:LINE:COL: error:);
+ * returns CLI_EXIT_INPUT. */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Render and clear ctx's diagnostics on stderr. */
 void cli_flush_diags(tilec_ctx *ctx);
@@ -52,7 +67,8 @@ void cli_flush_diags(tilec_ctx *ctx);
 int cli_emit_stream(tilec_ctx *ctx, const cli_opts *o, tilec_module **mods);
 
 /* --emit NAME of an emitter (c, py, a plugin's): every module into -o DIR
- * (made when missing) or to stdout. */
+ * (made, with missing parents, when there is something to write) or to
+ * stdout, once every module succeeded. */
 int cli_emit_with(tilec_ctx *ctx, const cli_opts *o, tilec_module **mods);
 
 /* --emit cubin: every kernel variant of every module compiled (the kernel
@@ -63,9 +79,34 @@ int cli_emit_cubins(tilec_ctx *ctx, const cli_opts *o, tilec_module **mods);
  * umask, not mkstemp's 0600. */
 void cli_usual_mode(int fd);
 
-/* Make directory dir when it is missing; *made says whether it was. 0 or
- * CLI_EXIT_INPUT after saying why. */
-int cli_make_dir(const char *dir, int *made);
+/* The files of one run into -o DIR (outputs.c): gathered, checked as a
+ * set (no two on one path, none on an input), then written all or none. */
+typedef struct cli_output {
+    char *name; /* in DIR */
+    char *data;
+    size_t len;
+    int module; /* the input it came from: o->files[module] */
+    char *tmp;  /* its temporary file while committing */
+} cli_output;
+typedef struct cli_outputs {
+    const cli_opts *o;
+    cli_output *v;
+    size_t n, cap;
+} cli_outputs;
+/* Keep a copy of one output; a second output of the same name is refused. */
+int cli_outputs_add(cli_outputs *s, int module, const char *name, const void *data, size_t len);
+/* Check the set, make DIR (and missing parents), write every file; nothing
+ * is left of a refused or failed commit. 0 or CLI_EXIT_INPUT (said). */
+int cli_outputs_commit(cli_outputs *s);
+void cli_outputs_free(cli_outputs *s);
+
+/* Before anything is compiled: can dir be written into, or made (the
+ * nearest existing directory above it is writable)? 0 or CLI_EXIT_INPUT. */
+int cli_check_dir(const char *dir);
+
+/* Is the existing file at path one of the inputs (the same device and
+ * inode)? Then an error is said: CLI_EXIT_INPUT; else 0. */
+int cli_refuse_input(const cli_opts *o, const char *path);
 
 /* `tilec cache stats|list|prune|clear` (cache.c): the exit status. */
 int cli_cache(int argc, char **argv);

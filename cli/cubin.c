@@ -3,8 +3,9 @@
  * then NVRTC on -j compile workers kept across the modules) and written
  * into DIR as NAME_vK.cubin and NAME_vK.meta (launch metadata). Progress
  * is the pool's bar on a terminal, one plain line per module otherwise.
- * DIR is made only once a module compiled: a failed compile creates
- * nothing and writes nothing of that module. */
+ * DIR is checked before anything compiles; the files are written (and DIR
+ * made) only once every module compiled (cli/outputs.c): a failed run
+ * creates nothing and writes nothing. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,34 +15,6 @@
 
 #include "cli/cli.h"
 #include "tilec/program.h"
-
-/* Write data to dir/name through a temporary file and a rename. */
-static int cubin_write(const char *dir, const char *name, const void *data, size_t len)
-{
-    char path[4096], tmp[4200];
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0)
-        return -1;
-    cli_usual_mode(fd);
-    FILE *f = fdopen(fd, "wb");
-    int bad = !f || fwrite(data, 1, len, f) != len;
-    if (f)
-        bad |= fclose(f) != 0;
-    else
-        close(fd);
-    if (bad || rename(tmp, path) != 0) {
-        int err = errno;
-        unlink(tmp);
-        errno = err;
-        return -1;
-    }
-    return 0;
-}
 
 /* " ptr f32 i32": the kernel's parameters as the .tile file types them */
 static int cubin_params(const tilec_kernel *k, char *buf, size_t size)
@@ -56,35 +29,26 @@ static int cubin_params(const tilec_kernel *k, char *buf, size_t size)
 }
 
 typedef struct cubin_out {
-    const cli_opts *o;
-    const tilec_module *m; /* the module being written */
-    int made;              /* the directory was created by this run */
-    int ready;
+    cli_outputs set;
+    const tilec_module *m; /* the module being compiled */
+    int module;            /* its index in the inputs */
 } cubin_out;
 
 static int cubin_one(void *user, const tilec_aot_kernel *k)
 {
     cubin_out *co = user;
-    const char *dir = co->o->out;
-    if (!co->ready && cli_make_dir(dir, &co->made))
-        return -1;
-    co->ready = 1;
     char name[600], params[1024], meta[2048];
     if (cubin_params(tilec_module_find_kernel(co->m, k->kernel), params, sizeof params)) {
-        fprintf(stderr, "tilec: %s: too many parameters to list\n", k->name);
+        cli_error("%s: too many parameters to list", k->name);
         return -1;
     }
     int n = snprintf(meta, sizeof meta, "kernel %s\narch %s\nthreads %u\nshared_bytes %u\nparams%s\n", k->name,
-                     co->o->arch, k->threads, k->smem_bytes, params);
+                     co->set.o->arch, k->threads, k->smem_bytes, params);
     snprintf(name, sizeof name, "%s.cubin", k->name);
-    int bad = cubin_write(dir, name, k->image, k->size);
-    if (!bad) {
-        snprintf(name, sizeof name, "%s.meta", k->name);
-        bad = cubin_write(dir, name, meta, (size_t)n);
-    }
-    if (bad)
-        fprintf(stderr, "tilec: cannot write %s/%s: %s\n", dir, name, strerror(errno));
-    return bad;
+    if (cli_outputs_add(&co->set, co->module, name, k->image, k->size))
+        return -1;
+    snprintf(name, sizeof name, "%s.meta", k->name);
+    return cli_outputs_add(&co->set, co->module, name, meta, (size_t)n) ? -1 : 0;
 }
 
 /* The plain progress line of a module, where no bar is drawn. */
@@ -120,25 +84,31 @@ void cli_build_end(cli_build *b)
 
 int cli_emit_cubins(tilec_ctx *ctx, const cli_opts *o, tilec_module **mods)
 {
+    int status = cli_check_dir(o->out);
+    if (status)
+        return status;
     cli_build b;
     cli_build_begin(o, o->arch, &b);
-    cubin_out co = {o, NULL, 0, 0};
-    int status = 0;
+    cubin_out co = {{.o = o}, NULL, 0};
     for (int i = 0; i < o->nfiles && !status; i++) {
         tilec_program_stats st;
         co.m = mods[i];
+        co.module = i;
+        size_t before = co.set.n;
         tilec_status r = tilec_program_compile(ctx, mods[i], &b.o, cubin_one, &co, &st);
         cli_flush_diags(ctx);
-        if (r == TILEC_OK && !co.ready) /* a module without kernels: the directory still */
-            r = cli_make_dir(o->out, &co.made) ? TILEC_ERR_IO : TILEC_OK;
-        co.ready |= r == TILEC_OK;
         if (r == TILEC_OK)
-            cubin_report(o, o->files[i], &st);
+            cubin_report(o, cli_name(o, i), &st);
         else
             status = CLI_EXIT_INPUT;
+        if (r == TILEC_OK && co.set.n == before)
+            fprintf(stderr, "%s: note: no kernel, so --emit cubin writes nothing for it\n", cli_name(o, i));
     }
-    if (status && co.made)
-        rmdir(o->out); /* only when nothing was written into it */
     cli_build_end(&b);
+    if (!status && !co.set.n)
+        status = cli_error("nothing to write: no input has a kernel (--emit cubin writes one CUBIN per variant)");
+    if (!status)
+        status = cli_outputs_commit(&co.set);
+    cli_outputs_free(&co.set);
     return status;
 }

@@ -1,7 +1,7 @@
 /* emit.c: what the command writes for --emit ast, cuda and ir (one stream:
- * standard output, or -o FILE written all or nothing) and for an emitter
- * (c, py, a plugin's: files in -o DIR, made only once there is something
- * to write). */
+ * standard output, or -o FILE written all or nothing, never over an input)
+ * and for an emitter (c, py, a plugin's: files in -o DIR, written as one
+ * checked set once every module succeeded: cli/outputs.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,42 +20,51 @@ void cli_usual_mode(int fd)
     (void)fchmod(fd, 0666 & ~mask);
 }
 
-int cli_make_dir(const char *dir, int *made)
+/* Each output of one module's emit: kept for the commit, or, with no -o,
+ * for standard output once every module succeeded. */
+typedef struct emit_to {
+    cli_outputs set;
+    int module;
+} emit_to;
+
+static int keep(void *user, const char *file, const char *data, size_t len)
 {
-    struct stat sb;
-    *made = 0;
-    if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return 0;
-    if (mkdir(dir, 0777) == 0) {
-        *made = 1;
-        return 0;
-    }
-    fprintf(stderr, "tilec: cannot create %s: %s\n", dir, strerror(errno));
-    return CLI_EXIT_INPUT;
+    emit_to *t = user;
+    return cli_outputs_add(&t->set, t->module, file, data, len) ? -1 : 0;
 }
 
 int cli_emit_with(tilec_ctx *ctx, const cli_opts *o, tilec_module **mods)
 {
-    int made = 0, status = o->out ? cli_make_dir(o->out, &made) : 0;
+    int status = o->out ? cli_check_dir(o->out) : 0;
+    if (status)
+        return status;
     const char *const keys[] = {"aot"}, *const values[] = {o->aot};
     cli_build b = {0};
     if (o->aot)
         cli_build_begin(o, o->aot, &b);
-    tilec_emit_options eo = {.dir = o->out,
-                             .plan = 1,
-                             .keys = keys,
-                             .values = values,
-                             .noptions = o->aot ? 1 : 0,
-                             .build = o->aot ? &b.o : NULL};
+    tilec_emit_options eo = {
+        .plan = 1, .keys = keys, .values = values, .noptions = o->aot ? 1 : 0, .build = o->aot ? &b.o : NULL};
+    emit_to t = {{.o = o}, 0};
     for (int i = 0; i < o->nfiles && !status; i++) {
-        if (tilec_module_emit(ctx, mods[i], o->emit, &eo, tilec_sink_file(stdout)) != TILEC_OK)
+        size_t before = t.set.n;
+        t.module = i;
+        if (tilec_module_emit_outputs(ctx, mods[i], o->emit, &eo, keep, &t) != TILEC_OK)
             status = CLI_EXIT_INPUT;
         cli_flush_diags(ctx);
+        if (!status && t.set.n == before)
+            fprintf(stderr, "%s: note: %s, so --emit %s writes nothing for it\n", cli_name(o, i),
+                    tilec_module_graph_count(mods[i]) ? "its emitter wrote no file" : "no graph", o->emit);
     }
     if (o->aot)
         cli_build_end(&b);
-    if (status && made)
-        rmdir(o->out); /* only when still empty: files of another module stay */
+    if (!status && !t.set.n)
+        status = cli_error("nothing to write: no input has a graph (--emit %s writes a wrapper per graph)", o->emit);
+    if (!status && o->out)
+        status = cli_outputs_commit(&t.set);
+    for (size_t i = 0; !status && !o->out && i < t.set.n; i++)
+        if (fwrite(t.set.v[i].data, 1, t.set.v[i].len, stdout) != t.set.v[i].len)
+            status = cli_error("cannot write the output: %s", strerror(errno));
+    cli_outputs_free(&t.set);
     return status;
 }
 
@@ -98,7 +107,7 @@ static int out_open(out_file *of, const char *path)
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         if (!S_ISDIR(st.st_mode) && (of->f = fopen(path, "w")))
             return 0;
-        fprintf(stderr, "tilec: cannot write %s: %s\n", path, strerror(S_ISDIR(st.st_mode) ? EISDIR : errno));
+        cli_error("cannot write %s: %s", path, strerror(S_ISDIR(st.st_mode) ? EISDIR : errno));
         return CLI_EXIT_INPUT;
     }
     size_t n = strlen(path) + 16;
@@ -111,7 +120,7 @@ static int out_open(out_file *of, const char *path)
         cli_usual_mode(fd);
     if (fd >= 0 && (of->f = fdopen(fd, "w")))
         return 0;
-    fprintf(stderr, "tilec: cannot write %s: %s\n", path, strerror(errno));
+    cli_error("cannot write %s: %s", path, strerror(errno));
     if (fd >= 0) {
         close(fd);
         unlink(of->tmp);
@@ -128,17 +137,17 @@ static int out_close(out_file *of, out_stream *os, int status)
     if (!os->err && fflush(of->f) != 0)
         os->err = errno ? errno : EIO;
     if (os->err) {
-        fprintf(stderr, "tilec: cannot write %s: %s\n", name, strerror(os->err));
+        cli_error("cannot write %s: %s", name, strerror(os->err));
         status = CLI_EXIT_INPUT;
     }
     if (!of->path)
         return status;
     if (fclose(of->f) != 0 && !os->err) {
-        fprintf(stderr, "tilec: cannot write %s: %s\n", name, strerror(errno));
+        cli_error("cannot write %s: %s", name, strerror(errno));
         status = CLI_EXIT_INPUT;
     }
     if (of->tmp && !status && rename(of->tmp, of->path) != 0) {
-        fprintf(stderr, "tilec: cannot write %s: %s\n", name, strerror(errno));
+        cli_error("cannot write %s: %s", name, strerror(errno));
         status = CLI_EXIT_INPUT;
     }
     if (of->tmp && status)
@@ -152,8 +161,6 @@ static tilec_status emit_one(tilec_ctx *ctx, const cli_opts *o, const tilec_modu
     tilec_sink sink = {out_write, os};
     if (!strcmp(o->emit, "ir"))
         return tilec_module_emit_ir(ctx, m, 1, o->sizes, o->nsizes, sink);
-    if (!strcmp(o->emit, "cuda"))
-        return tilec_module_emit_cuda(ctx, m, sink);
     if (!strcmp(o->emit, "layouts"))
         return tilec_module_emit_layouts(ctx, m, sink);
     if (o->nfiles > 1) { /* ast: each module under its file's name */
@@ -167,12 +174,20 @@ static tilec_status emit_one(tilec_ctx *ctx, const cli_opts *o, const tilec_modu
 int cli_emit_stream(tilec_ctx *ctx, const cli_opts *o, tilec_module **mods)
 {
     out_file of;
-    int status = out_open(&of, o->out);
+    int status = cli_refuse_input(o, o->out);
+    if (!status)
+        status = out_open(&of, o->out);
     if (status)
         return status;
     out_stream os = {of.f, 0};
-    for (int i = 0; i < o->nfiles && !os.err; i++) {
-        if (emit_one(ctx, o, mods[i], o->files[i], &os) != TILEC_OK)
+    if (!strcmp(o->emit, "cuda")) { /* one translation unit: one prelude, every module's kernels */
+        if (tilec_modules_emit_cuda(ctx, (const tilec_module *const *)mods, (size_t)o->nfiles,
+                                    (tilec_sink){out_write, &os}) != TILEC_OK)
+            status = CLI_EXIT_INPUT;
+        cli_flush_diags(ctx);
+    }
+    for (int i = 0; i < o->nfiles && !os.err && strcmp(o->emit, "cuda"); i++) {
+        if (emit_one(ctx, o, mods[i], cli_name(o, i), &os) != TILEC_OK)
             status = CLI_EXIT_INPUT;
         cli_flush_diags(ctx);
     }

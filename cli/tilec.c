@@ -21,9 +21,11 @@
 /* clang-format off */
 static const char usage[] =
     "usage: tilec [OPTION]... FILE.tile...\n"
+    "       tilec cache stats|list|prune|clear [--dir DIR]   (tilec cache --help)\n"
     "\n"
     "Parse and check each .tile FILE (kernels, externs, graphs), then write what\n"
-    "--emit asks for. Options and files may come in any order.\n"
+    "--emit asks for. Options and files may come in any order; FILE - is standard\n"
+    "input (<stdin>).\n"
     "\n"
     "Output:\n"
     "      --check            parse and check only (the default)\n"
@@ -39,7 +41,8 @@ static const char usage[] =
     "                           py     a Python wrapper per graph: NAME.py in -o DIR\n"
     "                           NAME   an emitter loaded with --plugin\n"
     "  -o, --output PATH      the file (ast, cuda, layouts, ir; default: standard output)\n"
-    "                         or the directory (cubin, c, py) to write\n"
+    "                         or the directory (cubin, c, py; made with its parents)\n"
+    "                         to write; never over an input, all files or none\n"
     "      --source-name NAME the input's name in generated code and diagnostics\n"
     "                         (one input file; default: its path as given)\n"
     "\n"
@@ -54,7 +57,8 @@ static const char usage[] =
     "Graphs and emitters:\n"
     "      --sizes R=4096,C=1024\n"
     "                         with --emit ir: each graph's peak bytes at these sizes\n"
-    "      --plugin LIB.so    load emitters from a shared object (tilec_plugin_register)\n"
+    "      --plugin LIB.so    load plug-in emitters from a shared object (its\n"
+    "                         tilec_plugin_register), then --emit NAME runs one\n"
     "\n"
     "Diagnostics and information:\n"
     "      --max-errors N     stop after N errors (default 20)\n"
@@ -62,21 +66,40 @@ static const char usage[] =
     "  -V, --version          show the version and exit\n"
     "\n"
     "Environment: TILEC_LOGS=async_compile,cache (log channels on stderr; \"all\"),\n"
-    "TILEC_CACHE_DIR, TILEC_COMPILE_THREADS, TILEC_DISABLE_PROGRESS, CUDA_HOME.\n"
+    "TILEC_CACHE_DIR, TILEC_CACHE_MAX_BYTES, TILEC_CACHE_REDIS (a shared cache),\n"
+    "TILEC_COMPILE_THREADS, TILEC_DISABLE_PROGRESS, CUDA_HOME.\n"
     "\n"
-    "Exit status: 0 success, 1 errors in the input, 2 usage error.\n"
+    "Exit status: 0 success, 1 errors in the input or the output, 2 usage error.\n"
     "Examples:\n"
     "  tilec examples/*.tile\n"
     "  tilec examples/matmul.tile --emit cubin --arch sm_90 -o kernels\n"
     "  tilec examples/e2e.tile --emit c -o gen\n"
+    "  tilec cache stats\n"
     "See tilec(1) and docs/ for more.\n";
 /* clang-format on */
+
+int cli_is_digits(const char *s)
+{
+    size_t n = strspn(s, "0123456789");
+    return n > 0 && n <= 20 && (s[n] == '\0' || (s[n] >= 'A' && s[n] <= 'z'));
+}
+
+int cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tilec: error: ");
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return CLI_EXIT_INPUT;
+}
 
 int cli_usage_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "tilec: ");
+    fprintf(stderr, "tilec: error: ");
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fprintf(stderr, "\n(run 'tilec --help' for usage)\n");
@@ -119,13 +142,17 @@ static const struct option long_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* A number from 1 to max, or 0 when the text is not one. */
+/* A number from 1 to max written as decimal digits only, or 0 when the
+ * text is not one: no space, sign, empty string or overflow (strtoul
+ * alone takes " 4", "+4" and "-4"). */
 static unsigned long number_in(const char *v, unsigned long max)
 {
+    if (!cli_is_digits(v))
+        return 0;
     char *end;
     errno = 0;
     unsigned long n = strtoul(v, &end, 10);
-    return errno || end == v || *end || v[0] == '-' || n == 0 || n > max ? 0 : n;
+    return errno || *end || n == 0 || n > max ? 0 : n;
 }
 
 /* The option getopt_long stopped at, as typed: "--emit", "-j". */
@@ -221,6 +248,11 @@ static int check_usage(cli_opts *o)
         return cli_usage_error("no input file");
     if (o->source_name && o->nfiles != 1)
         return cli_usage_error("--source-name names one input file, got %d", o->nfiles);
+    for (int i = 0, stdin_seen = 0; i < o->nfiles; i++)
+        if (!strcmp(o->files[i], "-") && stdin_seen++)
+            return cli_usage_error("'-' (standard input) is given more than once");
+    if (o->out && !o->out[0])
+        return cli_usage_error("-o takes a path, got ''");
     if (o->aot && strcmp(o->emit, "c"))
         return cli_usage_error("--aot needs --emit c");
     if (o->sizes_spec && strcmp(o->emit, "ir"))
@@ -255,12 +287,20 @@ static int check_emitter(tilec_ctx *ctx, const cli_opts *o)
     return cli_usage_error("unknown --emit kind '%s' (known: %s)", o->emit, known);
 }
 
-/* One input: by its path, or read and named --source-name. */
-static tilec_status parse_one(tilec_ctx *ctx, const cli_opts *o, const char *path, tilec_module **m)
+const char *cli_name(const cli_opts *o, int i)
 {
-    if (!o->source_name)
+    return o->source_name ? o->source_name : strcmp(o->files[i], "-") ? o->files[i] : "<stdin>";
+}
+
+/* One input: by its path, or read (a file named --source-name, or
+ * standard input for "-") and parsed as a string. */
+static tilec_status parse_one(tilec_ctx *ctx, const cli_opts *o, int i, tilec_module **m)
+{
+    const char *path = o->files[i];
+    int in = !strcmp(path, "-");
+    if (!o->source_name && !in)
         return tilec_parse_file(ctx, path, m);
-    FILE *f = fopen(path, "rb");
+    FILE *f = in ? stdin : fopen(path, "rb");
     char *text = NULL;
     size_t len = 0, cap = 0;
     int bad = !f;
@@ -280,13 +320,13 @@ static tilec_status parse_one(tilec_ctx *ctx, const cli_opts *o, const char *pat
         }
     }
     int err = errno;
-    if (f)
+    if (f && !in)
         fclose(f);
     tilec_status st = TILEC_ERR_IO;
     if (bad)
-        fprintf(stderr, "%s: error: cannot read: %s\n", path, strerror(err));
+        fprintf(stderr, "%s: error: cannot read: %s\n", in ? "<stdin>" : path, strerror(err));
     else
-        st = tilec_parse_string(ctx, o->source_name, text ? text : "", len, m);
+        st = tilec_parse_string(ctx, cli_name(o, i), text ? text : "", len, m);
     free(text);
     return st;
 }
@@ -296,10 +336,10 @@ static int parse_all(tilec_ctx *ctx, const cli_opts *o, tilec_module **mods)
 {
     int status = 0;
     for (int i = 0; i < o->nfiles; i++) {
-        tilec_status st = parse_one(ctx, o, o->files[i], &mods[i]);
+        tilec_status st = parse_one(ctx, o, i, &mods[i]);
         cli_flush_diags(ctx);
         if (st != TILEC_OK && st != TILEC_ERR_INPUT && st != TILEC_ERR_IO)
-            fprintf(stderr, "tilec: %s: %s\n", o->files[i], tilec_status_string(st));
+            fprintf(stderr, "%s: error: %s\n", cli_name(o, i), tilec_status_string(st));
         if (st != TILEC_OK)
             status = CLI_EXIT_INPUT;
     }
@@ -323,10 +363,8 @@ static int compile(tilec_ctx *ctx, const cli_opts *o)
     if (status)
         return status;
     tilec_module **mods = calloc((size_t)o->nfiles, sizeof *mods);
-    if (!mods) {
-        fprintf(stderr, "tilec: out of memory\n");
-        return CLI_EXIT_INPUT;
-    }
+    if (!mods)
+        return cli_error("out of memory");
     status = parse_all(ctx, o, mods);
     if (!status)
         status = check_size_names(ctx, o, mods);
@@ -358,10 +396,8 @@ int main(int argc, char **argv)
     if ((status = check_usage(&o)))
         return status;
     tilec_ctx *ctx = tilec_ctx_new();
-    if (!ctx) {
-        fprintf(stderr, "tilec: out of memory\n");
-        return CLI_EXIT_INPUT;
-    }
+    if (!ctx)
+        return cli_error("out of memory");
     tilec_ctx_set_max_errors(ctx, o.max_errors);
     status = compile(ctx, &o);
     cli_flush_diags(ctx);

@@ -17,7 +17,8 @@ void c_header(cstate *s, strbuf *h, const char *file, const char *aot, const cha
     sb_putc(h, '\n');
     sb_printf(h, "   graph %s: do not edit. */\n#ifndef TILEC_GRAPH_%s_H\n#define TILEC_GRAPH_%s_H\n\n", n, n, n);
     sb_puts(h, "#include <stddef.h>\n\n#include \"tilec/externs.h\"\n#include \"tilec/program.h\"\n"
-               "#include \"tilec/tensor.h\"\n\n");
+               "#include \"tilec/tensor.h\"\n\n"
+               "#ifdef __cplusplus /* C linkage for a C++ caller */\nextern \"C\" {\n#endif\n\n");
     if (g->doc)
         c_comment(h, "", g->doc);
     sb_printf(h, "typedef struct %s_module %s_module;\n\n", n, n);
@@ -39,7 +40,7 @@ void c_header(cstate *s, strbuf *h, const char *file, const char *aot, const cha
     sb_printf(h, "int %s_run(%s_module *m%s", n, n, params);
     for (size_t i = 0; i < nout; i++)
         sb_printf(h, ", tilec_tensor *%s", cn(s, MG_C_OUTPUT, tilec_wir_output(s->w, i)));
-    sb_puts(h, ", char *err, size_t errlen);\n\n#endif\n");
+    sb_puts(h, ", char *err, size_t errlen);\n\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
 }
 
 static int c_has_fill(const tilec_wir *w)

@@ -624,9 +624,9 @@ static int py_end(tilec_emit *e, void *state)
     const tilec_graph *g = s->g;
     const tilec_module *m = tilec_emit_module(e);
     const char *n = g->name, *file = tilec_module_file(m);
-    strbuf mod; /* the module's name: a graph named like a keyword or a module it imports gets a '_' */
+    strbuf mod; /* the module's name: a graph named like a keyword or a module of Python's gets a '_' */
     sb_init(&mod);
-    py_name(&mod, n);
+    mg_py_module(&mod, n, strlen(n));
     char pyname[300];
     snprintf(pyname, sizeof pyname, "%.250s.py", sb_str(&mod));
     size_t nout = tilec_wir_output_count(s->w);

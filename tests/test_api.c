@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 
+#include "api/compile.h"
 #include "helpers.h"
 
 static const char two_errors[] =
@@ -193,4 +194,44 @@ Test(api, two_threads)
     pthread_join(tb, NULL);
     cr_expect_eq(a.ok, 200);
     cr_expect_eq(b.ok, 200);
+}
+
+/* An NVRTC failure's headline quotes the log's first ERROR line, not a
+ * warning before it: "NAME(LINE): error" (placed at its .tile line) or
+ * ptxas's "error   :" (for a feature the --arch lacks), whatever lines of
+ * warnings come first. */
+Test(api, nvrtc_failure_headline_is_the_first_error)
+{
+    const char *src = "kernel k(x: *f32, n: i32) grid (1) {\n    let i = range(128);\n"
+                      "    store(x + i, 1.0, i < n);\n}\n";
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "k.tile", src, strlen(src), &m), TILEC_OK);
+    const tilec_kernel *k = tilec_module_kernel(m, 0);
+    tilec_kernel_code code;
+    cr_assert_eq(tilec_lower_kernel(ctx, m, k, 0, &code), TILEC_OK);
+    static const char *const logs[][2] = {
+        {"k_v0(3): warning #177-D: variable \"error\" was declared but never referenced\n"
+         "k_v0(4): warning #550-D: an error-free warning\n"
+         "ptxas /tmp/k.ptx, line 40; error   : Feature 'cp.async' requires .target sm_80 or higher\n"
+         "ptxas fatal   : Ptx assembly aborted due to errors\n",
+         "k.tile:1:1: error: kernel 'k': NVRTC could not compile k_v0 for sm_75: ptxas /tmp/k.ptx, line 40; error   "
+         ": Feature 'cp.async' requires .target sm_80 or higher\n"},
+        {"k_v0(3): warning #177-D: variable \"e\" was declared but never referenced\n"
+         "k_v0(9999): error: identifier \"y\" is undefined\n",
+         "k.tile:3:1: error: kernel 'k': NVRTC could not compile k_v0 for sm_75: error: identifier \"y\" is "
+         "undefined\n"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        cmp_report_failure(ctx, m, k, &code, "sm_75", logs[i][0], "fallback");
+        membuf mb = {0};
+        tilec_ctx_render_diags(ctx, membuf_sink(&mb));
+        tilec_ctx_clear_diags(ctx);
+        cr_assert(mb.s);
+        cr_expect(!strncmp(mb.s, logs[i][1], strlen(logs[i][1])), "got:\n%s", mb.s);
+        free(mb.s);
+    }
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
 }

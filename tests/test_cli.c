@@ -1,6 +1,7 @@
 /* test_cli.c: the tilec command: exit statuses, options, output files. */
 #define _DEFAULT_SOURCE 1
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,8 +39,9 @@ Test(cli, help_and_version)
     cr_expect_eq(run("--help", &out), 0);
     cr_expect(!strncmp(out, "usage: tilec [OPTION]... FILE.tile...\n", 38), "%s", out);
     static const char *const parts[] = {"  -o, --output PATH", "  -j, --jobs N", "      --source-name NAME",
-                                        "      --no-cache", "Exit status: 0 success, 1 errors in the input, 2 usage error",
-                                        "See tilec(1)"};
+                                        "      --no-cache", "Exit status: 0 success, 1 errors in the input or the output, 2 usage error",
+                                        "See tilec(1)", "tilec cache stats|list|prune|clear",
+                                        "plug-in emitters", "TILEC_CACHE_REDIS", "FILE - is standard"};
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
         cr_expect(strstr(out, parts[i]), "no '%s' in --help", parts[i]);
     free(out);
@@ -62,30 +64,44 @@ Test(cli, help_and_version)
 static const struct {
     const char *args, *want;
 } misuses[] = {
-    {"", "tilec: no input file" HINT},
-    {"examples/add_relu.tile --bogus", "tilec: unknown option '--bogus'" HINT},
-    {"examples/add_relu.tile --bogus=1 -o %s", "tilec: unknown option '--bogus'" HINT},
-    {"examples/add_relu.tile -Z", "tilec: unknown option '-Z'" HINT},
-    {"examples/add_relu.tile --emit", "tilec: option '--emit' needs an argument" HINT},
-    {"examples/add_relu.tile -o", "tilec: option '-o' needs an argument" HINT},
+    {"", "tilec: error: no input file" HINT},
+    {"examples/add_relu.tile --bogus", "tilec: error: unknown option '--bogus'" HINT},
+    {"examples/add_relu.tile --bogus=1 -o %s", "tilec: error: unknown option '--bogus'" HINT},
+    {"examples/add_relu.tile -Z", "tilec: error: unknown option '-Z'" HINT},
+    {"examples/add_relu.tile --emit", "tilec: error: option '--emit' needs an argument" HINT},
+    {"examples/add_relu.tile -o", "tilec: error: option '-o' needs an argument" HINT},
     {"examples/add_relu.tile --emit nonsense -o %s",
-     "tilec: unknown --emit kind 'nonsense' (known: ast, cuda, layouts, cubin, ir, c, py)" HINT},
-    {"examples/add_relu.tile --emit cubin --arch sm_99 -o %s", "tilec: unknown --arch 'sm_99' (NVRTC "},
-    {"examples/add_relu.tile --emit cubin --arch 90 -o %s", "tilec: unknown --arch '90' (NVRTC "},
-    {"examples/e2e.tile --emit c --aot sm_1 -o %s", "tilec: unknown --aot 'sm_1' (NVRTC "},
-    {"examples/e2e.tile --emit py --aot sm_90 -o %s", "tilec: --aot needs --emit c" HINT},
+     "tilec: error: unknown --emit kind 'nonsense' (known: ast, cuda, layouts, cubin, ir, c, py)" HINT},
+    {"examples/add_relu.tile --emit cubin --arch sm_99 -o %s", "tilec: error: unknown --arch 'sm_99' (NVRTC "},
+    {"examples/add_relu.tile --emit cubin --arch 90 -o %s", "tilec: error: unknown --arch '90' (NVRTC "},
+    {"examples/e2e.tile --emit c --aot sm_1 -o %s", "tilec: error: unknown --aot 'sm_1' (NVRTC "},
+    {"examples/e2e.tile --emit py --aot sm_90 -o %s", "tilec: error: --aot needs --emit c" HINT},
     {"examples/block.tile --emit ir --sizes R=4,c=8 -o %s",
      "examples/block.tile: error: --sizes names 'c', which no graph of the module has (known: R, C)\n"},
     {"examples/block.tile --emit ir --sizes R=oops -o %s",
-     "tilec: --sizes takes NAME=N,NAME=N,... with positive sizes, got 'R=oops'" HINT},
-    {"examples/block.tile --emit ast --sizes R=1 -o %s", "tilec: --sizes needs --emit ir" HINT},
-    {"examples/add_relu.tile --emit cubin", "tilec: --emit cubin needs -o DIR" HINT},
-    {"examples/add_relu.tile -o %s", "tilec: -o needs --emit" HINT},
-    {"examples/add_relu.tile --emit cubin -j 0 -o %s", "tilec: -j takes a number from 1 to 1024, got '0'" HINT},
-    {"examples/add_relu.tile --emit cubin -j x -o %s", "tilec: -j takes a number from 1 to 1024, got 'x'" HINT},
-    {"examples/add_relu.tile --max-errors 0", "tilec: --max-errors takes a number from 1 to 100000, got '0'" HINT},
+     "tilec: error: --sizes takes NAME=N,NAME=N,... with positive sizes, got 'R=oops'" HINT},
+    {"examples/block.tile --emit ast --sizes R=1 -o %s", "tilec: error: --sizes needs --emit ir" HINT},
+    {"examples/add_relu.tile --emit cubin", "tilec: error: --emit cubin needs -o DIR" HINT},
+    {"examples/add_relu.tile -o %s", "tilec: error: -o needs --emit" HINT},
+    {"examples/add_relu.tile --emit cubin -j 0 -o %s", "tilec: error: -j takes a number from 1 to 1024, got '0'" HINT},
+    {"examples/add_relu.tile --emit cubin -j x -o %s", "tilec: error: -j takes a number from 1 to 1024, got 'x'" HINT},
+    {"examples/add_relu.tile --max-errors 0", "tilec: error: --max-errors takes a number from 1 to 100000, got '0'" HINT},
     {"examples/add_relu.tile examples/e2e.tile --source-name x.tile --emit c -o %s",
-     "tilec: --source-name names one input file, got 2" HINT},
+     "tilec: error: --source-name names one input file, got 2" HINT},
+    /* numbers are decimal digits only: no space, sign, empty string or overflow */
+    {"examples/add_relu.tile --emit cubin -j ' 4' -o %s", "tilec: error: -j takes a number from 1 to 1024, got ' 4'" HINT},
+    {"examples/add_relu.tile --emit cubin -j '4 ' -o %s", "tilec: error: -j takes a number from 1 to 1024, got '4 '" HINT},
+    {"examples/add_relu.tile --emit cubin -j +4 -o %s", "tilec: error: -j takes a number from 1 to 1024, got '+4'" HINT},
+    {"examples/add_relu.tile --emit cubin -j -4 -o %s", "tilec: error: -j takes a number from 1 to 1024, got '-4'" HINT},
+    {"examples/add_relu.tile --emit cubin -j '' -o %s", "tilec: error: -j takes a number from 1 to 1024, got ''" HINT},
+    {"examples/add_relu.tile --emit cubin -j 18446744073709551620 -o %s",
+     "tilec: error: -j takes a number from 1 to 1024, got '18446744073709551620'" HINT},
+    {"examples/add_relu.tile --emit cubin -j 4k -o %s", "tilec: error: -j takes a number from 1 to 1024, got '4k'" HINT},
+    {"examples/add_relu.tile --max-errors ' 5'", "tilec: error: --max-errors takes a number from 1 to 100000, got ' 5'" HINT},
+    {"examples/e2e.tile --emit ir --sizes 'R= 4' -o %s",
+     "tilec: error: --sizes takes NAME=N,NAME=N,... with positive sizes, got 'R= 4'" HINT},
+    {"examples/add_relu.tile --emit ast -o ''", "tilec: error: -o takes a path, got ''" HINT},
+    {"- - --check", "tilec: error: '-' (standard input) is given more than once" HINT},
 };
 
 Test(cli, each_misuse_is_one_error_exit_2_and_creates_nothing)
@@ -314,9 +330,98 @@ Test(cli, unwritable_output_is_an_error_with_the_path)
         int st = sh(&out, "%s", cmd);
         cr_expect_eq(st, 1, "--emit %s", kinds[i]);
         char want[512];
-        snprintf(want, sizeof want, "tilec: cannot write %s/out: File too large\n", dir);
+        snprintf(want, sizeof want, "tilec: error: cannot write %s/out: File too large\n", dir);
         cr_expect_str_eq(out, want, "--emit %s", kinds[i]);
         free(out);
     }
     cr_expect_eq(rmdir(dir), 0, "files left in %s", dir);
+}
+
+/* The words of text that look like options (--name, -x) or, with env,
+ * TILEC_ variables, each once, into the set string " a b c " (for
+ * strstr). The man page is read as troff: \- is -, font
+ * changes (\fB, \fR, ...) are nothing. */
+static void words_of(const char *text, int env, membuf *set)
+{
+    if (!set->s)
+        membuf_write(set, " ", 1);
+    for (const char *p = text; *p; p++) {
+        int start = p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '-' || p[-1] == '_');
+        size_t n = 0;
+        if (env && start && !strncmp(p, "TILEC_", 6))
+            n = 6 + strspn(p + 6, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_");
+        else if (!env && start && p[0] == '-' && p[1] == '-' && islower((unsigned char)p[2]))
+            n = 2 + strspn(p + 2, "abcdefghijklmnopqrstuvwxyz-");
+        else if (!env && start && p[0] == '-' && isalpha((unsigned char)p[1]) && !isalnum((unsigned char)p[2]) &&
+                 p[2] != '-')
+            n = 2;
+        if (!n)
+            continue;
+        char w[80];
+        snprintf(w, sizeof w, " %.*s ", (int)n, p);
+        if (!set->s || !strstr(set->s, w))
+            membuf_write(set, w + 1, strlen(w + 1));
+        p += n - 1;
+    }
+}
+
+/* The man page as text: \- is -, font changes dropped; up to EXAMPLES
+ * (whose cc line has cc's options). */
+static char *man_text(void)
+{
+    char *man = read_file("docs/tilec.1", NULL);
+    cr_assert(man);
+    char *end = strstr(man, ".SH EXAMPLES");
+    if (end)
+        *end = '\0';
+    char *w = man;
+    for (const char *r = man; *r;) {
+        if (r[0] == '\\' && r[1] == '-') {
+            *w++ = '-';
+            r += 2;
+        } else if (r[0] == '\\' && r[1] == 'f' && r[2]) {
+            r += 3;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+    return man;
+}
+
+/* Every option of `tilec --help` and `tilec cache --help` is in the man
+ * page and every option of the man page is in one of them; every TILEC_
+ * variable the help names is in the man page. */
+Test(cli, help_and_man_page_name_the_same_options)
+{
+    char *help, *cache_help;
+    cr_assert_eq(run("--help", &help), 0);
+    cr_assert_eq(run("cache --help", &cache_help), 0);
+    char *man = man_text();
+    static const char *const topics[] = {".B layouts", ".SH COMMANDS", "tilec cache prune", "TILEC_CACHE_REDIS",
+                                         "PLUG-IN EMITTERS", "<stdin>"};
+    for (size_t i = 0; i < sizeof topics / sizeof *topics; i++)
+        cr_expect(strstr(man, topics[i]), "the man page lacks '%s'", topics[i]);
+    for (int env = 0; env < 2; env++) {
+        membuf h = {0}, m = {0};
+        words_of(help, env, &h);
+        words_of(cache_help, env, &h);
+        words_of(man, env, &m);
+        for (int dir = 0; dir < 2 - env; dir++) { /* variables: help -> man only */
+            const char *from = dir ? m.s : h.s, *to = dir ? h.s : m.s;
+            for (const char *p = from + 1; *p;) {
+                const char *sp = strchr(p, ' ');
+                char w[80];
+                snprintf(w, sizeof w, " %.*s ", (int)(sp - p), p);
+                cr_expect(strstr(to, w), "'%.*s' is in %s but not in %s", (int)(sp - p), p,
+                          dir ? "the man page" : "--help", dir ? "--help" : "the man page");
+                p = sp + 1;
+            }
+        }
+        free(h.s);
+        free(m.s);
+    }
+    free(help);
+    free(cache_help);
+    free(man);
 }

@@ -786,11 +786,11 @@ Test(emit, unknown_emitter_from_the_command)
 {
     char *out;
     cr_expect_eq(sh(&out, "%s tests/golden/ir/chain.tile --emit nope", TILEC_BIN), 2);
-    cr_expect_str_eq(out, "tilec: unknown --emit kind 'nope' (known: ast, cuda, layouts, cubin, ir, c, py)\n"
+    cr_expect_str_eq(out, "tilec: error: unknown --emit kind 'nope' (known: ast, cuda, layouts, cubin, ir, c, py)\n"
                           "(run 'tilec --help' for usage)\n");
     free(out);
     cr_expect_eq(sh(&out, "%s tests/golden/ir/chain.tile --plugin %s --emit nope", TILEC_BIN, PLUGIN_DEMO), 2);
-    cr_expect_str_eq(out, "tilec: unknown --emit kind 'nope' (known: ast, cuda, layouts, cubin, ir, c, py, demo)\n"
+    cr_expect_str_eq(out, "tilec: error: unknown --emit kind 'nope' (known: ast, cuda, layouts, cubin, ir, c, py, demo)\n"
                           "(run 'tilec --help' for usage)\n");
     free(out);
 }
@@ -1042,7 +1042,7 @@ Test(emit, aot_bad_arch_writes_nothing)
         char *out;
         cr_expect_eq(sh(&out, "%s tests/golden/ir/chain.tile --emit c --aot %s -o %s 2>&1", TILEC_BIN, bad[i], dir), 2);
         char want[128]; /* a usage error, before anything is read (tests/test_cli.c) */
-        snprintf(want, sizeof want, "tilec: unknown --aot '%s' (NVRTC ", bad[i]);
+        snprintf(want, sizeof want, "tilec: error: unknown --aot '%s' (NVRTC ", bad[i]);
         cr_expect(strstr(out, want), "no '%s' in:\n%s", want, out);
         free(out);
         char *names = list_dir(dir);

@@ -203,6 +203,50 @@ Test(names, python_is_injective_and_meets_no_keyword_or_builtin)
     free(v);
 }
 
+/* A graph's module file shadows no module of the running Python's
+ * standard library (sys.stdlib_module_names, Python 3.10 on) and none of
+ * the packages the wrapper or its users import; the mapping stays
+ * injective with mg_py (every changed name ends with '_', no kept one
+ * does). */
+Test(names, python_module_names_shadow_nothing)
+{
+    FILE *p = popen("python3 -c 'import sys; print(\"\\n\".join(sorted(sys.stdlib_module_names)))' 2>/dev/null",
+                    "r");
+    cr_assert(p);
+    char line[128];
+    size_t n = 0;
+    static const char *const more[] = {"tilec", "torch", "numpy", "cupy"};
+    for (size_t i = 0;; i++) {
+        const char *w = i < 4 ? more[i] : fgets(line, sizeof line, p) ? line : NULL;
+        if (!w)
+            break;
+        line[strcspn(line, "\n")] = 0;
+        strbuf b;
+        sb_init(&b);
+        mg_py_module(&b, w, strlen(w));
+        cr_expect_str_neq(sb_str(&b), w, "a graph named '%s' writes %s.py", w, w);
+        cr_expect_eq(b.s[b.n - 1], '_', "%s", sb_str(&b));
+        sb_free(&b);
+        n++;
+    }
+    int st = pclose(p);
+    if (st != 0)
+        cr_skip_test("no python3 with sys.stdlib_module_names (3.10 or newer) here");
+    cr_expect_gt(n, 200, "python3 listed %zu modules", n);
+    /* a name of nothing keeps its spelling, as mg_py gives it */
+    static const char *const kept[] = {"e2e", "block", "lambda", "x_"};
+    for (size_t i = 0; i < 4; i++) {
+        strbuf a, b;
+        sb_init(&a);
+        sb_init(&b);
+        mg_py(&a, kept[i], strlen(kept[i]));
+        mg_py_module(&b, kept[i], strlen(kept[i]));
+        cr_expect_str_eq(sb_str(&a), sb_str(&b));
+        sb_free(&a);
+        sb_free(&b);
+    }
+}
+
 /* Kernels whose parameters, hints, lets and loop variables are C++ and
  * CUDA words (expf, not_eq, static_cast, atomicAdd, __syncthreads, float,
  * int, min and min_) compile with NVRTC for sm_90. */

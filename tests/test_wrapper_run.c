@@ -78,8 +78,8 @@ static void link_runner(const char *dir, const char *name)
     free(out);
 }
 
-/* dir/run: NAME.c (emitted from tile) and the runner, linked with libtilec.a. */
-static void build_runner(const char *dir, const char *tile, const char *name, const char *main_c)
+/* The C wrapper of tile (parsed as big.tile) into dir. */
+static void emit_c_of(const char *dir, const char *tile)
 {
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = NULL;
@@ -88,8 +88,45 @@ static void build_runner(const char *dir, const char *tile, const char *name, co
                  TILEC_OK);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
+}
+
+/* dir/run: NAME.c (emitted from tile) and the runner, linked with libtilec.a. */
+static void build_runner(const char *dir, const char *tile, const char *name, const char *main_c)
+{
+    emit_c_of(dir, tile);
     write_in(dir, "main.c", main_c);
     link_runner(dir, name);
+}
+
+/* A C++ caller includes the generated header and links with the C object:
+ * the header gives its functions C linkage (extern "C"), so the C++ names
+ * are not mangled. Without it the link fails: undefined big_unload(...). */
+Test(wrapper_run, cxx_caller_links_with_the_c_wrapper)
+{
+    char dir[64], *out = NULL;
+    make_tmpdir(dir, sizeof dir);
+    if (sh(&out, "command -v g++") != 0) {
+        free(out);
+        rm_dir(dir);
+        cr_skip_test("no g++ here");
+    }
+    free(out);
+    emit_c_of(dir, big_tile);
+    write_in(dir, "main.cpp",
+             "#include \"big.h\"\n#include <cstdio>\n"
+             "int main()\n{\n    big_module *m = nullptr;\n    big_unload(m);\n"
+             "    std::printf(\"ok %d\\n\", m == nullptr);\n    return 0;\n}\n");
+    const char *cc = getenv("CC");
+    int st = sh(&out,
+                "%s -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror %s -Iinclude -c -o %s/big.o %s/big.c && "
+                "g++ -std=c++17 -Wall -Wextra -Werror %s -Iinclude -I%s -o %s/run %s/main.cpp %s/big.o "
+                "%s/lib/libtilec.a -L%s/lib64 -Wl,-rpath,%s/lib64 -lnvrtc -ldl -lpthread -lm && %s/run",
+                cc && *cc ? cc : "cc", TILEC_SANFLAGS, dir, dir, TILEC_SANFLAGS, dir, dir, dir, dir, TILEC_BUILD,
+                TILEC_CUDA, TILEC_CUDA, dir);
+    cr_expect_eq(st, 0, "a C++ caller does not build or run:\n%s", out);
+    cr_expect(strstr(out, "ok "), "%s", out);
+    free(out);
+    rm_dir(dir);
 }
 
 /* The runner's line for N (the kernel cache in dir). */

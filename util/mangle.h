@@ -16,7 +16,8 @@
  *           are tl_NAME or one word without '_' (M, err, errlen, a, st, in,
  *           out, ...). A graph name is the prefix of the public functions
  *           (NAME_run): kept, or g_NAME when it starts with tl, tilec,
- *           TILEC, '_' or g_.
+ *           TILEC, '_' or g_, or is the name of a C11, POSIX or CUDA header
+ *           (its NAME.h would hide the system's under -I).
  *   Python  parameters and buffers (call()'s keyword arguments) are NAME,
  *           or NAME_ for a keyword, a builtin, a name of the wrapper, or a
  *           name that starts or ends with '_': a kept name never ends with
@@ -24,6 +25,9 @@
  *           helpers are _NAME_KIND (size symbols _NAME_s, argument infos
  *           _NAME_info): they start with '_', so they are no kept name, and
  *           end with a letter, so they are no mangled one; KIND has no '_'.
+ *           A graph's module file is NAME.py, or NAME_.py for those and
+ *           for a standard-library module or a package the wrapper's
+ *           users import (mg_py_module), so it never shadows one.
  */
 #ifndef TILEC_UTIL_MANGLE_H
 #define TILEC_UTIL_MANGLE_H
@@ -51,8 +55,12 @@ void mg_c(strbuf *b, mg_c_kind kind, const char *name, size_t n);
 /* C: the prefix of a graph's public functions and files. */
 void mg_c_graph(strbuf *b, const char *name);
 
-/* Python: a parameter, buffer or graph (module) name (n bytes). */
+/* Python: a parameter, buffer or graph name (n bytes). */
 void mg_py(strbuf *b, const char *name, size_t n);
+/* Python: the module (file) name of a graph: as mg_py, and a name of a
+ * standard-library module or of tilec, torch, numpy or cupy gets a '_'
+ * (graph functools writes functools_.py, which shadows nothing). */
+void mg_py_module(strbuf *b, const char *name, size_t n);
 /* Python: the wrapper's helper of kind ("s", "info", "copy": letters only) for name. */
 void mg_py_helper(strbuf *b, const char *name, size_t n, const char *kind);
 

@@ -11,7 +11,8 @@
 #include "wrapper_ir/wir.h"
 
 tilec_status wir_emit_module(tilec_ctx *ctx, const wir_registry *reg, wir_compile_fn compile, const tilec_module *m,
-                             const char *name, const tilec_emit_options *o, tilec_sink sink)
+                             const char *name, const tilec_emit_options *o, tilec_sink sink, tilec_emit_output_fn fn,
+                             void *user)
 {
     if (!ctx || !m || !name)
         return TILEC_ERR_ARG;
@@ -20,7 +21,7 @@ tilec_status wir_emit_module(tilec_ctx *ctx, const wir_registry *reg, wir_compil
                 "the output directory is an empty string (use \".\" for the current directory)");
         return TILEC_ERR_ARG;
     }
-    if ((!(o && o->dir) && !sink.write) || (o && o->noptions && (!o->keys || !o->values)))
+    if ((!(o && o->dir) && !sink.write && !fn) || (o && o->noptions && (!o->keys || !o->values)))
         return TILEC_ERR_ARG;
     const tilec_emitter *em = wir_registry_find(reg, name);
     if (!em) {
@@ -73,7 +74,10 @@ tilec_status wir_emit_module(tilec_ctx *ctx, const wir_registry *reg, wir_compil
             st = TILEC_ERR_NOMEM;
     if (st == TILEC_OK && o && o->dir)
         st = emit_session_write_dir(ctx, &e, o->dir);
-    for (size_t i = 0; st == TILEC_OK && !(o && o->dir) && i < e.nouts; i++)
+    for (size_t i = 0; st == TILEC_OK && !(o && o->dir) && fn && i < e.nouts; i++)
+        if (fn(user, e.outs[i].file, e.outs[i].b.s ? e.outs[i].b.s : "", e.outs[i].b.n))
+            st = TILEC_ERR_IO;
+    for (size_t i = 0; st == TILEC_OK && !(o && o->dir) && !fn && i < e.nouts; i++)
         if (e.outs[i].b.n && sink.write(sink.user, e.outs[i].b.s, e.outs[i].b.n))
             st = TILEC_ERR_IO;
     emit_session_free(&e);

@@ -102,6 +102,16 @@ typedef struct tilec_emit_options {
 tilec_status tilec_module_emit(tilec_ctx *ctx, const tilec_module *m, const char *emitter,
                                const tilec_emit_options *o, tilec_sink sink);
 
+/* As tilec_module_emit, but each output is handed to fn by its name
+ * (NAME.c, NAME.h, NAME.py), in the order first written, once every graph
+ * succeeded, for a caller that writes the files itself: the command
+ * checks every output of a run (no two on one path, none on an input)
+ * before it writes any. A nonzero return from fn stops the walk
+ * (TILEC_ERR_IO). o->dir must be NULL (TILEC_ERR_ARG otherwise). */
+typedef int (*tilec_emit_output_fn)(void *user, const char *file, const char *data, size_t len);
+tilec_status tilec_module_emit_outputs(tilec_ctx *ctx, const tilec_module *m, const char *emitter,
+                                       const tilec_emit_options *o, tilec_emit_output_fn fn, void *user);
+
 #ifdef __cplusplus
 }
 #endif

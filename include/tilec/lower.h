@@ -66,6 +66,14 @@ void tilec_kernel_code_free(tilec_kernel_code *code);
  * (`tilec FILE --emit cuda`). */
 tilec_status tilec_module_emit_cuda(tilec_ctx *ctx, const tilec_module *m, tilec_sink sink);
 
+/* Every variant of every kernel of n modules as one CUDA C file (`tilec
+ * A.tile B.tile --emit cuda`): one prelude, then each module's kernels.
+ * Two modules with a kernel of one name are an error at the second
+ * (TILEC_ERR_INPUT, nothing written): their entry points NAME_vK would be
+ * defined twice, and renaming them would break the name a launcher looks
+ * up. */
+tilec_status tilec_modules_emit_cuda(tilec_ctx *ctx, const tilec_module *const *ms, size_t n, tilec_sink sink);
+
 /* For every variant of every kernel: the layout of each materialized tile
  * (by .tile line), the conversions through shared memory, the
  * __syncthreads per loop iteration, the shared memory and the total

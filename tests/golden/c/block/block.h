@@ -9,6 +9,10 @@
 #include "tilec/program.h"
 #include "tilec/tensor.h"
 
+#ifdef __cplusplus /* C linkage for a C++ caller */
+extern "C" {
+#endif
+
 typedef struct block_module block_module;
 
 /* Build the graph's kernels for rt's device (from the kernel cache once warm). 0, or 1 with a
@@ -33,4 +37,7 @@ void block_release(block_module *m, tilec_tensor *t);
 int block_set_cuda_graph(block_module *m, unsigned graphs, char *err, size_t errlen);
 int block_run(block_module *m, const tilec_tensor *t_x, const tilec_tensor *t_w, tilec_tensor *out_y, tilec_tensor *out_s, tilec_tensor *out_flat, char *err, size_t errlen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -9,6 +9,10 @@
 #include "tilec/program.h"
 #include "tilec/tensor.h"
 
+#ifdef __cplusplus /* C linkage for a C++ caller */
+extern "C" {
+#endif
+
 typedef struct chain_module chain_module;
 
 /* Build the graph's kernels for rt's device (from the kernel cache once warm). 0, or 1 with a
@@ -33,4 +37,7 @@ void chain_release(chain_module *m, tilec_tensor *t);
 int chain_set_cuda_graph(chain_module *m, unsigned graphs, char *err, size_t errlen);
 int chain_run(chain_module *m, const tilec_tensor *t_x, tilec_tensor *out_y, tilec_tensor *out_h, char *err, size_t errlen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

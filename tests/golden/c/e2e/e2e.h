@@ -9,6 +9,10 @@
 #include "tilec/program.h"
 #include "tilec/tensor.h"
 
+#ifdef __cplusplus /* C linkage for a C++ caller */
+extern "C" {
+#endif
+
 typedef struct e2e_module e2e_module;
 
 /* Build the graph's kernels for rt's device (from the kernel cache once warm). 0, or 1 with a
@@ -33,4 +37,7 @@ void e2e_release(e2e_module *m, tilec_tensor *t);
 int e2e_set_cuda_graph(e2e_module *m, unsigned graphs, char *err, size_t errlen);
 int e2e_run(e2e_module *m, const tilec_tensor *t_x, const tilec_tensor *t_y, const tilec_tensor *t_w, const tilec_tensor *t_b, tilec_tensor *out_s, char *err, size_t errlen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -9,6 +9,10 @@
 #include "tilec/program.h"
 #include "tilec/tensor.h"
 
+#ifdef __cplusplus /* C linkage for a C++ caller */
+extern "C" {
+#endif
+
 typedef struct fills_module fills_module;
 
 /* Build the graph's kernels for rt's device (from the kernel cache once warm). 0, or 1 with a
@@ -33,4 +37,7 @@ void fills_release(fills_module *m, tilec_tensor *t);
 int fills_set_cuda_graph(fills_module *m, unsigned graphs, char *err, size_t errlen);
 int fills_run(fills_module *m, const tilec_tensor *t_x, tilec_tensor *out_s, tilec_tensor *out_h, tilec_tensor *out_d, tilec_tensor *out_b, tilec_tensor *out_t, tilec_tensor *out_o, char *err, size_t errlen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

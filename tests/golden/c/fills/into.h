@@ -9,6 +9,10 @@
 #include "tilec/program.h"
 #include "tilec/tensor.h"
 
+#ifdef __cplusplus /* C linkage for a C++ caller */
+extern "C" {
+#endif
+
 /* s[0] += the sum of x, into the caller's buffer (an out parameter: checked like an input, written, not returned) */
 typedef struct into_module into_module;
 
@@ -34,4 +38,7 @@ void into_release(into_module *m, tilec_tensor *t);
 int into_set_cuda_graph(into_module *m, unsigned graphs, char *err, size_t errlen);
 int into_run(into_module *m, const tilec_tensor *t_x, const tilec_tensor *t_s, char *err, size_t errlen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -9,6 +9,10 @@
 #include "tilec/program.h"
 #include "tilec/tensor.h"
 
+#ifdef __cplusplus /* C linkage for a C++ caller */
+extern "C" {
+#endif
+
 typedef struct multi_module multi_module;
 
 /* Build the graph's kernels for rt's device (from the kernel cache once warm). 0, or 1 with a
@@ -33,4 +37,7 @@ void multi_release(multi_module *m, tilec_tensor *t);
 int multi_set_cuda_graph(multi_module *m, unsigned graphs, char *err, size_t errlen);
 int multi_run(multi_module *m, const tilec_tensor *t_x, const tilec_tensor *t_bias, tilec_tensor *out_out, tilec_tensor *out_lo, char *err, size_t errlen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

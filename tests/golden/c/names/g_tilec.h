@@ -9,6 +9,10 @@
 #include "tilec/program.h"
 #include "tilec/tensor.h"
 
+#ifdef __cplusplus /* C linkage for a C++ caller */
+extern "C" {
+#endif
+
 typedef struct g_tilec_module g_tilec_module;
 
 /* Build the graph's kernels for rt's device (from the kernel cache once warm). 0, or 1 with a
@@ -33,4 +37,7 @@ void g_tilec_release(g_tilec_module *m, tilec_tensor *t);
 int g_tilec_set_cuda_graph(g_tilec_module *m, unsigned graphs, char *err, size_t errlen);
 int g_tilec_run(g_tilec_module *m, const tilec_tensor *t_err, const tilec_tensor *t_b_x, const tilec_tensor *t_N, float p_int, const tilec_tensor *t_lambda, tilec_tensor *out_out_y, tilec_tensor *out_y, char *err, size_t errlen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

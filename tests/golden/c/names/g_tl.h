@@ -9,6 +9,10 @@
 #include "tilec/program.h"
 #include "tilec/tensor.h"
 
+#ifdef __cplusplus /* C linkage for a C++ caller */
+extern "C" {
+#endif
+
 typedef struct g_tl_module g_tl_module;
 
 /* Build the graph's kernels for rt's device (from the kernel cache once warm). 0, or 1 with a
@@ -33,4 +37,7 @@ void g_tl_release(g_tl_module *m, tilec_tensor *t);
 int g_tl_set_cuda_graph(g_tl_module *m, unsigned graphs, char *err, size_t errlen);
 int g_tl_run(g_tl_module *m, const tilec_tensor *t_t_x, const tilec_tensor *t_x, const tilec_tensor *t__x_s, const tilec_tensor *t_x_info, int32_t p_s_M, tilec_tensor *out_errlen, char *err, size_t errlen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -9,6 +9,10 @@
 #include "tilec/program.h"
 #include "tilec/tensor.h"
 
+#ifdef __cplusplus /* C linkage for a C++ caller */
+extern "C" {
+#endif
+
 typedef struct views_module views_module;
 
 /* Build the graph's kernels for rt's device (from the kernel cache once warm). 0, or 1 with a
@@ -33,4 +37,7 @@ void views_release(views_module *m, tilec_tensor *t);
 int views_set_cuda_graph(views_module *m, unsigned graphs, char *err, size_t errlen);
 int views_run(views_module *m, const tilec_tensor *t_x, int32_t p_k, tilec_tensor *out_flat, tilec_tensor *out_z, char *err, size_t errlen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif
