@@ -98,6 +98,8 @@ static tilec_type check_binary(checker *ck, tilec_expr *e)
             return chk_ty_err();
         }
         p = chk_promote(&a, &b);
+        if (chk_literals_meet(ck, e->args[0], &a, e->args[1], &b, p.dtype, ar_printf(&ck->scratch, "an operand of '%s'", op)))
+            return chk_ty_err();
         int64_t divisor;
         if ((e->op == TILEC_OP_DIV || e->op == TILEC_OP_MOD) && chk_dclass(p.dtype) != 'f' &&
             chk_known_int(ck, e->args[1], &divisor) && divisor == 0) {
@@ -115,6 +117,12 @@ static tilec_type check_binary(checker *ck, tilec_expr *e)
                 chk_err(ck, &e->loc, "cannot compare %s with %s", chk_ty_str(ck, &a), chk_ty_str(ck, &b));
                 return chk_ty_err();
             }
+        }
+        if (!a.ptr && chk_is_num(&a) && chk_is_num(&b)) {
+            p = chk_promote(&a, &b);
+            if (chk_literals_meet(ck, e->args[0], &a, e->args[1], &b, p.dtype,
+                                  ar_printf(&ck->scratch, "an operand of '%s'", op)))
+                return chk_ty_err();
         }
         r.dtype = TILEC_DT_BOOL;
         r.weak = r.ptr = false;
@@ -144,6 +152,8 @@ static tilec_type check_binary(checker *ck, tilec_expr *e)
             return chk_ty_err();
         }
         p = chk_promote(&a, &b);
+        if (chk_literals_meet(ck, e->args[0], &a, e->args[1], &b, p.dtype, ar_printf(&ck->scratch, "an operand of '%s'", op)))
+            return chk_ty_err();
         r.dtype = p.dtype;
         r.weak = p.weak;
         return r;
