@@ -61,7 +61,7 @@ EXPORTS  = $(BUILD)/gen/libtilec.map
 TILEC    = $(BUILD)/bin/tilec
 EXAMPLES = $(wildcard examples/*.tile)
 
-.PHONY: all deps demo test test-run layers symbols asan clean check-examples golden bench valgrind fuzz fuzz-build gen-nvrtc
+.PHONY: all deps demo test test-run layers symbols clang-check asan clean check-examples golden bench valgrind fuzz fuzz-build gen-nvrtc
 all: $(LIBA) $(LIBSO) $(TILEC)
 
 deps:
@@ -367,7 +367,18 @@ PYFAKE = $(if $(SANITIZE),echo "tests/python/test_fake.py: run by the plain buil
 symbols: all
 	@echo "== tools/symbols.py" && python3 tools/symbols.py $(BUILD)/obj
 
-test-run: layers all symbols $(TESTS)
+# The sources under clang's warnings as well as gcc's (`make fuzz` builds
+# with clang, whose -Wimplicit-fallthrough wants an attribute where gcc
+# takes a comment, and whose -Wall has more): syntax only, two files at a
+# time; skipped, with a line saying so, where clang is not installed.
+CLANG    ?= clang
+CLANG_SRC = $(LIB_SRC) $(wildcard cli/*.c fuzz/*.c)
+clang-check: all
+	@if command -v $(CLANG) >/dev/null 2>&1; then echo "== $(CLANG) -fsyntax-only $(words $(CLANG_SRC)) sources (make fuzz's compiler)" && \
+	    printf '%s\n' $(CLANG_SRC) | xargs -P 2 -n 8 $(CLANG) -fsyntax-only $(CPPFLAGS) -I$(CUDA)/include -std=c11 $(WARN); \
+	else echo "== clang-check: no $(CLANG), skipped"; fi
+
+test-run: layers all symbols clang-check $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; $$t --jobs 2; done
 	@echo "== generated kernels through every stage" && tools/gen_nvrtc.sh $(BUILD) 40
 	@echo "== examples/*.tile as one module (bench/runtime and bench/cache build them so)" && \

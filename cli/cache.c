@@ -166,7 +166,7 @@ int cli_cache(int argc, char **argv)
     int prune = !strcmp(cmd, "prune");
     if (strcmp(cmd, "stats") && strcmp(cmd, "list") && !prune && strcmp(cmd, "clear"))
         return cc_usage_error("unknown command", cmd);
-    for (int i = 2; i < argc; i++) {
+    for (int i = 2; i < argc; i += 2) { /* every option takes a value */
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--dir") && val) {
             dir = val;
@@ -181,7 +181,6 @@ int cli_cache(int argc, char **argv)
         } else {
             return cc_usage_error("unknown or incomplete option", a);
         }
-        i++;
     }
     tilec_cache *c;
     if (tilec_cache_open(dir, &c) != TILEC_RT_OK) {

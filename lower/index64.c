@@ -2,7 +2,9 @@
  * width"). Before a variant's body is lowered, every i32 expression gets an
  * interval of the values it can take: literals and hints exactly, range(N)
  * [0, N), pid(0) [0, 2^31), pid(1|2) [0, 65535), an i32 parameter or a
- * loaded value its whole type, operators by interval arithmetic. An i32
+ * loaded value its whole type, operators by interval arithmetic, a
+ * reduction or scan over n elements as n folds of its operand, a call not
+ * modelled here any 64-bit value. An i32
  * expression whose interval can leave i32 is computed in 64 bits when it is
  * index arithmetic: built from pid, sizes, ranges and constants only, or
  * part of a pointer offset (a gathered index times a stride), or a name
@@ -198,7 +200,7 @@ static rng r_binary(tilec_op op, rng a, rng b)
     case TILEC_OP_AND:
         if (a.lo >= 0 || b.lo >= 0)
             return (rng){0, a.lo >= 0 && b.lo >= 0 ? min64(a.hi, b.hi) : a.lo >= 0 ? a.hi : b.hi, data};
-        /* fall through */
+        __attribute__((fallthrough));
     default: /* | ^ &: within the wider operand's bits */
         if (fits32(a) && fits32(b))
             return (rng){a.lo >= 0 && b.lo >= 0 ? 0 : INT32_MIN, INT32_MAX, data};
@@ -255,6 +257,112 @@ static rng r_name(lw *L, const tilec_expr *e, int inptr, int *w)
     return of_dtype(raw_ty(L, e)->dtype);
 }
 
+static rng r_hull(rng a, rng b) { return (rng){min64(a.lo, b.lo), max64(a.hi, b.hi), a.data | b.data}; }
+
+/* |a| */
+static rng r_abs(rng a)
+{
+    if (a.lo >= 0)
+        return a;
+    rng n = {sat(-(__int128)a.hi), sat(-(__int128)a.lo), a.data};
+    return a.hi <= 0 ? n : (rng){0, max64(a.hi, n.hi), a.data};
+}
+
+/* Whether an i32 expression of interval r is computed in 64 bits: an
+ * operand is, or its value can leave i32 and it is index arithmetic (not
+ * data) or part of an offset. */
+static int wants64(const tilec_type *t, rng r, int inptr, int anyw)
+{
+    return t->kind == TILEC_TY_VALUE && !t->ptr && t->dtype == TILEC_DT_I32 &&
+           (anyw || ((!r.data || inptr) && !fits32(r)));
+}
+
+/* The combine of scan(x, axis, init, a, b, combine) over a and b in ra and
+ * rb (wide: they are 64-bit), in scope for it alone; *w: it is 64-bit. */
+static rng r_combine(lw *L, const tilec_expr *e, rng ra, rng rb, int wide, int *w)
+{
+    struct lower_ix *X = L->ix;
+    int nsc = X->nsc;
+    push(L, e->args[3]->name, ra, wide);
+    push(L, e->args[4]->name, rb, wide);
+    rng r = visit(L, e->args[5], 0, w);
+    X->nsc = nsc;
+    return r;
+}
+
+typedef enum { F_SUM, F_PROD, F_HULL, F_USER } foldop;
+
+/* Every value a fold of 1 .. n elements of `a` can take under op (a
+ * reduction or a scan over n elements): n times a for a sum, a for
+ * max/min, and by doubling for a product or a user's combine (which is
+ * associative: a fold of up to 2m elements combines two folds of up to m),
+ * up to where the interval stops growing. */
+static rng r_fold(lw *L, const tilec_expr *e, foldop op, rng a, int64_t n)
+{
+    if (op == F_HULL || n <= 1)
+        return a;
+    if (op == F_SUM)
+        return (rng){min64(a.lo, sat((__int128)a.lo * n)), max64(a.hi, sat((__int128)a.hi * n)), a.data};
+    struct lower_ix *X = L->ix;
+    int nomark = X->nomark, w = 0;
+    X->nomark = 1;
+    rng r = a;
+    for (int64_t m = 1; m < n && !L->failed; m *= 2) {
+        rng c = op == F_PROD ? r_mul(r, r) : r_combine(L, e, r, r, 0, &w);
+        rng h = r_hull(r, c);
+        if (h.lo == r.lo && h.hi == r.hi && h.data == r.data)
+            break;
+        r = h;
+        if (r.lo == INT64_MIN && r.hi == INT64_MAX)
+            break;
+    }
+    X->nomark = nomark;
+    return r;
+}
+
+/* sum/max/min/argmax/argmin(x, axis) and the scans: the interval of n
+ * elements of x folded by the op, with the exclusive scan's first value. */
+static rng r_reduce(lw *L, const tilec_expr *e, const tilec_type *t, int inptr, int *anyw)
+{
+    const char *n = e->name;
+    const tilec_type *xt = raw_ty(L, e->args[0]);
+    int arg = !strncmp(n, "arg", 3), user = !strcmp(n, "scan"), w = 0;
+    rng x = visit(L, e->args[0], arg ? 0 : inptr, anyw);
+    int64_t len = xt->rank ? xt->dims[lower_axis(L, e, 1, xt->rank)] : 1;
+    if (arg) { /* an index along the axis, computed as int */
+        *anyw = 0;
+        return (rng){0, max64(len - 1, 0), 1};
+    }
+    foldop op = !strcmp(n, "sum") || !strcmp(n, "cumsum") ? F_SUM
+                : !strcmp(n, "cumprod")                  ? F_PROD
+                : user                                   ? F_USER
+                                                         : F_HULL;
+    rng first = {0, 0, 0}; /* the exclusive scan's first value */
+    uint32_t flags = user ? 6 : 2;
+    int excl = e->nargs > flags && e->args[flags]->kind == TILEC_EX_BOOL && e->args[flags]->ival;
+    if (user) {
+        first = visit(L, e->args[2], 0, &w);
+        x = r_hull(x, first); /* the init may be folded in */
+        *anyw |= w;
+    } else if (!strcmp(n, "cumprod")) {
+        first = (rng){1, 1, 0};
+    } else if (!strcmp(n, "cummax") || !strcmp(n, "cummin")) {
+        rng d = of_dtype(t->dtype);
+        first = (rng){n[4] == 'a' ? d.lo : d.hi, n[4] == 'a' ? d.lo : d.hi, 0};
+    }
+    rng r = r_fold(L, e, op, x, user ? len + 1 : len);
+    if (excl || user)
+        r = r_hull(r, first);
+    if (user) { /* the combine is 64-bit when the scan is, and then the scan */
+        int wide = wants64(t, r, inptr, *anyw);
+        r_combine(L, e, r, r, wide, &w);
+        if (w && !wide)
+            r_combine(L, e, r, r, 1, &w);
+        *anyw |= w;
+    }
+    return r;
+}
+
 static rng r_call(lw *L, const tilec_expr *e, int inptr, int *anyw)
 {
     const char *n = e->name;
@@ -287,7 +395,7 @@ static rng r_call(lw *L, const tilec_expr *e, int inptr, int *anyw)
             return (rng){max64(a.lo, b.lo), max64(a.hi, b.hi), a.data | b.data};
         if (!strcmp(n, "minimum"))
             return (rng){min64(a.lo, b.lo), min64(a.hi, b.hi), a.data | b.data};
-        return (rng){min64(a.lo, b.lo), max64(a.hi, b.hi), a.data | b.data};
+        return r_hull(a, b);
     }
     if (!strcmp(n, "cast")) { /* an explicit conversion cuts: never widened */
         rng a = visit(L, e->args[0], inptr, &w[0]);
@@ -297,13 +405,24 @@ static rng r_call(lw *L, const tilec_expr *e, int inptr, int *anyw)
         rng d = of_dtype(t->dtype);
         return a.lo >= d.lo && a.hi <= d.hi ? a : d;
     }
-    /* loads, reductions, dot, math: values from memory or floats */
+    if (!strcmp(n, "abs"))
+        return r_abs(visit(L, e->args[0], inptr, anyw));
+    if (!strcmp(n, "sum") || !strcmp(n, "max") || !strcmp(n, "min") || !strcmp(n, "argmax") ||
+        !strcmp(n, "argmin") || !strcmp(n, "cumsum") || !strcmp(n, "cumprod") || !strcmp(n, "cummax") ||
+        !strcmp(n, "cummin") || !strcmp(n, "scan"))
+        return r_reduce(L, e, t, inptr, anyw);
     for (uint32_t i = 0; i < e->nargs; i++) {
         int wi = 0;
         visit(L, e->args[i], 0, &wi);
-        *anyw |= wi && (!strcmp(n, "sum") || !strcmp(n, "max") || !strcmp(n, "min"));
+        *anyw |= wi;
     }
-    return of_dtype(t->dtype);
+    /* loads and atomics: a value of the tensor's type, from memory; dot and
+     * math: floats */
+    if (!strcmp(n, "load") || !strcmp(n, "atomic_add") || tilec_dtype_class(t->dtype) == 'f') {
+        *anyw = 0;
+        return of_dtype(t->dtype);
+    }
+    return FULL64; /* a call not modelled here: any value, 64-bit */
 }
 
 /* The interval of e; *w: e is computed in 64 bits. */
@@ -335,7 +454,7 @@ static rng visit(lw *L, const tilec_expr *e, int inptr, int *w)
         if (t->ptr || t->dtype == TILEC_DT_BOOL) { /* a pointer offset, or a comparison */
             visit(L, e->args[0], t->ptr ? inptr || !p0 : 0, &wa);
             visit(L, e->args[1], t->ptr ? inptr || !p1 : 0, &wb);
-            return FULL64;
+            return t->ptr ? FULL64 : (rng){0, 1, 0};
         }
         rng a = visit(L, e->args[0], inptr, &wa), b = visit(L, e->args[1], inptr, &wb);
         anyw = wa | wb;
@@ -350,8 +469,7 @@ static rng visit(lw *L, const tilec_expr *e, int inptr, int *w)
         break;
     default: return of_dtype(t->dtype);
     }
-    if (t->kind == TILEC_TY_VALUE && !t->ptr && t->dtype == TILEC_DT_I32 &&
-        (anyw || ((!r.data || inptr) && !fits32(r)))) {
+    if (wants64(t, r, inptr, anyw)) {
         *w = 1;
         mark(L, e, t);
     }
@@ -370,6 +488,24 @@ static void note_line(lw *L, uint32_t line)
 
 static void visit_block(lw *L, const tilec_block *b);
 
+/* A value whose lowering reads it from memory in its own type (or, for
+ * argmax/argmin, computes an int index): never widened in place. */
+static int from_memory(const tilec_expr *e)
+{
+    static const char *const names[] = {"load", "atomic_add", "argmax", "argmin"};
+    if (e->kind != TILEC_EX_CALL)
+        return 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(e->name, names[i]))
+            return 1;
+    return 0;
+}
+
+int lower_ix_wide_name(const lw *L, const char *name)
+{
+    return L->ix && in_list(&L->ix->wide_assigned, name);
+}
+
 /* A value bound or assigned to `name`: forced to 64 bits when any value of
  * the name is; returns whether it is. */
 static int bind_value(lw *L, const tilec_stmt *s, const char *name, rng *r)
@@ -378,8 +514,10 @@ static int bind_value(lw *L, const tilec_stmt *s, const char *name, rng *r)
     int w = 0, before = X->n;
     *r = visit(L, s->value, in_list(&X->ptr_names, name), &w);
     if (in_list(&X->wide_assigned, name)) {
+        /* a value read from memory stays as it is read; the let converts
+         * it into the 64-bit variable (stmt.c, lower_ix_wide_name) */
         const tilec_type *t = raw_ty(L, s->value);
-        if (!t->ptr && t->dtype == TILEC_DT_I32)
+        if (!t->ptr && t->dtype == TILEC_DT_I32 && !from_memory(s->value))
             mark(L, s->value, t);
         *r = FULL64;
         w = 1;
@@ -392,7 +530,7 @@ static int bind_value(lw *L, const tilec_stmt *s, const char *name, rng *r)
         r->lo = min64(r->lo, d.lo);
         r->hi = max64(r->hi, d.hi);
     }
-    if ((uint32_t)before != X->n)
+    if ((uint32_t)before != X->n || w)
         note_line(L, s->loc.line);
     return w;
 }

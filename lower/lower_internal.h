@@ -415,6 +415,7 @@ void lower_split_reduce(lw *L, const val *acc);
  * write the kernel's comment saying so; lower_ty reports them as i64. */
 void lower_index_widths(lw *L);
 const tilec_type *lower_ix_type(const lw *L, const tilec_expr *e);
+int lower_ix_wide_name(const lw *L, const char *name); /* assigned a 64-bit value somewhere */
 
 /* ---- prelude.c ---- */
 

@@ -252,8 +252,10 @@ void lower_emit_reduce(lw *L, const tilec_expr *e, val *v)
     rd.ct = lower_cctype(xt->dtype);
     const tilec_type *t = lower_ty(L, e);
     int axis = lower_axis(L, e, 1, xt->rank);
-    if (xt->dtype == TILEC_DT_BOOL && !strcmp(fn, "sum"))
-        rd.ct = "int", rd.cd = TILEC_DT_I32;
+    /* a sum of bool counts in int; an index sum widened to 64 bits
+     * (index64.c) adds in 64 bits */
+    if (!strcmp(fn, "sum") && tilec_dtype_class(t->dtype) != 'f' && t->dtype != xt->dtype)
+        rd.cd = lower_compute_dt(t->dtype), rd.ct = lower_cctype(t->dtype);
     if (t->rank == 0)
         reduce_all(L, &rd, v, t);
     else if (!rd.arg && !lower_lay_guard(L, &rd.x->ly))

@@ -65,7 +65,9 @@ static const char *scan_identity(lw *L, const tilec_expr *e, sckind k, tilec_dty
                                        "0", "0", "0u", "0ull"};
     static const char *const hi_v[] = {"1", "127", "32767", "2147483647", "9223372036854775807LL",
                                        "255", "65535", "4294967295u", "18446744073709551615ull"};
-    return lower_fmt(L, "((%s)%s)", T, (hi ? hi_v : lo_v)[d <= TILEC_DT_U64 ? d : 0]);
+    /* the bound of the language's type, also when index64.c widened it */
+    tilec_dtype ld = e->type.dtype;
+    return lower_fmt(L, "((%s)%s)", T, (hi ? hi_v : lo_v)[ld <= TILEC_DT_U64 ? ld : 0]);
 }
 
 /* The combine as a lambda tl_cmb(running, next). */

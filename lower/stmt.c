@@ -100,10 +100,34 @@ static void stmt_doc(lw *L, const tilec_stmt *s)
 
 /* let: a scalar, a virtual tile bound to its expression, or registers (in the
  * layout of the dot that updates it, for an accumulator). */
+/* A variable index64.c made 64-bit (assigned a 64-bit value somewhere)
+ * whose first value is read from memory as a 32-bit one (x): declared
+ * 64-bit as c and converted, so no later value is cut. */
+static val *let_widen(lw *L, const val *x, const char *c)
+{
+    tilec_type t = x->ty;
+    t.dtype = TILEC_DT_I64;
+    val *v = lower_newval(L, x->kind, &t, c);
+    if (x->kind == VK_SCALAR) {
+        lower_line(L, "long long %s = %s;", c, x->c);
+        return v;
+    }
+    v->ly = x->ly;
+    lower_line(L, "long long %s[%d];", c, x->ly.E);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) %s[tl_j] = %s[tl_j];", x->ly.E, c, x->c);
+    return v;
+}
+
 static void stmt_let(lw *L, const tilec_stmt *s)
 {
     const tilec_type *t = lower_ty(L, s->value);
     const char *c = lower_cname(L, s->names[0]);
+    if (!t->ptr && t->dtype == TILEC_DT_I32 && lower_ix_wide_name(L, s->names[0])) {
+        val *x = lower_materialize(L, s->value, lower_newtmp(L, "w"), NULL);
+        lower_bind(L, s->names[0], let_widen(L, x, c));
+        return;
+    }
     int assigned = lower_in_list(L->assigned, L->nassigned, s->names[0]);
     const val *r = lower_lookup(L, s->names[0]);
     if (r && r->kind == VK_RING && r->rlet == s) {

@@ -96,6 +96,8 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
                 chk_err(ck, chk_start_of(a[1]), "the value of full is a number, got %s", chk_ty_str(ck, &v));
                 return chk_ty_err();
             }
+            if (chk_literal_fits(ck, a[1], a[0]->dtype, "the value of full"))
+                return chk_ty_err();
             chk_adapt(ck, a[1], r.dtype); /* full(f64, 0.1, ...) is the double 0.1 */
             d0 = 2;
         }
@@ -144,6 +146,10 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
                     fn, chk_ty_str(ck, x));
                 return chk_ty_err();
             }
+            if ((int)i != mask_arg &&
+                chk_literal_fits(ck, a[i], t[0].dtype, ar_printf(&ck->scratch, "the %s of %s",
+                                                                bi == BI_LOAD ? "other value" : "value", fn)))
+                return chk_ty_err();
             tilec_type s = shape;
             if (chk_bcast(&shape, x, &s)) {
                 chk_err(ck, chk_start_of(a[i]), "the %s of %s has shape %s, which does not broadcast with the pointer shape %s",
@@ -248,6 +254,8 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
             chk_err(ck, &e->loc, "shapes %s and %s do not broadcast in %s", chk_shp_str(ck, &t[0]), chk_shp_str(ck, &t[1]), fn);
             return chk_ty_err();
         }
+        if (chk_literals_meet(ck, a[0], &t[0], a[1], &t[1], r.dtype, ar_printf(&ck->scratch, "an operand of %s", fn)))
+            return chk_ty_err();
         int64_t divisor;
         if (bi == BI_CDIV && chk_known_int(ck, a[1], &divisor) && divisor <= 0) {
             chk_err(ck, chk_start_of(a[1]), "the divisor of cdiv must be positive, got %lld", (long long)divisor);
@@ -273,6 +281,8 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
             r = t[1];
         } else if (chk_is_num(&t[1]) && chk_is_num(&t[2])) {
             r = chk_promote(&t[1], &t[2]);
+            if (chk_literals_meet(ck, a[1], &t[1], a[2], &t[2], r.dtype, "a branch of where"))
+                return chk_ty_err();
             chk_adapt(ck, a[1], r.dtype);
             chk_adapt(ck, a[2], r.dtype);
         } else {

@@ -98,6 +98,8 @@ static tilec_type check_binary(checker *ck, tilec_expr *e)
             return chk_ty_err();
         }
         p = chk_promote(&a, &b);
+        if (chk_literals_meet(ck, e->args[0], &a, e->args[1], &b, p.dtype, ar_printf(&ck->scratch, "an operand of '%s'", op)))
+            return chk_ty_err();
         int64_t divisor;
         if ((e->op == TILEC_OP_DIV || e->op == TILEC_OP_MOD) && chk_dclass(p.dtype) != 'f' &&
             chk_known_int(ck, e->args[1], &divisor) && divisor == 0) {
@@ -118,8 +120,11 @@ static tilec_type check_binary(checker *ck, tilec_expr *e)
                 return chk_ty_err();
             }
         }
-        if (chk_is_num(&a) && chk_is_num(&b)) { /* 0.1 compared with an f64 is the double 0.1 */
+        if (!a.ptr && chk_is_num(&a) && chk_is_num(&b)) { /* 0.1 compared with an f64 is the double 0.1 */
             p = chk_promote(&a, &b);
+            if (chk_literals_meet(ck, e->args[0], &a, e->args[1], &b, p.dtype,
+                                  ar_printf(&ck->scratch, "an operand of '%s'", op)))
+                return chk_ty_err();
             chk_adapt(ck, e->args[0], p.dtype);
             chk_adapt(ck, e->args[1], p.dtype);
         }
@@ -151,6 +156,8 @@ static tilec_type check_binary(checker *ck, tilec_expr *e)
             return chk_ty_err();
         }
         p = chk_promote(&a, &b);
+        if (chk_literals_meet(ck, e->args[0], &a, e->args[1], &b, p.dtype, ar_printf(&ck->scratch, "an operand of '%s'", op)))
+            return chk_ty_err();
         r.dtype = p.dtype;
         r.weak = p.weak;
         return r;

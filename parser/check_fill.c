@@ -2,6 +2,7 @@
  * [sizes]), zeros, ones, full(T, [sizes], value), and the *_like forms that
  * take a tensor's dtype and shape (parser/graph_alloc.h). The value of a
  * fill must be a literal that the dtype holds. */
+#include <math.h>
 #include <string.h>
 
 #include "parser/check_internal.h"
@@ -30,7 +31,44 @@ static int fill_ok(checker *ck, const ga_form *f, const tilec_expr *v, tilec_dty
     case FILL_BOOL:
         chk_err(ck, at, "%s: %s is a bool, but the tensor is %s", v->name, text, tilec_dtype_name(dt));
         return 0;
+    case FILL_OVERFLOW:
+        chk_err(ck, at, "%s: %s overflows %s (it would be inf)", v->name, text, tilec_dtype_name(dt));
+        return 0;
     }
+    return 0;
+}
+
+int chk_literal_fits(checker *ck, const tilec_expr *e, tilec_dtype dt, const char *what)
+{
+    fill_value fv;
+    uint64_t bits;
+    char c = tilec_dtype_class(dt);
+    if (ga_literal(e, &fv) || fv.kind == FILL_V_BOOL || c == 'b')
+        return 0;
+    /* an integral float is that integer: 2.0 is an i32 2 */
+    if (fv.kind == FILL_V_FLOAT && c != 'f' && isfinite(fv.f) && fv.f == trunc(fv.f) && fabs(fv.f) < 0x1p63) {
+        fv.kind = FILL_V_INT;
+        fv.neg = fv.f < 0;
+        fv.i = (int64_t)fabs(fv.f);
+    }
+    char buf[80];
+    const char *text = ga_literal_text(e, buf, sizeof buf), *dn = tilec_dtype_name(dt);
+    switch (fill_bits(dt, &fv, &bits)) {
+    case FILL_NOT_INTEGER: chk_err(ck, chk_start_of(e), "%s: %s is not an integer, and it becomes %s", what, text, dn); break;
+    case FILL_RANGE: chk_err(ck, chk_start_of(e), "%s: %s does not fit in %s", what, text, dn); break;
+    case FILL_OVERFLOW: chk_err(ck, chk_start_of(e), "%s: %s overflows %s (it would be inf)", what, text, dn); break;
+    default: return 0;
+    }
+    return -1;
+}
+
+int chk_literals_meet(checker *ck, const tilec_expr *ea, const tilec_type *ta, const tilec_expr *eb,
+                      const tilec_type *tb, tilec_dtype dt, const char *what)
+{
+    if (ta->weak && !tb->weak)
+        return chk_literal_fits(ck, ea, dt, what);
+    if (tb->weak && !ta->weak)
+        return chk_literal_fits(ck, eb, dt, what);
     return 0;
 }
 

@@ -129,6 +129,16 @@ int chk_tile_numel_ok(checker *ck, const tilec_loc *loc, const tilec_type *t);
 
 /* check_expr.c */
 int chk_known_int(checker *ck, const tilec_expr *e, int64_t *out);
+/* A literal (optionally negated) where it becomes a value of dt: full's
+ * value, a scan's init, a store's value, an operand beside a typed one. It
+ * must be one dt holds: an integer in range, no fraction for an integer
+ * type, no finite number that rounds to inf. 0 when it is (or e is no
+ * literal); -1 after an error at the literal naming `what` (check_fill.c). */
+int chk_literal_fits(checker *ck, const tilec_expr *e, tilec_dtype dt, const char *what);
+/* The same for whichever of two operands is an untyped literal beside a
+ * typed one, meeting at dt. */
+int chk_literals_meet(checker *ck, const tilec_expr *ea, const tilec_type *ta, const tilec_expr *eb,
+                      const tilec_type *tb, tilec_dtype dt, const char *what);
 const tilec_loc *chk_start_of(const tilec_expr *e);
 tilec_type chk_set(checker *ck, tilec_expr *e, tilec_type t);
 tilec_type chk_expr(checker *ck, tilec_expr *e);

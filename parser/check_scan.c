@@ -98,6 +98,8 @@ tilec_type chk_scan(checker *ck, tilec_expr *e)
                     tilec_dtype_name(x.dtype), chk_ty_str(ck, &init));
             return chk_ty_err();
         }
+        if (chk_literal_fits(ck, a[2], x.dtype, "the init of scan"))
+            return chk_ty_err();
         chk_adapt(ck, a[2], x.dtype); /* an init of 0.1 for an f64 scan is the double 0.1 */
         if (scan_combine(ck, a, &x))
             return chk_ty_err();

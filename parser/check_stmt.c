@@ -55,7 +55,8 @@ static void check_stmt(checker *ck, tilec_stmt *s)
             chk_err(ck, chk_start_of(s->value), "assignment changes the type of '%s' from %s to %s", s->names[0],
                 chk_ty_str(ck, &b->type), chk_ty_str(ck, &t));
             chk_note(ck, &b->loc, "'%s' is defined here", s->names[0]);
-        } else {
+        } else if (!chk_literal_fits(ck, s->value, b->type.dtype,
+                                     ar_printf(&ck->scratch, "the value assigned to '%s'", s->names[0]))) {
             chk_adapt(ck, s->value, b->type.dtype); /* x = 0.1 for x: f64 is the double 0.1 */
         }
         return;

@@ -71,7 +71,13 @@ int ga_value(const ga_form *f, tilec_dtype dt, fill_value *out)
         out->i = f->fill == GA_ONES;
         return 0;
     }
-    const tilec_expr *e = f->value;
+    return ga_literal(f->value, out);
+}
+
+int ga_literal(const tilec_expr *e, fill_value *out)
+{
+    memset(out, 0, sizeof *out);
+    out->kind = FILL_V_INT;
     if (e->kind == TILEC_EX_UNARY && e->op == TILEC_OP_NEG) {
         out->neg = 1;
         e = e->args[0];
@@ -98,7 +104,11 @@ const char *ga_value_text(const ga_form *f, tilec_dtype dt, char *buf, size_t n)
         return f->fill == GA_ONES ? "true" : "false";
     if (f->fill != GA_FULL)
         return f->fill == GA_ONES ? "1" : "0";
-    const tilec_expr *e = f->value;
+    return ga_literal_text(f->value, buf, n);
+}
+
+const char *ga_literal_text(const tilec_expr *e, char *buf, size_t n)
+{
     int neg = e->kind == TILEC_EX_UNARY && e->op == TILEC_OP_NEG;
     e = neg ? e->args[0] : e;
     switch (e->kind) {

@@ -33,6 +33,13 @@ int ga_read(const tilec_expr *v, ga_form *f, const char **why);
  * negated. */
 int ga_value(const ga_form *f, tilec_dtype dt, fill_value *out);
 
+/* A literal of a number, inf or bool, optionally negated, as fill_value:
+ * 0, or -1 when e is none. */
+int ga_literal(const tilec_expr *e, fill_value *out);
+
+/* Such a literal as written: "300", "-2.5", "1e39", "-inf", "true". */
+const char *ga_literal_text(const tilec_expr *e, char *buf, size_t n);
+
 /* The value as text for the IR and the emitters: "0", "1", "-0.5", "inf",
  * "true"; into buf (at least 64 bytes). */
 const char *ga_value_text(const ga_form *f, tilec_dtype dt, char *buf, size_t n);

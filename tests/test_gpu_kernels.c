@@ -586,6 +586,49 @@ Test(gpu, index64_rows_past_2_31, .timeout = 300)
     gk_free(&g);
 }
 
+/* Issue 28 item 2: the exclusive cumsum of 128 row lengths of 2^24 + 1
+ * bytes passes 2^31 from row 128; each row's first byte is its number, and
+ * no other byte (nor the guard after y) is written. */
+Test(gpu, index64_ragged_starts_past_2_31, .timeout = 300)
+{
+    tilec_rt_device_props props;
+    CHECK_RT(tilec_rt_device_info(rt, &props));
+    const int B = 128, len = (1 << 24) + 1;
+    const size_t n = (size_t)B * (size_t)len, guard = 1 << 20;
+    cr_assert_gt(n, (size_t)1 << 31);
+    if (props.total_mem < n + guard + ((size_t)1 << 30))
+        cr_skip_test("needs %zu MiB of device memory, the device has %llu MiB", ((n + guard) >> 20) + 1024,
+                     (unsigned long long)(props.total_mem >> 20));
+    gk g;
+    load_or_fail("tests/gpu/index64.tile", "ragged_starts", 0, &g);
+    cr_assert(strstr(g.code.source, "long long v_starts["), "the starts are not 64-bit:\n%s", g.code.source);
+    int32_t lens[128];
+    for (int k = 0; k < B; k++)
+        lens[k] = len;
+    uint64_t dl = 0, y = 0;
+    CHECK_RT(tilec_rt_malloc(rt, sizeof lens, &dl));
+    CHECK_RT(tilec_rt_malloc(rt, n + guard, &y));
+    CHECK_RT(tilec_rt_memcpy_htod(rt, dl, lens, sizeof lens));
+    CHECK_RT(tilec_rt_memset_d32(rt, y, 0, (n + guard) / 4));
+    tilec_rt_arg args[2] = {{.ptr = dl}, {.ptr = y}};
+    CHECK_RT(gk_launch(&g, args, NULL));
+    CHECK_RT(tilec_rt_synchronize(rt));
+    int8_t *got = malloc(n + guard);
+    cr_assert(got);
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, y, n + guard));
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n + guard; i++) {
+        int8_t want = i < n && i % (size_t)len == 0 ? (int8_t)(i / (size_t)len + 1) : 0;
+        if (got[i] != want && !bad++)
+            first = i;
+    }
+    cr_expect_eq(bad, 0, "%zu bytes wrong, the first at %zu (row %zu): %d", bad, first, first / (size_t)len, got[first]);
+    free(got);
+    tilec_rt_free(rt, dl);
+    tilec_rt_free(rt, y);
+    gk_free(&g);
+}
+
 /* Issue 21 item 1: the scans of tests/gpu/scans.tile against a CPU
  * reference in double: 8 results of an [R, C] tile per variant. */
 static double scan_ref(const float *x, int R, int C, int op, int i, int j)

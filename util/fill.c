@@ -114,5 +114,8 @@ fill_status fill_bits(tilec_dtype dt, const fill_value *v, uint64_t *bits)
     } else {
         *bits = dt == TILEC_DT_F16 ? fill_f16(f) : fill_bf16(f);
     }
-    return FILL_OK;
+    /* a finite value that becomes inf (rounded as a store rounds it) */
+    uint64_t mag = dt == TILEC_DT_F32 ? *bits & 0x7fffffffu : *bits & 0x7fffu;
+    uint64_t inf = dt == TILEC_DT_F32 ? 0x7f800000u : dt == TILEC_DT_F16 ? 0x7c00u : 0x7f80u;
+    return isfinite(d) && mag == inf ? FILL_OVERFLOW : FILL_OK;
 }

@@ -13,6 +13,7 @@ typedef enum {
     FILL_RANGE,       /* an integer outside the dtype */
     FILL_NOT_BOOL,    /* a number for bool */
     FILL_BOOL,        /* true/false for a number dtype */
+    FILL_OVERFLOW,    /* a finite number that rounds to inf in the dtype */
 } fill_status;
 
 /* A constant: a bool, an integer or a double (inf allowed). */

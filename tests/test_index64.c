@@ -1,0 +1,136 @@
+/* test_index64.c: the width of index arithmetic (lower/index64.c) on a
+ * corpus of spellings of one offset `o`: let-bound, inline, through where,
+ * cast, re-assignment, reductions and scans. A WIDE spelling can pass
+ * 2^31 - 1: its variable is declared long long, the kernel's comment says
+ * 64-bit, and nothing cuts a value back to int. A NARROW one is proven to
+ * fit and stays int. Every spelling compiles with NVRTC. (Issue 28 item 2.) */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+
+#include "helpers.h"
+#include "tilec/lower.h"
+
+enum { NARROW, WIDE };
+
+typedef struct spelling {
+    const char *body; /* the kernel's statements after `let i = range(B);` */
+    int want;
+    const char *var; /* the variable whose declaration is checked, or NULL */
+} spelling;
+
+static const spelling corpus[] = {
+    /* reductions: n elements of the operand */
+    {"let o = sum(i * 0 + stride, 0); store(out + o + i, load(x + i));", WIDE, "v_o"},
+    {"let o = sum(i[:, None] * 0 + stride + range(4)[None, :] * 0, 0); store(out + o, load(x + range(4)));",
+     WIDE, "v_o"},
+    {"let o = max(pid(0) * n + i, 0); store(out + o + i, load(x + i));", WIDE, "v_o"},
+    {"let o = min(pid(0) * n + i, 0); store(out + o + i, load(x + i));", WIDE, "v_o"},
+    {"store(out + sum(i * 0 + stride, 0) + i, load(x + i));", WIDE, NULL},
+    {"let o = cast(sum(i * 0 + stride, 0), i64); store(out + o + i, load(x + i));", WIDE, NULL},
+    /* scans */
+    {"let o = cumsum(load(offs + i), 0); store(out + o, load(x + i));", WIDE, "v_o"},
+    {"let o = cumsum(load(offs + i), 0, true); store(out + o, load(x + o));", WIDE, "v_o"},
+    {"let o = cumsum(pid(0) * n + i, 0); store(out + o, load(x + i));", WIDE, "v_o"},
+    {"let o = cummax(pid(0) * n + i, 0); store(out + o, load(x + i));", WIDE, "v_o"},
+    {"let o = cummin(pid(0) * n + i, 0, true, true); store(out + o, load(x + i));", WIDE, "v_o"},
+    {"let o = cumprod(i + 1, 0); store(out + o, load(x + i));", WIDE, "v_o"},
+    {"let o = scan(load(offs + i), 0, 0, a, b, a + b); store(out + o, load(x + i));", WIDE, "v_o"},
+    {"let o = scan(i, 0, 0, a, b, a * b + 1); store(out + o, load(x + i));", WIDE, "v_o"},
+    {"let base = pid(0) * n; let o = scan(i, 0, 0, a, b, a + b + base); store(out + o, load(x + i));", WIDE, "v_o"},
+    {"store(out + cumsum(load(offs + i), 0), load(x + i));", WIDE, NULL},
+    /* abs */
+    {"let o = abs(pid(0) * n + i); store(out + o, load(x + i));", WIDE, NULL},
+    {"store(out + abs(pid(0) * n + i), load(x + i));", WIDE, NULL},
+    /* through where, cast to i64, re-assignment */
+    {"let o = where(i < 4, cumsum(load(offs + i), 0), 0); store(out + o, load(x + i));", WIDE, "v_o"},
+    {"let o = where(i < 4, 0, abs(pid(0) * n + i)); store(out + o, load(x + i));", WIDE, NULL},
+    {"let o = cast(cumsum(load(offs + i), 0), i64); store(out + o, load(x + i));", WIDE, "v_o"},
+    {"let o = load(offs + i); o = cumsum(o, 0); store(out + o, load(x + i));", WIDE, "v_o"},
+    {"let o = i; o = sum(i * 0 + stride, 0) + i; store(out + o, load(x + i));", WIDE, "v_o"},
+    {"let s = cumsum(load(offs + i), 0); let o = s * 2; store(out + o, load(x + i));", WIDE, "v_o"},
+    /* proven to fit */
+    {"let o = sum(i, 0); store(out + o + i, load(x + i));", NARROW, "v_o"},
+    {"let o = cummax(load(offs + i), 0); store(out + o, load(x + i));", NARROW, "v_o"},
+    {"let o = argmax(load(offs + i), 0); store(out + o + i, load(x + i));", NARROW, "v_o"},
+    {"let o = abs(i - 64); store(out + o, load(x + i));", NARROW, NULL},
+    {"let o = scan(i, 0, 0, a, b, maximum(a, b)); store(out + o, load(x + i));", NARROW, "v_o"},
+    {"let o = cumsum(i < 4, 0); store(out + o, load(x + i));", NARROW, "v_o"},
+    /* data, not an offset: the language's i32 */
+    {"let o = cumsum(load(offs + i), 0); store(out + i, cast(o, f32));", NARROW, "v_o"},
+};
+
+static void free_ix(struct criterion_test_params *p) { cr_free(p->params); }
+
+/* Each case is an index into corpus (a test runs in a process of its own,
+ * where the table's pointers differ). */
+ParameterizedTestParameters(index64, corpus)
+{
+    size_t n = sizeof corpus / sizeof corpus[0];
+    size_t *ix = cr_malloc(n * sizeof *ix);
+    for (size_t i = 0; ix && i < n; i++)
+        ix[i] = i;
+    return cr_make_param_array(size_t, ix, ix ? n : 0, free_ix);
+}
+
+/* Whether the CUDA C declares var (an array or a scalar) with C type ct. */
+static int declares(const char *cu, const char *ct, const char *var)
+{
+    char want[3][96];
+    snprintf(want[0], sizeof want[0], " %s %s[", ct, var);
+    snprintf(want[1], sizeof want[1], " %s %s;", ct, var);
+    snprintf(want[2], sizeof want[2], " %s %s =", ct, var);
+    for (int i = 0; i < 3; i++)
+        if (strstr(cu, want[i]))
+            return 1;
+    return 0;
+}
+
+ParameterizedTest(size_t *ix, index64, corpus)
+{
+    const spelling *s = &corpus[*ix];
+    char src[1024];
+    snprintf(src, sizeof src,
+             "kernel k(x: *f32, out: *f32, n: i32, stride: i32, offs: *i32)\n"
+             "    grid (cdiv(n, 128))\n"
+             "    hints { B = 128 }\n"
+             "{\n"
+             "    let i = range(B);\n"
+             "    %s\n"
+             "}\n",
+             s->body);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "corpus.tile", src, strlen(src), &m), TILEC_OK, "%s", src);
+    membuf cu = {0};
+    cr_assert_eq(tilec_module_emit_cuda(ctx, m, membuf_sink(&cu)), TILEC_OK, "%s", s->body);
+    const char *body = strstr(cu.s, "/* indexing:");
+    cr_assert(body, "%s: no indexing comment", s->body);
+    if (s->want == WIDE) {
+        cr_expect(!strncmp(body, "/* indexing: 64-bit", 19), "%s: not reported 64-bit", s->body);
+        /* nothing computed in 64 bits is cut back: the only int
+         * conversions of the kernel are of threadIdx and blockIdx */
+        cr_expect(!strstr(body, "(int)(("), "%s: a value is cut to int:\n%s", s->body, body);
+        cr_expect(!strstr(body, " int tl_a ") && !strstr(body, " int tl_carry ") && !strstr(body, " int tl_sa"),
+                  "%s: a reduction or scan runs in int:\n%s", s->body, body);
+        if (s->var)
+            cr_expect(declares(body, "long long", s->var), "%s: %s is not declared long long:\n%s", s->body, s->var,
+                      body);
+    } else {
+        cr_expect(!strncmp(body, "/* indexing: 32-bit, every index", 32), "%s: not proven to fit:\n%s", s->body, body);
+        if (s->var)
+            cr_expect(declares(body, "int", s->var), "%s: %s is not declared int:\n%s", s->body, s->var, body);
+    }
+    /* and NVRTC takes it (no GPU needed) */
+    tilec_kernel_code code;
+    void *cubin = NULL;
+    size_t size = 0;
+    cr_expect_eq(tilec_compile_kernel(ctx, m, tilec_module_kernel(m, 0), 0, "sm_90", &code, &cubin, &size), TILEC_OK,
+                 "%s: NVRTC refuses it", s->body);
+    if (cubin) {
+        free(cubin);
+        tilec_kernel_code_free(&code);
+    }
+    free(cu.s);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
