@@ -24,15 +24,17 @@ GENFLAGS = -Wno-implicit-fallthrough -Wno-unused-parameter -Wno-unused-variable 
 
 # The CUDA toolkit (NVRTC and its headers): CUDA_HOME, else /usr/local/cuda.
 CUDA     ?= $(or $(CUDA_HOME),/usr/local/cuda)
-# NVRTC is a build prerequisite: say so at once, and how to point at it,
-# rather than fail on a missing header halfway through (docs/install.md).
-# Goals that build nothing (clean, deps, format, lint's setup) need no CUDA.
-CUDA_MISSING = $(if $(wildcard $(CUDA)/include/nvrtc.h),,include/nvrtc.h)$(if $(wildcard $(CUDA)/lib64/libnvrtc.so),, lib64/libnvrtc.so)
+# The toolkit's headers are a build prerequisite: say so at once, and how to
+# point at them, rather than fail on a missing header halfway through
+# (docs/install.md). NVRTC itself is loaded at run time (runtime/nvrtc.c),
+# not linked. Goals that build nothing (clean, deps, format, lint's setup)
+# need no CUDA.
+CUDA_MISSING = $(if $(wildcard $(CUDA)/include/nvrtc.h),,include/nvrtc.h)$(if $(wildcard $(CUDA)/include/cudaTypedefs.h),, include/cudaTypedefs.h)
 ifneq ($(CUDA_MISSING),)
 ifneq ($(filter-out clean deps format format-check lint uninstall,$(or $(MAKECMDGOALS),all)),)
 $(error no CUDA toolkit at $(CUDA) (missing $(strip $(CUDA_MISSING))): tilec compiles kernels with NVRTC. \
 Install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads) or point at one: \
-make CUDA_HOME=/path/to/cuda (the directory holding include/nvrtc.h and lib64/libnvrtc.so))
+make CUDA_HOME=/path/to/cuda (the directory holding include/nvrtc.h and include/cudaTypedefs.h))
 endif
 endif
 
@@ -40,7 +42,9 @@ endif
 # file; a new file needs no line here).
 LIB_DIRS = util dsl parser lower wrapper_ir emit_c emit_py runtime api
 LIB_SRC  = $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
-LIBS     = -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lpthread -lm
+# No -lnvrtc: NVRTC (like the driver) is loaded with dlopen when a kernel
+# is compiled, so the library and the command run without the toolkit.
+LIBS     = -ldl -lpthread -lm
 GEN_SRC  = $(BUILD)/gen/lexer.c $(BUILD)/gen/grammar.c $(BUILD)/gen/identity.c
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
 # The command: every .c file of cli/ (a subcommand is a file of its own).
@@ -231,7 +235,7 @@ $(BUILD)/tests/libplugin_demo_abi.so: tests/plugin_demo.c include/tilec/emitter.
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DPLUGIN_DEMO_ABI $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
 $(BUILD)/obj/tests/test_emit.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"'
-$(BUILD)/obj/tests/test_wrapper_run.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"' -DTILEC_CUDA='"$(CUDA)"' -DTILEC_SANFLAGS='"$(SANFLAGS)"'
+$(BUILD)/obj/tests/test_wrapper_run.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"' -DTILEC_SANFLAGS='"$(SANFLAGS)"'
 $(BUILD)/tests/test_wrapper_run: $(BUILD)/obj/tests/test_wrapper_run.o $(LIBA) | $(FAKECUDA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
@@ -322,7 +326,7 @@ HEADERS     = $(notdir $(wildcard include/tilec/*.h))
 $(PCFILE): tools/tilec.pc.in
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-	    -e 's|@VERSION@|$(VERSION)|' -e 's|@CUDALIB@|$(CUDA)/lib64|g' $< > $@
+	    -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 install: $(LIBA) $(LIBSO) $(TILEC) $(PCFILE)
 	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR)/tilec $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
