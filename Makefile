@@ -371,15 +371,24 @@ PYFAKE = $(if $(SANITIZE),echo "tests/python/test_fake.py: run by the plain buil
 symbols: all
 	@echo "== tools/symbols.py" && python3 tools/symbols.py $(BUILD)/obj
 
+# Every test runs with TMPDIR set to this run's own directory (made empty
+# first): what a test leaves there fails the run, named, so each test
+# removes what it makes; a failed run's leftovers stay under $(BUILD), not
+# in /tmp, until the next run.
+TEST_TMP = $(abspath $(BUILD))/test-tmp
 test-run: layers all symbols $(TESTS)
-	@set -e; for t in $(TESTS); do echo "== $$t"; $$t --jobs 2; done
-	@echo "== generated kernels through every stage" && tools/gen_nvrtc.sh $(BUILD) 40
+	@rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
+	@set -e; export TMPDIR=$(TEST_TMP); for t in $(TESTS); do echo "== $$t"; $$t --jobs 2; done
+	@echo "== generated kernels through every stage" && TMPDIR=$(TEST_TMP) tools/gen_nvrtc.sh $(BUILD) 40
 	@echo "== examples/*.tile as one module (bench/runtime and bench/cache build them so)" && \
 	    cat examples/*.tile > $(BUILD)/all_examples.tile && $(TILEC) $(BUILD)/all_examples.tile --check
-	@echo "== tests/python" && python3 tests/python/test_cpu.py -q && $(PYFAKE) && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 tests/python/test_symbols.py -q && python3 -m py_compile python/tilec/*.py
-	@if [ "$(SANITIZE)" = 1 ]; then echo "== install tests: not under the sanitizers (make test runs them)"; \
+	@export TMPDIR=$(TEST_TMP); echo "== tests/python" && python3 tests/python/test_cpu.py -q && $(PYFAKE) && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 tests/python/test_symbols.py -q && python3 tests/python/test_docs.py -q && python3 -m py_compile python/tilec/*.py
+	@export TMPDIR=$(TEST_TMP); if [ "$(SANITIZE)" = 1 ]; then echo "== install tests: not under the sanitizers (make test runs them)"; \
 	else echo "== tests/install_test.sh" && tests/install_test.sh $(BUILD) && \
 	echo "== tests/python/test_install.py" && python3 tests/python/test_install.py -q; fi
+	@left=$$(ls -A $(TEST_TMP)); if [ -n "$$left" ]; then \
+	    echo "make test: the tests left these in $(TEST_TMP) (a test removes what it makes):" $$left >&2; exit 1; fi
+	@rmdir $(TEST_TMP)
 	@echo "all test suites passed"
 
 asan: deps

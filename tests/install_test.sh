@@ -10,7 +10,7 @@ set -eu
 BUILD=${1:-build}
 MAKE=${MAKE:-make}
 root=$(pwd)
-t=$(mktemp -d /tmp/tilec_install_XXXXXX)
+t=$(mktemp -d "${TMPDIR:-/tmp}/tilec_install_XXXXXX")
 trap 'rm -rf "$t"' EXIT
 fail() { echo "install_test: FAIL: $*" >&2; exit 1; }
 
