@@ -365,7 +365,7 @@ layers:
 
 # The package on the fake driver, with and without its extension; not in
 # the ASan build (Python cannot load ASan-instrumented libraries).
-PYFAKE = $(if $(SANITIZE),echo "tests/python/test_fake.py: run by the plain build's make test",BUILD=$(BUILD) python3 tests/python/test_fake.py -q && BUILD=$(BUILD) TILEC_NO_NATIVE=1 python3 tests/python/test_fake.py -q)
+PYFAKE = $(if $(SANITIZE),echo "tests/python/test_fake.py, test_docs.py: run by the plain build's make test",BUILD=$(BUILD) python3 tests/python/test_fake.py -q && BUILD=$(BUILD) TILEC_NO_NATIVE=1 python3 tests/python/test_fake.py -q && BUILD=$(BUILD) python3 tests/python/test_docs.py -q)
 # The same check on symbols, after the build: no object uses a symbol that
 # a folder it may not include defines, and the folders form no circle.
 symbols: all
@@ -382,7 +382,7 @@ test-run: layers all symbols $(TESTS)
 	@echo "== generated kernels through every stage" && TMPDIR=$(TEST_TMP) tools/gen_nvrtc.sh $(BUILD) 40
 	@echo "== examples/*.tile as one module (bench/runtime and bench/cache build them so)" && \
 	    cat examples/*.tile > $(BUILD)/all_examples.tile && $(TILEC) $(BUILD)/all_examples.tile --check
-	@export TMPDIR=$(TEST_TMP); echo "== tests/python" && python3 tests/python/test_cpu.py -q && $(PYFAKE) && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 tests/python/test_symbols.py -q && python3 tests/python/test_docs.py -q && python3 -m py_compile python/tilec/*.py
+	@export TMPDIR=$(TEST_TMP); echo "== tests/python" && python3 tests/python/test_cpu.py -q && $(PYFAKE) && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 tests/python/test_symbols.py -q && python3 -m py_compile python/tilec/*.py
 	@export TMPDIR=$(TEST_TMP); if [ "$(SANITIZE)" = 1 ]; then echo "== install tests: not under the sanitizers (make test runs them)"; \
 	else echo "== tests/install_test.sh" && tests/install_test.sh $(BUILD) && \
 	echo "== tests/python/test_install.py" && python3 tests/python/test_install.py -q; fi

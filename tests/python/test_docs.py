@@ -19,7 +19,8 @@ import unittest
 from scratch import scratch_dir  # tests/python/scratch.py
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-FAKE = os.path.join(ROOT, os.environ.get("BUILD", "build"), "tests", "libfakecuda.so")
+BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
+FAKE = os.path.join(BUILD, "tests", "libfakecuda.so")
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
 GIVEN = re.compile(r"^#\s*given:\s*(.*)$", re.M)
 
@@ -94,6 +95,7 @@ class DocSnippetTests(unittest.TestCase):
             with self.subTest(where):
                 self.assertTrue(os.path.exists(FAKE), f"build {FAKE} first (make test does)")
                 env = dict(os.environ, TILEC_CUDA_DRIVER=FAKE, PYTHONPATH=os.path.join(ROOT, "python"),
+                           TILEC_LIB=os.path.join(BUILD, "lib", "libtilec.so"),
                            TILEC_CACHE_DIR=scratch_dir("tilec_docs_cache_"))
                 r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True)
