@@ -24,15 +24,17 @@ GENFLAGS = -Wno-implicit-fallthrough -Wno-unused-parameter -Wno-unused-variable 
 
 # The CUDA toolkit (NVRTC and its headers): CUDA_HOME, else /usr/local/cuda.
 CUDA     ?= $(or $(CUDA_HOME),/usr/local/cuda)
-# NVRTC is a build prerequisite: say so at once, and how to point at it,
-# rather than fail on a missing header halfway through (docs/install.md).
-# Goals that build nothing (clean, deps, format, lint's setup) need no CUDA.
-CUDA_MISSING = $(if $(wildcard $(CUDA)/include/nvrtc.h),,include/nvrtc.h)$(if $(wildcard $(CUDA)/lib64/libnvrtc.so),, lib64/libnvrtc.so)
+# The toolkit's headers are a build prerequisite: say so at once, and how to
+# point at them, rather than fail on a missing header halfway through
+# (docs/install.md). NVRTC itself is loaded at run time (runtime/nvrtc.c),
+# not linked. Goals that build nothing (clean, deps, format, lint's setup)
+# need no CUDA.
+CUDA_MISSING = $(if $(wildcard $(CUDA)/include/nvrtc.h),,include/nvrtc.h)$(if $(wildcard $(CUDA)/include/cudaTypedefs.h),, include/cudaTypedefs.h)
 ifneq ($(CUDA_MISSING),)
 ifneq ($(filter-out clean deps format format-check lint uninstall,$(or $(MAKECMDGOALS),all)),)
 $(error no CUDA toolkit at $(CUDA) (missing $(strip $(CUDA_MISSING))): tilec compiles kernels with NVRTC. \
 Install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads) or point at one: \
-make CUDA_HOME=/path/to/cuda (the directory holding include/nvrtc.h and lib64/libnvrtc.so))
+make CUDA_HOME=/path/to/cuda (the directory holding include/nvrtc.h and include/cudaTypedefs.h))
 endif
 endif
 
@@ -40,7 +42,9 @@ endif
 # file; a new file needs no line here).
 LIB_DIRS = util dsl parser lower wrapper_ir emit_c emit_py runtime api
 LIB_SRC  = $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
-LIBS     = -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lpthread -lm
+# No -lnvrtc: NVRTC (like the driver) is loaded with dlopen when a kernel
+# is compiled, so the library and the command run without the toolkit.
+LIBS     = -ldl -lpthread -lm
 GEN_SRC  = $(BUILD)/gen/lexer.c $(BUILD)/gen/grammar.c $(BUILD)/gen/identity.c
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
 # The command: every .c file of cli/ (a subcommand is a file of its own).
@@ -231,7 +235,7 @@ $(BUILD)/tests/libplugin_demo_abi.so: tests/plugin_demo.c include/tilec/emitter.
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DPLUGIN_DEMO_ABI $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
 $(BUILD)/obj/tests/test_emit.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"'
-$(BUILD)/obj/tests/test_wrapper_run.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"' -DTILEC_CUDA='"$(CUDA)"' -DTILEC_SANFLAGS='"$(SANFLAGS)"'
+$(BUILD)/obj/tests/test_wrapper_run.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"' -DTILEC_SANFLAGS='"$(SANFLAGS)"'
 $(BUILD)/tests/test_wrapper_run: $(BUILD)/obj/tests/test_wrapper_run.o $(LIBA) | $(FAKECUDA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
@@ -322,7 +326,7 @@ HEADERS     = $(notdir $(wildcard include/tilec/*.h))
 $(PCFILE): tools/tilec.pc.in
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-	    -e 's|@VERSION@|$(VERSION)|' -e 's|@CUDALIB@|$(CUDA)/lib64|g' $< > $@
+	    -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 install: $(LIBA) $(LIBSO) $(TILEC) $(PCFILE)
 	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR)/tilec $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
@@ -361,7 +365,7 @@ layers:
 
 # The package on the fake driver, with and without its extension; not in
 # the ASan build (Python cannot load ASan-instrumented libraries).
-PYFAKE = $(if $(SANITIZE),echo "tests/python/test_fake.py: run by the plain build's make test",BUILD=$(BUILD) python3 tests/python/test_fake.py -q && BUILD=$(BUILD) TILEC_NO_NATIVE=1 python3 tests/python/test_fake.py -q)
+PYFAKE = $(if $(SANITIZE),echo "tests/python/test_fake.py, test_docs.py: run by the plain build's make test",BUILD=$(BUILD) python3 tests/python/test_fake.py -q && BUILD=$(BUILD) TILEC_NO_NATIVE=1 python3 tests/python/test_fake.py -q && BUILD=$(BUILD) python3 tests/python/test_docs.py -q)
 # The same check on symbols, after the build: no object uses a symbol that
 # a folder it may not include defines, and the folders form no circle.
 symbols: all
@@ -378,15 +382,24 @@ clang-check: all
 	    printf '%s\n' $(CLANG_SRC) | xargs -P 2 -n 8 $(CLANG) -fsyntax-only $(CPPFLAGS) -I$(CUDA)/include -std=c11 $(WARN); \
 	else echo "== clang-check: no $(CLANG), skipped"; fi
 
+# Every test runs with TMPDIR set to this run's own directory (made empty
+# first): what a test leaves there fails the run, named, so each test
+# removes what it makes; a failed run's leftovers stay under $(BUILD), not
+# in /tmp, until the next run.
+TEST_TMP = $(abspath $(BUILD))/test-tmp
 test-run: layers all symbols clang-check $(TESTS)
-	@set -e; for t in $(TESTS); do echo "== $$t"; $$t --jobs 2; done
-	@echo "== generated kernels through every stage" && tools/gen_nvrtc.sh $(BUILD) 40
+	@rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
+	@set -e; export TMPDIR=$(TEST_TMP); for t in $(TESTS); do echo "== $$t"; $$t --jobs 2; done
+	@echo "== generated kernels through every stage" && TMPDIR=$(TEST_TMP) tools/gen_nvrtc.sh $(BUILD) 40
 	@echo "== examples/*.tile as one module (bench/runtime and bench/cache build them so)" && \
 	    cat examples/*.tile > $(BUILD)/all_examples.tile && $(TILEC) $(BUILD)/all_examples.tile --check
-	@echo "== tests/python" && python3 tests/python/test_cpu.py -q && $(PYFAKE) && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 tests/python/test_symbols.py -q && python3 -m py_compile python/tilec/*.py
-	@if [ "$(SANITIZE)" = 1 ]; then echo "== install tests: not under the sanitizers (make test runs them)"; \
+	@export TMPDIR=$(TEST_TMP); echo "== tests/python" && python3 tests/python/test_cpu.py -q && $(PYFAKE) && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 tests/python/test_symbols.py -q && python3 -m py_compile python/tilec/*.py
+	@export TMPDIR=$(TEST_TMP); if [ "$(SANITIZE)" = 1 ]; then echo "== install tests: not under the sanitizers (make test runs them)"; \
 	else echo "== tests/install_test.sh" && tests/install_test.sh $(BUILD) && \
 	echo "== tests/python/test_install.py" && python3 tests/python/test_install.py -q; fi
+	@left=$$(ls -A $(TEST_TMP)); if [ -n "$$left" ]; then \
+	    echo "make test: the tests left these in $(TEST_TMP) (a test removes what it makes):" $$left >&2; exit 1; fi
+	@rmdir $(TEST_TMP)
 	@echo "all test suites passed"
 
 asan: deps

@@ -1,7 +1,12 @@
 /* nvrtc.c: the compile service: CUDA C++ source to CUBIN through NVRTC,
- * with options fixed per call. Needs no GPU and no driver; no globals. */
+ * with options fixed per call. Needs no GPU and no driver. NVRTC is not
+ * linked: it is loaded with dlopen on the first call that needs it (one
+ * table of entry points for the process, filled once), so everything but
+ * compiling works on a machine without the CUDA toolkit. */
 #define _DEFAULT_SOURCE /* wait4 */
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +33,111 @@
 #endif
 
 enum { NV_FIXED_OPTS = 5, NV_PATH_MAX = 4096 };
+
+/* ---- loading NVRTC ----
+ * $TILEC_NVRTC (a path or a library name) alone when set; else the
+ * sonames of the majors whose API this file uses through the loader's
+ * search (LD_LIBRARY_PATH, ld.so.cache), then lib64/ and lib/ of each
+ * CUDA home ($TILEC_CUDA_HOME, $CUDA_HOME, $CUDA_PATH, the build's
+ * default). The types come from nvrtc.h; no symbol of it is linked. */
+#define NV_CALLS(X)                                                                                                   \
+    X(GetErrorString)                                                                                                 \
+    X(Version)                                                                                                        \
+    X(GetNumSupportedArchs)                                                                                           \
+    X(GetSupportedArchs)                                                                                              \
+    X(CreateProgram)                                                                                                  \
+    X(DestroyProgram)                                                                                                 \
+    X(CompileProgram)                                                                                                 \
+    X(GetCUBINSize)                                                                                                   \
+    X(GetCUBIN)                                                                                                       \
+    X(GetProgramLogSize)                                                                                              \
+    X(GetProgramLog)
+
+static struct nv_api {
+#define X(name) __typeof__(&nvrtc##name) name;
+    NV_CALLS(X)
+#undef X
+    void *lib;
+    char error[1536]; /* why it could not be loaded ("" when it was) */
+} nv;
+static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
+
+static const char *const nv_sonames[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+
+/* dlopen name; on success resolve every entry point into nv (1), else
+ * note why in last (0). */
+static int nv_open(const char *name, char *last, size_t size)
+{
+    void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (!lib) {
+        const char *why = dlerror();
+        snprintf(last, size, "%s", why ? why : name);
+        return 0;
+    }
+#define X(fn)                                                                                                         \
+    {                                                                                                                 \
+        void *sym = dlsym(lib, "nvrtc" #fn);                                                                          \
+        if (!sym) {                                                                                                   \
+            snprintf(last, size, "%s has no nvrtc" #fn " (NVRTC 12 or newer needed)", name);                         \
+            dlclose(lib);                                                                                             \
+            return 0;                                                                                                 \
+        }                                                                                                             \
+        memcpy(&nv.fn, &sym, sizeof sym);                                                                             \
+    }
+    NV_CALLS(X)
+#undef X
+    nv.lib = lib;
+    return 1;
+}
+
+static void nv_load_once(void)
+{
+    char last[1024] = "";
+    const char *forced = getenv("TILEC_NVRTC");
+    if (forced && *forced) {
+        if (!nv_open(forced, last, sizeof last))
+            snprintf(nv.error, sizeof nv.error,
+                     "NVRTC could not be loaded from TILEC_NVRTC=%s (%s): point TILEC_NVRTC at the CUDA "
+                     "toolkit's libnvrtc.so, or unset it to search the usual places",
+                     forced, last);
+        return;
+    }
+    for (size_t i = 0; i < sizeof nv_sonames / sizeof nv_sonames[0]; i++)
+        if (nv_open(nv_sonames[i], last, sizeof last))
+            return;
+    const char *homes[] = {getenv("TILEC_CUDA_HOME"), getenv("CUDA_HOME"), getenv("CUDA_PATH"), TILEC_CUDA_HOME};
+    char tried[512] = "", path[NV_PATH_MAX];
+    size_t at = 0;
+    for (size_t h = 0; h < sizeof homes / sizeof homes[0]; h++) {
+        if (!homes[h] || !*homes[h])
+            continue;
+        if (at < sizeof tried)
+            at += (size_t)snprintf(tried + at, sizeof tried - at, ", %s/lib64", homes[h]);
+        for (size_t d = 0; d < 2; d++)
+            for (size_t i = 0; i < sizeof nv_sonames / sizeof nv_sonames[0]; i++) {
+                int n = snprintf(path, sizeof path, "%s/%s/%s", homes[h], d ? "lib" : "lib64", nv_sonames[i]);
+                if (n > 0 && (size_t)n < sizeof path && access(path, F_OK) == 0 && nv_open(path, last, sizeof last))
+                    return;
+            }
+    }
+    snprintf(nv.error, sizeof nv.error,
+             "NVRTC not found (tried libnvrtc.so.13, libnvrtc.so.12 and libnvrtc.so on the library path%s; last "
+             "error: %s): compiling kernels needs the CUDA toolkit's NVRTC (12 or 13); install it, or set "
+             "TILEC_NVRTC to the path of libnvrtc.so (or TILEC_CUDA_HOME to the toolkit)",
+             tried, last);
+}
+
+/* NULL when NVRTC is loaded, else why it is not (the same text each time). */
+static const char *nv_load(void)
+{
+    pthread_once(&nv_once, nv_load_once);
+    return nv.lib ? NULL : nv.error;
+}
+
+const char *tilec_nvrtc_load_error(void)
+{
+    return nv_load();
+}
 
 /* Set *log to a malloc'd formatted message (when log is not NULL). */
 static void log_printf(char **log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -129,7 +239,9 @@ tilec_rt_status tilec_nvrtc_version(int *major, int *minor)
 {
     if (!major || !minor)
         return TILEC_RT_INVALID_ARG;
-    return nvrtcVersion(major, minor) == NVRTC_SUCCESS ? TILEC_RT_OK : TILEC_RT_COMPILE_ERROR;
+    if (nv_load())
+        return TILEC_RT_COMPILE_ERROR;
+    return nv.Version(major, minor) == NVRTC_SUCCESS ? TILEC_RT_OK : TILEC_RT_COMPILE_ERROR;
 }
 
 tilec_rt_status tilec_nvrtc_arch_supported(const char *arch, char *known, size_t size)
@@ -137,8 +249,10 @@ tilec_rt_status tilec_nvrtc_arch_supported(const char *arch, char *known, size_t
     if (known && size)
         known[0] = 0;
     int n = 0, list[128];
-    if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0 || n > 128 ||
-        nvrtcGetSupportedArchs(list) != NVRTC_SUCCESS)
+    if (nv_load())
+        return TILEC_RT_COMPILE_ERROR;
+    if (nv.GetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0 || n > 128 ||
+        nv.GetSupportedArchs(list) != NVRTC_SUCCESS)
         return TILEC_RT_COMPILE_ERROR;
     int number = arch && arch_ok(arch) ? atoi(arch + 3) : -1, found = 0;
     size_t at = 0;
@@ -155,12 +269,12 @@ tilec_rt_status tilec_nvrtc_arch_supported(const char *arch, char *known, size_t
 static char *program_log(nvrtcProgram prog)
 {
     size_t n = 0;
-    if (nvrtcGetProgramLogSize(prog, &n) != NVRTC_SUCCESS || n == 0)
+    if (nv.GetProgramLogSize(prog, &n) != NVRTC_SUCCESS || n == 0)
         return NULL;
     char *s = malloc(n + 1);
     if (!s)
         return NULL;
-    if (nvrtcGetProgramLog(prog, s) != NVRTC_SUCCESS) {
+    if (nv.GetProgramLog(prog, s) != NVRTC_SUCCESS) {
         free(s);
         return NULL;
     }
@@ -206,6 +320,11 @@ tilec_rt_status tilec_nvrtc_compile(const char *source, const char *program_name
         return TILEC_RT_INVALID_ARG;
     }
     const char *name = program_name && *program_name ? program_name : "kernel.cu";
+    const char *missing = nv_load();
+    if (missing) {
+        log_printf(log, "%s: %s\n", name, missing);
+        return TILEC_RT_COMPILE_ERROR;
+    }
 
     char arch_opt[64], inc_dir[NV_PATH_MAX], inc_opt[NV_PATH_MAX + 3];
     snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", arch);
@@ -221,13 +340,13 @@ tilec_rt_status tilec_nvrtc_compile(const char *source, const char *program_name
         opts[n++] = extra_options[i];
 
     nvrtcProgram prog = NULL;
-    nvrtcResult r = nvrtcCreateProgram(&prog, source, name, 0, NULL, NULL);
+    nvrtcResult r = nv.CreateProgram(&prog, source, name, 0, NULL, NULL);
     if (r != NVRTC_SUCCESS) {
         free(opts);
-        log_printf(log, "%s: nvrtcCreateProgram: %s\n", name, nvrtcGetErrorString(r));
+        log_printf(log, "%s: nvrtcCreateProgram: %s\n", name, nv.GetErrorString(r));
         return r == NVRTC_ERROR_OUT_OF_MEMORY ? TILEC_RT_NOMEM : TILEC_RT_COMPILE_ERROR;
     }
-    r = nvrtcCompileProgram(prog, n, opts);
+    r = nv.CompileProgram(prog, n, opts);
     free(opts);
     char *text = program_log(prog);
     tilec_rt_status st = TILEC_RT_OK;
@@ -241,18 +360,18 @@ tilec_rt_status tilec_nvrtc_compile(const char *source, const char *program_name
         if (r == NVRTC_ERROR_COMPILATION && !blank(text))
             log_printf(log, "%s%s", text, hint);
         else
-            log_printf(log, "%s: nvrtcCompileProgram: %s\n%s%s", name, nvrtcGetErrorString(r), text ? text : "",
+            log_printf(log, "%s: nvrtcCompileProgram: %s\n%s%s", name, nv.GetErrorString(r), text ? text : "",
                        hint);
     } else {
         size_t size = 0;
         void *bin = NULL;
-        r = nvrtcGetCUBINSize(prog, &size);
+        r = nv.GetCUBINSize(prog, &size);
         if (r == NVRTC_SUCCESS && size > 0 && (bin = malloc(size)) != NULL)
-            r = nvrtcGetCUBIN(prog, bin);
+            r = nv.GetCUBIN(prog, bin);
         if (r != NVRTC_SUCCESS || size == 0 || !bin) {
             free(bin);
             st = !bin && r == NVRTC_SUCCESS && size > 0 ? TILEC_RT_NOMEM : TILEC_RT_COMPILE_ERROR;
-            log_printf(log, "%s: nvrtcGetCUBIN for %s: %s (%zu bytes)\n", name, arch, nvrtcGetErrorString(r),
+            log_printf(log, "%s: nvrtcGetCUBIN for %s: %s (%zu bytes)\n", name, arch, nv.GetErrorString(r),
                        size);
         } else {
             *cubin = bin;
@@ -264,7 +383,7 @@ tilec_rt_status tilec_nvrtc_compile(const char *source, const char *program_name
         }
     }
     free(text);
-    nvrtcDestroyProgram(&prog);
+    nv.DestroyProgram(&prog);
     return st;
 }
 
@@ -289,6 +408,10 @@ tilec_rt_status tilec_nvrtc_compile_isolated(const char *source, const char *pro
     }
     *cubin = NULL;
     *cubin_size = 0;
+    /* loaded here, not first in the child: a dlopen between fork and exec
+     * of a threaded process may find the loader's lock held */
+    if (nv_load())
+        return tilec_nvrtc_compile(source, program_name, arch, extra_options, nopts, cubin, cubin_size, log);
     int fds[2];
     if (pipe(fds) != 0)
         return tilec_nvrtc_compile(source, program_name, arch, extra_options, nopts, cubin, cubin_size, log);

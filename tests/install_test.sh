@@ -10,7 +10,7 @@ set -eu
 BUILD=${1:-build}
 MAKE=${MAKE:-make}
 root=$(pwd)
-t=$(mktemp -d /tmp/tilec_install_XXXXXX)
+t=$(mktemp -d "${TMPDIR:-/tmp}/tilec_install_XXXXXX")
 trap 'rm -rf "$t"' EXIT
 fail() { echo "install_test: FAIL: $*" >&2; exit 1; }
 
@@ -44,11 +44,32 @@ grep -qx "Version: $version" "$p/lib/pkgconfig/tilec.pc" || fail "tilec.pc has n
 grep -q "tilec $version" "$p/share/man/man1/tilec.1" || fail "the man page has no version"
 [ "$("$p/bin/tilec" --version)" = "tilec $version" ] || fail "tilec --version"
 
+# NVRTC is loaded when a kernel is compiled, not linked: no NEEDED entry
+# and no run path into the toolkit; without it (TILEC_NVRTC naming a file
+# that is not there) the command's version and checks work, and a compile
+# says what is missing and what to set
+for f in "$p/bin/tilec" "$p/lib/libtilec.so.$version"; do
+    if readelf -d "$f" | grep -q "NEEDED.*libnvrtc"; then fail "$f links libnvrtc"; fi
+    if readelf -d "$f" | grep -q -E "R(UN)?PATH"; then fail "$f has a run path: $(readelf -d "$f" | grep PATH)"; fi
+done
+nonv="$t/no-cuda/lib64/libnvrtc.so.13"
+[ "$(TILEC_NVRTC=$nonv "$p/bin/tilec" --version)" = "tilec $version" ] || fail "tilec --version without NVRTC"
+TILEC_NVRTC=$nonv "$p/bin/tilec" examples/softmax.tile examples/e2e.tile --check || fail "tilec --check without NVRTC"
+TILEC_NVRTC=$nonv "$p/bin/tilec" examples/e2e.tile --emit c -o "$t/gen-nonv" || fail "tilec --emit c without NVRTC"
+if TILEC_NVRTC=$nonv "$p/bin/tilec" examples/softmax.tile --emit cubin --no-cache -o "$t/cubin-nonv" 2>"$t/nonv.err"; then
+    fail "tilec --emit cubin without NVRTC succeeded"
+fi
+grep -q "NVRTC could not be loaded from TILEC_NVRTC=$nonv (.*No such file" "$t/nonv.err" ||
+    fail "tilec --emit cubin without NVRTC does not say so: $(head -3 "$t/nonv.err")"
+
 # no run path or text path into the build tree in any installed file
 for f in "$p/bin/tilec" "$p/lib/libtilec.so.$version"; do
     if readelf -d "$f" | grep -E "R(UN)?PATH" | grep -q -e "$root" -e "$BUILD"; then fail "$f has a run path into the build tree"; fi
 done
-if grep -rl "$root" "$p/lib/pkgconfig" "$p/include" "$p/share" >/dev/null 2>&1; then fail "an installed text file names $root"; fi
+# (the prefix itself may lie under the tree: make test's TMPDIR is build/test-tmp)
+if grep -r "$root" "$p/lib/pkgconfig" "$p/include" "$p/share" 2>/dev/null | grep -v "$p" >/dev/null; then
+    fail "an installed text file names $root"
+fi
 
 # only the public API leaves the shared library
 nm -D --defined-only "$p/lib/libtilec.so.$version" | awk '{print $3}' >"$t/exports"
@@ -100,7 +121,7 @@ $MAKE --no-print-directory -s BUILD="$BUILD" PREFIX=/usr DESTDIR="$t/stage" unin
 [ -z "$(find "$t/stage" \( -type f -o -type l \))" ] || fail "make uninstall DESTDIR left files"
 # no CUDA toolkit: make says so at once, and how to point at one
 if out=$(env -u MAKEFLAGS -u MFLAGS -u CUDA CUDA_HOME="$t/no-cuda" $MAKE -n all 2>&1); then fail "make without CUDA went on"; fi
-echo "$out" | grep -q "no CUDA toolkit at $t/no-cuda (missing include/nvrtc.h lib64/libnvrtc.so): tilec compiles kernels with NVRTC" ||
+echo "$out" | grep -q "no CUDA toolkit at $t/no-cuda (missing include/nvrtc.h include/cudaTypedefs.h): tilec compiles kernels with NVRTC" ||
     fail "make without CUDA: $out"
 echo "$out" | grep -q "make CUDA_HOME=/path/to/cuda" || fail "make without CUDA does not say how: $out"
 

@@ -233,6 +233,60 @@ Test(nvrtc, bad_option_log, .timeout = 120)
     free(log);
 }
 
+/* NVRTC is loaded at run time, not linked (each test runs in a process of
+ * its own, so TILEC_NVRTC set here is what the first load sees). */
+static void expect_no_nvrtc(const char *want)
+{
+    const char *why = tilec_nvrtc_load_error();
+    cr_assert_not_null(why, "NVRTC loaded though TILEC_NVRTC=%s", getenv("TILEC_NVRTC"));
+    cr_expect(strstr(why, want), "%s", why);
+    int maj = -1, min = -1;
+    cr_expect_eq(tilec_nvrtc_version(&maj, &min), TILEC_RT_COMPILE_ERROR);
+    cr_expect_eq(tilec_nvrtc_arch_supported("sm_90", NULL, 0), TILEC_RT_COMPILE_ERROR);
+    void *bin = NULL;
+    size_t size = 0;
+    char *log = NULL;
+    cr_assert_eq(tilec_nvrtc_compile("__global__ void k() {}\n", "k.cu", "sm_90", NULL, 0, &bin, &size, &log),
+                 TILEC_RT_COMPILE_ERROR);
+    cr_expect_null(bin);
+    cr_assert_not_null(log);
+    cr_expect(strncmp(log, "k.cu: ", 6) == 0 && strstr(log, want) && strstr(log, "TILEC_NVRTC"), "%s", log);
+    free(log);
+    log = NULL;
+    cr_assert_eq(tilec_nvrtc_compile_isolated("__global__ void k() {}\n", "k.cu", "sm_90", NULL, 0, &bin, &size, &log),
+                 TILEC_RT_COMPILE_ERROR);
+    cr_assert_not_null(log);
+    cr_expect(strstr(log, want), "%s", log);
+    free(log);
+}
+
+Test(nvrtc_load, a_missing_library_is_named)
+{
+    setenv("TILEC_NVRTC", "/nonexistent/libnvrtc.so.13", 1);
+    expect_no_nvrtc("NVRTC could not be loaded from TILEC_NVRTC=/nonexistent/libnvrtc.so.13 (");
+}
+
+Test(nvrtc_load, a_library_that_is_not_nvrtc_is_refused)
+{
+    setenv("TILEC_NVRTC", "libm.so.6", 1);
+    expect_no_nvrtc("libm.so.6 has no nvrtcGetErrorString (NVRTC 12 or newer needed)");
+}
+
+Test(nvrtc_load, found_without_a_run_path, .timeout = 120)
+{
+    unsetenv("TILEC_NVRTC");
+    /* nothing links libnvrtc: it is found by the search (ld.so.cache or a
+     * CUDA home), loaded on first use */
+    void *pre = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_NOLOAD);
+    cr_expect_null(pre, "libnvrtc is loaded before any NVRTC call: it is linked");
+    if (pre)
+        dlclose(pre);
+    cr_assert_null(tilec_nvrtc_load_error(), "%s", tilec_nvrtc_load_error());
+    int maj = 0, min = 0;
+    cr_assert_eq(tilec_nvrtc_version(&maj, &min), TILEC_RT_OK);
+    cr_expect_geq(maj, 12);
+}
+
 Test(nvrtc, bad_arguments)
 {
     void *bin = NULL;

@@ -22,9 +22,6 @@
 #ifndef TILEC_BUILD
 #define TILEC_BUILD "build"
 #endif
-#ifndef TILEC_CUDA
-#define TILEC_CUDA "/usr/local/cuda"
-#endif
 #ifndef TILEC_SANFLAGS
 #define TILEC_SANFLAGS "" /* the sanitizers libtilec.a was built with: the runner links them too */
 #endif
@@ -72,8 +69,8 @@ static void link_runner(const char *dir, const char *name)
     char *out = NULL;
     int st = sh(&out,
                 "%s -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror %s -Iinclude -Itests -I%s "
-                "-o %s/run %s/%s.c %s/main.c %s/lib/libtilec.a -L%s/lib64 -Wl,-rpath,%s/lib64 -lnvrtc -ldl -lpthread -lm",
-                cc && *cc ? cc : "cc", TILEC_SANFLAGS, dir, dir, dir, name, dir, TILEC_BUILD, TILEC_CUDA, TILEC_CUDA);
+                "-o %s/run %s/%s.c %s/main.c %s/lib/libtilec.a -ldl -lpthread -lm",
+                cc && *cc ? cc : "cc", TILEC_SANFLAGS, dir, dir, dir, name, dir, TILEC_BUILD);
     cr_assert_eq(st, 0, "the wrapper does not build:\n%s", out);
     free(out);
 }
@@ -520,11 +517,9 @@ Test(wrapper_run, cuda_graph_mode_replays_a_known_call_and_records_a_new_one, .t
     char *out = NULL;
     int st = sh(&out,
                 "%s -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror %s -Iinclude -Itests -I%s "
-                "-o %s/run %s/twice.c %s/filled.c %s/same.c %s/sev.c %s/main.c %s/lib/libtilec.a -L%s/lib64 -Wl,-rpath,%s/lib64 "
-                "-lnvrtc "
+                "-o %s/run %s/twice.c %s/filled.c %s/same.c %s/sev.c %s/main.c %s/lib/libtilec.a "
                 "-ldl -lpthread -lm",
-                cc && *cc ? cc : "cc", TILEC_SANFLAGS, dir, dir, dir, dir, dir, dir, dir, TILEC_BUILD, TILEC_CUDA,
-                TILEC_CUDA);
+                cc && *cc ? cc : "cc", TILEC_SANFLAGS, dir, dir, dir, dir, dir, dir, dir, TILEC_BUILD);
     cr_assert_eq(st, 0, "the wrappers do not build:\n%s", out);
     free(out);
     out = run(dir, 0);

@@ -41,6 +41,19 @@ if [ -n "$optional" ] && [ "$mode" = install ]; then
         echo "tilec: optional packages missing:$optional (the remote cache tier's tests skip; sudo apt-get install$optional)" >&2
     fi
 fi
+# The Python build frontend tests/python/test_install.py runs (`python3 -m
+# build`): Debian's python3-build for Debian's own python3, else from PyPI
+# with that python3's pip. Only "install" (make test, make demo) sees to it;
+# the test says so when it is missing.
+if [ "$mode" = install ] && ! python3 -c 'import build' >/dev/null 2>&1; then
+    if [ "$(python3 -c 'import sys; print(sys.prefix)' 2>/dev/null)" = /usr ]; then
+        need python3-build python3 -c 'import build'
+    else
+        echo "tilec: installing the Python package 'build' (python3 -m pip install build)"
+        PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --disable-pip-version-check build >/dev/null ||
+            echo "tilec: could not install the Python package 'build': python3 -m pip install build" >&2
+    fi
+fi
 if [ "$mode" = fuzz ] || [ "$mode" = install-fuzz ]; then # `make fuzz`: clang with libFuzzer
     need clang   command -v clang
     need libclang-rt-14-dev sh -c 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'

@@ -24,7 +24,7 @@ typedef enum tilec_rt_status {
     TILEC_RT_NO_DRIVER = 1,      /* libcuda.so.1 could not be loaded */
     TILEC_RT_NO_DEVICE = 2,      /* the driver sees no (such) CUDA device */
     TILEC_RT_DRIVER_ERROR = 3,   /* a driver call failed: see the last error */
-    TILEC_RT_COMPILE_ERROR = 4,  /* NVRTC rejected the source or an option: see the log */
+    TILEC_RT_COMPILE_ERROR = 4,  /* NVRTC rejected the source or an option, or is missing: see the log */
     TILEC_RT_NOMEM = 5,          /* out of host memory */
     TILEC_RT_INVALID_ARG = 6,    /* a bad argument to a runtime call */
     TILEC_RT_LAUNCH_ERROR = 7,   /* cuLaunchKernel failed */
@@ -237,7 +237,7 @@ tilec_rt_status tilec_rt_launch(const tilec_rt_kernel *k, const uint32_t grid[3]
  * NVRTC log when it is not empty (warnings), else NULL. On failure *cubin
  * is NULL and *log holds the whole NVRTC log or says what was wrong with an
  * argument. The caller frees both with free(); log may be NULL to ignore
- * it. Thread-safe: no global state. */
+ * it. Thread-safe (NVRTC is loaded once for the process). */
 tilec_rt_status tilec_nvrtc_compile(const char *source, const char *program_name, const char *arch,
                                     const char *const *extra_options, size_t nopts, void **cubin,
                                     size_t *cubin_size, char **log);
@@ -250,8 +250,19 @@ tilec_rt_status tilec_nvrtc_compile_isolated(const char *source, const char *pro
                                              const char *const *extra_options, size_t nopts, void **cubin,
                                              size_t *cubin_size, char **log);
 
-/* The version of the linked NVRTC (13, 0). */
+/* The version of the loaded NVRTC (13, 0); TILEC_RT_COMPILE_ERROR when
+ * NVRTC cannot be loaded (tilec_nvrtc_load_error says why). */
 tilec_rt_status tilec_nvrtc_version(int *major, int *minor);
+
+/* NVRTC is loaded with dlopen on first use, not linked: $TILEC_NVRTC (a
+ * path or a library name) alone when set, else libnvrtc.so.13,
+ * libnvrtc.so.12 and libnvrtc.so through the loader's search path, then
+ * under lib64/ and lib/ of $TILEC_CUDA_HOME, $CUDA_HOME, $CUDA_PATH and the
+ * build's default toolkit. NULL when it is loaded (loading it if not yet
+ * tried), else why not: the names and places tried, and what to set. A
+ * compile without NVRTC is a TILEC_RT_COMPILE_ERROR whose log is this
+ * message. */
+const char *tilec_nvrtc_load_error(void);
 
 /* TILEC_RT_OK when NVRTC can compile for arch ("sm_90", "sm_90a",
  * "sm_100f": the number is one NVRTC lists), TILEC_RT_INVALID_ARG when not,

@@ -19,15 +19,16 @@ import os
 import struct
 import subprocess
 import sys
-import tempfile
 import unittest
+
+from scratch import scratch_dir  # tests/python/scratch.py
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 BUILD = os.environ.get("BUILD", "build")
 FAKE = os.path.join(ROOT, BUILD, "tests", "libfakecuda.so")
 TILEC = os.path.join(ROOT, BUILD, "bin", "tilec")
 os.environ["TILEC_CUDA_DRIVER"] = FAKE
-os.environ.setdefault("TILEC_CACHE_DIR", tempfile.mkdtemp(prefix="tilec_fake_cache_"))
+os.environ.setdefault("TILEC_CACHE_DIR", scratch_dir("tilec_fake_cache_"))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import tilec  # noqa: E402
 
@@ -132,7 +133,7 @@ class _OnDevice1:
 class FakeDriverTests(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="tilec_fake_py_")
+        cls.dir = scratch_dir("tilec_fake_py_")
         tile = os.path.join(cls.dir, "g8.tile")
         with open(tile, "w") as f:
             f.write(SOURCE)

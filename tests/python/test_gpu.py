@@ -4,8 +4,9 @@ tilec buffers, hand buffers to torch through DLPack and the CUDA array
 interface without a copy, and check a warm start compiles nothing."""
 import os
 import sys
-import tempfile
 import unittest
+
+from scratch import scratch_dir  # tests/python/scratch.py
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 import tilec  # noqa: E402
@@ -21,7 +22,7 @@ except ImportError:
 class GpuTests(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        os.environ["TILEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="tilec_py_")
+        os.environ["TILEC_CACHE_DIR"] = scratch_dir("tilec_py_")
         torch.cuda.init()
 
     def test_add_relu_with_torch_tensors(self):

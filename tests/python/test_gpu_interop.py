@@ -13,8 +13,9 @@ import importlib
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
+
+from scratch import scratch_dir  # tests/python/scratch.py
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "python"))
@@ -38,8 +39,8 @@ def chain8_torch(x):
 class TorchInterop(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        os.environ.setdefault("TILEC_CACHE_DIR", tempfile.mkdtemp(prefix="tilec_cache_"))
-        out = tempfile.mkdtemp(prefix="tilec_interop_")
+        os.environ.setdefault("TILEC_CACHE_DIR", scratch_dir("tilec_cache_"))
+        out = scratch_dir("tilec_interop_")
         subprocess.run([TILEC, os.path.join(ROOT, "bench", "wrapper", "chain8.tile"), "--emit", "py", "-o", out],
                        check=True)
         sys.path.insert(0, out)

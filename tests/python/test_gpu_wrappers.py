@@ -10,8 +10,9 @@ import importlib
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
+
+from scratch import scratch_dir  # tests/python/scratch.py
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 import tilec  # noqa: E402
@@ -26,7 +27,7 @@ TILEC = os.environ.get("TILEC_BIN", "build/bin/tilec")
 
 
 def generate(tile):
-    out = tempfile.mkdtemp(prefix="tilec_py_wrappers_")
+    out = scratch_dir("tilec_py_wrappers_")
     subprocess.run([TILEC, tile, "--emit", "py", "-o", out], check=True)
     sys.path.insert(0, out)
     return out
@@ -41,7 +42,7 @@ def e2e_reference(x, y, w, b):
 class GeneratedWrappers(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        os.environ.setdefault("TILEC_CACHE_DIR", tempfile.mkdtemp(prefix="tilec_cache_"))
+        os.environ.setdefault("TILEC_CACHE_DIR", scratch_dir("tilec_cache_"))
         generate("examples/e2e.tile")
         generate("examples/block.tile")
         generate("examples/total.tile")
