@@ -197,6 +197,18 @@ static void publish_from(const char *name, const tilec_bundle *b)
     tilec_cache_close(c);
 }
 
+/* Open a cache on directory `name` whose lookup of KEY must be b; the
+ * cache is returned for more checks. */
+static tilec_cache *expect_read_back(const char *name, const tilec_bundle *b)
+{
+    tilec_bundle *got = NULL;
+    tilec_cache *c = open_in(name);
+    cr_assert_eq(tilec_cache_get(c, KEY, &got), TILEC_RT_OK, "%s", tilec_cache_last_error(c));
+    cr_expect(bundle_eq(got, b));
+    tilec_bundle_free(got);
+    return c;
+}
+
 /* ---- two machines ---- */
 
 /* Build the matmul example through a cache on directory arg. */
@@ -318,13 +330,10 @@ Test(remote, wrong_or_missing_password)
     survive(&(fault_case){"no_password", "NOAUTH", 0}, 2000);
     /* the right one works both ways */
     setenv("TILEC_CACHE_REDIS_PASSWORD", "s3cret", 1);
-    tilec_bundle *b = make_bundle(2, 4), *got = NULL;
+    tilec_bundle *b = make_bundle(2, 4);
     publish_from("writer", b);
-    tilec_cache *c = open_in("reader");
-    cr_assert_eq(tilec_cache_get(c, KEY, &got), TILEC_RT_OK, "%s", tilec_cache_last_error(c));
-    cr_expect(bundle_eq(got, b));
+    tilec_cache *c = expect_read_back("reader", b);
     cr_expect_eq(stats_of(c).remote_hits, 1);
-    tilec_bundle_free(got);
     tilec_cache_close(c);
     tilec_bundle_free(b);
 }
@@ -661,13 +670,10 @@ Test(remote, a_large_value_comes_in_pieces, .timeout = 60)
 {
     start_server(NULL, 0);
     setenv("TILEC_CACHE_REDIS_MAX_BYTES", "8388608", 1);
-    tilec_bundle *b = make_bundle(3, 1200000), *got = NULL;
+    tilec_bundle *b = make_bundle(3, 1200000);
     publish_from("writer", b);
-    tilec_cache *c = open_in("reader");
-    cr_assert_eq(tilec_cache_get(c, KEY, &got), TILEC_RT_OK, "%s", tilec_cache_last_error(c));
-    cr_expect(bundle_eq(got, b));
+    tilec_cache *c = expect_read_back("reader", b);
     cr_expect_gt(tilec_cache_remote_bytes_read(c), 3u << 20);
-    tilec_bundle_free(got);
     tilec_bundle_free(b);
     tilec_cache_close(c);
 }
