@@ -118,7 +118,10 @@ static int cc_stats(tilec_cache *c)
     printf("writes         %llu\n", (unsigned long long)u.writes);
     printf("evicted        %llu\n", (unsigned long long)u.evicted);
     printf("rejected       %llu\n", (unsigned long long)u.corrupt);
-    printf("remote         %s%s\n", remote ? "redis " : "none (TILEC_CACHE_REDIS is unset)", remote ? remote : "");
+    if (remote)
+        printf("remote         redis %s, %s\n", remote, tilec_cache_remote_mode(c));
+    else
+        printf("remote         none (TILEC_CACHE_REDIS is unset)\n");
     printf("remote faults  %llu\n", (unsigned long long)u.remote_faults);
     return CC_OK;
 }

@@ -154,7 +154,7 @@ static void read_settings(tilec_cache *c)
     if (why[0])
         set_err_locked(c, why);
     else if (c->remote)
-        cache_log(c, "remote tier redis %s", cache_remote_name(c->remote));
+        cache_log(c, "remote tier redis %s (%s)", cache_remote_name(c->remote), cache_remote_mode(c->remote));
 }
 
 tilec_rt_status tilec_cache_open(const char *dir, tilec_cache **out)
@@ -580,7 +580,7 @@ static void to_remote(tilec_cache *c, const char *key, const void *data, size_t 
         lru_count(c, SC_REMOTE_FAULTS);
     } else if (r == REMOTE_REJECTED) {
         cache_note(c, NULL, "%s", why);
-    }
+    } /* REMOTE_SKIPPED: a read-only tier, said once at open */
 }
 
 tilec_rt_status tilec_cache_put(tilec_cache *c, const char *key, const tilec_bundle *b)

@@ -233,6 +233,13 @@ uint64_t tilec_cache_max_bytes(const tilec_cache *c) { return c ? c->max_bytes :
 
 const char *tilec_cache_remote(const tilec_cache *c) { return c ? cache_remote_name(c->remote) : NULL; }
 
+const char *tilec_cache_remote_mode(const tilec_cache *c) { return c ? cache_remote_mode(c->remote) : NULL; }
+
+uint64_t tilec_cache_remote_bytes_read(const tilec_cache *c)
+{
+    return c && c->remote ? cache_remote_bytes_in(c->remote) : 0;
+}
+
 /* The directory's bundles, for the calls that need a directory. */
 typedef struct listing {
     entry *v;

@@ -24,7 +24,8 @@ typedef struct mem_record {
     UT_hash_handle hh;
 } mem_record;
 
-enum { HEAD_MAX = 64 };
+#define REC_MAGIC "tilec record 2 "
+enum { HEAD_MAX = sizeof REC_MAGIC + TILEC_CACHE_MAX_KEY + 32 };
 
 static int rec_key_ok(const char *k) { return k && tilec_cache_key_ok(k, strnlen(k, TILEC_CACHE_MAX_KEY + 1)); }
 
@@ -70,22 +71,83 @@ static int rec_store_locked(tilec_cache *c, const char *key, const char *text)
     return 0;
 }
 
-/* The text of a record file's bytes, or NULL with why set. */
-static char *rec_parse(const char *data, size_t len, char *why, size_t why_size)
+/* A cursor over bytes that need not end in a NUL: nothing past end is
+ * read. */
+typedef struct rcur {
+    const char *p, *end;
+} rcur;
+
+static int take_lit(rcur *c, const char *lit)
 {
-    const char *nl = memchr(data, '\n', len < HEAD_MAX ? len : HEAD_MAX);
-    unsigned long long n, sum;
-    int used = 0;
-    if (!nl || sscanf(data, "tilec record %llu %16llx%n", &n, &sum, &used) != 2 || data + used != nl) {
-        cache_say(why, why_size, "no \"tilec record\" header line");
+    size_t n = strlen(lit);
+    if ((size_t)(c->end - c->p) < n || memcmp(c->p, lit, n) != 0)
+        return 0;
+    c->p += n;
+    return 1;
+}
+
+/* A decimal of 1 to 9 digits (no leading zero but "0"). */
+static int take_dec(rcur *c, size_t *out)
+{
+    size_t v = 0, n = 0;
+    while (c->p + n < c->end && n < 10 && c->p[n] >= '0' && c->p[n] <= '9')
+        v = v * 10 + (size_t)(c->p[n++] - '0');
+    if (n == 0 || n > 9 || (n > 1 && c->p[0] == '0'))
+        return 0;
+    c->p += n;
+    *out = v;
+    return 1;
+}
+
+/* Exactly 16 lowercase hex digits. */
+static int take_hex64(rcur *c, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (c->end - c->p < 16)
+        return 0;
+    for (int i = 0; i < 16; i++) {
+        char d = c->p[i];
+        int x = d >= '0' && d <= '9' ? d - '0' : d >= 'a' && d <= 'f' ? d - 'a' + 10 : -1;
+        if (x < 0)
+            return 0;
+        v = v << 4 | (uint64_t)x;
+    }
+    c->p += 16;
+    *out = v;
+    return 1;
+}
+
+/* The text of a record's bytes data[0..len) (never read past), which
+ * must be key's record; NULL with why set. */
+static char *rec_parse(const char *data, size_t len, const char *key, char *why, size_t why_size)
+{
+    rcur c = {data, data + len};
+    size_t n = 0;
+    uint64_t sum = 0;
+    const char *k = NULL;
+    if (!take_lit(&c, REC_MAGIC)) {
+        cache_say(why, why_size, "no \"" REC_MAGIC "\" header line");
         return NULL;
     }
-    size_t body = len - (size_t)(nl + 1 - data);
+    k = c.p;
+    while (c.p < c.end && c.p - k <= TILEC_CACHE_MAX_KEY && *c.p != ' ')
+        c.p++;
+    size_t klen = (size_t)(c.p - k);
+    if (!take_lit(&c, " ") || !take_dec(&c, &n) || !take_lit(&c, " ") || !take_hex64(&c, &sum) ||
+        !take_lit(&c, "\n") || !tilec_cache_key_ok(k, klen)) {
+        cache_say(why, why_size, "a malformed \"" REC_MAGIC "\" header line");
+        return NULL;
+    }
+    if (klen != strlen(key) || memcmp(k, key, klen) != 0) {
+        cache_say(why, why_size, "the record of key %.*s, not %s", (int)klen, k, key);
+        return NULL;
+    }
+    size_t body = (size_t)(c.end - c.p);
     if (n != body || n > TILEC_CACHE_MAX_RECORD) {
-        cache_say(why, why_size, "the header says %llu bytes, the file holds %zu", n, body);
+        cache_say(why, why_size, "the header says %zu bytes, the file holds %zu", n, body);
         return NULL;
     }
-    if (memchr(nl + 1, 0, body) || tilec_bundle_checksum(nl + 1, body) != sum) {
+    if (memchr(c.p, 0, body) || tilec_bundle_checksum(c.p, body) != sum) {
         cache_say(why, why_size, "checksum mismatch");
         return NULL;
     }
@@ -94,7 +156,7 @@ static char *rec_parse(const char *data, size_t len, char *why, size_t why_size)
         cache_say(why, why_size, "out of memory for %zu bytes", body);
         return NULL;
     }
-    memcpy(text, nl + 1, body);
+    memcpy(text, c.p, body);
     text[body] = 0;
     return text;
 }
@@ -111,7 +173,7 @@ static tilec_rt_status rec_from_file(tilec_cache *c, const char *key, char **tex
     if (r == RD_MISSING)
         return TILEC_RT_NOT_FOUND;
     if (r == RD_OK) {
-        *text = rec_parse(data, len, why, sizeof why);
+        *text = rec_parse(data, len, key, why, sizeof why);
         free(data);
     }
     if (!*text) {
@@ -143,13 +205,18 @@ static tilec_rt_status rec_from_remote(tilec_cache *c, const char *key, char **t
         cache_note(c, &c->stats.remote_faults, "%s; lowering locally", why);
         lru_count(c, SC_REMOTE_FAULTS);
     }
+    if (r == REMOTE_REJECTED) {
+        cache_note(c, &c->stats.remote_rejected, "%s; rejected, the next put replaces it", why);
+        lru_count(c, SC_CORRUPT);
+    }
     if (r != REMOTE_HIT)
         return TILEC_RT_NOT_FOUND;
-    *text = rec_parse(data, len, why, sizeof why);
+    *text = rec_parse(data, len, key, why, sizeof why);
     if (!*text) {
         free(data);
         cache_note(c, &c->stats.remote_rejected, "redis %s: rejected the record %s: %s; the next put replaces it",
                    cache_remote_name(c->remote), key, why);
+        lru_count(c, SC_CORRUPT);
         return TILEC_RT_NOT_FOUND;
     }
     if (c->dir)
@@ -211,7 +278,7 @@ tilec_rt_status tilec_cache_record_put(tilec_cache *c, const char *key, const ch
     char *data = malloc(HEAD_MAX + n);
     if (!data)
         return TILEC_RT_NOMEM;
-    int h = snprintf(data, HEAD_MAX, "tilec record %zu %016" PRIx64 "\n", n, tilec_bundle_checksum(text, n));
+    int h = snprintf(data, HEAD_MAX, REC_MAGIC "%s %zu %016" PRIx64 "\n", key, n, tilec_bundle_checksum(text, n));
     memcpy(data + h, text, n);
     char why[ERR_MAX];
     tilec_rt_status st = TILEC_RT_OK;
@@ -223,9 +290,13 @@ tilec_rt_status tilec_cache_record_put(tilec_cache *c, const char *key, const ch
     }
     char rkey[TILEC_CACHE_MAX_KEY + 16];
     remote_key(key, rkey);
-    if (c->remote && cache_remote_put(c->remote, rkey, data, (size_t)h + n, why, sizeof why) == REMOTE_FAULT) {
+    remote_result r = c->remote ? cache_remote_put(c->remote, rkey, data, (size_t)h + n, why, sizeof why)
+                                : REMOTE_SKIPPED;
+    if (r == REMOTE_FAULT) {
         cache_note(c, &c->stats.remote_faults, "%s; the record is not stored there", why);
         lru_count(c, SC_REMOTE_FAULTS);
+    } else if (r == REMOTE_REJECTED) {
+        cache_note(c, NULL, "%s", why);
     }
     free(data);
     return st;

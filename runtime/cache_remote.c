@@ -3,10 +3,15 @@
  * functions declared here (no hiredis header at build time). Its reply and
  * context structs changed layout between 0.14 and 1.x; which one the
  * loaded library has is told by a symbol only 1.x exports. A lookup is one
- * round trip (GETRANGE of at most the size limit, and EXPIRE to renew the
- * time to live, pipelined); a store is SET with EX. Socket timeouts bound
- * every call; SIGPIPE is held back while the socket is written (a server
- * that hangs up must not kill the process). */
+ * round trip for a value of up to 64 KiB (STRLEN, GETRANGE of the first
+ * piece and EXPIRE to renew the time to live, pipelined), then one per
+ * further MiB: a value over the size limit is refused on its length, never
+ * read whole. A store is SET with EX. The connection belongs to the
+ * process that made it: a forked child makes its own. With a fleet secret
+ * (cache_sign.h) every value is wrapped in a signed envelope that names
+ * its key; without one the tier is read-only unless TILEC_CACHE_REDIS_WRITE
+ * is 1. Socket timeouts bound every call; SIGPIPE is held back while the
+ * socket is written (a server that hangs up must not kill the process). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -18,8 +23,10 @@
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/cache_remote.h"
+#include "runtime/cache_sign.h"
 
 enum {
     REPLY_STRING = 1,
@@ -29,9 +36,14 @@ enum {
     REPLY_ERROR = 6,
     REST_SECONDS = 30, /* after a fault, the tier rests this long */
     HOST_MAX = 256,
+    HEAD_PIECE = 64 << 10, /* the first piece of a value, read with its length */
+    PIECE = 1 << 20,       /* each further piece */
 };
 
 #define KEY_PREFIX "tilec:"
+/* A signed value: ENVELOPE "<redis key>\n", the entry's bytes, then the
+ * HMAC-SHA256 of everything before it (SIGN_TAG_LEN bytes). */
+#define ENVELOPE "tilec signed 1 "
 
 /* hiredis 0.14's redisReply, then 1.x's (a double and a type tag added). */
 typedef struct reply014 {
@@ -90,7 +102,11 @@ struct cache_remote {
     hiredis hi;
     int loaded; /* 1: hi resolved, -1: could not be */
     void *ctx;  /* the connection, or NULL */
+    pid_t owner; /* the process that made ctx: a forked child never uses it */
     time_t rest_until;
+    cache_signer *signer; /* the fleet secret, or NULL */
+    int writable;         /* stores are sent (a secret, or TILEC_CACHE_REDIS_WRITE=1) */
+    uint64_t bytes_in;    /* value bytes received (tests: an over-limit value is not read) */
 };
 
 static void rsay(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -167,6 +183,7 @@ void cache_remote_free(cache_remote *r)
     free(r->password);
     free(r->user);
     free(r->lib_path);
+    cache_signer_free(r->signer);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }
@@ -194,13 +211,35 @@ cache_remote *cache_remote_from_env(char *why, size_t why_size)
     r->password = dup_env("TILEC_CACHE_REDIS_PASSWORD");
     r->user = dup_env("TILEC_CACHE_REDIS_USER");
     r->lib_path = dup_env("TILEC_HIREDIS");
-    if (why[0] || mb < 0 || parse_spec(r, spec, why, why_size) != 0) {
+    long long write = env_num("TILEC_CACHE_REDIS_WRITE", -1, 0, 1, why, why_size);
+    if (!why[0] && mb >= 0 && parse_spec(r, spec, why, why_size) == 0)
+        r->signer = cache_signer_from_env(why, why_size); /* a bad secret: no tier, never an unsigned one */
+    if (why[0] || mb < 0) {
         if (!strstr(why, "no remote tier"))
             rsay(why + strlen(why), why_size - strlen(why), "; no remote tier");
         cache_remote_free(r);
         return NULL;
     }
+    r->writable = write >= 0 ? (int)write : r->signer != NULL;
     return r;
+}
+
+const char *cache_remote_mode(const cache_remote *r)
+{
+    if (!r)
+        return NULL;
+    if (r->signer)
+        return r->writable ? "signed, read-write" : "signed, read-only (TILEC_CACHE_REDIS_WRITE=0)";
+    return r->writable ? "unsigned, read-write (TILEC_CACHE_REDIS_WRITE=1)"
+                       : "unsigned, read-only (no TILEC_CACHE_SECRET_FILE or TILEC_CACHE_SECRET)";
+}
+
+uint64_t cache_remote_bytes_in(cache_remote *r)
+{
+    pthread_mutex_lock(&r->lock);
+    uint64_t n = r->bytes_in;
+    pthread_mutex_unlock(&r->lock);
+    return n;
 }
 
 const char *cache_remote_name(const cache_remote *r) { return r ? r->name : NULL; }
@@ -338,6 +377,7 @@ static remote_result connect_once(cache_remote *r, char *why, size_t why_size)
     }
     struct timeval tv = {r->timeout_ms / 1000, (r->timeout_ms % 1000) * 1000};
     r->ctx = r->hi.connect(r->host, r->port, tv);
+    r->owner = getpid();
     if (!r->ctx) {
         rsay(why, why_size, "redis %s: out of memory", r->name);
         return REMOTE_FAULT;
@@ -389,6 +429,14 @@ static remote_result with_connection(cache_remote *r, remote_op fn, void *arg, c
     why[0] = 0;
     pthread_mutex_lock(&r->lock);
     remote_result res = REMOTE_RESTING;
+    if (r->ctx && r->owner != getpid()) {
+        /* a forked child: the socket is shared with the parent, whose
+         * replies would come here (and ours there). Free the child's copy
+         * of the descriptor and its buffers (redisFree sends nothing: no
+         * QUIT, no shutdown) and connect anew. */
+        drop(r);
+        r->rest_until = 0;
+    }
     if (time(NULL) >= r->rest_until) {
         pipe_guard g;
         pipe_block(&g);
@@ -407,49 +455,146 @@ typedef struct get_arg {
     size_t *len;
 } get_arg;
 
+/* A reply that is not what a lookup expects: a foreign value (WRONGTYPE),
+ * or a fault. */
+static remote_result odd_reply(cache_remote *r, reply_view v, const char *k, char *why, size_t why_size)
+{
+    if (v.type == REPLY_ERROR && v.str && !strncmp(v.str, "WRONGTYPE", 9)) {
+        rsay(why, why_size, "redis %s: %s holds no string (a foreign value)", r->name, k);
+        return REMOTE_REJECTED; /* the next put replaces it */
+    }
+    if (v.type == REPLY_ERROR) {
+        char said[160];
+        rsay(said, sizeof said, "lookup refused: %.*s", (int)(v.len < 120 ? v.len : 120), v.str ? v.str : "");
+        return fault(r, why, why_size, said);
+    }
+    return fault(r, why, why_size, "lookup answered with an unexpected reply type");
+}
+
+/* GETRANGE k from..to into buf (exactly to - from + 1 bytes expected),
+ * one round trip. */
+static remote_result get_piece(cache_remote *r, const char *k, size_t from, size_t to, char *buf, char *why,
+                               size_t why_size)
+{
+    char a[32], b[32];
+    rsay(a, sizeof a, "%zu", from);
+    rsay(b, sizeof b, "%zu", to);
+    const char *get[4] = {"GETRANGE", k, a, b};
+    size_t get_len[4] = {8, strlen(k), strlen(a), strlen(b)};
+    const char *const *argv[1] = {get};
+    const size_t *const lens[1] = {get_len};
+    int argc[1] = {4};
+    void *raw;
+    if (roundtrip(r, 1, argc, argv, lens, &raw) != 0)
+        return fault(r, why, why_size, "lookup failed");
+    reply_view v = view(r, raw);
+    remote_result res = REMOTE_HIT;
+    if (v.type != REPLY_STRING) {
+        res = odd_reply(r, v, k, why, why_size);
+    } else if (v.len != to - from + 1) {
+        rsay(why, why_size, "redis %s: the value of %s changed while it was read", r->name, k);
+        res = REMOTE_REJECTED;
+    } else {
+        memcpy(buf, v.str, v.len);
+        r->bytes_in += v.len;
+    }
+    r->hi.free_reply(raw);
+    return res;
+}
+
+/* The value's length (STRLEN), its first piece and EXPIRE, pipelined;
+ * then the rest in pieces when the length is within the limit. */
 static remote_result do_get(cache_remote *r, void *arg, char *why, size_t why_size)
 {
     get_arg *a = arg;
     char k[160], last[32], ttl[32];
+    size_t head = r->max_bytes < HEAD_PIECE ? r->max_bytes : HEAD_PIECE;
     rsay(k, sizeof k, KEY_PREFIX "%s", a->key);
-    rsay(last, sizeof last, "%zu", r->max_bytes); /* one byte past the limit tells a value over it */
+    rsay(last, sizeof last, "%zu", head - 1);
     rsay(ttl, sizeof ttl, "%lld", r->ttl);
-    const char *get[4] = {"GETRANGE", k, "0", last}, *exp[3] = {"EXPIRE", k, ttl};
-    size_t get_len[4] = {8, strlen(k), 1, strlen(last)}, exp_len[3] = {6, strlen(k), strlen(ttl)};
-    const char *const *argv[2] = {get, exp};
-    const size_t *const lens[2] = {get_len, exp_len};
-    int argc[2] = {4, 3};
-    void *raw[2];
-    if (roundtrip(r, 2, argc, argv, lens, raw) != 0)
+    const char *len[2] = {"STRLEN", k}, *get[4] = {"GETRANGE", k, "0", last}, *exp[3] = {"EXPIRE", k, ttl};
+    size_t len_len[2] = {6, strlen(k)}, get_len[4] = {8, strlen(k), 1, strlen(last)},
+           exp_len[3] = {6, strlen(k), strlen(ttl)};
+    const char *const *argv[3] = {len, get, exp};
+    const size_t *const lens[3] = {len_len, get_len, exp_len};
+    int argc[3] = {2, 4, 3};
+    void *raw[3];
+    if (roundtrip(r, 3, argc, argv, lens, raw) != 0)
         return fault(r, why, why_size, "lookup failed");
-    reply_view v = view(r, raw[0]);
+    reply_view n = view(r, raw[0]), v = view(r, raw[1]);
     remote_result res = REMOTE_MISS;
-    if (v.type == REPLY_ERROR && v.str && !strncmp(v.str, "WRONGTYPE", 9)) {
-        rsay(why, why_size, "redis %s: %s holds no string (a foreign value)", r->name, k);
-        res = REMOTE_REJECTED; /* the next put replaces it */
-    } else if (v.type == REPLY_ERROR) {
-        char said[160];
-        rsay(said, sizeof said, "lookup refused: %.*s", (int)(v.len < 120 ? v.len : 120), v.str ? v.str : "");
-        res = fault(r, why, why_size, said);
-    } else if (v.type != REPLY_STRING && v.type != REPLY_NIL) {
-        res = fault(r, why, why_size, "lookup answered with an unexpected reply type");
-    } else if (v.type == REPLY_STRING && v.len > r->max_bytes) {
+    size_t total = n.type == REPLY_INTEGER && n.integer > 0 ? (size_t)n.integer : 0;
+    if (v.type == REPLY_STRING)
+        r->bytes_in += v.len;
+    if (n.type != REPLY_INTEGER) {
+        res = odd_reply(r, n, k, why, why_size);
+    } else if (total > r->max_bytes) {
         rsay(why, why_size, "redis %s: the value of %s is over the %zu-byte limit", r->name, k, r->max_bytes);
         res = REMOTE_REJECTED;
-    } else if (v.type == REPLY_STRING && v.len > 0) {
-        *a->data = malloc(v.len);
-        if (*a->data) {
-            memcpy(*a->data, v.str, v.len);
-            *a->len = v.len;
-            res = REMOTE_HIT;
-        } else {
-            rsay(why, why_size, "redis %s: out of memory for %zu bytes", r->name, v.len);
-            res = REMOTE_FAULT;
-        }
+    } else if (total > 0 && v.type != REPLY_STRING) {
+        res = odd_reply(r, v, k, why, why_size);
+    } else if (total > 0 && v.len != (total < head ? total : head)) {
+        rsay(why, why_size, "redis %s: the value of %s changed while it was read", r->name, k);
+        res = REMOTE_REJECTED;
+    } else if (total > 0 && !(*a->data = malloc(total))) {
+        rsay(why, why_size, "redis %s: out of memory for %zu bytes", r->name, total);
+        res = REMOTE_FAULT;
+    } else if (total > 0) {
+        memcpy(*a->data, v.str, v.len);
+        res = REMOTE_HIT;
     }
     r->hi.free_reply(raw[0]);
     r->hi.free_reply(raw[1]);
+    r->hi.free_reply(raw[2]);
+    for (size_t at = head; res == REMOTE_HIT && at < total; at += PIECE) {
+        size_t to = total - at > PIECE ? at + PIECE : total;
+        res = get_piece(r, k, at, to - 1, (char *)*a->data + at, why, why_size);
+    }
+    if (res == REMOTE_HIT) {
+        *a->len = total;
+    } else {
+        free(*a->data);
+        *a->data = NULL;
+    }
     return res;
+}
+
+/* A signed value's envelope for redis key k: "tilec signed 1 <k>\n". */
+static size_t envelope(const char *k, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, ENVELOPE "%s\n", k);
+    return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
+/* The entry inside a value: with a secret, only a value signed for this
+ * key with the secret; without one, an enveloped value is unwrapped (not
+ * checked: nothing is) and a bare one taken as it is. */
+static remote_result unwrap(cache_remote *r, const char *key, void **data, size_t *len, char *why, size_t why_size)
+{
+    char k[160], env[200];
+    rsay(k, sizeof k, KEY_PREFIX "%s", key);
+    size_t elen = envelope(k, env, sizeof env), plen = strlen(ENVELOPE);
+    char *p = *data;
+    int enveloped = *len >= plen && !memcmp(p, ENVELOPE, plen);
+    const char *bad = NULL;
+    if (enveloped && (*len < elen + SIGN_TAG_LEN || memcmp(p, env, elen) != 0))
+        bad = "it is signed for another key";
+    else if (r->signer && !enveloped)
+        bad = "it is not signed (a secret is configured)";
+    else if (r->signer && !cache_sign_check(r->signer, p, *len - SIGN_TAG_LEN, (const uint8_t *)p + *len - SIGN_TAG_LEN))
+        bad = "its signature is not the fleet secret's";
+    if (bad) {
+        rsay(why, why_size, "redis %s: the value of %s is refused: %s", r->name, k, bad);
+        free(*data);
+        *data = NULL;
+        *len = 0;
+        return REMOTE_REJECTED;
+    }
+    if (enveloped) {
+        *len -= elen + SIGN_TAG_LEN;
+        memmove(p, p + elen, *len);
+    }
+    return REMOTE_HIT;
 }
 
 remote_result cache_remote_get(cache_remote *r, const char *key, void **data, size_t *len, char *why,
@@ -458,7 +603,8 @@ remote_result cache_remote_get(cache_remote *r, const char *key, void **data, si
     *data = NULL;
     *len = 0;
     get_arg a = {key, data, len};
-    return with_connection(r, do_get, &a, why, why_size);
+    remote_result res = with_connection(r, do_get, &a, why, why_size);
+    return res == REMOTE_HIT ? unwrap(r, key, data, len, why, why_size) : res;
 }
 
 typedef struct put_arg {
@@ -481,11 +627,35 @@ static remote_result do_put(cache_remote *r, void *arg, char *why, size_t why_si
 remote_result cache_remote_put(cache_remote *r, const char *key, const void *data, size_t len, char *why,
                                size_t why_size)
 {
-    if (len > r->max_bytes) {
-        rsay(why, why_size, "redis %s: a %zu-byte bundle is over the %zu-byte limit; not stored there", r->name, len,
+    why[0] = 0;
+    if (!r->writable)
+        return REMOTE_SKIPPED;
+    char k[160], env[200];
+    rsay(k, sizeof k, KEY_PREFIX "%s", key);
+    size_t elen = r->signer ? envelope(k, env, sizeof env) : 0, total = len + (r->signer ? elen + SIGN_TAG_LEN : 0);
+    if (total > r->max_bytes) {
+        rsay(why, why_size, "redis %s: a %zu-byte entry is over the %zu-byte limit; not stored there", r->name, total,
              r->max_bytes);
         return REMOTE_REJECTED;
     }
+    char *signed_value = NULL;
+    if (r->signer) {
+        if (!(signed_value = malloc(total))) {
+            rsay(why, why_size, "redis %s: out of memory for %zu bytes; not stored there", r->name, total);
+            return REMOTE_REJECTED;
+        }
+        memcpy(signed_value, env, elen);
+        memcpy(signed_value + elen, data, len);
+        if (cache_sign(r->signer, signed_value, elen + len, (uint8_t *)signed_value + elen + len) != 0) {
+            free(signed_value);
+            rsay(why, why_size, "redis %s: libcrypto could not sign %s; not stored there", r->name, k);
+            return REMOTE_REJECTED;
+        }
+        data = signed_value;
+        len = total;
+    }
     put_arg a = {key, data, len};
-    return with_connection(r, do_put, &a, why, why_size);
+    remote_result res = with_connection(r, do_put, &a, why, why_size);
+    free(signed_value);
+    return res;
 }

@@ -27,9 +27,12 @@
 enum { MK_ROUNDS = 15 };
 #define MK_PRUNE 2.0f
 
-/* The file that holds one choice: <dir>/multikernel-<hash>.choice */
+/* The file that holds one choice: <dir>/multikernel-<hash>.choice; its
+ * line "tilec multi-kernel choice <v> <hash>\n" names the hash again, so
+ * a file copied under another shape's name is refused. hash gets the 40
+ * hex digits. */
 static void choice_path(const tilec_program *p, const char *kernel, const int64_t *key, uint32_t nkey, char *out,
-                        size_t size)
+                        size_t size, char hash[41])
 {
     tilec_hasher h;
     tilec_hasher_init(&h);
@@ -38,34 +41,36 @@ static void choice_path(const tilec_program *p, const char *kernel, const int64_
     tilec_hasher_update(&h, key, nkey * sizeof *key);
     char hex[65];
     tilec_hasher_final(&h, hex);
-    snprintf(out, size, "%s/multikernel-%.40s.choice", p->cache_dir, hex);
+    snprintf(hash, 41, "%.40s", hex);
+    snprintf(out, size, "%s/multikernel-%s.choice", p->cache_dir, hash);
 }
 
-static int read_choice(const char *path, uint32_t nvariants)
+static int read_choice(const char *path, const char *hash, uint32_t nvariants)
 {
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
     int v = -1, end = 0;
-    char line[64];
+    char line[128], want[64];
     if (fgets(line, sizeof line, f) && sscanf(line, "tilec multi-kernel choice %d%n", &v, &end) == 1 &&
-        (line[end] == '\n' || line[end] == 0) && v >= 0 && (uint32_t)v < nvariants) {
+        snprintf(want, sizeof want, " %s\n", hash) > 0 && !strcmp(line + end, want) && v >= 0 &&
+        (uint32_t)v < nvariants) {
         fclose(f);
         return v;
     }
     fclose(f);
-    return -1; /* torn or foreign: time again, then replace it */
+    return -1; /* torn, foreign or another shape's: time again, then replace it */
 }
 
-static void write_choice(const char *path, int v)
+static void write_choice(const char *path, const char *hash, int v)
 {
     char tmp[PATH_MAX + 128];
     snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
     int fd = mkstemp(tmp);
     if (fd < 0)
         return;
-    char line[64];
-    int n = snprintf(line, sizeof line, "tilec multi-kernel choice %d\n", v);
+    char line[128];
+    int n = snprintf(line, sizeof line, "tilec multi-kernel choice %d %s\n", v, hash);
     if (write(fd, line, (size_t)n) != n || fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0)
         unlink(tmp);
 }
@@ -230,11 +235,11 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
         if (!c) { /* this thread holds mk_tune: time the shape */
             const char *off = getenv("TILEC_DISABLE_MULTI_KERNEL_CACHE");
             int use_disk = p->cache_dir[0] && !(off && !strcmp(off, "1"));
-            char path[PATH_MAX + 64];
+            char path[PATH_MAX + 64], hash[41];
             v = -1;
             if (use_disk) {
-                choice_path(p, name, probe.key + 1, nkey - 1, path, sizeof path);
-                v = read_choice(path, nv);
+                choice_path(p, name, probe.key + 1, nkey - 1, path, sizeof path, hash);
+                v = read_choice(path, hash, nv);
             }
             double ms[TILEC_MAX_VARIANTS];
             int timed = v < 0, untimed = 0;
@@ -265,7 +270,7 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
                 }
             }
             if (timed && use_disk)
-                write_choice(path, v);
+                write_choice(path, hash, v);
             c = malloc(sizeof *c);
             if (c) {
                 memcpy(c->key, probe.key, sizeof c->key);

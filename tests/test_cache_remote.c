@@ -130,6 +130,7 @@ static void start_server(const char *password, int announce)
     char spec[64];
     snprintf(spec, sizeof spec, "127.0.0.1:%d", server_port);
     setenv("TILEC_CACHE_REDIS", spec, 1);
+    setenv("TILEC_CACHE_REDIS_WRITE", "1", 1); /* unsigned stores, as the tests before signing; see "trust" */
 }
 
 /* One command to the test's server in the protocol's own words (no
@@ -194,6 +195,18 @@ static void publish_from(const char *name, const tilec_bundle *b)
     cr_assert_eq(tilec_cache_put(c, KEY, b), TILEC_RT_OK);
     cr_assert_eq(stats_of(c).remote_writes, 1, "%s", tilec_cache_last_error(c));
     tilec_cache_close(c);
+}
+
+/* Open a cache on directory `name` whose lookup of KEY must be b; the
+ * cache is returned for more checks. */
+static tilec_cache *expect_read_back(const char *name, const tilec_bundle *b)
+{
+    tilec_bundle *got = NULL;
+    tilec_cache *c = open_in(name);
+    cr_assert_eq(tilec_cache_get(c, KEY, &got), TILEC_RT_OK, "%s", tilec_cache_last_error(c));
+    cr_expect(bundle_eq(got, b));
+    tilec_bundle_free(got);
+    return c;
 }
 
 /* ---- two machines ---- */
@@ -317,13 +330,10 @@ Test(remote, wrong_or_missing_password)
     survive(&(fault_case){"no_password", "NOAUTH", 0}, 2000);
     /* the right one works both ways */
     setenv("TILEC_CACHE_REDIS_PASSWORD", "s3cret", 1);
-    tilec_bundle *b = make_bundle(2, 4), *got = NULL;
+    tilec_bundle *b = make_bundle(2, 4);
     publish_from("writer", b);
-    tilec_cache *c = open_in("reader");
-    cr_assert_eq(tilec_cache_get(c, KEY, &got), TILEC_RT_OK, "%s", tilec_cache_last_error(c));
-    cr_expect(bundle_eq(got, b));
+    tilec_cache *c = expect_read_back("reader", b);
     cr_expect_eq(stats_of(c).remote_hits, 1);
-    tilec_bundle_free(got);
     tilec_cache_close(c);
     tilec_bundle_free(b);
 }
@@ -474,4 +484,405 @@ Test(remote, sixteen_processes_fifty_rounds, .timeout = 120)
     char keys[64];
     resp(1, (const char *[]){"DBSIZE"}, NULL, keys, sizeof keys);
     cr_expect_eq(atoi(keys + 1), NKEYS, "%s", keys);
+}
+
+/* ---- every entry is its own key's; a fork makes its own connection (issue 28, 1) ---- */
+
+/* SET tilec:<key> to bytes. */
+static void plant(const char *key, const void *bytes, size_t len)
+{
+    char k[200];
+    snprintf(k, sizeof k, "tilec:%s", key);
+    say_to_server("+OK", 3, (const char *[]){"SET", k, bytes}, (const size_t[]){3, strlen(k), len});
+}
+
+/* The server's value of tilec:<key> (malloc'd, *len bytes). */
+static char *value_of(const char *key, size_t *len)
+{
+    static char reply[1 << 16];
+    char k[200];
+    snprintf(k, sizeof k, "tilec:%s", key);
+    size_t n = resp(2, (const char *[]){"GET", k}, NULL, reply, sizeof reply);
+    cr_assert(reply[0] == '$' && reply[1] != '-', "no value under %s", k);
+    char *body = strstr(reply, "\r\n") + 2;
+    *len = n - (size_t)(body - reply) - 2;
+    char *out = malloc(*len + 1);
+    memcpy(out, body, *len);
+    return out;
+}
+
+/* Copy the server's value of key a under key b (a relabelling). */
+static void relabel(const char *a, const char *b)
+{
+    size_t len;
+    char *v = value_of(a, &len);
+    plant(b, v, len);
+    free(v);
+}
+
+#define KEY_B "fedcba9876543210fedcba9876543210"
+
+Test(remote, another_keys_entry_is_refused)
+{
+    start_server(NULL, 0);
+    tilec_cache *w = open_in("writer");
+    tilec_bundle *a = make_bundle(2, 5), *got = NULL;
+    cr_assert_eq(tilec_cache_put(w, KEY, a), TILEC_RT_OK);
+    cr_assert_eq(tilec_cache_record_put(w, KEY, "the record of A\n"), TILEC_RT_OK);
+    tilec_cache_close(w);
+    relabel(KEY, KEY_B);
+    relabel("record-" KEY, "record-" KEY_B);
+    tilec_cache *c = open_in("reader");
+    char *t = NULL;
+    cr_expect_eq(tilec_cache_get(c, KEY_B, &got), TILEC_RT_NOT_FOUND, "A's bundle served for B");
+    cr_expect_eq(tilec_cache_record_get(c, KEY_B, &t), TILEC_RT_NOT_FOUND, "A's record served for B: %s",
+                 t ? t : "");
+    cr_expect_eq(stats_of(c).remote_rejected, 2, "%s", tilec_cache_last_error(c));
+    cr_expect(strstr(tilec_cache_last_error(c), "the record of key " KEY ", not " KEY_B), "%s",
+              tilec_cache_last_error(c));
+    /* A's own entries still read */
+    cr_expect_eq(tilec_cache_get(c, KEY, &got), TILEC_RT_OK);
+    cr_expect(bundle_eq(got, a));
+    cr_expect_eq(tilec_cache_record_get(c, KEY, &t), TILEC_RT_OK);
+    cr_expect_str_eq(t, "the record of A\n");
+    free(t);
+    tilec_bundle_free(got);
+    tilec_bundle_free(a);
+    tilec_cache_close(c);
+}
+
+/* A record whose bytes end exactly at the end of the value read (no NUL
+ * after them): the parser reads nothing past it (an ASan build caught
+ * the sscanf of the old one), and a hit is its text. */
+Test(remote, a_record_read_ends_at_its_last_byte)
+{
+    start_server(NULL, 0);
+    static const char rec[] = "tilec record 2 " KEY " 3 44bc2cf5ad770999\nabc";
+    plant("record-" KEY, rec, sizeof rec - 1);
+    tilec_cache *c = open_in("reader");
+    char *t = NULL;
+    cr_assert_eq(tilec_cache_record_get(c, KEY, &t), TILEC_RT_OK, "%s", tilec_cache_last_error(c));
+    cr_expect_str_eq(t, "abc");
+    free(t);
+    tilec_cache_close(c);
+}
+
+enum { FORK_CHILDREN = 4, FORK_KEYS = 150 };
+
+static tilec_cache *fork_cache; /* the parent's, inherited by the children */
+
+static void fork_key(char *out, size_t n, const char *what, int child, int j)
+{
+    snprintf(out, n, "fork_%s_%d_%03d", what, child, j);
+}
+
+/* Read this child's keys through the inherited handle; each must be a
+ * remote hit with its own record and bundle. 0, or 1 + how many were not. */
+static int fork_reader(int id)
+{
+    int wrong = 0;
+    for (int j = 0; j < FORK_KEYS; j++) {
+        char key[64], want[96];
+        fork_key(key, sizeof key, "rec", id, j);
+        snprintf(want, sizeof want, "record of %s\n", key);
+        char *t = NULL;
+        wrong += tilec_cache_record_get(fork_cache, key, &t) != TILEC_RT_OK || strcmp(t, want) != 0;
+        free(t);
+        fork_key(key, sizeof key, "bnd", id, j);
+        tilec_bundle *b = make_bundle(1 + (unsigned)j % 3, 100u + (unsigned)(id * FORK_KEYS + j)), *got = NULL;
+        wrong += tilec_cache_get(fork_cache, key, &got) != TILEC_RT_OK || !bundle_eq(got, b);
+        tilec_bundle_free(b);
+        tilec_bundle_free(got);
+    }
+    if (wrong)
+        fprintf(stderr, "child %d: %d of %d reads were not its own key's: %s\n", id, wrong, 2 * FORK_KEYS,
+                tilec_cache_last_error(fork_cache));
+    return wrong ? 1 + (wrong > 200 ? 200 : wrong) : 0;
+}
+
+Test(remote, forked_children_read_their_own_keys, .timeout = 120)
+{
+    start_server(NULL, 1);
+    tilec_cache *w = open_in("writer");
+    for (int i = 0; i < FORK_CHILDREN; i++)
+        for (int j = 0; j < FORK_KEYS; j++) {
+            char key[64], text[96];
+            fork_key(key, sizeof key, "rec", i, j);
+            snprintf(text, sizeof text, "record of %s\n", key);
+            cr_assert_eq(tilec_cache_record_put(w, key, text), TILEC_RT_OK);
+            fork_key(key, sizeof key, "bnd", i, j);
+            tilec_bundle *b = make_bundle(1 + (unsigned)j % 3, 100u + (unsigned)(i * FORK_KEYS + j));
+            cr_assert_eq(tilec_cache_put(w, key, b), TILEC_RT_OK);
+            tilec_bundle_free(b);
+        }
+    tilec_cache_close(w);
+    /* the parent uses its connection (a miss leaves it open), then forks */
+    fork_cache = open_in("parent");
+    tilec_bundle *none = NULL;
+    cr_assert_eq(tilec_cache_get(fork_cache, "not_there", &none), TILEC_RT_NOT_FOUND);
+    cr_assert_eq(stats_of(fork_cache).remote_misses, 1, "%s", tilec_cache_last_error(fork_cache));
+    cr_expect_eq(cache_procs(FORK_CHILDREN, fork_reader), 0, "a child read another key's entry (stderr says)");
+    /* the parent's connection still answers for the parent */
+    char *t = NULL;
+    cr_expect_eq(tilec_cache_record_get(fork_cache, "fork_rec_0_000", &t), TILEC_RT_OK, "%s",
+                 tilec_cache_last_error(fork_cache));
+    cr_expect_str_eq(t ? t : "", "record of fork_rec_0_000\n");
+    free(t);
+    cr_expect_eq(stats_of(fork_cache).remote_faults, 0, "%s", tilec_cache_last_error(fork_cache));
+    tilec_cache_close(fork_cache);
+}
+
+/* ---- values over the limit are refused on their length (issue 28, 7) ---- */
+
+/* The server's total_net_output_bytes (INFO stats). */
+static long long server_output(void)
+{
+    static char info[16384];
+    resp(2, (const char *[]){"INFO", "stats"}, NULL, info, sizeof info);
+    const char *p = strstr(info, "total_net_output_bytes:");
+    cr_assert_not_null(p, "%.200s", info);
+    return atoll(p + strlen("total_net_output_bytes:"));
+}
+
+Test(remote, an_over_limit_value_is_not_read, .timeout = 60)
+{
+    start_server(NULL, 0);
+    setenv("TILEC_CACHE_REDIS_MAX_BYTES", "1048576", 1);
+    size_t big = 4u << 20;
+    char *v = malloc(big);
+    memset(v, 0x5a, big);
+    plant(KEY, v, big);
+    free(v);
+    tilec_cache *c = open_in("reader");
+    long long before = server_output();
+    tilec_bundle *got = NULL;
+    cr_expect_eq(tilec_cache_get(c, KEY, &got), TILEC_RT_NOT_FOUND);
+    long long sent = server_output() - before;
+    cr_expect_eq(stats_of(c).remote_rejected, 1);
+    cr_expect(strstr(tilec_cache_last_error(c), "over the 1048576-byte limit"), "%s", tilec_cache_last_error(c));
+    cr_expect_leq(sent, 70 << 10, "the server sent %lld bytes for a refused 4 MiB value", sent);
+    cr_expect_leq(tilec_cache_remote_bytes_read(c), 64 << 10);
+    tilec_cache_close(c);
+}
+
+/* A value of several MiB within the limit comes in pieces, whole. */
+Test(remote, a_large_value_comes_in_pieces, .timeout = 60)
+{
+    start_server(NULL, 0);
+    setenv("TILEC_CACHE_REDIS_MAX_BYTES", "8388608", 1);
+    tilec_bundle *b = make_bundle(3, 1200000);
+    publish_from("writer", b);
+    tilec_cache *c = expect_read_back("reader", b);
+    cr_expect_gt(tilec_cache_remote_bytes_read(c), 3u << 20);
+    tilec_bundle_free(b);
+    tilec_cache_close(c);
+}
+
+/* ---- signed entries: a writer without the secret cannot plant a kernel ---- */
+
+#define SECRET "fleet secret: 0123456789abcdef"
+
+static void use_secret(const char *secret)
+{
+    unsetenv("TILEC_CACHE_REDIS_WRITE"); /* the default: stores with a secret */
+    if (secret)
+        setenv("TILEC_CACHE_SECRET", secret, 1);
+    else
+        unsetenv("TILEC_CACHE_SECRET");
+}
+
+/* The attacker's bundle: made for the victim's key, every checksum right
+ * (serialized under KEY), and another key's bundle relabelled as KEY and
+ * resealed. */
+static void forge(int relabel_other, size_t *len_out, void **out)
+{
+    tilec_bundle *evil = make_bundle(2, 66);
+    void *buf;
+    size_t len;
+    cr_assert_eq(tilec_bundle_serialize(evil, relabel_other ? KEY_B : KEY, &buf, &len), TILEC_RT_OK);
+    if (relabel_other) {
+        uint8_t *p = buf;
+        size_t at = 0;
+        while (at + strlen(KEY_B) <= len && memcmp(p + at, KEY_B, strlen(KEY_B)))
+            at++;
+        cr_assert_leq(at + strlen(KEY_B), len, "the key is in the bundle");
+        memcpy(p + at, KEY, strlen(KEY));
+        bundle_reseal(p, len);
+    }
+    tilec_bundle_free(evil);
+    *out = buf;
+    *len_out = len;
+}
+
+Test(remote, signed_entries_round_trip)
+{
+    start_server(NULL, 0);
+    use_secret(SECRET);
+    tilec_cache *w = open_in("writer");
+    cr_expect_str_eq(tilec_cache_remote_mode(w), "signed, read-write");
+    tilec_bundle *b = make_bundle(3, 9), *got = NULL;
+    cr_assert_eq(tilec_cache_put(w, KEY, b), TILEC_RT_OK);
+    cr_assert_eq(tilec_cache_record_put(w, KEY, "signed record\n"), TILEC_RT_OK);
+    cr_expect_eq(stats_of(w).remote_writes, 1, "%s", tilec_cache_last_error(w));
+    tilec_cache_close(w);
+    size_t len;
+    char *v = value_of(KEY, &len);
+    cr_expect(!strncmp(v, "tilec signed 1 tilec:" KEY "\n", strlen("tilec signed 1 tilec:" KEY "\n")), "%.60s", v);
+    free(v);
+    tilec_cache *c = open_in("reader");
+    char *t = NULL;
+    cr_assert_eq(tilec_cache_get(c, KEY, &got), TILEC_RT_OK, "%s", tilec_cache_last_error(c));
+    cr_expect(bundle_eq(got, b));
+    cr_assert_eq(tilec_cache_record_get(c, KEY, &t), TILEC_RT_OK, "%s", tilec_cache_last_error(c));
+    cr_expect_str_eq(t, "signed record\n");
+    free(t);
+    tilec_bundle_free(got);
+    tilec_cache_close(c);
+    /* a reader without the secret (it trusts the server anyway) reads them too */
+    use_secret(NULL);
+    c = open_in("plain_reader");
+    cr_expect_str_eq(tilec_cache_remote_mode(c),
+                     "unsigned, read-only (no TILEC_CACHE_SECRET_FILE or TILEC_CACHE_SECRET)");
+    cr_assert_eq(tilec_cache_get(c, KEY, &got), TILEC_RT_OK, "%s", tilec_cache_last_error(c));
+    cr_expect(bundle_eq(got, b));
+    tilec_bundle_free(got);
+    tilec_cache_close(c);
+    tilec_bundle_free(b);
+}
+
+/* The threat of issue 28: whoever can write the server plants a bundle
+ * under the victim's key. With the fleet secret the victim refuses it
+ * (one log line), compiles its own (the miss) and stores it signed. */
+Test(remote, a_writer_without_the_secret_cannot_plant_a_kernel)
+{
+    start_server(NULL, 0);
+    use_secret(SECRET);
+    setenv("TILEC_LOGS", "cache", 1);
+    tilec_bundle *own = make_bundle(3, 21), *got = NULL;
+    static const char *const how[] = {"made for the key", "relabelled", "relabelled in a forged envelope",
+                                      "a signed value of another key", "signed with a wrong secret"};
+    for (int i = 0; i < 5; i++) {
+        void *buf;
+        size_t len;
+        forge(i >= 1, &len, &buf);
+        if (i == 2) { /* the envelope's form with a made-up tag */
+            const char *env = "tilec signed 1 tilec:" KEY "\n";
+            char *e = malloc(strlen(env) + len + 32);
+            memcpy(e, env, strlen(env));
+            memcpy(e + strlen(env), buf, len);
+            memset(e + strlen(env) + len, 0x42, 32);
+            free(buf);
+            buf = e;
+            len += strlen(env) + 32;
+        }
+        if (i < 3) {
+            plant(KEY, buf, len);
+        } else { /* an entry the fleet (or another fleet) signed, copied under the victim's key */
+            use_secret(i == 3 ? SECRET : "another fleet's secret, 32 bytes");
+            tilec_cache *w = open_in(i == 3 ? "signer" : "other_fleet");
+            tilec_bundle *evil = make_bundle(2, 66);
+            cr_assert_eq(tilec_cache_put(w, i == 3 ? KEY_B : KEY, evil), TILEC_RT_OK);
+            tilec_bundle_free(evil);
+            tilec_cache_close(w);
+            if (i == 3)
+                relabel(KEY_B, KEY);
+            use_secret(SECRET);
+        }
+        free(buf);
+        char name[32];
+        snprintf(name, sizeof name, "victim_%d", i);
+        tilec_cache *c = open_in(name);
+        cr_expect_eq(tilec_cache_get(c, KEY, &got), TILEC_RT_NOT_FOUND, "%s: the planted bundle was loaded",
+                     how[i]);
+        tilec_bundle_free(got);
+        got = NULL;
+        cr_expect_eq(stats_of(c).remote_rejected, 1, "%s", how[i]);
+        cr_expect(strstr(tilec_cache_last_error(c), "the value of tilec:" KEY " is refused"), "%s: %s", how[i],
+                  tilec_cache_last_error(c));
+        /* the victim compiles its own and stores it signed: the next victim hits it */
+        cr_assert_eq(tilec_cache_put(c, KEY, own), TILEC_RT_OK);
+        tilec_cache_close(c);
+        snprintf(name, sizeof name, "next_%d", i);
+        c = open_in(name);
+        cr_assert_eq(tilec_cache_get(c, KEY, &got), TILEC_RT_OK, "%s", tilec_cache_last_error(c));
+        cr_expect(bundle_eq(got, own), "%s", how[i]);
+        tilec_bundle_free(got);
+        got = NULL;
+        tilec_cache_close(c);
+    }
+    /* without the secret the same plant is loaded: what signing protects against */
+    use_secret(NULL);
+    void *buf;
+    size_t len;
+    forge(1, &len, &buf);
+    plant(KEY, buf, len);
+    free(buf);
+    tilec_cache *c = open_in("unsigned_victim");
+    cr_expect_eq(tilec_cache_get(c, KEY, &got), TILEC_RT_OK, "an unsigned tier trusts its writers");
+    tilec_bundle_free(got);
+    tilec_cache_close(c);
+    tilec_bundle_free(own);
+    unsetenv("TILEC_LOGS");
+}
+
+/* Without a secret the tier is read-only unless TILEC_CACHE_REDIS_WRITE=1;
+ * a malformed secret is no tier at all (never an unsigned one). */
+Test(remote, read_only_without_a_secret_and_bad_secrets)
+{
+    start_server(NULL, 0);
+    unsetenv("TILEC_CACHE_REDIS_WRITE");
+    tilec_bundle *b = make_bundle(2, 3);
+    tilec_cache *c = open_in("plain");
+    cr_expect_str_eq(tilec_cache_remote_mode(c), "unsigned, read-only (no TILEC_CACHE_SECRET_FILE or TILEC_CACHE_SECRET)");
+    cr_assert_eq(tilec_cache_put(c, KEY, b), TILEC_RT_OK);
+    cr_assert_eq(tilec_cache_record_put(c, KEY, "r\n"), TILEC_RT_OK);
+    cr_expect_eq(stats_of(c).remote_writes, 0);
+    tilec_cache_close(c);
+    char keys[64];
+    resp(1, (const char *[]){"DBSIZE"}, NULL, keys, sizeof keys);
+    cr_expect_eq(atoi(keys + 1), 0, "a read-only tier stored something: %s", keys);
+    setenv("TILEC_CACHE_REDIS_WRITE", "1", 1);
+    c = open_in("opted_in");
+    cr_expect_str_eq(tilec_cache_remote_mode(c), "unsigned, read-write (TILEC_CACHE_REDIS_WRITE=1)");
+    tilec_cache_close(c);
+    unsetenv("TILEC_CACHE_REDIS_WRITE");
+    /* bad settings: no remote tier, with a message */
+    char file[160];
+    snprintf(file, sizeof file, "%s/secret", dir);
+    write_in(dir, "secret", SECRET "\n");
+    chmod(file, 0644);
+    struct {
+        const char *var, *value, *want;
+    } bad[] = {
+        {"TILEC_CACHE_SECRET", "short", "at least 16 are needed"},
+        {"TILEC_CACHE_SECRET_FILE", "/nonexistent/secret", "cannot be read"},
+        {"TILEC_CACHE_SECRET_FILE", file, "may be read or written by other users"},
+        {"TILEC_CACHE_SECRET_FILE", dir, "is not a regular file"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv(bad[i].var, bad[i].value, 1);
+        c = open_in("bad");
+        cr_expect_null(tilec_cache_remote(c), "%s=%s", bad[i].var, bad[i].value);
+        cr_expect(strstr(tilec_cache_last_error(c), bad[i].want), "%s: %s", bad[i].value, tilec_cache_last_error(c));
+        tilec_cache_close(c);
+        unsetenv(bad[i].var);
+    }
+    setenv("TILEC_CACHE_SECRET", SECRET, 1);
+    setenv("TILEC_CACHE_SECRET_FILE", file, 1);
+    c = open_in("both");
+    cr_expect_null(tilec_cache_remote(c));
+    cr_expect(strstr(tilec_cache_last_error(c), "set one"), "%s", tilec_cache_last_error(c));
+    tilec_cache_close(c);
+    unsetenv("TILEC_CACHE_SECRET");
+    /* the file, private: a signed tier */
+    chmod(file, 0600);
+    c = open_in("file");
+    cr_expect_str_eq(tilec_cache_remote_mode(c), "signed, read-write");
+    tilec_cache_close(c);
+    setenv("TILEC_LIBCRYPTO", "/nonexistent/libcrypto.so", 1);
+    c = open_in("nolib");
+    cr_expect_null(tilec_cache_remote(c));
+    cr_expect(strstr(tilec_cache_last_error(c), "libcrypto cannot be loaded"), "%s", tilec_cache_last_error(c));
+    tilec_cache_close(c);
+    tilec_bundle_free(b);
 }

@@ -181,6 +181,17 @@ static int choice_files(char *path, size_t size, char *content, size_t csize)
     return n;
 }
 
+/* The line of a choice file at path holding variant v: its hash is the
+ * file name's. */
+static const char *choice_line(const char *path, int v)
+{
+    static char line[128];
+    const char *h = strstr(path, "multikernel-");
+    cr_assert_not_null(h);
+    snprintf(line, sizeof line, "tilec multi-kernel choice %d %.40s\n", v, h + 12);
+    return line;
+}
+
 static int leftover_temp_files(void)
 {
     DIR *d = opendir(dir);
@@ -376,7 +387,7 @@ Test(multikernel, stored_choice_is_reused_by_a_fresh_program, .timeout = 300)
     cr_expect_eq(v, 2);
     char path[512], content[128];
     cr_assert_eq(choice_files(path, sizeof path, content, sizeof content), 1);
-    cr_expect_str_eq(content, "tilec multi-kernel choice 2\n");
+    cr_expect_str_eq(content, choice_line(path, 2));
     cr_expect_eq(leftover_temp_files(), 0);
     env_free(&e, 0);
 
@@ -400,6 +411,7 @@ Test(multikernel, stored_choice_is_reused_by_a_fresh_program, .timeout = 300)
     env_free(&e, 1);
 }
 
+/* bytes with "%s" get the file's own hash there (len is then ignored). */
 static void corrupt_case(const char *bytes, size_t len, const char *what)
 {
     env e;
@@ -412,6 +424,13 @@ static void corrupt_case(const char *bytes, size_t len, const char *what)
     char path[512], content[128];
     cr_assert_eq(choice_files(path, sizeof path, NULL, 0), 1);
     env_free(&e, 0);
+    char hashed[160];
+    const char *at = strstr(bytes, "%s");
+    if (at) {
+        const char *h = strstr(path, "multikernel-") + 12;
+        len = (size_t)snprintf(hashed, sizeof hashed, "%.*s%.40s%s", (int)(at - bytes), bytes, h, at + 2);
+        bytes = hashed;
+    }
 
     int fd = open(path, O_WRONLY | O_TRUNC);
     cr_assert_geq(fd, 0);
@@ -426,7 +445,7 @@ static void corrupt_case(const char *bytes, size_t len, const char *what)
     cr_expect_eq(fake->event_records, records + TIMED_ONE_PRUNED, "%s", what);
     expect_output(&e, 1000);
     cr_assert_eq(choice_files(NULL, 0, content, sizeof content), 1);
-    cr_expect_str_eq(content, "tilec multi-kernel choice 2\n", "%s: replaced", what);
+    cr_expect_str_eq(content, choice_line(path, 2), "%s: replaced", what);
     env_free(&e, 1);
 }
 
@@ -438,17 +457,29 @@ Test(multikernel, corrupt_choice_garbage, .timeout = 300)
 
 Test(multikernel, corrupt_choice_out_of_range, .timeout = 300)
 {
-    corrupt_case("tilec multi-kernel choice 3\n", 28, "variant 3 of 3");
+    corrupt_case("tilec multi-kernel choice 3 %s\n", 0, "variant 3 of 3");
 }
 
 Test(multikernel, corrupt_choice_trailing_junk, .timeout = 300)
 {
-    corrupt_case("tilec multi-kernel choice 1junk\n", 32, "trailing junk");
+    corrupt_case("tilec multi-kernel choice 1 %sjunk\n", 0, "trailing junk");
 }
 
 Test(multikernel, corrupt_choice_negative, .timeout = 300)
 {
-    corrupt_case("tilec multi-kernel choice -1\n", 29, "variant -1");
+    corrupt_case("tilec multi-kernel choice -1 %s\n", 0, "variant -1");
+}
+
+/* A valid choice of another shape (another hash) copied under this
+ * shape's name: refused (issue 28: every entry carries its own key). */
+Test(multikernel, corrupt_choice_of_another_shape, .timeout = 300)
+{
+    corrupt_case("tilec multi-kernel choice 0 0123456789abcdef0123456789abcdef01234567\n", 69, "another shape's");
+}
+
+Test(multikernel, corrupt_choice_no_key, .timeout = 300)
+{
+    corrupt_case("tilec multi-kernel choice 0\n", 28, "the old line without its key");
 }
 
 Test(multikernel, corrupt_choice_truncated, .timeout = 300)

@@ -89,13 +89,29 @@ Test(record, bad_arguments_and_disabled)
 /* Every damaged file is a miss, and is removed. */
 Test(record, corrupt_files_are_misses)
 {
+#define K "0123456789abcdef0123456789abcdef"
     static const char *bad[] = {
         "",
-        "tilec record 3 0000000000000000\nabc",        /* wrong checksum */
-        "tilec record 9 0000000000000000\nabc",        /* wrong length */
-        "not a record\nabc",                           /* no header */
-        "tilec record 3 zz\nabc",                      /* a malformed checksum */
+        "tilec record 2 " K " 3 0000000000000000\nabc", /* wrong checksum */
+        "tilec record 2 " K " 9 0000000000000000\nabc", /* wrong length */
+        "not a record\nabc",                            /* no header */
+        "tilec record 2 " K " 3 zz\nabc",               /* a malformed checksum */
+        "tilec record 3 44bc2cf5ad770999\nabc",         /* the old header, without the key */
+        "tilec record 2 " K " 3",                       /* ends inside the header */
+        "tilec record 2 " K,                            /* ends with the key */
+        "tilec record 2 " K " 00003 44bc2cf5ad770999\nabc", /* leading zeros */
+        "tilec record 2 " K " 3 44BC2CF5AD770999\nabc", /* upper-case checksum */
     };
+    /* the control: the same bytes with a well-formed header are a hit */
+    write_in(dir, K ".tilecrecord", "tilec record 2 " K " 3 44bc2cf5ad770999\nabc");
+    tilec_cache *good;
+    char *text = NULL;
+    cr_assert_eq(tilec_cache_open(dir, &good), TILEC_RT_OK);
+    cr_assert_eq(tilec_cache_record_get(good, KEY, &text), TILEC_RT_OK, "%s", tilec_cache_last_error(good));
+    cr_expect_str_eq(text, "abc");
+    free(text);
+    tilec_cache_close(good);
+#undef K
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char name[64], path[256];
         snprintf(name, sizeof name, "%s.tilecrecord", KEY);
@@ -109,6 +125,42 @@ Test(record, corrupt_files_are_misses)
         cr_expect_neq(access(path, F_OK), 0, "case %zu: the damaged file stays", i);
         tilec_cache_close(c);
     }
+}
+
+/* A record carries its key: the file of key A under key B's name (a
+ * checksum-clean record of another module) is refused and removed. */
+Test(record, another_keys_record_is_refused)
+{
+    static const char B[] = "fedcba9876543210fedcba9876543210";
+    tilec_cache *c;
+    char *t = NULL;
+    cr_assert_eq(tilec_cache_open(dir, &c), TILEC_RT_OK);
+    cr_assert_eq(tilec_cache_record_put(c, KEY, "bundle of A\n"), TILEC_RT_OK);
+    tilec_cache_close(c);
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/%s.tilecrecord", dir, KEY);
+    snprintf(b, sizeof b, "%s/%s.tilecrecord", dir, B);
+    size_t len = 0;
+    char *bytes = read_file(a, &len);
+    cr_assert(bytes && strstr(bytes, KEY), "the record names its key: %s", bytes ? bytes : "(none)");
+    FILE *f = fopen(b, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(bytes, 1, len, f), len);
+    fclose(f);
+    free(bytes);
+    cr_assert_eq(tilec_cache_open(dir, &c), TILEC_RT_OK);
+    cr_expect_eq(tilec_cache_record_get(c, B, &t), TILEC_RT_NOT_FOUND, "served A's record for B: %s", t ? t : "");
+    cr_expect_null(t);
+    tilec_cache_stats s;
+    tilec_cache_get_stats(c, &s);
+    cr_expect_eq(s.corrupt, 1);
+    cr_expect(strstr(tilec_cache_last_error(c), "the record of key 0123456789abcdef0123456789abcdef, not fedcba"), "%s",
+              tilec_cache_last_error(c));
+    cr_expect_neq(access(b, F_OK), 0, "the foreign record is removed");
+    cr_expect_eq(tilec_cache_record_get(c, KEY, &t), TILEC_RT_OK, "A's own still reads");
+    cr_expect_str_eq(t, "bundle of A\n");
+    free(t);
+    tilec_cache_close(c);
 }
 
 static void lower_all(tilec_ctx *ctx, tilec_module *m, const char *kernel, tilec_kernel_code *codes, uint32_t n)

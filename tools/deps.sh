@@ -30,6 +30,7 @@ want() { # want PACKAGE TEST...
 }
 want redis-server command -v redis-server
 want libhiredis-dev sh -c 'ls /usr/lib/*/libhiredis.so* || ls /usr/lib/libhiredis.so*'
+want libssl-dev sh -c 'ls /usr/lib/*/libcrypto.so.3* || ls /usr/lib/libcrypto.so.3*' # signed entries (dlopen'd)
 if [ -n "$optional" ] && [ "$mode" = install ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "tilec: installing optional packages:$optional"

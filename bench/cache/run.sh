@@ -44,6 +44,7 @@ if [ -n "$server" ] && [ -x "$server" ]; then
         i=$((i + 1)); [ $i -lt 100 ] || { cat "$work/redis.log" >&2; exit 1; }; sleep 0.05
     done
     export TILEC_CACHE_REDIS=127.0.0.1:$port
+    export TILEC_CACHE_REDIS_WRITE=1 # a private loopback server: unsigned stores, as measured before signing
     remote="redis-server $("$server" --version | sed 's/.*v=\([^ ]*\).*/\1/') on loopback"
 else
     unset TILEC_CACHE_REDIS || true

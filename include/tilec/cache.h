@@ -281,6 +281,15 @@ const char *tilec_cache_last_error(const tilec_cache *c);
 uint64_t tilec_cache_max_bytes(const tilec_cache *c);
 /* The Redis tier as "host:port", or NULL when there is none. */
 const char *tilec_cache_remote(const tilec_cache *c);
+/* How the Redis tier is used: "signed, read-write" (a fleet secret),
+ * "signed, read-only (...)", "unsigned, read-only (...)" (no secret: the
+ * default), "unsigned, read-write (TILEC_CACHE_REDIS_WRITE=1)"; NULL when
+ * there is none (docs/runtime.md, "Trust"). */
+const char *tilec_cache_remote_mode(const tilec_cache *c);
+/* The value bytes this handle has received from the Redis tier (a value
+ * over TILEC_CACHE_REDIS_MAX_BYTES is refused on its length: at most its
+ * first 64 KiB come). */
+uint64_t tilec_cache_remote_bytes_read(const tilec_cache *c);
 
 /* The directory as a whole: its bundles and the counters every process
  * using it adds to (kept in the directory's .tilec-stats). */
