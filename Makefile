@@ -365,7 +365,7 @@ layers:
 
 # The package on the fake driver, with and without its extension; not in
 # the ASan build (Python cannot load ASan-instrumented libraries).
-PYFAKE = $(if $(SANITIZE),echo "tests/python/test_fake.py, test_docs.py: run by the plain build's make test",BUILD=$(BUILD) python3 tests/python/test_fake.py -q && BUILD=$(BUILD) TILEC_NO_NATIVE=1 python3 tests/python/test_fake.py -q && BUILD=$(BUILD) python3 tests/python/test_docs.py -q)
+PYFAKE = $(if $(SANITIZE),echo "tests/python/test_fake.py and test_docs.py: run by the plain build's make test",BUILD=$(BUILD) python3 tests/python/test_fake.py -q && BUILD=$(BUILD) TILEC_NO_NATIVE=1 python3 tests/python/test_fake.py -q && BUILD=$(BUILD) python3 tests/python/test_docs.py -q)
 # The same check on symbols, after the build: no object uses a symbol that
 # a folder it may not include defines, and the folders form no circle.
 symbols: all

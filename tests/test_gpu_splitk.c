@@ -8,10 +8,13 @@
  * some slices are empty), the output poisoned with NaN before each launch;
  * every case launched twice in a row (the tile counters must be back at
  * zero) with bit-identical results (the partials are added in slice
- * order), then on two streams at once. Without a GPU one SKIP line. */
+ * order), then on two streams at once, and as two CUDA graphs of one plan
+ * replayed on two streams at once (each graph owns its workspace). Without
+ * a GPU one SKIP line. */
 #include <criterion/criterion.h>
 
 #include "gpu_helpers.h"
+#include "tilec/plan.h"
 
 static tilec_rt *rt;
 static tilec_ctx *ctx;
@@ -249,6 +252,21 @@ Test(splitk, own_kernels, .timeout = 300)
     }
 }
 
+/* The first split-K variant of bench/harness/gemm.tile's matmul_f16. */
+static int split_variant(void)
+{
+    int v = -1;
+    for (int i = 0; i < 32 && tilec_program_kernel(pgemm, "matmul_f16", i) && v < 0; i++) {
+        tilec_kernel_code code;
+        cr_assert_eq(tilec_lower_kernel(ctx, gemm, tilec_module_find_kernel(gemm, "matmul_f16"), i, &code), TILEC_OK);
+        if (code.split_k > 1)
+            v = i;
+        tilec_kernel_code_free(&code);
+    }
+    cr_assert_geq(v, 0);
+    return v;
+}
+
 /* Two streams at once: each has its own workspace and counters. */
 Test(splitk, two_streams, .timeout = 300)
 {
@@ -264,15 +282,7 @@ Test(splitk, two_streams, .timeout = 300)
         CHECK_RT(tilec_rt_malloc(rt, nc * 2, &dc[i]));
         CHECK_RT(tilec_rt_memset_d32(rt, dc[i], 0x7e007e00u, nc / 2));
     }
-    int v = -1;
-    for (int i = 0; i < 32 && tilec_program_kernel(pgemm, "matmul_f16", i) && v < 0; i++) {
-        tilec_kernel_code code;
-        cr_assert_eq(tilec_lower_kernel(ctx, gemm, tilec_module_find_kernel(gemm, "matmul_f16"), i, &code), TILEC_OK);
-        if (code.split_k > 1)
-            v = i;
-        tilec_kernel_code_free(&code);
-    }
-    cr_assert_geq(v, 0);
+    int v = split_variant();
     for (int r = 0; r < 8; r++)
         for (int i = 0; i < 2; i++) {
             tilec_rt_arg args[6] = {{.ptr = da}, {.ptr = db}, {.ptr = dc[i]}, {.i32 = M}, {.i32 = N}, {.i32 = K}};
@@ -299,3 +309,71 @@ Test(splitk, two_streams, .timeout = 300)
 }
 
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "split-K"); }
+
+/* Two CUDA graphs of one plan (one split-K launch each, other operands)
+ * replayed on two streams at once, 16 times each with no wait between:
+ * each graph owns its workspace pair, so neither sees the other's partials
+ * or counters (issue 28 item 5: they shared the capture stream's). */
+Test(splitk, two_cuda_graphs_on_two_streams, .timeout = 300)
+{
+    enum { M = 16, N = 2048, K = 4096 };
+    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    int v = split_variant();
+    tilec_plan *p = tilec_plan_new(pgemm, NULL, "two_graphs", 6);
+    cr_assert_not_null(p);
+    static const char *const names[6] = {"a", "b", "c", "M", "N", "K"};
+    tilec_plan_value pv[6];
+    for (uint32_t i = 0; i < 6; i++) {
+        CHECK_RT(tilec_plan_set_slot(p, i, i < 3 ? TILEC_PLAN_PTR : TILEC_PLAN_INT, names[i]));
+        pv[i] = (tilec_plan_value){.slot = (int32_t)i};
+    }
+    cr_assert_eq(tilec_plan_add_kernel(p, "matmul_f16", v, pv, 6), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    CHECK_RT(tilec_plan_set_cuda_graph(p, 4));
+    float *a[2], *b[2], *got = malloc(nc * 4);
+    uint64_t da[2], db[2], dc[2];
+    double *want[2];
+    void *s[2];
+    for (int i = 0; i < 2; i++) {
+        a[i] = malloc(na * 4);
+        b[i] = malloc(nb * 4);
+        da[i] = upload(na, F16, a[i]);
+        db[i] = upload(nb, F16, b[i]);
+        want[i] = gk_ref_matmul(a[i], b[i], M, N, K);
+        CHECK_RT(tilec_rt_stream_create(rt, 1, &s[i]));
+        CHECK_RT(tilec_rt_malloc(rt, nc * 2, &dc[i]));
+    }
+    for (int r = 0; r < 17; r++)
+        for (int i = 0; i < 2; i++) {
+            if (r == 1) /* the replays start from a poisoned output */
+                CHECK_RT(tilec_rt_memset_d32(rt, dc[i], 0x7e007e00u, nc / 2));
+            tilec_rt_arg args[6] = {{.ptr = da[i]}, {.ptr = db[i]}, {.ptr = dc[i]}, {.i64 = M}, {.i64 = N}, {.i64 = K}};
+            cr_assert_eq(tilec_plan_run(p, args, 6, s[i]), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+            if (r == 0) /* the first run records its graph (captures once or twice) */
+                CHECK_RT(tilec_rt_stream_synchronize(rt, s[i]));
+        }
+    tilec_plan_stats st;
+    tilec_plan_get_stats(p, &st);
+    cr_expect_eq(st.recorded, 2, "one graph per operand set");
+    cr_expect_geq(st.replayed, 30);
+    for (int i = 0; i < 2; i++) {
+        CHECK_RT(tilec_rt_stream_synchronize(rt, s[i]));
+        uint16_t *h = malloc(nc * 2);
+        CHECK_RT(tilec_rt_memcpy_dtoh(rt, h, dc[i], nc * 2));
+        for (size_t j = 0; j < nc; j++)
+            got[j] = f16_to_f32(h[j]);
+        free(h);
+        double err = rel_l2(got, want[i], nc);
+        cr_expect(err < 2e-3, "graph %d: rel. error %g after concurrent replays", i, err);
+    }
+    tilec_plan_free(p);
+    for (int i = 0; i < 2; i++) {
+        CHECK_RT(tilec_rt_stream_destroy(rt, s[i]));
+        tilec_rt_free(rt, da[i]);
+        tilec_rt_free(rt, db[i]);
+        tilec_rt_free(rt, dc[i]);
+        free(a[i]);
+        free(b[i]);
+        free(want[i]);
+    }
+    free(got);
+}
