@@ -60,6 +60,7 @@ struct tilec_cache {
     tilec_cache_fault_fn fault;
     void *fault_user;
     char err[ERR_MAX];
+    char remote_problem[ERR_MAX]; /* TILEC_CACHE_REDIS malformed, or the tier's last fault; "" */
 };
 
 /* snprintf that may truncate: messages are cut, never overrun. */

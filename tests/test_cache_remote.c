@@ -5,7 +5,7 @@
  * skipped. Shown: a second process with its own empty directory compiles
  * nothing; every remote fault (server killed, stopped, a wrong or missing
  * password, a corrupt, foreign, over-limit or wrong-type value, a
- * connection dropped in the middle of a value, no libhiredis) is a miss
+ * connection dropped in the middle of a value, no client shim) is a miss
  * with one log line and the right bundle after, never a failed call; a
  * corrupted value is rejected and replaced; 16 processes x 50 rounds share
  * one server and one directory without a failure. Values are planted by
@@ -422,16 +422,18 @@ Test(remote, connection_dropped_mid_value)
 Test(remote, no_client_library_or_a_bad_spec)
 {
     start_server(NULL, 0);
-    setenv("TILEC_HIREDIS", "/nonexistent/libhiredis.so", 1);
-    survive(&(fault_case){"no_hiredis", "cannot load libhiredis", 0}, 2000);
-    unsetenv("TILEC_HIREDIS");
+    setenv("TILEC_REDIS_SHIM", "/nonexistent/libtilec_redis.so", 1);
+    survive(&(fault_case){"no_client", "cannot load the Redis client TILEC_REDIS_SHIM (/nonexistent/libtilec_redis.so",
+                          0},
+            2000);
+    unsetenv("TILEC_REDIS_SHIM");
     static const char *const bad[] = {"localhost", "host:0", "host:99999", ":6379", "[::1", "h:12x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv("TILEC_CACHE_REDIS", bad[i], 1);
         tilec_cache *c = open_in("bad");
         cr_expect_null(tilec_cache_remote(c), "%s", bad[i]);
-        cr_expect(strstr(tilec_cache_last_error(c), "is not host:port"), "%s: %s", bad[i],
-                  tilec_cache_last_error(c));
+        cr_expect(strstr(tilec_cache_last_error(c), "is malformed: "), "%s: %s", bad[i], tilec_cache_last_error(c));
+        cr_expect_str_eq(tilec_cache_remote_problem(c), tilec_cache_last_error(c));
         tilec_cache_close(c);
     }
     setenv("TILEC_CACHE_REDIS", "127.0.0.1:6379", 1);
