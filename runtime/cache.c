@@ -411,12 +411,12 @@ static int from_file(tilec_cache *c, const char *key, tilec_bundle **out)
     return hit;
 }
 
-/* The last fault of the Redis tier, for tilec_cache_remote_problem. */
-static void remote_fault(tilec_cache *c, const char *why)
+void cache_remote_fault(tilec_cache *c, const char *why)
 {
     pthread_mutex_lock(&c->lock);
     cache_say(c->remote_problem, sizeof c->remote_problem, "%s", why);
     pthread_mutex_unlock(&c->lock);
+    lru_count(c, SC_REMOTE_FAULTS);
 }
 
 const char *tilec_cache_remote_problem(const tilec_cache *c) { return c ? c->remote_problem : ""; }
@@ -430,7 +430,9 @@ tilec_rt_status tilec_cache_remote_ping(tilec_cache *c)
     char why[ERR_MAX];
     if (cache_remote_ping(c->remote, why, sizeof why) == REMOTE_HIT)
         return TILEC_RT_OK;
-    remote_fault(c, why);
+    pthread_mutex_lock(&c->lock);
+    cache_say(c->remote_problem, sizeof c->remote_problem, "%s", why);
+    pthread_mutex_unlock(&c->lock);
     cache_note(c, NULL, "%s", why);
     return TILEC_RT_IO_ERROR;
 }
@@ -447,9 +449,8 @@ static int from_remote(tilec_cache *c, const char *key, tilec_bundle **out)
     if (r == REMOTE_MISS)
         count(c, &c->stats.remote_misses);
     if (r == REMOTE_FAULT) {
-        remote_fault(c, why);
         cache_note(c, &c->stats.remote_faults, "%s; compiling locally", why);
-        lru_count(c, SC_REMOTE_FAULTS);
+        cache_remote_fault(c, why);
     }
     if (r == REMOTE_REJECTED) {
         cache_note(c, &c->stats.remote_rejected, "%s; rejected, the next put replaces it", why);
@@ -603,9 +604,8 @@ static void to_remote(tilec_cache *c, const char *key, const void *data, size_t 
         count(c, &c->stats.remote_writes);
         cache_log(c, "stored %s in redis %s (%zu bytes)", key, cache_remote_name(c->remote), len);
     } else if (r == REMOTE_FAULT) {
-        remote_fault(c, why);
         cache_note(c, &c->stats.remote_faults, "%s; not stored there", why);
-        lru_count(c, SC_REMOTE_FAULTS);
+        cache_remote_fault(c, why);
     } else if (r == REMOTE_REJECTED) {
         cache_note(c, NULL, "%s", why);
     } /* REMOTE_SKIPPED: a read-only tier, said once at open */

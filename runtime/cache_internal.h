@@ -72,6 +72,11 @@ void cache_log(const tilec_cache *c, const char *fmt, ...) __attribute__((format
  * error and log it. */
 void cache_note(tilec_cache *c, uint64_t *counter, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* A fault of the Redis tier (any lookup or store): kept as the tier's
+ * problem (tilec_cache_remote_problem) and counted in the directory's
+ * remote faults. The caller notes it (cache_note). */
+void cache_remote_fault(tilec_cache *c, const char *why);
+
 /* cache.c: read the whole regular file at path (at most
  * TILEC_BUNDLE_MAX_SIZE bytes, not through a link, never blocking on a
  * FIFO) into a malloc'd *data; dev/ino identify what was read. */

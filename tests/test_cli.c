@@ -448,3 +448,44 @@ Test(cli, help_and_man_page_name_the_same_options)
     free(cache_help);
     free(man);
 }
+
+/* `tilec cache stats` says why the Redis tier is not in use: a malformed
+ * TILEC_CACHE_REDIS (never "unset"), a server it cannot connect to; the
+ * password masked. A build says it once on standard error. */
+Test(cli, cache_stats_reports_the_redis_tier, .timeout = 60)
+{
+    char dir[] = "/tmp/tilec_stats_XXXXXX", args[512], *out;
+    cr_assert(mkdtemp(dir));
+    static const char *const cases[][2] = {
+        {"localhost", "remote         none: TILEC_CACHE_REDIS=localhost is malformed: no port (host:port); no remote "
+                      "tier\n"},
+        {"redis://fleet:hunter2@h:1/x", "remote         none: TILEC_CACHE_REDIS=redis://fleet:***@h:1/x is malformed: "
+                                        "the database 'x' is not a number from 0 to 2147483647; no remote tier\n"},
+        {"redis://:hunter2@127.0.0.1:1", "remote         redis redis://:***@127.0.0.1:1: cannot connect: Connection "
+                                         "refused\n"},
+        {"", "remote         none (TILEC_CACHE_REDIS is unset)\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, "cache stats --dir %s/c", dir);
+        setenv("TILEC_CACHE_REDIS", cases[i][0], 1);
+        cr_expect_eq(run(args, &out), 0, "%s", out);
+        cr_expect(strstr(out, cases[i][1]), "%s: %s", cases[i][0], out);
+        cr_expect_null(strstr(out, "hunter2"), "%s", out);
+        free(out);
+    }
+    /* the build: one warning, the password masked */
+    setenv("TILEC_CACHE_REDIS", "redis://:hunter2@127.0.0.1:1", 1);
+    setenv("TILEC_CACHE_DIR", dir, 1);
+    snprintf(args, sizeof args, "examples/add_relu.tile --emit cubin -q --arch sm_80 -o %s/out", dir);
+    cr_expect_eq(run(args, &out), 0, "%s", out);
+    const char *want = "tilec: warning: the kernel cache's Redis tier: redis redis://:***@127.0.0.1:1: cannot connect: "
+                       "Connection refused";
+    const char *at = strstr(out, want);
+    cr_expect(at && !strstr(at + 1, "tilec: warning"), "one warning wanted: %s", out);
+    cr_expect_null(strstr(out, "hunter2"), "%s", out);
+    free(out);
+    unsetenv("TILEC_CACHE_REDIS");
+    unsetenv("TILEC_CACHE_DIR");
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    cr_expect_eq(system(args), 0);
+}
