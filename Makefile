@@ -108,6 +108,27 @@ format-check:
 .PHONY: native
 native: $(LIBSO) $(TILEC)
 
+# The Redis tier's client (docs/runtime.md, "The Redis tier"): a shim built
+# against hiredis's own headers (shim/redis.c, runtime/redis_shim.h),
+# linked with -lhiredis (and -lhiredis_ssl, for rediss://, where hiredis
+# has it: >= 1.0 with SSL), which libtilec loads with dlopen from beside
+# itself. Without libhiredis-dev it is not built, libtilec is built with
+# TILEC_NO_REDIS and the tier reports "built without Redis support".
+HIREDIS_INC ?= /usr/include
+REDIS_SHIM  = $(BUILD)/lib/libtilec_redis.so
+ifneq ($(wildcard $(HIREDIS_INC)/hiredis/hiredis.h),)
+REDIS_TLS  := $(if $(wildcard $(HIREDIS_INC)/hiredis/hiredis_ssl.h),-DTILEC_REDIS_TLS)
+all native: $(REDIS_SHIM)
+$(REDIS_SHIM): shim/redis.c runtime/redis_shim.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -I$(HIREDIS_INC) $(REDIS_TLS) $(CFLAGS) -shared $(LDFLAGS) -o $@ $< -lhiredis $(if $(REDIS_TLS),-lhiredis_ssl)
+$(BUILD)/tests/test_cache_remote $(BUILD)/tests/test_cli: | $(REDIS_SHIM)
+else
+REDIS_SHIM =
+$(info make: no $(HIREDIS_INC)/hiredis/hiredis.h (libhiredis-dev): building without the Redis tier's client)
+$(BUILD)/obj/runtime/cache_remote.o: CPPFLAGS += -DTILEC_NO_REDIS
+endif
+
 # The grammar's terminals come from the lexer's one list (dsl/token.h): its
 # names, in order, replace the grammar's "%token ILLEGAL." line.
 $(BUILD)/gen/grammar.c $(BUILD)/gen/grammar.h &: parser/grammar.y dsl/token.h
@@ -301,7 +322,8 @@ valgrind: all
 
 .PHONY: gpu-bundle
 # the cache benchmark's Redis server and client, where this machine has them
-REDIS_CARRY = $(firstword $(wildcard /usr/bin/redis-server)) $(firstword $(wildcard /usr/lib/*/libhiredis.so.*))
+# (the client shim: the bundler finds its libhiredis)
+REDIS_CARRY = $(firstword $(wildcard /usr/bin/redis-server)) $(REDIS_SHIM)
 GPUDIR  ?= .gpu
 gpu-bundle: all $(TESTS) $(BENCH) $(BENCHLIB) $(CHAIN8LIB) $(FAKECUDA)
 	../shared/tools/gpu-bundle $(GPUDIR) $(TILEC) $(TESTS) $(BENCH) $(FAKECUDA) $(REDIS_CARRY)
@@ -328,13 +350,14 @@ $(PCFILE): tools/tilec.pc.in
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 	    -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-install: $(LIBA) $(LIBSO) $(TILEC) $(PCFILE)
+install: $(LIBA) $(LIBSO) $(TILEC) $(PCFILE) $(REDIS_SHIM)
 	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR)/tilec $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	$(INSTALL) -m 0644 $(addprefix include/tilec/,$(HEADERS)) $(DESTDIR)$(INCLUDEDIR)/tilec/
 	$(INSTALL) -m 0755 $(LIBSO_V) $(DESTDIR)$(LIBDIR)/
 	ln -sf libtilec.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtilec.so.$(MAJOR)
 	ln -sf libtilec.so.$(MAJOR) $(DESTDIR)$(LIBDIR)/libtilec.so
 	$(INSTALL) -m 0644 $(LIBA) $(DESTDIR)$(LIBDIR)/
+	$(if $(REDIS_SHIM),$(INSTALL) -m 0755 $(REDIS_SHIM) $(DESTDIR)$(LIBDIR)/)
 	$(INSTALL) -m 0644 $(PCFILE) $(DESTDIR)$(LIBDIR)/pkgconfig/
 	$(INSTALL) -m 0755 $(TILEC) $(DESTDIR)$(BINDIR)/
 	sed 's/@VERSION@/$(VERSION)/' docs/tilec.1 > $(BUILD)/tilec.1
@@ -345,6 +368,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/tilec 2>/dev/null
 	rm -f $(DESTDIR)$(LIBDIR)/libtilec.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtilec.so.$(MAJOR) \
 	    $(DESTDIR)$(LIBDIR)/libtilec.so $(DESTDIR)$(LIBDIR)/libtilec.a $(DESTDIR)$(LIBDIR)/pkgconfig/tilec.pc \
+	    $(DESTDIR)$(LIBDIR)/libtilec_redis.so \
 	    $(DESTDIR)$(BINDIR)/tilec $(DESTDIR)$(MANDIR)/man1/tilec.1
 
 # ---- the two commands of the README ----

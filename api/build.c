@@ -191,7 +191,9 @@ static tilec_status variants(build *b)
     return TILEC_OK;
 }
 
-/* Lower every variant (to key and, on a miss, compile them). */
+/* Lower every variant (to key and, on a miss, compile them); a variant
+ * the architecture cannot run is an error before the cache and NVRTC
+ * (every such variant reported). */
 static tilec_status lower_all(build *b)
 {
     double tl = now_ms();
@@ -201,7 +203,10 @@ static tilec_status lower_all(build *b)
             return st;
     }
     b->st.lower_ms = now_ms() - tl;
-    return TILEC_OK;
+    int too_old = 0;
+    for (uint32_t i = 0; i < b->n; i++)
+        too_old |= cmp_check_arch(b->ctx, b->m, b->ks[i].k, &b->ks[i].code, b->arch) != 0;
+    return too_old ? TILEC_ERR_INPUT : TILEC_OK;
 }
 
 /* A cache miss: compile every variant at once, store the bundle. */

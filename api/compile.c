@@ -2,7 +2,10 @@
  * (tilec_compile_kernel). A failed compile is reported at the .tile line
  * the generated CUDA C came from (the lowering marks every statement with a
  * `// file.tile:LINE` comment, lower/marker.h), naming the kernel and
- * carrying the NVRTC log. */
+ * carrying the NVRTC log. Before NVRTC, an architecture older than the
+ * lowering says the kernel needs (tilec_kernel_code.min_sm) is an error of
+ * its own (cmp_check_arch). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +88,34 @@ void cmp_report_failure(tilec_ctx *ctx, const tilec_module *m, const tilec_kerne
         diag_at(ctx, &m->src, NULL, TILEC_SEV_NOTE, "the NVRTC log of %s:\n%s", code->name, log);
 }
 
+/* The number of an architecture: 75 for "sm_75", 90 for "sm_90a" or
+ * "compute_90"; 0 when arch is not spelled so (NVRTC then judges it). */
+static uint32_t arch_number(const char *arch)
+{
+    const char *d = !strncmp(arch, "sm_", 3) ? arch + 3 : !strncmp(arch, "compute_", 8) ? arch + 8 : NULL;
+    if (!d || *d < '1' || *d > '9')
+        return 0;
+    char *end;
+    unsigned long n = strtoul(d, &end, 10);
+    return n < 1000 ? (uint32_t)n : 0;
+}
+
+int cmp_check_arch(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, const tilec_kernel_code *code,
+                   const char *arch)
+{
+    uint32_t have = arch_number(arch);
+    if (!have || !code->min_sm || have >= code->min_sm)
+        return 0;
+    char line[32] = "";
+    if (code->min_sm_line)
+        snprintf(line, sizeof line, " (line %u)", code->min_sm_line);
+    diag_at(ctx, &m->src, &k->loc, TILEC_SEV_ERROR,
+            "kernel '%s' (variant %d, %s) needs sm_%u or newer: it %s%s; --arch %s cannot run it", k->name,
+            code->variant, code->name, code->min_sm, code->min_sm_why ? code->min_sm_why : "uses its features", line,
+            arch);
+    return -1;
+}
+
 tilec_status tilec_compile_kernel(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant,
                                   const char *arch, tilec_kernel_code *code, void **cubin, size_t *size)
 {
@@ -95,6 +126,10 @@ tilec_status tilec_compile_kernel(tilec_ctx *ctx, const tilec_module *m, const t
     tilec_status st = tilec_lower_kernel(ctx, m, k, variant, code);
     if (st != TILEC_OK)
         return st;
+    if (cmp_check_arch(ctx, m, k, code, arch) != 0) {
+        tilec_kernel_code_free(code);
+        return TILEC_ERR_INPUT;
+    }
     char *log = NULL;
     tilec_rt_status rs = tilec_nvrtc_compile(code->source, code->name, arch, NULL, 0, cubin, size, &log);
     if (rs == TILEC_RT_OK) {

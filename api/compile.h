@@ -10,4 +10,10 @@
 void cmp_report_failure(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, const tilec_kernel_code *code,
                         const char *arch, const char *log, const char *fallback);
 
+/* 0 when `arch` can run `code` (or is not spelled sm_NN / compute_NN);
+ * else -1 with an error at k's .tile location naming the variant, what
+ * needs the newer GPU, its line and the architecture it needs. */
+int cmp_check_arch(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, const tilec_kernel_code *code,
+                   const char *arch);
+
 #endif

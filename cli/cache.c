@@ -118,8 +118,14 @@ static int cc_stats(tilec_cache *c)
     printf("writes         %llu\n", (unsigned long long)u.writes);
     printf("evicted        %llu\n", (unsigned long long)u.evicted);
     printf("rejected       %llu\n", (unsigned long long)u.corrupt);
-    if (remote)
-        printf("remote         redis %s, %s\n", remote, tilec_cache_remote_mode(c));
+    /* the tier as it is now: connected to (PING), or why not */
+    const char *problem = tilec_cache_remote_problem(c);
+    if (remote && tilec_cache_remote_ping(c) == TILEC_RT_OK)
+        printf("remote         redis %s, %s, reachable\n", remote, tilec_cache_remote_mode(c));
+    else if (remote)
+        printf("remote         %s\n", tilec_cache_remote_problem(c));
+    else if (*problem)
+        printf("remote         none: %s\n", problem);
     else
         printf("remote         none (TILEC_CACHE_REDIS is unset)\n");
     printf("remote faults  %llu\n", (unsigned long long)u.remote_faults);

@@ -76,8 +76,14 @@ void cli_build_begin(const cli_opts *o, const char *arch, cli_build *b)
     b->o = (tilec_build_options){arch, o->jobs, b->cache, o->quiet ? NULL : stderr, b->workers};
 }
 
+/* A Redis tier that could not be used (TILEC_CACHE_REDIS malformed, the
+ * server unreachable, refused) is said once, after the build: the library
+ * only logs it. */
 void cli_build_end(cli_build *b)
 {
+    const char *problem = b->cache ? tilec_cache_remote_problem(b->cache) : "";
+    if (*problem)
+        fprintf(stderr, "tilec: warning: the kernel cache's Redis tier: %s\n", problem);
     tilec_compile_workers_free(b->workers);
     tilec_cache_close(b->cache);
 }

@@ -212,6 +212,7 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
     sb_puts(&tu, lower_prelude);
     sb_putc(&tu, '\n');
     sb_add(&tu, sb_str(&L.out), L.out.n);
+    lower_min_sm(sb_str(&L.out), m->src.name, out); /* the body alone: the sm_90a twin is compiled only for sm_90a */
     if (emit_twin(&L, fname, &tu, &out->tma) < 0)
         L.failed = 1;
     sb_free(&L.out);

@@ -422,6 +422,10 @@ int lower_ix_wide_name(const lw *L, const char *name); /* assigned a 64-bit valu
 extern const char lower_half_headers[];
 extern const char lower_prelude[];
 int lower_needs_half(const char *src);
+/* The oldest architecture the lowered body `body` of file `file` runs on:
+ * out's min_sm, min_sm_why and min_sm_line (the .tile line of the first
+ * use of the newest feature), from the helpers and instructions it uses. */
+void lower_min_sm(const char *body, const char *file, tilec_kernel_code *out);
 
 #pragma GCC visibility pop
 

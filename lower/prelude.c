@@ -2,15 +2,66 @@
  * half-precision headers (only when used) and the device helpers the
  * lowered code calls (NaN-propagating max/min, exp2, ldmatrix, cp.async,
  * mma.sync). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "lower/lower_internal.h"
+#include "lower/marker.h"
 
 /* Half-precision headers cost NVRTC a noticeable part of a compile: only
  * a translation unit that uses f16 or bf16 includes them. */
 const char lower_half_headers[] = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
 
 int lower_needs_half(const char *src) { return strstr(src, "__half") || strstr(src, "bfloat16"); }
+
+/* What in a lowered body needs a GPU newer than the oldest NVRTC target
+ * (sm_75): the prelude's helpers and the instructions the lowering writes
+ * inline. A prelude helper becomes PTX only where the body calls it, so
+ * the body alone decides. ldmatrix, bf16 and f16 arithmetic and atomics
+ * compile for sm_75 (cuda_bf16.h emulates what sm_75 lacks). A new
+ * instruction or helper of sm_80 or later belongs in this table. */
+static const struct sm_need {
+    const char *text; /* as the body spells a use */
+    uint32_t sm;
+    const char *why;
+} sm_needs[] = {
+    {"tl_cp16(", 80, "copies global to shared memory with cp.async"},
+    {"cp.async.", 80, "copies global to shared memory with cp.async"},
+    {"tl_mma_f16(", 80, "multiplies f16 on tensor cores with mma.sync m16n8k16"},
+    {"tl_mma_bf16(", 80, "multiplies bf16 on tensor cores with mma.sync m16n8k16"},
+    {".tf32", 80, "multiplies on tensor cores in tf32 (mma.sync m16n8k8 .tf32)"},
+};
+
+void lower_min_sm(const char *body, const char *file, tilec_kernel_code *out)
+{
+    strbuf mark;
+    sb_init(&mark);
+    lower_loc_marker(&mark, file);
+    const char *m = mark.failed ? NULL : sb_str(&mark);
+    size_t mlen = m ? strlen(m) : 0;
+    uint32_t line = 0;
+    for (const char *p = body; p && *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t n = eol ? (size_t)(eol - p) : strlen(p);
+        const char *q = p;
+        while (*q == ' ')
+            q++;
+        if (m && !strncmp(q, m, mlen)) {
+            line = (uint32_t)strtoul(q + mlen, NULL, 10);
+        } else {
+            for (size_t i = 0; i < sizeof sm_needs / sizeof sm_needs[0]; i++) {
+                const char *hit = strstr(q, sm_needs[i].text);
+                if (hit && hit < p + n && sm_needs[i].sm > out->min_sm) {
+                    out->min_sm = sm_needs[i].sm;
+                    out->min_sm_why = sm_needs[i].why;
+                    out->min_sm_line = line;
+                }
+            }
+        }
+        p = eol ? eol + 1 : NULL;
+    }
+    sb_free(&mark);
+}
 
 const char lower_prelude[] =
     "\n"

@@ -44,6 +44,7 @@ _PY = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(_PY)
 SUMMARY = "Build and launch .tile GPU kernels from Python (ctypes over libtilec)"
 EXTENSION = "tilec_native.abi3.so"
+REDIS_SHIM = "libtilec_redis.so"
 # the files of the tree an sdist leaves out (git-tracked paths, prefixes)
 SDIST_SKIP = ("bench/results/", ".ci/", ".gitignore")
 ENTRY_POINTS = "[console_scripts]\ntilec = tilec._cli:main\n"
@@ -94,6 +95,13 @@ def _native():
             raise BuildError(f"tilec: `make native` made no {p}")
     ext = os.path.join(build, "lib", EXTENSION)
     return lib, cmd_path, ext if os.path.isfile(ext) else None
+
+
+def _redis_shim():
+    """The Redis tier's client shim `make native` built (where
+    libhiredis-dev is), or None: libtilec loads it from beside itself."""
+    shim = os.path.join(ROOT, "build", "lib", REDIS_SHIM)
+    return shim if os.path.isfile(shim) else None
 
 
 def _limited_api():
@@ -262,6 +270,9 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
             w.add_file("tilec/tilec", _stripped(command, tmp), 0o755)
             if ext:  # the optional extension, found beside the library (docs/python.md)
                 w.add_file("tilec/" + EXTENSION, _stripped(ext, tmp), 0o755)
+            shim = _redis_shim()
+            if shim:  # the Redis tier's client, found beside the library (docs/runtime.md)
+                w.add_file("tilec/" + REDIS_SHIM, _stripped(shim, tmp), 0o755)
 
     return _write_wheel(wheel_directory, v, _tag(ext is not None), fill)
 

@@ -151,8 +151,10 @@ static void read_settings(tilec_cache *c)
         cache_say(c->identity, sizeof c->identity, "%s", id);
     char why[ERR_MAX];
     c->remote = cache_remote_from_env(why, sizeof why);
-    if (why[0])
+    if (why[0]) {
         set_err_locked(c, why);
+        cache_say(c->remote_problem, sizeof c->remote_problem, "%s", why);
+    }
     else if (c->remote)
         cache_log(c, "remote tier redis %s (%s)", cache_remote_name(c->remote), cache_remote_mode(c->remote));
 }
@@ -409,6 +411,32 @@ static int from_file(tilec_cache *c, const char *key, tilec_bundle **out)
     return hit;
 }
 
+void cache_remote_fault(tilec_cache *c, const char *why)
+{
+    pthread_mutex_lock(&c->lock);
+    cache_say(c->remote_problem, sizeof c->remote_problem, "%s", why);
+    pthread_mutex_unlock(&c->lock);
+    lru_count(c, SC_REMOTE_FAULTS);
+}
+
+const char *tilec_cache_remote_problem(const tilec_cache *c) { return c ? c->remote_problem : ""; }
+
+tilec_rt_status tilec_cache_remote_ping(tilec_cache *c)
+{
+    if (!c)
+        return TILEC_RT_INVALID_ARG;
+    if (!c->remote)
+        return TILEC_RT_NOT_FOUND;
+    char why[ERR_MAX];
+    if (cache_remote_ping(c->remote, why, sizeof why) == REMOTE_HIT)
+        return TILEC_RT_OK;
+    pthread_mutex_lock(&c->lock);
+    cache_say(c->remote_problem, sizeof c->remote_problem, "%s", why);
+    pthread_mutex_unlock(&c->lock);
+    cache_note(c, NULL, "%s", why);
+    return TILEC_RT_IO_ERROR;
+}
+
 /* The Redis tier: a value is validated exactly like a file; a hit is
  * copied to the directory (not fsync'd: a copy lost in a crash is only a
  * miss) so that the next start is local. */
@@ -422,7 +450,7 @@ static int from_remote(tilec_cache *c, const char *key, tilec_bundle **out)
         count(c, &c->stats.remote_misses);
     if (r == REMOTE_FAULT) {
         cache_note(c, &c->stats.remote_faults, "%s; compiling locally", why);
-        lru_count(c, SC_REMOTE_FAULTS);
+        cache_remote_fault(c, why);
     }
     if (r == REMOTE_REJECTED) {
         cache_note(c, &c->stats.remote_rejected, "%s; rejected, the next put replaces it", why);
@@ -577,7 +605,7 @@ static void to_remote(tilec_cache *c, const char *key, const void *data, size_t 
         cache_log(c, "stored %s in redis %s (%zu bytes)", key, cache_remote_name(c->remote), len);
     } else if (r == REMOTE_FAULT) {
         cache_note(c, &c->stats.remote_faults, "%s; not stored there", why);
-        lru_count(c, SC_REMOTE_FAULTS);
+        cache_remote_fault(c, why);
     } else if (r == REMOTE_REJECTED) {
         cache_note(c, NULL, "%s", why);
     } /* REMOTE_SKIPPED: a read-only tier, said once at open */

@@ -60,6 +60,7 @@ struct tilec_cache {
     tilec_cache_fault_fn fault;
     void *fault_user;
     char err[ERR_MAX];
+    char remote_problem[ERR_MAX]; /* TILEC_CACHE_REDIS malformed, or the tier's last fault; "" */
 };
 
 /* snprintf that may truncate: messages are cut, never overrun. */
@@ -70,6 +71,11 @@ void cache_log(const tilec_cache *c, const char *fmt, ...) __attribute__((format
 /* Count an event (counter may be NULL), record its message as the last
  * error and log it. */
 void cache_note(tilec_cache *c, uint64_t *counter, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* A fault of the Redis tier (any lookup or store): kept as the tier's
+ * problem (tilec_cache_remote_problem) and counted in the directory's
+ * remote faults. The caller notes it (cache_note). */
+void cache_remote_fault(tilec_cache *c, const char *why);
 
 /* cache.c: read the whole regular file at path (at most
  * TILEC_BUNDLE_MAX_SIZE bytes, not through a link, never blocking on a

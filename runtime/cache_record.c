@@ -203,7 +203,7 @@ static tilec_rt_status rec_from_remote(tilec_cache *c, const char *key, char **t
     remote_result r = cache_remote_get(c->remote, rkey, &data, &len, why, sizeof why);
     if (r == REMOTE_FAULT) {
         cache_note(c, &c->stats.remote_faults, "%s; lowering locally", why);
-        lru_count(c, SC_REMOTE_FAULTS);
+        cache_remote_fault(c, why);
     }
     if (r == REMOTE_REJECTED) {
         cache_note(c, &c->stats.remote_rejected, "%s; rejected, the next put replaces it", why);
@@ -294,7 +294,7 @@ tilec_rt_status tilec_cache_record_put(tilec_cache *c, const char *key, const ch
                                 : REMOTE_SKIPPED;
     if (r == REMOTE_FAULT) {
         cache_note(c, &c->stats.remote_faults, "%s; the record is not stored there", why);
-        lru_count(c, SC_REMOTE_FAULTS);
+        cache_remote_fault(c, why);
     } else if (r == REMOTE_REJECTED) {
         cache_note(c, NULL, "%s", why);
     }

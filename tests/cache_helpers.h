@@ -131,7 +131,7 @@ static inline void cache_clean_env(void)
                                        "XDG_CACHE_HOME", "TILEC_CACHE_MAX_BYTES", "TILEC_CACHE_IDENTITY",
                                        "TILEC_CACHE_REDIS", "TILEC_CACHE_REDIS_PASSWORD", "TILEC_CACHE_REDIS_USER",
                                        "TILEC_CACHE_REDIS_TIMEOUT_MS", "TILEC_CACHE_REDIS_TTL",
-                                       "TILEC_CACHE_REDIS_MAX_BYTES", "TILEC_HIREDIS", "TILEC_LINEINFO",
+                                       "TILEC_CACHE_REDIS_MAX_BYTES", "TILEC_REDIS_SHIM", "TILEC_CACHE_REDIS_CACERT", "TILEC_LINEINFO",
                                        "TILEC_CACHE_REDIS_WRITE", "TILEC_CACHE_SECRET", "TILEC_CACHE_SECRET_FILE",
                                        "TILEC_LIBCRYPTO"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)

@@ -33,6 +33,7 @@ $MAKE --no-print-directory -s BUILD="$BUILD" PREFIX="$p" install >"$t/install.lo
     echo "./lib/libtilec.so.$major"
     echo "./lib/libtilec.so.$version"
     echo ./lib/pkgconfig/tilec.pc
+    [ ! -e "$BUILD/lib/libtilec_redis.so" ] || echo ./lib/libtilec_redis.so
     echo ./share/man/man1/tilec.1
 } | LC_ALL=C sort >"$t/want"
 LC_ALL=C sort "$t/tree" -o "$t/tree"
@@ -61,6 +62,17 @@ if TILEC_NVRTC=$nonv "$p/bin/tilec" examples/softmax.tile --emit cubin --no-cach
 fi
 grep -q "NVRTC could not be loaded from TILEC_NVRTC=$nonv (.*No such file" "$t/nonv.err" ||
     fail "tilec --emit cubin without NVRTC does not say so: $(head -3 "$t/nonv.err")"
+
+# the Redis tier's client shim, where it was built, is found beside the
+# installed library: a server that is not there is a connect fault, not
+# "cannot load the Redis client"
+if [ -e "$BUILD/lib/libtilec_redis.so" ]; then
+    readelf -d "$p/lib/libtilec_redis.so" | grep -q "NEEDED.*libhiredis" || fail "libtilec_redis.so does not link libhiredis"
+    TILEC_CACHE_REDIS=redis://127.0.0.1:1 "$p/bin/tilec" cache stats --dir "$t/cache" >"$t/stats" ||
+        fail "tilec cache stats with TILEC_CACHE_REDIS"
+    grep -q "^remote *redis redis://127.0.0.1:1: cannot connect: Connection refused" "$t/stats" ||
+        fail "the installed command does not find its Redis client: $(grep remote "$t/stats")"
+fi
 
 # no run path or text path into the build tree in any installed file
 for f in "$p/bin/tilec" "$p/lib/libtilec.so.$version"; do

@@ -235,3 +235,74 @@ Test(api, nvrtc_failure_headline_is_the_first_error)
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }
+
+/* What a variant needs of the GPU is known before NVRTC: the lowering
+ * records the oldest architecture its body can run on (tilec_kernel_code
+ * min_sm: cp.async copies, f16/bf16 mma.sync m16n8k16 and tf32 mma need
+ * sm_80), and compiling for an older one is an error at the kernel naming
+ * the variant, the use, its line and the architecture it needs. */
+static tilec_module *example(tilec_ctx *ctx, const char *path)
+{
+    size_t len = 0;
+    char *src = read_file(path, &len);
+    cr_assert(src, "cannot read %s", path);
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, path, src, len, &m), TILEC_OK);
+    free(src);
+    return m;
+}
+
+Test(api, an_arch_too_old_is_refused_before_nvrtc)
+{
+    static const struct {
+        const char *file;
+        uint32_t min_sm;
+        const char *why;
+    } cases[] = {
+        {"examples/matmul.tile", 80, "copies global to shared memory with cp.async"},
+        {"examples/matmul_f32.tile", 80, "copies global to shared memory with cp.async"},
+        {"examples/matmul_tf32.tile", 80, "multiplies on tensor cores in tf32 (mma.sync m16n8k8 .tf32)"},
+        {"examples/attention.tile", 80, NULL},
+        {"examples/conv2d.tile", 80, NULL},
+        {"examples/add_relu.tile", 0, NULL},
+        {"examples/softmax.tile", 0, NULL},
+        {"examples/cumsum.tile", 0, NULL},
+    };
+    tilec_ctx *ctx = tilec_ctx_new();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_module *m = example(ctx, cases[i].file);
+        const tilec_kernel *k = tilec_module_kernel(m, 0);
+        tilec_kernel_code code;
+        cr_assert_eq(tilec_lower_kernel(ctx, m, k, 0, &code), TILEC_OK);
+        cr_expect_eq(code.min_sm, cases[i].min_sm, "%s: %u", cases[i].file, code.min_sm);
+        if (cases[i].why)
+            cr_expect_str_eq(code.min_sm_why, cases[i].why);
+        cr_expect_eq(code.min_sm_line != 0, cases[i].min_sm != 0, "%s: line %u", cases[i].file, code.min_sm_line);
+        for (const char *const *a = (const char *const[]){"sm_80", "sm_86", "sm_90", "sm_90a", "compute_80", "sm_100",
+                                                          "nonsense", NULL};
+             *a; a++)
+            cr_expect_eq(cmp_check_arch(ctx, m, k, &code, *a), 0, "%s for %s", cases[i].file, *a);
+        cr_expect_eq(cmp_check_arch(ctx, m, k, &code, "sm_75"), cases[i].min_sm ? -1 : 0, "%s", cases[i].file);
+        tilec_ctx_clear_diags(ctx);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+    }
+    /* tilec_compile_kernel: the error, and no NVRTC (it needs none) */
+    tilec_module *m = example(ctx, "examples/matmul.tile");
+    tilec_kernel_code code;
+    void *cubin = (void *)1;
+    size_t size = 1;
+    cr_expect_eq(tilec_compile_kernel(ctx, m, tilec_module_kernel(m, 0), 1, "sm_75", &code, &cubin, &size),
+                 TILEC_ERR_INPUT);
+    cr_expect_null(cubin);
+    cr_expect_null(code.source, "the code is freed on failure");
+    membuf mb = {0};
+    tilec_ctx_render_diags(ctx, membuf_sink(&mb));
+    const char *want = "examples/matmul.tile:3:1: error: kernel 'matmul' (variant 1, matmul_v1) needs sm_80 or newer: "
+                       "it copies global to shared memory with cp.async (line 11); --arch sm_75 cannot run it\n";
+    cr_assert(mb.s);
+    cr_expect(!strncmp(mb.s, want, strlen(want)), "got:\n%s", mb.s);
+    free(mb.s);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}

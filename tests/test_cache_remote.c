@@ -5,7 +5,7 @@
  * skipped. Shown: a second process with its own empty directory compiles
  * nothing; every remote fault (server killed, stopped, a wrong or missing
  * password, a corrupt, foreign, over-limit or wrong-type value, a
- * connection dropped in the middle of a value, no libhiredis) is a miss
+ * connection dropped in the middle of a value, no client shim) is a miss
  * with one log line and the right bundle after, never a failed call; a
  * corrupted value is rejected and replaced; 16 processes x 50 rounds share
  * one server and one directory without a failure. Values are planted by
@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "bundle_forge.h"
+#include "runtime/cache_remote.h"
 #include "cache_helpers.h"
 #include "fs_helpers.h"
 
@@ -45,6 +46,7 @@ static void teardown(void)
 }
 
 TestSuite(remote, .init = setup, .fini = teardown);
+TestSuite(redis_url, .init = setup, .fini = teardown);
 
 static int runnable(const char *path)
 {
@@ -93,6 +95,8 @@ static int can_connect(int port)
     return ok;
 }
 
+static const char *unix_sock; /* start_server_with: also listen on this socket */
+
 /* Start a server (password NULL: none) and point TILEC_CACHE_REDIS at it,
  * or skip the test; only the test that announces prints the SKIP line. */
 static void start_server(const char *password, int announce)
@@ -116,12 +120,19 @@ static void start_server(const char *password, int announce)
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(fd, 1);
         dup2(fd, 2);
-        if (password)
-            execl(server_bin, server_bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                  "--dir", rdir, "--requirepass", password, (char *)NULL);
-        else
-            execl(server_bin, server_bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                  "--dir", rdir, (char *)NULL);
+        const char *argv[20] = {server_bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                                "--dir", rdir};
+        int n = 11;
+        if (password) {
+            argv[n++] = "--requirepass";
+            argv[n++] = password;
+        }
+        if (unix_sock) {
+            argv[n++] = "--unixsocket";
+            argv[n++] = unix_sock;
+        }
+        argv[n] = NULL;
+        execv(server_bin, (char *const *)argv);
         _exit(127);
     }
     for (int i = 0; i < 500 && !can_connect(server_port); i++)
@@ -422,16 +433,18 @@ Test(remote, connection_dropped_mid_value)
 Test(remote, no_client_library_or_a_bad_spec)
 {
     start_server(NULL, 0);
-    setenv("TILEC_HIREDIS", "/nonexistent/libhiredis.so", 1);
-    survive(&(fault_case){"no_hiredis", "cannot load libhiredis", 0}, 2000);
-    unsetenv("TILEC_HIREDIS");
+    setenv("TILEC_REDIS_SHIM", "/nonexistent/libtilec_redis.so", 1);
+    survive(&(fault_case){"no_client", "cannot load the Redis client TILEC_REDIS_SHIM (/nonexistent/libtilec_redis.so",
+                          0},
+            2000);
+    unsetenv("TILEC_REDIS_SHIM");
     static const char *const bad[] = {"localhost", "host:0", "host:99999", ":6379", "[::1", "h:12x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv("TILEC_CACHE_REDIS", bad[i], 1);
         tilec_cache *c = open_in("bad");
         cr_expect_null(tilec_cache_remote(c), "%s", bad[i]);
-        cr_expect(strstr(tilec_cache_last_error(c), "is not host:port"), "%s: %s", bad[i],
-                  tilec_cache_last_error(c));
+        cr_expect(strstr(tilec_cache_last_error(c), "is malformed: "), "%s: %s", bad[i], tilec_cache_last_error(c));
+        cr_expect_str_eq(tilec_cache_remote_problem(c), tilec_cache_last_error(c));
         tilec_cache_close(c);
     }
     setenv("TILEC_CACHE_REDIS", "127.0.0.1:6379", 1);
@@ -440,6 +453,201 @@ Test(remote, no_client_library_or_a_bad_spec)
     cr_expect_null(tilec_cache_remote(c));
     cr_expect(strstr(tilec_cache_last_error(c), "TILEC_CACHE_REDIS_TIMEOUT_MS=soon"), "%s", tilec_cache_last_error(c));
     tilec_cache_close(c);
+}
+
+/* ---- TILEC_CACHE_REDIS's forms ---- */
+
+/* Every form parsed, and every malformed one with its exact reason (which
+ * never quotes a credential); the password masked in the name. */
+Test(redis_url, good_and_bad_forms)
+{
+    static const struct {
+        const char *spec, *addr;
+        int port, db, tls, unix_socket;
+        const char *user, *password, *shown;
+    } good[] = {
+        {"127.0.0.1:6379", "127.0.0.1", 6379, 0, 0, 0, NULL, NULL, "127.0.0.1:6379"},
+        {"[::1]:7000", "::1", 7000, 0, 0, 0, NULL, NULL, "[::1]:7000"},
+        {"redis://cache.example", "cache.example", 6379, 0, 0, 0, NULL, NULL, "redis://cache.example"},
+        {"redis://h:6380/3", "h", 6380, 3, 0, 0, NULL, NULL, "redis://h:6380/3"},
+        {"redis://h/", "h", 6379, 0, 0, 0, NULL, NULL, "redis://h/"},
+        {"redis://:s3cret@h:1/15", "h", 1, 15, 0, 0, NULL, "s3cret", "redis://:***@h:1/15"},
+        {"redis://fleet:p%40ss%3Aw%2Frd%25@[::1]:6379/2", "::1", 6379, 2, 0, 0, "fleet", "p@ss:w/rd%",
+         "redis://fleet:***@[::1]:6379/2"},
+        {"redis://u:a@b@h", "h", 6379, 0, 0, 0, "u", "a@b", "redis://u:***@h"},
+        {"rediss://u:pw@h:6390", "h", 6390, 0, 1, 0, "u", "pw", "rediss://u:***@h:6390"},
+        {"unix:///run/redis.sock", "/run/redis.sock", 0, 0, 0, 1, NULL, NULL, "unix:///run/redis.sock"},
+        {"unix://:pw@/run/redis.sock?db=4", "/run/redis.sock", 0, 4, 0, 1, NULL, "pw", "unix://:***@/run/redis.sock?db=4"},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        redis_url u;
+        char why[256];
+        cr_assert_eq(redis_url_parse(good[i].spec, &u, why, sizeof why), 0, "%s: %s", good[i].spec, why);
+        cr_expect_str_eq(u.addr, good[i].addr, "%s", good[i].spec);
+        if (!good[i].unix_socket)
+            cr_expect_eq(u.port, good[i].port, "%s", good[i].spec);
+        cr_expect_eq(u.db, good[i].db, "%s", good[i].spec);
+        cr_expect_eq(u.tls, good[i].tls, "%s", good[i].spec);
+        cr_expect_eq(u.unix_socket, good[i].unix_socket, "%s", good[i].spec);
+        cr_expect_str_eq(u.user ? u.user : "(none)", good[i].user ? good[i].user : "(none)", "%s", good[i].spec);
+        cr_expect_str_eq(u.password ? u.password : "(none)", good[i].password ? good[i].password : "(none)", "%s",
+                         good[i].spec);
+        cr_expect_str_eq(u.shown, good[i].shown);
+        redis_url_free(&u);
+    }
+    static const char *const bad[][2] = {
+        {"localhost", "no port (host:port)"},
+        {"host:0", "the port '0' is not a number from 1 to 65535"},
+        {"host:99999", "the port '99999' is not a number from 1 to 65535"},
+        {":6379", "no host"},
+        {"[::1", "an unterminated [ in the host"},
+        {"h:12x", "the port '12x' is not a number from 1 to 65535"},
+        {"::1:6379", "an IPv6 host must be in brackets ([::1]:6379)"},
+        {"user@h:1", "not host:port, redis://, rediss:// or unix://"},
+        {"http://h:1", "unknown scheme 'http' (redis://, rediss://, unix:// or host:port)"},
+        {"redis://", "no host"},
+        {"redis://h:1/x", "the database 'x' is not a number from 0 to 2147483647"},
+        {"redis://h:1/-1", "the database '-1' is not a number from 0 to 2147483647"},
+        {"redis://h:1/0?timeout=1", "query parameters are not supported (redis://[user:password@]host[:port][/db])"},
+        {"redis://u:p%zzsecret@h", "a bad percent escape in the password (%XX, two hex digits, not %00)"},
+        {"redis://u:p%00@h", "a bad percent escape in the password (%XX, two hex digits, not %00)"},
+        {"redis://u:p%4@h", "a bad percent escape in the password (%XX, two hex digits, not %00)"},
+        {"redis://us%er:p@h", "a bad percent escape in the user (%XX, two hex digits, not %00)"},
+        {"redis://fleet@h", "a user without a password (redis://user:password@host)"},
+        {"unix://run/redis.sock", "unix:// wants an absolute socket path (unix:///path/to.sock)"},
+        {"unix://", "unix:// wants an absolute socket path (unix:///path/to.sock)"},
+        {"unix:///s.sock?database=1", "unknown query '?database=1' (unix:///path?db=N)"},
+        {"unix:///s.sock?db=", "the database '' is not a number from 0 to 2147483647"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        redis_url u;
+        char why[256];
+        cr_expect_eq(redis_url_parse(bad[i][0], &u, why, sizeof why), -1, "%s", bad[i][0]);
+        cr_expect_str_eq(why, bad[i][1], "%s", bad[i][0]);
+        cr_expect_null(u.password);
+        cr_expect_null(u.user);
+    }
+    /* through the cache: the variable named, the password masked */
+    cache_clean_env();
+    setenv("TILEC_CACHE_REDIS", "redis://fleet:hunter2@h:1/x", 1);
+    tilec_cache *c = open_in("bad_url");
+    cr_expect_null(tilec_cache_remote(c));
+    cr_expect_str_eq(tilec_cache_remote_problem(c), "TILEC_CACHE_REDIS=redis://fleet:***@h:1/x is malformed: the "
+                                                    "database 'x' is not a number from 0 to 2147483647; no remote tier");
+    cr_expect_null(strstr(tilec_cache_last_error(c), "hunter2"));
+    tilec_cache_close(c);
+}
+
+/* A password given in the URL (requirepass), percent-encoded, and never
+ * shown: not in the log, not in the problem, not in the name. */
+Test(remote, a_password_in_the_url)
+{
+    start_server("p@ss:w/rd", 0);
+    char spec[128];
+    snprintf(spec, sizeof spec, "redis://:p%%40ss%%3Aw%%2Frd@127.0.0.1:%d", server_port);
+    setenv("TILEC_CACHE_REDIS", spec, 1);
+    tilec_bundle *b = make_bundle(2, 5);
+    publish_from("writer", b);
+    tilec_cache *c = expect_read_back("reader", b);
+    snprintf(spec, sizeof spec, "redis://:***@127.0.0.1:%d", server_port);
+    cr_expect_str_eq(tilec_cache_remote(c), spec);
+    cr_expect_eq(tilec_cache_remote_ping(c), TILEC_RT_OK);
+    tilec_cache_close(c);
+    snprintf(spec, sizeof spec, "redis://:wrong-guess@127.0.0.1:%d", server_port);
+    setenv("TILEC_CACHE_REDIS", spec, 1);
+    survive(&(fault_case){"wrong_url_password", "AUTH refused:", 0}, 2000);
+    c = open_in("wrong");
+    cr_expect_eq(tilec_cache_remote_ping(c), TILEC_RT_IO_ERROR);
+    cr_expect(strstr(tilec_cache_remote_problem(c), "redis redis://:***@127.0.0.1:") &&
+                  strstr(tilec_cache_remote_problem(c), ": AUTH refused: "),
+              "%s", tilec_cache_remote_problem(c));
+    cr_expect_null(strstr(tilec_cache_remote_problem(c), "wrong-guess"));
+    tilec_cache_close(c);
+    char *log = read_file(cache_path(dir, "wrong_url_password.log"), NULL);
+    cr_expect_null(strstr(log, "wrong-guess"), "%s", log);
+    free(log);
+    tilec_bundle_free(b);
+}
+
+/* An ACL user (AUTH user password) from the URL: it works with its own
+ * password, is refused with another's, and the default user's password
+ * (the server has none here) is not what is sent. */
+Test(remote, an_acl_user)
+{
+    start_server(NULL, 0);
+    const char *acl[] = {"ACL", "SETUSER", "fleet", "on", ">fleet pw", "~tilec:*", "+@all"};
+    say_to_server("+OK", 7, acl, NULL);
+    char spec[128];
+    snprintf(spec, sizeof spec, "redis://fleet:fleet%%20pw@127.0.0.1:%d", server_port);
+    setenv("TILEC_CACHE_REDIS", spec, 1);
+    tilec_bundle *b = make_bundle(2, 7);
+    publish_from("writer", b);
+    tilec_cache_close(expect_read_back("reader", b));
+    snprintf(spec, sizeof spec, "redis://fleet:other@127.0.0.1:%d", server_port);
+    setenv("TILEC_CACHE_REDIS", spec, 1);
+    survive(&(fault_case){"acl_wrong", "AUTH refused: WRONGPASS", 0}, 2000);
+    /* the user from the variables, as before URLs */
+    snprintf(spec, sizeof spec, "127.0.0.1:%d", server_port);
+    setenv("TILEC_CACHE_REDIS", spec, 1);
+    setenv("TILEC_CACHE_REDIS_USER", "fleet", 1);
+    setenv("TILEC_CACHE_REDIS_PASSWORD", "fleet pw", 1);
+    tilec_cache_close(expect_read_back("reader_env", b));
+    tilec_bundle_free(b);
+}
+
+/* unix:///path (with ?db=N): the same tier through a socket. */
+Test(remote, a_unix_socket)
+{
+    char sock[128];
+    snprintf(sock, sizeof sock, "%s/redis.sock", dir);
+    unix_sock = sock;
+    start_server(NULL, 0);
+    unix_sock = NULL;
+    for (int i = 0; i < 500 && access(sock, F_OK) != 0; i++)
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    char spec[200];
+    snprintf(spec, sizeof spec, "unix://%s?db=1", sock);
+    setenv("TILEC_CACHE_REDIS", spec, 1);
+    tilec_bundle *b = make_bundle(3, 9);
+    publish_from("writer", b);
+    tilec_cache *c = expect_read_back("reader", b);
+    cr_expect_str_eq(tilec_cache_remote(c), spec);
+    tilec_cache_close(c);
+    /* it is in database 1 of that server: seen over TCP with /1, not /0 */
+    snprintf(spec, sizeof spec, "redis://127.0.0.1:%d/1", server_port);
+    setenv("TILEC_CACHE_REDIS", spec, 1);
+    tilec_cache_close(expect_read_back("tcp_db1", b));
+    snprintf(spec, sizeof spec, "unix://%s/missing.sock", dir);
+    setenv("TILEC_CACHE_REDIS", spec, 1);
+    survive(&(fault_case){"no_socket", "cannot connect: No such file or directory", 0}, 2000);
+    tilec_bundle_free(b);
+}
+
+/* SELECT db: entries stored through /1 are not in /2 or /0, and a
+ * database the server lacks is a fault that names SELECT. */
+Test(remote, select_db_isolates)
+{
+    start_server(NULL, 0);
+    char spec[128];
+    snprintf(spec, sizeof spec, "redis://127.0.0.1:%d/1", server_port);
+    setenv("TILEC_CACHE_REDIS", spec, 1);
+    tilec_bundle *b = make_bundle(2, 11), *got = NULL;
+    publish_from("writer", b);
+    for (int db = 0; db <= 2; db += 2) {
+        snprintf(spec, sizeof spec, "redis://127.0.0.1:%d/%d", server_port, db);
+        setenv("TILEC_CACHE_REDIS", spec, 1);
+        tilec_cache *c = open_in(db ? "other_db2" : "other_db0");
+        cr_expect_eq(tilec_cache_get(c, KEY, &got), TILEC_RT_NOT_FOUND, "db %d", db);
+        cr_expect_eq(stats_of(c).remote_misses, 1, "db %d: %s", db, tilec_cache_last_error(c));
+        tilec_cache_close(c);
+    }
+    snprintf(spec, sizeof spec, "redis://127.0.0.1:%d/1", server_port);
+    setenv("TILEC_CACHE_REDIS", spec, 1);
+    tilec_cache_close(expect_read_back("same_db", b));
+    snprintf(spec, sizeof spec, "redis://127.0.0.1:%d/99", server_port);
+    setenv("TILEC_CACHE_REDIS", spec, 1);
+    survive(&(fault_case){"no_such_db", "SELECT refused: ERR DB index is out of range", 0}, 2000);
+    tilec_bundle_free(b);
 }
 
 /* ---- many processes ---- */

@@ -269,19 +269,42 @@ Test(cli, emit_cubin_writes_every_variant)
     cr_expect_eq(rmdir(dir), 0, "unexpected files left in %s", dir);
 }
 
-/* A kernel NVRTC cannot compile (matmul's pipelined loads need sm_80) is
- * an error at its .tile line naming the kernel; nothing is written and the
- * output directory is not created. */
-Test(cli, emit_cubin_reports_nvrtc_failures)
+/* A kernel the --arch cannot run (matmul's pipelined loads and tensor-core
+ * dots need sm_80) is an error at the kernel naming the variant, what needs
+ * the newer GPU and its line, before NVRTC; nothing is written and the
+ * output directory is not created. A kernel that needs nothing newer
+ * (add_relu) compiles for sm_75; matmul compiles for sm_80 (and sm_90,
+ * above). NVRTC's own failures: test_api's nvrtc_failure_headline_*. */
+Test(cli, emit_cubin_refuses_an_arch_too_old, .timeout = 120)
 {
-    char *out;
-    const char *dir = "/tmp/tilec_cubin_never";
-    cr_expect_eq(run("examples/matmul.tile --emit cubin --no-cache --arch sm_75 -o /tmp/tilec_cubin_never", &out), 1);
-    const char *want = "examples/matmul.tile:3:1: error: kernel 'matmul': NVRTC could not compile matmul_v0 for sm_75";
-    cr_expect(!strncmp(out, want, strlen(want)), "%s", out);
-    free(out);
-    struct stat st;
-    cr_expect_neq(stat(dir, &st), 0, "%s was created", dir);
+    static const char *const wants[][2] = {
+        {"examples/matmul.tile", "examples/matmul.tile:3:1: error: kernel 'matmul' (variant 0, matmul_v0) needs sm_80 "
+                                 "or newer: it copies global to shared memory with cp.async (line 11); --arch sm_75 "
+                                 "cannot run it\n"},
+        {"examples/attention.tile", "error: kernel 'attention_d64' (variant 0, attention_d64_v0) needs sm_80 or newer: it "},
+        {"examples/conv2d.tile", "error: kernel 'conv2d_f16' (variant 0, conv2d_f16_v0) needs sm_80 or newer: it "},
+    };
+    char dir[] = "/tmp/tilec_cubin_XXXXXX", sub[64], args[512], *out;
+    cr_assert(mkdtemp(dir));
+    snprintf(sub, sizeof sub, "%s/out", dir);
+    for (size_t i = 0; i < sizeof wants / sizeof wants[0]; i++) {
+        snprintf(args, sizeof args, "%s --emit cubin --no-cache --arch sm_75 -o %s", wants[i][0], sub);
+        cr_expect_eq(run(args, &out), 1, "%s", out);
+        cr_expect(strstr(out, wants[i][1]), "%s: %s", wants[i][0], out);
+        cr_expect(!strstr(out, "NVRTC"), "NVRTC ran: %s", out);
+        free(out);
+        struct stat st;
+        cr_expect_neq(stat(sub, &st), 0, "%s was created", sub);
+    }
+    const char *fine[][2] = {{"examples/add_relu.tile", "sm_75"}, {"examples/matmul.tile", "sm_80"}};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "%s --emit cubin --no-cache -q --arch %s -o %s", fine[i][0], fine[i][1], sub);
+        cr_expect_eq(run(args, &out), 0, "%s", out);
+        free(out);
+        snprintf(args, sizeof args, "rm -rf %s", sub);
+        cr_expect_eq(system(args), 0);
+    }
+    cr_expect_eq(rmdir(dir), 0);
 }
 
 Test(cli, emit_ir_with_sizes)
@@ -424,4 +447,45 @@ Test(cli, help_and_man_page_name_the_same_options)
     free(help);
     free(cache_help);
     free(man);
+}
+
+/* `tilec cache stats` says why the Redis tier is not in use: a malformed
+ * TILEC_CACHE_REDIS (never "unset"), a server it cannot connect to; the
+ * password masked. A build says it once on standard error. */
+Test(cli, cache_stats_reports_the_redis_tier, .timeout = 60)
+{
+    char dir[] = "/tmp/tilec_stats_XXXXXX", args[512], *out;
+    cr_assert(mkdtemp(dir));
+    static const char *const cases[][2] = {
+        {"localhost", "remote         none: TILEC_CACHE_REDIS=localhost is malformed: no port (host:port); no remote "
+                      "tier\n"},
+        {"redis://fleet:hunter2@h:1/x", "remote         none: TILEC_CACHE_REDIS=redis://fleet:***@h:1/x is malformed: "
+                                        "the database 'x' is not a number from 0 to 2147483647; no remote tier\n"},
+        {"redis://:hunter2@127.0.0.1:1", "remote         redis redis://:***@127.0.0.1:1: cannot connect: Connection "
+                                         "refused\n"},
+        {"", "remote         none (TILEC_CACHE_REDIS is unset)\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, "cache stats --dir %s/c", dir);
+        setenv("TILEC_CACHE_REDIS", cases[i][0], 1);
+        cr_expect_eq(run(args, &out), 0, "%s", out);
+        cr_expect(strstr(out, cases[i][1]), "%s: %s", cases[i][0], out);
+        cr_expect_null(strstr(out, "hunter2"), "%s", out);
+        free(out);
+    }
+    /* the build: one warning, the password masked */
+    setenv("TILEC_CACHE_REDIS", "redis://:hunter2@127.0.0.1:1", 1);
+    setenv("TILEC_CACHE_DIR", dir, 1);
+    snprintf(args, sizeof args, "examples/add_relu.tile --emit cubin -q --arch sm_80 -o %s/out", dir);
+    cr_expect_eq(run(args, &out), 0, "%s", out);
+    const char *want = "tilec: warning: the kernel cache's Redis tier: redis redis://:***@127.0.0.1:1: cannot connect: "
+                       "Connection refused";
+    const char *at = strstr(out, want);
+    cr_expect(at && !strstr(at + 1, "tilec: warning"), "one warning wanted: %s", out);
+    cr_expect_null(strstr(out, "hunter2"), "%s", out);
+    free(out);
+    unsetenv("TILEC_CACHE_REDIS");
+    unsetenv("TILEC_CACHE_DIR");
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    cr_expect_eq(system(args), 0);
 }

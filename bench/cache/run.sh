@@ -9,7 +9,8 @@
 # started here on a free loopback port in a temporary directory: PATH
 # (default: redis-server on PATH) is run, so a GPU machine without Redis
 # installed can use a carried binary (make gpu-bundle copies redis-server
-# and libhiredis into .gpu/; with LD_LIBRARY_PATH=.gpu/lib the library is
+# and the Redis client shim, with its libhiredis, into .gpu/lib; with
+# LD_LIBRARY_PATH=.gpu/lib libhiredis is
 # found). --gpu builds on device 0 and loads every CUBIN. The figures go
 # to stdout and, with --out, to FILE with the date and the machine.
 set -eu

@@ -279,13 +279,28 @@ const char *tilec_cache_last_error(const tilec_cache *c);
 
 /* The bound in force (0: none). */
 uint64_t tilec_cache_max_bytes(const tilec_cache *c);
-/* The Redis tier as "host:port", or NULL when there is none. */
+/* The Redis tier as TILEC_CACHE_REDIS names it ("host:port",
+ * "redis://user:***@host:6379/2": the password masked), or NULL when there
+ * is none. */
 const char *tilec_cache_remote(const tilec_cache *c);
 /* How the Redis tier is used: "signed, read-write" (a fleet secret),
  * "signed, read-only (...)", "unsigned, read-only (...)" (no secret: the
  * default), "unsigned, read-write (TILEC_CACHE_REDIS_WRITE=1)"; NULL when
  * there is none (docs/runtime.md, "Trust"). */
 const char *tilec_cache_remote_mode(const tilec_cache *c);
+/* Why the Redis tier is not, or was not, usable; "" when nothing went
+ * wrong. With no tier: "TILEC_CACHE_REDIS=VALUE is malformed: WHY; no
+ * remote tier" (the password masked), "redis URL: built without Redis
+ * support ..." or another setting's fault; with one: its last fault
+ * ("redis URL: cannot connect: Connection refused", "... AUTH refused:
+ * ..."). Also logged (TILEC_LOGS=cache) and in tilec_cache_last_error; the
+ * library prints nothing. The string belongs to the cache. */
+const char *tilec_cache_remote_problem(const tilec_cache *c);
+/* Connect to the Redis tier now (authenticating, selecting its database)
+ * and PING it: TILEC_RT_OK; TILEC_RT_NOT_FOUND when there is no tier;
+ * TILEC_RT_IO_ERROR when it cannot be used (tilec_cache_remote_problem
+ * says why); TILEC_RT_INVALID_ARG for NULL. */
+tilec_rt_status tilec_cache_remote_ping(tilec_cache *c);
 /* The value bytes this handle has received from the Redis tier (a value
  * over TILEC_CACHE_REDIS_MAX_BYTES is refused on its length: at most its
  * first 64 KiB come). */

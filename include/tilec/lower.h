@@ -42,6 +42,14 @@ typedef struct tilec_kernel_code {
                            * kernel takes two hidden pointer parameters after
                            * its own (docs/lowering.md, "Split-K") */
     uint32_t split_bytes; /* split_k: f32 partial bytes of one block */
+    uint32_t min_sm;      /* the oldest architecture that can run the kernel
+                           * (80: sm_80), 0 when any NVRTC target can;
+                           * derived from what the lowered body uses
+                           * (lower/prelude.c, lower_min_sm), not from the
+                           * sm_90a twin, which is compiled only for sm_90a */
+    const char *min_sm_why; /* static text: the use that needs min_sm ("copies
+                             * global to shared memory with cp.async"), or NULL */
+    uint32_t min_sm_line; /* the .tile line of its first statement (0: unknown) */
 } tilec_kernel_code;
 
 /* Number of compiled variants of k: max(1, k->nvariants). */
@@ -81,7 +89,9 @@ tilec_status tilec_modules_emit_cuda(tilec_ctx *ctx, const tilec_module *const *
 tilec_status tilec_module_emit_layouts(tilec_ctx *ctx, const tilec_module *m, tilec_sink sink);
 
 /* Lower variant `variant` of k and compile it with NVRTC for `arch`
- * ("sm_90"); no GPU needed. On success *code holds the source and launch
+ * ("sm_90"); no GPU needed. An arch older than the code's min_sm is an
+ * error before NVRTC (TILEC_ERR_INPUT, at the kernel's .tile location,
+ * naming the variant, the use and its line). On success *code holds the source and launch
  * metadata and *cubin (free with free()) the image; on failure the context
  * holds a diagnostic at the .tile line of the failing statement with the
  * NVRTC log as a note. (The API's: api/compile.c; declared here, where it

@@ -184,6 +184,7 @@ class InstallTests(unittest.TestCase):
         """The wheel's name, tag and contents (docs/install.md's table)."""
         v = header_version()
         ext = os.path.isfile(os.path.join(ROOT, "build", "lib", "tilec_native.abi3.so"))
+        shim = os.path.isfile(os.path.join(ROOT, "build", "lib", "libtilec_redis.so"))
         with open(os.path.join(ROOT, "python", "tilec", "_native.c")) as f:
             minor = int(re.search(r"^#define Py_LIMITED_API 0x03([0-9a-f]{2})", f.read(), re.M).group(1), 16)
         plat = re.sub(r"[^A-Za-z0-9]", "_", sysconfig.get_platform())
@@ -200,7 +201,8 @@ class InstallTests(unittest.TestCase):
         self.assertIn("tilec = tilec._cli:main", entry_points)
         self.assertEqual(len(names), len(set(names)), "a file is stored twice")
         want = {"tilec/__init__.py", "tilec/_version.py", "tilec/_cli.py", "tilec/py.typed", "tilec/libtilec.so",
-                "tilec/tilec", f"tilec-{v}.dist-info/RECORD"} | ({"tilec/tilec_native.abi3.so"} if ext else set())
+                "tilec/tilec", f"tilec-{v}.dist-info/RECORD"} | ({"tilec/tilec_native.abi3.so"} if ext else set()) \
+            | ({"tilec/libtilec_redis.so"} if shim else set())
         self.assertLessEqual(want, set(names))
         self.assertEqual([n for n in names if ".data/" in n], [], "files outside the package (the command twice)")
         for line in record.splitlines():  # every file's hash and size
@@ -212,7 +214,8 @@ class InstallTests(unittest.TestCase):
             self.assertEqual(digest, "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest())
                              .rstrip(b"=").decode(), name)
             self.assertEqual(int(size), len(data), name)
-        binaries = ["tilec/libtilec.so", "tilec/tilec"] + (["tilec/tilec_native.abi3.so"] if ext else [])
+        binaries = ["tilec/libtilec.so", "tilec/tilec"] + (["tilec/tilec_native.abi3.so"] if ext else []) \
+            + (["tilec/libtilec_redis.so"] if shim else [])
         for b in binaries:
             f = os.path.join(unpacked, b)
             sections = subprocess.run(["readelf", "-S", "-W", f], stdout=subprocess.PIPE, text=True).stdout
