@@ -189,8 +189,10 @@ static const char *walk_name(lw *L, const tilec_expr *e, const char *const *idx,
     }
     if (v->kind == VK_SCALAR)
         return mode == EMIT ? v->c : NULL;
-    if (v->kind == VK_VIRT)
-        return lower_walk(L, v->expr, idx, same, cur, mode);
+    if (v->kind == VK_VIRT) { /* let t = full(bf16, s, 16) * 3.0: t holds bf16 values */
+        const char *x = lower_walk(L, v->expr, idx, same, cur, mode);
+        return mode == EMIT && !v->ty.ptr ? lower_round(L, x, v->ty.dtype) : x;
+    }
     return mat_elem(L, v, idx, same, cur, mode);
 }
 
@@ -310,7 +312,10 @@ static const char *walk_call(lw *L, const tilec_expr *e, const char *const *idx,
         return mode == EMIT ? lower_fmt(L, "((%s)0)", lower_cctype(t->dtype)) : NULL;
     if (!strcmp(n, "full")) {
         const char *v = lower_walk(L, e->args[1], NULL, 0, cur, mode);
-        return mode == EMIT ? lower_conv(L, v, lower_ty(L, e->args[1])->dtype, t->dtype) : NULL;
+        if (mode == PREP)
+            return NULL;
+        tilec_dtype vd = lower_ty(L, e->args[1])->dtype; /* full(bf16, s, n) holds s rounded to bf16 */
+        return t->dtype == TILEC_DT_BOOL || vd == TILEC_DT_BOOL ? lower_conv(L, v, vd, t->dtype) : lower_cast(L, v, vd, t->dtype);
     }
     if (mode == PREP) {
         prep_args(L, e, idx, same, cur, !strcmp(n, "trans"));

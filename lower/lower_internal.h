@@ -53,6 +53,7 @@ typedef enum { VK_SCALAR, VK_VIRT, VK_MAT, VK_RING } vkind;
 typedef struct val {
     vkind kind;
     tilec_type ty;
+    tilec_dtype held;       /* the dtype of its values (a VK_SCALAR's ty is its compute type) */
     const char *c;          /* C name of the scalar or the register array */
     const tilec_expr *expr; /* VK_VIRT */
     lay ly;                 /* VK_MAT */
@@ -209,6 +210,7 @@ const char *lower_ld_elem(lw *L, const char *x, tilec_dtype d);
 const char *lower_st_elem(lw *L, const char *x, tilec_dtype d);
 const char *lower_wrap(lw *L, const char *x, tilec_dtype d);
 const char *lower_cast(lw *L, const char *x, tilec_dtype from, tilec_dtype to);
+const char *lower_round(lw *L, const char *x, tilec_dtype d);
 const char *lower_float_lit(lw *L, double x, tilec_dtype d);
 const char *lower_inf_lit(lw *L, tilec_dtype d);
 

@@ -78,7 +78,7 @@ static val *materialize(lw *L, const tilec_expr *e, const char *name, const lay 
     /* elementwise: compute each element of the layout */
     lower_walk(L, e, lower_idx, 1, &v->ly, PREP);
     if (t->rank == 0) {
-        lower_line(L, "%s %s = %s;", lower_cctype(t->dtype), c, lower_walk(L, e, NULL, 0, NULL, EMIT));
+        lower_line(L, "%s %s = %s;", lower_cctype(t->dtype), c, lower_round(L, lower_walk(L, e, NULL, 0, NULL, EMIT), t->dtype));
         v->ty.dtype = lower_compute_dt(t->dtype);
         return v;
     }

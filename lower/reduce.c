@@ -123,7 +123,7 @@ static void reduce_all(lw *L, const red *rd, val *v, const tilec_type *t)
     reduce_warp(L, rd);
     if (L->nwarps > 1)
         reduce_warps(L, rd);
-    lower_line(L, "%s = %s;", v->c, rd->arg ? "tl_ai" : "tl_a");
+    lower_line(L, "%s = %s;", v->c, rd->arg ? "tl_ai" : lower_round(L, "tl_a", t->dtype)); /* a bf16 sum is a bf16 */
     L->ind--;
     lower_line(L, "}");
     v->ty.dtype = rd->arg ? TILEC_DT_I32 : lower_compute_dt(t->dtype);

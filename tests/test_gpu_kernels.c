@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "gpu_helpers.h"
+#include "numerics_ref.h"
 
 static tilec_rt *rt;
 static char arch[16];
@@ -852,5 +853,33 @@ Test(gpu, casts_round_and_f64_literals_are_doubles)
     for (int i = 0; i < 8; i++)
         cr_expect(lit[i] == lwant[i], "literals[%d] = %.17g, want %.17g", i, lit[i], lwant[i]);
     tilec_rt_free(rt, dl);
+    gk_free(&g);
+}
+
+/* Scalar f16/bf16 lets, re-assignments, loop-carried scalars and a virtual
+ * bf16 tile bound by a let hold values of their type (tests/test_numerics.c
+ * runs the same kernel on the CPU). */
+Test(gpu, scalar_lets_round)
+{
+    static const float ss[] = {1.01171875f, 0.1f, -2.71828f, 3.14159265f, 1000.7f, 1e-3f, 7.0f, 21845.3f};
+    gk g;
+    load_or_fail("tests/gpu/numerics.tile", "scalar_round", 0, &g);
+    uint64_t dout = poisoned(24);
+    for (size_t i = 0; i < sizeof ss / sizeof ss[0]; i++) {
+        tilec_rt_arg args[2] = {{.f32 = ss[i]}, {.ptr = dout}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        float got[24], want[SCALAR_ROUND_N];
+        CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, dout, sizeof got));
+        scalar_round_want(ss[i], want);
+        for (int j = 0; j < 24; j++) {
+            float w = j < SCALAR_ROUND_N ? want[j] : want[0];
+            if (j >= SCALAR_ROUND_N && j < 8)
+                continue;
+            cr_expect(memcmp(&got[j], &w, 4) == 0, "%s: s = %a gives %a, want %a",
+                      j < SCALAR_ROUND_N ? scalar_round_what[j] : "full(bf16, s, 16) * 3.0 through a let", (double)ss[i],
+                      (double)got[j], (double)w);
+        }
+    }
+    tilec_rt_free(rt, dout);
     gk_free(&g);
 }

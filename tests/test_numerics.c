@@ -13,6 +13,7 @@
 
 #include "fs_helpers.h"
 #include "gpu_helpers.h"
+#include "numerics_ref.h"
 
 #define FILE_ "tests/gpu/numerics.tile"
 
@@ -82,8 +83,6 @@ static double next_num(const char **s)
     return v;
 }
 
-static float rbf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
-static float rf16(float x) { return f16_to_f32(f32_to_f16(x)); }
 
 #define N 300
 static const float special[] = {1.00390625f, 1.01171875f, 1.00400627f, -2.71828f, 3.14159265f, 65519.0f, 65520.0f,
@@ -112,19 +111,19 @@ Test(numerics, cast_rounds_wherever_it_stands)
         x[i] = (float)next_num(&s);
     for (int i = 0; i < N; i++)
         w[i] = (float)next_num(&s);
-    cr_expect_eq(rbf16(1.00390625f), 1.0f); /* the reference rounds ties to even */
-    cr_expect_eq(rf16(65520.0f), INFINITY);
+    cr_expect_eq(ref_bf16(1.00390625f), 1.0f); /* the reference rounds ties to even */
+    cr_expect_eq(ref_f16(65520.0f), INFINITY);
     static const char *const what[] = {"cast(cast(v, bf16), f32)", "cast(cast(v, f16), f32)", "in where",
                                        "through a let",            "w * cast(v, bf16)",       "from f64, and i < v"};
     for (int k = 0; k < 6; k++)
         for (int i = 0; i < N; i++) {
             float v = x[i], want;
             switch (k) {
-            case 0: case 3: want = rbf16(v); break;
-            case 1: want = rf16(v); break;
-            case 2: want = v > 0.0f ? rbf16(v) : rf16(v); break;
-            case 4: want = w[i] * rbf16(v); break;
-            default: want = rbf16(v) + (float)((float)(i % 128) < v * 128.0f); break;
+            case 0: case 3: want = ref_bf16(v); break;
+            case 1: want = ref_f16(v); break;
+            case 2: want = v > 0.0f ? ref_bf16(v) : ref_f16(v); break;
+            case 4: want = w[i] * ref_bf16(v); break;
+            default: want = ref_bf16(v) + (float)((float)(i % 128) < v * 128.0f); break;
             }
             float got = (float)next_num(&s);
             cr_expect(memcmp(&got, &want, 4) == 0, "%s: v = %a gives %a, want %a", what[k], (double)v, (double)got,
@@ -211,11 +210,45 @@ Test(numerics, golden_text)
     free(src);
 }
 
+/* A scalar f16/bf16 let, its re-assignments (a loop-carried scalar) and a
+ * virtual tile bound by a let hold values of their type, as a tile let's
+ * registers of the type do: before, `let b = cast(s, bf16) * 3.0` held the
+ * float product, `acc = acc + b` summed in float, and full(bf16, s, n) held
+ * s itself. */
+Test(numerics, scalar_lets_round)
+{
+    static const float ss[] = {1.01171875f, 0.1f, -2.71828f, 3.14159265f, 1000.7f, 1e-3f, 7.0f, 21845.3f};
+    enum { NS = sizeof ss / sizeof ss[0] };
+    char body[2048];
+    int k = snprintf(body, sizeof body, "static const float ss[] = {");
+    for (int i = 0; i < NS; i++)
+        k += snprintf(body + k, sizeof body - (size_t)k, "%a, ", (double)ss[i]);
+    snprintf(body + k, sizeof body - (size_t)k,
+             "};\nstatic float out[24];\n"
+             "for (int i = 0; i < %d; i++) { LAUNCH(1, ss[i], out); for (int j = 0; j < 24; j++) printf(\"%%a \", (double)out[j]); }\n",
+             NS);
+    char *out = host_run("scalar_round", body);
+    const char *s = out;
+    for (int i = 0; i < NS; i++) {
+        float want[SCALAR_ROUND_N], got[24];
+        scalar_round_want(ss[i], want);
+        for (int j = 0; j < 24; j++)
+            got[j] = (float)next_num(&s);
+        for (int j = 0; j < SCALAR_ROUND_N; j++)
+            cr_expect(memcmp(&got[j], &want[j], 4) == 0, "%s: s = %a gives %a, want %a", scalar_round_what[j],
+                      (double)ss[i], (double)got[j], (double)want[j]);
+        for (int j = 8; j < 24; j++)
+            cr_expect(memcmp(&got[j], &want[0], 4) == 0, "full(bf16, s, 16) * 3.0 through a let: s = %a gives %a, want %a",
+                      (double)ss[i], (double)got[j], (double)want[0]);
+    }
+    free(out);
+}
+
 /* Every kernel of the file compiles in NVRTC (s * 1e300 with s: f64 was
  * "floating constant is out of range": 1e+300f). */
 Test(numerics, nvrtc_compiles_every_kernel)
 {
-    static const char *const kernels[] = {"rounding", "narrow", "literals", "rounding_sum", "half_literal"};
+    static const char *const kernels[] = {"rounding", "narrow", "literals", "rounding_sum", "half_literal", "scalar_round"};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         char *src = cuda_of(kernels[i], NULL);
         void *cubin = NULL;
