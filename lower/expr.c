@@ -62,7 +62,7 @@ int lower_is_materializing(const tilec_expr *e)
         return 0;
     if (lower_is_scan(e))
         return 1;
-    static const char *const names[] = {"load", "atomic_add", "sum", "max", "min", "argmax", "argmin", "dot"};
+    static const char *const names[] = {"load", "atomic_add", "sum", "prod", "max", "min", "argmax", "argmin", "dot"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(e->name, names[i]))
             return 1;

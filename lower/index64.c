@@ -301,7 +301,7 @@ static rng r_call(lw *L, const tilec_expr *e, int inptr, int *anyw)
     for (uint32_t i = 0; i < e->nargs; i++) {
         int wi = 0;
         visit(L, e->args[i], 0, &wi);
-        *anyw |= wi && (!strcmp(n, "sum") || !strcmp(n, "max") || !strcmp(n, "min"));
+        *anyw |= wi && (!strcmp(n, "sum") || !strcmp(n, "prod") || !strcmp(n, "max") || !strcmp(n, "min"));
     }
     return of_dtype(t->dtype);
 }

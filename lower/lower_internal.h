@@ -298,6 +298,7 @@ val *lower_operand(lw *L, const tilec_expr *e);
 void lower_emit_reduce(lw *L, const tilec_expr *e, val *v);
 /* scan.c: cumsum, cumprod, cummax, cummin, scan into v (materialized) */
 int lower_is_scan(const tilec_expr *e);
+int lower_is_reduce(const tilec_expr *e);
 void lower_emit_scan(lw *L, const tilec_expr *e, val *v);
 void lower_emit_dot_into(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc);
 void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, tilec_dtype d);

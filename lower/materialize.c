@@ -69,9 +69,7 @@ static val *materialize(lw *L, const tilec_expr *e, const char *name, const lay 
         lower_emit_scan(L, e, v);
         return v;
     }
-    if (e->kind == TILEC_EX_CALL && e->nargs == 2 && lower_ty(L, e->args[0])->rank > 0 &&
-        (!strcmp(e->name, "sum") || !strcmp(e->name, "max") || !strcmp(e->name, "min") || !strcmp(e->name, "argmax") ||
-         !strcmp(e->name, "argmin"))) {
+    if (lower_is_reduce(e) && lower_ty(L, e->args[0])->rank > 0) {
         lower_emit_reduce(L, e, v);
         return v;
     }

@@ -27,4 +27,46 @@ static inline void scalar_round_want(float s, float want[SCALAR_ROUND_N])
     want[4] = ref_bf16(b / 7.0f + b);
 }
 
+/* prods(x, y): out[53] and oi[32] as tests/gpu/numerics.tile's prods
+ * computes them (floats in double: the kernel multiplies in another order). */
+static inline void prods_want(const float *x, const int32_t *y, double out[53], int32_t oi[32])
+{
+    for (int i = 0; i < 16; i++) {
+        out[i] = 1;
+        uint32_t p = 1;
+        uint8_t q = 1;
+        for (int j = 0; j < 32; j++) {
+            out[i] *= x[i * 32 + j];
+            p *= (uint32_t)y[i * 32 + j];
+            q = (uint8_t)(q * (uint8_t)y[i * 32 + j]);
+        }
+        oi[i] = (int32_t)p;
+        oi[16 + i] = q;
+    }
+    for (int j = 0; j < 32; j++) {
+        out[16 + j] = 1;
+        for (int i = 0; i < 16; i++)
+            out[16 + j] *= x[i * 32 + j];
+    }
+    out[48] = 1;
+    for (int i = 0; i < 128; i++)
+        out[48] *= x[i];
+    for (int i = 0; i < 4; i++) {
+        out[49 + i] = 1;
+        for (int j = 0; j < 4; j++)
+            out[49 + i] *= x[i * 4 + j];
+    }
+}
+
+/* Inputs for prods: x near 1 (and a few -1, 2 and 0.5, exact), so that a
+ * product of 128 stays in range; y small integers that overflow i32 and u8. */
+static inline void prods_inputs(float *x, int32_t *y, unsigned long long seed)
+{
+    for (int i = 0; i < 512; i++) {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        x[i] = i % 37 == 5 ? -1.0f : i % 41 == 7 ? 2.0f : i % 43 == 9 ? 0.5f : 0.9f + (float)(seed >> 40) / 16777216.0f * 0.2f;
+        y[i] = (int32_t)(seed % 7) - 3 + (i % 5 == 0 ? 1000 : 0);
+    }
+}
+
 #endif

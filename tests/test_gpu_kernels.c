@@ -883,3 +883,28 @@ Test(gpu, scalar_lets_round)
     tilec_rt_free(rt, dout);
     gk_free(&g);
 }
+
+/* prod along each axis, to a scalar, of a replicated tile; i32 and u8
+ * products wrap (tests/test_numerics.c runs the same kernel on the CPU). */
+Test(gpu, prod_reduces)
+{
+    float x[512];
+    int32_t y[512], oi[32], gi[32];
+    double want[53];
+    prods_inputs(x, y, 88172645463325252ull);
+    prods_want(x, y, want, oi);
+    gk g;
+    load_or_fail("tests/gpu/numerics.tile", "prods", 0, &g);
+    uint64_t dx = upload(x, sizeof x), dy = upload(y, sizeof y), dout = poisoned(53), doi = dev_alloc(sizeof gi);
+    tilec_rt_arg args[4] = {{.ptr = dx}, {.ptr = dy}, {.ptr = dout}, {.ptr = doi}};
+    CHECK_RT(gk_launch(&g, args, NULL));
+    download_check(dout, want, 53, 1e-5, "prod");
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, gi, doi, sizeof gi));
+    for (int i = 0; i < 32; i++)
+        cr_expect_eq(gi[i], oi[i], "prod oi[%d] (%s) = %d, want %d", i, i < 16 ? "i32" : "u8", gi[i], oi[i]);
+    gk_free(&g);
+    tilec_rt_free(rt, dx);
+    tilec_rt_free(rt, dy);
+    tilec_rt_free(rt, dout);
+    tilec_rt_free(rt, doi);
+}

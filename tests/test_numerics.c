@@ -5,8 +5,8 @@
  * beside an f64 was (double)(0.9f), 1e-50 was 0 and 1e300 did not compile).
  * The values are computed on this machine: the CUDA C that tilec generates
  * for tests/gpu/numerics.tile is compiled by the host C++ compiler with
- * CUDA's own half-precision headers (tests/host_cuda.h) and run one thread
- * after another; tests/test_gpu_kernels.c runs the same kernels on a GPU. */
+ * CUDA's own half-precision headers (tests/host_cuda.h) and run with a host
+ * thread per CUDA thread (barriers and shuffles emulated); tests/test_gpu_kernels.c runs the same kernels on a GPU. */
 #define _DEFAULT_SOURCE 1
 #include <criterion/criterion.h>
 #include <unistd.h>
@@ -14,6 +14,7 @@
 #include "fs_helpers.h"
 #include "gpu_helpers.h"
 #include "numerics_ref.h"
+#include "util/strbuf.h"
 
 #define FILE_ "tests/gpu/numerics.tile"
 
@@ -41,8 +42,6 @@ static char *host_run(const char *kernel, const char *body)
 {
     uint32_t threads = 0;
     char *src = cuda_of(kernel, &threads);
-    cr_assert(!strstr(src, "__syncthreads") && !strstr(src, "__shfl"),
-              "%s: its threads meet; the host cannot run them one after another", kernel);
     char inc[1024];
     cr_assert_eq(tilec_nvrtc_include_dir(inc, sizeof inc), TILEC_RT_OK);
     cr_assert(inc[0], "no CUDA include directory (cuda_fp16.h)");
@@ -54,15 +53,14 @@ static char *host_run(const char *kernel, const char *body)
     cr_assert(main_);
     int len = snprintf(main_, cap,
                        "#include <cstdio>\n#include \"kernel.cu\"\n"
-                       "#define LAUNCH(blocks, ...) for (unsigned b = 0; b < (blocks); b++) "
-                       "for (unsigned t = 0; t < %u; t++) { blockIdx.x = b; threadIdx.x = t; %s_v0(__VA_ARGS__); }\n"
+                       "#define LAUNCH(blocks, ...) tl_host_launch((blocks), %u, [&] { %s_v0(__VA_ARGS__); })\n"
                        "int main(void) {\n%s\nreturn 0;\n}\n",
                        threads, kernel, body);
     cr_assert(len > 0 && (size_t)len < cap);
     write_in(dir, "main.cpp", main_);
     char *out, cwd[2048];
     cr_assert(getcwd(cwd, sizeof cwd));
-    int st = sh(&out, "c++ -std=c++17 -O1 -w -include '%s/tests/host_cuda.h' -I'%s' -o %s/run %s/main.cpp", cwd, inc, dir, dir);
+    int st = sh(&out, "c++ -std=c++17 -O1 -w -pthread -include '%s/tests/host_cuda.h' -I'%s' -o %s/run %s/main.cpp", cwd, inc, dir, dir);
     cr_assert_eq(st, 0, "the host C++ compiler rejects the CUDA C of %s:\n%s", kernel, out);
     free(out);
     st = sh(&out, "%s/run", dir);
@@ -244,11 +242,52 @@ Test(numerics, scalar_lets_round)
     free(out);
 }
 
+/* prod along a register axis (shuffles), along the axis the warps split
+ * (shared memory), to a scalar and of a replicated tile; integer products
+ * wrap to their type (item 6 of issue 35). */
+Test(numerics, prod_reduces)
+{
+    float x[512];
+    int32_t y[512], oi[32];
+    double want[53];
+    prods_inputs(x, y, 88172645463325252ull);
+    prods_want(x, y, want, oi);
+    strbuf b;
+    sb_init(&b);
+    sb_printf(&b, "static float x[512] = {");
+    for (int i = 0; i < 512; i++)
+        sb_printf(&b, "%a, ", (double)x[i]);
+    sb_printf(&b, "};\nstatic int y[512] = {");
+    for (int i = 0; i < 512; i++)
+        sb_printf(&b, "%d, ", y[i]);
+    sb_printf(&b, "};\nstatic float out[53];\nstatic int oi[32];\nLAUNCH(1, x, y, out, oi);\n"
+                  "for (int i = 0; i < 53; i++) printf(\"%%a \", (double)out[i]);\n"
+                  "for (int i = 0; i < 32; i++) printf(\"%%d \", oi[i]);\n");
+    cr_assert(!b.failed);
+    char *out = host_run("prods", sb_str(&b));
+    sb_free(&b);
+    const char *s = out;
+    for (int i = 0; i < 53; i++) {
+        double got = next_num(&s);
+        cr_expect(fabs(got - want[i]) <= 1e-5 * fabs(want[i]), "prod out[%d] = %.9g, want %.9g", i, got, want[i]);
+    }
+    for (int i = 0; i < 32; i++) {
+        long got = (long)next_num(&s);
+        cr_expect_eq(got, (long)oi[i], "prod oi[%d] (%s) = %ld, want %d", i, i < 16 ? "i32" : "u8", got, oi[i]);
+    }
+    free(out);
+    char *src = cuda_of("prods", NULL);
+    cr_expect(strstr(src, "tl_r[tl_j] = ((float)1);") && strstr(src, "tl_a = ((float)1);") &&
+                  strstr(src, "tl_r[tl_j] = tl_r[tl_j] * tl_x;"),
+              "prod's identity and step:\n%s", src);
+    free(src);
+}
+
 /* Every kernel of the file compiles in NVRTC (s * 1e300 with s: f64 was
  * "floating constant is out of range": 1e+300f). */
 Test(numerics, nvrtc_compiles_every_kernel)
 {
-    static const char *const kernels[] = {"rounding", "narrow", "literals", "rounding_sum", "half_literal", "scalar_round"};
+    static const char *const kernels[] = {"rounding", "narrow", "literals", "rounding_sum", "half_literal", "scalar_round", "prods"};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         char *src = cuda_of(kernels[i], NULL);
         void *cubin = NULL;
