@@ -225,11 +225,34 @@ static const char *binary(lw *L, const tilec_expr *e, const char *const *idx, in
     return lower_wrap(L, lower_fmt(L, "(%s %s %s)", x, tilec_op_spelling(e->op), y), t->dtype);
 }
 
-/* t[:, None]: result axes map to base axes at ':' slots */
+/* Index i of an element pick on an axis of n elements, clamped to it (a
+ * literal is in range: the checker saw it). */
+static const char *pick_index(lw *L, const tilec_expr *i, int64_t n, wmode mode)
+{
+    const char *x = lower_walk(L, i, NULL, 0, NULL, mode);
+    if (mode == PREP || i->kind == TILEC_EX_INT)
+        return x;
+    int uns = tilec_dtype_class(lower_ty(L, i)->dtype) == 'u';
+    if (uns)
+        return lower_fmt(L, "((%s) > %lldu ? %lld : (int)(%s))", x, (long long)(n - 1), (long long)(n - 1), x);
+    return lower_fmt(L, "((%s) < 0 ? 0 : (%s) > %lld ? %lld : (int)(%s))", x, x, (long long)(n - 1), (long long)(n - 1), x);
+}
+
+/* t[:, None]: result axes map to base axes at ':' slots; t[i, j] (an
+ * element pick): the base at the clamped indices, read where it is (a
+ * virtual tile recomputed there, registers through shared memory). */
 static const char *walk_index(lw *L, const tilec_expr *e, const char *const *idx, const lay *cur, wmode mode)
 {
     const char *sub[TILEC_MAX_RANK];
     int k = 0;
+    const tilec_type *bt = lower_ty(L, e->args[0]);
+    if (e->nargs > 1 && e->args[1]->kind != TILEC_EX_SLICE && e->args[1]->kind != TILEC_EX_NONE) {
+        for (uint32_t i = 1; i < e->nargs; i++)
+            sub[i - 1] = pick_index(L, e->args[i], bt->dims[i - 1], mode);
+        if (mode == PREP && !lower_is_virtual(L, e->args[0]))
+            lower_note(L, "  line %u: an element picked from a register tile (read from shared memory where this thread does not hold it)", L->line);
+        return lower_walk(L, e->args[0], mode == EMIT ? sub : NULL, 0, NULL, mode);
+    }
     for (uint32_t i = 1; i < e->nargs; i++)
         if (e->args[i]->kind == TILEC_EX_SLICE)
             sub[k++] = idx ? idx[i - 1] : NULL;

@@ -51,6 +51,19 @@ struct tl_host_barrier {
 static tl_host_barrier tl_host_block, tl_host_warp[32];
 static uint64_t tl_host_lane_slot[1024];
 
+static inline float __int_as_float(int i)
+{
+    float f;
+    memcpy(&f, &i, sizeof f);
+    return f;
+}
+static inline double __longlong_as_double(long long i)
+{
+    double d;
+    memcpy(&d, &i, sizeof d);
+    return d;
+}
+
 static inline void __syncthreads(void) { tl_host_block.wait(); }
 
 /* Every lane of the warp writes its value, then reads lane src's. */

@@ -69,4 +69,20 @@ static inline void prods_inputs(float *x, int32_t *y, unsigned long long seed)
     }
 }
 
+/* picks(x, i, j): out[20] as tests/gpu/numerics.tile's picks computes it
+ * (run-time indices clamped to the axes of the [16, 32] tile x). */
+static inline void picks_want(const float *x, int i, int j, float out[20])
+{
+    int ci = i < 0 ? 0 : i > 15 ? 15 : i, cj = j < 0 ? 0 : j > 31 ? 31 : j;
+    float m = x[15 * 32];
+    for (int k = 1; k < 32; k++)
+        m = x[15 * 32 + k] > m ? x[15 * 32 + k] : m;
+    out[0] = x[3 * 32 + 5];
+    out[1] = x[ci * 32 + cj];
+    out[2] = (float)(2 * ci);
+    out[3] = m;
+    for (int k = 0; k < 16; k++)
+        out[4 + k] = x[2 * 32 + 2] + (float)(2 * k);
+}
+
 #endif

@@ -908,3 +908,28 @@ Test(gpu, prod_reduces)
     tilec_rt_free(rt, dout);
     tilec_rt_free(rt, doi);
 }
+
+/* Element picks with constant and run-time (clamped) indices
+ * (tests/test_numerics.c runs the same kernel on the CPU). */
+Test(gpu, picks)
+{
+    static const int ij[][2] = {{0, 0}, {7, 13}, {15, 31}, {-5, 99}, {99, -5}, {4, 31}};
+    float x[512], got[20], want[20];
+    int32_t y[512];
+    prods_inputs(x, y, 1234567ull);
+    gk g;
+    load_or_fail("tests/gpu/numerics.tile", "picks", 0, &g);
+    uint64_t dx = upload(x, sizeof x), dout = poisoned(20);
+    for (size_t k = 0; k < sizeof ij / sizeof ij[0]; k++) {
+        tilec_rt_arg args[4] = {{.ptr = dx}, {.ptr = dout}, {.i32 = ij[k][0]}, {.i32 = ij[k][1]}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, dout, sizeof got));
+        picks_want(x, ij[k][0], ij[k][1], want);
+        for (int i = 0; i < 20; i++)
+            cr_expect(memcmp(&got[i], &want[i], 4) == 0, "picks(i = %d, j = %d) out[%d] = %a, want %a", ij[k][0], ij[k][1],
+                      i, (double)got[i], (double)want[i]);
+    }
+    tilec_rt_free(rt, dx);
+    tilec_rt_free(rt, dout);
+    gk_free(&g);
+}

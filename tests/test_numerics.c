@@ -283,11 +283,48 @@ Test(numerics, prod_reduces)
     free(src);
 }
 
+/* Element picks: constant and run-time indices (clamped: -5 and 99 pick
+ * the first and the last), of a register tile, a virtual tile and a row
+ * statistic (item 6 of issue 35). */
+Test(numerics, picks)
+{
+    static const int ij[][2] = {{0, 0}, {7, 13}, {15, 31}, {-5, 99}, {99, -5}, {4, 31}};
+    enum { NP = sizeof ij / sizeof ij[0] };
+    float x[512];
+    int32_t y[512];
+    prods_inputs(x, y, 1234567ull);
+    strbuf b;
+    sb_init(&b);
+    sb_printf(&b, "static float x[512] = {");
+    for (int i = 0; i < 512; i++)
+        sb_printf(&b, "%a, ", (double)x[i]);
+    sb_printf(&b, "};\nstatic const int ij[][2] = {");
+    for (int i = 0; i < NP; i++)
+        sb_printf(&b, "{%d, %d}, ", ij[i][0], ij[i][1]);
+    sb_printf(&b, "};\nstatic float out[20];\nfor (int k = 0; k < %d; k++) {\n"
+                  "LAUNCH(1, x, out, ij[k][0], ij[k][1]);\nfor (int i = 0; i < 20; i++) printf(\"%%a \", (double)out[i]); }\n",
+              NP);
+    cr_assert(!b.failed);
+    char *out = host_run("picks", sb_str(&b));
+    sb_free(&b);
+    const char *s = out;
+    for (int k = 0; k < NP; k++) {
+        float want[20];
+        picks_want(x, ij[k][0], ij[k][1], want);
+        for (int i = 0; i < 20; i++) {
+            float got = (float)next_num(&s);
+            cr_expect(memcmp(&got, &want[i], 4) == 0, "picks(i = %d, j = %d) out[%d] = %a, want %a", ij[k][0], ij[k][1], i,
+                      (double)got, (double)want[i]);
+        }
+    }
+    free(out);
+}
+
 /* Every kernel of the file compiles in NVRTC (s * 1e300 with s: f64 was
  * "floating constant is out of range": 1e+300f). */
 Test(numerics, nvrtc_compiles_every_kernel)
 {
-    static const char *const kernels[] = {"rounding", "narrow", "literals", "rounding_sum", "half_literal", "scalar_round", "prods"};
+    static const char *const kernels[] = {"rounding", "narrow", "literals", "rounding_sum", "half_literal", "scalar_round", "prods", "picks"};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         char *src = cuda_of(kernels[i], NULL);
         void *cubin = NULL;
