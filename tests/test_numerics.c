@@ -242,6 +242,16 @@ Test(numerics, scalar_lets_round)
     free(out);
 }
 
+/* b started with the C++ of `static float x[512] = {...};` holding x. */
+static void floats_decl(strbuf *b, const float *x)
+{
+    sb_init(b);
+    sb_printf(b, "static float x[512] = {");
+    for (int i = 0; i < 512; i++)
+        sb_printf(b, "%a, ", (double)x[i]);
+    sb_printf(b, "};\n");
+}
+
 /* prod along a register axis (shuffles), along the axis the warps split
  * (shared memory), to a scalar and of a replicated tile; integer products
  * wrap to their type (item 6 of issue 35). */
@@ -253,11 +263,8 @@ Test(numerics, prod_reduces)
     prods_inputs(x, y, 88172645463325252ull);
     prods_want(x, y, want, oi);
     strbuf b;
-    sb_init(&b);
-    sb_printf(&b, "static float x[512] = {");
-    for (int i = 0; i < 512; i++)
-        sb_printf(&b, "%a, ", (double)x[i]);
-    sb_printf(&b, "};\nstatic int y[512] = {");
+    floats_decl(&b, x);
+    sb_printf(&b, "static int y[512] = {");
     for (int i = 0; i < 512; i++)
         sb_printf(&b, "%d, ", y[i]);
     sb_printf(&b, "};\nstatic float out[53];\nstatic int oi[32];\nLAUNCH(1, x, y, out, oi);\n"
@@ -294,11 +301,8 @@ Test(numerics, picks)
     int32_t y[512];
     prods_inputs(x, y, 1234567ull);
     strbuf b;
-    sb_init(&b);
-    sb_printf(&b, "static float x[512] = {");
-    for (int i = 0; i < 512; i++)
-        sb_printf(&b, "%a, ", (double)x[i]);
-    sb_printf(&b, "};\nstatic const int ij[][2] = {");
+    floats_decl(&b, x);
+    sb_printf(&b, "static const int ij[][2] = {");
     for (int i = 0; i < NP; i++)
         sb_printf(&b, "{%d, %d}, ", ij[i][0], ij[i][1]);
     sb_printf(&b, "};\nstatic float out[20];\nfor (int k = 0; k < %d; k++) {\n"
