@@ -92,7 +92,20 @@ const char *lower_cast(lw *L, const char *x, tilec_dtype from, tilec_dtype to)
         return lower_conv(L, x, from, to);
     if (from == TILEC_DT_F64)
         return lower_ld_elem(L, lower_fmt(L, "%s(%s)", to == TILEC_DT_F16 ? "__double2half" : "__double2bfloat16", x), to);
-    return lower_ld_elem(L, lower_st_elem(L, lower_conv(L, x, from, TILEC_DT_F32), to), to);
+    return lower_round(L, lower_conv(L, x, from, TILEC_DT_F32), to);
+}
+
+/* x, a compute-type (float) value of dtype d, as a value of d: an f16 or
+ * bf16 is rounded through its stored type and widened back (a value that
+ * is one already, a cast's or a load's, is left as it is); other dtypes
+ * are values of their type as computed. A scalar let, its re-assignments
+ * and a virtual tile bound by a let hold values of their type so, as a
+ * tile let stored in registers of the type does. */
+const char *lower_round(lw *L, const char *x, tilec_dtype d)
+{
+    if (d != TILEC_DT_F16 && d != TILEC_DT_BF16)
+        return x;
+    return lower_ld_elem(L, lower_st_elem(L, x, d), d);
 }
 
 /* A float literal of dtype d (the checker gave an untyped literal the

@@ -62,7 +62,7 @@ int lower_is_materializing(const tilec_expr *e)
         return 0;
     if (lower_is_scan(e))
         return 1;
-    static const char *const names[] = {"load", "atomic_add", "sum", "max", "min", "argmax", "argmin", "dot"};
+    static const char *const names[] = {"load", "atomic_add", "sum", "prod", "max", "min", "argmax", "argmin", "dot"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(e->name, names[i]))
             return 1;
@@ -189,8 +189,10 @@ static const char *walk_name(lw *L, const tilec_expr *e, const char *const *idx,
     }
     if (v->kind == VK_SCALAR)
         return mode == EMIT ? v->c : NULL;
-    if (v->kind == VK_VIRT)
-        return lower_walk(L, v->expr, idx, same, cur, mode);
+    if (v->kind == VK_VIRT) { /* let t = full(bf16, s, 16) * 3.0: t holds bf16 values */
+        const char *x = lower_walk(L, v->expr, idx, same, cur, mode);
+        return mode == EMIT && !v->ty.ptr ? lower_round(L, x, v->ty.dtype) : x;
+    }
     return mat_elem(L, v, idx, same, cur, mode);
 }
 
@@ -223,11 +225,34 @@ static const char *binary(lw *L, const tilec_expr *e, const char *const *idx, in
     return lower_wrap(L, lower_fmt(L, "(%s %s %s)", x, tilec_op_spelling(e->op), y), t->dtype);
 }
 
-/* t[:, None]: result axes map to base axes at ':' slots */
+/* Index i of an element pick on an axis of n elements, clamped to it (a
+ * literal is in range: the checker saw it). */
+static const char *pick_index(lw *L, const tilec_expr *i, int64_t n, wmode mode)
+{
+    const char *x = lower_walk(L, i, NULL, 0, NULL, mode);
+    if (mode == PREP || i->kind == TILEC_EX_INT)
+        return x;
+    int uns = tilec_dtype_class(lower_ty(L, i)->dtype) == 'u';
+    if (uns)
+        return lower_fmt(L, "((%s) > %lldu ? %lld : (int)(%s))", x, (long long)(n - 1), (long long)(n - 1), x);
+    return lower_fmt(L, "((%s) < 0 ? 0 : (%s) > %lld ? %lld : (int)(%s))", x, x, (long long)(n - 1), (long long)(n - 1), x);
+}
+
+/* t[:, None]: result axes map to base axes at ':' slots; t[i, j] (an
+ * element pick): the base at the clamped indices, read where it is (a
+ * virtual tile recomputed there, registers through shared memory). */
 static const char *walk_index(lw *L, const tilec_expr *e, const char *const *idx, const lay *cur, wmode mode)
 {
     const char *sub[TILEC_MAX_RANK];
     int k = 0;
+    const tilec_type *bt = lower_ty(L, e->args[0]);
+    if (e->nargs > 1 && e->args[1]->kind != TILEC_EX_SLICE && e->args[1]->kind != TILEC_EX_NONE) {
+        for (uint32_t i = 1; i < e->nargs; i++)
+            sub[i - 1] = pick_index(L, e->args[i], bt->dims[i - 1], mode);
+        if (mode == PREP && !lower_is_virtual(L, e->args[0]))
+            lower_note(L, "  line %u: an element picked from a register tile (read from shared memory where this thread does not hold it)", L->line);
+        return lower_walk(L, e->args[0], mode == EMIT ? sub : NULL, 0, NULL, mode);
+    }
     for (uint32_t i = 1; i < e->nargs; i++)
         if (e->args[i]->kind == TILEC_EX_SLICE)
             sub[k++] = idx ? idx[i - 1] : NULL;
@@ -310,7 +335,10 @@ static const char *walk_call(lw *L, const tilec_expr *e, const char *const *idx,
         return mode == EMIT ? lower_fmt(L, "((%s)0)", lower_cctype(t->dtype)) : NULL;
     if (!strcmp(n, "full")) {
         const char *v = lower_walk(L, e->args[1], NULL, 0, cur, mode);
-        return mode == EMIT ? lower_conv(L, v, lower_ty(L, e->args[1])->dtype, t->dtype) : NULL;
+        if (mode == PREP)
+            return NULL;
+        tilec_dtype vd = lower_ty(L, e->args[1])->dtype; /* full(bf16, s, n) holds s rounded to bf16 */
+        return t->dtype == TILEC_DT_BOOL || vd == TILEC_DT_BOOL ? lower_conv(L, v, vd, t->dtype) : lower_cast(L, v, vd, t->dtype);
     }
     if (mode == PREP) {
         prep_args(L, e, idx, same, cur, !strcmp(n, "trans"));

@@ -334,7 +334,7 @@ static rng r_reduce(lw *L, const tilec_expr *e, const tilec_type *t, int inptr, 
         return (rng){0, max64(len - 1, 0), 1};
     }
     foldop op = !strcmp(n, "sum") || !strcmp(n, "cumsum") ? F_SUM
-                : !strcmp(n, "cumprod")                  ? F_PROD
+                : !strcmp(n, "cumprod") || !strcmp(n, "prod") ? F_PROD
                 : user                                   ? F_USER
                                                          : F_HULL;
     rng first = {0, 0, 0}; /* the exclusive scan's first value */
@@ -407,7 +407,7 @@ static rng r_call(lw *L, const tilec_expr *e, int inptr, int *anyw)
     }
     if (!strcmp(n, "abs"))
         return r_abs(visit(L, e->args[0], inptr, anyw));
-    if (!strcmp(n, "sum") || !strcmp(n, "max") || !strcmp(n, "min") || !strcmp(n, "argmax") ||
+    if (!strcmp(n, "sum") || !strcmp(n, "prod") || !strcmp(n, "max") || !strcmp(n, "min") || !strcmp(n, "argmax") ||
         !strcmp(n, "argmin") || !strcmp(n, "cumsum") || !strcmp(n, "cumprod") || !strcmp(n, "cummax") ||
         !strcmp(n, "cummin") || !strcmp(n, "scan"))
         return r_reduce(L, e, t, inptr, anyw);

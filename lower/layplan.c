@@ -18,9 +18,10 @@
 
 #include "lower/lower_internal.h"
 
-static int is_reduce(const tilec_expr *e)
+/* sum, prod, max, min, argmax or argmin(x, axis) */
+int lower_is_reduce(const tilec_expr *e)
 {
-    static const char *const n[] = {"sum", "max", "min", "argmax", "argmin"};
+    static const char *const n[] = {"sum", "prod", "max", "min", "argmax", "argmin"};
     if (e->kind != TILEC_EX_CALL || e->nargs != 2)
         return 0;
     for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
@@ -47,7 +48,7 @@ static void plan_expr(lw *L, const tilec_expr *e)
             a = a->args[0];
         if (a->kind == TILEC_EX_NAME && L->naops < LP_MAX)
             L->aops[L->naops++] = a->name;
-    } else if (is_reduce(e) && lower_ty(L, e->args[0])->rank == 2 && reduce_axis_of(L, e) == 1 &&
+    } else if (lower_is_reduce(e) && lower_ty(L, e->args[0])->rank == 2 && reduce_axis_of(L, e) == 1 &&
                L->nrowred < LP_MAX) {
         const tilec_type *xt = lower_ty(L, e->args[0]);
         L->rowred[L->nrowred][0] = xt->dims[0];
@@ -168,7 +169,7 @@ static int layout_of(lw *L, const tilec_expr *e, lay *y)
             *y = lower_lin_cols(L, t);
         return 1;
     }
-    if (is_reduce(e)) {
+    if (lower_is_reduce(e)) {
         lay x = lower_pick_for(L, e->args[0]);
         unsigned r, l, w;
         if (e->name[0] == 'a' || lower_lay_guard(L, &x))

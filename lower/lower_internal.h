@@ -53,6 +53,7 @@ typedef enum { VK_SCALAR, VK_VIRT, VK_MAT, VK_RING } vkind;
 typedef struct val {
     vkind kind;
     tilec_type ty;
+    tilec_dtype held;       /* the dtype of its values (a VK_SCALAR's ty is its compute type) */
     const char *c;          /* C name of the scalar or the register array */
     const tilec_expr *expr; /* VK_VIRT */
     lay ly;                 /* VK_MAT */
@@ -209,6 +210,7 @@ const char *lower_ld_elem(lw *L, const char *x, tilec_dtype d);
 const char *lower_st_elem(lw *L, const char *x, tilec_dtype d);
 const char *lower_wrap(lw *L, const char *x, tilec_dtype d);
 const char *lower_cast(lw *L, const char *x, tilec_dtype from, tilec_dtype to);
+const char *lower_round(lw *L, const char *x, tilec_dtype d);
 const char *lower_float_lit(lw *L, double x, tilec_dtype d);
 const char *lower_inf_lit(lw *L, tilec_dtype d);
 
@@ -296,6 +298,7 @@ val *lower_operand(lw *L, const tilec_expr *e);
 void lower_emit_reduce(lw *L, const tilec_expr *e, val *v);
 /* scan.c: cumsum, cumprod, cummax, cummin, scan into v (materialized) */
 int lower_is_scan(const tilec_expr *e);
+int lower_is_reduce(const tilec_expr *e);
 void lower_emit_scan(lw *L, const tilec_expr *e, val *v);
 void lower_emit_dot_into(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc);
 void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, tilec_dtype d);

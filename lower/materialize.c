@@ -69,16 +69,14 @@ static val *materialize(lw *L, const tilec_expr *e, const char *name, const lay 
         lower_emit_scan(L, e, v);
         return v;
     }
-    if (e->kind == TILEC_EX_CALL && e->nargs == 2 && lower_ty(L, e->args[0])->rank > 0 &&
-        (!strcmp(e->name, "sum") || !strcmp(e->name, "max") || !strcmp(e->name, "min") || !strcmp(e->name, "argmax") ||
-         !strcmp(e->name, "argmin"))) {
+    if (lower_is_reduce(e) && lower_ty(L, e->args[0])->rank > 0) {
         lower_emit_reduce(L, e, v);
         return v;
     }
     /* elementwise: compute each element of the layout */
     lower_walk(L, e, lower_idx, 1, &v->ly, PREP);
     if (t->rank == 0) {
-        lower_line(L, "%s %s = %s;", lower_cctype(t->dtype), c, lower_walk(L, e, NULL, 0, NULL, EMIT));
+        lower_line(L, "%s %s = %s;", lower_cctype(t->dtype), c, lower_round(L, lower_walk(L, e, NULL, 0, NULL, EMIT), t->dtype));
         v->ty.dtype = lower_compute_dt(t->dtype);
         return v;
     }

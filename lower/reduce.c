@@ -1,4 +1,4 @@
-/* reduce.c: reductions (sum, max, min, argmax, argmin). To a scalar: in the
+/* reduce.c: reductions (sum, prod, max, min, argmax, argmin). To a scalar: in the
  * thread, across the warp with shuffles, across warps through shared
  * memory. Along one axis: through shared memory, each thread reducing the
  * rows of its result elements. NaN wins max/min; ties pick the smaller
@@ -12,6 +12,8 @@ static const char *red_identity(lw *L, const char *fn, tilec_dtype d)
     char c = tilec_dtype_class(d);
     if (!strcmp(fn, "sum"))
         return lower_fmt(L, "((%s)0)", lower_cctype(d));
+    if (!strcmp(fn, "prod"))
+        return lower_fmt(L, "((%s)1)", lower_cctype(d));
     int isf = c == 'f';
     int mx = !strcmp(fn, "max") || !strcmp(fn, "argmax");
     if (isf)
@@ -30,6 +32,8 @@ static const char *red_step(lw *L, const char *fn, const char *a, const char *b)
 {
     if (!strcmp(fn, "sum"))
         return lower_fmt(L, "%s = %s + %s;", a, a, b);
+    if (!strcmp(fn, "prod"))
+        return lower_fmt(L, "%s = %s * %s;", a, a, b);
     if (!strcmp(fn, "max"))
         return lower_fmt(L, "%s = tl_max(%s, %s);", a, a, b);
     return lower_fmt(L, "%s = tl_min(%s, %s);", a, a, b);
@@ -38,7 +42,7 @@ static const char *red_step(lw *L, const char *fn, const char *a, const char *b)
 /* One reduction: its combining op, whether it carries an index, the
  * operand in registers and the type the reduction runs in. */
 typedef struct red {
-    const char *op; /* "sum", "max" or "min" */
+    const char *op; /* "sum", "prod", "max" or "min" */
     int arg;        /* argmax/argmin: tl_ai carries the index */
     val *x;
     const char *ct; /* C type of the accumulator tl_a */
@@ -123,7 +127,7 @@ static void reduce_all(lw *L, const red *rd, val *v, const tilec_type *t)
     reduce_warp(L, rd);
     if (L->nwarps > 1)
         reduce_warps(L, rd);
-    lower_line(L, "%s = %s;", v->c, rd->arg ? "tl_ai" : "tl_a");
+    lower_line(L, "%s = %s;", v->c, rd->arg ? "tl_ai" : lower_round(L, "tl_a", t->dtype)); /* a bf16 sum is a bf16 */
     L->ind--;
     lower_line(L, "}");
     v->ty.dtype = rd->arg ? TILEC_DT_I32 : lower_compute_dt(t->dtype);

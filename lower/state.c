@@ -127,6 +127,7 @@ val *lower_newval(lw *L, vkind kind, const tilec_type *t, const char *c)
     }
     v->kind = kind;
     v->ty = *t;
+    v->held = t->dtype;
     v->c = c;
     v->smem = -1;
     v->rlet = NULL;

@@ -150,7 +150,7 @@ static void stmt_let(lw *L, const tilec_stmt *s)
         /* a pointer stays writable through: `T *const p`, never `const T *p` */
         const char *decl = t->ptr ? lower_fmt(L, "%s *%s", lower_ctype(t->dtype), assigned ? "" : "const ")
                                   : lower_fmt(L, "%s%s", assigned ? "" : "const ", lower_cctype(t->dtype));
-        lower_line(L, "%s %s = %s;", decl, c, lower_walk(L, s->value, NULL, 0, NULL, EMIT));
+        lower_line(L, "%s %s = %s;", decl, c, lower_round(L, lower_walk(L, s->value, NULL, 0, NULL, EMIT), t->ptr ? TILEC_DT_I64 : t->dtype));
         lower_bind(L, s->names[0], v);
         return;
     }
@@ -230,7 +230,8 @@ static void stmt_assign(lw *L, const tilec_stmt *s)
     }
     if (v->kind == VK_SCALAR) {
         lower_walk(L, s->value, NULL, 0, NULL, PREP);
-        lower_line(L, "%s = %s;", v->c, lower_conv(L, lower_walk(L, s->value, NULL, 0, NULL, EMIT), lower_ty(L, s->value)->dtype, v->ty.dtype));
+        const char *x = lower_conv(L, lower_walk(L, s->value, NULL, 0, NULL, EMIT), lower_ty(L, s->value)->dtype, v->ty.dtype);
+        lower_line(L, "%s = %s;", v->c, lower_round(L, x, v->held)); /* b = b + x for b: bf16 rounds */
         return;
     }
     const tilec_expr *d = lower_dot_update(s);

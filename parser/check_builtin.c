@@ -18,7 +18,7 @@
     X(FLOOR, "floor", 1, 1) X(CEIL, "ceil", 1, 1) X(FMA, "fma", 3, 3) X(CAST, "cast", 2, 2) \
     X(TRANS, "trans", 1, 1) X(CDIV, "cdiv", 2, 2) X(CUMSUM, "cumsum", 2, 4)              \
     X(CUMPROD, "cumprod", 2, 4) X(CUMMAX, "cummax", 2, 4) X(CUMMIN, "cummin", 2, 4)     \
-    X(SCAN, "scan", 6, 8)
+    X(SCAN, "scan", 6, 8) X(PROD, "prod", 2, 2)
 
 typedef enum {
 #define X(e, s, lo, hi) BI_##e,
@@ -216,7 +216,7 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
             return chk_ty_err();
         return r;
     }
-    case BI_SUM: case BI_MAX: case BI_MIN: case BI_ARGMAX: case BI_ARGMIN: {
+    case BI_SUM: case BI_PROD: case BI_MAX: case BI_MIN: case BI_ARGMAX: case BI_ARGMIN: {
         int64_t axis;
         if (t[0].ptr || !(chk_is_num(&t[0]) || (bi == BI_SUM && chk_is_bool(&t[0])))) {
             chk_err(ck, chk_start_of(a[0]), "%s needs a numeric tile, got %s", fn, chk_ty_str(ck, &t[0]));

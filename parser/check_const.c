@@ -81,6 +81,33 @@ int chk_const_eval(checker *ck, const tilec_expr *e, const char *what, int64_t *
     return r == TILEC_IX_OK ? 0 : -1;
 }
 
+/* A name of a constant for chk_const_try: a hint bound before it, else
+ * silently not a constant. */
+static int const_lookup_quiet(void *user, const tilec_ix *sym, int64_t *out)
+{
+    const tilec_expr *e = sym->origin;
+    binding *b = chk_lookup(user, e->name);
+    if (b && b->kind == B_HINT) {
+        *out = b->value;
+        return 0;
+    }
+    return 1;
+}
+
+/* The value of e if it is an integer constant expression (0), else -1 with
+ * nothing reported: a run-time value where a constant is optional. */
+int chk_const_try(checker *ck, const tilec_expr *e, int64_t *out)
+{
+    aix_why why = {0};
+    const tilec_ix *x = ast_to_ix(&ck->scratch, e, 0, &why);
+    if (!x) {
+        if (why.fail == AIX_NOMEM)
+            ck->oom = 1;
+        return -1;
+    }
+    return tilec_ix_eval(x, const_lookup_quiet, ck, out, NULL) == TILEC_IX_OK ? 0 : -1;
+}
+
 /* A tile dimension: a positive power of two up to TILEC_MAX_TILE_DIM. */
 int chk_tile_dim(checker *ck, const tilec_expr *e, int64_t *out)
 {

@@ -182,6 +182,47 @@ static tilec_type check_unary(checker *ck, tilec_expr *e)
 }
 
 /* t[:, None] — slots are ':' (keep an axis) or None (insert one). */
+/* t[i, j]: one element of t, every axis indexed by a scalar integer. A
+ * constant index must lie on its axis; a run-time one is clamped to it by
+ * the lowering. */
+static tilec_type check_pick(checker *ck, tilec_expr *e, const tilec_type *a)
+{
+    if (a->rank == 0) {
+        chk_err(ck, &e->loc, "cannot pick an element of the scalar %s", chk_ty_str(ck, a));
+        return chk_ty_err();
+    }
+    for (uint32_t i = 1; i < e->nargs; i++)
+        if (e->args[i]->kind == TILEC_EX_SLICE || e->args[i]->kind == TILEC_EX_NONE) {
+            chk_err(ck, &e->args[i]->loc, "an element pick indexes every axis with an integer; ':' and None cannot mix with integer indices");
+            return chk_ty_err();
+        }
+    if (e->nargs - 1 != a->rank) {
+        chk_err(ck, &e->loc, "picking an element of a value of shape %s needs %u indices (one per axis), got %u",
+            chk_shp_str(ck, a), a->rank, e->nargs - 1);
+        return chk_ty_err();
+    }
+    for (uint32_t i = 1; i < e->nargs; i++) {
+        tilec_type x = chk_expr(ck, e->args[i]);
+        if (x.kind == TILEC_TY_ERROR)
+            return x;
+        if (x.kind != TILEC_TY_VALUE || x.ptr || x.rank || !chk_is_int(&x)) {
+            chk_err(ck, chk_start_of(e->args[i]), "an element index must be a scalar integer, got %s", chk_ty_str(ck, &x));
+            return chk_ty_err();
+        }
+        int64_t v, n = a->dims[i - 1];
+        if (!chk_const_try(ck, e->args[i], &v) && (v < 0 || v >= n)) {
+            chk_err(ck, chk_start_of(e->args[i]), "index %lld is out of range for axis %u of shape %s (0 to %lld)",
+                (long long)v, i - 1, chk_shp_str(ck, a), (long long)(n - 1));
+            chk_note_hint(ck, e->args[i], v);
+            return chk_ty_err();
+        }
+    }
+    tilec_type r = *a;
+    memset(r.dims, 0, sizeof r.dims);
+    r.rank = 0;
+    return r;
+}
+
 static tilec_type check_index(checker *ck, tilec_expr *e)
 {
     tilec_type a = chk_expr(ck, e->args[0]);
@@ -191,6 +232,9 @@ static tilec_type check_index(checker *ck, tilec_expr *e)
         chk_err(ck, &e->loc, "cannot index %s", chk_ty_str(ck, &a));
         return chk_ty_err();
     }
+    for (uint32_t i = 1; i < e->nargs; i++)
+        if (e->args[i]->kind != TILEC_EX_SLICE && e->args[i]->kind != TILEC_EX_NONE)
+            return check_pick(ck, e, &a);
     unsigned keep = 0, rank = 0;
     tilec_type r = a;
     for (uint32_t i = 1; i < e->nargs; i++) {

@@ -118,6 +118,7 @@ void chk_adapt(checker *ck, tilec_expr *e, tilec_dtype d);
 
 /* check_const.c */
 int chk_const_eval(checker *ck, const tilec_expr *e, const char *what, int64_t *out);
+int chk_const_try(checker *ck, const tilec_expr *e, int64_t *out);
 int chk_tile_dim(checker *ck, const tilec_expr *e, int64_t *out);
 /* A note at the hint e names (when it names one): "hint 'AX' is set to v here". */
 void chk_note_hint(checker *ck, const tilec_expr *e, int64_t v);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "gpu_helpers.h"
+#include "numerics_ref.h"
 
 static tilec_rt *rt;
 static char arch[16];
@@ -895,5 +896,83 @@ Test(gpu, casts_round_and_f64_literals_are_doubles)
     for (int i = 0; i < 8; i++)
         cr_expect(lit[i] == lwant[i], "literals[%d] = %.17g, want %.17g", i, lit[i], lwant[i]);
     tilec_rt_free(rt, dl);
+    gk_free(&g);
+}
+
+/* Scalar f16/bf16 lets, re-assignments, loop-carried scalars and a virtual
+ * bf16 tile bound by a let hold values of their type (tests/test_numerics.c
+ * runs the same kernel on the CPU). */
+Test(gpu, scalar_lets_round)
+{
+    static const float ss[] = {1.01171875f, 0.1f, -2.71828f, 3.14159265f, 1000.7f, 1e-3f, 7.0f, 21845.3f};
+    gk g;
+    load_or_fail("tests/gpu/numerics.tile", "scalar_round", 0, &g);
+    uint64_t dout = poisoned(24);
+    for (size_t i = 0; i < sizeof ss / sizeof ss[0]; i++) {
+        tilec_rt_arg args[2] = {{.f32 = ss[i]}, {.ptr = dout}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        float got[24], want[SCALAR_ROUND_N];
+        CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, dout, sizeof got));
+        scalar_round_want(ss[i], want);
+        for (int j = 0; j < 24; j++) {
+            float w = j < SCALAR_ROUND_N ? want[j] : want[0];
+            if (j >= SCALAR_ROUND_N && j < 8)
+                continue;
+            cr_expect(memcmp(&got[j], &w, 4) == 0, "%s: s = %a gives %a, want %a",
+                      j < SCALAR_ROUND_N ? scalar_round_what[j] : "full(bf16, s, 16) * 3.0 through a let", (double)ss[i],
+                      (double)got[j], (double)w);
+        }
+    }
+    tilec_rt_free(rt, dout);
+    gk_free(&g);
+}
+
+/* prod along each axis, to a scalar, of a replicated tile; i32 and u8
+ * products wrap (tests/test_numerics.c runs the same kernel on the CPU). */
+Test(gpu, prod_reduces)
+{
+    float x[512];
+    int32_t y[512], oi[32], gi[32];
+    double want[53];
+    prods_inputs(x, y, 88172645463325252ull);
+    prods_want(x, y, want, oi);
+    gk g;
+    load_or_fail("tests/gpu/numerics.tile", "prods", 0, &g);
+    uint64_t dx = upload(x, sizeof x), dy = upload(y, sizeof y), dout = poisoned(53), doi = dev_alloc(sizeof gi);
+    tilec_rt_arg args[4] = {{.ptr = dx}, {.ptr = dy}, {.ptr = dout}, {.ptr = doi}};
+    CHECK_RT(gk_launch(&g, args, NULL));
+    download_check(dout, want, 53, 1e-5, "prod");
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, gi, doi, sizeof gi));
+    for (int i = 0; i < 32; i++)
+        cr_expect_eq(gi[i], oi[i], "prod oi[%d] (%s) = %d, want %d", i, i < 16 ? "i32" : "u8", gi[i], oi[i]);
+    gk_free(&g);
+    tilec_rt_free(rt, dx);
+    tilec_rt_free(rt, dy);
+    tilec_rt_free(rt, dout);
+    tilec_rt_free(rt, doi);
+}
+
+/* Element picks with constant and run-time (clamped) indices
+ * (tests/test_numerics.c runs the same kernel on the CPU). */
+Test(gpu, picks)
+{
+    static const int ij[][2] = {{0, 0}, {7, 13}, {15, 31}, {-5, 99}, {99, -5}, {4, 31}};
+    float x[512], got[20], want[20];
+    int32_t y[512];
+    prods_inputs(x, y, 1234567ull);
+    gk g;
+    load_or_fail("tests/gpu/numerics.tile", "picks", 0, &g);
+    uint64_t dx = upload(x, sizeof x), dout = poisoned(20);
+    for (size_t k = 0; k < sizeof ij / sizeof ij[0]; k++) {
+        tilec_rt_arg args[4] = {{.ptr = dx}, {.ptr = dout}, {.i32 = ij[k][0]}, {.i32 = ij[k][1]}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, dout, sizeof got));
+        picks_want(x, ij[k][0], ij[k][1], want);
+        for (int i = 0; i < 20; i++)
+            cr_expect(memcmp(&got[i], &want[i], 4) == 0, "picks(i = %d, j = %d) out[%d] = %a, want %a", ij[k][0], ij[k][1],
+                      i, (double)got[i], (double)want[i]);
+    }
+    tilec_rt_free(rt, dx);
+    tilec_rt_free(rt, dout);
     gk_free(&g);
 }

@@ -5,14 +5,16 @@
  * beside an f64 was (double)(0.9f), 1e-50 was 0 and 1e300 did not compile).
  * The values are computed on this machine: the CUDA C that tilec generates
  * for tests/gpu/numerics.tile is compiled by the host C++ compiler with
- * CUDA's own half-precision headers (tests/host_cuda.h) and run one thread
- * after another; tests/test_gpu_kernels.c runs the same kernels on a GPU. */
+ * CUDA's own half-precision headers (tests/host_cuda.h) and run with a host
+ * thread per CUDA thread (barriers and shuffles emulated); tests/test_gpu_kernels.c runs the same kernels on a GPU. */
 #define _DEFAULT_SOURCE 1
 #include <criterion/criterion.h>
 #include <unistd.h>
 
 #include "fs_helpers.h"
 #include "gpu_helpers.h"
+#include "numerics_ref.h"
+#include "util/strbuf.h"
 
 #define FILE_ "tests/gpu/numerics.tile"
 
@@ -40,8 +42,6 @@ static char *host_run(const char *kernel, const char *body)
 {
     uint32_t threads = 0;
     char *src = cuda_of(kernel, &threads);
-    cr_assert(!strstr(src, "__syncthreads") && !strstr(src, "__shfl"),
-              "%s: its threads meet; the host cannot run them one after another", kernel);
     char inc[1024];
     cr_assert_eq(tilec_nvrtc_include_dir(inc, sizeof inc), TILEC_RT_OK);
     cr_assert(inc[0], "no CUDA include directory (cuda_fp16.h)");
@@ -53,15 +53,14 @@ static char *host_run(const char *kernel, const char *body)
     cr_assert(main_);
     int len = snprintf(main_, cap,
                        "#include <cstdio>\n#include \"kernel.cu\"\n"
-                       "#define LAUNCH(blocks, ...) for (unsigned b = 0; b < (blocks); b++) "
-                       "for (unsigned t = 0; t < %u; t++) { blockIdx.x = b; threadIdx.x = t; %s_v0(__VA_ARGS__); }\n"
+                       "#define LAUNCH(blocks, ...) tl_host_launch((blocks), %u, [&] { %s_v0(__VA_ARGS__); })\n"
                        "int main(void) {\n%s\nreturn 0;\n}\n",
                        threads, kernel, body);
     cr_assert(len > 0 && (size_t)len < cap);
     write_in(dir, "main.cpp", main_);
     char *out, cwd[2048];
     cr_assert(getcwd(cwd, sizeof cwd));
-    int st = sh(&out, "c++ -std=c++17 -O1 -w -include '%s/tests/host_cuda.h' -I'%s' -o %s/run %s/main.cpp", cwd, inc, dir, dir);
+    int st = sh(&out, "c++ -std=c++17 -O1 -w -pthread -include '%s/tests/host_cuda.h' -I'%s' -o %s/run %s/main.cpp", cwd, inc, dir, dir);
     cr_assert_eq(st, 0, "the host C++ compiler rejects the CUDA C of %s:\n%s", kernel, out);
     free(out);
     st = sh(&out, "%s/run", dir);
@@ -82,8 +81,6 @@ static double next_num(const char **s)
     return v;
 }
 
-static float rbf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
-static float rf16(float x) { return f16_to_f32(f32_to_f16(x)); }
 
 #define N 300
 static const float special[] = {1.00390625f, 1.01171875f, 1.00400627f, -2.71828f, 3.14159265f, 65519.0f, 65520.0f,
@@ -112,19 +109,19 @@ Test(numerics, cast_rounds_wherever_it_stands)
         x[i] = (float)next_num(&s);
     for (int i = 0; i < N; i++)
         w[i] = (float)next_num(&s);
-    cr_expect_eq(rbf16(1.00390625f), 1.0f); /* the reference rounds ties to even */
-    cr_expect_eq(rf16(65520.0f), INFINITY);
+    cr_expect_eq(ref_bf16(1.00390625f), 1.0f); /* the reference rounds ties to even */
+    cr_expect_eq(ref_f16(65520.0f), INFINITY);
     static const char *const what[] = {"cast(cast(v, bf16), f32)", "cast(cast(v, f16), f32)", "in where",
                                        "through a let",            "w * cast(v, bf16)",       "from f64, and i < v"};
     for (int k = 0; k < 6; k++)
         for (int i = 0; i < N; i++) {
             float v = x[i], want;
             switch (k) {
-            case 0: case 3: want = rbf16(v); break;
-            case 1: want = rf16(v); break;
-            case 2: want = v > 0.0f ? rbf16(v) : rf16(v); break;
-            case 4: want = w[i] * rbf16(v); break;
-            default: want = rbf16(v) + (float)((float)(i % 128) < v * 128.0f); break;
+            case 0: case 3: want = ref_bf16(v); break;
+            case 1: want = ref_f16(v); break;
+            case 2: want = v > 0.0f ? ref_bf16(v) : ref_f16(v); break;
+            case 4: want = w[i] * ref_bf16(v); break;
+            default: want = ref_bf16(v) + (float)((float)(i % 128) < v * 128.0f); break;
             }
             float got = (float)next_num(&s);
             cr_expect(memcmp(&got, &want, 4) == 0, "%s: v = %a gives %a, want %a", what[k], (double)v, (double)got,
@@ -211,11 +208,127 @@ Test(numerics, golden_text)
     free(src);
 }
 
+/* A scalar f16/bf16 let, its re-assignments (a loop-carried scalar) and a
+ * virtual tile bound by a let hold values of their type, as a tile let's
+ * registers of the type do: before, `let b = cast(s, bf16) * 3.0` held the
+ * float product, `acc = acc + b` summed in float, and full(bf16, s, n) held
+ * s itself. */
+Test(numerics, scalar_lets_round)
+{
+    static const float ss[] = {1.01171875f, 0.1f, -2.71828f, 3.14159265f, 1000.7f, 1e-3f, 7.0f, 21845.3f};
+    enum { NS = sizeof ss / sizeof ss[0] };
+    char body[2048];
+    int k = snprintf(body, sizeof body, "static const float ss[] = {");
+    for (int i = 0; i < NS; i++)
+        k += snprintf(body + k, sizeof body - (size_t)k, "%a, ", (double)ss[i]);
+    snprintf(body + k, sizeof body - (size_t)k,
+             "};\nstatic float out[24];\n"
+             "for (int i = 0; i < %d; i++) { LAUNCH(1, ss[i], out); for (int j = 0; j < 24; j++) printf(\"%%a \", (double)out[j]); }\n",
+             NS);
+    char *out = host_run("scalar_round", body);
+    const char *s = out;
+    for (int i = 0; i < NS; i++) {
+        float want[SCALAR_ROUND_N], got[24];
+        scalar_round_want(ss[i], want);
+        for (int j = 0; j < 24; j++)
+            got[j] = (float)next_num(&s);
+        for (int j = 0; j < SCALAR_ROUND_N; j++)
+            cr_expect(memcmp(&got[j], &want[j], 4) == 0, "%s: s = %a gives %a, want %a", scalar_round_what[j],
+                      (double)ss[i], (double)got[j], (double)want[j]);
+        for (int j = 8; j < 24; j++)
+            cr_expect(memcmp(&got[j], &want[0], 4) == 0, "full(bf16, s, 16) * 3.0 through a let: s = %a gives %a, want %a",
+                      (double)ss[i], (double)got[j], (double)want[0]);
+    }
+    free(out);
+}
+
+/* b started with the C++ of `static float x[512] = {...};` holding x. */
+static void floats_decl(strbuf *b, const float *x)
+{
+    sb_init(b);
+    sb_printf(b, "static float x[512] = {");
+    for (int i = 0; i < 512; i++)
+        sb_printf(b, "%a, ", (double)x[i]);
+    sb_printf(b, "};\n");
+}
+
+/* prod along a register axis (shuffles), along the axis the warps split
+ * (shared memory), to a scalar and of a replicated tile; integer products
+ * wrap to their type (item 6 of issue 35). */
+Test(numerics, prod_reduces)
+{
+    float x[512];
+    int32_t y[512], oi[32];
+    double want[53];
+    prods_inputs(x, y, 88172645463325252ull);
+    prods_want(x, y, want, oi);
+    strbuf b;
+    floats_decl(&b, x);
+    sb_printf(&b, "static int y[512] = {");
+    for (int i = 0; i < 512; i++)
+        sb_printf(&b, "%d, ", y[i]);
+    sb_printf(&b, "};\nstatic float out[53];\nstatic int oi[32];\nLAUNCH(1, x, y, out, oi);\n"
+                  "for (int i = 0; i < 53; i++) printf(\"%%a \", (double)out[i]);\n"
+                  "for (int i = 0; i < 32; i++) printf(\"%%d \", oi[i]);\n");
+    cr_assert(!b.failed);
+    char *out = host_run("prods", sb_str(&b));
+    sb_free(&b);
+    const char *s = out;
+    for (int i = 0; i < 53; i++) {
+        double got = next_num(&s);
+        cr_expect(fabs(got - want[i]) <= 1e-5 * fabs(want[i]), "prod out[%d] = %.9g, want %.9g", i, got, want[i]);
+    }
+    for (int i = 0; i < 32; i++) {
+        long got = (long)next_num(&s);
+        cr_expect_eq(got, (long)oi[i], "prod oi[%d] (%s) = %ld, want %d", i, i < 16 ? "i32" : "u8", got, oi[i]);
+    }
+    free(out);
+    char *src = cuda_of("prods", NULL);
+    cr_expect(strstr(src, "tl_r[tl_j] = ((float)1);") && strstr(src, "tl_a = ((float)1);") &&
+                  strstr(src, "tl_r[tl_j] = tl_r[tl_j] * tl_x;"),
+              "prod's identity and step:\n%s", src);
+    free(src);
+}
+
+/* Element picks: constant and run-time indices (clamped: -5 and 99 pick
+ * the first and the last), of a register tile, a virtual tile and a row
+ * statistic (item 6 of issue 35). */
+Test(numerics, picks)
+{
+    static const int ij[][2] = {{0, 0}, {7, 13}, {15, 31}, {-5, 99}, {99, -5}, {4, 31}};
+    enum { NP = sizeof ij / sizeof ij[0] };
+    float x[512];
+    int32_t y[512];
+    prods_inputs(x, y, 1234567ull);
+    strbuf b;
+    floats_decl(&b, x);
+    sb_printf(&b, "static const int ij[][2] = {");
+    for (int i = 0; i < NP; i++)
+        sb_printf(&b, "{%d, %d}, ", ij[i][0], ij[i][1]);
+    sb_printf(&b, "};\nstatic float out[20];\nfor (int k = 0; k < %d; k++) {\n"
+                  "LAUNCH(1, x, out, ij[k][0], ij[k][1]);\nfor (int i = 0; i < 20; i++) printf(\"%%a \", (double)out[i]); }\n",
+              NP);
+    cr_assert(!b.failed);
+    char *out = host_run("picks", sb_str(&b));
+    sb_free(&b);
+    const char *s = out;
+    for (int k = 0; k < NP; k++) {
+        float want[20];
+        picks_want(x, ij[k][0], ij[k][1], want);
+        for (int i = 0; i < 20; i++) {
+            float got = (float)next_num(&s);
+            cr_expect(memcmp(&got, &want[i], 4) == 0, "picks(i = %d, j = %d) out[%d] = %a, want %a", ij[k][0], ij[k][1], i,
+                      (double)got, (double)want[i]);
+        }
+    }
+    free(out);
+}
+
 /* Every kernel of the file compiles in NVRTC (s * 1e300 with s: f64 was
  * "floating constant is out of range": 1e+300f). */
 Test(numerics, nvrtc_compiles_every_kernel)
 {
-    static const char *const kernels[] = {"rounding", "narrow", "literals", "rounding_sum", "half_literal"};
+    static const char *const kernels[] = {"rounding", "narrow", "literals", "rounding_sum", "half_literal", "scalar_round", "prods", "picks"};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         char *src = cuda_of(kernels[i], NULL);
         void *cubin = NULL;

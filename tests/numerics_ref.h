@@ -1,0 +1,88 @@
+/* numerics_ref.h: the values of tests/gpu/numerics.tile's kernels computed
+ * on the CPU, for tests/test_numerics.c (the generated CUDA run on the host)
+ * and tests/test_gpu_kernels.c (on the GPU). Include after gpu_helpers.h. */
+#ifndef TILEC_TESTS_NUMERICS_REF_H
+#define TILEC_TESTS_NUMERICS_REF_H
+
+static inline float ref_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+static inline float ref_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
+
+/* scalar_round(s): out[0 .. 4] (each f16/bf16 let, re-assignment and
+ * loop-carried scalar rounded as it is bound); out[8 .. 23] are want[0]. */
+#define SCALAR_ROUND_N 5
+static const char *const scalar_round_what[SCALAR_ROUND_N] = {
+    "let b = cast(s, bf16) * 3.0", "let h = cast(s, f16) * 3.0", "acc = acc + b (bf16)", "hacc = hacc * 1.1 (f16)",
+    "let r = b / 7.0 + b (bf16)"};
+static inline void scalar_round_want(float s, float want[SCALAR_ROUND_N])
+{
+    float b = ref_bf16(ref_bf16(s) * 3.0f), h = ref_f16(ref_f16(s) * 3.0f), acc = 0.0f, hacc = ref_f16(s);
+    for (int j = 0; j < 8; j++) {
+        acc = ref_bf16(acc + b);
+        hacc = ref_f16(hacc * ref_f16(1.1f));
+    }
+    want[0] = b;
+    want[1] = h;
+    want[2] = acc;
+    want[3] = hacc;
+    want[4] = ref_bf16(b / 7.0f + b);
+}
+
+/* prods(x, y): out[53] and oi[32] as tests/gpu/numerics.tile's prods
+ * computes them (floats in double: the kernel multiplies in another order). */
+static inline void prods_want(const float *x, const int32_t *y, double out[53], int32_t oi[32])
+{
+    for (int i = 0; i < 16; i++) {
+        out[i] = 1;
+        uint32_t p = 1;
+        uint8_t q = 1;
+        for (int j = 0; j < 32; j++) {
+            out[i] *= x[i * 32 + j];
+            p *= (uint32_t)y[i * 32 + j];
+            q = (uint8_t)(q * (uint8_t)y[i * 32 + j]);
+        }
+        oi[i] = (int32_t)p;
+        oi[16 + i] = q;
+    }
+    for (int j = 0; j < 32; j++) {
+        out[16 + j] = 1;
+        for (int i = 0; i < 16; i++)
+            out[16 + j] *= x[i * 32 + j];
+    }
+    out[48] = 1;
+    for (int i = 0; i < 128; i++)
+        out[48] *= x[i];
+    for (int i = 0; i < 4; i++) {
+        out[49 + i] = 1;
+        for (int j = 0; j < 4; j++)
+            out[49 + i] *= x[i * 4 + j];
+    }
+}
+
+/* Inputs for prods: x near 1 (and a few -1, 2 and 0.5, exact), so that a
+ * product of 128 stays in range; y small integers that overflow i32 and u8. */
+static inline void prods_inputs(float *x, int32_t *y, unsigned long long seed)
+{
+    for (int i = 0; i < 512; i++) {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        x[i] = i % 37 == 5 ? -1.0f : i % 41 == 7 ? 2.0f : i % 43 == 9 ? 0.5f : 0.9f + (float)(seed >> 40) / 16777216.0f * 0.2f;
+        y[i] = (int32_t)(seed % 7) - 3 + (i % 5 == 0 ? 1000 : 0);
+    }
+}
+
+/* picks(x, i, j): out[20] as tests/gpu/numerics.tile's picks computes it
+ * (run-time indices clamped to the axes of the [16, 32] tile x). */
+static inline void picks_want(const float *x, int i, int j, float out[20])
+{
+    int ci = i < 0 ? 0 : i > 15 ? 15 : i, cj = j < 0 ? 0 : j > 31 ? 31 : j;
+    float m = x[15 * 32];
+    for (int k = 1; k < 32; k++)
+        m = x[15 * 32 + k] > m ? x[15 * 32 + k] : m;
+    out[0] = x[3 * 32 + 5];
+    out[1] = x[ci * 32 + cj];
+    out[2] = (float)(2 * ci);
+    out[3] = m;
+    for (int k = 0; k < 16; k++)
+        out[4 + k] = x[2 * 32 + 2] + (float)(2 * k);
+}
+
+#endif
