@@ -21,6 +21,7 @@ typedef struct spelling {
 static const spelling corpus[] = {
     /* reductions: n elements of the operand */
     {"let o = sum(i * 0 + stride, 0); store(out + o + i, load(x + i));", WIDE, "v_o"},
+    {"let o = prod(i * 0 + stride, 0); store(out + o + i, load(x + i));", WIDE, "v_o"},
     {"let o = sum(i[:, None] * 0 + stride + range(4)[None, :] * 0, 0); store(out + o, load(x + range(4)));",
      WIDE, "v_o"},
     {"let o = max(pid(0) * n + i, 0); store(out + o + i, load(x + i));", WIDE, "v_o"},
