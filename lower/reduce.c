@@ -243,7 +243,7 @@ static void reduce_regs(lw *L, const red *rd, int axis, val *v, const tilec_type
     lower_line(L, "}");
 }
 
-/* sum/max/min/argmax/argmin(x, axis) into v (scalar or tile). */
+/* sum/prod/max/min/argmax/argmin(x, axis) into v (scalar or tile). */
 void lower_emit_reduce(lw *L, const tilec_expr *e, val *v)
 {
     const char *fn = e->name;
@@ -256,9 +256,9 @@ void lower_emit_reduce(lw *L, const tilec_expr *e, val *v)
     rd.ct = lower_cctype(xt->dtype);
     const tilec_type *t = lower_ty(L, e);
     int axis = lower_axis(L, e, 1, xt->rank);
-    /* a sum of bool counts in int; an index sum widened to 64 bits
-     * (index64.c) adds in 64 bits */
-    if (!strcmp(fn, "sum") && tilec_dtype_class(t->dtype) != 'f' && t->dtype != xt->dtype)
+    /* a sum of bool counts in int; an index sum or product widened to
+     * 64 bits (index64.c) adds or multiplies in 64 bits */
+    if ((!strcmp(fn, "sum") || !strcmp(fn, "prod")) && tilec_dtype_class(t->dtype) != 'f' && t->dtype != xt->dtype)
         rd.cd = lower_compute_dt(t->dtype), rd.ct = lower_cctype(t->dtype);
     if (t->rank == 0)
         reduce_all(L, &rd, v, t);
