@@ -65,7 +65,7 @@ EXPORTS  = $(BUILD)/gen/libtilec.map
 TILEC    = $(BUILD)/bin/tilec
 EXAMPLES = $(wildcard examples/*.tile)
 
-.PHONY: all deps demo test test-run layers symbols clang-check asan clean check-examples golden bench valgrind fuzz fuzz-build gen-nvrtc
+.PHONY: all deps demo test test-run asan-run layers symbols clang-check asan clean check-examples golden bench valgrind fuzz fuzz-build gen-nvrtc
 all: $(LIBA) $(LIBSO) $(TILEC)
 
 deps:
@@ -379,8 +379,14 @@ demo: deps
 check-examples: all $(BUILD)/bench/e2e $(BUILD)/bench/e2e_fused
 	@tools/demo.sh $(BUILD)
 
+# A second `make test` with nothing changed runs nothing: the last green
+# run's fingerprint (tools/test_stamp.sh: every tracked file's content, the
+# build's flags, the tools) is kept in $(BUILD)/test-passed. RETEST=1 or
+# `make test-run` runs every suite regardless.
+TEST_CONFIG = $(CC) | $(OPT) | $(SANFLAGS) | $(CUDA)
 test: deps
-	@$(MAKE) --no-print-directory test-run
+	@tools/test_stamp.sh $(BUILD) check "$(TEST_CONFIG)" || { \
+	    $(MAKE) --no-print-directory test-run && tools/test_stamp.sh $(BUILD) save "$(TEST_CONFIG)"; }
 
 # The layering check (docs/architecture.md): no include up a layer, none
 # sideways, no circle; tools/layers.allow lists the ones being removed.
@@ -427,7 +433,10 @@ test-run: layers all symbols clang-check $(TESTS)
 	@echo "all test suites passed"
 
 asan: deps
-	@LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 OPT="-O1 -g" test-run
+	@LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 OPT="-O1 -g" asan-run
+asan-run:
+	@tools/test_stamp.sh $(BUILD) check "$(TEST_CONFIG)" || { \
+	    $(MAKE) --no-print-directory test-run && tools/test_stamp.sh $(BUILD) save "$(TEST_CONFIG)"; }
 
 # libFuzzer targets (fuzz/): the front end, the bundle reader and the
 # generator of well-typed kernels (fuzz_gen), built with
