@@ -11,6 +11,8 @@ binutils' nm.
 
     tools/symbols.py [OBJDIR [ROOT]]   check OBJDIR (default: build/obj)
                                        against the sources at ROOT (.)
+    tools/symbols.py --archive LIB.a   check that the static library
+                                       defines only public tilec_ globals
 
 OBJDIR/FOLDER/X.o are the folders' objects, read when ROOT/FOLDER/X.c
 (or .re, .y) still exists (a build keeps objects of moved files);
@@ -98,7 +100,36 @@ def check(objdir, root="."):
     return bad, len(objs)
 
 
+# Globals libtilec.a may define besides tilec_ names: none. The Makefile
+# makes it one relocatable object whose other globals are local (objcopy
+# --keep-global-symbols with tools/exports.sh --list), so a program that
+# links it may name its own functions lower_note or sb_add.
+ARCHIVE_EXCEPTIONS = frozenset()
+
+
+def archive_check(path):
+    """One line for each global that archive `path` defines other than
+    the public API's tilec_ names."""
+    p = subprocess.run(["nm", "-g", "--defined-only", "-P", path], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise OSError(p.stderr.strip() or "nm failed")
+    names = {f[0] for f in (line.split() for line in p.stdout.splitlines())
+             if len(f) >= 2 and not f[0].endswith(":") and not f[0].endswith("]")}
+    if not names:
+        raise OSError(f"{path} defines no global symbol")
+    return [f"{path}: defines {s}, an internal name (not tilec_): a program linking it statically "
+            f"cannot name its own {s}" for s in sorted(names)
+            if not s.startswith("tilec_") and s not in ARCHIVE_EXCEPTIONS]
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--archive":
+        try:
+            bad = archive_check(sys.argv[2])
+        except OSError as e:
+            print(f"symbols: cannot read {sys.argv[2]}: {e}")
+            return 2
+        return report(bad, "symbols: {} internal global(s) in the static library (docs/install.md)")
     objdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join("build", "obj")
     root = sys.argv[2] if len(sys.argv) > 2 else "."
     try:
