@@ -24,7 +24,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from layers import FOLDERS, MAY_INCLUDE, circles, report  # noqa: E402
+from layers import FOLDERS, MAY_INCLUDE, check_circles, circles, read_allowed_circles, report  # noqa: E402
 
 # Generated sources and the folder of the source they come from.
 GENERATED = {"lexer.o": "dsl", "grammar.o": "parser"}
@@ -97,7 +97,27 @@ def check(objdir, root="."):
                        f"{folder} (layer {FOLDERS[folder]}) -> {theirs} (layer {FOLDERS[theirs]}), {why}")
     for comp in circles(edges):
         bad.append("circle among folders (by symbols): " + " <-> ".join(comp))
-    return bad, len(objs)
+    # A folder's files form layers too: no circle of calls among them
+    # (a.o uses what b.o defines and b.o what a.o defines, directly or
+    # around), but for those tools/layers.allow lists with their reason
+    # (a tree walk's own recursion: the checker's, the lowering's).
+    files = {}
+    for folder, path in objs:
+        rel = os.path.relpath(path, objdir)
+        files[path] = os.path.join(folder, os.path.basename(rel)[:-2] + ".c") if rel.startswith("gen" + os.sep) \
+            else rel[:-2] + ".c"
+    file_edges = {}
+    for folder, path in objs:
+        for s in syms[path][1]:
+            theirs, where = defined.get(s, (None, None))
+            if theirs == folder and where != path:
+                file_edges.setdefault(files[path], set()).add(files[where])
+    notes = []
+    if file_edges:
+        allowed = [(n, f) for n, f in read_allowed_circles(root) if not any(x.startswith("python") for x in f)]
+        fbad, notes = check_circles(circles(file_edges), allowed, "the files of one folder (by symbols)")
+        bad += fbad
+    return bad, len(objs), notes
 
 
 # Globals libtilec.a may define besides tilec_ names: none. The Makefile
@@ -133,10 +153,12 @@ def main():
     objdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join("build", "obj")
     root = sys.argv[2] if len(sys.argv) > 2 else "."
     try:
-        bad, n = check(objdir, root)
+        bad, n, notes = check(objdir, root)
     except OSError as e:
         print(f"symbols: cannot run nm: {e}")
         return 2
+    for note in notes:
+        print("note: " + note, file=sys.stderr)
     if n == 0:
         print(f"symbols: no object files under {objdir} (build first)")
         return 2

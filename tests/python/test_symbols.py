@@ -93,6 +93,35 @@ class SymbolsTests(unittest.TestCase):
         os.remove(os.path.join(root, "util", "u.c"))
         self.assertEqual(run(objdir, root), (0, ""))
 
+    def test_a_circle_of_files_in_a_folder_fails(self):
+        files = {"emit_c/a.c": "int b_f(void);\nint a_f(void) { return b_f(); }\n",
+                 "emit_c/b.c": "int a_g(void);\nint b_f(void) { return a_g(); }\n",
+                 "emit_c/a2.c": "int a_g(void) { return 1; }\n"}
+        objdir, root = self.tree(dict(files, **{"emit_c/a2.c": "int b_f(void);\nint a_g(void) { return b_f(); }\n"}))
+        rc, out = run(objdir, root)
+        self.assertEqual(rc, 1)
+        self.assertIn("circle among the files of one folder (by symbols): emit_c/a2.c <-> emit_c/b.c", out)
+        # a chain is no circle
+        objdir, root = self.tree(files)
+        self.assertEqual(run(objdir, root), (0, ""))
+
+    def test_an_allowed_circle_passes_and_a_new_member_fails(self):
+        files = {"lower/a.c": "int b_f(void);\nint a_f(void) { return b_f(); }\n",
+                 "lower/b.c": "int a_f(void);\nint b_f(void) { return a_f(); }\n"}
+        objdir, root = self.tree(files)
+        os.makedirs(os.path.join(root, "tools"))
+        with open(os.path.join(root, "tools", "layers.allow"), "w") as f:
+            f.write("circle: lower/a.c lower/b.c  # a tree walk\n")
+        self.assertEqual(run(objdir, root), (0, ""))
+        objdir, root2 = self.tree(dict(files, **{"lower/b.c": "int c_f(void);\nint b_f(void) { return c_f(); }\n",
+                                                 "lower/c.c": "int a_f(void);\nint c_f(void) { return a_f(); }\n"}))
+        os.makedirs(os.path.join(root2, "tools"))
+        with open(os.path.join(root2, "tools", "layers.allow"), "w") as f:
+            f.write("circle: lower/a.c lower/b.c  # a tree walk\n")
+        rc, out = run(objdir, root2)
+        self.assertEqual(rc, 1)
+        self.assertIn("lower/a.c <-> lower/b.c <-> lower/c.c", out)
+
     def archive(self, files):
         """An archive of the objects of tree(files); returns its path."""
         objdir, _ = self.tree(files)
