@@ -160,7 +160,24 @@ $(BUILD)/obj/%.o: %.c $(BUILD)/gen/grammar.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(LIBA): $(LIB_OBJ)
+# The static library hides its insides as the shared one does: one
+# relocatable object (ld -r of every object) whose globals other than the
+# public API's tilec_ names (tools/exports.sh --list) are made local, so a
+# program linking libtilec.a may define its own lower_note or sb_append
+# (docs/install.md). The tests and the fuzzers, which call internal
+# functions, link the same objects unhidden: libtilec_internal.a, never
+# installed.
+LIBA_INT = $(BUILD)/lib/libtilec_internal.a
+EXPORT_LIST = $(BUILD)/gen/libtilec.syms
+$(LIBA): $(LIB_OBJ) $(EXPORT_LIST)
+	@mkdir -p $(dir $@)
+	rm -f $@ $(BUILD)/lib/libtilec.o
+	$(LD) -r -o $(BUILD)/lib/libtilec.o $(LIB_OBJ)
+	objcopy --keep-global-symbols=$(EXPORT_LIST) $(BUILD)/lib/libtilec.o
+	ar rcs $@ $(BUILD)/lib/libtilec.o
+	rm -f $(BUILD)/lib/libtilec.o
+
+$(LIBA_INT): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@
 	ar rcs $@ $^
@@ -168,6 +185,9 @@ $(LIBA): $(LIB_OBJ)
 $(EXPORTS): tools/exports.sh $(wildcard include/tilec/*.h)
 	@mkdir -p $(dir $@)
 	tools/exports.sh include/tilec > $@
+$(EXPORT_LIST): tools/exports.sh $(wildcard include/tilec/*.h)
+	@mkdir -p $(dir $@)
+	tools/exports.sh --list include/tilec > $@
 
 $(LIBSO_V): $(LIB_OBJ) $(EXPORTS)
 	@mkdir -p $(dir $@)
@@ -182,7 +202,7 @@ $(TILEC): $(CLI_OBJ) $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -rdynamic -o $@ $^ $(LIBS)
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBA)
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBA_INT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
 
@@ -207,7 +227,7 @@ $(BUILD)/obj/tests/test_gpu_wrapper.o: $(BUILD)/gen/wrappers/e2e.h $(BUILD)/gen/
     $(BUILD)/gen/wrappers/block.h
 $(BUILD)/obj/tests/test_gpu_wrapper.o: CPPFLAGS += -I$(BUILD)/gen/wrappers
 $(BUILD)/tests/test_gpu_wrapper: $(BUILD)/obj/tests/test_gpu_wrapper.o $(BUILD)/obj/gen/wrappers/e2e.o \
-    $(BUILD)/obj/gen/wrappers/e2e_fused.o $(BUILD)/obj/gen/wrappers/block.o $(LIBA)
+    $(BUILD)/obj/gen/wrappers/e2e_fused.o $(BUILD)/obj/gen/wrappers/block.o $(LIBA_INT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
 $(BUILD)/obj/bench/%.o: CFLAGS += -Wno-missing-prototypes -Wno-double-promotion
@@ -220,9 +240,9 @@ PYNATIVE = $(BUILD)/lib/tilec_native.abi3.so
 ifneq ($(wildcard $(PYINC)/Python.h),)
 all native: $(PYNATIVE)
 endif
-$(PYNATIVE): python/tilec/_native.c
+$(PYNATIVE): python/tilec/_native.c $(wildcard include/tilec/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) -I$(PYINC) $(CFLAGS) -Wno-missing-prototypes -shared $(LDFLAGS) -o $@ $<
+	$(CC) -I$(PYINC) -Iinclude $(CFLAGS) -Wno-missing-prototypes -shared $(LDFLAGS) -o $@ $<
 
 # The extension with rcall's phase counters (TILEC_NATIVE_PROF) beside a copy
 # of libtilec.so: TILEC_LIB=build/libprof/libtilec.so python3
@@ -231,7 +251,7 @@ $(PYNATIVE): python/tilec/_native.c
 native-prof: $(LIBSO) python/tilec/_native.c
 	@mkdir -p $(BUILD)/libprof
 	cp $(LIBSO) $(BUILD)/libprof/
-	$(CC) -DTILEC_NATIVE_PROF -I$(PYINC) $(CFLAGS) -Wno-missing-prototypes -shared $(LDFLAGS) \
+	$(CC) -DTILEC_NATIVE_PROF -I$(PYINC) -Iinclude $(CFLAGS) -Wno-missing-prototypes -shared $(LDFLAGS) \
 		-o $(BUILD)/libprof/tilec_native.abi3.so python/tilec/_native.c
 
 # The fake CUDA driver that tests/test_runtime.c loads from beside itself.
@@ -257,10 +277,10 @@ $(BUILD)/tests/libplugin_demo_abi.so: tests/plugin_demo.c include/tilec/emitter.
 	$(CC) $(CPPFLAGS) -DPLUGIN_DEMO_ABI $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
 $(BUILD)/obj/tests/test_emit.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"'
 $(BUILD)/obj/tests/test_wrapper_run.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"' -DTILEC_SANFLAGS='"$(SANFLAGS)"'
-$(BUILD)/tests/test_wrapper_run: $(BUILD)/obj/tests/test_wrapper_run.o $(LIBA) | $(FAKECUDA)
+$(BUILD)/tests/test_wrapper_run: $(BUILD)/obj/tests/test_wrapper_run.o $(LIBA_INT) | $(FAKECUDA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
-$(BUILD)/tests/test_emit: $(BUILD)/obj/tests/test_emit.o $(LIBA) | $(PLUGINS) $(FAKECUDA) $(TILEC)
+$(BUILD)/tests/test_emit: $(BUILD)/obj/tests/test_emit.o $(LIBA_INT) | $(PLUGINS) $(FAKECUDA) $(TILEC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -rdynamic -o $@ $^ -lcriterion $(LIBS)
 
@@ -398,8 +418,9 @@ layers:
 PYFAKE = $(if $(SANITIZE),echo "tests/python/test_fake.py and test_docs.py: run by the plain build's make test",BUILD=$(BUILD) python3 tests/python/test_fake.py -q && BUILD=$(BUILD) TILEC_NO_NATIVE=1 python3 tests/python/test_fake.py -q && BUILD=$(BUILD) python3 tests/python/test_docs.py -q)
 # The same check on symbols, after the build: no object uses a symbol that
 # a folder it may not include defines, and the folders form no circle.
+# And libtilec.a defines only tilec_ globals (its insides are hidden).
 symbols: all
-	@echo "== tools/symbols.py" && python3 tools/symbols.py $(BUILD)/obj
+	@echo "== tools/symbols.py" && python3 tools/symbols.py $(BUILD)/obj && python3 tools/symbols.py --archive $(LIBA)
 
 # The sources under clang's warnings as well as gcc's (`make fuzz` builds
 # with clang, whose -Wimplicit-fallthrough wants an attribute where gcc
@@ -423,7 +444,7 @@ test-run: layers all symbols clang-check $(TESTS)
 	@echo "== generated kernels through every stage" && TMPDIR=$(TEST_TMP) tools/gen_nvrtc.sh $(BUILD) 40
 	@echo "== examples/*.tile as one module (bench/runtime and bench/cache build them so)" && \
 	    cat examples/*.tile > $(BUILD)/all_examples.tile && $(TILEC) $(BUILD)/all_examples.tile --check
-	@export TMPDIR=$(TEST_TMP); echo "== tests/python" && python3 tests/python/test_cpu.py -q && $(PYFAKE) && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 tests/python/test_symbols.py -q && python3 tests/python/test_stamp.py -q && python3 -m py_compile python/tilec/*.py
+	@export TMPDIR=$(TEST_TMP); echo "== tests/python" && python3 tests/python/test_cpu.py -q && $(PYFAKE) && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_layers.py -q && python3 tests/python/test_symbols.py -q && python3 tests/python/test_struct_layout.py -q && python3 tests/python/test_architecture.py -q && python3 tests/python/test_stamp.py -q && python3 -m py_compile python/tilec/*.py
 	@export TMPDIR=$(TEST_TMP); if [ "$(SANITIZE)" = 1 ]; then echo "== install tests: not under the sanitizers (make test runs them)"; \
 	else echo "== tests/install_test.sh" && tests/install_test.sh $(BUILD) && \
 	echo "== tests/python/test_install.py" && python3 tests/python/test_install.py -q; fi
@@ -453,10 +474,10 @@ fuzz:
 	    SANFLAGS="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" fuzz-build
 	tools/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_JOBS)
 fuzz-build: $(BUILD)/fuzz/fuzz_frontend $(BUILD)/fuzz/fuzz_bundle $(BUILD)/fuzz/fuzz_gen $(BUILD)/fuzz/bundle_seeds
-$(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/fuzz/fuzz_%.o $(LIBA)
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/fuzz/fuzz_%.o $(LIBA_INT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS)
-$(BUILD)/fuzz/fuzz_gen: $(BUILD)/obj/fuzz/fuzz_gen.o $(BUILD)/obj/fuzz/gen_kernel.o $(LIBA)
+$(BUILD)/fuzz/fuzz_gen: $(BUILD)/obj/fuzz/fuzz_gen.o $(BUILD)/obj/fuzz/gen_kernel.o $(LIBA_INT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS)
 
@@ -464,12 +485,12 @@ $(BUILD)/fuzz/fuzz_gen: $(BUILD)/obj/fuzz/fuzz_gen.o $(BUILD)/obj/fuzz/gen_kerne
 # the checker, NVRTC (sm_90), cc -Werror and py_compile (GEN_N, default 300).
 GEN_N ?= 300
 all: $(BUILD)/fuzz/gen_tiles
-$(BUILD)/fuzz/gen_tiles: $(BUILD)/obj/fuzz/gen_tiles.o $(BUILD)/obj/fuzz/gen_kernel.o $(LIBA)
+$(BUILD)/fuzz/gen_tiles: $(BUILD)/obj/fuzz/gen_tiles.o $(BUILD)/obj/fuzz/gen_kernel.o $(LIBA_INT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 gen-nvrtc: all
 	tools/gen_nvrtc.sh $(BUILD) $(GEN_N)
-$(BUILD)/fuzz/bundle_seeds: $(BUILD)/obj/fuzz/bundle_seeds.o $(LIBA)
+$(BUILD)/fuzz/bundle_seeds: $(BUILD)/obj/fuzz/bundle_seeds.o $(LIBA_INT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 

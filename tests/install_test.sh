@@ -110,6 +110,42 @@ LD_LIBRARY_PATH="$p/lib" ldd "$t/list_kernels" | grep -q "libtilec.so.$major => 
 cc -std=c11 -Wall -Wextra -Werror examples/c/list_kernels.c $cflags "$p/lib/libtilec.a" \
     $(pkg-config --static --libs tilec | sed 's/-ltilec//') -o "$t/list_static" || fail "cc with libtilec.a"
 "$t/list_static" examples/softmax.tile >/dev/null || fail "the static build did not run"
+# libtilec.a hides its insides (one object whose globals are only the
+# public tilec_ names): a program with its own lower_note and sb_add
+# (functions of the lowering and of util/strbuf.c; issue 33 named
+# sb_append) links statically against it, and the library still calls its
+# own: the module's CUDA comes out whole
+nm -g --defined-only "$p/lib/libtilec.a" | awk 'NF == 3 && $3 !~ /^tilec_/ {print $3}' >"$t/a_internal"
+[ ! -s "$t/a_internal" ] || fail "libtilec.a defines internal globals: $(head -20 "$t/a_internal" | tr '\n' ' ')"
+cat >"$t/clash.c" <<'EOC'
+#include <stdio.h>
+#include <string.h>
+#include <tilec/lower.h>
+#include <tilec/tilec.h>
+int lower_note(const char *s);
+int sb_add(char *dst, const char *src);
+int lower_note(const char *s) { return (int)strlen(s); }
+int sb_add(char *dst, const char *src) { strcpy(dst, src); return 7; }
+int main(int argc, char **argv)
+{
+    char buf[16];
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    int ok = ctx && argc > 1 && tilec_parse_file(ctx, argv[1], &m) == TILEC_OK &&
+             tilec_module_emit_cuda(ctx, m, tilec_sink_file(stdout)) == TILEC_OK;
+    printf("\nmine: %d %d\n", lower_note("abc"), sb_add(buf, "x"));
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    return ok ? 0 : 1;
+}
+EOC
+cc -std=c11 -Wall -Wextra -Werror "$t/clash.c" $cflags "$p/lib/libtilec.a" \
+    $(pkg-config --static --libs tilec | sed 's/-ltilec//') -o "$t/clash" 2>"$t/clash.err" ||
+    fail "a program with its own lower_note and sb_add does not link with libtilec.a: $(head -5 "$t/clash.err")"
+"$t/clash" examples/softmax.tile >"$t/clash.out" || fail "the program with its own lower_note and sb_add failed"
+tail -1 "$t/clash.out" | grep -qx "mine: 3 7" || fail "the program's own lower_note and sb_add: $(tail -1 "$t/clash.out")"
+"$p/bin/tilec" examples/softmax.tile --emit cuda >"$t/softmax.cu" || fail "tilec --emit cuda"
+head -n -2 "$t/clash.out" | cmp -s - "$t/softmax.cu" || fail "the library with a program's own sb_add and lower_note emits other CUDA"
 # the generated C wrapper of a graph, by the installed command
 "$p/bin/tilec" examples/e2e.tile --emit c -o "$t/gen" || fail "tilec --emit c"
 cc -std=c11 -O2 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -DTILEC_BENCH_MAIN "$t/gen/e2e.c" $cflags $libs \

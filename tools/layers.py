@@ -10,6 +10,7 @@ failure: delete it). Python 3 standard library only.
 
     tools/layers.py [ROOT]          check the tree at ROOT (default: .)
 """
+import fnmatch
 import os
 import re
 import sys
@@ -114,7 +115,7 @@ def read_allow(root):
     with open(p, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             line = line.split("#", 1)[0].strip()
-            if not line:
+            if not line or line.startswith("circle:"):
                 continue
             a, sep, b = line.partition("->")
             if not sep:
@@ -122,6 +123,73 @@ def read_allow(root):
                 sys.exit(2)
             allow[(a.strip(), b.strip())] = n
     return allow
+
+
+def read_allowed_circles(root):
+    """[(line number, set of files)] of tools/layers.allow's 'circle: a b c'
+    lines: files of one folder (or glob patterns: lower/*.c) that may call
+    or import each other in a circle (each with its reason in a comment)."""
+    out = []
+    p = os.path.join(root, "tools", "layers.allow")
+    if os.path.isfile(p):
+        with open(p, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                line = line.split("#", 1)[0].strip()
+                if line.startswith("circle:"):
+                    out.append((n, set(line[len("circle:"):].split())))
+    return out
+
+
+def check_circles(found, allowed, what):
+    """(violations, notes) for the circles found (lists of files) against
+    the allowed ones: a circle within an allowed set passes (a file that
+    joins one fails); an allowed set no circle lies in is stale."""
+    bad, used = [], set()
+    for comp in found:
+        hit = [n for n, files in allowed if all(any(fnmatch.fnmatch(c, f) for f in files) for c in comp)]
+        if hit:
+            used.update(hit)
+        else:
+            bad.append(f"circle among {what}: " + " <-> ".join(comp))
+    notes = [f"tools/layers.allow:{n}: stale (no such circle now): circle: {' '.join(sorted(files))}"
+             for n, files in allowed if n not in used]
+    return bad, notes
+
+
+# The Python package's modules form layers too: no circle of imports
+# among python/tilec/*.py (every import counts, an annotation's under
+# TYPE_CHECKING too: reading one module means reading the other).
+PYPKG = os.path.join("python", "tilec")
+
+
+def python_imports(root):
+    """{module file: set(module files it imports)} of the package."""
+    import ast
+    d = os.path.join(root, PYPKG)
+    if not os.path.isdir(d):
+        return {}
+    mods = {n[:-3] for n in os.listdir(d) if n.endswith(".py")}
+    edges = {}
+    for m in sorted(mods):
+        path = os.path.join(PYPKG, m + ".py")
+        with open(os.path.join(root, path), encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        out = set()
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.ImportFrom):
+                if node.level == 1 and node.module:
+                    names = [node.module.split(".")[0]]
+                elif node.level == 1:
+                    names = [a.name for a in node.names]
+                elif node.module and node.module.split(".")[0] == "tilec":
+                    parts = node.module.split(".")
+                    names = [parts[1]] if len(parts) > 1 else [a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name.split(".")[1] for a in node.names if a.name.startswith("tilec.")]
+            out |= {os.path.join(PYPKG, n + ".py") for n in names if n in mods and n != m}
+        edges[path] = out
+    return edges
 
 
 def circles(edges):
@@ -213,7 +281,10 @@ def check(root):
     for comp in circles(module_edges):
         bad.append("circle among C files (each includes the other's header): " + " <-> ".join(c + ".c" for c in comp))
     stale = sorted(set(allow) - used, key=lambda k: allow[k])
-    return bad, [f"tools/layers.allow:{allow[k]}: stale (no such include now): {k[0]} -> {k[1]}" for k in stale]
+    notes = [f"tools/layers.allow:{allow[k]}: stale (no such include now): {k[0]} -> {k[1]}" for k in stale]
+    allowed = [(n, files) for n, files in read_allowed_circles(root) if all(f.startswith(PYPKG) for f in files)]
+    pybad, pynotes = check_circles(circles(python_imports(root)), allowed, "Python modules (by imports)")
+    return bad + pybad, notes + pynotes
 
 
 def report(bad, summary):

@@ -11,6 +11,8 @@ binutils' nm.
 
     tools/symbols.py [OBJDIR [ROOT]]   check OBJDIR (default: build/obj)
                                        against the sources at ROOT (.)
+    tools/symbols.py --archive LIB.a   check that the static library
+                                       defines only public tilec_ globals
 
 OBJDIR/FOLDER/X.o are the folders' objects, read when ROOT/FOLDER/X.c
 (or .re, .y) still exists (a build keeps objects of moved files);
@@ -22,7 +24,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from layers import FOLDERS, MAY_INCLUDE, circles, report  # noqa: E402
+from layers import FOLDERS, MAY_INCLUDE, check_circles, circles, read_allowed_circles, report  # noqa: E402
 
 # Generated sources and the folder of the source they come from.
 GENERATED = {"lexer.o": "dsl", "grammar.o": "parser"}
@@ -95,17 +97,68 @@ def check(objdir, root="."):
                        f"{folder} (layer {FOLDERS[folder]}) -> {theirs} (layer {FOLDERS[theirs]}), {why}")
     for comp in circles(edges):
         bad.append("circle among folders (by symbols): " + " <-> ".join(comp))
-    return bad, len(objs)
+    # A folder's files form layers too: no circle of calls among them
+    # (a.o uses what b.o defines and b.o what a.o defines, directly or
+    # around), but for those tools/layers.allow lists with their reason
+    # (a tree walk's own recursion: the checker's, the lowering's).
+    files = {}
+    for folder, path in objs:
+        rel = os.path.relpath(path, objdir)
+        files[path] = os.path.join(folder, os.path.basename(rel)[:-2] + ".c") if rel.startswith("gen" + os.sep) \
+            else rel[:-2] + ".c"
+    file_edges = {}
+    for folder, path in objs:
+        for s in syms[path][1]:
+            theirs, where = defined.get(s, (None, None))
+            if theirs == folder and where != path:
+                file_edges.setdefault(files[path], set()).add(files[where])
+    notes = []
+    if file_edges:
+        allowed = [(n, f) for n, f in read_allowed_circles(root) if not any(x.startswith("python") for x in f)]
+        fbad, notes = check_circles(circles(file_edges), allowed, "the files of one folder (by symbols)")
+        bad += fbad
+    return bad, len(objs), notes
+
+
+# Globals libtilec.a may define besides tilec_ names: none. The Makefile
+# makes it one relocatable object whose other globals are local (objcopy
+# --keep-global-symbols with tools/exports.sh --list), so a program that
+# links it may name its own functions lower_note or sb_add.
+ARCHIVE_EXCEPTIONS = frozenset()
+
+
+def archive_check(path):
+    """One line for each global that archive `path` defines other than
+    the public API's tilec_ names."""
+    p = subprocess.run(["nm", "-g", "--defined-only", "-P", path], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise OSError(p.stderr.strip() or "nm failed")
+    names = {f[0] for f in (line.split() for line in p.stdout.splitlines())
+             if len(f) >= 2 and not f[0].endswith(":") and not f[0].endswith("]")}
+    if not names:
+        raise OSError(f"{path} defines no global symbol")
+    return [f"{path}: defines {s}, an internal name (not tilec_): a program linking it statically "
+            f"cannot name its own {s}" for s in sorted(names)
+            if not s.startswith("tilec_") and s not in ARCHIVE_EXCEPTIONS]
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--archive":
+        try:
+            bad = archive_check(sys.argv[2])
+        except OSError as e:
+            print(f"symbols: cannot read {sys.argv[2]}: {e}")
+            return 2
+        return report(bad, "symbols: {} internal global(s) in the static library (docs/install.md)")
     objdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join("build", "obj")
     root = sys.argv[2] if len(sys.argv) > 2 else "."
     try:
-        bad, n = check(objdir, root)
+        bad, n, notes = check(objdir, root)
     except OSError as e:
         print(f"symbols: cannot run nm: {e}")
         return 2
+    for note in notes:
+        print("note: " + note, file=sys.stderr)
     if n == 0:
         print(f"symbols: no object files under {objdir} (build first)")
         return 2

@@ -28,18 +28,25 @@ class Owner:
             pass
 
 
-class _Arg(ctypes.Union):  # tilec_rt_arg
+# The C structures, each naming its declaration in include/tilec/*.h
+# (_c_type_): tests/python/test_struct_layout.py compiles a program that
+# prints their sizes and offsets and fails where a field here differs from
+# the header's (a field added there and not here, a type, an order).
+class _Arg(ctypes.Union):
+    _c_type_ = "tilec_rt_arg"
     _fields_ = [("ptr", ctypes.c_uint64), ("i32", ctypes.c_int32), ("i64", ctypes.c_int64),
                 ("f32", ctypes.c_float), ("f64", ctypes.c_double), ("u32", ctypes.c_uint32),
                 ("u64", ctypes.c_uint64)]
 
 
-class _Meta(ctypes.Structure):  # tilec_rt_launch_meta
+class _Meta(ctypes.Structure):
+    _c_type_ = "tilec_rt_launch_meta"
     _fields_ = [("block_x", ctypes.c_uint32), ("dyn_smem_bytes", ctypes.c_uint32),
                 ("nparams", ctypes.c_uint32), ("kinds", ctypes.POINTER(ctypes.c_int))]
 
 
-class _Props(ctypes.Structure):  # tilec_rt_device_props
+class _Props(ctypes.Structure):
+    _c_type_ = "tilec_rt_device_props"
     _fields_ = [("name", ctypes.c_char * 256), ("arch", ctypes.c_char * 16), ("ordinal", ctypes.c_int),
                 ("sm_major", ctypes.c_int), ("sm_minor", ctypes.c_int), ("multiprocessors", ctypes.c_int),
                 ("max_threads_per_block", ctypes.c_int), ("warp_size", ctypes.c_int),
@@ -47,12 +54,14 @@ class _Props(ctypes.Structure):  # tilec_rt_device_props
                 ("smem_per_block_optin", ctypes.c_uint64), ("total_mem", ctypes.c_uint64)]
 
 
-class _BuildOptions(ctypes.Structure):  # tilec_build_options
+class _BuildOptions(ctypes.Structure):
+    _c_type_ = "tilec_build_options"
     _fields_ = [("arch", ctypes.c_char_p), ("threads", ctypes.c_int), ("cache", ctypes.c_void_p),
                 ("progress", ctypes.c_void_p), ("workers", ctypes.c_void_p)]
 
 
-class _Stats(ctypes.Structure):  # tilec_program_stats
+class _Stats(ctypes.Structure):
+    _c_type_ = "tilec_program_stats"
     _fields_ = [("kernels", ctypes.c_uint32), ("nvrtc_compiles", ctypes.c_uint32), ("cache_hit", ctypes.c_int),
                 ("lower_ms", ctypes.c_double), ("compile_ms", ctypes.c_double), ("load_ms", ctypes.c_double),
                 ("key", ctypes.c_char * 65), ("source_hit", ctypes.c_int)]
@@ -61,28 +70,33 @@ class _Stats(ctypes.Structure):  # tilec_program_stats
 _WRITE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t)
 
 
-class _Sink(ctypes.Structure):  # tilec_sink
+class _Sink(ctypes.Structure):
+    _c_type_ = "tilec_sink"
     _fields_ = [("write", _WRITE), ("user", ctypes.c_void_p)]
 
 
 _MAX_RANK = 8  # TILEC_TENSOR_MAX_RANK
 
 
-class _Tensor(ctypes.Structure):  # tilec_tensor
+class _Tensor(ctypes.Structure):
+    _c_type_ = "tilec_tensor"
     _fields_ = [("data", ctypes.c_uint64), ("dtype", ctypes.c_int), ("rank", ctypes.c_uint32),
                 ("sizes", ctypes.c_int64 * _MAX_RANK), ("strides", ctypes.c_int64 * _MAX_RANK)]
 
 
-class _PlanValue(ctypes.Structure):  # tilec_plan_value
+class _PlanValue(ctypes.Structure):
+    _c_type_ = "tilec_plan_value"
     _fields_ = [("slot", ctypes.c_int32), ("value", _Arg)]
 
 
-class _PlanTensor(ctypes.Structure):  # tilec_plan_tensor
+class _PlanTensor(ctypes.Structure):
+    _c_type_ = "tilec_plan_tensor"
     _fields_ = [("data_slot", ctypes.c_int32), ("dtype", ctypes.c_int), ("rank", ctypes.c_uint32),
                 ("sizes", _PlanValue * _MAX_RANK)]
 
 
-class _PlanStats(ctypes.Structure):  # tilec_plan_stats
+class _PlanStats(ctypes.Structure):
+    _c_type_ = "tilec_plan_stats"
     _fields_ = [("runs", ctypes.c_uint64), ("recorded", ctypes.c_uint64), ("replayed", ctypes.c_uint64),
                 ("graphs", ctypes.c_uint32), ("steps", ctypes.c_uint32), ("updated", ctypes.c_uint64)]
 

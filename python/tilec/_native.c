@@ -16,19 +16,19 @@
 #include <string.h>
 #include <structmember.h>
 
-typedef union arg {
-    uint64_t ptr;
-    int32_t i32;
-    int64_t i64;
-    float f32;
-    double f64;
-    uint32_t u32;
-    uint64_t u64;
-} arg;
+/* The runtime's own declarations (the Makefile builds this file with
+ * -Iinclude): a kernel argument is tilec_rt_arg, and the entry points'
+ * types are their prototypes', so a change of either fails this build
+ * rather than a call. */
+#include "tilec/plan.h"
 
-typedef int (*plan_run_fn)(void *plan, const arg *slots, uint32_t n, void *stream);
-typedef int (*launch_fn)(void *prog, const char *name, int variant, const arg *args, uint32_t n, void *stream);
-typedef int (*launch_best_fn)(void *prog, const char *name, const arg *args, uint32_t n, void *stream, int *chosen);
+typedef tilec_rt_arg arg;
+
+typedef tilec_rt_status (*plan_run_fn)(tilec_plan *plan, const tilec_rt_arg *slots, uint32_t n, void *stream);
+typedef tilec_rt_status (*launch_fn)(const tilec_program *prog, const char *name, int variant,
+                                     const tilec_rt_arg *args, uint32_t n, void *stream);
+typedef tilec_rt_status (*launch_best_fn)(tilec_program *prog, const char *name, const tilec_rt_arg *args,
+                                          uint32_t n, void *stream, int *chosen);
 
 static plan_run_fn plan_run;
 static launch_fn launch;

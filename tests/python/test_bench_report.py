@@ -18,6 +18,19 @@ def _tables(path):
 
 
 class ReportTests(unittest.TestCase):
+    def test_results_hold_the_current_report(self):
+        """bench/results holds the report and its sources, each described in
+        its README; no record is named by date (past runs live in git)."""
+        results = os.path.join(ROOT, "bench", "results")
+        with open(os.path.join(results, "README.md")) as f:
+            readme = f.read()
+        for dirpath, dirs, names in os.walk(results):
+            for n in names:
+                rel = os.path.relpath(os.path.join(dirpath, n), results)
+                self.assertNotRegex(rel, r"20\d\d-\d\d-\d\d", f"bench/results/{rel} is named by date")
+                if rel != "README.md":
+                    self.assertIn(f"`{rel}`", readme, f"bench/results/README.md does not describe {rel}")
+
     def test_report_reproduces_the_committed_tables(self):
         results = os.path.join(ROOT, "bench", "results")
         with tempfile.TemporaryDirectory() as d:

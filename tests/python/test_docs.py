@@ -8,6 +8,7 @@ its source; the toolkit's headers under the CUDA home). A snippet whose
 first line names TILEC_CUDA_DRIVER runs, on the fake driver
 (build/tests/libfakecuda.so), from the repository root. Run by make test."""
 import builtins
+import fnmatch
 import glob
 import os
 import re
@@ -43,6 +44,17 @@ def docs():
     for path in [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
         with open(path) as f:
             yield os.path.relpath(path, ROOT), f.read()
+
+
+GIT_PATH = re.compile(r"\b([0-9a-f]{7,40}):(bench/results/(?:[^\s`),{.]|\{[^}\s]*\}|\.(?=[\w{*]))*)")
+
+
+def docs_and_notes():
+    """The docs and the benchmark harness's notes and README (the report's text)."""
+    yield from docs()
+    for rel in ("bench/harness/notes.md", "bench/harness/README.md", "bench/results/README.md"):
+        with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
+            yield rel, f.read()
 
 
 def missing_paths(name, text):
@@ -107,6 +119,29 @@ class DocSnippetTests(unittest.TestCase):
         self.assertEqual([m for name, text in docs() for m in missing_paths(name, text)], [])
         self.assertEqual(missing_paths("t", "`include/tilec/nothere.h` and `include/tilec/core.h`"),
                          ["t:1: include/tilec/nothere.h"])
+
+    def test_every_path_in_git_is_there(self):
+        """`REV:PATH` names a file of commit REV (the records of past
+        experiments, removed from the tree; a glob or {a,b} names several)."""
+        if not os.path.isdir(os.path.join(ROOT, ".git")) and not os.path.isfile(os.path.join(ROOT, ".git")):
+            self.skipTest("not a git checkout")
+        named = 0
+        for name, text in docs_and_notes():
+            for m in GIT_PATH.finditer(text):
+                named += 1
+                rev, path = m.group(1), m.group(2)
+                if path.endswith("/NAME"):
+                    continue  # the form, not a file
+                p = subprocess.run(["git", "-C", ROOT, "ls-tree", "-r", "--name-only", rev, "bench/results"],
+                                   capture_output=True, text=True)
+                self.assertEqual(p.returncode, 0, f"{name}: no commit {rev}: {p.stderr}")
+                tree = p.stdout.split()
+                pats = [path.replace("{" + m2.group(1) + "}", alt) for m2 in [re.search(r"\{([^}]*)\}", path)] if m2
+                        for alt in m2.group(1).split(",")] or [path]
+                for pat in pats:
+                    hit = [f for f in tree if fnmatch.fnmatch(f, pat) or f.startswith(pat.rstrip("/") + "/")]
+                    self.assertTrue(hit, f"{name}: {rev}:{pat} names no file of commit {rev}")
+        self.assertGreater(named, 10)
 
     def test_the_version_file_named_is_the_one(self):
         """Where the docs say the version is kept, that header defines it."""

@@ -88,5 +88,27 @@ class LayersTests(unittest.TestCase):
         self.assertEqual(run(self.tree(files))[0], 2)
 
 
+    def test_a_circle_of_python_modules_fails(self):
+        files = {"python/tilec/a.py": "from .b import f\n",
+                 "python/tilec/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import g\n",
+                 "python/tilec/c.py": "from . import a\n"}
+        rc, out, _ = run(self.tree(files))
+        self.assertEqual(rc, 1)
+        self.assertIn("circle among Python modules (by imports): python/tilec/a.py <-> python/tilec/b.py", out)
+        allow = {"tools/layers.allow": "circle: python/tilec/a.py python/tilec/b.py  # why\n"}
+        self.assertEqual(run(self.tree(dict(files, **allow)))[0], 0)
+        # a third module joins the circle: not allowed
+        joined = dict(files, **allow)
+        joined["python/tilec/b.py"] = "from .c import h\n"
+        rc, out, _ = run(self.tree(joined))
+        self.assertEqual(rc, 1)
+        self.assertIn("python/tilec/a.py <-> python/tilec/b.py <-> python/tilec/c.py", out)
+
+    def test_a_stale_circle_is_a_note(self):
+        root = self.tree({"python/tilec/a.py": "", "tools/layers.allow": "circle: python/tilec/a.py python/tilec/b.py\n"})
+        rc, _, err = run(root)
+        self.assertEqual(rc, 0)
+        self.assertIn("stale (no such circle now): circle: python/tilec/a.py python/tilec/b.py", err)
+
 if __name__ == "__main__":
     unittest.main()

@@ -19,6 +19,11 @@ def run(objdir, root):
     return p.returncode, p.stdout
 
 
+def run_archive(lib):
+    p = subprocess.run([sys.executable, TOOL, "--archive", lib], capture_output=True, text=True)
+    return p.returncode, p.stdout
+
+
 @unittest.skipUnless(shutil.which("nm") and shutil.which(CC), "needs nm and a C compiler")
 class SymbolsTests(unittest.TestCase):
     def tree(self, files):
@@ -87,6 +92,63 @@ class SymbolsTests(unittest.TestCase):
                                   "api/a.c": "int a_f(void) { return 2; }\n"})
         os.remove(os.path.join(root, "util", "u.c"))
         self.assertEqual(run(objdir, root), (0, ""))
+
+    def test_a_circle_of_files_in_a_folder_fails(self):
+        files = {"emit_c/a.c": "int b_f(void);\nint a_f(void) { return b_f(); }\n",
+                 "emit_c/b.c": "int a_g(void);\nint b_f(void) { return a_g(); }\n",
+                 "emit_c/a2.c": "int a_g(void) { return 1; }\n"}
+        objdir, root = self.tree(dict(files, **{"emit_c/a2.c": "int b_f(void);\nint a_g(void) { return b_f(); }\n"}))
+        rc, out = run(objdir, root)
+        self.assertEqual(rc, 1)
+        self.assertIn("circle among the files of one folder (by symbols): emit_c/a2.c <-> emit_c/b.c", out)
+        # a chain is no circle
+        objdir, root = self.tree(files)
+        self.assertEqual(run(objdir, root), (0, ""))
+
+    def test_an_allowed_circle_passes_and_a_new_member_fails(self):
+        files = {"lower/a.c": "int b_f(void);\nint a_f(void) { return b_f(); }\n",
+                 "lower/b.c": "int a_f(void);\nint b_f(void) { return a_f(); }\n"}
+        objdir, root = self.tree(files)
+        os.makedirs(os.path.join(root, "tools"))
+        with open(os.path.join(root, "tools", "layers.allow"), "w") as f:
+            f.write("circle: lower/a.c lower/b.c  # a tree walk\n")
+        self.assertEqual(run(objdir, root), (0, ""))
+        objdir, root2 = self.tree(dict(files, **{"lower/b.c": "int c_f(void);\nint b_f(void) { return c_f(); }\n",
+                                                 "lower/c.c": "int a_f(void);\nint c_f(void) { return a_f(); }\n"}))
+        os.makedirs(os.path.join(root2, "tools"))
+        with open(os.path.join(root2, "tools", "layers.allow"), "w") as f:
+            f.write("circle: lower/a.c lower/b.c  # a tree walk\n")
+        rc, out = run(objdir, root2)
+        self.assertEqual(rc, 1)
+        self.assertIn("lower/a.c <-> lower/b.c <-> lower/c.c", out)
+
+    def archive(self, files):
+        """An archive of the objects of tree(files); returns its path."""
+        objdir, _ = self.tree(files)
+        lib = os.path.join(objdir, "lib.a")
+        objs = [os.path.join(dp, n) for dp, _, ns in os.walk(objdir) for n in ns if n.endswith(".o")]
+        subprocess.run(["ar", "rcs", lib] + objs, check=True)
+        return lib
+
+    def test_the_static_library_hides_its_insides(self):
+        lib = os.path.join(ROOT, "build", "lib", "libtilec.a")
+        if not os.path.isfile(lib):
+            self.skipTest("no build/lib/libtilec.a: run make first")
+        rc, out = run_archive(lib)
+        self.assertEqual(rc, 0, out)
+
+    def test_an_archive_of_tilec_globals_passes(self):
+        lib = self.archive({"api/a.c": "static int helper(void) { return 1; }\nint tilec_a(void) { return helper(); }\n"})
+        self.assertEqual(run_archive(lib), (0, ""))
+
+    def test_an_internal_global_in_the_archive_fails(self):
+        lib = self.archive({"api/a.c": "int lower_note(void) { return 1; }\nint tilec_a(void) { return lower_note(); }\n",
+                            "util/s.c": "int sb_add(void) { return 2; }\n"})
+        rc, out = run_archive(lib)
+        self.assertEqual(rc, 1)
+        self.assertIn(f"{lib}: defines lower_note, an internal name (not tilec_)", out)
+        self.assertIn(f"{lib}: defines sb_add, an internal name (not tilec_)", out)
+        self.assertIn("symbols: 2 internal global(s) in the static library", out)
 
     def test_no_objects_is_an_error(self):
         d = tempfile.TemporaryDirectory()
