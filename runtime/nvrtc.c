@@ -97,7 +97,7 @@ static void nv_load_once(void)
     if (forced && *forced) {
         if (!nv_open(forced, last, sizeof last))
             snprintf(nv.error, sizeof nv.error,
-                     "NVRTC could not be loaded from TILEC_NVRTC=%s (%s): point TILEC_NVRTC at the CUDA "
+                     "NVRTC could not be loaded from TILEC_NVRTC=%.400s (%.600s): point TILEC_NVRTC at the CUDA "
                      "toolkit's libnvrtc.so, or unset it to search the usual places",
                      forced, last);
         return;
@@ -122,7 +122,7 @@ static void nv_load_once(void)
     }
     snprintf(nv.error, sizeof nv.error,
              "NVRTC not found (tried libnvrtc.so.13, libnvrtc.so.12 and libnvrtc.so on the library path%s; last "
-             "error: %s): compiling kernels needs the CUDA toolkit's NVRTC (12 or 13); install it, or set "
+             "error: %.600s): compiling kernels needs the CUDA toolkit's NVRTC (12 or 13); install it, or set "
              "TILEC_NVRTC to the path of libnvrtc.so (or TILEC_CUDA_HOME to the toolkit)",
              tried, last);
 }
