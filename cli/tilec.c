@@ -40,7 +40,7 @@ static const char usage[] =
     "                           c      a C wrapper per graph: NAME.c, NAME.h in -o DIR\n"
     "                           py     a Python wrapper per graph: NAME.py in -o DIR\n"
     "                           NAME   an emitter loaded with --plugin\n"
-    "  -o, --output PATH      the file (ast, cuda, layouts, ir; default: standard output)\n"
+    "  -o, --output PATH      the file (ast, cuda, layouts, ir; default or '-': standard output)\n"
     "                         or the directory (cubin, c, py; made with its parents)\n"
     "                         to write; never over an input, all files or none\n"
     "      --source-name NAME the input's name in generated code and diagnostics\n"
@@ -253,6 +253,11 @@ static int check_usage(cli_opts *o)
             return cli_usage_error("'-' (standard input) is given more than once");
     if (o->out && !o->out[0])
         return cli_usage_error("-o takes a path, got ''");
+    if (o->out && !strcmp(o->out, "-")) { /* -o -: standard output, as with no -o */
+        if (!strcmp(o->emit, "cubin"))
+            return cli_usage_error("--emit cubin writes files into a directory: -o - (standard output) cannot hold them");
+        o->out = NULL;
+    }
     if (o->aot && strcmp(o->emit, "c"))
         return cli_usage_error("--aot needs --emit c");
     if (o->sizes_spec && strcmp(o->emit, "ir"))

@@ -102,6 +102,8 @@ static const struct {
      "tilec: error: --sizes takes NAME=N,NAME=N,... with positive sizes, got 'R= 4'" HINT},
     {"examples/add_relu.tile --emit ast -o ''", "tilec: error: -o takes a path, got ''" HINT},
     {"- - --check", "tilec: error: '-' (standard input) is given more than once" HINT},
+    {"examples/add_relu.tile --emit cubin -o -",
+     "tilec: error: --emit cubin writes files into a directory: -o - (standard output) cannot hold them" HINT},
 };
 
 Test(cli, each_misuse_is_one_error_exit_2_and_creates_nothing)

@@ -199,11 +199,19 @@ Test(cli_outputs, output_directory_checked_before_compiling)
     rm_dir(dir);
 }
 
-/* `-` is standard input, named <stdin> in diagnostics and output. */
+/* `-` is standard input, named <stdin> in diagnostics and output; `-o -`
+ * is standard output (no file named '-'). */
 Test(cli_outputs, standard_input)
 {
     char dir[64], args[600], *out;
     make_tmpdir(dir, sizeof dir);
+    snprintf(args, sizeof args, "%s/examples/add_relu.tile --emit cuda -o -", getenv("PWD"));
+    cr_expect_eq(tilec(&out, dir, args), 0, "%s", out);
+    cr_expect(strstr(out, "add_relu_v0"), "-o - wrote no CUDA to standard output: %s", out);
+    free(out);
+    char *dash = read_in(dir, "-");
+    cr_expect_null(dash, "-o - wrote a file named '-'");
+    free(dash);
     snprintf(args, sizeof args, "- --emit py -o gen < %s/examples/e2e.tile", getenv("PWD"));
     cr_expect_eq(tilec(&out, dir, args), 0, "%s", out);
     free(out);
