@@ -148,8 +148,8 @@ static int layout_of(lw *L, const tilec_expr *e, lay *y)
     if (e->kind == TILEC_EX_INDEX) {
         lay x;
         for (uint32_t i = 1; i < e->nargs; i++)
-            if (e->args[i]->kind != TILEC_EX_SLICE && e->args[i]->kind != TILEC_EX_NONE)
-                return 0;
+            if ((e->args[i]->kind != TILEC_EX_SLICE || e->args[i]->nargs) && e->args[i]->kind != TILEC_EX_NONE)
+                return 0; /* a slice or a pick: the planner's default */
         if (!layout_of(L, e->args[0], &x))
             return 0;
         *y = expand(L, &x, t);

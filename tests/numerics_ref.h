@@ -85,4 +85,32 @@ static inline void picks_want(const float *x, int i, int j, float out[20])
         out[4 + k] = x[2 * 32 + 2] + (float)(2 * k);
 }
 
+/* slices(x, i): out[336] as tests/gpu/numerics.tile's slices computes it
+ * (x a [16, 32] tile; the run-time row i clamped to 0 .. 7). */
+static inline void slices_want(const float *x, int i, float out[336])
+{
+    int ci = i < 0 ? 0 : i > 7 ? 7 : i;
+    for (int r = 0; r < 8; r++)
+        for (int c = 0; c < 16; c++)
+            out[r * 16 + c] = x[(4 + r) * 32 + c];
+    for (int r = 0; r < 8; r++)
+        for (int c = 0; c < 8; c++) {
+            out[128 + r * 8 + c] = x[2 * r * 32 + 1 + 4 * c];
+            out[264 + r * 8 + c] = x[r * 32 + 8 + c];
+        }
+    for (int c = 0; c < 16; c++) {
+        out[192 + c] = x[5 * 32 + 16 + c];
+        out[208 + c] = (float)(3 * (16 + c));
+    }
+    for (int r = 0; r < 8; r++) {
+        float m = x[2 * r * 32];
+        for (int k = 1; k < 32; k++)
+            m = x[2 * r * 32 + k] > m ? x[2 * r * 32 + k] : m;
+        out[224 + r] = m;
+        out[328 + r] = x[ci * 32 + r] * 2.0f;
+    }
+    for (int c = 0; c < 32; c++)
+        out[232 + c] = x[2 * 32 + c];
+}
+
 #endif

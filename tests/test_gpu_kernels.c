@@ -976,3 +976,28 @@ Test(gpu, picks)
     tilec_rt_free(rt, dout);
     gk_free(&g);
 }
+
+/* Slices of register, virtual, reduced and pointer tiles, mixed with
+ * picks and None (tests/test_numerics.c runs the same kernel on the CPU). */
+Test(gpu, slices)
+{
+    static const int rows[] = {0, 3, 7, -2, 40};
+    float x[512], got[336], want[336];
+    int32_t y[512];
+    prods_inputs(x, y, 7654321ull);
+    gk g;
+    load_or_fail("tests/gpu/numerics.tile", "slices", 0, &g);
+    uint64_t dx = upload(x, sizeof x), dout = poisoned(336);
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        tilec_rt_arg args[3] = {{.ptr = dx}, {.ptr = dout}, {.i32 = rows[k]}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, dout, sizeof got));
+        slices_want(x, rows[k], want);
+        for (int i = 0; i < 336; i++)
+            cr_expect(memcmp(&got[i], &want[i], 4) == 0, "slices(i = %d) out[%d] = %a, want %a", rows[k], i, (double)got[i],
+                      (double)want[i]);
+    }
+    tilec_rt_free(rt, dx);
+    tilec_rt_free(rt, dout);
+    gk_free(&g);
+}

@@ -324,11 +324,45 @@ Test(numerics, picks)
     free(out);
 }
 
+/* Slices of a register tile (constant bounds and steps, mixed with a pick
+ * and None), of a virtual tile, a row statistic and a pointer tile, and a
+ * run-time row of a sliced product (item 6 of issue 35). */
+Test(numerics, slices)
+{
+    static const int rows[] = {0, 3, 7, -2, 40};
+    enum { NR = sizeof rows / sizeof rows[0] };
+    float x[512];
+    int32_t y[512];
+    prods_inputs(x, y, 7654321ull);
+    strbuf b;
+    floats_decl(&b, x);
+    sb_printf(&b, "static const int rows[] = {");
+    for (int i = 0; i < NR; i++)
+        sb_printf(&b, "%d, ", rows[i]);
+    sb_printf(&b, "};\nstatic float out[336];\nfor (int k = 0; k < %d; k++) {\n"
+                  "LAUNCH(1, x, out, rows[k]);\nfor (int i = 0; i < 336; i++) printf(\"%%a \", (double)out[i]); }\n",
+              NR);
+    cr_assert(!b.failed);
+    char *out = host_run("slices", sb_str(&b));
+    sb_free(&b);
+    const char *s = out;
+    for (int k = 0; k < NR; k++) {
+        float want[336];
+        slices_want(x, rows[k], want);
+        for (int i = 0; i < 336; i++) {
+            float got = (float)next_num(&s);
+            cr_expect(memcmp(&got, &want[i], 4) == 0, "slices(i = %d) out[%d] = %a, want %a", rows[k], i, (double)got,
+                      (double)want[i]);
+        }
+    }
+    free(out);
+}
+
 /* Every kernel of the file compiles in NVRTC (s * 1e300 with s: f64 was
  * "floating constant is out of range": 1e+300f). */
 Test(numerics, nvrtc_compiles_every_kernel)
 {
-    static const char *const kernels[] = {"rounding", "narrow", "literals", "rounding_sum", "half_literal", "scalar_round", "prods", "picks"};
+    static const char *const kernels[] = {"rounding", "narrow", "literals", "rounding_sum", "half_literal", "scalar_round", "prods", "picks", "slices"};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         char *src = cuda_of(kernels[i], NULL);
         void *cubin = NULL;
