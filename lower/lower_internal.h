@@ -154,6 +154,8 @@ typedef struct lw {
     /* layplan.c: shapes reduced along their rows, the dots, the report */
     int64_t rowred[LP_MAX][2];
     int nrowred;
+    int64_t bcast[LP_MAX][3]; /* [M, N] tiles a vector is broadcast against: M, N, the axis it spans */
+    int nbcast;
     const tilec_expr *dots[LP_MAX];
     int ndots;
     int rows_mma; /* mma accumulators with the warps along the rows */
