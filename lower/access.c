@@ -43,15 +43,28 @@ int lower_stride(lw *L, const tilec_expr *e, int axis, int64_t *s)
         return 0;
     }
     case TILEC_EX_INDEX: {
-        const tilec_expr *slot = e->args[axis + 1];
-        if (slot->kind == TILEC_EX_NONE) {
-            *s = 0;
-            return lower_is_virtual(L, e->args[0]);
+        /* result axis `axis` is the slot keeping it: None is constant, a
+         * slice steps its base axis `step` elements at a time */
+        int k = 0, b = 0;
+        for (uint32_t i = 1; i < e->nargs; i++) {
+            const tilec_expr *slot = e->args[i];
+            int keeps = slot->kind == TILEC_EX_SLICE || slot->kind == TILEC_EX_NONE;
+            if (keeps && k == axis) {
+                if (slot->kind == TILEC_EX_NONE) {
+                    *s = 0;
+                    return lower_is_virtual(L, e->args[0]);
+                }
+                int64_t lo, st;
+                lower_slice_parts(L, slot, &lo, &st);
+                if (!lower_stride(L, e->args[0], b, s))
+                    return 0;
+                *s *= st;
+                return 1;
+            }
+            k += keeps;
+            b += slot->kind != TILEC_EX_NONE;
         }
-        int k = 0;
-        for (int i = 0; i < axis; i++)
-            k += e->args[i + 1]->kind == TILEC_EX_SLICE;
-        return lower_stride(L, e->args[0], k, s);
+        return 0;
     }
     case TILEC_EX_UNARY:
         if (e->op != TILEC_OP_NEG || !lower_stride(L, e->args[0], axis, s))

@@ -238,25 +238,70 @@ static const char *pick_index(lw *L, const tilec_expr *i, int64_t n, wmode mode)
     return lower_fmt(L, "((%s) < 0 ? 0 : (%s) > %lld ? %lld : (int)(%s))", x, x, (long long)(n - 1), (long long)(n - 1), x);
 }
 
+/* The start and step of a slice slot (':' is 0:n:1); the checker saw
+ * them evaluate under every variant's hints. */
+void lower_slice_parts(lw *L, const tilec_expr *s, int64_t *lo, int64_t *step)
+{
+    *lo = 0;
+    *step = 1;
+    if (!s->nargs)
+        return;
+    if (((s->ival & 1) && lower_const_int(L, s->args[0], lo)) || ((s->ival & 4) && lower_const_int(L, s->args[2], step)))
+        lower_fail(L, &s->loc, "internal error: a slice bound is not a constant");
+}
+
+/* The base index of each axis of t[…] for the element idx of the result:
+ * ':' passes the result's index, lo:hi:step maps it to lo + step * it, an
+ * integer is the clamped pick. NULL entries where idx is NULL. Returns 1
+ * when every slot is ':' or None (a view of the same elements). */
+static int index_sub(lw *L, const tilec_expr *e, const char *const *idx, const char **sub, wmode mode)
+{
+    const tilec_type *bt = lower_ty(L, e->args[0]);
+    int k = 0, b = 0, view = 1;
+    for (uint32_t i = 1; i < e->nargs; i++) {
+        const tilec_expr *s = e->args[i];
+        if (s->kind == TILEC_EX_NONE) {
+            k++;
+            continue;
+        }
+        if (s->kind != TILEC_EX_SLICE) {
+            sub[b] = pick_index(L, s, bt->dims[b], mode);
+            b++;
+            view = 0;
+            continue;
+        }
+        const char *x = idx ? idx[k] : NULL;
+        int64_t lo, st;
+        lower_slice_parts(L, s, &lo, &st);
+        view &= !s->nargs;
+        if (x && st != 1)
+            x = lower_fmt(L, "(%lld * %s)", (long long)st, x);
+        if (x && lo)
+            x = lower_fmt(L, "(%s + %lld)", x, (long long)lo);
+        sub[b++] = x;
+        k++;
+    }
+    return view;
+}
+
 /* t[:, None]: result axes map to base axes at ':' slots; t[i, j] (an
- * element pick): the base at the clamped indices, read where it is (a
- * virtual tile recomputed there, registers through shared memory). */
+ * element pick), t[8:24], t[i, 0:64:2]: the base at the shifted or
+ * clamped indices, read where it is (a virtual tile recomputed there,
+ * registers through shared memory unless this thread holds the element). */
 static const char *walk_index(lw *L, const tilec_expr *e, const char *const *idx, const lay *cur, wmode mode)
 {
     const char *sub[TILEC_MAX_RANK];
-    int k = 0;
-    const tilec_type *bt = lower_ty(L, e->args[0]);
-    if (e->nargs > 1 && e->args[1]->kind != TILEC_EX_SLICE && e->args[1]->kind != TILEC_EX_NONE) {
-        for (uint32_t i = 1; i < e->nargs; i++)
-            sub[i - 1] = pick_index(L, e->args[i], bt->dims[i - 1], mode);
-        if (mode == PREP && !lower_is_virtual(L, e->args[0]))
-            lower_note(L, "  line %u: an element picked from a register tile (read from shared memory where this thread does not hold it)", L->line);
-        return lower_walk(L, e->args[0], mode == EMIT ? sub : NULL, 0, NULL, mode);
-    }
-    for (uint32_t i = 1; i < e->nargs; i++)
-        if (e->args[i]->kind == TILEC_EX_SLICE)
-            sub[k++] = idx ? idx[i - 1] : NULL;
-    return lower_walk(L, e->args[0], sub, 0, cur, mode);
+    const tilec_type *bt = lower_ty(L, e->args[0]), *t = lower_ty(L, e);
+    if (index_sub(L, e, idx, sub, mode))
+        return lower_walk(L, e->args[0], sub, 0, cur, mode);
+    if (mode == PREP && !lower_is_virtual(L, e->args[0]))
+        lower_note(L, t->rank ? "  line %u: a slice of a register tile (read from shared memory where this thread does not hold it)"
+                              : "  line %u: an element picked from a register tile (read from shared memory where this thread does not hold it)",
+            L->line);
+    for (int i = 0; i < bt->rank; i++)
+        if (!sub[i]) /* PREP: no index known, the base is read from anywhere */
+            return lower_walk(L, e->args[0], NULL, 0, NULL, mode);
+    return lower_walk(L, e->args[0], sub, 0, t->rank ? cur : NULL, mode);
 }
 
 /* EMIT of the elementwise builtins that combine operands. */

@@ -145,6 +145,11 @@ static void hoist_split(lw *L, hsplit *s, const tilec_expr *e, const char *const
     } else if (e->kind == TILEC_EX_INDEX) {
         int k = 0;
         for (uint32_t i = 1; i < e->nargs; i++)
+            if (e->args[i]->kind != TILEC_EX_NONE && (e->args[i]->kind != TILEC_EX_SLICE || e->args[i]->nargs)) {
+                s->ok = 0; /* a slice or a pick: not split */
+                return;
+            }
+        for (uint32_t i = 1; i < e->nargs; i++)
             if (e->args[i]->kind == TILEC_EX_SLICE)
                 sub[k++] = idx[i - 1];
         hoist_split(L, s, e->args[0], sub, mul, neg);

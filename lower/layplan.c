@@ -9,7 +9,11 @@
  * needs no shared memory. A 1-D tile as long as such rows have is placed
  * in the slice that reduction leaves, so m[:, None] is read from the
  * thread's own registers; one as long as the rows, in the slice along the
- * other axis (a row of weights, w[None, :]). An elementwise result takes the layout of a
+ * other axis (a row of weights, w[None, :]). Otherwise a 1-D tile as long as
+ * a vector broadcast against an [M, N] tile in a binary operator (a row of
+ * cos for RoPE, a bias added to a dot's result) takes the slice of [M, N]'s
+ * layout (a dot's accumulators first), so the broadcast reads registers.
+ * An elementwise result takes the layout of a
  * materialized operand of its shape; anything else is canonical. With
  * rows per warp, a tile named as a dot's A operand is kept in the
  * accumulator layout, which is its A fragments already. */
@@ -32,12 +36,37 @@ int lower_is_reduce(const tilec_expr *e)
 
 static int reduce_axis_of(lw *L, const tilec_expr *e) { return lower_axis(L, e, 1, lower_ty(L, e->args[0])->rank); }
 
+/* A vector meeting an [M, N] tile in a binary operator: a row ([N],
+ * [1, N]) or a column ([M, 1]) stretched over it. */
+static void plan_bcast(lw *L, const tilec_expr *e)
+{
+    const tilec_type *t = lower_ty(L, e);
+    if (t->rank != 2 || t->dims[0] == 1 || t->dims[1] == 1)
+        return;
+    for (int i = 0; i < 2; i++) {
+        const tilec_type *o = lower_ty(L, e->args[i]);
+        int ax = o->rank == 1 || (o->rank == 2 && o->dims[0] == 1) ? 1 : o->rank == 2 && o->dims[1] == 1 ? 0 : -1;
+        int known = 0;
+        if (ax < 0 || o->ptr)
+            continue;
+        for (int k = 0; k < L->nbcast; k++)
+            known |= L->bcast[k][0] == t->dims[0] && L->bcast[k][1] == t->dims[1] && L->bcast[k][2] == ax;
+        if (!known && L->nbcast < LP_MAX) {
+            L->bcast[L->nbcast][0] = t->dims[0];
+            L->bcast[L->nbcast][1] = t->dims[1];
+            L->bcast[L->nbcast++][2] = ax;
+        }
+    }
+}
+
 static void plan_expr(lw *L, const tilec_expr *e)
 {
     if (!e)
         return;
     for (uint32_t i = 0; i < e->nargs; i++)
         plan_expr(L, e->args[i]);
+    if (e->kind == TILEC_EX_BINARY)
+        plan_bcast(L, e);
     if (e->kind != TILEC_EX_CALL)
         return;
     const tilec_type *t = lower_ty(L, e);
@@ -116,6 +145,25 @@ lay lower_pick(lw *L, const tilec_type *t)
             if (x.kind != LY_CANON)
                 return lower_lin_slice(L, &x, ax, &r, &l, &w);
         }
+    /* a vector broadcast against an [M, N] tile: the slice of that tile's
+     * layout along the other axis, so that each thread holds the elements
+     * its own part of the tile meets (no shared memory at the broadcast) */
+    for (int pass = 0; pass < 2 && t->rank == 1; pass++) /* a dot's result first (a bias) */
+        for (int i = 0; i < L->nbcast; i++) {
+            int ax = (int)L->bcast[i][2];
+            tilec_type rt = *t;
+            rt.rank = 2;
+            rt.dims[0] = L->bcast[i][0];
+            rt.dims[1] = L->bcast[i][1];
+            const tilec_expr *d = dot_of(L, rt.dims[0], rt.dims[1]);
+            lay x;
+            if (L->bcast[i][ax] != t->dims[0] || (!pass && !d))
+                continue;
+            if (!d || !lower_dot_layout(L, lower_ty(L, d->args[0]), rt.dims[0], rt.dims[1], &x))
+                x = lower_pick(L, &rt);
+            unsigned r, l, w;
+            return lower_lin_slice(L, &x, 1 - ax, &r, &l, &w);
+        }
     return lower_canon(L, t);
 }
 
@@ -148,8 +196,8 @@ static int layout_of(lw *L, const tilec_expr *e, lay *y)
     if (e->kind == TILEC_EX_INDEX) {
         lay x;
         for (uint32_t i = 1; i < e->nargs; i++)
-            if (e->args[i]->kind != TILEC_EX_SLICE && e->args[i]->kind != TILEC_EX_NONE)
-                return 0;
+            if ((e->args[i]->kind != TILEC_EX_SLICE || e->args[i]->nargs) && e->args[i]->kind != TILEC_EX_NONE)
+                return 0; /* a slice or a pick: the planner's default */
         if (!layout_of(L, e->args[0], &x))
             return 0;
         *y = expand(L, &x, t);

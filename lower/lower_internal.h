@@ -154,6 +154,8 @@ typedef struct lw {
     /* layplan.c: shapes reduced along their rows, the dots, the report */
     int64_t rowred[LP_MAX][2];
     int nrowred;
+    int64_t bcast[LP_MAX][3]; /* [M, N] tiles a vector is broadcast against: M, N, the axis it spans */
+    int nbcast;
     const tilec_expr *dots[LP_MAX];
     int ndots;
     int rows_mma; /* mma accumulators with the warps along the rows */
@@ -194,6 +196,8 @@ int lower_hint_value(const lw *L, const char *name, int64_t *out);
  * constants are literals by now) by the one evaluator (tilec/iexpr.h): 0,
  * or -1 when e is none. */
 int lower_const_int(lw *L, const tilec_expr *e, int64_t *out);
+/* The start and step of a slice slot of an index (':' is 0 and 1), expr.c. */
+void lower_slice_parts(lw *L, const tilec_expr *s, int64_t *lo, int64_t *step);
 /* Argument i of call as an axis of a rank-`rank` tile or grid, a negative
  * one counted from the end; out of range or not constant (the checker
  * refuses both first) fails the lowering and gives 0. */

@@ -57,7 +57,7 @@ static const tilec_expr *bcast_of(const tilec_expr *e, int axis)
     if (e->kind != TILEC_EX_INDEX || e->nargs != 3 || e->args[0]->kind != TILEC_EX_NAME)
         return NULL;
     const tilec_expr *a = e->args[1 + axis], *b = e->args[2 - axis];
-    return a->kind == TILEC_EX_SLICE && b->kind == TILEC_EX_NONE ? e->args[0] : NULL;
+    return a->kind == TILEC_EX_SLICE && !a->nargs && b->kind == TILEC_EX_NONE ? e->args[0] : NULL;
 }
 
 /* The terms of a chain of +. */

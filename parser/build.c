@@ -536,6 +536,29 @@ tilec_expr *prs_index(prs_state *ps, const lex_token *bracket, tilec_expr *base,
     return deep_enough(ps, e);
 }
 
+/* lo:hi:step inside an index (a bounded slice, tilec/ast.h): the parts
+ * not written are literals (0, 0 standing for the axis' end, 1) and ival
+ * says which were written. */
+tilec_expr *prs_slice(prs_state *ps, const lex_token *colon, tilec_expr *lo, tilec_expr *hi, tilec_expr *step)
+{
+    if (ps->failed)
+        return NULL;
+    tilec_expr *e = expr_new(ps, TILEC_EX_SLICE, colon->loc, 3);
+    NEED(e);
+    tilec_expr *part[3] = {lo, hi, step};
+    for (int i = 0; i < 3; i++) {
+        if (part[i]) {
+            e->ival |= (int64_t)1 << i;
+        } else {
+            part[i] = expr_new(ps, TILEC_EX_INT, colon->loc, 0);
+            NEED(part[i]);
+            part[i]->ival = i == 2;
+        }
+        e->args[i] = part[i];
+    }
+    return deep_enough(ps, e);
+}
+
 tilec_expr *prs_list_expr(prs_state *ps, const lex_token *bracket, ar_vec *items)
 {
     NEED(items);

@@ -1,5 +1,7 @@
 /* check_expr.c: the types of kernel expressions: literals, names,
  * operators, indexing; calls go to check_builtin.c. */
+#include <stdio.h>
+
 #include "parser/check_internal.h"
 
 /* The value of a literal, a hint or their negation, without reporting
@@ -181,48 +183,96 @@ static tilec_type check_unary(checker *ck, tilec_expr *e)
     return a;
 }
 
-/* t[:, None] — slots are ':' (keep an axis) or None (insert one). */
-/* t[i, j]: one element of t, every axis indexed by a scalar integer. A
- * constant index must lie on its axis; a run-time one is clamped to it by
- * the lowering. */
+/* An integer index i of axis `axis` of a: a scalar integer; a constant
+ * must lie on the axis (a run-time one is clamped by the lowering). */
+static int check_int_index(checker *ck, tilec_expr *i, const tilec_type *a, unsigned axis)
+{
+    tilec_type x = chk_expr(ck, i);
+    if (x.kind == TILEC_TY_ERROR)
+        return -1;
+    if (x.kind != TILEC_TY_VALUE || x.ptr || x.rank || !chk_is_int(&x)) {
+        chk_err(ck, chk_start_of(i), "an element index must be a scalar integer, got %s", chk_ty_str(ck, &x));
+        return -1;
+    }
+    int64_t v, n = a->dims[axis];
+    if (!chk_const_try(ck, i, &v) && (v < 0 || v >= n)) {
+        chk_err(ck, chk_start_of(i), "index %lld is out of range for axis %u of shape %s (0 to %lld)",
+            (long long)v, axis, chk_shp_str(ck, a), (long long)(n - 1));
+        chk_note_hint(ck, i, v);
+        return -1;
+    }
+    return 0;
+}
+
+/* lo:hi:step on axis `axis` of a: constant parts (literals, hints, module
+ * constants), 0 <= lo < hi <= n, step >= 1, and a power-of-two count of
+ * elements (a tile size), stored in *len. */
+static int check_slice(checker *ck, tilec_expr *s, const tilec_type *a, unsigned axis, int64_t *len)
+{
+    static const char *const what[3] = {"a slice's start", "a slice's end", "a slice's step"};
+    int64_t n = a->dims[axis], v[3];
+    if (!s->nargs) {
+        *len = n;
+        return 0;
+    }
+    for (int i = 0; i < 3; i++)
+        if (!(s->ival >> i & 1))
+            v[i] = i == 1 ? n : s->args[i]->ival;
+        else if (chk_const_eval(ck, s->args[i], what[i], &v[i]))
+            return -1;
+    if (v[2] < 1) {
+        chk_err(ck, chk_start_of(s->args[2]), "a slice's step must be at least 1, got %lld", (long long)v[2]);
+        chk_note_hint(ck, s->args[2], v[2]);
+        return -1;
+    }
+    char txt[72];
+    if (v[2] == 1)
+        snprintf(txt, sizeof txt, "%lld:%lld", (long long)v[0], (long long)v[1]);
+    else
+        snprintf(txt, sizeof txt, "%lld:%lld:%lld", (long long)v[0], (long long)v[1], (long long)v[2]);
+    if (v[0] < 0 || v[1] > n || v[0] >= v[1]) {
+        chk_err(ck, &s->loc, "slice %s does not fit axis %u of shape %s (0 <= start < end <= %lld)", txt, axis,
+            chk_shp_str(ck, a), (long long)n);
+        for (int i = 0; i < 2; i++)
+            if (s->ival >> i & 1)
+                chk_note_hint(ck, s->args[i], v[i]);
+        return -1;
+    }
+    int64_t c = (v[1] - v[0] - 1) / v[2] + 1;
+    if (c & (c - 1)) {
+        chk_err(ck, &s->loc, "slice %s of axis %u of shape %s has %lld elements; a tile size must be a power of two", txt,
+            axis, chk_shp_str(ck, a), (long long)c);
+        return -1;
+    }
+    *len = c;
+    return 0;
+}
+
+/* t[i, j]: one element of t, every axis indexed by a scalar integer. */
 static tilec_type check_pick(checker *ck, tilec_expr *e, const tilec_type *a)
 {
     if (a->rank == 0) {
         chk_err(ck, &e->loc, "cannot pick an element of the scalar %s", chk_ty_str(ck, a));
         return chk_ty_err();
     }
-    for (uint32_t i = 1; i < e->nargs; i++)
-        if (e->args[i]->kind == TILEC_EX_SLICE || e->args[i]->kind == TILEC_EX_NONE) {
-            chk_err(ck, &e->args[i]->loc, "an element pick indexes every axis with an integer; ':' and None cannot mix with integer indices");
-            return chk_ty_err();
-        }
     if (e->nargs - 1 != a->rank) {
         chk_err(ck, &e->loc, "picking an element of a value of shape %s needs %u indices (one per axis), got %u",
             chk_shp_str(ck, a), a->rank, e->nargs - 1);
         return chk_ty_err();
     }
-    for (uint32_t i = 1; i < e->nargs; i++) {
-        tilec_type x = chk_expr(ck, e->args[i]);
-        if (x.kind == TILEC_TY_ERROR)
-            return x;
-        if (x.kind != TILEC_TY_VALUE || x.ptr || x.rank || !chk_is_int(&x)) {
-            chk_err(ck, chk_start_of(e->args[i]), "an element index must be a scalar integer, got %s", chk_ty_str(ck, &x));
+    for (uint32_t i = 1; i < e->nargs; i++)
+        if (check_int_index(ck, e->args[i], a, i - 1))
             return chk_ty_err();
-        }
-        int64_t v, n = a->dims[i - 1];
-        if (!chk_const_try(ck, e->args[i], &v) && (v < 0 || v >= n)) {
-            chk_err(ck, chk_start_of(e->args[i]), "index %lld is out of range for axis %u of shape %s (0 to %lld)",
-                (long long)v, i - 1, chk_shp_str(ck, a), (long long)(n - 1));
-            chk_note_hint(ck, e->args[i], v);
-            return chk_ty_err();
-        }
-    }
     tilec_type r = *a;
     memset(r.dims, 0, sizeof r.dims);
     r.rank = 0;
     return r;
 }
 
+/* t[:, None], t[0:64, :], t[i, 8:24]: one slot per axis of t, each ':'
+ * (keep the axis), lo:hi:step (keep part of it) or an integer (pick along
+ * it, dropping it), and None slots inserting axes of 1 anywhere; all
+ * integers is an element pick. */
 static tilec_type check_index(checker *ck, tilec_expr *e)
 {
     tilec_type a = chk_expr(ck, e->args[0]);
@@ -232,38 +282,48 @@ static tilec_type check_index(checker *ck, tilec_expr *e)
         chk_err(ck, &e->loc, "cannot index %s", chk_ty_str(ck, &a));
         return chk_ty_err();
     }
+    uint32_t ints = 0;
     for (uint32_t i = 1; i < e->nargs; i++)
-        if (e->args[i]->kind != TILEC_EX_SLICE && e->args[i]->kind != TILEC_EX_NONE)
-            return check_pick(ck, e, &a);
+        ints += e->args[i]->kind != TILEC_EX_SLICE && e->args[i]->kind != TILEC_EX_NONE;
+    if (ints == e->nargs - 1)
+        return check_pick(ck, e, &a);
     unsigned keep = 0, rank = 0;
     tilec_type r = a;
     for (uint32_t i = 1; i < e->nargs; i++) {
-        const tilec_expr *it = e->args[i];
-        if (it->kind == TILEC_EX_SLICE) {
-            if (keep >= a.rank) {
-                chk_err(ck, &it->loc, "too many ':' for a value of shape %s", chk_shp_str(ck, &a));
-                return chk_ty_err();
-            }
-            if (rank < TILEC_MAX_RANK)
-                r.dims[rank] = a.dims[keep];
-            keep++;
-        } else if (it->kind == TILEC_EX_NONE) {
+        tilec_expr *it = e->args[i];
+        if (it->kind == TILEC_EX_NONE) {
             if (rank < TILEC_MAX_RANK)
                 r.dims[rank] = 1;
-        } else {
-            chk_err(ck, &it->loc, "a tile index is ':' or None; element indexing is not supported");
+            rank++;
+            continue;
+        }
+        if (keep >= a.rank) {
+            chk_err(ck, &it->loc, "too many indices for a value of shape %s", chk_shp_str(ck, &a));
             return chk_ty_err();
         }
-        rank++;
+        if (it->kind == TILEC_EX_SLICE) {
+            int64_t len;
+            if (check_slice(ck, it, &a, keep, &len))
+                return chk_ty_err();
+            if (rank < TILEC_MAX_RANK)
+                r.dims[rank] = len;
+            rank++;
+        } else if (check_int_index(ck, it, &a, keep)) {
+            return chk_ty_err();
+        }
+        keep++;
     }
     if (keep != a.rank) {
-        chk_err(ck, &e->loc, "indexing a value of shape %s needs %u ':' (one per axis), got %u", chk_shp_str(ck, &a), a.rank, keep);
+        chk_err(ck, &e->loc, "indexing a value of shape %s needs %u ':', slices or indices (one per axis), got %u",
+            chk_shp_str(ck, &a), a.rank, keep);
         return chk_ty_err();
     }
     if (rank > TILEC_MAX_RANK) {
         chk_err(ck, &e->loc, "tiles have at most %d dimensions, this index makes %u", TILEC_MAX_RANK, rank);
         return chk_ty_err();
     }
+    memset(r.dims + (rank < TILEC_MAX_RANK ? rank : TILEC_MAX_RANK), 0,
+        sizeof r.dims[0] * (TILEC_MAX_RANK - (rank < TILEC_MAX_RANK ? rank : TILEC_MAX_RANK)));
     r.rank = (uint8_t)rank;
     return r;
 }

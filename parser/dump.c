@@ -54,7 +54,17 @@ static void dump_expr(strbuf *b, const tilec_expr *e)
         dump_list(b, e->args, e->nargs);
         sb_putc(b, ']');
         break;
-    case TILEC_EX_SLICE: sb_putc(b, ':'); break;
+    case TILEC_EX_SLICE:
+        if (e->nargs && e->ival & 1)
+            dump_expr(b, e->args[0]);
+        sb_putc(b, ':');
+        if (e->nargs && e->ival & 2)
+            dump_expr(b, e->args[1]);
+        if (e->nargs && e->ival & 4) {
+            sb_putc(b, ':');
+            dump_expr(b, e->args[2]);
+        }
+        break;
     case TILEC_EX_NONE: sb_puts(b, "None"); break;
     }
 }

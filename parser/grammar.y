@@ -212,5 +212,12 @@ index_list(L) ::= index(I).             { L = prs_push(ps, prs_list(ps), I); }
 index_list(L) ::= index_list(A) COMMA index(I). { L = prs_push(ps, A, I); }
 %type index {tilec_expr *}
 index(E) ::= COLON(T).                  { E = prs_literal(ps, TILEC_EX_SLICE, &T); }
+index(E) ::= expr(A) COLON(T) expr(B).  { E = prs_slice(ps, &T, A, B, NULL); }
+index(E) ::= expr(A) COLON(T).          { E = prs_slice(ps, &T, A, NULL, NULL); }
+index(E) ::= COLON(T) expr(B).          { E = prs_slice(ps, &T, NULL, B, NULL); }
+index(E) ::= expr(A) COLON(T) expr(B) COLON expr(C). { E = prs_slice(ps, &T, A, B, C); }
+index(E) ::= expr(A) COLON(T) COLON expr(C). { E = prs_slice(ps, &T, A, NULL, C); }
+index(E) ::= COLON(T) expr(B) COLON expr(C). { E = prs_slice(ps, &T, NULL, B, C); }
+index(E) ::= COLON(T) COLON expr(C).    { E = prs_slice(ps, &T, NULL, NULL, C); }
 index(E) ::= NONE(T).                   { E = prs_literal(ps, TILEC_EX_NONE, &T); }
 index(E) ::= expr(A).                   { E = A; }

@@ -73,6 +73,7 @@ tilec_expr *prs_unary(prs_state *ps, tilec_op op, const lex_token *optok, tilec_
 tilec_expr *prs_binary(prs_state *ps, tilec_op op, const lex_token *optok, tilec_expr *a, tilec_expr *b);
 tilec_expr *prs_call(prs_state *ps, const lex_token *name, ar_vec *args);
 tilec_expr *prs_index(prs_state *ps, const lex_token *bracket, tilec_expr *base, ar_vec *items);
+tilec_expr *prs_slice(prs_state *ps, const lex_token *colon, tilec_expr *lo, tilec_expr *hi, tilec_expr *step);
 tilec_expr *prs_list_expr(prs_state *ps, const lex_token *bracket, ar_vec *items);
 
 #endif

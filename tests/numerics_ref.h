@@ -85,4 +85,61 @@ static inline void picks_want(const float *x, int i, int j, float out[20])
         out[4 + k] = x[2 * 32 + 2] + (float)(2 * k);
 }
 
+/* slices(x, i): out[336] as tests/gpu/numerics.tile's slices computes it
+ * (x a [16, 32] tile; the run-time row i clamped to 0 .. 7). */
+static inline void slices_want(const float *x, int i, float out[336])
+{
+    int ci = i < 0 ? 0 : i > 7 ? 7 : i;
+    for (int r = 0; r < 8; r++)
+        for (int c = 0; c < 16; c++)
+            out[r * 16 + c] = x[(4 + r) * 32 + c];
+    for (int r = 0; r < 8; r++)
+        for (int c = 0; c < 8; c++) {
+            out[128 + r * 8 + c] = x[2 * r * 32 + 1 + 4 * c];
+            out[264 + r * 8 + c] = x[r * 32 + 8 + c];
+        }
+    for (int c = 0; c < 16; c++) {
+        out[192 + c] = x[5 * 32 + 16 + c];
+        out[208 + c] = (float)(3 * (16 + c));
+    }
+    for (int r = 0; r < 8; r++) {
+        float m = x[2 * r * 32];
+        for (int k = 1; k < 32; k++)
+            m = x[2 * r * 32 + k] > m ? x[2 * r * 32 + k] : m;
+        out[224 + r] = m;
+        out[328 + r] = x[ci * 32 + r] * 2.0f;
+    }
+    for (int c = 0; c < 32; c++)
+        out[232 + c] = x[2 * 32 + c];
+}
+
+/* rope's inputs: x[48 * 64], cs[32], sn[32] in [-2, 2). */
+static inline void rope_inputs(float *x, float *cs, float *sn, unsigned long long seed)
+{
+    for (int i = 0; i < 48 * 64 + 64; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        float v = (float)(seed >> 40) / 4194304.0f - 2.0f;
+        if (i < 48 * 64)
+            x[i] = v;
+        else if (i < 48 * 64 + 32)
+            cs[i - 48 * 64] = v;
+        else
+            sn[i - 48 * 64 - 32] = v;
+    }
+}
+
+/* rope(x, cs, sn, n): out[n * 64] as tests/gpu/numerics.tile's rope
+ * computes it (rotate-half: each row's halves x1, x2 become x1 c - x2 s and
+ * x2 c + x1 s, products rounded before the sum as without FMA contraction). */
+static inline void rope_want(const float *x, const float *cs, const float *sn, int n, float *out)
+{
+    for (int r = 0; r < n; r++)
+        for (int k = 0; k < 32; k++) {
+            float x1 = x[r * 64 + k], x2 = x[r * 64 + 32 + k];
+            float a = x1 * cs[k], b = x2 * sn[k], c = x2 * cs[k], d = x1 * sn[k];
+            out[r * 64 + k] = a - b;
+            out[r * 64 + 32 + k] = c + d;
+        }
+}
+
 #endif

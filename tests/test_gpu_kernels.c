@@ -976,3 +976,53 @@ Test(gpu, picks)
     tilec_rt_free(rt, dout);
     gk_free(&g);
 }
+
+/* Slices of register, virtual, reduced and pointer tiles, mixed with
+ * picks and None (tests/test_numerics.c runs the same kernel on the CPU). */
+Test(gpu, slices)
+{
+    static const int rows[] = {0, 3, 7, -2, 40};
+    float x[512], got[336], want[336];
+    int32_t y[512];
+    prods_inputs(x, y, 7654321ull);
+    gk g;
+    load_or_fail("tests/gpu/numerics.tile", "slices", 0, &g);
+    uint64_t dx = upload(x, sizeof x), dout = poisoned(336);
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        tilec_rt_arg args[3] = {{.ptr = dx}, {.ptr = dout}, {.i32 = rows[k]}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, dout, sizeof got));
+        slices_want(x, rows[k], want);
+        for (int i = 0; i < 336; i++)
+            cr_expect(memcmp(&got[i], &want[i], 4) == 0, "slices(i = %d) out[%d] = %a, want %a", rows[k], i, (double)got[i],
+                      (double)want[i]);
+    }
+    tilec_rt_free(rt, dx);
+    tilec_rt_free(rt, dout);
+    gk_free(&g);
+}
+
+/* RoPE with cos/sin rows broadcast in registers (issue 35 item 7) against
+ * the CPU, 40 rows (a ragged last block); rows past n stay untouched. */
+Test(gpu, rope_broadcast)
+{
+    static float x[48 * 64], cs[32], sn[32], got[48 * 64], want[48 * 64];
+    rope_inputs(x, cs, sn, 99ull);
+    gk g;
+    load_or_fail("tests/gpu/numerics.tile", "rope", 0, &g);
+    uint64_t dx = upload(x, sizeof x), dc = upload(cs, sizeof cs), ds = upload(sn, sizeof sn), dout = poisoned(48 * 64);
+    tilec_rt_arg args[5] = {{.ptr = dx}, {.ptr = dc}, {.ptr = ds}, {.ptr = dout}, {.i32 = 40}};
+    CHECK_RT(gk_launch(&g, args, NULL));
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, dout, sizeof got));
+    rope_want(x, cs, sn, 40, want);
+    for (int i = 0; i < 40 * 64; i++)
+        cr_expect(fabsf(got[i] - want[i]) <= 1e-5f * (1.0f + fabsf(want[i])), "rope out[%d] = %a, want %a", i,
+                  (double)got[i], (double)want[i]);
+    for (int i = 40 * 64; i < 48 * 64; i++)
+        cr_expect(isnan(got[i]), "rope wrote out[%d] = %a past the last row", i, (double)got[i]);
+    tilec_rt_free(rt, dx);
+    tilec_rt_free(rt, dc);
+    tilec_rt_free(rt, ds);
+    tilec_rt_free(rt, dout);
+    gk_free(&g);
+}

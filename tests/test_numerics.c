@@ -8,6 +8,7 @@
  * CUDA's own half-precision headers (tests/host_cuda.h) and run with a host
  * thread per CUDA thread (barriers and shuffles emulated); tests/test_gpu_kernels.c runs the same kernels on a GPU. */
 #define _DEFAULT_SOURCE 1
+#include <math.h>
 #include <criterion/criterion.h>
 #include <unistd.h>
 
@@ -324,11 +325,84 @@ Test(numerics, picks)
     free(out);
 }
 
+/* Slices of a register tile (constant bounds and steps, mixed with a pick
+ * and None), of a virtual tile, a row statistic and a pointer tile, and a
+ * run-time row of a sliced product (item 6 of issue 35). */
+Test(numerics, slices)
+{
+    static const int rows[] = {0, 3, 7, -2, 40};
+    enum { NR = sizeof rows / sizeof rows[0] };
+    float x[512];
+    int32_t y[512];
+    prods_inputs(x, y, 7654321ull);
+    strbuf b;
+    floats_decl(&b, x);
+    sb_printf(&b, "static const int rows[] = {");
+    for (int i = 0; i < NR; i++)
+        sb_printf(&b, "%d, ", rows[i]);
+    sb_printf(&b, "};\nstatic float out[336];\nfor (int k = 0; k < %d; k++) {\n"
+                  "LAUNCH(1, x, out, rows[k]);\nfor (int i = 0; i < 336; i++) printf(\"%%a \", (double)out[i]); }\n",
+              NR);
+    cr_assert(!b.failed);
+    char *out = host_run("slices", sb_str(&b));
+    sb_free(&b);
+    const char *s = out;
+    for (int k = 0; k < NR; k++) {
+        float want[336];
+        slices_want(x, rows[k], want);
+        for (int i = 0; i < 336; i++) {
+            float got = (float)next_num(&s);
+            cr_expect(memcmp(&got, &want[i], 4) == 0, "slices(i = %d) out[%d] = %a, want %a", rows[k], i, (double)got,
+                      (double)want[i]);
+        }
+    }
+    free(out);
+}
+
+/* RoPE: rows of cos and sin broadcast against [16, 32] halves (item 7 of
+ * issue 35). The broadcast rows are loaded in the slice of the halves'
+ * layout, so the kernel has no shared memory and no __syncthreads (it had
+ * 8 and 256 bytes when the rows were loaded in their own layout), and its
+ * values match the CPU's for a ragged row count. */
+Test(numerics, rope_broadcast_in_registers)
+{
+    char *src = cuda_of("rope", NULL);
+    cr_expect(!strstr(src, "__syncthreads"), "the RoPE kernel synchronizes:\n%s", src);
+    cr_expect(!strstr(src, "tl_smem +"), "the RoPE kernel uses shared memory:\n%s", src);
+    free(src);
+    static float x[48 * 64], cs[32], sn[32], want[48 * 64];
+    rope_inputs(x, cs, sn, 99ull);
+    strbuf b;
+    sb_init(&b);
+    sb_printf(&b, "static float x[%d] = {", 48 * 64);
+    for (int i = 0; i < 48 * 64; i++)
+        sb_printf(&b, "%a, ", (double)x[i]);
+    sb_printf(&b, "};\nstatic float cs[32] = {");
+    for (int i = 0; i < 32; i++)
+        sb_printf(&b, "%a, ", (double)cs[i]);
+    sb_printf(&b, "};\nstatic float sn[32] = {");
+    for (int i = 0; i < 32; i++)
+        sb_printf(&b, "%a, ", (double)sn[i]);
+    sb_printf(&b, "};\nstatic float out[%d];\nLAUNCH(3, x, cs, sn, out, 40);\n"
+                  "for (int i = 0; i < %d; i++) printf(\"%%a \", (double)out[i]);\n",
+              48 * 64, 48 * 64);
+    cr_assert(!b.failed);
+    char *out = host_run("rope", sb_str(&b));
+    sb_free(&b);
+    rope_want(x, cs, sn, 40, want);
+    const char *s = out;
+    for (int i = 0; i < 48 * 64; i++) {
+        float got = (float)next_num(&s), w = i < 40 * 64 ? want[i] : 0.0f;
+        cr_expect(fabsf(got - w) <= 1e-5f * (1.0f + fabsf(w)), "rope out[%d] = %a, want %a", i, (double)got, (double)w);
+    }
+    free(out);
+}
+
 /* Every kernel of the file compiles in NVRTC (s * 1e300 with s: f64 was
  * "floating constant is out of range": 1e+300f). */
 Test(numerics, nvrtc_compiles_every_kernel)
 {
-    static const char *const kernels[] = {"rounding", "narrow", "literals", "rounding_sum", "half_literal", "scalar_round", "prods", "picks"};
+    static const char *const kernels[] = {"rounding", "narrow", "literals", "rounding_sum", "half_literal", "scalar_round", "prods", "picks", "slices", "rope"};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         char *src = cuda_of(kernels[i], NULL);
         void *cubin = NULL;

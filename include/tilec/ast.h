@@ -47,7 +47,9 @@ typedef enum tilec_expr_kind {
     TILEC_EX_CALL,   /* name(args...) */
     TILEC_EX_INDEX,  /* args[0][args[1], ...]; also T[dims] in graphs */
     TILEC_EX_LIST,   /* [args...] */
-    TILEC_EX_SLICE,  /* ':' inside an index */
+    TILEC_EX_SLICE,  /* ':' inside an index (no args), or lo:hi:step: args
+                      * [lo, hi, step], ival bit i set when part i was
+                      * written (else lo 0, hi the axis' end, step 1) */
     TILEC_EX_NONE,   /* None inside an index */
 } tilec_expr_kind;
 

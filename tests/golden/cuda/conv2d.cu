@@ -2103,45 +2103,39 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
         __syncthreads();
     }
     // examples/conv2d.tile:85
-    __half tl_t0[1];
+    __half tl_t0[8];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 1; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 8; tl_c += 2) {
         const int tl_j = tl_c;
-        const int tl_l = tl_tid % 128;
-        const int tl_i0 = (tl_l >> 0) & 127;
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
-        tl_t0[tl_j] = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_K)) ? *tl_p : __float2half_rn(0.0f);
+        const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + (tl_i0 + 1)) < v_K);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
     }
-    float v_bk[1];
+    float v_bk[8];
     #pragma unroll
-    for (int tl_j = 0; tl_j < 1; ++tl_j) {
-        const int tl_l = tl_tid % 128;
-        const int tl_i0 = (tl_l >> 0) & 127;
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:87
-    __syncthreads();
-    { /* v_bk to shared memory */
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 1; ++tl_j) {
-            const int tl_l = tl_tid % 128;
-            const int tl_i0 = (tl_l >> 0) & 127;
-            if (tl_tid < 128)
-            ((float *)(tl_smem + 56832))[((tl_i0) * 1)] = v_bk[tl_j];
-        }
-    }
-    __syncthreads();
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 56832))[((tl_i1) * 1)]), 0.0f));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 3) << 1)]), 0.0f));
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 56832))[(((tl_i1 + 1)) * 1)]), 0.0f));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 3) << 1)]), 0.0f));
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -2361,45 +2355,39 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
         __syncthreads();
     }
     // examples/conv2d.tile:85
-    __half tl_t0[1];
+    __half tl_t0[8];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 1; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 8; tl_c += 2) {
         const int tl_j = tl_c;
-        const int tl_l = tl_tid % 128;
-        const int tl_i0 = (tl_l >> 0) & 127;
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
-        tl_t0[tl_j] = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_K)) ? *tl_p : __float2half_rn(0.0f);
+        const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + (tl_i0 + 1)) < v_K);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
     }
-    float v_bk[1];
+    float v_bk[8];
     #pragma unroll
-    for (int tl_j = 0; tl_j < 1; ++tl_j) {
-        const int tl_l = tl_tid % 128;
-        const int tl_i0 = (tl_l >> 0) & 127;
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:87
-    __syncthreads();
-    { /* v_bk to shared memory */
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 1; ++tl_j) {
-            const int tl_l = tl_tid % 128;
-            const int tl_i0 = (tl_l >> 0) & 127;
-            if (tl_tid < 128)
-            ((float *)(tl_smem + 56832))[((tl_i0) * 1)] = v_bk[tl_j];
-        }
-    }
-    __syncthreads();
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 56832))[((tl_i1) * 1)]), 0.0f));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 3) << 1)]), 0.0f));
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 56832))[(((tl_i1 + 1)) * 1)]), 0.0f));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 3) << 1)]), 0.0f));
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -2619,45 +2607,39 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
         __syncthreads();
     }
     // examples/conv2d.tile:85
-    __half tl_t0[1];
+    __half tl_t0[8];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 1; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 8; tl_c += 2) {
         const int tl_j = tl_c;
-        const int tl_l = tl_tid % 128;
-        const int tl_i0 = (tl_l >> 0) & 127;
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
-        tl_t0[tl_j] = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_K)) ? *tl_p : __float2half_rn(0.0f);
+        const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + (tl_i0 + 1)) < v_K);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
     }
-    float v_bk[1];
+    float v_bk[8];
     #pragma unroll
-    for (int tl_j = 0; tl_j < 1; ++tl_j) {
-        const int tl_l = tl_tid % 128;
-        const int tl_i0 = (tl_l >> 0) & 127;
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:87
-    __syncthreads();
-    { /* v_bk to shared memory */
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 1; ++tl_j) {
-            const int tl_l = tl_tid % 128;
-            const int tl_i0 = (tl_l >> 0) & 127;
-            if (tl_tid < 128)
-            ((float *)(tl_smem + 56832))[((tl_i0) * 1)] = v_bk[tl_j];
-        }
-    }
-    __syncthreads();
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 56832))[((tl_i1) * 1)]), 0.0f));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 3) << 1)]), 0.0f));
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 56832))[(((tl_i1 + 1)) * 1)]), 0.0f));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 3) << 1)]), 0.0f));
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -2877,45 +2859,39 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
         __syncthreads();
     }
     // examples/conv2d.tile:85
-    __half tl_t0[1];
+    __half tl_t0[8];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 1; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 8; tl_c += 2) {
         const int tl_j = tl_c;
-        const int tl_l = tl_tid % 64;
-        const int tl_i0 = (tl_l >> 0) & 63;
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 1) << 5);
         const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
-        tl_t0[tl_j] = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_K)) ? *tl_p : __float2half_rn(0.0f);
+        const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + (tl_i0 + 1)) < v_K);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
     }
-    float v_bk[1];
+    float v_bk[8];
     #pragma unroll
-    for (int tl_j = 0; tl_j < 1; ++tl_j) {
-        const int tl_l = tl_tid % 64;
-        const int tl_i0 = (tl_l >> 0) & 63;
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 1) << 5);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:87
-    __syncthreads();
-    { /* v_bk to shared memory */
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 1; ++tl_j) {
-            const int tl_l = tl_tid % 64;
-            const int tl_i0 = (tl_l >> 0) & 63;
-            if (tl_tid < 64)
-            ((float *)(tl_smem + 44544))[((tl_i0) * 1)] = v_bk[tl_j];
-        }
-    }
-    __syncthreads();
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 2) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 44544))[((tl_i1) * 1)]), 0.0f));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 3) << 1)]), 0.0f));
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 44544))[(((tl_i1 + 1)) * 1)]), 0.0f));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 3) << 1)]), 0.0f));
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -3135,45 +3111,39 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
         __syncthreads();
     }
     // examples/conv2d.tile:85
-    __half tl_t0[1];
+    __half tl_t0[8];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 1; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 8; tl_c += 2) {
         const int tl_j = tl_c;
-        const int tl_l = tl_tid % 128;
-        const int tl_i0 = (tl_l >> 0) & 127;
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
-        tl_t0[tl_j] = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_K)) ? *tl_p : __float2half_rn(0.0f);
+        const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + (tl_i0 + 1)) < v_K);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
     }
-    float v_bk[1];
+    float v_bk[8];
     #pragma unroll
-    for (int tl_j = 0; tl_j < 1; ++tl_j) {
-        const int tl_l = tl_tid % 128;
-        const int tl_i0 = (tl_l >> 0) & 127;
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:87
-    __syncthreads();
-    { /* v_bk to shared memory */
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 1; ++tl_j) {
-            const int tl_l = tl_tid % 128;
-            const int tl_i0 = (tl_l >> 0) & 127;
-            if (tl_tid < 128)
-            ((float *)(tl_smem + 107520))[((tl_i0) * 1)] = v_bk[tl_j];
-        }
-    }
-    __syncthreads();
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 107520))[((tl_i1) * 1)]), 0.0f));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 3) << 1)]), 0.0f));
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 107520))[(((tl_i1 + 1)) * 1)]), 0.0f));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 3) << 1)]), 0.0f));
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -3393,44 +3363,39 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
         __syncthreads();
     }
     // examples/conv2d.tile:85
-    __half tl_t0[1];
+    __half tl_t0[8];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 1; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 8; tl_c += 2) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 1) * 128 + tl_tid) * 1 + (tl_j % 1);
-        const int tl_i0 = (tl_l >> 0) & 127;
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
-        tl_t0[tl_j] = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_K)) ? *tl_p : __float2half_rn(0.0f);
+        const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + (tl_i0 + 1)) < v_K);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
     }
-    float v_bk[1];
+    float v_bk[8];
     #pragma unroll
-    for (int tl_j = 0; tl_j < 1; ++tl_j) {
-        const int tl_l = ((tl_j / 1) * 128 + tl_tid) * 1 + (tl_j % 1);
-        const int tl_i0 = (tl_l >> 0) & 127;
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:87
-    __syncthreads();
-    { /* v_bk to shared memory */
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 1; ++tl_j) {
-            const int tl_l = ((tl_j / 1) * 128 + tl_tid) * 1 + (tl_j % 1);
-            const int tl_i0 = (tl_l >> 0) & 127;
-            ((float *)(tl_smem + 41472))[((tl_i0) * 1)] = v_bk[tl_j];
-        }
-    }
-    __syncthreads();
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 41472))[((tl_i1) * 1)]), 0.0f));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 3) << 1)]), 0.0f));
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 41472))[(((tl_i1 + 1)) * 1)]), 0.0f));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 3) << 1)]), 0.0f));
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -3650,45 +3615,39 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
         __syncthreads();
     }
     // examples/conv2d.tile:85
-    __half tl_t0[1];
+    __half tl_t0[8];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 1; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 8; tl_c += 2) {
         const int tl_j = tl_c;
-        const int tl_l = tl_tid % 64;
-        const int tl_i0 = (tl_l >> 0) & 63;
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 1) << 5);
         const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
-        tl_t0[tl_j] = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_K)) ? *tl_p : __float2half_rn(0.0f);
+        const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + (tl_i0 + 1)) < v_K);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
     }
-    float v_bk[1];
+    float v_bk[8];
     #pragma unroll
-    for (int tl_j = 0; tl_j < 1; ++tl_j) {
-        const int tl_l = tl_tid % 64;
-        const int tl_i0 = (tl_l >> 0) & 63;
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 1) << 5);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:87
-    __syncthreads();
-    { /* v_bk to shared memory */
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 1; ++tl_j) {
-            const int tl_l = tl_tid % 64;
-            const int tl_i0 = (tl_l >> 0) & 63;
-            if (tl_tid < 64)
-            ((float *)(tl_smem + 38912))[((tl_i0) * 1)] = v_bk[tl_j];
-        }
-    }
-    __syncthreads();
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 2) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 38912))[((tl_i1) * 1)]), 0.0f));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 3) << 1)]), 0.0f));
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 38912))[(((tl_i1 + 1)) * 1)]), 0.0f));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 3) << 1)]), 0.0f));
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -3908,45 +3867,39 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_nhwc_v7(__half *v_x,
         __syncthreads();
     }
     // examples/conv2d.tile:85
-    __half tl_t0[1];
+    __half tl_t0[8];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 1; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 8; tl_c += 2) {
         const int tl_j = tl_c;
-        const int tl_l = tl_tid % 128;
-        const int tl_i0 = (tl_l >> 0) & 127;
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
-        tl_t0[tl_j] = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_K)) ? *tl_p : __float2half_rn(0.0f);
+        const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + (tl_i0 + 1)) < v_K);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
     }
-    float v_bk[1];
+    float v_bk[8];
     #pragma unroll
-    for (int tl_j = 0; tl_j < 1; ++tl_j) {
-        const int tl_l = tl_tid % 128;
-        const int tl_i0 = (tl_l >> 0) & 127;
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:87
-    __syncthreads();
-    { /* v_bk to shared memory */
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 1; ++tl_j) {
-            const int tl_l = tl_tid % 128;
-            const int tl_i0 = (tl_l >> 0) & 127;
-            if (tl_tid < 128)
-            ((float *)(tl_smem + 56832))[((tl_i0) * 1)] = v_bk[tl_j];
-        }
-    }
-    __syncthreads();
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + ((const float *)(tl_smem + 56832))[((tl_i1) * 1)]), 0.0f));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 3) << 1)]), 0.0f));
         const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + ((const float *)(tl_smem + 56832))[(((tl_i1 + 1)) * 1)]), 0.0f));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 3) << 1)]), 0.0f));
         const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
