@@ -62,6 +62,7 @@ extern const char c_debug_prelude[];
 void c_params(strbuf *b, const tilec_graph *g);
 /* ASSERT_SHAPE: an input descriptor checked against its parameter. */
 int c_line_assert_shape(void *u, const tilec_wir_line *l);
+int c_line_collective(void *u, const tilec_wir_line *l);
 
 /* ---- c_lines.c: the statements of NAME_run, one handler per IR line kind ---- */
 

@@ -3,7 +3,9 @@
  * debug printer), extern calls. Sizes go through the size block (c_sizes.c). */
 #include <string.h>
 
+#include "dsl/diag.h"
 #include "emit_c/c_internal.h"
+#include "parser/module.h"
 #include "util/escape.h"
 
 /* "{s_R, tl_z0}": the sizes of line l's tensor, its bytes checked in the size block */
@@ -233,4 +235,15 @@ int c_line_multi_output(void *u, const tilec_wir_line *l)
     cstate *s = u;
     sb_printf(&s->body, "    /* %s is result %u of %s */\n", l->name, l->index, l->from);
     return 0;
+}
+
+/* A collective: the C wrapper has no communicator yet (issue 32, step 3);
+ * the graph is refused with the line's location, never emitted wrong. */
+int c_line_collective(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    diag_at(tilec_emit_ctx(s->e), &tilec_emit_module(s->e)->src, &l->loc, TILEC_SEV_ERROR,
+            "the C wrapper cannot run collectives yet: graph '%s' calls %s (emit ir, or leave the collective out)",
+            s->g->name, tilec_coll_name(l->coll));
+    return -1;
 }

@@ -177,6 +177,7 @@ const tilec_emitter tilec_emit_c_emitter = {
                     .extern_alloc = c_line_extern_alloc,
                     .multi_output = c_line_multi_output,
                     .assert_shape = c_line_assert_shape,
+                    .collective = c_line_collective,
                 },
             },
         },

@@ -27,6 +27,7 @@
 #include "dsl/diag.h"
 #include "emit_py/emit_py.h"
 #include "emit_py/py_internal.h"
+#include "parser/module.h"
 #include "tilec/emitter.h"
 #include "util/escape.h"
 #include "util/mangle.h"
@@ -426,6 +427,17 @@ static int h_extern_alloc(void *u, const tilec_wir_line *l)
     return 0;
 }
 
+/* A collective: the Python wrapper takes no communicator yet (issue 32,
+ * step 3); the graph is refused at the line, never emitted wrong. */
+static int h_collective(void *u, const tilec_wir_line *l)
+{
+    pystate *s = u;
+    diag_at(s->ctx, s->src, &l->loc, TILEC_SEV_ERROR,
+            "the Python wrapper cannot run collectives yet: graph '%s' calls %s (emit ir, or leave the collective out)",
+            s->g->name, tilec_coll_name(l->coll));
+    return -1;
+}
+
 static int h_multi_output(void *u, const tilec_wir_line *l)
 {
     (void)u;
@@ -499,6 +511,7 @@ static int py_begin(tilec_emit *e, void **state)
         return -1;
     s->w = tilec_emit_wir(e);
     s->ctx = tilec_emit_ctx(e);
+    s->src = &tilec_emit_module(e)->src;
     s->g = tilec_emit_graph(e);
     sb_init(&s->checks);
     sb_init(&s->steps);
@@ -782,6 +795,7 @@ const tilec_emitter tilec_emit_py_emitter = {
                     .extern_alloc = h_extern_alloc,
                     .multi_output = h_multi_output,
                     .assert_shape = h_assert_shape,
+                    .collective = h_collective,
                 },
             },
         },

@@ -117,3 +117,11 @@ tilec_status tilec_wir_dispatch(tilec_ctx *ctx, const tilec_wir *w, const tilec_
     }
     return TILEC_OK;
 }
+
+int tilec_wir_has_collectives(const tilec_wir *w)
+{
+    for (uint32_t i = 0; w && i < w->n; i++)
+        if (w->lines[i].kind == TILEC_WIR_COLLECTIVE)
+            return 1;
+    return 0;
+}
