@@ -37,6 +37,7 @@ typedef struct pystate {
     int failed;
     tilec_ctx *ctx; /* for diagnostics */
     const struct dsl_source *src; /* the module's source, for diagnostics at a line */
+    strbuf colls; /* set_comm's registrations, one per COLLECTIVE line */
 } pystate;
 
 void py_str(strbuf *b, const char *s);

@@ -32,7 +32,7 @@ static void expect_ir(const char *tile, const char *want_path)
     free(want);
 }
 
-Test(collective, tp_mlp_ir) { expect_ir("tests/golden/collective/tp_mlp.tile", "tests/golden/collective/tp_mlp.ir"); }
+Test(collective, tp_mlp_ir) { expect_ir("tests/golden/ir/tp_mlp.tile", "tests/golden/ir/tp_mlp.ir"); }
 Test(collective, ragged_ir) { expect_ir("tests/golden/collective/ragged.tile", "tests/golden/collective/ragged.ir"); }
 
 /* all_gather's result (world * T tokens) counts from its line to its
@@ -42,15 +42,15 @@ Test(collective, peak_bytes)
     tilec_wir_size sz[4];
     size_t n = 0;
     cr_assert_eq(tilec_wir_parse_sizes("T=8,H=16,F=32,world=2", sz, 4, &n), TILEC_OK);
-    char *got = emit_ir("tests/golden/collective/tp_mlp.tile", sz, n);
-    /* tp_mlp: h and a (2*F*T each) live at once: 1024; sp_mlp: xg, h, a at world * T: 2048 + 2048 */
+    char *got = emit_ir("tests/golden/ir/tp_mlp.tile", sz, n);
+    /* tp_mlp: h and a (2*F*T each) live at once: 1024; tp_mlp_seq: xg, h, a at world * T: 2048 + 2048 */
     cr_expect(strstr(got, "peak bytes with T=8, H=16, F=32, world=2: 1024 planned, 1024 unplanned, 1024 live\n"),
               "%s", got);
     cr_expect(strstr(got, "peak bytes with T=8, H=16, F=32, world=2: 2048 planned, 2048 unplanned, 2048 live\n"),
               "%s", got);
     free(got);
     tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse(ctx, "tests/golden/collective/tp_mlp.tile");
+    tilec_module *m = parse(ctx, "tests/golden/ir/tp_mlp.tile");
     cr_expect_eq(tilec_module_check_sizes(ctx, m, sz, n), TILEC_OK); /* world is known */
     tilec_module_free(m);
     tilec_ctx_free(ctx);
@@ -60,7 +60,7 @@ Test(collective, peak_bytes)
 Test(collective, lines)
 {
     tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse(ctx, "tests/golden/collective/tp_mlp.tile");
+    tilec_module *m = parse(ctx, "tests/golden/ir/tp_mlp.tile");
     tilec_wir *w = NULL;
     cr_assert_eq(tilec_wir_lower(ctx, m, tilec_module_graph(m, 1), &w), TILEC_OK);
     cr_expect(tilec_wir_has_collectives(w));
@@ -129,7 +129,7 @@ Test(collective, missing_hook)
         em.hooks.by_kind[k] = k == TILEC_WIR_COLLECTIVE ? NULL : nop;
     tilec_ctx *ctx = tilec_ctx_new();
     cr_assert_eq(tilec_register_emitter(ctx, &em), TILEC_OK);
-    tilec_module *m = parse(ctx, "tests/golden/collective/tp_mlp.tile");
+    tilec_module *m = parse(ctx, "tests/golden/ir/tp_mlp.tile");
     membuf got = {0};
     cr_expect_eq(tilec_module_emit(ctx, m, "partial", NULL, membuf_sink(&got)), TILEC_ERR_ARG);
     cr_assert_eq(tilec_ctx_error_count(ctx), 1);
@@ -140,26 +140,21 @@ Test(collective, missing_hook)
     tilec_ctx_free(ctx);
 }
 
-/* The C and Python wrappers take no communicator yet: the graph is
- * refused at its first collective, and nothing is written. */
-Test(collective, wrappers_refuse)
+/* The C and Python wrappers run collectives through a communicator set
+ * on the module (their golden text: tests/golden/{c,py}/tp_mlp). */
+Test(collective, wrappers_take_a_communicator)
 {
     const char *const ems[] = {"c", "py"};
-    const char *const who[] = {"C", "Python"};
+    const char *const want[] = {"int tp_mlp_set_comm(tp_mlp_module *M, tilec_comm *comm, char *err, size_t errlen)",
+                                "def set_comm(comm):"};
     for (int i = 0; i < 2; i++) {
         tilec_ctx *ctx = tilec_ctx_new();
-        tilec_module *m = parse(ctx, "tests/golden/collective/tp_mlp.tile");
+        tilec_module *m = parse(ctx, "tests/golden/ir/tp_mlp.tile");
         membuf got = {0};
-        cr_expect_eq(tilec_module_emit(ctx, m, ems[i], NULL, membuf_sink(&got)), TILEC_ERR_IO);
-        cr_expect_null(got.s, "%s wrote %s", ems[i], got.s);
-        cr_assert_geq(tilec_ctx_error_count(ctx), 1);
-        char want[300];
-        snprintf(want, sizeof want,
-                 "the %s wrapper cannot run collectives yet: graph 'tp_mlp' calls all_reduce (emit ir, or leave the "
-                 "collective out)",
-                 who[i]);
-        cr_expect_str_eq(tilec_ctx_diag(ctx, 0)->message, want);
-        cr_expect_eq(tilec_ctx_diag(ctx, 0)->line, 29);
+        cr_expect_eq(tilec_module_emit(ctx, m, ems[i], NULL, membuf_sink(&got)), TILEC_OK);
+        cr_expect_eq(tilec_ctx_error_count(ctx), 0);
+        cr_expect(got.s && strstr(got.s, want[i]), "%s", ems[i]);
+        cr_expect(got.s && strstr(got.s, "tp_mlp: line 29: y = all_reduce(p, sum)"), "%s", ems[i]);
         free(got.s);
         tilec_module_free(m);
         tilec_ctx_free(ctx);
