@@ -259,6 +259,14 @@ FAKECUDA = $(BUILD)/tests/libfakecuda.so
 $(FAKECUDA): tests/fake_cuda.c tests/fake_cuda.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -I$(CUDA)/include $(CFLAGS) -Wno-missing-prototypes -shared $(LDFLAGS) -o $@ $<
+# The fake NCCL (tests/fake_nccl.c) that tests/test_comm.c and the
+# wrappers' collectives load through TILEC_NCCL or a path.
+FAKENCCL = $(BUILD)/tests/libfakenccl.so
+$(FAKENCCL): tests/fake_nccl.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -I$(CUDA)/include $(CFLAGS) -Wno-missing-prototypes -shared $(LDFLAGS) -o $@ $<
+$(BUILD)/obj/tests/test_comm.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"'
+$(BUILD)/tests/test_comm: | $(FAKENCCL)
 $(BUILD)/tests/test_runtime $(BUILD)/tests/test_externs $(BUILD)/tests/test_multikernel $(BUILD)/tests/test_plan $(BUILD)/tests/test_fill \
     $(BUILD)/tests/test_tma: | $(FAKECUDA)
 
@@ -277,7 +285,7 @@ $(BUILD)/tests/libplugin_demo_abi.so: tests/plugin_demo.c include/tilec/emitter.
 	$(CC) $(CPPFLAGS) -DPLUGIN_DEMO_ABI $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
 $(BUILD)/obj/tests/test_emit.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"'
 $(BUILD)/obj/tests/test_wrapper_run.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"' -DTILEC_SANFLAGS='"$(SANFLAGS)"'
-$(BUILD)/tests/test_wrapper_run: $(BUILD)/obj/tests/test_wrapper_run.o $(LIBA_INT) | $(FAKECUDA)
+$(BUILD)/tests/test_wrapper_run: $(BUILD)/obj/tests/test_wrapper_run.o $(LIBA_INT) | $(FAKECUDA) $(FAKENCCL)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
 $(BUILD)/tests/test_emit: $(BUILD)/obj/tests/test_emit.o $(LIBA_INT) | $(PLUGINS) $(FAKECUDA) $(TILEC)
@@ -345,8 +353,8 @@ valgrind: all
 # (the client shim: the bundler finds its libhiredis)
 REDIS_CARRY = $(firstword $(wildcard /usr/bin/redis-server)) $(REDIS_SHIM)
 GPUDIR  ?= .gpu
-gpu-bundle: all $(TESTS) $(BENCH) $(BENCHLIB) $(CHAIN8LIB) $(FAKECUDA)
-	../shared/tools/gpu-bundle $(GPUDIR) $(TILEC) $(TESTS) $(BENCH) $(FAKECUDA) $(REDIS_CARRY)
+gpu-bundle: all $(TESTS) $(BENCH) $(BENCHLIB) $(CHAIN8LIB) $(FAKECUDA) $(FAKENCCL)
+	../shared/tools/gpu-bundle $(GPUDIR) $(TILEC) $(TESTS) $(BENCH) $(FAKECUDA) $(FAKENCCL) $(REDIS_CARRY)
 	cp $(LIBSO) $(BENCHLIB) $(CHAIN8LIB) $(wildcard $(PYNATIVE)) $(GPUDIR)/lib/
 $(BUILD)/obj/runtime/%.o: CPPFLAGS += -I$(CUDA)/include
 

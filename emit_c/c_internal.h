@@ -28,6 +28,7 @@ typedef struct cstate {
     /* graph mode (c_graph.c): the plan's slot types and names, its steps */
     strbuf gtypes, gnames, gsteps, gxt; /* gxt: the extern steps' tensors */
     uint32_t nslots, nsteps, nxt;
+    strbuf coll;     /* NAME_set_comm's registrations, one per COLLECTIVE line */
     const char *no_graph; /* why the graph has no graph mode, or NULL */
     int failed;
 } cstate;
@@ -78,6 +79,8 @@ int c_line_kernel_call(void *u, const tilec_wir_line *l);
 int c_line_extern_call(void *u, const tilec_wir_line *l);
 int c_line_extern_alloc(void *u, const tilec_wir_line *l);
 int c_line_multi_output(void *u, const tilec_wir_line *l);
+/* A collective: its result allocated, an extern call of its symbol. */
+int c_line_collective(void *u, const tilec_wir_line *l);
 
 /* ---- c_module.c ---- */
 
@@ -88,6 +91,8 @@ void c_header(cstate *s, strbuf *h, const char *file, const char *aot, const cha
  * tl_alloc, tl_release), NAME_load (fileq: the .tile file name as a C
  * string literal), NAME_unload, NAME_externs, NAME_release. */
 void c_module_funcs(cstate *s, strbuf *c, const char *aot, const char *fileq);
+/* NAME_set_comm, for a graph with collectives (nothing otherwise). */
+void c_comm_funcs(cstate *s, strbuf *c);
 
 /* ---- c_graph.c: CUDA-graph mode (NAME_set_cuda_graph) ---- */
 

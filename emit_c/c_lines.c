@@ -3,7 +3,9 @@
  * debug printer), extern calls. Sizes go through the size block (c_sizes.c). */
 #include <string.h>
 
+#include "dsl/diag.h"
 #include "emit_c/c_internal.h"
+#include "parser/module.h"
 #include "util/escape.h"
 
 /* "{s_R, tl_z0}": the sizes of line l's tensor, its bytes checked in the size block */
@@ -232,5 +234,42 @@ int c_line_multi_output(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;
     sb_printf(&s->body, "    /* %s is result %u of %s */\n", l->name, l->index, l->from);
+    return 0;
+}
+
+/* A collective: its result allocated, then an extern call of the line's
+ * symbol ("tilec:coll:NAME"), which NAME_set_comm registered on the
+ * module's registry (tilec_comm_register): eager and graph mode call it as
+ * they call any extern. The registration is remembered for NAME_set_comm. */
+int c_line_collective(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    char what[512];
+    tilec_wir_coll_where(s->w, l, what, sizeof what);
+    c_comment(&s->body, "    ", what);
+    sb_puts(&s->coll, "    if (tilec_comm_register(comm, M->ext, ");
+    esc_c_string(&s->coll, l->symbol, strlen(l->symbol));
+    static const char *const colls[] = {
+#define TILEC_X(e, t) "TILEC_COLL_" #e,
+        TILEC_COLLECTIVES(TILEC_X)
+#undef TILEC_X
+    };
+    static const char *const ops[] = {
+#define TILEC_X(e, t) "TILEC_REDOP_" #e,
+        TILEC_REDOPS(TILEC_X)
+#undef TILEC_X
+    };
+    sb_printf(&s->coll, ", %s, %s, %u, %lldLL, ", colls[(unsigned)l->coll % TILEC_COLL_COUNT],
+              ops[(unsigned)l->redop % TILEC_REDOP_COUNT], l->index, (long long)l->root);
+    esc_c_string(&s->coll, what, strlen(what));
+    sb_puts(&s->coll, ", err, errlen) != TILEC_RT_OK)\n        return 1;\n");
+    /* the input as the extern call's one argument, the result its output */
+    tilec_wir_arg in = {.kind = TILEC_WIR_ARG_BUFFER, .text = l->from};
+    tilec_wir_line x = *l;
+    x.nargs = 1;
+    x.args = &in;
+    x.ext = NULL;
+    c_alloc(s, l);
+    c_extern(s, &x, &l->name, 1);
     return 0;
 }

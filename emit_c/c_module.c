@@ -17,8 +17,10 @@ void c_header(cstate *s, strbuf *h, const char *file, const char *aot, const cha
     sb_putc(h, '\n');
     sb_printf(h, "   graph %s: do not edit. */\n#ifndef TILEC_GRAPH_%s_H\n#define TILEC_GRAPH_%s_H\n\n", n, n, n);
     sb_puts(h, "#include <stddef.h>\n\n#include \"tilec/externs.h\"\n#include \"tilec/program.h\"\n"
-               "#include \"tilec/tensor.h\"\n\n"
-               "#ifdef __cplusplus /* C linkage for a C++ caller */\nextern \"C\" {\n#endif\n\n");
+               "#include \"tilec/tensor.h\"\n");
+    if (tilec_wir_has_collectives(s->w))
+        sb_puts(h, "#include \"tilec/comm.h\"\n");
+    sb_puts(h, "\n#ifdef __cplusplus /* C linkage for a C++ caller */\nextern \"C\" {\n#endif\n\n");
     if (g->doc)
         c_comment(h, "", g->doc);
     sb_printf(h, "typedef struct %s_module %s_module;\n\n", n, n);
@@ -32,6 +34,13 @@ void c_header(cstate *s, strbuf *h, const char *file, const char *aot, const cha
     sb_printf(h, "void %s_unload(%s_module *m);\n", n, n);
     sb_printf(h, "/* The registry of extern kernels the graph calls (register your own on it). */\n"
                  "tilec_externs *%s_externs(%s_module *m);\n", n, n);
+    if (tilec_wir_has_collectives(s->w))
+        sb_printf(h,
+                  "/* The communicator the graph's collectives run on (world is its size): registers each one on\n"
+                  "   the module's extern registry. Required before %s_run; comm must outlive the module's\n"
+                  "   calls (free it after %s_unload). 0, or 1 with a message in err. */\n"
+                  "int %s_set_comm(%s_module *m, tilec_comm *comm, char *err, size_t errlen);\n",
+                  n, n, n, n);
     sb_printf(h, "/* Give an output back when done with it: its memory serves the next call. */\n"
                  "void %s_release(%s_module *m, tilec_tensor *t);\n", n, n);
     sb_printf(h, "/* Run the graph. Inputs must be contiguous; the outputs are allocated here and handed over\n"
@@ -78,6 +87,8 @@ void c_module_funcs(cstate *s, strbuf *c, const char *aot, const char *fileq)
               "    tilec_cache *cache;\n    tilec_program *prog;\n    tilec_externs *ext;\n"
               "    tl_spare spare[64];\n    int nspare;\n    tl_dbg dbg;\n",
               n);
+    if (tilec_wir_has_collectives(s->w))
+        sb_puts(c, "    tilec_comm *comm; /* NAME_set_comm: the collectives' communicator */\n");
     cg_fields(c);
     sb_puts(c, "};\n\n");
     sb_printf(c,
@@ -164,4 +175,17 @@ void c_module_funcs(cstate *s, strbuf *c, const char *aot, const char *fileq)
                  "    if (M->nspare < 64)\n        M->spare[M->nspare++] = (tl_spare){t->data, bytes ? bytes : 1};\n"
                  "    else\n        tilec_rt_free(M->rt, t->data);\n    t->data = 0;\n}\n\n",
               n, n);
+}
+
+void c_comm_funcs(cstate *s, strbuf *c)
+{
+    if (!tilec_wir_has_collectives(s->w))
+        return;
+    const char *n = sb_str(&s->graph);
+    sb_printf(c,
+              "int %s_set_comm(%s_module *M, tilec_comm *comm, char *err, size_t errlen)\n{\n"
+              "    if (!M || !comm)\n        return tl_fail(err, errlen, \"%s_set_comm: the %%s is NULL\", M ? \"communicator\" : \"module\");\n",
+              n, n, n);
+    sb_add(c, sb_str(&s->coll), s->coll.n);
+    sb_puts(c, "    M->comm = comm;\n    return 0;\n}\n\n");
 }

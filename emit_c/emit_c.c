@@ -33,10 +33,21 @@ static int c_begin(tilec_emit *e, void **state)
     sb_init(&s->gnames);
     sb_init(&s->gsteps);
     sb_init(&s->gxt);
+    sb_init(&s->coll);
     for (int i = 0; i < 8; i++)
         sb_init(&s->names[i]);
     mg_c_graph(&s->graph, s->g->name);
     csz_init(&s->sz, s->g);
+    if (tilec_wir_has_collectives(s->w)) { /* world: the communicator's size, bound first */
+        const char *G = s->g->name, *n = sb_str(&s->graph);
+        sb_printf(&s->body,
+                  "    if (!M->comm)\n        return tl_fail(err, errlen, \"%s: the graph has collectives: give the module a \"\n"
+                  "                                        \"communicator with %s_set_comm first\");\n",
+                  G, n);
+        sb_printf(&s->body, "    const int64_t %s __attribute__((unused)) = tilec_comm_world(M->comm);\n",
+                  cn(s, MG_C_SYMBOL, "world"));
+        s->inputs_end = s->body.n;
+    }
     *state = s;
     return 0;
 }
@@ -128,6 +139,7 @@ static int c_end(tilec_emit *e, void *state)
         sb_puts(&c, ";\n\n");
     }
     c_module_funcs(s, &c, aot, sb_str(&fileq));
+    c_comm_funcs(s, &c);
     strbuf run;
     sb_init(&run);
     c_run(s, &run, sb_str(&params)); /* first: it may find the graph has no graph mode */
@@ -135,7 +147,7 @@ static int c_end(tilec_emit *e, void *state)
     sb_add(&c, sb_str(&run), run.n);
 
     c_bench_main(&c, s);
-    int bad = aot_bad || run.failed || s->gtypes.failed || s->gnames.failed || s->gsteps.failed || s->gxt.failed || s->failed || s->sz.failed || s->sz.checks.failed || h.failed || c.failed || fileq.failed || s->body.failed || s->decls.failed ||
+    int bad = aot_bad || run.failed || s->gtypes.failed || s->gnames.failed || s->gsteps.failed || s->gxt.failed || s->coll.failed || s->failed || s->sz.failed || s->sz.checks.failed || h.failed || c.failed || fileq.failed || s->body.failed || s->decls.failed ||
               tilec_emit_write(e, hname, sb_str(&h), h.n) || tilec_emit_write(e, cname, sb_str(&c), c.n);
     sb_free(&h);
     sb_free(&c);
@@ -146,6 +158,7 @@ static int c_end(tilec_emit *e, void *state)
     sb_free(&s->gnames);
     sb_free(&s->gsteps);
     sb_free(&s->gxt);
+    sb_free(&s->coll);
     sb_free(&s->body);
     csz_free(&s->sz);
     sb_free(&s->decls);
@@ -177,6 +190,7 @@ const tilec_emitter tilec_emit_c_emitter = {
                     .extern_alloc = c_line_extern_alloc,
                     .multi_output = c_line_multi_output,
                     .assert_shape = c_line_assert_shape,
+                    .collective = c_line_collective,
                 },
             },
         },

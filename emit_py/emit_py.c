@@ -27,6 +27,7 @@
 #include "dsl/diag.h"
 #include "emit_py/emit_py.h"
 #include "emit_py/py_internal.h"
+#include "parser/module.h"
 #include "tilec/emitter.h"
 #include "util/escape.h"
 #include "util/mangle.h"
@@ -426,6 +427,30 @@ static int h_extern_alloc(void *u, const tilec_wir_line *l)
     return 0;
 }
 
+/* A collective: its result allocated, then an extern step of the line's
+ * symbol, which set_comm registered on externs() (tilec.Comm.register):
+ * eager and graph mode run it as any extern. */
+static int h_collective(void *u, const tilec_wir_line *l)
+{
+    pystate *s = u;
+    char what[512];
+    tilec_wir_coll_where(s->w, l, what, sizeof what);
+    sb_puts(&s->colls, "    comm.register(externs(), ");
+    py_str(&s->colls, l->symbol);
+    sb_printf(&s->colls, ", \"%s\", \"%s\", %u, %lld, ", tilec_coll_name(l->coll), tilec_redop_name(l->redop), l->index,
+              (long long)l->root);
+    py_str(&s->colls, what);
+    sb_puts(&s->colls, ")\n");
+    py_check_tensor(s, l, l->name);
+    buf_add(s, l, 0, NULL, 0);
+    tilec_wir_arg in = {.kind = TILEC_WIR_ARG_BUFFER, .text = l->from};
+    tilec_wir_line x = *l;
+    x.nargs = 1;
+    x.args = &in;
+    py_extern(s, &x, &l->name, 1);
+    return 0;
+}
+
 static int h_multi_output(void *u, const tilec_wir_line *l)
 {
     (void)u;
@@ -499,11 +524,25 @@ static int py_begin(tilec_emit *e, void **state)
         return -1;
     s->w = tilec_emit_wir(e);
     s->ctx = tilec_emit_ctx(e);
+    s->src = &tilec_emit_module(e)->src;
     s->g = tilec_emit_graph(e);
     sb_init(&s->checks);
+    sb_init(&s->colls);
     sb_init(&s->steps);
     sb_init(&s->scalars);
     sb_init(&s->values);
+    if (tilec_wir_has_collectives(s->w)) { /* world: the communicator's size, bound first */
+        sb_puts(&s->checks, "    if _comm is None:\n        raise RuntimeError(");
+        strbuf m;
+        sb_init(&m);
+        sb_printf(&m, "%s: the graph has collectives: give the module a communicator with "
+                      "set_comm(tilec.Comm(rank, world, unique_id)) first", s->g->name);
+        py_str(&s->checks, sb_str(&m));
+        sb_free(&m);
+        sb_puts(&s->checks, ")\n    ");
+        py_sym(&s->checks, "world");
+        sb_puts(&s->checks, " = _comm.world\n");
+    }
     *state = s;
     return 0;
 }
@@ -568,6 +607,11 @@ static void py_bench_main(strbuf *c, const pystate *s)
     sb_free(&syms);
     sb_puts(c, "    iters = max(int(args.get(\"iters\", 50)), 1)\n"
                "    t0 = time.perf_counter()\n    module = load()\n");
+    if (s->colls.n) { /* one rank: the collectives of a world of 1 */
+        sb_puts(c, "    set_comm(tilec.Comm(0, 1, tilec.Comm.unique_id(), module.device))\n    ");
+        py_sym(c, "world");
+        sb_puts(c, " = 1\n");
+    }
     sb_printf(c, "    print(f\"%s: load {(time.perf_counter() - t0) * 1e3:.2f} ms\")\n", n);
     uint32_t seed = 1;
     for (uint32_t i = 0; i < g->nparams; i++) {
@@ -685,6 +729,13 @@ static int py_end(tilec_emit *e, void *state)
                 "    \"\"\"The registry of extern kernels the graph calls (register your own on it).\"\"\"\n"
                 "    global _externs\n    if _externs is None:\n        _externs = tilec.Externs()\n"
                 "    return _externs\n\n\n");
+    if (s->colls.n)
+        sb_printf(&c, "_comm = None  # set_comm(): the collectives' tilec.Comm\n\n\n"
+                      "def set_comm(comm):\n"
+                      "    \"\"\"The communicator (a tilec.Comm) the collectives of %s run on; world is\n"
+                      "    its size. Registers each collective on externs(); required before call().\"\"\"\n"
+                      "    global _comm\n%s    _comm = comm\n    _recipes.clear()  # recipes hold sizes of the old world\n\n\n",
+                  n, sb_str(&s->colls));
     sb_puts(&c, "def release(*buffers):\n"
                 "    \"\"\"Give tilec.Buffer outputs back when done with them: their memory serves\n"
                 "    the next call (torch tensors need nothing: torch's allocator has them).\"\"\"\n"
@@ -754,6 +805,7 @@ static int py_end(tilec_emit *e, void *state)
     strset_free(&s->checked);
     strset_free(&s->slots);
     sb_free(&s->checks);
+    sb_free(&s->colls);
     for (size_t i = 0; i < s->nbufs; i++)
         free(s->bufs[i].off);
     free(s->bufs);
@@ -782,6 +834,7 @@ const tilec_emitter tilec_emit_py_emitter = {
                     .extern_alloc = h_extern_alloc,
                     .multi_output = h_multi_output,
                     .assert_shape = h_assert_shape,
+                    .collective = h_collective,
                 },
             },
         },

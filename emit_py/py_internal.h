@@ -36,6 +36,8 @@ typedef struct pystate {
     int cacheable;  /* every output is a root of its own: call() keeps Recipes (py_call_prologue) */
     int failed;
     tilec_ctx *ctx; /* for diagnostics */
+    const struct dsl_source *src; /* the module's source, for diagnostics at a line */
+    strbuf colls; /* set_comm's registrations, one per COLLECTIVE line */
 } pystate;
 
 void py_str(strbuf *b, const char *s);

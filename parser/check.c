@@ -6,8 +6,9 @@
 
 #include "parser/check_internal.h"
 #include "parser/graph_alloc.h"
+#include "parser/graph_coll.h"
 
-static const char *const reserved[] = {"view"}; /* and the allocating builtins (graph_alloc.h) */
+static const char *const reserved[] = {"view"}; /* and the allocating builtins (graph_alloc.h) and the collectives (graph_coll.h) */
 
 int chk_module(tilec_ctx *ctx, tilec_module *mod)
 {
@@ -22,7 +23,7 @@ int chk_module(tilec_ctx *ctx, tilec_module *mod)
                         : it->kind == TILEC_ITEM_EXTERN ? it->u.ext->loc
                                                         : it->u.graph->loc;
         for (size_t r = 0; r < sizeof reserved / sizeof reserved[0] + 1; r++)
-            if (r < sizeof reserved / sizeof reserved[0] ? !strcmp(name, reserved[r]) : ga_is_builtin(name))
+            if (r < sizeof reserved / sizeof reserved[0] ? !strcmp(name, reserved[r]) : ga_is_builtin(name) || gc_is_builtin(name))
                 chk_err(ck, &loc, "'%s' is a built-in of graphs and cannot name a kernel, extern or graph", name);
         item_name *old = NULL;
         HASH_FIND_STR(ck->items, name, old);

@@ -55,7 +55,7 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
         if (s->kind == TILEC_ST_EXPR)
             chk_err(ck, chk_start_of(v), "a graph statement is a call of a kernel or an extern");
         else
-            chk_err(ck, chk_start_of(v), "a graph 'let' binds empty(...), view(...) or the result of an extern call");
+            chk_err(ck, chk_start_of(v), "a graph 'let' binds empty(...), view(...), a collective or the result of an extern call");
         return;
     }
     item_name *it = NULL;
@@ -65,7 +65,7 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
         ck->oom = 1;
         return;
     }
-    if (chk_graph_alloc(ck, s))
+    if (chk_graph_alloc(ck, s) || chk_graph_coll(ck, s))
         return;
     if (!strcmp(v->name, "view")) {
         if (s->kind != TILEC_ST_LET) {
@@ -164,6 +164,7 @@ void chk_graph(checker *ck, tilec_graph *g)
     }
     char owner[300];
     snprintf(owner, sizeof owner, "graph '%.200s'", g->name);
+    chk_graph_world(ck, g);
     for (uint32_t i = 0; i < g->nparams; i++) {
         const tilec_param *p = &g->params[i];
         if (p->type.kind == TILEC_TE_POINTER) {

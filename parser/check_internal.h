@@ -169,6 +169,11 @@ binding *chk_tensor_arg(checker *ck, const tilec_expr *a, const char *what, cons
 /* check_fill.c: let t = empty|zeros|ones|full|*_like(...); 0 when the
  * statement is none of them */
 int chk_graph_alloc(checker *ck, tilec_stmt *s);
+/* check_coll.c: let t = all_reduce|all_gather|reduce_scatter|broadcast(...);
+ * 0 when the statement is none of them. chk_graph_world binds the size
+ * symbol world in a graph that calls one (before its parameters). */
+int chk_graph_coll(checker *ck, tilec_stmt *s);
+void chk_graph_world(checker *ck, const tilec_graph *g);
 /* check_out.c: `out` parameters: none where `owner` ("kernel 'k'") takes
  * them; a graph's must be tensors it writes and does not return */
 void chk_no_out(checker *ck, const tilec_param *p, uint32_t n, const char *owner);

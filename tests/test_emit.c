@@ -499,7 +499,8 @@ static const char block_counts[] = "COMMENT 2\n"
                                    "EXTERN_CALL 0\n"
                                    "EXTERN_ALLOC 2\n"
                                    "MULTI_OUTPUT 2\n"
-                                   "ASSERT_SHAPE 2\n";
+                                   "ASSERT_SHAPE 2\n"
+                                   "COLLECTIVE 0\n";
 
 Test(emit, user_emitter)
 {

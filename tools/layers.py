@@ -49,6 +49,8 @@ PUBLIC = {
     "param_kind.h": "util",
     # the sm_90a twin's launch metadata: the lowering writes it, the runtime reads it
     "tma.h": "util",
+    # the collectives and reduction operations of graphs: no dependencies
+    "collective.h": "util",
     # the version, statuses, locations, contexts, diagnostics and sinks
     "core.h": "dsl",
     # the parse entry points and the module accessors; includes core.h
@@ -61,7 +63,7 @@ PUBLIC = {
     "emitter.h": "wrapper_ir",
     "runtime.h": "runtime", "cache.h": "runtime", "pool.h": "runtime",
     "workers.h": "runtime", "externs.h": "runtime", "tensor.h": "runtime",
-    "aot.h": "runtime", "plan.h": "runtime",
+    "aot.h": "runtime", "plan.h": "runtime", "comm.h": "runtime",
     "program.h": "api",
 }
 # Generated headers (-I$(BUILD)/gen) and the folder of their source.

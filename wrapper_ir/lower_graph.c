@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "parser/graph_alloc.h"
+#include "parser/graph_coll.h"
 #include "parser/size_poly.h"
 #include "util/iexpr.h"
 #include "util/strbuf.h"
@@ -271,6 +272,10 @@ static const char *spelled(lw *L, tilec_expr *const *v, uint32_t n)
 static void bind_params(lw *L)
 {
     const tilec_graph *g = L->w->graph;
+    if (gc_graph_has(g) && L->nsyms < L->capsyms) { /* the communicator's size, bound before the parameters */
+        set_add(L, &L->sym_set, GC_WORLD, (int)L->nsyms);
+        L->syms[L->nsyms++] = GC_WORLD;
+    }
     for (uint32_t i = 0; i < g->nparams; i++) {
         const tilec_param *p = &g->params[i];
         if (p->type.kind != TILEC_TE_TENSOR) {
@@ -328,8 +333,33 @@ static void first_walk(lw *L)
             return;
         }
         ga_form f;
+        gc_form c;
         const char *why;
-        if (ga_read(v, &f, &why)) {
+        const tilec_expr *at;
+        if (gc_read(v, &c, &why, &at)) {
+            int k = use(L, c.of, (int)i);
+            if (k < 0)
+                return;
+            const entry *in = &L->e[k];
+            const poly **dims = ar_array(&L->w->ar, in->rank ? in->rank : 1, sizeof *dims);
+            if (!dims) {
+                L->oom = 1;
+                return;
+            }
+            memcpy(dims, in->dims, in->rank * sizeof *dims);
+            if (c.axis && in->rank) {
+                uint32_t d = (uint32_t)(c.axis_value < 0 ? c.axis_value + (int64_t)in->rank : c.axis_value) % in->rank;
+                poly_why pw = {0};
+                dims[d] = gc_result_dim(&L->w->ar, c.coll, in->dims[d], &pw);
+                if (!dims[d]) {
+                    fail(L, &v->loc, "a result size it cannot compute in", v->name);
+                    return;
+                }
+            }
+            entry *x = define(L, s->names[0], E_BUFFER, in->dtype, in->rank, dims, (int)i);
+            if (x)
+                x->owned = 1;
+        } else if (ga_read(v, &f, &why)) {
             const poly **dims = NULL;
             tilec_dtype dt = f.dtype;
             uint32_t rank = f.ndims;
@@ -439,6 +469,8 @@ static void emit_asserts(lw *L)
     const tilec_graph *g = L->w->graph;
     nidx *bound = NULL; /* the symbols an earlier dimension binds */
     uint32_t nbound = 0;
+    if (gc_graph_has(g)) /* world is bound by the communicator: a dimension checks it */
+        set_add(L, &bound, GC_WORLD, (int)nbound++);
     for (uint32_t i = 0; i < g->nparams && !L->oom; i++) {
         const tilec_param *p = &g->params[i];
         if (p->type.kind != TILEC_TE_TENSOR)
@@ -566,7 +598,26 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
         return;
     }
     ga_form f;
+    gc_form c;
     const char *why;
+    const tilec_expr *at;
+    if (gc_read(v, &c, &why, &at)) {
+        entry *x = &L->e[find(L, s->names[0])];
+        if (!(l = add(L, TILEC_WIR_COLLECTIVE, &s->loc)))
+            return;
+        l->name = x->name;
+        l->from = c.of->name;
+        l->coll = c.coll;
+        l->redop = c.op;
+        l->root = c.root;
+        if (c.axis && x->rank)
+            l->index = (uint32_t)(c.axis_value < 0 ? c.axis_value + (int64_t)x->rank : c.axis_value);
+        l->symbol = ar_printf(&L->w->ar, "tilec:coll:%s", x->name);
+        L->oom |= !l->symbol;
+        shape_into(L, x, l);
+        l->align = WIR_ALIGN;
+        return;
+    }
     int alloc = ga_read(v, &f, &why);
     if (alloc || !strcmp(v->name, "view")) {
         int view = !alloc;
@@ -714,7 +765,7 @@ tilec_status tilec_wir_lower(tilec_ctx *ctx, const tilec_module *m, const tilec_
     w->graph = g;
     lw L = {.w = w, .ctx = ctx, .m = m};
     L.cap = g->nparams;
-    L.capsyms = 0;
+    L.capsyms = 1; /* world, in a graph with collectives */
     for (uint32_t i = 0; i < g->nparams; i++)
         L.capsyms += g->params[i].type.ndims;
     for (uint32_t i = 0; i < g->body.nstmts; i++)

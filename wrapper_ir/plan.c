@@ -146,6 +146,7 @@ tilec_status tilec_wir_peak_bytes(tilec_ctx *ctx, const tilec_wir *w, tilec_wir_
         case TILEC_WIR_REUSE:
         case TILEC_WIR_EXTERN_ALLOC:
         case TILEC_WIR_MULTI_OUTPUT:
+        case TILEC_WIR_COLLECTIVE: /* its result: new memory, live from here (its input lives through it) */
             if (!l->bytes)
                 break; /* the tuple of a multi-output extern holds no storage */
             if ((st = wir_expr_eval(l->bytes_expr, sizes, n, &v, bad)) != TILEC_OK) {

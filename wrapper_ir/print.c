@@ -24,12 +24,16 @@
  *   extern_alloc h: f32[M, N] (4*M*N bytes) = E "sym" (a, b)      EXTERN_ALLOC, one result
  *   extern_alloc tuple0 = E "sym" (a) -> 2 results    EXTERN_ALLOC, several results
  *   multi_output s = tuple0[0]: f32[R] (4*R bytes)    MULTI_OUTPUT
+ *   collective y = all_reduce(x, sum): f32[R, C] (4*C*R bytes)      COLLECTIVE (the result is a
+ *                                                     new buffer; also all_gather(x, axis 0),
+ *                                                     reduce_scatter(x, sum, axis 0), broadcast(x, root 0))
  *   return y, s                                       the outputs
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "dsl/diag.h"
+#include "parser/graph_coll.h"
 #include "util/strbuf.h"
 #include "tilec/emitter.h"
 #include "wrapper_ir/registry.h"
@@ -193,6 +197,20 @@ static int p_multi_output(void *u, const tilec_wir_line *l)
     return end(u, l);
 }
 
+static int p_collective(void *u, const tilec_wir_line *l)
+{
+    sb_printf(u, "collective %s = %s(%s", l->name, tilec_coll_name(l->coll), l->from);
+    if (l->coll == TILEC_COLL_ALL_REDUCE || l->coll == TILEC_COLL_REDUCE_SCATTER)
+        sb_printf(u, ", %s", tilec_redop_name(l->redop));
+    if (l->coll == TILEC_COLL_ALL_GATHER || l->coll == TILEC_COLL_REDUCE_SCATTER)
+        sb_printf(u, ", axis %u", l->index);
+    if (l->coll == TILEC_COLL_BROADCAST)
+        sb_printf(u, ", root %lld", (long long)l->root);
+    sb_putc(u, ')');
+    storage(u, l);
+    return end(u, l);
+}
+
 static int p_assert_shape(void *u, const tilec_wir_line *l)
 {
     sb_printf(u, "assert_shape %s: ", l->name);
@@ -210,7 +228,7 @@ static int p_assert_shape(void *u, const tilec_wir_line *l)
     .comment = p_comment, .kernel_def = p_kernel_def, .allocate = p_allocate, .reuse = p_reuse,          \
     .free_if_not_reused = p_free_if_not_reused, .free = p_free, .reinterpret = p_reinterpret,            \
     .kernel_call = p_kernel_call, .extern_call = p_extern_call, .extern_alloc = p_extern_alloc,          \
-    .multi_output = p_multi_output, .assert_shape = p_assert_shape
+    .multi_output = p_multi_output, .assert_shape = p_assert_shape, .collective = p_collective
 
 const tilec_wir_hooks wir_text_hooks = {
     .comment = p_comment,
@@ -225,6 +243,7 @@ const tilec_wir_hooks wir_text_hooks = {
     .extern_alloc = p_extern_alloc,
     .multi_output = p_multi_output,
     .assert_shape = p_assert_shape,
+    .collective = p_collective,
 };
 
 void wir_text_header(strbuf *b, const tilec_wir *w)
@@ -288,11 +307,14 @@ tilec_status tilec_wir_print(const tilec_wir *w, tilec_sink sink)
 }
 
 /* The size names the graphs of m know: the symbols of their tensor
- * parameters and their integer scalar parameters, one a line in `known`. */
+ * parameters and their integer scalar parameters (and world in a graph
+ * with collectives), one a line in `known`. */
 static void size_names(const tilec_module *m, strbuf *known)
 {
     for (size_t i = 0; i < tilec_module_graph_count(m); i++) {
         const tilec_graph *g = tilec_module_graph(m, i);
+        if (gc_graph_has(g)) /* the communicator's size */
+            sb_set_add(known, GC_WORLD);
         for (uint32_t p = 0; p < g->nparams; p++) {
             const tilec_tyexpr *t = &g->params[p].type;
             char cls = tilec_dtype_class(t->dtype);

@@ -3,6 +3,7 @@
  * of line kinds, the shape line of an input, the results of an extern,
  * and the walks of its lines (tilec_wir_walk, and tilec_wir_dispatch into
  * an emitter's hooks). */
+#include <stdio.h>
 #include <string.h>
 
 #include "dsl/diag.h"
@@ -116,4 +117,29 @@ tilec_status tilec_wir_dispatch(tilec_ctx *ctx, const tilec_wir *w, const tilec_
         }
     }
     return TILEC_OK;
+}
+
+int tilec_wir_has_collectives(const tilec_wir *w)
+{
+    for (uint32_t i = 0; w && i < w->n; i++)
+        if (w->lines[i].kind == TILEC_WIR_COLLECTIVE)
+            return 1;
+    return 0;
+}
+
+void tilec_wir_coll_where(const tilec_wir *w, const tilec_wir_line *l, char *buf, size_t n)
+{
+    if (!n)
+        return;
+    const tilec_graph *g = tilec_wir_graph(w);
+    int k = snprintf(buf, n, "%s: line %u: %s = %s(%s", g && g->name ? g->name : "?", l->loc.line, l->name,
+                     tilec_coll_name(l->coll), l->from);
+    size_t at = k < 0 ? 0 : (size_t)k < n ? (size_t)k : n - 1;
+    if (l->coll == TILEC_COLL_ALL_REDUCE || l->coll == TILEC_COLL_REDUCE_SCATTER)
+        at += (size_t)snprintf(buf + at, n - at, ", %s", tilec_redop_name(l->redop)), at = at < n ? at : n - 1;
+    if (l->coll == TILEC_COLL_ALL_GATHER || l->coll == TILEC_COLL_REDUCE_SCATTER)
+        at += (size_t)snprintf(buf + at, n - at, ", %u", l->index), at = at < n ? at : n - 1;
+    if (l->coll == TILEC_COLL_BROADCAST)
+        at += (size_t)snprintf(buf + at, n - at, ", %lld", (long long)l->root), at = at < n ? at : n - 1;
+    snprintf(buf + at, n - at, ")");
 }

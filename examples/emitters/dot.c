@@ -6,6 +6,7 @@
  *
  * What it draws (see examples/emitters/README.md):
  *  - input tensors (ASSERT_SHAPE): light blue boxes "name\ndtype[shape]";
+ *  - collectives (COLLECTIVE): octagons between their input and result;
  *  - buffers the graph allocates (ALLOCATE, REUSE, EXTERN_ALLOC results,
  *    MULTI_OUTPUT): boxes; a REUSE also gets a dashed edge old -> new;
  *  - views (REINTERPRET): dotted-outline boxes with a dotted edge from the
@@ -474,6 +475,23 @@ static int dot_multi_output(void *user, const tilec_wir_line *l)
     return d->out.failed;
 }
 
+/* a collective: a node of its own between its input and its result */
+static int dot_collective(void *user, const tilec_wir_line *l)
+{
+    dot *d = user;
+    buf *b = &d->out;
+    unsigned id = ++d->ncalls;
+    buf_fmt(b, "  \"call_%u\" [shape=octagon, style=filled, fillcolor=lightblue, label=\"", id);
+    buf_esc(b, tilec_coll_name(l->coll));
+    if (l->coll == TILEC_COLL_ALL_REDUCE || l->coll == TILEC_COLL_REDUCE_SCATTER)
+        buf_fmt(b, " %s", tilec_redop_name(l->redop));
+    buf_fmt(b, "\\nline %u\"];\n", l->loc.line);
+    edge(d, l->from, id, 1, NULL, NULL);
+    buffer_node(d, l, NULL, NULL);
+    edge(d, l->name, id, 0, NULL, NULL);
+    return b->failed;
+}
+
 static void dot_free(dot *d)
 {
     for (size_t i = 0; i < d->ntuples; i++)
@@ -530,6 +548,7 @@ static const tilec_emitter dot_emitter = {
         .extern_alloc = dot_extern_alloc,
         .multi_output = dot_multi_output,
         .assert_shape = dot_input,
+        .collective = dot_collective,
     }}},
     .end = dot_end,
 };

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tilec/collective.h"
 #include "tilec/iexpr.h"
 #include "tilec/tilec.h"
 
@@ -31,7 +32,8 @@ extern "C" {
     X(EXTERN_CALL, extern_call)                   \
     X(EXTERN_ALLOC, extern_alloc)                 \
     X(MULTI_OUTPUT, multi_output)                 \
-    X(ASSERT_SHAPE, assert_shape)
+    X(ASSERT_SHAPE, assert_shape)                 \
+    X(COLLECTIVE, collective)
 
 typedef enum tilec_wir_kind {
 #define TILEC_X(E, e) TILEC_WIR_##E,
@@ -77,6 +79,14 @@ typedef struct tilec_wir_arg {
  *                      graph's parameters), dtype, rank, sizes (as written:
  *                      a symbol or an integer), binds (per dimension: 1 when
  *                      the dimension binds its symbol, 0 when it checks it)
+ *  COLLECTIVE          name (the result, a new buffer), from (the input), coll,
+ *                      redop (all_reduce, reduce_scatter), index (the axis of
+ *                      all_gather and reduce_scatter, 0 .. rank - 1), root
+ *                      (broadcast), symbol (the name the wrappers register
+ *                      it under on their extern registry: "tilec:coll:NAME"),
+ *                      and the result's dtype, rank, sizes, strides, bytes.
+ *                      Sizes may use the symbol `world` (the communicator's
+ *                      number of ranks), which such a graph binds first.
  *
  * Size texts are canonical polynomials in the graph's size symbols (see
  * docs/wrapper-ir.md), so equal sizes have equal text. Every size comes
@@ -120,7 +130,11 @@ typedef struct tilec_wir_line {
     const tilec_ix *offset_expr;
     const char *fill; /* ALLOCATE, REUSE: every element starts as this value ("0", "-inf", "true"), or NULL */
     uint64_t fill_bits; /* the value's bit pattern, in the low tilec_dtype_size(dtype) bytes */
+    tilec_coll coll;    /* COLLECTIVE */
+    tilec_redop redop;  /* COLLECTIVE: all_reduce, reduce_scatter */
+    int64_t root;       /* COLLECTIVE: broadcast's root rank */
 } tilec_wir_line;
+
 
 /* The lines of one graph; owns its memory (one arena). */
 typedef struct tilec_wir tilec_wir;
@@ -137,6 +151,13 @@ void tilec_wir_free(tilec_wir *w);
 const tilec_graph *tilec_wir_graph(const tilec_wir *w);
 size_t tilec_wir_line_count(const tilec_wir *w);
 const tilec_wir_line *tilec_wir_line_at(const tilec_wir *w, size_t i);
+/* 1 when the graph of w has COLLECTIVE lines (its wrappers need a
+ * communicator, and the size symbol `world` is the communicator's size). */
+int tilec_wir_has_collectives(const tilec_wir *w);
+/* "tp_mlp: line 29: y = all_reduce(p, sum)": a COLLECTIVE line as the
+ * wrappers name it in run-time messages, into buf[n] (truncated, always
+ * NUL-terminated when n > 0). */
+void tilec_wir_coll_where(const tilec_wir *w, const tilec_wir_line *l, char *buf, size_t n);
 /* The graph's returned buffers, in order. */
 size_t tilec_wir_output_count(const tilec_wir *w);
 const char *tilec_wir_output(const tilec_wir *w, size_t i);
