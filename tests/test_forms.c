@@ -159,39 +159,69 @@ Test(forms, remarks_off_by_default, .init = cr_redirect_stderr)
     cr_expect_stderr_eq_str("");
 }
 
-/* No `stages` hint, and a ring of even 2 stages would not fit beside the
- * 128 KiB the transposed store converts through: the lowering lowers again
- * with fewer stages, down to none, instead of failing (lower.c), and says
- * why. With 128 x 128 tiles the same loop gets 4 stages (no_stages.tile). */
+/* src with every `from` replaced by `to` (one level: the forms' text). */
+static char *replace(const char *src, const char *from, const char *to)
+{
+    size_t nf = strlen(from), nt = strlen(to), n = strlen(src) + 1;
+    for (const char *p = strstr(src, from); p; p = strstr(p + nf, from))
+        n += nt;
+    char *out = malloc(n), *o = out;
+    cr_assert_not_null(out);
+    for (const char *p = src, *q; (q = strstr(p, from)) != NULL; p = q + nf) {
+        memcpy(o, p, (size_t)(q - p));
+        o += q - p;
+        memcpy(o, to, nt);
+        o += nt;
+        src = q + nf;
+    }
+    strcpy(o, src);
+    return out;
+}
+
+/* no_stages.tile with tile hints `hints` and a transposed store, which
+ * converts the f32 accumulator through shared memory after the loop:
+ * variant 0 lowered. */
+static void lower_transposed(tilec_ctx *ctx, tilec_module **m, const char *hints, tilec_kernel_code *code)
+{
+    char *base = read_file("tests/forms/no_stages.tile", NULL);
+    cr_assert_not_null(base);
+    char *tiles = replace(base, "BM = 128, BN = 128, BK = 64, warps = 8", hints);
+    char *src = replace(tiles, "store(c + rm[:, None] * N + rn[None, :], cast(acc, f16), rm[:, None] < M && rn[None, :] < N)",
+                        "store(c + rn[:, None] * M + rm[None, :], cast(trans(acc), f16), rn[:, None] < N && rm[None, :] < M)");
+    cr_assert(strcmp(base, tiles) && strcmp(src, tiles), "the form's hints and store are replaced");
+    cr_assert_eq(tilec_parse_string(ctx, "g.tile", src, strlen(src), m), TILEC_OK);
+    cr_assert_eq(tilec_lower_kernel(ctx, *m, tilec_module_find_kernel(*m, "gemm"), 0, code), TILEC_OK,
+                 "%s lowers with fewer stages: %s", hints, tilec_ctx_diag(ctx, 0) ? tilec_ctx_diag(ctx, 0)->message : "");
+    cr_expect_leq(code->smem_bytes, 227 * 1024);
+    free(src);
+    free(tiles);
+    free(base);
+}
+
+/* No `stages` hint: when what follows the loop overflows shared memory
+ * beside the deepest ring that fit before it, the lowering lowers again
+ * with fewer stages (lower.c) instead of failing, down to none, and the
+ * remark says why. */
 Test(forms, stages_fit_shared_memory)
 {
-    static const char src[] =
-        "kernel g(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32)\n"
-        "    grid (cdiv(M, BM), cdiv(N, BN))\n"
-        "    hints { BM = 128, BN = 256, BK = 64, warps = 8 }\n"
-        "{\n"
-        "    let rm = pid(0) * BM + range(BM);\n"
-        "    let rn = pid(1) * BN + range(BN);\n"
-        "    let acc = zeros(f32, BM, BN);\n"
-        "    for k in 0 .. K step BK {\n"
-        "        let rk = k + range(BK);\n"
-        "        let ta = load(a + rm[:, None] * K + rk[None, :], rm[:, None] < M && rk[None, :] < K, 0.0);\n"
-        "        let tb = load(b + rk[:, None] * N + rn[None, :], rk[:, None] < K && rn[None, :] < N, 0.0);\n"
-        "        acc = acc + dot(ta, tb);\n"
-        "    }\n"
-        "    store(c + rn[:, None] * M + rm[None, :], trans(acc), rn[:, None] < N && rm[None, :] < M);\n"
-        "}\n";
-    tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = NULL;
-    cr_assert_eq(tilec_parse_string(ctx, "g.tile", src, strlen(src), &m), TILEC_OK);
-    tilec_kernel_code code;
-    cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_find_kernel(m, "g"), 0, &code), TILEC_OK,
-                 "lowers with fewer stages: %s", tilec_ctx_diag(ctx, 0) ? tilec_ctx_diag(ctx, 0)->message : "");
-    cr_expect_leq(code.smem_bytes, 227 * 1024);
-    cr_expect(strstr(code.remarks, "line 8: dot loop at line 8 not on a cp.async pipeline: no two stages of its ring "
-                                   "(52224 bytes a stage) fit in shared memory"),
-              "%s", code.remarks);
-    tilec_kernel_code_free(&code);
-    tilec_module_free(m);
-    tilec_ctx_free(ctx);
+    static const struct {
+        const char *hints, *remark;
+    } cases[] = {
+        /* 4 stages of 42 KiB fit before the loop, not with the 64 KiB store */
+        {"BM = 64, BN = 256, BK = 64, warps = 4", "cp.async pipeline + mma.sync, 3 stages (no hint"},
+        /* 2 stages of 51 KiB do not fit beside the 128 KiB store */
+        {"BM = 128, BN = 256, BK = 64, warps = 8",
+         "line 10: dot loop at line 10 not on a cp.async pipeline: no two stages of its ring (52224 bytes a stage) fit "
+         "in shared memory with what the rest of the kernel takes"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        tilec_kernel_code code;
+        lower_transposed(ctx, &m, cases[i].hints, &code);
+        cr_expect(strstr(code.remarks, cases[i].remark), "%s:\n%s", cases[i].hints, code.remarks);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
 }
