@@ -201,6 +201,7 @@ static tilec_status lower_all(build *b)
         tilec_status st = tilec_lower_kernel(b->ctx, b->m, b->ks[i].k, b->ks[i].variant, &b->ks[i].code);
         if (st != TILEC_OK)
             return st;
+        cmp_log_remarks(b->m, &b->ks[i].code);
     }
     b->st.lower_ms = now_ms() - tl;
     int too_old = 0;

@@ -13,6 +13,7 @@
 #include "dsl/diag.h"
 #include "lower/marker.h"
 #include "parser/parse.h"
+#include "tilec/log.h"
 #include "tilec/lower.h"
 #include "tilec/runtime.h"
 
@@ -116,6 +117,23 @@ int cmp_check_arch(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k,
     return -1;
 }
 
+void cmp_log_remarks(const tilec_module *m, const tilec_kernel_code *code)
+{
+    if (!code->remarks || !*code->remarks || !tilec_log_enabled(TILEC_LOG_REMARKS))
+        return;
+    const char *file = m->src.name ? m->src.name : "<module>";
+    for (const char *p = code->remarks; *p;) {
+        size_t n = strcspn(p, "\n");
+        unsigned line = 0;
+        int skip = 0;
+        if (sscanf(p, "line %u: %n", &line, &skip) < 1 || skip <= 0 || (size_t)skip > n)
+            skip = 0;
+        fprintf(stderr, "%s:%u: remark: %s: %.*s\n", file, line, code->name ? code->name : "?", (int)(n - (size_t)skip),
+                p + skip);
+        p += n + (p[n] == '\n');
+    }
+}
+
 tilec_status tilec_compile_kernel(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant,
                                   const char *arch, tilec_kernel_code *code, void **cubin, size_t *size)
 {
@@ -126,6 +144,7 @@ tilec_status tilec_compile_kernel(tilec_ctx *ctx, const tilec_module *m, const t
     tilec_status st = tilec_lower_kernel(ctx, m, k, variant, code);
     if (st != TILEC_OK)
         return st;
+    cmp_log_remarks(m, code);
     if (cmp_check_arch(ctx, m, k, code, arch) != 0) {
         tilec_kernel_code_free(code);
         return TILEC_ERR_INPUT;

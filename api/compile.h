@@ -16,4 +16,9 @@ void cmp_report_failure(tilec_ctx *ctx, const tilec_module *m, const tilec_kerne
 int cmp_check_arch(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, const tilec_kernel_code *code,
                    const char *arch);
 
+/* With TILEC_LOGS=remarks, the remarks of `code` on stderr, one line
+ * each: "FILE:LINE: remark: kernel K (variant V): ..." (docs/lowering.md,
+ * "Remarks"). Nothing otherwise. */
+void cmp_log_remarks(const tilec_module *m, const tilec_kernel_code *code);
+
 #endif

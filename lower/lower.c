@@ -136,6 +136,7 @@ static void twin_pass(const lw *R, const wg_plan *w, int role, const char *tname
     L->wg_loop = R->wg_loop;
     L->wgp = *w;
     L->wg_role = role;
+    L->stages_cap = R->stages_cap; /* the other loops as the variant has them */
     ar_init(&L->ar);
     sb_init(&L->out);
     emit_kernel(L, tname);
@@ -185,6 +186,25 @@ static char *dupstr(const char *s)
     return p;
 }
 
+/* One lowering of variant `variant` of k into L, stages without a hint
+ * at most cap; the kernel's function name. */
+static const char *lower_once(lw *L, tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant, int cap)
+{
+    memset(L, 0, sizeof *L);
+    L->ctx = ctx;
+    L->m = m;
+    L->k = k;
+    L->variant = k->nvariants ? variant : -1;
+    L->stages_cap = cap;
+    ar_init(&L->ar);
+    sb_init(&L->out);
+    sb_init(&L->notes);
+    /* names up to TILEC_MAX_IDENT: no fixed buffer (one truncated long names) */
+    const char *fname = lower_fmt(L, "%s_v%d", k->name, variant);
+    emit_kernel(L, fname);
+    return fname;
+}
+
 tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant,
                                 tilec_kernel_code *out)
 {
@@ -192,17 +212,17 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
         return TILEC_ERR_ARG;
     memset(out, 0, sizeof *out);
     lw L;
-    memset(&L, 0, sizeof L);
-    L.ctx = ctx;
-    L.m = m;
-    L.k = k;
-    L.variant = k->nvariants ? variant : -1;
-    ar_init(&L.ar);
-    sb_init(&L.out);
-    sb_init(&L.notes);
-    /* names up to TILEC_MAX_IDENT: no fixed buffer (one truncated long names) */
-    const char *fname = lower_fmt(&L, "%s_v%d", k->name, variant);
-    emit_kernel(&L, fname);
+    const char *fname;
+    /* dot loops without a `stages` hint take the deepest ring that fits
+     * (lower_stages); when what follows them overflows shared memory,
+     * lower again with fewer stages */
+    for (int cap = LOWER_STAGES_MAX;; cap--) {
+        fname = lower_once(&L, ctx, m, k, variant, cap);
+        if (L.failed || L.smem <= SMEM_LIMIT || L.stages_auto < 2)
+            break;
+        cap = L.stages_auto;
+        lw_free(&L);
+    }
     /* the translation unit: a header line, the headers it needs, the prelude, the kernel */
     strbuf tu;
     sb_init(&tu);
@@ -227,12 +247,21 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
         lw_free(&L);
         return TILEC_ERR_INPUT;
     }
-    strbuf rep;
+    strbuf rem, rep;
+    sb_init(&rem);
     sb_init(&rep);
+    lower_remarks_render(&L, out->tma.name != NULL, &rem);
     sb_printf(&rep, "%s: %d threads, %u bytes of shared memory, %d __syncthreads\n%s", fname, L.nt, L.smem, L.nsync,
               sb_str(&L.notes));
+    for (const char *p = sb_str(&rem); *p;) { /* the remarks close the report, one "  remark: " a line */
+        size_t n = strcspn(p, "\n");
+        sb_printf(&rep, "  remark: %.*s\n", (int)n, p);
+        p += n + (p[n] == '\n');
+    }
     out->layouts = rep.failed ? NULL : sb_take(&rep);
+    out->remarks = rem.failed ? NULL : sb_take(&rem);
     sb_free(&rep);
+    sb_free(&rem);
     out->name = dupstr(fname);
     out->source = sb_take(&L.out);
     out->threads = (uint32_t)L.nt;
@@ -247,7 +276,7 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
     for (uint32_t i = 0; out->params && i < k->nparams; i++)
         out->params[i] = arg_kind(&k->params[i]);
     lw_free(&L);
-    if (!out->name || !out->source || !out->params || !out->layouts) {
+    if (!out->name || !out->source || !out->params || !out->layouts || !out->remarks) {
         tilec_kernel_code_free(out);
         return TILEC_ERR_NOMEM;
     }
@@ -263,6 +292,7 @@ void tilec_kernel_code_free(tilec_kernel_code *code)
     free(code->params);
     free(code->tma.name);
     free(code->layouts);
+    free(code->remarks);
     memset(code, 0, sizeof *code);
 }
 

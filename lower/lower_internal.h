@@ -118,6 +118,17 @@ typedef struct lower_hoist {
     int n;
 } lower_hoist;
 
+/* remark.c: the path one dot loop took and, where it is not the
+ * target's best, the first reason (--emit layouts, TILEC_LOGS=remarks). */
+typedef struct lower_dot_remark {
+    const tilec_stmt *loop;
+    const char *path;      /* "cp.async pipeline + mma.sync, 3 stages" */
+    const char *missed;    /* the better path not taken ("wgmma + TMA"), or NULL */
+    const char *why;       /* its first refusal, or NULL */
+    unsigned why_line;     /* the .tile line of the refusal (0: the loop's) */
+    int wg;                /* the sm_90a twin runs this loop on wgmma + TMA */
+} lower_dot_remark;
+
 typedef struct lw {
     tilec_ctx *ctx;
     const tilec_module *m;
@@ -169,6 +180,13 @@ typedef struct lw {
     lower_hoist *hoist; /* set while a pipelined loop's copies are emitted */
     const char *hoist_var; /* hoist.c: the loop variable while a pointer is split */
     strbuf notes;  /* --emit layouts */
+    /* remark.c: why a check refused (the first reason since lower_miss_reset) */
+    const char *miss;
+    unsigned miss_line;
+    lower_dot_remark rem[LP_MAX]; /* the dot loops' paths, in source order */
+    int nrem;
+    /* lower_stages: the deepest stages chosen without a hint; the cap of a retry */
+    int stages_auto, stages_cap;
     /* splitk.c: the `split_k` hint */
     int split;                    /* K slices (> 1), or 0: no split */
     const tilec_stmt *split_loop; /* the dot loop that is split */
@@ -203,6 +221,24 @@ void lower_slice_parts(lw *L, const tilec_expr *s, int64_t *lo, int64_t *step);
  * refuses both first) fails the lowering and gives 0. */
 int lower_axis(lw *L, const tilec_expr *call, uint32_t i, int rank);
 uint32_t lower_alloc_smem(lw *L, int64_t bytes);
+
+/* ---- remark.c: what a check refused and why ---- */
+
+/* Forget the last refusal (before a check whose reason is wanted). */
+void lower_miss_reset(lw *L);
+/* Record why a check refuses (the first reason since the reset wins) at
+ * .tile line `line` (0: the loop's own); returns 0, so a check writes
+ * `return lower_miss(L, line, "K tile %lld is not 64", K);`. */
+__attribute__((format(printf, 3, 4))) int lower_miss(lw *L, unsigned line, const char *f, ...);
+/* Record the path of dot loop `loop`; missed: the better path of the
+ * target it did not take (its reason: the last refusal recorded), or
+ * NULL. Returns the record (NULL when the table is full). */
+lower_dot_remark *lower_remark_dot(lw *L, const tilec_stmt *loop, const char *path, const char *missed);
+/* The dots of block b (in its ifs too; not in inner loops). */
+int lower_block_dots(const tilec_block *b);
+/* The remarks as lines "line N: ...", each dot loop's path then, where
+ * one was missed, its reason; `twin`: the sm_90a twin was emitted. */
+void lower_remarks_render(lw *L, int twin, strbuf *out);
 
 /* ---- ctypes.c: C types, conversions, literals ---- */
 
@@ -325,7 +361,20 @@ typedef struct lower_pipe_plan {
     const tilec_stmt *update;  /* acc = acc + dot(a, b) */
     const tilec_expr *load[2]; /* the loads feeding a and b */
     val *acc;
+    int S;                     /* its stages (lower_stages) */
 } lower_pipe_plan;
+/* A name let to a value computed where it is used: its expression,
+ * followed through such names; any other e as is. */
+const tilec_expr *lower_look(lw *L, const tilec_expr *e);
+/* Is e zero however spelt (0, 0.0, -0.0, cast, a hint, a name let to one)? */
+int lower_is_zero(lw *L, const tilec_expr *e);
+/* The stages of a dot loop's cp.async ring of stage_bytes a stage: the
+ * `stages` hint when the kernel gives one, else the deepest of 2 ..
+ * LOWER_STAGES_MAX (lw.stages_cap when set) whose ring fits in SMEM_LIMIT
+ * with the shared memory taken so far; 1 when none fits. lower.c lowers
+ * again with a lower cap when the statements after the loop overflow. */
+int lower_stages(lw *L, int64_t stage_bytes);
+enum { LOWER_STAGES_MAX = 4 };
 /* 1 when `loop` qualifies for pipelining, with its plan. */
 int lower_pipeline_plan(lw *L, const tilec_stmt *loop, lower_pipe_plan *pp);
 /* Bind the loop variable and the body's index tiles; undo with lower_leave(). */

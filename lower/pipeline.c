@@ -43,68 +43,13 @@ static int fma_ok(lw *L, const val *acc, const tilec_expr *d)
     return acc->ly.kind == LY_FMA && at->dtype == TILEC_DT_F32 && bt->dtype == TILEC_DT_F32 && at->dims[1] % 4 == 0;
 }
 
-static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp)
-{
-    memset(pp, 0, sizeof *pp);
-    if (tilec_kernel_hint(L->k, L->variant, "stages", 1) < 2)
-        return 0;
-    const tilec_block *b = &loop->body;
-    for (uint32_t i = 0; i < b->nstmts; i++) {
-        const tilec_stmt *s = b->stmts[i];
-        if (s->kind == TILEC_ST_DOC)
-            continue;
-        if (s->kind == TILEC_ST_ASSIGN && lower_dot_update(s) && !pp->update) {
-            pp->update = s;
-            continue;
-        }
-        if (s->kind != TILEC_ST_LET || lower_in_list(L->assigned, L->nassigned, s->names[0]))
-            return 0;
-        if (s->value->kind == TILEC_EX_CALL && !strcmp(s->value->name, "load"))
-            continue;
-        val *x = lower_lookup(L, s->names[0]);
-        if (!x || x->kind != VK_VIRT)
-            return 0;
-    }
-    if (!pp->update)
-        return 0;
-    pp->acc = lower_lookup(L, pp->update->names[0]);
-    const tilec_expr *d = lower_dot_update(pp->update);
-    if (!pp->acc || pp->acc->kind != VK_MAT || (pp->acc->ly.kind != LY_MMA && !fma_ok(L, pp->acc, d)))
-        return 0;
-    for (int i = 0; i < 2; i++) {
-        const tilec_expr *ld = find_load_let(b, d->args[i]);
-        if (!ld)
-            return 0;
-        pp->load[i] = ld;
-        const tilec_type *t = lower_ty(L, ld);
-        int vec = 16 / (int)tilec_dtype_size(t->dtype);
-        if (t->rank != 2 || t->dims[1] % vec || (t->dims[0] * t->dims[1] / vec) % L->nt)
-            return 0;
-        /* the loaded tile is read by the dot only */
-        if (d->args[i]->kind == TILEC_EX_NAME) {
-            int n = 0;
-            for (uint32_t j = 0; j < b->nstmts; j++)
-                if (b->stmts[j]->kind != TILEC_ST_DOC)
-                    n += uses(b->stmts[j]->value, d->args[i]->name);
-            if (n != 1)
-                return 0;
-        }
-        /* contiguous rows, masks and pointers from index tiles, zero fill */
-        for (uint32_t j = 0; j < ld->nargs; j++)
-            if (!lower_is_virtual(L, ld->args[j]))
-                return 0;
-        int64_t st;
-        if (!lower_stride(L, ld->args[0], 1, &st) || st != 1)
-            return 0;
-        if (ld->nargs > 2 && !((ld->args[2]->kind == TILEC_EX_FLOAT && ld->args[2]->fval == 0.0) ||
-                               (ld->args[2]->kind == TILEC_EX_INT && ld->args[2]->ival == 0)))
-            return 0;
-    }
-    return 1;
-}
+static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp);
 
-/* Bind the loop variable and the body's index tiles (for analysis and
- * for the copies); undo with lower_leave(). */
+/* Bind the loop variable, the body's index tiles and its scalars
+ * computed from indices (`let k0 = k * BK`: pure, never re-assigned,
+ * no wider than declared), each computed where it is used, so a copy
+ * issued for a later iteration computes them for that iteration (for
+ * analysis and for the copies); undo with lower_leave(). */
 void lower_bind_loop_scope(lw *L, const tilec_stmt *loop)
 {
     L->depth++;
@@ -113,7 +58,9 @@ void lower_bind_loop_scope(lw *L, const tilec_stmt *loop)
     for (uint32_t i = 0; i < loop->body.nstmts; i++) {
         const tilec_stmt *s = loop->body.stmts[i];
         if (s->kind == TILEC_ST_LET && !(s->value->kind == TILEC_EX_CALL && !strcmp(s->value->name, "load")) &&
-            lower_ty(L, s->value)->rank > 0 && lower_is_virtual(L, s->value)) {
+            lower_is_virtual(L, s->value) &&
+            (lower_ty(L, s->value)->rank > 0 || (!lower_in_list(L->assigned, L->nassigned, s->names[0]) &&
+                                                 !lower_ix_wide_name(L, s->names[0])))) {
             val *x = lower_newval(L, VK_VIRT, lower_ty(L, s->value), lower_cname(L, s->names[0]));
             x->expr = s->value;
             lower_bind(L, s->names[0], x);
@@ -246,6 +193,173 @@ static int fma_at_ok(lw *L, const pipe_plan *pp)
     return pp->acc->ly.kind == LY_FMA && pp->acc->ly.tm % 4 == 0 && L->nt % 32 == 0 && M % 8 == 0 && K % 4 == 0 &&
            (M * K) % L->nt == 0;
 }
+
+/* A name bound to a computed-where-used value (a `let` of an index,
+ * mask or pointer tile, or of a scalar in a pipelined loop): its
+ * expression, followed through further such names; any other e as is. */
+const tilec_expr *lower_look(lw *L, const tilec_expr *e)
+{
+    for (int depth = 0; e && e->kind == TILEC_EX_NAME && depth < 32; depth++) {
+        val *v = lower_lookup(L, e->name);
+        if (!v || v->kind != VK_VIRT || !v->expr)
+            break;
+        e = v->expr;
+    }
+    return e;
+}
+
+/* Is e zero however it is spelt: 0, 0.0, -0.0, a hint or constant that
+ * is 0, cast(zero, T), a name let to one of those? */
+int lower_is_zero(lw *L, const tilec_expr *e)
+{
+    e = lower_look(L, e);
+    int64_t v;
+    if (!e || e->kind == TILEC_EX_BOOL)
+        return 0;
+    if (e->kind == TILEC_EX_FLOAT)
+        return e->fval == 0.0;
+    if (e->kind == TILEC_EX_UNARY && e->op == TILEC_OP_NEG)
+        return lower_is_zero(L, e->args[0]);
+    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "cast") && e->nargs >= 1)
+        return lower_is_zero(L, e->args[0]);
+    const tilec_type *t = lower_ty(L, e);
+    return t->rank == 0 && !t->ptr && lower_const_int(L, e, &v) == 0 && v == 0;
+}
+
+int lower_stages(lw *L, int64_t stage_bytes)
+{
+    int64_t h = tilec_kernel_hint(L->k, L->variant, "stages", 0);
+    if (h > 0)
+        return (int)h;
+    int64_t base = ((int64_t)L->smem + 15) & ~(int64_t)15;
+    for (int S = L->stages_cap ? L->stages_cap : LOWER_STAGES_MAX; S >= 2; S--)
+        if (base + S * stage_bytes <= SMEM_LIMIT) {
+            if (S > L->stages_auto)
+                L->stages_auto = S;
+            return S;
+        }
+    return 1;
+}
+
+/* The geometry of a pipelined loop's ring (r->S left to the caller). */
+static void ring_geometry(lw *L, const pipe_plan *pp, ring *r)
+{
+    const tilec_type *at = lower_ty(L, pp->load[0]), *bt = lower_ty(L, pp->load[1]);
+    int64_t M = at->dims[0], K = at->dims[1], N = bt->dims[1];
+    int es = (int)tilec_dtype_size(at->dtype), pad = 16 / es;
+    int bpad = pp->acc->ly.kind == LY_MMA && es == 4 ? 8 : pad; /* tf32: B read by words, four k rows apart */
+    memset(r, 0, sizeof *r);
+    r->lda = (int)K + pad;
+    r->ldb = (int)N + bpad;
+    r->K = K;
+    r->at = fma_at_ok(L, pp);
+    if (r->at)
+        r->lda = (int)(M + ((8 - M) % 32 + 32) % 32); /* the least >= M that is 8 (mod 32) */
+    r->abytes = (r->at ? K : M) * r->lda * es;
+    r->bbytes = K * r->ldb * es;
+}
+
+/* May statement s stay in a pipelined loop? Lets of index, mask and
+ * pointer tiles and of scalars computed where they are used
+ * (lower_bind_loop_scope binds them), the loads, the one dot update. */
+static int pipeline_stmt_ok(lw *L, const tilec_stmt *s, pipe_plan *pp)
+{
+    unsigned line = s->loc.line;
+    if (s->kind == TILEC_ST_DOC)
+        return 1;
+    if (s->kind == TILEC_ST_ASSIGN && lower_dot_update(s) && !pp->update) {
+        pp->update = s;
+        return 1;
+    }
+    if (s->kind == TILEC_ST_ASSIGN && lower_dot_update(s))
+        return lower_miss(L, line, "a second dot update in the loop (a pipelined loop has one)");
+    if (s->kind != TILEC_ST_LET)
+        return lower_miss(L, line, "a statement other than a let or the dot update in the loop body");
+    if (lower_in_list(L->assigned, L->nassigned, s->names[0]))
+        return lower_miss(L, line, "%s is re-assigned", s->names[0]);
+    if (s->value->kind == TILEC_EX_CALL && !strcmp(s->value->name, "load"))
+        return 1;
+    val *x = lower_lookup(L, s->names[0]);
+    if (!x || x->kind != VK_VIRT)
+        return lower_miss(L, line,
+                          "let %s needs loaded data or a reduction (a pipelined loop keeps lets of indices, "
+                          "masks, pointers and scalars computed from them)",
+                          s->names[0]);
+    return 1;
+}
+
+/* Does load ld, operand i of dot d in loop body b, qualify for a ring? */
+static int pipeline_load_ok(lw *L, const tilec_block *b, const tilec_expr *d, int i, const tilec_expr *ld)
+{
+    unsigned line = ld->loc.line;
+    const tilec_type *t = lower_ty(L, ld);
+    int vec = 16 / (int)tilec_dtype_size(t->dtype);
+    if (t->rank != 2 || t->dims[1] % vec)
+        return lower_miss(L, line, "the loaded tile's rows are not whole 16-byte chunks");
+    if ((t->dims[0] * t->dims[1] / vec) % L->nt)
+        return lower_miss(L, line, "the tile's %lld 16-byte chunks are not a multiple of the %d threads",
+                          (long long)(t->dims[0] * t->dims[1] / vec), L->nt);
+    /* the loaded tile is read by the dot only */
+    if (d->args[i]->kind == TILEC_EX_NAME) {
+        int n = 0;
+        for (uint32_t j = 0; j < b->nstmts; j++)
+            if (b->stmts[j]->kind != TILEC_ST_DOC)
+                n += uses(b->stmts[j]->value, d->args[i]->name);
+        if (n != 1)
+            return lower_miss(L, line, "%s is read by more than the dot", d->args[i]->name);
+    }
+    /* contiguous rows, masks and pointers from index tiles, zero fill */
+    for (uint32_t j = 0; j < ld->nargs; j++)
+        if (!lower_is_virtual(L, ld->args[j]))
+            return lower_miss(L, line, "the load's %s needs loaded data", j == 0 ? "pointer" : j == 1 ? "mask" : "`other`");
+    int64_t st;
+    if (!lower_stride(L, ld->args[0], 1, &st) || st != 1)
+        return lower_miss(L, line, "dot operand %c is not contiguous along its last axis", i ? 'B' : 'A');
+    if (ld->nargs > 2 && !lower_is_zero(L, ld->args[2]))
+        return lower_miss(L, line, "the load's `other` is not zero (cp.async fills with zeros)");
+    return 1;
+}
+
+static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp)
+{
+    memset(pp, 0, sizeof *pp);
+    const tilec_block *b = &loop->body;
+    for (uint32_t i = 0; i < b->nstmts; i++)
+        if (!pipeline_stmt_ok(L, b->stmts[i], pp))
+            return 0;
+    if (!pp->update)
+        return lower_miss(L, 0, "no `acc = acc + dot(a, b)` update in the loop body");
+    pp->acc = lower_lookup(L, pp->update->names[0]);
+    const tilec_expr *d = lower_dot_update(pp->update);
+    unsigned dl = pp->update->loc.line;
+    if (!pp->acc || pp->acc->kind != VK_MAT)
+        return lower_miss(L, dl, "the accumulator is not a register tile");
+    if (pp->acc->ly.kind != LY_MMA && !fma_ok(L, pp->acc, d))
+        return lower_miss(L, dl, "the dot is on neither tensor cores nor f32 FMA register blocks");
+    for (int i = 0; i < 2; i++) {
+        const tilec_expr *ld = find_load_let(b, d->args[i]);
+        if (!ld)
+            return lower_miss(L, dl, "dot operand %c is not a load in the loop", i ? 'B' : 'A');
+        pp->load[i] = ld;
+        if (!pipeline_load_ok(L, b, d, i, ld))
+            return 0;
+    }
+    int64_t hint = tilec_kernel_hint(L->k, L->variant, "stages", 0);
+    /* f32 FMA loops pipeline when asked: cp.async would make a kernel that
+     * runs anywhere need sm_80 (docs/language.md, "stages") */
+    if (pp->acc->ly.kind == LY_FMA && hint < 1)
+        return lower_miss(L, loop->loc.line, "no `stages` hint (an f32 FMA loop pipelines when asked: cp.async needs sm_80)");
+    ring r;
+    ring_geometry(L, pp, &r);
+    pp->S = lower_stages(L, r.abytes + r.bbytes);
+    if (pp->S < 2)
+        return lower_miss(L, loop->loc.line, hint ? "the `stages` hint is 1"
+                                                  : "no two stages of its ring (%lld bytes a stage) fit in shared memory "
+                                                    "with what the rest of the kernel takes",
+                          (long long)(r.abytes + r.bbytes));
+    return 1;
+}
+
 
 /* The transposed copies' chunk loop (4-byte chunks, lower_emit_at_copies):
  * `for (tl_q ...) {` defining the chunk's row tl_i0 and column tl_i1, one
@@ -395,21 +509,15 @@ static void steady(lw *L, const pipe_plan *pp, const ring *r, const char *v, til
 
 static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
 {
-    const tilec_type *at = lower_ty(L, pp->load[0]), *bt = lower_ty(L, pp->load[1]);
-    int64_t M = at->dims[0], K = at->dims[1], N = bt->dims[1];
-    int es = (int)tilec_dtype_size(at->dtype), pad = 16 / es;
-    int bpad = pp->acc->ly.kind == LY_MMA && es == 4 ? 8 : pad; /* tf32: B read by words, four k rows apart */
-    ring r = {.S = (int)tilec_kernel_hint(L->k, L->variant, "stages", 1), .lda = (int)K + pad, .ldb = (int)N + bpad, .K = K};
-    r.at = fma_at_ok(L, pp);
-    if (r.at)
-        r.lda = (int)(M + ((8 - M) % 32 + 32) % 32); /* the least >= M that is 8 (mod 32) */
-    r.abytes = (r.at ? K : M) * r.lda * es;
+    const tilec_type *at = lower_ty(L, pp->load[0]);
+    ring r;
+    ring_geometry(L, pp, &r);
+    r.S = pp->S;
     if (r.at) {
         const tilec_expr *da = lower_dot_update(pp->update)->args[0];
         lower_note(L, "  line %u: dot operand %s stored [K][M] in its ring (4-byte cp.async), four rows a 16-byte read",
                    pp->update->loc.line, da->kind == TILEC_EX_NAME ? da->name : "A");
     }
-    r.bbytes = K * r.ldb * es;
     r.sa = lower_alloc_smem(L, r.abytes * r.S);
     r.sb = lower_alloc_smem(L, r.bbytes * r.S);
     const char *v = lower_cname(L, loop->names[0]);
@@ -434,6 +542,32 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
         L->split_acc = pp->acc; /* stmt.c adds the slices' partials after the loop */
 }
 
+/* The remark of a pipelined loop: its path and stages; for f16/bf16
+ * operands whether the sm_90a twin runs it on wgmma + TMA, and if not,
+ * why (lower_wg_note records it). */
+static void remark_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
+{
+    tilec_dtype ad = lower_ty(L, pp->load[0])->dtype;
+    int hinted = tilec_kernel_hint(L->k, L->variant, "stages", 0) > 0;
+    const char *engine = pp->acc->ly.kind == LY_FMA ? "FMA register blocks"
+                         : ad == TILEC_DT_F32       ? "mma.sync (tf32)"
+                                                    : "mma.sync";
+    const char *path = lower_fmt(L, "cp.async pipeline + %s, %d stages (%s)", engine, pp->S,
+                                 hinted ? "the `stages` hint" : "no hint: the deepest of 2..4 that fits");
+    if (pp->acc->ly.kind == LY_FMA) { /* f32 without tf32: the pipeline is the best path */
+        lower_remark_dot(L, loop, path, NULL);
+        return;
+    }
+    lower_miss_reset(L);
+    if (L->split) /* no sm_90a twin for a split-K variant (docs/lowering.md, "Split-K") */
+        lower_miss(L, 0, "a split-K variant has no sm_90a twin");
+    else
+        lower_wg_note(L, loop, pp);
+    lower_dot_remark *r = lower_remark_dot(L, loop, path, L->wg_loop == loop ? NULL : "wgmma + TMA");
+    if (r)
+        r->wg = L->wg_loop == loop;
+}
+
 int lower_pipelined_loop(lw *L, const tilec_stmt *loop)
 {
     if (lower_wg_loop(L, loop))
@@ -442,8 +576,7 @@ int lower_pipelined_loop(lw *L, const tilec_stmt *loop)
     int ok = lower_pipeline_plan(L, loop, &pp);
     if (!lower_split_check_loop(L, loop, ok) || !ok)
         return 0;
-    if (!L->split) /* no sm_90a twin for a split-K variant (docs/lowering.md, "Split-K") */
-        lower_wg_note(L, loop, &pp);
+    remark_pipelined(L, loop, &pp);
     emit_pipelined(L, loop, &pp);
     return 1;
 }

@@ -1,9 +1,8 @@
 /* ring.c: cp.async rings for the loaded dot operands of any loop.
  *
- * In a loop with a `stages` hint that is not a plain dot loop
- * (pipeline.c), every `let x = load(...)` whose one reader is a dot's B
+ * In a loop that is not a plain dot loop (pipeline.c), every `let x = load(...)` whose one reader is a dot's B
  * operand on tensor cores (attention's K and V tiles) is copied by
- * cp.async into a ring of `stages` shared-memory buffers, stages-1
+ * cp.async into a ring of stages (lower_stages) shared-memory buffers, stages-1
  * iterations ahead: the copies of the next tiles are in flight while the
  * current iteration computes, and never pass through registers. The dot
  * reads its fragments from the ring with ldmatrix (dot.c). One
@@ -114,34 +113,39 @@ static int ring_ahead(lw *L, const tilec_stmt *loop, const tilec_expr *e, int de
     return 1;
 }
 
-/* Does `let x = load(...)` qualify for a ring? */
+/* Does `let x = load(...)` qualify for a ring? Statements that are not
+ * loads are skipped silently; a load that does not qualify records why. */
 static int ring_candidate(lw *L, const tilec_stmt *loop, const tilec_stmt *s, ring_op *op)
 {
     const tilec_expr *ld = s->value;
-    if (s->kind != TILEC_ST_LET || ld->kind != TILEC_EX_CALL || strcmp(ld->name, "load") ||
-        lower_in_list(L->assigned, L->nassigned, s->names[0]))
+    if (s->kind != TILEC_ST_LET || ld->kind != TILEC_EX_CALL || strcmp(ld->name, "load"))
         return 0;
+    unsigned line = s->loc.line;
+    const char *x = s->names[0];
+    if (lower_in_list(L->assigned, L->nassigned, x))
+        return lower_miss(L, line, "%s is re-assigned", x);
     const tilec_type *t = lower_ty(L, ld);
     if (t->rank != 2 || (t->dtype != TILEC_DT_F16 && t->dtype != TILEC_DT_BF16))
-        return 0;
+        return lower_miss(L, line, "%s is not a 2-D f16 or bf16 tile", x);
     for (uint32_t j = 0; j < ld->nargs; j++)
         if (!lower_is_virtual(L, ld->args[j]) || !ring_ahead(L, loop, ld->args[j], 0))
-            return 0;
-    if (ld->nargs > 2 && !((ld->args[2]->kind == TILEC_EX_FLOAT && ld->args[2]->fval == 0.0) ||
-                           (ld->args[2]->kind == TILEC_EX_INT && ld->args[2]->ival == 0)))
-        return 0;
+            return lower_miss(L, line, "the %s of load %s cannot be computed an iteration ahead (it reads loaded data "
+                                       "or a name the loop re-assigns)",
+                              j == 0 ? "pointer" : j == 1 ? "mask" : "`other`", x);
+    if (ld->nargs > 2 && !lower_is_zero(L, ld->args[2]))
+        return lower_miss(L, line, "the `other` of load %s is not zero (cp.async fills with zeros)", x);
     int64_t s0 = 0, s1 = 0;
     if (lower_stride(L, ld->args[0], 1, &s1) && s1 == 1)
         op->trans = 0;
     else if (lower_stride(L, ld->args[0], 0, &s0) && s0 == 1)
         op->trans = 1;
     else
-        return 0;
+        return lower_miss(L, line, "load %s is contiguous along neither axis", x);
     if ((op->trans ? t->dims[0] : t->dims[1]) % 8)
-        return 0;
+        return lower_miss(L, line, "the contiguous axis of load %s is not whole 16-byte chunks", x);
     int asb = 0;
-    if (ring_block_reads(L, &loop->body, s->names[0], t->dtype, &asb) != 0 || asb != 1)
-        return 0;
+    if (ring_block_reads(L, &loop->body, x, t->dtype, &asb) != 0 || asb != 1)
+        return lower_miss(L, line, "%s is read other than as one tensor-core dot's B operand, or the loop stores", x);
     op->let = s;
     op->ld = (int)(op->trans ? t->dims[0] : t->dims[1]) + 8;
     op->bytes = (op->trans ? t->dims[1] : t->dims[0]) * op->ld * (int64_t)tilec_dtype_size(t->dtype);
@@ -151,13 +155,20 @@ static int ring_candidate(lw *L, const tilec_stmt *loop, const tilec_stmt *s, ri
 static int ring_check(lw *L, const tilec_stmt *loop, ring_plan *rp)
 {
     memset(rp, 0, sizeof *rp);
-    rp->S = (int)tilec_kernel_hint(L->k, L->variant, "stages", 1);
-    if (rp->S < 2)
-        return 0;
+    int64_t stage = 0;
     for (uint32_t i = 0; i < loop->body.nstmts && rp->n < RING_MAX; i++)
         if (ring_candidate(L, loop, loop->body.stmts[i], &rp->op[rp->n]))
-            rp->n++;
-    return rp->n > 0;
+            stage += rp->op[rp->n++].bytes;
+    if (!rp->n)
+        return lower_miss(L, loop->loc.line, "no load in the loop is a dot's B operand alone");
+    rp->S = lower_stages(L, stage);
+    if (rp->S < 2)
+        return lower_miss(L, loop->loc.line, tilec_kernel_hint(L->k, L->variant, "stages", 0)
+                                                 ? "the `stages` hint is 1"
+                                                 : "no two stages of its rings (%lld bytes a stage) fit in shared "
+                                                   "memory with what the rest of the kernel takes",
+                          (long long)stage);
+    return 1;
 }
 
 /* The condition under which every 16-byte chunk of load e is in bounds
@@ -337,6 +348,11 @@ int lower_ring_loop(lw *L, const tilec_stmt *loop)
         lower_note(L, "  line %u: %s copied by cp.async into a %d-stage ring (%lld bytes a stage%s)", o->let->loc.line,
                    lower_cname(L, o->let->names[0]), rp.S, (long long)o->bytes, o->trans ? ", stored transposed" : "");
     }
+    /* a loop of one dot could have been a pipelined dot loop: the first
+     * reason it is not is the plain pipeline's (stmt.c tried it first) */
+    lower_remark_dot(L, loop,
+                     lower_fmt(L, "cp.async rings of %d stages for %s (dot B operands) + mma.sync", rp.S, sb_str(&names)),
+                     lower_block_dots(&loop->body) == 1 ? "a pipelined dot loop (both operands by cp.async; wgmma + TMA on sm_90a)" : NULL);
     lower_plan_loop(L, loop, 1);
     const char *v = lower_cname(L, loop->names[0]);
     lower_line(L, "{ /* %d-stage cp.async ring: %s */", rp.S, sb_str(&names));

@@ -169,10 +169,9 @@ int lower_split_check_loop(lw *L, const tilec_stmt *loop, int pipelined)
         return 1;
     if (!pipelined) {
         lower_fail(L, &loop->loc,
-                   "split_k = %d: this loop is not a pipelined dot loop (docs/lowering.md, \"Software pipelining\": a "
-                   "`stages` hint of 2 or more, only index lets and loads read by the dot in the body, the accumulator "
-                   "read by nothing but `acc = acc + dot(a, b)`)",
-                   L->split);
+                   "split_k = %d: this loop is not a pipelined dot loop (docs/lowering.md, \"Software pipelining\"): "
+                   "line %u: %s",
+                   L->split, L->miss_line ? L->miss_line : loop->loc.line, L->miss ? L->miss : "(no reason recorded)");
         return 0;
     }
     return 1;

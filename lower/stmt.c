@@ -282,6 +282,7 @@ static void stmt_for(lw *L, const tilec_stmt *s)
 {
     int sync0 = L->nsync;
     unsigned line = s->loc.line;
+    lower_miss_reset(L); /* the remarks give the first reason a check refused */
     if (lower_pipelined_loop(L, s)) {
         lower_note(L, "  loop at line %u: %d __syncthreads per iteration (cp.async pipeline)", line, L->nsync - sync0);
         if (L->split && s == L->split_loop && L->split_acc)
@@ -293,6 +294,8 @@ static void stmt_for(lw *L, const tilec_stmt *s)
         lower_note(L, "  loop at line %u: %d __syncthreads per iteration (cp.async ring)", line, L->nsync - sync0);
         return;
     }
+    if (lower_block_dots(&s->body))
+        lower_remark_dot(L, s, "its loads through registers (no cp.async pipeline)", "a cp.async pipeline");
     lower_plan_loop(L, s, 2);
     lower_walk(L, s->lo, NULL, 0, NULL, PREP);
     lower_walk(L, s->hi, NULL, 0, NULL, PREP);

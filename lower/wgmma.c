@@ -60,12 +60,15 @@ static const tilec_expr *bcast_of(const tilec_expr *e, int axis)
     return a->kind == TILEC_EX_SLICE && !a->nargs && b->kind == TILEC_EX_NONE ? e->args[0] : NULL;
 }
 
-/* The terms of a chain of +. */
-static int add_terms(const tilec_expr *e, const tilec_expr **t, int n, int max)
+/* The terms of a chain of +, through names let to tiles computed where
+ * they are used (`let offs = rm[:, None] * K + rk[None, :]`). */
+static int add_terms(lw *L, const tilec_expr *e, const tilec_expr **t, int n, int max)
 {
+    if (e->kind == TILEC_EX_NAME && lower_ty(L, e)->rank > 0)
+        e = lower_look(L, e);
     if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_ADD) {
-        n = add_terms(e->args[0], t, n, max);
-        return n < 0 ? n : add_terms(e->args[1], t, n, max);
+        n = add_terms(L, e->args[0], t, n, max);
+        return n < 0 ? n : add_terms(L, e->args[1], t, n, max);
     }
     if (n >= max)
         return -1;
@@ -75,9 +78,11 @@ static int add_terms(const tilec_expr *e, const tilec_expr **t, int n, int max)
 
 static int same_name(const tilec_expr *a, const tilec_expr *b) { return a && b && !strcmp(a->name, b->name); }
 
-/* `R[:, None] < rows` (axis 0) or `C[None, :] < cols` (axis 1). */
+/* `R[:, None] < rows` (axis 0) or `C[None, :] < cols` (axis 1), maybe
+ * through a name let to it. */
 static int bound_of(lw *L, const tilec_expr *e, const tilec_expr *x, int axis)
 {
+    e = lower_look(L, e);
     if (e->kind != TILEC_EX_BINARY || e->op != TILEC_OP_LT || !same_name(bcast_of(e->args[0], axis), x))
         return -1;
     return param_index(L, e->args[1], 0);
@@ -155,9 +160,12 @@ int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dty
                    tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z)
 {
     const tilec_expr *t[4], *zname = NULL;
-    int nt = ptr && mk ? add_terms(ptr, t, 0, 4) : -1;
+    unsigned line = ptr ? ptr->loc.line : 0;
+    if (!mk)
+        return lower_miss(L, line, "the load has no mask (TMA's box needs the bounds of both axes)");
+    int nt = add_terms(L, ptr, t, 0, 4);
     if (nt != 3 && nt != 4)
-        return 0;
+        return lower_miss(L, line, "the pointer is not P + R[:, None] * S + C[None, :] (with at most one batch offset)");
     int p = -1, s = -1;
     *R = *C = *Z = NULL;
     for (int i = 0; i < nt; i++) {
@@ -173,21 +181,32 @@ int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dty
                 if ((*R = bcast_of(e->args[j], 0)) != NULL)
                     s = param_index(L, e->args[1 - j], 0);
         } else {
-            return 0;
+            return lower_miss(L, line, "a term of the pointer is not the pointer parameter, R[:, None] * S or C[None, :]");
         }
     }
-    if (p < 0 || s < 0 || !*R || !*C || !unit_index(L, *R) || !unit_index(L, *C) || (nt == 4 && !zname))
-        return 0;
+    if (p < 0)
+        return lower_miss(L, line, "the pointer is not a pointer parameter plus offsets");
+    if (!*R || !*C)
+        return lower_miss(L, line, "the pointer's offsets are not R[:, None] * S + C[None, :] of 1-D index tiles");
+    if (s < 0)
+        return lower_miss(L, line, "the row stride is not an integer parameter");
+    if (!unit_index(L, *R) || !unit_index(L, *C))
+        return lower_miss(L, line, "an index of the pointer is not a unit-stride start + range(n)");
+    if (nt == 4 && !zname)
+        return lower_miss(L, line, "the fourth term of the pointer is not a batch offset name");
+    mk = lower_look(L, mk);
     if (mk->kind != TILEC_EX_BINARY || mk->op != TILEC_OP_ANDAND)
-        return 0;
+        return lower_miss(L, line, "the mask is not R[:, None] < rows && C[None, :] < cols");
     int rows = bound_of(L, mk->args[0], *R, 0), cols = bound_of(L, mk->args[1], *C, 1);
     if (rows < 0 || cols < 0) {
         rows = bound_of(L, mk->args[1], *R, 0);
         cols = bound_of(L, mk->args[0], *C, 1);
     }
     unsigned size = tilec_dtype_size(dt);
-    if (rows < 0 || cols < 0 || (dt != TILEC_DT_F16 && dt != TILEC_DT_BF16 && dt != TILEC_DT_F32))
-        return 0;
+    if (rows < 0 || cols < 0)
+        return lower_miss(L, line, "the mask does not bound R and C by integer parameters (R[:, None] < rows && C[None, :] < cols)");
+    if (dt != TILEC_DT_F16 && dt != TILEC_DT_BF16 && dt != TILEC_DT_F32)
+        return lower_miss(L, line, "elements of %s (TMA here takes f16, bf16, f32)", tilec_dtype_name(dt));
     memset(m, 0, sizeof *m);
     m->ptr = (uint32_t)p;
     m->rows = (uint32_t)rows;
@@ -199,8 +218,11 @@ int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dty
     m->bf16 = dt == TILEC_DT_BF16;
     m->bs[0] = m->bs[1] = TILEC_TMA_NONE;
     if (zname && !batch_of(L, zname, m, Z))
-        return 0;
-    return L->k->params[p].type.dtype == dt;
+        return lower_miss(L, line, "batch offset %s is not a name let once to pid(2) * X [* Y] of integer parameters",
+                          zname->name);
+    if (L->k->params[p].type.dtype != dt)
+        return lower_miss(L, line, "pointer %s's elements are not the loaded type", L->k->params[p].name);
+    return 1;
 }
 
 /* load(P + R[:, None] * S + C[None, :], R[:, None] < rows && C[None, :] <
@@ -209,8 +231,9 @@ static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec
                       const tilec_expr **Z)
 {
     const tilec_type *ty = lower_ty(L, ld);
-    return ld->nargs >= 2 && ty->dtype != TILEC_DT_F32 &&
-           lower_wg_match(L, ld->args[0], ld->args[1], ty->dtype, ty->dims[0], m, R, C, Z);
+    if (ty->dtype == TILEC_DT_F32)
+        return lower_miss(L, ld->loc.line, "f32 operands (the twin multiplies f16 and bf16)");
+    return lower_wg_match(L, ld->args[0], ld->nargs >= 2 ? ld->args[1] : NULL, ty->dtype, ty->dims[0], m, R, C, Z);
 }
 
 /* ", z" for a batched map's third coordinate, "" for a 2-D one. */
@@ -290,20 +313,56 @@ int lower_wg_layout(const lw *L, int64_t M, int64_t N, lay *y)
     return 1;
 }
 
+/* Why the twin cannot run a dot of A [M, K] by B [K, N] in dtype d with
+ * accumulator acc: 0 with the reason recorded, or 1. */
+static int wg_shape_ok(lw *L, unsigned line, tilec_dtype ad, tilec_dtype bd, const val *acc, int64_t M, int64_t K,
+                       int64_t N)
+{
+    if (ad != TILEC_DT_F16 && ad != TILEC_DT_BF16)
+        return lower_miss(L, line, "%s operands (the twin multiplies f16 and bf16)", tilec_dtype_name(ad));
+    if (bd != ad)
+        return lower_miss(L, line, "operands of two types (%s, %s)", tilec_dtype_name(ad), tilec_dtype_name(bd));
+    if (K != WG_BK)
+        return lower_miss(L, line, "K tile %lld is not %d (one 128-byte swizzled row of f16)", (long long)K, WG_BK);
+    if (acc->ty.dtype != TILEC_DT_F32)
+        return lower_miss(L, line, "the accumulator is %s, not f32", tilec_dtype_name(acc->ty.dtype));
+    if (L->nwarps != 4 && L->nwarps != 8)
+        return lower_miss(L, line, "warps = %d (the twin takes 4 or 8)", L->nwarps);
+    if (M != 16 * L->nwarps)
+        return lower_miss(L, line, "M tile %lld is not 16 * warps = %d (one 16-row wgmma tile per warp)", (long long)M,
+                          16 * L->nwarps);
+    if (N % 64 || N > 256)
+        return lower_miss(L, line, "N tile %lld is not a multiple of 64 up to 256", (long long)N);
+    return 1;
+}
+
 void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
 {
     if (L->wg)
         return;
     if (L->wg_seen++) { /* one dot loop per kernel */
+        for (int i = 0; i < L->nrem; i++)
+            if (L->rem[i].wg) {
+                L->rem[i].wg = 0;
+                L->rem[i].missed = "wgmma + TMA";
+                L->rem[i].why = lower_fmt(L, "the kernel has another dot loop (line %u; the twin takes one)", loop->loc.line);
+                L->rem[i].why_line = 0;
+            }
         L->wg_loop = NULL;
+        lower_miss(L, 0, "the kernel has more than one dot loop (the twin takes one)");
         return;
     }
     const tilec_type *at = lower_ty(L, pp->load[0]), *bt = lower_ty(L, pp->load[1]);
     int64_t M = at->dims[0], K = at->dims[1], N = bt->dims[1];
     lay y;
-    if ((at->dtype != TILEC_DT_F16 && at->dtype != TILEC_DT_BF16) || bt->dtype != at->dtype || K != WG_BK ||
-        pp->acc->ty.dtype != TILEC_DT_F32 || !lower_wg_layout(L, M, N, &y) || !top_level(L, loop))
+    if (!wg_shape_ok(L, pp->update->loc.line, at->dtype, bt->dtype, pp->acc, M, K, N))
         return;
+    if (!lower_wg_layout(L, M, N, &y))
+        return (void)lower_miss(L, pp->update->loc.line, "no wgmma accumulator layout for %lld x %lld", (long long)M,
+                                (long long)N);
+    if (!top_level(L, loop))
+        return (void)lower_miss(L, 0, "the loop is not a statement of the kernel's body after lets of indices and "
+                                      "scalars only (the producer warps run those too)");
     wg_plan *w = &L->wgp;
     memset(w, 0, sizeof *w);
     lower_bind_loop_scope(L, loop);
@@ -319,7 +378,7 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     if (w->S > WG_MAX_STAGES)
         w->S = WG_MAX_STAGES;
     if (w->S < 2)
-        return;
+        return (void)lower_miss(L, 0, "fewer than two TMA stages fit");
     w->nmaps = 2;
     lower_wg_store_note(L, loop);
     w->persist_ok = after_loop_ok(L, loop);

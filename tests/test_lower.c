@@ -276,8 +276,12 @@ Test(lower, ring_loop_rules, .timeout = 60)
     cr_expect(strstr(s, "{ /* v_acc += dot"), "acc * e + dot accumulates into acc:\n%s", s);
     free(s);
     /* stages = 1: K and V through registers and staging, as before */
-    s = lower_one(RING_KERNEL("", ""), "a");
+    s = lower_one(RING_KERNEL(", stages = 1", ""), "a");
     cr_expect(!strstr(s, "cp.async ring") && !strstr(s, "tl_cp16(tl_d"), "%s", s);
+    free(s);
+    /* no hint: the deepest ring of 2..4 stages that fits (lower_stages) */
+    s = lower_one(RING_KERNEL("", ""), "a");
+    cr_expect(strstr(s, "4-stage cp.async ring: v_tk, v_tv"), "%s", s);
     free(s);
     /* a store in the loop: no copy may be issued ahead of it */
     s = lower_one(RING_KERNEL(", stages = 2",

@@ -140,11 +140,12 @@ Test(splitk, refusals)
 {
     refuse(SK(", stages = 3, split_k = 0", "", "BK", "", ""), "must be 1 (no split) to 64");
     refuse(SK(", stages = 3, split_k = 65", "", "BK", "", ""), "must be 1 (no split) to 64");
-    /* not the pipelined dot loop: no stages; the accumulator read inside
-     * the loop by something other than the dot */
-    refuse(SK(", split_k = 2", "", "BK", "", ""), "is not a pipelined dot loop");
+    /* not the pipelined dot loop: stages = 1; the accumulator read inside
+     * the loop by something other than the dot; each says why */
+    refuse(SK(", stages = 1, split_k = 2", "", "BK", "", ""), "is not a pipelined dot loop");
+    refuse(SK(", stages = 1, split_k = 2", "", "BK", "", ""), "the `stages` hint is 1");
     refuse(SK(", stages = 3, split_k = 2", "", "BK", "        let t = acc * 2.0;\n", ""),
-           "is not a pipelined dot loop");
+           "let t needs loaded data or a reduction");
     /* every slice would run what comes before the loop */
     refuse(SK(", stages = 3, split_k = 2", "    store(c + rn, cast(zeros(f32, BN), f16), rn < N);\n", "BK", "", ""),
            "writes memory before the dot loop");

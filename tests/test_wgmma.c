@@ -13,6 +13,7 @@
 #include "fs_helpers.h"
 #include "helpers.h"
 #include "mm_tile.h"
+#include "sass_helpers.h"
 #include "tilec/lower.h"
 
 #define GEMM "bench/harness/gemm.tile"
@@ -203,60 +204,6 @@ Test(wgmma, masks_give_the_extents)
     cr_expect(r == -1, "a bound on another index expression: no twin");
     a_map_with_mask("rm[:, None] < M && rk[None, :] < 64", &r, &c);
     cr_expect(r == -1, "a constant bound: no twin");
-}
-
-/* cuobjdump: $SASS_TOOLS/bin, /tmp/sass-tools/bin (where ../shared/tools/sass
- * unpacks it), the CUDA toolkit, the PATH; NULL when there is none. */
-static const char *cuobjdump(void)
-{
-    static char path[4096];
-    const char *t = getenv("SASS_TOOLS");
-    const char *dirs[] = {t, "/tmp/sass-tools", "/usr/local/cuda"};
-    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-        if (!dirs[i])
-            continue;
-        snprintf(path, sizeof path, "%s/bin/cuobjdump", dirs[i]);
-        if (access(path, X_OK) == 0)
-            return path;
-    }
-    char *out;
-    int st = sh(&out, "command -v cuobjdump");
-    if (st == 0 && out[0] == '/') {
-        snprintf(path, sizeof path, "%.*s", (int)strcspn(out, "\n"), out);
-        free(out);
-        return path;
-    }
-    free(out);
-    return NULL;
-}
-
-/* The SASS (or resource usage, with -res-usage) of variant v of a kernel
- * of `file` for arch. */
-static char *disassemble_file(const char *tool, const char *opt, const char *path, const char *kernel, int v,
-                              const char *arch)
-{
-    tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse(ctx, path);
-    tilec_kernel_code code;
-    void *cubin = NULL;
-    size_t size = 0;
-    cr_assert_eq(tilec_compile_kernel(ctx, m, tilec_module_find_kernel(m, kernel), v, arch, &code, &cubin, &size),
-                 TILEC_OK, "%s variant %d does not compile for %s", kernel, v, arch);
-    char dir[256];
-    make_tmpdir(dir, sizeof dir);
-    char file[512];
-    snprintf(file, sizeof file, "%s/k.cubin", dir);
-    FILE *f = fopen(file, "wb");
-    cr_assert(f && fwrite(cubin, 1, size, f) == size && fclose(f) == 0);
-    char *out;
-    int st = sh(&out, "'%s' %s '%s'", tool, opt, file);
-    cr_assert_eq(st, 0, "cuobjdump failed:\n%s", out);
-    rm_dir(dir);
-    free(cubin);
-    tilec_kernel_code_free(&code);
-    tilec_module_free(m);
-    tilec_ctx_free(ctx);
-    return out;
 }
 
 static char *disassemble(const char *tool, const char *opt, const char *kernel, int v, const char *arch)

@@ -28,6 +28,11 @@ tables. Usage (from the repository root, on the GPU machine):
 
   python3 bench/harness/bench.py --out results.jsonl [--only SUBSTR]
           [--family F] [--autotune | --no-compile] [--host] [--tag NAME]
+
+  python3 bench/harness/bench.py --family forms --out forms.jsonl --no-compile
+          issue 29's equivalent forms of the f16 GEMM (tests/forms) at 4096,
+          each against torch.matmul, then one table (form, time, cuBLAS,
+          ratio, ratio to the reference form); not part of a plain run
 """
 import argparse
 import ctypes
@@ -369,6 +374,81 @@ def w_attention(b, h, s, d, causal):
         2 * 4 * b * h * s * d, flops, tol=5e-3, eager_is="SDPA (torch eager)", peak=TF_PEAK_F16)
 
 
+FORMS_DIR = "tests/forms"  # issue 29's corpus of equivalent forms (tests/forms/README.md)
+
+
+def form_info(path):
+    """The `/// form:` and `/// args:` lines of a form's file."""
+    info = {"form": "", "args": "plain"}
+    with open(os.path.join(ROOT, path)) as f:
+        for line in f:
+            for key in info:
+                if line.startswith(f"/// {key}:"):
+                    info[key] = line.split(":", 1)[1].strip()
+    return info
+
+
+def w_form(path, s):
+    """One form of the f16 GEMM at s x s x s, called as its `/// args:`
+    line says, against torch.matmul (cuBLAS)."""
+    info = form_info(path)
+    conv = info["args"]
+    if conv not in ("plain", "ld", "bt"):
+        raise ValueError(f"{path}: unknown args convention {conv!r}")
+
+    def make():
+        b = randn(s, s, dtype=torch.float16)
+        return {"a": randn(s, s, dtype=torch.float16), "b": b.t().contiguous() if conv == "bt" else b,
+                "c": torch.empty(s, s, device=DEV, dtype=torch.float16)}
+
+    def call(t):
+        args = [t["a"], t["b"], t["c"], s, s, s]
+        return (args + [s, s, s] if conv == "ld" else args), "c"
+
+    def bmat(t):
+        return t["b"].t() if conv == "bt" else t["b"]
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return Workload(
+        f"form {stem} {s}", "forms", path, "gemm", make, call, lambda t: torch.matmul(t["a"], bmat(t)),
+        lambda t: t["a"].double() @ bmat(t).double(), 2 * 3 * s * s, 2.0 * s * s * s, tol=2e-3,
+        eager_is="cuBLAS (torch.matmul)", peak=TF_PEAK_F16)
+
+
+def form_workloads(s=4096):
+    d = os.path.join(ROOT, FORMS_DIR)
+    names = sorted(f for f in os.listdir(d) if f.endswith(".tile")) if os.path.isdir(d) else []
+    # the reference first: the table compares every form with it
+    names.sort(key=lambda f: f != "ref.tile")
+    return [w_form(f"{FORMS_DIR}/{f}", s) for f in names]
+
+
+def forms_table(records):
+    """The forms' device times as one markdown table: each form's tilec C
+    median, cuBLAS's, their ratio, and the form against the reference."""
+    by = {}
+    for r in records:
+        if r.get("kind") == "device" and r.get("family") == "forms" and "median_ms" in r:
+            by.setdefault(r["workload"], {})[r["side"]] = r["median_ms"]
+    checks = {r["workload"]: r for r in records if r.get("kind") == "check"}
+    ref = next((w for w in by if w.startswith("form ref ")), None)
+    ref_ms = by.get(ref, {}).get("tilec C")
+    lines = ["| form | what | tilec C (ms) | cuBLAS (ms) | vs cuBLAS | vs ref |", "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for w in sorted(set(by) | {k for k in checks if k.startswith("form ")}, key=lambda w: (w != ref, w)):
+        t, cb = by.get(w, {}).get("tilec C"), by.get(w, {}).get("cuBLAS (torch.matmul)")
+        stem = w.split()[1]
+        what = form_info(f"{FORMS_DIR}/{stem}.tile")["form"]
+        if t is None:
+            c = checks.get(w, {})
+            lines.append(f"| {stem} | {what} | {'WRONG' if c.get('ok') is False else 'ERROR'} | "
+                         f"{cb if cb is None else f'{cb:.3f}'} | | |")
+            continue
+        vs_cb = f"{cb / t:.2f}x" if cb else ""
+        vs_ref = f"{ref_ms / t:.2f}x" if ref_ms else ""
+        lines.append(f"| {stem} | {what} | {t:.3f} | {cb:.3f} | {vs_cb} | {vs_ref} |" if cb else
+                     f"| {stem} | {what} | {t:.3f} | | | {vs_ref} |")
+    return "\n".join(lines)
+
+
 def workloads():
     w = [w_add_relu(1 << 26)]
     for r, c in [(8192, 1024), (8192, 4096), (2048, 16384), (32768, 512), (65536, 128), (4096, 1000), (8192, 3000)]:
@@ -400,6 +480,7 @@ def workloads():
     for d, h in ((64, 16), (128, 8)):
         for causal in (False, True):
             w.append(w_attention(4, h, 4096, d, causal))
+    w.extend(form_workloads())  # run only when asked: --family forms (or --only form)
     return w
 
 
@@ -408,6 +489,7 @@ def workloads():
 class Run:
     def __init__(self, args):
         self.args = args
+        self.records = []
         self.out = open(args.out, "a")
         self.tdev = tilec.device()
         libpath = os.environ.get("TILEC_LIB") or os.path.join(ROOT, "build", "lib", "libtilec.so")
@@ -423,6 +505,7 @@ class Run:
 
     def emit(self, rec):
         rec.setdefault("tag", self.args.tag)
+        self.records.append(rec)
         self.out.write(json.dumps(rec) + "\n")
         self.out.flush()
 
@@ -828,12 +911,16 @@ def main():
                 continue
             if args.family and w.family not in args.family:
                 continue
+            if w.family == "forms" and not args.family and not args.only:
+                continue  # issue 29's forms: a run of their own (--family forms)
             try:
                 r.workload(w)
             except Exception as e:  # keep going: the record says what failed
                 r.emit({"kind": "check", "workload": w.name, "ok": False, "error": str(e)[:500]})
                 print(f"  ERROR {e}", flush=True)
             torch.cuda.empty_cache()
+        if args.family and "forms" in args.family:
+            print("\n" + forms_table(r.records), flush=True)
     if args.host:
         r.host()
     if args.host or args.graphs:

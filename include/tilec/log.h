@@ -12,6 +12,9 @@ extern "C" {
 /* The channels the runtime knows (a channel name is any string; these are
  * the ones it reports on). */
 #define TILEC_LOG_ASYNC_COMPILE "async_compile"
+/* each lowered kernel's remarks: the path of every dot loop and, where it
+ * is not the target's best, why (docs/lowering.md, "Remarks") */
+#define TILEC_LOG_REMARKS "remarks"
 
 /* 1 when `channel` is enabled by $TILEC_LOGS, else 0. The variable is read
  * at each call (no cache), so a program may change it between calls.

@@ -50,6 +50,11 @@ typedef struct tilec_kernel_code {
     const char *min_sm_why; /* static text: the use that needs min_sm ("copies
                              * global to shared memory with cp.async"), or NULL */
     uint32_t min_sm_line; /* the .tile line of its first statement (0: unknown) */
+    char *remarks;        /* (last: the fields before keep their offsets)
+                           * the path of each dot loop and, where it is not
+                           * the target's best, why: lines "line N: ..."
+                           * ("" when none); also at the end of layouts
+                           * and on stderr with TILEC_LOGS=remarks */
 } tilec_kernel_code;
 
 /* Number of compiled variants of k: max(1, k->nvariants). */
