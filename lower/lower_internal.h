@@ -207,6 +207,10 @@ const char *lower_cctype(tilec_dtype d);
 const char *lower_conv(lw *L, const char *x, tilec_dtype from, tilec_dtype to);
 const char *lower_ld_elem(lw *L, const char *x, tilec_dtype d);
 const char *lower_st_elem(lw *L, const char *x, tilec_dtype d);
+const char *lower_vctype(lw *L, const tilec_type *t);
+int64_t lower_vsize(const tilec_type *t);
+const char *lower_ld_val(lw *L, const char *x, const tilec_type *t);
+const char *lower_st_val(lw *L, const char *x, const tilec_type *t);
 const char *lower_float_lit(lw *L, double x, tilec_dtype d);
 const char *lower_inf_lit(lw *L, tilec_dtype d);
 
