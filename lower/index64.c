@@ -198,7 +198,7 @@ static rng r_binary(tilec_op op, rng a, rng b)
     case TILEC_OP_AND:
         if (a.lo >= 0 || b.lo >= 0)
             return (rng){0, a.lo >= 0 && b.lo >= 0 ? min64(a.hi, b.hi) : a.lo >= 0 ? a.hi : b.hi, data};
-        /* fall through */
+        __attribute__((fallthrough));
     default: /* | ^ &: within the wider operand's bits */
         if (fits32(a) && fits32(b))
             return (rng){a.lo >= 0 && b.lo >= 0 ? 0 : INT32_MIN, INT32_MAX, data};
