@@ -27,4 +27,8 @@ typedef struct fill_value {
  * tilec_dtype_size(dt) bytes of *bits (floats round to nearest even). */
 fill_status fill_bits(tilec_dtype dt, const fill_value *v, uint64_t *bits);
 
+/* The values of integer dtype dt that an int64_t holds: u64's stop at
+ * INT64_MAX (a 64-bit unsigned value is checked into int64_t first). */
+void fill_int_range(tilec_dtype dt, int64_t *lo, int64_t *hi);
+
 #endif
