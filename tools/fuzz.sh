@@ -2,10 +2,10 @@
 # tools/fuzz.sh BUILD SECONDS [JOBS [TARGET]]: run the libFuzzer targets
 # built by `make fuzz` (or only TARGET: frontend, bundle or gen) for SECONDS
 # each (JOBS processes each, default 1), seeded with the examples, the
-# golden inputs and valid bundles (gen, the generator of well-typed
-# kernels, starts from nothing: any bytes are a kernel). The corpus grows
-# in BUILD/corpus/; crashes, leaks and timeouts go to BUILD/findings/RUN/
-# and fail the script. The last line of each run gives its execution count.
+# golden inputs, 64 generated modules and valid bundles (gen, the generator
+# of well-typed kernels, starts from nothing: any bytes are a kernel). The
+# corpus grows in BUILD/corpus/; crashes, leaks and timeouts go to
+# BUILD/findings/RUN/ and fail the script. The last line of each run gives its execution count.
 set -eu
 build=${1:-build-fuzz}
 seconds=${2:-60}
@@ -23,6 +23,9 @@ for f in examples/*.tile bench/wrapper/*.tile tests/golden/ok/*.tile tests/golde
     cp "$f" "$build/corpus/frontend/seed-$(basename "$(dirname "$f")")-$(basename "$f")"
 done
 "$build/fuzz/bundle_seeds" "$build/corpus/bundle"
+# and 64 generated well-typed modules (fuzz/gen_kernel.c): scans, pointer
+# re-assignment, graphs with views and extern calls, for the front end to mutate
+"$build/fuzz/gen_tiles" 64 "$build/corpus/frontend" 1 >/dev/null
 
 # A hang is an input that takes more than FUZZ_TIMEOUT s of wall time
 # (default 1; on a machine shared with other work, where an input's wall
