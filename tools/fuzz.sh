@@ -23,6 +23,7 @@ for f in examples/*.tile bench/wrapper/*.tile tests/golden/ok/*.tile tests/golde
     cp "$f" "$build/corpus/frontend/seed-$(basename "$(dirname "$f")")-$(basename "$f")"
 done
 "$build/fuzz/bundle_seeds" "$build/corpus/bundle"
+cp fuzz/gen_seeds/* "$build/corpus/gen/" # inputs of past findings of fuzz_gen
 # and 64 generated well-typed modules (fuzz/gen_kernel.c): scans, pointer
 # re-assignment, graphs with views and extern calls, for the front end to mutate
 "$build/fuzz/gen_tiles" 64 "$build/corpus/frontend" 1 >/dev/null
