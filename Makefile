@@ -481,7 +481,7 @@ fuzz:
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) OPT="-O1 -g" \
 	    SANFLAGS="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" fuzz-build
 	tools/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_JOBS)
-fuzz-build: $(BUILD)/fuzz/fuzz_frontend $(BUILD)/fuzz/fuzz_bundle $(BUILD)/fuzz/fuzz_gen $(BUILD)/fuzz/bundle_seeds
+fuzz-build: $(BUILD)/fuzz/fuzz_frontend $(BUILD)/fuzz/fuzz_bundle $(BUILD)/fuzz/fuzz_gen $(BUILD)/fuzz/bundle_seeds $(BUILD)/fuzz/gen_tiles
 $(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/fuzz/fuzz_%.o $(LIBA_INT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS)

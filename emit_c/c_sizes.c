@@ -16,6 +16,7 @@
 #include "tilec/wir.h"
 
 #define uthash_nonfatal_oom(e) ((void)0)
+#include "util/fill.h"
 #include "util/hashtable.h"
 #include "util/mangle.h"
 
@@ -309,6 +310,16 @@ void csz_fits(csz *z, const char *text, const tilec_ix *expr, tilec_dtype dt, co
     int64_t c = expr && expr->op == TILEC_IX_INT ? expr->value : -1;
     if (!fresh || (c >= 0 && (dt != TILEC_DT_U32 || c <= UINT32_MAX) && (dt != TILEC_DT_I32 || c <= INT32_MAX)))
         return; /* checked already, or a literal that fits */
+    /* a graph scalar passed as it is: its C type bounds it, and only a bound
+     * past the parameter's is tested (an int32_t compared with UINT32_MAX is
+     * always false, which cc -Wextra -Werror refuses) */
+    int64_t vlo = INT64_MIN, vhi = INT64_MAX, plo, phi;
+    const tilec_param *gp = expr && expr->op == TILEC_IX_SYM ? csz_scalar_param(z->g, expr->name, strlen(expr->name)) : NULL;
+    if (gp && gp->type.dtype != TILEC_DT_U64)
+        fill_int_range(gp->type.dtype, &vlo, &vhi);
+    fill_int_range(dt, &plo, &phi);
+    if (vlo >= plo && vhi <= phi)
+        return;
     sb_init(&v);
     sb_init(&what);
     sb_init(&t);
@@ -318,11 +329,13 @@ void csz_fits(csz *z, const char *text, const tilec_ix *expr, tilec_dtype dt, co
     const char *lo = dt == TILEC_DT_I32 ? "INT32_MIN" : "0";
     const char *vs = sb_str(&v);
     block_start(z);
-    if (dt == TILEC_DT_U64)
-        sb_printf(&z->checks, "    if (%s < 0)\n", vs);
+    const char *hi = dt == TILEC_DT_I32 ? "INT32_MAX" : "(int64_t)UINT32_MAX";
+    if (dt == TILEC_DT_U64 || vhi <= phi)
+        sb_printf(&z->checks, "    if (%s < %s)\n", vs, lo);
+    else if (vlo >= plo)
+        sb_printf(&z->checks, "    if (%s > %s)\n", vs, hi);
     else
-        sb_printf(&z->checks, "    if (%s < %s || %s > %s)\n", vs, lo, vs,
-                  dt == TILEC_DT_I32 ? "INT32_MAX" : "(int64_t)UINT32_MAX");
+        sb_printf(&z->checks, "    if (%s < %s || %s > %s)\n", vs, lo, vs, hi);
     sb_printf(&z->checks,
               "        return tl_fail(err, errlen, \"%s: argument '%s' of %s (%s) is %%lld, which does not fit %s\", "
               "(long long)%s);\n",

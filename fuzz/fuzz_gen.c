@@ -31,6 +31,25 @@ static void finding(tilec_ctx *ctx, const char *text, const char *stage)
     abort();
 }
 
+/* 1 when every error of ctx is the shared-memory limit of the target: a
+ * resource the lowering ran out of (its shared memory is one bump
+ * allocation per kernel, never reused between statements: a kernel of many
+ * large layout conversions and scans passes the checker and needs more
+ * than sm_90's 227 KiB), reported as a clear error; docs/reliability.md. */
+static int only_smem_limit(const tilec_ctx *ctx)
+{
+    size_t errors = 0;
+    for (size_t i = 0; i < tilec_ctx_diag_count(ctx); i++) {
+        const tilec_diag *d = tilec_ctx_diag(ctx, i);
+        if (d->severity != TILEC_SEV_ERROR)
+            continue;
+        errors++;
+        if (!strstr(d->message, "bytes of shared memory (the most a block may have"))
+            return 0;
+    }
+    return errors > 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text = gen_kernel(data, size);
@@ -46,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const tilec_kernel *k = tilec_module_kernel(m, 0);
     for (uint32_t v = 0; v < tilec_kernel_variant_count(k); v++) {
         tilec_kernel_code code;
-        if (tilec_lower_kernel(ctx, m, k, (int)v, &code) != TILEC_OK)
+        if (tilec_lower_kernel(ctx, m, k, (int)v, &code) != TILEC_OK && !only_smem_limit(ctx))
             finding(ctx, text, "lowering");
         tilec_kernel_code_free(&code);
     }

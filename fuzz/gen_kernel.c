@@ -172,10 +172,25 @@ static void offsets(gen *g, const ty *t)
     outf(g, " + (range(%s)[:, None] * %s + range(%s)[None, :])", dimn[t->d[0]], dimn[t->d[1]], dimn[t->d[1]]);
 }
 
+static int use_var(gen *g, const ty *t, int scalar_ok);
+
 /* a pointer (tile) of element type t.dt and t's shape */
 static void ptr(gen *g, ty t, int depth)
 {
-    unsigned k = depth > 0 ? pick(g, 6) : 0;
+    unsigned k = depth > 0 ? pick(g, 6) : pick(g, 2) ? 0 : 6;
+    if (k == 6 || k == 3) { /* a pointer let of this type, perhaps moved */
+        out(g, "(");
+        if (use_var(g, &t, 0)) {
+            if (pick(g, 2))
+                offsets(g, &(ty){t.dt, 0, {0, 0}, 1});
+            out(g, ")");
+            return;
+        }
+        ptr_base(g, t.dt);
+        offsets(g, &t);
+        out(g, ")");
+        return;
+    }
     if (k == 4 && t.rank == 2) { /* trans of the transposed pointer tile */
         call(g, "trans", 1, (ty[]){transposed(&t)}, depth - 1);
         return;
@@ -305,6 +320,53 @@ static ty widen(ty t, int d)
     return t;
 }
 
+/* cumsum / cumprod / cummax / cummin / scan giving t (rank >= 1), with
+ * the optional exclusive and reverse flags; cumsum of bools gives i32 */
+static void scan(gen *g, ty t, int depth)
+{
+    static const char *const flags[] = {"", ", true", ", false", ", true, true", ", false, true", ", true, false"};
+    int axis = (int)pick(g, (unsigned)t.rank);
+    const char *ax = pick(g, 3) == 0 ? (axis == t.rank - 1 ? "-1" : "-2") : (axis ? "1" : "0");
+    const char *fl = flags[pick(g, 6)];
+    if (t.dt == I32 && pick(g, 4) == 0) {
+        out(g, "cumsum(");
+        ex(g, bools(&t), depth - 1);
+        outf(g, ", %s%s)", ax, fl);
+        return;
+    }
+    if (t.dt == B_) {
+        leaf(g, t);
+        return;
+    }
+    unsigned k = pick(g, 5);
+    if (k < 4) {
+        static const char *const fns[] = {"cumsum", "cumprod", "cummax", "cummin"};
+        outf(g, "%s(", fns[k]);
+        ex(g, t, depth - 1);
+        outf(g, ", %s%s)", ax, fl);
+        return;
+    }
+    /* scan(x, axis, init, a, b, combine [, exclusive [, reverse]]): fresh names */
+    char a[16], b[16];
+    snprintf(a, sizeof a, "v%d", g->nnames++);
+    snprintf(b, sizeof b, "v%d", g->nnames++);
+    out(g, "scan(");
+    ex(g, t, depth - 1);
+    outf(g, ", %s, ", ax);
+    literal(g, t.dt);
+    outf(g, ", %s, %s, ", a, b);
+    switch (pick(g, is_int(t.dt) ? 7 : 4)) {
+    case 0: outf(g, "%s + %s", a, b); break;
+    case 1: outf(g, "%s * %s", b, a); break;
+    case 2: outf(g, "maximum(%s, %s)", a, b); break;
+    case 3: outf(g, "minimum(%s, %s)", b, a); break;
+    case 4: outf(g, "%s & %s", a, b); break;
+    case 5: outf(g, "%s | %s", a, b); break;
+    default: outf(g, "%s ^ %s", a, b); break;
+    }
+    outf(g, "%s)", fl);
+}
+
 static void ex(gen *g, ty t, int depth)
 {
     if (depth <= 0 || g->nodes > MAXNODES) {
@@ -421,6 +483,13 @@ static void ex(gen *g, ty t, int depth)
             return;
         }
         break;
+    case 13:
+    case 14: /* a scan along an axis of t */
+        if (t.rank > 0) {
+            scan(g, t, depth);
+            return;
+        }
+        break;
     case 12:
         if (is_atomic(t.dt)) {
             out(g, "atomic_add(");
@@ -478,18 +547,22 @@ static void stmt(gen *g, int depth)
         return;
     }
     case 2: { /* a pointer let */
-        int dt = (int)pick(g, NDT);
-        var *v = new_var(g, (ty){dt, 0, {0, 0}, 1}, 1);
+        ty t = random_ty(g);
+        t.ptr = 1;
+        if (pick(g, 3) == 0)
+            t.rank = 0;
+        var *v = new_var(g, t, 1);
         if (!v)
             break;
         g->nv--; /* not visible in its own value */
         outf(g, "let %s = ", v->name);
-        ptr(g, scalar(dt), 0);
+        ptr(g, t, (int)pick(g, 2));
         out(g, ";\n");
         g->nv++;
         return;
     }
-    case 3: { /* re-assignment of a value or a pointer */
+    case 3:
+    case 9: { /* re-assignment of a value or a pointer */
         int cand[MAXV], n = 0;
         for (int i = 0; i < g->nv; i++)
             if (g->v[i].assignable)
@@ -498,8 +571,18 @@ static void stmt(gen *g, int depth)
             break;
         var *v = &g->v[cand[pick(g, (unsigned)n)]];
         outf(g, "%s = ", v->name);
-        if (v->t.ptr)
-            ptr(g, v->t, 0);
+        if (v->t.ptr && pick(g, 2)) { /* moved: p = p + k, p = k + p, p = p - k */
+            ty off = pick(g, 2) ? scalar(pick(g, 3) ? I32 : I64) : (ty){I32, v->t.rank, {v->t.d[0], v->t.d[1]}, 0};
+            unsigned f = pick(g, 3);
+            if (f == 1) {
+                ex(g, off, 1);
+                outf(g, " + %s", v->name);
+            } else {
+                outf(g, "%s %s ", v->name, f ? "-" : "+");
+                ex(g, off, 1);
+            }
+        } else if (v->t.ptr)
+            ptr(g, v->t, (int)pick(g, 2));
         else
             ex(g, v->t, 1 + (int)pick(g, 2));
         out(g, ";\n");
@@ -597,30 +680,229 @@ static void block(gen *g, int depth)
     g->nv = nv;
 }
 
+/* ---- the graph: allocations, views, kernel and extern calls ---- */
+
+static int dt_size(int dt) { return dt == B_ || dt == I8 || dt == U8 ? 1 : dt == I16 || dt == U16 || dt == F16 || dt == BF16 ? 2 : dt == I64 || dt == U64 || dt == F64 ? 8 : 4; }
+
+#define MAXT 48
+typedef struct gtensor {
+    char name[8];
+    int dt;
+    int scale; /* M * scale elements */
+} gtensor;
+
+typedef struct graphgen {
+    gen *g;
+    strbuf *h;           /* the graph's body */
+    strbuf *ext;         /* extern declarations */
+    gtensor t[MAXT];
+    int nt, nalloc;
+    int ext_of[NDT][3];  /* extern k of each dtype declared (1 + its number), per form */
+    int next;
+} graphgen;
+
+static void g_size(graphgen *G, int scale)
+{
+    static const char *const m[] = {"M", "M * 1", "(M + 1) * 1 - 1"};
+    if (scale == 1)
+        sb_puts(G->h, m[pick(G->g, 3)]);
+    else
+        sb_printf(G->h, pick(G->g, 2) ? "M * %d" : "%d * M", scale);
+}
+
+static void g_literal(graphgen *G, int dt)
+{
+    static const char *const ints[] = {"0", "1", "7", "-3"};
+    static const char *const flts[] = {"0.5", "-inf", "1", "-2.25"};
+    if (dt == B_)
+        sb_puts(G->h, pick(G->g, 2) ? "true" : "false");
+    else if (is_int(dt))
+        sb_puts(G->h, ints[pick(G->g, dt >= U8 ? 3 : 4)]);
+    else
+        sb_puts(G->h, flts[pick(G->g, 4)]);
+}
+
+/* a new tensor of dt (M * scale elements) allocated or filled: its
+ * index, or -1 when the table is full */
+static int g_alloc(graphgen *G, int dt, int scale)
+{
+    if (G->nt == MAXT)
+        return -1;
+    gtensor *x = &G->t[G->nt];
+    snprintf(x->name, sizeof x->name, "a%d", G->nalloc++);
+    x->dt = dt;
+    x->scale = scale;
+    int like = -1;
+    for (int i = 0; i < G->nt; i++)
+        if (G->t[i].dt == dt && G->t[i].scale == scale)
+            like = i;
+    sb_printf(G->h, "    let %s = ", x->name);
+    unsigned k = pick(G->g, like >= 0 ? 8 : 4);
+    if (k >= 4) {
+        static const char *const f[] = {"empty_like", "zeros_like", "ones_like", "full_like"};
+        sb_printf(G->h, "%s(%s", f[k - 4], G->t[like].name);
+        if (k == 7) {
+            sb_puts(G->h, ", ");
+            g_literal(G, dt);
+        }
+    } else {
+        static const char *const f[] = {"empty", "zeros", "ones", "full"};
+        sb_printf(G->h, "%s(%s, [", f[k], dtn[dt]);
+        g_size(G, scale);
+        sb_puts(G->h, "]");
+        if (k == 3) {
+            sb_puts(G->h, ", ");
+            g_literal(G, dt);
+        }
+    }
+    sb_puts(G->h, ");\n");
+    return G->nt++;
+}
+
+/* a tensor of dt: one there is, or a new one (there is always one of each
+ * pointer type of k0: the graph's inputs and its result) */
+static int g_tensor(graphgen *G, int dt)
+{
+    int cand[MAXT], n = 0;
+    for (int i = 0; i < G->nt; i++)
+        if (G->t[i].dt == dt)
+            cand[n++] = i;
+    int k = n && pick(G->g, 4) ? -1 : g_alloc(G, dt, 1 + (int)pick(G->g, 2));
+    return k >= 0 || !n ? k : cand[pick(G->g, (unsigned)n)];
+}
+
+/* let aK = view(x, U[...]) of the same byte size */
+static void g_view(graphgen *G)
+{
+    if (!G->nt || G->nt == MAXT)
+        return;
+    int i = (int)pick(G->g, (unsigned)G->nt), u = (int)pick(G->g, NDT);
+    int bytes = dt_size(G->t[i].dt) * G->t[i].scale;
+    if (bytes % dt_size(u))
+        u = U8;
+    gtensor *x = &G->t[G->nt];
+    snprintf(x->name, sizeof x->name, "a%d", G->nalloc++);
+    x->dt = u;
+    x->scale = bytes / dt_size(u);
+    sb_printf(G->h, "    let %s = view(%s, %s[", x->name, G->t[i].name, dtn[u]);
+    g_size(G, x->scale);
+    sb_puts(G->h, "]);\n");
+    G->nt++;
+}
+
+/* k0(...) on tensors of its pointer types; out0: the result's tensor as p0 */
+static void g_kernel_call(graphgen *G, int out0)
+{
+    gen *g = G->g;
+    int arg[MAXP];
+    for (int i = 0; i < g->np; i++)
+        if ((arg[i] = i == 0 && out0 ? 0 : g_tensor(G, g->pdt[i])) < 0)
+            return; /* not reached: every pointer type has a tensor */
+    sb_puts(G->h, "    k0(");
+    for (int i = 0; i < g->np; i++)
+        sb_printf(G->h, "%s, ", G->t[arg[i]].name);
+    static const char *const n[] = {"M", "M * 2 - M", "cdiv(M, 2)", "c0", "M / 3"};
+    sb_puts(G->h, n[pick(g, 5)]);
+    for (int i = 0; i < g->ns; i++) {
+        sb_puts(G->h, ", ");
+        if (g->sdt[i] == B_)
+            sb_puts(G->h, pick(g, 2) ? "true" : "false");
+        else if (is_int(g->sdt[i]))
+            sb_puts(G->h, pick(g, 2) ? "3" : "c0");
+        else
+            sb_puts(G->h, pick(g, 2) ? "1.5" : pick(g, 2) ? "-inf" : "M");
+    }
+    sb_puts(G->h, ");\n");
+}
+
+/* an extern call: -> T[N], no result (writes its argument), or two results */
+static void g_extern_call(graphgen *G)
+{
+    if (!G->nt)
+        return;
+    int i = (int)pick(G->g, (unsigned)G->nt), dt = G->t[i].dt, form = (int)pick(G->g, 3);
+    if (!G->ext_of[dt][form]) {
+        G->ext_of[dt][form] = ++G->next;
+        int e = G->next - 1;
+        if (form == 0)
+            sb_printf(G->ext, "extern e%d(x: %s[N]) -> %s[N] = \"gen.e%d\";\n", e, dtn[dt], dtn[dt], e);
+        else if (form == 1)
+            sb_printf(G->ext, "extern e%d(x: %s[N]) = \"gen.e%d\";\n", e, dtn[dt], e);
+        else
+            sb_printf(G->ext, "extern e%d(x: %s[N]) -> (%s[N], i32[2 * N]) = \"gen.e%d\";\n", e, dtn[dt], dtn[dt], e);
+    }
+    int e = G->ext_of[dt][form] - 1;
+    if (form == 1) {
+        sb_printf(G->h, "    e%d(%s);\n", e, G->t[i].name);
+        return;
+    }
+    if (G->nt + 2 > MAXT)
+        return;
+    gtensor *r = &G->t[G->nt++];
+    snprintf(r->name, sizeof r->name, "a%d", G->nalloc++);
+    r->dt = dt;
+    r->scale = G->t[i].scale;
+    if (form == 0) {
+        sb_printf(G->h, "    let %s = e%d(%s);\n", r->name, e, G->t[i].name);
+        return;
+    }
+    gtensor *r2 = &G->t[G->nt++];
+    snprintf(r2->name, sizeof r2->name, "a%d", G->nalloc++);
+    r2->dt = I32;
+    r2->scale = 2 * G->t[i].scale;
+    sb_printf(G->h, "    let (%s, %s) = e%d(%s);\n", r->name, r2->name, e, G->t[i].name);
+}
+
+/* graph g0(t..: T[M], c0: i32) [-> (r0: T0[M])]: p0 is the result when the
+ * kernel has another pointer; statements: allocations (empty, zeros, ones,
+ * full, *_like), views, calls of k0 and of externs, in any order */
 static void graph(gen *g, strbuf *h)
 {
-    /* p0 is the output when there is another pointer; the others are
-     * inputs of M elements */
     int out0 = g->np > 1;
+    strbuf body, ext;
+    sb_init(&body);
+    sb_init(&ext);
+    graphgen G = {.g = g, .h = &body, .ext = &ext};
     sb_puts(h, "graph g0(");
-    for (int i = out0; i < g->np; i++)
-        sb_printf(h, "%st%d: %s[M]", i > out0 ? ", " : "", i, dtn[g->pdt[i]]);
-    sb_puts(h, ")");
-    if (out0)
+    for (int i = out0; i < g->np; i++) {
+        gtensor *x = &G.t[G.nt++];
+        snprintf(x->name, sizeof x->name, "t%d", i);
+        x->dt = g->pdt[i];
+        x->scale = 1;
+        sb_printf(h, "t%d: %s[M], ", i, dtn[g->pdt[i]]);
+    }
+    sb_puts(h, "c0: i32)");
+    if (out0) {
         sb_printf(h, " -> (r0: %s[M])", dtn[g->pdt[0]]);
+        /* the result first (index 0), so the kernel calls write it */
+        memmove(&G.t[1], &G.t[0], (size_t)G.nt * sizeof G.t[0]);
+        G.nt++;
+        snprintf(G.t[0].name, sizeof G.t[0].name, "a%d", G.nalloc++);
+        G.t[0].dt = g->pdt[0];
+        G.t[0].scale = 1;
+        sb_printf(&body, "    let %s = %s(%s, [M]);\n", G.t[0].name, pick(g, 2) ? "empty" : "zeros", dtn[g->pdt[0]]);
+    }
+    int n = 1 + (int)pick(g, 6), called = 0;
+    for (int i = 0; i < n; i++) {
+        switch (pick(g, 5)) {
+        case 0: g_alloc(&G, (int)pick(g, NDT), 1 + (int)pick(g, 2)); break;
+        case 1: g_view(&G); break;
+        case 2: g_extern_call(&G); break;
+        default: g_kernel_call(&G, out0); called = 1; break;
+        }
+    }
+    if (!called)
+        g_kernel_call(&G, out0);
+    if (out0)
+        sb_printf(&body, "    return %s;\n", G.t[0].name);
     sb_puts(h, " {\n");
-    if (out0)
-        sb_printf(h, "    let t0 = empty(%s, [M]);\n", dtn[g->pdt[0]]);
-    sb_puts(h, "    k0(");
-    for (int i = 0; i < g->np; i++)
-        sb_printf(h, "t%d, ", i);
-    sb_puts(h, "M");
-    for (int i = 0; i < g->ns; i++)
-        sb_puts(h, g->sdt[i] == B_ ? ", true" : is_int(g->sdt[i]) ? ", 3" : ", 1.5");
-    sb_puts(h, ");\n");
-    if (out0)
-        sb_puts(h, "    return t0;\n");
+    sb_puts(h, sb_str(&body));
     sb_puts(h, "}\n");
+    if (ext.n)
+        sb_puts(h, sb_str(&ext));
+    h->failed |= body.failed || ext.failed;
+    sb_free(&body);
+    sb_free(&ext);
 }
 
 char *gen_kernel(const uint8_t *data, size_t size)

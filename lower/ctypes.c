@@ -108,6 +108,21 @@ const char *lower_round(lw *L, const char *x, tilec_dtype d)
     return lower_ld_elem(L, lower_st_elem(L, x, d), d);
 }
 
+/* A value of type t held in registers or shared memory: its C type, its
+ * size, and its elements read and written. A pointer tile (a re-assigned
+ * one is materialized) holds `T *` elements, read and written as they are;
+ * any other holds its dtype's storage, f16/bf16 converted to and from f32. */
+const char *lower_vctype(lw *L, const tilec_type *t)
+{
+    return t->ptr ? lower_fmt(L, "%s *", lower_ctype(t->dtype)) : lower_ctype(t->dtype);
+}
+
+int64_t lower_vsize(const tilec_type *t) { return t->ptr ? 8 /* a device pointer */ : (int64_t)tilec_dtype_size(t->dtype); }
+
+const char *lower_ld_val(lw *L, const char *x, const tilec_type *t) { return t->ptr ? x : lower_ld_elem(L, x, t->dtype); }
+
+const char *lower_st_val(lw *L, const char *x, const tilec_type *t) { return t->ptr ? x : lower_st_elem(L, x, t->dtype); }
+
 /* A float literal of dtype d (the checker gave an untyped literal the
  * dtype it meets): f64 spelt with 17 digits, which round-trip; f32, f16
  * and bf16 rounded once from the double to d and spelt as the float that

@@ -98,12 +98,12 @@ static const char *mat_elem(lw *L, val *v, const char *const *idx, int same, con
         return NULL;
     }
     if (reg)
-        return lower_ld_elem(L, lower_fmt(L, "%s[%s]", v->c, reg), v->ty.dtype);
+        return lower_ld_val(L, lower_fmt(L, "%s[%s]", v->c, reg), &v->ty);
     if (direct)
-        return lower_ld_elem(L, L->joff ? lower_fmt(L, "%s[tl_j + %d]", v->c, L->joff) : lower_fmt(L, "%s[tl_j]", v->c), v->ty.dtype);
-    return lower_ld_elem(L, lower_fmt(L, "((const %s *)(tl_smem + %d))[%s]", lower_ctype(v->ty.dtype), v->smem,
-                          lower_linear(L, v->ty.rank, v->ty.dims, idx)),
-                   v->ty.dtype);
+        return lower_ld_val(L, L->joff ? lower_fmt(L, "%s[tl_j + %d]", v->c, L->joff) : lower_fmt(L, "%s[tl_j]", v->c), &v->ty);
+    const char *ct = v->ty.ptr ? lower_fmt(L, "%s const", lower_vctype(L, &v->ty)) : lower_fmt(L, "const %s", lower_ctype(v->ty.dtype));
+    return lower_ld_val(L, lower_fmt(L, "((%s *)(tl_smem + %d))[%s]", ct, v->smem, lower_linear(L, v->ty.rank, v->ty.dims, idx)),
+                        &v->ty);
 }
 
 static const char *math1(lw *L, const char *fn, const char *x, tilec_dtype d)

@@ -224,9 +224,9 @@ void lower_spill(lw *L, val *v)
         if (L->spilled[i] == v)
             return;
     if (v->smem < 0)
-        v->smem = (int)lower_alloc_smem(L, v->ly.numel * (int64_t)tilec_dtype_size(v->ty.dtype));
+        v->smem = (int)lower_alloc_smem(L, v->ly.numel * lower_vsize(&v->ty));
     lower_note(L, "  line %u: %s converted through shared memory (%lld bytes)", L->line, v->c,
-               (long long)(v->ly.numel * (int64_t)tilec_dtype_size(v->ty.dtype)));
+               (long long)(v->ly.numel * lower_vsize(&v->ty)));
     lower_line(L, "__syncthreads();");
     lower_line(L, "{ /* %s to shared memory */", v->c);
     L->ind++;
@@ -234,7 +234,7 @@ void lower_spill(lw *L, val *v)
     const char *g = lower_lay_guard(L, &v->ly);
     if (g)
         lower_line(L, "if (%s)", g);
-    lower_line(L, "((%s *)(tl_smem + %d))[%s] = %s[tl_j];", lower_ctype(v->ty.dtype), v->smem,
+    lower_line(L, "((%s *)(tl_smem + %d))[%s] = %s[tl_j];", lower_vctype(L, &v->ty), v->smem,
          lower_linear(L, v->ly.rank, v->ly.dims, lower_idx), v->c);
     lower_loop_end(L);
     L->ind--;

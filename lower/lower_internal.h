@@ -251,6 +251,10 @@ const char *lower_st_elem(lw *L, const char *x, tilec_dtype d);
 const char *lower_wrap(lw *L, const char *x, tilec_dtype d);
 const char *lower_cast(lw *L, const char *x, tilec_dtype from, tilec_dtype to);
 const char *lower_round(lw *L, const char *x, tilec_dtype d);
+const char *lower_vctype(lw *L, const tilec_type *t);
+int64_t lower_vsize(const tilec_type *t);
+const char *lower_ld_val(lw *L, const char *x, const tilec_type *t);
+const char *lower_st_val(lw *L, const char *x, const tilec_type *t);
 const char *lower_float_lit(lw *L, double x, tilec_dtype d);
 const char *lower_inf_lit(lw *L, tilec_dtype d);
 

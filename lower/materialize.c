@@ -76,13 +76,16 @@ static val *materialize(lw *L, const tilec_expr *e, const char *name, const lay 
     /* elementwise: compute each element of the layout */
     lower_walk(L, e, lower_idx, 1, &v->ly, PREP);
     if (t->rank == 0) {
-        lower_line(L, "%s %s = %s;", lower_cctype(t->dtype), c, lower_round(L, lower_walk(L, e, NULL, 0, NULL, EMIT), t->dtype));
-        v->ty.dtype = lower_compute_dt(t->dtype);
+        const char *ct = t->ptr ? lower_vctype(L, t) : lower_cctype(t->dtype);
+        const char *x = lower_walk(L, e, NULL, 0, NULL, EMIT);
+        lower_line(L, "%s %s = %s;", ct, c, t->ptr ? x : lower_round(L, x, t->dtype));
+        if (!t->ptr)
+            v->ty.dtype = lower_compute_dt(t->dtype);
         return v;
     }
-    lower_line(L, "%s %s[%d];", lower_ctype(t->dtype), c, v->ly.E);
+    lower_line(L, "%s %s[%d];", lower_vctype(L, t), c, v->ly.E);
     lower_loop_begin(L, &v->ly);
-    lower_line(L, "%s[tl_j] = %s;", c, lower_st_elem(L, lower_walk(L, e, lower_idx, 1, &v->ly, EMIT), t->dtype));
+    lower_line(L, "%s[tl_j] = %s;", c, lower_st_val(L, lower_walk(L, e, lower_idx, 1, &v->ly, EMIT), t));
     lower_loop_end(L);
     return v;
 }

@@ -244,10 +244,10 @@ static void stmt_assign(lw *L, const tilec_stmt *s)
         return;
     lower_walk(L, s->value, lower_idx, 1, &v->ly, PREP);
     const char *tmp = lower_newtmp(L, "n");
-    lower_line(L, "%s %s[%d];", lower_ctype(v->ty.dtype), tmp, v->ly.E);
+    lower_line(L, "%s %s[%d];", lower_vctype(L, &v->ty), tmp, v->ly.E);
     lower_loop_begin(L, &v->ly);
     lower_line(L, "%s[tl_j] = %s;", tmp,
-         lower_st_elem(L, lower_conv(L, lower_walk(L, s->value, lower_idx, 1, &v->ly, EMIT), lower_ty(L, s->value)->dtype, v->ty.dtype), v->ty.dtype));
+         lower_st_val(L, lower_conv(L, lower_walk(L, s->value, lower_idx, 1, &v->ly, EMIT), lower_ty(L, s->value)->dtype, v->ty.dtype), &v->ty));
     lower_loop_end(L);
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) %s[tl_j] = %s[tl_j];", v->ly.E, v->c, tmp);

@@ -194,6 +194,43 @@ Test(gpu, cdiv_on_tiles_is_the_ceiling)
     gk_free(&g);
 }
 
+/* Re-assigned pointer tiles (tests/gpu/ptr_reassign.tile): a row pointer
+ * advanced in a loop sums the rows of x (or of y, its base switched inside
+ * an if), and a 2-D pointer tile moved one row down is read transposed.
+ * The lowering once declared such a tile's registers as floats (NVRTC
+ * refused the kernel). */
+Test(gpu, reassigned_pointer_tiles)
+{
+    gk g;
+    load_or_fail("tests/gpu/ptr_reassign.tile", "ptr_reassign", 0, &g);
+    enum { C = 32, R = 16, ROWS = 20 };
+    float x[ROWS * C], y[ROWS * C];
+    for (int i = 0; i < ROWS * C; i++) {
+        x[i] = (float)(i % 97) - 40.0f;
+        y[i] = (float)(i % 13) * 0.5f;
+    }
+    uint64_t dx = upload(x, sizeof x), dy = upload(y, sizeof y);
+    for (int sel = 0; sel < 2; sel++) {
+        const float *src = sel ? y : x;
+        double want[C + C * R];
+        for (int c = 0; c < C; c++) {
+            want[c] = 0;
+            for (int i = 0; i < ROWS; i++)
+                want[c] += src[i * C + c];
+            for (int r = 0; r < R; r++)
+                want[C + c * R + r] = x[(r + 1) * C + c];
+        }
+        uint64_t dout = poisoned(C + C * R);
+        tilec_rt_arg args[5] = {{.ptr = dx}, {.ptr = dy}, {.ptr = dout}, {.i32 = ROWS}, {.i32 = sel}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        download_check(dout, want, C + C * R, 0, sel ? "ptr_reassign, base y" : "ptr_reassign, base x");
+        tilec_rt_free(rt, dout);
+    }
+    tilec_rt_free(rt, dx);
+    tilec_rt_free(rt, dy);
+    gk_free(&g);
+}
+
 /* rows x cols: ragged, exactly a tile, each variant's width, rows longer
  * than every tile (the three-pass paths), many short rows (the multi-row
  * kernels' several rows per program) */

@@ -2,10 +2,10 @@
 # tools/fuzz.sh BUILD SECONDS [JOBS [TARGET]]: run the libFuzzer targets
 # built by `make fuzz` (or only TARGET: frontend, bundle or gen) for SECONDS
 # each (JOBS processes each, default 1), seeded with the examples, the
-# golden inputs and valid bundles (gen, the generator of well-typed
-# kernels, starts from nothing: any bytes are a kernel). The corpus grows
-# in BUILD/corpus/; crashes, leaks and timeouts go to BUILD/findings/RUN/
-# and fail the script. The last line of each run gives its execution count.
+# golden inputs, 64 generated modules and valid bundles (gen, the generator
+# of well-typed kernels, starts from nothing: any bytes are a kernel). The
+# corpus grows in BUILD/corpus/; crashes, leaks and timeouts go to
+# BUILD/findings/RUN/ and fail the script. The last line of each run gives its execution count.
 set -eu
 build=${1:-build-fuzz}
 seconds=${2:-60}
@@ -23,9 +23,15 @@ for f in examples/*.tile bench/wrapper/*.tile tests/golden/ok/*.tile tests/golde
     cp "$f" "$build/corpus/frontend/seed-$(basename "$(dirname "$f")")-$(basename "$f")"
 done
 "$build/fuzz/bundle_seeds" "$build/corpus/bundle"
+cp fuzz/gen_seeds/* "$build/corpus/gen/" # inputs of past findings of fuzz_gen
+# and 64 generated well-typed modules (fuzz/gen_kernel.c): scans, pointer
+# re-assignment, graphs with views and extern calls, for the front end to mutate
+"$build/fuzz/gen_tiles" 64 "$build/corpus/frontend" 1 >/dev/null
 
-# A hang is an input that takes more than 1 s; 2 GB of RSS is a failure.
-opts="-timeout=1 -rss_limit_mb=2048 -max_total_time=$seconds -print_final_stats=1"
+# A hang is an input that takes more than FUZZ_TIMEOUT s of wall time
+# (default 1; on a machine shared with other work, where an input's wall
+# time is several times its CPU time, give more); 2 GB of RSS is a failure.
+opts="-timeout=${FUZZ_TIMEOUT:-1} -rss_limit_mb=2048 -max_total_time=$seconds -print_final_stats=1"
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS=suppressions=$root/tests/lsan.supp

@@ -16,6 +16,23 @@ work="$build/gen_nvrtc"
 rm -rf "$work"
 mkdir -p "$work/tiles" "$work/out" "$work/kept"
 "$build/fuzz/gen_tiles" "$n" "$work/tiles" "$seed" || exit 1
+# The forms the checker and NVRTC must agree on appear in the run: scans,
+# re-assignments (of a pointer tile too: `v3 = v3 + ...`, one declared
+# from a pointer parameter with offsets), and graphs with views and extern
+# calls. A run of 40 or more that misses one fails (the generator lost it).
+forms=""
+count() { # name pattern: the number of modules that match
+    k=$(grep -lE -- "$2" "$work"/tiles/*.tile | wc -l)
+    forms="$forms $1 $k,"
+    [ "$n" -lt 40 ] || [ "$k" -gt 0 ] || { echo "gen_nvrtc: no generated module has a $1"; exit 1; }
+}
+count scan 'cumsum\(|cumprod\(|cummax\(|cummin\(|scan\('
+count re-assignment '^ +v[0-9]+ = '
+count "pointer tile let" '^ +let v[0-9]+ = \(+p[0-9]+ \+ \(?(range|pid)'
+count "moved pointer" '^ +(v[0-9]+) = \1 [-+] '
+count view 'view\('
+count "extern call" '^extern '
+echo "gen_nvrtc: modules with a${forms%,}"
 : >"$work/failures.txt"
 check=0 cubin=0 c=0 cc_ok=0 py=0 pyc=0
 fail() { # file stage log

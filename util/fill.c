@@ -65,18 +65,23 @@ double fill_round(tilec_dtype dt, double x)
     }
 }
 
+void fill_int_range(tilec_dtype dt, int64_t *lo, int64_t *hi)
+{
+    switch (dt) {
+    case TILEC_DT_I8: *lo = INT8_MIN, *hi = INT8_MAX; break;
+    case TILEC_DT_I16: *lo = INT16_MIN, *hi = INT16_MAX; break;
+    case TILEC_DT_I32: *lo = INT32_MIN, *hi = INT32_MAX; break;
+    case TILEC_DT_U8: *lo = 0, *hi = UINT8_MAX; break;
+    case TILEC_DT_U16: *lo = 0, *hi = UINT16_MAX; break;
+    case TILEC_DT_U32: *lo = 0, *hi = UINT32_MAX; break;
+    default: *lo = dt == TILEC_DT_I64 ? INT64_MIN : 0, *hi = INT64_MAX; break;
+    }
+}
+
 static fill_status fill_int(tilec_dtype dt, const fill_value *v, uint64_t *bits)
 {
     int64_t lo, hi;
-    switch (dt) {
-    case TILEC_DT_I8: lo = INT8_MIN, hi = INT8_MAX; break;
-    case TILEC_DT_I16: lo = INT16_MIN, hi = INT16_MAX; break;
-    case TILEC_DT_I32: lo = INT32_MIN, hi = INT32_MAX; break;
-    case TILEC_DT_U8: lo = 0, hi = UINT8_MAX; break;
-    case TILEC_DT_U16: lo = 0, hi = UINT16_MAX; break;
-    case TILEC_DT_U32: lo = 0, hi = UINT32_MAX; break;
-    default: lo = dt == TILEC_DT_I64 ? INT64_MIN : 0, hi = INT64_MAX; break;
-    }
+    fill_int_range(dt, &lo, &hi);
     if (v->kind != FILL_V_INT)
         return FILL_NOT_INTEGER;
     int64_t x = v->neg ? -v->i : v->i; /* a literal is at most 2^63 - 1 */

@@ -34,4 +34,8 @@ fill_status fill_bits(tilec_dtype dt, const fill_value *v, uint64_t *bits);
  * so the kernel lowering spells a literal of dt by this value. */
 double fill_round(tilec_dtype dt, double x);
 
+/* The values of integer dtype dt that an int64_t holds: u64's stop at
+ * INT64_MAX (a 64-bit unsigned value is checked into int64_t first). */
+void fill_int_range(tilec_dtype dt, int64_t *lo, int64_t *hi);
+
 #endif

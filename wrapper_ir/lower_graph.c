@@ -551,7 +551,12 @@ static tilec_wir_arg *call_args(lw *L, const tilec_expr *v, const tilec_kernel *
             args[a].text = e->name;
             continue;
         }
-        const poly *q = c == 's' || c == 'u' ? poly_from_expr(&L->w->ar, e, lookup_sym, L, NULL) : NULL;
+        /* an integer parameter takes a size; so does a float one, given a
+         * size expression other than a graph scalar's name (M, 2 * R: the
+         * wrappers compute it as sizes are computed) */
+        int fsize = c == 'f' && !(e->kind == TILEC_EX_NAME && find(L, e->name) >= 0 &&
+                                  L->e[find(L, e->name)].kind == E_SCALAR_PARAM);
+        const poly *q = c == 's' || c == 'u' || fsize ? poly_from_expr(&L->w->ar, e, lookup_sym, L, NULL) : NULL;
         args[a].kind = q ? TILEC_WIR_ARG_SIZE : TILEC_WIR_ARG_SCALAR;
         args[a].text = q ? pstr(L, q) : spelled(L, v->args + a, 1);
         args[a].expr = q ? pexpr(L, q) : NULL;

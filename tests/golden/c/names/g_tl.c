@@ -577,8 +577,6 @@ int g_tl_run(g_tl_module *M, const tilec_tensor *t_t_x, const tilec_tensor *t_x,
         return tl_fail(err, errlen, "tl: tensor errlen (f32[M]) %s, with M=%lld", tl_o == 1 ? "has a negative dimension" : "needs more than 2^63 - 1 bytes", (long long)s_M);
     if (s_M < INT32_MIN || s_M > INT32_MAX)
         return tl_fail(err, errlen, "tl: argument 'n' of scale (M) is %lld, which does not fit i32", (long long)s_M);
-    if (p_s_M < INT32_MIN || p_s_M > INT32_MAX)
-        return tl_fail(err, errlen, "tl: argument 'n' of scale (s_M) is %lld, which does not fit i32", (long long)p_s_M);
     /* alloc errlen: f32, 4*M bytes */
     if (tl_alloc(M, &b_errlen, "errlen", TILEC_DT_F32, 1, (const int64_t[]){s_M}, &tl_live, err, errlen))
         goto tl_out;

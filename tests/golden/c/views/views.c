@@ -560,8 +560,6 @@ int views_run(views_module *M, const tilec_tensor *t_x, int32_t p_k, tilec_tenso
         return tl_fail(err, errlen, "views: argument 'n' of copy (C*R) is %lld, which does not fit i32", (long long)tl_z0);
     if ((tl_o = tl_bytes(TILEC_DT_F32, 2, (const int64_t[]){s_C, s_R}, NULL)) != 0)
         return tl_fail(err, errlen, "views: tensor aff (f32[C, R]) %s, with C=%lld, R=%lld", tl_o == 1 ? "has a negative dimension" : "needs more than 2^63 - 1 bytes", (long long)s_C, (long long)s_R);
-    if (p_k < INT32_MIN || p_k > INT32_MAX)
-        return tl_fail(err, errlen, "views: argument 'n' of copy (k) is %lld, which does not fit i32", (long long)p_k);
     /* view: xf of x */
     tl_shape(&b_xf, b_x.data + (uint64_t)0, TILEC_DT_F32, 1, (const int64_t[]){tl_z0});
     /* alloc a: f32, 4*C*R bytes */
