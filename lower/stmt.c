@@ -230,8 +230,10 @@ static void stmt_assign(lw *L, const tilec_stmt *s)
     }
     if (v->kind == VK_SCALAR) {
         lower_walk(L, s->value, NULL, 0, NULL, PREP);
-        const char *x = lower_conv(L, lower_walk(L, s->value, NULL, 0, NULL, EMIT), lower_ty(L, s->value)->dtype, v->ty.dtype);
-        lower_line(L, "%s = %s;", v->c, lower_round(L, x, v->held)); /* b = b + x for b: bf16 rounds */
+        const char *x = lower_walk(L, s->value, NULL, 0, NULL, EMIT);
+        if (!v->ty.ptr) /* b = b + x for b: bf16 rounds; a pointer is assigned as it is */
+            x = lower_round(L, lower_conv(L, x, lower_ty(L, s->value)->dtype, v->ty.dtype), v->held);
+        lower_line(L, "%s = %s;", v->c, x);
         return;
     }
     const tilec_expr *d = lower_dot_update(s);

@@ -9,6 +9,10 @@
 #include "tilec/program.h"
 #include "tilec/tensor.h"
 
+#ifdef __cplusplus /* C linkage for a C++ caller */
+extern "C" {
+#endif
+
 typedef struct g_module g_module;
 
 /* Build the graph's kernels for rt's device (from the kernel cache once warm). 0, or 1 with a
@@ -33,4 +37,7 @@ void g_release(g_module *m, tilec_tensor *t);
 int g_set_cuda_graph(g_module *m, unsigned graphs, char *err, size_t errlen);
 int g_run(g_module *m, const tilec_tensor *t_x, float p_alpha, int32_t p_k, char *err, size_t errlen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif
