@@ -116,7 +116,8 @@ static int cg_buffer(cstate *s, const char *name, tilec_dtype *dt, uint32_t *ran
     for (size_t i = 0; i < tilec_wir_line_count(s->w); i++) {
         const tilec_wir_line *l = tilec_wir_line_at(s->w, i);
         int makes = l->kind == TILEC_WIR_ALLOCATE || l->kind == TILEC_WIR_REUSE || l->kind == TILEC_WIR_REINTERPRET ||
-                    l->kind == TILEC_WIR_MULTI_OUTPUT || (l->kind == TILEC_WIR_EXTERN_ALLOC && l->nresults <= 1);
+                    l->kind == TILEC_WIR_MULTI_OUTPUT || l->kind == TILEC_WIR_COLLECTIVE ||
+                    (l->kind == TILEC_WIR_EXTERN_ALLOC && l->nresults <= 1);
         if (makes && l->name && !strcmp(l->name, name)) {
             *dt = l->dtype;
             *rank = l->rank;

@@ -19,7 +19,7 @@ for f in examples/*.tile; do
   "$tilec" "$f" --emit cubin --arch sm_90 -o "$out/cubin" # its line: compiled, or from the kernel cache
 done
 echo "$(ls "$out/cubin" | grep -c '\.cubin$') CUBINs in $out/cubin"
-for f in examples/block.tile examples/e2e.tile; do
+for f in examples/block.tile examples/e2e.tile examples/tp_mlp.tile; do
   "$tilec" "$f" --emit c -o "$out/c"
   "$tilec" "$f" --emit py -o "$out/py"
 done

@@ -131,9 +131,8 @@ void tilec_wir_coll_where(const tilec_wir *w, const tilec_wir_line *l, char *buf
 {
     if (!n)
         return;
-    const tilec_graph *g = tilec_wir_graph(w);
-    int k = snprintf(buf, n, "%s: line %u: %s = %s(%s", g && g->name ? g->name : "?", l->loc.line, l->name,
-                     tilec_coll_name(l->coll), l->from);
+    (void)w;
+    int k = snprintf(buf, n, "line %u: %s = %s(%s", l->loc.line, l->name, tilec_coll_name(l->coll), l->from);
     size_t at = k < 0 ? 0 : (size_t)k < n ? (size_t)k : n - 1;
     if (l->coll == TILEC_COLL_ALL_REDUCE || l->coll == TILEC_COLL_REDUCE_SCATTER)
         at += (size_t)snprintf(buf + at, n - at, ", %s", tilec_redop_name(l->redop)), at = at < n ? at : n - 1;

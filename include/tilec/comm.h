@@ -77,7 +77,8 @@ const char *tilec_comm_library(const tilec_comm *c);
  * axis 0 runs one NCCL call on the whole buffer; another axis one call per
  * block of the dimensions before it, in a group (ncclGroupStart/End).
  * where: what the messages start with (the graph and its line, e.g.
- * "tp_mlp: line 29: y = all_reduce(p, sum)"; NULL: the collective's name).
+ * "line 29: y = all_reduce(p, sum)", after which the wrappers put the
+ * graph's name; NULL: the collective's name).
  * TILEC_RT_OK, TILEC_RT_INVALID_ARG (the sizes, dtype, root: the message
  * names the tensors and their sizes), TILEC_RT_LAUNCH_ERROR (NCCL failed:
  * ncclGetErrorString's text). */

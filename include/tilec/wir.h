@@ -154,9 +154,10 @@ const tilec_wir_line *tilec_wir_line_at(const tilec_wir *w, size_t i);
 /* 1 when the graph of w has COLLECTIVE lines (its wrappers need a
  * communicator, and the size symbol `world` is the communicator's size). */
 int tilec_wir_has_collectives(const tilec_wir *w);
-/* "tp_mlp: line 29: y = all_reduce(p, sum)": a COLLECTIVE line as the
- * wrappers name it in run-time messages, into buf[n] (truncated, always
- * NUL-terminated when n > 0). */
+/* "line 29: y = all_reduce(p, sum)": a COLLECTIVE line as the wrappers
+ * name it in run-time messages, after the graph's name that they put
+ * before every extern's message ("tp_mlp: line 29: ..."), into buf[n]
+ * (truncated, always NUL-terminated when n > 0). */
 void tilec_wir_coll_where(const tilec_wir *w, const tilec_wir_line *l, char *buf, size_t n);
 /* The graph's returned buffers, in order. */
 size_t tilec_wir_output_count(const tilec_wir *w);

@@ -10,7 +10,8 @@ every pattern exactly. With a stand-in for torch (in a child process): a
 known key's recipe runs without the checks (the extension's rcall) and
 gives the eager results, other keys and bad arguments take the checks;
 Kernel calls checked by the extension (kcall) raise the Python checks'
-errors.
+errors. A graph with collectives (tests/collective_run.tile) on the fake
+NCCL too (build/tests/libfakenccl.so), world 1 and 2, and its errors.
 
     python3 tests/python/test_fake.py [-q]     (make test runs it)"""
 import array
@@ -606,6 +607,81 @@ class FakeDriverTests(unittest.TestCase):
     def test_bad_stream_is_a_type_error(self):
         with self.assertRaisesRegex(TypeError, "stream must be an int"):
             self.g8.call(self.x, stream="s")
+
+
+FAKE_NCCL = os.path.join(ROOT, BUILD, "tests", "libfakenccl.so")
+COLL_TILE = os.path.join(ROOT, "tests", "collective_run.tile")  # scale2 around the four collectives
+
+
+def _coll_want(world, rank, t, h):
+    """tests/collective_run.tile's outputs for x = 1 .. t*h on rank `rank` of
+    `world`, whose other ranks (the fake NCCL's) hold the same x."""
+    x = [float(i + 1) for i in range(t * h)]
+    part = t // world * h
+    return [((t, h), [4.0 * world * v for v in x]),
+            ((t, h * world), [2.0 * x[r * h + c] for r in range(t) for _ in range(world) for c in range(h)]),
+            ((t // world, h), [world * v for v in x[rank * part:(rank + 1) * part]]),
+            ((t, h), [2.0 * v for v in x])]
+
+
+@unittest.skipUnless(os.path.exists(FAKE_NCCL) and os.path.exists(TILEC), "build first: make")
+class FakeNcclTests(unittest.TestCase):
+    """The generated Python wrapper of a graph with collectives
+    (tests/collective_run.tile) on the fake driver and the fake NCCL
+    (tests/fake_nccl.c), world 1 and 2, and its run-time errors."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = scratch_dir("tilec_fake_coll_")
+        subprocess.run([TILEC, COLL_TILE, "--emit", "py", "-o", cls.dir], check=True)
+        sys.path.insert(0, cls.dir)
+        import coll
+        cls.coll = coll
+
+    def x(self, t, h):
+        return tilec.Buffer.from_bytes(array.array("f", range(1, t * h + 1)), (t, h), "f32")
+
+    def test_a_call_needs_a_communicator(self):
+        self.coll._comm = None
+        with self.assertRaises(RuntimeError) as cm:
+            self.coll.call(self.x(4, 3))
+        self.assertEqual(str(cm.exception), "coll: the graph has collectives: give the module a communicator with "
+                                            "set_comm(tilec.Comm(rank, world, unique_id)) first")
+
+    def test_world_1_and_2(self):
+        for world, rank, t, h in ((1, 0, 4, 3), (2, 0, 4, 3), (2, 1, 4, 3), (2, 1, 6, 5)):
+            comm = tilec.Comm(rank, world, tilec.Comm.unique_id(FAKE_NCCL), library=FAKE_NCCL)
+            self.assertEqual((comm.rank, comm.world), (rank, world))
+            self.coll.set_comm(comm)
+            outs = self.coll.call(self.x(t, h))
+            self.assertEqual([(o.shape, o.tolist()) for o in outs], _coll_want(world, rank, t, h),
+                             f"world {world} rank {rank} T {t} H {h}")
+            self.coll.release(*outs)
+
+    def test_a_size_world_does_not_divide(self):
+        self.coll.set_comm(tilec.Comm(0, 2, tilec.Comm.unique_id(FAKE_NCCL), library=FAKE_NCCL))
+        with self.assertRaises(tilec.TilecError) as cm:
+            self.coll.call(self.x(3, 2))
+        self.assertEqual(str(cm.exception), "coll: step 5 (extern tilec:coll:s): line 20: s = reduce_scatter(x, sum, "
+                                            "0): dimension 0 of the input f32[3, 2] is 3, which world (2 ranks) does "
+                                            "not divide (reduce_scatter hands each rank an equal part)")
+
+    def test_nccl_missing(self):
+        old = os.environ.get("TILEC_NCCL")
+        os.environ["TILEC_NCCL"] = "/nonexistent/libnccl.so.2"
+        try:
+            with self.assertRaises(tilec.TilecError) as cm:
+                tilec.Comm.unique_id()
+        finally:
+            if old is None:
+                del os.environ["TILEC_NCCL"]
+            else:
+                os.environ["TILEC_NCCL"] = old
+        self.assertEqual(str(cm.exception), "no NCCL found: /nonexistent/libnccl.so.2 (from TILEC_NCCL) could not be "
+                                            "loaded: /nonexistent/libnccl.so.2: cannot open shared object file: No "
+                                            "such file or directory; graphs with collectives need NCCL: set "
+                                            "TILEC_NCCL to the path of libnccl.so.2 (the nvidia-nccl wheel puts it "
+                                            "in site-packages/nvidia/nccl/lib)")
 
 
 if __name__ == "__main__":

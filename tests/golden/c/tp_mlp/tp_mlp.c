@@ -451,17 +451,134 @@ int tp_mlp_set_comm(tp_mlp_module *M, tilec_comm *comm, char *err, size_t errlen
 {
     if (!M || !comm)
         return tl_fail(err, errlen, "tp_mlp_set_comm: the %s is NULL", M ? "communicator" : "module");
-    if (tilec_comm_register(comm, M->ext, "tilec:coll:y", TILEC_COLL_ALL_REDUCE, TILEC_REDOP_SUM, 0, 0LL, "tp_mlp: line 29: y = all_reduce(p, sum)", err, errlen) != TILEC_RT_OK)
+    if (tilec_comm_register(comm, M->ext, "tilec:coll:y", TILEC_COLL_ALL_REDUCE, TILEC_REDOP_SUM, 0, 0LL, "line 29: y = all_reduce(p, sum)", err, errlen) != TILEC_RT_OK)
         return 1;
     M->comm = comm;
     return 0;
 }
 
+/* graph mode's launch plan: a slot per kernel argument (and per filled buffer's address
+   and size), a step per launch or fill */
+static const tilec_plan_slot_type tl_gtypes[27] = {
+    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR,
+    TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_INT,
+    TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_PTR, TILEC_PLAN_INT,
+    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR,
+    TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_INT,
+    TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT,
+    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT
+};
+static const char *const tl_gnames[27] = {
+    "h x",
+    "h x size 0",
+    "h x size 1",
+    "h w1",
+    "h w1 size 0",
+    "h w1 size 1",
+    "h h",
+    "h h size 0",
+    "h h size 1",
+    "relu x",
+    "relu y",
+    "relu n",
+    "p a",
+    "p a size 0",
+    "p a size 1",
+    "p w2",
+    "p w2 size 0",
+    "p w2 size 1",
+    "p p",
+    "p p size 0",
+    "p p size 1",
+    "y p",
+    "y p size 0",
+    "y p size 1",
+    "y y",
+    "y y size 0",
+    "y y size 1"
+};
+static const struct {
+    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs`, or an extern call */
+    const char *ext;    /* an extern call's symbol: its nargs inputs and `bits` outputs are
+                           tl_gxt[first ..] */
+    int variant;
+    uint32_t first, nargs;
+    uint64_t bits;
+} tl_gsteps[4] = {
+    {NULL, "cublas.hgemm", 0, 0, 2, 1},
+    {"relu", NULL, 0, 9, 3, 0},
+    {NULL, "cublas.hgemm", 0, 3, 2, 1},
+    {NULL, "tilec:coll:y", 0, 6, 1, 1}
+};
+/* the extern steps' tensors: the address's slot (its sizes follow), dtype, rank */
+static const struct {
+    uint32_t slot;
+    tilec_dtype dtype;
+    uint32_t rank;
+} tl_gxt[8] = {
+    {0, TILEC_DT_F16, 2},
+    {3, TILEC_DT_F16, 2},
+    {6, TILEC_DT_F16, 2},
+    {12, TILEC_DT_F16, 2},
+    {15, TILEC_DT_F16, 2},
+    {18, TILEC_DT_F16, 2},
+    {21, TILEC_DT_F16, 2},
+    {24, TILEC_DT_F16, 2}
+};
+
+static tilec_plan *tl_plan_build(tp_mlp_module *M, char *err, size_t errlen)
+{
+    tilec_plan *p = tilec_plan_new(M->prog, M->ext, "tp_mlp", 27);
+    if (!p) {
+        tl_fail(err, errlen, "tp_mlp: cannot make the launch plan (out of memory)");
+        return NULL;
+    }
+    int ok = 1;
+    for (uint32_t i = 0; i < 27 && ok; i++)
+        ok = tilec_plan_set_slot(p, i, tl_gtypes[i], tl_gnames[i]) == TILEC_RT_OK;
+    for (uint32_t i = 0; i < 4 && ok; i++) {
+        tilec_plan_value v[64];
+        for (uint32_t j = 0; j < tl_gsteps[i].nargs; j++)
+            v[j].slot = (int32_t)(tl_gsteps[i].first + j);
+        if (tl_gsteps[i].ext) {
+            tilec_plan_tensor ts[64];
+            uint32_t nin = tl_gsteps[i].nargs, nt = nin + (uint32_t)tl_gsteps[i].bits;
+            for (uint32_t j = 0; j < nt && j < 64; j++) {
+                tilec_plan_tensor t = {(int32_t)tl_gxt[tl_gsteps[i].first + j].slot,
+                                       tl_gxt[tl_gsteps[i].first + j].dtype,
+                                       tl_gxt[tl_gsteps[i].first + j].rank, {{0}}};
+                for (uint32_t d = 0; d < t.rank; d++)
+                    t.sizes[d].slot = t.data_slot + 1 + (int32_t)d;
+                ts[j] = t;
+            }
+            ok = nt <= 64 &&
+                 tilec_plan_add_extern(p, tl_gsteps[i].ext, ts, nin, ts + nin, nt - nin) == TILEC_RT_OK;
+        } else if (!tl_gsteps[i].kernel) {
+            tilec_plan_tensor t = {(int32_t)tl_gsteps[i].first, (tilec_dtype)tl_gsteps[i].variant,
+                                   tl_gsteps[i].nargs, {{0}}};
+            for (uint32_t j = 0; j < t.rank; j++)
+                t.sizes[j].slot = (int32_t)(t.data_slot + 1 + (int32_t)j);
+            ok = tilec_plan_add_fill(p, &t, tl_gsteps[i].bits) == TILEC_RT_OK;
+        } else {
+            ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v,
+                                       tl_gsteps[i].nargs) == TILEC_RT_OK;
+        }
+    }
+    if (!ok) {
+        tl_fail(err, errlen, "%s", tilec_plan_last_error(p));
+        tilec_plan_free(p);
+        return NULL;
+    }
+    return p;
+}
+
 int tp_mlp_set_cuda_graph(tp_mlp_module *M, unsigned graphs, char *err, size_t errlen)
 {
-    if (graphs)
-        return tl_fail(err, errlen, "tp_mlp: no CUDA-graph mode: an extern call's tensor has no known dtype and rank");
-    M->graphs = 0;
+    if (graphs && !M->plan && !(M->plan = tl_plan_build(M, err, errlen)))
+        return 1;
+    if (M->plan && tilec_plan_set_cuda_graph(M->plan, graphs) != TILEC_RT_OK)
+        return tl_fail(err, errlen, "%s", tilec_plan_last_error(M->plan));
+    M->graphs = graphs;
     return 0;
 }
 
@@ -470,7 +587,7 @@ int tp_mlp_run(tp_mlp_module *M, const tilec_tensor *t_x, const tilec_tensor *t_
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
     const int tl_g = M->graphs && !M->dbg.level; /* graph mode (the debug printer runs eagerly) */
-    tilec_rt_arg tl_sl[21] __attribute__((unused)); /* its slots */
+    tilec_rt_arg tl_sl[27] __attribute__((unused)); /* its slots */
     tilec_tensor b_x __attribute__((unused)) = {0};
     tilec_tensor b_w1 __attribute__((unused)) = {0};
     tilec_tensor b_w2 __attribute__((unused)) = {0};
@@ -600,19 +717,32 @@ int tp_mlp_run(tp_mlp_module *M, const tilec_tensor *t_x, const tilec_tensor *t_
         }
     }
     tl_release(M, &tl_live, b_a.data); /* a */
-    /* tp_mlp: line 29: y = all_reduce(p, sum) */
+    /* line 29: y = all_reduce(p, sum) */
     if (tl_alloc(M, &b_y, "y", TILEC_DT_F16, 2, (const int64_t[]){s_T, s_H}, &tl_live, err, errlen))
         goto tl_out;
     { /* extern y "tilec:coll:y", line 29 */
         const tilec_tensor in[1] = {b_p};
         tilec_tensor out[1] = {b_y};
-        if (tilec_externs_call(M->ext, "tilec:coll:y", M->rt, NULL, in, 1, out, 1) != TILEC_RT_OK) {
+        if (tl_g) { /* graph mode: an extern step of the plan */
+            for (uint32_t i = 0; i < 2; i++)
+                if (!tl_contiguous(i < 1 ? &in[i] : &out[i - 1])) {
+                    tl_fail(err, errlen, "tp_mlp: graph mode: argument %u of extern tilec:coll:y is a strided view "
+                                         "(the launch plan's extern steps take row-major tensors)", i + 1);
+                    goto tl_out;
+                }
+            tl_sl[21].ptr = in[0].data;
+            tl_sl[22].i64 = in[0].sizes[0];
+            tl_sl[23].i64 = in[0].sizes[1];
+            tl_sl[24].ptr = out[0].data;
+            tl_sl[25].i64 = out[0].sizes[0];
+            tl_sl[26].i64 = out[0].sizes[1];
+        } else if (tilec_externs_call(M->ext, "tilec:coll:y", M->rt, NULL, in, 1, out, 1) != TILEC_RT_OK) {
             tl_fail(err, errlen, "tp_mlp: %s", tilec_externs_last_error(M->ext));
             goto tl_out;
         }
     }
     tl_release(M, &tl_live, b_p.data); /* p */
-    if (tl_g && tilec_plan_run(M->plan, tl_sl, 21, NULL) != TILEC_RT_OK) {
+    if (tl_g && tilec_plan_run(M->plan, tl_sl, 27, NULL) != TILEC_RT_OK) {
         tl_fail(err, errlen, "%s", tilec_plan_last_error(M->plan));
         goto tl_out;
     }

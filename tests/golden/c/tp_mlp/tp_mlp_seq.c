@@ -451,19 +451,147 @@ int tp_mlp_seq_set_comm(tp_mlp_seq_module *M, tilec_comm *comm, char *err, size_
 {
     if (!M || !comm)
         return tl_fail(err, errlen, "tp_mlp_seq_set_comm: the %s is NULL", M ? "communicator" : "module");
-    if (tilec_comm_register(comm, M->ext, "tilec:coll:xg", TILEC_COLL_ALL_GATHER, TILEC_REDOP_SUM, 0, 0LL, "tp_mlp_seq: line 35: xg = all_gather(x, 0)", err, errlen) != TILEC_RT_OK)
+    if (tilec_comm_register(comm, M->ext, "tilec:coll:xg", TILEC_COLL_ALL_GATHER, TILEC_REDOP_SUM, 0, 0LL, "line 35: xg = all_gather(x, 0)", err, errlen) != TILEC_RT_OK)
         return 1;
-    if (tilec_comm_register(comm, M->ext, "tilec:coll:y", TILEC_COLL_REDUCE_SCATTER, TILEC_REDOP_SUM, 0, 0LL, "tp_mlp_seq: line 41: y = reduce_scatter(p, sum, 0)", err, errlen) != TILEC_RT_OK)
+    if (tilec_comm_register(comm, M->ext, "tilec:coll:y", TILEC_COLL_REDUCE_SCATTER, TILEC_REDOP_SUM, 0, 0LL, "line 41: y = reduce_scatter(p, sum, 0)", err, errlen) != TILEC_RT_OK)
         return 1;
     M->comm = comm;
     return 0;
 }
 
+/* graph mode's launch plan: a slot per kernel argument (and per filled buffer's address
+   and size), a step per launch or fill */
+static const tilec_plan_slot_type tl_gtypes[33] = {
+    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR,
+    TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_INT,
+    TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT,
+    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR,
+    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_INT,
+    TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT,
+    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR,
+    TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_INT,
+    TILEC_PLAN_INT
+};
+static const char *const tl_gnames[33] = {
+    "xg x",
+    "xg x size 0",
+    "xg x size 1",
+    "xg xg",
+    "xg xg size 0",
+    "xg xg size 1",
+    "h xg",
+    "h xg size 0",
+    "h xg size 1",
+    "h w1",
+    "h w1 size 0",
+    "h w1 size 1",
+    "h h",
+    "h h size 0",
+    "h h size 1",
+    "relu x",
+    "relu y",
+    "relu n",
+    "p a",
+    "p a size 0",
+    "p a size 1",
+    "p w2",
+    "p w2 size 0",
+    "p w2 size 1",
+    "p p",
+    "p p size 0",
+    "p p size 1",
+    "y p",
+    "y p size 0",
+    "y p size 1",
+    "y y",
+    "y y size 0",
+    "y y size 1"
+};
+static const struct {
+    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs`, or an extern call */
+    const char *ext;    /* an extern call's symbol: its nargs inputs and `bits` outputs are
+                           tl_gxt[first ..] */
+    int variant;
+    uint32_t first, nargs;
+    uint64_t bits;
+} tl_gsteps[5] = {
+    {NULL, "tilec:coll:xg", 0, 0, 1, 1},
+    {NULL, "cublas.hgemm", 0, 2, 2, 1},
+    {"relu", NULL, 0, 15, 3, 0},
+    {NULL, "cublas.hgemm", 0, 5, 2, 1},
+    {NULL, "tilec:coll:y", 0, 8, 1, 1}
+};
+/* the extern steps' tensors: the address's slot (its sizes follow), dtype, rank */
+static const struct {
+    uint32_t slot;
+    tilec_dtype dtype;
+    uint32_t rank;
+} tl_gxt[10] = {
+    {0, TILEC_DT_F16, 2},
+    {3, TILEC_DT_F16, 2},
+    {6, TILEC_DT_F16, 2},
+    {9, TILEC_DT_F16, 2},
+    {12, TILEC_DT_F16, 2},
+    {18, TILEC_DT_F16, 2},
+    {21, TILEC_DT_F16, 2},
+    {24, TILEC_DT_F16, 2},
+    {27, TILEC_DT_F16, 2},
+    {30, TILEC_DT_F16, 2}
+};
+
+static tilec_plan *tl_plan_build(tp_mlp_seq_module *M, char *err, size_t errlen)
+{
+    tilec_plan *p = tilec_plan_new(M->prog, M->ext, "tp_mlp_seq", 33);
+    if (!p) {
+        tl_fail(err, errlen, "tp_mlp_seq: cannot make the launch plan (out of memory)");
+        return NULL;
+    }
+    int ok = 1;
+    for (uint32_t i = 0; i < 33 && ok; i++)
+        ok = tilec_plan_set_slot(p, i, tl_gtypes[i], tl_gnames[i]) == TILEC_RT_OK;
+    for (uint32_t i = 0; i < 5 && ok; i++) {
+        tilec_plan_value v[64];
+        for (uint32_t j = 0; j < tl_gsteps[i].nargs; j++)
+            v[j].slot = (int32_t)(tl_gsteps[i].first + j);
+        if (tl_gsteps[i].ext) {
+            tilec_plan_tensor ts[64];
+            uint32_t nin = tl_gsteps[i].nargs, nt = nin + (uint32_t)tl_gsteps[i].bits;
+            for (uint32_t j = 0; j < nt && j < 64; j++) {
+                tilec_plan_tensor t = {(int32_t)tl_gxt[tl_gsteps[i].first + j].slot,
+                                       tl_gxt[tl_gsteps[i].first + j].dtype,
+                                       tl_gxt[tl_gsteps[i].first + j].rank, {{0}}};
+                for (uint32_t d = 0; d < t.rank; d++)
+                    t.sizes[d].slot = t.data_slot + 1 + (int32_t)d;
+                ts[j] = t;
+            }
+            ok = nt <= 64 &&
+                 tilec_plan_add_extern(p, tl_gsteps[i].ext, ts, nin, ts + nin, nt - nin) == TILEC_RT_OK;
+        } else if (!tl_gsteps[i].kernel) {
+            tilec_plan_tensor t = {(int32_t)tl_gsteps[i].first, (tilec_dtype)tl_gsteps[i].variant,
+                                   tl_gsteps[i].nargs, {{0}}};
+            for (uint32_t j = 0; j < t.rank; j++)
+                t.sizes[j].slot = (int32_t)(t.data_slot + 1 + (int32_t)j);
+            ok = tilec_plan_add_fill(p, &t, tl_gsteps[i].bits) == TILEC_RT_OK;
+        } else {
+            ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v,
+                                       tl_gsteps[i].nargs) == TILEC_RT_OK;
+        }
+    }
+    if (!ok) {
+        tl_fail(err, errlen, "%s", tilec_plan_last_error(p));
+        tilec_plan_free(p);
+        return NULL;
+    }
+    return p;
+}
+
 int tp_mlp_seq_set_cuda_graph(tp_mlp_seq_module *M, unsigned graphs, char *err, size_t errlen)
 {
-    if (graphs)
-        return tl_fail(err, errlen, "tp_mlp_seq: no CUDA-graph mode: an extern call's tensor has no known dtype and rank");
-    M->graphs = 0;
+    if (graphs && !M->plan && !(M->plan = tl_plan_build(M, err, errlen)))
+        return 1;
+    if (M->plan && tilec_plan_set_cuda_graph(M->plan, graphs) != TILEC_RT_OK)
+        return tl_fail(err, errlen, "%s", tilec_plan_last_error(M->plan));
+    M->graphs = graphs;
     return 0;
 }
 
@@ -472,7 +600,7 @@ int tp_mlp_seq_run(tp_mlp_seq_module *M, const tilec_tensor *t_x, const tilec_te
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
     const int tl_g = M->graphs && !M->dbg.level; /* graph mode (the debug printer runs eagerly) */
-    tilec_rt_arg tl_sl[3] __attribute__((unused)); /* its slots */
+    tilec_rt_arg tl_sl[33] __attribute__((unused)); /* its slots */
     tilec_tensor b_x __attribute__((unused)) = {0};
     tilec_tensor b_w1 __attribute__((unused)) = {0};
     tilec_tensor b_w2 __attribute__((unused)) = {0};
@@ -532,13 +660,26 @@ int tp_mlp_seq_run(tp_mlp_seq_module *M, const tilec_tensor *t_x, const tilec_te
     if ((tl_o = tl_bytes(TILEC_DT_F16, 2, (const int64_t[]){s_T, s_H}, NULL)) != 0)
         return tl_fail(err, errlen, "tp_mlp_seq: tensor y (f16[T, H]) %s, with T=%lld, H=%lld", tl_o == 1 ? "has a negative dimension" : "needs more than 2^63 - 1 bytes", (long long)s_T, (long long)s_H);
     /* every rank's tokens: [world * T, H] */
-    /* tp_mlp_seq: line 35: xg = all_gather(x, 0) */
+    /* line 35: xg = all_gather(x, 0) */
     if (tl_alloc(M, &b_xg, "xg", TILEC_DT_F16, 2, (const int64_t[]){tl_z0, s_H}, &tl_live, err, errlen))
         goto tl_out;
     { /* extern xg "tilec:coll:xg", line 35 */
         const tilec_tensor in[1] = {b_x};
         tilec_tensor out[1] = {b_xg};
-        if (tilec_externs_call(M->ext, "tilec:coll:xg", M->rt, NULL, in, 1, out, 1) != TILEC_RT_OK) {
+        if (tl_g) { /* graph mode: an extern step of the plan */
+            for (uint32_t i = 0; i < 2; i++)
+                if (!tl_contiguous(i < 1 ? &in[i] : &out[i - 1])) {
+                    tl_fail(err, errlen, "tp_mlp_seq: graph mode: argument %u of extern tilec:coll:xg is a strided view "
+                                         "(the launch plan's extern steps take row-major tensors)", i + 1);
+                    goto tl_out;
+                }
+            tl_sl[0].ptr = in[0].data;
+            tl_sl[1].i64 = in[0].sizes[0];
+            tl_sl[2].i64 = in[0].sizes[1];
+            tl_sl[3].ptr = out[0].data;
+            tl_sl[4].i64 = out[0].sizes[0];
+            tl_sl[5].i64 = out[0].sizes[1];
+        } else if (tilec_externs_call(M->ext, "tilec:coll:xg", M->rt, NULL, in, 1, out, 1) != TILEC_RT_OK) {
             tl_fail(err, errlen, "tp_mlp_seq: %s", tilec_externs_last_error(M->ext));
             goto tl_out;
         }
@@ -548,7 +689,23 @@ int tp_mlp_seq_run(tp_mlp_seq_module *M, const tilec_tensor *t_x, const tilec_te
     { /* extern h "cublas.hgemm", line 36 */
         const tilec_tensor in[2] = {b_xg, b_w1};
         tilec_tensor out[1] = {b_h};
-        if (tilec_externs_call(M->ext, "cublas.hgemm", M->rt, NULL, in, 2, out, 1) != TILEC_RT_OK) {
+        if (tl_g) { /* graph mode: an extern step of the plan */
+            for (uint32_t i = 0; i < 3; i++)
+                if (!tl_contiguous(i < 2 ? &in[i] : &out[i - 2])) {
+                    tl_fail(err, errlen, "tp_mlp_seq: graph mode: argument %u of extern gemm is a strided view "
+                                         "(the launch plan's extern steps take row-major tensors)", i + 1);
+                    goto tl_out;
+                }
+            tl_sl[6].ptr = in[0].data;
+            tl_sl[7].i64 = in[0].sizes[0];
+            tl_sl[8].i64 = in[0].sizes[1];
+            tl_sl[9].ptr = in[1].data;
+            tl_sl[10].i64 = in[1].sizes[0];
+            tl_sl[11].i64 = in[1].sizes[1];
+            tl_sl[12].ptr = out[0].data;
+            tl_sl[13].i64 = out[0].sizes[0];
+            tl_sl[14].i64 = out[0].sizes[1];
+        } else if (tilec_externs_call(M->ext, "cublas.hgemm", M->rt, NULL, in, 2, out, 1) != TILEC_RT_OK) {
             tl_fail(err, errlen, "tp_mlp_seq: %s", tilec_externs_last_error(M->ext));
             goto tl_out;
         }
@@ -561,9 +718,9 @@ int tp_mlp_seq_run(tp_mlp_seq_module *M, const tilec_tensor *t_x, const tilec_te
         tilec_rt_arg a[3] = {{.ptr = b_h.data}, {.ptr = b_a.data}, {.i64 = (int64_t)(tl_z1)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
-            tl_sl[0].ptr = a[0].ptr;
-            tl_sl[1].ptr = a[1].ptr;
-            tl_sl[2].i64 = (int64_t)a[2].i64;
+            tl_sl[15].ptr = a[0].ptr;
+            tl_sl[16].ptr = a[1].ptr;
+            tl_sl[17].i64 = (int64_t)a[2].i64;
             st = TILEC_RT_OK;
         } else if (M->dbg.level) {
             const tl_dbg_arg da[2] = {{"x", "h", &b_h}, {"y", "a", &b_a}};
@@ -581,26 +738,55 @@ int tp_mlp_seq_run(tp_mlp_seq_module *M, const tilec_tensor *t_x, const tilec_te
     { /* extern p "cublas.hgemm", line 39 */
         const tilec_tensor in[2] = {b_a, b_w2};
         tilec_tensor out[1] = {b_p};
-        if (tilec_externs_call(M->ext, "cublas.hgemm", M->rt, NULL, in, 2, out, 1) != TILEC_RT_OK) {
+        if (tl_g) { /* graph mode: an extern step of the plan */
+            for (uint32_t i = 0; i < 3; i++)
+                if (!tl_contiguous(i < 2 ? &in[i] : &out[i - 2])) {
+                    tl_fail(err, errlen, "tp_mlp_seq: graph mode: argument %u of extern gemm is a strided view "
+                                         "(the launch plan's extern steps take row-major tensors)", i + 1);
+                    goto tl_out;
+                }
+            tl_sl[18].ptr = in[0].data;
+            tl_sl[19].i64 = in[0].sizes[0];
+            tl_sl[20].i64 = in[0].sizes[1];
+            tl_sl[21].ptr = in[1].data;
+            tl_sl[22].i64 = in[1].sizes[0];
+            tl_sl[23].i64 = in[1].sizes[1];
+            tl_sl[24].ptr = out[0].data;
+            tl_sl[25].i64 = out[0].sizes[0];
+            tl_sl[26].i64 = out[0].sizes[1];
+        } else if (tilec_externs_call(M->ext, "cublas.hgemm", M->rt, NULL, in, 2, out, 1) != TILEC_RT_OK) {
             tl_fail(err, errlen, "tp_mlp_seq: %s", tilec_externs_last_error(M->ext));
             goto tl_out;
         }
     }
     tl_release(M, &tl_live, b_a.data); /* a */
     /* the partial sums added, this rank's T tokens kept */
-    /* tp_mlp_seq: line 41: y = reduce_scatter(p, sum, 0) */
+    /* line 41: y = reduce_scatter(p, sum, 0) */
     if (tl_alloc(M, &b_y, "y", TILEC_DT_F16, 2, (const int64_t[]){s_T, s_H}, &tl_live, err, errlen))
         goto tl_out;
     { /* extern y "tilec:coll:y", line 41 */
         const tilec_tensor in[1] = {b_p};
         tilec_tensor out[1] = {b_y};
-        if (tilec_externs_call(M->ext, "tilec:coll:y", M->rt, NULL, in, 1, out, 1) != TILEC_RT_OK) {
+        if (tl_g) { /* graph mode: an extern step of the plan */
+            for (uint32_t i = 0; i < 2; i++)
+                if (!tl_contiguous(i < 1 ? &in[i] : &out[i - 1])) {
+                    tl_fail(err, errlen, "tp_mlp_seq: graph mode: argument %u of extern tilec:coll:y is a strided view "
+                                         "(the launch plan's extern steps take row-major tensors)", i + 1);
+                    goto tl_out;
+                }
+            tl_sl[27].ptr = in[0].data;
+            tl_sl[28].i64 = in[0].sizes[0];
+            tl_sl[29].i64 = in[0].sizes[1];
+            tl_sl[30].ptr = out[0].data;
+            tl_sl[31].i64 = out[0].sizes[0];
+            tl_sl[32].i64 = out[0].sizes[1];
+        } else if (tilec_externs_call(M->ext, "tilec:coll:y", M->rt, NULL, in, 1, out, 1) != TILEC_RT_OK) {
             tl_fail(err, errlen, "tp_mlp_seq: %s", tilec_externs_last_error(M->ext));
             goto tl_out;
         }
     }
     tl_release(M, &tl_live, b_p.data); /* p */
-    if (tl_g && tilec_plan_run(M->plan, tl_sl, 3, NULL) != TILEC_RT_OK) {
+    if (tl_g && tilec_plan_run(M->plan, tl_sl, 33, NULL) != TILEC_RT_OK) {
         tl_fail(err, errlen, "%s", tilec_plan_last_error(M->plan));
         goto tl_out;
     }

@@ -127,7 +127,7 @@ def set_comm(comm):
     """The communicator (a tilec.Comm) the collectives of tp_mlp run on; world is
     its size. Registers each collective on externs(); required before call()."""
     global _comm
-    comm.register(externs(), "tilec:coll:y", "all_reduce", "sum", 0, 0, "tp_mlp: line 29: y = all_reduce(p, sum)")
+    comm.register(externs(), "tilec:coll:y", "all_reduce", "sum", 0, 0, "line 29: y = all_reduce(p, sum)")
     _comm = comm
     _recipes.clear()  # recipes hold sizes of the old world
 

@@ -130,8 +130,8 @@ def set_comm(comm):
     """The communicator (a tilec.Comm) the collectives of tp_mlp_seq run on; world is
     its size. Registers each collective on externs(); required before call()."""
     global _comm
-    comm.register(externs(), "tilec:coll:xg", "all_gather", "sum", 0, 0, "tp_mlp_seq: line 35: xg = all_gather(x, 0)")
-    comm.register(externs(), "tilec:coll:y", "reduce_scatter", "sum", 0, 0, "tp_mlp_seq: line 41: y = reduce_scatter(p, sum, 0)")
+    comm.register(externs(), "tilec:coll:xg", "all_gather", "sum", 0, 0, "line 35: xg = all_gather(x, 0)")
+    comm.register(externs(), "tilec:coll:y", "reduce_scatter", "sum", 0, 0, "line 41: y = reduce_scatter(p, sum, 0)")
     _comm = comm
     _recipes.clear()  # recipes hold sizes of the old world
 
