@@ -125,7 +125,7 @@ def torch_collective(kind, op, x, world, root):
     """torch.distributed's result for one of coll_source's graphs."""
     if kind == "ar":
         y = x.clone()
-        dist.all_reduce(y, op=getattr(dist.ReduceOp, op.upper()))
+        dist.all_reduce(y, op=getattr(dist.ReduceOp, {"prod": "PRODUCT"}.get(op, op.upper())))  # torch spells prod PRODUCT
         return y
     if kind in ("ag0", "ag1"):
         parts = [torch.empty_like(x) for _ in range(world)]
