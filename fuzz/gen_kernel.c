@@ -866,7 +866,7 @@ static void graph(gen *g, strbuf *h)
     sb_puts(h, "graph g0(");
     for (int i = out0; i < g->np; i++) {
         gtensor *x = &G.t[G.nt++];
-        snprintf(x->name, sizeof x->name, "t%d", i);
+        snprintf(x->name, sizeof x->name, "t%d", i % 100000); /* i < g->np, a handful */
         x->dt = g->pdt[i];
         x->scale = 1;
         sb_printf(h, "t%d: %s[M], ", i, dtn[g->pdt[i]]);
