@@ -398,11 +398,34 @@ Test(numerics, rope_broadcast_in_registers)
     free(out);
 }
 
+/* Reshapes of a register tile (to 2-D, 1-D and 3-D shapes, through size-1
+ * axes, before a reduction), of a pointer tile (stored through and loaded
+ * from) and of a virtual tile, in row-major order (item 6 of issue 35). */
+Test(numerics, reshapes)
+{
+    float x[512], want[2176];
+    int32_t y[512];
+    prods_inputs(x, y, 7654321ull);
+    strbuf b;
+    floats_decl(&b, x);
+    sb_printf(&b, "static float out[2176];\nLAUNCH(1, x, out);\nfor (int i = 0; i < 2176; i++) printf(\"%%a \", (double)out[i]);\n");
+    cr_assert(!b.failed);
+    char *out = host_run("reshapes", sb_str(&b));
+    sb_free(&b);
+    const char *s = out;
+    reshapes_want(x, want);
+    for (int i = 0; i < 2176; i++) {
+        float got = (float)next_num(&s);
+        cr_expect(memcmp(&got, &want[i], 4) == 0, "reshapes out[%d] = %a, want %a", i, (double)got, (double)want[i]);
+    }
+    free(out);
+}
+
 /* Every kernel of the file compiles in NVRTC (s * 1e300 with s: f64 was
  * "floating constant is out of range": 1e+300f). */
 Test(numerics, nvrtc_compiles_every_kernel)
 {
-    static const char *const kernels[] = {"rounding", "narrow", "literals", "rounding_sum", "half_literal", "scalar_round", "prods", "picks", "slices", "rope"};
+    static const char *const kernels[] = {"rounding", "narrow", "literals", "rounding_sum", "half_literal", "scalar_round", "prods", "picks", "slices", "rope", "reshapes"};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         char *src = cuda_of(kernels[i], NULL);
         void *cubin = NULL;
