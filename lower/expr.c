@@ -337,10 +337,10 @@ static const char *walk_reshape(lw *L, const tilec_expr *e, const char *const *i
         if (bt->dims[i] == 1)
             sub[i] = "0";
         else if (i == 0)
-            sub[i] = st == 1 ? lower_fmt(L, "(int)(%s)", flat) : lower_fmt(L, "(int)((%s) / %lldu)", flat, (long long)st);
+            sub[i] = st == 1 ? lower_fmt(L, "(int)(unsigned)(%s)", flat) : lower_fmt(L, "(int)(unsigned)((%s) / %lldu)", flat, (long long)st);
         else
-            sub[i] = st == 1 ? lower_fmt(L, "(int)((%s) %% %lldu)", flat, (long long)bt->dims[i])
-                             : lower_fmt(L, "(int)((%s) / %lldu %% %lldu)", flat, (long long)st, (long long)bt->dims[i]);
+            sub[i] = st == 1 ? lower_fmt(L, "(int)(unsigned)((%s) %% %lldu)", flat, (long long)bt->dims[i])
+                             : lower_fmt(L, "(int)(unsigned)((%s) / %lldu %% %lldu)", flat, (long long)st, (long long)bt->dims[i]);
     }
     return lower_walk(L, e->args[0], sub, 0, NULL, EMIT);
 }

@@ -419,6 +419,16 @@ Test(numerics, reshapes)
         cr_expect(memcmp(&got, &want[i], 4) == 0, "reshapes out[%d] = %a, want %a", i, (double)got, (double)want[i]);
     }
     free(out);
+    /* --emit layouts says where a register tile goes through shared memory */
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, FILE_, &m), TILEC_OK);
+    tilec_kernel_code code;
+    cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_find_kernel(m, "reshapes"), 0, &code), TILEC_OK);
+    cr_expect(strstr(code.layouts, "a reshape of a register tile (read from shared memory)"), "%s", code.layouts);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
 }
 
 /* Every kernel of the file compiles in NVRTC (s * 1e300 with s: f64 was
