@@ -1068,17 +1068,17 @@ Test(gpu, rope_broadcast)
  * (tests/test_numerics.c runs the same kernel on the CPU). */
 Test(gpu, reshapes)
 {
-    float x[512], got[2176], want[2176];
+    float x[512], got[3200], want[3200];
     int32_t y[512];
     prods_inputs(x, y, 7654321ull);
     gk g;
     load_or_fail("tests/gpu/numerics.tile", "reshapes", 0, &g);
-    uint64_t dx = upload(x, sizeof x), dout = poisoned(2176);
+    uint64_t dx = upload(x, sizeof x), dout = poisoned(3200);
     tilec_rt_arg args[2] = {{.ptr = dx}, {.ptr = dout}};
     CHECK_RT(gk_launch(&g, args, NULL));
     CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, dout, sizeof got));
     reshapes_want(x, want);
-    for (int i = 0; i < 2176; i++)
+    for (int i = 0; i < 3200; i++)
         cr_expect(memcmp(&got[i], &want[i], 4) == 0, "reshapes out[%d] = %a, want %a", i, (double)got[i], (double)want[i]);
     tilec_rt_free(rt, dx);
     tilec_rt_free(rt, dout);

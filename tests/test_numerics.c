@@ -403,18 +403,18 @@ Test(numerics, rope_broadcast_in_registers)
  * from) and of a virtual tile, in row-major order (item 6 of issue 35). */
 Test(numerics, reshapes)
 {
-    float x[512], want[2176];
+    float x[512], want[3200];
     int32_t y[512];
     prods_inputs(x, y, 7654321ull);
     strbuf b;
     floats_decl(&b, x);
-    sb_printf(&b, "static float out[2176];\nLAUNCH(1, x, out);\nfor (int i = 0; i < 2176; i++) printf(\"%%a \", (double)out[i]);\n");
+    sb_printf(&b, "static float out[3200];\nLAUNCH(1, x, out);\nfor (int i = 0; i < 3200; i++) printf(\"%%a \", (double)out[i]);\n");
     cr_assert(!b.failed);
     char *out = host_run("reshapes", sb_str(&b));
     sb_free(&b);
     const char *s = out;
     reshapes_want(x, want);
-    for (int i = 0; i < 2176; i++) {
+    for (int i = 0; i < 3200; i++) {
         float got = (float)next_num(&s);
         cr_expect(memcmp(&got, &want[i], 4) == 0, "reshapes out[%d] = %a, want %a", i, (double)got, (double)want[i]);
     }
