@@ -380,6 +380,13 @@ Test(gpu, matmul_f16, .timeout = 300) { check_matmul("examples/matmul.tile", "ma
 Test(gpu, matmul_f32, .timeout = 300) { check_matmul("examples/matmul_f32.tile", "matmul_f32", 0, 1e-3); }
 /* the tf32 hint: operands rounded to 10-bit mantissas (relative error about 2^-11 each) */
 Test(gpu, matmul_tf32, .timeout = 300) { check_matmul("examples/matmul_tf32.tile", "matmul_tf32", 0, 2e-3); }
+/* reshaped operands and result (a register reshape in the loop; a
+ * reshaped pointer tile read by the cp.async pipeline) */
+Test(gpu, reshape_matmul, .timeout = 300) { check_matmul("tests/gpu/reshape_matmul.tile", "reshape_matmul", 1, 1e-2); }
+Test(gpu, reshape_matmul_pipe, .timeout = 300)
+{
+    check_matmul("tests/gpu/reshape_matmul.tile", "reshape_matmul_pipe", 1, 1e-2);
+}
 
 Test(gpu, block_kernels)
 {

@@ -431,6 +431,22 @@ Test(numerics, reshapes)
     tilec_ctx_free(ctx);
 }
 
+/* A dot operand read through a reshaped pointer tile whose last axis
+ * keeps its operand's stride is pipelined with cp.async (its values:
+ * gpu::reshape_matmul_pipe). */
+Test(numerics, reshaped_dot_operand_pipelines)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, "tests/gpu/reshape_matmul.tile", &m), TILEC_OK);
+    tilec_kernel_code code;
+    cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_find_kernel(m, "reshape_matmul_pipe"), 0, &code), TILEC_OK);
+    cr_expect(strstr(code.layouts, "dot loop: cp.async pipeline + mma.sync"), "%s", code.layouts);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
 /* Every kernel of the file compiles in NVRTC (s * 1e300 with s: f64 was
  * "floating constant is out of range": 1e+300f). */
 Test(numerics, nvrtc_compiles_every_kernel)
