@@ -325,7 +325,8 @@ static const char *walk_reshape(lw *L, const tilec_expr *e, const char *const *i
         int64_t st = 1;
         for (int j = i + 1; j < t->rank; j++)
             st *= t->dims[j];
-        const char *x = st == 1 ? lower_fmt(L, "(unsigned)(%s)", idx[i]) : lower_fmt(L, "(unsigned)(%s) * %lldu", idx[i], (long long)st);
+        const char *x = st == 1 ? lower_fmt(L, "(unsigned)(%s)", idx[i])
+                                : lower_fmt(L, "(unsigned)(%s) * %lldu", idx[i], (long long)st);
         flat = flat ? lower_fmt(L, "%s + %s", flat, x) : x;
     }
     if (!flat)
@@ -337,10 +338,12 @@ static const char *walk_reshape(lw *L, const tilec_expr *e, const char *const *i
         if (bt->dims[i] == 1)
             sub[i] = "0";
         else if (i == 0)
-            sub[i] = st == 1 ? lower_fmt(L, "(int)(unsigned)(%s)", flat) : lower_fmt(L, "(int)(unsigned)((%s) / %lldu)", flat, (long long)st);
+            sub[i] = st == 1 ? lower_fmt(L, "(int)(unsigned)(%s)", flat)
+                             : lower_fmt(L, "(int)(unsigned)((%s) / %lldu)", flat, (long long)st);
         else
             sub[i] = st == 1 ? lower_fmt(L, "(int)(unsigned)((%s) %% %lldu)", flat, (long long)bt->dims[i])
-                             : lower_fmt(L, "(int)(unsigned)((%s) / %lldu %% %lldu)", flat, (long long)st, (long long)bt->dims[i]);
+                             : lower_fmt(L, "(int)(unsigned)((%s) / %lldu %% %lldu)", flat, (long long)st,
+                                         (long long)bt->dims[i]);
     }
     return lower_walk(L, e->args[0], sub, 0, NULL, EMIT);
 }

@@ -1086,7 +1086,8 @@ Test(gpu, reshapes)
     CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, dout, sizeof got));
     reshapes_want(x, want);
     for (int i = 0; i < 3200; i++)
-        cr_expect(memcmp(&got[i], &want[i], 4) == 0, "reshapes out[%d] = %a, want %a", i, (double)got[i], (double)want[i]);
+        cr_expect(memcmp(&got[i], &want[i], 4) == 0, "reshapes out[%d] = %a, want %a", i, (double)got[i],
+                  (double)want[i]);
     tilec_rt_free(rt, dx);
     tilec_rt_free(rt, dout);
     gk_free(&g);
