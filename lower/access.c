@@ -103,6 +103,14 @@ int lower_stride(lw *L, const tilec_expr *e, int axis, int64_t *s)
             *s = 1;
             return 1;
         }
+        if (!strcmp(e->name, "reshape")) {
+            /* along the last axis, when it is no longer than the operand's
+             * (both powers of two): a step stays inside one operand row */
+            const tilec_type *bt = lower_ty(L, e->args[0]);
+            if (axis != t->rank - 1 || t->dims[axis] > bt->dims[bt->rank - 1])
+                return 0;
+            return lower_stride(L, e->args[0], bt->rank - 1, s);
+        }
         if (!strcmp(e->name, "zeros") || !strcmp(e->name, "full")) {
             *s = 0;
             return 1;

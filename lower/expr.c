@@ -304,6 +304,50 @@ static const char *walk_index(lw *L, const tilec_expr *e, const char *const *idx
     return lower_walk(L, e->args[0], sub, 0, t->rank ? cur : NULL, mode);
 }
 
+/* reshape(t, d...): result element idx is t's element at the same
+ * row-major position, the flat index re-split into t's dims (all powers
+ * of two: the unsigned / and % are shifts and masks); a virtual t is computed there, a register
+ * tile is read from shared memory. */
+static const char *walk_reshape(lw *L, const tilec_expr *e, const char *const *idx, const lay *cur, wmode mode)
+{
+    const tilec_type *t = lower_ty(L, e), *bt = lower_ty(L, e->args[0]);
+    if (lower_same_shape(bt, t)) /* the same shape: the same elements in the same places */
+        return lower_walk(L, e->args[0], idx, 0, cur, mode);
+    if (mode == PREP) {
+        if (!lower_is_virtual(L, e->args[0]))
+            lower_note(L, "  line %u: a reshape of a register tile (read from shared memory)", L->line);
+        return lower_walk(L, e->args[0], NULL, 0, NULL, PREP);
+    }
+    const char *flat = NULL, *sub[TILEC_MAX_RANK];
+    for (int i = 0; i < t->rank; i++) {
+        if (t->dims[i] == 1)
+            continue;
+        int64_t st = 1;
+        for (int j = i + 1; j < t->rank; j++)
+            st *= t->dims[j];
+        const char *x = st == 1 ? lower_fmt(L, "(unsigned)(%s)", idx[i])
+                                : lower_fmt(L, "(unsigned)(%s) * %lldu", idx[i], (long long)st);
+        flat = flat ? lower_fmt(L, "%s + %s", flat, x) : x;
+    }
+    if (!flat)
+        flat = "0u";
+    for (int i = 0; i < bt->rank; i++) {
+        int64_t st = 1;
+        for (int j = i + 1; j < bt->rank; j++)
+            st *= bt->dims[j];
+        if (bt->dims[i] == 1)
+            sub[i] = "0";
+        else if (i == 0)
+            sub[i] = st == 1 ? lower_fmt(L, "(int)(unsigned)(%s)", flat)
+                             : lower_fmt(L, "(int)(unsigned)((%s) / %lldu)", flat, (long long)st);
+        else
+            sub[i] = st == 1 ? lower_fmt(L, "(int)(unsigned)((%s) %% %lldu)", flat, (long long)bt->dims[i])
+                             : lower_fmt(L, "(int)(unsigned)((%s) / %lldu %% %lldu)", flat, (long long)st,
+                                         (long long)bt->dims[i]);
+    }
+    return lower_walk(L, e->args[0], sub, 0, NULL, EMIT);
+}
+
 /* EMIT of the elementwise builtins that combine operands. */
 static const char *builtin(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur)
 {
@@ -385,6 +429,8 @@ static const char *walk_call(lw *L, const tilec_expr *e, const char *const *idx,
         tilec_dtype vd = lower_ty(L, e->args[1])->dtype; /* full(bf16, s, n) holds s rounded to bf16 */
         return t->dtype == TILEC_DT_BOOL || vd == TILEC_DT_BOOL ? lower_conv(L, v, vd, t->dtype) : lower_cast(L, v, vd, t->dtype);
     }
+    if (!strcmp(n, "reshape"))
+        return walk_reshape(L, e, idx, cur, mode);
     if (mode == PREP) {
         prep_args(L, e, idx, same, cur, !strcmp(n, "trans"));
         return NULL;

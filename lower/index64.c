@@ -397,6 +397,8 @@ static rng r_call(lw *L, const tilec_expr *e, int inptr, int *anyw)
             return (rng){min64(a.lo, b.lo), min64(a.hi, b.hi), a.data | b.data};
         return r_hull(a, b);
     }
+    if (!strcmp(n, "reshape")) /* the same elements: its operand's interval, in its operand's place */
+        return visit(L, e->args[0], inptr, anyw);
     if (!strcmp(n, "cast")) { /* an explicit conversion cuts: never widened */
         rng a = visit(L, e->args[0], inptr, &w[0]);
         const tilec_type *at = raw_ty(L, e->args[0]);

@@ -225,7 +225,8 @@ static int layout_of(lw *L, const tilec_expr *e, lay *y)
         *y = lower_lin_slice(L, &x, reduce_axis_of(L, e), &r, &l, &w);
         return 1;
     }
-    if (lower_is_materializing(e) || (e->kind == TILEC_EX_CALL && !strcmp(e->name, "trans")))
+    if (lower_is_materializing(e) ||
+        (e->kind == TILEC_EX_CALL && (!strcmp(e->name, "trans") || !strcmp(e->name, "reshape"))))
         return 0;
     for (uint32_t i = 0; i < e->nargs; i++)
         if (lower_same_shape(lower_ty(L, e->args[i]), t) && layout_of(L, e->args[i], y))

@@ -85,6 +85,8 @@ static uint64_t sources(wr *w, const tilec_expr *e)
         wr_var *v = var_of(w, e->name, 0);
         return v ? v->src : w->all;
     }
+    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "reshape") && e->nargs)
+        return sources(w, e->args[0]); /* the rest are sizes, constants the checker evaluated */
     uint64_t s = 0;
     for (uint32_t i = 0; i < e->nargs; i++)
         s |= sources(w, e->args[i]);

@@ -18,7 +18,7 @@
     X(FLOOR, "floor", 1, 1) X(CEIL, "ceil", 1, 1) X(FMA, "fma", 3, 3) X(CAST, "cast", 2, 2) \
     X(TRANS, "trans", 1, 1) X(CDIV, "cdiv", 2, 2) X(CUMSUM, "cumsum", 2, 4)              \
     X(CUMPROD, "cumprod", 2, 4) X(CUMMAX, "cummax", 2, 4) X(CUMMIN, "cummin", 2, 4)     \
-    X(SCAN, "scan", 6, 8) X(PROD, "prod", 2, 2)
+    X(SCAN, "scan", 6, 8) X(PROD, "prod", 2, 2) X(RESHAPE, "reshape", 2, 1 + TILEC_MAX_RANK)
 
 typedef enum {
 #define X(e, s, lo, hi) BI_##e,
@@ -42,6 +42,42 @@ static int find_builtin(const char *name)
         if (!strcmp(builtins[i].name, name))
             return i;
     return -1;
+}
+
+static int64_t numel(const tilec_type *t)
+{
+    int64_t c = 1;
+    for (int i = 0; i < t->rank; i++)
+        c *= t->dims[i];
+    return c;
+}
+
+/* reshape(t, d0, d1, ...): t's elements in row-major order (torch.reshape
+ * of a contiguous tensor) as a tile of constant power-of-two sizes d0,
+ * d1, ... holding as many elements. */
+static tilec_type check_reshape(checker *ck, tilec_expr *e)
+{
+    tilec_type s = chk_expr(ck, e->args[0]);
+    if (s.kind == TILEC_TY_ERROR)
+        return s;
+    if (s.kind != TILEC_TY_VALUE || s.rank == 0) {
+        chk_err(ck, chk_start_of(e->args[0]), "reshape needs a tile, got %s", chk_ty_str(ck, &s));
+        return chk_ty_err();
+    }
+    tilec_type r = s;
+    memset(r.dims, 0, sizeof r.dims);
+    r.rank = (uint8_t)(e->nargs - 1);
+    for (uint32_t i = 1; i < e->nargs; i++)
+        if (chk_tile_dim(ck, e->args[i], &r.dims[i - 1]))
+            return chk_ty_err();
+    if (numel(&r) != numel(&s)) {
+        chk_err(ck, &e->loc, "reshape cannot turn shape %s (%lld elements) into shape %s (%lld elements)",
+            chk_shp_str(ck, &s), (long long)numel(&s), chk_shp_str(ck, &r), (long long)numel(&r));
+        for (uint32_t i = 1; i < e->nargs; i++)
+            chk_note_hint(ck, e->args[i], r.dims[i - 1]);
+        return chk_ty_err();
+    }
+    return r;
 }
 
 /* Shape and dtype checks of the builtins; args already counted. */
@@ -109,6 +145,7 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
             return chk_ty_err();
         return r;
     }
+    case BI_RESHAPE: return check_reshape(ck, e);
     default:
         break;
     }

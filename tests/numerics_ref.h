@@ -142,4 +142,28 @@ static inline void rope_want(const float *x, const float *cs, const float *sn, i
         }
 }
 
+/* reshapes(x): out[3200] as tests/gpu/numerics.tile's reshapes computes it
+ * (x a [16, 32] tile read in row-major order, as torch.reshape does). */
+static inline void reshapes_want(const float *x, float out[3200])
+{
+    for (int k = 0; k < 512; k++) {
+        out[k] = x[k];
+        out[512 + k] = x[k] * 2.0f;
+        out[1024 + k] = x[k];
+        out[1536 + k] = x[k];
+        out[2176 + k] = x[k];
+    }
+    for (int r = 0; r < 32; r++) {
+        float m = x[r * 16];
+        for (int c = 1; c < 16; c++)
+            m = x[r * 16 + c] > m ? x[r * 16 + c] : m;
+        out[2048 + r] = m;
+        out[2080 + r] = x[3 * 32 + r];
+    }
+    for (int k = 0; k < 64; k++)
+        out[2112 + k] = (float)(3 * k);
+    for (int f = 0; f < 512; f++)
+        out[2688 + f] = x[(255 - f / 2) * 2 + f % 2];
+}
+
 #endif

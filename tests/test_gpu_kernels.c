@@ -380,6 +380,13 @@ Test(gpu, matmul_f16, .timeout = 300) { check_matmul("examples/matmul.tile", "ma
 Test(gpu, matmul_f32, .timeout = 300) { check_matmul("examples/matmul_f32.tile", "matmul_f32", 0, 1e-3); }
 /* the tf32 hint: operands rounded to 10-bit mantissas (relative error about 2^-11 each) */
 Test(gpu, matmul_tf32, .timeout = 300) { check_matmul("examples/matmul_tf32.tile", "matmul_tf32", 0, 2e-3); }
+/* reshaped operands and result (a register reshape in the loop; a
+ * reshaped pointer tile read by the cp.async pipeline) */
+Test(gpu, reshape_matmul, .timeout = 300) { check_matmul("tests/gpu/reshape_matmul.tile", "reshape_matmul", 1, 1e-2); }
+Test(gpu, reshape_matmul_pipe, .timeout = 300)
+{
+    check_matmul("tests/gpu/reshape_matmul.tile", "reshape_matmul_pipe", 1, 1e-2);
+}
 
 Test(gpu, block_kernels)
 {
@@ -1060,6 +1067,28 @@ Test(gpu, rope_broadcast)
     tilec_rt_free(rt, dx);
     tilec_rt_free(rt, dc);
     tilec_rt_free(rt, ds);
+    tilec_rt_free(rt, dout);
+    gk_free(&g);
+}
+
+/* Reshapes of register, pointer and virtual tiles in row-major order
+ * (tests/test_numerics.c runs the same kernel on the CPU). */
+Test(gpu, reshapes)
+{
+    float x[512], got[3200], want[3200];
+    int32_t y[512];
+    prods_inputs(x, y, 7654321ull);
+    gk g;
+    load_or_fail("tests/gpu/numerics.tile", "reshapes", 0, &g);
+    uint64_t dx = upload(x, sizeof x), dout = poisoned(3200);
+    tilec_rt_arg args[2] = {{.ptr = dx}, {.ptr = dout}};
+    CHECK_RT(gk_launch(&g, args, NULL));
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, dout, sizeof got));
+    reshapes_want(x, want);
+    for (int i = 0; i < 3200; i++)
+        cr_expect(memcmp(&got[i], &want[i], 4) == 0, "reshapes out[%d] = %a, want %a", i, (double)got[i],
+                  (double)want[i]);
+    tilec_rt_free(rt, dx);
     tilec_rt_free(rt, dout);
     gk_free(&g);
 }

@@ -49,6 +49,10 @@ static const spelling corpus[] = {
     {"let o = load(offs + i); o = cumsum(o, 0); store(out + o, load(x + i));", WIDE, "v_o"},
     {"let o = i; o = sum(i * 0 + stride, 0) + i; store(out + o, load(x + i));", WIDE, "v_o"},
     {"let s = cumsum(load(offs + i), 0); let o = s * 2; store(out + o, load(x + i));", WIDE, "v_o"},
+    /* reshape: its operand's interval, in its operand's place */
+    {"let o = reshape(pid(0) * n + i, 8, 16); store(out + o, load(x + reshape(i, 8, 16)));", WIDE, NULL},
+    {"store(reshape(out + cumsum(load(offs + i), 0), 16, 8), 1.0);", WIDE, NULL},
+    {"let o = reshape(cumsum(load(offs + i), 0), 2, 64); store(out + o, 1.0);", WIDE, "v_o"},
     /* proven to fit */
     {"let o = sum(i, 0); store(out + o + i, load(x + i));", NARROW, "v_o"},
     {"let o = cummax(load(offs + i), 0); store(out + o, load(x + i));", NARROW, "v_o"},
@@ -56,6 +60,7 @@ static const spelling corpus[] = {
     {"let o = abs(i - 64); store(out + o, load(x + i));", NARROW, NULL},
     {"let o = scan(i, 0, 0, a, b, maximum(a, b)); store(out + o, load(x + i));", NARROW, "v_o"},
     {"let o = cumsum(i < 4, 0); store(out + o, load(x + i));", NARROW, "v_o"},
+    {"let o = reshape(i * 2, 16, 8); store(out + o, 1.0);", NARROW, NULL},
     /* data, not an offset: the language's i32 */
     {"let o = cumsum(load(offs + i), 0); store(out + i, cast(o, f32));", NARROW, "v_o"},
 };

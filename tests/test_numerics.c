@@ -19,15 +19,16 @@
 
 #define FILE_ "tests/gpu/numerics.tile"
 
-/* The CUDA C of kernel (variant 0) of FILE_; free() it. */
-static char *cuda_of(const char *kernel, uint32_t *threads)
+/* The CUDA C (or with `layouts`, the --emit layouts report) of kernel
+ * (variant 0) of file; free() it. */
+static char *lowered(const char *file, const char *kernel, int layouts, uint32_t *threads)
 {
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = NULL;
-    cr_assert_eq(tilec_parse_file(ctx, FILE_, &m), TILEC_OK);
+    cr_assert_eq(tilec_parse_file(ctx, file, &m), TILEC_OK);
     tilec_kernel_code code;
     cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_find_kernel(m, kernel), 0, &code), TILEC_OK, "%s", kernel);
-    char *src = strdup(code.source);
+    char *src = strdup(layouts ? code.layouts : code.source);
     if (threads)
         *threads = code.threads;
     tilec_kernel_code_free(&code);
@@ -35,6 +36,8 @@ static char *cuda_of(const char *kernel, uint32_t *threads)
     tilec_ctx_free(ctx);
     return src;
 }
+
+static char *cuda_of(const char *kernel, uint32_t *threads) { return lowered(FILE_, kernel, 0, threads); }
 
 /* Build kernel's CUDA C with the host C++ compiler and run `body` (C++
  * that calls kernel_v0 through LAUNCH(blocks, args...) and prints values
@@ -398,11 +401,51 @@ Test(numerics, rope_broadcast_in_registers)
     free(out);
 }
 
+/* Reshapes of a register tile (to 2-D, 1-D and 3-D shapes, through size-1
+ * axes, before a reduction), of a pointer tile (stored through and loaded
+ * from) and of a virtual tile, in row-major order (item 6 of issue 35). */
+Test(numerics, reshapes)
+{
+    float x[512], want[3200];
+    int32_t y[512];
+    prods_inputs(x, y, 7654321ull);
+    strbuf b;
+    floats_decl(&b, x);
+    sb_printf(&b, "static float out[3200];\nLAUNCH(1, x, out);\nfor (int i = 0; i < 3200; i++) printf(\"%%a \", "
+                  "(double)out[i]);\n");
+    cr_assert(!b.failed);
+    char *out = host_run("reshapes", sb_str(&b));
+    sb_free(&b);
+    const char *s = out;
+    reshapes_want(x, want);
+    for (int i = 0; i < 3200; i++) {
+        float got = (float)next_num(&s);
+        cr_expect(memcmp(&got, &want[i], 4) == 0, "reshapes out[%d] = %a, want %a", i, (double)got, (double)want[i]);
+    }
+    free(out);
+    /* --emit layouts says where a register tile goes through shared memory */
+    char *lay = lowered(FILE_, "reshapes", 1, NULL);
+    cr_expect(strstr(lay, "a reshape of a register tile (read from shared memory)"), "%s", lay);
+    free(lay);
+}
+
+/* A dot operand read through a reshaped pointer tile whose last axis
+ * keeps its operand's stride is pipelined with cp.async (its values:
+ * gpu::reshape_matmul_pipe). */
+Test(numerics, reshaped_dot_operand_pipelines)
+{
+    char *lay = lowered("tests/gpu/reshape_matmul.tile", "reshape_matmul_pipe", 1, NULL);
+    cr_expect(strstr(lay, "dot loop: cp.async pipeline + mma.sync"), "%s", lay);
+    free(lay);
+}
+
 /* Every kernel of the file compiles in NVRTC (s * 1e300 with s: f64 was
  * "floating constant is out of range": 1e+300f). */
 Test(numerics, nvrtc_compiles_every_kernel)
 {
-    static const char *const kernels[] = {"rounding", "narrow", "literals", "rounding_sum", "half_literal", "scalar_round", "prods", "picks", "slices", "rope"};
+    static const char *const kernels[] = {"rounding",     "narrow",       "literals", "rounding_sum",
+                                          "half_literal", "scalar_round", "prods",    "picks",
+                                          "slices",       "rope",         "reshapes"};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         char *src = cuda_of(kernels[i], NULL);
         void *cubin = NULL;

@@ -39,6 +39,7 @@ static const wcase cases[] = {
      "let p = a; let q = c; for i in 0 .. n { let t = p; p = q; q = t; } store(p, 1.0);", A | C},
     {"a store in a loop in a branch", "for i in 0 .. n { if i > 0 { store(c + i, 1.0); } else { } }", C},
     {"reshape and trans", "let p = (b + range(T))[:, None]; let q = trans(p); store(q, 1.0);", B},
+    {"a reshaped pointer tile", "let q = reshape(c + range(T), 4, T / 4); store(q, 1.0);", C},
     {"loaded values are not pointers", "let v = load(a + range(T)); store(b + range(T), v);", B},
     {"an offset loaded through d", "store(b + load(d), 1.0);", B},
     {"a chain defined after its use in a loop",
