@@ -409,9 +409,7 @@ static rng r_call(lw *L, const tilec_expr *e, int inptr, int *anyw)
     }
     if (!strcmp(n, "abs"))
         return r_abs(visit(L, e->args[0], inptr, anyw));
-    if (!strcmp(n, "sum") || !strcmp(n, "prod") || !strcmp(n, "max") || !strcmp(n, "min") || !strcmp(n, "argmax") ||
-        !strcmp(n, "argmin") || !strcmp(n, "cumsum") || !strcmp(n, "cumprod") || !strcmp(n, "cummax") ||
-        !strcmp(n, "cummin") || !strcmp(n, "scan"))
+    if (lower_is_reduce(e) || lower_is_scan(e)) /* the lowering's own lists: a new reduction is seen here too */
         return r_reduce(L, e, t, inptr, anyw);
     for (uint32_t i = 0; i < e->nargs; i++) {
         int wi = 0;
