@@ -65,7 +65,7 @@ EXPORTS  = $(BUILD)/gen/libtilec.map
 TILEC    = $(BUILD)/bin/tilec
 EXAMPLES = $(wildcard examples/*.tile)
 
-.PHONY: all deps demo test test-run asan-run layers symbols clang-check asan clean check-examples golden bench valgrind fuzz fuzz-build gen-nvrtc
+.PHONY: all deps demo test test-run test-stamped layers symbols clang-check asan clean check-examples golden bench valgrind fuzz fuzz-build gen-nvrtc
 all: $(LIBA) $(LIBSO) $(TILEC)
 
 deps:
@@ -413,6 +413,8 @@ check-examples: all $(BUILD)/bench/e2e $(BUILD)/bench/e2e_fused
 # `make test-run` runs every suite regardless.
 TEST_CONFIG = $(CC) | $(OPT) | $(SANFLAGS) | $(CUDA)
 test: deps
+	@$(MAKE) --no-print-directory test-stamped
+test-stamped:
 	@tools/test_stamp.sh $(BUILD) check "$(TEST_CONFIG)" || { \
 	    $(MAKE) --no-print-directory test-run && tools/test_stamp.sh $(BUILD) save "$(TEST_CONFIG)"; }
 
@@ -462,10 +464,7 @@ test-run: layers all symbols clang-check $(TESTS)
 	@echo "all test suites passed"
 
 asan: deps
-	@LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 OPT="-O1 -g" asan-run
-asan-run:
-	@tools/test_stamp.sh $(BUILD) check "$(TEST_CONFIG)" || { \
-	    $(MAKE) --no-print-directory test-run && tools/test_stamp.sh $(BUILD) save "$(TEST_CONFIG)"; }
+	@LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 OPT="-O1 -g" test-stamped
 
 # libFuzzer targets (fuzz/): the front end, the bundle reader and the
 # generator of well-typed kernels (fuzz_gen), built with
