@@ -407,7 +407,7 @@ static tilec_status hand_over(build *b, tilec_compiled_fn fn, void *user)
         tilec_aot_kernel k = {bk->k->name, bk->variant, tilec_kernel_variant_count(bk->k), bk->code.name,
                               bk->job.cubin, bk->job.size, bk->code.threads, bk->code.smem_bytes, bk->code.nparams,
                               b->unlaunchable ? NULL : bk->kinds, tilec_kernel_written_params(bk->k), NULL,
-                              bk->code.split_k, bk->code.split_bytes};
+                              bk->code.split_k, bk->code.split_bytes, bk->code.tma.name ? &bk->code.tma : NULL};
         if (fn(user, &k))
             return TILEC_ERR_IO;
     }

@@ -87,7 +87,8 @@ static int pass_on(void *user, const tilec_aot_kernel *a)
                       a->nparams,
                       a->kinds,
                       a->split_k,
-                      a->split_bytes};
+                      a->split_bytes,
+                      a->tma};
     return w.k ? p->fn(p->user, &w) : -1;
 }
 
@@ -120,7 +121,8 @@ static tilec_status compile_here(tilec_ctx *ctx, const tilec_module *m, const ch
                               code.nparams,
                               launchable ? kinds : NULL,
                               code.split_k,
-                              code.split_bytes};
+                              code.split_bytes,
+                              code.tma.name ? &code.tma : NULL};
             int stop = st == TILEC_OK && fn(user, &w);
             free(cubin);
             tilec_kernel_code_free(&code);

@@ -1,7 +1,9 @@
 /* c_aot.c: --aot ARCH (the emitter option "aot"): every kernel variant
  * compiled now and embedded in the generated .c file with its launch
- * metadata, and its grid as C that computes what tilec_kernel_grid would;
- * NAME_load then only loads them (tilec_program_load). */
+ * metadata, its grid as C that computes what tilec_kernel_grid would and,
+ * for sm_90a, its twin's metadata (tilec/tma.h); NAME_load then only
+ * loads them (tilec_program_load), and launches go through the runtime,
+ * which takes the twins as for a program built at run time. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,10 +118,39 @@ static const char *aot_kind_name(tilec_rt_param_kind k)
 /* What the walk over the compiled variants writes into. */
 typedef struct aot_walk {
     tilec_ctx *ctx;
-    strbuf *c;    /* NAME.c: each variant's image, kinds and grid */
+    strbuf *c;    /* NAME.c: each variant's image, kinds, grid and twin */
     strbuf table; /* the tilec_aot_kernel table */
     uint32_t total;
+    int twins; /* the CUBINs hold the sm_90a twins (compiled for sm_90a) */
 } aot_walk;
+
+/* A tilec_tma_map field that is a parameter index or TILEC_TMA_NONE. */
+static void aot_index(strbuf *c, const char *sep, uint32_t i)
+{
+    if (i == TILEC_TMA_NONE)
+        sb_printf(c, "%sTILEC_TMA_NONE", sep);
+    else
+        sb_printf(c, "%s%u", sep, i);
+}
+
+/* The variant's sm_90a twin (tilec/tma.h) as C: tl_tma_NAME_vV, the
+ * metadata the runtime launches it by (its tensor maps built from the
+ * arguments at each launch, its shared memory, its grid). */
+static void aot_twin(strbuf *c, const tilec_kernel *k, uint32_t v, const tilec_tma_meta *t)
+{
+    sb_printf(c, "static char tl_twin_%s_v%u[] = \"%s\";\n", k->name, v, t->name);
+    sb_printf(c, "static const tilec_tma_meta tl_tma_%s_v%u = {tl_twin_%s_v%u, %u, %u, %u, %u, {", k->name, v, k->name,
+              v, t->threads, t->smem_bytes, t->nmaps, t->persistent);
+    for (uint32_t i = 0; i < t->nmaps && i < TILEC_TMA_MAX_MAPS; i++) {
+        const tilec_tma_map *m = &t->maps[i];
+        sb_printf(c, "%s\n    {%u, %u, %u, %u, %u, %u, %u, %u, %u, {", i ? "," : "", m->ptr, m->rows, m->cols,
+                  m->stride, m->box_rows, m->box_cols, m->elem_bytes, m->bf16, m->batched);
+        aot_index(c, "", m->bs[0]);
+        aot_index(c, ", ", m->bs[1]);
+        sb_puts(c, "}}");
+    }
+    sb_puts(c, "}};\n");
+}
 
 /* A variant's grid as C: tl_grid_NAME_vV(args, grid). */
 static int aot_grid_fn(strbuf *c, const tilec_kernel *k, uint32_t v)
@@ -180,16 +211,19 @@ static int aot_variant(void *user, const wir_compiled *w)
         sb_puts(c, "};\n");
     }
     int bad = aot_grid_fn(c, k, v);
-    char kref[300] = "NULL", split[64];
+    char kref[300] = "NULL", split[64], twin[300] = "NULL";
     snprintf(split, sizeof split, ", %u, %u", w->split_k, w->split_bytes);
     if (w->nparams)
         snprintf(kref, sizeof kref, "tl_kinds_%.250s_v%u", k->name, v);
+    if (a->twins && w->tma && w->tma->name) {
+        aot_twin(c, k, v, w->tma);
+        snprintf(twin, sizeof twin, "&tl_tma_%.250s_v%u", k->name, v);
+    }
     sb_printf(&a->table,
               "    {\"%s\", %u, %u, \"%s\", tl_cubin_%s_v%u, sizeof tl_cubin_%s_v%u, %u, %u, %u, %s,\n"
-              "     UINT64_C(0x%" PRIx64 "), tl_grid_%s_v%u%s},\n",
+              "     UINT64_C(0x%" PRIx64 "), tl_grid_%s_v%u%s, %s},\n",
               k->name, v, w->nvariants, w->name, k->name, v, k->name, v, w->threads, w->smem_bytes, w->nparams, kref,
-              tilec_kernel_written_params(k), k->name, v,
-              split);
+              tilec_kernel_written_params(k), k->name, v, split, twin);
     a->total++;
     return bad;
 }
@@ -208,7 +242,9 @@ int c_aot_kernels(tilec_emit *e, strbuf *c, const char *arch)
                 "--aot: '%s' is not a GPU architecture (sm_XY: sm_80, sm_90, sm_90a, ...)", arch);
         return -1;
     }
-    aot_walk a = {ctx, c, {0}, 0};
+    /* the twins are compiled for sm_90a only (lower/wgmma.c: under
+     * __CUDA_ARCH_FEAT_SM90_ALL); another target's CUBINs have none */
+    aot_walk a = {ctx, c, {0}, 0, !strcmp(arch, "sm_90a")};
     sb_init(&a.table);
     sb_printf(c, "/* the kernels, compiled ahead of time for %s */\n", arch);
     int bad = compile(ctx, m, arch, emit_session_build(e), aot_variant, &a) != TILEC_OK;

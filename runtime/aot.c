@@ -1,6 +1,7 @@
 /* aot.c: a program loaded from an ahead-of-time table (tilec_aot_kernel,
  * written by `tilec --emit c --aot`): the table checked, then every CUBIN
- * loaded and its kernel resolved; no NVRTC, no parsing. */
+ * loaded and its kernel resolved, with its sm_90a twin when the entry
+ * names one (runtime/tma.c, as for a built program); no NVRTC, no parsing. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -45,7 +46,7 @@ tilec_rt_status tilec_program_load(tilec_rt *rt, const tilec_aot_kernel *ks, uin
     for (uint32_t i = 0; i < n && st == TILEC_RT_OK; i++) {
         const tilec_aot_kernel *a = &ks[i];
         rt_kernel_desc d = {a->kernel, a->variant, a->nvariants, a->name, a->threads, a->smem_bytes, a->nparams,
-                            a->kinds, a->written, NULL, NULL, a->grid, NULL, a->split_k, a->split_bytes};
+                            a->kinds, a->written, NULL, NULL, a->grid, a->tma, a->split_k, a->split_bytes};
         st = rt_program_set(p, i, &d);
         if (st == TILEC_RT_OK)
             st = rt_program_load_module(p, i, a->image, a->size);

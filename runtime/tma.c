@@ -12,12 +12,17 @@
  * extent the grid's z. A persistent twin takes the program's grid as three
  * more parameters and is launched with one block per multiprocessor (fewer
  * for fewer tiles; one per tile past TMA_PERSIST_WAVES tiles a
- * multiprocessor). Metadata only, no AST. */
+ * multiprocessor). With TILEC_LOGS=tma (read when the kernel is
+ * resolved) each twin says on stderr whether it was resolved, or why not,
+ * and each launch of its variant which kernel ran, and why when not the
+ * twin. Metadata only, no AST. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/kernel_internal.h"
 #include "runtime/program_internal.h"
+#include "tilec/log.h"
 
 enum { TMA_CACHE = 4, TMA_WORDS = 6, TMA_KEY = TMA_WORDS * TILEC_TMA_MAX_MAPS };
 /* A persistent twin walks its tiles with one block per multiprocessor up
@@ -41,6 +46,7 @@ struct rt_tma {
     PFN_cuTensorMapEncodeTiled_v12000 encode;
     PFN_cuLaunchKernel_v4000 launch;
     uint32_t sms;       /* the device's multiprocessors: a persistent twin's blocks */
+    int log;            /* TILEC_LOGS=tma when resolved */
     pthread_mutex_t mu; /* guards the cache */
     tma_entry cache[TMA_CACHE];
     unsigned next;
@@ -84,27 +90,50 @@ void rt_tma_free(pkernel *pk)
     pk->tma = NULL;
 }
 
+/* Why twin t of pk cannot launch on rt (NULL: it can, *fn is its
+ * function, its dynamic shared memory raised). */
+static const char *resolve_why(tilec_rt *rt, const pkernel *pk, const rt_tma *t, int disabled, CUfunction *fn)
+{
+    rt_driver *d = &rt->drv;
+    int max_threads = 0;
+    if (disabled)
+        return "TILEC_DISABLE_TMA=1";
+    if (!d->TensorMapEncodeTiled)
+        return "the driver has no cuTensorMapEncodeTiled";
+    if (!pk->mod || d->ModuleGetFunction(fn, rt_module_cu(pk->mod), t->meta.name) != CUDA_SUCCESS)
+        return "not in the module (its CUBIN was not compiled for sm_90a)";
+    if (d->FuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, *fn) != CUDA_SUCCESS ||
+        (uint32_t)max_threads < t->meta.threads)
+        return "its block is larger than the device allows";
+    if (t->meta.smem_bytes > rt->props.smem_per_block_optin ||
+        d->FuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)t->meta.smem_bytes) !=
+            CUDA_SUCCESS)
+        return "its dynamic shared memory is more than the device allows";
+    return NULL;
+}
+
 void rt_tma_resolve(tilec_rt *rt, pkernel *pk, int disabled)
 {
     rt_tma *t = pk->tma;
     if (!t)
         return;
-    rt_driver *d = &rt->drv;
     CUfunction fn = NULL;
-    int max_threads = 0;
-    if (disabled || !d->TensorMapEncodeTiled || !pk->mod ||
-        d->ModuleGetFunction(&fn, rt_module_cu(pk->mod), t->meta.name) != CUDA_SUCCESS ||
-        d->FuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn) != CUDA_SUCCESS ||
-        (uint32_t)max_threads < t->meta.threads || t->meta.smem_bytes > rt->props.smem_per_block_optin ||
-        d->FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)t->meta.smem_bytes) !=
-            CUDA_SUCCESS) {
-        rt_tma_free(pk); /* not in this module (not sm_90a) or not launchable: the variant alone */
+    const char *why = resolve_why(rt, pk, t, disabled, &fn);
+    int log = tilec_log_enabled(TILEC_LOG_TMA);
+    if (log)
+        fprintf(stderr,
+                "tilec tma: %s variant %d: sm_90a twin %s %s%s (%u threads, %u bytes of dynamic shared memory)\n",
+                pk->kname, pk->variant, t->meta.name, why ? "not used: " : "resolved", why ? why : "", t->meta.threads,
+                t->meta.smem_bytes);
+    if (why) {
+        rt_tma_free(pk); /* the variant alone */
         return;
     }
     t->fn = fn;
     t->sms = rt->props.multiprocessors > 0 ? (uint32_t)rt->props.multiprocessors : 1;
-    t->encode = d->TensorMapEncodeTiled;
-    t->launch = d->LaunchKernel;
+    t->encode = rt->drv.TensorMapEncodeTiled;
+    t->launch = rt->drv.LaunchKernel;
+    t->log = log;
 }
 
 int rt_tma_ready(const pkernel *pk) { return pk->tma && pk->tma->fn; }
@@ -169,13 +198,17 @@ static int encode(const rt_tma *t, const tilec_tma_map *m, const uint64_t key[TM
 }
 
 /* The maps for these arguments into maps[]: from the cache, or built and
- * cached. 0: an operand does not qualify. */
-static int maps_for(rt_tma *t, const pkernel *pk, const tilec_rt_arg *args, const uint32_t grid[3], CUtensorMap *maps)
+ * cached. 0: an operand does not qualify (*why says which and how). */
+static int maps_for(rt_tma *t, const pkernel *pk, const tilec_rt_arg *args, const uint32_t grid[3], CUtensorMap *maps,
+                    char *why, size_t whylen)
 {
     uint64_t key[TMA_KEY] = {0};
     for (uint32_t i = 0; i < t->meta.nmaps; i++)
-        if (!map_key(pk, &t->meta.maps[i], args, grid, key + TMA_WORDS * i))
+        if (!map_key(pk, &t->meta.maps[i], args, grid, key + TMA_WORDS * i)) {
+            snprintf(why, whylen, "the tensor behind parameter %u is not one TMA reads (base, extents, row stride)",
+                     t->meta.maps[i].ptr);
             return 0;
+        }
     pthread_mutex_lock(&t->mu);
     for (int c = 0; c < TMA_CACHE; c++)
         if (t->cache[c].valid && !memcmp(t->cache[c].key, key, sizeof key)) {
@@ -185,8 +218,10 @@ static int maps_for(rt_tma *t, const pkernel *pk, const tilec_rt_arg *args, cons
         }
     pthread_mutex_unlock(&t->mu);
     for (uint32_t i = 0; i < t->meta.nmaps; i++)
-        if (!encode(t, &t->meta.maps[i], key + TMA_WORDS * i, &maps[i]))
+        if (!encode(t, &t->meta.maps[i], key + TMA_WORDS * i, &maps[i])) {
+            snprintf(why, whylen, "the driver refused the tensor map of parameter %u", t->meta.maps[i].ptr);
             return 0;
+        }
     pthread_mutex_lock(&t->mu);
     tma_entry *e = &t->cache[t->next++ % TMA_CACHE];
     e->valid = 1;
@@ -203,8 +238,13 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
     if (!t || !t->fn)
         return 0;
     CUtensorMap maps[TILEC_TMA_MAX_MAPS];
-    if (!maps_for(t, pk, args, grid, maps))
+    char why[160] = "";
+    if (!maps_for(t, pk, args, grid, maps, why, sizeof why)) {
+        if (t->log)
+            fprintf(stderr, "tilec tma: %s variant %d: launched %s, not its twin: %s\n", pk->kname, pk->variant,
+                    pk->name, why);
         return 0;
+    }
     void *params[64 + TILEC_TMA_MAX_MAPS + 3];
     for (uint32_t i = 0; i < pk->nparams; i++)
         params[i] = (void *)&args[i];
@@ -214,8 +254,12 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
     int32_t logical[3];
     if (t->meta.persistent) { /* the program's grid as parameters; one block per multiprocessor at most */
         uint64_t tiles = (uint64_t)grid[0] * grid[1] * grid[2];
-        if (tiles > INT32_MAX)
-            return 0; /* the twin's tile counter is an int: the variant's own kernel */
+        if (tiles > INT32_MAX) { /* the twin's tile counter is an int: the variant's own kernel */
+            if (t->log)
+                fprintf(stderr, "tilec tma: %s variant %d: launched %s, not its twin: more than 2^31 tiles\n",
+                        pk->kname, pk->variant, pk->name);
+            return 0;
+        }
         for (int i = 0; i < 3; i++) {
             logical[i] = (int32_t)grid[i];
             params[pk->nparams + t->meta.nmaps + (uint32_t)i] = &logical[i];
@@ -228,6 +272,9 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
     CUresult r = t->launch(t->fn, blocks[0], blocks[1], blocks[2], t->meta.threads, 1, 1, t->meta.smem_bytes,
                            (CUstream)stream, params, NULL);
     if (r == CUDA_SUCCESS) {
+        if (t->log)
+            fprintf(stderr, "tilec tma: %s variant %d: launched sm_90a twin %s, grid %ux%ux%u, %u tensor maps\n",
+                    pk->kname, pk->variant, t->meta.name, blocks[0], blocks[1], blocks[2], t->meta.nmaps);
         *st = TILEC_RT_OK;
         return 1;
     }

@@ -1034,6 +1034,95 @@ Test(emit, aot_compiles_through_the_cache, .timeout = 300)
     rm_dir(cache);
 }
 
+/* --aot sm_90a (issue 29 item 6): each variant whose dot loop has an
+ * sm_90a twin carries the twin's launch metadata in the table (its
+ * __global__ function, block, dynamic shared memory, persistent grid and
+ * one tensor map per operand: parameter indices, box, element size and,
+ * for the batched product, the batch stride's parameters), the same
+ * whether the kernels were compiled cold, found in the cache's records or
+ * compiled by the API with no cache; the wrapper compiles with strict
+ * warnings and links with libtilec.a. --aot sm_90 has no twin (the twins
+ * are compiled for sm_90a only). */
+Test(emit, aot_sm_90a_embeds_the_twins, .timeout = 300)
+{
+    char dir[64], cache[64], a[96], b[96], api[96];
+    make_tmpdir(dir, sizeof dir);
+    make_tmpdir(cache, sizeof cache);
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    snprintf(api, sizeof api, "%s/api", dir);
+    char *out;
+    for (int warm = 0; warm < 2; warm++) {
+        cr_expect_eq(
+            sh(&out, "TILEC_LOGS=cache TILEC_CACHE_DIR=%s %s tests/aot_gemm.tile --emit c --aot sm_90a -q -o %s 2>&1",
+               cache, TILEC_BIN, warm ? b : a),
+            0, "%s", out);
+        cr_expect(strstr(out, warm ? "tilec cache: record hit " : "tilec cache: wrote "), "%s", out);
+        free(out);
+    }
+    cr_assert_eq(mkdir(api, 0700), 0);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "tests/aot_gemm.tile");
+    const char *const keys[] = {"aot"}, *const values[] = {"sm_90a"};
+    cr_assert_eq(
+        tilec_module_emit(ctx, m, "c",
+                          &(tilec_emit_options){.dir = api, .plan = 1, .keys = keys, .values = values, .noptions = 1},
+                          tilec_sink_file(stdout)),
+        TILEC_OK);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    char *c = read_in(a, "aot_gemm.c"), *cw = read_in(b, "aot_gemm.c"), *capi = read_in(api, "aot_gemm.c");
+    cr_assert(c && cw && capi);
+    cr_expect_str_eq(c, cw, "the twins differ after a record hit");
+    cr_expect_str_eq(c, capi, "the twins differ when the API compiles without a cache");
+    static const char *const want[] = {
+        "static char tl_twin_gemm_f16_v0[] = \"gemm_f16_v0_tma\";\n"
+        "static const tilec_tma_meta tl_tma_gemm_f16_v0 = {tl_twin_gemm_f16_v0, 384, 230496, 3, 1, {\n"
+        "    {0, 3, 5, 5, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}},\n"
+        "    {1, 5, 4, 4, 64, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}},\n"
+        "    {2, 3, 4, 4, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}}}};\n",
+        /* 3-D maps: A's matrices M * K apart (parameters 5 and 3), B's K * N, C's M * N */
+        "static char tl_twin_bmm_f16_v0[] = \"bmm_f16_v0_tma\";\n"
+        "static const tilec_tma_meta tl_tma_bmm_f16_v0 = {tl_twin_bmm_f16_v0, 384, 230496, 3, 1, {\n"
+        "    {0, 3, 5, 5, 128, 64, 2, 0, 1, {5, 3}},\n"
+        "    {1, 5, 4, 4, 64, 64, 2, 0, 1, {4, 5}},\n"
+        "    {2, 3, 4, 4, 128, 64, 2, 0, 1, {4, 3}}}};\n",
+        "tl_grid_gemm_f16_v0, 0, 0, &tl_tma_gemm_f16_v0},\n",
+        "tl_grid_bmm_f16_v0, 0, 0, &tl_tma_bmm_f16_v0},\n",
+        "/* the kernels, compiled ahead of time for sm_90a */",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        cr_expect(strstr(c, want[i]), "the wrapper lacks\n%s", want[i]);
+    expect_compiles(a, "aot_gemm.c");
+    /* and links: the wrapper with a caller, against the static library */
+    write_in(a, "main.c",
+             "#include \"aot_gemm.h\"\n"
+             "int main(void)\n{\n    aot_gemm_module *m = NULL;\n    char err[256];\n"
+             "    if (!aot_gemm_load(NULL, &m, err, sizeof err))\n        aot_gemm_unload(m);\n    return 0;\n}\n");
+    const char *cc = getenv("CC");
+    cr_expect_eq(sh(&out,
+                    "%s -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wshadow -Werror -Iinclude -I%s -o %s/run "
+                    "%s/aot_gemm.c %s/main.c %s/lib/libtilec.a -ldl -lpthread -lm",
+                    cc && *cc ? cc : "cc", a, a, a, a, TILEC_BUILD),
+                 0, "the wrapper does not link:\n%s", out);
+    free(out);
+    free(c);
+    free(cw);
+    free(capi);
+    /* sm_90: no twin in its CUBINs, none in the table */
+    cr_expect_eq(
+        sh(&out, "TILEC_CACHE_DIR=%s %s tests/aot_gemm.tile --emit c --aot sm_90 -q -o %s 2>&1", cache, TILEC_BIN, b),
+        0, "%s", out);
+    free(out);
+    c = read_in(b, "aot_gemm.c");
+    cr_assert(c);
+    cr_expect_null(strstr(c, "tilec_tma_meta"), "an sm_90 wrapper names twins");
+    cr_expect(strstr(c, "tl_grid_gemm_f16_v0, 0, 0, NULL},\n"));
+    free(c);
+    rm_dir(dir);
+    rm_dir(cache);
+}
+
 Test(emit, aot_bad_arch_writes_nothing)
 {
     char dir[64];

@@ -291,7 +291,7 @@ Test(plan, each_cuda_graph_owns_its_split_k_workspace)
 {
     static const char image[] = "// fake module\n";
     const tilec_aot_kernel ks[] = {
-        {"sk", 0, 1, "sk_v0", image, sizeof image, 128, 0, 2, sk_kinds, 0, sk_grid, 4, 4096},
+        {"sk", 0, 1, "sk_v0", image, sizeof image, 128, 0, 2, sk_kinds, 0, sk_grid, 4, 4096, NULL},
     };
     int live0 = fake->live_allocs;
     tilec_program *skp = NULL;

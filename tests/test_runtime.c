@@ -885,7 +885,7 @@ Test(rt_fake, aot_program_loads_and_launches)
 {
     tilec_rt *rt = fake_open();
     const tilec_aot_kernel ks[] = {
-        {"scale", 0, 1, "scale2", fake_image, sizeof fake_image, 128, 0, 3, scale2_kinds, 0x2, aot_grid, 0, 0},
+        {"scale", 0, 1, "scale2", fake_image, sizeof fake_image, 128, 0, 3, scale2_kinds, 0x2, aot_grid, 0, 0, NULL},
     };
     tilec_program *p = NULL;
     cr_assert_eq(tilec_program_load(rt, ks, 1, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
@@ -942,7 +942,7 @@ Test(rt_fake, launches_with_the_same_scalars_reuse_the_grid)
 {
     tilec_rt *rt = fake_open();
     const tilec_aot_kernel ks[] = {
-        {"scale", 0, 1, "scale2", fake_image, sizeof fake_image, 128, 0, 3, scale2_kinds, 0x2, counted_grid, 0, 0},
+        {"scale", 0, 1, "scale2", fake_image, sizeof fake_image, 128, 0, 3, scale2_kinds, 0x2, counted_grid, 0, 0, NULL},
     };
     tilec_program *p = NULL;
     cr_assert_eq(tilec_program_load(rt, ks, 1, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
@@ -995,7 +995,7 @@ Test(rt_fake, split_k_workspace_per_stream)
     tilec_rt *rt = fake_open();
     int live0 = fake->live_allocs;
     const tilec_aot_kernel ks[] = {
-        {"sk", 0, 1, "sk_v0", fake_image, sizeof fake_image, 128, 0, 2, sk_kinds, 0, sk_grid, 4, 4096},
+        {"sk", 0, 1, "sk_v0", fake_image, sizeof fake_image, 128, 0, 2, sk_kinds, 0, sk_grid, 4, 4096, NULL},
     };
     tilec_program *p = NULL;
     cr_assert_eq(tilec_program_load(rt, ks, 1, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
@@ -1061,7 +1061,7 @@ Test(rt_fake, aot_program_rejects_a_bad_table)
     tilec_rt *rt = fake_open();
     tilec_program *p = (tilec_program *)0x1;
     const tilec_aot_kernel good = {"scale", 0, 1, "scale2", fake_image, sizeof fake_image, 128, 0, 3,
-                                   scale2_kinds, 0, aot_grid, 0, 0};
+                                   scale2_kinds, 0, aot_grid, 0, 0, NULL};
     tilec_aot_kernel bad[6];
     for (int i = 0; i < 6; i++)
         bad[i] = good;

@@ -188,3 +188,71 @@ Test(tma, a_cache_hit_keeps_the_twin, .timeout = 120)
     env_free(&e);
     rm_dir(dir);
 }
+
+/* ---- an ahead-of-time table (tilec_aot_kernel.tma, runtime/aot.c) ---- */
+
+static int tw_grid(const int64_t *a, uint32_t g[3])
+{
+    g[0] = (uint32_t)((a[3] + 127) / 128);
+    g[1] = (uint32_t)((a[4] + 127) / 128);
+    g[2] = 1;
+    return 0;
+}
+
+static const tilec_rt_param_kind tw_kinds[] = {TILEC_RT_PARAM_POINTER, TILEC_RT_PARAM_POINTER, TILEC_RT_PARAM_POINTER,
+                                               TILEC_RT_PARAM_I32,     TILEC_RT_PARAM_I32,     TILEC_RT_PARAM_I32};
+static char tw_twin[] = "tw_v0_tma";
+/* what `--emit c --aot sm_90a` writes for tw (tests/test_wrapper_run.c) */
+static const tilec_tma_meta tw_meta = {tw_twin, 384, 230496, 3, 1, {
+    {0, 3, 5, 5, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}},
+    {1, 5, 4, 4, 64, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}},
+    {2, 3, 4, 4, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}}}};
+static const char tw_image[] = "// fake module\n";
+
+/* Load one entry for tw with twin metadata m (NULL: none) and launch it on
+ * 300 x 264 x 200: 1 when the twin ran with its three maps. */
+static int aot_twin_ran(const tilec_tma_meta *m, int *has_twin)
+{
+    tilec_rt *rt = NULL;
+    cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &rt), TILEC_RT_OK);
+    const tilec_aot_kernel ks[] = {
+        {"tw", 0, 1, "tw_v0", tw_image, sizeof tw_image, 256, 107520, 6, tw_kinds, 0x4, tw_grid, 0, 0, m},
+    };
+    tilec_program *p = NULL;
+    cr_assert_eq(tilec_program_load(rt, ks, 1, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+    *has_twin = tilec_program_has_twin(p, "tw", 0);
+    uint64_t a, b, c;
+    cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &a), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &b), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &c), TILEC_RT_OK);
+    int launches = fake->tma_launches, encodes = fake->tma_encodes;
+    tilec_rt_arg args[6] = {{.ptr = a}, {.ptr = b}, {.ptr = c}, {.i32 = 300}, {.i32 = 264}, {.i32 = 200}};
+    cr_assert_eq(tilec_program_launch(p, "tw", 0, args, 6, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+    int ran = fake->tma_launches - launches == 1 && fake->tma_encodes - encodes == 3 && fake->tma_args[0] == a &&
+              fake->tma_args[1] == b && fake->tma_args[2] == c && fake->tma_maps[1].stride == 528 &&
+              fake->smem == 230496 && fake->grid[0] == 9;
+    tilec_rt_free(rt, a);
+    tilec_rt_free(rt, b);
+    tilec_rt_free(rt, c);
+    tilec_program_free(p);
+    tilec_rt_close(rt);
+    return ran;
+}
+
+/* A table entry that names its twin loads it beside the variant and its
+ * launches take it (maps from the arguments, the twin's shared memory, the
+ * persistent grid), as a built program's; without metadata, or with
+ * metadata the runtime cannot honour (a map's pointer parameter out of
+ * range), the variant alone. */
+Test(tma, an_aot_table_entry_launches_its_twin, .timeout = 60)
+{
+    int has = 0;
+    cr_expect(aot_twin_ran(&tw_meta, &has), "the twin did not run as built programs run it");
+    cr_expect(has);
+    cr_expect(!aot_twin_ran(NULL, &has));
+    cr_expect(!has);
+    tilec_tma_meta bad = tw_meta;
+    bad.maps[1].ptr = 6;
+    cr_expect(!aot_twin_ran(&bad, &has));
+    cr_expect(!has, "metadata naming parameter 6 of 6");
+}

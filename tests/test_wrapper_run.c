@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "fs_helpers.h"
+#include "mm_tile.h"
 #include "tilec/emitter.h"
 #include "tilec/wir.h"
 #include "util/strbuf.h"
@@ -707,6 +708,126 @@ Test(wrapper_run, collectives_run_on_the_fake_nccl_with_world_1_and_2, .timeout 
                           "/nonexistent/libnccl.so.2: cannot open shared object file: No such file or directory; "
                           "graphs with collectives need NCCL: set TILEC_NCCL to the path of libnccl.so.2 (the "
                           "nvidia-nccl wheel puts it in site-packages/nvidia/nccl/lib)\n");
+    free(out);
+    rm_dir(dir);
+}
+
+/* ---- an ahead-of-time wrapper launches the sm_90a twins (issue 29 item 6) ---- */
+
+/* main(driver, M, N, K): the graph run once on the fake sm_90 device:
+ * "rc=R twin=T maps=E own=O ops=1|0 tiles=XxYxZ blocks=B" (twin launches,
+ * tensor maps made, launches of the variant's own kernel, whether the
+ * twin's maps were made from the run's a, b and c, the program's grid and
+ * the blocks launched) */
+static const char tw_runner[] =
+    "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+    "#include \"mm.h\"\n#include \"fake_cuda.h\"\n"
+    "int main(int argc, char **argv)\n{\n"
+    "    if (argc != 5)\n        return 2;\n"
+    "    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);\n"
+    "    fake_cuda_state *(*get)(void) = h ? (fake_cuda_state * (*)(void)) dlsym(h, \"fake_cuda_state_get\") : NULL;\n"
+    "    tilec_rt *rt = NULL;\n"
+    "    if (!get || tilec_rt_open_driver(argv[1], 0, &rt) != TILEC_RT_OK)\n        return 3;\n"
+    "    fake_cuda_state *f = get();\n"
+    "    int64_t M = strtoll(argv[2], NULL, 10), N = strtoll(argv[3], NULL, 10), K = strtoll(argv[4], NULL, 10);\n"
+    "    char err[512] = \"\";\n"
+    "    mm_module *m = NULL;\n"
+    "    if (mm_load(rt, &m, err, sizeof err)) {\n        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
+    "    tilec_tensor a = {.dtype = TILEC_DT_F16, .rank = 2, .sizes = {M, K}, .strides = {K, 1}};\n"
+    "    tilec_tensor b = {.dtype = TILEC_DT_F16, .rank = 2, .sizes = {K, N}, .strides = {N, 1}}, c = {0};\n"
+    "    if (tilec_rt_malloc(rt, (size_t)(M * K * 2), &a.data) != TILEC_RT_OK ||\n"
+    "        tilec_rt_malloc(rt, (size_t)(K * N * 2), &b.data) != TILEC_RT_OK)\n        return 5;\n"
+    "    int own = f->launches, twin = f->tma_launches, maps = f->tma_encodes;\n"
+    "    int rc = mm_run(m, &a, &b, &c, err, sizeof err);\n"
+    "    twin = f->tma_launches - twin;\n"
+    "    own = f->launches - own - twin;\n"
+    "    int ops = twin && f->tma_args[0] == a.data && f->tma_args[1] == b.data && f->tma_args[2] == c.data &&\n"
+    "              f->tma_maps[0].base == a.data && f->tma_maps[2].base == c.data;\n"
+    "    printf(\"rc=%d twin=%d maps=%d own=%d ops=%d tiles=%dx%dx%d blocks=%u err=%s\\n\", rc, twin,\n"
+    "           f->tma_encodes - maps, own, ops, f->tma_grid[0], f->tma_grid[1], f->tma_grid[2], f->grid[0], err);\n"
+    "    if (!rc)\n        tilec_rt_free(rt, c.data);\n"
+    "    tilec_rt_free(rt, a.data);\n    tilec_rt_free(rt, b.data);\n"
+    "    mm_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+/* The runner's line for M x N x K (env: more environment, or ""). */
+static char *tw_run(const char *dir, const char *env, int M, int N, int K)
+{
+    char *out = NULL;
+    int st = sh(&out, "%s %s/run %s %d %d %d 2>&1", env, dir, FAKECUDA, M, N, K);
+    cr_assert_eq(st, 0, "the runner failed (%d):\n%s", st, out);
+    return out;
+}
+
+/* The fake driver's kernel tw (tests/mm_tile.h) with a graph, its wrapper
+ * emitted by the command with --aot ARCH into dir and linked with the
+ * runner. */
+static void tw_build(const char *dir, const char *arch)
+{
+    char src[2048], *out = NULL;
+    int n = snprintf(src, sizeof src, MM_TILE_FMT, "tw", MM_TILE_MASK);
+    snprintf(src + n, sizeof src - (size_t)n,
+             "graph mm(a: f16[M, K], b: f16[K, N]) -> (c: f16[M, N]) {\n"
+             "    let c = empty(f16, [M, N]);\n    tw(a, b, c, M, N, K);\n    return c;\n}\n");
+    write_in(dir, "mm.tile", src);
+    int st = sh(&out, "TILEC_CACHE_DIR=%s/cache %s/bin/tilec %s/mm.tile --emit c --aot %s -q -o %s 2>&1", dir,
+                TILEC_BUILD, dir, arch, dir);
+    cr_assert_eq(st, 0, "%s", out);
+    free(out);
+    write_in(dir, "main.c", tw_runner);
+    link_runner(dir, "mm");
+}
+
+/* --aot sm_90a: the table carries each variant's twin and its metadata, and
+ * the wrapper's launch on a 9.0 device is the twin's, with its tensor maps
+ * built from the run's pointers and sizes and its persistent grid, as a
+ * program built at run time launches it (tests/test_tma.c); operands TMA
+ * cannot read, and TILEC_DISABLE_TMA=1, take the variant's own kernel. An
+ * sm_90 build has no twin (its CUBINs hold none). */
+Test(wrapper_run, aot_sm_90a_launches_the_twin_with_its_tensor_maps, .timeout = 300)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    tw_build(dir, "sm_90a");
+    char *c = read_in(dir, "mm.c");
+    cr_assert(c);
+    cr_expect(strstr(c, "static char tl_twin_tw_v0[] = \"tw_v0_tma\";"), "no twin in the table");
+    cr_expect(strstr(c, "tl_grid_tw_v0, 0, 0, &tl_tma_tw_v0},"), "the table entry does not name its twin");
+    free(c);
+    /* 3 x 3 tiles of 128 x 128: the twin, one block a tile, three maps (A, B and C's store) */
+    char *out = tw_run(dir, "", 300, 264, 200);
+    cr_expect_str_eq(out, "rc=0 twin=1 maps=3 own=0 ops=1 tiles=3x3x1 blocks=9 err=\n");
+    free(out);
+    /* K = 203: A's rows are 406 bytes, not a multiple of 16: the variant's own kernel */
+    out = tw_run(dir, "", 300, 264, 203);
+    cr_expect_str_eq(out, "rc=0 twin=0 maps=0 own=1 ops=0 tiles=0x0x0 blocks=3 err=\n");
+    free(out);
+    out = tw_run(dir, "TILEC_DISABLE_TMA=1", 300, 264, 200);
+    cr_expect_str_eq(out, "rc=0 twin=0 maps=0 own=1 ops=0 tiles=0x0x0 blocks=3 err=\n");
+    free(out);
+    /* TILEC_LOGS=tma says which kernel ran */
+    out = tw_run(dir, "TILEC_LOGS=tma", 300, 264, 200);
+    cr_expect(strstr(out, "tilec tma: tw variant 0: sm_90a twin tw_v0_tma resolved (384 threads, "), "%s", out);
+    cr_expect(strstr(out, "tilec tma: tw variant 0: launched sm_90a twin tw_v0_tma, grid 9x1x1, 3 tensor maps\n"), "%s",
+              out);
+    free(out);
+    out = tw_run(dir, "TILEC_LOGS=tma TILEC_DISABLE_TMA=1", 300, 264, 200);
+    cr_expect(strstr(out, "tilec tma: tw variant 0: sm_90a twin tw_v0_tma not used: TILEC_DISABLE_TMA=1 ("), "%s", out);
+    free(out);
+    out = tw_run(dir, "TILEC_LOGS=tma", 300, 264, 203);
+    cr_expect(strstr(out, "tilec tma: tw variant 0: launched tw_v0, not its twin: the tensor behind parameter 0 is "
+                          "not one TMA reads"),
+              "%s", out);
+    free(out);
+    rm_dir(dir);
+    /* sm_90: no twin in the table, the variant's own kernel */
+    make_tmpdir(dir, sizeof dir);
+    tw_build(dir, "sm_90");
+    c = read_in(dir, "mm.c");
+    cr_assert(c);
+    cr_expect_null(strstr(c, "tilec_tma_meta"), "an sm_90 build names a twin its CUBIN does not hold");
+    free(c);
+    out = tw_run(dir, "", 300, 264, 200);
+    cr_expect_str_eq(out, "rc=0 twin=0 maps=0 own=1 ops=0 tiles=0x0x0 blocks=3 err=\n");
     free(out);
     rm_dir(dir);
 }

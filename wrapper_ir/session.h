@@ -10,6 +10,7 @@
 
 #include "tilec/emitter.h"
 #include "tilec/param_kind.h"
+#include "tilec/tma.h"
 #include "util/strbuf.h"
 
 /* One compiled kernel variant, as the API's compile step hands it to an
@@ -25,6 +26,7 @@ typedef struct wir_compiled {
     uint32_t threads, smem_bytes, nparams;
     const tilec_rt_param_kind *kinds; /* NULL: a parameter no launch can pass yet */
     uint32_t split_k, split_bytes;    /* split-K (tilec_aot_kernel) */
+    const tilec_tma_meta *tma;        /* the sm_90a twin (tilec_aot_kernel), or NULL */
 } wir_compiled;
 
 /* The emitter's callback: nonzero stops the walk. */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "tilec/runtime.h"
+#include "tilec/tma.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,6 +44,12 @@ typedef struct tilec_aot_kernel {
      * that the runtime passes (the workspace, the tile counters); the f32
      * partial bytes of one block */
     uint32_t split_k, split_bytes;
+    /* the variant's sm_90a twin (tilec/tma.h): its __global__ function in
+     * the same CUBIN and how to launch it, or NULL (none: not compiled for
+     * sm_90a, no qualifying dot loop). Loading keeps a copy; launches take
+     * the twin on a device that resolves it, exactly as on a built program
+     * (tilec_program_has_twin, tilec_program_launch). */
+    const tilec_tma_meta *tma;
 } tilec_aot_kernel;
 
 /* Load n ahead-of-time kernels on rt: no NVRTC, no parsing. TILEC_RT_OK,

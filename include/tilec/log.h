@@ -15,6 +15,10 @@ extern "C" {
 /* each lowered kernel's remarks: the path of every dot loop and, where it
  * is not the target's best, why (docs/lowering.md, "Remarks") */
 #define TILEC_LOG_REMARKS "remarks"
+/* the sm_90a twins (tilec/tma.h): each one resolved when its program is
+ * made or loaded, or why not, and each launch of its variant: the twin
+ * (grid, tensor maps) or, when an operand does not qualify, why not */
+#define TILEC_LOG_TMA "tma"
 
 /* 1 when `channel` is enabled by $TILEC_LOGS, else 0. The variable is read
  * at each call (no cache), so a program may change it between calls.
