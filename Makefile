@@ -230,12 +230,12 @@ $(BUILD)/tests/test_gpu_wrapper: $(BUILD)/obj/tests/test_gpu_wrapper.o $(BUILD)/
     $(BUILD)/obj/gen/wrappers/e2e_fused.o $(BUILD)/obj/gen/wrappers/block.o $(LIBA_INT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
-# The ahead-of-time wrapper of tests/aot_gemm.tile (--aot sm_90a: the CUBINs
-# and the sm_90a twins' metadata embedded, NVRTC at build time), run on the
-# GPU by tests/test_gpu_aot.c.
+# The ahead-of-time wrapper of tests/aot_gemm.tile (--aot sm_80,sm_90a: the
+# CUBINs of both and the sm_90a twins' metadata embedded, NVRTC at build
+# time), run on the GPU by tests/test_gpu_aot.c.
 $(BUILD)/gen/wrappers/aot_gemm.c $(BUILD)/gen/wrappers/aot_gemm.h &: tests/aot_gemm.tile $(TILEC)
 	@mkdir -p $(BUILD)/gen/wrappers
-	$(TILEC) tests/aot_gemm.tile --emit c --aot sm_90a -q -o $(BUILD)/gen/wrappers
+	$(TILEC) tests/aot_gemm.tile --emit c --aot sm_80,sm_90a -q -o $(BUILD)/gen/wrappers
 $(BUILD)/obj/tests/test_gpu_aot.o: $(BUILD)/gen/wrappers/aot_gemm.h
 $(BUILD)/obj/tests/test_gpu_aot.o: CPPFLAGS += -I$(BUILD)/gen/wrappers
 $(BUILD)/tests/test_gpu_aot: $(BUILD)/obj/tests/test_gpu_aot.o $(BUILD)/obj/gen/wrappers/aot_gemm.o $(LIBA_INT)

@@ -48,7 +48,8 @@ static const char usage[] =
     "\n"
     "Compiling:\n"
     "      --arch sm_XY       the GPU architecture for --emit cubin (default sm_90)\n"
-    "      --aot sm_XY        with --emit c: embed CUBINs compiled now for sm_XY\n"
+    "      --aot sm_XY[,..]   with --emit c: embed CUBINs compiled now for sm_XY (several:\n"
+    "                         the device's own, or the newest it runs, is loaded)\n"
     "  -j, --jobs N           compile N kernels at once (default: the cores)\n"
     "      --no-cache         compile every kernel; by default compiled kernels are\n"
     "                         kept in and read from the kernel cache\n"
@@ -241,6 +242,21 @@ static int check_arch(const char *option, const char *arch)
     return 0;
 }
 
+/* --aot sm_80,sm_90a: each architecture of the list (the emitter checks
+ * the list's form: no empty item, no repeat, at most 8). */
+static int check_archs(const char *option, const char *archs)
+{
+    for (const char *p = archs;;) {
+        const char *end = strchr(p, ',');
+        char one[64];
+        snprintf(one, sizeof one, "%.*s", (int)(end ? (size_t)(end - p) : strlen(p)), p);
+        int st = check_arch(option, one);
+        if (st || !end)
+            return st;
+        p = end + 1;
+    }
+}
+
 /* Whatever can be checked before reading an input: a usage error or 0. */
 static int check_usage(cli_opts *o)
 {
@@ -270,7 +286,7 @@ static int check_usage(cli_opts *o)
         return cli_usage_error("--sizes takes NAME=N,NAME=N,... with positive sizes, got '%s'", o->sizes_spec);
     if (!strcmp(o->emit, "cubin"))
         return check_arch("--arch", o->arch);
-    return o->aot ? check_arch("--aot", o->aot) : 0;
+    return o->aot ? check_archs("--aot", o->aot) : 0;
 }
 
 /* Plugins loaded, then --emit must name a kind: 0, or an exit status. */

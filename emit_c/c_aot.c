@@ -27,6 +27,27 @@ static int aot_arch_ok(const char *a)
     return d >= 2 && d <= 3 && a[3] != '0' && (!*t || (!t[1] && (*t == 'a' || *t == 'f')));
 }
 
+int c_aot_archs(const char *archs, char out[C_AOT_MAX_ARCHS][16])
+{
+    int n = 0;
+    for (const char *p = archs;; n++) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (n == C_AOT_MAX_ARCHS || len >= 16)
+            return -1;
+        memcpy(out[n], p, len);
+        out[n][len] = 0;
+        if (!aot_arch_ok(out[n]))
+            return -1;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(out[i], out[n]))
+                return -1;
+        if (!end)
+            return n + 1;
+        p = end + 1;
+    }
+}
+
 /* Temporary t as C's name of symbol `name` of kernel k: its argument, or
  * the variant's hint value. -1: neither. */
 static int aot_grid_sym(strbuf *b, const tilec_kernel *k, int variant, const char *name, int t)
@@ -121,7 +142,8 @@ typedef struct aot_walk {
     strbuf *c;    /* NAME.c: each variant's image, kinds, grid and twin */
     strbuf table; /* the tilec_aot_kernel table */
     uint32_t total;
-    int twins; /* the CUBINs hold the sm_90a twins (compiled for sm_90a) */
+    int twins;       /* the CUBINs hold the sm_90a twins (compiled for sm_90a) */
+    const char *sfx; /* after each name ("_sm_80"): one table per architecture */
 } aot_walk;
 
 /* A tilec_tma_map field that is a parameter index or TILEC_TMA_NONE. */
@@ -133,14 +155,14 @@ static void aot_index(strbuf *c, const char *sep, uint32_t i)
         sb_printf(c, "%s%u", sep, i);
 }
 
-/* The variant's sm_90a twin (tilec/tma.h) as C: tl_tma_NAME_vV, the
- * metadata the runtime launches it by (its tensor maps built from the
- * arguments at each launch, its shared memory, its grid). */
-static void aot_twin(strbuf *c, const tilec_kernel *k, uint32_t v, const tilec_tma_meta *t)
+/* The variant's sm_90a twin (tilec/tma.h) as C: tl_tma_ID, the metadata
+ * the runtime launches it by (its tensor maps built from the arguments at
+ * each launch, its shared memory, its grid). */
+static void aot_twin(strbuf *c, const char *id, const tilec_tma_meta *t)
 {
-    sb_printf(c, "static char tl_twin_%s_v%u[] = \"%s\";\n", k->name, v, t->name);
-    sb_printf(c, "static const tilec_tma_meta tl_tma_%s_v%u = {tl_twin_%s_v%u, %u, %u, %u, %u, {", k->name, v, k->name,
-              v, t->threads, t->smem_bytes, t->nmaps, t->persistent);
+    sb_printf(c, "static char tl_twin_%s[] = \"%s\";\n", id, t->name);
+    sb_printf(c, "static const tilec_tma_meta tl_tma_%s = {tl_twin_%s, %u, %u, %u, %u, {", id, id, t->threads,
+              t->smem_bytes, t->nmaps, t->persistent);
     for (uint32_t i = 0; i < t->nmaps && i < TILEC_TMA_MAX_MAPS; i++) {
         const tilec_tma_map *m = &t->maps[i];
         sb_printf(c, "%s\n    {%u, %u, %u, %u, %u, %u, %u, %u, %u, {", i ? "," : "", m->ptr, m->rows, m->cols,
@@ -152,10 +174,10 @@ static void aot_twin(strbuf *c, const tilec_kernel *k, uint32_t v, const tilec_t
     sb_puts(c, "}};\n");
 }
 
-/* A variant's grid as C: tl_grid_NAME_vV(args, grid). */
-static int aot_grid_fn(strbuf *c, const tilec_kernel *k, uint32_t v)
+/* A variant's grid as C: tl_grid_ID(args, grid). */
+static int aot_grid_fn(strbuf *c, const char *id, const tilec_kernel *k, uint32_t v)
 {
-    sb_printf(c, "static int tl_grid_%s_v%u(const int64_t *a, uint32_t g[3])\n{\n    (void)a;\n", k->name, v);
+    sb_printf(c, "static int tl_grid_%s(const int64_t *a, uint32_t g[3])\n{\n    (void)a;\n", id);
     strbuf body;
     sb_init(&body);
     int tmp = 0, ok = 1, res[3] = {-1, -1, -1};
@@ -200,59 +222,85 @@ static int aot_variant(void *user, const wir_compiled *w)
                 k->name);
         return -1;
     }
-    sb_printf(c, "static const unsigned char tl_cubin_%s_v%u[%zu] = {", k->name, v, w->size);
+    char id[300]; /* NAME_vV, then the architecture's suffix */
+    snprintf(id, sizeof id, "%.200s_v%u%s", k->name, v, a->sfx);
+    sb_printf(c, "static const unsigned char tl_cubin_%s[%zu] = {", id, w->size);
     for (size_t b = 0; b < w->size; b++)
         sb_printf(c, "%s0x%02x,", b % 16 ? "" : "\n    ", ((const unsigned char *)w->image)[b]);
     sb_puts(c, "\n};\n");
     if (w->nparams) {
-        sb_printf(c, "static const tilec_rt_param_kind tl_kinds_%s_v%u[] = {", k->name, v);
+        sb_printf(c, "static const tilec_rt_param_kind tl_kinds_%s[] = {", id);
         for (uint32_t p = 0; p < w->nparams; p++)
             sb_printf(c, "%s%s", p ? ", " : "", aot_kind_name(w->kinds[p]));
         sb_puts(c, "};\n");
     }
-    int bad = aot_grid_fn(c, k, v);
-    char kref[300] = "NULL", split[64], twin[300] = "NULL";
+    int bad = aot_grid_fn(c, id, k, v);
+    char kref[320] = "NULL", split[64], twin[320] = "NULL";
     snprintf(split, sizeof split, ", %u, %u", w->split_k, w->split_bytes);
     if (w->nparams)
-        snprintf(kref, sizeof kref, "tl_kinds_%.250s_v%u", k->name, v);
+        snprintf(kref, sizeof kref, "tl_kinds_%s", id);
     if (a->twins && w->tma && w->tma->name) {
-        aot_twin(c, k, v, w->tma);
-        snprintf(twin, sizeof twin, "&tl_tma_%.250s_v%u", k->name, v);
+        aot_twin(c, id, w->tma);
+        snprintf(twin, sizeof twin, "&tl_tma_%s", id);
     }
     sb_printf(&a->table,
-              "    {\"%s\", %u, %u, \"%s\", tl_cubin_%s_v%u, sizeof tl_cubin_%s_v%u, %u, %u, %u, %s,\n"
-              "     UINT64_C(0x%" PRIx64 "), tl_grid_%s_v%u%s, %s},\n",
-              k->name, v, w->nvariants, w->name, k->name, v, k->name, v, w->threads, w->smem_bytes, w->nparams, kref,
-              tilec_kernel_written_params(k), k->name, v, split, twin);
+              "    {\"%s\", %u, %u, \"%s\", tl_cubin_%s, sizeof tl_cubin_%s, %u, %u, %u, %s,\n"
+              "     UINT64_C(0x%" PRIx64 "), tl_grid_%s%s, %s},\n",
+              k->name, v, w->nvariants, w->name, id, id, w->threads, w->smem_bytes, w->nparams, kref,
+              tilec_kernel_written_params(k), id, split, twin);
     a->total++;
     return bad;
 }
 
-int c_aot_kernels(tilec_emit *e, strbuf *c, const char *arch)
+/* One architecture's kernels: the CUBINs and what launches them, then
+ * their table tl_kernelsSFX of TL_NKERNELSSFX entries. */
+static int aot_arch(tilec_emit *e, strbuf *c, const char *arch, const char *sfx)
 {
     tilec_ctx *ctx = tilec_emit_ctx(e);
-    const tilec_module *m = tilec_emit_module(e);
-    wir_compile_fn compile = emit_session_compile(e); /* the API's: tilec_program_compile */
-    if (!compile) {
-        diag_at(ctx, NULL, NULL, TILEC_SEV_ERROR, "--aot: this emit session cannot compile kernels");
-        return -1;
-    }
-    if (!aot_arch_ok(arch)) {
-        diag_at(ctx, NULL, NULL, TILEC_SEV_ERROR,
-                "--aot: '%s' is not a GPU architecture (sm_XY: sm_80, sm_90, sm_90a, ...)", arch);
-        return -1;
-    }
     /* the twins are compiled for sm_90a only (lower/wgmma.c: under
      * __CUDA_ARCH_FEAT_SM90_ALL); another target's CUBINs have none */
-    aot_walk a = {ctx, c, {0}, 0, !strcmp(arch, "sm_90a")};
+    aot_walk a = {ctx, c, {0}, 0, !strcmp(arch, "sm_90a"), sfx};
     sb_init(&a.table);
     sb_printf(c, "/* the kernels, compiled ahead of time for %s */\n", arch);
-    int bad = compile(ctx, m, arch, emit_session_build(e), aot_variant, &a) != TILEC_OK;
-    sb_printf(c, "\n#define TL_NKERNELS %uu\nstatic const tilec_aot_kernel tl_kernels[%s] = {\n", a.total,
+    wir_compile_fn compile = emit_session_compile(e); /* the API's: tilec_program_compile */
+    int bad = compile(ctx, tilec_emit_module(e), arch, emit_session_build(e), aot_variant, &a) != TILEC_OK;
+    sb_printf(c, "\n#define TL_NKERNELS%s %uu\nstatic const tilec_aot_kernel tl_kernels%s[%s] = {\n", sfx, a.total, sfx,
               a.total ? "" : "1");
     sb_add(c, sb_str(&a.table), a.table.n);
     sb_puts(c, a.total ? "};\n\n" : "    {0},\n};\n\n");
     bad |= a.table.failed;
     sb_free(&a.table);
     return bad ? -1 : 0;
+}
+
+int c_aot_kernels(tilec_emit *e, strbuf *c, const char *archs)
+{
+    tilec_ctx *ctx = tilec_emit_ctx(e);
+    if (!emit_session_compile(e)) {
+        diag_at(ctx, NULL, NULL, TILEC_SEV_ERROR, "--aot: this emit session cannot compile kernels");
+        return -1;
+    }
+    /* "sm_80,sm_90a": every name checked before anything compiles */
+    char list[C_AOT_MAX_ARCHS][16];
+    int n = c_aot_archs(archs, list);
+    if (n < 0) {
+        diag_at(ctx, NULL, NULL, TILEC_SEV_ERROR,
+                "--aot: '%s' is not a GPU architecture or a list of them (sm_XY: sm_80, sm_90, sm_90a, ...; up "
+                "to %d different ones separated by commas)",
+                archs, C_AOT_MAX_ARCHS);
+        return -1;
+    }
+    if (n == 1)
+        return aot_arch(e, c, list[0], "");
+    int bad = 0;
+    for (int i = 0; i < n && !bad; i++) {
+        char sfx[24];
+        snprintf(sfx, sizeof sfx, "_%.15s", list[i]);
+        bad = aot_arch(e, c, list[i], sfx);
+    }
+    sb_printf(c, "#define TL_NARCHS %du\nstatic const tilec_aot_table tl_archs[] = {\n", n);
+    for (int i = 0; i < n; i++)
+        sb_printf(c, "    {\"%s\", tl_kernels_%s, TL_NKERNELS_%s},\n", list[i], list[i], list[i]);
+    sb_puts(c, "};\n\n");
+    return bad;
 }

@@ -116,10 +116,20 @@ void cg_run(cstate *s, strbuf *c);
 
 /* ---- c_aot.c ---- */
 
-/* Every variant of every kernel of the module compiled for arch, as C: the
- * CUBINs, grid functions, and the table tilec_program_load takes
- * (tl_kernels, TL_NKERNELS). 0, or -1 with a diagnostic in the emit's ctx. */
-int c_aot_kernels(tilec_emit *e, strbuf *c, const char *arch);
+/* Every variant of every kernel of the module compiled for each
+ * architecture of archs ("sm_90a", or a list "sm_80,sm_90a"), as C: the
+ * CUBINs, grid functions, sm_90a twins' metadata, and the table
+ * tilec_program_load takes (tl_kernels, TL_NKERNELS); for a list, one
+ * table per architecture (tl_kernels_sm_80, ...) and tl_archs, TL_NARCHS
+ * for tilec_program_load_for_device. 0, or -1 with a diagnostic in the
+ * emit's ctx. */
+int c_aot_kernels(tilec_emit *e, strbuf *c, const char *archs);
+
+/* The architectures of an --aot list into out: their number, or -1 when
+ * one is not a GPU architecture's name, one repeats, or there are more
+ * than C_AOT_MAX_ARCHS. */
+#define C_AOT_MAX_ARCHS 8
+int c_aot_archs(const char *archs, char out[C_AOT_MAX_ARCHS][16]);
 
 /* ---- c_bench.c ---- */
 

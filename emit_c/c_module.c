@@ -3,6 +3,8 @@
  * and the functions around NAME_run: NAME_load (the kernels built from the
  * embedded .tile source, or loaded from the --aot CUBINs), NAME_unload,
  * NAME_externs, NAME_release. */
+#include <string.h>
+
 #include "emit_c/c_internal.h"
 #include "tilec/lower.h"
 #include "util/escape.h"
@@ -138,12 +140,15 @@ void c_module_funcs(cstate *s, strbuf *c, const char *aot, const char *fileq)
                   "    %s_module *M = calloc(1, sizeof *M);\n"
                   "    if (!M)\n        return tl_fail(err, errlen, \"%s: out of memory\");\n"
                   "    M->rt = rt;\n    tl_dbg_init(&M->dbg);\n    M->ext = tilec_externs_new();\n"
-                  "    tilec_rt_status st = M->ext ? tilec_program_load(rt, tl_kernels, TL_NKERNELS, &M->prog) : TILEC_RT_NOMEM;\n"
+                  "    tilec_rt_status st = M->ext ? %s : TILEC_RT_NOMEM;\n"
                   "    if (st != TILEC_RT_OK) {\n"
                   "        tl_fail(err, errlen, \"%s: cannot load the kernels (compiled for %s): %%s: %%s\",\n"
                   "                tilec_rt_status_string(st), tilec_rt_last_error(rt));\n"
                   "        %s_unload(M);\n        return 1;\n    }\n    *out = M;\n    return 0;\n}\n\n",
-                  n, n, n, n, n, aot, n);
+                  n, n, n, n,
+                  strchr(aot, ',') ? "tilec_program_load_for_device(rt, tl_archs, TL_NARCHS, &M->prog, NULL)"
+                                   : "tilec_program_load(rt, tl_kernels, TL_NKERNELS, &M->prog)",
+                  n, aot, n);
     else
         sb_printf(c,
                   "int %s_load(tilec_rt *rt, %s_module **out, char *err, size_t errlen)\n{\n"

@@ -1109,6 +1109,23 @@ Test(emit, aot_sm_90a_embeds_the_twins, .timeout = 300)
     free(c);
     free(cw);
     free(capi);
+    /* sm_80,sm_90a: a table per architecture, the twins in sm_90a's only */
+    cr_expect_eq(sh(&out, "TILEC_CACHE_DIR=%s %s tests/aot_gemm.tile --emit c --aot sm_80,sm_90a -q -o %s 2>&1", cache,
+                    TILEC_BIN, b),
+                 0, "%s", out);
+    free(out);
+    c = read_in(b, "aot_gemm.c");
+    cr_assert(c);
+    cr_expect(strstr(c, "/* the kernels, compiled ahead of time for sm_80 */"));
+    cr_expect(strstr(c, "tl_grid_gemm_f16_v0_sm_80, 0, 0, NULL},\n"));
+    cr_expect(strstr(c, "tl_grid_gemm_f16_v0_sm_90a, 0, 0, &tl_tma_gemm_f16_v0_sm_90a},\n"));
+    cr_expect(strstr(c, "tl_grid_bmm_f16_v0_sm_90a, 0, 0, &tl_tma_bmm_f16_v0_sm_90a},\n"));
+    cr_expect_null(strstr(c, "tl_tma_gemm_f16_v0_sm_80"));
+    cr_expect(strstr(c, "#define TL_NARCHS 2u\nstatic const tilec_aot_table tl_archs[] = {\n"
+                        "    {\"sm_80\", tl_kernels_sm_80, TL_NKERNELS_sm_80},\n"
+                        "    {\"sm_90a\", tl_kernels_sm_90a, TL_NKERNELS_sm_90a},\n};\n"));
+    free(c);
+    expect_compiles(b, "aot_gemm.c");
     /* sm_90: no twin in its CUBINs, none in the table */
     cr_expect_eq(
         sh(&out, "TILEC_CACHE_DIR=%s %s tests/aot_gemm.tile --emit c --aot sm_90 -q -o %s 2>&1", cache, TILEC_BIN, b),
@@ -1137,6 +1154,21 @@ Test(emit, aot_bad_arch_writes_nothing)
         free(out);
         char *names = list_dir(dir);
         cr_expect_str_eq(names, "", "--aot %s wrote files", bad[i]);
+        free(names);
+    }
+    /* lists: each item checked by the command (an empty one is unknown), a
+     * repeat by the emitter; nothing written either way */
+    const char *lists[][2] = {{"sm_80,sm_9", "unknown --aot 'sm_9'"},
+                              {"sm_80,", "unknown --aot ''"},
+                              {"sm_90a,sm_90a", "--aot: 'sm_90a,sm_90a' is not a GPU architecture or a list of them"}};
+    for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) {
+        char *out;
+        int st = sh(&out, "%s tests/golden/ir/chain.tile --emit c --aot %s -o %s 2>&1", TILEC_BIN, lists[i][0], dir);
+        cr_expect(st == 1 || st == 2, "--aot %s: exit %d", lists[i][0], st);
+        cr_expect(strstr(out, lists[i][1]), "no '%s' in:\n%s", lists[i][1], out);
+        free(out);
+        char *names = list_dir(dir);
+        cr_expect_str_eq(names, "", "--aot %s wrote files", lists[i][0]);
         free(names);
     }
     rm_dir(dir);

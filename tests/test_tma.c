@@ -256,3 +256,58 @@ Test(tma, an_aot_table_entry_launches_its_twin, .timeout = 60)
     cr_expect(!aot_twin_ran(&bad, &has));
     cr_expect(!has, "metadata naming parameter 6 of 6");
 }
+
+/* A wrapper for several architectures (`--aot sm_80,sm_90a`): the fake
+ * 9.0 device loads its own target's table (sm_90a, with the twin), else
+ * the newest one of its major version it runs (sm_90; never an sm_80,
+ * sm_86 or sm_91a table); none it runs is an error naming the device and
+ * the tables. */
+Test(tma, a_multi_architecture_wrapper_loads_the_device_s_table, .timeout = 60)
+{
+    tilec_rt *rt = NULL;
+    cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &rt), TILEC_RT_OK);
+    const tilec_aot_kernel plain[] = {
+        {"tw", 0, 1, "tw_v0", tw_image, sizeof tw_image, 256, 107520, 6, tw_kinds, 0x4, tw_grid, 0, 0, NULL},
+    };
+    const tilec_aot_kernel twin[] = {
+        {"tw", 0, 1, "tw_v0", tw_image, sizeof tw_image, 256, 107520, 6, tw_kinds, 0x4, tw_grid, 0, 0, &tw_meta},
+    };
+    static const struct {
+        const char *archs[3];
+        const char *want; /* NULL: none runs */
+    } cases[] = {
+        {{"sm_80", "sm_90a", NULL}, "sm_90a"}, {{"sm_90a", "sm_80", NULL}, "sm_90a"},
+        {{"sm_80", "sm_90", NULL}, "sm_90"},   {{"sm_90", "sm_90a", "sm_80"}, "sm_90a"},
+        {{"sm_80", "sm_86", NULL}, NULL},      {{"sm_91a", "sm_100", NULL}, NULL},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        tilec_aot_table t[3];
+        uint32_t n = 0;
+        for (; n < 3 && cases[c].archs[n]; n++)
+            t[n] = (tilec_aot_table){cases[c].archs[n], strcmp(cases[c].archs[n], "sm_90a") ? plain : twin, 1};
+        tilec_program *p = (tilec_program *)0x1;
+        const char *got = "unset";
+        tilec_rt_status st = tilec_program_load_for_device(rt, t, n, &p, &got);
+        if (!cases[c].want) {
+            cr_expect_eq(st, TILEC_RT_MODULE_ERROR, "case %zu", c);
+            cr_expect_null(p);
+            cr_expect_null(got);
+            char want[160];
+            snprintf(want, sizeof want,
+                     "no table of this wrapper runs on device 0 (Fake CUDA Device, sm_90a): it "
+                     "was compiled for %s, %s",
+                     cases[c].archs[0], cases[c].archs[1]);
+            cr_expect(strstr(tilec_rt_last_error(rt), want), "%s", tilec_rt_last_error(rt));
+            continue;
+        }
+        cr_assert_eq(st, TILEC_RT_OK, "case %zu: %s", c, tilec_rt_last_error(rt));
+        cr_expect_str_eq(got, cases[c].want, "case %zu", c);
+        cr_expect_eq(tilec_program_has_twin(p, "tw", 0), !strcmp(cases[c].want, "sm_90a"), "case %zu", c);
+        tilec_program_free(p);
+    }
+    tilec_program *p = (tilec_program *)0x1;
+    cr_expect_eq(tilec_program_load_for_device(rt, NULL, 0, &p, NULL), TILEC_RT_INVALID_ARG);
+    cr_expect_null(p);
+    cr_expect_eq(tilec_program_load_for_device(rt, NULL, 1, NULL, NULL), TILEC_RT_INVALID_ARG);
+    tilec_rt_close(rt);
+}

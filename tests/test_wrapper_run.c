@@ -830,4 +830,30 @@ Test(wrapper_run, aot_sm_90a_launches_the_twin_with_its_tensor_maps, .timeout = 
     cr_expect_str_eq(out, "rc=0 twin=0 maps=0 own=1 ops=0 tiles=0x0x0 blocks=3 err=\n");
     free(out);
     rm_dir(dir);
+    /* sm_80,sm_90a: a table each; the 9.0 device loads sm_90a's and runs the twin */
+    make_tmpdir(dir, sizeof dir);
+    tw_build(dir, "sm_80,sm_90a");
+    c = read_in(dir, "mm.c");
+    cr_assert(c);
+    cr_expect(strstr(c, "    {\"sm_80\", tl_kernels_sm_80, TL_NKERNELS_sm_80},\n"
+                        "    {\"sm_90a\", tl_kernels_sm_90a, TL_NKERNELS_sm_90a},\n"),
+              "no table per architecture");
+    cr_expect(strstr(c, "tl_grid_tw_v0_sm_80, 0, 0, NULL},"), "the sm_80 table names a twin");
+    cr_expect(strstr(c, "tl_grid_tw_v0_sm_90a, 0, 0, &tl_tma_tw_v0_sm_90a},"));
+    cr_expect(strstr(c, "tilec_program_load_for_device(rt, tl_archs, TL_NARCHS, &M->prog, NULL)"));
+    free(c);
+    out = tw_run(dir, "", 300, 264, 200);
+    cr_expect_str_eq(out, "rc=0 twin=1 maps=3 own=0 ops=1 tiles=3x3x1 blocks=9 err=\n");
+    free(out);
+    rm_dir(dir);
+    /* sm_80,sm_86: nothing the device runs: NAME_load says so */
+    make_tmpdir(dir, sizeof dir);
+    tw_build(dir, "sm_80,sm_86");
+    char *err = NULL;
+    cr_expect_eq(sh(&err, "%s/run %s 300 264 200 2>&1", dir, FAKECUDA), 4, "%s", err);
+    cr_expect_str_eq(err, "load: mm: cannot load the kernels (compiled for sm_80,sm_86): the module image was "
+                          "rejected (malformed, truncated, or not for this device): no table of this wrapper runs on "
+                          "device 0 (Fake CUDA Device, sm_90a): it was compiled for sm_80, sm_86\n");
+    free(err);
+    rm_dir(dir);
 }

@@ -58,6 +58,24 @@ typedef struct tilec_aot_kernel {
  * program (multi-kernel choices are kept in memory only). */
 tilec_rt_status tilec_program_load(tilec_rt *rt, const tilec_aot_kernel *ks, uint32_t n, tilec_program **out);
 
+/* One architecture's table of a wrapper compiled for several
+ * (`tilec --emit c --aot sm_80,sm_90a`). */
+typedef struct tilec_aot_table {
+    const char *arch; /* "sm_90a": what its CUBINs were compiled for */
+    const tilec_aot_kernel *ks;
+    uint32_t n;
+} tilec_aot_table;
+
+/* Load the table whose CUBINs rt's device runs best: the one for the
+ * device's own target (tilec_rt_device_props.arch: "sm_90a" on a 9.0
+ * device, with its sm_90a twins), else the newest sm_XY (or sm_XYf) of the
+ * device's major version X with Y no newer than the device's minor (an
+ * sm_XYa table only on an X.Y device). *arch (may be NULL) gets the
+ * chosen table's. TILEC_RT_MODULE_ERROR, naming the device and the
+ * tables, when it runs none; otherwise as tilec_program_load. */
+tilec_rt_status tilec_program_load_for_device(tilec_rt *rt, const tilec_aot_table *tables, uint32_t n,
+                                              tilec_program **out, const char **arch);
+
 /* The loaded kernel of variant `variant` of kernel `name`, or NULL. */
 const tilec_rt_kernel *tilec_program_kernel(const tilec_program *p, const char *name, int variant);
 
