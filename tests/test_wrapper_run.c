@@ -777,6 +777,16 @@ static void tw_build(const char *dir, const char *arch)
     link_runner(dir, "mm");
 }
 
+/* A new dir with tw's --aot ARCH wrapper and its runner: the wrapper's C. */
+static char *tw_fresh(char dir[64], const char *arch)
+{
+    make_tmpdir(dir, 64);
+    tw_build(dir, arch);
+    char *c = read_in(dir, "mm.c");
+    cr_assert(c);
+    return c;
+}
+
 /* --aot sm_90a: the table carries each variant's twin and its metadata, and
  * the wrapper's launch on a 9.0 device is the twin's, with its tensor maps
  * built from the run's pointers and sizes and its persistent grid, as a
@@ -786,10 +796,7 @@ static void tw_build(const char *dir, const char *arch)
 Test(wrapper_run, aot_sm_90a_launches_the_twin_with_its_tensor_maps, .timeout = 300)
 {
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
-    tw_build(dir, "sm_90a");
-    char *c = read_in(dir, "mm.c");
-    cr_assert(c);
+    char *c = tw_fresh(dir, "sm_90a");
     cr_expect(strstr(c, "static char tl_twin_tw_v0[] = \"tw_v0_tma\";"), "no twin in the table");
     cr_expect(strstr(c, "tl_grid_tw_v0, 0, 0, &tl_tma_tw_v0},"), "the table entry does not name its twin");
     free(c);
@@ -820,10 +827,7 @@ Test(wrapper_run, aot_sm_90a_launches_the_twin_with_its_tensor_maps, .timeout = 
     free(out);
     rm_dir(dir);
     /* sm_90: no twin in the table, the variant's own kernel */
-    make_tmpdir(dir, sizeof dir);
-    tw_build(dir, "sm_90");
-    c = read_in(dir, "mm.c");
-    cr_assert(c);
+    c = tw_fresh(dir, "sm_90");
     cr_expect_null(strstr(c, "tilec_tma_meta"), "an sm_90 build names a twin its CUBIN does not hold");
     free(c);
     out = tw_run(dir, "", 300, 264, 200);
@@ -831,10 +835,7 @@ Test(wrapper_run, aot_sm_90a_launches_the_twin_with_its_tensor_maps, .timeout = 
     free(out);
     rm_dir(dir);
     /* sm_80,sm_90a: a table each; the 9.0 device loads sm_90a's and runs the twin */
-    make_tmpdir(dir, sizeof dir);
-    tw_build(dir, "sm_80,sm_90a");
-    c = read_in(dir, "mm.c");
-    cr_assert(c);
+    c = tw_fresh(dir, "sm_80,sm_90a");
     cr_expect(strstr(c, "    {\"sm_80\", tl_kernels_sm_80, TL_NKERNELS_sm_80},\n"
                         "    {\"sm_90a\", tl_kernels_sm_90a, TL_NKERNELS_sm_90a},\n"),
               "no table per architecture");
@@ -847,8 +848,7 @@ Test(wrapper_run, aot_sm_90a_launches_the_twin_with_its_tensor_maps, .timeout = 
     free(out);
     rm_dir(dir);
     /* sm_80,sm_86: nothing the device runs: NAME_load says so */
-    make_tmpdir(dir, sizeof dir);
-    tw_build(dir, "sm_80,sm_86");
+    free(tw_fresh(dir, "sm_80,sm_86"));
     char *err = NULL;
     cr_expect_eq(sh(&err, "%s/run %s 300 264 200 2>&1", dir, FAKECUDA), 4, "%s", err);
     cr_expect_str_eq(err, "load: mm: cannot load the kernels (compiled for sm_80,sm_86): the module image was "
