@@ -437,9 +437,10 @@ void lower_wg_coords(lw *L, const wg_plan *w, int i, const char **col, const cha
 
 /* ---- wgstore.c: the twin's epilogue store through TMA ---- */
 
-/* Regular pass: note the kernel's last statement when it is a store the
- * tensor memory accelerator can write (map 2). */
-void lower_wg_store_note(lw *L, const tilec_stmt *loop);
+/* Regular pass, at store statement s: note it when it is the kernel's
+ * last statement after the twin's loop and lets, a store the tensor
+ * memory accelerator can write (map 2). */
+void lower_wg_store_note(lw *L, const tilec_stmt *s);
 /* Twin pass: emit store statement s over layout y by TMA; 0: not this one. */
 int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y);
 /* Append the lowered twin (L->out) to tu and fill meta: 1, or 0 when the

@@ -380,7 +380,6 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     if (w->S < 2)
         return (void)lower_miss(L, 0, "fewer than two TMA stages fit");
     w->nmaps = 2;
-    lower_wg_store_note(L, loop);
     w->persist_ok = after_loop_ok(L, loop);
     L->wg_loop = loop;
 }
