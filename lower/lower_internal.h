@@ -78,6 +78,10 @@ typedef struct wg_plan {
     const tilec_expr *R[3], *C[3]; /* each map's row and column index tiles */
     const tilec_expr *Z[3];       /* a batched map's batch index (pid(2)), else NULL */
     int64_t M, N, stage_bytes;
+    int64_t K;                    /* the K tile: a multiple of 16 */
+    int arow;                     /* bytes of one swizzled row of A's boxes: 32, 64 or 128 (the swizzle) */
+    int warps;                    /* the consumer warps the twin arranges: BM / 16 (one m64 warp group per 64 rows) */
+    const char *how;              /* what the twin chose that the hints did not say, for the remark */
     int S;                        /* stages */
     int nmaps;                    /* 2, or 3 with the store */
     const tilec_stmt *store;      /* the final store the TMA writes (wgstore.c) */
