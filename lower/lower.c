@@ -43,7 +43,8 @@ static tilec_arg_kind arg_kind(const tilec_param *p)
 static void emit_kernel(lw *L, const char *fname)
 {
     const tilec_kernel *k = L->k;
-    L->nwarps = (int)tilec_kernel_hint(k, L->variant, "warps", 4);
+    /* the sm_90a twin arranges its consumer warps itself (wgmma.c) */
+    L->nwarps = L->wg ? L->wgp.warps : (int)tilec_kernel_hint(k, L->variant, "warps", 4);
     L->nt = 32 * L->nwarps;
     strbuf hints;
     sb_init(&hints);

@@ -78,6 +78,10 @@ typedef struct wg_plan {
     const tilec_expr *R[3], *C[3]; /* each map's row and column index tiles */
     const tilec_expr *Z[3];       /* a batched map's batch index (pid(2)), else NULL */
     int64_t M, N, stage_bytes;
+    int64_t K;                    /* the K tile: a multiple of 16 */
+    int arow;                     /* bytes of one swizzled row of A's boxes: 32, 64 or 128 (the swizzle) */
+    int warps;                    /* the consumer warps the twin arranges: BM / 16 (one m64 warp group per 64 rows) */
+    const char *how;              /* what the twin chose that the hints did not say, for the remark */
     int S;                        /* stages */
     int nmaps;                    /* 2, or 3 with the store */
     const tilec_stmt *store;      /* the final store the TMA writes (wgstore.c) */
@@ -437,9 +441,10 @@ void lower_wg_coords(lw *L, const wg_plan *w, int i, const char **col, const cha
 
 /* ---- wgstore.c: the twin's epilogue store through TMA ---- */
 
-/* Regular pass: note the kernel's last statement when it is a store the
- * tensor memory accelerator can write (map 2). */
-void lower_wg_store_note(lw *L, const tilec_stmt *loop);
+/* Regular pass, at store statement s: note it when it is the kernel's
+ * last statement after the twin's loop and lets, a store the tensor
+ * memory accelerator can write (map 2). */
+void lower_wg_store_note(lw *L, const tilec_stmt *s);
 /* Twin pass: emit store statement s over layout y by TMA; 0: not this one. */
 int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y);
 /* Append the lowered twin (L->out) to tu and fill meta: 1, or 0 when the

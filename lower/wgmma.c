@@ -1,11 +1,13 @@
 /* wgmma.c: the sm_90a twin of a variant whose dot loop is a matrix
  * product: operands staged by the tensor memory accelerator (TMA) into
- * 128-byte-swizzled shared memory, an mbarrier ring of stages, one
- * producer warp group issuing the copies and the variant's warps (two warp
- * groups for 128 rows) multiplying with wgmma.mma_async into f32
- * registers laid out as the mma.sync accumulator fragments, so the
- * statements after the loop (bias, activation, casts, the masked store)
- * lower as they do for the variant itself.
+ * swizzled shared memory (A's rows of the K tile in the 32-, 64- or
+ * 128-byte swizzle its width gives, B's in 128-byte rows), an mbarrier
+ * ring of stages, one producer warp group issuing the copies and BM / 16
+ * consumer warps (one warp group per 64 rows, whatever the `warps` hint
+ * says) multiplying with wgmma.mma_async into f32 registers laid out as
+ * the mma.sync accumulator fragments, so the statements after the loop
+ * (bias, activation, casts, the masked store) lower as they do for the
+ * variant itself.
  *
  * The regular pass notes a candidate loop (lower_wg_note); the twin pass
  * (lw.wg set, lower.c) lowers the kernel again and emits the loop here
@@ -20,7 +22,28 @@
 
 #include "lower/lower_internal.h"
 
-enum { WG_GROUP = 8, WG_BK = 64, WG_ROW_BYTES = 128, WG_PRODUCER = 128, WG_RING_MAX = 192 * 1024, WG_MAX_STAGES = 6 };
+enum { WG_GROUP = 8, WG_ROW_BYTES = 128, WG_PRODUCER = 128, WG_RING_MAX = 192 * 1024, WG_MAX_STAGES = 6 };
+/* the stages of a small K tile: as deep in K as WG_MAX_STAGES of 64
+ * (WG_K_DEPTH), at most WG_STAGES_CAP */
+enum { WG_K_DEPTH = WG_MAX_STAGES * 64, WG_STAGES_CAP = 16 };
+
+/* The consumer warps of an M tile: one warp group (4 warps, 16 rows each)
+ * per m64 row of wgmma; 0 when the twin takes no such tile (two groups
+ * at most: their 232 registers a thread and the producer's 40 fill the
+ * register file). */
+static int wg_warps(int64_t M) { return M == 64 || M == 128 ? (int)(M / 16) : 0; }
+
+/* Bytes of one swizzled row of a K-major box whose K tile is `bytes`
+ * wide: the tile itself when it is 32 or 64 bytes (the 32- and 64-byte
+ * swizzles), else 128 (several boxes); 0 when no swizzle fits. */
+static int wg_row_bytes(int64_t bytes)
+{
+    return bytes == 32 || bytes == 64 ? (int)bytes : bytes > 0 && bytes % WG_ROW_BYTES == 0 ? WG_ROW_BYTES : 0;
+}
+
+/* The descriptor's layout type of a swizzle of `row` bytes (PTX ISA,
+ * "Matrix Descriptor Format": 1 128-byte, 2 64-byte, 3 32-byte). */
+static int wg_layout_type(int row) { return row == 128 ? 1 : row == 64 ? 2 : 3; }
 /* a persistent twin's ring and store staging together (the rest of the
  * 227 KiB a block may have: the 1024-byte alignment, the barriers, what the
  * statements after the loop allocate) */
@@ -233,7 +256,11 @@ static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec
     const tilec_type *ty = lower_ty(L, ld);
     if (ty->dtype == TILEC_DT_F32)
         return lower_miss(L, ld->loc.line, "f32 operands (the twin multiplies f16 and bf16)");
-    return lower_wg_match(L, ld->args[0], ld->nargs >= 2 ? ld->args[1] : NULL, ty->dtype, ty->dims[0], m, R, C, Z);
+    if (!lower_wg_match(L, ld->args[0], ld->nargs >= 2 ? ld->args[1] : NULL, ty->dtype, ty->dims[0], m, R, C, Z))
+        return 0;
+    /* a tile narrower than 128 bytes: boxes as wide as it, in the swizzle of that width */
+    m->box_cols = (uint32_t)(wg_row_bytes(ty->dims[1] * m->elem_bytes) / m->elem_bytes);
+    return 1;
 }
 
 /* ", z" for a batched map's third coordinate, "" for a 2-D one. */
@@ -307,9 +334,10 @@ static int after_loop_ok(const lw *L, const tilec_stmt *loop)
 
 int lower_wg_layout(const lw *L, int64_t M, int64_t N, lay *y)
 {
-    if ((L->nwarps != 4 && L->nwarps != 8) || M != 16 * L->nwarps || N % 64 || N > 256)
+    int cw = wg_warps(M);
+    if (!cw || (L->wg && cw != L->nwarps) || N % 64 || N > 256)
         return 0;
-    lower_mma_grid(M, N, L->nwarps, 1, y); /* a 16 x N warp tile: wgmma's fragments */
+    lower_mma_grid(M, N, cw, 1, y); /* a 16 x N warp tile: wgmma's fragments */
     return 1;
 }
 
@@ -322,18 +350,44 @@ static int wg_shape_ok(lw *L, unsigned line, tilec_dtype ad, tilec_dtype bd, con
         return lower_miss(L, line, "%s operands (the twin multiplies f16 and bf16)", tilec_dtype_name(ad));
     if (bd != ad)
         return lower_miss(L, line, "operands of two types (%s, %s)", tilec_dtype_name(ad), tilec_dtype_name(bd));
-    if (K != WG_BK)
-        return lower_miss(L, line, "K tile %lld is not %d (one 128-byte swizzled row of f16)", (long long)K, WG_BK);
+    int64_t kb = K * (int64_t)tilec_dtype_size(ad);
+    if (K % 16 || !wg_row_bytes(kb) || K > 256)
+        return lower_miss(L, line,
+                          "K tile %lld is not 16, 32 or a multiple of 64 up to 256 (rows of a 32-, 64- or 128-byte "
+                          "swizzle)",
+                          (long long)K);
     if (acc->ty.dtype != TILEC_DT_F32)
         return lower_miss(L, line, "the accumulator is %s, not f32", tilec_dtype_name(acc->ty.dtype));
-    if (L->nwarps != 4 && L->nwarps != 8)
-        return lower_miss(L, line, "warps = %d (the twin takes 4 or 8)", L->nwarps);
-    if (M != 16 * L->nwarps)
-        return lower_miss(L, line, "M tile %lld is not 16 * warps = %d (one 16-row wgmma tile per warp)", (long long)M,
-                          16 * L->nwarps);
+    if (!wg_warps(M))
+        return lower_miss(L, line, "M tile %lld is not 64 or 128 (one or two m64 warp groups)", (long long)M);
     if (N % 64 || N > 256)
         return lower_miss(L, line, "N tile %lld is not a multiple of 64 up to 256", (long long)N);
     return 1;
+}
+
+/* The most stages of plan w: a small K tile gets more of them, as deep
+ * in K as WG_MAX_STAGES tiles of 64. */
+static int wg_max_stages(const wg_plan *w)
+{
+    int64_t s = WG_K_DEPTH / w->K;
+    return s > WG_STAGES_CAP ? WG_STAGES_CAP : s < 2 ? 2 : (int)s;
+}
+
+/* What the twin chose where the hints did not say it, for the remark
+ * (remark.c): the swizzle of a K tile other than 64 halves, the consumer
+ * warps when they are not the `warps` hint's. */
+static const char *wg_how(lw *L, const wg_plan *w)
+{
+    const char *k = "", *wp = "";
+    int64_t kb = w->K * (int64_t)w->maps[0].elem_bytes;
+    if (kb != WG_ROW_BYTES)
+        k = kb > WG_ROW_BYTES ? lower_fmt(L, ", K tile %lld: A in %lld boxes of 128-byte swizzled rows a stage",
+                                          (long long)w->K, (long long)(kb / WG_ROW_BYTES))
+                              : lower_fmt(L, ", K tile %lld: A in %d-byte swizzled rows", (long long)w->K, w->arow);
+    if (w->warps != L->nwarps)
+        wp = lower_fmt(L, ", %d consumer warps (%s for BM = %lld) where the `warps` hint says %d", w->warps,
+                       w->warps == 8 ? "two m64 warp groups" : "one m64 warp group", (long long)w->M, L->nwarps);
+    return lower_fmt(L, "%s%s", k, wp);
 }
 
 void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
@@ -373,19 +427,23 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
         return;
     w->M = M;
     w->N = N;
-    w->stage_bytes = (M + N) * WG_ROW_BYTES;
+    w->K = K;
+    w->arow = wg_row_bytes(K * (int64_t)w->maps[0].elem_bytes);
+    w->warps = wg_warps(M);
+    w->stage_bytes = (M + N) * K * (int64_t)w->maps[0].elem_bytes;
     w->S = (int)(WG_RING_MAX / w->stage_bytes);
-    if (w->S > WG_MAX_STAGES)
-        w->S = WG_MAX_STAGES;
+    if (w->S > wg_max_stages(w))
+        w->S = wg_max_stages(w);
+    w->how = wg_how(L, w);
     if (w->S < 2)
         return (void)lower_miss(L, 0, "fewer than two TMA stages fit");
     w->nmaps = 2;
-    lower_wg_store_note(L, loop);
     w->persist_ok = after_loop_ok(L, loop);
     L->wg_loop = loop;
 }
 
 /* A persistent twin's store staging past the ring, in bytes (one part). */
+
 int64_t lower_wg_staging(const wg_plan *w)
 {
     return w->persist && w->nmaps == 3 ? w->M * w->N * (int64_t)w->maps[2].elem_bytes / w->epi_parts : 0;
@@ -409,7 +467,7 @@ int lower_wg_persist(wg_plan *w)
     }
     if (!w->persist_ok || S < 2)
         return 0;
-    w->S = S > WG_MAX_STAGES ? WG_MAX_STAGES : (int)S;
+    w->S = S > wg_max_stages(w) ? wg_max_stages(w) : (int)S;
     w->persist = 1;
     w->epi_parts = parts;
     w->epi_off = w->S * w->stage_bytes;
@@ -449,11 +507,17 @@ void lower_wg_coords(lw *L, const wg_plan *w, int i, const char **col, const cha
     *row = lower_walk(L, w->R[i], z, 0, NULL, EMIT);
 }
 
+/* Bytes of A's and B's slots in a stage. */
+static int64_t a_slot(const wg_plan *w) { return w->M * w->K * (int64_t)w->maps[0].elem_bytes; }
+static int64_t b_slot(const wg_plan *w) { return w->N * w->K * (int64_t)w->maps[1].elem_bytes; }
+
 /* One thread of the producer warp group: wait for a free slot, expect its
- * bytes, issue the copies of A (one box) and B (N/64 boxes of 64 columns). */
+ * bytes, issue the copies of A (one box of M rows per 128 bytes of the K
+ * tile, or one narrower box) and B (N/64 boxes of K rows x 64 columns). */
 static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char *v)
 {
-    int S = w->S, nb = (int)(w->N / 64);
+    int S = w->S, nb = (int)(w->N / w->maps[1].box_cols);
+    int ka = (int)(a_slot(w) / (w->M * w->arow)); /* A's boxes a stage */
     if (!w->persist) {
         lower_line(L, "if (tl_tid >= %d) {", L->nt);
         L->ind++;
@@ -473,14 +537,16 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
     const char *col, *row, *z;
     lower_wg_coords(L, w, 0, &col, &row);
     z = lower_wg_batch(L, w, 0);
-    lower_line(L, "tl_tma_%dd(tl_ring + tl_s * %lld, &tl_tm0, %s, %s%s, tl_full + tl_s * 8);", z[0] ? 3 : 2,
-               (long long)(w->M * WG_ROW_BYTES), col, row, z);
+    for (int j = 0; j < ka; j++)
+        lower_line(L, "tl_tma_%dd(tl_ring + tl_s * %lld%s, &tl_tm0, %s%s, %s%s, tl_full + tl_s * 8);", z[0] ? 3 : 2,
+                   (long long)a_slot(w), j ? lower_fmt(L, " + %lld", (long long)(j * w->M * w->arow)) : "", col,
+                   j ? lower_fmt(L, " + %u", j * w->maps[0].box_cols) : "", row, z);
     lower_wg_coords(L, w, 1, &col, &row);
     z = lower_wg_batch(L, w, 1);
     for (int b = 0; b < nb; b++)
         lower_line(L, "tl_tma_%dd(tl_ring + %lld + tl_s * %lld + %d, &tl_tm1, %s + %d, %s%s, tl_full + tl_s * 8);",
-                   z[0] ? 3 : 2, (long long)(S * w->M * WG_ROW_BYTES), (long long)(w->N * WG_ROW_BYTES),
-                   b * WG_BK * WG_ROW_BYTES, col, b * 64, row, z);
+                   z[0] ? 3 : 2, (long long)(S * a_slot(w)), (long long)b_slot(w), (int)(b * w->K * WG_ROW_BYTES), col,
+                   b * (int)w->maps[1].box_cols, row, z);
     L->ind--;
     lower_line(L, "}");
     lower_leave(L);
@@ -493,9 +559,15 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
     lower_line(L, "}");
 }
 
-/* The consumer warp groups: wait for a slot, four k16 steps of wgmma on
+/* The consumer warp groups: wait for a slot, K/16 k16 steps of wgmma on
  * it, then wait for the previous slot's and hand that one back (one
- * group of wgmma in flight while the next slot is awaited). */
+ * group of wgmma in flight while the next slot is awaited). A is K-major
+ * in rows of w->arow bytes swizzled as wide (the descriptor's stride
+ * byte offset: 8 such rows; its leading one unused), a k16 step 32 bytes
+ * along a row, into the next box past 128 bytes; B is N-major in boxes
+ * of K rows x 128 bytes (leading byte offset: one box, the next 64
+ * columns; stride: 8 rows), a k16 step 16 rows down (PTX ISA, "Matrix
+ * Descriptor Format" and the canonical layouts it names). */
 static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
 {
     int S = w->S;
@@ -509,15 +581,21 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     L->ind++;
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
     lower_line(L, "tl_mbar_wait(tl_full + tl_s * 8, (tl_it / %d) & 1);", S);
-    lower_line(L, "const unsigned tl_a = tl_ring + tl_s * %lld + (tl_warp >> 2) * %d;", (long long)(w->M * WG_ROW_BYTES),
-               64 * WG_ROW_BYTES);
-    lower_line(L, "const unsigned tl_b = tl_ring + %lld + tl_s * %lld;", (long long)(S * w->M * WG_ROW_BYTES),
-               (long long)(w->N * WG_ROW_BYTES));
+    /* each consumer warp group its 64 rows of A */
+    lower_line(L, "const unsigned tl_a = tl_ring + tl_s * %lld + (tl_warp >> 2) * %d;", (long long)a_slot(w),
+               64 * w->arow);
+    lower_line(L, "const unsigned tl_b = tl_ring + %lld + tl_s * %lld;", (long long)(S * a_slot(w)),
+               (long long)b_slot(w));
+    int qb = w->arow / 32; /* k16 steps a row of A */
+    const char *qa = a_slot(w) == w->M * w->arow ? "tl_a + tl_q * 32"
+                                                 : lower_fmt(L, "tl_a + (tl_q / %d) * %lld + (tl_q %% %d) * 32", qb,
+                                                             (long long)(w->M * w->arow), qb);
     lower_line(L, "tl_wg_fence();");
     lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q)", WG_BK / 16);
-    lower_line(L, "    tl_wgmma_%s_n%lld(%s, tl_wg_desc(tl_a + tl_q * 32, 16, 1024), tl_wg_desc(tl_b + tl_q * 2048, %d, 1024));",
-               d == TILEC_DT_BF16 ? "bf16" : "f16", (long long)w->N, acc->c, WG_BK * WG_ROW_BYTES);
+    lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q)", (int)(w->K / 16));
+    lower_line(L, "    tl_wgmma_%s_n%lld(%s, tl_wg_desc(%s, 16, %d, %d), tl_wg_desc(tl_b + tl_q * %d, %lld, %d, 1));",
+               d == TILEC_DT_BF16 ? "bf16" : "f16", (long long)w->N, acc->c, qa, 8 * w->arow, wg_layout_type(w->arow),
+               16 * WG_ROW_BYTES, (long long)(w->K * WG_ROW_BYTES), 8 * WG_ROW_BYTES);
     lower_line(L, "tl_wg_commit();");
     /* one group in flight: the previous stage's wgmma are done, its slot free */
     lower_line(L, "tl_wg_wait<1>();");
@@ -634,11 +712,11 @@ static const char wg_helpers[] =
     "template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\" :: \"n\"(N)); }\n"
     "template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\" :: \"n\"(N)); }\n"
     "static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile(\"bar.sync 1, %0;\" :: \"r\"(n) : \"memory\"); }\n"
-    "/* a shared-memory matrix descriptor, 128-byte swizzle */\n"
-    "static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo)\n"
+    "/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */\n"
+    "static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)\n"
     "{\n"
     "    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |\n"
-    "           (unsigned long long)(sbo >> 4) << 32 | 1ull << 62;\n"
+    "           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;\n"
     "}\n"
     "#endif\n";
 

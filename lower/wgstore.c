@@ -32,25 +32,34 @@ static int ws_match(lw *L, const tilec_stmt *s, tilec_tma_map *m, const tilec_ex
     return lower_wg_match(L, e->args[0], e->args[2], pt->dtype, w->M, m, R, C, Z);
 }
 
-void lower_wg_store_note(lw *L, const tilec_stmt *loop)
+void lower_wg_store_note(lw *L, const tilec_stmt *s)
 {
     wg_plan *w = &L->wgp;
     const tilec_block *b = &L->k->body;
+    if (L->wg || !L->wg_loop || w->store)
+        return;
     const tilec_stmt *last = NULL;
     int after = 0;
     int other = 0; /* statements between the loop and the store other than lets */
     for (uint32_t i = 0; i < b->nstmts; i++) {
-        const tilec_stmt *s = b->stmts[i];
-        if (s == loop) {
+        const tilec_stmt *t = b->stmts[i];
+        if (t == L->wg_loop) {
             after = 1;
-        } else if (after && s->kind != TILEC_ST_DOC) {
+        } else if (after && t->kind != TILEC_ST_DOC) {
             if (last && last->kind != TILEC_ST_LET)
                 other = 1;
-            last = s;
+            last = t;
         }
     }
-    /* only lets before it: every consumer thread reaches the store's barriers */
-    if (!last || other || !ws_match(L, last, &w->maps[2], &w->R[2], &w->C[2], &w->Z[2]))
+    /* only lets before it: every consumer thread reaches the store's
+     * barriers; matched here, at the store, where the lets after the loop
+     * (an offset or a mask named first) are bound */
+    const char *miss = L->miss;
+    unsigned miss_line = L->miss_line;
+    int ok = s == last && !other && ws_match(L, last, &w->maps[2], &w->R[2], &w->C[2], &w->Z[2]);
+    L->miss = miss; /* a store's refusal is no dot loop's reason */
+    L->miss_line = miss_line;
+    if (!ok)
         return;
     if (w->M * w->N * (int64_t)w->maps[2].elem_bytes > w->S * w->stage_bytes)
         return; /* the tile does not fit in the ring */

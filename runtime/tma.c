@@ -52,6 +52,16 @@ struct rt_tma {
     unsigned next;
 };
 
+/* The swizzle of boxes whose rows are `bytes` wide (a box row is one
+ * swizzle span: 32, 64 or 128 bytes); 0 for any other width. */
+static CUtensorMapSwizzle swizzle_of(uint32_t bytes)
+{
+    return bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+           : bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+           : bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                         : CU_TENSOR_MAP_SWIZZLE_NONE;
+}
+
 tilec_rt_status rt_tma_set(pkernel *pk, const tilec_tma_meta *m)
 {
     if (!m || !m->name || !m->nmaps || m->nmaps > TILEC_TMA_MAX_MAPS)
@@ -61,7 +71,7 @@ tilec_rt_status rt_tma_set(pkernel *pk, const tilec_tma_meta *m)
         if (t->ptr >= pk->nparams || t->rows >= pk->nparams || t->cols >= pk->nparams || t->stride >= pk->nparams ||
             pk->kinds[t->ptr] != TILEC_RT_PARAM_POINTER || (t->elem_bytes != 2 && t->elem_bytes != 4) ||
             (t->elem_bytes == 4 && t->bf16) || !t->box_rows || t->box_rows > 256 ||
-            t->box_cols * t->elem_bytes != 128 || t->batched > 1 ||
+            !swizzle_of(t->box_cols * t->elem_bytes) || t->batched > 1 ||
             (t->batched && (t->bs[0] >= pk->nparams || (t->bs[1] != TILEC_TMA_NONE && t->bs[1] >= pk->nparams))))
             return TILEC_RT_OK; /* metadata we cannot honour: no twin */
     }
@@ -191,10 +201,9 @@ static int encode(const rt_tma *t, const tilec_tma_map *m, const uint64_t key[TM
     CUtensorMapDataType ty = m->elem_bytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                              : m->bf16          ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                                 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-    return t->encode(out, ty, m->batched ? 3 : 2,
-                     (void *)(uintptr_t)key[0], dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+    return t->encode(out, ty, m->batched ? 3 : 2, (void *)(uintptr_t)key[0], dims, strides, box, estr,
+                     CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle_of(m->box_cols * m->elem_bytes),
+                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 /* The maps for these arguments into maps[]: from the cache, or built and

@@ -25,28 +25,44 @@ typedef struct form {
     int pipelined;      /* the variant itself: a cp.async pipeline */
     const char *path;   /* in the dot loop's remark */
     const char *why;    /* the remark of the path not taken, or NULL */
+    int store_tma;      /* the twin's epilogue stores by TMA (map 2, UTMASTG), as the reference's */
 } form;
 
 static const form forms[] = {
-    {"ref.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin); elsewhere cp.async pipeline + mma.sync, 3 stages", NULL},
-    {"ld_params.tile", 1, 1, "dot loop: wgmma + TMA", NULL},
-    {"named_masks.tile", 1, 1, "dot loop: wgmma + TMA", NULL},
-    {"no_stages.tile", 1, 1, "elsewhere cp.async pipeline + mma.sync, 4 stages (no hint: the deepest of 2..4 that fits)",
-     NULL},
-    {"scalar_let.tile", 1, 1, "dot loop: wgmma + TMA", NULL},
-    {"other_names.tile", 1, 1, "dot loop: wgmma + TMA", NULL},
-    {"no_other.tile", 1, 1, "dot loop: wgmma + TMA", NULL},
-    {"ptr_lets.tile", 1, 1, "dot loop: wgmma + TMA", NULL},
-    {"inline_loads.tile", 1, 1, "dot loop: wgmma + TMA", NULL},
-    /* today's gaps: the reason each is not on wgmma (issue 29, next steps) */
-    {"bk32.tile", 0, 1, "dot loop: cp.async pipeline + mma.sync, 3 stages",
-     "line 14: dot loop at line 10 not on wgmma + TMA: K tile 32 is not 64"},
-    {"warps4.tile", 0, 1, "dot loop: cp.async pipeline + mma.sync, 3 stages",
-     "line 14: dot loop at line 10 not on wgmma + TMA: M tile 128 is not 16 * warps = 64"},
-    {"user_mix.tile", 0, 1, "dot loop: cp.async pipeline + mma.sync, 4 stages (no hint",
-     "line 16: dot loop at line 10 not on wgmma + TMA: K tile 32 is not 64"},
+    {"ref.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin); elsewhere cp.async pipeline + mma.sync, 3 stages",
+     NULL, 1},
+    {"ld_params.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1},
+    /* the store's offset and mask let after the loop: matched where the store is */
+    {"named_masks.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin); elsewhere", NULL, 1},
+    {"no_stages.tile", 1, 1,
+     "elsewhere cp.async pipeline + mma.sync, 4 stages (no hint: the deepest of 2..4 that fits)", NULL, 1},
+    {"scalar_let.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1},
+    {"other_names.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1},
+    {"no_other.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1},
+    {"ptr_lets.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1},
+    {"inline_loads.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1},
+    /* a K tile other than 64: A's swizzle follows its width (docs/lowering.md, "wgmma and TMA") */
+    {"bk16.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, K tile 16: A in 32-byte swizzled rows)", NULL, 1},
+    {"bk32.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, K tile 32: A in 64-byte swizzled rows)", NULL, 1},
+    {"bk128.tile", 1, 1,
+     "dot loop: wgmma + TMA (the sm_90a twin, K tile 128: A in 2 boxes of 128-byte swizzled rows a stage)", NULL, 1},
+    /* `warps` other than BM / 16: the twin arranges its consumer warp groups */
+    {"warps4.tile", 1, 1,
+     "dot loop: wgmma + TMA (the sm_90a twin, 8 consumer warps (two m64 warp groups for BM = 128) "
+     "where the `warps` hint says 4)",
+     NULL, 1},
+    {"warps8_bm64.tile", 1, 1,
+     "dot loop: wgmma + TMA (the sm_90a twin, 4 consumer warps (one m64 warp group for BM = 64) where the `warps` hint "
+     "says 8)",
+     NULL, 1},
+    {"user_mix.tile", 1, 1,
+     "wgmma + TMA (the sm_90a twin, K tile 32: A in 64-byte swizzled rows, "
+     "8 consumer warps (two m64 warp groups for BM = 128) where the `warps` hint says 4); "
+     "elsewhere cp.async pipeline + mma.sync, 4 stages (no hint",
+     NULL, 1},
+    /* today's gap: the reason it is not on wgmma (issue 29, next steps) */
     {"bt.tile", 0, 0, "dot loop: its loads through registers (no cp.async pipeline)",
-     "line 14: dot loop at line 10 not on a cp.async pipeline: dot operand B is not a load in the loop"},
+     "line 14: dot loop at line 10 not on a cp.async pipeline: dot operand B is not a load in the loop", 0},
 };
 enum { NFORMS = sizeof forms / sizeof forms[0] };
 
@@ -89,6 +105,7 @@ Test(forms, paths_and_remarks, .timeout = 120)
         /* --emit layouts closes with the same remarks */
         cr_expect(strstr(code.layouts, "  remark: line "), "%s:\n%s", f->file, code.layouts);
         cr_expect_eq(code.tma.name != NULL, f->twin, "%s: twin %d", f->file, f->twin);
+        cr_expect_eq(code.tma.nmaps == 3, f->store_tma, "%s: the epilogue's store by TMA %d", f->file, f->store_tma);
         cr_expect_eq(strstr(code.source, "-stage cp.async pipeline */") != NULL, f->pipelined, "%s: pipelined %d",
                      f->file, f->pipelined);
         tilec_kernel_code_free(&code);
@@ -110,53 +127,11 @@ Test(forms, sass, .timeout = 300)
         char *s = disassemble_file(tool, "-sass", path, "gemm", 0, "sm_90a");
         cr_expect_eq(strstr(s, "HGMMA") != NULL, f->twin, "%s: HGMMA", f->file);
         cr_expect_eq(strstr(s, "UTMALDG") != NULL, f->twin, "%s: UTMALDG", f->file);
+        cr_expect_eq(strstr(s, "UTMASTG") != NULL, f->store_tma, "%s: UTMASTG (the epilogue by TMA)", f->file);
         cr_expect_eq(strstr(s, "LDGSTS") != NULL, f->pipelined, "%s: LDGSTS (cp.async)", f->file);
         cr_expect(strstr(s, "HMMA"), "%s: the variant on mma.sync", f->file);
         free(s);
     }
-}
-
-/* TILEC_LOGS=remarks: each remark on stderr at its .tile line. */
-Test(forms, remarks_on_stderr, .init = cr_redirect_stderr, .timeout = 120)
-{
-    setenv("TILEC_LOGS", "remarks", 1);
-    tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse(ctx, "tests/forms/bk32.tile");
-    tilec_kernel_code code;
-    void *cubin = NULL;
-    size_t size = 0;
-    tilec_status st = tilec_compile_kernel(ctx, m, tilec_module_find_kernel(m, "gemm"), 0, "sm_90a", &code, &cubin, &size);
-    if (st == TILEC_OK)
-        tilec_kernel_code_free(&code);
-    free(cubin);
-    tilec_module_free(m);
-    tilec_ctx_free(ctx);
-    fflush(stderr);
-    char buf[4096] = "";
-    size_t n = fread(buf, 1, sizeof buf - 1, cr_get_redirected_stderr());
-    buf[n] = 0;
-    cr_expect(strstr(buf, "tests/forms/bk32.tile:14: remark: gemm_v0: dot loop at line 10 not on wgmma + TMA: K tile 32 "
-                          "is not 64"),
-              "%s", buf);
-    cr_expect(strstr(buf, "tests/forms/bk32.tile:10: remark: gemm_v0: dot loop: cp.async pipeline + mma.sync"), "%s", buf);
-}
-
-/* Without the channel: nothing on stderr. */
-Test(forms, remarks_off_by_default, .init = cr_redirect_stderr)
-{
-    unsetenv("TILEC_LOGS");
-    tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse(ctx, "tests/forms/bk32.tile");
-    tilec_kernel_code code;
-    void *cubin = NULL;
-    size_t size = 0;
-    if (tilec_compile_kernel(ctx, m, tilec_module_find_kernel(m, "gemm"), 0, "sm_90a", &code, &cubin, &size) == TILEC_OK)
-        tilec_kernel_code_free(&code);
-    free(cubin);
-    tilec_module_free(m);
-    tilec_ctx_free(ctx);
-    fflush(stderr);
-    cr_expect_stderr_eq_str("");
 }
 
 /* src with every `from` replaced by `to` (one level: the forms' text). */
@@ -176,6 +151,69 @@ static char *replace(const char *src, const char *from, const char *to)
     }
     strcpy(o, src);
     return out;
+}
+
+/* Compile src (named name) for sm_90a, its remarks going where TILEC_LOGS says. */
+static void compile_src(const char *name, const char *src)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, name, src, strlen(src), &m), TILEC_OK);
+    tilec_kernel_code code;
+    void *cubin = NULL;
+    size_t size = 0;
+    tilec_status st = tilec_compile_kernel(ctx, m, tilec_module_find_kernel(m, "gemm"), 0, "sm_90a", &code, &cubin, &size);
+    if (st == TILEC_OK)
+        tilec_kernel_code_free(&code);
+    free(cubin);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* TILEC_LOGS=remarks: each remark on stderr at its .tile line, the path
+ * taken and the twin's choices (bk32) and a reason (a 256-row tile: four
+ * m64 warp groups would need more registers than a multiprocessor has). */
+Test(forms, remarks_on_stderr, .init = cr_redirect_stderr, .timeout = 120)
+{
+    setenv("TILEC_LOGS", "remarks", 1);
+    char *src = read_file("tests/forms/bk32.tile", NULL);
+    cr_assert_not_null(src);
+    char *bm256 = replace(src, "BM = 128, BN = 128,", "BM = 256, BN = 64,");
+    compile_src("tests/forms/bk32.tile", src);
+    compile_src("bm256.tile", bm256);
+    free(bm256);
+    free(src);
+    fflush(stderr);
+    char buf[8192] = "";
+    size_t n = fread(buf, 1, sizeof buf - 1, cr_get_redirected_stderr());
+    buf[n] = 0;
+    cr_expect(strstr(buf,
+                     "tests/forms/bk32.tile:10: remark: gemm_v0: dot loop: wgmma + TMA (the sm_90a twin, K tile 32: "
+                     "A in 64-byte swizzled rows); elsewhere cp.async pipeline + mma.sync, 3 stages"),
+              "%s", buf);
+    cr_expect(strstr(buf,
+                     "bm256.tile:14: remark: gemm_v0: dot loop at line 10 not on wgmma + TMA: M tile 256 is not 64 "
+                     "or 128 (one or two m64 warp groups)"),
+              "%s", buf);
+    cr_expect(strstr(buf, "bm256.tile:10: remark: gemm_v0: dot loop: cp.async pipeline + mma.sync"), "%s", buf);
+}
+
+/* Without the channel: nothing on stderr. */
+Test(forms, remarks_off_by_default, .init = cr_redirect_stderr)
+{
+    unsetenv("TILEC_LOGS");
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "tests/forms/bk32.tile");
+    tilec_kernel_code code;
+    void *cubin = NULL;
+    size_t size = 0;
+    if (tilec_compile_kernel(ctx, m, tilec_module_find_kernel(m, "gemm"), 0, "sm_90a", &code, &cubin, &size) == TILEC_OK)
+        tilec_kernel_code_free(&code);
+    free(cubin);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    fflush(stderr);
+    cr_expect_stderr_eq_str("");
 }
 
 /* no_stages.tile with tile hints `hints` and a transposed store, which

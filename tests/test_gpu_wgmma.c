@@ -7,7 +7,9 @@
  * read (a base off 16 bytes, a row stride not a multiple of 16 bytes),
  * which must take the variant's own kernel and still be right, and the
  * batched product (3-D tensor maps) with three products, and an f32
- * output (examples/matmul.tile) stored by TMA. The twins run on a
+ * output (examples/matmul.tile) stored by TMA, and issue 29's forms whose
+ * K tile is not 64 (16, 32, 128: A swizzled 32, 64, 128 bytes wide) or
+ * whose `warps` is not BM / 16 (the twin arranges its warp groups). The twins run on a
  * persistent grid: one shape has more tiles than the device has
  * multiprocessors, so a block walks several. Without a
  * GPU one SKIP line; on a GPU other than 9.0 the twin checks are skipped. */
@@ -76,6 +78,7 @@ typedef struct mm_case {
     int M, N, K;
     size_t a_off; /* bytes added to A's base: 2 makes it unfit for TMA */
     int batch;    /* bmm_f16: this many products one after another; 0: a plain matmul */
+    tilec_program *prog; /* NULL: bench/harness/gemm.tile's */
 } mm_case;
 
 /* The reference of `nbat` products one after another, in double. */
@@ -121,7 +124,7 @@ static void run_case(const mm_case *c, int v)
     args[n++].i32 = K;
     if (c->batch)
         args[n++].i32 = c->batch;
-    CHECK_RT(tilec_program_launch(prog, c->kernel, v, args, (uint32_t)n, NULL));
+    CHECK_RT(tilec_program_launch(c->prog ? c->prog : prog, c->kernel, v, args, (uint32_t)n, NULL));
     CHECK_RT(tilec_rt_synchronize(rt));
     uint16_t *got16 = malloc(nc * 2 + 2);
     float *got = malloc(nc * 4 + 4);
@@ -166,7 +169,7 @@ static void check_kernel(const char *kernel, int bf16, int gelu, int want_twins,
             continue;
         twins++;
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            mm_case c = {kernel, bf16, gelu, shapes[s][0], shapes[s][1], shapes[s][2], 0, batch};
+            mm_case c = {kernel, bf16, gelu, shapes[s][0], shapes[s][1], shapes[s][2], 0, batch, NULL};
             run_case(&c, v);
         }
     }
@@ -189,13 +192,13 @@ Test(wgmma, misaligned_operands_fall_back, .timeout = 300)
         return;
     int v = 3; /* matmul_f16's 128x128 variant */
     cr_assert(tilec_program_has_twin(prog, "matmul_f16", v));
-    mm_case off = {"matmul_f16", 0, 0, 256, 256, 256, 2, 0};
+    mm_case off = {"matmul_f16", 0, 0, 256, 256, 256, 2, 0, NULL};
     run_case(&off, v);
-    mm_case odd = {"matmul_f16", 0, 0, 200, 129, 127, 0, 0};
+    mm_case odd = {"matmul_f16", 0, 0, 200, 129, 127, 0, 0, NULL};
     run_case(&odd, v);
-    mm_case bodd = {"matmul_bf16", 1, 0, 130, 257, 65, 0, 0};
+    mm_case bodd = {"matmul_bf16", 1, 0, 130, 257, 65, 0, 0, NULL};
     run_case(&bodd, v);
-    mm_case boff = {"bmm_f16", 0, 0, 256, 256, 256, 2, 2}; /* a batched A off 16 bytes */
+    mm_case boff = {"bmm_f16", 0, 0, 256, 256, 256, 2, 2, NULL}; /* a batched A off 16 bytes */
     run_case(&boff, 1);
 }
 
@@ -246,6 +249,33 @@ Test(wgmma, f32_output_by_tma, .timeout = 300)
     cr_expect_geq(twins, 2, "examples/matmul.tile: %d variants with an sm_90a twin", twins);
     tilec_program_free(p);
     tilec_module_free(m);
+}
+
+/* tests/forms whose K tile or warps differ from the reference's
+ * (bk16, bk32, bk128, warps4, warps8_bm64, user_mix): each has a twin, right
+ * on every shape (ragged in M, N and K: the last K tile partly past K). */
+Test(wgmma, forms_k_tiles_and_warps, .timeout = 600)
+{
+    if (!hopper)
+        return;
+    static const char *const forms[] = {"bk16", "bk32", "bk128", "warps4", "warps8_bm64", "user_mix"};
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        char path[128];
+        snprintf(path, sizeof path, "tests/forms/%s.tile", forms[f]);
+        tilec_module *m = NULL;
+        tilec_program *p = NULL;
+        cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK, "%s", path);
+        tilec_build_options o = {.threads = 2};
+        cr_assert_eq(tilec_program_build(ctx, rt, m, &o, &p), TILEC_OK, "%s", path);
+        cr_expect(tilec_program_has_twin(p, "gemm", 0), "%s: an sm_90a twin", path);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            mm_case c = {"gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0, 0, p};
+            cr_log_info("%s: M=%d N=%d K=%d", path, c.M, c.N, c.K);
+            run_case(&c, 0);
+        }
+        tilec_program_free(p);
+        tilec_module_free(m);
+    }
 }
 
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "wgmma twins"); }

@@ -3,7 +3,8 @@
  * device): a program built for the device (sm_90a, NVRTC for real)
  * resolves kernel tw's twin; a launch on operands TMA can read makes one
  * tensor map per operand from the arguments (base, extents, row stride in
- * bytes, box, 128-byte swizzle), passes them after the arguments, then the
+ * bytes, box, the swizzle its row width gives: 128 bytes, or 32 and 64
+ * for A at K tiles of 16 and 32 halves), passes them after the arguments, then the
  * program's grid, and launches the twin's persistent grid (at most one
  * block per multiprocessor; one per tile past 8 tiles a multiprocessor); the same buffers again make no new maps (the cache);
  * a base off 16 bytes or a row stride that is not a multiple of 16 bytes
@@ -310,4 +311,49 @@ Test(tma, a_multi_architecture_wrapper_loads_the_device_s_table, .timeout = 60)
     cr_expect_null(p);
     cr_expect_eq(tilec_program_load_for_device(rt, NULL, 1, NULL, NULL), TILEC_RT_INVALID_ARG);
     tilec_rt_close(rt);
+
+/* A K tile other than 64 halves: A's boxes are as wide as the tile (at
+ * most 128 bytes) and its map swizzles that width (16 halves: 32 bytes,
+ * CU_TENSOR_MAP_SWIZZLE_32B; 32: 64 bytes, _64B; 128: boxes of 128 bytes,
+ * _128B); B's boxes are K rows of 128 bytes, swizzled 128 bytes wide,
+ * whatever the K tile. */
+Test(tma, swizzle_follows_the_k_tile, .timeout = 120)
+{
+    static const struct {
+        unsigned bk, swizzle;
+    } tiles[] = {{16, 1}, {32, 2}, {128, 3}};
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
+        env e;
+        memset(&e, 0, sizeof e);
+        cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &e.rt), TILEC_RT_OK);
+        e.ctx = tilec_ctx_new();
+        char src[2048], hint[32];
+        snprintf(src, sizeof src, MM_TILE_FMT, "tw", MM_TILE_MASK);
+        char *bk = strstr(src, "BK = 64,");
+        cr_assert_not_null(bk);
+        snprintf(hint, sizeof hint, "BK = %u,", tiles[i].bk);
+        memmove(bk + strlen(hint), bk + strlen("BK = 64,"), strlen(bk + strlen("BK = 64,")) + 1);
+        memcpy(bk, hint, strlen(hint));
+        cr_assert_eq(tilec_parse_string(e.ctx, "tw.tile", src, strlen(src), &e.m), TILEC_OK);
+        tilec_build_options o = {.threads = 1};
+        tilec_status st = tilec_program_build(e.ctx, e.rt, e.m, &o, &e.p);
+        const tilec_diag *d = tilec_ctx_diag(e.ctx, 0);
+        cr_assert_eq(st, TILEC_OK, "BK = %u: %s", tiles[i].bk, d ? d->message : "");
+        cr_assert(tilec_program_has_twin(e.p, "tw", 0), "BK = %u has a twin", tiles[i].bk);
+        cr_assert_eq(tilec_rt_malloc(e.rt, 1 << 20, &e.a), TILEC_RT_OK);
+        cr_assert_eq(tilec_rt_malloc(e.rt, 1 << 20, &e.b), TILEC_RT_OK);
+        cr_assert_eq(tilec_rt_malloc(e.rt, 1 << 20, &e.c), TILEC_RT_OK);
+        int before = fake->tma_launches;
+        cr_assert_eq(launch(&e, e.a, 300, 264, 200), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
+        cr_expect_eq(fake->tma_launches, before + 1, "BK = %u: the twin ran", tiles[i].bk);
+        unsigned acols = tiles[i].bk < 64 ? tiles[i].bk : 64;
+        cr_expect(fake->tma_maps[0].box[0] == acols && fake->tma_maps[0].box[1] == 128, "BK = %u: A's box %u x %u",
+                  tiles[i].bk, fake->tma_maps[0].box[1], fake->tma_maps[0].box[0]);
+        cr_expect_eq(fake->tma_maps[0].swizzle, tiles[i].swizzle, "BK = %u: A's swizzle %u", tiles[i].bk,
+                     fake->tma_maps[0].swizzle);
+        cr_expect(fake->tma_maps[1].box[0] == 64 && fake->tma_maps[1].box[1] == tiles[i].bk, "BK = %u: B's box %u x %u",
+                  tiles[i].bk, fake->tma_maps[1].box[1], fake->tma_maps[1].box[0]);
+        cr_expect_eq(fake->tma_maps[1].swizzle, 3, "BK = %u: B in 128-byte rows", tiles[i].bk);
+        env_free(&e);
+    }
 }

@@ -108,6 +108,72 @@ Test(wgmma, twin_metadata)
     tilec_ctx_free(ctx);
 }
 
+/* Count of `needle` in hay. */
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + strlen(needle), needle))
+        n++;
+    return n;
+}
+
+/* The K tile and the warps shape the twin, not whether there is one
+ * (docs/lowering.md, "wgmma and TMA"): A's boxes as wide as the K tile (at
+ * most 128 bytes, several boxes past that), its descriptors' layout type
+ * and stride byte offset the swizzle of that width (8 rows: 256, 512 or
+ * 1024 bytes), B's leading byte offset one box of K rows x 128 bytes, the
+ * k16 steps K / 16, the stage's bytes (BM + BN) * BK * 2; and BM / 16
+ * consumer warps whatever the `warps` hint says. */
+Test(wgmma, k_tile_and_warps_shape_the_twin)
+{
+    static const struct {
+        const char *hints;
+        uint32_t threads, a_cols, a_boxes;
+        const char *a_desc, *b_desc, *steps, *expect;
+    } cases[] = {
+        {"BM = 128, BN = 128, BK = 16, warps = 8", 384, 16, 1, "tl_wg_desc(tl_a + tl_q * 32, 16, 256, 3)",
+         "tl_wg_desc(tl_b + tl_q * 2048, 2048, 1024, 1)", "tl_q < 1;", "tl_mbar_expect(tl_full + tl_s * 8, 8192);"},
+        {"BM = 128, BN = 128, BK = 32, warps = 8", 384, 32, 1, "tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2)",
+         "tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1)", "tl_q < 2;", "tl_mbar_expect(tl_full + tl_s * 8, 16384);"},
+        {"BM = 128, BN = 128, BK = 128, warps = 8", 384, 64, 2,
+         "tl_wg_desc(tl_a + (tl_q / 4) * 16384 + (tl_q % 4) * 32, 16, 1024, 1)",
+         "tl_wg_desc(tl_b + tl_q * 2048, 16384, 1024, 1)", "tl_q < 8;", "tl_mbar_expect(tl_full + tl_s * 8, 65536);"},
+        /* warps = 4 for 128 rows: two consumer warp groups all the same */
+        {"BM = 128, BN = 128, BK = 64, warps = 4", 384, 64, 1, "tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1)",
+         "tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1)", "tl_q < 4;", "tl_mbar_init(tl_empty0 + tl_s * 8, 8);"},
+        /* warps = 8 for 64 rows: one */
+        {"BM = 64, BN = 256, BK = 32, warps = 8", 256, 32, 1, "tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2)",
+         "tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1)", "tl_q < 2;", "tl_mbar_init(tl_empty0 + tl_s * 8, 4);"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char src[2048], *h;
+        snprintf(src, sizeof src, MM_TILE_FMT, "mm", MM_TILE_MASK);
+        const char *old = "BM = 128, BN = 128, BK = 64, warps = 8";
+        cr_assert_not_null(h = strstr(src, old));
+        memmove(h + strlen(cases[i].hints), h + strlen(old), strlen(h + strlen(old)) + 1);
+        memcpy(h, cases[i].hints, strlen(cases[i].hints));
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m;
+        tilec_kernel_code code;
+        lower_src(ctx, &m, "mm", src, &code);
+        const char *c = cases[i].hints;
+        cr_assert_not_null(code.tma.name, "%s: a twin", c);
+        cr_expect_eq(code.tma.threads, cases[i].threads, "%s: %u threads", c, code.tma.threads);
+        cr_expect_eq(code.tma.maps[0].box_cols, cases[i].a_cols, "%s: A's box %u columns", c,
+                     code.tma.maps[0].box_cols);
+        cr_expect_eq(code.tma.maps[1].box_rows * 1u, (uint32_t)atoi(strstr(c, "BK = ") + 5), "%s: B's box K rows", c);
+        cr_expect_eq(count_of(code.source, "&tl_tm0, "), (int)cases[i].a_boxes, "%s: A's copies a stage", c);
+        cr_expect(strstr(code.source, cases[i].a_desc), "%s: A's descriptor %s", c, cases[i].a_desc);
+        cr_expect(strstr(code.source, cases[i].b_desc), "%s: B's descriptor %s", c, cases[i].b_desc);
+        cr_expect(strstr(code.source, cases[i].steps), "%s: %s", c, cases[i].steps);
+        cr_expect(strstr(code.source, cases[i].expect), "%s: %s", c, cases[i].expect);
+        cr_expect_leq(code.tma.smem_bytes, 227 * 1024);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+}
+
 /* The epilogue's store goes by TMA only when it is the kernel's last
  * statement and writes the whole tile under its own extents; an f32
  * output is boxes of 32 columns (128 bytes). Otherwise two maps and the

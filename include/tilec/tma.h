@@ -20,9 +20,11 @@ extern "C" {
 /* A 2-D tensor in global memory, element (r, c) at base + r * stride + c,
  * r < rows, c < cols, read (maps 0 and 1, the dot's operands) or written
  * (map 2, the epilogue's store, when the twin has one) in boxes of
- * box_rows x box_cols elements with the 128-byte swizzle (box_cols *
- * elem_bytes = 128). ptr, rows, cols and stride are parameter indices (a
- * pointer and three integer parameters). */
+ * box_rows x box_cols elements, each box row one swizzle span: box_cols *
+ * elem_bytes is 32, 64 or 128 bytes, swizzled 32, 64 or 128 bytes wide
+ * (A's rows of a K tile of 16 or 32 halves are the narrower ones). ptr,
+ * rows, cols and stride are parameter indices (a pointer and three
+ * integer parameters). */
 typedef struct tilec_tma_map {
     uint32_t ptr, rows, cols, stride;
     uint32_t box_rows, box_cols;
