@@ -311,6 +311,7 @@ Test(tma, a_multi_architecture_wrapper_loads_the_device_s_table, .timeout = 60)
     cr_expect_null(p);
     cr_expect_eq(tilec_program_load_for_device(rt, NULL, 1, NULL, NULL), TILEC_RT_INVALID_ARG);
     tilec_rt_close(rt);
+}
 
 /* A K tile other than 64 halves: A's boxes are as wide as the tile (at
  * most 128 bytes) and its map swizzles that width (16 halves: 32 bytes,
