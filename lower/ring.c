@@ -29,8 +29,17 @@ typedef struct ring_plan {
     int n, S;
 } ring_plan;
 
+/* e is `name`, or trans(...) of it (the dot reads the ring transposed). */
+static int ring_operand_is(const tilec_expr *e, const char *name)
+{
+    while (e->kind == TILEC_EX_CALL && !strcmp(e->name, "trans") && e->nargs == 1)
+        e = e->args[0];
+    return e->kind == TILEC_EX_NAME && !strcmp(e->name, name);
+}
+
 /* Reads of `name` in e: *asb counts those as a tensor-core dot's B
- * operand (dot(a, name) with a of type ad), the return value all others. */
+ * operand (dot(a, name) or dot(a, trans(name)) with a of type ad), the
+ * return value all others. */
 static int ring_reads(lw *L, const tilec_expr *e, const char *name, tilec_dtype ld, int *asb)
 {
     if (!e)
@@ -40,8 +49,7 @@ static int ring_reads(lw *L, const tilec_expr *e, const char *name, tilec_dtype 
     int n = 0;
     for (uint32_t i = 0; i < e->nargs; i++) {
         const tilec_expr *x = e->args[i];
-        if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot") && i == 1 && x->kind == TILEC_EX_NAME &&
-            !strcmp(x->name, name)) {
+        if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot") && i == 1 && ring_operand_is(x, name)) {
             const tilec_type *at = lower_ty(L, e->args[0]), *t = lower_ty(L, e);
             lay y;
             if (at->dtype == ld && lower_dot_layout(L, at, t->dims[0], t->dims[1], &y) && y.kind == LY_MMA) {
