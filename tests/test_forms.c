@@ -235,19 +235,23 @@ Test(forms, stages_fit_shared_memory)
     }
 }
 
-/* lower bt.tile with `from` replaced by `to`: the remarks and CUDA of variant 0 */
-static void lower_bt_variant(const char *file, const char *from, const char *to, tilec_kernel_code *code, tilec_ctx *ctx,
-                             tilec_module **m)
+/* file with each edits[2i] replaced by edits[2i + 1] (n pairs; a pair
+ * that is not the same text must change it), kernel's variant 0 lowered. */
+static void lower_edited(tilec_ctx *ctx, tilec_module **m, const char *file, const char *kernel, const char *const *edits,
+                         int n, tilec_kernel_code *code)
 {
-    char *base = read_file(file, NULL);
-    cr_assert_not_null(base);
-    char *src = replace(base, from, to);
-    cr_assert(strcmp(base, src), "%s: '%s' replaced", file, from);
+    char *src = read_file(file, NULL);
+    cr_assert_not_null(src);
+    for (int i = 0; i < n; i++) {
+        char *next = replace(src, edits[2 * i], edits[2 * i + 1]);
+        cr_assert(strcmp(src, next) || !strcmp(edits[2 * i], edits[2 * i + 1]), "%s: '%s' replaced", file, edits[2 * i]);
+        free(src);
+        src = next;
+    }
     cr_assert_eq(tilec_parse_string(ctx, "g.tile", src, strlen(src), m), TILEC_OK, "%s",
                  tilec_ctx_diag(ctx, 0) ? tilec_ctx_diag(ctx, 0)->message : "");
-    cr_assert_eq(tilec_lower_kernel(ctx, *m, tilec_module_find_kernel(*m, "gemm"), 0, code), TILEC_OK);
+    cr_assert_eq(tilec_lower_kernel(ctx, *m, tilec_module_find_kernel(*m, kernel), 0, code), TILEC_OK);
     free(src);
-    free(base);
 }
 
 /* What the transposes mean, not how many are written: B = trans(trans(x))
@@ -269,12 +273,8 @@ Test(forms, transposes_by_meaning)
         tilec_ctx *ctx = tilec_ctx_new();
         tilec_module *m = NULL;
         tilec_kernel_code code;
-        if (strcmp(cases[i].from, cases[i].to)) {
-            lower_bt_variant(cases[i].file, cases[i].from, cases[i].to, &code, ctx, &m);
-        } else {
-            const form f = {cases[i].file + strlen("tests/forms/"), 1, 1, NULL, NULL};
-            lower_form(ctx, &m, &f, &code);
-        }
+        const char *edit[2] = {cases[i].from, cases[i].to};
+        lower_edited(ctx, &m, cases[i].file, "gemm", edit, 1, &code);
         cr_expect(code.tma.name, "%s: a twin:\n%s", cases[i].to, code.remarks);
         cr_expect_eq(strstr(code.remarks, "B K-major") != NULL, cases[i].bk, "%s:\n%s", cases[i].to, code.remarks);
         cr_expect_eq(strstr(code.source, "tl_wgmma_f16_n128_bk(") != NULL, cases[i].bk, "%s", cases[i].to);
@@ -299,17 +299,16 @@ Test(forms, transposes_by_meaning)
  * rings, ring.c) and the remark says why, at the dot's line. */
 Test(forms, transposed_a_says_why)
 {
+    static const char *const edits[] = {
+        "load(a + rm[:, None] * K + rk[None, :], rm[:, None] < M && rk[None, :] < K, 0.0)",
+        "load(a + rk[:, None] * M + rm[None, :], rk[:, None] < K && rm[None, :] < M, 0.0)",
+        "dot(ta, trans(tb))",
+        "dot(trans(ta), trans(tb))",
+    };
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = NULL;
     tilec_kernel_code code;
-    char *base = read_file("tests/forms/bt.tile", NULL);
-    cr_assert_not_null(base);
-    char *at = replace(base, "load(a + rm[:, None] * K + rk[None, :], rm[:, None] < M && rk[None, :] < K, 0.0)",
-                       "load(a + rk[:, None] * M + rm[None, :], rk[:, None] < K && rm[None, :] < M, 0.0)");
-    char *src = replace(at, "dot(ta, trans(tb))", "dot(trans(ta), trans(tb))");
-    cr_assert(strcmp(base, at) && strcmp(at, src));
-    cr_assert_eq(tilec_parse_string(ctx, "g.tile", src, strlen(src), &m), TILEC_OK);
-    cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_find_kernel(m, "gemm"), 0, &code), TILEC_OK);
+    lower_edited(ctx, &m, "tests/forms/bt.tile", "gemm", edits, 2, &code);
     cr_expect(strstr(code.remarks, "line 10: dot loop: cp.async rings of 3 stages for v_tb (dot B operands) + mma.sync"),
               "%s", code.remarks);
     cr_expect(strstr(code.remarks, "line 14: dot loop at line 10 not on a pipelined dot loop (both operands by cp.async; "
@@ -319,9 +318,6 @@ Test(forms, transposed_a_says_why)
     tilec_kernel_code_free(&code);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
-    free(src);
-    free(at);
-    free(base);
 }
 
 /* Attention's first product as users write it, dot(q, trans(k)) of a
@@ -329,17 +325,16 @@ Test(forms, transposed_a_says_why)
  * read as B^T by plain ldmatrix, not staged through registers. */
 Test(forms, attention_trans_k_rings)
 {
-    char *base = read_file("examples/attention.tile", NULL);
-    cr_assert_not_null(base);
-    char *kl = replace(base, "load(k + base + rn[None, :] * D + rd[:, None], rn[None, :] < S, 0.0)",
-                       "load(k + base + rn[:, None] * D + rd[None, :], rn[:, None] < S, 0.0)");
-    char *src = replace(kl, "dot(tq, tk)", "dot(tq, trans(tk))");
-    cr_assert(strcmp(base, kl) && strcmp(kl, src));
+    static const char *const edits[] = {
+        "load(k + base + rn[None, :] * D + rd[:, None], rn[None, :] < S, 0.0)",
+        "load(k + base + rn[:, None] * D + rd[None, :], rn[:, None] < S, 0.0)",
+        "dot(tq, tk)",
+        "dot(tq, trans(tk))",
+    };
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = NULL;
     tilec_kernel_code code;
-    cr_assert_eq(tilec_parse_string(ctx, "g.tile", src, strlen(src), &m), TILEC_OK);
-    cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_find_kernel(m, "attention_d64"), 0, &code), TILEC_OK);
+    lower_edited(ctx, &m, "examples/attention.tile", "attention_d64", edits, 2, &code);
     cr_expect(strstr(code.layouts, "v_tk copied by cp.async into a 2-stage ring (9216 bytes a stage)\n"), "%s",
               code.layouts);
     cr_expect(strstr(code.layouts, "dot operand v_tk read from its cp.async ring (B^T, plain ldmatrix)"), "%s",
@@ -349,7 +344,4 @@ Test(forms, attention_trans_k_rings)
     tilec_kernel_code_free(&code);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
-    free(src);
-    free(kl);
-    free(base);
 }
