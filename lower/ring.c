@@ -18,6 +18,7 @@ enum { RING_MAX = 8 };
 
 typedef struct ring_op {
     const tilec_stmt *let; /* let x = load(...) */
+    const tilec_stmt *alias; /* let y = trans(x) in the body, read as the dot's B, or NULL */
     int trans;             /* memory contiguous along axis 0: stored [C][R] */
     int ld;                /* buffer row stride in elements, padded by 8 */
     int64_t bytes;         /* one buffer */
@@ -97,6 +98,20 @@ static const tilec_stmt *body_let(const tilec_block *b, const char *name)
     return NULL;
 }
 
+/* The let of `let y = trans(x)` in the loop body (y never re-assigned),
+ * or NULL: y reads x's ring transposed. */
+static const tilec_stmt *ring_alias(lw *L, const tilec_block *b, const char *x)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s->kind == TILEC_ST_LET && s->value->kind == TILEC_EX_CALL && !strcmp(s->value->name, "trans") &&
+            s->value->nargs == 1 && s->value->args[0]->kind == TILEC_EX_NAME && !strcmp(s->value->args[0]->name, x) &&
+            !lower_in_list(L->assigned, L->nassigned, s->names[0]))
+            return s;
+    }
+    return NULL;
+}
+
 /* May e be computed for a later iteration at the top of this one? The
  * loop variable, the body's virtual index tiles built from such names, and
  * names from outside the loop that nothing assigns. */
@@ -151,8 +166,14 @@ static int ring_candidate(lw *L, const tilec_stmt *loop, const tilec_stmt *s, ri
         return lower_miss(L, line, "load %s is contiguous along neither axis", x);
     if ((op->trans ? t->dims[0] : t->dims[1]) % 8)
         return lower_miss(L, line, "the contiguous axis of load %s is not whole 16-byte chunks", x);
-    int asb = 0;
-    if (ring_block_reads(L, &loop->body, x, t->dtype, &asb) != 0 || asb != 1)
+    /* read once, as a dot's B: x itself, or y of `let y = trans(x)` */
+    int asb = 0, other = ring_block_reads(L, &loop->body, x, t->dtype, &asb);
+    op->alias = ring_alias(L, &loop->body, x);
+    if (op->alias && other > 0) {
+        int o = ring_block_reads(L, &loop->body, op->alias->names[0], t->dtype, &asb);
+        other = o < 0 ? -1 : other - 1 + o; /* the alias's own read of x */
+    }
+    if (other != 0 || asb != 1)
         return lower_miss(L, line, "%s is read other than as one tensor-core dot's B operand, or the loop stores", x);
     op->let = s;
     op->ld = (int)(op->trans ? t->dims[0] : t->dims[1]) + 8;
@@ -293,6 +314,13 @@ static void ring_body(lw *L, const tilec_stmt *loop, const ring_plan *rp, int wi
         v->rld = o->ld;
         v->rbt = o->trans;
         lower_bind(L, o->let->names[0], v);
+        if (o->alias) { /* y = trans(x): the same buffer, read the other way */
+            val *y = lower_newval(L, VK_RING, lower_ty(L, o->alias->value), v->c);
+            y->rlet = o->alias;
+            y->rld = o->ld;
+            y->rbt = !o->trans;
+            lower_bind(L, o->alias->names[0], y);
+        }
     }
     const tilec_stmt *mk[RING_MAX];
     const char *cond;

@@ -321,27 +321,35 @@ Test(forms, transposed_a_says_why)
 }
 
 /* Attention's first product as users write it, dot(q, trans(k)) of a
- * [BN, D] load: K's tile is copied into a cp.async ring like V's (ring.c),
- * read as B^T by plain ldmatrix, not staged through registers. */
+ * [BN, D] load, the transpose inline or let first: K's tile is copied
+ * into a cp.async ring like V's (ring.c), read as B^T by plain ldmatrix,
+ * not staged through registers. */
 Test(forms, attention_trans_k_rings)
 {
-    static const char *const edits[] = {
-        "load(k + base + rn[None, :] * D + rd[:, None], rn[None, :] < S, 0.0)",
-        "load(k + base + rn[:, None] * D + rd[None, :], rn[:, None] < S, 0.0)",
-        "dot(tq, tk)",
-        "dot(tq, trans(tk))",
+    static const char *const dots[][2] = {
+        {"let s = dot(tq, tk)", "let s = dot(tq, trans(tk))"},
+        {"let s = dot(tq, tk)", "let kt = trans(tk);\n        let s = dot(tq, kt)"},
     };
-    tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = NULL;
-    tilec_kernel_code code;
-    lower_edited(ctx, &m, "examples/attention.tile", "attention_d64", edits, 2, &code);
-    cr_expect(strstr(code.layouts, "v_tk copied by cp.async into a 2-stage ring (9216 bytes a stage)\n"), "%s",
-              code.layouts);
-    cr_expect(strstr(code.layouts, "dot operand v_tk read from its cp.async ring (B^T, plain ldmatrix)"), "%s",
-              code.layouts);
-    cr_expect(strstr(code.layouts, "1 __syncthreads per iteration (cp.async ring)"), "%s", code.layouts);
-    cr_expect(strstr(code.remarks, "cp.async rings of 2 stages for v_tk, v_tv"), "%s", code.remarks);
-    tilec_kernel_code_free(&code);
-    tilec_module_free(m);
-    tilec_ctx_free(ctx);
+    for (size_t i = 0; i < sizeof dots / sizeof dots[0]; i++) {
+        const char *const edits[] = {
+            "load(k + base + rn[None, :] * D + rd[:, None], rn[None, :] < S, 0.0)",
+            "load(k + base + rn[:, None] * D + rd[None, :], rn[:, None] < S, 0.0)",
+            dots[i][0],
+            dots[i][1],
+        };
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        tilec_kernel_code code;
+        lower_edited(ctx, &m, "examples/attention.tile", "attention_d64", edits, 2, &code);
+        cr_expect(strstr(code.layouts, "v_tk copied by cp.async into a 2-stage ring (9216 bytes a stage)\n"), "%s",
+                  code.layouts);
+        cr_expect(strstr(code.layouts, i ? "dot operand v_kt read from its cp.async ring (B^T, plain ldmatrix)"
+                                         : "dot operand v_tk read from its cp.async ring (B^T, plain ldmatrix)"),
+                  "%s", code.layouts);
+        cr_expect(strstr(code.layouts, "1 __syncthreads per iteration (cp.async ring)"), "%s", code.layouts);
+        cr_expect(strstr(code.remarks, "cp.async rings of 2 stages for v_tk, v_tv"), "%s", code.remarks);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
 }
