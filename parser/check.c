@@ -16,8 +16,16 @@ int chk_module(tilec_ctx *ctx, tilec_module *mod)
     checker *ck = &store;
     ar_init(&ck->scratch);
     size_t errors0 = ctx->nerrors;
-    for (uint32_t i = 0; i < mod->items.n; i++) {
-        tilec_item *it = mod->items.v[i];
+    if (gen_expand(ctx, mod)) {
+        ar_free(&ck->scratch);
+        return -1;
+    }
+    /* the items, then the generic kernels' names (graphs call them) */
+    for (uint32_t i = 0; i < mod->items.n + mod->generics.n; i++) {
+        tilec_item gitem = {.kind = TILEC_ITEM_KERNEL};
+        tilec_item *it = i < mod->items.n ? mod->items.v[i] : &gitem;
+        if (i >= mod->items.n)
+            gitem.u.kernel = mod->generics.v[i - mod->items.n];
         const char *name = it->u.kernel->name;
         tilec_loc loc = it->kind == TILEC_ITEM_KERNEL   ? it->u.kernel->loc
                         : it->kind == TILEC_ITEM_EXTERN ? it->u.ext->loc
