@@ -461,6 +461,37 @@ Test(numerics, nvrtc_compiles_every_kernel)
     }
 }
 
+/* Each instance of a generic kernel is its own NVRTC program and CUDA name
+ * (docs/language.md §4.2): examples/softmax_generic.tile's six compile for
+ * sm_90, each holding only its own dtype's loads and stores. */
+Test(numerics, nvrtc_compiles_every_generic_instance)
+{
+    static const char *const kernels[] = {"softmax", "rmsnorm"};
+    static const char *const dts[] = {"f16", "bf16", "f32"};
+    static const char *const ctype[] = {"__half", "__nv_bfloat16", "float"};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t d = 0; d < 3; d++) {
+            char name[64], want[128];
+            snprintf(name, sizeof name, "%s__%s", kernels[k], dts[d]);
+            char *src = lowered("examples/softmax_generic.tile", name, 0, NULL);
+            snprintf(want, sizeof want, "__global__ void __launch_bounds__(%d) %s_v0(%s *v_x", k ? 256 : 128, name,
+                     ctype[d]);
+            cr_expect(strstr(src, want), "%s: no '%s' in\n%s", name, want, src);
+            for (size_t o = 0; o < 3; o++)
+                if (o != d && o != 2) /* f32 is the arithmetic of every instance */
+                    cr_expect(!strstr(src, ctype[o]), "%s mentions %s", name, ctype[o]);
+            void *cubin = NULL;
+            size_t size = 0;
+            char *log = NULL;
+            tilec_rt_status st = tilec_nvrtc_compile(src, name, "sm_90", NULL, 0, &cubin, &size, &log);
+            cr_expect_eq(st, TILEC_RT_OK, "NVRTC rejects %s:\n%s", name, log ? log : "");
+            cr_expect(size > 0);
+            free(cubin);
+            free(log);
+            free(src);
+        }
+}
+
 /* Issue 35 item 3: examples/softmax_generic.tile's softmax is one source for
  * f16, bf16 and f32 (docs/language.md §4.2). Each instance, run on the host
  * with inputs of its dtype, gives the softmax of its rows (one pass, and the
