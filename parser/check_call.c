@@ -254,8 +254,7 @@ void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call)
 const tilec_kernel *chk_pick_instance(checker *ck, const tilec_kernel *g, tilec_expr *call)
 {
     if (call->nargs != g->nparams) {
-        chk_err(ck, &call->loc, "kernel '%s' takes %u argument%s, got %u", g->name, g->nparams, g->nparams == 1 ? "" : "s",
-            call->nargs);
+        chk_kernel_call(ck, g, call); /* says the count, and nothing else */
         return NULL;
     }
     tilec_dtype bound[TILEC_MAX_TPARAMS];
@@ -281,15 +280,11 @@ const tilec_kernel *chk_pick_instance(checker *ck, const tilec_kernel *g, tilec_
             uint32_t d = 0;
             while (d < tp->ndtypes && tp->dtypes[d] != b->dtype)
                 d++;
-            if (d == tp->ndtypes) {
+            if (d == tp->ndtypes) { /* reported once: later arguments are held to it */
                 chk_err(ck, &call->args[i]->loc,
                     "kernel '%s' takes %s = %s, but argument %u ('%s': *%s) is '%s': %s", g->name, tp->name,
                     gen_dtype_set(&ck->scratch, tp), i + 1, p->name, tp->name, b->name, b->text);
                 ok = 0;
-                from[t] = b; /* reported once */
-                bound[t] = b->dtype;
-                argno[t] = i;
-                continue;
             }
             from[t] = b;
             bound[t] = b->dtype;
