@@ -36,7 +36,15 @@ int chk_module(tilec_ctx *ctx, tilec_module *mod)
         item_name *old = NULL;
         HASH_FIND_STR(ck->items, name, old);
         if (old) {
-            chk_err(ck, &loc, "'%s' is defined twice", name);
+            const tilec_kernel *inst = it->kind == TILEC_ITEM_KERNEL ? it->u.kernel : NULL;
+            const tilec_kernel *was = old->kind == TILEC_ITEM_KERNEL ? old->node : NULL;
+            if (inst && !inst->generic && was && was->generic)
+                inst = was;
+            if (inst && inst->generic)
+                chk_err(ck, &loc, "'%s' is defined twice (an instance of generic kernel '%s' has that name)", name,
+                    inst->generic);
+            else
+                chk_err(ck, &loc, "'%s' is defined twice", name);
             chk_note(ck, &old->loc, "the first definition of '%s' is here", name);
             continue;
         }

@@ -26,12 +26,10 @@ typedef struct gen {
 
 __attribute__((format(printf, 3, 4))) static void gen_err(gen *g, const tilec_loc *loc, const char *fmt, ...)
 {
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    diag_vat(g->ctx, &g->mod->src, loc, TILEC_SEV_ERROR, fmt, ap);
     va_end(ap);
-    diag_at(g->ctx, &g->mod->src, loc, TILEC_SEV_ERROR, "%s", msg);
     g->bad = 1;
 }
 
