@@ -466,7 +466,7 @@ Test(numerics, nvrtc_compiles_every_kernel)
  * sm_90, each holding only its own dtype's loads and stores. */
 Test(numerics, nvrtc_compiles_every_generic_instance)
 {
-    static const char *const kernels[] = {"softmax", "rmsnorm"};
+    static const char *const kernels[] = {"row_softmax", "rmsnorm"};
     static const char *const dts[] = {"f16", "bf16", "f32"};
     static const char *const ctype[] = {"__half", "__nv_bfloat16", "float"};
     for (size_t k = 0; k < 2; k++)
@@ -492,7 +492,7 @@ Test(numerics, nvrtc_compiles_every_generic_instance)
         }
 }
 
-/* Issue 35 item 3: examples/softmax_generic.tile's softmax is one source for
+/* Issue 35 item 3: examples/softmax_generic.tile's row_softmax is one source for
  * f16, bf16 and f32 (docs/language.md §4.2). Each instance, run on the host
  * with inputs of its dtype, gives the softmax of its rows (one pass, and the
  * three-pass loop) to within one unit in the last place of its dtype: the
@@ -507,7 +507,7 @@ Test(numerics, generic_softmax_per_dtype)
     for (int d = 0; d < 3; d++) {
         for (int cols = 1000; cols <= COLS; cols += COLS - 1000) { /* one pass, and three over BLOCK = 1024 */
             char kernel[32], body[2048];
-            snprintf(kernel, sizeof kernel, "softmax__%s", dts[d]);
+            snprintf(kernel, sizeof kernel, "row_softmax__%s", dts[d]);
             snprintf(body, sizeof body,
                      "static %s x[%d], y[%d];\n"
                      "for (int i = 0; i < %d; i++) x[i] = %s((float)((i * 37) %% 101) / 50.0f - 1.0f);\n"

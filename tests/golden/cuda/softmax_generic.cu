@@ -57,9 +57,9 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* softmax__f16: BLOCK = 1024, warps = 4 */
+/* row_softmax__f16: BLOCK = 1024, warps = 4 */
 /* indexing: 64-bit for row (lines 14, 17, 19, 24, 30, 35, 36), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(128) softmax__f16_v0(__half *v_x, __half *v_y, int v_rows, int v_cols)
+extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_x, __half *v_y, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -399,9 +399,9 @@ extern "C" __global__ void __launch_bounds__(128) softmax__f16_v0(__half *v_x, _
     }
 }
 
-/* softmax__bf16: BLOCK = 1024, warps = 4 */
+/* row_softmax__bf16: BLOCK = 1024, warps = 4 */
 /* indexing: 64-bit for row (lines 14, 17, 19, 24, 30, 35, 36), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(128) softmax__bf16_v0(__nv_bfloat16 *v_x, __nv_bfloat16 *v_y, int v_rows, int v_cols)
+extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bfloat16 *v_x, __nv_bfloat16 *v_y, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -741,9 +741,9 @@ extern "C" __global__ void __launch_bounds__(128) softmax__bf16_v0(__nv_bfloat16
     }
 }
 
-/* softmax__f32: BLOCK = 1024, warps = 4 */
+/* row_softmax__f32: BLOCK = 1024, warps = 4 */
 /* indexing: 64-bit for row (lines 14, 17, 19, 24, 30, 35, 36), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(128) softmax__f32_v0(float *v_x, float *v_y, int v_rows, int v_cols)
+extern "C" __global__ void __launch_bounds__(128) row_softmax__f32_v0(float *v_x, float *v_y, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
