@@ -215,6 +215,28 @@ tilec_kernel *prs_kernel(prs_state *ps, const lex_token *kw, const lex_token *na
     return k;
 }
 
+tilec_kernel *prs_generic(prs_state *ps, tilec_kernel *k, ar_vec *tparams)
+{
+    NEED(k && tparams);
+    FLATTEN(ps, tparams, k->tparams, k->ntparams);
+    return k;
+}
+
+tilec_tparam *prs_tparam(prs_state *ps, const lex_token *name, ar_vec *dtypes)
+{
+    NEED(dtypes);
+    tilec_tparam *t = ar_alloc(ps->ar, sizeof *t);
+    NEED(t);
+    t->name = name->str;
+    t->loc = name->loc;
+    t->ndtypes = dtypes->n;
+    t->dtypes = ar_array(ps->ar, dtypes->n, sizeof *t->dtypes);
+    NEED(t->dtypes);
+    for (uint32_t i = 0; i < dtypes->n; i++)
+        t->dtypes[i] = (tilec_dtype)((const lex_token *)dtypes->v[i])->ival;
+    return t;
+}
+
 tilec_extern *prs_extern(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,
                          ar_vec *results, const lex_token *symbol)
 {
@@ -288,6 +310,17 @@ tilec_tyexpr *prs_type(prs_state *ps, tilec_tyexpr_kind kind, const lex_token *a
         t->dims = (tilec_expr **)dims->v;
         t->ndims = dims->n;
     }
+    return t;
+}
+
+tilec_tyexpr *prs_type_param(prs_state *ps, tilec_tyexpr_kind kind, const lex_token *at, const lex_token *name)
+{
+    tilec_tyexpr *t = ar_alloc(ps->ar, sizeof *t);
+    NEED(t);
+    t->kind = kind;
+    t->dtype = TILEC_DT_F32; /* until an instance binds it (parser/generic.c) */
+    t->loc = at->loc;
+    t->tparam = name->str;
     return t;
 }
 

@@ -16,8 +16,16 @@ int chk_module(tilec_ctx *ctx, tilec_module *mod)
     checker *ck = &store;
     ar_init(&ck->scratch);
     size_t errors0 = ctx->nerrors;
-    for (uint32_t i = 0; i < mod->items.n; i++) {
-        tilec_item *it = mod->items.v[i];
+    if (gen_expand(ctx, mod)) {
+        ar_free(&ck->scratch);
+        return -1;
+    }
+    /* the items, then the generic kernels' names (graphs call them) */
+    for (uint32_t i = 0; i < mod->items.n + mod->generics.n; i++) {
+        tilec_item gitem = {.kind = TILEC_ITEM_KERNEL};
+        tilec_item *it = i < mod->items.n ? mod->items.v[i] : &gitem;
+        if (i >= mod->items.n)
+            gitem.u.kernel = mod->generics.v[i - mod->items.n];
         const char *name = it->u.kernel->name;
         tilec_loc loc = it->kind == TILEC_ITEM_KERNEL   ? it->u.kernel->loc
                         : it->kind == TILEC_ITEM_EXTERN ? it->u.ext->loc
@@ -28,7 +36,15 @@ int chk_module(tilec_ctx *ctx, tilec_module *mod)
         item_name *old = NULL;
         HASH_FIND_STR(ck->items, name, old);
         if (old) {
-            chk_err(ck, &loc, "'%s' is defined twice", name);
+            const tilec_kernel *inst = it->kind == TILEC_ITEM_KERNEL ? it->u.kernel : NULL;
+            const tilec_kernel *was = old->kind == TILEC_ITEM_KERNEL ? old->node : NULL;
+            if (inst && !inst->generic && was && was->generic)
+                inst = was;
+            if (inst && inst->generic)
+                chk_err(ck, &loc, "'%s' is defined twice (an instance of generic kernel '%s' has that name)", name,
+                    inst->generic);
+            else
+                chk_err(ck, &loc, "'%s' is defined twice", name);
             chk_note(ck, &old->loc, "the first definition of '%s' is here", name);
             continue;
         }

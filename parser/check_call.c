@@ -250,3 +250,64 @@ void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call)
         chk_size_expr(ck, a, "a scalar kernel argument");
     }
 }
+
+const tilec_kernel *chk_pick_instance(checker *ck, const tilec_kernel *g, tilec_expr *call)
+{
+    if (call->nargs != g->nparams) {
+        chk_kernel_call(ck, g, call); /* says the count, and nothing else */
+        return NULL;
+    }
+    tilec_dtype bound[TILEC_MAX_TPARAMS];
+    const binding *from[TILEC_MAX_TPARAMS] = {0};
+    uint32_t argno[TILEC_MAX_TPARAMS] = {0};
+    int ok = 1;
+    for (uint32_t i = 0; i < call->nargs; i++) {
+        const tilec_param *p = &g->params[i];
+        if (p->type.kind != TILEC_TE_POINTER || !p->type.tparam)
+            continue;
+        uint32_t t = 0;
+        while (t < g->ntparams && strcmp(g->tparams[t].name, p->type.tparam))
+            t++;
+        char want[64];
+        snprintf(want, sizeof want, "*%s", p->type.tparam);
+        binding *b = chk_tensor_arg(ck, call->args[i], ar_printf(&ck->scratch, "argument %u of '%s'", i + 1, g->name), want);
+        if (!b) {
+            ok = 0;
+            continue;
+        }
+        const tilec_tparam *tp = &g->tparams[t];
+        if (!from[t]) {
+            uint32_t d = 0;
+            while (d < tp->ndtypes && tp->dtypes[d] != b->dtype)
+                d++;
+            if (d == tp->ndtypes) { /* reported once: later arguments are held to it */
+                chk_err(ck, &call->args[i]->loc,
+                    "kernel '%s' takes %s = %s, but argument %u ('%s': *%s) is '%s': %s", g->name, tp->name,
+                    gen_dtype_set(&ck->scratch, tp), i + 1, p->name, tp->name, b->name, b->text);
+                ok = 0;
+            }
+            from[t] = b;
+            bound[t] = b->dtype;
+            argno[t] = i;
+        } else if (b->dtype != bound[t]) {
+            chk_err(ck, &call->args[i]->loc,
+                "argument %u of '%s' ('%s': *%s) is '%s': %s, but argument %u ('%s') made %s = %s", i + 1, g->name,
+                p->name, tp->name, b->name, b->text, argno[t] + 1, g->params[argno[t]].name, tp->name,
+                tilec_dtype_name(bound[t]));
+            ok = 0;
+        }
+    }
+    if (!ok)
+        return NULL;
+    for (uint32_t n = 0; n < g->ninstances; n++) {
+        const tilec_kernel *k = g->instances[n];
+        uint32_t t = 0;
+        while (t < g->ntparams && k->targs[t] == bound[t])
+            t++;
+        if (t == g->ntparams) {
+            call->name = k->name;
+            return k;
+        }
+    }
+    return NULL; /* every combination has an instance: not reached */
+}

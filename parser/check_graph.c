@@ -128,7 +128,10 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
             chk_err(ck, &v->loc, "kernel '%s' returns nothing; allocate its output with empty(...) and pass it", v->name);
             return;
         }
-        chk_kernel_call(ck, it->node, v);
+        const tilec_kernel *k = it->node;
+        if (k->ntparams && !(k = chk_pick_instance(ck, k, s->value)))
+            return;
+        chk_kernel_call(ck, k, v);
         return;
     }
     const tilec_extern *x = it->node;

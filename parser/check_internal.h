@@ -185,6 +185,10 @@ void chk_consts(checker *ck);
 tilec_type chk_scan(checker *ck, tilec_expr *e);
 const poly ***chk_extern_call(checker *ck, const tilec_extern *x, const tilec_expr *call);
 void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call);
+/* The instance of generic kernel g that a graph's call passes tensors
+ * for (their dtypes bind its type parameters); the call then names it.
+ * NULL after an error. */
+const tilec_kernel *chk_pick_instance(checker *ck, const tilec_kernel *g, tilec_expr *call);
 
 /* check_graph.c */
 void chk_graph(checker *ck, tilec_graph *g);

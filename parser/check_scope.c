@@ -23,11 +23,16 @@ __attribute__((format(printf, 4, 0))) static void verr(checker *ck, const tilec_
         return;
     }
     ck->emitted = 1;
-    if (ck->k && ck->k->nvariants) {
-        /* the same error in another configuration is reported once */
+    if (ck->k && (ck->k->nvariants || ck->k->generic)) {
+        /* the same error in another configuration (a variant's hints, a
+         * generic kernel's instance) is reported once */
         strbuf key;
         sb_init(&key);
         sb_printf(&key, "%u:%u:%s", loc ? loc->line : 0, loc ? loc->col : 0, sb_str(&b));
+        if (ck->k->generic) {
+            const char *with = gen_instance_text(&ck->scratch, ck->k);
+            sb_printf(&b, " (in kernel %s with %s%s", ck->k->generic, with ? with : "?", ck->variant >= 0 ? ", " : ")");
+        }
         seen_msg *s = NULL;
         HASH_FIND_STR(ck->seen, sb_str(&key), s);
         if (s) {
@@ -46,7 +51,7 @@ __attribute__((format(printf, 4, 0))) static void verr(checker *ck, const tilec_
         sb_free(&key);
         if (ck->variant >= 0) {
             const tilec_variant *v = &ck->k->variants[ck->variant];
-            sb_printf(&b, " (in variant %s = %lld)", ck->k->variant_sym, (long long)v->size);
+            sb_printf(&b, "%svariant %s = %lld)", ck->k->generic ? "" : " (in ", ck->k->variant_sym, (long long)v->size);
         }
     }
     diag_at(ck->ctx, &ck->mod->src, loc, sev, "%s", sb_str(&b));

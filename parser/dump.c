@@ -237,6 +237,18 @@ static void dump_kernel(strbuf *b, const tilec_kernel *k)
     dump_params(b, k->params, k->nparams);
     sb_putc(b, ')');
     at(b, &k->loc);
+    if (k->generic) {
+        sb_printf(b, "    instance of %s<", k->generic);
+        for (uint32_t i = 0; i < k->ntparams; i++) {
+            sb_printf(b, "%s%s: ", i ? ", " : "", k->tparams[i].name);
+            for (uint32_t d = 0; d < k->tparams[i].ndtypes; d++)
+                sb_printf(b, "%s%s", d ? " | " : "", tilec_dtype_name(k->tparams[i].dtypes[d]));
+        }
+        sb_puts(b, "> with ");
+        for (uint32_t i = 0; i < k->ntparams; i++)
+            sb_printf(b, "%s%s = %s", i ? ", " : "", k->tparams[i].name, tilec_dtype_name(k->targs[i]));
+        sb_putc(b, '\n');
+    }
     sb_puts(b, "    grid (");
     dump_list(b, k->grid, k->ngrid);
     sb_puts(b, ")\n    hints ");

@@ -62,6 +62,17 @@ const_kw ::= IDENT(K).           { prs_const_kw(ps, &K); }
 %type kernel {tilec_kernel *}
 kernel(K) ::= KERNEL(T) IDENT(N) LPAREN params(P) RPAREN grid_opt(G) hints_opt(H) variants_opt(V) block(B).
                                  { K = prs_kernel(ps, &T, &N, P, G, H, V, B); }
+/* a generic kernel (docs/language.md §4.2): kernel k<T: f16 | bf16 | f32>(x: *T, ...) */
+kernel(K) ::= KERNEL(T) IDENT(N) LT tparams(A) GT LPAREN params(P) RPAREN grid_opt(G) hints_opt(H) variants_opt(V) block(B).
+                                 { K = prs_generic(ps, prs_kernel(ps, &T, &N, P, G, H, V, B), A); }
+%type tparams {ar_vec *}
+tparams(L) ::= tparam(P).        { L = prs_push(ps, prs_list(ps), P); }
+tparams(L) ::= tparams(A) COMMA tparam(P). { L = prs_push(ps, A, P); }
+%type tparam {tilec_tparam *}
+tparam(P) ::= IDENT(N) COLON dtype_set(D). { P = prs_tparam(ps, &N, D); }
+%type dtype_set {ar_vec *}
+dtype_set(L) ::= DTYPE(D).       { L = prs_push(ps, prs_list(ps), prs_token(ps, &D)); }
+dtype_set(L) ::= dtype_set(A) PIPE DTYPE(D). { L = prs_push(ps, A, prs_token(ps, &D)); }
 
 %type params {ar_vec *}
 params(L) ::= .                  { L = prs_list(ps); }
@@ -79,6 +90,9 @@ type(T) ::= DTYPE(D).            { T = prs_type(ps, TILEC_TE_SCALAR, &D, &D, NUL
 type(T) ::= STAR(S) DTYPE(D).    { T = prs_type(ps, TILEC_TE_POINTER, &S, &D, NULL); }
 type(T) ::= DTYPE(D) LBRACKET expr_list(L) RBRACKET. { T = prs_type(ps, TILEC_TE_TENSOR, &D, &D, L); }
 type(T) ::= DTYPE(D) LBRACKET RBRACKET. { T = prs_type(ps, TILEC_TE_TENSOR, &D, &D, prs_list(ps)); }
+/* a type parameter of a generic kernel (the checker refuses it elsewhere) */
+type(T) ::= IDENT(N).            { T = prs_type_param(ps, TILEC_TE_SCALAR, &N, &N); }
+type(T) ::= STAR(S) IDENT(N).    { T = prs_type_param(ps, TILEC_TE_POINTER, &S, &N); }
 
 %type grid_opt {ar_vec *}
 grid_opt(G) ::= .                { G = NULL; }

@@ -89,3 +89,38 @@ int tilec_kernel_param_info(const tilec_kernel *k, size_t i, const char **name, 
         *dtype = p->type.dtype;
     return 0;
 }
+
+const tilec_kernel *tilec_module_find_generic(const tilec_module *m, const char *name)
+{
+    return m ? find(&m->generics, name) : NULL;
+}
+
+const char *tilec_kernel_name(const tilec_kernel *k) { return k ? k->name : NULL; }
+
+const tilec_kernel *tilec_kernel_instance(const tilec_kernel *g, size_t i)
+{
+    return g && i < g->ninstances ? g->instances[i] : NULL;
+}
+
+size_t tilec_kernel_tparam_count(const tilec_kernel *k) { return k ? k->ntparams : 0; }
+
+int tilec_kernel_tparam_info(const tilec_kernel *k, size_t j, const char **name, int *bound)
+{
+    if (!k || j >= k->ntparams)
+        return -1;
+    if (name)
+        *name = k->tparams[j].name;
+    if (bound)
+        *bound = k->targs ? (int)k->targs[j] : -1;
+    return 0;
+}
+
+int tilec_kernel_param_tparam(const tilec_kernel *k, size_t i)
+{
+    if (!k || i >= k->nparams || !k->params[i].type.tparam)
+        return -1;
+    for (uint32_t j = 0; j < k->ntparams; j++)
+        if (!strcmp(k->tparams[j].name, k->params[i].type.tparam))
+            return (int)j;
+    return -1;
+}

@@ -13,6 +13,7 @@ struct tilec_module {
     dsl_source src; /* name and text owned by the arena */
     ar_vec items;   /* tilec_item* in source order */
     ar_vec kernels, externs, graphs;
+    ar_vec generics; /* the generic kernels as written (tilec_kernel*, parser/generic.c) */
     ar_vec consts; /* tilec_const* in source order (check_consts.c) */
 };
 

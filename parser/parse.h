@@ -30,6 +30,13 @@ typedef struct prs_state {
 int prs_parse(tilec_ctx *ctx, tilec_module *mod);
 /* Check names, types and shapes of every item; 0 when there are no errors. */
 int chk_module(tilec_ctx *ctx, tilec_module *mod);
+/* Replace each generic kernel among mod's items by its instances
+ * (parser/generic.c); 0 when its header is well formed. */
+int gen_expand(tilec_ctx *ctx, tilec_module *mod);
+/* "f16 | bf16 | f32": the dtypes a type parameter allows */
+const char *gen_dtype_set(arena *ar, const tilec_tparam *t);
+/* "T = bf16": what an instance binds (NULL for a kernel that is none) */
+const char *gen_instance_text(arena *ar, const tilec_kernel *k);
 /* The AST dump of `tilec --emit ast`. */
 tilec_status dump_module(const tilec_module *m, tilec_sink sink);
 
@@ -46,6 +53,11 @@ void prs_const_kw(prs_state *ps, const lex_token *kw); /* any word but const is 
 void prs_const(prs_state *ps, const lex_token *name, tilec_expr *value);
 tilec_kernel *prs_kernel(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,
                          ar_vec *grid, ar_vec *hints, prs_variants *variants, ar_vec *body);
+/* kernel k<T: f16 | f32, ...>: k with its type parameters (tilec_tparam*) */
+tilec_kernel *prs_generic(prs_state *ps, tilec_kernel *k, ar_vec *tparams);
+tilec_tparam *prs_tparam(prs_state *ps, const lex_token *name, ar_vec *dtypes);
+/* `T` or `*T` where T names a type parameter */
+tilec_tyexpr *prs_type_param(prs_state *ps, tilec_tyexpr_kind kind, const lex_token *at, const lex_token *name);
 tilec_extern *prs_extern(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,
                          ar_vec *results, const lex_token *symbol);
 tilec_graph *prs_graph(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,

@@ -404,6 +404,8 @@ typedef struct fake_kernel {
 static const fake_kernel kernels[] = {
     {"scale2", 3, {8, 8, 4}, 1024, 0},
     {"scale2_v0", 3, {8, 8, 4}, 1024, 0}, /* scale2 as lowering names a .tile kernel (tests/test_wrapper_run.c) */
+    {"scale2__f32_v0", 3, {8, 8, 4}, 1024, 0}, /* the instances of a generic scale2<T: f32 | i32> (test_fake.py) */
+    {"scale2__i32_v0", 3, {8, 8, 4}, 1024, 0},
     {"args7", 7, {8, 4, 8, 4, 8, 4, 8}, 1024, 0},
     {"fail_launch", 0, {0}, 1024, 0},
     {"trap", 0, {0}, 1024, 0},

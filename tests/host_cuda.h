@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <cmath> /* expf, logf, sqrtf ... that the CUDA C calls */
 #include <condition_variable>
 #include <functional>
 #include <mutex>

@@ -42,10 +42,10 @@ static char *cuda_of(const char *kernel, uint32_t *threads) { return lowered(FIL
 /* Build kernel's CUDA C with the host C++ compiler and run `body` (C++
  * that calls kernel_v0 through LAUNCH(blocks, args...) and prints values
  * with printf); its standard output, which the caller frees. */
-static char *host_run(const char *kernel, const char *body)
+static char *host_run_in(const char *file, const char *kernel, const char *body)
 {
     uint32_t threads = 0;
-    char *src = cuda_of(kernel, &threads);
+    char *src = lowered(file, kernel, 0, &threads);
     char inc[1024];
     cr_assert_eq(tilec_nvrtc_include_dir(inc, sizeof inc), TILEC_RT_OK);
     cr_assert(inc[0], "no CUDA include directory (cuda_fp16.h)");
@@ -74,6 +74,8 @@ static char *host_run(const char *kernel, const char *body)
     free(src);
     return out;
 }
+
+static char *host_run(const char *kernel, const char *body) { return host_run_in(FILE_, kernel, body); }
 
 /* The next number of text (strtod), advancing *s. */
 static double next_num(const char **s)
@@ -456,5 +458,82 @@ Test(numerics, nvrtc_compiles_every_kernel)
         free(cubin);
         free(log);
         free(src);
+    }
+}
+
+/* Each instance of a generic kernel is its own NVRTC program and CUDA name
+ * (docs/language.md §4.2): examples/softmax_generic.tile's six compile for
+ * sm_90, each holding only its own dtype's loads and stores. */
+Test(numerics, nvrtc_compiles_every_generic_instance)
+{
+    static const char *const kernels[] = {"row_softmax", "rmsnorm"};
+    static const char *const dts[] = {"f16", "bf16", "f32"};
+    static const char *const ctype[] = {"__half", "__nv_bfloat16", "float"};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t d = 0; d < 3; d++) {
+            char name[64], want[128];
+            snprintf(name, sizeof name, "%s__%s", kernels[k], dts[d]);
+            char *src = lowered("examples/softmax_generic.tile", name, 0, NULL);
+            snprintf(want, sizeof want, "__global__ void __launch_bounds__(%d) %s_v0(%s *v_x", k ? 256 : 128, name,
+                     ctype[d]);
+            cr_expect(strstr(src, want), "%s: no '%s' in\n%s", name, want, src);
+            for (size_t o = 0; o < 3; o++)
+                if (o != d && o != 2) /* f32 is the arithmetic of every instance */
+                    cr_expect(!strstr(src, ctype[o]), "%s mentions %s", name, ctype[o]);
+            void *cubin = NULL;
+            size_t size = 0;
+            char *log = NULL;
+            tilec_rt_status st = tilec_nvrtc_compile(src, name, "sm_90", NULL, 0, &cubin, &size, &log);
+            cr_expect_eq(st, TILEC_RT_OK, "NVRTC rejects %s:\n%s", name, log ? log : "");
+            cr_expect(size > 0);
+            free(cubin);
+            free(log);
+            free(src);
+        }
+}
+
+/* Issue 35 item 3: examples/softmax_generic.tile's row_softmax is one source for
+ * f16, bf16 and f32 (docs/language.md §4.2). Each instance, run on the host
+ * with inputs of its dtype, gives the softmax of its rows (one pass, and the
+ * three-pass loop) to within one unit in the last place of its dtype: the
+ * arithmetic in f32 as written, the quotient rounded to the dtype. */
+Test(numerics, generic_softmax_per_dtype)
+{
+    static const char *const dts[] = {"f16", "bf16", "f32"};
+    static const char *const ctype[] = {"__half", "__nv_bfloat16", "float"};
+    static const char *const to[] = {"__float2half_rn", "__float2bfloat16_rn", "(float)"};
+    static const double ulp[] = {0x1p-10, 0x1p-7, 0x1p-22};
+    enum { ROWS = 3, COLS = 3000 };
+    for (int d = 0; d < 3; d++) {
+        for (int cols = 1000; cols <= COLS; cols += COLS - 1000) { /* one pass, and three over BLOCK = 1024 */
+            char kernel[32], body[2048];
+            snprintf(kernel, sizeof kernel, "row_softmax__%s", dts[d]);
+            snprintf(body, sizeof body,
+                     "static %s x[%d], y[%d];\n"
+                     "for (int i = 0; i < %d; i++) x[i] = %s((float)((i * 37) %% 101) / 50.0f - 1.0f);\n"
+                     "LAUNCH(%d, x, y, %d, %d);\n"
+                     "for (int i = 0; i < %d; i++) printf(\"%%a %%a \", (double)(float)x[i], (double)(float)y[i]);\n",
+                     ctype[d], ROWS * cols, ROWS * cols, ROWS * cols, to[d], ROWS, ROWS, cols, ROWS * cols);
+            char *out = host_run_in("examples/softmax_generic.tile", kernel, body);
+            const char *s = out;
+            static double x[ROWS * COLS], y[ROWS * COLS];
+            for (int i = 0; i < ROWS * cols; i++) {
+                x[i] = next_num(&s);
+                y[i] = next_num(&s);
+            }
+            for (int r = 0; r < ROWS; r++) {
+                double mx = -INFINITY, sum = 0;
+                for (int c = 0; c < cols; c++)
+                    mx = fmax(mx, x[r * cols + c]);
+                for (int c = 0; c < cols; c++)
+                    sum += exp(x[r * cols + c] - mx);
+                for (int c = 0; c < cols; c++) {
+                    double want = exp(x[r * cols + c] - mx) / sum, got = y[r * cols + c];
+                    cr_expect(fabs(got - want) <= ulp[d] * want, "%s, %d columns: y[%d][%d] = %a, want %a", kernel,
+                              cols, r, c, got, want);
+                }
+            }
+            free(out);
+        }
     }
 }

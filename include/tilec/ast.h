@@ -77,6 +77,9 @@ typedef struct tilec_tyexpr {
     tilec_loc loc;
     tilec_expr **dims; /* TENSOR only */
     uint32_t ndims;
+    /* `*T` or `T` with T a type parameter of a generic kernel (§4.2): its
+     * name; in an instance dtype is the one bound to it. NULL otherwise. */
+    const char *tparam;
 } tilec_tyexpr;
 
 typedef struct tilec_param {
@@ -137,6 +140,14 @@ typedef struct tilec_variant {
                       * re-derived from overridden earlier ones) */
 } tilec_variant;
 
+/* A type parameter of a generic kernel, `T: f16 | bf16 | f32` (§4.2). */
+typedef struct tilec_tparam {
+    const char *name;
+    tilec_loc loc;
+    tilec_dtype *dtypes; /* the allowed element types, as written */
+    uint32_t ndtypes;
+} tilec_tparam;
+
 typedef struct tilec_kernel {
     const char *name;
     tilec_loc loc;
@@ -158,6 +169,18 @@ typedef struct tilec_kernel {
      * expression is one the evaluator has no operator for (a comparison).
      * Last, so that the fields before it keep their offsets. */
     const tilec_ix **gridx;
+    /* Generic kernels (§4.2). The kernel as written, `kernel k<T: f16 |
+     * f32>(...)`, has tparams and, after the checker expanded it, its
+     * instances (one kernel per combination of dtypes, named k__f16 ...);
+     * it is no item of the module (tilec_module_find_generic finds it).
+     * An instance has tparams too (the same), generic (the name written)
+     * and targs (the dtype bound to each type parameter). */
+    tilec_tparam *tparams;
+    uint32_t ntparams;
+    struct tilec_kernel **instances;
+    uint32_t ninstances;
+    const char *generic;
+    tilec_dtype *targs;
 } tilec_kernel;
 
 typedef struct tilec_extern {

@@ -7,6 +7,8 @@
 #define TILEC_MAX_TILE_REGS 256       /* most 32-bit registers one tile takes in each thread */
 #define TILEC_MAX_STAGES 8            /* largest `stages` hint */
 #define TILEC_MAX_NESTING 1000        /* parser stack: nesting of (), {}, operators */
+#define TILEC_MAX_TPARAMS 8          /* type parameters of one generic kernel */
+#define TILEC_MAX_INSTANCES 64       /* instances of one generic kernel (combinations of dtypes) */
 #define TILEC_MAX_IDENT 1024          /* longest identifier, in bytes */
 #define TILEC_MAX_SOURCE (16u << 20)  /* largest .tile file, in bytes: the AST of degenerate
                                        * input takes up to ~170 bytes a source byte */

@@ -57,6 +57,21 @@ int64_t tilec_kernel_hint(const tilec_kernel *k, int variant, const char *name, 
 size_t tilec_kernel_param_count(const tilec_kernel *k);
 int tilec_kernel_param_info(const tilec_kernel *k, size_t i, const char **name, int *pointer, tilec_dtype *dtype);
 
+/* Generic kernels (docs/language.md §4.2). The module's items hold their
+ * instances (ordinary kernels named NAME__DTYPE); the kernel as written is
+ * found by name here (NULL: no generic kernel of that name); any kernel's
+ * name (NULL for NULL); a generic kernel's
+ * instances in order (NULL past the last). For a generic kernel or an
+ * instance: the number of type parameters, type parameter j's name and
+ * (an instance) the dtype bound to it (-1 for the generic kernel), and the
+ * type parameter that is the type of parameter i (-1: none). */
+const tilec_kernel *tilec_module_find_generic(const tilec_module *m, const char *name);
+const char *tilec_kernel_name(const tilec_kernel *k);
+const tilec_kernel *tilec_kernel_instance(const tilec_kernel *g, size_t i);
+size_t tilec_kernel_tparam_count(const tilec_kernel *k);
+int tilec_kernel_tparam_info(const tilec_kernel *k, size_t j, const char **name, int *bound);
+int tilec_kernel_param_tparam(const tilec_kernel *k, size_t i);
+
 /* Write a stable text dump of the module (kernels with their checked types,
  * externs, graphs): the form of `tilec FILE --emit ast`. */
 tilec_status tilec_module_dump_ast(const tilec_module *m, tilec_sink sink);

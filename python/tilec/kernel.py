@@ -222,3 +222,89 @@ class Kernel:
             st = L.tilec_program_launch(self.module._prog, self._name_b, self.variant, self._pack(*vals), len(vals), s)
         if st != 0:
             raise TilecError(f"launch of {self.name}: " + L.tilec_rt_last_error(self.module.device._h).decode())
+
+
+def _arg_dtype(obj: Any) -> Optional[str]:
+    """tilec's dtype name of a tensor argument, or None for what is none."""
+    torch = torch_module()
+    if torch is not None and isinstance(obj, torch.Tensor):
+        return torch_dtype_name(obj.dtype)
+    if type(obj) is Buffer:
+        return obj.dtype
+    info = tensor_info(obj)
+    return info.dtype if info is not None else None
+
+
+class GenericKernel:
+    """A generic kernel (docs/language.md §4.2): one per name written, its
+    instances one Kernel per combination of dtypes. Calling it reads the
+    dtypes of the tensors passed for its `*T` parameters, which choose the
+    instance, and launches that; TypeError for a dtype the kernel does not
+    allow or for two tensors that bind T differently. `last` is the
+    instance that the last call launched."""
+
+    def __init__(self, module: "Module", name: str, handle: Any, variant: Optional[int] = None):
+        L = lib()
+        self.module, self.name, self.variant = module, name, variant
+        self.tparams: List[str] = []
+        for j in range(L.tilec_kernel_tparam_count(handle)):
+            tname = ctypes.c_char_p()
+            L.tilec_kernel_tparam_info(handle, j, ctypes.byref(tname), None)
+            self.tparams.append((tname.value or b"?").decode())
+        self.nparams: int = L.tilec_kernel_param_count(handle)
+        self._typed: List[Tuple[int, int, str]] = []  # (parameter, type parameter, parameter name)
+        for i in range(self.nparams):
+            j = L.tilec_kernel_param_tparam(handle, i)
+            pname, pointer = ctypes.c_char_p(), ctypes.c_int()
+            L.tilec_kernel_param_info(handle, i, ctypes.byref(pname), ctypes.byref(pointer), None)
+            if j >= 0 and pointer.value:
+                self._typed.append((i, j, (pname.value or b"?").decode()))
+        self.instances: Dict[Tuple[str, ...], str] = {}
+        self.allowed: List[List[str]] = [[] for _ in self.tparams]
+        n = 0
+        while True:
+            k = L.tilec_kernel_instance(handle, n)
+            if not k:
+                break
+            n += 1
+            bound = []
+            for j in range(len(self.tparams)):
+                dt = ctypes.c_int()
+                L.tilec_kernel_tparam_info(k, j, None, ctypes.byref(dt))
+                bound.append(DT_ENUM[dt.value])
+                if bound[-1] not in self.allowed[j]:
+                    self.allowed[j].append(bound[-1])
+            self.instances[tuple(bound)] = L.tilec_kernel_name(k).decode()
+        self.last: Optional[Kernel] = None
+
+    def __repr__(self) -> str:
+        tps = ", ".join(f"{t}: {' | '.join(a)}" for t, a in zip(self.tparams, self.allowed))
+        return f"<tilec.GenericKernel {self.name}<{tps}>>"
+
+    def select(self, args: Tuple[Any, ...]) -> Kernel:
+        """The instance that args choose (the Kernel a call launches)."""
+        if len(args) != self.nparams:
+            raise TypeError(f"{self.name}() takes {self.nparams} arguments; got {len(args)}")
+        bound: List[Optional[str]] = [None] * len(self.tparams)
+        source = [0] * len(self.tparams)
+        for i, j, pname in self._typed:
+            t = self.tparams[j]
+            a = args[i]
+            dt = _arg_dtype(a)
+            if dt is None:
+                raise TypeError(f"{self.name}: parameter '{pname}' (*{t}), argument {i + 1}: expects a tensor "
+                                f"(torch, CuPy or tilec.Buffer), whose dtype chooses {t}; got {describe(a)}")
+            if bound[j] is None:
+                if dt not in self.allowed[j]:
+                    raise TypeError(f"{self.name}: takes {t} = {' | '.join(self.allowed[j])}, but argument {i + 1} "
+                                    f"('{pname}': *{t}) is a {dt} tensor")
+                bound[j], source[j] = dt, i
+            elif bound[j] != dt:
+                raise TypeError(f"{self.name}: argument {i + 1} ('{pname}': *{t}) is a {dt} tensor, but argument "
+                                f"{source[j] + 1} made {t} = {bound[j]}")
+        return self.module.kernel(self.instances[tuple(b or "" for b in bound)], self.variant)
+
+    def __call__(self, *args: Any, stream: Any = None) -> None:
+        k = self.select(args)
+        self.last = k
+        k(*args, stream=stream)

@@ -12,7 +12,7 @@ from ._library import _BuildOptions, _EXTERN_FN, _Stats, _Tensor, diagnostics, l
 from .buffer import Buffer
 from .device import Device, device
 from .dtypes import DT_ENUM
-from .kernel import Kernel
+from .kernel import GenericKernel, Kernel
 
 
 class Module(Owner):
@@ -47,11 +47,14 @@ class Module(Owner):
         self._prog = prog
         self._kernels = {}
 
-    def kernel(self, name: str, variant: Optional[int] = None) -> Kernel:
-        """Kernel `name` (variant None: the fastest per shape), made once."""
+    def kernel(self, name: str, variant: Optional[int] = None) -> Union[Kernel, GenericKernel]:
+        """Kernel `name` (variant None: the fastest per shape), made once;
+        for a generic kernel's name (docs/language.md §4.2) a GenericKernel,
+        which launches the instance its arguments' dtypes choose."""
         key = (name, variant)
         if key not in self._kernels:
-            self._kernels[key] = Kernel(self, name, variant)
+            g = lib().tilec_module_find_generic(self._mod, name.encode())
+            self._kernels[key] = GenericKernel(self, name, g, variant) if g else Kernel(self, name, variant)
         return self._kernels[key]
 
     def __getattr__(self, name):

@@ -206,6 +206,59 @@ class FakeDriverTests(unittest.TestCase):
         k(self.x, y, self.n)
         self.assertEqual(y.tolist()[:3], [0.0, 2.0, 4.0])
 
+    def test_a_generic_kernel_launches_the_instance_its_tensors_choose(self):
+        # docs/language.md §4.2: scale2<T: f32 | i32> is two kernels; the
+        # fake driver's scale2__f32_v0 computes y = 2 * x
+        src = """
+kernel scale2<T: f32 | i32>(x: *T, y: *T, n: i32) grid (cdiv(n, 128)) {
+    let i = pid(0) * 128 + range(128);
+    store(y + i, load(x + i, i < n) * cast(2, T), i < n);
+}
+graph gen2(x: f32[N]) -> f32[N] {
+    let y = empty(f32, [N]);
+    scale2(x, y, N);
+    return y;
+}
+"""
+        mod = tilec.Module(source=src)
+        try:
+            k = mod.scale2
+            self.assertIsInstance(k, tilec.GenericKernel)
+            self.assertEqual(repr(k), "<tilec.GenericKernel scale2<T: f32 | i32>>")
+            self.assertEqual(k.instances, {("f32",): "scale2__f32", ("i32",): "scale2__i32"})
+            y = tilec.Buffer((self.n,), "f32")
+            k(self.x, y, self.n)
+            self.assertEqual(k.last.name, "scale2__f32")
+            self.assertEqual(y.tolist()[:3], [0.0, 2.0, 4.0])
+            xi, yi = tilec.Buffer((8,), "i32"), tilec.Buffer((8,), "i32")
+            k(xi, yi, 0)
+            self.assertEqual(k.last.name, "scale2__i32")
+            self.assertIs(mod.kernel("scale2__i32"), k.last)
+            launches = fake_state().launches
+            cases = [
+                ((self.x, y), "scale2() takes 3 arguments; got 2"),
+                ((tilec.Buffer((8,), "f64"), y, 8),
+                 "scale2: takes T = f32 | i32, but argument 1 ('x': *T) is a f64 tensor"),
+                ((self.x, yi, 8), "scale2: argument 2 ('y': *T) is a i32 tensor, but argument 1 made T = f32"),
+                ((3, y, 8), "scale2: parameter 'x' (*T), argument 1: expects a tensor (torch, CuPy or tilec.Buffer), "
+                            "whose dtype chooses T; got an int"),
+                ((self.x, y, 2.5), "scale2__f32: parameter 'n' is i32, an integer; got float 2.5"),
+            ]
+            for args, msg in cases:
+                with self.assertRaises(TypeError) as cm:
+                    k(*args)
+                self.assertEqual(str(cm.exception), msg)
+            self.assertEqual(fake_state().launches, launches, "nothing was launched")
+        finally:
+            mod.close()
+        # a graph's call names the instance: its wrapper launches scale2__f32
+        tile = os.path.join(self.dir, "gen2.tile")
+        with open(tile, "w") as f:
+            f.write(src)
+        subprocess.run([TILEC, tile, "--emit", "py", "-o", self.dir], check=True)
+        import gen2
+        self.assertEqual(gen2.call(self.x).tolist()[:4], [0.0, 2.0, 4.0, 6.0])
+
     def test_the_inputs_device_is_respected(self):
         # the graph is loaded for the inputs' device: the fake driver has no device 1
         with self.assertRaisesRegex(tilec.TilecError, "no CUDA device 1"):

@@ -35,6 +35,44 @@ class GpuTests(unittest.TestCase):
             tilec.device().synchronize()
             torch.testing.assert_close(out, torch.relu(x + y))
 
+    def test_generic_kernels_for_f16_bf16_and_f32(self):
+        # examples/softmax_generic.tile (docs/language.md §4.2): one source per
+        # kernel, an instance per dtype chosen by the tensors' dtype; the
+        # reductions accumulate in f32, so each dtype matches torch computing
+        # in f32 and rounding the result to the dtype
+        mod = tilec.load("examples/softmax_generic.tile")
+        self.assertIsInstance(mod.row_softmax, tilec.GenericKernel)
+        torch.manual_seed(0)
+        for dt, name in ((torch.float16, "f16"), (torch.bfloat16, "bf16"), (torch.float32, "f32")):
+            for rows, cols in ((7, 1000), (5, 1024), (3, 3000)):  # one pass, and the three-pass loop
+                x = (torch.randn(rows, cols, device="cuda") * 4).to(dt)
+                y = torch.full_like(x, float("nan"))
+                torch.cuda.synchronize()
+                mod.row_softmax(x, y, rows, cols)
+                tilec.device().synchronize()
+                self.assertEqual(mod.row_softmax.last.name, f"row_softmax__{name}")
+                ref = torch.softmax(x.float(), 1).to(dt)
+                # f16/bf16: torch's tolerances for the dtype (about one unit in the last place)
+                tol = {"atol": 1e-6, "rtol": 1e-4} if dt == torch.float32 else {}
+                torch.testing.assert_close(y, ref, **tol, msg=f"softmax {name} {rows}x{cols}")
+            rows, cols, eps = 9, 4096, 1e-6
+            x = torch.randn(rows, cols, device="cuda").to(dt)
+            w = (torch.rand(cols, device="cuda") + 0.5).to(dt)
+            y = torch.full_like(x, float("nan"))
+            torch.cuda.synchronize()
+            mod.rmsnorm(x, w, y, rows, cols, eps)
+            tilec.device().synchronize()
+            self.assertEqual(mod.rmsnorm.last.name, f"rmsnorm__{name}")
+            xf = x.float()  # HF Llama: w * (x * rsqrt(mean(x^2) + eps)).to(dtype)
+            ref = (w.float() * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(dt).float()).to(dt)
+            # the normalised row is rounded to the dtype twice (as HF does): two units in the last place
+            tol = {torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 2e-2}[dt]
+            torch.testing.assert_close(y, ref, atol=tol, rtol=tol, msg=f"rmsnorm {name}")
+        with self.assertRaisesRegex(TypeError, r"row_softmax: takes T = f16 \| bf16 \| f32, but argument 1 \('x': \*T\) "
+                                               r"is a f64 tensor"):
+            x = torch.zeros(2, 4, dtype=torch.float64, device="cuda")
+            mod.row_softmax(x, x, 2, 4)
+
     def test_axes_given_by_hints_and_constants(self):
         # tests/golden/axes/hints.tile: reductions, a scan and pid along axes named by hints
         mod = tilec.load("tests/golden/axes/hints.tile")
