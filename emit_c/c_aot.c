@@ -157,10 +157,11 @@ static int aot_grid_fn(strbuf *c, const tilec_kernel *k, uint32_t v)
 }
 
 /* One compiled variant into NAME.c and the table. */
-static int aot_variant(void *user, const wir_compiled *w)
+static int aot_variant(void *user, const wir_compiled *wc)
 {
+    const tilec_kernel_desc *w = &wc->d;
     aot_walk *a = user;
-    const tilec_kernel *k = w->k;
+    const tilec_kernel *k = wc->k;
     uint32_t v = (uint32_t)w->variant;
     strbuf *c = a->c;
     if (!w->kinds) {
