@@ -21,11 +21,6 @@
 
 /* ---- helpers ---- */
 
-static int key_ok(const char *k)
-{
-    return k && tilec_cache_key_ok(k, strnlen(k, TILEC_CACHE_MAX_KEY + 1));
-}
-
 static int env_true(const char *name)
 {
     const char *v = getenv(name);
@@ -193,7 +188,7 @@ tilec_rt_status tilec_cache_get(tilec_cache *c, const char *key, tilec_bundle **
 {
     if (out)
         *out = NULL;
-    if (!c || !out || !key_ok(key))
+    if (!c || !out || !cache_key_valid(key))
         return TILEC_RT_INVALID_ARG;
     void *obj;
     tilec_rt_status st = cache_walk_get(c, &cache_kind_bundle, key, &obj);
@@ -203,7 +198,7 @@ tilec_rt_status tilec_cache_get(tilec_cache *c, const char *key, tilec_bundle **
 
 tilec_rt_status tilec_cache_put(tilec_cache *c, const char *key, const tilec_bundle *b)
 {
-    if (!c || !b || !key_ok(key))
+    if (!c || !b || !cache_key_valid(key))
         return TILEC_RT_INVALID_ARG;
     if (c->disabled)
         return TILEC_RT_OK;

@@ -1,6 +1,7 @@
 /* cache_note.c: the kernel cache's messages, below every file of the
  * cache: formatting that may truncate, errno's text, the "tilec cache:"
- * log lines (TILEC_LOGS=cache) and the last error with its counter. */
+ * log lines (TILEC_LOGS=cache) and the last error with its counter; and
+ * the check of a key every entry point makes. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -64,3 +65,5 @@ void cache_note(tilec_cache *c, uint64_t *counter, const char *fmt, ...)
     cache_set_err_locked(c, msg);
     pthread_mutex_unlock(&c->lock);
 }
+
+int cache_key_valid(const char *k) { return k && tilec_cache_key_ok(k, strnlen(k, TILEC_CACHE_MAX_KEY + 1)); }

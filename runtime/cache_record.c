@@ -18,8 +18,6 @@
 #define REC_MAGIC "tilec record 2 "
 enum { HEAD_MAX = sizeof REC_MAGIC + TILEC_CACHE_MAX_KEY + 32 };
 
-static int rec_key_ok(const char *k) { return k && tilec_cache_key_ok(k, strnlen(k, TILEC_CACHE_MAX_KEY + 1)); }
-
 /* A cursor over bytes that need not end in a NUL: nothing past end is
  * read. */
 typedef struct rcur {
@@ -141,7 +139,7 @@ tilec_rt_status tilec_cache_record_get(tilec_cache *c, const char *key, char **t
 {
     if (text)
         *text = NULL;
-    if (!c || !text || !rec_key_ok(key))
+    if (!c || !text || !cache_key_valid(key))
         return TILEC_RT_INVALID_ARG;
     void *obj;
     tilec_rt_status st = cache_walk_get(c, &cache_kind_record, key, &obj);
@@ -151,7 +149,7 @@ tilec_rt_status tilec_cache_record_get(tilec_cache *c, const char *key, char **t
 
 tilec_rt_status tilec_cache_record_put(tilec_cache *c, const char *key, const char *text)
 {
-    if (!c || !text || !rec_key_ok(key))
+    if (!c || !text || !cache_key_valid(key))
         return TILEC_RT_INVALID_ARG;
     size_t n = strnlen(text, TILEC_CACHE_MAX_RECORD + 1);
     if (n > TILEC_CACHE_MAX_RECORD)

@@ -82,6 +82,8 @@ const char *cache_errtext(int e, char *buf, size_t n);
 void cache_log(const tilec_cache *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Record msg as the last error and log it (the caller holds the lock). */
 void cache_set_err_locked(tilec_cache *c, const char *msg);
+/* Is k a key (not NULL, tilec_cache_key_ok)? */
+int cache_key_valid(const char *k);
 /* Count an event (counter may be NULL), record its message as the last
  * error and log it. */
 void cache_note(tilec_cache *c, uint64_t *counter, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

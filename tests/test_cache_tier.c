@@ -118,9 +118,15 @@ static tilec_cache_tier_stats tier(const tilec_cache *c, uint32_t i, const char 
     return s;
 }
 
-static void bundle_file(char *path, size_t size, const char *suffix)
+/* Close c, remove KEY's file of suffix from the directory (its path in
+ * path), and open a fresh handle (empty memory) with the fake tier. */
+static tilec_cache *reopen_without(tilec_cache *c, const char *suffix, char *path, size_t size)
 {
+    tilec_cache_close(c);
     snprintf(path, size, "%s/%s%s", tdir, KEY, suffix);
+    cr_assert_eq(unlink(path), 0, "%s", path);
+    F.trace[0] = 0;
+    return open_with_fake();
 }
 
 Test(tier, the_walk_goes_down_the_tiers_and_promotes_a_hit)
@@ -136,15 +142,11 @@ Test(tier, the_walk_goes_down_the_tiers_and_promotes_a_hit)
     cr_expect_eq(tier(c, 2, "fake").writes, 1);
     tilec_cache_tier_stats none;
     cr_expect_eq(tilec_cache_get_tier_stats(c, 3, &none), TILEC_RT_NOT_FOUND);
-    tilec_cache_close(c);
 
     /* A fresh handle without the file: memory and disk miss, the fake
      * tier answers, and the hit is copied into both. */
     char path[1024];
-    bundle_file(path, sizeof path, ".tilecbundle");
-    cr_assert_eq(unlink(path), 0);
-    c = open_with_fake();
-    F.trace[0] = 0;
+    c = reopen_without(c, ".tilecbundle", path, sizeof path);
     tilec_bundle *got = NULL;
     cr_assert_eq(tilec_cache_get(c, KEY, &got), TILEC_RT_OK, "%s", tilec_cache_last_error(c));
     cr_expect_eq(got->nkernels, 2);
@@ -204,12 +206,8 @@ Test(tier, records_walk_the_same_tiers)
     tilec_cache *c = open_with_fake();
     cr_assert_eq(tilec_cache_record_put(c, KEY, "bundle x\n"), TILEC_RT_OK, "%s", tilec_cache_last_error(c));
     cr_expect_eq(F.puts, 1);
-    tilec_cache_close(c);
     char path[1024];
-    bundle_file(path, sizeof path, ".tilecrecord");
-    cr_assert_eq(unlink(path), 0);
-    c = open_with_fake();
-    F.trace[0] = 0;
+    c = reopen_without(c, ".tilecrecord", path, sizeof path);
     char *text = NULL;
     cr_assert_eq(tilec_cache_record_get(c, KEY, &text), TILEC_RT_OK, "%s", tilec_cache_last_error(c));
     cr_expect_str_eq(text, "bundle x\n");
