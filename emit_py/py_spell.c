@@ -26,8 +26,7 @@ void py_sym(strbuf *b, const char *name) { mg_py_helper(b, name, strlen(name), "
 static int scalar_param(const tilec_graph *g, const char *name, size_t n)
 {
     for (uint32_t i = 0; i < g->nparams; i++)
-        if (g->params[i].type.kind != TILEC_TE_TENSOR && !strncmp(g->params[i].name, name, n) &&
-            !g->params[i].name[n])
+        if (g->params[i].type.kind != TILEC_TE_TENSOR && !strncmp(g->params[i].name, name, n) && !g->params[i].name[n])
             return 1;
     return 0;
 }
@@ -50,7 +49,8 @@ static void py_tree(strbuf *b, const tilec_graph *g, const tilec_ix *x, int need
 {
     static const int prec[] = {[TILEC_IX_NEG] = 3, [TILEC_IX_ADD] = 1, [TILEC_IX_SUB] = 1, [TILEC_IX_MUL] = 2};
     int p = x->op == TILEC_IX_NEG || x->op == TILEC_IX_ADD || x->op == TILEC_IX_SUB || x->op == TILEC_IX_MUL
-                ? prec[x->op] : 4;
+                ? prec[x->op]
+                : 4;
     sb_puts(b, p < need ? "(" : "");
     switch (x->op) {
     case TILEC_IX_INT: sb_printf(b, "%lld", (long long)x->value); break;

@@ -16,7 +16,6 @@
 
 #include "runtime/cache_tier.h"
 
-
 rd_result cache_read_entry(tilec_cache *c, const char *key, const char *suffix, char *path, void **data, size_t *len,
                            dev_t *dev, ino_t *ino, char *why, size_t why_size)
 {
@@ -57,18 +56,18 @@ int cache_publish(const char *dir, const char *key, const char *suffix, const vo
     int fd = mkstemp(tmp);
     if (fd < 0) {
         cache_say(why, why_size, "cannot write %s: cannot create a temporary file in %s: %s", final, dir,
-            cache_errtext(errno, eb, sizeof eb));
+                  cache_errtext(errno, eb, sizeof eb));
         return -1;
     }
     (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
     size_t half = len / 2;
     int e;
-#define STEP(s, path)                                                                                                  \
-    do {                                                                                                               \
-        if (fault && (e = fault(user, (s), (path))) != 0) {                                                            \
-            errno = e;                                                                                                 \
-            goto fail;                                                                                                 \
-        }                                                                                                              \
+#define STEP(s, path)                                       \
+    do {                                                    \
+        if (fault && (e = fault(user, (s), (path))) != 0) { \
+            errno = e;                                      \
+            goto fail;                                      \
+        }                                                   \
     } while (0)
     doing = "write";
     STEP(TILEC_CACHE_STEP_BEFORE_WRITE, tmp);
@@ -110,7 +109,6 @@ fail:
     return -1;
 }
 
-
 static tier_result disk_get(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key, cache_value *v,
                             char *why, size_t why_size)
 {
@@ -142,8 +140,7 @@ static tier_result disk_put(const cache_tier *t, tilec_cache *c, const cache_kin
     return TIER_HIT;
 }
 
-static void disk_remove(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key,
-                        const cache_value *v)
+static void disk_remove(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key, const cache_value *v)
 {
     (void)t;
     (void)c;

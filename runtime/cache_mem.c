@@ -92,8 +92,7 @@ static tier_result mem_put(const cache_tier *t, tilec_cache *c, const cache_kind
     return e ? TIER_HIT : TIER_NOMEM;
 }
 
-static void mem_remove(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key,
-                       const cache_value *v)
+static void mem_remove(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key, const cache_value *v)
 {
     (void)t;
     (void)v;

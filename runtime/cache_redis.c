@@ -25,8 +25,8 @@ static tier_result of_remote(remote_result r)
     return TIER_SKIPPED;
 }
 
-static tier_result redis_get(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key,
-                             cache_value *v, char *why, size_t why_size)
+static tier_result redis_get(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key, cache_value *v,
+                             char *why, size_t why_size)
 {
     (void)t;
     char rkey[TILEC_CACHE_MAX_KEY + 16];
@@ -35,8 +35,8 @@ static tier_result redis_get(const cache_tier *t, tilec_cache *c, const cache_ki
     return of_remote(cache_remote_get(c->remote, rkey, &v->data, &v->len, why, why_size));
 }
 
-static tier_result redis_put(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key,
-                             cache_value *v, int promote, char *why, size_t why_size)
+static tier_result redis_put(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key, cache_value *v,
+                             int promote, char *why, size_t why_size)
 {
     (void)t;
     (void)promote;

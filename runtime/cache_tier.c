@@ -138,8 +138,8 @@ tilec_rt_status cache_walk_get(tilec_cache *c, const cache_kind *k, const char *
     return TILEC_RT_NOT_FOUND;
 }
 
-tilec_rt_status cache_walk_put(tilec_cache *c, const cache_kind *k, const char *key, const void *obj,
-                               const void *data, size_t len)
+tilec_rt_status cache_walk_put(tilec_cache *c, const cache_kind *k, const char *key, const void *obj, const void *data,
+                               size_t len)
 {
     tilec_rt_status st = TILEC_RT_OK;
     for (uint32_t s = 0; s < c->ntiers; s++) {

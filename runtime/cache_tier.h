@@ -63,8 +63,8 @@ typedef struct cache_value {
 
 typedef struct cache_tier cache_tier;
 struct cache_tier {
-    const char *name; /* "memory", "disk", "redis": tilec_cache_tier_stats */
-    int remote;       /* a hit is a remote hit; its faults are the remote tier's problem */
+    const char *name;  /* "memory", "disk", "redis": tilec_cache_tier_stats */
+    int remote;        /* a hit is a remote hit; its faults are the remote tier's problem */
     int keeps_objects; /* get gives (and put takes) v->obj; else v->data, v->len */
     /* The value of key: TIER_HIT with v filled (the caller frees v->obj or
      * v->data), or another result with why. */
@@ -72,8 +72,8 @@ struct cache_tier {
                        char *why, size_t why_size);
     /* Store v under key. promote: a copy of a value found in a later tier
      * (not durable, no fault hook, an entry already there is kept). */
-    tier_result (*put)(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key,
-                       cache_value *v, int promote, char *why, size_t why_size);
+    tier_result (*put)(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key, cache_value *v,
+                       int promote, char *why, size_t why_size);
     /* Remove the value get gave in v (NULL: the tier cannot; the next put
      * replaces it). */
     void (*remove)(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key, const cache_value *v);
@@ -95,7 +95,7 @@ int cache_add_tier(tilec_cache *c, const cache_tier *t);
  * TILEC_RT_NOMEM or TILEC_CACHE_IO_ERROR (a tier that is not remote
  * failed; a remote tier's faults are noted, never returned). */
 tilec_rt_status cache_walk_get(tilec_cache *c, const cache_kind *k, const char *key, void **obj);
-tilec_rt_status cache_walk_put(tilec_cache *c, const cache_kind *k, const char *key, const void *obj,
-                               const void *data, size_t len);
+tilec_rt_status cache_walk_put(tilec_cache *c, const cache_kind *k, const char *key, const void *obj, const void *data,
+                               size_t len);
 
 #endif

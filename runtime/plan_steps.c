@@ -21,10 +21,7 @@ tilec_rt_status plan_fail(tilec_plan *p, tilec_rt_status st, const char *fmt, ..
     return st;
 }
 
-const char *plan_slot_name(const tilec_plan *p, int32_t s)
-{
-    return p->slot_names[s] ? p->slot_names[s] : "?";
-}
+const char *plan_slot_name(const tilec_plan *p, int32_t s) { return p->slot_names[s] ? p->slot_names[s] : "?"; }
 
 /* Argument a of a step: a constant, or its slot read as the parameter's kind. */
 static tilec_rt_arg gather(const tilec_plan *p, const tilec_plan_value *v, tilec_rt_param_kind k,
@@ -58,9 +55,9 @@ static tilec_rt_status run_kernel(tilec_plan *p, uint32_t i, const plan_step *st
     tilec_rt_arg args[TILEC_RT_MAX_PARAMS];
     for (uint32_t a = 0; a < st->nargs; a++)
         args[a] = gather(p, &st->args[a], pk->kinds[a], slots);
-    tilec_rt_status r = st->best ? rt_program_launch_best_at(p->prog, st->kernel, args, st->nargs, stream,
-                                                             p->ws_owner, NULL)
-                                 : rt_program_launch_at(p->prog, st->kernel, args, stream, p->ws_owner);
+    tilec_rt_status r = st->best
+                            ? rt_program_launch_best_at(p->prog, st->kernel, args, st->nargs, stream, p->ws_owner, NULL)
+                            : rt_program_launch_at(p->prog, st->kernel, args, stream, p->ws_owner);
     if (r != TILEC_RT_OK)
         return plan_fail(p, r, "step %u (kernel %s): %s", i + 1, pk->kname,
                          r == TILEC_RT_INVALID_ARG ? "its grid cannot be computed from these sizes"
@@ -94,8 +91,7 @@ static tilec_rt_status run_extern(tilec_plan *p, uint32_t i, const plan_step *st
     return TILEC_RT_OK;
 }
 
-static tilec_rt_status run_fill(tilec_plan *p, uint32_t i, const plan_step *st, const tilec_rt_arg *slots,
-                                void *stream)
+static tilec_rt_status run_fill(tilec_plan *p, uint32_t i, const plan_step *st, const tilec_rt_arg *slots, void *stream)
 {
     tilec_tensor t;
     make_tensor(st->tensors, slots, &t);

@@ -48,8 +48,8 @@ typedef struct fake {
     char trace[256];
 } fake;
 
-static tier_result fake_get(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key,
-                            cache_value *v, char *why, size_t why_size)
+static tier_result fake_get(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key, cache_value *v,
+                            char *why, size_t why_size)
 {
     (void)c;
     fake *f = t->state;
@@ -65,8 +65,8 @@ static tier_result fake_get(const cache_tier *t, tilec_cache *c, const cache_kin
     return TIER_HIT;
 }
 
-static tier_result fake_put(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key,
-                            cache_value *v, int promote, char *why, size_t why_size)
+static tier_result fake_put(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key, cache_value *v,
+                            int promote, char *why, size_t why_size)
 {
     (void)c;
     (void)k;
@@ -85,8 +85,7 @@ static tier_result fake_put(const cache_tier *t, tilec_cache *c, const cache_kin
     return TIER_HIT;
 }
 
-static void fake_remove(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key,
-                        const cache_value *v)
+static void fake_remove(const cache_tier *t, tilec_cache *c, const cache_kind *k, const char *key, const cache_value *v)
 {
     (void)c;
     (void)k;
@@ -151,7 +150,8 @@ Test(tier, the_walk_goes_down_the_tiers_and_promotes_a_hit)
     cr_assert_eq(tilec_cache_get(c, KEY, &got), TILEC_RT_OK, "%s", tilec_cache_last_error(c));
     cr_expect_eq(got->nkernels, 2);
     tilec_bundle_free(got);
-    cr_expect_str_eq(F.trace, "get " "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef;");
+    cr_expect_str_eq(F.trace, "get "
+                              "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef;");
     cr_expect_eq(access(path, F_OK), 0, "the hit was not promoted to the directory");
     cr_expect_eq(tier(c, 0, "memory").misses, 1);
     cr_expect_eq(tier(c, 1, "disk").misses, 1);
@@ -186,15 +186,13 @@ Test(tier, a_rejected_value_is_removed_from_its_tier_and_a_fault_is_a_miss)
     F.answer = TIER_FAULT;
     cr_expect_eq(tilec_cache_get(c, KEY, &got), TILEC_RT_NOT_FOUND);
     cr_expect_eq(tier(c, 2, "fake").faults, 1);
-    cr_expect(strstr(tilec_cache_last_error(c), "fake tier: down; compiling locally"), "%s",
-              tilec_cache_last_error(c));
+    cr_expect(strstr(tilec_cache_last_error(c), "fake tier: down; compiling locally"), "%s", tilec_cache_last_error(c));
     cr_expect_str_eq(tilec_cache_remote_problem(c), "fake tier: down", "a remote tier's fault is its problem");
     /* a remote tier's failed store is noted, not returned */
     tilec_bundle *b = make_bundle(1, 3);
     cr_expect_eq(tilec_cache_put(c, KEY, b), TILEC_RT_OK, "%s", tilec_cache_last_error(c));
     cr_expect_eq(tier(c, 2, "fake").faults, 2);
-    cr_expect(strstr(tilec_cache_last_error(c), "fake tier: down; not stored there"), "%s",
-              tilec_cache_last_error(c));
+    cr_expect(strstr(tilec_cache_last_error(c), "fake tier: down; not stored there"), "%s", tilec_cache_last_error(c));
     tilec_bundle_free(b);
     tilec_cache_close(c);
 }

@@ -46,8 +46,8 @@ static tilec_status emit_graph(void *user, tilec_wir *w, size_t index)
     e->w = w;
     void *state = NULL;
     if (em->begin && em->begin(e, &state)) {
-        diag_at(e->ctx, &e->m->src, &tilec_wir_graph(w)->loc, TILEC_SEV_ERROR, "emitter '%s' failed to begin graph '%s'",
-                em->name, tilec_wir_graph(w)->name);
+        diag_at(e->ctx, &e->m->src, &tilec_wir_graph(w)->loc, TILEC_SEV_ERROR,
+                "emitter '%s' failed to begin graph '%s'", em->name, tilec_wir_graph(w)->name);
         st = TILEC_ERR_IO;
     } else {
         st = tilec_wir_dispatch(e->ctx, w, &em->hooks, em->name, state);

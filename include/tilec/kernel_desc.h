@@ -23,17 +23,17 @@ extern "C" {
 
 /* The variants of one kernel are consecutive in a table, variant 0 first. */
 typedef struct tilec_kernel_desc {
-    const char *kernel;     /* "matmul": the name launches use */
-    int variant;            /* 0 .. nvariants - 1 */
-    uint32_t nvariants;     /* of the kernel */
-    const char *name;       /* "matmul_v0": the __global__ function */
-    const void *image;      /* the CUBIN (only read while loading), or NULL */
+    const char *kernel; /* "matmul": the name launches use */
+    int variant;        /* 0 .. nvariants - 1 */
+    uint32_t nvariants; /* of the kernel */
+    const char *name;   /* "matmul_v0": the __global__ function */
+    const void *image;  /* the CUBIN (only read while loading), or NULL */
     size_t size;
-    uint32_t threads;       /* block size: 32 * warps */
-    uint32_t smem_bytes;    /* dynamic shared memory */
+    uint32_t threads;    /* block size: 32 * warps */
+    uint32_t smem_bytes; /* dynamic shared memory */
     uint32_t nparams;
     const tilec_rt_param_kind *kinds; /* nparams; NULL: a parameter no launch can pass yet */
-    uint64_t written;       /* bit i: the kernel stores through pointer parameter i */
+    uint64_t written;                 /* bit i: the kernel stores through pointer parameter i */
     /* the launch grid from the scalar arguments (args[i] for parameter i):
      * 0, or -1 when they give none (overflow, division by zero); NULL
      * where the holder computes it otherwise (a built program) */
