@@ -16,7 +16,7 @@ int cli_is_digits(const char *s)
 }
 
 /* "tilec: error: MESSAGE" and then tail on stderr. */
-static void say(const char *tail, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void say(const char *tail, const char *fmt, va_list ap)
 {
     fprintf(stderr, "tilec: error: ");
     vfprintf(stderr, fmt, ap);

@@ -134,7 +134,7 @@ tilec_rt_status cache_walk_get(tilec_cache *c, const cache_kind *k, const char *
     bump(c, &c->kind_misses[k->id]);
     if (k->shared_counts)
         lru_count(c, SC_MISSES);
-    cache_log(c, "%s %s%s", k->log_miss, key, c->dir ? "" : " (memory only)");
+    cache_log(c, "%s %s%s", k->log_miss, key, c->disabled ? " (caches disabled)" : c->dir ? "" : " (memory only)");
     return TILEC_RT_NOT_FOUND;
 }
 
