@@ -256,10 +256,10 @@ static tilec_status assemble(build *b, tilec_program **out)
         return TILEC_ERR_NOMEM;
     for (uint32_t i = 0; i < b->n; i++) {
         const bkernel *bk = &b->ks[i];
-        rt_kernel_desc d = {bk->k->name, bk->variant, tilec_kernel_variant_count(bk->k), bk->code.name,
-                            bk->code.threads, bk->code.smem_bytes, bk->code.nparams, bk->kinds,
-                            tilec_kernel_written_params(bk->k), kernel_grid, bk->k, NULL, &bk->code.tma,
-                            bk->code.split_k, bk->code.split_bytes};
+        rt_kernel_desc d = {.d = cmp_describe(bk->k, bk->variant, &bk->code, NULL, 0, bk->kinds),
+                            .grid = kernel_grid,
+                            .grid_data = bk->k,
+                            .tma = &bk->code.tma};
         if (rt_program_set(p, i, &d) != TILEC_RT_OK) {
             tilec_program_free(p);
             return TILEC_ERR_NOMEM;
@@ -404,10 +404,8 @@ static tilec_status hand_over(build *b, tilec_compiled_fn fn, void *user)
 {
     for (uint32_t i = 0; i < b->n; i++) {
         const bkernel *bk = &b->ks[i];
-        tilec_aot_kernel k = {bk->k->name, bk->variant, tilec_kernel_variant_count(bk->k), bk->code.name,
-                              bk->job.cubin, bk->job.size, bk->code.threads, bk->code.smem_bytes, bk->code.nparams,
-                              b->unlaunchable ? NULL : bk->kinds, tilec_kernel_written_params(bk->k), NULL,
-                              bk->code.split_k, bk->code.split_bytes, bk->code.tma.name ? &bk->code.tma : NULL};
+        tilec_aot_kernel k =
+            cmp_describe(bk->k, bk->variant, &bk->code, bk->job.cubin, bk->job.size, b->unlaunchable ? NULL : bk->kinds);
         if (fn(user, &k))
             return TILEC_ERR_IO;
     }

@@ -4,7 +4,8 @@
  * `// file.tile:LINE` comment, lower/marker.h), naming the kernel and
  * carrying the NVRTC log. Before NVRTC, an architecture older than the
  * lowering says the kernel needs (tilec_kernel_code.min_sm) is an error of
- * its own (cmp_check_arch). */
+ * its own (cmp_check_arch). The kernel description of lowered code
+ * (cmp_describe). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,4 +160,26 @@ tilec_status tilec_compile_kernel(tilec_ctx *ctx, const tilec_module *m, const t
     free(log);
     tilec_kernel_code_free(code);
     return TILEC_ERR_INPUT;
+}
+
+tilec_kernel_desc cmp_describe(const tilec_kernel *k, int variant, const tilec_kernel_code *code, const void *image,
+                               size_t size, const tilec_rt_param_kind *kinds)
+{
+    return (tilec_kernel_desc){
+        .kernel = k->name,
+        .variant = variant,
+        .nvariants = tilec_kernel_variant_count(k),
+        .name = code->name,
+        .image = image,
+        .size = size,
+        .threads = code->threads,
+        .smem_bytes = code->smem_bytes,
+        .nparams = code->nparams,
+        .kinds = kinds,
+        .written = tilec_kernel_written_params(k), /* also when code came from a record, which keeps no mask */
+        .grid = NULL,
+        .split_k = code->split_k,
+        .split_bytes = code->split_bytes,
+        .tma = code->tma.name ? &code->tma : NULL,
+    };
 }

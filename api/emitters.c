@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "api/compile.h"
 #include "dsl/diag.h"
 #include "emit_c/emit_c.h"
 #include "emit_py/emit_py.h"
@@ -76,19 +77,7 @@ typedef struct aot_pass {
 static int pass_on(void *user, const tilec_aot_kernel *a)
 {
     aot_pass *p = user;
-    wir_compiled w = {tilec_module_find_kernel(p->m, a->kernel),
-                      a->variant,
-                      a->nvariants,
-                      a->name,
-                      a->image,
-                      a->size,
-                      a->threads,
-                      a->smem_bytes,
-                      a->nparams,
-                      a->kinds,
-                      a->split_k,
-                      a->split_bytes,
-                      a->tma};
+    wir_compiled w = {tilec_module_find_kernel(p->m, a->kernel), *a};
     return w.k ? p->fn(p->user, &w) : -1;
 }
 
@@ -110,19 +99,7 @@ static tilec_status compile_here(tilec_ctx *ctx, const tilec_module *m, const ch
             int launchable = st == TILEC_OK && code.nparams <= 64;
             for (uint32_t a = 0; launchable && a < code.nparams; a++)
                 launchable = tilec_rt_param_kind_of(code.params[a], &kinds[a]) == 0;
-            wir_compiled w = {k,
-                              (int)v,
-                              nv,
-                              code.name,
-                              cubin,
-                              size,
-                              code.threads,
-                              code.smem_bytes,
-                              code.nparams,
-                              launchable ? kinds : NULL,
-                              code.split_k,
-                              code.split_bytes,
-                              code.tma.name ? &code.tma : NULL};
+            wir_compiled w = {k, cmp_describe(k, (int)v, &code, cubin, size, launchable ? kinds : NULL)};
             int stop = st == TILEC_OK && fn(user, &w);
             free(cubin);
             tilec_kernel_code_free(&code);

@@ -13,13 +13,6 @@
 #include "tilec/emitter.h"
 #include "tilec/lower.h"
 
-void cli_usual_mode(int fd)
-{
-    mode_t mask = umask(0);
-    umask(mask);
-    (void)fchmod(fd, 0666 & ~mask);
-}
-
 /* Each output of one module's emit: kept for the commit, or, with no -o,
  * for standard output once every module succeeded. */
 typedef struct emit_to {

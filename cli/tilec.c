@@ -79,40 +79,6 @@ static const char usage[] =
     "See tilec(1) and docs/ for more.\n";
 /* clang-format on */
 
-int cli_is_digits(const char *s)
-{
-    size_t n = strspn(s, "0123456789");
-    return n > 0 && n <= 20 && (s[n] == '\0' || (s[n] >= 'A' && s[n] <= 'z'));
-}
-
-int cli_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "tilec: error: ");
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    return CLI_EXIT_INPUT;
-}
-
-int cli_usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "tilec: error: ");
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n(run 'tilec --help' for usage)\n");
-    return CLI_EXIT_USAGE;
-}
-
-void cli_flush_diags(tilec_ctx *ctx)
-{
-    tilec_ctx_render_diags(ctx, tilec_sink_file(stderr));
-    tilec_ctx_clear_diags(ctx);
-}
-
 enum {
     OPT_CHECK = 256,
     OPT_EMIT,
@@ -306,11 +272,6 @@ static int check_emitter(tilec_ctx *ctx, const cli_opts *o)
     for (size_t k = 0, at = strlen(known); k < n && at < sizeof known; k++)
         at += (size_t)snprintf(known + at, sizeof known - at, ", %s", names[k]);
     return cli_usage_error("unknown --emit kind '%s' (known: %s)", o->emit, known);
-}
-
-const char *cli_name(const cli_opts *o, int i)
-{
-    return o->source_name ? o->source_name : strcmp(o->files[i], "-") ? o->files[i] : "<stdin>";
 }
 
 /* One input: by its path, or read (a file named --source-name, or

@@ -210,10 +210,11 @@ static int aot_grid_fn(strbuf *c, const char *id, const tilec_kernel *k, uint32_
 }
 
 /* One compiled variant into NAME.c and the table. */
-static int aot_variant(void *user, const wir_compiled *w)
+static int aot_variant(void *user, const wir_compiled *wc)
 {
+    const tilec_kernel_desc *w = &wc->d;
     aot_walk *a = user;
-    const tilec_kernel *k = w->k;
+    const tilec_kernel *k = wc->k;
     uint32_t v = (uint32_t)w->variant;
     strbuf *c = a->c;
     if (!w->kinds) {

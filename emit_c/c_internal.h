@@ -47,6 +47,8 @@ void c_dim(strbuf *b, const tilec_graph *g, const tilec_ix *e);
 const char *dt_enum(tilec_dtype d);
 /* "float": the C type of a scalar of dtype d. */
 const char *c_scalar_type(tilec_dtype d);
+/* "i32": the tilec_rt_arg member a kernel parameter of dtype d is passed in. */
+const char *c_arg_field(tilec_dtype d);
 /* A comment line. */
 void c_comment(strbuf *b, const char *indent, const char *text);
 
@@ -66,8 +68,6 @@ int c_line_assert_shape(void *u, const tilec_wir_line *l);
 
 /* ---- c_lines.c: the statements of NAME_run, one handler per IR line kind ---- */
 
-/* "i32": the tilec_rt_arg member a kernel parameter of dtype d is passed in. */
-const char *c_arg_field(tilec_dtype d);
 
 int c_line_comment(void *u, const tilec_wir_line *l);
 int c_line_kernel_def(void *u, const tilec_wir_line *l);

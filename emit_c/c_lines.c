@@ -95,13 +95,6 @@ int c_line_reinterpret(void *u, const tilec_wir_line *l)
     return 0;
 }
 
-const char *c_arg_field(tilec_dtype d)
-{
-    static const char *const fields[] = {"i32", "i32", "i32", "i32", "i64", "u32", "u32", "u32", "u64",
-                                         "f32", "f32", "f32", "f64"}; /* ORDER TILEC_DTYPES */
-    return (unsigned)d < sizeof fields / sizeof fields[0] ? fields[d] : "u64";
-}
-
 int c_line_kernel_call(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;

@@ -60,6 +60,13 @@ const char *c_scalar_type(tilec_dtype d)
     }
 }
 
+const char *c_arg_field(tilec_dtype d)
+{
+    static const char *const fields[] = {"i32", "i32", "i32", "i32", "i64", "u32", "u32", "u32", "u64",
+                                         "f32", "f32", "f32", "f64"}; /* ORDER TILEC_DTYPES */
+    return (unsigned)d < sizeof fields / sizeof fields[0] ? fields[d] : "u64";
+}
+
 /* A comment line. */
 void c_comment(strbuf *b, const char *indent, const char *text)
 {

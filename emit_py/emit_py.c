@@ -34,7 +34,6 @@
 #include "util/strbuf.h"
 #include "util/strset.h"
 
-
 /* ---- escaping ---- */
 
 /* # comment lines, one per line of text. */
@@ -49,95 +48,6 @@ static void py_comment(strbuf *b, const char *indent, const char *text)
     sb_free(&cont);
 }
 
-void py_str(strbuf *b, const char *s)
-{
-    sb_putc(b, '"');
-    esc_py_str(b, s, 0);
-    sb_putc(b, '"');
-}
-
-/* ---- names and expressions ---- */
-
-/* The Python name of a parameter or buffer (util/mangle.h). */
-void py_name(strbuf *b, const char *name) { mg_py(b, name, strlen(name)); }
-
-/* The Python name of size symbol `name`. */
-static void py_sym(strbuf *b, const char *name) { mg_py_helper(b, name, strlen(name), "s"); }
-
-/* Is `name` (n bytes) a scalar parameter of g (else a size symbol)? */
-static int scalar_param(const tilec_graph *g, const char *name, size_t n)
-{
-    for (uint32_t i = 0; i < g->nparams; i++)
-        if (g->params[i].type.kind != TILEC_TE_TENSOR && !strncmp(g->params[i].name, name, n) &&
-            !g->params[i].name[n])
-            return 1;
-    return 0;
-}
-
-/* Is `name` a scalar parameter of g with a floating-point type? */
-static int scalar_is_float(const tilec_graph *g, const char *name)
-{
-    for (uint32_t i = 0; i < g->nparams; i++)
-        if (g->params[i].type.kind != TILEC_TE_TENSOR && !strcmp(g->params[i].name, name))
-            return tilec_dtype_class(g->params[i].type.dtype) == 'f';
-    return 0;
-}
-
-static int is_ident(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-
-void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l);
-
-/* Size e as Python, parenthesized where its precedence (4 atom, 3 unary,
- * 2 product, 1 sum) is below `need`; / % and cdiv go through tilec.div,
- * tilec.mod and tilec.cdiv, which spell the rules of tilec/iexpr.h. */
-static void py_tree(strbuf *b, const tilec_graph *g, const tilec_ix *x, int need)
-{
-    static const int prec[] = {[TILEC_IX_NEG] = 3, [TILEC_IX_ADD] = 1, [TILEC_IX_SUB] = 1, [TILEC_IX_MUL] = 2};
-    int p = x->op == TILEC_IX_NEG || x->op == TILEC_IX_ADD || x->op == TILEC_IX_SUB || x->op == TILEC_IX_MUL
-                ? prec[x->op] : 4;
-    sb_puts(b, p < need ? "(" : "");
-    switch (x->op) {
-    case TILEC_IX_INT: sb_printf(b, "%lld", (long long)x->value); break;
-    case TILEC_IX_SYM: /* a scalar parameter, or a size symbol (_NAME_s) */
-        if (scalar_param(g, x->name, strlen(x->name)))
-            py_name(b, x->name);
-        else
-            py_sym(b, x->name);
-        break;
-    case TILEC_IX_NEG:
-        sb_putc(b, '-');
-        py_tree(b, g, x->a, 3);
-        break;
-    case TILEC_IX_ADD:
-    case TILEC_IX_SUB:
-    case TILEC_IX_MUL:
-        py_tree(b, g, x->a, p);
-        sb_puts(b, x->op == TILEC_IX_ADD ? " + " : x->op == TILEC_IX_SUB ? " - " : " * ");
-        py_tree(b, g, x->b, p + 1);
-        break;
-    case TILEC_IX_DIV:
-    case TILEC_IX_MOD:
-    case TILEC_IX_CDIV:
-        sb_printf(b, "tilec.%s(", x->op == TILEC_IX_DIV ? "div" : x->op == TILEC_IX_MOD ? "mod" : "cdiv");
-        py_tree(b, g, x->a, 1);
-        sb_puts(b, ", ");
-        py_tree(b, g, x->b, 1);
-        sb_putc(b, ')');
-        break;
-    default: b->failed = 1; /* no size has this operator: the emitter fails */
-    }
-    sb_puts(b, p < need ? ")" : "");
-}
-
-/* Python spelling of a size of g, from its integer expression (never its
- * text): scalar parameters through mg_py, size symbols through py_sym. */
-void py_size(strbuf *b, const tilec_graph *g, const tilec_ix *e)
-{
-    if (!e)
-        b->failed = 1;
-    else
-        py_tree(b, g, e, 1);
-}
 
 /* The check, in call()'s argument checks, that tensor `name` of line l
  * has no negative dimension and fits 63 bits of bytes. */
@@ -159,26 +69,8 @@ static void py_check_tensor(pystate *s, const tilec_wir_line *l, const char *nam
     sb_free(&shape);
 }
 
-/* "(R, C)" */
-void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l)
-{
-    sb_putc(b, '(');
-    for (uint32_t d = 0; d < l->rank; d++) {
-        sb_puts(b, d ? ", " : "");
-        py_size(b, g, l->size_exprs ? l->size_exprs[d] : NULL);
-    }
-    sb_puts(b, l->rank == 1 ? ",)" : ")");
-}
 
-/* ---- buffers and slots ---- */
-
-int buf_find(const pystate *s, const char *name)
-{
-    for (size_t i = s->nbufs; i-- > 0;)
-        if (!strcmp(s->bufs[i].l->name, name))
-            return (int)i;
-    return -1;
-}
+/* ---- buffers ---- */
 
 /* Record buffer l (root: -1 for a root of its own, else the buffer whose
  * memory it takes, `off` bytes in). */
@@ -220,33 +112,6 @@ static void buf_add(pystate *s, const tilec_wir_line *l, int input, const char *
     s->nbufs++;
 }
 
-/* A plan value for size t (text) with expression e: an integer constant,
- * or the slot "$t" (made on first use, its value e as Python; a scalar
- * parameter by name where there is no expression). */
-void py_size_ref(pystate *s, strbuf *b, const char *t, const tilec_ix *e, const char *kind)
-{
-    size_t nd = strspn(t, "0123456789");
-    if (nd && nd == strlen(t) && nd <= 18) {
-        sb_puts(b, t);
-        return;
-    }
-    strbuf name;
-    sb_init(&name);
-    sb_printf(&name, "$%s", t);
-    py_str(b, sb_str(&name));
-    if (strset_add(&s->slots, sb_str(&name))) {
-        sb_puts(&s->scalars, "    (");
-        py_str(&s->scalars, t);
-        sb_printf(&s->scalars, ", \"%s\"),\n", kind);
-        sb_puts(&s->values, ", ");
-        if (!strcmp(kind, "float") || !e)
-            py_name(&s->values, t);
-        else
-            py_size(&s->values, s->g, e);
-    }
-    s->failed |= name.failed || s->slots.failed;
-    sb_free(&name);
-}
 
 /* ---- the hooks ---- */
 
@@ -330,8 +195,8 @@ static void py_arg(pystate *s, const tilec_wir_arg *a)
         sb_puts(b, t[0] == 't' ? "True" : "False");
     else if (strstr(t, "inf"))
         sb_printf(b, "float(\"%sinf\")", t[0] == '-' ? "-" : "");
-    else if (is_ident(t[0]))
-        py_size_ref(s, b, t, a->expr, scalar_is_float(s->g, t) ? "float" : "int");
+    else if (py_is_ident(t[0]))
+        py_size_ref(s, b, t, a->expr, py_scalar_is_float(s->g, t) ? "float" : "int");
     else
         sb_puts(b, t); /* a number */
 }

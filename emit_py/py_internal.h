@@ -1,6 +1,7 @@
 /* py_internal.h: what the py emitter's files share: the emitter's state
- * per graph (pystate, its buffers) and the spelling helpers of emit_py.c
- * that the plan writer (py_plan.c) uses. */
+ * per graph (pystate, its buffers), the spelling helpers (py_spell.c)
+ * that the emitter (emit_py.c) and the plan writer (py_plan.c) use, and
+ * the plan writer's entry points. */
 #ifndef TILEC_EMIT_PY_INTERNAL_H
 #define TILEC_EMIT_PY_INTERNAL_H
 
@@ -40,12 +41,20 @@ typedef struct pystate {
     strbuf colls; /* set_comm's registrations, one per COLLECTIVE line */
 } pystate;
 
+/* ---- py_spell.c ---- */
 void py_str(strbuf *b, const char *s);
 void py_name(strbuf *b, const char *name);
+/* The Python name of size symbol `name`. */
+void py_sym(strbuf *b, const char *name);
+/* Is `name` a scalar parameter of g with a floating-point type? */
+int py_scalar_is_float(const tilec_graph *g, const char *name);
+int py_is_ident(char c);
 void py_size(strbuf *b, const tilec_graph *g, const tilec_ix *e);
 void py_size_ref(pystate *s, strbuf *b, const char *t, const tilec_ix *e, const char *kind);
 void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l);
 int buf_find(const pystate *s, const char *name); /* the index of buffer name, or -1 */
+
+/* ---- py_plan.c ---- */
 void py_plan(strbuf *c, pystate *s);
 /* call()'s first lines: each input's TensorInfo, and the Recipe of a
  * known key run at once (torch's current stream); then the checks, then

@@ -49,8 +49,7 @@ tilec_rt_status tilec_program_load(tilec_rt *rt, const tilec_aot_kernel *ks, uin
     double t0 = now_ms();
     for (uint32_t i = 0; i < n && st == TILEC_RT_OK; i++) {
         const tilec_aot_kernel *a = &ks[i];
-        rt_kernel_desc d = {a->kernel, a->variant, a->nvariants, a->name, a->threads, a->smem_bytes, a->nparams,
-                            a->kinds, a->written, NULL, NULL, a->grid, a->tma, a->split_k, a->split_bytes};
+        rt_kernel_desc d = {.d = *a, .tma = a->tma};
         st = rt_program_set(p, i, &d);
         if (st == TILEC_RT_OK)
             st = rt_program_load_module(p, i, a->image, a->size);

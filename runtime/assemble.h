@@ -13,23 +13,15 @@
  * when they give none. data is the kernel description's grid_data. */
 typedef int (*rt_grid_fn)(const void *data, int variant, const int64_t *args, uint32_t grid[3]);
 
-/* One kernel variant's metadata; strings are copied except `kernel`, which
- * must outlive the program (the module's or the table's name). */
+/* One kernel variant as a program holds it: its description
+ * (tilec/kernel_desc.h; strings are copied except `kernel`, which must
+ * outlive the program: the module's or the table's name; the image is
+ * loaded apart, rt_program_load_module) and what a built program adds. */
 typedef struct rt_kernel_desc {
-    const char *kernel; /* "matmul": the name launches use */
-    int variant;
-    uint32_t nvariants;
-    const char *name;   /* "matmul_v0": the __global__ function */
-    uint32_t threads, smem_bytes, nparams;
-    const tilec_rt_param_kind *kinds; /* nparams (at most 64) */
-    uint64_t written;   /* bit i: the kernel stores through pointer parameter i */
-    rt_grid_fn grid;    /* with grid_data; or, when NULL, aot_grid */
+    tilec_kernel_desc d; /* d.grid: the table's grid function, used when grid is NULL */
+    rt_grid_fn grid;     /* a built program's: with grid_data */
     const void *grid_data;
-    int (*aot_grid)(const int64_t *args, uint32_t grid[3]);
     const tilec_tma_meta *tma; /* the sm_90a twin (copied), or NULL */
-    uint32_t split_k;          /* > 1: the kernel takes two hidden pointers after its
-                                * nparams (the split-K workspace and tile counters) */
-    uint32_t split_bytes;      /* split_k: f32 partial bytes of one block */
 } rt_kernel_desc;
 
 /* A program of n kernels on rt (NULL: compiled, never loaded), choices of

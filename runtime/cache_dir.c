@@ -2,7 +2,7 @@
  * $TILEC_CACHE_DIR, $XDG_CACHE_HOME/tilec, ~/.cache/tilec), made 0700 and
  * refused when another user or the group could plant a bundle in it; and
  * the hourly sweep of what killed writers leave behind and of surplus
- * multi-kernel choice files. */
+ * multi-kernel choice files; reading one of its files whole. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/cache_internal.h"
+#include "runtime/cache_shared.h"
 
 static const char *env_nonempty(const char *name)
 {
@@ -267,4 +267,81 @@ void cdir_remove_if_same(const char *path, dev_t dev, ino_t ino)
     struct stat st;
     if (lstat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino)
         unlink(path);
+}
+
+rd_result cache_read_capped(const char *path, void **data, size_t *len, dev_t *dev, ino_t *ino, char *why,
+                                  size_t why_size)
+{
+    char eb[128];
+    *data = NULL;
+    *len = 0;
+    /* O_NONBLOCK: a FIFO planted under the name must not hang us */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | CACHE_O_NOATIME);
+    if (fd < 0 && errno == EPERM) /* O_NOATIME: only for the file's owner */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
+        int e = errno;
+        cache_say(why, why_size, "%s", cache_errtext(e, eb, sizeof eb));
+        if (e == ENOENT)
+            return RD_MISSING;
+        struct stat lst;
+        if (e != ELOOP || lstat(path, &lst) != 0)
+            return RD_UNREADABLE;
+        *dev = lst.st_dev; /* a symbolic link: foreign, removed like a corrupt file */
+        *ino = lst.st_ino;
+        cache_say(why, why_size, "a symbolic link, not a bundle");
+        return RD_CORRUPT;
+    }
+    struct stat st;
+    rd_result r = RD_OK;
+    uint8_t *buf = NULL;
+    if (fstat(fd, &st) != 0) {
+        cache_say(why, why_size, "fstat: %s", cache_errtext(errno, eb, sizeof eb));
+        r = RD_UNREADABLE;
+        goto done;
+    }
+    *dev = st.st_dev;
+    *ino = st.st_ino;
+    if (!S_ISREG(st.st_mode)) {
+        cache_say(why, why_size, "not a regular file");
+        r = RD_CORRUPT;
+        goto done;
+    }
+    if (st.st_size < 0 || (uint64_t)st.st_size > TILEC_BUNDLE_MAX_SIZE) {
+        cache_say(why, why_size, "%lld bytes, over the %u-byte limit", (long long)st.st_size, TILEC_BUNDLE_MAX_SIZE);
+        r = RD_CORRUPT;
+        goto done;
+    }
+    size_t want = (size_t)st.st_size, got = 0;
+    buf = malloc(want + 1); /* one more byte tells a growing file */
+    if (!buf) {
+        cache_say(why, why_size, "out of memory for %zu bytes", want);
+        r = RD_UNREADABLE;
+        goto done;
+    }
+    while (got < want + 1) {
+        ssize_t k = read(fd, buf + got, want + 1 - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            cache_say(why, why_size, "read: %s", cache_errtext(errno, eb, sizeof eb));
+            r = RD_UNREADABLE;
+            goto done;
+        }
+        if (k == 0)
+            break;
+        got += (size_t)k;
+    }
+    if (got != want) {
+        cache_say(why, why_size, "changed size while being read (%zu bytes, then %zu)", want, got);
+        r = RD_CORRUPT;
+        goto done;
+    }
+    *data = buf;
+    *len = got;
+    buf = NULL;
+done:
+    free(buf);
+    close(fd);
+    return r;
 }

@@ -11,7 +11,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "runtime/cache_internal.h"
+#include "runtime/cache_shared.h"
 #include "runtime/nvrtc_internal.h"
 
 /* Bump when what goes into a key changes shape. */

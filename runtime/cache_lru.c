@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/cache_internal.h"
+#include "runtime/cache_shared.h"
 
 #define STATS_FILE ".tilec-stats"
 #define LOCK_FILE ".tilec-lock"
@@ -423,7 +423,6 @@ tilec_rt_status tilec_cache_clear(tilec_cache *c, uint64_t *removed, uint64_t *f
     if (!c)
         return TILEC_RT_INVALID_ARG;
     cache_mem_clear(c);
-    cache_records_clear(c);
     listing ls;
     tilec_rt_status st = need_dir(c, &ls);
     if (st != TILEC_RT_OK)

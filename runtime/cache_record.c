@@ -1,10 +1,11 @@
 /* cache_record.c: records, the short texts the cache keeps beside its
- * bundles (tilec/cache.h). Memory first (uthash by key, under the cache's
- * lock), then <dir>/<key>.tilecrecord: one line "tilec record <n>
- * <checksum>\n" (the text's length and XXH64 in hex), then the text. A
- * file that fails the check is removed and read as a miss. With a Redis
- * tier the same bytes go there too, under "record-<key>", so a machine
- * with an empty directory skips the lowering as well. */
+ * bundles (tilec/cache.h): the record kind that tilec_cache_record_get
+ * and _put walk the tiers with (cache_tier.c). In memory the text; as
+ * bytes (<dir>/<key>.tilecrecord, and "record-<key>" in the Redis tier, so
+ * a machine with an empty directory skips the lowering as well) one line
+ * "tilec record 2 <key> <n> <checksum>\n" (the text's length and XXH64 in
+ * hex), then the text. A value that fails the check is rejected like a
+ * bundle. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -12,64 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/cache_internal.h"
-
-#define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = (unsigned)tilec_bundle_checksum((keyptr), (keylen)))
-
-#include "util/hashtable.h"
-
-typedef struct mem_record {
-    char key[TILEC_CACHE_MAX_KEY + 1];
-    char *text;
-    UT_hash_handle hh;
-} mem_record;
+#include "runtime/cache_tier.h"
 
 #define REC_MAGIC "tilec record 2 "
 enum { HEAD_MAX = sizeof REC_MAGIC + TILEC_CACHE_MAX_KEY + 32 };
-
-static int rec_key_ok(const char *k) { return k && tilec_cache_key_ok(k, strnlen(k, TILEC_CACHE_MAX_KEY + 1)); }
-
-void cache_records_clear(tilec_cache *c)
-{
-    pthread_mutex_lock(&c->lock);
-    mem_record *e, *tmp;
-    HASH_ITER(hh, c->records, e, tmp)
-    {
-        HASH_DEL(c->records, e);
-        free(e->text);
-        free(e);
-    }
-    pthread_mutex_unlock(&c->lock);
-}
-
-/* Keep a copy of text under key (the caller holds the lock). 0, or -1
- * when out of memory. */
-static int rec_store_locked(tilec_cache *c, const char *key, const char *text)
-{
-    char *copy = strdup(text);
-    if (!copy)
-        return -1;
-    mem_record *e;
-    HASH_FIND_STR(c->records, key, e);
-    if (e) {
-        free(e->text);
-        e->text = copy;
-        return 0;
-    }
-    if (!(e = calloc(1, sizeof *e))) {
-        free(copy);
-        return -1;
-    }
-    snprintf(e->key, sizeof e->key, "%s", key);
-    e->text = copy;
-    HASH_ADD_STR(c->records, key, e);
-    if (!e->hh.tbl) {
-        free(copy);
-        free(e);
-        return -1;
-    }
-    return 0;
-}
 
 /* A cursor over bytes that need not end in a NUL: nothing past end is
  * read. */
@@ -161,143 +108,60 @@ static char *rec_parse(const char *data, size_t len, const char *key, char *why,
     return text;
 }
 
-/* The record file under key: TILEC_RT_OK, NOT_FOUND or NOMEM. */
-static tilec_rt_status rec_from_file(tilec_cache *c, const char *key, char **text)
+static tilec_rt_status record_parse(const void *data, size_t len, const char *key, void **obj, char *why,
+                                    size_t why_size)
 {
-    char path[PATH_CAP], why[ERR_MAX];
-    void *data;
-    size_t len;
-    dev_t dev;
-    ino_t ino;
-    rd_result r = cache_read_entry(c, key, RECORD_SUFFIX, path, &data, &len, &dev, &ino, why, sizeof why);
-    if (r == RD_MISSING)
-        return TILEC_RT_NOT_FOUND;
-    if (r == RD_OK) {
-        *text = rec_parse(data, len, key, why, sizeof why);
-        free(data);
-    }
-    if (!*text) {
-        cache_reject(c, path, dev, ino, "record miss", why);
-        return TILEC_RT_NOT_FOUND;
-    }
-    lru_touch(path); /* the sweep keeps the records used last */
-    pthread_mutex_lock(&c->lock);
-    (void)rec_store_locked(c, key, *text); /* out of memory: the next get reads the file again */
-    pthread_mutex_unlock(&c->lock);
-    return TILEC_RT_OK;
+    *obj = rec_parse(data, len, key, why, why_size);
+    return *obj ? TILEC_RT_OK : TILEC_RT_MODULE_ERROR;
 }
 
-static void remote_key(const char *key, char out[TILEC_CACHE_MAX_KEY + 16])
+static tilec_rt_status record_copy(const void *obj, void **out)
 {
-    snprintf(out, TILEC_CACHE_MAX_KEY + 16, "record-%s", key);
+    *out = strdup(obj);
+    return *out ? TILEC_RT_OK : TILEC_RT_NOMEM;
 }
 
-/* The record in the Redis tier: checked like a file, then kept in memory
- * and copied to the directory (not fsync'd: a lost copy is only a miss). */
-static tilec_rt_status rec_from_remote(tilec_cache *c, const char *key, char **text)
-{
-    char rkey[TILEC_CACHE_MAX_KEY + 16], why[ERR_MAX];
-    void *data;
-    size_t len;
-    remote_key(key, rkey);
-    remote_result r = cache_remote_get(c->remote, rkey, &data, &len, why, sizeof why);
-    if (r == REMOTE_FAULT) {
-        cache_note(c, &c->stats.remote_faults, "%s; lowering locally", why);
-        cache_remote_fault(c, why);
-    }
-    if (r == REMOTE_REJECTED) {
-        cache_note(c, &c->stats.remote_rejected, "%s; rejected, the next put replaces it", why);
-        lru_count(c, SC_CORRUPT);
-    }
-    if (r != REMOTE_HIT)
-        return TILEC_RT_NOT_FOUND;
-    *text = rec_parse(data, len, key, why, sizeof why);
-    if (!*text) {
-        free(data);
-        cache_note(c, &c->stats.remote_rejected, "redis %s: rejected the record %s: %s; the next put replaces it",
-                   cache_remote_name(c->remote), key, why);
-        lru_count(c, SC_CORRUPT);
-        return TILEC_RT_NOT_FOUND;
-    }
-    if (c->dir)
-        (void)cache_publish(c->dir, key, RECORD_SUFFIX, data, len, 0, NULL, NULL, why, sizeof why);
-    free(data);
-    pthread_mutex_lock(&c->lock);
-    (void)rec_store_locked(c, key, *text);
-    pthread_mutex_unlock(&c->lock);
-    return TILEC_RT_OK;
-}
+const cache_kind cache_kind_record = {
+    .id = CACHE_KIND_RECORD,
+    .suffix = RECORD_SUFFIX,
+    .remote_prefix = "record-",
+    .log_hit = "record hit",
+    .log_miss = "record miss",
+    .reject_what = "record miss",
+    .local_work = "lowering locally",
+    .not_stored = "the record is not stored there",
+    .parse = record_parse,
+    .copy = record_copy,
+    .free = free,
+};
 
 tilec_rt_status tilec_cache_record_get(tilec_cache *c, const char *key, char **text)
 {
     if (text)
         *text = NULL;
-    if (!c || !text || !rec_key_ok(key))
+    if (!c || !text || !cache_key_valid(key))
         return TILEC_RT_INVALID_ARG;
-    tilec_rt_status st = TILEC_RT_NOT_FOUND;
-    if (!c->disabled) {
-        pthread_mutex_lock(&c->lock);
-        mem_record *e;
-        HASH_FIND_STR(c->records, key, e);
-        if (e)
-            st = (*text = strdup(e->text)) ? TILEC_RT_OK : TILEC_RT_NOMEM;
-        pthread_mutex_unlock(&c->lock);
-        if (st == TILEC_RT_NOT_FOUND && c->dir)
-            st = rec_from_file(c, key, text);
-        if (st == TILEC_RT_NOT_FOUND && c->remote)
-            st = rec_from_remote(c, key, text);
-    }
-    pthread_mutex_lock(&c->lock);
-    if (st == TILEC_RT_OK)
-        c->stats.record_hits++;
-    else if (st == TILEC_RT_NOT_FOUND)
-        c->stats.record_misses++;
-    pthread_mutex_unlock(&c->lock);
-    cache_log(c, "record %s %s", st == TILEC_RT_OK ? "hit" : "miss", key);
+    void *obj;
+    tilec_rt_status st = cache_walk_get(c, &cache_kind_record, key, &obj);
+    *text = obj;
     return st;
 }
 
 tilec_rt_status tilec_cache_record_put(tilec_cache *c, const char *key, const char *text)
 {
-    if (!c || !text || !rec_key_ok(key))
+    if (!c || !text || !cache_key_valid(key))
         return TILEC_RT_INVALID_ARG;
     size_t n = strnlen(text, TILEC_CACHE_MAX_RECORD + 1);
     if (n > TILEC_CACHE_MAX_RECORD)
         return TILEC_RT_INVALID_ARG;
     if (c->disabled)
         return TILEC_RT_OK;
-    pthread_mutex_lock(&c->lock);
-    int bad = rec_store_locked(c, key, text);
-    tilec_cache_fault_fn fault = c->fault;
-    void *user = c->fault_user;
-    pthread_mutex_unlock(&c->lock);
-    if (bad)
-        return TILEC_RT_NOMEM;
-    if (!c->dir && !c->remote)
-        return TILEC_RT_OK;
     char *data = malloc(HEAD_MAX + n);
     if (!data)
         return TILEC_RT_NOMEM;
     int h = snprintf(data, HEAD_MAX, REC_MAGIC "%s %zu %016" PRIx64 "\n", key, n, tilec_bundle_checksum(text, n));
     memcpy(data + h, text, n);
-    char why[ERR_MAX];
-    tilec_rt_status st = TILEC_RT_OK;
-    if (c->dir && cache_publish(c->dir, key, RECORD_SUFFIX, data, (size_t)h + n, 1, fault, user, why, sizeof why)) {
-        cache_note(c, &c->stats.write_failures, "%s", why);
-        st = TILEC_CACHE_IO_ERROR;
-    } else if (c->dir) {
-        cache_log(c, "wrote %s/%s" RECORD_SUFFIX " (%zu bytes)", c->dir, key, (size_t)h + n);
-    }
-    char rkey[TILEC_CACHE_MAX_KEY + 16];
-    remote_key(key, rkey);
-    remote_result r = c->remote ? cache_remote_put(c->remote, rkey, data, (size_t)h + n, why, sizeof why)
-                                : REMOTE_SKIPPED;
-    if (r == REMOTE_FAULT) {
-        cache_note(c, &c->stats.remote_faults, "%s; the record is not stored there", why);
-        cache_remote_fault(c, why);
-    } else if (r == REMOTE_REJECTED) {
-        cache_note(c, NULL, "%s", why);
-    }
+    tilec_rt_status st = cache_walk_put(c, &cache_kind_record, key, text, data, (size_t)h + n);
     free(data);
     return st;
 }

@@ -69,14 +69,6 @@ static tilec_rt_status fill_kernel(tilec_rt *rt, CUfunction *out)
     return st;
 }
 
-void rt_fill_unload(tilec_rt *rt)
-{
-    if (rt->fill_mod)
-        rt->drv.ModuleUnload(rt->fill_mod);
-    rt->fill_mod = NULL;
-    rt->fill_fn = NULL;
-}
-
 /* The shortest period of the pattern: es halved while its halves agree,
  * count doubled to match. */
 static void fill_narrow(uint64_t *bits, unsigned *es, size_t *count)

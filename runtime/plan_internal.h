@@ -51,12 +51,21 @@ struct tilec_plan {
     const void *ws_owner; /* while recording: the entry whose split-K pair the launches use */
 };
 
+enum { PLAN_MAX_TENSORS = 32 }; /* the tensors of one extern step */
+
+/* ---- plan_steps.c ---- */
+
 /* Record a failure message on the plan and return st. */
 tilec_rt_status plan_fail(tilec_plan *p, tilec_rt_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Slot s's name in messages ("?" when it has none). */
+const char *plan_slot_name(const tilec_plan *p, int32_t s);
+
 /* Run every step on stream, eagerly (the slots already checked). */
 tilec_rt_status plan_run_steps(tilec_plan *p, const tilec_rt_arg *slots, void *stream);
+
+/* ---- plan_graph.c ---- */
 
 /* A run in graph mode: replay the graph of these slot values, or run
  * eagerly and record one. */

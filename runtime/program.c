@@ -55,16 +55,17 @@ tilec_rt_status rt_program_new(tilec_rt *rt, uint32_t n, const char *cache_dir, 
     return TILEC_RT_OK;
 }
 
-tilec_rt_status rt_program_set(tilec_program *p, uint32_t i, const rt_kernel_desc *d)
+tilec_rt_status rt_program_set(tilec_program *p, uint32_t i, const rt_kernel_desc *rd)
 {
     pkernel *pk = &p->ks[i];
+    const tilec_kernel_desc *d = &rd->d;
     pk->kname = d->kernel;
     pk->nvariants = d->nvariants;
     pk->variant = d->variant;
     pk->written = d->written;
-    pk->grid = d->grid;
-    pk->grid_data = d->grid_data;
-    pk->aot_grid = d->aot_grid;
+    pk->grid = rd->grid;
+    pk->grid_data = rd->grid_data;
+    pk->aot_grid = d->grid;
     pk->threads = d->threads;
     pk->smem_bytes = d->smem_bytes;
     pk->nparams = d->nparams;
@@ -80,7 +81,7 @@ tilec_rt_status rt_program_set(tilec_program *p, uint32_t i, const rt_kernel_des
     pk->name = strdup(d->name);
     if (!pk->name)
         return TILEC_RT_NOMEM;
-    return rt_tma_set(pk, d->tma);
+    return rt_tma_set(pk, rd->tma);
 }
 
 tilec_rt_status rt_program_load_module(tilec_program *p, uint32_t i, const void *image, size_t size)

@@ -250,8 +250,8 @@ void tilec_rt_close(tilec_rt *rt)
     if (!rt)
         return;
     rt_driver *d = &rt->drv;
-    if (rt->fill_mod && rt_enter(rt) == TILEC_RT_OK)
-        rt_fill_unload(rt);
+    if (rt->fill_mod && rt_enter(rt) == TILEC_RT_OK) /* the fill kernel's module (fill.c loads it) */
+        d->ModuleUnload(rt->fill_mod);
     if (rt->ctx) {
         CUcontext cur = NULL;
         if (d->CtxGetCurrent(&cur) == CUDA_SUCCESS && cur == rt->ctx)

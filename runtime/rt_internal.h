@@ -106,7 +106,8 @@ struct tilec_rt {
     /* the kernel last launched (NULL once its module is unloaded): named
      * when a later call reports that a kernel faulted */
     _Atomic(const tilec_rt_kernel *) last_launch;
-    /* the fill kernel (fill.c), loaded on first use under fill_lock */
+    /* the fill kernel (fill.c), loaded on first use under fill_lock;
+     * its module unloaded by tilec_rt_close */
     pthread_mutex_t fill_lock;
     CUmodule fill_mod;
     CUfunction fill_fn;
@@ -145,8 +146,6 @@ static inline int rt_kernel_fault(CUresult r)
     }
 }
 
-/* Unload the fill kernel's module (fill.c), the context current. */
-void rt_fill_unload(tilec_rt *rt);
 
 /* Start of every call taking a handle: TILEC_RT_INVALID_ARG for NULL, the
  * open's status for a failed handle, else make the context current. */

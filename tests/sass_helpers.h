@@ -13,6 +13,7 @@
 
 #include "fs_helpers.h"
 #include "tilec/lower.h"
+#include "tilec/program.h"
 
 /* cuobjdump: $SASS_TOOLS/bin, /tmp/sass-tools/bin (where ../shared/tools/sass
  * unpacks it), the CUDA toolkit, the PATH; NULL when there is none. */

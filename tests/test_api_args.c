@@ -403,9 +403,10 @@ static void c_wir(void)
     EQ(tilec_wir_parse_sizes(NULL, sizes, 4, &n), ARG);
     EQ(tilec_wir_parse_sizes("R=1", NULL, 4, &n), ARG);
     EQ(tilec_wir_parse_sizes("R=1", sizes, 4, NULL), ARG);
-    EQ(tilec_wir_eval(NULL, sizes, 0, &v64), ARG);
-    EQ(tilec_wir_eval("R", NULL, 2, &v64), ARG);
-    EQ(tilec_wir_eval("R", sizes, 0, NULL), ARG);
+    tilec_ix r_sym = {.op = TILEC_IX_SYM, .name = "R"};
+    EQ(tilec_wir_eval_expr(NULL, sizes, 0, &v64), ARG);
+    EQ(tilec_wir_eval_expr(&r_sym, NULL, 2, &v64), ARG);
+    EQ(tilec_wir_eval_expr(&r_sym, sizes, 0, NULL), ARG);
     /* tilec/iexpr.h: a missing result, operand or name, an unknown op */
     EQ(tilec_ix_apply(TILEC_IX_ADD, 1, 2, NULL), TILEC_IX_BAD);
     EQ(tilec_ix_apply((tilec_ix_op)99, 1, 2, &v64), TILEC_IX_BAD);

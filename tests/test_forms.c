@@ -18,6 +18,7 @@
 #include "helpers.h"
 #include "sass_helpers.h"
 #include "tilec/lower.h"
+#include "tilec/program.h"
 
 typedef struct form {
     const char *file;   /* under tests/forms */

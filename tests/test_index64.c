@@ -9,6 +9,7 @@
 
 #include "helpers.h"
 #include "tilec/lower.h"
+#include "tilec/program.h"
 
 enum { NARROW, WIDE };
 

@@ -14,6 +14,7 @@
 #include "fs_helpers.h"
 #include "helpers.h"
 #include "tilec/lower.h"
+#include "tilec/program.h"
 
 /* A skinny product: HINTS replace the hints, PRE goes before the loop,
  * BODY at the top of its body, POST after it, STEP is its step. */

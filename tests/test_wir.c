@@ -230,16 +230,36 @@ Test(wir, eval_and_sizes)
     size_t n = 0;
     int64_t v = 0;
     cr_assert_eq(tilec_wir_parse_sizes("R=10,C=3,N=300", sz, 3, &n), TILEC_OK);
-    cr_assert_eq(tilec_wir_eval("4*C*R + 2", sz, n, &v), TILEC_OK);
+#define INT(x) (&(tilec_ix){.op = TILEC_IX_INT, .value = (x)})
+#define SYM(s) (&(tilec_ix){.op = TILEC_IX_SYM, .name = (s)})
+#define OP(o, x, y) (&(tilec_ix){.op = TILEC_IX_##o, .a = (x), .b = (y)})
+    cr_assert_eq(tilec_wir_eval_expr(OP(ADD, OP(MUL, OP(MUL, INT(4), SYM("C")), SYM("R")), INT(2)), sz, n, &v),
+                 TILEC_OK);
     cr_expect_eq(v, 122);
-    cr_assert_eq(tilec_wir_eval("2*(R)/(4) - cdiv(N, 128)", sz, n, &v), TILEC_OK);
+    cr_assert_eq(tilec_wir_eval_expr(OP(SUB, OP(MUL, INT(2), OP(DIV, SYM("R"), INT(4))),
+                                        OP(CDIV, SYM("N"), INT(128))), sz, n, &v), TILEC_OK);
     cr_expect_eq(v, 2 * (10 / 4) - 3);
-    cr_assert_eq(tilec_wir_eval("-R + (N)%(7)", sz, n, &v), TILEC_OK);
+    cr_assert_eq(tilec_wir_eval_expr(OP(ADD, OP(NEG, SYM("R"), NULL), OP(MOD, SYM("N"), INT(7))), sz, n, &v), TILEC_OK);
     cr_expect_eq(v, -10 + 300 % 7);
-    cr_expect_eq(tilec_wir_eval("K*R", sz, n, &v), TILEC_ERR_ARG);
-    cr_expect_eq(tilec_wir_eval("(R)/(0)", sz, n, &v), TILEC_ERR_INPUT);
-    cr_expect_eq(tilec_wir_eval("9223372036854775807*R", sz, n, &v), TILEC_ERR_INPUT);
-    cr_expect_eq(tilec_wir_eval("R +", sz, n, &v), TILEC_ERR_ARG);
+    cr_expect_eq(tilec_wir_eval_expr(OP(MUL, SYM("K"), SYM("R")), sz, n, &v), TILEC_ERR_ARG, "an unknown symbol");
+    cr_expect_eq(tilec_wir_eval_expr(OP(DIV, SYM("R"), INT(0)), sz, n, &v), TILEC_ERR_INPUT);
+    cr_expect_eq(tilec_wir_eval_expr(OP(MUL, INT(INT64_MAX), SYM("R")), sz, n, &v), TILEC_ERR_INPUT);
+    cr_expect_eq(tilec_wir_eval_expr(OP(ADD, SYM("R"), NULL), sz, n, &v), TILEC_ERR_ARG, "a missing operand");
+#undef INT
+#undef SYM
+#undef OP
+    /* a line's own size: chain.tile's a is 4*C*R bytes */
+    lowered l = lower("tests/golden/ir/chain.tile", 0);
+    const tilec_wir_line *a = NULL;
+    for (size_t i = 0; i < tilec_wir_line_count(l.w) && !a; i++) {
+        const tilec_wir_line *x = tilec_wir_line_at(l.w, i);
+        if (x->kind == TILEC_WIR_ALLOCATE && x->name && !strcmp(x->name, "a"))
+            a = x;
+    }
+    cr_assert_not_null(a);
+    cr_assert_eq(tilec_wir_eval_expr(a->bytes_expr, sz, n, &v), TILEC_OK);
+    cr_expect_eq(v, 4 * 3 * 10);
+    done(&l);
     const char *bad[] = {"", "R", "R=", "R=0", "R=-1", "R=1,", "R=1,R=2", "1R=2", "R=1;C=2", "R=1,C=2,N=3,M=4"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         cr_expect_eq(tilec_wir_parse_sizes(bad[i], sz, 3, &n), TILEC_ERR_ARG, "'%s' accepted", bad[i]);

@@ -47,6 +47,9 @@ PUBLIC = {
     "iexpr.h": "util",
     # how a kernel parameter is passed: lowering, emitters and runtime share it
     "param_kind.h": "util",
+    # the one description of a compiled kernel variant: filled by the API,
+    # written by the C emitter, read by the runtime (tilec_aot_kernel)
+    "kernel_desc.h": "util",
     # the sm_90a twin's launch metadata: the lowering writes it, the runtime reads it
     "tma.h": "util",
     # the collectives and reduction operations of graphs: no dependencies

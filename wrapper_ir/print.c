@@ -1,6 +1,7 @@
 /* print.c: the stable text form of wrapper IR (`tilec FILE --emit ir`),
  * written through the hook table like any emitter (the built-in "ir"
- * emitter, NAME.ir per graph), and `--emit ir`'s sizes and peak bytes.
+ * emitter, NAME.ir per graph), and `--emit ir` on the one graph pipeline
+ * (emit.c's wir_each_graph) with its sizes and peak bytes.
  *
  * The form, one IR line per text line, each ending in "  @line:col" (the
  * .tile location), sizes as canonical polynomials ("4*R*C"):
@@ -36,6 +37,7 @@
 #include "parser/graph_coll.h"
 #include "util/strbuf.h"
 #include "tilec/emitter.h"
+#include "wrapper_ir/emit.h"
 #include "wrapper_ir/registry.h"
 #include "wrapper_ir/wir.h"
 
@@ -267,12 +269,10 @@ void wir_text_header(strbuf *b, const tilec_wir *w)
 /* The text form into b; nonzero when a hook failed. */
 static int print_into(strbuf *b, const tilec_wir *w)
 {
+    uint32_t at;
     wir_text_header(b, w);
-    for (uint32_t i = 0; i < w->n; i++) {
-        const tilec_wir_line *l = &w->lines[i];
-        if ((unsigned)l->kind >= TILEC_WIR_KIND_COUNT || wir_text_hooks.by_kind[l->kind](b, l))
-            return 1;
-    }
+    if (wir_each_line(w, &wir_text_hooks, b, &at))
+        return 1;
     wir_text_return(b, w);
     return b->failed;
 }
@@ -359,6 +359,55 @@ tilec_status tilec_module_check_sizes(tilec_ctx *ctx, const tilec_module *m, con
     return st;
 }
 
+/* `--emit ir` on the graph pipeline (emit.c): each graph's peak bytes
+ * before planning, its text and its peaks after. */
+typedef struct ir_pass {
+    tilec_ctx *ctx;
+    strbuf *b;
+    int plan;
+    const tilec_wir_size *sizes;
+    size_t nsizes;
+    int64_t before, live;
+} ir_pass;
+
+static tilec_status ir_unplanned(void *user, tilec_wir *w, size_t index)
+{
+    (void)index;
+    ir_pass *p = user;
+    tilec_status st = TILEC_OK;
+    if (p->nsizes)
+        st = tilec_wir_peak_bytes(p->ctx, w, TILEC_WIR_PEAK_RESERVED, p->sizes, p->nsizes, &p->before);
+    if (st == TILEC_OK && p->nsizes)
+        st = tilec_wir_peak_bytes(p->ctx, w, TILEC_WIR_PEAK_LIVE, p->sizes, p->nsizes, &p->live);
+    return st;
+}
+
+static tilec_status ir_graph(void *user, tilec_wir *w, size_t index)
+{
+    ir_pass *p = user;
+    strbuf *b = p->b;
+    int64_t after = 0;
+    tilec_status st = TILEC_OK;
+    if (p->nsizes)
+        st = tilec_wir_peak_bytes(p->ctx, w, TILEC_WIR_PEAK_RESERVED, p->sizes, p->nsizes, &after);
+    if (st != TILEC_OK)
+        return st;
+    if (index)
+        sb_putc(b, '\n');
+    print_into(b, w);
+    if (p->nsizes) {
+        sb_puts(b, "peak bytes with");
+        for (size_t k = 0; k < p->nsizes; k++)
+            sb_printf(b, "%s%s=%lld", k ? ", " : " ", p->sizes[k].name, (long long)p->sizes[k].value);
+        if (p->plan)
+            sb_printf(b, ": %lld planned, %lld unplanned, %lld live\n", (long long)after, (long long)p->before,
+                      (long long)p->live);
+        else
+            sb_printf(b, ": %lld unplanned, %lld live\n", (long long)p->before, (long long)p->live);
+    }
+    return TILEC_OK;
+}
+
 tilec_status tilec_module_emit_ir(tilec_ctx *ctx, const tilec_module *m, int plan, const tilec_wir_size *sizes,
                                   size_t nsizes, tilec_sink sink)
 {
@@ -369,35 +418,8 @@ tilec_status tilec_module_emit_ir(tilec_ctx *ctx, const tilec_module *m, int pla
         return st;
     strbuf b;
     sb_init(&b);
-    for (size_t i = 0; i < tilec_module_graph_count(m) && st == TILEC_OK; i++) {
-        tilec_wir *w = NULL;
-        int64_t before = 0, after = 0, live = 0;
-        st = tilec_wir_lower(ctx, m, tilec_module_graph(m, i), &w);
-        if (st == TILEC_OK && nsizes)
-            st = tilec_wir_peak_bytes(ctx, w, TILEC_WIR_PEAK_RESERVED, sizes, nsizes, &before);
-        if (st == TILEC_OK && nsizes)
-            st = tilec_wir_peak_bytes(ctx, w, TILEC_WIR_PEAK_LIVE, sizes, nsizes, &live);
-        if (st == TILEC_OK && plan)
-            st = tilec_wir_plan(ctx, w);
-        if (st == TILEC_OK && nsizes)
-            st = tilec_wir_peak_bytes(ctx, w, TILEC_WIR_PEAK_RESERVED, sizes, nsizes, &after);
-        if (st == TILEC_OK) {
-            if (i)
-                sb_putc(&b, '\n');
-            print_into(&b, w);
-            if (nsizes) {
-                sb_puts(&b, "peak bytes with");
-                for (size_t k = 0; k < nsizes; k++)
-                    sb_printf(&b, "%s%s=%lld", k ? ", " : " ", sizes[k].name, (long long)sizes[k].value);
-                if (plan)
-                    sb_printf(&b, ": %lld planned, %lld unplanned, %lld live\n", (long long)after, (long long)before,
-                              (long long)live);
-                else
-                    sb_printf(&b, ": %lld unplanned, %lld live\n", (long long)before, (long long)live);
-            }
-        }
-        tilec_wir_free(w);
-    }
+    ir_pass p = {.ctx = ctx, .b = &b, .plan = plan, .sizes = sizes, .nsizes = nsizes};
+    st = wir_each_graph(ctx, m, plan, ir_unplanned, ir_graph, &p);
     if (st != TILEC_OK) {
         sb_free(&b);
         return st;

@@ -95,6 +95,20 @@ const tilec_wir_line *tilec_wir_input_shape(const tilec_wir *w, uint32_t param)
     return NULL;
 }
 
+int wir_each_line(const tilec_wir *w, const tilec_wir_hooks *hooks, void *user, uint32_t *at)
+{
+    for (uint32_t i = 0; i < w->n; i++) {
+        const tilec_wir_line *l = &w->lines[i];
+        tilec_wir_hook h = (unsigned)l->kind < TILEC_WIR_KIND_COUNT ? hooks->by_kind[l->kind] : NULL;
+        *at = i;
+        if (!h)
+            return -1;
+        if (h(user, l))
+            return 1;
+    }
+    return 0;
+}
+
 tilec_status tilec_wir_dispatch(tilec_ctx *ctx, const tilec_wir *w, const tilec_wir_hooks *hooks, const char *who,
                                 void *user)
 {
@@ -102,19 +116,18 @@ tilec_status tilec_wir_dispatch(tilec_ctx *ctx, const tilec_wir *w, const tilec_
         return TILEC_ERR_ARG;
     if (!who)
         who = "?";
-    for (uint32_t i = 0; i < w->n; i++) {
-        const tilec_wir_line *l = &w->lines[i];
-        tilec_wir_hook h = (unsigned)l->kind < TILEC_WIR_KIND_COUNT ? hooks->by_kind[l->kind] : NULL;
-        if (!h) {
-            diag_at(ctx, &w->mod->src, &l->loc, TILEC_SEV_ERROR, "emitter '%s' has no hook for line kind %s", who,
-                    tilec_wir_kind_name(l->kind));
-            return TILEC_ERR_ARG;
-        }
-        if (h(user, l)) {
-            diag_at(ctx, &w->mod->src, &l->loc, TILEC_SEV_ERROR, "emitter '%s' failed at a %s line of graph '%s'", who,
-                    tilec_wir_kind_name(l->kind), w->graph->name);
-            return TILEC_ERR_IO;
-        }
+    uint32_t at = 0;
+    int r = wir_each_line(w, hooks, user, &at);
+    const tilec_wir_line *l = r ? &w->lines[at] : NULL;
+    if (r < 0) {
+        diag_at(ctx, &w->mod->src, &l->loc, TILEC_SEV_ERROR, "emitter '%s' has no hook for line kind %s", who,
+                tilec_wir_kind_name(l->kind));
+        return TILEC_ERR_ARG;
+    }
+    if (r > 0) {
+        diag_at(ctx, &w->mod->src, &l->loc, TILEC_SEV_ERROR, "emitter '%s' failed at a %s line of graph '%s'", who,
+                tilec_wir_kind_name(l->kind), w->graph->name);
+        return TILEC_ERR_IO;
     }
     return TILEC_OK;
 }

@@ -9,24 +9,15 @@
 #include <stdint.h>
 
 #include "tilec/emitter.h"
-#include "tilec/param_kind.h"
-#include "tilec/tma.h"
+#include "tilec/kernel_desc.h"
 #include "util/strbuf.h"
 
 /* One compiled kernel variant, as the API's compile step hands it to an
- * emitter (--aot): the kernel, the variant, the lowering's launch metadata
- * and the CUBIN (which lives for the call). */
+ * emitter (--aot): the kernel and its description (tilec/kernel_desc.h;
+ * its image lives for the call, its grid is NULL: the emitter writes one). */
 typedef struct wir_compiled {
     const tilec_kernel *k;
-    int variant;
-    uint32_t nvariants;
-    const char *name; /* "matmul_v0": the __global__ function */
-    const void *image;
-    size_t size;
-    uint32_t threads, smem_bytes, nparams;
-    const tilec_rt_param_kind *kinds; /* NULL: a parameter no launch can pass yet */
-    uint32_t split_k, split_bytes;    /* split-K (tilec_aot_kernel) */
-    const tilec_tma_meta *tma;        /* the sm_90a twin (tilec_aot_kernel), or NULL */
+    tilec_kernel_desc d;
 } wir_compiled;
 
 /* The emitter's callback: nonzero stops the walk. */

@@ -29,6 +29,11 @@ tilec_wir_line *wir_add(tilec_wir *w, tilec_wir_kind kind, const tilec_loc *loc)
  * in bad, may be NULL), TILEC_ERR_INPUT on overflow or division by zero. */
 tilec_status wir_expr_eval(const tilec_ix *e, const tilec_wir_size *sizes, size_t n, int64_t *out, char bad[64]);
 
+/* Run each line of w through its hook (query.c): 0; -1 when a line's
+ * kind has no hook, 1 when a hook failed, with *at that line's index.
+ * tilec_wir_dispatch reports either; the text form needs no context. */
+int wir_each_line(const tilec_wir *w, const tilec_wir_hooks *hooks, void *user, uint32_t *at);
+
 /* The text form's pieces, for the built-in "ir" emitter (hooks take a strbuf *). */
 extern const tilec_wir_hooks wir_text_hooks;
 void wir_text_header(strbuf *b, const tilec_wir *w);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tilec/kernel_desc.h"
 #include "tilec/runtime.h"
 #include "tilec/tma.h"
 
@@ -24,33 +25,10 @@ void tilec_program_free(tilec_program *p);
 
 /* A kernel variant compiled ahead of time (`tilec --emit c --aot sm_90`):
  * its CUBIN and everything launching it needs, so that loading it parses,
- * lowers and compiles nothing. The variants of one kernel are consecutive,
+ * lowers and compiles nothing: the one kernel description
+ * (tilec/kernel_desc.h). The variants of one kernel are consecutive,
  * variant 0 first. */
-typedef struct tilec_aot_kernel {
-    const char *kernel;     /* "matmul": the name launches use */
-    int variant;            /* 0 .. nvariants - 1 */
-    uint32_t nvariants;     /* of the kernel */
-    const char *name;       /* "matmul_v0": the __global__ function */
-    const void *image;      /* the CUBIN (only read while loading) */
-    size_t size;
-    uint32_t threads, smem_bytes, nparams;
-    const tilec_rt_param_kind *kinds; /* nparams */
-    uint64_t written;       /* bit i: the kernel stores through pointer parameter i */
-    /* the launch grid from the scalar arguments (args[i] for parameter i):
-     * 0, or -1 when they give none (overflow, division by zero) */
-    int (*grid)(const int64_t *args, uint32_t grid[3]);
-    /* split-K (docs/lowering.md, "Split-K"): the kernel's K slices (> 1;
-     * 0: none), and then two hidden pointer parameters after its nparams
-     * that the runtime passes (the workspace, the tile counters); the f32
-     * partial bytes of one block */
-    uint32_t split_k, split_bytes;
-    /* the variant's sm_90a twin (tilec/tma.h): its __global__ function in
-     * the same CUBIN and how to launch it, or NULL (none: not compiled for
-     * sm_90a, no qualifying dot loop). Loading keeps a copy; launches take
-     * the twin on a device that resolves it, exactly as on a built program
-     * (tilec_program_has_twin, tilec_program_launch). */
-    const tilec_tma_meta *tma;
-} tilec_aot_kernel;
+typedef tilec_kernel_desc tilec_aot_kernel;
 
 /* Load n ahead-of-time kernels on rt: no NVRTC, no parsing. TILEC_RT_OK,
  * TILEC_RT_INVALID_ARG for a malformed table, or the driver's error (with

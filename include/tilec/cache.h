@@ -264,6 +264,24 @@ typedef struct tilec_cache_stats {
 } tilec_cache_stats;
 
 void tilec_cache_get_stats(const tilec_cache *c, tilec_cache_stats *s);
+
+/* One tier's counters, bundles and records together. The tiers are walked
+ * in order: memory first, then the directory (when there is one), then
+ * the Redis tier (when TILEC_CACHE_REDIS names one); a disabled cache has
+ * none. The fields of tilec_cache_stats that name a tier are sums of
+ * these. */
+typedef struct tilec_cache_tier_stats {
+    const char *name;  /* "memory", "disk", "redis" (static) */
+    uint64_t hits;     /* lookups this tier answered */
+    uint64_t misses;   /* lookups that asked it and found nothing */
+    uint64_t rejected; /* values that failed validation (removed from the tier when it can) */
+    uint64_t faults;   /* lookups and stores it failed (a write that failed, a server down) */
+    uint64_t writes;   /* stores it took (copies promoted from a later tier are not counted) */
+} tilec_cache_tier_stats;
+
+/* Tier i's counters (0 is the first tier walked): TILEC_RT_OK,
+ * TILEC_RT_NOT_FOUND when the cache has no tier i, TILEC_RT_INVALID_ARG. */
+tilec_rt_status tilec_cache_get_tier_stats(const tilec_cache *c, uint32_t i, tilec_cache_tier_stats *s);
 /* The cache directory; NULL when disabled or memory-only. */
 const char *tilec_cache_dir(const tilec_cache *c);
 /* The last failure or fallback ("" when none). The string belongs to the

@@ -93,16 +93,7 @@ tilec_status tilec_modules_emit_cuda(tilec_ctx *ctx, const tilec_module *const *
  * __syncthreads (`tilec FILE --emit layouts`; docs/lowering.md). */
 tilec_status tilec_module_emit_layouts(tilec_ctx *ctx, const tilec_module *m, tilec_sink sink);
 
-/* Lower variant `variant` of k and compile it with NVRTC for `arch`
- * ("sm_90"); no GPU needed. An arch older than the code's min_sm is an
- * error before NVRTC (TILEC_ERR_INPUT, at the kernel's .tile location,
- * naming the variant, the use and its line). On success *code holds the source and launch
- * metadata and *cubin (free with free()) the image; on failure the context
- * holds a diagnostic at the .tile line of the failing statement with the
- * NVRTC log as a note. (The API's: api/compile.c; declared here, where it
- * always was.) */
-tilec_status tilec_compile_kernel(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant,
-                                  const char *arch, tilec_kernel_code *code, void **cubin, size_t *size);
+/* tilec_compile_kernel (lowering and NVRTC) is the API's: tilec/program.h. */
 
 /* The launch grid of variant `variant` given the kernel's scalar
  * arguments (args[i] for parameter i; pointer entries are ignored; float

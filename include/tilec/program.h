@@ -20,6 +20,16 @@
 extern "C" {
 #endif
 
+/* Lower variant `variant` of k and compile it with NVRTC for `arch`
+ * ("sm_90"); no GPU needed. An arch older than the code's min_sm is an
+ * error before NVRTC (TILEC_ERR_INPUT, at the kernel's .tile location,
+ * naming the variant, the use and its line). On success *code holds the source and launch
+ * metadata and *cubin (free with free()) the image; on failure the context
+ * holds a diagnostic at the .tile line of the failing statement with the
+ * NVRTC log as a note. (api/compile.c) */
+tilec_status tilec_compile_kernel(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant,
+                                  const char *arch, tilec_kernel_code *code, void **cubin, size_t *size);
+
 typedef struct tilec_build_options {
     const char *arch;   /* "sm_90"; NULL: the device's own (rt required) */
     int threads;        /* compile threads: 0 = $TILEC_COMPILE_THREADS or the cores */

@@ -219,43 +219,14 @@ typedef struct tilec_wir_size {
  * nothing recorded) on bad text, a name longer than 63 bytes, a value
  * that is not a positive integer, or too many entries. */
 tilec_status tilec_wir_parse_sizes(const char *spec, tilec_wir_size *out, size_t cap, size_t *n);
-/* A size text parsed (tilec_wir_size_parse): a tree in an array, for
- * callers that hold only a text (a line's sizes come as tilec_ix trees
- * already: size_exprs, bytes_expr, ...; emitters print those). The leading '-' of a text negates its whole first
- * term, and "2*(R)/(4)" is 2 * (R / 4): not C's reading of the text.
- *  INT   value               SYM   name
- *  NEG   -a                  ADD, SUB, MUL   a op b (64-bit, checked)
- *  DIV, MOD   a / b, a % b, truncating (C)   CDIV   a / b rounded up, b > 0 */
-typedef enum tilec_wir_size_op {
-    TILEC_WIR_SZ_INT,
-    TILEC_WIR_SZ_SYM,
-    TILEC_WIR_SZ_NEG,
-    TILEC_WIR_SZ_ADD,
-    TILEC_WIR_SZ_SUB,
-    TILEC_WIR_SZ_MUL,
-    TILEC_WIR_SZ_DIV,
-    TILEC_WIR_SZ_MOD,
-    TILEC_WIR_SZ_CDIV,
-} tilec_wir_size_op;
-
-typedef struct tilec_wir_size_node {
-    tilec_wir_size_op op;
-    int64_t value; /* INT */
-    char name[64]; /* SYM */
-    int32_t a, b;  /* the operands' indexes in the array; -1 for none */
-} tilec_wir_size_node;
-
-/* Parse a size text into at most cap nodes (strlen(text) + 1 always
- * suffice); *n nodes, the tree's root at index *root. TILEC_ERR_ARG for
- * text that is not a size, TILEC_ERR_INPUT for an integer past 64 bits,
- * TILEC_ERR_NOMEM when cap is too small or the nesting deeper than 256. */
-tilec_status tilec_wir_size_parse(const char *text, tilec_wir_size_node *nodes, size_t cap, size_t *n,
-                                  int32_t *root);
-/* Evaluate a canonical size text ("4*R*C + 2", "cdiv(N, 128)") with the
- * given values, by the rules of tilec/iexpr.h (tilec_ix_eval);
- * TILEC_ERR_ARG for an unknown symbol or bad text, TILEC_ERR_INPUT on
- * overflow or division by zero (cdiv: a divisor <= 0). */
-tilec_status tilec_wir_eval(const char *text, const tilec_wir_size *sizes, size_t n, int64_t *out);
+/* Evaluate a line's size (size_exprs, stride_exprs, bytes_expr,
+ * offset_expr, a size argument's expr: tilec/iexpr.h trees) with the
+ * given values of the size symbols, by the one evaluator (tilec_ix_eval).
+ * TILEC_ERR_ARG for an unknown symbol or a malformed tree,
+ * TILEC_ERR_INPUT on overflow or division by zero (cdiv: a divisor <= 0).
+ * A size's text (what the ir form prints) is for reading only: no
+ * function parses it back. */
+tilec_status tilec_wir_eval_expr(const tilec_ix *e, const tilec_wir_size *sizes, size_t n, int64_t *out);
 /* Peak bytes of the graph's own buffers (inputs excluded) for the given
  * symbol values, walking the lines as they are (call before and after
  * tilec_wir_plan to compare). Two models:

@@ -6,16 +6,23 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Protocol, Tuple
 
 from ._library import F32, F64, I32, I64, PTR, U32, U64, TilecError, lib, native
 from .buffer import Buffer, tensor_info
 from .checks import check_float, check_int
-from .device import stream_handle, torch_module
+from .device import Device, stream_handle, torch_module
 from .dtypes import DT_ENUM, DTYPES, TORCH_NAMES
 
-if TYPE_CHECKING:
-    from .module import Module
+
+class ModuleView(Protocol):
+    """What a Kernel reads of the Module that made it (module.py, above
+    this file, which it does not import): the parsed module and built
+    program handles, the .tile path for messages, the device."""
+    _mod: Any
+    _prog: Any
+    path: str
+    device: Device
 
 _KIND_NAMES = {PTR: "pointer", I32: "i32", I64: "i64", F32: "f32", F64: "f64", U32: "u32", U64: "u64"}
 # each argument is one 8-byte tilec_rt_arg: 4-byte kinds are padded
@@ -93,7 +100,7 @@ class Param:
         return f"{self.name}: {'*' if self.kind == PTR else ''}{self.dtype}"
 
 
-def kernel_params(module: "Module", name: str, kinds: List[int]) -> List[Param]:
+def kernel_params(module: "ModuleView", name: str, kinds: List[int]) -> List[Param]:
     """Kernel `name`'s declared parameters, from the module's checked AST
     (names and element types) and the launch kinds."""
     L = lib()
@@ -122,7 +129,7 @@ class Kernel:
     integer out of its parameter's range. Pointer parameters have no
     declared shape, so a tensor's shape is not checked here."""
 
-    def __init__(self, module: "Module", name: str, variant: Optional[int] = None):
+    def __init__(self, module: "ModuleView", name: str, variant: Optional[int] = None):
         self.module, self.name, self.variant = module, name, variant
         self.last_variant = variant
         L = lib()

@@ -1,11 +1,15 @@
-/* cache_internal.h: the kernel cache's handle and what its files share:
- * cache.c (open, get, put, the memory level, publishing a file),
- * cache_dir.c (finding and checking the directory, sweeping stale files),
- * cache_lru.c (the size bound, least-recently-used eviction, the
- * directory's shared counters, list, prune, clear), cache_key.c (keys),
- * cache_remote.c (the Redis tier, behind cache_remote.h). */
-#ifndef TILEC_RUNTIME_CACHE_INTERNAL_H
-#define TILEC_RUNTIME_CACHE_INTERNAL_H
+/* cache_shared.h: the kernel cache's handle and what its files share (no
+ * one file's header; the files form layers, lowest first):
+ * cache_note.c (messages), cache_dir.c (finding and checking the
+ * directory, sweeping stale files, reading a file whole), cache_mem.c (the
+ * memory tier), cache_lru.c (the size bound, least-recently-used eviction,
+ * the directory's shared counters, list, prune, clear), cache_disk.c (the
+ * directory's tier), cache_redis.c (the Redis tier over cache_remote.c's
+ * client), cache_tier.c (the tiers walked in order, cache_tier.h),
+ * cache_record.c (the record kind), cache.c (open, close, the bundle
+ * kind); cache_key.c (keys). */
+#ifndef TILEC_RUNTIME_CACHE_SHARED_H
+#define TILEC_RUNTIME_CACHE_SHARED_H
 
 #include <pthread.h>
 #include <stdint.h>
@@ -43,7 +47,11 @@ typedef enum {
 } shared_counter;
 
 struct mem_entry;
-struct mem_record;
+struct cache_tier;
+
+/* The kinds of entry (cache_tier.h's cache_kind) and the most tiers. */
+typedef enum { CACHE_KIND_BUNDLE, CACHE_KIND_RECORD, CACHE_KINDS } cache_kind_id;
+enum { CACHE_MAX_TIERS = 8 };
 
 struct tilec_cache {
     pthread_mutex_t lock; /* guards everything below but dir, log, max_bytes, identity, shared and remote */
@@ -54,52 +62,49 @@ struct tilec_cache {
     char identity[65];    /* the compiler identity in keys */
     volatile uint64_t *shared; /* the directory's counters (mapped .tilec-stats), or NULL */
     cache_remote *remote; /* the Redis tier, or NULL */
-    struct mem_entry *mem;
-    struct mem_record *records; /* cache_record.c */
-    tilec_cache_stats stats;
+    struct mem_entry *mem[CACHE_KINDS]; /* the memory tier's tables (cache_mem.c) */
+    const struct cache_tier *tiers[CACHE_MAX_TIERS]; /* walked in order (cache_tier.c) */
+    uint32_t ntiers;
+    tilec_cache_tier_stats ts[CACHE_KINDS][CACHE_MAX_TIERS]; /* each kind's counters in each tier */
+    uint64_t kind_hits[CACHE_KINDS], kind_misses[CACHE_KINDS]; /* lookups of each kind */
+    tilec_cache_stats stats; /* the counters of no tier (sweeps, evictions); the rest come from ts */
     tilec_cache_fault_fn fault;
     void *fault_user;
     char err[ERR_MAX];
     char remote_problem[ERR_MAX]; /* TILEC_CACHE_REDIS malformed, or the tier's last fault; "" */
 };
 
-/* snprintf that may truncate: messages are cut, never overrun. */
+/* cache_note.c: snprintf that may truncate: messages are cut, never
+ * overrun. */
 void cache_say(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 const char *cache_errtext(int e, char *buf, size_t n);
 /* One "tilec cache: ..." line on stderr when the channel is on. */
 void cache_log(const tilec_cache *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Record msg as the last error and log it (the caller holds the lock). */
+void cache_set_err_locked(tilec_cache *c, const char *msg);
+/* Is k a key (not NULL, tilec_cache_key_ok)? */
+int cache_key_valid(const char *k);
 /* Count an event (counter may be NULL), record its message as the last
  * error and log it. */
 void cache_note(tilec_cache *c, uint64_t *counter, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* A fault of the Redis tier (any lookup or store): kept as the tier's
- * problem (tilec_cache_remote_problem) and counted in the directory's
- * remote faults. The caller notes it (cache_note). */
-void cache_remote_fault(tilec_cache *c, const char *why);
-
-/* cache.c: read the whole regular file at path (at most
+/* cache_dir.c: read the whole regular file at path (at most
  * TILEC_BUNDLE_MAX_SIZE bytes, not through a link, never blocking on a
  * FIFO) into a malloc'd *data; dev/ino identify what was read. */
 typedef enum { RD_OK, RD_MISSING, RD_UNREADABLE, RD_CORRUPT } rd_result;
 rd_result cache_read_capped(const char *path, void **data, size_t *len, dev_t *dev, ino_t *ino, char *why,
                             size_t why_size);
-/* Read <dir>/<key><suffix> (path: PATH_CAP bytes) for parsing: RD_OK
+/* cache_disk.c: read <dir>/<key><suffix> (path: PATH_CAP bytes) for parsing: RD_OK
  * with its bytes, RD_MISSING (an unreadable file too, noted), or
  * RD_CORRUPT with dev/ino to remove it by (cache_reject). */
 rd_result cache_read_entry(tilec_cache *c, const char *key, const char *suffix, char *path, void **data, size_t *len,
                            dev_t *dev, ino_t *ino, char *why, size_t why_size);
-/* A file the parser rejected: removed (if still the one read), counted
- * as corrupt and noted as "<what>: rejected <path>: <why>; removed". */
-void cache_reject(tilec_cache *c, const char *path, dev_t dev, ino_t ino, const char *what, const char *why);
-/* Empty the memory level. */
+/* cache_mem.c: empty the memory tier (every kind). */
 void cache_mem_clear(tilec_cache *c);
 /* Publish data as <dir>/<key><suffix> by a temporary file, fsync (when
  * durable) and rename. 0, or -1 with why set and nothing left behind. */
 int cache_publish(const char *dir, const char *key, const char *suffix, const void *data, size_t len, int durable,
                   tilec_cache_fault_fn fault, void *user, char *why, size_t why_size);
-
-/* cache_record.c: empty the records' memory level. */
-void cache_records_clear(tilec_cache *c);
 
 /* cache_dir.c: the directory to use, made and checked (a malloc'd
  * absolute path), or NULL and why (the cache is then memory only). */
