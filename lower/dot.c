@@ -167,9 +167,10 @@ static void mma_kloop(lw *L, val *acc, const val *ra, const char *sa, const char
     lower_line(L, "}");
 }
 
-void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, tilec_dtype d)
+void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int bt, int lda, int ldb, int64_t K,
+                          tilec_dtype d)
 {
-    mma_kloop(L, acc, NULL, sa, sb, 0, lda, ldb, K, d);
+    mma_kloop(L, acc, NULL, sa, sb, bt, lda, ldb, K, d);
 }
 
 /* The register tile an A operand (x or cast(x, f16/bf16)) already is, in
@@ -227,10 +228,15 @@ static void dot_mma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
     tilec_dtype d = lower_ty(L, a)->dtype;
     int es = (int)tilec_dtype_size(d); /* 4: f32 operands on tf32 tensor cores */
     const val *ra = es == 4 ? NULL : a_in_regs(L, a, acc);
-    const val *rb = b->kind == TILEC_EX_NAME ? lower_lookup(L, b->name) : NULL;
+    /* B in a cp.async ring (ring.c), maybe read transposed: trans(x) */
+    const tilec_expr *bx = b;
+    int flip = 0;
+    for (; bx->kind == TILEC_EX_CALL && !strcmp(bx->name, "trans") && bx->nargs == 1; bx = bx->args[0])
+        flip ^= 1;
+    const val *rb = bx->kind == TILEC_EX_NAME ? lower_lookup(L, bx->name) : NULL;
     if (rb && rb->kind != VK_RING)
         rb = NULL;
-    int bt = rb ? rb->rbt : es == 2 && b_runs_along_k(L, b, d); /* tf32: B staged [K][N] */
+    int bt = rb ? rb->rbt ^ flip : es == 2 && b_runs_along_k(L, b, d); /* tf32: B staged [K][N] */
     int lda = (int)K + 16 / es, ldb = rb ? rb->rld : bt ? (int)K + 16 / es : (int)N + 8;
     uint32_t sa = ra ? 0 : lower_alloc_smem(L, M * lda * es), sb = rb ? 0 : lower_alloc_smem(L, (bt ? N : K) * ldb * es);
     if (ra)

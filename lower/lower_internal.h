@@ -78,6 +78,7 @@ typedef struct wg_plan {
     const tilec_expr *R[3], *C[3]; /* each map's row and column index tiles */
     const tilec_expr *Z[3];       /* a batched map's batch index (pid(2)), else NULL */
     int64_t M, N, stage_bytes;
+    int bk;                       /* B K-major (trans of a [N, K] load): one box of N rows, like A's */
     int S;                        /* stages */
     int nmaps;                    /* 2, or 3 with the store */
     const tilec_stmt *store;      /* the final store the TMA writes (wgstore.c) */
@@ -127,6 +128,7 @@ typedef struct lower_dot_remark {
     const char *why;       /* its first refusal, or NULL */
     unsigned why_line;     /* the .tile line of the refusal (0: the loop's) */
     int wg;                /* the sm_90a twin runs this loop on wgmma + TMA */
+    int wg_bk;             /* ... with B K-major (trans of a [N, K] load) */
 } lower_dot_remark;
 
 typedef struct lw {
@@ -345,7 +347,9 @@ int lower_is_scan(const tilec_expr *e);
 int lower_is_reduce(const tilec_expr *e);
 void lower_emit_scan(lw *L, const tilec_expr *e, val *v);
 void lower_emit_dot_into(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc);
-void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, tilec_dtype d);
+/* bt: B stored transposed, [N][K] (plain ldmatrix) */
+void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int bt, int lda, int ldb, int64_t K,
+                          tilec_dtype d);
 /* The f32 FMA loop: acc (FMA layout) += A [M][K] at byte offset sa (row
  * stride lda) @ B [K][N] at sb (row stride ldb), both row-major in shared
  * memory; K a multiple of 4. */
@@ -364,6 +368,7 @@ int lower_pipelined_loop(lw *L, const tilec_stmt *loop);
 typedef struct lower_pipe_plan {
     const tilec_stmt *update;  /* acc = acc + dot(a, b) */
     const tilec_expr *load[2]; /* the loads feeding a and b */
+    int tr[2];                 /* operand i is its load transposed (trans(x), through lets) */
     val *acc;
     int S;                     /* its stages (lower_stages) */
 } lower_pipe_plan;
@@ -381,6 +386,12 @@ int lower_stages(lw *L, int64_t stage_bytes);
 enum { LOWER_STAGES_MAX = 4 };
 /* 1 when `loop` qualifies for pipelining, with its plan. */
 int lower_pipeline_plan(lw *L, const tilec_stmt *loop, lower_pipe_plan *pp);
+/* A dot operand e as a load in block b: through `trans(...)` and names let
+ * in b (`let bt = trans(tb); let tb = load(...)`, or inline): the load,
+ * *tr the parity of the transposes passed, the let names passed in
+ * names[0..*nn) (at most LOWER_OPERAND_LETS); NULL when e is not a load. */
+enum { LOWER_OPERAND_LETS = 8 };
+const tilec_expr *lower_operand_load(const tilec_block *b, const tilec_expr *e, int *tr, const char **names, int *nn);
 /* Bind the loop variable and the body's index tiles; undo with lower_leave(). */
 void lower_bind_loop_scope(lw *L, const tilec_stmt *loop);
 /* cp.async copies of load e into shared memory at byte offset dst (a C

@@ -11,17 +11,26 @@
 
 typedef lower_pipe_plan pipe_plan;
 
-static const tilec_expr *find_load_let(const tilec_block *b, const tilec_expr *operand)
+const tilec_expr *lower_operand_load(const tilec_block *b, const tilec_expr *e, int *tr, const char **names, int *nn)
 {
-    if (operand->kind == TILEC_EX_CALL && !strcmp(operand->name, "load"))
-        return operand;
-    if (operand->kind != TILEC_EX_NAME)
-        return NULL;
-    for (uint32_t i = 0; i < b->nstmts; i++) {
-        const tilec_stmt *s = b->stmts[i];
-        if (s->kind == TILEC_ST_LET && !strcmp(s->names[0], operand->name) && s->value->kind == TILEC_EX_CALL &&
-            !strcmp(s->value->name, "load"))
-            return s->value;
+    *tr = 0;
+    *nn = 0;
+    for (int depth = 0; e && depth < 32; depth++) {
+        if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "load"))
+            return e;
+        if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "trans") && e->nargs == 1) {
+            *tr ^= 1;
+            e = e->args[0];
+            continue;
+        }
+        if (e->kind != TILEC_EX_NAME || *nn >= LOWER_OPERAND_LETS)
+            return NULL;
+        const tilec_expr *v = NULL;
+        for (uint32_t i = 0; i < b->nstmts && !v; i++)
+            if (b->stmts[i]->kind == TILEC_ST_LET && !strcmp(b->stmts[i]->names[0], e->name))
+                v = b->stmts[i]->value;
+        names[(*nn)++] = e->name;
+        e = v;
     }
     return NULL;
 }
@@ -178,6 +187,7 @@ typedef struct ring {
     int lda, ldb;           /* row strides in elements, padded by 16 bytes */
     int64_t K;
     int at; /* A stored transposed, [K][M] with rows of lda elements (fma_at_ok) */
+    int bt; /* B is trans of a [N, K] load: stored as loaded, [N][K] with rows of ldb elements */
 } ring;
 
 /* FMA loops: A ([M, K], contiguous along K) is stored transposed in its
@@ -245,24 +255,25 @@ int lower_stages(lw *L, int64_t stage_bytes)
 static void ring_geometry(lw *L, const pipe_plan *pp, ring *r)
 {
     const tilec_type *at = lower_ty(L, pp->load[0]), *bt = lower_ty(L, pp->load[1]);
-    int64_t M = at->dims[0], K = at->dims[1], N = bt->dims[1];
+    int64_t M = at->dims[0], K = at->dims[1], N = bt->dims[pp->tr[1] ? 0 : 1];
     int es = (int)tilec_dtype_size(at->dtype), pad = 16 / es;
     int bpad = pp->acc->ly.kind == LY_MMA && es == 4 ? 8 : pad; /* tf32: B read by words, four k rows apart */
     memset(r, 0, sizeof *r);
     r->lda = (int)K + pad;
-    r->ldb = (int)N + bpad;
+    r->bt = pp->tr[1];
+    r->ldb = (int)(r->bt ? K : N) + bpad;
     r->K = K;
     r->at = fma_at_ok(L, pp);
     if (r->at)
         r->lda = (int)(M + ((8 - M) % 32 + 32) % 32); /* the least >= M that is 8 (mod 32) */
     r->abytes = (r->at ? K : M) * r->lda * es;
-    r->bbytes = K * r->ldb * es;
+    r->bbytes = (r->bt ? N : K) * r->ldb * es;
 }
 
 /* May statement s stay in a pipelined loop? Lets of index, mask and
  * pointer tiles and of scalars computed where they are used
  * (lower_bind_loop_scope binds them), the loads, the one dot update. */
-static int pipeline_stmt_ok(lw *L, const tilec_stmt *s, pipe_plan *pp)
+static int pipeline_stmt_ok(lw *L, const tilec_stmt *s, pipe_plan *pp, const char **via, int nvia)
 {
     unsigned line = s->loc.line;
     if (s->kind == TILEC_ST_DOC)
@@ -279,6 +290,8 @@ static int pipeline_stmt_ok(lw *L, const tilec_stmt *s, pipe_plan *pp)
         return lower_miss(L, line, "%s is re-assigned", s->names[0]);
     if (s->value->kind == TILEC_EX_CALL && !strcmp(s->value->name, "load"))
         return 1;
+    if (lower_in_list(via, nvia, s->names[0])) /* `let bt = trans(tb)` on the way to a dot operand's load */
+        return 1;
     val *x = lower_lookup(L, s->names[0]);
     if (!x || x->kind != VK_VIRT)
         return lower_miss(L, line,
@@ -288,8 +301,9 @@ static int pipeline_stmt_ok(lw *L, const tilec_stmt *s, pipe_plan *pp)
     return 1;
 }
 
-/* Does load ld, operand i of dot d in loop body b, qualify for a ring? */
-static int pipeline_load_ok(lw *L, const tilec_block *b, const tilec_expr *d, int i, const tilec_expr *ld)
+/* Does load ld, operand i of a dot in loop body b reached through the lets
+ * names[0..nn), qualify for a ring? */
+static int pipeline_load_ok(lw *L, const tilec_block *b, int i, const tilec_expr *ld, const char *const *names, int nn)
 {
     unsigned line = ld->loc.line;
     const tilec_type *t = lower_ty(L, ld);
@@ -299,14 +313,14 @@ static int pipeline_load_ok(lw *L, const tilec_block *b, const tilec_expr *d, in
     if ((t->dims[0] * t->dims[1] / vec) % L->nt)
         return lower_miss(L, line, "the tile's %lld 16-byte chunks are not a multiple of the %d threads",
                           (long long)(t->dims[0] * t->dims[1] / vec), L->nt);
-    /* the loaded tile is read by the dot only */
-    if (d->args[i]->kind == TILEC_EX_NAME) {
+    /* the loaded tile is read by the dot only (each let on the way once) */
+    for (int k = 0; k < nn; k++) {
         int n = 0;
         for (uint32_t j = 0; j < b->nstmts; j++)
             if (b->stmts[j]->kind != TILEC_ST_DOC)
-                n += uses(b->stmts[j]->value, d->args[i]->name);
+                n += uses(b->stmts[j]->value, names[k]);
         if (n != 1)
-            return lower_miss(L, line, "%s is read by more than the dot", d->args[i]->name);
+            return lower_miss(L, line, "%s is read by more than the dot", names[k]);
     }
     /* contiguous rows, masks and pointers from index tiles, zero fill */
     for (uint32_t j = 0; j < ld->nargs; j++)
@@ -324,26 +338,38 @@ static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp)
 {
     memset(pp, 0, sizeof *pp);
     const tilec_block *b = &loop->body;
+    /* the dot's operands and the lets on their way to their loads (`let bt
+     * = trans(tb)`), which the copies into the ring replace */
+    const char *via[2 * LOWER_OPERAND_LETS];
+    const tilec_expr *ld[2] = {NULL, NULL}, *d = NULL;
+    int nvia[2] = {0, 0};
+    for (uint32_t i = 0; i < b->nstmts && !d; i++)
+        d = lower_dot_update(b->stmts[i]);
+    for (int i = 0; d && i < 2; i++)
+        ld[i] = lower_operand_load(b, d->args[i], &pp->tr[i], via + (i ? nvia[0] : 0), &nvia[i]);
     for (uint32_t i = 0; i < b->nstmts; i++)
-        if (!pipeline_stmt_ok(L, b->stmts[i], pp))
+        if (!pipeline_stmt_ok(L, b->stmts[i], pp, via, nvia[0] + nvia[1]))
             return 0;
     if (!pp->update)
         return lower_miss(L, 0, "no `acc = acc + dot(a, b)` update in the loop body");
     pp->acc = lower_lookup(L, pp->update->names[0]);
-    const tilec_expr *d = lower_dot_update(pp->update);
     unsigned dl = pp->update->loc.line;
     if (!pp->acc || pp->acc->kind != VK_MAT)
         return lower_miss(L, dl, "the accumulator is not a register tile");
     if (pp->acc->ly.kind != LY_MMA && !fma_ok(L, pp->acc, d))
         return lower_miss(L, dl, "the dot is on neither tensor cores nor f32 FMA register blocks");
     for (int i = 0; i < 2; i++) {
-        const tilec_expr *ld = find_load_let(b, d->args[i]);
-        if (!ld)
-            return lower_miss(L, dl, "dot operand %c is not a load in the loop", i ? 'B' : 'A');
-        pp->load[i] = ld;
-        if (!pipeline_load_ok(L, b, d, i, ld))
+        if (!ld[i])
+            return lower_miss(L, dl, "dot operand %c is not a load in the loop (or trans of one)", i ? 'B' : 'A');
+        pp->load[i] = ld[i];
+        if (!pipeline_load_ok(L, b, i, ld[i], via + (i ? nvia[0] : 0), nvia[i]))
             return 0;
     }
+    if (pp->tr[0])
+        return lower_miss(L, dl, "dot operand A is a transposed load (of the two operands only B is read transposed, "
+                                 "[N][K] in its ring)");
+    if (pp->tr[1] && (pp->acc->ly.kind != LY_MMA || tilec_dtype_size(lower_ty(L, ld[1])->dtype) != 2))
+        return lower_miss(L, dl, "dot operand B is a transposed f32 load (B^T is read by ldmatrix: f16 and bf16)");
     int64_t hint = tilec_kernel_hint(L->k, L->variant, "stages", 0);
     /* f32 FMA loops pipeline when asked: cp.async would make a kernel that
      * runs anywhere need sm_80 (docs/language.md, "stages") */
@@ -502,7 +528,7 @@ static void steady(lw *L, const pipe_plan *pp, const ring *r, const char *v, til
     if (pp->acc->ly.kind == LY_FMA)
         lower_emit_fma_kloop(L, pp->acc, sa, sb, r->lda, r->ldb, r->K, r->at);
     else
-        lower_emit_mma_kloop(L, pp->acc, sa, sb, r->lda, r->ldb, r->K, d);
+        lower_emit_mma_kloop(L, pp->acc, sa, sb, r->bt, r->lda, r->ldb, r->K, d);
     L->ind--;
     lower_line(L, "}");
 }
@@ -551,6 +577,7 @@ static void remark_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     int hinted = tilec_kernel_hint(L->k, L->variant, "stages", 0) > 0;
     const char *engine = pp->acc->ly.kind == LY_FMA ? "FMA register blocks"
                          : ad == TILEC_DT_F32       ? "mma.sync (tf32)"
+                         : pp->tr[1]                ? "mma.sync (B^T: [N][K] in its ring, plain ldmatrix)"
                                                     : "mma.sync";
     const char *path = lower_fmt(L, "cp.async pipeline + %s, %d stages (%s)", engine, pp->S,
                                  hinted ? "the `stages` hint" : "no hint: the deepest of 2..4 that fits");
@@ -564,8 +591,10 @@ static void remark_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     else
         lower_wg_note(L, loop, pp);
     lower_dot_remark *r = lower_remark_dot(L, loop, path, L->wg_loop == loop ? NULL : "wgmma + TMA");
-    if (r)
+    if (r) {
         r->wg = L->wg_loop == loop;
+        r->wg_bk = r->wg && L->wgp.bk;
+    }
 }
 
 int lower_pipelined_loop(lw *L, const tilec_stmt *loop)

@@ -77,7 +77,8 @@ void lower_remarks_render(lw *L, int twin, strbuf *out)
         const lower_dot_remark *r = &L->rem[i];
         unsigned line = r->loop->loc.line;
         if (r->wg && twin)
-            sb_printf(out, "line %u: dot loop: wgmma + TMA (the sm_90a twin); elsewhere %s\n", line, r->path);
+            sb_printf(out, "line %u: dot loop: wgmma + TMA (the sm_90a twin%s); elsewhere %s\n", line,
+                      r->wg_bk ? ", B K-major: trans of its [N, K] load" : "", r->path);
         else
             sb_printf(out, "line %u: dot loop: %s\n", line, r->path);
         if (r->wg && !twin)

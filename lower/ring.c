@@ -18,6 +18,7 @@ enum { RING_MAX = 8 };
 
 typedef struct ring_op {
     const tilec_stmt *let; /* let x = load(...) */
+    const tilec_stmt *alias; /* let y = trans(x) in the body, read as the dot's B, or NULL */
     int trans;             /* memory contiguous along axis 0: stored [C][R] */
     int ld;                /* buffer row stride in elements, padded by 8 */
     int64_t bytes;         /* one buffer */
@@ -29,8 +30,17 @@ typedef struct ring_plan {
     int n, S;
 } ring_plan;
 
+/* e is `name`, or trans(...) of it (the dot reads the ring transposed). */
+static int ring_operand_is(const tilec_expr *e, const char *name)
+{
+    while (e->kind == TILEC_EX_CALL && !strcmp(e->name, "trans") && e->nargs == 1)
+        e = e->args[0];
+    return e->kind == TILEC_EX_NAME && !strcmp(e->name, name);
+}
+
 /* Reads of `name` in e: *asb counts those as a tensor-core dot's B
- * operand (dot(a, name) with a of type ad), the return value all others. */
+ * operand (dot(a, name) or dot(a, trans(name)) with a of type ad), the
+ * return value all others. */
 static int ring_reads(lw *L, const tilec_expr *e, const char *name, tilec_dtype ld, int *asb)
 {
     if (!e)
@@ -40,8 +50,7 @@ static int ring_reads(lw *L, const tilec_expr *e, const char *name, tilec_dtype 
     int n = 0;
     for (uint32_t i = 0; i < e->nargs; i++) {
         const tilec_expr *x = e->args[i];
-        if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot") && i == 1 && x->kind == TILEC_EX_NAME &&
-            !strcmp(x->name, name)) {
+        if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot") && i == 1 && ring_operand_is(x, name)) {
             const tilec_type *at = lower_ty(L, e->args[0]), *t = lower_ty(L, e);
             lay y;
             if (at->dtype == ld && lower_dot_layout(L, at, t->dims[0], t->dims[1], &y) && y.kind == LY_MMA) {
@@ -86,6 +95,20 @@ static const tilec_stmt *body_let(const tilec_block *b, const char *name)
     for (uint32_t i = 0; i < b->nstmts; i++)
         if (b->stmts[i]->kind == TILEC_ST_LET && !strcmp(b->stmts[i]->names[0], name))
             return b->stmts[i];
+    return NULL;
+}
+
+/* The let of `let y = trans(x)` in the loop body (y never re-assigned),
+ * or NULL: y reads x's ring transposed. */
+static const tilec_stmt *ring_alias(lw *L, const tilec_block *b, const char *x)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s->kind == TILEC_ST_LET && s->value->kind == TILEC_EX_CALL && !strcmp(s->value->name, "trans") &&
+            s->value->nargs == 1 && s->value->args[0]->kind == TILEC_EX_NAME && !strcmp(s->value->args[0]->name, x) &&
+            !lower_in_list(L->assigned, L->nassigned, s->names[0]))
+            return s;
+    }
     return NULL;
 }
 
@@ -143,8 +166,14 @@ static int ring_candidate(lw *L, const tilec_stmt *loop, const tilec_stmt *s, ri
         return lower_miss(L, line, "load %s is contiguous along neither axis", x);
     if ((op->trans ? t->dims[0] : t->dims[1]) % 8)
         return lower_miss(L, line, "the contiguous axis of load %s is not whole 16-byte chunks", x);
-    int asb = 0;
-    if (ring_block_reads(L, &loop->body, x, t->dtype, &asb) != 0 || asb != 1)
+    /* read once, as a dot's B: x itself, or y of `let y = trans(x)` */
+    int asb = 0, other = ring_block_reads(L, &loop->body, x, t->dtype, &asb);
+    op->alias = ring_alias(L, &loop->body, x);
+    if (op->alias && other > 0) {
+        int o = ring_block_reads(L, &loop->body, op->alias->names[0], t->dtype, &asb);
+        other = o < 0 ? -1 : other - 1 + o; /* the alias's own read of x */
+    }
+    if (other != 0 || asb != 1)
         return lower_miss(L, line, "%s is read other than as one tensor-core dot's B operand, or the loop stores", x);
     op->let = s;
     op->ld = (int)(op->trans ? t->dims[0] : t->dims[1]) + 8;
@@ -285,6 +314,13 @@ static void ring_body(lw *L, const tilec_stmt *loop, const ring_plan *rp, int wi
         v->rld = o->ld;
         v->rbt = o->trans;
         lower_bind(L, o->let->names[0], v);
+        if (o->alias) { /* y = trans(x): the same buffer, read the other way */
+            val *y = lower_newval(L, VK_RING, lower_ty(L, o->alias->value), v->c);
+            y->rlet = o->alias;
+            y->rld = o->ld;
+            y->rbt = !o->trans;
+            lower_bind(L, o->alias->names[0], y);
+        }
     }
     const tilec_stmt *mk[RING_MAX];
     const char *cond;

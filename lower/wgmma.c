@@ -352,8 +352,9 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
         lower_miss(L, 0, "the kernel has more than one dot loop (the twin takes one)");
         return;
     }
+    /* B as the dot reads it: [K, N], or trans of a [N, K] load (K-major) */
     const tilec_type *at = lower_ty(L, pp->load[0]), *bt = lower_ty(L, pp->load[1]);
-    int64_t M = at->dims[0], K = at->dims[1], N = bt->dims[1];
+    int64_t M = at->dims[0], K = at->dims[1], N = bt->dims[pp->tr[1] ? 0 : 1];
     lay y;
     if (!wg_shape_ok(L, pp->update->loc.line, at->dtype, bt->dtype, pp->acc, M, K, N))
         return;
@@ -373,6 +374,7 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
         return;
     w->M = M;
     w->N = N;
+    w->bk = pp->tr[1];
     w->stage_bytes = (M + N) * WG_ROW_BYTES;
     w->S = (int)(WG_RING_MAX / w->stage_bytes);
     if (w->S > WG_MAX_STAGES)
@@ -477,7 +479,10 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
                (long long)(w->M * WG_ROW_BYTES), col, row, z);
     lower_wg_coords(L, w, 1, &col, &row);
     z = lower_wg_batch(L, w, 1);
-    for (int b = 0; b < nb; b++)
+    if (w->bk) /* K-major B: one box of N rows by 128 bytes of K, as A's */
+        lower_line(L, "tl_tma_%dd(tl_ring + %lld + tl_s * %lld, &tl_tm1, %s, %s%s, tl_full + tl_s * 8);", z[0] ? 3 : 2,
+                   (long long)(S * w->M * WG_ROW_BYTES), (long long)(w->N * WG_ROW_BYTES), col, row, z);
+    for (int b = 0; b < nb && !w->bk; b++)
         lower_line(L, "tl_tma_%dd(tl_ring + %lld + tl_s * %lld + %d, &tl_tm1, %s + %d, %s%s, tl_full + tl_s * 8);",
                    z[0] ? 3 : 2, (long long)(S * w->M * WG_ROW_BYTES), (long long)(w->N * WG_ROW_BYTES),
                    b * WG_BK * WG_ROW_BYTES, col, b * 64, row, z);
@@ -516,8 +521,11 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     lower_line(L, "tl_wg_fence();");
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q)", WG_BK / 16);
-    lower_line(L, "    tl_wgmma_%s_n%lld(%s, tl_wg_desc(tl_a + tl_q * 32, 16, 1024), tl_wg_desc(tl_b + tl_q * 2048, %d, 1024));",
-               d == TILEC_DT_BF16 ? "bf16" : "f16", (long long)w->N, acc->c, WG_BK * WG_ROW_BYTES);
+    /* B MN-major (N / 64 boxes of 64 k rows, the transpose bit) or K-major (rows of N, as A) */
+    const char *db = w->bk ? "tl_wg_desc(tl_b + tl_q * 32, 16, 1024)"
+                           : lower_fmt(L, "tl_wg_desc(tl_b + tl_q * 2048, %d, 1024)", WG_BK * WG_ROW_BYTES);
+    lower_line(L, "    tl_wgmma_%s_n%lld%s(%s, tl_wg_desc(tl_a + tl_q * 32, 16, 1024), %s);", d == TILEC_DT_BF16 ? "bf16" : "f16",
+               (long long)w->N, w->bk ? "_bk" : "", acc->c, db);
     lower_line(L, "tl_wg_commit();");
     /* one group in flight: the previous stage's wgmma are done, its slot free */
     lower_line(L, "tl_wg_wait<1>();");
@@ -642,19 +650,21 @@ static const char wg_helpers[] =
     "}\n"
     "#endif\n";
 
-/* tl_wgmma_<t>_n<N>(acc, descA, descB): acc += A (K-major) @ B (N-major),
- * m64nNk16, defined once per translation unit. */
-static void wgmma_fn(strbuf *tu, const char *t, int64_t N)
+/* tl_wgmma_<t>_n<N>(acc, descA, descB): acc += A (K-major) @ B (N-major,
+ * the transpose bit), m64nNk16; tl_wgmma_<t>_n<N>_bk with B K-major (bk,
+ * no transpose bit); defined once per translation unit. */
+static void wgmma_fn(strbuf *tu, const char *t, int64_t N, int bk)
 {
-    sb_printf(tu, "#ifndef TL_WGMMA_%s_N%lld\n#define TL_WGMMA_%s_N%lld\n", t, (long long)N, t, (long long)N);
-    sb_printf(tu, "static __device__ __forceinline__ void tl_wgmma_%s_n%lld(float *d, unsigned long long da, unsigned long long db)\n{\n",
-              t, (long long)N);
+    const char *sfx = bk ? "_bk" : "", *SFX = bk ? "_BK" : "";
+    sb_printf(tu, "#ifndef TL_WGMMA_%s_N%lld%s\n#define TL_WGMMA_%s_N%lld%s\n", t, (long long)N, SFX, t, (long long)N, SFX);
+    sb_printf(tu, "static __device__ __forceinline__ void tl_wgmma_%s_n%lld%s(float *d, unsigned long long da, unsigned long long db)\n{\n",
+              t, (long long)N, sfx);
     sb_printf(tu, "    asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %%%lld, 0; "
                   "wgmma.mma_async.sync.aligned.m64n%lldk16.f32.%s.%s {",
               (long long)(N / 2 + 2), (long long)N, t, t);
     for (int64_t i = 0; i < N / 2; i++)
         sb_printf(tu, "%s%%%lld", i ? ", " : "", (long long)i);
-    sb_printf(tu, "}, %%%lld, %%%lld, p, 1, 1, 0, 1; }\"\n        : ", (long long)(N / 2), (long long)(N / 2 + 1));
+    sb_printf(tu, "}, %%%lld, %%%lld, p, 1, 1, 0, %d; }\"\n        : ", (long long)(N / 2), (long long)(N / 2 + 1), !bk);
     for (int64_t i = 0; i < N / 2; i++)
         sb_printf(tu, "%s\"+f\"(d[%lld])", i ? ", " : "", (long long)i);
     sb_printf(tu, "\n        : \"l\"(da), \"l\"(db), \"n\"(1) : \"memory\");\n}\n#endif\n");
@@ -736,7 +746,7 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
     const wg_plan *w = &L->wgp;
     sb_puts(tu, "\n#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
     sb_puts(tu, wg_helpers);
-    wgmma_fn(tu, w->maps[0].bf16 ? "bf16" : "f16", w->N);
+    wgmma_fn(tu, w->maps[0].bf16 ? "bf16" : "f16", w->N, w->bk);
     if (P)
         persist_body(tu, P, L);
     else /* after the loop the producer warps are gone: the consumers meet at named barrier 1 */

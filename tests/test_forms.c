@@ -27,6 +27,10 @@ typedef struct form {
     const char *why;    /* the remark of the path not taken, or NULL */
 } form;
 
+#define BT_PATH                                                                                                        \
+    "dot loop: wgmma + TMA (the sm_90a twin, B K-major: trans of its [N, K] load); elsewhere cp.async pipeline + "     \
+    "mma.sync (B^T: [N][K] in its ring, plain ldmatrix)"
+
 static const form forms[] = {
     {"ref.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin); elsewhere cp.async pipeline + mma.sync, 3 stages", NULL},
     {"ld_params.tile", 1, 1, "dot loop: wgmma + TMA", NULL},
@@ -38,6 +42,13 @@ static const form forms[] = {
     {"no_other.tile", 1, 1, "dot loop: wgmma + TMA", NULL},
     {"ptr_lets.tile", 1, 1, "dot loop: wgmma + TMA", NULL},
     {"inline_loads.tile", 1, 1, "dot loop: wgmma + TMA", NULL},
+    /* x @ W.T, B stored [N, K]: wgmma's K-major B (one TMA box of N rows, no
+     * transpose bit); elsewhere B^T [N][K] in the ring, read by plain ldmatrix */
+    {"bt.tile", 1, 1, BT_PATH ", 3 stages", NULL},
+    {"bt_let_trans.tile", 1, 1, BT_PATH, NULL},
+    {"bt_ptr_lets.tile", 1, 1, BT_PATH, NULL},
+    {"bt_inline.tile", 1, 1, BT_PATH, NULL},
+    {"bt_linear.tile", 1, 1, BT_PATH ", 4 stages (no hint", NULL},
     /* today's gaps: the reason each is not on wgmma (issue 29, next steps) */
     {"bk32.tile", 0, 1, "dot loop: cp.async pipeline + mma.sync, 3 stages",
      "line 14: dot loop at line 10 not on wgmma + TMA: K tile 32 is not 64"},
@@ -45,8 +56,6 @@ static const form forms[] = {
      "line 14: dot loop at line 10 not on wgmma + TMA: M tile 128 is not 16 * warps = 64"},
     {"user_mix.tile", 0, 1, "dot loop: cp.async pipeline + mma.sync, 4 stages (no hint",
      "line 16: dot loop at line 10 not on wgmma + TMA: K tile 32 is not 64"},
-    {"bt.tile", 0, 0, "dot loop: its loads through registers (no cp.async pipeline)",
-     "line 14: dot loop at line 10 not on a cp.async pipeline: dot operand B is not a load in the loop"},
 };
 enum { NFORMS = sizeof forms / sizeof forms[0] };
 
@@ -220,6 +229,125 @@ Test(forms, stages_fit_shared_memory)
         tilec_kernel_code code;
         lower_transposed(ctx, &m, cases[i].hints, &code);
         cr_expect(strstr(code.remarks, cases[i].remark), "%s:\n%s", cases[i].hints, code.remarks);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+}
+
+/* file with each edits[2i] replaced by edits[2i + 1] (n pairs; a pair
+ * that is not the same text must change it), kernel's variant 0 lowered. */
+static void lower_edited(tilec_ctx *ctx, tilec_module **m, const char *file, const char *kernel, const char *const *edits,
+                         int n, tilec_kernel_code *code)
+{
+    char *src = read_file(file, NULL);
+    cr_assert_not_null(src);
+    for (int i = 0; i < n; i++) {
+        char *next = replace(src, edits[2 * i], edits[2 * i + 1]);
+        cr_assert(strcmp(src, next) || !strcmp(edits[2 * i], edits[2 * i + 1]), "%s: '%s' replaced", file, edits[2 * i]);
+        free(src);
+        src = next;
+    }
+    cr_assert_eq(tilec_parse_string(ctx, "g.tile", src, strlen(src), m), TILEC_OK, "%s",
+                 tilec_ctx_diag(ctx, 0) ? tilec_ctx_diag(ctx, 0)->message : "");
+    cr_assert_eq(tilec_lower_kernel(ctx, *m, tilec_module_find_kernel(*m, kernel), 0, code), TILEC_OK);
+    free(src);
+}
+
+/* What the transposes mean, not how many are written: B = trans(trans(x))
+ * of a [K, N] load is the reference's MN-major B; the twin of x @ W.T
+ * multiplies a K-major B (no transpose bit) copied in one TMA box a stage,
+ * the reference an MN-major one (the bit, N / 64 boxes). */
+Test(forms, transposes_by_meaning)
+{
+    static const struct {
+        const char *file, *from, *to;
+        int bk; /* the twin's B K-major */
+    } cases[] = {
+        {"tests/forms/ref.tile", "dot(ta, tb)", "dot(ta, trans(trans(tb)))", 0},
+        {"tests/forms/bt.tile", "dot(ta, trans(tb))", "dot(ta, trans(trans(trans(tb))))", 1},
+        {"tests/forms/bt.tile", "dot(ta, trans(tb))", "dot(ta, trans(tb))", 1},
+        {"tests/forms/ref.tile", "dot(ta, tb)", "dot(ta, tb)", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        tilec_kernel_code code;
+        const char *edit[2] = {cases[i].from, cases[i].to};
+        lower_edited(ctx, &m, cases[i].file, "gemm", edit, 1, &code);
+        cr_expect(code.tma.name, "%s: a twin:\n%s", cases[i].to, code.remarks);
+        cr_expect_eq(strstr(code.remarks, "B K-major") != NULL, cases[i].bk, "%s:\n%s", cases[i].to, code.remarks);
+        cr_expect_eq(strstr(code.source, "tl_wgmma_f16_n128_bk(") != NULL, cases[i].bk, "%s", cases[i].to);
+        cr_expect_eq(strstr(code.source, "p, 1, 1, 0, 0; }") != NULL, cases[i].bk, "%s: the transpose bit", cases[i].to);
+        cr_expect_eq(strstr(code.source, "p, 1, 1, 0, 1; }") != NULL, !cases[i].bk, "%s: the transpose bit", cases[i].to);
+        /* B's copies a stage: one box of N = 128 rows, or two of 64 columns */
+        cr_expect_eq(strstr(code.source, "&tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0)") != NULL, !cases[i].bk, "%s",
+                     cases[i].to);
+        cr_expect_eq(strstr(code.source, "&tl_tm1, (v_k + 0), ((tl_pid1 * v_BN) + 0), tl_full") != NULL, cases[i].bk,
+                     "%s", cases[i].to);
+        cr_expect_eq(code.tma.maps[1].box_rows, cases[i].bk ? 128u : 64u, "%s", cases[i].to);
+        /* the variant: B^T [N][K] in its ring, read by plain ldmatrix */
+        cr_expect_eq(strstr(code.source, "tl_ldsm_x4_nt(tl_fb") != NULL, cases[i].bk, "%s", cases[i].to);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+}
+
+/* A transposed A operand (x.T @ W.T, A stored [K, M]) is not read
+ * transposed from a ring: the loop is not a pipelined dot loop (B alone
+ * rings, ring.c) and the remark says why, at the dot's line. */
+Test(forms, transposed_a_says_why)
+{
+    static const char *const edits[] = {
+        "load(a + rm[:, None] * K + rk[None, :], rm[:, None] < M && rk[None, :] < K, 0.0)",
+        "load(a + rk[:, None] * M + rm[None, :], rk[:, None] < K && rm[None, :] < M, 0.0)",
+        "dot(ta, trans(tb))",
+        "dot(trans(ta), trans(tb))",
+    };
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    tilec_kernel_code code;
+    lower_edited(ctx, &m, "tests/forms/bt.tile", "gemm", edits, 2, &code);
+    cr_expect(strstr(code.remarks, "line 10: dot loop: cp.async rings of 3 stages for v_tb (dot B operands) + mma.sync"),
+              "%s", code.remarks);
+    cr_expect(strstr(code.remarks, "line 14: dot loop at line 10 not on a pipelined dot loop (both operands by cp.async; "
+                                   "wgmma + TMA on sm_90a): dot operand A is a transposed load"),
+              "%s", code.remarks);
+    cr_expect_null(code.tma.name);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* Attention's first product as users write it, dot(q, trans(k)) of a
+ * [BN, D] load, the transpose inline or let first: K's tile is copied
+ * into a cp.async ring like V's (ring.c), read as B^T by plain ldmatrix,
+ * not staged through registers. */
+Test(forms, attention_trans_k_rings)
+{
+    static const char *const dots[][2] = {
+        {"let s = dot(tq, tk)", "let s = dot(tq, trans(tk))"},
+        {"let s = dot(tq, tk)", "let kt = trans(tk);\n        let s = dot(tq, kt)"},
+    };
+    for (size_t i = 0; i < sizeof dots / sizeof dots[0]; i++) {
+        const char *const edits[] = {
+            "load(k + base + rn[None, :] * D + rd[:, None], rn[None, :] < S, 0.0)",
+            "load(k + base + rn[:, None] * D + rd[None, :], rn[:, None] < S, 0.0)",
+            dots[i][0],
+            dots[i][1],
+        };
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        tilec_kernel_code code;
+        lower_edited(ctx, &m, "examples/attention.tile", "attention_d64", edits, 2, &code);
+        cr_expect(strstr(code.layouts, "v_tk copied by cp.async into a 2-stage ring (9216 bytes a stage)\n"), "%s",
+                  code.layouts);
+        cr_expect(strstr(code.layouts, i ? "dot operand v_kt read from its cp.async ring (B^T, plain ldmatrix)"
+                                         : "dot operand v_tk read from its cp.async ring (B^T, plain ldmatrix)"),
+                  "%s", code.layouts);
+        cr_expect(strstr(code.layouts, "1 __syncthreads per iteration (cp.async ring)"), "%s", code.layouts);
+        cr_expect(strstr(code.remarks, "cp.async rings of 2 stages for v_tk, v_tv"), "%s", code.remarks);
         tilec_kernel_code_free(&code);
         tilec_module_free(m);
         tilec_ctx_free(ctx);

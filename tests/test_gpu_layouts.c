@@ -1,7 +1,8 @@
 /* test_gpu_layouts.c: kernels whose tiles the layout plan keeps in
  * registers (lower/linlay.c, lower/layplan.c), on the GPU against CPU
  * references in double: row and column sums and row maxima of one tile,
- * and attention forward (d = 64 and 128, causal or not, ragged S). The
+ * and attention forward (d = 64 and 128, causal or not, ragged S; K as
+ * stored with dot(q, trans(k)) too). The
  * multi-row softmax and layernorm are in test_gpu_kernels.c beside their
  * one-row twins. Fresh random inputs, sizes off the tile multiples, outputs poisoned
  * with NaN. Without a GPU the binary prints one SKIP line and succeeds. */
@@ -148,14 +149,12 @@ static float *rnd_f16(size_t n, uint16_t **h)
  * cp.async ring's prologue alone, its steady state, whole tiles (the
  * unmasked copy of the body) and ragged last tiles and causal diagonals
  * (the masked copy). */
-static void check_attention(int D, uint32_t variant)
+static void check_attention_in(const char *file, const char *kernel, int D, uint32_t variant)
 {
     static const int seqs[] = {1, 17, 64, 100, 257, 640};
     const int bh = 3;
-    char kernel[32];
-    snprintf(kernel, sizeof kernel, "attention_d%d", D);
     gk g;
-    load("examples/attention.tile", kernel, variant, &g);
+    load(file, kernel, variant, &g);
     for (size_t s = 0; s < sizeof seqs / sizeof seqs[0]; s++)
         for (int causal = 0; causal < 2; causal++) {
             int S = seqs[s];
@@ -176,8 +175,8 @@ static void check_attention(int D, uint32_t variant)
             for (size_t i = 0; i < n; i++)
                 got[i] = f16_to_f32(oh[i]);
             double err = rel_l2(got, want, n);
-            cr_expect_leq(err, 5e-3, "attention d%d variant %u S=%d causal=%d: relative L2 error %g", D, variant, S, causal,
-                          err);
+            cr_expect_leq(err, 5e-3, "%s d%d variant %u S=%d causal=%d: relative L2 error %g", kernel, D, variant, S,
+                          causal, err);
             tilec_rt_free(rt, dq);
             tilec_rt_free(rt, dk);
             tilec_rt_free(rt, dv);
@@ -194,6 +193,21 @@ static void check_attention(int D, uint32_t variant)
         }
     gk_free(&g);
 }
+
+static void check_attention(int D, uint32_t variant)
+{
+    char kernel[32];
+    snprintf(kernel, sizeof kernel, "attention_d%d", D);
+    check_attention_in("examples/attention.tile", kernel, D, variant);
+}
+
+/* K as stored, the product dot(tq, trans(tk)) inline or let first: K's
+ * ring read as B^T (tests/gpu/attention_kt.tile) */
+Test(layouts, attention_trans_k_inline, .timeout = 120)
+{
+    check_attention_in("tests/gpu/attention_kt.tile", "attention_kt_inline", 64, 0);
+}
+Test(layouts, attention_trans_k_let, .timeout = 120) { check_attention_in("tests/gpu/attention_kt.tile", "attention_kt_let", 64, 0); }
 
 /* every variant of examples/attention.tile: block shapes of 64 and 128
  * query rows over 4 or 8 warps, 32 or 64 keys a step */

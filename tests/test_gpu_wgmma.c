@@ -9,8 +9,10 @@
  * batched product (3-D tensor maps) with three products, and an f32
  * output (examples/matmul.tile) stored by TMA. The twins run on a
  * persistent grid: one shape has more tiles than the device has
- * multiprocessors, so a block walks several. Without a
- * GPU one SKIP line; on a GPU other than 9.0 the twin checks are skipped. */
+ * multiprocessors, so a block walks several. x @ W.T (W stored [N, K],
+ * a K-major B for wgmma) in every variant of tests/gpu/linear_bt.tile.
+ * Without a GPU one SKIP line; on a GPU other than 9.0 the twin checks are
+ * skipped. */
 #include <criterion/criterion.h>
 
 #include "gpu_helpers.h"
@@ -244,6 +246,78 @@ Test(wgmma, f32_output_by_tma, .timeout = 300)
         }
     }
     cr_expect_geq(twins, 2, "examples/matmul.tile: %d variants with an sm_90a twin", twins);
+    tilec_program_free(p);
+    tilec_module_free(m);
+}
+
+/* x @ W.T (tests/gpu/linear_bt.tile, issue 29 item 2): W stored [N, K],
+ * the dot's B trans of its tile. Every variant, with a twin (wgmma, B
+ * K-major) or not (the cp.async pipeline reading B^T with plain
+ * ldmatrix), at the ragged shapes, against the CPU in double; on a 9.0
+ * device each twin's variant also through its own kernel (x's base off 16
+ * bytes: no tensor map), and at least 5 twins (BN 64, 128, 256; f16, bf16). */
+static void run_bt(tilec_program *p, const char *kernel, int v, int bf16, int M, int N, int K, size_t x_off)
+{
+    size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N;
+    float *a = malloc(na * 4 + 4), *w = malloc(nb * 4 + 4), *wt = malloc(nb * 4 + 4), *got = malloc(nc * 4 + 4);
+    uint16_t *ah = rand16(na, bf16, a), *wh = rand16(nb, bf16, w), *got16 = malloc(nc * 2 + 2);
+    for (int n = 0; n < N; n++) /* W^T [K, N] for the reference */
+        for (int k = 0; k < K; k++)
+            wt[(size_t)k * N + n] = w[(size_t)n * K + k];
+    double *want = gk_ref_matmul(a, wt, M, N, K);
+    uint64_t ba, bw, bc;
+    uint64_t da = upload_at(ah, na * 2, x_off, &ba), dw = upload_at(wh, nb * 2, 0, &bw);
+    CHECK_RT(tilec_rt_malloc(rt, nc * 2 + 4, &bc));
+    CHECK_RT(tilec_rt_memset_d32(rt, bc, 0x7e007e00u, (nc * 2 + 4) / 4)); /* f16 NaN (a bf16 NaN too) */
+    tilec_rt_arg args[6] = {{.ptr = da}, {.ptr = dw}, {.ptr = bc}, {.i32 = M}, {.i32 = N}, {.i32 = K}};
+    CHECK_RT(tilec_program_launch(p, kernel, v, args, 6, NULL));
+    CHECK_RT(tilec_rt_synchronize(rt));
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, got16, bc, nc * 2));
+    for (size_t i = 0; i < nc; i++)
+        got[i] = bf16 ? bf16_to_f32(got16[i]) : f16_to_f32(got16[i]);
+    double err = rel_l2(got, want, nc);
+    cr_expect(err < (bf16 ? 1e-2 : 2e-3), "%s variant %d (twin %d), M=%d N=%d K=%d, x base +%zu bytes: rel. error %g",
+              kernel, v, tilec_program_has_twin(p, kernel, v), M, N, K, x_off, err);
+    tilec_rt_free(rt, ba);
+    tilec_rt_free(rt, bw);
+    tilec_rt_free(rt, bc);
+    free(a);
+    free(w);
+    free(wt);
+    free(got);
+    free(ah);
+    free(wh);
+    free(got16);
+    free(want);
+}
+
+Test(wgmma, linear_bt, .timeout = 300)
+{
+    tilec_module *m = NULL;
+    tilec_program *p = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, "tests/gpu/linear_bt.tile", &m), TILEC_OK);
+    tilec_build_options o = {.threads = 2};
+    tilec_status st = tilec_program_build(ctx, rt, m, &o, &p);
+    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "build failed");
+    static const struct {
+        const char *kernel;
+        int bf16;
+    } ks[] = {{"linear_f16", 0}, {"linear_bf16", 1}};
+    int twins = 0, variants = 0;
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
+        for (int v = 0; v < 8 && tilec_program_kernel(p, ks[i].kernel, v); v++) {
+            int twin = tilec_program_has_twin(p, ks[i].kernel, v);
+            twins += twin;
+            variants++;
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+                run_bt(p, ks[i].kernel, v, ks[i].bf16, shapes[s][0], shapes[s][1], shapes[s][2], 0);
+            if (twin) /* the same variant through its own kernel */
+                run_bt(p, ks[i].kernel, v, ks[i].bf16, 300, 264, 200, 2);
+        }
+    cr_expect_eq(variants, 6, "tests/gpu/linear_bt.tile: %d variants", variants);
+    if (hopper)
+        cr_expect_geq(twins, 5, "tests/gpu/linear_bt.tile: %d variants with an sm_90a twin", twins);
     tilec_program_free(p);
     tilec_module_free(m);
 }
