@@ -351,8 +351,8 @@ void lower_emit_dot_into(lw *L, const tilec_expr *a, const tilec_expr *b, val *a
 void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int bt, int lda, int ldb, int64_t K,
                           tilec_dtype d);
 /* The f32 FMA loop: acc (FMA layout) += A [M][K] at byte offset sa (row
- * stride lda) @ B [K][N] at sb (row stride ldb), both row-major in shared
- * memory; K a multiple of 4. */
+ * stride lda; [K][M] when at) @ B [K][N] at sb (row stride ldb), in
+ * shared memory; K a multiple of 4. */
 void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, int at);
 
 /* ---- stmt.c, pipeline.c: statements and loops ---- */

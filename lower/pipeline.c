@@ -186,23 +186,35 @@ typedef struct ring {
     int64_t abytes, bbytes; /* bytes of one tile */
     int lda, ldb;           /* row strides in elements, padded by 16 bytes */
     int64_t K;
-    int at; /* A stored transposed, [K][M] with rows of lda elements (fma_at_ok) */
-    int bt; /* B is trans of a [N, K] load: stored as loaded, [N][K] with rows of ldb elements */
+    int at; /* FMA: A stored [K][M] with rows of lda elements */
+    int bt; /* tensor cores: B is trans of a [N, K] load, stored as loaded, [N][K] with rows of ldb elements */
+    int kc[2]; /* FMA: operand i's load runs along K in memory: 4-byte copies transpose it to [K][M] / [K][N] (fma_kc_ok) */
 } ring;
 
-/* FMA loops: A ([M, K], contiguous along K) is stored transposed in its
- * ring, [K][M], so that one 16-byte read brings four rows of A at one k
- * (see lower_emit_fma_kloop). The copies move 4 bytes each (cp.async.ca;
- * zero-filled when masked, no branch), a warp covering 8 rows by 4 k:
- * 16-byte runs of a row in global memory, and with rows of the ring
- * lda = 8 (mod 32) elements apart, 32 distinct banks in shared memory. */
-static int fma_at_ok(lw *L, const pipe_plan *pp)
+/* FMA loops read both operands K-major from their rings, A as [K][M] and
+ * B as [K][N], so that one 16-byte read brings four rows of A, or four
+ * columns of B, at one k (see lower_emit_fma_kloop), whichever way the
+ * operands lie in memory: x @ W and x @ W.T run the same inner loop. An
+ * operand whose load is contiguous along M or N (A^T stored [K, M], B
+ * stored [K, N]) is copied as it is, 16 bytes a cp.async. One contiguous
+ * along K (A stored [M, K], W of x @ W.T stored [N, K]: its load is
+ * [rows, K], `trans` of it the operand) is transposed by the copies: 4
+ * bytes each (cp.async.ca; zero-filled when masked, no branch), a warp
+ * covering 8 rows by 4 k: 16-byte runs of a row in global memory, and
+ * with rows of the ring 8 (mod 32) elements apart, 32 distinct banks in
+ * shared memory. fma_kc_ok: may load i ([rows, K], contiguous along K)
+ * be copied so? */
+static int fma_kc_ok(lw *L, const pipe_plan *pp, int i)
 {
-    const tilec_type *at = lower_ty(L, pp->load[0]);
-    int64_t M = at->dims[0], K = at->dims[1];
-    return pp->acc->ly.kind == LY_FMA && pp->acc->ly.tm % 4 == 0 && L->nt % 32 == 0 && M % 8 == 0 && K % 4 == 0 &&
-           (M * K) % L->nt == 0;
+    const tilec_type *t = lower_ty(L, pp->load[i]);
+    int64_t R = t->dims[0], K = t->dims[1];
+    return pp->acc->ly.kind == LY_FMA && (i || pp->acc->ly.tm % 4 == 0) && L->nt % 32 == 0 && R % 8 == 0 &&
+           K % 4 == 0 && (R * K) % L->nt == 0;
 }
+
+/* The least stride >= n that is 8 (mod 32) elements: the transposing
+ * copies' rows (fma_kc_ok). */
+static int ld_kc(int64_t n) { return (int)(n + ((8 - n) % 32 + 32) % 32); }
 
 /* A name bound to a computed-where-used value (a `let` of an index,
  * mask or pointer tile, or of a scalar in a pipelined loop): its
@@ -255,17 +267,22 @@ int lower_stages(lw *L, int64_t stage_bytes)
 static void ring_geometry(lw *L, const pipe_plan *pp, ring *r)
 {
     const tilec_type *at = lower_ty(L, pp->load[0]), *bt = lower_ty(L, pp->load[1]);
-    int64_t M = at->dims[0], K = at->dims[1], N = bt->dims[pp->tr[1] ? 0 : 1];
+    int64_t M = at->dims[pp->tr[0] ? 1 : 0], K = at->dims[pp->tr[0] ? 0 : 1], N = bt->dims[pp->tr[1] ? 0 : 1];
     int es = (int)tilec_dtype_size(at->dtype), pad = 16 / es;
     int bpad = pp->acc->ly.kind == LY_MMA && es == 4 ? 8 : pad; /* tf32: B read by words, four k rows apart */
     memset(r, 0, sizeof *r);
-    r->lda = (int)K + pad;
-    r->bt = pp->tr[1];
-    r->ldb = (int)(r->bt ? K : N) + bpad;
     r->K = K;
-    r->at = fma_at_ok(L, pp);
-    if (r->at)
-        r->lda = (int)(M + ((8 - M) % 32 + 32) % 32); /* the least >= M that is 8 (mod 32) */
+    if (pp->acc->ly.kind == LY_FMA) { /* both K-major (fma_kc_ok) */
+        r->kc[0] = !pp->tr[0] && fma_kc_ok(L, pp, 0);
+        r->kc[1] = pp->tr[1];
+        r->at = pp->tr[0] || r->kc[0];
+        r->lda = r->kc[0] ? ld_kc(M) : (int)(r->at ? M : K) + pad;
+        r->ldb = r->kc[1] ? ld_kc(N) : (int)N + pad;
+    } else {
+        r->bt = pp->tr[1];
+        r->lda = (int)K + pad;
+        r->ldb = (int)(r->bt ? K : N) + bpad;
+    }
     r->abytes = (r->at ? K : M) * r->lda * es;
     r->bbytes = (r->bt ? N : K) * r->ldb * es;
 }
@@ -365,11 +382,17 @@ static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp)
         if (!pipeline_load_ok(L, b, i, ld[i], via + (i ? nvia[0] : 0), nvia[i]))
             return 0;
     }
-    if (pp->tr[0])
+    if (pp->acc->ly.kind == LY_FMA) {
+        if (pp->tr[1] && !fma_kc_ok(L, pp, 1))
+            return lower_miss(L, dl, "dot operand B is trans of a [%lld, %lld] load whose rows are not whole 8-row "
+                                     "blocks, or whose 4-byte copies do not divide among the %d threads",
+                              (long long)lower_ty(L, ld[1])->dims[0], (long long)lower_ty(L, ld[1])->dims[1], L->nt);
+    } else if (pp->tr[0]) {
         return lower_miss(L, dl, "dot operand A is a transposed load (of the two operands only B is read transposed, "
                                  "[N][K] in its ring)");
-    if (pp->tr[1] && (pp->acc->ly.kind != LY_MMA || tilec_dtype_size(lower_ty(L, ld[1])->dtype) != 2))
-        return lower_miss(L, dl, "dot operand B is a transposed f32 load (B^T is read by ldmatrix: f16 and bf16)");
+    } else if (pp->tr[1] && tilec_dtype_size(lower_ty(L, ld[1])->dtype) != 2) {
+        return lower_miss(L, dl, "dot operand B is a transposed tf32 load (B^T is read by ldmatrix: f16 and bf16)");
+    }
     int64_t hint = tilec_kernel_hint(L->k, L->variant, "stages", 0);
     /* f32 FMA loops pipeline when asked: cp.async would make a kernel that
      * runs anywhere need sm_80 (docs/language.md, "stages") */
@@ -449,13 +472,17 @@ static void issue_copies(lw *L, const void *ctx, const char *slot)
     const char *da = lower_fmt(L, "%u + %s * %lld", r->sa, slot, (long long)r->abytes);
     if (L->hoist)
         L->hoist->cur = 0;
-    if (r->at)
+    if (r->kc[0])
         lower_emit_at_copies(L, pp->load[0], da, r->lda);
     else
         lower_emit_async_load(L, pp->load[0], da, r->lda, 0);
     if (L->hoist)
         L->hoist->cur = 1;
-    lower_emit_async_load(L, pp->load[1], lower_fmt(L, "%u + %s * %lld", r->sb, slot, (long long)r->bbytes), r->ldb, 0);
+    const char *db = lower_fmt(L, "%u + %s * %lld", r->sb, slot, (long long)r->bbytes);
+    if (r->kc[1])
+        lower_emit_at_copies(L, pp->load[1], db, r->ldb);
+    else
+        lower_emit_async_load(L, pp->load[1], db, r->ldb, 0);
 }
 
 void lower_cp_bounds(lw *L, const tilec_stmt *loop)
@@ -539,10 +566,17 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     ring r;
     ring_geometry(L, pp, &r);
     r.S = pp->S;
-    if (r.at) {
-        const tilec_expr *da = lower_dot_update(pp->update)->args[0];
-        lower_note(L, "  line %u: dot operand %s stored [K][M] in its ring (4-byte cp.async), four rows a 16-byte read",
-                   pp->update->loc.line, da->kind == TILEC_EX_NAME ? da->name : "A");
+    for (int i = 0; i < 2; i++) {
+        const tilec_expr *dx = lower_dot_update(pp->update)->args[i];
+        while (dx->kind == TILEC_EX_CALL && !strcmp(dx->name, "trans") && dx->nargs == 1)
+            dx = dx->args[0];
+        const char *nm = dx->kind == TILEC_EX_NAME ? dx->name : i ? "B" : "A";
+        if (r.kc[i])
+            lower_note(L, "  line %u: dot operand %s stored %s in its ring (4-byte cp.async, transposed), four %s a 16-byte read",
+                       pp->update->loc.line, nm, i ? "[K][N]" : "[K][M]", i ? "columns" : "rows");
+        else if (i == 0 && r.at)
+            lower_note(L, "  line %u: dot operand %s stored [K][M] in its ring as loaded (16-byte cp.async), four rows a 16-byte read",
+                       pp->update->loc.line, nm);
     }
     r.sa = lower_alloc_smem(L, r.abytes * r.S);
     r.sb = lower_alloc_smem(L, r.bbytes * r.S);
@@ -553,7 +587,7 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     lower_bind_loop_scope(L, loop);
     const void *ctx[2] = {pp, &r};
     lower_hoist h;
-    const int hat[2] = {r.at, 0};
+    const int hat[2] = {r.kc[0], r.kc[1]};
     lower_hoist_begin(L, &h, loop->names[0], pp->load, hat, 2);
     lower_cp_prologue(L, r.S, v, issue_copies, ctx);
     lower_comment_loc(L, &loop->loc);
@@ -575,7 +609,12 @@ static void remark_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
 {
     tilec_dtype ad = lower_ty(L, pp->load[0])->dtype;
     int hinted = tilec_kernel_hint(L->k, L->variant, "stages", 0) > 0;
-    const char *engine = pp->acc->ly.kind == LY_FMA ? "FMA register blocks"
+    ring g;
+    ring_geometry(L, pp, &g);
+    const lay *y = &pp->acc->ly;
+    /* f32: the same words for x @ W and x @ W.T (both operands K-major in the ring) */
+    const char *engine = pp->acc->ly.kind == LY_FMA ? lower_fmt(L, "FMA register blocks (%dx%d a thread; A %s, B [K][N] in the ring)",
+                                                                y->tm, y->tn, g.at ? "[K][M]" : "[M][K]")
                          : ad == TILEC_DT_F32       ? "mma.sync (tf32)"
                          : pp->tr[1]                ? "mma.sync (B^T: [N][K] in its ring, plain ldmatrix)"
                                                     : "mma.sync";

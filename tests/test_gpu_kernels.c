@@ -331,7 +331,8 @@ Test(gpu, layernorm_rows, .timeout = 120) { check_layernorm("examples/layernorm_
 
 static const int mm_shapes[][3] = {{1, 1, 1}, {64, 64, 64}, {127, 129, 33}, {256, 96, 1000}, {300, 257, 80}};
 
-static void check_matmul(const char *file, const char *kernel, int half, double tol)
+/* C = A @ B, or with bt A @ B^T with B stored [N, K] (nn.Linear's weight). */
+static void check_matmul_bt(const char *file, const char *kernel, int half, int bt, double tol)
 {
     uint32_t nv = variants_of(file, kernel);
     for (uint32_t v = 0; v < nv; v++) {
@@ -353,7 +354,7 @@ static void check_matmul(const char *file, const char *kernel, int half, double 
                 for (int k = 0; k < K; k++) {
                     double aik = a[(size_t)i * K + k];
                     for (int j = 0; j < N; j++)
-                        want[(size_t)i * N + j] += aik * b[(size_t)k * N + j];
+                        want[(size_t)i * N + j] += aik * b[bt ? (size_t)j * K + k : (size_t)k * N + j];
                 }
             uint64_t da = half ? upload(ah, na * 2) : upload(a, na * 4);
             uint64_t db = half ? upload(bh, nb * 2) : upload(b, nb * 4);
@@ -376,8 +377,15 @@ static void check_matmul(const char *file, const char *kernel, int half, double 
     }
 }
 
+static void check_matmul(const char *file, const char *kernel, int half, double tol)
+{
+    check_matmul_bt(file, kernel, half, 0, tol);
+}
+
 Test(gpu, matmul_f16, .timeout = 300) { check_matmul("examples/matmul.tile", "matmul", 1, 1e-2); }
 Test(gpu, matmul_f32, .timeout = 300) { check_matmul("examples/matmul_f32.tile", "matmul_f32", 0, 1e-3); }
+/* x @ W.T in f32: W stored [N, K], the same FMA loop as matmul_f32 (every variant, the ragged shapes) */
+Test(gpu, linear_f32, .timeout = 300) { check_matmul_bt("examples/linear_f32.tile", "linear_f32", 0, 1, 1e-3); }
 /* the tf32 hint: operands rounded to 10-bit mantissas (relative error about 2^-11 each) */
 Test(gpu, matmul_tf32, .timeout = 300) { check_matmul("examples/matmul_tf32.tile", "matmul_tf32", 0, 2e-3); }
 /* reshaped operands and result (a register reshape in the loop; a
