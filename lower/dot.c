@@ -221,6 +221,15 @@ static int b_runs_along_k(lw *L, const tilec_expr *b, tilec_dtype d)
            !lower_lay_guard(L, &v->ly);
 }
 
+/* e without the trans(...) around it; *flip the parity of those passed. */
+static const tilec_expr *peel_trans(const tilec_expr *e, int *flip)
+{
+    *flip = 0;
+    for (; e->kind == TILEC_EX_CALL && !strcmp(e->name, "trans") && e->nargs == 1; e = e->args[0])
+        *flip ^= 1;
+    return e;
+}
+
 /* Tensor cores: operand rows padded by 8 halves (ldmatrix without bank
  * conflicts); an A operand already in accumulator registers stays there. */
 static void dot_mma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, int64_t M, int64_t K, int64_t N)
@@ -229,10 +238,8 @@ static void dot_mma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
     int es = (int)tilec_dtype_size(d); /* 4: f32 operands on tf32 tensor cores */
     const val *ra = es == 4 ? NULL : a_in_regs(L, a, acc);
     /* B in a cp.async ring (ring.c), maybe read transposed: trans(x) */
-    const tilec_expr *bx = b;
-    int flip = 0;
-    for (; bx->kind == TILEC_EX_CALL && !strcmp(bx->name, "trans") && bx->nargs == 1; bx = bx->args[0])
-        flip ^= 1;
+    int flip;
+    const tilec_expr *bx = peel_trans(b, &flip);
     const val *rb = bx->kind == TILEC_EX_NAME ? lower_lookup(L, bx->name) : NULL;
     if (rb && rb->kind != VK_RING)
         rb = NULL;
@@ -281,13 +288,17 @@ static void fma_b_base(lw *L, const lay *y, const char *sb)
     lower_line(L, "const float *tl_sb = (const float *)(tl_smem + %s) + (tl_tid %% %d) * %d;", sb, y->tx, y->run);
 }
 
-/* f32: A transposed in shared memory, each thread its TM x TN block. */
+/* f32: both operands K-major in shared memory, A as [K][M] and B as
+ * [K][N] (an operand written trans(x) is x stored the other way round,
+ * never converted first), each thread its TM x TN block. */
 static void dot_fma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, int64_t M, int64_t K, int64_t N)
 {
     const lay *y = &acc->ly;
-    int lda = (int)M + 4, ldb = (int)N + 4;
+    int lda = (int)M + 4, ldb = (int)N + 4, fa, fb;
     uint32_t sa = lower_alloc_smem(L, K * lda * 4), sb = lower_alloc_smem(L, K * ldb * 4);
-    stage_operands(L, a, sa, lda, 1, b, sb, ldb, 0, TILEC_DT_F32);
+    a = peel_trans(a, &fa);
+    b = peel_trans(b, &fb);
+    stage_operands(L, a, sa, lda, !fa, b, sb, ldb, fb, TILEC_DT_F32);
     lower_line(L, "const float *tl_sa = (const float *)(tl_smem + %u) + (tl_tid / %d) * %d;", sa, y->tx, y->tm);
     fma_b_base(L, y, lower_fmt(L, "%u", sb));
     lower_line(L, "#pragma unroll 4");
@@ -295,14 +306,19 @@ static void dot_fma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
     L->ind++;
     lower_line(L, "float tl_ra[%d];", y->tm);
     lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m) tl_ra[tl_m] = tl_sa[tl_k * %d + tl_m];", y->tm, lda);
+    if (y->tm % 4 == 0 && lda % 4 == 0)
+        lower_line(L, "for (int tl_m = 0; tl_m < %d; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * %d + tl_m];",
+                   y->tm, lda);
+    else
+        lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m) tl_ra[tl_m] = tl_sa[tl_k * %d + tl_m];", y->tm, lda);
     fma_b_reads(L, y, ldb);
     fma_update(L, acc, "tl_ra[tl_m]");
     L->ind--;
     lower_line(L, "}");
 }
 
-/* Pipelined f32 (pipeline.c). With `at`, A is [K][M] in its ring: each k
+/* Pipelined f32 (pipeline.c). B is [K][N] in its ring, whichever way it
+ * lies in memory (x @ W and x @ W.T alike). With `at`, A is [K][M]: each k
  * step reads the thread's TM rows of A in TM / 4 16-byte vectors and its
  * TN columns of B in TN / 4, for TM * TN FMAs; the A values of one k sit in
  * consecutive registers (as B's do), which lets ptxas keep the FMAs' fresh
@@ -321,8 +337,11 @@ void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int l
         L->ind++;
         lower_line(L, "float tl_ra[%d];", y->tm);
         lower_line(L, "#pragma unroll");
-        lower_line(L, "for (int tl_m = 0; tl_m < %d; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * %d + tl_m];",
-                   y->tm, lda);
+        if (y->tm % 4 == 0 && lda % 4 == 0)
+            lower_line(L, "for (int tl_m = 0; tl_m < %d; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * %d + tl_m];",
+                       y->tm, lda);
+        else /* A^T copied as loaded, a thread's rows not whole vectors */
+            lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m) tl_ra[tl_m] = tl_sa[tl_k * %d + tl_m];", y->tm, lda);
         fma_b_reads(L, y, ldb);
         fma_update(L, acc, "tl_ra[tl_m]");
         L->ind--;

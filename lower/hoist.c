@@ -57,7 +57,7 @@ static int hoist_cheap(lw *L, const tilec_expr *e)
 static void hoist_place(lw *L, lower_hoist *h, lower_hoisted *x, const char *text, const tilec_expr *ld)
 {
     int R = h->at[h->cur] ? h->rows[h->cur] : 0;
-    if (R && !strstr(text, "tl_i1")) {
+    if (R && !strstr(text, h->kname[h->cur])) {
         x->per = R;
         x->ref = lower_fmt(L, "tl_h%d[tl_q %% %d]", h->n, R);
     } else {
@@ -107,20 +107,21 @@ typedef struct hsplit {
 static void split_term(lw *L, hsplit *s, int d, const tilec_expr *e, const char *const *idx, const char *mul, int neg)
 {
     const char *x = lower_walk(L, e, idx, 0, NULL, EMIT);
-    if (s->rowonly && !strcmp(x, "tl_i1")) {
+    const char *kn = L->hoist_kname;
+    if (s->rowonly && !strcmp(x, kn)) {
         /* the column itself, tl_kc + tl_c1 (lower_at_open): the lane's
          * part is kept with the row, the chunk's constant added in the loop */
         const char *lane[TILEC_MAX_RANK];
         int rank = lower_ty(L, e)->rank;
         for (int i = 0; i < rank && i < TILEC_MAX_RANK; i++)
-            lane[i] = strcmp(idx[i], "tl_i1") ? idx[i] : "tl_c1";
+            lane[i] = strcmp(idx[i], kn) ? idx[i] : "tl_c1";
         s->rowonly = 0;
         split_term(L, s, 0, e, lane, mul, neg);
         s->rowonly = 1;
         x = "tl_kc";
         d = HD_LOOP;
     }
-    strbuf *b = d & HD_LOOP || (s->rowonly && strstr(x, "tl_i1")) ? &s->uni : &s->inv;
+    strbuf *b = d & HD_LOOP || (s->rowonly && strstr(x, kn)) ? &s->uni : &s->inv;
     sb_printf(b, " %s (long long)(%s)", neg ? "-" : "+", x);
     if (mul)
         sb_printf(b, " * (long long)(%s)", mul);
@@ -193,6 +194,7 @@ const char *lower_hoist_ptr(lw *L, const tilec_expr *e, const char *const *idx)
     sb_init(&s.uni);
     L->hoist = NULL;
     L->hoist_var = h->var;
+    L->hoist_kname = h->kname[h->cur];
     int rank = lower_ty(L, e)->rank;
     for (int i = 0; i < n; i++) {
         const char *sub[TILEC_MAX_RANK];
@@ -230,9 +232,9 @@ static void hoist_collect(lw *L, lower_hoist *h, int i, const tilec_expr *ld)
     h->collect = 1;
     h->cur = i;
     if (h->at[i])
-        lower_emit_at_copies(L, ld, "0", 8);
+        lower_emit_at_copies(L, ld, "0", 8, h->mode[i] == LOWER_CP_T1);
     else
-        lower_emit_async_load(L, ld, "0", 8, 0);
+        lower_emit_async_load(L, ld, "0", 8, h->mode[i] == LOWER_CP_COLS);
     h->collect = 0;
     L->out.n = at;
     if (L->out.s)
@@ -258,9 +260,9 @@ static void hoist_emit(lw *L, lower_hoist *h, int i, const tilec_expr *ld)
     if (!any)
         return;
     if (h->at[i])
-        lower_at_open(L, ld);
+        lower_at_open(L, ld, h->mode[i] == LOWER_CP_T1);
     else
-        lower_chunk_open(L, ld, 0);
+        lower_chunk_open(L, ld, h->mode[i] == LOWER_CP_COLS);
     for (int j = 0; j < h->n; j++) {
         const lower_hoisted *x = &h->ent[j];
         if (x->load != i)
@@ -283,15 +285,17 @@ static void hoist_emit(lw *L, lower_hoist *h, int i, const tilec_expr *ld)
  * registers, none). */
 enum { HOIST_MAX_CHUNKS = 8 };
 
-void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr *const *loads, const int *at, int n)
+void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr *const *loads, const int *mode, int n)
 {
     memset(h, 0, sizeof *h);
     int regs = 0, rowregs = 0, kept = 0, cost[2] = {0, 0};
     for (int i = 0; i < n; i++) {
         h->ld[i] = loads[i];
-        h->at[i] = at[i];
-        h->rows[i] = at[i] ? lower_at_rows(L, loads[i]) : 0;
-        cost[i] = h->rows[i] ? h->rows[i] : at[i] ? lower_at_chunks(L, loads[i]) : lower_chunk_count(L, loads[i]);
+        h->mode[i] = mode[i];
+        h->at[i] = mode[i] == LOWER_CP_T1 || mode[i] == LOWER_CP_T0;
+        h->kname[i] = mode[i] == LOWER_CP_T0 ? "tl_i0" : "tl_i1";
+        h->rows[i] = h->at[i] ? lower_at_rows(L, loads[i], mode[i] == LOWER_CP_T1) : 0;
+        cost[i] = h->rows[i] ? h->rows[i] : h->at[i] ? lower_at_chunks(L, loads[i]) : lower_chunk_count(L, loads[i]);
         regs += cost[i];
         rowregs += h->rows[i] ? cost[i] : 0;
     }

@@ -115,7 +115,9 @@ typedef struct lower_hoisted {
 typedef struct lower_hoist {
     const char *var; /* the loop variable (source name) */
     int cur, collect;
-    int at[2];   /* load i (of at most 2) copied transposed (lower_emit_at_copies) */
+    int mode[2]; /* how load i (of at most 2) is copied (LOWER_CP_*) */
+    int at[2];   /* ... by 4-byte copies (lower_emit_at_copies) */
+    const char *kname[2]; /* then the name of its K index, tl_i1 or tl_i0 (lower_at_open) */
     int rows[2]; /* its row classes (lower_at_rows), 0: none */
     int skip[2]; /* load i keeps nothing (over the register budget) */
     const tilec_expr *ld[2]; /* the loads */
@@ -185,6 +187,7 @@ typedef struct lw {
     int nsync;     /* __syncthreads emitted so far */
     lower_hoist *hoist; /* set while a pipelined loop's copies are emitted */
     const char *hoist_var; /* hoist.c: the loop variable while a pointer is split */
+    const char *hoist_kname; /* ... and the name of the chunk's K index (lower_hoist.kname) */
     strbuf notes;  /* --emit layouts */
     /* remark.c: why a check refused (the first reason since lower_miss_reset) */
     const char *miss;
@@ -355,8 +358,8 @@ void lower_emit_dot_into(lw *L, const tilec_expr *a, const tilec_expr *b, val *a
 void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int bt, int lda, int ldb, int64_t K,
                           tilec_dtype d);
 /* The f32 FMA loop: acc (FMA layout) += A [M][K] at byte offset sa (row
- * stride lda) @ B [K][N] at sb (row stride ldb), both row-major in shared
- * memory; K a multiple of 4. */
+ * stride lda; [K][M] when at) @ B [K][N] at sb (row stride ldb), in
+ * shared memory; K a multiple of 4. */
 void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, int at);
 
 /* ---- stmt.c, pipeline.c: statements and loops ---- */
@@ -373,6 +376,7 @@ typedef struct lower_pipe_plan {
     const tilec_stmt *update;  /* acc = acc + dot(a, b) */
     const tilec_expr *load[2]; /* the loads feeding a and b */
     int tr[2];                 /* operand i is its load transposed (trans(x), through lets) */
+    int cax[2];                /* the axis along which load i is contiguous (1, or 0 for an FMA dot's operand) */
     val *acc;
     int S;                     /* its stages (lower_stages) */
 } lower_pipe_plan;
@@ -403,17 +407,26 @@ void lower_bind_loop_scope(lw *L, const tilec_stmt *loop);
  * contiguous along axis 0). */
 int lower_chunk_vec(lw *L, const tilec_expr *e); /* elements of one 16-byte chunk */
 int lower_chunk_count(lw *L, const tilec_expr *e);
-/* The transposed 4-byte copies of an FMA dot's A (pipeline.c): chunks a
+/* How a pipelined loop copies a load [R, C] into its ring (pipeline.c;
+ * hoist.c keeps the copies' loop-invariant parts by it): 16-byte chunks
+ * along the contiguous axis, stored row-major (LOWER_CP_ROWS, axis 1) or
+ * as [C][R] (LOWER_CP_COLS, axis 0); or, for an FMA dot's operand
+ * contiguous along K, 4-byte copies that put K on the ring's rows: K on
+ * axis 1 stored [C][R] (LOWER_CP_T1), K on axis 0 stored [R][C]
+ * (LOWER_CP_T0). */
+enum { LOWER_CP_ROWS, LOWER_CP_COLS, LOWER_CP_T1, LOWER_CP_T0 };
+/* The 4-byte copies (LOWER_CP_T1 / T0; kax: the load's K axis): chunks a
  * thread copies, row classes (0: rows not periodic in tl_q), the chunk
  * loop's header, the copies into dst (row stride ld). */
 int lower_at_chunks(lw *L, const tilec_expr *e);
-int lower_at_rows(lw *L, const tilec_expr *e);
-void lower_at_open(lw *L, const tilec_expr *e);
-void lower_emit_at_copies(lw *L, const tilec_expr *e, const char *dst, int ld);
+int lower_at_rows(lw *L, const tilec_expr *e, int kax);
+void lower_at_open(lw *L, const tilec_expr *e, int kax);
+void lower_emit_at_copies(lw *L, const tilec_expr *e, const char *dst, int ld, int kax);
 void lower_chunk_open(lw *L, const tilec_expr *e, int trans);
 const char *lower_hoist_ref(lw *L, const tilec_expr *e, const char *const *idx);
 const char *lower_hoist_ptr(lw *L, const tilec_expr *e, const char *const *idx);
-void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr *const *loads, const int *at, int n);
+/* mode[i]: how load i is copied (LOWER_CP_*) */
+void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr *const *loads, const int *mode, int n);
 void lower_hoist_end(lw *L);
 void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, int trans);
 /* The pieces of a cp.async ring loop: tl_ix, tl_lo, tl_hi, tl_st; the

@@ -186,23 +186,41 @@ typedef struct ring {
     int64_t abytes, bbytes; /* bytes of one tile */
     int lda, ldb;           /* row strides in elements, padded by 16 bytes */
     int64_t K;
-    int at; /* A stored transposed, [K][M] with rows of lda elements (fma_at_ok) */
-    int bt; /* B is trans of a [N, K] load: stored as loaded, [N][K] with rows of ldb elements */
+    int at; /* FMA: A stored [K][M] with rows of lda elements */
+    int bt; /* tensor cores: B is trans of a [N, K] load, stored as loaded, [N][K] with rows of ldb elements */
+    int cp[2]; /* how operand i's load is copied (LOWER_CP_*; FMA: see fma_kc_ok) */
 } ring;
 
-/* FMA loops: A ([M, K], contiguous along K) is stored transposed in its
- * ring, [K][M], so that one 16-byte read brings four rows of A at one k
- * (see lower_emit_fma_kloop). The copies move 4 bytes each (cp.async.ca;
- * zero-filled when masked, no branch), a warp covering 8 rows by 4 k:
- * 16-byte runs of a row in global memory, and with rows of the ring
- * lda = 8 (mod 32) elements apart, 32 distinct banks in shared memory. */
-static int fma_at_ok(lw *L, const pipe_plan *pp)
+/* FMA loops read both operands K-major from their rings, A as [K][M] and
+ * B as [K][N], so that one 16-byte read brings four rows of A, or four
+ * columns of B, at one k (see lower_emit_fma_kloop), whichever way the
+ * operands lie in memory: x @ W and x @ W.T run the same inner loop. An
+ * operand whose load is contiguous along M or N (A^T stored [K, M], B
+ * stored [K, N]) is copied as it is, 16 bytes a cp.async. One contiguous
+ * along K (A stored [M, K], W of x @ W.T stored [N, K]: its load is
+ * [rows, K], `trans` of it the operand) is transposed by the copies: 4
+ * bytes each (cp.async.ca; zero-filled when masked, no branch), a warp
+ * covering 8 rows by 4 k: 16-byte runs of a row in global memory, and
+ * with rows of the ring 8 (mod 32) elements apart, 32 distinct banks in
+ * shared memory. The same holds with the load's axes the other way round
+ * ([K, rows] contiguous along K: x @ W with W's tile loaded by strides as
+ * [K, N], its K axis the contiguous one): the copies are the same, only
+ * which index is the row changes (lower_at_open). fma_kax: the K axis of
+ * load i; fma_kc_ok: may it be copied so? */
+static int fma_kax(const pipe_plan *pp, int i) { return i ? pp->tr[1] : !pp->tr[0]; }
+
+static int fma_kc_ok(lw *L, const pipe_plan *pp, int i)
 {
-    const tilec_type *at = lower_ty(L, pp->load[0]);
-    int64_t M = at->dims[0], K = at->dims[1];
-    return pp->acc->ly.kind == LY_FMA && pp->acc->ly.tm % 4 == 0 && L->nt % 32 == 0 && M % 8 == 0 && K % 4 == 0 &&
-           (M * K) % L->nt == 0;
+    const tilec_type *t = lower_ty(L, pp->load[i]);
+    int kax = fma_kax(pp, i);
+    int64_t R = t->dims[1 - kax], K = t->dims[kax];
+    return pp->acc->ly.kind == LY_FMA && (i || pp->acc->ly.tm % 4 == 0) && L->nt % 32 == 0 && R % 8 == 0 &&
+           K % 4 == 0 && (R * K) % L->nt == 0;
 }
+
+/* The least stride >= n that is 8 (mod 32) elements: the transposing
+ * copies' rows (fma_kc_ok). */
+static int ld_kc(int64_t n) { return (int)(n + ((8 - n) % 32 + 32) % 32); }
 
 /* A name bound to a computed-where-used value (a `let` of an index,
  * mask or pointer tile, or of a scalar in a pipelined loop): its
@@ -255,17 +273,25 @@ int lower_stages(lw *L, int64_t stage_bytes)
 static void ring_geometry(lw *L, const pipe_plan *pp, ring *r)
 {
     const tilec_type *at = lower_ty(L, pp->load[0]), *bt = lower_ty(L, pp->load[1]);
-    int64_t M = at->dims[0], K = at->dims[1], N = bt->dims[pp->tr[1] ? 0 : 1];
+    int64_t M = at->dims[pp->tr[0] ? 1 : 0], K = at->dims[pp->tr[0] ? 0 : 1], N = bt->dims[pp->tr[1] ? 0 : 1];
     int es = (int)tilec_dtype_size(at->dtype), pad = 16 / es;
     int bpad = pp->acc->ly.kind == LY_MMA && es == 4 ? 8 : pad; /* tf32: B read by words, four k rows apart */
     memset(r, 0, sizeof *r);
-    r->lda = (int)K + pad;
-    r->bt = pp->tr[1];
-    r->ldb = (int)(r->bt ? K : N) + bpad;
     r->K = K;
-    r->at = fma_at_ok(L, pp);
-    if (r->at)
-        r->lda = (int)(M + ((8 - M) % 32 + 32) % 32); /* the least >= M that is 8 (mod 32) */
+    if (pp->acc->ly.kind == LY_FMA) { /* both K-major (fma_kc_ok) */
+        int ka = fma_kax(pp, 0), kb = fma_kax(pp, 1);
+        int kca = pp->cax[0] == ka && fma_kc_ok(L, pp, 0), kcb = pp->cax[1] == kb;
+        /* A: [K][M] by 4-byte copies, or as it lies along M; else [M][K] */
+        r->at = kca || pp->cax[0] != ka;
+        r->cp[0] = kca ? (ka ? LOWER_CP_T1 : LOWER_CP_T0) : (r->at ? ka : !ka) ? LOWER_CP_COLS : LOWER_CP_ROWS;
+        r->cp[1] = kcb ? (kb ? LOWER_CP_T1 : LOWER_CP_T0) : kb ? LOWER_CP_COLS : LOWER_CP_ROWS;
+        r->lda = kca ? ld_kc(M) : (int)(r->at ? M : K) + pad;
+        r->ldb = kcb ? ld_kc(N) : (int)N + pad;
+    } else {
+        r->bt = pp->tr[1];
+        r->lda = (int)K + pad;
+        r->ldb = (int)(r->bt ? K : N) + bpad;
+    }
     r->abytes = (r->at ? K : M) * r->lda * es;
     r->bbytes = (r->bt ? N : K) * r->ldb * es;
 }
@@ -303,14 +329,17 @@ static int pipeline_stmt_ok(lw *L, const tilec_stmt *s, pipe_plan *pp, const cha
 
 /* Does load ld, operand i of a dot in loop body b reached through the lets
  * names[0..nn), qualify for a ring? */
-static int pipeline_load_ok(lw *L, const tilec_block *b, int i, const tilec_expr *ld, const char *const *names, int nn)
+static int pipeline_load_ok(lw *L, const tilec_block *b, int i, const tilec_expr *ld, const char *const *names, int nn,
+                            int fma, int *cax)
 {
     unsigned line = ld->loc.line;
     const tilec_type *t = lower_ty(L, ld);
     int vec = 16 / (int)tilec_dtype_size(t->dtype);
-    if (t->rank != 2 || t->dims[1] % vec)
+    /* an FMA dot's operands may lie along either axis (the copies put K on
+     * the ring's rows): their chunks are checked once that axis is known */
+    if (t->rank != 2 || (!fma && t->dims[1] % vec))
         return lower_miss(L, line, "the loaded tile's rows are not whole 16-byte chunks");
-    if ((t->dims[0] * t->dims[1] / vec) % L->nt)
+    if (!fma && (t->dims[0] * t->dims[1] / vec) % L->nt)
         return lower_miss(L, line, "the tile's %lld 16-byte chunks are not a multiple of the %d threads",
                           (long long)(t->dims[0] * t->dims[1] / vec), L->nt);
     /* the loaded tile is read by the dot only (each let on the way once) */
@@ -327,8 +356,17 @@ static int pipeline_load_ok(lw *L, const tilec_block *b, int i, const tilec_expr
         if (!lower_is_virtual(L, ld->args[j]))
             return lower_miss(L, line, "the load's %s needs loaded data", j == 0 ? "pointer" : j == 1 ? "mask" : "`other`");
     int64_t st;
-    if (!lower_stride(L, ld->args[0], 1, &st) || st != 1)
-        return lower_miss(L, line, "dot operand %c is not contiguous along its last axis", i ? 'B' : 'A');
+    *cax = 1;
+    if (fma && !(lower_stride(L, ld->args[0], 1, &st) && st == 1) && lower_stride(L, ld->args[0], 0, &st) && st == 1)
+        *cax = 0;
+    if (!lower_stride(L, ld->args[0], *cax, &st) || st != 1)
+        return lower_miss(L, line, fma ? "dot operand %c is contiguous along neither axis"
+                                       : "dot operand %c is not contiguous along its last axis", i ? 'B' : 'A');
+    if (fma && t->dims[*cax] % vec)
+        return lower_miss(L, line, "the loaded tile is not whole 16-byte chunks along its contiguous axis");
+    if (fma && (t->dims[0] * t->dims[1] / vec) % L->nt)
+        return lower_miss(L, line, "the tile's %lld 16-byte chunks are not a multiple of the %d threads",
+                          (long long)(t->dims[0] * t->dims[1] / vec), L->nt);
     if (ld->nargs > 2 && !lower_is_zero(L, ld->args[2]))
         return lower_miss(L, line, "the load's `other` is not zero (cp.async fills with zeros)");
     return 1;
@@ -362,14 +400,20 @@ static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp)
         if (!ld[i])
             return lower_miss(L, dl, "dot operand %c is not a load in the loop (or trans of one)", i ? 'B' : 'A');
         pp->load[i] = ld[i];
-        if (!pipeline_load_ok(L, b, i, ld[i], via + (i ? nvia[0] : 0), nvia[i]))
+        if (!pipeline_load_ok(L, b, i, ld[i], via + (i ? nvia[0] : 0), nvia[i], pp->acc->ly.kind == LY_FMA, &pp->cax[i]))
             return 0;
     }
-    if (pp->tr[0])
+    if (pp->acc->ly.kind == LY_FMA) {
+        if (pp->cax[1] == fma_kax(pp, 1) && !fma_kc_ok(L, pp, 1))
+            return lower_miss(L, dl, "dot operand B is contiguous along K, and its [%lld, %lld] load's rows are not "
+                                     "whole 8-row blocks, or its 4-byte copies do not divide among the %d threads",
+                              (long long)lower_ty(L, ld[1])->dims[0], (long long)lower_ty(L, ld[1])->dims[1], L->nt);
+    } else if (pp->tr[0]) {
         return lower_miss(L, dl, "dot operand A is a transposed load (of the two operands only B is read transposed, "
                                  "[N][K] in its ring)");
-    if (pp->tr[1] && (pp->acc->ly.kind != LY_MMA || tilec_dtype_size(lower_ty(L, ld[1])->dtype) != 2))
-        return lower_miss(L, dl, "dot operand B is a transposed f32 load (B^T is read by ldmatrix: f16 and bf16)");
+    } else if (pp->tr[1] && tilec_dtype_size(lower_ty(L, ld[1])->dtype) != 2) {
+        return lower_miss(L, dl, "dot operand B is a transposed tf32 load (B^T is read by ldmatrix: f16 and bf16)");
+    }
     int64_t hint = tilec_kernel_hint(L->k, L->variant, "stages", 0);
     /* f32 FMA loops pipeline when asked: cp.async would make a kernel that
      * runs anywhere need sm_80 (docs/language.md, "stages") */
@@ -387,9 +431,10 @@ static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp)
 }
 
 
-/* The transposed copies' chunk loop (4-byte chunks, lower_emit_at_copies):
- * `for (tl_q ...) {` defining the chunk's row tl_i0 and column tl_i1, one
- * indent in. When every warp's row blocks repeat with period R in tl_q,
+/* The 4-byte copies' chunk loop (lower_emit_at_copies): `for (tl_q ...) {`
+ * defining the chunk's indices tl_i0 and tl_i1, one indent in, a warp
+ * covering 8 rows by 4 k, K on axis kax of the load (tl_i1 when 1, tl_i0
+ * when 0). When every warp's row blocks repeat with period R in tl_q,
  * the row is a function of tl_q % R and lower_at_rows returns R (hoist.c
  * keeps row-only values in R registers); else 0. */
 int lower_at_chunks(lw *L, const tilec_expr *e)
@@ -398,32 +443,33 @@ int lower_at_chunks(lw *L, const tilec_expr *e)
     return (int)(t->dims[0] * t->dims[1] / L->nt);
 }
 
-int lower_at_rows(lw *L, const tilec_expr *e)
+int lower_at_rows(lw *L, const tilec_expr *e, int kax)
 {
-    int64_t mb = lower_ty(L, e)->dims[0] / 8, W = L->nt / 32;
+    int64_t mb = lower_ty(L, e)->dims[1 - kax] / 8, W = L->nt / 32;
     return mb % W == 0 ? (int)(mb / W) : 0;
 }
 
-void lower_at_open(lw *L, const tilec_expr *e)
+void lower_at_open(lw *L, const tilec_expr *e, int kax)
 {
-    int64_t mb = lower_ty(L, e)->dims[0] / 8;
-    int W = L->nt / 32, R = lower_at_rows(L, e);
+    int64_t mb = lower_ty(L, e)->dims[1 - kax] / 8;
+    int W = L->nt / 32, R = lower_at_rows(L, e, kax);
+    const char *ri = kax ? "tl_i0" : "tl_i1", *ki = kax ? "tl_i1" : "tl_i0";
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q) {", lower_at_chunks(L, e));
     L->ind++;
-    /* block tl_q * W + tl_warp of the (M / 8) x (K / 4) blocks, row blocks first */
+    /* block tl_q * W + tl_warp of the (rows / 8) x (K / 4) blocks, row blocks first */
     if (R) /* tl_warp < W: the row block and k block fold to constants and tl_warp */
-        lower_line(L, "const int tl_i0 = ((tl_q %% %d) * %d + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / %d) * 4, tl_c1 = tl_lane %% 4, tl_i1 = tl_kc + tl_c1;",
-                   R, W, R);
+        lower_line(L, "const int %s = ((tl_q %% %d) * %d + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / %d) * 4, tl_c1 = tl_lane %% 4, %s = tl_kc + tl_c1;",
+                   ri, R, W, R, ki);
     else
-        lower_line(L, "const int tl_i0 = ((tl_q * %d + tl_warp) %% %lld) * 8 + tl_lane / 4, tl_i1 = ((tl_q * %d + tl_warp) / %lld) * 4 + tl_lane %% 4;",
-                   W, (long long)mb, W, (long long)mb);
+        lower_line(L, "const int %s = ((tl_q * %d + tl_warp) %% %lld) * 8 + tl_lane / 4, %s = ((tl_q * %d + tl_warp) / %lld) * 4 + tl_lane %% 4;",
+                   ri, W, (long long)mb, ki, W, (long long)mb);
 }
 
-void lower_emit_at_copies(lw *L, const tilec_expr *e, const char *dst, int ld)
+void lower_emit_at_copies(lw *L, const tilec_expr *e, const char *dst, int ld, int kax)
 {
     const tilec_expr *mask = e->nargs > 1 ? e->args[1] : NULL;
-    lower_at_open(L, e);
+    lower_at_open(L, e, kax);
     const char *sub[TILEC_MAX_RANK];
     lower_map_bcast(lower_ty(L, e->args[0]), 2, lower_idx, sub);
     const char *ptr = L->hoist ? lower_hoist_ptr(L, e->args[0], sub) : NULL;
@@ -435,8 +481,8 @@ void lower_emit_at_copies(lw *L, const tilec_expr *e, const char *dst, int ld)
     }
     /* the shared address in 32 bits: a base plus constants of the unrolled chunk */
     lower_line(L, "asm volatile(\"cp.async.ca.shared.global [%%0], [%%1], 4, %%2;\\n\" :: \"r\"((unsigned)__cvta_generic_to_shared(tl_smem) + "
-                  "(unsigned)(%s) + (unsigned)(tl_i1 * %d + tl_i0) * 4u), \"l\"(tl_p), \"r\"(%s));",
-               dst, ld, n);
+                  "(unsigned)(%s) + (unsigned)(%s * %d + %s) * 4u), \"l\"(tl_p), \"r\"(%s));",
+               dst, kax ? "tl_i1" : "tl_i0", ld, kax ? "tl_i0" : "tl_i1", n);
     L->ind--;
     lower_line(L, "}");
 }
@@ -449,13 +495,16 @@ static void issue_copies(lw *L, const void *ctx, const char *slot)
     const char *da = lower_fmt(L, "%u + %s * %lld", r->sa, slot, (long long)r->abytes);
     if (L->hoist)
         L->hoist->cur = 0;
-    if (r->at)
-        lower_emit_at_copies(L, pp->load[0], da, r->lda);
-    else
-        lower_emit_async_load(L, pp->load[0], da, r->lda, 0);
-    if (L->hoist)
-        L->hoist->cur = 1;
-    lower_emit_async_load(L, pp->load[1], lower_fmt(L, "%u + %s * %lld", r->sb, slot, (long long)r->bbytes), r->ldb, 0);
+    const char *db = lower_fmt(L, "%u + %s * %lld", r->sb, slot, (long long)r->bbytes);
+    for (int i = 0; i < 2; i++) {
+        if (L->hoist)
+            L->hoist->cur = i;
+        int m = r->cp[i];
+        if (m == LOWER_CP_T1 || m == LOWER_CP_T0)
+            lower_emit_at_copies(L, pp->load[i], i ? db : da, i ? r->ldb : r->lda, m == LOWER_CP_T1);
+        else
+            lower_emit_async_load(L, pp->load[i], i ? db : da, i ? r->ldb : r->lda, m == LOWER_CP_COLS);
+    }
 }
 
 void lower_cp_bounds(lw *L, const tilec_stmt *loop)
@@ -539,10 +588,19 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     ring r;
     ring_geometry(L, pp, &r);
     r.S = pp->S;
-    if (r.at) {
-        const tilec_expr *da = lower_dot_update(pp->update)->args[0];
-        lower_note(L, "  line %u: dot operand %s stored [K][M] in its ring (4-byte cp.async), four rows a 16-byte read",
-                   pp->update->loc.line, da->kind == TILEC_EX_NAME ? da->name : "A");
+    for (int i = 0; i < 2; i++) {
+        const tilec_expr *dx = lower_dot_update(pp->update)->args[i];
+        while (dx->kind == TILEC_EX_CALL && !strcmp(dx->name, "trans") && dx->nargs == 1)
+            dx = dx->args[0];
+        const char *nm = dx->kind == TILEC_EX_NAME ? dx->name : i ? "B" : "A";
+        if (r.cp[i] == LOWER_CP_T1 || r.cp[i] == LOWER_CP_T0)
+            lower_note(L, "  line %u: dot operand %s stored %s in its ring (4-byte cp.async%s), four %s a 16-byte read",
+                       pp->update->loc.line, nm, i ? "[K][N]" : "[K][M]", r.cp[i] == LOWER_CP_T1 ? ", transposed" : "",
+                       i ? "columns" : "rows");
+        else if ((i == 0 && r.at) || (i == 1 && pp->acc->ly.kind == LY_FMA && r.cp[i] == LOWER_CP_COLS))
+            lower_note(L, "  line %u: dot operand %s stored %s in its ring (16-byte cp.async%s), four %s a 16-byte read",
+                       pp->update->loc.line, nm, i ? "[K][N]" : "[K][M]", r.cp[i] == LOWER_CP_COLS ? ", transposed" : "",
+                       i ? "columns" : "rows");
     }
     r.sa = lower_alloc_smem(L, r.abytes * r.S);
     r.sb = lower_alloc_smem(L, r.bbytes * r.S);
@@ -553,8 +611,7 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     lower_bind_loop_scope(L, loop);
     const void *ctx[2] = {pp, &r};
     lower_hoist h;
-    const int hat[2] = {r.at, 0};
-    lower_hoist_begin(L, &h, loop->names[0], pp->load, hat, 2);
+    lower_hoist_begin(L, &h, loop->names[0], pp->load, r.cp, 2);
     lower_cp_prologue(L, r.S, v, issue_copies, ctx);
     lower_comment_loc(L, &loop->loc);
     steady(L, pp, &r, v, at->dtype);
@@ -575,7 +632,12 @@ static void remark_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
 {
     tilec_dtype ad = lower_ty(L, pp->load[0])->dtype;
     int hinted = tilec_kernel_hint(L->k, L->variant, "stages", 0) > 0;
-    const char *engine = pp->acc->ly.kind == LY_FMA ? "FMA register blocks"
+    ring g;
+    ring_geometry(L, pp, &g);
+    const lay *y = &pp->acc->ly;
+    /* f32: the same words for x @ W and x @ W.T (both operands K-major in the ring) */
+    const char *engine = pp->acc->ly.kind == LY_FMA ? lower_fmt(L, "FMA register blocks (%dx%d a thread; A %s, B [K][N] in the ring)",
+                                                                y->tm, y->tn, g.at ? "[K][M]" : "[M][K]")
                          : ad == TILEC_DT_F32       ? "mma.sync (tf32)"
                          : pp->tr[1]                ? "mma.sync (B^T: [N][K] in its ring, plain ldmatrix)"
                                                     : "mma.sync";

@@ -399,3 +399,125 @@ Test(forms, attention_trans_k_rings)
         tilec_ctx_free(ctx);
     }
 }
+
+/* The inner loop of an f32 FMA dot in src: from the operands' shared
+ * base pointers to the last fmaf line, its numbers (strides, offsets of
+ * the ring) left out; NULL when there is none. */
+static char *fma_inner_loop(const char *src)
+{
+    const char *a = strstr(src, "const float *tl_sa = ");
+    const char *last = a ? strstr(a, "fmaf(") : NULL;
+    for (const char *p = last; p; p = strstr(p + 1, "fmaf("))
+        last = p;
+    if (!last)
+        return NULL;
+    const char *e = strchr(last, '\n');
+    char *out = malloc((size_t)(e - a) + 1), *o = out;
+    cr_assert_not_null(out);
+    for (const char *p = a; p < e; p++)
+        if (*p < '0' || *p > '9' || o == out || o[-1] != '#')
+            *o++ = *p >= '0' && *p <= '9' ? '#' : *p;
+    *o = 0;
+    return out;
+}
+
+/* f32 without tf32, spelt as users write x @ W, x @ W.T and their
+ * transposes (issue 29 item 2): every spelling takes the cp.async pipeline
+ * on FMA register blocks with both operands K-major in the ring, the same
+ * remark and the same inner loop (16-byte reads of A [K][M] and B [K][N]);
+ * only the copies differ, by where each operand is contiguous: along K
+ * (4-byte copies that transpose, LDGSTS.E) or along M / N (16-byte ones).
+ * Without the `stages` hint the same spellings share the register-staged
+ * loop, trans(x) stored the other way round instead of converted; a
+ * `let` of trans(x) there is still materialized first (a gap: its
+ * conversion costs two more barriers an iteration). */
+Test(forms, f32_spellings, .timeout = 120)
+{
+#define X_LOAD "let tx = load(x + rm[:, None] * K + rk[None, :], rm[:, None] < M && rk[None, :] < K, 0.0);"
+#define W_LOAD "let tw = load(w + rn[:, None] * K + rk[None, :], rn[:, None] < N && rk[None, :] < K, 0.0);"
+#define A_LOAD "let ta = load(a + rm[:, None] * K + rk[None, :], rm[:, None] < M && rk[None, :] < K, 0.0);"
+#define B_LOAD "let tb = load(b + rk[:, None] * N + rn[None, :], rk[:, None] < K && rn[None, :] < N, 0.0);"
+    static const struct {
+        const char *file, *kernel, *what, *e[3][2];
+        int copies4; /* operands copied by 4-byte cp.async (K-contiguous) */
+        int converts; /* without `stages`: a let of trans(x) is materialized, x converted through shared memory */
+    } cases[] = {
+        {"examples/matmul_f32.tile", "matmul_f32", "x @ W", {{"", ""}}, 1, 0},
+        {"examples/linear_f32.tile", "linear_f32", "x @ W.T, dot(x, trans(w))", {{"", ""}}, 2, 0},
+        {"examples/linear_f32.tile", "linear_f32", "x @ W.T, let wt = trans(tw)",
+         {{"acc = acc + dot(tx, trans(tw));", "let wt = trans(tw);\n        acc = acc + dot(tx, wt);"}}, 2, 1},
+        {"examples/linear_f32.tile", "linear_f32", "x @ W.T, the loads inline",
+         {{X_LOAD, ""}, {W_LOAD, ""}, {"dot(tx, trans(tw))",
+          "dot(load(x + rm[:, None] * K + rk[None, :], rm[:, None] < M && rk[None, :] < K, 0.0), "
+          "trans(load(w + rn[:, None] * K + rk[None, :], rn[:, None] < N && rk[None, :] < K, 0.0)))"}}, 2, 0},
+        {"examples/linear_f32.tile", "linear_f32", "x @ W.T, a pointer let",
+         {{W_LOAD, "let pw = w + rn[:, None] * K + rk[None, :];\n        "
+                   "let tw = load(pw, rn[:, None] < N && rk[None, :] < K, 0.0);"}}, 2, 0},
+        {"examples/linear_f32.tile", "linear_f32", "x @ W.T, W's tile loaded [K, N] by strides",
+         {{W_LOAD, "let tw = load(w + rk[:, None] + rn[None, :] * K, rk[:, None] < K && rn[None, :] < N, 0.0);"},
+          {"trans(tw)", "tw"}}, 2, 0},
+        {"examples/matmul_f32.tile", "matmul_f32", "x.T @ W, A stored [K, M]",
+         {{A_LOAD, "let ta = load(a + rk[:, None] * M + rm[None, :], rk[:, None] < K && rm[None, :] < M, 0.0);"},
+          {"dot(ta, tb)", "dot(trans(ta), tb)"}}, 0, 0},
+        {"examples/matmul_f32.tile", "matmul_f32", "x.T @ W.T, both transposed",
+         {{A_LOAD, "let ta = load(a + rk[:, None] * M + rm[None, :], rk[:, None] < K && rm[None, :] < M, 0.0);"},
+          {B_LOAD, "let tb = load(b + rn[:, None] * K + rk[None, :], rn[:, None] < N && rk[None, :] < K, 0.0);"},
+          {"dot(ta, tb)", "dot(trans(ta), trans(tb))"}}, 1, 0},
+    };
+    enum { NC = sizeof cases / sizeof cases[0] };
+    for (int staged = 0; staged < 2; staged++) {
+        char *ref = NULL;
+        for (int i = 0; i < NC; i++) {
+            const char *edits[8];
+            int n = 0;
+            for (int j = 0; j < 3 && cases[i].e[j][0] && cases[i].e[j][0][0]; j++, n++) {
+                edits[2 * n] = cases[i].e[j][0];
+                edits[2 * n + 1] = cases[i].e[j][1];
+            }
+            if (staged) { /* no `stages` hint: the loads through registers */
+                edits[2 * n] = ", stages = 3 }";
+                edits[2 * n + 1] = " }";
+                n++;
+            }
+            tilec_ctx *ctx = tilec_ctx_new();
+            tilec_module *m = NULL;
+            tilec_kernel_code code;
+            lower_edited(ctx, &m, cases[i].file, cases[i].kernel, edits, n, &code);
+            const char *what = cases[i].what;
+            if (!staged) {
+                cr_expect(strstr(code.remarks, "dot loop: cp.async pipeline + FMA register blocks (4x8 a thread; A [K][M], "
+                                               "B [K][N] in the ring), 3 stages (the `stages` hint)"),
+                          "%s:\n%s", what, code.remarks);
+                cr_expect(!strstr(code.remarks, " not on "), "%s: nothing missed:\n%s", what, code.remarks);
+                int c4 = 0;
+                for (const char *p = strstr(code.layouts, "(4-byte cp.async"); p; p = strstr(p + 1, "(4-byte cp.async"))
+                    c4++;
+                cr_expect_eq(c4, cases[i].copies4, "%s: %d operands by 4-byte copies:\n%s", what, c4, code.layouts);
+            } else {
+                cr_expect(strstr(code.remarks, "its loads through registers"), "%s:\n%s", what, code.remarks);
+                cr_expect_eq(strstr(code.layouts, "converted through shared memory") != NULL, cases[i].converts, "%s:\n%s",
+                             what, code.layouts);
+            }
+            char *loop = fma_inner_loop(code.source);
+            cr_assert_not_null(loop, "%s: an FMA loop:\n%s", what, code.source);
+            cr_expect(strstr(loop, "*(float# *)&tl_ra[tl_m] = *(const float# *)&tl_sa[tl_k * #"), "%s: A by 16 bytes:\n%s",
+                      what, loop);
+            cr_expect(strstr(loop, "*(float# *)&tl_rb[tl_n] = *(const float# *)&tl_sb[tl_k * #"), "%s: B by 16 bytes:\n%s",
+                      what, loop);
+            if (!ref)
+                ref = loop;
+            else {
+                cr_expect_str_eq(loop, ref, "%s: the inner loop of x @ W", what);
+                free(loop);
+            }
+            tilec_kernel_code_free(&code);
+            tilec_module_free(m);
+            tilec_ctx_free(ctx);
+        }
+        free(ref);
+    }
+#undef X_LOAD
+#undef W_LOAD
+#undef A_LOAD
+#undef B_LOAD
+}

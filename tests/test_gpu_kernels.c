@@ -331,7 +331,9 @@ Test(gpu, layernorm_rows, .timeout = 120) { check_layernorm("examples/layernorm_
 
 static const int mm_shapes[][3] = {{1, 1, 1}, {64, 64, 64}, {127, 129, 33}, {256, 96, 1000}, {300, 257, 80}};
 
-static void check_matmul(const char *file, const char *kernel, int half, double tol)
+/* C = A @ B with A stored [M, K], or (at) [K, M], and B stored [K, N], or
+ * (bt) [N, K] (nn.Linear's weight). */
+static void check_matmul_t(const char *file, const char *kernel, int half, int at, int bt, double tol)
 {
     uint32_t nv = variants_of(file, kernel);
     for (uint32_t v = 0; v < nv; v++) {
@@ -351,9 +353,9 @@ static void check_matmul(const char *file, const char *kernel, int half, double 
             double *want = calloc(nc, sizeof *want);
             for (int i = 0; i < M; i++)
                 for (int k = 0; k < K; k++) {
-                    double aik = a[(size_t)i * K + k];
+                    double aik = a[at ? (size_t)k * M + i : (size_t)i * K + k];
                     for (int j = 0; j < N; j++)
-                        want[(size_t)i * N + j] += aik * b[(size_t)k * N + j];
+                        want[(size_t)i * N + j] += aik * b[bt ? (size_t)j * K + k : (size_t)k * N + j];
                 }
             uint64_t da = half ? upload(ah, na * 2) : upload(a, na * 4);
             uint64_t db = half ? upload(bh, nb * 2) : upload(b, nb * 4);
@@ -376,8 +378,26 @@ static void check_matmul(const char *file, const char *kernel, int half, double 
     }
 }
 
+static void check_matmul(const char *file, const char *kernel, int half, double tol)
+{
+    check_matmul_t(file, kernel, half, 0, 0, tol);
+}
+
 Test(gpu, matmul_f16, .timeout = 300) { check_matmul("examples/matmul.tile", "matmul", 1, 1e-2); }
 Test(gpu, matmul_f32, .timeout = 300) { check_matmul("examples/matmul_f32.tile", "matmul_f32", 0, 1e-3); }
+/* x @ W.T in f32: W stored [N, K], the same FMA loop as matmul_f32 (every variant, the ragged shapes) */
+Test(gpu, linear_f32, .timeout = 300) { check_matmul_t("examples/linear_f32.tile", "linear_f32", 0, 0, 1, 1e-3); }
+/* f32 operands stored either way round, spelt with trans or strided loads
+ * (tests/gpu/f32_forms.tile): the copies of each kind into the K-major ring */
+Test(gpu, f32_forms, .timeout = 300)
+{
+    static const struct {
+        const char *kernel;
+        int at, bt;
+    } k[] = {{"f32_bt_strided", 0, 1}, {"f32_bt_let", 0, 1}, {"f32_at", 1, 0}, {"f32_at_bt", 1, 1}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        check_matmul_t("tests/gpu/f32_forms.tile", k[i].kernel, 0, k[i].at, k[i].bt, 1e-3);
+}
 /* the tf32 hint: operands rounded to 10-bit mantissas (relative error about 2^-11 each) */
 Test(gpu, matmul_tf32, .timeout = 300) { check_matmul("examples/matmul_tf32.tile", "matmul_tf32", 0, 2e-3); }
 /* reshaped operands and result (a register reshape in the loop; a

@@ -333,7 +333,8 @@ static int ffma_same_bank(const char *line)
 }
 
 /* f32 has no twin: its dot loop is a cp.async ring. A is stored [K][M] by
- * 4-byte copies (LDGSTS.E), B by 16-byte ones (LDGSTS.E.BYPASS.128); each
+ * 4-byte copies (LDGSTS.E), B by 16-byte ones (LDGSTS.E.BYPASS.128), or,
+ * for x @ W.T (W stored [N, K]), by 4-byte ones into the same [K][N]; each
  * k step reads four rows of A and four columns of B per 16-byte load
  * (LDS.128); no spills, no stack frame. With A's values of one k in
  * consecutive registers, at most a quarter of the FFMAs read two registers
@@ -343,36 +344,54 @@ static int ffma_same_bank(const char *line)
  * is 128x256 at BK = 16 (2048 FFMA a step), variant 2 the same at BK = 32
  * (4096), which had 255 registers, a stack frame and 73% same-bank pairs
  * before A's row bases were kept out of the loop (hoist.c). */
-Test(wgmma, sass_f32_fma_ring, .timeout = 240)
+Test(wgmma, sass_f32_fma_ring, .timeout = 400)
 {
     const char *tool = cuobjdump();
     if (!tool)
         cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    /* x @ W (B stored [K, N]) and x @ W.T (linear_f32: W stored [N, K], its
+     * tile transposed by 4-byte copies into the same [K][N] ring) */
+    static const char *const files[2][2] = {{"examples/matmul_f32.tile", "matmul_f32"},
+                                            {"examples/linear_f32.tile", "linear_f32"}};
     for (int v = 1; v <= 2; v++) {
-        char *sass = disassemble_file(tool, "-sass", "examples/matmul_f32.tile", "matmul_f32", v, "sm_90a");
-        cr_expect(!strstr(sass, "_tma"), "no twin for f32");
-        cr_expect(strstr(sass, "LDGSTS.E.BYPASS.128"), "v%d: B copied by cp.async, 16 bytes each", v);
-        cr_expect(strstr(sass, "LDGSTS.E "), "v%d: A copied by cp.async, 4 bytes each (transposed)", v);
-        cr_expect(strstr(sass, "LDS.128"), "v%d: 16-byte shared-memory reads", v);
-        cr_expect(!strstr(sass, "LDL") && !strstr(sass, "STL"), "v%d: no local memory", v);
-        int ffma = 0, same = 0;
-        for (const char *l = sass; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-            const char *e = strchr(l, '\n');
-            char line[256];
-            size_t n = e ? (size_t)(e - l) : strlen(l);
-            snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), l);
-            if (strstr(line, "FFMA ")) {
-                ffma++;
-                same += ffma_same_bank(line);
+        int counts[2][2] = {{0, 0}, {0, 0}}; /* FFMA, LDS.128 */
+        for (int f = 0; f < 2; f++) {
+            const char *file = files[f][0], *kern = files[f][1];
+            char *sass = disassemble_file(tool, "-sass", file, kern, v, "sm_90a");
+            cr_expect(!strstr(sass, "_tma"), "no twin for f32");
+            cr_expect_eq(strstr(sass, "LDGSTS.E.BYPASS.128") != NULL, f == 0,
+                         "%s v%d: B copied by cp.async, 16 bytes each, where it lies [K, N]", kern, v);
+            cr_expect(strstr(sass, "LDGSTS.E "), "%s v%d: A copied by cp.async, 4 bytes each (transposed)", kern, v);
+            cr_expect(strstr(sass, "LDS.128"), "%s v%d: 16-byte shared-memory reads", kern, v);
+            cr_expect(!strstr(sass, "LDL") && !strstr(sass, "STL"), "%s v%d: no local memory", kern, v);
+            int ffma = 0, same = 0, lds = 0;
+            for (const char *l = sass; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+                const char *e = strchr(l, '\n');
+                char line[256];
+                size_t n = e ? (size_t)(e - l) : strlen(l);
+                snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), l);
+                if (strstr(line, "FFMA ")) {
+                    ffma++;
+                    same += ffma_same_bank(line);
+                }
+                lds += strstr(line, "LDS") && !strstr(line, "@!PT LDS"); /* ptxas's no-ops before LDGSTS */
+                counts[f][1] += strstr(line, "LDS.128 ") != NULL;
             }
+            counts[f][0] = ffma;
+            cr_expect(ffma >= 2048 * v, "%s v%d: the %d-k step of the 8 x 16 register block: %d FFMA", kern, v, 16 * v,
+                      ffma);
+            cr_expect(same * 4 <= ffma, "%s v%d: %d of %d FFMAs read two same-bank registers outside the reuse cache", kern,
+                      v, same, ffma);
+            cr_expect(lds == counts[f][1], "%s v%d: every shared-memory read 16 bytes (%d of %d)", kern, v, counts[f][1], lds);
+            cr_expect(ffma >= 16 * counts[f][1], "%s v%d: %d FFMA to %d LDS.128", kern, v, ffma, counts[f][1]);
+            free(sass);
+            char *res = disassemble_file(tool, "-res-usage", file, kern, v, "sm_90a");
+            cr_expect(strstr(res, "STACK:0 "), "%s v%d: no stack frame:\n%s", kern, v, res);
+            free(res);
         }
-        cr_expect(ffma >= 2048 * v, "v%d: the %d-k step of the 8 x 16 register block: %d FFMA", v, 16 * v, ffma);
-        cr_expect(same * 4 <= ffma, "v%d: %d of %d FFMAs read two same-bank registers outside the reuse cache", v, same,
-                  ffma);
-        free(sass);
-        char *res = disassemble_file(tool, "-res-usage", "examples/matmul_f32.tile", "matmul_f32", v, "sm_90a");
-        cr_expect(strstr(res, "STACK:0 "), "v%d: no stack frame:\n%s", v, res);
-        free(res);
+        /* the same inner loop whichever way B lies */
+        cr_expect_eq(counts[1][0], counts[0][0], "v%d: FFMA of x @ W.T %d, of x @ W %d", v, counts[1][0], counts[0][0]);
+        cr_expect_eq(counts[1][1], counts[0][1], "v%d: LDS.128 of x @ W.T %d, of x @ W %d", v, counts[1][1], counts[0][1]);
     }
 }
 

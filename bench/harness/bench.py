@@ -304,31 +304,39 @@ def w_layernorm(r, c, rows_kernel=False):
         8 * r * c + 8 * c, tol=1e-5)
 
 
-def w_matmul(m, n, k, dtype):
+def w_matmul(m, n, k, dtype, bt=False):
+    """C = A @ B, or with bt x @ W.T with W stored [n, k] (nn.Linear's
+    weight; f32 only: examples/linear_f32.tile)."""
     dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "tf32": torch.float32}[dtype]
     es = 4 if dtype in ("f32", "tf32") else 2
-    if dtype in ("f32", "tf32"):  # tf32: f32 tensors, the kernel's `tf32` hint; cuBLAS with allow_tf32
+    if bt:
+        tile, kern = "examples/linear_f32.tile", "linear_f32"
+    elif dtype in ("f32", "tf32"):  # tf32: f32 tensors, the kernel's `tf32` hint; cuBLAS with allow_tf32
         tile, kern = f"examples/matmul_{dtype}.tile", f"matmul_{dtype}"
     else:
         tile, kern = "bench/harness/gemm.tile", f"matmul_{dtype}"
 
     def make():
-        return {"a": randn(m, k, dtype=dt), "b": randn(k, n, dtype=dt), "c": torch.empty(m, n, device=DEV, dtype=dt)}
+        return {"a": randn(m, k, dtype=dt), "b": randn(n, k, dtype=dt) if bt else randn(k, n, dtype=dt),
+                "c": torch.empty(m, n, device=DEV, dtype=dt)}
     shape = f"{m}" if m == n == k else f"{m}x{n}x{k}"
     tol = {"f16": 2e-3, "bf16": 1e-2, "f32": 1e-5, "tf32": 2e-3}[dtype]
+
+    def bmat(t):
+        return t["b"].T if bt else t["b"]
 
     def eager(t):
         old = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
         try:
-            return torch.matmul(t["a"], t["b"])
+            return torch.matmul(t["a"], bmat(t))
         finally:
             torch.backends.cuda.matmul.allow_tf32 = old
     peak = {"f32": TF_PEAK_F32, "tf32": TF_PEAK_TF32}.get(dtype, TF_PEAK_F16)
     return Workload(
-        f"matmul {dtype} {shape}", "matmul", tile, kern, make,
+        f"matmul {dtype} {'x@W.T ' if bt else ''}{shape}", "matmul", tile, kern, make,
         lambda t: ([t["a"], t["b"], t["c"], m, n, k], "c"),
-        eager, lambda t: t["a"].double() @ t["b"].double(), es * (m * k + k * n + m * n), 2.0 * m * n * k, tol=tol,
+        eager, lambda t: t["a"].double() @ bmat(t).double(), es * (m * k + k * n + m * n), 2.0 * m * n * k, tol=tol,
         eager_is="cuBLAS (torch.matmul, allow_tf32)" if dtype == "tf32" else "cuBLAS (torch.matmul)", peak=peak)
 
 
@@ -474,6 +482,7 @@ def workloads():
         w.append(w_matmul(16, 8192, 8192, dt))
         w.append(w_matmul(64, 8192, 8192, dt))  # decode-like too: split-K's M <= 64 class (docs/lowering.md)
     w.append(w_matmul(4096, 4096, 4096, "f32"))
+    w.append(w_matmul(4096, 4096, 4096, "f32", bt=True))  # issue 29: x @ W.T at x @ W's speed, >= 0.9x cuBLAS
     w.append(w_matmul(4096, 4096, 4096, "tf32"))
     w.append(w_matmul_gelu(4096, 4096, 4096))
     w.append(w_bmm(16, 1024, 1024, 1024))
