@@ -38,6 +38,8 @@ static const form forms[] = {
     {"no_other.tile", 1, 1, "dot loop: wgmma + TMA", NULL},
     {"ptr_lets.tile", 1, 1, "dot loop: wgmma + TMA", NULL},
     {"inline_loads.tile", 1, 1, "dot loop: wgmma + TMA", NULL},
+    /* no hints: the tune pass keeps only candidates on wgmma + TMA (docs/tuning.md) */
+    {"tuned.tile", 1, 1, "dot loop: wgmma + TMA", NULL},
     /* today's gaps: the reason each is not on wgmma (issue 29, next steps) */
     {"bk32.tile", 0, 1, "dot loop: cp.async pipeline + mma.sync, 3 stages",
      "line 14: dot loop at line 10 not on wgmma + TMA: K tile 32 is not 64"},

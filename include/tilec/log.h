@@ -15,6 +15,9 @@ extern "C" {
 /* each lowered kernel's remarks: the path of every dot loop and, where it
  * is not the target's best, why (docs/lowering.md, "Remarks") */
 #define TILEC_LOG_REMARKS "remarks"
+/* each tune space: which configurations were pruned and why, which were
+ * kept and their rank per shape class (docs/tuning.md) */
+#define TILEC_LOG_TUNE "tune"
 
 /* 1 when `channel` is enabled by $TILEC_LOGS, else 0. The variable is read
  * at each call (no cache), so a program may change it between calls.

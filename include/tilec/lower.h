@@ -93,6 +93,13 @@ tilec_status tilec_modules_emit_cuda(tilec_ctx *ctx, const tilec_module *const *
  * __syncthreads (`tilec FILE --emit layouts`; docs/lowering.md). */
 tilec_status tilec_module_emit_layouts(tilec_ctx *ctx, const tilec_module *m, tilec_sink sink);
 
+/* For every kernel: its tune space's report (`tilec FILE --emit tune`,
+ * TILEC_LOGS=tune; docs/tuning.md): each configuration pruned and why, or
+ * kept (as which variant) or not, with its path, shared memory, registers,
+ * blocks per multiprocessor and its rank and estimate per shape class; a
+ * kernel without a tune space says so. */
+tilec_status tilec_module_emit_tune(const tilec_module *m, tilec_sink sink);
+
 /* Lower variant `variant` of k and compile it with NVRTC for `arch`
  * ("sm_90"); no GPU needed. An arch older than the code's min_sm is an
  * error before NVRTC (TILEC_ERR_INPUT, at the kernel's .tile location,
