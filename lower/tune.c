@@ -2,9 +2,9 @@
  * space, every configuration the checker let through (parser/check_tune.c)
  * is lowered as a variant; one whose lowering fails, or which cannot fit
  * an H100 (shared memory, registers, no block per multiprocessor), or which
- * misses the tensor-core path another candidate takes, is pruned with the
- * reason. The rest are ranked by a cost model of the target per shape
- * class, and the best `keep` of each class stay the kernel's variants, the
+ * lowers to the same code for the target as an earlier one, is pruned with
+ * the reason. The rest are ranked by a cost model of the target (its path:
+ * wgmma, mma.sync or FMA, occupancy, waves, bytes moved) per shape class, and the best `keep` of each class stay the kernel's variants, the
  * candidates the multi-kernel chooser times per shape key
  * (runtime/multikernel.c). The report (`--emit tune`, TILEC_LOGS=tune)
  * says what happened to every configuration. */
@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "lower/tune.h"
+#include "parser/ast_ix.h"
+#include "tilec/limits.h"
 #include "parser/module.h"
 #include "parser/tune.h"
 #include "util/strbuf.h"
@@ -30,10 +32,8 @@ enum {
     T_REGS_OVERHEAD = 32, /* addresses, indices, operand fragments */
 };
 static const double T_PEAK_WGMMA = 660e12, T_PEAK_MMA = 330e12, T_PEAK_FMA = 51e12; /* flop/s, f16/bf16 */
-static const double T_BW = 8e12;  /* bytes/s from L2 to the multiprocessors */
+static const double T_BW = 12e12; /* bytes/s from L2 to the multiprocessors */
 static const double T_HBM = 3e12; /* bytes/s of device memory */
-
-static const int64_t classes[TILEC_TUNE_CLASSES] = {1024, 4096, 8192};
 
 typedef enum { P_NONE, P_FMA, P_MMA, P_WGMMA } path_kind;
 static const char *const path_names[] = {"no dot", "FMA", "mma.sync", "wgmma + TMA"};
@@ -219,18 +219,91 @@ static const char *fit(arena *ar, const tilec_tune_cand *c, cand_info *info)
     return NULL;
 }
 
-/* The cost model's time (ms) of candidate c in class S: whole waves of
- * blocks, each as long as its tensor-core work or its operand traffic,
- * slowed when neither resident blocks nor stages hide load latency. */
-static double estimate(const tilec_kernel *k, const tilec_tune_cand *c, const cand_info *info, int v, int64_t S)
+/* The innermost for loop whose body calls dot, or NULL. */
+static const tilec_stmt *dot_loop(const tilec_block *b, int *has_dot);
+
+static int expr_calls_dot(const tilec_expr *e)
 {
-    int64_t args[64];
-    for (uint32_t i = 0; i < k->nparams && i < 64; i++)
-        args[i] = S;
+    if (!e)
+        return 0;
+    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot"))
+        return 1;
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (expr_calls_dot(e->args[i]))
+            return 1;
+    return 0;
+}
+
+static const tilec_stmt *dot_loop(const tilec_block *b, int *has_dot)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        int inner = 0;
+        const tilec_stmt *l = dot_loop(&s->body, &inner);
+        if (!l && !inner)
+            l = dot_loop(&s->orelse, &inner);
+        if (l)
+            return l;
+        if (inner && s->kind == TILEC_ST_FOR)
+            return s;
+        if (inner || expr_calls_dot(s->value)) {
+            *has_dot = 1;
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+typedef struct class_env {
+    const tilec_kernel *k;
+    int variant;
+    const int64_t *args;
+} class_env;
+
+static int class_lookup(void *user, const tilec_ix *sym, int64_t *out)
+{
+    const class_env *c = user;
+    for (uint32_t i = 0; i < c->k->nparams; i++)
+        if (!strcmp(c->k->params[i].name, sym->name)) {
+            *out = c->args[i];
+            return 0;
+        }
+    for (uint32_t i = 0; i < c->k->nhints; i++)
+        if (!strcmp(c->k->hints[i].name, sym->name)) {
+            *out = tilec_kernel_hint(c->k, c->variant, sym->name, 0);
+            return 0;
+        }
+    return 1;
+}
+
+/* The dot loop's trip length (hi - lo) in a class, or 0 when unknown. */
+static int64_t loop_length(const tilec_kernel *k, const tilec_stmt *loop, int v, const int64_t *args)
+{
+    if (!loop)
+        return 0;
+    arena a;
+    ar_init(&a);
+    aix_why why = {0};
+    const tilec_ix *lo = ast_to_ix(&a, loop->lo, 1, &why), *hi = ast_to_ix(&a, loop->hi, 1, &why);
+    class_env env = {k, v, args};
+    int64_t l = 0, h = 0;
+    int ok = lo && hi && tilec_ix_eval(lo, class_lookup, &env, &l, NULL) == TILEC_IX_OK &&
+             tilec_ix_eval(hi, class_lookup, &env, &h, NULL) == TILEC_IX_OK && h > l;
+    ar_free(&a);
+    return ok ? h - l : 0;
+}
+
+/* The cost model's time (ms) of candidate c in a class (args: the kernel's
+ * arguments there): whole waves of blocks, each as long as its tensor-core
+ * work or its operand traffic, slowed when neither resident blocks nor
+ * stages hide load latency. */
+static double estimate(const tilec_kernel *k, const tilec_tune_cand *c, const cand_info *info, int v,
+                       const int64_t *args, const tilec_stmt *loop)
+{
     uint32_t grid[3] = {1, 1, 1};
     if (tilec_kernel_grid(k, v, args, grid) != TILEC_OK)
-        return INFINITY;
-    double blocks = (double)grid[0] * grid[1] * grid[2] * info->split;
+        return HUGE_VAL;
+    double blocks = (double)grid[0] * grid[1] * grid[2]; /* with split_k's slices (tilec_kernel_grid) */
     double slots = (double)T_SMS * info->occ;
     double waves = ceil(blocks / slots);
     if (!c->dot_m) {
@@ -243,16 +316,67 @@ static double estimate(const tilec_kernel *k, const tilec_tune_cand *c, const ca
         return 1e3 * blocks * elems * 8 / T_HBM / util * tail;
     }
     double esize = c->dot_dtype == TILEC_DT_F32 ? 4 : 2;
-    double kdepth = (double)S / info->split;
-    double flops = c->dot_m ? 2.0 * (double)c->dot_m * (double)c->dot_n * kdepth : 0;
+    int64_t len = loop_length(k, loop, v, args);
+    /* the K a block runs through: the dot loop's length (its share of it
+     * under split_k), else the dot's own K */
+    double kdepth = len ? (double)len / info->split : (double)c->dot_k;
+    double flops = 2.0 * (double)c->dot_m * (double)c->dot_n * kdepth;
     double bytes = ((double)c->dot_m + (double)c->dot_n) * kdepth * esize + (double)c->dot_m * c->dot_n * 4;
     double peak = info->path == P_WGMMA ? T_PEAK_WGMMA : info->path == P_MMA ? T_PEAK_MMA : T_PEAK_FMA;
     if (c->dot_dtype == TILEC_DT_F32 && info->path != P_FMA)
         peak /= 2; /* tf32 */
     double per_block = fmax(flops * slots / peak, bytes * slots / T_BW);
-    int64_t stages = tilec_kernel_hint(k, v, "stages", 1);
+    /* the ring's depth: the hint; without one a tensor-core loop is
+     * pipelined anyway (2..4 stages), and the sm_90a twin picks its own */
+    int64_t stages = tilec_kernel_hint(k, v, "stages", 0);
+    if (info->path == P_WGMMA || (info->path == P_MMA && stages <= 0))
+        stages = 3;
     double hide = fmin(1.0, (double)info->occ * (double)(stages > 0 ? stages : 1) / 2.0);
     return 1e3 * waves * per_block / hide;
+}
+
+/* The shape classes: tune ... for { ... } (the product of its sizes, the
+ * parameters it does not name at 4096), else every integer parameter at
+ * 1024, 4096, 8192. args[c * 64 + i] is parameter i in class c. */
+typedef struct classes {
+    uint32_t n;
+    int64_t args[TILEC_MAX_TUNE_CLASSES * 64];
+    char label[TILEC_MAX_TUNE_CLASSES][96];
+} classes;
+
+static void make_classes(const tilec_kernel *k, classes *cl)
+{
+    static const int64_t square[] = {1024, 4096, 8192};
+    cl->n = 1;
+    for (uint32_t i = 0; i < k->ntune_for; i++)
+        cl->n *= k->tune_for[i].nvalues;
+    if (!k->ntune_for)
+        cl->n = 3;
+    for (uint32_t c = 0; c < cl->n; c++) {
+        int64_t *a = &cl->args[c * 64];
+        for (uint32_t i = 0; i < 64; i++)
+            a[i] = k->ntune_for ? 4096 : square[c];
+        if (!k->ntune_for) {
+            snprintf(cl->label[c], sizeof cl->label[c], "%lld", (long long)square[c]);
+            continue;
+        }
+        uint32_t rest = c;
+        int at = 0;
+        cl->label[c][0] = 0;
+        for (uint32_t i = k->ntune_for; i-- > 0;) {
+            const tilec_tune_axis *x = &k->tune_for[i];
+            int64_t val = x->values[rest % x->nvalues];
+            rest /= x->nvalues;
+            for (uint32_t p = 0; p < k->nparams && p < 64; p++)
+                if (!strcmp(k->params[p].name, x->name))
+                    a[p] = val;
+        }
+        for (uint32_t i = 0; i < k->ntune_for; i++)
+            for (uint32_t p = 0; p < k->nparams && p < 64; p++)
+                if (!strcmp(k->params[p].name, k->tune_for[i].name) && at < (int)sizeof cl->label[c])
+                    at += snprintf(cl->label[c] + at, sizeof cl->label[c] - (size_t)at, "%s%s=%lld", i ? " " : "",
+                                   k->tune_for[i].name, (long long)a[p]);
+    }
 }
 
 typedef struct rank_ent {
@@ -270,6 +394,7 @@ static tilec_status tune_kernel(tilec_ctx *ctx, const tilec_module *m, tilec_ker
 {
     uint32_t n = k->nvariants, keep = k->tune_keep ? k->tune_keep : TILEC_TUNE_KEEP;
     cand_info *info = calloc(n ? n : 1, sizeof *info);
+    classes *cls = NULL;
     uint32_t *cand_of = calloc(n ? n : 1, sizeof *cand_of), *kept = calloc(n ? n : 1, sizeof *kept);
     rank_ent *ents = calloc(n ? n : 1, sizeof *ents);
     tilec_status st = TILEC_OK;
@@ -280,8 +405,6 @@ static tilec_status tune_kernel(tilec_ctx *ctx, const tilec_module *m, tilec_ker
     for (uint32_t i = 0; i < k->ntune_cands; i++)
         if (k->tune_cands[i].variant >= 0)
             cand_of[k->tune_cands[i].variant] = i;
-    path_kind best = P_NONE;
-    uint32_t nbest = 0;
     for (uint32_t v = 0; v < n; v++) {
         tilec_tune_cand *c = &k->tune_cands[cand_of[v]];
         int r = lower_cand(m, k, (int)v, ar, &info[v], &c->why);
@@ -300,35 +423,24 @@ static tilec_status tune_kernel(tilec_ctx *ctx, const tilec_module *m, tilec_ker
                 c->why = dup(ar, sb_str(&b));
                 sb_free(&b);
             }
-        if (!c->why && info[v].path > best) {
-            best = info[v].path;
-            nbest = 0;
-        }
-        if (!c->why && info[v].path == best)
-            nbest++;
-    }
-    /* a candidate off the tensor-core path that others take is dominated */
-    for (uint32_t v = 0; v < n; v++) {
-        tilec_tune_cand *c = &k->tune_cands[cand_of[v]];
-        if (c->why || info[v].path >= best)
-            continue;
-        strbuf b;
-        sb_init(&b);
-        sb_printf(&b, "%s, while %u other candidates take %s", path_names[info[v].path], nbest, path_names[best]);
-        if (info[v].missed)
-            sb_printf(&b, "; the lowering: %s", info[v].missed);
-        c->why = dup(ar, sb_str(&b));
-        sb_free(&b);
     }
     /* rank per class; keep the best `keep` of each */
     uint32_t nkept = 0;
-    for (int cl = 0; cl < TILEC_TUNE_CLASSES; cl++) {
+    int has_dot = 0;
+    const tilec_stmt *loop = dot_loop(&k->body, &has_dot);
+    cls = malloc(sizeof *cls);
+    if (!cls) {
+        st = TILEC_ERR_NOMEM;
+        goto out;
+    }
+    make_classes(k, cls);
+    for (uint32_t cl = 0; cl < cls->n; cl++) {
         uint32_t ne = 0;
         for (uint32_t v = 0; v < n; v++) {
             tilec_tune_cand *c = &k->tune_cands[cand_of[v]];
             if (c->why)
                 continue;
-            c->est[cl] = estimate(k, c, &info[v], (int)v, classes[cl]);
+            c->est[cl] = estimate(k, c, &info[v], (int)v, &cls->args[cl * 64], loop);
             ents[ne++] = (rank_ent){c->est[cl], v};
         }
         qsort(ents, ne, sizeof *ents, by_est);
@@ -365,10 +477,14 @@ static tilec_status tune_kernel(tilec_ctx *ctx, const tilec_module *m, tilec_ker
     for (uint32_t i = 0; i < k->ntune_cands; i++)
         pruned += k->tune_cands[i].why != NULL;
     sb_printf(&b, "kernel %s: tune%s at line %u: %u configurations, %u pruned, %u kept (the best %u of each shape "
-              "class: every integer parameter = %lld, %lld, %lld)\n",
-              k->name, k->tune_default ? " (the default space of a dot kernel)" : "", k->tune_loc.line,
-              k->ntune_cands, pruned, nkept, keep, (long long)classes[0], (long long)classes[1],
-              (long long)classes[2]);
+              "class: ", k->name, k->tune_default ? " (the default space of a dot kernel)" : "", k->tune_loc.line,
+              k->ntune_cands, pruned, nkept, keep);
+    if (k->ntune_for)
+        for (uint32_t cl = 0; cl < cls->n; cl++)
+            sb_printf(&b, "%s%s", cl ? "; " : "", cls->label[cl]);
+    else
+        sb_printf(&b, "every integer parameter = %s, %s, %s", cls->label[0], cls->label[1], cls->label[2]);
+    sb_puts(&b, ")\n");
     for (uint32_t i = 0; i < k->ntune_cands; i++) {
         const tilec_tune_cand *c = &k->tune_cands[i];
         sb_puts(&b, "  ");
@@ -387,9 +503,11 @@ static tilec_status tune_kernel(tilec_ctx *ctx, const tilec_module *m, tilec_ker
             sb_puts(&b, ": not kept: ");
         sb_printf(&b, "%s, %u threads, %u bytes shared, ~%u registers, %u blocks/SM;", path_names[f->path],
                   f->threads, f->smem, f->regs, f->occ);
-        for (int cl = 0; cl < TILEC_TUNE_CLASSES; cl++)
-            sb_printf(&b, " %lld: #%u %.4g ms%s", (long long)classes[cl], c->rank[cl], c->est[cl],
-                      cl + 1 < TILEC_TUNE_CLASSES ? "," : "\n");
+        for (uint32_t cl = 0; cl < cls->n; cl++)
+            sb_printf(&b, " %s: #%u %.4g ms%s", cls->label[cl], c->rank[cl], c->est[cl], cl + 1 < cls->n ? "," : "");
+        if (f->missed) /* the lowering's remark: why not the target's best path */
+            sb_printf(&b, "; %s", f->missed);
+        sb_putc(&b, '\n');
     }
     if (b.failed) {
         sb_free(&b);
@@ -404,6 +522,7 @@ static tilec_status tune_kernel(tilec_ctx *ctx, const tilec_module *m, tilec_ker
     }
     chk_tune_keep_variants(k, kept, nkept);
 out:
+    free(cls);
     for (uint32_t v = 0; info && v < n; v++)
         free(info[v].code);
     free(info);

@@ -8,7 +8,6 @@
 #include "util/arena.h"
 
 enum {
-    TILEC_TUNE_CLASSES = 3, /* shape classes: every integer parameter = 1024, 4096, 8192 */
     TILEC_TUNE_KEEP = 4,    /* candidates kept a class without `tune keep N` */
 };
 

@@ -210,6 +210,13 @@ tilec_kernel *prs_kernel(prs_state *ps, const lex_token *kw, const lex_token *na
         k->tune_loc = tune->loc;
         k->tune_keep = (uint32_t)tune->keep;
         FLATTEN(ps, tune->axes, k->tune, k->ntune);
+        if (tune->classes) {
+            FLATTEN(ps, tune->classes, k->tune_for, k->ntune_for);
+            if (!k->tune_for) { /* for { }: the checker reports it */
+                k->tune_for = ar_alloc(ps->ar, sizeof *k->tune_for);
+                NEED(k->tune_for);
+            }
+        }
         if (!k->tune) { /* tune { }: the checker reports it */
             k->tune = ar_alloc(ps->ar, sizeof *k->tune);
             NEED(k->tune);
@@ -333,7 +340,8 @@ tilec_variant *prs_variant(prs_state *ps, const lex_token *size, ar_vec *overrid
     return v;
 }
 
-prs_tune *prs_tune_new(prs_state *ps, const lex_token *kw, const lex_token *word, const lex_token *n, ar_vec *axes)
+prs_tune *prs_tune_new(prs_state *ps, const lex_token *kw, const lex_token *word, const lex_token *n, ar_vec *classes,
+                       ar_vec *axes)
 {
     NEED(axes);
     if (word && strcmp(word->str, "keep") != 0) {
@@ -346,6 +354,7 @@ prs_tune *prs_tune_new(prs_state *ps, const lex_token *kw, const lex_token *word
     NEED(t);
     t->loc = kw->loc;
     t->axes = axes;
+    t->classes = classes;
     if (n) {
         t->keep = n->ival;
         t->keep_loc = n->loc;

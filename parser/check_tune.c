@@ -158,6 +158,57 @@ static int expand_range(checker *ck, tilec_tune_axis *a)
     return 1;
 }
 
+/* tune ... for { M = 16 | 4096, N = 8192 }: the shape classes. */
+static int classes_ok(checker *ck, tilec_kernel *k)
+{
+    if (k->tune_for && !k->ntune_for) {
+        chk_err(ck, &k->tune_loc, "tune ... for { } of kernel '%s' lists no shape class; name a parameter such as "
+                "M = 16 | 4096", k->name);
+        return 0;
+    }
+    int ok = 1;
+    int64_t n = 1;
+    for (uint32_t i = 0; i < k->ntune_for; i++) {
+        tilec_tune_axis *a = &k->tune_for[i];
+        const tilec_param *p = NULL;
+        for (uint32_t j = 0; j < k->nparams; j++)
+            if (!strcmp(k->params[j].name, a->name))
+                p = &k->params[j];
+        if (!p || p->type.kind != TILEC_TE_SCALAR ||
+            (tilec_dtype_class(p->type.dtype) != 's' && tilec_dtype_class(p->type.dtype) != 'u')) {
+            chk_err(ck, &a->loc, "tune ... for: '%s' is not an integer scalar parameter of kernel '%s'", a->name,
+                    k->name);
+            ok = 0;
+        }
+        for (uint32_t j = 0; j < i; j++)
+            if (!strcmp(k->tune_for[j].name, a->name)) {
+                chk_err(ck, &a->loc, "tune ... for: '%s' is listed twice", a->name);
+                chk_note(ck, &k->tune_for[j].loc, "the first '%s' is here", a->name);
+                ok = 0;
+            }
+        if (a->range && !expand_range(ck, a)) {
+            ok = 0;
+            continue;
+        }
+        for (uint32_t j = 0; j < a->nvalues; j++) {
+            if (a->values[j] < 1) {
+                chk_err(ck, &a->value_locs[j], "tune ... for: a size of a shape class must be positive, got %lld",
+                        (long long)a->values[j]);
+                ok = 0;
+            }
+            ok &= value_ok(ck, a, j);
+        }
+        if (n <= TILEC_MAX_TUNE_CLASSES)
+            n *= a->nvalues;
+    }
+    if (ok && n > TILEC_MAX_TUNE_CLASSES) {
+        chk_err(ck, &k->tune_loc, "the tune space of kernel '%s' has %lld shape classes, more than %d", k->name,
+                (long long)n, TILEC_MAX_TUNE_CLASSES);
+        ok = 0;
+    }
+    return ok;
+}
+
 int chk_tune_header(checker *ck, tilec_kernel *k)
 {
     if (!k->tune && wants_dot_space(k) && default_space(ck, k)) {
@@ -178,6 +229,7 @@ int chk_tune_header(checker *ck, tilec_kernel *k)
         chk_note(ck, &k->tune_loc, "the tune space is here");
         ok = 0;
     }
+    ok &= classes_ok(ck, k);
     int64_t product = 1;
     for (uint32_t i = 0; i < k->ntune; i++) {
         tilec_tune_axis *a = &k->tune[i];

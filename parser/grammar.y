@@ -100,8 +100,12 @@ hint(H) ::= IDENT(N) ASSIGN expr(E). { H = prs_hint(ps, &N, E); }
 /* tune { NAME = a | b, NAME = lo .. hi }, or tune keep N { ... } */
 %type tune_opt {prs_tune *}
 tune_opt(U) ::= .                { U = NULL; }
-tune_opt(U) ::= TUNE(T) LBRACE tune_list(L) RBRACE. { U = prs_tune_new(ps, &T, NULL, NULL, L); }
-tune_opt(U) ::= TUNE(T) IDENT(W) INT(N) LBRACE tune_list(L) RBRACE. { U = prs_tune_new(ps, &T, &W, &N, L); }
+tune_opt(U) ::= TUNE(T) LBRACE tune_list(L) RBRACE. { U = prs_tune_new(ps, &T, NULL, NULL, NULL, L); }
+tune_opt(U) ::= TUNE(T) IDENT(W) INT(N) LBRACE tune_list(L) RBRACE. { U = prs_tune_new(ps, &T, &W, &N, NULL, L); }
+tune_opt(U) ::= TUNE(T) FOR LBRACE tune_list(C) RBRACE LBRACE tune_list(L) RBRACE.
+                                 { U = prs_tune_new(ps, &T, NULL, NULL, C, L); }
+tune_opt(U) ::= TUNE(T) IDENT(W) INT(N) FOR LBRACE tune_list(C) RBRACE LBRACE tune_list(L) RBRACE.
+                                 { U = prs_tune_new(ps, &T, &W, &N, C, L); }
 %type tune_list {ar_vec *}
 tune_list(L) ::= .               { L = prs_list(ps); }
 tune_list(L) ::= tune_items(A).  { L = A; }

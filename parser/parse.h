@@ -22,6 +22,7 @@ typedef struct prs_tune {
     int64_t keep; /* 0: not written */
     tilec_loc keep_loc;
     ar_vec *axes;
+    ar_vec *classes; /* tune ... for { ... }, or NULL */
 } prs_tune;
 
 typedef struct prs_state {
@@ -65,8 +66,9 @@ tilec_tyexpr *prs_type(prs_state *ps, tilec_tyexpr_kind kind, const lex_token *a
 tilec_hint *prs_hint(prs_state *ps, const lex_token *name, tilec_expr *value);
 prs_variants *prs_variants_new(prs_state *ps, const lex_token *sym, ar_vec *list);
 tilec_variant *prs_variant(prs_state *ps, const lex_token *size, ar_vec *overrides);
-/* tune [keep N] { axes }: `word` must be keep */
-prs_tune *prs_tune_new(prs_state *ps, const lex_token *kw, const lex_token *word, const lex_token *n, ar_vec *axes);
+/* tune [keep N] [for { classes }] { axes }: `word` must be keep */
+prs_tune *prs_tune_new(prs_state *ps, const lex_token *kw, const lex_token *word, const lex_token *n, ar_vec *classes,
+                       ar_vec *axes);
 /* NAME = a | b | c (values: integer literals), or NAME = lo .. hi (range) */
 tilec_tune_axis *prs_tune_axis(prs_state *ps, const lex_token *name, ar_vec *values, bool range);
 tilec_stmt *prs_let(prs_state *ps, const lex_token *kw, const lex_token *name, tilec_expr *value);

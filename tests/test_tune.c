@@ -43,7 +43,7 @@ static char *kept(const tilec_module *m, const char *name)
 }
 
 /* The benchmark's f16 product without hints: the default space, 108
- * configurations; only wgmma candidates survive, stages alone makes none
+ * configurations; the kept are wgmma candidates, stages alone makes none
  * (the twin picks its own depth), 128 x 256 at warps = 4 spills. */
 Test(tune, default_space_of_a_dot_kernel, .timeout = 60)
 {
@@ -64,7 +64,7 @@ Test(tune, default_space_of_a_dot_kernel, .timeout = 60)
     uint32_t pruned = 0;
     for (uint32_t i = 0; i < k->ntune_cands; i++)
         pruned += k->tune_cands[i].why != NULL;
-    cr_expect_eq(pruned, 102);
+    cr_expect_eq(pruned, 36);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }
@@ -75,8 +75,9 @@ Test(tune, kept_candidates_per_kernel, .timeout = 60)
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = parse_ok(ctx, "tests/golden/tune/space.tile");
     char *got = kept(m, "mm");
-    cr_expect_str_eq(got, "BM=64 BN=64 BK=64 warps=4 split_k=1\n"
-                          "BM=64 BN=128 BK=64 warps=4 split_k=1\n"
+    cr_expect_str_eq(got, "BM=64 BN=128 BK=64 warps=4 split_k=1\n"
+                          "BM=128 BN=64 BK=64 warps=8 split_k=1\n"
+                          "BM=128 BN=128 BK=64 warps=8 split_k=1\n"
                           "BM=128 BN=256 BK=64 warps=8 split_k=1\n");
     free(got);
     got = kept(m, "scale");
@@ -89,6 +90,24 @@ Test(tune, kept_candidates_per_kernel, .timeout = 60)
     const tilec_kernel *k = tilec_module_find_kernel(m, "mm");
     for (uint32_t v = 0; v < k->nvariants; v++)
         cr_expect_eq(tilec_kernel_hint(k, (int)v, "BK2", 0), 2 * tilec_kernel_hint(k, (int)v, "BK", 0));
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* Shape classes of its own: the skinny class (M = 16) keeps split-K
+ * candidates on mma.sync, the square one wgmma tiles. */
+Test(tune, shape_classes_of_its_own, .timeout = 60)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse_ok(ctx, "tests/golden/tune/skinny.tile");
+    const tilec_kernel *k = tilec_module_find_kernel(m, "mm");
+    cr_expect_eq(k->ntune_for, 3);
+    char *got = kept(m, "mm");
+    cr_expect_str_eq(got, "BM=16 BN=256 BK=64 warps=4 split_k=4 stages=4\n"
+                          "BM=16 BN=256 BK=64 warps=4 split_k=4 stages=5\n"
+                          "BM=128 BN=128 BK=64 warps=8 split_k=1 stages=3\n"
+                          "BM=128 BN=256 BK=64 warps=8 split_k=1 stages=3\n");
+    free(got);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }
@@ -155,9 +174,10 @@ Test(tune, logs_on_stderr, .init = cr_redirect_stderr, .timeout = 60)
  * kernel) and sm_90a (with the wgmma + TMA twin). */
 Test(tune, kept_candidates_compile_for_sm_90, .timeout = 600)
 {
-    static const char *const files[] = {"tests/golden/tune/dot_default.tile", "tests/golden/tune/space.tile"};
+    static const char *const files[] = {"tests/golden/tune/dot_default.tile", "tests/golden/tune/space.tile",
+                                        "tests/golden/tune/skinny.tile"};
     static const char *const archs[] = {"sm_90", "sm_90a"};
-    for (size_t f = 0; f < 2; f++) {
+    for (size_t f = 0; f < 3; f++) {
         tilec_ctx *ctx = tilec_ctx_new();
         tilec_module *m = parse_ok(ctx, files[f]);
         for (size_t i = 0; i < tilec_module_kernel_count(m); i++) {

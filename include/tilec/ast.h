@@ -158,8 +158,8 @@ typedef struct tilec_tune_cand {
     int64_t dot_m, dot_n, dot_k; /* the first dot's tile, 0 when none */
     tilec_dtype dot_dtype;
     int variant;          /* its variant once kept, else -1 */
-    double est[4];        /* the cost model's time per shape class (ms) */
-    uint32_t rank[4];     /* its rank in each class, 1 the best, 0 unranked */
+    double est[16];       /* the cost model's time per shape class (ms) */
+    uint32_t rank[16];    /* its rank in each class, 1 the best, 0 unranked */
 } tilec_tune_cand;
 
 typedef struct tilec_kernel {
@@ -191,6 +191,9 @@ typedef struct tilec_kernel {
      * the best as variants and writes tune_report (`--emit tune`). */
     tilec_tune_axis *tune;
     uint32_t ntune;
+    tilec_tune_axis *tune_for; /* tune ... for { M = 16 | 4096, ... }: the
+                                * shape classes, by integer parameter */
+    uint32_t ntune_for;
     tilec_loc tune_loc;
     uint32_t tune_keep;
     bool tune_default;

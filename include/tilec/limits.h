@@ -7,6 +7,7 @@
 #define TILEC_MAX_TILE_REGS 256       /* most 32-bit registers one tile takes in each thread */
 #define TILEC_MAX_STAGES 8            /* largest `stages` hint */
 #define TILEC_MAX_TUNE_CONFIGS 512    /* most configurations of one tune space */
+#define TILEC_MAX_TUNE_CLASSES 16     /* most shape classes of one tune space (tune ... for) */
 #define TILEC_MAX_NESTING 1000        /* parser stack: nesting of (), {}, operators */
 #define TILEC_MAX_IDENT 1024          /* longest identifier, in bytes */
 #define TILEC_MAX_SOURCE (16u << 20)  /* largest .tile file, in bytes: the AST of degenerate
