@@ -246,6 +246,15 @@ static void dump_kernel(strbuf *b, const tilec_kernel *k)
         sb_printf(b, "    tune%s", k->tune_default ? " (the default space of a dot kernel)" : "");
         if (k->tune_keep)
             sb_printf(b, " keep %u", k->tune_keep);
+        if (k->ntune_for) {
+            sb_puts(b, " for {");
+            for (uint32_t i = 0; i < k->ntune_for; i++) {
+                sb_printf(b, "%s %s =", i ? "," : "", k->tune_for[i].name);
+                for (uint32_t j = 0; j < k->tune_for[i].nvalues; j++)
+                    sb_printf(b, "%s %lld", j ? " |" : "", (long long)k->tune_for[i].values[j]);
+            }
+            sb_puts(b, " }");
+        }
         sb_puts(b, " {");
         for (uint32_t i = 0; i < k->ntune; i++) {
             sb_printf(b, "%s %s =", i ? "," : "", k->tune[i].name);
