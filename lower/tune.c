@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lower/lower_internal.h"
 #include "lower/tune.h"
 #include "parser/ast_ix.h"
 #include "tilec/limits.h"
@@ -254,28 +255,6 @@ static const tilec_stmt *dot_loop(const tilec_block *b, int *has_dot)
     return NULL;
 }
 
-typedef struct class_env {
-    const tilec_kernel *k;
-    int variant;
-    const int64_t *args;
-} class_env;
-
-static int class_lookup(void *user, const tilec_ix *sym, int64_t *out)
-{
-    const class_env *c = user;
-    for (uint32_t i = 0; i < c->k->nparams; i++)
-        if (!strcmp(c->k->params[i].name, sym->name)) {
-            *out = c->args[i];
-            return 0;
-        }
-    for (uint32_t i = 0; i < c->k->nhints; i++)
-        if (!strcmp(c->k->hints[i].name, sym->name)) {
-            *out = tilec_kernel_hint(c->k, c->variant, sym->name, 0);
-            return 0;
-        }
-    return 1;
-}
-
 /* The dot loop's trip length (hi - lo) in a class, or 0 when unknown. */
 static int64_t loop_length(const tilec_kernel *k, const tilec_stmt *loop, int v, const int64_t *args)
 {
@@ -285,10 +264,8 @@ static int64_t loop_length(const tilec_kernel *k, const tilec_stmt *loop, int v,
     ar_init(&a);
     aix_why why = {0};
     const tilec_ix *lo = ast_to_ix(&a, loop->lo, 1, &why), *hi = ast_to_ix(&a, loop->hi, 1, &why);
-    class_env env = {k, v, args};
     int64_t l = 0, h = 0;
-    int ok = lo && hi && tilec_ix_eval(lo, class_lookup, &env, &l, NULL) == TILEC_IX_OK &&
-             tilec_ix_eval(hi, class_lookup, &env, &h, NULL) == TILEC_IX_OK && h > l;
+    int ok = !lower_kernel_ix_eval(k, v, args, lo, &l) && !lower_kernel_ix_eval(k, v, args, hi, &h) && h > l;
     ar_free(&a);
     return ok ? h - l : 0;
 }
@@ -365,11 +342,11 @@ static void make_classes(const tilec_kernel *k, classes *cl)
         cl->label[c][0] = 0;
         for (uint32_t i = k->ntune_for; i-- > 0;) {
             const tilec_tune_axis *x = &k->tune_for[i];
-            int64_t val = x->values[rest % x->nvalues];
+            int64_t size = x->values[rest % x->nvalues];
             rest /= x->nvalues;
             for (uint32_t p = 0; p < k->nparams && p < 64; p++)
                 if (!strcmp(k->params[p].name, x->name))
-                    a[p] = val;
+                    a[p] = size;
         }
         for (uint32_t i = 0; i < k->ntune_for; i++)
             for (uint32_t p = 0; p < k->nparams && p < 64; p++)

@@ -10,19 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_helpers.h"
 #include "helpers.h"
 #include "tilec/lower.h"
-
-static tilec_module *parse_ok(tilec_ctx *ctx, const char *path)
-{
-    tilec_module *m = NULL;
-    tilec_status st = tilec_parse_file(ctx, path, &m);
-    membuf d = {0};
-    tilec_ctx_render_diags(ctx, membuf_sink(&d));
-    cr_assert_eq(st, TILEC_OK, "%s:\n%s", path, d.s ? d.s : "");
-    free(d.s);
-    return m;
-}
 
 /* The kept candidates of kernel `name`, "BM=64 BN=128 ..." each, one a line. */
 static char *kept(const tilec_module *m, const char *name)
@@ -48,7 +38,7 @@ static char *kept(const tilec_module *m, const char *name)
 Test(tune, default_space_of_a_dot_kernel, .timeout = 60)
 {
     tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse_ok(ctx, "tests/golden/tune/dot_default.tile");
+    tilec_module *m = parse(ctx, "tests/golden/tune/dot_default.tile");
     const tilec_kernel *k = tilec_module_find_kernel(m, "gemm");
     cr_expect(k->tune_default);
     cr_expect_eq(k->ntune, 5);
@@ -73,7 +63,7 @@ Test(tune, default_space_of_a_dot_kernel, .timeout = 60)
 Test(tune, kept_candidates_per_kernel, .timeout = 60)
 {
     tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse_ok(ctx, "tests/golden/tune/space.tile");
+    tilec_module *m = parse(ctx, "tests/golden/tune/space.tile");
     char *got = kept(m, "mm");
     cr_expect_str_eq(got, "BM=64 BN=128 BK=64 warps=4 split_k=1\n"
                           "BM=128 BN=64 BK=64 warps=8 split_k=1\n"
@@ -99,7 +89,7 @@ Test(tune, kept_candidates_per_kernel, .timeout = 60)
 Test(tune, shape_classes_of_its_own, .timeout = 60)
 {
     tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse_ok(ctx, "tests/golden/tune/skinny.tile");
+    tilec_module *m = parse(ctx, "tests/golden/tune/skinny.tile");
     const tilec_kernel *k = tilec_module_find_kernel(m, "mm");
     cr_expect_eq(k->ntune_for, 3);
     char *got = kept(m, "mm");
@@ -158,7 +148,7 @@ Test(tune, logs_on_stderr, .init = cr_redirect_stderr, .timeout = 60)
 {
     setenv("TILEC_LOGS", "tune", 1);
     tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse_ok(ctx, "tests/golden/ok/tune.tile");
+    tilec_module *m = parse(ctx, "tests/golden/ok/tune.tile");
     tilec_module_free(m);
     tilec_ctx_free(ctx);
     unsetenv("TILEC_LOGS");
@@ -179,7 +169,7 @@ Test(tune, kept_candidates_compile_for_sm_90, .timeout = 600)
     static const char *const archs[] = {"sm_90", "sm_90a"};
     for (size_t f = 0; f < 3; f++) {
         tilec_ctx *ctx = tilec_ctx_new();
-        tilec_module *m = parse_ok(ctx, files[f]);
+        tilec_module *m = parse(ctx, files[f]);
         for (size_t i = 0; i < tilec_module_kernel_count(m); i++) {
             const tilec_kernel *k = tilec_module_kernel(m, i);
             for (uint32_t v = 0; v < k->nvariants; v++)
