@@ -529,6 +529,7 @@ golden: all
 	@mkdir -p tests/golden/layouts
 	@for f in examples/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit layouts > tests/golden/layouts/$${b%.tile}.layouts; done
 	@for f in tests/golden/ir/*.tile; do $(TILEC) $$f --emit ir > $${f%.tile}.ir; done
+	@for f in tests/golden/tune/*.tile; do $(TILEC) $$f --emit tune > $${f%.tile}.tune; done
 	@for f in tests/golden/ir/*.tile examples/e2e.tile; do b=$${f##*/}; d=tests/golden/c/$${b%.tile}; \
 	    mkdir -p $$d; rm -f $$d/*.c $$d/*.h; $(TILEC) $$f --emit c -o $$d || exit 1; done
 	@for f in tests/golden/ir/*.tile examples/e2e.tile; do b=$${f##*/}; d=tests/golden/py/$${b%.tile}; \

@@ -73,6 +73,10 @@ typedef struct checker {
     symbol *syms;
     const poly ***rdims; /* the declared results' dimensions (NULL: in error) */
     int oom;
+    /* a tune configuration being checked: its errors are captured as the
+     * reason it is pruned, not reported (check_tune.c) */
+    tilec_tune_cand *capture;
+    strbuf captured;
 } checker;
 
 static inline int chk_stop(const checker *ck) { return ck->oom || diag_stopped(ck->ctx); }
@@ -152,6 +156,17 @@ void chk_block(checker *ck, const tilec_block *b);
 
 /* check_kernel.c */
 void chk_kernel(checker *ck, tilec_kernel *k);
+
+/* check_tune.c */
+int chk_tune_header(checker *ck, tilec_kernel *k);
+void chk_tune_mark_tile(checker *ck, const tilec_expr *e);
+int chk_tune_tile_axes(checker *ck, tilec_kernel *k);
+int chk_tune_configs(checker *ck, tilec_kernel *k);
+int chk_tune_capture_begin(checker *ck, tilec_kernel *k, uint32_t c);
+void chk_tune_capture_end(checker *ck);
+void chk_tune_record(checker *ck, const char *err);
+void chk_tune_note_tile(checker *ck, int64_t regs);
+void chk_tune_note_dot(checker *ck, const tilec_type *a, const tilec_type *b);
 
 /* check_sizes.c */
 int chk_size_limit_err(checker *ck, const tilec_loc *loc, const poly_why *why, const char *what);
