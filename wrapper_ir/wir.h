@@ -29,6 +29,11 @@ tilec_wir_line *wir_add(tilec_wir *w, tilec_wir_kind kind, const tilec_loc *loc)
  * in bad, may be NULL), TILEC_ERR_INPUT on overflow or division by zero. */
 tilec_status wir_expr_eval(const tilec_ix *e, const tilec_wir_size *sizes, size_t n, int64_t *out, char bad[64]);
 
+/* Place each COLLECTIVE's wait (an EXTERN_CALL of "tilec:wait:NAME") and
+ * hold back the frees of its buffers until it (overlap.c); run by
+ * tilec_wir_lower last. 0, or -1 out of memory. */
+int wir_overlap(tilec_wir *w);
+
 /* The text form's pieces, for the built-in "ir" emitter (hooks take a strbuf *). */
 extern const tilec_wir_hooks wir_text_hooks;
 void wir_text_header(strbuf *b, const tilec_wir *w);

@@ -95,6 +95,21 @@ tilec_rt_status tilec_comm_register(tilec_comm *c, tilec_externs *x, const char 
                                     tilec_redop op, uint32_t axis, int64_t root, const char *where, char *err,
                                     size_t errlen);
 
+/* The same, run asynchronously, for overlap (docs/runtime.md): each call
+ * records an event on the stream the registry hands it, runs the
+ * collective on the communicator's own communication stream (one per
+ * communicator, made on first use with the call's tilec_rt; NCCL then sees
+ * every collective of the communicator on one stream, in program order)
+ * after that event, and records the collective's end there. `wait`, a
+ * second symbol registered on x (no tensors), makes the stream it is
+ * handed wait for that end: the wrappers call it before the first line
+ * that needs the result or touches the input, so the lines in between run
+ * while the collective does, and keep both buffers until then. Waiting
+ * before the first run is an error. */
+tilec_rt_status tilec_comm_register_async(tilec_comm *c, tilec_externs *x, const char *symbol, const char *wait,
+                                          tilec_coll coll, tilec_redop op, uint32_t axis, int64_t root,
+                                          const char *where, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

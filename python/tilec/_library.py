@@ -177,6 +177,7 @@ def _signatures() -> dict:
         "tilec_comm_rank": (I, [P]),
         "tilec_comm_world": (I, [P]),
         "tilec_comm_register": (I, [P, P, S, I, I, U32, ctypes.c_int64, S, ctypes.c_char_p, ctypes.c_size_t]),
+        "tilec_comm_register_async": (I, [P, P, S, S, I, I, U32, ctypes.c_int64, S, ctypes.c_char_p, ctypes.c_size_t]),
         "tilec_plan_new": (P, [P, P, S, U32]),
         "tilec_plan_free": (V, [P]),
         "tilec_plan_set_slot": (I, [P, U32, I, S]),
