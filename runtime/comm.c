@@ -79,6 +79,7 @@ struct tilec_comm {
     tilec_rt *srt; /* the runtime of the communication stream and events */
     void *side;    /* the communication stream (made at the first asynchronous run) */
     void *fork;    /* recorded on the caller's stream before each asynchronous run */
+    int serial;    /* tilec_comm_set_overlap(c, 0) or TILEC_COMM_OVERLAP=0: the caller's stream waits at once */
 };
 
 static void errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -174,6 +175,8 @@ static tilec_comm *comm_alloc(const char *library, char *err, size_t errlen, til
     }
     if (c->n.GetVersion(&c->version) != ncclSuccess)
         c->version = 0;
+    const char *ov = getenv("TILEC_COMM_OVERLAP");
+    c->serial = ov && !strcmp(ov, "0");
     return c;
 }
 
@@ -264,6 +267,12 @@ void tilec_comm_free(tilec_comm *c)
     if (c->n.lib)
         dlclose(c->n.lib);
     free(c);
+}
+
+void tilec_comm_set_overlap(tilec_comm *c, int on)
+{
+    if (c)
+        c->serial = !on;
 }
 
 int tilec_comm_rank(const tilec_comm *c) { return c ? c->rank : -1; }
@@ -494,6 +503,10 @@ static int reg_call(void *user, tilec_rt *rt, void *stream, const tilec_tensor *
         return 1;
     }
     g->ran = 1;
+    if (g->c->serial && tilec_rt_stream_wait_event(rt, stream, g->done) != TILEC_RT_OK) { /* no overlap */
+        errf(err, errlen, "%s: cannot wait for the collective: %s", g->where, tilec_rt_last_error(rt));
+        return 1;
+    }
     return 0;
 }
 

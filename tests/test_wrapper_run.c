@@ -841,5 +841,26 @@ Test(wrapper_run, an_overlapped_collective_waits_and_keeps_its_input, .timeout =
         sb_free(&want);
         sb_free(&log);
     }
+    /* overlap off (TILEC_COMM_OVERLAP=0, tilec_comm_set_overlap): the graph's stream waits
+       right after the all_reduce, before q's kernel */
+    strbuf log, norm;
+    sb_init(&log);
+    sb_init(&norm);
+    sb_printf(&log, "%s/serial.log", dir);
+    char *out = NULL;
+    int st = sh(&out, "TILEC_COMM_OVERLAP=0 FAKE_NCCL_DEFER=1 FAKE_NCCL_LOG=%s FAKE_CUDA_LOG=%s TILEC_NCCL=%s "
+                      "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s 2 5 1 2>&1",
+                sb_str(&log), sb_str(&log), FAKENCCL, dir, TILEC_BUILD, dir, FAKECUDA);
+    cr_expect_eq(st, 0, "%s", out);
+    free(out);
+    char *raw = read_file(sb_str(&log), NULL);
+    ovl_normalize(raw, &norm);
+    cr_expect(strstr(sb_str(&norm), "EventRecord event=P3 stream=P2\n"
+                                    "StreamWaitEvent stream=(nil) event=P3\n"
+                                    "Launch scale2_v0 stream=(nil)\n"),
+              "overlap off:\n%s", sb_str(&norm));
+    free(raw);
+    sb_free(&norm);
+    sb_free(&log);
     rm_dir(dir);
 }

@@ -60,6 +60,12 @@ tilec_rt_status tilec_comm_adopt(const char *library, void *nccl_comm, tilec_com
  * first. NULL: no-op. */
 void tilec_comm_free(tilec_comm *c);
 
+/* Overlap on (the default; TILEC_COMM_OVERLAP=0 in the environment when
+ * the communicator is made turns it off) or off: off, the caller's stream
+ * waits for each asynchronous collective as soon as it is enqueued, as if
+ * its wait line came right after it (to time overlap, or to rule it out). */
+void tilec_comm_set_overlap(tilec_comm *c, int on);
+
 int tilec_comm_rank(const tilec_comm *c);  /* -1 for NULL */
 int tilec_comm_world(const tilec_comm *c); /* -1 for NULL */
 /* NCCL's version as ncclGetVersion gives it (22803 for 2.28.3). */

@@ -174,6 +174,7 @@ def _signatures() -> dict:
         "tilec_comm_unique_id": (I, [S, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
         "tilec_comm_new": (I, [P, S, I, I, ctypes.c_char_p, ctypes.POINTER(P), ctypes.c_char_p, ctypes.c_size_t]),
         "tilec_comm_free": (V, [P]),
+        "tilec_comm_set_overlap": (V, [P, I]),
         "tilec_comm_rank": (I, [P]),
         "tilec_comm_world": (I, [P]),
         "tilec_comm_register": (I, [P, P, S, I, I, U32, ctypes.c_int64, S, ctypes.c_char_p, ctypes.c_size_t]),

@@ -93,6 +93,12 @@ class Comm(Owner):
                                                   COLLECTIVES.index(coll), REDOPS.index(op), axis, root,
                                                   where.encode(), err, len(err)), err)
 
+    def set_overlap(self, on: bool) -> None:
+        """Overlap on (the default) or off: off, the graph's stream waits for
+        each collective as soon as it is enqueued (to time or rule out
+        overlap; TILEC_COMM_OVERLAP=0 makes off the default)."""
+        lib().tilec_comm_set_overlap(self._h, 1 if on else 0)
+
     def close(self) -> None:
         if getattr(self, "_h", None):
             lib().tilec_comm_free(self._h)
