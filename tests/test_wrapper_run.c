@@ -95,6 +95,16 @@ static void build_runner(const char *dir, const char *tile, const char *name, co
     link_runner(dir, name);
 }
 
+/* the same for a .tile file of the tree, in a new directory dir[64] */
+static void build_file_runner(char *dir, const char *path, const char *name, const char *main_c)
+{
+    make_tmpdir(dir, 64);
+    char *tile = read_file(path, NULL);
+    cr_assert(tile, "cannot read %s", path);
+    build_runner(dir, tile, name, main_c);
+    free(tile);
+}
+
 /* A C++ caller includes the generated header and links with the C object:
  * the header gives its functions C linkage (extern "C"), so the C++ names
  * are not mangled. Without it the link fails: undefined big_unload(...). */
@@ -643,11 +653,7 @@ static void coll_want(strbuf *w, int world, int rank, int t, int h)
 Test(wrapper_run, collectives_run_on_the_fake_nccl_with_world_1_and_2, .timeout = 180)
 {
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
-    char *tile = read_file("tests/collective_run.tile", NULL);
-    cr_assert(tile);
-    build_runner(dir, tile, "coll", coll_runner);
-    free(tile);
+    build_file_runner(dir, "tests/collective_run.tile", "coll", coll_runner);
     static const int cases[][4] = {{1, 0, 4, 3}, {2, 0, 4, 3}, {2, 1, 4, 3}, {2, 1, 6, 5}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         strbuf want;
@@ -789,11 +795,7 @@ static void ovl_normalize(const char *log, strbuf *out)
 Test(wrapper_run, an_overlapped_collective_waits_and_keeps_its_input, .timeout = 180)
 {
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
-    char *tile = read_file("tests/collective_overlap.tile", NULL);
-    cr_assert(tile);
-    build_runner(dir, tile, "ovl", ovl_runner);
-    free(tile);
+    build_file_runner(dir, "tests/collective_overlap.tile", "ovl", ovl_runner);
     /* y = 2 (world * 2 x), q = 2 z; twice, the second call on the spare buffers */
     for (int world = 1; world <= 2; world++) {
         strbuf want, log;

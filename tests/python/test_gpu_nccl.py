@@ -197,6 +197,25 @@ def mlp_weights(h, f, seed=7):
     return w1, w2
 
 
+def shard(w1, w2, rank, world):
+    """This rank's columns of w1 and rows of w2 (Megatron's split)."""
+    part = w1.shape[1] // world
+    return w1[:, rank * part:(rank + 1) * part].contiguous(), w2[rank * part:(rank + 1) * part].contiguous()
+
+
+def mlp_error(y, ref):
+    """max |y - ref|, and whether it is within the f16 tolerance of these checks."""
+    err = (y.float() - ref.float()).abs().max().item()
+    return err, y.shape == ref.shape and err <= 2e-2 * max(1.0, ref.float().abs().max().item())
+
+
+def agree(rank, results, name, ok, detail):
+    """One line for a check that fails when it failed on any rank."""
+    flags = torch.tensor([0 if ok else 1], device="cuda")
+    dist.all_reduce(flags)
+    report(rank, results, name, flags.item() == 0, detail or ("failed on another rank" if flags.item() else ""))
+
+
 def check_mlp(rank, world, comm, results):
     import tp_mlp
     import tp_mlp_sp
@@ -206,8 +225,7 @@ def check_mlp(rank, world, comm, results):
     g = torch.Generator(device="cuda").manual_seed(11)
     x = torch.randn(t, h, device="cuda", generator=g).half()
     want = mlp_reference(x, w1, w2)
-    part = f // world
-    w1r, w2r = w1[:, rank * part:(rank + 1) * part].contiguous(), w2[rank * part:(rank + 1) * part].contiguous()
+    w1r, w2r = shard(w1, w2, rank, world)
     for mod, xin, ref in ((tp_mlp, x, want),
                           (tp_mlp_sp, x[rank * (t // world):(rank + 1) * (t // world)].contiguous(),
                            want[rank * (t // world):(rank + 1) * (t // world)])):
@@ -216,14 +234,11 @@ def check_mlp(rank, world, comm, results):
         try:
             y = mod.call(xin, w1r, w2r)
             torch.cuda.synchronize()
-            err = (y.float() - ref.float()).abs().max().item()
-            ok = y.shape == ref.shape and err <= 2e-2 * max(1.0, ref.float().abs().max().item())
+            err, ok = mlp_error(y, ref)
             detail = f"T={t} H={h} F={f}/{world}: max |y - torch| = {err:.3g}"
         except Exception as e:  # noqa: BLE001
             ok, detail = False, f"{type(e).__name__}: {str(e).splitlines()[0]}"
-        flags = torch.tensor([0 if ok else 1], device="cuda")
-        dist.all_reduce(flags)
-        report(rank, results, f"world {world} {mod.__name__} vs one-GPU torch", flags.item() == 0, detail)
+        agree(rank, results, f"world {world} {mod.__name__} vs one-GPU torch", ok, detail)
 
 
 def check_overlap(rank, world, comm, results):
@@ -233,8 +248,7 @@ def check_overlap(rank, world, comm, results):
     h, t = 512, 256
     f = 4 * h
     w1, w2 = mlp_weights(h, f, seed=5)
-    part = f // world
-    w1r, w2r = w1[:, rank * part:(rank + 1) * part].contiguous(), w2[rank * part:(rank + 1) * part].contiguous()
+    w1r, w2r = shard(w1, w2, rank, world)
     tp_mlp_ov.set_comm(comm)
     detail, ok = "", True
     try:
@@ -248,16 +262,13 @@ def check_overlap(rank, world, comm, results):
             s0, s1 = tp_mlp_ov.call(x0, x1, w1r, w2r)
             comm.set_overlap(True)
             torch.cuda.synchronize()
-            ref0, ref1 = mlp_reference(x0, w1, w2), mlp_reference(x1, w1, w2)
-            err = max((y0.float() - ref0.float()).abs().max().item(), (y1.float() - ref1.float()).abs().max().item())
+            (e0, ok0), (e1, ok1) = mlp_error(y0, mlp_reference(x0, w1, w2)), mlp_error(y1, mlp_reference(x1, w1, w2))
             same = torch.equal(y0, s0) and torch.equal(y1, s1)
-            ok = ok and same and err <= 2e-2 * max(1.0, ref0.float().abs().max().item())
-            detail = f"T=2x{t} H={h} F={f}/{world}: max |y - torch| = {err:.3g}, overlap on == off: {same}"
+            ok = ok and same and ok0 and ok1
+            detail = f"T=2x{t} H={h} F={f}/{world}: max |y - torch| = {max(e0, e1):.3g}, overlap on == off: {same}"
     except Exception as e:  # noqa: BLE001
         ok, detail = False, f"{type(e).__name__}: {str(e).splitlines()[0]}"
-    flags = torch.tensor([0 if ok else 1], device="cuda")
-    dist.all_reduce(flags)
-    report(rank, results, f"world {world} tp_mlp_ov (overlap) vs torch and vs overlap off", flags.item() == 0, detail)
+    agree(rank, results, f"world {world} tp_mlp_ov (overlap) vs torch and vs overlap off", ok, detail)
 
 
 def check_from_torch(rank, world, lib, results):
@@ -278,19 +289,13 @@ def check_from_torch(rank, world, lib, results):
         tp_mlp.set_comm(comm)
         h, t = 256, 64
         w1, w2 = mlp_weights(h, 4 * h)
-        part = 4 * h // world
         xin = torch.randn(t, h, device="cuda", generator=torch.Generator(device="cuda").manual_seed(2)).half()
-        y = tp_mlp.call(xin, w1[:, rank * part:(rank + 1) * part].contiguous(),
-                        w2[rank * part:(rank + 1) * part].contiguous())
-        ref = mlp_reference(xin, w1, w2)
-        err = (y.float() - ref.float()).abs().max().item()
-        ok = ok and err <= 2e-2 * max(1.0, ref.float().abs().max().item())
+        err, good = mlp_error(tp_mlp.call(xin, *shard(w1, w2, rank, world)), mlp_reference(xin, w1, w2))
+        ok = ok and good
         detail += f"; all_reduce f32 as torch's; tp_mlp max |y - torch| = {err:.3g}"
     except Exception as e:  # noqa: BLE001
         ok, detail = False, f"{type(e).__name__}: {str(e).splitlines()[0]}"
-    flags = torch.tensor([0 if ok else 1], device="cuda")
-    dist.all_reduce(flags)
-    report(rank, results, f"world {world} tilec.Comm.from_torch (the default group)", flags.item() == 0, detail)
+    agree(rank, results, f"world {world} tilec.Comm.from_torch (the default group)", ok, detail)
 
 
 def timed(fn, flush, reps):
