@@ -55,9 +55,11 @@ tilec_rt_status tilec_comm_new(tilec_rt *rt, const char *library, int rank, int 
  * destroyed by tilec_comm_free; it must outlive this tilec_comm. */
 tilec_rt_status tilec_comm_adopt(const char *library, void *nccl_comm, tilec_comm **out, char *err, size_t errlen);
 
-/* Destroy the communicator (ncclCommDestroy unless adopted) and drop NCCL.
- * Unload the modules that use it, or set another communicator on them,
- * first. NULL: no-op. */
+/* Destroy the communicator (ncclCommDestroy unless adopted) and drop NCCL,
+ * after its communication stream has finished (that stream and its events
+ * are destroyed with the tilec_rt that made them: free the communicator
+ * before closing that runtime). Unload the modules that use it, or set
+ * another communicator on them, first. NULL: no-op. */
 void tilec_comm_free(tilec_comm *c);
 
 /* Overlap on (the default; TILEC_COMM_OVERLAP=0 in the environment when
