@@ -180,9 +180,14 @@ int c_line_kernel_call(void *u, const tilec_wir_line *l)
 /* externs: inputs are the argument buffers; outputs the given list */
 static void c_extern(cstate *s, const tilec_wir_line *l, const char *const *outs, uint32_t nouts)
 {
-    sb_printf(&s->body, "    { /* extern %s \"", l->name);
-    esc_c_comment(&s->body, l->symbol); /* the parser allows [A-Za-z0-9_.] only: escaped all the same */
-    sb_printf(&s->body, "\", line %u */\n", l->loc.line);
+    if (tilec_wir_is_wait(l)) /* the graph's stream waits for a collective's end */
+        sb_printf(&s->body, "    { /* wait for collective %s (of %s)%s%s, line %u */\n", l->name, l->from,
+                  *l->text ? ", overlapped with: " : "", l->text, l->loc.line);
+    else {
+        sb_printf(&s->body, "    { /* extern %s \"", l->name);
+        esc_c_comment(&s->body, l->symbol); /* the parser allows [A-Za-z0-9_.] only: escaped all the same */
+        sb_printf(&s->body, "\", line %u */\n", l->loc.line);
+    }
     sb_printf(&s->body, "        const tilec_tensor in[%u] = {", l->nargs ? l->nargs : 1);
     for (uint32_t i = 0; i < l->nargs; i++)
         sb_printf(&s->body, "%s%s", i ? ", " : "", B(l->args[i].text));
@@ -232,7 +237,9 @@ int c_line_multi_output(void *u, const tilec_wir_line *l)
 
 /* A collective: its result allocated, then an extern call of the line's
  * symbol ("tilec:coll:NAME"), which NAME_set_comm registered on the
- * module's registry (tilec_comm_register): eager and graph mode call it as
+ * module's registry (tilec_comm_register_async, with its wait's symbol:
+ * the collective runs on the communication stream, and its wait line, an
+ * extern call like any other, joins it): eager and graph mode call both as
  * they call any extern. The registration is remembered for NAME_set_comm. */
 int c_line_collective(void *u, const tilec_wir_line *l)
 {
@@ -240,8 +247,12 @@ int c_line_collective(void *u, const tilec_wir_line *l)
     char what[512];
     tilec_wir_coll_where(s->w, l, what, sizeof what);
     c_comment(&s->body, "    ", what);
-    sb_puts(&s->coll, "    if (tilec_comm_register(comm, M->ext, ");
+    sb_puts(&s->coll, l->wait ? "    if (tilec_comm_register_async(comm, M->ext, " : "    if (tilec_comm_register(comm, M->ext, ");
     esc_c_string(&s->coll, l->symbol, strlen(l->symbol));
+    if (l->wait) { /* on the communication stream; its wait line joins it */
+        sb_puts(&s->coll, ", ");
+        esc_c_string(&s->coll, l->wait, strlen(l->wait));
+    }
     static const char *const colls[] = {
 #define TILEC_X(e, t) "TILEC_COLL_" #e,
         TILEC_COLLECTIVES(TILEC_X)

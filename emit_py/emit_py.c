@@ -293,8 +293,10 @@ static int h_extern_alloc(void *u, const tilec_wir_line *l)
 }
 
 /* A collective: its result allocated, then an extern step of the line's
- * symbol, which set_comm registered on externs() (tilec.Comm.register):
- * eager and graph mode run it as any extern. */
+ * symbol, which set_comm registered on externs() (tilec.Comm.register,
+ * with its wait's symbol: it runs on the communication stream, and its
+ * wait line, an extern step like any other, joins it): eager and graph
+ * mode run both as any extern. */
 static int h_collective(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
@@ -305,6 +307,10 @@ static int h_collective(void *u, const tilec_wir_line *l)
     sb_printf(&s->colls, ", \"%s\", \"%s\", %u, %lld, ", tilec_coll_name(l->coll), tilec_redop_name(l->redop), l->index,
               (long long)l->root);
     py_str(&s->colls, what);
+    if (l->wait) { /* on the communication stream; its wait line joins it */
+        sb_puts(&s->colls, ", wait=");
+        py_str(&s->colls, l->wait);
+    }
     sb_puts(&s->colls, ")\n");
     py_check_tensor(s, l, l->name);
     buf_add(s, l, 0, NULL, 0);

@@ -789,6 +789,8 @@ tilec_status tilec_wir_lower(tilec_ctx *ctx, const tilec_module *m, const tilec_
         emit_asserts(&L);
     if (!L.oom && !L.failed)
         second_walk(&L);
+    if (!L.oom && !L.failed && wir_overlap(w))
+        L.oom = 1;
     HASH_CLEAR(hh, L.by_name);
     HASH_CLEAR(hh, L.sym_set);
     if (L.oom || w->ar.failed || L.failed) {

@@ -22,6 +22,7 @@
  *   call K_v0 grid(cdiv(n, BLOCK)) (x, t, R*C, 0.5)   KERNEL_CALL (K_v* when the runtime picks
  *                                                     one of several variants)
  *   extern_call E "sym" (a, b) writes (a, b)          EXTERN_CALL
+ *   wait y (overlapped: h2, gelu, p2)                 EXTERN_CALL of a collective's wait
  *   extern_alloc h: f32[M, N] (4*M*N bytes) = E "sym" (a, b)      EXTERN_ALLOC, one result
  *   extern_alloc tuple0 = E "sym" (a) -> 2 results    EXTERN_ALLOC, several results
  *   multi_output s = tuple0[0]: f32[R] (4*R bytes)    MULTI_OUTPUT
@@ -169,6 +170,12 @@ static int p_kernel_call(void *u, const tilec_wir_line *l)
 
 static int p_extern_call(void *u, const tilec_wir_line *l)
 {
+    if (tilec_wir_is_wait(l)) {
+        sb_printf(u, "wait %s", l->name);
+        if (l->text && *l->text)
+            sb_printf(u, " (overlapped: %s)", l->text);
+        return end(u, l);
+    }
     sb_printf(u, "extern_call %s ", l->name);
     quoted(u, l->symbol);
     args(u, l->args, l->nargs);

@@ -87,6 +87,15 @@ typedef struct tilec_wir_arg {
  *                      and the result's dtype, rank, sizes, strides, bytes.
  *                      Sizes may use the symbol `world` (the communicator's
  *                      number of ranks), which such a graph binds first.
+ *                      wait: the symbol of its wait ("tilec:wait:NAME").
+ *                      A collective runs on the communicator's own stream;
+ *                      its wait, an EXTERN_CALL line with that symbol, no
+ *                      args and no outs (name: the result, from: the input,
+ *                      text: the work lines it overlaps, ", "-separated, or
+ *                      ""), makes the graph's stream wait for it. Lowering
+ *                      puts the wait before the first later line that names
+ *                      the input or the result (or before the return), and
+ *                      their frees after it (tilec_wir_is_wait).
  *
  * Size texts are canonical polynomials in the graph's size symbols (see
  * docs/wrapper-ir.md), so equal sizes have equal text. Every size comes
@@ -133,6 +142,7 @@ typedef struct tilec_wir_line {
     tilec_coll coll;    /* COLLECTIVE */
     tilec_redop redop;  /* COLLECTIVE: all_reduce, reduce_scatter */
     int64_t root;       /* COLLECTIVE: broadcast's root rank */
+    const char *wait;   /* COLLECTIVE: the symbol of its wait line */
 } tilec_wir_line;
 
 
@@ -154,6 +164,9 @@ const tilec_wir_line *tilec_wir_line_at(const tilec_wir *w, size_t i);
 /* 1 when the graph of w has COLLECTIVE lines (its wrappers need a
  * communicator, and the size symbol `world` is the communicator's size). */
 int tilec_wir_has_collectives(const tilec_wir *w);
+/* 1 when l is the wait of a collective (an EXTERN_CALL line of no extern
+ * whose symbol starts "tilec:wait:"), else 0. */
+int tilec_wir_is_wait(const tilec_wir_line *l);
 /* "line 29: y = all_reduce(p, sum)": a COLLECTIVE line as the wrappers
  * name it in run-time messages, after the graph's name that they put
  * before every extern's message ("tp_mlp: line 29: ..."), into buf[n]

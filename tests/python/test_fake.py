@@ -715,9 +715,79 @@ class FakeNcclTests(unittest.TestCase):
         self.coll.set_comm(tilec.Comm(0, 2, tilec.Comm.unique_id(FAKE_NCCL), library=FAKE_NCCL))
         with self.assertRaises(tilec.TilecError) as cm:
             self.coll.call(self.x(3, 2))
-        self.assertEqual(str(cm.exception), "coll: step 5 (extern tilec:coll:s): line 20: s = reduce_scatter(x, sum, "
+        self.assertEqual(str(cm.exception), "coll: step 6 (extern tilec:coll:s): line 20: s = reduce_scatter(x, sum, "
                                             "0): dimension 0 of the input f32[3, 2] is 3, which world (2 ranks) does "
                                             "not divide (reduce_scatter hands each rank an equal part)")
+
+    def test_an_overlapped_collective_waits_and_keeps_its_input(self):
+        # tests/collective_overlap.tile on the fake NCCL with FAKE_NCCL_DEFER=1:
+        # a collective on a stream runs only when a wait (or a synchronization)
+        # needs it, so a dropped wait gives y without r's sum, and p given to q
+        # before the wait makes r reduce 2 z (tests/test_wrapper_run.c: the C
+        # wrapper, and the order of the calls)
+        d = scratch_dir("tilec_fake_ovl_")
+        subprocess.run([TILEC, os.path.join(ROOT, "tests", "collective_overlap.tile"), "--emit", "py", "-o", d],
+                       check=True)
+        sys.path.insert(0, d)
+        import ovl
+        env = {"FAKE_NCCL_DEFER": "1", "TILEC_NCCL": FAKE_NCCL}  # the fake driver finds the fake NCCL by TILEC_NCCL
+        old = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            for world in (1, 2):
+                ovl.set_comm(tilec.Comm(0, world, tilec.Comm.unique_id(FAKE_NCCL), library=FAKE_NCCL))
+                x = tilec.Buffer.from_bytes(array.array("f", range(1, 6)), (5,), "f32")
+                z = tilec.Buffer.from_bytes(array.array("f", range(100, 105)), (5,), "f32")
+                for _ in range(2):  # the second call on the first one's buffers
+                    y, q = ovl.call(x, z)
+                    self.assertEqual((y.tolist(), q.tolist()),
+                                     ([4.0 * world * v for v in range(1, 6)], [2.0 * v for v in range(100, 105)]),
+                                     f"world {world}")
+                    ovl.release(y, q)
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    del os.environ[k]
+                else:
+                    os.environ[k] = v
+
+    def test_comm_from_a_torch_process_group(self):
+        # Comm.from_torch(group): rank 0 of the group makes the unique id and
+        # torch.distributed.broadcast_object_list hands it to the others (here a
+        # stand-in torch: ranks 0 and 1 of a group of 2, played in turn)
+        import types
+        from unittest import mock
+        made = tilec.Comm.unique_id(FAKE_NCCL)
+        for rank in (0, 1):
+            sent = []
+
+            def bcast(objs, src=0, group=None, rank=rank, sent=sent):
+                sent.append((objs[0], src, group))
+                if rank != 0:
+                    objs[0] = made
+
+            dist = types.ModuleType("torch.distributed")
+            dist.is_available = lambda: True
+            dist.is_initialized = lambda: True
+            dist.get_rank = lambda group=None, rank=rank: rank
+            dist.get_world_size = lambda group=None: 2
+            dist.get_global_rank = lambda group, r: r + 4  # the group's rank 0 is rank 4 of the world
+            dist.broadcast_object_list = bcast
+            torch = types.ModuleType("torch")
+            torch.distributed = dist
+            torch.cuda = types.SimpleNamespace(current_device=lambda: 0)
+            with mock.patch.dict(sys.modules, {"torch": torch, "torch.distributed": dist}):
+                comm = tilec.Comm.from_torch("group", library=FAKE_NCCL)
+            self.assertEqual((comm.rank, comm.world), (rank, 2))
+            self.assertEqual(len(sent), 1)
+            self.assertEqual(sent[0][1:], (4, "group"))
+            self.assertTrue(isinstance(sent[0][0], bytes) and len(sent[0][0]) == 128 if rank == 0 else
+                            sent[0][0] is None)
+            comm.close()
+            dist.is_initialized = lambda: False
+            with mock.patch.dict(sys.modules, {"torch": torch, "torch.distributed": dist}):
+                with self.assertRaisesRegex(tilec.TilecError, "torch.distributed is not initialized"):
+                    tilec.Comm.from_torch()
 
     def test_nccl_missing(self):
         old = os.environ.get("TILEC_NCCL")
