@@ -87,6 +87,7 @@ int c_line_reinterpret(void *u, const tilec_wir_line *l)
     cstate *s = u;
     sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
     sb_printf(&s->body, "    /* view: %s of %s */\n", l->name, l->from);
+    c_slice_check(s, l);
     sb_printf(&s->body, "    tl_shape(&%s, %s.data + (uint64_t)", B(l->name), B(l->from));
     csz_offset(&s->sz, &s->body, l->name, l->offset, l->offset_expr, tilec_dtype_size(l->dtype));
     sb_printf(&s->body, ", %s, %u, (const int64_t[])", dt_enum(l->dtype), l->rank);
