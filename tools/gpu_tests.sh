@@ -8,7 +8,7 @@ bin=${1:-build/tests}
 export TILEC_BIN=${2:-build/bin/tilec}
 export TILEC_COMPILE_WORKER=${TILEC_COMPILE_WORKER:-$TILEC_BIN}
 rc=0
-for t in test_gpu_kernels test_gpu_layouts test_gpu_runtime test_gpu_wrapper test_gpu_externs test_gpu_faults test_gpu_wgmma test_gpu_splitk; do
+for t in test_gpu_kernels test_gpu_layouts test_gpu_runtime test_gpu_wrapper test_gpu_externs test_gpu_faults test_gpu_wgmma test_gpu_splitk test_gpu_chunks; do
   echo "== $t"
   "$bin/$t" --jobs 1 || { echo "FAILED: $t"; rc=1; }
 done
