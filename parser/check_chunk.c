@@ -39,6 +39,18 @@ int chk_graph_for_head(checker *ck, tilec_stmt *s)
     binding *b = sym ? NULL : chk_bind(ck, s->names[0], &s->name_locs[0], B_SCALAR, "loop variable");
     if (b)
         b->type = chk_ty_scalar(TILEC_DT_I64);
+    /* constant bounds: the loop variable's values are known, so slices check
+     * at every iteration (const_loop); kept as the binding's dims, which a
+     * scalar has no other use for */
+    int64_t c[3] = {0, 0, 1};
+    const poly **bounds = b && ok ? ar_array(&ck->scratch, 3, sizeof *bounds) : NULL;
+    if (bounds && poly_is_const(lo, &c[0]) && poly_is_const(hi, &c[1]) &&
+        (!s->step || poly_is_const(chk_size_expr(ck, s->step, "the step of a graph's for loop"), &c[2]))) {
+        for (int i = 0; i < 3; i++)
+            bounds[i] = poly_const(&ck->scratch, c[i]);
+        b->dims = bounds;
+        b->rank = 3;
+    }
     return ok && b;
 }
 
@@ -81,6 +93,103 @@ static int known_negative(checker *ck, const poly *a, const poly *b, int64_t *v)
     poly_why why = {0};
     const poly *d = b ? poly_add(&ck->scratch, a, b, -1, &why) : a;
     return d && poly_is_const(d, v) && *v < 0;
+}
+
+/* ---- slices at every iteration of loops with constant bounds ---- */
+
+enum { MAX_LOOP_VARS = 4, MAX_ITERATIONS = 1 << 16 };
+
+typedef struct iter_env {
+    const char *name[MAX_LOOP_VARS];
+    int64_t lo[MAX_LOOP_VARS], hi[MAX_LOOP_VARS], step[MAX_LOOP_VARS], at[MAX_LOOP_VARS];
+    int n, unknown; /* unknown: a symbol that is no loop variable of constant bounds */
+} iter_env;
+
+static void loop_vars(checker *ck, const tilec_ix *e, iter_env *v)
+{
+    if (!e || v->unknown)
+        return;
+    if (e->op != TILEC_IX_SYM) {
+        loop_vars(ck, e->a, v);
+        loop_vars(ck, e->b, v);
+        return;
+    }
+    for (int i = 0; i < v->n; i++)
+        if (!strcmp(v->name[i], e->name))
+            return;
+    binding *b = chk_lookup(ck, e->name);
+    int64_t c[3];
+    if (!b || b->kind != B_SCALAR || b->rank != 3 || !b->dims || v->n == MAX_LOOP_VARS ||
+        !poly_is_const(b->dims[0], &c[0]) || !poly_is_const(b->dims[1], &c[1]) || !poly_is_const(b->dims[2], &c[2])) {
+        v->unknown = 1;
+        return;
+    }
+    v->name[v->n] = e->name;
+    v->lo[v->n] = v->at[v->n] = c[0];
+    v->hi[v->n] = c[1];
+    v->step[v->n++] = c[2];
+}
+
+static int iter_lookup(void *user, const tilec_ix *sym, int64_t *out)
+{
+    const iter_env *v = user;
+    for (int i = 0; i < v->n; i++)
+        if (!strcmp(v->name[i], sym->name)) {
+            *out = v->at[i];
+            return 0;
+        }
+    return 1;
+}
+
+/* Every iteration of the loops whose variables a slice names, where their
+ * bounds and every other size are constants: the first out-of-bounds one
+ * is an error ("at i = 3"); 1 when reported. */
+static int const_loop(checker *ck, const tilec_expr *sl, const char *at, const binding *base, const poly *a,
+                      const poly *b)
+{
+    const tilec_ix *e[3] = {poly_ix(&ck->scratch, a), poly_ix(&ck->scratch, b), poly_ix(&ck->scratch, base->dims[0])};
+    iter_env v = {0};
+    for (int i = 0; i < 3; i++) {
+        if (!e[i])
+            return 0;
+        loop_vars(ck, e[i], &v);
+    }
+    if (v.unknown || !v.n)
+        return 0;
+    uint64_t total = 1;
+    for (int i = 0; i < v.n; i++) {
+        if (v.lo[i] >= v.hi[i])
+            return 0; /* no iteration */
+        total *= (uint64_t)((v.hi[i] - v.lo[i] + v.step[i] - 1) / v.step[i]);
+        if (total > MAX_ITERATIONS)
+            return 0; /* left to run time */
+    }
+    for (;;) {
+        int64_t x[3];
+        for (int i = 0; i < 3; i++)
+            if (tilec_ix_eval(e[i], iter_lookup, &v, &x[i], NULL) != TILEC_IX_OK)
+                return 0;
+        const char *why = x[0] < 0 ? "starts before the first row" : x[1] < x[0] ? "stops before it starts"
+                        : x[2] < x[1] ? "runs past its end" : NULL;
+        if (why) {
+            strbuf w;
+            sb_init(&w);
+            for (int i = 0; i < v.n; i++)
+                sb_printf(&w, "%s%s = %lld", i ? ", " : "", v.name[i], (long long)v.at[i]);
+            chk_err(ck, chk_start_of(sl), "slice %s of '%s' (%s) %s at %s: start %lld, stop %lld, %lld rows", at,
+                base->name, base->text, why, sb_str(&w), (long long)x[0], (long long)x[1], (long long)x[2]);
+            ck->oom |= w.failed;
+            sb_free(&w);
+            return 1;
+        }
+        int i = v.n - 1; /* the next iteration, the last variable fastest */
+        while (i >= 0 && (v.at[i] += v.step[i]) >= v.hi[i]) {
+            v.at[i] = v.lo[i];
+            i--;
+        }
+        if (i < 0)
+            return 0;
+    }
 }
 
 int chk_graph_slice(checker *ck, tilec_stmt *s)
@@ -129,7 +238,7 @@ int chk_graph_slice(checker *ck, tilec_stmt *s)
     else if (known_negative(ck, dim, b, &c))
         chk_err(ck, chk_start_of(sl), "slice %s of '%s' (%s) runs %lld row%s past its end", at, base->name, base->text,
             (long long)-c, c == -1 ? "" : "s");
-    else {
+    else if (!const_loop(ck, sl, at, base, a, b)) {
         const poly **dims = ar_array(&ck->scratch, base->rank, sizeof *dims);
         poly_why why = {0};
         if (!dims) {
