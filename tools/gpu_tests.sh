@@ -12,7 +12,7 @@ for t in test_gpu_kernels test_gpu_layouts test_gpu_runtime test_gpu_wrapper tes
   echo "== $t"
   "$bin/$t" --jobs 1 || { echo "FAILED: $t"; rc=1; }
 done
-for p in tests/python/test_gpu.py tests/python/test_gpu_wrappers.py tests/python/test_gpu_interop.py; do
+for p in tests/python/test_gpu.py tests/python/test_gpu_wrappers.py tests/python/test_gpu_interop.py tests/python/test_gpu_chunks.py; do
   echo "== $p"
   python3 "$p" || { echo "FAILED: $p"; rc=1; }
 done
