@@ -1,12 +1,10 @@
-/* c_loop.c: a graph's for loops and slices in the generated C (issue 35
- * item 4). LOOP opens a C for loop whose variable is the size symbol
- * s_NAME; every size of the lines up to its END_LOOP that names the
- * variable is computed, checked for overflow and for the kernel parameter
- * it feeds, once per iteration at the top of the body (the size block runs
- * before anything and cannot see the variable). A slice (a REINTERPRET
- * with start, stop and rows) is checked 0 <= start <= stop <= rows before
- * the view is made, with an error naming the graph, the line and the
- * values. Graph mode (a launch plan of fixed steps) refuses loops. */
+/* c_loop.c: a graph's for loops in the generated C (issue 35 item 4; a
+ * slice's bounds check is c_lines.c's, with its view). LOOP opens a C for
+ * loop whose variable is the size symbol s_NAME; every size of the lines
+ * up to its END_LOOP that names the variable is computed, checked for
+ * overflow and for the kernel parameter it feeds, once per iteration at
+ * the top of the body (the size block runs before anything and cannot see
+ * the variable). Graph mode (a launch plan of fixed steps) refuses loops. */
 #include <string.h>
 
 #include "emit_c/c_internal.h"
@@ -128,26 +126,4 @@ int c_line_end_loop(void *u, const tilec_wir_line *l)
     csz_loop_end(&s->sz);
     sb_printf(&s->body, "    } /* for %s */\n", l->name);
     return 0;
-}
-
-void c_slice_check(cstate *s, const tilec_wir_line *l)
-{
-    if (l->nargs != 3)
-        return;
-    strbuf v[3];
-    static const char *const what[] = {"the start of a slice", "the stop of a slice", "the rows of a sliced tensor"};
-    for (int i = 0; i < 3; i++) {
-        sb_init(&v[i]);
-        csz_use(&s->sz, &v[i], l->args[i].text, l->args[i].expr, what[i]);
-    }
-    const char *a = sb_str(&v[0]), *b = sb_str(&v[1]), *n = sb_str(&v[2]);
-    sb_printf(&s->body, "    if (%s < 0 || %s < %s || %s < %s) {\n", a, b, a, n, b);
-    sb_printf(&s->body,
-              "        tl_fail(err, errlen, \"%s: line %u: slice %s = %s[%s:%s] is out of bounds: start %%lld, stop "
-              "%%lld, and '%s' has %%lld rows\", (long long)%s, (long long)%s, (long long)%s);\n        goto tl_out;\n    }\n",
-              s->g->name, l->loc.line, l->name, l->from, l->args[0].text, l->args[1].text, l->from, a, b, n);
-    for (int i = 0; i < 3; i++) {
-        s->failed |= v[i].failed;
-        sb_free(&v[i]);
-    }
 }

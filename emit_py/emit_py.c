@@ -303,17 +303,10 @@ static int h_free(void *u, const tilec_wir_line *l)
 static int h_reinterpret(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
-    py_check_tensor(s, l, l->name);
-    if (l->offset && strcmp(l->offset, "0")) {
-        strbuf off;
-        sb_init(&off);
-        py_size(&off, s->g, l->offset_expr);
-        sb_printf(&s->checks, "    tilec.check_fits(\"%s\", \"the byte offset of view %s\", (%s) * %u)\n", s->g->name,
-                  l->name, sb_str(&off), tilec_dtype_size(l->dtype));
-        s->failed |= off.failed;
-        sb_free(&off);
-    }
-    if (l->nargs == 3) { /* a slice: 0 <= start <= stop <= rows, checked before anything runs */
+    if (l->nargs != 3) {
+        py_check_tensor(s, l, l->name);
+    } else { /* a slice: 0 <= start <= stop <= rows, checked before anything runs (it says what a
+              * tensor check of its shape would) */
         strbuf v[3];
         for (int i = 0; i < 3; i++) {
             sb_init(&v[i]);
@@ -327,6 +320,15 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
             s->failed |= v[i].failed;
             sb_free(&v[i]);
         }
+    }
+    if (l->offset && strcmp(l->offset, "0")) {
+        strbuf off;
+        sb_init(&off);
+        py_size(&off, s->g, l->offset_expr);
+        sb_printf(&s->checks, "    tilec.check_fits(\"%s\", \"the byte offset of view %s\", (%s) * %u)\n", s->g->name,
+                  l->name, sb_str(&off), tilec_dtype_size(l->dtype));
+        s->failed |= off.failed;
+        sb_free(&off);
     }
     buf_add(s, l, 0, l->from, 1);
     return 0;

@@ -498,13 +498,9 @@ int nested_run(nested_module *M, const tilec_tensor *t_x, int64_t p_K, tilec_ten
     int tl_o __attribute__((unused)) = 0;
     if ((tl_o = tl_bytes(TILEC_DT_F32, 2, (const int64_t[]){16, s_H}, NULL)) != 0)
         return tl_fail(err, errlen, "nested: tensor y (f32[16, H]) %s, with H=%lld", tl_o == 1 ? "has a negative dimension" : "needs more than 2^63 - 1 bytes", (long long)s_H);
-    if ((tl_o = tl_bytes(TILEC_DT_F32, 2, (const int64_t[]){8, s_H}, NULL)) != 0)
-        return tl_fail(err, errlen, "nested: tensor top (f32[8, H]) %s, with H=%lld", tl_o == 1 ? "has a negative dimension" : "needs more than 2^63 - 1 bytes", (long long)s_H);
     const int64_t tl_z0 = tl_mul(&tl_o, tl_mul(&tl_o, 8, s_H), 4);
     if (tl_o)
         return tl_fail(err, errlen, "nested: the size (8*H)*4 (the offset of view bottom) %s, with H=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_H);
-    if ((tl_o = tl_bytes(TILEC_DT_F32, 2, (const int64_t[]){4, s_H}, NULL)) != 0)
-        return tl_fail(err, errlen, "nested: tensor blk (f32[4, H]) %s, with H=%lld", tl_o == 1 ? "has a negative dimension" : "needs more than 2^63 - 1 bytes", (long long)s_H);
     const int64_t tl_z5 = tl_mul(&tl_o, 4, s_H);
     if (tl_o)
         return tl_fail(err, errlen, "nested: the size 4*H (argument 'n' of put) %s, with H=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_H);
