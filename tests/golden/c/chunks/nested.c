@@ -303,19 +303,19 @@ static const char tl_source[] =
     "[C, H] {\n    let s = zeros(f32, [C, H]);\n    for i in 0 .. nc {\n        let xc ="
     " x[i * C : (i + 1) * C];\n        let t = empty(f32, [C, H]);\n        scale(xc, t"
     ", C * H);\n        let u = empty(f32, [C, H]);\n        scale(t, u, C * H);\n      "
-    "  acc(u, s, C * H);\n    }\n    return s;\n}\n\n/// reuse: within one iteration only,"
-    " and not across the loop's edges\ngraph reuse(x: f32[N]) -> f32[N] {\n    let a = "
-    "empty(f32, [N]);\n    scale(x, a, N);\n    let b = empty(f32, [N]);\n    scale(a, b"
-    ", N);\n    for j in 0 .. 4 {\n        let t = empty(f32, [N]);\n        scale(b, t,"
-    " N);\n        let u = empty(f32, [N]);\n        scale(t, u, N);\n        let v = em"
-    "pty(f32, [N]);\n        scale(u, v, N);\n        acc(v, b, N);\n    }\n    let c = e"
-    "mpty(f32, [N]);\n    scale(b, c, N);\n    return c;\n}\n\n/// nested loops: blocks of"
-    " K rows of a 16-row tensor, in two halves, each\n/// row's offset passed to a ker"
-    "nel\ngraph nested(x: f32[16, H], K: i64) -> f32[16, H] {\n    let y = zeros(f32, ["
-    "16, H]);\n    let top = x[0:8];\n    let bottom = x[8:];\n    for h in 0 .. 2 step "
-    "1 {\n        for r in 0 .. 8 step 4 {\n            let blk = x[h * 8 + r : h * 8 +"
-    " r + 4];\n            put(blk, y, (h * 8 + r) * H, 4 * H);\n        }\n    }\n    pu"
-    "t(top, y, 0, 8 * H);\n    put(bottom, y, 8 * H, 8 * H);\n    return y;\n}\n";
+    "  acc(u, s, C * H);\n    }\n    return s;\n}\n\n/// nested loops: blocks of K rows of"
+    " a 16-row tensor, in two halves, each\n/// row's offset passed to a kernel\ngraph "
+    "nested(x: f32[16, H], K: i64) -> f32[16, H] {\n    let y = zeros(f32, [16, H]);\n "
+    "   let top = x[0:8];\n    let bottom = x[8:];\n    for h in 0 .. 2 step 1 {\n      "
+    "  for r in 0 .. 8 step 4 {\n            let blk = x[h * 8 + r : h * 8 + r + 4];\n "
+    "           put(blk, y, (h * 8 + r) * H, 4 * H);\n        }\n    }\n    put(top, y, "
+    "0, 8 * H);\n    put(bottom, y, 8 * H, 8 * H);\n    return y;\n}\n\n/// reuse: within "
+    "one iteration only, and not across the loop's edges\ngraph reuse(x: f32[N]) -> f3"
+    "2[N] {\n    let a = empty(f32, [N]);\n    scale(x, a, N);\n    let b = empty(f32, ["
+    "N]);\n    scale(a, b, N);\n    for j in 0 .. 4 {\n        let t = empty(f32, [N]);\n"
+    "        scale(b, t, N);\n        let u = empty(f32, [N]);\n        scale(t, u, N);"
+    "\n        let v = empty(f32, [N]);\n        scale(u, v, N);\n        acc(v, b, N);\n"
+    "    }\n    let c = empty(f32, [N]);\n    scale(b, c, N);\n    return c;\n}\n";
 
 /* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree
    cost far more than the kernels of a small graph */
@@ -522,19 +522,19 @@ int nested_run(nested_module *M, const tilec_tensor *t_x, int64_t p_K, tilec_ten
         goto tl_out;
     /* view: top of x */
     if (0 < 0 || 8 < 0 || 16 < 8) {
-        tl_fail(err, errlen, "nested: line 65: slice top = x[0:8] is out of bounds: start %lld, stop %lld, and 'x' has %lld rows", (long long)0, (long long)8, (long long)16);
+        tl_fail(err, errlen, "nested: line 45: slice top = x[0:8] is out of bounds: start %lld, stop %lld, and 'x' has %lld rows", (long long)0, (long long)8, (long long)16);
         goto tl_out;
     }
     tl_shape(&b_top, b_x.data + (uint64_t)0, TILEC_DT_F32, 2, (const int64_t[]){8, s_H});
     /* view: bottom of x */
     if (8 < 0 || 16 < 8 || 16 < 16) {
-        tl_fail(err, errlen, "nested: line 66: slice bottom = x[8:16] is out of bounds: start %lld, stop %lld, and 'x' has %lld rows", (long long)8, (long long)16, (long long)16);
+        tl_fail(err, errlen, "nested: line 46: slice bottom = x[8:16] is out of bounds: start %lld, stop %lld, and 'x' has %lld rows", (long long)8, (long long)16, (long long)16);
         goto tl_out;
     }
     tl_shape(&b_bottom, b_x.data + (uint64_t)tl_z0, TILEC_DT_F32, 2, (const int64_t[]){8, s_H});
-    /* for h in 0 .. 2 step 1, line 67 */
+    /* for h in 0 .. 2 step 1, line 47 */
     for (int64_t s_h = 0; s_h < 2; s_h += 1) {
-        /* for r in 0 .. 8 step 4, line 68 */
+        /* for r in 0 .. 8 step 4, line 48 */
         for (int64_t s_r = 0; s_r < 8; s_r += 4) {
             const int64_t tl_z1 = tl_mul(&tl_o, tl_add(&tl_o, tl_mul(&tl_o, tl_mul(&tl_o, 8, s_H), s_h), tl_mul(&tl_o, s_H, s_r)), 4);
             if (tl_o) {
@@ -558,11 +558,11 @@ int nested_run(nested_module *M, const tilec_tensor *t_x, int64_t p_K, tilec_ten
             }
             /* view: blk of x */
             if (tl_z2 < 0 || tl_z3 < tl_z2 || 16 < tl_z3) {
-                tl_fail(err, errlen, "nested: line 69: slice blk = x[8*h + r:8*h + r + 4] is out of bounds: start %lld, stop %lld, and 'x' has %lld rows", (long long)tl_z2, (long long)tl_z3, (long long)16);
+                tl_fail(err, errlen, "nested: line 49: slice blk = x[8*h + r:8*h + r + 4] is out of bounds: start %lld, stop %lld, and 'x' has %lld rows", (long long)tl_z2, (long long)tl_z3, (long long)16);
                 goto tl_out;
             }
             tl_shape(&b_blk, b_x.data + (uint64_t)tl_z1, TILEC_DT_F32, 2, (const int64_t[]){4, s_H});
-            { /* put, line 70 */
+            { /* put, line 50 */
                 tilec_rt_arg a[4] = {{.ptr = b_blk.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(tl_z4)}, {.i32 = (int32_t)(tl_z5)}};
                 tilec_rt_status st;
                 if (tl_g) { /* graph mode: the arguments go to the plan's slots */
@@ -583,7 +583,7 @@ int nested_run(nested_module *M, const tilec_tensor *t_x, int64_t p_K, tilec_ten
             }
         } /* for r */
     } /* for h */
-    { /* put, line 73 */
+    { /* put, line 53 */
         tilec_rt_arg a[4] = {{.ptr = b_top.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(0)}, {.i32 = (int32_t)(tl_z6)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
@@ -602,7 +602,7 @@ int nested_run(nested_module *M, const tilec_tensor *t_x, int64_t p_K, tilec_ten
             goto tl_out;
         }
     }
-    { /* put, line 74 */
+    { /* put, line 54 */
         tilec_rt_arg a[4] = {{.ptr = b_bottom.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(tl_z6)}, {.i32 = (int32_t)(tl_z6)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */

@@ -303,19 +303,19 @@ static const char tl_source[] =
     "[C, H] {\n    let s = zeros(f32, [C, H]);\n    for i in 0 .. nc {\n        let xc ="
     " x[i * C : (i + 1) * C];\n        let t = empty(f32, [C, H]);\n        scale(xc, t"
     ", C * H);\n        let u = empty(f32, [C, H]);\n        scale(t, u, C * H);\n      "
-    "  acc(u, s, C * H);\n    }\n    return s;\n}\n\n/// reuse: within one iteration only,"
-    " and not across the loop's edges\ngraph reuse(x: f32[N]) -> f32[N] {\n    let a = "
-    "empty(f32, [N]);\n    scale(x, a, N);\n    let b = empty(f32, [N]);\n    scale(a, b"
-    ", N);\n    for j in 0 .. 4 {\n        let t = empty(f32, [N]);\n        scale(b, t,"
-    " N);\n        let u = empty(f32, [N]);\n        scale(t, u, N);\n        let v = em"
-    "pty(f32, [N]);\n        scale(u, v, N);\n        acc(v, b, N);\n    }\n    let c = e"
-    "mpty(f32, [N]);\n    scale(b, c, N);\n    return c;\n}\n\n/// nested loops: blocks of"
-    " K rows of a 16-row tensor, in two halves, each\n/// row's offset passed to a ker"
-    "nel\ngraph nested(x: f32[16, H], K: i64) -> f32[16, H] {\n    let y = zeros(f32, ["
-    "16, H]);\n    let top = x[0:8];\n    let bottom = x[8:];\n    for h in 0 .. 2 step "
-    "1 {\n        for r in 0 .. 8 step 4 {\n            let blk = x[h * 8 + r : h * 8 +"
-    " r + 4];\n            put(blk, y, (h * 8 + r) * H, 4 * H);\n        }\n    }\n    pu"
-    "t(top, y, 0, 8 * H);\n    put(bottom, y, 8 * H, 8 * H);\n    return y;\n}\n";
+    "  acc(u, s, C * H);\n    }\n    return s;\n}\n\n/// nested loops: blocks of K rows of"
+    " a 16-row tensor, in two halves, each\n/// row's offset passed to a kernel\ngraph "
+    "nested(x: f32[16, H], K: i64) -> f32[16, H] {\n    let y = zeros(f32, [16, H]);\n "
+    "   let top = x[0:8];\n    let bottom = x[8:];\n    for h in 0 .. 2 step 1 {\n      "
+    "  for r in 0 .. 8 step 4 {\n            let blk = x[h * 8 + r : h * 8 + r + 4];\n "
+    "           put(blk, y, (h * 8 + r) * H, 4 * H);\n        }\n    }\n    put(top, y, "
+    "0, 8 * H);\n    put(bottom, y, 8 * H, 8 * H);\n    return y;\n}\n\n/// reuse: within "
+    "one iteration only, and not across the loop's edges\ngraph reuse(x: f32[N]) -> f3"
+    "2[N] {\n    let a = empty(f32, [N]);\n    scale(x, a, N);\n    let b = empty(f32, ["
+    "N]);\n    scale(a, b, N);\n    for j in 0 .. 4 {\n        let t = empty(f32, [N]);\n"
+    "        scale(b, t, N);\n        let u = empty(f32, [N]);\n        scale(t, u, N);"
+    "\n        let v = empty(f32, [N]);\n        scale(u, v, N);\n        acc(v, b, N);\n"
+    "    }\n    let c = empty(f32, [N]);\n    scale(b, c, N);\n    return c;\n}\n";
 
 /* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree
    cost far more than the kernels of a small graph */
@@ -491,7 +491,7 @@ int reuse_run(reuse_module *M, const tilec_tensor *t_x, tilec_tensor *out_c, cha
     /* alloc a: f32, 4*N bytes */
     if (tl_alloc(M, &b_a, "a", TILEC_DT_F32, 1, (const int64_t[]){s_N}, &tl_live, err, errlen))
         goto tl_out;
-    { /* scale, line 44 */
+    { /* scale, line 61 */
         tilec_rt_arg a[3] = {{.ptr = b_x.data}, {.ptr = b_a.data}, {.i32 = (int32_t)(s_N)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
@@ -512,7 +512,7 @@ int reuse_run(reuse_module *M, const tilec_tensor *t_x, tilec_tensor *out_c, cha
     /* alloc b: f32, 4*N bytes */
     if (tl_alloc(M, &b_b, "b", TILEC_DT_F32, 1, (const int64_t[]){s_N}, &tl_live, err, errlen))
         goto tl_out;
-    { /* scale, line 46 */
+    { /* scale, line 63 */
         tilec_rt_arg a[3] = {{.ptr = b_a.data}, {.ptr = b_b.data}, {.i32 = (int32_t)(s_N)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
@@ -530,12 +530,12 @@ int reuse_run(reuse_module *M, const tilec_tensor *t_x, tilec_tensor *out_c, cha
             goto tl_out;
         }
     }
-    /* for j in 0 .. 4 step 1, line 47 */
+    /* for j in 0 .. 4 step 1, line 64 */
     for (int64_t s_j = 0; s_j < 4; s_j += 1) {
         /* alloc t: f32, 4*N bytes */
         if (tl_alloc(M, &b_t, "t", TILEC_DT_F32, 1, (const int64_t[]){s_N}, &tl_live, err, errlen))
             goto tl_out;
-        { /* scale, line 49 */
+        { /* scale, line 66 */
             tilec_rt_arg a[3] = {{.ptr = b_b.data}, {.ptr = b_t.data}, {.i32 = (int32_t)(s_N)}};
             tilec_rt_status st;
             if (tl_g) { /* graph mode: the arguments go to the plan's slots */
@@ -556,7 +556,7 @@ int reuse_run(reuse_module *M, const tilec_tensor *t_x, tilec_tensor *out_c, cha
         /* alloc u: f32, 4*N bytes */
         if (tl_alloc(M, &b_u, "u", TILEC_DT_F32, 1, (const int64_t[]){s_N}, &tl_live, err, errlen))
             goto tl_out;
-        { /* scale, line 51 */
+        { /* scale, line 68 */
             tilec_rt_arg a[3] = {{.ptr = b_t.data}, {.ptr = b_u.data}, {.i32 = (int32_t)(s_N)}};
             tilec_rt_status st;
             if (tl_g) { /* graph mode: the arguments go to the plan's slots */
@@ -576,7 +576,7 @@ int reuse_run(reuse_module *M, const tilec_tensor *t_x, tilec_tensor *out_c, cha
         }
         /* reuse: v takes the storage of t */
         tl_shape(&b_v, b_t.data, TILEC_DT_F32, 1, (const int64_t[]){s_N});
-        { /* scale, line 53 */
+        { /* scale, line 70 */
             tilec_rt_arg a[3] = {{.ptr = b_u.data}, {.ptr = b_v.data}, {.i32 = (int32_t)(s_N)}};
             tilec_rt_status st;
             if (tl_g) { /* graph mode: the arguments go to the plan's slots */
@@ -595,7 +595,7 @@ int reuse_run(reuse_module *M, const tilec_tensor *t_x, tilec_tensor *out_c, cha
             }
         }
         tl_release(M, &tl_live, b_u.data); /* u */
-        { /* acc, line 54 */
+        { /* acc, line 71 */
             tilec_rt_arg a[3] = {{.ptr = b_v.data}, {.ptr = b_b.data}, {.i32 = (int32_t)(s_N)}};
             tilec_rt_status st;
             if (tl_g) { /* graph mode: the arguments go to the plan's slots */
@@ -617,7 +617,7 @@ int reuse_run(reuse_module *M, const tilec_tensor *t_x, tilec_tensor *out_c, cha
     } /* for j */
     /* reuse: c takes the storage of a */
     tl_shape(&b_c, b_a.data, TILEC_DT_F32, 1, (const int64_t[]){s_N});
-    { /* scale, line 57 */
+    { /* scale, line 74 */
         tilec_rt_arg a[3] = {{.ptr = b_b.data}, {.ptr = b_c.data}, {.i32 = (int32_t)(s_N)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
