@@ -32,26 +32,6 @@ static void teardown(void)
 
 TestSuite(chunks, .init = setup, .fini = teardown);
 
-static uint64_t upload(const void *h, size_t bytes)
-{
-    uint64_t d = 0;
-    GPU_CHECK(rt, tilec_rt_malloc(rt, bytes + 4, &d));
-    GPU_CHECK(rt, tilec_rt_memcpy_htod(rt, d, h, bytes));
-    return d;
-}
-
-static tilec_tensor tensor(uint64_t data, tilec_dtype dt, int64_t a, int64_t b)
-{
-    tilec_tensor t = {.data = data, .dtype = dt, .rank = b ? 2u : 1u};
-    t.sizes[0] = a;
-    t.strides[0] = b ? b : 1;
-    if (b) {
-        t.sizes[1] = b;
-        t.strides[1] = 1;
-    }
-    return t;
-}
-
 /* one call of flce with T tokens of D, V classes, chunks of C; 0 when it ran */
 static int run_case(int T, int D, int V, int C, char *err, size_t errlen)
 {
@@ -86,9 +66,9 @@ static int run_case(int T, int D, int V, int C, char *err, size_t errlen)
             }
         }
     }
-    tilec_tensor th = tensor(upload(h, (size_t)T * D * 4), TILEC_DT_F32, T, D);
-    tilec_tensor tw = tensor(upload(w, (size_t)V * D * 4), TILEC_DT_F32, V, D);
-    tilec_tensor tt = tensor(upload(tgt, (size_t)T * 4), TILEC_DT_I32, T, 0);
+    tilec_tensor th = gpu_tensor(gpu_upload(rt, h, (size_t)T * D * 4), TILEC_DT_F32, T, D);
+    tilec_tensor tw = gpu_tensor(gpu_upload(rt, w, (size_t)V * D * 4), TILEC_DT_F32, V, D);
+    tilec_tensor tt = gpu_tensor(gpu_upload(rt, tgt, (size_t)T * 4), TILEC_DT_I32, T, 0);
     tilec_tensor ol, odh, odw;
     int rc = flce_run(mod, &th, &tw, &tt, C, &ol, &odh, &odw, err, errlen);
     if (!rc) {
