@@ -82,15 +82,51 @@ int c_line_free(void *u, const tilec_wir_line *l)
     return 0;
 }
 
+/* A slice (a REINTERPRET with start, stop and rows: issue 35) is checked
+ * 0 <= start <= stop <= rows before its view is made, with an error naming
+ * the graph, the line and the values. */
+static void c_slice_check(cstate *s, const tilec_wir_line *l)
+{
+    if (l->nargs != 3)
+        return;
+    strbuf v[3];
+    static const char *const what[] = {"the start of a slice", "the stop of a slice", "the rows of a sliced tensor"};
+    for (int i = 0; i < 3; i++) {
+        sb_init(&v[i]);
+        csz_use(&s->sz, &v[i], l->args[i].text, l->args[i].expr, what[i]);
+    }
+    const char *a = sb_str(&v[0]), *b = sb_str(&v[1]), *n = sb_str(&v[2]);
+    sb_printf(&s->body, "    if (%s < 0 || %s < %s || %s < %s) {\n", a, b, a, n, b);
+    sb_printf(&s->body,
+              "        tl_fail(err, errlen, \"%s: line %u: slice %s = %s[%s:%s] is out of bounds: start %%lld, stop "
+              "%%lld, and '%s' has %%lld rows\", (long long)%s, (long long)%s, (long long)%s);\n        goto tl_out;\n    }\n",
+              s->g->name, l->loc.line, l->name, l->from, l->args[0].text, l->args[1].text, l->from, a, b, n);
+    for (int i = 0; i < 3; i++) {
+        s->failed |= v[i].failed;
+        sb_free(&v[i]);
+    }
+}
+
 int c_line_reinterpret(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;
     sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
     sb_printf(&s->body, "    /* view: %s of %s */\n", l->name, l->from);
+    c_slice_check(s, l);
     sb_printf(&s->body, "    tl_shape(&%s, %s.data + (uint64_t)", B(l->name), B(l->from));
     csz_offset(&s->sz, &s->body, l->name, l->offset, l->offset_expr, tilec_dtype_size(l->dtype));
     sb_printf(&s->body, ", %s, %u, (const int64_t[])", dt_enum(l->dtype), l->rank);
-    c_dims(s, &s->body, l);
+    if (l->nargs == 3) { /* a slice's bytes are within its base's: its bounds check says what is wrong */
+        for (uint32_t d = 0; d < l->rank; d++) {
+            char what[300];
+            snprintf(what, sizeof what, "dimension %u of %.250s", d, l->name);
+            sb_puts(&s->body, d ? ", " : "{");
+            csz_use(&s->sz, &s->body, l->sizes[d], l->size_exprs[d], what);
+        }
+        sb_puts(&s->body, "}");
+    } else {
+        c_dims(s, &s->body, l);
+    }
     sb_puts(&s->body, ");\n");
     return 0;
 }

@@ -205,6 +205,18 @@ void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call)
  * NULL after an error. */
 const tilec_kernel *chk_pick_instance(checker *ck, const tilec_kernel *g, tilec_expr *call);
 
+/* check_chunk.c: graph for loops and slices (x[a:b]). chk_graph_for_head
+ * checks a loop's bounds and binds its variable in a new scope (1 when
+ * good); chk_graph_for_end leaves it, remembering its names in *gone;
+ * chk_graph_gone reports a let or loop that names one of them (1);
+ * chk_graph_slice checks `let c = x[a:b];` (0 when s is no slice). */
+typedef struct chk_gone chk_gone;
+int chk_graph_for_head(checker *ck, tilec_stmt *s);
+void chk_graph_for_end(checker *ck, chk_gone **gone);
+int chk_graph_gone(checker *ck, chk_gone *gone, const tilec_stmt *s);
+int chk_graph_slice(checker *ck, tilec_stmt *s);
+void chk_graph_gone_free(chk_gone **gone);
+
 /* check_graph.c */
 void chk_graph(checker *ck, tilec_graph *g);
 

@@ -500,7 +500,9 @@ static const char block_counts[] = "COMMENT 2\n"
                                    "EXTERN_ALLOC 2\n"
                                    "MULTI_OUTPUT 2\n"
                                    "ASSERT_SHAPE 2\n"
-                                   "COLLECTIVE 0\n";
+                                   "COLLECTIVE 0\n"
+                                   "LOOP 0\n"
+                                   "END_LOOP 0\n";
 
 Test(emit, user_emitter)
 {

@@ -1013,3 +1013,78 @@ Test(wrapper_run, an_overlapped_collective_waits_and_keeps_its_input, .timeout =
     sb_free(&log);
     rm_dir(dir);
 }
+
+/* Issue 35 item 4: a graph's for loop over slices, run. Chunks of C = 2
+ * rows of x (8 rows of 3): each scaled into a buffer the iteration
+ * allocates and frees, then into its slice of y; n chunks cover 2n rows.
+ * The loop runs n times (2n launches), every iteration's buffer is
+ * given back (after the call y is live and one spare, the wrapper's for
+ * its next call, whatever n: 4 iterations leak none), and a chunk past the end
+ * of x is the slice's run-time error, naming the graph, the line and the
+ * values, with nothing left allocated. */
+static const char chunks_tile[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {\n"
+                                  "    let i = pid(0) * 256 + range(256);\n"
+                                  "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+                                  "}\n"
+                                  "graph chunks(x: f32[R, H], n: i64, C: i64) -> f32[R, H] {\n"
+                                  "    let y = zeros(f32, [R, H]);\n"
+                                  "    for i in 0 .. n {\n"
+                                  "        let xc = x[i * C : (i + 1) * C];\n"
+                                  "        let t = empty(f32, [C, H]);\n"
+                                  "        scale2(xc, t, C * H);\n"
+                                  "        let yc = y[i * C : i * C + C];\n"
+                                  "        scale2(t, yc, C * H);\n"
+                                  "    }\n"
+                                  "    return y;\n"
+                                  "}\n";
+
+/* main(driver, n): "rc=R launches=L live=A err=E" and y's values */
+static const char chunks_runner[] =
+    "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+    "#include \"chunks.h\"\n#include \"fake_cuda.h\"\n"
+    "int main(int argc, char **argv)\n{\n"
+    "    void *h = argc == 3 ? dlopen(argv[1], RTLD_NOW | RTLD_LOCAL) : NULL;\n"
+    "    fake_cuda_state *(*get)(void) = h ? (fake_cuda_state * (*)(void)) dlsym(h, \"fake_cuda_state_get\") : NULL;\n"
+    "    tilec_rt *rt = NULL;\n"
+    "    if (!get || tilec_rt_open_driver(argv[1], 0, &rt) != TILEC_RT_OK)\n        return 3;\n"
+    "    fake_cuda_state *f = get();\n"
+    "    int64_t n = strtoll(argv[2], NULL, 10);\n"
+    "    char err[512] = \"\";\n"
+    "    chunks_module *m = NULL;\n"
+    "    if (chunks_load(rt, &m, err, sizeof err)) {\n        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
+    "    float xs[24];\n    for (int i = 0; i < 24; i++)\n        xs[i] = (float)(i + 1);\n"
+    "    tilec_tensor x = {.dtype = TILEC_DT_F32, .rank = 2, .sizes = {8, 3}, .strides = {3, 1}}, y = {0};\n"
+    "    if (tilec_rt_malloc(rt, sizeof xs, &x.data) != TILEC_RT_OK || tilec_rt_memcpy_htod(rt, x.data, xs, sizeof xs))\n"
+    "        return 5;\n"
+    "    int launches = f->launches, allocs = f->live_allocs;\n"
+    "    int rc = chunks_run(m, &x, n, 2, &y, err, sizeof err);\n"
+    "    printf(\"rc=%d launches=%d live=%d err=%s\\n\", rc, f->launches - launches, f->live_allocs - allocs, err);\n"
+    "    if (!rc) {\n"
+    "        float ys[24];\n"
+    "        if (tilec_rt_memcpy_dtoh(rt, ys, y.data, sizeof ys) != TILEC_RT_OK)\n            return 6;\n"
+    "        for (int i = 0; i < 24; i++)\n            printf(\"%g%s\", (double)ys[i], i % 3 == 2 ? \"\\n\" : \" \");\n"
+    "        tilec_rt_free(rt, y.data);\n"
+    "    }\n"
+    "    tilec_rt_free(rt, x.data);\n"
+    "    chunks_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+Test(wrapper_run, a_for_loop_over_slices_runs_frees_each_iteration_and_checks_bounds, .timeout = 120)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    emit_c_of(dir, chunks_tile);
+    write_in(dir, "main.c", chunks_runner);
+    link_runner(dir, "chunks");
+    char *out = run(dir, 4); /* 4 chunks of 2 rows: all of x */
+    cr_expect_str_eq(out, "rc=0 launches=8 live=2 err=\n"
+                          "4 8 12\n16 20 24\n28 32 36\n40 44 48\n52 56 60\n64 68 72\n76 80 84\n88 92 96\n");
+    free(out);
+    out = run(dir, 1); /* the first chunk only: the other rows stay 0 */
+    cr_expect_str_eq(out, "rc=0 launches=2 live=2 err=\n4 8 12\n16 20 24\n0 0 0\n0 0 0\n0 0 0\n0 0 0\n0 0 0\n0 0 0\n");
+    free(out);
+    out = run(dir, 5); /* the fifth chunk starts at row 8 of 8 */
+    cr_expect_str_eq(out, "rc=1 launches=8 live=0 err=chunks: line 8: slice xc = x[C*i:C + C*i] is out of bounds: "
+                          "start 8, stop 10, and 'x' has 8 rows\n");
+    free(out);
+    rm_dir(dir);
+}

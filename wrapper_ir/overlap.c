@@ -3,8 +3,9 @@
  * EXTERN_CALL of the symbol "tilec:wait:NAME" (no tensors) makes the
  * graph's stream wait for it. The wait goes before the first later line
  * that names the collective's input or result (reads the result, writes or
- * even reads the input, makes a view of either), or before the return:
- * the kernels and externs in between run while the collective does. The
+ * even reads the input, makes a view of either), before the next LOOP or
+ * END_LOOP (a collective in a loop's body is joined in its iteration, one
+ * before a loop before the loop starts), or before the return: the kernels and externs in between run while the collective does. The
  * frees of the input and the result found in between move to just after
  * the wait, so memory planning (plan.c, which runs after) cannot hand
  * either buffer to another line while the collective may still use it. */
@@ -69,8 +70,8 @@ int wir_overlap(tilec_wir *w)
             const tilec_wir_line *l = &w->lines[j];
             if (is_free(l) && (same(l->name, c->name) || same(l->name, c->from)))
                 owner[j] = i + 1;
-            else if (names(l, c->name, c->from))
-                break;
+            else if (names(l, c->name, c->from) || l->kind == TILEC_WIR_LOOP || l->kind == TILEC_WIR_END_LOOP)
+                break; /* nor across a loop's start or end: the iteration that ran it joins it */
             else if (is_work(l))
                 sb_printf(&what, "%s%s", what.n ? ", " : "", l->name);
         }

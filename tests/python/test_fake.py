@@ -59,6 +59,13 @@ graph gf(x: f32[N]) -> (y: f32[N], d: f64[N], h: f16[N]) {
     let h = ones(f16, [N]);
     return y, d, h;
 }
+graph gs(x: f32[N], a: i64, b: i64) -> (y: f32[N]) {
+    let y = zeros(f32, [N]);
+    let xs = x[a:b];
+    let ys = y[a:b];
+    scale2(xs, ys, b - a);
+    return y;
+}
 graph ge(x: f32[N]) -> (z: f32[N]) {
     let y = empty(f32, [N]);
     scale2(x, y, N);
@@ -143,7 +150,8 @@ class FakeDriverTests(unittest.TestCase):
         import g8
         import ge
         import gf
-        cls.g8, cls.ge, cls.gf = g8, ge, gf  # g2: the compiled recipes' test, in a child
+        import gs
+        cls.g8, cls.ge, cls.gf, cls.gs = g8, ge, gf, gs  # g2: the compiled recipes' test, in a child
         cls.n = 300
         cls.x = tilec.Buffer.from_bytes(array.array("f", range(cls.n)), (cls.n,), "f32")
 
@@ -157,6 +165,21 @@ class FakeDriverTests(unittest.TestCase):
         self.assertEqual(graph.stats()["runs"], before + 1)
         self.assertEqual(fake_state().launches - launches, 3)
         self.g8.release(y)
+
+    def test_a_slice_is_a_view_at_an_offset_checked_before_anything_runs(self):
+        # issue 35 item 4: y[a:b] = 2 x[a:b], the rest of y 0; a slice out of x's rows is the
+        # wrapper's error before any launch
+        y = self.gs.call(self.x, 10, 20)
+        self.assertEqual(y.tolist(), [2.0 * i if 10 <= i < 20 else 0.0 for i in range(self.n)])
+        self.gs.release(y)
+        launches = fake_state().launches
+        line = SOURCE.splitlines().index("    let xs = x[a:b];") + 1
+        for a, b in ((290, 310), (20, 10), (-1, 4)):
+            with self.assertRaises(ValueError) as e:
+                self.gs.call(self.x, a, b)
+            self.assertIn(f"gs: line {line}: slice xs = x[a:b] is out of bounds: start {a}, stop {b}, and 'x' has 300 rows",
+                          str(e.exception))
+        self.assertEqual(fake_state().launches, launches)
 
     def test_cuda_graph_replay_equals_eager(self):
         eager = self.g8.call(self.x).tolist()
