@@ -1072,9 +1072,7 @@ Test(wrapper_run, a_for_loop_over_slices_runs_frees_each_iteration_and_checks_bo
 {
     char dir[64];
     make_tmpdir(dir, sizeof dir);
-    emit_c_of(dir, chunks_tile);
-    write_in(dir, "main.c", chunks_runner);
-    link_runner(dir, "chunks");
+    build_runner(dir, chunks_tile, "chunks", chunks_runner);
     char *out = run(dir, 4); /* 4 chunks of 2 rows: all of x */
     cr_expect_str_eq(out, "rc=0 launches=8 live=2 err=\n"
                           "4 8 12\n16 20 24\n28 32 36\n40 44 48\n52 56 60\n64 68 72\n76 80 84\n88 92 96\n");
