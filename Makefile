@@ -223,6 +223,14 @@ $(BUILD)/obj/gen/wrappers/%.o: $(BUILD)/gen/wrappers/%.c
 $(BUILD)/gen/wrappers/block.c $(BUILD)/gen/wrappers/block.h &: examples/block.tile $(TILEC)
 	@mkdir -p $(BUILD)/gen/wrappers
 	$(TILEC) examples/block.tile --emit c -o $(BUILD)/gen/wrappers
+$(BUILD)/gen/wrappers/flce.c $(BUILD)/gen/wrappers/flce.h &: examples/chunked_ce.tile $(TILEC)
+	@mkdir -p $(BUILD)/gen/wrappers
+	$(TILEC) examples/chunked_ce.tile --emit c -o $(BUILD)/gen/wrappers
+$(BUILD)/obj/tests/test_gpu_chunks.o: $(BUILD)/gen/wrappers/flce.h
+$(BUILD)/obj/tests/test_gpu_chunks.o: CPPFLAGS += -I$(BUILD)/gen/wrappers
+$(BUILD)/tests/test_gpu_chunks: $(BUILD)/obj/tests/test_gpu_chunks.o $(BUILD)/obj/gen/wrappers/flce.o $(LIBA_INT)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
 $(BUILD)/obj/tests/test_gpu_wrapper.o: $(BUILD)/gen/wrappers/e2e.h $(BUILD)/gen/wrappers/e2e_fused.h \
     $(BUILD)/gen/wrappers/block.h
 $(BUILD)/obj/tests/test_gpu_wrapper.o: CPPFLAGS += -I$(BUILD)/gen/wrappers
@@ -529,6 +537,7 @@ golden: all
 	@mkdir -p tests/golden/layouts
 	@for f in examples/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit layouts > tests/golden/layouts/$${b%.tile}.layouts; done
 	@for f in tests/golden/ir/*.tile; do $(TILEC) $$f --emit ir > $${f%.tile}.ir; done
+	@for f in tests/golden/tune/*.tile; do $(TILEC) $$f --emit tune > $${f%.tile}.tune; done
 	@for f in tests/golden/ir/*.tile examples/e2e.tile; do b=$${f##*/}; d=tests/golden/c/$${b%.tile}; \
 	    mkdir -p $$d; rm -f $$d/*.c $$d/*.h; $(TILEC) $$f --emit c -o $$d || exit 1; done
 	@for f in tests/golden/ir/*.tile examples/e2e.tile; do b=$${f##*/}; d=tests/golden/py/$${b%.tile}; \

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lower/tune.h"
 #include "parser/parse.h"
+#include "tilec/log.h"
 #include "tilec/limits.h"
 
 /* An error about a whole file: "what" then the reason. */
@@ -49,6 +51,12 @@ tilec_status tilec_parse_string(tilec_ctx *ctx, const char *name, const char *te
     int bad = prs_parse(ctx, m);
     if (!bad)
         bad = chk_module(ctx, m);
+    if (!bad && ctx->nerrors == errors) {
+        tilec_status ts = lower_tune_module(ctx, m, &m->ar);
+        bad = ts != TILEC_OK;
+        if (!bad && tilec_log_enabled(TILEC_LOG_TUNE))
+            (void)tilec_module_emit_tune(m, tilec_sink_file(stderr));
+    }
     if (bad || ctx->nerrors > errors || m->ar.failed) {
         int nomem = m->ar.failed || ctx->nomem;
         tilec_module_free(m);

@@ -156,6 +156,8 @@ static tilec_status emit_one(tilec_ctx *ctx, const cli_opts *o, const tilec_modu
         return tilec_module_emit_ir(ctx, m, 1, o->sizes, o->nsizes, sink);
     if (!strcmp(o->emit, "layouts"))
         return tilec_module_emit_layouts(ctx, m, sink);
+    if (!strcmp(o->emit, "tune"))
+        return tilec_module_emit_tune(m, sink);
     if (o->nfiles > 1) { /* ast: each module under its file's name */
         out_write(os, "// ", 3);
         out_write(os, file, strlen(file));

@@ -34,13 +34,15 @@ static const char usage[] =
     "                           cuda   the CUDA C of every kernel variant\n"
     "                           layouts  each variant's tile layouts, conversions, shared\n"
     "                                  memory and __syncthreads per loop iteration\n"
+    "                           tune   each tune space: the configurations pruned and\n"
+    "                                  why, those kept and their rank per shape class\n"
     "                           ir     the wrapper IR of every graph, memory planned\n"
     "                           cubin  every kernel variant compiled by NVRTC:\n"
     "                                  NAME_vK.cubin and NAME_vK.meta in -o DIR\n"
     "                           c      a C wrapper per graph: NAME.c, NAME.h in -o DIR\n"
     "                           py     a Python wrapper per graph: NAME.py in -o DIR\n"
     "                           NAME   an emitter loaded with --plugin\n"
-    "  -o, --output PATH      the file (ast, cuda, layouts, ir; default or '-': standard output)\n"
+    "  -o, --output PATH      the file (ast, cuda, layouts, tune, ir; default or '-': standard output)\n"
     "                         or the directory (cubin, c, py; made with its parents)\n"
     "                         to write; never over an input, all files or none\n"
     "      --source-name NAME the input's name in generated code and diagnostics\n"
@@ -191,7 +193,8 @@ static int parse_args(cli_opts *o, int argc, char **argv)
 
 static int is_stream_kind(const char *emit)
 {
-    return !strcmp(emit, "ast") || !strcmp(emit, "cuda") || !strcmp(emit, "layouts") || !strcmp(emit, "ir");
+    return !strcmp(emit, "ast") || !strcmp(emit, "cuda") || !strcmp(emit, "layouts") || !strcmp(emit, "tune") ||
+           !strcmp(emit, "ir");
 }
 
 /* An architecture NVRTC compiles for, or a usage error listing those it does. */
@@ -268,7 +271,7 @@ static int check_emitter(tilec_ctx *ctx, const cli_opts *o)
         return 0;
     const char *names[64];
     size_t n = tilec_emitter_names(ctx, names, 64);
-    char known[1024] = "ast, cuda, layouts, cubin";
+    char known[1024] = "ast, cuda, layouts, tune, cubin";
     for (size_t k = 0, at = strlen(known); k < n && at < sizeof known; k++)
         at += (size_t)snprintf(known + at, sizeof known - at, ", %s", names[k]);
     return cli_usage_error("unknown --emit kind '%s' (known: %s)", o->emit, known);

@@ -164,6 +164,7 @@ loop:
     "grid"     { t.kind = LEX_GRID; goto done; }
     "hints"    { t.kind = LEX_HINTS; goto done; }
     "variants" { t.kind = LEX_VARIANTS; goto done; }
+    "tune"     { t.kind = LEX_TUNE; goto done; }
     "true"     { t.kind = LEX_TRUE; t.ival = 1; goto done; }
     "false"    { t.kind = LEX_FALSE; goto done; }
     "inf"      { t.kind = LEX_INF; goto done; }

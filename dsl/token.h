@@ -66,7 +66,8 @@
     X(TRUE, "'true'") \
     X(FALSE, "'false'") \
     X(INF, "'inf'") \
-    X(NONE, "'None'")
+    X(NONE, "'None'") \
+    X(TUNE, "'tune'")
 
 enum {
     LEX_ERROR = -1, /* reported already */

@@ -141,8 +141,9 @@ void cg_extern(cstate *s, const tilec_wir_line *l, const char *const *outs, uint
         sb_puts(&s->body, "        ");
         return;
     }
-    sb_printf(&s->body,
-              "        if (tl_g) { /* graph mode: an extern step of the plan */\n"
+    sb_puts(&s->body, "        if (tl_g) { /* graph mode: an extern step of the plan */\n");
+    if (n) /* (a collective's wait takes no tensors) */
+        sb_printf(&s->body,
               "            for (uint32_t i = 0; i < %u; i++)\n"
               "                if (!tl_contiguous(i < %u ? &in[i] : &out[i - %u])) {\n"
               "                    tl_fail(err, errlen, \"%s: graph mode: argument %%u of extern %s is a strided view \"\n"

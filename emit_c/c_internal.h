@@ -75,6 +75,9 @@ int c_line_allocate(void *u, const tilec_wir_line *l);
 int c_line_reuse(void *u, const tilec_wir_line *l);
 int c_line_free(void *u, const tilec_wir_line *l);
 int c_line_reinterpret(void *u, const tilec_wir_line *l);
+/* c_loop.c: LOOP and END_LOOP */
+int c_line_loop(void *u, const tilec_wir_line *l);
+int c_line_end_loop(void *u, const tilec_wir_line *l);
 int c_line_kernel_call(void *u, const tilec_wir_line *l);
 int c_line_extern_call(void *u, const tilec_wir_line *l);
 int c_line_extern_alloc(void *u, const tilec_wir_line *l);

@@ -82,15 +82,51 @@ int c_line_free(void *u, const tilec_wir_line *l)
     return 0;
 }
 
+/* A slice (a REINTERPRET with start, stop and rows: issue 35) is checked
+ * 0 <= start <= stop <= rows before its view is made, with an error naming
+ * the graph, the line and the values. */
+static void c_slice_check(cstate *s, const tilec_wir_line *l)
+{
+    if (l->nargs != 3)
+        return;
+    strbuf v[3];
+    static const char *const what[] = {"the start of a slice", "the stop of a slice", "the rows of a sliced tensor"};
+    for (int i = 0; i < 3; i++) {
+        sb_init(&v[i]);
+        csz_use(&s->sz, &v[i], l->args[i].text, l->args[i].expr, what[i]);
+    }
+    const char *a = sb_str(&v[0]), *b = sb_str(&v[1]), *n = sb_str(&v[2]);
+    sb_printf(&s->body, "    if (%s < 0 || %s < %s || %s < %s) {\n", a, b, a, n, b);
+    sb_printf(&s->body,
+              "        tl_fail(err, errlen, \"%s: line %u: slice %s = %s[%s:%s] is out of bounds: start %%lld, stop "
+              "%%lld, and '%s' has %%lld rows\", (long long)%s, (long long)%s, (long long)%s);\n        goto tl_out;\n    }\n",
+              s->g->name, l->loc.line, l->name, l->from, l->args[0].text, l->args[1].text, l->from, a, b, n);
+    for (int i = 0; i < 3; i++) {
+        s->failed |= v[i].failed;
+        sb_free(&v[i]);
+    }
+}
+
 int c_line_reinterpret(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;
     sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
     sb_printf(&s->body, "    /* view: %s of %s */\n", l->name, l->from);
+    c_slice_check(s, l);
     sb_printf(&s->body, "    tl_shape(&%s, %s.data + (uint64_t)", B(l->name), B(l->from));
     csz_offset(&s->sz, &s->body, l->name, l->offset, l->offset_expr, tilec_dtype_size(l->dtype));
     sb_printf(&s->body, ", %s, %u, (const int64_t[])", dt_enum(l->dtype), l->rank);
-    c_dims(s, &s->body, l);
+    if (l->nargs == 3) { /* a slice's bytes are within its base's: its bounds check says what is wrong */
+        for (uint32_t d = 0; d < l->rank; d++) {
+            char what[300];
+            snprintf(what, sizeof what, "dimension %u of %.250s", d, l->name);
+            sb_puts(&s->body, d ? ", " : "{");
+            csz_use(&s->sz, &s->body, l->sizes[d], l->size_exprs[d], what);
+        }
+        sb_puts(&s->body, "}");
+    } else {
+        c_dims(s, &s->body, l);
+    }
     sb_puts(&s->body, ");\n");
     return 0;
 }
@@ -180,9 +216,14 @@ int c_line_kernel_call(void *u, const tilec_wir_line *l)
 /* externs: inputs are the argument buffers; outputs the given list */
 static void c_extern(cstate *s, const tilec_wir_line *l, const char *const *outs, uint32_t nouts)
 {
-    sb_printf(&s->body, "    { /* extern %s \"", l->name);
-    esc_c_comment(&s->body, l->symbol); /* the parser allows [A-Za-z0-9_.] only: escaped all the same */
-    sb_printf(&s->body, "\", line %u */\n", l->loc.line);
+    if (tilec_wir_is_wait(l)) /* the graph's stream waits for a collective's end */
+        sb_printf(&s->body, "    { /* wait for collective %s (of %s)%s%s, line %u */\n", l->name, l->from,
+                  *l->text ? ", overlapped with: " : "", l->text, l->loc.line);
+    else {
+        sb_printf(&s->body, "    { /* extern %s \"", l->name);
+        esc_c_comment(&s->body, l->symbol); /* the parser allows [A-Za-z0-9_.] only: escaped all the same */
+        sb_printf(&s->body, "\", line %u */\n", l->loc.line);
+    }
     sb_printf(&s->body, "        const tilec_tensor in[%u] = {", l->nargs ? l->nargs : 1);
     for (uint32_t i = 0; i < l->nargs; i++)
         sb_printf(&s->body, "%s%s", i ? ", " : "", B(l->args[i].text));
@@ -232,7 +273,9 @@ int c_line_multi_output(void *u, const tilec_wir_line *l)
 
 /* A collective: its result allocated, then an extern call of the line's
  * symbol ("tilec:coll:NAME"), which NAME_set_comm registered on the
- * module's registry (tilec_comm_register): eager and graph mode call it as
+ * module's registry (tilec_comm_register_async, with its wait's symbol:
+ * the collective runs on the communication stream, and its wait line, an
+ * extern call like any other, joins it): eager and graph mode call both as
  * they call any extern. The registration is remembered for NAME_set_comm. */
 int c_line_collective(void *u, const tilec_wir_line *l)
 {
@@ -240,8 +283,12 @@ int c_line_collective(void *u, const tilec_wir_line *l)
     char what[512];
     tilec_wir_coll_where(s->w, l, what, sizeof what);
     c_comment(&s->body, "    ", what);
-    sb_puts(&s->coll, "    if (tilec_comm_register(comm, M->ext, ");
+    sb_puts(&s->coll, l->wait ? "    if (tilec_comm_register_async(comm, M->ext, " : "    if (tilec_comm_register(comm, M->ext, ");
     esc_c_string(&s->coll, l->symbol, strlen(l->symbol));
+    if (l->wait) { /* on the communication stream; its wait line joins it */
+        sb_puts(&s->coll, ", ");
+        esc_c_string(&s->coll, l->wait, strlen(l->wait));
+    }
     static const char *const colls[] = {
 #define TILEC_X(e, t) "TILEC_COLL_" #e,
         TILEC_COLLECTIVES(TILEC_X)

@@ -23,6 +23,8 @@
 struct csz_text {
     const char *text;
     uint32_t local;
+    uint32_t loop; /* 0: the block; else the loop depth whose body computes it */
+    char *own;     /* the text, when the entry owns it */
     UT_hash_handle hh;
 };
 
@@ -76,6 +78,7 @@ void csz_free(csz *z)
     csz_text *t, *tmp;
     HASH_ITER(hh, z->texts, t, tmp) {
         HASH_DEL(z->texts, t);
+        free(t->own);
         free(t);
     }
     strset_free(&z->keys);
@@ -190,6 +193,10 @@ void csz_use(csz *z, strbuf *out, const char *text, const tilec_ix *t, const cha
 compound:;
     csz_text *e = NULL;
     HASH_FIND_STR(z->texts, text, e);
+    if (!e && csz_in_loop(z, t, 0)) {
+        z->failed = 1; /* a size of a loop that its top did not compute (c_loop.c) */
+        return;
+    }
     if (!e && (e = calloc(1, sizeof *e)) != NULL) {
         strbuf c, fmt, args, seen, head;
         sb_init(&c);
@@ -251,7 +258,10 @@ void csz_tensor(csz *z, strbuf *out, const char *name, const char *dt_enum, tile
     sb_puts(dims, rank ? "}" : "0}");
     sb_reset(&what);
     sb_printf(&what, "bytes %s %s", dt_enum, sb_str(dims)); /* one check per dtype and shape */
-    if (!strset_add(&z->keys, sb_str(&what))) {
+    int in_loop = 0; /* checked at run time: by tl_alloc, or a slice against its base */
+    for (uint32_t d = 0; exprs && d < rank; d++)
+        in_loop |= exprs[d] && csz_in_loop(z, exprs[d], 0);
+    if (in_loop || !strset_add(&z->keys, sb_str(&what))) {
         sb_add(out, sb_str(dims), dims->n);
         goto done;
     }
@@ -287,7 +297,7 @@ void csz_offset(csz *z, strbuf *out, const char *view, const char *offset, const
     sb_init(&what);
     sb_init(&bytes);
     sb_printf(&what, "the offset of view %s", view);
-    sb_printf(&bytes, "(%s)*%u", offset, elem); /* its byte offset, as text and as a tree */
+    csz_offset_text(&bytes, offset, elem); /* its byte offset, as text and as a tree */
     const tilec_ix size = {.op = TILEC_IX_INT, .value = elem};
     const tilec_ix times = {.op = TILEC_IX_MUL, .a = expr, .b = &size};
     csz_use(z, out, sb_str(&bytes), expr ? &times : NULL, sb_str(&what));
@@ -299,8 +309,8 @@ void csz_offset(csz *z, strbuf *out, const char *view, const char *offset, const
 void csz_fits(csz *z, const char *text, const tilec_ix *expr, tilec_dtype dt, const char *param, const char *kernel)
 {
     const char *ty = dt == TILEC_DT_I32 ? "i32" : dt == TILEC_DT_U32 ? "u32" : dt == TILEC_DT_U64 ? "u64" : NULL;
-    if (!ty)
-        return;
+    if (!ty || (expr && csz_in_loop(z, expr, 0)))
+        return; /* a size of a loop: checked at the top of its body */
     strbuf key, v, what, t;
     sb_init(&key);
     sb_printf(&key, "%s %s", ty, text);
@@ -344,4 +354,102 @@ void csz_fits(csz *z, const char *text, const tilec_ix *expr, tilec_dtype dt, co
     sb_free(&v);
     sb_free(&what);
     sb_free(&t);
+}
+
+void csz_offset_text(strbuf *b, const char *offset, uint32_t elem) { sb_printf(b, "(%s)*%u", offset, elem); }
+
+int csz_in_loop(const csz *z, const tilec_ix *e, uint32_t from)
+{
+    if (!e)
+        return 0;
+    if (e->op == TILEC_IX_SYM) {
+        for (uint32_t i = from; i < z->nloops; i++)
+            if (!strcmp(z->loopvars[i], e->name))
+                return 1;
+        return 0;
+    }
+    return csz_in_loop(z, e->a, from) || csz_in_loop(z, e->b, from);
+}
+
+void csz_loop_use(csz *z, strbuf *out, const char *ind, const char *text, const tilec_ix *t, const char *what,
+                  tilec_dtype dt, const char *param, const char *kernel)
+{
+    csz_text *e = NULL;
+    block_start(z); /* it declares tl_o */
+    HASH_FIND_STR(z->texts, text, e);
+    if (!t || t->op == TILEC_IX_INT || t->op == TILEC_IX_SYM || e)
+        goto fits;
+    e = calloc(1, sizeof *e);
+    char *own = e ? strdup(text) : NULL;
+    if (!own) {
+        free(e);
+        z->failed = 1;
+        return;
+    }
+    strbuf c, fmt, args, seen;
+    sb_init(&c);
+    sb_init(&fmt);
+    sb_init(&args);
+    sb_init(&seen);
+    print_checked(z, &c, t);
+    symbols(z, &fmt, &args, &seen, t);
+    e->own = own;
+    e->text = own;
+    e->local = z->nlocals++;
+    e->loop = z->nloops;
+    sb_printf(out, "%sconst int64_t tl_z%u = %s;\n%sif (tl_o) {\n%s    tl_fail(err, errlen, \"%s: the size ", ind,
+              e->local, sb_str(&c), ind, ind, z->g->name);
+    fmt_text(out, text);
+    sb_puts(out, " (");
+    fmt_text(out, what);
+    sb_printf(out, ") %%s%s\", tl_o == 1 ? \"overflows 64 bits\" : \"divides by zero\"%s);\n%s    goto tl_out;\n%s}\n",
+              sb_str(&fmt), sb_str(&args), ind, ind);
+    z->failed |= c.failed | fmt.failed | args.failed | seen.failed;
+    sb_free(&c);
+    sb_free(&fmt);
+    sb_free(&args);
+    sb_free(&seen);
+    HASH_ADD_KEYPTR(hh, z->texts, e->text, strlen(e->text), e);
+    if (!e->hh.tbl) {
+        z->failed = 1;
+        free(own);
+        free(e);
+        return;
+    }
+fits:;
+    const char *ty = dt == TILEC_DT_I32 ? "i32" : dt == TILEC_DT_U32 ? "u32" : dt == TILEC_DT_U64 ? "u64" : NULL;
+    if (!ty || !t)
+        return;
+    strbuf v, tx;
+    sb_init(&v);
+    sb_init(&tx);
+    csz_use(z, &v, text, t, what);
+    fmt_text(&tx, text);
+    const char *vs = sb_str(&v);
+    if (dt == TILEC_DT_U64)
+        sb_printf(out, "%sif (%s < 0) {\n", ind, vs);
+    else
+        sb_printf(out, "%sif (%s < %s || %s > %s) {\n", ind, vs, dt == TILEC_DT_I32 ? "INT32_MIN" : "0", vs,
+                  dt == TILEC_DT_I32 ? "INT32_MAX" : "(int64_t)UINT32_MAX");
+    sb_printf(out,
+              "%s    tl_fail(err, errlen, \"%s: argument '%s' of %s (%s) is %%lld, which does not fit %s\", "
+              "(long long)%s);\n%s    goto tl_out;\n%s}\n",
+              ind, z->g->name, param, kernel, sb_str(&tx), ty, vs, ind, ind);
+    z->failed |= v.failed | tx.failed;
+    sb_free(&v);
+    sb_free(&tx);
+}
+
+void csz_loop_end(csz *z)
+{
+    csz_text *t, *tmp;
+    HASH_ITER(hh, z->texts, t, tmp) {
+        if (t->loop && t->loop >= z->nloops) {
+            HASH_DEL(z->texts, t);
+            free(t->own);
+            free(t);
+        }
+    }
+    if (z->nloops)
+        z->nloops--;
 }

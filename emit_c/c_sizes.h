@@ -23,6 +23,12 @@ typedef struct csz {
     strset keys;     /* the checks made ("i32 C*R", "bytes DT {s_R, s_C}") */
     uint32_t nlocals;
     int failed;
+    /* for loops (c_loop.c): the variables of the open loops; a size that
+     * names one is computed at the top of its loop's body (csz_loop_use),
+     * not in the block */
+    const char *loopvars[64];
+    size_t loop_at[64]; /* where each open loop's body starts in the run body (c_loop.c indents it) */
+    uint32_t nloops;
 } csz;
 
 void csz_init(csz *z, const tilec_graph *g);
@@ -47,5 +53,18 @@ void csz_offset(csz *z, strbuf *out, const char *view, const char *offset, const
 /* The block checks that `text` fits a kernel parameter of dtype dt
  * (i32, u32 or u64; others need no check), once per text and dtype. */
 void csz_fits(csz *z, const char *text, const tilec_ix *expr, tilec_dtype dt, const char *param, const char *kernel);
+
+/* 1 when e names the variable of an open loop (from loopvars[from] on). */
+int csz_in_loop(const csz *z, const tilec_ix *e, uint32_t from);
+/* Size `text` (tree e) computed with overflow checks into a local at the
+ * top of the current loop's body (written to out, indented by ind), found
+ * by csz_use until csz_loop_end; with dt i32, u32 or u64 (else
+ * TILEC_DT_COUNT) it is checked to fit kernel parameter `param` too. */
+void csz_loop_use(csz *z, strbuf *out, const char *ind, const char *text, const tilec_ix *e, const char *what,
+                  tilec_dtype dt, const char *param, const char *kernel);
+/* The innermost loop ends: its locals go out of scope. */
+void csz_loop_end(csz *z);
+/* The text a view's byte offset is keyed by ("(C*i)*4"), into b. */
+void csz_offset_text(strbuf *b, const char *offset, uint32_t elem);
 
 #endif

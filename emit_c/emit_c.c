@@ -191,6 +191,8 @@ const tilec_emitter tilec_emit_c_emitter = {
                     .multi_output = c_line_multi_output,
                     .assert_shape = c_line_assert_shape,
                     .collective = c_line_collective,
+                    .loop = c_line_loop,
+                    .end_loop = c_line_end_loop,
                 },
             },
         },

@@ -168,7 +168,24 @@ static int h_free(void *u, const tilec_wir_line *l)
 static int h_reinterpret(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
-    py_check_tensor(s, l, l->name);
+    if (l->nargs != 3) {
+        py_check_tensor(s, l, l->name);
+    } else { /* a slice: 0 <= start <= stop <= rows, checked before anything runs (it says what a
+              * tensor check of its shape would) */
+        strbuf v[3];
+        for (int i = 0; i < 3; i++) {
+            sb_init(&v[i]);
+            py_size(&v[i], s->g, l->args[i].expr);
+        }
+        sb_printf(&s->checks, "    if not (0 <= %s <= %s <= %s):\n        raise ValueError(\"%s: line %u: slice %s = %s[%s:%s] "
+                  "is out of bounds: start %%d, stop %%d, and '%s' has %%d rows\" %% (%s, %s, %s))\n",
+                  sb_str(&v[0]), sb_str(&v[1]), sb_str(&v[2]), s->g->name, l->loc.line, l->name, l->from,
+                  l->args[0].text, l->args[1].text, l->from, sb_str(&v[0]), sb_str(&v[1]), sb_str(&v[2]));
+        for (int i = 0; i < 3; i++) {
+            s->failed |= v[i].failed;
+            sb_free(&v[i]);
+        }
+    }
     if (l->offset && strcmp(l->offset, "0")) {
         strbuf off;
         sb_init(&off);
@@ -180,6 +197,20 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
     }
     buf_add(s, l, 0, l->from, 1);
     return 0;
+}
+
+/* A for loop: the Python wrapper's launch plan is a fixed list of steps
+ * that load() resolves once, and a loop repeats steps a number of times
+ * known at call time only: refused with a diagnostic (the c emitter
+ * writes loops). */
+static int h_loop(void *u, const tilec_wir_line *l)
+{
+    pystate *s = u;
+    diag_at(s->ctx, s->src, &l->loc, TILEC_SEV_ERROR,
+            "the py emitter cannot write graph '%s' yet: its launch plan is a fixed list of steps, and the for loop "
+            "over '%s' repeats steps a number of times known only when it is called (use --emit c)",
+            s->g->name, l->name);
+    return -1;
 }
 
 /* A constant or slot argument of a kernel step. */
@@ -293,8 +324,10 @@ static int h_extern_alloc(void *u, const tilec_wir_line *l)
 }
 
 /* A collective: its result allocated, then an extern step of the line's
- * symbol, which set_comm registered on externs() (tilec.Comm.register):
- * eager and graph mode run it as any extern. */
+ * symbol, which set_comm registered on externs() (tilec.Comm.register,
+ * with its wait's symbol: it runs on the communication stream, and its
+ * wait line, an extern step like any other, joins it): eager and graph
+ * mode run both as any extern. */
 static int h_collective(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
@@ -305,6 +338,10 @@ static int h_collective(void *u, const tilec_wir_line *l)
     sb_printf(&s->colls, ", \"%s\", \"%s\", %u, %lld, ", tilec_coll_name(l->coll), tilec_redop_name(l->redop), l->index,
               (long long)l->root);
     py_str(&s->colls, what);
+    if (l->wait) { /* on the communication stream; its wait line joins it */
+        sb_puts(&s->colls, ", wait=");
+        py_str(&s->colls, l->wait);
+    }
     sb_puts(&s->colls, ")\n");
     py_check_tensor(s, l, l->name);
     buf_add(s, l, 0, NULL, 0);
@@ -700,6 +737,8 @@ const tilec_emitter tilec_emit_py_emitter = {
                     .multi_output = h_multi_output,
                     .assert_shape = h_assert_shape,
                     .collective = h_collective,
+                    .loop = h_loop,
+                    .end_loop = h_loop,
                 },
             },
         },

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "lower/lower_internal.h"
 #include "tilec/iexpr.h"
 #include "tilec/lower.h"
 
@@ -31,6 +32,12 @@ static int grid_lookup(void *user, const tilec_ix *sym, int64_t *out)
             return 0;
         }
     return 1;
+}
+
+int lower_kernel_ix_eval(const tilec_kernel *k, int variant, const int64_t *args, const tilec_ix *e, int64_t *out)
+{
+    grid_env env = {k, k->nvariants ? variant : -1, args};
+    return e && tilec_ix_eval(e, grid_lookup, &env, out, NULL) == TILEC_IX_OK ? 0 : -1;
 }
 
 tilec_status tilec_kernel_grid(const tilec_kernel *k, int variant, const int64_t *args, uint32_t grid[3])

@@ -51,7 +51,9 @@ static void emit_kernel(lw *L, const char *fname)
     for (uint32_t i = 0; i < k->nhints; i++)
         sb_printf(&hints, "%s%s = %lld", i ? ", " : "", k->hints[i].name,
                   (long long)tilec_kernel_hint(k, L->variant, k->hints[i].name, 0));
-    if (k->nvariants)
+    if (k->nvariants && k->ntune_hints)
+        lower_line(L, "/* %s, tune candidate %d: %s */", k->name, L->variant, sb_str(&hints));
+    else if (k->nvariants)
         lower_line(L, "/* %s, variant %s = %lld: %s */", k->name, k->variant_sym, (long long)k->variants[L->variant].size,
              sb_str(&hints));
     else

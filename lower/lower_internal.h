@@ -518,4 +518,10 @@ void lower_min_sm(const char *body, const char *file, tilec_kernel_code *out);
 
 #pragma GCC visibility pop
 
+/* grid.c: an integer expression over a kernel's scalar parameters
+ * (args[i] for parameter i) and variant `variant`'s hints, by the one
+ * evaluator (tilec/iexpr.h), as the grid is; 0 with *out set, else -1 (the
+ * tuning pass's dot loop lengths, lower/tune.c). */
+int lower_kernel_ix_eval(const tilec_kernel *k, int variant, const int64_t *args, const tilec_ix *e, int64_t *out);
+
 #endif

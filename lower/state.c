@@ -24,7 +24,16 @@ void lower_fail(lw *L, const tilec_loc *loc, const char *fmt, ...)
     va_start(ap, fmt);
     sb_vprintf(&b, fmt, ap);
     va_end(ap);
-    if (L->k->nvariants)
+    if (L->k->nvariants && L->k->ntune_hints) {
+        strbuf c;
+        sb_init(&c);
+        for (uint32_t i = 0; i < L->k->ntune; i++)
+            sb_printf(&c, "%s%s = %lld", i ? ", " : "", L->k->tune[i].name,
+                      (long long)tilec_kernel_hint(L->k, L->variant, L->k->tune[i].name, 0));
+        diag_at(L->ctx, &L->m->src, loc, TILEC_SEV_ERROR, "kernel '%s' (tune %s): %s", L->k->name, sb_str(&c),
+                sb_str(&b));
+        sb_free(&c);
+    } else if (L->k->nvariants)
         diag_at(L->ctx, &L->m->src, loc, TILEC_SEV_ERROR, "kernel '%s' (variant %s = %lld): %s", L->k->name,
                 L->k->variant_sym, (long long)L->k->variants[L->variant].size, sb_str(&b));
     else

@@ -191,7 +191,7 @@ static void *flatten(prs_state *ps, const ar_vec *v, size_t size, uint32_t *n)
     } while (0)
 
 tilec_kernel *prs_kernel(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,
-                         ar_vec *grid, ar_vec *hints, prs_variants *variants, ar_vec *body)
+                         ar_vec *grid, ar_vec *hints, prs_tune *tune, prs_variants *variants, ar_vec *body)
 {
     NEED(params && body);
     tilec_kernel *k = ar_alloc(ps->ar, sizeof *k);
@@ -205,6 +205,23 @@ tilec_kernel *prs_kernel(prs_state *ps, const lex_token *kw, const lex_token *na
         k->ngrid = grid->n;
     }
     FLATTEN(ps, hints, k->hints, k->nhints);
+    if (tune) {
+        NEED(tune->axes);
+        k->tune_loc = tune->loc;
+        k->tune_keep = (uint32_t)tune->keep;
+        FLATTEN(ps, tune->axes, k->tune, k->ntune);
+        if (tune->classes) {
+            FLATTEN(ps, tune->classes, k->tune_for, k->ntune_for);
+            if (!k->tune_for) { /* for { }: the checker reports it */
+                k->tune_for = ar_alloc(ps->ar, sizeof *k->tune_for);
+                NEED(k->tune_for);
+            }
+        }
+        if (!k->tune) { /* tune { }: the checker reports it */
+            k->tune = ar_alloc(ps->ar, sizeof *k->tune);
+            NEED(k->tune);
+        }
+    }
     if (variants) {
         k->variant_sym = variants->sym.str;
         k->variant_loc = variants->sym.loc;
@@ -354,6 +371,56 @@ tilec_variant *prs_variant(prs_state *ps, const lex_token *size, ar_vec *overrid
     v->loc = size->loc;
     FLATTEN(ps, overrides, v->overrides, v->noverrides);
     return v;
+}
+
+prs_tune *prs_tune_new(prs_state *ps, const lex_token *kw, const lex_token *word, const lex_token *n, ar_vec *classes,
+                       ar_vec *axes)
+{
+    NEED(axes);
+    if (word && strcmp(word->str, "keep") != 0) {
+        diag_at(ps->ctx, &ps->mod->src, &word->loc, TILEC_SEV_ERROR,
+                "expected '{' or 'keep N' after 'tune', got '%s'", word->str);
+        ps->failed = 1;
+        return NULL;
+    }
+    prs_tune *t = ar_alloc(ps->ar, sizeof *t);
+    NEED(t);
+    t->loc = kw->loc;
+    t->axes = axes;
+    t->classes = classes;
+    if (n) {
+        t->keep = n->ival;
+        t->keep_loc = n->loc;
+        if (n->ival < 1 || n->ival > TILEC_MAX_VARIANTS) {
+            diag_at(ps->ctx, &ps->mod->src, &n->loc, TILEC_SEV_ERROR,
+                    "tune keep %lld: keep from 1 to %d candidates a shape class", (long long)n->ival,
+                    TILEC_MAX_VARIANTS);
+            ps->failed = 1;
+            return NULL;
+        }
+    }
+    return t;
+}
+
+tilec_tune_axis *prs_tune_axis(prs_state *ps, const lex_token *name, ar_vec *values, bool range)
+{
+    NEED(values);
+    tilec_tune_axis *a = ar_alloc(ps->ar, sizeof *a);
+    NEED(a);
+    a->name = name->str;
+    a->loc = name->loc;
+    a->range = range;
+    a->nvalues = values->n;
+    a->values = ar_array(ps->ar, values->n, sizeof *a->values);
+    a->value_locs = ar_array(ps->ar, values->n, sizeof *a->value_locs);
+    NEED(a->values && a->value_locs);
+    for (uint32_t i = 0; i < values->n; i++) {
+        const tilec_expr *e = values->v[i];
+        NEED(e);
+        a->values[i] = e->ival;
+        a->value_locs[i] = e->loc;
+    }
+    return a;
 }
 
 /* ---- statements ---- */

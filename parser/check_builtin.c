@@ -245,6 +245,7 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
                 tilec_dtype_name(d), chk_shp_str(ck, &t[0]), chk_shp_str(ck, &t[1]));
             return chk_ty_err();
         }
+        chk_tune_note_dot(ck, &t[0], &t[1]);
         tilec_type r = chk_ty_scalar(TILEC_DT_F32);
         r.rank = 2;
         r.dims[0] = t[0].dims[0];

@@ -113,6 +113,7 @@ int chk_tile_dim(checker *ck, const tilec_expr *e, int64_t *out)
 {
     if (chk_const_eval(ck, e, "a tile size", out))
         return -1;
+    chk_tune_mark_tile(ck, e);
     int64_t v = *out;
     if (v <= 0 || v > TILEC_MAX_TILE_DIM || (v & (v - 1))) {
         chk_err(ck, &e->loc, "tile size must be a power of two from 1 to %d, got %lld", TILEC_MAX_TILE_DIM,
@@ -182,6 +183,7 @@ int chk_tile_numel_ok(checker *ck, const tilec_loc *loc, const tilec_type *t)
     binding *w = chk_lookup(ck, "warps");
     int64_t warps = w && w->kind == B_HINT && w->value >= 1 && w->value <= 32 ? w->value : 4;
     int64_t regs = tile_regs(t, n, warps);
+    chk_tune_note_tile(ck, regs);
     if (regs <= TILEC_MAX_TILE_REGS)
         return 1;
     int64_t need = warps;

@@ -4,17 +4,25 @@
 
 #include "parser/check_internal.h"
 
-static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int last)
+static void check_graph_block(checker *ck, tilec_graph *g, const tilec_block *body, int top, chk_gone **gone);
+
+static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int last, chk_gone **gone)
 {
     const tilec_expr *v = s->value;
     switch (s->kind) {
     case TILEC_ST_DOC:
         return;
     case TILEC_ST_FOR:
+        if (chk_graph_gone(ck, *gone, s))
+            return;
+        if (chk_graph_for_head(ck, s))
+            check_graph_block(ck, g, &s->body, 0, gone);
+        chk_graph_for_end(ck, gone);
+        return;
     case TILEC_ST_IF:
     case TILEC_ST_ASSIGN:
-        chk_err(ck, &s->loc, "%s is not allowed in a graph: a graph is straight-line host code",
-            s->kind == TILEC_ST_FOR ? "'for'" : s->kind == TILEC_ST_IF ? "'if'" : "assignment");
+        chk_err(ck, &s->loc, "%s is not allowed in a graph: a graph is host code without branches",
+            s->kind == TILEC_ST_IF ? "'if'" : "assignment");
         return;
     case TILEC_ST_RETURN: {
         if (!last)
@@ -51,11 +59,14 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
     case TILEC_ST_EXPR:
         break;
     }
+    if (chk_graph_gone(ck, *gone, s) || chk_graph_slice(ck, s))
+        return;
     if (v->kind != TILEC_EX_CALL) {
         if (s->kind == TILEC_ST_EXPR)
             chk_err(ck, chk_start_of(v), "a graph statement is a call of a kernel or an extern");
         else
-            chk_err(ck, chk_start_of(v), "a graph 'let' binds empty(...), view(...), a collective or the result of an extern call");
+            chk_err(ck, chk_start_of(v), "a graph 'let' binds empty(...), view(...), a slice x[a:b], a collective or the "
+                "result of an extern call");
         return;
     }
     item_name *it = NULL;
@@ -157,6 +168,25 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
     }
 }
 
+/* The statements of the graph (top) or of a for loop's body. */
+static void check_graph_block(checker *ck, tilec_graph *g, const tilec_block *body, int top, chk_gone **gone)
+{
+    /* trailing doc comments do not count as statements after return */
+    uint32_t last_real = 0;
+    for (uint32_t i = 0; i < body->nstmts; i++)
+        if (body->stmts[i]->kind != TILEC_ST_DOC)
+            last_real = i;
+    for (uint32_t i = 0; i < body->nstmts && !chk_stop(ck); i++) {
+        tilec_stmt *s = body->stmts[i];
+        check_graph_stmt(ck, g, s, top && i >= last_real, gone);
+        /* a let that failed still defines its names, so that their uses
+         * do not repeat the error as "undefined name" */
+        for (uint32_t j = 0; (s->kind == TILEC_ST_LET || s->kind == TILEC_ST_LET_TUPLE) && j < s->nnames; j++)
+            if (!chk_lookup(ck, s->names[j]))
+                chk_bind(ck, s->names[j], &s->name_locs[j], B_TENSOR, "tensor");
+    }
+}
+
 void chk_graph(checker *ck, tilec_graph *g)
 {
     chk_reset_graph(ck);
@@ -207,21 +237,11 @@ void chk_graph(checker *ck, tilec_graph *g)
             }
     }
     int returned = 0;
-    /* trailing doc comments do not count as statements after return */
-    uint32_t last_real = 0;
     for (uint32_t i = 0; i < g->body.nstmts; i++)
-        if (g->body.stmts[i]->kind != TILEC_ST_DOC)
-            last_real = i;
-    for (uint32_t i = 0; i < g->body.nstmts && !chk_stop(ck); i++) {
-        tilec_stmt *s = g->body.stmts[i];
-        check_graph_stmt(ck, g, s, i >= last_real);
-        returned |= s->kind == TILEC_ST_RETURN;
-        /* a let that failed still defines its names, so that their uses
-         * do not repeat the error as "undefined name" */
-        for (uint32_t j = 0; (s->kind == TILEC_ST_LET || s->kind == TILEC_ST_LET_TUPLE) && j < s->nnames; j++)
-            if (!chk_lookup(ck, s->names[j]))
-                chk_bind(ck, s->names[j], &s->name_locs[j], B_TENSOR, "tensor");
-    }
+        returned |= g->body.stmts[i]->kind == TILEC_ST_RETURN;
+    chk_gone *gone = NULL;
+    check_graph_block(ck, g, &g->body, 1, &gone);
+    chk_graph_gone_free(&gone);
     chk_graph_outs(ck, g);
     if (!returned && g->nresults)
         chk_err(ck, &g->loc, "graph '%s' declares %u result%s but has no return", g->name, g->nresults,

@@ -73,6 +73,10 @@ typedef struct checker {
     symbol *syms;
     const poly ***rdims; /* the declared results' dimensions (NULL: in error) */
     int oom;
+    /* a tune configuration being checked: its errors are captured as the
+     * reason it is pruned, not reported (check_tune.c) */
+    tilec_tune_cand *capture;
+    strbuf captured;
 } checker;
 
 static inline int chk_stop(const checker *ck) { return ck->oom || diag_stopped(ck->ctx); }
@@ -153,6 +157,17 @@ void chk_block(checker *ck, const tilec_block *b);
 /* check_kernel.c */
 void chk_kernel(checker *ck, tilec_kernel *k);
 
+/* check_tune.c */
+int chk_tune_header(checker *ck, tilec_kernel *k);
+void chk_tune_mark_tile(checker *ck, const tilec_expr *e);
+int chk_tune_tile_axes(checker *ck, tilec_kernel *k);
+int chk_tune_configs(checker *ck, tilec_kernel *k);
+int chk_tune_capture_begin(checker *ck, tilec_kernel *k, uint32_t c);
+void chk_tune_capture_end(checker *ck);
+void chk_tune_record(checker *ck, const char *err);
+void chk_tune_note_tile(checker *ck, int64_t regs);
+void chk_tune_note_dot(checker *ck, const tilec_type *a, const tilec_type *b);
+
 /* check_sizes.c */
 int chk_size_limit_err(checker *ck, const tilec_loc *loc, const poly_why *why, const char *what);
 const poly *chk_size_expr(checker *ck, const tilec_expr *e, const char *what);
@@ -189,6 +204,18 @@ void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call)
  * for (their dtypes bind its type parameters); the call then names it.
  * NULL after an error. */
 const tilec_kernel *chk_pick_instance(checker *ck, const tilec_kernel *g, tilec_expr *call);
+
+/* check_chunk.c: graph for loops and slices (x[a:b]). chk_graph_for_head
+ * checks a loop's bounds and binds its variable in a new scope (1 when
+ * good); chk_graph_for_end leaves it, remembering its names in *gone;
+ * chk_graph_gone reports a let or loop that names one of them (1);
+ * chk_graph_slice checks `let c = x[a:b];` (0 when s is no slice). */
+typedef struct chk_gone chk_gone;
+int chk_graph_for_head(checker *ck, tilec_stmt *s);
+void chk_graph_for_end(checker *ck, chk_gone **gone);
+int chk_graph_gone(checker *ck, chk_gone *gone, const tilec_stmt *s);
+int chk_graph_slice(checker *ck, tilec_stmt *s);
+void chk_graph_gone_free(chk_gone **gone);
 
 /* check_graph.c */
 void chk_graph(checker *ck, tilec_graph *g);

@@ -1,10 +1,12 @@
 /* check_kernel.c: kernels: parameters, grid and hints, and the variants
  * of a kernel; the body is checked once per hint configuration (the base
  * hints, then each variant). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "parser/ast_ix.h"
 #include "parser/check_internal.h"
+#include "parser/tune.h"
 
 /* Hint i of k as variant `variant` sets it: its override there, or the base hint. */
 static const tilec_hint *hint_in(const tilec_kernel *k, int variant, uint32_t i)
@@ -135,6 +137,37 @@ static int eval_variant_hints(checker *ck, tilec_kernel *k, uint32_t vi)
     return bad ? -1 : 0;
 }
 
+/* Every configuration of k's tune space, checked as a variant with its
+ * errors captured: those that fail are pruned with the first as the reason;
+ * the rest stay k's variants for the tuning pass (lower/tune.c). */
+static void check_tune(checker *ck, tilec_kernel *k)
+{
+    if (!chk_tune_tile_axes(ck, k) || !chk_tune_configs(ck, k))
+        return;
+    uint32_t *keep = malloc(k->nvariants * sizeof *keep), n = 0;
+    if (!keep) {
+        ck->oom = 1;
+        return;
+    }
+    for (uint32_t c = 0; c < k->nvariants && !chk_stop(ck); c++) {
+        chk_tune_capture_begin(ck, k, c);
+        if (!eval_variant_hints(ck, k, c))
+            check_config(ck, k, (int)c);
+        chk_tune_capture_end(ck);
+        if (!k->tune_cands[c].why)
+            keep[n++] = c;
+    }
+    ck->variant = -1;
+    if (!n && !chk_stop(ck)) {
+        chk_err(ck, &k->tune_loc, "no configuration of the tune space of kernel '%s' passes the checker; the first "
+                "fails with: %s", k->name, k->tune_cands[0].why);
+        free(keep);
+        return;
+    }
+    chk_tune_keep_variants(k, keep, n);
+    free(keep);
+}
+
 /* The grid as integer expressions, in the module's arena: 0 when out of memory. */
 static int grid_exprs(checker *ck, tilec_kernel *k)
 {
@@ -160,6 +193,7 @@ void chk_kernel(checker *ck, tilec_kernel *k)
     ck->variant = -1;
     chk_reset_env(ck);
     int ok = 1;
+    size_t errors = ck->ctx->nerrors;
     char owner[300];
     snprintf(owner, sizeof owner, "kernel '%.200s'", k->name);
     chk_no_out(ck, k->params, k->nparams, owner);
@@ -174,8 +208,10 @@ void chk_kernel(checker *ck, tilec_kernel *k)
         if (!chk_bind(ck, p->name, &p->loc, B_PARAM, "parameter"))
             ok = 0;
     }
-    /* hints, each evaluated with the ones before it */
+    /* a tune space: its axes become the first hints */
+    ok &= chk_tune_header(ck, k);
     int hints_ok = 1;
+    /* hints, each evaluated with the ones before it */
     for (uint32_t i = 0; i < k->nhints; i++) {
         tilec_hint *h = &k->hints[i];
         if (eval_hint(ck, h, "a hint value"))
@@ -262,6 +298,9 @@ void chk_kernel(checker *ck, tilec_kernel *k)
         check_config(ck, k, -1);
         for (uint32_t i = 0; ok && i < k->nvariants && !chk_stop(ck); i++)
             check_config(ck, k, (int)i);
+        /* the base configuration (each axis' first value) checked cleanly */
+        if (ok && k->ntune_hints && ck->ctx->nerrors == errors && !chk_stop(ck))
+            check_tune(ck, k);
     }
     ck->k = NULL;
     ck->variant = -1;

@@ -19,6 +19,12 @@ void chk_no_out(checker *ck, const tilec_param *p, uint32_t n, const char *owner
 static int out_written_by(const tilec_stmt *s, const char *name)
 {
     const tilec_expr *v = s->value;
+    for (uint32_t i = 0; s->kind == TILEC_ST_FOR && i < s->body.nstmts; i++)
+        if (out_written_by(s->body.stmts[i], name))
+            return 1;
+    if (v && v->kind == TILEC_EX_INDEX && v->nargs && v->args[0]->kind == TILEC_EX_NAME &&
+        !strcmp(v->args[0]->name, name))
+        return 1; /* a slice, as a view */
     if (!v || v->kind != TILEC_EX_CALL || (s->kind != TILEC_ST_EXPR && strcmp(v->name, "view")))
         return 0;
     for (uint32_t a = 0; a < v->nargs; a++)

@@ -22,6 +22,14 @@ __attribute__((format(printf, 4, 0))) static void verr(checker *ck, const tilec_
         sb_free(&b);
         return;
     }
+    if (ck->capture) { /* a tune configuration: the reason it is pruned */
+        if (loc)
+            sb_printf(&b, " (line %u)", loc->line);
+        chk_tune_record(ck, sb_str(&b));
+        ck->emitted = 0;
+        sb_free(&b);
+        return;
+    }
     ck->emitted = 1;
     if (ck->k && (ck->k->nvariants || ck->k->generic)) {
         /* the same error in another configuration (a variant's hints, a
@@ -49,7 +57,7 @@ __attribute__((format(printf, 4, 0))) static void verr(checker *ck, const tilec_
             ck->oom = 1;
         }
         sb_free(&key);
-        if (ck->variant >= 0) {
+        if (ck->variant >= 0 && ck->k->variant_sym) {
             const tilec_variant *v = &ck->k->variants[ck->variant];
             sb_printf(&b, "%svariant %s = %lld)", ck->k->generic ? "" : " (in ", ck->k->variant_sym, (long long)v->size);
         }

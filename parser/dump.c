@@ -252,8 +252,36 @@ static void dump_kernel(strbuf *b, const tilec_kernel *k)
     sb_puts(b, "    grid (");
     dump_list(b, k->grid, k->ngrid);
     sb_puts(b, ")\n    hints ");
-    dump_hints(b, k->hints, k->nhints);
+    dump_hints(b, k->hints + k->ntune_hints, k->nhints - k->ntune_hints);
     sb_putc(b, '\n');
+    if (k->ntune) {
+        sb_printf(b, "    tune%s", k->tune_default ? " (the default space of a dot kernel)" : "");
+        if (k->tune_keep)
+            sb_printf(b, " keep %u", k->tune_keep);
+        if (k->ntune_for) {
+            sb_puts(b, " for {");
+            for (uint32_t i = 0; i < k->ntune_for; i++) {
+                sb_printf(b, "%s %s =", i ? "," : "", k->tune_for[i].name);
+                for (uint32_t j = 0; j < k->tune_for[i].nvalues; j++)
+                    sb_printf(b, "%s %lld", j ? " |" : "", (long long)k->tune_for[i].values[j]);
+            }
+            sb_puts(b, " }");
+        }
+        sb_puts(b, " {");
+        for (uint32_t i = 0; i < k->ntune; i++) {
+            sb_printf(b, "%s %s =", i ? "," : "", k->tune[i].name);
+            for (uint32_t j = 0; j < k->tune[i].nvalues; j++)
+                sb_printf(b, "%s %lld", j ? " |" : "", (long long)k->tune[i].values[j]);
+        }
+        sb_printf(b, " }  @%u:%u\n", k->tune_loc.line, k->tune_loc.col);
+        for (uint32_t i = 0; i < k->nvariants; i++) {
+            sb_printf(b, "        candidate %u:", i);
+            for (uint32_t j = 0; j < k->variants[i].noverrides; j++)
+                sb_printf(b, " %s = %lld", k->variants[i].overrides[j].name,
+                          (long long)k->variants[i].overrides[j].expr->ival);
+            sb_puts(b, "\n");
+        }
+    }
     if (k->variant_sym) {
         sb_printf(b, "    variants %s {\n", k->variant_sym);
         for (uint32_t i = 0; i < k->nvariants; i++) {

@@ -60,11 +60,11 @@ const_kw ::= IDENT(K).           { prs_const_kw(ps, &K); }
 
 /* ---- kernels ---- */
 %type kernel {tilec_kernel *}
-kernel(K) ::= KERNEL(T) IDENT(N) LPAREN params(P) RPAREN grid_opt(G) hints_opt(H) variants_opt(V) block(B).
-                                 { K = prs_kernel(ps, &T, &N, P, G, H, V, B); }
+kernel(K) ::= KERNEL(T) IDENT(N) LPAREN params(P) RPAREN grid_opt(G) hints_opt(H) tune_opt(U) variants_opt(V) block(B).
+                                 { K = prs_kernel(ps, &T, &N, P, G, H, U, V, B); }
 /* a generic kernel (docs/language.md §4.2): kernel k<T: f16 | bf16 | f32>(x: *T, ...) */
-kernel(K) ::= KERNEL(T) IDENT(N) LT tparams(A) GT LPAREN params(P) RPAREN grid_opt(G) hints_opt(H) variants_opt(V) block(B).
-                                 { K = prs_generic(ps, prs_kernel(ps, &T, &N, P, G, H, V, B), A); }
+kernel(K) ::= KERNEL(T) IDENT(N) LT tparams(A) GT LPAREN params(P) RPAREN grid_opt(G) hints_opt(H) tune_opt(U) variants_opt(V) block(B).
+                                 { K = prs_generic(ps, prs_kernel(ps, &T, &N, P, G, H, U, V, B), A); }
 %type tparams {ar_vec *}
 tparams(L) ::= tparam(P).        { L = prs_push(ps, prs_list(ps), P); }
 tparams(L) ::= tparams(A) COMMA tparam(P). { L = prs_push(ps, A, P); }
@@ -110,6 +110,32 @@ hint_items(L) ::= hint(H).       { L = prs_push(ps, prs_list(ps), H); }
 hint_items(L) ::= hint_items(A) COMMA hint(H). { L = prs_push(ps, A, H); }
 %type hint {tilec_hint *}
 hint(H) ::= IDENT(N) ASSIGN expr(E). { H = prs_hint(ps, &N, E); }
+
+/* tune { NAME = a | b, NAME = lo .. hi }, or tune keep N { ... } */
+%type tune_opt {prs_tune *}
+tune_opt(U) ::= .                { U = NULL; }
+tune_opt(U) ::= TUNE(T) LBRACE tune_list(L) RBRACE. { U = prs_tune_new(ps, &T, NULL, NULL, NULL, L); }
+tune_opt(U) ::= TUNE(T) IDENT(W) INT(N) LBRACE tune_list(L) RBRACE. { U = prs_tune_new(ps, &T, &W, &N, NULL, L); }
+tune_opt(U) ::= TUNE(T) FOR LBRACE tune_list(C) RBRACE LBRACE tune_list(L) RBRACE.
+                                 { U = prs_tune_new(ps, &T, NULL, NULL, C, L); }
+tune_opt(U) ::= TUNE(T) IDENT(W) INT(N) FOR LBRACE tune_list(C) RBRACE LBRACE tune_list(L) RBRACE.
+                                 { U = prs_tune_new(ps, &T, &W, &N, C, L); }
+%type tune_list {ar_vec *}
+tune_list(L) ::= .               { L = prs_list(ps); }
+tune_list(L) ::= tune_items(A).  { L = A; }
+tune_list(L) ::= tune_items(A) COMMA. { L = A; }
+%type tune_items {ar_vec *}
+tune_items(L) ::= tune_axis(X).  { L = prs_push(ps, prs_list(ps), X); }
+tune_items(L) ::= tune_items(A) COMMA tune_axis(X). { L = prs_push(ps, A, X); }
+%type tune_axis {tilec_tune_axis *}
+tune_axis(X) ::= IDENT(N) ASSIGN tune_alts(L). { X = prs_tune_axis(ps, &N, L, false); }
+tune_axis(X) ::= IDENT(N) ASSIGN tune_val(A) DOTDOT tune_val(B).
+                                 { X = prs_tune_axis(ps, &N, prs_push(ps, prs_push(ps, prs_list(ps), A), B), true); }
+%type tune_alts {ar_vec *}
+tune_alts(L) ::= tune_val(V).    { L = prs_push(ps, prs_list(ps), V); }
+tune_alts(L) ::= tune_alts(A) PIPE tune_val(V). { L = prs_push(ps, A, V); }
+%type tune_val {tilec_expr *}
+tune_val(V) ::= INT(N).          { V = prs_literal(ps, TILEC_EX_INT, &N); }
 
 %type variants_opt {prs_variants *}
 variants_opt(V) ::= .            { V = NULL; }

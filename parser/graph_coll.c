@@ -98,15 +98,17 @@ int gc_read(const tilec_expr *v, gc_form *f, const char **why, const tilec_expr 
     return 1;
 }
 
-int gc_graph_has(const tilec_graph *g)
+static int block_has(const tilec_block *b)
 {
-    for (uint32_t i = 0; i < g->body.nstmts; i++) {
-        const tilec_expr *v = g->body.stmts[i]->value;
-        if (v && v->kind == TILEC_EX_CALL && gc_is_builtin(v->name))
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_expr *v = b->stmts[i]->value;
+        if ((v && v->kind == TILEC_EX_CALL && gc_is_builtin(v->name)) || block_has(&b->stmts[i]->body))
             return 1;
     }
     return 0;
 }
+
+int gc_graph_has(const tilec_graph *g) { return block_has(&g->body); }
 
 /* A factor alone as a polynomial (a symbol or an opaque quotient). */
 static poly *factor_poly(arena *a, const poly_factor *f)

@@ -17,6 +17,14 @@ typedef struct prs_variants {
     ar_vec *list;
 } prs_variants;
 
+typedef struct prs_tune {
+    tilec_loc loc;
+    int64_t keep; /* 0: not written */
+    tilec_loc keep_loc;
+    ar_vec *axes;
+    ar_vec *classes; /* tune ... for { ... }, or NULL */
+} prs_tune;
+
 typedef struct prs_state {
     tilec_ctx *ctx;
     tilec_module *mod;
@@ -52,7 +60,7 @@ void prs_add_item(prs_state *ps, tilec_item_kind kind, void *node);
 void prs_const_kw(prs_state *ps, const lex_token *kw); /* any word but const is an error */
 void prs_const(prs_state *ps, const lex_token *name, tilec_expr *value);
 tilec_kernel *prs_kernel(prs_state *ps, const lex_token *kw, const lex_token *name, ar_vec *params,
-                         ar_vec *grid, ar_vec *hints, prs_variants *variants, ar_vec *body);
+                         ar_vec *grid, ar_vec *hints, prs_tune *tune, prs_variants *variants, ar_vec *body);
 /* kernel k<T: f16 | f32, ...>: k with its type parameters (tilec_tparam*) */
 tilec_kernel *prs_generic(prs_state *ps, tilec_kernel *k, ar_vec *tparams);
 tilec_tparam *prs_tparam(prs_state *ps, const lex_token *name, ar_vec *dtypes);
@@ -70,6 +78,11 @@ tilec_tyexpr *prs_type(prs_state *ps, tilec_tyexpr_kind kind, const lex_token *a
 tilec_hint *prs_hint(prs_state *ps, const lex_token *name, tilec_expr *value);
 prs_variants *prs_variants_new(prs_state *ps, const lex_token *sym, ar_vec *list);
 tilec_variant *prs_variant(prs_state *ps, const lex_token *size, ar_vec *overrides);
+/* tune [keep N] [for { classes }] { axes }: `word` must be keep */
+prs_tune *prs_tune_new(prs_state *ps, const lex_token *kw, const lex_token *word, const lex_token *n, ar_vec *classes,
+                       ar_vec *axes);
+/* NAME = a | b | c (values: integer literals), or NAME = lo .. hi (range) */
+tilec_tune_axis *prs_tune_axis(prs_state *ps, const lex_token *name, ar_vec *values, bool range);
 tilec_stmt *prs_let(prs_state *ps, const lex_token *kw, const lex_token *name, tilec_expr *value);
 tilec_stmt *prs_let_tuple(prs_state *ps, const lex_token *kw, ar_vec *names, tilec_expr *value);
 tilec_stmt *prs_assign(prs_state *ps, const lex_token *name, tilec_expr *value);

@@ -64,6 +64,9 @@ typedef struct comm_reg {
     tilec_redop op;
     uint32_t axis;
     int64_t root;
+    char *wait;  /* tilec_comm_register_async: the symbol of its wait, else NULL */
+    void *done;  /* recorded on the communication stream after each run */
+    int ran;     /* done has been recorded */
 } comm_reg;
 
 struct tilec_comm {
@@ -73,6 +76,10 @@ struct tilec_comm {
     int owned; /* made here: destroyed by tilec_comm_free */
     int rank, world, version;
     comm_reg *regs;
+    tilec_rt *srt; /* the runtime of the communication stream and events */
+    void *side;    /* the communication stream (made at the first asynchronous run) */
+    void *fork;    /* recorded on the caller's stream before each asynchronous run */
+    int serial;    /* tilec_comm_set_overlap(c, 0) or TILEC_COMM_OVERLAP=0: the caller's stream waits at once */
 };
 
 static void errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -168,6 +175,8 @@ static tilec_comm *comm_alloc(const char *library, char *err, size_t errlen, til
     }
     if (c->n.GetVersion(&c->version) != ncclSuccess)
         c->version = 0;
+    const char *ov = getenv("TILEC_COMM_OVERLAP");
+    c->serial = ov && !strcmp(ov, "0");
     return c;
 }
 
@@ -240,15 +249,30 @@ void tilec_comm_free(tilec_comm *c)
         return;
     if (c->owned && c->comm)
         c->n.CommDestroy(c->comm);
+    if (c->side)
+        tilec_rt_stream_synchronize(c->srt, c->side);
     for (comm_reg *g = c->regs, *next; g; g = next) {
         next = g->next;
+        if (g->done)
+            tilec_rt_event_destroy(c->srt, g->done);
         free(g->symbol);
         free(g->where);
+        free(g->wait);
         free(g);
     }
+    if (c->fork)
+        tilec_rt_event_destroy(c->srt, c->fork);
+    if (c->side)
+        tilec_rt_stream_destroy(c->srt, c->side);
     if (c->n.lib)
         dlclose(c->n.lib);
     free(c);
+}
+
+void tilec_comm_set_overlap(tilec_comm *c, int on)
+{
+    if (c)
+        c->serial = !on;
 }
 
 int tilec_comm_rank(const tilec_comm *c) { return c ? c->rank : -1; }
@@ -426,35 +450,105 @@ tilec_rt_status tilec_comm_run(tilec_comm *c, void *stream, tilec_coll coll, til
     return TILEC_RT_OK;
 }
 
+/* The communication stream, the fork event and g's done event, made on
+ * first use with the runtime the registry hands the call. */
+static int side_ready(comm_reg *g, tilec_rt *rt, char *err, size_t errlen)
+{
+    tilec_comm *c = g->c;
+    if (!rt) {
+        errf(err, errlen, "%s: an overlapped collective needs the runtime (the registry call gave none)", g->where);
+        return 1;
+    }
+    if (c->srt && c->srt != rt) {
+        errf(err, errlen, "%s: the communicator's communication stream belongs to another tilec_rt", g->where);
+        return 1;
+    }
+    c->srt = rt;
+    if ((!c->side && tilec_rt_stream_create(rt, TILEC_RT_STREAM_NON_BLOCKING, &c->side) != TILEC_RT_OK) ||
+        (!c->fork && tilec_rt_event_create(rt, &c->fork) != TILEC_RT_OK) ||
+        (!g->done && tilec_rt_event_create(rt, &g->done) != TILEC_RT_OK)) {
+        errf(err, errlen, "%s: cannot make the communication stream or its events: %s", g->where,
+             tilec_rt_last_error(rt));
+        return 1;
+    }
+    return 0;
+}
+
 static int reg_call(void *user, tilec_rt *rt, void *stream, const tilec_tensor *inputs, uint32_t ninputs,
                     tilec_tensor *outputs, uint32_t noutputs, char *err, size_t errlen)
 {
-    (void)rt;
-    const comm_reg *g = user;
+    comm_reg *g = user;
     if (ninputs != 1 || noutputs != 1) {
         errf(err, errlen, "%s: a collective takes one input and one output, not %u and %u", g->where, ninputs,
              noutputs);
         return 1;
     }
-    return tilec_comm_run(g->c, stream, g->coll, g->op, g->axis, g->root, inputs, outputs, g->where, err, errlen) !=
-           TILEC_RT_OK;
+    if (!g->wait)
+        return tilec_comm_run(g->c, stream, g->coll, g->op, g->axis, g->root, inputs, outputs, g->where, err,
+                              errlen) != TILEC_RT_OK;
+    /* on the communication stream, after what the caller's stream holds so far (its input's producer) */
+    if (side_ready(g, rt, err, errlen))
+        return 1;
+    if (tilec_rt_event_record(rt, g->c->fork, stream) != TILEC_RT_OK ||
+        tilec_rt_stream_wait_event(rt, g->c->side, g->c->fork) != TILEC_RT_OK) {
+        errf(err, errlen, "%s: cannot order the communication stream after the graph's: %s", g->where,
+             tilec_rt_last_error(rt));
+        return 1;
+    }
+    if (tilec_comm_run(g->c, g->c->side, g->coll, g->op, g->axis, g->root, inputs, outputs, g->where, err, errlen) !=
+        TILEC_RT_OK)
+        return 1;
+    if (tilec_rt_event_record(rt, g->done, g->c->side) != TILEC_RT_OK) {
+        errf(err, errlen, "%s: cannot record the collective's end: %s", g->where, tilec_rt_last_error(rt));
+        return 1;
+    }
+    g->ran = 1;
+    if (g->c->serial && tilec_rt_stream_wait_event(rt, stream, g->done) != TILEC_RT_OK) { /* no overlap */
+        errf(err, errlen, "%s: cannot wait for the collective: %s", g->where, tilec_rt_last_error(rt));
+        return 1;
+    }
+    return 0;
 }
 
-tilec_rt_status tilec_comm_register(tilec_comm *c, tilec_externs *x, const char *symbol, tilec_coll coll,
-                                    tilec_redop op, uint32_t axis, int64_t root, const char *where, char *err,
-                                    size_t errlen)
+/* The wait of an asynchronous collective: the caller's stream waits for its end. */
+static int wait_call(void *user, tilec_rt *rt, void *stream, const tilec_tensor *inputs, uint32_t ninputs,
+                     tilec_tensor *outputs, uint32_t noutputs, char *err, size_t errlen)
 {
-    if (!c || !x || !symbol || !*symbol || (unsigned)coll >= TILEC_COLL_COUNT || (unsigned)op >= TILEC_REDOP_COUNT) {
-        errf(err, errlen, "tilec_comm_register: %s", !c || !x ? "the communicator or the registry is NULL"
-                                                     : !symbol || !*symbol ? "no symbol"
-                                                                           : "no such collective or operation");
+    (void)inputs;
+    (void)outputs;
+    const comm_reg *g = user;
+    if (ninputs || noutputs || !g->ran) {
+        errf(err, errlen, "%s: %s", g->where,
+             ninputs || noutputs ? "the wait of a collective takes no tensors" : "waited for before it ran");
+        return 1;
+    }
+    if (tilec_rt_stream_wait_event(rt, stream, g->done) != TILEC_RT_OK) {
+        errf(err, errlen, "%s: cannot wait for the collective: %s", g->where, tilec_rt_last_error(rt));
+        return 1;
+    }
+    return 0;
+}
+
+static tilec_rt_status reg(tilec_comm *c, tilec_externs *x, const char *symbol, const char *wait, tilec_coll coll,
+                           tilec_redop op, uint32_t axis, int64_t root, const char *where, char *err, size_t errlen)
+{
+    const char *fn = wait ? "tilec_comm_register_async" : "tilec_comm_register";
+    if (!c || !x || !symbol || !*symbol || (wait && (!*wait || !strcmp(wait, symbol))) ||
+        (unsigned)coll >= TILEC_COLL_COUNT || (unsigned)op >= TILEC_REDOP_COUNT) {
+        errf(err, errlen, "%s: %s", fn,
+             !c || !x                       ? "the communicator or the registry is NULL"
+             : !symbol || !*symbol          ? "no symbol"
+             : wait && (!*wait || !strcmp(wait, symbol)) ? "the wait's symbol is empty or the collective's"
+                                            : "no such collective or operation");
         return TILEC_RT_INVALID_ARG;
     }
     comm_reg *g = c->regs;
     while (g && !(g->x == x && !strcmp(g->symbol, symbol)))
         g = g->next;
-    char *w = strdup(where ? where : tilec_coll_name(coll));
-    if (!w) {
+    char *w = strdup(where ? where : tilec_coll_name(coll)), *ws = wait ? strdup(wait) : NULL;
+    if (!w || (wait && !ws)) {
+        free(w);
+        free(ws);
         errf(err, errlen, "out of memory");
         return TILEC_RT_NOMEM;
     }
@@ -462,19 +556,25 @@ tilec_rt_status tilec_comm_register(tilec_comm *c, tilec_externs *x, const char 
     if (fresh && (!(g = calloc(1, sizeof *g)) || !(g->symbol = strdup(symbol)))) {
         free(g);
         free(w);
+        free(ws);
         errf(err, errlen, "out of memory");
         return TILEC_RT_NOMEM;
     }
     free(g->where);
+    free(g->wait);
     comm_reg *next = g->next;
-    *g = (comm_reg){next, c, x, g->symbol, w, coll, op, axis, root};
-    if (tilec_externs_register(x, symbol, reg_call, g) != 0) { /* it only fails out of memory */
+    void *done = g->done;
+    int ran = g->ran;
+    *g = (comm_reg){next, c, x, g->symbol, w, coll, op, axis, root, ws, done, ran};
+    if (tilec_externs_register(x, symbol, reg_call, g) != 0 ||
+        (ws && tilec_externs_register(x, ws, wait_call, g) != 0)) { /* it only fails out of memory */
         if (fresh) {
             free(g->symbol);
             free(g->where);
+            free(g->wait);
             free(g);
         }
-        errf(err, errlen, "tilec_comm_register: cannot register %s (out of memory)", symbol);
+        errf(err, errlen, "%s: cannot register %s (out of memory)", fn, symbol);
         return TILEC_RT_NOMEM;
     }
     if (fresh) {
@@ -482,4 +582,18 @@ tilec_rt_status tilec_comm_register(tilec_comm *c, tilec_externs *x, const char 
         c->regs = g;
     }
     return TILEC_RT_OK;
+}
+
+tilec_rt_status tilec_comm_register(tilec_comm *c, tilec_externs *x, const char *symbol, tilec_coll coll,
+                                    tilec_redop op, uint32_t axis, int64_t root, const char *where, char *err,
+                                    size_t errlen)
+{
+    return reg(c, x, symbol, NULL, coll, op, axis, root, where, err, errlen);
+}
+
+tilec_rt_status tilec_comm_register_async(tilec_comm *c, tilec_externs *x, const char *symbol, const char *wait,
+                                          tilec_coll coll, tilec_redop op, uint32_t axis, int64_t root,
+                                          const char *where, char *err, size_t errlen)
+{
+    return reg(c, x, symbol, wait ? wait : "", coll, op, axis, root, where, err, errlen);
 }

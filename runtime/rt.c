@@ -529,6 +529,19 @@ tilec_rt_status tilec_rt_event_record(tilec_rt *rt, void *event, void *stream)
     return TILEC_RT_OK;
 }
 
+tilec_rt_status tilec_rt_stream_wait_event(tilec_rt *rt, void *stream, void *event)
+{
+    tilec_rt_status st = rt_enter(rt);
+    if (st != TILEC_RT_OK)
+        return st;
+    if (!event)
+        return rt_fail(rt, TILEC_RT_INVALID_ARG, "tilec_rt_stream_wait_event: event is NULL");
+    CUresult r = rt->drv.StreamWaitEvent((CUstream)stream, (CUevent)event, 0);
+    if (r != CUDA_SUCCESS)
+        return rt_cu_fail(rt, TILEC_RT_DRIVER_ERROR, r, "cuStreamWaitEvent(stream %p, %p)", stream, event);
+    return TILEC_RT_OK;
+}
+
 tilec_rt_status tilec_rt_event_synchronize(tilec_rt *rt, void *event)
 {
     tilec_rt_status st = rt_enter(rt);

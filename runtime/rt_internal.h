@@ -49,6 +49,7 @@
     X(StreamCreate, PFN_cuStreamCreate_v2000, RT_CUDA_ABI, 1)                                     \
     X(StreamDestroy, PFN_cuStreamDestroy_v4000, RT_CUDA_ABI, 1)                                   \
     X(StreamSynchronize, PFN_cuStreamSynchronize_v2000, RT_CUDA_ABI, 1)                           \
+    X(StreamWaitEvent, PFN_cuStreamWaitEvent_v3020, RT_CUDA_ABI, 1)                               \
     X(EventCreate, PFN_cuEventCreate_v2000, RT_CUDA_ABI, 1)                                       \
     X(EventDestroy, PFN_cuEventDestroy_v4000, RT_CUDA_ABI, 1)                                     \
     X(EventRecord, PFN_cuEventRecord_v2000, RT_CUDA_ABI, 1)                                       \

@@ -3,6 +3,9 @@
  * memory in host memory and a few kernels run on the host. Test code:
  * process-wide state is fine here. See fake_cuda.h. */
 #include <cuda.h>
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,8 +165,11 @@ static CUresult fake_CtxGetCurrent(CUcontext *c)
     return CUDA_SUCCESS;
 }
 
+static void nccl_flush(void *stream, unsigned long long upto);
+
 static CUresult fake_CtxSynchronize(void)
 {
+    nccl_flush(NULL, ~0ULL);
     if (state.lost)
         return CUDA_ERROR_LAUNCH_FAILED;
     return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
@@ -242,6 +248,7 @@ static CUresult fake_MemcpyHtoD(CUdeviceptr d, const void *s, size_t n)
 
 static CUresult fake_MemcpyDtoH(void *d, CUdeviceptr s, size_t n)
 {
+    nccl_flush(NULL, ~0ULL); /* synchronous: after all work */
     if (state.lost)
         return CUDA_ERROR_LAUNCH_FAILED;
     memcpy(d, (const void *)(uintptr_t)s, n);
@@ -316,6 +323,50 @@ static CUresult fake_MemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUs
 
 /* ---- streams and events ---- */
 
+/* The fake NCCL (tests/fake_nccl.c, loaded by the runtime from TILEC_NCCL)
+ * may defer the collectives enqueued on a stream of our own
+ * (FAKE_NCCL_DEFER): they run when another stream waits on an event
+ * recorded after them, or at a synchronization, as on a GPU. These find
+ * its hooks in the copy the runtime loaded (RTLD_NOLOAD); without one,
+ * nothing is deferred and they do nothing. */
+static void *nccl_hook(const char *name)
+{
+    const char *path = getenv("TILEC_NCCL");
+    void *h = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    void *f = h ? dlsym(h, name) : NULL;
+    if (h)
+        dlclose(h); /* NOLOAD took a reference: the runtime's stays */
+    return f;
+}
+
+static unsigned long long nccl_seq(void)
+{
+    unsigned long long (*f)(void) = (unsigned long long (*)(void))nccl_hook("fake_nccl_seq");
+    return f ? f() : 0;
+}
+
+/* run what the fake NCCL deferred on `stream` (NULL: every stream) before sequence number upto */
+static void nccl_flush(void *stream, unsigned long long upto)
+{
+    void (*f)(void *, unsigned long long) = (void (*)(void *, unsigned long long))nccl_hook("fake_nccl_flush");
+    if (f)
+        f(stream, upto);
+}
+
+static void fake_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fake_log(const char *fmt, ...)
+{
+    const char *path = getenv("FAKE_CUDA_LOG");
+    FILE *f = path ? fopen(path, "a") : NULL;
+    if (!f)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fclose(f);
+}
+
 static CUresult fake_StreamCreate(CUstream *s, unsigned flags)
 {
     if (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)
@@ -334,7 +385,7 @@ static CUresult fake_StreamDestroy(CUstream s)
 
 static CUresult fake_StreamSynchronize(CUstream s)
 {
-    (void)s;
+    nccl_flush(s, ~0ULL);
     return CUDA_SUCCESS;
 }
 
@@ -343,6 +394,8 @@ struct fake_event {
     int recorded;
     int fake; /* recorded on the fake clock, at clock_ms */
     double clock_ms;
+    CUstream stream;         /* the stream it was last recorded on */
+    unsigned long long seq;  /* the fake NCCL's sequence number then */
 };
 
 static CUresult fake_EventCreate(CUevent *e, unsigned flags)
@@ -362,8 +415,10 @@ static CUresult fake_EventDestroy(CUevent e)
 
 static CUresult fake_EventRecord(CUevent e, CUstream s)
 {
-    (void)s;
     struct fake_event *ev = (struct fake_event *)e;
+    ev->stream = s;
+    ev->seq = nccl_seq();
+    fake_log("EventRecord event=%p stream=%p\n", (void *)e, (void *)s);
     clock_gettime(CLOCK_MONOTONIC, &ev->t);
     ev->recorded = 1;
     ev->fake = state.fake_clock;
@@ -374,7 +429,20 @@ static CUresult fake_EventRecord(CUevent e, CUstream s)
 
 static CUresult fake_EventSynchronize(CUevent e)
 {
-    (void)e;
+    const struct fake_event *ev = (const struct fake_event *)e;
+    nccl_flush(ev->stream, ev->seq);
+    return CUDA_SUCCESS;
+}
+
+/* the stream's later work waits for what came before the event on its stream */
+static CUresult fake_StreamWaitEvent(CUstream s, CUevent e, unsigned flags)
+{
+    const struct fake_event *ev = (const struct fake_event *)e;
+    if (flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_log("StreamWaitEvent stream=%p event=%p\n", (void *)s, (void *)e);
+    if (ev->stream != s)
+        nccl_flush(ev->stream, ev->seq);
     return CUDA_SUCCESS;
 }
 
@@ -651,6 +719,7 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
     }
     if (state.lost)
         return CUDA_ERROR_LAUNCH_FAILED;
+    fake_log("Launch %s stream=%p\n", k->name, (void *)s);
     if (strcmp(k->name, "fail_launch") == 0)
         return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
     if (strcmp(k->name, "trap") == 0) { /* launches, then faults: the context is lost */
@@ -729,7 +798,7 @@ static const struct {
     ENTRY(MemFree),            ENTRY(MemGetAddressRange),            ENTRY(MemcpyHtoD),         ENTRY(MemcpyDtoH),        ENTRY(MemcpyDtoD),
     ENTRY(MemcpyHtoDAsync),    ENTRY(MemcpyDtoHAsync),    ENTRY(MemcpyDtoDAsync),   ENTRY(MemsetD32),
     ENTRY(MemsetD32Async),     ENTRY(MemsetD16Async),     ENTRY(MemsetD8Async),     ENTRY(StreamCreate),       ENTRY(StreamDestroy),     ENTRY(StreamSynchronize),
-    ENTRY(EventCreate),        ENTRY(EventDestroy),       ENTRY(EventRecord),       ENTRY(EventSynchronize),
+    ENTRY(EventCreate),        ENTRY(EventDestroy),       ENTRY(EventRecord),       ENTRY(EventSynchronize), ENTRY(StreamWaitEvent),
     ENTRY(EventElapsedTime),   ENTRY(ModuleLoadData),     ENTRY(ModuleUnload),      ENTRY(ModuleGetFunction),
     ENTRY(FuncGetAttribute),   ENTRY(FuncSetAttribute),   ENTRY(FuncGetParamInfo),  ENTRY(LaunchKernel),
     ENTRY(StreamBeginCapture), ENTRY(StreamEndCapture),   ENTRY(GraphInstantiateWithFlags),

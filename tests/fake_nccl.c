@@ -12,7 +12,17 @@
  * Every call is counted and, with FAKE_NCCL_LOG set, appended to that file
  * as one line ("AllReduce count=6 dtype=7 op=0 world=2 rank=0").
  * FAKE_NCCL_FAIL=NAME (e.g. AllReduce, CommInitRank) makes that entry
- * point return ncclInternalError. Test code: process-wide state is fine. */
+ * point return ncclInternalError. Test code: process-wide state is fine.
+ *
+ * FAKE_NCCL_DEFER=1 makes it asynchronous as on a GPU: a collective on a
+ * stream other than NULL is queued, with its pointers, and reads and writes
+ * memory only when the fake driver (tests/fake_cuda.c) flushes it: when
+ * another stream waits on an event recorded after it on its stream
+ * (cuStreamWaitEvent), or at a synchronization (cuCtxSynchronize,
+ * cuStreamSynchronize, cuEventSynchronize, cuMemcpyDtoH). So a wrapper that
+ * forgets to wait reads a result not yet there, and one that reuses the
+ * input's buffer before the wait hands the collective what it wrote since.
+ * The log line of a collective then ends in " stream=PTR". */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +39,9 @@ struct ncclComm {
 };
 
 static int ncalls;
+int fake_nccl_calls(void);
+unsigned long long fake_nccl_seq(void);
+void fake_nccl_flush(void *stream, unsigned long long upto);
 int fake_nccl_calls(void) { return ncalls; }
 
 static int failing(const char *name)
@@ -37,15 +50,18 @@ static int failing(const char *name)
     return f && !strcmp(f, name);
 }
 
-static void note(const char *name, size_t count, ncclDataType_t t, int op, const struct ncclComm *c)
+static void note(const char *name, size_t count, ncclDataType_t t, int op, const struct ncclComm *c, void *stream)
 {
     ncalls++;
     const char *path = getenv("FAKE_NCCL_LOG");
     FILE *f = path ? fopen(path, "a") : NULL;
     if (!f)
         return;
-    fprintf(f, "%s count=%zu dtype=%d op=%d world=%d rank=%d\n", name, count, (int)t, op, c ? c->nranks : 0,
+    fprintf(f, "%s count=%zu dtype=%d op=%d world=%d rank=%d", name, count, (int)t, op, c ? c->nranks : 0,
             c ? c->rank : 0);
+    if (getenv("FAKE_NCCL_DEFER"))
+        fprintf(f, " stream=%p", stream);
+    fputc('\n', f);
     fclose(f);
 }
 
@@ -87,6 +103,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
+    fake_nccl_flush(NULL, ~0ULL);
     free(comm);
     return ncclSuccess;
 }
@@ -211,48 +228,117 @@ static ncclResult_t reduce(const void *in, void *out, size_t n, ncclDataType_t t
     return ncclSuccess;
 }
 
+/* ---- FAKE_NCCL_DEFER: collectives queued on their stream ---- */
+
+enum { Q_AR, Q_RS, Q_AG, Q_BC };
+typedef struct queued {
+    int what;
+    const void *send;
+    void *recv;
+    size_t count;
+    ncclDataType_t t;
+    int op; /* the reduction, or broadcast's root */
+    struct ncclComm c;
+    void *stream;
+    unsigned long long seq;
+} queued;
+static queued q[1024];
+static int nq;
+static unsigned long long seq; /* collectives enqueued so far */
+
+unsigned long long fake_nccl_seq(void) { return seq; }
+
+static ncclResult_t run(int what, const void *send, void *recv, size_t count, ncclDataType_t t, int op,
+                        const struct ncclComm *comm);
+
+/* 1 when the call was queued (*r its result), 0 when it runs now */
+static int defer(int what, const void *send, void *recv, size_t count, ncclDataType_t t, int op,
+                 const struct ncclComm *comm, void *stream, ncclResult_t *r)
+{
+    seq++;
+    if (!stream || !getenv("FAKE_NCCL_DEFER"))
+        return 0;
+    *r = nq == 1024 ? ncclInternalError : ncclSuccess;
+    if (nq < 1024)
+        q[nq++] = (queued){what, send, recv, count, t, op, *comm, stream, seq - 1};
+    return 1;
+}
+
+/* run the queued collectives of `stream` (NULL: all) enqueued before upto, in order */
+void fake_nccl_flush(void *stream, unsigned long long upto)
+{
+    int k = 0;
+    for (int i = 0; i < nq; i++) {
+        if ((!stream || q[i].stream == stream) && q[i].seq < upto)
+            run(q[i].what, q[i].send, q[i].recv, q[i].count, q[i].t, q[i].op, &q[i].c);
+        else
+            q[k++] = q[i];
+    }
+    nq = k;
+}
+
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t t, ncclRedOp_t op,
                            ncclComm_t comm, cudaStream_t stream)
 {
-    (void)stream;
-    note("AllReduce", count, t, (int)op, comm);
+    note("AllReduce", count, t, (int)op, comm, stream);
     if (failing("AllReduce"))
         return ncclInternalError;
-    return reduce(send, recv, count, t, op, comm->nranks);
+    ncclResult_t r;
+    return defer(Q_AR, send, recv, count, t, (int)op, comm, stream, &r) ? r
+                                                                       : run(Q_AR, send, recv, count, t, (int)op, comm);
 }
 
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvcount, ncclDataType_t t, ncclRedOp_t op,
                                ncclComm_t comm, cudaStream_t stream)
 {
-    (void)stream;
-    note("ReduceScatter", recvcount, t, (int)op, comm);
+    note("ReduceScatter", recvcount, t, (int)op, comm, stream);
     if (failing("ReduceScatter"))
         return ncclInternalError;
-    return reduce((const char *)send + (size_t)comm->rank * recvcount * esize(t), recv, recvcount, t, op,
-                  comm->nranks);
+    ncclResult_t r;
+    return defer(Q_RS, send, recv, recvcount, t, (int)op, comm, stream, &r)
+               ? r
+               : run(Q_RS, send, recv, recvcount, t, (int)op, comm);
 }
 
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendcount, ncclDataType_t t, ncclComm_t comm,
                            cudaStream_t stream)
 {
-    (void)stream;
-    note("AllGather", sendcount, t, -1, comm);
+    note("AllGather", sendcount, t, -1, comm, stream);
     if (failing("AllGather"))
         return ncclInternalError;
-    for (int k = 0; k < comm->nranks; k++)
-        memmove((char *)recv + (size_t)k * sendcount * esize(t), send, sendcount * esize(t));
-    return ncclSuccess;
+    ncclResult_t r;
+    return defer(Q_AG, send, recv, sendcount, t, 0, comm, stream, &r) ? r
+                                                                      : run(Q_AG, send, recv, sendcount, t, 0, comm);
 }
 
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataType_t t, int root, ncclComm_t comm,
                            cudaStream_t stream)
 {
-    (void)stream;
-    note("Broadcast", count, t, root, comm);
+    note("Broadcast", count, t, root, comm, stream);
     if (failing("Broadcast"))
         return ncclInternalError;
     if (root < 0 || root >= comm->nranks)
         return ncclInvalidArgument;
-    memmove(recv, send, count * esize(t));
-    return ncclSuccess;
+    ncclResult_t r;
+    return defer(Q_BC, send, recv, count, t, root, comm, stream, &r) ? r
+                                                                     : run(Q_BC, send, recv, count, t, root, comm);
+}
+
+static ncclResult_t run(int what, const void *send, void *recv, size_t count, ncclDataType_t t, int op,
+                        const struct ncclComm *comm)
+{
+    switch (what) {
+    case Q_AR:
+        return reduce(send, recv, count, t, (ncclRedOp_t)op, comm->nranks);
+    case Q_RS:
+        return reduce((const char *)send + (size_t)comm->rank * count * esize(t), recv, count, t, (ncclRedOp_t)op,
+                      comm->nranks);
+    case Q_AG:
+        for (int k = 0; k < comm->nranks; k++)
+            memmove((char *)recv + (size_t)k * count * esize(t), send, count * esize(t));
+        return ncclSuccess;
+    default:
+        memmove(recv, send, count * esize(t));
+        return ncclSuccess;
+    }
 }

@@ -11,6 +11,7 @@
 #include "tilec/lower.h"
 #include "tilec/program.h"
 #include "tilec/runtime.h"
+#include "tilec/tensor.h"
 #include "tilec/tilec.h"
 
 typedef struct gk {
@@ -259,6 +260,28 @@ static inline void gpu_close(tilec_rt **rt)
 {
     tilec_rt_close(*rt);
     *rt = NULL;
+}
+
+/* bytes of h in new device memory (4 spare bytes after them) */
+static inline uint64_t gpu_upload(tilec_rt *rt, const void *h, size_t bytes)
+{
+    uint64_t d = 0;
+    GPU_CHECK(rt, tilec_rt_malloc(rt, bytes + 4, &d));
+    GPU_CHECK(rt, tilec_rt_memcpy_htod(rt, d, h, bytes));
+    return d;
+}
+
+/* A row-major tensor of dtype dt at data: [a] when b is 0, else [a, b]. */
+static inline tilec_tensor gpu_tensor(uint64_t data, tilec_dtype dt, int64_t a, int64_t b)
+{
+    tilec_tensor t = {.data = data, .dtype = dt, .rank = b ? 2u : 1u};
+    t.sizes[0] = a;
+    t.strides[0] = b ? b : 1;
+    if (b) {
+        t.sizes[1] = b;
+        t.strides[1] = 1;
+    }
+    return t;
 }
 
 /* main() of a GPU suite: one SKIP line and success where there is no GPU,

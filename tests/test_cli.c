@@ -71,7 +71,7 @@ static const struct {
     {"examples/add_relu.tile --emit", "tilec: error: option '--emit' needs an argument" HINT},
     {"examples/add_relu.tile -o", "tilec: error: option '-o' needs an argument" HINT},
     {"examples/add_relu.tile --emit nonsense -o %s",
-     "tilec: error: unknown --emit kind 'nonsense' (known: ast, cuda, layouts, cubin, ir, c, py)" HINT},
+     "tilec: error: unknown --emit kind 'nonsense' (known: ast, cuda, layouts, tune, cubin, ir, c, py)" HINT},
     {"examples/add_relu.tile --emit cubin --arch sm_99 -o %s", "tilec: error: unknown --arch 'sm_99' (NVRTC "},
     {"examples/add_relu.tile --emit cubin --arch 90 -o %s", "tilec: error: unknown --arch '90' (NVRTC "},
     {"examples/e2e.tile --emit c --aot sm_1 -o %s", "tilec: error: unknown --aot 'sm_1' (NVRTC "},

@@ -207,3 +207,33 @@ Test(comm, an_adopted_communicator_is_left_to_its_owner)
     cr_assert_eq(destroy(raw), 0); /* still ours: a double free under ASan otherwise */
     dlclose(h);
 }
+
+/* the asynchronous registration (overlap): its wait refuses to run before
+ * the collective, an overlapped collective needs the runtime for its
+ * stream, and a wait symbol must differ from the collective's (the
+ * collective's stream and events on the fake driver: tests/test_wrapper_run.c) */
+Test(comm, an_async_registration_and_its_wait)
+{
+    tilec_comm *c = make(0, 2);
+    char err[512] = "";
+    tilec_externs *x = tilec_externs_new();
+    cr_assert_not_null(x);
+    cr_assert_eq(tilec_comm_register_async(c, x, "tilec:coll:y", "tilec:coll:y", TILEC_COLL_ALL_REDUCE,
+                                           TILEC_REDOP_SUM, 0, 0, NULL, err, sizeof err),
+                 TILEC_RT_INVALID_ARG);
+    cr_assert_str_eq(err, "tilec_comm_register_async: the wait's symbol is empty or the collective's");
+    cr_assert_eq(tilec_comm_register_async(c, x, "tilec:coll:y", "tilec:wait:y", TILEC_COLL_ALL_REDUCE,
+                                           TILEC_REDOP_SUM, 0, 0, "line 29: y = all_reduce(p, sum)", err, sizeof err),
+                 TILEC_RT_OK, "%s", err);
+    cr_assert_eq(tilec_externs_call(x, "tilec:wait:y", NULL, NULL, NULL, 0, NULL, 0), TILEC_RT_LAUNCH_ERROR);
+    cr_assert_str_eq(tilec_externs_last_error(x), "line 29: y = all_reduce(p, sum): waited for before it ran");
+    float a[3] = {1, 2, 3}, b[3] = {0};
+    tilec_tensor in = host(a, TILEC_DT_F32, 1, (int64_t[]){3}), out = host(b, TILEC_DT_F32, 1, (int64_t[]){3});
+    cr_assert_eq(tilec_externs_call(x, "tilec:coll:y", NULL, NULL, &in, 1, &out, 1), TILEC_RT_LAUNCH_ERROR);
+    cr_assert_str_eq(tilec_externs_last_error(x), "line 29: y = all_reduce(p, sum): an overlapped collective needs "
+                                                  "the runtime (the registry call gave none)");
+    tilec_comm_set_overlap(c, 0);
+    tilec_comm_set_overlap(NULL, 0); /* a no-op */
+    tilec_externs_free(x);
+    tilec_comm_free(c);
+}

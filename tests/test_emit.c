@@ -500,7 +500,9 @@ static const char block_counts[] = "COMMENT 2\n"
                                    "EXTERN_ALLOC 2\n"
                                    "MULTI_OUTPUT 2\n"
                                    "ASSERT_SHAPE 2\n"
-                                   "COLLECTIVE 0\n";
+                                   "COLLECTIVE 0\n"
+                                   "LOOP 0\n"
+                                   "END_LOOP 0\n";
 
 Test(emit, user_emitter)
 {
@@ -787,11 +789,11 @@ Test(emit, unknown_emitter_from_the_command)
 {
     char *out;
     cr_expect_eq(sh(&out, "%s tests/golden/ir/chain.tile --emit nope", TILEC_BIN), 2);
-    cr_expect_str_eq(out, "tilec: error: unknown --emit kind 'nope' (known: ast, cuda, layouts, cubin, ir, c, py)\n"
+    cr_expect_str_eq(out, "tilec: error: unknown --emit kind 'nope' (known: ast, cuda, layouts, tune, cubin, ir, c, py)\n"
                           "(run 'tilec --help' for usage)\n");
     free(out);
     cr_expect_eq(sh(&out, "%s tests/golden/ir/chain.tile --plugin %s --emit nope", TILEC_BIN, PLUGIN_DEMO), 2);
-    cr_expect_str_eq(out, "tilec: error: unknown --emit kind 'nope' (known: ast, cuda, layouts, cubin, ir, c, py, demo)\n"
+    cr_expect_str_eq(out, "tilec: error: unknown --emit kind 'nope' (known: ast, cuda, layouts, tune, cubin, ir, c, py, demo)\n"
                           "(run 'tilec --help' for usage)\n");
     free(out);
 }

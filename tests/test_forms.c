@@ -46,6 +46,8 @@ static const form forms[] = {
     {"no_other.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1},
     {"ptr_lets.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1},
     {"inline_loads.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1},
+    /* no hints: the tune pass keeps only candidates on wgmma + TMA (docs/tuning.md) */
+    {"tuned.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1},
     /* a K tile other than 64: A's swizzle follows its width (docs/lowering.md, "wgmma and TMA") */
     {"bk16.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, K tile 16: A in 32-byte swizzled rows)", NULL, 1},
     {"bk32.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, K tile 32: A in 64-byte swizzled rows)", NULL, 1},

@@ -205,6 +205,18 @@ ParameterizedTest(gcase *c, golden, layouts)
     expect_golden_emit(c->path, "layouts", "layouts", tilec_module_emit_layouts);
 }
 
+/* The tuning pass (lower/tune.c, docs/tuning.md): tests/golden/tune/X.tune
+ * is exactly `tilec X.tile --emit tune`: every configuration pruned with its
+ * reason, or kept (as which variant) or not, with its rank and estimate per
+ * shape class. */
+static tilec_status emit_tune(tilec_ctx *ctx, const tilec_module *m, tilec_sink sink)
+{
+    (void)ctx;
+    return tilec_module_emit_tune(m, sink);
+}
+ParameterizedTestParameters(golden, tune) { return cases_of("tests/golden/tune/*.tile"); }
+ParameterizedTest(gcase *c, golden, tune) { expect_golden_emit(c->path, "tune", "tune", emit_tune); }
+
 /* The corpus must stay large enough to cover every error class. */
 Test(golden, corpus_size)
 {

@@ -398,6 +398,9 @@ Test(gpu, f32_forms, .timeout = 300)
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         check_matmul_t("tests/gpu/f32_forms.tile", k[i].kernel, 0, k[i].at, k[i].bt, 1e-3);
 }
+/* issue 31: every candidate the tuning pass keeps for a dot kernel written
+ * with no tile hints (docs/tuning.md), each checked on every shape */
+Test(gpu, matmul_tuned, .timeout = 300) { check_matmul("tests/forms/tuned.tile", "gemm", 1, 1e-2); }
 /* the tf32 hint: operands rounded to 10-bit mantissas (relative error about 2^-11 each) */
 Test(gpu, matmul_tf32, .timeout = 300) { check_matmul("examples/matmul_tf32.tile", "matmul_tf32", 0, 2e-3); }
 /* reshaped operands and result (a register reshape in the loop; a

@@ -36,25 +36,9 @@ static void teardown(void)
 
 TestSuite(wrapper, .init = setup, .fini = teardown);
 
-static uint64_t upload(const float *h, size_t n)
-{
-    uint64_t d = 0;
-    cr_assert_eq(tilec_rt_malloc(rt, n * 4 + 4, &d), TILEC_RT_OK);
-    cr_assert_eq(tilec_rt_memcpy_htod(rt, d, h, n * 4), TILEC_RT_OK);
-    return d;
-}
+static uint64_t upload(const float *h, size_t n) { return gpu_upload(rt, h, n * 4); }
 
-static tilec_tensor tensor(uint64_t data, int64_t a, int64_t b)
-{
-    tilec_tensor t = {.data = data, .dtype = TILEC_DT_F32, .rank = b ? 2u : 1u};
-    t.sizes[0] = a;
-    t.strides[0] = b ? b : 1;
-    if (b) {
-        t.sizes[1] = b;
-        t.strides[1] = 1;
-    }
-    return t;
-}
+static tilec_tensor tensor(uint64_t data, int64_t a, int64_t b) { return gpu_tensor(data, TILEC_DT_F32, a, b); }
 
 static void run_case(int R, int C)
 {

@@ -96,6 +96,16 @@ static void build_runner(const char *dir, const char *tile, const char *name, co
     link_runner(dir, name);
 }
 
+/* the same for a .tile file of the tree, in a new directory dir[64] */
+static void build_file_runner(char *dir, const char *path, const char *name, const char *main_c)
+{
+    make_tmpdir(dir, 64);
+    char *tile = read_file(path, NULL);
+    cr_assert(tile, "cannot read %s", path);
+    build_runner(dir, tile, name, main_c);
+    free(tile);
+}
+
 /* A C++ caller includes the generated header and links with the C object:
  * the header gives its functions C linkage (extern "C"), so the C++ names
  * are not mangled. Without it the link fails: undefined big_unload(...). */
@@ -644,11 +654,7 @@ static void coll_want(strbuf *w, int world, int rank, int t, int h)
 Test(wrapper_run, collectives_run_on_the_fake_nccl_with_world_1_and_2, .timeout = 180)
 {
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
-    char *tile = read_file("tests/collective_run.tile", NULL);
-    cr_assert(tile);
-    build_runner(dir, tile, "coll", coll_runner);
-    free(tile);
+    build_file_runner(dir, "tests/collective_run.tile", "coll", coll_runner);
     static const int cases[][4] = {{1, 0, 4, 3}, {2, 0, 4, 3}, {2, 1, 4, 3}, {2, 1, 6, 5}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         strbuf want;
@@ -855,5 +861,228 @@ Test(wrapper_run, aot_sm_90a_launches_the_twin_with_its_tensor_maps, .timeout = 
                           "rejected (malformed, truncated, or not for this device): no table of this wrapper runs on "
                           "device 0 (Fake CUDA Device, sm_90a): it was compiled for sm_80, sm_86\n");
     free(err);
+    rm_dir(dir);
+}
+
+/* Issue 32, overlap: tests/collective_overlap.tile's all_reduce runs on the
+ * communication stream while scale2(z, q) runs; its wait comes before
+ * scale2(r, y), and p (the all_reduce's input) is not given to q before
+ * that wait. The fake NCCL defers each collective on a stream until a wait
+ * or a synchronization needs it (FAKE_NCCL_DEFER=1), as a GPU would: with
+ * the wait dropped y is not 4 world x (r not yet reduced); with p given
+ * back at the collective (its free where lowering put it), q = p and r
+ * reduces 2 z. The fake driver's and NCCL's log (one file) shows the order:
+ * the fork (an event on the graph's stream that the communication stream
+ * waits for), the all_reduce on that stream, q's kernel before the wait. */
+static const char ovl_runner[] =
+    "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+    "#include \"ovl.h\"\n"
+    "int main(int argc, char **argv)\n{\n"
+    "    tilec_rt *rt = NULL;\n"
+    "    if (argc != 5 || tilec_rt_open_driver(argv[1], 0, &rt) != TILEC_RT_OK)\n        return 3;\n"
+    "    int world = atoi(argv[2]), calls = atoi(argv[4]);\n"
+    "    int64_t N = atoll(argv[3]);\n"
+    "    char err[512] = \"\";\n"
+    "    ovl_module *m = NULL;\n"
+    "    tilec_comm *c = NULL;\n"
+    "    unsigned char id[TILEC_COMM_ID_BYTES];\n"
+    "    if (ovl_load(rt, &m, err, sizeof err) || tilec_comm_unique_id(NULL, id, err, sizeof err) ||\n"
+    "        tilec_comm_new(rt, NULL, 0, world, id, &c, err, sizeof err) || ovl_set_comm(m, c, err, sizeof err)) {\n"
+    "        printf(\"setup: %s\\n\", err);\n        return 4;\n    }\n"
+    "    float *h = malloc((size_t)N * 8 + 8);\n"
+    "    tilec_tensor x = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {N}, .strides = {1}}, z = x, o[2] = {{0}};\n"
+    "    for (int64_t i = 0; i < N; i++) {\n        h[i] = (float)(i + 1);\n        h[N + i] = (float)(100 + i);\n    }\n"
+    "    if (!h || tilec_rt_malloc(rt, (size_t)N * 4, &x.data) || tilec_rt_malloc(rt, (size_t)N * 4, &z.data) ||\n"
+    "        tilec_rt_memcpy_htod(rt, x.data, h, (size_t)N * 4) || tilec_rt_memcpy_htod(rt, z.data, h + N, (size_t)N * 4))\n"
+    "        return 5;\n"
+    "    for (int k = 0; k < calls; k++) {\n"
+    "        if (ovl_run(m, &x, &z, &o[0], &o[1], err, sizeof err)) {\n"
+    "            printf(\"run: %s\\n\", err);\n            return 6;\n        }\n"
+    "        for (int i = 0; i < 2; i++) {\n"
+    "            if (tilec_rt_memcpy_dtoh(rt, h, o[i].data, (size_t)N * 4))\n                return 7;\n"
+    "            printf(\"%c:\", \"yq\"[i]);\n"
+    "            for (int64_t j = 0; j < N; j++)\n                printf(\" %g\", (double)h[j]);\n"
+    "            printf(\"\\n\");\n"
+    "            ovl_release(m, &o[i]);\n        }\n"
+    "    }\n"
+    "    free(h);\n    tilec_rt_free(rt, x.data);\n    tilec_rt_free(rt, z.data);\n"
+    "    ovl_unload(m);\n    tilec_comm_free(c);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+/* the log with each pointer named by its first appearance (S1, S2, ...) and
+ * the lines of interest kept: launches, event records and waits, NCCL calls */
+static void ovl_normalize(const char *log, strbuf *out)
+{
+    char names[16][32];
+    int n = 0;
+    for (const char *p = log; p && *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        for (size_t i = 0; i < len;) {
+            if (p[i] == '0' && p[i + 1] == 'x') {
+                size_t k = i;
+                while (k < len && p[k] != ' ')
+                    k++;
+                char ptr[32];
+                snprintf(ptr, sizeof ptr, "%.*s", (int)(k - i), p + i);
+                int j = 0;
+                while (j < n && strcmp(names[j], ptr))
+                    j++;
+                if (j == n && n < 16)
+                    snprintf(names[n++], sizeof names[0], "%s", ptr);
+                sb_printf(out, "P%d", j + 1);
+                i = k;
+            } else
+                sb_putc(out, p[i++]);
+        }
+        sb_putc(out, '\n');
+        p += len + (e ? 1 : 0);
+    }
+}
+
+Test(wrapper_run, an_overlapped_collective_waits_and_keeps_its_input, .timeout = 180)
+{
+    char dir[64];
+    build_file_runner(dir, "tests/collective_overlap.tile", "ovl", ovl_runner);
+    /* y = 2 (world * 2 x), q = 2 z; twice, the second call on the spare buffers */
+    for (int world = 1; world <= 2; world++) {
+        strbuf want, log;
+        sb_init(&want);
+        sb_init(&log);
+        for (int k = 0; k < 2; k++) {
+            sb_puts(&want, "y:");
+            for (int i = 0; i < 5; i++)
+                sb_printf(&want, " %d", 4 * world * (i + 1));
+            sb_puts(&want, "\nq:");
+            for (int i = 0; i < 5; i++)
+                sb_printf(&want, " %d", 2 * (100 + i));
+            sb_puts(&want, "\n");
+        }
+        sb_printf(&log, "%s/ovl%d.log", dir, world);
+        char *out = NULL;
+        int st = sh(&out, "FAKE_NCCL_DEFER=1 FAKE_NCCL_LOG=%s FAKE_CUDA_LOG=%s TILEC_NCCL=%s TILEC_CACHE_DIR=%s/cache "
+                          "TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %d 5 2 2>&1",
+                    sb_str(&log), sb_str(&log), FAKENCCL, dir, TILEC_BUILD, dir, FAKECUDA, world);
+        cr_expect_eq(st, 0, "%s", out);
+        cr_expect_str_eq(out, sb_str(&want), "world %d:\n%s\nwanted\n%s", world, out, sb_str(&want));
+        free(out);
+        if (world == 2) { /* the order of the first call */
+            char *raw = read_file(sb_str(&log), NULL);
+            strbuf norm;
+            sb_init(&norm);
+            ovl_normalize(raw, &norm);
+            const char *first = sb_str(&norm), *second = strstr(first, "Launch scale2_v0 stream=(nil)\nEventRecord");
+            second = second ? strstr(second + 1, "Launch scale2_v0 stream=(nil)\nEventRecord") : NULL;
+            cr_expect(second, "no second call in the log:\n%s", first);
+            cr_expect_eq(strncmp(first,
+                                 "Launch scale2_v0 stream=(nil)\n"            /* p = 2 x */
+                                 "EventRecord event=P1 stream=(nil)\n"        /* the fork ... */
+                                 "StreamWaitEvent stream=P2 event=P1\n"       /* ... joined by the comm stream */
+                                 "AllReduce count=5 dtype=7 op=0 world=2 rank=0 stream=P2\n"
+                                 "EventRecord event=P3 stream=P2\n"           /* its end */
+                                 "Launch scale2_v0 stream=(nil)\n"            /* q = 2 z, overlapped */
+                                 "StreamWaitEvent stream=(nil) event=P3\n"    /* the wait */
+                                 "Launch scale2_v0 stream=(nil)\n",           /* y = 2 r */
+                                 second ? (size_t)(second - first) : strlen(first)),
+                         0, "the first call's order:\n%s", first);
+            sb_free(&norm);
+            free(raw);
+        }
+        sb_free(&want);
+        sb_free(&log);
+    }
+    /* overlap off (TILEC_COMM_OVERLAP=0, tilec_comm_set_overlap): the graph's stream waits
+       right after the all_reduce, before q's kernel */
+    strbuf log, norm;
+    sb_init(&log);
+    sb_init(&norm);
+    sb_printf(&log, "%s/serial.log", dir);
+    char *out = NULL;
+    int st = sh(&out, "TILEC_COMM_OVERLAP=0 FAKE_NCCL_DEFER=1 FAKE_NCCL_LOG=%s FAKE_CUDA_LOG=%s TILEC_NCCL=%s "
+                      "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s 2 5 1 2>&1",
+                sb_str(&log), sb_str(&log), FAKENCCL, dir, TILEC_BUILD, dir, FAKECUDA);
+    cr_expect_eq(st, 0, "%s", out);
+    free(out);
+    char *raw = read_file(sb_str(&log), NULL);
+    ovl_normalize(raw, &norm);
+    cr_expect(strstr(sb_str(&norm), "EventRecord event=P3 stream=P2\n"
+                                    "StreamWaitEvent stream=(nil) event=P3\n"
+                                    "Launch scale2_v0 stream=(nil)\n"),
+              "overlap off:\n%s", sb_str(&norm));
+    free(raw);
+    sb_free(&norm);
+    sb_free(&log);
+    rm_dir(dir);
+}
+
+/* Issue 35 item 4: a graph's for loop over slices, run. Chunks of C = 2
+ * rows of x (8 rows of 3): each scaled into a buffer the iteration
+ * allocates and frees, then into its slice of y; n chunks cover 2n rows.
+ * The loop runs n times (2n launches), every iteration's buffer is
+ * given back (after the call y is live and one spare, the wrapper's for
+ * its next call, whatever n: 4 iterations leak none), and a chunk past the end
+ * of x is the slice's run-time error, naming the graph, the line and the
+ * values, with nothing left allocated. */
+static const char chunks_tile[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {\n"
+                                  "    let i = pid(0) * 256 + range(256);\n"
+                                  "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+                                  "}\n"
+                                  "graph chunks(x: f32[R, H], n: i64, C: i64) -> f32[R, H] {\n"
+                                  "    let y = zeros(f32, [R, H]);\n"
+                                  "    for i in 0 .. n {\n"
+                                  "        let xc = x[i * C : (i + 1) * C];\n"
+                                  "        let t = empty(f32, [C, H]);\n"
+                                  "        scale2(xc, t, C * H);\n"
+                                  "        let yc = y[i * C : i * C + C];\n"
+                                  "        scale2(t, yc, C * H);\n"
+                                  "    }\n"
+                                  "    return y;\n"
+                                  "}\n";
+
+/* main(driver, n): "rc=R launches=L live=A err=E" and y's values */
+static const char chunks_runner[] =
+    "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+    "#include \"chunks.h\"\n#include \"fake_cuda.h\"\n"
+    "int main(int argc, char **argv)\n{\n"
+    "    void *h = argc == 3 ? dlopen(argv[1], RTLD_NOW | RTLD_LOCAL) : NULL;\n"
+    "    fake_cuda_state *(*get)(void) = h ? (fake_cuda_state * (*)(void)) dlsym(h, \"fake_cuda_state_get\") : NULL;\n"
+    "    tilec_rt *rt = NULL;\n"
+    "    if (!get || tilec_rt_open_driver(argv[1], 0, &rt) != TILEC_RT_OK)\n        return 3;\n"
+    "    fake_cuda_state *f = get();\n"
+    "    int64_t n = strtoll(argv[2], NULL, 10);\n"
+    "    char err[512] = \"\";\n"
+    "    chunks_module *m = NULL;\n"
+    "    if (chunks_load(rt, &m, err, sizeof err)) {\n        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
+    "    float xs[24];\n    for (int i = 0; i < 24; i++)\n        xs[i] = (float)(i + 1);\n"
+    "    tilec_tensor x = {.dtype = TILEC_DT_F32, .rank = 2, .sizes = {8, 3}, .strides = {3, 1}}, y = {0};\n"
+    "    if (tilec_rt_malloc(rt, sizeof xs, &x.data) != TILEC_RT_OK || tilec_rt_memcpy_htod(rt, x.data, xs, sizeof xs))\n"
+    "        return 5;\n"
+    "    int launches = f->launches, allocs = f->live_allocs;\n"
+    "    int rc = chunks_run(m, &x, n, 2, &y, err, sizeof err);\n"
+    "    printf(\"rc=%d launches=%d live=%d err=%s\\n\", rc, f->launches - launches, f->live_allocs - allocs, err);\n"
+    "    if (!rc) {\n"
+    "        float ys[24];\n"
+    "        if (tilec_rt_memcpy_dtoh(rt, ys, y.data, sizeof ys) != TILEC_RT_OK)\n            return 6;\n"
+    "        for (int i = 0; i < 24; i++)\n            printf(\"%g%s\", (double)ys[i], i % 3 == 2 ? \"\\n\" : \" \");\n"
+    "        tilec_rt_free(rt, y.data);\n"
+    "    }\n"
+    "    tilec_rt_free(rt, x.data);\n"
+    "    chunks_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+Test(wrapper_run, a_for_loop_over_slices_runs_frees_each_iteration_and_checks_bounds, .timeout = 120)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    build_runner(dir, chunks_tile, "chunks", chunks_runner);
+    char *out = run(dir, 4); /* 4 chunks of 2 rows: all of x */
+    cr_expect_str_eq(out, "rc=0 launches=8 live=2 err=\n"
+                          "4 8 12\n16 20 24\n28 32 36\n40 44 48\n52 56 60\n64 68 72\n76 80 84\n88 92 96\n");
+    free(out);
+    out = run(dir, 1); /* the first chunk only: the other rows stay 0 */
+    cr_expect_str_eq(out, "rc=0 launches=2 live=2 err=\n4 8 12\n16 20 24\n0 0 0\n0 0 0\n0 0 0\n0 0 0\n0 0 0\n0 0 0\n");
+    free(out);
+    out = run(dir, 5); /* the fifth chunk starts at row 8 of 8 */
+    cr_expect_str_eq(out, "rc=1 launches=8 live=0 err=chunks: line 8: slice xc = x[C*i:C + C*i] is out of bounds: "
+                          "start 8, stop 10, and 'x' has 8 rows\n");
+    free(out);
     rm_dir(dir);
 }

@@ -8,11 +8,12 @@ bin=${1:-build/tests}
 export TILEC_BIN=${2:-build/bin/tilec}
 export TILEC_COMPILE_WORKER=${TILEC_COMPILE_WORKER:-$TILEC_BIN}
 rc=0
-for t in test_gpu_kernels test_gpu_layouts test_gpu_runtime test_gpu_wrapper test_gpu_externs test_gpu_faults test_gpu_wgmma test_gpu_splitk test_gpu_aot; do
+for t in test_gpu_kernels test_gpu_layouts test_gpu_runtime test_gpu_wrapper test_gpu_externs test_gpu_faults test_gpu_wgmma test_gpu_splitk test_gpu_aot test_gpu_chunks; do
   echo "== $t"
   "$bin/$t" --jobs 1 || { echo "FAILED: $t"; rc=1; }
 done
-for p in tests/python/test_gpu.py tests/python/test_gpu_wrappers.py tests/python/test_gpu_interop.py; do
+# test_gpu_nccl.py: one "skip:" line below 2 GPUs; on 2 or more, every rank spawned (worlds 2 and 4)
+for p in tests/python/test_gpu.py tests/python/test_gpu_wrappers.py tests/python/test_gpu_interop.py tests/python/test_gpu_nccl.py tests/python/test_gpu_chunks.py; do
   echo "== $p"
   python3 "$p" || { echo "FAILED: $p"; rc=1; }
 done

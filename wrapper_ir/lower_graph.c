@@ -1,7 +1,11 @@
 /* lower_graph.c: a checked graph to wrapper IR lines. Two walks over the
  * statements: the first binds every tensor name (dtype, symbolic sizes,
  * storage root) and records its last use; the second emits the lines and
- * frees each graph-owned buffer after its last use. Names and symbols are
+ * frees each graph-owned buffer after its last use. A graph's for loops
+ * are flattened first into positions (statements, loop starts and ends):
+ * a use inside a loop of a buffer made outside it counts at the loop's
+ * end, so that it lives across the iterations, while a buffer made in the
+ * body is freed in the body. Names and symbols are
  * found by hash and the frees by a bucket per statement, so the work grows
  * with the graph, not its square. */
 #include <stdlib.h>
@@ -37,9 +41,25 @@ typedef struct entry {
     int owned;    /* the graph allocated the storage (empty, an extern result) */
     int pooled;   /* allocated by ALLOCATE: memory planning may reuse it */
     int output;   /* the storage is returned, by itself or through a view */
-    int last_use; /* statement index; a root's covers its views */
+    int last_use; /* position; a root's covers its views */
     int freed;
+    int scope;    /* the loop whose body made it (-1: the graph's top) */
 } entry;
+
+/* One position of the flattened statements: a statement, or the start or
+ * end of a for loop (`loop` is then that loop; else the innermost loop
+ * around the statement, -1 for none). */
+typedef enum { P_STMT, P_LOOP, P_END } pkind;
+typedef struct pos {
+    const tilec_stmt *s;
+    pkind kind;
+    int loop;
+} pos;
+
+typedef struct loopinfo {
+    int parent;
+    int end; /* the position of its end */
+} loopinfo;
 
 typedef struct lw {
     tilec_wir *w;
@@ -54,6 +74,12 @@ typedef struct lw {
     uint32_t ntuples;
     nidx *by_name; /* entries by name */
     nidx *sym_set; /* syms */
+    nidx *loop_set; /* loop variables */
+    pos *pos;
+    uint32_t npos;
+    loopinfo *loops;
+    uint32_t nloops;
+    int cur_loop; /* during the first walk */
 } lw;
 
 /* Add name to set *h with index idx (the node lives in the arena). */
@@ -110,7 +136,7 @@ static int find(const lw *L, const char *name) { return set_find(L->by_name, nam
 static const poly *lookup_sym(void *user, const char *name)
 {
     lw *L = user;
-    if (set_find(L->sym_set, name) >= 0)
+    if (set_find(L->sym_set, name) >= 0 || set_find(L->loop_set, name) >= 0)
         return poly_atom(&L->w->ar, name);
     int k = find(L, name);
     if (k >= 0 && L->e[k].kind == E_SCALAR_PARAM)
@@ -126,14 +152,27 @@ static entry *define(lw *L, const char *name, ekind kind, tilec_dtype dt, uint32
     }
     entry *x = &L->e[L->ne];
     *x = (entry){.name = name, .kind = kind, .dtype = dt, .rank = rank, .dims = dims, .root = (int)L->ne,
-                 .last_use = stmt};
+                 .last_use = stmt, .scope = stmt < 0 ? -1 : L->cur_loop};
     if (name && find(L, name) < 0) /* the first definition wins, as the scan did */
         set_add(L, &L->by_name, name, (int)L->ne);
     L->ne++;
     return x;
 }
 
-/* The tensor named by expression a, marked used at statement i. */
+/* Position p as seen from loop `scope`: the end of the outermost loop
+ * around p inside scope (p itself when p is in scope's own body). */
+static int lift(const lw *L, int p, int scope)
+{
+    if (p < 0 || (uint32_t)p >= L->npos)
+        return p;
+    int at = p;
+    for (int l = L->pos[p].kind == P_STMT ? L->pos[p].loop : L->loops[L->pos[p].loop].parent;
+         l >= 0 && l != scope; l = L->loops[l].parent)
+        at = L->loops[l].end;
+    return at;
+}
+
+/* The tensor named by expression a, marked used at position i. */
 static int use(lw *L, const tilec_expr *a, int i)
 {
     int k = a->kind == TILEC_EX_NAME ? find(L, a->name) : -1;
@@ -141,6 +180,7 @@ static int use(lw *L, const tilec_expr *a, int i)
         fail(L, &a->loc, "no tensor named", a->kind == TILEC_EX_NAME ? a->name : "(expression)");
         return -1;
     }
+    i = lift(L, i, L->e[k].scope);
     if (L->e[k].last_use < i)
         L->e[k].last_use = i;
     return k;
@@ -312,12 +352,89 @@ static const poly *ext_lookup(void *user, const char *name)
     return NULL;
 }
 
+/* The positions of block b (inside loop `loop`), in order. */
+static void flatten(lw *L, const tilec_block *b, int loop)
+{
+    for (uint32_t i = 0; i < b->nstmts && !L->oom; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s->kind != TILEC_ST_FOR) {
+            L->pos[L->npos++] = (pos){s, P_STMT, loop};
+            continue;
+        }
+        int l = (int)L->nloops++;
+        L->loops[l].parent = loop;
+        L->pos[L->npos++] = (pos){s, P_LOOP, l};
+        flatten(L, &s->body, l);
+        L->loops[l].end = (int)L->npos;
+        L->pos[L->npos++] = (pos){s, P_END, l};
+    }
+}
+
+static void count_block(const tilec_block *b, uint32_t *npos, uint32_t *nloops, uint32_t *nnames)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        *npos += s->kind == TILEC_ST_FOR ? 2 : 1;
+        *nloops += s->kind == TILEC_ST_FOR;
+        *nnames += s->nnames;
+        if (s->kind == TILEC_ST_FOR)
+            count_block(&s->body, npos, nloops, nnames);
+    }
+}
+
+/* let c = x[a:b]: a view of the leading axis (the checker proved the form) */
+static int slice_of(lw *L, const tilec_stmt *s, const poly **start, const poly **stop)
+{
+    const tilec_expr *v = s->value;
+    if (s->kind != TILEC_ST_LET || !v || v->kind != TILEC_EX_INDEX || v->nargs < 2)
+        return 0;
+    const tilec_expr *sl = v->args[1];
+    int k = find(L, v->args[0]->name);
+    if (k < 0 || sl->kind != TILEC_EX_SLICE || !L->e[k].rank) {
+        fail(L, &v->loc, "a slice it cannot read of", v->args[0]->name);
+        return -1;
+    }
+    *start = (sl->ival & 1) ? poly_from_expr(&L->w->ar, sl->args[0], lookup_sym, L, NULL) : poly_const(&L->w->ar, 0);
+    *stop = (sl->ival & 2) ? poly_from_expr(&L->w->ar, sl->args[1], lookup_sym, L, NULL) : L->e[k].dims[0];
+    if (!*start || !*stop) {
+        fail(L, &v->loc, "a slice bound it cannot read of", v->args[0]->name);
+        return -1;
+    }
+    return 1;
+}
+
 static void first_walk(lw *L)
 {
     const tilec_graph *g = L->w->graph;
-    for (uint32_t i = 0; i < g->body.nstmts && !L->failed && !L->oom; i++) {
-        const tilec_stmt *s = g->body.stmts[i];
+    for (uint32_t i = 0; i < L->npos && !L->failed && !L->oom; i++) {
+        const tilec_stmt *s = L->pos[i].s;
         const tilec_expr *v = s->value;
+        if (L->pos[i].kind != P_STMT) {
+            L->cur_loop = L->pos[i].kind == P_LOOP ? L->pos[i].loop : L->loops[L->pos[i].loop].parent;
+            if (L->pos[i].kind == P_LOOP && set_find(L->loop_set, s->names[0]) < 0)
+                set_add(L, &L->loop_set, s->names[0], L->pos[i].loop);
+            continue;
+        }
+        const poly *start, *stop;
+        int sl = slice_of(L, s, &start, &stop);
+        if (sl < 0)
+            return;
+        if (sl) {
+            int base = use(L, v->args[0], (int)i);
+            const entry *b = &L->e[base];
+            const poly **dims = ar_array(&L->w->ar, b->rank, sizeof *dims);
+            if (!dims) {
+                L->oom = 1;
+                return;
+            }
+            memcpy(dims, b->dims, b->rank * sizeof *dims);
+            dims[0] = poly_add(&L->w->ar, stop, start, -1, NULL);
+            entry *x = dims[0] ? define(L, s->names[0], E_BUFFER, b->dtype, b->rank, dims, (int)i) : NULL;
+            L->oom |= !dims[0];
+            if (x)
+                x->root = L->e[base].root;
+            continue;
+        }
         if (s->kind == TILEC_ST_RETURN) {
             for (uint32_t r = 0; r < s->nvalues; r++) {
                 int k = use(L, s->values[r], (int)i);
@@ -422,11 +539,13 @@ static void first_walk(lw *L)
             fail(L, &v->loc, "an unknown call", v->name);
         }
     }
-    /* a view keeps its base alive; a returned view keeps its base too */
+    /* a view keeps its base alive (past the loops around the view that are
+     * not around the base); a returned view keeps its base too */
     for (uint32_t k = 0; k < L->ne; k++) {
         entry *r = &L->e[L->e[k].root];
-        if (r->last_use < L->e[k].last_use)
-            r->last_use = L->e[k].last_use;
+        int at = lift(L, L->e[k].last_use, r->scope);
+        if (r->last_use < at)
+            r->last_use = at;
         r->output |= L->e[k].output;
     }
 }
@@ -436,14 +555,17 @@ static void first_walk(lw *L)
 static void emit_kernel_defs(lw *L)
 {
     const tilec_graph *g = L->w->graph;
-    const tilec_kernel **seen = ar_array(&L->w->ar, g->body.nstmts + 1, sizeof *seen);
+    const tilec_kernel **seen = ar_array(&L->w->ar, L->npos + 1, sizeof *seen);
     uint32_t nseen = 0;
+    (void)g;
     if (!seen) {
         L->oom = 1;
         return;
     }
-    for (uint32_t i = 0; i < g->body.nstmts; i++) {
-        const tilec_stmt *s = g->body.stmts[i];
+    for (uint32_t i = 0; i < L->npos; i++) {
+        const tilec_stmt *s = L->pos[i].s;
+        if (L->pos[i].kind != P_STMT)
+            continue;
         if (s->kind != TILEC_ST_EXPR || !s->value || s->value->kind != TILEC_EX_CALL)
             continue;
         const tilec_kernel *k = tilec_module_find_kernel(L->m, s->value->name);
@@ -593,10 +715,79 @@ static void fill_into(lw *L, const ga_form *f, tilec_wir_line *l)
         L->oom = 1;
 }
 
+static tilec_wir_arg size_arg(lw *L, const poly *p)
+{
+    return (tilec_wir_arg){.kind = TILEC_WIR_ARG_SIZE, .text = pstr(L, p), .expr = pexpr(L, p)};
+}
+
+/* LOOP (its bounds as three SIZE args) or END_LOOP */
+static void emit_loop(lw *L, const pos *ps)
+{
+    const tilec_stmt *s = ps->s;
+    tilec_wir_line *l = add(L, ps->kind == P_LOOP ? TILEC_WIR_LOOP : TILEC_WIR_END_LOOP, &s->loc);
+    if (!l)
+        return;
+    l->name = s->names[0];
+    if (ps->kind == P_END)
+        return;
+    l->args = ar_array(&L->w->ar, 3, sizeof *l->args);
+    const poly *lo = poly_from_expr(&L->w->ar, s->lo, lookup_sym, L, NULL);
+    const poly *hi = poly_from_expr(&L->w->ar, s->hi, lookup_sym, L, NULL);
+    const poly *st = s->step ? poly_from_expr(&L->w->ar, s->step, lookup_sym, L, NULL) : poly_const(&L->w->ar, 1);
+    if (!l->args || !lo || !hi || !st) {
+        fail(L, &s->loc, "loop bounds it cannot read of loop", s->names[0]);
+        return;
+    }
+    l->args[0] = size_arg(L, lo);
+    l->args[1] = size_arg(L, hi);
+    l->args[2] = size_arg(L, st);
+    l->nargs = 3;
+}
+
+/* let c = x[a:b]: REINTERPRET at offset a * (the base's row stride), with
+ * a, b and the base's rows as SIZE args for the wrappers' bounds check */
+static void emit_slice(lw *L, const tilec_stmt *s, const poly *start, const poly *stop)
+{
+    entry *x = &L->e[find(L, s->names[0])];
+    const entry *b = &L->e[find(L, s->value->args[0]->name)];
+    tilec_wir_line *l = add(L, TILEC_WIR_REINTERPRET, &s->loc);
+    if (!l)
+        return;
+    l->name = x->name;
+    l->from = b->name;
+    shape_into(L, x, l);
+    l->align = WIR_ALIGN;
+    l->bytes = NULL;
+    l->bytes_expr = NULL;
+    poly *row = poly_const(&L->w->ar, 1);
+    for (uint32_t d = 1; d < b->rank && row; d++)
+        row = poly_mul(&L->w->ar, row, b->dims[d], NULL);
+    const poly *off = row ? poly_mul(&L->w->ar, row, start, NULL) : NULL;
+    l->args = ar_array(&L->w->ar, 3, sizeof *l->args);
+    if (!off || !l->args) {
+        L->oom = 1;
+        return;
+    }
+    l->offset = pstr(L, off);
+    l->offset_expr = pexpr(L, off);
+    l->args[0] = size_arg(L, start);
+    l->args[1] = size_arg(L, stop);
+    l->args[2] = size_arg(L, b->dims[0]);
+    l->nargs = 3;
+    l->index = 0;
+}
+
 static void emit_stmt(lw *L, const tilec_stmt *s)
 {
     const tilec_expr *v = s->value;
     tilec_wir_line *l;
+    const poly *start, *stop;
+    int sl = s->kind == TILEC_ST_DOC ? 0 : slice_of(L, s, &start, &stop);
+    if (sl) {
+        if (sl > 0)
+            emit_slice(L, s, start, stop);
+        return;
+    }
     if (s->kind == TILEC_ST_DOC) {
         if ((l = add(L, TILEC_WIR_COMMENT, &s->loc)))
             l->text = s->text ? s->text : "";
@@ -700,14 +891,15 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
 static void second_walk(lw *L)
 {
     const tilec_graph *g = L->w->graph;
-    int last = -1; /* the last statement that is not a doc comment or the return */
-    for (uint32_t i = 0; i < g->body.nstmts; i++)
-        if (g->body.stmts[i]->kind != TILEC_ST_DOC && g->body.stmts[i]->kind != TILEC_ST_RETURN)
+    int last = -1; /* the last top position that is not a doc comment or the return */
+    for (uint32_t i = 0; i < L->npos; i++)
+        if (L->pos[i].kind != P_LOOP && L->pos[i].s->kind != TILEC_ST_DOC && L->pos[i].s->kind != TILEC_ST_RETURN &&
+            (L->pos[i].kind == P_END ? L->loops[L->pos[i].loop].parent : L->pos[i].loop) < 0)
             last = (int)i;
     L->w->ret_loc = g->loc;
-    /* the entries by last use, in entry order within a statement (a
+    /* the entries by last use, in entry order within a position (a
      * counting sort): order[at[i] .. at[i + 1]) are those last used at i */
-    uint32_t n = g->body.nstmts;
+    uint32_t n = L->npos;
     uint32_t *at = calloc((size_t)n + 2, sizeof *at), *order = malloc(((size_t)L->ne + 1) * sizeof *order);
     if (!at || !order) {
         free(at);
@@ -723,9 +915,13 @@ static void second_walk(lw *L)
     for (uint32_t k = 0; k < L->ne; k++)
         if (L->e[k].last_use >= 0 && (uint32_t)L->e[k].last_use < n)
             order[at[L->e[k].last_use + 1]++] = k;
-    for (uint32_t i = 0; i < g->body.nstmts && !L->oom; i++) {
-        const tilec_stmt *s = g->body.stmts[i];
-        if (s->kind == TILEC_ST_RETURN) {
+    for (uint32_t i = 0; i < n && !L->oom && !L->failed; i++) {
+        const tilec_stmt *s = L->pos[i].s;
+        if (L->pos[i].kind != P_STMT) {
+            emit_loop(L, &L->pos[i]);
+            if (L->pos[i].kind == P_LOOP)
+                continue;
+        } else if (s->kind == TILEC_ST_RETURN) {
             L->w->ret_loc = s->loc;
             L->w->outputs = ar_array(&L->w->ar, s->nvalues ? s->nvalues : 1, sizeof *L->w->outputs);
             if (!L->w->outputs) {
@@ -736,9 +932,10 @@ static void second_walk(lw *L)
                 L->w->outputs[r] = s->values[r]->name;
             L->w->noutputs = s->nvalues;
             continue;
+        } else {
+            emit_stmt(L, s);
         }
-        emit_stmt(L, s);
-        if (s->kind == TILEC_ST_DOC || (int)i >= last)
+        if ((L->pos[i].kind == P_STMT && s->kind == TILEC_ST_DOC) || (int)i >= last)
             continue; /* after the last statement nothing can reuse: FREE at the end */
         for (uint32_t j = at[i]; j < at[i + 1]; j++) {
             entry *x = &L->e[order[j]];
@@ -771,14 +968,19 @@ tilec_status tilec_wir_lower(tilec_ctx *ctx, const tilec_module *m, const tilec_
     lw L = {.w = w, .ctx = ctx, .m = m};
     L.cap = g->nparams;
     L.capsyms = 1; /* world, in a graph with collectives */
+    L.cur_loop = -1;
     for (uint32_t i = 0; i < g->nparams; i++)
         L.capsyms += g->params[i].type.ndims;
-    for (uint32_t i = 0; i < g->body.nstmts; i++)
-        L.cap += g->body.stmts[i]->nnames;
+    uint32_t npos = 0, nloops = 0;
+    count_block(&g->body, &npos, &nloops, &L.cap);
     L.e = ar_array(&w->ar, L.cap + 1, sizeof *L.e);
     L.syms = ar_array(&w->ar, L.capsyms + 1, sizeof *L.syms);
-    if (!L.e || !L.syms)
+    L.pos = ar_array(&w->ar, npos + 1, sizeof *L.pos);
+    L.loops = ar_array(&w->ar, nloops + 1, sizeof *L.loops);
+    if (!L.e || !L.syms || !L.pos || !L.loops)
         L.oom = 1;
+    else
+        flatten(&L, &g->body, -1);
     if (!L.oom)
         bind_params(&L);
     if (!L.oom && !L.failed)
@@ -789,8 +991,11 @@ tilec_status tilec_wir_lower(tilec_ctx *ctx, const tilec_module *m, const tilec_
         emit_asserts(&L);
     if (!L.oom && !L.failed)
         second_walk(&L);
+    if (!L.oom && !L.failed && wir_overlap(w))
+        L.oom = 1;
     HASH_CLEAR(hh, L.by_name);
     HASH_CLEAR(hh, L.sym_set);
+    HASH_CLEAR(hh, L.loop_set);
     if (L.oom || w->ar.failed || L.failed) {
         tilec_wir_free(w);
         return L.failed ? TILEC_ERR_INPUT : TILEC_ERR_NOMEM;

@@ -1,6 +1,10 @@
 /* plan.c: the memory planning pass over wrapper IR lines (FREE_IF_NOT_REUSED
  * + a later ALLOCATE of the same pool key -> REUSE, last freed first: one
- * stack per key, found by hash, so planning is linear in the lines), the
+ * stack per key, found by hash, so planning is linear in the lines; within
+ * one loop body only: an allocation in a loop takes a buffer freed earlier
+ * in the same iteration, never one from before the loop, and a buffer
+ * freed in a loop is not taken after it, since the dropped free would
+ * leak it in every iteration but the last), the
  * parsing of --sizes, and peak bytes. */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,18 +18,21 @@
 /* ---- planning ---- */
 
 /* A buffer back in the pool, and the one freed before it with its key. */
+typedef struct pkey pkey;
 typedef struct pooled {
     const char *name;
     uint32_t line; /* its FREE_IF_NOT_REUSED */
     int32_t prev;  /* the pooled entry of the same key freed before, or -1 */
+    uint32_t frame; /* the loop body (0: the graph's top) it was freed in */
+    pkey *k;
 } pooled;
 
 /* The last freed buffer of one pool key (a stack through pooled.prev). */
-typedef struct pkey {
+struct pkey {
     const char *key;
     int32_t top; /* -1 when empty */
     UT_hash_handle hh;
-} pkey;
+};
 
 tilec_status tilec_wir_plan(tilec_ctx *ctx, tilec_wir *w)
 {
@@ -36,10 +43,27 @@ tilec_status tilec_wir_plan(tilec_ctx *ctx, tilec_wir *w)
     pooled *pool = malloc(w->n * sizeof *pool);
     pkey *nodes = malloc(w->n * sizeof *nodes), *keys = NULL;
     uint8_t *drop = calloc(w->n, 1);
-    int oom = !pool || !nodes || !drop;
-    uint32_t npool = 0, nkeys = 0;
+    /* the open loops: each one's frame and the pool's size at its start */
+    uint32_t *frames = malloc((w->n + 1) * sizeof *frames), *starts = malloc((w->n + 1) * sizeof *starts);
+    int oom = !pool || !nodes || !drop || !frames || !starts;
+    uint32_t npool = 0, nkeys = 0, depth = 0, nframes = 0;
+    if (!oom)
+        frames[0] = 0;
     for (uint32_t i = 0; i < w->n && !oom; i++) {
         tilec_wir_line *l = &w->lines[i];
+        if (l->kind == TILEC_WIR_LOOP) {
+            starts[++depth] = npool;
+            frames[depth] = ++nframes;
+            continue;
+        }
+        if (l->kind == TILEC_WIR_END_LOOP && depth) {
+            /* what the body freed and did not take back stays freed there */
+            for (uint32_t j = npool; j-- > starts[depth];)
+                if (pool[j].k->top == (int32_t)j)
+                    pool[j].k->top = pool[j].prev;
+            depth--;
+            continue;
+        }
         /* only lowering puts a key on the free of a buffer that is graph
          * allocated, not returned and not a view: nothing else enters */
         if (l->kind != TILEC_WIR_FREE_IF_NOT_REUSED && l->kind != TILEC_WIR_ALLOCATE)
@@ -54,9 +78,9 @@ tilec_status tilec_wir_plan(tilec_ctx *ctx, tilec_wir *w)
                 *k = (pkey){.key = l->key, .top = -1};
                 HASH_ADD_KEYPTR(hh, keys, k->key, strlen(k->key), k);
             }
-            pool[npool] = (pooled){l->name, i, k->top};
+            pool[npool] = (pooled){l->name, i, k->top, frames[depth], k};
             k->top = (int32_t)npool++;
-        } else if (k && k->top >= 0) { /* the last freed of the key, reused */
+        } else if (k && k->top >= 0 && pool[k->top].frame == frames[depth]) { /* the last freed of the key, reused */
             pooled *b = &pool[k->top];
             l->kind = TILEC_WIR_REUSE;
             l->from = b->name;
@@ -75,6 +99,8 @@ tilec_status tilec_wir_plan(tilec_ctx *ctx, tilec_wir *w)
     free(pool);
     free(nodes);
     free(drop);
+    free(frames);
+    free(starts);
     return oom ? TILEC_ERR_NOMEM : TILEC_OK;
 }
 

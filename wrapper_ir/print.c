@@ -19,9 +19,14 @@
  *   free_if_not_reused t                              FREE_IF_NOT_REUSED
  *   free t                                            FREE
  *   view v = y as f32[R*C] strides [1] offset 0       REINTERPRET
+ *   view c = x[C*i:C*i+C] as f32[C, H] strides [H, 1] offset C*H*i     REINTERPRET of a slice
+ *                                                     (checked 0 <= start <= stop <= the axis' size)
+ *   for i in 0 .. n step 1                            LOOP (the lines up to its end_for repeat)
+ *   end_for i                                         END_LOOP
  *   call K_v0 grid(cdiv(n, BLOCK)) (x, t, R*C, 0.5)   KERNEL_CALL (K_v* when the runtime picks
  *                                                     one of several variants)
  *   extern_call E "sym" (a, b) writes (a, b)          EXTERN_CALL
+ *   wait y (overlapped: h2, gelu, p2)                 EXTERN_CALL of a collective's wait
  *   extern_alloc h: f32[M, N] (4*M*N bytes) = E "sym" (a, b)      EXTERN_ALLOC, one result
  *   extern_alloc tuple0 = E "sym" (a) -> 2 results    EXTERN_ALLOC, several results
  *   multi_output s = tuple0[0]: f32[R] (4*R bytes)    MULTI_OUTPUT
@@ -147,7 +152,14 @@ static int p_free(void *u, const tilec_wir_line *l)
 
 static int p_reinterpret(void *u, const tilec_wir_line *l)
 {
-    sb_printf(u, "view %s = %s as ", l->name, l->from);
+    sb_printf(u, "view %s = %s", l->name, l->from);
+    if (l->nargs == 3) { /* a slice: start, stop, the axis' size */
+        sb_putc(u, '[');
+        for (uint32_t d = 0; d < l->index; d++)
+            sb_puts(u, ":, ");
+        sb_printf(u, "%s:%s]", l->args[0].text, l->args[1].text);
+    }
+    sb_puts(u, " as ");
     shape(u, l);
     sb_puts(u, " strides [");
     for (uint32_t d = 0; d < l->rank; d++)
@@ -169,6 +181,12 @@ static int p_kernel_call(void *u, const tilec_wir_line *l)
 
 static int p_extern_call(void *u, const tilec_wir_line *l)
 {
+    if (tilec_wir_is_wait(l)) {
+        sb_printf(u, "wait %s", l->name);
+        if (l->text && *l->text)
+            sb_printf(u, " (overlapped: %s)", l->text);
+        return end(u, l);
+    }
     sb_printf(u, "extern_call %s ", l->name);
     quoted(u, l->symbol);
     args(u, l->args, l->nargs);
@@ -213,6 +231,20 @@ static int p_collective(void *u, const tilec_wir_line *l)
     return end(u, l);
 }
 
+static int p_loop(void *u, const tilec_wir_line *l)
+{
+    if (l->nargs != 3)
+        return 1;
+    sb_printf(u, "for %s in %s .. %s step %s", l->name, l->args[0].text, l->args[1].text, l->args[2].text);
+    return end(u, l);
+}
+
+static int p_end_loop(void *u, const tilec_wir_line *l)
+{
+    sb_printf(u, "end_for %s", l->name);
+    return end(u, l);
+}
+
 static int p_assert_shape(void *u, const tilec_wir_line *l)
 {
     sb_printf(u, "assert_shape %s: ", l->name);
@@ -230,7 +262,8 @@ static int p_assert_shape(void *u, const tilec_wir_line *l)
     .comment = p_comment, .kernel_def = p_kernel_def, .allocate = p_allocate, .reuse = p_reuse,          \
     .free_if_not_reused = p_free_if_not_reused, .free = p_free, .reinterpret = p_reinterpret,            \
     .kernel_call = p_kernel_call, .extern_call = p_extern_call, .extern_alloc = p_extern_alloc,          \
-    .multi_output = p_multi_output, .assert_shape = p_assert_shape, .collective = p_collective
+    .multi_output = p_multi_output, .assert_shape = p_assert_shape, .collective = p_collective,          \
+    .loop = p_loop, .end_loop = p_end_loop
 
 const tilec_wir_hooks wir_text_hooks = {
     .comment = p_comment,
@@ -246,6 +279,8 @@ const tilec_wir_hooks wir_text_hooks = {
     .multi_output = p_multi_output,
     .assert_shape = p_assert_shape,
     .collective = p_collective,
+    .loop = p_loop,
+    .end_loop = p_end_loop,
 };
 
 void wir_text_header(strbuf *b, const tilec_wir *w)

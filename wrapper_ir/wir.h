@@ -34,6 +34,11 @@ tilec_status wir_expr_eval(const tilec_ix *e, const tilec_wir_size *sizes, size_
  * tilec_wir_dispatch reports either; the text form needs no context. */
 int wir_each_line(const tilec_wir *w, const tilec_wir_hooks *hooks, void *user, uint32_t *at);
 
+/* Place each COLLECTIVE's wait (an EXTERN_CALL of "tilec:wait:NAME") and
+ * hold back the frees of its buffers until it (overlap.c); run by
+ * tilec_wir_lower last. 0, or -1 out of memory. */
+int wir_overlap(tilec_wir *w);
+
 /* The text form's pieces, for the built-in "ir" emitter (hooks take a strbuf *). */
 extern const tilec_wir_hooks wir_text_hooks;
 void wir_text_header(strbuf *b, const tilec_wir *w);

@@ -492,6 +492,29 @@ static int dot_collective(void *user, const tilec_wir_line *l)
     return b->failed;
 }
 
+/* a graph's for loop: its lines in a cluster labelled with the loop */
+static int dot_loop(void *user, const tilec_wir_line *l)
+{
+    dot *d = user;
+    buf *b = &d->out;
+    buf_fmt(b, "  subgraph \"cluster_loop_%u\" {\n  label=\"for ", ++d->ncalls);
+    buf_esc(b, l->name);
+    for (uint32_t i = 0; i < l->nargs && i < 3; i++) {
+        buf_str(b, i == 0 ? " in " : i == 1 ? " .. " : " step ");
+        buf_esc(b, l->args[i].text);
+    }
+    buf_str(b, "\";\n");
+    return b->failed;
+}
+
+static int dot_end_loop(void *user, const tilec_wir_line *l)
+{
+    dot *d = user;
+    (void)l;
+    buf_str(&d->out, "  }\n");
+    return d->out.failed;
+}
+
 static void dot_free(dot *d)
 {
     for (size_t i = 0; i < d->ntuples; i++)
@@ -549,6 +572,8 @@ static const tilec_emitter dot_emitter = {
         .multi_output = dot_multi_output,
         .assert_shape = dot_input,
         .collective = dot_collective,
+        .loop = dot_loop,
+        .end_loop = dot_end_loop,
     }}},
     .end = dot_end,
 };

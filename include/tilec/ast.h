@@ -148,6 +148,31 @@ typedef struct tilec_tparam {
     uint32_t ndtypes;
 } tilec_tparam;
 
+/* One axis of a kernel's `tune { NAME = a | b | c, NAME = lo .. hi }`
+ * (docs/language.md, docs/tuning.md). */
+typedef struct tilec_tune_axis {
+    const char *name;
+    tilec_loc loc;
+    int64_t *values;      /* as written; a range's {lo, hi} until checked */
+    tilec_loc *value_locs;
+    uint32_t nvalues;
+    bool range;           /* lo .. hi, half-open; the checker expands it */
+    bool tile_dim;        /* set by the checker: the axis is a tile size */
+} tilec_tune_axis;
+
+/* One configuration of a tune space (the product of its axes), set by
+ * the checker and the tuning pass (lower/tune.c). */
+typedef struct tilec_tune_cand {
+    int64_t *values;      /* one per axis */
+    const char *why;      /* NULL: a candidate; else why it was pruned */
+    int64_t tile_regs;    /* the largest tile's registers in each thread */
+    int64_t dot_m, dot_n, dot_k; /* the first dot's tile, 0 when none */
+    tilec_dtype dot_dtype;
+    int variant;          /* its variant once kept, else -1 */
+    double est[16];       /* the cost model's time per shape class (ms) */
+    uint32_t rank[16];    /* its rank in each class, 1 the best, 0 unranked */
+} tilec_tune_cand;
+
 typedef struct tilec_kernel {
     const char *name;
     tilec_loc loc;
@@ -181,6 +206,24 @@ typedef struct tilec_kernel {
     uint32_t ninstances;
     const char *generic;
     tilec_dtype *targs;
+    /* tune (docs/tuning.md): the axes (NULL without), where it is written
+     * (the kernel's own location for the default space of a dot kernel),
+     * how many candidates to keep per shape class; the checker puts the
+     * axes first among the hints (ntune_hints of them, the first value of
+     * each) and every configuration in tune_cands; the tuning pass keeps
+     * the best as variants and writes tune_report (`--emit tune`). */
+    tilec_tune_axis *tune;
+    uint32_t ntune;
+    tilec_tune_axis *tune_for; /* tune ... for { M = 16 | 4096, ... }: the
+                                * shape classes, by integer parameter */
+    uint32_t ntune_for;
+    tilec_loc tune_loc;
+    uint32_t tune_keep;
+    bool tune_default;
+    uint32_t ntune_hints;
+    tilec_tune_cand *tune_cands;
+    uint32_t ntune_cands;
+    const char *tune_report;
 } tilec_kernel;
 
 typedef struct tilec_extern {

@@ -55,10 +55,18 @@ tilec_rt_status tilec_comm_new(tilec_rt *rt, const char *library, int rank, int 
  * destroyed by tilec_comm_free; it must outlive this tilec_comm. */
 tilec_rt_status tilec_comm_adopt(const char *library, void *nccl_comm, tilec_comm **out, char *err, size_t errlen);
 
-/* Destroy the communicator (ncclCommDestroy unless adopted) and drop NCCL.
- * Unload the modules that use it, or set another communicator on them,
- * first. NULL: no-op. */
+/* Destroy the communicator (ncclCommDestroy unless adopted) and drop NCCL,
+ * after its communication stream has finished (that stream and its events
+ * are destroyed with the tilec_rt that made them: free the communicator
+ * before closing that runtime). Unload the modules that use it, or set
+ * another communicator on them, first. NULL: no-op. */
 void tilec_comm_free(tilec_comm *c);
+
+/* Overlap on (the default; TILEC_COMM_OVERLAP=0 in the environment when
+ * the communicator is made turns it off) or off: off, the caller's stream
+ * waits for each asynchronous collective as soon as it is enqueued, as if
+ * its wait line came right after it (to time overlap, or to rule it out). */
+void tilec_comm_set_overlap(tilec_comm *c, int on);
 
 int tilec_comm_rank(const tilec_comm *c);  /* -1 for NULL */
 int tilec_comm_world(const tilec_comm *c); /* -1 for NULL */
@@ -94,6 +102,21 @@ tilec_rt_status tilec_comm_run(tilec_comm *c, void *stream, tilec_coll coll, til
 tilec_rt_status tilec_comm_register(tilec_comm *c, tilec_externs *x, const char *symbol, tilec_coll coll,
                                     tilec_redop op, uint32_t axis, int64_t root, const char *where, char *err,
                                     size_t errlen);
+
+/* The same, run asynchronously, for overlap (docs/runtime.md): each call
+ * records an event on the stream the registry hands it, runs the
+ * collective on the communicator's own communication stream (one per
+ * communicator, made on first use with the call's tilec_rt; NCCL then sees
+ * every collective of the communicator on one stream, in program order)
+ * after that event, and records the collective's end there. `wait`, a
+ * second symbol registered on x (no tensors), makes the stream it is
+ * handed wait for that end: the wrappers call it before the first line
+ * that needs the result or touches the input, so the lines in between run
+ * while the collective does, and keep both buffers until then. Waiting
+ * before the first run is an error. */
+tilec_rt_status tilec_comm_register_async(tilec_comm *c, tilec_externs *x, const char *symbol, const char *wait,
+                                          tilec_coll coll, tilec_redop op, uint32_t axis, int64_t root,
+                                          const char *where, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,8 @@
 #define TILEC_MAX_TILE_ELEMS 1048576  /* most elements in one tile */
 #define TILEC_MAX_TILE_REGS 256       /* most 32-bit registers one tile takes in each thread */
 #define TILEC_MAX_STAGES 8            /* largest `stages` hint */
+#define TILEC_MAX_TUNE_CONFIGS 512    /* most configurations of one tune space */
+#define TILEC_MAX_TUNE_CLASSES 16     /* most shape classes of one tune space (tune ... for) */
 #define TILEC_MAX_NESTING 1000        /* parser stack: nesting of (), {}, operators */
 #define TILEC_MAX_TPARAMS 8          /* type parameters of one generic kernel */
 #define TILEC_MAX_INSTANCES 64       /* instances of one generic kernel (combinations of dtypes) */

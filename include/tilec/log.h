@@ -19,6 +19,9 @@ extern "C" {
  * made or loaded, or why not, and each launch of its variant: the twin
  * (grid, tensor maps) or, when an operand does not qualify, why not */
 #define TILEC_LOG_TMA "tma"
+/* each tune space: which configurations were pruned and why, which were
+ * kept and their rank per shape class (docs/tuning.md) */
+#define TILEC_LOG_TUNE "tune"
 
 /* 1 when `channel` is enabled by $TILEC_LOGS, else 0. The variable is read
  * at each call (no cache), so a program may change it between calls.

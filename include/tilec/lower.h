@@ -93,6 +93,13 @@ tilec_status tilec_modules_emit_cuda(tilec_ctx *ctx, const tilec_module *const *
  * __syncthreads (`tilec FILE --emit layouts`; docs/lowering.md). */
 tilec_status tilec_module_emit_layouts(tilec_ctx *ctx, const tilec_module *m, tilec_sink sink);
 
+/* For every kernel: its tune space's report (`tilec FILE --emit tune`,
+ * TILEC_LOGS=tune; docs/tuning.md): each configuration pruned and why, or
+ * kept (as which variant) or not, with its path, shared memory, registers,
+ * blocks per multiprocessor and its rank and estimate per shape class; a
+ * kernel without a tune space says so. */
+tilec_status tilec_module_emit_tune(const tilec_module *m, tilec_sink sink);
+
 /* tilec_compile_kernel (lowering and NVRTC) is the API's: tilec/program.h. */
 
 /* The launch grid of variant `variant` given the kernel's scalar

@@ -153,6 +153,10 @@ tilec_rt_status tilec_rt_event_create(tilec_rt *rt, void **out);
 tilec_rt_status tilec_rt_event_destroy(tilec_rt *rt, void *event);
 tilec_rt_status tilec_rt_event_record(tilec_rt *rt, void *event, void *stream);
 tilec_rt_status tilec_rt_event_synchronize(tilec_rt *rt, void *event);
+/* Work enqueued on `stream` after this waits until `event` (as last
+ * recorded) completes (cuStreamWaitEvent): orders two streams without the
+ * host waiting, and joins a stream into another's CUDA-graph capture. */
+tilec_rt_status tilec_rt_stream_wait_event(tilec_rt *rt, void *stream, void *event);
 /* Milliseconds between two recorded, completed events. */
 tilec_rt_status tilec_rt_event_elapsed_ms(tilec_rt *rt, void *start, void *end, float *ms);
 

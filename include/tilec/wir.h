@@ -33,7 +33,9 @@ extern "C" {
     X(EXTERN_ALLOC, extern_alloc)                 \
     X(MULTI_OUTPUT, multi_output)                 \
     X(ASSERT_SHAPE, assert_shape)                 \
-    X(COLLECTIVE, collective)
+    X(COLLECTIVE, collective)                     \
+    X(LOOP, loop)                                 \
+    X(END_LOOP, end_loop)
 
 typedef enum tilec_wir_kind {
 #define TILEC_X(E, e) TILEC_WIR_##E,
@@ -67,7 +69,11 @@ typedef struct tilec_wir_arg {
  *  REUSE               ALLOCATE's fields, and from: the freed buffer it takes over
  *  FREE_IF_NOT_REUSED  name, bytes
  *  FREE                name, bytes
- *  REINTERPRET         name (the view), from (its base), dtype, rank, sizes, strides, offset
+ *  REINTERPRET         name (the view), from (its base), dtype, rank, sizes, strides, offset;
+ *                      a slice (x[a:b], offset a times the axis' stride) also has
+ *                      index (the axis) and three SIZE args: start a, stop b and the
+ *                      base's size n on that axis, which the wrappers check
+ *                      0 <= a <= b <= n at run time (nargs 0 for a plain view)
  *  KERNEL_CALL         name (kernel), kernel, nvariants, args, grid
  *  EXTERN_CALL         name (extern), ext, symbol, args, outs (buffers it writes)
  *  EXTERN_ALLOC        name (the result, or the tuple of a multi-output extern),
@@ -87,6 +93,25 @@ typedef struct tilec_wir_arg {
  *                      and the result's dtype, rank, sizes, strides, bytes.
  *                      Sizes may use the symbol `world` (the communicator's
  *                      number of ranks), which such a graph binds first.
+ *                      wait: the symbol of its wait ("tilec:wait:NAME").
+ *                      A collective runs on the communicator's own stream;
+ *                      its wait, an EXTERN_CALL line with that symbol, no
+ *                      args and no outs (name: the result, from: the input,
+ *                      text: the work lines it overlaps, ", "-separated, or
+ *                      ""), makes the graph's stream wait for it. Lowering
+ *                      puts the wait before the first later line that names
+ *                      the input or the result (or before the next LOOP or
+ *                      END_LOOP, or before the return), and
+ *                      their frees after it (tilec_wir_is_wait).
+ *  LOOP                name (the loop variable, a size symbol of the lines up to
+ *                      its END_LOOP), three SIZE args: lo, hi, step (step > 0);
+ *                      the lines up to the matching END_LOOP run for name = lo,
+ *                      lo + step, ... while name < hi. Loops nest.
+ *  END_LOOP            name (the variable of the LOOP it closes)
+ *
+ * Buffers allocated between a LOOP and its END_LOOP are freed there too
+ * (every iteration allocates and frees its own); a buffer made before the
+ * loop and used in it is freed after the END_LOOP.
  *
  * Size texts are canonical polynomials in the graph's size symbols (see
  * docs/wrapper-ir.md), so equal sizes have equal text. Every size comes
@@ -133,6 +158,7 @@ typedef struct tilec_wir_line {
     tilec_coll coll;    /* COLLECTIVE */
     tilec_redop redop;  /* COLLECTIVE: all_reduce, reduce_scatter */
     int64_t root;       /* COLLECTIVE: broadcast's root rank */
+    const char *wait;   /* COLLECTIVE: the symbol of its wait line */
 } tilec_wir_line;
 
 
@@ -154,6 +180,9 @@ const tilec_wir_line *tilec_wir_line_at(const tilec_wir *w, size_t i);
 /* 1 when the graph of w has COLLECTIVE lines (its wrappers need a
  * communicator, and the size symbol `world` is the communicator's size). */
 int tilec_wir_has_collectives(const tilec_wir *w);
+/* 1 when l is the wait of a collective (an EXTERN_CALL line of no extern
+ * whose symbol starts "tilec:wait:"), else 0. */
+int tilec_wir_is_wait(const tilec_wir_line *l);
 /* "line 29: y = all_reduce(p, sum)": a COLLECTIVE line as the wrappers
  * name it in run-time messages, after the graph's name that they put
  * before every extern's message ("tp_mlp: line 29: ..."), into buf[n]

@@ -3,7 +3,8 @@ reduce_scatter, broadcast) on NCCL, loaded at run time by libtilec
 (runtime/comm.c: libnccl.so.2, or $TILEC_NCCL). One process per GPU: rank
 0 makes a unique id (Comm.unique_id()), shares it (a file, a pipe,
 torch.distributed.broadcast_object_list), and every rank makes
-Comm(rank, world, id) and hands it to its graph module's set_comm()."""
+Comm(rank, world, id) and hands it to its graph module's set_comm().
+A torch program passes its process group instead: Comm.from_torch(group)."""
 from __future__ import annotations
 
 import ctypes
@@ -52,12 +53,51 @@ class Comm(Owner):
         _fail(lib().tilec_comm_unique_id(_lib_name(library), buf, err, len(err)), err)
         return buf.raw
 
-    def register(self, externs: Any, symbol: str, coll: str, op: str, axis: int, root: int, where: str) -> None:
+    @classmethod
+    def from_torch(cls, group: Any = None, device: Any = None, library: Optional[str] = None) -> "Comm":
+        """The communicator of a torch.distributed process group (None: the
+        default group), for this process's rank in it: rank 0 of the group
+        makes a unique id, torch.distributed.broadcast_object_list hands it
+        to the others over the group, and every rank joins (collective: all
+        ranks of the group call it, in the same order as their other
+        collectives). The result is a new NCCL communicator of the same
+        ranks, not the group's own ncclComm_t (torch exposes that through no
+        public API); it lives until close(). device: None for
+        torch.cuda.current_device()."""
+        import torch
+        import torch.distributed as dist
+        if not dist.is_available() or not dist.is_initialized():
+            raise TilecError("Comm.from_torch: torch.distributed is not initialized "
+                             "(call torch.distributed.init_process_group first)")
+        rank, world = dist.get_rank(group), dist.get_world_size(group)
+        if rank < 0:
+            raise TilecError("Comm.from_torch: this process is not a member of the group")
+        ids = [cls.unique_id(library) if rank == 0 else None]
+        dist.broadcast_object_list(ids, src=dist.get_global_rank(group, 0) if group is not None else 0, group=group)
+        if not isinstance(ids[0], (bytes, bytearray)) or len(ids[0]) != ID_BYTES:
+            raise TilecError("Comm.from_torch: rank 0 of the group sent no unique id")
+        return cls(rank, world, bytes(ids[0]), torch.cuda.current_device() if device is None else device, library)
+
+    def register(self, externs: Any, symbol: str, coll: str, op: str, axis: int, root: int, where: str,
+                 wait: Optional[str] = None) -> None:
         """Put one collective on a tilec.Externs registry under `symbol`
-        (the generated set_comm does, for each collective line)."""
+        (the generated set_comm does, for each collective line); with
+        `wait`, it runs on the communicator's own stream and the symbol
+        `wait` makes the caller's stream wait for it (overlap)."""
         err = ctypes.create_string_buffer(1024)
-        _fail(lib().tilec_comm_register(self._h, externs._h, symbol.encode(), COLLECTIVES.index(coll),
-                                        REDOPS.index(op), axis, root, where.encode(), err, len(err)), err)
+        if wait is None:
+            _fail(lib().tilec_comm_register(self._h, externs._h, symbol.encode(), COLLECTIVES.index(coll),
+                                            REDOPS.index(op), axis, root, where.encode(), err, len(err)), err)
+        else:
+            _fail(lib().tilec_comm_register_async(self._h, externs._h, symbol.encode(), wait.encode(),
+                                                  COLLECTIVES.index(coll), REDOPS.index(op), axis, root,
+                                                  where.encode(), err, len(err)), err)
+
+    def set_overlap(self, on: bool) -> None:
+        """Overlap on (the default) or off: off, the graph's stream waits for
+        each collective as soon as it is enqueued (to time or rule out
+        overlap; TILEC_COMM_OVERLAP=0 makes off the default)."""
+        lib().tilec_comm_set_overlap(self._h, 1 if on else 0)
 
     def close(self) -> None:
         if getattr(self, "_h", None):

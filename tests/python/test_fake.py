@@ -59,6 +59,13 @@ graph gf(x: f32[N]) -> (y: f32[N], d: f64[N], h: f16[N]) {
     let h = ones(f16, [N]);
     return y, d, h;
 }
+graph gs(x: f32[N], a: i64, b: i64) -> (y: f32[N]) {
+    let y = zeros(f32, [N]);
+    let xs = x[a:b];
+    let ys = y[a:b];
+    scale2(xs, ys, b - a);
+    return y;
+}
 graph ge(x: f32[N]) -> (z: f32[N]) {
     let y = empty(f32, [N]);
     scale2(x, y, N);
@@ -143,7 +150,8 @@ class FakeDriverTests(unittest.TestCase):
         import g8
         import ge
         import gf
-        cls.g8, cls.ge, cls.gf = g8, ge, gf  # g2: the compiled recipes' test, in a child
+        import gs
+        cls.g8, cls.ge, cls.gf, cls.gs = g8, ge, gf, gs  # g2: the compiled recipes' test, in a child
         cls.n = 300
         cls.x = tilec.Buffer.from_bytes(array.array("f", range(cls.n)), (cls.n,), "f32")
 
@@ -157,6 +165,21 @@ class FakeDriverTests(unittest.TestCase):
         self.assertEqual(graph.stats()["runs"], before + 1)
         self.assertEqual(fake_state().launches - launches, 3)
         self.g8.release(y)
+
+    def test_a_slice_is_a_view_at_an_offset_checked_before_anything_runs(self):
+        # issue 35 item 4: y[a:b] = 2 x[a:b], the rest of y 0; a slice out of x's rows is the
+        # wrapper's error before any launch
+        y = self.gs.call(self.x, 10, 20)
+        self.assertEqual(y.tolist(), [2.0 * i if 10 <= i < 20 else 0.0 for i in range(self.n)])
+        self.gs.release(y)
+        launches = fake_state().launches
+        line = SOURCE.splitlines().index("    let xs = x[a:b];") + 1
+        for a, b in ((290, 310), (20, 10), (-1, 4)):
+            with self.assertRaises(ValueError) as e:
+                self.gs.call(self.x, a, b)
+            self.assertIn(f"gs: line {line}: slice xs = x[a:b] is out of bounds: start {a}, stop {b}, and 'x' has 300 rows",
+                          str(e.exception))
+        self.assertEqual(fake_state().launches, launches)
 
     def test_cuda_graph_replay_equals_eager(self):
         eager = self.g8.call(self.x).tolist()
@@ -715,9 +738,79 @@ class FakeNcclTests(unittest.TestCase):
         self.coll.set_comm(tilec.Comm(0, 2, tilec.Comm.unique_id(FAKE_NCCL), library=FAKE_NCCL))
         with self.assertRaises(tilec.TilecError) as cm:
             self.coll.call(self.x(3, 2))
-        self.assertEqual(str(cm.exception), "coll: step 5 (extern tilec:coll:s): line 20: s = reduce_scatter(x, sum, "
+        self.assertEqual(str(cm.exception), "coll: step 6 (extern tilec:coll:s): line 20: s = reduce_scatter(x, sum, "
                                             "0): dimension 0 of the input f32[3, 2] is 3, which world (2 ranks) does "
                                             "not divide (reduce_scatter hands each rank an equal part)")
+
+    def test_an_overlapped_collective_waits_and_keeps_its_input(self):
+        # tests/collective_overlap.tile on the fake NCCL with FAKE_NCCL_DEFER=1:
+        # a collective on a stream runs only when a wait (or a synchronization)
+        # needs it, so a dropped wait gives y without r's sum, and p given to q
+        # before the wait makes r reduce 2 z (tests/test_wrapper_run.c: the C
+        # wrapper, and the order of the calls)
+        d = scratch_dir("tilec_fake_ovl_")
+        subprocess.run([TILEC, os.path.join(ROOT, "tests", "collective_overlap.tile"), "--emit", "py", "-o", d],
+                       check=True)
+        sys.path.insert(0, d)
+        import ovl
+        env = {"FAKE_NCCL_DEFER": "1", "TILEC_NCCL": FAKE_NCCL}  # the fake driver finds the fake NCCL by TILEC_NCCL
+        old = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            for world in (1, 2):
+                ovl.set_comm(tilec.Comm(0, world, tilec.Comm.unique_id(FAKE_NCCL), library=FAKE_NCCL))
+                x = tilec.Buffer.from_bytes(array.array("f", range(1, 6)), (5,), "f32")
+                z = tilec.Buffer.from_bytes(array.array("f", range(100, 105)), (5,), "f32")
+                for _ in range(2):  # the second call on the first one's buffers
+                    y, q = ovl.call(x, z)
+                    self.assertEqual((y.tolist(), q.tolist()),
+                                     ([4.0 * world * v for v in range(1, 6)], [2.0 * v for v in range(100, 105)]),
+                                     f"world {world}")
+                    ovl.release(y, q)
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    del os.environ[k]
+                else:
+                    os.environ[k] = v
+
+    def test_comm_from_a_torch_process_group(self):
+        # Comm.from_torch(group): rank 0 of the group makes the unique id and
+        # torch.distributed.broadcast_object_list hands it to the others (here a
+        # stand-in torch: ranks 0 and 1 of a group of 2, played in turn)
+        import types
+        from unittest import mock
+        made = tilec.Comm.unique_id(FAKE_NCCL)
+        for rank in (0, 1):
+            sent = []
+
+            def bcast(objs, src=0, group=None, rank=rank, sent=sent):
+                sent.append((objs[0], src, group))
+                if rank != 0:
+                    objs[0] = made
+
+            dist = types.ModuleType("torch.distributed")
+            dist.is_available = lambda: True
+            dist.is_initialized = lambda: True
+            dist.get_rank = lambda group=None, rank=rank: rank
+            dist.get_world_size = lambda group=None: 2
+            dist.get_global_rank = lambda group, r: r + 4  # the group's rank 0 is rank 4 of the world
+            dist.broadcast_object_list = bcast
+            torch = types.ModuleType("torch")
+            torch.distributed = dist
+            torch.cuda = types.SimpleNamespace(current_device=lambda: 0)
+            with mock.patch.dict(sys.modules, {"torch": torch, "torch.distributed": dist}):
+                comm = tilec.Comm.from_torch("group", library=FAKE_NCCL)
+            self.assertEqual((comm.rank, comm.world), (rank, 2))
+            self.assertEqual(len(sent), 1)
+            self.assertEqual(sent[0][1:], (4, "group"))
+            self.assertTrue(isinstance(sent[0][0], bytes) and len(sent[0][0]) == 128 if rank == 0 else
+                            sent[0][0] is None)
+            comm.close()
+            dist.is_initialized = lambda: False
+            with mock.patch.dict(sys.modules, {"torch": torch, "torch.distributed": dist}):
+                with self.assertRaisesRegex(tilec.TilecError, "torch.distributed is not initialized"):
+                    tilec.Comm.from_torch()
 
     def test_nccl_missing(self):
         old = os.environ.get("TILEC_NCCL")

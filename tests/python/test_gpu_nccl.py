@@ -12,7 +12,15 @@ ranks). Checks, one line each:
     i8, u8, i32, i64), each rank with its own data;
   - examples/tp_mlp.tile: tp_mlp (tensor-parallel) and tp_mlp_sp
     (sequence-parallel), each rank holding its slice of the weights,
-    against the whole block on one GPU in torch (gelu(x w1, tanh) w2).
+    against the whole block on one GPU in torch (gelu(x w1, tanh) w2);
+  - overlap: tp_mlp_ov (two halves of the tokens, the first half's
+    all_reduce on the communication stream while the second half computes)
+    against torch, and identical, bit for bit, to the same call with
+    overlap off (Comm.set_overlap(False): each wait right after its
+    collective), on random data each time;
+  - tilec.Comm.from_torch(): a communicator from the torch.distributed
+    process group (NCCL backend), its rank and world, an all_reduce and
+    tp_mlp on it against torch.
 A summary line ends it; exit status 1 when a check failed. With fewer than
 2 GPUs (or no torch) it prints one line saying so and exits 0.
 
@@ -21,7 +29,8 @@ ships (nvidia/nccl/lib; $TILEC_NCCL wins when set), the same file torch
 uses, so both communicators are on one NCCL.
 
 --bench: the TP MLP block (hidden 8192, 4x expansion, tokens 8192, f16)
-on 1 GPU vs 2 (and 4), and all_reduce bus bandwidth through tilec vs
+on 1 GPU vs 2 (and 4); tp_mlp_ov (the same 8192 tokens as two halves of
+4096) with overlap on and off; all_reduce bus bandwidth through tilec vs
 torch.distributed.all_reduce on the same sizes (8 MiB to 1 GiB f16), timed
 with CUDA events as bench/harness does: the median of back-to-back runs
 with L2 flushed (a 256 MiB write) before each, the slowest rank's median
@@ -188,6 +197,25 @@ def mlp_weights(h, f, seed=7):
     return w1, w2
 
 
+def shard(w1, w2, rank, world):
+    """This rank's columns of w1 and rows of w2 (Megatron's split)."""
+    part = w1.shape[1] // world
+    return w1[:, rank * part:(rank + 1) * part].contiguous(), w2[rank * part:(rank + 1) * part].contiguous()
+
+
+def mlp_error(y, ref):
+    """max |y - ref|, and whether it is within the f16 tolerance of these checks."""
+    err = (y.float() - ref.float()).abs().max().item()
+    return err, y.shape == ref.shape and err <= 2e-2 * max(1.0, ref.float().abs().max().item())
+
+
+def agree(rank, results, name, ok, detail):
+    """One line for a check that fails when it failed on any rank."""
+    flags = torch.tensor([0 if ok else 1], device="cuda")
+    dist.all_reduce(flags)
+    report(rank, results, name, flags.item() == 0, detail or ("failed on another rank" if flags.item() else ""))
+
+
 def check_mlp(rank, world, comm, results):
     import tp_mlp
     import tp_mlp_sp
@@ -197,8 +225,7 @@ def check_mlp(rank, world, comm, results):
     g = torch.Generator(device="cuda").manual_seed(11)
     x = torch.randn(t, h, device="cuda", generator=g).half()
     want = mlp_reference(x, w1, w2)
-    part = f // world
-    w1r, w2r = w1[:, rank * part:(rank + 1) * part].contiguous(), w2[rank * part:(rank + 1) * part].contiguous()
+    w1r, w2r = shard(w1, w2, rank, world)
     for mod, xin, ref in ((tp_mlp, x, want),
                           (tp_mlp_sp, x[rank * (t // world):(rank + 1) * (t // world)].contiguous(),
                            want[rank * (t // world):(rank + 1) * (t // world)])):
@@ -207,14 +234,68 @@ def check_mlp(rank, world, comm, results):
         try:
             y = mod.call(xin, w1r, w2r)
             torch.cuda.synchronize()
-            err = (y.float() - ref.float()).abs().max().item()
-            ok = y.shape == ref.shape and err <= 2e-2 * max(1.0, ref.float().abs().max().item())
+            err, ok = mlp_error(y, ref)
             detail = f"T={t} H={h} F={f}/{world}: max |y - torch| = {err:.3g}"
         except Exception as e:  # noqa: BLE001
             ok, detail = False, f"{type(e).__name__}: {str(e).splitlines()[0]}"
-        flags = torch.tensor([0 if ok else 1], device="cuda")
-        dist.all_reduce(flags)
-        report(rank, results, f"world {world} {mod.__name__} vs one-GPU torch", flags.item() == 0, detail)
+        agree(rank, results, f"world {world} {mod.__name__} vs one-GPU torch", ok, detail)
+
+
+def check_overlap(rank, world, comm, results):
+    """tp_mlp_ov: y0's all_reduce overlaps the second half's GEMMs. Against
+    torch, and bit for bit against the same call with overlap off."""
+    import tp_mlp_ov
+    h, t = 512, 256
+    f = 4 * h
+    w1, w2 = mlp_weights(h, f, seed=5)
+    w1r, w2r = shard(w1, w2, rank, world)
+    tp_mlp_ov.set_comm(comm)
+    detail, ok = "", True
+    try:
+        for it in range(3):
+            g = torch.Generator(device="cuda").manual_seed(100 + it)  # the same tokens on every rank
+            x0 = torch.randn(t, h, device="cuda", generator=g).half()
+            x1 = torch.randn(t, h, device="cuda", generator=g).half()
+            comm.set_overlap(True)
+            y0, y1 = tp_mlp_ov.call(x0, x1, w1r, w2r)
+            comm.set_overlap(False)
+            s0, s1 = tp_mlp_ov.call(x0, x1, w1r, w2r)
+            comm.set_overlap(True)
+            torch.cuda.synchronize()
+            (e0, ok0), (e1, ok1) = mlp_error(y0, mlp_reference(x0, w1, w2)), mlp_error(y1, mlp_reference(x1, w1, w2))
+            same = torch.equal(y0, s0) and torch.equal(y1, s1)
+            ok = ok and same and ok0 and ok1
+            detail = f"T=2x{t} H={h} F={f}/{world}: max |y - torch| = {max(e0, e1):.3g}, overlap on == off: {same}"
+    except Exception as e:  # noqa: BLE001
+        ok, detail = False, f"{type(e).__name__}: {str(e).splitlines()[0]}"
+    agree(rank, results, f"world {world} tp_mlp_ov (overlap) vs torch and vs overlap off", ok, detail)
+
+
+def check_from_torch(rank, world, lib, results):
+    """tilec.Comm.from_torch(): the default process group's communicator."""
+    import tilec
+    import ar_sum_f32
+    import tp_mlp
+    detail, ok = "", True
+    try:
+        comm = tilec.Comm.from_torch(library=lib)
+        ok = (comm.rank, comm.world) == (rank, world)
+        detail = f"rank {comm.rank} of {comm.world}"
+        ar_sum_f32.set_comm(comm)
+        x = rank_data((129, 5), "float32", rank, 3)
+        got = ar_sum_f32.call(x)
+        want = torch_collective("ar", "sum", x, world, 0)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-3)
+        tp_mlp.set_comm(comm)
+        h, t = 256, 64
+        w1, w2 = mlp_weights(h, 4 * h)
+        xin = torch.randn(t, h, device="cuda", generator=torch.Generator(device="cuda").manual_seed(2)).half()
+        err, good = mlp_error(tp_mlp.call(xin, *shard(w1, w2, rank, world)), mlp_reference(xin, w1, w2))
+        ok = ok and good
+        detail += f"; all_reduce f32 as torch's; tp_mlp max |y - torch| = {err:.3g}"
+    except Exception as e:  # noqa: BLE001
+        ok, detail = False, f"{type(e).__name__}: {str(e).splitlines()[0]}"
+    agree(rank, results, f"world {world} tilec.Comm.from_torch (the default group)", ok, detail)
 
 
 def timed(fn, flush, reps):
@@ -253,6 +334,17 @@ def bench(rank, world, comm, rows, reps=20):
     dist.barrier()
     ms = slowest(timed(lambda: tp_mlp.call(x, w1, w2), flush, reps))
     rows.append(("tp_mlp T=8192 H=8192 F=4H f16", world, ms, 2 * 2 * t * h * 4 * h / ms / 1e9))
+    import tp_mlp_ov
+    tp_mlp_ov.set_comm(comm)
+    x0, x1 = x[:t // 2].contiguous(), x[t // 2:].contiguous()
+    for on in (True, False):
+        comm.set_overlap(on)
+        for _ in range(3):
+            tp_mlp_ov.call(x0, x1, w1, w2)
+        dist.barrier()
+        ms = slowest(timed(lambda: tp_mlp_ov.call(x0, x1, w1, w2), flush, reps))
+        rows.append((f"tp_mlp_ov 2x4096 overlap {'on' if on else 'off'}", world, ms, 2 * 2 * t * h * 4 * h / ms / 1e9))
+    comm.set_overlap(True)
     if world == 1:
         ms = slowest(timed(lambda: mlp_reference(x, w1, w2), flush, reps))
         rows.append(("torch gelu(x w1) w2 (one GPU)", 1, ms, 2 * 2 * t * h * 4 * h / ms / 1e9))
@@ -289,6 +381,8 @@ def worker(rank, world, ids, gen_dir, init_file, do_bench, out):
         else:
             check_collectives(rank, world, comm, results)
             check_mlp(rank, world, comm, results)
+            check_overlap(rank, world, comm, results)
+            check_from_torch(rank, world, lib, results)
     except Exception:  # noqa: BLE001
         traceback.print_exc()
         results.append(False)
@@ -340,11 +434,17 @@ def main():
         os.makedirs(wdir)
         emit(tile, wdir)
         emit(os.path.join(ROOT, "examples", "tp_mlp.tile"), wdir)
+        if world == worlds[-1]:  # the trace of what overlaps: the wrapper IR's wait lines
+            ir = subprocess.run([TILEC, os.path.join(ROOT, "examples", "tp_mlp.tile"), "--emit", "ir"], check=True,
+                                capture_output=True, text=True).stdout
+            for line in ir.splitlines():
+                if line.startswith("wait ") and "overlapped" in line:
+                    print(f"overlap (examples/tp_mlp.tile, tilec --emit ir): {line}", flush=True)
         res, r = spawn(world, wdir, a.bench)
         ok += res
         rows += r
     if a.bench:
-        base = next((r[2] for r in rows if r[0].startswith("tp_mlp") and r[1] == 1), None)
+        base = next((r[2] for r in rows if r[0].startswith("tp_mlp T") and r[1] == 1), None)
         print(f"{'what':44} {'GPUs':>4} {'median ms':>10} {'TFLOP/s or GB/s':>16} {'vs 1 GPU':>9}")
         for what, w, ms, rate in rows:
             speed = f"{base / ms:.2f}x" if base and what.startswith("tp_mlp") else ""

@@ -58,7 +58,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 }
 
 /* gelu_f16: BLOCK = 1024, warps = 4 */
-/* indexing: 64-bit for i (lines 23, 24, 26), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for i (lines 29, 30, 32), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) gelu_f16_v0(__half *v_x, __half *v_y, long long v_n)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -66,9 +66,9 @@ extern "C" __global__ void __launch_bounds__(128) gelu_f16_v0(__half *v_x, __hal
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
-    // examples/tp_mlp.tile:23
+    // examples/tp_mlp.tile:29
     // v_i: index tile computed where it is used
-    // examples/tp_mlp.tile:24
+    // examples/tp_mlp.tile:30
     __half tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -96,7 +96,7 @@ extern "C" __global__ void __launch_bounds__(128) gelu_f16_v0(__half *v_x, __hal
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_v[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/tp_mlp.tile:25
+    // examples/tp_mlp.tile:31
     float v_g[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -104,7 +104,7 @@ extern "C" __global__ void __launch_bounds__(128) gelu_f16_v0(__half *v_x, __hal
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = ((0.5f * v_v[tl_j]) * (1.0f + tanhf((0.797884583f * (v_v[tl_j] + (((0.0447149985f * v_v[tl_j]) * v_v[tl_j]) * v_v[tl_j]))))));
     }
-    // examples/tp_mlp.tile:26
+    // examples/tp_mlp.tile:32
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;

@@ -1,0 +1,128 @@
+"""examples/chunked_ce.tile on the GPU against torch (issue 35 item 4): the
+fused linear cross-entropy over row chunks, a graph whose for loop over
+slices only the C wrapper writes (the Python wrapper's launch plan is a
+fixed list of steps), so the C wrapper is built here into a shared object
+(cc, against the libtilec.so the tilec package loaded) and called through
+ctypes on torch's tensors and the package's runtime handle: the loss of
+each token, dH and dW of the losses' sum, against torch.nn.functional.
+cross_entropy and autograd in f64; a chunk size that does not divide the
+tokens is the last slice's run-time error.
+
+    python3 tests/python/test_gpu_chunks.py [TILEC_BINARY]"""
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+from scratch import scratch_dir  # tests/python/scratch.py
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+from tilec._library import _Tensor, lib  # noqa: E402
+from tilec.device import Device  # noqa: E402
+from tilec.dtypes import DT_ENUM  # noqa: E402
+
+try:
+    import torch
+    HAVE_GPU = torch.cuda.is_available()
+except ImportError:
+    HAVE_GPU = False
+
+TILEC = os.environ.get("TILEC_BIN", "build/bin/tilec")
+CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+
+
+def build_wrapper():
+    """The C wrapper of examples/chunked_ce.tile as a shared object."""
+    out = scratch_dir("tilec_chunks_")
+    subprocess.run([TILEC, "examples/chunked_ce.tile", "--emit", "c", "-o", out], check=True)
+    libdir = os.path.dirname(os.path.abspath(lib()._name))
+    so = os.path.join(out, "libflce.so")
+    subprocess.run([CC, "-shared", "-fPIC", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra", "-Werror",
+                    "-Iinclude", os.path.join(out, "flce.c"), "-o", so, "-L" + libdir, "-ltilec",
+                    "-Wl,-rpath," + libdir], check=True)
+    so = ctypes.CDLL(so)
+    P, T = ctypes.c_void_p, ctypes.POINTER(_Tensor)
+    so.flce_load.argtypes = [P, ctypes.POINTER(P), ctypes.c_char_p, ctypes.c_size_t]
+    so.flce_run.argtypes = [P, T, T, T, ctypes.c_int64, T, T, T, ctypes.c_char_p, ctypes.c_size_t]
+    so.flce_unload.argtypes = [P]
+    so.flce_unload.restype = None
+    return so
+
+
+def tensor(t):
+    d = _Tensor()
+    d.data = t.data_ptr()
+    d.dtype = DT_ENUM.index({torch.float32: "f32", torch.int32: "i32"}[t.dtype])
+    d.rank = t.dim()
+    for i in range(t.dim()):
+        d.sizes[i] = t.shape[i]
+        d.strides[i] = t.stride(i)
+    return d
+
+
+@unittest.skipUnless(HAVE_GPU and CC, "needs torch with a GPU and a C compiler")
+class ChunkedCrossEntropy(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.so = build_wrapper()
+        cls.dev = Device(0)
+        cls.mod = ctypes.c_void_p()
+        err = ctypes.create_string_buffer(1024)
+        if cls.so.flce_load(cls.dev._h, ctypes.byref(cls.mod), err, 1024):
+            raise RuntimeError(err.value.decode())
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.so.flce_unload(cls.mod)
+        cls.dev.close()
+
+    def run_flce(self, T, D, V, C):
+        g = torch.Generator(device="cuda").manual_seed(T * 31 + C)
+        h = torch.randn(T, D, device="cuda", generator=g) * 0.5
+        w = torch.randn(V, D, device="cuda", generator=g) * 0.5
+        tgt = torch.randint(0, V, (T,), device="cuda", generator=g, dtype=torch.int32)
+        outs = [_Tensor(), _Tensor(), _Tensor()]
+        err = ctypes.create_string_buffer(1024)
+        torch.cuda.synchronize()
+        rc = self.so.flce_run(self.mod, ctypes.byref(tensor(h)), ctypes.byref(tensor(w)), ctypes.byref(tensor(tgt)), C,
+                              *[ctypes.byref(o) for o in outs], err, 1024)
+        if rc:
+            return None, err.value.decode()
+        self.dev.synchronize()
+        got = []
+        for o in outs:  # into torch, then the wrapper's buffers back to the device
+            n = 1
+            for i in range(o.rank):
+                n *= o.sizes[i]
+            host = (ctypes.c_float * n)()
+            self.assertEqual(lib().tilec_rt_memcpy_dtoh(self.dev._h, ctypes.cast(host, ctypes.c_void_p), o.data, n * 4), 0)
+            got.append(torch.frombuffer(bytearray(host), dtype=torch.float32).reshape(list(o.sizes[:o.rank])))
+            lib().tilec_rt_free(self.dev._h, o.data)
+        hd = h.double().requires_grad_()
+        wd = w.double().requires_grad_()
+        loss = torch.nn.functional.cross_entropy(hd @ wd.T, tgt.long(), reduction="none")
+        loss.sum().backward()
+        return (got, (loss.detach().cpu(), hd.grad.cpu(), wd.grad.cpu())), None
+
+    def test_matches_torch(self):
+        for T, D, V, C in ((64, 32, 100, 64), (256, 96, 1000, 64), (300, 64, 2053, 100), (1024, 128, 8191, 256)):
+            r, err = self.run_flce(T, D, V, C)
+            self.assertIsNone(err)
+            got, want = r
+            for name, a, b in zip(("loss", "dh", "dw"), got, want):
+                rel = float((a.double() - b).norm() / b.norm())
+                print(f"flce T={T} D={D} V={V} C={C} {name}: relative L2 error {rel:.2e}")
+                self.assertLess(rel, 1e-4, f"{name} T={T} C={C}")
+
+    def test_a_chunk_past_the_tokens_is_an_error(self):
+        r, err = self.run_flce(300, 32, 100, 64)
+        self.assertIsNone(r)
+        self.assertIn("is out of bounds: start 256, stop 320, and 'h' has 300 rows", err)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        TILEC = sys.argv.pop(1)
+    unittest.main(verbosity=2)

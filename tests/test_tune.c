@@ -1,0 +1,200 @@
+/* test_tune.c: tune spaces (docs/tuning.md): the grammar and the checker
+ * through the API, the candidates the tuning pass keeps for a few kernels
+ * (exact lists), its errors, TILEC_LOGS=tune, and every kept candidate
+ * compiled by NVRTC for sm_90 and sm_90a (no GPU needed). The report's
+ * exact text is golden: tests/golden/tune. */
+#define _DEFAULT_SOURCE 1
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_helpers.h"
+#include "helpers.h"
+#include "tilec/lower.h"
+#include "tilec/program.h"
+
+/* The kept candidates of kernel `name`, "BM=64 BN=128 ..." each, one a line. */
+static char *kept(const tilec_module *m, const char *name)
+{
+    const tilec_kernel *k = tilec_module_find_kernel(m, name);
+    cr_assert_not_null(k);
+    membuf b = {0};
+    for (uint32_t v = 0; v < k->nvariants; v++) {
+        char line[256];
+        int n = 0;
+        for (uint32_t i = 0; i < k->ntune; i++)
+            n += snprintf(line + n, sizeof line - (size_t)n, "%s%s=%lld", i ? " " : "", k->tune[i].name,
+                          (long long)tilec_kernel_hint(k, (int)v, k->tune[i].name, -1));
+        line[n++] = '\n';
+        membuf_write(&b, line, (size_t)n);
+    }
+    return b.s ? b.s : strdup("");
+}
+
+/* The benchmark's f16 product without hints: the default space, 108
+ * configurations; the kept are wgmma candidates, stages alone makes none
+ * (the twin picks its own depth) and neither does warps (the twin arranges
+ * its own warp groups), K tiles of 32 and 64 both take the twin. */
+Test(tune, default_space_of_a_dot_kernel, .timeout = 60)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "tests/golden/tune/dot_default.tile");
+    const tilec_kernel *k = tilec_module_find_kernel(m, "gemm");
+    cr_expect(k->tune_default);
+    cr_expect_eq(k->ntune, 5);
+    cr_expect_eq(k->ntune_cands, 108);
+    char *got = kept(m, "gemm");
+    cr_expect_str_eq(got, "BM=64 BN=128 BK=32 warps=4 stages=2\n"
+                          "BM=64 BN=128 BK=64 warps=4 stages=2\n"
+                          "BM=128 BN=64 BK=32 warps=4 stages=2\n"
+                          "BM=128 BN=64 BK=64 warps=4 stages=2\n"
+                          "BM=128 BN=128 BK=32 warps=4 stages=2\n"
+                          "BM=128 BN=128 BK=64 warps=4 stages=2\n"
+                          "BM=128 BN=256 BK=32 warps=8 stages=2\n"
+                          "BM=128 BN=256 BK=64 warps=8 stages=2\n");
+    free(got);
+    uint32_t pruned = 0;
+    for (uint32_t i = 0; i < k->ntune_cands; i++)
+        pruned += k->tune_cands[i].why != NULL;
+    cr_expect_eq(pruned, 78);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* keep 2 over three classes; keep 1; a kernel without a dot. */
+Test(tune, kept_candidates_per_kernel, .timeout = 60)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "tests/golden/tune/space.tile");
+    char *got = kept(m, "mm");
+    cr_expect_str_eq(got, "BM=64 BN=128 BK=32 warps=4 split_k=1\n"
+                          "BM=64 BN=128 BK=64 warps=4 split_k=1\n"
+                          "BM=128 BN=128 BK=32 warps=4 split_k=1\n"
+                          "BM=128 BN=128 BK=64 warps=4 split_k=1\n");
+    free(got);
+    got = kept(m, "scale");
+    cr_expect_str_eq(got, "BLOCK=256 warps=2\nBLOCK=256 warps=4\nBLOCK=256 warps=8\nBLOCK=1024 warps=8\n");
+    free(got);
+    got = kept(m, "mm32");
+    cr_expect_str_eq(got, "BM=32 BN=32 BK=8 stages=1\nBM=32 BN=64 BK=8 stages=1\nBM=64 BN=64 BK=8 stages=1\n");
+    free(got);
+    /* a derived hint follows each candidate's axis */
+    const tilec_kernel *k = tilec_module_find_kernel(m, "mm");
+    for (uint32_t v = 0; v < k->nvariants; v++)
+        cr_expect_eq(tilec_kernel_hint(k, (int)v, "BK2", 0), 2 * tilec_kernel_hint(k, (int)v, "BK", 0));
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* Shape classes of its own: the skinny class (M = 16) keeps split-K
+ * candidates on mma.sync, the square one wgmma tiles. */
+Test(tune, shape_classes_of_its_own, .timeout = 60)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "tests/golden/tune/skinny.tile");
+    const tilec_kernel *k = tilec_module_find_kernel(m, "mm");
+    cr_expect_eq(k->ntune_for, 3);
+    char *got = kept(m, "mm");
+    cr_expect_str_eq(got, "BM=16 BN=256 BK=64 warps=4 split_k=4 stages=4\n"
+                          "BM=16 BN=256 BK=64 warps=4 split_k=4 stages=5\n"
+                          "BM=128 BN=128 BK=64 warps=4 split_k=1 stages=3\n"
+                          "BM=128 BN=256 BK=64 warps=8 split_k=1 stages=3\n");
+    free(got);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* Grammar and checker through the API: a range is half-open, the axes
+ * come first among the hints, the base configuration is the first values. */
+Test(tune, grammar_and_base_configuration)
+{
+    const char *src = "kernel s(x: *f32, n: i32) grid (cdiv(n, B)) hints { H = B / 2 }\n"
+                      "    tune keep 3 { B = 128 | 512, warps = 1 .. 3, }\n"
+                      "{ let o = pid(0) * B + range(B); store(x + o, load(x + o, o < n, 0.0) + cast(H, f32), o < n); }\n";
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "t.tile", src, strlen(src), &m), TILEC_OK);
+    const tilec_kernel *k = tilec_module_find_kernel(m, "s");
+    cr_expect_eq(k->tune_keep, 3);
+    cr_expect_eq(k->ntune, 2);
+    cr_expect_eq(k->tune[1].nvalues, 2, "1 .. 3 is 1, 2");
+    cr_expect_eq(k->tune[1].values[1], 2);
+    cr_expect_eq(k->ntune_hints, 2);
+    cr_expect_str_eq(k->hints[0].name, "B");
+    cr_expect_eq(k->hints[0].value, 128);
+    cr_expect_eq(tilec_kernel_hint(k, -1, "H", 0), 64);
+    cr_expect_eq(k->ntune_cands, 4);
+    cr_expect_leq(k->nvariants, 4);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* Nothing fits: an error at the tune line with the first reason, no module. */
+Test(tune, nothing_fits_is_an_error)
+{
+    const char *src = "kernel g(a: *f16, c: *f32, M: i32)\n"
+                      "    grid (cdiv(M, BM))\n"
+                      "    tune { BM = 256, BN = 256, warps = 8 }\n"
+                      "{ let acc = zeros(f32, BM, BN); let r = pid(0) * BM + range(BM);\n"
+                      "  store(c + r[:, None] * BN + range(BN)[None, :], acc, r[:, None] < M); }\n";
+    char *diags = NULL;
+    cr_expect_eq(parse_text("t.tile", src, strlen(src), &diags, NULL), TILEC_ERR_INPUT);
+    cr_expect(diags && strstr(diags, "t.tile:3:5: error: no configuration of the tune space of kernel 'g' lowers and "
+                                     "fits the target; the first: registers: about 288 a thread"),
+              "%s", diags ? diags : "");
+    free(diags);
+}
+
+/* TILEC_LOGS=tune: the report on stderr when the module is parsed. */
+Test(tune, logs_on_stderr, .init = cr_redirect_stderr, .timeout = 60)
+{
+    setenv("TILEC_LOGS", "tune", 1);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "tests/golden/ok/tune.tile");
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    unsetenv("TILEC_LOGS");
+    fflush(stderr);
+    char buf[8192] = "";
+    size_t n = fread(buf, 1, sizeof buf - 1, cr_get_redirected_stderr());
+    buf[n] = 0;
+    cr_expect(strstr(buf, "kernel scale: tune at line 5: 4 configurations, 0 pruned, 2 kept"), "%s", buf);
+    cr_expect(strstr(buf, "  BLOCK=256 warps=1: kept as variant 0: no dot, 32 threads"), "%s", buf);
+}
+
+/* Every kept candidate compiles with NVRTC for sm_90 (the portable
+ * kernel) and sm_90a (with the wgmma + TMA twin). */
+Test(tune, kept_candidates_compile_for_sm_90, .timeout = 600)
+{
+    static const char *const files[] = {"tests/golden/tune/dot_default.tile", "tests/golden/tune/space.tile",
+                                        "tests/golden/tune/skinny.tile"};
+    static const char *const archs[] = {"sm_90", "sm_90a"};
+    for (size_t f = 0; f < 3; f++) {
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = parse(ctx, files[f]);
+        for (size_t i = 0; i < tilec_module_kernel_count(m); i++) {
+            const tilec_kernel *k = tilec_module_kernel(m, i);
+            for (uint32_t v = 0; v < k->nvariants; v++)
+                for (size_t a = 0; a < 2; a++) {
+                    tilec_kernel_code code;
+                    void *cubin = NULL;
+                    size_t size = 0;
+                    tilec_status st = tilec_compile_kernel(ctx, m, k, (int)v, archs[a], &code, &cubin, &size);
+                    membuf d = {0};
+                    tilec_ctx_render_diags(ctx, membuf_sink(&d));
+                    cr_expect_eq(st, TILEC_OK, "%s: %s variant %u for %s:\n%s", files[f], k->name, v, archs[a],
+                                 d.s ? d.s : "");
+                    cr_expect_gt(size, 0);
+                    if (st == TILEC_OK)
+                        tilec_kernel_code_free(&code);
+                    free(cubin);
+                    free(d.s);
+                    tilec_ctx_clear_diags(ctx);
+                }
+        }
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+}
