@@ -125,7 +125,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_strided_v0(float *v_a, fl
             for (int tl_k = 0; tl_k < 16; ++tl_k) {
                 float tl_ra[4];
                 #pragma unroll
-                for (int tl_m = 0; tl_m < 4; ++tl_m) tl_ra[tl_m] = tl_sa[tl_k * 68 + tl_m];
+                for (int tl_m = 0; tl_m < 4; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * 68 + tl_m];
                 float tl_rb[8];
                 #pragma unroll
                 for (int tl_n = 0; tl_n < 8; tl_n += 4)
