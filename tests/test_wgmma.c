@@ -117,6 +117,16 @@ static int count_of(const char *hay, const char *needle)
     return n;
 }
 
+/* src with `from` replaced by `to` (once; it must be there). */
+static void edit_src(char *src, size_t size, const char *from, const char *to)
+{
+    char *h = strstr(src, from);
+    cr_assert_not_null(h, "'%s' in the source", from);
+    cr_assert_lt(strlen(src) - strlen(from) + strlen(to), size);
+    memmove(h + strlen(to), h + strlen(from), strlen(h + strlen(from)) + 1);
+    memcpy(h, to, strlen(to));
+}
+
 /* The K tile and the warps shape the twin, not whether there is one
  * (docs/lowering.md, "wgmma and TMA"). A stage is 64 halves deep in K
  * whatever the K tile under that: a K tile of 16 or 32 takes 4 or 2 loop
@@ -134,32 +144,29 @@ Test(wgmma, k_tile_and_warps_shape_the_twin)
         uint32_t threads, a_cols, a_boxes, b_rows;
         const char *a_desc, *b_desc, *steps, *expect, *step;
     } cases[] = {
-        {"BM = 128, BN = 128, BK = 16, warps = 8", 384, 64, 1, 64, "tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1)",
-         "tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1)", "tl_q < 4;", "tl_mbar_expect(tl_full + tl_s * 8, 32768);",
-         "tl_st = (v_BK) * 4;"},
-        {"BM = 128, BN = 128, BK = 32, warps = 8", 384, 64, 1, 64, "tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1)",
-         "tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1)", "tl_q < 4;", "tl_mbar_expect(tl_full + tl_s * 8, 32768);",
-         "tl_st = (v_BK) * 2;"},
+/* A's and B's descriptors and the k16 steps of a stage 64 halves deep */
+#define STAGE64 \
+    "tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1)", "tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1)", "tl_q < 4;"
+        {"BM = 128, BN = 128, BK = 16, warps = 8", 384, 64, 1, 64, STAGE64,
+         "tl_mbar_expect(tl_full + tl_s * 8, 32768);", "tl_st = (v_BK) * 4;"},
+        {"BM = 128, BN = 128, BK = 32, warps = 8", 384, 64, 1, 64, STAGE64,
+         "tl_mbar_expect(tl_full + tl_s * 8, 32768);", "tl_st = (v_BK) * 2;"},
         {"BM = 128, BN = 128, BK = 128, warps = 8", 384, 64, 2, 128,
          "tl_wg_desc(tl_a + (tl_q / 4) * 16384 + (tl_q % 4) * 32, 16, 1024, 1)",
          "tl_wg_desc(tl_b + tl_q * 2048, 16384, 1024, 1)", "tl_q < 8;", "tl_mbar_expect(tl_full + tl_s * 8, 65536);",
          "tl_st = v_BK;"},
         /* warps = 4 for 128 rows: two consumer warp groups all the same */
-        {"BM = 128, BN = 128, BK = 64, warps = 4", 384, 64, 1, 64, "tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1)",
-         "tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1)", "tl_q < 4;", "tl_mbar_init(tl_empty0 + tl_s * 8, 8);",
+        {"BM = 128, BN = 128, BK = 64, warps = 4", 384, 64, 1, 64, STAGE64, "tl_mbar_init(tl_empty0 + tl_s * 8, 8);",
          "tl_st = v_BK;"},
         /* warps = 8 for 64 rows: one */
-        {"BM = 64, BN = 256, BK = 32, warps = 8", 256, 64, 1, 64, "tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1)",
-         "tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1)", "tl_q < 4;", "tl_mbar_init(tl_empty0 + tl_s * 8, 4);",
+        {"BM = 64, BN = 256, BK = 32, warps = 8", 256, 64, 1, 64, STAGE64, "tl_mbar_init(tl_empty0 + tl_s * 8, 4);",
          "tl_st = (v_BK) * 2;"},
+#undef STAGE64
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char src[2048], *h;
+        char src[2048];
         snprintf(src, sizeof src, MM_TILE_FMT, "mm", MM_TILE_MASK);
-        const char *old = "BM = 128, BN = 128, BK = 64, warps = 8";
-        cr_assert_not_null(h = strstr(src, old));
-        memmove(h + strlen(cases[i].hints), h + strlen(old), strlen(h + strlen(old)) + 1);
-        memcpy(h, cases[i].hints, strlen(cases[i].hints));
+        edit_src(src, sizeof src, "BM = 128, BN = 128, BK = 64, warps = 8", cases[i].hints);
         tilec_ctx *ctx = tilec_ctx_new();
         tilec_module *m;
         tilec_kernel_code code;
@@ -181,16 +188,6 @@ Test(wgmma, k_tile_and_warps_shape_the_twin)
         tilec_module_free(m);
         tilec_ctx_free(ctx);
     }
-}
-
-/* src with `from` replaced by `to` (once; it must be there). */
-static void edit_src(char *src, size_t size, const char *from, const char *to)
-{
-    char *h = strstr(src, from);
-    cr_assert_not_null(h, "'%s' in the source", from);
-    cr_assert_lt(strlen(src) - strlen(from) + strlen(to), size);
-    memmove(h + strlen(to), h + strlen(from), strlen(h + strlen(from)) + 1);
-    memcpy(h, to, strlen(to));
 }
 
 /* Several iterations of a small K tile make a stage only where that is
