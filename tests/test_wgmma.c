@@ -127,6 +127,19 @@ static void edit_src(char *src, size_t size, const char *from, const char *to)
     memcpy(h, to, strlen(to));
 }
 
+/* mm_tile.h's kernel `mm` with edits[2i] replaced by edits[2i + 1] (n
+ * pairs), lowered (variant 0) in a new context. */
+static tilec_ctx *lower_mm(const char *const *edits, int n, tilec_module **m, tilec_kernel_code *code)
+{
+    char src[2048];
+    snprintf(src, sizeof src, MM_TILE_FMT, "mm", MM_TILE_MASK);
+    for (int i = 0; i < n; i++)
+        edit_src(src, sizeof src, edits[2 * i], edits[2 * i + 1]);
+    tilec_ctx *ctx = tilec_ctx_new();
+    lower_src(ctx, m, "mm", src, code);
+    return ctx;
+}
+
 /* The K tile and the warps shape the twin, not whether there is one
  * (docs/lowering.md, "wgmma and TMA"). A stage is 64 halves deep in K
  * whatever the K tile under that: a K tile of 16 or 32 takes 4 or 2 loop
@@ -164,13 +177,10 @@ Test(wgmma, k_tile_and_warps_shape_the_twin)
 #undef STAGE64
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char src[2048];
-        snprintf(src, sizeof src, MM_TILE_FMT, "mm", MM_TILE_MASK);
-        edit_src(src, sizeof src, "BM = 128, BN = 128, BK = 64, warps = 8", cases[i].hints);
-        tilec_ctx *ctx = tilec_ctx_new();
+        const char *edit[2] = {"BM = 128, BN = 128, BK = 64, warps = 8", cases[i].hints};
         tilec_module *m;
         tilec_kernel_code code;
-        lower_src(ctx, &m, "mm", src, &code);
+        tilec_ctx *ctx = lower_mm(edit, 1, &m, &code);
         const char *c = cases[i].hints;
         cr_assert_not_null(code.tma.name, "%s: a twin", c);
         cr_expect_eq(code.tma.threads, cases[i].threads, "%s: %u threads", c, code.tma.threads);
@@ -216,14 +226,10 @@ Test(wgmma, small_k_tiles_merge_only_when_the_same_sum)
          "an iteration)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char src[2048];
-        snprintf(src, sizeof src, MM_TILE_FMT, "mm", MM_TILE_MASK);
-        edit_src(src, sizeof src, "BK = 64", "BK = 32");
-        edit_src(src, sizeof src, cases[i].from, cases[i].to);
-        tilec_ctx *ctx = tilec_ctx_new();
+        const char *edits[4] = {"BK = 64", "BK = 32", cases[i].from, cases[i].to};
         tilec_module *m;
         tilec_kernel_code code;
-        lower_src(ctx, &m, "mm", src, &code);
+        tilec_ctx *ctx = lower_mm(edits, 2, &m, &code);
         const char *c = cases[i].to;
         cr_assert_not_null(code.tma.name, "%s: a twin", c);
         cr_expect(strstr(code.remarks, cases[i].remark), "%s: %s\n%s", c, cases[i].remark, code.remarks);
