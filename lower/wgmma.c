@@ -1,7 +1,9 @@
 /* wgmma.c: the sm_90a twin of a variant whose dot loop is a matrix
  * product: operands staged by the tensor memory accelerator (TMA) into
- * swizzled shared memory (A's rows of the K tile in the 32-, 64- or
- * 128-byte swizzle its width gives, B's in 128-byte rows), an mbarrier
+ * swizzled shared memory (A's rows of a stage's K depth in the 32-, 64-
+ * or 128-byte swizzle its width gives, B's in 128-byte rows; K tiles of
+ * 16 and 32 several loop iterations a stage of 64 where that is the same
+ * sum, wg_stage_iters), an mbarrier
  * ring of stages, one producer warp group issuing the copies and BM / 16
  * consumer warps (one warp group per 64 rows, whatever the `warps` hint
  * says) multiplying with wgmma.mma_async into f32 registers laid out as
@@ -365,6 +367,115 @@ static int wg_shape_ok(lw *L, unsigned line, tilec_dtype ad, tilec_dtype bd, con
     return 1;
 }
 
+/* The first element of index expression e (a scalar, or a 1-D index
+ * tile through broadcasts, casts and names let to it) as a * var + b, var
+ * the loop variable: *a, and *rest set when b may be other than 0; 0 when
+ * e is not of that form (var times a variable, another call). */
+static int k_affine(lw *L, const tilec_expr *e, const char *var, int64_t *a, int *rest)
+{
+    e = lower_look(L, e);
+    int64_t c, a1;
+    int r1;
+    *a = 0;
+    *rest = 0;
+    switch (e->kind) {
+    case TILEC_EX_INT:
+        *rest = e->ival != 0;
+        return 1;
+    case TILEC_EX_NAME:
+        if (!strcmp(e->name, var)) {
+            *a = 1;
+            return 1;
+        }
+        /* not let in the loop (lower_look follows those): loop-invariant */
+        *rest = lower_const_int(L, e, &c) || c != 0;
+        return 1;
+    case TILEC_EX_BINARY:
+        if (e->op == TILEC_OP_ADD || e->op == TILEC_OP_SUB) {
+            if (!k_affine(L, e->args[0], var, a, rest) || !k_affine(L, e->args[1], var, &a1, &r1))
+                return 0;
+            *a = e->op == TILEC_OP_ADD ? *a + a1 : *a - a1;
+            *rest |= r1;
+            return 1;
+        }
+        if (e->op != TILEC_OP_MUL)
+            return 0;
+        for (int i = 0; i < 2; i++)
+            if (!lower_const_int(L, e->args[i], &c)) {
+                if (!k_affine(L, e->args[1 - i], var, a, rest))
+                    return 0;
+                *a *= c;
+                *rest &= c != 0;
+                return 1;
+            }
+        /* a product of two variables: loop-invariant only if neither reads var */
+        if (!k_affine(L, e->args[0], var, a, rest) || !k_affine(L, e->args[1], var, &a1, &r1) || *a || a1)
+            return 0;
+        *rest = *rest && r1;
+        return 1;
+    case TILEC_EX_CALL:
+        if (!strcmp(e->name, "range") && e->nargs == 1)
+            return 1; /* its first element is 0 */
+        if (!strcmp(e->name, "cast") && e->nargs >= 1)
+            return k_affine(L, e->args[0], var, a, rest);
+        return 0;
+    case TILEC_EX_INDEX:
+        return (bcast_of(e, 0) || bcast_of(e, 1)) && k_affine(L, e->args[0], var, a, rest);
+    default:
+        return 0;
+    }
+}
+
+/* Loop iterations a stage of plan w (its loads matched, the loop's scope
+ * bound): 1 for a K tile of 64 halves or more; for a smaller one (16, 32
+ * halves), the iterations that make a stage of 64 (4 or 2), when merging
+ * them is the same sum: iteration i's K coordinate is a * (lo + i * step)
+ * with a * step the K tile (consecutive iterations read consecutive K
+ * tiles, so a box of 64 at the first one's coordinate holds them all),
+ * and the loop's end bounds what its iterations read by the K extent of
+ * the masks (hi is that extent, or cdiv of it by a): the iterations of
+ * the last stage past the loop's end read only K coordinates past the
+ * extent, which TMA fills with zeros as the masks (and `other` 0,
+ * pipeline.c) say, so they add nothing. Otherwise 1, *why saying why. */
+static int wg_stage_iters(lw *L, const tilec_stmt *loop, const wg_plan *w, const char **why)
+{
+    int64_t kb = w->kt * (int64_t)w->maps[0].elem_bytes, st, a, c;
+    *why = NULL;
+    if (kb >= WG_ROW_BYTES)
+        return 1;
+    const char *var = loop->names[0];
+    if (!loop->step)
+        st = 1;
+    else if (lower_const_int(L, loop->step, &st))
+        return *why = "the loop's step is not a constant", 1;
+    /* the K index of A ([M, K]) and of B ([K, N], or [N, K] for a K-major B), and the masks' K extents */
+    const tilec_expr *kx[2] = {w->C[0], w->bk ? w->C[1] : w->R[1]};
+    uint32_t ext[2] = {w->maps[0].cols, w->bk ? w->maps[1].cols : w->maps[1].rows};
+    int64_t a0 = 0;
+    for (int i = 0; i < 2; i++) {
+        int rest;
+        if (!k_affine(L, kx[i], var, &a, &rest) || rest || a <= 0 || a * st != w->kt || (i && a != a0))
+            return *why = lower_fmt(L, "%c's K index is not the loop variable (times a constant) plus range(%lld), "
+                                       "one K tile an iteration",
+                                    i ? 'B' : 'A', (long long)w->kt),
+                   1;
+        a0 = a;
+        if (ext[i] != ext[0])
+            return *why = "A's and B's masks bound K by different parameters", 1;
+    }
+    const tilec_expr *hi = lower_look(L, loop->hi), *d = hi;
+    if (hi->kind == TILEC_EX_CALL && !strcmp(hi->name, "cdiv") && hi->nargs == 2 && !lower_const_int(L, hi->args[1], &c) &&
+        c == a0)
+        d = lower_look(L, hi->args[0]); /* a * cdiv(K, a) >= K */
+    int p = param_index(L, d, 0);
+    if (p < 0 || (uint32_t)p != ext[0])
+        return *why = lower_fmt(L, "the loop's end is not %s, the masks' K extent (a merged stage's iterations "
+                                   "past the end would add what they read)",
+                                L->k->params[ext[0]].name),
+               1;
+    return (int)(WG_ROW_BYTES / kb);
+}
+
 /* The most stages of plan w: a small K tile gets more of them, as deep
  * in K as WG_MAX_STAGES tiles of 64. */
 static int wg_max_stages(const wg_plan *w)
@@ -379,11 +490,16 @@ static int wg_max_stages(const wg_plan *w)
 static const char *wg_how(lw *L, const wg_plan *w)
 {
     const char *k = "", *wp = "";
+    static const char *const times[] = {"", "one", "two", "three", "four"};
     int64_t kb = w->K * (int64_t)w->maps[0].elem_bytes;
-    if (kb != WG_ROW_BYTES)
+    if (w->iters > 1)
+        k = lower_fmt(L, ", K tile %lld: stages of %lld (%s iterations a stage)", (long long)w->kt, (long long)w->K,
+                      times[w->iters]);
+    else if (kb != WG_ROW_BYTES)
         k = kb > WG_ROW_BYTES ? lower_fmt(L, ", K tile %lld: A in %lld boxes of 128-byte swizzled rows a stage",
                                           (long long)w->K, (long long)(kb / WG_ROW_BYTES))
-                              : lower_fmt(L, ", K tile %lld: A in %d-byte swizzled rows", (long long)w->K, w->arow);
+                              : lower_fmt(L, ", K tile %lld: A in %d-byte swizzled rows, one iteration a stage (%s)",
+                                          (long long)w->K, w->arow, w->one_why ? w->one_why : "");
     if (w->warps != L->nwarps)
         wp = lower_fmt(L, ", %d consumer warps (%s for BM = %lld) where the `warps` hint says %d", w->warps,
                        w->warps == 8 ? "two m64 warp groups" : "one m64 warp group", (long long)w->M, L->nwarps);
@@ -423,13 +539,23 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     lower_bind_loop_scope(L, loop);
     int ok = match_load(L, pp->load[0], &w->maps[0], &w->R[0], &w->C[0], &w->Z[0]) &&
              match_load(L, pp->load[1], &w->maps[1], &w->R[1], &w->C[1], &w->Z[1]);
+    w->bk = pp->tr[1];
+    w->kt = K;
+    w->iters = ok ? wg_stage_iters(L, loop, w, &w->one_why) : 1;
     lower_leave(L);
     if (!ok)
         return;
+    if (w->iters > 1) { /* stages of 64 halves: boxes 64 wide along K, in the 128-byte swizzle */
+        K *= w->iters;
+        w->maps[0].box_cols = (uint32_t)K;
+        if (w->bk)
+            w->maps[1].box_cols = (uint32_t)K;
+        else
+            w->maps[1].box_rows = (uint32_t)K;
+    }
     w->M = M;
     w->N = N;
     w->K = K;
-    w->bk = pp->tr[1];
     w->arow = wg_row_bytes(K * (int64_t)w->maps[0].elem_bytes);
     w->warps = wg_warps(M);
     w->stage_bytes = (M + N) * K * (int64_t)w->maps[0].elem_bytes;
@@ -644,9 +770,11 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     lower_walk(L, loop->hi, NULL, 0, NULL, PREP);
     lower_line(L, "{ /* %s += dot: wgmma on %d TMA stages, one producer warp group (sm_90a) */", pp.acc->c, S);
     L->ind++;
+    const char *step = loop->step ? lower_walk(L, loop->step, NULL, 0, NULL, EMIT) : "1";
+    if (w->iters > 1) /* a stage: this many iterations, K tiles side by side (wg_stage_iters) */
+        step = lower_fmt(L, "(%s) * %d", step, w->iters);
     lower_line(L, "const int tl_lo = %s, tl_hi = %s, tl_st = %s;", lower_walk(L, loop->lo, NULL, 0, NULL, EMIT),
-               lower_walk(L, loop->hi, NULL, 0, NULL, EMIT),
-               loop->step ? lower_walk(L, loop->step, NULL, 0, NULL, EMIT) : "1");
+               lower_walk(L, loop->hi, NULL, 0, NULL, EMIT), step);
     lower_line(L, "const unsigned tl_ring = (tl_sa(tl_smem + %u) + 1023u) & ~1023u;", base);
     lower_line(L, "const unsigned tl_full = tl_ring + %lld, tl_empty = tl_full + %d;", (long long)(ring + epi), 8 * S);
     if (w->persist) { /* the barriers are set up once, before the roles part (lower_wg_finish) */

@@ -27,6 +27,7 @@ typedef struct form {
     const char *path;   /* in the dot loop's remark */
     const char *why;    /* the remark of the path not taken, or NULL */
     int store_tma;      /* the twin's epilogue stores by TMA (map 2, UTMASTG), as the reference's */
+    int stage_k;        /* the twin's K depth a stage (the reference's: 64) */
 } form;
 
 #define BT_PATH                                                                                                        \
@@ -35,53 +36,61 @@ typedef struct form {
 
 static const form forms[] = {
     {"ref.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin); elsewhere cp.async pipeline + mma.sync, 3 stages",
-     NULL, 1},
-    {"ld_params.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1},
+     NULL, 1, 64},
+    {"ld_params.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1, 64},
     /* the store's offset and mask let after the loop: matched where the store is */
-    {"named_masks.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin); elsewhere", NULL, 1},
+    {"named_masks.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin); elsewhere", NULL, 1, 64},
     {"no_stages.tile", 1, 1,
-     "elsewhere cp.async pipeline + mma.sync, 4 stages (no hint: the deepest of 2..4 that fits)", NULL, 1},
-    {"scalar_let.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1},
-    {"other_names.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1},
-    {"no_other.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1},
-    {"ptr_lets.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1},
-    {"inline_loads.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1},
+     "elsewhere cp.async pipeline + mma.sync, 4 stages (no hint: the deepest of 2..4 that fits)", NULL, 1, 64},
+    {"scalar_let.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1, 64},
+    {"other_names.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1, 64},
+    {"no_other.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1, 64},
+    {"ptr_lets.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1, 64},
+    {"inline_loads.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1, 64},
     /* no hints: the tune pass keeps only candidates on wgmma + TMA (docs/tuning.md) */
-    {"tuned.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1},
-    /* a K tile other than 64: A's swizzle follows its width (docs/lowering.md, "wgmma and TMA") */
-    {"bk16.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, K tile 16: A in 32-byte swizzled rows)", NULL, 1},
-    {"bk32.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, K tile 32: A in 64-byte swizzled rows)", NULL, 1},
+    {"tuned.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1, 64},
+    /* a K tile under 64: stages of 64 all the same, several iterations a
+     * stage; 128: two boxes a stage (docs/lowering.md, "wgmma and TMA") */
+    {"bk16.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, K tile 16: stages of 64 (four iterations a stage))",
+     NULL, 1, 64},
+    {"bk32.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, K tile 32: stages of 64 (two iterations a stage))",
+     NULL, 1, 64},
+    /* the K tile's number as the loop variable: its offset kt * BK, to cdiv(K, BK) */
+    {"tiles_bk32.tile", 1, 1,
+     "dot loop: wgmma + TMA (the sm_90a twin, K tile 32: stages of 64 (two iterations a stage))", NULL, 1, 64},
     {"bk128.tile", 1, 1,
-     "dot loop: wgmma + TMA (the sm_90a twin, K tile 128: A in 2 boxes of 128-byte swizzled rows a stage)", NULL, 1},
+     "dot loop: wgmma + TMA (the sm_90a twin, K tile 128: A in 2 boxes of 128-byte swizzled rows a stage)", NULL, 1,
+     128},
     /* `warps` other than BM / 16: the twin arranges its consumer warp groups */
     {"warps4.tile", 1, 1,
      "dot loop: wgmma + TMA (the sm_90a twin, 8 consumer warps (two m64 warp groups for BM = 128) "
      "where the `warps` hint says 4)",
-     NULL, 1},
+     NULL, 1, 64},
     {"warps8_bm64.tile", 1, 1,
      "dot loop: wgmma + TMA (the sm_90a twin, 4 consumer warps (one m64 warp group for BM = 64) where the `warps` hint "
      "says 8)",
-     NULL, 1},
+     NULL, 1, 64},
     {"user_mix.tile", 1, 1,
-     "wgmma + TMA (the sm_90a twin, K tile 32: A in 64-byte swizzled rows, "
+     "wgmma + TMA (the sm_90a twin, K tile 32: stages of 64 (two iterations a stage), "
      "8 consumer warps (two m64 warp groups for BM = 128) where the `warps` hint says 4); "
      "elsewhere cp.async pipeline + mma.sync, 4 stages (no hint",
-     NULL, 1},
+     NULL, 1, 64},
     /* x @ W.T, B stored [N, K]: wgmma's K-major B (TMA boxes of N rows, no
      * transpose bit); elsewhere B^T [N][K] in the ring, read by plain ldmatrix */
-    {"bt.tile", 1, 1, BT_PATH ", 3 stages", NULL, 1},
-    {"bt_let_trans.tile", 1, 1, BT_PATH, NULL, 1},
-    {"bt_ptr_lets.tile", 1, 1, BT_PATH, NULL, 1},
-    {"bt_inline.tile", 1, 1, BT_PATH, NULL, 1},
-    {"bt_linear.tile", 1, 1, BT_PATH ", 4 stages (no hint", NULL, 1},
+    {"bt.tile", 1, 1, BT_PATH ", 3 stages", NULL, 1, 64},
+    {"bt_let_trans.tile", 1, 1, BT_PATH, NULL, 1, 64},
+    {"bt_ptr_lets.tile", 1, 1, BT_PATH, NULL, 1, 64},
+    {"bt_inline.tile", 1, 1, BT_PATH, NULL, 1, 64},
+    {"bt_linear.tile", 1, 1, BT_PATH ", 4 stages (no hint", NULL, 1, 64},
     /* K-major B with a K tile other than 64: its boxes cut along K as A's */
     {"bt_bk32.tile", 1, 1,
-     "dot loop: wgmma + TMA (the sm_90a twin, B K-major: trans of its [N, K] load, K tile 32: A in 64-byte swizzled rows)",
-     NULL, 1},
+     "dot loop: wgmma + TMA (the sm_90a twin, B K-major: trans of its [N, K] load, K tile 32: stages of 64 (two "
+     "iterations a stage))",
+     NULL, 1, 64},
     {"bt_bk128.tile", 1, 1,
      "dot loop: wgmma + TMA (the sm_90a twin, B K-major: trans of its [N, K] load, K tile 128: A in 2 boxes of 128-byte "
      "swizzled rows a stage)",
-     NULL, 1},
+     NULL, 1, 128},
 };
 enum { NFORMS = sizeof forms / sizeof forms[0] };
 
@@ -133,18 +142,40 @@ Test(forms, paths_and_remarks, .timeout = 120)
     }
 }
 
-/* The instructions each form compiles to for sm_90a. */
+/* The HGMMA instructions of the twin gemm_v0_tma in SASS s. */
+static int twin_hgmma(const char *s)
+{
+    const char *t = strstr(s, "Function : gemm_v0_tma");
+    if (!t)
+        return 0;
+    const char *end = strstr(t + 1, "Function : ");
+    int n = 0;
+    for (const char *p = strstr(t, "HGMMA"); p && (!end || p < end); p = strstr(p + 5, "HGMMA"))
+        n++;
+    return n;
+}
+
+/* The instructions each form compiles to for sm_90a; a twin's HGMMA as
+ * many a stage as the reference's (a K tile of 16 or 32 is stages of 64:
+ * four k16 steps, not one or two), twice that at a K tile of 128. */
 Test(forms, sass, .timeout = 300)
 {
     const char *tool = cuobjdump();
     if (!tool)
         cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    char *rs = disassemble_file(tool, "-sass", "tests/forms/ref.tile", "gemm", 0, "sm_90a");
+    int ref_hgmma = twin_hgmma(rs);
+    free(rs);
+    cr_assert_gt(ref_hgmma, 0, "ref.tile's twin has HGMMA");
     for (int i = 0; i < NFORMS; i++) {
         const form *f = &forms[i];
         char path[256];
         snprintf(path, sizeof path, "tests/forms/%s", f->file);
         char *s = disassemble_file(tool, "-sass", path, "gemm", 0, "sm_90a");
         cr_expect_eq(strstr(s, "HGMMA") != NULL, f->twin, "%s: HGMMA", f->file);
+        if (f->twin)
+            cr_expect_eq(twin_hgmma(s), ref_hgmma * f->stage_k / 64,
+                         "%s: %d HGMMA in the twin, the reference %d", f->file, twin_hgmma(s), ref_hgmma);
         cr_expect_eq(strstr(s, "UTMALDG") != NULL, f->twin, "%s: UTMALDG", f->file);
         cr_expect_eq(strstr(s, "UTMASTG") != NULL, f->store_tma, "%s: UTMASTG (the epilogue by TMA)", f->file);
         cr_expect_eq(strstr(s, "LDGSTS") != NULL, f->pipelined, "%s: LDGSTS (cp.async)", f->file);
@@ -208,7 +239,7 @@ Test(forms, remarks_on_stderr, .init = cr_redirect_stderr, .timeout = 120)
     buf[n] = 0;
     cr_expect(strstr(buf,
                      "tests/forms/bk32.tile:10: remark: gemm_v0: dot loop: wgmma + TMA (the sm_90a twin, K tile 32: "
-                     "A in 64-byte swizzled rows); elsewhere cp.async pipeline + mma.sync, 3 stages"),
+                     "stages of 64 (two iterations a stage)); elsewhere cp.async pipeline + mma.sync, 3 stages"),
               "%s", buf);
     cr_expect(strstr(buf,
                      "bm256.tile:14: remark: gemm_v0: dot loop at line 10 not on wgmma + TMA: M tile 256 is not 64 "

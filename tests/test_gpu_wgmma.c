@@ -151,11 +151,15 @@ static void run_case(const mm_case *c, int v)
     free(got);
 }
 
-/* the last: more tiles than an H100 has multiprocessors at every tile
- * shape, so each block of a persistent twin walks several (ragged in M,
- * N and K) */
+/* K not a multiple of 64: 200, 72 and 1000 leave the last K tile partly
+ * past K; 96 and 48 are 3 K tiles of 32 or 16 (a K tile under 64 is
+ * stages of 64, several iterations a stage: the last stage's second
+ * iteration lies wholly past K, 200 and 72 are odd numbers of K tiles
+ * of 16 and 32 too). The last: more tiles than an H100 has
+ * multiprocessors at every tile shape, so each block of a persistent
+ * twin walks several (ragged in M, N and K) */
 static const int shapes[][3] = {{128, 128, 64}, {300, 264, 200}, {129, 136, 72}, {1000, 1000, 1000}, {8, 64, 1024},
-                                {2100, 2080, 72}};
+                                {136, 200, 96}, {72, 64, 48},    {2100, 2080, 72}};
 
 /* Every variant of kernel with a twin: at least `want_twins` of them
  * (batch: bmm_f16's number of products, 0 for the others). */
@@ -254,13 +258,15 @@ Test(wgmma, f32_output_by_tma, .timeout = 300)
 }
 
 /* tests/forms whose K tile or warps differ from the reference's
- * (bk16, bk32, bk128, warps4, warps8_bm64, user_mix): each has a twin, right
- * on every shape (ragged in M, N and K: the last K tile partly past K). */
+ * (bk16, bk32, bk128, warps4, warps8_bm64, user_mix, tiles_bk32): each has a twin, right
+ * on every shape (ragged in M, N and K: the last K tile partly past K; K
+ * tiles of 16 and 32 in stages of 64, the last stage's iterations partly
+ * or wholly past K). */
 Test(wgmma, forms_k_tiles_and_warps, .timeout = 600)
 {
     if (!hopper)
         return;
-    static const char *const forms[] = {"bk16", "bk32", "bk128", "warps4", "warps8_bm64", "user_mix"};
+    static const char *const forms[] = {"bk16", "bk32", "bk128", "warps4", "warps8_bm64", "user_mix", "tiles_bk32"};
     for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
         char path[128];
         snprintf(path, sizeof path, "tests/forms/%s.tile", forms[f]);

@@ -313,16 +313,20 @@ Test(tma, a_multi_architecture_wrapper_loads_the_device_s_table, .timeout = 60)
     tilec_rt_close(rt);
 }
 
-/* A K tile other than 64 halves: A's boxes are as wide as the tile (at
- * most 128 bytes) and its map swizzles that width (16 halves: 32 bytes,
- * CU_TENSOR_MAP_SWIZZLE_32B; 32: 64 bytes, _64B; 128: boxes of 128 bytes,
- * _128B); B's boxes are K rows of 128 bytes, swizzled 128 bytes wide,
- * whatever the K tile. */
+/* The maps' boxes and swizzles follow a stage's K depth (docs/lowering.md,
+ * "wgmma and TMA"): K tiles of 16 and 32 in stages of 64 (several loop
+ * iterations a stage) and of 128 are boxes of 128 bytes of K, swizzled
+ * 128 bytes wide (CU_TENSOR_MAP_SWIZZLE_128B); a K tile of 16 or 32 one
+ * iteration a stage (the loop stops a K tile short of K, so merging
+ * would not be the same sum) is A's boxes as wide as the tile, swizzled
+ * that wide (16 halves: 32 bytes, _32B; 32: 64 bytes, _64B). B's boxes
+ * are the stage's K rows of 128 bytes, swizzled 128 bytes wide. */
 Test(tma, swizzle_follows_the_k_tile, .timeout = 120)
 {
     static const struct {
-        unsigned bk, swizzle;
-    } tiles[] = {{16, 1}, {32, 2}, {128, 3}};
+        unsigned bk, kdepth, swizzle;
+        const char *end; /* the loop's end */
+    } tiles[] = {{16, 64, 3, "K"}, {32, 64, 3, "K"}, {128, 128, 3, "K"}, {16, 16, 1, "K - BK"}, {32, 32, 2, "K - BK"}};
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
         env e;
         memset(&e, 0, sizeof e);
@@ -335,6 +339,12 @@ Test(tma, swizzle_follows_the_k_tile, .timeout = 120)
         snprintf(hint, sizeof hint, "BK = %u,", tiles[i].bk);
         memmove(bk + strlen(hint), bk + strlen("BK = 64,"), strlen(bk + strlen("BK = 64,")) + 1);
         memcpy(bk, hint, strlen(hint));
+        char *end = strstr(src, "0 .. K step");
+        cr_assert_not_null(end);
+        char tail[1024];
+        cr_assert_lt(strlen(end), sizeof tail);
+        snprintf(tail, sizeof tail, "%s", end + strlen("0 .. K"));
+        snprintf(end, sizeof src - (size_t)(end - src), "0 .. %s%s", tiles[i].end, tail);
         cr_assert_eq(tilec_parse_string(e.ctx, "tw.tile", src, strlen(src), &e.m), TILEC_OK);
         tilec_build_options o = {.threads = 1};
         tilec_status st = tilec_program_build(e.ctx, e.rt, e.m, &o, &e.p);
@@ -347,14 +357,15 @@ Test(tma, swizzle_follows_the_k_tile, .timeout = 120)
         int before = fake->tma_launches;
         cr_assert_eq(launch(&e, e.a, 300, 264, 200), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
         cr_expect_eq(fake->tma_launches, before + 1, "BK = %u: the twin ran", tiles[i].bk);
-        unsigned acols = tiles[i].bk < 64 ? tiles[i].bk : 64;
-        cr_expect(fake->tma_maps[0].box[0] == acols && fake->tma_maps[0].box[1] == 128, "BK = %u: A's box %u x %u",
-                  tiles[i].bk, fake->tma_maps[0].box[1], fake->tma_maps[0].box[0]);
-        cr_expect_eq(fake->tma_maps[0].swizzle, tiles[i].swizzle, "BK = %u: A's swizzle %u", tiles[i].bk,
+        unsigned acols = tiles[i].kdepth < 64 ? tiles[i].kdepth : 64, kt = tiles[i].bk;
+        const char *to = tiles[i].end;
+        cr_expect(fake->tma_maps[0].box[0] == acols && fake->tma_maps[0].box[1] == 128,
+                  "BK = %u to %s: A's box %u x %u", kt, to, fake->tma_maps[0].box[1], fake->tma_maps[0].box[0]);
+        cr_expect_eq(fake->tma_maps[0].swizzle, tiles[i].swizzle, "BK = %u to %s: A's swizzle %u", kt, to,
                      fake->tma_maps[0].swizzle);
-        cr_expect(fake->tma_maps[1].box[0] == 64 && fake->tma_maps[1].box[1] == tiles[i].bk, "BK = %u: B's box %u x %u",
-                  tiles[i].bk, fake->tma_maps[1].box[1], fake->tma_maps[1].box[0]);
-        cr_expect_eq(fake->tma_maps[1].swizzle, 3, "BK = %u: B in 128-byte rows", tiles[i].bk);
+        cr_expect(fake->tma_maps[1].box[0] == 64 && fake->tma_maps[1].box[1] == tiles[i].kdepth,
+                  "BK = %u to %s: B's box %u x %u", kt, to, fake->tma_maps[1].box[1], fake->tma_maps[1].box[0]);
+        cr_expect_eq(fake->tma_maps[1].swizzle, 3, "BK = %u to %s: B in 128-byte rows", kt, to);
         env_free(&e);
     }
 }

@@ -117,57 +117,127 @@ static int count_of(const char *hay, const char *needle)
     return n;
 }
 
+/* src with `from` replaced by `to` (once; it must be there). */
+static void edit_src(char *src, size_t size, const char *from, const char *to)
+{
+    char *h = strstr(src, from);
+    cr_assert_not_null(h, "'%s' in the source", from);
+    cr_assert_lt(strlen(src) - strlen(from) + strlen(to), size);
+    memmove(h + strlen(to), h + strlen(from), strlen(h + strlen(from)) + 1);
+    memcpy(h, to, strlen(to));
+}
+
+/* mm_tile.h's kernel `mm` with edits[2i] replaced by edits[2i + 1] (n
+ * pairs), lowered (variant 0) in a new context. */
+static tilec_ctx *lower_mm(const char *const *edits, int n, tilec_module **m, tilec_kernel_code *code)
+{
+    char src[2048];
+    snprintf(src, sizeof src, MM_TILE_FMT, "mm", MM_TILE_MASK);
+    for (int i = 0; i < n; i++)
+        edit_src(src, sizeof src, edits[2 * i], edits[2 * i + 1]);
+    tilec_ctx *ctx = tilec_ctx_new();
+    lower_src(ctx, m, "mm", src, code);
+    return ctx;
+}
+
 /* The K tile and the warps shape the twin, not whether there is one
- * (docs/lowering.md, "wgmma and TMA"): A's boxes as wide as the K tile (at
- * most 128 bytes, several boxes past that), its descriptors' layout type
- * and stride byte offset the swizzle of that width (8 rows: 256, 512 or
- * 1024 bytes), B's leading byte offset one box of K rows x 128 bytes, the
- * k16 steps K / 16, the stage's bytes (BM + BN) * BK * 2; and BM / 16
- * consumer warps whatever the `warps` hint says. */
+ * (docs/lowering.md, "wgmma and TMA"). A stage is 64 halves deep in K
+ * whatever the K tile under that: a K tile of 16 or 32 takes 4 or 2 loop
+ * iterations a stage (the loop steps that many K tiles a stage), A in
+ * boxes of 64 columns in the 128-byte swizzle (descriptor layout type 1,
+ * stride byte offset 1024), B in boxes of 64 K rows (its leading byte
+ * offset one box, 64 x 128 bytes), 4 k16 steps and (BM + BN) * 64 * 2
+ * bytes a stage, as the reference's; a K tile of 128, two boxes of A a
+ * stage, 8 k16 steps; and BM / 16 consumer warps whatever the `warps`
+ * hint says. */
 Test(wgmma, k_tile_and_warps_shape_the_twin)
 {
     static const struct {
         const char *hints;
-        uint32_t threads, a_cols, a_boxes;
-        const char *a_desc, *b_desc, *steps, *expect;
+        uint32_t threads, a_cols, a_boxes, b_rows;
+        const char *a_desc, *b_desc, *steps, *expect, *step;
     } cases[] = {
-        {"BM = 128, BN = 128, BK = 16, warps = 8", 384, 16, 1, "tl_wg_desc(tl_a + tl_q * 32, 16, 256, 3)",
-         "tl_wg_desc(tl_b + tl_q * 2048, 2048, 1024, 1)", "tl_q < 1;", "tl_mbar_expect(tl_full + tl_s * 8, 8192);"},
-        {"BM = 128, BN = 128, BK = 32, warps = 8", 384, 32, 1, "tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2)",
-         "tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1)", "tl_q < 2;", "tl_mbar_expect(tl_full + tl_s * 8, 16384);"},
-        {"BM = 128, BN = 128, BK = 128, warps = 8", 384, 64, 2,
+/* A's and B's descriptors and the k16 steps of a stage 64 halves deep */
+#define STAGE64 \
+    "tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1)", "tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1)", "tl_q < 4;"
+        {"BM = 128, BN = 128, BK = 16, warps = 8", 384, 64, 1, 64, STAGE64,
+         "tl_mbar_expect(tl_full + tl_s * 8, 32768);", "tl_st = (v_BK) * 4;"},
+        {"BM = 128, BN = 128, BK = 32, warps = 8", 384, 64, 1, 64, STAGE64,
+         "tl_mbar_expect(tl_full + tl_s * 8, 32768);", "tl_st = (v_BK) * 2;"},
+        {"BM = 128, BN = 128, BK = 128, warps = 8", 384, 64, 2, 128,
          "tl_wg_desc(tl_a + (tl_q / 4) * 16384 + (tl_q % 4) * 32, 16, 1024, 1)",
-         "tl_wg_desc(tl_b + tl_q * 2048, 16384, 1024, 1)", "tl_q < 8;", "tl_mbar_expect(tl_full + tl_s * 8, 65536);"},
+         "tl_wg_desc(tl_b + tl_q * 2048, 16384, 1024, 1)", "tl_q < 8;", "tl_mbar_expect(tl_full + tl_s * 8, 65536);",
+         "tl_st = v_BK;"},
         /* warps = 4 for 128 rows: two consumer warp groups all the same */
-        {"BM = 128, BN = 128, BK = 64, warps = 4", 384, 64, 1, "tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1)",
-         "tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1)", "tl_q < 4;", "tl_mbar_init(tl_empty0 + tl_s * 8, 8);"},
+        {"BM = 128, BN = 128, BK = 64, warps = 4", 384, 64, 1, 64, STAGE64, "tl_mbar_init(tl_empty0 + tl_s * 8, 8);",
+         "tl_st = v_BK;"},
         /* warps = 8 for 64 rows: one */
-        {"BM = 64, BN = 256, BK = 32, warps = 8", 256, 32, 1, "tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2)",
-         "tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1)", "tl_q < 2;", "tl_mbar_init(tl_empty0 + tl_s * 8, 4);"},
+        {"BM = 64, BN = 256, BK = 32, warps = 8", 256, 64, 1, 64, STAGE64, "tl_mbar_init(tl_empty0 + tl_s * 8, 4);",
+         "tl_st = (v_BK) * 2;"},
+#undef STAGE64
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char src[2048], *h;
-        snprintf(src, sizeof src, MM_TILE_FMT, "mm", MM_TILE_MASK);
-        const char *old = "BM = 128, BN = 128, BK = 64, warps = 8";
-        cr_assert_not_null(h = strstr(src, old));
-        memmove(h + strlen(cases[i].hints), h + strlen(old), strlen(h + strlen(old)) + 1);
-        memcpy(h, cases[i].hints, strlen(cases[i].hints));
-        tilec_ctx *ctx = tilec_ctx_new();
+        const char *edit[2] = {"BM = 128, BN = 128, BK = 64, warps = 8", cases[i].hints};
         tilec_module *m;
         tilec_kernel_code code;
-        lower_src(ctx, &m, "mm", src, &code);
+        tilec_ctx *ctx = lower_mm(edit, 1, &m, &code);
         const char *c = cases[i].hints;
         cr_assert_not_null(code.tma.name, "%s: a twin", c);
         cr_expect_eq(code.tma.threads, cases[i].threads, "%s: %u threads", c, code.tma.threads);
         cr_expect_eq(code.tma.maps[0].box_cols, cases[i].a_cols, "%s: A's box %u columns", c,
                      code.tma.maps[0].box_cols);
-        cr_expect_eq(code.tma.maps[1].box_rows * 1u, (uint32_t)atoi(strstr(c, "BK = ") + 5), "%s: B's box K rows", c);
+        cr_expect_eq(code.tma.maps[1].box_rows, cases[i].b_rows, "%s: B's box %u K rows", c, code.tma.maps[1].box_rows);
         cr_expect_eq(count_of(code.source, "&tl_tm0, "), (int)cases[i].a_boxes, "%s: A's copies a stage", c);
         cr_expect(strstr(code.source, cases[i].a_desc), "%s: A's descriptor %s", c, cases[i].a_desc);
         cr_expect(strstr(code.source, cases[i].b_desc), "%s: B's descriptor %s", c, cases[i].b_desc);
         cr_expect(strstr(code.source, cases[i].steps), "%s: %s", c, cases[i].steps);
         cr_expect(strstr(code.source, cases[i].expect), "%s: %s", c, cases[i].expect);
+        cr_expect(strstr(code.source, cases[i].step), "%s: a stage's step %s", c, cases[i].step);
         cr_expect_leq(code.tma.smem_bytes, 227 * 1024);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+}
+
+/* Several iterations of a small K tile make a stage only where that is
+ * the same sum: consecutive iterations read consecutive K tiles, and the
+ * loop runs to the masks' K extent, so what a merged stage reads past the
+ * loop's end lies past the extent (zeros). Otherwise one iteration a
+ * stage, in the swizzle of the K tile's width, and the remark says why. */
+Test(wgmma, small_k_tiles_merge_only_when_the_same_sum)
+{
+    static const struct {
+        const char *from, *to; /* one edit of the BK = 32 kernel */
+        int iters;
+        const char *step, *remark;
+    } cases[] = {
+        {"k + range(BK)", "k + range(BK)", 2, "tl_st = (v_BK) * 2;", "K tile 32: stages of 64 (two iterations a stage)"},
+        /* the K offset from an iteration count: kt * BK, to cdiv(K, BK) */
+        {"for k in 0 .. K step BK {\n        let rk = k + range(BK);",
+         "for kt in 0 .. cdiv(K, BK) {\n        let k0 = kt * BK;\n        let rk = k0 + range(BK);", 2,
+         "tl_st = (1) * 2;", "K tile 32: stages of 64 (two iterations a stage)"},
+        /* the loop stops a K tile short of K: the next one is not zeros */
+        {"for k in 0 .. K step BK", "for k in 0 .. K - BK step BK", 1, "tl_st = v_BK;",
+         "K tile 32: A in 64-byte swizzled rows, one iteration a stage (the loop's end is not K, the masks' K extent"},
+        /* every other K tile: the one between is not in the sum */
+        {"for k in 0 .. K step BK", "for k in 0 .. K step 2 * BK", 1, "tl_st = (2 * v_BK);",
+         "one iteration a stage (A's K index is not the loop variable (times a constant) plus range(32), one K tile "
+         "an iteration)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *edits[4] = {"BK = 64", "BK = 32", cases[i].from, cases[i].to};
+        tilec_module *m;
+        tilec_kernel_code code;
+        tilec_ctx *ctx = lower_mm(edits, 2, &m, &code);
+        const char *c = cases[i].to;
+        cr_assert_not_null(code.tma.name, "%s: a twin", c);
+        cr_expect(strstr(code.remarks, cases[i].remark), "%s: %s\n%s", c, cases[i].remark, code.remarks);
+        cr_expect(strstr(code.source, cases[i].step), "%s: %s", c, cases[i].step);
+        uint32_t k = 32 * (uint32_t)cases[i].iters; /* a stage's K */
+        cr_expect_eq(code.tma.maps[0].box_cols, k, "%s: A's box %u columns", c, code.tma.maps[0].box_cols);
+        cr_expect_eq(code.tma.maps[1].box_rows, k, "%s: B's box %u K rows", c, code.tma.maps[1].box_rows);
+        cr_expect(strstr(code.source, cases[i].iters > 1 ? "tl_q < 4;" : "tl_q < 2;"), "%s: k16 steps a stage", c);
         tilec_kernel_code_free(&code);
         tilec_module_free(m);
         tilec_ctx_free(ctx);
