@@ -305,6 +305,15 @@ class FakeDriverTests(unittest.TestCase):
         self.assertEqual(r.stdout.strip(), "[0.0, 8.0, 16.0, 24.0, 32.0]")
         self.assertEqual(r.stderr.count("tilec: launch scale2"), 3, r.stderr)
         self.assertIn("tilec:   scale2 arg 1: f32[5] numel=5 min=0 max=16 mean=8", r.stderr)
+        # a graph with a for loop: each part's steps, each iteration's slices
+        script = ("import array, tilec, gl\n"
+                  "x = tilec.Buffer.from_bytes(array.array('f', range(6)), (6,), 'f32')\n"
+                  "print(gl.call(x, 2, 2).tolist())\n")
+        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "[0.0, 4.0, 8.0, 12.0, 0.0, 0.0]")
+        self.assertEqual(r.stderr.count("tilec: launch scale2"), 4, r.stderr)
+        self.assertIn("tilec:   scale2 arg 1: f32[2] numel=2 min=4 max=6 mean=5", r.stderr)
 
     def test_a_python_extern_is_a_step_of_the_plan(self):
         def add1(inputs, outputs):  # the fake's device memory is host memory
