@@ -20,11 +20,12 @@
  * keyword, a builtin or the wrapper's (then NAME_), size symbols, argument
  * infos and addresses are _NAME_s, _NAME_info and _NAME_p. Slot names in
  * the plan are string literals: a buffer's name, "$" and a size text or a
- * scalar parameter's name. */
+ * scalar parameter's name. A graph with for loops (py_loop.c) has its
+ * steps cut into parts by loop markers, which call() runs from Python
+ * loops. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "dsl/diag.h"
 #include "emit_py/emit_py.h"
 #include "emit_py/py_internal.h"
 #include "parser/module.h"
@@ -56,6 +57,20 @@ static void py_check_tensor(pystate *s, const tilec_wir_line *l, const char *nam
     strbuf shape;
     sb_init(&shape);
     py_shape(&shape, s->g, l);
+    int inl = 0; /* its shape names a loop variable: checked in every iteration */
+    for (uint32_t d = 0; l->size_exprs && d < l->rank; d++)
+        inl |= py_in_loop(s, l->size_exprs[d]);
+    if (inl) {
+        strbuf c;
+        sb_init(&c);
+        sb_printf(&c, "    tilec.check_tensor(\"%s\", \"%s\", %s, \"%s\")\n", s->g->name, name, sb_str(&shape),
+                  tilec_dtype_name(l->dtype));
+        py_code(s, sb_str(&c));
+        s->failed |= shape.failed | c.failed;
+        sb_free(&c);
+        sb_free(&shape);
+        return;
+    }
     strbuf key;
     sb_init(&key);
     sb_printf(&key, "%s %s", tilec_dtype_name(l->dtype), sb_str(&shape));
@@ -110,6 +125,15 @@ static void buf_add(pystate *s, const tilec_wir_line *l, int input, const char *
     s->failed |= o.failed || !b->off;
     sb_free(&o);
     s->nbufs++;
+    if (s->depth) { /* made in a loop's body: its size slots are made here, its address set per iteration */
+        strbuf dims;
+        sb_init(&dims);
+        for (uint32_t d = 0; d < l->rank; d++)
+            py_size_ref(s, &dims, l->sizes[d], l->size_exprs ? l->size_exprs[d] : NULL, "int");
+        s->failed |= dims.failed;
+        sb_free(&dims);
+        py_loop_buf(s, s->nbufs - 1);
+    }
 }
 
 
@@ -135,6 +159,7 @@ static void py_fill(pystate *s, const tilec_wir_line *l)
 {
     if (!l->fill)
         return;
+    s->nsteps++;
     sb_puts(&s->steps, "    (\"fill\", ");
     py_str(&s->steps, l->name);
     sb_printf(&s->steps, ", 0x%llx),  # %s\n", (unsigned long long)l->fill_bits, l->fill);
@@ -177,10 +202,18 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
             sb_init(&v[i]);
             py_size(&v[i], s->g, l->args[i].expr);
         }
-        sb_printf(&s->checks, "    if not (0 <= %s <= %s <= %s):\n        raise ValueError(\"%s: line %u: slice %s = %s[%s:%s] "
+        strbuf c; /* in a loop's body: at every iteration, before the steps that follow it run */
+        sb_init(&c);
+        sb_printf(&c, "    if not (0 <= %s <= %s <= %s):\n        raise ValueError(\"%s: line %u: slice %s = %s[%s:%s] "
                   "is out of bounds: start %%d, stop %%d, and '%s' has %%d rows\" %% (%s, %s, %s))\n",
                   sb_str(&v[0]), sb_str(&v[1]), sb_str(&v[2]), s->g->name, l->loc.line, l->name, l->from,
                   l->args[0].text, l->args[1].text, l->from, sb_str(&v[0]), sb_str(&v[1]), sb_str(&v[2]));
+        if (s->depth)
+            py_code(s, sb_str(&c));
+        else
+            sb_add(&s->checks, sb_str(&c), c.n);
+        s->failed |= c.failed;
+        sb_free(&c);
         for (int i = 0; i < 3; i++) {
             s->failed |= v[i].failed;
             sb_free(&v[i]);
@@ -190,27 +223,20 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
         strbuf off;
         sb_init(&off);
         py_size(&off, s->g, l->offset_expr);
-        sb_printf(&s->checks, "    tilec.check_fits(\"%s\", \"the byte offset of view %s\", (%s) * %u)\n", s->g->name,
+        strbuf c;
+        sb_init(&c);
+        sb_printf(&c, "    tilec.check_fits(\"%s\", \"the byte offset of view %s\", (%s) * %u)\n", s->g->name,
                   l->name, sb_str(&off), tilec_dtype_size(l->dtype));
-        s->failed |= off.failed;
+        if (py_in_loop(s, l->offset_expr))
+            py_code(s, sb_str(&c));
+        else
+            sb_add(&s->checks, sb_str(&c), c.n);
+        s->failed |= off.failed | c.failed;
+        sb_free(&c);
         sb_free(&off);
     }
     buf_add(s, l, 0, l->from, 1);
     return 0;
-}
-
-/* A for loop: the Python wrapper's launch plan is a fixed list of steps
- * that load() resolves once, and a loop repeats steps a number of times
- * known at call time only: refused with a diagnostic (the c emitter
- * writes loops). */
-static int h_loop(void *u, const tilec_wir_line *l)
-{
-    pystate *s = u;
-    diag_at(s->ctx, s->src, &l->loc, TILEC_SEV_ERROR,
-            "the py emitter cannot write graph '%s' yet: its launch plan is a fixed list of steps, and the for loop "
-            "over '%s' repeats steps a number of times known only when it is called (use --emit c)",
-            s->g->name, l->name);
-    return -1;
 }
 
 /* A constant or slot argument of a kernel step. */
@@ -247,12 +273,13 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
         if (p->type.kind == TILEC_TE_POINTER || a->kind == TILEC_WIR_ARG_SCALAR || dt == TILEC_DT_F32 ||
             dt == TILEC_DT_F64)
             continue;
-        strbuf key; /* each size once per call: sizes do not change within one */
+        strbuf key; /* each size once per call: sizes do not change within one (but in a loop's iterations) */
         sb_init(&key);
         sb_printf(&key, "%s %s", ty, a->text);
         /* a literal of 9 digits fits any of them */
         int literal = a->expr && a->expr->op == TILEC_IX_INT && a->expr->value >= 0 && a->expr->value <= 999999999;
-        int fresh = strset_add(&s->checked, sb_str(&key)) && !literal;
+        int inl = py_in_loop(s, a->expr);
+        int fresh = inl || (strset_add(&s->checked, sb_str(&key)) && !literal);
         s->failed |= key.failed;
         sb_free(&key);
         if (!fresh)
@@ -263,13 +290,21 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
         strbuf t;
         sb_init(&t);
         sb_printf(&t, "argument '%s' of %s (%s)", p->name, k->name, a->text);
-        sb_printf(&s->checks, "    tilec.check_fits(\"%s\", ", s->g->name);
-        py_str(&s->checks, sb_str(&t));
-        sb_printf(&s->checks, ", %s, \"%s\")\n", sb_str(&v), ty);
-        s->failed |= v.failed | t.failed;
+        strbuf c;
+        sb_init(&c);
+        sb_printf(&c, "    tilec.check_fits(\"%s\", ", s->g->name);
+        py_str(&c, sb_str(&t));
+        sb_printf(&c, ", %s, \"%s\")\n", sb_str(&v), ty);
+        if (inl)
+            py_code(s, sb_str(&c));
+        else
+            sb_add(&s->checks, sb_str(&c), c.n);
+        s->failed |= v.failed | t.failed | c.failed;
+        sb_free(&c);
         sb_free(&v);
         sb_free(&t);
     }
+    s->nsteps++;
     sb_puts(&s->steps, "    (\"kernel\", ");
     py_str(&s->steps, k->name);
     sb_printf(&s->steps, ", %d, (", l->nvariants > 1 ? -1 : 0);
@@ -285,6 +320,7 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
 static void py_extern(pystate *s, const tilec_wir_line *l, const char *const *outs, uint32_t nouts)
 {
     s->externs = 1;
+    s->nsteps++;
     sb_puts(&s->steps, "    (\"extern\", ");
     py_str(&s->steps, l->symbol);
     sb_puts(&s->steps, ", (");
@@ -425,14 +461,15 @@ static int py_begin(tilec_emit *e, void **state)
     if (!s)
         return -1;
     s->w = tilec_emit_wir(e);
-    s->ctx = tilec_emit_ctx(e);
-    s->src = &tilec_emit_module(e)->src;
     s->g = tilec_emit_graph(e);
     sb_init(&s->checks);
     sb_init(&s->colls);
     sb_init(&s->steps);
     sb_init(&s->scalars);
     sb_init(&s->values);
+    sb_init(&s->code);
+    for (size_t i = 0; i < tilec_wir_line_count(s->w); i++)
+        s->loops |= tilec_wir_line_at(s->w, i)->kind == TILEC_WIR_LOOP;
     if (tilec_wir_has_collectives(s->w)) { /* world: the communicator's size, bound first */
         sb_puts(&s->checks, "    if _comm is None:\n        raise RuntimeError(");
         strbuf m;
@@ -697,13 +734,18 @@ static int py_end(tilec_emit *e, void *state)
         sb_puts(&c, "\n\n_call = call  # the checked call(); load() puts tilec.fast_entry's Entry in front of it\n");
     py_bench_main(&c, s);
     int bad = s->failed || c.failed || mod.failed || s->steps.failed || s->checks.failed || s->scalars.failed ||
-              s->values.failed ||
+              s->values.failed || s->code.failed ||
               tilec_emit_write(e, pyname, sb_str(&c), c.n);
     sb_free(&c);
     sb_free(&mod);
     sb_free(&s->steps);
     sb_free(&s->scalars);
     sb_free(&s->values);
+    sb_free(&s->code);
+    for (size_t i = 0; i < s->nslotkeys; i++)
+        free(s->slotkeys[i]);
+    free(s->slotkeys);
+    strset_free(&s->assigned);
     strset_free(&s->checked);
     strset_free(&s->slots);
     sb_free(&s->checks);
@@ -737,8 +779,8 @@ const tilec_emitter tilec_emit_py_emitter = {
                     .multi_output = h_multi_output,
                     .assert_shape = h_assert_shape,
                     .collective = h_collective,
-                    .loop = h_loop,
-                    .end_loop = h_loop,
+                    .loop = py_h_loop,
+                    .end_loop = py_h_end_loop,
                 },
             },
         },

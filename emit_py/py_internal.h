@@ -20,6 +20,7 @@ typedef struct pybuf {
     int input;
     int standalone; /* a root that backs an output: allocated apart, not in the workspace */
     char *off;      /* Python byte offset from the root's address ("" for 0) */
+    int inloop;     /* made in a for loop's body: its address is set per iteration (py_loop.c) */
 } pybuf;
 
 typedef struct pystate {
@@ -36,9 +37,21 @@ typedef struct pystate {
     size_t nbufs, capbufs;
     int cacheable;  /* every output is a root of its own: call() keeps Recipes (py_call_prologue) */
     int failed;
-    tilec_ctx *ctx; /* for diagnostics */
-    const struct dsl_source *src; /* the module's source, for diagnostics at a line */
     strbuf colls; /* set_comm's registrations, one per COLLECTIVE line */
+    /* a graph with for loops (py_loop.c): call() runs the plan in parts,
+     * the steps between LOOP and END_LOOP markers, from Python loops */
+    int loops;               /* the graph has for loops */
+    strbuf code;             /* call()'s statements after the allocations */
+    uint32_t depth;          /* loops open */
+    const char *loopvars[64];
+    size_t loop_at[64];      /* where each open loop's body starts in code */
+    unsigned loopid[64];     /* each open loop's serial number */
+    unsigned nloops;         /* loops opened so far */
+    size_t nsteps, part_first; /* steps written; the first of the current part */
+    unsigned part;           /* the current part */
+    char **slotkeys;         /* every size and scalar slot's key, in slot order */
+    size_t nslotkeys, capslotkeys;
+    strset assigned;         /* "slot loop": a loop's body sets that slot */
 } pystate;
 
 /* ---- py_spell.c ---- */
@@ -50,9 +63,10 @@ void py_sym(strbuf *b, const char *name);
 int py_scalar_is_float(const tilec_graph *g, const char *name);
 int py_is_ident(char c);
 void py_size(strbuf *b, const tilec_graph *g, const tilec_ix *e);
-void py_size_ref(pystate *s, strbuf *b, const char *t, const tilec_ix *e, const char *kind);
 void py_shape(strbuf *b, const tilec_graph *g, const tilec_wir_line *l);
 int buf_find(const pystate *s, const char *name); /* the index of buffer name, or -1 */
+/* The Python address of buffer i: its root's plus its offset. */
+void py_buf_ptr(const pystate *s, size_t i, strbuf *b);
 
 /* ---- py_plan.c ---- */
 void py_plan(strbuf *c, pystate *s);
@@ -67,5 +81,27 @@ int py_call_cacheable(pystate *s);
 void py_call_kinds(strbuf *c, const pystate *s);
 void py_call_prologue(strbuf *c, pystate *s);
 void py_call_body(strbuf *c, pystate *s);
+
+/* py_loop.c: graphs with for loops */
+/* Add text (lines indented for call()'s top level) to s->code at the
+ * current depth; checks that name a loop variable go there. */
+void py_code(pystate *s, const char *text);
+/* Does e name the variable of an open loop? */
+int py_in_loop(const pystate *s, const tilec_ix *e);
+/* Slot j (key) with value e: set at the top of the innermost open loop
+ * whose variable e names, once per loop; 0 when e names none. */
+int py_loop_slot(pystate *s, size_t j, const tilec_ix *e);
+/* The address of buffer i set in the body, where it is made (a body's
+ * root is allocated there, per iteration). */
+void py_loop_buf(pystate *s, size_t i);
+/* A plan value for size t (text) with expression e: an integer constant,
+ * or the slot "$t" (its value e, set in the loop body where e names an open
+ * loop's variable). */
+void py_size_ref(pystate *s, strbuf *b, const char *t, const tilec_ix *e, const char *kind);
+int py_h_loop(void *u, const tilec_wir_line *l);
+int py_h_end_loop(void *u, const tilec_wir_line *l);
+/* call()'s run of the plan for a graph with loops: the slot lists, then
+ * s->code and the last part's run. */
+void py_loop_run(strbuf *c, pystate *s);
 
 #endif

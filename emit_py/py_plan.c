@@ -11,18 +11,6 @@
 
 /* ---- the plan and the body of call() ---- */
 
-/* The Python address of buffer i: its root's (_NAME_info.ptr of an input,
- * _NAME_p of a root) plus its offset. */
-static void buf_ptr(const pystate *s, size_t i, strbuf *b)
-{
-    const pybuf *x = &s->bufs[i], *r = &s->bufs[x->root];
-    sb_puts(b, x->off[0] ? "(" : "");
-    mg_py_helper(b, r->l->name, strlen(r->l->name), r->input ? "info" : "p");
-    sb_puts(b, r->input ? ".ptr" : "");
-    if (x->off[0])
-        sb_printf(b, " + %s)", x->off);
-}
-
 /* _TENSORS, _SCALARS, _STEPS and _INPUTS: the launch plan as data */
 void py_plan(strbuf *c, pystate *s)
 {
@@ -72,8 +60,8 @@ static void py_workspace(strbuf *c, pystate *s)
     sb_init(&lines);
     for (size_t i = 0; i < s->nbufs; i++) {
         const pybuf *b = &s->bufs[i];
-        if (b->input || b->root != (int)i || b->standalone)
-            continue;
+        if (b->input || b->root != (int)i || b->standalone || b->inloop)
+            continue; /* a loop's body takes its own per iteration (py_loop.c) */
         const char *bytes = b->l->bytes ? b->l->bytes : "0";
         size_t k = 0;
         while (k < nt && strcmp(texts[k], bytes))
@@ -164,7 +152,7 @@ int py_call_cacheable(pystate *s)
     int inputs = 0;
     for (size_t i = 0; i < s->nbufs; i++)
         inputs |= s->bufs[i].input;
-    s->cacheable = inputs && py_outputs_are_roots(s);
+    s->cacheable = inputs && !s->loops && py_outputs_are_roots(s); /* a Recipe is one run of one plan */
     return s->cacheable;
 }
 
@@ -295,13 +283,18 @@ void py_call_body(strbuf *c, pystate *s)
         sb_printf(c, ", \"%s\")\n", tilec_dtype_name(b->l->dtype));
     }
     py_workspace(c, s);
-    sb_puts(c, "    _g.run((");
-    for (size_t i = 0; i < s->nbufs; i++) {
-        sb_puts(c, i ? ", " : "");
-        buf_ptr(s, i, c);
+    if (s->loops) { /* the plan in parts, from Python loops */
+        py_loop_run(c, s);
+    } else {
+        sb_puts(c, "    _g.run((");
+        for (size_t i = 0; i < s->nbufs; i++) {
+            sb_puts(c, i ? ", " : "");
+            py_buf_ptr(s, i, c);
+        }
+        sb_puts(c, s->nbufs ? sb_str(&s->values) : sb_str(&s->values) + (s->values.n ? 2 : 0));
+        sb_puts(c, ",), _c.stream)\n");
     }
-    sb_puts(c, s->nbufs ? sb_str(&s->values) : sb_str(&s->values) + (s->values.n ? 2 : 0));
-    sb_puts(c, ",), _c.stream)\n    _c.done()\n");
+    sb_puts(c, "    _c.done()\n");
     /* the outputs: an input's copy, a root, or a view of one */
     strbuf ret;
     sb_init(&ret);

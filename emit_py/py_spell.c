@@ -1,7 +1,9 @@
 /* py_spell.c: how the "py" emitter spells things in Python, below its
  * other files: string literals, names (util/mangle.h), sizes from their
- * integer expressions with Python's precedence, shapes, and the plan's
- * size slots; and finding a buffer by name. */
+ * integer expressions with Python's precedence, shapes; and finding a
+ * buffer by name and its address (py_buf_ptr).
+ * The size slots themselves (py_size_ref) are py_loop.c's: a slot set in a
+ * loop's body is computed there. */
 #include <string.h>
 
 #include "emit_py/py_internal.h"
@@ -114,30 +116,14 @@ int buf_find(const pystate *s, const char *name)
     return -1;
 }
 
-/* A plan value for size t (text) with expression e: an integer constant,
- * or the slot "$t" (made on first use, its value e as Python; a scalar
- * parameter by name where there is no expression). */
-void py_size_ref(pystate *s, strbuf *b, const char *t, const tilec_ix *e, const char *kind)
+/* The Python address of buffer i: its root's (_NAME_info.ptr of an input,
+ * _NAME_p of a root) plus its offset. */
+void py_buf_ptr(const pystate *s, size_t i, strbuf *b)
 {
-    size_t nd = strspn(t, "0123456789");
-    if (nd && nd == strlen(t) && nd <= 18) {
-        sb_puts(b, t);
-        return;
-    }
-    strbuf name;
-    sb_init(&name);
-    sb_printf(&name, "$%s", t);
-    py_str(b, sb_str(&name));
-    if (strset_add(&s->slots, sb_str(&name))) {
-        sb_puts(&s->scalars, "    (");
-        py_str(&s->scalars, t);
-        sb_printf(&s->scalars, ", \"%s\"),\n", kind);
-        sb_puts(&s->values, ", ");
-        if (!strcmp(kind, "float") || !e)
-            py_name(&s->values, t);
-        else
-            py_size(&s->values, s->g, e);
-    }
-    s->failed |= name.failed || s->slots.failed;
-    sb_free(&name);
+    const pybuf *x = &s->bufs[i], *r = &s->bufs[x->root];
+    sb_puts(b, x->off[0] ? "(" : "");
+    mg_py_helper(b, r->l->name, strlen(r->l->name), r->input ? "info" : "p");
+    sb_puts(b, r->input ? ".ptr" : "");
+    if (x->off[0])
+        sb_printf(b, " + %s)", x->off);
 }

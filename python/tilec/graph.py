@@ -30,8 +30,12 @@ Ref = Union[str, int, float, bool]
 # a step: ("kernel", name, variant or -1 for the fastest, (arguments...)),
 # ("extern", symbol, (input tensors...), (output tensors...)) or ("fill",
 # tensor, element bit pattern); an argument is a tensor's name, "$NAME" for
-# a size or scalar slot, or a constant
+# a size or scalar slot, or a constant. A graph with for loops marks them
+# with ("loop", VAR) and ("end_loop", VAR): the markers cut the steps into
+# parts, each a plan of its own that the wrapper runs from its Python loops
+# (run_part)
 Step = Tuple[Any, ...]
+_MARKERS = ("loop", "end_loop")
 
 _TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "i8": "int8",
                  "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32",
@@ -45,7 +49,10 @@ class Graph(Owner):
     tensors: (name, dtype, dims) per tensor slot, dims being ints or "$NAME"
     size slots; scalars: (name, "int" | "float") per size or scalar slot;
     steps: what the graph runs, in order. run() takes the slot values: the
-    tensors' device addresses, then the sizes and scalars."""
+    tensors' device addresses, then the sizes and scalars. A graph with for
+    loops (loop markers among its steps) is run part by part instead:
+    run_part(k, values) runs the steps between its k-th and k+1-th markers
+    (the wrapper sets the slots of each iteration between the runs)."""
 
     def __init__(self, module: "Module", name: str, tensors: Sequence[Tuple[str, str, Sequence[Ref]]],
                  scalars: Sequence[Tuple[str, str]], steps: Sequence[Step], externs: Optional["Externs"] = None,
@@ -65,24 +72,25 @@ class Graph(Owner):
                        "".join("d" if s[1] == "float" else "q" for s in self.scalars)).encode()
         self._native = native()
         self._kernels: Dict[Tuple[str, int], Any] = {}
-        self._h = L.tilec_plan_new(module._prog, externs._h if externs else None, name.encode(), self._nslots)
+        # the parts between loop markers (one, the steps, without loops)
+        self._part_steps: List[List[Step]] = [[]]
+        for step in self.steps:
+            if step[0] in _MARKERS:
+                self._part_steps.append([])
+            else:
+                self._part_steps[-1].append(step)
+        self._parts: List[Any] = []  # their plans; self._h is the first
+        self._h = None
         graphs = getattr(module, "_graphs", None)
         if graphs is not None:  # the module closes its plans before its program
             graphs.add(self)
-        if not self._h:
-            raise TilecError(f"{name}: cannot make a launch plan (out of memory)")
-        for i, (tname, _, _) in enumerate(self.tensors):
-            self._ok(L.tilec_plan_set_slot(self._h, i, 0, tname.encode()))
-        for i, (sname, kind) in enumerate(self.scalars):
-            self._ok(L.tilec_plan_set_slot(self._h, len(self.tensors) + i, 2 if kind == "float" else 1,
-                                           sname.encode()))
-        for step in self.steps:
-            if step[0] == "kernel":
-                self._add_kernel(step[1], step[2], step[3])
-            elif step[0] == "fill":
-                self._ok(L.tilec_plan_add_fill(self._h, ctypes.byref(self._tensor(step[1])), step[2]))
-            else:
-                self._add_extern(step[1], step[2], step[3])
+        for steps in self._part_steps:
+            self._h = L.tilec_plan_new(module._prog, externs._h if externs else None, name.encode(), self._nslots)
+            if not self._h:
+                raise TilecError(f"{name}: cannot make a launch plan (out of memory)")
+            self._parts.append(self._h)
+            self._plan(steps)
+        self._h = self._parts[0]
         self._debug = debug_level() != 0  # read once, when the graph loads
         self._pool: Optional[Pool] = None
         self._torch_device: Any = None
@@ -93,6 +101,22 @@ class Graph(Owner):
         self._opts: Dict[str, Any] = {"static": False}  # read by the compiled recipes: static outputs (capture())
 
     # ---- building the plan ----
+
+    def _plan(self, steps: Sequence[Step]) -> None:
+        """The slots and these steps into the plan self._h."""
+        L = self._lib
+        for i, (tname, _, _) in enumerate(self.tensors):
+            self._ok(L.tilec_plan_set_slot(self._h, i, 0, tname.encode()))
+        for i, (sname, kind) in enumerate(self.scalars):
+            self._ok(L.tilec_plan_set_slot(self._h, len(self.tensors) + i, 2 if kind == "float" else 1,
+                                           sname.encode()))
+        for step in steps:
+            if step[0] == "kernel":
+                self._add_kernel(step[1], step[2], step[3])
+            elif step[0] == "fill":
+                self._ok(L.tilec_plan_add_fill(self._h, ctypes.byref(self._tensor(step[1])), step[2]))
+            else:
+                self._add_extern(step[1], step[2], step[3])
 
     def _ok(self, st: int) -> None:
         if st != 0:
@@ -190,8 +214,26 @@ class Graph(Owner):
         if st != 0:
             self._fail()
 
-    def _fail(self) -> None:
-        msg = self._lib.tilec_plan_last_error(self._h).decode(errors="replace")
+    def run_part(self, k: int, values: Sequence[Union[int, float]], stream: Optional[int] = None) -> None:
+        """A graph with for loops: run part k of the plan (the steps between
+        its k-th and k+1-th loop markers) with these slot values, as run()."""
+        if len(values) != self._nslots:
+            raise TypeError(f"{self.name}: run_part takes {self._nslots} slot values; got {len(values)}")
+        if self._debug:
+            return self._run_debug(values, stream, self._part_steps[k])
+        h = self._parts[k]
+        try:
+            if self._native is not None:
+                st = self._native.plan_run(h, self._kinds, values, stream)
+            else:
+                st = self._lib.tilec_plan_run(h, self._pack(*values), self._nslots, stream)
+        except (struct.error, OverflowError) as e:
+            raise RangeError(f"{self.name}: a slot value does not fit 64 bits ({e})") from None
+        if st != 0:
+            self._fail(h)
+
+    def _fail(self, h: Any = None) -> None:
+        msg = self._lib.tilec_plan_last_error(h or self._h).decode(errors="replace")
         raise (RangeError if "does not fit" in msg else TilecError)(msg)
 
     def release(self, *buffers: Any) -> None:
@@ -222,6 +264,8 @@ class Graph(Owner):
         (stats()["static_input_copies"] counts these copies).
         Without it (the default) every call returns new tensors. Returns
         self."""
+        if len(self._parts) > 1:
+            raise TilecError(f"{self.name}: no CUDA-graph mode: it has a for loop (a launch plan's steps are fixed)")
         self._ok(self._lib.tilec_plan_set_cuda_graph(self._h, graphs))
         self._opts["static"] = bool(static_outputs)
         if not static_outputs:
@@ -258,11 +302,13 @@ class Graph(Owner):
         and the recordings that updated a held graph in place (cuGraphExecUpdate);
         static_input_copies: inputs copied before a run because they shared
         memory with a static output that run overwrites (capture())."""
-        s = _PlanStats()
-        self._lib.tilec_plan_get_stats(self._h, ctypes.byref(s))
-        return {"runs": s.runs, "recorded": s.recorded, "replayed": s.replayed, "graphs": s.graphs,
-                "steps": s.steps, "updated": s.updated,
-                "static_input_copies": self._opts.get("static_input_copies", 0)}
+        out = {"static_input_copies": self._opts.get("static_input_copies", 0)}
+        for h in self._parts:  # a graph with for loops: the sums over its parts' plans
+            s = _PlanStats()
+            self._lib.tilec_plan_get_stats(h, ctypes.byref(s))
+            for k in ("runs", "recorded", "replayed", "graphs", "steps", "updated"):
+                out[k] = out.get(k, 0) + getattr(s, k)
+        return out
 
     def close(self) -> None:
         """Free the plan and its CUDA graphs (and forget the Recipes that run it)."""
@@ -270,14 +316,16 @@ class Graph(Owner):
             for key in [k for k, r in recipes.items() if r is not None and r.graph is self]:
                 _retire(getattr(self, "_native", None), (recipes[key],))
                 del recipes[key]
-        if getattr(self, "_h", None):
+        if getattr(self, "_h", None) or getattr(self, "_parts", None):
             if getattr(self.device, "_h", None):  # at exit the device may be closed first: then leave it
-                self._lib.tilec_plan_free(self._h)
-            self._h = None
+                for h in getattr(self, "_parts", None) or [self._h]:
+                    self._lib.tilec_plan_free(h)
+            self._h, self._parts = None, []
 
     # ---- TILEC_DEBUG_PRINT: the steps one by one, through the debug kernels ----
 
-    def _run_debug(self, values: Sequence[Union[int, float]], stream: Optional[int]) -> None:
+    def _run_debug(self, values: Sequence[Union[int, float]], stream: Optional[int],
+                   steps: Optional[Sequence[Step]] = None) -> None:
         n = len(self.tensors)
         scal = {"$" + s[0]: values[n + i] for i, s in enumerate(self.scalars)}
 
@@ -291,7 +339,7 @@ class Graph(Owner):
                 return buf(ref) if not ref.startswith("$") else scal[ref]
             return ref
         kernels = debug_kernels({key[0]: k for key, k in self._kernels.items()})
-        for step in self.steps:
+        for step in self.steps if steps is None else steps:
             if step[0] == "kernel":
                 kernels[step[1]](*[arg(a) for a in step[3]], stream=stream)
             elif step[0] == "fill":
@@ -316,6 +364,15 @@ class CallContext:
 
     def view(self, base: Any, offset: int, shape: Tuple[int, ...], dtype: str) -> Any:
         raise NotImplementedError
+
+    def temp(self, nbytes: int) -> Tuple[Any, int]:
+        """Memory of a for loop's body for one iteration (the wrapper gives
+        it back with free() at the iteration's end): (object, address)."""
+        return self.alloc((nbytes,), "u8") if nbytes else (None, 0)
+
+    def free(self, *objs: Any) -> None:
+        """temp()'s memory back, for the next iteration: stream order makes
+        its reuse safe (torch's allocator takes back a dropped tensor)."""
 
     def copy(self, obj: Any, info: TensorInfo) -> Any:
         """A new tensor with a copy of an input's bytes, enqueued on the stream."""
@@ -412,6 +469,11 @@ class BufferCall(CallContext):
 
     def view(self, base: Any, offset: int, shape: Tuple[int, ...], dtype: str) -> Any:
         return Buffer(shape, dtype, self.graph.device, _ptr=base.ptr + offset, _owner=base)
+
+    def free(self, *objs: Any) -> None:
+        for b in objs:
+            if b is not None:
+                self.pool.release(b)
 
     def done(self) -> None:
         for b in self.temps:

@@ -91,6 +91,7 @@ class _FakeGraph:
 
     def __init__(self):
         self.allocs, self.runs, self.copies, self.ws = [], [], [], None
+        self.events = []  # a graph with for loops: ("run", part, values), ("temp", bytes), ("free", objects)
 
     def begin(self, infos, stream, recipes=None, key=None):
         self.infos = infos
@@ -116,6 +117,16 @@ class _FakeGraph:
 
     def run(self, values, stream):
         self.runs.append(values)
+
+    def run_part(self, k, values, stream):
+        self.events.append(("run", k, values))
+
+    def temp(self, nbytes):
+        self.events.append(("temp", nbytes))
+        return ("temp", len(self.events)), 90000 + 1000 * len(self.events)
+
+    def free(self, *objs):
+        self.events.append(("free", objs))
 
 
 def _without_gpu(mod):
@@ -277,6 +288,40 @@ class GeneratedWrapperTests(unittest.TestCase):
         self.assertEqual(g.ws, 2 * tilec.aligned(4 * C * R) + tilec.aligned(4 * 64 * C))
         self.assertEqual((slots["t"], slots["u"], slots["v"], slots["p"]),
                          (50000, 50000 + tilec.aligned(4 * C * R), 50000, 50000 + 2 * tilec.aligned(4 * C * R)))
+
+    def test_nested_loops_run_the_plans_parts_with_the_sizes_of_each_iteration(self):
+        # tests/golden/ir/chunks.tile's nested: y filled (part 0); for h in 0 .. 2, r in 0 .. 8 step 4:
+        # put(x[8h + r : 8h + r + 4], y, (8h + r) * H, 4H) (part 2); then two puts (part 4)
+        mod = _generated("nested", "chunks")
+        g = _without_gpu(mod)
+        H = 3
+        mod.call(_Fake((16, H)), 7)
+        runs = [(e[1], _slots(mod, e[2])) for e in g.events if e[0] == "run"]
+        self.assertEqual([k for k, _ in runs], [0, 2, 2, 2, 2, 4])
+        self.assertEqual([(s["$8*H*h + H*r"], s["blk"]) for k, s in runs if k == 2],
+                         [(H * r8, 4096 + 4 * H * r8) for r8 in (0, 4, 8, 12)])
+        self.assertEqual(runs[-1][1]["bottom"], 4096 + 4 * 8 * H)
+        self.assertEqual(len(mod._STEPS), 8)
+        self.assertEqual([st for st in mod._STEPS if st[0] in ("loop", "end_loop")],
+                         [("loop", "h"), ("loop", "r"), ("end_loop", "r"), ("end_loop", "h")])
+
+    def test_a_loops_buffers_are_taken_and_given_back_each_iteration(self):
+        # chunks.tile's reuse: t and u of the body per iteration, v takes t's memory (the
+        # planner's reuse), both back at the end of the iteration; b lives across the loop
+        mod = _generated("reuse", "chunks")
+        g = _without_gpu(mod)
+        N = 10
+        mod.call(_Fake((N,)))
+        kinds = [e[0] for e in g.events]
+        self.assertEqual(kinds, ["run"] + ["temp", "temp", "run", "free"] * 4 + ["run"])
+        for i in range(4):
+            t, u, run, free = g.events[1 + 4 * i:5 + 4 * i]
+            self.assertEqual((t[1], u[1]), (4 * N, 4 * N))
+            slots = _slots(mod, run[2])
+            self.assertEqual(slots["v"], slots["t"])
+            self.assertNotEqual(slots["u"], slots["t"])
+            self.assertEqual(slots["b"], 50000)
+            self.assertEqual(len(free[1]), 2)
 
     def test_returned_input_is_a_copy(self):
         """A graph that returns its own input hands back a new tensor with a

@@ -66,6 +66,17 @@ graph gs(x: f32[N], a: i64, b: i64) -> (y: f32[N]) {
     scale2(xs, ys, b - a);
     return y;
 }
+graph gl(x: f32[N], n: i64, C: i64) -> (y: f32[N]) {
+    let y = zeros(f32, [N]);
+    for i in 0 .. n {
+        let xc = x[i * C : (i + 1) * C];
+        let yc = y[i * C : (i + 1) * C];
+        let t = empty(f32, [C]);
+        scale2(xc, t, C);
+        scale2(t, yc, C);
+    }
+    return y;
+}
 graph ge(x: f32[N]) -> (z: f32[N]) {
     let y = empty(f32, [N]);
     scale2(x, y, N);
@@ -150,8 +161,9 @@ class FakeDriverTests(unittest.TestCase):
         import g8
         import ge
         import gf
+        import gl
         import gs
-        cls.g8, cls.ge, cls.gf, cls.gs = g8, ge, gf, gs  # g2: the compiled recipes' test, in a child
+        cls.g8, cls.ge, cls.gf, cls.gs, cls.gl = g8, ge, gf, gs, gl  # g2: the compiled recipes' test, in a child
         cls.n = 300
         cls.x = tilec.Buffer.from_bytes(array.array("f", range(cls.n)), (cls.n,), "f32")
 
@@ -180,6 +192,48 @@ class FakeDriverTests(unittest.TestCase):
             self.assertIn(f"gs: line {line}: slice xs = x[a:b] is out of bounds: start {a}, stop {b}, and 'x' has 300 rows",
                           str(e.exception))
         self.assertEqual(fake_state().launches, launches)
+
+    def test_a_for_loop_runs_its_body_per_iteration_with_its_memory_freed_each_time(self):
+        # issue 35 item 4: y[i*C:(i+1)*C] = 4 x[...] for i < n, through t, a buffer of the body;
+        # two launches an iteration, the body's buffer back to the pool at each iteration's end
+        # (its spares and the driver's allocations the same for 2 iterations as for 10), and a
+        # slice past x's rows the error of that iteration, with nothing launched after it
+        graph = self.gl.load()
+        allocs = {}
+        for n in (2, 10):
+            launches = fake_state().launches
+            y = self.gl.call(self.x, n, 30)
+            self.assertEqual(fake_state().launches - launches, 2 * n)
+            self.assertEqual(y.tolist(), [4.0 * i if i < 30 * n else 0.0 for i in range(self.n)])
+            self.gl.release(y)
+            allocs[n] = (graph._pool._n, fake_state().live_allocs)
+        self.assertEqual(allocs[2], allocs[10])
+        self.assertLessEqual(allocs[10][0], 2)  # y's memory and one t
+        line = SOURCE.splitlines().index("        let xc = x[i * C : (i + 1) * C];") + 1
+        launches = fake_state().launches
+        with self.assertRaises(ValueError) as e:
+            self.gl.call(self.x, 11, 30)
+        self.assertIn(f"gl: line {line}: slice xc = x[C*i:C + C*i] is out of bounds: start 300, stop 330, and 'x' has "
+                      "300 rows", str(e.exception))
+        self.assertEqual(fake_state().launches - launches, 2 * 10)
+        with self.assertRaises(tilec.TilecError) as e:
+            self.gl.load(cuda_graph=True)
+        self.assertIn("no CUDA-graph mode: it has a for loop", str(e.exception))
+
+    def test_a_for_loop_with_torch_tensors(self):
+        # the body's buffer from torch's allocator per iteration (a stand-in on the fake driver);
+        # a loop graph records no Recipe (one run of one plan): each call is checked
+        script = _TORCH_STAND_IN + (
+            "import gl\n"
+            "x = tensor(list(range(12)))\n"
+            "for _ in range(2):\n"
+            "    print(gl.call(x, 3, 3).tolist(), len(gl._recipes))\n"
+            "try:\n    gl.call(x, 5, 3)\nexcept ValueError as e:\n    print(e)\n")
+        r = self._child(script)
+        line = SOURCE.splitlines().index("        let xc = x[i * C : (i + 1) * C];") + 1
+        want = str([4.0 * i if i < 9 else 0.0 for i in range(12)])
+        self.assertEqual(r.stdout, f"{want} 0\n{want} 0\ngl: line {line}: slice xc = x[C*i:C + C*i] is out of bounds: "
+                                   "start 12, stop 15, and 'x' has 12 rows\n")
 
     def test_cuda_graph_replay_equals_eager(self):
         eager = self.g8.call(self.x).tolist()
@@ -304,6 +358,15 @@ graph gen2(x: f32[N]) -> f32[N] {
         self.assertEqual(r.stdout.strip(), "[0.0, 8.0, 16.0, 24.0, 32.0]")
         self.assertEqual(r.stderr.count("tilec: launch scale2"), 3, r.stderr)
         self.assertIn("tilec:   scale2 arg 1: f32[5] numel=5 min=0 max=16 mean=8", r.stderr)
+        # a graph with a for loop: each part's steps, each iteration's slices
+        script = ("import array, tilec, gl\n"
+                  "x = tilec.Buffer.from_bytes(array.array('f', range(6)), (6,), 'f32')\n"
+                  "print(gl.call(x, 2, 2).tolist())\n")
+        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "[0.0, 4.0, 8.0, 12.0, 0.0, 0.0]")
+        self.assertEqual(r.stderr.count("tilec: launch scale2"), 4, r.stderr)
+        self.assertIn("tilec:   scale2 arg 1: f32[2] numel=2 min=4 max=6 mean=5", r.stderr)
 
     def test_a_python_extern_is_a_step_of_the_plan(self):
         def add1(inputs, outputs):  # the fake's device memory is host memory

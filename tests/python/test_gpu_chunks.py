@@ -1,12 +1,13 @@
 """examples/chunked_ce.tile on the GPU against torch (issue 35 item 4): the
-fused linear cross-entropy over row chunks, a graph whose for loop over
-slices only the C wrapper writes (the Python wrapper's launch plan is a
-fixed list of steps), so the C wrapper is built here into a shared object
-(cc, against the libtilec.so the tilec package loaded) and called through
-ctypes on torch's tensors and the package's runtime handle: the loss of
+fused linear cross-entropy over row chunks, a graph with a for loop over
+slices, through both wrappers: the C wrapper built here into a shared
+object (cc, against the libtilec.so the tilec package loaded) and called
+through ctypes on torch's tensors and the package's runtime handle, and the
+Python wrapper (tilec --emit py) called on torch's tensors: the loss of
 each token, dH and dW of the losses' sum, against torch.nn.functional.
 cross_entropy and autograd in f64; a chunk size that does not divide the
-tokens is the last slice's run-time error.
+tokens is the last slice's run-time error, in the same words from both; the
+Python wrapper's peak memory holds a chunk's logits, never all of them.
 
     python3 tests/python/test_gpu_chunks.py [TILEC_BINARY]"""
 import ctypes
@@ -51,6 +52,28 @@ def build_wrapper():
     return so
 
 
+def inputs(T, D, V, C):
+    g = torch.Generator(device="cuda").manual_seed(T * 31 + C)
+    h = torch.randn(T, D, device="cuda", generator=g) * 0.5
+    w = torch.randn(V, D, device="cuda", generator=g) * 0.5
+    tgt = torch.randint(0, V, (T,), device="cuda", generator=g, dtype=torch.int32)
+    return h, w, tgt
+
+
+def reference(h, w, tgt):
+    """The loss of each token, dH and dW of their sum, by torch in f64 (on the CPU)."""
+    hd = h.double().requires_grad_()
+    wd = w.double().requires_grad_()
+    loss = torch.nn.functional.cross_entropy(hd @ wd.T, tgt.long(), reduction="none")
+    loss.sum().backward()
+    return loss.detach().cpu(), hd.grad.cpu(), wd.grad.cpu()
+
+
+# a chunk past the tokens: the last slice's error, the same words from both wrappers
+PAST = "flce: line 75: slice hc = h[C*i:C + C*i] is out of bounds: start 256, stop 320, and 'h' has 300 rows"
+SHAPES = ((64, 32, 100, 64), (256, 96, 1000, 64), (300, 64, 2053, 100), (1024, 128, 8191, 256))
+
+
 def tensor(t):
     d = _Tensor()
     d.data = t.data_ptr()
@@ -79,10 +102,7 @@ class ChunkedCrossEntropy(unittest.TestCase):
         cls.dev.close()
 
     def run_flce(self, T, D, V, C):
-        g = torch.Generator(device="cuda").manual_seed(T * 31 + C)
-        h = torch.randn(T, D, device="cuda", generator=g) * 0.5
-        w = torch.randn(V, D, device="cuda", generator=g) * 0.5
-        tgt = torch.randint(0, V, (T,), device="cuda", generator=g, dtype=torch.int32)
+        h, w, tgt = inputs(T, D, V, C)
         outs = [_Tensor(), _Tensor(), _Tensor()]
         err = ctypes.create_string_buffer(1024)
         torch.cuda.synchronize()
@@ -100,14 +120,10 @@ class ChunkedCrossEntropy(unittest.TestCase):
             self.assertEqual(lib().tilec_rt_memcpy_dtoh(self.dev._h, ctypes.cast(host, ctypes.c_void_p), o.data, n * 4), 0)
             got.append(torch.frombuffer(bytearray(host), dtype=torch.float32).reshape(list(o.sizes[:o.rank])))
             lib().tilec_rt_free(self.dev._h, o.data)
-        hd = h.double().requires_grad_()
-        wd = w.double().requires_grad_()
-        loss = torch.nn.functional.cross_entropy(hd @ wd.T, tgt.long(), reduction="none")
-        loss.sum().backward()
-        return (got, (loss.detach().cpu(), hd.grad.cpu(), wd.grad.cpu())), None
+        return (got, reference(h, w, tgt)), None
 
     def test_matches_torch(self):
-        for T, D, V, C in ((64, 32, 100, 64), (256, 96, 1000, 64), (300, 64, 2053, 100), (1024, 128, 8191, 256)):
+        for T, D, V, C in SHAPES:
             r, err = self.run_flce(T, D, V, C)
             self.assertIsNone(err)
             got, want = r
@@ -119,7 +135,44 @@ class ChunkedCrossEntropy(unittest.TestCase):
     def test_a_chunk_past_the_tokens_is_an_error(self):
         r, err = self.run_flce(300, 32, 100, 64)
         self.assertIsNone(r)
-        self.assertIn("is out of bounds: start 256, stop 320, and 'h' has 300 rows", err)
+        self.assertIn(PAST, err)
+
+
+@unittest.skipUnless(HAVE_GPU, "needs torch with a GPU")
+class PythonWrapper(unittest.TestCase):
+    """The same graph through its Python wrapper: the plan's parts run from
+    a Python for loop, the logits of each chunk from torch's allocator."""
+
+    @classmethod
+    def setUpClass(cls):
+        out = scratch_dir("tilec_chunks_py_")
+        subprocess.run([TILEC, "examples/chunked_ce.tile", "--emit", "py", "-o", out], check=True)
+        sys.path.insert(0, out)
+        import flce
+        cls.flce = flce
+
+    def test_matches_torch(self):
+        for T, D, V, C in SHAPES:
+            h, w, tgt = inputs(T, D, V, C)
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            before = torch.cuda.memory_allocated()
+            got = self.flce.call(h, w, tgt, C)
+            torch.cuda.synchronize()
+            peak = torch.cuda.max_memory_allocated() - before
+            outs = 4 * (T + T * D + V * D)
+            # the outputs and at most two chunks' logits (the next taken before the last is dropped)
+            self.assertLessEqual(peak, outs + 2 * 4 * C * V + (1 << 20), f"T={T} C={C}")
+            for name, a, b in zip(("loss", "dh", "dw"), got, reference(h, w, tgt)):
+                rel = float((a.double().cpu() - b).norm() / b.norm())
+                print(f"flce (Python wrapper) T={T} D={D} V={V} C={C} {name}: relative L2 error {rel:.2e}")
+                self.assertLess(rel, 1e-4, f"{name} T={T} C={C}")
+
+    def test_a_chunk_past_the_tokens_is_an_error(self):
+        h, w, tgt = inputs(300, 32, 100, 64)
+        with self.assertRaises(ValueError) as e:
+            self.flce.call(h, w, tgt, 64)
+        self.assertIn(PAST, str(e.exception))
 
 
 if __name__ == "__main__":
