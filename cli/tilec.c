@@ -22,7 +22,7 @@
 static const char usage[] =
     "usage: tilec [OPTION]... FILE.tile...\n"
     "       tilec cache stats|list|prune|clear [--dir DIR]   (tilec cache --help)\n"
-    "       tilec tune FILE.tile --sizes NAME=N,... [--sizes ...] [--dir DIR]   (tilec tune --help)\n"
+    "       tilec tune FILE.tile --sizes NAME=N,... [--dir DIR] [--bytes N]   (tilec tune --help)\n"
     "\n"
     "Parse and check each .tile FILE (kernels, externs, graphs), then write what\n"
     "--emit asks for. Options and files may come in any order; FILE - is standard\n"
