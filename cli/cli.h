@@ -111,4 +111,8 @@ int cli_refuse_input(const cli_opts *o, const char *path);
 /* `tilec cache stats|list|prune|clear` (cache.c): the exit status. */
 int cli_cache(int argc, char **argv);
 
+/* `tilec tune FILE --sizes ...` (tune.c): the multi-kernel's choices timed
+ * ahead of time and stored in the cache; the exit status. */
+int cli_tune(int argc, char **argv);
+
 #endif

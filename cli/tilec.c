@@ -22,6 +22,7 @@
 static const char usage[] =
     "usage: tilec [OPTION]... FILE.tile...\n"
     "       tilec cache stats|list|prune|clear [--dir DIR]   (tilec cache --help)\n"
+    "       tilec tune FILE.tile --sizes NAME=N,... [--dir DIR] [--bytes N]   (tilec tune --help)\n"
     "\n"
     "Parse and check each .tile FILE (kernels, externs, graphs), then write what\n"
     "--emit asks for. Options and files may come in any order; FILE - is standard\n"
@@ -373,6 +374,8 @@ int main(int argc, char **argv)
      * function in a file of its own under cli/. */
     if (argc > 1 && !strcmp(argv[1], "cache"))
         return cli_cache(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "tune"))
+        return cli_tune(argc - 1, argv + 1);
 
     cli_opts o = {0};
     int status = parse_args(&o, argc, argv);

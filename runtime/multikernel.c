@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/choice_entry.h"
 #include "runtime/program_internal.h"
 #include "runtime/rt_internal.h"
 #include "tilec/cache.h"
@@ -27,52 +28,28 @@
 enum { MK_ROUNDS = 15 };
 #define MK_PRUNE 2.0f
 
-/* The file that holds one choice: <dir>/multikernel-<hash>.choice; its
- * line "tilec multi-kernel choice <v> <hash>\n" names the hash again, so
- * a file copied under another shape's name is refused. hash gets the 40
- * hex digits. */
-static void choice_path(const tilec_program *p, const char *kernel, const int64_t *key, uint32_t nkey, char *out,
-                        size_t size, char hash[41])
+/* The choice's key (choice_entry.h): the program's bundle key (every
+ * variant's source), the kernel's name and variant count, the device
+ * model and driver, and the shape key; 40 hex digits. */
+static void choice_hash(const tilec_program *p, const char *kernel, uint32_t nv, const int64_t *key, uint32_t nkey,
+                        char hash[41])
 {
+    tilec_rt_device_props dev;
+    memset(&dev, 0, sizeof dev);
+    (void)tilec_rt_device_info(p->rt, &dev); /* no device: no launch to choose for either */
     tilec_hasher h;
     tilec_hasher_init(&h);
+    tilec_hasher_update_str(&h, "tilec multi-kernel choice 2");
     tilec_hasher_update_str(&h, p->st.key);
     tilec_hasher_update_str(&h, kernel);
+    tilec_hasher_update(&h, &nv, sizeof nv);
+    tilec_hasher_update_str(&h, dev.name);
+    tilec_hasher_update(&h, &dev.driver_version, sizeof dev.driver_version);
+    tilec_hasher_update(&h, &nkey, sizeof nkey);
     tilec_hasher_update(&h, key, nkey * sizeof *key);
     char hex[65];
     tilec_hasher_final(&h, hex);
     snprintf(hash, 41, "%.40s", hex);
-    snprintf(out, size, "%s/multikernel-%s.choice", p->cache_dir, hash);
-}
-
-static int read_choice(const char *path, const char *hash, uint32_t nvariants)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    int v = -1, end = 0;
-    char line[128], want[64];
-    if (fgets(line, sizeof line, f) && sscanf(line, "tilec multi-kernel choice %d%n", &v, &end) == 1 &&
-        snprintf(want, sizeof want, " %s\n", hash) > 0 && !strcmp(line + end, want) && v >= 0 &&
-        (uint32_t)v < nvariants) {
-        fclose(f);
-        return v;
-    }
-    fclose(f);
-    return -1; /* torn, foreign or another shape's: time again, then replace it */
-}
-
-static void write_choice(const char *path, const char *hash, int v)
-{
-    char tmp[PATH_MAX + 128];
-    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0)
-        return;
-    char line[128];
-    int n = snprintf(line, sizeof line, "tilec multi-kernel choice %d %s\n", v, hash);
-    if (write(fd, line, (size_t)n) != n || fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0)
-        unlink(tmp);
 }
 
 static const pkernel *variant_of(const tilec_program *p, uint32_t first, int v) { return &p->ks[first + (uint32_t)v]; }
@@ -234,12 +211,13 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
         }
         if (!c) { /* this thread holds mk_tune: time the shape */
             const char *off = getenv("TILEC_DISABLE_MULTI_KERNEL_CACHE");
-            int use_disk = p->cache_dir[0] && !(off && !strcmp(off, "1"));
-            char path[PATH_MAX + 64], hash[41];
+            int stored = p->cache_dir[0] && !(off && !strcmp(off, "1"));
+            char hash[41], refused[PATH_MAX + 256] = "";
+            choice_where where = CHOICE_NONE;
             v = -1;
-            if (use_disk) {
-                choice_path(p, name, probe.key + 1, nkey - 1, path, sizeof path, hash);
-                v = read_choice(path, hash, nv);
+            if (stored) {
+                choice_hash(p, name, nv, probe.key + 1, nkey - 1, hash);
+                v = choice_get(&p->mk_store, hash, nv, &where, refused, sizeof refused);
             }
             double ms[TILEC_MAX_VARIANTS];
             int timed = v < 0, untimed = 0;
@@ -254,7 +232,13 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
                 pthread_mutex_unlock(&p->mk_tune);
                 return TILEC_RT_LAUNCH_ERROR; /* no variant could run: the launch below would say why */
             }
+            if (timed)
+                atomic_fetch_add(&p->mk_timed, 1);
+            else if (!untimed)
+                atomic_fetch_add(&p->mk_stored, 1);
             if (tilec_log_enabled("multi_kernel")) {
+                if (refused[0])
+                    fprintf(stderr, "tilec multi_kernel: refused the stored choice %s; timing again\n", refused);
                 fprintf(stderr, "tilec multi_kernel: %s shape (", name);
                 for (uint32_t i = 1; i < nkey; i++)
                     fprintf(stderr, "%s%lld", i > 1 ? ", " : "", (long long)probe.key[i]);
@@ -265,12 +249,14 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
                         fprintf(stderr, " %.4f", ms[i]);
                     fprintf(stderr, " ms\n");
                 } else {
-                    fprintf(stderr, untimed ? " (not timed: no memory for scratch copies of its outputs)\n"
-                                            : " (stored choice)\n");
+                    fprintf(stderr, "%s\n",
+                            untimed                  ? " (not timed: no memory for scratch copies of its outputs)"
+                            : where == CHOICE_REDIS ? " (choice from cache (redis), not timed)"
+                                                    : " (choice from cache (disk), not timed)");
                 }
             }
-            if (timed && use_disk)
-                write_choice(path, hash, v);
+            if (timed && stored)
+                choice_put(&p->mk_store, hash, v);
             c = malloc(sizeof *c);
             if (c) {
                 memcpy(c->key, probe.key, sizeof c->key);

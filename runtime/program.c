@@ -44,6 +44,7 @@ tilec_rt_status rt_program_new(tilec_rt *rt, uint32_t n, const char *cache_dir, 
     p->no_tma = nt && !strcmp(nt, "1");
     if (cache_dir)
         snprintf(p->cache_dir, sizeof p->cache_dir, "%s", cache_dir);
+    p->mk_store.dir = p->cache_dir;
     p->n = n;
     p->st.kernels = n;
     p->ks = calloc(n ? n : 1, sizeof *p->ks);
@@ -126,6 +127,7 @@ void tilec_program_free(tilec_program *p)
     free(p->ws);
     free(p->retired);
     pthread_mutex_destroy(&p->ws_mu);
+    choice_store_close(&p->mk_store);
     pthread_mutex_destroy(&p->mk_mu);
     pthread_mutex_destroy(&p->mk_tune);
     free(p);
@@ -383,6 +385,9 @@ tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, i
 
 void tilec_program_get_stats(const tilec_program *p, tilec_program_stats *s)
 {
-    if (p && s)
+    if (p && s) {
         *s = p->st;
+        s->choices_timed = atomic_load(&p->mk_timed);
+        s->choices_stored = atomic_load(&p->mk_stored);
+    }
 }

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "runtime/assemble.h"
+#include "runtime/choice_entry.h"
 
 #define uthash_nonfatal_oom(e) ((void)(e))
 #include "util/hashtable.h"
@@ -74,6 +75,8 @@ struct tilec_program {
     mk_choice *choices;
     int mk_forced; /* TILEC_MULTI_KERNEL at build time: -1 unset, -2 invalid */
     char cache_dir[PATH_MAX];
+    choice_store mk_store;             /* the choices' directory and Redis tier (choice_entry.c) */
+    atomic_uint mk_timed, mk_stored;   /* tilec_program_stats' choices_timed, choices_stored */
     int no_tma; /* TILEC_DISABLE_TMA=1 when the program was made: no twins */
     /* split-K workspaces, one per stream, grown on demand (program.c) */
     pthread_mutex_t ws_mu;

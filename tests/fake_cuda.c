@@ -71,9 +71,13 @@ static CUresult fake_GetErrorString(CUresult r, const char **s)
 
 /* ---- driver, device, context ---- */
 
+/* FAKE_CUDA_DRIVER_VERSION and FAKE_CUDA_DEVICE_NAME (read when asked):
+ * another machine's driver or device model, for the multi-kernel's stored
+ * choices */
 static CUresult fake_DriverGetVersion(int *v)
 {
-    *v = 12080;
+    const char *e = getenv("FAKE_CUDA_DRIVER_VERSION");
+    *v = e && *e ? atoi(e) : 12080;
     return CUDA_SUCCESS;
 }
 
@@ -106,7 +110,8 @@ static CUresult fake_DeviceGet(CUdevice *d, int ordinal)
 static CUresult fake_DeviceGetName(char *name, int len, CUdevice d)
 {
     (void)d;
-    strncpy(name, "Fake CUDA Device", (size_t)len);
+    const char *e = getenv("FAKE_CUDA_DEVICE_NAME");
+    strncpy(name, e && *e ? e : "Fake CUDA Device", (size_t)len);
     return CUDA_SUCCESS;
 }
 

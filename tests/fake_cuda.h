@@ -5,7 +5,9 @@
 #ifndef TILEC_TESTS_FAKE_CUDA_H
 #define TILEC_TESTS_FAKE_CUDA_H
 
-/* Its behaviour is chosen by the environment variable FAKE_CUDA_MODE:
+/* FAKE_CUDA_DEVICE_NAME and FAKE_CUDA_DRIVER_VERSION (e.g. 12090) stand for
+ * another device model or driver (default "Fake CUDA Device", 12080).
+ * Its behaviour is chosen by the environment variable FAKE_CUDA_MODE:
  *   unset   one sm_90 device, "Fake CUDA Device", memory in host memory
  *   nodevice   cuInit returns CUDA_ERROR_NO_DEVICE
  *   zero       cuInit succeeds, cuDeviceGetCount says 0

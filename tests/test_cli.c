@@ -491,3 +491,70 @@ Test(cli, cache_stats_reports_the_redis_tier, .timeout = 60)
     snprintf(args, sizeof args, "rm -rf %s", dir);
     cr_expect_eq(system(args), 0);
 }
+
+/* `tilec tune`: without a GPU one line and exit 1, nothing written; on the
+ * fake driver each kernel with variants is timed once per --sizes set and
+ * stored, and a second run (another process) times nothing; a kernel
+ * parameter with no size is refused before anything is timed. */
+Test(cli, tune_times_ahead_of_time, .timeout = 120)
+{
+    char dir[] = "/tmp/tilec_tune_XXXXXX", args[1024], path[256], *out;
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/mk.tile", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("kernel mk(x: *f32, y: *f32, n: i32)\n"
+          "    grid (cdiv(n, BLOCK))\n"
+          "    hints { BLOCK = 256, warps = 4 }\n"
+          "    variants n { 64: { BLOCK = 64, warps = 2 }, 1024: { BLOCK = 128 }, 65536: {} }\n"
+          "{\n"
+          "    let offs = pid(0) * BLOCK + range(BLOCK);\n"
+          "    store(y + offs, load(x + offs, offs < n) * 2.0, offs < n);\n"
+          "}\n",
+          f);
+    fclose(f);
+    unsetenv("TILEC_CACHE_REDIS");
+    setenv("TILEC_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+    snprintf(args, sizeof args, "tune %s --sizes n=1000 --dir %s/c", path, dir);
+    cr_expect_eq(run(args, &out), 1, "%s", out);
+    cr_expect(!strncmp(out, "tilec: error: tune: no GPU: ", 28), "%s", out);
+    cr_expect(strstr(out, "; nothing timed, nothing written\n"), "%s", out);
+    cr_expect_eq(strchr(out, '\n') - out + 1, (long)strlen(out), "one line: %s", out);
+    free(out);
+    snprintf(args, sizeof args, "%s/c", dir);
+    cr_expect_neq(access(args, F_OK), 0, "nothing written: %s exists", args);
+
+    char fake[512];
+    snprintf(fake, sizeof fake, "%s", TILEC_BIN);
+    char *slash = strrchr(fake, '/');
+    cr_assert(slash);
+    snprintf(slash, sizeof fake - (size_t)(slash - fake), "/../tests/libfakecuda.so");
+    setenv("TILEC_CUDA_DRIVER", fake, 1);
+    snprintf(args, sizeof args, "tune %s --sizes m=1000 --dir %s/c", path, dir);
+    cr_expect_eq(run(args, &out), 1, "%s", out);
+    cr_expect_str_eq(out, "tilec: error: tune: kernel mk's parameter n has no size in --sizes m=1000; nothing timed\n");
+    free(out);
+    snprintf(args, sizeof args, "%s/c", dir);
+    cr_expect_neq(access(args, F_OK), 0, "nothing written: %s exists", args);
+
+    snprintf(args, sizeof args, "tune %s --sizes n=1000 --sizes n=50 --dir %s/c", path, dir);
+    /* the fake's events time with the host's clock: any variant may win */
+    int v1 = -1, v2 = -1, w1 = -2, w2 = -2, end = 0;
+    cr_expect_eq(run(args, &out), 0, "%s", out);
+    cr_expect(sscanf(out, "mk n=1000: variant %d of 3 (timed, stored)\nmk n=50: variant %d of 3 (timed, stored)\n%n",
+                     &v1, &v2, &end) == 2 && end == (int)strlen(out),
+              "%s", out);
+    free(out);
+    cr_expect_eq(run(args, &out), 0, "%s", out);
+    end = 0;
+    cr_expect(sscanf(out,
+                     "mk n=1000: variant %d of 3 (choice from cache, not timed)\n"
+                     "mk n=50: variant %d of 3 (choice from cache, not timed)\n%n",
+                     &w1, &w2, &end) == 2 && end == (int)strlen(out),
+              "%s", out);
+    cr_expect(v1 == w1 && v2 == w2, "the stored choices: %d %d, then %d %d", v1, v2, w1, w2);
+    free(out);
+    unsetenv("TILEC_CUDA_DRIVER");
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    cr_expect_eq(system(args), 0);
+}

@@ -452,7 +452,8 @@ Test(gpu, block_kernels)
  * for every M. A second program on the same cache directory (a new
  * process, as far as the program goes) must launch every M with the
  * stored choice, without timing: TILEC_LOGS=multi_kernel says
- * "(stored choice)" instead of the timings. */
+ * "(choice from cache (disk), not timed)" instead of the timings, and
+ * tilec_program_stats counts 7 stored choices, none timed. */
 static tilec_program *mk_build(const char *dir, tilec_ctx **ctx, tilec_module **m, tilec_cache **cache)
 {
     *ctx = tilec_ctx_new();
@@ -531,6 +532,10 @@ Test(gpu, multikernel_sweep_and_stored_choice, .timeout = 600)
         tilec_cache *cache;
         tilec_program *p = mk_build(dir, &ctx, &m, &cache);
         mk_sweep(p, pass, chosen);
+        tilec_program_stats st;
+        tilec_program_get_stats(p, &st);
+        cr_expect_eq(st.choices_timed, pass == 0 ? 7u : 0u, "pass %d", pass);
+        cr_expect_eq(st.choices_stored, pass == 0 ? 0u : 7u, "pass %d", pass);
         tilec_program_free(p);
         tilec_cache_close(cache);
         tilec_module_free(m);
@@ -553,7 +558,7 @@ Test(gpu, multikernel_sweep_and_stored_choice, .timeout = 600)
     cr_assert(first_end > 0 && (size_t)first_end <= n, "no multi_kernel log: %s", log);
     char *second = log + first_end;
     size_t timed_second = count_lines(second, " ms\n");
-    size_t stored_second = count_lines(second, "(stored choice)\n");
+    size_t stored_second = count_lines(second, "(choice from cache (disk), not timed)\n");
     second[-1] = 0; /* the first pass alone (its last line loses its newline) */
     size_t timed_first = count_lines(log, " of ");
     cr_expect_eq(timed_first, 7, "the first program times every M:\n%s", log);
@@ -562,6 +567,66 @@ Test(gpu, multikernel_sweep_and_stored_choice, .timeout = 600)
     for (int i = 0; i < 7; i++)
         cr_log_info("M sweep %d: variant %d", i, chosen[i]);
 
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* `tilec tune` on the device (issue 31): the CLI ($TILEC_BIN, as
+ * tools/gpu_tests.sh exports it) times mm_f32 at two sizes and stores the
+ * choices; a second run times nothing; a program built on the same cache
+ * directory launches those shapes without timing. */
+static char *tune_run(const char *args)
+{
+    const char *bin = getenv("TILEC_BIN");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s tune %s", bin && *bin ? bin : "build/bin/tilec", args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    static char out[4096];
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    cr_assert_eq(pclose(p), 0, "%s: %s", cmd, out);
+    return out;
+}
+
+Test(gpu, tune_cli_stores_choices_ahead_of_time, .timeout = 600)
+{
+    char dir[64], args[256];
+    snprintf(dir, sizeof dir, "/tmp/tilec_gpu_tune_XXXXXX");
+    cr_assert(mkdtemp(dir));
+    unsetenv("TILEC_MULTI_KERNEL");
+    unsetenv("TILEC_DISABLE_MULTI_KERNEL_CACHE");
+    snprintf(args, sizeof args, "bench/multikernel/mm.tile --sizes M=1000,N=96,K=40 --sizes M=17,N=96,K=40 --dir %s",
+             dir);
+    const char *out = tune_run(args);
+    cr_expect(strstr(out, "mm_f32 M=1000,N=96,K=40: variant ") && strstr(out, "(timed, stored)\n"), "%s", out);
+    cr_expect(strstr(out, "mm_f32 M=17,N=96,K=40: variant "), "%s", out);
+    out = tune_run(args);
+    cr_expect(strstr(out, "(choice from cache, not timed)\n") && !strstr(out, "timed, stored"), "%s", out);
+    tilec_ctx *ctx;
+    tilec_module *m;
+    tilec_cache *cache;
+    tilec_program *p = mk_build(dir, &ctx, &m, &cache);
+    static const int Ms[] = {1000, 17};
+    for (int i = 0; i < 2; i++) {
+        uint64_t da = poisoned((size_t)Ms[i] * 40), db = poisoned(40 * 96), dc = poisoned((size_t)Ms[i] * 96);
+        tilec_rt_arg a[6] = {{.ptr = da}, {.ptr = db}, {.ptr = dc}, {.i32 = Ms[i]}, {.i32 = 96}, {.i32 = 40}};
+        int v = -1;
+        CHECK_RT(tilec_program_launch_best(p, "mm_f32", a, 6, NULL, &v));
+        CHECK_RT(tilec_rt_synchronize(rt));
+        tilec_rt_free(rt, da);
+        tilec_rt_free(rt, db);
+        tilec_rt_free(rt, dc);
+    }
+    tilec_program_stats st;
+    tilec_program_get_stats(p, &st);
+    cr_expect_eq(st.choices_timed, 0u, "tilec tune stored both shapes' choices");
+    cr_expect_eq(st.choices_stored, 2u);
+    tilec_program_free(p);
+    tilec_cache_close(cache);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_expect_eq(system(cmd), 0);

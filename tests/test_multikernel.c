@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "cache_helpers.h"
 #include "fake_load.h"
 #include "fs_helpers.h"
 #include "tilec/cache.h"
@@ -46,7 +47,10 @@ static const char *mk_text = mk_src;
 enum { NMAX = 4096 };
 
 static char dir[64];
+static const char *cdir = dir; /* the cache directory env_build uses */
 static char fake_path[4096];
+
+#include "redis_helpers.h"
 static fake_cuda_state *fake;
 
 static void setup(void)
@@ -59,10 +63,18 @@ static void setup(void)
     unsetenv("TILEC_DISABLE_MULTI_KERNEL_CACHE");
     unsetenv("TILEC_FORCE_DISABLE_CACHES");
     unsetenv("TILEC_LOGS");
+    unsetenv("FAKE_CUDA_DEVICE_NAME");
+    unsetenv("FAKE_CUDA_DRIVER_VERSION");
+    cache_clean_env();
     make_tmpdir(dir, sizeof dir);
+    cdir = dir;
 }
 
-static void teardown(void) { rm_dir(dir); }
+static void teardown(void)
+{
+    stop_server();
+    rm_dir(dir);
+}
 
 TestSuite(multikernel, .init = setup, .fini = teardown);
 
@@ -84,7 +96,7 @@ static tilec_status env_build(env *e, tilec_rt *rt)
     e->rt = rt;
     e->ctx = tilec_ctx_new();
     cr_assert_eq(tilec_parse_string(e->ctx, "mk.tile", mk_text, strlen(mk_text), &e->m), TILEC_OK);
-    cr_assert_eq(tilec_cache_open(dir, &e->cache), TILEC_RT_OK);
+    cr_assert_eq(tilec_cache_open(cdir, &e->cache), TILEC_RT_OK);
     tilec_build_options o = {.arch = "sm_90", .threads = 1, .cache = e->cache};
     tilec_status s = tilec_program_build(e->ctx, e->rt, e->m, &o, &e->p);
     if (s != TILEC_OK)
@@ -156,7 +168,7 @@ static void expect_output(env *e, int n)
 /* The names of the choice files in dir, and the content of the last one. */
 static int choice_files(char *path, size_t size, char *content, size_t csize)
 {
-    DIR *d = opendir(dir);
+    DIR *d = opendir(cdir);
     cr_assert_not_null(d);
     int n = 0;
     struct dirent *de;
@@ -166,10 +178,10 @@ static int choice_files(char *path, size_t size, char *content, size_t csize)
             continue;
         n++;
         if (path)
-            snprintf(path, size, "%s/%s", dir, de->d_name);
+            snprintf(path, size, "%s/%s", cdir, de->d_name);
         if (content) {
             char p[512];
-            snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+            snprintf(p, sizeof p, "%s/%s", cdir, de->d_name);
             FILE *f = fopen(p, "r");
             cr_assert_not_null(f);
             size_t got = fread(content, 1, csize - 1, f);
@@ -183,13 +195,23 @@ static int choice_files(char *path, size_t size, char *content, size_t csize)
 
 /* The line of a choice file at path holding variant v: its hash is the
  * file name's. */
+/* The entry of variant v under a 40-digit hash (choice_entry.h), its
+ * checksum right whatever v is. */
+static const char *entry_of(const char *hash, int v)
+{
+    static char line[160];
+    char body[64];
+    int n = snprintf(body, sizeof body, "%d %.40s", v, hash);
+    snprintf(line, sizeof line, "tilec multi-kernel choice 2 %s %016llx\n", body,
+             (unsigned long long)tilec_bundle_checksum(body, (size_t)n));
+    return line;
+}
+
 static const char *choice_line(const char *path, int v)
 {
-    static char line[128];
     const char *h = strstr(path, "multikernel-");
     cr_assert_not_null(h);
-    snprintf(line, sizeof line, "tilec multi-kernel choice %d %.40s\n", v, h + 12);
-    return line;
+    return entry_of(h + 12, v);
 }
 
 static int leftover_temp_files(void)
@@ -425,10 +447,17 @@ static void corrupt_case(const char *bytes, size_t len, const char *what)
     cr_assert_eq(choice_files(path, sizeof path, NULL, 0), 1);
     env_free(&e, 0);
     char hashed[160];
+    const char *h = strstr(path, "multikernel-") + 12;
     const char *at = strstr(bytes, "%s");
     if (at) {
-        const char *h = strstr(path, "multikernel-") + 12;
         len = (size_t)snprintf(hashed, sizeof hashed, "%.*s%.40s%s", (int)(at - bytes), bytes, h, at + 2);
+        bytes = hashed;
+    } else if (!strncmp(bytes, "entry ", 6)) { /* "entry V[ TAIL]": a checksummed entry of variant V */
+        int vv = atoi(bytes + 6);
+        const char *tail = strchr(bytes + 6, ' ');
+        len = (size_t)snprintf(hashed, sizeof hashed, "%s", entry_of(h, vv));
+        if (tail) /* the newline replaced by the tail */
+            len = (size_t)snprintf(hashed + len - 1, sizeof hashed - len + 1, "%s", tail + 1) + len - 1;
         bytes = hashed;
     }
 
@@ -457,24 +486,38 @@ Test(multikernel, corrupt_choice_garbage, .timeout = 300)
 
 Test(multikernel, corrupt_choice_out_of_range, .timeout = 300)
 {
-    corrupt_case("tilec multi-kernel choice 3 %s\n", 0, "variant 3 of 3");
+    corrupt_case("entry 3", 0, "variant 3 of 3");
 }
 
 Test(multikernel, corrupt_choice_trailing_junk, .timeout = 300)
 {
-    corrupt_case("tilec multi-kernel choice 1 %sjunk\n", 0, "trailing junk");
+    corrupt_case("entry 1 junk\n", 0, "trailing junk");
 }
 
 Test(multikernel, corrupt_choice_negative, .timeout = 300)
 {
-    corrupt_case("tilec multi-kernel choice -1 %s\n", 0, "variant -1");
+    corrupt_case("entry -1", 0, "variant -1");
+}
+
+/* One digit changed (variant 1 read as 0): the checksum refuses it. */
+Test(multikernel, corrupt_choice_bad_checksum, .timeout = 300)
+{
+    corrupt_case("tilec multi-kernel choice 2 0 %s 0000000000000000\n", 0, "a wrong checksum");
+}
+
+/* The entry before device models and drivers were in the key. */
+Test(multikernel, corrupt_choice_old_form, .timeout = 300)
+{
+    corrupt_case("tilec multi-kernel choice 1 %s\n", 0, "the old one-line form");
 }
 
 /* A valid choice of another shape (another hash) copied under this
  * shape's name: refused (issue 28: every entry carries its own key). */
 Test(multikernel, corrupt_choice_of_another_shape, .timeout = 300)
 {
-    corrupt_case("tilec multi-kernel choice 0 0123456789abcdef0123456789abcdef01234567\n", 69, "another shape's");
+    static char other[160];
+    snprintf(other, sizeof other, "%s", entry_of("0123456789abcdef0123456789abcdef01234567", 0));
+    corrupt_case(other, strlen(other), "another shape's");
 }
 
 Test(multikernel, corrupt_choice_no_key, .timeout = 300)
@@ -589,12 +632,10 @@ Test(multikernel, stored_choice_read_even_when_writing_is_off, .timeout = 300)
     env_free(&e, 1);
 }
 
-Test(multikernel, log_names_the_choice, .timeout = 300)
+/* Standard error into <dir>/stderr.txt with TILEC_LOGS=multi_kernel, until
+ * log_end, which gives what was written. */
+static int log_begin(void)
 {
-    env e;
-    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
-    tilec_rt *rt = e.rt;
-    set_ms(3, 1, 2);
     char logpath[128];
     snprintf(logpath, sizeof logpath, "%s/stderr.txt", dir);
     fflush(stderr);
@@ -604,25 +645,44 @@ Test(multikernel, log_names_the_choice, .timeout = 300)
     dup2(fd, 2);
     close(fd);
     setenv("TILEC_LOGS", "multi_kernel", 1);
+    return saved;
+}
+
+static const char *log_end(int saved)
+{
+    static char log[8192];
+    char logpath[128];
+    snprintf(logpath, sizeof logpath, "%s/stderr.txt", dir);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    unsetenv("TILEC_LOGS");
+    FILE *f = fopen(logpath, "r");
+    cr_assert_not_null(f);
+    size_t n = fread(log, 1, sizeof log - 1, f);
+    log[n] = 0;
+    fclose(f);
+    return log;
+}
+
+Test(multikernel, log_names_the_choice, .timeout = 300)
+{
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    tilec_rt *rt = e.rt;
+    set_ms(3, 1, 2);
+    int saved = log_begin();
     int v, v2;
     tilec_rt_status s1 = best(&e, 1000, &v);
     env_free(&e, 0);
     tilec_status b = env_build(&e, rt);
     tilec_rt_status s2 = b == TILEC_OK ? best(&e, 1000, &v2) : TILEC_RT_INVALID_ARG;
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    unsetenv("TILEC_LOGS");
+    const char *log = log_end(saved);
     cr_assert_eq(s1, TILEC_RT_OK);
     cr_assert_eq(s2, TILEC_RT_OK);
-    FILE *f = fopen(logpath, "r");
-    cr_assert_not_null(f);
-    char log[4096];
-    size_t n = fread(log, 1, sizeof log - 1, f);
-    log[n] = 0;
-    fclose(f);
     cr_expect(strstr(log, "tilec multi_kernel: mk shape (1000): variant 1 of 3.0000 1.0000 2.0000 ms\n"), "%s", log);
-    cr_expect(strstr(log, "tilec multi_kernel: mk shape (1000): variant 1 (stored choice)\n"), "%s", log);
+    cr_expect(strstr(log, "tilec multi_kernel: mk shape (1000): variant 1 (choice from cache (disk), not timed)\n"),
+              "%s", log);
     env_free(&e, 1);
 }
 
@@ -639,4 +699,138 @@ Test(multikernel, bad_arguments, .timeout = 300)
     cr_expect_eq(v, -7);
     cr_expect_eq(total_launches(), 0);
     env_free(&e, 1);
+}
+
+/* ---- choices for the fleet: the key names the device model and driver;
+ * the Redis tier carries a choice to a machine with an empty directory ---- */
+
+static tilec_program_stats stats_of(const env *e)
+{
+    tilec_program_stats st;
+    tilec_program_get_stats(e->p, &st);
+    return st;
+}
+
+/* Another device model, or another driver, is another key: timed anew
+ * (a choice made on an H100 says nothing of an A100). A fresh runtime
+ * each time: the device is read when it is opened. */
+Test(multikernel, another_device_model_or_driver_times_again, .timeout = 300)
+{
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    set_ms(3, 1, 2);
+    int v;
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    cr_expect_eq(stats_of(&e).choices_timed, 1);
+    env_free(&e, 1);
+    static const char *const what[][2] = {{"FAKE_CUDA_DEVICE_NAME", "Fake CUDA Device B"},
+                                          {"FAKE_CUDA_DRIVER_VERSION", "12090"}};
+    for (int i = 0; i < 2; i++) {
+        setenv(what[i][0], what[i][1], 1);
+        cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+        int records = fake->event_records;
+        cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+        cr_expect_neq(fake->event_records, records, "%s=%s: timed again", what[i][0], what[i][1]);
+        cr_expect_eq(stats_of(&e).choices_timed, 1, "%s", what[i][0]);
+        cr_expect_eq(stats_of(&e).choices_stored, 0, "%s", what[i][0]);
+        env_free(&e, 1);
+        unsetenv(what[i][0]);
+    }
+    cr_expect_eq(choice_files(NULL, 0, NULL, 0), 3, "one entry per device model and driver");
+    /* and the first machine's choice is still its own */
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    int records = fake->event_records;
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    cr_expect_eq(fake->event_records, records);
+    cr_expect_eq(stats_of(&e).choices_stored, 1);
+    env_free(&e, 1);
+}
+
+/* Machine A times a shape; machine B (a fresh runtime and program, its
+ * own empty cache directory, the same Redis server) launches it without
+ * timing, says so in the log, and keeps the entry in its directory. */
+Test(multikernel, a_second_machine_takes_the_choice_from_redis, .timeout = 300)
+{
+    start_server(NULL, 1);
+    char a[128], b[128];
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    cdir = a;
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    set_ms(3, 1, 2);
+    int v;
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    cr_expect_eq(v, 1);
+    cr_expect_eq(stats_of(&e).choices_timed, 1);
+    env_free(&e, 1);
+
+    cdir = b;
+    set_ms(1, 2, 3); /* B's clock would choose variant 0: it must not be asked */
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    int records = fake->event_records, launches = total_launches();
+    int saved = log_begin();
+    tilec_rt_status st = best(&e, 1000, &v);
+    const char *log = log_end(saved);
+    cr_assert_eq(st, TILEC_RT_OK);
+    cr_expect_eq(v, 1, "A's choice");
+    cr_expect_eq(fake->event_records, records, "nothing timed on B");
+    cr_expect_eq(total_launches(), launches + 1);
+    cr_expect_eq(stats_of(&e).choices_timed, 0);
+    cr_expect_eq(stats_of(&e).choices_stored, 1);
+    cr_expect(strstr(log, "tilec multi_kernel: mk shape (1000): variant 1 (choice from cache (redis), not timed)\n"),
+              "%s", log);
+    expect_output(&e, 1000);
+    char path[512], content[160];
+    cr_expect_eq(choice_files(path, sizeof path, content, sizeof content), 1, "copied into B's directory");
+    cr_expect_str_eq(content, choice_line(path, 1));
+    env_free(&e, 1);
+}
+
+/* A value in Redis that is not this key's entry (another key's, a wrong
+ * variant, garbage) is refused, the shape is timed, and the store
+ * replaces the value. */
+Test(multikernel, a_foreign_or_corrupt_redis_choice_is_refused, .timeout = 300)
+{
+    start_server(NULL, 1);
+    char a[128];
+    snprintf(a, sizeof a, "%s/a", dir);
+    cdir = a;
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    set_ms(3, 1, 2);
+    int v;
+    cr_assert_eq(best(&e, 1000, &v), TILEC_RT_OK);
+    char path[512];
+    cr_assert_eq(choice_files(path, sizeof path, NULL, 0), 1);
+    env_free(&e, 1);
+    char hash[41], key[64];
+    snprintf(hash, sizeof hash, "%.40s", strstr(path, "multikernel-") + 12);
+    snprintf(key, sizeof key, "tilec:choice-%s", hash);
+    char other[160], wrong[160];
+    snprintf(other, sizeof other, "%s", entry_of("0123456789abcdef0123456789abcdef01234567", 2));
+    snprintf(wrong, sizeof wrong, "%s", entry_of(hash, 7));
+    const char *bad[] = {other, wrong, "garbage\n"};
+    for (int i = 0; i < 3; i++) {
+        const char *set[] = {"SET", key, bad[i]};
+        say_to_server("+OK", 3, set, NULL);
+        char fresh[128];
+        snprintf(fresh, sizeof fresh, "%s/b%d", dir, i);
+        cdir = fresh; /* an empty directory: only Redis can answer */
+        set_ms(2, 3, 1);
+        cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+        int records = fake->event_records;
+        int saved = log_begin();
+        tilec_rt_status st = best(&e, 1000, &v);
+        const char *log = log_end(saved);
+        cr_assert_eq(st, TILEC_RT_OK);
+        cr_expect_eq(v, 2, "value %d: refused, timed", i);
+        cr_expect_neq(fake->event_records, records, "value %d: timed", i);
+        cr_expect(strstr(log, "refused the stored choice redis "), "value %d: %s", i, log);
+        env_free(&e, 1);
+        char reply[256];
+        const char *get[] = {"GET", key};
+        resp(2, get, NULL, reply, sizeof reply);
+        cr_expect(strstr(reply, entry_of(hash, 2)), "value %d replaced on the server: %s", i, reply);
+    }
 }

@@ -75,8 +75,9 @@ tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, i
  * (multi-kernel). The first launch with a new shape key (the integer scalar
  * arguments) times every variant with device events on scratch copies of
  * the buffers the kernel writes, keeps the fastest in memory and, when the
- * program has a cache directory, on disk; later launches cost one hash
- * lookup. Thread-safe: one thread times a new key while the others that
+ * program has a cache directory, on disk and in the Redis tier (keyed by
+ * the kernels' sources, device model, driver and shape); a choice found
+ * there is not timed; later launches cost one hash lookup. Thread-safe: one thread times a new key while the others that
  * launch it wait for its choice. *chosen (may be NULL) gets the variant
  * launched.
  * TILEC_MULTI_KERNEL=k (read when the program is built) forces variant k
@@ -93,6 +94,9 @@ typedef struct tilec_program_stats {
     char key[65];             /* the cache key of the module */
     int source_hit;           /* the module's source record named the bundle:
                                * nothing was lowered (lower_ms is 0) */
+    uint32_t choices_timed;   /* multi-kernel shapes timed by this program */
+    uint32_t choices_stored;  /* and those whose choice came from the cache
+                               * (directory or Redis): nothing timed */
 } tilec_program_stats;
 void tilec_program_get_stats(const tilec_program *p, tilec_program_stats *s);
 

@@ -64,7 +64,8 @@ class _Stats(ctypes.Structure):
     _c_type_ = "tilec_program_stats"
     _fields_ = [("kernels", ctypes.c_uint32), ("nvrtc_compiles", ctypes.c_uint32), ("cache_hit", ctypes.c_int),
                 ("lower_ms", ctypes.c_double), ("compile_ms", ctypes.c_double), ("load_ms", ctypes.c_double),
-                ("key", ctypes.c_char * 65), ("source_hit", ctypes.c_int)]
+                ("key", ctypes.c_char * 65), ("source_hit", ctypes.c_int),
+                ("choices_timed", ctypes.c_uint32), ("choices_stored", ctypes.c_uint32)]
 
 
 _WRITE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t)
