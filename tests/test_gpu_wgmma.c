@@ -383,3 +383,24 @@ Test(wgmma, forms_bt, .timeout = 600)
         tilec_module_free(m);
     }
 }
+
+/* issue 31: every candidate the tuning pass keeps for a dot kernel written
+ * with no tile hints (tests/forms/tuned.tile, docs/tuning.md), each right
+ * on every ragged shape against the CPU (f16 in, f16 out). */
+Test(wgmma, tuned_candidates, .timeout = 600)
+{
+    tilec_module *m = NULL;
+    tilec_program *p = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, "tests/forms/tuned.tile", &m), TILEC_OK);
+    tilec_build_options o = {.threads = 2};
+    cr_assert_eq(tilec_program_build(ctx, rt, m, &o, &p), TILEC_OK);
+    int nv = 0;
+    for (int v = 0; v < 16 && tilec_program_kernel(p, "gemm", v); v++, nv++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            mm_case c = {"gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0, 0, p};
+            run_case(&c, v);
+        }
+    cr_expect_geq(nv, 2, "tests/forms/tuned.tile: %d kept candidates", nv);
+    tilec_program_free(p);
+    tilec_module_free(m);
+}
