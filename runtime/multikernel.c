@@ -213,11 +213,11 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
             const char *off = getenv("TILEC_DISABLE_MULTI_KERNEL_CACHE");
             int stored = p->cache_dir[0] && !(off && !strcmp(off, "1"));
             char hash[41], refused[PATH_MAX + 256] = "";
-            choice_where where = CHOICE_NONE;
+            const char *from = NULL;
             v = -1;
             if (stored) {
                 choice_hash(p, name, nv, probe.key + 1, nkey - 1, hash);
-                v = choice_get(&p->mk_store, hash, nv, &where, refused, sizeof refused);
+                v = choice_get(&p->mk_store, hash, nv, &from, refused, sizeof refused);
             }
             double ms[TILEC_MAX_VARIANTS];
             int timed = v < 0, untimed = 0;
@@ -249,10 +249,10 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
                         fprintf(stderr, " %.4f", ms[i]);
                     fprintf(stderr, " ms\n");
                 } else {
-                    fprintf(stderr, "%s\n",
-                            untimed                  ? " (not timed: no memory for scratch copies of its outputs)"
-                            : where == CHOICE_REDIS ? " (choice from cache (redis), not timed)"
-                                                    : " (choice from cache (disk), not timed)");
+                    if (untimed)
+                        fprintf(stderr, " (not timed: no memory for scratch copies of its outputs)\n");
+                    else
+                        fprintf(stderr, " (choice from cache (%s), not timed)\n", from ? from : "disk");
                 }
             }
             if (timed && stored)
