@@ -75,7 +75,7 @@ struct tilec_program {
     mk_choice *choices;
     int mk_forced; /* TILEC_MULTI_KERNEL at build time: -1 unset, -2 invalid */
     char cache_dir[PATH_MAX];
-    choice_store mk_store;             /* the choices' directory and Redis tier (choice_entry.c) */
+    choice_store mk_store;             /* the choices as entries of the cache's tiers, through a handle of its own (choice_entry.h) */
     atomic_uint mk_timed, mk_stored;   /* tilec_program_stats' choices_timed, choices_stored */
     int no_tma; /* TILEC_DISABLE_TMA=1 when the program was made: no twins */
     /* split-K workspaces, one per stream, grown on demand (program.c) */
