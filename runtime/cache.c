@@ -150,9 +150,10 @@ tilec_rt_status tilec_cache_remote_ping(tilec_cache *c)
 
 /* ---- the bundle kind ---- */
 
-static tilec_rt_status bundle_parse(const void *data, size_t len, const char *key, void **obj, char *why,
+static tilec_rt_status bundle_parse(const cache_kind *k, const void *data, size_t len, const char *key, void **obj, char *why,
                                     size_t why_size)
 {
+    (void)k;
     tilec_bundle *b = NULL;
     tilec_rt_status st = tilec_bundle_parse(data, len, key, &b, why, why_size);
     *obj = b;

@@ -1,5 +1,5 @@
 /* cache_disk.c: the directory's tier (cache_tier.h): one file per entry,
- * <dir>/<key><suffix>, read whole (capped, never through a link, never
+ * <dir>/<prefix><key><suffix> (the kind's file_prefix and suffix), read whole (capped, never through a link, never
  * blocking on a FIFO) and published by write-to-temporary, fsync and
  * rename, so that processes sharing the directory only ever see whole
  * files. A file read is marked used (lru_touch) so that eviction takes it
@@ -113,7 +113,9 @@ static tier_result disk_get(const cache_tier *t, tilec_cache *c, const cache_kin
                             char *why, size_t why_size)
 {
     (void)t;
-    rd_result r = cache_read_entry(c, key, k->suffix, v->where, &v->data, &v->len, &v->dev, &v->ino, why, why_size);
+    char name[PATH_CAP];
+    cache_say(name, sizeof name, "%s%s", k->file_prefix ? k->file_prefix : "", key);
+    rd_result r = cache_read_entry(c, name, k->suffix, v->where, &v->data, &v->len, &v->dev, &v->ino, why, why_size);
     if (r == RD_MISSING)
         return TIER_MISS;
     if (r == RD_CORRUPT)
@@ -130,8 +132,10 @@ static tier_result disk_put(const cache_tier *t, tilec_cache *c, const cache_kin
     tilec_cache_fault_fn fault = promote ? NULL : c->fault;
     void *user = c->fault_user;
     pthread_mutex_unlock(&c->lock);
-    snprintf(v->where, sizeof v->where, "%s/%s%s", c->dir, key, k->suffix);
-    if (cache_publish(c->dir, key, k->suffix, v->data, v->len, !promote, fault, user, why, why_size) != 0)
+    char name[PATH_CAP];
+    cache_say(name, sizeof name, "%s%s", k->file_prefix ? k->file_prefix : "", key);
+    cache_say(v->where, sizeof v->where, "%s/%s%s", c->dir, name, k->suffix);
+    if (cache_publish(c->dir, name, k->suffix, v->data, v->len, !promote, fault, user, why, why_size) != 0)
         return promote ? TIER_SKIPPED : TIER_FAULT;
     if (!promote)
         cache_log(c, "wrote %s (%zu bytes)", v->where, v->len);

@@ -108,9 +108,10 @@ static char *rec_parse(const char *data, size_t len, const char *key, char *why,
     return text;
 }
 
-static tilec_rt_status record_parse(const void *data, size_t len, const char *key, void **obj, char *why,
+static tilec_rt_status record_parse(const cache_kind *k, const void *data, size_t len, const char *key, void **obj, char *why,
                                     size_t why_size)
 {
+    (void)k;
     *obj = rec_parse(data, len, key, why, why_size);
     return *obj ? TILEC_RT_OK : TILEC_RT_MODULE_ERROR;
 }

@@ -49,8 +49,9 @@ typedef enum {
 struct mem_entry;
 struct cache_tier;
 
-/* The kinds of entry (cache_tier.h's cache_kind) and the most tiers. */
-typedef enum { CACHE_KIND_BUNDLE, CACHE_KIND_RECORD, CACHE_KINDS } cache_kind_id;
+/* The kinds of entry (cache_tier.h's cache_kind: bundles, records, the
+ * multi-kernel's choices) and the most tiers. */
+typedef enum { CACHE_KIND_BUNDLE, CACHE_KIND_RECORD, CACHE_KIND_CHOICE, CACHE_KINDS } cache_kind_id;
 enum { CACHE_MAX_TIERS = 8 };
 
 struct tilec_cache {

@@ -47,9 +47,13 @@ static void bump(tilec_cache *c, uint64_t *n)
 /* A value the tier refused or the kind's check failed (by_tier: the tier
  * said so in why): removed where the tier can, counted, noted. */
 static void reject(tilec_cache *c, const cache_kind *k, uint32_t slot, const char *key, const cache_value *v,
-                   const char *why, int by_tier)
+                   const char *why, int by_tier, char *refused, size_t refused_size)
 {
     const cache_tier *t = c->tiers[slot];
+    if (refused && t->remote)
+        cache_say(refused, refused_size, "%s, %s%s: %s", v->where, k->remote_prefix, key, why);
+    else if (refused)
+        cache_say(refused, refused_size, "%s: %s", v->where, why);
     uint64_t *n = counter(c, k, slot, CT_REJECTED);
     if (t->remove) {
         t->remove(t, c, k, key, v);
@@ -89,7 +93,17 @@ static void promote(tilec_cache *c, const cache_kind *k, const char *key, uint32
 
 tilec_rt_status cache_walk_get(tilec_cache *c, const cache_kind *k, const char *key, void **obj)
 {
+    return cache_walk_find(c, k, key, obj, NULL, NULL, 0);
+}
+
+tilec_rt_status cache_walk_find(tilec_cache *c, const cache_kind *k, const char *key, void **obj, const char **from,
+                                char *refused, size_t refused_size)
+{
     *obj = NULL;
+    if (from)
+        *from = NULL;
+    if (refused && refused_size)
+        refused[0] = 0;
     for (uint32_t s = 0; s < c->ntiers; s++) {
         const cache_tier *t = c->tiers[s];
         cache_value v;
@@ -103,18 +117,18 @@ tilec_rt_status cache_walk_get(tilec_cache *c, const cache_kind *k, const char *
         if (r == TIER_FAULT)
             fault(c, k, s, why, k->local_work);
         if (r == TIER_REJECTED)
-            reject(c, k, s, key, &v, why, 1);
+            reject(c, k, s, key, &v, why, 1, refused, refused_size);
         if (r != TIER_HIT)
             continue;
         if (!t->keeps_objects) {
-            tilec_rt_status st = k->parse(v.data, v.len, key, &v.obj, why, sizeof why);
+            tilec_rt_status st = k->parse(k, v.data, v.len, key, &v.obj, why, sizeof why);
             if (st == TILEC_RT_NOMEM) {
                 free(v.data);
                 cache_note(c, NULL, "cannot read %s: %s", v.where, why);
                 return st;
             }
             if (st != TILEC_RT_OK) {
-                reject(c, k, s, key, &v, why, 0);
+                reject(c, k, s, key, &v, why, 0, refused, refused_size);
                 free(v.data);
                 continue;
             }
@@ -129,6 +143,8 @@ tilec_rt_status cache_walk_get(tilec_cache *c, const cache_kind *k, const char *
             lru_count(c, t->remote ? SC_REMOTE_HITS : SC_LOCAL_HITS);
         cache_log(c, "%s %s (%s)", k->log_hit ? k->log_hit : t->remote ? "remote hit" : "local hit", key, v.where);
         *obj = v.obj;
+        if (from)
+            *from = t->name;
         return TILEC_RT_OK;
     }
     bump(c, &c->kind_misses[k->id]);

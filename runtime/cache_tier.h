@@ -2,8 +2,9 @@
  * order (cache_tier.c). A tier is get/put/remove and its counters: memory
  * (cache_mem.c), the directory (cache_disk.c), Redis (cache_remote.c's
  * cache_tier_redis) and, in tests, any other. An entry kind (a bundle,
- * cache.c; a record, cache_record.c) says how bytes are checked and how
- * its object is copied. One lookup walks the tiers: the first that has a
+ * cache.c; a record, cache_record.c; a multi-kernel choice,
+ * choice_entry.c) says how bytes are checked and how its object is
+ * copied. One lookup walks the tiers: the first that has a
  * valid value answers, and the tiers before it get a copy (promotion);
  * a value that fails the kind's check is removed from its tier and
  * counted; a tier's fault is noted once, in the walk. A store goes to
@@ -17,9 +18,11 @@
 
 #include "runtime/cache_shared.h"
 
-/* A kind of entry: bundles and records. */
-typedef struct cache_kind {
+/* A kind of entry: bundles, records and multi-kernel choices. */
+typedef struct cache_kind cache_kind;
+struct cache_kind {
     cache_kind_id id;
+    const char *file_prefix;   /* before the key in the directory: NULL (none), "multikernel-" */
     const char *suffix;        /* the file's suffix in the directory */
     const char *remote_prefix; /* before the key in a remote tier: "", "record-" */
     const char *log_hit;       /* NULL: "local hit"/"remote hit" by the tier; else this ("record hit") */
@@ -30,15 +33,18 @@ typedef struct cache_kind {
     int shared_counts;         /* hits, misses and writes count in the directory's counters */
     int bounded;               /* the directory's size bound applies (lru_enforce after a write) */
     /* key's object from its bytes: TILEC_RT_OK, TILEC_RT_NOMEM, or another
-     * status with why (the value is rejected) */
-    tilec_rt_status (*parse)(const void *data, size_t len, const char *key, void **obj, char *why, size_t why_size);
+     * status with why (the value is rejected); k is this kind (its arg) */
+    tilec_rt_status (*parse)(const cache_kind *k, const void *data, size_t len, const char *key, void **obj, char *why,
+                             size_t why_size);
     /* a deep copy: TILEC_RT_OK or TILEC_RT_NOMEM */
     tilec_rt_status (*copy)(const void *obj, void **out);
     void (*free)(void *obj);
-} cache_kind;
+    const void *arg; /* what parse checks against beyond the key (a choice's variant count), or NULL */
+};
 
 extern const cache_kind cache_kind_bundle; /* cache.c */
 extern const cache_kind cache_kind_record; /* cache_record.c */
+extern const cache_kind cache_kind_choice; /* choice_entry.c (its arg: the kernel's variant count) */
 
 typedef enum {
     TIER_HIT,      /* get: a value; put: stored */
@@ -95,6 +101,13 @@ int cache_add_tier(tilec_cache *c, const cache_tier *t);
  * TILEC_RT_NOMEM or TILEC_CACHE_IO_ERROR (a tier that is not remote
  * failed; a remote tier's faults are noted, never returned). */
 tilec_rt_status cache_walk_get(tilec_cache *c, const cache_kind *k, const char *key, void **obj);
+/* cache_walk_get, and more of what the walk saw: from (NULL or
+ * ignored) the name of the tier that answered ("memory", "disk",
+ * "redis"; NULL on a miss), refused (NULL or ignored) which value the
+ * walk refused last and why ("" when none): "<where>: <why>", where a
+ * remote tier's is "redis NAME, <its key>". */
+tilec_rt_status cache_walk_find(tilec_cache *c, const cache_kind *k, const char *key, void **obj, const char **from,
+                                char *refused, size_t refused_size);
 tilec_rt_status cache_walk_put(tilec_cache *c, const cache_kind *k, const char *key, const void *obj, const void *data,
                                size_t len);
 

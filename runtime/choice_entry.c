@@ -1,17 +1,13 @@
-/* choice_entry.c: the multi-kernel's stored choices in the directory and
- * the Redis tier (choice_entry.h). The Redis calls are cache_remote_get
- * and cache_remote_put (cache_remote.h) under the key "choice-<hash>". */
-#define _GNU_SOURCE 1
-#include <fcntl.h>
+/* choice_entry.c: the multi-kernel's stored choices (choice_entry.h), the
+ * choice kind of the cache's tiers (cache_tier.h): an entry's line, its
+ * check, and the lookup and store through the walk. */
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "runtime/cache_tier.h"
 #include "runtime/choice_entry.h"
-#include "tilec/cache.h"
 
 #define CHOICE_MAGIC "tilec multi-kernel choice 2 "
 enum { LINE_MAX_ = 128 };
@@ -51,100 +47,97 @@ static int entry_parse(const char *data, size_t len, const char *hash, uint32_t 
     return v;
 }
 
-static void file_path(const choice_store *s, const char *hash, char *out, size_t size)
+/* The kind: the object is the variant (an int); arg is the kernel's
+ * variant count. */
+static tilec_rt_status kind_parse(const cache_kind *k, const void *data, size_t len, const char *key, void **obj,
+                                  char *why, size_t why_size)
 {
-    snprintf(out, size, "%s/multikernel-%s.choice", s->dir, hash);
+    *obj = NULL;
+    int v = entry_parse(data, len, key, *(const uint32_t *)k->arg, why, why_size);
+    if (v < 0)
+        return TILEC_RT_MODULE_ERROR;
+    int *o = malloc(sizeof *o);
+    if (!o)
+        return TILEC_RT_NOMEM;
+    *o = v;
+    *obj = o;
+    return TILEC_RT_OK;
 }
 
-/* Write bytes as the file of hash: a temporary file, fsync, rename. */
-static void file_put(const choice_store *s, const char *hash, const char *data, size_t len)
+static tilec_rt_status kind_copy(const void *obj, void **out)
 {
-    char path[PATH_MAX], tmp[PATH_MAX + 16];
-    file_path(s, hash, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0)
-        return;
-    if (write(fd, data, len) != (ssize_t)len || fsync(fd) != 0) {
-        close(fd);
-        unlink(tmp);
-        return;
+    int *o = malloc(sizeof *o);
+    if (o)
+        *o = *(const int *)obj;
+    *out = o;
+    return o ? TILEC_RT_OK : TILEC_RT_NOMEM;
+}
+
+static const uint32_t no_variants = 0; /* a walk with the bare kind refuses every entry */
+
+const cache_kind cache_kind_choice = {
+    .id = CACHE_KIND_CHOICE,
+    .file_prefix = "multikernel-",
+    .suffix = ".choice",
+    .remote_prefix = "choice-",
+    .log_hit = "choice hit",
+    .log_miss = "choice miss",
+    .reject_what = "choice miss",
+    .local_work = "timing locally",
+    .not_stored = "not stored there",
+    .parse = kind_parse,
+    .copy = kind_copy,
+    .free = free,
+    .arg = &no_variants,
+};
+
+void choice_store_use(choice_store *s, tilec_cache *c)
+{
+    s->tried = 1;
+    s->kind = cache_kind_choice;
+    s->kind.arg = &s->nvariants;
+    s->cache = c;
+}
+
+static tilec_cache *cache_of(choice_store *s)
+{
+    if (!s->tried && s->dir[0]) {
+        tilec_cache *c = NULL;
+        choice_store_use(s, tilec_cache_open(s->dir, &c) == TILEC_RT_OK ? c : NULL); /* NULL: timed, never stored */
     }
-    if (close(fd) != 0 || rename(tmp, path) != 0)
-        unlink(tmp);
+    return s->cache;
 }
 
-static cache_remote *remote_of(choice_store *s)
-{
-    if (!s->remote_tried) {
-        char why[256]; /* a malformed setting: the kernel cache's handle reports it */
-        s->remote = cache_remote_from_env(why, sizeof why);
-        s->remote_tried = 1;
-    }
-    return s->remote;
-}
-
-static void redis_key(const char *hash, char out[64]) { snprintf(out, 64, "choice-%s", hash); }
-
-int choice_get(choice_store *s, const char *hash, uint32_t nvariants, choice_where *where, char *refused,
+int choice_get(choice_store *s, const char *hash, uint32_t nvariants, const char **from, char *refused,
                size_t refused_size)
 {
-    *where = CHOICE_NONE;
+    *from = NULL;
     refused[0] = 0;
-    if (s->dir[0]) {
-        char path[PATH_MAX], buf[LINE_MAX_];
-        file_path(s, hash, path, sizeof path);
-        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd >= 0) {
-            ssize_t n = read(fd, buf, sizeof buf);
-            close(fd);
-            char why[200];
-            int v = n > 0 ? entry_parse(buf, (size_t)n, hash, nvariants, why, sizeof why) : -1;
-            if (v >= 0) {
-                *where = CHOICE_DISK;
-                return v;
-            }
-            snprintf(refused, refused_size, "%s: %s", path, n > 0 ? why : "empty or unreadable");
-        }
-    }
-    cache_remote *r = remote_of(s);
-    if (!r)
+    tilec_cache *c = cache_of(s);
+    if (!c)
         return -1;
-    char key[64], why[512];
-    void *data = NULL;
-    size_t len = 0;
-    redis_key(hash, key);
-    if (cache_remote_get(r, key, &data, &len, why, sizeof why) != REMOTE_HIT)
-        return -1; /* a miss, or a fault: timed here (the tier rests after a fault) */
-    int v = entry_parse(data, len, hash, nvariants, why, sizeof why);
-    if (v >= 0) {
-        *where = CHOICE_REDIS;
-        if (s->dir[0])
-            file_put(s, hash, data, len); /* the next process reads the directory */
-    } else {
-        snprintf(refused, refused_size, "redis %s, %s: %s", cache_remote_name(r), key, why);
-    }
-    free(data);
+    s->nvariants = nvariants;
+    void *obj = NULL;
+    if (cache_walk_find(c, &s->kind, hash, &obj, from, refused, refused_size) != TILEC_RT_OK)
+        return -1; /* a miss, a refused entry or a fault: timed here */
+    int v = *(int *)obj;
+    free(obj);
     return v;
 }
 
 void choice_put(choice_store *s, const char *hash, int v)
 {
+    tilec_cache *c = cache_of(s);
+    if (!c)
+        return;
     char line[LINE_MAX_];
     int n = entry_line(hash, v, line);
-    if (s->dir[0])
-        file_put(s, hash, line, (size_t)n);
-    cache_remote *r = remote_of(s);
-    if (r) {
-        char key[64], why[512];
-        redis_key(hash, key);
-        (void)cache_remote_put(r, key, line, (size_t)n, why, sizeof why); /* read-only, resting or down: skipped */
-    }
+    (void)cache_walk_put(c, &s->kind, hash, &v, line, (size_t)n); /* a lost choice is timed again */
 }
 
 void choice_store_close(choice_store *s)
 {
-    cache_remote_free(s->remote);
-    s->remote = NULL;
-    s->remote_tried = 0;
+    tilec_cache_close(s->cache);
+    s->cache = NULL;
+    s->tried = 0;
 }

@@ -62,14 +62,14 @@ static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_
     if (nv > TILEC_MAX_VARIANTS) /* the checker refuses more; before any allocation */
         return -1;
     tilec_rt *rt = p->rt;
-    const char *kname = p->ks[first].kname;
+    const char *kname = p->ks[first].d.kernel;
     /* the lowering's analysis, at build or (ahead of time) at emit time */
-    uint64_t written = p->ks[first].written;
+    uint64_t written = p->ks[first].d.written;
     tilec_rt_arg scratch[64];
     uint64_t bases[64] = {0};
     memcpy(scratch, args, nargs * sizeof *args);
     for (uint32_t i = 0; i < nargs; i++) {
-        if (p->ks[first].kinds[i] != TILEC_RT_PARAM_POINTER || !(written >> i & 1) || !args[i].ptr)
+        if (p->ks[first].d.kinds[i] != TILEC_RT_PARAM_POINTER || !(written >> i & 1) || !args[i].ptr)
             continue;
         uint64_t base;
         size_t size;
@@ -99,7 +99,7 @@ static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_
     for (uint32_t v = 0; v < nv; v++) {
         ms[v] = -1;
         /* warm-up; a variant that cannot launch is never chosen */
-        alive[v] = tilec_program_launch(p, kname, variant_of(p, first, (int)v)->variant, scratch, nargs, stream) ==
+        alive[v] = tilec_program_launch(p, kname, variant_of(p, first, (int)v)->d.variant, scratch, nargs, stream) ==
                    TILEC_RT_OK;
     }
     for (int r = 0; r < MK_ROUNDS; r++) {
@@ -109,7 +109,7 @@ static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_
                 continue;
             float x = 0;
             alive[v] = tilec_rt_event_record(rt, ev[0], stream) == TILEC_RT_OK &&
-                       tilec_program_launch(p, kname, variant_of(p, first, (int)v)->variant, scratch, nargs,
+                       tilec_program_launch(p, kname, variant_of(p, first, (int)v)->d.variant, scratch, nargs,
                                             stream) == TILEC_RT_OK &&
                        tilec_rt_event_record(rt, ev[1], stream) == TILEC_RT_OK &&
                        tilec_rt_event_synchronize(rt, ev[1]) == TILEC_RT_OK &&
@@ -155,7 +155,7 @@ tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, co
     if (!p || !name || !p->rt || nargs > 64)
         return TILEC_RT_INVALID_ARG;
     uint32_t first = 0;
-    while (first < p->n && strcmp(p->ks[first].kname, name))
+    while (first < p->n && strcmp(p->ks[first].d.kernel, name))
         first++;
     if (first == p->n)
         return TILEC_RT_NOT_FOUND;
@@ -165,9 +165,9 @@ tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, co
 tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, const tilec_rt_arg *args, uint32_t nargs,
                                           void *stream, const void *ws_owner, int *chosen)
 {
-    const char *name = p->ks[first].kname;
-    uint32_t nv = p->ks[first].nvariants;
-    if (nargs != p->ks[first].nparams || first + nv > p->n)
+    const char *name = p->ks[first].d.kernel;
+    uint32_t nv = p->ks[first].d.nvariants;
+    if (nargs != p->ks[first].d.nparams || first + nv > p->n)
         return TILEC_RT_INVALID_ARG;
     if (p->mk_forced == -2)
         return rt_fail(p->rt, TILEC_RT_INVALID_ARG,
@@ -184,7 +184,7 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
         uint32_t nkey = 1;
         probe.key[0] = first;
         for (uint32_t i = 0; i < nargs; i++) {
-            tilec_rt_param_kind kd = p->ks[first].kinds[i];
+            tilec_rt_param_kind kd = p->ks[first].d.kinds[i];
             if (kd == TILEC_RT_PARAM_I32 || kd == TILEC_RT_PARAM_U32)
                 probe.key[nkey++] = kd == TILEC_RT_PARAM_I32 ? (int64_t)args[i].i32 : (int64_t)args[i].u32;
             else if (kd == TILEC_RT_PARAM_I64 || kd == TILEC_RT_PARAM_U64)
@@ -213,11 +213,11 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
             const char *off = getenv("TILEC_DISABLE_MULTI_KERNEL_CACHE");
             int stored = p->cache_dir[0] && !(off && !strcmp(off, "1"));
             char hash[41], refused[PATH_MAX + 256] = "";
-            choice_where where = CHOICE_NONE;
+            const char *from = NULL;
             v = -1;
             if (stored) {
                 choice_hash(p, name, nv, probe.key + 1, nkey - 1, hash);
-                v = choice_get(&p->mk_store, hash, nv, &where, refused, sizeof refused);
+                v = choice_get(&p->mk_store, hash, nv, &from, refused, sizeof refused);
             }
             double ms[TILEC_MAX_VARIANTS];
             int timed = v < 0, untimed = 0;
@@ -249,10 +249,10 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
                         fprintf(stderr, " %.4f", ms[i]);
                     fprintf(stderr, " ms\n");
                 } else {
-                    fprintf(stderr, "%s\n",
-                            untimed                  ? " (not timed: no memory for scratch copies of its outputs)"
-                            : where == CHOICE_REDIS ? " (choice from cache (redis), not timed)"
-                                                    : " (choice from cache (disk), not timed)");
+                    if (untimed)
+                        fprintf(stderr, " (not timed: no memory for scratch copies of its outputs)\n");
+                    else
+                        fprintf(stderr, " (choice from cache (%s), not timed)\n", from ? from : "disk");
                 }
             }
             if (timed && stored)

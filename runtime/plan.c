@@ -120,9 +120,9 @@ tilec_rt_status tilec_plan_add_kernel(tilec_plan *p, const char *kernel, int var
     const pkernel *pk = &p->prog->ks[i];
     if (!pk->kern)
         return plan_fail(p, TILEC_RT_INVALID_ARG, "kernel '%s' is not loaded", kernel);
-    if (nargs != pk->nparams)
+    if (nargs != pk->d.nparams)
         return plan_fail(p, TILEC_RT_INVALID_ARG, "kernel '%s' takes %u arguments; the step gives %u", kernel,
-                         pk->nparams, nargs);
+                         pk->d.nparams, nargs);
     for (uint32_t a = 0; a < nargs; a++) {
         int32_t s = args[a].slot;
         if (s < 0)
@@ -130,9 +130,9 @@ tilec_rt_status tilec_plan_add_kernel(tilec_plan *p, const char *kernel, int var
         if ((uint32_t)s >= p->nslots)
             return plan_fail(p, TILEC_RT_INVALID_ARG, "argument %u of '%s' names slot %d; the plan has %u", a + 1,
                              kernel, s, p->nslots);
-        if (!slot_suits(p->types[s], pk->kinds[a]))
+        if (!slot_suits(p->types[s], pk->d.kinds[a]))
             return plan_fail(p, TILEC_RT_INVALID_ARG, "argument %u of '%s' is a %s; slot '%s' does not hold one",
-                             a + 1, kernel, kind_text(pk->kinds[a]), plan_slot_name(p, s));
+                             a + 1, kernel, kind_text(pk->d.kinds[a]), plan_slot_name(p, s));
     }
     plan_step *st = push_step(p);
     tilec_plan_value *copy = malloc((nargs ? nargs : 1) * sizeof *copy);
@@ -144,7 +144,7 @@ tilec_rt_status tilec_plan_add_kernel(tilec_plan *p, const char *kernel, int var
         memcpy(copy, args, nargs * sizeof *copy);
     st->kind = PLAN_KERNEL;
     st->kernel = (uint32_t)i;
-    st->best = variant < 0 && pk->nvariants > 1;
+    st->best = variant < 0 && pk->d.nvariants > 1;
     st->nargs = nargs;
     st->args = copy;
     p->nsteps++;
@@ -258,10 +258,10 @@ static tilec_rt_status check_slots(tilec_plan *p, const tilec_rt_arg *slots)
         const pkernel *pk = &p->prog->ks[st->kernel];
         for (uint32_t a = 0; a < st->nargs; a++) {
             int32_t s = st->args[a].slot;
-            if (s < 0 || p->types[s] != TILEC_PLAN_INT || int_fits(slots[s].i64, pk->kinds[a]))
+            if (s < 0 || p->types[s] != TILEC_PLAN_INT || int_fits(slots[s].i64, pk->d.kinds[a]))
                 continue;
             return plan_fail(p, TILEC_RT_INVALID_ARG, "%s is %lld, which does not fit %s (argument %u of %s)",
-                             plan_slot_name(p, s), (long long)slots[s].i64, kind_text(pk->kinds[a]), a + 1, pk->kname);
+                             plan_slot_name(p, s), (long long)slots[s].i64, kind_text(pk->d.kinds[a]), a + 1, pk->d.kernel);
         }
     }
     return TILEC_RT_OK;

@@ -54,12 +54,12 @@ static tilec_rt_status run_kernel(tilec_plan *p, uint32_t i, const plan_step *st
     const pkernel *pk = &p->prog->ks[st->kernel];
     tilec_rt_arg args[TILEC_RT_MAX_PARAMS];
     for (uint32_t a = 0; a < st->nargs; a++)
-        args[a] = gather(p, &st->args[a], pk->kinds[a], slots);
+        args[a] = gather(p, &st->args[a], pk->d.kinds[a], slots);
     tilec_rt_status r = st->best
                             ? rt_program_launch_best_at(p->prog, st->kernel, args, st->nargs, stream, p->ws_owner, NULL)
                             : rt_program_launch_at(p->prog, st->kernel, args, stream, p->ws_owner);
     if (r != TILEC_RT_OK)
-        return plan_fail(p, r, "step %u (kernel %s): %s", i + 1, pk->kname,
+        return plan_fail(p, r, "step %u (kernel %s): %s", i + 1, pk->d.kernel,
                          r == TILEC_RT_INVALID_ARG ? "its grid cannot be computed from these sizes"
                                                    : tilec_rt_last_error(p->rt));
     return TILEC_RT_OK;

@@ -60,27 +60,23 @@ tilec_rt_status rt_program_set(tilec_program *p, uint32_t i, const rt_kernel_des
 {
     pkernel *pk = &p->ks[i];
     const tilec_kernel_desc *d = &rd->d;
-    pk->kname = d->kernel;
-    pk->nvariants = d->nvariants;
-    pk->variant = d->variant;
-    pk->written = d->written;
+    if (d->nparams > TILEC_RT_MAX_PARAMS || (d->split_k > 1 && (d->nparams + 2 > TILEC_RT_MAX_PARAMS || !d->split_bytes)))
+        return TILEC_RT_INVALID_ARG;
+    pk->d = *d;
+    pk->d.image = NULL;
+    pk->d.size = 0;
+    pk->d.tma = NULL;
     pk->grid = rd->grid;
     pk->grid_data = rd->grid_data;
-    pk->aot_grid = d->grid;
-    pk->threads = d->threads;
-    pk->smem_bytes = d->smem_bytes;
-    pk->nparams = d->nparams;
-    if (d->nparams)
+    if (d->nparams && d->kinds)
         memcpy(pk->kinds, d->kinds, d->nparams * sizeof pk->kinds[0]);
-    if (d->split_k > 1) {
-        if (d->nparams + 2 > TILEC_RT_MAX_PARAMS || !d->split_bytes)
-            return TILEC_RT_INVALID_ARG;
-        pk->split_k = d->split_k;
-        pk->split_bytes = d->split_bytes;
+    pk->d.kinds = pk->kinds;
+    if (d->split_k > 1)
         pk->kinds[d->nparams] = pk->kinds[d->nparams + 1] = TILEC_RT_PARAM_POINTER;
-    }
-    pk->name = strdup(d->name);
-    if (!pk->name)
+    else
+        pk->d.split_k = pk->d.split_bytes = 0;
+    pk->d.name = pk->name_own = strdup(d->name);
+    if (!pk->name_own)
         return TILEC_RT_NOMEM;
     return rt_tma_set(pk, rd->tma);
 }
@@ -93,8 +89,8 @@ tilec_rt_status rt_program_load_module(tilec_program *p, uint32_t i, const void 
 tilec_rt_status rt_program_resolve(tilec_program *p, uint32_t i)
 {
     pkernel *pk = &p->ks[i];
-    tilec_rt_launch_meta meta = {pk->threads, pk->smem_bytes, pk->nparams + (pk->split_k ? 2u : 0u), pk->kinds};
-    tilec_rt_status st = tilec_rt_kernel_get(pk->mod, pk->name, &meta, &pk->kern);
+    tilec_rt_launch_meta meta = {pk->d.threads, pk->d.smem_bytes, pk->d.nparams + (pk->d.split_k ? 2u : 0u), pk->d.kinds};
+    tilec_rt_status st = tilec_rt_kernel_get(pk->mod, pk->d.name, &meta, &pk->kern);
     if (st == TILEC_RT_OK)
         rt_tma_resolve(p->rt, pk, p->no_tma);
     return st;
@@ -108,7 +104,7 @@ void tilec_program_free(tilec_program *p)
         return;
     for (uint32_t i = 0; p->ks && i < p->n; i++) {
         tilec_rt_module_unload(p->ks[i].mod);
-        free(p->ks[i].name);
+        free(p->ks[i].name_own);
         rt_tma_free(&p->ks[i]);
     }
     free(p->ks);
@@ -136,7 +132,7 @@ void tilec_program_free(tilec_program *p)
 int rt_program_find(const tilec_program *p, const char *name, int variant)
 {
     for (uint32_t i = 0; i < p->n; i++)
-        if (p->ks[i].variant == variant && !strcmp(p->ks[i].kname, name))
+        if (p->ks[i].d.variant == variant && !strcmp(p->ks[i].d.kernel, name))
             return (int)i;
     return -1;
 }
@@ -234,9 +230,9 @@ static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 static tilec_rt_status split_ws(tilec_program *p, const pkernel *pk, uint64_t nblocks, void *stream,
                                 const void *owner, uint64_t *part, uint64_t *cnt, int *skip)
 {
-    if (nblocks > SIZE_MAX / 2 / pk->split_bytes)
+    if (nblocks > SIZE_MAX / 2 / pk->d.split_bytes)
         return TILEC_RT_INVALID_ARG;
-    size_t need_part = (size_t)nblocks * pk->split_bytes, need_cnt = (size_t)(nblocks / pk->split_k + 1) * 4;
+    size_t need_part = (size_t)nblocks * pk->d.split_bytes, need_cnt = (size_t)(nblocks / pk->d.split_k + 1) * 4;
     pthread_mutex_lock(&p->ws_mu);
     rt_split_ws *w = owner ? ws_of(p, owner, 1) : ws_of(p, stream, 0);
     tilec_rt_status st = w ? TILEC_RT_OK : TILEC_RT_NOMEM;
@@ -342,8 +338,8 @@ tilec_rt_status rt_program_launch_at(const tilec_program *cp, uint32_t i, const 
     tilec_program *p = (tilec_program *)cp; /* the split-K scratch and the grid memo are the program's */
     pkernel *pk = &p->ks[i];
     int64_t scal[64];
-    for (uint32_t a = 0; a < pk->nparams; a++) {
-        switch (pk->kinds[a]) {
+    for (uint32_t a = 0; a < pk->d.nparams; a++) {
+        switch (pk->d.kinds[a]) {
         case TILEC_RT_PARAM_I32: scal[a] = args[a].i32; break;
         case TILEC_RT_PARAM_U32: scal[a] = args[a].u32; break;
         case TILEC_RT_PARAM_I64: scal[a] = args[a].i64; break;
@@ -352,21 +348,21 @@ tilec_rt_status rt_program_launch_at(const tilec_program *cp, uint32_t i, const 
         }
     }
     uint32_t grid[3];
-    if (!memo_get(&pk->gm, scal, pk->nparams, grid)) { /* the grid's expressions: ~100 ns, the memo ~10 */
-        if (pk->grid ? pk->grid(pk->grid_data, pk->variant, scal, grid) != 0 : pk->aot_grid(scal, grid) != 0)
+    if (!memo_get(&pk->gm, scal, pk->d.nparams, grid)) { /* the grid's expressions: ~100 ns, the memo ~10 */
+        if (pk->grid ? pk->grid(pk->grid_data, pk->d.variant, scal, grid) != 0 : pk->d.grid(scal, grid) != 0)
             return TILEC_RT_INVALID_ARG;
-        memo_put(&pk->gm, scal, pk->nparams, grid);
+        memo_put(&pk->gm, scal, pk->d.nparams, grid);
     }
     if (!grid[0] || !grid[1] || !grid[2])
         return TILEC_RT_OK; /* nothing to do */
     tilec_rt_status st;
-    if (pk->split_k) { /* no twin: the workspace and counters after the kernel's own parameters */
+    if (pk->d.split_k) { /* no twin: the workspace and counters after the kernel's own parameters */
         tilec_rt_arg all[TILEC_RT_MAX_PARAMS];
-        if (pk->nparams)
-            memcpy(all, args, pk->nparams * sizeof *args);
+        if (pk->d.nparams)
+            memcpy(all, args, pk->d.nparams * sizeof *args);
         int skip = 0;
-        st = split_ws(p, pk, (uint64_t)grid[0] * grid[1] * grid[2], stream, ws_owner, &all[pk->nparams].ptr,
-                      &all[pk->nparams + 1].ptr, &skip);
+        st = split_ws(p, pk, (uint64_t)grid[0] * grid[1] * grid[2], stream, ws_owner, &all[pk->d.nparams].ptr,
+                      &all[pk->d.nparams + 1].ptr, &skip);
         return st != TILEC_RT_OK || skip ? st : tilec_rt_launch(pk->kern, grid, all, stream);
     }
     if (rt_tma_launch(pk, grid, args, stream, &st))
@@ -378,7 +374,7 @@ tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, i
                                      uint32_t nargs, void *stream)
 {
     const pkernel *pk = p && name ? find(p, name, variant) : NULL;
-    if (!pk || !pk->kern || nargs != pk->nparams || (nargs && !args))
+    if (!pk || !pk->kern || nargs != pk->d.nparams || (nargs && !args))
         return TILEC_RT_INVALID_ARG;
     return rt_program_launch_at(p, (uint32_t)(pk - p->ks), args, stream, NULL);
 }

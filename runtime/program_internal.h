@@ -36,21 +36,21 @@ typedef struct rt_grid_memo {
 } rt_grid_memo;
 
 typedef struct pkernel {
-    const char *kname; /* the kernel's name (borrowed) */
-    char *name;        /* the __global__ function */
-    uint32_t nvariants;
-    int variant;
-    uint32_t threads, smem_bytes, nparams;
-    tilec_rt_param_kind kinds[64];
-    uint64_t written; /* bit i: the kernel may store through parameter i (lowering's analysis) */
-    rt_grid_fn grid;  /* with grid_data; else aot_grid */
+    /* the kernel's description (tilec/kernel_desc.h), as rt_program_set got
+     * it, with the runtime's own storage where the caller's may go away:
+     * d.kernel borrowed (the table's or the builder's, which outlive the
+     * program); d.name is name_own; d.kinds is kinds (nparams, then the two
+     * split-K pointers); d.grid a table's grid function (NULL: grid below);
+     * d.image, d.size, d.tma NULL and 0 (the module and twin are below) */
+    tilec_kernel_desc d;
+    char *name_own;                  /* d.name's storage */
+    tilec_rt_param_kind kinds[TILEC_RT_MAX_PARAMS]; /* d.kinds' storage */
+    rt_grid_fn grid;                 /* a built program's, with grid_data; else d.grid */
     const void *grid_data;
-    int (*aot_grid)(const int64_t *args, uint32_t grid[3]);
     tilec_rt_module *mod;
     tilec_rt_kernel *kern;
-    rt_tma *tma;                   /* the variant's sm_90a twin, or NULL */
-    uint32_t split_k, split_bytes; /* split-K (rt_kernel_desc) */
-    rt_grid_memo gm;               /* zeroed by calloc: empty */
+    rt_tma *tma;     /* the variant's sm_90a twin (a copy of d.tma's, tma.c), or NULL */
+    rt_grid_memo gm; /* zeroed by calloc: empty */
 } pkernel;
 
 /* The split-K scratch of one stream, or of one owner (a plan's CUDA
@@ -75,7 +75,7 @@ struct tilec_program {
     mk_choice *choices;
     int mk_forced; /* TILEC_MULTI_KERNEL at build time: -1 unset, -2 invalid */
     char cache_dir[PATH_MAX];
-    choice_store mk_store;             /* the choices' directory and Redis tier (choice_entry.c) */
+    choice_store mk_store;             /* the choices as entries of the cache's tiers, through a handle of its own (choice_entry.h) */
     atomic_uint mk_timed, mk_stored;   /* tilec_program_stats' choices_timed, choices_stored */
     int no_tma; /* TILEC_DISABLE_TMA=1 when the program was made: no twins */
     /* split-K workspaces, one per stream, grown on demand (program.c) */

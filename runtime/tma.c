@@ -68,11 +68,11 @@ tilec_rt_status rt_tma_set(pkernel *pk, const tilec_tma_meta *m)
         return TILEC_RT_OK;
     for (uint32_t i = 0; i < m->nmaps; i++) {
         const tilec_tma_map *t = &m->maps[i];
-        if (t->ptr >= pk->nparams || t->rows >= pk->nparams || t->cols >= pk->nparams || t->stride >= pk->nparams ||
-            pk->kinds[t->ptr] != TILEC_RT_PARAM_POINTER || (t->elem_bytes != 2 && t->elem_bytes != 4) ||
+        if (t->ptr >= pk->d.nparams || t->rows >= pk->d.nparams || t->cols >= pk->d.nparams || t->stride >= pk->d.nparams ||
+            pk->d.kinds[t->ptr] != TILEC_RT_PARAM_POINTER || (t->elem_bytes != 2 && t->elem_bytes != 4) ||
             (t->elem_bytes == 4 && t->bf16) || !t->box_rows || t->box_rows > 256 ||
             !swizzle_of(t->box_cols * t->elem_bytes) || t->batched > 1 ||
-            (t->batched && (t->bs[0] >= pk->nparams || (t->bs[1] != TILEC_TMA_NONE && t->bs[1] >= pk->nparams))))
+            (t->batched && (t->bs[0] >= pk->d.nparams || (t->bs[1] != TILEC_TMA_NONE && t->bs[1] >= pk->d.nparams))))
             return TILEC_RT_OK; /* metadata we cannot honour: no twin */
     }
     if (m->persistent > 1)
@@ -133,7 +133,7 @@ void rt_tma_resolve(tilec_rt *rt, pkernel *pk, int disabled)
     if (log)
         fprintf(stderr,
                 "tilec tma: %s variant %d: sm_90a twin %s %s%s (%u threads, %u bytes of dynamic shared memory)\n",
-                pk->kname, pk->variant, t->meta.name, why ? "not used: " : "resolved", why ? why : "", t->meta.threads,
+                pk->d.kernel, pk->d.variant, t->meta.name, why ? "not used: " : "resolved", why ? why : "", t->meta.threads,
                 t->meta.smem_bytes);
     if (why) {
         rt_tma_free(pk); /* the variant alone */
@@ -150,7 +150,7 @@ int rt_tma_ready(const pkernel *pk) { return pk->tma && pk->tma->fn; }
 
 static int64_t int_arg(const pkernel *pk, const tilec_rt_arg *args, uint32_t i)
 {
-    switch (pk->kinds[i]) {
+    switch (pk->d.kinds[i]) {
     case TILEC_RT_PARAM_I32: return args[i].i32;
     case TILEC_RT_PARAM_U32: return args[i].u32;
     case TILEC_RT_PARAM_I64: return args[i].i64;
@@ -250,15 +250,15 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
     char why[160] = "";
     if (!maps_for(t, pk, args, grid, maps, why, sizeof why)) {
         if (t->log)
-            fprintf(stderr, "tilec tma: %s variant %d: launched %s, not its twin: %s\n", pk->kname, pk->variant,
-                    pk->name, why);
+            fprintf(stderr, "tilec tma: %s variant %d: launched %s, not its twin: %s\n", pk->d.kernel, pk->d.variant,
+                    pk->d.name, why);
         return 0;
     }
     void *params[64 + TILEC_TMA_MAX_MAPS + 3];
-    for (uint32_t i = 0; i < pk->nparams; i++)
+    for (uint32_t i = 0; i < pk->d.nparams; i++)
         params[i] = (void *)&args[i];
     for (uint32_t i = 0; i < t->meta.nmaps; i++)
-        params[pk->nparams + i] = &maps[i];
+        params[pk->d.nparams + i] = &maps[i];
     uint32_t blocks[3] = {grid[0], grid[1], grid[2]};
     int32_t logical[3];
     if (t->meta.persistent) { /* the program's grid as parameters; one block per multiprocessor at most */
@@ -266,12 +266,12 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
         if (tiles > INT32_MAX) { /* the twin's tile counter is an int: the variant's own kernel */
             if (t->log)
                 fprintf(stderr, "tilec tma: %s variant %d: launched %s, not its twin: more than 2^31 tiles\n",
-                        pk->kname, pk->variant, pk->name);
+                        pk->d.kernel, pk->d.variant, pk->d.name);
             return 0;
         }
         for (int i = 0; i < 3; i++) {
             logical[i] = (int32_t)grid[i];
-            params[pk->nparams + t->meta.nmaps + (uint32_t)i] = &logical[i];
+            params[pk->d.nparams + t->meta.nmaps + (uint32_t)i] = &logical[i];
         }
         blocks[0] = tiles > (uint64_t)TMA_PERSIST_WAVES * t->sms ? (uint32_t)tiles
                     : tiles < t->sms                                ? (uint32_t)tiles
@@ -283,7 +283,7 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
     if (r == CUDA_SUCCESS) {
         if (t->log)
             fprintf(stderr, "tilec tma: %s variant %d: launched sm_90a twin %s, grid %ux%ux%u, %u tensor maps\n",
-                    pk->kname, pk->variant, t->meta.name, blocks[0], blocks[1], blocks[2], t->meta.nmaps);
+                    pk->d.kernel, pk->d.variant, t->meta.name, blocks[0], blocks[1], blocks[2], t->meta.nmaps);
         *st = TILEC_RT_OK;
         return 1;
     }

@@ -4,8 +4,8 @@
  * hit, a hit is promoted into the tiers before it, a value the kind's check
  * rejects is removed from its tier and counted, a fault is noted and
  * counted in one place, a store reaches every tier, and each tier's
- * counters come through tilec_cache_get_tier_stats; bundles and records
- * alike. */
+ * counters come through tilec_cache_get_tier_stats; bundles, records and
+ * the multi-kernel's choices alike. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +15,7 @@
 
 #include "bundle_forge.h"
 #include "runtime/cache_tier.h"
+#include "runtime/choice_entry.h"
 
 static char tdir[512];
 
@@ -216,6 +217,57 @@ Test(tier, records_walk_the_same_tiers)
     tilec_cache_get_stats(c, &s);
     cr_expect_eq(s.record_hits, 1);
     tilec_cache_close(c);
+    free(F.data);
+}
+
+/* A multi-kernel choice is one more kind: stored in every tier (the file
+ * multikernel-<hash>.choice, "choice-<hash>" in the remote tier), found
+ * by the walk and promoted, and an entry that is not this key's (a
+ * variant the kernel lacks, other bytes) refused with where and why. */
+Test(tier, choices_walk_the_same_tiers)
+{
+    static const char H[] = "0123456789abcdef0123456789abcdef01234567";
+    memset(&F, 0, sizeof F);
+    F.answer = TIER_MISS;
+    choice_store s = {.dir = tdir};
+    choice_store_use(&s, open_with_fake());
+    choice_put(&s, H, 2);
+    cr_expect_eq(F.puts, 1);
+    cr_assert_not_null(F.data);
+    cr_expect(F.len > 30 && !memcmp(F.data, "tilec multi-kernel choice 2 2 ", 30), "%.*s", (int)F.len, (char *)F.data);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/multikernel-%s.choice", tdir, H);
+    cr_assert_eq(access(path, F_OK), 0, "%s", path);
+
+    /* a fresh handle, the directory's entry gone: the remote tier answers */
+    tilec_cache_close(s.cache);
+    cr_assert_eq(unlink(path), 0);
+    F.trace[0] = 0;
+    choice_store_use(&s, open_with_fake());
+    const char *from = NULL;
+    char refused[2048];
+    cr_expect_eq(choice_get(&s, H, 3, &from, refused, sizeof refused), 2);
+    cr_expect_str_eq(from ? from : "(none)", "fake");
+    cr_expect_str_eq(refused, "");
+    cr_expect(strstr(F.trace, "get choice-0123456789abcdef"), "%s", F.trace);
+    cr_expect_eq(access(path, F_OK), 0, "the choice was not promoted to the directory");
+
+    /* the kernel has two variants now: variant 2 is no entry of its */
+    tilec_cache_close(s.cache);
+    choice_store_use(&s, open_with_fake());
+    cr_expect_eq(choice_get(&s, H, 2, &from, refused, sizeof refused), -1);
+    cr_expect_null(from);
+    cr_expect(strstr(refused, "fake tier, choice-0123456789abcdef") && strstr(refused, "no variant of the 2"), "%s",
+              refused);
+    cr_expect_neq(access(path, F_OK), 0, "the refused file was not removed");
+    cr_expect_eq(F.removed, 1);
+
+    /* other bytes in the remote tier */
+    F.data = strdup("garbage");
+    F.len = 7;
+    cr_expect_eq(choice_get(&s, H, 3, &from, refused, sizeof refused), -1);
+    cr_expect(strstr(refused, "not a multi-kernel choice"), "%s", refused);
+    choice_store_close(&s);
     free(F.data);
 }
 

@@ -5,7 +5,8 @@
  * tilec_kernel_code, api/describe.c), the C emitter writes it as an
  * ahead-of-time table (tilec_aot_kernel, tilec/aot.h, is this type), the
  * runtime makes a program of such entries (runtime/assemble.h wraps it with
- * the built program's grid and sm_90a twin) and emitters receive it for
+ * the built program's grid and sm_90a twin; a program's kernel keeps it,
+ * runtime/program_internal.h's pkernel) and emitters receive it for
  * --aot (wrapper_ir/session.h). Adding a field: here, where the API fills
  * it and where a reader reads it. The field order is an ABI: ahead-of-time
  * tables are positional initialisers of it, so a new field goes last. */

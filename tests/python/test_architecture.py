@@ -27,7 +27,6 @@ DESC_HOLDERS = {
     "tilec_kernel_desc": "the description itself (include/tilec/kernel_desc.h)",
     "tilec_kernel_code": "the lowering's output (source, layouts, remarks), which api/compile.c's "
                          "cmp_describe turns into the description",
-    "pkernel": "the program's own copy: its kinds with the split-K pointers appended, its name owned",
     "tilec_bundle_kernel": "the cache's bundle entry: owned image and kinds, serialised by runtime/bundle.c",
     "krec": "runtime/bundle.c's fixed-width record of a bundle entry on disk",
 }
