@@ -302,7 +302,7 @@ $(BUILD)/tests/libplugin_demo_fail.so: tests/plugin_demo.c include/tilec/emitter
 $(BUILD)/tests/libplugin_demo_abi.so: tests/plugin_demo.c include/tilec/emitter.h include/tilec/wir.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DPLUGIN_DEMO_ABI $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
-$(BUILD)/obj/tests/test_emit.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"'
+$(BUILD)/obj/tests/test_emit.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"' -DTILEC_SANFLAGS='"$(SANFLAGS)"'
 $(BUILD)/obj/tests/test_wrapper_run.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"' -DTILEC_SANFLAGS='"$(SANFLAGS)"'
 $(BUILD)/tests/test_wrapper_run: $(BUILD)/obj/tests/test_wrapper_run.o $(LIBA_INT) | $(FAKECUDA) $(FAKENCCL)
 	@mkdir -p $(dir $@)
