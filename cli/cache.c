@@ -24,11 +24,7 @@ static const char cc_usage[] =
     "                         TILEC_CACHE_MAX_BYTES or 1G)\n"
     "  clear                  remove every entry and multi-kernel choice\n";
 
-static int cc_usage_error(const char *what, const char *arg)
-{
-    fprintf(stderr, "tilec: error: cache: %s%s%s\n%s", what, arg ? ": " : "", arg ? arg : "", cc_usage);
-    return CC_USAGE;
-}
+static int cc_usage_error(const char *what, const char *arg) { return cli_sub_usage_error("cache", cc_usage, what, arg); }
 
 /* "512", "64K", "10M", "1G" */
 static int cc_bytes(const char *s, uint64_t *out)

@@ -45,6 +45,9 @@ void cli_build_end(cli_build *b);
 /* "tilec: error: MESSAGE" and the --help hint on stderr; returns
  * CLI_EXIT_USAGE. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A subcommand's usage error: "tilec: error: SUB: WHAT[: ARG]", then the
+ * subcommand's usage text; CLI_EXIT_USAGE. */
+int cli_sub_usage_error(const char *sub, const char *usage, const char *what, const char *arg);
 
 /* The name of input i in messages: --source-name, "<stdin>" for "-", or
  * the path as given. */

@@ -41,6 +41,12 @@ int cli_usage_error(const char *fmt, ...)
     return CLI_EXIT_USAGE;
 }
 
+int cli_sub_usage_error(const char *sub, const char *usage, const char *what, const char *arg)
+{
+    fprintf(stderr, "tilec: error: %s: %s%s%s\n%s", sub, what, arg ? ": " : "", arg ? arg : "", usage);
+    return CLI_EXIT_USAGE;
+}
+
 void cli_flush_diags(tilec_ctx *ctx)
 {
     tilec_ctx_render_diags(ctx, tilec_sink_file(stderr));

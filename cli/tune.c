@@ -26,11 +26,7 @@ static const char tn_usage[] =
     "  Each pointer parameter gets a zeroed buffer of N bytes (default: 8 x the product of the\n"
     "  set's two largest sizes).\n";
 
-static int tn_usage_error(const char *what, const char *arg)
-{
-    fprintf(stderr, "tilec: error: tune: %s%s%s\n%s", what, arg ? ": " : "", arg ? arg : "", tn_usage);
-    return CLI_EXIT_USAGE;
-}
+static int tn_usage_error(const char *what, const char *arg) { return cli_sub_usage_error("tune", tn_usage, what, arg); }
 
 typedef struct tn_set {
     const char *spec;
