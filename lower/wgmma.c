@@ -639,6 +639,31 @@ void lower_wg_coords(lw *L, const wg_plan *w, int i, const char **col, const cha
 static int64_t a_slot(const wg_plan *w) { return w->M * w->K * (int64_t)w->maps[0].elem_bytes; }
 static int64_t b_slot(const wg_plan *w) { return w->N * w->K * (int64_t)w->maps[1].elem_bytes; }
 
+/* The TMA copies of one stage of a K-major operand (A, or a K-major B: map
+ * i) of `rows` rows: `ka` boxes cut along K, each rows x arow bytes, at
+ * `ring` in the stage's slot. */
+static void kmajor_copies(lw *L, const wg_plan *w, int i, const char *ring, int64_t rows, int ka, const char *col,
+                          const char *row, const char *z)
+{
+    for (int j = 0; j < ka; j++)
+        lower_line(L, "tl_tma_%dd(%s%s, &tl_tm%d, %s%s, %s%s, tl_full + tl_s * 8);", z[0] ? 3 : 2, ring,
+                   j ? lower_fmt(L, " + %lld", (long long)(j * rows * w->arow)) : "", i, col,
+                   j ? lower_fmt(L, " + %u", j * w->maps[i].box_cols) : "", row, z);
+}
+
+/* The wgmma descriptor of k16 step tl_q of a K-major operand of `rows`
+ * rows at shared address `base`: 32 bytes a step along its swizzled rows,
+ * the next box (rows x arow bytes) every arow / 32 steps. */
+static const char *kmajor_desc(lw *L, const wg_plan *w, const char *base, int64_t rows)
+{
+    int qb = w->arow / 32; /* k16 steps a swizzled row */
+    const char *at = w->K * (int64_t)w->maps[0].elem_bytes == w->arow
+                         ? lower_fmt(L, "%s + tl_q * 32", base)
+                         : lower_fmt(L, "%s + (tl_q / %d) * %lld + (tl_q %% %d) * 32", base, qb,
+                                     (long long)(rows * w->arow), qb);
+    return lower_fmt(L, "tl_wg_desc(%s, 16, %d, %d)", at, 8 * w->arow, wg_layout_type(w->arow));
+}
+
 /* One thread of the producer warp group: wait for a free slot, expect its
  * bytes, issue the copies of A (one box of M rows per 128 bytes of the K
  * tile, or one narrower box) and B (N/64 boxes of K rows x 64 columns). */
@@ -665,17 +690,12 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
     const char *col, *row, *z;
     lower_wg_coords(L, w, 0, &col, &row);
     z = lower_wg_batch(L, w, 0);
-    for (int j = 0; j < ka; j++)
-        lower_line(L, "tl_tma_%dd(tl_ring + tl_s * %lld%s, &tl_tm0, %s%s, %s%s, tl_full + tl_s * 8);", z[0] ? 3 : 2,
-                   (long long)a_slot(w), j ? lower_fmt(L, " + %lld", (long long)(j * w->M * w->arow)) : "", col,
-                   j ? lower_fmt(L, " + %u", j * w->maps[0].box_cols) : "", row, z);
+    kmajor_copies(L, w, 0, lower_fmt(L, "tl_ring + tl_s * %lld", (long long)a_slot(w)), w->M, ka, col, row, z);
     lower_wg_coords(L, w, 1, &col, &row);
     z = lower_wg_batch(L, w, 1);
-    for (int j = 0; w->bk && j < ka; j++) /* K-major B: boxes of N rows, as A's */
-        lower_line(L, "tl_tma_%dd(tl_ring + %lld + tl_s * %lld%s, &tl_tm1, %s%s, %s%s, tl_full + tl_s * 8);", z[0] ? 3 : 2,
-                   (long long)(S * a_slot(w)), (long long)b_slot(w),
-                   j ? lower_fmt(L, " + %lld", (long long)(j * w->N * w->arow)) : "", col,
-                   j ? lower_fmt(L, " + %u", j * w->maps[1].box_cols) : "", row, z);
+    if (w->bk) /* K-major B: boxes of N rows, as A's */
+        kmajor_copies(L, w, 1, lower_fmt(L, "tl_ring + %lld + tl_s * %lld", (long long)(S * a_slot(w)), (long long)b_slot(w)),
+                      w->N, ka, col, row, z);
     for (int b = 0; b < nb && !w->bk; b++)
         lower_line(L, "tl_tma_%dd(tl_ring + %lld + tl_s * %lld + %d, &tl_tm1, %s + %d, %s%s, tl_full + tl_s * 8);",
                    z[0] ? 3 : 2, (long long)(S * a_slot(w)), (long long)b_slot(w), (int)(b * w->K * WG_ROW_BYTES), col,
@@ -719,26 +739,15 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
                64 * w->arow);
     lower_line(L, "const unsigned tl_b = tl_ring + %lld + tl_s * %lld;", (long long)(S * a_slot(w)),
                (long long)b_slot(w));
-    int qb = w->arow / 32; /* k16 steps a row of A */
-    const char *qa = a_slot(w) == w->M * w->arow ? "tl_a + tl_q * 32"
-                                                 : lower_fmt(L, "tl_a + (tl_q / %d) * %lld + (tl_q %% %d) * 32", qb,
-                                                             (long long)(w->M * w->arow), qb);
     lower_line(L, "tl_wg_fence();");
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q)", (int)(w->K / 16));
     /* B MN-major (N / 64 boxes of K rows, the transpose bit) or K-major (rows of N, as A's) */
-    const char *db;
-    if (w->bk)
-        db = lower_fmt(L, "tl_wg_desc(%s, 16, %d, %d)",
-                       b_slot(w) == w->N * w->arow ? "tl_b + tl_q * 32"
-                                                  : lower_fmt(L, "tl_b + (tl_q / %d) * %lld + (tl_q %% %d) * 32", qb,
-                                                              (long long)(w->N * w->arow), qb),
-                       8 * w->arow, wg_layout_type(w->arow));
-    else
-        db = lower_fmt(L, "tl_wg_desc(tl_b + tl_q * %d, %lld, %d, 1)", 16 * WG_ROW_BYTES, (long long)(w->K * WG_ROW_BYTES),
-                       8 * WG_ROW_BYTES);
-    lower_line(L, "    tl_wgmma_%s_n%lld%s(%s, tl_wg_desc(%s, 16, %d, %d), %s);", d == TILEC_DT_BF16 ? "bf16" : "f16",
-               (long long)w->N, w->bk ? "_bk" : "", acc->c, qa, 8 * w->arow, wg_layout_type(w->arow), db);
+    const char *db = w->bk ? kmajor_desc(L, w, "tl_b", w->N)
+                           : lower_fmt(L, "tl_wg_desc(tl_b + tl_q * %d, %lld, %d, 1)", 16 * WG_ROW_BYTES,
+                                       (long long)(w->K * WG_ROW_BYTES), 8 * WG_ROW_BYTES);
+    lower_line(L, "    tl_wgmma_%s_n%lld%s(%s, %s, %s);", d == TILEC_DT_BF16 ? "bf16" : "f16", (long long)w->N,
+               w->bk ? "_bk" : "", acc->c, kmajor_desc(L, w, "tl_a", w->M), db);
     lower_line(L, "tl_wg_commit();");
     /* one group in flight: the previous stage's wgmma are done, its slot free */
     lower_line(L, "tl_wg_wait<1>();");
