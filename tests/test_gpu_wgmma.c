@@ -262,12 +262,28 @@ Test(wgmma, f32_output_by_tma, .timeout = 300)
  * on every shape (ragged in M, N and K: the last K tile partly past K; K
  * tiles of 16 and 32 in stages of 64, the last stage's iterations partly
  * or wholly past K). */
-static void check_forms(const char *const *forms, size_t n, int bt);
-
 Test(wgmma, forms_k_tiles_and_warps, .timeout = 600)
 {
+    if (!hopper)
+        return;
     static const char *const forms[] = {"bk16", "bk32", "bk128", "warps4", "warps8_bm64", "user_mix", "tiles_bk32"};
-    check_forms(forms, sizeof forms / sizeof forms[0], 0);
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        char path[128];
+        snprintf(path, sizeof path, "tests/forms/%s.tile", forms[f]);
+        tilec_module *m = NULL;
+        tilec_program *p = NULL;
+        cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK, "%s", path);
+        tilec_build_options o = {.threads = 2};
+        cr_assert_eq(tilec_program_build(ctx, rt, m, &o, &p), TILEC_OK, "%s", path);
+        cr_expect(tilec_program_has_twin(p, "gemm", 0), "%s: an sm_90a twin", path);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            mm_case c = {"gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0, 0, p};
+            cr_log_info("%s: M=%d N=%d K=%d", path, c.M, c.N, c.K);
+            run_case(&c, 0);
+        }
+        tilec_program_free(p);
+        tilec_module_free(m);
+    }
 }
 
 /* x @ W.T (tests/gpu/linear_bt.tile, issue 29 item 2): W stored [N, K],
@@ -349,17 +365,10 @@ int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "wgmma twin
  * K-major B, right on every ragged shape against the CPU. */
 Test(wgmma, forms_bt, .timeout = 600)
 {
-    static const char *const forms[] = {"bt", "bt_let_trans", "bt_ptr_lets", "bt_inline", "bt_linear", "bt_bk32", "bt_bk128"};
-    check_forms(forms, sizeof forms / sizeof forms[0], 1);
-}
-
-/* Each of tests/forms's n forms (kernel gemm) has an sm_90a twin, right on
- * every ragged shape against the CPU; bt: B stored [N, K] (x @ W.T). */
-static void check_forms(const char *const *forms, size_t n, int bt)
-{
     if (!hopper)
         return;
-    for (size_t f = 0; f < n; f++) {
+    static const char *const forms[] = {"bt", "bt_let_trans", "bt_ptr_lets", "bt_inline", "bt_linear", "bt_bk32", "bt_bk128"};
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
         char path[128];
         snprintf(path, sizeof path, "tests/forms/%s.tile", forms[f]);
         tilec_module *m = NULL;
@@ -368,15 +377,8 @@ static void check_forms(const char *const *forms, size_t n, int bt)
         tilec_build_options o = {.threads = 2};
         cr_assert_eq(tilec_program_build(ctx, rt, m, &o, &p), TILEC_OK, "%s", path);
         cr_expect(tilec_program_has_twin(p, "gemm", 0), "%s: an sm_90a twin", path);
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            cr_log_info("%s: M=%d N=%d K=%d", path, shapes[s][0], shapes[s][1], shapes[s][2]);
-            if (bt) {
-                run_bt(p, "gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0);
-            } else {
-                mm_case c = {"gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0, 0, p};
-                run_case(&c, 0);
-            }
-        }
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            run_bt(p, "gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0);
         tilec_program_free(p);
         tilec_module_free(m);
     }
