@@ -127,17 +127,8 @@ static void to_cache(build *b)
     tilec_bundle bd = {b->n, calloc(b->n ? b->n : 1, sizeof(tilec_bundle_kernel))};
     if (!bd.kernels)
         return;
-    for (uint32_t i = 0; i < b->n; i++) {
-        const bkernel *pk = &b->ks[i];
-        tilec_bundle_kernel *bk = &bd.kernels[i];
-        bk->name = pk->code.name;
-        bk->image = pk->job.cubin;
-        bk->size = pk->job.size;
-        bk->threads = pk->code.threads;
-        bk->smem_bytes = pk->code.smem_bytes;
-        bk->nparams = pk->code.nparams;
-        memcpy(bk->kinds, pk->kinds, sizeof bk->kinds);
-    }
+    for (uint32_t i = 0; i < b->n; i++)
+        rec_to_bundle(&bd.kernels[i], &b->ks[i].code, b->ks[i].job.cubin, b->ks[i].job.size, b->ks[i].kinds);
     tilec_cache_put(b->o->cache, b->st.key, &bd); /* a failed put still leaves the memory level */
     free(bd.kernels);
 }
@@ -286,21 +277,10 @@ static tilec_status assemble(build *b, tilec_program **out)
     return TILEC_OK;
 }
 
-/* The variants' codes and declared parameter counts, for the record. */
-static tilec_kernel_code **codes_of(build *b, uint32_t *nparams)
-{
-    tilec_kernel_code **v = malloc((b->n ? b->n : 1) * sizeof *v);
-    for (uint32_t i = 0; v && i < b->n; i++) {
-        v[i] = &b->ks[i].code;
-        if (nparams)
-            nparams[i] = b->ks[i].k->nparams;
-    }
-    return v;
-}
-
-/* A warm start without lowering: the source record names the bundle and
- * gives each variant's launch metadata; the bundle must match it. 1 on a
- * hit; 0 (nothing kept) otherwise. */
+/* A warm start without lowering: the source record names the bundle,
+ * whose entries give each variant's launch description; they must fit
+ * the module's variants (count, parameter counts and kinds). 1 on a hit;
+ * 0 (nothing kept) otherwise. */
 static int from_record(build *b)
 {
     char *text = NULL, key[TILEC_CACHE_KEY_LEN + 1];
@@ -309,26 +289,32 @@ static int from_record(build *b)
     rec_key(b->o->cache, b->arch, b->m, b->record);
     if (!b->record[0] || tilec_cache_record_get(b->o->cache, b->record, &text) != TILEC_RT_OK)
         return 0;
-    uint32_t *np = malloc((b->n ? b->n : 1) * sizeof *np);
-    tilec_kernel_code **codes = np ? codes_of(b, np) : NULL;
-    int ok = codes && rec_parse(text, codes, np, b->n, key) == 0;
+    int ok = rec_parse(text, key) == 0;
     free(text);
-    free(np);
-    free(codes);
-    if (!ok)
+    tilec_bundle *bd = NULL;
+    if (!ok || tilec_cache_get(b->o->cache, key, &bd) != TILEC_RT_OK)
         return 0;
-    for (uint32_t i = 0; i < b->n; i++) {
+    ok = bd->nkernels == b->n;
+    uint32_t i = 0;
+    for (; ok && i < b->n; i++)
+        ok = rec_from_bundle(&bd->kernels[i], &b->ks[i].code, b->ks[i].k->nparams, b->ks[i].kinds) == 0;
+    if (!ok) {
+        while (i-- > 0)
+            tilec_kernel_code_free(&b->ks[i].code);
+        tilec_bundle_free(bd);
+        return 0;
+    }
+    for (i = 0; i < b->n; i++) {
         b->ks[i].code.variant = b->ks[i].variant;
         b->ks[i].code.kernel = b->ks[i].k;
+        b->ks[i].job.cubin = bd->kernels[i].image; /* the bundle is ours: take its images */
+        b->ks[i].job.size = bd->kernels[i].size;
+        bd->kernels[i].image = NULL;
     }
+    tilec_bundle_free(bd);
     snprintf(b->st.key, sizeof b->st.key, "%s", key);
-    from_cache(b);
-    if (b->st.cache_hit)
-        return b->st.source_hit = 1;
-    for (uint32_t i = 0; i < b->n; i++)
-        tilec_kernel_code_free(&b->ks[i].code);
-    b->st.key[0] = 0;
-    return 0;
+    b->st.cache_hit = 1;
+    return b->st.source_hit = 1;
 }
 
 /* After a lowering: the record for the next start. */
@@ -336,12 +322,10 @@ static void to_record(build *b)
 {
     if (!b->o->cache || b->unlaunchable || !b->record[0] || !b->st.key[0])
         return;
-    tilec_kernel_code **codes = codes_of(b, NULL);
-    char *text = codes ? rec_format(b->st.key, (const tilec_kernel_code *const *)codes, b->n) : NULL;
+    char *text = rec_format(b->st.key);
     if (text)
         tilec_cache_record_put(b->o->cache, b->record, text); /* a failed put costs the next start a lowering */
     free(text);
-    free(codes);
 }
 
 /* Every variant compiled (or found in the cache): the build up to loading. */

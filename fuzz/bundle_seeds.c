@@ -33,6 +33,20 @@ int main(int argc, char **argv)
             ks[i].nparams = i * 2 + 1;
             for (unsigned p = 0; p < ks[i].nparams; p++)
                 ks[i].kinds[p] = (tilec_rt_param_kind)(p % TILEC_RT_PARAM_KIND_COUNT);
+            ks[i].written = 1u << (i % ks[i].nparams);
+            if (i == 1) { /* split-K */
+                ks[i].split_k = 4;
+                ks[i].split_bytes = 64 * 64 * 4;
+            }
+            if (i == 2 || i == 4) { /* a twin whose maps name parameters, one batched */
+                static char twin[] = "k_tma";
+                ks[i].twin = (tilec_tma_meta){.name = twin, .threads = 384, .smem_bytes = 99000, .nmaps = 2,
+                                              .persistent = i == 4};
+                for (unsigned m = 0; m < 2; m++)
+                    ks[i].twin.maps[m] = (tilec_tma_map){.ptr = m, .rows = 3, .cols = 4, .stride = 4, .box_rows = 64,
+                                                         .box_cols = 64, .elem_bytes = 2, .batched = m,
+                                                         .bs = {m ? 3 : TILEC_TMA_NONE, TILEC_TMA_NONE}};
+            }
         }
         tilec_bundle b = {counts[s], ks};
         void *buf = NULL;

@@ -4,6 +4,7 @@
  * every count and length) in a first pass that allocates nothing, then
  * builds the bundle in a second: never a crash, never a partial bundle. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,34 @@ enum {
 _Static_assert(H_HEADER_SUM + 8 == TILEC_BUNDLE_HEADER_SIZE, "the header is 64 bytes");
 
 /* The fixed part of a kernel record: name length, threads, smem, nparams
- * (u32 each) and image size (u64); the name, kinds and image are extra. */
-enum { K_FIXED = 4 + 4 + 4 + 4 + 8, K_MIN = K_FIXED + 1 + 1 };
+ * (u32 each), written (u64), split-K slices and bytes, the twin's name
+ * length (u32 each) and image size (u64); the name, kinds, the twin and
+ * the image are extra. A twin is its name, threads, smem, nmaps,
+ * persistent (u32 each) and nmaps maps of TWIN_MAP_WORDS u32. */
+enum {
+    K_FIXED = 4 + 4 + 4 + 4 + 8 + 4 + 4 + 4 + 8,
+    K_MIN = K_FIXED + 1 + 1,
+    TWIN_FIXED = 4 * 4,
+    TWIN_MAP_WORDS = sizeof(tilec_tma_map) / sizeof(uint32_t),
+};
+_Static_assert(sizeof(tilec_tma_map) == TWIN_MAP_WORDS * sizeof(uint32_t), "a tensor map is a row of u32");
+
+/* The words of a tensor map in stored order, and which of them are
+ * parameter indices: 1 below the kernel's parameter count, 2 that or
+ * TILEC_TMA_NONE (docs/runtime.md, "The bundle format"). */
+static const struct {
+    size_t at;
+    int param;
+} map_words[TWIN_MAP_WORDS] = {
+    {offsetof(tilec_tma_map, ptr), 1},        {offsetof(tilec_tma_map, rows), 1},
+    {offsetof(tilec_tma_map, cols), 1},       {offsetof(tilec_tma_map, stride), 1},
+    {offsetof(tilec_tma_map, box_rows), 0},   {offsetof(tilec_tma_map, box_cols), 0},
+    {offsetof(tilec_tma_map, elem_bytes), 0}, {offsetof(tilec_tma_map, bf16), 0},
+    {offsetof(tilec_tma_map, batched), 0},    {offsetof(tilec_tma_map, bs[0]), 2},
+    {offsetof(tilec_tma_map, bs[1]), 2},
+};
+
+static uint32_t *map_word(tilec_tma_map *m, int f) { return (uint32_t *)(void *)((char *)m + map_words[f].at); }
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -125,6 +152,7 @@ void tilec_bundle_free(tilec_bundle *b)
         for (uint32_t i = 0; i < b->nkernels; i++) {
             free(b->kernels[i].name);
             free(b->kernels[i].image);
+            free(b->kernels[i].twin.name);
         }
     free(b->kernels);
     free(b);
@@ -154,7 +182,8 @@ tilec_rt_status tilec_bundle_copy(const tilec_bundle *b, tilec_bundle **out)
         *d = *s;
         d->name = NULL;
         d->image = NULL;
-        if (s->name && !(d->name = strdup(s->name)))
+        d->twin.name = NULL;
+        if ((s->name && !(d->name = strdup(s->name))) || (s->twin.name && !(d->twin.name = strdup(s->twin.name))))
             goto nomem;
         if (s->image && s->size) {
             if (!(d->image = malloc(s->size)))
@@ -185,6 +214,39 @@ static int meta_ok(uint32_t threads, uint32_t nparams, const char **what)
     return 1;
 }
 
+/* Check split-K and the written mask against nparams. */
+static int split_ok(uint32_t split_k, uint32_t split_bytes, uint64_t written, uint32_t nparams, const char **what)
+{
+    if (split_k == 1 || split_k > 64 || !split_k != !split_bytes) {
+        *what = "a split-K of other than 0 or 2 to 64 slices, or partial bytes without it";
+        return 0;
+    }
+    if (nparams < 64 && written >> nparams) {
+        *what = "a written parameter past the parameter count";
+        return 0;
+    }
+    return 1;
+}
+
+/* Check a twin's fields but its name: block size, map count, persistence,
+ * every map's parameter indices below nparams. */
+static int twin_ok(const tilec_tma_meta *t, uint32_t nparams, const char **what)
+{
+    if (t->threads == 0 || t->threads > TILEC_RT_MAX_BLOCK || t->nmaps > TILEC_TMA_MAX_MAPS || t->persistent > 1) {
+        *what = "a twin with a block size outside 1..1024, more than 3 maps or a persistence other than 0 or 1";
+        return 0;
+    }
+    for (uint32_t m = 0; m < t->nmaps; m++)
+        for (int f = 0; f < TWIN_MAP_WORDS; f++) {
+            uint32_t v = *map_word((tilec_tma_map *)&t->maps[m], f);
+            if (map_words[f].param && v >= nparams && !(map_words[f].param == 2 && v == TILEC_TMA_NONE)) {
+                *what = "a twin's tensor map names a parameter past the parameter count";
+                return 0;
+            }
+        }
+    return 1;
+}
+
 tilec_rt_status tilec_bundle_serialize(const tilec_bundle *b, const char *key, void **buf, size_t *len)
 {
     if (!buf || !len)
@@ -205,12 +267,19 @@ tilec_rt_status tilec_bundle_serialize(const tilec_bundle *b, const char *key, v
         if (!k->name || !k->image || k->size == 0 || k->size > TILEC_BUNDLE_MAX_SIZE)
             return TILEC_RT_INVALID_ARG;
         size_t nl = strnlen(k->name, TILEC_BUNDLE_MAX_NAME + 1);
-        if (nl > TILEC_BUNDLE_MAX_NAME || !tilec_bundle_name_ok(k->name, nl) || !meta_ok(k->threads, k->nparams, &what))
+        if (nl > TILEC_BUNDLE_MAX_NAME || !tilec_bundle_name_ok(k->name, nl) || !meta_ok(k->threads, k->nparams, &what) ||
+            !split_ok(k->split_k, k->split_bytes, k->written, k->nparams, &what))
             return TILEC_RT_INVALID_ARG;
         for (uint32_t j = 0; j < k->nparams; j++)
             if ((unsigned)k->kinds[j] >= TILEC_RT_PARAM_KIND_COUNT)
                 return TILEC_RT_INVALID_ARG;
+        size_t tl = k->twin.name ? strnlen(k->twin.name, TILEC_BUNDLE_MAX_NAME + 1) : 0;
+        if (k->twin.name && (tl > TILEC_BUNDLE_MAX_NAME || !tilec_bundle_name_ok(k->twin.name, tl) ||
+                             !twin_ok(&k->twin, k->nparams, &what)))
+            return TILEC_RT_INVALID_ARG;
         total += K_FIXED + nl + k->nparams + (uint64_t)k->size;
+        if (k->twin.name)
+            total += tl + TWIN_FIXED + (uint64_t)k->twin.nmaps * TWIN_MAP_WORDS * 4;
         if (total > TILEC_BUNDLE_MAX_SIZE)
             return TILEC_RT_INVALID_ARG;
     }
@@ -243,6 +312,25 @@ tilec_rt_status tilec_bundle_serialize(const tilec_bundle *b, const char *key, v
         p += 12;
         for (uint32_t j = 0; j < k->nparams; j++)
             *p++ = (uint8_t)k->kinds[j];
+        put64(p, k->written);
+        put32(p + 8, k->split_k);
+        put32(p + 12, k->split_bytes);
+        p += 16;
+        size_t tl = k->twin.name ? strlen(k->twin.name) : 0;
+        put32(p, (uint32_t)tl);
+        p += 4;
+        if (tl) {
+            memcpy(p, k->twin.name, tl);
+            p += tl;
+            put32(p, k->twin.threads);
+            put32(p + 4, k->twin.smem_bytes);
+            put32(p + 8, k->twin.nmaps);
+            put32(p + 12, k->twin.persistent);
+            p += TWIN_FIXED;
+            for (uint32_t m = 0; m < k->twin.nmaps; m++)
+                for (int f = 0; f < TWIN_MAP_WORDS; f++, p += 4)
+                    put32(p, *map_word((tilec_tma_map *)&k->twin.maps[m], f));
+        }
         put64(p, (uint64_t)k->size);
         memcpy(p + 8, k->image, k->size);
         p += 8 + k->size;
@@ -281,9 +369,10 @@ static int take(reader *r, size_t n, const uint8_t **at)
 
 /* One kernel record, checked; pointers into the input. */
 typedef struct krec {
-    const uint8_t *name, *kinds, *image;
-    uint32_t name_len, threads, smem, nparams;
-    uint64_t size;
+    const uint8_t *name, *kinds, *image, *twin_name;
+    uint32_t name_len, threads, smem, nparams, split_k, split_bytes, twin_len;
+    uint64_t size, written;
+    tilec_tma_meta twin; /* name NULL */
 } krec;
 
 #define BAD(...) fail(why, why_size, TILEC_RT_MODULE_ERROR, __VA_ARGS__)
@@ -291,6 +380,7 @@ typedef struct krec {
 static tilec_rt_status read_kernel(reader *r, uint32_t i, krec *k, char *why, size_t why_size)
 {
     const uint8_t *at;
+    memset(k, 0, sizeof *k);
     if (!take(r, 4, &at))
         return BAD("kernel %u: truncated before its name length", i);
     k->name_len = get32(at);
@@ -314,6 +404,37 @@ static tilec_rt_status read_kernel(reader *r, uint32_t i, krec *k, char *why, si
     for (uint32_t j = 0; j < k->nparams; j++)
         if (k->kinds[j] >= TILEC_RT_PARAM_KIND_COUNT)
             return BAD("kernel %u: parameter %u has unknown kind %u", i, j, k->kinds[j]);
+    if (!take(r, 20, &at))
+        return BAD("kernel %u: truncated in its split-K and twin fields", i);
+    k->written = get64(at);
+    k->split_k = get32(at + 8);
+    k->split_bytes = get32(at + 12);
+    k->twin_len = get32(at + 16);
+    if (!split_ok(k->split_k, k->split_bytes, k->written, k->nparams, &what))
+        return BAD("kernel %u (%.*s): %s (split %u, %u bytes, written 0x%llx)", i, (int)k->name_len,
+                   (const char *)k->name, what, k->split_k, k->split_bytes, (unsigned long long)k->written);
+    if (k->twin_len > TILEC_BUNDLE_MAX_NAME)
+        return BAD("kernel %u: a twin name of %u bytes (1 to %u allowed)", i, k->twin_len, TILEC_BUNDLE_MAX_NAME);
+    if (k->twin_len) {
+        if (!take(r, k->twin_len, &k->twin_name) || !take(r, TWIN_FIXED, &at))
+            return BAD("kernel %u: truncated in its twin", i);
+        if (!tilec_bundle_name_ok((const char *)k->twin_name, k->twin_len))
+            return BAD("kernel %u: its twin's name is not a C identifier", i);
+        k->twin.threads = get32(at);
+        k->twin.smem_bytes = get32(at + 4);
+        k->twin.nmaps = get32(at + 8);
+        k->twin.persistent = get32(at + 12);
+        if (k->twin.nmaps > TILEC_TMA_MAX_MAPS)
+            return BAD("kernel %u: a twin with %u tensor maps (at most %d)", i, k->twin.nmaps, TILEC_TMA_MAX_MAPS);
+        for (uint32_t m = 0; m < k->twin.nmaps; m++)
+            for (int f = 0; f < TWIN_MAP_WORDS; f++) {
+                if (!take(r, 4, &at))
+                    return BAD("kernel %u: truncated in its twin's tensor map %u", i, m);
+                *map_word(&k->twin.maps[m], f) = get32(at);
+            }
+        if (!twin_ok(&k->twin, k->nparams, &what))
+            return BAD("kernel %u (%.*s): %s", i, (int)k->name_len, (const char *)k->name, what);
+    }
     if (!take(r, 8, &at))
         return BAD("kernel %u: truncated before its image size", i);
     k->size = get64(at);
@@ -422,7 +543,9 @@ tilec_rt_status tilec_bundle_parse(const void *buf, size_t len, const char *key,
         const krec *k = &ks[i];
         d->name = malloc((size_t)k->name_len + 1);
         d->image = malloc((size_t)k->size);
-        if (!d->name || !d->image) {
+        d->twin = k->twin;
+        d->twin.name = k->twin_len ? malloc((size_t)k->twin_len + 1) : NULL;
+        if (!d->name || !d->image || (k->twin_len && !d->twin.name)) {
             tilec_bundle_free(b);
             free(ks);
             return fail(why, why_size, TILEC_RT_NOMEM, "out of memory for kernel %u", i);
@@ -436,6 +559,13 @@ tilec_rt_status tilec_bundle_parse(const void *buf, size_t len, const char *key,
         d->nparams = k->nparams;
         for (uint32_t j = 0; j < k->nparams; j++)
             d->kinds[j] = (tilec_rt_param_kind)k->kinds[j];
+        d->written = k->written;
+        d->split_k = k->split_k;
+        d->split_bytes = k->split_bytes;
+        if (k->twin_len) {
+            memcpy(d->twin.name, k->twin_name, k->twin_len);
+            d->twin.name[k->twin_len] = 0;
+        }
     }
     free(ks);
     *out = b;

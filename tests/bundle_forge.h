@@ -55,6 +55,28 @@ static inline tilec_bundle *make_bundle(uint32_t n, unsigned seed)
         k->nparams = (i * 5 + seed) % (TILEC_RT_MAX_PARAMS + 1);
         for (uint32_t j = 0; j < k->nparams; j++)
             k->kinds[j] = (tilec_rt_param_kind)((i + j + seed) % TILEC_RT_PARAM_KIND_COUNT);
+        k->written = k->nparams ? (0x9e3779b97f4a7c15ull * (i + seed + 1)) >> (64 - k->nparams) : 0;
+        if (i % 3 == 1) { /* split-K */
+            k->split_k = 2 + (i + seed) % 63;
+            k->split_bytes = 4u * (i + 1);
+        }
+        if (i % 3 == 2) { /* a twin with up to 3 maps naming parameters below nparams */
+            snprintf(name, sizeof name, "kernel_%u_v%u_tma", i, seed);
+            k->twin.name = strdup(name);
+            k->twin.threads = 384;
+            k->twin.smem_bytes = 1000u * i + seed;
+            k->twin.nmaps = k->nparams ? (i + seed) % (TILEC_TMA_MAX_MAPS + 1) : 0;
+            k->twin.persistent = (i + seed) & 1;
+            for (uint32_t m = 0; m < k->twin.nmaps; m++) {
+                tilec_tma_map *mp = &k->twin.maps[m];
+                mp->ptr = m % k->nparams;
+                mp->rows = mp->cols = mp->stride = (m + i) % k->nparams;
+                mp->box_rows = 64 + m, mp->box_cols = 64, mp->elem_bytes = 2, mp->bf16 = m & 1;
+                mp->batched = m == 2;
+                mp->bs[0] = m == 2 ? 0 : TILEC_TMA_NONE;
+                mp->bs[1] = TILEC_TMA_NONE;
+            }
+        }
     }
     return b;
 }
@@ -68,7 +90,13 @@ static inline int bundle_eq(const tilec_bundle *a, const tilec_bundle *b)
         const tilec_bundle_kernel *x = &a->kernels[i], *y = &b->kernels[i];
         if (strcmp(x->name, y->name) || x->size != y->size || memcmp(x->image, y->image, x->size) ||
             x->threads != y->threads || x->smem_bytes != y->smem_bytes || x->nparams != y->nparams ||
-            memcmp(x->kinds, y->kinds, x->nparams * sizeof x->kinds[0]))
+            memcmp(x->kinds, y->kinds, x->nparams * sizeof x->kinds[0]) || x->written != y->written ||
+            x->split_k != y->split_k || x->split_bytes != y->split_bytes || !x->twin.name != !y->twin.name)
+            return 0;
+        if (x->twin.name && (strcmp(x->twin.name, y->twin.name) || x->twin.threads != y->twin.threads ||
+                             x->twin.smem_bytes != y->twin.smem_bytes || x->twin.nmaps != y->twin.nmaps ||
+                             x->twin.persistent != y->twin.persistent ||
+                             memcmp(x->twin.maps, y->twin.maps, x->twin.nmaps * sizeof x->twin.maps[0])))
             return 0;
     }
     return 1;

@@ -403,6 +403,27 @@ Test(bundle, serialize_checks_the_bundle)
     k->kinds[0] = TILEC_RT_PARAM_KIND_COUNT;
     EXPECT_REFUSED("an unknown kind");
     k->kinds[0] = saved.kinds[0];
+    cr_assert_gt(k->split_k, 1, "make_bundle's kernel 1 splits K");
+    k->split_k = 1;
+    EXPECT_REFUSED("split-K of 1 slice");
+    k->split_k = 65;
+    EXPECT_REFUSED("split-K of 65 slices");
+    k->split_k = 0;
+    EXPECT_REFUSED("partial bytes without split-K");
+    k->written = 1ull << k->nparams;
+    EXPECT_REFUSED("a written parameter past the count");
+    k->twin = (tilec_tma_meta){.name = "k_tma", .threads = 128, .nmaps = 1, .maps = {{.ptr = k->nparams}}};
+    EXPECT_REFUSED("a twin's map past the parameters");
+    k->twin = (tilec_tma_meta){.name = "k-tma", .threads = 128};
+    EXPECT_REFUSED("a twin's name with a dash");
+    k->twin = (tilec_tma_meta){.name = "k_tma", .threads = 0};
+    EXPECT_REFUSED("a twin of 0 threads");
+    k->twin = (tilec_tma_meta){.name = "k_tma", .threads = 128, .nmaps = TILEC_TMA_MAX_MAPS + 1};
+    EXPECT_REFUSED("a twin of 4 maps");
+    k->twin = (tilec_tma_meta){.name = "k_tma", .threads = 128, .nmaps = 1, .maps = {{.bs = {TILEC_TMA_NONE, 0}}}};
+    cr_expect_eq(tilec_bundle_serialize(b, KEY, &buf, &len), TILEC_RT_OK, "a twin of one map is all right");
+    free(buf);
+    *k = saved;
 #undef EXPECT_REFUSED
     uint32_t n = b->nkernels;
     b->nkernels = 0;
@@ -464,7 +485,7 @@ Test(bundle, every_header_bit_and_payload_bits, .timeout = 60)
  * its own check. */
 Test(bundle, forged_fields)
 {
-    tilec_bundle *b = make_bundle(2, 5);
+    tilec_bundle *b = make_bundle(3, 5); /* kernel 1 splits K, kernel 2 has a twin with 3 maps */
     uint8_t *good;
     size_t len;
     serialize_ok(b, KEY, &good, &len);
@@ -488,15 +509,16 @@ Test(bundle, forged_fields)
     bundle_put32(buf, 0);
     expect_rejected(buf, len, KEY, "bad magic", "zeroed magic");
 
-    FORGE(bundle_put32(buf + 8, 2), "version 2", "another version");
+    FORGE(bundle_put32(buf + 8, 1), "version 1", "the previous version");
+    FORGE(bundle_put32(buf + 8, 3), "version 3", "a later version");
     FORGE(bundle_put32(buf + 8, 0), "version 0", "version 0");
     FORGE(bundle_put32(buf + 12, 1), "flags", "flags");
     FORGE(buf[47] = 1, "reserved", "reserved byte");
     FORGE(bundle_put32(buf + 36, 1u << 31), "kernels", "nkernels 2^31");
     FORGE(bundle_put32(buf + 36, 0), "kernels", "nkernels 0");
     FORGE(bundle_put32(buf + 36, TILEC_BUNDLE_MAX_KERNELS), "cannot fit", "nkernels 65536");
-    FORGE(bundle_put32(buf + 36, 3), "truncated before", "one kernel too many");
-    FORGE(bundle_put32(buf + 36, 1), "after the last kernel", "one kernel too few");
+    FORGE(bundle_put32(buf + 36, 4), "truncated before", "one kernel too many");
+    FORGE(bundle_put32(buf + 36, 2), "after the last kernel", "one kernel too few");
     FORGE(bundle_put32(buf + 32, 0), "key of 0 bytes", "key length 0");
     FORGE(bundle_put32(buf + 32, UINT32_MAX), "key of", "key length 2^32-1");
     FORGE(bundle_put32(buf + 32, 63), "stored under key", "key length one short");
@@ -517,7 +539,14 @@ Test(bundle, forged_fields)
     cr_assert_gt(np0, 0);
     FORGE(buf[kinds0] = TILEC_RT_PARAM_KIND_COUNT, "unknown kind", "kind 7");
     FORGE(buf[kinds0 + np0 - 1] = 0xff, "unknown kind", "kind 255");
-    const size_t size0 = kinds0 + np0;
+    const size_t written0 = kinds0 + np0; /* written (8), split-K slices and bytes, twin name length (4 each) */
+    FORGE(bundle_put64(buf + written0, 1ull << np0), "written parameter past", "written past nparams");
+    FORGE(bundle_put32(buf + written0 + 8, 1), "split-K", "split_k 1");
+    FORGE(bundle_put32(buf + written0 + 8, 65), "split-K", "split_k 65");
+    FORGE(bundle_put32(buf + written0 + 12, 4), "split-K", "partial bytes without split-K");
+    FORGE(bundle_put32(buf + written0 + 16, TILEC_BUNDLE_MAX_NAME + 1), "twin name of", "twin name too long");
+    FORGE(bundle_put32(buf + written0 + 16, 3), NULL, "a twin where there is none");
+    const size_t size0 = written0 + 20;
     FORGE(bundle_put64(buf + size0, 0), "empty image", "0-byte image");
     FORGE(bundle_put64(buf + size0, UINT64_MAX), "runs past", "image size 2^64-1");
     FORGE(bundle_put64(buf + size0, 1ull << 40), "runs past", "image size 2^40");
@@ -525,6 +554,18 @@ Test(bundle, forged_fields)
     /* a second kernel named like the first */
     const size_t k1 = size0 + 8 + b->kernels[0].size;
     FORGE(memcpy(buf + k1 + 4, buf + K0 + 4, name0), "appears twice", "duplicate names");
+    /* kernel 2's twin: name, threads, smem, nmaps, persistent, then maps of 11 words */
+    const tilec_bundle_kernel *kb1 = &b->kernels[1], *kb2 = &b->kernels[2];
+    const size_t k2 = k1 + 4 + strlen(kb1->name) + 12 + kb1->nparams + 20 + 8 + kb1->size;
+    const size_t twin2 = k2 + 4 + strlen(kb2->name) + 12 + kb2->nparams + 20, tn2 = strlen(kb2->twin.name);
+    cr_assert_eq(kb2->twin.nmaps, 3);
+    FORGE(buf[twin2] = '-', "twin's name is not a C identifier", "a dash in the twin's name");
+    FORGE(bundle_put32(buf + twin2 + tn2, 0), "twin with a block size", "a twin of 0 threads");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 8, 4), "tensor maps", "4 maps");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 12, 2), "persistence", "persistent 2");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 16, kb2->nparams), "past the parameter count", "map 0's pointer");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 16 + 4 * 11 + 4 * 9, kb2->nparams + 1), "past the parameter count",
+          "map 1's batch stride");
     /* a 0-byte image is refused by parse as by serialize */
     FORGE((bundle_put64(buf + size0, 0),
            memmove(buf + size0 + 8, buf + size0 + 8 + b->kernels[0].size, len - size0 - 8 - b->kernels[0].size),

@@ -349,7 +349,7 @@ Test(faults, another_versions_bundle)
 {
     char *b = malloc(ref_a_len);
     cr_assert(b);
-    static const uint32_t versions[] = {0, 2, TILEC_BUNDLE_VERSION + 1, 0xffffffffu};
+    static const uint32_t versions[] = {0, TILEC_BUNDLE_VERSION - 1, TILEC_BUNDLE_VERSION + 1, 0xffffffffu};
     for (size_t v = 0; v < sizeof versions / sizeof versions[0]; v++) {
         memcpy(b, ref_a, ref_a_len);
         bundle_put32((uint8_t *)b + 8, versions[v]);

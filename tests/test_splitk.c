@@ -168,18 +168,17 @@ Test(splitk, refusals)
 }
 
 /* gemm.tile: the skinny variants split K, the large ones do not (and
- * keep their twins); the source record keeps the split (warm starts). */
-Test(splitk, gemm_variants_and_record)
+ * keep their twins); the bundle entry keeps the split (warm starts take
+ * it from there). */
+Test(splitk, gemm_variants_and_bundle_entry)
 {
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = parse(ctx, "bench/harness/gemm.tile");
     const tilec_kernel *k = tilec_module_find_kernel(m, "matmul_f16");
     uint32_t n = tilec_kernel_variant_count(k);
     cr_assert_leq(n, 16);
-    tilec_kernel_code codes[16], back[16];
-    const tilec_kernel_code *in[16];
-    tilec_kernel_code *out[16];
-    uint32_t np[16];
+    tilec_kernel_code codes[16], back;
+    tilec_rt_param_kind kinds[TILEC_RT_MAX_PARAMS] = {0};
     int split = 0;
     for (uint32_t v = 0; v < n; v++) {
         cr_assert_eq(tilec_lower_kernel(ctx, m, k, (int)v, &codes[v]), TILEC_OK);
@@ -192,21 +191,15 @@ Test(splitk, gemm_variants_and_record)
         }
         if (bm == 128)
             cr_expect_eq(codes[v].split_k, 0, "variant %u: no split for large tiles", v);
-        in[v] = &codes[v];
-        out[v] = &back[v];
-        np[v] = k->nparams;
+        tilec_bundle_kernel e;
+        static unsigned char image[] = {7};
+        rec_to_bundle(&e, &codes[v], image, sizeof image, kinds);
+        cr_assert_eq(rec_from_bundle(&e, &back, k->nparams, kinds), 0);
+        cr_expect_eq(back.split_k, codes[v].split_k, "variant %u", v);
+        cr_expect_eq(back.split_bytes, codes[v].split_bytes, "variant %u", v);
+        tilec_kernel_code_free(&back);
     }
     cr_expect_geq(split, 2, "gemm.tile's skinny variants split K");
-    char *text = rec_format("0123456789abcdef0123456789abcdef", in, n);
-    cr_assert_not_null(text);
-    char key[TILEC_CACHE_KEY_LEN + 1];
-    cr_assert_eq(rec_parse(text, out, np, n, key), 0, "%s", text);
-    for (uint32_t v = 0; v < n; v++) {
-        cr_expect_eq(back[v].split_k, codes[v].split_k, "variant %u", v);
-        cr_expect_eq(back[v].split_bytes, codes[v].split_bytes, "variant %u", v);
-        tilec_kernel_code_free(&back[v]);
-    }
-    free(text);
     for (uint32_t v = 0; v < n; v++)
         tilec_kernel_code_free(&codes[v]);
     tilec_module_free(m);

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "tilec/runtime.h"
+#include "tilec/tma.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,9 +25,13 @@ extern "C" {
 
 /* ---- bundles ---- */
 
-/* One kernel of a bundle: its name, its CUBIN and how it is launched (the
- * fields of tilec_rt_launch_meta: block size, dynamic shared memory,
- * parameter kinds). */
+/* One kernel of a bundle: the stored form of a compiled variant's
+ * description (tilec_kernel_desc, tilec/kernel_desc.h) with the memory it
+ * owns: its name, its CUBIN and everything a launch needs (block size,
+ * dynamic shared memory, parameter kinds, the parameters it writes,
+ * split-K, the sm_90a twin). A warm start takes all of it from here and
+ * lowers nothing (docs/runtime.md, "Warm starts without lowering"). The
+ * kernel's own name and variant number are the module's, not stored. */
 typedef struct tilec_bundle_kernel {
     char *name;          /* "matmul_v2": a C identifier, 1 to TILEC_BUNDLE_MAX_NAME bytes */
     void *image;         /* the CUBIN (never empty) */
@@ -35,6 +40,10 @@ typedef struct tilec_bundle_kernel {
     uint32_t smem_bytes; /* dynamic shared memory */
     uint32_t nparams;    /* 0 to TILEC_RT_MAX_PARAMS */
     tilec_rt_param_kind kinds[TILEC_RT_MAX_PARAMS];
+    uint64_t written;    /* bit i: the kernel stores through pointer parameter i */
+    uint32_t split_k;    /* split-K slices: 0 (none) or 2 to 64 */
+    uint32_t split_bytes; /* split-K: a block's f32 partial bytes (0 without split-K) */
+    tilec_tma_meta twin; /* the sm_90a twin; twin.name (owned) NULL: none */
 } tilec_bundle_kernel;
 
 /* Every kernel of one compiled module: 1 to TILEC_BUNDLE_MAX_KERNELS
@@ -48,7 +57,7 @@ typedef struct tilec_bundle {
 /* The format (docs/runtime.md gives every byte). ORDER BUNDLE_FORMAT: bump
  * TILEC_BUNDLE_VERSION on any change; readers reject other versions. */
 #define TILEC_BUNDLE_MAGIC "TILECBND" /* 8 bytes, no NUL in the file */
-#define TILEC_BUNDLE_VERSION 1u
+#define TILEC_BUNDLE_VERSION 2u /* 2: written, split-K and the twin */
 #define TILEC_BUNDLE_HEADER_SIZE 64u
 #define TILEC_BUNDLE_MAX_SIZE (1u << 30) /* 1 GiB: larger files are never read */
 #define TILEC_BUNDLE_MAX_KERNELS 65536u
