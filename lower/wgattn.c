@@ -341,8 +341,8 @@ int lower_wga_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t
     const char *fn = rs_form(L, N, bt, d);
     if (!fn)
         return 0;
-    lower_note(L, "  line %u: dot on wgmma: A %s from registers, B %s from its swizzled ring (%s)", L->line, ra->c,
-               lower_cname(L, rb->rlet->names[0]), bt ? "K-major" : "MN-major, transposed");
+    lower_line(L, "/* A %s from registers, B %s from its swizzled ring (%s) */", ra->c, lower_cname(L, rb->rlet->names[0]),
+               bt ? "K-major" : "MN-major, transposed");
     lower_line(L, "unsigned tl_fw[%lld][4];", (long long)(K / 16));
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_k = 0; tl_k < %lld; tl_k += 16) {", (long long)K);
