@@ -100,6 +100,10 @@ typedef struct wg_plan {
     int nfn;                      /* the register-A wgmma forms its dots use ... */
     int64_t fn_n[4];              /* ... their N */
     int fn_bk[4];                 /* ... 1: B K-major, | 2: bf16 */
+    const tilec_expr *first_dot;  /* the body's first dot: it waits for the deferred one too */
+    const tilec_expr *defer_dot;  /* the body's last dot, accumulating into defer_acc in place: its wgmma
+                                   * stay in flight into the next iteration (wgattn.c), or NULL */
+    const char *defer_acc;        /* its accumulator's name */
 } wg_plan;
 
 typedef struct matnode {

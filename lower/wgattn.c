@@ -144,6 +144,69 @@ static int dot_ok(lw *L, const tilec_expr *dot, const ring_plan *rp, int64_t *M)
     return 1;
 }
 
+/* Does e, or a statement of b, read or assign `name`? */
+static int mentions(const tilec_expr *e, const char *name)
+{
+    if (!e)
+        return 0;
+    if (e->kind == TILEC_EX_NAME && !strcmp(e->name, name))
+        return 1;
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (mentions(e->args[i], name))
+            return 1;
+    return 0;
+}
+
+static int stmt_mentions(const tilec_stmt *s, const char *name)
+{
+    for (uint32_t j = 0; j < s->nnames; j++)
+        if (!strcmp(s->names[j], name))
+            return 1;
+    if (mentions(s->value, name) || mentions(s->lo, name) || mentions(s->hi, name) || mentions(s->step, name))
+        return 1;
+    for (uint32_t i = 0; i < s->body.nstmts; i++)
+        if (stmt_mentions(s->body.stmts[i], name))
+            return 1;
+    for (uint32_t i = 0; i < s->orelse.nstmts; i++)
+        if (stmt_mentions(s->orelse.stmts[i], name))
+            return 1;
+    return 0;
+}
+
+/* The body's last dot may stay in flight into the next iteration when it
+ * accumulates in place (`x = x [* alpha] + dot(a, b)`, x a tile the loop
+ * carries) and nothing after it in the body, nor before the body's first
+ * dot, names x: the next iteration's first dot waits for both (its
+ * products then overlap the last one's), and x is not touched before. */
+static void plan_defer(lw *L, const tilec_stmt *loop, wg_plan *w)
+{
+    const tilec_block *b = &loop->body;
+    const tilec_expr *d[RING_MAX];
+    int first = -1, last = -1;
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        int n = dots_of(b->stmts[i]->value, d, 0, RING_MAX);
+        if (n > 0 && first < 0)
+            first = (int)i;
+        if (n > 0)
+            last = (int)i;
+    }
+    w->first_dot = w->defer_dot = NULL;
+    if (first < 0 || last == first)
+        return;
+    const tilec_stmt *s = b->stmts[last];
+    if (dots_of(s->value, d, 0, RING_MAX) != 1 || s->kind != TILEC_ST_ASSIGN || lower_ty(L, d[0])->rank != 2)
+        return;
+    const char *x = s->names[0];
+    for (uint32_t i = 0; i < b->nstmts; i++)
+        if ((i <= (uint32_t)first || i > (uint32_t)last) && stmt_mentions(b->stmts[i], x))
+            return;
+    const tilec_expr *f[RING_MAX];
+    dots_of(b->stmts[first]->value, f, 0, RING_MAX);
+    w->first_dot = f[0];
+    w->defer_dot = d[0];
+    w->defer_acc = x;
+}
+
 /* Nothing before the loop writes memory or returns, and the loop is a
  * statement of the kernel's body (every producer thread reaches it). */
 static int placed_ok(lw *L, const tilec_stmt *loop)
@@ -275,6 +338,7 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
         o->off = (uint32_t)ring;
         ring += o->bytes * S;
     }
+    plan_defer(L, loop, w);
     rp->S = S;
     rp->base = "tl_wro + ";
     rp->wg = 1;
@@ -305,10 +369,22 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
     L->ind++;
     lower_line(L, "tl_mbar_wait(tl_full + (tl_it %% %d) * 8, (tl_it / %d) & 1);", S, S);
     lower_ring_body(L, loop, rp, wide);
-    lower_line(L, "if (tl_lane == 0) /* this warp's wgmma are done with the stage */");
-    lower_line(L, "    tl_mbar_arrive(tl_empty + (tl_it %% %d) * 8);", S);
+    if (!w->defer_dot) {
+        lower_line(L, "if (tl_lane == 0) /* this warp's wgmma are done with the stage */");
+        lower_line(L, "    tl_mbar_arrive(tl_empty + (tl_it %% %d) * 8);", S);
+    }
     L->ind--;
     lower_line(L, "}");
+    if (w->defer_dot) { /* the last iteration's last products */
+        val *x = lower_lookup(L, w->defer_acc);
+        lower_line(L, "tl_wg_wait<0>();");
+        if (x && x->kind == VK_MAT)
+            lower_line(L, "tl_wg_pin(%s, %d);", x->c, x->ly.E);
+        else
+            L->failed = 1;
+        lower_line(L, "if (tl_it > 0 && tl_lane == 0)");
+        lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
+    }
     L->ind--;
     lower_line(L, "}");
     L->wg_done = 1;
@@ -364,7 +440,24 @@ int lower_wga_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t
         lower_line(L, "    %s(%s, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, %lld, 1024, 1));", fn, acc->c,
                    (long long)(K * 128));
     lower_line(L, "tl_wg_commit();");
-    lower_line(L, "tl_wg_wait<0>();");
+    wg_plan *w = &L->wgp;
+    if (w->defer_dot && L->curdot == w->defer_dot) { /* in flight into the next iteration's first dot */
+        val *x = lower_lookup(L, w->defer_acc);
+        if (!x || x != acc)
+            return 0;
+        lower_line(L, "/* %s's wgmma stay in flight: the next iteration's first dot waits for them */", acc->c);
+        return 1;
+    }
+    lower_line(L, "tl_wg_wait<0>();"); /* and the previous iteration's deferred products */
+    lower_line(L, "tl_wg_pin(%s, %d);", acc->c, acc->ly.E);
+    if (w->defer_dot && L->curdot == w->first_dot) {
+        val *x = lower_lookup(L, w->defer_acc);
+        if (!x || x->kind != VK_MAT)
+            return 0;
+        lower_line(L, "tl_wg_pin(%s, %d);", x->c, x->ly.E);
+        lower_line(L, "if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */");
+        lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", w->S);
+    }
     return 1;
 }
 
@@ -399,6 +492,11 @@ int lower_wga_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname)
     const wg_plan *w = &L->wgp;
     sb_puts(tu, "\n#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
     sb_puts(tu, lower_wg_helpers());
+    sb_puts(tu, "#ifndef TL_WG_PIN\n#define TL_WG_PIN\n"
+                "/* the accumulators a wgmma wrote, read only after its wait (the compiler moves no read above it) */\n"
+                "static __device__ __forceinline__ void tl_wg_pin(float *d, int n)\n"
+                "{\n#pragma unroll\n    for (int i = 0; i < n; ++i)\n        asm volatile(\"\" : \"+f\"(d[i]) :: \"memory\");\n}\n"
+                "#endif\n");
     for (int i = 0; i < w->nfn; i++)
         rs_fn(tu, w->fn_bk[i] & 2 ? "bf16" : "f16", w->fn_n[i], w->fn_bk[i] & 1);
     lower_wg_add_consumers(tu, sb_str(&L->out), 0, L->wg_epi, L->out.n, L->nt);

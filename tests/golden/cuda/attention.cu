@@ -684,6 +684,16 @@ static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsi
            (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
 }
 #endif
+#ifndef TL_WG_PIN
+#define TL_WG_PIN
+/* the accumulators a wgmma wrote, read only after its wait (the compiler moves no read above it) */
+static __device__ __forceinline__ void tl_wg_pin(float *d, int n)
+{
+#pragma unroll
+    for (int i = 0; i < n; ++i)
+        asm volatile("" : "+f"(d[i]) :: "memory");
+}
+#endif
 #ifndef TL_WGRS_f16_N64_BK
 #define TL_WGRS_f16_N64_BK
 static __device__ __forceinline__ void tl_wgrs_f16_n64_bk(float *d, const unsigned *a, unsigned long long db)
@@ -912,6 +922,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                         tl_wgrs_f16_n64_bk(tl_t0, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
+                    tl_wg_pin(tl_t0, 32);
+                    tl_wg_pin(v_acc, 32);
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[32];
                 #pragma unroll
@@ -1034,7 +1048,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
                         tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 8192, 1024, 1));
                     tl_wg_commit();
-                    tl_wg_wait<0>();
+                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:37
                 float tl_n4[2];
@@ -1074,6 +1088,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                         tl_wgrs_f16_n64_bk(tl_t5, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
+                    tl_wg_pin(tl_t5, 32);
+                    tl_wg_pin(v_acc, 32);
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[32];
                 #pragma unroll
@@ -1196,7 +1214,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
                         tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 8192, 1024, 1));
                     tl_wg_commit();
-                    tl_wg_wait<0>();
+                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:37
                 float tl_n9[2];
@@ -1208,9 +1226,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
             }
-            if (tl_lane == 0) /* this warp's wgmma are done with the stage */
-                tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
         }
+        tl_wg_wait<0>();
+        tl_wg_pin(v_acc, 32);
+        if (tl_it > 0 && tl_lane == 0)
+            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
     // examples/attention.tile:39
     #pragma unroll
@@ -1863,6 +1883,16 @@ static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsi
            (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
 }
 #endif
+#ifndef TL_WG_PIN
+#define TL_WG_PIN
+/* the accumulators a wgmma wrote, read only after its wait (the compiler moves no read above it) */
+static __device__ __forceinline__ void tl_wg_pin(float *d, int n)
+{
+#pragma unroll
+    for (int i = 0; i < n; ++i)
+        asm volatile("" : "+f"(d[i]) :: "memory");
+}
+#endif
 #ifndef TL_WGRS_f16_N32_BK
 #define TL_WGRS_f16_N32_BK
 static __device__ __forceinline__ void tl_wgrs_f16_n32_bk(float *d, const unsigned *a, unsigned long long db)
@@ -2091,6 +2121,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                         tl_wgrs_f16_n32_bk(tl_t0, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
+                    tl_wg_pin(tl_t0, 16);
+                    tl_wg_pin(v_acc, 32);
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[16];
                 #pragma unroll
@@ -2213,7 +2247,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
                         tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 4096, 1024, 1));
                     tl_wg_commit();
-                    tl_wg_wait<0>();
+                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:37
                 float tl_n4[2];
@@ -2253,6 +2287,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                         tl_wgrs_f16_n32_bk(tl_t5, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
+                    tl_wg_pin(tl_t5, 16);
+                    tl_wg_pin(v_acc, 32);
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[16];
                 #pragma unroll
@@ -2375,7 +2413,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
                         tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 4096, 1024, 1));
                     tl_wg_commit();
-                    tl_wg_wait<0>();
+                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:37
                 float tl_n9[2];
@@ -2387,9 +2425,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
             }
-            if (tl_lane == 0) /* this warp's wgmma are done with the stage */
-                tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
         }
+        tl_wg_wait<0>();
+        tl_wg_pin(v_acc, 32);
+        if (tl_it > 0 && tl_lane == 0)
+            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
     // examples/attention.tile:39
     #pragma unroll
@@ -3042,6 +3082,16 @@ static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsi
            (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
 }
 #endif
+#ifndef TL_WG_PIN
+#define TL_WG_PIN
+/* the accumulators a wgmma wrote, read only after its wait (the compiler moves no read above it) */
+static __device__ __forceinline__ void tl_wg_pin(float *d, int n)
+{
+#pragma unroll
+    for (int i = 0; i < n; ++i)
+        asm volatile("" : "+f"(d[i]) :: "memory");
+}
+#endif
 #ifndef TL_WGRS_f16_N64_BK
 #define TL_WGRS_f16_N64_BK
 static __device__ __forceinline__ void tl_wgrs_f16_n64_bk(float *d, const unsigned *a, unsigned long long db)
@@ -3270,6 +3320,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                         tl_wgrs_f16_n64_bk(tl_t0, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
+                    tl_wg_pin(tl_t0, 32);
+                    tl_wg_pin(v_acc, 32);
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[32];
                 #pragma unroll
@@ -3392,7 +3446,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
                         tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 8192, 1024, 1));
                     tl_wg_commit();
-                    tl_wg_wait<0>();
+                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:37
                 float tl_n4[2];
@@ -3432,6 +3486,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                         tl_wgrs_f16_n64_bk(tl_t5, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
+                    tl_wg_pin(tl_t5, 32);
+                    tl_wg_pin(v_acc, 32);
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[32];
                 #pragma unroll
@@ -3554,7 +3612,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
                         tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 8192, 1024, 1));
                     tl_wg_commit();
-                    tl_wg_wait<0>();
+                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:37
                 float tl_n9[2];
@@ -3566,9 +3624,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
             }
-            if (tl_lane == 0) /* this warp's wgmma are done with the stage */
-                tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
         }
+        tl_wg_wait<0>();
+        tl_wg_pin(v_acc, 32);
+        if (tl_it > 0 && tl_lane == 0)
+            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
     // examples/attention.tile:39
     #pragma unroll
@@ -4221,6 +4281,16 @@ static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsi
            (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
 }
 #endif
+#ifndef TL_WG_PIN
+#define TL_WG_PIN
+/* the accumulators a wgmma wrote, read only after its wait (the compiler moves no read above it) */
+static __device__ __forceinline__ void tl_wg_pin(float *d, int n)
+{
+#pragma unroll
+    for (int i = 0; i < n; ++i)
+        asm volatile("" : "+f"(d[i]) :: "memory");
+}
+#endif
 #ifndef TL_WGRS_f16_N32_BK
 #define TL_WGRS_f16_N32_BK
 static __device__ __forceinline__ void tl_wgrs_f16_n32_bk(float *d, const unsigned *a, unsigned long long db)
@@ -4449,6 +4519,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                         tl_wgrs_f16_n32_bk(tl_t0, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
+                    tl_wg_pin(tl_t0, 16);
+                    tl_wg_pin(v_acc, 64);
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[16];
                 #pragma unroll
@@ -4571,7 +4645,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
                         tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 4096, 1024, 1));
                     tl_wg_commit();
-                    tl_wg_wait<0>();
+                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:71
                 float tl_n4[2];
@@ -4611,6 +4685,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                         tl_wgrs_f16_n32_bk(tl_t5, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
+                    tl_wg_pin(tl_t5, 16);
+                    tl_wg_pin(v_acc, 64);
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[16];
                 #pragma unroll
@@ -4733,7 +4811,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
                         tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 4096, 1024, 1));
                     tl_wg_commit();
-                    tl_wg_wait<0>();
+                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:71
                 float tl_n9[2];
@@ -4745,9 +4823,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
             }
-            if (tl_lane == 0) /* this warp's wgmma are done with the stage */
-                tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
         }
+        tl_wg_wait<0>();
+        tl_wg_pin(v_acc, 64);
+        if (tl_it > 0 && tl_lane == 0)
+            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
     // examples/attention.tile:73
     #pragma unroll
@@ -5400,6 +5480,16 @@ static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsi
            (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
 }
 #endif
+#ifndef TL_WG_PIN
+#define TL_WG_PIN
+/* the accumulators a wgmma wrote, read only after its wait (the compiler moves no read above it) */
+static __device__ __forceinline__ void tl_wg_pin(float *d, int n)
+{
+#pragma unroll
+    for (int i = 0; i < n; ++i)
+        asm volatile("" : "+f"(d[i]) :: "memory");
+}
+#endif
 #ifndef TL_WGRS_f16_N64_BK
 #define TL_WGRS_f16_N64_BK
 static __device__ __forceinline__ void tl_wgrs_f16_n64_bk(float *d, const unsigned *a, unsigned long long db)
@@ -5628,6 +5718,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                         tl_wgrs_f16_n64_bk(tl_t0, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
+                    tl_wg_pin(tl_t0, 32);
+                    tl_wg_pin(v_acc, 64);
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[32];
                 #pragma unroll
@@ -5750,7 +5844,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
                         tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 8192, 1024, 1));
                     tl_wg_commit();
-                    tl_wg_wait<0>();
+                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:71
                 float tl_n4[2];
@@ -5790,6 +5884,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                         tl_wgrs_f16_n64_bk(tl_t5, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
+                    tl_wg_pin(tl_t5, 32);
+                    tl_wg_pin(v_acc, 64);
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[32];
                 #pragma unroll
@@ -5912,7 +6010,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
                         tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 8192, 1024, 1));
                     tl_wg_commit();
-                    tl_wg_wait<0>();
+                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:71
                 float tl_n9[2];
@@ -5924,9 +6022,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
             }
-            if (tl_lane == 0) /* this warp's wgmma are done with the stage */
-                tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
         }
+        tl_wg_wait<0>();
+        tl_wg_pin(v_acc, 64);
+        if (tl_it > 0 && tl_lane == 0)
+            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
     // examples/attention.tile:73
     #pragma unroll
@@ -6579,6 +6679,16 @@ static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsi
            (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
 }
 #endif
+#ifndef TL_WG_PIN
+#define TL_WG_PIN
+/* the accumulators a wgmma wrote, read only after its wait (the compiler moves no read above it) */
+static __device__ __forceinline__ void tl_wg_pin(float *d, int n)
+{
+#pragma unroll
+    for (int i = 0; i < n; ++i)
+        asm volatile("" : "+f"(d[i]) :: "memory");
+}
+#endif
 #ifndef TL_WGRS_f16_N32_BK
 #define TL_WGRS_f16_N32_BK
 static __device__ __forceinline__ void tl_wgrs_f16_n32_bk(float *d, const unsigned *a, unsigned long long db)
@@ -6807,6 +6917,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                         tl_wgrs_f16_n32_bk(tl_t0, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
+                    tl_wg_pin(tl_t0, 16);
+                    tl_wg_pin(v_acc, 64);
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[16];
                 #pragma unroll
@@ -6929,7 +7043,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
                         tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 4096, 1024, 1));
                     tl_wg_commit();
-                    tl_wg_wait<0>();
+                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:71
                 float tl_n4[2];
@@ -6969,6 +7083,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                         tl_wgrs_f16_n32_bk(tl_t5, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
+                    tl_wg_pin(tl_t5, 16);
+                    tl_wg_pin(v_acc, 64);
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[16];
                 #pragma unroll
@@ -7091,7 +7209,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
                         tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 4096, 1024, 1));
                     tl_wg_commit();
-                    tl_wg_wait<0>();
+                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:71
                 float tl_n9[2];
@@ -7103,9 +7221,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
             }
-            if (tl_lane == 0) /* this warp's wgmma are done with the stage */
-                tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
         }
+        tl_wg_wait<0>();
+        tl_wg_pin(v_acc, 64);
+        if (tl_it > 0 && tl_lane == 0)
+            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
     // examples/attention.tile:73
     #pragma unroll
