@@ -4520,9 +4520,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t0, 16);
-                    tl_wg_pin(v_acc, 64);
-                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
-                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[16];
                 #pragma unroll
@@ -4645,7 +4642,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
                         tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 4096, 1024, 1));
                     tl_wg_commit();
-                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
+                    tl_wg_wait<0>();
+                    tl_wg_pin(v_acc, 64);
                 }
                 // examples/attention.tile:71
                 float tl_n4[2];
@@ -4686,9 +4684,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t5, 16);
-                    tl_wg_pin(v_acc, 64);
-                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
-                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[16];
                 #pragma unroll
@@ -4811,7 +4806,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
                         tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 4096, 1024, 1));
                     tl_wg_commit();
-                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
+                    tl_wg_wait<0>();
+                    tl_wg_pin(v_acc, 64);
                 }
                 // examples/attention.tile:71
                 float tl_n9[2];
@@ -4823,11 +4819,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
             }
+            if (tl_lane == 0) /* this warp's wgmma are done with the stage */
+                tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
         }
-        tl_wg_wait<0>();
-        tl_wg_pin(v_acc, 64);
-        if (tl_it > 0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
     // examples/attention.tile:73
     #pragma unroll
@@ -5719,9 +5713,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t0, 32);
-                    tl_wg_pin(v_acc, 64);
-                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
-                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[32];
                 #pragma unroll
@@ -5844,7 +5835,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
                         tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 8192, 1024, 1));
                     tl_wg_commit();
-                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
+                    tl_wg_wait<0>();
+                    tl_wg_pin(v_acc, 64);
                 }
                 // examples/attention.tile:71
                 float tl_n4[2];
@@ -5885,9 +5877,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t5, 32);
-                    tl_wg_pin(v_acc, 64);
-                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
-                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[32];
                 #pragma unroll
@@ -6010,7 +5999,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
                         tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 8192, 1024, 1));
                     tl_wg_commit();
-                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
+                    tl_wg_wait<0>();
+                    tl_wg_pin(v_acc, 64);
                 }
                 // examples/attention.tile:71
                 float tl_n9[2];
@@ -6022,11 +6012,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
             }
+            if (tl_lane == 0) /* this warp's wgmma are done with the stage */
+                tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
         }
-        tl_wg_wait<0>();
-        tl_wg_pin(v_acc, 64);
-        if (tl_it > 0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
     // examples/attention.tile:73
     #pragma unroll
@@ -6918,9 +6906,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t0, 16);
-                    tl_wg_pin(v_acc, 64);
-                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
-                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[16];
                 #pragma unroll
@@ -7043,7 +7028,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
                         tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 4096, 1024, 1));
                     tl_wg_commit();
-                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
+                    tl_wg_wait<0>();
+                    tl_wg_pin(v_acc, 64);
                 }
                 // examples/attention.tile:71
                 float tl_n4[2];
@@ -7084,9 +7070,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t5, 16);
-                    tl_wg_pin(v_acc, 64);
-                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
-                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[16];
                 #pragma unroll
@@ -7209,7 +7192,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
                         tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 4096, 1024, 1));
                     tl_wg_commit();
-                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
+                    tl_wg_wait<0>();
+                    tl_wg_pin(v_acc, 64);
                 }
                 // examples/attention.tile:71
                 float tl_n9[2];
@@ -7221,11 +7205,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
             }
+            if (tl_lane == 0) /* this warp's wgmma are done with the stage */
+                tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
         }
-        tl_wg_wait<0>();
-        tl_wg_pin(v_acc, 64);
-        if (tl_it > 0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
     // examples/attention.tile:73
     #pragma unroll
