@@ -89,33 +89,61 @@ Test(wgattn, k_layout_decides_the_operand_major)
     tilec_ctx_free(ctx);
 }
 
-/* The example with one change (`from` replaced by `to`): its remarks. */
-static char *remarks_with(const char *from, const char *to, int *twin)
+/* attention_d64 of the example with edits (pairs: each first occurrence
+ * of edits[2i] replaced by edits[2i + 1]), lowered into *code. */
+static void lower_edited(const char *const *edits, int n, tilec_kernel_code *code)
 {
     char *src = read_file(ATTN, NULL);
     cr_assert_not_null(src);
-    char *at = strstr(src, from);
-    cr_assert_not_null(at, "%s not in the example", from);
-    size_t n = strlen(src), a = (size_t)(at - src), fl = strlen(from), tl = strlen(to);
-    char *out = malloc(n - fl + tl + 1);
-    memcpy(out, src, a);
-    memcpy(out + a, to, tl);
-    memcpy(out + a + tl, at + fl, n - a - fl + 1);
+    for (int i = 0; i < n; i++) {
+        const char *from = edits[2 * i], *to = edits[2 * i + 1];
+        char *at = strstr(src, from);
+        cr_assert_not_null(at, "%s not in the example", from);
+        size_t len = strlen(src), a = (size_t)(at - src), fl = strlen(from), tl = strlen(to);
+        char *out = malloc(len - fl + tl + 1);
+        memcpy(out, src, a);
+        memcpy(out + a, to, tl);
+        memcpy(out + a + tl, at + fl, len - a - fl + 1);
+        free(src);
+        src = out;
+    }
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = NULL;
-    tilec_status st = tilec_parse_string(ctx, "src.tile", out, strlen(out), &m);
+    tilec_status st = tilec_parse_string(ctx, "src.tile", src, strlen(src), &m);
     const tilec_diag *d = tilec_ctx_diag(ctx, 0);
     cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "");
+    lower_v(ctx, m, "attention_d64", 0, code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    free(src);
+}
+
+/* The example with one change: its remarks; *twin: it has a twin. */
+static char *remarks_with(const char *from, const char *to, int *twin)
+{
+    const char *edit[2] = {from, to};
     tilec_kernel_code code;
-    lower_v(ctx, m, "attention_d64", 0, &code);
+    lower_edited(edit, 1, &code);
     char *r = strdup(code.remarks);
     *twin = code.tma.name != NULL;
     tilec_kernel_code_free(&code);
-    tilec_module_free(m);
-    tilec_ctx_free(ctx);
-    free(out);
-    free(src);
     return r;
+}
+
+/* bf16 operands: the bf16 form of the register-A wgmma. */
+Test(wgattn, bf16_twin)
+{
+    static const char *const edits[] = {
+        "kernel attention_d64(q: *f16, k: *f16, v: *f16, o: *f16,", "kernel attention_d64(q: *bf16, k: *bf16, v: *bf16, o: *bf16,",
+        "dot(cast(p, f16), tv)", "dot(cast(p, bf16), tv)",
+        "cast(acc / l_i[:, None], f16)", "cast(acc / l_i[:, None], bf16)",
+    };
+    tilec_kernel_code code;
+    lower_edited(edits, 3, &code);
+    cr_assert_not_null(code.tma.name, "%s", code.remarks);
+    cr_expect(strstr(code.source, "tl_wgrs_bf16_n64_bk(") && strstr(code.source, "tl_wgrs_bf16_n64("), "bf16 wgmma");
+    cr_expect(strstr(code.source, "m64n64k16.f32.bf16.bf16"), "the bf16 instruction");
+    tilec_kernel_code_free(&code);
 }
 
 /* Where the twin does not apply, the remark says why: a head size of 32
