@@ -171,7 +171,7 @@ static void aot_twin(strbuf *c, const char *id, const tilec_tma_meta *t)
         aot_index(c, ", ", m->bs[1]);
         sb_puts(c, "}}");
     }
-    sb_puts(c, "}};\n");
+    sb_puts(c, t->nmaps ? "}};\n" : "{0}}};\n"); /* no maps (a twin fed by cp.async): no empty braces in C11 */
 }
 
 /* A variant's grid as C: tl_grid_ID(args, grid). */

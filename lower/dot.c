@@ -65,7 +65,7 @@ static void stage(lw *L, const tilec_expr *e, uint32_t off, int ld, int trans, t
  * accumulator layout, whole rows per warp. The accumulators of two n8
  * tiles are the A fragment of one k16 step (FlashAttention-2's P @ V), so
  * only a conversion to f16x2/bf16x2 pairs is left. */
-static void frag_a_regs(lw *L, const val *x, int mt, tilec_dtype d)
+void lower_frag_a_regs(lw *L, const val *x, int mt, tilec_dtype d, const char *to)
 {
     int nt8 = x->ly.wtn / 8;
     const char *t2 = d == TILEC_DT_BF16 ? "__nv_bfloat162" : "__half2";
@@ -76,11 +76,11 @@ static void frag_a_regs(lw *L, const val *x, int mt, tilec_dtype d)
     lower_line(L, "    for (int tl_q = 0; tl_q < 4; ++tl_q) {");
     lower_line(L, "        const int tl_jq = (tl_m * %d + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;", nt8);
     if (x->ty.dtype == d) { /* already f16/bf16: the pair as it is */
-        lower_line(L, "        tl_fa[tl_m][tl_q] = *(const unsigned *)&%s[tl_jq];", x->c);
+        lower_line(L, "        %s[tl_q] = *(const unsigned *)&%s[tl_jq];", to, x->c);
     } else {
         lower_line(L, "        const %s tl_h2 = %s(%s, %s);", t2, pack, lower_ld_elem(L, lower_fmt(L, "%s[tl_jq]", x->c), x->ty.dtype),
                    lower_ld_elem(L, lower_fmt(L, "%s[tl_jq + 1]", x->c), x->ty.dtype));
-        lower_line(L, "        tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;");
+        lower_line(L, "        %s[tl_q] = *(const unsigned *)&tl_h2;", to);
     }
     lower_line(L, "    }");
 }
@@ -125,7 +125,7 @@ static void mma_kloop(lw *L, val *acc, const val *ra, const char *sa, const char
     L->ind++;
     lower_line(L, "unsigned tl_fa[%d][4], tl_fb[%d][2];", mt, nt8);
     if (ra) {
-        frag_a_regs(L, ra, mt, d);
+        lower_frag_a_regs(L, ra, mt, d, "tl_fa[tl_m]");
     } else {
         lower_line(L, "#pragma unroll");
         lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", mt);
@@ -244,6 +244,11 @@ static void dot_mma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
     if (rb && rb->kind != VK_RING)
         rb = NULL;
     int bt = rb ? rb->rbt ^ flip : es == 2 && b_runs_along_k(L, b, d); /* tf32: B staged [K][N] */
+    if (rb && rb->rwg) { /* the attention twin's swizzled ring: wgmma (wgattn.c) */
+        if (!lower_wga_dot(L, acc, ra, rb, bt, K, N, d))
+            L->failed = 1;
+        return;
+    }
     int lda = (int)K + 16 / es, ldb = rb ? rb->rld : bt ? (int)K + 16 / es : (int)N + 8;
     uint32_t sa = ra ? 0 : lower_alloc_smem(L, M * lda * es), sb = rb ? 0 : lower_alloc_smem(L, (bt ? N : K) * ldb * es);
     if (ra)

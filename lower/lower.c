@@ -70,7 +70,7 @@ static void emit_kernel(lw *L, const char *fname)
         sb_printf(&sig, "%s%s%s%s", i ? ", " : "", lower_ctype(p->type.dtype), p->type.kind == TILEC_TE_POINTER ? " *" : " ",
                   lower_cname(L, p->name));
     }
-    if (L->wg) /* the sm_90a twin: its tensor maps, a producer warp group, one block per SM */
+    if (L->wg && !L->wgp.attn) /* the sm_90a twin: its tensor maps, a producer warp group, one block per SM */
         sb_puts(&sig, lower_wg_params(L));
     sb_puts(&sig, lower_split_params(L)); /* split_k: the runtime's workspace and tile counters */
     /* `blocks`: at least that many blocks per SM (the register cap that follows) */
@@ -81,7 +81,11 @@ static void emit_kernel(lw *L, const char *fname)
     lower_line(L, "{");
     L->ind++;
     lower_line(L, "extern __shared__ __align__(16) unsigned char tl_smem[];");
-    lower_line(L, "const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;");
+    if (L->wg && L->wgp.attn) /* the producer warp group runs the statements before the loop as warps 0-3 (wgattn.c) */
+        lower_line(L, "const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 %% %d, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;",
+                   L->nt);
+    else
+        lower_line(L, "const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;");
     lower_line(L, "(void)tl_smem; (void)tl_lane; (void)tl_warp;");
     if (L->wg)
         lower_wg_preamble(L);
@@ -162,6 +166,14 @@ static int emit_twin(const lw *R, const char *fname, strbuf *tu, tilec_tma_meta 
     memcpy(tname + n, "_tma", 5);
     wg_plan w = R->wgp;
     int r = 0;
+    if (w.attn) { /* a loop of dots on cp.async rings (wgattn.c): one tile a block */
+        lw L;
+        twin_pass(R, &w, 0, tname, &L);
+        r = lower_wga_finish(&L, tu, meta, tname);
+        lw_free(&L);
+        free(tname);
+        return r;
+    }
     if (lower_wg_persist(&w)) {
         lw P, C;
         twin_pass(R, &w, 1, tname, &P);

@@ -64,6 +64,7 @@ typedef struct val {
      * rlet is the let it stands for, left out of the body */
     const tilec_stmt *rlet;
     int rld, rbt;           /* row stride in elements; stored as B^T [N][K] */
+    int rwg;                /* VK_RING of the attention twin: rows of 128 bytes in the 128-byte swizzle (wgattn.c) */
 } val;
 
 typedef struct lbind {
@@ -94,6 +95,15 @@ typedef struct wg_plan {
     int persist;                  /* this twin walks the tiles in a persistent grid */
     int64_t epi_off;              /* the store's staging, from the aligned ring: 0 (the ring), or past it */
     int epi_parts;                /* a persistent twin stages its tile in this many parts (wgstore.c) */
+    /* wgattn.c: a loop of dots on cp.async rings (attention) on wgmma */
+    int attn;                     /* 1: this twin is wgattn.c's, not the TMA dot loop's */
+    int nfn;                      /* the register-A wgmma forms its dots use ... */
+    int64_t fn_n[4];              /* ... their N */
+    int fn_bk[4];                 /* ... 1: B K-major, | 2: bf16 */
+    const tilec_expr *first_dot;  /* the body's first dot: it waits for the deferred one too */
+    const tilec_expr *defer_dot;  /* the body's last dot, accumulating into defer_acc in place: its wgmma
+                                   * stay in flight into the next iteration (wgattn.c), or NULL */
+    const char *defer_acc;        /* its accumulator's name */
 } wg_plan;
 
 typedef struct matnode {
@@ -138,6 +148,7 @@ typedef struct lower_dot_remark {
     unsigned why_line;     /* the .tile line of the refusal (0: the loop's) */
     int wg;                /* the sm_90a twin runs this loop on wgmma + TMA */
     int wg_bk;             /* ... with B K-major (trans of a [N, K] load) */
+    const char *wg_path;   /* the twin's path when it is not the TMA dot loop's (wgattn.c), or NULL */
 } lower_dot_remark;
 
 typedef struct lw {
@@ -204,6 +215,7 @@ typedef struct lw {
     const tilec_stmt *split_loop; /* the dot loop that is split */
     uint32_t split_bytes;         /* f32 partials of one block */
     const val *split_acc;         /* the split loop's accumulator, once lowered */
+    int64_t swz_rows;             /* cp.async copies into 128-byte swizzled rows, this many a box (wgattn.c), or 0 */
 } lw;
 
 /* ---- state.c: errors, output, names, scopes, hints, shared memory ---- */
@@ -443,6 +455,48 @@ void lower_cp_advance(lw *L, int S, const char *v, lower_issue_fn issue, const v
 /* ring.c: a loop whose dots read loaded tiles as B operands, those loads
  * in cp.async rings: 1 if emitted, 0 (nothing emitted) if not. */
 int lower_ring_loop(lw *L, const tilec_stmt *loop);
+enum { RING_MAX = 8 };
+typedef struct ring_op {
+    const tilec_stmt *let;   /* let x = load(...) */
+    const tilec_stmt *alias; /* let y = trans(x) in the body, read as the dot's B, or NULL */
+    int trans;               /* memory contiguous along axis 0: stored [C][R] */
+    int ld;                  /* buffer row stride in elements, padded by 8 */
+    int64_t bytes;           /* one buffer */
+    uint32_t off;            /* the ring's byte offset */
+} ring_op;
+typedef struct ring_plan {
+    ring_op op[RING_MAX];
+    int n, S;
+    const char *base; /* "" or what the offsets add to (the attention twin's aligned ring, "tl_wro + ") */
+    int wg;           /* the attention twin's rings: 128-byte swizzled rows (wgattn.c) */
+} ring_plan;
+/* One iteration's copies of every ring into slot `slot` (ctx: the plan). */
+void lower_ring_issue(lw *L, const void *ctx, const char *slot);
+/* The loop's body with each ring's tile bound to slot tl_it % S. */
+void lower_ring_body(lw *L, const tilec_stmt *loop, const ring_plan *rp, int wide);
+/* The element offset in shared memory of (row tl_i0, column tl_i1) of a
+ * loaded tile (trans: stored [C][R]) in a buffer of row stride ld, or,
+ * under L->swz_rows, in 128-byte swizzled rows. */
+const char *lower_smem_at(lw *L, int trans, int ld);
+
+/* ---- wgattn.c: the sm_90a twin of a loop of dots on cp.async rings ---- */
+
+/* Regular pass, at a ring loop whose rings are planned: note it for the
+ * twin when its dots can run on wgmma; 0 with the reason recorded if not. */
+int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp);
+/* Twin pass: emit the noted loop; 0 for any other loop. */
+int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp);
+/* Twin pass: acc += a @ b on wgmma with a in registers (ra) and b in its
+ * swizzled ring (rb, read as B^T when bt); 0 when it cannot (nothing emitted). */
+int lower_wga_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t K, int64_t N, tilec_dtype d);
+/* dot.c: the A fragments of k16 step tl_k (mt m16 tiles) of x, a register
+ * tile in the accumulator layout, packed to d pairs into to[tl_q] (`to`
+ * may name tl_m). */
+void lower_frag_a_regs(lw *L, const val *x, int mt, tilec_dtype d, const char *to);
+/* Twin pass: the wgmma accumulator layout of an [M, N] dot (N a multiple of 8). */
+int lower_wga_layout(const lw *L, int64_t M, int64_t N, lay *y);
+/* Append the lowered twin to tu and fill meta (as lower_wg_finish). */
+int lower_wga_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname);
 
 /* ---- wgmma.c: the sm_90a twin ---- */
 
@@ -482,6 +536,11 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
 int lower_wg_persist(wg_plan *w);
 /* A persistent twin's store staging past the ring, in bytes. */
 int64_t lower_wg_staging(const wg_plan *w);
+/* The twins' device helpers (mbarriers, TMA, wgmma fences), once per unit. */
+const char *lower_wg_helpers(void);
+/* body[from, to) into tu, every __syncthreads() past `epi` the consumers'
+ * named barrier 1 of nt threads. */
+void lower_wg_add_consumers(strbuf *tu, const char *body, size_t from, size_t epi, size_t to, int nt);
 
 /* ---- splitk.c: split-K (the `split_k` hint) ---- */
 

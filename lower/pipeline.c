@@ -128,7 +128,7 @@ void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, 
     const char *ptr = L->hoist ? lower_hoist_ptr(L, e->args[0], sub) : NULL;
     lower_line(L, "const %s *tl_p = %s;", lower_ctype(t->dtype), ptr ? ptr : lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
     lower_line(L, "%s *tl_d = (%s *)(tl_smem + %s) + %s;", lower_ctype(t->dtype), lower_ctype(t->dtype), dst,
-               trans ? lower_fmt(L, "tl_i1 * %d + tl_i0", ld) : lower_fmt(L, "tl_i0 * %d + tl_i1", ld));
+               lower_smem_at(L, trans, ld));
     strbuf all, any;
     sb_init(&all);
     sb_init(&any);

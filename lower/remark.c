@@ -77,13 +77,15 @@ void lower_remarks_render(lw *L, int twin, strbuf *out)
         const lower_dot_remark *r = &L->rem[i];
         unsigned line = r->loop->loc.line;
         if (r->wg && twin)
-            sb_printf(out, "line %u: dot loop: wgmma + TMA (the sm_90a twin%s%s); elsewhere %s\n", line,
-                      r->wg_bk ? ", B K-major: trans of its [N, K] load" : "", L->wgp.how ? L->wgp.how : "", r->path);
+            sb_printf(out, "line %u: dot loop: %s (the sm_90a twin%s%s); elsewhere %s\n", line,
+                      r->wg_path ? r->wg_path : "wgmma + TMA", r->wg_bk ? ", B K-major: trans of its [N, K] load" : "",
+                      L->wgp.how ? L->wgp.how : "", r->path);
         else
             sb_printf(out, "line %u: dot loop: %s\n", line, r->path);
         if (r->wg && !twin)
-            sb_printf(out, "line %u: dot loop not on wgmma + TMA: its sm_90a twin did not lower (shared memory)\n",
-                      line);
+            sb_printf(out, "line %u: dot loop not on %s: its sm_90a twin did not lower (%s)\n", line,
+                      r->wg_path ? "wgmma" : "wgmma + TMA",
+                      r->wg_path ? "a dot's A operand not in wgmma fragments, or shared memory" : "shared memory");
         else if (r->missed)
             sb_printf(out, "line %u: dot loop at line %u not on %s: %s\n", r->why_line ? r->why_line : line, line,
                       r->missed, r->why);

@@ -14,22 +14,6 @@
 
 #include "lower/lower_internal.h"
 
-enum { RING_MAX = 8 };
-
-typedef struct ring_op {
-    const tilec_stmt *let; /* let x = load(...) */
-    const tilec_stmt *alias; /* let y = trans(x) in the body, read as the dot's B, or NULL */
-    int trans;             /* memory contiguous along axis 0: stored [C][R] */
-    int ld;                /* buffer row stride in elements, padded by 8 */
-    int64_t bytes;         /* one buffer */
-    uint32_t off;          /* the ring's byte offset */
-} ring_op;
-
-typedef struct ring_plan {
-    ring_op op[RING_MAX];
-    int n, S;
-} ring_plan;
-
 /* e is `name`, or trans(...) of it (the dot reads the ring transposed). */
 static int ring_operand_is(const tilec_expr *e, const char *name)
 {
@@ -236,8 +220,7 @@ static void ring_copy_whole(lw *L, const tilec_expr *e, const char *dst, int ld,
                trans ? "tl_i0" : "tl_i1", (long long)run);
     const char *sub[TILEC_MAX_RANK];
     lower_map_bcast(lower_ty(L, e->args[0]), 2, lower_idx, sub);
-    lower_line(L, "tl_cp16((%s *)(tl_smem + %s) + %s, %s, 16);", ct, dst,
-               trans ? lower_fmt(L, "tl_i1 * %d + tl_i0", ld) : lower_fmt(L, "tl_i0 * %d + tl_i1", ld),
+    lower_line(L, "tl_cp16((%s *)(tl_smem + %s) + %s, %s, 16);", ct, dst, lower_smem_at(L, trans, ld),
                lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
     L->ind--;
     lower_line(L, "}");
@@ -246,12 +229,14 @@ static void ring_copy_whole(lw *L, const tilec_expr *e, const char *dst, int ld,
 /* One iteration's copies of every ring into slot `slot`: a whole tile
  * with one cp.async per chunk, any other with the checks of
  * lower_emit_async_load. */
-static void ring_issue(lw *L, const void *ctx, const char *slot)
+void lower_ring_issue(lw *L, const void *ctx, const char *slot)
 {
     const ring_plan *rp = ctx;
     for (int i = 0; i < rp->n; i++) {
         const ring_op *o = &rp->op[i];
-        const char *dst = lower_fmt(L, "%u + %s * %lld", o->off, slot, (long long)o->bytes);
+        const char *dst = lower_fmt(L, "%s%u + %s * %lld", rp->base ? rp->base : "", o->off, slot, (long long)o->bytes);
+        const tilec_type *t = lower_ty(L, o->let->value);
+        L->swz_rows = rp->wg ? t->dims[o->trans ? 1 : 0] : 0; /* the attention twin: rows of the swizzle */
         const char *whole = ring_whole(L, o->let->value, o->trans);
         if (whole) {
             lower_line(L, "if (%s) {", whole);
@@ -266,7 +251,17 @@ static void ring_issue(lw *L, const void *ctx, const char *slot)
             L->ind--;
             lower_line(L, "}");
         }
+        L->swz_rows = 0;
     }
+}
+
+const char *lower_smem_at(lw *L, int trans, int ld)
+{
+    const char *r = trans ? "tl_i1" : "tl_i0", *c = trans ? "tl_i0" : "tl_i1";
+    if (L->swz_rows) /* row r's 16-byte chunk k at chunk k ^ (r % 8), 64 columns a box of swz_rows rows */
+        return lower_fmt(L, "((%s >> 6) * %lld + %s * 64 + ((((%s >> 3) & 7) ^ (%s & 7)) << 3) + (%s & 7))", c,
+                         (long long)(L->swz_rows * 64), r, c, r, c);
+    return lower_fmt(L, "%s * %d + %s", r, ld, c);
 }
 
 /* The body's masks (virtual boolean tiles bound by let) and the C
@@ -300,7 +295,7 @@ static int ring_masks(lw *L, const tilec_stmt *loop, const tilec_stmt **mk, cons
  * the body's masks hold on the whole tile (every tile but the last, and
  * the diagonal ones of a causal mask), a copy of it with them bound to
  * true, so the compiler drops the index arithmetic and selects. */
-static void ring_body(lw *L, const tilec_stmt *loop, const ring_plan *rp, int wide)
+void lower_ring_body(lw *L, const tilec_stmt *loop, const ring_plan *rp, int wide)
 {
     L->depth++;
     tilec_type it = {.kind = TILEC_TY_VALUE, .dtype = wide ? TILEC_DT_I64 : TILEC_DT_I32};
@@ -309,16 +304,18 @@ static void ring_body(lw *L, const tilec_stmt *loop, const ring_plan *rp, int wi
     for (int i = 0; i < rp->n; i++) {
         const ring_op *o = &rp->op[i];
         val *v = lower_newval(L, VK_RING, lower_ty(L, o->let->value),
-                              lower_fmt(L, "(%u + tl_rs * %lld)", o->off, (long long)o->bytes));
+                              lower_fmt(L, "(%s%u + tl_rs * %lld)", rp->base ? rp->base : "", o->off, (long long)o->bytes));
         v->rlet = o->let;
         v->rld = o->ld;
         v->rbt = o->trans;
+        v->rwg = rp->wg;
         lower_bind(L, o->let->names[0], v);
         if (o->alias) { /* y = trans(x): the same buffer, read the other way */
             val *y = lower_newval(L, VK_RING, lower_ty(L, o->alias->value), v->c);
             y->rlet = o->alias;
             y->rld = o->ld;
             y->rbt = !o->trans;
+            y->rwg = rp->wg;
             lower_bind(L, o->alias->names[0], y);
         }
     }
@@ -375,6 +372,8 @@ int lower_ring_loop(lw *L, const tilec_stmt *loop)
     lower_leave(L);
     if (!ok)
         return 0;
+    if (L->wg && L->wgp.attn && loop == L->wg_loop) /* the sm_90a twin of this loop (wgattn.c) */
+        return lower_wga_loop(L, loop, &rp);
     strbuf names;
     sb_init(&names);
     for (int i = 0; i < rp.n; i++) {
@@ -386,9 +385,23 @@ int lower_ring_loop(lw *L, const tilec_stmt *loop)
     }
     /* a loop of one dot could have been a pipelined dot loop: the first
      * reason it is not is the plain pipeline's (stmt.c tried it first) */
-    lower_remark_dot(L, loop,
-                     lower_fmt(L, "cp.async rings of %d stages for %s (dot B operands) + mma.sync", rp.S, sb_str(&names)),
-                     lower_block_dots(&loop->body) == 1 ? "a pipelined dot loop (both operands by cp.async; wgmma + TMA on sm_90a)" : NULL);
+    const char *path = lower_fmt(L, "cp.async rings of %d stages for %s (dot B operands) + mma.sync", rp.S, sb_str(&names));
+    const char *miss = L->miss;
+    unsigned miss_line = L->miss_line;
+    lower_miss_reset(L); /* the first reason the attention twin refuses, unless a plain dot loop was the better path */
+    if (lower_wga_note(L, loop, &rp)) {
+        lower_dot_remark *r = lower_remark_dot(L, loop, path, NULL);
+        if (r) {
+            r->wg = 1;
+            r->wg_path = "wgmma, its rings filled by a cp.async producer warp group through mbarriers";
+        }
+    } else if (lower_block_dots(&loop->body) == 1) {
+        L->miss = miss;
+        L->miss_line = miss_line;
+        lower_remark_dot(L, loop, path, "a pipelined dot loop (both operands by cp.async; wgmma + TMA on sm_90a)");
+    } else {
+        lower_remark_dot(L, loop, path, "wgmma (the sm_90a twin)");
+    }
     lower_plan_loop(L, loop, 1);
     const char *v = lower_cname(L, loop->names[0]);
     lower_line(L, "{ /* %d-stage cp.async ring: %s */", rp.S, sb_str(&names));
@@ -397,7 +410,7 @@ int lower_ring_loop(lw *L, const tilec_stmt *loop)
     L->ind++;
     lower_cp_bounds(L, loop);
     lower_bind_loop_scope(L, loop);
-    lower_cp_prologue(L, rp.S, v, ring_issue, &rp);
+    lower_cp_prologue(L, rp.S, v, lower_ring_issue, &rp);
     lower_leave(L);
     int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
     lower_line(L, "int tl_it = 0;");
@@ -405,9 +418,9 @@ int lower_ring_loop(lw *L, const tilec_stmt *loop)
     lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
     L->ind++;
     lower_bind_loop_scope(L, loop);
-    lower_cp_advance(L, rp.S, v, ring_issue, &rp);
+    lower_cp_advance(L, rp.S, v, lower_ring_issue, &rp);
     lower_leave(L);
-    ring_body(L, loop, &rp, wide);
+    lower_ring_body(L, loop, &rp, wide);
     L->ind--;
     lower_line(L, "}");
     lower_line(L, "tl_cp_wait<0>();");

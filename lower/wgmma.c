@@ -894,9 +894,11 @@ static void wgmma_fn(strbuf *tu, const char *t, int64_t N, int bk)
     sb_printf(tu, "\n        : \"l\"(da), \"l\"(db), \"n\"(1) : \"memory\");\n}\n#endif\n");
 }
 
+const char *lower_wg_helpers(void) { return wg_helpers; }
+
 /* body[from, to) into tu with every __syncthreads() after `epi` the
  * consumers' named barrier 1: the producer warps do not reach it. */
-static void add_consumers(strbuf *tu, const char *body, size_t from, size_t epi, size_t to, int nt)
+void lower_wg_add_consumers(strbuf *tu, const char *body, size_t from, size_t epi, size_t to, int nt)
 {
     sb_add(tu, body + from, epi - from);
     const char *sync = "__syncthreads();", *p = body + epi, *end = body + to;
@@ -952,7 +954,7 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
     sb_puts(tu, "        }\n        }\n    } else {\n        tl_setmaxnreg_inc<232>();\n");
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
     persist_pids(tu);
-    add_consumers(tu, cb, C->wg_body, C->wg_epi, C->wg_end, C->nt);
+    lower_wg_add_consumers(tu, cb, C->wg_body, C->wg_epi, C->wg_end, C->nt);
     sb_puts(tu, "        }\n");
     sb_puts(tu, "        if (tl_tid == 0)\n"
                 "            tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */\n");
@@ -974,7 +976,7 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
     if (P)
         persist_body(tu, P, L);
     else /* after the loop the producer warps are gone: the consumers meet at named barrier 1 */
-        add_consumers(tu, body, 0, L->wg_epi, L->out.n, L->nt);
+        lower_wg_add_consumers(tu, body, 0, L->wg_epi, L->out.n, L->nt);
     sb_puts(tu, "#endif\n");
     memset(meta, 0, sizeof *meta);
     size_t n = strlen(fname) + 1;

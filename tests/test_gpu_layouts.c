@@ -145,16 +145,37 @@ static float *rnd_f16(size_t n, uint16_t **h)
     return x;
 }
 
-/* Variant `variant` of attention_dD. S from 1 to past several tiles: the
- * cp.async ring's prologue alone, its steady state, whole tiles (the
- * unmasked copy of the body) and ragged last tiles and causal diagonals
- * (the masked copy). */
-static void check_attention_in(const char *file, const char *kernel, int D, uint32_t variant)
+/* How a check launches the kernel: its variant's own kernel (g), or a
+ * program that launches the variant's sm_90a twin where it has one. */
+typedef struct att_run {
+    gk *g;
+    tilec_program *p;
+    const char *kernel;
+    int v;
+    int kds; /* K given as [D, S] per (batch, head) */
+} att_run;
+
+/* One kernel of file as a program (its sm_90a twins included on a 9.0
+ * device), or NULL with the reason logged. */
+static tilec_program *att_program(const char *file, tilec_ctx **ctx, tilec_module **m)
+{
+    *ctx = tilec_ctx_new();
+    cr_assert_eq(tilec_parse_file(*ctx, file, m), TILEC_OK, "%s does not parse", file);
+    tilec_build_options o = {.threads = 8};
+    tilec_program *p = NULL;
+    tilec_status st = tilec_program_build(*ctx, rt, *m, &o, &p);
+    const tilec_diag *d = tilec_ctx_diag(*ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s: %s", file, d ? d->message : "build failed");
+    return p;
+}
+
+/* S from 1 to past several tiles: the ring's first stages alone, its
+ * steady state, whole tiles (the unmasked copy of the body) and ragged
+ * last tiles and causal diagonals (the masked copy). */
+static void check_attention_run(const att_run *r, int D)
 {
     static const int seqs[] = {1, 17, 64, 100, 257, 640};
     const int bh = 3;
-    gk g;
-    load(file, kernel, variant, &g);
     for (size_t s = 0; s < sizeof seqs / sizeof seqs[0]; s++)
         for (int causal = 0; causal < 2; causal++) {
             int S = seqs[s];
@@ -163,11 +184,23 @@ static void check_attention_in(const char *file, const char *kernel, int D, uint
             float *q = rnd_f16(n, &qh), *k = rnd_f16(n, &kh), *v = rnd_f16(n, &vh);
             double *want = malloc(n * sizeof *want), scale = 1.0 / sqrt((double)D);
             attention_ref(q, k, v, want, bh, S, D, causal, scale);
+            if (r->kds) { /* K^T per head: [D, S] */
+                uint16_t *t = malloc(n * 2 + 2);
+                for (size_t h = 0; h < (size_t)bh; h++)
+                    for (size_t j = 0; j < (size_t)S; j++)
+                        for (size_t d = 0; d < (size_t)D; d++)
+                            t[(h * D + d) * S + j] = kh[(h * S + j) * D + d];
+                free(kh);
+                kh = t;
+            }
             uint64_t dq = put(qh, n * 2), dk = put(kh, n * 2), dv = put(vh, n * 2), dout = put(NULL, n * 2);
             CHECK_RT(tilec_rt_memset_d32(rt, dout, 0x7e007e00u, (n + 1) / 2)); /* f16 NaN */
             tilec_rt_arg args[8] = {{.ptr = dq}, {.ptr = dk}, {.ptr = dv}, {.ptr = dout}, {.i32 = S}, {.i32 = bh},
                                     {.i32 = causal}, {.f32 = (float)scale}};
-            CHECK_RT(gk_launch(&g, args, NULL));
+            if (r->p)
+                CHECK_RT(tilec_program_launch(r->p, r->kernel, r->v, args, 8, NULL));
+            else
+                CHECK_RT(gk_launch(r->g, args, NULL));
             uint16_t *oh = malloc(n * 2 + 2);
             float *got = malloc(n * sizeof *got);
             CHECK_RT(tilec_rt_synchronize(rt));
@@ -175,8 +208,8 @@ static void check_attention_in(const char *file, const char *kernel, int D, uint
             for (size_t i = 0; i < n; i++)
                 got[i] = f16_to_f32(oh[i]);
             double err = rel_l2(got, want, n);
-            cr_expect_leq(err, 5e-3, "%s d%d variant %u S=%d causal=%d: relative L2 error %g", kernel, D, variant, S,
-                          causal, err);
+            cr_expect_leq(err, 5e-3, "%s d%d variant %d%s S=%d causal=%d: relative L2 error %g", r->kernel, D, r->v,
+                          r->p ? " (program)" : "", S, causal, err);
             tilec_rt_free(rt, dq);
             tilec_rt_free(rt, dk);
             tilec_rt_free(rt, dv);
@@ -191,7 +224,55 @@ static void check_attention_in(const char *file, const char *kernel, int D, uint
             free(got);
             free(want);
         }
+}
+
+/* Variant `variant` of kernel, through its own kernel. */
+static void check_attention_in(const char *file, const char *kernel, int D, uint32_t variant)
+{
+    gk g;
+    load(file, kernel, variant, &g);
+    att_run r = {.g = &g, .kernel = kernel, .v = (int)variant};
+    check_attention_run(&r, D);
     gk_free(&g);
+}
+
+/* Every variant of kernel through a program: on a 9.0 device each has
+ * its sm_90a twin (lower/wgattn.c: wgmma, a cp.async producer warp
+ * group) and the program launches it. */
+static void check_attention_twins(const char *file, const char *kernel, int D, int kds)
+{
+    tilec_ctx *ctx;
+    tilec_module *m;
+    tilec_program *p = att_program(file, &ctx, &m);
+    tilec_rt_device_props props;
+    CHECK_RT(tilec_rt_device_info(rt, &props));
+    int hopper = props.sm_major == 9 && props.sm_minor == 0;
+    const tilec_kernel *k = tilec_module_find_kernel(m, kernel);
+    cr_assert_not_null(k, "no kernel %s in %s", kernel, file);
+    for (uint32_t v = 0; v < tilec_kernel_variant_count(k); v++) {
+        if (hopper)
+            cr_expect(tilec_program_has_twin(p, kernel, (int)v), "%s variant %u: an sm_90a twin", kernel, v);
+        else
+            cr_log_info("not a 9.0 device: %s variant %u through its own kernel", kernel, v);
+        att_run r = {.p = p, .kernel = kernel, .v = (int)v, .kds = kds};
+        check_attention_run(&r, D);
+    }
+    tilec_program_free(p);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* the sm_90a twins: K as stored [S, D] (read K-major), K^T given as
+ * [D, S] (MN-major), d = 64 and 128, every block shape */
+Test(layouts, attention_twin_d64, .timeout = 300) { check_attention_twins("examples/attention.tile", "attention_d64", 64, 0); }
+Test(layouts, attention_twin_d128, .timeout = 300) { check_attention_twins("examples/attention.tile", "attention_d128", 128, 0); }
+Test(layouts, attention_twin_k_given_transposed, .timeout = 300)
+{
+    check_attention_twins("tests/gpu/attention_kt.tile", "attention_kds", 64, 1);
+}
+Test(layouts, attention_twin_trans_k, .timeout = 300)
+{
+    check_attention_twins("tests/gpu/attention_kt.tile", "attention_kt_inline", 64, 0);
 }
 
 static void check_attention(int D, uint32_t variant)

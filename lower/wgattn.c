@@ -1,0 +1,532 @@
+/* wgattn.c: the sm_90a twin of a loop whose dots read cp.async rings
+ * (ring.c): attention's S = dot(q, k^T), online softmax, acc = acc *
+ * alpha + dot(p, v), and any loop of that shape. Every dot of the body
+ * multiplies its A operand from registers (the mma accumulator layout a
+ * register tile already has: q loaded, p computed) by its B operand from
+ * its ring with the register-A form of wgmma.mma_async: a wgmma
+ * m64nNk16 accumulator gives each warp of a warp group 16 rows in the
+ * mma.sync m16n8 fragment layout repeated along N, and the register A
+ * operand is the mma.sync m16n8k16 A fragment, so the statements around
+ * the dots (row max and sum across the quad, exp2, the pack of p) lower
+ * as they do for mma.sync. What changes:
+ *
+ * - each ring's tile is stored in rows of 128 bytes along its contiguous
+ *   axis in the 128-byte swizzle (row r's 16-byte chunk k at chunk k ^
+ *   (r % 8), 64 halves of the contiguous axis a box), so a wgmma
+ *   descriptor reads it: K-major when the dot reads it as B^T (K as
+ *   stored [S, D], read transposed), MN-major with the transpose bit when
+ *   the contiguous axis is the dot's N (V, or K given as [D, S]);
+ * - one producer warp group copies the tiles by cp.async into a ring of
+ *   stages, each with a *full* mbarrier (its 128 threads arrive once
+ *   their copies of the stage have landed, after fence.proxy.async: the
+ *   wgmma reads through the async proxy) and an *empty* one (one arrive
+ *   per consumer warp when the iteration's wgmma are done);
+ * - BM / 16 consumer warps (one warp group per 64 rows) run the body:
+ *   wait for the stage, and at each dot pack A's fragments, wgmma.fence,
+ *   the K/16 wgmma, commit, wait_group 0.
+ *
+ * The regular pass notes the loop (lower_wga_note, from ring.c) and says
+ * why not in the remarks; the twin pass (lw.wg with wgp.attn) emits it
+ * (lower_wga_loop) and lower_wga_finish wraps the twin in
+ * #if defined(__CUDA_ARCH_FEAT_SM90_ALL). It takes no tensor maps: the
+ * runtime launches it with the variant's parameters (tilec/tma.h,
+ * nmaps 0). docs/lowering.md ("wgmma for loops of dots on rings") says
+ * which loops qualify. */
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+enum {
+    WGA_PRODUCER = 128,          /* the producer warp group */
+    WGA_RING_MAX = 160 * 1024,   /* the ring's bytes at most (the rest: what the body converts) */
+    WGA_MAX_STAGES = 4,
+    WGA_REGS_PRODUCER = 56,      /* setmaxnreg: 2 x 128 x 224 + 128 x 56 <= 65536 */
+    WGA_REGS_CONSUMER = 224,
+    WGA_DEFER_N = 64, /* the widest accumulator whose last dot stays in flight (plan_defer) */
+};
+
+/* Consumer warps of an M tile: one warp group per 64 rows; 0 if none fits. */
+static int wga_warps(int64_t M) { return M == 64 || M == 128 ? (int)(M / 16) : 0; }
+
+int lower_wga_layout(const lw *L, int64_t M, int64_t N, lay *y)
+{
+    int cw = wga_warps(M);
+    if (!cw || cw != L->nwarps || N % 8 || N > 256)
+        return 0;
+    lower_mma_grid(M, N, cw, 1, y); /* a 16 x N warp tile: wgmma's fragments */
+    return 1;
+}
+
+/* ---- which loops qualify ---- */
+
+/* A store, atomic or return anywhere in block b (the producer warps run
+ * the statements before the loop too). */
+static const tilec_stmt *writes(const tilec_block *b)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i], *in;
+        const tilec_expr *v = s->value;
+        if (s->kind == TILEC_ST_RETURN ||
+            (v && v->kind == TILEC_EX_CALL && (!strcmp(v->name, "store") || !strcmp(v->name, "atomic_add"))))
+            return s;
+        if ((in = writes(&s->body)) != NULL || (in = writes(&s->orelse)) != NULL)
+            return in;
+    }
+    return NULL;
+}
+
+/* The dots of e into d (at most max); -1 past max. */
+static int dots_of(const tilec_expr *e, const tilec_expr **d, int n, int max)
+{
+    if (!e || n < 0)
+        return n;
+    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot")) {
+        if (n >= max)
+            return -1;
+        d[n++] = e;
+    }
+    for (uint32_t i = 0; i < e->nargs; i++)
+        n = dots_of(e->args[i], d, n, max);
+    return n;
+}
+
+/* The ring op (or its trans alias) a dot's B operand names; *bt: read
+ * as B^T (its contiguous axis is the dot's K). */
+static const ring_op *b_ring(const tilec_expr *b, const ring_plan *rp, int *bt)
+{
+    int flip = 0;
+    for (; b->kind == TILEC_EX_CALL && !strcmp(b->name, "trans") && b->nargs == 1; b = b->args[0])
+        flip ^= 1;
+    if (b->kind != TILEC_EX_NAME)
+        return NULL;
+    for (int i = 0; i < rp->n; i++) {
+        const ring_op *o = &rp->op[i];
+        if (!strcmp(b->name, o->let->names[0])) {
+            *bt = o->trans ^ flip;
+            return o;
+        }
+        if (o->alias && !strcmp(b->name, o->alias->names[0])) {
+            *bt = !o->trans ^ flip;
+            return o;
+        }
+    }
+    return NULL;
+}
+
+/* Is `name` let to a load among the statements of b? */
+static int loaded_in(const tilec_block *b, const char *name)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s->kind == TILEC_ST_LET && !strcmp(s->names[0], name) && s->value->kind == TILEC_EX_CALL &&
+            !strcmp(s->value->name, "load"))
+            return 1;
+    }
+    return 0;
+}
+
+/* One dot of the body: A a register tile the loop does not load (q, p),
+ * M 64 or 128 rows, f16/bf16 into f32, B a ring whose rows are 128-byte
+ * multiples along its contiguous axis. */
+static int dot_ok(lw *L, const tilec_expr *dot, const tilec_block *body, const ring_plan *rp, int64_t *M)
+{
+    unsigned line = dot->loc.line;
+    const tilec_type *at = lower_ty(L, dot->args[0]), *t = lower_ty(L, dot);
+    const tilec_expr *a = dot->args[0];
+    if (a->kind == TILEC_EX_CALL && !strcmp(a->name, "cast") && a->nargs >= 1)
+        a = a->args[0];
+    if (a->kind != TILEC_EX_NAME || loaded_in(body, a->name))
+        return lower_miss(L, line, "a dot's A operand is not a register tile (a name, or its cast) that the loop does not "
+                                   "load (wgmma takes A from the accumulator fragments)");
+    int bt = 0;
+    const ring_op *o = b_ring(dot->args[1], rp, &bt);
+    if (!o)
+        return lower_miss(L, line, "a dot's B operand is not a tile of the loop's cp.async rings");
+    const tilec_type *bty = lower_ty(L, o->let->value);
+    int64_t K = at->dims[1], N = t->dims[1], C = bty->dims[o->trans ? 0 : 1];
+    if (at->dtype != bty->dtype || (at->dtype != TILEC_DT_F16 && at->dtype != TILEC_DT_BF16))
+        return lower_miss(L, line, "a dot's operands are not both f16 or both bf16");
+    if (t->dtype != TILEC_DT_F32)
+        return lower_miss(L, line, "a dot's result is %s, not f32", tilec_dtype_name(t->dtype));
+    if (!wga_warps(at->dims[0]) || (*M && *M != at->dims[0]))
+        return lower_miss(L, line, "the dots' M tile %lld is not 64 or 128 rows (one or two m64 warp groups)",
+                          (long long)at->dims[0]);
+    *M = at->dims[0];
+    if (K % 16 || N % 8 || N > 256)
+        return lower_miss(L, line, "dot of K %lld, N %lld: wgmma takes K a multiple of 16, N a multiple of 8 up to 256",
+                          (long long)K, (long long)N);
+    if (C % 64 || C > 256)
+        return lower_miss(L, line,
+                          "load %s is %lld elements along its contiguous axis, not 64, 128, 192 or 256 (rows of the "
+                          "128-byte swizzle)",
+                          o->let->names[0], (long long)C);
+    return 1;
+}
+
+/* Does e, or a statement of b, read or assign `name`? */
+static int mentions(const tilec_expr *e, const char *name)
+{
+    if (!e)
+        return 0;
+    if (e->kind == TILEC_EX_NAME && !strcmp(e->name, name))
+        return 1;
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (mentions(e->args[i], name))
+            return 1;
+    return 0;
+}
+
+static int stmt_mentions(const tilec_stmt *s, const char *name)
+{
+    for (uint32_t j = 0; j < s->nnames; j++)
+        if (!strcmp(s->names[j], name))
+            return 1;
+    if (mentions(s->value, name) || mentions(s->lo, name) || mentions(s->hi, name) || mentions(s->step, name))
+        return 1;
+    for (uint32_t i = 0; i < s->body.nstmts; i++)
+        if (stmt_mentions(s->body.stmts[i], name))
+            return 1;
+    for (uint32_t i = 0; i < s->orelse.nstmts; i++)
+        if (stmt_mentions(s->orelse.stmts[i], name))
+            return 1;
+    return 0;
+}
+
+/* The body's last dot may stay in flight into the next iteration when it
+ * accumulates in place (`x = x [* alpha] + dot(a, b)`, x a tile the loop
+ * carries) and nothing after it in the body, nor before the body's first
+ * dot, names x: the next iteration's first dot waits for both (its
+ * products then overlap the last one's), and x is not touched before. */
+static void plan_defer(lw *L, const tilec_stmt *loop, wg_plan *w)
+{
+    const tilec_block *b = &loop->body;
+    const tilec_expr *d[RING_MAX];
+    int first = -1, last = -1;
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        int n = dots_of(b->stmts[i]->value, d, 0, RING_MAX);
+        if (n > 0 && first < 0)
+            first = (int)i;
+        if (n > 0)
+            last = (int)i;
+    }
+    w->first_dot = w->defer_dot = NULL;
+    if (first < 0 || last == first)
+        return;
+    const tilec_stmt *s = b->stmts[last];
+    if (dots_of(s->value, d, 0, RING_MAX) != 1 || s->kind != TILEC_ST_ASSIGN || lower_ty(L, d[0])->rank != 2)
+        return;
+    /* an accumulator of more than 64 columns (32 registers a thread) waits
+     * as the other dots do: on the H100 d = 128 ran 7-8% slower in flight,
+     * d = 64 6% faster (docs/lowering.md) */
+    if (lower_ty(L, d[0])->dims[1] > WGA_DEFER_N)
+        return;
+    const char *x = s->names[0];
+    for (uint32_t i = 0; i < b->nstmts; i++)
+        if ((i <= (uint32_t)first || i > (uint32_t)last) && stmt_mentions(b->stmts[i], x))
+            return;
+    const tilec_expr *f[RING_MAX];
+    dots_of(b->stmts[first]->value, f, 0, RING_MAX);
+    w->first_dot = f[0];
+    w->defer_dot = d[0];
+    w->defer_acc = x;
+}
+
+/* Nothing before the loop writes memory or returns, and the loop is a
+ * statement of the kernel's body (every producer thread reaches it). */
+static int placed_ok(lw *L, const tilec_stmt *loop)
+{
+    const tilec_block *b = &L->k->body;
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s == loop)
+            return 1;
+        tilec_block one = {.stmts = (tilec_stmt **)&b->stmts[i], .nstmts = 1};
+        const tilec_stmt *w = writes(&one);
+        if (w)
+            return lower_miss(L, w->loc.line, "a statement before the loop stores or returns (the producer warp group "
+                                              "runs those statements too)");
+    }
+    return lower_miss(L, 0, "the loop is not a statement of the kernel's body (inside a branch or another loop)");
+}
+
+int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
+{
+    if (L->wg)
+        return 0;
+    if (L->wg_seen++) { /* one dot loop a twin: the earlier one's twin is off */
+        for (int i = 0; i < L->nrem; i++)
+            if (L->rem[i].wg) {
+                L->rem[i].wg = 0;
+                L->rem[i].missed = L->rem[i].wg_path ? "wgmma (the sm_90a twin)" : "wgmma + TMA";
+                L->rem[i].why = lower_fmt(L, "the kernel has another dot loop (line %u; the twin takes one)", loop->loc.line);
+                L->rem[i].why_line = 0;
+            }
+        L->wg_loop = NULL;
+        return lower_miss(L, 0, "the kernel has more than one dot loop (the twin takes one)");
+    }
+    if (L->split)
+        return lower_miss(L, 0, "the `split_k` hint (split-K has no twin)");
+    if (!placed_ok(L, loop))
+        return 0;
+    const tilec_expr *d[RING_MAX];
+    int nd = 0;
+    for (uint32_t i = 0; i < loop->body.nstmts && nd >= 0; i++)
+        nd = dots_of(loop->body.stmts[i]->value, d, nd, RING_MAX);
+    if (nd < 0 || nd != lower_block_dots(&loop->body))
+        return lower_miss(L, 0, "a dot of the loop is inside a branch (wgmma needs every warp of its group)");
+    int64_t M = 0, stage = 0;
+    lower_bind_loop_scope(L, loop);
+    int ok = 1;
+    for (int i = 0; i < nd && ok; i++)
+        ok = dot_ok(L, d[i], &loop->body, rp, &M);
+    lower_leave(L);
+    if (!ok)
+        return 0;
+    if (nd != rp->n)
+        return lower_miss(L, 0, "the loop's rings and its dots do not pair one to one");
+    for (int i = 0; i < rp->n; i++) {
+        const tilec_type *t = lower_ty(L, rp->op[i].let->value);
+        stage += t->dims[0] * t->dims[1] * (int64_t)tilec_dtype_size(t->dtype);
+    }
+    int S = (int)(WGA_RING_MAX / stage);
+    if (S > WGA_MAX_STAGES)
+        S = WGA_MAX_STAGES;
+    if (S < 2)
+        return lower_miss(L, 0, "fewer than two stages of its rings (%lld bytes a stage) fit", (long long)stage);
+    wg_plan *w = &L->wgp;
+    memset(w, 0, sizeof *w);
+    w->attn = 1;
+    w->M = M;
+    w->S = S;
+    w->stage_bytes = stage;
+    w->warps = wga_warps(M);
+    w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s", S, (long long)stage, w->warps,
+                       w->warps != L->nwarps ? lower_fmt(L, " where the `warps` hint says %d", L->nwarps) : "");
+    L->wg_loop = loop;
+    return 1;
+}
+
+/* ---- the twin's loop ---- */
+
+/* The producer warp group: for each iteration, wait for its stage to be
+ * empty, copy its tiles (128 threads, 16 bytes a cp.async, zero-filled
+ * where the masks say), and once the previous iteration's copies have
+ * landed, fence them for the async proxy and arrive on its *full*. */
+static void producer(lw *L, const tilec_stmt *loop, ring_plan *rp, const char *v)
+{
+    int S = rp->S, nt = L->nt;
+    lower_line(L, "if (tl_tid0 >= %d) { /* the producer warp group */", nt);
+    L->ind++;
+    lower_line(L, "tl_setmaxnreg_dec<%d>();", WGA_REGS_PRODUCER);
+    lower_line(L, "const int tl_tid = tl_tid0 - %d;", nt);
+    lower_line(L, "int tl_it = 0;");
+    lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
+    L->ind++;
+    lower_line(L, "const int tl_ps = tl_it %% %d;", S);
+    lower_line(L, "if (tl_it >= %d)", S);
+    lower_line(L, "    tl_mbar_wait(tl_empty + tl_ps * 8, ((tl_it / %d) + 1) & 1);", S);
+    L->nt = WGA_PRODUCER; /* the copies spread over the producer's threads */
+    lower_bind_loop_scope(L, loop);
+    lower_ring_issue(L, rp, "tl_ps");
+    lower_leave(L);
+    L->nt = nt;
+    lower_line(L, "tl_cp_commit();");
+    lower_line(L, "if (tl_it > 0) { /* the previous stage has landed */");
+    lower_line(L, "    tl_cp_wait<1>();");
+    lower_line(L, "    tl_fence_async_smem();");
+    lower_line(L, "    tl_mbar_arrive(tl_full + ((tl_it - 1) %% %d) * 8);", S);
+    lower_line(L, "}");
+    L->ind--;
+    lower_line(L, "}");
+    lower_line(L, "if (tl_it > 0) {");
+    lower_line(L, "    tl_cp_wait<0>();");
+    lower_line(L, "    tl_fence_async_smem();");
+    lower_line(L, "    tl_mbar_arrive(tl_full + ((tl_it - 1) %% %d) * 8);", S);
+    lower_line(L, "}");
+    lower_line(L, "return;");
+    L->ind--;
+    lower_line(L, "}");
+}
+
+int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
+{
+    if (!L->wg || !L->wgp.attn || loop != L->wg_loop)
+        return 0;
+    wg_plan *w = &L->wgp;
+    int S = w->S;
+    int64_t ring = 0;
+    for (int i = 0; i < rp->n; i++) { /* unpadded tiles, each ring's slots side by side (1024-byte multiples) */
+        ring_op *o = &rp->op[i];
+        const tilec_type *t = lower_ty(L, o->let->value);
+        o->bytes = t->dims[0] * t->dims[1] * (int64_t)tilec_dtype_size(t->dtype);
+        o->off = (uint32_t)ring;
+        ring += o->bytes * S;
+    }
+    plan_defer(L, loop, w);
+    rp->S = S;
+    rp->base = "tl_wro + ";
+    rp->wg = 1;
+    uint32_t base = lower_alloc_smem(L, ring + 1024 + 16 * S);
+    lower_plan_loop(L, loop, 1);
+    const char *v = lower_cname(L, loop->names[0]);
+    lower_line(L, "{ /* dots on wgmma, %d-stage ring by a cp.async producer warp group (sm_90a) */", S);
+    L->ind++;
+    lower_cp_bounds(L, loop);
+    lower_line(L, "const unsigned tl_wro = ((tl_sa(tl_smem + %u) + 1023u) & ~1023u) - tl_sa(tl_smem);", base);
+    lower_line(L, "const unsigned tl_full = tl_sa(tl_smem) + tl_wro + %lld, tl_empty = tl_full + %d;", (long long)ring,
+               8 * S);
+    lower_line(L, "if (tl_tid0 == 0) {");
+    lower_line(L, "    for (int tl_s = 0; tl_s < %d; ++tl_s) {", S);
+    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", WGA_PRODUCER);
+    lower_line(L, "        tl_mbar_init(tl_empty + tl_s * 8, %d);", L->nwarps);
+    lower_line(L, "    }");
+    lower_line(L, "    tl_mbar_fence_init();");
+    lower_line(L, "}");
+    lower_line(L, "__syncthreads();");
+    producer(L, loop, rp, v);
+    L->wg_epi = L->out.n; /* from here on only the consumer warps run: their own named barrier */
+    lower_line(L, "tl_setmaxnreg_inc<%d>();", WGA_REGS_CONSUMER);
+    int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
+    lower_line(L, "int tl_it = 0;");
+    lower_comment_loc(L, &loop->loc);
+    lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
+    L->ind++;
+    lower_line(L, "tl_mbar_wait(tl_full + (tl_it %% %d) * 8, (tl_it / %d) & 1);", S, S);
+    lower_ring_body(L, loop, rp, wide);
+    if (!w->defer_dot) {
+        lower_line(L, "if (tl_lane == 0) /* this warp's wgmma are done with the stage */");
+        lower_line(L, "    tl_mbar_arrive(tl_empty + (tl_it %% %d) * 8);", S);
+    }
+    L->ind--;
+    lower_line(L, "}");
+    if (w->defer_dot) { /* the last iteration's last products */
+        val *x = lower_lookup(L, w->defer_acc);
+        lower_line(L, "tl_wg_wait<0>();");
+        if (x && x->kind == VK_MAT)
+            lower_line(L, "tl_wg_pin(%s, %d);", x->c, x->ly.E);
+        else
+            L->failed = 1;
+        lower_line(L, "if (tl_it > 0 && tl_lane == 0)");
+        lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
+    }
+    L->ind--;
+    lower_line(L, "}");
+    L->wg_done = 1;
+    return 1;
+}
+
+/* The register-A wgmma form of the twin's dots (N, B K-major), noted for
+ * lower_wga_finish; its name. */
+static const char *rs_form(lw *L, int64_t N, int bk, tilec_dtype d)
+{
+    wg_plan *w = &L->wgp;
+    int i = 0, form = bk | (d == TILEC_DT_BF16) << 1;
+    while (i < w->nfn && (w->fn_n[i] != N || w->fn_bk[i] != form))
+        i++;
+    if (i == w->nfn) {
+        if (w->nfn == 4)
+            return NULL;
+        w->fn_n[i] = N;
+        w->fn_bk[i] = form;
+        w->nfn++;
+    }
+    return lower_fmt(L, "tl_wgrs_%s_n%lld%s", d == TILEC_DT_BF16 ? "bf16" : "f16", (long long)N, bk ? "_bk" : "");
+}
+
+int lower_wga_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t K, int64_t N, tilec_dtype d)
+{
+    const lay *y = &acc->ly;
+    if (!ra || y->kind != LY_MMA || y->wn != 1 || y->wtm != 16 || y->wm != L->nwarps || y->wtn != N || K % 16)
+        return 0;
+    const char *fn = rs_form(L, N, bt, d);
+    if (!fn)
+        return 0;
+    lower_line(L, "/* A %s from registers, B %s from its swizzled ring (%s) */", ra->c, lower_cname(L, rb->rlet->names[0]),
+               bt ? "K-major" : "MN-major, transposed");
+    lower_line(L, "unsigned tl_fw[%lld][4];", (long long)(K / 16));
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_k = 0; tl_k < %lld; tl_k += 16) {", (long long)K);
+    L->ind++;
+    lower_frag_a_regs(L, ra, 1, d, "tl_fw[tl_k >> 4]");
+    L->ind--;
+    lower_line(L, "}");
+    lower_line(L, "const unsigned tl_bw = tl_sa(tl_smem) + %s;", rb->c);
+    lower_line(L, "tl_wg_fence();");
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_q = 0; tl_q < %lld; ++tl_q)", (long long)(K / 16));
+    /* K-major: rows of N, a k16 step 32 bytes along them, the next 64 of K
+     * a box of N rows further; MN-major: rows of K, a k16 step 16 rows,
+     * the next 64 of N a box (K rows) further (leading byte offset) */
+    if (bt)
+        lower_line(L, "    %s(%s, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * %lld + (tl_q & 3) * 32, 16, 1024, 1));", fn,
+                   acc->c, (long long)(N * 128));
+    else
+        lower_line(L, "    %s(%s, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, %lld, 1024, 1));", fn, acc->c,
+                   (long long)(K * 128));
+    lower_line(L, "tl_wg_commit();");
+    wg_plan *w = &L->wgp;
+    if (w->defer_dot && L->curdot == w->defer_dot) { /* in flight into the next iteration's first dot */
+        val *x = lower_lookup(L, w->defer_acc);
+        if (!x || x != acc)
+            return 0;
+        lower_line(L, "/* %s's wgmma stay in flight: the next iteration's first dot waits for them */", acc->c);
+        return 1;
+    }
+    lower_line(L, "tl_wg_wait<0>();"); /* and the previous iteration's deferred products */
+    lower_line(L, "tl_wg_pin(%s, %d);", acc->c, acc->ly.E);
+    if (w->defer_dot && L->curdot == w->first_dot) {
+        val *x = lower_lookup(L, w->defer_acc);
+        if (!x || x->kind != VK_MAT)
+            return 0;
+        lower_line(L, "tl_wg_pin(%s, %d);", x->c, x->ly.E);
+        lower_line(L, "if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */");
+        lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", w->S);
+    }
+    return 1;
+}
+
+/* ---- the twin in the translation unit ---- */
+
+/* tl_wgrs_<t>_n<N>[_bk](acc, a[4], descB): acc += A (the m16n8k16 A
+ * fragment of each warp's 16 rows, from registers) @ B, m64nNk16; B
+ * MN-major with the transpose bit, or K-major (_bk) without. */
+static void rs_fn(strbuf *tu, const char *t, int64_t N, int bk)
+{
+    const char *sfx = bk ? "_bk" : "", *SFX = bk ? "_BK" : "";
+    long long h = (long long)(N / 2);
+    sb_printf(tu, "#ifndef TL_WGRS_%s_N%lld%s\n#define TL_WGRS_%s_N%lld%s\n", t, (long long)N, SFX, t, (long long)N, SFX);
+    sb_printf(tu, "static __device__ __forceinline__ void tl_wgrs_%s_n%lld%s(float *d, const unsigned *a, unsigned long long db)\n{\n",
+              t, (long long)N, sfx);
+    sb_printf(tu, "    asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %%%lld, 0; "
+                  "wgmma.mma_async.sync.aligned.m64n%lldk16.f32.%s.%s {",
+              h + 5, (long long)N, t, t);
+    for (long long i = 0; i < h; i++)
+        sb_printf(tu, "%s%%%lld", i ? ", " : "", i);
+    sb_printf(tu, "}, {%%%lld, %%%lld, %%%lld, %%%lld}, %%%lld, p, 1, 1, %d; }\"\n        : ", h, h + 1, h + 2, h + 3, h + 4,
+              !bk);
+    for (long long i = 0; i < h; i++)
+        sb_printf(tu, "%s\"+f\"(d[%lld])", i ? ", " : "", i);
+    sb_printf(tu, "\n        : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(db), \"n\"(1) : \"memory\");\n}\n#endif\n");
+}
+
+int lower_wga_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname)
+{
+    if (!L->wg_done || L->failed || L->out.failed || L->ar.failed || L->smem > SMEM_LIMIT)
+        return 0;
+    const wg_plan *w = &L->wgp;
+    sb_puts(tu, "\n#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
+    sb_puts(tu, lower_wg_helpers());
+    sb_puts(tu, "#ifndef TL_WG_PIN\n#define TL_WG_PIN\n"
+                "/* the accumulators a wgmma wrote, read only after its wait (the compiler moves no read above it) */\n"
+                "static __device__ __forceinline__ void tl_wg_pin(float *d, int n)\n"
+                "{\n#pragma unroll\n    for (int i = 0; i < n; ++i)\n        asm volatile(\"\" : \"+f\"(d[i]) :: \"memory\");\n}\n"
+                "#endif\n");
+    for (int i = 0; i < w->nfn; i++)
+        rs_fn(tu, w->fn_bk[i] & 2 ? "bf16" : "f16", w->fn_n[i], w->fn_bk[i] & 1);
+    lower_wg_add_consumers(tu, sb_str(&L->out), 0, L->wg_epi, L->out.n, L->nt);
+    sb_puts(tu, "#endif\n");
+    memset(meta, 0, sizeof *meta); /* no tensor maps: the variant's parameters alone */
+    meta->threads = (uint32_t)(L->nt + WGA_PRODUCER);
+    meta->smem_bytes = L->smem;
+    return (meta->name = strdup(fname)) != NULL ? 1 : -1;
+}

@@ -1,0 +1,188 @@
+/* test_wgattn.c: the sm_90a twins of loops of dots on cp.async rings
+ * (lower/wgattn.c) on the CPU: every variant of examples/attention.tile
+ * gets one (no tensor maps, BM / 16 consumer warps and a producer warp
+ * group), K as stored [S, D] is read K-major and K given as [D, S]
+ * MN-major, the remarks say which path each loop took or why not, and,
+ * with cuobjdump at hand, the twin's SASS multiplies on HGMMA with its A
+ * operand in registers. NVRTC needs no GPU. The GPU checks against a
+ * reference are in tests/test_gpu_layouts.c (attention_twin_*). */
+#define _DEFAULT_SOURCE 1
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "helpers.h"
+#include "sass_helpers.h"
+#include "tilec/lower.h"
+
+#define ATTN "examples/attention.tile"
+#define ATTN_KT "tests/gpu/attention_kt.tile"
+
+static void lower_v(tilec_ctx *ctx, tilec_module *m, const char *kernel, int v, tilec_kernel_code *code)
+{
+    const tilec_kernel *k = tilec_module_find_kernel(m, kernel);
+    cr_assert_not_null(k, "no kernel %s", kernel);
+    cr_assert_eq(tilec_lower_kernel(ctx, m, k, v, code), TILEC_OK, "%s variant %d does not lower", kernel, v);
+}
+
+/* Every variant of both kernels: a twin of BM / 16 consumer warps plus
+ * the producer warp group, no tensor maps, its dots in the register-A
+ * form of wgmma (K read K-major: _bk; V MN-major), the remark naming it. */
+Test(wgattn, every_attention_variant_has_a_twin)
+{
+    static const struct {
+        const char *kernel;
+        int v;
+        uint32_t threads; /* BM / 16 warps + 128 */
+        const char *s_form, *pv_form;
+    } cases[] = {
+        {"attention_d64", 0, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64("},
+        {"attention_d64", 1, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n64("},
+        {"attention_d64", 2, 256, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64("},
+        {"attention_d128", 0, 256, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128("},
+        {"attention_d128", 1, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n128("},
+        {"attention_d128", 2, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128("},
+    };
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, ATTN);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_kernel_code code;
+        lower_v(ctx, m, cases[i].kernel, cases[i].v, &code);
+        cr_assert_not_null(code.tma.name, "%s variant %d: an sm_90a twin", cases[i].kernel, cases[i].v);
+        cr_expect_eq(code.tma.nmaps, 0, "fed by cp.async: no tensor maps");
+        cr_expect_eq(code.tma.persistent, 0);
+        cr_expect_eq(code.tma.threads, cases[i].threads, "%s variant %d: %u threads", cases[i].kernel, cases[i].v,
+                     code.tma.threads);
+        cr_expect(strstr(code.source, cases[i].s_form), "%s variant %d: S = Q K^T by %s", cases[i].kernel, cases[i].v,
+                  cases[i].s_form);
+        cr_expect(strstr(code.source, cases[i].pv_form), "%s variant %d: acc += P V by %s", cases[i].kernel,
+                  cases[i].v, cases[i].pv_form);
+        cr_expect(strstr(code.source, "tl_setmaxnreg_dec<") && strstr(code.source, "tl_mbar_wait(tl_full"),
+                  "a producer warp group and an mbarrier ring");
+        cr_expect(strstr(code.source, "tl_fence_async_smem();"), "cp.async's writes fenced for wgmma's reads");
+        cr_expect(strstr(code.remarks, "dot loop: wgmma, its rings filled by a cp.async producer warp group"),
+                  "the remark names the path:\n%s", code.remarks);
+        tilec_kernel_code_free(&code);
+    }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* K given as [D, S]: its tile is contiguous along the keys, so the ring
+ * keeps rows of keys and S = Q K reads it MN-major with the transpose bit;
+ * K as stored read through trans(...) is K-major as in the example. */
+Test(wgattn, k_layout_decides_the_operand_major)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, ATTN_KT);
+    tilec_kernel_code code;
+    lower_v(ctx, m, "attention_kds", 0, &code);
+    cr_assert_not_null(code.tma.name);
+    cr_expect(!strstr(code.source, "_bk("), "no K-major B");
+    cr_expect(strstr(code.source, "B v_tk from its swizzled ring (MN-major, transposed)"), "K read MN-major");
+    tilec_kernel_code_free(&code);
+    lower_v(ctx, m, "attention_kt_inline", 0, &code);
+    cr_assert_not_null(code.tma.name);
+    cr_expect(strstr(code.source, "B v_tk from its swizzled ring (K-major)") && strstr(code.source, "tl_wgrs_f16_n64_bk("),
+              "K read K-major");
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* attention_d64 of the example with edits (pairs: each first occurrence
+ * of edits[2i] replaced by edits[2i + 1]), lowered into *code. */
+static void lower_edited(const char *const *edits, int n, tilec_kernel_code *code)
+{
+    char *src = read_file(ATTN, NULL);
+    cr_assert_not_null(src);
+    for (int i = 0; i < n; i++) {
+        const char *from = edits[2 * i], *to = edits[2 * i + 1];
+        char *at = strstr(src, from);
+        cr_assert_not_null(at, "%s not in the example", from);
+        size_t len = strlen(src), a = (size_t)(at - src), fl = strlen(from), tl = strlen(to);
+        char *out = malloc(len - fl + tl + 1);
+        memcpy(out, src, a);
+        memcpy(out + a, to, tl);
+        memcpy(out + a + tl, at + fl, len - a - fl + 1);
+        free(src);
+        src = out;
+    }
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    tilec_status st = tilec_parse_string(ctx, "src.tile", src, strlen(src), &m);
+    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "");
+    lower_v(ctx, m, "attention_d64", 0, code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    free(src);
+}
+
+/* The example with one change: its remarks; *twin: it has a twin. */
+static char *remarks_with(const char *from, const char *to, int *twin)
+{
+    const char *edit[2] = {from, to};
+    tilec_kernel_code code;
+    lower_edited(edit, 1, &code);
+    char *r = strdup(code.remarks);
+    *twin = code.tma.name != NULL;
+    tilec_kernel_code_free(&code);
+    return r;
+}
+
+/* bf16 operands: the bf16 form of the register-A wgmma. */
+Test(wgattn, bf16_twin)
+{
+    static const char *const edits[] = {
+        "kernel attention_d64(q: *f16, k: *f16, v: *f16, o: *f16,", "kernel attention_d64(q: *bf16, k: *bf16, v: *bf16, o: *bf16,",
+        "dot(cast(p, f16), tv)", "dot(cast(p, bf16), tv)",
+        "cast(acc / l_i[:, None], f16)", "cast(acc / l_i[:, None], bf16)",
+    };
+    tilec_kernel_code code;
+    lower_edited(edits, 3, &code);
+    cr_assert_not_null(code.tma.name, "%s", code.remarks);
+    cr_expect(strstr(code.source, "tl_wgrs_bf16_n64_bk(") && strstr(code.source, "tl_wgrs_bf16_n64("), "bf16 wgmma");
+    cr_expect(strstr(code.source, "m64n64k16.f32.bf16.bf16"), "the bf16 instruction");
+    tilec_kernel_code_free(&code);
+}
+
+/* Where the twin does not apply, the remark says why: a head size of 32
+ * (K's rows are 64 bytes, not the 128-byte swizzle's), a store before
+ * the loop (the producer warp group runs those statements too). */
+Test(wgattn, refusals_say_why)
+{
+    int twin;
+    char *r = remarks_with("hints { BM = 128, BN = 64, D = 64", "hints { BM = 128, BN = 64, D = 32", &twin);
+    cr_expect(!twin);
+    cr_expect(strstr(r, "not on wgmma (the sm_90a twin): load tk is 32 elements along its contiguous axis"), "%s", r);
+    free(r);
+    r = remarks_with("    let hi = S;\n", "    let hi = S;\n    store(o + base, 0.0, S > 0);\n", &twin);
+    cr_expect(!twin);
+    cr_expect(strstr(r, "not on wgmma (the sm_90a twin): a statement before the loop stores or returns"), "%s", r);
+    free(r);
+}
+
+/* The twin's SASS: HGMMA with A from registers (no A descriptor), B
+ * K-major (K) and transposed (V), cp.async copies (LDGSTS) and mbarrier
+ * waits; an sm_90 compile has no twin. */
+Test(wgattn, sass_has_register_a_hgmma, .timeout = 200)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    char *sass = disassemble_file(tool, "-sass", ATTN, "attention_d64", 0, "sm_90a");
+    const char *twin = strstr(sass, "Function : attention_d64_v0_tma");
+    cr_assert_not_null(twin, "the sm_90a cubin has the twin:\n%.2000s", sass);
+    const char *next = strstr(twin + 1, "Function : ");
+    char *t = strndup(twin, next ? (size_t)(next - twin) : strlen(twin));
+    cr_expect(strstr(t, "HGMMA.64x64x16.F32 R"), "S = Q K^T on wgmma");
+    cr_expect(strstr(t, "gdesc[") && strstr(t, ".tnspB"), "P V with V transposed from its descriptor");
+    cr_expect(strstr(t, "LDGSTS"), "the producer copies by cp.async");
+    cr_expect(strstr(t, "SYNCS"), "mbarriers");
+    cr_expect(strstr(t, "USETMAXREG"), "the roles' registers");
+    free(t);
+    free(sass);
+    sass = disassemble_file(tool, "-sass", ATTN, "attention_d64", 0, "sm_90");
+    cr_expect(!strstr(sass, "_tma"), "an sm_90 compile has no twin");
+    free(sass);
+}
