@@ -801,7 +801,7 @@ class FakeNcclTests(unittest.TestCase):
         self.coll.set_comm(tilec.Comm(0, 2, tilec.Comm.unique_id(FAKE_NCCL), library=FAKE_NCCL))
         with self.assertRaises(tilec.TilecError) as cm:
             self.coll.call(self.x(3, 2))
-        self.assertEqual(str(cm.exception), "coll: step 6 (extern tilec:coll:s): line 20: s = reduce_scatter(x, sum, "
+        self.assertEqual(str(cm.exception), "coll: step 5 (extern tilec:coll:s): line 20: s = reduce_scatter(x, sum, "
                                             "0): dimension 0 of the input f32[3, 2] is 3, which world (2 ranks) does "
                                             "not divide (reduce_scatter hands each rank an equal part)")
 
