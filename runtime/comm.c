@@ -279,6 +279,7 @@ int tilec_comm_rank(const tilec_comm *c) { return c ? c->rank : -1; }
 int tilec_comm_world(const tilec_comm *c) { return c ? c->world : -1; }
 int tilec_comm_nccl_version(const tilec_comm *c) { return c ? c->version : 0; }
 const char *tilec_comm_library(const tilec_comm *c) { return c ? c->libname : ""; }
+void *tilec_comm_stream(const tilec_comm *c) { return c ? c->side : NULL; }
 
 static int nccl_dtype(tilec_dtype d, ncclDataType_t *t)
 {

@@ -218,6 +218,8 @@ Test(comm, an_async_registration_and_its_wait)
     char err[512] = "";
     tilec_externs *x = tilec_externs_new();
     cr_assert_not_null(x);
+    cr_assert_null(tilec_comm_stream(c)); /* made at the first overlapped run (tests/python/test_fake.py) */
+    cr_assert_null(tilec_comm_stream(NULL));
     cr_assert_eq(tilec_comm_register_async(c, x, "tilec:coll:y", "tilec:coll:y", TILEC_COLL_ALL_REDUCE,
                                            TILEC_REDOP_SUM, 0, 0, NULL, err, sizeof err),
                  TILEC_RT_INVALID_ARG);

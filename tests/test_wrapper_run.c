@@ -939,6 +939,18 @@ static void ovl_normalize(const char *log, strbuf *out)
     }
 }
 
+/* The runner in dir with args, the fake NCCL deferring its collectives and
+ * both fakes logging to log; env: more environment, or "". Its output;
+ * *st its exit status. */
+static char *logged_run(const char *dir, const char *env, const char *log, const char *args, int *st)
+{
+    char *out = NULL;
+    *st = sh(&out, "%s FAKE_NCCL_DEFER=1 FAKE_NCCL_LOG=%s FAKE_CUDA_LOG=%s TILEC_NCCL=%s TILEC_CACHE_DIR=%s/cache "
+                   "TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %s 2>&1",
+             env, log, log, FAKENCCL, dir, TILEC_BUILD, dir, FAKECUDA, args);
+    return out;
+}
+
 Test(wrapper_run, an_overlapped_collective_waits_and_keeps_its_input, .timeout = 180)
 {
     char dir[64];
@@ -958,10 +970,10 @@ Test(wrapper_run, an_overlapped_collective_waits_and_keeps_its_input, .timeout =
             sb_puts(&want, "\n");
         }
         sb_printf(&log, "%s/ovl%d.log", dir, world);
-        char *out = NULL;
-        int st = sh(&out, "FAKE_NCCL_DEFER=1 FAKE_NCCL_LOG=%s FAKE_CUDA_LOG=%s TILEC_NCCL=%s TILEC_CACHE_DIR=%s/cache "
-                          "TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %d 5 2 2>&1",
-                    sb_str(&log), sb_str(&log), FAKENCCL, dir, TILEC_BUILD, dir, FAKECUDA, world);
+        char args[32];
+        snprintf(args, sizeof args, "%d 5 2", world);
+        int st;
+        char *out = logged_run(dir, "", sb_str(&log), args, &st);
         cr_expect_eq(st, 0, "%s", out);
         cr_expect_str_eq(out, sb_str(&want), "world %d:\n%s\nwanted\n%s", world, out, sb_str(&want));
         free(out);
@@ -996,10 +1008,8 @@ Test(wrapper_run, an_overlapped_collective_waits_and_keeps_its_input, .timeout =
     sb_init(&log);
     sb_init(&norm);
     sb_printf(&log, "%s/serial.log", dir);
-    char *out = NULL;
-    int st = sh(&out, "TILEC_COMM_OVERLAP=0 FAKE_NCCL_DEFER=1 FAKE_NCCL_LOG=%s FAKE_CUDA_LOG=%s TILEC_NCCL=%s "
-                      "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s 2 5 1 2>&1",
-                sb_str(&log), sb_str(&log), FAKENCCL, dir, TILEC_BUILD, dir, FAKECUDA);
+    int st;
+    char *out = logged_run(dir, "TILEC_COMM_OVERLAP=0", sb_str(&log), "2 5 1", &st);
     cr_expect_eq(st, 0, "%s", out);
     free(out);
     char *raw = read_file(sb_str(&log), NULL);
@@ -1011,6 +1021,50 @@ Test(wrapper_run, an_overlapped_collective_waits_and_keeps_its_input, .timeout =
     free(raw);
     sb_free(&norm);
     sb_free(&log);
+    rm_dir(dir);
+}
+
+/* A collective with nothing to overlap (its result is the next work line's
+ * input, or only collectives and the return follow) runs on the graph's
+ * stream: no event is recorded and no stream waits, as torch.distributed
+ * runs a synchronous collective on the current stream. Before, each of
+ * collective_run.tile's four paid the communication stream's fork and join
+ * (EventRecord, StreamWaitEvent, the call on the other stream, EventRecord,
+ * StreamWaitEvent) for nothing. */
+Test(wrapper_run, a_collective_with_nothing_to_overlap_runs_on_the_graphs_stream, .timeout = 180)
+{
+    char dir[64];
+    build_file_runner(dir, "tests/collective_run.tile", "coll", coll_runner);
+    strbuf want, log, norm;
+    sb_init(&want);
+    sb_init(&log);
+    sb_init(&norm);
+    coll_want(&want, 2, 0, 4, 3);
+    sb_printf(&log, "%s/sync.log", dir);
+    int st;
+    char *out = logged_run(dir, "", sb_str(&log), "2 0 4 3 comm", &st);
+    cr_expect_eq(st, 0, "%s", out);
+    cr_expect_str_eq(out, sb_str(&want), "%s\nwanted\n%s", out, sb_str(&want));
+    free(out);
+    char *raw = read_file(sb_str(&log), NULL);
+    ovl_normalize(raw, &norm);
+    const char *l = sb_str(&norm);
+    int colls = 0;
+    for (const char *p = l; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        const char *e = strchr(p, '\n'), *w = strstr(p, " world=");
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (w && (!e || w < e)) { /* an NCCL call (FAKE_NCCL_DEFER logs its stream): the graph's, NULL */
+            colls++;
+            cr_expect(len >= 12 && !memcmp(p + len - 12, "stream=(nil)", 12),
+                      "an NCCL call off the graph's stream: %.*s\n%s", (int)len, p, l);
+        }
+    }
+    cr_expect_eq(colls, 7, "NCCL calls (all_gather on axis 1 is one per row, 4):\n%s", l);
+    cr_expect(!strstr(l, "EventRecord") && !strstr(l, "StreamWaitEvent"), "a fork or join:\n%s", l);
+    free(raw);
+    sb_free(&norm);
+    sb_free(&log);
+    sb_free(&want);
     rm_dir(dir);
 }
 

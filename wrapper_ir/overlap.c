@@ -8,7 +8,16 @@
  * before a loop before the loop starts), or before the return: the kernels and externs in between run while the collective does. The
  * frees of the input and the result found in between move to just after
  * the wait, so memory planning (plan.c, which runs after) cannot hand
- * either buffer to another line while the collective may still use it. */
+ * either buffer to another line while the collective may still use it.
+ * A collective with no work in that window (its result or input is the
+ * next work line's, or only the return follows) overlaps nothing: it runs
+ * on the graph's stream, without the communication stream's fork and join
+ * (two events and two cross-stream waits a call, a few microseconds of
+ * GPU time each; torch.distributed runs a synchronous collective on the
+ * current stream likewise), unless an earlier collective's wait is still
+ * to come (then it queues behind that one on the communication stream, so
+ * two collectives of a communicator never run at once): it gets no wait
+ * line and no wait symbol, and its frees stay where they are. */
 #include <string.h>
 
 #include "wrapper_ir/wir.h"
@@ -63,6 +72,9 @@ int wir_overlap(tilec_wir *w)
         tilec_wir_line *c = &w->lines[i];
         if (c->kind != TILEC_WIR_COLLECTIVE)
             continue;
+        int pending = 0; /* an earlier collective's wait comes after this line */
+        for (uint32_t q = 0; q < nw; q++)
+            pending |= pos[q] > i;
         strbuf what; /* the work it overlaps, for the text form */
         sb_init(&what);
         uint32_t j = i + 1;
@@ -74,6 +86,13 @@ int wir_overlap(tilec_wir *w)
                 break; /* nor across a loop's start or end: the iteration that ran it joins it */
             else if (is_work(l))
                 sb_printf(&what, "%s%s", what.n ? ", " : "", l->name);
+        }
+        if (!what.failed && !what.n && !pending) { /* nothing to overlap: on the graph's stream */
+            sb_free(&what);
+            for (uint32_t f = i + 1; f < j; f++)
+                if (owner[f] == i + 1)
+                    owner[f] = 0;
+            continue;
         }
         c->wait = ar_printf(&w->ar, "tilec:wait:%s", c->name);
         tilec_wir_line *wl = &waits[nw];

@@ -74,6 +74,11 @@ int tilec_comm_world(const tilec_comm *c); /* -1 for NULL */
 int tilec_comm_nccl_version(const tilec_comm *c);
 /* The library loaded ("libnccl.so.2" or what TILEC_NCCL named). */
 const char *tilec_comm_library(const tilec_comm *c);
+/* The communication stream (a CUstream) the overlapped collectives run on:
+ * NULL before the first one ran, and for NULL. A caller may record events
+ * on it (to time a collective: tests/python/test_gpu_nccl.py --bench's
+ * trace) or wait on it; it belongs to the communicator. */
+void *tilec_comm_stream(const tilec_comm *c);
 
 /* Run one collective on `stream` (a CUstream; NULL: the legacy stream):
  * in and out contiguous tensors of one dtype that NCCL knows (i8, u8, i32,

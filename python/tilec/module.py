@@ -148,12 +148,15 @@ class Externs(Owner):
             raise TilecError(f"cannot register extern {symbol!r}")
         self._fns.append(cb)
 
-    def call(self, symbol, inputs, outputs, device_=None):
-        """Run extern `symbol` on Buffers; TilecError with its message on failure."""
+    def call(self, symbol, inputs, outputs, device_=None, stream=None):
+        """Run extern `symbol` on Buffers (anything with .ptr, .shape and
+        .dtype), enqueued on `stream` (an int CUstream; None: the legacy
+        stream); TilecError with its message on failure."""
         dev = device_ or device()
         ins = (_Tensor * max(len(inputs), 1))(*[_tensor(b) for b in inputs])
         outs = (_Tensor * max(len(outputs), 1))(*[_tensor(b) for b in outputs])
-        if lib().tilec_externs_call(self._h, symbol.encode(), dev._h, None, ins, len(inputs), outs, len(outputs)):
+        if lib().tilec_externs_call(self._h, symbol.encode(), dev._h, stream or None, ins, len(inputs), outs,
+                                    len(outputs)):
             raise TilecError(lib().tilec_externs_last_error(self._h).decode(errors="replace"))
 
     def close(self):

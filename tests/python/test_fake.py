@@ -386,6 +386,19 @@ graph gen2(x: f32[N]) -> f32[N] {
         with self.assertRaisesRegex(tilec.TilecError, r"ge: step 2 \(extern my.add1\): my.add1: no luck"):
             self.ge.call(self.x)
 
+    def test_externs_call_runs_on_the_stream_it_is_given(self):
+        # Externs.call(stream=): the extern is handed that stream (the
+        # benchmark's trace calls cuBLAS and the collectives on the graph's);
+        # before, it always ran on the legacy stream (None)
+        seen = []
+        x = tilec.Externs()
+        x.register("my.stream", lambda ins, outs: seen.append(outs[0].stream))
+        b = tilec.Buffer.from_bytes(array.array("f", [1.0]), (1,), "f32")
+        x.call("my.stream", [b], [b], stream=0x1234)
+        x.call("my.stream", [b], [b])
+        self.assertEqual(seen, [0x1234, 0])
+        x.close()
+
     def test_run_checks_its_slot_values(self):
         graph = self.g8.load()
         with self.assertRaisesRegex(TypeError, "g8: run takes 5 slot values; got 2"):
@@ -801,7 +814,7 @@ class FakeNcclTests(unittest.TestCase):
         self.coll.set_comm(tilec.Comm(0, 2, tilec.Comm.unique_id(FAKE_NCCL), library=FAKE_NCCL))
         with self.assertRaises(tilec.TilecError) as cm:
             self.coll.call(self.x(3, 2))
-        self.assertEqual(str(cm.exception), "coll: step 6 (extern tilec:coll:s): line 20: s = reduce_scatter(x, sum, "
+        self.assertEqual(str(cm.exception), "coll: step 5 (extern tilec:coll:s): line 20: s = reduce_scatter(x, sum, "
                                             "0): dimension 0 of the input f32[3, 2] is 3, which world (2 ranks) does "
                                             "not divide (reduce_scatter hands each rank an equal part)")
 
@@ -824,8 +837,11 @@ class FakeNcclTests(unittest.TestCase):
                 ovl.set_comm(tilec.Comm(0, world, tilec.Comm.unique_id(FAKE_NCCL), library=FAKE_NCCL))
                 x = tilec.Buffer.from_bytes(array.array("f", range(1, 6)), (5,), "f32")
                 z = tilec.Buffer.from_bytes(array.array("f", range(100, 105)), (5,), "f32")
+                comm = ovl._comm
+                self.assertEqual(comm.stream, 0)  # made at the first overlapped collective
                 for _ in range(2):  # the second call on the first one's buffers
                     y, q = ovl.call(x, z)
+                    self.assertNotEqual(comm.stream, 0)
                     self.assertEqual((y.tolist(), q.tolist()),
                                      ([4.0 * world * v for v in range(1, 6)], [2.0 * v for v in range(100, 105)]),
                                      f"world {world}")
@@ -874,6 +890,67 @@ class FakeNcclTests(unittest.TestCase):
             with mock.patch.dict(sys.modules, {"torch": torch, "torch.distributed": dist}):
                 with self.assertRaisesRegex(tilec.TilecError, "torch.distributed is not initialized"):
                     tilec.Comm.from_torch()
+
+    def test_comm_from_torch_shares_the_groups_communicator(self):
+        # from_torch(share=True): the group's own ncclComm_t (the NCCL
+        # backend's _comm_ptr(), made at the first collective, which it runs
+        # when there is none), adopted: the rank and world are NCCL's, and
+        # close() leaves it to torch. Without _comm_ptr, or with a library
+        # torch did not load, a new communicator, and why in share_note.
+        import types
+        from unittest import mock
+        nccl = ctypes.CDLL(FAKE_NCCL)
+        uid = ctypes.create_string_buffer(128)
+        self.assertEqual(nccl.ncclGetUniqueId(uid), 0)
+        raw = ctypes.c_void_p()
+
+        class Id(ctypes.Structure):
+            _fields_ = [("b", ctypes.c_char * 128)]
+        nccl.ncclCommInitRank.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, Id, ctypes.c_int]
+        self.assertEqual(nccl.ncclCommInitRank(ctypes.byref(raw), 2, Id(uid.raw), 1), 0)
+        made = tilec.Comm.unique_id(FAKE_NCCL)
+        for has_ptr in (True, False):
+            reduced = []
+            state = {"ptr": 0}
+
+            class Backend:
+                def _comm_ptr(self):
+                    return state["ptr"]
+            backend = Backend() if has_ptr else types.SimpleNamespace()
+
+            def all_reduce(t, group=None, reduced=reduced):
+                reduced.append(t)
+                state["ptr"] = raw.value  # torch makes it at the first collective
+
+            def bcast(objs, src=0, group=None):
+                objs[0] = made
+            dist = types.ModuleType("torch.distributed")
+            dist.is_available = dist.is_initialized = lambda: True
+            dist.get_rank = lambda group=None: 1
+            dist.get_world_size = lambda group=None: 2
+            dist.broadcast_object_list = bcast
+            dist.all_reduce = all_reduce
+            dist.distributed_c10d = types.SimpleNamespace(
+                _get_default_group=lambda: types.SimpleNamespace(_get_backend=lambda dev: backend))
+            torch = types.ModuleType("torch")
+            torch.distributed = dist
+            torch.device = lambda kind, index: (kind, index)
+            torch.zeros = lambda n, device=None: ("zeros", n, device)
+            torch.cuda = types.SimpleNamespace(current_device=lambda: 0, synchronize=lambda dev=None: None)
+            with mock.patch.dict(sys.modules, {"torch": torch, "torch.distributed": dist}):
+                comm = tilec.Comm.from_torch(library=FAKE_NCCL, share=True)
+                self.assertEqual((comm.rank, comm.world, comm.shared), (1, 2, has_ptr), comm.share_note)
+                if has_ptr:
+                    self.assertEqual(len(reduced), 1)  # the group's first collective made it
+                    self.assertEqual(comm.share_note, "")
+                else:
+                    self.assertEqual(comm.share_note, "this torch's NCCL backend has no _comm_ptr()")
+                comm.close()
+                if has_ptr:  # a library torch has not loaded: not adopted; a new one (which cannot load it)
+                    with self.assertRaisesRegex(tilec.TilecError, "no NCCL found: /nonexistent/libnccl.so.2"):
+                        tilec.Comm.from_torch(library="/nonexistent/libnccl.so.2", share=True)
+        nccl.ncclCommDestroy.argtypes = [ctypes.c_void_p]
+        self.assertEqual(nccl.ncclCommDestroy(raw), 0)  # still the owner's: a double free under ASan otherwise
 
     def test_nccl_missing(self):
         old = os.environ.get("TILEC_NCCL")

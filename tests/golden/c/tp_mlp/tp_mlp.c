@@ -451,7 +451,7 @@ int tp_mlp_set_comm(tp_mlp_module *M, tilec_comm *comm, char *err, size_t errlen
 {
     if (!M || !comm)
         return tl_fail(err, errlen, "tp_mlp_set_comm: the %s is NULL", M ? "communicator" : "module");
-    if (tilec_comm_register_async(comm, M->ext, "tilec:coll:y", "tilec:wait:y", TILEC_COLL_ALL_REDUCE, TILEC_REDOP_SUM, 0, 0LL, "line 29: y = all_reduce(p, sum)", err, errlen) != TILEC_RT_OK)
+    if (tilec_comm_register(comm, M->ext, "tilec:coll:y", TILEC_COLL_ALL_REDUCE, TILEC_REDOP_SUM, 0, 0LL, "line 29: y = all_reduce(p, sum)", err, errlen) != TILEC_RT_OK)
         return 1;
     M->comm = comm;
     return 0;
@@ -504,12 +504,11 @@ static const struct {
     int variant;
     uint32_t first, nargs;
     uint64_t bits;
-} tl_gsteps[5] = {
+} tl_gsteps[4] = {
     {NULL, "cublas.hgemm", 0, 0, 2, 1},
     {"relu", NULL, 0, 9, 3, 0},
     {NULL, "cublas.hgemm", 0, 3, 2, 1},
-    {NULL, "tilec:coll:y", 0, 6, 1, 1},
-    {NULL, "tilec:wait:y", 0, 8, 0, 0}
+    {NULL, "tilec:coll:y", 0, 6, 1, 1}
 };
 /* the extern steps' tensors: the address's slot (its sizes follow), dtype, rank */
 static const struct {
@@ -537,7 +536,7 @@ static tilec_plan *tl_plan_build(tp_mlp_module *M, char *err, size_t errlen)
     int ok = 1;
     for (uint32_t i = 0; i < 27 && ok; i++)
         ok = tilec_plan_set_slot(p, i, tl_gtypes[i], tl_gnames[i]) == TILEC_RT_OK;
-    for (uint32_t i = 0; i < 5 && ok; i++) {
+    for (uint32_t i = 0; i < 4 && ok; i++) {
         tilec_plan_value v[64];
         for (uint32_t j = 0; j < tl_gsteps[i].nargs; j++)
             v[j].slot = (int32_t)(tl_gsteps[i].first + j);
@@ -738,15 +737,6 @@ int tp_mlp_run(tp_mlp_module *M, const tilec_tensor *t_x, const tilec_tensor *t_
             tl_sl[25].i64 = out[0].sizes[0];
             tl_sl[26].i64 = out[0].sizes[1];
         } else if (tilec_externs_call(M->ext, "tilec:coll:y", M->rt, NULL, in, 1, out, 1) != TILEC_RT_OK) {
-            tl_fail(err, errlen, "tp_mlp: %s", tilec_externs_last_error(M->ext));
-            goto tl_out;
-        }
-    }
-    { /* wait for collective y (of p), line 30 */
-        const tilec_tensor in[1] = {{0}};
-        tilec_tensor out[1] = {{0}};
-        if (tl_g) { /* graph mode: an extern step of the plan */
-        } else if (tilec_externs_call(M->ext, "tilec:wait:y", M->rt, NULL, in, 0, out, 0) != TILEC_RT_OK) {
             tl_fail(err, errlen, "tp_mlp: %s", tilec_externs_last_error(M->ext));
             goto tl_out;
         }

@@ -451,9 +451,9 @@ int tp_mlp_seq_set_comm(tp_mlp_seq_module *M, tilec_comm *comm, char *err, size_
 {
     if (!M || !comm)
         return tl_fail(err, errlen, "tp_mlp_seq_set_comm: the %s is NULL", M ? "communicator" : "module");
-    if (tilec_comm_register_async(comm, M->ext, "tilec:coll:xg", "tilec:wait:xg", TILEC_COLL_ALL_GATHER, TILEC_REDOP_SUM, 0, 0LL, "line 35: xg = all_gather(x, 0)", err, errlen) != TILEC_RT_OK)
+    if (tilec_comm_register(comm, M->ext, "tilec:coll:xg", TILEC_COLL_ALL_GATHER, TILEC_REDOP_SUM, 0, 0LL, "line 35: xg = all_gather(x, 0)", err, errlen) != TILEC_RT_OK)
         return 1;
-    if (tilec_comm_register_async(comm, M->ext, "tilec:coll:y", "tilec:wait:y", TILEC_COLL_REDUCE_SCATTER, TILEC_REDOP_SUM, 0, 0LL, "line 41: y = reduce_scatter(p, sum, 0)", err, errlen) != TILEC_RT_OK)
+    if (tilec_comm_register(comm, M->ext, "tilec:coll:y", TILEC_COLL_REDUCE_SCATTER, TILEC_REDOP_SUM, 0, 0LL, "line 41: y = reduce_scatter(p, sum, 0)", err, errlen) != TILEC_RT_OK)
         return 1;
     M->comm = comm;
     return 0;
@@ -514,14 +514,12 @@ static const struct {
     int variant;
     uint32_t first, nargs;
     uint64_t bits;
-} tl_gsteps[7] = {
+} tl_gsteps[5] = {
     {NULL, "tilec:coll:xg", 0, 0, 1, 1},
-    {NULL, "tilec:wait:xg", 0, 2, 0, 0},
     {NULL, "cublas.hgemm", 0, 2, 2, 1},
     {"relu", NULL, 0, 15, 3, 0},
     {NULL, "cublas.hgemm", 0, 5, 2, 1},
-    {NULL, "tilec:coll:y", 0, 8, 1, 1},
-    {NULL, "tilec:wait:y", 0, 10, 0, 0}
+    {NULL, "tilec:coll:y", 0, 8, 1, 1}
 };
 /* the extern steps' tensors: the address's slot (its sizes follow), dtype, rank */
 static const struct {
@@ -551,7 +549,7 @@ static tilec_plan *tl_plan_build(tp_mlp_seq_module *M, char *err, size_t errlen)
     int ok = 1;
     for (uint32_t i = 0; i < 33 && ok; i++)
         ok = tilec_plan_set_slot(p, i, tl_gtypes[i], tl_gnames[i]) == TILEC_RT_OK;
-    for (uint32_t i = 0; i < 7 && ok; i++) {
+    for (uint32_t i = 0; i < 5 && ok; i++) {
         tilec_plan_value v[64];
         for (uint32_t j = 0; j < tl_gsteps[i].nargs; j++)
             v[j].slot = (int32_t)(tl_gsteps[i].first + j);
@@ -686,15 +684,6 @@ int tp_mlp_seq_run(tp_mlp_seq_module *M, const tilec_tensor *t_x, const tilec_te
             goto tl_out;
         }
     }
-    { /* wait for collective xg (of x), line 36 */
-        const tilec_tensor in[1] = {{0}};
-        tilec_tensor out[1] = {{0}};
-        if (tl_g) { /* graph mode: an extern step of the plan */
-        } else if (tilec_externs_call(M->ext, "tilec:wait:xg", M->rt, NULL, in, 0, out, 0) != TILEC_RT_OK) {
-            tl_fail(err, errlen, "tp_mlp_seq: %s", tilec_externs_last_error(M->ext));
-            goto tl_out;
-        }
-    }
     if (tl_alloc(M, &b_h, "h", TILEC_DT_F16, 2, (const int64_t[]){tl_z0, s_F}, &tl_live, err, errlen))
         goto tl_out;
     { /* extern h "cublas.hgemm", line 36 */
@@ -792,15 +781,6 @@ int tp_mlp_seq_run(tp_mlp_seq_module *M, const tilec_tensor *t_x, const tilec_te
             tl_sl[31].i64 = out[0].sizes[0];
             tl_sl[32].i64 = out[0].sizes[1];
         } else if (tilec_externs_call(M->ext, "tilec:coll:y", M->rt, NULL, in, 1, out, 1) != TILEC_RT_OK) {
-            tl_fail(err, errlen, "tp_mlp_seq: %s", tilec_externs_last_error(M->ext));
-            goto tl_out;
-        }
-    }
-    { /* wait for collective y (of p), line 42 */
-        const tilec_tensor in[1] = {{0}};
-        tilec_tensor out[1] = {{0}};
-        if (tl_g) { /* graph mode: an extern step of the plan */
-        } else if (tilec_externs_call(M->ext, "tilec:wait:y", M->rt, NULL, in, 0, out, 0) != TILEC_RT_OK) {
             tl_fail(err, errlen, "tp_mlp_seq: %s", tilec_externs_last_error(M->ext));
             goto tl_out;
         }

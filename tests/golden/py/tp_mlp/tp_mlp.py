@@ -83,7 +83,6 @@ _STEPS = (
     # row-parallel GEMM: a partial sum of y
     ("extern", "cublas.hgemm", ("a", "w2"), ("p",)),
     ("extern", "tilec:coll:y", ("p",), ("y",)),
-    ("extern", "tilec:wait:y", (), ()),
 )
 _INPUTS = ("x", "w1", "w2")
 
@@ -128,7 +127,7 @@ def set_comm(comm):
     """The communicator (a tilec.Comm) the collectives of tp_mlp run on; world is
     its size. Registers each collective on externs(); required before call()."""
     global _comm
-    comm.register(externs(), "tilec:coll:y", "all_reduce", "sum", 0, 0, "line 29: y = all_reduce(p, sum)", wait="tilec:wait:y")
+    comm.register(externs(), "tilec:coll:y", "all_reduce", "sum", 0, 0, "line 29: y = all_reduce(p, sum)")
     _comm = comm
     _recipes.clear()  # recipes hold sizes of the old world
 

@@ -81,13 +81,11 @@ _SCALARS = (
 _STEPS = (
     # every rank's tokens: [world * T, H]
     ("extern", "tilec:coll:xg", ("x",), ("xg",)),
-    ("extern", "tilec:wait:xg", (), ()),
     ("extern", "cublas.hgemm", ("xg", "w1"), ("h",)),
     ("kernel", "relu", 0, ("h", "a", "$F*T*world")),
     ("extern", "cublas.hgemm", ("a", "w2"), ("p",)),
     # the partial sums added, this rank's T tokens kept
     ("extern", "tilec:coll:y", ("p",), ("y",)),
-    ("extern", "tilec:wait:y", (), ()),
 )
 _INPUTS = ("x", "w1", "w2")
 
@@ -132,8 +130,8 @@ def set_comm(comm):
     """The communicator (a tilec.Comm) the collectives of tp_mlp_seq run on; world is
     its size. Registers each collective on externs(); required before call()."""
     global _comm
-    comm.register(externs(), "tilec:coll:xg", "all_gather", "sum", 0, 0, "line 35: xg = all_gather(x, 0)", wait="tilec:wait:xg")
-    comm.register(externs(), "tilec:coll:y", "reduce_scatter", "sum", 0, 0, "line 41: y = reduce_scatter(p, sum, 0)", wait="tilec:wait:y")
+    comm.register(externs(), "tilec:coll:xg", "all_gather", "sum", 0, 0, "line 35: xg = all_gather(x, 0)")
+    comm.register(externs(), "tilec:coll:y", "reduce_scatter", "sum", 0, 0, "line 41: y = reduce_scatter(p, sum, 0)")
     _comm = comm
     _recipes.clear()  # recipes hold sizes of the old world
 
