@@ -71,26 +71,13 @@ static int is_int_param(const tilec_param *p)
     return p->type.kind == TILEC_TE_SCALAR && (c == 's' || c == 'u');
 }
 
-static int expr_names(const tilec_expr *e, const char *name)
-{
-    if (!e)
-        return 0;
-    if (e->kind == TILEC_EX_NAME && !strcmp(e->name, name))
-        return 1;
-    for (uint32_t i = 0; i < e->nargs; i++)
-        if (expr_names(e->args[i], name))
-            return 1;
-    return 0;
-}
-
 static uint32_t expr_reds(const tilec_expr *e)
 {
-    static const char *const names[] = {"sum", "max", "min", "prod", "argmax", "argmin", "cumsum", "scan"};
     uint32_t n = 0;
     if (!e)
         return 0;
-    for (size_t i = 0; e->kind == TILEC_EX_CALL && i < sizeof names / sizeof names[0]; i++)
-        n += !strcmp(e->name, names[i]);
+    if (e->kind == TILEC_EX_CALL)
+        n += (uint32_t)chk_tune_reduction(e->name);
     for (uint32_t i = 0; i < e->nargs; i++)
         n += expr_reds(e->args[i]);
     return n;
@@ -115,7 +102,7 @@ static row_shape row_shape_of(const tilec_kernel *k)
     if (r.kind != TILEC_TUNE_ROW)
         return r;
     for (uint32_t p = 0; p < k->nparams && p < 64 && r.rows_param < 0; p++)
-        if (is_int_param(&k->params[p]) && expr_names(k->grid[0], k->params[p].name))
+        if (is_int_param(&k->params[p]) && chk_tune_expr_uses(k->grid[0], NULL, k->params[p].name))
             r.rows_param = (int)p;
     block_counts(&k->body, &r.loops, &r.reds);
     return r;
@@ -295,20 +282,6 @@ static const char *fit(arena *ar, const tilec_tune_cand *c, cand_info *info, uin
 }
 
 /* The innermost for loop whose body calls dot, or NULL. */
-static const tilec_stmt *dot_loop(const tilec_block *b, int *has_dot);
-
-static int expr_calls_dot(const tilec_expr *e)
-{
-    if (!e)
-        return 0;
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot"))
-        return 1;
-    for (uint32_t i = 0; i < e->nargs; i++)
-        if (expr_calls_dot(e->args[i]))
-            return 1;
-    return 0;
-}
-
 static const tilec_stmt *dot_loop(const tilec_block *b, int *has_dot)
 {
     for (uint32_t i = 0; i < b->nstmts; i++) {
@@ -321,7 +294,7 @@ static const tilec_stmt *dot_loop(const tilec_block *b, int *has_dot)
             return l;
         if (inner && s->kind == TILEC_ST_FOR)
             return s;
-        if (inner || expr_calls_dot(s->value)) {
+        if (inner || chk_tune_expr_uses(s->value, "dot", NULL)) {
             *has_dot = 1;
             return NULL;
         }

@@ -51,7 +51,15 @@ static const struct {
 
 static const char *const reductions[] = {"sum", "max", "min", "prod", "argmax", "argmin", "cumsum", "scan"};
 
-static int expr_uses(const tilec_expr *e, const char *call, const char *name)
+int chk_tune_reduction(const char *call)
+{
+    for (size_t i = 0; i < sizeof reductions / sizeof reductions[0]; i++)
+        if (!strcmp(call, reductions[i]))
+            return 1;
+    return 0;
+}
+
+int chk_tune_expr_uses(const tilec_expr *e, const char *call, const char *name)
 {
     if (!e)
         return 0;
@@ -60,7 +68,7 @@ static int expr_uses(const tilec_expr *e, const char *call, const char *name)
     if (name && e->kind == TILEC_EX_NAME && !strcmp(e->name, name))
         return 1;
     for (uint32_t i = 0; i < e->nargs; i++)
-        if (expr_uses(e->args[i], call, name))
+        if (chk_tune_expr_uses(e->args[i], call, name))
             return 1;
     return 0;
 }
@@ -69,11 +77,11 @@ static int block_uses(const tilec_block *b, const char *call, const char *name)
 {
     for (uint32_t i = 0; i < b->nstmts; i++) {
         const tilec_stmt *s = b->stmts[i];
-        if (expr_uses(s->value, call, name) || expr_uses(s->lo, call, name) || expr_uses(s->hi, call, name) ||
-            expr_uses(s->step, call, name) || block_uses(&s->body, call, name) || block_uses(&s->orelse, call, name))
+        if (chk_tune_expr_uses(s->value, call, name) || chk_tune_expr_uses(s->lo, call, name) || chk_tune_expr_uses(s->hi, call, name) ||
+            chk_tune_expr_uses(s->step, call, name) || block_uses(&s->body, call, name) || block_uses(&s->orelse, call, name))
             return 1;
         for (uint32_t j = 0; j < s->nvalues; j++)
-            if (expr_uses(s->values[j], call, name))
+            if (chk_tune_expr_uses(s->values[j], call, name))
                 return 1;
     }
     return 0;
@@ -126,7 +134,7 @@ static int names_free(const tilec_kernel *k, const char *name)
     if (block_uses(&k->body, NULL, name))
         return 1;
     for (uint32_t i = 0; i < k->ngrid; i++)
-        if (expr_uses(k->grid[i], NULL, name))
+        if (chk_tune_expr_uses(k->grid[i], NULL, name))
             return 1;
     return 0;
 }

@@ -17,6 +17,11 @@ typedef enum tilec_tune_kind {
     TILEC_TUNE_ELEMENTWISE,
 } tilec_tune_kind;
 tilec_tune_kind chk_tune_kind(const tilec_kernel *k);
+/* Whether e calls `call` or names `name` anywhere (either may be NULL). */
+int chk_tune_expr_uses(const tilec_expr *e, const char *call, const char *name);
+/* Whether a builtin is a reduction or scan along an axis (a row kernel's
+ * mark): sum, max, min, prod, argmax, argmin, cumsum, scan. */
+int chk_tune_reduction(const char *call);
 /* "a dot", "a row", "an elementwise", "an unclassified" (for messages). */
 const char *chk_tune_kind_name(tilec_tune_kind kind);
 

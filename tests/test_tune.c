@@ -15,6 +15,21 @@
 #include "tilec/lower.h"
 #include "tilec/program.h"
 
+/* One line of a tune space: each axis NAME=value under variant v, or (v <
+ * 0) NAME=v1|v2|... its values. */
+static void tune_line(membuf *b, const tilec_kernel *k, int v)
+{
+    char line[512];
+    int n = 0;
+    for (uint32_t i = 0; i < k->ntune; i++) {
+        n += snprintf(line + n, sizeof line - (size_t)n, "%s%s=", i ? " " : "", k->tune[i].name);
+        for (uint32_t j = 0; j < (v < 0 ? k->tune[i].nvalues : 1); j++)
+            n += snprintf(line + n, sizeof line - (size_t)n, "%s%lld", j ? "|" : "",
+                          (long long)(v < 0 ? k->tune[i].values[j] : tilec_kernel_hint(k, v, k->tune[i].name, -1)));
+    }
+    membuf_write(b, line, (size_t)n);
+}
+
 /* The kept candidates of kernel `name`, "BM=64 BN=128 ..." each, one a line. */
 static char *kept(const tilec_module *m, const char *name)
 {
@@ -22,14 +37,17 @@ static char *kept(const tilec_module *m, const char *name)
     cr_assert_not_null(k);
     membuf b = {0};
     for (uint32_t v = 0; v < k->nvariants; v++) {
-        char line[256];
-        int n = 0;
-        for (uint32_t i = 0; i < k->ntune; i++)
-            n += snprintf(line + n, sizeof line - (size_t)n, "%s%s=%lld", i ? " " : "", k->tune[i].name,
-                          (long long)tilec_kernel_hint(k, (int)v, k->tune[i].name, -1));
-        line[n++] = '\n';
-        membuf_write(&b, line, (size_t)n);
+        tune_line(&b, k, (int)v);
+        membuf_write(&b, "\n", 1);
     }
+    return b.s ? b.s : strdup("");
+}
+
+/* The axes of a tune space, "NAME=v1|v2 ..." each. */
+static char *axes(const tilec_kernel *k)
+{
+    membuf b = {0};
+    tune_line(&b, k, -1);
     return b.s ? b.s : strdup("");
 }
 
@@ -63,26 +81,12 @@ Test(tune, default_space_of_a_dot_kernel, .timeout = 60)
     tilec_ctx_free(ctx);
 }
 
-/* The axes of a default space, "NAME=v1|v2 ..." each, by name. */
-static char *axes(const tilec_kernel *k)
-{
-    membuf b = {0};
-    for (uint32_t i = 0; i < k->ntune; i++) {
-        char line[256];
-        int n = snprintf(line, sizeof line, "%s%s=", i ? " " : "", k->tune[i].name);
-        for (uint32_t j = 0; j < k->tune[i].nvalues; j++)
-            n += snprintf(line + n, sizeof line - (size_t)n, "%s%lld", j ? "|" : "", (long long)k->tune[i].values[j]);
-        membuf_write(&b, line, (size_t)n);
-    }
-    return b.s ? b.s : strdup("");
-}
-
 /* The kind of a kernel written without tile hints, by analysis of its
  * body: a row kernel (a reduction, a grid over rows) gets ROWS, BLOCK and
  * warps (ROWS only when it names it: one row a program otherwise, with a
  * note), an elementwise one BLOCK and warps; a reduction under a 2-D grid
- * is none of them and keeps the checker's error; a BLOCK that is a
- * parameter is no free hint. Before the default spaces of rows and
+ * is none of them and keeps the checker's error, as does a kernel with
+ * hints. Before the default spaces of rows and
  * elementwise kernels each of these kernels failed with "undefined name". */
 Test(tune, default_space_by_kind, .timeout = 120)
 {
