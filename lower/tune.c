@@ -4,7 +4,9 @@
  * an H100 (shared memory, registers, no block per multiprocessor), or which
  * lowers to the same code for the target as an earlier one, is pruned with
  * the reason. The rest are ranked by a cost model of the target (its path:
- * wgmma, mma.sync or FMA, occupancy, waves, bytes moved) per shape class, and the best `keep` of each class stay the kernel's variants, the
+ * wgmma, mma.sync or FMA, occupancy, waves, bytes moved; for a row kernel,
+ * rows a block, passes, latency a wave) per shape class, and the best
+ * `keep` of each class stay the kernel's variants, the
  * candidates the multi-kernel chooser times per shape key
  * (runtime/multikernel.c). The report (`--emit tune`, TILEC_LOGS=tune)
  * says what happened to every configuration. */
@@ -35,6 +37,13 @@ enum {
 static const double T_PEAK_WGMMA = 660e12, T_PEAK_MMA = 330e12, T_PEAK_FMA = 51e12; /* flop/s, f16/bf16 */
 static const double T_BW = 12e12; /* bytes/s from L2 to the multiprocessors */
 static const double T_HBM = 3e12; /* bytes/s of device memory */
+/* A row kernel's latencies (s): a round trip to memory, a reduction across
+ * the warps of a block (shared memory and a barrier; within a warp, a tenth
+ * of it), a block's start and end. Calibrated on the one-row softmax
+ * at 65536 x 128 (0.18x of the multi-row form on the H100, issue 31). */
+static const double T_LAT_MEM = 1e-6, T_LAT_RED = 0.5e-6, T_LAT_BLOCK = 0.5e-6;
+static const double T_CLOCK = 1.7e9, T_LANES = 132.0 * 128 * 1.7e9; /* Hz; lane operations/s */
+static const double T_CYCLES_ELEM = 16; /* a thread's cycles an element of its tile, a step */
 
 typedef enum { P_NONE, P_FMA, P_MMA, P_WGMMA } path_kind;
 static const char *const path_names[] = {"no dot", "FMA", "mma.sync", "wgmma + TMA"};
@@ -46,6 +55,58 @@ typedef struct cand_info {
     const char *missed; /* the lowering's remark when not on wgmma + TMA */
     char *code;         /* the code that runs on the target, normalized */
 } cand_info;
+
+/* What the cost model knows of a row kernel (docs/tuning.md "The cost
+ * model"): the parameter its grid counts rows by, its passes over a row
+ * (for loops: the most on any path) and its reductions (the same). */
+typedef struct row_shape {
+    tilec_tune_kind kind;
+    int rows_param; /* -1: not a row kernel the model understands */
+    uint32_t loops, reds;
+} row_shape;
+
+static int is_int_param(const tilec_param *p)
+{
+    char c = tilec_dtype_class(p->type.dtype);
+    return p->type.kind == TILEC_TE_SCALAR && (c == 's' || c == 'u');
+}
+
+static uint32_t expr_reds(const tilec_expr *e)
+{
+    uint32_t n = 0;
+    if (!e)
+        return 0;
+    if (e->kind == TILEC_EX_CALL)
+        n += (uint32_t)chk_tune_reduction(e->name);
+    for (uint32_t i = 0; i < e->nargs; i++)
+        n += expr_reds(e->args[i]);
+    return n;
+}
+
+/* loops and reductions along the longest path of a block */
+static void block_counts(const tilec_block *b, uint32_t *loops, uint32_t *reds)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        uint32_t l1 = 0, r1 = 0, l2 = 0, r2 = 0;
+        block_counts(&s->body, &l1, &r1);
+        block_counts(&s->orelse, &l2, &r2);
+        *loops += (s->kind == TILEC_ST_FOR) + (l1 > l2 ? l1 : l2);
+        *reds += expr_reds(s->value) + (r1 > r2 ? r1 : r2);
+    }
+}
+
+static row_shape row_shape_of(const tilec_kernel *k)
+{
+    row_shape r = {chk_tune_kind(k), -1, 0, 0};
+    if (r.kind != TILEC_TUNE_ROW)
+        return r;
+    for (uint32_t p = 0; p < k->nparams && p < 64 && r.rows_param < 0; p++)
+        if (is_int_param(&k->params[p]) && chk_tune_expr_uses(k->grid[0], NULL, k->params[p].name))
+            r.rows_param = (int)p;
+    block_counts(&k->body, &r.loops, &r.reds);
+    return r;
+}
 
 /* Whether the identifier at [id, id + n) occurs in [s, end) more than once
  * as a whole word. */
@@ -188,10 +249,10 @@ static int lower_cand(const tilec_module *m, const tilec_kernel *k, int v, arena
 }
 
 /* What cannot fit the target, or NULL. */
-static const char *fit(arena *ar, const tilec_tune_cand *c, cand_info *info)
+static const char *fit(arena *ar, const tilec_tune_cand *c, cand_info *info, uint32_t live)
 {
     char buf[256];
-    info->regs = (uint32_t)(c->tile_regs + T_REGS_OVERHEAD);
+    info->regs = (uint32_t)(c->tile_regs * live + T_REGS_OVERHEAD);
     if (info->smem > T_SMEM_BLOCK) {
         snprintf(buf, sizeof buf, "shared memory: %u bytes, more than the %d a block may have", info->smem,
                  T_SMEM_BLOCK);
@@ -199,8 +260,8 @@ static const char *fit(arena *ar, const tilec_tune_cand *c, cand_info *info)
     }
     if (info->regs > T_REGS_THREAD) {
         snprintf(buf, sizeof buf,
-                 "registers: about %u a thread (its largest tile %lld + %d), more than %d: it would spill", info->regs,
-                 (long long)c->tile_regs, T_REGS_OVERHEAD, T_REGS_THREAD);
+                 "registers: about %u a thread (its largest tile %lld%s + %d), more than %d: it would spill",
+                 info->regs, (long long)c->tile_regs, live > 1 ? " three times" : "", T_REGS_OVERHEAD, T_REGS_THREAD);
         return dup(ar, buf);
     }
     uint32_t regs = (info->regs + 7) / 8 * 8, t = info->threads ? info->threads : 128;
@@ -221,20 +282,6 @@ static const char *fit(arena *ar, const tilec_tune_cand *c, cand_info *info)
 }
 
 /* The innermost for loop whose body calls dot, or NULL. */
-static const tilec_stmt *dot_loop(const tilec_block *b, int *has_dot);
-
-static int expr_calls_dot(const tilec_expr *e)
-{
-    if (!e)
-        return 0;
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot"))
-        return 1;
-    for (uint32_t i = 0; i < e->nargs; i++)
-        if (expr_calls_dot(e->args[i]))
-            return 1;
-    return 0;
-}
-
 static const tilec_stmt *dot_loop(const tilec_block *b, int *has_dot)
 {
     for (uint32_t i = 0; i < b->nstmts; i++) {
@@ -247,7 +294,7 @@ static const tilec_stmt *dot_loop(const tilec_block *b, int *has_dot)
             return l;
         if (inner && s->kind == TILEC_ST_FOR)
             return s;
-        if (inner || expr_calls_dot(s->value)) {
+        if (inner || chk_tune_expr_uses(s->value, "dot", NULL)) {
             *has_dot = 1;
             return NULL;
         }
@@ -274,8 +321,45 @@ static int64_t loop_length(const tilec_kernel *k, const tilec_stmt *loop, int v,
  * arguments there): whole waves of blocks, each as long as its tensor-core
  * work or its operand traffic, slowed when neither resident blocks nor
  * stages hide load latency. */
+/* A row kernel: rows of `len` elements, ROWS of them a block (the rows
+ * over the grid), its largest tile's columns a step; a row that does not
+ * fit the tile takes `loops` passes of len / columns steps. The largest of
+ * the time to move the rows through device memory (read and written once,
+ * 8 bytes an element), to read them again from L2 on further passes, to
+ * issue the tile's lanes (masked ones too, 8 operations each) and the
+ * waves' latency (each block: a memory round trip and its threads' share
+ * of the tile a step, its reductions, its start), plus a twentieth of the others: among candidates bound by
+ * bandwidth, the one with the least latency and wasted lanes ranks first. */
+static double estimate_rows(const tilec_kernel *k, const cand_info *info, const row_shape *rs, int64_t tile_regs,
+                            double blocks, double waves, const int64_t *args)
+{
+    double rows = (double)args[rs->rows_param], len = 1;
+    for (uint32_t p = 0; p < k->nparams && p < 64; p++)
+        if ((int)p != rs->rows_param && is_int_param(&k->params[p])) {
+            len = (double)args[p];
+            break;
+        }
+    double rpb = fmax(1.0, ceil(rows / blocks)), tile = (double)tile_regs * info->threads;
+    double cols = fmax(1.0, tile / rpb);
+    double steps = len <= cols ? 1 : fmax(1.0, rs->loops) * ceil(len / cols);
+    double t[4];
+    t[0] = rows * len * 8 / T_HBM;
+    t[1] = len > cols && rs->loops > 1 ? rows * len * 4 * (rs->loops - 1) / T_BW : 0;
+    t[2] = blocks * steps * rpb * cols * 8 / T_LANES;
+    /* the lowering gives a row kernel without dot shared memory only for
+     * reductions across its warps */
+    double step = T_LAT_MEM + (double)tile_regs * T_CYCLES_ELEM / T_CLOCK;
+    t[3] = waves * (steps * step + rs->reds * T_LAT_RED * (info->smem ? 1 : 0.1) + T_LAT_BLOCK);
+    double most = 0, all = 0;
+    for (int i = 0; i < 4; i++) {
+        most = fmax(most, t[i]);
+        all += t[i];
+    }
+    return 1e3 * (most + (all - most) / 20);
+}
+
 static double estimate(const tilec_kernel *k, const tilec_tune_cand *c, const cand_info *info, int v,
-                       const int64_t *args, const tilec_stmt *loop)
+                       const int64_t *args, const tilec_stmt *loop, const row_shape *rs)
 {
     uint32_t grid[3] = {1, 1, 1};
     if (tilec_kernel_grid(k, v, args, grid) != TILEC_OK)
@@ -283,6 +367,8 @@ static double estimate(const tilec_kernel *k, const tilec_tune_cand *c, const ca
     double blocks = (double)grid[0] * grid[1] * grid[2]; /* with split_k's slices (tilec_kernel_grid) */
     double slots = (double)T_SMS * info->occ;
     double waves = ceil(blocks / slots);
+    if (!c->dot_m && rs->rows_param >= 0)
+        return estimate_rows(k, info, rs, c->tile_regs, blocks, waves, args);
     if (!c->dot_m) {
         /* no dot: memory-bound; each block moves its largest tile in and
          * out, and too few threads in flight cannot fill the bandwidth */
@@ -313,22 +399,61 @@ static double estimate(const tilec_kernel *k, const tilec_tune_cand *c, const ca
 }
 
 /* The shape classes: tune ... for { ... } (the product of its sizes, the
- * parameters it does not name at 4096), else every integer parameter at
- * 1024, 4096, 8192. args[c * 64 + i] is parameter i in class c. */
+ * parameters it does not name at 4096); else by the kernel's kind: a row
+ * kernel's rows of 128, 512, 1024, 4096 and 16384 elements, 2^24 elements
+ * in all (the grid's parameter the rows, its other integer parameters the
+ * row length); an elementwise kernel with one integer parameter at 2^16,
+ * 2^20 and 2^24; any other every integer parameter at 1024, 4096, 8192
+ * (square). args[c * 64 + i] is parameter i in class c. */
 typedef struct classes {
     uint32_t n;
+    bool square;
     int64_t args[TILEC_MAX_TUNE_CLASSES * 64];
     char label[TILEC_MAX_TUNE_CLASSES][96];
 } classes;
 
-static void make_classes(const tilec_kernel *k, classes *cl)
+/* A class of its kind: every integer parameter `size`, the row parameter
+ * (when rows >= 0) `rows`; its label names them. */
+static void kind_class(const tilec_kernel *k, classes *cl, uint32_t c, int rows_param, int64_t rows, int64_t size)
 {
-    static const int64_t square[] = {1024, 4096, 8192};
+    int64_t *a = &cl->args[c * 64];
+    int at = 0;
+    cl->label[c][0] = 0;
+    for (uint32_t p = 0; p < 64; p++)
+        a[p] = (int)p == rows_param ? rows : size;
+    for (uint32_t p = 0; p < k->nparams && p < 64 && at < (int)sizeof cl->label[c]; p++)
+        if (is_int_param(&k->params[p]))
+            at += snprintf(cl->label[c] + at, sizeof cl->label[c] - (size_t)at, "%s%s=%lld", at ? " " : "",
+                           k->params[p].name, (long long)a[p]);
+}
+
+static void make_classes(const tilec_kernel *k, const row_shape *rs, classes *cl)
+{
+    static const int64_t square[] = {1024, 4096, 8192}, lens[] = {128, 512, 1024, 4096, 16384},
+                         sizes[] = {1 << 16, 1 << 20, 1 << 24};
+    uint32_t nint = 0;
+    for (uint32_t p = 0; p < k->nparams; p++)
+        nint += is_int_param(&k->params[p]);
+    cl->square = false;
+    if (!k->ntune_for && rs->rows_param >= 0) {
+        cl->n = sizeof lens / sizeof lens[0];
+        for (uint32_t c = 0; c < cl->n; c++)
+            kind_class(k, cl, c, rs->rows_param, (1 << 24) / lens[c], lens[c]);
+        return;
+    }
+    if (!k->ntune_for && rs->kind == TILEC_TUNE_ELEMENTWISE && nint == 1) {
+        cl->n = sizeof sizes / sizeof sizes[0];
+        for (uint32_t c = 0; c < cl->n; c++)
+            kind_class(k, cl, c, -1, 0, sizes[c]);
+        return;
+    }
     cl->n = 1;
     for (uint32_t i = 0; i < k->ntune_for; i++)
         cl->n *= k->tune_for[i].nvalues;
-    if (!k->ntune_for)
+    if (!k->ntune_for) {
         cl->n = 3;
+        cl->square = true;
+    }
     for (uint32_t c = 0; c < cl->n; c++) {
         int64_t *a = &cl->args[c * 64];
         for (uint32_t i = 0; i < 64; i++)
@@ -367,6 +492,33 @@ static int by_est(const void *a, const void *b)
     return x->est < y->est ? -1 : x->est > y->est ? 1 : x->i < y->i ? -1 : x->i > y->i;
 }
 
+/* A row kernel's candidates within T_TIE of the best of a class are ones
+ * the model cannot tell apart (bound by bandwidth, they differ in what it
+ * does not see: the real registers, the reductions' instructions); they
+ * are ranked first the best of each count of elements a thread (the
+ * largest tile's), then the others, each by the estimate, so that the kept
+ * ones differ and the timing at run time decides. */
+static const double T_TIE = 1.02;
+
+static void spread(const tilec_kernel *k, const uint32_t *cand_of, rank_ent *ents, uint32_t ne)
+{
+    uint32_t n = 0;
+    while (n < ne && ents[n].est <= ents[0].est * T_TIE)
+        n++;
+    rank_ent tmp[TILEC_MAX_TUNE_CONFIGS];
+    uint32_t at = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t j = 0; j < n; j++) {
+            int64_t e = k->tune_cands[cand_of[ents[j].i]].tile_regs;
+            int first = 1;
+            for (uint32_t i = 0; i < j && first; i++)
+                first = k->tune_cands[cand_of[ents[i].i]].tile_regs != e;
+            if (first == !pass)
+                tmp[at++] = ents[j];
+        }
+    memcpy(ents, tmp, n * sizeof *ents);
+}
+
 static tilec_status tune_kernel(tilec_ctx *ctx, const tilec_module *m, tilec_kernel *k, arena *ar)
 {
     uint32_t n = k->nvariants, keep = k->tune_keep ? k->tune_keep : TILEC_TUNE_KEEP;
@@ -382,6 +534,7 @@ static tilec_status tune_kernel(tilec_ctx *ctx, const tilec_module *m, tilec_ker
     for (uint32_t i = 0; i < k->ntune_cands; i++)
         if (k->tune_cands[i].variant >= 0)
             cand_of[k->tune_cands[i].variant] = i;
+    row_shape rs = row_shape_of(k);
     for (uint32_t v = 0; v < n; v++) {
         tilec_tune_cand *c = &k->tune_cands[cand_of[v]];
         int r = lower_cand(m, k, (int)v, ar, &info[v], &c->why);
@@ -390,7 +543,7 @@ static tilec_status tune_kernel(tilec_ctx *ctx, const tilec_module *m, tilec_ker
             goto out;
         }
         if (!r)
-            c->why = fit(ar, c, &info[v]);
+            c->why = fit(ar, c, &info[v], rs.rows_param >= 0 ? 3 : 1);
         for (uint32_t w = 0; !c->why && w < v; w++)
             if (info[w].code && !k->tune_cands[cand_of[w]].why && !strcmp(info[w].code, info[v].code)) {
                 strbuf b;
@@ -410,17 +563,19 @@ static tilec_status tune_kernel(tilec_ctx *ctx, const tilec_module *m, tilec_ker
         st = TILEC_ERR_NOMEM;
         goto out;
     }
-    make_classes(k, cls);
+    make_classes(k, &rs, cls);
     for (uint32_t cl = 0; cl < cls->n; cl++) {
         uint32_t ne = 0;
         for (uint32_t v = 0; v < n; v++) {
             tilec_tune_cand *c = &k->tune_cands[cand_of[v]];
             if (c->why)
                 continue;
-            c->est[cl] = estimate(k, c, &info[v], (int)v, &cls->args[cl * 64], loop);
+            c->est[cl] = estimate(k, c, &info[v], (int)v, &cls->args[cl * 64], loop, &rs);
             ents[ne++] = (rank_ent){c->est[cl], v};
         }
         qsort(ents, ne, sizeof *ents, by_est);
+        if (rs.rows_param >= 0)
+            spread(k, cand_of, ents, ne);
         for (uint32_t j = 0; j < ne; j++) {
             k->tune_cands[cand_of[ents[j].i]].rank[cl] = j + 1;
             if (j < keep) {
@@ -453,15 +608,24 @@ static tilec_status tune_kernel(tilec_ctx *ctx, const tilec_module *m, tilec_ker
     uint32_t pruned = 0;
     for (uint32_t i = 0; i < k->ntune_cands; i++)
         pruned += k->tune_cands[i].why != NULL;
-    sb_printf(&b, "kernel %s: tune%s at line %u: %u configurations, %u pruned, %u kept (the best %u of each shape "
-              "class: ", k->name, k->tune_default ? " (the default space of a dot kernel)" : "", k->tune_loc.line,
-              k->ntune_cands, pruned, nkept, keep);
-    if (k->ntune_for)
+    sb_printf(&b, "kernel %s: tune", k->name);
+    if (k->tune_default)
+        sb_printf(&b, " (the default space of %s kernel)", chk_tune_kind_name(rs.kind));
+    sb_printf(&b, " at line %u: %u configurations, %u pruned, %u kept (the best %u of each shape class: ",
+              k->tune_loc.line, k->ntune_cands, pruned, nkept, keep);
+    if (!cls->square)
         for (uint32_t cl = 0; cl < cls->n; cl++)
             sb_printf(&b, "%s%s", cl ? "; " : "", cls->label[cl]);
     else
         sb_printf(&b, "every integer parameter = %s, %s, %s", cls->label[0], cls->label[1], cls->label[2]);
     sb_puts(&b, ")\n");
+    if (k->tune_default && rs.kind == TILEC_TUNE_ROW && !tilec_kernel_hint(k, -1, "ROWS", 0))
+        sb_printf(&b, "  note: one row a program: kernel %s names no ROWS, so a short row leaves most of a block "
+                  "idle; write its tiles [ROWS, BLOCK] with grid (cdiv(rows, ROWS)) and the compiler chooses the "
+                  "rows a program too (docs/tuning.md)\n", k->name);
+    if (rs.kind == TILEC_TUNE_ROW && rs.rows_param < 0)
+        sb_printf(&b, "  note: no integer parameter in the grid counts the rows, so the classes are square and the "
+                  "model the elementwise one\n");
     for (uint32_t i = 0; i < k->ntune_cands; i++) {
         const tilec_tune_cand *c = &k->tune_cands[i];
         sb_puts(&b, "  ");

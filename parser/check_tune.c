@@ -2,8 +2,9 @@
  * axes are checked (not empty, no axis twice or also a hint, values
  * distinct, ranges forwards, warps and stages by their rules, the product
  * bounded) and put first among the hints, the first value of each the base
- * configuration; a kernel with no hints, tune or variants whose body calls
- * dot and names BM, BN or BK gets the default space of a dot kernel. After
+ * configuration; a kernel with no hints, tune or variants gets the default
+ * space of its kind (a dot, a row or an elementwise kernel, by its body)
+ * when it names a free tile hint of that space. After
  * the base configuration is checked, an axis that sizes a tile must be
  * powers of two; then every configuration of the product is checked as a
  * variant with its errors captured: one that fails is pruned with its first
@@ -15,17 +16,50 @@
 #include "parser/check_internal.h"
 #include "parser/tune.h"
 
-/* The default space of a dot kernel (docs/tuning.md). */
-static const struct {
+/* The default spaces (docs/tuning.md): an axis `named` is in the space
+ * only when the kernel names it (a row kernel without ROWS keeps one row a
+ * program). keep: the candidates kept a shape class (0: TILEC_TUNE_KEEP). */
+typedef struct space_axis {
     const char *name;
-    int64_t values[4];
+    int64_t values[8];
     uint32_t n;
-} dot_space[] = {
-    {"BM", {64, 128, 256}, 3}, {"BN", {64, 128, 256}, 3}, {"BK", {32, 64}, 2},
-    {"warps", {4, 8}, 2},      {"stages", {2, 3, 4}, 3},
+    bool named;
+} space_axis;
+
+static const space_axis dot_space[] = {
+    {"BM", {64, 128, 256}, 3, false}, {"BN", {64, 128, 256}, 3, false}, {"BK", {32, 64}, 2, false},
+    {"warps", {4, 8}, 2, false},      {"stages", {2, 3, 4}, 3, false},
+};
+static const space_axis row_space[] = {
+    {"ROWS", {1, 2, 4, 8, 16, 32}, 6, true},
+    {"BLOCK", {128, 256, 512, 1024, 2048, 4096, 8192, 16384}, 8, true},
+    {"warps", {1, 2, 4, 8, 16}, 5, false},
+};
+static const space_axis elementwise_space[] = {
+    {"BLOCK", {256, 512, 1024, 2048, 4096, 8192}, 6, true},
+    {"warps", {1, 2, 4, 8, 16}, 5, false},
 };
 
-static int expr_uses(const tilec_expr *e, const char *call, const char *name)
+static const struct {
+    const space_axis *axes;
+    uint32_t n, keep;
+} spaces[] = {
+    [TILEC_TUNE_DOT] = {dot_space, sizeof dot_space / sizeof dot_space[0], 0},
+    [TILEC_TUNE_ROW] = {row_space, sizeof row_space / sizeof row_space[0], 4},
+    [TILEC_TUNE_ELEMENTWISE] = {elementwise_space, sizeof elementwise_space / sizeof elementwise_space[0], 2},
+};
+
+static const char *const reductions[] = {"sum", "max", "min", "prod", "argmax", "argmin", "cumsum", "scan"};
+
+int chk_tune_reduction(const char *call)
+{
+    for (size_t i = 0; i < sizeof reductions / sizeof reductions[0]; i++)
+        if (!strcmp(call, reductions[i]))
+            return 1;
+    return 0;
+}
+
+int chk_tune_expr_uses(const tilec_expr *e, const char *call, const char *name)
 {
     if (!e)
         return 0;
@@ -34,7 +68,7 @@ static int expr_uses(const tilec_expr *e, const char *call, const char *name)
     if (name && e->kind == TILEC_EX_NAME && !strcmp(e->name, name))
         return 1;
     for (uint32_t i = 0; i < e->nargs; i++)
-        if (expr_uses(e->args[i], call, name))
+        if (chk_tune_expr_uses(e->args[i], call, name))
             return 1;
     return 0;
 }
@@ -43,12 +77,26 @@ static int block_uses(const tilec_block *b, const char *call, const char *name)
 {
     for (uint32_t i = 0; i < b->nstmts; i++) {
         const tilec_stmt *s = b->stmts[i];
-        if (expr_uses(s->value, call, name) || expr_uses(s->lo, call, name) || expr_uses(s->hi, call, name) ||
-            expr_uses(s->step, call, name) || block_uses(&s->body, call, name) || block_uses(&s->orelse, call, name))
+        if (chk_tune_expr_uses(s->value, call, name) || chk_tune_expr_uses(s->lo, call, name) || chk_tune_expr_uses(s->hi, call, name) ||
+            chk_tune_expr_uses(s->step, call, name) || block_uses(&s->body, call, name) || block_uses(&s->orelse, call, name))
             return 1;
         for (uint32_t j = 0; j < s->nvalues; j++)
-            if (expr_uses(s->values[j], call, name))
+            if (chk_tune_expr_uses(s->values[j], call, name))
                 return 1;
+    }
+    return 0;
+}
+
+/* Whether a let, a tuple let or a loop of the block binds name. */
+static int block_binds(const tilec_block *b, const char *name)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        for (uint32_t j = 0; s->kind != TILEC_ST_ASSIGN && j < s->nnames; j++)
+            if (s->names[j] && !strcmp(s->names[j], name))
+                return 1;
+        if (block_binds(&s->body, name) || block_binds(&s->orelse, name))
+            return 1;
     }
     return 0;
 }
@@ -61,42 +109,80 @@ static int is_param(const tilec_kernel *k, const char *name)
     return 0;
 }
 
-/* A dot kernel written without tile hints: its body calls dot and names one
- * of BM, BN, BK that nothing else defines. */
-static int wants_dot_space(const tilec_kernel *k)
+const char *chk_tune_kind_name(tilec_tune_kind kind)
 {
-    if (k->tune || k->nhints || k->variant_sym || !block_uses(&k->body, "dot", NULL))
+    static const char *const names[] = {"an unclassified", "a dot", "a row", "an elementwise"};
+    return names[kind];
+}
+
+tilec_tune_kind chk_tune_kind(const tilec_kernel *k)
+{
+    if (block_uses(&k->body, "dot", NULL))
+        return TILEC_TUNE_DOT;
+    for (size_t i = 0; i < sizeof reductions / sizeof reductions[0]; i++)
+        if (block_uses(&k->body, reductions[i], NULL))
+            return k->ngrid == 1 ? TILEC_TUNE_ROW : TILEC_TUNE_OTHER;
+    return TILEC_TUNE_ELEMENTWISE;
+}
+
+/* Whether the kernel names `name` as a free hint: in its body or grid,
+ * neither a parameter nor bound by a let or a loop. */
+static int names_free(const tilec_kernel *k, const char *name)
+{
+    if (is_param(k, name) || block_binds(&k->body, name))
         return 0;
-    static const char *const dims[] = {"BM", "BN", "BK"};
-    for (size_t i = 0; i < 3; i++)
-        if (!is_param(k, dims[i]) && (block_uses(&k->body, NULL, dims[i]) || expr_uses(k->grid ? k->grid[0] : NULL, NULL, dims[i]) ||
-                                      (k->ngrid > 1 && expr_uses(k->grid[1], NULL, dims[i]))))
+    if (block_uses(&k->body, NULL, name))
+        return 1;
+    for (uint32_t i = 0; i < k->ngrid; i++)
+        if (chk_tune_expr_uses(k->grid[i], NULL, name))
             return 1;
     return 0;
 }
 
-static int default_space(checker *ck, tilec_kernel *k)
+/* The kind whose default space a kernel written without tile hints gets,
+ * or TILEC_TUNE_OTHER: no hints, tune or variants, and it names a free
+ * tile hint of its kind's space (BM, BN, BK; ROWS, BLOCK; BLOCK). */
+static tilec_tune_kind wants_default(const tilec_kernel *k)
 {
-    uint32_t n = sizeof dot_space / sizeof dot_space[0];
-    k->tune = ar_array(ck->ar, n, sizeof *k->tune);
+    if (k->tune || k->nhints || k->variant_sym)
+        return TILEC_TUNE_OTHER;
+    tilec_tune_kind kind = chk_tune_kind(k);
+    if (kind == TILEC_TUNE_OTHER)
+        return kind;
+    static const char *const tiles[][3] = {
+        [TILEC_TUNE_DOT] = {"BM", "BN", "BK"}, [TILEC_TUNE_ROW] = {"ROWS", "BLOCK"}, [TILEC_TUNE_ELEMENTWISE] = {"BLOCK"}};
+    for (size_t i = 0; i < 3 && tiles[kind][i]; i++)
+        if (names_free(k, tiles[kind][i]))
+            return kind;
+    return TILEC_TUNE_OTHER;
+}
+
+static int default_space(checker *ck, tilec_kernel *k, tilec_tune_kind kind)
+{
+    const space_axis *axes = spaces[kind].axes;
+    uint32_t n = 0;
+    k->tune = ar_array(ck->ar, spaces[kind].n, sizeof *k->tune);
     if (!k->tune)
         return -1;
-    for (uint32_t i = 0; i < n; i++) {
-        tilec_tune_axis *a = &k->tune[i];
-        a->name = dot_space[i].name;
+    for (uint32_t i = 0; i < spaces[kind].n; i++) {
+        if (axes[i].named && !names_free(k, axes[i].name))
+            continue;
+        tilec_tune_axis *a = &k->tune[n++];
+        a->name = axes[i].name;
         a->loc = k->loc;
-        a->nvalues = dot_space[i].n;
+        a->nvalues = axes[i].n;
         a->values = ar_array(ck->ar, a->nvalues, sizeof *a->values);
         a->value_locs = ar_array(ck->ar, a->nvalues, sizeof *a->value_locs);
         if (!a->values || !a->value_locs)
             return -1;
         for (uint32_t j = 0; j < a->nvalues; j++) {
-            a->values[j] = dot_space[i].values[j];
+            a->values[j] = axes[i].values[j];
             a->value_locs[j] = k->loc;
         }
     }
     k->ntune = n;
     k->tune_loc = k->loc;
+    k->tune_keep = spaces[kind].keep;
     k->tune_default = true;
     return 0;
 }
@@ -211,7 +297,8 @@ static int classes_ok(checker *ck, tilec_kernel *k)
 
 int chk_tune_header(checker *ck, tilec_kernel *k)
 {
-    if (!k->tune && wants_dot_space(k) && default_space(ck, k)) {
+    tilec_tune_kind kind = wants_default(k);
+    if (kind != TILEC_TUNE_OTHER && default_space(ck, k, kind)) {
         ck->oom = 1;
         return 0;
     }

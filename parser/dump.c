@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "parser/parse.h"
+#include "parser/tune.h"
 #include "util/strbuf.h"
 
 static void dump_expr(strbuf *b, const tilec_expr *e);
@@ -255,7 +256,9 @@ static void dump_kernel(strbuf *b, const tilec_kernel *k)
     dump_hints(b, k->hints + k->ntune_hints, k->nhints - k->ntune_hints);
     sb_putc(b, '\n');
     if (k->ntune) {
-        sb_printf(b, "    tune%s", k->tune_default ? " (the default space of a dot kernel)" : "");
+        sb_puts(b, "    tune");
+        if (k->tune_default)
+            sb_printf(b, " (the default space of %s kernel)", chk_tune_kind_name(chk_tune_kind(k)));
         if (k->tune_keep)
             sb_printf(b, " keep %u", k->tune_keep);
         if (k->ntune_for) {

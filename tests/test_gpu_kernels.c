@@ -277,6 +277,8 @@ static void check_softmax(const char *file, const char *kernel)
 
 Test(gpu, softmax, .timeout = 120) { check_softmax("examples/softmax.tile", "softmax"); }
 Test(gpu, softmax_rows, .timeout = 120) { check_softmax("examples/softmax_rows.tile", "softmax_multirow"); }
+/* issue 31: every candidate the default space of a row kernel keeps */
+Test(gpu, softmax_tuned, .timeout = 300) { check_softmax("bench/harness/rows_tuned.tile", "softmax"); }
 
 /* layernorm(file:kernel), every variant, against double */
 static void check_layernorm(const char *file, const char *kernel)
@@ -328,6 +330,7 @@ static void check_layernorm(const char *file, const char *kernel)
 
 Test(gpu, layernorm, .timeout = 120) { check_layernorm("examples/layernorm.tile", "layernorm"); }
 Test(gpu, layernorm_rows, .timeout = 120) { check_layernorm("examples/layernorm_rows.tile", "layernorm_rows"); }
+Test(gpu, layernorm_tuned, .timeout = 300) { check_layernorm("bench/harness/rows_tuned.tile", "layernorm"); }
 
 static const int mm_shapes[][3] = {{1, 1, 1}, {64, 64, 64}, {127, 129, 33}, {256, 96, 1000}, {300, 257, 80}};
 

@@ -15,6 +15,21 @@
 #include "tilec/lower.h"
 #include "tilec/program.h"
 
+/* One line of a tune space: each axis NAME=value under variant v, or (v <
+ * 0) NAME=v1|v2|... its values. */
+static void tune_line(membuf *b, const tilec_kernel *k, int v)
+{
+    char line[512];
+    int n = 0;
+    for (uint32_t i = 0; i < k->ntune; i++) {
+        n += snprintf(line + n, sizeof line - (size_t)n, "%s%s=", i ? " " : "", k->tune[i].name);
+        for (uint32_t j = 0; j < (v < 0 ? k->tune[i].nvalues : 1); j++)
+            n += snprintf(line + n, sizeof line - (size_t)n, "%s%lld", j ? "|" : "",
+                          (long long)(v < 0 ? k->tune[i].values[j] : tilec_kernel_hint(k, v, k->tune[i].name, -1)));
+    }
+    membuf_write(b, line, (size_t)n);
+}
+
 /* The kept candidates of kernel `name`, "BM=64 BN=128 ..." each, one a line. */
 static char *kept(const tilec_module *m, const char *name)
 {
@@ -22,14 +37,17 @@ static char *kept(const tilec_module *m, const char *name)
     cr_assert_not_null(k);
     membuf b = {0};
     for (uint32_t v = 0; v < k->nvariants; v++) {
-        char line[256];
-        int n = 0;
-        for (uint32_t i = 0; i < k->ntune; i++)
-            n += snprintf(line + n, sizeof line - (size_t)n, "%s%s=%lld", i ? " " : "", k->tune[i].name,
-                          (long long)tilec_kernel_hint(k, (int)v, k->tune[i].name, -1));
-        line[n++] = '\n';
-        membuf_write(&b, line, (size_t)n);
+        tune_line(&b, k, (int)v);
+        membuf_write(&b, "\n", 1);
     }
+    return b.s ? b.s : strdup("");
+}
+
+/* The axes of a tune space, "NAME=v1|v2 ..." each. */
+static char *axes(const tilec_kernel *k)
+{
+    membuf b = {0};
+    tune_line(&b, k, -1);
     return b.s ? b.s : strdup("");
 }
 
@@ -63,6 +81,76 @@ Test(tune, default_space_of_a_dot_kernel, .timeout = 60)
     tilec_ctx_free(ctx);
 }
 
+/* The kind of a kernel written without tile hints, by analysis of its
+ * body: a row kernel (a reduction, a grid over rows) gets ROWS, BLOCK and
+ * warps (ROWS only when it names it: one row a program otherwise, with a
+ * note), an elementwise one BLOCK and warps; a reduction under a 2-D grid
+ * is none of them and keeps the checker's error, as does a kernel with
+ * hints. Before the default spaces of rows and
+ * elementwise kernels each of these kernels failed with "undefined name". */
+Test(tune, default_space_by_kind, .timeout = 120)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "tests/golden/tune/rows_default.tile");
+    const tilec_kernel *k = tilec_module_find_kernel(m, "softmax");
+    cr_expect(k->tune_default);
+    char *got = axes(k);
+    cr_expect_str_eq(got, "ROWS=1|2|4|8|16|32 BLOCK=128|256|512|1024|2048|4096|8192|16384 warps=1|2|4|8|16");
+    free(got);
+    cr_expect_eq(k->tune_keep, 4);
+    cr_expect(strstr(k->tune_report, "(the default space of a row kernel)"), "%s", k->tune_report);
+    cr_expect(strstr(k->tune_report, "rows=131072 cols=128; rows=32768 cols=512; rows=16384 cols=1024; rows=4096 "
+                                     "cols=4096; rows=1024 cols=16384)"));
+    cr_expect_null(strstr(k->tune_report, "note: one row a program"));
+    /* rows a program from the row length: the best of the 128 class puts
+     * several rows in a program, with tiles as wide as the row; the best of
+     * the 16384 class reads its row once (one tile of 16384) */
+    for (uint32_t i = 0; i < k->ntune_cands; i++) {
+        const tilec_tune_cand *c = &k->tune_cands[i];
+        if (c->rank[0] == 1) {
+            cr_expect_geq(c->values[0], 4, "ROWS at 128 columns");
+            cr_expect_eq(c->values[1], 128, "BLOCK at 128 columns");
+            cr_expect_geq(c->variant, 0);
+        }
+        if (c->rank[4] == 1) {
+            cr_expect_eq(c->values[1], 16384, "BLOCK at 16384 columns");
+            cr_expect_geq(c->variant, 0);
+        }
+    }
+    k = tilec_module_find_kernel(m, "softmax_one_row");
+    got = axes(k);
+    cr_expect_str_eq(got, "BLOCK=128|256|512|1024|2048|4096|8192|16384 warps=1|2|4|8|16");
+    free(got);
+    cr_expect(strstr(k->tune_report, "  note: one row a program: kernel softmax_one_row names no ROWS"), "%s",
+              k->tune_report);
+    tilec_module_free(m);
+
+    m = parse(ctx, "tests/golden/tune/elementwise_default.tile");
+    k = tilec_module_find_kernel(m, "add_relu");
+    got = axes(k);
+    cr_expect_str_eq(got, "BLOCK=256|512|1024|2048|4096|8192 warps=1|2|4|8|16");
+    free(got);
+    cr_expect(strstr(k->tune_report, "(the default space of an elementwise kernel)"), "%s", k->tune_report);
+    cr_expect(strstr(k->tune_report, "n=65536; n=1048576; n=16777216)"), "%s", k->tune_report);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+
+    /* a reduction under a 2-D grid: no kind, the checker's error stays */
+    const char *src = "kernel r(x: *f32, y: *f32, n: i32) grid (n, 2)\n"
+                      "{ let c = range(BLOCK); store(y + pid(0), sum(load(x + c, c < n, 0.0), 0)); }\n";
+    char *diags = NULL;
+    cr_expect_eq(parse_text("t.tile", src, strlen(src), &diags, NULL), TILEC_ERR_INPUT);
+    cr_expect(diags && strstr(diags, "t.tile:2:17: error: undefined name 'BLOCK'"), "%s", diags ? diags : "");
+    free(diags);
+    /* a kernel with hints gets no default space: its undefined ROWS is an error */
+    src = "kernel r(x: *f32, y: *f32, n: i32) grid (cdiv(n, ROWS)) hints { BLOCK = 128 }\n"
+          "{ let c = range(BLOCK); store(y + pid(0), sum(load(x + c, c < n, 0.0), 0)); }\n";
+    diags = NULL;
+    cr_expect_eq(parse_text("t.tile", src, strlen(src), &diags, NULL), TILEC_ERR_INPUT);
+    cr_expect(diags && strstr(diags, "t.tile:1:50: error: undefined name 'ROWS'"), "%s", diags ? diags : "");
+    free(diags);
+}
+
 /* keep 2 over three classes; keep 1; a kernel without a dot. */
 Test(tune, kept_candidates_per_kernel, .timeout = 60)
 {
@@ -75,7 +163,9 @@ Test(tune, kept_candidates_per_kernel, .timeout = 60)
                           "BM=128 BN=128 BK=64 warps=4 split_k=1\n");
     free(got);
     got = kept(m, "scale");
-    cr_expect_str_eq(got, "BLOCK=256 warps=2\nBLOCK=256 warps=4\nBLOCK=256 warps=8\nBLOCK=1024 warps=8\n");
+    /* an elementwise kernel with one integer parameter: classes n = 2^16, 2^20, 2^24 */
+    cr_expect_str_eq(got, "BLOCK=256 warps=2\nBLOCK=256 warps=4\nBLOCK=256 warps=8\nBLOCK=1024 warps=2\n"
+                          "BLOCK=1024 warps=4\nBLOCK=1024 warps=8\n");
     free(got);
     got = kept(m, "mm32");
     cr_expect_str_eq(got, "BM=32 BN=32 BK=8 stages=1\nBM=32 BN=64 BK=8 stages=1\nBM=64 BN=64 BK=8 stages=1\n");
@@ -169,9 +259,10 @@ Test(tune, logs_on_stderr, .init = cr_redirect_stderr, .timeout = 60)
 Test(tune, kept_candidates_compile_for_sm_90, .timeout = 600)
 {
     static const char *const files[] = {"tests/golden/tune/dot_default.tile", "tests/golden/tune/space.tile",
-                                        "tests/golden/tune/skinny.tile"};
+                                        "tests/golden/tune/skinny.tile", "tests/golden/tune/rows_default.tile",
+                                        "tests/golden/tune/elementwise_default.tile"};
     static const char *const archs[] = {"sm_90", "sm_90a"};
-    for (size_t f = 0; f < 3; f++) {
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
         tilec_ctx *ctx = tilec_ctx_new();
         tilec_module *m = parse(ctx, files[f]);
         for (size_t i = 0; i < tilec_module_kernel_count(m); i++) {

@@ -39,6 +39,15 @@ tables. Usage (from the repository root, on the GPU machine):
           (the benchmark's with their hints and variants removed: the
           compiler's default space, docs/tuning.md) at every matmul shape,
           beside the hand-tuned rows; not part of a plain run
+
+  python3 bench/harness/bench.py --family softmax --family layernorm --family tuned
+          --only softmax --only layernorm --out rows_tuned.jsonl
+          issue 31: the softmax and layernorm of bench/harness/rows_tuned.tile
+          (examples/softmax_rows.tile and layernorm_rows.tile with their
+          hints and variants removed: the default space of a row kernel) at
+          every softmax and layernorm shape, beside the hand-tuned one-row and
+          multi-row kernels and torch.compile, then one table (tuned against
+          the better hand-tuned form and torch.compile); not part of a plain run
 """
 import argparse
 import ctypes
@@ -232,15 +241,21 @@ def w_add_relu(n):
         lambda t: torch.relu(t["x"].double() + t["y"].double()), 12 * n, tol=1e-6)
 
 
-def w_softmax(r, c, rows_kernel=False):
-    tile, kern = ("examples/softmax_rows.tile", "softmax_multirow") if rows_kernel else \
-        ("examples/softmax.tile", "softmax")
+ROWS_TUNED = "bench/harness/rows_tuned.tile"  # issue 31: the row kernels with their hints removed
+
+
+def w_softmax(r, c, rows_kernel=False, tuned=False):
+    """tuned: softmax_rows.tile's kernel with its hints and variants removed
+    (bench/harness/rows_tuned.tile: the compiler's default space of a row
+    kernel, docs/tuning.md)."""
+    tile, kern = (ROWS_TUNED, "softmax") if tuned else \
+        ("examples/softmax_rows.tile", "softmax_multirow") if rows_kernel else ("examples/softmax.tile", "softmax")
 
     def make():
         return {"x": randn(r, c), "y": torch.empty(r, c, device=DEV)}
     label = "softmax_rows" if rows_kernel else "softmax"
     return Workload(
-        f"{label} {r}x{c}", "softmax", tile, kern, make,
+        f"{label} {r}x{c}{' tuned' if tuned else ''}", "tuned" if tuned else "softmax", tile, kern, make,
         lambda t: ([t["x"], t["y"], r, c], "y"),
         lambda t: torch.softmax(t["x"], -1),
         lambda t: torch.softmax(t["x"].double(), -1), 8 * r * c, tol=1e-5)
@@ -296,14 +311,16 @@ def w_conv(n, h, wd, c, k, r, stride, pad, fused=False):
         peak=TF_PEAK_F16)
 
 
-def w_layernorm(r, c, rows_kernel=False):
-    tile, kern = ("examples/layernorm_rows.tile", "layernorm_rows") if rows_kernel else \
-        ("examples/layernorm.tile", "layernorm")
+def w_layernorm(r, c, rows_kernel=False, tuned=False):
+    """tuned: layernorm_rows.tile's kernel with its hints and variants
+    removed (bench/harness/rows_tuned.tile)."""
+    tile, kern = (ROWS_TUNED, "layernorm") if tuned else \
+        ("examples/layernorm_rows.tile", "layernorm_rows") if rows_kernel else ("examples/layernorm.tile", "layernorm")
 
     def make():
         return {"x": randn(r, c), "w": randn(c), "b": randn(c), "y": torch.empty(r, c, device=DEV)}
     return Workload(
-        f"{kern} {r}x{c}", "layernorm", tile, kern, make,
+        f"{kern} {r}x{c}{' tuned' if tuned else ''}", "tuned" if tuned else "layernorm", tile, kern, make,
         lambda t: ([t["x"], t["w"], t["b"], t["y"], r, c, 1e-5], "y"),
         lambda t: F.layer_norm(t["x"], (c,), t["w"], t["b"], 1e-5),
         lambda t: F.layer_norm(t["x"].double(), (c,), t["w"].double(), t["b"].double(), 1e-5),
@@ -465,13 +482,17 @@ def forms_table(records):
     return "\n".join(lines)
 
 
+SOFTMAX_SHAPES = [(8192, 1024), (8192, 4096), (2048, 16384), (32768, 512), (65536, 128), (4096, 1000), (8192, 3000)]
+LAYERNORM_SHAPES = [(8192, 4096), (4096, 768), (8192, 1024), (32768, 512), (65536, 128)]
+
+
 def workloads():
     w = [w_add_relu(1 << 26)]
-    for r, c in [(8192, 1024), (8192, 4096), (2048, 16384), (32768, 512), (65536, 128), (4096, 1000), (8192, 3000)]:
+    for r, c in SOFTMAX_SHAPES:
         w.append(w_softmax(r, c))
     for r, c in [(32768, 512), (65536, 128), (8192, 1024)]:
         w.append(w_softmax(r, c, rows_kernel=True))
-    for r, c in [(8192, 4096), (4096, 768), (8192, 1024), (32768, 512), (65536, 128)]:
+    for r, c in LAYERNORM_SHAPES:
         w.append(w_layernorm(r, c))
     for r, c in [(4096, 32768), (32768, 4096)]:  # issue 21: >= 1.0x the best of eager and compile
         w.append(w_cumsum(r, c))
@@ -503,7 +524,42 @@ def workloads():
             w.append(w_matmul(s, s, s, dt, tuned=True))
         w.append(w_matmul(16, 8192, 8192, dt, tuned=True))
         w.append(w_matmul(64, 8192, 8192, dt, tuned=True))
+    for r, c in SOFTMAX_SHAPES:  # issue 31: the row kernels with no tile hints, every shape of the hand-tuned rows
+        w.append(w_softmax(r, c, tuned=True))
+    for r, c in LAYERNORM_SHAPES:
+        w.append(w_layernorm(r, c, tuned=True))
     return w
+
+
+def rows_tuned_table(records):
+    """issue 31: each hint-less row kernel (bench/harness/rows_tuned.tile)
+    against the best hand-tuned form of the same shape (the one-row and the
+    multi-row kernels of examples/, each a multi-kernel of its own) and
+    torch.compile: one markdown table of tilec C medians."""
+    by, variant = {}, {}
+    for r in records:
+        if r.get("kind") == "device" and "median_ms" in r:
+            by.setdefault(r["workload"], {})[r["side"]] = r["median_ms"]
+            if r["side"] == "tilec C":
+                variant[r["workload"]] = r.get("variant")
+    lines = ["| shape | hand-tuned (ms) | which | tuned (ms) | its variant | torch.compile (ms) | tuned vs hand-tuned "
+             "| tuned vs torch.compile |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for w in [w for w in by if w.endswith(" tuned")]:
+        op, shape = w.split()[0], w.split()[1]
+        t = by[w].get("tilec C")
+        hands = [(by.get(f"{name} {shape}", {}).get("tilec C"), name) for name in (op, f"{op}_rows")]
+        hands = [h for h in hands if h[0]]
+        hand = min(hands) if hands else (None, "")
+        tc = by[w].get("torch.compile")
+
+        def f(x):
+            return f"{x:.4f}" if x else ""
+
+        def ratio(a, b):
+            return f"{a / b:.2f}x" if a and b else ""
+        lines.append(f"| {op} {shape} | {f(hand[0])} | {hand[1]} | {f(t)} | {variant.get(w, '')} | {f(tc)} | "
+                     f"{ratio(hand[0], t)} | {ratio(tc, t)} |")
+    return "\n".join(lines)
 
 
 # ---- running ------------------------------------------------------------
@@ -934,7 +990,7 @@ def main():
             if args.family and w.family not in args.family:
                 continue
             if w.family in ("forms", "tuned") and not args.family and not args.only:
-                continue  # issue 29's forms, issue 31's tuned GEMMs: runs of their own (--family)
+                continue  # issue 29's forms, issue 31's tuned kernels: runs of their own (--family)
             try:
                 r.workload(w)
             except Exception as e:  # keep going: the record says what failed
@@ -943,6 +999,9 @@ def main():
             torch.cuda.empty_cache()
         if args.family and "forms" in args.family:
             print("\n" + forms_table(r.records), flush=True)
+        if any(rec.get("workload", "").endswith(" tuned") and rec.get("workload", "").split()[0] in
+               ("softmax", "layernorm") for rec in r.records):
+            print("\n" + rows_tuned_table(r.records), flush=True)
     if args.host:
         r.host()
     if args.host or args.graphs:

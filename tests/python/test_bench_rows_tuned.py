@@ -1,0 +1,78 @@
+"""bench/harness/bench.py's tuned row kernels (issue 31 item 2): the
+softmax and layernorm of bench/harness/rows_tuned.tile, the multi-row
+kernels of examples/ with their hints and variants removed, at every shape
+of the hand-tuned softmax and layernorm rows, in the `tuned` family, and the
+table that compares them with the better hand-tuned form and torch.compile.
+Runs without torch or a GPU (bench.py loaded with stand-ins, as
+test_bench_forms does); the file is checked with build/bin/tilec."""
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from test_bench_forms import ROOT, _load_bench  # noqa: E402
+
+
+def body(path, kernel):
+    """A kernel's text from its header's first line to its closing brace,
+    with its hints and variants lines and /// lines dropped."""
+    with open(os.path.join(ROOT, path)) as f:
+        text = f.read()
+    start = text.index(f"kernel {kernel}(")
+    end = text.index("\n}\n", start) + 2
+    lines = [ln for ln in text[start:end].splitlines()
+             if not re.match(r"\s*(hints|variants)\b", ln) and not ln.startswith("///")]
+    return "\n".join(lines[1:])  # without the name
+
+
+class RowsTunedTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.bench = _load_bench()
+        for name in ("channels_last", "bfloat16"):  # what workloads() reads of torch
+            setattr(cls.bench.torch, name, name)
+
+    def test_workloads_at_every_hand_tuned_shape(self):
+        ws = {w.name: w for w in self.bench.workloads()}
+        for op, shapes in (("softmax", self.bench.SOFTMAX_SHAPES), ("layernorm", self.bench.LAYERNORM_SHAPES)):
+            for r, c in shapes:
+                w = ws[f"{op} {r}x{c} tuned"]
+                self.assertEqual((w.family, w.tile, w.kernel), ("tuned", "bench/harness/rows_tuned.tile", op))
+                self.assertIn(f"{op} {r}x{c}", ws, "the hand-tuned one-row form beside it")
+        for shape in ("65536x128", "32768x512", "8192x1024", "8192x4096"):
+            self.assertIn(f"softmax {shape} tuned", ws)
+            self.assertIn(f"layernorm {shape} tuned", ws)
+
+    def test_the_hand_tuned_kernels_without_hints(self):
+        for op, src, kern in (("softmax", "examples/softmax_rows.tile", "softmax_multirow"),
+                              ("layernorm", "examples/layernorm_rows.tile", "layernorm_rows")):
+            self.assertEqual(body("bench/harness/rows_tuned.tile", op), body(src, kern))
+
+    def test_default_space_of_a_row_kernel(self):
+        tilec = os.path.join(ROOT, "build", "bin", "tilec")
+        out = subprocess.run([tilec, os.path.join(ROOT, "bench/harness/rows_tuned.tile"), "--emit", "tune"],
+                             capture_output=True, text=True, check=True).stdout
+        for op in ("softmax", "layernorm"):
+            self.assertRegex(out, rf"kernel {op}: tune \(the default space of a row kernel\) at line \d+: "
+                                  r"240 configurations, \d+ pruned, \d+ kept")
+
+    def test_table(self):
+        recs = [{"kind": "device", "workload": "softmax 65536x128", "side": "tilec C", "median_ms": 0.12},
+                {"kind": "device", "workload": "softmax_rows 65536x128", "side": "tilec C", "median_ms": 0.025},
+                {"kind": "device", "workload": "softmax 65536x128 tuned", "side": "tilec C", "median_ms": 0.026,
+                 "variant": 3},
+                {"kind": "device", "workload": "softmax 65536x128 tuned", "side": "torch.compile",
+                 "median_ms": 0.0247},
+                {"kind": "device", "workload": "layernorm 4096x768 tuned", "side": "tilec C", "median_ms": 0.02,
+                 "variant": 1},
+                {"kind": "device", "workload": "layernorm 4096x768", "side": "tilec C", "median_ms": 0.03}]
+        lines = self.bench.rows_tuned_table(recs).splitlines()
+        self.assertEqual(lines[2], "| softmax 65536x128 | 0.0250 | softmax_rows | 0.0260 | 3 | 0.0247 | 0.96x | 0.95x |")
+        self.assertEqual(lines[3], "| layernorm 4096x768 | 0.0300 | layernorm | 0.0200 | 1 |  | 1.50x |  |")
+
+
+if __name__ == "__main__":
+    unittest.main()
