@@ -834,3 +834,38 @@ Test(multikernel, a_foreign_or_corrupt_redis_choice_is_refused, .timeout = 300)
         cr_expect(strstr(reply, entry_of(hash, 2)), "value %d replaced on the server: %s", i, reply);
     }
 }
+
+/* tilec_program_use_choices (an --aot wrapper's embedded choices): a
+ * choice for this device model is launched untimed, one for another model
+ * is left out (that shape is timed); a choice naming a kernel, variant or
+ * key length the program does not have is refused, nothing taken. */
+Test(multikernel, choices_taken_ahead_of_time_are_not_timed, .timeout = 300)
+{
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    set_ms(3, 1, 2);
+    static const int64_t k1000[] = {1000}, k2000[] = {2000}, k2[] = {1, 2};
+    const tilec_aot_choice bad[][1] = {{{"nope", "Fake CUDA Device", 1, k1000, 0}},
+                                       {{"mk", "Fake CUDA Device", 1, k1000, 3}},
+                                       {{"mk", "Fake CUDA Device", 2, k2, 0}},
+                                       {{"mk", NULL, 1, k1000, 0}}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        cr_expect_eq(tilec_program_use_choices(e.p, bad[i], 1), TILEC_RT_INVALID_ARG, "case %zu", i);
+    const tilec_aot_choice good[] = {{"mk", "Fake CUDA Device", 1, k1000, 2}, {"mk", "Another GPU", 1, k2000, 0}};
+    cr_assert_eq(tilec_program_use_choices(e.p, good, 2), TILEC_RT_OK);
+    int v, records = fake->event_records;
+    int saved = log_begin();
+    tilec_rt_status st = best(&e, 1000, &v);
+    const char *log = log_end(saved);
+    cr_assert_eq(st, TILEC_RT_OK);
+    cr_expect_eq(v, 2, "the embedded choice, not the fastest");
+    cr_expect_eq(fake->event_records, records, "nothing timed");
+    cr_expect(strstr(log, "tilec multi_kernel: mk shape (1000): variant 2 (chosen ahead of time, not timed)\n"), "%s",
+              log);
+    expect_output(&e, 1000);
+    cr_assert_eq(best(&e, 2000, &v), TILEC_RT_OK);
+    cr_expect_neq(fake->event_records, records, "another model's choice is not taken: timed");
+    cr_expect_eq(v, 1);
+    cr_expect_eq(stats_of(&e).choices_timed, 1);
+    env_free(&e, 1);
+}
