@@ -304,6 +304,7 @@ $(BUILD)/tests/libplugin_demo_abi.so: tests/plugin_demo.c include/tilec/emitter.
 	$(CC) $(CPPFLAGS) -DPLUGIN_DEMO_ABI $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
 $(BUILD)/obj/tests/test_emit.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"' -DTILEC_SANFLAGS='"$(SANFLAGS)"'
 $(BUILD)/obj/tests/test_wrapper_run.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"' -DTILEC_SANFLAGS='"$(SANFLAGS)"'
+$(BUILD)/obj/tests/test_multikernel.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"'
 $(BUILD)/tests/test_wrapper_run: $(BUILD)/obj/tests/test_wrapper_run.o $(LIBA_INT) | $(FAKECUDA) $(FAKENCCL)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)

@@ -869,3 +869,52 @@ Test(multikernel, choices_taken_ahead_of_time_are_not_timed, .timeout = 300)
     cr_expect_eq(stats_of(&e).choices_timed, 1);
     env_free(&e, 1);
 }
+
+/* Two machines as two processes: `tilec tune` on machine A (its own cache
+ * directory) times a shape and stores the choice in Redis; `tilec tune` on
+ * machine B (another empty directory, the same Redis server) finds it
+ * there, times nothing (its line says so, and TILEC_LOGS=multi_kernel names
+ * Redis) and keeps the entry in its directory. */
+Test(multikernel, a_second_process_takes_the_choice_from_redis, .timeout = 300)
+{
+    start_server(NULL, 1);
+    char tile[128], cmd[8192];
+    snprintf(tile, sizeof tile, "%s/mk.tile", dir);
+    FILE *f = fopen(tile, "w");
+    cr_assert(f);
+    fputs(mk_src, f);
+    fclose(f);
+    char *out[2] = {NULL, NULL};
+    for (int m = 0; m < 2; m++) {
+        snprintf(cmd, sizeof cmd,
+                 "TILEC_CUDA_DRIVER=%s TILEC_LOGS=multi_kernel %s/bin/tilec tune %s --sizes n=1000 --dir %s/%c 2>&1",
+                 fake_path, TILEC_BUILD, tile, dir, "ab"[m]);
+        FILE *p = popen(cmd, "r");
+        cr_assert(p);
+        static char buf[2][4096];
+        size_t n = fread(buf[m], 1, sizeof buf[m] - 1, p);
+        buf[m][n] = 0;
+        cr_assert_eq(pclose(p), 0, "machine %c: %s", "AB"[m], buf[m]);
+        out[m] = buf[m];
+    }
+    int va = -1, vb = -2;
+    cr_expect(strstr(out[0], "mk n=1000: variant ") && strstr(out[0], " of 3 (timed, stored)\n"), "A: %s", out[0]);
+    cr_expect(!strstr(out[0], "not timed"), "A: %s", out[0]);
+    const char *la = strstr(out[0], "mk n=1000: variant "), *lb = strstr(out[1], "mk n=1000: variant ");
+    cr_assert(la && lb, "A: %s\nB: %s", out[0], out[1]);
+    cr_expect_eq(sscanf(la, "mk n=1000: variant %d", &va), 1);
+    cr_expect_eq(sscanf(lb, "mk n=1000: variant %d", &vb), 1);
+    cr_expect_eq(va, vb, "B launches A's choice");
+    cr_expect(strstr(out[1], " of 3 (choice from cache, not timed)\n"), "B: %s", out[1]);
+    char want[128];
+    snprintf(want, sizeof want, "tilec multi_kernel: mk shape (1000): variant %d (choice from cache (redis), not timed)\n",
+             va);
+    cr_expect(strstr(out[1], want), "B: %s", out[1]);
+    snprintf(cmd, sizeof cmd, "ls %s/b | grep -c '^multikernel-.*\\.choice$'", dir);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p);
+    int files = -1;
+    cr_expect_eq(fscanf(p, "%d", &files), 1);
+    pclose(p);
+    cr_expect_eq(files, 1, "B keeps the entry in its directory");
+}
