@@ -2,7 +2,7 @@
  * the launch metadata (slices, partial bytes, no sm_90a twin, the kernel's
  * own parameters unchanged, the two hidden ones in its signature), the
  * grid (axis 2 times split_k, in the library and in an --aot table), the
- * kernels it refuses and why, gemm.tile's split variants, the source
+ * kernels it refuses and why, tests/gemm_variants.tile's split variants, the source
  * record's round trip, and an sm_90a compile of a split variant (NVRTC
  * needs no GPU). The lowering's text is pinned by
  * the .split files of tests/golden/split (test_golden.c). */
@@ -167,12 +167,12 @@ Test(splitk, refusals)
            "has no `acc = acc + dot(a, b)`");
 }
 
-/* gemm.tile: the skinny variants split K, the large ones do not (and
+/* tests/gemm_variants.tile: the skinny variants split K, the large ones do not (and
  * keep their twins); the source record keeps the split (warm starts). */
 Test(splitk, gemm_variants_and_record)
 {
     tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse(ctx, "bench/harness/gemm.tile");
+    tilec_module *m = parse(ctx, "tests/gemm_variants.tile");
     const tilec_kernel *k = tilec_module_find_kernel(m, "matmul_f16");
     uint32_t n = tilec_kernel_variant_count(k);
     cr_assert_leq(n, 16);
@@ -196,7 +196,7 @@ Test(splitk, gemm_variants_and_record)
         out[v] = &back[v];
         np[v] = k->nparams;
     }
-    cr_expect_geq(split, 2, "gemm.tile's skinny variants split K");
+    cr_expect_geq(split, 2, "gemm_variants.tile's skinny variants split K");
     char *text = rec_format("0123456789abcdef0123456789abcdef", in, n);
     cr_assert_not_null(text);
     char key[TILEC_CACHE_KEY_LEN + 1];

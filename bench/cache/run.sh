@@ -15,7 +15,7 @@
 # to stdout and, with --out, to FILE with the date and the machine.
 # With --gpu and a Redis server it also shows the Redis tier carrying a
 # multi-kernel choice to a second machine (issue 31): `tilec tune` on
-# machine A (its own directory) times bench/harness/gemm_tuned.tile at one
+# machine A (its own directory) times bench/harness/gemm.tile at one
 # shape, then on machine B (an empty directory, the same Redis) it must
 # find A's choices there and time nothing; the fleet_choice lines say
 # whether B timed (fleet_choice_B_timed no). TILEC_BIN, else BIN/tilec,
@@ -24,7 +24,7 @@
 # tests' fake driver knows only its own kernels).
 set -eu
 gpu="" server="" bin=build/bench out="" rounds=5 lookups=200 module="" fleet_only=""
-fleet_tile=bench/harness/gemm_tuned.tile fleet_sizes=M=2048,N=2048,K=2048
+fleet_tile=bench/harness/gemm.tile fleet_sizes=M=2048,N=2048,K=2048,batch=1
 while [ $# -gt 0 ]; do
     case $1 in
     --gpu) gpu=--gpu ;;
