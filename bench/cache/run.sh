@@ -18,7 +18,8 @@
 # machine A (its own directory) times bench/harness/gemm.tile at one
 # shape, then on machine B (an empty directory, the same Redis) it must
 # find A's choices there and time nothing; the fleet_choice lines say
-# whether B timed (fleet_choice_B_timed no). TILEC_BIN, else BIN/tilec,
+# whether B timed (fleet_choice_B_timed no), and fleet_choice_line A's
+# choices as `tilec tune --choices` writes them. TILEC_BIN, else BIN/tilec,
 # else build/bin/tilec, is the command; --fleet-only runs only this part;
 # --fleet-tile FILE and --fleet-sizes SPEC time another module (the
 # tests' fake driver knows only its own kernels).
@@ -71,7 +72,8 @@ result=""
 tilec=${TILEC_BIN:-$bin/tilec}
 [ -x "$tilec" ] || tilec=build/bin/tilec
 if [ -n "$gpu" ] && [ -n "${TILEC_CACHE_REDIS:-}" ]; then
-    a=$(TILEC_LOGS=multi_kernel "$tilec" tune "$fleet_tile" --sizes "$fleet_sizes" --dir "$work/fleet_a" 2>&1) ||
+    a=$(TILEC_LOGS=multi_kernel "$tilec" tune "$fleet_tile" --sizes "$fleet_sizes" --dir "$work/fleet_a" \
+        --choices "$work/choices.txt" 2>&1) ||
         { printf '%s\n' "fleet_choice: machine A failed:" "$a" >&2; exit 1; }
     b=$(TILEC_LOGS=multi_kernel "$tilec" tune "$fleet_tile" --sizes "$fleet_sizes" --dir "$work/fleet_b" 2>&1) ||
         { printf '%s\n' "fleet_choice: machine B failed:" "$b" >&2; exit 1; }
@@ -81,7 +83,8 @@ if [ -n "$gpu" ] && [ -n "${TILEC_CACHE_REDIS:-}" ]; then
     fleet=$(printf '%s\n' "$a" | grep ' variant [0-9]* of ' | sed 's/^/fleet_choice: machine A (own directory): /'
         printf '%s\n' "$b" | grep -E ' variant [0-9]* of |choice from cache \(redis\)' |
             sed 's/^/fleet_choice: machine B (empty directory, the same Redis): /'
-        echo "fleet_choice_B_timed $timed")
+        echo "fleet_choice_B_timed $timed"
+        grep -v '^#' "$work/choices.txt" | sed 's/^/fleet_choice_line (for --aot ... --choices): /')
     result=$(printf '%s\n%s' "$result" "$fleet")
 elif [ -n "$fleet_only" ]; then
     echo "bench/cache/run.sh: --fleet-only needs --gpu and a redis-server" >&2
