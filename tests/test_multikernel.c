@@ -21,25 +21,16 @@
 #include "cache_helpers.h"
 #include "fake_load.h"
 #include "fs_helpers.h"
+#include "mk_tile_text.h"
 #include "tilec/cache.h"
 #include "tilec/program.h"
 
-/* mk's signature, hints, variants and offsets; mk_src then stores y. */
-#define MK_HEAD                                                                              \
-    "kernel mk(x: *f32, y: *f32, n: i32)\n"                                                  \
-    "    grid (cdiv(n, BLOCK))\n"                                                            \
-    "    hints { BLOCK = 256, warps = 4 }\n"                                                 \
-    "    variants n { 64: { BLOCK = 64, warps = 2 }, 1024: { BLOCK = 128 }, 65536: {} }\n" \
-    "{\n"                                                                                    \
-    "    let offs = pid(0) * BLOCK + range(BLOCK);\n"                                        \
-    "    let m = offs < n;\n"
-
-static const char mk_src[] = MK_HEAD "    store(y + offs, load(x + offs, m) * 2.0, m);\n}\n";
+static const char mk_src[] = MK_TILE;
 
 /* The same launches, but y is written only by an atomic_add nested in an
  * expression: the chooser must still see y as written (the fake runs it as
  * y = 2 * x like mk_src). */
-static const char mk_nested_src[] = MK_HEAD "    let old = atomic_add(y + offs, load(x + offs, m) * 2.0, m) + 1.0;\n}\n";
+static const char mk_nested_src[] = MK_TILE_HEAD "    let old = atomic_add(y + offs, load(x + offs, m) * 2.0, m) + 1.0;\n}\n";
 
 /* The source env_build parses (a test may switch it before building). */
 static const char *mk_text = mk_src;

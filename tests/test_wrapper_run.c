@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fs_helpers.h"
+#include "mk_tile_text.h"
 #include "mm_tile.h"
 #include "tilec/emitter.h"
 #include "tilec/wir.h"
@@ -40,17 +41,22 @@ static const char big_tile[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (cd
                                "    return y;\n"
                                "}\n";
 
+/* A runner's includes and main's start: argc checked (argv[1] the fake
+ * driver), the runtime opened on it as rt and its state as f. */
+#define FAKE_RUNNER_MAIN(header, argc)                                                                            \
+    "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n"                                              \
+    "#include \"" header "\"\n#include \"fake_cuda.h\"\n"                                                         \
+    "int main(int argc, char **argv)\n{\n"                                                                         \
+    "    if (argc != " argc ")\n        return 2;\n"                                                             \
+    "    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);\n"                                                      \
+    "    fake_cuda_state *(*get)(void) = h ? (fake_cuda_state * (*)(void)) dlsym(h, \"fake_cuda_state_get\") : NULL;\n" \
+    "    tilec_rt *rt = NULL;\n"                                                                                    \
+    "    if (!get || tilec_rt_open_driver(argv[1], 0, &rt) != TILEC_RT_OK)\n        return 3;\n"                   \
+    "    fake_cuda_state *f = get();\n"
+
 /* main(driver, N): "rc=R launches=L allocs=A err=E" */
 static const char runner[] =
-    "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
-    "#include \"big.h\"\n#include \"fake_cuda.h\"\n"
-    "int main(int argc, char **argv)\n{\n"
-    "    if (argc != 3)\n        return 2;\n"
-    "    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);\n"
-    "    fake_cuda_state *(*get)(void) = h ? (fake_cuda_state * (*)(void)) dlsym(h, \"fake_cuda_state_get\") : NULL;\n"
-    "    tilec_rt *rt = NULL;\n"
-    "    if (!get || tilec_rt_open_driver(argv[1], 0, &rt) != TILEC_RT_OK)\n        return 3;\n"
-    "    fake_cuda_state *f = get();\n"
+    FAKE_RUNNER_MAIN("big.h", "3")
     "    int64_t n = strtoll(argv[2], NULL, 10);\n"
     "    char err[512] = \"\";\n"
     "    big_module *m = NULL;\n"
@@ -727,15 +733,7 @@ Test(wrapper_run, collectives_run_on_the_fake_nccl_with_world_1_and_2, .timeout 
  * twin's maps were made from the run's a, b and c, the program's grid and
  * the blocks launched) */
 static const char tw_runner[] =
-    "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
-    "#include \"mm.h\"\n#include \"fake_cuda.h\"\n"
-    "int main(int argc, char **argv)\n{\n"
-    "    if (argc != 5)\n        return 2;\n"
-    "    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);\n"
-    "    fake_cuda_state *(*get)(void) = h ? (fake_cuda_state * (*)(void)) dlsym(h, \"fake_cuda_state_get\") : NULL;\n"
-    "    tilec_rt *rt = NULL;\n"
-    "    if (!get || tilec_rt_open_driver(argv[1], 0, &rt) != TILEC_RT_OK)\n        return 3;\n"
-    "    fake_cuda_state *f = get();\n"
+    FAKE_RUNNER_MAIN("mm.h", "5")
     "    int64_t M = strtoll(argv[2], NULL, 10), N = strtoll(argv[3], NULL, 10), K = strtoll(argv[4], NULL, 10);\n"
     "    char err[512] = \"\";\n"
     "    mm_module *m = NULL;\n"
@@ -1093,29 +1091,13 @@ Test(wrapper_run, a_for_loop_over_slices_runs_frees_each_iteration_and_checks_bo
 /* The kernel mk of the fake driver (three variants; mk_v<i> takes mk_ms[i]
  * on its clock) and a graph calling it. */
 static const char ch_tile[] =
-    "kernel mk(x: *f32, y: *f32, n: i32)\n"
-    "    grid (cdiv(n, BLOCK))\n"
-    "    hints { BLOCK = 256, warps = 4 }\n"
-    "    variants n { 64: { BLOCK = 64, warps = 2 }, 1024: { BLOCK = 128 }, 65536: {} }\n"
-    "{\n"
-    "    let offs = pid(0) * BLOCK + range(BLOCK);\n"
-    "    store(y + offs, load(x + offs, offs < n) * 2.0, offs < n);\n"
-    "}\n"
-    "graph g(x: f32[n]) -> (y: f32[n]) {\n    let y = empty(f32, [n]);\n    mk(x, y, n);\n    return y;\n}\n";
+    MK_TILE "graph g(x: f32[n]) -> (y: f32[n]) {\n    let y = empty(f32, [n]);\n    mk(x, y, n);\n    return y;\n}\n";
 
 /* main(driver, n): g run once at n on the fake clock, where variant 1 is
  * the fastest: "rc=R v=A,B,C events=E" (launches of each variant, event
  * records: 0 when nothing was timed) */
 static const char ch_runner[] =
-    "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
-    "#include \"g.h\"\n#include \"fake_cuda.h\"\n"
-    "int main(int argc, char **argv)\n{\n"
-    "    if (argc != 3)\n        return 2;\n"
-    "    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);\n"
-    "    fake_cuda_state *(*get)(void) = h ? (fake_cuda_state * (*)(void)) dlsym(h, \"fake_cuda_state_get\") : NULL;\n"
-    "    tilec_rt *rt = NULL;\n"
-    "    if (!get || tilec_rt_open_driver(argv[1], 0, &rt) != TILEC_RT_OK)\n        return 3;\n"
-    "    fake_cuda_state *f = get();\n"
+    FAKE_RUNNER_MAIN("g.h", "3")
     "    f->fake_clock = 1;\n    f->mk_ms[0] = 3;\n    f->mk_ms[1] = 1;\n    f->mk_ms[2] = 2;\n"
     "    int64_t n = strtoll(argv[2], NULL, 10);\n"
     "    char err[512] = \"\";\n"
