@@ -189,6 +189,8 @@ static int tn_read_old(tn_run *r)
             r->old = more;
         }
         r->old[n++] = (char)c;
+        if (!c && !bad)
+            bad = ln; /* a NUL byte: no text file */
         if (c == '\n') {
             const char *l = r->old + start;
             size_t len = n - 1 - start;

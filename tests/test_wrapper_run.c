@@ -1248,6 +1248,21 @@ Test(wrapper_run, tune_choices_reach_the_aot_wrapper, .timeout = 300)
     cr_expect(l1000 && l50 && l7 && l1000 < l7 && !strstr(l50 + 20, "\" n=50 -> ") && !strstr(text + 1, "# tilec tune choices"),
               "%s", text);
     free(text);
+    /* an OUT that is not a choices file: refused before anything is timed, left as it was */
+    static const char *const junk[] = {"not a choice line\n", "mk sm_90a \"D\" n=1 -> variant 0 of 3 {}\nno newline"};
+    for (int i = 0; i < 2; i++) {
+        write_in(dir, "junk.txt", junk[i]);
+        cr_expect_eq(sh(&out, "%s %s/bin/tilec tune %s/g.tile --sizes n=9 --dir %s/c --choices %s/junk.txt 2>&1", env,
+                        TILEC_BUILD, dir, dir, dir),
+                     1, "%s", out);
+        cr_expect(strstr(out, i ? "its last line has no newline" : "junk.txt:1: not a choice line") &&
+                      strstr(out, "; nothing timed\n"),
+                  "%s", out);
+        free(out);
+        text = read_in(dir, "junk.txt");
+        cr_expect_str_eq(text, junk[i]);
+        free(text);
+    }
     rm_dir(dir);
 }
 
