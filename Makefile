@@ -304,6 +304,7 @@ $(BUILD)/tests/libplugin_demo_abi.so: tests/plugin_demo.c include/tilec/emitter.
 	$(CC) $(CPPFLAGS) -DPLUGIN_DEMO_ABI $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
 $(BUILD)/obj/tests/test_emit.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"' -DTILEC_SANFLAGS='"$(SANFLAGS)"'
 $(BUILD)/obj/tests/test_wrapper_run.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"' -DTILEC_SANFLAGS='"$(SANFLAGS)"'
+$(BUILD)/obj/tests/test_multikernel.o: CPPFLAGS += -DTILEC_BUILD='"$(BUILD)"'
 $(BUILD)/tests/test_wrapper_run: $(BUILD)/obj/tests/test_wrapper_run.o $(LIBA_INT) | $(FAKECUDA) $(FAKENCCL)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
@@ -522,6 +523,8 @@ $(BUILD)/fuzz/bundle_seeds: $(BUILD)/obj/fuzz/bundle_seeds.o $(LIBA_INT)
 
 # Rewrite the expected outputs of the golden tests from the current build
 # (review the diff before committing it).
+# The choice tables of an --aot wrapper (tests/golden/choices; test_wrapper_run reads them the same way)
+CHOICES_TABLE = /the multi-kernel choices tuned/,/^};/p; /^static const tilec_aot_table/,/^};/p
 golden: all
 	@for f in tests/golden/ok/*.tile; do $(TILEC) $$f --emit ast > $${f%.tile}.ast; done
 	@for f in tests/golden/bad/*.tile; do $(TILEC) $$f --check 2> $${f%.tile}.err; true; done
@@ -538,6 +541,9 @@ golden: all
 	@for f in examples/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit layouts > tests/golden/layouts/$${b%.tile}.layouts; done
 	@for f in tests/golden/ir/*.tile; do $(TILEC) $$f --emit ir > $${f%.tile}.ir; done
 	@for f in tests/golden/tune/*.tile; do $(TILEC) $$f --emit tune > $${f%.tile}.tune; done
+	@for f in tests/golden/choices/*.tile; do d=$$(mktemp -d); \
+	    $(TILEC) $$f --emit c --aot sm_80,sm_90a --choices $${f%.tile}.choices -q -o $$d || exit 1; \
+	    sed -n '$(CHOICES_TABLE)' $$d/*.c > $${f%.tile}.table; rm -rf $$d; done
 	@for f in tests/golden/ir/*.tile examples/e2e.tile; do b=$${f##*/}; d=tests/golden/c/$${b%.tile}; \
 	    mkdir -p $$d; rm -f $$d/*.c $$d/*.h; $(TILEC) $$f --emit c -o $$d || exit 1; done
 	@for f in tests/golden/ir/*.tile examples/e2e.tile; do b=$${f##*/}; d=tests/golden/py/$${b%.tile}; \

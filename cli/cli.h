@@ -18,6 +18,7 @@ typedef struct cli_opts {
     const char *out;         /* -o: a file (streams) or a directory (cubin, emitters); NULL: stdout */
     const char *arch;        /* --arch, for --emit cubin */
     const char *aot;         /* --aot, with --emit c */
+    const char *choices;     /* --choices, with --aot: tilec tune's choices to embed */
     const char *source_name; /* --source-name: the input's name in generated code and diagnostics */
     const char *sizes_spec;  /* --sizes, with --emit ir */
     tilec_wir_size sizes[CLI_MAX_SIZES];

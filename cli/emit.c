@@ -31,12 +31,12 @@ int cli_emit_with(tilec_ctx *ctx, const cli_opts *o, tilec_module **mods)
     int status = o->out ? cli_check_dir(o->out) : 0;
     if (status)
         return status;
-    const char *const keys[] = {"aot"}, *const values[] = {o->aot};
+    const char *const keys[] = {"aot", "choices"}, *const values[] = {o->aot, o->choices};
     cli_build b = {0};
     if (o->aot)
         cli_build_begin(o, o->aot, &b);
     tilec_emit_options eo = {
-        .plan = 1, .keys = keys, .values = values, .noptions = o->aot ? 1 : 0, .build = o->aot ? &b.o : NULL};
+        .plan = 1, .keys = keys, .values = values, .noptions = o->aot ? (o->choices ? 2 : 1) : 0, .build = o->aot ? &b.o : NULL};
     emit_to t = {{.o = o}, 0};
     for (int i = 0; i < o->nfiles && !status; i++) {
         size_t before = t.set.n;

@@ -53,6 +53,8 @@ static const char usage[] =
     "      --arch sm_XY       the GPU architecture for --emit cubin (default sm_90)\n"
     "      --aot sm_XY[,..]   with --emit c: embed CUBINs compiled now for sm_XY (several:\n"
     "                         the device's own, or the newest it runs, is loaded)\n"
+    "      --choices FILE     with --aot: embed the variants `tilec tune --choices FILE` chose\n"
+    "                         (per device model and shape: launched untimed)\n"
     "  -j, --jobs N           compile N kernels at once (default: the cores)\n"
     "      --no-cache         compile every kernel; by default compiled kernels are\n"
     "                         kept in and read from the kernel cache\n"
@@ -87,6 +89,7 @@ enum {
     OPT_EMIT,
     OPT_ARCH,
     OPT_AOT,
+    OPT_CHOICES,
     OPT_SIZES,
     OPT_PLUGIN,
     OPT_MAX_ERRORS,
@@ -101,6 +104,7 @@ static const struct option long_options[] = {
     {"source-name", required_argument, NULL, OPT_SOURCE_NAME},
     {"arch", required_argument, NULL, OPT_ARCH},
     {"aot", required_argument, NULL, OPT_AOT},
+    {"choices", required_argument, NULL, OPT_CHOICES},
     {"jobs", required_argument, NULL, 'j'},
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
     {"quiet", no_argument, NULL, 'q'},
@@ -147,6 +151,7 @@ static int take_option(cli_opts *o, int c, char **argv)
     case OPT_SOURCE_NAME: o->source_name = optarg; return 0;
     case OPT_ARCH: o->arch = optarg; return 0;
     case OPT_AOT: o->aot = optarg; return 0;
+    case OPT_CHOICES: o->choices = optarg; return 0;
     case OPT_NO_CACHE: o->no_cache = 1; return 0;
     case 'q': o->quiet = 1; return 0;
     case OPT_SIZES: o->sizes_spec = optarg; return 0;
@@ -246,6 +251,8 @@ static int check_usage(cli_opts *o)
     }
     if (o->aot && strcmp(o->emit, "c"))
         return cli_usage_error("--aot needs --emit c");
+    if (o->choices && !o->aot)
+        return cli_usage_error("--choices needs --aot (it embeds tuned choices in an ahead-of-time wrapper)");
     if (o->sizes_spec && strcmp(o->emit, "ir"))
         return cli_usage_error("--sizes needs --emit ir");
     if (o->out && !strcmp(o->emit, "check"))

@@ -6,7 +6,11 @@
  * the choice in the cache directory and the Redis tier (runtime/
  * choice_entry.c). A progress bar on a terminal, one line per kernel and
  * shape otherwise. Without a usable GPU it says so in one line and exits 1
- * before anything is opened or written. */
+ * before anything is opened or written. --choices FILE also writes the
+ * choices as lines (tilec/choices.h) for `tilec --emit c --aot ...
+ * --choices FILE` to embed: FILE's lines for other keys kept, the file
+ * replaced at once when every set is done. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,17 +18,20 @@
 
 #include "cli/cli.h"
 #include "tilec/cache.h"
+#include "tilec/choices.h"
 #include "tilec/program.h"
 
 enum { TN_MAX_SETS = 32 };
 
 static const char tn_usage[] =
-    "usage: tilec tune FILE.tile --sizes NAME=N,... [--sizes ...] [--dir DIR] [--bytes N]\n"
+    "usage: tilec tune FILE.tile --sizes NAME=N,... [--sizes ...] [--dir DIR] [--bytes N] [--choices OUT]\n"
     "  times the variants of every kernel with more than one, at each --sizes set (the kernel's\n"
     "  integer parameters by name), on GPU 0, and stores each choice in the kernel cache (DIR,\n"
     "  else the library's directory) and its Redis tier; TILEC_CUDA_DRIVER names the driver.\n"
     "  Each pointer parameter gets a zeroed buffer of N bytes (default: 8 x the product of the\n"
-    "  set's two largest sizes).\n";
+    "  set's two largest sizes). --choices OUT also writes the choices as lines that\n"
+    "  `tilec FILE.tile --emit c --aot ARCH --choices OUT` embeds (OUT's lines of other\n"
+    "  kernels, shapes or devices are kept).\n";
 
 static int tn_usage_error(const char *what, const char *arg) { return cli_sub_usage_error("tune", tn_usage, what, arg); }
 
@@ -40,6 +47,11 @@ typedef struct tn_run {
     uint64_t bytes; /* --bytes, or 0 */
     int bar;        /* stderr is a terminal */
     int done, total;
+    const char *choices;   /* --choices OUT, or NULL */
+    char *old;             /* OUT's text before this run (NULL: none) */
+    char *lines;           /* this run's choice lines */
+    size_t nlines;         /* their bytes */
+    tilec_rt_device_props dev;
 } tn_run;
 
 /* The size named name in the set, or -1. */
@@ -128,12 +140,112 @@ static int tn_one(tn_run *r, const tilec_kernel *k, const tn_set *s)
     if (status)
         return status;
     tilec_program_get_stats(r->p, &after);
+    if (r->choices) {
+        char line[4096];
+        int n = tilec_choice_line(k, r->dev.arch, r->dev.name, s->sizes, s->n, chosen, line, sizeof line);
+        char *more = n < 0 ? NULL : realloc(r->lines, r->nlines + (size_t)n + 1);
+        if (!more)
+            return cli_error("tune: --choices %s: no line for kernel %s at %s (device \"%s\", %s)", r->choices,
+                             k->name, s->spec, r->dev.name, n < 0 ? "a name a line cannot hold" : "out of memory");
+        memcpy(more + r->nlines, line, (size_t)n + 1);
+        r->lines = more;
+        r->nlines += (size_t)n;
+    }
     r->done++;
     if (r->bar)
         tn_progress(r, k->name, s);
     else
         printf("%s %s: variant %d of %u (%s)\n", k->name, s->spec, chosen, tilec_kernel_variant_count(k),
                after.choices_timed > before.choices_timed ? "timed, stored" : "choice from cache, not timed");
+    return 0;
+}
+
+/* Where a choice line's key (kernel, target, device, shape) ends: at " -> ". */
+static size_t tn_key_len(const char *line, size_t len)
+{
+    for (size_t i = 0; i + 4 <= len; i++)
+        if (!memcmp(line + i, " -> ", 4))
+            return i;
+    return 0;
+}
+
+/* OUT's text as it is (none: r->old NULL), every line a comment, empty
+ * or a choice line: 0, or CLI_EXIT_INPUT with the error said. */
+static int tn_read_old(tn_run *r)
+{
+    FILE *f = fopen(r->choices, "r");
+    if (!f)
+        return errno == ENOENT ? 0 : cli_error("tune: --choices %s: %s; nothing timed", r->choices, strerror(errno));
+    size_t n = 0, cap = 0;
+    int c, ln = 1, bad = 0;
+    size_t start = 0;
+    while ((c = fgetc(f)) != EOF) {
+        if (n + 2 > cap) {
+            char *more = realloc(r->old, cap = cap ? 2 * cap : 4096);
+            if (!more) {
+                fclose(f);
+                return cli_error("out of memory");
+            }
+            r->old = more;
+        }
+        r->old[n++] = (char)c;
+        if (!c && !bad)
+            bad = ln; /* a NUL byte: no text file */
+        if (c == '\n') {
+            const char *l = r->old + start;
+            size_t len = n - 1 - start;
+            if (len && l[0] != '#' && !tn_key_len(l, len) && !bad)
+                bad = ln;
+            start = n;
+            ln++;
+        }
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (r->old)
+        r->old[n] = 0;
+    if (err)
+        return cli_error("tune: --choices %s: cannot read it; nothing timed", r->choices);
+    if (n > start)
+        return cli_error("tune: --choices %s: its last line has no newline (not a file tilec tune wrote); nothing "
+                         "timed", r->choices);
+    if (bad)
+        return cli_error("tune: --choices %s:%d: not a choice line (KERNEL TARGET \"DEVICE\" SHAPE -> variant V of "
+                         "N {HINTS}); nothing timed",
+                         r->choices, bad);
+    return 0;
+}
+
+/* OUT: a header, its old lines of keys this run did not time, this run's
+ * lines; written beside it and renamed over it. */
+static int tn_write_choices(tn_run *r)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", r->choices, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return cli_error("tune: --choices %s: %s (the choices are stored in the cache)", r->choices, strerror(errno));
+    fputs("# tilec tune choices (docs/tuning.md): KERNEL TARGET \"DEVICE\" SHAPE -> variant V of N {HINTS}\n", f);
+    for (const char *l = r->old; l && *l;) {
+        const char *end = strchr(l, '\n');
+        size_t len = (size_t)(end - l) + 1, key = tn_key_len(l, len);
+        int again = 0;
+        for (const char *m = r->lines; key && m && *m && !again; m = strchr(m, '\n') + 1)
+            again = tn_key_len(m, strlen(m)) == key && !memcmp(m, l, key) && !memcmp(m + key, " -> ", 4);
+        if (l[0] != '#' && key && !again)
+            fwrite(l, 1, len, f);
+        l += len;
+    }
+    if (r->lines)
+        fputs(r->lines, f);
+    int bad = ferror(f);
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, r->choices)) {
+        int e = errno;
+        unlink(tmp);
+        return cli_error("tune: --choices %s: cannot write it: %s (the choices are stored in the cache)", r->choices,
+                         strerror(e ? e : EIO));
+    }
     return 0;
 }
 
@@ -161,7 +273,7 @@ int cli_tune(int argc, char **argv)
 {
     const char *file = NULL, *dir = NULL;
     tn_set sets[TN_MAX_SETS];
-    int nsets = 0;
+    int nsets = 0, status = 0;
     tn_run r = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -173,6 +285,8 @@ int cli_tune(int argc, char **argv)
             s->spec = argv[++i];
             if (tilec_wir_parse_sizes(s->spec, s->sizes, CLI_MAX_SIZES, &s->n) != TILEC_OK)
                 return tn_usage_error("--sizes takes NAME=N,NAME=N,... with positive sizes", s->spec);
+        } else if (!strcmp(a, "--choices") && more) {
+            r.choices = argv[++i];
         } else if (!strcmp(a, "--dir") && more) {
             dir = argv[++i];
         } else if (!strcmp(a, "--bytes") && more) {
@@ -199,21 +313,27 @@ int cli_tune(int argc, char **argv)
         return tn_usage_error("TILEC_DISABLE_MULTI_KERNEL_CACHE=1 or TILEC_MULTI_KERNEL is set: no choice would be "
                               "stored",
                               NULL);
+    if (r.choices && (status = tn_read_old(&r))) {
+        free(r.old);
+        return status;
+    }
     const char *drv = getenv("TILEC_CUDA_DRIVER");
     if (tilec_rt_open_driver(drv && *drv ? drv : NULL, 0, &r.rt) != TILEC_RT_OK) {
         int st = cli_error("tune: no GPU: %s; nothing timed, nothing written", tilec_rt_last_error(r.rt));
         tilec_rt_close(r.rt);
+        free(r.old);
         return st;
     }
-    int status = 0;
+    if (tilec_rt_device_info(r.rt, &r.dev) != TILEC_RT_OK)
+        status = cli_error("tune: the device: %s; nothing timed", tilec_rt_last_error(r.rt));
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = NULL;
     tilec_cache *cache = NULL;
-    if (!ctx)
+    if (!status && !ctx)
         status = cli_error("out of memory");
-    else if (tilec_parse_file(ctx, file, &m) != TILEC_OK)
+    else if (!status && tilec_parse_file(ctx, file, &m) != TILEC_OK)
         status = CLI_EXIT_INPUT;
-    else
+    else if (!status)
         status = tn_check(m, sets, nsets);
     if (!status && (tilec_cache_open(dir, &cache) != TILEC_RT_OK || !tilec_cache_dir(cache)))
         status = cli_error("tune: no cache directory%s%s: %s", dir ? " " : "", dir ? dir : "",
@@ -240,6 +360,10 @@ int cli_tune(int argc, char **argv)
     }
     if (r.bar && status && r.done < r.total)
         fputc('\n', stderr);
+    if (!status && r.choices)
+        status = tn_write_choices(&r);
+    free(r.old);
+    free(r.lines);
     const char *problem = cache ? tilec_cache_remote_problem(cache) : "";
     if (*problem)
         fprintf(stderr, "tilec: warning: the kernel cache's Redis tier: %s\n", problem);

@@ -15,39 +15,6 @@
 #include "tilec/param_kind.h"
 #include "wrapper_ir/session.h"
 
-/* "sm_90", "sm_90a", "sm_100f": what NVRTC's --gpu-architecture takes */
-static int aot_arch_ok(const char *a)
-{
-    if (strncmp(a, "sm_", 3))
-        return 0;
-    size_t d = 0;
-    while (a[3 + d] >= '0' && a[3 + d] <= '9')
-        d++;
-    const char *t = a + 3 + d;
-    return d >= 2 && d <= 3 && a[3] != '0' && (!*t || (!t[1] && (*t == 'a' || *t == 'f')));
-}
-
-int c_aot_archs(const char *archs, char out[C_AOT_MAX_ARCHS][16])
-{
-    int n = 0;
-    for (const char *p = archs;; n++) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (n == C_AOT_MAX_ARCHS || len >= 16)
-            return -1;
-        memcpy(out[n], p, len);
-        out[n][len] = 0;
-        if (!aot_arch_ok(out[n]))
-            return -1;
-        for (int i = 0; i < n; i++)
-            if (!strcmp(out[i], out[n]))
-                return -1;
-        if (!end)
-            return n + 1;
-        p = end + 1;
-    }
-}
-
 /* Temporary t as C's name of symbol `name` of kernel k: its argument, or
  * the variant's hint value. -1: neither. */
 static int aot_grid_sym(strbuf *b, const tilec_kernel *k, int variant, const char *name, int t)
@@ -254,8 +221,10 @@ static int aot_variant(void *user, const wir_compiled *wc)
 }
 
 /* One architecture's kernels: the CUBINs and what launches them, then
- * their table tl_kernelsSFX of TL_NKERNELSSFX entries. */
-static int aot_arch(tilec_emit *e, strbuf *c, const char *arch, const char *sfx)
+ * their table tl_kernelsSFX of TL_NKERNELSSFX entries, then the choices
+ * tuned for it (*nchoices of them). */
+static int aot_arch(tilec_emit *e, strbuf *c, const char *arch, const char *sfx, const c_choices *cs,
+                    uint32_t *nchoices)
 {
     tilec_ctx *ctx = tilec_emit_ctx(e);
     /* the twins are compiled for sm_90a only (lower/wgmma.c: under
@@ -271,11 +240,13 @@ static int aot_arch(tilec_emit *e, strbuf *c, const char *arch, const char *sfx)
     sb_puts(c, a.total ? "};\n\n" : "    {0},\n};\n\n");
     bad |= a.table.failed;
     sb_free(&a.table);
+    *nchoices = c_choices_table(c, cs, arch, sfx);
     return bad ? -1 : 0;
 }
 
-int c_aot_kernels(tilec_emit *e, strbuf *c, const char *archs)
+int c_aot_kernels(tilec_emit *e, strbuf *c, const char *archs, int *choices)
 {
+    *choices = 0;
     tilec_ctx *ctx = tilec_emit_ctx(e);
     if (!emit_session_compile(e)) {
         diag_at(ctx, NULL, NULL, TILEC_SEV_ERROR, "--aot: this emit session cannot compile kernels");
@@ -291,17 +262,38 @@ int c_aot_kernels(tilec_emit *e, strbuf *c, const char *archs)
                 archs, C_AOT_MAX_ARCHS);
         return -1;
     }
-    if (n == 1)
-        return aot_arch(e, c, list[0], "");
+    const char *file = tilec_emit_option(e, "choices");
+    c_choices cs = {0};
+    if (file && c_choices_read(ctx, tilec_emit_module(e), file, &cs))
+        return -1;
+    uint32_t nc[C_AOT_MAX_ARCHS] = {0};
     int bad = 0;
+    if (n == 1) {
+        bad = aot_arch(e, c, list[0], "", &cs, &nc[0]);
+        if (nc[0])
+            sb_puts(c, "/* the kernels, then the choices tuned for them */\n"
+                       "static tilec_rt_status tl_load_program(tilec_rt *rt, tilec_program **p)\n{\n"
+                       "    tilec_rt_status st = tilec_program_load(rt, tl_kernels, TL_NKERNELS, p);\n"
+                       "    return st == TILEC_RT_OK ? tilec_program_use_choices(*p, tl_choices, TL_NCHOICES) : st;\n"
+                       "}\n\n");
+        *choices = nc[0] > 0;
+        c_choices_free(&cs);
+        return bad;
+    }
     for (int i = 0; i < n && !bad; i++) {
         char sfx[24];
         snprintf(sfx, sizeof sfx, "_%.15s", list[i]);
-        bad = aot_arch(e, c, list[i], sfx);
+        bad = aot_arch(e, c, list[i], sfx, &cs, &nc[i]);
     }
+    c_choices_free(&cs);
     sb_printf(c, "#define TL_NARCHS %du\nstatic const tilec_aot_table tl_archs[] = {\n", n);
-    for (int i = 0; i < n; i++)
-        sb_printf(c, "    {\"%s\", tl_kernels_%s, TL_NKERNELS_%s},\n", list[i], list[i], list[i]);
+    for (int i = 0; i < n; i++) {
+        sb_printf(c, "    {\"%s\", tl_kernels_%s, TL_NKERNELS_%s", list[i], list[i], list[i]);
+        if (nc[i])
+            sb_printf(c, ", tl_choices_%s, TL_NCHOICES_%s},\n", list[i], list[i]);
+        else
+            sb_puts(c, ", NULL, 0u},\n");
+    }
     sb_puts(c, "};\n\n");
     return bad;
 }

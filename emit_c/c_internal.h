@@ -30,6 +30,7 @@ typedef struct cstate {
     uint32_t nslots, nsteps, nxt;
     strbuf coll;     /* NAME_set_comm's registrations, one per COLLECTIVE line */
     const char *no_graph; /* why the graph has no graph mode, or NULL */
+    int aot_choices; /* --aot of one architecture with choices: NAME_load calls tl_load_program */
     int failed;
 } cstate;
 
@@ -117,6 +118,12 @@ void cg_funcs(cstate *s, strbuf *c);
 void cg_decls(cstate *s, strbuf *c);
 void cg_run(cstate *s, strbuf *c);
 
+/* The architectures of an --aot list (c_spell.c) into out: their number, or -1 when
+ * one is not a GPU architecture's name, one repeats, or there are more
+ * than C_AOT_MAX_ARCHS. */
+#define C_AOT_MAX_ARCHS 8
+int c_aot_archs(const char *archs, char out[C_AOT_MAX_ARCHS][16]);
+
 /* ---- c_aot.c ---- */
 
 /* Every variant of every kernel of the module compiled for each
@@ -124,15 +131,37 @@ void cg_run(cstate *s, strbuf *c);
  * CUBINs, grid functions, sm_90a twins' metadata, and the table
  * tilec_program_load takes (tl_kernels, TL_NKERNELS); for a list, one
  * table per architecture (tl_kernels_sm_80, ...) and tl_archs, TL_NARCHS
- * for tilec_program_load_for_device. 0, or -1 with a diagnostic in the
- * emit's ctx. */
-int c_aot_kernels(tilec_emit *e, strbuf *c, const char *archs);
+ * for tilec_program_load_for_device. With the option "choices" (a file
+ * of `tilec tune --choices`), each table's choices (c_choices.c) and, for
+ * one architecture with some, tl_load_program, which NAME_load calls
+ * (*choices set to 1). 0, or -1 with a diagnostic in the emit's ctx. */
+int c_aot_kernels(tilec_emit *e, strbuf *c, const char *archs, int *choices);
 
-/* The architectures of an --aot list into out: their number, or -1 when
- * one is not a GPU architecture's name, one repeats, or there are more
- * than C_AOT_MAX_ARCHS. */
-#define C_AOT_MAX_ARCHS 8
-int c_aot_archs(const char *archs, char out[C_AOT_MAX_ARCHS][16]);
+
+
+/* ---- c_choices.c ---- */
+
+/* One line of a --choices file (tilec tune --choices), checked against
+ * the module: key is the kernel's integer arguments in order. */
+typedef struct c_choice {
+    char kernel[128], target[16], device[256], sizes[1024];
+    int64_t key[64];
+    uint32_t nkey;
+    int variant, line;
+} c_choice;
+typedef struct c_choices {
+    c_choice *v;
+    size_t n;
+} c_choices;
+
+/* Read path's choices, each checked against m (the kernel, its variant
+ * count, the variant's hints, the shape's names): 0, or -1 with a
+ * diagnostic naming path:line (nothing kept). */
+int c_choices_read(tilec_ctx *ctx, const tilec_module *m, const char *path, c_choices *out);
+void c_choices_free(c_choices *cs);
+/* The choices tuned for arch as C (tl_keySFX_I, tl_choicesSFX,
+ * TL_NCHOICESSFX): their number (0: nothing written). */
+uint32_t c_choices_table(strbuf *c, const c_choices *cs, const char *arch, const char *sfx);
 
 /* ---- c_bench.c ---- */
 

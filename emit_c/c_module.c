@@ -146,7 +146,8 @@ void c_module_funcs(cstate *s, strbuf *c, const char *aot, const char *fileq)
                   "                tilec_rt_status_string(st), tilec_rt_last_error(rt));\n"
                   "        %s_unload(M);\n        return 1;\n    }\n    *out = M;\n    return 0;\n}\n\n",
                   n, n, n, n,
-                  strchr(aot, ',') ? "tilec_program_load_for_device(rt, tl_archs, TL_NARCHS, &M->prog, NULL)"
+                  strchr(aot, ',')  ? "tilec_program_load_for_device(rt, tl_archs, TL_NARCHS, &M->prog, NULL)"
+                  : s->aot_choices ? "tl_load_program(rt, &M->prog)"
                                    : "tilec_program_load(rt, tl_kernels, TL_NKERNELS, &M->prog)",
                   n, aot, n);
     else

@@ -1,5 +1,6 @@
 /* c_spell.c: how the "c" emitter spells things in C: names through
- * util/mangle.h, size texts, dtype enumerators, scalar types, comments. */
+ * util/mangle.h, size texts, dtype enumerators, scalar types, comments, the --aot
+ * architectures (c_aot_archs). */
 #include <string.h>
 
 #include "emit_c/c_internal.h"
@@ -73,4 +74,37 @@ void c_comment(strbuf *b, const char *indent, const char *text)
     sb_printf(b, "%s/* ", indent);
     esc_c_comment(b, text);
     sb_puts(b, " */\n");
+}
+
+/* "sm_90", "sm_90a", "sm_100f": what NVRTC's --gpu-architecture takes */
+static int aot_arch_ok(const char *a)
+{
+    if (strncmp(a, "sm_", 3))
+        return 0;
+    size_t d = 0;
+    while (a[3 + d] >= '0' && a[3 + d] <= '9')
+        d++;
+    const char *t = a + 3 + d;
+    return d >= 2 && d <= 3 && a[3] != '0' && (!*t || (!t[1] && (*t == 'a' || *t == 'f')));
+}
+
+int c_aot_archs(const char *archs, char out[C_AOT_MAX_ARCHS][16])
+{
+    int n = 0;
+    for (const char *p = archs;; n++) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (n == C_AOT_MAX_ARCHS || len >= 16)
+            return -1;
+        memcpy(out[n], p, len);
+        out[n][len] = 0;
+        if (!aot_arch_ok(out[n]))
+            return -1;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(out[i], out[n]))
+                return -1;
+        if (!end)
+            return n + 1;
+        p = end + 1;
+    }
 }

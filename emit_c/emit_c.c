@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dsl/diag.h"
 #include "emit_c/c_internal.h"
 #include "emit_c/emit_c.h"
 #include "tilec/lower.h"
@@ -129,8 +130,12 @@ static int c_end(tilec_emit *e, void *state)
     sb_init(&fileq);
     esc_c_string(&fileq, file, strlen(file));
     int aot_bad = 0;
-    if (aot) {
-        aot_bad = c_aot_kernels(e, &c, aot);
+    if (!aot && tilec_emit_option(e, "choices")) {
+        diag_at(tilec_emit_ctx(e), NULL, NULL, TILEC_SEV_ERROR,
+                "the option choices (--choices) embeds tuned choices in an --aot wrapper: it needs the option aot");
+        aot_bad = 1;
+    } else if (aot) {
+        aot_bad = c_aot_kernels(e, &c, aot, &s->aot_choices);
     } else {
         sb_puts(&c, "/* the .tile module, built at load time */\nstatic const char tl_source[] =\n    ");
         size_t srclen = 0;

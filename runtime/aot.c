@@ -129,6 +129,11 @@ tilec_rt_status tilec_program_load_for_device(tilec_rt *rt, const tilec_aot_tabl
                        props.name, props.arch, have);
     }
     st = tilec_program_load(rt, tables[best].ks, tables[best].n, out);
+    if (st == TILEC_RT_OK && tables[best].nchoices &&
+        (st = tilec_program_use_choices(*out, tables[best].choices, tables[best].nchoices)) != TILEC_RT_OK) {
+        tilec_program_free(*out);
+        *out = NULL;
+    }
     if (st == TILEC_RT_OK && arch)
         *arch = tables[best].arch;
     return st;

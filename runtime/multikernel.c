@@ -52,6 +52,82 @@ static void choice_hash(const tilec_program *p, const char *kernel, uint32_t nv,
     snprintf(hash, 41, "%.40s", hex);
 }
 
+/* The index of kernel name's variant 0, or p->n (name NULL too). */
+static uint32_t kernel_first(const tilec_program *p, const char *name)
+{
+    uint32_t first = 0;
+    while (name && first < p->n && strcmp(p->ks[first].d.kernel, name))
+        first++;
+    return name ? first : p->n;
+}
+
+static int int_kind(tilec_rt_param_kind kd)
+{
+    return kd == TILEC_RT_PARAM_I32 || kd == TILEC_RT_PARAM_U32 || kd == TILEC_RT_PARAM_I64 ||
+           kd == TILEC_RT_PARAM_U64;
+}
+
+/* " shape (16, 8192, 8192)": the shape key's scalars, for the log. */
+static void log_shape(const char *kernel, const int64_t *key, uint32_t nkey)
+{
+    fprintf(stderr, "tilec multi_kernel: %s shape (", kernel);
+    for (uint32_t i = 0; i < nkey; i++)
+        fprintf(stderr, "%s%lld", i ? ", " : "", (long long)key[i]);
+    fprintf(stderr, ")");
+}
+
+tilec_rt_status tilec_program_use_choices(tilec_program *p, const tilec_aot_choice *cs, uint32_t n)
+{
+    if (!p || (n && !cs))
+        return TILEC_RT_INVALID_ARG;
+    tilec_rt_device_props dev;
+    memset(&dev, 0, sizeof dev);
+    tilec_rt_status st = tilec_rt_device_info(p->rt, &dev);
+    if (st != TILEC_RT_OK)
+        return st;
+    /* every choice checked before one is taken */
+    for (uint32_t i = 0; i < n; i++) {
+        const tilec_aot_choice *c = &cs[i];
+        uint32_t first = kernel_first(p, c->kernel), nint = 0;
+        if (!c->device || first == p->n)
+            return rt_fail(p->rt, TILEC_RT_INVALID_ARG, "choice %u: %s%s, which the program does not have", i,
+                           c->kernel ? "kernel " : "no kernel", c->kernel ? c->kernel : "or no device");
+        const pkernel *k = &p->ks[first];
+        for (uint32_t a = 0; a < k->d.nparams; a++)
+            nint += (uint32_t)int_kind(k->d.kinds[a]);
+        if (c->variant < 0 || (uint32_t)c->variant >= k->d.nvariants)
+            return rt_fail(p->rt, TILEC_RT_INVALID_ARG, "choice %u: kernel %s has no variant %d (it has %u)", i,
+                           c->kernel, c->variant, k->d.nvariants);
+        if (c->nkey != nint || (nint && !c->key))
+            return rt_fail(p->rt, TILEC_RT_INVALID_ARG,
+                           "choice %u: kernel %s's shape key is its %u integer arguments, not %u", i, c->kernel, nint,
+                           c->nkey);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const tilec_aot_choice *c = &cs[i];
+        if (strcmp(c->device, dev.name))
+            continue; /* tuned on another device model: its shapes are timed here */
+        mk_choice *m = calloc(1, sizeof *m);
+        if (!m)
+            return TILEC_RT_NOMEM;
+        m->key[0] = kernel_first(p, c->kernel);
+        if (c->nkey)
+            memcpy(m->key + 1, c->key, c->nkey * sizeof *c->key);
+        m->variant = c->variant;
+        m->ahead = 1;
+        size_t keylen = (c->nkey + 1) * sizeof m->key[0];
+        mk_choice *other = NULL;
+        pthread_mutex_lock(&p->mk_mu);
+        HASH_FIND(hh, p->choices, m->key, keylen, other);
+        if (!other)
+            HASH_ADD(hh, p->choices, key, keylen, m);
+        pthread_mutex_unlock(&p->mk_mu);
+        if (other)
+            free(m); /* the first for a shape stands */
+    }
+    return TILEC_RT_OK;
+}
+
 static const pkernel *variant_of(const tilec_program *p, uint32_t first, int v) { return &p->ks[first + (uint32_t)v]; }
 
 /* Time every variant on scratch copies of the written buffers. -1: no
@@ -154,9 +230,7 @@ tilec_rt_status tilec_program_launch_best(tilec_program *p, const char *name, co
 {
     if (!p || !name || !p->rt || nargs > 64)
         return TILEC_RT_INVALID_ARG;
-    uint32_t first = 0;
-    while (first < p->n && strcmp(p->ks[first].d.kernel, name))
-        first++;
+    uint32_t first = kernel_first(p, name);
     if (first == p->n)
         return TILEC_RT_NOT_FOUND;
     return rt_program_launch_best_at(p, first, args, nargs, stream, NULL, chosen);
@@ -187,16 +261,25 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
             tilec_rt_param_kind kd = p->ks[first].d.kinds[i];
             if (kd == TILEC_RT_PARAM_I32 || kd == TILEC_RT_PARAM_U32)
                 probe.key[nkey++] = kd == TILEC_RT_PARAM_I32 ? (int64_t)args[i].i32 : (int64_t)args[i].u32;
-            else if (kd == TILEC_RT_PARAM_I64 || kd == TILEC_RT_PARAM_U64)
+            else if (int_kind(kd))
                 probe.key[nkey++] = args[i].i64;
         }
         mk_choice *c = NULL;
+        int ahead = 0;
         pthread_mutex_lock(&p->mk_mu);
         size_t keylen = nkey * sizeof probe.key[0]; /* fixed per kernel: its parameters */
         HASH_FIND(hh, p->choices, probe.key, keylen, c);
-        if (c)
+        if (c) {
             v = c->variant;
+            ahead = c->ahead == 1; /* its first launch: said once */
+            if (ahead)
+                c->ahead = 2;
+        }
         pthread_mutex_unlock(&p->mk_mu);
+        if (ahead && tilec_log_enabled("multi_kernel")) {
+            log_shape(name, probe.key + 1, nkey - 1);
+            fprintf(stderr, ": variant %d (chosen ahead of time, not timed)\n", v);
+        }
         if (!c) {
             /* A new shape: one thread times it while the others wait, then
              * they find its choice (timing at once would also skew it). */
@@ -239,10 +322,8 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
             if (tilec_log_enabled("multi_kernel")) {
                 if (refused[0])
                     fprintf(stderr, "tilec multi_kernel: refused the stored choice %s; timing again\n", refused);
-                fprintf(stderr, "tilec multi_kernel: %s shape (", name);
-                for (uint32_t i = 1; i < nkey; i++)
-                    fprintf(stderr, "%s%lld", i > 1 ? ", " : "", (long long)probe.key[i]);
-                fprintf(stderr, "): variant %d", v);
+                log_shape(name, probe.key + 1, nkey - 1);
+                fprintf(stderr, ": variant %d", v);
                 if (timed) {
                     fprintf(stderr, " of");
                     for (uint32_t i = 0; i < nv; i++)
@@ -257,7 +338,7 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
             }
             if (timed && stored)
                 choice_put(&p->mk_store, hash, v);
-            c = malloc(sizeof *c);
+            c = calloc(1, sizeof *c);
             if (c) {
                 memcpy(c->key, probe.key, sizeof c->key);
                 c->variant = v;

@@ -20,6 +20,7 @@ enum { MK_MAX_KEY = 64 };
 typedef struct mk_choice {
     int64_t key[MK_MAX_KEY + 1]; /* [0]: kernel index, then the integer scalars */
     int variant;
+    int ahead; /* 1: taken from an ahead-of-time table, not yet launched; 2: launched since */
     UT_hash_handle hh;
 } mk_choice;
 

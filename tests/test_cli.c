@@ -8,6 +8,7 @@
 
 #include "fs_helpers.h"
 #include "helpers.h"
+#include "mk_tile_text.h"
 
 #ifndef TILEC_BIN
 #define TILEC_BIN "build/bin/tilec"
@@ -503,15 +504,7 @@ Test(cli, tune_times_ahead_of_time, .timeout = 120)
     snprintf(path, sizeof path, "%s/mk.tile", dir);
     FILE *f = fopen(path, "w");
     cr_assert(f);
-    fputs("kernel mk(x: *f32, y: *f32, n: i32)\n"
-          "    grid (cdiv(n, BLOCK))\n"
-          "    hints { BLOCK = 256, warps = 4 }\n"
-          "    variants n { 64: { BLOCK = 64, warps = 2 }, 1024: { BLOCK = 128 }, 65536: {} }\n"
-          "{\n"
-          "    let offs = pid(0) * BLOCK + range(BLOCK);\n"
-          "    store(y + offs, load(x + offs, offs < n) * 2.0, offs < n);\n"
-          "}\n",
-          f);
+    fputs(MK_TILE, f);
     fclose(f);
     unsetenv("TILEC_CACHE_REDIS");
     setenv("TILEC_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);

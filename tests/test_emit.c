@@ -1127,8 +1127,8 @@ Test(emit, aot_sm_90a_embeds_the_twins, .timeout = 300)
     cr_expect(strstr(c, "tl_grid_bmm_f16_v0_sm_90a, 0, 0, &tl_tma_bmm_f16_v0_sm_90a},\n"));
     cr_expect_null(strstr(c, "tl_tma_gemm_f16_v0_sm_80"));
     cr_expect(strstr(c, "#define TL_NARCHS 2u\nstatic const tilec_aot_table tl_archs[] = {\n"
-                        "    {\"sm_80\", tl_kernels_sm_80, TL_NKERNELS_sm_80},\n"
-                        "    {\"sm_90a\", tl_kernels_sm_90a, TL_NKERNELS_sm_90a},\n};\n"));
+                        "    {\"sm_80\", tl_kernels_sm_80, TL_NKERNELS_sm_80, NULL, 0u},\n"
+                        "    {\"sm_90a\", tl_kernels_sm_90a, TL_NKERNELS_sm_90a, NULL, 0u},\n};\n"));
     free(c);
     expect_compiles(b, "aot_gemm.c");
     /* sm_90: no twin in its CUBINs, none in the table */

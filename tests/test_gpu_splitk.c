@@ -1,6 +1,6 @@
 /* test_gpu_splitk.c: split-K (the `split_k` hint, lower/splitk.c, the
  * runtime's per-stream workspace in runtime/program.c) on a GPU: every
- * split-K variant of bench/harness/gemm.tile (f16 and bf16) and of a small
+ * split-K variant of tests/gemm_variants.tile (f16 and bf16) and of a small
  * module of our own (an f32 FMA accumulator, a fused bias + gelu epilogue,
  * a batched product whose grid already has three axes) against a CPU
  * reference in double precision, on random inputs, with sizes that are no
@@ -94,7 +94,7 @@ static void setup(void)
     char arch[16];
     gpu_open(&rt, arch, &rng);
     ctx = tilec_ctx_new();
-    cr_assert_eq(tilec_parse_file(ctx, "bench/harness/gemm.tile", &gemm), TILEC_OK);
+    cr_assert_eq(tilec_parse_file(ctx, "tests/gemm_variants.tile", &gemm), TILEC_OK);
     cr_assert_eq(tilec_parse_string(ctx, "own.tile", OWN, strlen(OWN), &own), TILEC_OK);
     pgemm = build(gemm);
     pown = build(own);
@@ -252,7 +252,7 @@ Test(splitk, own_kernels, .timeout = 300)
     }
 }
 
-/* The first split-K variant of bench/harness/gemm.tile's matmul_f16. */
+/* The first split-K variant of tests/gemm_variants.tile's matmul_f16. */
 static int split_variant(void)
 {
     int v = -1;

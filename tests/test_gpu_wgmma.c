@@ -36,7 +36,7 @@ static void setup(void)
     hopper = p.sm_major == 9 && p.sm_minor == 0;
     cr_assert(!hopper || !strcmp(p.arch, "sm_90a"), "a 9.0 device compiles for sm_90a, not %s", p.arch);
     ctx = tilec_ctx_new();
-    cr_assert_eq(tilec_parse_file(ctx, "bench/harness/gemm.tile", &mod), TILEC_OK);
+    cr_assert_eq(tilec_parse_file(ctx, "tests/gemm_variants.tile", &mod), TILEC_OK);
     tilec_build_options o = {.threads = 2};
     tilec_status st = tilec_program_build(ctx, rt, mod, &o, &prog);
     const tilec_diag *d = tilec_ctx_diag(ctx, 0);
@@ -80,7 +80,7 @@ typedef struct mm_case {
     int M, N, K;
     size_t a_off; /* bytes added to A's base: 2 makes it unfit for TMA */
     int batch;    /* bmm_f16: this many products one after another; 0: a plain matmul */
-    tilec_program *prog; /* NULL: bench/harness/gemm.tile's */
+    tilec_program *prog; /* NULL: tests/gemm_variants.tile's */
 } mm_case;
 
 /* The reference of `nbat` products one after another, in double. */

@@ -21,25 +21,16 @@
 #include "cache_helpers.h"
 #include "fake_load.h"
 #include "fs_helpers.h"
+#include "mk_tile_text.h"
 #include "tilec/cache.h"
 #include "tilec/program.h"
 
-/* mk's signature, hints, variants and offsets; mk_src then stores y. */
-#define MK_HEAD                                                                              \
-    "kernel mk(x: *f32, y: *f32, n: i32)\n"                                                  \
-    "    grid (cdiv(n, BLOCK))\n"                                                            \
-    "    hints { BLOCK = 256, warps = 4 }\n"                                                 \
-    "    variants n { 64: { BLOCK = 64, warps = 2 }, 1024: { BLOCK = 128 }, 65536: {} }\n" \
-    "{\n"                                                                                    \
-    "    let offs = pid(0) * BLOCK + range(BLOCK);\n"                                        \
-    "    let m = offs < n;\n"
-
-static const char mk_src[] = MK_HEAD "    store(y + offs, load(x + offs, m) * 2.0, m);\n}\n";
+static const char mk_src[] = MK_TILE;
 
 /* The same launches, but y is written only by an atomic_add nested in an
  * expression: the chooser must still see y as written (the fake runs it as
  * y = 2 * x like mk_src). */
-static const char mk_nested_src[] = MK_HEAD "    let old = atomic_add(y + offs, load(x + offs, m) * 2.0, m) + 1.0;\n}\n";
+static const char mk_nested_src[] = MK_TILE_HEAD "    let old = atomic_add(y + offs, load(x + offs, m) * 2.0, m) + 1.0;\n}\n";
 
 /* The source env_build parses (a test may switch it before building). */
 static const char *mk_text = mk_src;
@@ -833,4 +824,88 @@ Test(multikernel, a_foreign_or_corrupt_redis_choice_is_refused, .timeout = 300)
         resp(2, get, NULL, reply, sizeof reply);
         cr_expect(strstr(reply, entry_of(hash, 2)), "value %d replaced on the server: %s", i, reply);
     }
+}
+
+/* tilec_program_use_choices (an --aot wrapper's embedded choices): a
+ * choice for this device model is launched untimed, one for another model
+ * is left out (that shape is timed); a choice naming a kernel, variant or
+ * key length the program does not have is refused, nothing taken. */
+Test(multikernel, choices_taken_ahead_of_time_are_not_timed, .timeout = 300)
+{
+    env e;
+    cr_assert_eq(env_build(&e, NULL), TILEC_OK);
+    set_ms(3, 1, 2);
+    static const int64_t k1000[] = {1000}, k2000[] = {2000}, k2[] = {1, 2};
+    const tilec_aot_choice bad[][1] = {{{"nope", "Fake CUDA Device", 1, k1000, 0}},
+                                       {{"mk", "Fake CUDA Device", 1, k1000, 3}},
+                                       {{"mk", "Fake CUDA Device", 2, k2, 0}},
+                                       {{"mk", NULL, 1, k1000, 0}}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        cr_expect_eq(tilec_program_use_choices(e.p, bad[i], 1), TILEC_RT_INVALID_ARG, "case %zu", i);
+    const tilec_aot_choice good[] = {{"mk", "Fake CUDA Device", 1, k1000, 2}, {"mk", "Another GPU", 1, k2000, 0}};
+    cr_assert_eq(tilec_program_use_choices(e.p, good, 2), TILEC_RT_OK);
+    int v, records = fake->event_records;
+    int saved = log_begin();
+    tilec_rt_status st = best(&e, 1000, &v);
+    const char *log = log_end(saved);
+    cr_assert_eq(st, TILEC_RT_OK);
+    cr_expect_eq(v, 2, "the embedded choice, not the fastest");
+    cr_expect_eq(fake->event_records, records, "nothing timed");
+    cr_expect(strstr(log, "tilec multi_kernel: mk shape (1000): variant 2 (chosen ahead of time, not timed)\n"), "%s",
+              log);
+    expect_output(&e, 1000);
+    cr_assert_eq(best(&e, 2000, &v), TILEC_RT_OK);
+    cr_expect_neq(fake->event_records, records, "another model's choice is not taken: timed");
+    cr_expect_eq(v, 1);
+    cr_expect_eq(stats_of(&e).choices_timed, 1);
+    env_free(&e, 1);
+}
+
+/* Two machines as two processes: `tilec tune` on machine A (its own cache
+ * directory) times a shape and stores the choice in Redis; `tilec tune` on
+ * machine B (another empty directory, the same Redis server) finds it
+ * there, times nothing (its line says so, and TILEC_LOGS=multi_kernel names
+ * Redis) and keeps the entry in its directory. */
+Test(multikernel, a_second_process_takes_the_choice_from_redis, .timeout = 300)
+{
+    start_server(NULL, 1);
+    char tile[128], cmd[8192];
+    snprintf(tile, sizeof tile, "%s/mk.tile", dir);
+    FILE *f = fopen(tile, "w");
+    cr_assert(f);
+    fputs(mk_src, f);
+    fclose(f);
+    char *out[2] = {NULL, NULL};
+    for (int m = 0; m < 2; m++) {
+        snprintf(cmd, sizeof cmd,
+                 "TILEC_CUDA_DRIVER=%s TILEC_LOGS=multi_kernel %s/bin/tilec tune %s --sizes n=1000 --dir %s/%c 2>&1",
+                 fake_path, TILEC_BUILD, tile, dir, "ab"[m]);
+        FILE *p = popen(cmd, "r");
+        cr_assert(p);
+        static char buf[2][4096];
+        size_t n = fread(buf[m], 1, sizeof buf[m] - 1, p);
+        buf[m][n] = 0;
+        cr_assert_eq(pclose(p), 0, "machine %c: %s", "AB"[m], buf[m]);
+        out[m] = buf[m];
+    }
+    int va = -1, vb = -2;
+    cr_expect(strstr(out[0], "mk n=1000: variant ") && strstr(out[0], " of 3 (timed, stored)\n"), "A: %s", out[0]);
+    cr_expect(!strstr(out[0], "not timed"), "A: %s", out[0]);
+    const char *la = strstr(out[0], "mk n=1000: variant "), *lb = strstr(out[1], "mk n=1000: variant ");
+    cr_assert(la && lb, "A: %s\nB: %s", out[0], out[1]);
+    cr_expect_eq(sscanf(la, "mk n=1000: variant %d", &va), 1);
+    cr_expect_eq(sscanf(lb, "mk n=1000: variant %d", &vb), 1);
+    cr_expect_eq(va, vb, "B launches A's choice");
+    cr_expect(strstr(out[1], " of 3 (choice from cache, not timed)\n"), "B: %s", out[1]);
+    char want[128];
+    snprintf(want, sizeof want, "tilec multi_kernel: mk shape (1000): variant %d (choice from cache (redis), not timed)\n",
+             va);
+    cr_expect(strstr(out[1], want), "B: %s", out[1]);
+    snprintf(cmd, sizeof cmd, "ls %s/b | grep -c '^multikernel-.*\\.choice$'", dir);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p);
+    int files = -1;
+    cr_expect_eq(fscanf(p, "%d", &files), 1);
+    pclose(p);
+    cr_expect_eq(files, 1, "B keeps the entry in its directory");
 }

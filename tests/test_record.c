@@ -178,7 +178,7 @@ static void lower_all(tilec_ctx *ctx, tilec_module *m, const char *kernel, tilec
 Test(record, launch_fields_read_back_through_the_bundle)
 {
     tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse(ctx, "bench/harness/gemm.tile");
+    tilec_module *m = parse(ctx, "tests/gemm_variants.tile");
     const tilec_kernel *k = tilec_module_find_kernel(m, "matmul_f16");
     uint32_t n = tilec_kernel_variant_count(k);
     cr_assert_geq(n, 2);

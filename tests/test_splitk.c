@@ -2,7 +2,7 @@
  * the launch metadata (slices, partial bytes, no sm_90a twin, the kernel's
  * own parameters unchanged, the two hidden ones in its signature), the
  * grid (axis 2 times split_k, in the library and in an --aot table), the
- * kernels it refuses and why, gemm.tile's split variants, the source
+ * kernels it refuses and why, tests/gemm_variants.tile's split variants, the source
  * record's round trip, and an sm_90a compile of a split variant (NVRTC
  * needs no GPU). The lowering's text is pinned by
  * the .split files of tests/golden/split (test_golden.c). */
@@ -167,13 +167,13 @@ Test(splitk, refusals)
            "has no `acc = acc + dot(a, b)`");
 }
 
-/* gemm.tile: the skinny variants split K, the large ones do not (and
+/* tests/gemm_variants.tile: the skinny variants split K, the large ones do not (and
  * keep their twins); the bundle entry keeps the split (warm starts take
  * it from there). */
 Test(splitk, gemm_variants_and_bundle_entry)
 {
     tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse(ctx, "bench/harness/gemm.tile");
+    tilec_module *m = parse(ctx, "tests/gemm_variants.tile");
     const tilec_kernel *k = tilec_module_find_kernel(m, "matmul_f16");
     uint32_t n = tilec_kernel_variant_count(k);
     cr_assert_leq(n, 16);
@@ -199,7 +199,7 @@ Test(splitk, gemm_variants_and_bundle_entry)
         cr_expect_eq(back.split_bytes, codes[v].split_bytes, "variant %u", v);
         tilec_kernel_code_free(&back);
     }
-    cr_expect_geq(split, 2, "gemm.tile's skinny variants split K");
+    cr_expect_geq(split, 2, "gemm_variants.tile's skinny variants split K");
     for (uint32_t v = 0; v < n; v++)
         tilec_kernel_code_free(&codes[v]);
     tilec_module_free(m);

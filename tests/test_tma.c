@@ -285,7 +285,7 @@ Test(tma, a_multi_architecture_wrapper_loads_the_device_s_table, .timeout = 60)
         tilec_aot_table t[3];
         uint32_t n = 0;
         for (; n < 3 && cases[c].archs[n]; n++)
-            t[n] = (tilec_aot_table){cases[c].archs[n], strcmp(cases[c].archs[n], "sm_90a") ? plain : twin, 1};
+            t[n] = (tilec_aot_table){cases[c].archs[n], strcmp(cases[c].archs[n], "sm_90a") ? plain : twin, 1, NULL, 0};
         tilec_program *p = (tilec_program *)0x1;
         const char *got = "unset";
         tilec_rt_status st = tilec_program_load_for_device(rt, t, n, &p, &got);

@@ -1,5 +1,6 @@
 /* test_wgmma.c: the sm_90a twins of dot loops (lower/wgmma.c) on the CPU:
- * which variants of bench/harness/gemm.tile get one and the tensor-map
+ * which variants of tests/gemm_variants.tile (the benchmark GEMM as it was
+ * hand-tuned) get one and the tensor-map
  * metadata the runtime builds its maps from; that an sm_90 compile of the
  * same source has no twin; and, when cuobjdump is at hand, that the sm_90a
  * twin's SASS holds the Hopper instructions (HGMMA, UTMALDG) with no local
@@ -16,7 +17,7 @@
 #include "sass_helpers.h"
 #include "tilec/lower.h"
 
-#define GEMM "bench/harness/gemm.tile"
+#define GEMM "tests/gemm_variants.tile"
 
 static void lower_variant(tilec_ctx *ctx, tilec_module *m, const char *kernel, int v, tilec_kernel_code *code)
 {

@@ -13,8 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fs_helpers.h"
+#include "mk_tile_text.h"
 #include "mm_tile.h"
 #include "tilec/emitter.h"
 #include "tilec/wir.h"
@@ -39,17 +41,22 @@ static const char big_tile[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (cd
                                "    return y;\n"
                                "}\n";
 
+/* A runner's includes and main's start: argc checked (argv[1] the fake
+ * driver), the runtime opened on it as rt and its state as f. */
+#define FAKE_RUNNER_MAIN(header, argc)                                                                            \
+    "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n"                                              \
+    "#include \"" header "\"\n#include \"fake_cuda.h\"\n"                                                         \
+    "int main(int argc, char **argv)\n{\n"                                                                         \
+    "    if (argc != " argc ")\n        return 2;\n"                                                             \
+    "    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);\n"                                                      \
+    "    fake_cuda_state *(*get)(void) = h ? (fake_cuda_state * (*)(void)) dlsym(h, \"fake_cuda_state_get\") : NULL;\n" \
+    "    tilec_rt *rt = NULL;\n"                                                                                    \
+    "    if (!get || tilec_rt_open_driver(argv[1], 0, &rt) != TILEC_RT_OK)\n        return 3;\n"                   \
+    "    fake_cuda_state *f = get();\n"
+
 /* main(driver, N): "rc=R launches=L allocs=A err=E" */
 static const char runner[] =
-    "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
-    "#include \"big.h\"\n#include \"fake_cuda.h\"\n"
-    "int main(int argc, char **argv)\n{\n"
-    "    if (argc != 3)\n        return 2;\n"
-    "    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);\n"
-    "    fake_cuda_state *(*get)(void) = h ? (fake_cuda_state * (*)(void)) dlsym(h, \"fake_cuda_state_get\") : NULL;\n"
-    "    tilec_rt *rt = NULL;\n"
-    "    if (!get || tilec_rt_open_driver(argv[1], 0, &rt) != TILEC_RT_OK)\n        return 3;\n"
-    "    fake_cuda_state *f = get();\n"
+    FAKE_RUNNER_MAIN("big.h", "3")
     "    int64_t n = strtoll(argv[2], NULL, 10);\n"
     "    char err[512] = \"\";\n"
     "    big_module *m = NULL;\n"
@@ -726,15 +733,7 @@ Test(wrapper_run, collectives_run_on_the_fake_nccl_with_world_1_and_2, .timeout 
  * twin's maps were made from the run's a, b and c, the program's grid and
  * the blocks launched) */
 static const char tw_runner[] =
-    "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
-    "#include \"mm.h\"\n#include \"fake_cuda.h\"\n"
-    "int main(int argc, char **argv)\n{\n"
-    "    if (argc != 5)\n        return 2;\n"
-    "    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);\n"
-    "    fake_cuda_state *(*get)(void) = h ? (fake_cuda_state * (*)(void)) dlsym(h, \"fake_cuda_state_get\") : NULL;\n"
-    "    tilec_rt *rt = NULL;\n"
-    "    if (!get || tilec_rt_open_driver(argv[1], 0, &rt) != TILEC_RT_OK)\n        return 3;\n"
-    "    fake_cuda_state *f = get();\n"
+    FAKE_RUNNER_MAIN("mm.h", "5")
     "    int64_t M = strtoll(argv[2], NULL, 10), N = strtoll(argv[3], NULL, 10), K = strtoll(argv[4], NULL, 10);\n"
     "    char err[512] = \"\";\n"
     "    mm_module *m = NULL;\n"
@@ -842,8 +841,8 @@ Test(wrapper_run, aot_sm_90a_launches_the_twin_with_its_tensor_maps, .timeout = 
     rm_dir(dir);
     /* sm_80,sm_90a: a table each; the 9.0 device loads sm_90a's and runs the twin */
     c = tw_fresh(dir, "sm_80,sm_90a");
-    cr_expect(strstr(c, "    {\"sm_80\", tl_kernels_sm_80, TL_NKERNELS_sm_80},\n"
-                        "    {\"sm_90a\", tl_kernels_sm_90a, TL_NKERNELS_sm_90a},\n"),
+    cr_expect(strstr(c, "    {\"sm_80\", tl_kernels_sm_80, TL_NKERNELS_sm_80, NULL, 0u},\n"
+                        "    {\"sm_90a\", tl_kernels_sm_90a, TL_NKERNELS_sm_90a, NULL, 0u},\n"),
               "no table per architecture");
     cr_expect(strstr(c, "tl_grid_tw_v0_sm_80, 0, 0, NULL},"), "the sm_80 table names a twin");
     cr_expect(strstr(c, "tl_grid_tw_v0_sm_90a, 0, 0, &tl_tma_tw_v0_sm_90a},"));
@@ -1137,6 +1136,241 @@ Test(wrapper_run, a_for_loop_over_slices_runs_frees_each_iteration_and_checks_bo
     out = run(dir, 5); /* the fifth chunk starts at row 8 of 8 */
     cr_expect_str_eq(out, "rc=1 launches=8 live=0 err=chunks: line 8: slice xc = x[C*i:C + C*i] is out of bounds: "
                           "start 8, stop 10, and 'x' has 8 rows\n");
+    free(out);
+    rm_dir(dir);
+}
+
+/* ---- an ahead-of-time wrapper embeds the choices tilec tune made (issue 31 item 3) ---- */
+
+/* The kernel mk of the fake driver (three variants; mk_v<i> takes mk_ms[i]
+ * on its clock) and a graph calling it. */
+static const char ch_tile[] =
+    MK_TILE "graph g(x: f32[n]) -> (y: f32[n]) {\n    let y = empty(f32, [n]);\n    mk(x, y, n);\n    return y;\n}\n";
+
+/* main(driver, n): g run once at n on the fake clock, where variant 1 is
+ * the fastest: "rc=R v=A,B,C events=E" (launches of each variant, event
+ * records: 0 when nothing was timed) */
+static const char ch_runner[] =
+    FAKE_RUNNER_MAIN("g.h", "3")
+    "    f->fake_clock = 1;\n    f->mk_ms[0] = 3;\n    f->mk_ms[1] = 1;\n    f->mk_ms[2] = 2;\n"
+    "    int64_t n = strtoll(argv[2], NULL, 10);\n"
+    "    char err[512] = \"\";\n"
+    "    g_module *m = NULL;\n"
+    "    if (g_load(rt, &m, err, sizeof err)) {\n        printf(\"load: %s\\n\", err);\n        tilec_rt_close(rt);\n        return 4;\n    }\n"
+    "    tilec_tensor x = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {n}, .strides = {1}}, y = {0};\n"
+    "    if (tilec_rt_malloc(rt, (size_t)n * 4, &x.data) != TILEC_RT_OK)\n        return 5;\n"
+    "    int rc = g_run(m, &x, &y, err, sizeof err);\n"
+    "    printf(\"rc=%d v=%d,%d,%d events=%d%s\\n\", rc, f->mk_launches[0], f->mk_launches[1], f->mk_launches[2],\n"
+    "           f->event_records, err);\n"
+    "    if (!rc)\n        tilec_rt_free(rt, y.data);\n"
+    "    tilec_rt_free(rt, x.data);\n    g_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+/* ch_tile's wrapper in dir, --aot ARCH with the choices file dir/ch.txt
+ * (text), linked with the runner. */
+static void ch_build(const char *dir, const char *arch, const char *choices)
+{
+    write_in(dir, "g.tile", ch_tile);
+    write_in(dir, "ch.txt", choices);
+    char *out = NULL;
+    int st = sh(&out, "TILEC_CACHE_DIR=%s/cache %s/bin/tilec %s/g.tile --emit c --aot %s --choices %s/ch.txt -q -o %s 2>&1",
+                dir, TILEC_BUILD, dir, arch, dir, dir);
+    cr_assert_eq(st, 0, "%s", out);
+    free(out);
+    write_in(dir, "main.c", ch_runner);
+    link_runner(dir, "g");
+}
+
+static char *ch_run(const char *dir, const char *env, int n)
+{
+    char *out = NULL;
+    int st = sh(&out, "%s %s/run %s %d 2>&1", env, dir, FAKECUDA, n);
+    cr_assert_eq(st, 0, "the runner failed (%d):\n%s", st, out);
+    return out;
+}
+
+/* The choices file names variant 2 for n = 1000 on the fake device (whose
+ * clock would choose variant 1) and variant 0 for n = 2000 on another
+ * model: the wrapper launches variant 2 at 1000, once, with no event
+ * recorded (nothing timed) and says so under TILEC_LOGS=multi_kernel; at
+ * 2000 (another device's choice) and at 500 (no choice) it times, as
+ * before, and launches the fastest. The same from an sm_80,sm_90a wrapper
+ * (the sm_90a table's choices, through tilec_program_load_for_device). */
+Test(wrapper_run, aot_choices_launch_the_embedded_winner_untimed, .timeout = 300)
+{
+    static const char choices[] =
+        "# tilec tune choices\n"
+        "mk sm_90a \"Fake CUDA Device\" n=1000 -> variant 2 of 3 {BLOCK=256,warps=4}\n"
+        "mk sm_90a \"Another GPU\" n=2000 -> variant 0 of 3 {BLOCK=64,warps=2}\n"
+        "mk sm_80 \"Fake CUDA Device\" n=500 -> variant 0 of 3 {BLOCK=64,warps=2}\n";
+    static const char *const archs[] = {"sm_90a", "sm_80,sm_90a"};
+    for (int a = 0; a < 2; a++) {
+        char dir[64];
+        make_tmpdir(dir, sizeof dir);
+        ch_build(dir, archs[a], choices);
+        char *out = ch_run(dir, "", 1000);
+        cr_expect_str_eq(out, "rc=0 v=0,0,1 events=0\n", "%s: the embedded choice, untimed", archs[a]);
+        free(out);
+        out = ch_run(dir, "TILEC_LOGS=multi_kernel", 1000);
+        cr_expect(strstr(out, "tilec multi_kernel: mk shape (1000): variant 2 (chosen ahead of time, not timed)\n"),
+                  "%s: %s", archs[a], out);
+        free(out);
+        /* another model's choice, a shape with none (sm_80's line is not in the sm_90a table): timed */
+        static const int timed[] = {2000, 500};
+        for (int i = 0; i < 2; i++) {
+            int v0 = -1, v1 = -1, v2 = -1, ev = -1;
+            out = ch_run(dir, "", timed[i]);
+            cr_expect_eq(sscanf(out, "rc=0 v=%d,%d,%d events=%d", &v0, &v1, &v2, &ev), 4, "%s", out);
+            cr_expect_gt(ev, 0, "%s n=%d: timed: %s", archs[a], timed[i], out);
+            cr_expect_gt(v1, v2, "%s n=%d: the fastest (variant 1) launched after the timing: %s", archs[a], timed[i],
+                         out);
+            free(out);
+        }
+        rm_dir(dir);
+    }
+}
+
+/* tests/golden/choices: the tables a choices file becomes (the Makefile's
+ * CHOICES_TABLE lines of `--aot sm_80,sm_90a --choices`), exactly. */
+Test(wrapper_run, aot_choices_golden_table, .timeout = 300)
+{
+    char dir[64], *out = NULL;
+    make_tmpdir(dir, sizeof dir);
+    int st = sh(&out,
+                "TILEC_CACHE_DIR=%s/cache %s/bin/tilec tests/golden/choices/mk.tile --emit c --aot sm_80,sm_90a "
+                "--choices tests/golden/choices/mk.choices -q -o %s 2>&1 && sed -n '/the multi-kernel choices "
+                "tuned/,/^};/p; /^static const tilec_aot_table/,/^};/p' %s/g.c",
+                dir, TILEC_BUILD, dir, dir);
+    cr_assert_eq(st, 0, "%s", out);
+    char *want = read_in("tests/golden/choices", "mk.table");
+    cr_assert(want);
+    cr_expect_str_eq(out, want, "the choice tables differ from tests/golden/choices/mk.table (make golden)");
+    free(want);
+    free(out);
+    rm_dir(dir);
+}
+
+/* `tilec tune --choices` on the fake driver writes a line per kernel and
+ * shape that the emitter embeds as it is; a second run keeps the lines of
+ * other shapes and replaces those it timed again. */
+Test(wrapper_run, tune_choices_reach_the_aot_wrapper, .timeout = 300)
+{
+    char dir[64], *out = NULL;
+    make_tmpdir(dir, sizeof dir);
+    write_in(dir, "g.tile", ch_tile);
+    const char *env = "TILEC_CUDA_DRIVER=" FAKECUDA " TILEC_CACHE_REDIS=";
+    cr_assert_eq(sh(&out, "%s %s/bin/tilec tune %s/g.tile --sizes n=1000 --sizes n=50 --dir %s/c --choices %s/ch.txt 2>&1",
+                    env, TILEC_BUILD, dir, dir, dir),
+                 0, "%s", out);
+    int v1 = -1, v2 = -1;
+    cr_expect_eq(sscanf(out, "mk n=1000: variant %d of 3 (timed, stored)\nmk n=50: variant %d of 3", &v1, &v2), 2, "%s",
+                 out);
+    free(out);
+    char *text = read_in(dir, "ch.txt");
+    cr_assert(text);
+    static const char *const hints[] = {"{BLOCK=64,warps=2}", "{BLOCK=128,warps=4}", "{BLOCK=256,warps=4}"};
+    char want[512];
+    cr_assert(v1 >= 0 && v1 < 3 && v2 >= 0 && v2 < 3);
+    snprintf(want, sizeof want,
+             "# tilec tune choices (docs/tuning.md): KERNEL TARGET \"DEVICE\" SHAPE -> variant V of N {HINTS}\n"
+             "mk sm_90a \"Fake CUDA Device\" n=1000 -> variant %d of 3 %s\n"
+             "mk sm_90a \"Fake CUDA Device\" n=50 -> variant %d of 3 %s\n",
+             v1, hints[v1], v2, hints[v2]);
+    cr_expect_str_eq(text, want);
+    free(text);
+    cr_assert_eq(sh(&out, "TILEC_CACHE_DIR=%s/cache %s/bin/tilec %s/g.tile --emit c --aot sm_90a --choices %s/ch.txt -q -o %s 2>&1",
+                    dir, TILEC_BUILD, dir, dir, dir),
+                 0, "%s", out);
+    free(out);
+    char *c = read_in(dir, "g.c");
+    cr_assert(c);
+    snprintf(want, sizeof want,
+             "    {\"mk\", \"Fake CUDA Device\", 1, tl_key_0, %d}, /* n=1000 */\n"
+             "    {\"mk\", \"Fake CUDA Device\", 1, tl_key_1, %d}, /* n=50 */\n",
+             v1, v2);
+    cr_expect(strstr(c, want), "the table lacks\n%s", want);
+    cr_expect(strstr(c, "tl_load_program(rt, &M->prog)"));
+    free(c);
+    /* again at 50 and 7: 1000's line kept, 50's replaced, 7's added */
+    cr_assert_eq(sh(&out, "%s %s/bin/tilec tune %s/g.tile --sizes n=50 --sizes n=7 --dir %s/c --choices %s/ch.txt 2>&1",
+                    env, TILEC_BUILD, dir, dir, dir),
+                 0, "%s", out);
+    free(out);
+    text = read_in(dir, "ch.txt");
+    cr_assert(text);
+    const char *l1000 = strstr(text, "\"Fake CUDA Device\" n=1000 -> "), *l50 = strstr(text, "\"Fake CUDA Device\" n=50 -> "),
+               *l7 = strstr(text, "\"Fake CUDA Device\" n=7 -> ");
+    cr_expect(l1000 && l50 && l7 && l1000 < l7 && !strstr(l50 + 20, "\" n=50 -> ") && !strstr(text + 1, "# tilec tune choices"),
+              "%s", text);
+    free(text);
+    /* an OUT that is not a choices file: refused before anything is timed, left as it was */
+    static const char *const junk[] = {"not a choice line\n", "mk sm_90a \"D\" n=1 -> variant 0 of 3 {}\nno newline"};
+    for (int i = 0; i < 2; i++) {
+        write_in(dir, "junk.txt", junk[i]);
+        cr_expect_eq(sh(&out, "%s %s/bin/tilec tune %s/g.tile --sizes n=9 --dir %s/c --choices %s/junk.txt 2>&1", env,
+                        TILEC_BUILD, dir, dir, dir),
+                     1, "%s", out);
+        cr_expect(strstr(out, i ? "its last line has no newline" : "junk.txt:1: not a choice line") &&
+                      strstr(out, "; nothing timed\n"),
+                  "%s", out);
+        free(out);
+        text = read_in(dir, "junk.txt");
+        cr_expect_str_eq(text, junk[i]);
+        free(text);
+    }
+    rm_dir(dir);
+}
+
+/* A choices file the module does not match, or that is not one, is an
+ * error naming the file and line (then the emitter's failure for the
+ * graph); nothing is written. */
+Test(wrapper_run, aot_choices_refused, .timeout = 300)
+{
+    static const struct {
+        const char *text, *msg;
+    } bad[] = {
+        {"mk sm_90a \"D\" n=1000 -> variant 1 of 3 {BLOCK=256,warps=4}\n",
+         "error: --choices DIR/ch.txt:1: kernel mk's variant 1 is {BLOCK=128,warps=4} here, not "
+         "{BLOCK=256,warps=4}: it was tuned for another form of the kernel (run tilec tune again)\n"},
+        {"# c\nmk sm_90a \"D\" n=1000 -> variant 1 of 4 {BLOCK=128,warps=4}\n",
+         "error: --choices DIR/ch.txt:2: kernel mk has 3 variants here, and the line chooses variant 1 of 4: it "
+         "was tuned for another form of the kernel (run tilec tune again)\n"},
+        {"nope sm_90a \"D\" n=1000 -> variant 1 of 3 {BLOCK=128,warps=4}\n",
+         "error: --choices DIR/ch.txt:1: the module has no kernel 'nope'\n"},
+        {"mk sm_90a \"D\" m=1000 -> variant 1 of 3 {BLOCK=128,warps=4}\n",
+         "error: --choices DIR/ch.txt:1: 'm=1000' is not kernel mk's shape: its integer parameters in order, "
+         "each a positive size (NAME=N,...)\n"},
+        {"mk sm_9 \"D\" n=1000 -> variant 1 of 3 {BLOCK=128,warps=4}\n",
+         "error: --choices DIR/ch.txt:1: the target is no GPU architecture\n"},
+        {"mk sm_90a D n=1000 -> variant 1 of 3 {BLOCK=128,warps=4}\n",
+         "error: --choices DIR/ch.txt:1: not a choice line (KERNEL TARGET \"DEVICE\" NAME=N,... -> variant V of "
+         "N {HINTS}, as `tilec tune ... --choices FILE` writes)\n"},
+        {"mk sm_90a \"D\" n=1000 -> variant 1 of 3 {BLOCK=128,warps=4}\n"
+         "mk sm_90a \"D\" n=1000 -> variant 2 of 3 {BLOCK=256,warps=4}\n",
+         "error: --choices DIR/ch.txt:2: a second choice for kernel mk on sm_90a \"D\" at n=1000 (the first at "
+         "line 1)\n"},
+    };
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    write_in(dir, "g.tile", ch_tile);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        write_in(dir, "ch.txt", bad[i].text);
+        char *out = NULL;
+        int st = sh(&out, "%s/bin/tilec %s/g.tile --emit c --aot sm_90a --choices %s/ch.txt -q -o %s/gen 2>&1",
+                    TILEC_BUILD, dir, dir, dir);
+        cr_expect_eq(st, 1, "case %zu: %s", i, out);
+        char want[1024];
+        const char *at = strstr(bad[i].msg, "DIR/");
+        snprintf(want, sizeof want, "%.*s%s/%s", (int)(at - bad[i].msg), bad[i].msg, dir, at + 4);
+        cr_expect(!strncmp(out, want, strlen(want)), "case %zu: %s", i, out);
+        free(out);
+        char gen[128];
+        snprintf(gen, sizeof gen, "%s/gen/g.c", dir);
+        cr_expect_neq(access(gen, F_OK), 0, "case %zu: %s written", i, gen);
+    }
+    char *out = NULL;
+    cr_expect_eq(sh(&out, "%s/bin/tilec %s/g.tile --emit c --choices %s/ch.txt -o %s/gen 2>&1", TILEC_BUILD, dir, dir, dir),
+                 2);
+    cr_expect(strstr(out, "--choices needs --aot"), "%s", out);
     free(out);
     rm_dir(dir);
 }

@@ -68,6 +68,8 @@ PUBLIC = {
     "workers.h": "runtime", "externs.h": "runtime", "tensor.h": "runtime",
     "aot.h": "runtime", "plan.h": "runtime", "comm.h": "runtime",
     "program.h": "api",
+    # the lines of a choices file (tilec tune --choices), read by the C emitter
+    "choices.h": "emit_c",
 }
 # Generated headers (-I$(BUILD)/gen) and the folder of their source.
 GENERATED = {"grammar.h": "parser"}

@@ -13,11 +13,25 @@
 # LD_LIBRARY_PATH=.gpu/lib libhiredis is
 # found). --gpu builds on device 0 and loads every CUBIN. The figures go
 # to stdout and, with --out, to FILE with the date and the machine.
+# With --gpu and a Redis server it also shows the Redis tier carrying a
+# multi-kernel choice to a second machine (issue 31): `tilec tune` on
+# machine A (its own directory) times bench/harness/gemm.tile at one
+# shape, then on machine B (an empty directory, the same Redis) it must
+# find A's choices there and time nothing; the fleet_choice lines say
+# whether B timed (fleet_choice_B_timed no), and fleet_choice_line A's
+# choices as `tilec tune --choices` writes them. TILEC_BIN, else BIN/tilec,
+# else build/bin/tilec, is the command; --fleet-only runs only this part;
+# --fleet-tile FILE and --fleet-sizes SPEC time another module (the
+# tests' fake driver knows only its own kernels).
 set -eu
-gpu="" server="" bin=build/bench out="" rounds=5 lookups=200 module=""
+gpu="" server="" bin=build/bench out="" rounds=5 lookups=200 module="" fleet_only=""
+fleet_tile=bench/harness/gemm.tile fleet_sizes=M=2048,N=2048,K=2048,batch=1
 while [ $# -gt 0 ]; do
     case $1 in
     --gpu) gpu=--gpu ;;
+    --fleet-only) fleet_only=1 ;;
+    --fleet-tile) fleet_tile=$2; shift ;;
+    --fleet-sizes) fleet_sizes=$2; shift ;;
     --redis-server) server=$2; shift ;;
     --bin) bin=$2; shift ;;
     --out) out=$2; shift ;;
@@ -25,7 +39,7 @@ while [ $# -gt 0 ]; do
     --lookups) lookups=$2; shift ;;
     --module) module=$2; shift ;;
     *) echo "usage: bench/cache/run.sh [--gpu] [--redis-server PATH] [--bin DIR] [--out FILE] [--rounds N]" \
-            "[--lookups N] [--module FILE.tile]" >&2; exit 2 ;;
+            "[--lookups N] [--module FILE.tile] [--fleet-only] [--fleet-tile FILE] [--fleet-sizes SPEC]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -52,12 +66,35 @@ else
     remote="none (no redis-server: the remote figures are left out)"
 fi
 mkdir "$work/w"
-result=$("$bin/cache_bench" "$work/examples.tile" "$work/w" $gpu --rounds "$rounds" --lookups "$lookups")
+result=""
+[ -n "$fleet_only" ] ||
+    result=$("$bin/cache_bench" "$work/examples.tile" "$work/w" $gpu --rounds "$rounds" --lookups "$lookups")
+tilec=${TILEC_BIN:-$bin/tilec}
+[ -x "$tilec" ] || tilec=build/bin/tilec
+if [ -n "$gpu" ] && [ -n "${TILEC_CACHE_REDIS:-}" ]; then
+    a=$(TILEC_LOGS=multi_kernel "$tilec" tune "$fleet_tile" --sizes "$fleet_sizes" --dir "$work/fleet_a" \
+        --choices "$work/choices.txt" 2>&1) ||
+        { printf '%s\n' "fleet_choice: machine A failed:" "$a" >&2; exit 1; }
+    b=$(TILEC_LOGS=multi_kernel "$tilec" tune "$fleet_tile" --sizes "$fleet_sizes" --dir "$work/fleet_b" 2>&1) ||
+        { printf '%s\n' "fleet_choice: machine B failed:" "$b" >&2; exit 1; }
+    timed=no
+    printf '%s\n' "$b" | grep -q '(timed, stored)' && timed=yes
+    printf '%s\n' "$b" | grep -q 'choice from cache (redis), not timed' || timed=yes
+    fleet=$(printf '%s\n' "$a" | grep ' variant [0-9]* of ' | sed 's/^/fleet_choice: machine A (own directory): /'
+        printf '%s\n' "$b" | grep -E ' variant [0-9]* of |choice from cache \(redis\)' |
+            sed 's/^/fleet_choice: machine B (empty directory, the same Redis): /'
+        echo "fleet_choice_B_timed $timed"
+        grep -v '^#' "$work/choices.txt" | sed 's/^/fleet_choice_line (for --aot ... --choices): /')
+    result=$(printf '%s\n%s' "$result" "$fleet")
+elif [ -n "$fleet_only" ]; then
+    echo "bench/cache/run.sh: --fleet-only needs --gpu and a redis-server" >&2
+    exit 2
+fi
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 dev=$([ -n "$gpu" ] && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo "no GPU: compile only, sm_90")
 report=$(printf '%s\n' "# tilec kernel cache benchmark, $(date -u +%Y-%m-%d)" \
     "machine: $(hostname), $cpu, $(nproc) cores; device: $dev; remote: $remote" \
-    "command: bench/cache/run.sh $gpu --rounds $rounds --lookups $lookups${module:+ --module $module}${server:+ --redis-server $server}" \
+    "command: bench/cache/run.sh $gpu --rounds $rounds --lookups $lookups${module:+ --module $module}${server:+ --redis-server $server}${fleet_only:+ --fleet-only}" \
     "" "$result")
 printf '%s\n' "$report"
 [ -z "$out" ] || printf '%s\n' "$report" > "$out"

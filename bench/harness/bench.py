@@ -34,11 +34,11 @@ tables. Usage (from the repository root, on the GPU machine):
           each against torch.matmul, then one table (form, time, cuBLAS,
           ratio, ratio to the reference form); not part of a plain run
 
-  python3 bench/harness/bench.py --family matmul --family tuned --out tuned.jsonl --no-compile
-          issue 31: the f16 and bf16 GEMMs of bench/harness/gemm_tuned.tile
-          (the benchmark's with their hints and variants removed: the
-          compiler's default space, docs/tuning.md) at every matmul shape,
-          beside the hand-tuned rows; not part of a plain run
+  python3 bench/harness/bench.py --family matmul --family handtuned --out tuned.jsonl --no-compile
+          issue 31: the benchmark's f16 and bf16 GEMMs (bench/harness/gemm.tile:
+          no tile hints, the compiler's default space, docs/tuning.md) beside
+          their former hand-tuned form (tests/gemm_variants.tile: 13 variants)
+          at every matmul shape; the hand-tuned rows are not part of a plain run
 
   python3 bench/harness/bench.py --family softmax --family layernorm --family tuned
           --only softmax --only layernorm --out rows_tuned.jsonl
@@ -327,10 +327,10 @@ def w_layernorm(r, c, rows_kernel=False, tuned=False):
         8 * r * c + 8 * c, tol=1e-5)
 
 
-def w_matmul(m, n, k, dtype, bt=False, tuned=False):
+def w_matmul(m, n, k, dtype, bt=False, hand=False):
     """C = A @ B, or with bt x @ W.T with W stored [n, k] (nn.Linear's
-    weight; f32 only: examples/linear_f32.tile); tuned: the benchmark's
-    GEMM with its hints removed (bench/harness/gemm_tuned.tile)."""
+    weight; f32 only: examples/linear_f32.tile); hand: the benchmark's
+    GEMM as it was hand-tuned before issue 31 (tests/gemm_variants.tile)."""
     dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "tf32": torch.float32}[dtype]
     es = 4 if dtype in ("f32", "tf32") else 2
     if bt:
@@ -338,7 +338,7 @@ def w_matmul(m, n, k, dtype, bt=False, tuned=False):
     elif dtype in ("f32", "tf32"):  # tf32: f32 tensors, the kernel's `tf32` hint; cuBLAS with allow_tf32
         tile, kern = f"examples/matmul_{dtype}.tile", f"matmul_{dtype}"
     else:
-        tile, kern = "bench/harness/gemm_tuned.tile" if tuned else "bench/harness/gemm.tile", f"matmul_{dtype}"
+        tile, kern = "tests/gemm_variants.tile" if hand else "bench/harness/gemm.tile", f"matmul_{dtype}"
 
     def make():
         return {"a": randn(m, k, dtype=dt), "b": randn(n, k, dtype=dt) if bt else randn(k, n, dtype=dt),
@@ -358,7 +358,8 @@ def w_matmul(m, n, k, dtype, bt=False, tuned=False):
             torch.backends.cuda.matmul.allow_tf32 = old
     peak = {"f32": TF_PEAK_F32, "tf32": TF_PEAK_TF32}.get(dtype, TF_PEAK_F16)
     return Workload(
-        f"matmul {dtype} {'x@W.T ' if bt else ''}{shape}{' tuned' if tuned else ''}", "tuned" if tuned else "matmul",
+        f"matmul {dtype} {'x@W.T ' if bt else ''}{shape}{' hand-tuned' if hand else ''}",
+        "handtuned" if hand else "matmul",
         tile, kern, make,
         lambda t: ([t["a"], t["b"], t["c"], m, n, k], "c"),
         eager, lambda t: t["a"].double() @ bmat(t).double(), es * (m * k + k * n + m * n), 2.0 * m * n * k, tol=tol,
@@ -519,11 +520,11 @@ def workloads():
         for causal in (False, True):
             w.append(w_attention(4, h, 4096, d, causal))
     w.extend(form_workloads())  # run only when asked: --family forms (or --only form)
-    for dt in ("f16", "bf16"):  # issue 31's tuned GEMMs: run only when asked (--family tuned)
+    for dt in ("f16", "bf16"):  # issue 31's hand-tuned reference: run only when asked (--family handtuned)
         for s in (1024, 2048, 4096, 8192):
-            w.append(w_matmul(s, s, s, dt, tuned=True))
-        w.append(w_matmul(16, 8192, 8192, dt, tuned=True))
-        w.append(w_matmul(64, 8192, 8192, dt, tuned=True))
+            w.append(w_matmul(s, s, s, dt, hand=True))
+        w.append(w_matmul(16, 8192, 8192, dt, hand=True))
+        w.append(w_matmul(64, 8192, 8192, dt, hand=True))
     for r, c in SOFTMAX_SHAPES:  # issue 31: the row kernels with no tile hints, every shape of the hand-tuned rows
         w.append(w_softmax(r, c, tuned=True))
     for r, c in LAYERNORM_SHAPES:
@@ -989,8 +990,8 @@ def main():
                 continue
             if args.family and w.family not in args.family:
                 continue
-            if w.family in ("forms", "tuned") and not args.family and not args.only:
-                continue  # issue 29's forms, issue 31's tuned kernels: runs of their own (--family)
+            if w.family in ("forms", "tuned", "handtuned") and not args.family and not args.only:
+                continue  # issue 29's forms, issue 31's tuned rows and hand-tuned GEMMs: runs of their own (--family)
             try:
                 r.workload(w)
             except Exception as e:  # keep going: the record says what failed

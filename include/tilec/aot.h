@@ -36,12 +36,39 @@ typedef tilec_kernel_desc tilec_aot_kernel;
  * program (multi-kernel choices are kept in memory only). */
 tilec_rt_status tilec_program_load(tilec_rt *rt, const tilec_aot_kernel *ks, uint32_t n, tilec_program **out);
 
+/* A multi-kernel choice made ahead of time (`tilec tune FILE --sizes ...
+ * --choices CHOICES`, embedded by `tilec --emit c --aot ARCH --choices
+ * CHOICES`): on a device named `device` (tilec_rt_device_props.name),
+ * kernel `kernel` launched with the integer scalar arguments key[0 ..
+ * nkey) (every integer parameter, in order: the shape key) runs variant
+ * `variant`, untimed. */
+typedef struct tilec_aot_choice {
+    const char *kernel;
+    const char *device;
+    uint32_t nkey;
+    const int64_t *key;
+    int variant;
+} tilec_aot_choice;
+
+/* Take the choices of the device p runs on into p's memory of choices, as
+ * if each had been timed: tilec_program_launch_best then launches the
+ * variant for those shapes without timing (TILEC_LOGS=multi_kernel: "(chosen
+ * ahead of time, not timed)"); other shapes are timed as before. Choices
+ * for another device model are skipped. TILEC_RT_INVALID_ARG (nothing
+ * taken) when one names a kernel p does not have, a variant it does not
+ * have, or a key of another length than the kernel's integer parameters. */
+tilec_rt_status tilec_program_use_choices(tilec_program *p, const tilec_aot_choice *cs, uint32_t n);
+
 /* One architecture's table of a wrapper compiled for several
- * (`tilec --emit c --aot sm_80,sm_90a`). */
+ * (`tilec --emit c --aot sm_80,sm_90a`), with the choices tuned for it
+ * (none: NULL, 0), which tilec_program_load_for_device takes
+ * (tilec_program_use_choices). */
 typedef struct tilec_aot_table {
     const char *arch; /* "sm_90a": what its CUBINs were compiled for */
     const tilec_aot_kernel *ks;
     uint32_t n;
+    const tilec_aot_choice *choices;
+    uint32_t nchoices;
 } tilec_aot_table;
 
 /* Load the table whose CUBINs rt's device runs best: the one for the
@@ -50,7 +77,8 @@ typedef struct tilec_aot_table {
  * device's major version X with Y no newer than the device's minor (an
  * sm_XYa table only on an X.Y device). *arch (may be NULL) gets the
  * chosen table's. TILEC_RT_MODULE_ERROR, naming the device and the
- * tables, when it runs none; otherwise as tilec_program_load. */
+ * tables, when it runs none; otherwise as tilec_program_load, then
+ * tilec_program_use_choices with the table's choices. */
 tilec_rt_status tilec_program_load_for_device(tilec_rt *rt, const tilec_aot_table *tables, uint32_t n,
                                               tilec_program **out, const char **arch);
 
@@ -79,7 +107,8 @@ tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, i
  * the kernels' sources, device model, driver and shape); a choice found
  * there is not timed; later launches cost one hash lookup. Thread-safe: one thread times a new key while the others that
  * launch it wait for its choice. *chosen (may be NULL) gets the variant
- * launched.
+ * launched. A choice taken ahead of time (tilec_program_use_choices) is
+ * launched as one kept in memory.
  * TILEC_MULTI_KERNEL=k (read when the program is built) forces variant k
  * (TILEC_RT_INVALID_ARG when the kernel has no such variant); TILEC_DISABLE_MULTI_KERNEL_CACHE=1 skips the
  * disk; TILEC_LOGS=multi_kernel logs every choice with its timings. */
