@@ -65,7 +65,7 @@ static int is_param(const tilec_kernel *k, const char *name)
  * of BM, BN, BK that nothing else defines. */
 static int wants_dot_space(const tilec_kernel *k)
 {
-    if (k->tune || k->nhints || k->variant_sym || !block_uses(&k->body, "dot", NULL))
+    if (k->tune || k->nhints || k->variant_sym || chk_first_list(k) || !block_uses(&k->body, "dot", NULL))
         return 0;
     static const char *const dims[] = {"BM", "BN", "BK"};
     for (size_t i = 0; i < 3; i++)
