@@ -98,9 +98,9 @@ int chk_list_header(checker *ck, const tilec_kernel *k)
         return 1;
     if (k->variant_sym || k->tune) {
         chk_err(ck, k->variant_sym ? &k->variant_loc : &k->tune_loc,
-            "kernel '%s' takes the tensor list '%s', so it has one variant: %s time scratch copies of the buffers a "
-            "kernel writes, which the runtime does not make for lists; fix the hints",
-            k->name, l->name, k->variant_sym ? "variants" : "tune spaces");
+            "kernel '%s' takes the tensor list '%s', so it has one variant: the runtime times variants on scratch "
+            "copies of the buffers a kernel writes, which it does not make for tensor lists (drop the %s)",
+            k->name, l->name, k->variant_sym ? "variants" : "tune space");
         return 0;
     }
     return 1;
