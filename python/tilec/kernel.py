@@ -58,7 +58,8 @@ def pointer_arg(owner: str, param: str, dtype: str, index: int, obj: Any, device
     is not a tensor of that dtype, ValueError for one in host memory, on
     another device, not contiguous or not aligned to its element size."""
     torch = torch_module()
-    where = f"{owner}: parameter '{param}' ({'[*' if item else '*'}{dtype}{']' if item else ''}), argument {index + 1}{item}"
+    ty = f"[*{dtype}]" if item else f"*{dtype}"  # item: the place of a tensor list's tensor
+    where = f"{owner}: parameter '{param}' ({ty}), argument {index + 1}{item}"
     if isinstance(obj, (list, tuple)):
         raise TypeError(f"{where}: expects a {dtype} tensor; got a {type(obj).__name__} of {len(obj)} values "
                         f"(only a tensor list parameter such as '{param}: [*{dtype}]' takes a list)")
