@@ -1163,6 +1163,20 @@ Test(rt_fake, tensor_lists_are_packed_and_split)
     cr_expect_eq(tilec_program_launch(p, "lscale", 0, args, 3, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
     cr_expect_eq(fake->launches, before);
     tilec_program_free(p);
+    /* a table that gives a list kernel two variants: the multi-kernel refuses to time it */
+    const tilec_aot_kernel two[] = {
+        {"lscale", 0, 2, "lscale_v0", fake_image, sizeof fake_image, 128, 0, 3, list_kinds, 0x2, list_grid, 0, 0, NULL},
+        {"lscale", 1, 2, "lscale_v0", fake_image, sizeof fake_image, 128, 0, 3, list_kinds, 0x2, list_grid, 0, 0, NULL},
+    };
+    cr_assert_eq(tilec_program_load(rt, two, 2, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+    args[0].list = args[1].list = &xl;
+    int chosen = -1;
+    cr_expect_eq(tilec_program_launch_best(p, "lscale", args, 3, NULL, &chosen), TILEC_RT_INVALID_ARG);
+    cr_expect_str_eq(tilec_rt_last_error(rt), "kernel lscale takes tensor lists and has 2 variants: the runtime times "
+                                              "variants on copies of the buffers they write, which it does not make for "
+                                              "tensor lists");
+    cr_expect_eq(fake->launches, before);
+    tilec_program_free(p);
     for (int t = 0; t < T; t++) {
         tilec_rt_free(rt, xp[t]);
         tilec_rt_free(rt, yp[t]);
