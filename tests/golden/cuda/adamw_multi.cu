@@ -63,7 +63,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 #define TL_LIST
 template <class T, int N> struct tl_list { long long n; T *ptr[N]; long long numel[N]; };
 #endif
-extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<float, 62> v_params, const tl_list<float, 62> v_grads, const tl_list<float, 62> v_exp_avgs, const tl_list<float, 62> v_exp_avg_sqs, float v_lr, float v_beta1, float v_beta2, float v_eps, float v_weight_decay, float v_t)
+extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<float, 62> v_params, const tl_list<float, 62> v_grads, const tl_list<float, 62> v_exp_avgs, const tl_list<float, 62> v_exp_avg_sqs, double v_lr, double v_beta1, double v_beta2, double v_eps, double v_weight_decay, float v_t)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -71,35 +71,31 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
     constexpr int v_BLOCK = 1024;
     constexpr int v_PROGRAMS = 528;
     constexpr int v_warps = 4;
-    // examples/adamw_multi.tile:18
-    const double v_bc1 = (1.0 - exp((((double)(v_t)) * log(((double)(v_beta1))))));
-    // examples/adamw_multi.tile:19
-    const double v_bc2 = (1.0 - exp((((double)(v_t)) * log(((double)(v_beta2))))));
-    // examples/adamw_multi.tile:20
-    const float v_step_size = ((float)((((double)(v_lr)) / v_bc1)));
     // examples/adamw_multi.tile:21
-    const float v_bc2_sqrt = ((float)(sqrt(v_bc2)));
+    const float v_bc1 = ((float)((1.0 - exp((((double)(v_t)) * log(v_beta1))))));
     // examples/adamw_multi.tile:22
-    const float v_decay = (1.0f - (v_lr * v_weight_decay));
+    const float v_step_size = ((float)((v_lr / ((double)(v_bc1)))));
     // examples/adamw_multi.tile:23
-    const long long v_g = ((long long)(((int)gridDim.x)));
+    const float v_bc2_sqrt = sqrtf(((float)((1.0 - exp((((double)(v_t)) * log(v_beta2)))))));
     // examples/adamw_multi.tile:24
-    long long v_base = ((long long)(0));
+    const long long v_g = ((long long)(((int)gridDim.x)));
     // examples/adamw_multi.tile:25
+    long long v_base = ((long long)(0));
+    // examples/adamw_multi.tile:26
     for (int v_i = 0; v_i < ((int)v_params.n); v_i += 1) {
-        // examples/adamw_multi.tile:26
-        const long long v_n = v_params.numel[v_i];
         // examples/adamw_multi.tile:27
-        const long long v_chunks = ((v_n) / (((long long)(v_BLOCK))) + ((v_n) % (((long long)(v_BLOCK))) > 0));
+        const long long v_n = v_params.numel[v_i];
         // examples/adamw_multi.tile:28
-        const long long v_first = (((((long long)(((int)blockIdx.x))) - v_base) + v_g) % v_g);
+        const long long v_chunks = ((v_n) / (((long long)(v_BLOCK))) + ((v_n) % (((long long)(v_BLOCK))) > 0));
         // examples/adamw_multi.tile:29
+        const long long v_first = (((((long long)(((int)blockIdx.x))) - v_base) + v_g) % v_g);
+        // examples/adamw_multi.tile:30
         for (long long v_c = v_first; v_c < v_chunks; v_c += v_g) {
-            // examples/adamw_multi.tile:30
-            // v_o: index tile computed where it is used
             // examples/adamw_multi.tile:31
-            // v_ok: index tile computed where it is used
+            // v_o: index tile computed where it is used
             // examples/adamw_multi.tile:32
+            // v_ok: index tile computed where it is used
+            // examples/adamw_multi.tile:33
             float tl_t0[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -127,7 +123,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_p[tl_j] = tl_t0[tl_j];
             }
-            // examples/adamw_multi.tile:33
+            // examples/adamw_multi.tile:34
             float tl_t1[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -155,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_gr[tl_j] = tl_t1[tl_j];
             }
-            // examples/adamw_multi.tile:34
+            // examples/adamw_multi.tile:35
             float tl_t2[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -183,7 +179,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_m[tl_j] = tl_t2[tl_j];
             }
-            // examples/adamw_multi.tile:35
+            // examples/adamw_multi.tile:36
             float tl_t3[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -211,39 +207,47 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_v[tl_j] = tl_t3[tl_j];
             }
-            // examples/adamw_multi.tile:36
+            // examples/adamw_multi.tile:37
+            float v_p1[8];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 8; ++tl_j) {
+                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_i0 = (tl_l >> 0) & 1023;
+                v_p1[tl_j] = ((float)((((double)(v_p[tl_j])) - ((v_lr * v_weight_decay) * ((double)(v_p[tl_j]))))));
+            }
+            // examples/adamw_multi.tile:38
             float v_m2[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                v_m2[tl_j] = ((v_beta1 * v_m[tl_j]) + ((1.0f - v_beta1) * v_gr[tl_j]));
+                v_m2[tl_j] = ((float)(((v_beta1 * ((double)(v_m[tl_j]))) + ((1.0 - v_beta1) * ((double)(v_gr[tl_j]))))));
             }
-            // examples/adamw_multi.tile:37
+            // examples/adamw_multi.tile:39
             float v_v2[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                v_v2[tl_j] = ((v_beta2 * v_v[tl_j]) + (((1.0f - v_beta2) * v_gr[tl_j]) * v_gr[tl_j]));
+                v_v2[tl_j] = ((float)(((v_beta2 * ((double)(v_v[tl_j]))) + (((1.0 - v_beta2) * ((double)(v_gr[tl_j]))) * ((double)(v_gr[tl_j]))))));
             }
-            // examples/adamw_multi.tile:38
+            // examples/adamw_multi.tile:40
             float v_denom[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                v_denom[tl_j] = ((sqrtf(v_v2[tl_j]) / v_bc2_sqrt) + v_eps);
+                v_denom[tl_j] = ((float)((((double)((sqrtf(v_v2[tl_j]) / v_bc2_sqrt))) + v_eps)));
             }
-            // examples/adamw_multi.tile:39
+            // examples/adamw_multi.tile:41
             float v_p2[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                v_p2[tl_j] = ((v_p[tl_j] * v_decay) - ((v_step_size * v_m2[tl_j]) / v_denom[tl_j]));
+                v_p2[tl_j] = (v_p1[tl_j] - ((v_step_size * v_m2[tl_j]) / v_denom[tl_j]));
             }
-            // examples/adamw_multi.tile:40
+            // examples/adamw_multi.tile:42
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -272,7 +276,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                     if (tl_m3) tl_p[3] = tl_v3;
                 }
             }
-            // examples/adamw_multi.tile:41
+            // examples/adamw_multi.tile:43
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -301,7 +305,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                     if (tl_m3) tl_p[3] = tl_v3;
                 }
             }
-            // examples/adamw_multi.tile:42
+            // examples/adamw_multi.tile:44
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -331,7 +335,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                 }
             }
         }
-        // examples/adamw_multi.tile:44
+        // examples/adamw_multi.tile:46
         v_base = ((v_base + v_chunks) % v_g);
     }
 }
@@ -342,7 +346,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
 #define TL_LIST
 template <class T, int N> struct tl_list { long long n; T *ptr[N]; long long numel[N]; };
 #endif
-extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<__nv_bfloat16, 62> v_params, const tl_list<__nv_bfloat16, 62> v_grads, const tl_list<__nv_bfloat16, 62> v_exp_avgs, const tl_list<__nv_bfloat16, 62> v_exp_avg_sqs, float v_lr, float v_beta1, float v_beta2, float v_eps, float v_weight_decay, float v_t)
+extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<__nv_bfloat16, 62> v_params, const tl_list<__nv_bfloat16, 62> v_grads, const tl_list<__nv_bfloat16, 62> v_exp_avgs, const tl_list<__nv_bfloat16, 62> v_exp_avg_sqs, double v_lr, double v_beta1, double v_beta2, double v_eps, double v_weight_decay, float v_t)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -350,35 +354,31 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
     constexpr int v_BLOCK = 1024;
     constexpr int v_PROGRAMS = 528;
     constexpr int v_warps = 4;
-    // examples/adamw_multi.tile:18
-    const double v_bc1 = (1.0 - exp((((double)(v_t)) * log(((double)(v_beta1))))));
-    // examples/adamw_multi.tile:19
-    const double v_bc2 = (1.0 - exp((((double)(v_t)) * log(((double)(v_beta2))))));
-    // examples/adamw_multi.tile:20
-    const float v_step_size = ((float)((((double)(v_lr)) / v_bc1)));
     // examples/adamw_multi.tile:21
-    const float v_bc2_sqrt = ((float)(sqrt(v_bc2)));
+    const float v_bc1 = ((float)((1.0 - exp((((double)(v_t)) * log(v_beta1))))));
     // examples/adamw_multi.tile:22
-    const float v_decay = (1.0f - (v_lr * v_weight_decay));
+    const float v_step_size = ((float)((v_lr / ((double)(v_bc1)))));
     // examples/adamw_multi.tile:23
-    const long long v_g = ((long long)(((int)gridDim.x)));
+    const float v_bc2_sqrt = sqrtf(((float)((1.0 - exp((((double)(v_t)) * log(v_beta2)))))));
     // examples/adamw_multi.tile:24
-    long long v_base = ((long long)(0));
+    const long long v_g = ((long long)(((int)gridDim.x)));
     // examples/adamw_multi.tile:25
+    long long v_base = ((long long)(0));
+    // examples/adamw_multi.tile:26
     for (int v_i = 0; v_i < ((int)v_params.n); v_i += 1) {
-        // examples/adamw_multi.tile:26
-        const long long v_n = v_params.numel[v_i];
         // examples/adamw_multi.tile:27
-        const long long v_chunks = ((v_n) / (((long long)(v_BLOCK))) + ((v_n) % (((long long)(v_BLOCK))) > 0));
+        const long long v_n = v_params.numel[v_i];
         // examples/adamw_multi.tile:28
-        const long long v_first = (((((long long)(((int)blockIdx.x))) - v_base) + v_g) % v_g);
+        const long long v_chunks = ((v_n) / (((long long)(v_BLOCK))) + ((v_n) % (((long long)(v_BLOCK))) > 0));
         // examples/adamw_multi.tile:29
+        const long long v_first = (((((long long)(((int)blockIdx.x))) - v_base) + v_g) % v_g);
+        // examples/adamw_multi.tile:30
         for (long long v_c = v_first; v_c < v_chunks; v_c += v_g) {
-            // examples/adamw_multi.tile:30
-            // v_o: index tile computed where it is used
             // examples/adamw_multi.tile:31
-            // v_ok: index tile computed where it is used
+            // v_o: index tile computed where it is used
             // examples/adamw_multi.tile:32
+            // v_ok: index tile computed where it is used
+            // examples/adamw_multi.tile:33
             __nv_bfloat16 tl_t0[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -406,7 +406,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_p[tl_j] = __bfloat162float(tl_t0[tl_j]);
             }
-            // examples/adamw_multi.tile:33
+            // examples/adamw_multi.tile:34
             __nv_bfloat16 tl_t1[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -434,7 +434,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_gr[tl_j] = __bfloat162float(tl_t1[tl_j]);
             }
-            // examples/adamw_multi.tile:34
+            // examples/adamw_multi.tile:35
             __nv_bfloat16 tl_t2[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -462,7 +462,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_m[tl_j] = __bfloat162float(tl_t2[tl_j]);
             }
-            // examples/adamw_multi.tile:35
+            // examples/adamw_multi.tile:36
             __nv_bfloat16 tl_t3[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -490,39 +490,47 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_v[tl_j] = __bfloat162float(tl_t3[tl_j]);
             }
-            // examples/adamw_multi.tile:36
+            // examples/adamw_multi.tile:37
+            float v_p1[8];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 8; ++tl_j) {
+                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_i0 = (tl_l >> 0) & 1023;
+                v_p1[tl_j] = ((float)((((double)(v_p[tl_j])) - ((v_lr * v_weight_decay) * ((double)(v_p[tl_j]))))));
+            }
+            // examples/adamw_multi.tile:38
             float v_m2[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                v_m2[tl_j] = ((v_beta1 * v_m[tl_j]) + ((1.0f - v_beta1) * v_gr[tl_j]));
+                v_m2[tl_j] = ((float)(((v_beta1 * ((double)(v_m[tl_j]))) + ((1.0 - v_beta1) * ((double)(v_gr[tl_j]))))));
             }
-            // examples/adamw_multi.tile:37
+            // examples/adamw_multi.tile:39
             float v_v2[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                v_v2[tl_j] = ((v_beta2 * v_v[tl_j]) + (((1.0f - v_beta2) * v_gr[tl_j]) * v_gr[tl_j]));
+                v_v2[tl_j] = ((float)(((v_beta2 * ((double)(v_v[tl_j]))) + (((1.0 - v_beta2) * ((double)(v_gr[tl_j]))) * ((double)(v_gr[tl_j]))))));
             }
-            // examples/adamw_multi.tile:38
+            // examples/adamw_multi.tile:40
             float v_denom[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                v_denom[tl_j] = ((sqrtf(v_v2[tl_j]) / v_bc2_sqrt) + v_eps);
+                v_denom[tl_j] = ((float)((((double)((sqrtf(v_v2[tl_j]) / v_bc2_sqrt))) + v_eps)));
             }
-            // examples/adamw_multi.tile:39
+            // examples/adamw_multi.tile:41
             float v_p2[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                v_p2[tl_j] = ((v_p[tl_j] * v_decay) - ((v_step_size * v_m2[tl_j]) / v_denom[tl_j]));
+                v_p2[tl_j] = (v_p1[tl_j] - ((v_step_size * v_m2[tl_j]) / v_denom[tl_j]));
             }
-            // examples/adamw_multi.tile:40
+            // examples/adamw_multi.tile:42
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -551,7 +559,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                     if (tl_m3) tl_p[3] = tl_v3;
                 }
             }
-            // examples/adamw_multi.tile:41
+            // examples/adamw_multi.tile:43
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -580,7 +588,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                     if (tl_m3) tl_p[3] = tl_v3;
                 }
             }
-            // examples/adamw_multi.tile:42
+            // examples/adamw_multi.tile:44
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -610,7 +618,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                 }
             }
         }
-        // examples/adamw_multi.tile:44
+        // examples/adamw_multi.tile:46
         v_base = ((v_base + v_chunks) % v_g);
     }
 }
@@ -621,7 +629,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
 #define TL_LIST
 template <class T, int N> struct tl_list { long long n; T *ptr[N]; long long numel[N]; };
 #endif
-extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__half, 62> v_params, const tl_list<__half, 62> v_grads, const tl_list<__half, 62> v_exp_avgs, const tl_list<__half, 62> v_exp_avg_sqs, float v_lr, float v_beta1, float v_beta2, float v_eps, float v_weight_decay, float v_t)
+extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__half, 62> v_params, const tl_list<__half, 62> v_grads, const tl_list<__half, 62> v_exp_avgs, const tl_list<__half, 62> v_exp_avg_sqs, double v_lr, double v_beta1, double v_beta2, double v_eps, double v_weight_decay, float v_t)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -629,35 +637,31 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
     constexpr int v_BLOCK = 1024;
     constexpr int v_PROGRAMS = 528;
     constexpr int v_warps = 4;
-    // examples/adamw_multi.tile:18
-    const double v_bc1 = (1.0 - exp((((double)(v_t)) * log(((double)(v_beta1))))));
-    // examples/adamw_multi.tile:19
-    const double v_bc2 = (1.0 - exp((((double)(v_t)) * log(((double)(v_beta2))))));
-    // examples/adamw_multi.tile:20
-    const float v_step_size = ((float)((((double)(v_lr)) / v_bc1)));
     // examples/adamw_multi.tile:21
-    const float v_bc2_sqrt = ((float)(sqrt(v_bc2)));
+    const float v_bc1 = ((float)((1.0 - exp((((double)(v_t)) * log(v_beta1))))));
     // examples/adamw_multi.tile:22
-    const float v_decay = (1.0f - (v_lr * v_weight_decay));
+    const float v_step_size = ((float)((v_lr / ((double)(v_bc1)))));
     // examples/adamw_multi.tile:23
-    const long long v_g = ((long long)(((int)gridDim.x)));
+    const float v_bc2_sqrt = sqrtf(((float)((1.0 - exp((((double)(v_t)) * log(v_beta2)))))));
     // examples/adamw_multi.tile:24
-    long long v_base = ((long long)(0));
+    const long long v_g = ((long long)(((int)gridDim.x)));
     // examples/adamw_multi.tile:25
+    long long v_base = ((long long)(0));
+    // examples/adamw_multi.tile:26
     for (int v_i = 0; v_i < ((int)v_params.n); v_i += 1) {
-        // examples/adamw_multi.tile:26
-        const long long v_n = v_params.numel[v_i];
         // examples/adamw_multi.tile:27
-        const long long v_chunks = ((v_n) / (((long long)(v_BLOCK))) + ((v_n) % (((long long)(v_BLOCK))) > 0));
+        const long long v_n = v_params.numel[v_i];
         // examples/adamw_multi.tile:28
-        const long long v_first = (((((long long)(((int)blockIdx.x))) - v_base) + v_g) % v_g);
+        const long long v_chunks = ((v_n) / (((long long)(v_BLOCK))) + ((v_n) % (((long long)(v_BLOCK))) > 0));
         // examples/adamw_multi.tile:29
+        const long long v_first = (((((long long)(((int)blockIdx.x))) - v_base) + v_g) % v_g);
+        // examples/adamw_multi.tile:30
         for (long long v_c = v_first; v_c < v_chunks; v_c += v_g) {
-            // examples/adamw_multi.tile:30
-            // v_o: index tile computed where it is used
             // examples/adamw_multi.tile:31
-            // v_ok: index tile computed where it is used
+            // v_o: index tile computed where it is used
             // examples/adamw_multi.tile:32
+            // v_ok: index tile computed where it is used
+            // examples/adamw_multi.tile:33
             __half tl_t0[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -685,7 +689,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_p[tl_j] = __half2float(tl_t0[tl_j]);
             }
-            // examples/adamw_multi.tile:33
+            // examples/adamw_multi.tile:34
             __half tl_t1[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -713,7 +717,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_gr[tl_j] = __half2float(tl_t1[tl_j]);
             }
-            // examples/adamw_multi.tile:34
+            // examples/adamw_multi.tile:35
             __half tl_t2[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -741,7 +745,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_m[tl_j] = __half2float(tl_t2[tl_j]);
             }
-            // examples/adamw_multi.tile:35
+            // examples/adamw_multi.tile:36
             __half tl_t3[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -769,39 +773,47 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_v[tl_j] = __half2float(tl_t3[tl_j]);
             }
-            // examples/adamw_multi.tile:36
+            // examples/adamw_multi.tile:37
+            float v_p1[8];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 8; ++tl_j) {
+                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_i0 = (tl_l >> 0) & 1023;
+                v_p1[tl_j] = ((float)((((double)(v_p[tl_j])) - ((v_lr * v_weight_decay) * ((double)(v_p[tl_j]))))));
+            }
+            // examples/adamw_multi.tile:38
             float v_m2[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                v_m2[tl_j] = ((v_beta1 * v_m[tl_j]) + ((1.0f - v_beta1) * v_gr[tl_j]));
+                v_m2[tl_j] = ((float)(((v_beta1 * ((double)(v_m[tl_j]))) + ((1.0 - v_beta1) * ((double)(v_gr[tl_j]))))));
             }
-            // examples/adamw_multi.tile:37
+            // examples/adamw_multi.tile:39
             float v_v2[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                v_v2[tl_j] = ((v_beta2 * v_v[tl_j]) + (((1.0f - v_beta2) * v_gr[tl_j]) * v_gr[tl_j]));
+                v_v2[tl_j] = ((float)(((v_beta2 * ((double)(v_v[tl_j]))) + (((1.0 - v_beta2) * ((double)(v_gr[tl_j]))) * ((double)(v_gr[tl_j]))))));
             }
-            // examples/adamw_multi.tile:38
+            // examples/adamw_multi.tile:40
             float v_denom[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                v_denom[tl_j] = ((sqrtf(v_v2[tl_j]) / v_bc2_sqrt) + v_eps);
+                v_denom[tl_j] = ((float)((((double)((sqrtf(v_v2[tl_j]) / v_bc2_sqrt))) + v_eps)));
             }
-            // examples/adamw_multi.tile:39
+            // examples/adamw_multi.tile:41
             float v_p2[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 1023;
-                v_p2[tl_j] = ((v_p[tl_j] * v_decay) - ((v_step_size * v_m2[tl_j]) / v_denom[tl_j]));
+                v_p2[tl_j] = (v_p1[tl_j] - ((v_step_size * v_m2[tl_j]) / v_denom[tl_j]));
             }
-            // examples/adamw_multi.tile:40
+            // examples/adamw_multi.tile:42
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -830,7 +842,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                     if (tl_m3) tl_p[3] = tl_v3;
                 }
             }
-            // examples/adamw_multi.tile:41
+            // examples/adamw_multi.tile:43
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -859,7 +871,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                     if (tl_m3) tl_p[3] = tl_v3;
                 }
             }
-            // examples/adamw_multi.tile:42
+            // examples/adamw_multi.tile:44
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -889,7 +901,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                 }
             }
         }
-        // examples/adamw_multi.tile:44
+        // examples/adamw_multi.tile:46
         v_base = ((v_base + v_chunks) % v_g);
     }
 }
