@@ -146,7 +146,9 @@ static int kinds_of(const tilec_kernel *k, tilec_rt_param_kind *kinds, uint32_t 
     }
     for (uint32_t a = 0; a < k->nparams; a++) {
         const tilec_param *prm = &k->params[a];
-        tilec_arg_kind ak = prm->type.kind == TILEC_TE_POINTER ? TILEC_ARG_PTR : by_dtype[prm->type.dtype];
+        tilec_arg_kind ak = prm->type.kind == TILEC_TE_POINTER ? TILEC_ARG_PTR
+                            : prm->type.kind == TILEC_TE_LIST  ? TILEC_ARG_LIST
+                                                               : by_dtype[prm->type.dtype];
         if (tilec_rt_param_kind_of(ak, &kinds[a])) {
             *bad = a;
             return -1;

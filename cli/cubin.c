@@ -16,14 +16,16 @@
 #include "cli/cli.h"
 #include "tilec/program.h"
 
-/* " ptr f32 i32": the kernel's parameters as the .tile file types them */
+/* " ptr f32 i32 list": the kernel's parameters as the .tile file types them (list: a tensor list) */
 static int cubin_params(const tilec_kernel *k, char *buf, size_t size)
 {
     size_t n = 0;
     for (uint32_t p = 0; k && p < k->nparams && n < size; p++) {
         const tilec_tyexpr *t = &k->params[p].type;
         n += (size_t)snprintf(buf + n, size - n, " %s",
-                              t->kind == TILEC_TE_POINTER ? "ptr" : tilec_dtype_name(t->dtype));
+                              t->kind == TILEC_TE_POINTER ? "ptr"
+                              : t->kind == TILEC_TE_LIST  ? "list"
+                                                          : tilec_dtype_name(t->dtype));
     }
     return n < size ? 0 : -1;
 }

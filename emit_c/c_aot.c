@@ -99,7 +99,7 @@ static const char *aot_kind_name(tilec_rt_param_kind k)
 {
     static const char *const names[] = {"TILEC_RT_PARAM_POINTER", "TILEC_RT_PARAM_I32", "TILEC_RT_PARAM_I64",
                                         "TILEC_RT_PARAM_F32", "TILEC_RT_PARAM_F64", "TILEC_RT_PARAM_U32",
-                                        "TILEC_RT_PARAM_U64"};
+                                        "TILEC_RT_PARAM_U64", "TILEC_RT_PARAM_LIST"};
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "TILEC_RT_PARAM_POINTER";
 }
 

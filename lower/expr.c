@@ -284,12 +284,25 @@ static int index_sub(lw *L, const tilec_expr *e, const char *const *idx, const c
     return view;
 }
 
+/* A field of tensor list l's table (tl_list, lower.c): its count n, or
+ * ptr[i] and numel[i]. */
+static const char *list_field(lw *L, const tilec_expr *l, const char *field, const tilec_expr *i, wmode mode)
+{
+    const char *x = i ? lower_walk(L, i, NULL, 0, NULL, mode) : NULL;
+    if (mode == PREP)
+        return NULL;
+    const char *c = walk_name(L, l, NULL, 0, NULL, EMIT);
+    return i ? lower_fmt(L, "%s.%s[%s]", c, field, x) : lower_fmt(L, "((int)%s.n)", c);
+}
+
 /* t[:, None]: result axes map to base axes at ':' slots; t[i, j] (an
  * element pick), t[8:24], t[i, 0:64:2]: the base at the shifted or
  * clamped indices, read where it is (a virtual tile recomputed there,
  * registers through shared memory unless this thread holds the element). */
 static const char *walk_index(lw *L, const tilec_expr *e, const char *const *idx, const lay *cur, wmode mode)
 {
+    if (lower_ty(L, e->args[0])->list) /* p[i] of a tensor list: the address in its table */
+        return list_field(L, e->args[0], "ptr", e->args[1], mode);
     const char *sub[TILEC_MAX_RANK];
     const tilec_type *bt = lower_ty(L, e->args[0]), *t = lower_ty(L, e);
     if (index_sub(L, e, idx, sub, mode))
@@ -420,6 +433,8 @@ static const char *walk_call(lw *L, const tilec_expr *e, const char *const *idx,
     }
     if (!strcmp(n, "range"))
         return mode == EMIT ? idx[0] : NULL;
+    if (!strcmp(n, "len") || !strcmp(n, "numel"))
+        return list_field(L, e->args[0], "numel", e->nargs > 1 ? e->args[1] : NULL, mode);
     if (!strcmp(n, "zeros"))
         return mode == EMIT ? lower_fmt(L, "((%s)0)", lower_cctype(t->dtype)) : NULL;
     if (!strcmp(n, "full")) {

@@ -374,6 +374,12 @@ static rng r_call(lw *L, const tilec_expr *e, int inptr, int *anyw)
     }
     if (!strcmp(n, "range"))
         return (rng){0, t->dims[0] - 1, 0};
+    if (!strcmp(n, "len")) /* a launch's tensors of a list: at most its table's */
+        return (rng){0, lower_list_cap(L->k), 0};
+    if (!strcmp(n, "numel")) {
+        visit(L, e->args[1], 0, &w[0]);
+        return (rng){0, INT64_MAX, 0};
+    }
     if (!strcmp(n, "zeros"))
         return (rng){0, 0, 0};
     if (!strcmp(n, "full"))
@@ -461,7 +467,13 @@ static rng visit(lw *L, const tilec_expr *e, int inptr, int *w)
         r = r_binary(e->op, a, b);
         break;
     }
-    case TILEC_EX_INDEX: r = visit(L, e->args[0], inptr, &anyw); break;
+    case TILEC_EX_INDEX:
+        if (raw_ty(L, e->args[0])->list) { /* p[i]: an address from a tensor list's table */
+            visit(L, e->args[1], 0, &anyw);
+            return FULL64;
+        }
+        r = visit(L, e->args[0], inptr, &anyw);
+        break;
     case TILEC_EX_CALL:
         r = r_call(L, e, inptr, &anyw);
         if (!strcmp(e->name, "cast"))
@@ -649,7 +661,7 @@ void lower_index_widths(lw *L)
         X->n = 0;
         for (uint32_t i = 0; i < L->k->nparams; i++) {
             const tilec_param *p = &L->k->params[i];
-            rng r = p->type.kind == TILEC_TE_POINTER ? FULL64 : of_dtype(p->type.dtype);
+            rng r = p->type.kind == TILEC_TE_POINTER || p->type.kind == TILEC_TE_LIST ? FULL64 : of_dtype(p->type.dtype);
             r.data = 0; /* sizes, not data */
             push(L, p->name, r, 0);
         }

@@ -33,10 +33,20 @@ static tilec_arg_kind arg_kind(const tilec_param *p)
 {
     if (p->type.kind == TILEC_TE_POINTER)
         return TILEC_ARG_PTR;
+    if (p->type.kind == TILEC_TE_LIST)
+        return TILEC_ARG_LIST;
     static const tilec_arg_kind kinds[] = {TILEC_ARG_BOOL, TILEC_ARG_I8, TILEC_ARG_I16, TILEC_ARG_I32, TILEC_ARG_I64,
                                            TILEC_ARG_U8, TILEC_ARG_U16, TILEC_ARG_U32, TILEC_ARG_U64, TILEC_ARG_F16,
                                            TILEC_ARG_BF16, TILEC_ARG_F32, TILEC_ARG_F64};
     return kinds[p->type.dtype];
+}
+
+uint32_t lower_list_cap(const tilec_kernel *k)
+{
+    uint32_t lists = 0;
+    for (uint32_t i = 0; i < k->nparams; i++)
+        lists += k->params[i].type.kind == TILEC_TE_LIST;
+    return tilec_rt_list_cap(k->nparams, lists);
 }
 
 /* The __global__ function of one variant into L->out. */
@@ -65,10 +75,18 @@ static void emit_kernel(lw *L, const char *fname)
     lower_index_widths(L);
     strbuf sig;
     sb_init(&sig);
+    uint32_t cap = lower_list_cap(k);
+    if (cap) /* tensor lists: a table by value, packed by the runtime (tilec/param_kind.h) */
+        lower_line(L, "#ifndef TL_LIST\n#define TL_LIST\ntemplate <class T, int N> struct tl_list { long long n; T *ptr[N]; "
+                      "long long numel[N]; };\n#endif");
     for (uint32_t i = 0; i < k->nparams; i++) {
         const tilec_param *p = &k->params[i];
-        sb_printf(&sig, "%s%s%s%s", i ? ", " : "", lower_ctype(p->type.dtype), p->type.kind == TILEC_TE_POINTER ? " *" : " ",
-                  lower_cname(L, p->name));
+        if (p->type.kind == TILEC_TE_LIST)
+            sb_printf(&sig, "%sconst tl_list<%s, %u> %s", i ? ", " : "", lower_ctype(p->type.dtype), cap,
+                      lower_cname(L, p->name));
+        else
+            sb_printf(&sig, "%s%s%s%s", i ? ", " : "", lower_ctype(p->type.dtype),
+                      p->type.kind == TILEC_TE_POINTER ? " *" : " ", lower_cname(L, p->name));
     }
     if (L->wg && !L->wgp.attn) /* the sm_90a twin: its tensor maps, a producer warp group, one block per SM */
         sb_puts(&sig, lower_wg_params(L));
@@ -97,7 +115,9 @@ static void emit_kernel(lw *L, const char *fname)
     }
     for (uint32_t i = 0; i < k->nparams; i++) {
         const tilec_param *p = &k->params[i];
-        tilec_type t = {.kind = TILEC_TY_VALUE, .dtype = p->type.dtype, .ptr = p->type.kind == TILEC_TE_POINTER};
+        tilec_type t = {.kind = TILEC_TY_VALUE, .dtype = p->type.dtype,
+                        .ptr = p->type.kind == TILEC_TE_POINTER || p->type.kind == TILEC_TE_LIST,
+                        .list = p->type.kind == TILEC_TE_LIST};
         val *v = lower_newval(L, VK_SCALAR, &t, lower_cname(L, p->name));
         if (!t.ptr && lower_compute_dt(t.dtype) != t.dtype) { /* an f16/bf16 scalar: computed in f32 */
             v->c = lower_fmt(L, "tl_arg%u", i);

@@ -347,6 +347,9 @@ void lower_map_bcast(const tilec_type *from, int rt, const char *const *idx, con
 int lower_same_shape(const tilec_type *a, const tilec_type *b);
 int lower_is_materializing(const tilec_expr *e);
 int lower_is_virtual(lw *L, const tilec_expr *e);
+/* The tensors a launch's table of each tensor list of k holds (0: k takes
+ * no list; tilec_rt_list_cap, tilec/param_kind.h). */
+uint32_t lower_list_cap(const tilec_kernel *k);
 
 /* ---- access.c: strides and monotone masks ---- */
 

@@ -14,6 +14,7 @@ int tilec_rt_param_kind_of(tilec_arg_kind a, tilec_rt_param_kind *out)
     case TILEC_ARG_U64: *out = TILEC_RT_PARAM_U64; return 0;
     case TILEC_ARG_F32: *out = TILEC_RT_PARAM_F32; return 0;
     case TILEC_ARG_F64: *out = TILEC_RT_PARAM_F64; return 0;
+    case TILEC_ARG_LIST: *out = TILEC_RT_PARAM_LIST; return 0;
     default: return -1;
     }
 }

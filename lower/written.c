@@ -81,7 +81,9 @@ static uint64_t sources(wr *w, const tilec_expr *e)
     if (e->kind == TILEC_EX_NAME) {
         for (uint32_t i = 0; i < w->k->nparams; i++)
             if (!strcmp(w->k->params[i].name, e->name))
-                return w->k->params[i].type.kind == TILEC_TE_POINTER ? param_bit(i) : 0;
+                return w->k->params[i].type.kind == TILEC_TE_POINTER || w->k->params[i].type.kind == TILEC_TE_LIST
+                           ? param_bit(i)
+                           : 0;
         wr_var *v = var_of(w, e->name, 0);
         return v ? v->src : w->all;
     }
@@ -158,7 +160,7 @@ uint64_t tilec_kernel_written_params(const tilec_kernel *k)
         return 0;
     wr w = {.k = k};
     for (uint32_t i = 0; i < k->nparams; i++)
-        if (k->params[i].type.kind == TILEC_TE_POINTER)
+        if (k->params[i].type.kind == TILEC_TE_POINTER || k->params[i].type.kind == TILEC_TE_LIST)
             w.all |= param_bit(i);
     uint64_t out = w.all;
     collect(&w, &k->body);

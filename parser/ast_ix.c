@@ -56,9 +56,10 @@ const tilec_ix *ast_to_ix(arena *a, const tilec_expr *e, int logical, aix_why *w
 {
     tilec_ix *x = NULL;
     tilec_ix_op op;
-    switch (e->kind) {
+    int len = e->kind == TILEC_EX_CALL && !strcmp(e->name, "len") && e->nargs == 1 && e->args[0]->kind == TILEC_EX_NAME;
+    switch (len ? TILEC_EX_NAME : e->kind) { /* len(p) of a tensor list: the launch passes the count as p's argument */
     case TILEC_EX_INT: x = ix_int(a, e->ival); break;
-    case TILEC_EX_NAME: x = ix_sym(a, e->name); break;
+    case TILEC_EX_NAME: x = ix_sym(a, (len ? e->args[0] : e)->name); break;
     case TILEC_EX_FLOAT:
     case TILEC_EX_INF: return aix_fail(why, AIX_FLOAT, e);
     default: {

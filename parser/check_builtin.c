@@ -18,7 +18,8 @@
     X(FLOOR, "floor", 1, 1) X(CEIL, "ceil", 1, 1) X(FMA, "fma", 3, 3) X(CAST, "cast", 2, 2) \
     X(TRANS, "trans", 1, 1) X(CDIV, "cdiv", 2, 2) X(CUMSUM, "cumsum", 2, 4)              \
     X(CUMPROD, "cumprod", 2, 4) X(CUMMAX, "cummax", 2, 4) X(CUMMIN, "cummin", 2, 4)     \
-    X(SCAN, "scan", 6, 8) X(PROD, "prod", 2, 2) X(RESHAPE, "reshape", 2, 1 + TILEC_MAX_RANK)
+    X(SCAN, "scan", 6, 8) X(PROD, "prod", 2, 2) X(RESHAPE, "reshape", 2, 1 + TILEC_MAX_RANK)            \
+    X(LEN, "len", 1, 1) X(NUMEL, "numel", 2, 2)
 
 typedef enum {
 #define X(e, s, lo, hi) BI_##e,
@@ -94,6 +95,8 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
     case BI_CUMMAX:
     case BI_CUMMIN:
     case BI_SCAN: return chk_scan(ck, e); /* check_scan.c */
+    case BI_LEN: return chk_list_len(ck, e); /* check_list.c */
+    case BI_NUMEL: return chk_list_numel(ck, e);
     case BI_PID:
     case BI_NUM_PROGRAMS: {
         int64_t axis;

@@ -33,9 +33,8 @@ void chk_extern(checker *ck, tilec_extern *x)
     for (uint32_t i = 0; i < x->nparams; i++) {
         const tilec_param *p = &x->params[i];
         if (p->type.kind != TILEC_TE_TENSOR) {
-            chk_err(ck, &p->type.loc, "a parameter of an extern is a tensor type such as %s[M, K], got %s%s",
-                tilec_dtype_name(p->type.dtype), p->type.kind == TILEC_TE_POINTER ? "*" : "",
-                tilec_dtype_name(p->type.dtype));
+            chk_err(ck, &p->type.loc, "a parameter of an extern is a tensor type such as %s[M, K], got %s",
+                tilec_dtype_name(p->type.dtype), chk_tyexpr_str(ck, &p->type));
             continue;
         }
         if (chk_bind_dims(ck, p, owner))
@@ -45,9 +44,8 @@ void chk_extern(checker *ck, tilec_extern *x)
     for (uint32_t i = 0; i < x->nresults; i++) {
         const tilec_param *r = &x->results[i];
         if (r->type.kind != TILEC_TE_TENSOR) {
-            chk_err(ck, &r->type.loc, "a result of an extern is a tensor type such as %s[M, N], got %s%s",
-                tilec_dtype_name(r->type.dtype), r->type.kind == TILEC_TE_POINTER ? "*" : "",
-                tilec_dtype_name(r->type.dtype));
+            chk_err(ck, &r->type.loc, "a result of an extern is a tensor type such as %s[M, N], got %s",
+                tilec_dtype_name(r->type.dtype), chk_tyexpr_str(ck, &r->type));
             continue;
         }
         chk_tensor_dims(ck, &r->type, "a result dimension");
@@ -208,6 +206,10 @@ void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call)
     for (uint32_t i = 0; i < call->nargs; i++) {
         const tilec_param *p = &k->params[i];
         const tilec_expr *a = call->args[i];
+        if (p->type.kind == TILEC_TE_LIST) {
+            chk_list_graph_arg(ck, k, call, i);
+            continue;
+        }
         if (p->type.kind == TILEC_TE_POINTER) {
             char want[32];
             snprintf(want, sizeof want, "*%s", tilec_dtype_name(p->type.dtype));
@@ -263,6 +265,11 @@ const tilec_kernel *chk_pick_instance(checker *ck, const tilec_kernel *g, tilec_
     int ok = 1;
     for (uint32_t i = 0; i < call->nargs; i++) {
         const tilec_param *p = &g->params[i];
+        if (p->type.kind == TILEC_TE_LIST) {
+            chk_list_graph_arg(ck, g, call, i);
+            ok = 0;
+            continue;
+        }
         if (p->type.kind != TILEC_TE_POINTER || !p->type.tparam)
             continue;
         uint32_t t = 0;

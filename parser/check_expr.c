@@ -275,6 +275,9 @@ static tilec_type check_pick(checker *ck, tilec_expr *e, const tilec_type *a)
  * integers is an element pick. */
 static tilec_type check_index(checker *ck, tilec_expr *e)
 {
+    binding *lb = e->args[0]->kind == TILEC_EX_NAME ? chk_lookup(ck, e->args[0]->name) : NULL;
+    if (lb && lb->type.list)
+        return chk_list_index(ck, e, lb);
     tilec_type a = chk_expr(ck, e->args[0]);
     if (a.kind == TILEC_TY_ERROR)
         return a;
@@ -353,6 +356,10 @@ tilec_type chk_expr(checker *ck, tilec_expr *e)
         binding *b = chk_lookup(ck, e->name);
         if (!b) {
             chk_err(ck, &e->loc, "undefined name '%s'", e->name);
+            break;
+        }
+        if (b->type.list) { /* p[i], len(p) and numel(p, i) take it by name (check_list.c) */
+            chk_list_misuse(ck, e, b);
             break;
         }
         t = b->type;

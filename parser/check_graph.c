@@ -200,9 +200,10 @@ void chk_graph(checker *ck, tilec_graph *g)
     chk_graph_world(ck, g);
     for (uint32_t i = 0; i < g->nparams; i++) {
         const tilec_param *p = &g->params[i];
-        if (p->type.kind == TILEC_TE_POINTER) {
-            chk_err(ck, &p->type.loc, "a graph parameter is a tensor such as %s[R, C] or a scalar, not a pointer",
-                tilec_dtype_name(p->type.dtype));
+        if (p->type.kind == TILEC_TE_POINTER || p->type.kind == TILEC_TE_LIST) {
+            chk_err(ck, &p->type.loc, "a graph parameter is a tensor such as %s[R, C] or a scalar, not a %s",
+                tilec_dtype_name(p->type.dtype), p->type.kind == TILEC_TE_LIST ? "tensor list (lists are kernel "
+                "parameters, passed from Python or the C API)" : "pointer");
             chk_bind(ck, p->name, &p->loc, B_TENSOR, "parameter"); /* in error: its uses are silent */
             continue;
         }
@@ -224,9 +225,8 @@ void chk_graph(checker *ck, tilec_graph *g)
     for (uint32_t i = 0; i < g->nresults && ck->rdims; i++) {
         const tilec_param *r = &g->results[i];
         if (r->type.kind != TILEC_TE_TENSOR)
-            chk_err(ck, &r->type.loc, "a graph result is a tensor type such as %s[R, C], got %s%s",
-                tilec_dtype_name(r->type.dtype), r->type.kind == TILEC_TE_POINTER ? "*" : "",
-                tilec_dtype_name(r->type.dtype));
+            chk_err(ck, &r->type.loc, "a graph result is a tensor type such as %s[R, C], got %s",
+                tilec_dtype_name(r->type.dtype), chk_tyexpr_str(ck, &r->type));
         else
             ck->rdims[i] = chk_tensor_dims(ck, &r->type, "a result dimension");
         for (uint32_t j = 0; j < i && r->name; j++)

@@ -157,6 +157,17 @@ void chk_block(checker *ck, const tilec_block *b);
 /* check_kernel.c */
 void chk_kernel(checker *ck, tilec_kernel *k);
 
+/* check_list.c: tensor lists [*T] (docs/language.md §4.3) */
+const tilec_param *chk_first_list(const tilec_kernel *k);
+const char *chk_list_text(checker *ck, tilec_dtype dt);
+void chk_list_misuse(checker *ck, const tilec_expr *e, const binding *b);
+tilec_type chk_list_index(checker *ck, tilec_expr *e, const binding *b);
+tilec_type chk_list_len(checker *ck, tilec_expr *e);
+tilec_type chk_list_numel(checker *ck, tilec_expr *e);
+int chk_list_header(checker *ck, const tilec_kernel *k);
+void chk_list_graph_arg(checker *ck, const tilec_kernel *k, const tilec_expr *call, uint32_t i);
+const char *chk_tyexpr_str(checker *ck, const tilec_tyexpr *t);
+
 /* check_tune.c */
 int chk_tune_header(checker *ck, tilec_kernel *k);
 void chk_tune_mark_tile(checker *ck, const tilec_expr *e);

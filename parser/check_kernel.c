@@ -22,6 +22,16 @@ static const tilec_hint *hint_in(const tilec_kernel *k, int variant, uint32_t i)
 
 static int host_expr_ok(checker *ck, const tilec_kernel *k, const tilec_expr *e)
 {
+    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "len"))
+        return 1; /* len(p) of a tensor list: checked as in a body; the launch's count of tensors */
+    if (e->kind == TILEC_EX_NAME) {
+        binding *b = chk_lookup(ck, e->name);
+        if (b && b->type.list) {
+            chk_err(ck, &e->loc, "the grid of '%s' can use the tensor list '%s' only as len(%s)", k->name, e->name,
+                e->name);
+            return 0;
+        }
+    }
     if (e->kind == TILEC_EX_CALL && strcmp(e->name, "cdiv") != 0) {
         chk_err(ck, &e->loc, "the grid of '%s' is computed on the host from scalar parameters and hints; '%s' is not allowed",
             k->name, e->name);
@@ -52,7 +62,8 @@ static void check_config(checker *ck, const tilec_kernel *k, int variant)
         binding *b = chk_bind(ck, p->name, &p->loc, B_PARAM, "parameter");
         if (b) {
             b->type = chk_ty_scalar(p->type.dtype);
-            b->type.ptr = p->type.kind == TILEC_TE_POINTER;
+            b->type.ptr = p->type.kind == TILEC_TE_POINTER || p->type.kind == TILEC_TE_LIST;
+            b->type.list = p->type.kind == TILEC_TE_LIST;
         }
     }
     for (uint32_t i = 0; i < k->nhints; i++) {
@@ -208,6 +219,7 @@ void chk_kernel(checker *ck, tilec_kernel *k)
         if (!chk_bind(ck, p->name, &p->loc, B_PARAM, "parameter"))
             ok = 0;
     }
+    ok &= chk_list_header(ck, k);
     /* a tune space: its axes become the first hints */
     ok &= chk_tune_header(ck, k);
     int hints_ok = 1;
@@ -236,8 +248,8 @@ void chk_kernel(checker *ck, tilec_kernel *k)
             ok = 0;
         } else if (p->type.kind != TILEC_TE_SCALAR || (tilec_dtype_class(p->type.dtype) != 's' &&
                                                          tilec_dtype_class(p->type.dtype) != 'u')) {
-            chk_err(ck, &k->variant_loc, "variants need an integer scalar parameter, but '%s' is %s%s", k->variant_sym,
-                p->type.kind == TILEC_TE_POINTER ? "*" : "", tilec_dtype_name(p->type.dtype));
+            chk_err(ck, &k->variant_loc, "variants need an integer scalar parameter, but '%s' is %s", k->variant_sym,
+                chk_tyexpr_str(ck, &p->type));
             ok = 0;
         }
         if (!k->nvariants) {

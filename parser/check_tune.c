@@ -144,7 +144,7 @@ static int names_free(const tilec_kernel *k, const char *name)
  * tile hint of its kind's space (BM, BN, BK; ROWS, BLOCK; BLOCK). */
 static tilec_tune_kind wants_default(const tilec_kernel *k)
 {
-    if (k->tune || k->nhints || k->variant_sym)
+    if (k->tune || k->nhints || k->variant_sym || chk_first_list(k)) /* a list kernel has one variant */
         return TILEC_TUNE_OTHER;
     tilec_tune_kind kind = chk_tune_kind(k);
     if (kind == TILEC_TUNE_OTHER)

@@ -23,7 +23,10 @@ const char *chk_ty_str(checker *ck, const tilec_type *t)
     }
     strbuf b;
     sb_init(&b);
-    sb_printf(&b, "%s%s", t->ptr ? "*" : "", tilec_dtype_name(t->dtype));
+    if (t->list)
+        sb_printf(&b, "[*%s]", tilec_dtype_name(t->dtype));
+    else
+        sb_printf(&b, "%s%s", t->ptr ? "*" : "", tilec_dtype_name(t->dtype));
     if (t->rank)
         shape_str(&b, t);
     const char *s = ar_strdup(&ck->scratch, sb_str(&b));

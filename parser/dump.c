@@ -85,6 +85,10 @@ static void dump_type(strbuf *b, const tilec_type *t)
 
 static void dump_tyexpr(strbuf *b, const tilec_tyexpr *t)
 {
+    if (t->kind == TILEC_TE_LIST) {
+        sb_printf(b, "[*%s]", tilec_dtype_name(t->dtype));
+        return;
+    }
     sb_printf(b, "%s%s", t->kind == TILEC_TE_POINTER ? "*" : "", tilec_dtype_name(t->dtype));
     if (t->kind == TILEC_TE_TENSOR) {
         sb_putc(b, '[');

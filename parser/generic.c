@@ -122,7 +122,7 @@ static void check_header(gen *g)
                         tilec_dtype_name(t->dtypes[a]));
         int typed = 0;
         for (uint32_t p = 0; p < k->nparams; p++)
-            typed |= k->params[p].type.kind == TILEC_TE_POINTER && k->params[p].type.tparam &&
+            typed |= (k->params[p].type.kind == TILEC_TE_POINTER || k->params[p].type.kind == TILEC_TE_LIST) && k->params[p].type.tparam &&
                      !strcmp(k->params[p].type.tparam, t->name);
         if (!typed)
             gen_err(g, &t->loc,

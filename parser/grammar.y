@@ -93,6 +93,9 @@ type(T) ::= DTYPE(D) LBRACKET RBRACKET. { T = prs_type(ps, TILEC_TE_TENSOR, &D, 
 /* a type parameter of a generic kernel (the checker refuses it elsewhere) */
 type(T) ::= IDENT(N).            { T = prs_type_param(ps, TILEC_TE_SCALAR, &N, &N); }
 type(T) ::= STAR(S) IDENT(N).    { T = prs_type_param(ps, TILEC_TE_POINTER, &S, &N); }
+/* a tensor list (kernels only, docs/language.md §4.3) */
+type(T) ::= LBRACKET(L) STAR DTYPE(D) RBRACKET. { T = prs_type(ps, TILEC_TE_LIST, &L, &D, NULL); }
+type(T) ::= LBRACKET(L) STAR IDENT(N) RBRACKET. { T = prs_type_param(ps, TILEC_TE_LIST, &L, &N); }
 
 %type grid_opt {ar_vec *}
 grid_opt(G) ::= .                { G = NULL; }

@@ -84,7 +84,7 @@ int tilec_kernel_param_info(const tilec_kernel *k, size_t i, const char **name, 
     if (name)
         *name = p->name;
     if (pointer)
-        *pointer = p->type.kind == TILEC_TE_POINTER;
+        *pointer = p->type.kind == TILEC_TE_LIST ? 2 : p->type.kind == TILEC_TE_POINTER;
     if (dtype)
         *dtype = p->type.dtype;
     return 0;

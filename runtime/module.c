@@ -31,6 +31,7 @@ size_t tilec_rt_param_size(tilec_rt_param_kind kind)
     case TILEC_RT_PARAM_F64:
     case TILEC_RT_PARAM_U64:
         return 8;
+    case TILEC_RT_PARAM_LIST: /* its table's size is the kernel's: tilec_rt_list_bytes */
     case TILEC_RT_PARAM_KIND_COUNT:
         break;
     }
@@ -41,7 +42,7 @@ static const char *kind_name(tilec_rt_param_kind kind)
 {
     /* ORDER PARAM_KIND */
     static const char *const names[TILEC_RT_PARAM_KIND_COUNT] = {"pointer", "i32", "i64", "f32",
-                                                                 "f64",     "u32", "u64"};
+                                                                 "f64",     "u32", "u64", "tensor list"};
     return (unsigned)kind < TILEC_RT_PARAM_KIND_COUNT ? names[kind] : "unknown";
 }
 
@@ -217,10 +218,12 @@ static tilec_rt_status check_params(tilec_rt *rt, CUfunction fn, const char *nam
                            "kernel '%s' has %u parameters; its launch metadata lists %u", name, i, meta->nparams);
         if (r != CUDA_SUCCESS) /* not answerable for this kernel: skip the check */
             return TILEC_RT_OK;
-        if (sz != tilec_rt_param_size(meta->kinds[i]))
+        size_t want = meta->kinds[i] == TILEC_RT_PARAM_LIST ? tilec_rt_list_bytes(tilec_rt_list_cap_of(meta->kinds, meta->nparams))
+                                                            : tilec_rt_param_size(meta->kinds[i]);
+        if (sz != want)
             return rt_fail(rt, TILEC_RT_INVALID_ARG,
                            "kernel '%s' parameter %u is %zu bytes, but its launch metadata says %s (%zu bytes)",
-                           name, i, sz, kind_name(meta->kinds[i]), tilec_rt_param_size(meta->kinds[i]));
+                           name, i, sz, kind_name(meta->kinds[i]), want);
     }
     return TILEC_RT_OK;
 }
@@ -346,8 +349,8 @@ tilec_rt_status tilec_rt_launch(const tilec_rt_kernel *k, const uint32_t grid[3]
     if (!k || !grid || (k->nparams && !args))
         return TILEC_RT_INVALID_ARG;
     void *params[TILEC_RT_MAX_PARAMS];
-    for (uint32_t i = 0; i < k->nparams; i++)
-        params[i] = (void *)&args[i];
+    for (uint32_t i = 0; i < k->nparams; i++) /* a tensor list's argument is the address of its packed table */
+        params[i] = k->kinds[i] == TILEC_RT_PARAM_LIST ? (void *)(uintptr_t)args[i].ptr : (void *)&args[i];
     CUresult r = k->launch(k->fn, grid[0], grid[1], grid[2], k->block_x, 1, 1, k->dyn_smem, (CUstream)stream,
                            params, NULL);
     if (r == CUDA_SUCCESS) {

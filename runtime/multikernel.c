@@ -243,6 +243,10 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
     uint32_t nv = p->ks[first].d.nvariants;
     if (nargs != p->ks[first].d.nparams || first + nv > p->n)
         return TILEC_RT_INVALID_ARG;
+    if (nv > 1 && tilec_rt_list_cap_of(p->ks[first].d.kinds, nargs)) /* the checker refuses it; a table may not */
+        return rt_fail(p->rt, TILEC_RT_INVALID_ARG,
+                       "kernel %s takes tensor lists and has %u variants: the runtime times variants on copies of "
+                       "the buffers they write, which it does not make for tensor lists", name, nv);
     if (p->mk_forced == -2)
         return rt_fail(p->rt, TILEC_RT_INVALID_ARG,
                        "TILEC_MULTI_KERNEL is not a variant number (when the program was built)");

@@ -78,7 +78,7 @@ tilec_rt_status tilec_plan_set_slot(tilec_plan *p, uint32_t i, tilec_plan_slot_t
 
 static const char *kind_text(tilec_rt_param_kind k)
 {
-    static const char *const names[] = {"pointer", "i32", "i64", "f32", "f64", "u32", "u64"}; /* ORDER PARAM_KIND */
+    static const char *const names[] = {"pointer", "i32", "i64", "f32", "f64", "u32", "u64", "tensor list"}; /* ORDER PARAM_KIND */
     return (unsigned)k < TILEC_RT_PARAM_KIND_COUNT ? names[k] : "unknown";
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "runtime/program_internal.h"
+#include "runtime/rt_internal.h"
 
 static int env_int(const char *name, int *out)
 {
@@ -332,14 +333,16 @@ static void memo_put(rt_grid_memo *m, const int64_t *scal, uint32_t n, const uin
     atomic_store_explicit(&m->seq, s + 2 ? s + 2 : 2, memory_order_release);
 }
 
-tilec_rt_status rt_program_launch_at(const tilec_program *cp, uint32_t i, const tilec_rt_arg *args, void *stream,
-                                     const void *ws_owner)
+/* One launch of kernel i, its tensor lists (if any) packed: args[a].ptr
+ * is the address of list a's table, whose count the grid reads as len. */
+static tilec_rt_status launch_one(tilec_program *p, uint32_t i, const tilec_rt_arg *args, void *stream,
+                                  const void *ws_owner)
 {
-    tilec_program *p = (tilec_program *)cp; /* the split-K scratch and the grid memo are the program's */
     pkernel *pk = &p->ks[i];
     int64_t scal[64];
     for (uint32_t a = 0; a < pk->d.nparams; a++) {
         switch (pk->d.kinds[a]) {
+        case TILEC_RT_PARAM_LIST: memcpy(&scal[a], (const void *)(uintptr_t)args[a].ptr, sizeof scal[a]); break;
         case TILEC_RT_PARAM_I32: scal[a] = args[a].i32; break;
         case TILEC_RT_PARAM_U32: scal[a] = args[a].u32; break;
         case TILEC_RT_PARAM_I64: scal[a] = args[a].i64; break;
@@ -368,6 +371,91 @@ tilec_rt_status rt_program_launch_at(const tilec_program *cp, uint32_t i, const 
     if (rt_tma_launch(pk, grid, args, stream, &st))
         return st;
     return tilec_rt_launch(pk->kern, grid, args, stream);
+}
+
+/* The tensor lists of a launch of kernel pk (docs/language.md §4.3): each
+ * list argument's count, the same for all, into *n; else a message. */
+static tilec_rt_status list_count(tilec_program *p, const pkernel *pk, const tilec_rt_arg *args, uint32_t *n)
+{
+    int first = -1;
+    for (uint32_t a = 0; a < pk->d.nparams; a++) {
+        if (pk->d.kinds[a] != TILEC_RT_PARAM_LIST)
+            continue;
+        const tilec_rt_list *l = args[a].list;
+        if (!l)
+            return rt_fail(p->rt, TILEC_RT_INVALID_ARG, "kernel '%s': argument %u is a tensor list, but NULL was passed",
+                           pk->d.kernel, a + 1);
+        if (l->n && (!l->ptrs || !l->numels))
+            return rt_fail(p->rt, TILEC_RT_INVALID_ARG,
+                           "kernel '%s': tensor list argument %u has %u tensors but no addresses or element counts",
+                           pk->d.kernel, a + 1, l->n);
+        for (uint32_t t = 0; t < l->n; t++)
+            if (l->numels[t] < 0)
+                return rt_fail(p->rt, TILEC_RT_INVALID_ARG,
+                               "kernel '%s': tensor %u of list argument %u has %lld elements", pk->d.kernel, t, a + 1,
+                               (long long)l->numels[t]);
+        if (first < 0) {
+            first = (int)a;
+            *n = l->n;
+        } else if (l->n != *n) {
+            return rt_fail(p->rt, TILEC_RT_INVALID_ARG,
+                           "kernel '%s': tensor list arguments %d and %u have %u and %u tensors; every list of a "
+                           "launch must have as many",
+                           pk->d.kernel, first + 1, a + 1, *n, l->n);
+        }
+    }
+    return TILEC_RT_OK;
+}
+
+/* A launch of kernel i with tensor lists: each list packed into its table
+ * of cap tensors in the kernel's parameters (tilec/param_kind.h), one
+ * launch per cap tensors (one with a count of 0 for empty lists). */
+static tilec_rt_status launch_lists(tilec_program *p, uint32_t i, const tilec_rt_arg *args, void *stream,
+                                    const void *ws_owner)
+{
+    const pkernel *pk = &p->ks[i];
+    uint32_t n = 0, cap = tilec_rt_list_cap_of(pk->d.kinds, pk->d.nparams);
+    tilec_rt_status st = list_count(p, pk, args, &n);
+    if (st != TILEC_RT_OK)
+        return st;
+    if (!cap)
+        return rt_fail(p->rt, TILEC_RT_INVALID_ARG, "kernel '%s': its tensor lists leave no room in its parameters",
+                       pk->d.kernel);
+    uint64_t tables[TILEC_RT_LIST_PARAM_BYTES / 8]; /* every list's table: they fit in the parameters */
+    tilec_rt_arg all[TILEC_RT_MAX_PARAMS];
+    memcpy(all, args, pk->d.nparams * sizeof *args);
+    uint32_t words = tilec_rt_list_bytes(cap) / 8;
+    for (uint32_t off = 0; off < n || (off == 0 && n == 0); off += cap) {
+        uint32_t m = n - off < cap ? n - off : cap;
+        uint64_t *t = tables;
+        for (uint32_t a = 0; a < pk->d.nparams; a++) {
+            if (pk->d.kinds[a] != TILEC_RT_PARAM_LIST)
+                continue;
+            const tilec_rt_list *l = args[a].list;
+            memset(t, 0, words * sizeof *t);
+            t[0] = m;
+            if (m) {
+                memcpy(t + 1, l->ptrs + off, m * sizeof *t);
+                memcpy(t + 1 + cap, l->numels + off, m * sizeof *t);
+            }
+            all[a].ptr = (uint64_t)(uintptr_t)t;
+            t += words;
+        }
+        st = launch_one(p, i, all, stream, ws_owner);
+        if (st != TILEC_RT_OK || !n)
+            return st;
+    }
+    return TILEC_RT_OK;
+}
+
+tilec_rt_status rt_program_launch_at(const tilec_program *cp, uint32_t i, const tilec_rt_arg *args, void *stream,
+                                     const void *ws_owner)
+{
+    tilec_program *p = (tilec_program *)cp; /* the split-K scratch and the grid memo are the program's */
+    for (uint32_t a = 0; a < p->ks[i].d.nparams; a++)
+        if (p->ks[i].d.kinds[a] == TILEC_RT_PARAM_LIST)
+            return launch_lists(p, i, args, stream, ws_owner);
+    return launch_one(p, i, args, stream, ws_owner);
 }
 
 tilec_rt_status tilec_program_launch(const tilec_program *p, const char *name, int variant, const tilec_rt_arg *args,

@@ -491,6 +491,8 @@ static const fake_kernel kernels[] = {
     {"tw_v0_tma", 9, {8, 8, 8, 4, 4, 4, 128, 128, 128}, 1024, 0},
     {"tilec_fill_u64", 3, {8, 8, 8}, 1024, 0}, /* the runtime's fill kernel (runtime/fill.c) */
     {"sk_v0", 4, {8, 4, 8, 8}, 1024, 0},        /* split-K: x, n, and the hidden part, cnt */
+    /* tensor lists: two tables of tilec_rt_list_cap(3, 2) = 126 tensors (8 + 16 * 126 bytes) and an f32 */
+    {"lscale_v0", 3, {2024, 2024, 4}, 1024, 0},
 };
 
 static CUresult fake_TensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType dt, cuuint32_t rank, void *base,
@@ -776,6 +778,22 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
         for (int i = 0; cnt && i < 64; i++)
             state.split_dirty += cnt[i] != 0;
         state.split_launches++;
+    } else if (strcmp(k->name, "lscale_v0") == 0) { /* y[t] = s * x[t] for the table's tensors */
+        const unsigned char *x = params[0], *y = params[1];
+        int64_t n, xn, yn;
+        float sc;
+        memcpy(&n, x, 8);
+        memcpy(&sc, params[2], 4);
+        for (int64_t t = 0; t < n && t < 126; t++) {
+            uint64_t xp, yp;
+            memcpy(&xp, x + 8 + 8 * t, 8);
+            memcpy(&yp, y + 8 + 8 * t, 8);
+            memcpy(&xn, x + 8 + 8 * 126 + 8 * t, 8);
+            memcpy(&yn, y + 8 + 8 * 126 + 8 * t, 8);
+            for (int64_t j = 0; j < xn && j < yn; j++)
+                ((float *)(uintptr_t)yp)[j] = sc * ((const float *)(uintptr_t)xp)[j];
+        }
+        state.list_n[state.list_launches++ % 8] = (int)n;
     } else if (strcmp(k->name, "args7") == 0) {
         memset(state.args, 0, sizeof state.args);
         for (int i = 0; i < k->nparams; i++)

@@ -39,6 +39,7 @@
  *     so that the test picks the fastest.
  *   sk_v0(ptr x, i32 n, ptr part, ptr cnt): a split-K kernel's launch (its
  *     own two parameters and the runtime's hidden two), see split_* below
+ *   lscale_v0(list x, list y, f32 s): tensor lists, see list_* below
  *   tilec_fill_u64(ptr dst, u64 value, u64 n): the runtime's fill kernel,
  *     run for real on the host; counted in fill_launches
  * cuMemsetD8/D16/D32Async fill for real (counted in memsets) or, on a
@@ -95,6 +96,11 @@ typedef struct fake_cuda_state {
      * captures (a real driver refuses them in thread-local mode) */
     unsigned long long split_part, split_cnt;
     int split_launches, split_dirty, allocs_in_capture;
+    /* tensor lists: lscale_v0(list x, list y, f32 s), each list a table of
+     * 126 tensors (tilec/param_kind.h): y[t][j] = s * x[t][j] for the
+     * table's count of tensors; each launch's count in list_n (a ring of 8) */
+    int list_launches;
+    int list_n[8];
 } fake_cuda_state;
 
 fake_cuda_state *fake_cuda_state_get(void);

@@ -537,7 +537,7 @@ Test(bundle, forged_fields)
     FORGE(bundle_put32(buf + meta0 + 8, UINT32_MAX), "more than 64 parameters", "2^32-1 parameters");
     const size_t kinds0 = meta0 + 12, np0 = b->kernels[0].nparams;
     cr_assert_gt(np0, 0);
-    FORGE(buf[kinds0] = TILEC_RT_PARAM_KIND_COUNT, "unknown kind", "kind 7");
+    FORGE(buf[kinds0] = TILEC_RT_PARAM_KIND_COUNT, "unknown kind", "kind 8, the count of kinds");
     FORGE(buf[kinds0 + np0 - 1] = 0xff, "unknown kind", "kind 255");
     const size_t written0 = kinds0 + np0; /* written (8), split-K slices and bytes, twin name length (4 each) */
     FORGE(bundle_put64(buf + written0, 1ull << np0), "written parameter past", "written past nparams");

@@ -1084,3 +1084,102 @@ Test(rt_fake, aot_program_rejects_a_bad_table)
     cr_expect_eq(tilec_program_load(rt, &good, 1, NULL), TILEC_RT_INVALID_ARG);
     tilec_rt_close(rt);
 }
+
+/* Tensor lists (docs/language.md §4.3, tilec/param_kind.h): a program's
+ * launch packs each list into its table of tilec_rt_list_cap tensors (126
+ * for lscale_v0's two lists and an f32) and splits a longer list into
+ * launches of that many; the fake lscale_v0 computes y[t] = s * x[t] from
+ * the tables it gets. Lists of different lengths, a NULL list and a
+ * negative count are refused with the kernel and the argument named. */
+static const tilec_rt_param_kind list_kinds[] = {TILEC_RT_PARAM_LIST, TILEC_RT_PARAM_LIST, TILEC_RT_PARAM_F32};
+
+static int list_grid(const int64_t *a, uint32_t g[3])
+{
+    g[0] = (uint32_t)a[0]; /* len(x): the launch's tensors */
+    g[1] = g[2] = 1;
+    return 0;
+}
+
+Test(rt_fake, tensor_lists_are_packed_and_split)
+{
+    tilec_rt *rt = fake_open();
+    const tilec_aot_kernel ks[] = {
+        {"lscale", 0, 1, "lscale_v0", fake_image, sizeof fake_image, 128, 0, 3, list_kinds, 0x2, list_grid, 0, 0, NULL},
+    };
+    cr_expect_eq(tilec_rt_list_cap(3, 2), 126);
+    cr_expect_eq(tilec_rt_list_bytes(126), 2024);
+    tilec_program *p = NULL;
+    cr_assert_eq(tilec_program_load(rt, ks, 1, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+    enum { T = 300 };
+    static uint64_t xp[T], yp[T];
+    static int64_t numel[T];
+    for (int t = 0; t < T; t++) {
+        numel[t] = t % 5; /* empty tensors too */
+        float x[4] = {(float)t, (float)t + 1, (float)t + 2, (float)t + 3};
+        cr_assert_eq(tilec_rt_malloc(rt, sizeof x, &xp[t]), TILEC_RT_OK);
+        cr_assert_eq(tilec_rt_malloc(rt, sizeof x, &yp[t]), TILEC_RT_OK);
+        cr_assert_eq(tilec_rt_memcpy_htod(rt, xp[t], x, sizeof x), TILEC_RT_OK);
+    }
+    tilec_rt_list xl = {T, xp, numel}, yl = {T, yp, numel};
+    tilec_rt_arg args[3] = {{.list = &xl}, {.list = &yl}, {.f32 = 3.0f}};
+    int before = fake->launches;
+    fake->list_launches = 0;
+    cr_assert_eq(tilec_program_launch(p, "lscale", 0, args, 3, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+    cr_expect_eq(fake->launches - before, 3);
+    cr_expect_eq(fake->list_launches, 3);
+    cr_expect_eq(fake->list_n[0], 126);
+    cr_expect_eq(fake->list_n[1], 126);
+    cr_expect_eq(fake->list_n[2], 48);
+    for (int t = 0; t < T; t++) {
+        float y[4] = {0};
+        cr_assert_eq(tilec_rt_memcpy_dtoh(rt, y, yp[t], sizeof y), TILEC_RT_OK);
+        for (int j = 0; j < numel[t]; j++)
+            cr_assert_eq(y[j], 3.0f * (float)(t + j), "tensor %d element %d", t, j);
+    }
+    /* refused, nothing launched */
+    before = fake->launches;
+    tilec_rt_list shorter = {T - 1, yp, numel};
+    args[1].list = &shorter;
+    cr_expect_eq(tilec_program_launch(p, "lscale", 0, args, 3, NULL), TILEC_RT_INVALID_ARG);
+    cr_expect_str_eq(tilec_rt_last_error(rt), "kernel 'lscale': tensor list arguments 1 and 2 have 300 and 299 "
+                                              "tensors; every list of a launch must have as many");
+    args[1].list = NULL;
+    cr_expect_eq(tilec_program_launch(p, "lscale", 0, args, 3, NULL), TILEC_RT_INVALID_ARG);
+    cr_expect_str_eq(tilec_rt_last_error(rt), "kernel 'lscale': argument 2 is a tensor list, but NULL was passed");
+    numel[7] = -1;
+    args[1].list = &yl;
+    cr_expect_eq(tilec_program_launch(p, "lscale", 0, args, 3, NULL), TILEC_RT_INVALID_ARG);
+    cr_expect_str_eq(tilec_rt_last_error(rt), "kernel 'lscale': tensor 7 of list argument 1 has -1 elements");
+    numel[7] = 2;
+    tilec_rt_list nothing = {T, NULL, NULL};
+    args[0].list = &nothing;
+    cr_expect_eq(tilec_program_launch(p, "lscale", 0, args, 3, NULL), TILEC_RT_INVALID_ARG);
+    cr_expect_str_eq(tilec_rt_last_error(rt), "kernel 'lscale': tensor list argument 1 has 300 tensors but no "
+                                              "addresses or element counts");
+    cr_expect_eq(fake->launches, before);
+    /* empty lists: one launch's grid of len 0, so nothing runs */
+    tilec_rt_list empty = {0, NULL, NULL};
+    args[0].list = args[1].list = &empty;
+    cr_expect_eq(tilec_program_launch(p, "lscale", 0, args, 3, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+    cr_expect_eq(fake->launches, before);
+    tilec_program_free(p);
+    /* a table that gives a list kernel two variants: the multi-kernel refuses to time it */
+    const tilec_aot_kernel two[] = {
+        {"lscale", 0, 2, "lscale_v0", fake_image, sizeof fake_image, 128, 0, 3, list_kinds, 0x2, list_grid, 0, 0, NULL},
+        {"lscale", 1, 2, "lscale_v0", fake_image, sizeof fake_image, 128, 0, 3, list_kinds, 0x2, list_grid, 0, 0, NULL},
+    };
+    cr_assert_eq(tilec_program_load(rt, two, 2, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+    args[0].list = args[1].list = &xl;
+    int chosen = -1;
+    cr_expect_eq(tilec_program_launch_best(p, "lscale", args, 3, NULL, &chosen), TILEC_RT_INVALID_ARG);
+    cr_expect_str_eq(tilec_rt_last_error(rt), "kernel lscale takes tensor lists and has 2 variants: the runtime times "
+                                              "variants on copies of the buffers they write, which it does not make for "
+                                              "tensor lists");
+    cr_expect_eq(fake->launches, before);
+    tilec_program_free(p);
+    for (int t = 0; t < T; t++) {
+        tilec_rt_free(rt, xp[t]);
+        tilec_rt_free(rt, yp[t]);
+    }
+    tilec_rt_close(rt);
+}

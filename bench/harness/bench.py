@@ -189,7 +189,7 @@ def summary(ms):
 
 
 _FIELDS = {tilec.PTR: "ptr", tilec.I32: "i32", tilec.I64: "i64", tilec.F32: "f32", tilec.F64: "f64",
-           tilec.U32: "u32", tilec.U64: "u64"}
+           tilec.U32: "u32", tilec.U64: "u64", tilec.LIST: "ptr"}  # a list: its tilec_rt_list's address (a TensorList's)
 
 
 def pack(kernel, args):
@@ -221,10 +221,13 @@ class Workload:
     reference, the byte and flop counts, and the tolerance of its check."""
 
     def __init__(self, name, family, tile, kernel, make, tilec_call, torch_fn, ref, nbytes, flops=0.0, tol=1e-4,
-                 eager_is="torch eager", peak=None):
+                 eager_is="torch eager", peak=None, check=None, others=None, compile=True):
         self.name, self.family, self.tile, self.kernel = name, family, tile, kernel
         self.make, self.tilec_call, self.torch_fn, self.ref = make, tilec_call, torch_fn, ref
         self.nbytes, self.flops, self.tol, self.eager_is, self.peak = nbytes, flops, tol, eager_is, peak
+        # an in-place workload checks itself: check(t, k) -> (tilec's rel err, the eager side's), and
+        # may time more sides of the other library (others: {label: fn(t)}) and no torch.compile
+        self.check, self.others, self.compile = check, others or {}, compile
 
 
 def randn(*shape, dtype=torch.float32):
@@ -487,8 +490,81 @@ SOFTMAX_SHAPES = [(8192, 1024), (8192, 4096), (2048, 16384), (32768, 512), (6553
 LAYERNORM_SHAPES = [(8192, 4096), (4096, 768), (8192, 1024), (32768, 512), (65536, 128)]
 
 
+def llama_shapes(layers=8, d=2048, ff=5632, kv=256, vocab=32000):
+    """A Llama model's parameter shapes (TinyLlama's widths: hidden 2048, MLP 5632, grouped K/V of 256,
+    vocabulary 32000), `layers` layers: embedding, per layer two norms, q, k, v, o, gate, up, down, then the
+    final norm and the head; 8 layers: 75 tensors, 483M parameters."""
+    s = [(vocab, d)]
+    for _ in range(layers):
+        s += [(d,), (d, d), (kv, d), (kv, d), (d, d), (d,), (ff, d), (ff, d), (d, ff)]
+    return s + [(d,), (vocab, d)]
+
+
+def mixed_shapes(n=200, seed=35):
+    """n shapes of mixed sizes, as tests/python/test_gpu_lists.py has them: vectors, tiny ones, matrices."""
+    import random
+    r = random.Random(seed)
+    out = [(1,), (3,), (7,), (1023,), (1024,), (1025,), (4097,), (65537,), (1000, 1000), (2048, 1024), (3, 5, 7)]
+    while len(out) < n:
+        k = r.random()
+        out.append((r.randint(1, 64),) if k < 0.3 else (r.randint(1, 4096),) if k < 0.6 else
+                   (r.randint(1, 512), r.randint(1, 512)))
+    return out
+
+
+ADAMW = dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+
+
+def w_adamw(label, shapes):
+    """Issue 35: one AdamW step over a model's parameter list, f32, in one launch per 62 tensors
+    (examples/adamw_multi.tile over tilec.TensorList), against torch.optim.AdamW(fused=True) (the eager side)
+    and foreach=True, each over its own copy of the same parameters and gradients."""
+    numel = sum(math.prod(s) for s in shapes)
+    lr, (b1, b2), eps, wd = ADAMW["lr"], ADAMW["betas"], ADAMW["eps"], ADAMW["weight_decay"]
+
+    def make():
+        g = torch.Generator(device=DEV).manual_seed(35)
+        t = {"p": [torch.randn(s, device=DEV, generator=g) * 0.02 for s in shapes],
+             "g": [torch.randn(s, device=DEV, generator=g) * 1e-3 for s in shapes]}
+        t["p0"] = [p.clone() for p in t["p"]]
+        t["m"] = [torch.zeros_like(p) for p in t["p"]]
+        t["v"] = [torch.zeros_like(p) for p in t["p"]]
+        t["lists"] = [tilec.TensorList(t[k]) for k in "pgmv"]
+        for kind in ("fused", "foreach"):
+            ps = [torch.nn.Parameter(p.clone()) for p in t["p"]]
+            for p, gr in zip(ps, t["g"]):
+                p.grad = gr
+            t[kind] = torch.optim.AdamW(ps, **ADAMW, **{kind: True})
+        return t
+
+    def check(t, k):
+        """One step from the same start by tilec and by torch's fused step, each against f64."""
+        k(*t["lists"], lr, b1, b2, eps, wd, 1.0)
+        t["fused"].step()
+        torch.cuda.synchronize()
+        fused = t["fused"].param_groups[0]["params"]
+        num = [0.0, 0.0]
+        den = 0.0
+        for p0, gr, mine, theirs in zip(t["p0"], t["g"], t["p"], fused):
+            p0, gr = p0.double(), gr.double()
+            m, v = (1 - b1) * gr, (1 - b2) * gr * gr
+            ref = p0 * (1 - lr * wd) - (lr / (1 - b1)) * m / (v.sqrt() / math.sqrt(1 - b2) + eps)
+            num[0] += float((mine.double() - ref).norm() ** 2)
+            num[1] += float((theirs.detach().double() - ref).norm() ** 2)
+            den += float(ref.norm() ** 2)
+        return math.sqrt(num[0] / den), math.sqrt(num[1] / den)
+
+    return Workload(
+        f"adamw {label} ({len(shapes)} tensors, {numel / 1e6:.0f}M f32)", "adamw", "examples/adamw_multi.tile",
+        "adamw__f32", make, lambda t: (list(t["lists"]) + [lr, b1, b2, eps, wd, 2.0], None),
+        lambda t: t["fused"].step(), None, 28 * numel, tol=1e-6, eager_is="torch AdamW(fused=True)",
+        check=check, others={"torch AdamW(foreach=True)": lambda t: t["foreach"].step()}, compile=False)
+
+
 def workloads():
     w = [w_add_relu(1 << 26)]
+    w.append(w_adamw("llama-8L", llama_shapes()))  # issue 35: >= 1.0x torch.optim.AdamW(fused=True)
+    w.append(w_adamw("mixed-200", mixed_shapes()))
     for r, c in SOFTMAX_SHAPES:
         w.append(w_softmax(r, c))
     for r, c in [(32768, 512), (65536, 128), (8192, 1024)]:
@@ -638,13 +714,16 @@ class Run:
         mod = self.module(w.tile)
         k = mod.kernel(w.kernel)  # the multi-kernel: the runtime picks the variant per shape
         args, out = w.tilec_call(t)
-        # check first: poisoned output, fresh random inputs, higher-precision reference
-        t[out].fill_(float("nan"))
-        k(*tilec_args(args))
-        torch.cuda.synchronize()
-        err = rel_err(t[out], w.ref(t))
+        if w.check is not None:  # in place: the workload checks one step against its reference itself
+            err, ref_torch = w.check(t, k)
+        else:
+            # check first: poisoned output, fresh random inputs, higher-precision reference
+            t[out].fill_(float("nan"))
+            k(*tilec_args(args))
+            torch.cuda.synchronize()
+            err = rel_err(t[out], w.ref(t))
+            ref_torch = rel_err(w.torch_fn(t), w.ref(t))
         ok = err <= w.tol
-        ref_torch = rel_err(w.torch_fn(t), w.ref(t))
         self.emit({"kind": "check", "workload": w.name, "rel_err": err, "tol": w.tol, "ok": ok,
                    "torch_rel_err": ref_torch, "variant": k.last_variant})
         print(f"  check: rel err {err:.2e} (tol {w.tol:.0e}, torch eager {ref_torch:.2e}) variant {k.last_variant}"
@@ -657,7 +736,9 @@ class Run:
             self.time_side(w, "tilec Python", fn=lambda: k(*targs), reps=reps)
         self.time_side(w, w.eager_is, fn=lambda: w.torch_fn(t),
                        reps=reps, extra={"other": True})
-        if not self.args.no_compile:
+        for label, other in w.others.items():
+            self.time_side(w, label, fn=lambda: other(t), reps=reps, extra={"other": True})
+        if not self.args.no_compile and w.compile:
             modes = [None]
             if self.args.autotune and w.family == "matmul":
                 modes.append("max-autotune-no-cudagraphs")

@@ -31,6 +31,8 @@ typedef struct tilec_type {
     tilec_dtype dtype;
     bool ptr;
     bool weak; /* an untyped literal that adapts to the other operand */
+    bool list; /* with ptr: a tensor list parameter [*T] (docs/language.md
+                * §4.3); only p[i], len(p) and numel(p, i) take one */
     uint8_t rank;
     int64_t dims[TILEC_MAX_RANK];
 } tilec_type;
@@ -69,8 +71,8 @@ typedef struct tilec_expr {
                          * variant's hints (index = variant), else NULL */ /* set by the checker (kernels: the base hints) */
 } tilec_expr;
 
-/* A written type: *T, T, or T[dims] */
-typedef enum tilec_tyexpr_kind { TILEC_TE_SCALAR, TILEC_TE_POINTER, TILEC_TE_TENSOR } tilec_tyexpr_kind;
+/* A written type: *T, T, T[dims], or [*T] (a tensor list, kernels only) */
+typedef enum tilec_tyexpr_kind { TILEC_TE_SCALAR, TILEC_TE_POINTER, TILEC_TE_TENSOR, TILEC_TE_LIST } tilec_tyexpr_kind;
 typedef struct tilec_tyexpr {
     tilec_tyexpr_kind kind;
     tilec_dtype dtype;

@@ -18,6 +18,7 @@ typedef enum tilec_arg_kind {
     TILEC_ARG_I8, TILEC_ARG_I16, TILEC_ARG_I32, TILEC_ARG_I64,
     TILEC_ARG_U8, TILEC_ARG_U16, TILEC_ARG_U32, TILEC_ARG_U64,
     TILEC_ARG_F16, TILEC_ARG_BF16, TILEC_ARG_F32, TILEC_ARG_F64, TILEC_ARG_BOOL,
+    TILEC_ARG_LIST, /* a tensor list [*T] (TILEC_RT_PARAM_LIST) */
 } tilec_arg_kind;
 
 /* How a lowered parameter is passed at launch: 0, or -1 for a kind the

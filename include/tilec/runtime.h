@@ -169,8 +169,22 @@ typedef struct tilec_rt_kernel tilec_rt_kernel;
 #define TILEC_RT_MAX_BLOCK 1024           /* most threads per block */
 #define TILEC_RT_DEFAULT_SMEM (48u << 10) /* dynamic shared memory needing no opt-in */
 
-/* One kernel argument; the member read is the one its parameter kind names. */
+/* A tensor list argument (docs/language.md §4.3): n tensors, tensor i at
+ * device address ptrs[i] holding numels[i] elements (>= 0). Every list
+ * argument of one launch has the same n. */
+typedef struct tilec_rt_list {
+    uint32_t n;
+    const uint64_t *ptrs;
+    const int64_t *numels;
+} tilec_rt_list;
+
+/* One kernel argument; the member read is the one its parameter kind
+ * names. A tensor list (TILEC_RT_PARAM_LIST) is `list` for a program's
+ * launch (tilec_program_launch, which packs it and splits a long list
+ * into several launches), and for tilec_rt_launch `ptr`: the address of
+ * its packed table (tilec/param_kind.h: count, addresses, counts). */
 typedef union tilec_rt_arg {
+    const tilec_rt_list *list;
     uint64_t ptr;
     int32_t i32;
     int64_t i64;
@@ -194,7 +208,8 @@ typedef struct tilec_rt_launch_meta {
  * why is not NULL) and returns TILEC_RT_INVALID_ARG. */
 tilec_rt_status tilec_rt_launch_meta_check(const tilec_rt_launch_meta *meta, char *why, size_t why_size);
 
-/* The size in bytes of a parameter kind (4 or 8), 0 for an unknown kind. */
+/* The size in bytes of a parameter kind (4 or 8), 0 for an unknown kind
+ * and a tensor list (its table's size is the kernel's: tilec_rt_list_bytes). */
 size_t tilec_rt_param_size(tilec_rt_param_kind kind);
 
 /* Load a module image: a CUBIN (ELF), a fatbinary, or NUL-terminated PTX.

@@ -52,8 +52,9 @@ const char *tilec_module_source(const tilec_module *m, size_t *len);
 int64_t tilec_kernel_hint(const tilec_kernel *k, int variant, const char *name, int64_t dflt);
 
 /* Kernel k's parameters, for bindings that check arguments before a
- * launch: parameter i's name, whether it is a pointer, and its type (the
- * element type of a pointer). -1 when k is NULL or i out of range. */
+ * launch: parameter i's name, whether it is a pointer (1; 2: a tensor
+ * list [*T], docs/language.md §4.3), and its type (the element type of a
+ * pointer or list). -1 when k is NULL or i out of range. */
 size_t tilec_kernel_param_count(const tilec_kernel *k);
 int tilec_kernel_param_info(const tilec_kernel *k, size_t i, const char **name, int *pointer, tilec_dtype *dtype);
 

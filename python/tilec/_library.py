@@ -34,7 +34,7 @@ class Owner:
 # the header's (a field added there and not here, a type, an order).
 class _Arg(ctypes.Union):
     _c_type_ = "tilec_rt_arg"
-    _fields_ = [("ptr", ctypes.c_uint64), ("i32", ctypes.c_int32), ("i64", ctypes.c_int64),
+    _fields_ = [("list", ctypes.c_void_p), ("ptr", ctypes.c_uint64), ("i32", ctypes.c_int32), ("i64", ctypes.c_int64),
                 ("f32", ctypes.c_float), ("f64", ctypes.c_double), ("u32", ctypes.c_uint32),
                 ("u64", ctypes.c_uint64)]
 
@@ -108,7 +108,14 @@ _EXTERN_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ct
                               ctypes.c_void_p, ctypes.c_size_t)
 
 # parameter kinds (include/tilec/param_kind.h)
-PTR, I32, I64, F32, F64, U32, U64 = range(7)
+PTR, I32, I64, F32, F64, U32, U64, LIST = range(8)
+
+
+class RtList(ctypes.Structure):
+    """tilec_rt_list (include/tilec/runtime.h): a tensor list argument."""
+    _c_type_ = "tilec_rt_list"
+    _fields_ = [("n", ctypes.c_uint32), ("ptrs", ctypes.POINTER(ctypes.c_uint64)),
+                ("numels", ctypes.POINTER(ctypes.c_int64))]
 
 _lib: Optional[ctypes.CDLL] = None
 _native: Any = False  # False: not looked for yet; None: not there

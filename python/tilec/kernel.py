@@ -8,7 +8,7 @@ import ctypes
 import struct
 from typing import Any, Dict, List, Optional, Protocol, Tuple
 
-from ._library import F32, F64, I32, I64, PTR, U32, U64, TilecError, lib, native
+from ._library import F32, F64, I32, I64, LIST, PTR, U32, U64, RtList, TilecError, lib, native
 from .buffer import Buffer, tensor_info
 from .checks import check_float, check_int
 from .device import Device, stream_handle, torch_module
@@ -24,9 +24,11 @@ class ModuleView(Protocol):
     path: str
     device: Device
 
-_KIND_NAMES = {PTR: "pointer", I32: "i32", I64: "i64", F32: "f32", F64: "f64", U32: "u32", U64: "u64"}
-# each argument is one 8-byte tilec_rt_arg: 4-byte kinds are padded
-_PACK = {PTR: "Q", I32: "i4x", I64: "q", F32: "f4x", F64: "d", U32: "I4x", U64: "Q"}
+_KIND_NAMES = {PTR: "pointer", I32: "i32", I64: "i64", F32: "f32", F64: "f64", U32: "u32", U64: "u64",
+               LIST: "tensor list"}
+# each argument is one 8-byte tilec_rt_arg: 4-byte kinds are padded; a
+# tensor list is the address of its tilec_rt_list
+_PACK = {PTR: "Q", I32: "i4x", I64: "q", F32: "f4x", F64: "d", U32: "I4x", U64: "Q", LIST: "Q"}
 _NATIVE_KINDS = {PTR: "p", I32: "i", I64: "q", F32: "f", F64: "d", U32: "I", U64: "Q"}
 
 _torch_names: Dict[Any, Optional[str]] = {}
@@ -49,13 +51,18 @@ def describe(obj: Any) -> str:
     return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
-def pointer_arg(owner: str, param: str, dtype: str, index: int, obj: Any, device_index: int) -> Tuple[int, bool]:
+def pointer_arg(owner: str, param: str, dtype: str, index: int, obj: Any, device_index: int,
+                item: str = "") -> Tuple[int, bool]:
     """The device address of tensor argument `obj` for pointer parameter
     `param` (*dtype), and whether it is a torch tensor; TypeError for what
     is not a tensor of that dtype, ValueError for one in host memory, on
     another device, not contiguous or not aligned to its element size."""
     torch = torch_module()
-    where = f"{owner}: parameter '{param}' (*{dtype}), argument {index + 1}"
+    ty = f"[*{dtype}]" if item else f"*{dtype}"  # item: the place of a tensor list's tensor
+    where = f"{owner}: parameter '{param}' ({ty}), argument {index + 1}{item}"
+    if isinstance(obj, (list, tuple)):
+        raise TypeError(f"{where}: expects a {dtype} tensor; got a {type(obj).__name__} of {len(obj)} values "
+                        f"(only a tensor list parameter such as '{param}: [*{dtype}]' takes a list)")
     if torch is not None and isinstance(obj, torch.Tensor):
         have = torch_dtype_name(obj.dtype)
         if have != dtype:
@@ -87,6 +94,67 @@ def pointer_arg(owner: str, param: str, dtype: str, index: int, obj: Any, device
     return ptr, is_torch
 
 
+def _numel(obj: Any) -> int:
+    """The element count of a tensor pointer_arg accepted."""
+    if hasattr(obj, "numel") and callable(obj.numel):
+        return int(obj.numel())
+    info = tensor_info(obj)
+    n = 1
+    for d in (info.shape if info is not None else ()):
+        n *= int(d)
+    return n
+
+
+def list_arg(owner: str, param: str, dtype: str, index: int, obj: Any, device_index: int) -> Tuple[RtList, Any, bool]:
+    """A tensor list argument (docs/language.md §4.3) for parameter `param`
+    ([*dtype]): its tilec_rt_list, what keeps its arrays alive, and whether
+    a torch tensor is among its tensors; each tensor checked as a pointer
+    argument is (TypeError, ValueError naming its place in the list)."""
+    if not isinstance(obj, (list, tuple)):
+        raise TypeError(f"{owner}: parameter '{param}' ([*{dtype}]), argument {index + 1}: expects a list of {dtype} "
+                        f"tensors; got {describe(obj)}")
+    n = len(obj)
+    ptrs, numels = (ctypes.c_uint64 * max(n, 1))(), (ctypes.c_int64 * max(n, 1))()
+    use_torch = False
+    for t, a in enumerate(obj):
+        ptrs[t], is_torch = pointer_arg(owner, param, dtype, index, a, device_index, f", tensor {t} of the list")
+        numels[t] = _numel(a)
+        use_torch |= is_torch
+    rl = RtList(n, ctypes.cast(ptrs, ctypes.POINTER(ctypes.c_uint64)), ctypes.cast(numels, ctypes.POINTER(ctypes.c_int64)))
+    return rl, (ptrs, numels, rl), use_torch
+
+
+class TensorList:
+    """A tensor list argument (a kernel parameter [*T], docs/language.md
+    §4.3) checked once: the tensors' addresses and element counts, kept
+    as the C arrays a launch passes, so a call that takes it checks
+    nothing per tensor (a plain Python list is checked at every call).
+    Every tensor must have one dtype and sit contiguous on one device; the
+    list holds them (they stay alive) and their addresses as they were when
+    it was made: make a new one when a tensor gets new storage."""
+
+    __slots__ = ("tensors", "dtype", "device_index", "torch", "_arrays", "_rl")
+
+    def __init__(self, tensors: Any):
+        self.tensors = list(tensors)
+        self.dtype: Optional[str] = _arg_dtype(self.tensors[0]) if self.tensors else None
+        first = self.tensors[0] if self.tensors else None
+        info = tensor_info(first) if first is not None else None
+        dev = first.get_device() if hasattr(first, "get_device") else (info.device if info is not None else 0)
+        self.device_index: int = dev if dev is not None and dev >= 0 else 0
+        if self.dtype is None and self.tensors:
+            raise TypeError(f"TensorList: tensor 0 is not a tensor (torch, CuPy or tilec.Buffer); got {describe(first)}")
+        rl, self._arrays, self.torch = list_arg("TensorList", "tensors", self.dtype or "f32", 0, self.tensors,
+                                                self.device_index)
+        self._rl = rl
+
+    def __len__(self) -> int:
+        return len(self.tensors)
+
+    def __repr__(self) -> str:
+        return f"<tilec.TensorList of {len(self.tensors)} {self.dtype} tensors on cuda:{self.device_index}>"
+
+
 class Param:
     """A declared kernel parameter: name, launch kind, and the element type
     of a pointer (else the scalar's type)."""
@@ -97,6 +165,8 @@ class Param:
         self.name, self.kind, self.dtype = name, kind, dtype
 
     def __repr__(self) -> str:
+        if self.kind == LIST:
+            return f"{self.name}: [*{self.dtype}]"
         return f"{self.name}: {'*' if self.kind == PTR else ''}{self.dtype}"
 
 
@@ -148,24 +218,48 @@ class Kernel:
         self._device_index = module.device.index
         self._lib = L
         self._native = native()
-        self._kinds_b = "".join(_NATIVE_KINDS[k] for k in self.kinds).encode()
-        self._spec: Any = False  # kcall's compiled spec: False until made, None when there is no fast path
+        # a kernel with tensor lists launches through ctypes (the extension's fast paths take no lists)
+        self._lists = LIST in self.kinds
+        if self._lists:
+            self._native = None
+        self._kinds_b = "".join(_NATIVE_KINDS.get(k, "?") for k in self.kinds).encode()
+        self._spec: Any = None if self._lists else False  # kcall's compiled spec: False until made, None: no fast path
 
     def __repr__(self) -> str:
         return f"<tilec.Kernel {self.name}({', '.join(map(repr, self.params))})>"
 
-    def check(self, args: Tuple[Any, ...]) -> Tuple[List[Any], bool]:
+    def check(self, args: Tuple[Any, ...], keep: Optional[List[Any]] = None) -> Tuple[List[Any], bool]:
         """The launch values of args (addresses, ints, floats), and whether
-        a torch tensor is among them; raises as a call would."""
+        a torch tensor is among them; raises as a call would. A tensor
+        list's value is the address of its tilec_rt_list, whose arrays
+        `keep` holds (they must stay alive until the launch)."""
         params = self.params
         if len(args) != len(params):
             raise TypeError(f"{self.name}() takes {len(params)} arguments ({', '.join(map(repr, params))}); "
                             f"got {len(args)}")
         vals: List[Any] = []
         use_torch = False
+        keep = [] if keep is None else keep
+        first_list = -1
         for i, (p, a) in enumerate(zip(params, args)):
             k = p.kind
-            if k == PTR:
+            if k == LIST and type(a) is TensorList:
+                if a.tensors and a.dtype != p.dtype:
+                    raise TypeError(f"{self.name}: parameter '{p.name}' ([*{p.dtype}]), argument {i + 1}: expects a list"
+                                    f" of {p.dtype} tensors; got a TensorList of {a.dtype} tensors")
+                if a.tensors and a.device_index != self._device_index:
+                    raise ValueError(f"{self.name}: parameter '{p.name}' ([*{p.dtype}]), argument {i + 1}: the "
+                                     f"tensors are on cuda:{a.device_index}; the kernel is on cuda:{self._device_index}")
+                first_list = self._same_length(args, first_list, i)
+                use_torch |= a.torch
+                vals.append(ctypes.addressof(a._rl))
+            elif k == LIST:
+                rl, held, t = list_arg(self.name, p.name, p.dtype, i, a, self._device_index)
+                first_list = self._same_length(args, first_list, i)
+                keep.append(held)
+                use_torch |= t
+                vals.append(ctypes.addressof(rl))
+            elif k == PTR:
                 if type(a) is Buffer and a.dtype == p.dtype and a.device.index == self._device_index \
                         and not a.ptr % DTYPES[p.dtype][0]:
                     vals.append(a.ptr)
@@ -178,6 +272,15 @@ class Kernel:
             else:
                 vals.append(check_int(self.name, p.name, _KIND_NAMES[k], a))
         return vals, use_torch
+
+    def _same_length(self, args: Tuple[Any, ...], first: int, i: int) -> int:
+        """The first tensor list argument seen, argument i being one:
+        ValueError when the two hold different counts of tensors."""
+        if first >= 0 and len(args[i]) != len(args[first]):
+            raise ValueError(f"{self.name}: tensor list arguments {first + 1} ('{self.params[first].name}') and "
+                             f"{i + 1} ('{self.params[i].name}') have {len(args[first])} and {len(args[i])} tensors; "
+                             "every list of a launch must have as many")
+        return i if first < 0 else first
 
     def _fast_spec(self) -> Any:
         """What the extension's kcall needs (its checks in C, for torch
@@ -211,7 +314,8 @@ class Kernel:
                 self.last_variant = r[1]
                 raise TilecError(f"launch of {self.name}: " +
                                  self._lib.tilec_rt_last_error(self.module.device._h).decode())
-        vals, use_torch = self.check(args)
+        keep: List[Any] = []
+        vals, use_torch = self.check(args, keep)
         s = stream_handle(stream, self._device_index, use_torch)
         L = self._lib
         if self._native is not None:
@@ -242,6 +346,17 @@ def _arg_dtype(obj: Any) -> Optional[str]:
     return info.dtype if info is not None else None
 
 
+def _list_items(owner: str, pname: str, t: str, i: int, a: Any) -> List[Tuple[Any, str]]:
+    """The tensors of tensor list argument a (argument i, parameter
+    pname: [*t]) with their places for messages."""
+    if type(a) is TensorList:  # checked when made: one dtype
+        return [(a.tensors[0], "")] if a.tensors else []
+    if not isinstance(a, (list, tuple)):
+        raise TypeError(f"{owner}: parameter '{pname}' ([*{t}]), argument {i + 1}: expects a list of tensors, whose "
+                        f"dtype chooses {t}; got {describe(a)}")
+    return [(x, f", tensor {n} of the list") for n, x in enumerate(a)]
+
+
 class GenericKernel:
     """A generic kernel (docs/language.md §4.2): one per name written, its
     instances one Kernel per combination of dtypes. Calling it reads the
@@ -259,13 +374,13 @@ class GenericKernel:
             L.tilec_kernel_tparam_info(handle, j, ctypes.byref(tname), None)
             self.tparams.append((tname.value or b"?").decode())
         self.nparams: int = L.tilec_kernel_param_count(handle)
-        self._typed: List[Tuple[int, int, str]] = []  # (parameter, type parameter, parameter name)
+        self._typed: List[Tuple[int, int, str, bool]] = []  # (parameter, type parameter, its name, a list)
         for i in range(self.nparams):
             j = L.tilec_kernel_param_tparam(handle, i)
             pname, pointer = ctypes.c_char_p(), ctypes.c_int()
             L.tilec_kernel_param_info(handle, i, ctypes.byref(pname), ctypes.byref(pointer), None)
-            if j >= 0 and pointer.value:
-                self._typed.append((i, j, (pname.value or b"?").decode()))
+            if j >= 0 and pointer.value:  # 1: *T, 2: a tensor list [*T]
+                self._typed.append((i, j, (pname.value or b"?").decode(), pointer.value == 2))
         self.instances: Dict[Tuple[str, ...], str] = {}
         self.allowed: List[List[str]] = [[] for _ in self.tparams]
         n = 0
@@ -294,22 +409,35 @@ class GenericKernel:
             raise TypeError(f"{self.name}() takes {self.nparams} arguments; got {len(args)}")
         bound: List[Optional[str]] = [None] * len(self.tparams)
         source = [0] * len(self.tparams)
-        for i, j, pname in self._typed:
+        for i, j, pname, is_list in self._typed:
             t = self.tparams[j]
-            a = args[i]
-            dt = _arg_dtype(a)
-            if dt is None:
-                raise TypeError(f"{self.name}: parameter '{pname}' (*{t}), argument {i + 1}: expects a tensor "
-                                f"(torch, CuPy or tilec.Buffer), whose dtype chooses {t}; got {describe(a)}")
-            if bound[j] is None:
-                if dt not in self.allowed[j]:
-                    raise TypeError(f"{self.name}: takes {t} = {' | '.join(self.allowed[j])}, but argument {i + 1} "
-                                    f"('{pname}': *{t}) is a {dt} tensor")
-                bound[j], source[j] = dt, i
-            elif bound[j] != dt:
-                raise TypeError(f"{self.name}: argument {i + 1} ('{pname}': *{t}) is a {dt} tensor, but argument "
-                                f"{source[j] + 1} made {t} = {bound[j]}")
+            for a, item in (_list_items(self.name, pname, t, i, args[i]) if is_list else [(args[i], "")]):
+                bound[j], source[j] = self._bind(i, j, pname, a, item, bound[j], source[j], is_list)
+        for j, b in enumerate(bound):
+            if b is None:  # bound by tensor lists only, all empty
+                raise TypeError(f"{self.name}: takes {self.tparams[j]} = {' | '.join(self.allowed[j])}, but no tensor "
+                                f"chose it (its tensor lists are empty)")
         return self.module.kernel(self.instances[tuple(b or "" for b in bound)], self.variant)
+
+    def _bind(self, i: int, j: int, pname: str, a: Any, item: str, have: Optional[str], src: int,
+              is_list: bool) -> Tuple[str, int]:
+        """Type parameter j bound by tensor a, argument i (item: its place
+        in a tensor list): (the dtype, the argument that chose it)."""
+        t = self.tparams[j]
+        ty = f"[*{t}]" if is_list else f"*{t}"
+        dt = _arg_dtype(a)
+        if dt is None:
+            raise TypeError(f"{self.name}: parameter '{pname}' ({ty}), argument {i + 1}{item}: expects a tensor "
+                            f"(torch, CuPy or tilec.Buffer), whose dtype chooses {t}; got {describe(a)}")
+        if have is None:
+            if dt not in self.allowed[j]:
+                raise TypeError(f"{self.name}: takes {t} = {' | '.join(self.allowed[j])}, but argument {i + 1}"
+                                f"{item} ('{pname}': {ty}) is a {dt} tensor")
+            return dt, i
+        if have != dt:
+            raise TypeError(f"{self.name}: argument {i + 1}{item} ('{pname}': {ty}) is a {dt} tensor, but argument "
+                            f"{src + 1} made {t} = {have}")
+        return have, src
 
     def __call__(self, *args: Any, stream: Any = None) -> None:
         k = self.select(args)

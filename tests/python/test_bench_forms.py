@@ -19,7 +19,7 @@ def _load_bench():
     fn = types.ModuleType("torch.nn.functional")
     torch.nn, nn.functional = nn, fn
     tilec = types.ModuleType("tilec")
-    for i, k in enumerate(("PTR", "I32", "I64", "F32", "F64", "U32", "U64")):
+    for i, k in enumerate(("PTR", "I32", "I64", "F32", "F64", "U32", "U64", "LIST")):
         setattr(tilec, k, i)
     saved = {k: sys.modules.get(k) for k in ("torch", "torch.nn", "torch.nn.functional", "tilec")}
     sys.modules.update({"torch": torch, "torch.nn": nn, "torch.nn.functional": fn, "tilec": tilec})

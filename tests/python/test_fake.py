@@ -283,6 +283,72 @@ class FakeDriverTests(unittest.TestCase):
         k(self.x, y, self.n)
         self.assertEqual(y.tolist()[:3], [0.0, 2.0, 4.0])
 
+    def test_tensor_lists_are_packed_and_split_into_launches(self):
+        # docs/language.md §4.3: a list of 300 tensors runs as three launches
+        # of the table's 126 tensors (tilec_rt_list_cap(3, 2)); the fake
+        # driver's lscale_v0 computes y[t] = s * x[t] from the packed tables
+        src = """
+kernel lscale(x: [*f32], y: [*f32], s: f32) grid (len(x)) {
+    let i = pid(0);
+    let n = numel(x, i);
+    for o in 0 .. n step 128 {
+        let j = o + range(128);
+        store(y[i] + j, load(x[i] + j, j < n) * s, j < n);
+    }
+}
+"""
+        mod = tilec.Module(source=src)
+        try:
+            k = mod.lscale
+            self.assertEqual(repr(k), "<tilec.Kernel lscale(x: [*f32], y: [*f32], s: f32)>")
+            sizes = [(t * 7) % 13 for t in range(300)]  # 0 to 12 elements, empty tensors too
+            xs = [tilec.Buffer.from_bytes(array.array("f", [t + j for j in range(n)]), (n,), "f32") if n
+                  else tilec.Buffer((0,), "f32") for t, n in enumerate(sizes)]
+            ys = [tilec.Buffer((n,), "f32") for n in sizes]
+            launches = fake_state().launches
+            k(xs, ys, 2.0)
+            self.assertEqual(fake_state().launches - launches, 3)
+            for t, (n, y) in enumerate(zip(sizes, ys)):
+                self.assertEqual(y.tolist() if n else [], [2.0 * (t + j) for j in range(n)], f"tensor {t}")
+            k(tilec.TensorList(xs), tilec.TensorList(ys), 3.0)  # checked once, when made
+            self.assertEqual(fake_state().launches - launches, 6)
+            self.assertEqual(ys[299].tolist(), [3.0 * (299 + j) for j in range(sizes[299])])
+            launches = fake_state().launches
+            k([], [], 2.0)  # an empty list: len(x) = 0, a grid of 0, nothing launched
+            self.assertEqual(fake_state().launches, launches)
+            cases = [
+                ((xs, ys[:-1], 2.0), ValueError,
+                 "lscale: tensor list arguments 1 ('x') and 2 ('y') have 300 and 299 tensors; every list of a launch "
+                 "must have as many"),
+                ((tilec.TensorList(xs), ys[:5], 2.0), ValueError,
+                 "lscale: tensor list arguments 1 ('x') and 2 ('y') have 300 and 5 tensors; every list of a launch "
+                 "must have as many"),
+                ((xs[1], ys, 2.0), TypeError,
+                 "lscale: parameter 'x' ([*f32]), argument 1: expects a list of f32 tensors; got a f32 tensor of "
+                 "shape [7]"),
+                ((xs[:2] + [tilec.Buffer((4,), "i32")], ys[:3], 2.0), TypeError,
+                 "lscale: parameter 'x' ([*f32]), argument 1, tensor 2 of the list: expects a f32 tensor; got a i32 "
+                 "tensor"),
+                ((xs[:1], [3], 2.0), TypeError,
+                 "lscale: parameter 'y' ([*f32]), argument 2, tensor 0 of the list: expects a f32 tensor (torch, CuPy "
+                 "or tilec.Buffer); got an int"),
+                ((tilec.TensorList([tilec.Buffer((4,), "i32")]), ys[:1], 2.0), TypeError,
+                 "lscale: parameter 'x' ([*f32]), argument 1: expects a list of f32 tensors; got a TensorList of i32 "
+                 "tensors"),
+            ]
+            for args, exc, msg in cases:
+                with self.assertRaises(exc) as cm:
+                    k(*args)
+                self.assertEqual(str(cm.exception), msg)
+            self.assertEqual(fake_state().launches, launches, "nothing was launched")
+        finally:
+            mod.close()
+        scale2 = self.g8.load().module.kernel("scale2", 0)
+        with self.assertRaises(TypeError) as cm:  # a list where a pointer is expected
+            scale2([self.x], self.x, 3)
+        self.assertEqual(str(cm.exception), "scale2: parameter 'x' (*f32), argument 1: expects a f32 tensor; got a list "
+                                            "of 1 values (only a tensor list parameter such as 'x: [*f32]' takes a list)")
+
     def test_a_generic_kernel_launches_the_instance_its_tensors_choose(self):
         # docs/language.md §4.2: scale2<T: f32 | i32> is two kernels; the
         # fake driver's scale2__f32_v0 computes y = 2 * x

@@ -1,0 +1,129 @@
+/* check_list.c: tensor lists, the kernel parameters [*T] (docs/language.md
+ * §4.3): the header's rules, and the only three uses of a list in a body
+ * and a grid: p[i] (the *T of tensor i), len(p) and numel(p, i). A list
+ * name anywhere else is an error, so no list value flows into the rest of
+ * the checker or the lowering. */
+#include <string.h>
+
+#include "parser/check_internal.h"
+
+/* The first list parameter of k, or NULL. */
+const tilec_param *chk_first_list(const tilec_kernel *k)
+{
+    for (uint32_t i = 0; k && i < k->nparams; i++)
+        if (k->params[i].type.kind == TILEC_TE_LIST)
+            return &k->params[i];
+    return NULL;
+}
+
+const char *chk_list_text(checker *ck, tilec_dtype dt)
+{
+    const char *s = ar_printf(&ck->scratch, "[*%s]", tilec_dtype_name(dt));
+    return s ? s : "[*?]";
+}
+
+void chk_list_misuse(checker *ck, const tilec_expr *e, const binding *b)
+{
+    const char *d = tilec_dtype_name(b->type.dtype);
+    chk_err(ck, &e->loc, "'%s' is a tensor list %s; use %s[i] (the *%s of tensor i), len(%s) or numel(%s, i)",
+        e->name, chk_list_text(ck, b->type.dtype), e->name, d, e->name, e->name);
+}
+
+/* The list parameter that e names, annotated; NULL (reported) otherwise. */
+static const binding *list_named(checker *ck, tilec_expr *e, const char *fn)
+{
+    binding *b = e->kind == TILEC_EX_NAME ? chk_lookup(ck, e->name) : NULL;
+    if (b && b->type.list) {
+        chk_set(ck, e, b->type);
+        return b;
+    }
+    tilec_type t = chk_expr(ck, e);
+    if (t.kind != TILEC_TY_ERROR)
+        chk_err(ck, chk_start_of(e), "%s takes a tensor list parameter such as p: [*f32], got %s", fn,
+            chk_ty_str(ck, &t));
+    return NULL;
+}
+
+/* A scalar integer index of tensor list b: 0, else -1 (reported). */
+static int list_index(checker *ck, const binding *b, tilec_expr *i)
+{
+    tilec_type x = chk_expr(ck, i);
+    if (x.kind == TILEC_TY_ERROR)
+        return -1;
+    if (x.kind != TILEC_TY_VALUE || x.ptr || x.rank || !chk_is_int(&x)) {
+        chk_err(ck, chk_start_of(i), "the index of tensor list '%s' must be a scalar integer, got %s", b->name,
+            chk_ty_str(ck, &x));
+        return -1;
+    }
+    int64_t v;
+    if (!chk_const_try(ck, i, &v) && v < 0) {
+        chk_err(ck, chk_start_of(i), "index %lld of tensor list '%s' is negative", (long long)v, b->name);
+        return -1;
+    }
+    return 0;
+}
+
+tilec_type chk_list_index(checker *ck, tilec_expr *e, const binding *b)
+{
+    chk_set(ck, e->args[0], b->type);
+    if (e->nargs != 2 || e->args[1]->kind == TILEC_EX_SLICE || e->args[1]->kind == TILEC_EX_NONE) {
+        chk_err(ck, &e->loc, "tensor list '%s' takes one index, the tensor's: %s[i] is the *%s of tensor i", b->name,
+            b->name, tilec_dtype_name(b->type.dtype));
+        return chk_ty_err();
+    }
+    if (list_index(ck, b, e->args[1]))
+        return chk_ty_err();
+    tilec_type r = chk_ty_scalar(b->type.dtype);
+    r.ptr = true;
+    return r;
+}
+
+tilec_type chk_list_len(checker *ck, tilec_expr *e)
+{
+    return list_named(ck, e->args[0], "len") ? chk_ty_scalar(TILEC_DT_I32) : chk_ty_err();
+}
+
+tilec_type chk_list_numel(checker *ck, tilec_expr *e)
+{
+    const binding *b = list_named(ck, e->args[0], "numel");
+    if (!b || list_index(ck, b, e->args[1]))
+        return chk_ty_err();
+    return chk_ty_scalar(TILEC_DT_I64);
+}
+
+int chk_list_header(checker *ck, const tilec_kernel *k)
+{
+    const tilec_param *l = chk_first_list(k);
+    if (!l)
+        return 1;
+    if (k->variant_sym || k->tune) {
+        chk_err(ck, k->variant_sym ? &k->variant_loc : &k->tune_loc,
+            "kernel '%s' takes the tensor list '%s', so it has one variant: the runtime times variants on scratch "
+            "copies of the buffers a kernel writes, which it does not make for tensor lists (drop the %s)",
+            k->name, l->name, k->variant_sym ? "variants" : "tune space");
+        return 0;
+    }
+    return 1;
+}
+
+/* A graph's call of kernel k passes argument i for a tensor list. */
+void chk_list_graph_arg(checker *ck, const tilec_kernel *k, const tilec_expr *call, uint32_t i)
+{
+    const tilec_param *p = &k->params[i];
+    chk_err(ck, &call->args[i]->loc,
+        "argument %u of '%s' ('%s') is a tensor list %s: graphs cannot pass tensor lists yet; launch '%s' from "
+        "Python (a list of tensors) or with tilec_program_launch", i + 1, k->name, p->name,
+        p->type.tparam ? ar_printf(&ck->scratch, "[*%s]", p->type.tparam) : chk_list_text(ck, p->type.dtype), k->name);
+}
+
+/* A written type as messages spell it: f32, *f32, [*f32] (a tensor's
+ * dimensions are left out: f32[...]). */
+const char *chk_tyexpr_str(checker *ck, const tilec_tyexpr *t)
+{
+    const char *d = tilec_dtype_name(t->dtype);
+    const char *s = t->kind == TILEC_TE_LIST      ? ar_printf(&ck->scratch, "[*%s]", d)
+                    : t->kind == TILEC_TE_POINTER ? ar_printf(&ck->scratch, "*%s", d)
+                    : t->kind == TILEC_TE_TENSOR  ? ar_printf(&ck->scratch, "%s[...]", d)
+                                                  : d;
+    return s ? s : d;
+}

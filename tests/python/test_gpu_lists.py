@@ -1,0 +1,140 @@
+"""examples/adamw_multi.tile on the GPU (issue 35 item 5, docs/language.md
+§4.3): one fused AdamW step over a tensor list of 200 parameter tensors of
+mixed sizes (tiny ones, sizes that are not a multiple of the kernel's
+block, large ones; more tensors than one launch's table holds, so the
+runtime splits the list into several launches), passed as Python lists of
+torch tensors and as tilec.TensorList, against
+torch.optim.AdamW(fused=True) over the same tensors and against an f64
+reference, for three steps; bf16 parameters against torch's fused bf16
+step; an empty list changes nothing; lists of different lengths are refused
+before anything runs.
+
+    python3 tests/python/test_gpu_lists.py"""
+import os
+import random
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+import tilec  # noqa: E402
+
+try:
+    import torch
+    HAVE_GPU = torch.cuda.is_available()
+except ImportError:
+    HAVE_GPU = False
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+LR, BETAS, EPS, WD = 1e-3, (0.9, 0.999), 1e-8, 0.01
+
+
+def sizes(n=200, seed=35):
+    """n parameter shapes as a model has them: vectors (norms, biases), tiny
+    ones, matrices, sizes around the kernel's 1024-element chunk."""
+    r = random.Random(seed)
+    fixed = [(1,), (3,), (7,), (1023,), (1024,), (1025,), (4097,), (65537,), (1000, 1000), (2048, 1024), (3, 5, 7)]
+    out = list(fixed)
+    while len(out) < n:
+        k = r.random()
+        out.append((r.randint(1, 64),) if k < 0.3 else (r.randint(1, 4096),) if k < 0.6 else
+                   (r.randint(1, 512), r.randint(1, 512)))
+    return out
+
+
+def make(shapes, dtype, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    ps = [torch.randn(s, device="cuda", generator=g).to(dtype) for s in shapes]
+    gs = [[torch.randn(s, device="cuda", generator=g).to(dtype) for s in shapes] for _ in range(3)]
+    return ps, gs
+
+
+def ref_step(p, g, m, v, t):
+    """torch.optim.AdamW's update in f64."""
+    b1, b2 = BETAS
+    p = p * (1 - LR * WD)
+    m = b1 * m + (1 - b1) * g
+    v = b2 * v + (1 - b2) * g * g
+    denom = (v.sqrt() / (1 - b2 ** t) ** 0.5) + EPS
+    return p - (LR / (1 - b1 ** t)) * m / denom, m, v
+
+
+def rel(a, b):
+    a, b = torch.cat([x.double().flatten() for x in a]), torch.cat([x.double().flatten() for x in b])
+    return float((a - b).norm() / b.norm())
+
+
+@unittest.skipUnless(HAVE_GPU, "needs torch with a GPU")
+class AdamWOverATensorList(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.mod = tilec.load(os.path.join(ROOT, "examples", "adamw_multi.tile"))
+
+    def run_both(self, dtype, as_tensorlist):
+        shapes = sizes()
+        ps, gs = make(shapes, dtype, 7)
+        mine = [p.clone() for p in ps]
+        ms = [torch.zeros_like(p) for p in ps]
+        vs = [torch.zeros_like(p) for p in ps]
+        theirs = [torch.nn.Parameter(p.clone()) for p in ps]
+        opt = torch.optim.AdamW(theirs, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD, fused=True)
+        ref = [p.double() for p in ps]
+        rm = [torch.zeros_like(p) for p in ref]
+        rv = [torch.zeros_like(p) for p in ref]
+        lists = [tilec.TensorList(x) for x in (mine, gs[0], ms, vs)] if as_tensorlist else None
+        for t in (1, 2, 3):
+            g = gs[t - 1]
+            if as_tensorlist:
+                lists[1] = tilec.TensorList(g)
+                self.mod.adamw(*lists, LR, BETAS[0], BETAS[1], EPS, WD, float(t))
+            else:
+                self.mod.adamw(mine, g, ms, vs, LR, BETAS[0], BETAS[1], EPS, WD, float(t))
+            for p, gi in zip(theirs, g):
+                p.grad = gi
+            opt.step()
+            for i in range(len(ref)):
+                ref[i], rm[i], rv[i] = ref_step(ref[i], g[i].double(), rm[i], rv[i], t)
+        torch.cuda.synchronize()
+        state = [opt.state[p] for p in theirs]
+        return (mine, ms, vs), ([p.detach() for p in theirs], [s["exp_avg"] for s in state],
+                                [s["exp_avg_sq"] for s in state]), (ref, rm, rv)
+
+    def check(self, dtype, as_tensorlist, tol_torch, tol_ref):
+        got, torch_fused, ref = self.run_both(dtype, as_tensorlist)
+        for name, a, b, r in zip(("params", "exp_avg", "exp_avg_sq"), got, torch_fused, ref):
+            e_t, e_r, t_r = rel(a, b), rel(a, r), rel(b, r)
+            print(f"adamw {dtype} {'TensorList' if as_tensorlist else 'list'} {name}: vs torch fused {e_t:.2e}, "
+                  f"vs f64 {e_r:.2e} (torch fused vs f64 {t_r:.2e})")
+            self.assertLess(e_t, tol_torch, name)
+            self.assertLess(e_r, max(tol_ref, 2 * t_r), name)
+
+    def test_f32_matches_torch_fused_and_f64(self):
+        self.check(torch.float32, False, 1e-6, 1e-6)
+
+    def test_f32_tensorlist(self):
+        self.check(torch.float32, True, 1e-6, 1e-6)
+
+    def test_bf16_matches_torch_fused(self):
+        self.check(torch.bfloat16, False, 1e-2, 1e-2)
+
+    def test_empty_lists(self):
+        # an instance takes empty lists (len 0: every program loops 0 times);
+        # the generic kernel cannot choose T from them
+        self.mod.kernel("adamw__f32")([], [], [], [], LR, BETAS[0], BETAS[1], EPS, WD, 1.0)
+        torch.cuda.synchronize()
+        with self.assertRaises(TypeError) as cm:
+            self.mod.adamw([], [], [], [], LR, BETAS[0], BETAS[1], EPS, WD, 1.0)
+        self.assertEqual(str(cm.exception), "adamw: takes T = f32 | bf16 | f16, but no tensor chose it (its tensor "
+                                            "lists are empty)")
+
+    def test_lists_of_different_lengths_are_refused(self):
+        ps = [torch.ones(5, device="cuda") for _ in range(3)]
+        with self.assertRaises(ValueError) as cm:
+            self.mod.adamw(ps, ps[:2], ps, ps, LR, BETAS[0], BETAS[1], EPS, WD, 1.0)
+        self.assertEqual(str(cm.exception), "adamw__f32: tensor list arguments 1 ('params') and 2 ('grads') have 3 "
+                                            "and 2 tensors; every list of a launch must have as many")
+        torch.cuda.synchronize()
+        self.assertTrue(all(bool((p == 1).all()) for p in ps), "nothing ran")
+
+
+if __name__ == "__main__":
+    unittest.main()
