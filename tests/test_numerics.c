@@ -537,3 +537,58 @@ Test(numerics, generic_softmax_per_dtype)
         }
     }
 }
+
+/* A canonical chunk is one 16-byte access of the narrowest element moved at
+ * its shape (docs/lowering.md, "Layouts"): a bf16 row of examples/llm.tile's
+ * rmsnorm_fwd is read and written 8 elements (uint4) a thread at a time, as
+ * its f32 instance is 4 (before, a chunk was 4 elements whatever the type:
+ * 8-byte uint2 accesses for f16/bf16, half the width the GPU coalesces); a
+ * shape only ever moved as f32 (col_sum's partials) keeps chunks of 4. */
+Test(numerics, half_tiles_move_in_16_byte_chunks)
+{
+    char *bf = lowered("examples/llm.tile", "rmsnorm_fwd__bf16", 0, NULL);
+    cr_expect(strstr(bf, "*(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;"), "bf16 load not 16 bytes:\n%s", bf);
+    cr_expect(strstr(bf, "*(uint4 *)tl_p = tl_vec;"), "bf16 store not 16 bytes:\n%s", bf);
+    cr_expect(!strstr(bf, "uint2"), "an 8-byte access left:\n%s", bf);
+    cr_expect(strstr(bf, "for (int tl_c = 0; tl_c < 16; tl_c += 8)"), "%s", bf);
+    char *f = lowered("examples/llm.tile", "rmsnorm_fwd__f32", 0, NULL);
+    cr_expect(strstr(f, "*(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;"), "%s", f);
+    cr_expect(strstr(f, "for (int tl_c = 0; tl_c < 16; tl_c += 4)"), "%s", f);
+    char *cs = lowered("examples/llm.tile", "col_sum__bf16", 0, NULL);
+    cr_expect(strstr(cs, "const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);"), "%s", cs);
+    free(bf);
+    free(f);
+    free(cs);
+}
+
+/* Every kernel of examples/llm.tile (issue 35's LLM set: each generic
+ * kernel's f16, bf16 and f32 instances, every variant, with the sm_90a
+ * twins of the GEMMs) compiles in NVRTC; bench.py --family llm and
+ * tests/python/test_gpu_llm.py run them. */
+Test(numerics, nvrtc_compiles_every_llm_kernel)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, "examples/llm.tile", &m), TILEC_OK);
+    size_t n = tilec_module_kernel_count(m), compiled = 0;
+    for (size_t i = 0; i < n; i++) {
+        const tilec_kernel *k = tilec_module_kernel(m, i);
+        for (uint32_t v = 0; v < tilec_kernel_variant_count(k); v++) {
+            tilec_kernel_code code;
+            cr_assert_eq(tilec_lower_kernel(ctx, m, k, (int)v, &code), TILEC_OK, "%s variant %u", k->name, v);
+            const char *arch = strstr(code.source, "_tma(") ? "sm_90a" : "sm_90";
+            void *cubin = NULL;
+            size_t size = 0;
+            char *log = NULL;
+            tilec_rt_status st = tilec_nvrtc_compile(code.source, k->name, arch, NULL, 0, &cubin, &size, &log);
+            cr_expect_eq(st, TILEC_RT_OK, "NVRTC (%s) rejects %s variant %u:\n%s", arch, k->name, v, log ? log : "");
+            compiled += st == TILEC_RT_OK;
+            free(cubin);
+            free(log);
+            tilec_kernel_code_free(&code);
+        }
+    }
+    cr_expect_geq(compiled, 40, "%zu kernels compiled", compiled);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
