@@ -473,7 +473,7 @@ test-run: layers all symbols clang-check $(TESTS)
 	@echo "== generated kernels through every stage" && TMPDIR=$(TEST_TMP) tools/gen_nvrtc.sh $(BUILD) 40
 	@echo "== examples/*.tile as one module (bench/runtime and bench/cache build them so)" && \
 	    cat examples/*.tile > $(BUILD)/all_examples.tile && $(TILEC) $(BUILD)/all_examples.tile --check
-	@export TMPDIR=$(TEST_TMP); echo "== tests/python" && python3 tests/python/test_cpu.py -q && $(PYFAKE) && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_bench_forms.py -q && python3 tests/python/test_bench_f32.py -q && python3 tests/python/test_layers.py -q && python3 tests/python/test_symbols.py -q && python3 tests/python/test_struct_layout.py -q && python3 tests/python/test_architecture.py -q && python3 tests/python/test_stamp.py -q && python3 -m py_compile python/tilec/*.py
+	@export TMPDIR=$(TEST_TMP); echo "== tests/python" && python3 tests/python/test_cpu.py -q && $(PYFAKE) && python3 tests/python/test_bench_report.py -q && python3 tests/python/test_bench_forms.py -q && python3 tests/python/test_bench_llm.py -q && python3 tests/python/test_bench_f32.py -q && python3 tests/python/test_layers.py -q && python3 tests/python/test_symbols.py -q && python3 tests/python/test_struct_layout.py -q && python3 tests/python/test_architecture.py -q && python3 tests/python/test_stamp.py -q && python3 -m py_compile python/tilec/*.py
 	@export TMPDIR=$(TEST_TMP); if [ "$(SANITIZE)" = 1 ]; then echo "== install tests: not under the sanitizers (make test runs them)"; \
 	else echo "== tests/install_test.sh" && tests/install_test.sh $(BUILD) && \
 	echo "== tests/python/test_install.py" && python3 tests/python/test_install.py -q; fi
