@@ -6071,7 +6071,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
     }
 }
 
-/* col_sum__f16: BR = 32, BC = 64, warps = 4 */
+/* col_sum__f16: BR = 32, BC = 32, warps = 4 */
 /* indexing: 64-bit (line 121), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __half *v_out, int v_rows, int v_cols)
 {
@@ -6079,16 +6079,16 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BR = 32;
-    constexpr int v_BC = 64;
+    constexpr int v_BC = 32;
     constexpr int v_warps = 4;
     // examples/llm.tile:117
     // v_c: index tile computed where it is used
     // examples/llm.tile:118
-    float v_acc[16];
+    float v_acc[8];
     #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        const int tl_i0 = (tl_l >> 5) & 31, tl_i1 = (tl_l >> 0) & 31;
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:119
@@ -6096,12 +6096,12 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __
         // examples/llm.tile:120
         // v_r: index tile computed where it is used
         // examples/llm.tile:121
-        float tl_t0[16];
+        float tl_t0[8];
         #pragma unroll
-        for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+        for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+            const int tl_i0 = (tl_l >> 5) & 31, tl_i1 = (tl_l >> 0) & 31;
             const float *tl_p = ((v_p + (((long long)((v_r0 + tl_i0))) * ((long long)(v_cols)))) + ((((int)blockIdx.x) * v_BC) + tl_i1));
             const bool tl_m0 = (((v_r0 + tl_i0) < v_rows) && (((((int)blockIdx.x) * v_BC) + tl_i1) < v_cols));
             const bool tl_m1 = (((v_r0 + tl_i0) < v_rows) && (((((int)blockIdx.x) * v_BC) + (tl_i1 + 1)) < v_cols));
@@ -6116,15 +6116,15 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __
                 tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
-        float tl_n1[16];
+        float tl_n1[8];
         #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+            const int tl_i0 = (tl_l >> 5) & 31, tl_i1 = (tl_l >> 0) & 31;
             tl_n1[tl_j] = (v_acc[tl_j] + tl_t0[tl_j]);
         }
         #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
+        for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
     // examples/llm.tile:123
     float tl_t2[4];
@@ -6133,8 +6133,13 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __
         #pragma unroll
         for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = ((float)0);
         #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
             tl_r[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 1) & 1) << 1)] = tl_r[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 1) & 1) << 1)] + v_acc[tl_j];
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 4; ++tl_j) {
+            const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+            tl_r[tl_j] = tl_r[tl_j] + tl_x;
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -6144,16 +6149,16 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __
         __syncthreads();
         #pragma unroll
         for (int tl_j = 0; tl_j < 4; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-            ((float *)(tl_smem + 0))[(((tl_warp >> 0) & 1) << 0 | ((tl_warp >> 1) & 1) << 1) * 64 + ((tl_i0) * 1)] = tl_r[tl_j];
+            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 7) << 2);
+            ((float *)(tl_smem + 0))[(((tl_warp >> 0) & 1) << 0 | ((tl_warp >> 1) & 1) << 1) * 32 + ((tl_i0) * 1)] = tl_r[tl_j];
         }
         __syncthreads();
         #pragma unroll
         for (int tl_j = 0; tl_j < 4; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 7) << 2);
             tl_r[tl_j] = ((float *)(tl_smem + 0))[((tl_i0) * 1)];
             for (int tl_w = 1; tl_w < 4; ++tl_w) {
-                const float tl_x = ((float *)(tl_smem + 0))[tl_w * 64 + ((tl_i0) * 1)];
+                const float tl_x = ((float *)(tl_smem + 0))[tl_w * 32 + ((tl_i0) * 1)];
                 tl_r[tl_j] = tl_r[tl_j] + tl_x;
             }
         }
@@ -6163,7 +6168,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 7) << 2);
         __half *tl_p = (v_out + ((((int)blockIdx.x) * v_BC) + tl_i0));
         const __half tl_v0 = __float2half_rn(tl_t2[tl_j]);
         const bool tl_m0 = (((((int)blockIdx.x) * v_BC) + tl_i0) < v_cols);
@@ -6173,7 +6178,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __
         const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 2)) < v_cols);
         const __half tl_v3 = __float2half_rn(tl_t2[tl_j + 3]);
         const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 3)) < v_cols);
-        if ((tl_tid & 112) == 0 && tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
+        if ((tl_tid & 120) == 0 && tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
@@ -6181,15 +6186,15 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __
             ((__half *)&tl_vec)[3] = tl_v3;
             *(uint2 *)tl_p = tl_vec;
         } else {
-            if ((tl_tid & 112) == 0 && tl_m0) tl_p[0] = tl_v0;
-            if ((tl_tid & 112) == 0 && tl_m1) tl_p[1] = tl_v1;
-            if ((tl_tid & 112) == 0 && tl_m2) tl_p[2] = tl_v2;
-            if ((tl_tid & 112) == 0 && tl_m3) tl_p[3] = tl_v3;
+            if ((tl_tid & 120) == 0 && tl_m0) tl_p[0] = tl_v0;
+            if ((tl_tid & 120) == 0 && tl_m1) tl_p[1] = tl_v1;
+            if ((tl_tid & 120) == 0 && tl_m2) tl_p[2] = tl_v2;
+            if ((tl_tid & 120) == 0 && tl_m3) tl_p[3] = tl_v3;
         }
     }
 }
 
-/* col_sum__bf16: BR = 32, BC = 64, warps = 4 */
+/* col_sum__bf16: BR = 32, BC = 32, warps = 4 */
 /* indexing: 64-bit (line 121), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, __nv_bfloat16 *v_out, int v_rows, int v_cols)
 {
@@ -6197,16 +6202,16 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, _
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BR = 32;
-    constexpr int v_BC = 64;
+    constexpr int v_BC = 32;
     constexpr int v_warps = 4;
     // examples/llm.tile:117
     // v_c: index tile computed where it is used
     // examples/llm.tile:118
-    float v_acc[16];
+    float v_acc[8];
     #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        const int tl_i0 = (tl_l >> 5) & 31, tl_i1 = (tl_l >> 0) & 31;
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:119
@@ -6214,12 +6219,12 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, _
         // examples/llm.tile:120
         // v_r: index tile computed where it is used
         // examples/llm.tile:121
-        float tl_t0[16];
+        float tl_t0[8];
         #pragma unroll
-        for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+        for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+            const int tl_i0 = (tl_l >> 5) & 31, tl_i1 = (tl_l >> 0) & 31;
             const float *tl_p = ((v_p + (((long long)((v_r0 + tl_i0))) * ((long long)(v_cols)))) + ((((int)blockIdx.x) * v_BC) + tl_i1));
             const bool tl_m0 = (((v_r0 + tl_i0) < v_rows) && (((((int)blockIdx.x) * v_BC) + tl_i1) < v_cols));
             const bool tl_m1 = (((v_r0 + tl_i0) < v_rows) && (((((int)blockIdx.x) * v_BC) + (tl_i1 + 1)) < v_cols));
@@ -6234,15 +6239,15 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, _
                 tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
-        float tl_n1[16];
+        float tl_n1[8];
         #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+            const int tl_i0 = (tl_l >> 5) & 31, tl_i1 = (tl_l >> 0) & 31;
             tl_n1[tl_j] = (v_acc[tl_j] + tl_t0[tl_j]);
         }
         #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
+        for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
     // examples/llm.tile:123
     float tl_t2[4];
@@ -6251,8 +6256,13 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, _
         #pragma unroll
         for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = ((float)0);
         #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
             tl_r[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 1) & 1) << 1)] = tl_r[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 1) & 1) << 1)] + v_acc[tl_j];
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 4; ++tl_j) {
+            const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+            tl_r[tl_j] = tl_r[tl_j] + tl_x;
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -6262,16 +6272,16 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, _
         __syncthreads();
         #pragma unroll
         for (int tl_j = 0; tl_j < 4; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-            ((float *)(tl_smem + 0))[(((tl_warp >> 0) & 1) << 0 | ((tl_warp >> 1) & 1) << 1) * 64 + ((tl_i0) * 1)] = tl_r[tl_j];
+            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 7) << 2);
+            ((float *)(tl_smem + 0))[(((tl_warp >> 0) & 1) << 0 | ((tl_warp >> 1) & 1) << 1) * 32 + ((tl_i0) * 1)] = tl_r[tl_j];
         }
         __syncthreads();
         #pragma unroll
         for (int tl_j = 0; tl_j < 4; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 7) << 2);
             tl_r[tl_j] = ((float *)(tl_smem + 0))[((tl_i0) * 1)];
             for (int tl_w = 1; tl_w < 4; ++tl_w) {
-                const float tl_x = ((float *)(tl_smem + 0))[tl_w * 64 + ((tl_i0) * 1)];
+                const float tl_x = ((float *)(tl_smem + 0))[tl_w * 32 + ((tl_i0) * 1)];
                 tl_r[tl_j] = tl_r[tl_j] + tl_x;
             }
         }
@@ -6281,7 +6291,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, _
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 7) << 2);
         __nv_bfloat16 *tl_p = (v_out + ((((int)blockIdx.x) * v_BC) + tl_i0));
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(tl_t2[tl_j]);
         const bool tl_m0 = (((((int)blockIdx.x) * v_BC) + tl_i0) < v_cols);
@@ -6291,7 +6301,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, _
         const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 2)) < v_cols);
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(tl_t2[tl_j + 3]);
         const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 3)) < v_cols);
-        if ((tl_tid & 112) == 0 && tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
+        if ((tl_tid & 120) == 0 && tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
             ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
@@ -6299,15 +6309,15 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, _
             ((__nv_bfloat16 *)&tl_vec)[3] = tl_v3;
             *(uint2 *)tl_p = tl_vec;
         } else {
-            if ((tl_tid & 112) == 0 && tl_m0) tl_p[0] = tl_v0;
-            if ((tl_tid & 112) == 0 && tl_m1) tl_p[1] = tl_v1;
-            if ((tl_tid & 112) == 0 && tl_m2) tl_p[2] = tl_v2;
-            if ((tl_tid & 112) == 0 && tl_m3) tl_p[3] = tl_v3;
+            if ((tl_tid & 120) == 0 && tl_m0) tl_p[0] = tl_v0;
+            if ((tl_tid & 120) == 0 && tl_m1) tl_p[1] = tl_v1;
+            if ((tl_tid & 120) == 0 && tl_m2) tl_p[2] = tl_v2;
+            if ((tl_tid & 120) == 0 && tl_m3) tl_p[3] = tl_v3;
         }
     }
 }
 
-/* col_sum__f32: BR = 32, BC = 64, warps = 4 */
+/* col_sum__f32: BR = 32, BC = 32, warps = 4 */
 /* indexing: 64-bit (line 121), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, float *v_out, int v_rows, int v_cols)
 {
@@ -6315,16 +6325,16 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BR = 32;
-    constexpr int v_BC = 64;
+    constexpr int v_BC = 32;
     constexpr int v_warps = 4;
     // examples/llm.tile:117
     // v_c: index tile computed where it is used
     // examples/llm.tile:118
-    float v_acc[16];
+    float v_acc[8];
     #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        const int tl_i0 = (tl_l >> 5) & 31, tl_i1 = (tl_l >> 0) & 31;
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:119
@@ -6332,12 +6342,12 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
         // examples/llm.tile:120
         // v_r: index tile computed where it is used
         // examples/llm.tile:121
-        float tl_t0[16];
+        float tl_t0[8];
         #pragma unroll
-        for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+        for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+            const int tl_i0 = (tl_l >> 5) & 31, tl_i1 = (tl_l >> 0) & 31;
             const float *tl_p = ((v_p + (((long long)((v_r0 + tl_i0))) * ((long long)(v_cols)))) + ((((int)blockIdx.x) * v_BC) + tl_i1));
             const bool tl_m0 = (((v_r0 + tl_i0) < v_rows) && (((((int)blockIdx.x) * v_BC) + tl_i1) < v_cols));
             const bool tl_m1 = (((v_r0 + tl_i0) < v_rows) && (((((int)blockIdx.x) * v_BC) + (tl_i1 + 1)) < v_cols));
@@ -6352,15 +6362,15 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
                 tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
             }
         }
-        float tl_n1[16];
+        float tl_n1[8];
         #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+            const int tl_i0 = (tl_l >> 5) & 31, tl_i1 = (tl_l >> 0) & 31;
             tl_n1[tl_j] = (v_acc[tl_j] + tl_t0[tl_j]);
         }
         #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
+        for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
     // examples/llm.tile:123
     float tl_t2[4];
@@ -6369,8 +6379,13 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
         #pragma unroll
         for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = ((float)0);
         #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
             tl_r[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 1) & 1) << 1)] = tl_r[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 1) & 1) << 1)] + v_acc[tl_j];
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 4; ++tl_j) {
+            const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 8);
+            tl_r[tl_j] = tl_r[tl_j] + tl_x;
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -6380,16 +6395,16 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
         __syncthreads();
         #pragma unroll
         for (int tl_j = 0; tl_j < 4; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-            ((float *)(tl_smem + 0))[(((tl_warp >> 0) & 1) << 0 | ((tl_warp >> 1) & 1) << 1) * 64 + ((tl_i0) * 1)] = tl_r[tl_j];
+            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 7) << 2);
+            ((float *)(tl_smem + 0))[(((tl_warp >> 0) & 1) << 0 | ((tl_warp >> 1) & 1) << 1) * 32 + ((tl_i0) * 1)] = tl_r[tl_j];
         }
         __syncthreads();
         #pragma unroll
         for (int tl_j = 0; tl_j < 4; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 7) << 2);
             tl_r[tl_j] = ((float *)(tl_smem + 0))[((tl_i0) * 1)];
             for (int tl_w = 1; tl_w < 4; ++tl_w) {
-                const float tl_x = ((float *)(tl_smem + 0))[tl_w * 64 + ((tl_i0) * 1)];
+                const float tl_x = ((float *)(tl_smem + 0))[tl_w * 32 + ((tl_i0) * 1)];
                 tl_r[tl_j] = tl_r[tl_j] + tl_x;
             }
         }
@@ -6399,7 +6414,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 7) << 2);
         float *tl_p = (v_out + ((((int)blockIdx.x) * v_BC) + tl_i0));
         const float tl_v0 = tl_t2[tl_j];
         const bool tl_m0 = (((((int)blockIdx.x) * v_BC) + tl_i0) < v_cols);
@@ -6409,7 +6424,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
         const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 2)) < v_cols);
         const float tl_v3 = tl_t2[tl_j + 3];
         const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 3)) < v_cols);
-        if ((tl_tid & 112) == 0 && tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+        if ((tl_tid & 120) == 0 && tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
             ((float *)&tl_vec)[1] = tl_v1;
@@ -6417,10 +6432,10 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
             ((float *)&tl_vec)[3] = tl_v3;
             *(uint4 *)tl_p = tl_vec;
         } else {
-            if ((tl_tid & 112) == 0 && tl_m0) tl_p[0] = tl_v0;
-            if ((tl_tid & 112) == 0 && tl_m1) tl_p[1] = tl_v1;
-            if ((tl_tid & 112) == 0 && tl_m2) tl_p[2] = tl_v2;
-            if ((tl_tid & 112) == 0 && tl_m3) tl_p[3] = tl_v3;
+            if ((tl_tid & 120) == 0 && tl_m0) tl_p[0] = tl_v0;
+            if ((tl_tid & 120) == 0 && tl_m1) tl_p[1] = tl_v1;
+            if ((tl_tid & 120) == 0 && tl_m2) tl_p[2] = tl_v2;
+            if ((tl_tid & 120) == 0 && tl_m3) tl_p[3] = tl_v3;
         }
     }
 }
@@ -9489,7 +9504,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
 #endif
 
 /* gemm_nn, variant M = 128: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 4 */
-/* indexing: 64-bit (lines 257, 258, 261), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 259, 260, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, float *__restrict__ tl_split_part, unsigned int *__restrict__ tl_split_cnt)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -9501,11 +9516,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_split_k = 4;
-    // examples/llm.tile:252
-    // v_rm: index tile computed where it is used
-    // examples/llm.tile:253
-    // v_rn: index tile computed where it is used
     // examples/llm.tile:254
+    // v_rm: index tile computed where it is used
+    // examples/llm.tile:255
+    // v_rn: index tile computed where it is used
+    // examples/llm.tile:256
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -9513,7 +9528,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:255
+    // examples/llm.tile:257
     { /* v_acc += dot, 4-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo0 = 0, tl_hi0 = v_K, tl_st = v_BK;
@@ -9596,7 +9611,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:255
+        // examples/llm.tile:257
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<2>();
@@ -9655,7 +9670,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:259
+            // examples/llm.tile:261
             const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -9705,7 +9720,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
             v_acc[tl_j] = tl_s;
         }
     }
-    // examples/llm.tile:261
+    // examples/llm.tile:263
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -9728,9 +9743,422 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
     }
 }
 
+/* gemm_nn, variant M = 129: BM = 64, BN = 64, BK = 64, warps = 4, split_k = 1 */
+/* indexing: 64-bit (lines 259, 260, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 64;
+    constexpr int v_BN = 64;
+    constexpr int v_BK = 64;
+    constexpr int v_warps = 4;
+    constexpr int v_split_k = 1;
+    // examples/llm.tile:254
+    // v_rm: index tile computed where it is used
+    // examples/llm.tile:255
+    // v_rn: index tile computed where it is used
+    // examples/llm.tile:256
+    float v_acc[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = (tl_warp / 2) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/llm.tile:257
+    { /* v_acc += dot, 4-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const __nv_bfloat16 * tl_h0[4];
+        bool tl_h1[4];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+            tl_h0[tl_q] = v_a + (0LL + (long long)(tl_i1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
+            tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
+        }
+        const __nv_bfloat16 * tl_h2[4];
+        bool tl_h3[4];
+        bool tl_h4[4];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+            tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
+            tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
+            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N);
+        }
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 3; ++tl_s) {
+            const tl_ix v_k = tl_lo + tl_s * tl_st;
+            if (v_k < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                    const __nv_bfloat16 *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
+                    __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 0 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
+                    const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
+                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
+                        tl_d[1] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2bfloat16_rn(0.0f);
+                        tl_d[2] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2bfloat16_rn(0.0f);
+                        tl_d[3] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2bfloat16_rn(0.0f);
+                        tl_d[4] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2bfloat16_rn(0.0f);
+                        tl_d[5] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2bfloat16_rn(0.0f);
+                        tl_d[6] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2bfloat16_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
+                    }
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                    const __nv_bfloat16 *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
+                    __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 36864 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
+                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
+                    const bool tl_m7 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
+                        tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : __float2bfloat16_rn(0.0f);
+                        tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : __float2bfloat16_rn(0.0f);
+                        tl_d[3] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N))) ? tl_p[3] : __float2bfloat16_rn(0.0f);
+                        tl_d[4] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_N))) ? tl_p[4] : __float2bfloat16_rn(0.0f);
+                        tl_d[5] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_N))) ? tl_p[5] : __float2bfloat16_rn(0.0f);
+                        tl_d[6] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_N))) ? tl_p[6] : __float2bfloat16_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/llm.tile:257
+        int tl_it = 0;
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+            tl_cp_wait<2>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_k + 3 * tl_st;
+                const int tl_ns = (tl_it + 3) % 4;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_k = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __nv_bfloat16 *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
+                        __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 0 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
+                        const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
+                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
+                            tl_d[1] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2bfloat16_rn(0.0f);
+                            tl_d[2] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2bfloat16_rn(0.0f);
+                            tl_d[3] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2bfloat16_rn(0.0f);
+                            tl_d[4] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2bfloat16_rn(0.0f);
+                            tl_d[5] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2bfloat16_rn(0.0f);
+                            tl_d[6] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2bfloat16_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __nv_bfloat16 *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
+                        __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 36864 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
+                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
+                        const bool tl_m7 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
+                            tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : __float2bfloat16_rn(0.0f);
+                            tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : __float2bfloat16_rn(0.0f);
+                            tl_d[3] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N))) ? tl_p[3] : __float2bfloat16_rn(0.0f);
+                            tl_d[4] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_N))) ? tl_p[4] : __float2bfloat16_rn(0.0f);
+                            tl_d[5] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_N))) ? tl_p[5] : __float2bfloat16_rn(0.0f);
+                            tl_d[6] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_N))) ? tl_p[6] : __float2bfloat16_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/llm.tile:261
+            const int tl_cs = tl_it % 4;
+            #pragma unroll
+            for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                unsigned tl_fa[2][4], tl_fb[4][2];
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 2; ++tl_m)
+                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 9216) + (((tl_warp / 2) * 32 + tl_m * 16 + (tl_lane & 15)) * 72 + tl_k + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (36864 + tl_cs * 9216) + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 2) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                #pragma unroll
+                for (int tl_m = 0; tl_m < 2; ++tl_m)
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 4; ++tl_n)
+                        tl_mma_bf16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/llm.tile:263
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 2) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __nv_bfloat16 *tl_p = ((v_c + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(v_acc[tl_j]);
+        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+        const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
+            ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_bf16_N64
+#define TL_WGMMA_bf16_N64
+static __device__ __forceinline__ void tl_wgmma_bf16_n64(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* gemm_nn, variant M = 129: BM = 64, BN = 64, BK = 64, warps = 4, split_k = 1 */
+/* indexing: 64-bit (lines 259, 260, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 64;
+    constexpr int v_BN = 64;
+    constexpr int v_BK = 64;
+    constexpr int v_warps = 4;
+    constexpr int v_split_k = 1;
+    { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
+    const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+    const unsigned tl_full0 = tl_ring0 + 106496, tl_empty0 = tl_full0 + 48;
+    if (tl_tid == 0) {
+        for (int tl_s = 0; tl_s < 6; ++tl_s) {
+            tl_mbar_init(tl_full0 + tl_s * 8, 1);
+            tl_mbar_init(tl_empty0 + tl_s * 8, 4);
+        }
+        tl_mbar_fence_init();
+    }
+    __syncthreads();
+    const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;
+    if (tl_tid >= 128) {
+        tl_setmaxnreg_dec<40>();
+        if (tl_tid == 128) {
+        int tl_it = 0;
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
+        const int tl_n01 = tl_grid0 * tl_grid1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
+        const int tl_gw = 8 * tl_grid1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
+        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
+    // examples/llm.tile:254
+    // v_rm: index tile computed where it is used
+    // examples/llm.tile:255
+    // v_rn: index tile computed where it is used
+    // examples/llm.tile:256
+    float v_acc[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/llm.tile:257
+    { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 106496, tl_empty = tl_full + 48;
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 6;
+            if (tl_it >= 6)
+                tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
+            tl_mbar_expect(tl_full + tl_s * 8, 16384);
+            tl_tma_2d(tl_ring + tl_s * 8192, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 49152 + tl_s * 8192 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
+        }
+    }
+        }
+        }
+    } else {
+        tl_setmaxnreg_inc<232>();
+        int tl_it = 0;
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
+        const int tl_n01 = tl_grid0 * tl_grid1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
+        const int tl_gw = 8 * tl_grid1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
+        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
+    // examples/llm.tile:254
+    // v_rm: index tile computed where it is used
+    // examples/llm.tile:255
+    // v_rn: index tile computed where it is used
+    // examples/llm.tile:256
+    float v_acc[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/llm.tile:257
+    { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 106496, tl_empty = tl_full + 48;
+        const int tl_it0 = tl_it;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 6;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
+            const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
+            const unsigned tl_b = tl_ring + 49152 + tl_s * 8192;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 4; ++tl_q)
+                tl_wgmma_bf16_n64(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > tl_it0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+        }
+        tl_wg_wait<0>();
+        if (tl_it > tl_it0 && tl_lane == 0)
+            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+    }
+    // examples/llm.tile:263
+    { /* store by TMA: the tile into its staging, 128-byte swizzle, then 1 boxes of 64 x 64 */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 98304;
+        if (tl_tid == 0)
+            tl_bulk_wait_read();
+        tl_bar_consumers(128);
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(v_acc[tl_j]);
+            const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 8192 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
+            unsigned int tl_vec;
+            ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
+            ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_fence_async_smem();
+        tl_bar_consumers(128);
+        if (tl_tid == 0) {
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
+            tl_bulk_commit();
+        }
+    }
+        }
+        if (tl_tid == 0)
+            tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */
+    }
+    }
+}
+#endif
+
 /* gemm_nn, variant M = 1024: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 1 */
-/* indexing: 64-bit (lines 257, 258, 261), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256) gemm_nn_v1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K)
+/* indexing: 64-bit (lines 259, 260, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -9740,11 +10168,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v1(__nv_bfloat16 *v_a,
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_split_k = 1;
-    // examples/llm.tile:252
-    // v_rm: index tile computed where it is used
-    // examples/llm.tile:253
-    // v_rn: index tile computed where it is used
     // examples/llm.tile:254
+    // v_rm: index tile computed where it is used
+    // examples/llm.tile:255
+    // v_rn: index tile computed where it is used
+    // examples/llm.tile:256
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -9752,7 +10180,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v1(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:255
+    // examples/llm.tile:257
     { /* v_acc += dot, 4-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -9830,7 +10258,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v1(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:255
+        // examples/llm.tile:257
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<2>();
@@ -9889,7 +10317,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v1(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:259
+            // examples/llm.tile:261
             const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -9910,7 +10338,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v1(__nv_bfloat16 *v_a,
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/llm.tile:261
+    // examples/llm.tile:263
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -10000,8 +10428,8 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n128(float *d, unsigned lon
 }
 #endif
 /* gemm_nn, variant M = 1024: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 1 */
-/* indexing: 64-bit (lines 257, 258, 261), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v1_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
+/* indexing: 64-bit (lines 259, 260, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -10033,11 +10461,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:252
-    // v_rm: index tile computed where it is used
-    // examples/llm.tile:253
-    // v_rn: index tile computed where it is used
     // examples/llm.tile:254
+    // v_rm: index tile computed where it is used
+    // examples/llm.tile:255
+    // v_rn: index tile computed where it is used
+    // examples/llm.tile:256
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -10045,7 +10473,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:255
+    // examples/llm.tile:257
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -10071,11 +10499,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:252
-    // v_rm: index tile computed where it is used
-    // examples/llm.tile:253
-    // v_rn: index tile computed where it is used
     // examples/llm.tile:254
+    // v_rm: index tile computed where it is used
+    // examples/llm.tile:255
+    // v_rn: index tile computed where it is used
+    // examples/llm.tile:256
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -10083,7 +10511,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:255
+    // examples/llm.tile:257
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -10107,7 +10535,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v1_tma(__nv_bfloat1
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/llm.tile:261
+    // examples/llm.tile:263
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
         if (tl_tid == 0)
@@ -10144,7 +10572,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v1_tma(__nv_bfloat1
 #endif
 
 /* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8, stages = 2 */
-/* indexing: 64-bit (lines 281, 282, 286), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 283, 284, 288), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -10155,11 +10583,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_stages = 2;
-    // examples/llm.tile:276
-    // v_rm: index tile computed where it is used
-    // examples/llm.tile:277
-    // v_rn: index tile computed where it is used
     // examples/llm.tile:278
+    // v_rm: index tile computed where it is used
+    // examples/llm.tile:279
+    // v_rn: index tile computed where it is used
+    // examples/llm.tile:280
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -10167,7 +10595,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:279
+    // examples/llm.tile:281
     { /* v_acc += dot, 2-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -10245,7 +10673,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:279
+        // examples/llm.tile:281
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<0>();
@@ -10304,7 +10732,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:283
+            // examples/llm.tile:285
             const int tl_cs = tl_it % 2;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -10325,11 +10753,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/llm.tile:285
-    // v_m: index tile computed where it is used
-    // examples/llm.tile:286
-    // v_at: pointer tile computed where it is used
     // examples/llm.tile:287
+    // v_m: index tile computed where it is used
+    // examples/llm.tile:288
+    // v_at: pointer tile computed where it is used
+    // examples/llm.tile:289
     __nv_bfloat16 tl_t0[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -10447,7 +10875,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n128(float *d, unsigned lon
 }
 #endif
 /* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8, stages = 2 */
-/* indexing: 64-bit (lines 281, 282, 286), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 283, 284, 288), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -10480,11 +10908,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:276
-    // v_rm: index tile computed where it is used
-    // examples/llm.tile:277
-    // v_rn: index tile computed where it is used
     // examples/llm.tile:278
+    // v_rm: index tile computed where it is used
+    // examples/llm.tile:279
+    // v_rn: index tile computed where it is used
+    // examples/llm.tile:280
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -10492,7 +10920,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:279
+    // examples/llm.tile:281
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -10518,11 +10946,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:276
-    // v_rm: index tile computed where it is used
-    // examples/llm.tile:277
-    // v_rn: index tile computed where it is used
     // examples/llm.tile:278
+    // v_rm: index tile computed where it is used
+    // examples/llm.tile:279
+    // v_rn: index tile computed where it is used
+    // examples/llm.tile:280
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -10530,7 +10958,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:279
+    // examples/llm.tile:281
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -10554,11 +10982,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/llm.tile:285
-    // v_m: index tile computed where it is used
-    // examples/llm.tile:286
-    // v_at: pointer tile computed where it is used
     // examples/llm.tile:287
+    // v_m: index tile computed where it is used
+    // examples/llm.tile:288
+    // v_at: pointer tile computed where it is used
+    // examples/llm.tile:289
     __nv_bfloat16 tl_t0[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -10616,7 +11044,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
 #endif
 
 /* transpose__f16: BR = 64, BK = 64, warps = 4 */
-/* indexing: 64-bit (lines 297, 298), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 299, 300), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x, __half *v_y, int v_R, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -10625,11 +11053,11 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x,
     constexpr int v_BR = 64;
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
-    // examples/llm.tile:295
-    // v_r: index tile computed where it is used
-    // examples/llm.tile:296
-    // v_k: index tile computed where it is used
     // examples/llm.tile:297
+    // v_r: index tile computed where it is used
+    // examples/llm.tile:298
+    // v_k: index tile computed where it is used
+    // examples/llm.tile:299
     __half v_t[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -10658,7 +11086,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x,
             v_t[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    // examples/llm.tile:298
+    // examples/llm.tile:300
     __syncthreads();
     { /* v_t to shared memory */
         #pragma unroll
@@ -10716,7 +11144,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x,
 }
 
 /* transpose__bf16: BR = 64, BK = 64, warps = 4 */
-/* indexing: 64-bit (lines 297, 298), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 299, 300), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat16 *v_x, __nv_bfloat16 *v_y, int v_R, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -10725,11 +11153,11 @@ extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat
     constexpr int v_BR = 64;
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
-    // examples/llm.tile:295
-    // v_r: index tile computed where it is used
-    // examples/llm.tile:296
-    // v_k: index tile computed where it is used
     // examples/llm.tile:297
+    // v_r: index tile computed where it is used
+    // examples/llm.tile:298
+    // v_k: index tile computed where it is used
+    // examples/llm.tile:299
     __nv_bfloat16 v_t[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -10758,7 +11186,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat
             v_t[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // examples/llm.tile:298
+    // examples/llm.tile:300
     __syncthreads();
     { /* v_t to shared memory */
         #pragma unroll
@@ -10816,7 +11244,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat
 }
 
 /* transpose__f32: BR = 64, BK = 64, warps = 4 */
-/* indexing: 64-bit (lines 297, 298), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 299, 300), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) transpose__f32_v0(float *v_x, float *v_y, int v_R, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -10825,11 +11253,11 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f32_v0(float *v_x, 
     constexpr int v_BR = 64;
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
-    // examples/llm.tile:295
-    // v_r: index tile computed where it is used
-    // examples/llm.tile:296
-    // v_k: index tile computed where it is used
     // examples/llm.tile:297
+    // v_r: index tile computed where it is used
+    // examples/llm.tile:298
+    // v_k: index tile computed where it is used
+    // examples/llm.tile:299
     float v_t[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -10850,7 +11278,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f32_v0(float *v_x, 
             v_t[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // examples/llm.tile:298
+    // examples/llm.tile:300
     __syncthreads();
     { /* v_t to shared memory */
         #pragma unroll
