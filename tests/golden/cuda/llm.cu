@@ -7805,8 +7805,8 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, f
     }
 }
 
-/* ce_fwd_bwd__f16: BLOCK = 2048, warps = 8 */
-/* indexing: 64-bit (lines 180, 198), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* ce_fwd_bwd__f16, variant rows = 4096: BLOCK = 2048, warps = 8 */
+/* indexing: 64-bit (lines 184, 202), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x, int *v_tgt, float *v_loss, __half *v_dx, int v_rows, int v_V, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -7814,16 +7814,16 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:179
+    // examples/llm.tile:183
     const int v_r = ((int)blockIdx.x);
-    // examples/llm.tile:180
+    // examples/llm.tile:184
     __half *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
-    // examples/llm.tile:181
+    // examples/llm.tile:185
     int v_t = *((v_tgt + v_r));
-    // examples/llm.tile:182
+    // examples/llm.tile:186
     float tl_t0 = __half2float(*((v_row + v_t)));
     const float v_xt = tl_t0;
-    // examples/llm.tile:183
+    // examples/llm.tile:187
     float v_mx[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -7831,7 +7831,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_mx[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/llm.tile:184
+    // examples/llm.tile:188
     float v_s[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -7839,11 +7839,11 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_s[tl_j] = ((float)0);
     }
-    // examples/llm.tile:185
+    // examples/llm.tile:189
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:186
+        // examples/llm.tile:190
         // v_c: index tile computed where it is used
-        // examples/llm.tile:187
+        // examples/llm.tile:191
         __half tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -7879,7 +7879,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_v[tl_j] = __half2float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:188
+        // examples/llm.tile:192
         float v_nm[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -7887,7 +7887,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
         }
-        // examples/llm.tile:189
+        // examples/llm.tile:193
         float tl_n2[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -7897,7 +7897,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
-        // examples/llm.tile:190
+        // examples/llm.tile:194
         float tl_n3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -7908,7 +7908,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
     }
-    // examples/llm.tile:192
+    // examples/llm.tile:196
     float v_top;
     {
         float tl_a = (-__int_as_float(0x7f800000));
@@ -7936,7 +7936,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         }
         v_top = tl_a;
     }
-    // examples/llm.tile:193
+    // examples/llm.tile:197
     float tl_t5[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -7972,18 +7972,18 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         tl_t4 = tl_a;
     }
     const float v_lse = (v_top + logf(tl_t4));
-    // examples/llm.tile:194
+    // examples/llm.tile:198
     {
         float *tl_p = (v_loss + v_r);
         const float tl_v0 = (v_lse - v_xt);
         const bool tl_m0 = true;
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
-    // examples/llm.tile:195
+    // examples/llm.tile:199
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:196
+        // examples/llm.tile:200
         // v_c: index tile computed where it is used
-        // examples/llm.tile:197
+        // examples/llm.tile:201
         __half tl_t6[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -8019,7 +8019,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_p[tl_j] = expf((__half2float(tl_t6[tl_j]) - v_lse));
         }
-        // examples/llm.tile:198
+        // examples/llm.tile:202
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
             const int tl_j = tl_c;
@@ -8067,8 +8067,270 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
     }
 }
 
-/* ce_fwd_bwd__bf16: BLOCK = 2048, warps = 8 */
-/* indexing: 64-bit (lines 180, 198), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* ce_fwd_bwd__f16, variant rows = 128: BLOCK = 8192, warps = 32 */
+/* indexing: 64-bit (lines 184, 202), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_x, int *v_tgt, float *v_loss, __half *v_dx, int v_rows, int v_V, float v_scale)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BLOCK = 8192;
+    constexpr int v_warps = 32;
+    // examples/llm.tile:183
+    const int v_r = ((int)blockIdx.x);
+    // examples/llm.tile:184
+    __half *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
+    // examples/llm.tile:185
+    int v_t = *((v_tgt + v_r));
+    // examples/llm.tile:186
+    float tl_t0 = __half2float(*((v_row + v_t)));
+    const float v_xt = tl_t0;
+    // examples/llm.tile:187
+    float v_mx[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 8191;
+        v_mx[tl_j] = (-__int_as_float(0x7f800000));
+    }
+    // examples/llm.tile:188
+    float v_s[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 8191;
+        v_s[tl_j] = ((float)0);
+    }
+    // examples/llm.tile:189
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+        // examples/llm.tile:190
+        // v_c: index tile computed where it is used
+        // examples/llm.tile:191
+        __half tl_t1[8];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+            const int tl_j = tl_c;
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            const __half *tl_p = (v_row + (v_c0 + tl_i0));
+            const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
+            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
+            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
+            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
+            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
+            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
+            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t1[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t1[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t1[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn((-__int_as_float(0x7f800000)));
+            }
+        }
+        float v_v[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_v[tl_j] = __half2float(tl_t1[tl_j]);
+        }
+        // examples/llm.tile:192
+        float v_nm[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
+        }
+        // examples/llm.tile:193
+        float tl_n2[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            tl_n2[tl_j] = ((v_s[tl_j] * expf((v_mx[tl_j] - v_nm[tl_j]))) + expf((v_v[tl_j] - v_nm[tl_j])));
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
+        // examples/llm.tile:194
+        float tl_n3[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            tl_n3[tl_j] = v_nm[tl_j];
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
+    }
+    // examples/llm.tile:196
+    float v_top;
+    {
+        float tl_a = (-__int_as_float(0x7f800000));
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            {
+                tl_a = tl_max(tl_a, v_mx[tl_j]);
+            }
+        }
+        #pragma unroll
+        for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {
+            const float tl_x = __shfl_xor_sync(0xffffffffu, tl_a, tl_o);
+            tl_a = tl_max(tl_a, tl_x);
+        }
+        __syncthreads();
+        if (tl_lane == 0) { ((float *)(tl_smem + 0))[tl_warp] = tl_a; }
+        __syncthreads();
+        tl_a = ((const float *)(tl_smem + 0))[0];
+        #pragma unroll
+        for (int tl_w = 1; tl_w < 32; ++tl_w) {
+            const float tl_x = ((const float *)(tl_smem + 0))[tl_w];
+            tl_a = tl_max(tl_a, tl_x);
+        }
+        v_top = tl_a;
+    }
+    // examples/llm.tile:197
+    float tl_t5[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 8191;
+        tl_t5[tl_j] = ((v_mx[tl_j] == (-__int_as_float(0x7f800000))) ? 0.0f : (v_s[tl_j] * expf((v_mx[tl_j] - v_top))));
+    }
+    float tl_t4;
+    {
+        float tl_a = ((float)0);
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            {
+                tl_a = tl_a + tl_t5[tl_j];
+            }
+        }
+        #pragma unroll
+        for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {
+            const float tl_x = __shfl_xor_sync(0xffffffffu, tl_a, tl_o);
+            tl_a = tl_a + tl_x;
+        }
+        __syncthreads();
+        if (tl_lane == 0) { ((float *)(tl_smem + 512))[tl_warp] = tl_a; }
+        __syncthreads();
+        tl_a = ((const float *)(tl_smem + 512))[0];
+        #pragma unroll
+        for (int tl_w = 1; tl_w < 32; ++tl_w) {
+            const float tl_x = ((const float *)(tl_smem + 512))[tl_w];
+            tl_a = tl_a + tl_x;
+        }
+        tl_t4 = tl_a;
+    }
+    const float v_lse = (v_top + logf(tl_t4));
+    // examples/llm.tile:198
+    {
+        float *tl_p = (v_loss + v_r);
+        const float tl_v0 = (v_lse - v_xt);
+        const bool tl_m0 = true;
+        if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
+    }
+    // examples/llm.tile:199
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+        // examples/llm.tile:200
+        // v_c: index tile computed where it is used
+        // examples/llm.tile:201
+        __half tl_t6[8];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+            const int tl_j = tl_c;
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            const __half *tl_p = (v_row + (v_c0 + tl_i0));
+            const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
+            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
+            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
+            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
+            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
+            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
+            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                tl_t6[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t6[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t6[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t6[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t6[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t6[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t6[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t6[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn((-__int_as_float(0x7f800000)));
+            }
+        }
+        float v_p[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_p[tl_j] = expf((__half2float(tl_t6[tl_j]) - v_lse));
+        }
+        // examples/llm.tile:202
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+            const int tl_j = tl_c;
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            __half *tl_p = ((v_dx + (((long long)(v_r)) * ((long long)(v_V)))) + (v_c0 + tl_i0));
+            const __half tl_v0 = __float2half_rn((v_scale * (v_p[tl_j] - (((v_c0 + tl_i0) == v_t) ? 1.0f : 0.0f))));
+            const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
+            const __half tl_v1 = __float2half_rn((v_scale * (v_p[tl_j + 1] - (((v_c0 + (tl_i0 + 1)) == v_t) ? 1.0f : 0.0f))));
+            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
+            const __half tl_v2 = __float2half_rn((v_scale * (v_p[tl_j + 2] - (((v_c0 + (tl_i0 + 2)) == v_t) ? 1.0f : 0.0f))));
+            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
+            const __half tl_v3 = __float2half_rn((v_scale * (v_p[tl_j + 3] - (((v_c0 + (tl_i0 + 3)) == v_t) ? 1.0f : 0.0f))));
+            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const __half tl_v4 = __float2half_rn((v_scale * (v_p[tl_j + 4] - (((v_c0 + (tl_i0 + 4)) == v_t) ? 1.0f : 0.0f))));
+            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
+            const __half tl_v5 = __float2half_rn((v_scale * (v_p[tl_j + 5] - (((v_c0 + (tl_i0 + 5)) == v_t) ? 1.0f : 0.0f))));
+            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
+            const __half tl_v6 = __float2half_rn((v_scale * (v_p[tl_j + 6] - (((v_c0 + (tl_i0 + 6)) == v_t) ? 1.0f : 0.0f))));
+            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
+            const __half tl_v7 = __float2half_rn((v_scale * (v_p[tl_j + 7] - (((v_c0 + (tl_i0 + 7)) == v_t) ? 1.0f : 0.0f))));
+            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                uint4 tl_vec;
+                ((__half *)&tl_vec)[0] = tl_v0;
+                ((__half *)&tl_vec)[1] = tl_v1;
+                ((__half *)&tl_vec)[2] = tl_v2;
+                ((__half *)&tl_vec)[3] = tl_v3;
+                ((__half *)&tl_vec)[4] = tl_v4;
+                ((__half *)&tl_vec)[5] = tl_v5;
+                ((__half *)&tl_vec)[6] = tl_v6;
+                ((__half *)&tl_vec)[7] = tl_v7;
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = tl_v0;
+                if (tl_m1) tl_p[1] = tl_v1;
+                if (tl_m2) tl_p[2] = tl_v2;
+                if (tl_m3) tl_p[3] = tl_v3;
+                if (tl_m4) tl_p[4] = tl_v4;
+                if (tl_m5) tl_p[5] = tl_v5;
+                if (tl_m6) tl_p[6] = tl_v6;
+                if (tl_m7) tl_p[7] = tl_v7;
+            }
+        }
+    }
+}
+
+/* ce_fwd_bwd__bf16, variant rows = 4096: BLOCK = 2048, warps = 8 */
+/* indexing: 64-bit (lines 184, 202), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloat16 *v_x, int *v_tgt, float *v_loss, __nv_bfloat16 *v_dx, int v_rows, int v_V, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -8076,16 +8338,16 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:179
+    // examples/llm.tile:183
     const int v_r = ((int)blockIdx.x);
-    // examples/llm.tile:180
+    // examples/llm.tile:184
     __nv_bfloat16 *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
-    // examples/llm.tile:181
+    // examples/llm.tile:185
     int v_t = *((v_tgt + v_r));
-    // examples/llm.tile:182
+    // examples/llm.tile:186
     float tl_t0 = __bfloat162float(*((v_row + v_t)));
     const float v_xt = tl_t0;
-    // examples/llm.tile:183
+    // examples/llm.tile:187
     float v_mx[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -8093,7 +8355,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_mx[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/llm.tile:184
+    // examples/llm.tile:188
     float v_s[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -8101,11 +8363,11 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_s[tl_j] = ((float)0);
     }
-    // examples/llm.tile:185
+    // examples/llm.tile:189
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:186
+        // examples/llm.tile:190
         // v_c: index tile computed where it is used
-        // examples/llm.tile:187
+        // examples/llm.tile:191
         __nv_bfloat16 tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -8141,7 +8403,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_v[tl_j] = __bfloat162float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:188
+        // examples/llm.tile:192
         float v_nm[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -8149,7 +8411,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
         }
-        // examples/llm.tile:189
+        // examples/llm.tile:193
         float tl_n2[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -8159,7 +8421,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
-        // examples/llm.tile:190
+        // examples/llm.tile:194
         float tl_n3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -8170,7 +8432,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
     }
-    // examples/llm.tile:192
+    // examples/llm.tile:196
     float v_top;
     {
         float tl_a = (-__int_as_float(0x7f800000));
@@ -8198,7 +8460,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         }
         v_top = tl_a;
     }
-    // examples/llm.tile:193
+    // examples/llm.tile:197
     float tl_t5[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -8234,18 +8496,18 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         tl_t4 = tl_a;
     }
     const float v_lse = (v_top + logf(tl_t4));
-    // examples/llm.tile:194
+    // examples/llm.tile:198
     {
         float *tl_p = (v_loss + v_r);
         const float tl_v0 = (v_lse - v_xt);
         const bool tl_m0 = true;
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
-    // examples/llm.tile:195
+    // examples/llm.tile:199
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:196
+        // examples/llm.tile:200
         // v_c: index tile computed where it is used
-        // examples/llm.tile:197
+        // examples/llm.tile:201
         __nv_bfloat16 tl_t6[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -8281,7 +8543,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_p[tl_j] = expf((__bfloat162float(tl_t6[tl_j]) - v_lse));
         }
-        // examples/llm.tile:198
+        // examples/llm.tile:202
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
             const int tl_j = tl_c;
@@ -8329,8 +8591,270 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
     }
 }
 
-/* ce_fwd_bwd__f32: BLOCK = 2048, warps = 8 */
-/* indexing: 64-bit (lines 180, 198), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* ce_fwd_bwd__bf16, variant rows = 128: BLOCK = 8192, warps = 32 */
+/* indexing: 64-bit (lines 184, 202), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bfloat16 *v_x, int *v_tgt, float *v_loss, __nv_bfloat16 *v_dx, int v_rows, int v_V, float v_scale)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BLOCK = 8192;
+    constexpr int v_warps = 32;
+    // examples/llm.tile:183
+    const int v_r = ((int)blockIdx.x);
+    // examples/llm.tile:184
+    __nv_bfloat16 *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
+    // examples/llm.tile:185
+    int v_t = *((v_tgt + v_r));
+    // examples/llm.tile:186
+    float tl_t0 = __bfloat162float(*((v_row + v_t)));
+    const float v_xt = tl_t0;
+    // examples/llm.tile:187
+    float v_mx[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 8191;
+        v_mx[tl_j] = (-__int_as_float(0x7f800000));
+    }
+    // examples/llm.tile:188
+    float v_s[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 8191;
+        v_s[tl_j] = ((float)0);
+    }
+    // examples/llm.tile:189
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+        // examples/llm.tile:190
+        // v_c: index tile computed where it is used
+        // examples/llm.tile:191
+        __nv_bfloat16 tl_t1[8];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+            const int tl_j = tl_c;
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            const __nv_bfloat16 *tl_p = (v_row + (v_c0 + tl_i0));
+            const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
+            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
+            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
+            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
+            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
+            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
+            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t1[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t1[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t1[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+            }
+        }
+        float v_v[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_v[tl_j] = __bfloat162float(tl_t1[tl_j]);
+        }
+        // examples/llm.tile:192
+        float v_nm[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
+        }
+        // examples/llm.tile:193
+        float tl_n2[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            tl_n2[tl_j] = ((v_s[tl_j] * expf((v_mx[tl_j] - v_nm[tl_j]))) + expf((v_v[tl_j] - v_nm[tl_j])));
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
+        // examples/llm.tile:194
+        float tl_n3[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            tl_n3[tl_j] = v_nm[tl_j];
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
+    }
+    // examples/llm.tile:196
+    float v_top;
+    {
+        float tl_a = (-__int_as_float(0x7f800000));
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            {
+                tl_a = tl_max(tl_a, v_mx[tl_j]);
+            }
+        }
+        #pragma unroll
+        for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {
+            const float tl_x = __shfl_xor_sync(0xffffffffu, tl_a, tl_o);
+            tl_a = tl_max(tl_a, tl_x);
+        }
+        __syncthreads();
+        if (tl_lane == 0) { ((float *)(tl_smem + 0))[tl_warp] = tl_a; }
+        __syncthreads();
+        tl_a = ((const float *)(tl_smem + 0))[0];
+        #pragma unroll
+        for (int tl_w = 1; tl_w < 32; ++tl_w) {
+            const float tl_x = ((const float *)(tl_smem + 0))[tl_w];
+            tl_a = tl_max(tl_a, tl_x);
+        }
+        v_top = tl_a;
+    }
+    // examples/llm.tile:197
+    float tl_t5[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 8191;
+        tl_t5[tl_j] = ((v_mx[tl_j] == (-__int_as_float(0x7f800000))) ? 0.0f : (v_s[tl_j] * expf((v_mx[tl_j] - v_top))));
+    }
+    float tl_t4;
+    {
+        float tl_a = ((float)0);
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            {
+                tl_a = tl_a + tl_t5[tl_j];
+            }
+        }
+        #pragma unroll
+        for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {
+            const float tl_x = __shfl_xor_sync(0xffffffffu, tl_a, tl_o);
+            tl_a = tl_a + tl_x;
+        }
+        __syncthreads();
+        if (tl_lane == 0) { ((float *)(tl_smem + 512))[tl_warp] = tl_a; }
+        __syncthreads();
+        tl_a = ((const float *)(tl_smem + 512))[0];
+        #pragma unroll
+        for (int tl_w = 1; tl_w < 32; ++tl_w) {
+            const float tl_x = ((const float *)(tl_smem + 512))[tl_w];
+            tl_a = tl_a + tl_x;
+        }
+        tl_t4 = tl_a;
+    }
+    const float v_lse = (v_top + logf(tl_t4));
+    // examples/llm.tile:198
+    {
+        float *tl_p = (v_loss + v_r);
+        const float tl_v0 = (v_lse - v_xt);
+        const bool tl_m0 = true;
+        if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
+    }
+    // examples/llm.tile:199
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+        // examples/llm.tile:200
+        // v_c: index tile computed where it is used
+        // examples/llm.tile:201
+        __nv_bfloat16 tl_t6[8];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+            const int tl_j = tl_c;
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            const __nv_bfloat16 *tl_p = (v_row + (v_c0 + tl_i0));
+            const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
+            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
+            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
+            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
+            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
+            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
+            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                tl_t6[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t6[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t6[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t6[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t6[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t6[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t6[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t6[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+            }
+        }
+        float v_p[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_p[tl_j] = expf((__bfloat162float(tl_t6[tl_j]) - v_lse));
+        }
+        // examples/llm.tile:202
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+            const int tl_j = tl_c;
+            const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            __nv_bfloat16 *tl_p = ((v_dx + (((long long)(v_r)) * ((long long)(v_V)))) + (v_c0 + tl_i0));
+            const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_scale * (v_p[tl_j] - (((v_c0 + tl_i0) == v_t) ? 1.0f : 0.0f))));
+            const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
+            const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 1] - (((v_c0 + (tl_i0 + 1)) == v_t) ? 1.0f : 0.0f))));
+            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
+            const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 2] - (((v_c0 + (tl_i0 + 2)) == v_t) ? 1.0f : 0.0f))));
+            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
+            const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 3] - (((v_c0 + (tl_i0 + 3)) == v_t) ? 1.0f : 0.0f))));
+            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 4] - (((v_c0 + (tl_i0 + 4)) == v_t) ? 1.0f : 0.0f))));
+            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
+            const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 5] - (((v_c0 + (tl_i0 + 5)) == v_t) ? 1.0f : 0.0f))));
+            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
+            const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 6] - (((v_c0 + (tl_i0 + 6)) == v_t) ? 1.0f : 0.0f))));
+            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
+            const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 7] - (((v_c0 + (tl_i0 + 7)) == v_t) ? 1.0f : 0.0f))));
+            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                uint4 tl_vec;
+                ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
+                ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
+                ((__nv_bfloat16 *)&tl_vec)[2] = tl_v2;
+                ((__nv_bfloat16 *)&tl_vec)[3] = tl_v3;
+                ((__nv_bfloat16 *)&tl_vec)[4] = tl_v4;
+                ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
+                ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
+                ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = tl_v0;
+                if (tl_m1) tl_p[1] = tl_v1;
+                if (tl_m2) tl_p[2] = tl_v2;
+                if (tl_m3) tl_p[3] = tl_v3;
+                if (tl_m4) tl_p[4] = tl_v4;
+                if (tl_m5) tl_p[5] = tl_v5;
+                if (tl_m6) tl_p[6] = tl_v6;
+                if (tl_m7) tl_p[7] = tl_v7;
+            }
+        }
+    }
+}
+
+/* ce_fwd_bwd__f32, variant rows = 4096: BLOCK = 2048, warps = 8 */
+/* indexing: 64-bit (lines 184, 202), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x, int *v_tgt, float *v_loss, float *v_dx, int v_rows, int v_V, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -8338,16 +8862,16 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:179
+    // examples/llm.tile:183
     const int v_r = ((int)blockIdx.x);
-    // examples/llm.tile:180
+    // examples/llm.tile:184
     float *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
-    // examples/llm.tile:181
+    // examples/llm.tile:185
     int v_t = *((v_tgt + v_r));
-    // examples/llm.tile:182
+    // examples/llm.tile:186
     float tl_t0 = *((v_row + v_t));
     const float v_xt = tl_t0;
-    // examples/llm.tile:183
+    // examples/llm.tile:187
     float v_mx[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -8355,7 +8879,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_mx[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/llm.tile:184
+    // examples/llm.tile:188
     float v_s[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -8363,11 +8887,11 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_s[tl_j] = ((float)0);
     }
-    // examples/llm.tile:185
+    // examples/llm.tile:189
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:186
+        // examples/llm.tile:190
         // v_c: index tile computed where it is used
-        // examples/llm.tile:187
+        // examples/llm.tile:191
         float tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -8395,7 +8919,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_v[tl_j] = tl_t1[tl_j];
         }
-        // examples/llm.tile:188
+        // examples/llm.tile:192
         float v_nm[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -8403,7 +8927,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
         }
-        // examples/llm.tile:189
+        // examples/llm.tile:193
         float tl_n2[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -8413,7 +8937,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
-        // examples/llm.tile:190
+        // examples/llm.tile:194
         float tl_n3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -8424,7 +8948,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
     }
-    // examples/llm.tile:192
+    // examples/llm.tile:196
     float v_top;
     {
         float tl_a = (-__int_as_float(0x7f800000));
@@ -8452,7 +8976,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         }
         v_top = tl_a;
     }
-    // examples/llm.tile:193
+    // examples/llm.tile:197
     float tl_t5[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -8488,18 +9012,18 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         tl_t4 = tl_a;
     }
     const float v_lse = (v_top + logf(tl_t4));
-    // examples/llm.tile:194
+    // examples/llm.tile:198
     {
         float *tl_p = (v_loss + v_r);
         const float tl_v0 = (v_lse - v_xt);
         const bool tl_m0 = true;
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
-    // examples/llm.tile:195
+    // examples/llm.tile:199
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:196
+        // examples/llm.tile:200
         // v_c: index tile computed where it is used
-        // examples/llm.tile:197
+        // examples/llm.tile:201
         float tl_t6[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -8527,7 +9051,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_p[tl_j] = expf((tl_t6[tl_j] - v_lse));
         }
-        // examples/llm.tile:198
+        // examples/llm.tile:202
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
@@ -8559,8 +9083,238 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
     }
 }
 
+/* ce_fwd_bwd__f32, variant rows = 128: BLOCK = 8192, warps = 32 */
+/* indexing: 64-bit (lines 184, 202), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x, int *v_tgt, float *v_loss, float *v_dx, int v_rows, int v_V, float v_scale)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BLOCK = 8192;
+    constexpr int v_warps = 32;
+    // examples/llm.tile:183
+    const int v_r = ((int)blockIdx.x);
+    // examples/llm.tile:184
+    float *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
+    // examples/llm.tile:185
+    int v_t = *((v_tgt + v_r));
+    // examples/llm.tile:186
+    float tl_t0 = *((v_row + v_t));
+    const float v_xt = tl_t0;
+    // examples/llm.tile:187
+    float v_mx[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 1024 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 8191;
+        v_mx[tl_j] = (-__int_as_float(0x7f800000));
+    }
+    // examples/llm.tile:188
+    float v_s[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 1024 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 8191;
+        v_s[tl_j] = ((float)0);
+    }
+    // examples/llm.tile:189
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+        // examples/llm.tile:190
+        // v_c: index tile computed where it is used
+        // examples/llm.tile:191
+        float tl_t1[8];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_l = ((tl_j / 4) * 1024 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            const float *tl_p = (v_row + (v_c0 + tl_i0));
+            const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
+            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
+            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
+            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
+                tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
+                tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
+                tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
+            }
+        }
+        float v_v[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 1024 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_v[tl_j] = tl_t1[tl_j];
+        }
+        // examples/llm.tile:192
+        float v_nm[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 1024 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
+        }
+        // examples/llm.tile:193
+        float tl_n2[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 1024 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            tl_n2[tl_j] = ((v_s[tl_j] * expf((v_mx[tl_j] - v_nm[tl_j]))) + expf((v_v[tl_j] - v_nm[tl_j])));
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
+        // examples/llm.tile:194
+        float tl_n3[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 1024 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            tl_n3[tl_j] = v_nm[tl_j];
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
+    }
+    // examples/llm.tile:196
+    float v_top;
+    {
+        float tl_a = (-__int_as_float(0x7f800000));
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 1024 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            {
+                tl_a = tl_max(tl_a, v_mx[tl_j]);
+            }
+        }
+        #pragma unroll
+        for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {
+            const float tl_x = __shfl_xor_sync(0xffffffffu, tl_a, tl_o);
+            tl_a = tl_max(tl_a, tl_x);
+        }
+        __syncthreads();
+        if (tl_lane == 0) { ((float *)(tl_smem + 0))[tl_warp] = tl_a; }
+        __syncthreads();
+        tl_a = ((const float *)(tl_smem + 0))[0];
+        #pragma unroll
+        for (int tl_w = 1; tl_w < 32; ++tl_w) {
+            const float tl_x = ((const float *)(tl_smem + 0))[tl_w];
+            tl_a = tl_max(tl_a, tl_x);
+        }
+        v_top = tl_a;
+    }
+    // examples/llm.tile:197
+    float tl_t5[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 1024 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 8191;
+        tl_t5[tl_j] = ((v_mx[tl_j] == (-__int_as_float(0x7f800000))) ? 0.0f : (v_s[tl_j] * expf((v_mx[tl_j] - v_top))));
+    }
+    float tl_t4;
+    {
+        float tl_a = ((float)0);
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 1024 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            {
+                tl_a = tl_a + tl_t5[tl_j];
+            }
+        }
+        #pragma unroll
+        for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {
+            const float tl_x = __shfl_xor_sync(0xffffffffu, tl_a, tl_o);
+            tl_a = tl_a + tl_x;
+        }
+        __syncthreads();
+        if (tl_lane == 0) { ((float *)(tl_smem + 512))[tl_warp] = tl_a; }
+        __syncthreads();
+        tl_a = ((const float *)(tl_smem + 512))[0];
+        #pragma unroll
+        for (int tl_w = 1; tl_w < 32; ++tl_w) {
+            const float tl_x = ((const float *)(tl_smem + 512))[tl_w];
+            tl_a = tl_a + tl_x;
+        }
+        tl_t4 = tl_a;
+    }
+    const float v_lse = (v_top + logf(tl_t4));
+    // examples/llm.tile:198
+    {
+        float *tl_p = (v_loss + v_r);
+        const float tl_v0 = (v_lse - v_xt);
+        const bool tl_m0 = true;
+        if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
+    }
+    // examples/llm.tile:199
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+        // examples/llm.tile:200
+        // v_c: index tile computed where it is used
+        // examples/llm.tile:201
+        float tl_t6[8];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_l = ((tl_j / 4) * 1024 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            const float *tl_p = (v_row + (v_c0 + tl_i0));
+            const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
+            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
+            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
+            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                tl_t6[tl_j + 0] = tl_m0 ? tl_p[0] : (-__int_as_float(0x7f800000));
+                tl_t6[tl_j + 1] = tl_m1 ? tl_p[1] : (-__int_as_float(0x7f800000));
+                tl_t6[tl_j + 2] = tl_m2 ? tl_p[2] : (-__int_as_float(0x7f800000));
+                tl_t6[tl_j + 3] = tl_m3 ? tl_p[3] : (-__int_as_float(0x7f800000));
+            }
+        }
+        float v_p[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 1024 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_p[tl_j] = expf((tl_t6[tl_j] - v_lse));
+        }
+        // examples/llm.tile:202
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_l = ((tl_j / 4) * 1024 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            float *tl_p = ((v_dx + (((long long)(v_r)) * ((long long)(v_V)))) + (v_c0 + tl_i0));
+            const float tl_v0 = (v_scale * (v_p[tl_j] - (((v_c0 + tl_i0) == v_t) ? 1.0f : 0.0f)));
+            const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
+            const float tl_v1 = (v_scale * (v_p[tl_j + 1] - (((v_c0 + (tl_i0 + 1)) == v_t) ? 1.0f : 0.0f)));
+            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
+            const float tl_v2 = (v_scale * (v_p[tl_j + 2] - (((v_c0 + (tl_i0 + 2)) == v_t) ? 1.0f : 0.0f)));
+            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
+            const float tl_v3 = (v_scale * (v_p[tl_j + 3] - (((v_c0 + (tl_i0 + 3)) == v_t) ? 1.0f : 0.0f)));
+            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                uint4 tl_vec;
+                ((float *)&tl_vec)[0] = tl_v0;
+                ((float *)&tl_vec)[1] = tl_v1;
+                ((float *)&tl_vec)[2] = tl_v2;
+                ((float *)&tl_vec)[3] = tl_v3;
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = tl_v0;
+                if (tl_m1) tl_p[1] = tl_v1;
+                if (tl_m2) tl_p[2] = tl_v2;
+                if (tl_m3) tl_p[3] = tl_v3;
+            }
+        }
+    }
+}
+
 /* embed_gather__f16: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 211), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 215), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_gather__f16_v0(__half *v_table, int *v_ids, __half *v_out, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -8569,11 +9323,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f16_v0(__half *v
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:207
+    // examples/llm.tile:211
     // v_i: index tile computed where it is used
-    // examples/llm.tile:208
+    // examples/llm.tile:212
     // v_c: index tile computed where it is used
-    // examples/llm.tile:209
+    // examples/llm.tile:213
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -8600,9 +9354,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f16_v0(__half *v
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:210
+    // examples/llm.tile:214
     // v_m: index tile computed where it is used
-    // examples/llm.tile:211
+    // examples/llm.tile:215
     __half tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 1) {
@@ -8659,7 +9413,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f16_v0(__half *v
 }
 
 /* embed_gather__bf16: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 211), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 215), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_gather__bf16_v0(__nv_bfloat16 *v_table, int *v_ids, __nv_bfloat16 *v_out, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -8668,11 +9422,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__bf16_v0(__nv_bfl
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:207
+    // examples/llm.tile:211
     // v_i: index tile computed where it is used
-    // examples/llm.tile:208
+    // examples/llm.tile:212
     // v_c: index tile computed where it is used
-    // examples/llm.tile:209
+    // examples/llm.tile:213
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -8699,9 +9453,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__bf16_v0(__nv_bfl
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:210
+    // examples/llm.tile:214
     // v_m: index tile computed where it is used
-    // examples/llm.tile:211
+    // examples/llm.tile:215
     __nv_bfloat16 tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 1) {
@@ -8758,7 +9512,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__bf16_v0(__nv_bfl
 }
 
 /* embed_gather__f32: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 211), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 215), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_gather__f32_v0(float *v_table, int *v_ids, float *v_out, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -8767,11 +9521,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f32_v0(float *v_
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:207
+    // examples/llm.tile:211
     // v_i: index tile computed where it is used
-    // examples/llm.tile:208
+    // examples/llm.tile:212
     // v_c: index tile computed where it is used
-    // examples/llm.tile:209
+    // examples/llm.tile:213
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -8798,9 +9552,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f32_v0(float *v_
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:210
+    // examples/llm.tile:214
     // v_m: index tile computed where it is used
-    // examples/llm.tile:211
+    // examples/llm.tile:215
     float tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 1) {
@@ -8841,7 +9595,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f32_v0(float *v_
 }
 
 /* embed_scatter_add__f16: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 224), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 228), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f16_v0(__half *v_dout, int *v_ids, float *v_dtable, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -8850,11 +9604,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f16_v0(__ha
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:220
+    // examples/llm.tile:224
     // v_i: index tile computed where it is used
-    // examples/llm.tile:221
+    // examples/llm.tile:225
     // v_c: index tile computed where it is used
-    // examples/llm.tile:222
+    // examples/llm.tile:226
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -8881,9 +9635,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f16_v0(__ha
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:223
+    // examples/llm.tile:227
     // v_m: index tile computed where it is used
-    // examples/llm.tile:224
+    // examples/llm.tile:228
     __half tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -8925,7 +9679,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f16_v0(__ha
 }
 
 /* embed_scatter_add__bf16: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 224), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 228), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__bf16_v0(__nv_bfloat16 *v_dout, int *v_ids, float *v_dtable, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -8934,11 +9688,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__bf16_v0(__n
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:220
+    // examples/llm.tile:224
     // v_i: index tile computed where it is used
-    // examples/llm.tile:221
+    // examples/llm.tile:225
     // v_c: index tile computed where it is used
-    // examples/llm.tile:222
+    // examples/llm.tile:226
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -8965,9 +9719,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__bf16_v0(__n
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:223
+    // examples/llm.tile:227
     // v_m: index tile computed where it is used
-    // examples/llm.tile:224
+    // examples/llm.tile:228
     __nv_bfloat16 tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -9009,7 +9763,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__bf16_v0(__n
 }
 
 /* embed_scatter_add__f32: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 224), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 228), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f32_v0(float *v_dout, int *v_ids, float *v_dtable, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -9018,11 +9772,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f32_v0(floa
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:220
+    // examples/llm.tile:224
     // v_i: index tile computed where it is used
-    // examples/llm.tile:221
+    // examples/llm.tile:225
     // v_c: index tile computed where it is used
-    // examples/llm.tile:222
+    // examples/llm.tile:226
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -9049,9 +9803,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f32_v0(floa
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:223
+    // examples/llm.tile:227
     // v_m: index tile computed where it is used
-    // examples/llm.tile:224
+    // examples/llm.tile:228
     float tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -9085,7 +9839,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f32_v0(floa
 }
 
 /* gemm_nt: BM = 128, BN = 256, BK = 64, warps = 8 */
-/* indexing: 64-bit (lines 238, 239, 242), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 242, 243, 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -9095,11 +9849,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
     constexpr int v_BN = 256;
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
-    // examples/llm.tile:233
+    // examples/llm.tile:237
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:234
+    // examples/llm.tile:238
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:235
+    // examples/llm.tile:239
     float v_acc[128];
     #pragma unroll
     for (int tl_j = 0; tl_j < 128; ++tl_j) {
@@ -9107,7 +9861,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 4) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:236
+    // examples/llm.tile:240
     { /* v_acc += dot, 4-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -9164,7 +9918,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:236
+        // examples/llm.tile:240
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<2>();
@@ -9223,7 +9977,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:240
+            // examples/llm.tile:244
             const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -9244,7 +9998,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/llm.tile:242
+    // examples/llm.tile:246
     #pragma unroll
     for (int tl_c = 0; tl_c < 128; tl_c += 2) {
         const int tl_j = tl_c;
@@ -9334,7 +10088,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n256_bk(float *d, unsigned 
 }
 #endif
 /* gemm_nt: BM = 128, BN = 256, BK = 64, warps = 8 */
-/* indexing: 64-bit (lines 238, 239, 242), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 242, 243, 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -9366,11 +10120,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:233
+    // examples/llm.tile:237
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:234
+    // examples/llm.tile:238
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:235
+    // examples/llm.tile:239
     float v_acc[128];
     #pragma unroll
     for (int tl_j = 0; tl_j < 128; ++tl_j) {
@@ -9378,7 +10132,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 256 + ((tl_j >> 2) % 32) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:236
+    // examples/llm.tile:240
     { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -9403,11 +10157,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:233
+    // examples/llm.tile:237
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:234
+    // examples/llm.tile:238
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:235
+    // examples/llm.tile:239
     float v_acc[128];
     #pragma unroll
     for (int tl_j = 0; tl_j < 128; ++tl_j) {
@@ -9415,7 +10169,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 256 + ((tl_j >> 2) % 32) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:236
+    // examples/llm.tile:240
     { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -9439,7 +10193,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
-    // examples/llm.tile:242
+    // examples/llm.tile:246
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 4 boxes of 128 x 64, 2 at a time */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
         if (tl_tid == 0)
@@ -9504,7 +10258,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
 #endif
 
 /* gemm_nn, variant M = 128: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 4 */
-/* indexing: 64-bit (lines 259, 260, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 263, 264, 267), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, float *__restrict__ tl_split_part, unsigned int *__restrict__ tl_split_cnt)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -9516,11 +10270,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_split_k = 4;
-    // examples/llm.tile:254
+    // examples/llm.tile:258
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:255
+    // examples/llm.tile:259
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:256
+    // examples/llm.tile:260
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -9528,7 +10282,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:257
+    // examples/llm.tile:261
     { /* v_acc += dot, 4-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo0 = 0, tl_hi0 = v_K, tl_st = v_BK;
@@ -9611,7 +10365,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:257
+        // examples/llm.tile:261
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<2>();
@@ -9670,7 +10424,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:261
+            // examples/llm.tile:265
             const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -9720,7 +10474,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
             v_acc[tl_j] = tl_s;
         }
     }
-    // examples/llm.tile:263
+    // examples/llm.tile:267
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -9744,7 +10498,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
 }
 
 /* gemm_nn, variant M = 129: BM = 64, BN = 64, BK = 64, warps = 4, split_k = 1 */
-/* indexing: 64-bit (lines 259, 260, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 263, 264, 267), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -9755,11 +10509,11 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_split_k = 1;
-    // examples/llm.tile:254
+    // examples/llm.tile:258
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:255
+    // examples/llm.tile:259
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:256
+    // examples/llm.tile:260
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -9767,7 +10521,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:257
+    // examples/llm.tile:261
     { /* v_acc += dot, 4-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -9845,7 +10599,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:257
+        // examples/llm.tile:261
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<2>();
@@ -9904,7 +10658,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:261
+            // examples/llm.tile:265
             const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -9925,7 +10679,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/llm.tile:263
+    // examples/llm.tile:267
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -10015,7 +10769,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n64(float *d, unsigned long
 }
 #endif
 /* gemm_nn, variant M = 129: BM = 64, BN = 64, BK = 64, warps = 4, split_k = 1 */
-/* indexing: 64-bit (lines 259, 260, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 263, 264, 267), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -10048,11 +10802,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:254
+    // examples/llm.tile:258
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:255
+    // examples/llm.tile:259
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:256
+    // examples/llm.tile:260
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -10060,7 +10814,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:257
+    // examples/llm.tile:261
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -10085,11 +10839,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:254
+    // examples/llm.tile:258
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:255
+    // examples/llm.tile:259
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:256
+    // examples/llm.tile:260
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -10097,7 +10851,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:257
+    // examples/llm.tile:261
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -10121,7 +10875,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/llm.tile:263
+    // examples/llm.tile:267
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 1 boxes of 64 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 98304;
         if (tl_tid == 0)
@@ -10157,7 +10911,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
 #endif
 
 /* gemm_nn, variant M = 1024: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 1 */
-/* indexing: 64-bit (lines 259, 260, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 263, 264, 267), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -10168,11 +10922,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_split_k = 1;
-    // examples/llm.tile:254
+    // examples/llm.tile:258
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:255
+    // examples/llm.tile:259
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:256
+    // examples/llm.tile:260
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -10180,7 +10934,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:257
+    // examples/llm.tile:261
     { /* v_acc += dot, 4-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -10258,7 +11012,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:257
+        // examples/llm.tile:261
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<2>();
@@ -10317,7 +11071,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:261
+            // examples/llm.tile:265
             const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -10338,7 +11092,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/llm.tile:263
+    // examples/llm.tile:267
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -10428,7 +11182,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n128(float *d, unsigned lon
 }
 #endif
 /* gemm_nn, variant M = 1024: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 1 */
-/* indexing: 64-bit (lines 259, 260, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 263, 264, 267), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -10461,11 +11215,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:254
+    // examples/llm.tile:258
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:255
+    // examples/llm.tile:259
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:256
+    // examples/llm.tile:260
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -10473,7 +11227,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:257
+    // examples/llm.tile:261
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -10499,11 +11253,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:254
+    // examples/llm.tile:258
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:255
+    // examples/llm.tile:259
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:256
+    // examples/llm.tile:260
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -10511,7 +11265,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:257
+    // examples/llm.tile:261
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -10535,7 +11289,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/llm.tile:263
+    // examples/llm.tile:267
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
         if (tl_tid == 0)
@@ -10572,7 +11326,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
 #endif
 
 /* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8, stages = 2 */
-/* indexing: 64-bit (lines 283, 284, 288), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 287, 288, 292), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -10583,11 +11337,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_stages = 2;
-    // examples/llm.tile:278
+    // examples/llm.tile:282
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:279
+    // examples/llm.tile:283
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:280
+    // examples/llm.tile:284
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -10595,7 +11349,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:281
+    // examples/llm.tile:285
     { /* v_acc += dot, 2-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -10673,7 +11427,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:281
+        // examples/llm.tile:285
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<0>();
@@ -10732,7 +11486,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:285
+            // examples/llm.tile:289
             const int tl_cs = tl_it % 2;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -10753,11 +11507,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/llm.tile:287
+    // examples/llm.tile:291
     // v_m: index tile computed where it is used
-    // examples/llm.tile:288
+    // examples/llm.tile:292
     // v_at: pointer tile computed where it is used
-    // examples/llm.tile:289
+    // examples/llm.tile:293
     __nv_bfloat16 tl_t0[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -10875,7 +11629,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n128(float *d, unsigned lon
 }
 #endif
 /* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8, stages = 2 */
-/* indexing: 64-bit (lines 283, 284, 288), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 287, 288, 292), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -10908,11 +11662,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:278
+    // examples/llm.tile:282
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:279
+    // examples/llm.tile:283
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:280
+    // examples/llm.tile:284
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -10920,7 +11674,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:281
+    // examples/llm.tile:285
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -10946,11 +11700,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = tl_r / tl_gs;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:278
+    // examples/llm.tile:282
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:279
+    // examples/llm.tile:283
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:280
+    // examples/llm.tile:284
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -10958,7 +11712,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:281
+    // examples/llm.tile:285
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -10982,11 +11736,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/llm.tile:287
+    // examples/llm.tile:291
     // v_m: index tile computed where it is used
-    // examples/llm.tile:288
+    // examples/llm.tile:292
     // v_at: pointer tile computed where it is used
-    // examples/llm.tile:289
+    // examples/llm.tile:293
     __nv_bfloat16 tl_t0[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -11044,7 +11798,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
 #endif
 
 /* transpose__f16: BR = 64, BK = 64, warps = 4 */
-/* indexing: 64-bit (lines 299, 300), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 303, 304), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x, __half *v_y, int v_R, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -11053,11 +11807,11 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x,
     constexpr int v_BR = 64;
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
-    // examples/llm.tile:297
+    // examples/llm.tile:301
     // v_r: index tile computed where it is used
-    // examples/llm.tile:298
+    // examples/llm.tile:302
     // v_k: index tile computed where it is used
-    // examples/llm.tile:299
+    // examples/llm.tile:303
     __half v_t[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -11086,7 +11840,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x,
             v_t[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    // examples/llm.tile:300
+    // examples/llm.tile:304
     __syncthreads();
     { /* v_t to shared memory */
         #pragma unroll
@@ -11144,7 +11898,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x,
 }
 
 /* transpose__bf16: BR = 64, BK = 64, warps = 4 */
-/* indexing: 64-bit (lines 299, 300), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 303, 304), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat16 *v_x, __nv_bfloat16 *v_y, int v_R, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -11153,11 +11907,11 @@ extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat
     constexpr int v_BR = 64;
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
-    // examples/llm.tile:297
+    // examples/llm.tile:301
     // v_r: index tile computed where it is used
-    // examples/llm.tile:298
+    // examples/llm.tile:302
     // v_k: index tile computed where it is used
-    // examples/llm.tile:299
+    // examples/llm.tile:303
     __nv_bfloat16 v_t[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -11186,7 +11940,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat
             v_t[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // examples/llm.tile:300
+    // examples/llm.tile:304
     __syncthreads();
     { /* v_t to shared memory */
         #pragma unroll
@@ -11244,7 +11998,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat
 }
 
 /* transpose__f32: BR = 64, BK = 64, warps = 4 */
-/* indexing: 64-bit (lines 299, 300), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 303, 304), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) transpose__f32_v0(float *v_x, float *v_y, int v_R, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -11253,11 +12007,11 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f32_v0(float *v_x, 
     constexpr int v_BR = 64;
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
-    // examples/llm.tile:297
+    // examples/llm.tile:301
     // v_r: index tile computed where it is used
-    // examples/llm.tile:298
+    // examples/llm.tile:302
     // v_k: index tile computed where it is used
-    // examples/llm.tile:299
+    // examples/llm.tile:303
     float v_t[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -11278,7 +12032,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f32_v0(float *v_x, 
             v_t[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // examples/llm.tile:300
+    // examples/llm.tile:304
     __syncthreads();
     { /* v_t to shared memory */
         #pragma unroll
