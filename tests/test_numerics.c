@@ -597,9 +597,10 @@ Test(numerics, nvrtc_compiles_every_llm_kernel)
  * the host (f32, in place: the gradient written over the logits, a vocab of
  * 5000 over a tile of 2048, the target the last column in one row): each
  * row's loss is logsumexp - x[t] and the row becomes scale * (softmax -
- * onehot(t)), to f32 rounding. Then rmsnorm_bwd (2 rows a program, 1000
- * columns of a 4096 tile), its per-program partials of dw added up, against
- * the formula in double. */
+ * onehot(t)), to f32 rounding. Then rmsnorm_bwd (2 rows a program; 1000
+ * columns of a 4096 tile, and 5000: two passes a row, its partials added in
+ * memory, as any variant must do for any shape), its per-program partials of
+ * dw added up, against the formula in double. */
 Test(numerics, llm_cross_entropy_and_rmsnorm_backward_on_the_host)
 {
     enum { R = 3, V = 5000 };
@@ -637,48 +638,49 @@ Test(numerics, llm_cross_entropy_and_rmsnorm_backward_on_the_host)
     }
     free(out);
 
-    enum { RR = 5, C = 1000, RPP = 2, G = 3 };
-    snprintf(body, sizeof body,
-             "static float dy[%d], x[%d], w[%d], rs[%d], dx[%d], dwp[%d];\n"
-             "for (int i = 0; i < %d; i++) { dy[i] = (float)((i * 13) %% 29) / 7.0f - 2.0f; "
-             "x[i] = (float)((i * 17) %% 31) / 9.0f - 1.5f; }\n"
-             "for (int i = 0; i < %d; i++) w[i] = 0.5f + (float)(i %% 7) / 8.0f;\n"
-             "for (int r = 0; r < %d; r++) { double q = 0; for (int c = 0; c < %d; c++) q += (double)x[r * %d + c] * x[r * %d + c];"
-             " rs[r] = (float)(1.0 / sqrt(q / %d + 1e-6)); }\n"
-             "LAUNCH(%d, dy, x, w, rs, dx, dwp, %d, %d, %d);\n"
-             "for (int i = 0; i < %d; i++) printf(\"%%a \", (double)dx[i]);\n"
-             "for (int i = 0; i < %d; i++) printf(\"%%a \", (double)dwp[i]);\n",
-             RR * C, RR * C, C, RR, RR * C, G * C, RR * C, C, RR, C, C, C, C, G, RR, C, RPP, RR * C, G * C);
-    out = host_run_in("examples/llm.tile", "rmsnorm_bwd__f32", body);
-    s = out;
-    static double dx[RR * C], dwp[G * C];
-    for (int i = 0; i < RR * C; i++)
-        dx[i] = next_num(&s);
-    for (int i = 0; i < G * C; i++)
-        dwp[i] = next_num(&s);
-    static double dw[C];
-    memset(dw, 0, sizeof dw);
-    for (int r = 0; r < RR; r++) {
-        float xs[C], dys[C];
-        double q = 0, k = 0;
-        for (int c = 0; c < C; c++) {
-            dys[c] = (float)(((r * C + c) * 13) % 29) / 7.0f - 2.0f;
-            xs[c] = (float)(((r * C + c) * 17) % 31) / 9.0f - 1.5f;
-            q += (double)xs[c] * xs[c];
+    enum { RR = 5, RPP = 2, G = 3, CMAX = 5000 };
+    for (int C = 1000; C <= CMAX; C += CMAX - 1000) { /* one pass a row, and two over BLOCK = 4096 */
+        snprintf(body, sizeof body,
+                 "static float dy[%d], x[%d], w[%d], rs[%d], dx[%d], dwp[%d];\n"
+                 "for (int i = 0; i < %d; i++) { dy[i] = (float)((i * 13) %% 29) / 7.0f - 2.0f; "
+                 "x[i] = (float)((i * 17) %% 31) / 9.0f - 1.5f; }\n"
+                 "for (int i = 0; i < %d; i++) w[i] = 0.5f + (float)(i %% 7) / 8.0f;\n"
+                 "for (int r = 0; r < %d; r++) { double q = 0; for (int c = 0; c < %d; c++) q += (double)x[r * %d + c] * x[r * %d + c];"
+                 " rs[r] = (float)(1.0 / sqrt(q / %d + 1e-6)); }\n"
+                 "LAUNCH(%d, dy, x, w, rs, dx, dwp, %d, %d, %d);\n"
+                 "for (int i = 0; i < %d; i++) printf(\"%%a \", (double)dx[i]);\n"
+                 "for (int i = 0; i < %d; i++) printf(\"%%a \", (double)dwp[i]);\n",
+                 RR * C, RR * C, C, RR, RR * C, G * C, RR * C, C, RR, C, C, C, C, G, RR, C, RPP, RR * C, G * C);
+        out = host_run_in("examples/llm.tile", "rmsnorm_bwd__f32", body);
+        s = out;
+        static double dx[RR * CMAX], dwp[G * CMAX], dw[CMAX];
+        for (int i = 0; i < RR * C; i++)
+            dx[i] = next_num(&s);
+        for (int i = 0; i < G * C; i++)
+            dwp[i] = next_num(&s);
+        memset(dw, 0, sizeof dw);
+        for (int r = 0; r < RR; r++) {
+            static float xs[CMAX], dys[CMAX];
+            double q = 0, k = 0;
+            for (int c = 0; c < C; c++) {
+                dys[c] = (float)(((r * C + c) * 13) % 29) / 7.0f - 2.0f;
+                xs[c] = (float)(((r * C + c) * 17) % 31) / 9.0f - 1.5f;
+                q += (double)xs[c] * xs[c];
+            }
+            double rs = (double)(float)(1.0 / sqrt(q / C + 1e-6));
+            for (int c = 0; c < C; c++)
+                k += dys[c] * (0.5 + (c % 7) / 8.0) * xs[c] * rs / C;
+            for (int c = 0; c < C; c++) {
+                double gw = dys[c] * (0.5 + (c % 7) / 8.0), want = rs * (gw - xs[c] * rs * k);
+                cr_expect(fabs(dx[r * C + c] - want) <= 1e-4 * (fabs(want) + 1), "C=%d: dx[%d][%d] = %a, want %a", C,
+                          r, c, dx[r * C + c], want);
+                dw[c] += dys[c] * xs[c] * rs;
+            }
         }
-        double rs = (double)(float)(1.0 / sqrt(q / C + 1e-6));
-        for (int c = 0; c < C; c++)
-            k += dys[c] * (0.5 + (c % 7) / 8.0) * xs[c] * rs / C;
         for (int c = 0; c < C; c++) {
-            double gw = dys[c] * (0.5 + (c % 7) / 8.0), want = rs * (gw - xs[c] * rs * k);
-            cr_expect(fabs(dx[r * C + c] - want) <= 1e-4 * (fabs(want) + 1), "dx[%d][%d] = %a, want %a", r, c,
-                      dx[r * C + c], want);
-            dw[c] += dys[c] * xs[c] * rs;
+            double got = dwp[c] + dwp[C + c] + dwp[2 * C + c];
+            cr_expect(fabs(got - dw[c]) <= 1e-4 * (fabs(dw[c]) + 1), "C=%d: dw[%d] = %a, want %a", C, c, got, dw[c]);
         }
+        free(out);
     }
-    for (int c = 0; c < C; c++) {
-        double got = dwp[c] + dwp[C + c] + dwp[2 * C + c];
-        cr_expect(fabs(got - dw[c]) <= 1e-4 * (fabs(dw[c]) + 1), "dw[%d] = %a, want %a", c, got, dw[c]);
-    }
-    free(out);
 }

@@ -3,8 +3,10 @@ kernels, the ones bench.py --family llm times): RMSNorm and LayerNorm
 forward and backward, RoPE, SwiGLU, GeGLU, cross-entropy forward + backward
 in one pass (also in place), embedding gather and scatter-add, and the fused
 linear cross-entropy graph through its Python wrapper; each generic kernel
-for bf16, f16 and f32, at ragged sizes (rows shorter than the tile, a vocab
-longer than it), outputs poisoned with NaN first, against torch in f64.
+for bf16, f16 and f32, at ragged sizes (rows shorter than the tile, rows of
+8192 and 9000 longer than the 4096 variant's tile: every variant must be
+right for every shape, the runtime picks one by timing; a vocab longer than
+the tile), outputs poisoned with NaN first, against torch in f64.
 
     python3 tests/python/test_gpu_llm.py [TILEC_BINARY]"""
 import os
@@ -49,9 +51,10 @@ class LlmKernels(unittest.TestCase):
         cls.mod = tilec.load(TILE)
 
     def each_dtype(self):
-        for name, tname, tol in DTYPES:
-            with self.subTest(dtype=name):
-                yield name, getattr(torch, tname), tol
+        """(name, torch dtype, tolerance) of each dtype. No subTest here: a
+        failure inside a generator's subTest closes the generator (the GPU
+        run of 2026-11-27 reported GeneratorExit errors over the failure)."""
+        return [(name, getattr(torch, tname), tol) for name, tname, tol in DTYPES]
 
     def close(self, got, want, tol, what):
         e = rel(got, want)
@@ -61,7 +64,7 @@ class LlmKernels(unittest.TestCase):
     def test_rmsnorm_forward_and_backward(self):
         m = self.mod
         for name, dt, tol in self.each_dtype():
-            for rows, cols in ((37, 4096), (5, 1000), (3, 8192)):
+            for rows, cols in ((37, 4096), (5, 1000), (3, 8192), (2, 9000)):
                 x = torch.randn(rows, cols, device="cuda").to(dt)
                 w = (1 + 0.1 * torch.randn(cols, device="cuda")).to(dt)
                 y, rstd = poisoned(rows, cols, dtype=dt), poisoned(rows, dtype=torch.float32)
@@ -91,7 +94,7 @@ class LlmKernels(unittest.TestCase):
     def test_layernorm_forward_and_backward(self):
         m = self.mod
         for name, dt, tol in self.each_dtype():
-            for rows, cols in ((37, 4096), (5, 1000), (3, 8192)):
+            for rows, cols in ((37, 4096), (5, 1000), (3, 8192), (2, 9000)):
                 x = (torch.randn(rows, cols, device="cuda") + 0.5).to(dt)
                 w, b = torch.randn(cols, device="cuda").to(dt), torch.randn(cols, device="cuda").to(dt)
                 y = poisoned(rows, cols, dtype=dt)
@@ -139,7 +142,10 @@ class LlmKernels(unittest.TestCase):
                     out = poisoned(n, dtype=dt)
                     getattr(self.mod, kind)(g, u, out, n)
                     torch.cuda.synchronize()
-                    self.close(out, act(g.double()) * u.double(), tol, f"{kind} {name} n={n}")
+                    # gelu's 1 + erf(g / sqrt 2) cancels for a negative gate: in f32 (torch's own formula
+                    # too) a relative error of about 1e-3 where gelu(g) is 1e-5 of g (one element, n = 1)
+                    self.close(out, act(g.double()) * u.double(), max(tol, 2e-3) if kind == "geglu" else tol,
+                               f"{kind} {name} n={n}")
 
     def ce_ref(self, x, tgt, scale):
         xa = x.double().clone().requires_grad_(True)
