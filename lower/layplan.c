@@ -59,16 +59,6 @@ static void plan_bcast(lw *L, const tilec_expr *e)
     }
 }
 
-static int same_dims(const tilec_type *a, const tilec_type *b)
-{
-    if (a->rank != b->rank)
-        return 0;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i])
-            return 0;
-    return 1;
-}
-
 /* A memory access at pointer tile p: its shape and element size. */
 static void plan_mem(lw *L, const tilec_type *p)
 {
@@ -76,7 +66,7 @@ static void plan_mem(lw *L, const tilec_type *p)
     if (!p->rank || !sz)
         return;
     for (int i = 0; i < L->nmem; i++)
-        if (same_dims(&L->memshape[i], p)) {
+        if (lower_same_shape(&L->memshape[i], p)) {
             if (sz < L->memsize[i])
                 L->memsize[i] = sz;
             return;
@@ -93,7 +83,7 @@ static void plan_mem(lw *L, const tilec_type *p)
 int lower_chunk_elems(const lw *L, const tilec_type *t)
 {
     for (int i = 0; i < L->nmem; i++)
-        if (same_dims(&L->memshape[i], t))
+        if (lower_same_shape(&L->memshape[i], t))
             return L->memsize[i] <= 2 ? 8 : 4;
     return 4;
 }
