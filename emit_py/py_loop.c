@@ -163,17 +163,31 @@ int py_h_end_loop(void *u, const tilec_wir_line *l)
     if (!s->depth)
         return -1;
     run_part(s);
-    strbuf t; /* the body's own buffers go back: the next iteration takes them again */
+    /* the body's own buffers go back: the next iteration takes them again;
+     * the names are dropped too, so that the next iteration's temp() does
+     * not allocate while this one's tensors are still referenced (torch's
+     * allocator frees a tensor when its last reference goes: without the
+     * del, a loop's peak held two iterations' buffers) */
+    strbuf t, names;
     sb_init(&t);
+    sb_init(&names);
     for (size_t i = 0; i < s->nbufs; i++) {
         pybuf *b = &s->bufs[i];
         if (b->inloop != (int)s->depth || b->root != (int)i)
             continue;
         b->inloop = -1;
-        sb_puts(&t, t.n ? ", " : "    _c.free(");
-        py_name(&t, b->l->name);
+        sb_puts(&names, names.n ? ", " : "");
+        py_name(&names, b->l->name);
     }
-    sb_puts(&t, t.n ? ")\n" : "");
+    if (names.n) {
+        sb_puts(&t, "    _c.free(");
+        sb_puts(&t, sb_str(&names));
+        sb_puts(&t, ")\n    del ");
+        sb_puts(&t, sb_str(&names));
+        sb_puts(&t, "\n");
+    }
+    t.failed |= names.failed;
+    sb_free(&names);
     if (s->code.n == s->loop_at[s->depth - 1])
         sb_puts(&t, t.n ? "" : "    pass\n");
     py_code(s, sb_str(&t));

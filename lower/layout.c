@@ -35,7 +35,8 @@ lay lower_canon(const lw *L, const tilec_type *t)
     if (y.numel >= L->nt) {
         y.E = (int)(y.numel / L->nt);
         int64_t last = t->rank ? t->dims[t->rank - 1] : 1;
-        y.V = y.E < 4 ? y.E : 4;
+        int vmax = lower_chunk_elems(L, t); /* one 16-byte access (layplan.c) */
+        y.V = y.E < vmax ? y.E : vmax;
         if (y.V > last)
             y.V = (int)last;
     } else {

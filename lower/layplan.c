@@ -59,6 +59,35 @@ static void plan_bcast(lw *L, const tilec_expr *e)
     }
 }
 
+/* A memory access at pointer tile p: its shape and element size. */
+static void plan_mem(lw *L, const tilec_type *p)
+{
+    unsigned sz = tilec_dtype_size(p->dtype);
+    if (!p->rank || !sz)
+        return;
+    for (int i = 0; i < L->nmem; i++)
+        if (lower_same_shape(&L->memshape[i], p)) {
+            if (sz < L->memsize[i])
+                L->memsize[i] = sz;
+            return;
+        }
+    if (L->nmem < LP_MAX) {
+        L->memshape[L->nmem] = *p;
+        L->memsize[L->nmem++] = sz;
+    }
+}
+
+/* The elements of a canonical chunk of shape t: one 16-byte access of the
+ * narrowest element a load or store moves at that shape (8 of f16/bf16),
+ * 4 otherwise (4 of f32: 16 bytes; a shape no access moves). */
+int lower_chunk_elems(const lw *L, const tilec_type *t)
+{
+    for (int i = 0; i < L->nmem; i++)
+        if (lower_same_shape(&L->memshape[i], t))
+            return L->memsize[i] <= 2 ? 8 : 4;
+    return 4;
+}
+
 static void plan_expr(lw *L, const tilec_expr *e)
 {
     if (!e)
@@ -70,6 +99,8 @@ static void plan_expr(lw *L, const tilec_expr *e)
     if (e->kind != TILEC_EX_CALL)
         return;
     const tilec_type *t = lower_ty(L, e);
+    if (!strcmp(e->name, "load") || !strcmp(e->name, "store") || !strcmp(e->name, "atomic_add"))
+        plan_mem(L, lower_ty(L, e->args[0]));
     if (!strcmp(e->name, "dot") && L->ndots < LP_MAX) {
         L->dots[L->ndots++] = e;
         const tilec_expr *a = e->args[0];

@@ -192,6 +192,11 @@ typedef struct lw {
     const tilec_expr *dots[LP_MAX];
     int ndots;
     int rows_mma; /* mma accumulators with the warps along the rows */
+    /* the shapes that loads, stores and atomic_adds move, each with the
+     * narrowest element moved at it (layplan.c: canonical chunks of 16 bytes) */
+    tilec_type memshape[LP_MAX];
+    unsigned memsize[LP_MAX];
+    int nmem;
     const char *aops[LP_MAX]; /* names read as a dot's A operand */
     int naops;
     const tilec_expr *nobar[LP_MAX]; /* dots whose leading barrier is redundant */
@@ -324,6 +329,7 @@ void lower_lin_describe(const lw *L, const lay *y, strbuf *s);
 void lower_plan(lw *L);
 /* The layout a tile of type t gets; for expression e, a materialized
  * operand's layout first. */
+int lower_chunk_elems(const lw *L, const tilec_type *t);
 lay lower_pick(lw *L, const tilec_type *t);
 lay lower_pick_for(lw *L, const tilec_expr *e);
 /* The layout of `let name = e` when the plan has one for the name. */

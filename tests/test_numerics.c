@@ -537,3 +537,150 @@ Test(numerics, generic_softmax_per_dtype)
         }
     }
 }
+
+/* A canonical chunk is one 16-byte access of the narrowest element moved at
+ * its shape (docs/lowering.md, "Layouts"): a bf16 row of examples/llm.tile's
+ * rmsnorm_fwd is read and written 8 elements (uint4) a thread at a time, as
+ * its f32 instance is 4 (before, a chunk was 4 elements whatever the type:
+ * 8-byte uint2 accesses for f16/bf16, half the width the GPU coalesces); a
+ * shape only ever moved as f32 (col_sum's partials) keeps chunks of 4. */
+Test(numerics, half_tiles_move_in_16_byte_chunks)
+{
+    char *bf = lowered("examples/llm.tile", "rmsnorm_fwd__bf16", 0, NULL);
+    cr_expect(strstr(bf, "*(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;"), "bf16 load not 16 bytes:\n%s", bf);
+    cr_expect(strstr(bf, "*(uint4 *)tl_p = tl_vec;"), "bf16 store not 16 bytes:\n%s", bf);
+    cr_expect(!strstr(bf, "uint2"), "an 8-byte access left:\n%s", bf);
+    cr_expect(strstr(bf, "for (int tl_c = 0; tl_c < 16; tl_c += 8)"), "%s", bf);
+    char *f = lowered("examples/llm.tile", "rmsnorm_fwd__f32", 0, NULL);
+    cr_expect(strstr(f, "*(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;"), "%s", f);
+    cr_expect(strstr(f, "for (int tl_c = 0; tl_c < 16; tl_c += 4)"), "%s", f);
+    char *cs = lowered("examples/llm.tile", "col_sum__bf16", 0, NULL);
+    cr_expect(strstr(cs, "const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);"), "%s", cs);
+    free(bf);
+    free(f);
+    free(cs);
+}
+
+/* Every kernel of examples/llm.tile (issue 35's LLM set: each generic
+ * kernel's f16, bf16 and f32 instances, every variant, with the sm_90a
+ * twins of the GEMMs) compiles in NVRTC; bench.py --family llm and
+ * tests/python/test_gpu_llm.py run them. */
+Test(numerics, nvrtc_compiles_every_llm_kernel)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, "examples/llm.tile", &m), TILEC_OK);
+    size_t n = tilec_module_kernel_count(m), compiled = 0;
+    for (size_t i = 0; i < n; i++) {
+        const tilec_kernel *k = tilec_module_kernel(m, i);
+        for (uint32_t v = 0; v < tilec_kernel_variant_count(k); v++) {
+            tilec_kernel_code code;
+            cr_assert_eq(tilec_lower_kernel(ctx, m, k, (int)v, &code), TILEC_OK, "%s variant %u", k->name, v);
+            const char *arch = strstr(code.source, "_tma(") ? "sm_90a" : "sm_90";
+            void *cubin = NULL;
+            size_t size = 0;
+            char *log = NULL;
+            tilec_rt_status st = tilec_nvrtc_compile(code.source, k->name, arch, NULL, 0, &cubin, &size, &log);
+            cr_expect_eq(st, TILEC_RT_OK, "NVRTC (%s) rejects %s variant %u:\n%s", arch, k->name, v, log ? log : "");
+            compiled += st == TILEC_RT_OK;
+            free(cubin);
+            free(log);
+            tilec_kernel_code_free(&code);
+        }
+    }
+    cr_expect_geq(compiled, 40, "%zu kernels compiled", compiled);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* examples/llm.tile's cross-entropy forward + backward in one pass, run on
+ * the host (f32, in place: the gradient written over the logits, a vocab of
+ * 5000 over a tile of 2048, the target the last column in one row): each
+ * row's loss is logsumexp - x[t] and the row becomes scale * (softmax -
+ * onehot(t)), to f32 rounding. Then rmsnorm_bwd (2 rows a program; 1000
+ * columns of a 4096 tile, and 5000: two passes a row, its partials added in
+ * memory, as any variant must do for any shape), its per-program partials of
+ * dw added up, against the formula in double. */
+Test(numerics, llm_cross_entropy_and_rmsnorm_backward_on_the_host)
+{
+    enum { R = 3, V = 5000 };
+    char body[2048];
+    snprintf(body, sizeof body,
+             "static float x[%d], loss[%d]; static int t[%d] = {7, %d, 2047};\n"
+             "for (int i = 0; i < %d; i++) x[i] = (float)((i * 37) %% 101) / 20.0f - 2.5f;\n"
+             "LAUNCH(%d, x, t, loss, x, %d, %d, 1.0f / %d);\n"
+             "for (int i = 0; i < %d; i++) printf(\"%%a \", (double)loss[i]);\n"
+             "for (int i = 0; i < %d; i++) printf(\"%%a \", (double)x[i]);\n",
+             R * V, R, R, V - 1, R * V, R, R, V, R, R, R * V);
+    char *out = host_run_in("examples/llm.tile", "ce_fwd_bwd__f32", body);
+    const char *s = out;
+    static double loss[R], g[R * V];
+    for (int i = 0; i < R; i++)
+        loss[i] = next_num(&s);
+    for (int i = 0; i < R * V; i++)
+        g[i] = next_num(&s);
+    const int tgt[R] = {7, V - 1, 2047};
+    for (int r = 0; r < R; r++) {
+        double mx = -INFINITY, sum = 0;
+        for (int c = 0; c < V; c++)
+            mx = fmax(mx, (double)(float)((float)(((r * V + c) * 37) % 101) / 20.0f - 2.5f));
+        for (int c = 0; c < V; c++)
+            sum += exp((double)(float)((float)(((r * V + c) * 37) % 101) / 20.0f - 2.5f) - mx);
+        double lse = mx + log(sum);
+        double xt = (double)(float)((float)(((r * V + tgt[r]) * 37) % 101) / 20.0f - 2.5f);
+        cr_expect(fabs(loss[r] - (lse - xt)) <= 1e-5 * fabs(lse - xt), "loss[%d] = %a, want %a", r, loss[r], lse - xt);
+        for (int c = 0; c < V; c++) {
+            double xv = (double)(float)((float)(((r * V + c) * 37) % 101) / 20.0f - 2.5f);
+            double want = (exp(xv - lse) - (c == tgt[r])) / R;
+            cr_expect(fabs(g[r * V + c] - want) <= 1e-5 * fabs(want) + 1e-9, "dx[%d][%d] = %a, want %a", r, c,
+                      g[r * V + c], want);
+        }
+    }
+    free(out);
+
+    enum { RR = 5, RPP = 2, G = 3, CMAX = 5000 };
+    for (int C = 1000; C <= CMAX; C += CMAX - 1000) { /* one pass a row, and two over BLOCK = 4096 */
+        snprintf(body, sizeof body,
+                 "static float dy[%d], x[%d], w[%d], rs[%d], dx[%d], dwp[%d];\n"
+                 "for (int i = 0; i < %d; i++) { dy[i] = (float)((i * 13) %% 29) / 7.0f - 2.0f; "
+                 "x[i] = (float)((i * 17) %% 31) / 9.0f - 1.5f; }\n"
+                 "for (int i = 0; i < %d; i++) w[i] = 0.5f + (float)(i %% 7) / 8.0f;\n"
+                 "for (int r = 0; r < %d; r++) { double q = 0; for (int c = 0; c < %d; c++) q += (double)x[r * %d + c] * x[r * %d + c];"
+                 " rs[r] = (float)(1.0 / sqrt(q / %d + 1e-6)); }\n"
+                 "LAUNCH(%d, dy, x, w, rs, dx, dwp, %d, %d, %d);\n"
+                 "for (int i = 0; i < %d; i++) printf(\"%%a \", (double)dx[i]);\n"
+                 "for (int i = 0; i < %d; i++) printf(\"%%a \", (double)dwp[i]);\n",
+                 RR * C, RR * C, C, RR, RR * C, G * C, RR * C, C, RR, C, C, C, C, G, RR, C, RPP, RR * C, G * C);
+        out = host_run_in("examples/llm.tile", "rmsnorm_bwd__f32", body);
+        s = out;
+        static double dx[RR * CMAX], dwp[G * CMAX], dw[CMAX];
+        for (int i = 0; i < RR * C; i++)
+            dx[i] = next_num(&s);
+        for (int i = 0; i < G * C; i++)
+            dwp[i] = next_num(&s);
+        memset(dw, 0, sizeof dw);
+        for (int r = 0; r < RR; r++) {
+            static float xs[CMAX], dys[CMAX];
+            double q = 0, k = 0;
+            for (int c = 0; c < C; c++) {
+                dys[c] = (float)(((r * C + c) * 13) % 29) / 7.0f - 2.0f;
+                xs[c] = (float)(((r * C + c) * 17) % 31) / 9.0f - 1.5f;
+                q += (double)xs[c] * xs[c];
+            }
+            double rs = (double)(float)(1.0 / sqrt(q / C + 1e-6));
+            for (int c = 0; c < C; c++)
+                k += dys[c] * (0.5 + (c % 7) / 8.0) * xs[c] * rs / C;
+            for (int c = 0; c < C; c++) {
+                double gw = dys[c] * (0.5 + (c % 7) / 8.0), want = rs * (gw - xs[c] * rs * k);
+                cr_expect(fabs(dx[r * C + c] - want) <= 1e-4 * (fabs(want) + 1), "C=%d: dx[%d][%d] = %a, want %a", C,
+                          r, c, dx[r * C + c], want);
+                dw[c] += dys[c] * xs[c] * rs;
+            }
+        }
+        for (int c = 0; c < C; c++) {
+            double got = dwp[c] + dwp[C + c] + dwp[2 * C + c];
+            cr_expect(fabs(got - dw[c]) <= 1e-4 * (fabs(dw[c]) + 1), "C=%d: dw[%d] = %a, want %a", C, c, got, dw[c]);
+        }
+        free(out);
+    }
+}

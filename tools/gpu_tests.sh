@@ -13,7 +13,7 @@ for t in test_gpu_kernels test_gpu_layouts test_gpu_runtime test_gpu_wrapper tes
   "$bin/$t" --jobs 1 || { echo "FAILED: $t"; rc=1; }
 done
 # test_gpu_nccl.py: one "skip:" line below 2 GPUs; on 2 or more, every rank spawned (worlds 2 and 4)
-for p in tests/python/test_gpu.py tests/python/test_gpu_wrappers.py tests/python/test_gpu_interop.py tests/python/test_gpu_nccl.py tests/python/test_gpu_chunks.py tests/python/test_gpu_lists.py; do
+for p in tests/python/test_gpu.py tests/python/test_gpu_wrappers.py tests/python/test_gpu_interop.py tests/python/test_gpu_nccl.py tests/python/test_gpu_chunks.py tests/python/test_gpu_lists.py tests/python/test_gpu_llm.py; do
   echo "== $p"
   python3 "$p" || { echo "FAILED: $p"; rc=1; }
 done

@@ -48,6 +48,15 @@ tables. Usage (from the repository root, on the GPU machine):
           every softmax and layernorm shape, beside the hand-tuned one-row and
           multi-row kernels and torch.compile, then one table (tuned against
           the better hand-tuned form and torch.compile); not part of a plain run
+
+  python3 bench/harness/bench.py --family llm --out llm.jsonl
+          issue 35: the fused kernels of an LLM training step
+          (examples/llm.tile, bf16 at LLM sizes: RMSNorm and LayerNorm
+          forward and backward, RoPE, SwiGLU, GeGLU, cross-entropy forward +
+          backward, embedding gather and scatter-add, and the fused linear
+          cross-entropy at 4096 tokens x 4096 x 128256 with each side's peak
+          memory beside torch's whole form and Liger's chunked form), then one
+          table (llm_table); not part of a plain run
 """
 import argparse
 import ctypes
@@ -210,6 +219,10 @@ def tilec_args(args):
 # ---- workloads ----------------------------------------------------------
 
 def rel_err(out, ref):
+    """The relative L2 error of out against ref; for tuples (a workload of
+    several outputs), the largest over the pairs."""
+    if isinstance(out, (tuple, list)):
+        return max(rel_err(o, r) for o, r in zip(out, ref))
     out, ref = out.double(), ref.double()
     if not torch.isfinite(out).all():
         return float("inf")
@@ -221,13 +234,21 @@ class Workload:
     reference, the byte and flop counts, and the tolerance of its check."""
 
     def __init__(self, name, family, tile, kernel, make, tilec_call, torch_fn, ref, nbytes, flops=0.0, tol=1e-4,
-                 eager_is="torch eager", peak=None, check=None, others=None, compile=True):
+                 eager_is="torch eager", peak=None, check=None, others=None, compile=True, tilec_fn=None,
+                 reset=None, sides=None, memory=False):
         self.name, self.family, self.tile, self.kernel = name, family, tile, kernel
         self.make, self.tilec_call, self.torch_fn, self.ref = make, tilec_call, torch_fn, ref
         self.nbytes, self.flops, self.tol, self.eager_is, self.peak = nbytes, flops, tol, eager_is, peak
         # an in-place workload checks itself: check(t, k) -> (tilec's rel err, the eager side's), and
-        # may time more sides of the other library (others: {label: fn(t)}) and no torch.compile
-        self.check, self.others, self.compile = check, others or {}, compile
+        # may time no torch.compile (compile False)
+        self.check, self.compile = check, compile
+        # the llm family: tilec_fn(module, t) runs a tilec side of several
+        # launches (kernel None: no C side) and returns its outputs or None
+        # (then they are t[out]); reset(t) puts accumulators back before the
+        # check; memory: each side's peak memory of one call is recorded
+        self.tilec_fn, self.reset, self.memory = tilec_fn, reset, memory
+        # more sides of the other library, each timed like the eager one: {label: fn(t)}
+        self.sides = {**(others or {}), **(sides or {})}
 
 
 def randn(*shape, dtype=torch.float32):
@@ -409,6 +430,324 @@ def w_attention(b, h, s, d, causal):
         lambda t: F.scaled_dot_product_attention(t["q"], t["k"], t["v"], is_causal=causal),
         lambda t: F.scaled_dot_product_attention(t["q"].float(), t["k"].float(), t["v"].float(), is_causal=causal),
         2 * 4 * b * h * s * d, flops, tol=5e-3, eager_is="SDPA (torch eager)", peak=TF_PEAK_F16)
+
+
+# ---- the llm family: issue 35's fused kernels of an LLM training step -----
+
+LLM_TILE = "examples/llm.tile"
+BF16 = getattr(torch, "bfloat16", None)  # None under the CPU tests' stand-in torch
+
+
+def w_llm_rmsnorm(r, c, eps=1e-6):
+    """RMSNorm forward as HF Llama computes it (w * bf16(x * rstd))."""
+    def make():
+        return {"x": randn(r, c, dtype=BF16), "w": (1 + 0.1 * randn(c)).to(BF16),
+                "y": torch.empty(r, c, device=DEV, dtype=BF16), "rstd": torch.empty(r, device=DEV)}
+
+    def torch_fn(t):
+        xf = t["x"].float()
+        h = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+        return t["w"] * h.to(BF16)
+
+    def ref(t):
+        xd = t["x"].double()
+        return t["w"].double() * xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + eps)
+    return Workload(
+        f"llm rmsnorm fwd bf16 {r}x{c}", "llm", LLM_TILE, "rmsnorm_fwd", make,
+        lambda t: ([t["x"], t["w"], t["y"], t["rstd"], r, c, eps], "y"), torch_fn, ref, 2 * (2 * r * c + c) + 4 * r,
+        tol=1e-2)
+
+
+def _rms_parts(t, eps=1e-6):
+    xf = t["x"].float()
+    return xf, torch.rsqrt(xf.pow(2).mean(-1) + eps)
+
+
+def w_llm_rmsnorm_bwd(r, c, rpp=16):
+    """RMSNorm backward: dx and dw (dw's per-program partials, then col_sum)."""
+    g = -(-r // rpp)
+
+    def make():
+        t = {"x": randn(r, c, dtype=BF16), "w": (1 + 0.1 * randn(c)).to(BF16), "dy": randn(r, c, dtype=BF16),
+             "dx": torch.empty(r, c, device=DEV, dtype=BF16), "dw": torch.empty(c, device=DEV, dtype=BF16),
+             "dwp": torch.empty(g, c, device=DEV)}
+        t["rstd"] = _rms_parts(t)[1]
+        return t
+
+    def run(mod, t):
+        mod.rmsnorm_bwd(t["dy"], t["x"], t["w"], t["rstd"], t["dx"], t["dwp"], r, c, rpp)
+        mod.col_sum(t["dwp"], t["dw"], g, c)
+
+    def formula(t, dt):
+        x, w, dy, rs = (t[k].to(dt) for k in ("x", "w", "dy", "rstd"))
+        xh = x * rs[:, None]
+        gw = dy * w
+        dx = rs[:, None] * (gw - xh * (gw * xh).mean(-1, keepdim=True))
+        return dx, (dy * xh.to(BF16).to(dt)).sum(0)
+
+    def torch_fn(t):
+        dx, dw = formula(t, torch.float32)
+        return dx.to(BF16), dw.to(BF16)
+    return Workload(
+        f"llm rmsnorm bwd bf16 {r}x{c}", "llm", LLM_TILE, None, make, lambda t: (None, ("dx", "dw")), torch_fn,
+        lambda t: formula(t, torch.float64), 2 * (3 * r * c + 2 * c) + 4 * r, tol=1e-2, tilec_fn=run)
+
+
+def w_llm_layernorm(r, c, eps=1e-5):
+    def make():
+        return {"x": randn(r, c, dtype=BF16), "w": randn(c, dtype=BF16), "b": randn(c, dtype=BF16),
+                "y": torch.empty(r, c, device=DEV, dtype=BF16), "mean": torch.empty(r, device=DEV),
+                "rstd": torch.empty(r, device=DEV)}
+    return Workload(
+        f"llm layernorm fwd bf16 {r}x{c}", "llm", LLM_TILE, "layernorm_fwd", make,
+        lambda t: ([t["x"], t["w"], t["b"], t["y"], t["mean"], t["rstd"], r, c, eps], "y"),
+        lambda t: F.layer_norm(t["x"], (c,), t["w"], t["b"], eps),
+        lambda t: F.layer_norm(t["x"].double(), (c,), t["w"].double(), t["b"].double(), eps),
+        2 * (2 * r * c + 2 * c) + 8 * r, tol=1e-2)
+
+
+def w_llm_layernorm_bwd(r, c, rpp=16, eps=1e-5):
+    """LayerNorm backward: dx, dw, db; torch's is its fused
+    native_layer_norm_backward (eager) and what inductor makes of it."""
+    g = -(-r // rpp)
+
+    def make():
+        t = {"x": randn(r, c, dtype=BF16), "w": randn(c, dtype=BF16), "b": randn(c, dtype=BF16),
+             "dy": randn(r, c, dtype=BF16), "dx": torch.empty(r, c, device=DEV, dtype=BF16),
+             "dw": torch.empty(c, device=DEV, dtype=BF16), "db": torch.empty(c, device=DEV, dtype=BF16),
+             "dwp": torch.empty(g, c, device=DEV), "dbp": torch.empty(g, c, device=DEV)}
+        _, t["mean"], t["rstd"] = torch.ops.aten.native_layer_norm(t["x"], [c], t["w"], t["b"], eps)
+        return t
+
+    def run(mod, t):
+        mod.layernorm_bwd(t["dy"], t["x"], t["w"], t["mean"].view(r), t["rstd"].view(r), t["dx"], t["dwp"],
+                          t["dbp"], r, c, rpp)
+        mod.col_sum(t["dwp"], t["dw"], g, c)
+        mod.col_sum(t["dbp"], t["db"], g, c)
+
+    def torch_fn(t):
+        return torch.ops.aten.native_layer_norm_backward(t["dy"], t["x"], [c], t["mean"], t["rstd"], t["w"], t["b"],
+                                                         [True, True, True])
+
+    def ref(t):
+        x, w, dy = t["x"].double(), t["w"].double(), t["dy"].double()
+        mu, rs = t["mean"].double(), t["rstd"].double()
+        xh = (x - mu) * rs
+        gw = dy * w
+        dx = rs * (gw - gw.mean(-1, keepdim=True) - xh * (gw * xh).mean(-1, keepdim=True))
+        return dx, (dy * xh).sum(0), dy.sum(0)
+    return Workload(
+        f"llm layernorm bwd bf16 {r}x{c}", "llm", LLM_TILE, None, make, lambda t: (None, ("dx", "dw", "db")),
+        torch_fn, ref, 2 * (3 * r * c + 3 * c) + 8 * r, tol=1e-2, tilec_fn=run)
+
+
+def w_llm_rope(tokens, heads, d=128):
+    """RoPE on q [tokens, heads, 128] (HF's rotate_half); tilec reads cos and
+    sin [tokens, 64], torch HF's [tokens, 128] (both halves the same)."""
+    def make():
+        pos = torch.arange(tokens, device=DEV, dtype=torch.float32)[:, None]
+        inv = 1.0 / (500000.0 ** (torch.arange(0, d, 2, device=DEV, dtype=torch.float32) / d))
+        ang = pos * inv[None, :]
+        t = {"q": randn(tokens, heads, d, dtype=BF16), "cos": ang.cos().to(BF16), "sin": ang.sin().to(BF16),
+             "out": torch.empty(tokens, heads, d, device=DEV, dtype=BF16)}
+        t["cos2"], t["sin2"] = torch.cat([t["cos"], t["cos"]], -1), torch.cat([t["sin"], t["sin"]], -1)
+        return t
+
+    def rot(q, cos, sin):
+        q1, q2 = q[..., : d // 2], q[..., d // 2:]
+        return q * cos[:, None, :] + torch.cat([-q2, q1], -1) * sin[:, None, :]
+    return Workload(
+        f"llm rope bf16 {tokens}x{heads}x{d}", "llm", LLM_TILE, "rope", make,
+        lambda t: ([t["q"], t["cos"], t["sin"], t["out"], tokens, heads], "out"),
+        lambda t: rot(t["q"], t["cos2"], t["sin2"]),
+        lambda t: rot(t["q"].double(), t["cos2"].double(), t["sin2"].double()), 2 * (2 * tokens * heads * d + tokens * d),
+        tol=1e-2)
+
+
+def w_llm_glu(kind, r, c):
+    def act(x):
+        return F.silu(x) if kind == "swiglu" else F.gelu(x)
+
+    def make():
+        return {"g": randn(r, c, dtype=BF16), "u": randn(r, c, dtype=BF16),
+                "out": torch.empty(r, c, device=DEV, dtype=BF16)}
+    return Workload(
+        f"llm {kind} bf16 {r}x{c}", "llm", LLM_TILE, kind, make,
+        lambda t: ([t["g"], t["u"], t["out"], r * c], "out"), lambda t: act(t["g"]) * t["u"],
+        lambda t: act(t["g"].double()) * t["u"].double(), 2 * 3 * r * c, tol=1e-2)
+
+
+def _ce_formula(x, tgt, scale):
+    lse = torch.logsumexp(x, -1)
+    loss = lse - x.gather(1, tgt[:, None].long()).squeeze(1)
+    g = torch.exp(x - lse[:, None])
+    g.scatter_add_(1, tgt[:, None].long(), torch.full((x.shape[0], 1), -1.0, device=DEV, dtype=x.dtype))
+    return loss, g * scale
+
+
+def w_llm_ce(r, v):
+    """Cross-entropy forward + backward in one pass: each row's loss and the
+    logits' gradient of the mean loss, bf16 logits."""
+    def make():
+        return {"x": (2 * randn(r, v)).to(BF16), "tgt": torch.randint(0, v, (r,), device=DEV, dtype=torch.int32),
+                "loss": torch.empty(r, device=DEV), "dx": torch.empty(r, v, device=DEV, dtype=BF16)}
+
+    def torch_fn(t):
+        loss, g = _ce_formula(t["x"].float(), t["tgt"], 1.0 / r)
+        return loss, g.to(BF16)
+    return Workload(
+        f"llm cross-entropy fwd+bwd bf16 {r}x{v}", "llm", LLM_TILE, "ce_fwd_bwd", make,
+        lambda t: ([t["x"], t["tgt"], t["loss"], t["dx"], r, v, 1.0 / r], ("loss", "dx")), torch_fn,
+        lambda t: _ce_formula(t["x"].double(), t["tgt"], 1.0 / r), 2 * 2 * r * v + 8 * r, tol=1e-2)
+
+
+def w_llm_embed(n, v, d):
+    def make():
+        return {"table": randn(v, d, dtype=BF16), "ids": torch.randint(0, v, (n,), device=DEV, dtype=torch.int32),
+                "out": torch.empty(n, d, device=DEV, dtype=BF16)}
+    return Workload(
+        f"llm embedding gather bf16 {n} of {v}x{d}", "llm", LLM_TILE, "embed_gather", make,
+        lambda t: ([t["table"], t["ids"], t["out"], n, d], "out"), lambda t: F.embedding(t["ids"], t["table"]),
+        lambda t: F.embedding(t["ids"], t["table"].double()), 2 * 2 * n * d + 4 * n, tol=0.0)
+
+
+def w_llm_embed_bwd(n, v, d):
+    """Embedding backward: dout [n, d] bf16 scatter-added into an f32
+    gradient accumulator [v, d] (ids repeat: atomics), as gradient
+    accumulation keeps it; torch: index_add_ of dout in f32."""
+    def make():
+        ids = torch.randint(0, v // 16, (n,), device=DEV, dtype=torch.int32) * 16  # repeats: atomics matter
+        return {"dout": randn(n, d, dtype=BF16), "ids": ids, "dt": torch.zeros(v, d, device=DEV),
+                "dtt": torch.zeros(v, d, device=DEV)}
+
+    def reset(t):
+        t["dt"].zero_()
+        t["dtt"].zero_()
+    return Workload(
+        f"llm embedding scatter-add bf16 {n} into {v}x{d} f32", "llm", LLM_TILE, "embed_scatter_add", make,
+        lambda t: ([t["dout"], t["ids"], t["dt"], n, d], "dt"),
+        lambda t: t["dtt"].index_add_(0, t["ids"], t["dout"].float()),
+        lambda t: torch.zeros(v, d, device=DEV, dtype=torch.float64).index_add_(0, t["ids"], t["dout"].double()),
+        2 * n * d + 8 * n * d + 4 * n, tol=1e-6, reset=reset)
+
+
+_FLCE_PY = {}
+
+
+def flce_graph():
+    """examples/llm.tile's graph flce_bf16 through its Python wrapper
+    (tilec --emit py), built once."""
+    if "m" not in _FLCE_PY:
+        import tempfile
+        tilec_bin = os.environ.get("TILEC_BIN") or os.environ.get("TILEC_COMPILE_WORKER") or \
+            os.path.join(ROOT, "build", "bin", "tilec")
+        gen = tempfile.mkdtemp(prefix="tilec_bench_llm_")
+        subprocess.run([tilec_bin, os.path.join(ROOT, LLM_TILE), "--emit", "py", "-o", gen], check=True)
+        sys.path.insert(0, gen)
+        import flce_bf16
+        flce_bf16.load()
+        _FLCE_PY["m"] = flce_bf16
+    return _FLCE_PY["m"]
+
+
+def _flce_torch(h, w, tgt):
+    """Fused linear cross-entropy forward + backward as torch writes it whole:
+    all T x V logits (bf16, then f32 for the softmax)."""
+    logits = (h @ w.T).float()
+    loss, g = _ce_formula(logits, tgt, 1.0 / h.shape[0])
+    g = g.to(h.dtype)
+    return loss, g @ w, g.T @ h
+
+
+def _flce_chunked(h, w, tgt, c):
+    """Liger's chunked form in torch (LigerFusedLinearCrossEntropy's
+    algorithm: chunks of c tokens, dW accumulated in bf16 by addmm); its
+    softmax temporaries are f32 here (Liger's triton kernel works in place)."""
+    T = h.shape[0]
+    loss = torch.empty(T, device=DEV)
+    dh = torch.empty_like(h)
+    dw = torch.zeros_like(w)
+    for i in range(0, T, c):
+        hc = h[i:i + c]
+        lc, g = _ce_formula((hc @ w.T).float(), tgt[i:i + c], 1.0 / T)
+        loss[i:i + c] = lc
+        g = g.to(h.dtype)
+        dh[i:i + c] = g @ w
+        torch.addmm(dw, g.T, hc, out=dw)
+    return loss, dh, dw
+
+
+def w_llm_flce(T, D, V, C):
+    """Issue 35: fused linear cross-entropy forward + backward, bf16: each
+    token's loss, dH and dW of the mean loss, against torch whole (eager and
+    torch.compile) and Liger's chunked form in torch; peak memory of each."""
+    liger_c = 1 << max(0, (-(-T // -(-V // D)) - 1).bit_length())  # Liger: next_pow2(cdiv(T, cdiv(V, D)))
+
+    def make():
+        return {"h": (randn(T, D) * 0.5).to(BF16), "w": (randn(V, D) * 0.02).to(BF16),
+                "tgt": torch.randint(0, V, (T,), device=DEV, dtype=torch.int32)}
+
+    def run(mod, t):
+        return flce_graph().call(t["h"], t["w"], t["tgt"], C, 1.0 / T)
+
+    def ref(t):
+        old = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = False
+        try:
+            h, w = t["h"].float(), t["w"].float()
+            loss, g = _ce_formula(h @ w.T, t["tgt"], 1.0 / T)
+            return loss, g @ w, g.T @ h
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old
+    return Workload(
+        f"llm fused linear cross-entropy fwd+bwd bf16 T{T} D{D} V{V} C{C}", "llm", LLM_TILE, None, make,
+        lambda t: (None, ("loss", "dh", "dw")), lambda t: _flce_torch(t["h"], t["w"], t["tgt"]), ref,
+        2 * (T * D + 2 * V * D + T * D) + 8 * T, 3 * 2.0 * T * D * V, tol=2e-2, peak=TF_PEAK_F16, tilec_fn=run,
+        memory=True, sides={f"torch chunked (Liger's form, C={liger_c})":
+                            lambda t: _flce_chunked(t["h"], t["w"], t["tgt"], liger_c)})
+
+
+def llm_workloads():
+    """issue 35's set at LLM sizes (run with --family llm): the fused linear
+    cross-entropy first (the issue's headline, at its size, at Liger's chunk
+    and at a larger one), then the memory-bound kernels."""
+    T, D, V = 4096, 4096, 128256
+    return [w_llm_flce(T, D, V, 128), w_llm_flce(T, D, V, 1024),
+            w_llm_rmsnorm(8192, 4096), w_llm_rmsnorm_bwd(8192, 4096), w_llm_layernorm(8192, 4096),
+            w_llm_layernorm_bwd(8192, 4096), w_llm_rope(8192, 32), w_llm_glu("swiglu", 8192, 14336),
+            w_llm_glu("geglu", 8192, 14336), w_llm_ce(4096, V), w_llm_embed(8192, V, D), w_llm_embed_bwd(8192, V, D)]
+
+
+def llm_table(records):
+    """The llm family as one markdown table: per workload, tilec's time
+    (Python side: what a user calls), torch eager's, torch.compile's and the
+    ratios, and (the fused linear cross-entropy) each side's peak memory."""
+    dev, mem, checks = {}, {}, {}
+    for r in records:
+        if r.get("family") != "llm" and not str(r.get("workload", "")).startswith("llm "):
+            continue
+        if r.get("kind") == "device" and "median_ms" in r:
+            dev.setdefault(r["workload"], {})[r["side"]] = r["median_ms"]
+        elif r.get("kind") == "memory" and "peak_bytes" in r:
+            mem.setdefault(r["workload"], {})[r["side"]] = r["peak_bytes"]
+        elif r.get("kind") == "check":
+            checks[r["workload"]] = r
+    lines = ["| workload | tilec (ms) | torch eager (ms) | torch.compile (ms) | vs eager | vs compile | peak memory (MiB) |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for w in [w for w in checks] + [w for w in dev if w not in checks]:
+        d = dev.get(w, {})
+        t = d.get("tilec Python")
+        e = next((v for k, v in d.items() if k not in ("tilec C", "tilec Python", "device copy")
+                  and not k.startswith("torch.compile") and not k.startswith("torch chunked")), None)
+        c = d.get("torch.compile")
+        ms = lambda v: "" if v is None else f"{v:.3f}"  # noqa: E731
+        ratio = lambda o: f"{o / t:.2f}x" if o and t else ""  # noqa: E731
+        extra = "; ".join(f"{k}: {v:.3f} ms" for k, v in d.items() if k.startswith("torch chunked"))
+        m = "; ".join(f"{k} {v / 2 ** 20:.0f}" for k, v in mem.get(w, {}).items())
+        status = "" if checks.get(w, {}).get("ok", True) else " (WRONG)"
+        lines.append(f"| {w[4:]}{status}{' (' + extra + ')' if extra else ''} | {ms(t)} | {ms(e)} | {ms(c)} | "
+                     f"{ratio(e)} | {ratio(c)} | {m} |")
+    return "\n".join(lines)
 
 
 FORMS_DIR = "tests/forms"  # issue 29's corpus of equivalent forms (tests/forms/README.md)
@@ -605,6 +944,7 @@ def workloads():
         w.append(w_softmax(r, c, tuned=True))
     for r, c in LAYERNORM_SHAPES:
         w.append(w_layernorm(r, c, tuned=True))
+    w.extend(llm_workloads())  # issue 35's LLM kernels: run only when asked (--family llm)
     return w
 
 
@@ -703,6 +1043,24 @@ class Run:
             print(f"  {side:36s} ERROR {rec['error'][:200]}", flush=True)
         return rec
 
+    def peak_memory(self, w, side, fn):
+        """The memory one call of a side allocates beyond what is allocated
+        before it, at its peak (torch.cuda.max_memory_allocated around the
+        call: torch's allocator, which tilec's Python wrappers use too)."""
+        try:
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+            before = torch.cuda.memory_allocated()
+            fn()
+            torch.cuda.synchronize()
+            rec = {"kind": "memory", "workload": w.name, "family": w.family, "side": side,
+                   "peak_bytes": torch.cuda.max_memory_allocated() - before}
+            print(f"  {side:36s} peak {rec['peak_bytes'] / 2 ** 20:9.1f} MiB beyond the inputs", flush=True)
+        except Exception as e:  # recorded, never fatal
+            rec = {"kind": "memory", "workload": w.name, "family": w.family, "side": side, "error": str(e)[:300]}
+        self.emit(rec)
+
     def compiled(self, fn, mode):
         torch._dynamo.reset()
         return torch.compile(fn, mode=mode) if mode else torch.compile(fn)
@@ -712,32 +1070,57 @@ class Run:
         torch.manual_seed(hash(w.name) % 2 ** 31)
         t = w.make()
         mod = self.module(w.tile)
-        k = mod.kernel(w.kernel)  # the multi-kernel: the runtime picks the variant per shape
         args, out = w.tilec_call(t)
+        outs = [out] if isinstance(out, str) else list(out)
+        if w.kernel:
+            k = mod.kernel(w.kernel)  # the multi-kernel: the runtime picks the variant per shape
+            if isinstance(k, tilec.GenericKernel):  # the instance the arguments' dtypes choose (C side too)
+                k = k.select(tuple(args))
+            targs = tilec_args(args)
+            tilec_side = lambda: k(*targs)  # noqa: E731
+        else:
+            k = None
+            tilec_side = lambda: w.tilec_fn(mod, t)  # noqa: E731
         if w.check is not None:  # in place: the workload checks one step against its reference itself
             err, ref_torch = w.check(t, k)
         else:
             # check first: poisoned output, fresh random inputs, higher-precision reference
-            t[out].fill_(float("nan"))
-            k(*tilec_args(args))
+            for o in outs:  # (a graph's outputs are its own: not in t)
+                if o in t and t[o].is_floating_point():
+                    t[o].fill_(float("nan"))
+            if w.reset:
+                w.reset(t)
+            got = tilec_side()
             torch.cuda.synchronize()
-            err = rel_err(t[out], w.ref(t))
-            ref_torch = rel_err(w.torch_fn(t), w.ref(t))
+            if got is None:
+                got = tuple(t[o] for o in outs) if len(outs) > 1 else t[outs[0]]
+            want = w.ref(t)
+            err = rel_err(got, want)
+            del got
+            ref_torch = rel_err(w.torch_fn(t), want)
+            del want
         ok = err <= w.tol
+        variant = k.last_variant if k else None
         self.emit({"kind": "check", "workload": w.name, "rel_err": err, "tol": w.tol, "ok": ok,
-                   "torch_rel_err": ref_torch, "variant": k.last_variant})
-        print(f"  check: rel err {err:.2e} (tol {w.tol:.0e}, torch eager {ref_torch:.2e}) variant {k.last_variant}"
+                   "torch_rel_err": ref_torch, "variant": variant})
+        print(f"  check: rel err {err:.2e} (tol {w.tol:.0e}, torch eager {ref_torch:.2e}) variant {variant}"
               f" {'ok' if ok else 'WRONG'}", flush=True)
         est = self.timer.estimate(lambda: w.torch_fn(t))
         reps = self.timer.reps_for(est)
         if ok:
-            targs = tilec_args(args)
-            self.time_side(w, "tilec C", kernel=k, args=args, reps=reps, extra={"variant": k.last_variant})
-            self.time_side(w, "tilec Python", fn=lambda: k(*targs), reps=reps)
+            if k:
+                self.time_side(w, "tilec C", kernel=k, args=args, reps=reps, extra={"variant": k.last_variant})
+            self.time_side(w, "tilec Python", fn=tilec_side, reps=reps)
+            if w.memory:
+                self.peak_memory(w, "tilec Python", tilec_side)
         self.time_side(w, w.eager_is, fn=lambda: w.torch_fn(t),
                        reps=reps, extra={"other": True})
-        for label, other in w.others.items():
-            self.time_side(w, label, fn=lambda: other(t), reps=reps, extra={"other": True})
+        if w.memory:
+            self.peak_memory(w, w.eager_is, lambda: w.torch_fn(t))
+        for label, fn in w.sides.items():
+            self.time_side(w, label, fn=lambda fn=fn: fn(t), reps=reps, extra={"other": True})
+            if w.memory:
+                self.peak_memory(w, label, lambda fn=fn: fn(t))
         if not self.args.no_compile and w.compile:
             modes = [None]
             if self.args.autotune and w.family == "matmul":
@@ -746,6 +1129,8 @@ class Run:
                 label = "torch.compile" + (f" {mode}" if mode else "")
                 try:
                     f = self.compiled(w.torch_fn, mode)
+                    if w.reset:
+                        w.reset(t)
                     t0 = time.perf_counter()
                     got = f(t)
                     torch.cuda.synchronize()
@@ -757,6 +1142,8 @@ class Run:
                     continue
                 self.time_side(w, label, fn=lambda: f(t), reps=reps,
                                extra={"other": True, "compile_s": compile_s, "rel_err": cerr})
+                if w.memory:
+                    self.peak_memory(w, label, lambda: f(t))
         # the bandwidth floor: a device copy moving the same bytes (half read, half written)
         n = max(1, w.nbytes // 8)
         src, dst = torch.randn(n, device=DEV), torch.empty(n, device=DEV)
@@ -1071,8 +1458,8 @@ def main():
                 continue
             if args.family and w.family not in args.family:
                 continue
-            if w.family in ("forms", "tuned", "handtuned") and not args.family and not args.only:
-                continue  # issue 29's forms, issue 31's tuned rows and hand-tuned GEMMs: runs of their own (--family)
+            if w.family in ("forms", "tuned", "handtuned", "llm") and not args.family and not args.only:
+                continue  # issue 29's forms, issue 31's tuned rows and hand-tuned GEMMs, issue 35's LLM set: runs of their own (--family)
             try:
                 r.workload(w)
             except Exception as e:  # keep going: the record says what failed
@@ -1084,6 +1471,8 @@ def main():
         if any(rec.get("workload", "").endswith(" tuned") and rec.get("workload", "").split()[0] in
                ("softmax", "layernorm") for rec in r.records):
             print("\n" + rows_tuned_table(r.records), flush=True)
+        if args.family and "llm" in args.family:
+            print("\n" + llm_table(r.records), flush=True)
     if args.host:
         r.host()
     if args.host or args.graphs:

@@ -235,6 +235,27 @@ class FakeDriverTests(unittest.TestCase):
         self.assertEqual(r.stdout, f"{want} 0\n{want} 0\ngl: line {line}: slice xc = x[C*i:C + C*i] is out of bounds: "
                                    "start 12, stop 15, and 'x' has 12 rows\n")
 
+    def test_a_for_loop_holds_one_iteration_of_its_buffers(self):
+        # the body's tensors are dropped at the iteration's end (del after _c.free), so the next
+        # iteration's allocation never finds the last one's still referenced: at most y and one t
+        # are alive at once (before, the name t still held the last iteration's tensor while the
+        # next was allocated: 3, and a chunked graph's peak was two chunks' logits)
+        script = _TORCH_STAND_IN + (
+            "live = [0, 0]\n"
+            "class Counted(Tensor):\n"
+            "    def __init__(self, *a):\n"
+            "        Tensor.__init__(self, *a)\n"
+            "        live[0] += 1\n"
+            "        live[1] = max(live[1], live[0])\n"
+            "    def __del__(self):\n"
+            "        live[0] -= 1\n"
+            "torch.empty_strided = lambda shape, strides, dtype=None, device=None: "
+            "Counted(tilec.Buffer(shape, _names[dtype.name]), dtype)\n"
+            "import gl\n"
+            "y = gl.call(tensor(list(range(12))), 4, 3)\n"
+            "print(y.tolist() == [4.0 * i for i in range(12)], live[1])\n")
+        self.assertEqual(self._child(script).stdout, "True 2\n")
+
     def test_cuda_graph_replay_equals_eager(self):
         eager = self.g8.call(self.x).tolist()
         graph = self.g8.load(cuda_graph=True)

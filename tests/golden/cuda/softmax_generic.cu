@@ -75,28 +75,36 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
         // examples/softmax_generic.tile:17
         __half tl_t0[8];
         #pragma unroll
-        for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
             const int tl_j = tl_c;
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 1023;
             const __half *tl_p = ((v_x + v_row) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
             const bool tl_m1 = ((tl_i0 + 1) < v_cols);
             const bool tl_m2 = ((tl_i0 + 2) < v_cols);
             const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                *(uint2 *)&tl_t0[tl_j] = *(const uint2 *)tl_p;
+            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
                 tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn((-__int_as_float(0x7f800000)));
                 tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn((-__int_as_float(0x7f800000)));
                 tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn((-__int_as_float(0x7f800000)));
                 tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn((-__int_as_float(0x7f800000)));
+                tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn((-__int_as_float(0x7f800000)));
             }
         }
         float v_v[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 1023;
             v_v[tl_j] = __half2float(tl_t0[tl_j]);
         }
@@ -106,7 +114,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
             float tl_a = (-__int_as_float(0x7f800000));
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 {
                     tl_a = tl_max(tl_a, v_v[tl_j]);
@@ -131,7 +139,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
         float v_e[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 1023;
             v_e[tl_j] = expf((v_v[tl_j] - tl_t1));
         }
@@ -141,7 +149,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
             float tl_a = ((float)0);
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 {
                     tl_a = tl_a + v_e[tl_j];
@@ -164,9 +172,9 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
             tl_t2 = tl_a;
         }
         #pragma unroll
-        for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
             const int tl_j = tl_c;
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 1023;
             __half *tl_p = ((v_y + v_row) + tl_i0);
             const __half tl_v0 = __float2half_rn((v_e[tl_j] / tl_t2));
@@ -177,18 +185,34 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
             const bool tl_m2 = ((tl_i0 + 2) < v_cols);
             const __half tl_v3 = __float2half_rn((v_e[tl_j + 3] / tl_t2));
             const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                uint2 tl_vec;
+            const __half tl_v4 = __float2half_rn((v_e[tl_j + 4] / tl_t2));
+            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const __half tl_v5 = __float2half_rn((v_e[tl_j + 5] / tl_t2));
+            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const __half tl_v6 = __float2half_rn((v_e[tl_j + 6] / tl_t2));
+            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const __half tl_v7 = __float2half_rn((v_e[tl_j + 7] / tl_t2));
+            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                uint4 tl_vec;
                 ((__half *)&tl_vec)[0] = tl_v0;
                 ((__half *)&tl_vec)[1] = tl_v1;
                 ((__half *)&tl_vec)[2] = tl_v2;
                 ((__half *)&tl_vec)[3] = tl_v3;
-                *(uint2 *)tl_p = tl_vec;
+                ((__half *)&tl_vec)[4] = tl_v4;
+                ((__half *)&tl_vec)[5] = tl_v5;
+                ((__half *)&tl_vec)[6] = tl_v6;
+                ((__half *)&tl_vec)[7] = tl_v7;
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
                 if (tl_m2) tl_p[2] = tl_v2;
                 if (tl_m3) tl_p[3] = tl_v3;
+                if (tl_m4) tl_p[4] = tl_v4;
+                if (tl_m5) tl_p[5] = tl_v5;
+                if (tl_m6) tl_p[6] = tl_v6;
+                if (tl_m7) tl_p[7] = tl_v7;
             }
         }
     } else {
@@ -196,7 +220,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
         float v_mx[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 1023;
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
@@ -207,28 +231,36 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
             // examples/softmax_generic.tile:24
             __half tl_t3[8];
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __half *tl_p = ((v_x + v_row) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
                 const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
                 const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    *(uint2 *)&tl_t3[tl_j] = *(const uint2 *)tl_p;
+                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
                 } else {
                     tl_t3[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn((-__int_as_float(0x7f800000)));
                     tl_t3[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn((-__int_as_float(0x7f800000)));
                     tl_t3[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn((-__int_as_float(0x7f800000)));
                     tl_t3[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn((-__int_as_float(0x7f800000)));
+                    tl_t3[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn((-__int_as_float(0x7f800000)));
+                    tl_t3[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn((-__int_as_float(0x7f800000)));
+                    tl_t3[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn((-__int_as_float(0x7f800000)));
+                    tl_t3[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn((-__int_as_float(0x7f800000)));
                 }
             }
             float tl_n4[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 tl_n4[tl_j] = tl_max(v_mx[tl_j], __half2float(tl_t3[tl_j]));
             }
@@ -241,7 +273,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
             float tl_a = (-__int_as_float(0x7f800000));
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 {
                     tl_a = tl_max(tl_a, v_mx[tl_j]);
@@ -267,7 +299,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
         float v_den[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 1023;
             v_den[tl_j] = ((float)0);
         }
@@ -278,28 +310,36 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
             // examples/softmax_generic.tile:30
             __half tl_t5[8];
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __half *tl_p = ((v_x + v_row) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
                 const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
                 const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    *(uint2 *)&tl_t5[tl_j] = *(const uint2 *)tl_p;
+                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
                 } else {
                     tl_t5[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn((-__int_as_float(0x7f800000)));
                     tl_t5[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn((-__int_as_float(0x7f800000)));
                     tl_t5[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn((-__int_as_float(0x7f800000)));
                     tl_t5[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn((-__int_as_float(0x7f800000)));
+                    tl_t5[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn((-__int_as_float(0x7f800000)));
+                    tl_t5[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn((-__int_as_float(0x7f800000)));
+                    tl_t5[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn((-__int_as_float(0x7f800000)));
+                    tl_t5[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn((-__int_as_float(0x7f800000)));
                 }
             }
             float tl_n6[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 tl_n6[tl_j] = (v_den[tl_j] + expf((__half2float(tl_t5[tl_j]) - v_rowmax)));
             }
@@ -312,7 +352,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
             float tl_a = ((float)0);
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 {
                     tl_a = tl_a + v_den[tl_j];
@@ -341,36 +381,44 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
             // examples/softmax_generic.tile:35
             __half tl_t7[8];
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __half *tl_p = ((v_x + v_row) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
                 const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
                 const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    *(uint2 *)&tl_t7[tl_j] = *(const uint2 *)tl_p;
+                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
                     tl_t7[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn((-__int_as_float(0x7f800000)));
                     tl_t7[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn((-__int_as_float(0x7f800000)));
                     tl_t7[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn((-__int_as_float(0x7f800000)));
                     tl_t7[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn((-__int_as_float(0x7f800000)));
+                    tl_t7[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn((-__int_as_float(0x7f800000)));
+                    tl_t7[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn((-__int_as_float(0x7f800000)));
+                    tl_t7[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn((-__int_as_float(0x7f800000)));
+                    tl_t7[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn((-__int_as_float(0x7f800000)));
                 }
             }
             float v_v[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_v[tl_j] = __half2float(tl_t7[tl_j]);
             }
             // examples/softmax_generic.tile:36
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 __half *tl_p = ((v_y + v_row) + (v_c0 + tl_i0));
                 const __half tl_v0 = __float2half_rn((expf((v_v[tl_j] - v_rowmax)) / v_total));
@@ -381,18 +429,34 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
                 const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
                 const __half tl_v3 = __float2half_rn((expf((v_v[tl_j + 3] - v_rowmax)) / v_total));
                 const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    uint2 tl_vec;
+                const __half tl_v4 = __float2half_rn((expf((v_v[tl_j + 4] - v_rowmax)) / v_total));
+                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const __half tl_v5 = __float2half_rn((expf((v_v[tl_j + 5] - v_rowmax)) / v_total));
+                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const __half tl_v6 = __float2half_rn((expf((v_v[tl_j + 6] - v_rowmax)) / v_total));
+                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const __half tl_v7 = __float2half_rn((expf((v_v[tl_j + 7] - v_rowmax)) / v_total));
+                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
                     ((__half *)&tl_vec)[1] = tl_v1;
                     ((__half *)&tl_vec)[2] = tl_v2;
                     ((__half *)&tl_vec)[3] = tl_v3;
-                    *(uint2 *)tl_p = tl_vec;
+                    ((__half *)&tl_vec)[4] = tl_v4;
+                    ((__half *)&tl_vec)[5] = tl_v5;
+                    ((__half *)&tl_vec)[6] = tl_v6;
+                    ((__half *)&tl_vec)[7] = tl_v7;
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
                     if (tl_m2) tl_p[2] = tl_v2;
                     if (tl_m3) tl_p[3] = tl_v3;
+                    if (tl_m4) tl_p[4] = tl_v4;
+                    if (tl_m5) tl_p[5] = tl_v5;
+                    if (tl_m6) tl_p[6] = tl_v6;
+                    if (tl_m7) tl_p[7] = tl_v7;
                 }
             }
         }
@@ -417,28 +481,36 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
         // examples/softmax_generic.tile:17
         __nv_bfloat16 tl_t0[8];
         #pragma unroll
-        for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
             const int tl_j = tl_c;
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 1023;
             const __nv_bfloat16 *tl_p = ((v_x + v_row) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
             const bool tl_m1 = ((tl_i0 + 1) < v_cols);
             const bool tl_m2 = ((tl_i0 + 2) < v_cols);
             const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                *(uint2 *)&tl_t0[tl_j] = *(const uint2 *)tl_p;
+            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
                 tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
                 tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
                 tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
                 tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
             }
         }
         float v_v[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 1023;
             v_v[tl_j] = __bfloat162float(tl_t0[tl_j]);
         }
@@ -448,7 +520,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
             float tl_a = (-__int_as_float(0x7f800000));
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 {
                     tl_a = tl_max(tl_a, v_v[tl_j]);
@@ -473,7 +545,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
         float v_e[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 1023;
             v_e[tl_j] = expf((v_v[tl_j] - tl_t1));
         }
@@ -483,7 +555,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
             float tl_a = ((float)0);
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 {
                     tl_a = tl_a + v_e[tl_j];
@@ -506,9 +578,9 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
             tl_t2 = tl_a;
         }
         #pragma unroll
-        for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
             const int tl_j = tl_c;
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 1023;
             __nv_bfloat16 *tl_p = ((v_y + v_row) + tl_i0);
             const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_e[tl_j] / tl_t2));
@@ -519,18 +591,34 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
             const bool tl_m2 = ((tl_i0 + 2) < v_cols);
             const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_e[tl_j + 3] / tl_t2));
             const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                uint2 tl_vec;
+            const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_e[tl_j + 4] / tl_t2));
+            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_e[tl_j + 5] / tl_t2));
+            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_e[tl_j + 6] / tl_t2));
+            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_e[tl_j + 7] / tl_t2));
+            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                uint4 tl_vec;
                 ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
                 ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
                 ((__nv_bfloat16 *)&tl_vec)[2] = tl_v2;
                 ((__nv_bfloat16 *)&tl_vec)[3] = tl_v3;
-                *(uint2 *)tl_p = tl_vec;
+                ((__nv_bfloat16 *)&tl_vec)[4] = tl_v4;
+                ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
+                ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
+                ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
                 if (tl_m2) tl_p[2] = tl_v2;
                 if (tl_m3) tl_p[3] = tl_v3;
+                if (tl_m4) tl_p[4] = tl_v4;
+                if (tl_m5) tl_p[5] = tl_v5;
+                if (tl_m6) tl_p[6] = tl_v6;
+                if (tl_m7) tl_p[7] = tl_v7;
             }
         }
     } else {
@@ -538,7 +626,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
         float v_mx[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 1023;
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
@@ -549,28 +637,36 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
             // examples/softmax_generic.tile:24
             __nv_bfloat16 tl_t3[8];
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __nv_bfloat16 *tl_p = ((v_x + v_row) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
                 const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
                 const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    *(uint2 *)&tl_t3[tl_j] = *(const uint2 *)tl_p;
+                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
                 } else {
                     tl_t3[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
                     tl_t3[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
                     tl_t3[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
                     tl_t3[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                    tl_t3[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                    tl_t3[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                    tl_t3[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                    tl_t3[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
                 }
             }
             float tl_n4[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 tl_n4[tl_j] = tl_max(v_mx[tl_j], __bfloat162float(tl_t3[tl_j]));
             }
@@ -583,7 +679,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
             float tl_a = (-__int_as_float(0x7f800000));
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 {
                     tl_a = tl_max(tl_a, v_mx[tl_j]);
@@ -609,7 +705,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
         float v_den[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 1023;
             v_den[tl_j] = ((float)0);
         }
@@ -620,28 +716,36 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
             // examples/softmax_generic.tile:30
             __nv_bfloat16 tl_t5[8];
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __nv_bfloat16 *tl_p = ((v_x + v_row) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
                 const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
                 const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    *(uint2 *)&tl_t5[tl_j] = *(const uint2 *)tl_p;
+                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
                 } else {
                     tl_t5[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
                     tl_t5[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
                     tl_t5[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
                     tl_t5[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                    tl_t5[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                    tl_t5[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                    tl_t5[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                    tl_t5[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
                 }
             }
             float tl_n6[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 tl_n6[tl_j] = (v_den[tl_j] + expf((__bfloat162float(tl_t5[tl_j]) - v_rowmax)));
             }
@@ -654,7 +758,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
             float tl_a = ((float)0);
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 {
                     tl_a = tl_a + v_den[tl_j];
@@ -683,36 +787,44 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
             // examples/softmax_generic.tile:35
             __nv_bfloat16 tl_t7[8];
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __nv_bfloat16 *tl_p = ((v_x + v_row) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
                 const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
                 const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    *(uint2 *)&tl_t7[tl_j] = *(const uint2 *)tl_p;
+                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
                     tl_t7[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
                     tl_t7[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
                     tl_t7[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
                     tl_t7[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                    tl_t7[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                    tl_t7[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                    tl_t7[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
+                    tl_t7[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn((-__int_as_float(0x7f800000)));
                 }
             }
             float v_v[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_v[tl_j] = __bfloat162float(tl_t7[tl_j]);
             }
             // examples/softmax_generic.tile:36
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 __nv_bfloat16 *tl_p = ((v_y + v_row) + (v_c0 + tl_i0));
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((expf((v_v[tl_j] - v_rowmax)) / v_total));
@@ -723,18 +835,34 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
                 const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((expf((v_v[tl_j + 3] - v_rowmax)) / v_total));
                 const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    uint2 tl_vec;
+                const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((expf((v_v[tl_j + 4] - v_rowmax)) / v_total));
+                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((expf((v_v[tl_j + 5] - v_rowmax)) / v_total));
+                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((expf((v_v[tl_j + 6] - v_rowmax)) / v_total));
+                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((expf((v_v[tl_j + 7] - v_rowmax)) / v_total));
+                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
                     ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
                     ((__nv_bfloat16 *)&tl_vec)[2] = tl_v2;
                     ((__nv_bfloat16 *)&tl_vec)[3] = tl_v3;
-                    *(uint2 *)tl_p = tl_vec;
+                    ((__nv_bfloat16 *)&tl_vec)[4] = tl_v4;
+                    ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
+                    ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
+                    ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
                     if (tl_m2) tl_p[2] = tl_v2;
                     if (tl_m3) tl_p[3] = tl_v3;
+                    if (tl_m4) tl_p[4] = tl_v4;
+                    if (tl_m5) tl_p[5] = tl_v5;
+                    if (tl_m6) tl_p[6] = tl_v6;
+                    if (tl_m7) tl_p[7] = tl_v7;
                 }
             }
         }
@@ -1099,28 +1227,36 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__f16_v0(__half *v_x, _
     // examples/softmax_generic.tile:50
     __half tl_t0[16];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+    for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 4095;
         const __half *tl_p = ((v_x + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)))) + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
         const bool tl_m1 = ((tl_i0 + 1) < v_cols);
         const bool tl_m2 = ((tl_i0 + 2) < v_cols);
         const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-        if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-            *(uint2 *)&tl_t0[tl_j] = *(const uint2 *)tl_p;
+        const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+        const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+        const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+        const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
             tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(((float)(0)));
             tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(((float)(0)));
             tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(((float)(0)));
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
+            tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(((float)(0)));
+            tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(((float)(0)));
+            tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(((float)(0)));
+            tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
     float v_v[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 4095;
         v_v[tl_j] = __half2float(tl_t0[tl_j]);
     }
@@ -1128,7 +1264,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__f16_v0(__half *v_x, _
     float tl_t2[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 4095;
         tl_t2[tl_j] = (v_v[tl_j] * v_v[tl_j]);
     }
@@ -1137,7 +1273,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__f16_v0(__half *v_x, _
         float tl_a = ((float)0);
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 4095;
             {
                 tl_a = tl_a + tl_t2[tl_j];
@@ -1164,43 +1300,51 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__f16_v0(__half *v_x, _
     float v_h[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 4095;
         v_h[tl_j] = __half2float(__float2half_rn((v_v[tl_j] * v_rstd)));
     }
     // examples/softmax_generic.tile:53
     __half tl_t3[16];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+    for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 4095;
         const __half *tl_p = (v_w + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
         const bool tl_m1 = ((tl_i0 + 1) < v_cols);
         const bool tl_m2 = ((tl_i0 + 2) < v_cols);
         const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-        if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-            *(uint2 *)&tl_t3[tl_j] = *(const uint2 *)tl_p;
+        const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+        const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+        const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+        const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
             tl_t3[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(((float)(0)));
             tl_t3[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(((float)(0)));
             tl_t3[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(((float)(0)));
             tl_t3[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
+            tl_t3[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(((float)(0)));
+            tl_t3[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(((float)(0)));
+            tl_t3[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(((float)(0)));
+            tl_t3[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
     float v_wc[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 4095;
         v_wc[tl_j] = __half2float(tl_t3[tl_j]);
     }
     // examples/softmax_generic.tile:54
     #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+    for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 4095;
         __half *tl_p = ((v_y + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)))) + tl_i0);
         const __half tl_v0 = __float2half_rn((v_wc[tl_j] * v_h[tl_j]));
@@ -1211,18 +1355,34 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__f16_v0(__half *v_x, _
         const bool tl_m2 = ((tl_i0 + 2) < v_cols);
         const __half tl_v3 = __float2half_rn((v_wc[tl_j + 3] * v_h[tl_j + 3]));
         const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-        if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-            uint2 tl_vec;
+        const __half tl_v4 = __float2half_rn((v_wc[tl_j + 4] * v_h[tl_j + 4]));
+        const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+        const __half tl_v5 = __float2half_rn((v_wc[tl_j + 5] * v_h[tl_j + 5]));
+        const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+        const __half tl_v6 = __float2half_rn((v_wc[tl_j + 6] * v_h[tl_j + 6]));
+        const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+        const __half tl_v7 = __float2half_rn((v_wc[tl_j + 7] * v_h[tl_j + 7]));
+        const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
             ((__half *)&tl_vec)[2] = tl_v2;
             ((__half *)&tl_vec)[3] = tl_v3;
-            *(uint2 *)tl_p = tl_vec;
+            ((__half *)&tl_vec)[4] = tl_v4;
+            ((__half *)&tl_vec)[5] = tl_v5;
+            ((__half *)&tl_vec)[6] = tl_v6;
+            ((__half *)&tl_vec)[7] = tl_v7;
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
             if (tl_m2) tl_p[2] = tl_v2;
             if (tl_m3) tl_p[3] = tl_v3;
+            if (tl_m4) tl_p[4] = tl_v4;
+            if (tl_m5) tl_p[5] = tl_v5;
+            if (tl_m6) tl_p[6] = tl_v6;
+            if (tl_m7) tl_p[7] = tl_v7;
         }
     }
 }
@@ -1243,28 +1403,36 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__bf16_v0(__nv_bfloat16
     // examples/softmax_generic.tile:50
     __nv_bfloat16 tl_t0[16];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+    for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 4095;
         const __nv_bfloat16 *tl_p = ((v_x + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)))) + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
         const bool tl_m1 = ((tl_i0 + 1) < v_cols);
         const bool tl_m2 = ((tl_i0 + 2) < v_cols);
         const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-        if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-            *(uint2 *)&tl_t0[tl_j] = *(const uint2 *)tl_p;
+        const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+        const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+        const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+        const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
             tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(((float)(0)));
             tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(((float)(0)));
             tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(((float)(0)));
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
+            tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(((float)(0)));
+            tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(((float)(0)));
+            tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(((float)(0)));
+            tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
     float v_v[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 4095;
         v_v[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
@@ -1272,7 +1440,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__bf16_v0(__nv_bfloat16
     float tl_t2[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 4095;
         tl_t2[tl_j] = (v_v[tl_j] * v_v[tl_j]);
     }
@@ -1281,7 +1449,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__bf16_v0(__nv_bfloat16
         float tl_a = ((float)0);
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 4095;
             {
                 tl_a = tl_a + tl_t2[tl_j];
@@ -1308,43 +1476,51 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__bf16_v0(__nv_bfloat16
     float v_h[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 4095;
         v_h[tl_j] = __bfloat162float(__float2bfloat16_rn((v_v[tl_j] * v_rstd)));
     }
     // examples/softmax_generic.tile:53
     __nv_bfloat16 tl_t3[16];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+    for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 4095;
         const __nv_bfloat16 *tl_p = (v_w + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
         const bool tl_m1 = ((tl_i0 + 1) < v_cols);
         const bool tl_m2 = ((tl_i0 + 2) < v_cols);
         const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-        if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-            *(uint2 *)&tl_t3[tl_j] = *(const uint2 *)tl_p;
+        const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+        const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+        const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+        const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
             tl_t3[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(((float)(0)));
             tl_t3[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(((float)(0)));
             tl_t3[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(((float)(0)));
             tl_t3[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
+            tl_t3[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(((float)(0)));
+            tl_t3[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(((float)(0)));
+            tl_t3[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(((float)(0)));
+            tl_t3[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
     float v_wc[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 4095;
         v_wc[tl_j] = __bfloat162float(tl_t3[tl_j]);
     }
     // examples/softmax_generic.tile:54
     #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 4) {
+    for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 4095;
         __nv_bfloat16 *tl_p = ((v_y + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)))) + tl_i0);
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_wc[tl_j] * v_h[tl_j]));
@@ -1355,18 +1531,34 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__bf16_v0(__nv_bfloat16
         const bool tl_m2 = ((tl_i0 + 2) < v_cols);
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_wc[tl_j + 3] * v_h[tl_j + 3]));
         const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-        if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-            uint2 tl_vec;
+        const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_wc[tl_j + 4] * v_h[tl_j + 4]));
+        const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+        const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_wc[tl_j + 5] * v_h[tl_j + 5]));
+        const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+        const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_wc[tl_j + 6] * v_h[tl_j + 6]));
+        const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+        const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_wc[tl_j + 7] * v_h[tl_j + 7]));
+        const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
             ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
             ((__nv_bfloat16 *)&tl_vec)[2] = tl_v2;
             ((__nv_bfloat16 *)&tl_vec)[3] = tl_v3;
-            *(uint2 *)tl_p = tl_vec;
+            ((__nv_bfloat16 *)&tl_vec)[4] = tl_v4;
+            ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
+            ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
+            ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
             if (tl_m2) tl_p[2] = tl_v2;
             if (tl_m3) tl_p[3] = tl_v3;
+            if (tl_m4) tl_p[4] = tl_v4;
+            if (tl_m5) tl_p[5] = tl_v5;
+            if (tl_m6) tl_p[6] = tl_v6;
+            if (tl_m7) tl_p[7] = tl_v7;
         }
     }
 }

@@ -71,28 +71,36 @@ extern "C" __global__ void __launch_bounds__(128) gelu_f16_v0(__half *v_x, __hal
     // examples/tp_mlp.tile:30
     __half tl_t0[8];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __half *tl_p = (v_x + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
         const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
         const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-            *(uint2 *)&tl_t0[tl_j] = *(const uint2 *)tl_p;
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
             tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
             tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
             tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(0.0f);
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
         }
     }
     float v_v[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_v[tl_j] = __half2float(tl_t0[tl_j]);
     }
@@ -100,15 +108,15 @@ extern "C" __global__ void __launch_bounds__(128) gelu_f16_v0(__half *v_x, __hal
     float v_g[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = ((0.5f * v_v[tl_j]) * (1.0f + tanhf((0.797884583f * (v_v[tl_j] + (((0.0447149985f * v_v[tl_j]) * v_v[tl_j]) * v_v[tl_j]))))));
     }
     // examples/tp_mlp.tile:32
     #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 1023;
         __half *tl_p = (v_y + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const __half tl_v0 = __float2half_rn(v_g[tl_j]);
@@ -119,18 +127,34 @@ extern "C" __global__ void __launch_bounds__(128) gelu_f16_v0(__half *v_x, __hal
         const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
         const __half tl_v3 = __float2half_rn(v_g[tl_j + 3]);
         const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-            uint2 tl_vec;
+        const __half tl_v4 = __float2half_rn(v_g[tl_j + 4]);
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+        const __half tl_v5 = __float2half_rn(v_g[tl_j + 5]);
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+        const __half tl_v6 = __float2half_rn(v_g[tl_j + 6]);
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+        const __half tl_v7 = __float2half_rn(v_g[tl_j + 7]);
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
             ((__half *)&tl_vec)[2] = tl_v2;
             ((__half *)&tl_vec)[3] = tl_v3;
-            *(uint2 *)tl_p = tl_vec;
+            ((__half *)&tl_vec)[4] = tl_v4;
+            ((__half *)&tl_vec)[5] = tl_v5;
+            ((__half *)&tl_vec)[6] = tl_v6;
+            ((__half *)&tl_vec)[7] = tl_v7;
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
             if (tl_m2) tl_p[2] = tl_v2;
             if (tl_m3) tl_p[3] = tl_v3;
+            if (tl_m4) tl_p[4] = tl_v4;
+            if (tl_m5) tl_p[5] = tl_v5;
+            if (tl_m6) tl_p[6] = tl_v6;
+            if (tl_m7) tl_p[7] = tl_v7;
         }
     }
 }

@@ -199,6 +199,7 @@ def call(x, nc, C, *, stream=None):
         _ptrs[4] = _u_p
         _g.run_part(1, (*_ptrs, *_vals), _c.stream)
         _c.free(t, u)
+        del t, u
     _c.done()
     return s
 

@@ -199,6 +199,7 @@ def call(x, *, stream=None):
         _ptrs[5] = _t_p
         _g.run_part(1, (*_ptrs, *_vals), _c.stream)
         _c.free(t, u)
+        del t, u
     _g.run_part(2, (*_ptrs, *_vals), _c.stream)
     _c.done()
     return a

@@ -162,6 +162,7 @@ def call(x, n, C, *, stream=None):
         _ptrs[5] = _u_p
         _g.run_part(1, (*_ptrs, *_vals), _c.stream)
         _c.free(t, r, u)
+        del t, r, u
     _c.done()
     return y
 
