@@ -158,7 +158,7 @@ static int read_twin(words *w, tilec_tma_meta *t, uint32_t nparams)
         return 1;
     w->p = save;
     if (!(t->name = ident(w)) || !number(w, 1024, &t->threads) || !t->threads || !number(w, UINT32_MAX, &t->smem_bytes) ||
-        !number(w, TILEC_TMA_MAX_MAPS, &t->nmaps) || !number(w, 1, &t->persistent))
+        !number(w, TILEC_TMA_MAX_MAPS, &t->nmaps) || !number(w, 2, &t->persistent))
         return 0;
     for (uint32_t m = 0; m < t->nmaps; m++)
         for (int f = 0; f < NFIELDS; f++) {

@@ -94,6 +94,11 @@ typedef struct wg_plan {
     int persist;                  /* this twin walks the tiles in a persistent grid */
     int64_t epi_off;              /* the store's staging, from the aligned ring: 0 (the ring), or past it */
     int epi_parts;                /* a persistent twin stages its tile in this many parts (wgstore.c) */
+    /* two program tiles along N a block (wgpair.c): pid(1) = 2j and 2j + 1 share A's stages and run
+     * as one m64(2N) wgmma; pair_ok decided by the regular pass, pair in force on a persistent grid */
+    int pair_ok, pair;
+    int64_t pair_stage_bytes;     /* a paired stage: (M + 2N) x K elements */
+    int pair_S;                   /* its stages in the ring */
 } wg_plan;
 
 typedef struct matnode {
@@ -172,6 +177,8 @@ typedef struct lw {
     size_t wg_epi;           /* where the statements after that loop start in out */
     int wg_role;             /* persistent twin: 1 lowering the producer's body, 2 the consumers' */
     size_t wg_body, wg_end;  /* where the kernel's body starts and ends in out */
+    size_t wg_pre;           /* where the twin's loop starts in out: [wg_body, wg_pre) the lets before it */
+    const char *wg_acc;      /* the twin loop's accumulator (its C name) */
     struct lower_ix *ix; /* index64.c: the expressions computed in 64 bits */
     /* layplan.c: shapes reduced along their rows, the dots, the report */
     int64_t rowred[LP_MAX][2];
@@ -482,6 +489,27 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
 int lower_wg_persist(wg_plan *w);
 /* A persistent twin's store staging past the ring, in bytes. */
 int64_t lower_wg_staging(const wg_plan *w);
+
+/* ---- wgpair.c: two program tiles along N a block of the persistent twin ---- */
+
+/* Regular pass, at the twin's loop (its loads matched, plan w filled but
+ * for the store): whether pid(1) = 2j and 2j + 1 may share a block (B's N
+ * index pid(1) * N + ..., nothing else reading pid(1) before the
+ * epilogue); sets w->pair_ok and its stages, or says why not in w->how. */
+void lower_wg_pair_note(lw *L, const tilec_stmt *loop, const char *acc, wg_plan *w);
+/* The N of the twin's loop (its wgmma, B's boxes): 2N when paired. */
+int64_t lower_wg_n(const wg_plan *w);
+/* The paired consumers' second accumulator, zeroed (before the loop). */
+void lower_wg_pair_acc(lw *L, const char *acc);
+/* The consumers' epilogue text of a paired tile (C's [wg_epi, wg_end),
+ * once per program tile, the second after the lets again at pid(1) + 1
+ * with the second accumulator) into tu. */
+void lower_wg_pair_epilogue(strbuf *tu, const lw *C);
+/* body[from, to) into tu with every __syncthreads() after `epi` the
+ * consumers' named barrier 1 (nt threads): the producer warps do not reach it. */
+void lower_wg_add_consumers(strbuf *tu, const char *body, size_t from, size_t epi, size_t to, int nt);
+/* The stages of plan w's ring at stage_bytes a stage. */
+int lower_wg_ring_stages(const wg_plan *w, int64_t stage_bytes);
 
 /* ---- splitk.c: split-K (the `split_k` hint) ---- */
 
