@@ -169,6 +169,57 @@ static void twin_pass(const lw *R, const wg_plan *w, int role, const char *tname
     emit_kernel(L, tname);
 }
 
+/* s followed by sfx, malloc'd; NULL out of memory. */
+static char *suffixed(const char *s, const char *sfx)
+{
+    size_t n = strlen(s), m = strlen(sfx) + 1;
+    char *r = malloc(n + m);
+    if (r) {
+        memcpy(r, s, n);
+        memcpy(r + n, sfx, m);
+    }
+    return r;
+}
+
+/* The persistent twin `name` of plan w (lower_wg_persist applied),
+ * lowered twice (the producer's and the consumers' bodies) and appended
+ * to tu: lower_wg_finish's result. */
+static int persist_twin(const lw *R, const wg_plan *w, const char *name, strbuf *tu, tilec_tma_meta *meta)
+{
+    lw P, C;
+    twin_pass(R, w, 1, name, &P);
+    twin_pass(R, w, 2, name, &C);
+    int r = lower_wg_finish(&C, &P, tu, meta, name);
+    lw_free(&P);
+    lw_free(&C);
+    return r;
+}
+
+/* Beside a paired twin `tname` (lower/wgpair.c), the persistent twin of
+ * one tile a unit, `tname`_1, with the same parameters and tensor maps,
+ * which the runtime launches where too few pairs would leave
+ * multiprocessors idle; meta's shared memory the larger of the two.
+ * 1, or -1 out of memory (none made is no error: the pairs run alone). */
+static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta)
+{
+    wg_plan w = R->wgp;
+    w.pair_ok = 0;
+    if (!lower_wg_persist(&w))
+        return 1;
+    char *name = suffixed(tname, "_1");
+    if (!name)
+        return -1;
+    tilec_tma_meta one;
+    int r = persist_twin(R, &w, name, tu, &one);
+    free(name);
+    if (r > 0) {
+        if (one.smem_bytes > meta->smem_bytes)
+            meta->smem_bytes = one.smem_bytes;
+        free(one.name);
+    }
+    return r < 0 ? -1 : 1;
+}
+
 /* The sm_90a twin of variant R (lower/wgmma.c) appended to tu when R's
  * dot loop qualifies: the kernel lowered again with wgmma accumulators,
  * on a persistent grid when that applies (lowered twice: the producer's
@@ -178,12 +229,9 @@ static int emit_twin(const lw *R, const char *fname, strbuf *tu, tilec_tma_meta 
 {
     if (!R->wg_loop || R->failed)
         return 0;
-    size_t n = strlen(fname);
-    char *tname = malloc(n + 5);
+    char *tname = suffixed(fname, "_tma");
     if (!tname)
         return -1;
-    memcpy(tname, fname, n);
-    memcpy(tname + n, "_tma", 5);
     wg_plan w = R->wgp;
     int r = 0;
     if (w.attn) { /* a loop of dots on cp.async rings (wgattn.c): one tile a block */
@@ -195,12 +243,9 @@ static int emit_twin(const lw *R, const char *fname, strbuf *tu, tilec_tma_meta 
         return r;
     }
     if (lower_wg_persist(&w)) {
-        lw P, C;
-        twin_pass(R, &w, 1, tname, &P);
-        twin_pass(R, &w, 2, tname, &C);
-        r = lower_wg_finish(&C, &P, tu, meta, tname);
-        lw_free(&P);
-        lw_free(&C);
+        r = persist_twin(R, &w, tname, tu, meta);
+        if (r > 0 && w.pair) /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
+            r = single_twin(R, tname, tu, meta);
     }
     if (!r) {
         lw L;

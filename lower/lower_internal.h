@@ -104,6 +104,11 @@ typedef struct wg_plan {
     const tilec_expr *defer_dot;  /* the body's last dot, accumulating into defer_acc in place: its wgmma
                                    * stay in flight into the next iteration (wgattn.c), or NULL */
     const char *defer_acc;        /* its accumulator's name */
+    /* two program tiles along N a block (wgpair.c): pid(1) = 2j and 2j + 1 share A's stages and run
+     * as one m64(2N) wgmma; pair_ok decided by the regular pass, pair in force on a persistent grid */
+    int pair_ok, pair;
+    int64_t pair_stage_bytes;     /* a paired stage: (M + 2N) x K elements */
+    int pair_S;                   /* its stages in the ring */
 } wg_plan;
 
 typedef struct matnode {
@@ -183,6 +188,8 @@ typedef struct lw {
     size_t wg_epi;           /* where the statements after that loop start in out */
     int wg_role;             /* persistent twin: 1 lowering the producer's body, 2 the consumers' */
     size_t wg_body, wg_end;  /* where the kernel's body starts and ends in out */
+    size_t wg_pre;           /* where the twin's loop starts in out: [wg_body, wg_pre) the lets before it */
+    const char *wg_acc;      /* the twin loop's accumulator (its C name) */
     struct lower_ix *ix; /* index64.c: the expressions computed in 64 bits */
     /* layplan.c: shapes reduced along their rows, the dots, the report */
     int64_t rowred[LP_MAX][2];
@@ -550,6 +557,24 @@ const char *lower_wg_helpers(void);
 /* body[from, to) into tu, every __syncthreads() past `epi` the consumers'
  * named barrier 1 of nt threads. */
 void lower_wg_add_consumers(strbuf *tu, const char *body, size_t from, size_t epi, size_t to, int nt);
+
+/* ---- wgpair.c: two program tiles along N a block of the persistent twin ---- */
+
+/* Regular pass, at the twin's loop (its loads matched, plan w filled but
+ * for the store): whether pid(1) = 2j and 2j + 1 may share a block (B's N
+ * index pid(1) * N + ..., nothing else reading pid(1) before the
+ * epilogue); sets w->pair_ok and its stages, or says why not in w->how. */
+void lower_wg_pair_note(lw *L, const tilec_stmt *loop, const char *acc, wg_plan *w);
+/* The N of the twin's loop (its wgmma, B's boxes): 2N when paired. */
+int64_t lower_wg_n(const wg_plan *w);
+/* The paired consumers' second accumulator, zeroed (before the loop). */
+void lower_wg_pair_acc(lw *L, const char *acc);
+/* The consumers' epilogue text of a paired tile (C's [wg_epi, wg_end),
+ * once per program tile, the second after the lets again at pid(1) + 1
+ * with the second accumulator) into tu. */
+void lower_wg_pair_epilogue(strbuf *tu, const lw *C);
+/* The stages of plan w's ring at stage_bytes a stage. */
+int lower_wg_ring_stages(const wg_plan *w, int64_t stage_bytes);
 
 /* ---- splitk.c: split-K (the `split_k` hint) ---- */
 

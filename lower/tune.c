@@ -108,17 +108,29 @@ static row_shape row_shape_of(const tilec_kernel *k)
     return r;
 }
 
-/* Whether the identifier at [id, id + n) occurs in [s, end) more than once
- * as a whole word. */
+/* Whether p (in s) is where a `constexpr T NAME = ...;` line declares NAME,
+ * n its length: a twin's kernels each declare the hints (a paired twin and
+ * its one-tile twin, lower/wgpair.c). */
+static int declared_at(const char *s, const char *p, size_t n)
+{
+    const char *l = p;
+    while (l > s && l[-1] != '\n')
+        l--;
+    while (*l == ' ' || *l == '\t')
+        l++;
+    return !strncmp(l, "constexpr ", 10) && !strncmp(p + n, " = ", 3);
+}
+
+/* Whether the identifier at [id, id + n) occurs in [s, end) as a whole
+ * word other than where it is declared. */
 static int used_again(const char *s, const char *id, size_t n)
 {
-    int seen = 0;
     for (const char *p = strstr(s, "v_"); p; p = strstr(p + 1, "v_")) {
         char before = p > s ? p[-1] : ' ', after = p[n];
         if (!strncmp(p, id, n) && !(before == '_' || (before >= 'a' && before <= 'z') || (before >= 'A' && before <= 'Z') ||
                                     (before >= '0' && before <= '9')) &&
             !(after == '_' || (after >= 'a' && after <= 'z') || (after >= 'A' && after <= 'Z') ||
-              (after >= '0' && after <= '9')) && ++seen > 1)
+              (after >= '0' && after <= '9')) && !declared_at(s, p, n))
             return 1;
     }
     return 0;

@@ -484,6 +484,12 @@ static int wg_max_stages(const wg_plan *w)
     return s > WG_STAGES_CAP ? WG_STAGES_CAP : s < 2 ? 2 : (int)s;
 }
 
+int lower_wg_ring_stages(const wg_plan *w, int64_t stage_bytes)
+{
+    int64_t s = WG_RING_MAX / stage_bytes;
+    return s > wg_max_stages(w) ? wg_max_stages(w) : (int)s;
+}
+
 /* What the twin chose where the hints did not say it, for the remark
  * (remark.c): the swizzle of a K tile other than 64 halves, the consumer
  * warps when they are not the `warps` hint's. */
@@ -559,18 +565,18 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     w->arow = wg_row_bytes(K * (int64_t)w->maps[0].elem_bytes);
     w->warps = wg_warps(M);
     w->stage_bytes = (M + N) * K * (int64_t)w->maps[0].elem_bytes;
-    w->S = (int)(WG_RING_MAX / w->stage_bytes);
-    if (w->S > wg_max_stages(w))
-        w->S = wg_max_stages(w);
+    w->S = lower_wg_ring_stages(w, w->stage_bytes);
     w->how = wg_how(L, w);
     if (w->S < 2)
         return (void)lower_miss(L, 0, "fewer than two TMA stages fit");
     w->nmaps = 2;
     w->persist_ok = after_loop_ok(L, loop);
+    lower_wg_pair_note(L, loop, pp->update->names[0], w); /* two N tiles a block (wgpair.c) */
     L->wg_loop = loop;
 }
 
 /* A persistent twin's store staging past the ring, in bytes (one part). */
+static int persist_plan(wg_plan *w);
 
 int64_t lower_wg_staging(const wg_plan *w)
 {
@@ -582,6 +588,22 @@ int64_t lower_wg_staging(const wg_plan *w)
  * the producer fills the ring with the next tile's operands while the
  * consumers store this one. 0 when fewer than 2 stages fit. */
 int lower_wg_persist(wg_plan *w)
+{
+    wg_plan p = *w;
+    if (p.pair_ok) { /* two N tiles a block (wgpair.c): its stages */
+        p.pair = 1;
+        p.stage_bytes = p.pair_stage_bytes;
+        p.S = p.pair_S;
+        if (persist_plan(&p)) {
+            *w = p;
+            return 1;
+        }
+    }
+    return persist_plan(w);
+}
+
+/* lower_wg_persist for plan w as it stands. */
+static int persist_plan(wg_plan *w)
 {
     /* the staging in parts of whole boxes, as few as keep the stages of the
      * one-tile schedule (a 128 x 256 f16 tile: two halves of 32 KiB, four
@@ -637,7 +659,7 @@ void lower_wg_coords(lw *L, const wg_plan *w, int i, const char **col, const cha
 
 /* Bytes of A's and B's slots in a stage. */
 static int64_t a_slot(const wg_plan *w) { return w->M * w->K * (int64_t)w->maps[0].elem_bytes; }
-static int64_t b_slot(const wg_plan *w) { return w->N * w->K * (int64_t)w->maps[1].elem_bytes; }
+static int64_t b_slot(const wg_plan *w) { return lower_wg_n(w) * w->K * (int64_t)w->maps[1].elem_bytes; }
 
 /* The TMA copies of one stage of a K-major operand (A, or a K-major B: map
  * i) of `rows` rows: `ka` boxes cut along K, each rows x arow bytes, at
@@ -669,7 +691,7 @@ static const char *kmajor_desc(lw *L, const wg_plan *w, const char *base, int64_
  * tile, or one narrower box) and B (N/64 boxes of K rows x 64 columns). */
 static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char *v)
 {
-    int S = w->S, nb = (int)(w->N / w->maps[1].box_cols);
+    int S = w->S, nb = (int)(lower_wg_n(w) / w->maps[1].box_cols);
     int ka = (int)(a_slot(w) / (w->M * w->arow)); /* A's boxes a stage */
     if (!w->persist) {
         lower_line(L, "if (tl_tid >= %d) {", L->nt);
@@ -693,9 +715,13 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
     kmajor_copies(L, w, 0, lower_fmt(L, "tl_ring + tl_s * %lld", (long long)a_slot(w)), w->M, ka, col, row, z);
     lower_wg_coords(L, w, 1, &col, &row);
     z = lower_wg_batch(L, w, 1);
-    if (w->bk) /* K-major B: boxes of N rows, as A's */
-        kmajor_copies(L, w, 1, lower_fmt(L, "tl_ring + %lld + tl_s * %lld", (long long)(S * a_slot(w)), (long long)b_slot(w)),
-                      w->N, ka, col, row, z);
+    /* K-major B: boxes of N rows, as A's (paired: two, one per N tile, the second's rows after the first's,
+     * so the tensor map is the one-tile twin's) */
+    for (int h = 0; w->bk && h < (w->pair ? 2 : 1); h++)
+        kmajor_copies(L, w, 1,
+                      lower_fmt(L, "tl_ring + %lld + tl_s * %lld", (long long)(S * a_slot(w) + h * w->N * w->arow),
+                                (long long)b_slot(w)),
+                      lower_wg_n(w), ka, col, h ? lower_fmt(L, "%s + %lld", row, (long long)w->N) : row, z);
     for (int b = 0; b < nb && !w->bk; b++)
         lower_line(L, "tl_tma_%dd(tl_ring + %lld + tl_s * %lld + %d, &tl_tm1, %s + %d, %s%s, tl_full + tl_s * 8);",
                    z[0] ? 3 : 2, (long long)(S * a_slot(w)), (long long)b_slot(w), (int)(b * w->K * WG_ROW_BYTES), col,
@@ -743,11 +769,12 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q)", (int)(w->K / 16));
     /* B MN-major (N / 64 boxes of K rows, the transpose bit) or K-major (rows of N, as A's) */
-    const char *db = w->bk ? kmajor_desc(L, w, "tl_b", w->N)
+    const char *db = w->bk ? kmajor_desc(L, w, "tl_b", lower_wg_n(w))
                            : lower_fmt(L, "tl_wg_desc(tl_b + tl_q * %d, %lld, %d, 1)", 16 * WG_ROW_BYTES,
                                        (long long)(w->K * WG_ROW_BYTES), 8 * WG_ROW_BYTES);
-    lower_line(L, "    tl_wgmma_%s_n%lld%s(%s, %s, %s);", d == TILEC_DT_BF16 ? "bf16" : "f16", (long long)w->N,
-               w->bk ? "_bk" : "", acc->c, kmajor_desc(L, w, "tl_a", w->M), db);
+    lower_line(L, "    tl_wgmma_%s_n%lld%s%s(%s%s, %s, %s);", d == TILEC_DT_BF16 ? "bf16" : "f16",
+               (long long)lower_wg_n(w), w->bk ? "_bk" : "", w->pair ? "_2" : "", acc->c, w->pair ? ", tl_acc1" : "",
+               kmajor_desc(L, w, "tl_a", w->M), db);
     lower_line(L, "tl_wg_commit();");
     /* one group in flight: the previous stage's wgmma are done, its slot free */
     lower_line(L, "tl_wg_wait<1>();");
@@ -772,11 +799,13 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
         return 0;
     int S = w->S;
     int64_t ring = S * w->stage_bytes, epi = lower_wg_staging(w);
+    L->wg_pre = L->out.n; /* the lets before the loop end here (wgpair.c lowers them again) */
     uint32_t base = lower_alloc_smem(L, ring + epi + 2 * 8 * S + 1024);
     L->wgp.ring_base = base; /* the epilogue's TMA store stages in the ring, or past it (wgstore.c) */
     const char *v = lower_cname(L, loop->names[0]);
     lower_walk(L, loop->lo, NULL, 0, NULL, PREP);
     lower_walk(L, loop->hi, NULL, 0, NULL, PREP);
+    lower_wg_pair_acc(L, pp.acc->c);
     lower_line(L, "{ /* %s += dot: wgmma on %d TMA stages, one producer warp group (sm_90a) */", pp.acc->c, S);
     L->ind++;
     const char *step = loop->step ? lower_walk(L, loop->step, NULL, 0, NULL, EMIT) : "1";
@@ -876,13 +905,15 @@ static const char wg_helpers[] =
 
 /* tl_wgmma_<t>_n<N>(acc, descA, descB): acc += A (K-major) @ B (N-major,
  * the transpose bit), m64nNk16; tl_wgmma_<t>_n<N>_bk with B K-major (bk,
- * no transpose bit); defined once per translation unit. */
-static void wgmma_fn(strbuf *tu, const char *t, int64_t N, int bk)
+ * no transpose bit); with `pair`, tl_wgmma_<t>_n<N>[_bk]_2(d, e, ...): the
+ * first N / 4 registers in d, the rest in e (two N / 2 tiles' fragments,
+ * wgpair.c); defined once per translation unit. */
+static void wgmma_fn(strbuf *tu, const char *t, int64_t N, int bk, int pair)
 {
-    const char *sfx = bk ? "_bk" : "", *SFX = bk ? "_BK" : "";
+    const char *sfx = bk ? (pair ? "_bk_2" : "_bk") : pair ? "_2" : "", *SFX = bk ? (pair ? "_BK_2" : "_BK") : pair ? "_2" : "";
     sb_printf(tu, "#ifndef TL_WGMMA_%s_N%lld%s\n#define TL_WGMMA_%s_N%lld%s\n", t, (long long)N, SFX, t, (long long)N, SFX);
-    sb_printf(tu, "static __device__ __forceinline__ void tl_wgmma_%s_n%lld%s(float *d, unsigned long long da, unsigned long long db)\n{\n",
-              t, (long long)N, sfx);
+    sb_printf(tu, "static __device__ __forceinline__ void tl_wgmma_%s_n%lld%s(float *d, %sunsigned long long da, unsigned long long db)\n{\n",
+              t, (long long)N, sfx, pair ? "float *e, " : "");
     sb_printf(tu, "    asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %%%lld, 0; "
                   "wgmma.mma_async.sync.aligned.m64n%lldk16.f32.%s.%s {",
               (long long)(N / 2 + 2), (long long)N, t, t);
@@ -890,7 +921,8 @@ static void wgmma_fn(strbuf *tu, const char *t, int64_t N, int bk)
         sb_printf(tu, "%s%%%lld", i ? ", " : "", (long long)i);
     sb_printf(tu, "}, %%%lld, %%%lld, p, 1, 1, 0, %d; }\"\n        : ", (long long)(N / 2), (long long)(N / 2 + 1), !bk);
     for (int64_t i = 0; i < N / 2; i++)
-        sb_printf(tu, "%s\"+f\"(d[%lld])", i ? ", " : "", (long long)i);
+        sb_printf(tu, "%s\"+f\"(%c[%lld])", i ? ", " : "", pair && i >= N / 4 ? 'e' : 'd',
+                  (long long)(pair && i >= N / 4 ? i - N / 4 : i));
     sb_printf(tu, "\n        : \"l\"(da), \"l\"(db), \"n\"(1) : \"memory\");\n}\n#endif\n");
 }
 
@@ -912,14 +944,16 @@ void lower_wg_add_consumers(strbuf *tu, const char *body, size_t from, size_t ep
 /* tl_pid0..2 of tile tl_u of the logical grid tl_grid0..2: pid(2) the
  * slowest, then the grouped order of the 2-D grid as lower_wg_preamble
  * (a bijection: every tile once). */
-static void persist_pids(strbuf *tu)
+static void persist_pids(strbuf *tu, int pair)
 {
-    sb_printf(tu, "        const int tl_n01 = tl_grid0 * tl_grid1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;\n"
-                  "        const int tl_gw = %d * tl_grid1, tl_first = (tl_lin / tl_gw) * %d, tl_rest = tl_grid0 - tl_first;\n"
+    /* paired (wgpair.c): the order over pairs of tiles along axis 1 (tl_g1 of them), pid(1) the pair's first */
+    sb_printf(tu, "        const int tl_g1 = %s;\n"
+                  "        const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;\n"
+                  "        const int tl_gw = %d * tl_g1, tl_first = (tl_lin / tl_gw) * %d, tl_rest = tl_grid0 - tl_first;\n"
                   "        const int tl_gs = tl_rest < %d ? tl_rest : %d, tl_r = tl_lin %% tl_gw;\n"
-                  "        const int tl_pid0 = tl_first + tl_r %% tl_gs, tl_pid1 = tl_r / tl_gs;\n"
+                  "        const int tl_pid0 = tl_first + tl_r %% tl_gs, tl_pid1 = (tl_r / tl_gs)%s;\n"
                   "        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;\n",
-              WG_GROUP, WG_GROUP, WG_GROUP, WG_GROUP);
+              pair ? "(tl_grid1 + 1) / 2" : "tl_grid1", WG_GROUP, WG_GROUP, WG_GROUP, WG_GROUP, pair ? " * 2" : "");
 }
 
 /* The persistent twin: the barriers set up once; the producer thread and
@@ -946,15 +980,20 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
                   "    }\n"
                   "    __syncthreads();\n",
               w->S, C->nwarps);
-    sb_puts(tu, "    const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;\n");
+    sb_printf(tu, "    const int tl_units = tl_grid0 * %s * tl_grid2;\n", w->pair ? "((tl_grid1 + 1) / 2)" : "tl_grid1");
     sb_printf(tu, "    if (tl_tid >= %d) {\n        tl_setmaxnreg_dec<40>();\n        if (tl_tid == %d) {\n", C->nt, C->nt);
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
-    persist_pids(tu);
+    persist_pids(tu, w->pair);
     sb_add(tu, pb + P->wg_body, P->wg_epi - P->wg_body);
     sb_puts(tu, "        }\n        }\n    } else {\n        tl_setmaxnreg_inc<232>();\n");
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
-    persist_pids(tu);
-    lower_wg_add_consumers(tu, cb, C->wg_body, C->wg_epi, C->wg_end, C->nt);
+    persist_pids(tu, w->pair);
+    if (w->pair) { /* the loop once, the statements after it per N tile (wgpair.c) */
+        lower_wg_add_consumers(tu, cb, C->wg_body, C->wg_epi, C->wg_epi, C->nt);
+        lower_wg_pair_epilogue(tu, C);
+    } else {
+        lower_wg_add_consumers(tu, cb, C->wg_body, C->wg_epi, C->wg_end, C->nt);
+    }
     sb_puts(tu, "        }\n");
     sb_puts(tu, "        if (tl_tid == 0)\n"
                 "            tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */\n");
@@ -972,7 +1011,7 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
     const wg_plan *w = &L->wgp;
     sb_puts(tu, "\n#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
     sb_puts(tu, wg_helpers);
-    wgmma_fn(tu, w->maps[0].bf16 ? "bf16" : "f16", w->N, w->bk);
+    wgmma_fn(tu, w->maps[0].bf16 ? "bf16" : "f16", lower_wg_n(w), w->bk, w->pair);
     if (P)
         persist_body(tu, P, L);
     else /* after the loop the producer warps are gone: the consumers meet at named barrier 1 */
@@ -987,7 +1026,7 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
     meta->threads = (uint32_t)(L->nt + WG_PRODUCER);
     meta->smem_bytes = L->smem;
     meta->nmaps = (uint32_t)w->nmaps;
-    meta->persistent = (uint32_t)w->persist;
+    meta->persistent = (uint32_t)(w->pair ? 2 : w->persist); /* 2: pairs of tiles along y (wgpair.c) */
     memcpy(meta->maps, w->maps, sizeof w->maps);
     return 1;
 }

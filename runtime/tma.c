@@ -33,6 +33,13 @@ enum { TMA_CACHE = 4, TMA_WORDS = 6, TMA_KEY = TMA_WORDS * TILEC_TMA_MAX_MAPS };
  * 128 x 256) gain 2-12% on the persistent grid; 16 (8192^3 at 128 x 256)
  * lost 6-9%. */
 enum { TMA_PERSIST_WAVES = 8 };
+/* A paired twin's unit (two tiles along y, lower/wgpair.c) takes this
+ * many hundredths of one tile's time: measured on the H100 at 4096^3 in
+ * 128 x 128 tiles (docs/lowering.md, "Two N tiles a block"), 0.185
+ * against 0.203 ms, 2 x 0.91. The launch takes the one-tile twin where
+ * its rounds of tiles cost less, as when pairs would leave
+ * multiprocessors idle (1024^3: 32 pairs of 128 x 128). */
+enum { TMA_PAIR_COST = 182 };
 
 typedef struct tma_entry {
     int valid;
@@ -43,6 +50,8 @@ typedef struct tma_entry {
 struct rt_tma {
     tilec_tma_meta meta;
     CUfunction fn;
+    CUfunction fn1;     /* persistent 2: the one-tile twin NAME_1 beside the paired one, or NULL */
+    int pair_mode;      /* TILEC_TMA_PAIR: 1 always the pairs, 0 always the one-tile twin, -1 the cost */
     PFN_cuTensorMapEncodeTiled_v12000 encode;
     PFN_cuLaunchKernel_v4000 launch;
     uint32_t sms;       /* the device's multiprocessors: a persistent twin's blocks */
@@ -76,7 +85,7 @@ tilec_rt_status rt_tma_set(pkernel *pk, const tilec_tma_meta *m)
             (t->batched && (t->bs[0] >= pk->d.nparams || (t->bs[1] != TILEC_TMA_NONE && t->bs[1] >= pk->d.nparams))))
             return TILEC_RT_OK; /* metadata we cannot honour: no twin */
     }
-    if (m->persistent > 1)
+    if (m->persistent > 2)
         return TILEC_RT_OK;
     rt_tma *t = calloc(1, sizeof *t);
     char *name = t ? strdup(m->name) : NULL;
@@ -141,6 +150,24 @@ void rt_tma_resolve(tilec_rt *rt, pkernel *pk, int disabled)
         return;
     }
     t->fn = fn;
+    t->fn1 = NULL;
+    const char *pm = getenv("TILEC_TMA_PAIR");
+    t->pair_mode = pm && !strcmp(pm, "1") ? 1 : pm && !strcmp(pm, "0") ? 0 : -1;
+    if (log && pm && t->pair_mode < 0)
+        fprintf(stderr, "tilec tma: TILEC_TMA_PAIR=%.32s is neither 0 nor 1: the launch chooses\n", pm);
+    if (t->meta.persistent == 2) { /* its one-tile twin, when the module has it (lower.c, single_twin) */
+        size_t n = strlen(t->meta.name);
+        char one[256];
+        CUfunction f1 = NULL;
+        if (n + 3 <= sizeof one) {
+            memcpy(one, t->meta.name, n);
+            memcpy(one + n, "_1", 3);
+            if (rt->drv.ModuleGetFunction(&f1, rt_module_cu(pk->mod), one) == CUDA_SUCCESS &&
+                rt->drv.FuncSetAttribute(f1, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)t->meta.smem_bytes) ==
+                    CUDA_SUCCESS)
+                t->fn1 = f1;
+        }
+    }
     t->sms = rt->props.multiprocessors > 0 ? (uint32_t)rt->props.multiprocessors : 1;
     t->encode = rt->drv.TensorMapEncodeTiled;
     t->launch = rt->drv.LaunchKernel;
@@ -261,9 +288,19 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
     for (uint32_t i = 0; i < t->meta.nmaps; i++)
         params[pk->d.nparams + i] = &maps[i];
     uint32_t blocks[3] = {grid[0], grid[1], grid[2]};
+    CUfunction fn = t->fn;
     int32_t logical[3];
     if (t->meta.persistent) { /* the program's grid as parameters; one block per multiprocessor at most */
         uint64_t tiles = (uint64_t)grid[0] * grid[1] * grid[2];
+        /* 2: the block's unit is a pair of tiles along y (lower/wgpair.c), unless the one-tile twin's
+         * rounds of tiles cost less (TMA_PAIR_COST) */
+        uint64_t units = t->meta.persistent == 2 ? (uint64_t)grid[0] * ((grid[1] + 1) / 2) * grid[2] : tiles;
+        if (units != tiles && t->fn1 &&
+            (t->pair_mode == 0 ||
+             (t->pair_mode < 0 && (tiles + t->sms - 1) / t->sms * 100 < (units + t->sms - 1) / t->sms * TMA_PAIR_COST))) {
+            fn = t->fn1;
+            units = tiles;
+        }
         if (tiles > INT32_MAX) { /* the twin's tile counter is an int: the variant's own kernel */
             if (t->log)
                 fprintf(stderr, "tilec tma: %s variant %d: launched %s, not its twin: more than 2^31 tiles\n",
@@ -274,17 +311,18 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
             logical[i] = (int32_t)grid[i];
             params[pk->d.nparams + t->meta.nmaps + (uint32_t)i] = &logical[i];
         }
-        blocks[0] = tiles > (uint64_t)TMA_PERSIST_WAVES * t->sms ? (uint32_t)tiles
-                    : tiles < t->sms                                ? (uint32_t)tiles
+        blocks[0] = units > (uint64_t)TMA_PERSIST_WAVES * t->sms ? (uint32_t)units
+                    : units < t->sms                                ? (uint32_t)units
                                                                     : t->sms;
         blocks[1] = blocks[2] = 1;
     }
-    CUresult r = t->launch(t->fn, blocks[0], blocks[1], blocks[2], t->meta.threads, 1, 1, t->meta.smem_bytes,
+    CUresult r = t->launch(fn, blocks[0], blocks[1], blocks[2], t->meta.threads, 1, 1, t->meta.smem_bytes,
                            (CUstream)stream, params, NULL);
     if (r == CUDA_SUCCESS) {
         if (t->log)
-            fprintf(stderr, "tilec tma: %s variant %d: launched sm_90a twin %s, grid %ux%ux%u, %u tensor maps\n",
-                    pk->d.kernel, pk->d.variant, t->meta.name, blocks[0], blocks[1], blocks[2], t->meta.nmaps);
+            fprintf(stderr, "tilec tma: %s variant %d: launched sm_90a twin %s%s, grid %ux%ux%u, %u tensor maps\n",
+                    pk->d.kernel, pk->d.variant, t->meta.name, fn == t->fn ? "" : "_1 (one tile a unit)", blocks[0],
+                    blocks[1], blocks[2], t->meta.nmaps);
         *st = TILEC_RT_OK;
         return 1;
     }

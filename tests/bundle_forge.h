@@ -66,7 +66,7 @@ static inline tilec_bundle *make_bundle(uint32_t n, unsigned seed)
             k->twin.threads = 384;
             k->twin.smem_bytes = 1000u * i + seed;
             k->twin.nmaps = k->nparams ? (i + seed) % (TILEC_TMA_MAX_MAPS + 1) : 0;
-            k->twin.persistent = (i + seed) & 1;
+            k->twin.persistent = (i + seed) % 3; /* 2: paired tiles (tilec/tma.h) */
             for (uint32_t m = 0; m < k->twin.nmaps; m++) {
                 tilec_tma_map *mp = &k->twin.maps[m];
                 mp->ptr = m % k->nparams;

@@ -489,6 +489,7 @@ static const fake_kernel kernels[] = {
     {"mk_v2", 3, {8, 8, 4}, 1024, 0},
     {"tw_v0", 6, {8, 8, 8, 4, 4, 4}, 1024, 0},
     {"tw_v0_tma", 9, {8, 8, 8, 4, 4, 4, 128, 128, 128}, 1024, 0},
+    {"tw_v0_tma_1", 9, {8, 8, 8, 4, 4, 4, 128, 128, 128}, 1024, 0}, /* its one-tile twin (lower/wgpair.c) */
     {"tilec_fill_u64", 3, {8, 8, 8}, 1024, 0}, /* the runtime's fill kernel (runtime/fill.c) */
     {"sk_v0", 4, {8, 4, 8, 8}, 1024, 0},        /* split-K: x, n, and the hidden part, cnt */
     /* tensor lists: two tables of tilec_rt_list_cap(3, 2) = 126 tensors (8 + 16 * 126 bytes) and an f32 */
@@ -754,8 +755,9 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
             if ((unsigned long long)(uintptr_t)y == state.out_watch)
                 state.out_watch_hits++;
         }
-    } else if (strcmp(k->name, "tw_v0_tma") == 0) {
+    } else if (strncmp(k->name, "tw_v0_tma", 9) == 0) {
         state.tma_launches++;
+        state.tma_one_launches += strcmp(k->name, "tw_v0_tma_1") == 0;
         memcpy(&state.tma_args[0], params[6], 8);
         memcpy(&state.tma_args[1], params[7], 8);
         memcpy(&state.tma_args[2], params[8], 8);

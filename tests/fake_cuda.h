@@ -47,7 +47,8 @@
  *   tw_v0(ptr a, ptr b, ptr c, i32 M, i32 N, i32 K) and its sm_90a twin
  *     tw_v0_tma(the same, three CUtensorMaps: A, B and the stored C, the
  *     program's grid x, y, z): nothing computed; launches of
- *     the twin count in tma_launches, with its maps' first words in
+ *     the twin count in tma_launches (those of its one-tile twin
+ *     tw_v0_tma_1, lower/wgpair.c, in tma_one_launches too), with its maps' first words in
  *     tma_args and the grid in tma_grid (tests/test_tma.c). cuTensorMapEncodeTiled records each map
  *     it makes in tma_maps (its first word is the map's base) and counts
  *     them in tma_encodes. */
@@ -83,7 +84,7 @@ typedef struct fake_cuda_state {
     int memsets, captured_memsets;  /* D8/D16/D32 async memsets run, and recorded by a capture */
     int fill_launches;              /* launches of the fill kernel tilec_fill_u64 */
     /* the sm_90a twin test */
-    int tma_launches, tma_encodes;
+    int tma_launches, tma_encodes, tma_one_launches;
     unsigned long long tma_args[3]; /* first word of each map tw_v0_tma got */
     int tma_grid[3];                /* and the program's grid after them (a persistent twin) */
     struct {

@@ -33,13 +33,19 @@ typedef struct form {
 #define BT_PATH                                                                                                        \
     "dot loop: wgmma + TMA (the sm_90a twin, B K-major: trans of its [N, K] load); elsewhere cp.async pipeline + "     \
     "mma.sync (B^T: [N][K] in its ring, plain ldmatrix)"
+/* a 128 x 128 tile: two N tiles a block of the persistent twin (lower/wgpair.c); a K tile of 128: not */
+#define PAIR ", two N tiles a block on a persistent grid (pid(1) 2j and 2j + 1: m64n256 wgmma, 4 stages)"
+#define NO_PAIR_BK128 ", one N tile a block (not two: 2 stages of 96 KiB fit)"
+#define BT_PAIR_PATH                                                                                                   \
+    "dot loop: wgmma + TMA (the sm_90a twin, B K-major: trans of its [N, K] load" PAIR "); elsewhere cp.async "        \
+    "pipeline + mma.sync (B^T: [N][K] in its ring, plain ldmatrix)"
 
 static const form forms[] = {
-    {"ref.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin); elsewhere cp.async pipeline + mma.sync, 3 stages",
+    {"ref.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere cp.async pipeline + mma.sync, 3 stages",
      NULL, 1, 64},
     {"ld_params.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1, 64},
     /* the store's offset and mask let after the loop: matched where the store is */
-    {"named_masks.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin); elsewhere", NULL, 1, 64},
+    {"named_masks.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere", NULL, 1, 64},
     {"no_stages.tile", 1, 1,
      "elsewhere cp.async pipeline + mma.sync, 4 stages (no hint: the deepest of 2..4 that fits)", NULL, 1, 64},
     {"scalar_let.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1, 64},
@@ -51,20 +57,22 @@ static const form forms[] = {
     {"tuned.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1, 64},
     /* a K tile under 64: stages of 64 all the same, several iterations a
      * stage; 128: two boxes a stage (docs/lowering.md, "wgmma and TMA") */
-    {"bk16.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, K tile 16: stages of 64 (four iterations a stage))",
+    {"bk16.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, K tile 16: stages of 64 (four iterations a stage)" PAIR ")",
      NULL, 1, 64},
-    {"bk32.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, K tile 32: stages of 64 (two iterations a stage))",
+    {"bk32.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, K tile 32: stages of 64 (two iterations a stage)" PAIR ")",
      NULL, 1, 64},
     /* the K tile's number as the loop variable: its offset kt * BK, to cdiv(K, BK) */
     {"tiles_bk32.tile", 1, 1,
-     "dot loop: wgmma + TMA (the sm_90a twin, K tile 32: stages of 64 (two iterations a stage))", NULL, 1, 64},
+     "dot loop: wgmma + TMA (the sm_90a twin, K tile 32: stages of 64 (two iterations a stage)" PAIR ")", NULL, 1, 64},
     {"bk128.tile", 1, 1,
-     "dot loop: wgmma + TMA (the sm_90a twin, K tile 128: A in 2 boxes of 128-byte swizzled rows a stage)", NULL, 1,
+     "dot loop: wgmma + TMA (the sm_90a twin, K tile 128: A in 2 boxes of 128-byte swizzled rows a stage" NO_PAIR_BK128
+     ")",
+     NULL, 1,
      128},
     /* `warps` other than BM / 16: the twin arranges its consumer warp groups */
     {"warps4.tile", 1, 1,
      "dot loop: wgmma + TMA (the sm_90a twin, 8 consumer warps (two m64 warp groups for BM = 128) "
-     "where the `warps` hint says 4)",
+     "where the `warps` hint says 4" PAIR ")",
      NULL, 1, 64},
     {"warps8_bm64.tile", 1, 1,
      "dot loop: wgmma + TMA (the sm_90a twin, 4 consumer warps (one m64 warp group for BM = 64) where the `warps` hint "
@@ -72,24 +80,24 @@ static const form forms[] = {
      NULL, 1, 64},
     {"user_mix.tile", 1, 1,
      "wgmma + TMA (the sm_90a twin, K tile 32: stages of 64 (two iterations a stage), "
-     "8 consumer warps (two m64 warp groups for BM = 128) where the `warps` hint says 4); "
+     "8 consumer warps (two m64 warp groups for BM = 128) where the `warps` hint says 4" PAIR "); "
      "elsewhere cp.async pipeline + mma.sync, 4 stages (no hint",
      NULL, 1, 64},
     /* x @ W.T, B stored [N, K]: wgmma's K-major B (TMA boxes of N rows, no
      * transpose bit); elsewhere B^T [N][K] in the ring, read by plain ldmatrix */
-    {"bt.tile", 1, 1, BT_PATH ", 3 stages", NULL, 1, 64},
-    {"bt_let_trans.tile", 1, 1, BT_PATH, NULL, 1, 64},
-    {"bt_ptr_lets.tile", 1, 1, BT_PATH, NULL, 1, 64},
-    {"bt_inline.tile", 1, 1, BT_PATH, NULL, 1, 64},
+    {"bt.tile", 1, 1, BT_PAIR_PATH ", 3 stages", NULL, 1, 64},
+    {"bt_let_trans.tile", 1, 1, BT_PAIR_PATH, NULL, 1, 64},
+    {"bt_ptr_lets.tile", 1, 1, BT_PAIR_PATH, NULL, 1, 64},
+    {"bt_inline.tile", 1, 1, BT_PAIR_PATH, NULL, 1, 64},
     {"bt_linear.tile", 1, 1, BT_PATH ", 4 stages (no hint", NULL, 1, 64},
     /* K-major B with a K tile other than 64: its boxes cut along K as A's */
     {"bt_bk32.tile", 1, 1,
      "dot loop: wgmma + TMA (the sm_90a twin, B K-major: trans of its [N, K] load, K tile 32: stages of 64 (two "
-     "iterations a stage))",
+     "iterations a stage)" PAIR ")",
      NULL, 1, 64},
     {"bt_bk128.tile", 1, 1,
      "dot loop: wgmma + TMA (the sm_90a twin, B K-major: trans of its [N, K] load, K tile 128: A in 2 boxes of 128-byte "
-     "swizzled rows a stage)",
+     "swizzled rows a stage" NO_PAIR_BK128 ")",
      NULL, 1, 128},
 };
 enum { NFORMS = sizeof forms / sizeof forms[0] };
@@ -145,7 +153,7 @@ Test(forms, paths_and_remarks, .timeout = 120)
 /* The HGMMA instructions of the twin gemm_v0_tma in SASS s. */
 static int twin_hgmma(const char *s)
 {
-    const char *t = strstr(s, "Function : gemm_v0_tma");
+    const char *t = strstr(s, "Function : gemm_v0_tma\n"); /* not its one-tile twin gemm_v0_tma_1 */
     if (!t)
         return 0;
     const char *end = strstr(t + 1, "Function : ");
@@ -239,7 +247,7 @@ Test(forms, remarks_on_stderr, .init = cr_redirect_stderr, .timeout = 120)
     buf[n] = 0;
     cr_expect(strstr(buf,
                      "tests/forms/bk32.tile:10: remark: gemm_v0: dot loop: wgmma + TMA (the sm_90a twin, K tile 32: "
-                     "stages of 64 (two iterations a stage)); elsewhere cp.async pipeline + mma.sync, 3 stages"),
+                     "stages of 64 (two iterations a stage)" PAIR "); elsewhere cp.async pipeline + mma.sync, 3 stages"),
               "%s", buf);
     cr_expect(strstr(buf,
                      "bm256.tile:14: remark: gemm_v0: dot loop at line 10 not on wgmma + TMA: M tile 256 is not 64 "
@@ -356,7 +364,8 @@ Test(forms, transposes_by_meaning)
         lower_edited(ctx, &m, cases[i].file, "gemm", edit, 1, &code);
         cr_expect(code.tma.name, "%s: a twin:\n%s", cases[i].to, code.remarks);
         cr_expect_eq(strstr(code.remarks, "B K-major") != NULL, cases[i].bk, "%s:\n%s", cases[i].to, code.remarks);
-        cr_expect_eq(strstr(code.source, "tl_wgmma_f16_n128_bk(") != NULL, cases[i].bk, "%s", cases[i].to);
+        /* two N tiles a block (lower/wgpair.c): m64n256 */
+        cr_expect_eq(strstr(code.source, "tl_wgmma_f16_n256_bk_2(") != NULL, cases[i].bk, "%s", cases[i].to);
         cr_expect_eq(strstr(code.source, "p, 1, 1, 0, 0; }") != NULL, cases[i].bk, "%s: the transpose bit", cases[i].to);
         cr_expect_eq(strstr(code.source, "p, 1, 1, 0, 1; }") != NULL, !cases[i].bk, "%s: the transpose bit", cases[i].to);
         /* B's copies a stage: one box of N = 128 rows, or two of 64 columns */
@@ -364,6 +373,7 @@ Test(forms, transposes_by_meaning)
                      cases[i].to);
         cr_expect_eq(strstr(code.source, "&tl_tm1, (v_k + 0), ((tl_pid1 * v_BN) + 0), tl_full") != NULL, cases[i].bk,
                      "%s", cases[i].to);
+        /* paired, a K-major B is still copied in boxes of N rows (one per tile): the one-tile twin's map */
         cr_expect_eq(code.tma.maps[1].box_rows, cases[i].bk ? 128u : 64u, "%s", cases[i].to);
         /* the variant: B^T [N][K] in its ring, read by plain ldmatrix */
         cr_expect_eq(strstr(code.source, "tl_ldsm_x4_nt(tl_fb") != NULL, cases[i].bk, "%s", cases[i].to);

@@ -404,3 +404,42 @@ Test(wgmma, tuned_candidates, .timeout = 600)
     tilec_program_free(p);
     tilec_module_free(m);
 }
+
+/* A paired twin (two N tiles a block, lower/wgpair.c) and its one-tile
+ * twin, each forced by TILEC_TMA_PAIR (1, 0) for every launch, right on
+ * every ragged shape for x @ W and x @ W.T: odd numbers of N tiles (264 and
+ * 2080 columns are 3 and 17 tiles of 128), so the last pair's second tile
+ * lies past the program's grid and is not stored, and pairs and single
+ * tiles past the multiprocessors, each block walking several. */
+Test(wgmma, pairs_and_one_tile_forced, .timeout = 600)
+{
+    if (!hopper)
+        return;
+    static const char *const modes[] = {"1", "0"}, *const forms[] = {"ref", "bt"};
+    for (size_t i = 0; i < 2; i++) {
+        setenv("TILEC_TMA_PAIR", modes[i], 1);
+        for (size_t f = 0; f < 2; f++) {
+            char path[128];
+            snprintf(path, sizeof path, "tests/forms/%s.tile", forms[f]);
+            tilec_module *m = NULL;
+            tilec_program *p = NULL;
+            cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK, "%s", path);
+            tilec_build_options o = {.threads = 2};
+            cr_assert_eq(tilec_program_build(ctx, rt, m, &o, &p), TILEC_OK, "%s", path);
+            cr_expect(tilec_program_has_twin(p, "gemm", 0), "%s: an sm_90a twin", path);
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                cr_log_info("%s, TILEC_TMA_PAIR=%s: M=%d N=%d K=%d", path, modes[i], shapes[s][0], shapes[s][1],
+                            shapes[s][2]);
+                if (f) {
+                    run_bt(p, "gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0);
+                } else {
+                    mm_case c = {"gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0, 0, p};
+                    run_case(&c, 0);
+                }
+            }
+            tilec_program_free(p);
+            tilec_module_free(m);
+        }
+    }
+    unsetenv("TILEC_TMA_PAIR");
+}

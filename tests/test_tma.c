@@ -30,6 +30,7 @@ static void setup(void)
     fake = fake_cuda_load(fake_path, NULL);
     unsetenv("FAKE_CUDA_MODE");
     unsetenv("TILEC_DISABLE_TMA");
+    unsetenv("TILEC_TMA_PAIR");
 }
 
 TestSuite(tma, .init = setup);
@@ -114,10 +115,12 @@ Test(tma, maps_built_cached_and_passed, .timeout = 120)
     cr_expect_eq(fake->tma_maps[2].swizzle, 3, "CU_TENSOR_MAP_SWIZZLE_128B");
     cr_expect(fake->tma_args[0] == e.a && fake->tma_args[1] == e.b && fake->tma_args[2] == e.c,
               "the maps follow the arguments");
-    /* a persistent grid: the program's 3 x 3 tiles as parameters, one block a tile (fewer than 132 SMs) */
+    /* a persistent grid: the program's 3 x 3 tiles as parameters; 3 x 2 pairs of tiles along y
+     * (lower/wgpair.c) would be one round as long as 1.82 tiles, so the one-tile twin, one block a tile */
     cr_expect(fake->tma_grid[0] == 3 && fake->tma_grid[1] == 3 && fake->tma_grid[2] == 1, "grid %d x %d x %d",
               fake->tma_grid[0], fake->tma_grid[1], fake->tma_grid[2]);
-    cr_expect(fake->grid[0] == 9 && fake->grid[1] == 1 && fake->grid[2] == 1);
+    cr_expect(fake->grid[0] == 9 && fake->grid[1] == 1 && fake->grid[2] == 1, "%u blocks", fake->grid[0]);
+    cr_expect_eq(fake->tma_one_launches, 1, "the one-tile twin");
     /* the same buffers and sizes: the cached maps */
     cr_assert_eq(launch(&e, e.a, 300, 264, 200), TILEC_RT_OK);
     cr_expect_eq(fake->tma_launches, 2);
@@ -127,11 +130,35 @@ Test(tma, maps_built_cached_and_passed, .timeout = 120)
     cr_expect_eq(fake->tma_launches, 3);
     cr_expect_eq(fake->tma_encodes, 6);
     cr_expect(fake->tma_grid[0] == 32 && fake->tma_grid[1] == 16 && fake->grid[0] == 132 && fake->grid[1] == 1);
-    /* more than 8 tiles a multiprocessor: one block per tile */
+    /* 256 pairs in 2 rounds (3.64 tiles' time) against 512 tiles in 4: the pairs */
+    cr_expect_eq(fake->tma_one_launches, 2, "%d", fake->tma_one_launches);
+    /* more than 8 pairs a multiprocessor: one block per pair */
     cr_assert_eq(launch(&e, e.a, 8192, 8192, 256), TILEC_RT_OK);
     cr_expect_eq(fake->tma_encodes, 9);
-    cr_expect(fake->tma_grid[0] == 64 && fake->tma_grid[1] == 64 && fake->grid[0] == 4096 && fake->grid[1] == 1);
+    cr_expect(fake->tma_grid[0] == 64 && fake->tma_grid[1] == 64 && fake->grid[0] == 2048 && fake->grid[1] == 1);
+    cr_expect_eq(fake->tma_one_launches, 2, "the pairs again");
     env_free(&e);
+}
+
+/* TILEC_TMA_PAIR overrides the launch's choice between a paired twin
+ * (lower/wgpair.c) and its one-tile twin: 1 the pairs even where the
+ * cost model takes one tile a block (3 x 3 tiles), 0 one tile where it
+ * takes the pairs (32 x 16 tiles). */
+Test(tma, pair_mode_from_the_environment, .timeout = 120)
+{
+    env e;
+    setenv("TILEC_TMA_PAIR", "1", 1);
+    env_build(&e);
+    cr_assert_eq(launch(&e, e.a, 300, 264, 200), TILEC_RT_OK);
+    cr_expect(fake->tma_launches == 1 && fake->tma_one_launches == 0 && fake->grid[0] == 6, "%d %d %u",
+              fake->tma_launches, fake->tma_one_launches, fake->grid[0]);
+    env_free(&e);
+    setenv("TILEC_TMA_PAIR", "0", 1);
+    env_build(&e);
+    cr_assert_eq(launch(&e, e.a, 4096, 2048, 256), TILEC_RT_OK);
+    cr_expect(fake->tma_one_launches == 1 && fake->grid[0] == 132, "%d %u", fake->tma_one_launches, fake->grid[0]);
+    env_free(&e);
+    unsetenv("TILEC_TMA_PAIR");
 }
 
 Test(tma, unfit_operands_take_the_variant, .timeout = 120)

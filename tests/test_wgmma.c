@@ -74,7 +74,8 @@ Test(wgmma, twin_metadata)
         expect_map(&code.tma.maps[1], 1, 5, 4, 4, 64, 0);
         expect_map(&code.tma.maps[2], 2, 3, 4, 4, bm[v], 0); /* C: [M, N], row stride N, boxes of BM x 64 */
         cr_expect(strstr(code.source, "tl_tma_store_2d(&tl_tm2"), "the epilogue stores by TMA");
-        cr_expect_eq(code.tma.persistent, 1, "variant %d: a persistent grid", v);
+        /* 2: two N tiles a block (wgpair.c), but for v4's 128 x 256, the widest wgmma already */
+        cr_expect_eq(code.tma.persistent, v == 4 ? 1 : 2, "variant %d: a persistent grid", v);
         cr_expect(strstr(code.source, "int tl_grid0, int tl_grid1, int tl_grid2)"), "the program's grid as parameters");
         cr_expect(strstr(code.source, "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)"), "the twin is for sm_90a only");
         tilec_kernel_code_free(&code);
@@ -130,6 +131,13 @@ static void edit_src(char *src, size_t size, const char *from, const char *to)
 
 /* mm_tile.h's kernel `mm` with edits[2i] replaced by edits[2i + 1] (n
  * pairs), lowered (variant 0) in a new context. */
+/* The source of the (paired) twin: src up to its one-tile twin NAME_tma_1, when there is one (lower/wgpair.c). */
+static char *first_twin(const char *src)
+{
+    const char *one = strstr(src, "_tma_1(");
+    return strndup(src, one ? (size_t)(one - src) : strlen(src));
+}
+
 static tilec_ctx *lower_mm(const char *const *edits, int n, tilec_module **m, tilec_kernel_code *code)
 {
     char src[2048];
@@ -161,10 +169,11 @@ Test(wgmma, k_tile_and_warps_shape_the_twin)
 /* A's and B's descriptors and the k16 steps of a stage 64 halves deep */
 #define STAGE64 \
     "tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1)", "tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1)", "tl_q < 4;"
+        /* two N tiles a block (wgpair.c): A 128 x 64 and B 64 x 256 a stage */
         {"BM = 128, BN = 128, BK = 16, warps = 8", 384, 64, 1, 64, STAGE64,
-         "tl_mbar_expect(tl_full + tl_s * 8, 32768);", "tl_st = (v_BK) * 4;"},
+         "tl_mbar_expect(tl_full + tl_s * 8, 49152);", "tl_st = (v_BK) * 4;"},
         {"BM = 128, BN = 128, BK = 32, warps = 8", 384, 64, 1, 64, STAGE64,
-         "tl_mbar_expect(tl_full + tl_s * 8, 32768);", "tl_st = (v_BK) * 2;"},
+         "tl_mbar_expect(tl_full + tl_s * 8, 49152);", "tl_st = (v_BK) * 2;"},
         {"BM = 128, BN = 128, BK = 128, warps = 8", 384, 64, 2, 128,
          "tl_wg_desc(tl_a + (tl_q / 4) * 16384 + (tl_q % 4) * 32, 16, 1024, 1)",
          "tl_wg_desc(tl_b + tl_q * 2048, 16384, 1024, 1)", "tl_q < 8;", "tl_mbar_expect(tl_full + tl_s * 8, 65536);",
@@ -188,7 +197,9 @@ Test(wgmma, k_tile_and_warps_shape_the_twin)
         cr_expect_eq(code.tma.maps[0].box_cols, cases[i].a_cols, "%s: A's box %u columns", c,
                      code.tma.maps[0].box_cols);
         cr_expect_eq(code.tma.maps[1].box_rows, cases[i].b_rows, "%s: B's box %u K rows", c, code.tma.maps[1].box_rows);
-        cr_expect_eq(count_of(code.source, "&tl_tm0, "), (int)cases[i].a_boxes, "%s: A's copies a stage", c);
+        char *tw = first_twin(code.source);
+        cr_expect_eq(count_of(tw, "&tl_tm0, "), (int)cases[i].a_boxes, "%s: A's copies a stage", c);
+        free(tw);
         cr_expect(strstr(code.source, cases[i].a_desc), "%s: A's descriptor %s", c, cases[i].a_desc);
         cr_expect(strstr(code.source, cases[i].b_desc), "%s: B's descriptor %s", c, cases[i].b_desc);
         cr_expect(strstr(code.source, cases[i].steps), "%s: %s", c, cases[i].steps);
@@ -354,14 +365,16 @@ Test(wgmma, sass_has_hgmma_and_utmaldg, .timeout = 120)
     if (!tool)
         cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
     char *sass = disassemble(tool, "-sass", "matmul_bias_gelu", 1, "sm_90a");
-    const char *twin = strstr(sass, "Function : matmul_bias_gelu_v1_tma");
+    const char *twin = strstr(sass, "Function : matmul_bias_gelu_v1_tma\n"); /* the paired twin, not _tma_1 */
     cr_assert_not_null(twin, "the sm_90a cubin has the twin:\n%.2000s", sass);
     const char *next = strstr(twin + 1, "Function : ");
     size_t len = next ? (size_t)(next - twin) : strlen(twin);
     char *t = strndup(twin, len);
-    cr_expect(strstr(t, "HGMMA.64x128x16.F32"), "the twin multiplies on wgmma");
+    /* 128 x 128 tiles two a block along N (wgpair.c): one m64n256 wgmma */
+    cr_expect(strstr(t, "HGMMA.64x256x16.F32"), "the twin multiplies on wgmma");
     cr_expect(strstr(t, "UTMALDG.2D"), "the twin loads by TMA");
     cr_expect(strstr(t, "UTMASTG.2D"), "and stores its epilogue by TMA");
+    cr_expect(strstr(sass, "Function : matmul_bias_gelu_v1_tma_1\n"), "its one-tile twin beside it");
     cr_expect(strstr(t, "SYNCS"), "the twin waits on mbarriers");
     cr_expect(!strstr(t, "LDL") && !strstr(t, "STL"), "no local memory in the twin");
     free(t);
@@ -478,4 +491,72 @@ Test(wgmma, sass_tf32_hint, .timeout = 120)
     cr_expect(!strstr(sass, "FFMA"), "no FMA dot");
     cr_expect(!strstr(sass, "LDL") && !strstr(sass, "STL"), "no local memory");
     free(sass);
+}
+
+/* Two program tiles along N a block (lower/wgpair.c): a twin whose B
+ * columns are pid(1) * BN + range(BN), with nothing else reading pid(1)
+ * before the epilogue, runs pid(1) = 2j and 2j + 1 on one m64(2BN)
+ * wgmma (the second tile's accumulator tl_acc1), its epilogue once per
+ * tile (the second with the lets again at pid(1) + 1, skipped past the
+ * program's grid), on a persistent grid over pairs (metadata 2). Where it
+ * does not apply, the remark says why, decided from the analysis of the
+ * index expressions, not their spelling. */
+Test(wgmma, two_n_tiles_a_block)
+{
+    static const struct {
+        const char *from, *to; /* one edit of MM_TILE_FMT */
+        int pair;
+        const char *remark;
+    } cases[] = {
+        {"BK = 64", "BK = 64", 1, "two N tiles a block on a persistent grid (pid(1) 2j and 2j + 1: m64n256 wgmma, 4 stages)"},
+        /* the tile's column offset named and scaled another way: the same analysis */
+        {"let rn = pid(1) * BN + range(BN);", "let n0 = BN * cast(pid(1), i32);\n    let rn = range(BN) + n0;", 1,
+         "two N tiles a block"},
+        /* BM = 64: m64n256 from one consumer warp group */
+        {"BM = 128, BN = 128, BK = 64, warps = 8", "BM = 64, BN = 128, BK = 64, warps = 4", 1, "m64n256 wgmma"},
+        /* the axes swapped: B's columns follow pid(0), A's rows pid(1) */
+        {"let rm = pid(0) * BM + range(BM);\n    let rn = pid(1) * BN + range(BN);",
+         "let rm = pid(1) * BM + range(BM);\n    let rn = pid(0) * BN + range(BN);", 0,
+         "one N tile a block (not two: B's N index is not pid(1) * 128 plus what does not read pid(1))"},
+        /* B's tile does follow pid(1), but A's rows too */
+        {"let rm = pid(0) * BM + range(BM);", "let rm = (pid(0) + pid(1)) * BM + range(BM);", 0,
+         "not two: A's tile, the K index or the batch reads pid(1)"},
+        /* a loop whose start reads pid(1): the two tiles' sums differ */
+        {"for k in 0 .. K step BK", "for k in pid(1) * BK .. K step BK", 0,
+         "not two: the loop's bounds read pid(1)"},
+        /* a stage of 128 x 128 for A and 128 x 256 for B: 2 stages of 96 KiB */
+        {"BK = 64", "BK = 128", 0, "not two: 2 stages of 96 KiB fit"},
+        /* 256 columns already: the widest wgmma, nothing to say */
+        {"BN = 128", "BN = 256", 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *edit[2] = {cases[i].from, cases[i].to};
+        tilec_module *m;
+        tilec_kernel_code code;
+        tilec_ctx *ctx = lower_mm(edit, 1, &m, &code);
+        const char *c = cases[i].to;
+        cr_assert_not_null(code.tma.name, "%s: a twin", c);
+        cr_expect_eq(code.tma.persistent, cases[i].pair ? 2u : 1u, "%s: persistent %u", c, code.tma.persistent);
+        cr_expect_eq(!!strstr(code.source, "tl_acc1"), cases[i].pair, "%s: the second tile's accumulator", c);
+        if (cases[i].pair) {
+            cr_expect(strstr(code.source, "_n256_2(v_acc, tl_acc1, "), "%s: one m64n256 wgmma for both tiles", c);
+            cr_expect(strstr(code.source, "const int tl_units = tl_grid0 * ((tl_grid1 + 1) / 2) * tl_grid2;"),
+                      "%s: the block walks pairs", c);
+            cr_expect(strstr(code.source, "if (tl_pidn < tl_grid1) {"), "%s: no second store past the grid", c);
+            char *tw = first_twin(code.source);
+            cr_expect_eq(count_of(tw, "tl_tma_store_2d(&tl_tm2, "), 4, "%s: each tile's two boxes stored", c);
+            free(tw);
+            /* and beside it the one-tile twin, for launches of too few pairs (runtime/tma.c) */
+            cr_expect(strstr(code.source, "mm_v0_tma_1(__half *v_a"), "%s: the one-tile twin", c);
+            cr_expect(strstr(code.source, "tl_wgmma_f16_n128(v_acc, "), "%s: its m64n128 wgmma", c);
+            cr_expect(strstr(code.source, "tl_mbar_expect(tl_full + tl_s * 8, "), "%s", c);
+        }
+        if (cases[i].remark)
+            cr_expect(strstr(code.remarks, cases[i].remark), "%s: %s\n%s", c, cases[i].remark, code.remarks);
+        else
+            cr_expect(!strstr(code.remarks, "N tile"), "%s: no remark of N tiles\n%s", c, code.remarks);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
 }

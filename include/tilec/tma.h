@@ -49,7 +49,10 @@ typedef struct tilec_tma_meta {
      * number of blocks along x, each walking the tiles blockIdx.x,
      * + gridDim.x, ... (x * y * z at most INT32_MAX): the runtime launches
      * min(x * y * z, multiprocessors), or one block per tile when there
-     * are many tiles a multiprocessor (runtime/tma.c). */
+     * are many tiles a multiprocessor (runtime/tma.c). 2: the same, each
+     * block's unit a pair of tiles along y (y, y + 1 for even y; the
+     * kernel skips the store of a y past the grid), x * ceil(y / 2) * z
+     * units (lower/wgpair.c). */
     uint32_t persistent;
     tilec_tma_map maps[TILEC_TMA_MAX_MAPS];
 } tilec_tma_meta;

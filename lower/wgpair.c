@@ -1,0 +1,190 @@
+/* wgpair.c: two program tiles along N a block of the persistent sm_90a
+ * twin (wgmma.c). A user's 128 x 128 tile runs its wgmma as m64n128k16,
+ * which reads twice the shared memory per product of m64n256k16, and
+ * loads A once per 128 columns of C. When the program's tiles along N
+ * are pid(1) (B's N index is pid(1) * BN + ..., nothing that A, the K
+ * loop or the batch reads depends on pid(1)), the twin runs the tiles
+ * pid(1) = 2j and 2j + 1 in one block: one stage holds A once and B's
+ * 2 * BN columns, one m64(2BN)k16 wgmma a k16 step writes both tiles'
+ * accumulators (its first BN / 2 registers a thread are the first tile's
+ * fragments, the rest the second's, in the same layout), and the
+ * statements after the loop run once per tile, the second time with the
+ * lets before the loop again at pid(1) + 1 and the second accumulator;
+ * a second tile past the program's grid (an odd grid) is computed and
+ * not stored. The block walks the pairs of the persistent grid
+ * (tilec_tma_meta.persistent 2). docs/lowering.md, "Two N tiles a
+ * block", says which twins take it and what it measured. */
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+enum { WP_MAX_N = 256, WP_MIN_STAGES = 3, WP_MIN_DEPTH = 256 };
+
+/* The one `let name = value` of the kernel's body before `loop` or of
+ * the loop's body, when name is let once (and, `fixed`, never assigned):
+ * its value. */
+static const tilec_expr *let_of(const lw *L, const char *name, const tilec_stmt *loop, int fixed)
+{
+    for (int i = 0; fixed && i < L->nassigned; i++)
+        if (!strcmp(L->assigned[i], name))
+            return NULL;
+    const tilec_expr *v = NULL;
+    int n = 0;
+    const tilec_block *bs[2] = {&L->k->body, &loop->body};
+    for (int j = 0; j < 2; j++)
+        for (uint32_t i = 0; i < bs[j]->nstmts && bs[j]->stmts[i] != loop; i++) {
+            const tilec_stmt *s = bs[j]->stmts[i];
+            if (s->kind == TILEC_ST_LET && !strcmp(s->names[0], name))
+                v = s->value, n++;
+        }
+    return n == 1 ? v : NULL;
+}
+
+/* A name that is the same in both tiles of a pair: the loop variable, a
+ * parameter never assigned, a hint or constant. */
+static int tile_invariant_name(lw *L, const char *name, const tilec_stmt *loop)
+{
+    int64_t v;
+    if (!strcmp(name, loop->names[0]) || lower_hint_value(L, name, &v))
+        return 1;
+    for (int i = 0; i < L->nassigned; i++)
+        if (!strcmp(L->assigned[i], name))
+            return 0;
+    for (uint32_t i = 0; i < L->k->nparams; i++)
+        if (!strcmp(L->k->params[i].name, name))
+            return 1;
+    return 0;
+}
+
+/* The first element of expression e (a scalar, or an index tile through
+ * broadcasts, casts and lets) as a * pid(1) + b with b the same for every
+ * pid(1): 1 and *a, or 0 when e may read pid(1) another way (a product or
+ * quotient of it, a name this cannot follow). */
+static int pid1_affine(lw *L, const tilec_expr *e, const tilec_stmt *loop, int64_t *a, int depth)
+{
+    int64_t c, a1;
+    *a = 0;
+    e = lower_look(L, e);
+    if (!e || depth > 64)
+        return 0;
+    if (e->kind == TILEC_EX_NAME) {
+        const tilec_expr *v = let_of(L, e->name, loop, 1);
+        return v ? pid1_affine(L, v, loop, a, depth + 1) : tile_invariant_name(L, e->name, loop);
+    }
+    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "pid") && e->nargs == 1 && !lower_const_int(L, e->args[0], &c)) {
+        *a = c == 1;
+        return 1;
+    }
+    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "cast") && e->nargs >= 1)
+        return pid1_affine(L, e->args[0], loop, a, depth + 1);
+    if (e->kind == TILEC_EX_UNARY && e->op == TILEC_OP_NEG) {
+        int ok = pid1_affine(L, e->args[0], loop, a, depth + 1);
+        *a = -*a;
+        return ok;
+    }
+    if (e->kind == TILEC_EX_BINARY && (e->op == TILEC_OP_ADD || e->op == TILEC_OP_SUB)) {
+        if (!pid1_affine(L, e->args[0], loop, a, depth + 1) || !pid1_affine(L, e->args[1], loop, &a1, depth + 1))
+            return 0;
+        *a = e->op == TILEC_OP_ADD ? *a + a1 : *a - a1;
+        return 1;
+    }
+    if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_MUL)
+        for (int i = 0; i < 2; i++)
+            if (!lower_const_int(L, e->args[i], &c)) {
+                int ok = pid1_affine(L, e->args[1 - i], loop, a, depth + 1);
+                *a *= c;
+                return ok;
+            }
+    /* anything else (an index tile's broadcast, range, a product of two
+     * variables, cdiv, min, ...): the same in both tiles if no operand reads
+     * pid(1); a broadcast x[None, :] keeps x's coefficient */
+    int keep = e->kind == TILEC_EX_INDEX;
+    for (uint32_t i = 0; i < e->nargs; i++) {
+        if (!pid1_affine(L, e->args[i], loop, &a1, depth + 1) || (a1 && !(keep && i == 0)))
+            return 0;
+        if (keep && i == 0)
+            *a = a1;
+    }
+    return 1;
+}
+
+/* Does e have pid(1) coefficient `want` and no other dependence on it? */
+static int pid1_is(lw *L, const tilec_expr *e, const tilec_stmt *loop, int64_t want)
+{
+    int64_t a;
+    return !e || (pid1_affine(L, e, loop, &a, 0) && a == want);
+}
+
+/* Why the tiles pid(1) = 2j and 2j + 1 of plan w cannot share a block,
+ * or NULL. */
+static const char *pair_why(lw *L, const tilec_stmt *loop, const char *acc, const wg_plan *w)
+{
+    if (2 * w->N > WP_MAX_N)
+        return lower_fmt(L, "N tile %lld: two would pass wgmma's N of %d", (long long)w->N, WP_MAX_N);
+    if (!w->persist_ok)
+        return "a statement after the loop can return (no persistent grid)";
+    const tilec_expr *init = let_of(L, acc, loop, 0);
+    if (!init || init->kind != TILEC_EX_CALL || strcmp(init->name, "zeros"))
+        return lower_fmt(L, "the accumulator %s does not start as zeros", acc);
+    /* B's N index: pid(1) * N + ..., so tile 2j + 1's columns follow 2j's */
+    const tilec_expr *bn = w->bk ? w->R[1] : w->C[1], *bkx = w->bk ? w->C[1] : w->R[1];
+    if (!pid1_is(L, bn, loop, w->N))
+        return lower_fmt(L, "B's N index is not pid(1) * %lld plus what does not read pid(1)", (long long)w->N);
+    if (!pid1_is(L, w->R[0], loop, 0) || !pid1_is(L, w->C[0], loop, 0) || !pid1_is(L, bkx, loop, 0) ||
+        !pid1_is(L, w->Z[0], loop, 0) || !pid1_is(L, w->Z[1], loop, 0))
+        return "A's tile, the K index or the batch reads pid(1)";
+    if (!pid1_is(L, loop->lo, loop, 0) || !pid1_is(L, loop->hi, loop, 0) || !pid1_is(L, loop->step, loop, 0))
+        return "the loop's bounds read pid(1)";
+    if (w->pair_S < WP_MIN_STAGES || w->pair_S * w->K < WP_MIN_DEPTH)
+        return lower_fmt(L, "%d stages of %lld KiB fit", w->pair_S, (long long)(w->pair_stage_bytes / 1024));
+    return NULL;
+}
+
+void lower_wg_pair_note(lw *L, const tilec_stmt *loop, const char *acc, wg_plan *w)
+{
+    w->pair_ok = 0;
+    w->pair_stage_bytes = (w->M + 2 * w->N) * w->K * (int64_t)w->maps[0].elem_bytes;
+    w->pair_S = lower_wg_ring_stages(w, w->pair_stage_bytes);
+    if (w->N == WP_MAX_N)
+        return; /* the widest wgmma already: nothing to say */
+    lower_bind_loop_scope(L, loop);
+    const char *why = pair_why(L, loop, acc, w);
+    lower_leave(L);
+    w->pair_ok = !why;
+    w->how = why ? lower_fmt(L, "%s, one N tile a block (not two: %s)", w->how, why)
+                 : lower_fmt(L, "%s, two N tiles a block on a persistent grid (pid(1) 2j and 2j + 1: m64n%lld wgmma, "
+                                "%d stages)",
+                             w->how, (long long)(2 * w->N), w->pair_S);
+}
+
+int64_t lower_wg_n(const wg_plan *w) { return w->pair ? 2 * w->N : w->N; }
+
+void lower_wg_pair_acc(lw *L, const char *acc)
+{
+    L->wg_acc = acc;
+    if (!L->wgp.pair || L->wg_role != 2)
+        return;
+    lower_line(L, "float tl_acc1[%lld]; /* the second N tile's accumulator (pid(1) + 1) */",
+               (long long)(L->wgp.N / 2));
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_j = 0; tl_j < %lld; ++tl_j)", (long long)(L->wgp.N / 2));
+    lower_line(L, "    tl_acc1[tl_j] = 0.0f;");
+}
+
+void lower_wg_pair_epilogue(strbuf *tu, const lw *C)
+{
+    const char *cb = sb_str((strbuf *)&C->out);
+    lower_wg_add_consumers(tu, cb, C->wg_epi, C->wg_epi, C->wg_end, C->nt);
+    sb_puts(tu, "        { /* the second N tile of the pair: pid(1) + 1, when the program's grid has it */\n"
+                "        const int tl_pidn = tl_pid1 + 1;\n"
+                "        if (tl_pidn < tl_grid1) {\n"
+                "        const int tl_pid1 = tl_pidn;\n"
+                "        (void)tl_pid1;\n");
+    lower_wg_add_consumers(tu, cb, C->wg_body, C->wg_body, C->wg_pre, C->nt);
+    sb_printf(tu, "        #pragma unroll\n"
+                  "        for (int tl_j = 0; tl_j < %lld; ++tl_j)\n"
+                  "            %s[tl_j] = tl_acc1[tl_j];\n",
+              (long long)(C->wgp.N / 2), C->wg_acc);
+    lower_wg_add_consumers(tu, cb, C->wg_epi, C->wg_epi, C->wg_end, C->nt);
+    sb_puts(tu, "        }\n        }\n");
+}
