@@ -94,6 +94,10 @@ typedef struct wg_plan {
     int persist;                  /* this twin walks the tiles in a persistent grid */
     int64_t epi_off;              /* the store's staging, from the aligned ring: 0 (the ring), or past it */
     int epi_parts;                /* a persistent twin stages its tile in this many parts (wgstore.c) */
+    /* wggather.c: A and B copied by cp.async from the producer warp group
+     * (an operand TMA cannot read: a gathered A), not by TMA; no maps */
+    int gather;
+    const tilec_expr *ld[2];      /* then the two loads */
 } wg_plan;
 
 typedef struct matnode {
@@ -432,6 +436,9 @@ const char *lower_hoist_ptr(lw *L, const tilec_expr *e, const char *const *idx);
 void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr *const *loads, const int *mode, int n);
 void lower_hoist_end(lw *L);
 void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, int trans);
+/* ... with the chunk's first element at element `at` (C, of tl_i0 and
+ * tl_i1) past tl_smem + dst: a swizzled ring's own arrangement */
+void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const char *at, int trans);
 /* The pieces of a cp.async ring loop: tl_ix, tl_lo, tl_hi, tl_st; the
  * first stages-1 copies; at the top of an iteration the wait, the barrier
  * and the copies stages-1 iterations ahead. issue(L, ctx, slot) emits one
@@ -465,6 +472,16 @@ int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mask, tilec_d
 const char *lower_wg_batch(lw *L, const wg_plan *w, int i);
 /* The box coordinates (column, row) of map i at its first element. */
 void lower_wg_coords(lw *L, const wg_plan *w, int i, const char **col, const char **row);
+
+/* ---- wggather.c: the twin's operands by cp.async (gathered rows) ---- */
+
+/* Regular pass, when an operand is no TMA tile (L->miss says why): may
+ * the producer warp group copy both loads of pp by cp.async into the
+ * swizzled ring instead? 1 with w set up for it (w->gather), else 0 with
+ * the reason appended to the TMA one. */
+int lower_wg_gather_note(lw *L, const lower_pipe_plan *pp, wg_plan *w);
+/* Twin pass: the producer warp group's loop of a gather twin (S stages). */
+void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char *v);
 
 /* ---- wgstore.c: the twin's epilogue store through TMA ---- */
 

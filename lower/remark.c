@@ -77,8 +77,9 @@ void lower_remarks_render(lw *L, int twin, strbuf *out)
         const lower_dot_remark *r = &L->rem[i];
         unsigned line = r->loop->loc.line;
         if (r->wg && twin)
-            sb_printf(out, "line %u: dot loop: wgmma + TMA (the sm_90a twin%s%s); elsewhere %s\n", line,
-                      r->wg_bk ? ", B K-major: trans of its [N, K] load" : "", L->wgp.how ? L->wgp.how : "", r->path);
+            sb_printf(out, "line %u: dot loop: wgmma + %s (the sm_90a twin%s%s); elsewhere %s\n", line,
+                      L->wgp.gather ? "cp.async" : "TMA", r->wg_bk ? ", B K-major: trans of its [N, K] load" : "",
+                      L->wgp.how ? L->wgp.how : "", r->path);
         else
             sb_printf(out, "line %u: dot loop: %s\n", line, r->path);
         if (r->wg && !twin)

@@ -302,8 +302,9 @@ Test(wgmma, store_by_tma_when_it_qualifies)
 }
 
 /* mm with A's mask `amask`: its twin's map of A (rows, cols), or -1 -1
- * when it has no twin. */
-static void a_map_with_mask(const char *amask, int *rows, int *cols)
+ * when it has no tensor map (*gather: a twin whose producer copies by
+ * cp.async, lower/wggather.c). */
+static void a_map_with_mask(const char *amask, int *rows, int *cols, int *gather)
 {
     char src[2048];
     snprintf(src, sizeof src, MM_TILE_FMT, "mm", amask);
@@ -314,8 +315,9 @@ static void a_map_with_mask(const char *amask, int *rows, int *cols)
     cr_assert_eq(st, TILEC_OK, "%s: %s", amask, d ? d->message : "");
     tilec_kernel_code code;
     lower_variant(ctx, m, "mm", 0, &code);
-    *rows = code.tma.name ? (int)code.tma.maps[0].rows : -1;
-    *cols = code.tma.name ? (int)code.tma.maps[0].cols : -1;
+    *rows = code.tma.name && code.tma.nmaps ? (int)code.tma.maps[0].rows : -1;
+    *cols = code.tma.name && code.tma.nmaps ? (int)code.tma.maps[0].cols : -1;
+    *gather = code.tma.name && !code.tma.nmaps && strstr(code.source, "cp.async.mbarrier.arrive.noinc");
     tilec_kernel_code_free(&code);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
@@ -324,22 +326,23 @@ static void a_map_with_mask(const char *amask, int *rows, int *cols)
 /* The map's extents are the mask's bounds, whichever parameters they are
  * (the runtime falls back when the row stride is narrower than a row); a
  * mask that is not `R < rows && C < cols` of the pointer's own index
- * tiles keeps the cp.async pipeline alone. */
+ * tiles is no tensor map: the twin's producer copies A and B by cp.async
+ * instead (a gather twin, masked element by element as the pipeline). */
 Test(wgmma, masks_give_the_extents)
 {
-    int r, c;
-    a_map_with_mask(MM_TILE_MASK, &r, &c);
-    cr_expect(r == 3 && c == 5, "rows M, cols K: %d %d", r, c);
-    a_map_with_mask("rk[None, :] < K && rm[:, None] < M", &r, &c);
-    cr_expect(r == 3 && c == 5, "either order: %d %d", r, c);
-    a_map_with_mask("rm[:, None] < M && rk[None, :] < N", &r, &c);
-    cr_expect(r == 3 && c == 4, "cols N: %d %d", r, c);
-    a_map_with_mask("rm[:, None] < M", &r, &c);
-    cr_expect(r == -1, "rows only: no twin");
-    a_map_with_mask("rm[:, None] < M && rk[None, :] + 1 < K", &r, &c);
-    cr_expect(r == -1, "a bound on another index expression: no twin");
-    a_map_with_mask("rm[:, None] < M && rk[None, :] < 64", &r, &c);
-    cr_expect(r == -1, "a constant bound: no twin");
+    int r, c, g;
+    a_map_with_mask(MM_TILE_MASK, &r, &c, &g);
+    cr_expect(r == 3 && c == 5 && !g, "rows M, cols K: %d %d", r, c);
+    a_map_with_mask("rk[None, :] < K && rm[:, None] < M", &r, &c, &g);
+    cr_expect(r == 3 && c == 5 && !g, "either order: %d %d", r, c);
+    a_map_with_mask("rm[:, None] < M && rk[None, :] < N", &r, &c, &g);
+    cr_expect(r == 3 && c == 4 && !g, "cols N: %d %d", r, c);
+    a_map_with_mask("rm[:, None] < M", &r, &c, &g);
+    cr_expect(r == -1 && g, "rows only: no map, a gather twin");
+    a_map_with_mask("rm[:, None] < M && rk[None, :] + 1 < K", &r, &c, &g);
+    cr_expect(r == -1 && g, "a bound on another index expression: no map, a gather twin");
+    a_map_with_mask("rm[:, None] < M && rk[None, :] < 64", &r, &c, &g);
+    cr_expect(r == -1 && g, "a constant bound: no map, a gather twin");
 }
 
 static char *disassemble(const char *tool, const char *opt, const char *kernel, int v, const char *arch)

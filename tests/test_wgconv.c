@@ -1,0 +1,128 @@
+/* test_wgconv.c: the sm_90a twin of a dot loop whose operands TMA cannot
+ * read as tiles (lower/wggather.c) on the CPU: every variant of both
+ * convolutions of examples/conv2d.tile (a gathered A: one base address a
+ * row, the channels contiguous) gets a twin whose producer warp group
+ * copies A and B by cp.async into the swizzled ring, with no tensor map,
+ * and its remark says so and why not TMA; a dot whose B is transposed
+ * and no tensor map keeps the pipeline, the remark saying both reasons;
+ * and, when cuobjdump is at hand, the sm_90a SASS of the twin holds
+ * HGMMA and LDGSTS, no TMA loads and no local memory. NVRTC needs no
+ * GPU. */
+#define _DEFAULT_SOURCE 1
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "sass_helpers.h"
+#include "tilec/lower.h"
+
+#define CONV "examples/conv2d.tile"
+
+static void lower_v(tilec_ctx *ctx, tilec_module *m, const char *kernel, int v, tilec_kernel_code *code)
+{
+    const tilec_kernel *k = tilec_module_find_kernel(m, kernel);
+    cr_assert_not_null(k, "no kernel %s", kernel);
+    cr_assert_eq(tilec_lower_kernel(ctx, m, k, v, code), TILEC_OK, "%s variant %d does not lower", kernel, v);
+}
+
+Test(wgconv, every_conv_variant_has_a_gather_twin)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, CONV);
+    static const char *const kernels[] = {"conv2d_f16", "conv2d_nhwc"};
+    for (int i = 0; i < 2; i++) {
+        uint32_t nv = tilec_kernel_variant_count(tilec_module_find_kernel(m, kernels[i]));
+        cr_expect_eq(nv, 8, "%s: %u variants", kernels[i], nv);
+        for (uint32_t v = 0; v < nv; v++) {
+            tilec_kernel_code code;
+            lower_v(ctx, m, kernels[i], (int)v, &code);
+            cr_expect_not_null(code.tma.name, "%s variant %u: an sm_90a twin", kernels[i], v);
+            cr_expect_eq(code.tma.nmaps, 0, "%s variant %u: no tensor map", kernels[i], v);
+            cr_expect_eq(code.tma.persistent, 0, "%s variant %u: one tile a block", kernels[i], v);
+            const char *twin = code.tma.name ? strstr(code.source, code.tma.name) : NULL;
+            cr_assert_not_null(twin);
+            cr_expect(strstr(twin, "cp.async.mbarrier.arrive.noinc"), "%s variant %u: the producer arrives by cp.async",
+                      kernels[i], v);
+            cr_expect(strstr(twin, "tl_fence_async_smem();\n            const unsigned tl_a"),
+                      "%s variant %u: the consumers fence the generic proxy's writes before wgmma", kernels[i], v);
+            cr_expect(!strstr(twin, "tl_tma_2d(") && !strstr(twin, "setmaxnreg"),
+                      "%s variant %u: no TMA copy, no register reallocation", kernels[i], v);
+            cr_expect(strstr(code.layouts, "A and B by cp.async from the producer warp group into the swizzled ring, "
+                                           "not TMA (line "),
+                      "%s variant %u: the remark says which path and why not TMA:\n%s", kernels[i], v, code.layouts);
+            tilec_kernel_code_free(&code);
+        }
+    }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* B trans of a load TMA cannot read (its mask bounds the rows only): the
+ * copies run along rows, so no gather twin either; the remark says why
+ * not TMA and why not cp.async. */
+Test(wgconv, transposed_operand_keeps_the_pipeline)
+{
+    static const char src[] =
+        "kernel lin(a: *f16, w: *f16, c: *f16, M: i32, N: i32, K: i32)\n"
+        "    grid (cdiv(M, BM), cdiv(N, BN))\n"
+        "    hints { BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 }\n"
+        "{\n"
+        "    let rm = pid(0) * BM + range(BM);\n"
+        "    let rn = pid(1) * BN + range(BN);\n"
+        "    let acc = zeros(f32, BM, BN);\n"
+        "    for k in 0 .. K step BK {\n"
+        "        let rk = k + range(BK);\n"
+        "        let ta = load(a + rm[:, None] * K + rk[None, :], rm[:, None] < M && rk[None, :] < K, 0.0);\n"
+        "        let tw = load(w + rn[:, None] * K + rk[None, :], rn[:, None] < N, 0.0);\n"
+        "        acc = acc + dot(ta, trans(tw));\n"
+        "    }\n"
+        "    store(c + rm[:, None] * N + rn[None, :], cast(acc, f16), rm[:, None] < M && rn[None, :] < N);\n"
+        "}\n";
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    tilec_status st = tilec_parse_string(ctx, "lin.tile", src, strlen(src), &m);
+    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "");
+    tilec_kernel_code code;
+    lower_v(ctx, m, "lin", 0, &code);
+    cr_expect_null(code.tma.name, "no twin");
+    cr_expect(strstr(code.layouts, "not on wgmma + TMA: the mask is not R[:, None] < rows && C[None, :] < cols"),
+              "why not TMA:\n%s", code.layouts);
+    cr_expect(strstr(code.layouts, "; nor by cp.async from the producer warp group: an operand is a transposed load"),
+              "why not cp.async:\n%s", code.layouts);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+__attribute__((noinline)) static char *disassemble(const char *tool, const char *kernel, int v)
+{
+    return disassemble_file(tool, "-sass", CONV, kernel, v, "sm_90a");
+}
+
+/* The SASS of variant v's twin, or NULL when the cubin has none. */
+static char *twin_sass(const char *tool, const char *kernel, int v)
+{
+    char name[128];
+    snprintf(name, sizeof name, "Function : %s_v%d_tma", kernel, v);
+    char *sass = disassemble(tool, kernel, v);
+    const char *twin = strstr(sass, name), *next = twin ? strstr(twin + 1, "Function : ") : NULL;
+    char *t = twin ? strndup(twin, next ? (size_t)(next - twin) : strlen(twin)) : NULL;
+    free(sass);
+    return t;
+}
+
+Test(wgconv, sass_has_hgmma_and_ldgsts, .timeout = 300)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    char *t = twin_sass(tool, "conv2d_nhwc", 0);
+    cr_assert_not_null(t, "the sm_90a cubin has the twin");
+    cr_expect(strstr(t, "HGMMA.64x128x16.F32"), "the twin multiplies on wgmma");
+    cr_expect(strstr(t, "LDGSTS"), "its producer copies by cp.async");
+    cr_expect(!strstr(t, "UTMALDG"), "no TMA load");
+    cr_expect(!strstr(t, "LDL") && !strstr(t, "STL"), "no local memory in the twin");
+    free(t);
+}
