@@ -119,8 +119,8 @@ void lower_chunk_open(lw *L, const tilec_expr *e, int trans)
 
 void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, int trans)
 {
-    lower_emit_async_load_at(L, e, dst, trans ? lower_fmt(L, "tl_i1 * %d + tl_i0", ld) : lower_fmt(L, "tl_i0 * %d + tl_i1", ld),
-                             trans);
+    lower_emit_async_load_at(L, e, lower_fmt(L, "tl_smem + %s", dst),
+                             trans ? lower_fmt(L, "tl_i1 * %d + tl_i0", ld) : lower_fmt(L, "tl_i0 * %d + tl_i1", ld), trans);
 }
 
 void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const char *at, int trans)
@@ -133,7 +133,7 @@ void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const
     lower_map_bcast(lower_ty(L, e->args[0]), 2, lower_idx, sub);
     const char *ptr = L->hoist ? lower_hoist_ptr(L, e->args[0], sub) : NULL;
     lower_line(L, "const %s *tl_p = %s;", lower_ctype(t->dtype), ptr ? ptr : lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
-    lower_line(L, "%s *tl_d = (%s *)(tl_smem + %s) + %s;", lower_ctype(t->dtype), lower_ctype(t->dtype), dst, at);
+    lower_line(L, "%s *tl_d = (%s *)(%s) + %s;", lower_ctype(t->dtype), lower_ctype(t->dtype), dst, at);
     strbuf all, any;
     sb_init(&all);
     sb_init(&any);

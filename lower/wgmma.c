@@ -734,8 +734,8 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     if (w->persist) { /* tl_it counts on across the block's tiles; this tile's first */
         lower_line(L, "const int tl_it0 = tl_it;");
     } else {
-        if (!w->gather) /* a gather twin's producer keeps its registers for the addresses */
-            lower_line(L, "tl_setmaxnreg_inc<232>();");
+        if (!w->gather || w->creg) /* a gather twin's producer needs registers for its addresses (wggather.c) */
+            lower_line(L, "tl_setmaxnreg_inc<%d>();", w->gather ? w->creg : 232);
         lower_line(L, "int tl_it = 0;");
     }
     lower_line(L, "for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {");
@@ -810,7 +810,7 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     }
     lower_line(L, "if (tl_tid == 0) {");
     lower_line(L, "    for (int tl_s = 0; tl_s < %d; ++tl_s) {", S);
-    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", w->gather ? 2 * WG_PRODUCER : 1);
+    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", w->gather ? 2 * w->producers : 1);
     lower_line(L, "        tl_mbar_init(tl_empty + tl_s * 8, %d);", L->nwarps);
     lower_line(L, "    }");
     lower_line(L, "    tl_mbar_fence_init();");
@@ -993,7 +993,7 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
     if (!meta->name)
         return -1;
     memcpy(meta->name, fname, n);
-    meta->threads = (uint32_t)(L->nt + WG_PRODUCER);
+    meta->threads = (uint32_t)(L->nt + (w->gather ? w->producers : WG_PRODUCER));
     meta->smem_bytes = L->smem;
     meta->nmaps = (uint32_t)w->nmaps;
     meta->persistent = (uint32_t)w->persist;

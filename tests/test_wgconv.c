@@ -3,7 +3,8 @@
  * convolutions of examples/conv2d.tile (a gathered A: one base address a
  * row, the channels contiguous) gets a twin whose producer warp group
  * copies A and B by cp.async into the swizzled ring, with no tensor map,
- * and its remark says so and why not TMA; a dot whose B is transposed
+ * and its remark says so and why not TMA; the divisions that find the
+ * filter tap are step counters in the producer's loop; a dot whose B is transposed
  * and no tensor map keeps the pipeline, the remark saying both reasons;
  * and, when cuobjdump is at hand, the sm_90a SASS of the twin holds
  * HGMMA and LDGSTS, no TMA loads and no local memory. NVRTC needs no
@@ -46,8 +47,28 @@ Test(wgconv, every_conv_variant_has_a_gather_twin)
                       kernels[i], v);
             cr_expect(strstr(twin, "tl_fence_async_smem();\n            const unsigned tl_a"),
                       "%s variant %u: the consumers fence the generic proxy's writes before wgmma", kernels[i], v);
-            cr_expect(!strstr(twin, "tl_tma_2d(") && !strstr(twin, "setmaxnreg"),
-                      "%s variant %u: no TMA copy, no register reallocation", kernels[i], v);
+            cr_expect(!strstr(twin, "tl_tma_2d("), "%s variant %u: no TMA copy", kernels[i], v);
+            /* two producer warp groups (512 threads at BM = 128) when each
+             * thread copies at most 4 chunks a step, the registers split */
+            int two = strstr(twin, "the producer, 256 threads") != NULL;
+            cr_expect(two == (code.tma.threads == 256 + (uint32_t)strtol(strstr(twin, "tl_tid >= ") + 10, NULL, 10)),
+                      "%s variant %u: %u threads", kernels[i], v, code.tma.threads);
+            cr_expect(!two || (strstr(twin, "tl_setmaxnreg_dec<64>();") && strstr(twin, "tl_setmaxnreg_inc<")),
+                      "%s variant %u: two producer groups split the registers", kernels[i], v);
+            cr_expect(two || !strstr(twin, "setmaxnreg"), "%s variant %u: one producer group keeps them", kernels[i], v);
+            /* the tap's divisions: step counters, none in the producer's loop */
+            const char *loop = strstr(twin, "for (int v_q0 = tl_lo;");
+            cr_assert_not_null(loop);
+            const char *end = strstr(loop, "tl_mbar_arrive(tl_full");
+            cr_assert_not_null(end);
+            char *body = strndup(loop, (size_t)(end - loop));
+            const char *fallback = strstr(body, "if (!tl_dok) {"), *after = fallback ? strchr(fallback, '}') : NULL;
+            cr_expect(after && !strstr(after, "/ v_cp") && !strstr(after, "% v_cp") && !strstr(after, "/ v_s1") &&
+                          !strstr(after, "% v_s1") && strstr(after, "tl_dq1"),
+                      "%s variant %u: the copies read step counters, no division a step:\n%s", kernels[i], v, body);
+            free(body);
+            cr_expect(strstr(twin, "const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;"),
+                      "%s variant %u: the counters are checked to equal the divisions", kernels[i], v);
             cr_expect(strstr(code.layouts, "A and B by cp.async from the producer warp group into the swizzled ring, "
                                            "not TMA (line "),
                       "%s variant %u: the remark says which path and why not TMA:\n%s", kernels[i], v, code.layouts);
@@ -118,11 +139,15 @@ Test(wgconv, sass_has_hgmma_and_ldgsts, .timeout = 300)
     const char *tool = cuobjdump();
     if (!tool)
         cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
-    char *t = twin_sass(tool, "conv2d_nhwc", 0);
-    cr_assert_not_null(t, "the sm_90a cubin has the twin");
-    cr_expect(strstr(t, "HGMMA.64x128x16.F32"), "the twin multiplies on wgmma");
-    cr_expect(strstr(t, "LDGSTS"), "its producer copies by cp.async");
-    cr_expect(!strstr(t, "UTMALDG"), "no TMA load");
-    cr_expect(!strstr(t, "LDL") && !strstr(t, "STL"), "no local memory in the twin");
-    free(t);
+    /* variant 0: two producer warp groups; 4 (BK = 64): one */
+    for (int v = 0; v <= 4; v += 4) {
+        char *t = twin_sass(tool, "conv2d_nhwc", v);
+        cr_assert_not_null(t, "the sm_90a cubin has the twin of variant %d", v);
+        cr_expect(strstr(t, "HGMMA.64x128x16.F32"), "variant %d: the twin multiplies on wgmma", v);
+        cr_expect(strstr(t, "LDGSTS") && strstr(t, "ARRIVES.LDGSTSBAR"),
+                  "variant %d: its producer copies by cp.async and arrives when they land", v);
+        cr_expect(!strstr(t, "UTMALDG"), "variant %d: no TMA load", v);
+        cr_expect(!strstr(t, "LDL") && !strstr(t, "STL"), "variant %d: no local memory in the twin", v);
+        free(t);
+    }
 }

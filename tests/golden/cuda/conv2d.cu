@@ -355,7 +355,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_f16, variant K = 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v0_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -412,100 +412,126 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v0_tma(__half *v
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 256);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid >= 256) { /* the producer warp group: A and B by cp.async, each chunk where TMA would put it */
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
             const int tl_ptid = tl_tid - 256;
-            const unsigned tl_r0 = tl_ring - tl_sa(tl_smem);
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-                const __half * tl_h0[4];
-                bool tl_h1[4];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[4];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[4];
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
                     tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
                     tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
                     tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[4];
-                bool tl_h5[4];
-                bool tl_h6[4];
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
+        tl_setmaxnreg_inc<192>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -848,7 +874,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_f16, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v1_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -905,100 +931,126 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v1_tma(__half *v
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 256);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid >= 256) { /* the producer warp group: A and B by cp.async, each chunk where TMA would put it */
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
             const int tl_ptid = tl_tid - 256;
-            const unsigned tl_r0 = tl_ring - tl_sa(tl_smem);
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-                const __half * tl_h0[4];
-                bool tl_h1[4];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[4];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[4];
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
                     tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
                     tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
                     tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[4];
-                bool tl_h5[4];
-                bool tl_h6[4];
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
+        tl_setmaxnreg_inc<192>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -1341,7 +1393,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_f16, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v2_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -1398,100 +1450,126 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v2_tma(__half *v
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 256);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid >= 256) { /* the producer warp group: A and B by cp.async, each chunk where TMA would put it */
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
             const int tl_ptid = tl_tid - 256;
-            const unsigned tl_r0 = tl_ring - tl_sa(tl_smem);
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-                const __half * tl_h0[4];
-                bool tl_h1[4];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[4];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[4];
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
                     tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
                     tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
                     tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[4];
-                bool tl_h5[4];
-                bool tl_h6[4];
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
+        tl_setmaxnreg_inc<192>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -1834,7 +1912,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* conv2d_f16, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v3_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v3_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -1891,100 +1969,126 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v3_tma(__half *v
         const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 256);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid >= 256) { /* the producer warp group: A and B by cp.async, each chunk where TMA would put it */
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
             const int tl_ptid = tl_tid - 256;
-            const unsigned tl_r0 = tl_ring - tl_sa(tl_smem);
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-                const __half * tl_h0[4];
-                bool tl_h1[4];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[4];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[4];
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
                     tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
                     tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
                     tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[2];
-                bool tl_h5[2];
-                bool tl_h6[2];
+                const __half * tl_h4[1];
+                bool tl_h5[1];
+                bool tl_h6[1];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + 98304 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
+        tl_setmaxnreg_inc<192>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -2390,13 +2494,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid >= 256) { /* the producer warp group: A and B by cp.async, each chunk where TMA would put it */
+        if (tl_tid >= 256) { /* the producer, 128 threads: A and B by cp.async, each chunk where TMA would put it */
             const int tl_ptid = tl_tid - 256;
-            const unsigned tl_r0 = tl_ring - tl_sa(tl_smem);
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
                     const int tl_s = tl_it % 6;
                     if (tl_it >= 6)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
@@ -2404,22 +2516,22 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -2427,27 +2539,43 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
+                        const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
@@ -2795,7 +2923,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_f16, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_v5_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -2852,100 +2980,126 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_v5_tma(__half *v
         const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 256);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 4);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid >= 128) { /* the producer warp group: A and B by cp.async, each chunk where TMA would put it */
+        if (tl_tid >= 128) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
             const int tl_ptid = tl_tid - 128;
-            const unsigned tl_r0 = tl_ring - tl_sa(tl_smem);
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-                const __half * tl_h0[2];
-                bool tl_h1[2];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                const __half * tl_h0[1];
+                bool tl_h1[1];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[1];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[1];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
                     tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
                     tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
                     tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[4];
-                bool tl_h5[4];
-                bool tl_h6[4];
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
+        tl_setmaxnreg_inc<240>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -3288,7 +3442,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* conv2d_f16, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_v6_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v6_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -3345,100 +3499,126 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_v6_tma(__half *v
         const unsigned tl_full = tl_ring + 98304, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 256);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 4);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid >= 128) { /* the producer warp group: A and B by cp.async, each chunk where TMA would put it */
+        if (tl_tid >= 128) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
             const int tl_ptid = tl_tid - 128;
-            const unsigned tl_r0 = tl_ring - tl_sa(tl_smem);
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-                const __half * tl_h0[2];
-                bool tl_h1[2];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                const __half * tl_h0[1];
+                bool tl_h1[1];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[1];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[1];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
                     tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
                     tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
                     tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[2];
-                bool tl_h5[2];
-                bool tl_h6[2];
+                const __half * tl_h4[1];
+                bool tl_h5[1];
+                bool tl_h6[1];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + 49152 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
+        tl_setmaxnreg_inc<240>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -3781,7 +3961,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_f16, variant K = 8: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v7_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -3838,100 +4018,126 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v7_tma(__half *v
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 256);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid >= 256) { /* the producer warp group: A and B by cp.async, each chunk where TMA would put it */
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
             const int tl_ptid = tl_tid - 256;
-            const unsigned tl_r0 = tl_ring - tl_sa(tl_smem);
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-                const __half * tl_h0[4];
-                bool tl_h1[4];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[4];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[4];
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
                     tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
                     tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
                     tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[4];
-                bool tl_h5[4];
-                bool tl_h6[4];
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
+        tl_setmaxnreg_inc<192>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -4296,7 +4502,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_nhwc, variant K = 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v0_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -4353,100 +4559,126 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v0_tma(__half *
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 256);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid >= 256) { /* the producer warp group: A and B by cp.async, each chunk where TMA would put it */
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
             const int tl_ptid = tl_tid - 256;
-            const unsigned tl_r0 = tl_ring - tl_sa(tl_smem);
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-                const __half * tl_h0[4];
-                bool tl_h1[4];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[4];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[4];
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
                     tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
                     tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
                     tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[4];
-                bool tl_h5[4];
-                bool tl_h6[4];
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
+        tl_setmaxnreg_inc<192>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -4833,7 +5065,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_nhwc, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v1_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -4890,100 +5122,126 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v1_tma(__half *
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 256);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid >= 256) { /* the producer warp group: A and B by cp.async, each chunk where TMA would put it */
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
             const int tl_ptid = tl_tid - 256;
-            const unsigned tl_r0 = tl_ring - tl_sa(tl_smem);
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-                const __half * tl_h0[4];
-                bool tl_h1[4];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[4];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[4];
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
                     tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
                     tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
                     tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[4];
-                bool tl_h5[4];
-                bool tl_h6[4];
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
+        tl_setmaxnreg_inc<192>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -5370,7 +5628,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_nhwc, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v2_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -5427,100 +5685,126 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v2_tma(__half *
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 256);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid >= 256) { /* the producer warp group: A and B by cp.async, each chunk where TMA would put it */
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
             const int tl_ptid = tl_tid - 256;
-            const unsigned tl_r0 = tl_ring - tl_sa(tl_smem);
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-                const __half * tl_h0[4];
-                bool tl_h1[4];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[4];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[4];
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
                     tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
                     tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
                     tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[4];
-                bool tl_h5[4];
-                bool tl_h6[4];
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
+        tl_setmaxnreg_inc<192>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -5907,7 +6191,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* conv2d_nhwc, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v3_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v3_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -5964,100 +6248,126 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v3_tma(__half *
         const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 256);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid >= 256) { /* the producer warp group: A and B by cp.async, each chunk where TMA would put it */
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
             const int tl_ptid = tl_tid - 256;
-            const unsigned tl_r0 = tl_ring - tl_sa(tl_smem);
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-                const __half * tl_h0[4];
-                bool tl_h1[4];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[4];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[4];
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
                     tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
                     tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
                     tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[2];
-                bool tl_h5[2];
-                bool tl_h6[2];
+                const __half * tl_h4[1];
+                bool tl_h5[1];
+                bool tl_h6[1];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + 98304 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
+        tl_setmaxnreg_inc<192>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -6507,13 +6817,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid >= 256) { /* the producer warp group: A and B by cp.async, each chunk where TMA would put it */
+        if (tl_tid >= 256) { /* the producer, 128 threads: A and B by cp.async, each chunk where TMA would put it */
             const int tl_ptid = tl_tid - 256;
-            const unsigned tl_r0 = tl_ring - tl_sa(tl_smem);
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
                     const int tl_s = tl_it % 6;
                     if (tl_it >= 6)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
@@ -6521,22 +6839,22 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -6544,27 +6862,43 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
+                        const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
@@ -6956,7 +7290,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_nhwc, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_v5_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -7013,100 +7347,126 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_v5_tma(__half *
         const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 256);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 4);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid >= 128) { /* the producer warp group: A and B by cp.async, each chunk where TMA would put it */
+        if (tl_tid >= 128) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
             const int tl_ptid = tl_tid - 128;
-            const unsigned tl_r0 = tl_ring - tl_sa(tl_smem);
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-                const __half * tl_h0[2];
-                bool tl_h1[2];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                const __half * tl_h0[1];
+                bool tl_h1[1];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[1];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[1];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
                     tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
                     tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
                     tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[4];
-                bool tl_h5[4];
-                bool tl_h6[4];
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
+        tl_setmaxnreg_inc<240>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -7493,7 +7853,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* conv2d_nhwc, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_v6_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v6_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -7550,100 +7910,126 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_v6_tma(__half *
         const unsigned tl_full = tl_ring + 98304, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 256);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 4);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid >= 128) { /* the producer warp group: A and B by cp.async, each chunk where TMA would put it */
+        if (tl_tid >= 128) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
             const int tl_ptid = tl_tid - 128;
-            const unsigned tl_r0 = tl_ring - tl_sa(tl_smem);
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-                const __half * tl_h0[2];
-                bool tl_h1[2];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                const __half * tl_h0[1];
+                bool tl_h1[1];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[1];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[1];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
                     tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
                     tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
                     tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[2];
-                bool tl_h5[2];
-                bool tl_h6[2];
+                const __half * tl_h4[1];
+                bool tl_h5[1];
+                bool tl_h6[1];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + 49152 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
+        tl_setmaxnreg_inc<240>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -8030,7 +8416,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_nhwc, variant K = 8: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v7_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -8087,100 +8473,126 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v7_tma(__half *
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 256);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid >= 256) { /* the producer warp group: A and B by cp.async, each chunk where TMA would put it */
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
             const int tl_ptid = tl_tid - 256;
-            const unsigned tl_r0 = tl_ring - tl_sa(tl_smem);
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-                const __half * tl_h0[4];
-                bool tl_h1[4];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[4];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[4];
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
                     tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
                     tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
                     tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[4];
-                bool tl_h5[4];
-                bool tl_h6[4];
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
+        tl_setmaxnreg_inc<192>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
