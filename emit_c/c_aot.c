@@ -171,6 +171,8 @@ static void aot_twin(strbuf *c, const char *id, const tilec_tma_meta *t)
         aot_index(c, ", ", m->bs[1]);
         sb_puts(c, "}}");
     }
+    if (!t->nmaps) /* a twin whose producer copies by cp.async: no map (ISO C has no empty braces) */
+        sb_puts(c, "{0}");
     sb_puts(c, "}};\n");
 }
 

@@ -16,6 +16,7 @@
 
 #include "helpers.h"
 #include "sass_helpers.h"
+#include "tilec/emitter.h"
 #include "tilec/lower.h"
 
 #define CONV "examples/conv2d.tile"
@@ -150,4 +151,58 @@ Test(wgconv, sass_has_hgmma_and_ldgsts, .timeout = 300)
         cr_expect(!strstr(t, "LDL") && !strstr(t, "STL"), "variant %d: no local memory in the twin", v);
         free(t);
     }
+}
+
+/* --aot sm_90a of a graph whose product has a gather twin (no tensor map:
+ * A's mask bounds its rows only): the twin's metadata in the wrapper, with
+ * no maps, compiles as C11 with strict warnings. */
+Test(wgconv, aot_wrapper_with_a_gather_twin_compiles, .timeout = 300)
+{
+    static const char src[] =
+        "kernel mm(a: *f16, b: *f16, c: *f16, M: i32, N: i32, K: i32)\n"
+        "    grid (cdiv(M, BM), cdiv(N, BN))\n"
+        "    hints { BM = 128, BN = 128, BK = 32, warps = 8, stages = 3 }\n"
+        "{\n"
+        "    let rm = pid(0) * BM + range(BM);\n"
+        "    let rn = pid(1) * BN + range(BN);\n"
+        "    let acc = zeros(f32, BM, BN);\n"
+        "    for k in 0 .. K step BK {\n"
+        "        let rk = k + range(BK);\n"
+        "        let ta = load(a + rm[:, None] * K + rk[None, :], rm[:, None] < M, 0.0);\n"
+        "        let tb = load(b + rk[:, None] * N + rn[None, :], rk[:, None] < K && rn[None, :] < N, 0.0);\n"
+        "        acc = acc + dot(ta, tb);\n"
+        "    }\n"
+        "    store(c + rm[:, None] * N + rn[None, :], cast(acc, f16), rm[:, None] < M && rn[None, :] < N);\n"
+        "}\n"
+        "graph g(a: f16[M, K], b: f16[K, N]) -> (c: f16[M, N]) {\n"
+        "    let c = empty(f16, [M, N]);\n"
+        "    mm(a, b, c, M, N, K);\n"
+        "    return c;\n"
+        "}\n";
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "g.tile", src, strlen(src), &m), TILEC_OK);
+    const char *const keys[] = {"aot"}, *const values[] = {"sm_90a"};
+    tilec_status st = tilec_module_emit(ctx, m, "c",
+                                        &(tilec_emit_options){.dir = dir, .plan = 1, .keys = keys, .values = values, .noptions = 1},
+                                        tilec_sink_file(stdout));
+    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "");
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    char *c = read_in(dir, "g.c");
+    cr_assert_not_null(c);
+    cr_expect(strstr(c, "static const tilec_tma_meta tl_tma_mm_v0 = {tl_twin_mm_v0, 512, "),
+              "the twin's metadata, 512 threads (two producer warp groups)");
+    cr_expect(strstr(c, ", 0, 0, {{0}}};\n"), "no tensor map, not persistent");
+    free(c);
+    const char *cc = getenv("CC");
+    char *out;
+    int rc = sh(&out, "%s -std=c11 -pedantic -fsyntax-only -Wall -Wextra -Wshadow -Werror -Iinclude -I%s %s/g.c",
+                cc && *cc ? cc : "cc", dir, dir);
+    cr_expect_eq(rc, 0, "the wrapper does not compile:\n%.2000s", out);
+    free(out);
+    rm_dir(dir);
 }
