@@ -14,19 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "helpers.h"
+#include "fs_helpers.h"
+#include "mm_tile.h"
 #include "sass_helpers.h"
 #include "tilec/emitter.h"
 #include "tilec/lower.h"
 
 #define CONV "examples/conv2d.tile"
-
-static void lower_v(tilec_ctx *ctx, tilec_module *m, const char *kernel, int v, tilec_kernel_code *code)
-{
-    const tilec_kernel *k = tilec_module_find_kernel(m, kernel);
-    cr_assert_not_null(k, "no kernel %s", kernel);
-    cr_assert_eq(tilec_lower_kernel(ctx, m, k, v, code), TILEC_OK, "%s variant %d does not lower", kernel, v);
-}
 
 Test(wgconv, every_conv_variant_has_a_gather_twin)
 {
@@ -38,7 +32,7 @@ Test(wgconv, every_conv_variant_has_a_gather_twin)
         cr_expect_eq(nv, 8, "%s: %u variants", kernels[i], nv);
         for (uint32_t v = 0; v < nv; v++) {
             tilec_kernel_code code;
-            lower_v(ctx, m, kernels[i], (int)v, &code);
+            lower_variant(ctx, m, kernels[i], (int)v, &code);
             cr_expect_not_null(code.tma.name, "%s variant %u: an sm_90a twin", kernels[i], v);
             cr_expect_eq(code.tma.nmaps, 0, "%s variant %u: no tensor map", kernels[i], v);
             cr_expect_eq(code.tma.persistent, 0, "%s variant %u: one tile a block", kernels[i], v);
@@ -85,29 +79,12 @@ Test(wgconv, every_conv_variant_has_a_gather_twin)
  * not TMA and why not cp.async. */
 Test(wgconv, transposed_operand_keeps_the_pipeline)
 {
-    static const char src[] =
-        "kernel lin(a: *f16, w: *f16, c: *f16, M: i32, N: i32, K: i32)\n"
-        "    grid (cdiv(M, BM), cdiv(N, BN))\n"
-        "    hints { BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 }\n"
-        "{\n"
-        "    let rm = pid(0) * BM + range(BM);\n"
-        "    let rn = pid(1) * BN + range(BN);\n"
-        "    let acc = zeros(f32, BM, BN);\n"
-        "    for k in 0 .. K step BK {\n"
-        "        let rk = k + range(BK);\n"
-        "        let ta = load(a + rm[:, None] * K + rk[None, :], rm[:, None] < M && rk[None, :] < K, 0.0);\n"
-        "        let tw = load(w + rn[:, None] * K + rk[None, :], rn[:, None] < N, 0.0);\n"
-        "        acc = acc + dot(ta, trans(tw));\n"
-        "    }\n"
-        "    store(c + rm[:, None] * N + rn[None, :], cast(acc, f16), rm[:, None] < M && rn[None, :] < N);\n"
-        "}\n";
-    tilec_ctx *ctx = tilec_ctx_new();
+    static const char *const edits[] = {
+        "load(b + rk[:, None] * N + rn[None, :], rk[:, None] < K && rn[None, :] < N, 0.0)",
+        "load(b + rn[:, None] * K + rk[None, :], rn[:, None] < N, 0.0)", "dot(ta, tb)", "dot(ta, trans(tb))"};
     tilec_module *m = NULL;
-    tilec_status st = tilec_parse_string(ctx, "lin.tile", src, strlen(src), &m);
-    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
-    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "");
     tilec_kernel_code code;
-    lower_v(ctx, m, "lin", 0, &code);
+    tilec_ctx *ctx = lower_mm(edits, 2, &m, &code);
     cr_expect_null(code.tma.name, "no twin");
     cr_expect(strstr(code.layouts, "not on wgmma + TMA: the mask is not R[:, None] < rows && C[None, :] < cols"),
               "why not TMA:\n%s", code.layouts);
@@ -158,32 +135,20 @@ Test(wgconv, sass_has_hgmma_and_ldgsts, .timeout = 300)
  * no maps, compiles as C11 with strict warnings. */
 Test(wgconv, aot_wrapper_with_a_gather_twin_compiles, .timeout = 300)
 {
-    static const char src[] =
-        "kernel mm(a: *f16, b: *f16, c: *f16, M: i32, N: i32, K: i32)\n"
-        "    grid (cdiv(M, BM), cdiv(N, BN))\n"
-        "    hints { BM = 128, BN = 128, BK = 32, warps = 8, stages = 3 }\n"
-        "{\n"
-        "    let rm = pid(0) * BM + range(BM);\n"
-        "    let rn = pid(1) * BN + range(BN);\n"
-        "    let acc = zeros(f32, BM, BN);\n"
-        "    for k in 0 .. K step BK {\n"
-        "        let rk = k + range(BK);\n"
-        "        let ta = load(a + rm[:, None] * K + rk[None, :], rm[:, None] < M, 0.0);\n"
-        "        let tb = load(b + rk[:, None] * N + rn[None, :], rk[:, None] < K && rn[None, :] < N, 0.0);\n"
-        "        acc = acc + dot(ta, tb);\n"
-        "    }\n"
-        "    store(c + rm[:, None] * N + rn[None, :], cast(acc, f16), rm[:, None] < M && rn[None, :] < N);\n"
-        "}\n"
-        "graph g(a: f16[M, K], b: f16[K, N]) -> (c: f16[M, N]) {\n"
-        "    let c = empty(f16, [M, N]);\n"
-        "    mm(a, b, c, M, N, K);\n"
-        "    return c;\n"
-        "}\n";
+    char src[4096];
+    int n = snprintf(src, sizeof src, MM_TILE_FMT
+                     "graph g(a: f16[M, K], b: f16[K, N]) -> (c: f16[M, N]) {\n"
+                     "    let c = empty(f16, [M, N]);\n"
+                     "    mm(a, b, c, M, N, K);\n"
+                     "    return c;\n"
+                     "}\n",
+                     "mm", "rm[:, None] < M");
+    cr_assert(n > 0 && (size_t)n < sizeof src);
     char dir[64];
     make_tmpdir(dir, sizeof dir);
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = NULL;
-    cr_assert_eq(tilec_parse_string(ctx, "g.tile", src, strlen(src), &m), TILEC_OK);
+    cr_assert_eq(tilec_parse_string(ctx, "g.tile", src, (size_t)n, &m), TILEC_OK);
     const char *const keys[] = {"aot"}, *const values[] = {"sm_90a"};
     tilec_status st = tilec_module_emit(ctx, m, "c",
                                         &(tilec_emit_options){.dir = dir, .plan = 1, .keys = keys, .values = values, .noptions = 1},
@@ -194,8 +159,8 @@ Test(wgconv, aot_wrapper_with_a_gather_twin_compiles, .timeout = 300)
     tilec_ctx_free(ctx);
     char *c = read_in(dir, "g.c");
     cr_assert_not_null(c);
-    cr_expect(strstr(c, "static const tilec_tma_meta tl_tma_mm_v0 = {tl_twin_mm_v0, 512, "),
-              "the twin's metadata, 512 threads (two producer warp groups)");
+    cr_expect(strstr(c, "static const tilec_tma_meta tl_tma_mm_v0 = {tl_twin_mm_v0, 384, "),
+              "the twin's metadata, 384 threads (BK = 64: one producer warp group)");
     cr_expect(strstr(c, ", 0, 0, {{0}}};\n"), "no tensor map, not persistent");
     free(c);
     const char *cc = getenv("CC");

@@ -18,13 +18,6 @@
 
 #define GEMM "bench/harness/gemm.tile"
 
-static void lower_variant(tilec_ctx *ctx, tilec_module *m, const char *kernel, int v, tilec_kernel_code *code)
-{
-    const tilec_kernel *k = tilec_module_find_kernel(m, kernel);
-    cr_assert_not_null(k, "no kernel %s", kernel);
-    cr_assert_eq(tilec_lower_kernel(ctx, m, k, v, code), TILEC_OK, "%s variant %d does not lower", kernel, v);
-}
-
 static void expect_map(const tilec_tma_map *t, uint32_t ptr, uint32_t rows, uint32_t cols, uint32_t stride,
                        uint32_t box_rows, uint32_t bf16)
 {
@@ -36,15 +29,6 @@ static void expect_map(const tilec_tma_map *t, uint32_t ptr, uint32_t rows, uint
     cr_expect_eq(t->box_cols, 64);
     cr_expect_eq(t->elem_bytes, 2);
     cr_expect_eq(t->bf16, bf16);
-}
-
-/* The kernel `name` of src, variant 0, lowered. */
-static void lower_src(tilec_ctx *ctx, tilec_module **m, const char *name, const char *src, tilec_kernel_code *code)
-{
-    tilec_status st = tilec_parse_string(ctx, "src.tile", src, strlen(src), m);
-    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
-    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "");
-    lower_variant(ctx, *m, name, 0, code);
 }
 
 /* matmul_f16(a, b, c, M, N, K): A is [M, K] with row stride K, B [K, N]
@@ -115,29 +99,6 @@ static int count_of(const char *hay, const char *needle)
     for (const char *p = strstr(hay, needle); p; p = strstr(p + strlen(needle), needle))
         n++;
     return n;
-}
-
-/* src with `from` replaced by `to` (once; it must be there). */
-static void edit_src(char *src, size_t size, const char *from, const char *to)
-{
-    char *h = strstr(src, from);
-    cr_assert_not_null(h, "'%s' in the source", from);
-    cr_assert_lt(strlen(src) - strlen(from) + strlen(to), size);
-    memmove(h + strlen(to), h + strlen(from), strlen(h + strlen(from)) + 1);
-    memcpy(h, to, strlen(to));
-}
-
-/* mm_tile.h's kernel `mm` with edits[2i] replaced by edits[2i + 1] (n
- * pairs), lowered (variant 0) in a new context. */
-static tilec_ctx *lower_mm(const char *const *edits, int n, tilec_module **m, tilec_kernel_code *code)
-{
-    char src[2048];
-    snprintf(src, sizeof src, MM_TILE_FMT, "mm", MM_TILE_MASK);
-    for (int i = 0; i < n; i++)
-        edit_src(src, sizeof src, edits[2 * i], edits[2 * i + 1]);
-    tilec_ctx *ctx = tilec_ctx_new();
-    lower_src(ctx, m, "mm", src, code);
-    return ctx;
 }
 
 /* The K tile and the warps shape the twin, not whether there is one
