@@ -171,9 +171,7 @@ static void aot_twin(strbuf *c, const char *id, const tilec_tma_meta *t)
         aot_index(c, ", ", m->bs[1]);
         sb_puts(c, "}}");
     }
-    if (!t->nmaps) /* a twin whose producer copies by cp.async: no map (ISO C has no empty braces) */
-        sb_puts(c, "{0}");
-    sb_puts(c, "}};\n");
+    sb_puts(c, t->nmaps ? "}};\n" : "{0}}};\n"); /* no maps (a twin fed by cp.async): no empty braces in C11 */
 }
 
 /* A variant's grid as C: tl_grid_ID(args, grid). */
