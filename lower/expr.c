@@ -460,6 +460,8 @@ const char *lower_walk(lw *L, const tilec_expr *e, const char *const *idx, int s
     const char *kept = L->hoist && mode == EMIT ? lower_hoist_ref(L, e, idx) : NULL;
     if (kept) /* computed before the loop (hoist.c) */
         return kept;
+    if (L->stepdiv && mode == EMIT && (kept = lower_stepdiv_ref(L, e)) != NULL) /* a step counter (stepdiv.c) */
+        return kept;
     matnode *mn = lower_find_mat(L, e);
     if (mn)
         return mat_elem(L, mn->v, idx, same, cur, mode);

@@ -93,7 +93,7 @@ static void emit_kernel(lw *L, const char *fname)
     sb_puts(&sig, lower_split_params(L)); /* split_k: the runtime's workspace and tile counters */
     /* `blocks`: at least that many blocks per SM (the register cap that follows) */
     int64_t blocks = tilec_kernel_hint(k, L->variant, "blocks", 0);
-    lower_line(L, "extern \"C\" __global__ void __launch_bounds__(%d%s) %s(%s)", L->wg ? L->nt + 128 : L->nt,
+    lower_line(L, "extern \"C\" __global__ void __launch_bounds__(%d%s) %s(%s)", L->wg ? L->nt + (L->wgp.gather ? L->wgp.producers : 128) : L->nt,
                L->wg ? ", 1" : blocks > 0 ? lower_fmt(L, ", %lld", (long long)blocks) : "", fname, sb_str(&sig));
     sb_free(&sig);
     lower_line(L, "{");

@@ -109,6 +109,12 @@ typedef struct wg_plan {
     int pair_ok, pair;
     int64_t pair_stage_bytes;     /* a paired stage: (M + 2N) x K elements */
     int pair_S;                   /* its stages in the ring */
+    /* wggather.c: A and B copied by cp.async from the producer warp group
+     * (an operand TMA cannot read: a gathered A), not by TMA; no maps */
+    int gather;
+    const tilec_expr *ld[2];      /* then the two loads */
+    int producers;                /* then the producer's threads (two warp groups when the chunks divide) */
+    int preg, creg;               /* with two: setmaxnreg's registers of a producer and a consumer thread */
 } wg_plan;
 
 typedef struct matnode {
@@ -212,6 +218,7 @@ typedef struct lw {
     unsigned line; /* .tile line of the statement being lowered */
     int nsync;     /* __syncthreads emitted so far */
     lower_hoist *hoist; /* set while a pipelined loop's copies are emitted */
+    struct lower_stepdiv *stepdiv; /* stepdiv.c: set while a producer's copies read step counters */
     const char *hoist_var; /* hoist.c: the loop variable while a pointer is split */
     const char *hoist_kname; /* ... and the name of the chunk's K index (lower_hoist.kname) */
     strbuf notes;  /* --emit layouts */
@@ -460,6 +467,10 @@ const char *lower_hoist_ptr(lw *L, const tilec_expr *e, const char *const *idx);
 void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr *const *loads, const int *mode, int n);
 void lower_hoist_end(lw *L);
 void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, int trans);
+/* ... with the chunk's first element at element `at` (C, of tl_i0 and
+ * tl_i1) past the shared-memory byte pointer `dst` (C): a swizzled ring's
+ * own arrangement */
+void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const char *at, int trans);
 /* The pieces of a cp.async ring loop: tl_ix, tl_lo, tl_hi, tl_st; the
  * first stages-1 copies; at the top of an iteration the wait, the barrier
  * and the copies stages-1 iterations ahead. issue(L, ctx, slot) emits one
@@ -535,6 +546,33 @@ int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mask, tilec_d
 const char *lower_wg_batch(lw *L, const wg_plan *w, int i);
 /* The box coordinates (column, row) of map i at its first element. */
 void lower_wg_coords(lw *L, const wg_plan *w, int i, const char **col, const char **row);
+
+/* ---- wggather.c: the twin's operands by cp.async (gathered rows) ---- */
+
+/* Regular pass, when an operand is no TMA tile (L->miss says why): may
+ * the producer warp group copy both loads of pp by cp.async into the
+ * swizzled ring instead? 1 with w set up for it (w->gather), else 0 with
+ * the reason appended to the TMA one. */
+int lower_wg_gather_note(lw *L, const lower_pipe_plan *pp, wg_plan *w);
+/* Twin pass: the producer warp group's loop of a gather twin (S stages). */
+void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char *v);
+
+/* ---- stepdiv.c: step counters for the copies' divisions ---- */
+
+typedef struct lower_stepdiv lower_stepdiv;
+/* Before a loop over var (C name tl_lo .. tl_hi step tl_st): counters
+ * for the scalar divisions of the loads' pointers and masks by
+ * loop-invariant divisors, declared and set to the first step's values;
+ * the walker reads them until lower_stepdiv_end (L->stepdiv NULL: none). */
+void lower_stepdiv_begin(lw *L, const char *var, const tilec_expr *const *loads, int n);
+/* At the top of a step, v the loop variable's C name: the divisions as
+ * written when the run-time check refused the counters. */
+void lower_stepdiv_step(lw *L, const char *v);
+/* At the end of a step: the counters one step on. */
+void lower_stepdiv_advance(lw *L);
+void lower_stepdiv_end(lw *L);
+/* The counter that e (a division the counters follow) reads, or NULL. */
+const char *lower_stepdiv_ref(lw *L, const tilec_expr *e);
 
 /* ---- wgstore.c: the twin's epilogue store through TMA ---- */
 

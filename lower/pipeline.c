@@ -119,6 +119,11 @@ void lower_chunk_open(lw *L, const tilec_expr *e, int trans)
 
 void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, int trans)
 {
+    lower_emit_async_load_at(L, e, lower_fmt(L, "tl_smem + %s", dst), lower_smem_at(L, trans, ld), trans);
+}
+
+void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const char *at, int trans)
+{
     const tilec_type *t = lower_ty(L, e);
     const tilec_expr *mask = e->nargs > 1 ? e->args[1] : NULL;
     int vec = lower_chunk_vec(L, e);
@@ -127,8 +132,7 @@ void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, 
     lower_map_bcast(lower_ty(L, e->args[0]), 2, lower_idx, sub);
     const char *ptr = L->hoist ? lower_hoist_ptr(L, e->args[0], sub) : NULL;
     lower_line(L, "const %s *tl_p = %s;", lower_ctype(t->dtype), ptr ? ptr : lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
-    lower_line(L, "%s *tl_d = (%s *)(tl_smem + %s) + %s;", lower_ctype(t->dtype), lower_ctype(t->dtype), dst,
-               lower_smem_at(L, trans, ld));
+    lower_line(L, "%s *tl_d = (%s *)(%s) + %s;", lower_ctype(t->dtype), lower_ctype(t->dtype), dst, at);
     strbuf all, any;
     sb_init(&all);
     sb_init(&any);

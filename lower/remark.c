@@ -78,7 +78,7 @@ void lower_remarks_render(lw *L, int twin, strbuf *out)
         unsigned line = r->loop->loc.line;
         if (r->wg && twin)
             sb_printf(out, "line %u: dot loop: %s (the sm_90a twin%s%s); elsewhere %s\n", line,
-                      r->wg_path ? r->wg_path : "wgmma + TMA", r->wg_bk ? ", B K-major: trans of its [N, K] load" : "",
+                      r->wg_path ? r->wg_path : L->wgp.gather ? "wgmma + cp.async" : "wgmma + TMA", r->wg_bk ? ", B K-major: trans of its [N, K] load" : "",
                       L->wgp.how ? L->wgp.how : "", r->path);
         else
             sb_printf(out, "line %u: dot loop: %s\n", line, r->path);

@@ -278,7 +278,8 @@ const char *lower_wg_batch(lw *L, const wg_plan *w, int i)
 /* Calls that are pure functions of indices and scalars. */
 static int pure(const tilec_expr *e)
 {
-    static const char *const ok[] = {"range", "zeros", "full", "pid", "num_programs", "cast", "cdiv", "min", "max"};
+    static const char *const ok[] = {"range", "zeros", "full", "pid", "num_programs", "cast", "cdiv", "min", "max",
+                                        "maximum", "minimum", "where"};
     if (e->kind == TILEC_EX_CALL) {
         size_t i = 0;
         while (i < sizeof ok / sizeof ok[0] && strcmp(ok[i], e->name))
@@ -545,9 +546,11 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     lower_bind_loop_scope(L, loop);
     int ok = match_load(L, pp->load[0], &w->maps[0], &w->R[0], &w->C[0], &w->Z[0]) &&
              match_load(L, pp->load[1], &w->maps[1], &w->R[1], &w->C[1], &w->Z[1]);
+    if (!ok) /* an operand TMA cannot read: both by cp.async (wggather.c) */
+        ok = lower_wg_gather_note(L, pp, w);
     w->bk = pp->tr[1];
     w->kt = K;
-    w->iters = ok ? wg_stage_iters(L, loop, w, &w->one_why) : 1;
+    w->iters = ok && !w->gather ? wg_stage_iters(L, loop, w, &w->one_why) : 1;
     lower_leave(L);
     if (!ok)
         return;
@@ -566,12 +569,13 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     w->warps = wg_warps(M);
     w->stage_bytes = (M + N) * K * (int64_t)w->maps[0].elem_bytes;
     w->S = lower_wg_ring_stages(w, w->stage_bytes);
-    w->how = wg_how(L, w);
+    w->how = w->gather ? lower_fmt(L, "%s%s", wg_how(L, w), w->how) : wg_how(L, w);
     if (w->S < 2)
         return (void)lower_miss(L, 0, "fewer than two TMA stages fit");
-    w->nmaps = 2;
-    w->persist_ok = after_loop_ok(L, loop);
-    lower_wg_pair_note(L, loop, pp->update->names[0], w); /* two N tiles a block (wgpair.c) */
+    w->nmaps = w->gather ? 0 : 2;
+    w->persist_ok = !w->gather && after_loop_ok(L, loop);
+    if (!w->gather)
+        lower_wg_pair_note(L, loop, pp->update->names[0], w); /* two N tiles a block (wgpair.c) */
     L->wg_loop = loop;
 }
 
@@ -693,6 +697,10 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
 {
     int S = w->S, nb = (int)(lower_wg_n(w) / w->maps[1].box_cols);
     int ka = (int)(a_slot(w) / (w->M * w->arow)); /* A's boxes a stage */
+    if (w->gather) {
+        lower_wg_gather_producer(L, w, loop, v);
+        return;
+    }
     if (!w->persist) {
         lower_line(L, "if (tl_tid >= %d) {", L->nt);
         L->ind++;
@@ -753,13 +761,16 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     if (w->persist) { /* tl_it counts on across the block's tiles; this tile's first */
         lower_line(L, "const int tl_it0 = tl_it;");
     } else {
-        lower_line(L, "tl_setmaxnreg_inc<232>();");
+        if (!w->gather || w->creg) /* a gather twin's producer needs registers for its addresses (wggather.c) */
+            lower_line(L, "tl_setmaxnreg_inc<%d>();", w->gather ? w->creg : 232);
         lower_line(L, "int tl_it = 0;");
     }
     lower_line(L, "for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {");
     L->ind++;
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
     lower_line(L, "tl_mbar_wait(tl_full + tl_s * 8, (tl_it / %d) & 1);", S);
+    if (w->gather) /* the producer's cp.async wrote the slot: generic proxy, wgmma reads through the async one */
+        lower_line(L, "tl_fence_async_smem();");
     /* each consumer warp group its 64 rows of A */
     lower_line(L, "const unsigned tl_a = tl_ring + tl_s * %lld + (tl_warp >> 2) * %d;", (long long)a_slot(w),
                64 * w->arow);
@@ -806,7 +817,8 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     lower_walk(L, loop->lo, NULL, 0, NULL, PREP);
     lower_walk(L, loop->hi, NULL, 0, NULL, PREP);
     lower_wg_pair_acc(L, pp.acc->c);
-    lower_line(L, "{ /* %s += dot: wgmma on %d TMA stages, one producer warp group (sm_90a) */", pp.acc->c, S);
+    lower_line(L, "{ /* %s += dot: wgmma on %d %s stages, one producer warp group (sm_90a) */", pp.acc->c, S,
+               w->gather ? "cp.async" : "TMA");
     L->ind++;
     const char *step = loop->step ? lower_walk(L, loop->step, NULL, 0, NULL, EMIT) : "1";
     if (w->iters > 1) /* a stage: this many iterations, K tiles side by side (wg_stage_iters) */
@@ -828,7 +840,7 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     }
     lower_line(L, "if (tl_tid == 0) {");
     lower_line(L, "    for (int tl_s = 0; tl_s < %d; ++tl_s) {", S);
-    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, 1);");
+    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", w->gather ? 2 * w->producers : 1);
     lower_line(L, "        tl_mbar_init(tl_empty + tl_s * 8, %d);", L->nwarps);
     lower_line(L, "    }");
     lower_line(L, "    tl_mbar_fence_init();");
@@ -1023,7 +1035,7 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
     if (!meta->name)
         return -1;
     memcpy(meta->name, fname, n);
-    meta->threads = (uint32_t)(L->nt + WG_PRODUCER);
+    meta->threads = (uint32_t)(L->nt + (w->gather ? w->producers : WG_PRODUCER));
     meta->smem_bytes = L->smem;
     meta->nmaps = (uint32_t)w->nmaps;
     meta->persistent = (uint32_t)(w->pair ? 2 : w->persist); /* 2: pairs of tiles along y (wgpair.c) */
@@ -1033,6 +1045,8 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
 
 const char *lower_wg_params(lw *L)
 {
+    if (!L->wgp.nmaps) /* a gather twin: no tensor maps */
+        return "";
     const char *maps = L->wgp.nmaps == 3
                            ? ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, "
                              "const __grid_constant__ tl_tmap tl_tm2"

@@ -36,7 +36,7 @@ void lower_wg_store_note(lw *L, const tilec_stmt *s)
 {
     wg_plan *w = &L->wgp;
     const tilec_block *b = &L->k->body;
-    if (L->wg || !L->wg_loop || w->store)
+    if (L->wg || !L->wg_loop || w->store || w->gather) /* a gather twin has no tensor maps */
         return;
     const tilec_stmt *last = NULL;
     int after = 0;

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "helpers.h"
+#include "tilec/lower.h"
 
 static inline void make_tmpdir(char *dir, size_t cap)
 {
@@ -96,6 +97,14 @@ static inline tilec_module *parse(tilec_ctx *ctx, const char *path)
     cr_assert_eq(st, TILEC_OK, "%s does not check:\n%s", path, d.s ? d.s : "");
     free(d.s);
     return m;
+}
+
+/* Variant v of `kernel` of m lowered into code; it must lower. */
+static inline void lower_variant(tilec_ctx *ctx, tilec_module *m, const char *kernel, int v, tilec_kernel_code *code)
+{
+    const tilec_kernel *k = tilec_module_find_kernel(m, kernel);
+    cr_assert_not_null(k, "no kernel %s", kernel);
+    cr_assert_eq(tilec_lower_kernel(ctx, m, k, v, code), TILEC_OK, "%s variant %d does not lower", kernel, v);
 }
 
 #endif

@@ -19,13 +19,6 @@
 
 #define GEMM "tests/gemm_variants.tile"
 
-static void lower_variant(tilec_ctx *ctx, tilec_module *m, const char *kernel, int v, tilec_kernel_code *code)
-{
-    const tilec_kernel *k = tilec_module_find_kernel(m, kernel);
-    cr_assert_not_null(k, "no kernel %s", kernel);
-    cr_assert_eq(tilec_lower_kernel(ctx, m, k, v, code), TILEC_OK, "%s variant %d does not lower", kernel, v);
-}
-
 static void expect_map(const tilec_tma_map *t, uint32_t ptr, uint32_t rows, uint32_t cols, uint32_t stride,
                        uint32_t box_rows, uint32_t bf16)
 {
@@ -37,15 +30,6 @@ static void expect_map(const tilec_tma_map *t, uint32_t ptr, uint32_t rows, uint
     cr_expect_eq(t->box_cols, 64);
     cr_expect_eq(t->elem_bytes, 2);
     cr_expect_eq(t->bf16, bf16);
-}
-
-/* The kernel `name` of src, variant 0, lowered. */
-static void lower_src(tilec_ctx *ctx, tilec_module **m, const char *name, const char *src, tilec_kernel_code *code)
-{
-    tilec_status st = tilec_parse_string(ctx, "src.tile", src, strlen(src), m);
-    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
-    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "");
-    lower_variant(ctx, *m, name, 0, code);
 }
 
 /* matmul_f16(a, b, c, M, N, K): A is [M, K] with row stride K, B [K, N]
@@ -119,34 +103,11 @@ static int count_of(const char *hay, const char *needle)
     return n;
 }
 
-/* src with `from` replaced by `to` (once; it must be there). */
-static void edit_src(char *src, size_t size, const char *from, const char *to)
-{
-    char *h = strstr(src, from);
-    cr_assert_not_null(h, "'%s' in the source", from);
-    cr_assert_lt(strlen(src) - strlen(from) + strlen(to), size);
-    memmove(h + strlen(to), h + strlen(from), strlen(h + strlen(from)) + 1);
-    memcpy(h, to, strlen(to));
-}
-
-/* mm_tile.h's kernel `mm` with edits[2i] replaced by edits[2i + 1] (n
- * pairs), lowered (variant 0) in a new context. */
 /* The source of the (paired) twin: src up to its one-tile twin NAME_tma_1, when there is one (lower/wgpair.c). */
 static char *first_twin(const char *src)
 {
     const char *one = strstr(src, "_tma_1(");
     return strndup(src, one ? (size_t)(one - src) : strlen(src));
-}
-
-static tilec_ctx *lower_mm(const char *const *edits, int n, tilec_module **m, tilec_kernel_code *code)
-{
-    char src[2048];
-    snprintf(src, sizeof src, MM_TILE_FMT, "mm", MM_TILE_MASK);
-    for (int i = 0; i < n; i++)
-        edit_src(src, sizeof src, edits[2 * i], edits[2 * i + 1]);
-    tilec_ctx *ctx = tilec_ctx_new();
-    lower_src(ctx, m, "mm", src, code);
-    return ctx;
 }
 
 /* The K tile and the warps shape the twin, not whether there is one
@@ -314,8 +275,9 @@ Test(wgmma, store_by_tma_when_it_qualifies)
 }
 
 /* mm with A's mask `amask`: its twin's map of A (rows, cols), or -1 -1
- * when it has no twin. */
-static void a_map_with_mask(const char *amask, int *rows, int *cols)
+ * when it has no tensor map (*gather: a twin whose producer copies by
+ * cp.async, lower/wggather.c). */
+static void a_map_with_mask(const char *amask, int *rows, int *cols, int *gather)
 {
     char src[2048];
     snprintf(src, sizeof src, MM_TILE_FMT, "mm", amask);
@@ -326,8 +288,9 @@ static void a_map_with_mask(const char *amask, int *rows, int *cols)
     cr_assert_eq(st, TILEC_OK, "%s: %s", amask, d ? d->message : "");
     tilec_kernel_code code;
     lower_variant(ctx, m, "mm", 0, &code);
-    *rows = code.tma.name ? (int)code.tma.maps[0].rows : -1;
-    *cols = code.tma.name ? (int)code.tma.maps[0].cols : -1;
+    *rows = code.tma.name && code.tma.nmaps ? (int)code.tma.maps[0].rows : -1;
+    *cols = code.tma.name && code.tma.nmaps ? (int)code.tma.maps[0].cols : -1;
+    *gather = code.tma.name && !code.tma.nmaps && strstr(code.source, "cp.async.mbarrier.arrive.noinc");
     tilec_kernel_code_free(&code);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
@@ -336,22 +299,23 @@ static void a_map_with_mask(const char *amask, int *rows, int *cols)
 /* The map's extents are the mask's bounds, whichever parameters they are
  * (the runtime falls back when the row stride is narrower than a row); a
  * mask that is not `R < rows && C < cols` of the pointer's own index
- * tiles keeps the cp.async pipeline alone. */
+ * tiles is no tensor map: the twin's producer copies A and B by cp.async
+ * instead (a gather twin, masked element by element as the pipeline). */
 Test(wgmma, masks_give_the_extents)
 {
-    int r, c;
-    a_map_with_mask(MM_TILE_MASK, &r, &c);
-    cr_expect(r == 3 && c == 5, "rows M, cols K: %d %d", r, c);
-    a_map_with_mask("rk[None, :] < K && rm[:, None] < M", &r, &c);
-    cr_expect(r == 3 && c == 5, "either order: %d %d", r, c);
-    a_map_with_mask("rm[:, None] < M && rk[None, :] < N", &r, &c);
-    cr_expect(r == 3 && c == 4, "cols N: %d %d", r, c);
-    a_map_with_mask("rm[:, None] < M", &r, &c);
-    cr_expect(r == -1, "rows only: no twin");
-    a_map_with_mask("rm[:, None] < M && rk[None, :] + 1 < K", &r, &c);
-    cr_expect(r == -1, "a bound on another index expression: no twin");
-    a_map_with_mask("rm[:, None] < M && rk[None, :] < 64", &r, &c);
-    cr_expect(r == -1, "a constant bound: no twin");
+    int r, c, g;
+    a_map_with_mask(MM_TILE_MASK, &r, &c, &g);
+    cr_expect(r == 3 && c == 5 && !g, "rows M, cols K: %d %d", r, c);
+    a_map_with_mask("rk[None, :] < K && rm[:, None] < M", &r, &c, &g);
+    cr_expect(r == 3 && c == 5 && !g, "either order: %d %d", r, c);
+    a_map_with_mask("rm[:, None] < M && rk[None, :] < N", &r, &c, &g);
+    cr_expect(r == 3 && c == 4 && !g, "cols N: %d %d", r, c);
+    a_map_with_mask("rm[:, None] < M", &r, &c, &g);
+    cr_expect(r == -1 && g, "rows only: no map, a gather twin");
+    a_map_with_mask("rm[:, None] < M && rk[None, :] + 1 < K", &r, &c, &g);
+    cr_expect(r == -1 && g, "a bound on another index expression: no map, a gather twin");
+    a_map_with_mask("rm[:, None] < M && rk[None, :] < 64", &r, &c, &g);
+    cr_expect(r == -1 && g, "a constant bound: no map, a gather twin");
 }
 
 static char *disassemble(const char *tool, const char *opt, const char *kernel, int v, const char *arch)

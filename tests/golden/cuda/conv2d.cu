@@ -287,6 +287,295 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
     }
 }
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_f16_N128
+#define TL_WGMMA_f16_N128
+static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* conv2d_f16, variant K = 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 16;
+    constexpr int v_PR = 8;
+    constexpr int v_blocks = 0;
+    // examples/conv2d.tile:32
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:33
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:34
+    const long long v_img = (((long long)(tl_pid0)) / v_tiles);
+    // examples/conv2d.tile:35
+    const long long v_oh0 = (((((long long)(tl_pid0)) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:36
+    const long long v_ow0 = (((long long)((tl_pid0 % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:37
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:38
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:39
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:40
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:41
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:42
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:43
+    { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
+        if (tl_tid == 0) {
+            for (int tl_s = 0; tl_s < 12; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 512);
+                tl_mbar_init(tl_empty + tl_s * 8, 8);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
+            const int tl_ptid = tl_tid - 256;
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
+            {
+                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+                }
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                int tl_it = 0;
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
+                    const int tl_s = tl_it % 12;
+                    if (tl_it >= 12)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
+                }
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
+            return;
+        }
+        tl_setmaxnreg_inc<192>();
+        int tl_it = 0;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 12;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            tl_fence_async_smem();
+            const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 8192;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+        }
+        tl_wg_wait<0>();
+    }
+    // examples/conv2d.tile:52
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:53
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif
+
 /* conv2d_f16, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
@@ -516,6 +805,295 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
         }
     }
 }
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_f16_N128
+#define TL_WGMMA_f16_N128
+static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* conv2d_f16, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 32;
+    constexpr int v_PR = 4;
+    constexpr int v_blocks = 0;
+    // examples/conv2d.tile:32
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:33
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:34
+    const long long v_img = (((long long)(tl_pid0)) / v_tiles);
+    // examples/conv2d.tile:35
+    const long long v_oh0 = (((((long long)(tl_pid0)) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:36
+    const long long v_ow0 = (((long long)((tl_pid0 % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:37
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:38
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:39
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:40
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:41
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:42
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:43
+    { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
+        if (tl_tid == 0) {
+            for (int tl_s = 0; tl_s < 12; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 512);
+                tl_mbar_init(tl_empty + tl_s * 8, 8);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
+            const int tl_ptid = tl_tid - 256;
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
+            {
+                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+                }
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                int tl_it = 0;
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
+                    const int tl_s = tl_it % 12;
+                    if (tl_it >= 12)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
+                }
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
+            return;
+        }
+        tl_setmaxnreg_inc<192>();
+        int tl_it = 0;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 12;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            tl_fence_async_smem();
+            const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 8192;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+        }
+        tl_wg_wait<0>();
+    }
+    // examples/conv2d.tile:52
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:53
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif
 
 /* conv2d_f16, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
@@ -747,6 +1325,295 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
     }
 }
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_f16_N128
+#define TL_WGMMA_f16_N128
+static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* conv2d_f16, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 8;
+    constexpr int v_PR = 16;
+    constexpr int v_blocks = 0;
+    // examples/conv2d.tile:32
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:33
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:34
+    const long long v_img = (((long long)(tl_pid0)) / v_tiles);
+    // examples/conv2d.tile:35
+    const long long v_oh0 = (((((long long)(tl_pid0)) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:36
+    const long long v_ow0 = (((long long)((tl_pid0 % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:37
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:38
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:39
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:40
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:41
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:42
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:43
+    { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
+        if (tl_tid == 0) {
+            for (int tl_s = 0; tl_s < 12; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 512);
+                tl_mbar_init(tl_empty + tl_s * 8, 8);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
+            const int tl_ptid = tl_tid - 256;
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
+            {
+                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+                }
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                int tl_it = 0;
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
+                    const int tl_s = tl_it % 12;
+                    if (tl_it >= 12)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
+                }
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
+            return;
+        }
+        tl_setmaxnreg_inc<192>();
+        int tl_it = 0;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 12;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            tl_fence_async_smem();
+            const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 8192;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+        }
+        tl_wg_wait<0>();
+    }
+    // examples/conv2d.tile:52
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:53
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif
+
 /* conv2d_f16, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
@@ -976,6 +1843,295 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
         }
     }
 }
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_f16_N64
+#define TL_WGMMA_f16_N64
+static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* conv2d_f16, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v3_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 64;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 4;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 64;
+    constexpr int v_PR = 2;
+    constexpr int v_blocks = 0;
+    // examples/conv2d.tile:32
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:33
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:34
+    const long long v_img = (((long long)(tl_pid0)) / v_tiles);
+    // examples/conv2d.tile:35
+    const long long v_oh0 = (((((long long)(tl_pid0)) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:36
+    const long long v_ow0 = (((long long)((tl_pid0 % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:37
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:38
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:39
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:40
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:41
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:42
+    float v_acc[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:43
+    { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 96;
+        if (tl_tid == 0) {
+            for (int tl_s = 0; tl_s < 12; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 512);
+                tl_mbar_init(tl_empty + tl_s * 8, 8);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
+            const int tl_ptid = tl_tid - 256;
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
+            {
+                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+                }
+                const __half * tl_h4[1];
+                bool tl_h5[1];
+                bool tl_h6[1];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                int tl_it = 0;
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
+                    const int tl_s = tl_it % 12;
+                    if (tl_it >= 12)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
+                }
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
+            return;
+        }
+        tl_setmaxnreg_inc<192>();
+        int tl_it = 0;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 12;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            tl_fence_async_smem();
+            const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 4096;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                tl_wgmma_f16_n64(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+        }
+        tl_wg_wait<0>();
+    }
+    // examples/conv2d.tile:52
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:53
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif
 
 /* conv2d_f16, variant K = 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
@@ -1207,6 +2363,268 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
     }
 }
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_f16_N128
+#define TL_WGMMA_f16_N128
+static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* conv2d_f16, variant K = 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 64;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 32;
+    constexpr int v_PR = 4;
+    constexpr int v_blocks = 0;
+    // examples/conv2d.tile:32
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:33
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:34
+    const long long v_img = (((long long)(tl_pid0)) / v_tiles);
+    // examples/conv2d.tile:35
+    const long long v_oh0 = (((((long long)(tl_pid0)) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:36
+    const long long v_ow0 = (((long long)((tl_pid0 % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:37
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:38
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:39
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:40
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:41
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:42
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:43
+    { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
+        if (tl_tid == 0) {
+            for (int tl_s = 0; tl_s < 6; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 256);
+                tl_mbar_init(tl_empty + tl_s * 8, 8);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid >= 256) { /* the producer, 128 threads: A and B by cp.async, each chunk where TMA would put it */
+            const int tl_ptid = tl_tid - 256;
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
+            {
+                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                int tl_it = 0;
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
+                    const int tl_s = tl_it % 6;
+                    if (tl_it >= 6)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
+                }
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
+            return;
+        }
+        int tl_it = 0;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 6;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
+            tl_fence_async_smem();
+            const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 16384;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 4; ++tl_q)
+                tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+        }
+        tl_wg_wait<0>();
+    }
+    // examples/conv2d.tile:52
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:53
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif
+
 /* conv2d_f16, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
@@ -1436,6 +2854,295 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
         }
     }
 }
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_f16_N128
+#define TL_WGMMA_f16_N128
+static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* conv2d_f16, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 64;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 4;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 8;
+    constexpr int v_PR = 8;
+    constexpr int v_blocks = 0;
+    // examples/conv2d.tile:32
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:33
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:34
+    const long long v_img = (((long long)(tl_pid0)) / v_tiles);
+    // examples/conv2d.tile:35
+    const long long v_oh0 = (((((long long)(tl_pid0)) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:36
+    const long long v_ow0 = (((long long)((tl_pid0 % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:37
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:38
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:39
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:40
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:41
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:42
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:43
+    { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 96;
+        if (tl_tid == 0) {
+            for (int tl_s = 0; tl_s < 12; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 512);
+                tl_mbar_init(tl_empty + tl_s * 8, 4);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid >= 128) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
+            const int tl_ptid = tl_tid - 128;
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
+            {
+                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+                const __half * tl_h0[1];
+                bool tl_h1[1];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[1];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[1];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+                }
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                int tl_it = 0;
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
+                    const int tl_s = tl_it % 12;
+                    if (tl_it >= 12)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
+                }
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
+            return;
+        }
+        tl_setmaxnreg_inc<240>();
+        int tl_it = 0;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 12;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            tl_fence_async_smem();
+            const unsigned tl_a = tl_ring + tl_s * 4096 + (tl_warp >> 2) * 4096;
+            const unsigned tl_b = tl_ring + 49152 + tl_s * 8192;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+        }
+        tl_wg_wait<0>();
+    }
+    // examples/conv2d.tile:52
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:53
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif
 
 /* conv2d_f16, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
@@ -1667,6 +3374,295 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
     }
 }
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_f16_N64
+#define TL_WGMMA_f16_N64
+static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* conv2d_f16, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v6_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 64;
+    constexpr int v_BN = 64;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 4;
+    constexpr int v_stages = 4;
+    constexpr int v_PW = 16;
+    constexpr int v_PR = 4;
+    constexpr int v_blocks = 0;
+    // examples/conv2d.tile:32
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:33
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:34
+    const long long v_img = (((long long)(tl_pid0)) / v_tiles);
+    // examples/conv2d.tile:35
+    const long long v_oh0 = (((((long long)(tl_pid0)) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:36
+    const long long v_ow0 = (((long long)((tl_pid0 % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:37
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:38
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:39
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:40
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:41
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:42
+    float v_acc[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:43
+    { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 98304, tl_empty = tl_full + 96;
+        if (tl_tid == 0) {
+            for (int tl_s = 0; tl_s < 12; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 512);
+                tl_mbar_init(tl_empty + tl_s * 8, 4);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid >= 128) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
+            const int tl_ptid = tl_tid - 128;
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
+            {
+                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+                const __half * tl_h0[1];
+                bool tl_h1[1];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[1];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[1];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+                }
+                const __half * tl_h4[1];
+                bool tl_h5[1];
+                bool tl_h6[1];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                int tl_it = 0;
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
+                    const int tl_s = tl_it % 12;
+                    if (tl_it >= 12)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
+                }
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
+            return;
+        }
+        tl_setmaxnreg_inc<240>();
+        int tl_it = 0;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 12;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            tl_fence_async_smem();
+            const unsigned tl_a = tl_ring + tl_s * 4096 + (tl_warp >> 2) * 4096;
+            const unsigned tl_b = tl_ring + 49152 + tl_s * 4096;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                tl_wgmma_f16_n64(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+        }
+        tl_wg_wait<0>();
+    }
+    // examples/conv2d.tile:52
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:53
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif
+
 /* conv2d_f16, variant K = 8: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 2) conv2d_f16_v7(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
@@ -1896,6 +3892,295 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_f16_v7(__half *v_x, 
         }
     }
 }
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_f16_N128
+#define TL_WGMMA_f16_N128
+static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* conv2d_f16, variant K = 8: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 16;
+    constexpr int v_PR = 8;
+    constexpr int v_blocks = 2;
+    // examples/conv2d.tile:32
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:33
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:34
+    const long long v_img = (((long long)(tl_pid0)) / v_tiles);
+    // examples/conv2d.tile:35
+    const long long v_oh0 = (((((long long)(tl_pid0)) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:36
+    const long long v_ow0 = (((long long)((tl_pid0 % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:37
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:38
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:39
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:40
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:41
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:42
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:43
+    { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
+        if (tl_tid == 0) {
+            for (int tl_s = 0; tl_s < 12; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 512);
+                tl_mbar_init(tl_empty + tl_s * 8, 8);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
+            const int tl_ptid = tl_tid - 256;
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
+            {
+                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+                }
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                int tl_it = 0;
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
+                    const int tl_s = tl_it % 12;
+                    if (tl_it >= 12)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
+                }
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
+            return;
+        }
+        tl_setmaxnreg_inc<192>();
+        int tl_it = 0;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 12;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            tl_fence_async_smem();
+            const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 8192;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+        }
+        tl_wg_wait<0>();
+    }
+    // examples/conv2d.tile:52
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:53
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif
 
 /* conv2d_nhwc, variant K = 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
@@ -2149,6 +4434,317 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
     }
 }
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_f16_N128
+#define TL_WGMMA_f16_N128
+static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* conv2d_nhwc, variant K = 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 16;
+    constexpr int v_PR = 8;
+    constexpr int v_blocks = 0;
+    // examples/conv2d.tile:65
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:66
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:67
+    const long long v_img = (((long long)(tl_pid0)) / v_tiles);
+    // examples/conv2d.tile:68
+    const long long v_oh0 = (((((long long)(tl_pid0)) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:69
+    const long long v_ow0 = (((long long)((tl_pid0 % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:70
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:71
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:72
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:73
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:74
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:75
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:76
+    { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
+        if (tl_tid == 0) {
+            for (int tl_s = 0; tl_s < 12; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 512);
+                tl_mbar_init(tl_empty + tl_s * 8, 8);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
+            const int tl_ptid = tl_tid - 256;
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
+            {
+                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+                }
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                int tl_it = 0;
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
+                    const int tl_s = tl_it % 12;
+                    if (tl_it >= 12)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
+                }
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
+            return;
+        }
+        tl_setmaxnreg_inc<192>();
+        int tl_it = 0;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 12;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            tl_fence_async_smem();
+            const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 8192;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+        }
+        tl_wg_wait<0>();
+    }
+    // examples/conv2d.tile:85
+    __half tl_t0[32];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
+        const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
+        const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
+        const bool tl_m1 = (((tl_pid1 * v_BN) + (tl_i0 + 1)) < v_K);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
+    }
+    float v_bk[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
+        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/conv2d.tile:86
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:87
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif
+
 /* conv2d_nhwc, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
@@ -2400,6 +4996,317 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
         }
     }
 }
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_f16_N128
+#define TL_WGMMA_f16_N128
+static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* conv2d_nhwc, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 32;
+    constexpr int v_PR = 4;
+    constexpr int v_blocks = 0;
+    // examples/conv2d.tile:65
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:66
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:67
+    const long long v_img = (((long long)(tl_pid0)) / v_tiles);
+    // examples/conv2d.tile:68
+    const long long v_oh0 = (((((long long)(tl_pid0)) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:69
+    const long long v_ow0 = (((long long)((tl_pid0 % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:70
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:71
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:72
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:73
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:74
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:75
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:76
+    { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
+        if (tl_tid == 0) {
+            for (int tl_s = 0; tl_s < 12; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 512);
+                tl_mbar_init(tl_empty + tl_s * 8, 8);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
+            const int tl_ptid = tl_tid - 256;
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
+            {
+                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+                }
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                int tl_it = 0;
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
+                    const int tl_s = tl_it % 12;
+                    if (tl_it >= 12)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
+                }
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
+            return;
+        }
+        tl_setmaxnreg_inc<192>();
+        int tl_it = 0;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 12;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            tl_fence_async_smem();
+            const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 8192;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+        }
+        tl_wg_wait<0>();
+    }
+    // examples/conv2d.tile:85
+    __half tl_t0[32];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
+        const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
+        const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
+        const bool tl_m1 = (((tl_pid1 * v_BN) + (tl_i0 + 1)) < v_K);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
+    }
+    float v_bk[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
+        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/conv2d.tile:86
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:87
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif
 
 /* conv2d_nhwc, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
@@ -2653,6 +5560,317 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
     }
 }
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_f16_N128
+#define TL_WGMMA_f16_N128
+static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* conv2d_nhwc, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 8;
+    constexpr int v_PR = 16;
+    constexpr int v_blocks = 0;
+    // examples/conv2d.tile:65
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:66
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:67
+    const long long v_img = (((long long)(tl_pid0)) / v_tiles);
+    // examples/conv2d.tile:68
+    const long long v_oh0 = (((((long long)(tl_pid0)) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:69
+    const long long v_ow0 = (((long long)((tl_pid0 % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:70
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:71
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:72
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:73
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:74
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:75
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:76
+    { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
+        if (tl_tid == 0) {
+            for (int tl_s = 0; tl_s < 12; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 512);
+                tl_mbar_init(tl_empty + tl_s * 8, 8);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
+            const int tl_ptid = tl_tid - 256;
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
+            {
+                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+                }
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                int tl_it = 0;
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
+                    const int tl_s = tl_it % 12;
+                    if (tl_it >= 12)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
+                }
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
+            return;
+        }
+        tl_setmaxnreg_inc<192>();
+        int tl_it = 0;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 12;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            tl_fence_async_smem();
+            const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 8192;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+        }
+        tl_wg_wait<0>();
+    }
+    // examples/conv2d.tile:85
+    __half tl_t0[32];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
+        const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
+        const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
+        const bool tl_m1 = (((tl_pid1 * v_BN) + (tl_i0 + 1)) < v_K);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
+    }
+    float v_bk[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
+        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/conv2d.tile:86
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:87
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif
+
 /* conv2d_nhwc, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
@@ -2904,6 +6122,317 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
         }
     }
 }
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_f16_N64
+#define TL_WGMMA_f16_N64
+static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* conv2d_nhwc, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v3_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 64;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 4;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 64;
+    constexpr int v_PR = 2;
+    constexpr int v_blocks = 0;
+    // examples/conv2d.tile:65
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:66
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:67
+    const long long v_img = (((long long)(tl_pid0)) / v_tiles);
+    // examples/conv2d.tile:68
+    const long long v_oh0 = (((((long long)(tl_pid0)) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:69
+    const long long v_ow0 = (((long long)((tl_pid0 % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:70
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:71
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:72
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:73
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:74
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:75
+    float v_acc[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:76
+    { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 96;
+        if (tl_tid == 0) {
+            for (int tl_s = 0; tl_s < 12; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 512);
+                tl_mbar_init(tl_empty + tl_s * 8, 8);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
+            const int tl_ptid = tl_tid - 256;
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
+            {
+                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+                }
+                const __half * tl_h4[1];
+                bool tl_h5[1];
+                bool tl_h6[1];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                int tl_it = 0;
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
+                    const int tl_s = tl_it % 12;
+                    if (tl_it >= 12)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
+                }
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
+            return;
+        }
+        tl_setmaxnreg_inc<192>();
+        int tl_it = 0;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 12;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            tl_fence_async_smem();
+            const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 4096;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                tl_wgmma_f16_n64(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+        }
+        tl_wg_wait<0>();
+    }
+    // examples/conv2d.tile:85
+    __half tl_t0[16];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 16; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 7) << 3) | (((tl_lane >> 0) & 3) << 1);
+        const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
+        const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
+        const bool tl_m1 = (((tl_pid1 * v_BN) + (tl_i0 + 1)) < v_K);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
+    }
+    float v_bk[16];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 7) << 3) | (((tl_lane >> 0) & 3) << 1);
+        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/conv2d.tile:86
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:87
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 7) << 1)]), 0.0f));
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 7) << 1)]), 0.0f));
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif
 
 /* conv2d_nhwc, variant K = 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
@@ -3157,6 +6686,290 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
     }
 }
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_f16_N128
+#define TL_WGMMA_f16_N128
+static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* conv2d_nhwc, variant K = 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 64;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 32;
+    constexpr int v_PR = 4;
+    constexpr int v_blocks = 0;
+    // examples/conv2d.tile:65
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:66
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:67
+    const long long v_img = (((long long)(tl_pid0)) / v_tiles);
+    // examples/conv2d.tile:68
+    const long long v_oh0 = (((((long long)(tl_pid0)) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:69
+    const long long v_ow0 = (((long long)((tl_pid0 % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:70
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:71
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:72
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:73
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:74
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:75
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:76
+    { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
+        if (tl_tid == 0) {
+            for (int tl_s = 0; tl_s < 6; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 256);
+                tl_mbar_init(tl_empty + tl_s * 8, 8);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid >= 256) { /* the producer, 128 threads: A and B by cp.async, each chunk where TMA would put it */
+            const int tl_ptid = tl_tid - 256;
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
+            {
+                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                int tl_it = 0;
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
+                    const int tl_s = tl_it % 6;
+                    if (tl_it >= 6)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
+                }
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
+            return;
+        }
+        int tl_it = 0;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 6;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
+            tl_fence_async_smem();
+            const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 16384;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 4; ++tl_q)
+                tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+        }
+        tl_wg_wait<0>();
+    }
+    // examples/conv2d.tile:85
+    __half tl_t0[32];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
+        const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
+        const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
+        const bool tl_m1 = (((tl_pid1 * v_BN) + (tl_i0 + 1)) < v_K);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
+    }
+    float v_bk[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
+        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/conv2d.tile:86
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:87
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif
+
 /* conv2d_nhwc, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
@@ -3408,6 +7221,317 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
         }
     }
 }
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_f16_N128
+#define TL_WGMMA_f16_N128
+static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* conv2d_nhwc, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 64;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 4;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 8;
+    constexpr int v_PR = 8;
+    constexpr int v_blocks = 0;
+    // examples/conv2d.tile:65
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:66
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:67
+    const long long v_img = (((long long)(tl_pid0)) / v_tiles);
+    // examples/conv2d.tile:68
+    const long long v_oh0 = (((((long long)(tl_pid0)) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:69
+    const long long v_ow0 = (((long long)((tl_pid0 % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:70
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:71
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:72
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:73
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:74
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:75
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:76
+    { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 96;
+        if (tl_tid == 0) {
+            for (int tl_s = 0; tl_s < 12; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 512);
+                tl_mbar_init(tl_empty + tl_s * 8, 4);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid >= 128) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
+            const int tl_ptid = tl_tid - 128;
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
+            {
+                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+                const __half * tl_h0[1];
+                bool tl_h1[1];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[1];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[1];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+                }
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                int tl_it = 0;
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
+                    const int tl_s = tl_it % 12;
+                    if (tl_it >= 12)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
+                }
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
+            return;
+        }
+        tl_setmaxnreg_inc<240>();
+        int tl_it = 0;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 12;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            tl_fence_async_smem();
+            const unsigned tl_a = tl_ring + tl_s * 4096 + (tl_warp >> 2) * 4096;
+            const unsigned tl_b = tl_ring + 49152 + tl_s * 8192;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+        }
+        tl_wg_wait<0>();
+    }
+    // examples/conv2d.tile:85
+    __half tl_t0[32];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
+        const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
+        const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
+        const bool tl_m1 = (((tl_pid1 * v_BN) + (tl_i0 + 1)) < v_K);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
+    }
+    float v_bk[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
+        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/conv2d.tile:86
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:87
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif
 
 /* conv2d_nhwc, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
@@ -3661,6 +7785,317 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
     }
 }
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_f16_N64
+#define TL_WGMMA_f16_N64
+static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* conv2d_nhwc, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v6_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 64;
+    constexpr int v_BN = 64;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 4;
+    constexpr int v_stages = 4;
+    constexpr int v_PW = 16;
+    constexpr int v_PR = 4;
+    constexpr int v_blocks = 0;
+    // examples/conv2d.tile:65
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:66
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:67
+    const long long v_img = (((long long)(tl_pid0)) / v_tiles);
+    // examples/conv2d.tile:68
+    const long long v_oh0 = (((((long long)(tl_pid0)) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:69
+    const long long v_ow0 = (((long long)((tl_pid0 % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:70
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:71
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:72
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:73
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:74
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:75
+    float v_acc[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:76
+    { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 98304, tl_empty = tl_full + 96;
+        if (tl_tid == 0) {
+            for (int tl_s = 0; tl_s < 12; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 512);
+                tl_mbar_init(tl_empty + tl_s * 8, 4);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid >= 128) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
+            const int tl_ptid = tl_tid - 128;
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
+            {
+                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+                const __half * tl_h0[1];
+                bool tl_h1[1];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[1];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[1];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+                }
+                const __half * tl_h4[1];
+                bool tl_h5[1];
+                bool tl_h6[1];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                int tl_it = 0;
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
+                    const int tl_s = tl_it % 12;
+                    if (tl_it >= 12)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
+                }
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
+            return;
+        }
+        tl_setmaxnreg_inc<240>();
+        int tl_it = 0;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 12;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            tl_fence_async_smem();
+            const unsigned tl_a = tl_ring + tl_s * 4096 + (tl_warp >> 2) * 4096;
+            const unsigned tl_b = tl_ring + 49152 + tl_s * 4096;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                tl_wgmma_f16_n64(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+        }
+        tl_wg_wait<0>();
+    }
+    // examples/conv2d.tile:85
+    __half tl_t0[16];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 16; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 7) << 3) | (((tl_lane >> 0) & 3) << 1);
+        const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
+        const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
+        const bool tl_m1 = (((tl_pid1 * v_BN) + (tl_i0 + 1)) < v_K);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
+    }
+    float v_bk[16];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 7) << 3) | (((tl_lane >> 0) & 3) << 1);
+        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/conv2d.tile:86
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:87
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 7) << 1)]), 0.0f));
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 7) << 1)]), 0.0f));
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif
+
 /* conv2d_nhwc, variant K = 8: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 2) conv2d_nhwc_v7(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
@@ -3912,3 +8347,314 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_nhwc_v7(__half *v_x,
         }
     }
 }
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_f16_N128
+#define TL_WGMMA_f16_N128
+static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* conv2d_nhwc, variant K = 8: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
+/* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_PW = 16;
+    constexpr int v_PR = 8;
+    constexpr int v_blocks = 2;
+    // examples/conv2d.tile:65
+    const int v_tw = ((v_OW) / (v_PW) + ((v_OW) % (v_PW) > 0));
+    // examples/conv2d.tile:66
+    const long long v_tiles = (((long long)(((v_OH) / (v_PR) + ((v_OH) % (v_PR) > 0)))) * ((long long)(v_tw)));
+    // examples/conv2d.tile:67
+    const long long v_img = (((long long)(tl_pid0)) / v_tiles);
+    // examples/conv2d.tile:68
+    const long long v_oh0 = (((((long long)(tl_pid0)) % v_tiles) / ((long long)(v_tw))) * ((long long)(v_PR)));
+    // examples/conv2d.tile:69
+    const long long v_ow0 = (((long long)((tl_pid0 % v_tw))) * ((long long)(v_PW)));
+    // examples/conv2d.tile:70
+    // v_oh: index tile computed where it is used
+    // examples/conv2d.tile:71
+    // v_ow: index tile computed where it is used
+    // examples/conv2d.tile:72
+    // v_k: index tile computed where it is used
+    // examples/conv2d.tile:73
+    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
+    // examples/conv2d.tile:74
+    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
+    // examples/conv2d.tile:75
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/conv2d.tile:76
+    { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
+        if (tl_tid == 0) {
+            for (int tl_s = 0; tl_s < 12; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 512);
+                tl_mbar_init(tl_empty + tl_s * 8, 8);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
+            tl_setmaxnreg_dec<64>();
+            const int tl_ptid = tl_tid - 256;
+            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
+            {
+                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+                const __half * tl_h0[2];
+                bool tl_h1[2];
+                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
+                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
+                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
+                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
+                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
+                }
+                const __half * tl_h4[2];
+                bool tl_h5[2];
+                bool tl_h6[2];
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                }
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                int tl_it = 0;
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                    if (!tl_dok) {
+                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
+                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                    }
+                    const int tl_s = tl_it % 12;
+                    if (tl_it >= 12)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
+                        }
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
+                }
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
+            return;
+        }
+        tl_setmaxnreg_inc<192>();
+        int tl_it = 0;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 12;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            tl_fence_async_smem();
+            const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 8192;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+        }
+        tl_wg_wait<0>();
+    }
+    // examples/conv2d.tile:85
+    __half tl_t0[32];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
+        const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
+        const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
+        const bool tl_m1 = (((tl_pid1 * v_BN) + (tl_i0 + 1)) < v_K);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
+    }
+    float v_bk[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
+        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/conv2d.tile:86
+    // v_pix: index tile computed where it is used
+    // examples/conv2d.tile:87
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif

@@ -1,0 +1,184 @@
+/* stepdiv.c: step counters for the divisions of a loop's copies.
+ *
+ * An implicit GEMM's copies find the filter tap of a step by integer
+ * division: `q0 / cp`, `q0 % cp`, then `q0 / cp / S` and `q0 / cp % S`
+ * (examples/conv2d.tile), with q0 the loop variable and the divisors
+ * loop-invariant scalars. Each is a run-time division (about 20
+ * instructions) every step. For a numerator that only grows, quotient and
+ * remainder follow it by counting: the remainder gains the step and gives
+ * back the divisor (the quotient gaining one) while it is not below it;
+ * a quotient that gains n makes the remainder of its own division by
+ * another divisor gain n, and so on down. lower_stepdiv_begin finds, in
+ * the loads' pointers and masks (through the index tiles let in the loop),
+ * every scalar `N / D` and `N % D` with N the loop variable or such a
+ * quotient and D a scalar computed before the loop, and keeps one counter
+ * pair for each distinct (N, D); the walker (expr.c) reads a counter for
+ * each such division; lower_stepdiv_advance moves them on by one step.
+ * The counters equal C's division when the divisors are positive, the
+ * loop starts at 0 or above and steps up (then every numerator is at
+ * least 0); a run-time flag checks that once, and otherwise each step
+ * computes them by division, as written. */
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+enum { SD_MAX = 8, SD_NODES = 32 };
+
+typedef struct sd_pair {
+    int parent;      /* the pair whose quotient is the numerator, or -1: the loop variable */
+    const char *den; /* the divisor, as C */
+} sd_pair;
+
+struct lower_stepdiv {
+    const char *var; /* the loop variable (source name) */
+    sd_pair pair[SD_MAX];
+    int npairs;
+    const tilec_expr *node[SD_NODES]; /* each division read, with its pair and kind */
+    int node_pair[SD_NODES], node_mod[SD_NODES];
+    int nnodes;
+};
+
+static int sd_pair_of(const lower_stepdiv *s, const tilec_expr *e)
+{
+    for (int i = 0; i < s->nnodes; i++)
+        if (s->node[i] == e)
+            return i;
+    return -1;
+}
+
+/* The divisor: a scalar name bound before the loop (not the loop
+ * variable, not a value let in the loop, not reassigned). */
+static int sd_invariant(lw *L, const lower_stepdiv *s, const tilec_expr *d)
+{
+    if (d->kind != TILEC_EX_NAME || !strcmp(d->name, s->var) || lower_in_list(L->assigned, L->nassigned, d->name))
+        return 0;
+    val *x = lower_lookup(L, d->name);
+    return x && x->kind == VK_SCALAR && lower_ty(L, d)->rank == 0 && tilec_dtype_class(lower_ty(L, d)->dtype) == 's';
+}
+
+/* The pair of numerator n: -1 for the loop variable, the pair of a
+ * division already kept, -2 for anything else. */
+static int sd_numerator(lower_stepdiv *s, const tilec_expr *n)
+{
+    if (n->kind == TILEC_EX_NAME && !strcmp(n->name, s->var))
+        return -1;
+    int k = sd_pair_of(s, n);
+    return k >= 0 && !s->node_mod[k] ? s->node_pair[k] : -2;
+}
+
+static void sd_scan(lw *L, lower_stepdiv *s, const tilec_expr *e, int depth)
+{
+    if (!e || depth > 64)
+        return;
+    if (e->kind == TILEC_EX_NAME) {
+        val *x = lower_lookup(L, e->name);
+        if (x && x->kind == VK_VIRT && x->expr)
+            sd_scan(L, s, x->expr, depth + 1);
+        return;
+    }
+    for (uint32_t i = 0; i < e->nargs; i++)
+        sd_scan(L, s, e->args[i], depth + 1);
+    if (e->kind != TILEC_EX_BINARY || (e->op != TILEC_OP_DIV && e->op != TILEC_OP_MOD) || lower_ty(L, e)->rank ||
+        tilec_dtype_class(lower_ty(L, e)->dtype) != 's' || sd_pair_of(s, e) >= 0 || s->nnodes == SD_NODES)
+        return;
+    int parent = sd_numerator(s, e->args[0]); /* the numerator's divisions are kept first (scanned above) */
+    if (parent == -2 || !sd_invariant(L, s, e->args[1]))
+        return;
+    const char *den = lower_walk(L, e->args[1], NULL, 0, NULL, EMIT);
+    int p = 0;
+    while (p < s->npairs && (s->pair[p].parent != parent || strcmp(s->pair[p].den, den)))
+        p++;
+    if (p == s->npairs) {
+        if (p == SD_MAX)
+            return;
+        s->pair[p] = (sd_pair){parent, den};
+        s->npairs++;
+    }
+    s->node[s->nnodes] = e;
+    s->node_pair[s->nnodes] = p;
+    s->node_mod[s->nnodes] = e->op == TILEC_OP_MOD;
+    s->nnodes++;
+}
+
+/* Pair p's numerator as C: the loop variable's name or the parent's quotient. */
+static const char *sd_num(lw *L, const lower_stepdiv *s, int p, const char *v)
+{
+    return s->pair[p].parent < 0 ? v : lower_fmt(L, "tl_dq%d", s->pair[p].parent);
+}
+
+void lower_stepdiv_begin(lw *L, const char *var, const tilec_expr *const *loads, int n)
+{
+    lower_stepdiv *s = ar_alloc(&L->ar, sizeof *s);
+    L->stepdiv = NULL;
+    if (!s) {
+        L->failed = 1;
+        return;
+    }
+    memset(s, 0, sizeof *s);
+    s->var = var;
+    for (int i = 0; i < n; i++)
+        for (uint32_t j = 0; j < loads[i]->nargs; j++)
+            sd_scan(L, s, loads[i]->args[j], 0);
+    if (!s->npairs)
+        return;
+    strbuf ok;
+    sb_init(&ok);
+    sb_puts(&ok, "tl_lo >= 0 && tl_st > 0");
+    for (int p = 0; p < s->npairs; p++)
+        sb_printf(&ok, " && (%s) > 0", s->pair[p].den);
+    lower_line(L, "/* step counters: the copies' %d division%s by loop-invariant divisors, no division a step */",
+               s->nnodes, s->nnodes > 1 ? "s" : "");
+    lower_line(L, "const bool tl_dok = %s;", sb_str(&ok));
+    sb_free(&ok);
+    for (int p = 0; p < s->npairs; p++) {
+        const char *num = sd_num(L, s, p, "tl_lo"), *d = s->pair[p].den;
+        lower_line(L, "long long tl_dq%d = tl_dok ? (long long)(%s) / (%s) : 0, tl_dr%d = tl_dok ? (long long)(%s) %% (%s) : 0;",
+                   p, num, d, p, num, d);
+    }
+    L->stepdiv = s;
+}
+
+/* At the top of a step: without the counters, the divisions as written. */
+void lower_stepdiv_step(lw *L, const char *v)
+{
+    lower_stepdiv *s = L->stepdiv;
+    if (!s)
+        return;
+    lower_line(L, "if (!tl_dok) {");
+    for (int p = 0; p < s->npairs; p++)
+        lower_line(L, "    tl_dq%d = (long long)(%s) / (%s), tl_dr%d = (long long)(%s) %% (%s);", p, sd_num(L, s, p, v),
+                   s->pair[p].den, p, sd_num(L, s, p, v), s->pair[p].den);
+    lower_line(L, "}");
+}
+
+void lower_stepdiv_advance(lw *L)
+{
+    lower_stepdiv *s = L->stepdiv;
+    if (!s)
+        return;
+    lower_line(L, "if (tl_dok) { /* the counters one step on */");
+    L->ind++;
+    for (int p = 0; p < s->npairs; p++) {
+        const char *gain = s->pair[p].parent < 0 ? "(long long)tl_st" : lower_fmt(L, "tl_dn%d", s->pair[p].parent);
+        lower_line(L, "long long tl_dn%d = 0;", p);
+        lower_line(L, "tl_dr%d += %s;", p, gain);
+        lower_line(L, "while (tl_dr%d >= (%s)) {", p, s->pair[p].den);
+        lower_line(L, "    tl_dr%d -= (%s);", p, s->pair[p].den);
+        lower_line(L, "    ++tl_dn%d;", p);
+        lower_line(L, "}");
+        lower_line(L, "tl_dq%d += tl_dn%d;", p, p);
+    }
+    L->ind--;
+    lower_line(L, "}");
+}
+
+void lower_stepdiv_end(lw *L) { L->stepdiv = NULL; }
+
+const char *lower_stepdiv_ref(lw *L, const tilec_expr *e)
+{
+    lower_stepdiv *s = L->stepdiv;
+    int k = sd_pair_of(s, e);
+    if (k < 0)
+        return NULL;
+    return lower_fmt(L, "((%s)tl_d%c%d)", lower_ctype(lower_ty(L, e)->dtype), s->node_mod[k] ? 'r' : 'q', s->node_pair[k]);
+}

@@ -1,0 +1,150 @@
+/* wggather.c: the sm_90a twin (wgmma.c) of a dot loop whose operands
+ * the tensor memory accelerator cannot read as tiles: a gathered A, each
+ * of its rows a contiguous run along K from a base address of its own
+ * (an implicit GEMM's A: a convolution's rows are output pixels, each
+ * reading the C channels of one input pixel a filter tap), or a B whose
+ * row index is computed. The pipelined loop's analysis (pipeline.c)
+ * already proved what this needs: both loads are [rows, 16-byte chunks]
+ * contiguous along their last axis, pointers and masks computed from
+ * index tiles, zero where masked. So the producer warp group, all 128 of
+ * its threads, copies them with cp.async, 16 bytes at a time, each chunk
+ * at the place in the ring where TMA would have put it (the 32-, 64- or
+ * 128-byte swizzle of the twin's boxes), and the consumers run the
+ * twin's wgmma loop unchanged. A stage is complete when each producer
+ * thread has arrived twice on its full barrier: once by
+ * cp.async.mbarrier.arrive.noinc (when its copies have landed) and once
+ * by a plain arrive after the element-wise stores of a partly masked or
+ * misaligned chunk. The consumers fence the generic proxy's writes
+ * against wgmma's async reads after the wait (fence.proxy.async).
+ * docs/lowering.md ("wgmma with gathered operands") says why cp.async
+ * and not TMA's im2col mode. */
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+/* the producer's threads: one warp group, two when both loads' chunks
+ * divide among 256 (a single warp a scheduler, computing each chunk's
+ * address and mask, issued too slowly to feed wgmma: docs/lowering.md) */
+enum { GA_PRODUCER = 128, GA_PRODUCER2 = 256, GA_ROW = 128 };
+/* two producer warp groups when each thread copies at most GA_CHUNKS2
+ * chunks a step: 64 registers a producer thread (its kept addresses and
+ * masks, the counters), the rest of the 64 Ki registers of the block to
+ * the consumers (BM / 16 warps), 240 at most. More chunks (BK = 64 at 128
+ * x 128: 8 a thread) spilled at 64 and at 96: one warp group then, no
+ * setmaxnreg (168 registers a thread at 384 threads). */
+enum { GA_REGS = 65536, GA_PREG = 64, GA_CHUNKS2 = 4, GA_CREG_MAX = 240 };
+
+int lower_wg_gather_note(lw *L, const lower_pipe_plan *pp, wg_plan *w)
+{
+    const char *tma = L->miss ? L->miss : "(no reason recorded)";
+    unsigned line = L->miss_line;
+    const char *why = NULL;
+    const tilec_type *at = lower_ty(L, pp->load[0]), *bt = lower_ty(L, pp->load[1]);
+    int64_t es = (int64_t)tilec_dtype_size(at->dtype);
+    if (pp->tr[0] || pp->tr[1])
+        why = "an operand is a transposed load (the copies run along the rows of A [M, K] and B [K, N])";
+    for (int i = 0; i < 2 && !why; i++) {
+        const tilec_type *t = i ? bt : at;
+        if ((t->dims[0] * t->dims[1] * es / 16) % GA_PRODUCER)
+            why = lower_fmt(L, "operand %c's 16-byte chunks are not a multiple of the producer's %d threads",
+                            i ? 'B' : 'A', GA_PRODUCER);
+    }
+    if (why) {
+        L->miss = lower_fmt(L, "%s; nor by cp.async from the producer warp group: %s", tma, why);
+        L->miss_line = line;
+        return 0;
+    }
+    int64_t chunks = (at->dims[0] * at->dims[1] + bt->dims[0] * bt->dims[1]) * es / 16;
+    w->producers = chunks <= GA_CHUNKS2 * GA_PRODUCER2 ? GA_PRODUCER2 : GA_PRODUCER;
+    for (int i = 0; i < 2; i++) {
+        const tilec_type *t = i ? bt : at;
+        if ((t->dims[0] * t->dims[1] * es / 16) % GA_PRODUCER2)
+            w->producers = GA_PRODUCER;
+    }
+    w->preg = w->creg = 0;
+    if (w->producers == GA_PRODUCER2) { /* the register file split: the producer's share fixed, the rest the consumers' */
+        w->preg = GA_PREG;
+        int64_t c = (GA_REGS - (int64_t)GA_PRODUCER2 * w->preg) / (2 * at->dims[0]) / 8 * 8;
+        w->creg = c > GA_CREG_MAX ? GA_CREG_MAX : (int)c;
+    }
+    memset(w->maps, 0, sizeof w->maps);
+    for (int i = 0; i < 2; i++) {
+        w->maps[i].elem_bytes = (uint32_t)es;
+        w->maps[i].bf16 = at->dtype == TILEC_DT_BF16;
+        w->maps[i].box_cols = (uint32_t)(GA_ROW / es);
+        w->R[i] = w->C[i] = w->Z[i] = NULL;
+        w->ld[i] = pp->load[i];
+    }
+    w->gather = 1;
+    w->one_why = "the producer copies one iteration's tiles at a time";
+    w->how = lower_fmt(L, ", A and B by cp.async from the producer warp group into the swizzled ring, not TMA "
+                          "(line %u: %s)",
+                       line ? line : pp->update->loc.line, tma);
+    lower_miss_reset(L);
+    return 1;
+}
+
+/* The element offset in its slot of the chunk at (tl_i0, tl_i1) of an
+ * operand of `rows` rows in boxes of rows x rb bytes (the box's rows
+ * swizzled rb bytes wide, Swizzle<log2(rb / 16), 4, 3>: the 16-byte unit
+ * of address bits 4.. XORed with bits 7..): where TMA puts it. */
+static const char *swizzled(lw *L, int64_t rows, int rb, int64_t es)
+{
+    const char *lin = lower_fmt(L, "((unsigned)tl_i1 / %lld * %lldu + (unsigned)tl_i0 * %du + (unsigned)tl_i1 %% %lld * %lldu)",
+                                (long long)(rb / es), (long long)(rows * rb), rb, (long long)(rb / es), (long long)es);
+    return lower_fmt(L, "((%s ^ (((%s >> 7) & %du) << 4)) / %lldu)", lin, lin, rb / 16 - 1, (long long)es);
+}
+
+void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char *v)
+{
+    int S = w->S, nt = L->nt;
+    int64_t es = w->maps[0].elem_bytes, aslot = w->M * w->K * es, bslot = w->N * w->K * es;
+    lower_line(L, "if (tl_tid >= %d) { /* the producer, %d threads: A and B by cp.async, each chunk where TMA would put it */",
+               nt, w->producers);
+    L->ind++;
+    if (w->preg)
+        lower_line(L, "tl_setmaxnreg_dec<%d>();", w->preg);
+    lower_line(L, "const int tl_ptid = tl_tid - %d;", nt);
+    lower_line(L, "unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */");
+    lower_line(L, "{");
+    L->ind++;
+    lower_line(L, "const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */");
+    L->nt = w->producers;
+    lower_bind_loop_scope(L, loop);
+    /* the parts of the addresses and masks that do not move with the loop
+     * (a pixel's base, its bounds), kept in registers as the pipeline does */
+    static const int rows[2] = {LOWER_CP_ROWS, LOWER_CP_ROWS};
+    lower_hoist h;
+    lower_hoist_begin(L, &h, loop->names[0], w->ld, rows, 2);
+    lower_stepdiv_begin(L, loop->names[0], w->ld, 2);
+    lower_line(L, "int tl_it = 0;");
+    lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
+    L->ind++;
+    lower_stepdiv_step(L, v);
+    lower_line(L, "const int tl_s = tl_it %% %d;", S);
+    lower_line(L, "if (tl_it >= %d)", S);
+    lower_line(L, "    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / %d) + 1) & 1);", S);
+    if (L->hoist)
+        L->hoist->cur = 0; /* which load's kept registers the copies read */
+    lower_emit_async_load_at(L, w->ld[0], lower_fmt(L, "tl_r0 + tl_s * %lld", (long long)aslot),
+                             swizzled(L, w->M, w->arow, es), 0);
+    if (L->hoist)
+        L->hoist->cur = 1;
+    lower_emit_async_load_at(L, w->ld[1], lower_fmt(L, "tl_r0 + %lld + tl_s * %lld", (long long)(S * aslot), (long long)bslot),
+                             swizzled(L, w->K, GA_ROW, es), 0);
+    lower_line(L, "asm volatile(\"cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%%0];\" :: \"r\"(tl_full + tl_s * 8) : \"memory\");");
+    lower_line(L, "tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */");
+    lower_stepdiv_advance(L);
+    L->ind--;
+    lower_line(L, "}");
+    lower_stepdiv_end(L);
+    lower_hoist_end(L);
+    lower_leave(L);
+    L->nt = nt;
+    L->ind--;
+    lower_line(L, "}");
+    lower_line(L, "asm volatile(\"cp.async.wait_all;\" ::: \"memory\"); /* no copy outlives its thread */");
+    lower_line(L, "return;");
+    L->ind--;
+    lower_line(L, "}");
+}

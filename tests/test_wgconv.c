@@ -1,0 +1,173 @@
+/* test_wgconv.c: the sm_90a twin of a dot loop whose operands TMA cannot
+ * read as tiles (lower/wggather.c) on the CPU: every variant of both
+ * convolutions of examples/conv2d.tile (a gathered A: one base address a
+ * row, the channels contiguous) gets a twin whose producer warp group
+ * copies A and B by cp.async into the swizzled ring, with no tensor map,
+ * and its remark says so and why not TMA; the divisions that find the
+ * filter tap are step counters in the producer's loop; a dot whose B is transposed
+ * and no tensor map keeps the pipeline, the remark saying both reasons;
+ * and, when cuobjdump is at hand, the sm_90a SASS of the twin holds
+ * HGMMA and LDGSTS, no TMA loads and no local memory. NVRTC needs no
+ * GPU. */
+#define _DEFAULT_SOURCE 1
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_helpers.h"
+#include "mm_tile.h"
+#include "sass_helpers.h"
+#include "tilec/emitter.h"
+#include "tilec/lower.h"
+
+#define CONV "examples/conv2d.tile"
+
+Test(wgconv, every_conv_variant_has_a_gather_twin)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, CONV);
+    static const char *const kernels[] = {"conv2d_f16", "conv2d_nhwc"};
+    for (int i = 0; i < 2; i++) {
+        uint32_t nv = tilec_kernel_variant_count(tilec_module_find_kernel(m, kernels[i]));
+        cr_expect_eq(nv, 8, "%s: %u variants", kernels[i], nv);
+        for (uint32_t v = 0; v < nv; v++) {
+            tilec_kernel_code code;
+            lower_variant(ctx, m, kernels[i], (int)v, &code);
+            cr_expect_not_null(code.tma.name, "%s variant %u: an sm_90a twin", kernels[i], v);
+            cr_expect_eq(code.tma.nmaps, 0, "%s variant %u: no tensor map", kernels[i], v);
+            cr_expect_eq(code.tma.persistent, 0, "%s variant %u: one tile a block", kernels[i], v);
+            const char *twin = code.tma.name ? strstr(code.source, code.tma.name) : NULL;
+            cr_assert_not_null(twin);
+            cr_expect(strstr(twin, "cp.async.mbarrier.arrive.noinc"), "%s variant %u: the producer arrives by cp.async",
+                      kernels[i], v);
+            cr_expect(strstr(twin, "tl_fence_async_smem();\n            const unsigned tl_a"),
+                      "%s variant %u: the consumers fence the generic proxy's writes before wgmma", kernels[i], v);
+            cr_expect(!strstr(twin, "tl_tma_2d("), "%s variant %u: no TMA copy", kernels[i], v);
+            /* two producer warp groups (512 threads at BM = 128) when each
+             * thread copies at most 4 chunks a step, the registers split */
+            int two = strstr(twin, "the producer, 256 threads") != NULL;
+            cr_expect(two == (code.tma.threads == 256 + (uint32_t)strtol(strstr(twin, "tl_tid >= ") + 10, NULL, 10)),
+                      "%s variant %u: %u threads", kernels[i], v, code.tma.threads);
+            cr_expect(!two || (strstr(twin, "tl_setmaxnreg_dec<64>();") && strstr(twin, "tl_setmaxnreg_inc<")),
+                      "%s variant %u: two producer groups split the registers", kernels[i], v);
+            cr_expect(two || !strstr(twin, "setmaxnreg"), "%s variant %u: one producer group keeps them", kernels[i], v);
+            /* the tap's divisions: step counters, none in the producer's loop */
+            const char *loop = strstr(twin, "for (int v_q0 = tl_lo;");
+            cr_assert_not_null(loop);
+            const char *end = strstr(loop, "tl_mbar_arrive(tl_full");
+            cr_assert_not_null(end);
+            char *body = strndup(loop, (size_t)(end - loop));
+            const char *fallback = strstr(body, "if (!tl_dok) {"), *after = fallback ? strchr(fallback, '}') : NULL;
+            cr_expect(after && !strstr(after, "/ v_cp") && !strstr(after, "% v_cp") && !strstr(after, "/ v_s1") &&
+                          !strstr(after, "% v_s1") && strstr(after, "tl_dq1"),
+                      "%s variant %u: the copies read step counters, no division a step:\n%s", kernels[i], v, body);
+            free(body);
+            cr_expect(strstr(twin, "const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;"),
+                      "%s variant %u: the counters are checked to equal the divisions", kernels[i], v);
+            cr_expect(strstr(code.layouts, "A and B by cp.async from the producer warp group into the swizzled ring, "
+                                           "not TMA (line "),
+                      "%s variant %u: the remark says which path and why not TMA:\n%s", kernels[i], v, code.layouts);
+            tilec_kernel_code_free(&code);
+        }
+    }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* B trans of a load TMA cannot read (its mask bounds the rows only): the
+ * copies run along rows, so no gather twin either; the remark says why
+ * not TMA and why not cp.async. */
+Test(wgconv, transposed_operand_keeps_the_pipeline)
+{
+    static const char *const edits[] = {
+        "load(b + rk[:, None] * N + rn[None, :], rk[:, None] < K && rn[None, :] < N, 0.0)",
+        "load(b + rn[:, None] * K + rk[None, :], rn[:, None] < N, 0.0)", "dot(ta, tb)", "dot(ta, trans(tb))"};
+    tilec_module *m = NULL;
+    tilec_kernel_code code;
+    tilec_ctx *ctx = lower_mm(edits, 2, &m, &code);
+    cr_expect_null(code.tma.name, "no twin");
+    cr_expect(strstr(code.layouts, "not on wgmma + TMA: the mask is not R[:, None] < rows && C[None, :] < cols"),
+              "why not TMA:\n%s", code.layouts);
+    cr_expect(strstr(code.layouts, "; nor by cp.async from the producer warp group: an operand is a transposed load"),
+              "why not cp.async:\n%s", code.layouts);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+__attribute__((noinline)) static char *disassemble(const char *tool, const char *kernel, int v)
+{
+    return disassemble_file(tool, "-sass", CONV, kernel, v, "sm_90a");
+}
+
+/* The SASS of variant v's twin, or NULL when the cubin has none. */
+static char *twin_sass(const char *tool, const char *kernel, int v)
+{
+    char name[128];
+    snprintf(name, sizeof name, "Function : %s_v%d_tma", kernel, v);
+    char *sass = disassemble(tool, kernel, v);
+    const char *twin = strstr(sass, name), *next = twin ? strstr(twin + 1, "Function : ") : NULL;
+    char *t = twin ? strndup(twin, next ? (size_t)(next - twin) : strlen(twin)) : NULL;
+    free(sass);
+    return t;
+}
+
+Test(wgconv, sass_has_hgmma_and_ldgsts, .timeout = 300)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    /* variant 0: two producer warp groups; 4 (BK = 64): one */
+    for (int v = 0; v <= 4; v += 4) {
+        char *t = twin_sass(tool, "conv2d_nhwc", v);
+        cr_assert_not_null(t, "the sm_90a cubin has the twin of variant %d", v);
+        cr_expect(strstr(t, "HGMMA.64x128x16.F32"), "variant %d: the twin multiplies on wgmma", v);
+        cr_expect(strstr(t, "LDGSTS") && strstr(t, "ARRIVES.LDGSTSBAR"),
+                  "variant %d: its producer copies by cp.async and arrives when they land", v);
+        cr_expect(!strstr(t, "UTMALDG"), "variant %d: no TMA load", v);
+        cr_expect(!strstr(t, "LDL") && !strstr(t, "STL"), "variant %d: no local memory in the twin", v);
+        free(t);
+    }
+}
+
+/* --aot sm_90a of a graph whose product has a gather twin (no tensor map:
+ * A's mask bounds its rows only): the twin's metadata in the wrapper, with
+ * no maps, compiles as C11 with strict warnings. */
+Test(wgconv, aot_wrapper_with_a_gather_twin_compiles, .timeout = 300)
+{
+    char src[4096];
+    int n = snprintf(src, sizeof src, MM_TILE_FMT
+                     "graph g(a: f16[M, K], b: f16[K, N]) -> (c: f16[M, N]) {\n"
+                     "    let c = empty(f16, [M, N]);\n"
+                     "    mm(a, b, c, M, N, K);\n"
+                     "    return c;\n"
+                     "}\n",
+                     "mm", "rm[:, None] < M");
+    cr_assert(n > 0 && (size_t)n < sizeof src);
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "g.tile", src, (size_t)n, &m), TILEC_OK);
+    const char *const keys[] = {"aot"}, *const values[] = {"sm_90a"};
+    tilec_status st = tilec_module_emit(ctx, m, "c",
+                                        &(tilec_emit_options){.dir = dir, .plan = 1, .keys = keys, .values = values, .noptions = 1},
+                                        tilec_sink_file(stdout));
+    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "");
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    char *c = read_in(dir, "g.c");
+    cr_assert_not_null(c);
+    cr_expect(strstr(c, "static const tilec_tma_meta tl_tma_mm_v0 = {tl_twin_mm_v0, 384, "),
+              "the twin's metadata, 384 threads (BK = 64: one producer warp group)");
+    cr_expect(strstr(c, ", 0, 0, {{0}}};\n"), "no tensor map, not persistent");
+    free(c);
+    const char *cc = getenv("CC");
+    char *out;
+    int rc = sh(&out, "%s -std=c11 -pedantic -fsyntax-only -Wall -Wextra -Wshadow -Werror -Iinclude -I%s %s/g.c",
+                cc && *cc ? cc : "cc", dir, dir);
+    cr_expect_eq(rc, 0, "the wrapper does not compile:\n%.2000s", out);
+    free(out);
+    rm_dir(dir);
+}
