@@ -381,112 +381,144 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
             // examples/adamw_multi.tile:33
             __nv_bfloat16 tl_t0[8];
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __nv_bfloat16 *tl_p = (v_params.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
                 const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
                 const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
                 const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    *(uint2 *)&tl_t0[tl_j] = *(const uint2 *)tl_p;
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
                 } else {
                     tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                     tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                     tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                     tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                    tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                    tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                    tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                    tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                 }
             }
             float v_p[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_p[tl_j] = __bfloat162float(tl_t0[tl_j]);
             }
             // examples/adamw_multi.tile:34
             __nv_bfloat16 tl_t1[8];
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __nv_bfloat16 *tl_p = (v_grads.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
                 const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
                 const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
                 const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    *(uint2 *)&tl_t1[tl_j] = *(const uint2 *)tl_p;
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
                     tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                     tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                     tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                     tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                    tl_t1[tl_j + 4] = tl_m4 ? tl_p[4] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                    tl_t1[tl_j + 5] = tl_m5 ? tl_p[5] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                    tl_t1[tl_j + 6] = tl_m6 ? tl_p[6] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                    tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                 }
             }
             float v_gr[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_gr[tl_j] = __bfloat162float(tl_t1[tl_j]);
             }
             // examples/adamw_multi.tile:35
             __nv_bfloat16 tl_t2[8];
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __nv_bfloat16 *tl_p = (v_exp_avgs.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
                 const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
                 const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
                 const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    *(uint2 *)&tl_t2[tl_j] = *(const uint2 *)tl_p;
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
                     tl_t2[tl_j + 0] = tl_m0 ? tl_p[0] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                     tl_t2[tl_j + 1] = tl_m1 ? tl_p[1] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                     tl_t2[tl_j + 2] = tl_m2 ? tl_p[2] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                     tl_t2[tl_j + 3] = tl_m3 ? tl_p[3] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                    tl_t2[tl_j + 4] = tl_m4 ? tl_p[4] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                    tl_t2[tl_j + 5] = tl_m5 ? tl_p[5] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                    tl_t2[tl_j + 6] = tl_m6 ? tl_p[6] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                    tl_t2[tl_j + 7] = tl_m7 ? tl_p[7] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                 }
             }
             float v_m[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_m[tl_j] = __bfloat162float(tl_t2[tl_j]);
             }
             // examples/adamw_multi.tile:36
             __nv_bfloat16 tl_t3[8];
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __nv_bfloat16 *tl_p = (v_exp_avg_sqs.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
                 const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
                 const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
                 const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    *(uint2 *)&tl_t3[tl_j] = *(const uint2 *)tl_p;
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
                 } else {
                     tl_t3[tl_j + 0] = tl_m0 ? tl_p[0] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                     tl_t3[tl_j + 1] = tl_m1 ? tl_p[1] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                     tl_t3[tl_j + 2] = tl_m2 ? tl_p[2] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                     tl_t3[tl_j + 3] = tl_m3 ? tl_p[3] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                    tl_t3[tl_j + 4] = tl_m4 ? tl_p[4] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                    tl_t3[tl_j + 5] = tl_m5 ? tl_p[5] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                    tl_t3[tl_j + 6] = tl_m6 ? tl_p[6] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                    tl_t3[tl_j + 7] = tl_m7 ? tl_p[7] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                 }
             }
             float v_v[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_v[tl_j] = __bfloat162float(tl_t3[tl_j]);
             }
@@ -494,7 +526,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
             float v_p1[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_p1[tl_j] = ((float)((((double)(v_p[tl_j])) - ((v_lr * v_weight_decay) * ((double)(v_p[tl_j]))))));
             }
@@ -502,7 +534,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
             float v_m2[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_m2[tl_j] = ((float)(((v_beta1 * ((double)(v_m[tl_j]))) + ((1.0 - v_beta1) * ((double)(v_gr[tl_j]))))));
             }
@@ -510,7 +542,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
             float v_v2[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_v2[tl_j] = ((float)(((v_beta2 * ((double)(v_v[tl_j]))) + (((1.0 - v_beta2) * ((double)(v_gr[tl_j]))) * ((double)(v_gr[tl_j]))))));
             }
@@ -518,7 +550,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
             float v_denom[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_denom[tl_j] = ((float)((((double)((sqrtf(v_v2[tl_j]) / v_bc2_sqrt))) + v_eps)));
             }
@@ -526,15 +558,15 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
             float v_p2[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_p2[tl_j] = (v_p1[tl_j] - ((v_step_size * v_m2[tl_j]) / v_denom[tl_j]));
             }
             // examples/adamw_multi.tile:42
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 __nv_bfloat16 *tl_p = (v_exp_avgs.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(v_m2[tl_j]);
@@ -545,25 +577,41 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                 const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(v_m2[tl_j + 3]);
                 const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    uint2 tl_vec;
+                const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(v_m2[tl_j + 4]);
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(v_m2[tl_j + 5]);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(v_m2[tl_j + 6]);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(v_m2[tl_j + 7]);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
                     ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
                     ((__nv_bfloat16 *)&tl_vec)[2] = tl_v2;
                     ((__nv_bfloat16 *)&tl_vec)[3] = tl_v3;
-                    *(uint2 *)tl_p = tl_vec;
+                    ((__nv_bfloat16 *)&tl_vec)[4] = tl_v4;
+                    ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
+                    ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
+                    ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
                     if (tl_m2) tl_p[2] = tl_v2;
                     if (tl_m3) tl_p[3] = tl_v3;
+                    if (tl_m4) tl_p[4] = tl_v4;
+                    if (tl_m5) tl_p[5] = tl_v5;
+                    if (tl_m6) tl_p[6] = tl_v6;
+                    if (tl_m7) tl_p[7] = tl_v7;
                 }
             }
             // examples/adamw_multi.tile:43
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 __nv_bfloat16 *tl_p = (v_exp_avg_sqs.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(v_v2[tl_j]);
@@ -574,25 +622,41 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                 const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(v_v2[tl_j + 3]);
                 const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    uint2 tl_vec;
+                const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(v_v2[tl_j + 4]);
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(v_v2[tl_j + 5]);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(v_v2[tl_j + 6]);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(v_v2[tl_j + 7]);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
                     ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
                     ((__nv_bfloat16 *)&tl_vec)[2] = tl_v2;
                     ((__nv_bfloat16 *)&tl_vec)[3] = tl_v3;
-                    *(uint2 *)tl_p = tl_vec;
+                    ((__nv_bfloat16 *)&tl_vec)[4] = tl_v4;
+                    ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
+                    ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
+                    ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
                     if (tl_m2) tl_p[2] = tl_v2;
                     if (tl_m3) tl_p[3] = tl_v3;
+                    if (tl_m4) tl_p[4] = tl_v4;
+                    if (tl_m5) tl_p[5] = tl_v5;
+                    if (tl_m6) tl_p[6] = tl_v6;
+                    if (tl_m7) tl_p[7] = tl_v7;
                 }
             }
             // examples/adamw_multi.tile:44
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 __nv_bfloat16 *tl_p = (v_params.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(v_p2[tl_j]);
@@ -603,18 +667,34 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                 const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(v_p2[tl_j + 3]);
                 const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    uint2 tl_vec;
+                const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(v_p2[tl_j + 4]);
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(v_p2[tl_j + 5]);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(v_p2[tl_j + 6]);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(v_p2[tl_j + 7]);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
                     ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
                     ((__nv_bfloat16 *)&tl_vec)[2] = tl_v2;
                     ((__nv_bfloat16 *)&tl_vec)[3] = tl_v3;
-                    *(uint2 *)tl_p = tl_vec;
+                    ((__nv_bfloat16 *)&tl_vec)[4] = tl_v4;
+                    ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
+                    ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
+                    ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
                     if (tl_m2) tl_p[2] = tl_v2;
                     if (tl_m3) tl_p[3] = tl_v3;
+                    if (tl_m4) tl_p[4] = tl_v4;
+                    if (tl_m5) tl_p[5] = tl_v5;
+                    if (tl_m6) tl_p[6] = tl_v6;
+                    if (tl_m7) tl_p[7] = tl_v7;
                 }
             }
         }
@@ -664,112 +744,144 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
             // examples/adamw_multi.tile:33
             __half tl_t0[8];
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __half *tl_p = (v_params.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
                 const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
                 const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
                 const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    *(uint2 *)&tl_t0[tl_j] = *(const uint2 *)tl_p;
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
                 } else {
                     tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : (__half)__float2half_rn(0.0f);
                     tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : (__half)__float2half_rn(0.0f);
                     tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : (__half)__float2half_rn(0.0f);
                     tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : (__half)__float2half_rn(0.0f);
+                    tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : (__half)__float2half_rn(0.0f);
+                    tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : (__half)__float2half_rn(0.0f);
+                    tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : (__half)__float2half_rn(0.0f);
+                    tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : (__half)__float2half_rn(0.0f);
                 }
             }
             float v_p[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_p[tl_j] = __half2float(tl_t0[tl_j]);
             }
             // examples/adamw_multi.tile:34
             __half tl_t1[8];
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __half *tl_p = (v_grads.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
                 const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
                 const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
                 const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    *(uint2 *)&tl_t1[tl_j] = *(const uint2 *)tl_p;
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
                     tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : (__half)__float2half_rn(0.0f);
                     tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : (__half)__float2half_rn(0.0f);
                     tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : (__half)__float2half_rn(0.0f);
                     tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : (__half)__float2half_rn(0.0f);
+                    tl_t1[tl_j + 4] = tl_m4 ? tl_p[4] : (__half)__float2half_rn(0.0f);
+                    tl_t1[tl_j + 5] = tl_m5 ? tl_p[5] : (__half)__float2half_rn(0.0f);
+                    tl_t1[tl_j + 6] = tl_m6 ? tl_p[6] : (__half)__float2half_rn(0.0f);
+                    tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : (__half)__float2half_rn(0.0f);
                 }
             }
             float v_gr[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_gr[tl_j] = __half2float(tl_t1[tl_j]);
             }
             // examples/adamw_multi.tile:35
             __half tl_t2[8];
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __half *tl_p = (v_exp_avgs.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
                 const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
                 const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
                 const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    *(uint2 *)&tl_t2[tl_j] = *(const uint2 *)tl_p;
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
                     tl_t2[tl_j + 0] = tl_m0 ? tl_p[0] : (__half)__float2half_rn(0.0f);
                     tl_t2[tl_j + 1] = tl_m1 ? tl_p[1] : (__half)__float2half_rn(0.0f);
                     tl_t2[tl_j + 2] = tl_m2 ? tl_p[2] : (__half)__float2half_rn(0.0f);
                     tl_t2[tl_j + 3] = tl_m3 ? tl_p[3] : (__half)__float2half_rn(0.0f);
+                    tl_t2[tl_j + 4] = tl_m4 ? tl_p[4] : (__half)__float2half_rn(0.0f);
+                    tl_t2[tl_j + 5] = tl_m5 ? tl_p[5] : (__half)__float2half_rn(0.0f);
+                    tl_t2[tl_j + 6] = tl_m6 ? tl_p[6] : (__half)__float2half_rn(0.0f);
+                    tl_t2[tl_j + 7] = tl_m7 ? tl_p[7] : (__half)__float2half_rn(0.0f);
                 }
             }
             float v_m[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_m[tl_j] = __half2float(tl_t2[tl_j]);
             }
             // examples/adamw_multi.tile:36
             __half tl_t3[8];
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __half *tl_p = (v_exp_avg_sqs.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
                 const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
                 const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
                 const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    *(uint2 *)&tl_t3[tl_j] = *(const uint2 *)tl_p;
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
                 } else {
                     tl_t3[tl_j + 0] = tl_m0 ? tl_p[0] : (__half)__float2half_rn(0.0f);
                     tl_t3[tl_j + 1] = tl_m1 ? tl_p[1] : (__half)__float2half_rn(0.0f);
                     tl_t3[tl_j + 2] = tl_m2 ? tl_p[2] : (__half)__float2half_rn(0.0f);
                     tl_t3[tl_j + 3] = tl_m3 ? tl_p[3] : (__half)__float2half_rn(0.0f);
+                    tl_t3[tl_j + 4] = tl_m4 ? tl_p[4] : (__half)__float2half_rn(0.0f);
+                    tl_t3[tl_j + 5] = tl_m5 ? tl_p[5] : (__half)__float2half_rn(0.0f);
+                    tl_t3[tl_j + 6] = tl_m6 ? tl_p[6] : (__half)__float2half_rn(0.0f);
+                    tl_t3[tl_j + 7] = tl_m7 ? tl_p[7] : (__half)__float2half_rn(0.0f);
                 }
             }
             float v_v[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_v[tl_j] = __half2float(tl_t3[tl_j]);
             }
@@ -777,7 +889,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
             float v_p1[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_p1[tl_j] = ((float)((((double)(v_p[tl_j])) - ((v_lr * v_weight_decay) * ((double)(v_p[tl_j]))))));
             }
@@ -785,7 +897,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
             float v_m2[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_m2[tl_j] = ((float)(((v_beta1 * ((double)(v_m[tl_j]))) + ((1.0 - v_beta1) * ((double)(v_gr[tl_j]))))));
             }
@@ -793,7 +905,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
             float v_v2[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_v2[tl_j] = ((float)(((v_beta2 * ((double)(v_v[tl_j]))) + (((1.0 - v_beta2) * ((double)(v_gr[tl_j]))) * ((double)(v_gr[tl_j]))))));
             }
@@ -801,7 +913,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
             float v_denom[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_denom[tl_j] = ((float)((((double)((sqrtf(v_v2[tl_j]) / v_bc2_sqrt))) + v_eps)));
             }
@@ -809,15 +921,15 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
             float v_p2[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 v_p2[tl_j] = (v_p1[tl_j] - ((v_step_size * v_m2[tl_j]) / v_denom[tl_j]));
             }
             // examples/adamw_multi.tile:42
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 __half *tl_p = (v_exp_avgs.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const __half tl_v0 = __float2half_rn(v_m2[tl_j]);
@@ -828,25 +940,41 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                 const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
                 const __half tl_v3 = __float2half_rn(v_m2[tl_j + 3]);
                 const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    uint2 tl_vec;
+                const __half tl_v4 = __float2half_rn(v_m2[tl_j + 4]);
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const __half tl_v5 = __float2half_rn(v_m2[tl_j + 5]);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const __half tl_v6 = __float2half_rn(v_m2[tl_j + 6]);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const __half tl_v7 = __float2half_rn(v_m2[tl_j + 7]);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
                     ((__half *)&tl_vec)[1] = tl_v1;
                     ((__half *)&tl_vec)[2] = tl_v2;
                     ((__half *)&tl_vec)[3] = tl_v3;
-                    *(uint2 *)tl_p = tl_vec;
+                    ((__half *)&tl_vec)[4] = tl_v4;
+                    ((__half *)&tl_vec)[5] = tl_v5;
+                    ((__half *)&tl_vec)[6] = tl_v6;
+                    ((__half *)&tl_vec)[7] = tl_v7;
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
                     if (tl_m2) tl_p[2] = tl_v2;
                     if (tl_m3) tl_p[3] = tl_v3;
+                    if (tl_m4) tl_p[4] = tl_v4;
+                    if (tl_m5) tl_p[5] = tl_v5;
+                    if (tl_m6) tl_p[6] = tl_v6;
+                    if (tl_m7) tl_p[7] = tl_v7;
                 }
             }
             // examples/adamw_multi.tile:43
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 __half *tl_p = (v_exp_avg_sqs.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const __half tl_v0 = __float2half_rn(v_v2[tl_j]);
@@ -857,25 +985,41 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                 const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
                 const __half tl_v3 = __float2half_rn(v_v2[tl_j + 3]);
                 const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    uint2 tl_vec;
+                const __half tl_v4 = __float2half_rn(v_v2[tl_j + 4]);
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const __half tl_v5 = __float2half_rn(v_v2[tl_j + 5]);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const __half tl_v6 = __float2half_rn(v_v2[tl_j + 6]);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const __half tl_v7 = __float2half_rn(v_v2[tl_j + 7]);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
                     ((__half *)&tl_vec)[1] = tl_v1;
                     ((__half *)&tl_vec)[2] = tl_v2;
                     ((__half *)&tl_vec)[3] = tl_v3;
-                    *(uint2 *)tl_p = tl_vec;
+                    ((__half *)&tl_vec)[4] = tl_v4;
+                    ((__half *)&tl_vec)[5] = tl_v5;
+                    ((__half *)&tl_vec)[6] = tl_v6;
+                    ((__half *)&tl_vec)[7] = tl_v7;
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
                     if (tl_m2) tl_p[2] = tl_v2;
                     if (tl_m3) tl_p[3] = tl_v3;
+                    if (tl_m4) tl_p[4] = tl_v4;
+                    if (tl_m5) tl_p[5] = tl_v5;
+                    if (tl_m6) tl_p[6] = tl_v6;
+                    if (tl_m7) tl_p[7] = tl_v7;
                 }
             }
             // examples/adamw_multi.tile:44
             #pragma unroll
-            for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 __half *tl_p = (v_params.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const __half tl_v0 = __float2half_rn(v_p2[tl_j]);
@@ -886,18 +1030,34 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                 const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
                 const __half tl_v3 = __float2half_rn(v_p2[tl_j + 3]);
                 const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
-                    uint2 tl_vec;
+                const __half tl_v4 = __float2half_rn(v_p2[tl_j + 4]);
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const __half tl_v5 = __float2half_rn(v_p2[tl_j + 5]);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const __half tl_v6 = __float2half_rn(v_p2[tl_j + 6]);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const __half tl_v7 = __float2half_rn(v_p2[tl_j + 7]);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
                     ((__half *)&tl_vec)[1] = tl_v1;
                     ((__half *)&tl_vec)[2] = tl_v2;
                     ((__half *)&tl_vec)[3] = tl_v3;
-                    *(uint2 *)tl_p = tl_vec;
+                    ((__half *)&tl_vec)[4] = tl_v4;
+                    ((__half *)&tl_vec)[5] = tl_v5;
+                    ((__half *)&tl_vec)[6] = tl_v6;
+                    ((__half *)&tl_vec)[7] = tl_v7;
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
                     if (tl_m2) tl_p[2] = tl_v2;
                     if (tl_m3) tl_p[3] = tl_v3;
+                    if (tl_m4) tl_p[4] = tl_v4;
+                    if (tl_m5) tl_p[5] = tl_v5;
+                    if (tl_m6) tl_p[6] = tl_v6;
+                    if (tl_m7) tl_p[7] = tl_v7;
                 }
             }
         }
