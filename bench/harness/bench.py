@@ -1071,7 +1071,7 @@ class Run:
         t = w.make()
         mod = self.module(w.tile)
         args, out = w.tilec_call(t)
-        outs = [out] if isinstance(out, str) else list(out)
+        outs = [] if out is None else [out] if isinstance(out, str) else list(out)  # None: checked in place
         if w.kernel:
             k = mod.kernel(w.kernel)  # the multi-kernel: the runtime picks the variant per shape
             if isinstance(k, tilec.GenericKernel):  # the instance the arguments' dtypes choose (C side too)

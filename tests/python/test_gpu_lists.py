@@ -104,7 +104,9 @@ class AdamWOverATensorList(unittest.TestCase):
             e_t, e_r, t_r = rel(a, b), rel(a, r), rel(b, r)
             print(f"adamw {dtype} {'TensorList' if as_tensorlist else 'list'} {name}: vs torch fused {e_t:.2e}, "
                   f"vs f64 {e_r:.2e} (torch fused vs f64 {t_r:.2e})")
-            self.assertLess(e_t, tol_torch, name)
+            # torch's fused step is itself off the f64 reference (exp_avg_sq by 1.3e-5 in f32 on the H100,
+            # where this kernel is 3e-8 off): tilec may differ from torch by about what torch differs by
+            self.assertLess(e_t, max(tol_torch, 2 * t_r), name)
             self.assertLess(e_r, max(tol_ref, 2 * t_r), name)
 
     def test_f32_matches_torch_fused_and_f64(self):
