@@ -304,18 +304,20 @@ static const char tl_source[] =
     " x[i * C : (i + 1) * C];\n        let t = empty(f32, [C, H]);\n        scale(xc, t"
     ", C * H);\n        let u = empty(f32, [C, H]);\n        scale(t, u, C * H);\n      "
     "  acc(u, s, C * H);\n    }\n    return s;\n}\n\n/// nested loops: blocks of K rows of"
-    " a 16-row tensor, in two halves, each\n/// row's offset passed to a kernel\ngraph "
-    "nested(x: f32[16, H], K: i64) -> f32[16, H] {\n    let y = zeros(f32, [16, H]);\n "
-    "   let top = x[0:8];\n    let bottom = x[8:];\n    for h in 0 .. 2 step 1 {\n      "
-    "  for r in 0 .. 8 step 4 {\n            let blk = x[h * 8 + r : h * 8 + r + 4];\n "
-    "           put(blk, y, (h * 8 + r) * H, 4 * H);\n        }\n    }\n    put(top, y, "
-    "0, 8 * H);\n    put(bottom, y, 8 * H, 8 * H);\n    return y;\n}\n\n/// reuse: within "
-    "one iteration only, and not across the loop's edges\ngraph reuse(x: f32[N]) -> f3"
-    "2[N] {\n    let a = empty(f32, [N]);\n    scale(x, a, N);\n    let b = empty(f32, ["
-    "N]);\n    scale(a, b, N);\n    for j in 0 .. 4 {\n        let t = empty(f32, [N]);\n"
-    "        scale(b, t, N);\n        let u = empty(f32, [N]);\n        scale(t, u, N);"
-    "\n        let v = empty(f32, [N]);\n        scale(u, v, N);\n        acc(v, b, N);\n"
-    "    }\n    let c = empty(f32, [N]);\n    scale(b, c, N);\n    return c;\n}\n";
+    " a 16-row tensor, in two halves, each\n/// row's offset passed to a kernel (const"
+    "ant counts: both unrolled,\n/// tests/golden/ir/unroll.tile)\ngraph nested(x: f32["
+    "16, H], K: i64) -> f32[16, H] {\n    let y = zeros(f32, [16, H]);\n    let top = x"
+    "[0:8];\n    let bottom = x[8:];\n    for h in 0 .. 2 step 1 {\n        for r in 0 ."
+    ". 8 step 4 {\n            let blk = x[h * 8 + r : h * 8 + r + 4];\n            put"
+    "(blk, y, (h * 8 + r) * H, 4 * H);\n        }\n    }\n    put(top, y, 0, 8 * H);\n   "
+    " put(bottom, y, 8 * H, 8 * H);\n    return y;\n}\n\n/// reuse: within one iteration "
+    "only, and not across the loop's edges (a\n/// count known only at run time: the l"
+    "oop stays a loop)\ngraph reuse(x: f32[N], nj: i64) -> f32[N] {\n    let a = empty("
+    "f32, [N]);\n    scale(x, a, N);\n    let b = empty(f32, [N]);\n    scale(a, b, N);\n"
+    "    for j in 0 .. nj {\n        let t = empty(f32, [N]);\n        scale(b, t, N);\n"
+    "        let u = empty(f32, [N]);\n        scale(t, u, N);\n        let v = empty(f"
+    "32, [N]);\n        scale(u, v, N);\n        acc(v, b, N);\n    }\n    let c = empty("
+    "f32, [N]);\n    scale(b, c, N);\n    return c;\n}\n";
 
 /* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree
    cost far more than the kernels of a small graph */
