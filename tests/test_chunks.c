@@ -373,3 +373,39 @@ Test(chunks, loops_past_the_limit_stay_loops_with_a_remark)
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }
+
+/* Nine nested loops of 200: a body's weight saturates past the limit (200^9
+ * statements would pass 64 bits), so the eight outer loops stay loops, each
+ * saying its body has more than 256 statements (h: 200 x 200), and the
+ * innermost (200 statements) is unrolled in its parent's body. */
+Test(chunks, deep_nests_of_constant_loops_saturate_the_limit, .timeout = 30)
+{
+    static const char src[] =
+        "kernel k2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) {\n"
+        "    let i = pid(0) * 256 + range(256);\n"
+        "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+        "}\n"
+        "graph deep(x: f32[N]) -> f32[N] {\n"
+        "    let y = zeros(f32, [N]);\n"
+        "    for a in 0 .. 200 { for b in 0 .. 200 { for c in 0 .. 200 { for d in 0 .. 200 {\n"
+        "    for e in 0 .. 200 { for f in 0 .. 200 { for g in 0 .. 200 { for h in 0 .. 200 {\n"
+        "    for j in 0 .. 200 { k2(x, y, N); } } } } } } } } }\n"
+        "    return y;\n"
+        "}\n";
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "deep.tile", src, strlen(src), &m), TILEC_OK);
+    tilec_wir *w = NULL;
+    cr_assert_eq(tilec_wir_lower(ctx, m, tilec_module_graph(m, 0), &w), TILEC_OK);
+    cr_expect_eq(count_kind(w, TILEC_WIR_LOOP), 8);
+    cr_expect_eq(count_kind(w, TILEC_WIR_KERNEL_CALL), 200);
+    int past = 0;
+    for (size_t i = 0; i < tilec_wir_line_count(w); i++) {
+        const tilec_wir_line *l = tilec_wir_line_at(w, i);
+        past += l->kind == TILEC_WIR_COMMENT && strstr(l->text, "x more than 256 statements") != NULL;
+    }
+    cr_expect_eq(past, 7); /* a .. g; h's body is the 200 of j */
+    tilec_wir_free(w);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}

@@ -486,7 +486,7 @@ static int64_t const_count(lw *L, const tilec_stmt *s, int64_t b[3])
 
 /* The statements block b unrolls to as far as its loops' bounds are known
  * here (a loop of a constant count n weighs n times its body, any other its
- * body and 2), stopping past TILEC_MAX_UNROLL. */
+ * body and 2), TILEC_MAX_UNROLL + 1 for anything past TILEC_MAX_UNROLL. */
 static uint64_t weight(lw *L, const tilec_block *b)
 {
     uint64_t w = 0;
@@ -502,7 +502,7 @@ static uint64_t weight(lw *L, const tilec_block *b)
         uint64_t body = weight(L, &s->body);
         w += n >= 0 ? (n > TILEC_MAX_UNROLL ? TILEC_MAX_UNROLL + 1 : (uint64_t)n * body) : body + 2;
     }
-    return w;
+    return w > TILEC_MAX_UNROLL ? TILEC_MAX_UNROLL + 1 : w; /* saturated: deep nests cannot wrap */
 }
 
 /* A name of the graph that an unrolled iteration of loop `var` could
@@ -540,9 +540,10 @@ static void flatten_for(lw *L, const tilec_stmt *s, int loop)
     if (n < 0)
         why = NULL; /* a symbolic count: a loop, no remark */
     else if (n > TILEC_MAX_UNROLL || size > TILEC_MAX_UNROLL)
-        why = ar_printf(&L->w->ar, "for %s: kept as a loop: %lld iterations x %llu statements is past the %d "
-                                   "statements an unrolled loop may have", var, (long long)n, (unsigned long long)body,
-                        TILEC_MAX_UNROLL);
+        why = ar_printf(&L->w->ar, "for %s: kept as a loop: %lld iterations x %s%llu statements is past the %d "
+                                   "statements an unrolled loop may have", var, (long long)n,
+                        body > TILEC_MAX_UNROLL ? "more than " : "",
+                        (unsigned long long)(body > TILEC_MAX_UNROLL ? TILEC_MAX_UNROLL : body), TILEC_MAX_UNROLL);
     else if (L->unrolled + size > TILEC_MAX_UNROLL_GRAPH)
         why = ar_printf(&L->w->ar, "for %s: kept as a loop: unrolled, the graph's loops would pass %d statements", var,
                         TILEC_MAX_UNROLL_GRAPH);
