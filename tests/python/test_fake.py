@@ -229,9 +229,36 @@ class FakeDriverTests(unittest.TestCase):
         self.assertIn(f"gl: line {line}: slice xc = x[C*i:C + C*i] is out of bounds: start 300, stop 330, and 'x' has "
                       "300 rows", str(e.exception))
         self.assertEqual(fake_state().launches - launches, 2 * 10)
-        with self.assertRaises(tilec.TilecError) as e:
-            self.gl.load(cuda_graph=True)
-        self.assertIn("no CUDA-graph mode: it has a for loop", str(e.exception))
+
+    def test_a_for_loop_in_cuda_graph_mode_records_the_call_and_replays_it(self):
+        # a loop of a run-time count in CUDA-graph mode: each call's parts run at its end as one
+        # plan of them in that order (per trip count), recorded once and replayed with one
+        # cuGraphLaunch while the slot values repeat (outputs released); another n is another
+        # plan and graph; values equal eager's; an out-of-bounds slice still raises, launching nothing
+        eager = {n: self.gl.call(self.x, n, 30).tolist() for n in (3, 5)}
+        graph = self.gl.load(cuda_graph=True)
+        try:
+            for n in (3, 3, 3, 5, 5, 3):
+                launches = fake_state().launches
+                y = self.gl.call(self.x, n, 30)
+                self.assertEqual(y.tolist(), eager[n])
+                self.assertEqual(fake_state().launches - launches, 2 * n)  # run eagerly, or the graph's launches
+                self.gl.release(y)
+            st = graph.stats()
+            self.assertEqual((st["recorded"], st["replayed"]), (2, 4))
+            launches = fake_state().launches
+            with self.assertRaises(ValueError):
+                self.gl.call(self.x, 11, 30)
+            self.assertEqual(fake_state().launches - launches, 0)
+            y = self.gl.call(self.x, 3, 30)  # the failed call left nothing queued
+            self.assertEqual(y.tolist(), eager[3])
+            self.gl.release(y)
+            with self.assertRaises(tilec.TilecError) as e:
+                graph.capture(static_outputs=True)
+            self.assertIn("records no Recipe", str(e.exception))
+        finally:
+            graph.eager()
+        self.assertEqual(graph.stats()["graphs"], 0)
 
     def test_an_unrolled_loop_computes_what_the_loop_does_and_replays_as_a_cuda_graph(self):
         # a loop of a constant count (gu: 10 chunks of 30) is unrolled: no loop markers, the same

@@ -8,8 +8,8 @@ each token, dH and dW of the losses' sum, against torch.nn.functional.
 cross_entropy and autograd in f64; a chunk size that does not divide the
 tokens is the last slice's run-time error, in the same words from both; the
 Python wrapper's peak memory holds a chunk's logits, never all of them;
-graph flce4 (four chunks, a constant count: unrolled) in CUDA-graph mode,
-recorded once per shape and replayed, matches torch at every call.
+graph flce4 (four chunks, a constant count: unrolled) and flce (a loop) in
+CUDA-graph mode, recorded and replayed, match torch at every call.
 
     python3 tests/python/test_gpu_chunks.py [TILEC_BINARY]"""
 import ctypes
@@ -191,6 +191,30 @@ class PythonWrapper(unittest.TestCase):
             print("flce4 graph stats:", st)
             self.assertGreaterEqual(st["recorded"], 2)  # at least one per shape (a key's first, checked call
             self.assertGreaterEqual(st["replayed"], 2)  # has its own output: it may record once more)
+        finally:
+            graph.eager()
+
+    def test_looped_chunks_replay_as_a_cuda_graph(self):
+        # flce (a run-time count) in CUDA-graph mode: each call's parts run at its end as one plan
+        # per trip count (Graph.run_seq), recorded, then replayed while the addresses repeat (the
+        # outputs dropped before the next call: torch hands the same blocks back)
+        graph = self.flce.load(cuda_graph=True)
+        try:
+            T, D, V, C = 256, 96, 1000, 64
+            h, w, tgt = inputs(T, D, V, C)
+            want = reference(h, w, tgt)
+            for k in range(4):
+                out = self.flce.call(h, w, tgt, C)
+                torch.cuda.synchronize()
+                for name, a, b in zip(("loss", "dh", "dw"), out, want):
+                    rel = float((a.double().cpu() - b).norm() / b.norm())
+                    print(f"flce (CUDA graph, call {k}) {name}: relative L2 error {rel:.2e}")
+                    self.assertLess(rel, 1e-4, f"{name} call {k}")
+                del out
+            st = graph.stats()
+            print("flce graph stats:", st)
+            self.assertGreaterEqual(st["recorded"], 1)
+            self.assertGreaterEqual(st["replayed"], 1)
         finally:
             graph.eager()
 
