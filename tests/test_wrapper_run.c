@@ -96,7 +96,8 @@ static void emit_c_of(const char *dir, const char *tile)
     tilec_ctx_free(ctx);
 }
 
-/* dir/run: NAME.c (emitted from tile) and the runner, linked with libtilec.a. */
+/* dir/run: NAME.c (emitted from tile; `name` may list several, space-separated)
+ * and the runner, linked with libtilec.a. */
 static void build_runner(const char *dir, const char *tile, const char *name, const char *main_c)
 {
     emit_c_of(dir, tile);
@@ -654,9 +655,7 @@ Test(wrapper_run, an_unrolled_loop_computes_what_the_loop_does_and_has_a_cuda_gr
 {
     char dir[64];
     make_tmpdir(dir, sizeof dir);
-    emit_c_of(dir, unroll_tile);
-    write_in(dir, "main.c", unroll_runner);
-    link_runner(dir, "looped unrolled");
+    build_runner(dir, unroll_tile, "looped unrolled", unroll_runner);
     char *out = run(dir, 0);
     const char *y = " 76 80 84 88 92 96 52 56 60 64 68 72 28 32 36 40 44 48 4 8 12 16 20 24\n";
     char want[2048];

@@ -303,21 +303,22 @@ static const char tl_source[] =
     "[C, H] {\n    let s = zeros(f32, [C, H]);\n    for i in 0 .. nc {\n        let xc ="
     " x[i * C : (i + 1) * C];\n        let t = empty(f32, [C, H]);\n        scale(xc, t"
     ", C * H);\n        let u = empty(f32, [C, H]);\n        scale(t, u, C * H);\n      "
-    "  acc(u, s, C * H);\n    }\n    return s;\n}\n\n/// nested loops: blocks of K rows of"
-    " a 16-row tensor, in two halves, each\n/// row's offset passed to a kernel (const"
-    "ant counts: both unrolled,\n/// tests/golden/ir/unroll.tile)\ngraph nested(x: f32["
-    "16, H], K: i64) -> f32[16, H] {\n    let y = zeros(f32, [16, H]);\n    let top = x"
-    "[0:8];\n    let bottom = x[8:];\n    for h in 0 .. 2 step 1 {\n        for r in 0 ."
-    ". 8 step 4 {\n            let blk = x[h * 8 + r : h * 8 + r + 4];\n            put"
-    "(blk, y, (h * 8 + r) * H, 4 * H);\n        }\n    }\n    put(top, y, 0, 8 * H);\n   "
-    " put(bottom, y, 8 * H, 8 * H);\n    return y;\n}\n\n/// reuse: within one iteration "
-    "only, and not across the loop's edges (a\n/// count known only at run time: the l"
-    "oop stays a loop)\ngraph reuse(x: f32[N], nj: i64) -> f32[N] {\n    let a = empty("
-    "f32, [N]);\n    scale(x, a, N);\n    let b = empty(f32, [N]);\n    scale(a, b, N);\n"
-    "    for j in 0 .. nj {\n        let t = empty(f32, [N]);\n        scale(b, t, N);\n"
-    "        let u = empty(f32, [N]);\n        scale(t, u, N);\n        let v = empty(f"
-    "32, [N]);\n        scale(u, v, N);\n        acc(v, b, N);\n    }\n    let c = empty("
-    "f32, [N]);\n    scale(b, c, N);\n    return c;\n}\n";
+    "  acc(u, s, C * H);\n    }\n    return s;\n}\n\n/// nested loops: blocks of 4 rows of"
+    " a 16-row tensor, in K halves of 8 rows\n/// (K = 2), each row's offset passed to"
+    " a kernel (counts known at run time:\n/// loops; constant ones are unrolled, test"
+    "s/golden/ir/unroll.tile)\ngraph nested(x: f32[16, H], K: i64) -> f32[16, H] {\n   "
+    " let y = zeros(f32, [16, H]);\n    let top = x[0:8];\n    let bottom = x[8:];\n    "
+    "for h in 0 .. K step 1 {\n        for r in 0 .. 4 * K step 4 {\n            let bl"
+    "k = x[h * 8 + r : h * 8 + r + 4];\n            put(blk, y, (h * 8 + r) * H, 4 * H"
+    ");\n        }\n    }\n    put(top, y, 0, 8 * H);\n    put(bottom, y, 8 * H, 8 * H);\n"
+    "    return y;\n}\n\n/// reuse: within one iteration only, and not across the loop's"
+    " edges (a\n/// count known only at run time: the loop stays a loop)\ngraph reuse(x"
+    ": f32[N], nj: i64) -> f32[N] {\n    let a = empty(f32, [N]);\n    scale(x, a, N);\n"
+    "    let b = empty(f32, [N]);\n    scale(a, b, N);\n    for j in 0 .. nj {\n        "
+    "let t = empty(f32, [N]);\n        scale(b, t, N);\n        let u = empty(f32, [N])"
+    ";\n        scale(t, u, N);\n        let v = empty(f32, [N]);\n        scale(u, v, N"
+    ");\n        acc(v, b, N);\n    }\n    let c = empty(f32, [N]);\n    scale(b, c, N);\n"
+    "    return c;\n}\n";
 
 /* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree
    cost far more than the kernels of a small graph */
@@ -464,103 +465,11 @@ void nested_release(nested_module *M, tilec_tensor *t)
     t->data = 0;
 }
 
-/* graph mode's launch plan: a slot per kernel argument (and per filled buffer's address
-   and size), a step per launch or fill */
-static const tilec_plan_slot_type tl_gtypes[27] = {
-    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR,
-    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR,
-    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR,
-    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR,
-    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR,
-    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR,
-    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_INT
-};
-static const char *const tl_gnames[27] = {
-    "fill y",
-    "fill y size 0",
-    "fill y size 1",
-    "put x",
-    "put s",
-    "put at",
-    "put n",
-    "put x",
-    "put s",
-    "put at",
-    "put n",
-    "put x",
-    "put s",
-    "put at",
-    "put n",
-    "put x",
-    "put s",
-    "put at",
-    "put n",
-    "put x",
-    "put s",
-    "put at",
-    "put n",
-    "put x",
-    "put s",
-    "put at",
-    "put n"
-};
-static const struct {
-    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs`, or an extern call */
-    const char *ext;    /* an extern call's symbol: its nargs inputs and `bits` outputs are
-                           tl_gxt[first ..] */
-    int variant;
-    uint32_t first, nargs;
-    uint64_t bits;
-} tl_gsteps[7] = {
-    {NULL, NULL, TILEC_DT_F32, 0, 2, 0x0ULL},
-    {"put", NULL, 0, 3, 4, 0},
-    {"put", NULL, 0, 7, 4, 0},
-    {"put", NULL, 0, 11, 4, 0},
-    {"put", NULL, 0, 15, 4, 0},
-    {"put", NULL, 0, 19, 4, 0},
-    {"put", NULL, 0, 23, 4, 0}
-};
-
-static tilec_plan *tl_plan_build(nested_module *M, char *err, size_t errlen)
-{
-    tilec_plan *p = tilec_plan_new(M->prog, M->ext, "nested", 27);
-    if (!p) {
-        tl_fail(err, errlen, "nested: cannot make the launch plan (out of memory)");
-        return NULL;
-    }
-    int ok = 1;
-    for (uint32_t i = 0; i < 27 && ok; i++)
-        ok = tilec_plan_set_slot(p, i, tl_gtypes[i], tl_gnames[i]) == TILEC_RT_OK;
-    for (uint32_t i = 0; i < 7 && ok; i++) {
-        tilec_plan_value v[64];
-        for (uint32_t j = 0; j < tl_gsteps[i].nargs; j++)
-            v[j].slot = (int32_t)(tl_gsteps[i].first + j);
-        if (!tl_gsteps[i].kernel) {
-            tilec_plan_tensor t = {(int32_t)tl_gsteps[i].first, (tilec_dtype)tl_gsteps[i].variant,
-                                   tl_gsteps[i].nargs, {{0}}};
-            for (uint32_t j = 0; j < t.rank; j++)
-                t.sizes[j].slot = (int32_t)(t.data_slot + 1 + (int32_t)j);
-            ok = tilec_plan_add_fill(p, &t, tl_gsteps[i].bits) == TILEC_RT_OK;
-        } else {
-            ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v,
-                                       tl_gsteps[i].nargs) == TILEC_RT_OK;
-        }
-    }
-    if (!ok) {
-        tl_fail(err, errlen, "%s", tilec_plan_last_error(p));
-        tilec_plan_free(p);
-        return NULL;
-    }
-    return p;
-}
-
 int nested_set_cuda_graph(nested_module *M, unsigned graphs, char *err, size_t errlen)
 {
-    if (graphs && !M->plan && !(M->plan = tl_plan_build(M, err, errlen)))
-        return 1;
-    if (M->plan && tilec_plan_set_cuda_graph(M->plan, graphs) != TILEC_RT_OK)
-        return tl_fail(err, errlen, "%s", tilec_plan_last_error(M->plan));
-    M->graphs = graphs;
+    if (graphs)
+        return tl_fail(err, errlen, "nested: no CUDA-graph mode: it has a for loop (a launch plan's steps are fixed)");
+    M->graphs = 0;
     return 0;
 }
 
@@ -569,15 +478,12 @@ int nested_run(nested_module *M, const tilec_tensor *t_x, int64_t p_K, tilec_ten
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
     const int tl_g = M->graphs && !M->dbg.level; /* graph mode (the debug printer runs eagerly) */
-    tilec_rt_arg tl_sl[27] __attribute__((unused)); /* its slots */
+    tilec_rt_arg tl_sl[15] __attribute__((unused)); /* its slots */
     tilec_tensor b_x __attribute__((unused)) = {0};
     tilec_tensor b_y = {0};
     tilec_tensor b_top = {0};
     tilec_tensor b_bottom = {0};
-    tilec_tensor b_blk_h0_r0 = {0};
-    tilec_tensor b_blk_h0_r4 = {0};
-    tilec_tensor b_blk_h1_r0 = {0};
-    tilec_tensor b_blk_h1_r4 = {0};
+    tilec_tensor b_blk = {0};
     (void)p_K;
     /* kernel put: 1 variant, built by nested_load */
     if (!t_x || t_x->dtype != TILEC_DT_F32 || t_x->rank != 2)
@@ -598,28 +504,19 @@ int nested_run(nested_module *M, const tilec_tensor *t_x, int64_t p_K, tilec_ten
     const int64_t tl_z0 = tl_mul(&tl_o, tl_mul(&tl_o, 8, s_H), 4);
     if (tl_o)
         return tl_fail(err, errlen, "nested: the size (8*H)*4 (the offset of view bottom) %s, with H=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_H);
-    const int64_t tl_z1 = tl_mul(&tl_o, 4, s_H);
+    const int64_t tl_z1 = tl_mul(&tl_o, 4, p_K);
+    if (tl_o)
+        return tl_fail(err, errlen, "nested: the size 4*K (the end of a for loop) %s, with K=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)p_K);
+    const int64_t tl_z6 = tl_mul(&tl_o, 4, s_H);
     if (tl_o)
         return tl_fail(err, errlen, "nested: the size 4*H (argument 'n' of put) %s, with H=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_H);
-    if (tl_z1 < INT32_MIN || tl_z1 > INT32_MAX)
-        return tl_fail(err, errlen, "nested: argument 'n' of put (4*H) is %lld, which does not fit i32", (long long)tl_z1);
-    const int64_t tl_z2 = tl_mul(&tl_o, tl_mul(&tl_o, 4, s_H), 4);
+    if (tl_z6 < INT32_MIN || tl_z6 > INT32_MAX)
+        return tl_fail(err, errlen, "nested: argument 'n' of put (4*H) is %lld, which does not fit i32", (long long)tl_z6);
+    const int64_t tl_z7 = tl_mul(&tl_o, 8, s_H);
     if (tl_o)
-        return tl_fail(err, errlen, "nested: the size (4*H)*4 (the offset of view blk_h0_r4) %s, with H=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_H);
-    const int64_t tl_z3 = tl_mul(&tl_o, tl_mul(&tl_o, 8, s_H), 4);
-    if (tl_o)
-        return tl_fail(err, errlen, "nested: the size (8*H)*4 (the offset of view blk_h1_r0) %s, with H=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_H);
-    const int64_t tl_z4 = tl_mul(&tl_o, 8, s_H);
-    if (tl_o)
-        return tl_fail(err, errlen, "nested: the size 8*H (argument 'at' of put) %s, with H=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_H);
-    const int64_t tl_z5 = tl_mul(&tl_o, tl_mul(&tl_o, 12, s_H), 4);
-    if (tl_o)
-        return tl_fail(err, errlen, "nested: the size (12*H)*4 (the offset of view blk_h1_r4) %s, with H=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_H);
-    const int64_t tl_z6 = tl_mul(&tl_o, 12, s_H);
-    if (tl_o)
-        return tl_fail(err, errlen, "nested: the size 12*H (argument 'at' of put) %s, with H=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_H);
-    if (tl_z4 < INT32_MIN || tl_z4 > INT32_MAX)
-        return tl_fail(err, errlen, "nested: argument 'n' of put (8*H) is %lld, which does not fit i32", (long long)tl_z4);
+        return tl_fail(err, errlen, "nested: the size 8*H (argument 'n' of put) %s, with H=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_H);
+    if (tl_z7 < INT32_MIN || tl_z7 > INT32_MAX)
+        return tl_fail(err, errlen, "nested: argument 'n' of put (8*H) is %lld, which does not fit i32", (long long)tl_z7);
     /* alloc y: f32, 64*H bytes */
     if (tl_alloc(M, &b_y, "y", TILEC_DT_F32, 2, (const int64_t[]){16, s_H}, &tl_live, err, errlen))
         goto tl_out;
@@ -641,123 +538,65 @@ int nested_run(nested_module *M, const tilec_tensor *t_x, int64_t p_K, tilec_ten
         goto tl_out;
     }
     tl_shape(&b_bottom, b_x.data + (uint64_t)tl_z0, TILEC_DT_F32, 2, (const int64_t[]){8, s_H});
-    /* for h in 0 .. 2 step 1: unrolled, 2 iterations */
-    /* h = 0 */
-    /* for r in 0 .. 8 step 4: unrolled, 2 iterations */
-    /* r = 0 */
-    /* view: blk_h0_r0 of x */
-    if (0 < 0 || 4 < 0 || 16 < 4) {
-        tl_fail(err, errlen, "nested: line 50: slice blk_h0_r0 = x[0:4] is out of bounds: start %lld, stop %lld, and 'x' has %lld rows", (long long)0, (long long)4, (long long)16);
-        goto tl_out;
-    }
-    tl_shape(&b_blk_h0_r0, b_x.data + (uint64_t)0, TILEC_DT_F32, 2, (const int64_t[]){4, s_H});
-    { /* put, line 51 */
-        tilec_rt_arg a[4] = {{.ptr = b_blk_h0_r0.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(0)}, {.i32 = (int32_t)(tl_z1)}};
-        tilec_rt_status st;
-        if (tl_g) { /* graph mode: the arguments go to the plan's slots */
-            tl_sl[3].ptr = a[0].ptr;
-            tl_sl[4].ptr = a[1].ptr;
-            tl_sl[5].i64 = (int64_t)a[2].i64;
-            tl_sl[6].i64 = (int64_t)a[3].i32;
-            st = TILEC_RT_OK;
-        } else if (M->dbg.level) {
-            const tl_dbg_arg da[2] = {{"x", "blk_h0_r0", &b_blk_h0_r0}, {"s", "y", &b_y}};
-            st = tl_dbg_launch(&M->dbg, M->rt, M->prog, "nested", "put", "cdiv(n, B)", 0, a, 4, da, 2);
-        } else
-            st = tilec_program_launch(M->prog, "put", 0, a, 4, NULL);
-        if (st != TILEC_RT_OK) {
-            tl_fail(err, errlen, "nested: launch of put failed: %s", tilec_rt_last_error(M->rt));
-            goto tl_out;
-        }
-    }
-    /* r = 4 */
-    /* view: blk_h0_r4 of x */
-    if (4 < 0 || 8 < 4 || 16 < 8) {
-        tl_fail(err, errlen, "nested: line 50: slice blk_h0_r4 = x[4:8] is out of bounds: start %lld, stop %lld, and 'x' has %lld rows", (long long)4, (long long)8, (long long)16);
-        goto tl_out;
-    }
-    tl_shape(&b_blk_h0_r4, b_x.data + (uint64_t)tl_z2, TILEC_DT_F32, 2, (const int64_t[]){4, s_H});
-    { /* put, line 51 */
-        tilec_rt_arg a[4] = {{.ptr = b_blk_h0_r4.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(tl_z1)}, {.i32 = (int32_t)(tl_z1)}};
+    /* for h in 0 .. K step 1, line 48 */
+    for (int64_t s_h = 0; s_h < p_K; s_h += 1) {
+        /* for r in 0 .. 4*K step 4, line 49 */
+        for (int64_t s_r = 0; s_r < tl_z1; s_r += 4) {
+            const int64_t tl_z2 = tl_mul(&tl_o, tl_add(&tl_o, tl_mul(&tl_o, tl_mul(&tl_o, 8, s_H), s_h), tl_mul(&tl_o, s_H, s_r)), 4);
+            if (tl_o) {
+                tl_fail(err, errlen, "nested: the size (8*H*h + H*r)*4 (the offset of view blk) %s, with H=%lld, h=%lld, r=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_H, (long long)s_h, (long long)s_r);
+                goto tl_out;
+            }
+            const int64_t tl_z3 = tl_add(&tl_o, tl_mul(&tl_o, 8, s_h), s_r);
+            if (tl_o) {
+                tl_fail(err, errlen, "nested: the size 8*h + r (bound 0 of blk) %s, with h=%lld, r=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_h, (long long)s_r);
+                goto tl_out;
+            }
+            const int64_t tl_z4 = tl_add(&tl_o, tl_add(&tl_o, tl_mul(&tl_o, 8, s_h), s_r), 4);
+            if (tl_o) {
+                tl_fail(err, errlen, "nested: the size 8*h + r + 4 (bound 1 of blk) %s, with h=%lld, r=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_h, (long long)s_r);
+                goto tl_out;
+            }
+            const int64_t tl_z5 = tl_add(&tl_o, tl_mul(&tl_o, tl_mul(&tl_o, 8, s_H), s_h), tl_mul(&tl_o, s_H, s_r));
+            if (tl_o) {
+                tl_fail(err, errlen, "nested: the size 8*H*h + H*r (argument 2 of put) %s, with H=%lld, h=%lld, r=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_H, (long long)s_h, (long long)s_r);
+                goto tl_out;
+            }
+            /* view: blk of x */
+            if (tl_z3 < 0 || tl_z4 < tl_z3 || 16 < tl_z4) {
+                tl_fail(err, errlen, "nested: line 50: slice blk = x[8*h + r:8*h + r + 4] is out of bounds: start %lld, stop %lld, and 'x' has %lld rows", (long long)tl_z3, (long long)tl_z4, (long long)16);
+                goto tl_out;
+            }
+            tl_shape(&b_blk, b_x.data + (uint64_t)tl_z2, TILEC_DT_F32, 2, (const int64_t[]){4, s_H});
+            { /* put, line 51 */
+                tilec_rt_arg a[4] = {{.ptr = b_blk.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(tl_z5)}, {.i32 = (int32_t)(tl_z6)}};
+                tilec_rt_status st;
+                if (tl_g) { /* graph mode: the arguments go to the plan's slots */
+                    tl_sl[3].ptr = a[0].ptr;
+                    tl_sl[4].ptr = a[1].ptr;
+                    tl_sl[5].i64 = (int64_t)a[2].i64;
+                    tl_sl[6].i64 = (int64_t)a[3].i32;
+                    st = TILEC_RT_OK;
+                } else if (M->dbg.level) {
+                    const tl_dbg_arg da[2] = {{"x", "blk", &b_blk}, {"s", "y", &b_y}};
+                    st = tl_dbg_launch(&M->dbg, M->rt, M->prog, "nested", "put", "cdiv(n, B)", 0, a, 4, da, 2);
+                } else
+                    st = tilec_program_launch(M->prog, "put", 0, a, 4, NULL);
+                if (st != TILEC_RT_OK) {
+                    tl_fail(err, errlen, "nested: launch of put failed: %s", tilec_rt_last_error(M->rt));
+                    goto tl_out;
+                }
+            }
+        } /* for r */
+    } /* for h */
+    { /* put, line 54 */
+        tilec_rt_arg a[4] = {{.ptr = b_top.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(0)}, {.i32 = (int32_t)(tl_z7)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
             tl_sl[7].ptr = a[0].ptr;
             tl_sl[8].ptr = a[1].ptr;
             tl_sl[9].i64 = (int64_t)a[2].i64;
             tl_sl[10].i64 = (int64_t)a[3].i32;
-            st = TILEC_RT_OK;
-        } else if (M->dbg.level) {
-            const tl_dbg_arg da[2] = {{"x", "blk_h0_r4", &b_blk_h0_r4}, {"s", "y", &b_y}};
-            st = tl_dbg_launch(&M->dbg, M->rt, M->prog, "nested", "put", "cdiv(n, B)", 0, a, 4, da, 2);
-        } else
-            st = tilec_program_launch(M->prog, "put", 0, a, 4, NULL);
-        if (st != TILEC_RT_OK) {
-            tl_fail(err, errlen, "nested: launch of put failed: %s", tilec_rt_last_error(M->rt));
-            goto tl_out;
-        }
-    }
-    /* h = 1 */
-    /* for r in 0 .. 8 step 4: unrolled, 2 iterations */
-    /* r = 0 */
-    /* view: blk_h1_r0 of x */
-    if (8 < 0 || 12 < 8 || 16 < 12) {
-        tl_fail(err, errlen, "nested: line 50: slice blk_h1_r0 = x[8:12] is out of bounds: start %lld, stop %lld, and 'x' has %lld rows", (long long)8, (long long)12, (long long)16);
-        goto tl_out;
-    }
-    tl_shape(&b_blk_h1_r0, b_x.data + (uint64_t)tl_z3, TILEC_DT_F32, 2, (const int64_t[]){4, s_H});
-    { /* put, line 51 */
-        tilec_rt_arg a[4] = {{.ptr = b_blk_h1_r0.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(tl_z4)}, {.i32 = (int32_t)(tl_z1)}};
-        tilec_rt_status st;
-        if (tl_g) { /* graph mode: the arguments go to the plan's slots */
-            tl_sl[11].ptr = a[0].ptr;
-            tl_sl[12].ptr = a[1].ptr;
-            tl_sl[13].i64 = (int64_t)a[2].i64;
-            tl_sl[14].i64 = (int64_t)a[3].i32;
-            st = TILEC_RT_OK;
-        } else if (M->dbg.level) {
-            const tl_dbg_arg da[2] = {{"x", "blk_h1_r0", &b_blk_h1_r0}, {"s", "y", &b_y}};
-            st = tl_dbg_launch(&M->dbg, M->rt, M->prog, "nested", "put", "cdiv(n, B)", 0, a, 4, da, 2);
-        } else
-            st = tilec_program_launch(M->prog, "put", 0, a, 4, NULL);
-        if (st != TILEC_RT_OK) {
-            tl_fail(err, errlen, "nested: launch of put failed: %s", tilec_rt_last_error(M->rt));
-            goto tl_out;
-        }
-    }
-    /* r = 4 */
-    /* view: blk_h1_r4 of x */
-    if (12 < 0 || 16 < 12 || 16 < 16) {
-        tl_fail(err, errlen, "nested: line 50: slice blk_h1_r4 = x[12:16] is out of bounds: start %lld, stop %lld, and 'x' has %lld rows", (long long)12, (long long)16, (long long)16);
-        goto tl_out;
-    }
-    tl_shape(&b_blk_h1_r4, b_x.data + (uint64_t)tl_z5, TILEC_DT_F32, 2, (const int64_t[]){4, s_H});
-    { /* put, line 51 */
-        tilec_rt_arg a[4] = {{.ptr = b_blk_h1_r4.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(tl_z6)}, {.i32 = (int32_t)(tl_z1)}};
-        tilec_rt_status st;
-        if (tl_g) { /* graph mode: the arguments go to the plan's slots */
-            tl_sl[15].ptr = a[0].ptr;
-            tl_sl[16].ptr = a[1].ptr;
-            tl_sl[17].i64 = (int64_t)a[2].i64;
-            tl_sl[18].i64 = (int64_t)a[3].i32;
-            st = TILEC_RT_OK;
-        } else if (M->dbg.level) {
-            const tl_dbg_arg da[2] = {{"x", "blk_h1_r4", &b_blk_h1_r4}, {"s", "y", &b_y}};
-            st = tl_dbg_launch(&M->dbg, M->rt, M->prog, "nested", "put", "cdiv(n, B)", 0, a, 4, da, 2);
-        } else
-            st = tilec_program_launch(M->prog, "put", 0, a, 4, NULL);
-        if (st != TILEC_RT_OK) {
-            tl_fail(err, errlen, "nested: launch of put failed: %s", tilec_rt_last_error(M->rt));
-            goto tl_out;
-        }
-    }
-    { /* put, line 54 */
-        tilec_rt_arg a[4] = {{.ptr = b_top.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(0)}, {.i32 = (int32_t)(tl_z4)}};
-        tilec_rt_status st;
-        if (tl_g) { /* graph mode: the arguments go to the plan's slots */
-            tl_sl[19].ptr = a[0].ptr;
-            tl_sl[20].ptr = a[1].ptr;
-            tl_sl[21].i64 = (int64_t)a[2].i64;
-            tl_sl[22].i64 = (int64_t)a[3].i32;
             st = TILEC_RT_OK;
         } else if (M->dbg.level) {
             const tl_dbg_arg da[2] = {{"x", "top", &b_top}, {"s", "y", &b_y}};
@@ -770,13 +609,13 @@ int nested_run(nested_module *M, const tilec_tensor *t_x, int64_t p_K, tilec_ten
         }
     }
     { /* put, line 55 */
-        tilec_rt_arg a[4] = {{.ptr = b_bottom.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(tl_z4)}, {.i32 = (int32_t)(tl_z4)}};
+        tilec_rt_arg a[4] = {{.ptr = b_bottom.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(tl_z7)}, {.i32 = (int32_t)(tl_z7)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
-            tl_sl[23].ptr = a[0].ptr;
-            tl_sl[24].ptr = a[1].ptr;
-            tl_sl[25].i64 = (int64_t)a[2].i64;
-            tl_sl[26].i64 = (int64_t)a[3].i32;
+            tl_sl[11].ptr = a[0].ptr;
+            tl_sl[12].ptr = a[1].ptr;
+            tl_sl[13].i64 = (int64_t)a[2].i64;
+            tl_sl[14].i64 = (int64_t)a[3].i32;
             st = TILEC_RT_OK;
         } else if (M->dbg.level) {
             const tl_dbg_arg da[2] = {{"x", "bottom", &b_bottom}, {"s", "y", &b_y}};
@@ -788,7 +627,7 @@ int nested_run(nested_module *M, const tilec_tensor *t_x, int64_t p_K, tilec_ten
             goto tl_out;
         }
     }
-    if (tl_g && tilec_plan_run(M->plan, tl_sl, 27, NULL) != TILEC_RT_OK) {
+    if (tl_g && tilec_plan_run(M->plan, tl_sl, 15, NULL) != TILEC_RT_OK) {
         tl_fail(err, errlen, "%s", tilec_plan_last_error(M->plan));
         goto tl_out;
     }
