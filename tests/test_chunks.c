@@ -409,3 +409,33 @@ Test(chunks, deep_nests_of_constant_loops_saturate_the_limit, .timeout = 30)
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }
+
+/* Two unrolled names that still coincide (a loop variable holding '_':
+ * `t` of `for x_i` and `t_x` of `for i` are both t_x_i0) are an error at
+ * the statement naming the name, never two buffers under one name. */
+Test(chunks, unrolled_names_that_coincide_are_an_error)
+{
+    static const char src[] = "kernel k2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) {\n"
+                              "    let i = pid(0) * 256 + range(256);\n"
+                              "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+                              "}\n"
+                              "graph clash(x: f32[N]) -> f32[N] {\n"
+                              "    let y = zeros(f32, [N]);\n"
+                              "    for x_i in 0 .. 1 { let t = empty(f32, [N]); k2(x, t, N); k2(t, y, N); }\n"
+                              "    for i in 0 .. 1 { let t_x = empty(f32, [N]); k2(x, t_x, N); k2(t_x, y, N); }\n"
+                              "    return y;\n"
+                              "}\n";
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "clash.tile", src, strlen(src), &m), TILEC_OK);
+    tilec_wir *w = NULL;
+    cr_expect_eq(tilec_wir_lower(ctx, m, tilec_module_graph(m, 0), &w), TILEC_ERR_INPUT);
+    cr_expect_null(w);
+    cr_assert_eq(tilec_ctx_error_count(ctx), 1);
+    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+    cr_expect(strstr(d->message, "unrolling a loop makes a name twice, rename it: 't_x_i0'") != NULL, "%s",
+              d->message);
+    cr_expect_eq(d->line, 8u);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
