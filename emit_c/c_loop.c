@@ -4,7 +4,9 @@
  * up to its END_LOOP that names the variable is computed, checked for
  * overflow and for the kernel parameter it feeds, once per iteration at
  * the top of the body (the size block runs before anything and cannot see
- * the variable). Graph mode (a launch plan of fixed steps) refuses loops. */
+ * the variable). Graph mode (a launch plan of fixed steps) refuses loops;
+ * a loop of a constant count within TILEC_MAX_UNROLL never gets here:
+ * lowering unrolls it (docs/wrapper-ir.md, "Unrolled loops"). */
 #include <string.h>
 
 #include "emit_c/c_internal.h"

@@ -27,11 +27,11 @@ static const char corpus[] =
     "    let i = pid(0) * 256 + range(256);\n"
     "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
     "}\n"
-    "graph outer_last_use_inside(x: f32[N]) -> f32[N] {\n"
+    "graph outer_last_use_inside(x: f32[N], m: i64) -> f32[N] {\n"
     "    let a = empty(f32, [N]);\n"
     "    k2(x, a, N);\n"
     "    let y = empty(f32, [N]);\n"
-    "    for i in 0 .. 3 {\n"
+    "    for i in 0 .. m {\n"
     "        let t = empty(f32, [N]);\n"
     "        k2(a, t, N);\n"
     "        k2(t, y, N);\n"
@@ -212,15 +212,21 @@ static void check_module(const char *path, const char *src, size_t len)
     tilec_ctx_free(ctx);
 }
 
-Test(chunks, planned_loops_run_without_a_leak_or_a_use_after_free)
+static void check_file(const char *path)
 {
-    check_module("corpus.tile", corpus, strlen(corpus));
-    FILE *f = fopen("tests/golden/ir/chunks.tile", "rb");
+    FILE *f = fopen(path, "rb");
     cr_assert(f);
     static char buf[1 << 16];
     size_t n = fread(buf, 1, sizeof buf, f);
     fclose(f);
-    check_module("tests/golden/ir/chunks.tile", buf, n);
+    check_module(path, buf, n);
+}
+
+Test(chunks, planned_loops_run_without_a_leak_or_a_use_after_free)
+{
+    check_module("corpus.tile", corpus, strlen(corpus));
+    check_file("tests/golden/ir/chunks.tile");
+    check_file("tests/golden/ir/unroll.tile"); /* unrolled loops, and loops kept beside them */
 }
 
 /* Planning within one iteration still happens: v takes t's storage in the
@@ -275,5 +281,161 @@ Test(chunks, an_emitter_of_abi_2_is_refused)
     cr_assert_eq(tilec_ctx_error_count(ctx), 1);
     cr_expect(strstr(tilec_ctx_diag(ctx, 0)->message, "emitter ABI 2") != NULL, "%s", tilec_ctx_diag(ctx, 0)->message);
     cr_expect_null(tilec_find_emitter(ctx, "old2"));
+    tilec_ctx_free(ctx);
+}
+
+/* The lines of graph `name` of tests/golden/ir/unroll.tile, planned. */
+static tilec_wir *unroll_graph(tilec_ctx *ctx, tilec_module **m, const char *name)
+{
+    FILE *f = fopen("tests/golden/ir/unroll.tile", "rb");
+    cr_assert(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    cr_assert_eq(tilec_parse_string(ctx, "unroll.tile", buf, n, m), TILEC_OK);
+    tilec_wir *w = NULL;
+    cr_assert_eq(tilec_wir_lower(ctx, *m, tilec_module_find_graph(*m, name), &w), TILEC_OK);
+    cr_assert_eq(tilec_wir_plan(ctx, w), TILEC_OK);
+    return w;
+}
+
+static int count_kind(const tilec_wir *w, tilec_wir_kind k)
+{
+    int n = 0;
+    for (size_t i = 0; i < tilec_wir_line_count(w); i++)
+        n += tilec_wir_line_at(w, i)->kind == k;
+    return n;
+}
+
+static const tilec_wir_line *named(const tilec_wir *w, const char *name)
+{
+    for (size_t i = 0; i < tilec_wir_line_count(w); i++) {
+        const tilec_wir_line *l = tilec_wir_line_at(w, i);
+        if (l->name && !strcmp(l->name, name) && l->kind != TILEC_WIR_FREE && l->kind != TILEC_WIR_FREE_IF_NOT_REUSED)
+            return l;
+    }
+    return NULL;
+}
+
+/* A loop of a constant count (a module constant, NC = 4) is straight-line
+ * IR: no LOOP line, each iteration's names suffixed and the variable a
+ * number in its slices' bounds and offsets, and the planner hands the
+ * body's two buffers from one iteration to the next: two ALLOCATEs and six
+ * REUSEs, a planned peak of two chunk buffers beside y, as a loop's. */
+Test(chunks, a_constant_loop_is_unrolled_and_planned_as_straight_line)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    tilec_wir *w = unroll_graph(ctx, &m, "chunks4");
+    cr_expect_eq(count_kind(w, TILEC_WIR_LOOP), 0);
+    cr_expect_eq(count_kind(w, TILEC_WIR_ALLOCATE), 3); /* y, t_i0, u_i0 */
+    cr_expect_eq(count_kind(w, TILEC_WIR_REUSE), 6);
+    cr_expect_eq(count_kind(w, TILEC_WIR_KERNEL_CALL), 12);
+    const tilec_wir_line *v = named(w, "xc_i3");
+    cr_assert(v && v->kind == TILEC_WIR_REINTERPRET);
+    cr_expect_str_eq(v->offset, "12*H");
+    cr_expect_str_eq(v->args[0].text, "12");
+    cr_expect_str_eq(v->args[1].text, "16");
+    tilec_wir_size h = {"H", 8};
+    int64_t peak = 0;
+    cr_assert_eq(tilec_wir_peak_bytes(ctx, w, TILEC_WIR_PEAK_RESERVED, &h, 1, &peak), TILEC_OK);
+    cr_expect_eq(peak, 16 * 8 * 4 + 2 * 4 * 8 * 4, "y and two chunk buffers, got %lld bytes", (long long)peak);
+    tilec_wir_free(w);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* Loops past the limit (TILEC_MAX_UNROLL statements) stay loops, with a
+ * COMMENT line that says why; a constant loop in a loop of a run-time
+ * count is unrolled inside it. */
+Test(chunks, loops_past_the_limit_stay_loops_with_a_remark)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    tilec_wir *w = unroll_graph(ctx, &m, "long");
+    cr_expect_eq(count_kind(w, TILEC_WIR_LOOP), 2);
+    int remarks = 0;
+    for (size_t i = 0; i < tilec_wir_line_count(w); i++) {
+        const tilec_wir_line *l = tilec_wir_line_at(w, i);
+        remarks += l->kind == TILEC_WIR_COMMENT && strstr(l->text, "kept as a loop") &&
+                   strstr(l->text, "past the 256 statements");
+    }
+    cr_expect_eq(remarks, 2);
+    tilec_wir_free(w);
+    tilec_module_free(m);
+    m = NULL;
+    w = unroll_graph(ctx, &m, "mixed");
+    cr_expect_eq(count_kind(w, TILEC_WIR_LOOP), 2); /* i (run-time count) and k (its names would clash) */
+    const tilec_wir_line *b = named(w, "blk_j1");
+    cr_assert(b);
+    cr_expect_str_eq(b->offset, "H + 2*H*i");
+    tilec_wir_free(w);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* Nine nested loops of 200: a body's weight saturates past the limit (200^9
+ * statements would pass 64 bits), so the eight outer loops stay loops, each
+ * saying its body has more than 256 statements (h: 200 x 200), and the
+ * innermost (200 statements) is unrolled in its parent's body. */
+Test(chunks, deep_nests_of_constant_loops_saturate_the_limit, .timeout = 30)
+{
+    static const char src[] =
+        "kernel k2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) {\n"
+        "    let i = pid(0) * 256 + range(256);\n"
+        "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+        "}\n"
+        "graph deep(x: f32[N]) -> f32[N] {\n"
+        "    let y = zeros(f32, [N]);\n"
+        "    for a in 0 .. 200 { for b in 0 .. 200 { for c in 0 .. 200 { for d in 0 .. 200 {\n"
+        "    for e in 0 .. 200 { for f in 0 .. 200 { for g in 0 .. 200 { for h in 0 .. 200 {\n"
+        "    for j in 0 .. 200 { k2(x, y, N); } } } } } } } } }\n"
+        "    return y;\n"
+        "}\n";
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "deep.tile", src, strlen(src), &m), TILEC_OK);
+    tilec_wir *w = NULL;
+    cr_assert_eq(tilec_wir_lower(ctx, m, tilec_module_graph(m, 0), &w), TILEC_OK);
+    cr_expect_eq(count_kind(w, TILEC_WIR_LOOP), 8);
+    cr_expect_eq(count_kind(w, TILEC_WIR_KERNEL_CALL), 200);
+    int past = 0;
+    for (size_t i = 0; i < tilec_wir_line_count(w); i++) {
+        const tilec_wir_line *l = tilec_wir_line_at(w, i);
+        past += l->kind == TILEC_WIR_COMMENT && strstr(l->text, "x more than 256 statements") != NULL;
+    }
+    cr_expect_eq(past, 7); /* a .. g; h's body is the 200 of j */
+    tilec_wir_free(w);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* Two unrolled names that still coincide (a loop variable holding '_':
+ * `t` of `for x_i` and `t_x` of `for i` are both t_x_i0) are an error at
+ * the statement naming the name, never two buffers under one name. */
+Test(chunks, unrolled_names_that_coincide_are_an_error)
+{
+    static const char src[] = "kernel k2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) {\n"
+                              "    let i = pid(0) * 256 + range(256);\n"
+                              "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+                              "}\n"
+                              "graph clash(x: f32[N]) -> f32[N] {\n"
+                              "    let y = zeros(f32, [N]);\n"
+                              "    for x_i in 0 .. 1 { let t = empty(f32, [N]); k2(x, t, N); k2(t, y, N); }\n"
+                              "    for i in 0 .. 1 { let t_x = empty(f32, [N]); k2(x, t_x, N); k2(t_x, y, N); }\n"
+                              "    return y;\n"
+                              "}\n";
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "clash.tile", src, strlen(src), &m), TILEC_OK);
+    tilec_wir *w = NULL;
+    cr_expect_eq(tilec_wir_lower(ctx, m, tilec_module_graph(m, 0), &w), TILEC_ERR_INPUT);
+    cr_expect_null(w);
+    cr_assert_eq(tilec_ctx_error_count(ctx), 1);
+    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+    cr_expect(strstr(d->message, "unrolling a loop makes a name twice, rename it: 't_x_i0'") != NULL, "%s",
+              d->message);
+    cr_expect_eq(d->line, 8u);
+    tilec_module_free(m);
     tilec_ctx_free(ctx);
 }

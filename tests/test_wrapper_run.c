@@ -70,15 +70,23 @@ static const char runner[] =
     "    tilec_rt_free(rt, x.data);\n"
     "    big_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
 
-/* dir/run: dir/NAME.c (an emitted wrapper) and dir/main.c, linked with libtilec.a. */
+/* dir/run: dir/NAME.c (an emitted wrapper; `name` may list several,
+ * space-separated) and dir/main.c, linked with libtilec.a. */
 static void link_runner(const char *dir, const char *name)
 {
     const char *cc = getenv("CC");
-    char *out = NULL;
+    char *out = NULL, files[512] = "";
+    size_t n = 0;
+    for (const char *p = name; *p && n < sizeof files;) {
+        size_t k = strcspn(p, " ");
+        n += (size_t)snprintf(files + n, sizeof files - n, "%s/%.*s.c ", dir, (int)k, p);
+        p += k + (p[k] == ' ');
+    }
+    cr_assert_lt(n, sizeof files);
     int st = sh(&out,
                 "%s -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror %s -Iinclude -Itests -I%s "
-                "-o %s/run %s/%s.c %s/main.c %s/lib/libtilec.a -ldl -lpthread -lm",
-                cc && *cc ? cc : "cc", TILEC_SANFLAGS, dir, dir, dir, name, dir, TILEC_BUILD);
+                "-o %s/run %s%s/main.c %s/lib/libtilec.a -ldl -lpthread -lm",
+                cc && *cc ? cc : "cc", TILEC_SANFLAGS, dir, dir, files, dir, TILEC_BUILD);
     cr_assert_eq(st, 0, "the wrapper does not build:\n%s", out);
     free(out);
 }
@@ -95,7 +103,8 @@ static void emit_c_of(const char *dir, const char *tile)
     tilec_ctx_free(ctx);
 }
 
-/* dir/run: NAME.c (emitted from tile) and the runner, linked with libtilec.a. */
+/* dir/run: NAME.c (emitted from tile; `name` may list several, space-separated)
+ * and the runner, linked with libtilec.a. */
 static void build_runner(const char *dir, const char *tile, const char *name, const char *main_c)
 {
     emit_c_of(dir, tile);
@@ -567,6 +576,106 @@ Test(wrapper_run, cuda_graph_mode_replays_a_known_call_and_records_a_new_one, .t
                           "sev 8: 1 0 1 memsets 1 0 calls 2: 14 14\n" /* replayed: its fill is in the graph */
                           "sev 8: 1 0 1 memsets 1 0 calls 2: 14 14\n"
                           "unloaded: graphs held: 0\n");
+    free(out);
+    rm_dir(dir);
+}
+
+/* Issue 35 item 4: a loop of a constant count is unrolled; it computes
+ * what the same loop over a run-time count computes. Graph `looped` walks
+ * n chunks of C rows in a C for loop, graph `unrolled` the same 4 chunks
+ * of 2 rows unrolled (each chunk scaled twice into the mirrored chunk of y,
+ * so every iteration's substituted bounds show): same launches, same
+ * values, nothing left allocated but y and the wrapper's one spare. The
+ * unrolled graph has no loop, so it has a CUDA-graph mode: the first call
+ * runs eagerly and is recorded (8 launches captured), the next ones replay
+ * it with one cuGraphLaunch and the same values; the looped graph's
+ * set_cuda_graph still says why it has none. */
+static const char unroll_tile[] =
+    "kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {\n"
+    "    let i = pid(0) * 256 + range(256);\n"
+    "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+    "}\n"
+    "graph looped(x: f32[R, H], n: i64, C: i64) -> f32[R, H] {\n"
+    "    let y = zeros(f32, [R, H]);\n"
+    "    for i in 0 .. n {\n"
+    "        let xc = x[i * C : (i + 1) * C];\n"
+    "        let t = empty(f32, [C, H]);\n"
+    "        scale2(xc, t, C * H);\n"
+    "        let yc = y[(n - 1 - i) * C : (n - i) * C];\n"
+    "        scale2(t, yc, C * H);\n"
+    "    }\n"
+    "    return y;\n"
+    "}\n"
+    "graph unrolled(x: f32[8, H]) -> f32[8, H] {\n"
+    "    let y = zeros(f32, [8, H]);\n"
+    "    for i in 0 .. 4 {\n"
+    "        let xc = x[i * 2 : (i + 1) * 2];\n"
+    "        let t = empty(f32, [2, H]);\n"
+    "        scale2(xc, t, 2 * H);\n"
+    "        let yc = y[(3 - i) * 2 : (4 - i) * 2];\n"
+    "        scale2(t, yc, 2 * H);\n"
+    "    }\n"
+    "    return y;\n"
+    "}\n";
+
+/* main(driver): per call "NAME: rc launches captured graph_launches live | y" */
+static const char unroll_runner[] =
+    "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+    "#include \"looped.h\"\n#include \"unrolled.h\"\n#include \"fake_cuda.h\"\n"
+    "static tilec_rt *rt;\nstatic fake_cuda_state *f;\nstatic int l0, c0, g0, a0;\n"
+    "static void mark(void)\n{\n    l0 = f->launches, c0 = f->captured_launches, g0 = f->graph_launches;\n"
+    "    a0 = f->live_allocs;\n}\n"
+    "static void show(const char *what, int rc, tilec_tensor *y, const char *err)\n{\n"
+    "    printf(\"%s: %d %d %d %d %d |\", what, rc, f->launches - l0, f->captured_launches - c0,\n"
+    "           f->graph_launches - g0, f->live_allocs - a0);\n"
+    "    float ys[24];\n"
+    "    if (!rc && tilec_rt_memcpy_dtoh(rt, ys, y->data, sizeof ys) == TILEC_RT_OK)\n"
+    "        for (int i = 0; i < 24; i++)\n            printf(\" %g\", (double)ys[i]);\n"
+    "    printf(\"%s%s\\n\", rc ? \" \" : \"\", rc ? err : \"\");\n}\n"
+    "int main(int argc, char **argv)\n{\n"
+    "    void *h = argc >= 2 ? dlopen(argv[1], RTLD_NOW | RTLD_LOCAL) : NULL;\n"
+    "    fake_cuda_state *(*get)(void) = h ? (fake_cuda_state * (*)(void)) dlsym(h, \"fake_cuda_state_get\") : NULL;\n"
+    "    if (!get || tilec_rt_open_driver(argv[1], 0, &rt) != TILEC_RT_OK)\n        return 3;\n"
+    "    f = get();\n"
+    "    char err[512] = \"\";\n"
+    "    looped_module *lm = NULL;\n    unrolled_module *um = NULL;\n"
+    "    if (looped_load(rt, &lm, err, sizeof err) || unrolled_load(rt, &um, err, sizeof err)) {\n"
+    "        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
+    "    float xs[24];\n    for (int i = 0; i < 24; i++)\n        xs[i] = (float)(i + 1);\n"
+    "    tilec_tensor x = {.dtype = TILEC_DT_F32, .rank = 2, .sizes = {8, 3}, .strides = {3, 1}}, y = {0};\n"
+    "    if (tilec_rt_malloc(rt, sizeof xs, &x.data) != TILEC_RT_OK || tilec_rt_memcpy_htod(rt, x.data, xs, sizeof xs))\n"
+    "        return 5;\n"
+    "    mark();\n    int rc = looped_run(lm, &x, 4, 2, &y, err, sizeof err);\n    show(\"looped\", rc, &y, err);\n"
+    "    looped_release(lm, &y);\n"
+    "    mark();\n    rc = unrolled_run(um, &x, &y, err, sizeof err);\n    show(\"unrolled\", rc, &y, err);\n"
+    "    unrolled_release(um, &y);\n"
+    "    printf(\"looped graphs: %d %s\\n\", looped_set_cuda_graph(lm, 4, err, sizeof err), err);\n"
+    "    err[0] = 0;\n"
+    "    printf(\"unrolled graphs: %d %s\\n\", unrolled_set_cuda_graph(um, 4, err, sizeof err), err);\n"
+    "    for (int k = 0; k < 3; k++) {\n"
+    "        mark();\n        rc = unrolled_run(um, &x, &y, err, sizeof err);\n        show(\"graph\", rc, &y, err);\n"
+    "        unrolled_release(um, &y);\n    }\n"
+    "    tilec_rt_free(rt, x.data);\n"
+    "    looped_unload(lm);\n    unrolled_unload(um);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+Test(wrapper_run, an_unrolled_loop_computes_what_the_loop_does_and_has_a_cuda_graph_mode, .timeout = 120)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    build_runner(dir, unroll_tile, "looped unrolled", unroll_runner);
+    char *out = run(dir, 0);
+    const char *y = " 76 80 84 88 92 96 52 56 60 64 68 72 28 32 36 40 44 48 4 8 12 16 20 24\n";
+    char want[2048];
+    snprintf(want, sizeof want,
+             "looped: 0 8 0 0 2 |%s"
+             "unrolled: 0 8 0 0 2 |%s"
+             "looped graphs: 1 looped: no CUDA-graph mode: it has a for loop (a launch plan's steps are fixed)\n"
+             "unrolled graphs: 0 \n"
+             "graph: 0 8 8 0 0 |%s" /* eager, then recorded */
+             "graph: 0 8 0 1 0 |%s" /* replayed */
+             "graph: 0 8 0 1 0 |%s",
+             y, y, y, y, y);
+    cr_expect_str_eq(out, want);
     free(out);
     rm_dir(dir);
 }

@@ -44,17 +44,29 @@ typedef struct entry {
     int last_use; /* position; a root's covers its views */
     int freed;
     int scope;    /* the loop whose body made it (-1: the graph's top) */
+    int mangled;  /* made in an unrolled iteration: its name carries the suffix */
 } entry;
 
 /* One position of the flattened statements: a statement, or the start or
  * end of a for loop (`loop` is then that loop; else the innermost loop
  * around the statement, -1 for none). */
-typedef enum { P_STMT, P_LOOP, P_END } pkind;
+typedef enum { P_STMT, P_LOOP, P_END, P_NOTE } pkind;
 typedef struct pos {
     const tilec_stmt *s;
     pkind kind;
     int loop;
+    int inst;         /* the unrolled iteration it belongs to (-1: none) */
+    const char *note; /* P_NOTE: a COMMENT line's text (an unrolled or kept loop) */
 } pos;
+
+/* One iteration of an unrolled loop: its variable's value, and the suffix
+ * the names its body makes take ("_i2"; nested "_h1_r4"). */
+typedef struct inst {
+    int parent;
+    const char *var;
+    int64_t value;
+    const char *sfx;
+} inst;
 
 typedef struct loopinfo {
     int parent;
@@ -76,10 +88,17 @@ typedef struct lw {
     nidx *sym_set; /* syms */
     nidx *loop_set; /* loop variables */
     pos *pos;
-    uint32_t npos;
+    uint32_t npos, cappos;
     loopinfo *loops;
-    uint32_t nloops;
+    uint32_t nloops, caploops;
+    inst *insts;
+    uint32_t ninsts, capinsts;
+    uint32_t nnames;   /* the names the flattened statements define */
+    uint32_t unrolled; /* statements copied by unrolling so far */
+    const char **ast_names; /* every name the graph spells (clash check of unrolling) */
+    uint32_t nast, capast;
     int cur_loop; /* during the first walk */
+    int cur_inst; /* the unrolled iteration of the position walked (-1: none) */
 } lw;
 
 /* Add name to set *h with index idx (the node lives in the arena). */
@@ -131,11 +150,52 @@ static void fail(lw *L, const tilec_loc *loc, const char *what, const char *name
     L->failed = 1;
 }
 
-static int find(const lw *L, const char *name) { return set_find(L->by_name, name); }
+/* The entry of the name as the IR spells it (a body's name in an unrolled
+ * iteration carries the iteration's suffix). */
+static int find_raw(const lw *L, const char *name) { return set_find(L->by_name, name); }
+
+/* The entry a name of the .tile source means at the position walked: in an
+ * unrolled iteration, the iteration's own (name + suffix), innermost first. */
+static int find(const lw *L, const char *name);
+
+/* The IR's name of a name of the source at the position walked. */
+static const char *rname(const lw *L, const char *name)
+{
+    int k = find(L, name);
+    return k >= 0 ? L->e[k].name : name;
+}
+
+static int find(const lw *L, const char *name)
+{
+    for (int in = L->cur_inst; name && in >= 0; in = L->insts[in].parent) {
+        strbuf b;
+        sb_init(&b);
+        sb_printf(&b, "%s%s", name, L->insts[in].sfx);
+        int k = b.failed ? -1 : set_find(L->by_name, sb_str(&b));
+        sb_free(&b);
+        if (k >= 0)
+            return k;
+    }
+    return set_find(L->by_name, name);
+}
+
+/* The value of loop variable `name` in unrolled iteration `in` or around it. */
+static int inst_value(const lw *L, int in, const char *name, int64_t *v)
+{
+    for (; name && in >= 0; in = L->insts[in].parent)
+        if (!strcmp(L->insts[in].var, name)) {
+            *v = L->insts[in].value;
+            return 1;
+        }
+    return 0;
+}
 
 static const poly *lookup_sym(void *user, const char *name)
 {
     lw *L = user;
+    int64_t v;
+    if (inst_value(L, L->cur_inst, name, &v))
+        return poly_const(&L->w->ar, v);
     if (set_find(L->sym_set, name) >= 0 || set_find(L->loop_set, name) >= 0)
         return poly_atom(&L->w->ar, name);
     int k = find(L, name);
@@ -150,10 +210,22 @@ static entry *define(lw *L, const char *name, ekind kind, tilec_dtype dt, uint32
         L->oom = 1;
         return NULL;
     }
+    if (name && stmt >= 0 && L->cur_inst >= 0) { /* a name of an unrolled iteration */
+        name = ar_printf(&L->w->ar, "%s%s", name, L->insts[L->cur_inst].sfx);
+        if (!name) {
+            L->oom = 1;
+            return NULL;
+        }
+    }
+    int had = name && stmt >= 0 ? find_raw(L, name) : -1;
+    if (had >= 0 && (L->cur_inst >= 0 || L->e[had].mangled)) {
+        fail(L, &L->pos[stmt].s->loc, "unrolling a loop makes a name twice, rename it:", name);
+        return NULL;
+    }
     entry *x = &L->e[L->ne];
     *x = (entry){.name = name, .kind = kind, .dtype = dt, .rank = rank, .dims = dims, .root = (int)L->ne,
-                 .last_use = stmt, .scope = stmt < 0 ? -1 : L->cur_loop};
-    if (name && find(L, name) < 0) /* the first definition wins, as the scan did */
+                 .last_use = stmt, .scope = stmt < 0 ? -1 : L->cur_loop, .mangled = stmt >= 0 && L->cur_inst >= 0};
+    if (name && find_raw(L, name) < 0) /* the first definition wins, as the scan did */
         set_add(L, &L->by_name, name, (int)L->ne);
     L->ne++;
     return x;
@@ -352,33 +424,188 @@ static const poly *ext_lookup(void *user, const char *name)
     return NULL;
 }
 
+/* Grow *v (n used of *cap elements of size sz) to hold one more; 0, or -1
+ * out of memory (L->oom set). */
+static int grow(lw *L, void **v, uint32_t n, uint32_t *cap, size_t sz)
+{
+    if (n < *cap)
+        return 0;
+    uint32_t c = *cap ? *cap * 2 : 64;
+    void *p = realloc(*v, (size_t)c * sz);
+    if (!p) {
+        L->oom = 1;
+        return -1;
+    }
+    *v = p;
+    *cap = c;
+    return 0;
+}
+
+static void add_pos(lw *L, pos p)
+{
+    if (!grow(L, (void **)&L->pos, L->npos, &L->cappos, sizeof *L->pos))
+        L->pos[L->npos++] = p;
+}
+
+/* A bound's names: the variables of the unrolled iterations around it are
+ * their values; any other name is a symbol (not a constant). */
+static const poly *bound_lookup(void *user, const char *name)
+{
+    lw *L = user;
+    int64_t v;
+    if (inst_value(L, L->cur_inst, name, &v))
+        return poly_const(&L->w->ar, v);
+    return poly_atom(&L->w->ar, name);
+}
+
+/* The constant value of bound e (NULL: 1), or 0 when it is not one. */
+static int const_bound(lw *L, const tilec_expr *e, int64_t *v)
+{
+    if (!e) {
+        *v = 1;
+        return 1;
+    }
+    const poly *p = poly_from_expr(&L->w->ar, e, bound_lookup, L, NULL);
+    return p && poly_is_const(p, v);
+}
+
+/* The iterations of for loop s where its bounds are constants (the
+ * unrolled iterations around it included), else -1. */
+static int64_t const_count(lw *L, const tilec_stmt *s, int64_t b[3])
+{
+    int64_t d;
+    if (!const_bound(L, s->lo, &b[0]) || !const_bound(L, s->hi, &b[1]) || !const_bound(L, s->step, &b[2]) ||
+        b[2] <= 0)
+        return -1;
+    if (b[1] <= b[0])
+        return 0;
+    if (__builtin_sub_overflow(b[1], b[0], &d))
+        return -1;
+    return (d - 1) / b[2] + 1;
+}
+
+/* The statements block b unrolls to as far as its loops' bounds are known
+ * here (a loop of a constant count n weighs n times its body, any other its
+ * body and 2), TILEC_MAX_UNROLL + 1 for anything past TILEC_MAX_UNROLL. */
+static uint64_t weight(lw *L, const tilec_block *b)
+{
+    uint64_t w = 0;
+    for (uint32_t i = 0; i < b->nstmts && w <= TILEC_MAX_UNROLL; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s->kind == TILEC_ST_DOC)
+            continue;
+        if (s->kind != TILEC_ST_FOR) {
+            w++;
+            continue;
+        }
+        int64_t b3[3], n = const_count(L, s, b3);
+        uint64_t body = weight(L, &s->body);
+        w += n >= 0 ? (n > TILEC_MAX_UNROLL ? TILEC_MAX_UNROLL + 1 : (uint64_t)n * body) : body + 2;
+    }
+    return w > TILEC_MAX_UNROLL ? TILEC_MAX_UNROLL + 1 : w; /* saturated: deep nests cannot wrap */
+}
+
+/* A name of the graph that an unrolled iteration of loop `var` could
+ * spell (it holds "_VAR" and a digit), or NULL. */
+static const char *clash(const lw *L, const char *var)
+{
+    size_t n = strlen(var);
+    for (uint32_t i = 0; i < L->nast; i++)
+        for (const char *p = strchr(L->ast_names[i], '_'); p; p = strchr(p + 1, '_'))
+            if (!strncmp(p + 1, var, n) && p[1 + n] >= '0' && p[1 + n] <= '9')
+                return L->ast_names[i];
+    return NULL;
+}
+
+static void add_note(lw *L, const tilec_stmt *s, int loop, const char *text)
+{
+    if (!text)
+        L->oom = 1;
+    else
+        add_pos(L, (pos){s, P_NOTE, loop, L->cur_inst, text});
+}
+
+static void flatten(lw *L, const tilec_block *b, int loop);
+
+/* for loop s, inside loop `loop`: unrolled into its iterations when its
+ * count is constant and small enough, else LOOP, the body, END_LOOP. */
+static void flatten_for(lw *L, const tilec_stmt *s, int loop)
+{
+    const char *var = s->names[0];
+    int64_t b[3], n = const_count(L, s, b);
+    uint64_t body = n >= 0 ? weight(L, &s->body) : 0;
+    uint64_t size = n > TILEC_MAX_UNROLL ? TILEC_MAX_UNROLL + 1 : (uint64_t)(n < 0 ? 0 : n) * body;
+    const char *taken = n >= 0 ? clash(L, var) : NULL;
+    const char *why = NULL;
+    if (n < 0)
+        why = NULL; /* a symbolic count: a loop, no remark */
+    else if (n > TILEC_MAX_UNROLL || size > TILEC_MAX_UNROLL)
+        why = ar_printf(&L->w->ar, "for %s: kept as a loop: %lld iterations x %s%llu statements is past the %d "
+                                   "statements an unrolled loop may have", var, (long long)n,
+                        body > TILEC_MAX_UNROLL ? "more than " : "",
+                        (unsigned long long)(body > TILEC_MAX_UNROLL ? TILEC_MAX_UNROLL : body), TILEC_MAX_UNROLL);
+    else if (L->unrolled + size > TILEC_MAX_UNROLL_GRAPH)
+        why = ar_printf(&L->w->ar, "for %s: kept as a loop: unrolled, the graph's loops would pass %d statements", var,
+                        TILEC_MAX_UNROLL_GRAPH);
+    else if (taken)
+        why = ar_printf(&L->w->ar, "for %s: kept as a loop: its iterations' names would clash with '%s'", var, taken);
+    if (n >= 0 && !why) { /* unrolled */
+        L->unrolled += (uint32_t)size;
+        add_note(L, s, loop, ar_printf(&L->w->ar, "for %s in %lld .. %lld step %lld: unrolled, %lld iterations", var,
+                                       (long long)b[0], (long long)b[1], (long long)b[2],
+                                       (long long)n));
+        int outer = L->cur_inst;
+        for (int64_t k = 0; k < n && !L->oom; k++) {
+            if (grow(L, (void **)&L->insts, L->ninsts, &L->capinsts, sizeof *L->insts))
+                break;
+            int64_t v = b[0] + k * b[2];
+            const char *sfx = ar_printf(&L->w->ar, "%s_%s%lld", outer >= 0 ? L->insts[outer].sfx : "", var,
+                                        (long long)v);
+            L->insts[L->ninsts] = (inst){outer, var, v, sfx};
+            L->cur_inst = (int)L->ninsts++;
+            add_note(L, s, loop, sfx ? ar_printf(&L->w->ar, "%s = %lld", var, (long long)v) : NULL);
+            flatten(L, &s->body, loop);
+            L->cur_inst = outer;
+        }
+        return;
+    }
+    if (n >= 0)
+        add_note(L, s, loop, why);
+    if (grow(L, (void **)&L->loops, L->nloops, &L->caploops, sizeof *L->loops))
+        return;
+    int l = (int)L->nloops++;
+    L->loops[l].parent = loop;
+    add_pos(L, (pos){s, P_LOOP, l, L->cur_inst, NULL});
+    flatten(L, &s->body, l);
+    L->loops[l].end = (int)L->npos;
+    add_pos(L, (pos){s, P_END, l, L->cur_inst, NULL});
+}
+
 /* The positions of block b (inside loop `loop`), in order. */
 static void flatten(lw *L, const tilec_block *b, int loop)
 {
     for (uint32_t i = 0; i < b->nstmts && !L->oom; i++) {
         const tilec_stmt *s = b->stmts[i];
-        if (s->kind != TILEC_ST_FOR) {
-            L->pos[L->npos++] = (pos){s, P_STMT, loop};
+        if (s->kind == TILEC_ST_FOR) {
+            flatten_for(L, s, loop);
             continue;
         }
-        int l = (int)L->nloops++;
-        L->loops[l].parent = loop;
-        L->pos[L->npos++] = (pos){s, P_LOOP, l};
-        flatten(L, &s->body, l);
-        L->loops[l].end = (int)L->npos;
-        L->pos[L->npos++] = (pos){s, P_END, l};
+        L->nnames += s->nnames;
+        add_pos(L, (pos){s, P_STMT, loop, L->cur_inst, NULL});
     }
 }
 
-static void count_block(const tilec_block *b, uint32_t *npos, uint32_t *nloops, uint32_t *nnames)
+/* Every name the graph spells: parameters, the statements' names, loop
+ * variables (what an unrolled iteration's names must not clash with). */
+static void ast_names(lw *L, const tilec_block *b)
 {
-    for (uint32_t i = 0; i < b->nstmts; i++) {
+    for (uint32_t i = 0; i < b->nstmts && !L->oom; i++) {
         const tilec_stmt *s = b->stmts[i];
-        *npos += s->kind == TILEC_ST_FOR ? 2 : 1;
-        *nloops += s->kind == TILEC_ST_FOR;
-        *nnames += s->nnames;
+        for (uint32_t k = 0; k < s->nnames && s->names; k++)
+            if (s->names[k] && !grow(L, (void **)&L->ast_names, L->nast, &L->capast, sizeof *L->ast_names))
+                L->ast_names[L->nast++] = s->names[k];
         if (s->kind == TILEC_ST_FOR)
-            count_block(&s->body, npos, nloops, nnames);
+            ast_names(L, &s->body);
     }
 }
 
@@ -409,6 +636,9 @@ static void first_walk(lw *L)
     for (uint32_t i = 0; i < L->npos && !L->failed && !L->oom; i++) {
         const tilec_stmt *s = L->pos[i].s;
         const tilec_expr *v = s->value;
+        L->cur_inst = L->pos[i].inst;
+        if (L->pos[i].kind == P_NOTE)
+            continue;
         if (L->pos[i].kind != P_STMT) {
             L->cur_loop = L->pos[i].kind == P_LOOP ? L->pos[i].loop : L->loops[L->pos[i].loop].parent;
             if (L->pos[i].kind == P_LOOP && set_find(L->loop_set, s->names[0]) < 0)
@@ -670,7 +900,7 @@ static tilec_wir_arg *call_args(lw *L, const tilec_expr *v, const tilec_kernel *
         char c = p ? tilec_dtype_class(p->type.dtype) : 0;
         if (!p || p->type.kind == TILEC_TE_POINTER) {
             args[a].kind = TILEC_WIR_ARG_BUFFER;
-            args[a].text = e->name;
+            args[a].text = rname(L, e->name);
             continue;
         }
         /* an integer parameter takes a size; so does a float one, given a
@@ -802,7 +1032,7 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
         if (!(l = add(L, TILEC_WIR_COLLECTIVE, &s->loc)))
             return;
         l->name = x->name;
-        l->from = c.of->name;
+        l->from = rname(L, c.of->name);
         l->coll = c.coll;
         l->redop = c.op;
         l->root = c.root;
@@ -824,7 +1054,7 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
         shape_into(L, x, l);
         l->align = WIR_ALIGN;
         if (view) {
-            l->from = v->args[0]->name;
+            l->from = rname(L, v->args[0]->name);
             l->offset = "0";
             l->offset_expr = ix_int(&L->w->ar, 0);
             l->bytes = NULL;
@@ -861,7 +1091,7 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
         l->name = x->name;
         l->outs = ar_array(&L->w->ar, v->nargs ? v->nargs : 1, sizeof *l->outs);
         for (uint32_t a = 0; l->outs && a < v->nargs; a++)
-            l->outs[l->nouts++] = v->args[a]->name;
+            l->outs[l->nouts++] = rname(L, v->args[a]->name);
         if (!l->outs)
             L->oom = 1;
         return;
@@ -893,7 +1123,7 @@ static void second_walk(lw *L)
     const tilec_graph *g = L->w->graph;
     int last = -1; /* the last top position that is not a doc comment or the return */
     for (uint32_t i = 0; i < L->npos; i++)
-        if (L->pos[i].kind != P_LOOP && L->pos[i].s->kind != TILEC_ST_DOC && L->pos[i].s->kind != TILEC_ST_RETURN &&
+        if (L->pos[i].kind != P_LOOP && L->pos[i].kind != P_NOTE && L->pos[i].s->kind != TILEC_ST_DOC && L->pos[i].s->kind != TILEC_ST_RETURN &&
             (L->pos[i].kind == P_END ? L->loops[L->pos[i].loop].parent : L->pos[i].loop) < 0)
             last = (int)i;
     L->w->ret_loc = g->loc;
@@ -917,6 +1147,13 @@ static void second_walk(lw *L)
             order[at[L->e[k].last_use + 1]++] = k;
     for (uint32_t i = 0; i < n && !L->oom && !L->failed; i++) {
         const tilec_stmt *s = L->pos[i].s;
+        L->cur_inst = L->pos[i].inst;
+        if (L->pos[i].kind == P_NOTE) {
+            tilec_wir_line *c = add(L, TILEC_WIR_COMMENT, &s->loc);
+            if (c)
+                c->text = L->pos[i].note;
+            continue;
+        }
         if (L->pos[i].kind != P_STMT) {
             emit_loop(L, &L->pos[i]);
             if (L->pos[i].kind == P_LOOP)
@@ -971,16 +1208,18 @@ tilec_status tilec_wir_lower(tilec_ctx *ctx, const tilec_module *m, const tilec_
     L.cur_loop = -1;
     for (uint32_t i = 0; i < g->nparams; i++)
         L.capsyms += g->params[i].type.ndims;
-    uint32_t npos = 0, nloops = 0;
-    count_block(&g->body, &npos, &nloops, &L.cap);
+    L.cur_inst = -1;
+    for (uint32_t i = 0; i < g->nparams && !L.oom; i++)
+        if (!grow(&L, (void **)&L.ast_names, L.nast, &L.capast, sizeof *L.ast_names))
+            L.ast_names[L.nast++] = g->params[i].name;
+    ast_names(&L, &g->body);
+    if (!L.oom)
+        flatten(&L, &g->body, -1);
+    L.cap += L.nnames;
     L.e = ar_array(&w->ar, L.cap + 1, sizeof *L.e);
     L.syms = ar_array(&w->ar, L.capsyms + 1, sizeof *L.syms);
-    L.pos = ar_array(&w->ar, npos + 1, sizeof *L.pos);
-    L.loops = ar_array(&w->ar, nloops + 1, sizeof *L.loops);
-    if (!L.e || !L.syms || !L.pos || !L.loops)
+    if (!L.e || !L.syms)
         L.oom = 1;
-    else
-        flatten(&L, &g->body, -1);
     if (!L.oom)
         bind_params(&L);
     if (!L.oom && !L.failed)
@@ -996,6 +1235,10 @@ tilec_status tilec_wir_lower(tilec_ctx *ctx, const tilec_module *m, const tilec_
     HASH_CLEAR(hh, L.by_name);
     HASH_CLEAR(hh, L.sym_set);
     HASH_CLEAR(hh, L.loop_set);
+    free(L.pos);
+    free(L.loops);
+    free(L.insts);
+    free(L.ast_names);
     if (L.oom || w->ar.failed || L.failed) {
         tilec_wir_free(w);
         return L.failed ? TILEC_ERR_INPUT : TILEC_ERR_NOMEM;

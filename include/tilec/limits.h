@@ -22,5 +22,7 @@
 #define TILEC_MAX_POLY_DEGREE 16      /* symbols (with repeats) in one term */
 #define TILEC_MAX_POLY_TEXT 65536     /* bytes of a size as text (what wrappers print) */
 #define TILEC_MAX_GRAPH_STMTS 262144  /* statements of one graph */
+#define TILEC_MAX_UNROLL 256          /* statements one graph for loop of a constant count unrolls to (docs/wrapper-ir.md) */
+#define TILEC_MAX_UNROLL_GRAPH 4096   /* statements all the unrolled loops of one graph add */
 
 #endif

@@ -106,7 +106,10 @@ typedef struct tilec_wir_arg {
  *  LOOP                name (the loop variable, a size symbol of the lines up to
  *                      its END_LOOP), three SIZE args: lo, hi, step (step > 0);
  *                      the lines up to the matching END_LOOP run for name = lo,
- *                      lo + step, ... while name < hi. Loops nest.
+ *                      lo + step, ... while name < hi. Loops nest. A loop
+ *                      whose bounds are constants is unrolled by lowering
+ *                      when small enough (TILEC_MAX_UNROLL): its iterations'
+ *                      lines, no LOOP (docs/wrapper-ir.md, "Unrolled loops").
  *  END_LOOP            name (the variable of the LOOP it closes)
  *
  * Buffers allocated between a LOOP and its END_LOOP are freed there too

@@ -52,7 +52,9 @@ class Graph(Owner):
     tensors' device addresses, then the sizes and scalars. A graph with for
     loops (loop markers among its steps) is run part by part instead:
     run_part(k, values) runs the steps between its k-th and k+1-th markers
-    (the wrapper sets the slots of each iteration between the runs)."""
+    (the wrapper sets the slots of each iteration between the runs); in
+    CUDA-graph mode the parts of a call run at its end, as one plan per
+    order of parts (run_seq), recorded and replayed."""
 
     def __init__(self, module: "Module", name: str, tensors: Sequence[Tuple[str, str, Sequence[Ref]]],
                  scalars: Sequence[Tuple[str, str]], steps: Sequence[Step], externs: Optional["Externs"] = None,
@@ -81,6 +83,12 @@ class Graph(Owner):
                 self._part_steps[-1].append(step)
         self._parts: List[Any] = []  # their plans; self._h is the first
         self._h = None
+        self._off = 0  # building a sequence plan: the slot offset of the part being added
+        # CUDA-graph mode of a graph with loops: the (part, values) runs of one call, run at its end
+        # as one plan of the parts in that order (keyed by the order: the trip counts)
+        self._seq: Optional[List[Tuple[int, Tuple[Any, ...]]]] = None
+        self._seq_graphs = 0
+        self._seq_plans: Dict[Tuple[int, ...], Tuple[Any, bytes, Any]] = {}  # order: (plan, kinds, pack)
         graphs = getattr(module, "_graphs", None)
         if graphs is not None:  # the module closes its plans before its program
             graphs.add(self)
@@ -110,6 +118,11 @@ class Graph(Owner):
         for i, (sname, kind) in enumerate(self.scalars):
             self._ok(L.tilec_plan_set_slot(self._h, len(self.tensors) + i, 2 if kind == "float" else 1,
                                            sname.encode()))
+        self._add_steps(steps)
+
+    def _add_steps(self, steps: Sequence[Step]) -> None:
+        """These steps into the plan self._h, their slots self._off on."""
+        L = self._lib
         for step in steps:
             if step[0] == "kernel":
                 self._add_kernel(step[1], step[2], step[3])
@@ -127,7 +140,7 @@ class Graph(Owner):
         if isinstance(ref, str):
             if ref not in self._slot:
                 raise TilecError(f"{self.name}: the plan names {ref!r}, which is no slot")
-            v.slot = self._slot[ref]
+            v.slot = self._slot[ref] + self._off
             return v
         v.slot = -1
         value = float(ref) if kind in (F32, F64) else int(ref)
@@ -144,7 +157,7 @@ class Graph(Owner):
         i = self._slot[name]
         _, dtype, dims = self.tensors[i]
         t = _PlanTensor()
-        t.data_slot, t.dtype, t.rank = i, DT_ENUM.index(dtype), len(dims)
+        t.data_slot, t.dtype, t.rank = i + self._off, DT_ENUM.index(dtype), len(dims)
         for d, ref in enumerate(dims):
             t.sizes[d] = self._value(ref, I64)
         return t
@@ -177,6 +190,7 @@ class Graph(Owner):
                                  f"cuda:{self.device_index} (load(device=...) for another device)")
             use_torch |= info.torch
         s = stream_handle(stream, self.device_index, use_torch)
+        self._seq = [] if self._seq_graphs and not self._debug else None
         if use_torch:
             if stream is None:  # the common case: one context, on torch's current stream
                 ctx = self._torch_call
@@ -221,6 +235,9 @@ class Graph(Owner):
             raise TypeError(f"{self.name}: run_part takes {self._nslots} slot values; got {len(values)}")
         if self._debug:
             return self._run_debug(values, stream, self._part_steps[k])
+        if self._seq is not None:  # CUDA-graph mode: run with the call's other parts at its end (run_seq)
+            self._seq.append((k, tuple(values)))
+            return
         h = self._parts[k]
         try:
             if self._native is not None:
@@ -231,6 +248,67 @@ class Graph(Owner):
             raise RangeError(f"{self.name}: a slot value does not fit 64 bits ({e})") from None
         if st != 0:
             self._fail(h)
+
+    def run_seq(self, stream: Optional[int] = None) -> None:
+        """A graph with for loops in CUDA-graph mode, at the end of a call:
+        the parts it ran (run_part), in their order, as one plan of their
+        steps (a slot set per run; made once per order, that is per trip
+        counts), whose run is recorded as one CUDA graph and replayed for
+        the same slot values. Nothing to do otherwise."""
+        seq, self._seq = self._seq, None
+        if not seq:
+            return
+        order = tuple(k for k, _ in seq)
+        entry = self._seq_plans.pop(order, None) or self._seq_plan(order)
+        self._seq_plans[order] = entry  # the most recently used last
+        h, kinds, pack = entry
+        values = tuple(v for _, vals in seq for v in vals)
+        try:
+            if self._native is not None:
+                st = self._native.plan_run(h, kinds, values, stream)
+            else:
+                st = self._lib.tilec_plan_run(h, pack(*values), len(values), stream)
+        except (struct.error, OverflowError) as e:
+            raise RangeError(f"{self.name}: a slot value does not fit 64 bits ({e})") from None
+        if st != 0:
+            self._fail(h)
+
+    def _seq_plan(self, order: Tuple[int, ...]) -> Tuple[Any, bytes, Any]:
+        """The plan of the parts in this order (their slots one set per run)."""
+        L = self._lib
+        if len(self._seq_plans) >= 8:  # other trip counts: the least recently used order goes
+            old = next(iter(self._seq_plans))
+            L.tilec_plan_free(self._seq_plans.pop(old)[0])
+        n = len(order)
+        h = L.tilec_plan_new(self.module._prog, self.externs._h if self.externs else None, self.name.encode(),
+                             self._nslots * n)
+        if not h:
+            raise TilecError(f"{self.name}: cannot make a launch plan (out of memory)")
+        saved = self._h
+        self._h = h
+        try:
+            for j, k in enumerate(order):
+                self._off = j * self._nslots
+                for i, (tname, _, _) in enumerate(self.tensors):
+                    self._ok(L.tilec_plan_set_slot(h, self._off + i, 0, tname.encode()))
+                for i, (sname, kind) in enumerate(self.scalars):
+                    self._ok(L.tilec_plan_set_slot(h, self._off + len(self.tensors) + i, 2 if kind == "float" else 1,
+                                                   sname.encode()))
+                self._add_steps(self._part_steps[k])
+            self._ok(L.tilec_plan_set_cuda_graph(h, self._seq_graphs))
+        except BaseException:
+            L.tilec_plan_free(h)
+            raise
+        finally:
+            self._h, self._off = saved, 0
+        fmt = "Q" * len(self.tensors) + "".join("d" if s[1] == "float" else "q" for s in self.scalars)
+        return h, self._kinds * n, struct.Struct("<" + fmt * n).pack
+
+    def _drop_seq_plans(self) -> None:
+        plans = getattr(self, "_seq_plans", {})
+        for h, _, _ in plans.values():
+            self._lib.tilec_plan_free(h)
+        plans.clear()
 
     def _fail(self, h: Any = None) -> None:
         msg = self._lib.tilec_plan_last_error(h or self._h).decode(errors="replace")
@@ -262,10 +340,19 @@ class Graph(Owner):
         (a call's output fed back to the next call), is copied to a private
         buffer on the stream before the run, so it is read as it was
         (stats()["static_input_copies"] counts these copies).
-        Without it (the default) every call returns new tensors. Returns
+        Without it (the default) every call returns new tensors. A graph
+        with for loops records each call's parts as one plan per trip count
+        (run_seq); static_outputs is refused for it (no Recipe). Returns
         self."""
-        if len(self._parts) > 1:
-            raise TilecError(f"{self.name}: no CUDA-graph mode: it has a for loop (a launch plan's steps are fixed)")
+        if len(self._parts) > 1:  # for loops: a call's parts recorded as one plan at its end (run_seq)
+            if static_outputs:
+                raise TilecError(f"{self.name}: static_outputs: a graph with a for loop records no Recipe, so each "
+                                 "call returns new outputs")
+            if graphs > 64:
+                raise TilecError(f"{self.name}: {graphs} CUDA graphs asked for; at most 64 are kept")
+            self._drop_seq_plans()
+            self._seq_graphs = graphs
+            return self
         self._ok(self._lib.tilec_plan_set_cuda_graph(self._h, graphs))
         self._opts["static"] = bool(static_outputs)
         if not static_outputs:
@@ -275,6 +362,8 @@ class Graph(Owner):
     def eager(self) -> "Graph":
         """Stop using CUDA graphs (and free the recorded ones); outputs are
         new tensors again."""
+        self._drop_seq_plans()
+        self._seq_graphs = 0
         self._ok(self._lib.tilec_plan_set_cuda_graph(self._h, 0))
         self._opts["static"] = False
         self._release_static()
@@ -303,7 +392,7 @@ class Graph(Owner):
         static_input_copies: inputs copied before a run because they shared
         memory with a static output that run overwrites (capture())."""
         out = {"static_input_copies": self._opts.get("static_input_copies", 0)}
-        for h in self._parts:  # a graph with for loops: the sums over its parts' plans
+        for h in [*self._parts, *(e[0] for e in self._seq_plans.values())]:  # for loops: the sums over the plans
             s = _PlanStats()
             self._lib.tilec_plan_get_stats(h, ctypes.byref(s))
             for k in ("runs", "recorded", "replayed", "graphs", "steps", "updated"):
@@ -320,6 +409,7 @@ class Graph(Owner):
             if getattr(self.device, "_h", None):  # at exit the device may be closed first: then leave it
                 for h in getattr(self, "_parts", None) or [self._h]:
                     self._lib.tilec_plan_free(h)
+                self._drop_seq_plans()
             self._h, self._parts = None, []
 
     # ---- TILEC_DEBUG_PRINT: the steps one by one, through the debug kernels ----
@@ -387,6 +477,7 @@ class CallContext:
 
     def done(self) -> None:
         """After the run: temporaries go back (stream order keeps it safe)."""
+        self.graph.run_seq(self.stream)
 
 
 class TorchCall(CallContext):
@@ -434,6 +525,7 @@ class TorchCall(CallContext):
         return ws[2], ws[0]
 
     def done(self) -> None:
+        self.graph.run_seq(self.stream)  # a graph with loops in CUDA-graph mode: the call's parts, recorded
         if self.rec is not None:
             recipes, key, infos, allocs, ws = self.rec
             self.rec = None
@@ -476,6 +568,7 @@ class BufferCall(CallContext):
                 self.pool.release(b)
 
     def done(self) -> None:
+        self.graph.run_seq(self.stream)  # a graph with loops in CUDA-graph mode: the call's parts, recorded
         for b in self.temps:
             self.pool.release(b)
 

@@ -290,12 +290,12 @@ class GeneratedWrapperTests(unittest.TestCase):
                          (50000, 50000 + tilec.aligned(4 * C * R), 50000, 50000 + 2 * tilec.aligned(4 * C * R)))
 
     def test_nested_loops_run_the_plans_parts_with_the_sizes_of_each_iteration(self):
-        # tests/golden/ir/chunks.tile's nested: y filled (part 0); for h in 0 .. 2, r in 0 .. 8 step 4:
-        # put(x[8h + r : 8h + r + 4], y, (8h + r) * H, 4H) (part 2); then two puts (part 4)
+        # tests/golden/ir/chunks.tile's nested: y filled (part 0); for h in 0 .. K, r in 0 .. 4K step 4
+        # (K = 2): put(x[8h + r : 8h + r + 4], y, (8h + r) * H, 4H) (part 2); then two puts (part 4)
         mod = _generated("nested", "chunks")
         g = _without_gpu(mod)
         H = 3
-        mod.call(_Fake((16, H)), 7)
+        mod.call(_Fake((16, H)), 2)
         runs = [(e[1], _slots(mod, e[2])) for e in g.events if e[0] == "run"]
         self.assertEqual([k for k, _ in runs], [0, 2, 2, 2, 2, 4])
         self.assertEqual([(s["$8*H*h + H*r"], s["blk"]) for k, s in runs if k == 2],
@@ -311,7 +311,7 @@ class GeneratedWrapperTests(unittest.TestCase):
         mod = _generated("reuse", "chunks")
         g = _without_gpu(mod)
         N = 10
-        mod.call(_Fake((N,)))
+        mod.call(_Fake((N,)), 4)
         kinds = [e[0] for e in g.events]
         self.assertEqual(kinds, ["run"] + ["temp", "temp", "run", "free"] * 4 + ["run"])
         for i in range(4):

@@ -77,6 +77,17 @@ graph gl(x: f32[N], n: i64, C: i64) -> (y: f32[N]) {
     }
     return y;
 }
+graph gu(x: f32[300]) -> (y: f32[300]) {
+    let y = zeros(f32, [300]);
+    for i in 0 .. 10 {
+        let xc = x[i * 30 : (i + 1) * 30];
+        let yc = y[i * 30 : (i + 1) * 30];
+        let t = empty(f32, [30]);
+        scale2(xc, t, 30);
+        scale2(t, yc, 30);
+    }
+    return y;
+}
 graph ge(x: f32[N]) -> (z: f32[N]) {
     let y = empty(f32, [N]);
     scale2(x, y, N);
@@ -163,7 +174,9 @@ class FakeDriverTests(unittest.TestCase):
         import gf
         import gl
         import gs
+        import gu
         cls.g8, cls.ge, cls.gf, cls.gs, cls.gl = g8, ge, gf, gs, gl  # g2: the compiled recipes' test, in a child
+        cls.gu = gu
         cls.n = 300
         cls.x = tilec.Buffer.from_bytes(array.array("f", range(cls.n)), (cls.n,), "f32")
 
@@ -216,9 +229,57 @@ class FakeDriverTests(unittest.TestCase):
         self.assertIn(f"gl: line {line}: slice xc = x[C*i:C + C*i] is out of bounds: start 300, stop 330, and 'x' has "
                       "300 rows", str(e.exception))
         self.assertEqual(fake_state().launches - launches, 2 * 10)
-        with self.assertRaises(tilec.TilecError) as e:
-            self.gl.load(cuda_graph=True)
-        self.assertIn("no CUDA-graph mode: it has a for loop", str(e.exception))
+
+    def test_a_for_loop_in_cuda_graph_mode_records_the_call_and_replays_it(self):
+        # a loop of a run-time count in CUDA-graph mode: each call's parts run at its end as one
+        # plan of them in that order (per trip count), recorded once and replayed with one
+        # cuGraphLaunch while the slot values repeat (outputs released); another n is another
+        # plan and graph; values equal eager's; an out-of-bounds slice still raises, launching nothing
+        eager = {n: self.gl.call(self.x, n, 30).tolist() for n in (3, 5)}
+        graph = self.gl.load(cuda_graph=True)
+        try:
+            for n in (3, 3, 3, 5, 5, 3):
+                launches = fake_state().launches
+                y = self.gl.call(self.x, n, 30)
+                self.assertEqual(y.tolist(), eager[n])
+                self.assertEqual(fake_state().launches - launches, 2 * n)  # run eagerly, or the graph's launches
+                self.gl.release(y)
+            st = graph.stats()
+            self.assertEqual((st["recorded"], st["replayed"]), (2, 4))
+            launches = fake_state().launches
+            with self.assertRaises(ValueError):
+                self.gl.call(self.x, 11, 30)
+            self.assertEqual(fake_state().launches - launches, 0)
+            y = self.gl.call(self.x, 3, 30)  # the failed call left nothing queued
+            self.assertEqual(y.tolist(), eager[3])
+            self.gl.release(y)
+            with self.assertRaises(tilec.TilecError) as e:
+                graph.capture(static_outputs=True)
+            self.assertIn("records no Recipe", str(e.exception))
+        finally:
+            graph.eager()
+        self.assertEqual(graph.stats()["graphs"], 0)
+
+    def test_an_unrolled_loop_computes_what_the_loop_does_and_replays_as_a_cuda_graph(self):
+        # a loop of a constant count (gu: 10 chunks of 30) is unrolled: no loop markers, the same
+        # launches and values as gl's loop over n = 10, and a CUDA-graph mode (a loop has none)
+        self.assertFalse(any(s[0] in ("loop", "end_loop") for s in self.gu._STEPS))
+        want = self.gl.call(self.x, 10, 30).tolist()
+        launches = fake_state().launches
+        y = self.gu.call(self.x)
+        self.assertEqual(fake_state().launches - launches, 20)
+        self.assertEqual(y.tolist(), want)
+        self.gu.release(y)
+        graph = self.gu.load(cuda_graph=True)
+        try:
+            for _ in range(3):
+                y = self.gu.call(self.x)
+                self.assertEqual(y.tolist(), want)
+                self.gu.release(y)
+            st = graph.stats()
+            self.assertEqual((st["recorded"], st["replayed"]), (1, 2))
+        finally:
+            graph.eager()
 
     def test_a_for_loop_with_torch_tensors(self):
         # the body's buffer from torch's allocator per iteration (a stand-in on the fake driver);

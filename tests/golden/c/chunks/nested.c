@@ -303,19 +303,22 @@ static const char tl_source[] =
     "[C, H] {\n    let s = zeros(f32, [C, H]);\n    for i in 0 .. nc {\n        let xc ="
     " x[i * C : (i + 1) * C];\n        let t = empty(f32, [C, H]);\n        scale(xc, t"
     ", C * H);\n        let u = empty(f32, [C, H]);\n        scale(t, u, C * H);\n      "
-    "  acc(u, s, C * H);\n    }\n    return s;\n}\n\n/// nested loops: blocks of K rows of"
-    " a 16-row tensor, in two halves, each\n/// row's offset passed to a kernel\ngraph "
-    "nested(x: f32[16, H], K: i64) -> f32[16, H] {\n    let y = zeros(f32, [16, H]);\n "
-    "   let top = x[0:8];\n    let bottom = x[8:];\n    for h in 0 .. 2 step 1 {\n      "
-    "  for r in 0 .. 8 step 4 {\n            let blk = x[h * 8 + r : h * 8 + r + 4];\n "
-    "           put(blk, y, (h * 8 + r) * H, 4 * H);\n        }\n    }\n    put(top, y, "
-    "0, 8 * H);\n    put(bottom, y, 8 * H, 8 * H);\n    return y;\n}\n\n/// reuse: within "
-    "one iteration only, and not across the loop's edges\ngraph reuse(x: f32[N]) -> f3"
-    "2[N] {\n    let a = empty(f32, [N]);\n    scale(x, a, N);\n    let b = empty(f32, ["
-    "N]);\n    scale(a, b, N);\n    for j in 0 .. 4 {\n        let t = empty(f32, [N]);\n"
-    "        scale(b, t, N);\n        let u = empty(f32, [N]);\n        scale(t, u, N);"
-    "\n        let v = empty(f32, [N]);\n        scale(u, v, N);\n        acc(v, b, N);\n"
-    "    }\n    let c = empty(f32, [N]);\n    scale(b, c, N);\n    return c;\n}\n";
+    "  acc(u, s, C * H);\n    }\n    return s;\n}\n\n/// nested loops: blocks of 4 rows of"
+    " a 16-row tensor, in K halves of 8 rows\n/// (K = 2), each row's offset passed to"
+    " a kernel (counts known at run time:\n/// loops; constant ones are unrolled, test"
+    "s/golden/ir/unroll.tile)\ngraph nested(x: f32[16, H], K: i64) -> f32[16, H] {\n   "
+    " let y = zeros(f32, [16, H]);\n    let top = x[0:8];\n    let bottom = x[8:];\n    "
+    "for h in 0 .. K step 1 {\n        for r in 0 .. 4 * K step 4 {\n            let bl"
+    "k = x[h * 8 + r : h * 8 + r + 4];\n            put(blk, y, (h * 8 + r) * H, 4 * H"
+    ");\n        }\n    }\n    put(top, y, 0, 8 * H);\n    put(bottom, y, 8 * H, 8 * H);\n"
+    "    return y;\n}\n\n/// reuse: within one iteration only, and not across the loop's"
+    " edges (a\n/// count known only at run time: the loop stays a loop)\ngraph reuse(x"
+    ": f32[N], nj: i64) -> f32[N] {\n    let a = empty(f32, [N]);\n    scale(x, a, N);\n"
+    "    let b = empty(f32, [N]);\n    scale(a, b, N);\n    for j in 0 .. nj {\n        "
+    "let t = empty(f32, [N]);\n        scale(b, t, N);\n        let u = empty(f32, [N])"
+    ";\n        scale(t, u, N);\n        let v = empty(f32, [N]);\n        scale(u, v, N"
+    ");\n        acc(v, b, N);\n    }\n    let c = empty(f32, [N]);\n    scale(b, c, N);\n"
+    "    return c;\n}\n";
 
 /* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree
    cost far more than the kernels of a small graph */
@@ -501,16 +504,19 @@ int nested_run(nested_module *M, const tilec_tensor *t_x, int64_t p_K, tilec_ten
     const int64_t tl_z0 = tl_mul(&tl_o, tl_mul(&tl_o, 8, s_H), 4);
     if (tl_o)
         return tl_fail(err, errlen, "nested: the size (8*H)*4 (the offset of view bottom) %s, with H=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_H);
-    const int64_t tl_z5 = tl_mul(&tl_o, 4, s_H);
+    const int64_t tl_z1 = tl_mul(&tl_o, 4, p_K);
+    if (tl_o)
+        return tl_fail(err, errlen, "nested: the size 4*K (the end of a for loop) %s, with K=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)p_K);
+    const int64_t tl_z6 = tl_mul(&tl_o, 4, s_H);
     if (tl_o)
         return tl_fail(err, errlen, "nested: the size 4*H (argument 'n' of put) %s, with H=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_H);
-    if (tl_z5 < INT32_MIN || tl_z5 > INT32_MAX)
-        return tl_fail(err, errlen, "nested: argument 'n' of put (4*H) is %lld, which does not fit i32", (long long)tl_z5);
-    const int64_t tl_z6 = tl_mul(&tl_o, 8, s_H);
+    if (tl_z6 < INT32_MIN || tl_z6 > INT32_MAX)
+        return tl_fail(err, errlen, "nested: argument 'n' of put (4*H) is %lld, which does not fit i32", (long long)tl_z6);
+    const int64_t tl_z7 = tl_mul(&tl_o, 8, s_H);
     if (tl_o)
         return tl_fail(err, errlen, "nested: the size 8*H (argument 'n' of put) %s, with H=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_H);
-    if (tl_z6 < INT32_MIN || tl_z6 > INT32_MAX)
-        return tl_fail(err, errlen, "nested: argument 'n' of put (8*H) is %lld, which does not fit i32", (long long)tl_z6);
+    if (tl_z7 < INT32_MIN || tl_z7 > INT32_MAX)
+        return tl_fail(err, errlen, "nested: argument 'n' of put (8*H) is %lld, which does not fit i32", (long long)tl_z7);
     /* alloc y: f32, 64*H bytes */
     if (tl_alloc(M, &b_y, "y", TILEC_DT_F32, 2, (const int64_t[]){16, s_H}, &tl_live, err, errlen))
         goto tl_out;
@@ -522,48 +528,48 @@ int nested_run(nested_module *M, const tilec_tensor *t_x, int64_t p_K, tilec_ten
         goto tl_out;
     /* view: top of x */
     if (0 < 0 || 8 < 0 || 16 < 8) {
-        tl_fail(err, errlen, "nested: line 45: slice top = x[0:8] is out of bounds: start %lld, stop %lld, and 'x' has %lld rows", (long long)0, (long long)8, (long long)16);
+        tl_fail(err, errlen, "nested: line 46: slice top = x[0:8] is out of bounds: start %lld, stop %lld, and 'x' has %lld rows", (long long)0, (long long)8, (long long)16);
         goto tl_out;
     }
     tl_shape(&b_top, b_x.data + (uint64_t)0, TILEC_DT_F32, 2, (const int64_t[]){8, s_H});
     /* view: bottom of x */
     if (8 < 0 || 16 < 8 || 16 < 16) {
-        tl_fail(err, errlen, "nested: line 46: slice bottom = x[8:16] is out of bounds: start %lld, stop %lld, and 'x' has %lld rows", (long long)8, (long long)16, (long long)16);
+        tl_fail(err, errlen, "nested: line 47: slice bottom = x[8:16] is out of bounds: start %lld, stop %lld, and 'x' has %lld rows", (long long)8, (long long)16, (long long)16);
         goto tl_out;
     }
     tl_shape(&b_bottom, b_x.data + (uint64_t)tl_z0, TILEC_DT_F32, 2, (const int64_t[]){8, s_H});
-    /* for h in 0 .. 2 step 1, line 47 */
-    for (int64_t s_h = 0; s_h < 2; s_h += 1) {
-        /* for r in 0 .. 8 step 4, line 48 */
-        for (int64_t s_r = 0; s_r < 8; s_r += 4) {
-            const int64_t tl_z1 = tl_mul(&tl_o, tl_add(&tl_o, tl_mul(&tl_o, tl_mul(&tl_o, 8, s_H), s_h), tl_mul(&tl_o, s_H, s_r)), 4);
+    /* for h in 0 .. K step 1, line 48 */
+    for (int64_t s_h = 0; s_h < p_K; s_h += 1) {
+        /* for r in 0 .. 4*K step 4, line 49 */
+        for (int64_t s_r = 0; s_r < tl_z1; s_r += 4) {
+            const int64_t tl_z2 = tl_mul(&tl_o, tl_add(&tl_o, tl_mul(&tl_o, tl_mul(&tl_o, 8, s_H), s_h), tl_mul(&tl_o, s_H, s_r)), 4);
             if (tl_o) {
                 tl_fail(err, errlen, "nested: the size (8*H*h + H*r)*4 (the offset of view blk) %s, with H=%lld, h=%lld, r=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_H, (long long)s_h, (long long)s_r);
                 goto tl_out;
             }
-            const int64_t tl_z2 = tl_add(&tl_o, tl_mul(&tl_o, 8, s_h), s_r);
+            const int64_t tl_z3 = tl_add(&tl_o, tl_mul(&tl_o, 8, s_h), s_r);
             if (tl_o) {
                 tl_fail(err, errlen, "nested: the size 8*h + r (bound 0 of blk) %s, with h=%lld, r=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_h, (long long)s_r);
                 goto tl_out;
             }
-            const int64_t tl_z3 = tl_add(&tl_o, tl_add(&tl_o, tl_mul(&tl_o, 8, s_h), s_r), 4);
+            const int64_t tl_z4 = tl_add(&tl_o, tl_add(&tl_o, tl_mul(&tl_o, 8, s_h), s_r), 4);
             if (tl_o) {
                 tl_fail(err, errlen, "nested: the size 8*h + r + 4 (bound 1 of blk) %s, with h=%lld, r=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_h, (long long)s_r);
                 goto tl_out;
             }
-            const int64_t tl_z4 = tl_add(&tl_o, tl_mul(&tl_o, tl_mul(&tl_o, 8, s_H), s_h), tl_mul(&tl_o, s_H, s_r));
+            const int64_t tl_z5 = tl_add(&tl_o, tl_mul(&tl_o, tl_mul(&tl_o, 8, s_H), s_h), tl_mul(&tl_o, s_H, s_r));
             if (tl_o) {
                 tl_fail(err, errlen, "nested: the size 8*H*h + H*r (argument 2 of put) %s, with H=%lld, h=%lld, r=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_H, (long long)s_h, (long long)s_r);
                 goto tl_out;
             }
             /* view: blk of x */
-            if (tl_z2 < 0 || tl_z3 < tl_z2 || 16 < tl_z3) {
-                tl_fail(err, errlen, "nested: line 49: slice blk = x[8*h + r:8*h + r + 4] is out of bounds: start %lld, stop %lld, and 'x' has %lld rows", (long long)tl_z2, (long long)tl_z3, (long long)16);
+            if (tl_z3 < 0 || tl_z4 < tl_z3 || 16 < tl_z4) {
+                tl_fail(err, errlen, "nested: line 50: slice blk = x[8*h + r:8*h + r + 4] is out of bounds: start %lld, stop %lld, and 'x' has %lld rows", (long long)tl_z3, (long long)tl_z4, (long long)16);
                 goto tl_out;
             }
-            tl_shape(&b_blk, b_x.data + (uint64_t)tl_z1, TILEC_DT_F32, 2, (const int64_t[]){4, s_H});
-            { /* put, line 50 */
-                tilec_rt_arg a[4] = {{.ptr = b_blk.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(tl_z4)}, {.i32 = (int32_t)(tl_z5)}};
+            tl_shape(&b_blk, b_x.data + (uint64_t)tl_z2, TILEC_DT_F32, 2, (const int64_t[]){4, s_H});
+            { /* put, line 51 */
+                tilec_rt_arg a[4] = {{.ptr = b_blk.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(tl_z5)}, {.i32 = (int32_t)(tl_z6)}};
                 tilec_rt_status st;
                 if (tl_g) { /* graph mode: the arguments go to the plan's slots */
                     tl_sl[3].ptr = a[0].ptr;
@@ -583,8 +589,8 @@ int nested_run(nested_module *M, const tilec_tensor *t_x, int64_t p_K, tilec_ten
             }
         } /* for r */
     } /* for h */
-    { /* put, line 53 */
-        tilec_rt_arg a[4] = {{.ptr = b_top.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(0)}, {.i32 = (int32_t)(tl_z6)}};
+    { /* put, line 54 */
+        tilec_rt_arg a[4] = {{.ptr = b_top.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(0)}, {.i32 = (int32_t)(tl_z7)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
             tl_sl[7].ptr = a[0].ptr;
@@ -602,8 +608,8 @@ int nested_run(nested_module *M, const tilec_tensor *t_x, int64_t p_K, tilec_ten
             goto tl_out;
         }
     }
-    { /* put, line 54 */
-        tilec_rt_arg a[4] = {{.ptr = b_bottom.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(tl_z6)}, {.i32 = (int32_t)(tl_z6)}};
+    { /* put, line 55 */
+        tilec_rt_arg a[4] = {{.ptr = b_bottom.data}, {.ptr = b_y.data}, {.i64 = (int64_t)(tl_z7)}, {.i32 = (int32_t)(tl_z7)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
             tl_sl[11].ptr = a[0].ptr;

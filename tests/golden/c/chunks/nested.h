@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-/* nested loops: blocks of K rows of a 16-row tensor, in two halves, each row's offset passed to a kernel */
+/* nested loops: blocks of 4 rows of a 16-row tensor, in K halves of 8 rows (K = 2), each row's offset passed to a kernel (counts known at run time: loops; constant ones are unrolled, tests/golden/ir/unroll.tile) */
 typedef struct nested_module nested_module;
 
 /* Build the graph's kernels for rt's device (from the kernel cache once warm). 0, or 1 with a

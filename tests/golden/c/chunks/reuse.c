@@ -303,19 +303,22 @@ static const char tl_source[] =
     "[C, H] {\n    let s = zeros(f32, [C, H]);\n    for i in 0 .. nc {\n        let xc ="
     " x[i * C : (i + 1) * C];\n        let t = empty(f32, [C, H]);\n        scale(xc, t"
     ", C * H);\n        let u = empty(f32, [C, H]);\n        scale(t, u, C * H);\n      "
-    "  acc(u, s, C * H);\n    }\n    return s;\n}\n\n/// nested loops: blocks of K rows of"
-    " a 16-row tensor, in two halves, each\n/// row's offset passed to a kernel\ngraph "
-    "nested(x: f32[16, H], K: i64) -> f32[16, H] {\n    let y = zeros(f32, [16, H]);\n "
-    "   let top = x[0:8];\n    let bottom = x[8:];\n    for h in 0 .. 2 step 1 {\n      "
-    "  for r in 0 .. 8 step 4 {\n            let blk = x[h * 8 + r : h * 8 + r + 4];\n "
-    "           put(blk, y, (h * 8 + r) * H, 4 * H);\n        }\n    }\n    put(top, y, "
-    "0, 8 * H);\n    put(bottom, y, 8 * H, 8 * H);\n    return y;\n}\n\n/// reuse: within "
-    "one iteration only, and not across the loop's edges\ngraph reuse(x: f32[N]) -> f3"
-    "2[N] {\n    let a = empty(f32, [N]);\n    scale(x, a, N);\n    let b = empty(f32, ["
-    "N]);\n    scale(a, b, N);\n    for j in 0 .. 4 {\n        let t = empty(f32, [N]);\n"
-    "        scale(b, t, N);\n        let u = empty(f32, [N]);\n        scale(t, u, N);"
-    "\n        let v = empty(f32, [N]);\n        scale(u, v, N);\n        acc(v, b, N);\n"
-    "    }\n    let c = empty(f32, [N]);\n    scale(b, c, N);\n    return c;\n}\n";
+    "  acc(u, s, C * H);\n    }\n    return s;\n}\n\n/// nested loops: blocks of 4 rows of"
+    " a 16-row tensor, in K halves of 8 rows\n/// (K = 2), each row's offset passed to"
+    " a kernel (counts known at run time:\n/// loops; constant ones are unrolled, test"
+    "s/golden/ir/unroll.tile)\ngraph nested(x: f32[16, H], K: i64) -> f32[16, H] {\n   "
+    " let y = zeros(f32, [16, H]);\n    let top = x[0:8];\n    let bottom = x[8:];\n    "
+    "for h in 0 .. K step 1 {\n        for r in 0 .. 4 * K step 4 {\n            let bl"
+    "k = x[h * 8 + r : h * 8 + r + 4];\n            put(blk, y, (h * 8 + r) * H, 4 * H"
+    ");\n        }\n    }\n    put(top, y, 0, 8 * H);\n    put(bottom, y, 8 * H, 8 * H);\n"
+    "    return y;\n}\n\n/// reuse: within one iteration only, and not across the loop's"
+    " edges (a\n/// count known only at run time: the loop stays a loop)\ngraph reuse(x"
+    ": f32[N], nj: i64) -> f32[N] {\n    let a = empty(f32, [N]);\n    scale(x, a, N);\n"
+    "    let b = empty(f32, [N]);\n    scale(a, b, N);\n    for j in 0 .. nj {\n        "
+    "let t = empty(f32, [N]);\n        scale(b, t, N);\n        let u = empty(f32, [N])"
+    ";\n        scale(t, u, N);\n        let v = empty(f32, [N]);\n        scale(u, v, N"
+    ");\n        acc(v, b, N);\n    }\n    let c = empty(f32, [N]);\n    scale(b, c, N);\n"
+    "    return c;\n}\n";
 
 /* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree
    cost far more than the kernels of a small graph */
@@ -458,7 +461,7 @@ int reuse_set_cuda_graph(reuse_module *M, unsigned graphs, char *err, size_t err
     return 0;
 }
 
-int reuse_run(reuse_module *M, const tilec_tensor *t_x, tilec_tensor *out_c, char *err, size_t errlen)
+int reuse_run(reuse_module *M, const tilec_tensor *t_x, int64_t p_nj, tilec_tensor *out_c, char *err, size_t errlen)
 {
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
@@ -471,6 +474,7 @@ int reuse_run(reuse_module *M, const tilec_tensor *t_x, tilec_tensor *out_c, cha
     tilec_tensor b_u = {0};
     tilec_tensor b_v = {0};
     tilec_tensor b_c = {0};
+    (void)p_nj;
     /* kernel scale: 1 variant, built by reuse_load */
     /* kernel acc: 1 variant, built by reuse_load */
     if (!t_x || t_x->dtype != TILEC_DT_F32 || t_x->rank != 1)
@@ -491,7 +495,7 @@ int reuse_run(reuse_module *M, const tilec_tensor *t_x, tilec_tensor *out_c, cha
     /* alloc a: f32, 4*N bytes */
     if (tl_alloc(M, &b_a, "a", TILEC_DT_F32, 1, (const int64_t[]){s_N}, &tl_live, err, errlen))
         goto tl_out;
-    { /* scale, line 61 */
+    { /* scale, line 63 */
         tilec_rt_arg a[3] = {{.ptr = b_x.data}, {.ptr = b_a.data}, {.i32 = (int32_t)(s_N)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
@@ -512,7 +516,7 @@ int reuse_run(reuse_module *M, const tilec_tensor *t_x, tilec_tensor *out_c, cha
     /* alloc b: f32, 4*N bytes */
     if (tl_alloc(M, &b_b, "b", TILEC_DT_F32, 1, (const int64_t[]){s_N}, &tl_live, err, errlen))
         goto tl_out;
-    { /* scale, line 63 */
+    { /* scale, line 65 */
         tilec_rt_arg a[3] = {{.ptr = b_a.data}, {.ptr = b_b.data}, {.i32 = (int32_t)(s_N)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
@@ -530,12 +534,12 @@ int reuse_run(reuse_module *M, const tilec_tensor *t_x, tilec_tensor *out_c, cha
             goto tl_out;
         }
     }
-    /* for j in 0 .. 4 step 1, line 64 */
-    for (int64_t s_j = 0; s_j < 4; s_j += 1) {
+    /* for j in 0 .. nj step 1, line 66 */
+    for (int64_t s_j = 0; s_j < p_nj; s_j += 1) {
         /* alloc t: f32, 4*N bytes */
         if (tl_alloc(M, &b_t, "t", TILEC_DT_F32, 1, (const int64_t[]){s_N}, &tl_live, err, errlen))
             goto tl_out;
-        { /* scale, line 66 */
+        { /* scale, line 68 */
             tilec_rt_arg a[3] = {{.ptr = b_b.data}, {.ptr = b_t.data}, {.i32 = (int32_t)(s_N)}};
             tilec_rt_status st;
             if (tl_g) { /* graph mode: the arguments go to the plan's slots */
@@ -556,7 +560,7 @@ int reuse_run(reuse_module *M, const tilec_tensor *t_x, tilec_tensor *out_c, cha
         /* alloc u: f32, 4*N bytes */
         if (tl_alloc(M, &b_u, "u", TILEC_DT_F32, 1, (const int64_t[]){s_N}, &tl_live, err, errlen))
             goto tl_out;
-        { /* scale, line 68 */
+        { /* scale, line 70 */
             tilec_rt_arg a[3] = {{.ptr = b_t.data}, {.ptr = b_u.data}, {.i32 = (int32_t)(s_N)}};
             tilec_rt_status st;
             if (tl_g) { /* graph mode: the arguments go to the plan's slots */
@@ -576,7 +580,7 @@ int reuse_run(reuse_module *M, const tilec_tensor *t_x, tilec_tensor *out_c, cha
         }
         /* reuse: v takes the storage of t */
         tl_shape(&b_v, b_t.data, TILEC_DT_F32, 1, (const int64_t[]){s_N});
-        { /* scale, line 70 */
+        { /* scale, line 72 */
             tilec_rt_arg a[3] = {{.ptr = b_u.data}, {.ptr = b_v.data}, {.i32 = (int32_t)(s_N)}};
             tilec_rt_status st;
             if (tl_g) { /* graph mode: the arguments go to the plan's slots */
@@ -595,7 +599,7 @@ int reuse_run(reuse_module *M, const tilec_tensor *t_x, tilec_tensor *out_c, cha
             }
         }
         tl_release(M, &tl_live, b_u.data); /* u */
-        { /* acc, line 71 */
+        { /* acc, line 73 */
             tilec_rt_arg a[3] = {{.ptr = b_v.data}, {.ptr = b_b.data}, {.i32 = (int32_t)(s_N)}};
             tilec_rt_status st;
             if (tl_g) { /* graph mode: the arguments go to the plan's slots */
@@ -617,7 +621,7 @@ int reuse_run(reuse_module *M, const tilec_tensor *t_x, tilec_tensor *out_c, cha
     } /* for j */
     /* reuse: c takes the storage of a */
     tl_shape(&b_c, b_a.data, TILEC_DT_F32, 1, (const int64_t[]){s_N});
-    { /* scale, line 74 */
+    { /* scale, line 76 */
         tilec_rt_arg a[3] = {{.ptr = b_b.data}, {.ptr = b_c.data}, {.i32 = (int32_t)(s_N)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
@@ -716,6 +720,7 @@ int main(int argc, char **argv)
     tl_shape(&in_x, 0, TILEC_DT_F32, 1, (const int64_t[]){s_N});
     if (tl_random(rt, &in_x, &mem, &seed))
         return 1;
+    const int64_t p_nj = (int64_t)tl_arg(argc, argv, "nj", 1);
     int iters = (int)tl_arg(argc, argv, "iters", 50);
     if (iters < 1 || iters > 100000)
         iters = 50;
@@ -726,7 +731,7 @@ int main(int argc, char **argv)
     for (int it = -3; it < iters; it++) {
         tilec_tensor o_c;
         tilec_rt_event_record(rt, ev[0], NULL);
-        if (reuse_run(M, &in_x, &o_c, err, sizeof err)) {
+        if (reuse_run(M, &in_x, p_nj, &o_c, err, sizeof err)) {
             fprintf(stderr, "%s\n", err);
             return 1;
         }

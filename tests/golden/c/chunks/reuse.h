@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-/* reuse: within one iteration only, and not across the loop's edges */
+/* reuse: within one iteration only, and not across the loop's edges (a count known only at run time: the loop stays a loop) */
 typedef struct reuse_module reuse_module;
 
 /* Build the graph's kernels for rt's device (from the kernel cache once warm). 0, or 1 with a
@@ -36,7 +36,7 @@ void reuse_release(reuse_module *m, tilec_tensor *t);
    plan's stream and captured with the launches: in graph mode it must do stream-ordered work
    only. 0, or 1 with a message. */
 int reuse_set_cuda_graph(reuse_module *m, unsigned graphs, char *err, size_t errlen);
-int reuse_run(reuse_module *m, const tilec_tensor *t_x, tilec_tensor *out_c, char *err, size_t errlen);
+int reuse_run(reuse_module *m, const tilec_tensor *t_x, int64_t p_nj, tilec_tensor *out_c, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }
