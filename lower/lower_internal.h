@@ -107,7 +107,6 @@ typedef struct wg_plan {
     int64_t pv_k, pv_n, pv_e;     /* the deferred dot's K and N, its A's registers a thread ... */
     int pv_bt;                    /* ... its B read K-major ... */
     tilec_dtype pv_dt;            /* ... and its operands' type */
-    int pingpong;                 /* two consumer warp groups take turns issuing their wgmma (wgattn.c) */
 } wg_plan;
 
 typedef struct matnode {

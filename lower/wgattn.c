@@ -42,7 +42,6 @@ enum {
     WGA_MAX_STAGES = 4,
     WGA_REGS_PRODUCER = 56,      /* setmaxnreg: 2 x 128 x 224 + 128 x 56 <= 65536 */
     WGA_REGS_CONSUMER = 224,
-    WGA_BAR_TURN = 2,        /* named barriers 2 and 3: warp group 0's and 1's turn to issue (ping-pong) */
     WGA_ANCHORS = 4,         /* row vectors stored before the deferred dot's wait (lower_wga_before) ... */
     WGA_ANCHOR_BYTES = 64,   /* ... into this many bytes past the mbarriers, 16 each */
 };
@@ -408,12 +407,6 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
     lower_line(L, "tl_setmaxnreg_inc<%d>();", WGA_REGS_CONSUMER);
     int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
     lower_line(L, "int tl_it = 0;");
-    w->pingpong = w->defer_dot && w->warps == 8;
-    if (w->pingpong) { /* warp group 0 issues first: its turn is given once up front */
-        lower_line(L, "const int tl_wgi = tl_warp >> 2; /* this consumer warp group */");
-        lower_line(L, "if (tl_wgi == 1)");
-        lower_line(L, "    tl_bar_arrive_n(%d, 256);", WGA_BAR_TURN);
-    }
     if (w->defer_dot) { /* the last dot's A fragments and stage, for the next iteration */
         lower_line(L, "float tl_pp[%lld] = {};", (long long)w->pv_e);
         lower_line(L, "unsigned tl_pvb = 0;");
@@ -444,10 +437,6 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
         lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
         L->ind--;
         lower_line(L, "}");
-    }
-    if (w->pingpong) { /* each turn given is taken: warp group 1 gave one more */
-        lower_line(L, "if (tl_wgi == 0)");
-        lower_line(L, "    tl_bar_sync_n(%d, 256);", WGA_BAR_TURN);
     }
     L->ind--;
     lower_line(L, "}");
@@ -578,16 +567,6 @@ void lower_wga_before(lw *L, const tilec_stmt *s)
     lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", w->S);
 }
 
-/* Ping-pong: the other warp group's turn to issue, once this one's wgmma
- * are issued. Unconditional: a branch on the warp group between a wgmma
- * and its wait makes ptxas serialize every wgmma; warp group 1's last
- * turn is taken after the loop. */
-static void give_turn(lw *L)
-{
-    if (L->wgp.pingpong)
-        lower_line(L, "tl_bar_arrive_n(%d - tl_wgi, 256); /* its wgmma run behind these */", WGA_BAR_TURN + 1);
-}
-
 int lower_wga_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t K, int64_t N, tilec_dtype d)
 {
     const lay *y = &acc->ly;
@@ -624,28 +603,20 @@ int lower_wga_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t
     if (behind)
         pack_deferred(L);
     lower_line(L, "const unsigned tl_bw = tl_sa(tl_smem) + %s;", rb->c);
-    if (behind && w->pingpong)
-        lower_line(L, "tl_bar_sync_n(%d + tl_wgi, 256); /* this warp group's turn to issue */", WGA_BAR_TURN);
     lower_line(L, "tl_wg_fence();");
     issue(L, fn, acc->c, "tl_fw", "tl_bw", bt, K, N);
     if (behind) { /* the previous P V behind it: the softmax overlaps that */
         val *x = lower_lookup(L, w->defer_acc);
         if (!x || x->kind != VK_MAT)
             return 0;
-        /* one branch each way: a wgmma issued in a branch and waited for
-         * after it, ptxas serializes every wgmma of the kernel */
         lower_line(L, "if (tl_it > 0) {");
         L->ind++;
         if (!issue_deferred(L, x))
             return 0;
-        give_turn(L);
         lower_line(L, "tl_wg_wait<1>(); /* this dot's alone: %s stays in flight */", x->c);
         L->ind--;
         lower_line(L, "} else {");
-        L->ind++;
-        give_turn(L);
-        lower_line(L, "tl_wg_wait<0>();");
-        L->ind--;
+        lower_line(L, "    tl_wg_wait<0>();");
         lower_line(L, "}");
     } else {
         lower_line(L, "tl_wg_wait<0>();");
@@ -689,10 +660,6 @@ int lower_wga_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname)
                 "/* the accumulators a wgmma wrote, read only after its wait (the compiler moves no read above it) */\n"
                 "static __device__ __forceinline__ void tl_wg_pin(float *d, int n)\n"
                 "{\n#pragma unroll\n    for (int i = 0; i < n; ++i)\n        asm volatile(\"\" : \"+f\"(d[i]) :: \"memory\");\n}\n"
-                "#endif\n");
-    sb_puts(tu, "#ifndef TL_BAR_N\n#define TL_BAR_N\n"
-                "static __device__ __forceinline__ void tl_bar_sync_n(int id, int n) { asm volatile(\"bar.sync %0, %1;\" :: \"r\"(id), \"r\"(n) : \"memory\"); }\n"
-                "static __device__ __forceinline__ void tl_bar_arrive_n(int id, int n) { asm volatile(\"bar.arrive %0, %1;\" :: \"r\"(id), \"r\"(n) : \"memory\"); }\n"
                 "#endif\n");
     sb_puts(tu, "#ifndef TL_WG_ANCHOR\n#define TL_WG_ANCHOR\n"
                 "/* v[0..n) stored at shared address a (no one reads it): the wgmma wait after it stays after it */\n"
