@@ -100,13 +100,10 @@ typedef struct wg_plan {
     int nfn;                      /* the register-A wgmma forms its dots use ... */
     int64_t fn_n[4];              /* ... their N */
     int fn_bk[4];                 /* ... 1: B K-major, | 2: bf16 */
-    const tilec_expr *first_dot;  /* the body's first dot: the deferred one is issued behind it */
+    const tilec_expr *first_dot;  /* the body's first dot: it waits for the deferred one too */
     const tilec_expr *defer_dot;  /* the body's last dot, accumulating into defer_acc in place: its wgmma
-                                   * are issued behind the next iteration's first dot (wgattn.c), or NULL */
+                                   * stay in flight into the next iteration (wgattn.c), or NULL */
     const char *defer_acc;        /* its accumulator's name */
-    int64_t pv_k, pv_n, pv_e;     /* the deferred dot's K and N, its A's registers a thread ... */
-    int pv_bt;                    /* ... its B read K-major ... */
-    tilec_dtype pv_dt;            /* ... and its operands' type */
 } wg_plan;
 
 typedef struct matnode {
@@ -492,7 +489,6 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp);
 /* Twin pass: acc += a @ b on wgmma with a in registers (ra) and b in its
  * swizzled ring (rb, read as B^T when bt); 0 when it cannot (nothing emitted). */
 int lower_wga_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t K, int64_t N, tilec_dtype d);
-void lower_wga_before(lw *L, const tilec_stmt *s);
 /* dot.c: the A fragments of k16 step tl_k (mt m16 tiles) of x, a register
  * tile in the accumulator layout, packed to d pairs into to[tl_q] (`to`
  * may name tl_m). */

@@ -236,7 +236,6 @@ static void stmt_assign(lw *L, const tilec_stmt *s)
         lower_line(L, "%s = %s;", v->c, x);
         return;
     }
-    lower_wga_before(L, s); /* the twin's deferred dot: its accumulator waited for */
     const tilec_expr *d = lower_dot_update(s);
     if (d) {
         L->curdot = d;

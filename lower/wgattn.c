@@ -42,8 +42,7 @@ enum {
     WGA_MAX_STAGES = 4,
     WGA_REGS_PRODUCER = 56,      /* setmaxnreg: 2 x 128 x 224 + 128 x 56 <= 65536 */
     WGA_REGS_CONSUMER = 224,
-    WGA_ANCHORS = 4,         /* row vectors stored before the deferred dot's wait (lower_wga_before) ... */
-    WGA_ANCHOR_BYTES = 64,   /* ... into this many bytes past the mbarriers, 16 each */
+    WGA_DEFER_N = 64, /* the widest accumulator whose last dot stays in flight (plan_defer) */
 };
 
 /* Consumer warps of an M tile: one warp group per 64 rows; 0 if none fits. */
@@ -193,20 +192,12 @@ static int stmt_mentions(const tilec_stmt *s, const char *name)
     return 0;
 }
 
-/* The body's last dot (P V) is issued one iteration late, behind the
- * next iteration's first dot (S = Q K^T), as FlashAttention-3's
- * intra-warpgroup overlap: S waits for itself alone (wait_group 1), so
- * the softmax of this tile runs while the tensor cores multiply the
- * previous tile's P by its V; the accumulator is waited for at the last
- * dot's statement, just before it is rescaled. That needs the last dot to
- * accumulate in place (`x = x [* alpha] + dot(a, b)`, x a tile the loop
- * carries, b a ring) and no other statement of the body to name x (it is
- * in flight from the first dot to the last). Its A operand, f32, and its
- * stage's address wait in registers (tl_pp, tl_pvb) for the next
- * iteration, which packs them to f16 just before its wgmma: packed at the
- * last dot, the pairs would overwrite the registers the wgmma in flight
- * reads, and ptxas then moves the wait above the softmax. */
-static void plan_defer(lw *L, const tilec_stmt *loop, const ring_plan *rp, wg_plan *w)
+/* The body's last dot may stay in flight into the next iteration when it
+ * accumulates in place (`x = x [* alpha] + dot(a, b)`, x a tile the loop
+ * carries) and nothing after it in the body, nor before the body's first
+ * dot, names x: the next iteration's first dot waits for both (its
+ * products then overlap the last one's), and x is not touched before. */
+static void plan_defer(lw *L, const tilec_stmt *loop, wg_plan *w)
 {
     const tilec_block *b = &loop->body;
     const tilec_expr *d[RING_MAX];
@@ -224,27 +215,20 @@ static void plan_defer(lw *L, const tilec_stmt *loop, const ring_plan *rp, wg_pl
     const tilec_stmt *s = b->stmts[last];
     if (dots_of(s->value, d, 0, RING_MAX) != 1 || s->kind != TILEC_ST_ASSIGN || lower_ty(L, d[0])->rank != 2)
         return;
+    /* an accumulator of more than 64 columns (32 registers a thread) waits
+     * as the other dots do: on the H100 d = 128 ran 7-8% slower in flight,
+     * d = 64 6% faster (docs/lowering.md) */
+    if (lower_ty(L, d[0])->dims[1] > WGA_DEFER_N)
+        return;
     const char *x = s->names[0];
     for (uint32_t i = 0; i < b->nstmts; i++)
-        if (i != (uint32_t)last && stmt_mentions(b->stmts[i], x))
+        if ((i <= (uint32_t)first || i > (uint32_t)last) && stmt_mentions(b->stmts[i], x))
             return;
-    int bt = 0;
-    const tilec_expr *a = d[0]->args[0];
-    if (a->kind == TILEC_EX_CALL && !strcmp(a->name, "cast") && a->nargs >= 1)
-        a = a->args[0];
-    if (!b_ring(d[0]->args[1], rp, &bt) || lower_ty(L, a)->dtype != TILEC_DT_F32 || lower_ty(L, a)->rank != 2)
-        return; /* A is kept as f32 (below) */
-    const tilec_type *at = lower_ty(L, d[0]->args[0]);
     const tilec_expr *f[RING_MAX];
     dots_of(b->stmts[first]->value, f, 0, RING_MAX);
     w->first_dot = f[0];
     w->defer_dot = d[0];
     w->defer_acc = x;
-    w->pv_k = at->dims[1];
-    w->pv_e = at->dims[0] * at->dims[1] / (32 * L->nwarps);
-    w->pv_n = lower_ty(L, d[0])->dims[1];
-    w->pv_bt = bt;
-    w->pv_dt = at->dtype;
 }
 
 /* Nothing before the loop writes memory or returns, and the loop is a
@@ -324,9 +308,6 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
 
 /* ---- the twin's loop ---- */
 
-static int issue_deferred(lw *L, const val *x);
-static void pack_deferred(lw *L);
-
 /* The producer warp group: for each iteration, wait for its stage to be
  * empty, copy its tiles (128 threads, 16 bytes a cp.async, zero-filled
  * where the masks say), and once the previous iteration's copies have
@@ -381,11 +362,11 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
         o->off = (uint32_t)ring;
         ring += o->bytes * S;
     }
-    plan_defer(L, loop, rp, w);
+    plan_defer(L, loop, w);
     rp->S = S;
     rp->base = "tl_wro + ";
     rp->wg = 1;
-    uint32_t base = lower_alloc_smem(L, ring + 1024 + 16 * S + WGA_ANCHOR_BYTES);
+    uint32_t base = lower_alloc_smem(L, ring + 1024 + 16 * S);
     lower_plan_loop(L, loop, 1);
     const char *v = lower_cname(L, loop->names[0]);
     lower_line(L, "{ /* dots on wgmma, %d-stage ring by a cp.async producer warp group (sm_90a) */", S);
@@ -407,10 +388,6 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
     lower_line(L, "tl_setmaxnreg_inc<%d>();", WGA_REGS_CONSUMER);
     int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
     lower_line(L, "int tl_it = 0;");
-    if (w->defer_dot) { /* the last dot's A fragments and stage, for the next iteration */
-        lower_line(L, "float tl_pp[%lld] = {};", (long long)w->pv_e);
-        lower_line(L, "unsigned tl_pvb = 0;");
-    }
     lower_comment_loc(L, &loop->loc);
     lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
     L->ind++;
@@ -422,21 +399,15 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
     }
     L->ind--;
     lower_line(L, "}");
-    if (w->defer_dot) { /* the last iteration's last dot */
+    if (w->defer_dot) { /* the last iteration's last products */
         val *x = lower_lookup(L, w->defer_acc);
-        lower_line(L, "if (tl_it > 0) {");
-        L->ind++;
-        pack_deferred(L);
-        lower_line(L, "tl_wg_fence();");
-        if (!x || x->kind != VK_MAT || !issue_deferred(L, x))
-            L->failed = 1;
         lower_line(L, "tl_wg_wait<0>();");
         if (x && x->kind == VK_MAT)
             lower_line(L, "tl_wg_pin(%s, %d);", x->c, x->ly.E);
-        lower_line(L, "if (tl_lane == 0)");
+        else
+            L->failed = 1;
+        lower_line(L, "if (tl_it > 0 && tl_lane == 0)");
         lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
-        L->ind--;
-        lower_line(L, "}");
     }
     L->ind--;
     lower_line(L, "}");
@@ -462,111 +433,6 @@ static const char *rs_form(lw *L, int64_t N, int bk, tilec_dtype d)
     return lower_fmt(L, "tl_wgrs_%s_n%lld%s", d == TILEC_DT_BF16 ? "bf16" : "f16", (long long)N, bk ? "_bk" : "");
 }
 
-/* The K/16 wgmma of a dot: acc += A (fragments `a`, registers) @ B (its
- * ring at shared address `bw`). */
-static void issue(lw *L, const char *fn, const char *acc, const char *a, const char *bw, int bt, int64_t K, int64_t N)
-{
-    lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_q = 0; tl_q < %lld; ++tl_q)", (long long)(K / 16));
-    /* K-major: rows of N, a k16 step 32 bytes along them, the next 64 of K
-     * a box of N rows further; MN-major: rows of K, a k16 step 16 rows,
-     * the next 64 of N a box (K rows) further (leading byte offset) */
-    if (bt)
-        lower_line(L, "    %s(%s, %s[tl_q], tl_wg_desc(%s + (tl_q >> 2) * %lld + (tl_q & 3) * 32, 16, 1024, 1));", fn, acc, a,
-                   bw, (long long)(N * 128));
-    else
-        lower_line(L, "    %s(%s, %s[tl_q], tl_wg_desc(%s + tl_q * 2048, %lld, 1024, 1));", fn, acc, a, bw,
-                   (long long)(K * 128));
-    lower_line(L, "tl_wg_commit();");
-}
-
-/* The previous iteration's last dot's A fragments into tl_pf, from the
- * f32 tile it left in tl_pp (the accumulator layout of its M x K). */
-static void pack_deferred(lw *L)
-{
-    const wg_plan *w = &L->wgp;
-    val pp = {.kind = VK_MAT, .c = "tl_pp"};
-    pp.ty.dtype = pp.held = TILEC_DT_F32;
-    pp.ly.wtn = (int)w->pv_k;
-    lower_line(L, "unsigned tl_pf[%lld][4]; /* the previous iteration's P, packed */", (long long)(w->pv_k / 16));
-    lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_k = 0; tl_k < %lld; tl_k += 16) {", (long long)w->pv_k);
-    L->ind++;
-    lower_frag_a_regs(L, &pp, 1, w->pv_dt, "tl_pf[tl_k >> 4]");
-    L->ind--;
-    lower_line(L, "}");
-}
-
-/* The previous iteration's last dot, from the fragments packed in tl_pf
- * and the stage it left in tl_pvb (plan_defer), into x. */
-static int issue_deferred(lw *L, const val *x)
-{
-    const wg_plan *w = &L->wgp;
-    const char *fn = rs_form(L, w->pv_n, w->pv_bt, w->pv_dt);
-    if (!fn)
-        return 0;
-    lower_line(L, "/* the previous iteration's %s += P V, from tl_pf and its stage */", x->c);
-    issue(L, fn, x->c, "tl_pf", "tl_pvb", w->pv_bt, w->pv_k, w->pv_n);
-    return 1;
-}
-
-/* Pin register tile `name` when it is an f32 one (of rank `rank`, or any
- * rank when 0); with `anchor` >= 0 also store it (at most 4 registers a
- * thread) into anchor slot `anchor`; 1 if stored. */
-static int pin_f32(lw *L, const char *name, int rank, int anchor)
-{
-    const val *v = lower_lookup(L, name);
-    if (!v || v->kind != VK_MAT || v->ty.dtype != TILEC_DT_F32 || v->held != TILEC_DT_F32 || (rank && v->ty.rank != rank))
-        return 0;
-    lower_line(L, "tl_wg_pin(%s, %d);", v->c, v->ly.E);
-    if (anchor < 0 || anchor >= WGA_ANCHORS || v->ly.E > 4)
-        return 0;
-    lower_line(L, "tl_wg_anchor(tl_empty + %d + %d, %s, %d);", 8 * L->wgp.S, 16 * anchor, v->c, v->ly.E);
-    return 1;
-}
-
-/* Before the statement of the deferred dot: its accumulator, in flight
- * since the first dot, is waited for (and the previous stage released)
- * before the statement rescales it. What the body computed meanwhile
- * must come before the wait, or the overlap is lost: the dot's A operand
- * and the row vectors (max, sum, alpha) are pinned, so the front end does
- * not sink their arithmetic below the wait, and the row vectors are
- * stored into a scratch slot of shared memory nobody reads (all lanes of
- * a warp one address), since ptxas otherwise hoists the wait
- * (WARPGROUP.DEPBAR) to the top of the block, above the exp2 (MUFU.EX2)
- * and the shuffles, but keeps it below a store: the store depends on the
- * softmax (the row sum on every exp2), the wait stays behind it. */
-void lower_wga_before(lw *L, const tilec_stmt *s)
-{
-    const wg_plan *w = &L->wgp;
-    const tilec_expr *d[RING_MAX];
-    if (!L->wg || !w->attn || !w->defer_dot || dots_of(s->value, d, 0, RING_MAX) != 1 || d[0] != w->defer_dot)
-        return;
-    val *x = lower_lookup(L, w->defer_acc);
-    if (!x || x->kind != VK_MAT) {
-        L->failed = 1;
-        return;
-    }
-    const tilec_expr *a = w->defer_dot->args[0];
-    if (a->kind == TILEC_EX_CALL && !strcmp(a->name, "cast") && a->nargs >= 1)
-        a = a->args[0];
-    if (a->kind == TILEC_EX_NAME)
-        pin_f32(L, a->name, 0, -1);
-    const tilec_block *b = &L->wg_loop->body;
-    int after_first = 0, anchors = 0;
-    for (uint32_t i = 0; i < b->nstmts && b->stmts[i] != s; i++) {
-        const tilec_stmt *t = b->stmts[i];
-        if (after_first && (t->kind == TILEC_ST_LET || t->kind == TILEC_ST_ASSIGN) && t->nnames == 1)
-            anchors += pin_f32(L, t->names[0], 1, anchors);
-        if (dots_of(t->value, d, 0, RING_MAX) > 0 && d[0] == w->first_dot)
-            after_first = 1;
-    }
-    lower_line(L, "tl_wg_wait<0>(); /* the previous iteration's P V, before %s is rescaled */", x->c);
-    lower_line(L, "tl_wg_pin(%s, %d);", x->c, x->ly.E);
-    lower_line(L, "if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */");
-    lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", w->S);
-}
-
 int lower_wga_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t K, int64_t N, tilec_dtype d)
 {
     const lay *y = &acc->ly;
@@ -575,22 +441,7 @@ int lower_wga_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t
     const char *fn = rs_form(L, N, bt, d);
     if (!fn)
         return 0;
-    wg_plan *w = &L->wgp;
-    const char *rname = lower_cname(L, rb->rlet->names[0]);
-    if (w->defer_dot && L->curdot == w->defer_dot) { /* issued behind the next iteration's first dot */
-        val *x = lower_lookup(L, w->defer_acc);
-        if (!x || x != acc || bt != w->pv_bt || K != w->pv_k || N != w->pv_n || d != w->pv_dt ||
-            ra->ty.dtype != TILEC_DT_F32 || ra->held != TILEC_DT_F32 || ra->ly.E != w->pv_e || ra->ly.wtn != K)
-            return 0;
-        lower_line(L, "/* A %s from registers, B %s from its swizzled ring (%s): issued behind the next iteration's "
-                      "first dot */",
-                   ra->c, rname, bt ? "K-major" : "MN-major, transposed");
-        lower_line(L, "#pragma unroll");
-        lower_line(L, "for (int tl_j = 0; tl_j < %lld; ++tl_j) tl_pp[tl_j] = %s[tl_j];", (long long)w->pv_e, ra->c);
-        lower_line(L, "tl_pvb = tl_sa(tl_smem) + %s;", rb->c);
-        return 1;
-    }
-    lower_line(L, "/* A %s from registers, B %s from its swizzled ring (%s) */", ra->c, rname,
+    lower_line(L, "/* A %s from registers, B %s from its swizzled ring (%s) */", ra->c, lower_cname(L, rb->rlet->names[0]),
                bt ? "K-major" : "MN-major, transposed");
     lower_line(L, "unsigned tl_fw[%lld][4];", (long long)(K / 16));
     lower_line(L, "#pragma unroll");
@@ -599,29 +450,38 @@ int lower_wga_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t
     lower_frag_a_regs(L, ra, 1, d, "tl_fw[tl_k >> 4]");
     L->ind--;
     lower_line(L, "}");
-    int behind = w->defer_dot && L->curdot == w->first_dot;
-    if (behind)
-        pack_deferred(L);
     lower_line(L, "const unsigned tl_bw = tl_sa(tl_smem) + %s;", rb->c);
     lower_line(L, "tl_wg_fence();");
-    issue(L, fn, acc->c, "tl_fw", "tl_bw", bt, K, N);
-    if (behind) { /* the previous P V behind it: the softmax overlaps that */
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_q = 0; tl_q < %lld; ++tl_q)", (long long)(K / 16));
+    /* K-major: rows of N, a k16 step 32 bytes along them, the next 64 of K
+     * a box of N rows further; MN-major: rows of K, a k16 step 16 rows,
+     * the next 64 of N a box (K rows) further (leading byte offset) */
+    if (bt)
+        lower_line(L, "    %s(%s, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * %lld + (tl_q & 3) * 32, 16, 1024, 1));", fn,
+                   acc->c, (long long)(N * 128));
+    else
+        lower_line(L, "    %s(%s, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, %lld, 1024, 1));", fn, acc->c,
+                   (long long)(K * 128));
+    lower_line(L, "tl_wg_commit();");
+    wg_plan *w = &L->wgp;
+    if (w->defer_dot && L->curdot == w->defer_dot) { /* in flight into the next iteration's first dot */
+        val *x = lower_lookup(L, w->defer_acc);
+        if (!x || x != acc)
+            return 0;
+        lower_line(L, "/* %s's wgmma stay in flight: the next iteration's first dot waits for them */", acc->c);
+        return 1;
+    }
+    lower_line(L, "tl_wg_wait<0>();"); /* and the previous iteration's deferred products */
+    lower_line(L, "tl_wg_pin(%s, %d);", acc->c, acc->ly.E);
+    if (w->defer_dot && L->curdot == w->first_dot) {
         val *x = lower_lookup(L, w->defer_acc);
         if (!x || x->kind != VK_MAT)
             return 0;
-        lower_line(L, "if (tl_it > 0) {");
-        L->ind++;
-        if (!issue_deferred(L, x))
-            return 0;
-        lower_line(L, "tl_wg_wait<1>(); /* this dot's alone: %s stays in flight */", x->c);
-        L->ind--;
-        lower_line(L, "} else {");
-        lower_line(L, "    tl_wg_wait<0>();");
-        lower_line(L, "}");
-    } else {
-        lower_line(L, "tl_wg_wait<0>();");
+        lower_line(L, "tl_wg_pin(%s, %d);", x->c, x->ly.E);
+        lower_line(L, "if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */");
+        lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", w->S);
     }
-    lower_line(L, "tl_wg_pin(%s, %d);", acc->c, acc->ly.E);
     return 1;
 }
 
@@ -660,12 +520,6 @@ int lower_wga_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname)
                 "/* the accumulators a wgmma wrote, read only after its wait (the compiler moves no read above it) */\n"
                 "static __device__ __forceinline__ void tl_wg_pin(float *d, int n)\n"
                 "{\n#pragma unroll\n    for (int i = 0; i < n; ++i)\n        asm volatile(\"\" : \"+f\"(d[i]) :: \"memory\");\n}\n"
-                "#endif\n");
-    sb_puts(tu, "#ifndef TL_WG_ANCHOR\n#define TL_WG_ANCHOR\n"
-                "/* v[0..n) stored at shared address a (no one reads it): the wgmma wait after it stays after it */\n"
-                "static __device__ __forceinline__ void tl_wg_anchor(unsigned a, const float *v, int n)\n"
-                "{\n#pragma unroll\n    for (int i = 0; i < n; ++i)\n"
-                "        asm volatile(\"st.shared.f32 [%0], %1;\" :: \"r\"(a + 4 * i), \"f\"(v[i]) : \"memory\");\n}\n"
                 "#endif\n");
     for (int i = 0; i < w->nfn; i++)
         rs_fn(tu, w->fn_bk[i] & 2 ? "bf16" : "f16", w->fn_n[i], w->fn_bk[i] & 1);
