@@ -203,6 +203,7 @@ def call(x, *, stream=None):
         _ptrs[2] = _t_p
         _g.run_part(3, (*_ptrs, *_vals), _c.stream)
         _c.free(t)
+        del t
     _c.done()
     return y
 

@@ -234,6 +234,7 @@ def call(x, n, *, stream=None):
         _ptrs[5] = _t_p
         _g.run_part(3, (*_ptrs, *_vals), _c.stream)
         _c.free(t)
+        del t
     _c.done()
     return y
 
