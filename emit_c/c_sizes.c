@@ -197,7 +197,11 @@ compound:;
         z->failed = 1; /* a size of a loop that its top did not compute (c_loop.c) */
         return;
     }
-    if (!e && (e = calloc(1, sizeof *e)) != NULL) {
+    if (!e && (e = calloc(1, sizeof *e)) != NULL && !(e->own = strdup(text))) {
+        free(e); /* the key is the entry's own copy: callers pass texts they free (csz_offset's bytes) */
+        e = NULL;
+    }
+    if (e && !e->text) {
         strbuf c, fmt, args, seen, head;
         sb_init(&c);
         sb_init(&fmt);
@@ -206,7 +210,7 @@ compound:;
         sb_init(&head);
         block_start(z);
         print_checked(z, &c, t);
-        e->text = text;
+        e->text = e->own;
         e->local = z->nlocals++;
         sb_printf(&z->checks, "    const int64_t tl_z%u = %s;\n", e->local, sb_str(&c));
         symbols(z, &fmt, &args, &seen, t);
@@ -226,6 +230,7 @@ compound:;
         HASH_ADD_KEYPTR(hh, z->texts, e->text, strlen(e->text), e);
         if (!e->hh.tbl) {
             z->failed = 1;
+            free(e->own);
             free(e);
             return;
         }
