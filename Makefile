@@ -541,6 +541,8 @@ golden: all
 	@for f in examples/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit layouts > tests/golden/layouts/$${b%.tile}.layouts; done
 	@for f in tests/golden/ir/*.tile; do $(TILEC) $$f --emit ir > $${f%.tile}.ir; done
 	@for f in tests/golden/tune/*.tile; do $(TILEC) $$f --emit tune > $${f%.tile}.tune; done
+	@mkdir -p tests/golden/docuser
+	@for f in tests/docuser/*.tile; do b=$${f##*/}; $(TILEC) $$f --emit layouts > tests/golden/docuser/$${b%.tile}.layouts; done
 	@for f in tests/golden/choices/*.tile; do d=$$(mktemp -d); \
 	    $(TILEC) $$f --emit c --aot sm_80,sm_90a --choices $${f%.tile}.choices -q -o $$d || exit 1; \
 	    sed -n '$(CHOICES_TABLE)' $$d/*.c > $${f%.tile}.table; rm -rf $$d; done

@@ -103,11 +103,18 @@ static int add_terms(lw *L, const tilec_expr *e, const tilec_expr **t, int n, in
 
 static int same_name(const tilec_expr *a, const tilec_expr *b) { return a && b && !strcmp(a->name, b->name); }
 
-/* `R[:, None] < rows` (axis 0) or `C[None, :] < cols` (axis 1), maybe
- * through a name let to it. */
+/* `R[:, None] < rows` or `(R < rows)[:, None]` (axis 0), `C[None, :] < cols`
+ * or `(C < cols)[None, :]` (axis 1), maybe through a name let to it. */
 static int bound_of(lw *L, const tilec_expr *e, const tilec_expr *x, int axis)
 {
     e = lower_look(L, e);
+    if (e->kind == TILEC_EX_INDEX && e->nargs == 3) { /* (R < rows)[:, None]: the same bound */
+        const tilec_expr *a = e->args[1 + axis], *b = e->args[2 - axis], *c = lower_look(L, e->args[0]);
+        if (a->kind != TILEC_EX_SLICE || a->nargs || b->kind != TILEC_EX_NONE || c->kind != TILEC_EX_BINARY ||
+            c->op != TILEC_OP_LT || c->args[0]->kind != TILEC_EX_NAME || !same_name(c->args[0], x))
+            return -1;
+        return param_index(L, c->args[1], 0);
+    }
     if (e->kind != TILEC_EX_BINARY || e->op != TILEC_OP_LT || !same_name(bcast_of(e->args[0], axis), x))
         return -1;
     return param_index(L, e->args[1], 0);
@@ -220,7 +227,8 @@ int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dty
     if (nt == 4 && !zname)
         return lower_miss(L, line, "the fourth term of the pointer is not a batch offset name");
     mk = lower_look(L, mk);
-    if (mk->kind != TILEC_EX_BINARY || mk->op != TILEC_OP_ANDAND)
+    /* && or & of the two bounds (bool tiles: the same mask) */
+    if (mk->kind != TILEC_EX_BINARY || (mk->op != TILEC_OP_ANDAND && mk->op != TILEC_OP_AND))
         return lower_miss(L, line, "the mask is not R[:, None] < rows && C[None, :] < cols");
     int rows = bound_of(L, mk->args[0], *R, 0), cols = bound_of(L, mk->args[1], *C, 1);
     if (rows < 0 || cols < 0) {

@@ -30,8 +30,10 @@ static int const_lookup(void *user, const tilec_ix *sym, int64_t *out)
         chk_err(ck, &e->loc, "hint '%s' is used before it is defined (a hint may only use the hints before it)",
             e->name);
         chk_note(ck, &later->loc, "'%s' is defined here", e->name);
-    } else if (!b)
+    } else if (!b) {
         chk_err(ck, &e->loc, "undefined name '%s'", e->name);
+        chk_tune_note_undefined(ck, e->name);
+    }
     else
         chk_err(ck, &e->loc, "%s must be a compile-time constant (integer literals, hints and module constants), but '%s' is %s",
             c->what, e->name, b->kind == B_PARAM ? "a parameter" : "a run-time value");

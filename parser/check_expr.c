@@ -356,6 +356,7 @@ tilec_type chk_expr(checker *ck, tilec_expr *e)
         binding *b = chk_lookup(ck, e->name);
         if (!b) {
             chk_err(ck, &e->loc, "undefined name '%s'", e->name);
+            chk_tune_note_undefined(ck, e->name);
             break;
         }
         if (b->type.list) { /* p[i], len(p) and numel(p, i) take it by name (check_list.c) */

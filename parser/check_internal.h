@@ -178,6 +178,7 @@ void chk_tune_capture_end(checker *ck);
 void chk_tune_record(checker *ck, const char *err);
 void chk_tune_note_tile(checker *ck, int64_t regs);
 void chk_tune_note_dot(checker *ck, const tilec_type *a, const tilec_type *b);
+void chk_tune_note_undefined(checker *ck, const char *name);
 
 /* check_sizes.c */
 int chk_size_limit_err(checker *ck, const tilec_loc *loc, const poly_why *why, const char *what);

@@ -157,6 +157,43 @@ static tilec_tune_kind wants_default(const tilec_kernel *k)
     return TILEC_TUNE_OTHER;
 }
 
+/* After `undefined name 'X'` in a kernel, X a tile hint of a default space
+ * (BM BN BK ROWS BLOCK): a note at the kernel saying why it got no default
+ * space and what to write, so that a user who read "Default spaces" is not
+ * left with the bare error. */
+void chk_tune_note_undefined(checker *ck, const char *name)
+{
+    static const char *const tiles[][3] = {
+        [TILEC_TUNE_DOT] = {"BM", "BN", "BK"}, [TILEC_TUNE_ROW] = {"ROWS", "BLOCK"}, [TILEC_TUNE_ELEMENTWISE] = {"BLOCK"}};
+    const tilec_kernel *k = ck->k;
+    if (!k || k->tune_default || !ck->emitted || ck->capture)
+        return;
+    if (strcmp(name, "BM") && strcmp(name, "BN") && strcmp(name, "BK") && strcmp(name, "ROWS") && strcmp(name, "BLOCK"))
+        return;
+    const tilec_param *l = chk_first_list(k);
+    tilec_tune_kind kind = chk_tune_kind(k);
+    const char *what = k->nhints && k->variant_sym ? "hints and variants" : k->nhints ? "hints" : "variants";
+    if (k->tune)
+        chk_note(ck, &k->loc, "kernel '%s' has a tune space of its own, so it gets no default one; add %s to it as an axis "
+                 "(%s = 64 | 128) or to its hints", k->name, name, name);
+    else if (k->nhints || k->variant_sym)
+        chk_note(ck, &k->loc, "kernel '%s' has %s, so it gets no default tune space; define %s in its hints (%s = 1024) "
+                 "or drop its %s (docs/tuning.md, \"Default spaces\")", k->name, what, name, name, what);
+    else if (l)
+        chk_note(ck, &k->loc, "kernel '%s' takes the tensor list '%s', so it has one variant and no default tune space; "
+                 "set %s in its hints: hints { %s = 1024 }", k->name, l->name, name, name);
+    else if (kind == TILEC_TUNE_OTHER)
+        chk_note(ck, &k->loc, "kernel '%s' reduces under a grid of %u axes, which no default tune space fits (a row "
+                 "kernel's grid has one axis); set %s in its hints: hints { %s = 1024 }", k->name, (unsigned)k->ngrid,
+                 name, name);
+    else {
+        const char *const *t = tiles[kind];
+        chk_note(ck, &k->loc, "%s is not a tile hint of the default space of %s kernel (%s%s%s%s%s), which kernel '%s' "
+                 "does not name; set %s in its hints: hints { %s = 1024 }", name, chk_tune_kind_name(kind), t[0],
+                 t[1] ? ", " : "", t[1] ? t[1] : "", t[2] ? ", " : "", t[2] ? t[2] : "", k->name, name, name);
+    }
+}
+
 static int default_space(checker *ck, tilec_kernel *k, tilec_tune_kind kind)
 {
     const space_axis *axes = spaces[kind].axes;
