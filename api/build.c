@@ -90,6 +90,17 @@ static void make_key(build *b)
 /* a kernel's bundle name, "<kernel>_v<variant>", always fits in a bundle */
 _Static_assert(TILEC_BUNDLE_MAX_NAME >= TILEC_MAX_IDENT + 32, "bundle names must hold every kernel name");
 
+/* Move each variant's CUBIN out of bd (the bundle is ours; it keeps no
+ * image after). */
+static void take_images(build *b, tilec_bundle *bd)
+{
+    for (uint32_t i = 0; i < b->n; i++) {
+        b->ks[i].job.cubin = bd->kernels[i].image;
+        b->ks[i].job.size = bd->kernels[i].size;
+        bd->kernels[i].image = NULL;
+    }
+}
+
 /* Take the kernels' images from a cached bundle: the names, launch
  * metadata and parameter kinds must be the ones the lowering gave. */
 static int from_bundle(build *b, tilec_bundle *bd)
@@ -104,11 +115,7 @@ static int from_bundle(build *b, tilec_bundle *bd)
             memcmp(bk->kinds, pk->kinds, bk->nparams * sizeof pk->kinds[0]))
             return -1;
     }
-    for (uint32_t i = 0; i < b->n; i++) {
-        b->ks[i].job.cubin = bd->kernels[i].image; /* the bundle is ours: take its images */
-        b->ks[i].job.size = bd->kernels[i].size;
-        bd->kernels[i].image = NULL;
-    }
+    take_images(b, bd);
     return 0;
 }
 
@@ -309,10 +316,8 @@ static int from_record(build *b)
     for (i = 0; i < b->n; i++) {
         b->ks[i].code.variant = b->ks[i].variant;
         b->ks[i].code.kernel = b->ks[i].k;
-        b->ks[i].job.cubin = bd->kernels[i].image; /* the bundle is ours: take its images */
-        b->ks[i].job.size = bd->kernels[i].size;
-        bd->kernels[i].image = NULL;
     }
+    take_images(b, bd);
     tilec_bundle_free(bd);
     snprintf(b->st.key, sizeof b->st.key, "%s", key);
     b->st.cache_hit = 1;
