@@ -257,6 +257,19 @@ Test(wgmma, f32_output_by_tma, .timeout = 300)
     tilec_module_free(m);
 }
 
+/* tests/forms/FORM.tile (its path into path) parsed into *m and built
+ * for the device; on a 9.0 device its gemm has an sm_90a twin. */
+static tilec_program *form_program(const char *form, char *path, size_t size, tilec_module **m)
+{
+    snprintf(path, size, "tests/forms/%s.tile", form);
+    tilec_program *p = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, path, m), TILEC_OK, "%s", path);
+    tilec_build_options o = {.threads = 2};
+    cr_assert_eq(tilec_program_build(ctx, rt, *m, &o, &p), TILEC_OK, "%s", path);
+    cr_expect(!hopper || tilec_program_has_twin(p, "gemm", 0), "%s: an sm_90a twin", path);
+    return p;
+}
+
 /* tests/forms whose K tile or warps differ from the reference's
  * (bk16, bk32, bk128, warps4, warps8_bm64, user_mix, tiles_bk32): each has a twin, right
  * on every shape (ragged in M, N and K: the last K tile partly past K; K
@@ -269,13 +282,8 @@ Test(wgmma, forms_k_tiles_and_warps, .timeout = 600)
     static const char *const forms[] = {"bk16", "bk32", "bk128", "warps4", "warps8_bm64", "user_mix", "tiles_bk32"};
     for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
         char path[128];
-        snprintf(path, sizeof path, "tests/forms/%s.tile", forms[f]);
         tilec_module *m = NULL;
-        tilec_program *p = NULL;
-        cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK, "%s", path);
-        tilec_build_options o = {.threads = 2};
-        cr_assert_eq(tilec_program_build(ctx, rt, m, &o, &p), TILEC_OK, "%s", path);
-        cr_expect(tilec_program_has_twin(p, "gemm", 0), "%s: an sm_90a twin", path);
+        tilec_program *p = form_program(forms[f], path, sizeof path, &m);
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             mm_case c = {"gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0, 0, p};
             cr_log_info("%s: M=%d N=%d K=%d", path, c.M, c.N, c.K);
@@ -447,13 +455,8 @@ Test(wgmma, forms_at, .timeout = 600)
     } fs[] = {{"at", 0, 1}, {"at_ptr", 0, 1}, {"at_bf16", 1, 1}, {"at_kmajor", 0, 0}};
     for (size_t f = 0; f < sizeof fs / sizeof fs[0]; f++) {
         char path[128];
-        snprintf(path, sizeof path, "tests/forms/%s.tile", fs[f].form);
         tilec_module *m = NULL;
-        tilec_program *p = NULL;
-        cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK, "%s", path);
-        tilec_build_options o = {.threads = 2};
-        cr_assert_eq(tilec_program_build(ctx, rt, m, &o, &p), TILEC_OK, "%s", path);
-        cr_expect(tilec_program_has_twin(p, "gemm", 0), "%s: an sm_90a twin", path);
+        tilec_program *p = form_program(fs[f].form, path, sizeof path, &m);
         static const char *const modes[] = {NULL, "1", "0"};
         for (size_t i = 0; i < (f ? 1 : 3); i++) {
             if (modes[i])
@@ -484,13 +487,8 @@ Test(wgmma, forms_bt, .timeout = 600)
     static const char *const forms[] = {"bt", "bt_let_trans", "bt_ptr_lets", "bt_inline", "bt_linear", "bt_bk32", "bt_bk128"};
     for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
         char path[128];
-        snprintf(path, sizeof path, "tests/forms/%s.tile", forms[f]);
         tilec_module *m = NULL;
-        tilec_program *p = NULL;
-        cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK, "%s", path);
-        tilec_build_options o = {.threads = 2};
-        cr_assert_eq(tilec_program_build(ctx, rt, m, &o, &p), TILEC_OK, "%s", path);
-        cr_expect(tilec_program_has_twin(p, "gemm", 0), "%s: an sm_90a twin", path);
+        tilec_program *p = form_program(forms[f], path, sizeof path, &m);
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             run_bt(p, "gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0);
         tilec_program_free(p);
@@ -534,13 +532,8 @@ Test(wgmma, pairs_and_one_tile_forced, .timeout = 600)
         setenv("TILEC_TMA_PAIR", modes[i], 1);
         for (size_t f = 0; f < 2; f++) {
             char path[128];
-            snprintf(path, sizeof path, "tests/forms/%s.tile", forms[f]);
             tilec_module *m = NULL;
-            tilec_program *p = NULL;
-            cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK, "%s", path);
-            tilec_build_options o = {.threads = 2};
-            cr_assert_eq(tilec_program_build(ctx, rt, m, &o, &p), TILEC_OK, "%s", path);
-            cr_expect(tilec_program_has_twin(p, "gemm", 0), "%s: an sm_90a twin", path);
+            tilec_program *p = form_program(forms[f], path, sizeof path, &m);
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
                 cr_log_info("%s, TILEC_TMA_PAIR=%s: M=%d N=%d K=%d", path, modes[i], shapes[s][0], shapes[s][1],
                             shapes[s][2]);
