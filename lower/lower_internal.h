@@ -87,6 +87,8 @@ typedef struct wg_plan {
     int warps;                    /* the consumer warps the twin arranges: BM / 16 (one m64 warp group per 64 rows) */
     const char *how;              /* what the twin chose that the hints did not say, for the remark */
     int bk;                       /* B K-major (trans of a [N, K] load): one box of N rows, like A's */
+    int amn;                      /* A MN-major (its unit-stride axis is M: A^T stored [K, M]): boxes of K rows
+                                   * along M, as an MN-major B's, and wgmma's transpose bit for A */
     int S;                        /* stages */
     int nmaps;                    /* 2, or 3 with the store */
     const tilec_stmt *store;      /* the final store the TMA writes (wgstore.c) */
@@ -417,6 +419,8 @@ typedef struct lower_pipe_plan {
     int cax[2];                /* the axis along which load i is contiguous (1, or 0 for an FMA dot's operand) */
     val *acc;
     int S;                     /* its stages (lower_stages) */
+    const char *twin_only;     /* set: the mma.sync pipeline cannot read operand A as loaded (MN-major, or trans
+                                * of a load contiguous along K), only the sm_90a twin may (why, for the remark) */
 } lower_pipe_plan;
 /* A name let to a value computed where it is used: its expression,
  * followed through such names; any other e as is. */

@@ -340,10 +340,12 @@ static int pipeline_load_ok(lw *L, const tilec_block *b, int i, const tilec_expr
     const tilec_type *t = lower_ty(L, ld);
     int vec = 16 / (int)tilec_dtype_size(t->dtype);
     /* an FMA dot's operands may lie along either axis (the copies put K on
-     * the ring's rows): their chunks are checked once that axis is known */
-    if (t->rank != 2 || (!fma && t->dims[1] % vec))
+     * the ring's rows): their chunks are checked once that axis is known;
+     * so may a tensor-core dot's A (MN-major: the sm_90a twin's, pipeline_check) */
+    int anyax = fma || i == 0;
+    if (t->rank != 2 || (!anyax && t->dims[1] % vec))
         return lower_miss(L, line, "the loaded tile's rows are not whole 16-byte chunks");
-    if (!fma && (t->dims[0] * t->dims[1] / vec) % L->nt)
+    if (!anyax && (t->dims[0] * t->dims[1] / vec) % L->nt)
         return lower_miss(L, line, "the tile's %lld 16-byte chunks are not a multiple of the %d threads",
                           (long long)(t->dims[0] * t->dims[1] / vec), L->nt);
     /* the loaded tile is read by the dot only (each let on the way once) */
@@ -361,14 +363,14 @@ static int pipeline_load_ok(lw *L, const tilec_block *b, int i, const tilec_expr
             return lower_miss(L, line, "the load's %s needs loaded data", j == 0 ? "pointer" : j == 1 ? "mask" : "`other`");
     int64_t st;
     *cax = 1;
-    if (fma && !(lower_stride(L, ld->args[0], 1, &st) && st == 1) && lower_stride(L, ld->args[0], 0, &st) && st == 1)
+    if (anyax && !(lower_stride(L, ld->args[0], 1, &st) && st == 1) && lower_stride(L, ld->args[0], 0, &st) && st == 1)
         *cax = 0;
     if (!lower_stride(L, ld->args[0], *cax, &st) || st != 1)
-        return lower_miss(L, line, fma ? "dot operand %c is contiguous along neither axis"
-                                       : "dot operand %c is not contiguous along its last axis", i ? 'B' : 'A');
-    if (fma && t->dims[*cax] % vec)
+        return lower_miss(L, line, anyax ? "dot operand %c is contiguous along neither axis"
+                                         : "dot operand %c is not contiguous along its last axis", i ? 'B' : 'A');
+    if (anyax && t->dims[*cax] % vec)
         return lower_miss(L, line, "the loaded tile is not whole 16-byte chunks along its contiguous axis");
-    if (fma && (t->dims[0] * t->dims[1] / vec) % L->nt)
+    if (anyax && (t->dims[0] * t->dims[1] / vec) % L->nt)
         return lower_miss(L, line, "the tile's %lld 16-byte chunks are not a multiple of the %d threads",
                           (long long)(t->dims[0] * t->dims[1] / vec), L->nt);
     if (ld->nargs > 2 && !lower_is_zero(L, ld->args[2]))
@@ -412,9 +414,14 @@ static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp)
             return lower_miss(L, dl, "dot operand B is contiguous along K, and its [%lld, %lld] load's rows are not "
                                      "whole 8-row blocks, or its 4-byte copies do not divide among the %d threads",
                               (long long)lower_ty(L, ld[1])->dims[0], (long long)lower_ty(L, ld[1])->dims[1], L->nt);
-    } else if (pp->tr[0]) {
-        return lower_miss(L, dl, "dot operand A is a transposed load (of the two operands only B is read transposed, "
-                                 "[N][K] in its ring)");
+    } else if (pp->tr[0] || pp->cax[0] != 1) {
+        /* A as loaded is not [M][K] rows of K: the mma.sync ring does not take it, the sm_90a twin may
+         * (lower_pipelined_loop notes it; TMA boxes of K rows along M and wgmma's transpose bit) */
+        pp->twin_only = pp->cax[0] != (pp->tr[0] ? 0 : 1)
+                            ? "dot operand A is MN-major (its load's unit stride runs along M; the mma.sync "
+                              "pipeline reads A as [M][K] rows of K from its ring)"
+                            : "dot operand A is trans of a load contiguous along K (the mma.sync pipeline reads A "
+                              "as loaded, [M][K], from its ring)";
     } else if (pp->tr[1] && tilec_dtype_size(lower_ty(L, ld[1])->dtype) != 2) {
         return lower_miss(L, dl, "dot operand B is a transposed tf32 load (B^T is read by ldmatrix: f16 and bf16)");
     }
@@ -629,6 +636,17 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
         L->split_acc = pp->acc; /* stmt.c adds the slices' partials after the loop */
 }
 
+/* Whether the sm_90a twin takes the loop of plan pp (lower_wg_note
+ * records it, or the reason it does not as the first miss). */
+static void note_twin(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
+{
+    lower_miss_reset(L);
+    if (L->split) /* no sm_90a twin for a split-K variant (docs/lowering.md, "Split-K") */
+        lower_miss(L, 0, "a split-K variant has no sm_90a twin");
+    else
+        lower_wg_note(L, loop, pp);
+}
+
 /* The remark of a pipelined loop: its path and stages; for f16/bf16
  * operands whether the sm_90a twin runs it on wgmma + TMA, and if not,
  * why (lower_wg_note records it). */
@@ -651,11 +669,7 @@ static void remark_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
         lower_remark_dot(L, loop, path, NULL);
         return;
     }
-    lower_miss_reset(L);
-    if (L->split) /* no sm_90a twin for a split-K variant (docs/lowering.md, "Split-K") */
-        lower_miss(L, 0, "a split-K variant has no sm_90a twin");
-    else
-        lower_wg_note(L, loop, pp);
+    note_twin(L, loop, pp);
     lower_dot_remark *r = lower_remark_dot(L, loop, path, L->wg_loop == loop ? NULL : "wgmma + TMA");
     if (r) {
         r->wg = L->wg_loop == loop;
@@ -669,6 +683,20 @@ int lower_pipelined_loop(lw *L, const tilec_stmt *loop)
         return 1;
     pipe_plan pp;
     int ok = lower_pipeline_plan(L, loop, &pp);
+    if (ok && pp.twin_only) {
+        /* an operand the sm_90a twin alone reads: the twin noted (its remark is the path the variant's loop
+         * takes, stmt.c or ring.c), the variant's loop not a pipelined dot loop, for the reason pp says */
+        note_twin(L, loop, &pp);
+        const char *why = L->miss;
+        unsigned line = L->miss_line;
+        lower_miss_reset(L);
+        if (L->wg_loop == loop)
+            lower_miss(L, pp.update->loc.line, "%s", pp.twin_only);
+        else
+            lower_miss(L, line ? line : pp.update->loc.line, "%s; not on wgmma + TMA either: %s", pp.twin_only,
+                       why ? why : "(no reason recorded)");
+        ok = 0;
+    }
     if (!lower_split_check_loop(L, loop, ok) || !ok)
         return 0;
     remark_pipelined(L, loop, &pp);

@@ -42,6 +42,9 @@ lower_dot_remark *lower_remark_dot(lw *L, const tilec_stmt *loop, const char *pa
     r->loop = loop;
     r->path = path;
     r->missed = missed;
+    /* the sm_90a twin took this loop (whichever path the variant's own took: pipeline.c's twin_only) */
+    r->wg = L->wg_loop == loop;
+    r->wg_bk = r->wg && L->wgp.bk;
     if (missed) {
         r->why = L->miss ? L->miss : "(no reason recorded)";
         r->why_line = L->miss_line;

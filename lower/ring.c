@@ -389,7 +389,7 @@ int lower_ring_loop(lw *L, const tilec_stmt *loop)
     const char *miss = L->miss;
     unsigned miss_line = L->miss_line;
     lower_miss_reset(L); /* the first reason the attention twin refuses, unless a plain dot loop was the better path */
-    if (lower_wga_note(L, loop, &rp)) {
+    if (L->wg_loop != loop && lower_wga_note(L, loop, &rp)) { /* not one the TMA twin took (pipeline.c) */
         lower_dot_remark *r = lower_remark_dot(L, loop, path, NULL);
         if (r) {
             r->wg = 1;

@@ -186,10 +186,13 @@ static int batch_of(lw *L, const tilec_expr *z, tilec_tma_map *m, const tilec_ex
 }
 
 /* P + R[:, None] * S + C[None, :] under the mask R[:, None] < rows &&
- * C[None, :] < cols (either way round) for elements of dt: the map (box
- * box_rows x one 128-byte row), with R and C. */
-int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dtype dt, int64_t box_rows,
-                   tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z)
+ * C[None, :] < cols (either way round) for elements of dt, or the same
+ * with the tile's axes the other way round (P + C[:, None] + R[None, :] *
+ * S: a pointer tile built with its unit stride along axis 0): the map
+ * (box box_rows x one 128-byte row), with R (the map's rows, stride S)
+ * and C (its columns, unit stride); *cax the tile's axis C runs along. */
+static int match_ptr(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dtype dt, int64_t box_rows,
+                     tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z, int *cax)
 {
     const tilec_expr *t[4], *zname = NULL;
     unsigned line = ptr ? ptr->loc.line : 0;
@@ -198,8 +201,9 @@ int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dty
     int nt = add_terms(L, ptr, t, 0, 4);
     if (nt != 3 && nt != 4)
         return lower_miss(L, line, "the pointer is not P + R[:, None] * S + C[None, :] (with at most one batch offset)");
-    int p = -1, s = -1;
+    int p = -1, s = -1, rax = -1;
     *R = *C = *Z = NULL;
+    *cax = -1;
     for (int i = 0; i < nt; i++) {
         const tilec_expr *e = t[i];
         if (e->kind == TILEC_EX_NAME && p < 0 && (p = param_index(L, e, 1)) >= 0) {
@@ -207,18 +211,22 @@ int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dty
         } else if (e->kind == TILEC_EX_NAME && nt == 4 && !zname) {
             zname = e; /* P + Z + ...: a batch offset */
         } else if (e->kind == TILEC_EX_INDEX && !*C) {
-            *C = bcast_of(e, 1);
+            for (int ax = 1; ax >= 0 && !*C; ax--) /* C[None, :], or C[:, None] (unit stride along axis 0) */
+                if ((*C = bcast_of(e, ax)) != NULL)
+                    *cax = ax;
         } else if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_MUL && !*R) {
-            for (int j = 0; j < 2 && !*R; j++)
-                if ((*R = bcast_of(e->args[j], 0)) != NULL)
-                    s = param_index(L, e->args[1 - j], 0);
+            for (int j = 0; j < 4 && !*R; j++)
+                if ((*R = bcast_of(e->args[j % 2], j / 2)) != NULL) {
+                    s = param_index(L, e->args[1 - j % 2], 0);
+                    rax = j / 2;
+                }
         } else {
             return lower_miss(L, line, "a term of the pointer is not the pointer parameter, R[:, None] * S or C[None, :]");
         }
     }
     if (p < 0)
         return lower_miss(L, line, "the pointer is not a pointer parameter plus offsets");
-    if (!*R || !*C)
+    if (!*R || !*C || rax == *cax)
         return lower_miss(L, line, "the pointer's offsets are not R[:, None] * S + C[None, :] of 1-D index tiles");
     if (s < 0)
         return lower_miss(L, line, "the row stride is not an integer parameter");
@@ -230,10 +238,10 @@ int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dty
     /* && or & of the two bounds (bool tiles: the same mask) */
     if (mk->kind != TILEC_EX_BINARY || (mk->op != TILEC_OP_ANDAND && mk->op != TILEC_OP_AND))
         return lower_miss(L, line, "the mask is not R[:, None] < rows && C[None, :] < cols");
-    int rows = bound_of(L, mk->args[0], *R, 0), cols = bound_of(L, mk->args[1], *C, 1);
+    int rows = bound_of(L, mk->args[0], *R, rax), cols = bound_of(L, mk->args[1], *C, *cax);
     if (rows < 0 || cols < 0) {
-        rows = bound_of(L, mk->args[1], *R, 0);
-        cols = bound_of(L, mk->args[0], *C, 1);
+        rows = bound_of(L, mk->args[1], *R, rax);
+        cols = bound_of(L, mk->args[0], *C, *cax);
     }
     unsigned size = tilec_dtype_size(dt);
     if (rows < 0 || cols < 0)
@@ -258,18 +266,31 @@ int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dty
     return 1;
 }
 
+int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dtype dt, int64_t box_rows,
+                   tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z)
+{
+    int cax;
+    if (!match_ptr(L, ptr, mk, dt, box_rows, m, R, C, Z, &cax))
+        return 0;
+    if (cax != 1) /* the tile stored as its rows lie (a store's staging) */
+        return lower_miss(L, ptr->loc.line, "the pointer's unit stride is along axis 0 (C[:, None] + R[None, :] * S)");
+    return 1;
+}
+
 /* load(P + R[:, None] * S + C[None, :], R[:, None] < rows && C[None, :] <
- * cols, 0) of f16 or bf16: the map, with R and C. */
+ * cols, 0) of f16 or bf16, or its axes the other way round: the map, with
+ * R and C; *cax the load's axis C runs along (the map's columns). */
 static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C,
-                      const tilec_expr **Z)
+                      const tilec_expr **Z, int *cax)
 {
     const tilec_type *ty = lower_ty(L, ld);
     if (ty->dtype == TILEC_DT_F32)
         return lower_miss(L, ld->loc.line, "f32 operands (the twin multiplies f16 and bf16)");
-    if (!lower_wg_match(L, ld->args[0], ld->nargs >= 2 ? ld->args[1] : NULL, ty->dtype, ty->dims[0], m, R, C, Z))
+    if (!match_ptr(L, ld->args[0], ld->nargs >= 2 ? ld->args[1] : NULL, ty->dtype, 0, m, R, C, Z, cax))
         return 0;
+    m->box_rows = (uint32_t)ty->dims[1 - *cax];
     /* a tile narrower than 128 bytes: boxes as wide as it, in the swizzle of that width */
-    m->box_cols = (uint32_t)(wg_row_bytes(ty->dims[1] * m->elem_bytes) / m->elem_bytes);
+    m->box_cols = (uint32_t)(wg_row_bytes(ty->dims[*cax] * m->elem_bytes) / m->elem_bytes);
     return 1;
 }
 
@@ -435,6 +456,10 @@ static int k_affine(lw *L, const tilec_expr *e, const char *var, int64_t *a, int
     }
 }
 
+/* Is operand i (0: A, 1: B) of plan w K-major (K its unit-stride axis,
+ * the map's columns)? Else MN-major: K the map's rows. */
+static int wg_kmajor(const wg_plan *w, int i) { return i ? w->bk : !w->amn; }
+
 /* Loop iterations a stage of plan w (its loads matched, the loop's scope
  * bound): 1 for a K tile of 64 halves or more; for a smaller one (16, 32
  * halves), the iterations that make a stage of 64 (4 or 2), when merging
@@ -457,9 +482,11 @@ static int wg_stage_iters(lw *L, const tilec_stmt *loop, const wg_plan *w, const
         st = 1;
     else if (lower_const_int(L, loop->step, &st))
         return *why = "the loop's step is not a constant", 1;
-    /* the K index of A ([M, K]) and of B ([K, N], or [N, K] for a K-major B), and the masks' K extents */
-    const tilec_expr *kx[2] = {w->C[0], w->bk ? w->C[1] : w->R[1]};
-    uint32_t ext[2] = {w->maps[0].cols, w->bk ? w->maps[1].cols : w->maps[1].rows};
+    /* the K index of A and of B (the map's columns of a K-major operand, its rows of an MN-major one), and
+     * the masks' K extents */
+    const tilec_expr *kx[2] = {wg_kmajor(w, 0) ? w->C[0] : w->R[0], wg_kmajor(w, 1) ? w->C[1] : w->R[1]};
+    uint32_t ext[2] = {wg_kmajor(w, 0) ? w->maps[0].cols : w->maps[0].rows,
+                       wg_kmajor(w, 1) ? w->maps[1].cols : w->maps[1].rows};
     int64_t a0 = 0;
     for (int i = 0; i < 2; i++) {
         int rest;
@@ -507,18 +534,24 @@ static const char *wg_how(lw *L, const wg_plan *w)
     const char *k = "", *wp = "";
     static const char *const times[] = {"", "one", "two", "three", "four"};
     int64_t kb = w->K * (int64_t)w->maps[0].elem_bytes;
+    const char *kop = w->amn ? (w->bk ? "B" : NULL) : "A"; /* the operand whose rows run along K */
+    /* A MN-major: in boxes of K rows by 64 along M, as an MN-major B's */
+    const char *a = w->amn ? lower_fmt(L, ", A MN-major: boxes of %lld x 64 along M, the transpose bit", (long long)w->K)
+                           : "";
     if (w->iters > 1)
         k = lower_fmt(L, ", K tile %lld: stages of %lld (%s iterations a stage)", (long long)w->kt, (long long)w->K,
                       times[w->iters]);
-    else if (kb != WG_ROW_BYTES)
-        k = kb > WG_ROW_BYTES ? lower_fmt(L, ", K tile %lld: A in %lld boxes of 128-byte swizzled rows a stage",
-                                          (long long)w->K, (long long)(kb / WG_ROW_BYTES))
-                              : lower_fmt(L, ", K tile %lld: A in %d-byte swizzled rows, one iteration a stage (%s)",
-                                          (long long)w->K, w->arow, w->one_why ? w->one_why : "");
+    else if (kb < WG_ROW_BYTES && !kop) /* no operand in rows of K: all in 128-byte rows along M and N */
+        k = lower_fmt(L, ", K tile %lld: one iteration a stage (%s)", (long long)w->K, w->one_why ? w->one_why : "");
+    else if (kb != WG_ROW_BYTES && kop)
+        k = kb > WG_ROW_BYTES ? lower_fmt(L, ", K tile %lld: %s in %lld boxes of 128-byte swizzled rows a stage",
+                                          (long long)w->K, kop, (long long)(kb / WG_ROW_BYTES))
+                              : lower_fmt(L, ", K tile %lld: %s in %d-byte swizzled rows, one iteration a stage (%s)",
+                                          (long long)w->K, kop, w->arow, w->one_why ? w->one_why : "");
     if (w->warps != L->nwarps)
         wp = lower_fmt(L, ", %d consumer warps (%s for BM = %lld) where the `warps` hint says %d", w->warps,
                        w->warps == 8 ? "two m64 warp groups" : "one m64 warp group", (long long)w->M, L->nwarps);
-    return lower_fmt(L, "%s%s", k, wp);
+    return lower_fmt(L, "%s%s%s", a, k, wp);
 }
 
 void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
@@ -537,9 +570,9 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
         lower_miss(L, 0, "the kernel has more than one dot loop (the twin takes one)");
         return;
     }
-    /* B as the dot reads it: [K, N], or trans of a [N, K] load (K-major) */
+    /* the operands as the dot reads them: A [M, K] or trans of a [K, M] load, B [K, N] or trans of a [N, K] one */
     const tilec_type *at = lower_ty(L, pp->load[0]), *bt = lower_ty(L, pp->load[1]);
-    int64_t M = at->dims[0], K = at->dims[1], N = bt->dims[pp->tr[1] ? 0 : 1];
+    int64_t M = at->dims[pp->tr[0] ? 1 : 0], K = at->dims[pp->tr[0] ? 0 : 1], N = bt->dims[pp->tr[1] ? 0 : 1];
     lay y;
     if (!wg_shape_ok(L, pp->update->loc.line, at->dtype, bt->dtype, pp->acc, M, K, N))
         return;
@@ -552,23 +585,24 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     wg_plan *w = &L->wgp;
     memset(w, 0, sizeof *w);
     lower_bind_loop_scope(L, loop);
-    int ok = match_load(L, pp->load[0], &w->maps[0], &w->R[0], &w->C[0], &w->Z[0]) &&
-             match_load(L, pp->load[1], &w->maps[1], &w->R[1], &w->C[1], &w->Z[1]);
-    if (!ok) /* an operand TMA cannot read: both by cp.async (wggather.c) */
+    /* each operand K-major when the axis its load's unit stride runs along is the dot's K (the K axis of
+     * load 0 is 1 unless A is trans of its load; of load 1, 0 unless B is), else MN-major */
+    int cax[2] = {1, 1};
+    int ok = match_load(L, pp->load[0], &w->maps[0], &w->R[0], &w->C[0], &w->Z[0], &cax[0]) &&
+             match_load(L, pp->load[1], &w->maps[1], &w->R[1], &w->C[1], &w->Z[1], &cax[1]);
+    if (!ok && !pp->twin_only) /* an operand TMA cannot read: both by cp.async (wggather.c; A [M, K] only) */
         ok = lower_wg_gather_note(L, pp, w);
-    w->bk = pp->tr[1];
+    w->amn = cax[0] != (pp->tr[0] ? 0 : 1);
+    w->bk = cax[1] == (pp->tr[1] ? 1 : 0);
     w->kt = K;
     w->iters = ok && !w->gather ? wg_stage_iters(L, loop, w, &w->one_why) : 1;
     lower_leave(L);
     if (!ok)
         return;
-    if (w->iters > 1) { /* stages of 64 halves: boxes 64 wide along K, in the 128-byte swizzle */
+    if (w->iters > 1) { /* stages of 64 halves: boxes 64 wide along K (in the 128-byte swizzle), or 64 rows */
         K *= w->iters;
-        w->maps[0].box_cols = (uint32_t)K;
-        if (w->bk)
-            w->maps[1].box_cols = (uint32_t)K;
-        else
-            w->maps[1].box_rows = (uint32_t)K;
+        for (int i = 0; i < 2; i++)
+            *(wg_kmajor(w, i) ? &w->maps[i].box_cols : &w->maps[i].box_rows) = (uint32_t)K;
     }
     w->M = M;
     w->N = N;
@@ -669,6 +703,16 @@ void lower_wg_coords(lw *L, const wg_plan *w, int i, const char **col, const cha
     *row = lower_walk(L, w->R[i], z, 0, NULL, EMIT);
 }
 
+/* The suffix of the wgmma helper of A M-major (amn), B K-major (bk), a
+ * pair of N tiles: "", "_at", "_bk", "_at_bk", each maybe with "_2"
+ * (upper case for its include guard). */
+static const char *wgmma_sfx(int amn, int bk, int pair, int upper)
+{
+    static const char *const s[2][8] = {{"", "_2", "_bk", "_bk_2", "_at", "_at_2", "_at_bk", "_at_bk_2"},
+                                        {"", "_2", "_BK", "_BK_2", "_AT", "_AT_2", "_AT_BK", "_AT_BK_2"}};
+    return s[upper][(amn ? 4 : 0) + (bk ? 2 : 0) + (pair ? 1 : 0)];
+}
+
 /* Bytes of A's and B's slots in a stage. */
 static int64_t a_slot(const wg_plan *w) { return w->M * w->K * (int64_t)w->maps[0].elem_bytes; }
 static int64_t b_slot(const wg_plan *w) { return lower_wg_n(w) * w->K * (int64_t)w->maps[1].elem_bytes; }
@@ -683,6 +727,27 @@ static void kmajor_copies(lw *L, const wg_plan *w, int i, const char *ring, int6
         lower_line(L, "tl_tma_%dd(%s%s, &tl_tm%d, %s%s, %s%s, tl_full + tl_s * 8);", z[0] ? 3 : 2, ring,
                    j ? lower_fmt(L, " + %lld", (long long)(j * rows * w->arow)) : "", i, col,
                    j ? lower_fmt(L, " + %u", j * w->maps[i].box_cols) : "", row, z);
+}
+
+/* The TMA copies of one stage of an MN-major operand (B [K, N], or A
+ * given as [K, M]: map i): `nb` boxes of K rows x 128 bytes, side by side
+ * along M or N, each K x 128 bytes after the last, at `ring`. */
+static void mnmajor_copies(lw *L, const wg_plan *w, int i, const char *ring, int nb, const char *col, const char *row,
+                           const char *z)
+{
+    for (int b = 0; b < nb; b++)
+        lower_line(L, "tl_tma_%dd(%s + %lld, &tl_tm%d, %s + %d, %s%s, tl_full + tl_s * 8);", z[0] ? 3 : 2, ring,
+                   (long long)(b * w->K * WG_ROW_BYTES), i, col, b * (int)w->maps[i].box_cols, row, z);
+}
+
+/* The wgmma descriptor of k16 step tl_q of an MN-major operand at shared
+ * address `base`: its boxes of K rows x 128 bytes in the 128-byte swizzle
+ * (leading byte offset: one box, the next 64 of M or N; stride: 8 rows),
+ * a k16 step 16 rows down. */
+static const char *mnmajor_desc(lw *L, const wg_plan *w, const char *base)
+{
+    return lower_fmt(L, "tl_wg_desc(%s + tl_q * %d, %lld, %d, 1)", base, 16 * WG_ROW_BYTES,
+                     (long long)(w->K * WG_ROW_BYTES), 8 * WG_ROW_BYTES);
 }
 
 /* The wgmma descriptor of k16 step tl_q of a K-major operand of `rows`
@@ -704,7 +769,7 @@ static const char *kmajor_desc(lw *L, const wg_plan *w, const char *base, int64_
 static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char *v)
 {
     int S = w->S, nb = (int)(lower_wg_n(w) / w->maps[1].box_cols);
-    int ka = (int)(a_slot(w) / (w->M * w->arow)); /* A's boxes a stage */
+    int ka = w->amn ? (int)(w->M / w->maps[0].box_cols) : (int)(a_slot(w) / (w->M * w->arow)); /* A's boxes a stage */
     if (w->gather) {
         lower_wg_gather_producer(L, w, loop, v);
         return;
@@ -728,7 +793,11 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
     const char *col, *row, *z;
     lower_wg_coords(L, w, 0, &col, &row);
     z = lower_wg_batch(L, w, 0);
-    kmajor_copies(L, w, 0, lower_fmt(L, "tl_ring + tl_s * %lld", (long long)a_slot(w)), w->M, ka, col, row, z);
+    const char *ra = lower_fmt(L, "tl_ring + tl_s * %lld", (long long)a_slot(w));
+    if (w->amn) /* A MN-major: boxes of K rows along M, as an MN-major B's */
+        mnmajor_copies(L, w, 0, ra, ka, col, row, z);
+    else
+        kmajor_copies(L, w, 0, ra, w->M, ka, col, row, z);
     lower_wg_coords(L, w, 1, &col, &row);
     z = lower_wg_batch(L, w, 1);
     /* K-major B: boxes of N rows, as A's (paired: two, one per N tile, the second's rows after the first's,
@@ -738,10 +807,9 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
                       lower_fmt(L, "tl_ring + %lld + tl_s * %lld", (long long)(S * a_slot(w) + h * w->N * w->arow),
                                 (long long)b_slot(w)),
                       lower_wg_n(w), ka, col, h ? lower_fmt(L, "%s + %lld", row, (long long)w->N) : row, z);
-    for (int b = 0; b < nb && !w->bk; b++)
-        lower_line(L, "tl_tma_%dd(tl_ring + %lld + tl_s * %lld + %d, &tl_tm1, %s + %d, %s%s, tl_full + tl_s * 8);",
-                   z[0] ? 3 : 2, (long long)(S * a_slot(w)), (long long)b_slot(w), (int)(b * w->K * WG_ROW_BYTES), col,
-                   b * (int)w->maps[1].box_cols, row, z);
+    if (!w->bk)
+        mnmajor_copies(L, w, 1, lower_fmt(L, "tl_ring + %lld + tl_s * %lld", (long long)(S * a_slot(w)), (long long)b_slot(w)),
+                       nb, col, row, z);
     L->ind--;
     lower_line(L, "}");
     lower_leave(L);
@@ -779,21 +847,19 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     lower_line(L, "tl_mbar_wait(tl_full + tl_s * 8, (tl_it / %d) & 1);", S);
     if (w->gather) /* the producer's cp.async wrote the slot: generic proxy, wgmma reads through the async one */
         lower_line(L, "tl_fence_async_smem();");
-    /* each consumer warp group its 64 rows of A */
-    lower_line(L, "const unsigned tl_a = tl_ring + tl_s * %lld + (tl_warp >> 2) * %d;", (long long)a_slot(w),
-               64 * w->arow);
+    /* each consumer warp group its 64 rows of A (MN-major: its box of 64 along M) */
+    lower_line(L, "const unsigned tl_a = tl_ring + tl_s * %lld + (tl_warp >> 2) * %lld;", (long long)a_slot(w),
+               (long long)(w->amn ? w->K * WG_ROW_BYTES : 64 * w->arow));
     lower_line(L, "const unsigned tl_b = tl_ring + %lld + tl_s * %lld;", (long long)(S * a_slot(w)),
                (long long)b_slot(w));
     lower_line(L, "tl_wg_fence();");
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q)", (int)(w->K / 16));
     /* B MN-major (N / 64 boxes of K rows, the transpose bit) or K-major (rows of N, as A's) */
-    const char *db = w->bk ? kmajor_desc(L, w, "tl_b", lower_wg_n(w))
-                           : lower_fmt(L, "tl_wg_desc(tl_b + tl_q * %d, %lld, %d, 1)", 16 * WG_ROW_BYTES,
-                                       (long long)(w->K * WG_ROW_BYTES), 8 * WG_ROW_BYTES);
-    lower_line(L, "    tl_wgmma_%s_n%lld%s%s(%s%s, %s, %s);", d == TILEC_DT_BF16 ? "bf16" : "f16",
-               (long long)lower_wg_n(w), w->bk ? "_bk" : "", w->pair ? "_2" : "", acc->c, w->pair ? ", tl_acc1" : "",
-               kmajor_desc(L, w, "tl_a", w->M), db);
+    const char *db = w->bk ? kmajor_desc(L, w, "tl_b", lower_wg_n(w)) : mnmajor_desc(L, w, "tl_b");
+    const char *da = w->amn ? mnmajor_desc(L, w, "tl_a") : kmajor_desc(L, w, "tl_a", w->M);
+    lower_line(L, "    tl_wgmma_%s_n%lld%s(%s%s, %s, %s);", d == TILEC_DT_BF16 ? "bf16" : "f16", (long long)lower_wg_n(w),
+               wgmma_sfx(w->amn, w->bk, w->pair, 0), acc->c, w->pair ? ", tl_acc1" : "", da, db);
     lower_line(L, "tl_wg_commit();");
     /* one group in flight: the previous stage's wgmma are done, its slot free */
     lower_line(L, "tl_wg_wait<1>();");
@@ -924,13 +990,14 @@ static const char wg_helpers[] =
     "#endif\n";
 
 /* tl_wgmma_<t>_n<N>(acc, descA, descB): acc += A (K-major) @ B (N-major,
- * the transpose bit), m64nNk16; tl_wgmma_<t>_n<N>_bk with B K-major (bk,
- * no transpose bit); with `pair`, tl_wgmma_<t>_n<N>[_bk]_2(d, e, ...): the
- * first N / 4 registers in d, the rest in e (two N / 2 tiles' fragments,
- * wgpair.c); defined once per translation unit. */
-static void wgmma_fn(strbuf *tu, const char *t, int64_t N, int bk, int pair)
+ * the transpose bit), m64nNk16; _at: A M-major (amn, A's transpose bit);
+ * _bk: B K-major (bk, no transpose bit); with `pair`,
+ * tl_wgmma_<t>_n<N>[_at][_bk]_2(d, e, ...): the first N / 4 registers in
+ * d, the rest in e (two N / 2 tiles' fragments, wgpair.c); defined once
+ * per translation unit. */
+static void wgmma_fn(strbuf *tu, const char *t, int64_t N, int amn, int bk, int pair)
 {
-    const char *sfx = bk ? (pair ? "_bk_2" : "_bk") : pair ? "_2" : "", *SFX = bk ? (pair ? "_BK_2" : "_BK") : pair ? "_2" : "";
+    const char *sfx = wgmma_sfx(amn, bk, pair, 0), *SFX = wgmma_sfx(amn, bk, pair, 1);
     sb_printf(tu, "#ifndef TL_WGMMA_%s_N%lld%s\n#define TL_WGMMA_%s_N%lld%s\n", t, (long long)N, SFX, t, (long long)N, SFX);
     sb_printf(tu, "static __device__ __forceinline__ void tl_wgmma_%s_n%lld%s(float *d, %sunsigned long long da, unsigned long long db)\n{\n",
               t, (long long)N, sfx, pair ? "float *e, " : "");
@@ -939,7 +1006,7 @@ static void wgmma_fn(strbuf *tu, const char *t, int64_t N, int bk, int pair)
               (long long)(N / 2 + 2), (long long)N, t, t);
     for (int64_t i = 0; i < N / 2; i++)
         sb_printf(tu, "%s%%%lld", i ? ", " : "", (long long)i);
-    sb_printf(tu, "}, %%%lld, %%%lld, p, 1, 1, 0, %d; }\"\n        : ", (long long)(N / 2), (long long)(N / 2 + 1), !bk);
+    sb_printf(tu, "}, %%%lld, %%%lld, p, 1, 1, %d, %d; }\"\n        : ", (long long)(N / 2), (long long)(N / 2 + 1), amn, !bk);
     for (int64_t i = 0; i < N / 2; i++)
         sb_printf(tu, "%s\"+f\"(%c[%lld])", i ? ", " : "", pair && i >= N / 4 ? 'e' : 'd',
                   (long long)(pair && i >= N / 4 ? i - N / 4 : i));
@@ -1031,7 +1098,7 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
     const wg_plan *w = &L->wgp;
     sb_puts(tu, "\n#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
     sb_puts(tu, wg_helpers);
-    wgmma_fn(tu, w->maps[0].bf16 ? "bf16" : "f16", lower_wg_n(w), w->bk, w->pair);
+    wgmma_fn(tu, w->maps[0].bf16 ? "bf16" : "f16", lower_wg_n(w), w->amn, w->bk, w->pair);
     if (P)
         persist_body(tu, P, L);
     else /* after the loop the producer warps are gone: the consumers meet at named barrier 1 */

@@ -23,7 +23,7 @@
 typedef struct form {
     const char *file;   /* under tests/forms */
     int twin;           /* the sm_90a twin runs the dot loop on wgmma + TMA */
-    int pipelined;      /* the variant itself: a cp.async pipeline */
+    int pipelined;      /* the variant itself: 1 a cp.async pipeline, 2 B alone on a cp.async ring (A through registers) */
     const char *path;   /* in the dot loop's remark */
     const char *why;    /* the remark of the path not taken, or NULL */
     int store_tma;      /* the twin's epilogue stores by TMA (map 2, UTMASTG), as the reference's */
@@ -39,6 +39,13 @@ typedef struct form {
 #define BT_PAIR_PATH                                                                                                   \
     "dot loop: wgmma + TMA (the sm_90a twin, B K-major: trans of its [N, K] load" PAIR "); elsewhere cp.async "        \
     "pipeline + mma.sync (B^T: [N][K] in its ring, plain ldmatrix)"
+
+/* A MN-major (A^T stored [K, M], dW = G^T @ X): wgmma's transpose bit for A, its TMA boxes of K rows along M;
+ * elsewhere B alone on a cp.async ring (the mma.sync pipeline reads A as [M][K]) */
+#define AT_PATH                                                                                                        \
+    "dot loop: wgmma + TMA (the sm_90a twin, A MN-major: boxes of 64 x 64 along M, the transpose bit" PAIR             \
+    "); elsewhere cp.async rings of 3 stages for v_tb (dot B operands) + mma.sync"
+#define AT_WHY "dot operand A is MN-major (its load's unit stride runs along M"
 
 static const form forms[] = {
     {"ref.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere cp.async pipeline + mma.sync, 3 stages",
@@ -99,6 +106,13 @@ static const form forms[] = {
      "dot loop: wgmma + TMA (the sm_90a twin, B K-major: trans of its [N, K] load, K tile 128: A in 2 boxes of 128-byte "
      "swizzled rows a stage" NO_PAIR_BK128 ")",
      NULL, 1, 128},
+    {"at.tile", 1, 2, AT_PATH, AT_WHY, 1, 64},
+    {"at_bf16.tile", 1, 2, AT_PATH, AT_WHY, 1, 64},
+    {"at_ptr.tile", 1, 2, AT_PATH, AT_WHY, 1, 64},
+    /* A's tile loaded [BK, BM] along K and transposed: K-major, A's own boxes */
+    {"at_kmajor.tile", 1, 2,
+     "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere cp.async rings of 3 stages for v_tb (dot B operands)",
+     "dot operand A is trans of a load contiguous along K", 1, 64},
 };
 enum { NFORMS = sizeof forms / sizeof forms[0] };
 
@@ -142,7 +156,9 @@ Test(forms, paths_and_remarks, .timeout = 120)
         cr_expect(strstr(code.layouts, "  remark: line "), "%s:\n%s", f->file, code.layouts);
         cr_expect_eq(code.tma.name != NULL, f->twin, "%s: twin %d", f->file, f->twin);
         cr_expect_eq(code.tma.nmaps == 3, f->store_tma, "%s: the epilogue's store by TMA %d", f->file, f->store_tma);
-        cr_expect_eq(strstr(code.source, "-stage cp.async pipeline */") != NULL, f->pipelined, "%s: pipelined %d",
+        cr_expect_eq(strstr(code.source, "-stage cp.async pipeline */") != NULL, f->pipelined == 1, "%s: pipelined %d",
+                     f->file, f->pipelined);
+        cr_expect_eq(strstr(code.source, "-stage cp.async ring: ") != NULL, f->pipelined == 2, "%s: a ring %d",
                      f->file, f->pipelined);
         tilec_kernel_code_free(&code);
         tilec_module_free(m);
@@ -186,7 +202,7 @@ Test(forms, sass, .timeout = 300)
                          "%s: %d HGMMA in the twin, the reference %d", f->file, twin_hgmma(s), ref_hgmma);
         cr_expect_eq(strstr(s, "UTMALDG") != NULL, f->twin, "%s: UTMALDG", f->file);
         cr_expect_eq(strstr(s, "UTMASTG") != NULL, f->store_tma, "%s: UTMASTG (the epilogue by TMA)", f->file);
-        cr_expect_eq(strstr(s, "LDGSTS") != NULL, f->pipelined, "%s: LDGSTS (cp.async)", f->file);
+        cr_expect_eq(strstr(s, "LDGSTS") != NULL, f->pipelined != 0, "%s: LDGSTS (cp.async)", f->file);
         cr_expect(strstr(s, "HMMA"), "%s: the variant on mma.sync", f->file);
         free(s);
     }
@@ -384,8 +400,11 @@ Test(forms, transposes_by_meaning)
 }
 
 /* A transposed A operand (x.T @ W.T, A stored [K, M]) is not read
- * transposed from a ring: the loop is not a pipelined dot loop (B alone
- * rings, ring.c) and the remark says why, at the dot's line. */
+ * transposed from a ring by the mma.sync pipeline: the variant's loop is
+ * not a pipelined dot loop (B alone rings, ring.c) and the remark says
+ * why, at the dot's line; the sm_90a twin takes it (A MN-major, B
+ * K-major: both transpose bits the other way round from x @ W). Before
+ * issue 29 item 2's A side it had no twin. */
 Test(forms, transposed_a_says_why)
 {
     static const char *const edits[] = {
@@ -398,12 +417,16 @@ Test(forms, transposed_a_says_why)
     tilec_module *m = NULL;
     tilec_kernel_code code;
     lower_edited(ctx, &m, "tests/forms/bt.tile", "gemm", edits, 2, &code);
-    cr_expect(strstr(code.remarks, "line 10: dot loop: cp.async rings of 3 stages for v_tb (dot B operands) + mma.sync"),
+    cr_expect(strstr(code.remarks, "line 10: dot loop: wgmma + TMA (the sm_90a twin, B K-major: trans of its [N, K] "
+                                   "load, A MN-major: boxes of 64 x 64 along M, the transpose bit"),
               "%s", code.remarks);
+    cr_expect(strstr(code.remarks, "elsewhere cp.async rings of 3 stages for v_tb (dot B operands) + mma.sync"), "%s",
+              code.remarks);
     cr_expect(strstr(code.remarks, "line 14: dot loop at line 10 not on a pipelined dot loop (both operands by cp.async; "
-                                   "wgmma + TMA on sm_90a): dot operand A is a transposed load"),
+                                   "wgmma + TMA on sm_90a): dot operand A is MN-major"),
               "%s", code.remarks);
-    cr_expect_null(code.tma.name);
+    cr_expect_not_null(code.tma.name);
+    cr_expect(strstr(code.source, "tl_wgmma_f16_n256_at_bk_2("), "A's transpose bit, B K-major");
     tilec_kernel_code_free(&code);
     tilec_module_free(m);
     tilec_ctx_free(ctx);

@@ -257,6 +257,19 @@ Test(wgmma, f32_output_by_tma, .timeout = 300)
     tilec_module_free(m);
 }
 
+/* tests/forms/FORM.tile (its path into path) parsed into *m and built
+ * for the device; on a 9.0 device its gemm has an sm_90a twin. */
+static tilec_program *form_program(const char *form, char *path, size_t size, tilec_module **m)
+{
+    snprintf(path, size, "tests/forms/%s.tile", form);
+    tilec_program *p = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, path, m), TILEC_OK, "%s", path);
+    tilec_build_options o = {.threads = 2};
+    cr_assert_eq(tilec_program_build(ctx, rt, *m, &o, &p), TILEC_OK, "%s", path);
+    cr_expect(!hopper || tilec_program_has_twin(p, "gemm", 0), "%s: an sm_90a twin", path);
+    return p;
+}
+
 /* tests/forms whose K tile or warps differ from the reference's
  * (bk16, bk32, bk128, warps4, warps8_bm64, user_mix, tiles_bk32): each has a twin, right
  * on every shape (ragged in M, N and K: the last K tile partly past K; K
@@ -269,13 +282,8 @@ Test(wgmma, forms_k_tiles_and_warps, .timeout = 600)
     static const char *const forms[] = {"bk16", "bk32", "bk128", "warps4", "warps8_bm64", "user_mix", "tiles_bk32"};
     for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
         char path[128];
-        snprintf(path, sizeof path, "tests/forms/%s.tile", forms[f]);
         tilec_module *m = NULL;
-        tilec_program *p = NULL;
-        cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK, "%s", path);
-        tilec_build_options o = {.threads = 2};
-        cr_assert_eq(tilec_program_build(ctx, rt, m, &o, &p), TILEC_OK, "%s", path);
-        cr_expect(tilec_program_has_twin(p, "gemm", 0), "%s: an sm_90a twin", path);
+        tilec_program *p = form_program(forms[f], path, sizeof path, &m);
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             mm_case c = {"gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0, 0, p};
             cr_log_info("%s: M=%d N=%d K=%d", path, c.M, c.N, c.K);
@@ -358,6 +366,115 @@ Test(wgmma, linear_bt, .timeout = 300)
     tilec_module_free(m);
 }
 
+/* A given MN-major (issue 29 item 2, the A side: dW = G^T @ X): C = A @ B
+ * with A stored [K, M] (a_kxm; tests/forms/at*.tile, `/// args: at`) or
+ * [M, K] (at_kmajor.tile, its tile loaded [BK, BM] and transposed), B [K,
+ * N], through program p's gemm; against the CPU in double at every element,
+ * or, past 2^31 multiply-adds (4096^3), at 8192 sampled elements and the
+ * corners, every element checked for NaN (the output is poisoned). */
+static void run_at(tilec_program *p, int bf16, int a_kxm, int M, int N, int K, size_t a_off)
+{
+    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    float *a = malloc(na * 4 + 4), *b = malloc(nb * 4 + 4), *got = malloc(nc * 4 + 4);
+    uint16_t *ah = rand16(na, bf16, a), *bh = rand16(nb, bf16, b), *got16 = malloc(nc * 2 + 2);
+    uint64_t ba, bb, bc;
+    uint64_t da = upload_at(ah, na * 2, a_off, &ba), db = upload_at(bh, nb * 2, 0, &bb);
+    CHECK_RT(tilec_rt_malloc(rt, nc * 2 + 4, &bc));
+    CHECK_RT(tilec_rt_memset_d32(rt, bc, 0x7e007e00u, (nc * 2 + 4) / 4)); /* f16 NaN (a bf16 NaN too) */
+    tilec_rt_arg args[6] = {{.ptr = da}, {.ptr = db}, {.ptr = bc}, {.i32 = M}, {.i32 = N}, {.i32 = K}};
+    CHECK_RT(tilec_program_launch(p, "gemm", 0, args, 6, NULL));
+    CHECK_RT(tilec_rt_synchronize(rt));
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, got16, bc, nc * 2));
+    int nan = 0;
+    for (size_t i = 0; i < nc; i++) {
+        got[i] = bf16 ? bf16_to_f32(got16[i]) : f16_to_f32(got16[i]);
+        nan += isnan(got[i]) != 0;
+    }
+    int full = (double)M * N * K <= 2147483648.0;
+    size_t ns = full ? nc : 8196;
+    double *want = NULL;
+    float *g = got;
+    if (full) { /* A as [M, K] for the reference */
+        float *am = a;
+        if (a_kxm) {
+            am = malloc(na * 4 + 4);
+            for (int k = 0; k < K; k++)
+                for (int m = 0; m < M; m++)
+                    am[(size_t)m * K + k] = a[(size_t)k * M + m];
+        }
+        want = gk_ref_matmul(am, b, M, N, K);
+        if (am != a)
+            free(am);
+    } else {
+        want = malloc(ns * sizeof *want);
+        g = malloc(ns * sizeof *g);
+        unsigned long long st = rng;
+        for (size_t s = 0; s < ns; s++) {
+            st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+            size_t idx = s == 0 ? 0 : s == 1 ? (size_t)N - 1 : s == 2 ? nc - (size_t)N : s == 3 ? nc - 1 : st % nc;
+            size_t m = idx / (size_t)N, n = idx % (size_t)N;
+            double acc = 0;
+            for (size_t k = 0; k < (size_t)K; k++)
+                acc += (double)(a_kxm ? a[k * M + m] : a[m * K + k]) * b[k * N + n];
+            want[s] = acc;
+            g[s] = got[idx];
+        }
+    }
+    double err = rel_l2(g, want, ns);
+    cr_expect(!nan && err < (bf16 ? 1e-2 : 2e-3), "gemm (twin %d), M=%d N=%d K=%d, A base +%zu bytes: %d NaN, rel. error %g",
+              tilec_program_has_twin(p, "gemm", 0), M, N, K, a_off, nan, err);
+    tilec_rt_free(rt, ba);
+    tilec_rt_free(rt, bb);
+    tilec_rt_free(rt, bc);
+    if (g != got)
+        free(g);
+    free(a);
+    free(b);
+    free(got);
+    free(ah);
+    free(bh);
+    free(got16);
+    free(want);
+}
+
+/* tests/forms's A^T forms (at: dot(trans(a), b) of a [BK, BM] load; at_ptr:
+ * a [BM, BK] pointer tile with the unit stride along M; at_bf16; at_kmajor:
+ * A stored [M, K] loaded [BK, BM] and transposed): each has a twin (A
+ * MN-major: wgmma's transpose bit), right on every ragged shape (M = 129,
+ * 1000 ...: A's row stride not a multiple of 16 bytes, the variant's own
+ * kernel) and at 4096^3; a misaligned A through the variant's own kernel
+ * (B on its cp.async ring); at.tile with the paired and the one-tile twin
+ * each forced (TILEC_TMA_PAIR). */
+Test(wgmma, forms_at, .timeout = 600)
+{
+    if (!hopper)
+        return;
+    static const struct {
+        const char *form;
+        int bf16, a_kxm;
+    } fs[] = {{"at", 0, 1}, {"at_ptr", 0, 1}, {"at_bf16", 1, 1}, {"at_kmajor", 0, 0}};
+    for (size_t f = 0; f < sizeof fs / sizeof fs[0]; f++) {
+        char path[128];
+        tilec_module *m = NULL;
+        tilec_program *p = form_program(fs[f].form, path, sizeof path, &m);
+        static const char *const modes[] = {NULL, "1", "0"};
+        for (size_t i = 0; i < (f ? 1 : 3); i++) {
+            if (modes[i])
+                setenv("TILEC_TMA_PAIR", modes[i], 1);
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                cr_log_info("%s, TILEC_TMA_PAIR=%s: M=%d N=%d K=%d", path, modes[i] ? modes[i] : "-", shapes[s][0],
+                            shapes[s][1], shapes[s][2]);
+                run_at(p, fs[f].bf16, fs[f].a_kxm, shapes[s][0], shapes[s][1], shapes[s][2], 0);
+            }
+            unsetenv("TILEC_TMA_PAIR");
+        }
+        run_at(p, fs[f].bf16, fs[f].a_kxm, 4096, 4096, 4096, 0);
+        run_at(p, fs[f].bf16, fs[f].a_kxm, 304, 264, 200, 2); /* A's base off 16 bytes: no tensor map */
+        tilec_program_free(p);
+        tilec_module_free(m);
+    }
+}
+
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "wgmma twins"); }
 
 /* tests/forms's spellings of x @ W.T (bt*.tile: lets, pointer lets, the
@@ -370,13 +487,8 @@ Test(wgmma, forms_bt, .timeout = 600)
     static const char *const forms[] = {"bt", "bt_let_trans", "bt_ptr_lets", "bt_inline", "bt_linear", "bt_bk32", "bt_bk128"};
     for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
         char path[128];
-        snprintf(path, sizeof path, "tests/forms/%s.tile", forms[f]);
         tilec_module *m = NULL;
-        tilec_program *p = NULL;
-        cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK, "%s", path);
-        tilec_build_options o = {.threads = 2};
-        cr_assert_eq(tilec_program_build(ctx, rt, m, &o, &p), TILEC_OK, "%s", path);
-        cr_expect(tilec_program_has_twin(p, "gemm", 0), "%s: an sm_90a twin", path);
+        tilec_program *p = form_program(forms[f], path, sizeof path, &m);
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             run_bt(p, "gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0);
         tilec_program_free(p);
@@ -420,13 +532,8 @@ Test(wgmma, pairs_and_one_tile_forced, .timeout = 600)
         setenv("TILEC_TMA_PAIR", modes[i], 1);
         for (size_t f = 0; f < 2; f++) {
             char path[128];
-            snprintf(path, sizeof path, "tests/forms/%s.tile", forms[f]);
             tilec_module *m = NULL;
-            tilec_program *p = NULL;
-            cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK, "%s", path);
-            tilec_build_options o = {.threads = 2};
-            cr_assert_eq(tilec_program_build(ctx, rt, m, &o, &p), TILEC_OK, "%s", path);
-            cr_expect(tilec_program_has_twin(p, "gemm", 0), "%s: an sm_90a twin", path);
+            tilec_program *p = form_program(forms[f], path, sizeof path, &m);
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
                 cr_log_info("%s, TILEC_TMA_PAIR=%s: M=%d N=%d K=%d", path, modes[i], shapes[s][0], shapes[s][1],
                             shapes[s][2]);

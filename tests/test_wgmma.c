@@ -524,3 +524,77 @@ Test(wgmma, two_n_tiles_a_block)
         tilec_ctx_free(ctx);
     }
 }
+
+/* A given MN-major (issue 29 item 2: dW = G^T @ X): A stored [K, M] and
+ * loaded [BK, BM] then transposed, or its [BM, BK] pointer tile built with
+ * the unit stride along M. The twin takes A as B [K, N] is taken: a map of
+ * K rows (rows K, columns M, row stride M) in boxes of BK x 64 along M,
+ * each consumer warp group its box, the descriptor of an MN-major operand
+ * and wgmma's transpose bit for A (imm-trans-a 1); paired or not, with a
+ * K-major B too; the variant itself on its cp.async ring for B, the remark
+ * saying both. Before this change the pipeline refused the loop (`dot
+ * operand A is a transposed load`) and no twin was noted. A tile loaded
+ * [BK, BM] along K (K-major) and transposed takes A's plain K-major path. */
+Test(wgmma, a_mn_major)
+{
+#define AT_LOAD "let ta = load(a + rk[:, None] * M + rm[None, :], rk[:, None] < K && rm[None, :] < M, 0.0);"
+#define AT_PTR "let ta = load(a + rm[:, None] + rk[None, :] * M, rm[:, None] < M && rk[None, :] < K, 0.0);"
+#define AT_KMAJ "let ta = load(a + rk[:, None] + rm[None, :] * K, rk[:, None] < K && rm[None, :] < M, 0.0);"
+#define A_LOAD "let ta = load(a + rm[:, None] * K + rk[None, :], rm[:, None] < M && rk[None, :] < K, 0.0);"
+#define B_LOAD "let tb = load(b + rk[:, None] * N + rn[None, :], rk[:, None] < K && rn[None, :] < N, 0.0);"
+#define BT_LOAD "let tb = load(b + rn[:, None] * K + rk[None, :], rn[:, None] < N && rk[None, :] < K, 0.0);"
+    static const struct {
+        const char *a, *dot, *hints, *b;
+        int amn, pair;
+        const char *fn;
+    } cases[] = {
+        {AT_LOAD, "dot(trans(ta), tb)", NULL, NULL, 1, 1, "tl_wgmma_f16_n256_at_2(v_acc, tl_acc1, "},
+        {AT_PTR, "dot(ta, tb)", NULL, NULL, 1, 1, "tl_wgmma_f16_n256_at_2(v_acc, tl_acc1, "},
+        {AT_LOAD, "dot(trans(ta), tb)", "BM = 64, BN = 256, BK = 32, warps = 4", NULL, 1, 0, "tl_wgmma_f16_n256_at(v_acc, "},
+        {AT_LOAD, "dot(trans(ta), trans(tb))", NULL, BT_LOAD, 1, 1, "tl_wgmma_f16_n256_at_bk_2(v_acc, tl_acc1, "},
+        {AT_KMAJ, "dot(trans(ta), tb)", NULL, NULL, 0, 1, "tl_wgmma_f16_n256_2(v_acc, tl_acc1, "},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *edit[8] = {A_LOAD, cases[i].a, "dot(ta, tb)", cases[i].dot, "BM = 128, BN = 128, BK = 64, warps = 8",
+                               cases[i].hints ? cases[i].hints : "BM = 128, BN = 128, BK = 64, warps = 8", B_LOAD,
+                               cases[i].b ? cases[i].b : B_LOAD};
+        tilec_module *m;
+        tilec_kernel_code code;
+        tilec_ctx *ctx = lower_mm(edit, 4, &m, &code);
+        const char *c = cases[i].a;
+        int bm = cases[i].hints ? 64 : 128, bk = 64; /* BK = 32: stages of 64, boxes of 64 K rows */
+        cr_assert_not_null(code.tma.name, "%s %s: a twin\n%s", c, cases[i].dot, code.remarks);
+        cr_expect_eq(code.tma.persistent, cases[i].pair ? 2u : 1u, "%s: persistent %u", c, code.tma.persistent);
+        cr_expect(strstr(code.source, cases[i].fn), "%s %s: %s", c, cases[i].dot, cases[i].fn);
+        const tilec_tma_map *a = &code.tma.maps[0];
+        if (cases[i].amn) { /* A: rows K (5), columns M (3), row stride M; boxes of BK x 64 along M */
+            expect_map(a, 0, 5, 3, 3, (uint32_t)bk, 0);
+            cr_expect(strstr(code.source, "p, 1, 1, 1, "), "%s: A's transpose bit", c);
+            cr_expect(strstr(code.source, "tl_wg_desc(tl_a + tl_q * 2048, 8192, 1024, 1)"), "%s: A MN-major", c);
+            cr_expect(strstr(code.source, "(tl_warp >> 2) * 8192;"), "%s: a warp group's box of 64 along M", c);
+            char *tw = first_twin(code.source);
+            cr_expect_eq(count_of(tw, "&tl_tm0, "), bm / 64, "%s: A's boxes a stage", c);
+            free(tw);
+            cr_expect(strstr(code.remarks, "A MN-major: boxes of 64 x 64 along M, the transpose bit"), "%s:\n%s", c,
+                      code.remarks);
+            cr_expect(strstr(code.remarks, "dot operand A is MN-major"), "%s:\n%s", c, code.remarks);
+        } else { /* A: rows M, columns K: A's own path, no transpose bit */
+            expect_map(a, 0, 3, 5, 5, (uint32_t)bm, 0);
+            cr_expect(!strstr(code.source, "p, 1, 1, 1, "), "%s: no transpose bit for A", c);
+            cr_expect(strstr(code.remarks, "dot operand A is trans of a load contiguous along K"), "%s:\n%s", c,
+                      code.remarks);
+        }
+        cr_expect(strstr(code.remarks, "dot loop: wgmma + TMA (the sm_90a twin"), "%s:\n%s", c, code.remarks);
+        cr_expect(strstr(code.remarks, "elsewhere cp.async rings of 3 stages for v_tb"), "%s:\n%s", c, code.remarks);
+        cr_expect(strstr(code.source, "-stage cp.async ring"), "%s: the variant's B on its ring", c);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+#undef AT_LOAD
+#undef AT_PTR
+#undef AT_KMAJ
+#undef A_LOAD
+#undef B_LOAD
+#undef BT_LOAD
+}

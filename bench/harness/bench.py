@@ -754,8 +754,8 @@ FORMS_DIR = "tests/forms"  # issue 29's corpus of equivalent forms (tests/forms/
 
 
 def form_info(path):
-    """The `/// form:` and `/// args:` lines of a form's file."""
-    info = {"form": "", "args": "plain"}
+    """The `/// form:`, `/// args:` and `/// dtype:` lines of a form's file."""
+    info = {"form": "", "args": "plain", "dtype": "f16"}
     with open(os.path.join(ROOT, path)) as f:
         for line in f:
             for key in info:
@@ -765,29 +765,35 @@ def form_info(path):
 
 
 def w_form(path, s):
-    """One form of the f16 GEMM at s x s x s, called as its `/// args:`
-    line says, against torch.matmul (cuBLAS)."""
+    """One form of the f16 (or `/// dtype:`) GEMM at s x s x s, called as
+    its `/// args:` line says (at: A stored [K, M], the product A^T @ B as
+    dW = G^T @ X), against torch.matmul (cuBLAS) of the same views."""
     info = form_info(path)
     conv = info["args"]
-    if conv not in ("plain", "ld", "bt"):
+    if conv not in ("plain", "ld", "bt", "at"):
         raise ValueError(f"{path}: unknown args convention {conv!r}")
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16}[info["dtype"]]
 
     def make():
-        b = randn(s, s, dtype=torch.float16)
-        return {"a": randn(s, s, dtype=torch.float16), "b": b.t().contiguous() if conv == "bt" else b,
-                "c": torch.empty(s, s, device=DEV, dtype=torch.float16)}
+        b = randn(s, s, dtype=dt)
+        return {"a": randn(s, s, dtype=dt), "b": b.t().contiguous() if conv == "bt" else b,
+                "c": torch.empty(s, s, device=DEV, dtype=dt)}
 
     def call(t):
         args = [t["a"], t["b"], t["c"], s, s, s]
         return (args + [s, s, s] if conv == "ld" else args), "c"
 
+    def amat(t):
+        return t["a"].t() if conv == "at" else t["a"]
+
     def bmat(t):
         return t["b"].t() if conv == "bt" else t["b"]
     stem = os.path.splitext(os.path.basename(path))[0]
     return Workload(
-        f"form {stem} {s}", "forms", path, "gemm", make, call, lambda t: torch.matmul(t["a"], bmat(t)),
-        lambda t: t["a"].double() @ bmat(t).double(), 2 * 3 * s * s, 2.0 * s * s * s, tol=2e-3,
-        eager_is="cuBLAS (torch.matmul)", peak=TF_PEAK_F16)
+        f"form {stem} {s}", "forms", path, "gemm", make, call, lambda t: torch.matmul(amat(t), bmat(t)),
+        lambda t: amat(t).double() @ bmat(t).double(), 2 * 3 * s * s, 2.0 * s * s * s,
+        tol=2e-3 if dt == torch.float16 else 1e-2, eager_is="cuBLAS (torch.matmul)",
+        peak=TF_PEAK_F16)
 
 
 def form_workloads(s=4096):
@@ -795,7 +801,9 @@ def form_workloads(s=4096):
     names = sorted(f for f in os.listdir(d) if f.endswith(".tile")) if os.path.isdir(d) else []
     # the reference first: the table compares every form with it
     names.sort(key=lambda f: f != "ref.tile")
-    return [w_form(f"{FORMS_DIR}/{f}", s) for f in names]
+    w = [w_form(f"{FORMS_DIR}/{f}", s) for f in names]
+    # A given MN-major (issue 29 item 2: dW = G^T @ X) at 8192 too: `--only "form at"` runs every A^T form
+    return w + [w_form(f"{FORMS_DIR}/{f}", 8192) for f in names if f.startswith("at")]
 
 
 def forms_table(records):
@@ -808,18 +816,22 @@ def forms_table(records):
     checks = {r["workload"]: r for r in records if r.get("kind") == "check"}
     ref = next((w for w in by if w.startswith("form ref ")), None)
     ref_ms = by.get(ref, {}).get("tilec C")
+    ref_size = ref.split()[2] if ref else None
     lines = ["| form | what | tilec C (ms) | cuBLAS (ms) | vs cuBLAS | vs ref |", "| --- | --- | ---: | ---: | ---: | ---: |"]
-    for w in sorted(set(by) | {k for k in checks if k.startswith("form ")}, key=lambda w: (w != ref, w)):
+    for w in sorted(set(by) | {k for k in checks if k.startswith("form ")},
+                    key=lambda w: (w != ref, int(w.split()[2]), w)):
         t, cb = by.get(w, {}).get("tilec C"), by.get(w, {}).get("cuBLAS (torch.matmul)")
-        stem = w.split()[1]
+        stem, size = w.split()[1], w.split()[2]
         what = form_info(f"{FORMS_DIR}/{stem}.tile")["form"]
+        if size != ref_size:  # another size (the A^T forms at 8192): named with it, not compared with the reference
+            stem = f"{stem} {size}"
         if t is None:
             c = checks.get(w, {})
             lines.append(f"| {stem} | {what} | {'WRONG' if c.get('ok') is False else 'ERROR'} | "
                          f"{cb if cb is None else f'{cb:.3f}'} | | |")
             continue
         vs_cb = f"{cb / t:.2f}x" if cb else ""
-        vs_ref = f"{ref_ms / t:.2f}x" if ref_ms else ""
+        vs_ref = f"{ref_ms / t:.2f}x" if ref_ms and size == ref_size else ""
         lines.append(f"| {stem} | {what} | {t:.3f} | {cb:.3f} | {vs_cb} | {vs_ref} |" if cb else
                      f"| {stem} | {what} | {t:.3f} | | | {vs_ref} |")
     return "\n".join(lines)

@@ -14,7 +14,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 def _load_bench():
     torch = types.ModuleType("torch")
-    torch.float16, torch.float32 = "f16", "f32"
+    torch.float16, torch.float32, torch.bfloat16 = "f16", "f32", "bf16"
     nn = types.ModuleType("torch.nn")
     fn = types.ModuleType("torch.nn.functional")
     torch.nn, nn.functional = nn, fn
@@ -46,14 +46,22 @@ class FormsFamilyTests(unittest.TestCase):
         files = sorted(f for f in os.listdir(os.path.join(ROOT, "tests", "forms")) if f.endswith(".tile"))
         ws = self.bench.form_workloads(4096)
         self.assertGreaterEqual(len(ws), 10)
-        self.assertEqual(sorted(w.tile.split("/")[-1] for w in ws), files)
+        at4 = [w for w in ws if w.name.endswith(" 4096")]
+        self.assertEqual(sorted(w.tile.split("/")[-1] for w in at4), files)
         self.assertEqual(ws[0].name, "form ref 4096", "the reference first")
+        # the A^T forms (A given MN-major, issue 29 item 2) at 8192 too, so `--only "form at"` runs them all
+        self.assertEqual(sorted(w.tile.split("/")[-1] for w in ws if w.name.endswith(" 8192")),
+                         [f for f in files if f.startswith("at")])
+        self.assertIn("form at_bf16 8192", [w.name for w in ws])
         for w in ws:
             self.assertEqual(w.family, "forms")
             self.assertEqual(w.kernel, "gemm")
             info = self.bench.form_info(w.tile)
-            self.assertIn(info["args"], ("plain", "ld", "bt"), w.tile)
+            self.assertIn(info["args"], ("plain", "ld", "bt", "at"), w.tile)
+            self.assertIn(info["dtype"], ("f16", "bf16"), w.tile)
             self.assertTrue(info["form"], f"{w.tile} says what form it is")
+        self.assertEqual(self.bench.form_info("tests/forms/at_bf16.tile")["dtype"], "bf16")
+        self.assertEqual(self.bench.form_info("tests/forms/at.tile")["args"], "at")
 
     def test_table(self):
         recs = [
@@ -76,6 +84,19 @@ class FormsFamilyTests(unittest.TestCase):
         self.assertIn("| 2.500 | 1.000 | 0.40x | 0.40x |", bk)
         bt = next(line for line in t if line.startswith("| bt |"))
         self.assertIn("WRONG", bt)
+
+    def test_table_of_two_sizes(self):
+        """A form at another size than the reference's is its own row, named with the size, and not
+        compared with the reference (a 4096 reference against an 8192 product would say 0.12x)."""
+        dev = lambda w, side, ms: {"kind": "device", "family": "forms", "workload": w, "side": side,  # noqa: E731
+                                   "median_ms": ms}
+        recs = [dev("form ref 4096", "tilec C", 0.2), dev("form ref 4096", "cuBLAS (torch.matmul)", 0.2),
+                dev("form at 8192", "tilec C", 1.6), dev("form at 8192", "cuBLAS (torch.matmul)", 1.6),
+                dev("form at 4096", "tilec C", 0.2), dev("form at 4096", "cuBLAS (torch.matmul)", 0.2)]
+        t = self.bench.forms_table(recs).splitlines()
+        self.assertTrue(t[2].startswith("| ref |"))
+        self.assertTrue(t[3].startswith("| at |") and t[3].endswith("| 1.00x | 1.00x |"), t[3])
+        self.assertTrue(t[4].startswith("| at 8192 |") and t[4].endswith("| 1.00x |  |"), t[4])
 
 
 if __name__ == "__main__":
