@@ -207,27 +207,10 @@ static int scaled_dot_update(lw *L, const tilec_stmt *s, val *v)
             !lower_same_layout(L, &y, &v->ly))
             continue;
         lower_walk(L, m, lower_idx, 1, &v->ly, PREP);
-        /* x * 1 is x: where e is 1 on all of the warp's elements (the
-         * online softmax's row max did not move), the warp skips the
-         * multiplies (a warp-uniform branch, exact) */
-        lower_line(L, "{");
-        L->ind++;
-        lower_line(L, "bool tl_one = true;");
-        lower_loop_begin(L, &v->ly);
-        lower_line(L, "tl_one = tl_one && %s == 1;",
-                   lower_conv(L, lower_walk(L, m->args[1 - xi], lower_idx, 1, &v->ly, EMIT),
-                              lower_ty(L, m->args[1 - xi])->dtype, lower_compute_dt(v->ty.dtype)));
-        lower_loop_end(L);
-        lower_line(L, "if (!__all_sync(0xffffffffu, tl_one)) {");
-        L->ind++;
         lower_loop_begin(L, &v->ly);
         lower_line(L, "%s[tl_j] = %s;", v->c,
                    lower_st_elem(L, lower_conv(L, lower_walk(L, m, lower_idx, 1, &v->ly, EMIT), lower_ty(L, m)->dtype, v->ty.dtype), v->ty.dtype));
         lower_loop_end(L);
-        L->ind--;
-        lower_line(L, "}");
-        L->ind--;
-        lower_line(L, "}");
         L->curdot = d;
         lower_emit_dot_into(L, d->args[0], d->args[1], v);
         lower_note(L, "  line %u: %s scaled in place, the dot accumulating into it", L->line, v->c);
