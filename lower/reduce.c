@@ -168,34 +168,6 @@ static void reduce_axis(lw *L, const red *rd, int axis, val *v, const tilec_type
     lower_line(L, "__syncthreads();");
 }
 
-/* A thread's elements of each result element into tl_r, as a tree: for
- * each register bit along the axis, element j (that bit 0) takes in its
- * partner j | bit, so the combines of a level are independent (depth
- * log2 of the elements an output has, not their count: the row max and
- * row sum of a softmax were chains of 16 dependent instructions); the
- * result of output jo(j) is left at j with the axis bits 0. */
-static void reduce_tree(lw *L, const red *rd, unsigned axis_regs, int nreg, const char *jo)
-{
-    const val *x = rd->x;
-    int E = 1 << nreg;
-    lower_line(L, "%s tl_p[%d];", rd->ct, E);
-    lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) tl_p[tl_j] = %s;", E,
-               lower_ld_elem(L, lower_fmt(L, "%s[tl_j]", x->c), x->ty.dtype));
-    for (int k = 0; k < nreg; k++) {
-        if (!(axis_regs >> k & 1))
-            continue;
-        lower_line(L, "#pragma unroll");
-        lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j)", E);
-        lower_line(L, "    if (!((tl_j >> %d) & 1))", k);
-        lower_line(L, "        %s", red_step(L, rd->op, "tl_p[tl_j]", lower_fmt(L, "tl_p[tl_j | %d]", 1 << k)));
-    }
-    lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j)", E);
-    lower_line(L, "    if ((tl_j & %u) == 0)", axis_regs);
-    lower_line(L, "        tl_r[%s] = tl_p[tl_j];", jo);
-}
-
 /* Along `axis` in registers (any layout, through its map of bits): each
  * thread combines its elements of one result element, the lanes that hold
  * the axis meet with __shfl_xor_sync, and only when warps split the axis
@@ -221,17 +193,13 @@ static void reduce_regs(lw *L, const red *rd, int axis, val *v, const tilec_type
     lower_line(L, "{ /* %s along axis %d in registers */", rd->op, axis);
     L->ind++;
     lower_line(L, "%s tl_r[%d];", rd->ct, eo);
-    if (x->ly.E == 1 << xb.nreg && x->ly.E <= 64) /* the tree's copy stays in registers */
-        reduce_tree(L, rd, regs & ((1u << xb.nreg) - 1), xb.nreg, jo);
-    else {
-        lower_line(L, "#pragma unroll");
-        lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) tl_r[tl_j] = %s;", eo, red_identity(L, rd->op, rd->cd));
-        lower_line(L, "#pragma unroll");
-        lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) {", x->ly.E);
-        lower_line(L, "    %s", red_step(L, rd->op, lower_fmt(L, "tl_r[%s]", jo),
-                                         lower_ld_elem(L, lower_fmt(L, "%s[tl_j]", x->c), x->ty.dtype)));
-        lower_line(L, "}");
-    }
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) tl_r[tl_j] = %s;", eo, red_identity(L, rd->op, rd->cd));
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) {", x->ly.E);
+    lower_line(L, "    %s", red_step(L, rd->op, lower_fmt(L, "tl_r[%s]", jo),
+                                     lower_ld_elem(L, lower_fmt(L, "%s[tl_j]", x->c), x->ty.dtype)));
+    lower_line(L, "}");
     for (int k = 0; k < 5; k++) {
         if (!(lanes >> k & 1))
             continue;
