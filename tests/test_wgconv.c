@@ -124,6 +124,38 @@ Test(wgconv, two_blocks_where_the_halves_fit)
     tilec_ctx_free(ctx);
 }
 
+/* A mask term that may fault where && would have skipped it (a division
+ * by a run-time value no step counter serves: k / K with K 0) keeps its
+ * &&; the other terms of the copies still join by &. */
+Test(wgconv, a_term_that_may_fault_keeps_its_and)
+{
+    char *text = read_file(CONV, NULL);
+    cr_assert_not_null(text);
+    size_t cap = strlen(text) + 64;
+    char *src = malloc(cap);
+    cr_assert_not_null(src);
+    memcpy(src, text, strlen(text) + 1);
+    free(text);
+    edit_src(src, cap, "c[:, None] < C && k[None, :] < K, 0.0", "c[:, None] < C && k[None, :] / K < 1, 0.0");
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    tilec_kernel_code code;
+    lower_src(ctx, &m, "conv2d_f16", src, &code);
+    const char *twin = code.tma.name ? strstr(code.source, code.tma.name) : NULL;
+    cr_assert_not_null(twin, "a gather twin");
+    const char *a = strstr(twin, "const bool tl_m0 = "), *b = a ? strstr(a + 1, "const bool tl_m0 = ") : NULL;
+    cr_assert(a && b);
+    char *la = strndup(a, strcspn(a, "\n")), *lb = strndup(b, strcspn(b, "\n"));
+    cr_expect(!strstr(la, "&&"), "A's mask by &: %s", la);
+    cr_expect(strstr(lb, "&&"), "B's mask keeps the && before k / K: %s", lb);
+    free(la);
+    free(lb);
+    free(src);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
 /* B trans of a load TMA cannot read (its mask bounds the rows only): the
  * copies run along rows, so no gather twin either; the remark says why
  * not TMA and why not cp.async. */
