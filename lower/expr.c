@@ -197,6 +197,54 @@ static const char *walk_name(lw *L, const tilec_expr *e, const char *const *idx,
 }
 
 /* EMIT of a binary operator. */
+/* May e be evaluated where a && or || before it would have skipped it:
+ * no load, no call but the pure index ones, no division but by a positive
+ * constant or one a step counter serves (stepdiv.c), through the names
+ * of index tiles it reads. */
+static int eager_safe(lw *L, const tilec_expr *e, int depth)
+{
+    static const char *const pure[] = {"range", "pid", "cast", "maximum", "minimum"};
+    int64_t d;
+    if (!e || depth > 64)
+        return 0;
+    switch (e->kind) {
+    case TILEC_EX_INT:
+    case TILEC_EX_FLOAT:
+    case TILEC_EX_BOOL:
+    case TILEC_EX_DTYPE:
+    case TILEC_EX_NONE:
+        return 1;
+    case TILEC_EX_NAME: {
+        const tilec_expr *x = lower_look(L, e);
+        return x == e || eager_safe(L, x, depth + 1);
+    }
+    case TILEC_EX_SLICE:
+        return e->nargs == 0;
+    case TILEC_EX_BINARY:
+        if ((e->op == TILEC_OP_DIV || e->op == TILEC_OP_MOD) && !(L->stepdiv && lower_stepdiv_ref(L, e)) &&
+            !(lower_const_int(L, e->args[1], &d) == 0 && d > 0))
+            return 0;
+        break;
+    case TILEC_EX_UNARY:
+    case TILEC_EX_INDEX:
+        break;
+    case TILEC_EX_CALL: {
+        int ok = 0;
+        for (size_t i = 0; i < sizeof pure / sizeof pure[0]; i++)
+            ok |= !strcmp(e->name, pure[i]);
+        if (!ok)
+            return 0;
+        break;
+    }
+    default:
+        return 0;
+    }
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (!eager_safe(L, e->args[i], depth + 1))
+            return 0;
+    return 1;
+}
+
 static const char *binary(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur)
 {
     const tilec_type *t = lower_ty(L, e);
@@ -222,7 +270,11 @@ static const char *binary(lw *L, const tilec_expr *e, const char *const *idx, in
     const char *y = walk_args_emit(L, e, 1, &ta, idx, same, cur);
     if (e->op == TILEC_OP_MOD && tilec_dtype_class(opt.dtype) == 'f')
         return lower_fmt(L, "%s(%s, %s)", lower_compute_dt(opt.dtype) == TILEC_DT_F64 ? "fmod" : "fmodf", x, y);
-    return lower_wrap(L, lower_fmt(L, "(%s %s %s)", x, tilec_op_spelling(e->op), y), t->dtype);
+    const char *op = tilec_op_spelling(e->op);
+    if (L->eager_bool && (e->op == TILEC_OP_ANDAND || e->op == TILEC_OP_OROR) && a0->dtype == TILEC_DT_BOOL &&
+        a1->dtype == TILEC_DT_BOOL && eager_safe(L, e->args[1], 0))
+        op = e->op == TILEC_OP_ANDAND ? "&" : "|"; /* both sides evaluated: predicates, no branch */
+    return lower_wrap(L, lower_fmt(L, "(%s %s %s)", x, op, y), t->dtype);
 }
 
 /* Index i of an element pick on an axis of n elements, clamped to it (a

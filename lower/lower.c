@@ -94,7 +94,7 @@ static void emit_kernel(lw *L, const char *fname)
     /* `blocks`: at least that many blocks per SM (the register cap that follows) */
     int64_t blocks = tilec_kernel_hint(k, L->variant, "blocks", 0);
     lower_line(L, "extern \"C\" __global__ void __launch_bounds__(%d%s) %s(%s)", L->wg ? L->nt + (L->wgp.gather ? L->wgp.producers : 128) : L->nt,
-               L->wg ? ", 1" : blocks > 0 ? lower_fmt(L, ", %lld", (long long)blocks) : "", fname, sb_str(&sig));
+               L->wg ? lower_fmt(L, ", %d", L->wgp.blocks > 1 ? L->wgp.blocks : 1) : blocks > 0 ? lower_fmt(L, ", %lld", (long long)blocks) : "", fname, sb_str(&sig));
     sb_free(&sig);
     lower_line(L, "{");
     L->ind++;

@@ -117,6 +117,7 @@ typedef struct wg_plan {
     const tilec_expr *ld[2];      /* then the two loads */
     int producers;                /* then the producer's threads (two warp groups when the chunks divide) */
     int preg, creg;               /* with two: setmaxnreg's registers of a producer and a consumer thread */
+    int blocks;                   /* blocks an SM the twin is built for: 1, or 2 (a gather twin whose halves fit) */
 } wg_plan;
 
 typedef struct matnode {
@@ -221,6 +222,7 @@ typedef struct lw {
     int nsync;     /* __syncthreads emitted so far */
     lower_hoist *hoist; /* set while a pipelined loop's copies are emitted */
     struct lower_stepdiv *stepdiv; /* stepdiv.c: set while a producer's copies read step counters */
+    int eager_bool; /* expr.c: && and || of bools that cannot fault as & and | (no branch; wggather.c's copies) */
     const char *hoist_var; /* hoist.c: the loop variable while a pointer is split */
     const char *hoist_kname; /* ... and the name of the chunk's K index (lower_hoist.kname) */
     strbuf notes;  /* --emit layouts */
@@ -474,7 +476,7 @@ void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, 
 /* ... with the chunk's first element at element `at` (C, of tl_i0 and
  * tl_i1) past the shared-memory byte pointer `dst` (C): a swizzled ring's
  * own arrangement */
-void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const char *at, int trans);
+void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const char *at, int trans, int one);
 /* The pieces of a cp.async ring loop: tl_ix, tl_lo, tl_hi, tl_st; the
  * first stages-1 copies; at the top of an iteration the wait, the barrier
  * and the copies stages-1 iterations ahead. issue(L, ctx, slot) emits one

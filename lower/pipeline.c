@@ -119,10 +119,13 @@ void lower_chunk_open(lw *L, const tilec_expr *e, int trans)
 
 void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, int trans)
 {
-    lower_emit_async_load_at(L, e, lower_fmt(L, "tl_smem + %s", dst), lower_smem_at(L, trans, ld), trans);
+    lower_emit_async_load_at(L, e, lower_fmt(L, "tl_smem + %s", dst), lower_smem_at(L, trans, ld), trans, 0);
 }
 
-void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const char *at, int trans)
+/* `one`: a chunk that is whole or all masked takes one cp.async, its
+ * source size 16 or 0 (zero fill), so the copy that issues most (the
+ * gather twin's producer, wggather.c) has one branch a chunk, not two. */
+void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const char *at, int trans, int one)
 {
     const tilec_type *t = lower_ty(L, e);
     const tilec_expr *mask = e->nargs > 1 ? e->args[1] : NULL;
@@ -160,11 +163,19 @@ void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const
             sb_printf(&any, "%stl_m%d", any.n ? " || " : "", q);
     }
     const char *full = mask ? sb_str(&all) : "true";
-    lower_line(L, "if ((%s) && ((unsigned long long)tl_p & 15) == 0) {", full);
-    lower_line(L, "    tl_cp16(tl_d, tl_p, 16);");
+    if (mask && one) {
+        lower_line(L, "const bool tl_w = (%s) && ((unsigned long long)tl_p & 15) == 0;", full);
+        lower_line(L, "if (tl_w || !(%s)) {", sb_str(&any));
+        lower_line(L, "    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */");
+    } else {
+        lower_line(L, "if ((%s) && ((unsigned long long)tl_p & 15) == 0) {", full);
+        lower_line(L, "    tl_cp16(tl_d, tl_p, 16);");
+    }
     if (mask) {
-        lower_line(L, "} else if (!(%s)) {", sb_str(&any));
-        lower_line(L, "    tl_cp16(tl_d, tl_p, 0); /* zero fill */");
+        if (!one) {
+            lower_line(L, "} else if (!(%s)) {", sb_str(&any));
+            lower_line(L, "    tl_cp16(tl_d, tl_p, 0); /* zero fill */");
+        }
         lower_line(L, "} else {");
         for (int q = 0; q < vec; q++)
             if (!mono || q == 0 || q == vec - 1)

@@ -34,6 +34,33 @@ enum { GA_PRODUCER = 128, GA_PRODUCER2 = 256, GA_ROW = 128 };
  * setmaxnreg (168 registers a thread at 384 threads). */
 enum { GA_REGS = 65536, GA_PREG = 64, GA_CHUNKS2 = 4, GA_CREG_MAX = 240 };
 
+/* Two blocks an SM when their halves of the SM fit (docs/lowering.md,
+ * "wgmma with gathered operands"): one block of 512 threads has nothing
+ * to run while its producer waits on a step's copies, or while its
+ * consumers start and store; a second block's steps fill those. Each
+ * block gets half the register file and half the ring: its threads (BM /
+ * 16 consumer warps and the producer's two warp groups) share 32 Ki
+ * registers, the producer keeps GA_PREG2 a thread, and a consumer needs
+ * its m64 x N accumulator (N / 2 registers) and GA_CMARGIN more; the
+ * ring keeps at least GA_STAGES2 stages of stage_bytes in half of
+ * WG_RING_MAX's 192 KiB. A long reduction gains less from the second
+ * block than a short one, but the multi-kernel times every variant: the
+ * tiles that fit twice are the ones it may choose for short ones. */
+enum { GA_PREG2 = 56, GA_CMARGIN = 24, GA_STAGES2 = 4, GA_RING2 = 96 * 1024 };
+
+static void gather_blocks(wg_plan *w, int64_t M, int64_t N, int64_t stage_bytes)
+{
+    int64_t threads = 2 * M + GA_PRODUCER2, cap = GA_REGS / (2 * threads) / 8 * 8;
+    int64_t c = (threads * cap - (int64_t)GA_PRODUCER2 * GA_PREG2) / (2 * M) / 8 * 8;
+    if (c > GA_CREG_MAX)
+        c = GA_CREG_MAX;
+    if (c < N / 2 + GA_CMARGIN || cap < N / 2 + GA_CMARGIN || GA_RING2 / stage_bytes < GA_STAGES2)
+        return;
+    w->blocks = 2;
+    w->preg = GA_PREG2;
+    w->creg = (int)c;
+}
+
 int lower_wg_gather_note(lw *L, const lower_pipe_plan *pp, wg_plan *w)
 {
     const char *tma = L->miss ? L->miss : "(no reason recorded)";
@@ -62,10 +89,12 @@ int lower_wg_gather_note(lw *L, const lower_pipe_plan *pp, wg_plan *w)
             w->producers = GA_PRODUCER;
     }
     w->preg = w->creg = 0;
+    w->blocks = 1;
     if (w->producers == GA_PRODUCER2) { /* the register file split: the producer's share fixed, the rest the consumers' */
         w->preg = GA_PREG;
         int64_t c = (GA_REGS - (int64_t)GA_PRODUCER2 * w->preg) / (2 * at->dims[0]) / 8 * 8;
         w->creg = c > GA_CREG_MAX ? GA_CREG_MAX : (int)c;
+        gather_blocks(w, at->dims[0], bt->dims[1], (at->dims[0] + bt->dims[1]) * at->dims[1] * es);
     }
     memset(w->maps, 0, sizeof w->maps);
     for (int i = 0; i < 2; i++) {
@@ -78,8 +107,9 @@ int lower_wg_gather_note(lw *L, const lower_pipe_plan *pp, wg_plan *w)
     w->gather = 1;
     w->one_why = "the producer copies one iteration's tiles at a time";
     w->how = lower_fmt(L, ", A and B by cp.async from the producer warp group into the swizzled ring, not TMA "
-                          "(line %u: %s)",
-                       line ? line : pp->update->loc.line, tma);
+                          "(line %u: %s)%s",
+                       line ? line : pp->update->loc.line, tma,
+                       w->blocks > 1 ? ", two blocks an SM (each half the ring and the registers)" : "");
     lower_miss_reset(L);
     return 1;
 }
@@ -124,14 +154,16 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
     lower_line(L, "if (tl_it >= %d)", S);
     lower_line(L, "    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / %d) + 1) & 1);", S);
+    L->eager_bool = 1; /* the masks' && as &: predicates, no branch a term (expr.c) */
     if (L->hoist)
         L->hoist->cur = 0; /* which load's kept registers the copies read */
     lower_emit_async_load_at(L, w->ld[0], lower_fmt(L, "tl_r0 + tl_s * %lld", (long long)aslot),
-                             swizzled(L, w->M, w->arow, es), 0);
+                             swizzled(L, w->M, w->arow, es), 0, 1);
     if (L->hoist)
         L->hoist->cur = 1;
     lower_emit_async_load_at(L, w->ld[1], lower_fmt(L, "tl_r0 + %lld + tl_s * %lld", (long long)(S * aslot), (long long)bslot),
-                             swizzled(L, w->K, GA_ROW, es), 0);
+                             swizzled(L, w->K, GA_ROW, es), 0, 1);
+    L->eager_bool = 0;
     lower_line(L, "asm volatile(\"cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%%0];\" :: \"r\"(tl_full + tl_s * 8) : \"memory\");");
     lower_line(L, "tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */");
     lower_stepdiv_advance(L);

@@ -522,7 +522,7 @@ static int wg_max_stages(const wg_plan *w)
 
 int lower_wg_ring_stages(const wg_plan *w, int64_t stage_bytes)
 {
-    int64_t s = WG_RING_MAX / stage_bytes;
+    int64_t s = WG_RING_MAX / (w->blocks > 1 ? w->blocks : 1) / stage_bytes; /* the SM's ring shared by its blocks */
     return s > wg_max_stages(w) ? wg_max_stages(w) : (int)s;
 }
 

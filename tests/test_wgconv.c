@@ -48,7 +48,8 @@ Test(wgconv, every_conv_variant_has_a_gather_twin)
             int two = strstr(twin, "the producer, 256 threads") != NULL;
             cr_expect(two == (code.tma.threads == 256 + (uint32_t)strtol(strstr(twin, "tl_tid >= ") + 10, NULL, 10)),
                       "%s variant %u: %u threads", kernels[i], v, code.tma.threads);
-            cr_expect(!two || (strstr(twin, "tl_setmaxnreg_dec<64>();") && strstr(twin, "tl_setmaxnreg_inc<")),
+            cr_expect(!two || ((strstr(twin, "tl_setmaxnreg_dec<64>();") || strstr(twin, "tl_setmaxnreg_dec<56>();")) &&
+                               strstr(twin, "tl_setmaxnreg_inc<")),
                       "%s variant %u: two producer groups split the registers", kernels[i], v);
             cr_expect(two || !strstr(twin, "setmaxnreg"), "%s variant %u: one producer group keeps them", kernels[i], v);
             /* the tap's divisions: step counters, none in the producer's loop */
@@ -70,6 +71,87 @@ Test(wgconv, every_conv_variant_has_a_gather_twin)
             tilec_kernel_code_free(&code);
         }
     }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* Two blocks an SM where their halves fit (wggather.c, gather_blocks):
+ * variants 3 (BM 128, BN 64) and 6 (BM 64, BN 64) of both kernels, whose
+ * consumers need few registers, are built for two (the launch bound, the
+ * ring under 96 KiB, the registers of 32 Ki split: 56 a producer thread),
+ * the 128 x 128 tiles and the one-producer-group BK = 64 for one; the
+ * remark says so. Every twin's copies take one cp.async a chunk (source
+ * size 16 or 0) and test their masks with & (no branch a term). */
+Test(wgconv, two_blocks_where_the_halves_fit)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, CONV);
+    static const char *const kernels[] = {"conv2d_f16", "conv2d_nhwc"};
+    for (int i = 0; i < 2; i++)
+        for (int v = 0; v < 8; v++) {
+            tilec_kernel_code code;
+            lower_variant(ctx, m, kernels[i], v, &code);
+            const char *twin = code.tma.name ? strstr(code.source, code.tma.name) : NULL;
+            cr_assert_not_null(twin);
+            const char *head = twin;
+            while (head > code.source && strncmp(head, "extern", 6))
+                head--;
+            int two = v == 3 || v == 6;
+            char *decl = strndup(head, strcspn(head, "\n"));
+            cr_expect(strstr(decl, two ? (v == 3 ? "__launch_bounds__(512, 2)" : "__launch_bounds__(384, 2)") : ", 1) "),
+                      "%s variant %d: built for %d blocks an SM:\n%.120s", kernels[i], v, two ? 2 : 1, decl);
+            free(decl);
+            cr_expect(!two || strstr(twin, "tl_setmaxnreg_dec<56>();"), "%s variant %d: 56 registers a producer thread",
+                      kernels[i], v);
+            unsigned full = 0;
+            const char *f = strstr(twin, "tl_full = tl_ring + ");
+            cr_assert_not_null(f);
+            full = (unsigned)strtoul(f + 20, NULL, 10);
+            cr_expect(two ? full <= 96 * 1024 : full > 96 * 1024, "%s variant %d: a ring of %u bytes", kernels[i], v, full);
+            cr_expect((strstr(code.layouts, "two blocks an SM (each half the ring and the registers)") != NULL) == two,
+                      "%s variant %d: the remark:\n%s", kernels[i], v, code.layouts);
+            cr_expect(strstr(twin, "tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */") &&
+                          !strstr(twin, "tl_cp16(tl_d, tl_p, 0);"),
+                      "%s variant %d: one cp.async a chunk", kernels[i], v);
+            const char *m0 = strstr(twin, "const bool tl_m0 = ");
+            cr_assert_not_null(m0);
+            char *line = strndup(m0, strcspn(m0, "\n"));
+            cr_expect(!strstr(line, "&&") && strstr(line, " & "), "%s variant %d: the mask by &: %s", kernels[i], v, line);
+            free(line);
+            tilec_kernel_code_free(&code);
+        }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* A mask term that may fault where && would have skipped it (a division
+ * by a run-time value no step counter serves: k / K with K 0) keeps its
+ * &&; the other terms of the copies still join by &. */
+Test(wgconv, a_term_that_may_fault_keeps_its_and)
+{
+    char *text = read_file(CONV, NULL);
+    cr_assert_not_null(text);
+    size_t cap = strlen(text) + 64;
+    char *src = malloc(cap);
+    cr_assert_not_null(src);
+    memcpy(src, text, strlen(text) + 1);
+    free(text);
+    edit_src(src, cap, "c[:, None] < C && k[None, :] < K, 0.0", "c[:, None] < C && k[None, :] / K < 1, 0.0");
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    tilec_kernel_code code;
+    lower_src(ctx, &m, "conv2d_f16", src, &code);
+    const char *twin = code.tma.name ? strstr(code.source, code.tma.name) : NULL;
+    cr_assert_not_null(twin, "a gather twin");
+    const char *a = strstr(twin, "const bool tl_m0 = "), *b = a ? strstr(a + 1, "const bool tl_m0 = ") : NULL;
+    cr_assert(a && b);
+    char *la = strndup(a, strcspn(a, "\n")), *lb = strndup(b, strcspn(b, "\n"));
+    cr_expect(!strstr(la, "&&"), "A's mask by &: %s", la);
+    cr_expect(strstr(lb, "&&"), "B's mask keeps the && before k / K: %s", lb);
+    free(la);
+    free(lb);
+    free(src);
+    tilec_kernel_code_free(&code);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }
@@ -117,11 +199,15 @@ Test(wgconv, sass_has_hgmma_and_ldgsts, .timeout = 300)
     const char *tool = cuobjdump();
     if (!tool)
         cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
-    /* variant 0: two producer warp groups; 4 (BK = 64): one */
-    for (int v = 0; v <= 4; v += 4) {
+    /* variant 0: two producer warp groups; 4 (BK = 64): one; 3 and 6: two blocks an SM, at most 64 and 80
+     * registers a thread, no local memory either */
+    static const int vs[] = {0, 4, 3, 6};
+    for (int j = 0; j < 4; j++) {
+        int v = vs[j];
         char *t = twin_sass(tool, "conv2d_nhwc", v);
         cr_assert_not_null(t, "the sm_90a cubin has the twin of variant %d", v);
-        cr_expect(strstr(t, "HGMMA.64x128x16.F32"), "variant %d: the twin multiplies on wgmma", v);
+        cr_expect(strstr(t, v == 6 || v == 3 ? "HGMMA.64x64x16.F32" : "HGMMA.64x128x16.F32"),
+                  "variant %d: the twin multiplies on wgmma", v);
         cr_expect(strstr(t, "LDGSTS") && strstr(t, "ARRIVES.LDGSTSBAR"),
                   "variant %d: its producer copies by cp.async and arrives when they land", v);
         cr_expect(!strstr(t, "UTMALDG"), "variant %d: no TMA load", v);

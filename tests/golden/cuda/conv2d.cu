@@ -468,20 +468,19 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -491,20 +490,19 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -987,20 +985,19 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -1010,20 +1007,19 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -1506,20 +1502,19 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -1529,20 +1524,19 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -1912,7 +1906,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* conv2d_f16, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v3_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -1963,12 +1957,12 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v3_tma(__half *v
         v_acc[tl_j] = ((float)0);
     }
     // examples/conv2d.tile:43
-    { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
+    { /* v_acc += dot: wgmma on 8 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 96;
+        const unsigned tl_full = tl_ring + 98304, tl_empty = tl_full + 64;
         if (tl_tid == 0) {
-            for (int tl_s = 0; tl_s < 12; ++tl_s) {
+            for (int tl_s = 0; tl_s < 8; ++tl_s) {
                 tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
@@ -1976,7 +1970,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v3_tma(__half *v
         }
         __syncthreads();
         if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
-            tl_setmaxnreg_dec<64>();
+            tl_setmaxnreg_dec<56>();
             const int tl_ptid = tl_tid - 256;
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
@@ -2016,29 +2010,28 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v3_tma(__half *v
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    const int tl_s = tl_it % 12;
-                    if (tl_it >= 12)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    const int tl_s = tl_it % 8;
+                    if (tl_it >= 8)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 8) + 1) & 1);
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -2047,21 +2040,20 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v3_tma(__half *v
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        __half *tl_d = (__half *)(tl_r0 + 65536 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -2088,14 +2080,14 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v3_tma(__half *v
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
-        tl_setmaxnreg_inc<192>();
+        tl_setmaxnreg_inc<72>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 12;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            const int tl_s = tl_it % 8;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 8) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
-            const unsigned tl_b = tl_ring + 98304 + tl_s * 4096;
+            const unsigned tl_b = tl_ring + 65536 + tl_s * 4096;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 2; ++tl_q)
@@ -2103,7 +2095,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v3_tma(__half *v
             tl_wg_commit();
             tl_wg_wait<1>();
             if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 8) * 8);
         }
         tl_wg_wait<0>();
     }
@@ -2518,20 +2510,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                         const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -2541,20 +2532,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
                         __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -3036,20 +3026,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -3059,20 +3048,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -3442,7 +3430,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* conv2d_f16, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v6_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -3506,7 +3494,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v6_tma(__half *v
         }
         __syncthreads();
         if (tl_tid >= 128) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
-            tl_setmaxnreg_dec<64>();
+            tl_setmaxnreg_dec<56>();
             const int tl_ptid = tl_tid - 128;
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
@@ -3555,20 +3543,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v6_tma(__half *v
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -3578,20 +3565,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v6_tma(__half *v
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -3618,7 +3604,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v6_tma(__half *v
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
-        tl_setmaxnreg_inc<240>();
+        tl_setmaxnreg_inc<128>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -4074,20 +4060,19 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -4097,20 +4082,19 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -4615,20 +4599,19 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -4638,20 +4621,19 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -5178,20 +5160,19 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -5201,20 +5182,19 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -5741,20 +5721,19 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -5764,20 +5743,19 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -6191,7 +6169,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* conv2d_nhwc, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v3_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -6242,12 +6220,12 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v3_tma(__half *
         v_acc[tl_j] = ((float)0);
     }
     // examples/conv2d.tile:76
-    { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
+    { /* v_acc += dot: wgmma on 8 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 96;
+        const unsigned tl_full = tl_ring + 98304, tl_empty = tl_full + 64;
         if (tl_tid == 0) {
-            for (int tl_s = 0; tl_s < 12; ++tl_s) {
+            for (int tl_s = 0; tl_s < 8; ++tl_s) {
                 tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
@@ -6255,7 +6233,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v3_tma(__half *
         }
         __syncthreads();
         if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
-            tl_setmaxnreg_dec<64>();
+            tl_setmaxnreg_dec<56>();
             const int tl_ptid = tl_tid - 256;
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
@@ -6295,29 +6273,28 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v3_tma(__half *
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    const int tl_s = tl_it % 12;
-                    if (tl_it >= 12)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    const int tl_s = tl_it % 8;
+                    if (tl_it >= 8)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 8) + 1) & 1);
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -6326,21 +6303,20 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v3_tma(__half *
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        __half *tl_d = (__half *)(tl_r0 + 65536 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -6367,14 +6343,14 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v3_tma(__half *
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
-        tl_setmaxnreg_inc<192>();
+        tl_setmaxnreg_inc<72>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 12;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            const int tl_s = tl_it % 8;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 8) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
-            const unsigned tl_b = tl_ring + 98304 + tl_s * 4096;
+            const unsigned tl_b = tl_ring + 65536 + tl_s * 4096;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 2; ++tl_q)
@@ -6382,7 +6358,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v3_tma(__half *
             tl_wg_commit();
             tl_wg_wait<1>();
             if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 8) * 8);
         }
         tl_wg_wait<0>();
     }
@@ -6841,20 +6817,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                         const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -6864,20 +6839,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
                         __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -7403,20 +7377,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -7426,20 +7399,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -7853,7 +7825,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* conv2d_nhwc, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v6_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
+extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -7917,7 +7889,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v6_tma(__half *
         }
         __syncthreads();
         if (tl_tid >= 128) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
-            tl_setmaxnreg_dec<64>();
+            tl_setmaxnreg_dec<56>();
             const int tl_ptid = tl_tid - 128;
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
@@ -7966,20 +7938,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v6_tma(__half *
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -7989,20 +7960,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v6_tma(__half *
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -8029,7 +7999,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v6_tma(__half *
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
-        tl_setmaxnreg_inc<240>();
+        tl_setmaxnreg_inc<128>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -8529,20 +8499,19 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) && ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
@@ -8552,20 +8521,19 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
                         __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
