@@ -581,10 +581,13 @@ int lower_stride(lw *L, const tilec_expr *e, int axis, int64_t *s)
     return x->ax[axis].known;
 }
 
-int lower_monotone_mask(lw *L, const tilec_expr *m, int axis)
+int lower_monotone_mask(lw *L, const tilec_expr *m, int rank, int axis)
 {
     const lower_axinfo *x = info(L, m);
-    return axis >= 0 && axis < x->rank && x->ax[axis].mono;
+    int k = axis - (rank - x->rank); /* broadcast from the right */
+    if (axis < 0 || axis >= rank || x->rank > rank)
+        return 0;
+    return k < 0 || x->ax[k].mono; /* a missing axis: constant along it */
 }
 
 int lower_contiguous(lw *L, const tilec_expr *e, int axis, int64_t n)

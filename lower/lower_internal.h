@@ -408,8 +408,9 @@ int64_t lower_ax_div_bytes(lw *L, const tilec_expr *e, int axis);
 const lower_axinfo *lower_axinfo_let(lw *L, const char *name, const tilec_expr *value);
 /* The constant stride of e along axis: 1 with *s when known. */
 int lower_stride(lw *L, const tilec_expr *e, int axis, int64_t *s);
-/* Is boolean tile m true on a prefix of axis (a run decided by its ends)? */
-int lower_monotone_mask(lw *L, const tilec_expr *m, int axis);
+/* Is boolean tile m, broadcast to rank `rank`, true on a prefix of axis
+ * (a run decided by its ends)? */
+int lower_monotone_mask(lw *L, const tilec_expr *m, int rank, int axis);
 /* Are e's runs along axis unit-stride in aligned groups of n elements? */
 int lower_contiguous(lw *L, const tilec_expr *e, int axis, int64_t n);
 /* With L->axlog: one line of what load/store `what` read of ptr and mask

@@ -75,7 +75,7 @@ void lower_emit_load(lw *L, const tilec_expr *e, val *v)
         strbuf all;
         sb_init(&all);
         if (mask) {
-            int mono = lower_ty(L, mask)->rank == t->rank && lower_monotone_mask(L, mask, vax);
+            int mono = lower_monotone_mask(L, mask, t->rank, vax);
             for (int q = 0; q < w; q++) {
                 const char *qidx[TILEC_MAX_RANK];
                 for (int r = 0; r < t->rank; r++)
@@ -140,7 +140,7 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
     lower_map_bcast(lower_ty(L, ptr), pt->rank, lower_idx, sub);
     lower_line(L, "%s *tl_p = %s;", lower_ctype(d), lower_walk(L, ptr, sub, lower_same_shape(lower_ty(L, ptr), pt), y, EMIT));
     int nq = w ? w : 1;
-    int mono = mask && lower_ty(L, mask)->rank == pt->rank && pt->rank && lower_monotone_mask(L, mask, pt->rank - 1);
+    int mono = mask && pt->rank && lower_monotone_mask(L, mask, pt->rank, pt->rank - 1);
     strbuf all;
     sb_init(&all);
     for (int q = 0; q < nq; q++) {

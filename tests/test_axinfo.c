@@ -31,6 +31,8 @@ static const spelling rows[] = {
      "let m = (r < M)[:, None] & (c < N)[None, :];\nlet o = r[:, None] * N + c[None, :];\nlet p = x + o;\n"
      "let v = load(p, m, 0.0);\n",
      "vec 4|[1] stride 1 contig 64|[1] cons 1 prefix", NULL, 1, 1},
+    {"a 1-D mask broadcast over the rows", "let v = load(x + r[:, None] * N + c[None, :], c < N, 0.0);\n", "vec 4|mask [0] cons 1 prefix",
+     NULL, 1, 1},
     {"| of prefixes", "let v = load(x + r[:, None] * N + c[None, :], (c < N)[None, :] | (r < 0)[:, None], 0.0);\n",
      "vec 4|[1] cons 1 prefix", NULL, 1, 1},
     {"!= is no prefix", "let v = load(x + r[:, None] * N + c[None, :], c[None, :] != 5, 0.0);\n", "vec 4|mask [0] cons 1 prefix [1] cons 1",
@@ -145,5 +147,13 @@ Test(axinfo, every_spelling_of_one_access_gets_the_same_answers)
 Test(axinfo, masks_joined_by_and_are_decided_by_the_run_s_last_element)
 {
     check(&rows[1]);
+    check(&rows[4]);
+}
+
+/* A mask of lower rank than the access (broadcast from the right) is a
+ * prefix along the axes it spans and constant along the others; it was
+ * not examined at all. */
+Test(axinfo, a_mask_of_lower_rank_is_examined_through_its_broadcast)
+{
     check(&rows[3]);
 }
