@@ -267,8 +267,10 @@ static char *dupstr(const char *s)
 }
 
 /* One lowering of variant `variant` of k into L, stages without a hint
- * at most cap; the kernel's function name. */
-static const char *lower_once(lw *L, tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant, int cap)
+ * at most cap, the analysis's trace into axlog (or NULL); the kernel's
+ * function name. */
+static const char *lower_once(lw *L, tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant, int cap,
+                              strbuf *axlog)
 {
     memset(L, 0, sizeof *L);
     L->ctx = ctx;
@@ -276,6 +278,7 @@ static const char *lower_once(lw *L, tilec_ctx *ctx, const tilec_module *m, cons
     L->k = k;
     L->variant = k->nvariants ? variant : -1;
     L->stages_cap = cap;
+    L->axlog = axlog;
     ar_init(&L->ar);
     sb_init(&L->out);
     sb_init(&L->notes);
@@ -283,6 +286,15 @@ static const char *lower_once(lw *L, tilec_ctx *ctx, const tilec_module *m, cons
     const char *fname = lower_fmt(L, "%s_v%d", k->name, variant);
     emit_kernel(L, fname);
     return fname;
+}
+
+int lower_axinfo_probe(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant, strbuf *log)
+{
+    lw L;
+    lower_once(&L, ctx, m, k, variant, LOWER_STAGES_MAX, log);
+    int r = L.failed ? -1 : 0;
+    lw_free(&L);
+    return r;
 }
 
 tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant,
@@ -297,7 +309,7 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
      * (lower_stages); when what follows them overflows shared memory,
      * lower again with fewer stages */
     for (int cap = LOWER_STAGES_MAX;; cap--) {
-        fname = lower_once(&L, ctx, m, k, variant, cap);
+        fname = lower_once(&L, ctx, m, k, variant, cap, NULL);
         if (L.failed || L.smem <= SMEM_LIMIT || L.stages_auto < 2)
             break;
         cap = L.stages_auto;

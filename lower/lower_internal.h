@@ -50,6 +50,25 @@ typedef struct lay {
 
 typedef enum { VK_SCALAR, VK_VIRT, VK_MAT, VK_RING } vkind;
 
+/* axinfo.c: what is known of a tile along one axis. */
+typedef struct lower_axfact {
+    int64_t stride; /* the constant step between neighbours, when known */
+    int known;      /* the stride is known */
+    int64_t contig; /* unit-stride runs of this many elements, starting at multiples of it */
+    int64_t cons;   /* constant runs of this many elements, likewise */
+    int64_t div;    /* the largest power of two dividing each run's first element
+                     * (a pointer: its address in elements) */
+    int mono;       /* a boolean tile true on a prefix of the axis */
+} lower_axfact;
+typedef struct lower_axinfo {
+    int rank;
+    int virt;          /* computed where it is used (reads no materialized data) */
+    int64_t div;       /* the largest power of two dividing every element */
+    int isconst;       /* a scalar of known value cval */
+    int64_t cval;
+    lower_axfact ax[TILEC_MAX_RANK];
+} lower_axinfo;
+
 typedef struct val {
     vkind kind;
     tilec_type ty;
@@ -65,6 +84,7 @@ typedef struct val {
     const tilec_stmt *rlet;
     int rld, rbt;           /* row stride in elements; stored as B^T [N][K] */
     int rwg;                /* VK_RING of the attention twin: rows of 128 bytes in the 128-byte swizzle (wgattn.c) */
+    const lower_axinfo *ax; /* VK_MAT: what its let and re-assignments leave known (axinfo.c), or NULL */
 } val;
 
 typedef struct lbind {
@@ -239,6 +259,12 @@ typedef struct lw {
     uint32_t split_bytes;         /* f32 partials of one block */
     const val *split_acc;         /* the split loop's accumulator, once lowered */
     int64_t swz_rows;             /* cp.async copies into 128-byte swizzled rows, this many a box (wgattn.c), or 0 */
+    /* axinfo.c: the analysis's answers while the bindings stand (ax_gen
+     * counts lower_bind and lower_leave); axlog: a trace of the answers
+     * loads and stores read (lower_axinfo_probe, the tests), or NULL */
+    struct lower_axmemo *axmemo;
+    uint64_t ax_gen;
+    strbuf *axlog;
 } lw;
 
 /* ---- state.c: errors, output, names, scopes, hints, shared memory ---- */
@@ -375,10 +401,31 @@ int lower_is_virtual(lw *L, const tilec_expr *e);
  * no list; tilec_rt_list_cap, tilec/param_kind.h). */
 uint32_t lower_list_cap(const tilec_kernel *k);
 
-/* ---- access.c: strides and monotone masks ---- */
+/* ---- axinfo.c: the analysis of index, pointer and mask tiles ---- */
 
+/* e's facts per axis (memoised while the bindings stand). */
+const lower_axinfo *lower_axinfo_of(lw *L, const tilec_expr *e);
+/* The divisibility of e's runs along axis (-1: of every element) in bytes for a pointer. */
+int64_t lower_ax_div_bytes(lw *L, const tilec_expr *e, int axis);
+/* What `let name = value` of a materialized tile leaves known for every
+ * value the name takes (its re-assignments by scalar steps); NULL: nothing. */
+const lower_axinfo *lower_axinfo_let(lw *L, const char *name, const tilec_expr *value);
+/* The constant stride of e along axis: 1 with *s when known. */
 int lower_stride(lw *L, const tilec_expr *e, int axis, int64_t *s);
-int lower_monotone_mask(lw *L, const tilec_expr *m, int axis);
+/* Is boolean tile m, broadcast to rank `rank`, true on a prefix of axis
+ * (a run decided by its ends)? */
+int lower_monotone_mask(lw *L, const tilec_expr *m, int rank, int axis);
+/* Are e's runs along axis unit-stride in aligned groups of n elements? */
+int lower_contiguous(lw *L, const tilec_expr *e, int axis, int64_t n);
+/* With L->axlog: one line of what load/store `what` read of ptr and mask
+ * along axis, and the vector width w it took. */
+void lower_axinfo_trace(lw *L, const char *what, const tilec_expr *ptr, const tilec_expr *mask, int axis, int w);
+/* Tests: lower variant `variant` of k with the trace into log (0, or -1
+ * when the lowering failed). */
+int lower_axinfo_probe(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant, strbuf *log);
+
+/* ---- access.c: conditions on whole tiles ---- */
+
 /* A C condition under which boolean tile m is true everywhere, or NULL. */
 const char *lower_all_true(lw *L, const tilec_expr *m);
 

@@ -1,6 +1,8 @@
 /* memory.c: memory operations: load, store and atomic_add of tiles over a
- * layout, as vector accesses where a run is contiguous, in bounds and
- * aligned, element by element under the mask otherwise. */
+ * layout, as vector accesses where a run is contiguous (axinfo.c), in
+ * bounds and aligned, element by element under the mask otherwise. A
+ * mask true on a prefix of the run's axis is decided by the run's last
+ * element. */
 #include <string.h>
 
 #include "lower/lower_internal.h"
@@ -35,12 +37,13 @@ void lower_emit_load(lw *L, const tilec_expr *e, val *v)
     }
     const char *sub[TILEC_MAX_RANK];
     unsigned size = tilec_dtype_size(t->dtype);
-    int64_t st = 0;
     int vax; /* the axis consecutive registers run along */
     int run = lower_lay_run(L, y, &vax);
     int w = t->rank ? vec_width(run, size) : 0;
-    if (w && !(lower_stride(L, ptr, vax, &st) && st == 1))
+    /* the analysis (axinfo.c): the run's addresses are consecutive */
+    if (w && !lower_contiguous(L, ptr, vax - (t->rank - lower_ty(L, ptr)->rank), w))
         w = 0;
+    lower_axinfo_trace(L, "load", ptr, mask, vax, w);
     lower_line(L, "%s %s[%d];", lower_ctype(t->dtype), v->c, y->E);
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_c = 0; tl_c < %d; tl_c += %d) {", y->E, w ? w : 1);
@@ -72,7 +75,7 @@ void lower_emit_load(lw *L, const tilec_expr *e, val *v)
         strbuf all;
         sb_init(&all);
         if (mask) {
-            int mono = lower_ty(L, mask)->rank == t->rank && lower_monotone_mask(L, mask, vax);
+            int mono = lower_monotone_mask(L, mask, t->rank, vax);
             for (int q = 0; q < w; q++) {
                 const char *qidx[TILEC_MAX_RANK];
                 for (int r = 0; r < t->rank; r++)
@@ -115,10 +118,10 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
     }
     const tilec_expr *ptr = e->args[0], *value = e->args[1], *mask = e->nargs > 2 ? e->args[2] : NULL;
     unsigned size = tilec_dtype_size(d);
-    int64_t st = 0;
     int w = !atomic && pt->rank ? vec_width(y->run, size) : 0;
-    if (w && !(lower_stride(L, ptr, pt->rank - 1, &st) && st == 1))
+    if (w && !lower_contiguous(L, ptr, pt->rank - 1, w))
         w = 0;
+    lower_axinfo_trace(L, atomic ? "atomic_add" : "store", ptr, mask, pt->rank - 1, w);
     if (old && pt->rank == 0) /* a scalar is a plain variable, in the compute type */
         lower_line(L, "%s %s;", lower_cctype(d), old->c);
     else if (old)
@@ -137,7 +140,7 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
     lower_map_bcast(lower_ty(L, ptr), pt->rank, lower_idx, sub);
     lower_line(L, "%s *tl_p = %s;", lower_ctype(d), lower_walk(L, ptr, sub, lower_same_shape(lower_ty(L, ptr), pt), y, EMIT));
     int nq = w ? w : 1;
-    int mono = mask && lower_ty(L, mask)->rank == pt->rank && pt->rank && lower_monotone_mask(L, mask, pt->rank - 1);
+    int mono = mask && pt->rank && lower_monotone_mask(L, mask, pt->rank, pt->rank - 1);
     strbuf all;
     sb_init(&all);
     for (int q = 0; q < nq; q++) {

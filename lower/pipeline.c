@@ -139,7 +139,7 @@ void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const
     strbuf all, any;
     sb_init(&all);
     sb_init(&any);
-    int mono = mask && lower_monotone_mask(L, mask, trans ? 0 : 1);
+    int mono = mask && lower_monotone_mask(L, mask, 2, trans ? 0 : 1);
     const char *mq[8];
     for (int q = 0; q < vec; q++) {
         if (!mask)

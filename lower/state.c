@@ -117,6 +117,7 @@ void lower_bind(lw *L, const char *name, val *v)
         L->capbinds = cap;
     }
     L->binds[L->nbinds++] = (lbind){name, v, L->depth};
+    L->ax_gen++; /* axinfo.c's answers may read the name */
 }
 
 void lower_leave(lw *L)
@@ -124,6 +125,7 @@ void lower_leave(lw *L)
     while (L->nbinds && L->binds[L->nbinds - 1].depth == L->depth)
         L->nbinds--;
     L->depth--;
+    L->ax_gen++;
 }
 
 val *lower_newval(lw *L, vkind kind, const tilec_type *t, const char *c)

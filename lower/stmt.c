@@ -169,7 +169,10 @@ static void stmt_let(lw *L, const tilec_stmt *s)
     } else if (lower_pick_let(L, s->names[0], s->value, &want)) {
         wp = &want;
     }
+    /* what the analysis knows of the value, before the name hides it */
+    const lower_axinfo *ax = lower_axinfo_let(L, s->names[0], s->value);
     val *v = lower_materialize(L, s->value, c, wp);
+    v->ax = ax;
     lower_bind(L, s->names[0], v);
 }
 

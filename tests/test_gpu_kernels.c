@@ -231,6 +231,45 @@ Test(gpu, reassigned_pointer_tiles)
     gk_free(&g);
 }
 
+/* Spellings of one masked access the analysis (lower/axinfo.c) turns into
+ * 16-byte accesses decided by a run's last mask element
+ * (tests/gpu/axinfo_forms.tile): `&` masks, i64 casts with a 1-D column
+ * mask, pointer tiles re-assigned in the loop. Ragged shapes, and rows of
+ * an odd length (no run aligned: the element-by-element path), must give
+ * y = x + 1 inside [M, N] and leave the rest of y as it was. */
+Test(gpu, access_forms_the_analysis_vectorizes)
+{
+    static const char *const kernels[] = {"copy_and", "copy_cast", "copy_carried"};
+    static const int shapes[][3] = {{37, 131, 136}, {16, 64, 64}, {5, 200, 201}, {40, 7, 7}};
+    for (size_t kk = 0; kk < sizeof kernels / sizeof kernels[0]; kk++) {
+        gk g;
+        load_or_fail("tests/gpu/axinfo_forms.tile", kernels[kk], 0, &g);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int M = shapes[s][0], N = shapes[s][1], ld = shapes[s][2];
+            size_t n = (size_t)M * (size_t)ld;
+            float *x = random_floats(n), *y = malloc(n * sizeof *y);
+            double *want = malloc(n * sizeof *want);
+            cr_assert(y && want);
+            for (size_t i = 0; i < n; i++) {
+                y[i] = -7.0f;
+                want[i] = (int)(i % (size_t)ld) < N ? (double)x[i] + 1.0 : -7.0;
+            }
+            uint64_t dx = upload(x, n * sizeof *x), dy = upload(y, n * sizeof *y);
+            tilec_rt_arg args[5] = {{.ptr = dx}, {.ptr = dy}, {.i32 = M}, {.i32 = N}, {.i32 = ld}};
+            CHECK_RT(gk_launch(&g, args, NULL));
+            char what[96];
+            snprintf(what, sizeof what, "%s M=%d N=%d ld=%d", kernels[kk], M, N, ld);
+            download_check(dy, want, n, 1e-6, what);
+            tilec_rt_free(rt, dx);
+            tilec_rt_free(rt, dy);
+            free(x);
+            free(y);
+            free(want);
+        }
+        gk_free(&g);
+    }
+}
+
 /* rows x cols: ragged, exactly a tile, each variant's width, rows longer
  * than every tile (the three-pass paths), many short rows (the multi-row
  * kernels' several rows per program) */

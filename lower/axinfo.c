@@ -1,0 +1,621 @@
+/* axinfo.c: the one analysis of index, pointer and mask tiles (in the
+ * manner of Triton's AxisInfo). For each tile expression and each axis:
+ * the constant stride where it is known, the contiguity (unit-stride runs
+ * of that many elements starting at multiples of it), the constancy
+ * (constant runs, likewise), the divisibility of each run's first element
+ * (the largest power of two dividing it; a pointer's in elements of its
+ * pointee, lower_ax_div_bytes in bytes) and, for boolean tiles, whether
+ * the tile is true on a prefix of the axis (a run is all true when its
+ * last element is, all false when its first is not). Followed through
+ * lets (virtual ones by their expression, materialized ones by what their
+ * let and every re-assignment `p = p + step` leave: lower_axinfo_let),
+ * slices and None, broadcasting, casts, `where`, `trans`, `&`/`&&`/`|`/`||`
+ * and comparisons against bounds. Answers are memoised on the lowering
+ * state until the bindings change (lower_bind, lower_leave). Every
+ * decision that needs to know how an index is spelt asks here: vector
+ * widths (memory.c), cp.async and ring eligibility (pipeline.c, ring.c),
+ * the twin's unit index tiles (wgmma.c), layouts (layplan.c). */
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+enum { DIV_MAX = 1 << 30 }; /* the divisibility of 0 */
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    a = a < 0 ? -a : a;
+    b = b < 0 ? -b : b;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* The largest power of two dividing v (DIV_MAX for 0). */
+static int64_t pow2_of(int64_t v)
+{
+    if (!v)
+        return DIV_MAX;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    u &= ~u + 1;
+    return u > DIV_MAX ? DIV_MAX : (int64_t)u;
+}
+
+static int64_t mul_div(int64_t a, int64_t b)
+{
+    return a >= DIV_MAX / b ? DIV_MAX : a * b;
+}
+
+/* Nothing known along any axis of a rank-`rank` tile of dims. */
+static void unknown(lower_axinfo *r, const tilec_type *t)
+{
+    memset(r, 0, sizeof *r);
+    r->rank = t->rank;
+    r->div = 1;
+    for (int a = 0; a < t->rank; a++) {
+        r->ax[a] = (lower_axfact){.contig = 1, .cons = 1, .div = 1};
+        if (t->dims[a] == 1) /* one element: constant, a run of one */
+            r->ax[a].known = 1, r->ax[a].cons = 1, r->ax[a].mono = 1;
+    }
+}
+
+/* What operand info x (of type xt) is along axis `axis` of a result of
+ * rank rt (broadcast from the right: a missing or size-1 axis is constant). */
+static lower_axfact along(const lower_axinfo *x, const tilec_type *xt, int rt, int axis, int64_t dim)
+{
+    int k = axis - (rt - xt->rank);
+    if (k < 0 || xt->dims[k] == 1)
+        return (lower_axfact){.stride = 0, .known = 1, .contig = 1, .cons = dim, .div = x->div, .mono = 1};
+    return x->ax[k];
+}
+
+static const lower_axinfo *info(lw *L, const tilec_expr *e);
+
+/* The integer value of a scalar e when it is a compile-time constant:
+ * literals and hints (not shadowed by a let), and sums and products. */
+static int const_value(lw *L, const tilec_expr *e, int64_t *v)
+{
+    if (lower_ty(L, e)->rank != 0)
+        return 0;
+    const lower_axinfo *x = info(L, e);
+    *v = x->cval;
+    return x->isconst;
+}
+
+static void binary(lw *L, const tilec_expr *e, const tilec_type *t, lower_axinfo *r)
+{
+    const tilec_expr *p = e->args[0], *q = e->args[1];
+    const lower_axinfo *a = info(L, p), *b = info(L, q);
+    const tilec_type *at = lower_ty(L, p), *bt = lower_ty(L, q);
+    int boolean = t->dtype == TILEC_DT_BOOL && at->dtype == TILEC_DT_BOOL && bt->dtype == TILEC_DT_BOOL;
+    r->virt = a->virt && b->virt;
+    /* scalars: constant values, divisibility */
+    if (t->rank == 0) {
+        r->div = 1;
+        if (a->isconst && b->isconst) {
+            int64_t x = a->cval, y = b->cval, v = 0;
+            int ok = 1;
+            switch (e->op) {
+            case TILEC_OP_ADD: ok = !__builtin_add_overflow(x, y, &v); break;
+            case TILEC_OP_SUB: ok = !__builtin_sub_overflow(x, y, &v); break;
+            case TILEC_OP_MUL: ok = !__builtin_mul_overflow(x, y, &v); break;
+            default: ok = 0;
+            }
+            if (ok && !t->ptr) {
+                r->isconst = 1;
+                r->cval = v;
+                r->div = pow2_of(v);
+                return;
+            }
+        }
+        if (e->op == TILEC_OP_ADD || e->op == TILEC_OP_SUB)
+            r->div = min64(a->div, b->div);
+        else if (e->op == TILEC_OP_MUL)
+            r->div = mul_div(a->div, b->div);
+        return;
+    }
+    int64_t c;
+    r->div = 1;
+    for (int k = 0; k < t->rank; k++) {
+        lower_axfact x = along(a, at, t->rank, k, t->dims[k]), y = along(b, bt, t->rank, k, t->dims[k]);
+        lower_axfact *o = &r->ax[k];
+        *o = (lower_axfact){.contig = 1, .cons = gcd64(x.cons, y.cons), .div = 1};
+        switch (e->op) {
+        case TILEC_OP_ADD:
+        case TILEC_OP_SUB:
+            o->known = x.known && y.known;
+            o->stride = e->op == TILEC_OP_ADD ? x.stride + y.stride : x.stride - y.stride;
+            /* a run of x on a constant run of y, or (x + y only) the other way round */
+            o->contig = gcd64(x.contig, y.cons);
+            if (e->op == TILEC_OP_ADD && gcd64(x.cons, y.contig) > o->contig)
+                o->contig = gcd64(x.cons, y.contig);
+            o->div = min64(x.div, y.div);
+            break;
+        case TILEC_OP_MUL:
+            if (x.known && y.known && x.stride == 0 && y.stride == 0) {
+                o->known = 1, o->stride = 0;
+            } else if (y.known && y.stride == 0 && const_value(L, q, &c)) {
+                o->known = x.known, o->stride = c * x.stride;
+                o->contig = c == 1 ? x.contig : 1;
+            } else if (x.known && x.stride == 0 && const_value(L, p, &c)) {
+                o->known = y.known, o->stride = c * y.stride;
+                o->contig = c == 1 ? y.contig : 1;
+            }
+            o->div = mul_div(x.div, y.div);
+            break;
+        case TILEC_OP_LT:
+        case TILEC_OP_LE:
+        case TILEC_OP_GT:
+        case TILEC_OP_GE: {
+            o->known = x.known && y.known && x.stride == 0 && y.stride == 0;
+            /* idx < bound with idx non-decreasing and the bound constant
+             * along the axis: true on a prefix */
+            int less = e->op == TILEC_OP_LT || e->op == TILEC_OP_LE;
+            lower_axfact i = less ? x : y, n = less ? y : x;
+            o->mono = i.known && i.stride >= 0 && n.known && n.stride == 0;
+            break;
+        }
+        case TILEC_OP_ANDAND:
+        case TILEC_OP_OROR:
+        case TILEC_OP_AND:
+        case TILEC_OP_OR:
+            o->known = x.known && y.known && x.stride == 0 && y.stride == 0;
+            /* prefixes meet and join in a prefix; `&` and `|` of booleans are `&&` and `||` */
+            if (boolean || e->op == TILEC_OP_ANDAND || e->op == TILEC_OP_OROR)
+                o->mono = x.mono && y.mono;
+            break;
+        default:
+            o->known = x.known && y.known && x.stride == 0 && y.stride == 0;
+            break;
+        }
+        if (o->known && o->stride == 0)
+            o->cons = t->dims[k];
+        if (o->cons == t->dims[k] && t->dtype == TILEC_DT_BOOL)
+            o->mono = 1; /* constant along the axis: all of a run or none */
+    }
+}
+
+static void call(lw *L, const tilec_expr *e, const tilec_type *t, lower_axinfo *r)
+{
+    const char *n = e->name;
+    if (!strcmp(n, "range")) {
+        r->virt = 1;
+        r->ax[0] = (lower_axfact){.stride = 1, .known = 1, .contig = t->dims[0], .cons = 1, .div = DIV_MAX};
+        if (t->dims[0] == 1)
+            r->ax[0].cons = 1, r->ax[0].mono = 1;
+        return;
+    }
+    if (!strcmp(n, "zeros") || !strcmp(n, "full")) {
+        r->virt = 1;
+        for (int k = 0; k < t->rank; k++)
+            r->ax[k] = (lower_axfact){.known = 1, .contig = 1, .cons = t->dims[k], .div = 1, .mono = 1};
+        return;
+    }
+    if (lower_is_materializing(e))
+        return;
+    r->virt = 1;
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (e->args[i]->kind != TILEC_EX_DTYPE && !info(L, e->args[i])->virt)
+            r->virt = 0;
+    if (!strcmp(n, "trans") && t->rank == 2) {
+        const lower_axinfo *x = info(L, e->args[0]);
+        r->ax[0] = x->ax[1];
+        r->ax[1] = x->ax[0];
+        r->div = x->div;
+        return;
+    }
+    if (!strcmp(n, "reshape") && t->rank) {
+        /* along the last axis, when it is no longer than the operand's
+         * (both powers of two): a step stays inside one operand row */
+        const tilec_type *bt = lower_ty(L, e->args[0]);
+        int k = t->rank - 1;
+        if (bt->rank && t->dims[k] <= bt->dims[bt->rank - 1]) {
+            lower_axfact x = info(L, e->args[0])->ax[bt->rank - 1];
+            r->ax[k].known = x.known, r->ax[k].stride = x.stride;
+            if (x.known && x.stride == 1)
+                r->ax[k].contig = t->dims[k];
+        }
+        return;
+    }
+    if (!strcmp(n, "cast") && e->nargs) {
+        /* an integer widened or kept (bool and float conversions keep only
+         * constancy) */
+        const tilec_type *at = lower_ty(L, e->args[0]);
+        const lower_axinfo *x = info(L, e->args[0]);
+        char fc = tilec_dtype_class(at->dtype), tc = tilec_dtype_class(t->dtype);
+        int same = !at->ptr && !t->ptr && (fc == 's' || fc == 'u') && (tc == 's' || tc == 'u') &&
+                   tilec_dtype_size(t->dtype) >= tilec_dtype_size(at->dtype) && (fc == tc || tilec_dtype_size(t->dtype) > tilec_dtype_size(at->dtype));
+        for (int k = 0; k < t->rank; k++) {
+            lower_axfact a = along(x, at, t->rank, k, t->dims[k]);
+            if (same) {
+                r->ax[k] = a;
+                r->ax[k].mono = 0;
+            } else {
+                r->ax[k].cons = a.cons;
+                r->ax[k].known = a.known && a.stride == 0;
+            }
+            if (t->dtype == TILEC_DT_BOOL && r->ax[k].cons == t->dims[k])
+                r->ax[k].mono = 1;
+        }
+        if (same)
+            r->div = x->div, r->isconst = x->isconst, r->cval = x->cval;
+        return;
+    }
+    if (!strcmp(n, "where") && e->nargs == 3) {
+        /* on a run where the condition is constant, the result is one side */
+        const lower_axinfo *c = info(L, e->args[0]), *a = info(L, e->args[1]), *b = info(L, e->args[2]);
+        const tilec_type *ct = lower_ty(L, e->args[0]), *at = lower_ty(L, e->args[1]), *bt = lower_ty(L, e->args[2]);
+        for (int k = 0; k < t->rank; k++) {
+            lower_axfact z = along(c, ct, t->rank, k, t->dims[k]), x = along(a, at, t->rank, k, t->dims[k]),
+                       y = along(b, bt, t->rank, k, t->dims[k]);
+            lower_axfact *o = &r->ax[k];
+            int ccons = z.known && z.stride == 0;
+            o->known = ccons && x.known && y.known && x.stride == y.stride;
+            o->stride = x.stride;
+            o->cons = gcd64(z.cons, gcd64(x.cons, y.cons));
+            o->contig = gcd64(z.cons, gcd64(x.contig, y.contig));
+            o->div = min64(x.div, y.div);
+            o->mono = ccons && x.mono && y.mono;
+            if (t->dtype == TILEC_DT_BOOL && o->cons == t->dims[k])
+                o->mono = 1;
+        }
+        return;
+    }
+    /* any other builtin: constant where all its tile operands are */
+    for (int k = 0; k < t->rank; k++) {
+        int64_t cons = t->dims[k];
+        for (uint32_t i = 0; i < e->nargs; i++) {
+            if (e->args[i]->kind == TILEC_EX_DTYPE)
+                continue;
+            lower_axfact a = along(info(L, e->args[i]), lower_ty(L, e->args[i]), t->rank, k, t->dims[k]);
+            cons = gcd64(cons, a.cons);
+        }
+        r->ax[k].cons = cons;
+        r->ax[k].known = cons == t->dims[k];
+        if (t->dtype == TILEC_DT_BOOL && cons == t->dims[k])
+            r->ax[k].mono = 1;
+    }
+}
+
+static void index_of(lw *L, const tilec_expr *e, const tilec_type *t, lower_axinfo *r)
+{
+    /* result axis k is the slot keeping it: None is constant, a slice
+     * steps its base axis `step` elements at a time */
+    const lower_axinfo *x = info(L, e->args[0]);
+    r->virt = x->virt;
+    r->div = x->div;
+    int k = 0, b = 0;
+    for (uint32_t i = 1; i < e->nargs && k < t->rank; i++) {
+        const tilec_expr *slot = e->args[i];
+        if (slot->kind == TILEC_EX_NONE) {
+            r->ax[k] = (lower_axfact){.known = 1, .contig = 1, .cons = t->dims[k], .div = x->div, .mono = 1};
+            k++;
+        } else if (slot->kind == TILEC_EX_SLICE) {
+            int64_t lo, st;
+            lower_slice_parts(L, slot, &lo, &st);
+            lower_axfact a = x->ax[b];
+            lower_axfact *o = &r->ax[k];
+            *o = (lower_axfact){.contig = 1, .cons = 1, .div = 1};
+            o->known = a.known, o->stride = a.stride * st;
+            if (a.known && o->stride == 1)
+                o->contig = t->dims[k];
+            if (a.known && a.stride == 0) {
+                o->cons = t->dims[k];
+                o->mono = 1;
+                o->div = a.div;
+            } else if (lo == 0 && st == 1) {
+                /* a prefix of the axis keeps its runs and its first element */
+                o->contig = gcd64(a.contig, t->dims[k]);
+                o->cons = gcd64(a.cons, t->dims[k]);
+                o->div = a.div;
+                o->mono = a.mono;
+            }
+            k++;
+        }
+        b += slot->kind != TILEC_EX_NONE;
+    }
+}
+
+/* What a let bound to a materialized value left: lower_axinfo_let. */
+static void name_of(lw *L, const tilec_expr *e, const tilec_type *t, lower_axinfo *r)
+{
+    val *v = lower_lookup(L, e->name);
+    int64_t c;
+    if (v && v->kind == VK_VIRT && v->expr) {
+        *r = *info(L, v->expr);
+        return;
+    }
+    if (v && v->ax && v->ax->rank == t->rank) {
+        *r = *v->ax;
+        r->virt = v->kind != VK_MAT;
+        return;
+    }
+    r->virt = !v || v->kind != VK_MAT;
+    if (!v && t->rank == 0 && lower_hint_value(L, e->name, &c)) {
+        r->isconst = 1;
+        r->cval = c;
+        r->div = pow2_of(c);
+    }
+}
+
+static void compute(lw *L, const tilec_expr *e, lower_axinfo *r)
+{
+    const tilec_type *t = lower_ty(L, e);
+    unknown(r, t);
+    switch (e->kind) {
+    case TILEC_EX_INT:
+        r->virt = 1;
+        r->isconst = 1;
+        r->cval = e->ival;
+        r->div = pow2_of(e->ival);
+        return;
+    case TILEC_EX_FLOAT:
+    case TILEC_EX_BOOL:
+    case TILEC_EX_INF:
+        r->virt = 1;
+        return;
+    case TILEC_EX_NAME:
+        name_of(L, e, t, r);
+        return;
+    case TILEC_EX_INDEX:
+        index_of(L, e, t, r);
+        return;
+    case TILEC_EX_UNARY: {
+        const lower_axinfo *x = info(L, e->args[0]);
+        r->virt = x->virt;
+        if (t->rank == 0) {
+            if (e->op == TILEC_OP_NEG && x->isconst && x->cval != INT64_MIN) {
+                r->isconst = 1;
+                r->cval = -x->cval;
+            }
+            r->div = e->op == TILEC_OP_NEG ? x->div : 1;
+            return;
+        }
+        for (int k = 0; k < t->rank; k++) {
+            lower_axfact a = x->ax[k];
+            r->ax[k].cons = a.cons;
+            r->ax[k].known = a.known && (e->op == TILEC_OP_NEG || a.stride == 0);
+            r->ax[k].stride = e->op == TILEC_OP_NEG ? -a.stride : 0;
+            r->ax[k].div = e->op == TILEC_OP_NEG ? a.div : 1;
+            if (t->dtype == TILEC_DT_BOOL && a.cons == t->dims[k])
+                r->ax[k].mono = 1;
+        }
+        return;
+    }
+    case TILEC_EX_BINARY:
+        binary(L, e, t, r);
+        return;
+    case TILEC_EX_CALL:
+        call(L, e, t, r);
+        return;
+    default:
+        return;
+    }
+}
+
+/* What one fact implies of the others: a stride of 0 is one constant
+ * run (and a boolean prefix), a stride of 1 one contiguous run; the
+ * divisibility of every element (what a broadcast of the tile has). */
+static void normalize(lw *L, const tilec_expr *e, lower_axinfo *r)
+{
+    const tilec_type *t = lower_ty(L, e);
+    if (!t->rank)
+        return;
+    int64_t div = DIV_MAX;
+    for (int k = 0; k < t->rank; k++) {
+        lower_axfact *a = &r->ax[k];
+        if (a->known && a->stride == 0) {
+            a->cons = t->dims[k];
+            a->mono |= t->dtype == TILEC_DT_BOOL;
+        }
+        if (a->known && a->stride == 1)
+            a->contig = t->dims[k];
+        div = a->contig > 1 ? 1 : min64(div, a->div);
+    }
+    r->div = div;
+}
+
+/* ---- the memo: one answer per expression while the bindings stand ---- */
+
+struct lower_axmemo {
+    const tilec_expr **key;
+    lower_axinfo **val;
+    uint32_t cap, n;
+    uint64_t gen; /* L->ax_gen the entries were computed at */
+};
+
+static uint32_t slot_of(const struct lower_axmemo *m, const tilec_expr *e)
+{
+    uint64_t h = (uint64_t)(uintptr_t)e * 0x9E3779B97F4A7C15ull;
+    uint32_t i = (uint32_t)(h >> 32) & (m->cap - 1);
+    while (m->key[i] && m->key[i] != e)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static int memo_grow(lw *L, struct lower_axmemo *m)
+{
+    uint32_t cap = m->cap ? m->cap * 2 : 256;
+    const tilec_expr **k = ar_array(&L->ar, cap, sizeof *k);
+    lower_axinfo **v = ar_array(&L->ar, cap, sizeof *v);
+    if (!k || !v)
+        return 0;
+    memset(k, 0, cap * sizeof *k);
+    struct lower_axmemo o = *m;
+    m->key = k, m->val = v, m->cap = cap;
+    for (uint32_t i = 0; i < o.cap; i++)
+        if (o.key[i]) {
+            uint32_t s = slot_of(m, o.key[i]);
+            m->key[s] = o.key[i];
+            m->val[s] = o.val[i];
+        }
+    return 1;
+}
+
+static const lower_axinfo *info(lw *L, const tilec_expr *e)
+{
+    static const lower_axinfo none = {0};
+    struct lower_axmemo *m = L->axmemo;
+    if (!m) {
+        m = L->axmemo = ar_alloc(&L->ar, sizeof *m);
+        if (!m) {
+            L->failed = 1;
+            return &none;
+        }
+        memset(m, 0, sizeof *m);
+        m->gen = L->ax_gen;
+    }
+    if (m->gen != L->ax_gen) { /* a name was bound or left: forget */
+        if (m->cap)
+            memset(m->key, 0, m->cap * sizeof *m->key);
+        m->n = 0;
+        m->gen = L->ax_gen;
+    }
+    if ((m->n + 1) * 2 > m->cap && !memo_grow(L, m)) {
+        L->failed = 1;
+        return &none;
+    }
+    uint32_t s = slot_of(m, e);
+    if (m->key[s])
+        return m->val[s];
+    lower_axinfo *r = ar_alloc(&L->ar, sizeof *r);
+    if (!r) {
+        L->failed = 1;
+        return &none;
+    }
+    compute(L, e, r);
+    normalize(L, e, r);
+    /* compute may have grown the table: find the slot again */
+    s = slot_of(m, e);
+    if (!m->key[s]) {
+        m->key[s] = e;
+        m->val[s] = r;
+        m->n++;
+    }
+    return r;
+}
+
+const lower_axinfo *lower_axinfo_of(lw *L, const tilec_expr *e)
+{
+    return info(L, e);
+}
+
+int64_t lower_ax_div_bytes(lw *L, const tilec_expr *e, int axis)
+{
+    const tilec_type *t = lower_ty(L, e);
+    const lower_axinfo *x = info(L, e);
+    int64_t d = axis < 0 || axis >= x->rank ? x->div : x->ax[axis].div;
+    return mul_div(d, t->ptr ? tilec_dtype_size(t->dtype) : 1);
+}
+
+/* ---- materialized lets ---- */
+
+/* Is every assignment of `name` in b `name = name + s`, `s + name` or
+ * `name - s` with s a scalar? The smallest divisibility of the steps in
+ * *div. Also fails when b lets `name` more than once (a shadow). */
+static int steps_only(lw *L, const tilec_block *b, const char *name, int *lets, int64_t *div)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if ((s->kind == TILEC_ST_LET || s->kind == TILEC_ST_LET_TUPLE || s->kind == TILEC_ST_FOR) && s->names)
+            for (uint32_t j = 0; j < s->nnames; j++)
+                if (s->names[j] && !strcmp(s->names[j], name) && ++*lets > 1)
+                    return 0;
+        if (s->kind == TILEC_ST_ASSIGN && !strcmp(s->names[0], name)) {
+            const tilec_expr *v = s->value;
+            if (v->kind != TILEC_EX_BINARY || (v->op != TILEC_OP_ADD && v->op != TILEC_OP_SUB))
+                return 0;
+            int self0 = v->args[0]->kind == TILEC_EX_NAME && !strcmp(v->args[0]->name, name);
+            int self1 = v->op == TILEC_OP_ADD && v->args[1]->kind == TILEC_EX_NAME && !strcmp(v->args[1]->name, name);
+            const tilec_expr *step = self0 ? v->args[1] : self1 ? v->args[0] : NULL;
+            if (!step || lower_ty(L, step)->rank != 0)
+                return 0;
+            /* the step's names are not bound yet: literals and hints only */
+            int64_t c;
+            *div = min64(*div, lower_const_int(L, step, &c) == 0 ? pow2_of(c) : 1);
+        }
+        if (!steps_only(L, &s->body, name, lets, div) || !steps_only(L, &s->orelse, name, lets, div))
+            return 0;
+    }
+    return 1;
+}
+
+const lower_axinfo *lower_axinfo_let(lw *L, const char *name, const tilec_expr *value)
+{
+    int lets = 0;
+    int64_t div = DIV_MAX;
+    if (!steps_only(L, &L->k->body, name, &lets, &div))
+        return NULL;
+    lower_axinfo *r = ar_alloc(&L->ar, sizeof *r);
+    if (!r) {
+        L->failed = 1;
+        return NULL;
+    }
+    *r = *info(L, value);
+    /* a scalar step moves every element alike: strides, runs and
+     * prefixes stay; the first elements are divisible by less */
+    r->isconst = 0;
+    r->div = min64(r->div, div);
+    for (int k = 0; k < r->rank; k++)
+        r->ax[k].div = min64(r->ax[k].div, div);
+    return r;
+}
+
+/* ---- the questions the lowering asks ---- */
+
+int lower_stride(lw *L, const tilec_expr *e, int axis, int64_t *s)
+{
+    const lower_axinfo *x = info(L, e);
+    if (axis < 0 || x->rank == 0) {
+        *s = 0;
+        return 1;
+    }
+    *s = x->ax[axis].stride;
+    return x->ax[axis].known;
+}
+
+int lower_monotone_mask(lw *L, const tilec_expr *m, int rank, int axis)
+{
+    const lower_axinfo *x = info(L, m);
+    int k = axis - (rank - x->rank); /* broadcast from the right */
+    if (axis < 0 || axis >= rank || x->rank > rank)
+        return 0;
+    return k < 0 || x->ax[k].mono; /* a missing axis: constant along it */
+}
+
+int lower_contiguous(lw *L, const tilec_expr *e, int axis, int64_t n)
+{
+    const lower_axinfo *x = info(L, e);
+    return axis >= 0 && axis < x->rank && x->ax[axis].contig >= n && x->ax[axis].contig % n == 0;
+}
+
+void lower_axinfo_trace(lw *L, const char *what, const tilec_expr *ptr, const tilec_expr *mask, int axis, int w)
+{
+    if (!L->axlog)
+        return;
+    const lower_axinfo *p = info(L, ptr);
+    sb_printf(L->axlog, "line %u %s axis %d vec %d:", ptr->loc.line, what, axis, w);
+    for (int k = 0; k < p->rank; k++) {
+        const lower_axfact *a = &p->ax[k];
+        sb_printf(L->axlog, " [%d] stride ", k);
+        if (a->known)
+            sb_printf(L->axlog, "%lld", (long long)a->stride);
+        else
+            sb_printf(L->axlog, "?");
+        sb_printf(L->axlog, " contig %lld cons %lld div %lld", (long long)a->contig, (long long)a->cons, (long long)lower_ax_div_bytes(L, ptr, k));
+    }
+    if (mask) {
+        const lower_axinfo *m = info(L, mask);
+        sb_printf(L->axlog, "; mask");
+        for (int k = 0; k < m->rank; k++)
+            sb_printf(L->axlog, " [%d] cons %lld%s", k, (long long)m->ax[k].cons, m->ax[k].mono ? " prefix" : "");
+    }
+    sb_printf(L->axlog, "\n");
+}
