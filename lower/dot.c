@@ -179,7 +179,7 @@ void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int b
 static const val *a_in_regs(lw *L, const tilec_expr *a, const val *acc)
 {
     const tilec_expr *x = a;
-    if (x->kind == TILEC_EX_CALL && !strcmp(x->name, "cast"))
+    if (tilec_is_builtin(x, BI_CAST))
         x = x->args[0];
     if (x->kind != TILEC_EX_NAME)
         return NULL;
@@ -225,7 +225,7 @@ static int b_runs_along_k(lw *L, const tilec_expr *b, tilec_dtype d)
 static const tilec_expr *peel_trans(const tilec_expr *e, int *flip)
 {
     *flip = 0;
-    for (; e->kind == TILEC_EX_CALL && !strcmp(e->name, "trans") && e->nargs == 1; e = e->args[0])
+    for (; tilec_is_builtin(e, BI_TRANS) && e->nargs == 1; e = e->args[0])
         *flip ^= 1;
     return e;
 }

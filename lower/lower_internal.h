@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "parser/builtins.h"
 #include "parser/parse.h"
 #include "tilec/limits.h"
 #include "tilec/lower.h"
@@ -366,6 +367,8 @@ matnode *lower_find_mat(lw *L, const tilec_expr *e);
 void lower_map_bcast(const tilec_type *from, int rt, const char *const *idx, const char **sub);
 int lower_same_shape(const tilec_type *a, const tilec_type *b);
 int lower_is_materializing(const tilec_expr *e);
+/* Does e (or an expression inside it) call builtin b? 0 for a NULL e. */
+int lower_calls(const tilec_expr *e, tilec_builtin b);
 int lower_is_virtual(lw *L, const tilec_expr *e);
 /* The tensors a launch's table of each tensor list of k holds (0: k takes
  * no list; tilec_rt_list_cap, tilec/param_kind.h). */

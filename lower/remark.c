@@ -53,7 +53,7 @@ static int expr_dots(const tilec_expr *e)
 {
     if (!e)
         return 0;
-    int n = e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot");
+    int n = tilec_is_builtin(e, BI_DOT);
     for (uint32_t i = 0; i < e->nargs; i++)
         n += expr_dots(e->args[i]);
     return n;

@@ -146,9 +146,9 @@ static int lets_of(const tilec_block *b, const char *name)
 /* pid(2), or cast(pid(2), ...): the pid call. */
 static const tilec_expr *pid2_of(const tilec_expr *e)
 {
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "cast") && e->nargs >= 1)
+    if (tilec_is_builtin(e, BI_CAST) && e->nargs >= 1)
         e = e->args[0];
-    return e->kind == TILEC_EX_CALL && !strcmp(e->name, "pid") && e->nargs == 1 && e->args[0]->ival == 2 ? e : NULL;
+    return tilec_is_builtin(e, BI_PID) && e->nargs == 1 && e->args[0]->ival == 2 ? e : NULL;
 }
 
 /* Z, a name let once at the top of the kernel to pid(2) * X [* Y] with X,
@@ -286,11 +286,11 @@ const char *lower_wg_batch(lw *L, const wg_plan *w, int i)
 /* Calls that are pure functions of indices and scalars. */
 static int pure(const tilec_expr *e)
 {
-    static const char *const ok[] = {"range", "zeros", "full", "pid", "num_programs", "cast", "cdiv", "min", "max",
-                                        "maximum", "minimum", "where"};
+    static const tilec_builtin ok[] = {BI_RANGE, BI_ZEROS, BI_FULL, BI_PID, BI_NUM_PROGRAMS, BI_CAST, BI_CDIV, BI_MIN, BI_MAX,
+                                       BI_MAXIMUM, BI_MINIMUM, BI_WHERE};
     if (e->kind == TILEC_EX_CALL) {
         size_t i = 0;
-        while (i < sizeof ok / sizeof ok[0] && strcmp(ok[i], e->name))
+        while (i < sizeof ok / sizeof ok[0] && (int)ok[i] != e->builtin)
             i++;
         if (i == sizeof ok / sizeof ok[0])
             return 0;
@@ -423,9 +423,9 @@ static int k_affine(lw *L, const tilec_expr *e, const char *var, int64_t *a, int
         *rest = *rest && r1;
         return 1;
     case TILEC_EX_CALL:
-        if (!strcmp(e->name, "range") && e->nargs == 1)
+        if (e->builtin == BI_RANGE && e->nargs == 1)
             return 1; /* its first element is 0 */
-        if (!strcmp(e->name, "cast") && e->nargs >= 1)
+        if (e->builtin == BI_CAST && e->nargs >= 1)
             return k_affine(L, e->args[0], var, a, rest);
         return 0;
     case TILEC_EX_INDEX:
@@ -473,7 +473,7 @@ static int wg_stage_iters(lw *L, const tilec_stmt *loop, const wg_plan *w, const
             return *why = "A's and B's masks bound K by different parameters", 1;
     }
     const tilec_expr *hi = lower_look(L, loop->hi), *d = hi;
-    if (hi->kind == TILEC_EX_CALL && !strcmp(hi->name, "cdiv") && hi->nargs == 2 && !lower_const_int(L, hi->args[1], &c) &&
+    if (tilec_is_builtin(hi, BI_CDIV) && hi->nargs == 2 && !lower_const_int(L, hi->args[1], &c) &&
         c == a0)
         d = lower_look(L, hi->args[0]); /* a * cdiv(K, a) >= K */
     int p = param_index(L, d, 0);

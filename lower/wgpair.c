@@ -71,11 +71,11 @@ static int pid1_affine(lw *L, const tilec_expr *e, const tilec_stmt *loop, int64
         const tilec_expr *v = let_of(L, e->name, loop, 1);
         return v ? pid1_affine(L, v, loop, a, depth + 1) : tile_invariant_name(L, e->name, loop);
     }
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "pid") && e->nargs == 1 && !lower_const_int(L, e->args[0], &c)) {
+    if (tilec_is_builtin(e, BI_PID) && e->nargs == 1 && !lower_const_int(L, e->args[0], &c)) {
         *a = c == 1;
         return 1;
     }
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "cast") && e->nargs >= 1)
+    if (tilec_is_builtin(e, BI_CAST) && e->nargs >= 1)
         return pid1_affine(L, e->args[0], loop, a, depth + 1);
     if (e->kind == TILEC_EX_UNARY && e->op == TILEC_OP_NEG) {
         int ok = pid1_affine(L, e->args[0], loop, a, depth + 1);
@@ -124,7 +124,7 @@ static const char *pair_why(lw *L, const tilec_stmt *loop, const char *acc, cons
     if (!w->persist_ok)
         return "a statement after the loop can return (no persistent grid)";
     const tilec_expr *init = let_of(L, acc, loop, 0);
-    if (!init || init->kind != TILEC_EX_CALL || strcmp(init->name, "zeros"))
+    if (!init || !tilec_is_builtin(init, BI_ZEROS))
         return lower_fmt(L, "the accumulator %s does not start as zeros", acc);
     /* B's N index: pid(1) * N + ..., so tile 2j + 1's columns follow 2j's */
     const tilec_expr *bn = w->bk ? w->R[1] : w->C[1], *bkx = w->bk ? w->C[1] : w->R[1];

@@ -24,7 +24,7 @@ static int ws_match(lw *L, const tilec_stmt *s, tilec_tma_map *m, const tilec_ex
 {
     const wg_plan *w = &L->wgp;
     const tilec_expr *e = s->value;
-    if (s->kind != TILEC_ST_EXPR || e->kind != TILEC_EX_CALL || strcmp(e->name, "store") || e->nargs != 3)
+    if (s->kind != TILEC_ST_EXPR || !tilec_is_builtin(e, BI_STORE) || e->nargs != 3)
         return 0;
     const tilec_type *pt = lower_ty(L, e->args[0]);
     if (pt->rank != 2 || pt->dims[0] != w->M || pt->dims[1] != w->N)
