@@ -54,7 +54,7 @@ static void emit_kernel(lw *L, const char *fname)
 {
     const tilec_kernel *k = L->k;
     /* the sm_90a twin arranges its consumer warps itself (wgmma.c) */
-    L->nwarps = L->wg ? L->wgp.warps : (int)tilec_kernel_hint(k, L->variant, "warps", 4);
+    L->nwarps = L->tw.on ? L->tw.plan.warps : (int)tilec_kernel_hint(k, L->variant, "warps", 4);
     L->nt = 32 * L->nwarps;
     strbuf hints;
     sb_init(&hints);
@@ -70,7 +70,7 @@ static void emit_kernel(lw *L, const char *fname)
         lower_line(L, "/* %s: %s */", k->name, sb_str(&hints));
     sb_free(&hints);
     lower_scan_assigned(L, &k->body);
-    if (!L->wg)
+    if (!L->tw.on)
         lower_split_begin(L);
     lower_index_widths(L);
     strbuf sig;
@@ -88,24 +88,24 @@ static void emit_kernel(lw *L, const char *fname)
             sb_printf(&sig, "%s%s%s%s", i ? ", " : "", lower_ctype(p->type.dtype),
                       p->type.kind == TILEC_TE_POINTER ? " *" : " ", lower_cname(L, p->name));
     }
-    if (L->wg && !L->wgp.attn) /* the sm_90a twin: its tensor maps, a producer warp group, one block per SM */
+    if (L->tw.on && !L->tw.plan.attn) /* the sm_90a twin: its tensor maps, a producer warp group, one block per SM */
         sb_puts(&sig, lower_wg_params(L));
     sb_puts(&sig, lower_split_params(L)); /* split_k: the runtime's workspace and tile counters */
     /* `blocks`: at least that many blocks per SM (the register cap that follows) */
     int64_t blocks = tilec_kernel_hint(k, L->variant, "blocks", 0);
-    lower_line(L, "extern \"C\" __global__ void __launch_bounds__(%d%s) %s(%s)", L->wg ? L->nt + (L->wgp.gather ? L->wgp.producers : 128) : L->nt,
-               L->wg ? ", 1" : blocks > 0 ? lower_fmt(L, ", %lld", (long long)blocks) : "", fname, sb_str(&sig));
+    lower_line(L, "extern \"C\" __global__ void __launch_bounds__(%d%s) %s(%s)", L->tw.on ? L->nt + (L->tw.plan.gather ? L->tw.plan.producers : 128) : L->nt,
+               L->tw.on ? ", 1" : blocks > 0 ? lower_fmt(L, ", %lld", (long long)blocks) : "", fname, sb_str(&sig));
     sb_free(&sig);
     lower_line(L, "{");
     L->ind++;
     lower_line(L, "extern __shared__ __align__(16) unsigned char tl_smem[];");
-    if (L->wg && L->wgp.attn) /* the producer warp group runs the statements before the loop as warps 0-3 (wgattn.c) */
+    if (L->tw.on && L->tw.plan.attn) /* the producer warp group runs the statements before the loop as warps 0-3 (wgattn.c) */
         lower_line(L, "const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 %% %d, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;",
                    L->nt);
     else
         lower_line(L, "const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;");
     lower_line(L, "(void)tl_smem; (void)tl_lane; (void)tl_warp;");
-    if (L->wg)
+    if (L->tw.on)
         lower_wg_preamble(L);
     lower_split_preamble(L);
     for (uint32_t i = 0; i < k->nhints; i++) {
@@ -129,9 +129,9 @@ static void emit_kernel(lw *L, const char *fname)
     }
     lower_plan(L);
     L->depth = 1;
-    L->wg_body = L->out.n;
+    L->tw.body = L->out.n;
     lower_emit_block(L, &k->body);
-    L->wg_end = L->out.n;
+    L->tw.end = L->out.n;
     L->ind--;
     lower_line(L, "}");
 }
@@ -158,11 +158,11 @@ static void twin_pass(const lw *R, const wg_plan *w, int role, const char *tname
     L->m = R->m;
     L->k = R->k;
     L->variant = R->variant;
-    L->wg = 1;
+    L->tw.on = 1;
     L->quiet = 1; /* a twin that does not come out leaves the variant alone */
-    L->wg_loop = R->wg_loop;
-    L->wgp = *w;
-    L->wg_role = role;
+    L->tw.loop = R->tw.loop;
+    L->tw.plan = *w;
+    L->tw.role = role;
     L->stages_cap = R->stages_cap; /* the other loops as the variant has them */
     ar_init(&L->ar);
     sb_init(&L->out);
@@ -202,7 +202,7 @@ static int persist_twin(const lw *R, const wg_plan *w, const char *name, strbuf 
  * 1, or -1 out of memory (none made is no error: the pairs run alone). */
 static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta)
 {
-    wg_plan w = R->wgp;
+    wg_plan w = R->tw.plan;
     w.pair_ok = 0;
     if (!lower_wg_persist(&w))
         return 1;
@@ -227,12 +227,12 @@ static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_met
  * -1 only when out of memory. */
 static int emit_twin(const lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
 {
-    if (!R->wg_loop || R->failed)
+    if (!R->tw.loop || R->failed)
         return 0;
     char *tname = suffixed(fname, "_tma");
     if (!tname)
         return -1;
-    wg_plan w = R->wgp;
+    wg_plan w = R->tw.plan;
     int r = 0;
     if (w.attn) { /* a loop of dots on cp.async rings (wgattn.c): one tile a block */
         lw L;
@@ -249,7 +249,7 @@ static int emit_twin(const lw *R, const char *fname, strbuf *tu, tilec_tma_meta 
     }
     if (!r) {
         lw L;
-        twin_pass(R, &R->wgp, 0, tname, &L);
+        twin_pass(R, &R->tw.plan, 0, tname, &L);
         r = lower_wg_finish(&L, NULL, tu, meta, tname);
         lw_free(&L);
     }

@@ -186,17 +186,22 @@ typedef struct lw {
     int nassigned;
     const char **dotacc; /* names updated as x = x + dot(a, b) */
     int ndotacc;
-    /* the sm_90a twin (wgmma.c) */
-    int wg;                  /* 1 while lowering the twin */
-    int wg_seen, wg_done;    /* dot loops noted; the twin's loop emitted */
     int quiet;               /* failures set `failed` without a diagnostic */
-    const tilec_stmt *wg_loop; /* the loop the twin runs on wgmma, or NULL */
-    wg_plan wgp;
-    size_t wg_epi;           /* where the statements after that loop start in out */
-    int wg_role;             /* persistent twin: 1 lowering the producer's body, 2 the consumers' */
-    size_t wg_body, wg_end;  /* where the kernel's body starts and ends in out */
-    size_t wg_pre;           /* where the twin's loop starts in out: [wg_body, wg_pre) the lets before it */
-    const char *wg_acc;      /* the twin loop's accumulator (its C name) */
+    /* the target lowered for (target.c): its dot, load/store and twin hooks */
+    const struct lower_target *tg;
+    /* the sm_90a target's state (wgmma.c, wgattn.c, wgstore.c, wgpair.c):
+     * what the regular pass notes for the twin, and the twin's passes */
+    struct lower_twin {
+        int on;                 /* 1 while lowering the twin */
+        int seen, done;         /* dot loops noted; the twin's loop emitted */
+        const tilec_stmt *loop; /* the loop the twin runs on wgmma, or NULL */
+        wg_plan plan;
+        size_t epi;             /* where the statements after that loop start in out */
+        int role;               /* persistent twin: 1 lowering the producer's body, 2 the consumers' */
+        size_t body, end;       /* where the kernel's body starts and ends in out */
+        size_t pre;             /* where the twin's loop starts in out: [body, pre) the lets before it */
+        const char *acc;        /* the twin loop's accumulator (its C name) */
+    } tw;
     struct lower_ix *ix; /* index64.c: the expressions computed in 64 bits */
     /* layplan.c: shapes reduced along their rows, the dots, the report */
     int64_t rowred[LP_MAX][2];
@@ -610,7 +615,7 @@ void lower_wg_pair_note(lw *L, const tilec_stmt *loop, const char *acc, wg_plan 
 int64_t lower_wg_n(const wg_plan *w);
 /* The paired consumers' second accumulator, zeroed (before the loop). */
 void lower_wg_pair_acc(lw *L, const char *acc);
-/* The consumers' epilogue text of a paired tile (C's [wg_epi, wg_end),
+/* The consumers' epilogue text of a paired tile (C's [tw.epi, tw.end),
  * once per program tile, the second after the lets again at pid(1) + 1
  * with the second accumulator) into tu. */
 void lower_wg_pair_epilogue(strbuf *tu, const lw *C);

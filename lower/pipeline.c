@@ -656,10 +656,10 @@ static void remark_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
         lower_miss(L, 0, "a split-K variant has no sm_90a twin");
     else
         lower_wg_note(L, loop, pp);
-    lower_dot_remark *r = lower_remark_dot(L, loop, path, L->wg_loop == loop ? NULL : "wgmma + TMA");
+    lower_dot_remark *r = lower_remark_dot(L, loop, path, L->tw.loop == loop ? NULL : "wgmma + TMA");
     if (r) {
-        r->wg = L->wg_loop == loop;
-        r->wg_bk = r->wg && L->wgp.bk;
+        r->wg = L->tw.loop == loop;
+        r->wg_bk = r->wg && L->tw.plan.bk;
     }
 }
 

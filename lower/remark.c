@@ -35,7 +35,7 @@ int lower_miss(lw *L, unsigned line, const char *f, ...)
 
 lower_dot_remark *lower_remark_dot(lw *L, const tilec_stmt *loop, const char *path, const char *missed)
 {
-    if (L->wg || L->nrem >= LP_MAX) /* the twin's own passes remark nothing */
+    if (L->tw.on || L->nrem >= LP_MAX) /* the twin's own passes remark nothing */
         return NULL;
     lower_dot_remark *r = &L->rem[L->nrem++];
     memset(r, 0, sizeof *r);
@@ -78,8 +78,8 @@ void lower_remarks_render(lw *L, int twin, strbuf *out)
         unsigned line = r->loop->loc.line;
         if (r->wg && twin)
             sb_printf(out, "line %u: dot loop: %s (the sm_90a twin%s%s); elsewhere %s\n", line,
-                      r->wg_path ? r->wg_path : L->wgp.gather ? "wgmma + cp.async" : "wgmma + TMA", r->wg_bk ? ", B K-major: trans of its [N, K] load" : "",
-                      L->wgp.how ? L->wgp.how : "", r->path);
+                      r->wg_path ? r->wg_path : L->tw.plan.gather ? "wgmma + cp.async" : "wgmma + TMA", r->wg_bk ? ", B K-major: trans of its [N, K] load" : "",
+                      L->tw.plan.how ? L->tw.plan.how : "", r->path);
         else
             sb_printf(out, "line %u: dot loop: %s\n", line, r->path);
         if (r->wg && !twin)

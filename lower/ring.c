@@ -372,7 +372,7 @@ int lower_ring_loop(lw *L, const tilec_stmt *loop)
     lower_leave(L);
     if (!ok)
         return 0;
-    if (L->wg && L->wgp.attn && loop == L->wg_loop) /* the sm_90a twin of this loop (wgattn.c) */
+    if (L->tw.on && L->tw.plan.attn && loop == L->tw.loop) /* the sm_90a twin of this loop (wgattn.c) */
         return lower_wga_loop(L, loop, &rp);
     strbuf names;
     sb_init(&names);

@@ -161,30 +161,30 @@ int64_t lower_wg_n(const wg_plan *w) { return w->pair ? 2 * w->N : w->N; }
 
 void lower_wg_pair_acc(lw *L, const char *acc)
 {
-    L->wg_acc = acc;
-    if (!L->wgp.pair || L->wg_role != 2)
+    L->tw.acc = acc;
+    if (!L->tw.plan.pair || L->tw.role != 2)
         return;
     lower_line(L, "float tl_acc1[%lld]; /* the second N tile's accumulator (pid(1) + 1) */",
-               (long long)(L->wgp.N / 2));
+               (long long)(L->tw.plan.N / 2));
     lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_j = 0; tl_j < %lld; ++tl_j)", (long long)(L->wgp.N / 2));
+    lower_line(L, "for (int tl_j = 0; tl_j < %lld; ++tl_j)", (long long)(L->tw.plan.N / 2));
     lower_line(L, "    tl_acc1[tl_j] = 0.0f;");
 }
 
 void lower_wg_pair_epilogue(strbuf *tu, const lw *C)
 {
     const char *cb = sb_str((strbuf *)&C->out);
-    lower_wg_add_consumers(tu, cb, C->wg_epi, C->wg_epi, C->wg_end, C->nt);
+    lower_wg_add_consumers(tu, cb, C->tw.epi, C->tw.epi, C->tw.end, C->nt);
     sb_puts(tu, "        { /* the second N tile of the pair: pid(1) + 1, when the program's grid has it */\n"
                 "        const int tl_pidn = tl_pid1 + 1;\n"
                 "        if (tl_pidn < tl_grid1) {\n"
                 "        const int tl_pid1 = tl_pidn;\n"
                 "        (void)tl_pid1;\n");
-    lower_wg_add_consumers(tu, cb, C->wg_body, C->wg_body, C->wg_pre, C->nt);
+    lower_wg_add_consumers(tu, cb, C->tw.body, C->tw.body, C->tw.pre, C->nt);
     sb_printf(tu, "        #pragma unroll\n"
                   "        for (int tl_j = 0; tl_j < %lld; ++tl_j)\n"
                   "            %s[tl_j] = tl_acc1[tl_j];\n",
-              (long long)(C->wgp.N / 2), C->wg_acc);
-    lower_wg_add_consumers(tu, cb, C->wg_epi, C->wg_epi, C->wg_end, C->nt);
+              (long long)(C->tw.plan.N / 2), C->tw.acc);
+    lower_wg_add_consumers(tu, cb, C->tw.epi, C->tw.epi, C->tw.end, C->nt);
     sb_puts(tu, "        }\n        }\n");
 }
