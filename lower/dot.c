@@ -244,11 +244,8 @@ static void dot_mma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
     if (rb && rb->kind != VK_RING)
         rb = NULL;
     int bt = rb ? rb->rbt ^ flip : es == 2 && b_runs_along_k(L, b, d); /* tf32: B staged [K][N] */
-    if (rb && rb->rwg) { /* the attention twin's swizzled ring: wgmma (wgattn.c) */
-        if (!lower_wga_dot(L, acc, ra, rb, bt, K, N, d))
-            L->failed = 1;
+    if (rb && L->tg->ring_dot && L->tg->ring_dot(L, acc, ra, rb, bt, K, N, d)) /* the target's own (the attention twin: wgmma) */
         return;
-    }
     int lda = (int)K + 16 / es, ldb = rb ? rb->rld : bt ? (int)K + 16 / es : (int)N + 8;
     uint32_t sa = ra ? 0 : lower_alloc_smem(L, M * lda * es), sb = rb ? 0 : lower_alloc_smem(L, (bt ? N : K) * ldb * es);
     if (ra)

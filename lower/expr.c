@@ -430,10 +430,9 @@ static const char *walk_call(lw *L, const tilec_expr *e, const char *const *idx,
             return NULL;
         static const char *const ax[] = {"x", "y", "z"};
         int a = lower_axis(L, e, 0, 3);
-        if (L->tw.on && L->tw.plan.persist) /* a persistent twin's tile and logical grid (wgmma.c) */
-            return lower_fmt(L, "%s%d", e->builtin == BI_PID ? "tl_pid" : "tl_grid", a);
-        if (L->tw.on && e->builtin == BI_PID && a < 2) /* the sm_90a twin's grouped order (wgmma.c) */
-            return a ? "tl_pid1" : "tl_pid0";
+        const char *g = L->tg->grid_value ? L->tg->grid_value(L, e, a) : NULL;
+        if (g) /* the target's own grid (the sm_90a twin's grouped order, a persistent twin's tiles) */
+            return g;
         if (L->split && a == 2) /* split_k: grid axis 2 holds the K slices too (splitk.c) */
             return lower_fmt(L, "((int)%s.z / %d)", e->builtin == BI_PID ? "blockIdx" : "gridDim", L->split);
         return lower_fmt(L, "((int)%s.%s)", e->builtin == BI_PID ? "blockIdx" : "gridDim", ax[a]);

@@ -53,8 +53,8 @@ uint32_t lower_list_cap(const tilec_kernel *k)
 static void emit_kernel(lw *L, const char *fname)
 {
     const tilec_kernel *k = L->k;
-    /* the sm_90a twin arranges its consumer warps itself (wgmma.c) */
-    L->nwarps = L->tw.on ? L->tw.plan.warps : (int)tilec_kernel_hint(k, L->variant, "warps", 4);
+    /* a target may arrange its warps itself (the sm_90a twin's consumers) */
+    L->nwarps = L->tg->warps ? L->tg->warps(L) : (int)tilec_kernel_hint(k, L->variant, "warps", 4);
     L->nt = 32 * L->nwarps;
     strbuf hints;
     sb_init(&hints);
@@ -70,7 +70,7 @@ static void emit_kernel(lw *L, const char *fname)
         lower_line(L, "/* %s: %s */", k->name, sb_str(&hints));
     sb_free(&hints);
     lower_scan_assigned(L, &k->body);
-    if (!L->tw.on)
+    if (L->tg->split_k)
         lower_split_begin(L);
     lower_index_widths(L);
     strbuf sig;
@@ -88,25 +88,27 @@ static void emit_kernel(lw *L, const char *fname)
             sb_printf(&sig, "%s%s%s%s", i ? ", " : "", lower_ctype(p->type.dtype),
                       p->type.kind == TILEC_TE_POINTER ? " *" : " ", lower_cname(L, p->name));
     }
-    if (L->tw.on && !L->tw.plan.attn) /* the sm_90a twin: its tensor maps, a producer warp group, one block per SM */
-        sb_puts(&sig, lower_wg_params(L));
+    if (L->tg->params) /* the target's own parameters (the sm_90a twin's tensor maps) */
+        sb_puts(&sig, L->tg->params(L));
     sb_puts(&sig, lower_split_params(L)); /* split_k: the runtime's workspace and tile counters */
     /* `blocks`: at least that many blocks per SM (the register cap that follows) */
     int64_t blocks = tilec_kernel_hint(k, L->variant, "blocks", 0);
-    lower_line(L, "extern \"C\" __global__ void __launch_bounds__(%d%s) %s(%s)", L->tw.on ? L->nt + (L->tw.plan.gather ? L->tw.plan.producers : 128) : L->nt,
-               L->tw.on ? ", 1" : blocks > 0 ? lower_fmt(L, ", %lld", (long long)blocks) : "", fname, sb_str(&sig));
+    const char *bounds = L->tg->launch_bounds ? L->tg->launch_bounds(L, blocks)
+                         : blocks > 0         ? lower_fmt(L, "%d, %lld", L->nt, (long long)blocks)
+                                              : lower_fmt(L, "%d", L->nt);
+    lower_line(L, "extern \"C\" __global__ void __launch_bounds__(%s) %s(%s)", bounds, fname, sb_str(&sig));
     sb_free(&sig);
     lower_line(L, "{");
     L->ind++;
     lower_line(L, "extern __shared__ __align__(16) unsigned char tl_smem[];");
-    if (L->tw.on && L->tw.plan.attn) /* the producer warp group runs the statements before the loop as warps 0-3 (wgattn.c) */
-        lower_line(L, "const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 %% %d, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;",
-                   L->nt);
+    const char *ids = L->tg->thread_ids ? L->tg->thread_ids(L) : NULL;
+    if (ids)
+        lower_line(L, "%s", ids);
     else
         lower_line(L, "const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;");
     lower_line(L, "(void)tl_smem; (void)tl_lane; (void)tl_warp;");
-    if (L->tw.on)
-        lower_wg_preamble(L);
+    if (L->tg->preamble)
+        L->tg->preamble(L);
     lower_split_preamble(L);
     for (uint32_t i = 0; i < k->nhints; i++) {
         int64_t v = tilec_kernel_hint(k, L->variant, k->hints[i].name, 0);
@@ -158,6 +160,7 @@ static void twin_pass(const lw *R, const wg_plan *w, int role, const char *tname
     L->m = R->m;
     L->k = R->k;
     L->variant = R->variant;
+    L->tg = &lower_target_sm90a;
     L->tw.on = 1;
     L->quiet = 1; /* a twin that does not come out leaves the variant alone */
     L->tw.loop = R->tw.loop;
@@ -276,6 +279,7 @@ static const char *lower_once(lw *L, tilec_ctx *ctx, const tilec_module *m, cons
     L->k = k;
     L->variant = k->nvariants ? variant : -1;
     L->stages_cap = cap;
+    L->tg = &lower_target_portable;
     ar_init(&L->ar);
     sb_init(&L->out);
     sb_init(&L->notes);

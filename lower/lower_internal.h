@@ -514,6 +514,47 @@ void lower_ring_body(lw *L, const tilec_stmt *loop, const ring_plan *rp, int wid
  * under L->swz_rows, in 128-byte swizzled rows. */
 const char *lower_smem_at(lw *L, int trans, int ld);
 
+/* ---- target.c: the target hooks ----
+ *
+ * A kernel variant is lowered for one target at a time: the portable
+ * target (any sm_80+: the variant's own kernel) or, when the regular pass
+ * noted a dot loop it can take, the sm_90a target (the `_tma` twin:
+ * wgmma, TMA, warp specialization). The shared files ask the target
+ * through this table for the kernel's frame, its dot, load/store and
+ * loop strategies and, in the regular pass, the twin decision; they never
+ * test which target it is. A NULL hook: the portable code path. */
+typedef struct lower_target {
+    const char *name; /* "portable", "sm_90a" */
+    int split_k;      /* lowers the `split_k` hint (the twin has none) */
+    int remarks;      /* this pass records remarks (the twin's passes do not) */
+    /* the kernel's frame */
+    int (*warps)(const lw *L); /* the block's warps, whatever `warps` says */
+    /* threads and min blocks of __launch_bounds__, given the `blocks` hint */
+    const char *(*launch_bounds)(lw *L, int64_t blocks);
+    const char *(*params)(lw *L);  /* parameters after the kernel's own (tensor maps), or "" */
+    const char *(*thread_ids)(lw *L); /* the line declaring tl_tid, tl_lane, tl_warp */
+    void (*preamble)(lw *L);       /* after the thread ids */
+    /* pid(a) / num_programs(a) (e is the call), or NULL: blockIdx, gridDim */
+    const char *(*grid_value)(lw *L, const tilec_expr *e, int axis);
+    /* the dot strategy */
+    int (*dot_layout)(const lw *L, int64_t M, int64_t N, lay *y); /* an f16/bf16 dot's accumulators; 0: mma.sync's */
+    int (*dot_loop)(lw *L, const tilec_stmt *loop);                /* a pipelined dot loop emitted its own way: 1 */
+    /* a ring loop emitted its own way: its result, -1 when the target leaves it to ring.c */
+    int (*ring_loop)(lw *L, const tilec_stmt *loop, ring_plan *rp);
+    /* acc += a @ b with b in a ring: 1 emitted (L->failed when it could not), 0 the portable dot */
+    int (*ring_dot)(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t K, int64_t N, tilec_dtype d);
+    /* the store strategy: the statement s (a store of a value in layout y) emitted its own way: 1 */
+    int (*store)(lw *L, const tilec_stmt *s, const lay *y);
+    /* the twin decision, taken by the regular pass: note what the sm_90a
+     * target can take (a pipelined dot loop, a ring loop, the final store) */
+    void (*note_dot_loop)(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp);
+    int (*note_ring_loop)(lw *L, const tilec_stmt *loop, const ring_plan *rp);
+    void (*note_store)(lw *L, const tilec_stmt *s);
+} lower_target;
+
+extern const lower_target lower_target_portable; /* the variant's kernel, any sm_80+ */
+extern const lower_target lower_target_sm90a;    /* its sm_90a twin */
+
 /* ---- wgattn.c: the sm_90a twin of a loop of dots on cp.async rings ---- */
 
 /* Regular pass, at a ring loop whose rings are planned: note it for the

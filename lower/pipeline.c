@@ -654,8 +654,8 @@ static void remark_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     lower_miss_reset(L);
     if (L->split) /* no sm_90a twin for a split-K variant (docs/lowering.md, "Split-K") */
         lower_miss(L, 0, "a split-K variant has no sm_90a twin");
-    else
-        lower_wg_note(L, loop, pp);
+    else if (L->tg->note_dot_loop) /* the twin decision (wgmma.c) */
+        L->tg->note_dot_loop(L, loop, pp);
     lower_dot_remark *r = lower_remark_dot(L, loop, path, L->tw.loop == loop ? NULL : "wgmma + TMA");
     if (r) {
         r->wg = L->tw.loop == loop;
@@ -665,7 +665,7 @@ static void remark_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
 
 int lower_pipelined_loop(lw *L, const tilec_stmt *loop)
 {
-    if (lower_wg_loop(L, loop))
+    if (L->tg->dot_loop && L->tg->dot_loop(L, loop)) /* the target's own (the sm_90a twin's wgmma + TMA loop) */
         return 1;
     pipe_plan pp;
     int ok = lower_pipeline_plan(L, loop, &pp);

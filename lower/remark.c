@@ -35,7 +35,7 @@ int lower_miss(lw *L, unsigned line, const char *f, ...)
 
 lower_dot_remark *lower_remark_dot(lw *L, const tilec_stmt *loop, const char *path, const char *missed)
 {
-    if (L->tw.on || L->nrem >= LP_MAX) /* the twin's own passes remark nothing */
+    if (!L->tg->remarks || L->nrem >= LP_MAX) /* the twin's own passes remark nothing */
         return NULL;
     lower_dot_remark *r = &L->rem[L->nrem++];
     memset(r, 0, sizeof *r);

@@ -372,8 +372,9 @@ int lower_ring_loop(lw *L, const tilec_stmt *loop)
     lower_leave(L);
     if (!ok)
         return 0;
-    if (L->tw.on && L->tw.plan.attn && loop == L->tw.loop) /* the sm_90a twin of this loop (wgattn.c) */
-        return lower_wga_loop(L, loop, &rp);
+    int own = L->tg->ring_loop ? L->tg->ring_loop(L, loop, &rp) : -1;
+    if (own >= 0) /* the target's own (the sm_90a twin of this loop, wgattn.c) */
+        return own;
     strbuf names;
     sb_init(&names);
     for (int i = 0; i < rp.n; i++) {
@@ -389,7 +390,7 @@ int lower_ring_loop(lw *L, const tilec_stmt *loop)
     const char *miss = L->miss;
     unsigned miss_line = L->miss_line;
     lower_miss_reset(L); /* the first reason the attention twin refuses, unless a plain dot loop was the better path */
-    if (lower_wga_note(L, loop, &rp)) {
+    if (L->tg->note_ring_loop && L->tg->note_ring_loop(L, loop, &rp)) { /* the twin decision (wgattn.c) */
         lower_dot_remark *r = lower_remark_dot(L, loop, path, NULL);
         if (r) {
             r->wg = 1;

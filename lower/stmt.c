@@ -270,9 +270,10 @@ static void stmt_expr(lw *L, const tilec_stmt *s)
             if (v && v->kind == VK_MAT && lower_same_shape(&v->ty, pt))
                 y = v->ly;
         }
-        if (L->tw.on && lower_wg_store(L, s, &y)) /* the sm_90a twin's epilogue by TMA */
+        if (L->tg->store && L->tg->store(L, s, &y)) /* the target's own (the sm_90a twin's epilogue by TMA) */
             return;
-        lower_wg_store_note(L, s); /* the regular pass: whether the twin may */
+        if (L->tg->note_store) /* the twin decision: whether the twin may (wgstore.c) */
+            L->tg->note_store(L, s);
         lower_emit_store(L, e, &y, NULL);
         return;
     }
