@@ -50,7 +50,7 @@ uint32_t lower_list_cap(const tilec_kernel *k)
 }
 
 /* The __global__ function of one variant into L->out. */
-static void emit_kernel(lw *L, const char *fname)
+void lower_emit_kernel(lw *L, const char *fname)
 {
     const tilec_kernel *k = L->k;
     /* a target may arrange its warps itself (the sm_90a twin's consumers) */
@@ -138,7 +138,7 @@ static void emit_kernel(lw *L, const char *fname)
     lower_line(L, "}");
 }
 
-static void lw_free(lw *L)
+void lower_free(lw *L)
 {
     ar_free(&L->ar);
     sb_free(&L->out);
@@ -146,118 +146,6 @@ static void lw_free(lw *L)
     free(L->mats);
     free(L->spilled);
     sb_free(&L->notes);
-}
-
-/* The sm_90a twin of variant R (lower/wgmma.c) appended to tu when R's
- * dot loop qualifies: the kernel lowered again with wgmma accumulators.
- * -1 only when out of memory. */
-/* One lowering of R's twin (role 0: the one-tile-per-block schedule; 1,
- * 2: a persistent twin's producer and consumers) into L. */
-static void twin_pass(const lw *R, const wg_plan *w, int role, const char *tname, lw *L)
-{
-    memset(L, 0, sizeof *L);
-    L->ctx = R->ctx;
-    L->m = R->m;
-    L->k = R->k;
-    L->variant = R->variant;
-    L->tg = &lower_target_sm90a;
-    L->tw.on = 1;
-    L->quiet = 1; /* a twin that does not come out leaves the variant alone */
-    L->tw.loop = R->tw.loop;
-    L->tw.plan = *w;
-    L->tw.role = role;
-    L->stages_cap = R->stages_cap; /* the other loops as the variant has them */
-    ar_init(&L->ar);
-    sb_init(&L->out);
-    emit_kernel(L, tname);
-}
-
-/* s followed by sfx, malloc'd; NULL out of memory. */
-static char *suffixed(const char *s, const char *sfx)
-{
-    size_t n = strlen(s), m = strlen(sfx) + 1;
-    char *r = malloc(n + m);
-    if (r) {
-        memcpy(r, s, n);
-        memcpy(r + n, sfx, m);
-    }
-    return r;
-}
-
-/* The persistent twin `name` of plan w (lower_wg_persist applied),
- * lowered twice (the producer's and the consumers' bodies) and appended
- * to tu: lower_wg_finish's result. */
-static int persist_twin(const lw *R, const wg_plan *w, const char *name, strbuf *tu, tilec_tma_meta *meta)
-{
-    lw P, C;
-    twin_pass(R, w, 1, name, &P);
-    twin_pass(R, w, 2, name, &C);
-    int r = lower_wg_finish(&C, &P, tu, meta, name);
-    lw_free(&P);
-    lw_free(&C);
-    return r;
-}
-
-/* Beside a paired twin `tname` (lower/wgpair.c), the persistent twin of
- * one tile a unit, `tname`_1, with the same parameters and tensor maps,
- * which the runtime launches where too few pairs would leave
- * multiprocessors idle; meta's shared memory the larger of the two.
- * 1, or -1 out of memory (none made is no error: the pairs run alone). */
-static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta)
-{
-    wg_plan w = R->tw.plan;
-    w.pair_ok = 0;
-    if (!lower_wg_persist(&w))
-        return 1;
-    char *name = suffixed(tname, "_1");
-    if (!name)
-        return -1;
-    tilec_tma_meta one;
-    int r = persist_twin(R, &w, name, tu, &one);
-    free(name);
-    if (r > 0) {
-        if (one.smem_bytes > meta->smem_bytes)
-            meta->smem_bytes = one.smem_bytes;
-        free(one.name);
-    }
-    return r < 0 ? -1 : 1;
-}
-
-/* The sm_90a twin of variant R (lower/wgmma.c) appended to tu when R's
- * dot loop qualifies: the kernel lowered again with wgmma accumulators,
- * on a persistent grid when that applies (lowered twice: the producer's
- * and the consumers' bodies), else one tile per block.
- * -1 only when out of memory. */
-static int emit_twin(const lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
-{
-    if (!R->tw.loop || R->failed)
-        return 0;
-    char *tname = suffixed(fname, "_tma");
-    if (!tname)
-        return -1;
-    wg_plan w = R->tw.plan;
-    int r = 0;
-    if (w.attn) { /* a loop of dots on cp.async rings (wgattn.c): one tile a block */
-        lw L;
-        twin_pass(R, &w, 0, tname, &L);
-        r = lower_wga_finish(&L, tu, meta, tname);
-        lw_free(&L);
-        free(tname);
-        return r;
-    }
-    if (lower_wg_persist(&w)) {
-        r = persist_twin(R, &w, tname, tu, meta);
-        if (r > 0 && w.pair) /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
-            r = single_twin(R, tname, tu, meta);
-    }
-    if (!r) {
-        lw L;
-        twin_pass(R, &R->tw.plan, 0, tname, &L);
-        r = lower_wg_finish(&L, NULL, tu, meta, tname);
-        lw_free(&L);
-    }
-    free(tname);
-    return r;
 }
 
 static char *dupstr(const char *s)
@@ -285,7 +173,7 @@ static const char *lower_once(lw *L, tilec_ctx *ctx, const tilec_module *m, cons
     sb_init(&L->notes);
     /* names up to TILEC_MAX_IDENT: no fixed buffer (one truncated long names) */
     const char *fname = lower_fmt(L, "%s_v%d", k->name, variant);
-    emit_kernel(L, fname);
+    lower_emit_kernel(L, fname);
     return fname;
 }
 
@@ -305,7 +193,7 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
         if (L.failed || L.smem <= SMEM_LIMIT || L.stages_auto < 2)
             break;
         cap = L.stages_auto;
-        lw_free(&L);
+        lower_free(&L);
     }
     /* the translation unit: a header line, the headers it needs, the prelude, the kernel */
     strbuf tu;
@@ -317,7 +205,7 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
     sb_putc(&tu, '\n');
     sb_add(&tu, sb_str(&L.out), L.out.n);
     lower_min_sm(sb_str(&L.out), m->src.name, out); /* the body alone: the sm_90a twin is compiled only for sm_90a */
-    if (emit_twin(&L, fname, &tu, &out->tma) < 0)
+    if (L.tg->emit_twins && L.tg->emit_twins(&L, fname, &tu, &out->tma) < 0) /* the sm_90a twin */
         L.failed = 1;
     sb_free(&L.out);
     L.out = tu;
@@ -328,7 +216,7 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
         out->tma.name = NULL;
         if (!L.failed)
             diag_at(ctx, &m->src, &k->loc, TILEC_SEV_ERROR, "out of memory while lowering kernel '%s'", k->name);
-        lw_free(&L);
+        lower_free(&L);
         return TILEC_ERR_INPUT;
     }
     strbuf rem, rep;
@@ -359,7 +247,7 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
     out->params = calloc(k->nparams ? k->nparams : 1, sizeof *out->params);
     for (uint32_t i = 0; out->params && i < k->nparams; i++)
         out->params[i] = arg_kind(&k->params[i]);
-    lw_free(&L);
+    lower_free(&L);
     if (!out->name || !out->source || !out->params || !out->layouts || !out->remarks) {
         tilec_kernel_code_free(out);
         return TILEC_ERR_NOMEM;

@@ -550,10 +550,18 @@ typedef struct lower_target {
     void (*note_dot_loop)(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp);
     int (*note_ring_loop)(lw *L, const tilec_stmt *loop, const ring_plan *rp);
     void (*note_store)(lw *L, const tilec_stmt *s);
+    /* the kernels lowered beside this pass's (fname) for other targets,
+     * appended to tu: the sm_90a twin when a loop was noted (meta its
+     * launch); -1 only out of memory */
+    int (*emit_twins)(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta);
 } lower_target;
 
 extern const lower_target lower_target_portable; /* the variant's kernel, any sm_80+ */
 extern const lower_target lower_target_sm90a;    /* its sm_90a twin */
+/* lower.c: one pass over the kernel into L->out as __global__ fname (L
+ * set up: its target, context, kernel, variant); its state freed. */
+void lower_emit_kernel(lw *L, const char *fname);
+void lower_free(lw *L);
 
 /* ---- wgattn.c: the sm_90a twin of a loop of dots on cp.async rings ---- */
 
