@@ -184,15 +184,14 @@ static void binary(lw *L, const tilec_expr *e, const tilec_type *t, lower_axinfo
 
 static void call(lw *L, const tilec_expr *e, const tilec_type *t, lower_axinfo *r)
 {
-    const char *n = e->name;
-    if (!strcmp(n, "range")) {
+    if (tilec_is_builtin(e, BI_RANGE)) {
         r->virt = 1;
         r->ax[0] = (lower_axfact){.stride = 1, .known = 1, .contig = t->dims[0], .cons = 1, .div = DIV_MAX};
         if (t->dims[0] == 1)
             r->ax[0].cons = 1, r->ax[0].mono = 1;
         return;
     }
-    if (!strcmp(n, "zeros") || !strcmp(n, "full")) {
+    if (tilec_is_builtin(e, BI_ZEROS) || tilec_is_builtin(e, BI_FULL)) {
         r->virt = 1;
         for (int k = 0; k < t->rank; k++)
             r->ax[k] = (lower_axfact){.known = 1, .contig = 1, .cons = t->dims[k], .div = 1, .mono = 1};
@@ -204,14 +203,14 @@ static void call(lw *L, const tilec_expr *e, const tilec_type *t, lower_axinfo *
     for (uint32_t i = 0; i < e->nargs; i++)
         if (e->args[i]->kind != TILEC_EX_DTYPE && !info(L, e->args[i])->virt)
             r->virt = 0;
-    if (!strcmp(n, "trans") && t->rank == 2) {
+    if (tilec_is_builtin(e, BI_TRANS) && t->rank == 2) {
         const lower_axinfo *x = info(L, e->args[0]);
         r->ax[0] = x->ax[1];
         r->ax[1] = x->ax[0];
         r->div = x->div;
         return;
     }
-    if (!strcmp(n, "reshape") && t->rank) {
+    if (tilec_is_builtin(e, BI_RESHAPE) && t->rank) {
         /* along the last axis, when it is no longer than the operand's
          * (both powers of two): a step stays inside one operand row */
         const tilec_type *bt = lower_ty(L, e->args[0]);
@@ -224,7 +223,7 @@ static void call(lw *L, const tilec_expr *e, const tilec_type *t, lower_axinfo *
         }
         return;
     }
-    if (!strcmp(n, "cast") && e->nargs) {
+    if (tilec_is_builtin(e, BI_CAST) && e->nargs) {
         /* an integer widened or kept (bool and float conversions keep only
          * constancy) */
         const tilec_type *at = lower_ty(L, e->args[0]);
@@ -248,7 +247,7 @@ static void call(lw *L, const tilec_expr *e, const tilec_type *t, lower_axinfo *
             r->div = x->div, r->isconst = x->isconst, r->cval = x->cval;
         return;
     }
-    if (!strcmp(n, "where") && e->nargs == 3) {
+    if (tilec_is_builtin(e, BI_WHERE) && e->nargs == 3) {
         /* on a run where the condition is constant, the result is one side */
         const lower_axinfo *c = info(L, e->args[0]), *a = info(L, e->args[1]), *b = info(L, e->args[2]);
         const tilec_type *ct = lower_ty(L, e->args[0]), *at = lower_ty(L, e->args[1]), *bt = lower_ty(L, e->args[2]);

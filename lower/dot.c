@@ -179,7 +179,7 @@ void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int b
 static const val *a_in_regs(lw *L, const tilec_expr *a, const val *acc)
 {
     const tilec_expr *x = a;
-    if (x->kind == TILEC_EX_CALL && !strcmp(x->name, "cast"))
+    if (tilec_is_builtin(x, BI_CAST))
         x = x->args[0];
     if (x->kind != TILEC_EX_NAME)
         return NULL;
@@ -225,7 +225,7 @@ static int b_runs_along_k(lw *L, const tilec_expr *b, tilec_dtype d)
 static const tilec_expr *peel_trans(const tilec_expr *e, int *flip)
 {
     *flip = 0;
-    for (; e->kind == TILEC_EX_CALL && !strcmp(e->name, "trans") && e->nargs == 1; e = e->args[0])
+    for (; tilec_is_builtin(e, BI_TRANS) && e->nargs == 1; e = e->args[0])
         *flip ^= 1;
     return e;
 }
@@ -244,11 +244,8 @@ static void dot_mma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
     if (rb && rb->kind != VK_RING)
         rb = NULL;
     int bt = rb ? rb->rbt ^ flip : es == 2 && b_runs_along_k(L, b, d); /* tf32: B staged [K][N] */
-    if (rb && rb->rwg) { /* the attention twin's swizzled ring: wgmma (wgattn.c) */
-        if (!lower_wga_dot(L, acc, ra, rb, bt, K, N, d))
-            L->failed = 1;
+    if (rb && L->tg->ring_dot && L->tg->ring_dot(L, acc, ra, rb, bt, K, N, d)) /* the target's own (the attention twin: wgmma) */
         return;
-    }
     int lda = (int)K + 16 / es, ldb = rb ? rb->rld : bt ? (int)K + 16 / es : (int)N + 8;
     uint32_t sa = ra ? 0 : lower_alloc_smem(L, M * lda * es), sb = rb ? 0 : lower_alloc_smem(L, (bt ? N : K) * ldb * es);
     if (ra)

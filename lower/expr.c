@@ -62,9 +62,18 @@ int lower_is_materializing(const tilec_expr *e)
         return 0;
     if (lower_is_scan(e))
         return 1;
-    static const char *const names[] = {"load", "atomic_add", "sum", "prod", "max", "min", "argmax", "argmin", "dot"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(e->name, names[i]))
+    return e->builtin == BI_LOAD || e->builtin == BI_ATOMIC_ADD || e->builtin == BI_DOT ||
+           tilec_is_builtin_kind(e, BK_REDUCE);
+}
+
+int lower_calls(const tilec_expr *e, tilec_builtin b)
+{
+    if (!e)
+        return 0;
+    if (tilec_is_builtin(e, b))
+        return 1;
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (lower_calls(e->args[i], b))
             return 1;
     return 0;
 }
@@ -106,12 +115,12 @@ static const char *mat_elem(lw *L, val *v, const char *const *idx, int same, con
                         &v->ty);
 }
 
-static const char *math1(lw *L, const char *fn, const char *x, tilec_dtype d)
+static const char *math1(lw *L, tilec_builtin bi, const char *x, tilec_dtype d)
 {
     int dbl = lower_compute_dt(d) == TILEC_DT_F64;
-    if (!strcmp(fn, "sigmoid"))
+    if (bi == BI_SIGMOID)
         return dbl ? lower_fmt(L, "(1.0 / (1.0 + exp(-(%s))))", x) : lower_fmt(L, "(1.0f / (1.0f + expf(-(%s))))", x);
-    if (!strcmp(fn, "abs")) {
+    if (bi == BI_ABS) {
         char c = tilec_dtype_class(d);
         if (c == 'f')
             return lower_fmt(L, "%s(%s)", dbl ? "fabs" : "fabsf", x);
@@ -119,9 +128,9 @@ static const char *math1(lw *L, const char *fn, const char *x, tilec_dtype d)
             return x;
         return lower_fmt(L, "((%s) < 0 ? -(%s) : (%s))", x, x, x);
     }
-    if (!strcmp(fn, "exp2") && !dbl)
+    if (bi == BI_EXP2 && !dbl)
         return lower_fmt(L, "tl_exp2(%s)", x);
-    return lower_fmt(L, "%s%s(%s)", fn, dbl ? "" : "f", x);
+    return lower_fmt(L, "%s%s(%s)", tilec_builtin_get(bi)->name, dbl ? "" : "f", x);
 }
 
 static const char *walk_args_emit(lw *L, const tilec_expr *e, int i, const tilec_type *rt, const char *const *idx,
@@ -416,13 +425,12 @@ static const char *walk_reshape(lw *L, const tilec_expr *e, const char *const *i
 /* EMIT of the elementwise builtins that combine operands. */
 static const char *builtin(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur)
 {
-    const char *n = e->name;
     const tilec_type *t = lower_ty(L, e);
-    if (!strcmp(n, "trans")) {
+    if (e->builtin == BI_TRANS) {
         const char *sub[2] = {idx[1], idx[0]};
         return lower_walk(L, e->args[0], sub, 0, cur, EMIT);
     }
-    if (!strcmp(n, "cast")) {
+    if (e->builtin == BI_CAST) {
         const tilec_type *at = lower_ty(L, e->args[0]);
         tilec_type tt = *at;
         const char *x = walk_args_emit(L, e, 0, &tt, idx, same, cur);
@@ -430,7 +438,7 @@ static const char *builtin(lw *L, const tilec_expr *e, const char *const *idx, i
             return lower_fmt(L, "((%s) != 0)", x);
         return lower_cast(L, x, at->dtype, t->dtype);
     }
-    if (!strcmp(n, "where")) {
+    if (e->builtin == BI_WHERE) {
         tilec_type bt = *t;
         bt.dtype = TILEC_DT_BOOL;
         const char *c = walk_args_emit(L, e, 0, &bt, idx, same, cur);
@@ -438,23 +446,23 @@ static const char *builtin(lw *L, const tilec_expr *e, const char *const *idx, i
         const char *b = walk_args_emit(L, e, 2, t, idx, same, cur);
         return lower_fmt(L, "(%s ? %s : %s)", c, a, b);
     }
-    if (!strcmp(n, "maximum") || !strcmp(n, "minimum")) {
+    if (e->builtin == BI_MAXIMUM || e->builtin == BI_MINIMUM) {
         const char *a = walk_args_emit(L, e, 0, t, idx, same, cur);
         const char *b = walk_args_emit(L, e, 1, t, idx, same, cur);
         /* NaN propagates like torch.maximum */
-        const char *op = n[1] == 'a' ? ">" : "<";
+        const char *op = e->builtin == BI_MAXIMUM ? ">" : "<";
         if (tilec_dtype_class(t->dtype) == 'f')
-            return lower_fmt(L, "tl_%s(%s, %s)", n[1] == 'a' ? "max" : "min", a, b);
+            return lower_fmt(L, "tl_%s(%s, %s)", e->builtin == BI_MAXIMUM ? "max" : "min", a, b);
         return lower_fmt(L, "((%s) %s (%s) ? (%s) : (%s))", a, op, b, a, b);
     }
-    if (!strcmp(n, "cdiv")) {
+    if (e->builtin == BI_CDIV) {
         const char *a = walk_args_emit(L, e, 0, t, idx, same, cur);
         const char *b = walk_args_emit(L, e, 1, t, idx, same, cur);
         /* the ceiling for any a and b > 0, as the host computes it (tilec/iexpr.h):
          * a + b - 1 would overflow, and would round a negative a toward 0 */
         return lower_fmt(L, "((%s) / (%s) + ((%s) %% (%s) > 0))", a, b, a, b);
     }
-    if (!strcmp(n, "fma")) {
+    if (e->builtin == BI_FMA) {
         const char *a = walk_args_emit(L, e, 0, t, idx, same, cur);
         const char *b = walk_args_emit(L, e, 1, t, idx, same, cur);
         const char *c = walk_args_emit(L, e, 2, t, idx, same, cur);
@@ -462,44 +470,42 @@ static const char *builtin(lw *L, const tilec_expr *e, const char *const *idx, i
     }
     /* exp, log, ..., abs */
     const char *a = walk_args_emit(L, e, 0, t, idx, same, cur);
-    return lower_wrap(L, math1(L, n, a, t->dtype), t->dtype); /* abs(-128) of i8 */
+    return lower_wrap(L, math1(L, (tilec_builtin)e->builtin, a, t->dtype), t->dtype); /* abs(-128) of i8 */
 }
 
 /* A call of an elementwise builtin. */
 static const char *walk_call(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur, wmode mode)
 {
-    const char *n = e->name;
     const tilec_type *t = lower_ty(L, e);
-    if (!strcmp(n, "pid") || !strcmp(n, "num_programs")) {
+    if (e->builtin == BI_PID || e->builtin == BI_NUM_PROGRAMS) {
         if (mode == PREP)
             return NULL;
         static const char *const ax[] = {"x", "y", "z"};
         int a = lower_axis(L, e, 0, 3);
-        if (L->wg && L->wgp.persist) /* a persistent twin's tile and logical grid (wgmma.c) */
-            return lower_fmt(L, "%s%d", n[0] == 'p' ? "tl_pid" : "tl_grid", a);
-        if (L->wg && n[0] == 'p' && a < 2) /* the sm_90a twin's grouped order (wgmma.c) */
-            return a ? "tl_pid1" : "tl_pid0";
+        const char *g = L->tg->grid_value ? L->tg->grid_value(L, e, a) : NULL;
+        if (g) /* the target's own grid (the sm_90a twin's grouped order, a persistent twin's tiles) */
+            return g;
         if (L->split && a == 2) /* split_k: grid axis 2 holds the K slices too (splitk.c) */
-            return lower_fmt(L, "((int)%s.z / %d)", n[0] == 'p' ? "blockIdx" : "gridDim", L->split);
-        return lower_fmt(L, "((int)%s.%s)", n[0] == 'p' ? "blockIdx" : "gridDim", ax[a]);
+            return lower_fmt(L, "((int)%s.z / %d)", e->builtin == BI_PID ? "blockIdx" : "gridDim", L->split);
+        return lower_fmt(L, "((int)%s.%s)", e->builtin == BI_PID ? "blockIdx" : "gridDim", ax[a]);
     }
-    if (!strcmp(n, "range"))
+    if (e->builtin == BI_RANGE)
         return mode == EMIT ? idx[0] : NULL;
-    if (!strcmp(n, "len") || !strcmp(n, "numel"))
+    if (e->builtin == BI_LEN || e->builtin == BI_NUMEL)
         return list_field(L, e->args[0], "numel", e->nargs > 1 ? e->args[1] : NULL, mode);
-    if (!strcmp(n, "zeros"))
+    if (e->builtin == BI_ZEROS)
         return mode == EMIT ? lower_fmt(L, "((%s)0)", lower_cctype(t->dtype)) : NULL;
-    if (!strcmp(n, "full")) {
+    if (e->builtin == BI_FULL) {
         const char *v = lower_walk(L, e->args[1], NULL, 0, cur, mode);
         if (mode == PREP)
             return NULL;
         tilec_dtype vd = lower_ty(L, e->args[1])->dtype; /* full(bf16, s, n) holds s rounded to bf16 */
         return t->dtype == TILEC_DT_BOOL || vd == TILEC_DT_BOOL ? lower_conv(L, v, vd, t->dtype) : lower_cast(L, v, vd, t->dtype);
     }
-    if (!strcmp(n, "reshape"))
+    if (e->builtin == BI_RESHAPE)
         return walk_reshape(L, e, idx, cur, mode);
     if (mode == PREP) {
-        prep_args(L, e, idx, same, cur, !strcmp(n, "trans"));
+        prep_args(L, e, idx, same, cur, e->builtin == BI_TRANS);
         return NULL;
     }
     return builtin(L, e, idx, same, cur);

@@ -30,7 +30,7 @@ static int hoist_dep(lw *L, const tilec_expr *e, const char *var)
             return 0;
         return x->kind == VK_VIRT ? hoist_dep(L, x->expr, var) : HD_OPAQUE;
     }
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "range"))
+    if (tilec_is_builtin(e, BI_RANGE))
         return HD_TILE;
     int d = 0;
     for (uint32_t i = 0; i < e->nargs; i++)
@@ -47,7 +47,7 @@ static int hoist_cheap(lw *L, const tilec_expr *e)
         val *x = lower_lookup(L, e->name);
         return !x || x->kind == VK_SCALAR || (x->kind == VK_VIRT && hoist_cheap(L, x->expr));
     }
-    return (e->kind == TILEC_EX_CALL && !strcmp(e->name, "range")) || e->kind == TILEC_EX_INT ||
+    return (tilec_is_builtin(e, BI_RANGE)) || e->kind == TILEC_EX_INT ||
            e->kind == TILEC_EX_BOOL;
 }
 
@@ -154,7 +154,7 @@ static void hoist_split(lw *L, hsplit *s, const tilec_expr *e, const char *const
             if (e->args[i]->kind == TILEC_EX_SLICE)
                 sub[k++] = idx[i - 1];
         hoist_split(L, s, e->args[0], sub, mul, neg);
-    } else if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "cast")) {
+    } else if (tilec_is_builtin(e, BI_CAST)) {
         hoist_split(L, s, e->args[0], idx, mul, neg);
     } else if (e->kind == TILEC_EX_UNARY && e->op == TILEC_OP_NEG) {
         hoist_split(L, s, e->args[0], idx, mul, !neg);

@@ -324,17 +324,16 @@ static rng r_fold(lw *L, const tilec_expr *e, foldop op, rng a, int64_t n)
  * elements of x folded by the op, with the exclusive scan's first value. */
 static rng r_reduce(lw *L, const tilec_expr *e, const tilec_type *t, int inptr, int *anyw)
 {
-    const char *n = e->name;
     const tilec_type *xt = raw_ty(L, e->args[0]);
-    int arg = !strncmp(n, "arg", 3), user = !strcmp(n, "scan"), w = 0;
+    int arg = e->builtin == BI_ARGMAX || e->builtin == BI_ARGMIN, user = e->builtin == BI_SCAN, w = 0;
     rng x = visit(L, e->args[0], arg ? 0 : inptr, anyw);
     int64_t len = xt->rank ? xt->dims[lower_axis(L, e, 1, xt->rank)] : 1;
     if (arg) { /* an index along the axis, computed as int */
         *anyw = 0;
         return (rng){0, max64(len - 1, 0), 1};
     }
-    foldop op = !strcmp(n, "sum") || !strcmp(n, "cumsum") ? F_SUM
-                : !strcmp(n, "cumprod") || !strcmp(n, "prod") ? F_PROD
+    foldop op = e->builtin == BI_SUM || e->builtin == BI_CUMSUM ? F_SUM
+                : e->builtin == BI_CUMPROD || e->builtin == BI_PROD ? F_PROD
                 : user                                   ? F_USER
                                                          : F_HULL;
     rng first = {0, 0, 0}; /* the exclusive scan's first value */
@@ -344,11 +343,11 @@ static rng r_reduce(lw *L, const tilec_expr *e, const tilec_type *t, int inptr, 
         first = visit(L, e->args[2], 0, &w);
         x = r_hull(x, first); /* the init may be folded in */
         *anyw |= w;
-    } else if (!strcmp(n, "cumprod")) {
+    } else if (e->builtin == BI_CUMPROD) {
         first = (rng){1, 1, 0};
-    } else if (!strcmp(n, "cummax") || !strcmp(n, "cummin")) {
+    } else if (e->builtin == BI_CUMMAX || e->builtin == BI_CUMMIN) {
         rng d = of_dtype(t->dtype);
-        first = (rng){n[4] == 'a' ? d.lo : d.hi, n[4] == 'a' ? d.lo : d.hi, 0};
+        first = (rng){e->builtin == BI_CUMMAX ? d.lo : d.hi, e->builtin == BI_CUMMAX ? d.lo : d.hi, 0};
     }
     rng r = r_fold(L, e, op, x, user ? len + 1 : len);
     if (excl || user)
@@ -368,24 +367,24 @@ static rng r_call(lw *L, const tilec_expr *e, int inptr, int *anyw)
     const char *n = e->name;
     const tilec_type *t = raw_ty(L, e);
     int w[3] = {0, 0, 0};
-    if (!strcmp(n, "pid") || !strcmp(n, "num_programs")) {
+    if (e->builtin == BI_PID || e->builtin == BI_NUM_PROGRAMS) {
         rng g = L->ix->grid[lower_axis(L, e, 0, 3)];
-        return n[0] == 'p' ? (rng){0, g.hi - 1, 0} : g;
+        return e->builtin == BI_PID ? (rng){0, g.hi - 1, 0} : g;
     }
-    if (!strcmp(n, "range"))
+    if (e->builtin == BI_RANGE)
         return (rng){0, t->dims[0] - 1, 0};
-    if (!strcmp(n, "len")) /* a launch's tensors of a list: at most its table's */
+    if (e->builtin == BI_LEN) /* a launch's tensors of a list: at most its table's */
         return (rng){0, lower_list_cap(L->k), 0};
-    if (!strcmp(n, "numel")) {
+    if (e->builtin == BI_NUMEL) {
         visit(L, e->args[1], 0, &w[0]);
         return (rng){0, INT64_MAX, 0};
     }
-    if (!strcmp(n, "zeros"))
+    if (e->builtin == BI_ZEROS)
         return (rng){0, 0, 0};
-    if (!strcmp(n, "full"))
+    if (e->builtin == BI_FULL)
         return visit(L, e->args[1], inptr, anyw);
-    if (!strcmp(n, "where") || !strcmp(n, "maximum") || !strcmp(n, "minimum") || !strcmp(n, "cdiv") ||
-        !strcmp(n, "trans")) {
+    if (e->builtin == BI_WHERE || e->builtin == BI_MAXIMUM || e->builtin == BI_MINIMUM || e->builtin == BI_CDIV ||
+        e->builtin == BI_TRANS) {
         int k = n[0] == 'w';
         if (k)
             visit(L, e->args[0], 0, &w[0]);
@@ -397,15 +396,15 @@ static rng r_call(lw *L, const tilec_expr *e, int inptr, int *anyw)
         *anyw |= w[2];
         if (n[0] == 'c')
             return r_div(a, b, 1);
-        if (!strcmp(n, "maximum"))
+        if (e->builtin == BI_MAXIMUM)
             return (rng){max64(a.lo, b.lo), max64(a.hi, b.hi), a.data | b.data};
-        if (!strcmp(n, "minimum"))
+        if (e->builtin == BI_MINIMUM)
             return (rng){min64(a.lo, b.lo), min64(a.hi, b.hi), a.data | b.data};
         return r_hull(a, b);
     }
-    if (!strcmp(n, "reshape")) /* the same elements: its operand's interval, in its operand's place */
+    if (e->builtin == BI_RESHAPE) /* the same elements: its operand's interval, in its operand's place */
         return visit(L, e->args[0], inptr, anyw);
-    if (!strcmp(n, "cast")) { /* an explicit conversion cuts: never widened */
+    if (e->builtin == BI_CAST) { /* an explicit conversion cuts: never widened */
         rng a = visit(L, e->args[0], inptr, &w[0]);
         const tilec_type *at = raw_ty(L, e->args[0]);
         if (tilec_dtype_class(at->dtype) == 'f')
@@ -413,7 +412,7 @@ static rng r_call(lw *L, const tilec_expr *e, int inptr, int *anyw)
         rng d = of_dtype(t->dtype);
         return a.lo >= d.lo && a.hi <= d.hi ? a : d;
     }
-    if (!strcmp(n, "abs"))
+    if (e->builtin == BI_ABS)
         return r_abs(visit(L, e->args[0], inptr, anyw));
     if (lower_is_reduce(e) || lower_is_scan(e)) /* the lowering's own lists: a new reduction is seen here too */
         return r_reduce(L, e, t, inptr, anyw);
@@ -424,7 +423,7 @@ static rng r_call(lw *L, const tilec_expr *e, int inptr, int *anyw)
     }
     /* loads and atomics: a value of the tensor's type, from memory; dot and
      * math: floats */
-    if (!strcmp(n, "load") || !strcmp(n, "atomic_add") || tilec_dtype_class(t->dtype) == 'f') {
+    if (e->builtin == BI_LOAD || e->builtin == BI_ATOMIC_ADD || tilec_dtype_class(t->dtype) == 'f') {
         *anyw = 0;
         return of_dtype(t->dtype);
     }
@@ -476,7 +475,7 @@ static rng visit(lw *L, const tilec_expr *e, int inptr, int *w)
         break;
     case TILEC_EX_CALL:
         r = r_call(L, e, inptr, &anyw);
-        if (!strcmp(e->name, "cast"))
+        if (e->builtin == BI_CAST)
             return r;
         break;
     default: return of_dtype(t->dtype);
@@ -504,13 +503,8 @@ static void visit_block(lw *L, const tilec_block *b);
  * argmax/argmin, computes an int index): never widened in place. */
 static int from_memory(const tilec_expr *e)
 {
-    static const char *const names[] = {"load", "atomic_add", "argmax", "argmin"};
-    if (e->kind != TILEC_EX_CALL)
-        return 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(e->name, names[i]))
-            return 1;
-    return 0;
+    return tilec_is_builtin(e, BI_LOAD) || tilec_is_builtin(e, BI_ATOMIC_ADD) || tilec_is_builtin(e, BI_ARGMAX) ||
+           tilec_is_builtin(e, BI_ARGMIN);
 }
 
 int lower_ix_wide_name(const lw *L, const char *name)

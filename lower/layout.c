@@ -213,7 +213,7 @@ int lower_dot_layout(lw *L, const tilec_type *at, int64_t M, int64_t N, lay *y)
         return fma_layout(L, M, N, y);
     if (at->dtype == TILEC_DT_F32)
         return 1;
-    if (L->wg && (L->wgp.attn ? lower_wga_layout(L, M, N, y) : lower_wg_layout(L, M, N, y))) /* the sm_90a twin: wgmma fragments */
+    if (L->tg->dot_layout && L->tg->dot_layout(L, M, N, y)) /* the target's own (the sm_90a twin: wgmma fragments) */
         return 1;
     return mma_layout(L, M, N, y);
 }

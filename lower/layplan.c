@@ -25,13 +25,7 @@
 /* sum, prod, max, min, argmax or argmin(x, axis) */
 int lower_is_reduce(const tilec_expr *e)
 {
-    static const char *const n[] = {"sum", "prod", "max", "min", "argmax", "argmin"};
-    if (e->kind != TILEC_EX_CALL || e->nargs != 2)
-        return 0;
-    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
-        if (!strcmp(e->name, n[i]))
-            return 1;
-    return 0;
+    return tilec_is_builtin_kind(e, BK_REDUCE) && e->nargs == 2;
 }
 
 static int reduce_axis_of(lw *L, const tilec_expr *e) { return lower_axis(L, e, 1, lower_ty(L, e->args[0])->rank); }
@@ -99,12 +93,12 @@ static void plan_expr(lw *L, const tilec_expr *e)
     if (e->kind != TILEC_EX_CALL)
         return;
     const tilec_type *t = lower_ty(L, e);
-    if (!strcmp(e->name, "load") || !strcmp(e->name, "store") || !strcmp(e->name, "atomic_add"))
+    if (e->builtin == BI_LOAD || e->builtin == BI_STORE || e->builtin == BI_ATOMIC_ADD)
         plan_mem(L, lower_ty(L, e->args[0]));
-    if (!strcmp(e->name, "dot") && L->ndots < LP_MAX) {
+    if (e->builtin == BI_DOT && L->ndots < LP_MAX) {
         L->dots[L->ndots++] = e;
         const tilec_expr *a = e->args[0];
-        if (a->kind == TILEC_EX_CALL && !strcmp(a->name, "cast"))
+        if (tilec_is_builtin(a, BI_CAST))
             a = a->args[0];
         if (a->kind == TILEC_EX_NAME && L->naops < LP_MAX)
             L->aops[L->naops++] = a->name;
@@ -234,9 +228,9 @@ static int layout_of(lw *L, const tilec_expr *e, lay *y)
         *y = expand(L, &x, t);
         return 1;
     }
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot"))
+    if (tilec_is_builtin(e, BI_DOT))
         return lower_dot_layout(L, lower_ty(L, e->args[0]), t->dims[0], t->dims[1], y);
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "load")) {
+    if (tilec_is_builtin(e, BI_LOAD)) {
         /* a load keeps whole rows in a warp, for wide accesses (whole
          * columns when memory is contiguous along axis 0); one that is a
          * dot's A operand takes the accumulator layout (lower_pick_let) */
@@ -256,8 +250,7 @@ static int layout_of(lw *L, const tilec_expr *e, lay *y)
         *y = lower_lin_slice(L, &x, reduce_axis_of(L, e), &r, &l, &w);
         return 1;
     }
-    if (lower_is_materializing(e) ||
-        (e->kind == TILEC_EX_CALL && (!strcmp(e->name, "trans") || !strcmp(e->name, "reshape"))))
+    if (lower_is_materializing(e) || tilec_is_builtin(e, BI_TRANS) || tilec_is_builtin(e, BI_RESHAPE))
         return 0;
     for (uint32_t i = 0; i < e->nargs; i++)
         if (lower_same_shape(lower_ty(L, e->args[i]), t) && layout_of(L, e->args[i], y))
@@ -291,7 +284,7 @@ static int count_dots(const tilec_expr *e, const tilec_expr **out, int n)
         return n;
     for (uint32_t i = 0; i < e->nargs; i++)
         n = count_dots(e->args[i], out, n);
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot") && n < LP_MAX)
+    if (tilec_is_builtin(e, BI_DOT) && n < LP_MAX)
         out[n++] = e;
     return n;
 }

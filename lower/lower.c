@@ -50,11 +50,11 @@ uint32_t lower_list_cap(const tilec_kernel *k)
 }
 
 /* The __global__ function of one variant into L->out. */
-static void emit_kernel(lw *L, const char *fname)
+void lower_emit_kernel(lw *L, const char *fname)
 {
     const tilec_kernel *k = L->k;
-    /* the sm_90a twin arranges its consumer warps itself (wgmma.c) */
-    L->nwarps = L->wg ? L->wgp.warps : (int)tilec_kernel_hint(k, L->variant, "warps", 4);
+    /* a target may arrange its warps itself (the sm_90a twin's consumers) */
+    L->nwarps = L->tg->warps ? L->tg->warps(L) : (int)tilec_kernel_hint(k, L->variant, "warps", 4);
     L->nt = 32 * L->nwarps;
     strbuf hints;
     sb_init(&hints);
@@ -70,7 +70,7 @@ static void emit_kernel(lw *L, const char *fname)
         lower_line(L, "/* %s: %s */", k->name, sb_str(&hints));
     sb_free(&hints);
     lower_scan_assigned(L, &k->body);
-    if (!L->wg)
+    if (L->tg->split_k)
         lower_split_begin(L);
     lower_index_widths(L);
     strbuf sig;
@@ -88,25 +88,27 @@ static void emit_kernel(lw *L, const char *fname)
             sb_printf(&sig, "%s%s%s%s", i ? ", " : "", lower_ctype(p->type.dtype),
                       p->type.kind == TILEC_TE_POINTER ? " *" : " ", lower_cname(L, p->name));
     }
-    if (L->wg && !L->wgp.attn) /* the sm_90a twin: its tensor maps, a producer warp group, one block per SM */
-        sb_puts(&sig, lower_wg_params(L));
+    if (L->tg->params) /* the target's own parameters (the sm_90a twin's tensor maps) */
+        sb_puts(&sig, L->tg->params(L));
     sb_puts(&sig, lower_split_params(L)); /* split_k: the runtime's workspace and tile counters */
     /* `blocks`: at least that many blocks per SM (the register cap that follows) */
     int64_t blocks = tilec_kernel_hint(k, L->variant, "blocks", 0);
-    lower_line(L, "extern \"C\" __global__ void __launch_bounds__(%d%s) %s(%s)", L->wg ? L->nt + (L->wgp.gather ? L->wgp.producers : 128) : L->nt,
-               L->wg ? lower_fmt(L, ", %d", L->wgp.blocks > 1 ? L->wgp.blocks : 1) : blocks > 0 ? lower_fmt(L, ", %lld", (long long)blocks) : "", fname, sb_str(&sig));
+    const char *bounds = L->tg->launch_bounds ? L->tg->launch_bounds(L, blocks)
+                         : blocks > 0         ? lower_fmt(L, "%d, %lld", L->nt, (long long)blocks)
+                                              : lower_fmt(L, "%d", L->nt);
+    lower_line(L, "extern \"C\" __global__ void __launch_bounds__(%s) %s(%s)", bounds, fname, sb_str(&sig));
     sb_free(&sig);
     lower_line(L, "{");
     L->ind++;
     lower_line(L, "extern __shared__ __align__(16) unsigned char tl_smem[];");
-    if (L->wg && L->wgp.attn) /* the producer warp group runs the statements before the loop as warps 0-3 (wgattn.c) */
-        lower_line(L, "const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 %% %d, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;",
-                   L->nt);
+    const char *ids = L->tg->thread_ids ? L->tg->thread_ids(L) : NULL;
+    if (ids)
+        lower_line(L, "%s", ids);
     else
         lower_line(L, "const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;");
     lower_line(L, "(void)tl_smem; (void)tl_lane; (void)tl_warp;");
-    if (L->wg)
-        lower_wg_preamble(L);
+    if (L->tg->preamble)
+        L->tg->preamble(L);
     lower_split_preamble(L);
     for (uint32_t i = 0; i < k->nhints; i++) {
         int64_t v = tilec_kernel_hint(k, L->variant, k->hints[i].name, 0);
@@ -129,14 +131,14 @@ static void emit_kernel(lw *L, const char *fname)
     }
     lower_plan(L);
     L->depth = 1;
-    L->wg_body = L->out.n;
+    L->tw.body = L->out.n;
     lower_emit_block(L, &k->body);
-    L->wg_end = L->out.n;
+    L->tw.end = L->out.n;
     L->ind--;
     lower_line(L, "}");
 }
 
-static void lw_free(lw *L)
+void lower_free(lw *L)
 {
     ar_free(&L->ar);
     sb_free(&L->out);
@@ -144,117 +146,6 @@ static void lw_free(lw *L)
     free(L->mats);
     free(L->spilled);
     sb_free(&L->notes);
-}
-
-/* The sm_90a twin of variant R (lower/wgmma.c) appended to tu when R's
- * dot loop qualifies: the kernel lowered again with wgmma accumulators.
- * -1 only when out of memory. */
-/* One lowering of R's twin (role 0: the one-tile-per-block schedule; 1,
- * 2: a persistent twin's producer and consumers) into L. */
-static void twin_pass(const lw *R, const wg_plan *w, int role, const char *tname, lw *L)
-{
-    memset(L, 0, sizeof *L);
-    L->ctx = R->ctx;
-    L->m = R->m;
-    L->k = R->k;
-    L->variant = R->variant;
-    L->wg = 1;
-    L->quiet = 1; /* a twin that does not come out leaves the variant alone */
-    L->wg_loop = R->wg_loop;
-    L->wgp = *w;
-    L->wg_role = role;
-    L->stages_cap = R->stages_cap; /* the other loops as the variant has them */
-    ar_init(&L->ar);
-    sb_init(&L->out);
-    emit_kernel(L, tname);
-}
-
-/* s followed by sfx, malloc'd; NULL out of memory. */
-static char *suffixed(const char *s, const char *sfx)
-{
-    size_t n = strlen(s), m = strlen(sfx) + 1;
-    char *r = malloc(n + m);
-    if (r) {
-        memcpy(r, s, n);
-        memcpy(r + n, sfx, m);
-    }
-    return r;
-}
-
-/* The persistent twin `name` of plan w (lower_wg_persist applied),
- * lowered twice (the producer's and the consumers' bodies) and appended
- * to tu: lower_wg_finish's result. */
-static int persist_twin(const lw *R, const wg_plan *w, const char *name, strbuf *tu, tilec_tma_meta *meta)
-{
-    lw P, C;
-    twin_pass(R, w, 1, name, &P);
-    twin_pass(R, w, 2, name, &C);
-    int r = lower_wg_finish(&C, &P, tu, meta, name);
-    lw_free(&P);
-    lw_free(&C);
-    return r;
-}
-
-/* Beside a paired twin `tname` (lower/wgpair.c), the persistent twin of
- * one tile a unit, `tname`_1, with the same parameters and tensor maps,
- * which the runtime launches where too few pairs would leave
- * multiprocessors idle; meta's shared memory the larger of the two.
- * 1, or -1 out of memory (none made is no error: the pairs run alone). */
-static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta)
-{
-    wg_plan w = R->wgp;
-    w.pair_ok = 0;
-    if (!lower_wg_persist(&w))
-        return 1;
-    char *name = suffixed(tname, "_1");
-    if (!name)
-        return -1;
-    tilec_tma_meta one;
-    int r = persist_twin(R, &w, name, tu, &one);
-    free(name);
-    if (r > 0) {
-        if (one.smem_bytes > meta->smem_bytes)
-            meta->smem_bytes = one.smem_bytes;
-        free(one.name);
-    }
-    return r < 0 ? -1 : 1;
-}
-
-/* The sm_90a twin of variant R (lower/wgmma.c) appended to tu when R's
- * dot loop qualifies: the kernel lowered again with wgmma accumulators,
- * on a persistent grid when that applies (lowered twice: the producer's
- * and the consumers' bodies), else one tile per block.
- * -1 only when out of memory. */
-static int emit_twin(const lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
-{
-    if (!R->wg_loop || R->failed)
-        return 0;
-    char *tname = suffixed(fname, "_tma");
-    if (!tname)
-        return -1;
-    wg_plan w = R->wgp;
-    int r = 0;
-    if (w.attn) { /* a loop of dots on cp.async rings (wgattn.c): one tile a block */
-        lw L;
-        twin_pass(R, &w, 0, tname, &L);
-        r = lower_wga_finish(&L, tu, meta, tname);
-        lw_free(&L);
-        free(tname);
-        return r;
-    }
-    if (lower_wg_persist(&w)) {
-        r = persist_twin(R, &w, tname, tu, meta);
-        if (r > 0 && w.pair) /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
-            r = single_twin(R, tname, tu, meta);
-    }
-    if (!r) {
-        lw L;
-        twin_pass(R, &R->wgp, 0, tname, &L);
-        r = lower_wg_finish(&L, NULL, tu, meta, tname);
-        lw_free(&L);
-    }
-    free(tname);
-    return r;
 }
 
 static char *dupstr(const char *s)
@@ -279,12 +170,13 @@ static const char *lower_once(lw *L, tilec_ctx *ctx, const tilec_module *m, cons
     L->variant = k->nvariants ? variant : -1;
     L->stages_cap = cap;
     L->axlog = axlog;
+    L->tg = &lower_target_portable;
     ar_init(&L->ar);
     sb_init(&L->out);
     sb_init(&L->notes);
     /* names up to TILEC_MAX_IDENT: no fixed buffer (one truncated long names) */
     const char *fname = lower_fmt(L, "%s_v%d", k->name, variant);
-    emit_kernel(L, fname);
+    lower_emit_kernel(L, fname);
     return fname;
 }
 
@@ -293,7 +185,7 @@ int lower_axinfo_probe(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel
     lw L;
     lower_once(&L, ctx, m, k, variant, LOWER_STAGES_MAX, log);
     int r = L.failed ? -1 : 0;
-    lw_free(&L);
+    lower_free(&L);
     return r;
 }
 
@@ -313,7 +205,7 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
         if (L.failed || L.smem <= SMEM_LIMIT || L.stages_auto < 2)
             break;
         cap = L.stages_auto;
-        lw_free(&L);
+        lower_free(&L);
     }
     /* the translation unit: a header line, the headers it needs, the prelude, the kernel */
     strbuf tu;
@@ -325,7 +217,7 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
     sb_putc(&tu, '\n');
     sb_add(&tu, sb_str(&L.out), L.out.n);
     lower_min_sm(sb_str(&L.out), m->src.name, out); /* the body alone: the sm_90a twin is compiled only for sm_90a */
-    if (emit_twin(&L, fname, &tu, &out->tma) < 0)
+    if (L.tg->emit_twins && L.tg->emit_twins(&L, fname, &tu, &out->tma) < 0) /* the sm_90a twin */
         L.failed = 1;
     sb_free(&L.out);
     L.out = tu;
@@ -336,7 +228,7 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
         out->tma.name = NULL;
         if (!L.failed)
             diag_at(ctx, &m->src, &k->loc, TILEC_SEV_ERROR, "out of memory while lowering kernel '%s'", k->name);
-        lw_free(&L);
+        lower_free(&L);
         return TILEC_ERR_INPUT;
     }
     strbuf rem, rep;
@@ -367,7 +259,7 @@ tilec_status tilec_lower_kernel(tilec_ctx *ctx, const tilec_module *m, const til
     out->params = calloc(k->nparams ? k->nparams : 1, sizeof *out->params);
     for (uint32_t i = 0; out->params && i < k->nparams; i++)
         out->params[i] = arg_kind(&k->params[i]);
-    lw_free(&L);
+    lower_free(&L);
     if (!out->name || !out->source || !out->params || !out->layouts || !out->remarks) {
         tilec_kernel_code_free(out);
         return TILEC_ERR_NOMEM;

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "parser/builtins.h"
 #include "parser/parse.h"
 #include "tilec/limits.h"
 #include "tilec/lower.h"
@@ -208,17 +209,22 @@ typedef struct lw {
     int nassigned;
     const char **dotacc; /* names updated as x = x + dot(a, b) */
     int ndotacc;
-    /* the sm_90a twin (wgmma.c) */
-    int wg;                  /* 1 while lowering the twin */
-    int wg_seen, wg_done;    /* dot loops noted; the twin's loop emitted */
     int quiet;               /* failures set `failed` without a diagnostic */
-    const tilec_stmt *wg_loop; /* the loop the twin runs on wgmma, or NULL */
-    wg_plan wgp;
-    size_t wg_epi;           /* where the statements after that loop start in out */
-    int wg_role;             /* persistent twin: 1 lowering the producer's body, 2 the consumers' */
-    size_t wg_body, wg_end;  /* where the kernel's body starts and ends in out */
-    size_t wg_pre;           /* where the twin's loop starts in out: [wg_body, wg_pre) the lets before it */
-    const char *wg_acc;      /* the twin loop's accumulator (its C name) */
+    /* the target lowered for (target.c): its dot, load/store and twin hooks */
+    const struct lower_target *tg;
+    /* the sm_90a target's state (wgmma.c, wgattn.c, wgstore.c, wgpair.c):
+     * what the regular pass notes for the twin, and the twin's passes */
+    struct lower_twin {
+        int on;                 /* 1 while lowering the twin */
+        int seen, done;         /* dot loops noted; the twin's loop emitted */
+        const tilec_stmt *loop; /* the loop the twin runs on wgmma, or NULL */
+        wg_plan plan;
+        size_t epi;             /* where the statements after that loop start in out */
+        int role;               /* persistent twin: 1 lowering the producer's body, 2 the consumers' */
+        size_t body, end;       /* where the kernel's body starts and ends in out */
+        size_t pre;             /* where the twin's loop starts in out: [body, pre) the lets before it */
+        const char *acc;        /* the twin loop's accumulator (its C name) */
+    } tw;
     struct lower_ix *ix; /* index64.c: the expressions computed in 64 bits */
     /* layplan.c: shapes reduced along their rows, the dots, the report */
     int64_t rowred[LP_MAX][2];
@@ -396,6 +402,8 @@ matnode *lower_find_mat(lw *L, const tilec_expr *e);
 void lower_map_bcast(const tilec_type *from, int rt, const char *const *idx, const char **sub);
 int lower_same_shape(const tilec_type *a, const tilec_type *b);
 int lower_is_materializing(const tilec_expr *e);
+/* Does e (or an expression inside it) call builtin b? 0 for a NULL e. */
+int lower_calls(const tilec_expr *e, tilec_builtin b);
 int lower_is_virtual(lw *L, const tilec_expr *e);
 /* The tensors a launch's table of each tensor list of k holds (0: k takes
  * no list; tilec_rt_list_cap, tilec/param_kind.h). */
@@ -559,6 +567,55 @@ void lower_ring_body(lw *L, const tilec_stmt *loop, const ring_plan *rp, int wid
  * under L->swz_rows, in 128-byte swizzled rows. */
 const char *lower_smem_at(lw *L, int trans, int ld);
 
+/* ---- target.c: the target hooks ----
+ *
+ * A kernel variant is lowered for one target at a time: the portable
+ * target (any sm_80+: the variant's own kernel) or, when the regular pass
+ * noted a dot loop it can take, the sm_90a target (the `_tma` twin:
+ * wgmma, TMA, warp specialization). The shared files ask the target
+ * through this table for the kernel's frame, its dot, load/store and
+ * loop strategies and, in the regular pass, the twin decision; they never
+ * test which target it is. A NULL hook: the portable code path. */
+typedef struct lower_target {
+    const char *name; /* "portable", "sm_90a" */
+    int split_k;      /* lowers the `split_k` hint (the twin has none) */
+    int remarks;      /* this pass records remarks (the twin's passes do not) */
+    /* the kernel's frame */
+    int (*warps)(const lw *L); /* the block's warps, whatever `warps` says */
+    /* threads and min blocks of __launch_bounds__, given the `blocks` hint */
+    const char *(*launch_bounds)(lw *L, int64_t blocks);
+    const char *(*params)(lw *L);  /* parameters after the kernel's own (tensor maps), or "" */
+    const char *(*thread_ids)(lw *L); /* the line declaring tl_tid, tl_lane, tl_warp */
+    void (*preamble)(lw *L);       /* after the thread ids */
+    /* pid(a) / num_programs(a) (e is the call), or NULL: blockIdx, gridDim */
+    const char *(*grid_value)(lw *L, const tilec_expr *e, int axis);
+    /* the dot strategy */
+    int (*dot_layout)(const lw *L, int64_t M, int64_t N, lay *y); /* an f16/bf16 dot's accumulators; 0: mma.sync's */
+    int (*dot_loop)(lw *L, const tilec_stmt *loop);                /* a pipelined dot loop emitted its own way: 1 */
+    /* a ring loop emitted its own way: its result, -1 when the target leaves it to ring.c */
+    int (*ring_loop)(lw *L, const tilec_stmt *loop, ring_plan *rp);
+    /* acc += a @ b with b in a ring: 1 emitted (L->failed when it could not), 0 the portable dot */
+    int (*ring_dot)(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t K, int64_t N, tilec_dtype d);
+    /* the store strategy: the statement s (a store of a value in layout y) emitted its own way: 1 */
+    int (*store)(lw *L, const tilec_stmt *s, const lay *y);
+    /* the twin decision, taken by the regular pass: note what the sm_90a
+     * target can take (a pipelined dot loop, a ring loop, the final store) */
+    void (*note_dot_loop)(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp);
+    int (*note_ring_loop)(lw *L, const tilec_stmt *loop, const ring_plan *rp);
+    void (*note_store)(lw *L, const tilec_stmt *s);
+    /* the kernels lowered beside this pass's (fname) for other targets,
+     * appended to tu: the sm_90a twin when a loop was noted (meta its
+     * launch); -1 only out of memory */
+    int (*emit_twins)(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta);
+} lower_target;
+
+extern const lower_target lower_target_portable; /* the variant's kernel, any sm_80+ */
+extern const lower_target lower_target_sm90a;    /* its sm_90a twin */
+/* lower.c: one pass over the kernel into L->out as __global__ fname (L
+ * set up: its target, context, kernel, variant); its state freed. */
+void lower_emit_kernel(lw *L, const char *fname);
+void lower_free(lw *L);
+
 /* ---- wgattn.c: the sm_90a twin of a loop of dots on cp.async rings ---- */
 
 /* Regular pass, at a ring loop whose rings are planned: note it for the
@@ -660,7 +717,7 @@ void lower_wg_pair_note(lw *L, const tilec_stmt *loop, const char *acc, wg_plan 
 int64_t lower_wg_n(const wg_plan *w);
 /* The paired consumers' second accumulator, zeroed (before the loop). */
 void lower_wg_pair_acc(lw *L, const char *acc);
-/* The consumers' epilogue text of a paired tile (C's [wg_epi, wg_end),
+/* The consumers' epilogue text of a paired tile (C's [tw.epi, tw.end),
  * once per program tile, the second after the lets again at pid(1) + 1
  * with the second accumulator) into tu. */
 void lower_wg_pair_epilogue(strbuf *tu, const lw *C);

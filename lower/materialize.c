@@ -9,13 +9,13 @@ static val *materialize(lw *L, const tilec_expr *e, const char *name, const lay 
 {
     const tilec_type *t = lower_ty(L, e);
     const char *c = name ? name : lower_newtmp(L, "t");
-    if (t->rank == 0 && e->kind == TILEC_EX_CALL && strcmp(e->name, "load") && strcmp(e->name, "atomic_add")) {
+    if (t->rank == 0 && e->kind == TILEC_EX_CALL && e->builtin != BI_LOAD && e->builtin != BI_ATOMIC_ADD) {
         val *v = lower_newval(L, VK_SCALAR, t, c);
         lower_emit_reduce(L, e, v);
         return v;
     }
     val *v = lower_newval(L, VK_MAT, t, c);
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot")) {
+    if (tilec_is_builtin(e, BI_DOT)) {
         const tilec_type *at = lower_ty(L, e->args[0]);
         if (!want || want->kind == LY_CANON) {
             lay y;
@@ -38,7 +38,7 @@ static val *materialize(lw *L, const tilec_expr *e, const char *name, const lay 
         v->kind = VK_SCALAR;
         v->ly.E = 1;
     }
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "load")) {
+    if (tilec_is_builtin(e, BI_LOAD)) {
         if (t->rank == 0) {
             for (uint32_t i = 0; i < e->nargs; i++)
                 lower_walk(L, e->args[i], NULL, 0, NULL, PREP);
@@ -59,7 +59,7 @@ static val *materialize(lw *L, const tilec_expr *e, const char *name, const lay 
         lower_emit_load(L, e, v);
         return v;
     }
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "atomic_add")) {
+    if (tilec_is_builtin(e, BI_ATOMIC_ADD)) {
         lay y = lower_canon(L, lower_ty(L, e->args[0]));
         v->ly = y;
         lower_emit_store(L, e, &y, v);

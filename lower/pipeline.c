@@ -16,9 +16,9 @@ const tilec_expr *lower_operand_load(const tilec_block *b, const tilec_expr *e, 
     *tr = 0;
     *nn = 0;
     for (int depth = 0; e && depth < 32; depth++) {
-        if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "load"))
+        if (tilec_is_builtin(e, BI_LOAD))
             return e;
-        if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "trans") && e->nargs == 1) {
+        if (tilec_is_builtin(e, BI_TRANS) && e->nargs == 1) {
             *tr ^= 1;
             e = e->args[0];
             continue;
@@ -66,7 +66,7 @@ void lower_bind_loop_scope(lw *L, const tilec_stmt *loop)
     lower_bind(L, loop->names[0], lower_newval(L, VK_SCALAR, &it, lower_cname(L, loop->names[0])));
     for (uint32_t i = 0; i < loop->body.nstmts; i++) {
         const tilec_stmt *s = loop->body.stmts[i];
-        if (s->kind == TILEC_ST_LET && !(s->value->kind == TILEC_EX_CALL && !strcmp(s->value->name, "load")) &&
+        if (s->kind == TILEC_ST_LET && !(tilec_is_builtin(s->value, BI_LOAD)) &&
             lower_is_virtual(L, s->value) &&
             (lower_ty(L, s->value)->rank > 0 || (!lower_in_list(L->assigned, L->nassigned, s->names[0]) &&
                                                  !lower_ix_wide_name(L, s->names[0])))) {
@@ -263,7 +263,7 @@ int lower_is_zero(lw *L, const tilec_expr *e)
         return e->fval == 0.0;
     if (e->kind == TILEC_EX_UNARY && e->op == TILEC_OP_NEG)
         return lower_is_zero(L, e->args[0]);
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "cast") && e->nargs >= 1)
+    if (tilec_is_builtin(e, BI_CAST) && e->nargs >= 1)
         return lower_is_zero(L, e->args[0]);
     const tilec_type *t = lower_ty(L, e);
     return t->rank == 0 && !t->ptr && lower_const_int(L, e, &v) == 0 && v == 0;
@@ -329,7 +329,7 @@ static int pipeline_stmt_ok(lw *L, const tilec_stmt *s, pipe_plan *pp, const cha
         return lower_miss(L, line, "a statement other than a let or the dot update in the loop body");
     if (lower_in_list(L->assigned, L->nassigned, s->names[0]))
         return lower_miss(L, line, "%s is re-assigned", s->names[0]);
-    if (s->value->kind == TILEC_EX_CALL && !strcmp(s->value->name, "load"))
+    if (tilec_is_builtin(s->value, BI_LOAD))
         return 1;
     if (lower_in_list(via, nvia, s->names[0])) /* `let bt = trans(tb)` on the way to a dot operand's load */
         return 1;
@@ -612,7 +612,7 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     r.S = pp->S;
     for (int i = 0; i < 2; i++) {
         const tilec_expr *dx = lower_dot_update(pp->update)->args[i];
-        while (dx->kind == TILEC_EX_CALL && !strcmp(dx->name, "trans") && dx->nargs == 1)
+        while (tilec_is_builtin(dx, BI_TRANS) && dx->nargs == 1)
             dx = dx->args[0];
         const char *nm = dx->kind == TILEC_EX_NAME ? dx->name : i ? "B" : "A";
         if (r.cp[i] == LOWER_CP_T1 || r.cp[i] == LOWER_CP_T0)
@@ -654,8 +654,8 @@ static void note_twin(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     lower_miss_reset(L);
     if (L->split) /* no sm_90a twin for a split-K variant (docs/lowering.md, "Split-K") */
         lower_miss(L, 0, "a split-K variant has no sm_90a twin");
-    else
-        lower_wg_note(L, loop, pp);
+    else if (L->tg->note_dot_loop) /* the twin decision (wgmma.c) */
+        L->tg->note_dot_loop(L, loop, pp);
 }
 
 /* The remark of a pipelined loop: its path and stages; for f16/bf16
@@ -681,16 +681,16 @@ static void remark_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
         return;
     }
     note_twin(L, loop, pp);
-    lower_dot_remark *r = lower_remark_dot(L, loop, path, L->wg_loop == loop ? NULL : "wgmma + TMA");
+    lower_dot_remark *r = lower_remark_dot(L, loop, path, L->tw.loop == loop ? NULL : "wgmma + TMA");
     if (r) {
-        r->wg = L->wg_loop == loop;
-        r->wg_bk = r->wg && L->wgp.bk;
+        r->wg = L->tw.loop == loop;
+        r->wg_bk = r->wg && L->tw.plan.bk;
     }
 }
 
 int lower_pipelined_loop(lw *L, const tilec_stmt *loop)
 {
-    if (lower_wg_loop(L, loop))
+    if (L->tg->dot_loop && L->tg->dot_loop(L, loop)) /* the target's own (the sm_90a twin's wgmma + TMA loop) */
         return 1;
     pipe_plan pp;
     int ok = lower_pipeline_plan(L, loop, &pp);
@@ -701,7 +701,7 @@ int lower_pipelined_loop(lw *L, const tilec_stmt *loop)
         const char *why = L->miss;
         unsigned line = L->miss_line;
         lower_miss_reset(L);
-        if (L->wg_loop == loop)
+        if (L->tw.loop == loop)
             lower_miss(L, pp.update->loc.line, "%s", pp.twin_only);
         else
             lower_miss(L, line ? line : pp.update->loc.line, "%s; not on wgmma + TMA either: %s", pp.twin_only,

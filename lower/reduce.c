@@ -7,15 +7,15 @@
 
 #include "lower/lower_internal.h"
 
-static const char *red_identity(lw *L, const char *fn, tilec_dtype d)
+static const char *red_identity(lw *L, tilec_builtin bi, tilec_dtype d)
 {
     char c = tilec_dtype_class(d);
-    if (!strcmp(fn, "sum"))
+    if (bi == BI_SUM)
         return lower_fmt(L, "((%s)0)", lower_cctype(d));
-    if (!strcmp(fn, "prod"))
+    if (bi == BI_PROD)
         return lower_fmt(L, "((%s)1)", lower_cctype(d));
     int isf = c == 'f';
-    int mx = !strcmp(fn, "max") || !strcmp(fn, "argmax");
+    int mx = bi == BI_MAX || bi == BI_ARGMAX;
     if (isf)
         return mx ? lower_fmt(L, "(-%s)", lower_inf_lit(L, d)) : lower_inf_lit(L, d);
     if (c == 'b')
@@ -28,13 +28,13 @@ static const char *red_identity(lw *L, const char *fn, tilec_dtype d)
 }
 
 /* combine "a" with "b" into a for the reduction */
-static const char *red_step(lw *L, const char *fn, const char *a, const char *b)
+static const char *red_step(lw *L, tilec_builtin bi, const char *a, const char *b)
 {
-    if (!strcmp(fn, "sum"))
+    if (bi == BI_SUM)
         return lower_fmt(L, "%s = %s + %s;", a, a, b);
-    if (!strcmp(fn, "prod"))
+    if (bi == BI_PROD)
         return lower_fmt(L, "%s = %s * %s;", a, a, b);
-    if (!strcmp(fn, "max"))
+    if (bi == BI_MAX)
         return lower_fmt(L, "%s = tl_max(%s, %s);", a, a, b);
     return lower_fmt(L, "%s = tl_min(%s, %s);", a, a, b);
 }
@@ -42,7 +42,8 @@ static const char *red_step(lw *L, const char *fn, const char *a, const char *b)
 /* One reduction: its combining op, whether it carries an index, the
  * operand in registers and the type the reduction runs in. */
 typedef struct red {
-    const char *op; /* "sum", "prod", "max" or "min" */
+    const char *op;   /* "sum", "prod", "max" or "min" (the generated comments') */
+    tilec_builtin bop; /* BI_SUM, BI_PROD, BI_MAX or BI_MIN */
     int arg;        /* argmax/argmin: tl_ai carries the index */
     val *x;
     const char *ct; /* C type of the accumulator tl_a */
@@ -55,9 +56,9 @@ static void combine(lw *L, const red *rd, const char *x)
 {
     if (rd->arg)
         lower_line(L, "    if (tl_x %s tl_a || (tl_x == tl_a && tl_xi < tl_ai) || (tl_x != tl_x && tl_a == tl_a)) { tl_a = tl_x; tl_ai = tl_xi; }",
-             rd->op[1] == 'a' ? ">" : "<");
+             rd->bop == BI_MAX ? ">" : "<");
     else
-        lower_line(L, "    %s", red_step(L, rd->op, "tl_a", x));
+        lower_line(L, "    %s", red_step(L, rd->bop, "tl_a", x));
 }
 
 /* Each thread's elements into tl_a. */
@@ -120,7 +121,7 @@ static void reduce_all(lw *L, const red *rd, val *v, const tilec_type *t)
     lower_line(L, "%s %s;", rt, v->c);
     lower_line(L, "{");
     L->ind++;
-    lower_line(L, "%s tl_a = %s;", rd->ct, red_identity(L, rd->op, rd->cd));
+    lower_line(L, "%s tl_a = %s;", rd->ct, red_identity(L, rd->bop, rd->cd));
     if (rd->arg)
         lower_line(L, "int tl_ai = 0x7fffffff;");
     reduce_thread(L, rd);
@@ -147,7 +148,7 @@ static void reduce_axis(lw *L, const red *rd, int axis, val *v, const tilec_type
     const char *xi[TILEC_MAX_RANK];
     for (int i = 0, k = 0; i < xt->rank; i++)
         xi[i] = i == axis ? "tl_r" : lower_idx[k++];
-    lower_line(L, "%s tl_a = %s;", rd->ct, red_identity(L, rd->op, rd->cd));
+    lower_line(L, "%s tl_a = %s;", rd->ct, red_identity(L, rd->bop, rd->cd));
     if (rd->arg)
         lower_line(L, "int tl_ai = 0;");
     lower_line(L, "for (int tl_r = 0; tl_r < %lld; ++tl_r) {", (long long)xt->dims[axis]);
@@ -157,9 +158,9 @@ static void reduce_axis(lw *L, const red *rd, int axis, val *v, const tilec_type
     if (rd->arg) {
         lower_line(L, "    const %s tl_x = %s;", rd->ct, xe);
         lower_line(L, "    if (tl_r == 0 || tl_x %s tl_a || (tl_x != tl_x && tl_a == tl_a)) { tl_a = tl_x; tl_ai = tl_r; }",
-             rd->op[1] == 'a' ? ">" : "<");
+             rd->bop == BI_MAX ? ">" : "<");
     } else {
-        lower_line(L, "    %s", red_step(L, rd->op, "tl_a", xe));
+        lower_line(L, "    %s", red_step(L, rd->bop, "tl_a", xe));
     }
     lower_line(L, "}");
     lower_line(L, "%s[tl_j] = %s;", v->c, rd->arg ? "tl_ai" : lower_st_elem(L, "tl_a", t->dtype));
@@ -194,10 +195,10 @@ static void reduce_regs(lw *L, const red *rd, int axis, val *v, const tilec_type
     L->ind++;
     lower_line(L, "%s tl_r[%d];", rd->ct, eo);
     lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) tl_r[tl_j] = %s;", eo, red_identity(L, rd->op, rd->cd));
+    lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) tl_r[tl_j] = %s;", eo, red_identity(L, rd->bop, rd->cd));
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) {", x->ly.E);
-    lower_line(L, "    %s", red_step(L, rd->op, lower_fmt(L, "tl_r[%s]", jo),
+    lower_line(L, "    %s", red_step(L, rd->bop, lower_fmt(L, "tl_r[%s]", jo),
                                      lower_ld_elem(L, lower_fmt(L, "%s[tl_j]", x->c), x->ty.dtype)));
     lower_line(L, "}");
     for (int k = 0; k < 5; k++) {
@@ -206,7 +207,7 @@ static void reduce_regs(lw *L, const red *rd, int axis, val *v, const tilec_type
         lower_line(L, "#pragma unroll");
         lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) {", eo);
         lower_line(L, "    const %s tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], %d);", rd->ct, 1 << k);
-        lower_line(L, "    %s", red_step(L, rd->op, "tl_r[tl_j]", "tl_x"));
+        lower_line(L, "    %s", red_step(L, rd->bop, "tl_r[tl_j]", "tl_x"));
         lower_line(L, "}");
     }
     if (warps) {
@@ -233,7 +234,7 @@ static void reduce_regs(lw *L, const red *rd, int axis, val *v, const tilec_type
         lower_line(L, "tl_r[tl_j] = %s[%s];", slot, lin);
         lower_line(L, "for (int tl_w = 1; tl_w < %d; ++tl_w) {", 1 << nw);
         lower_line(L, "    const %s tl_x = %s[tl_w * %lld + %s];", rd->ct, slot, (long long)on, lin);
-        lower_line(L, "    %s", red_step(L, rd->op, "tl_r[tl_j]", "tl_x"));
+        lower_line(L, "    %s", red_step(L, rd->bop, "tl_r[tl_j]", "tl_x"));
         lower_line(L, "}");
         lower_loop_end(L);
     }
@@ -246,10 +247,11 @@ static void reduce_regs(lw *L, const red *rd, int axis, val *v, const tilec_type
 /* sum/prod/max/min/argmax/argmin(x, axis) into v (scalar or tile). */
 void lower_emit_reduce(lw *L, const tilec_expr *e, val *v)
 {
-    const char *fn = e->name;
     red rd;
-    rd.arg = fn[0] == 'a';
-    rd.op = rd.arg ? (fn[3] == 'm' && fn[4] == 'a' ? "max" : "min") : fn;
+    tilec_builtin bi = (tilec_builtin)e->builtin;
+    rd.arg = bi == BI_ARGMAX || bi == BI_ARGMIN;
+    rd.bop = bi == BI_ARGMAX ? BI_MAX : bi == BI_ARGMIN ? BI_MIN : bi;
+    rd.op = tilec_builtin_get(rd.bop)->name;
     rd.x = lower_operand(L, e->args[0]);
     const tilec_type *xt = &rd.x->ty;
     rd.cd = lower_compute_dt(xt->dtype);
@@ -258,7 +260,7 @@ void lower_emit_reduce(lw *L, const tilec_expr *e, val *v)
     int axis = lower_axis(L, e, 1, xt->rank);
     /* a sum of bool counts in int; an index sum or product widened to
      * 64 bits (index64.c) adds or multiplies in 64 bits */
-    if ((!strcmp(fn, "sum") || !strcmp(fn, "prod")) && tilec_dtype_class(t->dtype) != 'f' && t->dtype != xt->dtype)
+    if ((bi == BI_SUM || bi == BI_PROD) && tilec_dtype_class(t->dtype) != 'f' && t->dtype != xt->dtype)
         rd.cd = lower_compute_dt(t->dtype), rd.ct = lower_cctype(t->dtype);
     if (t->rank == 0)
         reduce_all(L, &rd, v, t);

@@ -35,7 +35,7 @@ int lower_miss(lw *L, unsigned line, const char *f, ...)
 
 lower_dot_remark *lower_remark_dot(lw *L, const tilec_stmt *loop, const char *path, const char *missed)
 {
-    if (L->wg || L->nrem >= LP_MAX) /* the twin's own passes remark nothing */
+    if (!L->tg->remarks || L->nrem >= LP_MAX) /* the twin's own passes remark nothing */
         return NULL;
     lower_dot_remark *r = &L->rem[L->nrem++];
     memset(r, 0, sizeof *r);
@@ -43,8 +43,8 @@ lower_dot_remark *lower_remark_dot(lw *L, const tilec_stmt *loop, const char *pa
     r->path = path;
     r->missed = missed;
     /* the sm_90a twin took this loop (whichever path the variant's own took: pipeline.c's twin_only) */
-    r->wg = L->wg_loop == loop;
-    r->wg_bk = r->wg && L->wgp.bk;
+    r->wg = L->tw.loop == loop;
+    r->wg_bk = r->wg && L->tw.plan.bk;
     if (missed) {
         r->why = L->miss ? L->miss : "(no reason recorded)";
         r->why_line = L->miss_line;
@@ -56,7 +56,7 @@ static int expr_dots(const tilec_expr *e)
 {
     if (!e)
         return 0;
-    int n = e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot");
+    int n = tilec_is_builtin(e, BI_DOT);
     for (uint32_t i = 0; i < e->nargs; i++)
         n += expr_dots(e->args[i]);
     return n;
@@ -81,8 +81,8 @@ void lower_remarks_render(lw *L, int twin, strbuf *out)
         unsigned line = r->loop->loc.line;
         if (r->wg && twin)
             sb_printf(out, "line %u: dot loop: %s (the sm_90a twin%s%s); elsewhere %s\n", line,
-                      r->wg_path ? r->wg_path : L->wgp.gather ? "wgmma + cp.async" : "wgmma + TMA", r->wg_bk ? ", B K-major: trans of its [N, K] load" : "",
-                      L->wgp.how ? L->wgp.how : "", r->path);
+                      r->wg_path ? r->wg_path : L->tw.plan.gather ? "wgmma + cp.async" : "wgmma + TMA", r->wg_bk ? ", B K-major: trans of its [N, K] load" : "",
+                      L->tw.plan.how ? L->tw.plan.how : "", r->path);
         else
             sb_printf(out, "line %u: dot loop: %s\n", line, r->path);
         if (r->wg && !twin)

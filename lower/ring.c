@@ -17,7 +17,7 @@
 /* e is `name`, or trans(...) of it (the dot reads the ring transposed). */
 static int ring_operand_is(const tilec_expr *e, const char *name)
 {
-    while (e->kind == TILEC_EX_CALL && !strcmp(e->name, "trans") && e->nargs == 1)
+    while (tilec_is_builtin(e, BI_TRANS) && e->nargs == 1)
         e = e->args[0];
     return e->kind == TILEC_EX_NAME && !strcmp(e->name, name);
 }
@@ -34,7 +34,7 @@ static int ring_reads(lw *L, const tilec_expr *e, const char *name, tilec_dtype 
     int n = 0;
     for (uint32_t i = 0; i < e->nargs; i++) {
         const tilec_expr *x = e->args[i];
-        if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot") && i == 1 && ring_operand_is(x, name)) {
+        if (tilec_is_builtin(e, BI_DOT) && i == 1 && ring_operand_is(x, name)) {
             const tilec_type *at = lower_ty(L, e->args[0]), *t = lower_ty(L, e);
             lay y;
             if (at->dtype == ld && lower_dot_layout(L, at, t->dims[0], t->dims[1], &y) && y.kind == LY_MMA) {
@@ -57,7 +57,7 @@ static int ring_block_reads(lw *L, const tilec_block *b, const char *name, tilec
         if (s->kind == TILEC_ST_DOC)
             continue;
         const tilec_expr *v = s->value;
-        if (v && v->kind == TILEC_EX_CALL && (!strcmp(v->name, "store") || !strcmp(v->name, "atomic_add")))
+        if (v && (tilec_is_builtin(v, BI_STORE) || tilec_is_builtin(v, BI_ATOMIC_ADD)))
             return -1;
         if (s->kind == TILEC_ST_FOR) {
             n += ring_reads(L, s->lo, name, ld, asb) + ring_reads(L, s->hi, name, ld, asb) +
@@ -88,7 +88,7 @@ static const tilec_stmt *ring_alias(lw *L, const tilec_block *b, const char *x)
 {
     for (uint32_t i = 0; i < b->nstmts; i++) {
         const tilec_stmt *s = b->stmts[i];
-        if (s->kind == TILEC_ST_LET && s->value->kind == TILEC_EX_CALL && !strcmp(s->value->name, "trans") &&
+        if (s->kind == TILEC_ST_LET && tilec_is_builtin(s->value, BI_TRANS) &&
             s->value->nargs == 1 && s->value->args[0]->kind == TILEC_EX_NAME && !strcmp(s->value->args[0]->name, x) &&
             !lower_in_list(L->assigned, L->nassigned, s->names[0]))
             return s;
@@ -125,7 +125,7 @@ static int ring_ahead(lw *L, const tilec_stmt *loop, const tilec_expr *e, int de
 static int ring_candidate(lw *L, const tilec_stmt *loop, const tilec_stmt *s, ring_op *op)
 {
     const tilec_expr *ld = s->value;
-    if (s->kind != TILEC_ST_LET || ld->kind != TILEC_EX_CALL || strcmp(ld->name, "load"))
+    if (s->kind != TILEC_ST_LET || !tilec_is_builtin(ld, BI_LOAD))
         return 0;
     unsigned line = s->loc.line;
     const char *x = s->names[0];
@@ -372,8 +372,9 @@ int lower_ring_loop(lw *L, const tilec_stmt *loop)
     lower_leave(L);
     if (!ok)
         return 0;
-    if (L->wg && L->wgp.attn && loop == L->wg_loop) /* the sm_90a twin of this loop (wgattn.c) */
-        return lower_wga_loop(L, loop, &rp);
+    int own = L->tg->ring_loop ? L->tg->ring_loop(L, loop, &rp) : -1;
+    if (own >= 0) /* the target's own (the sm_90a twin of this loop, wgattn.c) */
+        return own;
     strbuf names;
     sb_init(&names);
     for (int i = 0; i < rp.n; i++) {
@@ -389,7 +390,7 @@ int lower_ring_loop(lw *L, const tilec_stmt *loop)
     const char *miss = L->miss;
     unsigned miss_line = L->miss_line;
     lower_miss_reset(L); /* the first reason the attention twin refuses, unless a plain dot loop was the better path */
-    if (L->wg_loop != loop && lower_wga_note(L, loop, &rp)) { /* not one the TMA twin took (pipeline.c) */
+    if (L->tw.loop != loop && L->tg->note_ring_loop && L->tg->note_ring_loop(L, loop, &rp)) { /* the twin decision (wgattn.c); not one the TMA twin took (pipeline.c) */
         lower_dot_remark *r = lower_remark_dot(L, loop, path, NULL);
         if (r) {
             r->wg = 1;

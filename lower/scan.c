@@ -34,17 +34,17 @@ typedef enum { SC_SUM, SC_PROD, SC_MAX, SC_MIN, SC_USER } sckind;
 
 int lower_is_scan(const tilec_expr *e)
 {
-    return e->kind == TILEC_EX_CALL && (!strcmp(e->name, "cumsum") || !strcmp(e->name, "cumprod") ||
-                                        !strcmp(e->name, "cummax") || !strcmp(e->name, "cummin") ||
-                                        !strcmp(e->name, "scan"));
+    return tilec_is_builtin_kind(e, BK_SCAN);
 }
 
 static sckind scan_kind(const tilec_expr *e)
 {
-    if (!strcmp(e->name, "scan"))
+    if (e->builtin == BI_SCAN)
         return SC_USER;
-    return !strcmp(e->name, "cumsum") ? SC_SUM : !strcmp(e->name, "cumprod") ? SC_PROD
-                                     : !strcmp(e->name, "cummax") ? SC_MAX : SC_MIN;
+    return e->builtin == BI_CUMSUM    ? SC_SUM
+           : e->builtin == BI_CUMPROD ? SC_PROD
+           : e->builtin == BI_CUMMAX  ? SC_MAX
+                                      : SC_MIN;
 }
 
 /* The identity an exclusive scan starts with (SC_USER: its init). */

@@ -16,17 +16,6 @@
 
 enum { SPLIT_MAX = 64 };
 
-static int calls(const tilec_expr *e, const char *name)
-{
-    if (!e)
-        return 0;
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, name))
-        return 1;
-    for (uint32_t i = 0; i < e->nargs; i++)
-        if (calls(e->args[i], name))
-            return 1;
-    return 0;
-}
 
 /* The first statement of b (nested blocks too) that stores or adds
  * atomically, or that assigns `name` (NULL: none). */
@@ -36,7 +25,7 @@ static const tilec_stmt *find_effect(const tilec_block *b, const char *assigns)
         const tilec_stmt *s = b->stmts[i];
         if (s->kind == TILEC_ST_DOC)
             continue;
-        if (!assigns && (calls(s->value, "store") || calls(s->value, "atomic_add")))
+        if (!assigns && (lower_calls(s->value, BI_STORE) || lower_calls(s->value, BI_ATOMIC_ADD)))
             return s;
         if (assigns && s->kind == TILEC_ST_ASSIGN && !strcmp(s->names[0], assigns))
             return s;
@@ -134,7 +123,7 @@ void lower_split_begin(lw *L)
     for (uint32_t i = 0; i < at; i++)
         if (b->stmts[i]->kind == TILEC_ST_LET && !strcmp(b->stmts[i]->names[0], acc))
             init = b->stmts[i];
-    if (!init || !(init->value->kind == TILEC_EX_CALL && !strcmp(init->value->name, "zeros")) ||
+    if (!init || !(tilec_is_builtin(init->value, BI_ZEROS)) ||
         find_effect(&before, acc)) {
         lower_fail(L, &upd->loc,
                    "split_k = %lld: the accumulator '%s' must be `let %s = zeros(...)` before the loop and not "

@@ -24,7 +24,7 @@ const tilec_expr *lower_dot_update(const tilec_stmt *s)
     for (int i = 0; i < 2; i++) {
         const tilec_expr *x = s->value->args[i], *d = s->value->args[1 - i];
         if (x->kind == TILEC_EX_NAME && !strcmp(x->name, s->names[0]) && d->kind == TILEC_EX_CALL &&
-            !strcmp(d->name, "dot"))
+            d->builtin == BI_DOT)
             return d;
     }
     return NULL;
@@ -198,7 +198,7 @@ static int scaled_dot_update(lw *L, const tilec_stmt *s, val *v)
         return 0;
     for (int i = 0; i < 2; i++) {
         const tilec_expr *m = e->args[i], *d = e->args[1 - i];
-        if (d->kind != TILEC_EX_CALL || strcmp(d->name, "dot") || m->kind != TILEC_EX_BINARY || m->op != TILEC_OP_MUL)
+        if (!tilec_is_builtin(d, BI_DOT) || m->kind != TILEC_EX_BINARY || m->op != TILEC_OP_MUL)
             continue;
         int xi = m->args[0]->kind == TILEC_EX_NAME && !strcmp(m->args[0]->name, s->names[0]) ? 0 : 1;
         const tilec_expr *x = m->args[xi];
@@ -262,7 +262,7 @@ static void stmt_assign(lw *L, const tilec_stmt *s)
 static void stmt_expr(lw *L, const tilec_stmt *s)
 {
     const tilec_expr *e = s->value;
-    if (e->kind == TILEC_EX_CALL && (!strcmp(e->name, "store") || !strcmp(e->name, "atomic_add"))) {
+    if (tilec_is_builtin(e, BI_STORE) || tilec_is_builtin(e, BI_ATOMIC_ADD)) {
         const tilec_type *pt = lower_ty(L, e->args[0]);
         lay y = lower_pick_for(L, e->args[1]);
         if (!lower_same_shape(lower_ty(L, e->args[1]), pt))
@@ -273,9 +273,10 @@ static void stmt_expr(lw *L, const tilec_stmt *s)
             if (v && v->kind == VK_MAT && lower_same_shape(&v->ty, pt))
                 y = v->ly;
         }
-        if (L->wg && lower_wg_store(L, s, &y)) /* the sm_90a twin's epilogue by TMA */
+        if (L->tg->store && L->tg->store(L, s, &y)) /* the target's own (the sm_90a twin's epilogue by TMA) */
             return;
-        lower_wg_store_note(L, s); /* the regular pass: whether the twin may */
+        if (L->tg->note_store) /* the twin decision: whether the twin may (wgstore.c) */
+            L->tg->note_store(L, s);
         lower_emit_store(L, e, &y, NULL);
         return;
     }

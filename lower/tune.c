@@ -306,7 +306,7 @@ static const tilec_stmt *dot_loop(const tilec_block *b, int *has_dot)
             return l;
         if (inner && s->kind == TILEC_ST_FOR)
             return s;
-        if (inner || chk_tune_expr_uses(s->value, "dot", NULL)) {
+        if (inner || lower_calls(s->value, BI_DOT)) {
             *has_dot = 1;
             return NULL;
         }

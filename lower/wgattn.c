@@ -251,9 +251,9 @@ static int placed_ok(lw *L, const tilec_stmt *loop)
 
 int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
 {
-    if (L->wg)
+    if (L->tw.on)
         return 0;
-    if (L->wg_seen++) { /* one dot loop a twin: the earlier one's twin is off */
+    if (L->tw.seen++) { /* one dot loop a twin: the earlier one's twin is off */
         for (int i = 0; i < L->nrem; i++)
             if (L->rem[i].wg) {
                 L->rem[i].wg = 0;
@@ -261,7 +261,7 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
                 L->rem[i].why = lower_fmt(L, "the kernel has another dot loop (line %u; the twin takes one)", loop->loc.line);
                 L->rem[i].why_line = 0;
             }
-        L->wg_loop = NULL;
+        L->tw.loop = NULL;
         return lower_miss(L, 0, "the kernel has more than one dot loop (the twin takes one)");
     }
     if (L->split)
@@ -293,7 +293,7 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
         S = WGA_MAX_STAGES;
     if (S < 2)
         return lower_miss(L, 0, "fewer than two stages of its rings (%lld bytes a stage) fit", (long long)stage);
-    wg_plan *w = &L->wgp;
+    wg_plan *w = &L->tw.plan;
     memset(w, 0, sizeof *w);
     w->attn = 1;
     w->M = M;
@@ -302,7 +302,7 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
     w->warps = wga_warps(M);
     w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s", S, (long long)stage, w->warps,
                        w->warps != L->nwarps ? lower_fmt(L, " where the `warps` hint says %d", L->nwarps) : "");
-    L->wg_loop = loop;
+    L->tw.loop = loop;
     return 1;
 }
 
@@ -350,9 +350,9 @@ static void producer(lw *L, const tilec_stmt *loop, ring_plan *rp, const char *v
 
 int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
 {
-    if (!L->wg || !L->wgp.attn || loop != L->wg_loop)
+    if (!L->tw.on || !L->tw.plan.attn || loop != L->tw.loop)
         return 0;
-    wg_plan *w = &L->wgp;
+    wg_plan *w = &L->tw.plan;
     int S = w->S;
     int64_t ring = 0;
     for (int i = 0; i < rp->n; i++) { /* unpadded tiles, each ring's slots side by side (1024-byte multiples) */
@@ -384,7 +384,7 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
     lower_line(L, "}");
     lower_line(L, "__syncthreads();");
     producer(L, loop, rp, v);
-    L->wg_epi = L->out.n; /* from here on only the consumer warps run: their own named barrier */
+    L->tw.epi = L->out.n; /* from here on only the consumer warps run: their own named barrier */
     lower_line(L, "tl_setmaxnreg_inc<%d>();", WGA_REGS_CONSUMER);
     int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
     lower_line(L, "int tl_it = 0;");
@@ -411,7 +411,7 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
     }
     L->ind--;
     lower_line(L, "}");
-    L->wg_done = 1;
+    L->tw.done = 1;
     return 1;
 }
 
@@ -419,7 +419,7 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
  * lower_wga_finish; its name. */
 static const char *rs_form(lw *L, int64_t N, int bk, tilec_dtype d)
 {
-    wg_plan *w = &L->wgp;
+    wg_plan *w = &L->tw.plan;
     int i = 0, form = bk | (d == TILEC_DT_BF16) << 1;
     while (i < w->nfn && (w->fn_n[i] != N || w->fn_bk[i] != form))
         i++;
@@ -464,7 +464,7 @@ int lower_wga_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t
         lower_line(L, "    %s(%s, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, %lld, 1024, 1));", fn, acc->c,
                    (long long)(K * 128));
     lower_line(L, "tl_wg_commit();");
-    wg_plan *w = &L->wgp;
+    wg_plan *w = &L->tw.plan;
     if (w->defer_dot && L->curdot == w->defer_dot) { /* in flight into the next iteration's first dot */
         val *x = lower_lookup(L, w->defer_acc);
         if (!x || x != acc)
@@ -511,9 +511,9 @@ static void rs_fn(strbuf *tu, const char *t, int64_t N, int bk)
 
 int lower_wga_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname)
 {
-    if (!L->wg_done || L->failed || L->out.failed || L->ar.failed || L->smem > SMEM_LIMIT)
+    if (!L->tw.done || L->failed || L->out.failed || L->ar.failed || L->smem > SMEM_LIMIT)
         return 0;
-    const wg_plan *w = &L->wgp;
+    const wg_plan *w = &L->tw.plan;
     sb_puts(tu, "\n#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
     sb_puts(tu, lower_wg_helpers());
     sb_puts(tu, "#ifndef TL_WG_PIN\n#define TL_WG_PIN\n"
@@ -523,7 +523,7 @@ int lower_wga_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname)
                 "#endif\n");
     for (int i = 0; i < w->nfn; i++)
         rs_fn(tu, w->fn_bk[i] & 2 ? "bf16" : "f16", w->fn_n[i], w->fn_bk[i] & 1);
-    lower_wg_add_consumers(tu, sb_str(&L->out), 0, L->wg_epi, L->out.n, L->nt);
+    lower_wg_add_consumers(tu, sb_str(&L->out), 0, L->tw.epi, L->out.n, L->nt);
     sb_puts(tu, "#endif\n");
     memset(meta, 0, sizeof *meta); /* no tensor maps: the variant's parameters alone */
     meta->threads = (uint32_t)(L->nt + WGA_PRODUCER);

@@ -12,7 +12,7 @@
  * variant itself.
  *
  * The regular pass notes a candidate loop (lower_wg_note); the twin pass
- * (lw.wg set, lower.c) lowers the kernel again and emits the loop here
+ * (lw.tw.on set, lower.c) lowers the kernel again and emits the loop here
  * (lower_wg_loop): for a persistent grid (lower_wg_persist) twice, the
  * producer's body and the consumers', each walking the block's tiles in
  * one branch of a single if/else of roles; lower_wg_finish wraps the twin in
@@ -146,9 +146,9 @@ static int lets_of(const tilec_block *b, const char *name)
 /* pid(2), or cast(pid(2), ...): the pid call. */
 static const tilec_expr *pid2_of(const tilec_expr *e)
 {
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "cast") && e->nargs >= 1)
+    if (tilec_is_builtin(e, BI_CAST) && e->nargs >= 1)
         e = e->args[0];
-    return e->kind == TILEC_EX_CALL && !strcmp(e->name, "pid") && e->nargs == 1 && e->args[0]->ival == 2 ? e : NULL;
+    return tilec_is_builtin(e, BI_PID) && e->nargs == 1 && e->args[0]->ival == 2 ? e : NULL;
 }
 
 /* Z, a name let once at the top of the kernel to pid(2) * X [* Y] with X,
@@ -307,11 +307,11 @@ const char *lower_wg_batch(lw *L, const wg_plan *w, int i)
 /* Calls that are pure functions of indices and scalars. */
 static int pure(const tilec_expr *e)
 {
-    static const char *const ok[] = {"range", "zeros", "full", "pid", "num_programs", "cast", "cdiv", "min", "max",
-                                        "maximum", "minimum", "where"};
+    static const tilec_builtin ok[] = {BI_RANGE, BI_ZEROS, BI_FULL, BI_PID, BI_NUM_PROGRAMS, BI_CAST, BI_CDIV, BI_MIN, BI_MAX,
+                                       BI_MAXIMUM, BI_MINIMUM, BI_WHERE};
     if (e->kind == TILEC_EX_CALL) {
         size_t i = 0;
-        while (i < sizeof ok / sizeof ok[0] && strcmp(ok[i], e->name))
+        while (i < sizeof ok / sizeof ok[0] && (int)ok[i] != e->builtin)
             i++;
         if (i == sizeof ok / sizeof ok[0])
             return 0;
@@ -367,7 +367,7 @@ static int after_loop_ok(const lw *L, const tilec_stmt *loop)
 int lower_wg_layout(const lw *L, int64_t M, int64_t N, lay *y)
 {
     int cw = wg_warps(M);
-    if (!cw || (L->wg && cw != L->nwarps) || N % 64 || N > 256)
+    if (!cw || (L->tw.on && cw != L->nwarps) || N % 64 || N > 256)
         return 0;
     lower_mma_grid(M, N, cw, 1, y); /* a 16 x N warp tile: wgmma's fragments */
     return 1;
@@ -444,9 +444,9 @@ static int k_affine(lw *L, const tilec_expr *e, const char *var, int64_t *a, int
         *rest = *rest && r1;
         return 1;
     case TILEC_EX_CALL:
-        if (!strcmp(e->name, "range") && e->nargs == 1)
+        if (e->builtin == BI_RANGE && e->nargs == 1)
             return 1; /* its first element is 0 */
-        if (!strcmp(e->name, "cast") && e->nargs >= 1)
+        if (e->builtin == BI_CAST && e->nargs >= 1)
             return k_affine(L, e->args[0], var, a, rest);
         return 0;
     case TILEC_EX_INDEX:
@@ -500,7 +500,7 @@ static int wg_stage_iters(lw *L, const tilec_stmt *loop, const wg_plan *w, const
             return *why = "A's and B's masks bound K by different parameters", 1;
     }
     const tilec_expr *hi = lower_look(L, loop->hi), *d = hi;
-    if (hi->kind == TILEC_EX_CALL && !strcmp(hi->name, "cdiv") && hi->nargs == 2 && !lower_const_int(L, hi->args[1], &c) &&
+    if (tilec_is_builtin(hi, BI_CDIV) && hi->nargs == 2 && !lower_const_int(L, hi->args[1], &c) &&
         c == a0)
         d = lower_look(L, hi->args[0]); /* a * cdiv(K, a) >= K */
     int p = param_index(L, d, 0);
@@ -556,9 +556,9 @@ static const char *wg_how(lw *L, const wg_plan *w)
 
 void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
 {
-    if (L->wg)
+    if (L->tw.on)
         return;
-    if (L->wg_seen++) { /* one dot loop per kernel */
+    if (L->tw.seen++) { /* one dot loop per kernel */
         for (int i = 0; i < L->nrem; i++)
             if (L->rem[i].wg) {
                 L->rem[i].wg = 0;
@@ -566,7 +566,7 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
                 L->rem[i].why = lower_fmt(L, "the kernel has another dot loop (line %u; the twin takes one)", loop->loc.line);
                 L->rem[i].why_line = 0;
             }
-        L->wg_loop = NULL;
+        L->tw.loop = NULL;
         lower_miss(L, 0, "the kernel has more than one dot loop (the twin takes one)");
         return;
     }
@@ -582,7 +582,7 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     if (!top_level(L, loop))
         return (void)lower_miss(L, 0, "the loop is not a statement of the kernel's body after lets of indices and "
                                       "scalars only (the producer warps run those too)");
-    wg_plan *w = &L->wgp;
+    wg_plan *w = &L->tw.plan;
     memset(w, 0, sizeof *w);
     lower_bind_loop_scope(L, loop);
     /* each operand K-major when the axis its load's unit stride runs along is the dot's K (the K axis of
@@ -618,7 +618,7 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     w->persist_ok = !w->gather && after_loop_ok(L, loop);
     if (!w->gather)
         lower_wg_pair_note(L, loop, pp->update->names[0], w); /* two N tiles a block (wgpair.c) */
-    L->wg_loop = loop;
+    L->tw.loop = loop;
 }
 
 /* A persistent twin's store staging past the ring, in bytes (one part). */
@@ -678,7 +678,7 @@ static int persist_plan(wg_plan *w)
  * bijection of the grid: every (pid(0), pid(1)) runs once. */
 void lower_wg_preamble(lw *L)
 {
-    if (L->wgp.persist)
+    if (L->tw.plan.persist)
         return; /* per tile, in the persistent loop (lower_wg_finish) */
     lower_line(L, "int tl_pid0, tl_pid1;");
     lower_line(L, "{ /* grouped order, %d tiles down axis 0 at a time */", WG_GROUP);
@@ -876,17 +876,17 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
 
 int lower_wg_loop(lw *L, const tilec_stmt *loop)
 {
-    if (!L->wg || loop != L->wg_loop)
+    if (!L->tw.on || loop != L->tw.loop)
         return 0;
     lower_pipe_plan pp;
-    const wg_plan *w = &L->wgp;
+    const wg_plan *w = &L->tw.plan;
     if (!lower_pipeline_plan(L, loop, &pp))
         return 0;
     int S = w->S;
     int64_t ring = S * w->stage_bytes, epi = lower_wg_staging(w);
-    L->wg_pre = L->out.n; /* the lets before the loop end here (wgpair.c lowers them again) */
+    L->tw.pre = L->out.n; /* the lets before the loop end here (wgpair.c lowers them again) */
     uint32_t base = lower_alloc_smem(L, ring + epi + 2 * 8 * S + 1024);
-    L->wgp.ring_base = base; /* the epilogue's TMA store stages in the ring, or past it (wgstore.c) */
+    L->tw.plan.ring_base = base; /* the epilogue's TMA store stages in the ring, or past it (wgstore.c) */
     const char *v = lower_cname(L, loop->names[0]);
     lower_walk(L, loop->lo, NULL, 0, NULL, PREP);
     lower_walk(L, loop->hi, NULL, 0, NULL, PREP);
@@ -902,14 +902,14 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     lower_line(L, "const unsigned tl_ring = (tl_sa(tl_smem + %u) + 1023u) & ~1023u;", base);
     lower_line(L, "const unsigned tl_full = tl_ring + %lld, tl_empty = tl_full + %d;", (long long)(ring + epi), 8 * S);
     if (w->persist) { /* the barriers are set up once, before the roles part (lower_wg_finish) */
-        if (L->wg_role == 1)
+        if (L->tw.role == 1)
             producer(L, w, loop, v);
         else
             consumer(L, w, pp.acc, lower_ty(L, pp.load[0])->dtype);
         L->ind--;
         lower_line(L, "}");
-        L->wg_epi = L->out.n;
-        L->wg_done = 1;
+        L->tw.epi = L->out.n;
+        L->tw.done = 1;
         return 1;
     }
     lower_line(L, "if (tl_tid == 0) {");
@@ -924,8 +924,8 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     consumer(L, w, pp.acc, lower_ty(L, pp.load[0])->dtype);
     L->ind--;
     lower_line(L, "}");
-    L->wg_epi = L->out.n; /* from here on only the consumer warps run */
-    L->wg_done = 1;
+    L->tw.epi = L->out.n; /* from here on only the consumer warps run */
+    L->tw.done = 1;
     return 1;
 }
 
@@ -1050,10 +1050,10 @@ static void persist_pids(strbuf *tu, int pair)
  * finish this one (P: the producer's pass, C: the consumers'). */
 static void persist_body(strbuf *tu, lw *P, lw *C)
 {
-    const wg_plan *w = &C->wgp;
+    const wg_plan *w = &C->tw.plan;
     const char *pb = sb_str(&P->out), *cb = sb_str(&C->out);
     int64_t ring = w->S * w->stage_bytes, epi = lower_wg_staging(w);
-    sb_add(tu, cb, C->wg_body);
+    sb_add(tu, cb, C->tw.body);
     sb_printf(tu, "    { /* a persistent grid: each block walks tiles, %d stages (sm_90a) */\n", w->S);
     sb_printf(tu, "    const unsigned tl_ring0 = (tl_sa(tl_smem + %u) + 1023u) & ~1023u;\n", w->ring_base);
     sb_printf(tu, "    const unsigned tl_full0 = tl_ring0 + %lld, tl_empty0 = tl_full0 + %d;\n", (long long)(ring + epi),
@@ -1071,38 +1071,38 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
     sb_printf(tu, "    if (tl_tid >= %d) {\n        tl_setmaxnreg_dec<40>();\n        if (tl_tid == %d) {\n", C->nt, C->nt);
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
     persist_pids(tu, w->pair);
-    sb_add(tu, pb + P->wg_body, P->wg_epi - P->wg_body);
+    sb_add(tu, pb + P->tw.body, P->tw.epi - P->tw.body);
     sb_puts(tu, "        }\n        }\n    } else {\n        tl_setmaxnreg_inc<232>();\n");
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
     persist_pids(tu, w->pair);
     if (w->pair) { /* the loop once, the statements after it per N tile (wgpair.c) */
-        lower_wg_add_consumers(tu, cb, C->wg_body, C->wg_epi, C->wg_epi, C->nt);
+        lower_wg_add_consumers(tu, cb, C->tw.body, C->tw.epi, C->tw.epi, C->nt);
         lower_wg_pair_epilogue(tu, C);
     } else {
-        lower_wg_add_consumers(tu, cb, C->wg_body, C->wg_epi, C->wg_end, C->nt);
+        lower_wg_add_consumers(tu, cb, C->tw.body, C->tw.epi, C->tw.end, C->nt);
     }
     sb_puts(tu, "        }\n");
     sb_puts(tu, "        if (tl_tid == 0)\n"
                 "            tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */\n");
     sb_puts(tu, "    }\n    }\n");
-    sb_puts(tu, cb + C->wg_end);
+    sb_puts(tu, cb + C->tw.end);
 }
 
 int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *fname)
 {
-    if (!L->wg_done || L->failed || L->out.failed || L->smem > SMEM_LIMIT)
+    if (!L->tw.done || L->failed || L->out.failed || L->smem > SMEM_LIMIT)
         return 0;
-    if (P && (!P->wg_done || P->failed || P->out.failed || P->smem != L->smem))
+    if (P && (!P->tw.done || P->failed || P->out.failed || P->smem != L->smem))
         return 0;
     const char *body = sb_str(&L->out);
-    const wg_plan *w = &L->wgp;
+    const wg_plan *w = &L->tw.plan;
     sb_puts(tu, "\n#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
     sb_puts(tu, wg_helpers);
     wgmma_fn(tu, w->maps[0].bf16 ? "bf16" : "f16", lower_wg_n(w), w->amn, w->bk, w->pair);
     if (P)
         persist_body(tu, P, L);
     else /* after the loop the producer warps are gone: the consumers meet at named barrier 1 */
-        lower_wg_add_consumers(tu, body, 0, L->wg_epi, L->out.n, L->nt);
+        lower_wg_add_consumers(tu, body, 0, L->tw.epi, L->out.n, L->nt);
     sb_puts(tu, "#endif\n");
     memset(meta, 0, sizeof *meta);
     size_t n = strlen(fname) + 1;
@@ -1120,12 +1120,12 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
 
 const char *lower_wg_params(lw *L)
 {
-    if (!L->wgp.nmaps) /* a gather twin: no tensor maps */
+    if (!L->tw.plan.nmaps) /* a gather twin: no tensor maps */
         return "";
-    const char *maps = L->wgp.nmaps == 3
+    const char *maps = L->tw.plan.nmaps == 3
                            ? ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, "
                              "const __grid_constant__ tl_tmap tl_tm2"
                            : ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1";
     /* a persistent twin: the program's grid, which the launch's grid no longer is */
-    return L->wgp.persist ? lower_fmt(L, "%s, int tl_grid0, int tl_grid1, int tl_grid2", maps) : maps;
+    return L->tw.plan.persist ? lower_fmt(L, "%s, int tl_grid0, int tl_grid1, int tl_grid2", maps) : maps;
 }

@@ -71,11 +71,11 @@ static int pid1_affine(lw *L, const tilec_expr *e, const tilec_stmt *loop, int64
         const tilec_expr *v = let_of(L, e->name, loop, 1);
         return v ? pid1_affine(L, v, loop, a, depth + 1) : tile_invariant_name(L, e->name, loop);
     }
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "pid") && e->nargs == 1 && !lower_const_int(L, e->args[0], &c)) {
+    if (tilec_is_builtin(e, BI_PID) && e->nargs == 1 && !lower_const_int(L, e->args[0], &c)) {
         *a = c == 1;
         return 1;
     }
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "cast") && e->nargs >= 1)
+    if (tilec_is_builtin(e, BI_CAST) && e->nargs >= 1)
         return pid1_affine(L, e->args[0], loop, a, depth + 1);
     if (e->kind == TILEC_EX_UNARY && e->op == TILEC_OP_NEG) {
         int ok = pid1_affine(L, e->args[0], loop, a, depth + 1);
@@ -124,7 +124,7 @@ static const char *pair_why(lw *L, const tilec_stmt *loop, const char *acc, cons
     if (!w->persist_ok)
         return "a statement after the loop can return (no persistent grid)";
     const tilec_expr *init = let_of(L, acc, loop, 0);
-    if (!init || init->kind != TILEC_EX_CALL || strcmp(init->name, "zeros"))
+    if (!init || !tilec_is_builtin(init, BI_ZEROS))
         return lower_fmt(L, "the accumulator %s does not start as zeros", acc);
     /* B's N index: pid(1) * N + ..., so tile 2j + 1's columns follow 2j's */
     const tilec_expr *bn = w->bk ? w->R[1] : w->C[1], *bkx = w->bk ? w->C[1] : w->R[1];
@@ -161,30 +161,30 @@ int64_t lower_wg_n(const wg_plan *w) { return w->pair ? 2 * w->N : w->N; }
 
 void lower_wg_pair_acc(lw *L, const char *acc)
 {
-    L->wg_acc = acc;
-    if (!L->wgp.pair || L->wg_role != 2)
+    L->tw.acc = acc;
+    if (!L->tw.plan.pair || L->tw.role != 2)
         return;
     lower_line(L, "float tl_acc1[%lld]; /* the second N tile's accumulator (pid(1) + 1) */",
-               (long long)(L->wgp.N / 2));
+               (long long)(L->tw.plan.N / 2));
     lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_j = 0; tl_j < %lld; ++tl_j)", (long long)(L->wgp.N / 2));
+    lower_line(L, "for (int tl_j = 0; tl_j < %lld; ++tl_j)", (long long)(L->tw.plan.N / 2));
     lower_line(L, "    tl_acc1[tl_j] = 0.0f;");
 }
 
 void lower_wg_pair_epilogue(strbuf *tu, const lw *C)
 {
     const char *cb = sb_str((strbuf *)&C->out);
-    lower_wg_add_consumers(tu, cb, C->wg_epi, C->wg_epi, C->wg_end, C->nt);
+    lower_wg_add_consumers(tu, cb, C->tw.epi, C->tw.epi, C->tw.end, C->nt);
     sb_puts(tu, "        { /* the second N tile of the pair: pid(1) + 1, when the program's grid has it */\n"
                 "        const int tl_pidn = tl_pid1 + 1;\n"
                 "        if (tl_pidn < tl_grid1) {\n"
                 "        const int tl_pid1 = tl_pidn;\n"
                 "        (void)tl_pid1;\n");
-    lower_wg_add_consumers(tu, cb, C->wg_body, C->wg_body, C->wg_pre, C->nt);
+    lower_wg_add_consumers(tu, cb, C->tw.body, C->tw.body, C->tw.pre, C->nt);
     sb_printf(tu, "        #pragma unroll\n"
                   "        for (int tl_j = 0; tl_j < %lld; ++tl_j)\n"
                   "            %s[tl_j] = tl_acc1[tl_j];\n",
-              (long long)(C->wgp.N / 2), C->wg_acc);
-    lower_wg_add_consumers(tu, cb, C->wg_epi, C->wg_epi, C->wg_end, C->nt);
+              (long long)(C->tw.plan.N / 2), C->tw.acc);
+    lower_wg_add_consumers(tu, cb, C->tw.epi, C->tw.epi, C->tw.end, C->nt);
     sb_puts(tu, "        }\n        }\n");
 }

@@ -22,9 +22,9 @@ enum { WS_ROW = 128 }; /* bytes per swizzled row of a box */
 static int ws_match(lw *L, const tilec_stmt *s, tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C,
                     const tilec_expr **Z)
 {
-    const wg_plan *w = &L->wgp;
+    const wg_plan *w = &L->tw.plan;
     const tilec_expr *e = s->value;
-    if (s->kind != TILEC_ST_EXPR || e->kind != TILEC_EX_CALL || strcmp(e->name, "store") || e->nargs != 3)
+    if (s->kind != TILEC_ST_EXPR || !tilec_is_builtin(e, BI_STORE) || e->nargs != 3)
         return 0;
     const tilec_type *pt = lower_ty(L, e->args[0]);
     if (pt->rank != 2 || pt->dims[0] != w->M || pt->dims[1] != w->N)
@@ -34,16 +34,16 @@ static int ws_match(lw *L, const tilec_stmt *s, tilec_tma_map *m, const tilec_ex
 
 void lower_wg_store_note(lw *L, const tilec_stmt *s)
 {
-    wg_plan *w = &L->wgp;
+    wg_plan *w = &L->tw.plan;
     const tilec_block *b = &L->k->body;
-    if (L->wg || !L->wg_loop || w->store || w->gather) /* a gather twin has no tensor maps */
+    if (L->tw.on || !L->tw.loop || w->store || w->gather) /* a gather twin has no tensor maps */
         return;
     const tilec_stmt *last = NULL;
     int after = 0;
     int other = 0; /* statements between the loop and the store other than lets */
     for (uint32_t i = 0; i < b->nstmts; i++) {
         const tilec_stmt *t = b->stmts[i];
-        if (t == L->wg_loop) {
+        if (t == L->tw.loop) {
             after = 1;
         } else if (after && t->kind != TILEC_ST_DOC) {
             if (last && last->kind != TILEC_ST_LET)
@@ -83,11 +83,11 @@ static void ws_value(lw *L, const tilec_expr *value, const tilec_type *pt, const
 
 int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y)
 {
-    const wg_plan *w = &L->wgp;
+    const wg_plan *w = &L->tw.plan;
     tilec_tma_map m;
     const tilec_expr *R, *C, *Z;
     lay wy;
-    if (!L->wg_done || s != w->store || !ws_match(L, s, &m, &R, &C, &Z) || memcmp(&m, &w->maps[2], sizeof m) ||
+    if (!L->tw.done || s != w->store || !ws_match(L, s, &m, &R, &C, &Z) || memcmp(&m, &w->maps[2], sizeof m) ||
         R != w->R[2] || C != w->C[2] || Z != w->Z[2] || !lower_wg_layout(L, w->M, w->N, &wy) || !lower_same_layout(L, y, &wy))
         return 0; /* the names mean something else here: the plain store */
     const tilec_expr *e = s->value, *value = e->args[1];

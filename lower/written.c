@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parser/builtins.h"
 #include "tilec/lower.h"
 
 #define uthash_nonfatal_oom(e) (w->oom = 1)
@@ -87,7 +88,7 @@ static uint64_t sources(wr *w, const tilec_expr *e)
         wr_var *v = var_of(w, e->name, 0);
         return v ? v->src : w->all;
     }
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "reshape") && e->nargs)
+    if (tilec_is_builtin(e, BI_RESHAPE) && e->nargs)
         return sources(w, e->args[0]); /* the rest are sizes, constants the checker evaluated */
     uint64_t s = 0;
     for (uint32_t i = 0; i < e->nargs; i++)
@@ -134,8 +135,10 @@ static uint64_t stores_in(wr *w, const tilec_expr *e)
     if (!e)
         return 0;
     uint64_t s = 0;
-    if (e->kind == TILEC_EX_CALL && (!strcmp(e->name, "store") || !strcmp(e->name, "atomic_add")))
+    if (tilec_is_builtin(e, BI_STORE) || tilec_is_builtin(e, BI_ATOMIC_ADD))
         s |= e->nargs ? sources(w, e->args[0]) : w->all;
+    else if (e->kind == TILEC_EX_CALL && e->builtin == BI_NONE) /* a call the checker did not resolve: anything */
+        s |= w->all;
     for (uint32_t i = 0; i < e->nargs; i++)
         s |= stores_in(w, e->args[i]);
     return s;

@@ -3,47 +3,8 @@
  * types and shapes of their arguments and results. */
 #include <string.h>
 
+#include "parser/builtins.h"
 #include "parser/check_internal.h"
-
-#define BUILTINS(X)                                                              \
-    X(PID, "pid", 1, 1) X(NUM_PROGRAMS, "num_programs", 1, 1) X(RANGE, "range", 1, 1) \
-    X(ZEROS, "zeros", 1, 1 + TILEC_MAX_RANK) X(FULL, "full", 2, 2 + TILEC_MAX_RANK)     \
-    X(LOAD, "load", 1, 3) X(STORE, "store", 2, 3) X(ATOMIC_ADD, "atomic_add", 2, 3)     \
-    X(DOT, "dot", 2, 2) X(SUM, "sum", 2, 2) X(MAX, "max", 2, 2) X(MIN, "min", 2, 2)     \
-    X(ARGMAX, "argmax", 2, 2) X(ARGMIN, "argmin", 2, 2) X(MAXIMUM, "maximum", 2, 2)     \
-    X(MINIMUM, "minimum", 2, 2) X(WHERE, "where", 3, 3) X(EXP, "exp", 1, 1)             \
-    X(EXP2, "exp2", 1, 1) X(LOG, "log", 1, 1) X(LOG2, "log2", 1, 1) X(SQRT, "sqrt", 1, 1) \
-    X(RSQRT, "rsqrt", 1, 1) X(SIN, "sin", 1, 1) X(COS, "cos", 1, 1) X(TANH, "tanh", 1, 1) \
-    X(SIGMOID, "sigmoid", 1, 1) X(ERF, "erf", 1, 1) X(ABS, "abs", 1, 1)                 \
-    X(FLOOR, "floor", 1, 1) X(CEIL, "ceil", 1, 1) X(FMA, "fma", 3, 3) X(CAST, "cast", 2, 2) \
-    X(TRANS, "trans", 1, 1) X(CDIV, "cdiv", 2, 2) X(CUMSUM, "cumsum", 2, 4)              \
-    X(CUMPROD, "cumprod", 2, 4) X(CUMMAX, "cummax", 2, 4) X(CUMMIN, "cummin", 2, 4)     \
-    X(SCAN, "scan", 6, 8) X(PROD, "prod", 2, 2) X(RESHAPE, "reshape", 2, 1 + TILEC_MAX_RANK)            \
-    X(LEN, "len", 1, 1) X(NUMEL, "numel", 2, 2)
-
-typedef enum {
-#define X(e, s, lo, hi) BI_##e,
-    BUILTINS(X)
-#undef X
-    BI_COUNT
-} builtin;
-
-static const struct {
-    const char *name;
-    int lo, hi;
-} builtins[] = {
-#define X(e, s, lo, hi) {s, lo, hi},
-    BUILTINS(X)
-#undef X
-};
-
-static int find_builtin(const char *name)
-{
-    for (int i = 0; i < BI_COUNT; i++)
-        if (!strcmp(builtins[i].name, name))
-            return i;
-    return -1;
-}
 
 static int64_t numel(const tilec_type *t)
 {
@@ -82,9 +43,9 @@ static tilec_type check_reshape(checker *ck, tilec_expr *e)
 }
 
 /* Shape and dtype checks of the builtins; args already counted. */
-static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
+static tilec_type check_builtin(checker *ck, tilec_expr *e, tilec_builtin bi)
 {
-    const char *fn = builtins[bi].name;
+    const char *fn = tilec_builtin_get(bi)->name;
     tilec_expr **a = e->args;
     uint32_t n = e->nargs;
     tilec_type t[3] = {chk_ty_err(), chk_ty_err(), chk_ty_err()};
@@ -403,8 +364,9 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, int bi)
 
 tilec_type chk_call(checker *ck, tilec_expr *e)
 {
-    int bi = find_builtin(e->name);
-    if (bi < 0) {
+    tilec_builtin bi = tilec_builtin_find(e->name);
+    e->builtin = bi; /* resolved once: the lowering switches on it */
+    if (bi == BI_NONE) {
         item_name *it = NULL;
         HASH_FIND_STR(ck->items, e->name, it);
         if (it && it->kind == TILEC_ITEM_KERNEL)
@@ -418,12 +380,12 @@ tilec_type chk_call(checker *ck, tilec_expr *e)
             chk_expr(ck, e->args[i]);
         return chk_ty_err();
     }
-    if ((int)e->nargs < builtins[bi].lo || (int)e->nargs > builtins[bi].hi) {
-        if (builtins[bi].lo == builtins[bi].hi)
-            chk_err(ck, &e->loc, "%s takes %d argument%s, got %u", e->name, builtins[bi].lo, builtins[bi].lo == 1 ? "" : "s",
-                e->nargs);
+    const tilec_builtin_info *info = tilec_builtin_get(bi);
+    if ((int)e->nargs < info->lo || (int)e->nargs > info->hi) {
+        if (info->lo == info->hi)
+            chk_err(ck, &e->loc, "%s takes %d argument%s, got %u", e->name, info->lo, info->lo == 1 ? "" : "s", e->nargs);
         else
-            chk_err(ck, &e->loc, "%s takes %d to %d arguments, got %u", e->name, builtins[bi].lo, builtins[bi].hi, e->nargs);
+            chk_err(ck, &e->loc, "%s takes %d to %d arguments, got %u", e->name, info->lo, info->hi, e->nargs);
         return chk_ty_err();
     }
     return check_builtin(ck, e, bi);

@@ -63,6 +63,8 @@ typedef struct tilec_expr {
     double fval;
     tilec_dtype dtype;
     const char *name; /* NAME, CALL: the name; FLOAT: the literal's text */
+    int builtin;      /* CALL in a kernel: the builtin it calls (parser/builtins.h), set
+                       * once by the checker; 0 (BI_NONE) otherwise */
     struct tilec_expr **args;
     uint32_t nargs;
     uint32_t depth;  /* 1 + the deepest argument's depth */

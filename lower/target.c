@@ -1,0 +1,209 @@
+/* target.c: the target hooks (lower_internal.h, lower_target): what the
+ * shared lowering asks the target it lowers for, in the manner of a
+ * compiler back end's target info. Two targets: the portable kernel of a
+ * variant (any sm_80+: mma.sync, cp.async; its hooks are the twin
+ * decision, taken while it is lowered) and the sm_90a twin (wgmma, TMA,
+ * warp specialization: wgmma.c, wgattn.c, wgstore.c, wgpair.c), which
+ * lower.c lowers only when the portable pass noted a loop it can take. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/lower_internal.h"
+
+/* ---- sm_90a: the twin's frame and strategies ---- */
+
+/* the twin arranges its consumer warps itself (wgmma.c) */
+static int sm90a_warps(const lw *L) { return L->tw.plan.warps; }
+
+/* the consumers and a producer warp group, one block per SM */
+static const char *sm90a_launch_bounds(lw *L, int64_t blocks)
+{
+    (void)blocks; /* the twin's own: two blocks an SM where a gather twin's halves fit (wggather.c) */
+    return lower_fmt(L, "%d, %d", L->nt + (L->tw.plan.gather ? L->tw.plan.producers : 128), L->tw.plan.blocks > 1 ? L->tw.plan.blocks : 1);
+}
+
+/* the TMA twin's tensor maps (the attention twin has none) */
+static const char *sm90a_params(lw *L) { return L->tw.plan.attn ? "" : lower_wg_params(L); }
+
+/* the attention twin's producer warp group runs the statements before the
+ * loop as warps 0-3 (wgattn.c) */
+static const char *sm90a_thread_ids(lw *L)
+{
+    if (!L->tw.plan.attn)
+        return NULL;
+    return lower_fmt(L, "const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 %% %d, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;",
+                     L->nt);
+}
+
+static const char *sm90a_grid_value(lw *L, const tilec_expr *e, int a)
+{
+    if (L->tw.plan.persist) /* a persistent twin's tile and logical grid (wgmma.c) */
+        return lower_fmt(L, "%s%d", e->builtin == BI_PID ? "tl_pid" : "tl_grid", a);
+    if (e->builtin == BI_PID && a < 2) /* the grouped order (wgmma.c) */
+        return a ? "tl_pid1" : "tl_pid0";
+    return NULL;
+}
+
+/* wgmma fragments */
+static int sm90a_dot_layout(const lw *L, int64_t M, int64_t N, lay *y)
+{
+    return L->tw.plan.attn ? lower_wga_layout(L, M, N, y) : lower_wg_layout(L, M, N, y);
+}
+
+/* the attention twin's loop (wgattn.c) */
+static int sm90a_ring_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
+{
+    if (!L->tw.plan.attn || loop != L->tw.loop)
+        return -1;
+    return lower_wga_loop(L, loop, rp);
+}
+
+/* a dot whose B is the attention twin's swizzled ring: wgmma (wgattn.c) */
+static int sm90a_ring_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t K, int64_t N, tilec_dtype d)
+{
+    if (!rb->rwg)
+        return 0;
+    if (!lower_wga_dot(L, acc, ra, rb, bt, K, N, d))
+        L->failed = 1;
+    return 1;
+}
+
+/* One lowering of R's twin (role 0: the one-tile-per-block schedule; 1,
+ * 2: a persistent twin's producer and consumers) into L. */
+static void twin_pass(const lw *R, const wg_plan *w, int role, const char *tname, lw *L)
+{
+    memset(L, 0, sizeof *L);
+    L->ctx = R->ctx;
+    L->m = R->m;
+    L->k = R->k;
+    L->variant = R->variant;
+    L->tg = &lower_target_sm90a;
+    L->tw.on = 1;
+    L->quiet = 1; /* a twin that does not come out leaves the variant alone */
+    L->tw.loop = R->tw.loop;
+    L->tw.plan = *w;
+    L->tw.role = role;
+    L->stages_cap = R->stages_cap; /* the other loops as the variant has them */
+    ar_init(&L->ar);
+    sb_init(&L->out);
+    lower_emit_kernel(L, tname);
+}
+
+/* s followed by sfx, malloc'd; NULL out of memory. */
+static char *suffixed(const char *s, const char *sfx)
+{
+    size_t n = strlen(s), m = strlen(sfx) + 1;
+    char *r = malloc(n + m);
+    if (r) {
+        memcpy(r, s, n);
+        memcpy(r + n, sfx, m);
+    }
+    return r;
+}
+
+/* The persistent twin `name` of plan w (lower_wg_persist applied),
+ * lowered twice (the producer's and the consumers' bodies) and appended
+ * to tu: lower_wg_finish's result. */
+static int persist_twin(const lw *R, const wg_plan *w, const char *name, strbuf *tu, tilec_tma_meta *meta)
+{
+    lw P, C;
+    twin_pass(R, w, 1, name, &P);
+    twin_pass(R, w, 2, name, &C);
+    int r = lower_wg_finish(&C, &P, tu, meta, name);
+    lower_free(&P);
+    lower_free(&C);
+    return r;
+}
+
+/* Beside a paired twin `tname` (lower/wgpair.c), the persistent twin of
+ * one tile a unit, `tname`_1, with the same parameters and tensor maps,
+ * which the runtime launches where too few pairs would leave
+ * multiprocessors idle; meta's shared memory the larger of the two.
+ * 1, or -1 out of memory (none made is no error: the pairs run alone). */
+static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta)
+{
+    wg_plan w = R->tw.plan;
+    w.pair_ok = 0;
+    if (!lower_wg_persist(&w))
+        return 1;
+    char *name = suffixed(tname, "_1");
+    if (!name)
+        return -1;
+    tilec_tma_meta one;
+    int r = persist_twin(R, &w, name, tu, &one);
+    free(name);
+    if (r > 0) {
+        if (one.smem_bytes > meta->smem_bytes)
+            meta->smem_bytes = one.smem_bytes;
+        free(one.name);
+    }
+    return r < 0 ? -1 : 1;
+}
+
+/* The sm_90a twin of variant R (lower/wgmma.c) appended to tu when R's
+ * dot loop qualifies: the kernel lowered again with wgmma accumulators,
+ * on a persistent grid when that applies (lowered twice: the producer's
+ * and the consumers' bodies), else one tile per block.
+ * -1 only when out of memory. */
+static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
+{
+    if (!R->tw.loop || R->failed)
+        return 0;
+    char *tname = suffixed(fname, "_tma");
+    if (!tname)
+        return -1;
+    wg_plan w = R->tw.plan;
+    int r = 0;
+    if (w.attn) { /* a loop of dots on cp.async rings (wgattn.c): one tile a block */
+        lw L;
+        twin_pass(R, &w, 0, tname, &L);
+        r = lower_wga_finish(&L, tu, meta, tname);
+        lower_free(&L);
+        free(tname);
+        return r;
+    }
+    if (lower_wg_persist(&w)) {
+        r = persist_twin(R, &w, tname, tu, meta);
+        if (r > 0 && w.pair) /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
+            r = single_twin(R, tname, tu, meta);
+    }
+    if (!r) {
+        lw L;
+        twin_pass(R, &R->tw.plan, 0, tname, &L);
+        r = lower_wg_finish(&L, NULL, tu, meta, tname);
+        lower_free(&L);
+    }
+    free(tname);
+    return r;
+}
+
+const lower_target lower_target_sm90a = {
+    .name = "sm_90a",
+    .split_k = 0, /* docs/lowering.md, "Split-K": no twin for a split variant */
+    .remarks = 0, /* the twin's own passes remark nothing */
+    .warps = sm90a_warps,
+    .launch_bounds = sm90a_launch_bounds,
+    .params = sm90a_params,
+    .thread_ids = sm90a_thread_ids,
+    .preamble = lower_wg_preamble,
+    .grid_value = sm90a_grid_value,
+    .dot_layout = sm90a_dot_layout,
+    .dot_loop = lower_wg_loop,
+    .ring_loop = sm90a_ring_loop,
+    .ring_dot = sm90a_ring_dot,
+    .store = lower_wg_store, /* the epilogue by TMA (wgstore.c) */
+};
+
+/* ---- portable: the variant's kernel, which takes the twin decision ---- */
+
+const lower_target lower_target_portable = {
+    .name = "portable",
+    .split_k = 1,
+    .remarks = 1,
+    /* whether the sm_90a twin may take a pipelined dot loop (wgmma.c),
+     * a loop of dots on rings (wgattn.c), the final store (wgstore.c) */
+    .note_dot_loop = lower_wg_note,
+    .note_ring_loop = lower_wga_note,
+    .note_store = lower_wg_store_note,
+    .emit_twins = emit_twin,
+};
