@@ -69,7 +69,8 @@ static void c_run(cstate *s, strbuf *c, const char *params)
     sb_add(c, sb_str(&s->decls), s->decls.n);
     for (uint32_t i = 0; i < g->nparams; i++) /* a scalar no kernel takes is not a warning */
         if (g->params[i].type.kind != TILEC_TE_TENSOR)
-            sb_printf(c, "    (void)%s;\n", cn(s, MG_C_SCALAR, g->params[i].name));
+            sb_printf(c, "    (void)%s;\n", cn(s, g->params[i].type.kind == TILEC_TE_LIST ? MG_C_LIST : MG_C_SCALAR,
+                                             g->params[i].name));
     sb_add(c, sb_str(&s->body), s->inputs_end);
     sb_add(c, sb_str(&s->sz.checks), s->sz.checks.n);
     sb_add(c, sb_str(&s->body) + s->inputs_end, s->body.n - s->inputs_end);
@@ -195,6 +196,7 @@ const tilec_emitter tilec_emit_c_emitter = {
                     .extern_alloc = c_line_extern_alloc,
                     .multi_output = c_line_multi_output,
                     .assert_shape = c_line_assert_shape,
+                    .assert_list = c_line_assert_list,
                     .collective = c_line_collective,
                     .loop = c_line_loop,
                     .end_loop = c_line_end_loop,
