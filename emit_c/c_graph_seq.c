@@ -28,6 +28,43 @@ void cg_seq_push(cstate *s, const char *indent, uint32_t step, uint32_t first, u
     sb_printf(&s->granges, "%s{%u, %u}", step ? (step % 6 ? ", " : ",\n    ") : "    ", first, n);
 }
 
+void cg_add_step(strbuf *c, const cstate *s, int seq)
+{
+    const char *d = seq ? " + dk" : ""; /* tl_plan_seq: step i's slots are dk after the table's */
+    sb_printf(c, "        tilec_plan_value v[64];\n"
+                 "        for (uint32_t j = 0; j < tl_gsteps[i].nargs; j++)\n"
+                 "            v[j].slot = (int32_t)(tl_gsteps[i].first + j%s);\n"
+                 "        if (",
+              d);
+    if (s->nxt) /* extern steps: their tensors from tl_gxt */
+        sb_printf(c, "tl_gsteps[i].ext) {\n"
+                     "            tilec_plan_tensor ts[64];\n"
+                     "            uint32_t nin = tl_gsteps[i].nargs, nt = nin + (uint32_t)tl_gsteps[i].bits;\n"
+                     "            for (uint32_t j = 0; j < nt && j < 64; j++) {\n"
+                     "                tilec_plan_tensor t = {(int32_t)%stl_gxt[tl_gsteps[i].first + j].slot%s,\n"
+                     "                                       tl_gxt[tl_gsteps[i].first + j].dtype,\n"
+                     "                                       tl_gxt[tl_gsteps[i].first + j].rank, {{0}}};\n"
+                     "                for (uint32_t d = 0; d < t.rank; d++)\n"
+                     "                    t.sizes[d].slot = t.data_slot + 1 + (int32_t)d;\n"
+                     "                ts[j] = t;\n"
+                     "            }\n"
+                     "            ok = nt <= 64 &&\n"
+                     "                 tilec_plan_add_extern(p, tl_gsteps[i].ext, ts, nin, ts + nin, nt - nin) == TILEC_RT_OK;\n"
+                     "        } else if (",
+                  seq ? "(" : "", seq ? " + dk)" : "");
+    sb_printf(c, "!tl_gsteps[i].kernel) {\n"
+                 "            tilec_plan_tensor t = {(int32_t)%stl_gsteps[i].first%s, (tilec_dtype)tl_gsteps[i].variant,\n"
+                 "                                   tl_gsteps[i].nargs, {{0}}};\n"
+                 "            for (uint32_t j = 0; j < t.rank; j++)\n"
+                 "                t.sizes[j].slot = (int32_t)(t.data_slot + 1 + (int32_t)j);\n"
+                 "            ok = tilec_plan_add_fill(p, &t, tl_gsteps[i].bits) == TILEC_RT_OK;\n"
+                 "        } else {\n"
+                 "            ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v,\n"
+                 "                                       tl_gsteps[i].nargs) == TILEC_RT_OK;\n"
+                 "        }\n",
+              seq ? "(" : "", seq ? " + dk)" : "");
+}
+
 /* tl_q and tl_q_push: what NAME_run's graph mode queues. */
 static void seq_queue(strbuf *c)
 {

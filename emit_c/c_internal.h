@@ -121,12 +121,13 @@ void cg_header(cstate *s, strbuf *h);
 void cg_funcs(cstate *s, strbuf *c);
 void cg_decls(cstate *s, strbuf *c);
 void cg_run(cstate *s, strbuf *c);
-/* The loop of tl_plan_build (a step per table entry) or tl_plan_seq (a
- * step per queued run, its slots `d` after the table's): adds step i of
- * the tables with v[] its arguments' slots, ok cleared on failure. */
-void cg_add_step(strbuf *c, const cstate *s, int seq);
 
 /* ---- c_graph_seq.c: graph mode of a graph that keeps a for loop ---- */
+
+/* The loop body of tl_plan_build (a step per table entry) or tl_plan_seq
+ * (a step per queued run, its slots `dk` after the table's): adds step i
+ * of the tables with v[] its arguments' slots, ok cleared on failure. */
+void cg_add_step(strbuf *c, const cstate *s, int seq);
 
 /* Does graph mode queue the steps (a graph that keeps a loop and has steps)? */
 int cg_seq_mode(const cstate *s);
