@@ -53,8 +53,26 @@ void c_bench_main(strbuf *c, cstate *s)
                 sb_printf(c, "    const int64_t %s = tl_arg(argc, argv, \"%s\", 1024);\n", cn(s, MG_C_SYMBOL, l->sizes[d]),
                           l->sizes[d]);
     }
+    int lists = 0;
     for (uint32_t i = 0; i < g->nparams; i++) {
         const tilec_param *p = &g->params[i];
+        if (p->type.kind == TILEC_TE_LIST) { /* count= tensors of numel= elements each */
+            if (!lists++)
+                sb_puts(c, "    const int64_t tl_count = tl_arg(argc, argv, \"count\", 4), tl_numel = tl_arg(argc, argv, "
+                           "\"numel\", 65536);\n"
+                           "    if (tl_count < 0 || tl_count > 16 || tl_numel < 0) {\n"
+                           "        fprintf(stderr, \"count= is 0 to 16 tensors a list, numel= their elements (>= 0)\\n\");\n"
+                           "        return 1;\n    }\n");
+            const char *in = cn(s, MG_C_BENCH_IN, p->name);
+            sb_printf(c, "    uint64_t tl_lp%u[16];\n    int64_t tl_ln%u[16];\n"
+                         "    for (int64_t i = 0; i < tl_count; i++) {\n"
+                         "        tilec_tensor t;\n        tl_shape(&t, 0, %s, 1, (const int64_t[]){tl_numel});\n"
+                         "        if (mem.n >= 256 || tl_random(rt, &t, &mem, &seed))\n            return 1;\n"
+                         "        tl_lp%u[i] = t.data;\n        tl_ln%u[i] = tl_numel;\n    }\n"
+                         "    const tilec_rt_list %s = {(uint32_t)tl_count, tl_lp%u, tl_ln%u};\n",
+                      i, i, dt_enum(p->type.dtype), i, i, in, i, i);
+            continue;
+        }
         if (p->type.kind != TILEC_TE_TENSOR) {
             sb_printf(c, "    const %s %s = (%s)tl_arg(argc, argv, \"%s\", 1);\n", c_scalar_type(p->type.dtype),
                       cn(s, MG_C_SCALAR, p->name), c_scalar_type(p->type.dtype), p->name);
@@ -80,9 +98,11 @@ void c_bench_main(strbuf *c, cstate *s)
         sb_printf(c, "        tilec_tensor %s;\n", cn(s, MG_C_BENCH_OUT, tilec_wir_output(s->w, i)));
     sb_puts(c, "        tilec_rt_event_record(rt, ev[0], NULL);\n");
     sb_printf(c, "        if (%s_run(M", n);
-    for (uint32_t i = 0; i < g->nparams; i++)
-        sb_printf(c, ", %s%s", g->params[i].type.kind == TILEC_TE_TENSOR ? "&" : "",
-                  cn(s, g->params[i].type.kind == TILEC_TE_TENSOR ? MG_C_BENCH_IN : MG_C_SCALAR, g->params[i].name));
+    for (uint32_t i = 0; i < g->nparams; i++) {
+        tilec_tyexpr_kind k = g->params[i].type.kind;
+        sb_printf(c, ", %s%s", k == TILEC_TE_TENSOR || k == TILEC_TE_LIST ? "&" : "",
+                  cn(s, k == TILEC_TE_TENSOR || k == TILEC_TE_LIST ? MG_C_BENCH_IN : MG_C_SCALAR, g->params[i].name));
+    }
     for (size_t i = 0; i < nout; i++)
         sb_printf(c, ", &%s", cn(s, MG_C_BENCH_OUT, tilec_wir_output(s->w, i)));
     sb_puts(c, ", err, sizeof err)) {\n            fprintf(stderr, \"%s\\n\", err);\n            return 1;\n        }\n"

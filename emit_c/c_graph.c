@@ -62,6 +62,7 @@ void cg_fill(cstate *s, const char *name, const char *buf, tilec_dtype dt, uint3
     snprintf(sname, sizeof sname, "fill %.250s", name);
     sb_puts(&s->body, "    if (tl_g) { /* graph mode: a fill step of the plan */\n");
     uint32_t first = cg_tensor_slots(s, "        ", buf, sname, rank);
+    cg_seq_push(s, "        ", s->nsteps, first, 1 + rank);
     sb_puts(&s->body, "    } else ");
     sb_puts(&s->gsteps, s->nsteps ? ",\n    {" : "    {");
     sb_printf(&s->gsteps, "NULL, NULL, %s, %u, %u, 0x%llxULL}", dt_enum(dt), first, rank, (unsigned long long)bits);
@@ -79,6 +80,11 @@ void cg_kernel(cstate *s, const tilec_kernel *k, uint32_t nargs, int best)
         strbuf name;
         sb_init(&name);
         sb_printf(&name, "%s %s", k->name, p->name);
+        if (p->type.kind == TILEC_TE_LIST) { /* a plan with a list slot runs eagerly only (tilec/plan.h) */
+            cg_unsupported(s, "it takes a tensor list (the launch plan's CUDA graphs do not record tensor lists yet)");
+            sb_free(&name);
+            continue;
+        }
         if (p->type.kind == TILEC_TE_POINTER) {
             sb_printf(&s->body, "            tl_sl[%u].ptr = a[%u].ptr;\n", slot, i);
             cg_slot(s, slot, sb_str(&name), "TILEC_PLAN_PTR");
@@ -93,6 +99,7 @@ void cg_kernel(cstate *s, const tilec_kernel *k, uint32_t nargs, int best)
         cg_slot(s, slot, sb_str(&name), f[0] == 'f' ? "TILEC_PLAN_FLOAT" : "TILEC_PLAN_INT");
         sb_free(&name);
     }
+    cg_seq_push(s, "            ", s->nsteps, s->nslots, nargs);
     sb_puts(&s->body, "            st = TILEC_RT_OK;\n        } else ");
     sb_puts(&s->gsteps, s->nsteps ? ",\n    {" : "    {");
     esc_c_string(&s->gsteps, k->name, strlen(k->name));
@@ -151,6 +158,7 @@ void cg_extern(cstate *s, const tilec_wir_line *l, const char *const *outs, uint
               "                    goto tl_out;\n"
               "                }\n",
               n, l->nargs, l->nargs, s->g->name, l->ext && l->ext->name ? l->ext->name : l->symbol);
+    uint32_t slot0 = s->nslots;
     sb_puts(&s->gsteps, s->nsteps ? ",\n    {" : "    {");
     sb_puts(&s->gsteps, "NULL, ");
     esc_c_string(&s->gsteps, l->symbol, strlen(l->symbol));
@@ -165,15 +173,21 @@ void cg_extern(cstate *s, const tilec_wir_line *l, const char *const *outs, uint
         sb_printf(&s->gxt, "%u, %s, %u}", first, dt_enum(dts[i]), ranks[i]);
         s->nxt++;
     }
+    cg_seq_push(s, "            ", s->nsteps, slot0, s->nslots - slot0);
     sb_puts(&s->body, "        } else ");
     s->nsteps++;
 }
 
 /* The module's fields for graph mode. */
-void cg_fields(strbuf *c)
+void cg_fields(cstate *s, strbuf *c)
 {
     sb_puts(c, "    tilec_plan *plan; /* graph mode (NAME_set_cuda_graph): the launch plan */\n"
                "    unsigned graphs;  /* how many CUDA graphs it keeps; 0: eager */\n");
+    if (cg_seq_mode(s))
+        sb_puts(c, "    struct {\n        uint32_t *seq, n; /* the steps a call ran, in order (its trip counts) */\n"
+                   "        tilec_plan *plan; /* their plan, with its CUDA graphs */\n        uint64_t used;\n"
+                   "    } seqs[8];          /* graph mode with for loops: the 8 orders used last */\n"
+                   "    uint64_t seq_clock;\n");
 }
 
 /* NAME.h: the declaration of NAME_set_cuda_graph. */
@@ -199,6 +213,7 @@ void cg_funcs(cstate *s, strbuf *c)
 {
     const char *n = sb_str(&s->graph);
     if (s->no_graph) {
+        cg_seq_funcs(s, c); /* a graph with loops: its queue, which NAME_run's dead graph-mode branches name */
         sb_printf(c, "int %s_set_cuda_graph(%s_module *M, unsigned graphs, char *err, size_t errlen)\n{\n"
                      "    if (graphs)\n        return tl_fail(err, errlen, \"%s: no CUDA-graph mode: %s\");\n"
                      "    M->graphs = 0;\n    return 0;\n}\n\n",
@@ -222,6 +237,10 @@ void cg_funcs(cstate *s, strbuf *c)
                          "} tl_gxt[%u] = {\n%s\n};\n", s->nxt, sb_str(&s->gxt));
         sb_puts(c, "\n");
     }
+    if (cg_seq_mode(s)) { /* for loops: a plan per order of steps (c_graph_seq.c) */
+        cg_seq_funcs(s, c);
+        return;
+    }
     sb_printf(c, "static tilec_plan *tl_plan_build(%s_module *M, char *err, size_t errlen)\n{\n"
                  "    tilec_plan *p = tilec_plan_new(M->prog, M->ext, \"%s\", %u);\n"
                  "    if (!p) {\n        tl_fail(err, errlen, \"%s: cannot make the launch plan (out of memory)\");\n"
@@ -231,37 +250,10 @@ void cg_funcs(cstate *s, strbuf *c)
         sb_printf(c, "    int ok = 1;\n"
                      "    for (uint32_t i = 0; i < %u && ok; i++)\n"
                      "        ok = tilec_plan_set_slot(p, i, tl_gtypes[i], tl_gnames[i]) == TILEC_RT_OK;\n"
-                     "    for (uint32_t i = 0; i < %u && ok; i++) {\n"
-                     "        tilec_plan_value v[64];\n"
-                     "        for (uint32_t j = 0; j < tl_gsteps[i].nargs; j++)\n"
-                     "            v[j].slot = (int32_t)(tl_gsteps[i].first + j);\n"
-                     "        if (",
+                     "    for (uint32_t i = 0; i < %u && ok; i++) {\n",
                   s->nslots, s->nsteps);
-        if (s->nxt) /* extern steps: their tensors from tl_gxt */
-            sb_puts(c, "tl_gsteps[i].ext) {\n"
-                       "            tilec_plan_tensor ts[64];\n"
-                       "            uint32_t nin = tl_gsteps[i].nargs, nt = nin + (uint32_t)tl_gsteps[i].bits;\n"
-                       "            for (uint32_t j = 0; j < nt && j < 64; j++) {\n"
-                       "                tilec_plan_tensor t = {(int32_t)tl_gxt[tl_gsteps[i].first + j].slot,\n"
-                       "                                       tl_gxt[tl_gsteps[i].first + j].dtype,\n"
-                       "                                       tl_gxt[tl_gsteps[i].first + j].rank, {{0}}};\n"
-                       "                for (uint32_t d = 0; d < t.rank; d++)\n"
-                       "                    t.sizes[d].slot = t.data_slot + 1 + (int32_t)d;\n"
-                       "                ts[j] = t;\n"
-                       "            }\n"
-                       "            ok = nt <= 64 &&\n"
-                       "                 tilec_plan_add_extern(p, tl_gsteps[i].ext, ts, nin, ts + nin, nt - nin) == TILEC_RT_OK;\n"
-                       "        } else if (");
-        sb_puts(c, "!tl_gsteps[i].kernel) {\n"
-                   "            tilec_plan_tensor t = {(int32_t)tl_gsteps[i].first, (tilec_dtype)tl_gsteps[i].variant,\n"
-                   "                                   tl_gsteps[i].nargs, {{0}}};\n"
-                   "            for (uint32_t j = 0; j < t.rank; j++)\n"
-                   "                t.sizes[j].slot = (int32_t)(t.data_slot + 1 + (int32_t)j);\n"
-                   "            ok = tilec_plan_add_fill(p, &t, tl_gsteps[i].bits) == TILEC_RT_OK;\n"
-                   "        } else {\n"
-                   "            ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v,\n"
-                   "                                       tl_gsteps[i].nargs) == TILEC_RT_OK;\n"
-                   "        }\n    }\n"
+        cg_add_step(c, s, 0);
+        sb_puts(c, "    }\n"
                    "    if (!ok) {\n        tl_fail(err, errlen, \"%s\", tilec_plan_last_error(p));\n"
                    "        tilec_plan_free(p);\n        return NULL;\n    }\n");
     }
@@ -276,6 +268,10 @@ void cg_funcs(cstate *s, strbuf *c)
 /* In NAME_run, after the statements: graph mode runs the plan. */
 void cg_run(cstate *s, strbuf *c)
 {
+    if (cg_seq_mode(s) && !s->no_graph) {
+        cg_seq_run(s, c);
+        return;
+    }
     sb_printf(c, "    if (tl_g && tilec_plan_run(M->plan, tl_sl, %u, NULL) != TILEC_RT_OK) {\n"
                  "        tl_fail(err, errlen, \"%%s\", tilec_plan_last_error(M->plan));\n"
                  "        goto tl_out;\n    }\n",
@@ -288,4 +284,6 @@ void cg_decls(cstate *s, strbuf *c)
     sb_printf(c, "    const int tl_g = M->graphs && !M->dbg.level; /* graph mode (the debug printer runs eagerly) */\n"
                  "    tilec_rt_arg tl_sl[%u] __attribute__((unused)); /* its slots */\n",
               s->nslots ? s->nslots : 1);
+    if (cg_seq_mode(s))
+        sb_puts(c, "    tl_q tl_qu = {0}; /* graph mode with for loops: the steps run, in order */\n");
 }

@@ -30,6 +30,8 @@ typedef struct cstate {
     uint32_t nslots, nsteps, nxt;
     strbuf coll;     /* NAME_set_comm's registrations, one per COLLECTIVE line */
     const char *no_graph; /* why the graph has no graph mode, or NULL */
+    int loops;       /* the graph keeps a for loop: graph mode queues its steps (c_graph_seq.c) */
+    strbuf granges;  /* with loops: each step's first slot and slot count */
     int aot_choices; /* --aot of one architecture with choices: NAME_load calls tl_load_program */
     int failed;
 } cstate;
@@ -66,6 +68,8 @@ extern const char c_debug_prelude[];
 void c_params(strbuf *b, const tilec_graph *g);
 /* ASSERT_SHAPE: an input descriptor checked against its parameter. */
 int c_line_assert_shape(void *u, const tilec_wir_line *l);
+/* ASSERT_LIST: a tensor list parameter (const tilec_rt_list *l_NAME) checked. */
+int c_line_assert_list(void *u, const tilec_wir_line *l);
 
 /* ---- c_lines.c: the statements of NAME_run, one handler per IR line kind ---- */
 
@@ -112,11 +116,31 @@ void cg_extern(cstate *s, const tilec_wir_line *l, const char *const *outs, uint
 void cg_fill(cstate *s, const char *name, const char *buf, tilec_dtype dt, uint32_t rank, uint64_t bits);
 /* The module struct's fields, NAME.h's declaration, the plan's tables with
  * NAME_set_cuda_graph, and NAME_run's declarations and closing plan run. */
-void cg_fields(strbuf *c);
+void cg_fields(cstate *s, strbuf *c);
 void cg_header(cstate *s, strbuf *h);
 void cg_funcs(cstate *s, strbuf *c);
 void cg_decls(cstate *s, strbuf *c);
 void cg_run(cstate *s, strbuf *c);
+
+/* ---- c_graph_seq.c: graph mode of a graph that keeps a for loop ---- */
+
+/* The loop body of tl_plan_build (a step per table entry) or tl_plan_seq
+ * (a step per queued run, its slots `dk` after the table's): adds step i
+ * of the tables with v[] its arguments' slots, ok cleared on failure. */
+void cg_add_step(strbuf *c, const cstate *s, int seq);
+
+/* Does graph mode queue the steps (a graph that keeps a loop and has steps)? */
+int cg_seq_mode(const cstate *s);
+/* In a graph-mode branch: the step `step` just filled slots first ..
+ * first + n - 1, queued with their values (a graph with loops only). */
+void cg_seq_push(cstate *s, const char *indent, uint32_t step, uint32_t first, uint32_t n);
+/* tl_q, tl_q_push, tl_plan_seq (a plan for the steps a call ran, in
+ * order) and tl_seq_run (the call's queue run through the plan cached for
+ * its order, made and recorded the first time), and NAME_set_cuda_graph. */
+void cg_seq_funcs(cstate *s, strbuf *c);
+/* NAME_run's end in graph mode, and what its exit frees. */
+void cg_seq_run(cstate *s, strbuf *c);
+void cg_seq_out(cstate *s, strbuf *c);
 
 /* The architectures of an --aot list (c_spell.c) into out: their number, or -1 when
  * one is not a GPU architecture's name, one repeats, or there are more

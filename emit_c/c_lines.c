@@ -151,6 +151,10 @@ int c_line_kernel_call(void *u, const tilec_wir_line *l)
             sb_printf(&s->body, "{.ptr = %s.data}", B(a->text));
             continue;
         }
+        if (p->type.kind == TILEC_TE_LIST) { /* the caller's list: the launch packs it (and splits a long one) */
+            sb_printf(&s->body, "{.list = %s}", cn(s, MG_C_LIST, a->text));
+            continue;
+        }
         const char *f = c_arg_field(p->type.dtype);
         sb_printf(&s->body, "{.%s = (%s)(", f, c_scalar_type(p->type.dtype));
         if (a->kind == TILEC_WIR_ARG_SCALAR) {

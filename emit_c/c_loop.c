@@ -4,8 +4,8 @@
  * up to its END_LOOP that names the variable is computed, checked for
  * overflow and for the kernel parameter it feeds, once per iteration at
  * the top of the body (the size block runs before anything and cannot see
- * the variable). Graph mode (a launch plan of fixed steps) refuses loops;
- * a loop of a constant count within TILEC_MAX_UNROLL never gets here:
+ * the variable). Graph mode queues the steps an iteration reaches
+ * (c_graph_seq.c); a loop of a constant count within TILEC_MAX_UNROLL never gets here:
  * lowering unrolls it (docs/wrapper-ir.md, "Unrolled loops"). */
 #include <string.h>
 
@@ -84,7 +84,6 @@ int c_line_loop(void *u, const tilec_wir_line *l)
     cstate *s = u;
     if (l->nargs != 3 || s->sz.nloops == 64)
         return -1;
-    cg_unsupported(s, "it has a for loop (a launch plan's steps are fixed)");
     strbuf v, b[3];
     sb_init(&v);
     csz_symbol(&v, s->g, l->name, strlen(l->name));

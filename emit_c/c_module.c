@@ -91,7 +91,7 @@ void c_module_funcs(cstate *s, strbuf *c, const char *aot, const char *fileq)
               n);
     if (tilec_wir_has_collectives(s->w))
         sb_puts(c, "    tilec_comm *comm; /* NAME_set_comm: the collectives' communicator */\n");
-    cg_fields(c);
+    cg_fields(s, c);
     sb_puts(c, "};\n\n");
     sb_printf(c,
               "/* give every spare buffer back to the device */\n"
@@ -167,10 +167,13 @@ void c_module_funcs(cstate *s, strbuf *c, const char *aot, const char *fileq)
                   n, n, n, n, fileq, n, n);
     sb_printf(c,
               "void %s_unload(%s_module *M)\n{\n    if (!M)\n        return;\n"
-              "    tilec_plan_free(M->plan);\n    tilec_program_free(M->prog);\n    tilec_module_free(M->mod);\n    tilec_cache_close(M->cache);\n"
-              "    tl_trim(M);\n"
+              "    tilec_plan_free(M->plan);\n%s    tilec_program_free(M->prog);\n    tilec_module_free(M->mod);\n"
+              "    tilec_cache_close(M->cache);\n    tl_trim(M);\n"
               "    tilec_externs_free(M->ext);\n    tilec_ctx_free(M->ctx);\n    free(M);\n}\n\n",
-              n, n);
+              n, n,
+              cg_seq_mode(s) ? "    for (int i = 0; i < 8; i++) { /* graph mode's plans of the orders seen */\n"
+                               "        tilec_plan_free(M->seqs[i].plan);\n        free(M->seqs[i].seq);\n    }\n"
+                             : "");
     sb_printf(c, "tilec_externs *%s_externs(%s_module *M) { return M->ext; }\n\n", n, n);
     sb_printf(c, "void %s_release(%s_module *M, tilec_tensor *t)\n{\n"
                  "    uint64_t bytes = 0;\n"

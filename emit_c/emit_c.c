@@ -34,7 +34,10 @@ static int c_begin(tilec_emit *e, void **state)
     sb_init(&s->gnames);
     sb_init(&s->gsteps);
     sb_init(&s->gxt);
+    sb_init(&s->granges);
     sb_init(&s->coll);
+    for (size_t i = 0; i < tilec_wir_line_count(s->w); i++) /* a kept loop: graph mode queues the steps */
+        s->loops |= tilec_wir_line_at(s->w, i)->kind == TILEC_WIR_LOOP;
     for (int i = 0; i < 8; i++)
         sb_init(&s->names[i]);
     mg_c_graph(&s->graph, s->g->name);
@@ -69,7 +72,8 @@ static void c_run(cstate *s, strbuf *c, const char *params)
     sb_add(c, sb_str(&s->decls), s->decls.n);
     for (uint32_t i = 0; i < g->nparams; i++) /* a scalar no kernel takes is not a warning */
         if (g->params[i].type.kind != TILEC_TE_TENSOR)
-            sb_printf(c, "    (void)%s;\n", cn(s, MG_C_SCALAR, g->params[i].name));
+            sb_printf(c, "    (void)%s;\n", cn(s, g->params[i].type.kind == TILEC_TE_LIST ? MG_C_LIST : MG_C_SCALAR,
+                                             g->params[i].name));
     sb_add(c, sb_str(&s->body), s->inputs_end);
     sb_add(c, sb_str(&s->sz.checks), s->sz.checks.n);
     sb_add(c, sb_str(&s->body) + s->inputs_end, s->body.n - s->inputs_end);
@@ -90,8 +94,9 @@ static void c_run(cstate *s, strbuf *c, const char *params)
                       o, B(o), B(o), o, B(o), g->name, o);
         sb_printf(c, "    *%s = %s;\n", cn(s, MG_C_OUTPUT, o), B(o));
     }
-    sb_puts(c, "    tl_live.n = 0; /* the outputs now belong to the caller */\n    tl_rc = 0;\ntl_out:\n"
-               "    if (tl_rc) { /* a failed call gives all its memory back, and the spares */\n"
+    sb_puts(c, "    tl_live.n = 0; /* the outputs now belong to the caller */\n    tl_rc = 0;\ntl_out:\n");
+    cg_seq_out(s, c);
+    sb_puts(c, "    if (tl_rc) { /* a failed call gives all its memory back, and the spares */\n"
                "        tilec_rt_synchronize(M->rt);\n"
                "        for (int i = 0; i < tl_live.n; i++)\n            tilec_rt_free(M->rt, tl_live.p[i]);\n"
                "        tl_trim(M);\n    }\n"
@@ -152,7 +157,7 @@ static int c_end(tilec_emit *e, void *state)
     sb_add(&c, sb_str(&run), run.n);
 
     c_bench_main(&c, s);
-    int bad = aot_bad || run.failed || s->gtypes.failed || s->gnames.failed || s->gsteps.failed || s->gxt.failed || s->coll.failed || s->failed || s->sz.failed || s->sz.checks.failed || h.failed || c.failed || fileq.failed || s->body.failed || s->decls.failed ||
+    int bad = aot_bad || run.failed || s->gtypes.failed || s->gnames.failed || s->gsteps.failed || s->gxt.failed || s->granges.failed || s->coll.failed || s->failed || s->sz.failed || s->sz.checks.failed || h.failed || c.failed || fileq.failed || s->body.failed || s->decls.failed ||
               tilec_emit_write(e, hname, sb_str(&h), h.n) || tilec_emit_write(e, cname, sb_str(&c), c.n);
     sb_free(&h);
     sb_free(&c);
@@ -163,6 +168,7 @@ static int c_end(tilec_emit *e, void *state)
     sb_free(&s->gnames);
     sb_free(&s->gsteps);
     sb_free(&s->gxt);
+    sb_free(&s->granges);
     sb_free(&s->coll);
     sb_free(&s->body);
     csz_free(&s->sz);
@@ -195,6 +201,7 @@ const tilec_emitter tilec_emit_c_emitter = {
                     .extern_alloc = c_line_extern_alloc,
                     .multi_output = c_line_multi_output,
                     .assert_shape = c_line_assert_shape,
+                    .assert_list = c_line_assert_list,
                     .collective = c_line_collective,
                     .loop = c_line_loop,
                     .end_loop = c_line_end_loop,

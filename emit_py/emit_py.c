@@ -246,6 +246,8 @@ static void py_arg(pystate *s, const tilec_wir_arg *a)
     strbuf *b = &s->steps;
     if (a->kind == TILEC_WIR_ARG_BUFFER)
         py_str(b, t);
+    else if (a->kind == TILEC_WIR_ARG_LIST) /* a "list" slot: the address of the call's tilec_rt_list */
+        py_size_ref(s, b, t, NULL, "list");
     else if (a->kind == TILEC_WIR_ARG_SIZE)
         py_size_ref(s, b, t, a->expr, "int");
     else if (!strcmp(t, "true") || !strcmp(t, "false"))
@@ -270,7 +272,7 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
         const tilec_wir_arg *a = &l->args[i];
         tilec_dtype dt = p->type.dtype;
         const char *ty = dt == TILEC_DT_I32 ? "i32" : dt == TILEC_DT_U32 ? "u32" : dt == TILEC_DT_U64 ? "u64" : "i64";
-        if (p->type.kind == TILEC_TE_POINTER || a->kind == TILEC_WIR_ARG_SCALAR || dt == TILEC_DT_F32 ||
+        if (p->type.kind == TILEC_TE_POINTER || p->type.kind == TILEC_TE_LIST || a->kind == TILEC_WIR_ARG_SCALAR || dt == TILEC_DT_F32 ||
             dt == TILEC_DT_F64)
             continue;
         strbuf key; /* each size once per call: sizes do not change within one (but in a loop's iterations) */
@@ -453,6 +455,27 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
     return 0;
 }
 
+/* A tensor list parameter: a TensorList made (or taken) and checked by
+ * tilec.TensorList.for_graph among call()'s checks; its slot is made by
+ * the first kernel step that takes it (py_arg). */
+static int h_assert_list(void *u, const tilec_wir_line *l)
+{
+    pystate *s = u;
+    strbuf h;
+    sb_init(&h);
+    mg_py_helper(&h, l->name, strlen(l->name), "list");
+    sb_printf(&s->checks, "    %s = tilec.TensorList.for_graph(\"%s\", \"%s\", %u, \"%s\", ", sb_str(&h), s->g->name,
+              l->name, l->index, tilec_dtype_name(l->dtype));
+    py_name(&s->checks, l->name);
+    sb_puts(&s->checks, ")\n");
+    sb_printf(&s->lists, "(\"%s\", %s), ", l->name, sb_str(&h));
+    if (!s->first_list)
+        s->first_list = l->name;
+    s->failed |= h.failed;
+    sb_free(&h);
+    return 0;
+}
+
 /* ---- the module ---- */
 
 static int py_begin(tilec_emit *e, void **state)
@@ -468,6 +491,7 @@ static int py_begin(tilec_emit *e, void **state)
     sb_init(&s->scalars);
     sb_init(&s->values);
     sb_init(&s->code);
+    sb_init(&s->lists);
     for (size_t i = 0; i < tilec_wir_line_count(s->w); i++)
         s->loops |= tilec_wir_line_at(s->w, i)->kind == TILEC_WIR_LOOP;
     if (tilec_wir_has_collectives(s->w)) { /* world: the communicator's size, bound first */
@@ -498,7 +522,9 @@ static void py_params(strbuf *b, const tilec_graph *g)
 /* "y: f32[R, C]" of a tensor parameter or result; "eps: f32" of a scalar */
 static void py_param_doc(strbuf *b, const tilec_param *p, const tilec_wir *w, int result)
 {
-    sb_printf(b, "%s%s: %s", p->out ? "out " : "", p->name ? p->name : "?", tilec_dtype_name(p->type.dtype));
+    int list = p->type.kind == TILEC_TE_LIST;
+    sb_printf(b, "%s%s: %s%s%s", p->out ? "out " : "", p->name ? p->name : "?", list ? "[*" : "",
+              tilec_dtype_name(p->type.dtype), list ? "]" : "");
     if (p->type.kind != TILEC_TE_TENSOR)
         return;
     /* the shape as the IR spells it */
@@ -557,6 +583,12 @@ static void py_bench_main(strbuf *c, const pystate *s)
         const tilec_param *p = &g->params[i];
         sb_puts(c, "    ");
         py_name(c, p->name);
+        if (p->type.kind == TILEC_TE_LIST) { /* count= tensors of numel= elements */
+            sb_printf(c, " = [tilec.random_buffer((int(args.get(\"numel\", 65536)),), \"%s\", seed=%u + j, "
+                         "device_=module.device)\n        for j in range(int(args.get(\"count\", 4)))]\n",
+                      tilec_dtype_name(p->type.dtype), 1000 * seed++);
+            continue;
+        }
         if (p->type.kind != TILEC_TE_TENSOR) {
             int fl = p->type.dtype == TILEC_DT_F32 || p->type.dtype == TILEC_DT_F64 || p->type.dtype == TILEC_DT_F16 ||
                      p->type.dtype == TILEC_DT_BF16;
@@ -591,7 +623,7 @@ static void py_scalar_checks(strbuf *c, pystate *s)
 {
     for (uint32_t i = 0; i < s->g->nparams; i++) {
         const tilec_param *p = &s->g->params[i];
-        if (p->type.kind == TILEC_TE_TENSOR || !p->name)
+        if (p->type.kind == TILEC_TE_TENSOR || p->type.kind == TILEC_TE_LIST || !p->name)
             continue;
         sb_printf(c, "    tilec.check_%s(\"%s\", \"%s\", \"%s\", ",
                   tilec_dtype_class(p->type.dtype) == 'f' ? "float" : "int", s->g->name, p->name,
@@ -742,6 +774,7 @@ static int py_end(tilec_emit *e, void *state)
     sb_free(&s->scalars);
     sb_free(&s->values);
     sb_free(&s->code);
+    sb_free(&s->lists);
     for (size_t i = 0; i < s->nslotkeys; i++)
         free(s->slotkeys[i]);
     free(s->slotkeys);
@@ -778,6 +811,7 @@ const tilec_emitter tilec_emit_py_emitter = {
                     .extern_alloc = h_extern_alloc,
                     .multi_output = h_multi_output,
                     .assert_shape = h_assert_shape,
+                    .assert_list = h_assert_list,
                     .collective = h_collective,
                     .loop = py_h_loop,
                     .end_loop = py_h_end_loop,

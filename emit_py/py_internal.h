@@ -52,6 +52,8 @@ typedef struct pystate {
     char **slotkeys;         /* every size and scalar slot's key, in slot order */
     size_t nslotkeys, capslotkeys;
     strset assigned;         /* "slot loop": a loop's body sets that slot */
+    strbuf lists;            /* ("xs", _xs_list), per tensor list parameter: Graph.begin's lists */
+    const char *first_list;  /* the first tensor list parameter: its device where no tensor has one */
 } pystate;
 
 /* ---- py_spell.c ---- */

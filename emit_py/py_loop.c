@@ -237,7 +237,10 @@ void py_size_ref(pystate *s, strbuf *b, const char *t, const tilec_ix *e, const 
         sb_puts(&s->values, ", ");
         if (inl)
             sb_puts(&s->values, "0");
-        else if (!strcmp(kind, "float") || !e)
+        else if (!strcmp(kind, "list")) { /* its TensorList's tilec_rt_list (py_assert_list) */
+            mg_py_helper(&s->values, t, strlen(t), "list");
+            sb_puts(&s->values, ".address");
+        } else if (!strcmp(kind, "float") || !e)
             py_name(&s->values, t);
         else
             py_size(&s->values, s->g, e);

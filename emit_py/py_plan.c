@@ -152,7 +152,8 @@ int py_call_cacheable(pystate *s)
     int inputs = 0;
     for (size_t i = 0; i < s->nbufs; i++)
         inputs |= s->bufs[i].input;
-    s->cacheable = inputs && !s->loops && py_outputs_are_roots(s); /* a Recipe is one run of one plan */
+    /* a Recipe is one run of one plan, keyed by its tensors' shapes: none of a tensor list's */
+    s->cacheable = inputs && !s->loops && !s->first_list && py_outputs_are_roots(s);
     return s->cacheable;
 }
 
@@ -258,11 +259,21 @@ void py_call_body(strbuf *c, pystate *s)
         mg_py_helper(&fi, first, strlen(first), "info");
         sb_printf(c, "    _g = _graphs.get(%s.device or 0) or load(%s.device)\n", sb_str(&fi), sb_str(&fi));
         sb_free(&fi);
+    } else if (s->first_list) { /* the device of the first list's tensors */
+        strbuf fl;
+        sb_init(&fl);
+        mg_py_helper(&fl, s->first_list, strlen(s->first_list), "list");
+        sb_printf(c, "    _g = _graphs.get(%s.device_index) or load(%s.device_index)\n", sb_str(&fl), sb_str(&fl));
+        s->failed |= fl.failed;
+        sb_free(&fl);
     } else {
         sb_puts(c, "    _g = _graphs.get(0) or load()\n");
     }
-    sb_printf(c, "    _c = _g.begin((%s%s), stream%s)\n", sb_str(&infos), first ? "," : "",
+    sb_printf(c, "    _c = _g.begin((%s%s), stream%s", sb_str(&infos), first ? "," : "",
               s->cacheable ? ", _recipes, _key" : "");
+    if (s->lists.n) /* on the graph's device; torch's stream and allocator for torch tensors */
+        sb_printf(c, ", lists=(%s)", sb_str(&s->lists));
+    sb_puts(c, ")\n");
     sb_free(&infos);
     for (size_t k = 0; k < nout; k++) { /* in the outputs' order (a Recipe's allocations are its outputs) */
         int o = buf_find(s, tilec_wir_output(s->w, k));

@@ -92,6 +92,10 @@ binding *chk_tensor_arg(checker *ck, const tilec_expr *a, const char *what, cons
     }
     if (chk_poisoned(b))
         return NULL;
+    if (b->kind == B_LIST) {
+        chk_list_graph_misuse(ck, a, b, what, ar_printf(&ck->scratch, "a tensor%s", paren ? paren : ""));
+        return NULL;
+    }
     if (b->kind != B_TENSOR) {
         chk_err(ck, &a->loc, "%s must be a tensor%s, but '%s' is the scalar %s", what, paren ? paren : "", a->name,
             tilec_dtype_name(b->type.dtype));
@@ -207,7 +211,10 @@ void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call)
         const tilec_param *p = &k->params[i];
         const tilec_expr *a = call->args[i];
         if (p->type.kind == TILEC_TE_LIST) {
-            chk_list_graph_arg(ck, k, call, i);
+            const binding *b = chk_list_graph_arg(ck, k, call, i);
+            if (b && b->dtype != p->type.dtype)
+                chk_err(ck, &a->loc, "argument %u of '%s' ('%s') is %s, but '%s' is %s", i + 1, k->name, p->name,
+                    chk_list_text(ck, p->type.dtype), b->name, b->text);
             continue;
         }
         if (p->type.kind == TILEC_TE_POINTER) {
@@ -224,9 +231,9 @@ void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call)
             binding *b = chk_lookup(ck, a->name);
             if (chk_poisoned(b))
                 continue;
-            if (b && b->kind == B_TENSOR) {
-                chk_err(ck, &a->loc, "argument %u of '%s' ('%s') is a scalar %s, but '%s' is a tensor", i + 1, k->name,
-                    p->name, tilec_dtype_name(p->type.dtype), a->name);
+            if (b && (b->kind == B_TENSOR || b->kind == B_LIST)) {
+                chk_err(ck, &a->loc, "argument %u of '%s' ('%s') is a scalar %s, but '%s' is a tensor%s", i + 1, k->name,
+                    p->name, tilec_dtype_name(p->type.dtype), a->name, b->kind == B_LIST ? " list" : "");
                 continue;
             }
             if (b && b->kind == B_SCALAR) {
@@ -265,19 +272,20 @@ const tilec_kernel *chk_pick_instance(checker *ck, const tilec_kernel *g, tilec_
     int ok = 1;
     for (uint32_t i = 0; i < call->nargs; i++) {
         const tilec_param *p = &g->params[i];
-        if (p->type.kind == TILEC_TE_LIST) {
-            chk_list_graph_arg(ck, g, call, i);
-            ok = 0;
+        int list = p->type.kind == TILEC_TE_LIST;
+        if ((p->type.kind != TILEC_TE_POINTER && !list) || !p->type.tparam) {
+            if (list && !chk_list_graph_arg(ck, g, call, i))
+                ok = 0;
             continue;
         }
-        if (p->type.kind != TILEC_TE_POINTER || !p->type.tparam)
-            continue;
         uint32_t t = 0;
         while (t < g->ntparams && strcmp(g->tparams[t].name, p->type.tparam))
             t++;
         char want[64];
-        snprintf(want, sizeof want, "*%s", p->type.tparam);
-        binding *b = chk_tensor_arg(ck, call->args[i], ar_printf(&ck->scratch, "argument %u of '%s'", i + 1, g->name), want);
+        snprintf(want, sizeof want, list ? "[*%s]" : "*%s", p->type.tparam);
+        const binding *b = list ? chk_list_graph_arg(ck, g, call, i)
+                                : chk_tensor_arg(ck, call->args[i],
+                                      ar_printf(&ck->scratch, "argument %u of '%s'", i + 1, g->name), want);
         if (!b) {
             ok = 0;
             continue;
@@ -289,8 +297,8 @@ const tilec_kernel *chk_pick_instance(checker *ck, const tilec_kernel *g, tilec_
                 d++;
             if (d == tp->ndtypes) { /* reported once: later arguments are held to it */
                 chk_err(ck, &call->args[i]->loc,
-                    "kernel '%s' takes %s = %s, but argument %u ('%s': *%s) is '%s': %s", g->name, tp->name,
-                    gen_dtype_set(&ck->scratch, tp), i + 1, p->name, tp->name, b->name, b->text);
+                    "kernel '%s' takes %s = %s, but argument %u ('%s': %s) is '%s': %s", g->name, tp->name,
+                    gen_dtype_set(&ck->scratch, tp), i + 1, p->name, want, b->name, b->text);
                 ok = 0;
             }
             from[t] = b;
@@ -298,8 +306,8 @@ const tilec_kernel *chk_pick_instance(checker *ck, const tilec_kernel *g, tilec_
             argno[t] = i;
         } else if (b->dtype != bound[t]) {
             chk_err(ck, &call->args[i]->loc,
-                "argument %u of '%s' ('%s': *%s) is '%s': %s, but argument %u ('%s') made %s = %s", i + 1, g->name,
-                p->name, tp->name, b->name, b->text, argno[t] + 1, g->params[argno[t]].name, tp->name,
+                "argument %u of '%s' ('%s': %s) is '%s': %s, but argument %u ('%s') made %s = %s", i + 1, g->name,
+                p->name, want, b->name, b->text, argno[t] + 1, g->params[argno[t]].name, tp->name,
                 tilec_dtype_name(bound[t]));
             ok = 0;
         }

@@ -200,11 +200,20 @@ void chk_graph(checker *ck, tilec_graph *g)
     chk_graph_world(ck, g);
     for (uint32_t i = 0; i < g->nparams; i++) {
         const tilec_param *p = &g->params[i];
-        if (p->type.kind == TILEC_TE_POINTER || p->type.kind == TILEC_TE_LIST) {
-            chk_err(ck, &p->type.loc, "a graph parameter is a tensor such as %s[R, C] or a scalar, not a %s",
-                tilec_dtype_name(p->type.dtype), p->type.kind == TILEC_TE_LIST ? "tensor list (lists are kernel "
-                "parameters, passed from Python or the C API)" : "pointer");
+        if (p->type.kind == TILEC_TE_POINTER) {
+            chk_err(ck, &p->type.loc, "a graph parameter is a tensor such as %s[R, C], a tensor list such as [*%s] or "
+                "a scalar, not a pointer", tilec_dtype_name(p->type.dtype), tilec_dtype_name(p->type.dtype));
             chk_bind(ck, p->name, &p->loc, B_TENSOR, "parameter"); /* in error: its uses are silent */
+            continue;
+        }
+        if (p->type.kind == TILEC_TE_LIST) { /* the caller's tensors, handed whole to kernels' list parameters */
+            binding *b = chk_bind(ck, p->name, &p->loc, B_LIST, "parameter");
+            if (b) {
+                b->type = chk_ty_scalar(p->type.dtype);
+                b->type.list = true;
+                b->dtype = p->type.dtype;
+                b->text = chk_list_text(ck, p->type.dtype);
+            }
             continue;
         }
         if (p->type.kind == TILEC_TE_SCALAR) {

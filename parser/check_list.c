@@ -106,14 +106,41 @@ int chk_list_header(checker *ck, const tilec_kernel *k)
     return 1;
 }
 
-/* A graph's call of kernel k passes argument i for a tensor list. */
-void chk_list_graph_arg(checker *ck, const tilec_kernel *k, const tilec_expr *call, uint32_t i)
+/* A graph's call of kernel k passes argument i for the tensor list
+ * parameter k->params[i]: it must name a tensor list parameter of the
+ * graph (a list goes whole, never a slice of it or one of its tensors).
+ * Returns that binding (its dtype unchecked: a generic kernel's type
+ * parameter takes it), else NULL (reported). */
+const binding *chk_list_graph_arg(checker *ck, const tilec_kernel *k, const tilec_expr *call, uint32_t i)
 {
     const tilec_param *p = &k->params[i];
-    chk_err(ck, &call->args[i]->loc,
-        "argument %u of '%s' ('%s') is a tensor list %s: graphs cannot pass tensor lists yet; launch '%s' from "
-        "Python (a list of tensors) or with tilec_program_launch", i + 1, k->name, p->name,
-        p->type.tparam ? ar_printf(&ck->scratch, "[*%s]", p->type.tparam) : chk_list_text(ck, p->type.dtype), k->name);
+    const tilec_expr *a = call->args[i];
+    const char *want = p->type.tparam ? ar_printf(&ck->scratch, "[*%s]", p->type.tparam) : chk_list_text(ck, p->type.dtype);
+    binding *b = a->kind == TILEC_EX_NAME ? chk_lookup(ck, a->name) : NULL;
+    if (a->kind == TILEC_EX_NAME && !b) {
+        chk_err(ck, &a->loc, "undefined name '%s'", a->name);
+        return NULL;
+    }
+    if (chk_poisoned(b))
+        return NULL;
+    if (b && b->kind == B_LIST)
+        return b;
+    const char *got = !b                   ? "an expression"
+                      : b->kind == B_TENSOR ? ar_printf(&ck->scratch, "'%s', the tensor %s", b->name, b->text)
+                                            : ar_printf(&ck->scratch, "'%s', the scalar %s", b->name,
+                                                        tilec_dtype_name(b->type.dtype));
+    chk_err(ck, chk_start_of(a),
+        "argument %u of '%s' ('%s') is a tensor list %s: pass a tensor list parameter of the graph such as "
+        "'params: %s', got %s", i + 1, k->name, p->name, want ? want : "[*?]", want ? want : "[*?]", got ? got : "?");
+    return NULL;
+}
+
+/* A graph's tensor list `b` named by `a` where `what` needs something
+ * else ("argument 2 of 'k'", "the first argument of view"). */
+void chk_list_graph_misuse(checker *ck, const tilec_expr *a, const binding *b, const char *what, const char *want)
+{
+    chk_err(ck, &a->loc, "%s must be %s, but '%s' is the tensor list %s (a graph passes a tensor list only whole, to a "
+        "kernel's tensor list parameter such as p: %s)", what, want, a->name, b->text, b->text);
 }
 
 /* A written type as messages spell it: f32, *f32, [*f32] (a tensor's

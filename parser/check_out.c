@@ -39,6 +39,11 @@ void chk_graph_outs(checker *ck, const tilec_graph *g)
         const tilec_param *p = &g->params[i];
         if (!p->out)
             continue;
+        if (p->type.kind == TILEC_TE_LIST) {
+            chk_err(ck, &p->out_loc, "'out' marks a tensor parameter; '%s' is a tensor list, whose tensors the kernels "
+                    "it is passed to write in place (drop 'out')", p->name);
+            continue;
+        }
         if (p->type.kind != TILEC_TE_TENSOR) {
             chk_err(ck, &p->out_loc, "'out' marks a tensor parameter, but '%s' is the scalar %s", p->name,
                     tilec_dtype_name(p->type.dtype));

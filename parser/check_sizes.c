@@ -49,13 +49,22 @@ int chk_size_limit_err(checker *ck, const tilec_loc *loc, const poly_why *why, c
 /* Every name of a size expression is a symbol or an integer scalar. */
 static int size_names_ok(checker *ck, const tilec_expr *e, const char *what)
 {
+    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "len") && e->nargs == 1 && e->args[0]->kind == TILEC_EX_NAME) {
+        const binding *l = chk_lookup(ck, e->args[0]->name);
+        if (l && l->kind == B_LIST) { /* a count that comes with the call's list, not with a tensor's shape */
+            chk_err(ck, &e->loc, "len(%s) is not a graph size: a graph's sizes come from its tensors' dimensions and "
+                "its integer parameters (a kernel reads len(%s) itself; pass the count as an integer parameter "
+                "where the graph needs it)", l->name, l->name);
+            return 0;
+        }
+    }
     if (e->kind == TILEC_EX_NAME && !sym_lookup(ck, e->name)) {
         binding *b = chk_lookup(ck, e->name);
         if (chk_poisoned(b))
             return 0;
         if (b)
             chk_err(ck, &e->loc, "%s must be an integer, but '%s' is %s", what, e->name,
-                b->kind == B_TENSOR ? "a tensor" : tilec_dtype_name(b->type.dtype));
+                b->kind == B_TENSOR ? "a tensor" : b->kind == B_LIST ? "a tensor list" : tilec_dtype_name(b->type.dtype));
         else
             chk_err(ck, &e->loc, "'%s' is not a size symbol here (symbols are bound by the dimensions of tensor parameters)",
                 e->name);

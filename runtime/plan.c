@@ -64,9 +64,12 @@ tilec_rt_status tilec_plan_set_slot(tilec_plan *p, uint32_t i, tilec_plan_slot_t
 {
     if (!p)
         return TILEC_RT_INVALID_ARG;
-    if (i >= p->nslots || (unsigned)type > TILEC_PLAN_FLOAT)
+    if (i >= p->nslots || (unsigned)type > TILEC_PLAN_LIST)
         return plan_fail(p, TILEC_RT_INVALID_ARG, "slot %u of type %d (the plan has %u slots)", i, (int)type,
                          p->nslots);
+    if (type == TILEC_PLAN_LIST && p->max_graphs)
+        return plan_fail(p, TILEC_RT_INVALID_ARG, "slot %u is a tensor list: a plan with tensor lists runs eagerly "
+                         "(CUDA graphs do not record them yet)", i);
     char *copy = strdup(name ? name : "?");
     if (!copy)
         return TILEC_RT_NOMEM;
@@ -87,6 +90,8 @@ static int slot_suits(tilec_plan_slot_type t, tilec_rt_param_kind k)
 {
     if (k == TILEC_RT_PARAM_POINTER)
         return t == TILEC_PLAN_PTR;
+    if (k == TILEC_RT_PARAM_LIST || t == TILEC_PLAN_LIST)
+        return k == TILEC_RT_PARAM_LIST && t == TILEC_PLAN_LIST;
     if (k == TILEC_RT_PARAM_F32 || k == TILEC_RT_PARAM_F64)
         return t == TILEC_PLAN_FLOAT || t == TILEC_PLAN_INT;
     return t == TILEC_PLAN_INT;

@@ -58,6 +58,10 @@ tilec_rt_status tilec_plan_set_cuda_graph(tilec_plan *p, uint32_t graphs)
     if (graphs > PLAN_MAX_GRAPHS)
         return plan_fail(p, TILEC_RT_INVALID_ARG, "%u CUDA graphs asked for; at most %d are kept", graphs,
                          PLAN_MAX_GRAPHS);
+    for (uint32_t i = 0; graphs && i < p->nslots; i++)
+        if (p->types[i] == TILEC_PLAN_LIST) /* its tables would be recorded by value, its tensors unseen by the key */
+            return plan_fail(p, TILEC_RT_INVALID_ARG, "slot '%s' is a tensor list: a plan with tensor lists runs "
+                             "eagerly (CUDA graphs do not record them yet)", plan_slot_name(p, (int32_t)i));
     if (graphs && !graphs_supported(p->rt))
         return plan_fail(p, TILEC_RT_DRIVER_TOO_OLD, "the CUDA driver lacks the stream capture and graph calls");
     if (tilec_rt_make_current(p->rt) != TILEC_RT_OK)

@@ -31,6 +31,10 @@ static tilec_rt_arg gather(const tilec_plan *p, const tilec_plan_value *v, tilec
         return v->value;
     tilec_rt_arg s = slots[v->slot], a;
     a.u64 = 0;
+    if (p->types[v->slot] == TILEC_PLAN_LIST) { /* the caller's list, packed (and split) by the launch */
+        a.list = s.list;
+        return a;
+    }
     if (p->types[v->slot] == TILEC_PLAN_FLOAT) {
         if (k == TILEC_RT_PARAM_F32)
             a.f32 = (float)s.f64;
@@ -58,10 +62,13 @@ static tilec_rt_status run_kernel(tilec_plan *p, uint32_t i, const plan_step *st
     tilec_rt_status r = st->best
                             ? rt_program_launch_best_at(p->prog, st->kernel, args, st->nargs, stream, p->ws_owner, NULL)
                             : rt_program_launch_at(p->prog, st->kernel, args, stream, p->ws_owner);
+    int lists = 0; /* a tensor list's checks say what is wrong (the runtime's last error) */
+    for (uint32_t a = 0; a < st->nargs; a++)
+        lists |= pk->d.kinds[a] == TILEC_RT_PARAM_LIST;
     if (r != TILEC_RT_OK)
         return plan_fail(p, r, "step %u (kernel %s): %s", i + 1, pk->d.kernel,
-                         r == TILEC_RT_INVALID_ARG ? "its grid cannot be computed from these sizes"
-                                                   : tilec_rt_last_error(p->rt));
+                         r == TILEC_RT_INVALID_ARG && !lists ? "its grid cannot be computed from these sizes"
+                                                             : tilec_rt_last_error(p->rt));
     return TILEC_RT_OK;
 }
 

@@ -268,20 +268,26 @@ static int nop(void *u, const tilec_wir_line *l)
     return 0;
 }
 
-/* An emitter of ABI 2 has no .loop and .end_loop: refused, never called
- * through a hook table two hooks short. */
+/* An emitter of ABI 2 has no .loop and .end_loop, one of ABI 3 no
+ * .assert_list (tensor lists): refused, never called through a hook table
+ * hooks short. */
 Test(chunks, an_emitter_of_abi_2_is_refused)
 {
-    cr_expect_eq(TILEC_EMITTER_ABI, 3u);
-    tilec_emitter old = {TILEC_EMITTER_HEADER, .name = "old2", .hooks = {{{.comment = nop}}}};
-    old.abi = 2;
-    old.size = (unsigned)(sizeof(tilec_emitter) - 2 * sizeof(tilec_wir_hook));
-    tilec_ctx *ctx = tilec_ctx_new();
-    cr_expect_eq(tilec_register_emitter(ctx, &old), TILEC_ERR_ARG);
-    cr_assert_eq(tilec_ctx_error_count(ctx), 1);
-    cr_expect(strstr(tilec_ctx_diag(ctx, 0)->message, "emitter ABI 2") != NULL, "%s", tilec_ctx_diag(ctx, 0)->message);
-    cr_expect_null(tilec_find_emitter(ctx, "old2"));
-    tilec_ctx_free(ctx);
+    cr_expect_eq(TILEC_EMITTER_ABI, 4u);
+    for (unsigned abi = 2; abi <= 3; abi++) {
+        tilec_emitter old = {TILEC_EMITTER_HEADER, .name = "old", .hooks = {{{.comment = nop}}}};
+        old.abi = abi;
+        /* hooks short: LOOP, END_LOOP (ABI 3) and ASSERT_LIST (ABI 4) */
+        old.size = (unsigned)(sizeof(tilec_emitter) - (abi == 2 ? 3 : 1) * sizeof(tilec_wir_hook));
+        tilec_ctx *ctx = tilec_ctx_new();
+        cr_expect_eq(tilec_register_emitter(ctx, &old), TILEC_ERR_ARG);
+        cr_assert_eq(tilec_ctx_error_count(ctx), 1);
+        char want[32];
+        snprintf(want, sizeof want, "emitter ABI %u", abi);
+        cr_expect(strstr(tilec_ctx_diag(ctx, 0)->message, want) != NULL, "%s", tilec_ctx_diag(ctx, 0)->message);
+        cr_expect_null(tilec_find_emitter(ctx, "old"));
+        tilec_ctx_free(ctx);
+    }
 }
 
 /* The lines of graph `name` of tests/golden/ir/unroll.tile, planned. */

@@ -505,7 +505,8 @@ static const char block_counts[] = "COMMENT 2\n"
                                    "ASSERT_SHAPE 2\n"
                                    "COLLECTIVE 0\n"
                                    "LOOP 0\n"
-                                   "END_LOOP 0\n";
+                                   "END_LOOP 0\n"
+                                   "ASSERT_LIST 0\n";
 
 Test(emit, user_emitter)
 {

@@ -655,6 +655,11 @@ static const char unroll_runner[] =
     "    for (int k = 0; k < 3; k++) {\n"
     "        mark();\n        rc = unrolled_run(um, &x, &y, err, sizeof err);\n        show(\"graph\", rc, &y, err);\n"
     "        unrolled_release(um, &y);\n    }\n"
+    "    const int64_t trips[] = {4, 4, 3, 4, 3, 5};\n"
+    "    for (int k = 0; k < 6; k++) {\n"
+    "        char what[32];\n        snprintf(what, sizeof what, \"looped graph n=%d\", (int)trips[k]);\n"
+    "        mark();\n        rc = looped_run(lm, &x, trips[k], 2, &y, err, sizeof err);\n        show(what, rc, &y, err);\n"
+    "        if (!rc)\n            looped_release(lm, &y);\n    }\n"
     "    tilec_rt_free(rt, x.data);\n"
     "    looped_unload(lm);\n    unrolled_unload(um);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
 
@@ -665,16 +670,26 @@ Test(wrapper_run, an_unrolled_loop_computes_what_the_loop_does_and_has_a_cuda_gr
     build_runner(dir, unroll_tile, "looped unrolled", unroll_runner);
     char *out = run(dir, 0);
     const char *y = " 76 80 84 88 92 96 52 56 60 64 68 72 28 32 36 40 44 48 4 8 12 16 20 24\n";
-    char want[2048];
+    const char *y3 = " 52 56 60 64 68 72 28 32 36 40 44 48 4 8 12 16 20 24 0 0 0 0 0 0\n";
+    char want[4096];
     snprintf(want, sizeof want,
              "looped: 0 8 0 0 2 |%s"
              "unrolled: 0 8 0 0 2 |%s"
-             "looped graphs: 1 looped: no CUDA-graph mode: it has a for loop (a launch plan's steps are fixed)\n"
+             "looped graphs: 0 \n"
              "unrolled graphs: 0 \n"
              "graph: 0 8 8 0 0 |%s" /* eager, then recorded */
              "graph: 0 8 0 1 0 |%s" /* replayed */
-             "graph: 0 8 0 1 0 |%s",
-             y, y, y, y, y);
+             "graph: 0 8 0 1 0 |%s"
+             /* a kept loop: a plan per trip count, recorded the first time (eager, then
+              * captured), replayed after; a call that fails a slice launches nothing */
+             "looped graph n=4: 0 8 8 0 0 |%s"
+             "looped graph n=4: 0 8 0 1 0 |%s"
+             "looped graph n=3: 0 6 6 0 0 |%s"
+             "looped graph n=4: 0 8 0 1 0 |%s"
+             "looped graph n=3: 0 6 0 1 0 |%s"
+             "looped graph n=5: 1 0 0 0 -2 | looped: line 11: slice yc = y[-C - C*i + C*n:-C*i + C*n] is out of "
+             "bounds: start 8, stop 10, and 'y' has 8 rows\n", /* a failed call frees the spares too */
+             y, y, y, y, y, y, y, y3, y, y3);
     cr_expect_str_eq(out, want);
     free(out);
     rm_dir(dir);
@@ -1486,6 +1501,125 @@ Test(wrapper_run, aot_choices_refused, .timeout = 300)
     cr_expect_eq(sh(&out, "%s/bin/tilec %s/g.tile --emit c --choices %s/ch.txt -o %s/gen 2>&1", TILEC_BUILD, dir, dir, dir),
                  2);
     cr_expect(strstr(out, "--choices needs --aot"), "%s", out);
+    free(out);
+    rm_dir(dir);
+}
+
+/* ---- tensor lists in graphs (issue 35): the C wrapper takes a
+ * tilec_rt_list per list parameter and launches with it ---- */
+
+/* lscale is a kernel the fake driver runs on its tables of 126 tensors
+ * (tilec_rt_list_cap(3, 2)): y[t][j] = s * x[t][j] */
+static const char lists_tile[] = "kernel lscale(x: [*f32], y: [*f32], s: f32) grid (len(x)) {\n"
+                                 "    let i = pid(0);\n"
+                                 "    let n = numel(x, i);\n"
+                                 "    let j = range(256);\n"
+                                 "    store(y[i] + j, s * load(x[i] + j, j < n), j < n);\n"
+                                 "}\n"
+                                 "kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {\n"
+                                 "    let i = pid(0) * 256 + range(256);\n"
+                                 "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+                                 "}\n"
+                                 "graph lsc(xs: [*f32], ys: [*f32], s: f32, w: f32[N]) -> f32[N] {\n"
+                                 "    lscale(xs, ys, s);\n"
+                                 "    let t = empty(f32, [N]);\n"
+                                 "    scale2(w, t, N);\n"
+                                 "    return t;\n"
+                                 "}\n";
+
+/* main(driver, n, mode): n tensors in each list, tensor t of t % 5 + 1
+ * elements; mode 0 runs it and prints "rc=R launches=L lists=K n=A,B
+ * sum=S t=T err=E" (K list launches of A and B tensors, S the sum of every
+ * ys element, T the sum of the output); mode 1 passes ys one tensor short;
+ * mode 2 passes NULL for xs; mode 3 gives tensor 2 of xs -1 elements;
+ * mode 4 asks for graph mode */
+static const char lists_runner[] =
+    FAKE_RUNNER_MAIN("lsc.h", "4")
+    "    int n = atoi(argv[2]), mode = atoi(argv[3]);\n"
+    "    char err[512] = \"\";\n"
+    "    lsc_module *m = NULL;\n"
+    "    if (lsc_load(rt, &m, err, sizeof err)) {\n        printf(\"load: %s\\n\", err);\n        tilec_rt_close(rt);\n        return 4;\n    }\n"
+    "    if (mode == 4) {\n        printf(\"rc=%d err=%s\\n\", lsc_set_cuda_graph(m, 4, err, sizeof err), err);\n"
+    "        lsc_unload(m);\n        tilec_rt_close(rt);\n        return 0;\n    }\n"
+    "    uint64_t xp[300], yp[300];\n    int64_t num[300];\n"
+    "    for (int t = 0; t < n; t++) {\n"
+    "        float v[5], z[5] = {0};\n        num[t] = t % 5 + 1;\n"
+    "        for (int j = 0; j < 5; j++)\n            v[j] = (float)(t + j);\n"
+    "        if (tilec_rt_malloc(rt, 20, &xp[t]) || tilec_rt_malloc(rt, 20, &yp[t]) ||\n"
+    "            tilec_rt_memcpy_htod(rt, xp[t], v, 20) || tilec_rt_memcpy_htod(rt, yp[t], z, 20))\n            return 5;\n"
+    "    }\n"
+    "    if (mode == 3)\n        num[2] = -1;\n"
+    "    tilec_rt_list xs = {(uint32_t)n, xp, num}, ys = {(uint32_t)(mode == 1 ? n - 1 : n), yp, num};\n"
+    "    float wv[3] = {1, 2, 3};\n"
+    "    tilec_tensor w = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {3}, .strides = {1}}, out = {0};\n"
+    "    if (tilec_rt_malloc(rt, 12, &w.data) || tilec_rt_memcpy_htod(rt, w.data, wv, 12))\n        return 5;\n"
+    "    int launches = f->launches, lists = f->list_launches;\n"
+    "    int rc = lsc_run(m, mode == 2 ? NULL : &xs, &ys, 3.0f, &w, &out, err, sizeof err);\n"
+    "    double sum = 0, tsum = 0;\n"
+    "    for (int t = 0; t < n; t++) {\n"
+    "        float v[5];\n"
+    "        if (tilec_rt_memcpy_dtoh(rt, v, yp[t], 20))\n            return 6;\n"
+    "        for (int j = 0; j < 5; j++)\n            sum += v[j];\n"
+    "    }\n"
+    "    if (!rc) {\n        float o[3];\n"
+    "        if (tilec_rt_memcpy_dtoh(rt, o, out.data, 12))\n            return 6;\n"
+    "        tsum = o[0] + o[1] + o[2];\n        tilec_rt_free(rt, out.data);\n    }\n"
+    "    printf(\"rc=%d launches=%d lists=%d n=%d,%d sum=%g t=%g err=%s\\n\", rc, f->launches - launches,\n"
+    "           f->list_launches - lists, f->list_n[lists % 8], f->list_launches - lists > 1 ? f->list_n[(lists + 1) % 8] : 0,\n"
+    "           sum, tsum, err);\n"
+    "    lsc_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+static char *run_mode(const char *dir, int n, int mode)
+{
+    char *out = NULL;
+    int st = sh(&out, "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %d %d 2>&1", dir, TILEC_BUILD,
+                dir, FAKECUDA, n, mode);
+    cr_assert_eq(st, 0, "the runner failed (%d):\n%s", st, out);
+    return out;
+}
+
+/* The sum of s * x over n tensors of t % 5 + 1 elements x[t][j] = t + j. */
+static double lists_sum(int n, double s)
+{
+    double sum = 0;
+    for (int t = 0; t < n; t++)
+        for (int j = 0; j < t % 5 + 1; j++)
+            sum += s * (t + j);
+    return sum;
+}
+
+Test(wrapper_run, a_graph_passes_its_tensor_lists_to_the_launch, .timeout = 120)
+{
+    char dir[64], want[512];
+    make_tmpdir(dir, sizeof dir);
+    build_runner(dir, lists_tile, "lsc", lists_runner);
+    char *out = run_mode(dir, 5, 0); /* one launch of the five tensors' table */
+    snprintf(want, sizeof want, "rc=0 launches=2 lists=1 n=5,0 sum=%g t=12 err=\n", lists_sum(5, 3));
+    cr_expect_str_eq(out, want);
+    free(out);
+    out = run_mode(dir, 130, 0); /* past the table's 126: the launch splits, in order */
+    snprintf(want, sizeof want, "rc=0 launches=3 lists=2 n=126,4 sum=%g t=12 err=\n", lists_sum(130, 3));
+    cr_expect_str_eq(out, want);
+    free(out);
+    out = run_mode(dir, 0, 0); /* an empty list: a grid of len(x) = 0 programs runs nothing */
+    cr_expect_str_eq(out, "rc=0 launches=1 lists=0 n=0,0 sum=0 t=12 err=\n");
+    free(out);
+    out = run_mode(dir, 3, 1);
+    cr_expect_str_eq(out, "rc=1 launches=0 lists=0 n=0,0 sum=0 t=0 err=lsc: launch of lscale failed: kernel 'lscale': "
+                          "tensor list arguments 1 and 2 have 3 and 2 tensors; every list of a launch must have as many\n");
+    free(out);
+    out = run_mode(dir, 3, 2);
+    cr_expect_str_eq(out, "rc=1 launches=0 lists=0 n=0,0 sum=0 t=0 err=lsc: xs must be a tensor list of f32: a "
+                          "tilec_rt_list of n tensors, their addresses and element counts\n");
+    free(out);
+    out = run_mode(dir, 3, 3);
+    const char *neg = "rc=1 launches=0 lists=0 n=0,0 sum=0 t=0 err=lsc: tensor 2 of list xs has -1 elements at address 0x";
+    cr_expect(!strncmp(out, neg, strlen(neg)) && strstr(out, " (a count >= 0, at an address aligned to 4 bytes)\n"), "%s",
+              out);
+    free(out);
+    out = run_mode(dir, 3, 4);
+    cr_expect_str_eq(out, "rc=1 err=lsc: no CUDA-graph mode: it takes a tensor list (the launch plan's CUDA graphs do "
+                          "not record tensor lists yet)\n");
     free(out);
     rm_dir(dir);
 }

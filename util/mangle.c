@@ -11,7 +11,7 @@ void mg_cuda(strbuf *b, const char *name)
 }
 
 /* ORDER mg_c_kind. Words without '_': the kind is what precedes the first '_'. */
-static const char *const c_kind_word[] = {"t", "b", "s", "p", "out", "in", "o"};
+static const char *const c_kind_word[] = {"t", "b", "s", "p", "out", "in", "o", "l"};
 
 void mg_c(strbuf *b, mg_c_kind kind, const char *name, size_t n)
 {

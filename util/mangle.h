@@ -48,6 +48,7 @@ typedef enum mg_c_kind {
     MG_C_OUTPUT, /* out_NAME: an output parameter of NAME_run */
     MG_C_BENCH_IN,  /* in_NAME: an input of the benchmark main */
     MG_C_BENCH_OUT, /* o_NAME: an output of the benchmark main */
+    MG_C_LIST,      /* l_NAME: a tensor list parameter of NAME_run */
 } mg_c_kind;
 
 /* C: name (n bytes) in namespace kind. */

@@ -28,7 +28,7 @@ typedef struct nidx {
     UT_hash_handle hh;
 } nidx;
 
-typedef enum { E_TENSOR_PARAM, E_SCALAR_PARAM, E_BUFFER } ekind;
+typedef enum { E_TENSOR_PARAM, E_SCALAR_PARAM, E_BUFFER, E_LIST_PARAM /* a tensor list: passed whole, never freed */ } ekind;
 
 /* A name of the graph. Views share the storage of their root. */
 typedef struct entry {
@@ -248,7 +248,7 @@ static int lift(const lw *L, int p, int scope)
 static int use(lw *L, const tilec_expr *a, int i)
 {
     int k = a->kind == TILEC_EX_NAME ? find(L, a->name) : -1;
-    if (k < 0 || L->e[k].kind == E_SCALAR_PARAM) {
+    if (k < 0 || L->e[k].kind == E_SCALAR_PARAM || L->e[k].kind == E_LIST_PARAM) {
         fail(L, &a->loc, "no tensor named", a->kind == TILEC_EX_NAME ? a->name : "(expression)");
         return -1;
     }
@@ -391,7 +391,7 @@ static void bind_params(lw *L)
     for (uint32_t i = 0; i < g->nparams; i++) {
         const tilec_param *p = &g->params[i];
         if (p->type.kind != TILEC_TE_TENSOR) {
-            define(L, p->name, E_SCALAR_PARAM, p->type.dtype, 0, NULL, -1);
+            define(L, p->name, p->type.kind == TILEC_TE_LIST ? E_LIST_PARAM : E_SCALAR_PARAM, p->type.dtype, 0, NULL, -1);
             continue;
         }
         for (uint32_t d = 0; d < p->type.ndims; d++) {
@@ -825,6 +825,17 @@ static void emit_asserts(lw *L)
         set_add(L, &bound, GC_WORLD, (int)nbound++);
     for (uint32_t i = 0; i < g->nparams && !L->oom; i++) {
         const tilec_param *p = &g->params[i];
+        if (p->type.kind == TILEC_TE_LIST) { /* the caller's tensors: checked by the wrappers, binds no symbol */
+            tilec_wir_line *l = wir_add(L->w, TILEC_WIR_ASSERT_LIST, &p->loc);
+            if (!l) {
+                L->oom = 1;
+                break;
+            }
+            l->name = p->name;
+            l->index = i;
+            l->dtype = p->type.dtype;
+            continue;
+        }
         if (p->type.kind != TILEC_TE_TENSOR)
             continue;
         tilec_wir_line *l = wir_add(L->w, TILEC_WIR_ASSERT_SHAPE, &p->loc);
@@ -898,6 +909,11 @@ static tilec_wir_arg *call_args(lw *L, const tilec_expr *v, const tilec_kernel *
         const tilec_expr *e = v->args[a];
         const tilec_param *p = k && a < k->nparams ? &k->params[a] : NULL;
         char c = p ? tilec_dtype_class(p->type.dtype) : 0;
+        if (p && p->type.kind == TILEC_TE_LIST) { /* a list parameter of the graph, whole (the checker saw to it) */
+            args[a].kind = TILEC_WIR_ARG_LIST;
+            args[a].text = e->kind == TILEC_EX_NAME ? e->name : "?";
+            continue;
+        }
         if (!p || p->type.kind == TILEC_TE_POINTER) {
             args[a].kind = TILEC_WIR_ARG_BUFFER;
             args[a].text = rname(L, e->name);

@@ -10,6 +10,8 @@
  *   kernel K (N variant[s])                           KERNEL_DEF
  *   assert_shape x: f32[R, C] binds R, C              ASSERT_SHAPE ("binds" lists the
  *                                                     symbols bound here; others are checked)
+ *   assert_list ps: [*f32]                            ASSERT_LIST (a tensor list parameter; a call
+ *                                                     names it as an argument, whole)
  *   # text                                            COMMENT (\\ and control bytes escaped)
  *   alloc t: f32[R, C] (4*R*C bytes)                  ALLOCATE (row-major, device 0, align 256;
  *                                                     " dev1" / " align N" only when otherwise)
@@ -258,12 +260,18 @@ static int p_assert_shape(void *u, const tilec_wir_line *l)
     return end(u, l);
 }
 
+static int p_assert_list(void *u, const tilec_wir_line *l)
+{
+    sb_printf(u, "assert_list %s: [*%s]", l->name, tilec_dtype_name(l->dtype));
+    return end(u, l);
+}
+
 #define TEXT_HOOKS                                                                                       \
     .comment = p_comment, .kernel_def = p_kernel_def, .allocate = p_allocate, .reuse = p_reuse,          \
     .free_if_not_reused = p_free_if_not_reused, .free = p_free, .reinterpret = p_reinterpret,            \
     .kernel_call = p_kernel_call, .extern_call = p_extern_call, .extern_alloc = p_extern_alloc,          \
     .multi_output = p_multi_output, .assert_shape = p_assert_shape, .collective = p_collective,          \
-    .loop = p_loop, .end_loop = p_end_loop
+    .loop = p_loop, .end_loop = p_end_loop, .assert_list = p_assert_list
 
 const tilec_wir_hooks wir_text_hooks = {
     .comment = p_comment,
@@ -281,6 +289,7 @@ const tilec_wir_hooks wir_text_hooks = {
     .collective = p_collective,
     .loop = p_loop,
     .end_loop = p_end_loop,
+    .assert_list = p_assert_list,
 };
 
 void wir_text_header(strbuf *b, const tilec_wir *w)
@@ -289,7 +298,9 @@ void wir_text_header(strbuf *b, const tilec_wir *w)
     sb_printf(b, "graph %s(", g->name);
     for (uint32_t i = 0; i < g->nparams; i++) {
         const tilec_param *p = &g->params[i];
-        sb_printf(b, "%s%s%s: %s", i ? ", " : "", p->out ? "out " : "", p->name, tilec_dtype_name(p->type.dtype));
+        int list = p->type.kind == TILEC_TE_LIST;
+        sb_printf(b, "%s%s%s: %s%s%s", i ? ", " : "", p->out ? "out " : "", p->name, list ? "[*" : "",
+                  tilec_dtype_name(p->type.dtype), list ? "]" : "");
         if (p->type.kind != TILEC_TE_TENSOR)
             continue;
         const tilec_wir_line *a = tilec_wir_input_shape(w, i);

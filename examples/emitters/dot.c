@@ -6,6 +6,8 @@
  *
  * What it draws (see examples/emitters/README.md):
  *  - input tensors (ASSERT_SHAPE): light blue boxes "name\ndtype[shape]";
+ *  - input tensor lists (ASSERT_LIST): light blue stacked boxes "name\n[*dtype]",
+ *    connected to each kernel that takes one both ways (written in place);
  *  - collectives (COLLECTIVE): octagons between their input and result;
  *  - buffers the graph allocates (ALLOCATE, REUSE, EXTERN_ALLOC results,
  *    MULTI_OUTPUT): boxes; a REUSE also gets a dashed edge old -> new;
@@ -321,6 +323,19 @@ static int dot_input(void *user, const tilec_wir_line *l)
     return d->out.failed;
 }
 
+static int dot_list(void *user, const tilec_wir_line *l)
+{
+    dot *d = user;
+    buf *b = &d->out;
+    buf_str(b, "  \"buf_");
+    buf_esc(b, l->name);
+    buf_str(b, "\" [label=\"");
+    buf_esc(b, l->name);
+    buf_fmt(b, "\\n[*%s]\\ninput list\", shape=box3d, style=filled, fillcolor=lightblue];\n",
+            tilec_dtype_name(l->dtype));
+    return b->failed;
+}
+
 static int dot_allocate(void *user, const tilec_wir_line *l)
 {
     dot *d = user;
@@ -388,9 +403,13 @@ static int dot_kernel_call(void *user, const tilec_wir_line *l)
         find_block(k, &k->body, use);
     }
     for (uint32_t i = 0; i < l->nargs; i++) {
+        const char *pname = k && i < k->nparams ? k->params[i].name : NULL;
+        if (l->args[i].kind == TILEC_WIR_ARG_LIST) { /* its tensors, read and written in place */
+            edge(d, l->args[i].text, id, 1, pname, NULL);
+            edge(d, l->args[i].text, id, 0, pname, NULL);
+        }
         if (l->args[i].kind != TILEC_WIR_ARG_BUFFER)
             continue;
-        const char *pname = k && i < k->nparams ? k->params[i].name : NULL;
         /* no kernel to look at: connected both ways */
         unsigned u = k && i < k->nparams ? use[i] : USE_READ | USE_WRITE;
         if (u & USE_READ)
@@ -567,6 +586,7 @@ static const tilec_emitter dot_emitter = {
         .free = dot_skip,
         .reinterpret = dot_view,
         .kernel_call = dot_kernel_call,
+        .assert_list = dot_list,
         .extern_call = dot_extern_call,
         .extern_alloc = dot_extern_alloc,
         .multi_output = dot_multi_output,

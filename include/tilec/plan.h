@@ -42,11 +42,14 @@ extern "C" {
 typedef struct tilec_plan tilec_plan;
 
 /* What a slot holds; a run reads slot i as the member its type names:
- * .ptr for TILEC_PLAN_PTR, .i64 for TILEC_PLAN_INT, .f64 for TILEC_PLAN_FLOAT. */
+ * .ptr for TILEC_PLAN_PTR, .i64 for TILEC_PLAN_INT, .f64 for TILEC_PLAN_FLOAT, .list for TILEC_PLAN_LIST. */
 typedef enum tilec_plan_slot_type {
     TILEC_PLAN_PTR = 0,   /* a device address */
     TILEC_PLAN_INT = 1,   /* an integer (int64), range-checked against each parameter it feeds */
     TILEC_PLAN_FLOAT = 2, /* a float (double), rounded to f32 where a parameter is f32 */
+    TILEC_PLAN_LIST = 3,  /* a tensor list: .list (tilec/runtime.h), read at each run and launched as
+                             tilec_program_launch launches one (split past the kernel's table); a plan
+                             with one runs eagerly only: tilec_plan_set_cuda_graph refuses it */
 } tilec_plan_slot_type;
 
 /* A value: slot `slot` of the run, or (slot < 0) the constant `value`,

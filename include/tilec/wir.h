@@ -35,7 +35,8 @@ extern "C" {
     X(ASSERT_SHAPE, assert_shape)                 \
     X(COLLECTIVE, collective)                     \
     X(LOOP, loop)                                 \
-    X(END_LOOP, end_loop)
+    X(END_LOOP, end_loop)                         \
+    X(ASSERT_LIST, assert_list)
 
 typedef enum tilec_wir_kind {
 #define TILEC_X(E, e) TILEC_WIR_##E,
@@ -52,6 +53,7 @@ typedef enum tilec_wir_arg_kind {
     TILEC_WIR_ARG_BUFFER, /* text: a buffer (tensor) name */
     TILEC_WIR_ARG_SIZE,   /* text: a canonical size expression ("R*C") */
     TILEC_WIR_ARG_SCALAR, /* text: a literal ("0.5", "-inf", "true") or a scalar parameter name */
+    TILEC_WIR_ARG_LIST,   /* text: a tensor list parameter of the graph, for a kernel's [*T] (KERNEL_CALL only) */
 } tilec_wir_arg_kind;
 
 typedef struct tilec_wir_arg {
@@ -74,7 +76,8 @@ typedef struct tilec_wir_arg {
  *                      index (the axis) and three SIZE args: start a, stop b and the
  *                      base's size n on that axis, which the wrappers check
  *                      0 <= a <= b <= n at run time (nargs 0 for a plain view)
- *  KERNEL_CALL         name (kernel), kernel, nvariants, args, grid
+ *  KERNEL_CALL         name (kernel), kernel, nvariants, args (a LIST arg for each
+ *                      [*T] parameter), grid
  *  EXTERN_CALL         name (extern), ext, symbol, args, outs (buffers it writes)
  *  EXTERN_ALLOC        name (the result, or the tuple of a multi-output extern),
  *                      ext, symbol, args, nresults; one result: dtype, rank, sizes,
@@ -111,6 +114,12 @@ typedef struct tilec_wir_arg {
  *                      when small enough (TILEC_MAX_UNROLL): its iterations'
  *                      lines, no LOOP (docs/wrapper-ir.md, "Unrolled loops").
  *  END_LOOP            name (the variable of the LOOP it closes)
+ *  ASSERT_LIST         name (a tensor list parameter [*T]), index (its position
+ *                      among the graph's parameters), dtype (T): the caller's
+ *                      tensors, any number, each contiguous and of its own
+ *                      size; a KERNEL_CALL passes it whole as a LIST argument.
+ *                      The wrappers check it; nothing allocates, frees or
+ *                      plans it (docs/wrapper-ir.md, "Tensor lists").
  *
  * Buffers allocated between a LOOP and its END_LOOP are freed there too
  * (every iteration allocates and frees its own); a buffer made before the

@@ -41,13 +41,20 @@ _TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": 
                  "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32",
                  "u64": "uint64", "bool": "bool"}
 _SETTERS = {I32: "i32", I64: "i64", F32: "f32", F64: "f64", U32: "u32", U64: "u64", PTR: "ptr"}
+# a size or scalar slot's kind ("int", "float", "list": a tensor list's tilec_rt_list address):
+# its tilec_plan_slot_type, its struct letter, its letter for the extension's plan_run
+_SLOT_TYPE = {"int": 1, "float": 2, "list": 3}
+_SLOT_PACK = {"int": "q", "float": "d", "list": "Q"}
+_SLOT_KIND = {"int": "q", "float": "d", "list": "p"}
 
 
 class Graph(Owner):
     """A graph's launch plan on a Module.
 
     tensors: (name, dtype, dims) per tensor slot, dims being ints or "$NAME"
-    size slots; scalars: (name, "int" | "float") per size or scalar slot;
+    size slots; scalars: (name, "int" | "float" | "list") per size, scalar or
+    tensor list slot (a list's value: the address of its tilec_rt_list, a
+    TensorList's .address; a plan with one runs eagerly only);
     steps: what the graph runs, in order. run() takes the slot values: the
     tensors' device addresses, then the sizes and scalars. A graph with for
     loops (loop markers among its steps) is run part by part instead:
@@ -68,10 +75,8 @@ class Graph(Owner):
         self._slot = {t[0]: i for i, t in enumerate(self.tensors)}
         self._slot.update({"$" + s[0]: len(self.tensors) + i for i, s in enumerate(self.scalars)})
         self._nslots = len(self.tensors) + len(self.scalars)
-        self._pack = struct.Struct("<" + "Q" * len(self.tensors) +
-                                   "".join("d" if s[1] == "float" else "q" for s in self.scalars)).pack
-        self._kinds = ("p" * len(self.tensors) +
-                       "".join("d" if s[1] == "float" else "q" for s in self.scalars)).encode()
+        self._pack = struct.Struct("<" + "Q" * len(self.tensors) + "".join(_SLOT_PACK[s[1]] for s in self.scalars)).pack
+        self._kinds = ("p" * len(self.tensors) + "".join(_SLOT_KIND[s[1]] for s in self.scalars)).encode()
         self._native = native()
         self._kernels: Dict[Tuple[str, int], Any] = {}
         # the parts between loop markers (one, the steps, without loops)
@@ -116,8 +121,7 @@ class Graph(Owner):
         for i, (tname, _, _) in enumerate(self.tensors):
             self._ok(L.tilec_plan_set_slot(self._h, i, 0, tname.encode()))
         for i, (sname, kind) in enumerate(self.scalars):
-            self._ok(L.tilec_plan_set_slot(self._h, len(self.tensors) + i, 2 if kind == "float" else 1,
-                                           sname.encode()))
+            self._ok(L.tilec_plan_set_slot(self._h, len(self.tensors) + i, _SLOT_TYPE[kind], sname.encode()))
         self._add_steps(steps)
 
     def _add_steps(self, steps: Sequence[Step]) -> None:
@@ -172,7 +176,7 @@ class Graph(Owner):
     # ---- a call ----
 
     def begin(self, infos: Sequence[TensorInfo], stream: Any = None, recipes: Optional[dict] = None,
-              key: Any = None) -> "CallContext":
+              key: Any = None, lists: Sequence[Tuple[str, Any]] = ()) -> "CallContext":
         """What one call allocates with and launches on, from its inputs'
         TensorInfos (the wrapper's order: self.inputs) and the caller's
         stream: torch when an input is a torch tensor, else tilec Buffers.
@@ -182,13 +186,21 @@ class Graph(Owner):
         their order): a torch call on torch's current stream records what it
         allocates and runs as a Recipe, stored in recipes[key], which the
         wrapper's next calls with that key run instead of their checks and
-        sizes (key: the inputs' TensorInfo.key, the scalars and their types)."""
+        sizes (key: the inputs' TensorInfo.key, the scalars and their types).
+
+        lists: (name, TensorList) per tensor list parameter: on the graph's
+        device (ValueError), torch's when one holds a torch tensor."""
         use_torch = False
         for name, info in zip(self.inputs, infos):
             if info.device is not None and info.device != self.device_index:
                 raise ValueError(f"{self.name}: {name} is on cuda:{info.device}, but the graph was loaded on "
                                  f"cuda:{self.device_index} (load(device=...) for another device)")
             use_torch |= info.torch
+        for name, tl in lists:
+            if tl.tensors and tl.device_index != self.device_index:
+                raise ValueError(f"{self.name}: the tensors of list {name} are on cuda:{tl.device_index}, but the "
+                                 f"graph was loaded on cuda:{self.device_index} (load(device=...) for another device)")
+            use_torch |= tl.torch
         s = stream_handle(stream, self.device_index, use_torch)
         self._seq = [] if self._seq_graphs and not self._debug else None
         if use_torch:
@@ -292,7 +304,7 @@ class Graph(Owner):
                 for i, (tname, _, _) in enumerate(self.tensors):
                     self._ok(L.tilec_plan_set_slot(h, self._off + i, 0, tname.encode()))
                 for i, (sname, kind) in enumerate(self.scalars):
-                    self._ok(L.tilec_plan_set_slot(h, self._off + len(self.tensors) + i, 2 if kind == "float" else 1,
+                    self._ok(L.tilec_plan_set_slot(h, self._off + len(self.tensors) + i, _SLOT_TYPE[kind],
                                                    sname.encode()))
                 self._add_steps(self._part_steps[k])
             self._ok(L.tilec_plan_set_cuda_graph(h, self._seq_graphs))
@@ -301,7 +313,7 @@ class Graph(Owner):
             raise
         finally:
             self._h, self._off = saved, 0
-        fmt = "Q" * len(self.tensors) + "".join("d" if s[1] == "float" else "q" for s in self.scalars)
+        fmt = "Q" * len(self.tensors) + "".join(_SLOT_PACK[s[1]] for s in self.scalars)
         return h, self._kinds * n, struct.Struct("<" + fmt * n).pack
 
     def _drop_seq_plans(self) -> None:
@@ -417,6 +429,8 @@ class Graph(Owner):
     def _run_debug(self, values: Sequence[Union[int, float]], stream: Optional[int],
                    steps: Optional[Sequence[Step]] = None) -> None:
         n = len(self.tensors)
+        if any(s[1] == "list" for s in self.scalars):
+            raise TilecError(f"{self.name}: TILEC_DEBUG_PRINT does not run graphs with tensor lists yet (unset it)")
         scal = {"$" + s[0]: values[n + i] for i, s in enumerate(self.scalars)}
 
         def buf(name: str) -> Buffer:
@@ -592,6 +606,8 @@ def _recipe_ok(graph: Graph) -> bool:
     """Can this graph's calls be recorded as Recipes (the extension's
     recipe_run and torch's raw current-stream getter are there)?"""
     torch = torch_module()
+    if any(s[1] == "list" for s in graph.scalars):  # a key holds no list's tensors
+        return False
     return (graph._native is not None and hasattr(graph._native, "recipe_run") and torch is not None and
             hasattr(torch._C, "_cuda_getCurrentRawStream"))
 

@@ -148,6 +148,36 @@ class TensorList:
                                                 self.device_index)
         self._rl = rl
 
+    @classmethod
+    def for_graph(cls, graph: str, param: str, index: int, dtype: str, obj: Any) -> "TensorList":
+        """Graph `graph`'s tensor list parameter `param` ([*dtype], argument
+        index + 1): obj as it is when a TensorList of dtype tensors (empty or
+        not), else a list or tuple of tensors checked here as the kernels'
+        list arguments are (TypeError, ValueError naming the graph, the
+        parameter and the tensor's place in the list)."""
+        if type(obj) is TensorList:
+            if obj.tensors and obj.dtype != dtype:
+                raise TypeError(f"{graph}: parameter '{param}' ([*{dtype}]), argument {index + 1}: expects a list of "
+                                f"{dtype} tensors; got a TensorList of {obj.dtype} tensors")
+            return obj
+        if not isinstance(obj, (list, tuple)):
+            raise TypeError(f"{graph}: parameter '{param}' ([*{dtype}]), argument {index + 1}: expects a list of "
+                            f"{dtype} tensors (a list, a tuple or a tilec.TensorList); got {describe(obj)}")
+        self = cls.__new__(cls)
+        self.tensors = list(obj)
+        self.dtype = dtype
+        first = self.tensors[0] if self.tensors else None
+        info = tensor_info(first) if first is not None else None
+        dev = first.get_device() if hasattr(first, "get_device") else (info.device if info is not None else 0)
+        self.device_index = dev if dev is not None and dev >= 0 else 0
+        self._rl, self._arrays, self.torch = list_arg(graph, param, dtype, index, self.tensors, self.device_index)
+        return self
+
+    @property
+    def address(self) -> int:
+        """The address of its tilec_rt_list (a launch plan's list slot)."""
+        return ctypes.addressof(self._rl)
+
     def __len__(self) -> int:
         return len(self.tensors)
 

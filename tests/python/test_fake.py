@@ -97,6 +97,19 @@ graph ge(x: f32[N]) -> (z: f32[N]) {
 """
 
 
+# the fake driver's lscale_v0 computes y[t] = s * x[t] from the packed tables of 126 tensors
+LSCALE_TILE = """
+kernel lscale(x: [*f32], y: [*f32], s: f32) grid (len(x)) {
+    let i = pid(0);
+    let n = numel(x, i);
+    for o in 0 .. n step 128 {
+        let j = o + range(128);
+        store(y[i] + j, load(x[i] + j, j < n) * s, j < n);
+    }
+}
+"""
+
+
 class _State(ctypes.Structure):  # the head of tests/fake_cuda.h's fake_cuda_state
     _fields_ = [("inits", ctypes.c_int), ("min_version_asked", ctypes.c_int), ("ctx_refs", ctypes.c_int),
                 ("live_allocs", ctypes.c_int), ("live_streams", ctypes.c_int), ("live_events", ctypes.c_int),
@@ -365,20 +378,71 @@ class FakeDriverTests(unittest.TestCase):
         k(self.x, y, self.n)
         self.assertEqual(y.tolist()[:3], [0.0, 2.0, 4.0])
 
+    def test_a_graph_takes_tensor_lists_and_passes_them_to_the_launch(self):
+        # docs/language.md §9, "Tensor lists": the generated wrapper's list
+        # parameters take lists of tensors or TensorLists, checked with the
+        # graph's name; the plan's list slot launches as Kernel calls do
+        # (300 tensors: three launches of 126, 126 and 48)
+        src = LSCALE_TILE + """
+graph lsg(xs: [*f32], ys: [*f32], s: f32, w: f32[N]) -> f32[N] {
+    lscale(xs, ys, s);
+    let t = empty(f32, [N]);
+    scale2(w, t, N);
+    return t;
+}
+"""
+        d = scratch_dir("tilec_fake_lists_")
+        tile = os.path.join(d, "lsg.tile")
+        with open(tile, "w") as f, open(ALIAS_TILE) as alias:
+            f.write(src + alias.read())
+        subprocess.run([TILEC, tile, "--emit", "py", "-o", d], check=True)
+        sys.path.insert(0, d)
+        try:
+            import lsg
+        finally:
+            sys.path.remove(d)
+        sizes = [(t * 7) % 13 for t in range(300)]
+        xs = [tilec.Buffer.from_bytes(array.array("f", [t + j for j in range(n)]), (n,), "f32") if n
+              else tilec.Buffer((0,), "f32") for t, n in enumerate(sizes)]
+        ys = [tilec.Buffer((n,), "f32") for n in sizes]
+        w = tilec.Buffer.from_bytes(array.array("f", [1, 2, 3]), (3,), "f32")
+        launches = fake_state().launches
+        out = lsg.call(xs, ys, 2.0, w)
+        self.assertEqual(fake_state().launches - launches, 4)  # three of lscale, one of scale2
+        self.assertEqual(out.tolist(), [2.0, 4.0, 6.0])
+        for t, (n, y) in enumerate(zip(sizes, ys)):
+            self.assertEqual(y.tolist() if n else [], [2.0 * (t + j) for j in range(n)], f"tensor {t}")
+        lsg.call(tilec.TensorList(xs[:5]), tuple(ys[:5]), 3.0, w)  # a TensorList, a tuple
+        self.assertEqual(ys[4].tolist(), [3.0 * (4 + j) for j in range(sizes[4])])
+        self.assertEqual(ys[5].tolist(), [2.0 * (5 + j) for j in range(sizes[5])])  # past the lists: untouched
+        cases = [
+            ((xs[1], ys, 2.0, w), TypeError,
+             "lsg: parameter 'xs' ([*f32]), argument 1: expects a list of f32 tensors (a list, a tuple or a "
+             "tilec.TensorList); got a f32 tensor of shape [7]"),
+            ((xs[:2] + [tilec.Buffer((4,), "i32")], ys[:3], 2.0, w), TypeError,
+             "lsg: parameter 'xs' ([*f32]), argument 1, tensor 2 of the list: expects a f32 tensor; got a i32 tensor"),
+            ((xs, tilec.TensorList([tilec.Buffer((4,), "i32")]), 2.0, w), TypeError,
+             "lsg: parameter 'ys' ([*f32]), argument 2: expects a list of f32 tensors; got a TensorList of i32 "
+             "tensors"),
+            ((xs, ys[:-1], 2.0, w), tilec.TilecError,
+             "lsg: step 1 (kernel lscale): kernel 'lscale': tensor list arguments 1 and 2 have 300 and 299 tensors; "
+             "every list of a launch must have as many"),
+        ]
+        for args, exc, msg in cases:
+            launches = fake_state().launches
+            with self.assertRaises(exc) as cm:
+                lsg.call(*args)
+            self.assertEqual(str(cm.exception), msg)
+            self.assertEqual(fake_state().launches, launches)
+        with self.assertRaises(tilec.TilecError) as cm:  # CUDA graphs would record the tables by value
+            lsg.load(cuda_graph=True)
+        self.assertIn("slot 'xs' is a tensor list: a plan with tensor lists runs eagerly", str(cm.exception))
+
     def test_tensor_lists_are_packed_and_split_into_launches(self):
         # docs/language.md §4.3: a list of 300 tensors runs as three launches
         # of the table's 126 tensors (tilec_rt_list_cap(3, 2)); the fake
         # driver's lscale_v0 computes y[t] = s * x[t] from the packed tables
-        src = """
-kernel lscale(x: [*f32], y: [*f32], s: f32) grid (len(x)) {
-    let i = pid(0);
-    let n = numel(x, i);
-    for o in 0 .. n step 128 {
-        let j = o + range(128);
-        store(y[i] + j, load(x[i] + j, j < n) * s, j < n);
-    }
-}
-"""
+        src = LSCALE_TILE
         mod = tilec.Module(source=src)
         try:
             k = mod.lscale

@@ -51,6 +51,7 @@ def build_wrapper():
     so.flce_run.argtypes = [P, T, T, T, ctypes.c_int64, T, T, T, ctypes.c_char_p, ctypes.c_size_t]
     so.flce_unload.argtypes = [P]
     so.flce_unload.restype = None
+    so.flce_set_cuda_graph.argtypes = [P, ctypes.c_uint, ctypes.c_char_p, ctypes.c_size_t]
     return so
 
 
@@ -124,20 +125,36 @@ class ChunkedCrossEntropy(unittest.TestCase):
             lib().tilec_rt_free(self.dev._h, o.data)
         return (got, reference(h, w, tgt)), None
 
-    def test_matches_torch(self):
-        for T, D, V, C in SHAPES:
+    def check_shapes(self, shapes, how=""):
+        for T, D, V, C in shapes:
             r, err = self.run_flce(T, D, V, C)
             self.assertIsNone(err)
             got, want = r
             for name, a, b in zip(("loss", "dh", "dw"), got, want):
                 rel = float((a.double() - b).norm() / b.norm())
-                print(f"flce T={T} D={D} V={V} C={C} {name}: relative L2 error {rel:.2e}")
-                self.assertLess(rel, 1e-4, f"{name} T={T} C={C}")
+                print(f"flce{how} T={T} D={D} V={V} C={C} {name}: relative L2 error {rel:.2e}")
+                self.assertLess(rel, 1e-4, f"{name} T={T} C={C}{how}")
+
+    def test_matches_torch(self):
+        self.check_shapes(SHAPES)
 
     def test_a_chunk_past_the_tokens_is_an_error(self):
         r, err = self.run_flce(300, 32, 100, 64)
         self.assertIsNone(r)
         self.assertIn(PAST, err)
+
+    def test_graph_mode_matches_torch(self):
+        # the C wrapper's CUDA-graph mode of a kept loop (docs/emitters.md): a plan per trip
+        # count, recorded on its first call and replayed (or re-recorded for new addresses) after
+        err = ctypes.create_string_buffer(1024)
+        self.assertEqual(self.so.flce_set_cuda_graph(self.mod, 4, err, 1024), 0, err.value.decode())
+        try:
+            self.check_shapes(SHAPES + SHAPES, " graph mode")
+            r, e = self.run_flce(300, 32, 100, 64)  # a slice past the tokens: nothing launched
+            self.assertIsNone(r)
+            self.assertIn(PAST, e)
+        finally:
+            self.assertEqual(self.so.flce_set_cuda_graph(self.mod, 0, err, 1024), 0, err.value.decode())
 
 
 @unittest.skipUnless(HAVE_GPU, "needs torch with a GPU")

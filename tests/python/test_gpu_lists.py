@@ -7,12 +7,16 @@ torch tensors and as tilec.TensorList, against
 torch.optim.AdamW(fused=True) over the same tensors and against an f64
 reference, for three steps; bf16 parameters against torch's fused bf16
 step; an empty list changes nothing; lists of different lengths are refused
-before anything runs.
+before anything runs. The same step as a graph (docs/language.md §9,
+"Tensor lists"): graph adamw_step's generated Python wrapper, given the
+same lists and TensorLists, against the same references.
 
     python3 tests/python/test_gpu_lists.py"""
 import os
 import random
+import subprocess
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
@@ -69,6 +73,9 @@ class AdamWOverATensorList(unittest.TestCase):
     def setUpClass(cls):
         cls.mod = tilec.load(os.path.join(ROOT, "examples", "adamw_multi.tile"))
 
+    def step(self, *args):
+        self.mod.adamw(*args)
+
     def run_both(self, dtype, as_tensorlist):
         shapes = sizes()
         ps, gs = make(shapes, dtype, 7)
@@ -85,9 +92,9 @@ class AdamWOverATensorList(unittest.TestCase):
             g = gs[t - 1]
             if as_tensorlist:
                 lists[1] = tilec.TensorList(g)
-                self.mod.adamw(*lists, LR, BETAS[0], BETAS[1], EPS, WD, float(t))
+                self.step(*lists, LR, BETAS[0], BETAS[1], EPS, WD, float(t))
             else:
-                self.mod.adamw(mine, g, ms, vs, LR, BETAS[0], BETAS[1], EPS, WD, float(t))
+                self.step(mine, g, ms, vs, LR, BETAS[0], BETAS[1], EPS, WD, float(t))
             for p, gi in zip(theirs, g):
                 p.grad = gi
             opt.step()
@@ -136,6 +143,51 @@ class AdamWOverATensorList(unittest.TestCase):
                                             "and 2 tensors; every list of a launch must have as many")
         torch.cuda.synchronize()
         self.assertTrue(all(bool((p == 1).all()) for p in ps), "nothing ran")
+
+
+@unittest.skipUnless(HAVE_GPU, "needs torch with a GPU")
+class AdamWStepGraph(AdamWOverATensorList):
+    """graph adamw_step of examples/adamw_multi.tile through its generated
+    Python wrapper (f32 lists: the graph's parameters are [*f32])."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="tilec_gpu_lists_")
+        tilec_bin = os.environ.get("TILEC_BIN", os.path.join(ROOT, "build", "bin", "tilec"))
+        subprocess.run([tilec_bin, os.path.join(ROOT, "examples", "adamw_multi.tile"), "--emit", "py", "-o", cls.dir],
+                       check=True)
+        sys.path.insert(0, cls.dir)
+        import adamw_step
+        cls.graph = adamw_step
+
+    def step(self, *args):
+        self.graph.call(*args)
+
+    def test_bf16_matches_torch_fused(self):
+        self.skipTest("the graph's lists are [*f32]")
+
+    def test_empty_lists(self):
+        self.graph.call([], [], [], [], LR, BETAS[0], BETAS[1], EPS, WD, 1.0)  # one launch of none
+        torch.cuda.synchronize()
+
+    def test_lists_of_different_lengths_are_refused(self):
+        ps = [torch.ones(5, device="cuda") for _ in range(3)]
+        with self.assertRaises(tilec.TilecError) as cm:
+            self.graph.call(ps, ps[:2], ps, ps, LR, BETAS[0], BETAS[1], EPS, WD, 1.0)
+        self.assertEqual(str(cm.exception), "adamw_step: step 1 (kernel adamw__f32): kernel 'adamw__f32': tensor list "
+                                            "arguments 1 and 2 have 3 and 2 tensors; every list of a launch must have "
+                                            "as many")
+        with self.assertRaises(TypeError) as cm:
+            self.graph.call(ps, [p.to(torch.bfloat16) for p in ps], ps, ps, LR, BETAS[0], BETAS[1], EPS, WD, 1.0)
+        self.assertEqual(str(cm.exception), "adamw_step: parameter 'grads' ([*f32]), argument 2, tensor 0 of the "
+                                            "list: expects a f32 tensor; got a bf16 tensor")
+        torch.cuda.synchronize()
+        self.assertTrue(all(bool((p == 1).all()) for p in ps), "nothing ran")
+
+    def test_no_cuda_graph_mode_yet(self):
+        with self.assertRaises(tilec.TilecError) as cm:
+            self.graph.load(cuda_graph=True)
+        self.assertIn("a plan with tensor lists runs eagerly", str(cm.exception))
 
 
 if __name__ == "__main__":

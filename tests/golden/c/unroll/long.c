@@ -342,6 +342,12 @@ struct long_module {
     tl_dbg dbg;
     tilec_plan *plan; /* graph mode (NAME_set_cuda_graph): the launch plan */
     unsigned graphs;  /* how many CUDA graphs it keeps; 0: eager */
+    struct {
+        uint32_t *seq, n; /* the steps a call ran, in order (its trip counts) */
+        tilec_plan *plan; /* their plan, with its CUDA graphs */
+        uint64_t used;
+    } seqs[8];          /* graph mode with for loops: the 8 orders used last */
+    uint64_t seq_clock;
 };
 
 /* give every spare buffer back to the device */
@@ -441,6 +447,10 @@ void long_unload(long_module *M)
     if (!M)
         return;
     tilec_plan_free(M->plan);
+    for (int i = 0; i < 8; i++) { /* graph mode's plans of the orders seen */
+        tilec_plan_free(M->seqs[i].plan);
+        free(M->seqs[i].seq);
+    }
     tilec_program_free(M->prog);
     tilec_module_free(M->mod);
     tilec_cache_close(M->cache);
@@ -469,11 +479,191 @@ void long_release(long_module *M, tilec_tensor *t)
     t->data = 0;
 }
 
+/* graph mode's launch plan: a slot per kernel argument (and per filled buffer's address
+   and size), a step per launch or fill */
+static const tilec_plan_slot_type tl_gtypes[13] = {
+    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_PTR,
+    TILEC_PLAN_INT, TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_PTR,
+    TILEC_PLAN_INT, TILEC_PLAN_PTR, TILEC_PLAN_PTR, TILEC_PLAN_INT,
+    TILEC_PLAN_INT
+};
+static const char *const tl_gnames[13] = {
+    "fill y",
+    "fill y size 0",
+    "put x",
+    "put s",
+    "put at",
+    "put n",
+    "scale x",
+    "scale y",
+    "scale n",
+    "put x",
+    "put s",
+    "put at",
+    "put n"
+};
+static const struct {
+    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs`, or an extern call */
+    const char *ext;    /* an extern call's symbol: its nargs inputs and `bits` outputs are
+                           tl_gxt[first ..] */
+    int variant;
+    uint32_t first, nargs;
+    uint64_t bits;
+} tl_gsteps[4] = {
+    {NULL, NULL, TILEC_DT_F32, 0, 1, 0x0ULL},
+    {"put", NULL, 0, 2, 4, 0},
+    {"scale", NULL, 0, 6, 3, 0},
+    {"put", NULL, 0, 9, 4, 0}
+};
+
+/* graph mode with for loops: the steps a call reached, in order, and their slot values */
+typedef struct tl_q {
+    uint32_t *seq, n, cap;
+    tilec_rt_arg *sl;
+    uint32_t nsl, capsl;
+} tl_q;
+
+static int tl_q_push(tl_q *q, uint32_t step, const tilec_rt_arg *v, uint32_t n)
+{
+    if (q->n == q->cap) {
+        uint32_t cap = q->cap ? 2 * q->cap : 64;
+        uint32_t *p = cap > q->cap ? realloc(q->seq, (size_t)cap * sizeof *p) : NULL;
+        if (!p)
+            return 1;
+        q->seq = p;
+        q->cap = cap;
+    }
+    if (n > q->capsl - q->nsl) {
+        uint32_t cap = q->capsl ? q->capsl : 256;
+        while (cap - q->nsl < n) {
+            if (cap > INT32_MAX / 2) /* plan slots are int32_t */
+                return 1;
+            cap *= 2;
+        }
+        tilec_rt_arg *p = realloc(q->sl, (size_t)cap * sizeof *p);
+        if (!p)
+            return 1;
+        q->sl = p;
+        q->capsl = cap;
+    }
+    q->seq[q->n++] = step;
+    if (n)
+        memcpy(q->sl + q->nsl, v, (size_t)n * sizeof *v);
+    q->nsl += n;
+    return 0;
+}
+
+/* each step's first slot in the tables above and its number of slots */
+static const uint32_t tl_grange[4][2] = {
+    {0, 2}, {2, 4}, {6, 3}, {9, 4}
+};
+
+/* a plan for the steps q ran, in order: run k of step i takes the slots after those of
+   the runs before it (dk from the table's) */
+static tilec_plan *tl_plan_seq(long_module *M, const tl_q *q, char *err, size_t errlen)
+{
+    tilec_plan *p = tilec_plan_new(M->prog, M->ext, "long", q->nsl);
+    if (!p) {
+        tl_fail(err, errlen, "long: cannot make the launch plan (out of memory)");
+        return NULL;
+    }
+    int ok = 1;
+    for (uint32_t k = 0, base = 0; k < q->n && ok; base += tl_grange[q->seq[k]][1], k++) {
+        const uint32_t i = q->seq[k], first = tl_grange[i][0];
+        const int64_t dk = (int64_t)base - first;
+        for (uint32_t j = 0; j < tl_grange[i][1] && ok; j++)
+            ok = tilec_plan_set_slot(p, base + j, tl_gtypes[first + j], tl_gnames[first + j]) == TILEC_RT_OK;
+        if (!ok)
+            break;
+        tilec_plan_value v[64];
+        for (uint32_t j = 0; j < tl_gsteps[i].nargs; j++)
+            v[j].slot = (int32_t)(tl_gsteps[i].first + j + dk);
+        if (!tl_gsteps[i].kernel) {
+            tilec_plan_tensor t = {(int32_t)(tl_gsteps[i].first + dk), (tilec_dtype)tl_gsteps[i].variant,
+                                   tl_gsteps[i].nargs, {{0}}};
+            for (uint32_t j = 0; j < t.rank; j++)
+                t.sizes[j].slot = (int32_t)(t.data_slot + 1 + (int32_t)j);
+            ok = tilec_plan_add_fill(p, &t, tl_gsteps[i].bits) == TILEC_RT_OK;
+        } else {
+            ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v,
+                                       tl_gsteps[i].nargs) == TILEC_RT_OK;
+        }
+    }
+    if (!ok) {
+        tl_fail(err, errlen, "%s", tilec_plan_last_error(p));
+        tilec_plan_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* the call's queue run through the plan of its order: the cached one, else a new one
+   in place of the one used least recently */
+static int tl_seq_run(long_module *M, const tl_q *q, char *err, size_t errlen)
+{
+    int hit = -1, lru = 0;
+    for (int i = 0; i < 8 && hit < 0; i++) {
+        if (M->seqs[i].plan && M->seqs[i].n == q->n &&
+            (!q->n || !memcmp(M->seqs[i].seq, q->seq, (size_t)q->n * sizeof *q->seq)))
+            hit = i;
+        else if (M->seqs[lru].plan && (!M->seqs[i].plan || M->seqs[i].used < M->seqs[lru].used))
+            lru = i;
+    }
+    if (hit < 0) {
+        uint32_t *seq = malloc((q->n ? q->n : 1) * sizeof *seq);
+        tilec_plan *p = seq ? tl_plan_seq(M, q, err, errlen) : NULL;
+        if (!p) {
+            free(seq);
+            return seq ? 1 : tl_fail(err, errlen, "long: graph mode: out of memory");
+        }
+        if (tilec_plan_set_cuda_graph(p, M->graphs) != TILEC_RT_OK) {
+            tl_fail(err, errlen, "%s", tilec_plan_last_error(p));
+            tilec_plan_free(p);
+            free(seq);
+            return 1;
+        }
+        if (q->n)
+            memcpy(seq, q->seq, (size_t)q->n * sizeof *seq);
+        tilec_plan_free(M->seqs[lru].plan);
+        free(M->seqs[lru].seq);
+        M->seqs[lru].seq = seq;
+        M->seqs[lru].n = q->n;
+        M->seqs[lru].plan = p;
+        hit = lru;
+    }
+    M->seqs[hit].used = ++M->seq_clock;
+    if (tilec_plan_run(M->seqs[hit].plan, q->sl, q->nsl, NULL) != TILEC_RT_OK)
+        return tl_fail(err, errlen, "%s", tilec_plan_last_error(M->seqs[hit].plan));
+    return 0;
+}
+
+/* the plans of the orders seen, with their CUDA graphs, freed */
+static void tl_seq_clear(long_module *M)
+{
+    for (int i = 0; i < 8; i++) {
+        tilec_plan_free(M->seqs[i].plan);
+        free(M->seqs[i].seq);
+        M->seqs[i].plan = NULL;
+        M->seqs[i].seq = NULL;
+        M->seqs[i].n = 0;
+    }
+}
+
 int long_set_cuda_graph(long_module *M, unsigned graphs, char *err, size_t errlen)
 {
-    if (graphs)
-        return tl_fail(err, errlen, "long: no CUDA-graph mode: it has a for loop (a launch plan's steps are fixed)");
-    M->graphs = 0;
+    if (graphs) { /* what the runtime says of this count and this driver, before any call */
+        tilec_plan *p = tilec_plan_new(M->prog, M->ext, "long", 0);
+        if (!p)
+            return tl_fail(err, errlen, "long: cannot make the launch plan (out of memory)");
+        if (tilec_plan_set_cuda_graph(p, graphs) != TILEC_RT_OK) {
+            tl_fail(err, errlen, "%s", tilec_plan_last_error(p));
+            tilec_plan_free(p);
+            return 1;
+        }
+        tilec_plan_free(p);
+    }
+    tl_seq_clear(M);
+    M->graphs = graphs;
     return 0;
 }
 
@@ -483,6 +673,7 @@ int long_run(long_module *M, const tilec_tensor *t_x, tilec_tensor *out_y, char 
     tl_mem tl_live = {.n = 0};
     const int tl_g = M->graphs && !M->dbg.level; /* graph mode (the debug printer runs eagerly) */
     tilec_rt_arg tl_sl[13] __attribute__((unused)); /* its slots */
+    tl_q tl_qu = {0}; /* graph mode with for loops: the steps run, in order */
     tilec_tensor b_x __attribute__((unused)) = {0};
     tilec_tensor b_y = {0};
     tilec_tensor b_t = {0};
@@ -509,6 +700,10 @@ int long_run(long_module *M, const tilec_tensor *t_x, tilec_tensor *out_y, char 
     if (tl_g) { /* graph mode: a fill step of the plan */
         tl_sl[0].ptr = b_y.data;
         tl_sl[1].i64 = b_y.sizes[0];
+        if (tl_q_push(&tl_qu, 0, tl_sl + 0, 2)) {
+            tl_fail(err, errlen, "long: graph mode: out of memory queueing the steps");
+            goto tl_out;
+        }
     } else if (tl_fill(M, &b_y, 0x0ULL, 4, "y", err, errlen)) /* 0 */
         goto tl_out;
     /* for i: kept as a loop: 300 iterations x 1 statements is past the 256 statements an unrolled loop may have */
@@ -522,6 +717,10 @@ int long_run(long_module *M, const tilec_tensor *t_x, tilec_tensor *out_y, char 
                 tl_sl[3].ptr = a[1].ptr;
                 tl_sl[4].i64 = (int64_t)a[2].i64;
                 tl_sl[5].i64 = (int64_t)a[3].i32;
+                if (tl_q_push(&tl_qu, 1, tl_sl + 2, 4)) {
+                    tl_fail(err, errlen, "long: graph mode: out of memory queueing the steps");
+                    goto tl_out;
+                }
                 st = TILEC_RT_OK;
             } else if (M->dbg.level) {
                 const tl_dbg_arg da[2] = {{"x", "x", &b_x}, {"s", "y", &b_y}};
@@ -547,6 +746,10 @@ int long_run(long_module *M, const tilec_tensor *t_x, tilec_tensor *out_y, char 
                 tl_sl[6].ptr = a[0].ptr;
                 tl_sl[7].ptr = a[1].ptr;
                 tl_sl[8].i64 = (int64_t)a[2].i32;
+                if (tl_q_push(&tl_qu, 2, tl_sl + 6, 3)) {
+                    tl_fail(err, errlen, "long: graph mode: out of memory queueing the steps");
+                    goto tl_out;
+                }
                 st = TILEC_RT_OK;
             } else if (M->dbg.level) {
                 const tl_dbg_arg da[2] = {{"x", "x", &b_x}, {"y", "t", &b_t}};
@@ -566,6 +769,10 @@ int long_run(long_module *M, const tilec_tensor *t_x, tilec_tensor *out_y, char 
                 tl_sl[10].ptr = a[1].ptr;
                 tl_sl[11].i64 = (int64_t)a[2].i64;
                 tl_sl[12].i64 = (int64_t)a[3].i32;
+                if (tl_q_push(&tl_qu, 3, tl_sl + 9, 4)) {
+                    tl_fail(err, errlen, "long: graph mode: out of memory queueing the steps");
+                    goto tl_out;
+                }
                 st = TILEC_RT_OK;
             } else if (M->dbg.level) {
                 const tl_dbg_arg da[2] = {{"x", "t", &b_t}, {"s", "y", &b_y}};
@@ -579,14 +786,14 @@ int long_run(long_module *M, const tilec_tensor *t_x, tilec_tensor *out_y, char 
         }
         tl_release(M, &tl_live, b_t.data); /* t */
     } /* for j */
-    if (tl_g && tilec_plan_run(M->plan, tl_sl, 13, NULL) != TILEC_RT_OK) {
-        tl_fail(err, errlen, "%s", tilec_plan_last_error(M->plan));
+    if (tl_g && tl_seq_run(M, &tl_qu, err, errlen))
         goto tl_out;
-    }
     *out_y = b_y;
     tl_live.n = 0; /* the outputs now belong to the caller */
     tl_rc = 0;
 tl_out:
+    free(tl_qu.seq);
+    free(tl_qu.sl);
     if (tl_rc) { /* a failed call gives all its memory back, and the spares */
         tilec_rt_synchronize(M->rt);
         for (int i = 0; i < tl_live.n; i++)
