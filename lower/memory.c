@@ -1,6 +1,8 @@
 /* memory.c: memory operations: load, store and atomic_add of tiles over a
  * layout, as vector accesses where a run is contiguous, in bounds and
- * aligned, element by element under the mask otherwise. */
+ * aligned, element by element under the mask otherwise. An f32 atomic_add
+ * whose old values go unused is a vector atomic over such a run (2 or 4
+ * elements: the prelude's tl_atomic_add2/4, one RED.F32x4 on sm_90). */
 #include <string.h>
 
 #include "lower/lower_internal.h"
@@ -22,6 +24,34 @@ static int vec_width(int run, unsigned size)
     return w;
 }
 
+/* The stride of pointer or index e, a part of an access of type rt, along
+ * rt's axis `axis`: lower_stride's, and where that gives up on an operand
+ * that reads materialized data, by its shape: an operand of extent 1 along
+ * the axis (broadcast over it) is constant along it whatever it holds, so
+ * `table + id[:, None] * D + range(BLOCK)[None, :]` (rows picked by loaded
+ * ids: a gather, a scatter-add) runs contiguously along its rows. */
+static int run_stride(lw *L, const tilec_expr *e, const tilec_type *rt, int axis, int64_t *s)
+{
+    const tilec_type *t = lower_ty(L, e);
+    int k = axis - (rt->rank - t->rank);
+    if (k < 0 || t->dims[k] == 1) {
+        *s = 0;
+        return 1;
+    }
+    if (lower_stride(L, e, k, s))
+        return 1;
+    if (e->kind == TILEC_EX_NAME) {
+        val *v = lower_lookup(L, e->name);
+        return v && v->kind == VK_VIRT && run_stride(L, v->expr, t, k, s);
+    }
+    int64_t a, b;
+    if (e->kind != TILEC_EX_BINARY || (e->op != TILEC_OP_ADD && e->op != TILEC_OP_SUB) ||
+        !run_stride(L, e->args[0], t, k, &a) || !run_stride(L, e->args[1], t, k, &b))
+        return 0;
+    *s = e->op == TILEC_OP_ADD ? a + b : a - b;
+    return 1;
+}
+
 /* load(ptr, mask?, other?) into array `name` of layout y. */
 void lower_emit_load(lw *L, const tilec_expr *e, val *v)
 {
@@ -39,7 +69,7 @@ void lower_emit_load(lw *L, const tilec_expr *e, val *v)
     int vax; /* the axis consecutive registers run along */
     int run = lower_lay_run(L, y, &vax);
     int w = t->rank ? vec_width(run, size) : 0;
-    if (w && !(lower_stride(L, ptr, vax, &st) && st == 1))
+    if (w && !(run_stride(L, ptr, t, vax, &st) && st == 1))
         w = 0;
     lower_line(L, "%s %s[%d];", lower_ctype(t->dtype), v->c, y->E);
     lower_line(L, "#pragma unroll");
@@ -116,8 +146,10 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
     const tilec_expr *ptr = e->args[0], *value = e->args[1], *mask = e->nargs > 2 ? e->args[2] : NULL;
     unsigned size = tilec_dtype_size(d);
     int64_t st = 0;
-    int w = !atomic && pt->rank ? vec_width(y->run, size) : 0;
-    if (w && !(lower_stride(L, ptr, pt->rank - 1, &st) && st == 1))
+    /* a store vectorizes any element type; an atomic add only f32 whose
+     * old values nobody reads (the vector atomics return none here) */
+    int w = pt->rank && (!atomic || (!old && d == TILEC_DT_F32)) ? vec_width(y->run, size) : 0;
+    if (w && !(run_stride(L, ptr, pt, pt->rank - 1, &st) && st == 1))
         w = 0;
     if (old && pt->rank == 0) /* a scalar is a plain variable, in the compute type */
         lower_line(L, "%s %s;", lower_cctype(d), old->c);
@@ -171,8 +203,20 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
         lower_line(L, "__syncthreads();");
         lower_line(L, "%s%s = %s;", old->c, pt->rank ? "[0]" : "", pt->rank ? slot : lower_ld_elem(L, slot, d));
         lower_line(L, "__syncthreads();");
-    } else if (atomic) {
+    } else if (atomic && !w) {
         lower_line(L, "if (%stl_m0) %satomicAdd(tl_p, tl_v0);", guard, old ? lower_fmt(L, "%s[tl_j] = ", old->c) : "");
+    } else if (atomic) {
+        strbuf args;
+        sb_init(&args);
+        for (int q = 0; q < w; q++)
+            sb_printf(&args, ", tl_v%d", q);
+        lower_line(L, "if (%s%s((unsigned long long)tl_p & %u) == 0) {", guard, sb_str(&all), w * size - 1);
+        lower_line(L, "    tl_atomic_add%d(tl_p%s);", w, sb_str(&args));
+        lower_line(L, "} else {");
+        for (int q = 0; q < w; q++)
+            lower_line(L, "    if (%stl_m%d) atomicAdd(tl_p + %d, tl_v%d);", guard, q, q, q);
+        lower_line(L, "}");
+        sb_free(&args);
     } else if (!w) {
         lower_line(L, "if (%stl_m0) *tl_p = tl_v0;", guard);
     } else {

@@ -17,6 +17,29 @@ static __device__ __forceinline__ double tl_min(double a, double b) { return (a 
 template <class T> static __device__ __forceinline__ T tl_max(T a, T b) { return a > b ? a : b; }
 template <class T> static __device__ __forceinline__ T tl_min(T a, T b) { return a < b ? a : b; }
 
+/* f32 atomic adds of 2 and 4 neighbours at an address aligned to them: one
+ * vector atomic in global memory on sm_90 (RED.E.ADD.F32x4), one each before */
+static __device__ __forceinline__ void tl_atomic_add2(float *p, float a, float b)
+{
+#if __CUDA_ARCH__ >= 900
+    atomicAdd((float2 *)p, make_float2(a, b));
+#else
+    atomicAdd(p, a);
+    atomicAdd(p + 1, b);
+#endif
+}
+static __device__ __forceinline__ void tl_atomic_add4(float *p, float a, float b, float c, float d)
+{
+#if __CUDA_ARCH__ >= 900
+    atomicAdd((float4 *)p, make_float4(a, b, c, d));
+#else
+    atomicAdd(p, a);
+    atomicAdd(p + 1, b);
+    atomicAdd(p + 2, c);
+    atomicAdd(p + 3, d);
+#endif
+}
+
 /* tensor-core pieces: ldmatrix from shared memory, mma.sync m16n8k16 */
 static __device__ __forceinline__ void tl_ldsm_x4(unsigned r[4], const void *p)
 {
@@ -17695,12 +17718,31 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f16_v0(__half *v
     // examples/llm.tile:326
     __half tl_t1[64];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 64; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 12) & 3, tl_i1 = (tl_l >> 0) & 4095;
         const __half *tl_p = ((v_table + (((long long)(v_id[(((tl_j >> 4) & 3) << 0)])) * ((long long)(v_D)))) + tl_i1);
-        tl_t1[tl_j] = (((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && (tl_i1 < v_D))) ? *tl_p : __float2half_rn(((float)(0)));
+        const bool tl_m0 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && (tl_i1 < v_D));
+        const bool tl_m1 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 1) < v_D));
+        const bool tl_m2 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 2) < v_D));
+        const bool tl_m3 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 3) < v_D));
+        const bool tl_m4 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 4) < v_D));
+        const bool tl_m5 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 5) < v_D));
+        const bool tl_m6 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 6) < v_D));
+        const bool tl_m7 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 7) < v_D));
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(((float)(0)));
+            tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(((float)(0)));
+            tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(((float)(0)));
+            tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
+            tl_t1[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(((float)(0)));
+            tl_t1[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(((float)(0)));
+            tl_t1[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(((float)(0)));
+            tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
+        }
     }
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -17794,12 +17836,31 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__bf16_v0(__nv_bfl
     // examples/llm.tile:326
     __nv_bfloat16 tl_t1[64];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 64; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 12) & 3, tl_i1 = (tl_l >> 0) & 4095;
         const __nv_bfloat16 *tl_p = ((v_table + (((long long)(v_id[(((tl_j >> 4) & 3) << 0)])) * ((long long)(v_D)))) + tl_i1);
-        tl_t1[tl_j] = (((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && (tl_i1 < v_D))) ? *tl_p : __float2bfloat16_rn(((float)(0)));
+        const bool tl_m0 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && (tl_i1 < v_D));
+        const bool tl_m1 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 1) < v_D));
+        const bool tl_m2 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 2) < v_D));
+        const bool tl_m3 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 3) < v_D));
+        const bool tl_m4 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 4) < v_D));
+        const bool tl_m5 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 5) < v_D));
+        const bool tl_m6 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 6) < v_D));
+        const bool tl_m7 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 7) < v_D));
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(((float)(0)));
+            tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(((float)(0)));
+            tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(((float)(0)));
+            tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
+            tl_t1[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(((float)(0)));
+            tl_t1[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(((float)(0)));
+            tl_t1[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(((float)(0)));
+            tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
+        }
     }
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -17893,12 +17954,23 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f32_v0(float *v_
     // examples/llm.tile:326
     float tl_t1[64];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 64; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 12) & 3, tl_i1 = (tl_l >> 0) & 4095;
         const float *tl_p = ((v_table + (((long long)(v_id[(((tl_j >> 4) & 3) << 0)])) * ((long long)(v_D)))) + tl_i1);
-        tl_t1[tl_j] = (((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && (tl_i1 < v_D))) ? *tl_p : ((float)(0));
+        const bool tl_m0 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && (tl_i1 < v_D));
+        const bool tl_m1 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 1) < v_D));
+        const bool tl_m2 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 2) < v_D));
+        const bool tl_m3 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 3) < v_D));
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : ((float)(0));
+            tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : ((float)(0));
+            tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : ((float)(0));
+            tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
+        }
     }
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -18003,14 +18075,27 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f16_v0(__ha
         }
     }
     #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 64; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 12) & 3, tl_i1 = (tl_l >> 0) & 4095;
         float *tl_p = ((v_dtable + (((long long)(v_id[(((tl_j >> 4) & 3) << 0)])) * ((long long)(v_D)))) + tl_i1);
         const float tl_v0 = __half2float(tl_t1[tl_j]);
         const bool tl_m0 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && (tl_i1 < v_D));
-        if (tl_m0) atomicAdd(tl_p, tl_v0);
+        const float tl_v1 = __half2float(tl_t1[tl_j + 1]);
+        const bool tl_m1 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 1) < v_D));
+        const float tl_v2 = __half2float(tl_t1[tl_j + 2]);
+        const bool tl_m2 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 2) < v_D));
+        const float tl_v3 = __half2float(tl_t1[tl_j + 3]);
+        const bool tl_m3 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 3) < v_D));
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            tl_atomic_add4(tl_p, tl_v0, tl_v1, tl_v2, tl_v3);
+        } else {
+            if (tl_m0) atomicAdd(tl_p + 0, tl_v0);
+            if (tl_m1) atomicAdd(tl_p + 1, tl_v1);
+            if (tl_m2) atomicAdd(tl_p + 2, tl_v2);
+            if (tl_m3) atomicAdd(tl_p + 3, tl_v3);
+        }
     }
 }
 
@@ -18087,14 +18172,27 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__bf16_v0(__n
         }
     }
     #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 64; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 12) & 3, tl_i1 = (tl_l >> 0) & 4095;
         float *tl_p = ((v_dtable + (((long long)(v_id[(((tl_j >> 4) & 3) << 0)])) * ((long long)(v_D)))) + tl_i1);
         const float tl_v0 = __bfloat162float(tl_t1[tl_j]);
         const bool tl_m0 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && (tl_i1 < v_D));
-        if (tl_m0) atomicAdd(tl_p, tl_v0);
+        const float tl_v1 = __bfloat162float(tl_t1[tl_j + 1]);
+        const bool tl_m1 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 1) < v_D));
+        const float tl_v2 = __bfloat162float(tl_t1[tl_j + 2]);
+        const bool tl_m2 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 2) < v_D));
+        const float tl_v3 = __bfloat162float(tl_t1[tl_j + 3]);
+        const bool tl_m3 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 3) < v_D));
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            tl_atomic_add4(tl_p, tl_v0, tl_v1, tl_v2, tl_v3);
+        } else {
+            if (tl_m0) atomicAdd(tl_p + 0, tl_v0);
+            if (tl_m1) atomicAdd(tl_p + 1, tl_v1);
+            if (tl_m2) atomicAdd(tl_p + 2, tl_v2);
+            if (tl_m3) atomicAdd(tl_p + 3, tl_v3);
+        }
     }
 }
 
@@ -18163,14 +18261,27 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f32_v0(floa
         }
     }
     #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 64; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 12) & 3, tl_i1 = (tl_l >> 0) & 4095;
         float *tl_p = ((v_dtable + (((long long)(v_id[(((tl_j >> 4) & 3) << 0)])) * ((long long)(v_D)))) + tl_i1);
         const float tl_v0 = tl_t1[tl_j];
         const bool tl_m0 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && (tl_i1 < v_D));
-        if (tl_m0) atomicAdd(tl_p, tl_v0);
+        const float tl_v1 = tl_t1[tl_j + 1];
+        const bool tl_m1 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 1) < v_D));
+        const float tl_v2 = tl_t1[tl_j + 2];
+        const bool tl_m2 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 2) < v_D));
+        const float tl_v3 = tl_t1[tl_j + 3];
+        const bool tl_m3 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 3) < v_D));
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            tl_atomic_add4(tl_p, tl_v0, tl_v1, tl_v2, tl_v3);
+        } else {
+            if (tl_m0) atomicAdd(tl_p + 0, tl_v0);
+            if (tl_m1) atomicAdd(tl_p + 1, tl_v1);
+            if (tl_m2) atomicAdd(tl_p + 2, tl_v2);
+            if (tl_m3) atomicAdd(tl_p + 3, tl_v3);
+        }
     }
 }
 
