@@ -70,7 +70,7 @@ def main():
             ("gemm_nn dH_c = G @ W", lambda: m.gemm_nn(g, w, dhc, C, D, V),
              lambda: torch.matmul(g, w, out=dhc), 2.0 * C * V * D),
             ("transpose h_c", lambda: m.transpose(hc, hct, C, D), None, 0.0),
-            ("gemm_dw dW += G^T h_c", lambda: m.gemm_dw(hct, g, dw, D, V, C),
+            ("gemm_dw dW += G^T h_c", lambda: m.gemm_dw(hct, g, dw, D, V, C, 1),
              lambda: torch.addmm(dw, g.t(), hc, out=dw), 2.0 * C * V * D),
         ]
         total = {"tilec": 0.0, "torch": 0.0}

@@ -36874,8 +36874,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
 #endif
 
 /* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8, stages = 2 */
-/* indexing: 64-bit (lines 407, 408, 412), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K)
+/* indexing: 64-bit (lines 410, 411, 415), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, int v_add)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -36885,11 +36885,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_stages = 2;
-    // examples/llm.tile:402
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:403
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:404
+    // examples/llm.tile:407
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -36897,7 +36897,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:405
+    // examples/llm.tile:408
     { /* v_acc += dot, 2-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -36975,7 +36975,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:405
+        // examples/llm.tile:408
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<0>();
@@ -37034,7 +37034,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:409
+            // examples/llm.tile:412
             const int tl_cs = tl_it % 2;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -37055,11 +37055,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/llm.tile:411
+    // examples/llm.tile:414
     // v_m: index tile computed where it is used
-    // examples/llm.tile:412
+    // examples/llm.tile:415
     // v_at: pointer tile computed where it is used
-    // examples/llm.tile:413
+    // examples/llm.tile:416
     __nv_bfloat16 tl_t0[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -37067,15 +37067,15 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
         const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
         const int tl_i1 = ((((tl_j) >> 3) & 7) << 4) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 7) << 1);
         const __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((((int)blockIdx.y) * v_BN) + tl_i1))) * ((long long)(v_M)))) + ((((int)blockIdx.x) * v_BM) + tl_i0));
-        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-        const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + (tl_i0 + 1)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-        const bool tl_m2 = ((((((int)blockIdx.x) * v_BM) + (tl_i0 + 2)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-        const bool tl_m3 = ((((((int)blockIdx.x) * v_BM) + (tl_i0 + 3)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-        const bool tl_m4 = ((((((int)blockIdx.x) * v_BM) + (tl_i0 + 4)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-        const bool tl_m5 = ((((((int)blockIdx.x) * v_BM) + (tl_i0 + 5)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-        const bool tl_m6 = ((((((int)blockIdx.x) * v_BM) + (tl_i0 + 6)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-        const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + (tl_i0 + 7)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+        const bool tl_m0 = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m1 = (((((((int)blockIdx.x) * v_BM) + (tl_i0 + 1)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m2 = (((((((int)blockIdx.x) * v_BM) + (tl_i0 + 2)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m3 = (((((((int)blockIdx.x) * v_BM) + (tl_i0 + 3)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m4 = (((((((int)blockIdx.x) * v_BM) + (tl_i0 + 4)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m5 = (((((((int)blockIdx.x) * v_BM) + (tl_i0 + 5)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m6 = (((((((int)blockIdx.x) * v_BM) + (tl_i0 + 6)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m7 = (((((((int)blockIdx.x) * v_BM) + (tl_i0 + 7)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        if (tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
             tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
@@ -37177,8 +37177,8 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n256_2(float *d, float *e, 
 }
 #endif
 /* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8, stages = 2 */
-/* indexing: 64-bit (lines 407, 408, 412), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
+/* indexing: 64-bit (lines 410, 411, 415), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, int v_add, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -37211,11 +37211,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:402
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:403
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:404
+    // examples/llm.tile:407
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -37223,7 +37223,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:405
+    // examples/llm.tile:408
     { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -37252,11 +37252,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:402
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:403
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:404
+    // examples/llm.tile:407
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -37264,7 +37264,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:405
+    // examples/llm.tile:408
     float tl_acc1[64]; /* the second N tile's accumulator (pid(1) + 1) */
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j)
@@ -37292,11 +37292,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
-    // examples/llm.tile:411
+    // examples/llm.tile:414
     // v_m: index tile computed where it is used
-    // examples/llm.tile:412
+    // examples/llm.tile:415
     // v_at: pointer tile computed where it is used
-    // examples/llm.tile:413
+    // examples/llm.tile:416
     __nv_bfloat16 tl_t0[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -37304,15 +37304,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
         const int tl_i1 = ((((tl_j) >> 3) & 7) << 4) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 7) << 1);
         const __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((tl_pid1 * v_BN) + tl_i1))) * ((long long)(v_M)))) + ((tl_pid0 * v_BM) + tl_i0));
-        const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m1 = ((((tl_pid0 * v_BM) + (tl_i0 + 1)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m2 = ((((tl_pid0 * v_BM) + (tl_i0 + 2)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m3 = ((((tl_pid0 * v_BM) + (tl_i0 + 3)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m4 = ((((tl_pid0 * v_BM) + (tl_i0 + 4)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m5 = ((((tl_pid0 * v_BM) + (tl_i0 + 5)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m6 = ((((tl_pid0 * v_BM) + (tl_i0 + 6)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m7 = ((((tl_pid0 * v_BM) + (tl_i0 + 7)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+        const bool tl_m0 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m1 = (((((tl_pid0 * v_BM) + (tl_i0 + 1)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m2 = (((((tl_pid0 * v_BM) + (tl_i0 + 2)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m3 = (((((tl_pid0 * v_BM) + (tl_i0 + 3)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m4 = (((((tl_pid0 * v_BM) + (tl_i0 + 4)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m5 = (((((tl_pid0 * v_BM) + (tl_i0 + 5)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m6 = (((((tl_pid0 * v_BM) + (tl_i0 + 6)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m7 = (((((tl_pid0 * v_BM) + (tl_i0 + 7)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        if (tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
             tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
@@ -37350,11 +37350,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         if (tl_pidn < tl_grid1) {
         const int tl_pid1 = tl_pidn;
         (void)tl_pid1;
-    // examples/llm.tile:402
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:403
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:404
+    // examples/llm.tile:407
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -37362,15 +37362,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:405
+    // examples/llm.tile:408
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j)
             v_acc[tl_j] = tl_acc1[tl_j];
-    // examples/llm.tile:411
+    // examples/llm.tile:414
     // v_m: index tile computed where it is used
-    // examples/llm.tile:412
+    // examples/llm.tile:415
     // v_at: pointer tile computed where it is used
-    // examples/llm.tile:413
+    // examples/llm.tile:416
     __nv_bfloat16 tl_t0[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -37378,15 +37378,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
         const int tl_i1 = ((((tl_j) >> 3) & 7) << 4) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 7) << 1);
         const __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((tl_pid1 * v_BN) + tl_i1))) * ((long long)(v_M)))) + ((tl_pid0 * v_BM) + tl_i0));
-        const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m1 = ((((tl_pid0 * v_BM) + (tl_i0 + 1)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m2 = ((((tl_pid0 * v_BM) + (tl_i0 + 2)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m3 = ((((tl_pid0 * v_BM) + (tl_i0 + 3)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m4 = ((((tl_pid0 * v_BM) + (tl_i0 + 4)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m5 = ((((tl_pid0 * v_BM) + (tl_i0 + 5)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m6 = ((((tl_pid0 * v_BM) + (tl_i0 + 6)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m7 = ((((tl_pid0 * v_BM) + (tl_i0 + 7)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+        const bool tl_m0 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m1 = (((((tl_pid0 * v_BM) + (tl_i0 + 1)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m2 = (((((tl_pid0 * v_BM) + (tl_i0 + 2)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m3 = (((((tl_pid0 * v_BM) + (tl_i0 + 3)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m4 = (((((tl_pid0 * v_BM) + (tl_i0 + 4)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m5 = (((((tl_pid0 * v_BM) + (tl_i0 + 5)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m6 = (((((tl_pid0 * v_BM) + (tl_i0 + 6)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m7 = (((((tl_pid0 * v_BM) + (tl_i0 + 7)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        if (tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
             tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
@@ -37496,8 +37496,8 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n128(float *d, unsigned lon
 }
 #endif
 /* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8, stages = 2 */
-/* indexing: 64-bit (lines 407, 408, 412), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
+/* indexing: 64-bit (lines 410, 411, 415), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, int v_add, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -37530,11 +37530,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:402
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:403
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:404
+    // examples/llm.tile:407
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -37542,7 +37542,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:405
+    // examples/llm.tile:408
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -37569,11 +37569,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:402
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:403
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:404
+    // examples/llm.tile:407
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -37581,7 +37581,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:405
+    // examples/llm.tile:408
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -37605,11 +37605,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/llm.tile:411
+    // examples/llm.tile:414
     // v_m: index tile computed where it is used
-    // examples/llm.tile:412
+    // examples/llm.tile:415
     // v_at: pointer tile computed where it is used
-    // examples/llm.tile:413
+    // examples/llm.tile:416
     __nv_bfloat16 tl_t0[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -37617,15 +37617,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
         const int tl_i1 = ((((tl_j) >> 3) & 7) << 4) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 7) << 1);
         const __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((tl_pid1 * v_BN) + tl_i1))) * ((long long)(v_M)))) + ((tl_pid0 * v_BM) + tl_i0));
-        const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m1 = ((((tl_pid0 * v_BM) + (tl_i0 + 1)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m2 = ((((tl_pid0 * v_BM) + (tl_i0 + 2)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m3 = ((((tl_pid0 * v_BM) + (tl_i0 + 3)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m4 = ((((tl_pid0 * v_BM) + (tl_i0 + 4)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m5 = ((((tl_pid0 * v_BM) + (tl_i0 + 5)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m6 = ((((tl_pid0 * v_BM) + (tl_i0 + 6)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        const bool tl_m7 = ((((tl_pid0 * v_BM) + (tl_i0 + 7)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+        const bool tl_m0 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m1 = (((((tl_pid0 * v_BM) + (tl_i0 + 1)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m2 = (((((tl_pid0 * v_BM) + (tl_i0 + 2)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m3 = (((((tl_pid0 * v_BM) + (tl_i0 + 3)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m4 = (((((tl_pid0 * v_BM) + (tl_i0 + 4)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m5 = (((((tl_pid0 * v_BM) + (tl_i0 + 5)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m6 = (((((tl_pid0 * v_BM) + (tl_i0 + 6)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m7 = (((((tl_pid0 * v_BM) + (tl_i0 + 7)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        if (tl_m0 && tl_m1 && tl_m2 && tl_m3 && tl_m4 && tl_m5 && tl_m6 && tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
             tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
@@ -37667,7 +37667,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
 #endif
 
 /* transpose__f16: BR = 64, BK = 64, warps = 4 */
-/* indexing: 64-bit (lines 423, 424), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 426, 427), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x, __half *v_y, int v_R, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -37676,11 +37676,11 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x,
     constexpr int v_BR = 64;
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
-    // examples/llm.tile:421
+    // examples/llm.tile:424
     // v_r: index tile computed where it is used
-    // examples/llm.tile:422
+    // examples/llm.tile:425
     // v_k: index tile computed where it is used
-    // examples/llm.tile:423
+    // examples/llm.tile:426
     __half v_t[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -37709,7 +37709,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x,
             v_t[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    // examples/llm.tile:424
+    // examples/llm.tile:427
     __syncthreads();
     { /* v_t to shared memory */
         #pragma unroll
@@ -37767,7 +37767,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x,
 }
 
 /* transpose__bf16: BR = 64, BK = 64, warps = 4 */
-/* indexing: 64-bit (lines 423, 424), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 426, 427), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat16 *v_x, __nv_bfloat16 *v_y, int v_R, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -37776,11 +37776,11 @@ extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat
     constexpr int v_BR = 64;
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
-    // examples/llm.tile:421
+    // examples/llm.tile:424
     // v_r: index tile computed where it is used
-    // examples/llm.tile:422
+    // examples/llm.tile:425
     // v_k: index tile computed where it is used
-    // examples/llm.tile:423
+    // examples/llm.tile:426
     __nv_bfloat16 v_t[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -37809,7 +37809,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat
             v_t[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // examples/llm.tile:424
+    // examples/llm.tile:427
     __syncthreads();
     { /* v_t to shared memory */
         #pragma unroll
@@ -37867,7 +37867,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat
 }
 
 /* transpose__f32: BR = 64, BK = 64, warps = 4 */
-/* indexing: 64-bit (lines 423, 424), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 426, 427), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) transpose__f32_v0(float *v_x, float *v_y, int v_R, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -37876,11 +37876,11 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f32_v0(float *v_x, 
     constexpr int v_BR = 64;
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
-    // examples/llm.tile:421
+    // examples/llm.tile:424
     // v_r: index tile computed where it is used
-    // examples/llm.tile:422
+    // examples/llm.tile:425
     // v_k: index tile computed where it is used
-    // examples/llm.tile:423
+    // examples/llm.tile:426
     float v_t[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -37901,7 +37901,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f32_v0(float *v_x, 
             v_t[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // examples/llm.tile:424
+    // examples/llm.tile:427
     __syncthreads();
     { /* v_t to shared memory */
         #pragma unroll
